@@ -1,0 +1,5 @@
+"""`python -m simulator` runs the command line."""
+
+from simulator.cli import main
+
+raise SystemExit(main())

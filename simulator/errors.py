@@ -1,0 +1,37 @@
+"""Errors a user can fix: printed as one clear line each, never as a traceback, exit code 2."""
+
+from __future__ import annotations
+
+__all__ = ["Problem", "UserError"]
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in one input file: where it is and how to fix it."""
+
+    file: str
+    message: str
+    line: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        field = f" [{self.field}]" if self.field else ""
+        return f"{where}{field}: {self.message}"
+
+
+class UserError(Exception):
+    """A mistake in the user's input or configuration; the CLI prints it without a traceback and exits 2."""
+
+    def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
+
+    def render(self) -> str:
+        if not self.problems:
+            return str(self)
+        lines = [f"{self} ({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):"]
+        lines += [f"  {p}" for p in self.problems]
+        return "\n".join(lines)

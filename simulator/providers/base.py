@@ -1,0 +1,108 @@
+"""The provider contract: one async method that turns a provider-neutral request into a response."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ChatMessage",
+    "ErrorKind",
+    "ModelRequest",
+    "ModelResponse",
+    "Provider",
+    "ProviderError",
+    "ToolCall",
+    "ToolSpec",
+]
+
+from abc import ABC, abstractmethod
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simulator.transcript import Usage
+
+ErrorKind = Literal["rate_limit", "transient", "permanent"]
+
+
+class ChatMessage(BaseModel):
+    """A message as a model sees it; `assistant` is the model's own side."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class ToolSpec(BaseModel):
+    """A tool the model may call, described by a JSON schema for its arguments."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    arguments: dict[str, Any]
+
+
+class ModelRequest(BaseModel):
+    """Everything that changes a model's output, and nothing else (it is also the cache key's source)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    system: str | None = None
+    messages: list[ChatMessage]
+    max_tokens: int = 1024
+    temperature: float | None = None
+    output_schema: dict[str, Any] | None = None
+    schema_name: str = "output"
+    tools: list[ToolSpec] = Field(default_factory=list)
+    # Number of leading messages that are identical across a batch of calls (judges of one
+    # conversation): providers with explicit prompt caching mark the prefix cacheable.
+    cacheable_prefix_messages: int = 0
+
+
+class ModelResponse(BaseModel):
+    """Text, the parsed object when a schema was asked for, tool calls, usage, latency, raw exchange."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    parsed: dict[str, Any] | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    model: str = ""
+    raw: dict[str, Any] = Field(default_factory=dict)
+    cached: bool = False
+
+
+class ProviderError(Exception):
+    """A failed call, classified so one retry policy can decide: retry a rate limit or transient error,
+    never a permanent one (bad key, bad request), whose message says what to fix."""
+
+    def __init__(
+        self, kind: ErrorKind, message: str, *, retry_after: float | None = None, status: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.retry_after = retry_after
+        self.status = status
+
+
+class Provider(ABC):
+    """One LLM provider. Subclasses live one per file in `simulator/providers/` and import their SDK lazily."""
+
+    name: str = ""
+
+    @abstractmethod
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """Run one request; raise ProviderError (classified) on failure."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; the default has nothing to release."""

@@ -1,0 +1,100 @@
+"""What a run writes: one ConversationRecord per finished conversation, one Verdict per judgement."""
+
+from __future__ import annotations
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ConversationRecord",
+    "ErrorInfo",
+    "Evidence",
+    "StopReason",
+    "Verdict",
+    "VerdictResult",
+    "conversation_key",
+]
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simulator.transcript import Turn, Usage
+
+SCHEMA_VERSION = 1
+
+StopReason = Literal["user_done", "handover", "bot_closed", "max_turns", "error"]
+VerdictResult = Literal["pass", "fail", "not_applicable", "error", "not_judged"]
+
+
+def conversation_key(scenario_id: str, repeat: int) -> str:
+    """The stable id of one (scenario, repeat) item; resume, compare and labels all match on it."""
+    return f"{scenario_id}#{repeat}"
+
+
+class ErrorInfo(BaseModel):
+    """Why something failed: where (bot, user, judge), the error class and the message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["bot", "user", "judge", "engine"]
+    kind: str
+    message: str
+
+
+class ConversationRecord(BaseModel):
+    """One finished conversation, as appended to `conversations.jsonl`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    scenario_id: str
+    repeat: int
+    stop_reason: StopReason
+    turns: list[Turn]
+    final_state: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
+    # Attempts discarded because the simulated user broke character, with the reason each time.
+    character_breaks: list[str] = Field(default_factory=list)
+    started_at: datetime
+    ended_at: datetime
+    usage_by_role: dict[str, Usage] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    user_model: str = ""
+    bot: str = ""
+    # Calls answered from the response cache, by role.
+    cache_hits: dict[str, int] = Field(default_factory=dict)
+
+
+class Evidence(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    quote: str
+    found: bool
+
+
+class Verdict(BaseModel):
+    """One (conversation, check or criterion) judgement, as appended to `verdicts.jsonl`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    conversation_id: str
+    scenario_id: str
+    repeat: int
+    criterion_id: str
+    kind: Literal["llm", "code", "metric"]
+    result: VerdictResult
+    reasoning: str = ""
+    evidence: list[Evidence] = Field(default_factory=list)
+    # False when a quote was not found in the transcript, or a pass/fail came with no quote at all.
+    evidence_verified: bool | None = None
+    score: float | None = None
+    severity: str | None = None
+    category: str | None = None
+    judge_model: str | None = None
+    judge_set_hash: str = ""
+    usage: Usage | None = None
+    latency_s: float | None = None
+    error: ErrorInfo | None = None
+    judged_at: datetime | None = None

@@ -1,7 +1,54 @@
-"""Command line entry point (placeholder until the commands land)."""
+"""The `simulator` command line: argparse, with every heavy import deferred to the command that needs it."""
 
 from __future__ import annotations
 
+__all__ = ["main"]
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from simulator import __version__
+from simulator.errors import UserError
+
+# Modules that add their own sub-commands with `register(subparsers)`; each keeps its imports lazy.
+EXTENSIONS = [
+    "simulator.commands.core",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="simulator",
+        description="Test LLM chatbots with simulated users, per-criterion judges and defensible error rates.",
+    )
+    parser.add_argument("--version", action="version", version=f"simulator {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in EXTENSIONS:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
 
 def main(argv: list[str] | None = None) -> int:
-    return 0
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 0
+    try:
+        return handler(args)
+    except UserError as exc:
+        print(f"error: {exc.render()}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: everything finished so far is saved; resume with --resume", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def existing_path(value: str) -> Path:
+    return Path(value)

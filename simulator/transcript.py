@@ -5,9 +5,9 @@ from __future__ import annotations
 __all__ = ["Role", "Turn", "Usage", "render_transcript"]
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 Role = Literal["user", "bot"]
 
@@ -44,6 +44,8 @@ class Turn(BaseModel):
     time_to_first_token_s: float | None = None
     usage: Usage | None = None
     model: str | None = None
+    # The raw provider or bot exchange (secrets stripped), for debugging; optional.
+    raw: dict[str, Any] | None = None
 
     @property
     def text(self) -> str:

@@ -1,0 +1,33 @@
+"""Bot adapters: python, http and chat, each making a fresh session per conversation."""
+
+from __future__ import annotations
+
+__all__ = ["BotError", "BotFactory", "BotReply", "BotSession", "Reply", "make_bot_factory"]
+
+from typing import TYPE_CHECKING, Protocol
+
+from simulator.bots.base import BotError, BotReply, BotSession, Reply
+
+if TYPE_CHECKING:
+    from simulator.llm import ModelHub
+    from simulator.suite import Suite
+
+
+class BotFactory(Protocol):
+    async def open(self, conversation_id: str) -> BotSession: ...
+
+
+def make_bot_factory(suite: Suite, hub: ModelHub) -> BotFactory:
+    """The adapter the suite's `bot:` section names."""
+    bot = suite.bot
+    if bot.type == "python":
+        from simulator.bots.python_bot import PythonBotFactory
+
+        return PythonBotFactory(bot.factory)
+    if bot.type == "http":
+        from simulator.bots.http_bot import HttpBotFactory
+
+        return HttpBotFactory(bot)
+    from simulator.bots.chat_bot import ChatBotFactory
+
+    return ChatBotFactory(bot, suite, hub)

@@ -1,0 +1,107 @@
+"""The `chat` adapter: a model plus a system prompt is the bot; an optional decision tool sets the final state."""
+
+from __future__ import annotations
+
+__all__ = ["ChatBotFactory"]
+
+from typing import Any
+
+from simulator.bots.base import BotError, BotReply
+from simulator.errors import UserError
+from simulator.llm import ModelClient, ModelHub
+from simulator.providers.base import ChatMessage, ModelRequest, ProviderError, ToolSpec
+from simulator.suite import ChatBotConfig, Suite
+
+
+def _decision_tool(config: ChatBotConfig) -> ToolSpec | None:
+    tool = config.decision_tool
+    if tool is None:
+        return None
+    prop: dict[str, Any] = {"type": "string", "description": f"the {tool.field} you decided"}
+    if tool.values:
+        prop["enum"] = tool.values
+    return ToolSpec(
+        name=tool.name,
+        description=tool.description,
+        parameters={"type": "object", "properties": {tool.field: prop}, "required": [tool.field]},
+    )
+
+
+class ChatSession:
+    def __init__(
+        self,
+        client: ModelClient,
+        model: str,
+        config: ChatBotConfig,
+        system: str,
+        tool: ToolSpec | None,
+        record_raw: bool,
+    ) -> None:
+        self._client = client
+        self._model = model
+        self._config = config
+        self._system = system
+        self._tool = tool
+        self._record_raw = record_raw
+        self._history: list[ChatMessage] = []
+        self._state: dict[str, Any] | None = None
+
+    async def send(self, text: str, turn: int) -> BotReply:
+        self._history.append(ChatMessage(role="user", content=text))
+        request = ModelRequest(
+            model=self._model,
+            system=self._system,
+            messages=list(self._history),
+            max_tokens=self._config.max_tokens,
+            temperature=self._config.temperature,
+            tools=[self._tool] if self._tool else [],
+        )
+        try:
+            response = await self._client.generate(request)
+        except ProviderError as exc:
+            raise BotError(f"provider_{exc.kind}", str(exc)) from exc
+        messages = [response.text.strip()] if response.text.strip() else []
+        closed = False
+        for call in response.tool_calls:
+            if self._tool is not None and call.name == self._tool.name:
+                self._state = dict(call.arguments)
+                closed = not messages  # a decision with no words ends the chat
+        if not messages and not closed:
+            messages = ["(no reply)"]
+        self._history.append(
+            ChatMessage(role="assistant", content="\n".join(messages) or "(decision recorded)")
+        )
+        return BotReply(
+            messages=messages,
+            closed=closed,
+            state=self._state,
+            latency_s=response.latency_s,
+            usage=response.usage,
+            model=response.model or self._model,
+            raw=response.raw if self._record_raw else None,
+        )
+
+    async def final_state(self) -> dict[str, Any] | None:
+        return self._state
+
+    async def aclose(self) -> None:
+        return None
+
+
+class ChatBotFactory:
+    def __init__(self, config: ChatBotConfig, suite: Suite, hub: ModelHub) -> None:
+        self.config = config
+        if config.system_prompt_file:
+            path = suite.resolve(config.system_prompt_file)
+            try:
+                self.system = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise UserError(f"{path}: cannot read the chat bot's system_prompt_file ({exc})") from exc
+        else:
+            self.system = config.system_prompt or ""
+        self._client, self._model = hub.client(config.model)
+        self._tool = _decision_tool(config)
+        self._record_raw = suite.record_raw
+
+    async def open(self, conversation_id: str) -> ChatSession:
+        return ChatSession(self._client, self._model, self.config, self.system, self._tool, self._record_raw)

@@ -1,0 +1,101 @@
+"""The `http` adapter: POST {conversation_id, turn, message}; the bot answers {messages | message, ...}."""
+
+from __future__ import annotations
+
+__all__ = ["HttpBotFactory", "expand_headers"]
+
+import os
+import re
+import time
+from typing import Any
+
+import httpx
+
+from simulator.bots.base import BotError, BotReply
+from simulator.errors import UserError
+from simulator.suite import HttpBotConfig
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_headers(headers: dict[str, str]) -> dict[str, str]:
+    """Expand ${VAR} from the environment at run time; the expanded values are never recorded."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise UserError(f"the bot's headers use ${{{name}}}; set the {name} environment variable")
+        return os.environ[name]
+
+    return {key: _VAR.sub(value, template) for key, template in headers.items()}
+
+
+class HttpSession:
+    def __init__(self, client: httpx.AsyncClient, url: str, conversation_id: str) -> None:
+        self._client = client
+        self._url = url
+        self._conversation_id = conversation_id
+        self._state: dict[str, Any] | None = None
+
+    async def send(self, text: str, turn: int) -> BotReply:
+        body = {"conversation_id": self._conversation_id, "turn": turn, "message": text}
+        start = time.perf_counter()
+        try:
+            response = await self._client.post(self._url, json=body)
+        except httpx.TimeoutException as exc:
+            raise BotError("timeout", f"the bot did not answer within the timeout ({exc})") from exc
+        except httpx.HTTPError as exc:
+            raise BotError("connection", f"{type(exc).__name__}: {exc}") from exc
+        latency = time.perf_counter() - start
+        if response.status_code >= 400:
+            raise BotError(
+                "http_status", f"the bot answered HTTP {response.status_code}: {response.text[:200]}"
+            )
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise BotError("invalid_reply", f"the bot's answer is not JSON: {response.text[:200]!r}") from exc
+        if not isinstance(data, dict):
+            raise BotError("invalid_reply", "the bot's answer must be a JSON object")
+        messages = data.get("messages")
+        if messages is None and isinstance(data.get("message"), str):
+            messages = [data["message"]]
+        if not isinstance(messages, list) or not all(isinstance(m, str) for m in messages):
+            raise BotError(
+                "invalid_reply", "the bot's answer needs 'messages' (list of strings) or 'message'"
+            )
+        state = data.get("state")
+        if isinstance(state, dict):
+            self._state = state
+        return BotReply(
+            messages=messages,
+            handed_over=bool(data.get("handed_over", False)),
+            closed=bool(data.get("closed", False)),
+            state=state if isinstance(state, dict) else None,
+            latency_s=latency,
+            raw={"request": body, "response": data},
+        )
+
+    async def final_state(self) -> dict[str, Any] | None:
+        return self._state
+
+    async def aclose(self) -> None:
+        return None
+
+
+class HttpBotFactory:
+    """One shared HTTP client (connection pool) for every conversation with the bot."""
+
+    def __init__(self, config: HttpBotConfig) -> None:
+        self.config = config
+        self._client = httpx.AsyncClient(
+            headers=expand_headers(config.headers),
+            timeout=config.timeout_s,
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
+        )
+
+    async def open(self, conversation_id: str) -> HttpSession:
+        return HttpSession(self._client, self.config.url, conversation_id)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

@@ -1,0 +1,1 @@
+"""Sub-commands of the `simulator` CLI, one module per group."""

@@ -1,0 +1,174 @@
+"""`run`, `validate`, `show` and `schema`: the core engine's commands."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import UserError
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = subparsers.add_parser("run", help="run a suite: simulate every scenario, judge every conversation")
+    run.add_argument("suite", type=Path, nargs="?", help="the suite file (suite.yaml)")
+    run.add_argument("--runs", type=int, help="repeats per scenario (overrides the suite)")
+    run.add_argument("--concurrency", type=int, help="conversations in flight (overrides the suite)")
+    run.add_argument("--out", type=Path, help="the run folder to write (default runs/<run-id>)")
+    run.add_argument("--tags", help="only scenarios with any of these comma-separated tags")
+    run.add_argument("--user-model", help="simulated-user model, e.g. offline, anthropic:claude-sonnet-4-5")
+    run.add_argument("--judge-model", help="judge model for LLM criteria (overrides the suite)")
+    run.add_argument("--seed", type=int, help="seed for the offline user (overrides the suite)")
+    run.add_argument("--resume", type=Path, metavar="RUN", help="finish an interrupted run folder")
+    run.add_argument(
+        "--retry-errors", action="store_true", help="with --resume: re-run errored conversations"
+    )
+    run.add_argument(
+        "--max-errors", type=float, help="abort when this many (or this share, <1) conversations fail"
+    )
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(handler=cmd_run)
+
+    validate = subparsers.add_parser("validate", help="check scenario, suite and judge files without running")
+    validate.add_argument("paths", type=Path, nargs="+", help="files or folders")
+    validate.set_defaults(handler=cmd_validate)
+
+    show = subparsers.add_parser("show", help="print a readable transcript from a run")
+    show.add_argument("run", type=Path, help="runs/<run-id>")
+    show.add_argument("--scenario", help="scenario id (default: every conversation)")
+    show.add_argument("--repeat", type=int, help="repeat index")
+    show.add_argument("--raw", action="store_true", help="print the records as JSON lines")
+    show.set_defaults(handler=cmd_show)
+
+    schema = subparsers.add_parser("schema", help="print the JSON schema of a file format, for editors")
+    schema.add_argument(
+        "kind", nargs="?", default="scenario", choices=["scenario", "suite", "criterion", "golden"]
+    )
+    schema.set_defaults(handler=cmd_schema)
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    if args.runs is not None:
+        overrides["runs"] = args.runs
+    if args.concurrency is not None:
+        overrides["concurrency"] = args.concurrency
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+    return overrides
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from simulator.runner import RunOptions, run_suite
+    from simulator.runs import RunFolder
+    from simulator.scenario import load_scenarios
+    from simulator.suite import Suite, load_suite
+
+    if args.resume is not None:
+        manifest = RunFolder.open(args.resume).read_manifest()
+        if manifest.suite_file is None:
+            raise UserError(f"{args.resume}: the manifest names no suite file; cannot resume")
+        suite = Suite.model_validate(_stored_suite(manifest.config))
+        suite._base_dir = Path(manifest.suite_file).parent.resolve()
+        suite._file = Path(manifest.suite_file)
+        options = RunOptions(
+            out=args.resume,
+            resume=True,
+            retry_errors=args.retry_errors,
+            progress=not args.no_progress,
+            max_errors=args.max_errors,
+        )
+    else:
+        if args.suite is None:
+            raise UserError("name a suite file: simulator run scenarios/triage/suite.yaml")
+        suite = load_suite(args.suite, _overrides(args))
+        options = RunOptions(out=args.out, progress=not args.no_progress, max_errors=args.max_errors)
+    if args.user_model:
+        suite.user.model = args.user_model
+    if args.judge_model:
+        suite.judges.model = args.judge_model
+    tags = [t for t in (args.tags or "").split(",") if t] or suite.scenarios.tags
+    scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], tags)
+    result = asyncio.run(run_suite(suite, scenarios, options))
+    reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
+    print(
+        f"run {result.status}: {result.finished} conversations ({reasons}); {result.errors} errors; "
+        f"{result.skipped} already done; {result.verdicts} verdicts"
+    )
+    print(f"run folder: {result.folder}")
+    return 0
+
+
+def _stored_suite(config: dict[str, Any]) -> dict[str, Any]:
+    config = json.loads(json.dumps(config))
+    config.get("user", {}).pop("resolved_model", None)
+    return config
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from simulator.errors import Problem
+    from simulator.scenario import load_scenarios
+    from simulator.suite import load_suite
+
+    problems: list[Problem] = []
+    scenario_paths: list[Path] = []
+    summary: list[str] = []
+    for path in args.paths:
+        if path.is_file() and path.name in ("suite.yaml", "suite.yml"):
+            try:
+                suite = load_suite(path)
+                scenario_paths += [suite.resolve(p) for p in suite.scenarios.paths]
+                summary.append(f"suite {path}: ok")
+            except UserError as exc:
+                problems += exc.problems or [Problem(str(path), str(exc))]
+        else:
+            scenario_paths.append(path)
+    count = 0
+    if scenario_paths:
+        try:
+            count = len(load_scenarios(scenario_paths))
+        except UserError as exc:
+            problems += exc.problems or [Problem(", ".join(map(str, scenario_paths)), str(exc))]
+    if problems:
+        raise UserError("validation failed", problems)
+    summary.append(f"{count} scenarios: ok")
+    print("\n".join(summary))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from simulator.runner import latest_by_id
+    from simulator.runs import RunFolder
+    from simulator.show import render_conversation
+
+    folder = RunFolder.open(args.run)
+    records = list(latest_by_id(folder.conversations()).values())
+    if args.scenario:
+        records = [r for r in records if r.scenario_id == args.scenario]
+        if not records:
+            raise UserError(f"no conversation of scenario '{args.scenario}' in {args.run}")
+    if args.repeat is not None:
+        records = [r for r in records if r.repeat == args.repeat]
+    verdicts: dict[str, list[Any]] = {}
+    for verdict in folder.verdicts():
+        verdicts.setdefault(verdict.conversation_id, []).append(verdict)
+    if args.raw:
+        for record in records:
+            sys.stdout.write(record.model_dump_json() + "\n")
+        return 0
+    console = Console()
+    for record in records:
+        render_conversation(console, record, verdicts.get(record.id, []))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from simulator.schemas import json_schema
+
+    print(json.dumps(json_schema(args.kind), indent=2))
+    return 0

@@ -1,0 +1,161 @@
+"""The conversation loop: simulated user and bot take turns until a stop condition fires."""
+
+from __future__ import annotations
+
+__all__ = ["ConversationPlan", "run_conversation"]
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from simulator.bots import BotError, BotFactory
+from simulator.providers.base import ProviderError
+from simulator.records import ConversationRecord, ErrorInfo, StopReason, conversation_key
+from simulator.scenario import Scenario
+from simulator.transcript import Turn, Usage
+from simulator.users.base import CharacterBreak, SimulatedUser
+
+
+@dataclass(frozen=True)
+class ConversationPlan:
+    scenario: Scenario
+    repeat: int
+
+    @property
+    def id(self) -> str:
+        return conversation_key(self.scenario.id, self.repeat)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Attempt:
+    """One try at a conversation: the turns so far, what each side used, and how it ended."""
+
+    def __init__(self) -> None:
+        self.turns: list[Turn] = []
+        self.usage: dict[str, Usage] = {}
+        self.raw: list[dict[str, Any]] = []
+
+    def add_usage(self, role: str, usage: Usage | None) -> None:
+        if usage is not None:
+            self.usage[role] = self.usage.get(role, Usage()) + usage
+
+
+async def _attempt(
+    plan: ConversationPlan, user: SimulatedUser, bots: BotFactory, attempt: _Attempt
+) -> tuple[StopReason, dict[str, Any] | None, ErrorInfo | None]:
+    session = await bots.open(plan.id)
+    state: dict[str, Any] | None = None
+    try:
+        for index in range(plan.scenario.max_turns):
+            started = _now()
+            try:
+                message = await user.next_message(attempt.turns)
+            except ProviderError as exc:
+                return "error", state, ErrorInfo(source="user", kind=exc.kind, message=str(exc))
+            if message.done:
+                return "user_done", await session.final_state() or state, None
+            attempt.add_usage("user", message.usage)
+            attempt.turns.append(
+                Turn(
+                    index=index,
+                    role="user",
+                    messages=[message.text],
+                    started_at=started,
+                    latency_s=message.latency_s,
+                    usage=message.usage,
+                    model=message.model,
+                    raw=message.raw,
+                )
+            )
+            started = _now()
+            try:
+                reply = await session.send(message.text, index)
+            except BotError as exc:
+                return "error", state, ErrorInfo(source="bot", kind=exc.kind, message=str(exc))
+            attempt.add_usage("bot", reply.usage)
+            if reply.state is not None:
+                state = reply.state
+            attempt.turns.append(
+                Turn(
+                    index=index,
+                    role="bot",
+                    messages=reply.messages,
+                    started_at=started,
+                    latency_s=reply.latency_s,
+                    usage=reply.usage,
+                    model=reply.model,
+                    raw=reply.raw,
+                )
+            )
+            if reply.handed_over:
+                return "handover", await session.final_state() or state, None
+            if reply.closed:
+                return "bot_closed", await session.final_state() or state, None
+        return "max_turns", await session.final_state() or state, None
+    except BotError as exc:
+        return "error", state, ErrorInfo(source="bot", kind=exc.kind, message=str(exc))
+    finally:
+        await session.aclose()
+
+
+async def run_conversation(
+    plan: ConversationPlan,
+    make_user: Callable[[ConversationPlan, int], SimulatedUser],
+    bots: BotFactory,
+    *,
+    max_character_breaks: int = 3,
+    user_model: str = "",
+    bot_name: str = "",
+) -> ConversationRecord:
+    """Run one (scenario, repeat) to its end; never raises for a bot, user or provider failure."""
+    breaks: list[str] = []
+    started = _now()
+    for attempt_number in range(max_character_breaks + 1):
+        attempt = _Attempt()
+        user = make_user(plan, attempt_number)
+        try:
+            stop, state, error = await _attempt(plan, user, bots, attempt)
+        except CharacterBreak as exc:
+            breaks.append(str(exc))
+            continue  # discard this conversation and play it again
+        except Exception as exc:  # an engine bug must not lose the run: record it
+            stop, state = "error", None
+            error = ErrorInfo(source="engine", kind=type(exc).__name__, message=str(exc))
+        return ConversationRecord(
+            id=plan.id,
+            scenario_id=plan.scenario.id,
+            repeat=plan.repeat,
+            stop_reason=stop,
+            turns=attempt.turns,
+            final_state=state,
+            error=error,
+            character_breaks=breaks,
+            started_at=started,
+            ended_at=_now(),
+            usage_by_role=attempt.usage,
+            tags=list(plan.scenario.tags),
+            user_model=user_model,
+            bot=bot_name,
+        )
+    return ConversationRecord(
+        id=plan.id,
+        scenario_id=plan.scenario.id,
+        repeat=plan.repeat,
+        stop_reason="error",
+        turns=[],
+        error=ErrorInfo(
+            source="user",
+            kind="character_break",
+            message=f"the simulated user broke character {len(breaks)} times; see character_breaks",
+        ),
+        character_breaks=breaks,
+        started_at=started,
+        ended_at=_now(),
+        tags=list(plan.scenario.tags),
+        user_model=user_model,
+        bot=bot_name,
+    )

@@ -1,0 +1,50 @@
+"""A rich progress bar with counts, ETA and live stop-reason tallies (silent when disabled)."""
+
+from __future__ import annotations
+
+__all__ = ["RunProgress"]
+
+from collections import Counter
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+class RunProgress:
+    def __init__(self, total: int, enabled: bool = True) -> None:
+        self.tallies: Counter[str] = Counter()
+        self._enabled = enabled and total > 0
+        self._progress = Progress(
+            TextColumn("[bold]conversations"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[tallies]}"),
+            console=Console(stderr=True),
+            disable=not self._enabled,
+        )
+        self._task = self._progress.add_task("run", total=total, tallies="")
+
+    def advance(self, stop_reason: str) -> None:
+        self.tallies[stop_reason] += 1
+        text = " ".join(f"{reason}={count}" for reason, count in sorted(self.tallies.items()))
+        self._progress.update(self._task, advance=1, tallies=text)
+
+    def __enter__(self) -> RunProgress:
+        self._progress.__enter__()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._progress.__exit__(kind, value, tb)

@@ -1,0 +1,175 @@
+"""OpenAI Chat Completions provider: OpenAI itself or any compatible server (vLLM, Ollama, llama.cpp)."""
+
+from __future__ import annotations
+
+__all__ = ["OpenAIProvider"]
+
+import json
+import os
+import re
+from typing import Any, ClassVar, Literal
+
+from simulator.errors import UserError
+from simulator.providers._timing import Stopwatch
+from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
+from simulator.suite import ProviderSettings
+from simulator.transcript import Usage
+
+# How a server accepts a JSON schema, tried in this order; a refusal moves to the next one.
+SchemaMode = Literal["json_schema", "json_object", "text"]
+_MODES: tuple[SchemaMode, ...] = ("json_schema", "json_object", "text")
+_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+class OpenAIProvider(Provider):
+    name = "openai"
+    # What worked per base URL, remembered for the life of the process.
+    schema_modes: ClassVar[dict[str, SchemaMode]] = {}
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        import openai
+
+        key_env = settings.api_key_env or "OPENAI_API_KEY"
+        api_key = os.environ.get(key_env)
+        if not api_key:
+            if settings.base_url is None:
+                raise UserError(f"set the {key_env} environment variable to use openai: models")
+            api_key = "not-needed"  # local OpenAI-compatible servers usually ignore the key
+        self._sdk = openai
+        self._base_url = settings.base_url or "https://api.openai.com/v1"
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key, base_url=settings.base_url, max_retries=0, timeout=settings.timeout_s
+        )
+
+    def _payload(self, request: ModelRequest, mode: SchemaMode | None) -> dict[str, Any]:
+        system = request.system or ""
+        if request.output_schema is not None and mode == "text":
+            system += (
+                "\n\nAnswer with one JSON object only, no prose, matching this JSON schema:\n"
+                + json.dumps(request.output_schema)
+            ).lstrip()
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        messages += [{"role": m.role, "content": m.content} for m in request.messages]
+        payload: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages,
+            "max_tokens": request.max_tokens,
+        }
+        if request.temperature is not None:
+            payload["temperature"] = request.temperature
+        if request.tools:
+            payload["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in request.tools
+            ]
+        if request.output_schema is not None and mode == "json_schema":
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.output_schema},
+            }
+        elif request.output_schema is not None and mode == "json_object":
+            payload["response_format"] = {"type": "json_object", "schema": request.output_schema}
+        return payload
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        if request.output_schema is None:
+            return await self._call(request, None)
+        start = _MODES.index(self.schema_modes.get(self._base_url, "json_schema"))
+        for mode in _MODES[start:]:
+            try:
+                response = await self._call(request, mode)
+            except ProviderError as exc:
+                if mode != "text" and _is_format_refusal(exc):
+                    continue  # this server does not take that response_format: degrade, do not retry
+                raise
+            self.schema_modes[self._base_url] = mode
+            return response
+        raise ProviderError("permanent", "the server refused every structured-output mode")
+
+    async def _call(self, request: ModelRequest, mode: SchemaMode | None) -> ModelResponse:
+        payload = self._payload(request, mode)
+        watch = Stopwatch()
+        try:
+            completion = await self._client.chat.completions.create(**payload)
+        except Exception as exc:
+            raise self._classify(exc) from exc
+        latency = watch.elapsed()
+        if not completion.choices:
+            raise ProviderError("transient", "the response had no choices")
+        message = completion.choices[0].message
+        text = message.content or ""
+        tool_calls = []
+        for call in message.tool_calls or []:
+            function = getattr(call, "function", None)
+            if function is None:
+                continue
+            try:
+                arguments = json.loads(function.arguments or "{}")
+            except json.JSONDecodeError:
+                arguments = {"_unparsed": function.arguments}
+            tool_calls.append(ToolCall(name=function.name, arguments=arguments))
+        usage = completion.usage
+        details = getattr(usage, "prompt_tokens_details", None) if usage else None
+        cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
+        parsed = _parse_json(text) if request.output_schema is not None else None
+        return ModelResponse(
+            text=text,
+            parsed=parsed,
+            tool_calls=tool_calls,
+            usage=Usage(
+                input_tokens=usage.prompt_tokens if usage else 0,
+                output_tokens=usage.completion_tokens if usage else 0,
+                cached_input_tokens=cached,
+                calls=1,
+            ),
+            latency_s=latency,
+            model=completion.model or request.model,
+            raw={"request": payload, "response": completion.model_dump(), "schema_mode": mode},
+        )
+
+    def _classify(self, exc: Exception) -> ProviderError:
+        sdk = self._sdk
+        if isinstance(exc, sdk.RateLimitError):
+            return ProviderError("rate_limit", str(exc), retry_after=_retry_after(exc), status=429)
+        if isinstance(exc, sdk.AuthenticationError):
+            return ProviderError(
+                "permanent", "the server rejected the API key (401); check OPENAI_API_KEY", status=401
+            )
+        if isinstance(exc, sdk.APIStatusError):
+            status = exc.status_code
+            if status >= 500 or status in (408, 409):
+                return ProviderError("transient", str(exc), retry_after=_retry_after(exc), status=status)
+            return ProviderError("permanent", f"the server answered {status}: {exc.message}", status=status)
+        if isinstance(exc, (sdk.APITimeoutError, sdk.APIConnectionError)):
+            return ProviderError("transient", f"{type(exc).__name__}: {exc}")
+        return ProviderError("transient", f"{type(exc).__name__}: {exc}")
+
+
+def _is_format_refusal(exc: ProviderError) -> bool:
+    """A server saying it does not support this response_format (llama.cpp answers 500, others 400)."""
+    text = str(exc).lower()
+    return exc.status in (400, 422, 500) and ("response_format" in text or "json_schema" in text)
+
+
+def _retry_after(exc: Any) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _parse_json(text: str) -> dict[str, Any] | None:
+    """The JSON object in the reply; models without strict output often wrap it in prose or fences."""
+    for candidate in (text, *(m.group(0) for m in [_JSON_OBJECT.search(text)] if m)):
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None

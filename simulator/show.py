@@ -1,0 +1,52 @@
+"""Render one conversation for people: transcript, stop reason, final state and verdicts."""
+
+from __future__ import annotations
+
+__all__ = ["render_conversation"]
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from simulator.records import ConversationRecord, Verdict
+
+_COLOURS = {
+    "pass": "green",
+    "fail": "red",
+    "error": "magenta",
+    "not_applicable": "dim",
+    "not_judged": "yellow",
+}
+
+
+def render_conversation(console: Console, record: ConversationRecord, verdicts: list[Verdict]) -> None:
+    lines = []
+    for turn in record.turns:
+        who = "[bold cyan]USER[/]" if turn.role == "user" else "[bold green]BOT [/]"
+        timing = f" [dim]({turn.latency_s * 1000:.0f} ms)[/]" if turn.role == "bot" else ""
+        for message in turn.messages:
+            lines.append(f"{who} {escape(message)}{timing}")
+            timing = ""
+    state = escape(str(record.final_state)) if record.final_state is not None else "[dim]none[/]"
+    footer = f"stop reason: [bold]{record.stop_reason}[/]   final state: {state}"
+    if record.error:
+        footer += f"\n[magenta]error ({record.error.source}, {record.error.kind}): {escape(record.error.message)}[/]"
+    if record.character_breaks:
+        footer += f"\n[yellow]character breaks re-run: {len(record.character_breaks)}[/]"
+    body = "\n".join(lines) + "\n\n" + footer
+    console.print(Panel(body, title=f"{escape(record.id)}  [dim]{', '.join(record.tags)}[/]", expand=True))
+    if verdicts:
+        table = Table("criterion", "result", "evidence ok", "reasoning", show_lines=False)
+        for verdict in verdicts:
+            colour = _COLOURS.get(verdict.result, "white")
+            verified = (
+                "" if verdict.evidence_verified is None else ("yes" if verdict.evidence_verified else "NO")
+            )
+            table.add_row(
+                escape(verdict.criterion_id),
+                f"[{colour}]{verdict.result}[/]",
+                verified,
+                escape(verdict.reasoning[:160]),
+            )
+        console.print(table)

@@ -1,0 +1,186 @@
+"""The suite file: everything that makes a run reproducible from one YAML file (CLI flags override it)."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BotConfig",
+    "ChatBotConfig",
+    "DecisionTool",
+    "HttpBotConfig",
+    "JudgesConfig",
+    "OutcomeConfig",
+    "ProviderSettings",
+    "PythonBotConfig",
+    "Suite",
+    "UserConfig",
+    "load_suite",
+]
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from simulator.errors import Problem, UserError
+from simulator.yamlfile import YAMLProblem, load_yaml, validate_model
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScenarioSelection(_Strict):
+    paths: list[str] = Field(default_factory=lambda: ["."])
+    tags: list[str] = Field(default_factory=list)
+
+
+class PythonBotConfig(_Strict):
+    """A bot in Python: `module:factory` returns a fresh object with `send(text)` per conversation."""
+
+    type: Literal["python"] = "python"
+    factory: str = Field(pattern=r"^[\w.]+:[\w.]+$")
+
+    def describe(self) -> str:
+        return f"python:{self.factory}"
+
+
+class HttpBotConfig(_Strict):
+    """A bot behind HTTP; header values may name environment variables as ${VAR}, expanded at run time."""
+
+    type: Literal["http"] = "http"
+    url: str = Field(pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(default=30.0, gt=0)
+
+    def describe(self) -> str:
+        return f"http:{self.url}"
+
+
+class DecisionTool(_Strict):
+    """A tool the chat bot calls to record its decision; the call's arguments become the final state."""
+
+    name: str = "record_decision"
+    description: str = "Record your final triage decision once you have enough information."
+    field: str = "triage_level"
+    values: list[str] = Field(default_factory=list)
+
+
+class ChatBotConfig(_Strict):
+    """A bot that needs no code: a model plus a system prompt, for model and prompt comparisons."""
+
+    type: Literal["chat"] = "chat"
+    model: str = Field(pattern=r"^[\w.-]+:.+$")
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    temperature: float | None = None
+    max_tokens: int = 400
+    decision_tool: DecisionTool | None = None
+
+    @model_validator(mode="after")
+    def _one_prompt(self) -> ChatBotConfig:
+        if not self.system_prompt and not self.system_prompt_file:
+            raise ValueError("a chat bot needs system_prompt or system_prompt_file")
+        return self
+
+    def describe(self) -> str:
+        return f"chat:{self.model}"
+
+
+BotConfig = Annotated[PythonBotConfig | HttpBotConfig | ChatBotConfig, Field(discriminator="type")]
+
+
+class UserConfig(_Strict):
+    """The simulated user: `offline` (rule-based, no LLM), `auto`, or a model such as `anthropic:...`."""
+
+    model: str = "auto"
+    temperature: float | None = 1.0
+    max_tokens: int = 300
+    max_character_breaks: int = Field(default=3, ge=0)
+
+
+class JudgesConfig(_Strict):
+    paths: list[str] = Field(default_factory=list)
+    model: str | None = None
+    temperature: float | None = 0.0
+    max_tokens: int = 1024
+
+
+class OutcomeConfig(_Strict):
+    """Ordered outcome levels, lowest first; under- and over-triage come from this order."""
+
+    key: str = "triage_level"
+    levels: list[str] = Field(min_length=2)
+    critical: str | None = None
+
+    @model_validator(mode="after")
+    def _critical_is_a_level(self) -> OutcomeConfig:
+        if self.critical is not None and self.critical not in self.levels:
+            raise ValueError(f"critical level '{self.critical}' is not one of levels {self.levels}")
+        return self
+
+
+class ProviderSettings(_Strict):
+    """Per-provider connection settings; `api_key_env` names the variable, the key itself is never stored."""
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_connections: int = Field(default=16, ge=1)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_attempts: int = Field(default=6, ge=1)
+    max_retry_time_s: float = Field(default=300.0, gt=0)
+
+
+class Suite(_Strict):
+    name: str = "suite"
+    description: str | None = None
+    scenarios: ScenarioSelection = Field(default_factory=ScenarioSelection)
+    bot: BotConfig
+    user: UserConfig = Field(default_factory=UserConfig)
+    judges: JudgesConfig = Field(default_factory=JudgesConfig)
+    runs: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=8, ge=1)
+    seed: int = 0
+    outcome: OutcomeConfig | None = None
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    # Keep each provider/bot raw request and response next to the turn, for debugging.
+    record_raw: bool = True
+
+    _base_dir: Path = PrivateAttr(default=Path("."))
+    _file: Path | None = PrivateAttr(default=None)
+
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir
+
+    @property
+    def file(self) -> Path | None:
+        return self._file
+
+    def resolve(self, relative: str) -> Path:
+        """A path written in the suite, relative to the suite file's folder."""
+        path = Path(relative)
+        return path if path.is_absolute() else self._base_dir / path
+
+    def provider_settings(self, provider: str) -> ProviderSettings:
+        return self.providers.get(provider, ProviderSettings())
+
+
+def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
+    """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such suite file; pass the path to a suite.yaml")
+    try:
+        source = load_yaml(path)
+    except YAMLProblem as exc:
+        raise UserError("invalid suite file", [exc.problem]) from exc
+    if not isinstance(source.data, dict):
+        raise UserError(
+            "invalid suite file", [Problem(str(path), "a suite must be a mapping (bot:, user:, ...)")]
+        )
+    data = {**source.data, **(overrides or {})}
+    suite, problems = validate_model(Suite, data, source)
+    if suite is None:
+        raise UserError("invalid suite file", problems)
+    suite._base_dir = path.parent.resolve()
+    suite._file = path
+    return suite

@@ -1,0 +1,34 @@
+"""The simulated-user contract shared by the LLM user and the offline rule-based user."""
+
+from __future__ import annotations
+
+__all__ = ["END", "CharacterBreak", "SimulatedUser", "UserMessage"]
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from simulator.transcript import Turn, Usage
+
+END = "[END]"
+
+
+@dataclass
+class UserMessage:
+    """The user's next message; `done` when it is the sentinel (goal met, or clearly not going to be)."""
+
+    text: str
+    done: bool = False
+    usage: Usage | None = None
+    latency_s: float = 0.0
+    model: str | None = None
+    raw: dict[str, Any] | None = field(default=None)
+
+
+class CharacterBreak(Exception):
+    """The simulated user stopped playing the person; the conversation is discarded and re-run."""
+
+
+class SimulatedUser(Protocol):
+    async def next_message(self, turns: list[Turn]) -> UserMessage:
+        """The user's next message given the conversation so far."""
+        ...

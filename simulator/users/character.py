@@ -1,0 +1,43 @@
+"""Detect a simulated user breaking character, in code: such a conversation is not a valid test."""
+
+from __future__ import annotations
+
+__all__ = ["character_break_reason"]
+
+import re
+
+from simulator.users.base import END
+
+_BREAKS = [
+    (
+        re.compile(r"\bas an? (ai|a\.i\.|artificial intelligence|assistant|language model|llm)\b", re.I),
+        "said it is an AI",
+    ),
+    (re.compile(r"\b(large )?language model\b", re.I), "mentioned being a language model"),
+    (
+        re.compile(r"\bi('m| am) (an? )?(ai|chatbot|bot|virtual assistant|assistant)\b", re.I),
+        "said it is an AI",
+    ),
+    (
+        re.compile(r"\b(this is|this was|it's|it is) (just )?(a|an) (test|simulation|role[- ]?play)\b", re.I),
+        "said this is a test",
+    ),
+    (
+        re.compile(r"\b(simulated user|role[- ]?playing|in character|out of character)\b", re.I),
+        "talked about the role-play",
+    ),
+    (re.compile(r"\bhow (can|may) i (help|assist) you\b", re.I), "switched to the assistant's side"),
+]
+
+
+def character_break_reason(text: str) -> str | None:
+    """Why `text` is not something the persona would send, or None when it is fine."""
+    stripped = text.strip()
+    if not stripped:
+        return "sent an empty message"
+    if END in stripped and stripped != END:
+        return f"put the end sentinel {END} inside other text"
+    for pattern, reason in _BREAKS:
+        if pattern.search(stripped):
+            return reason
+    return None

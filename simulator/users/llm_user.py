@@ -1,0 +1,62 @@
+"""An LLM playing the user: roles flipped so the model writes the user's side of the chat."""
+
+from __future__ import annotations
+
+__all__ = ["LLMUser"]
+
+from simulator.llm import ModelClient
+from simulator.providers.base import ChatMessage, ModelRequest
+from simulator.transcript import Turn
+from simulator.users.base import END, CharacterBreak, UserMessage
+from simulator.users.character import character_break_reason
+from simulator.users.prompt import OPENING_CUE
+
+
+class LLMUser:
+    """Plays one persona for one conversation; raises CharacterBreak when the model steps out of role."""
+
+    def __init__(
+        self,
+        client: ModelClient,
+        model: str,
+        system: str,
+        temperature: float | None,
+        max_tokens: int,
+        record_raw: bool = True,
+    ) -> None:
+        self._client = client
+        self._model = model
+        self._system = system
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+        self._record_raw = record_raw
+
+    def _messages(self, turns: list[Turn]) -> list[ChatMessage]:
+        # From the simulator's point of view the bot is the "user", so roles flip.
+        messages = [ChatMessage(role="user", content=OPENING_CUE)]
+        for turn in turns:
+            role = "assistant" if turn.role == "user" else "user"
+            messages.append(ChatMessage(role=role, content=turn.text))
+        return messages
+
+    async def next_message(self, turns: list[Turn]) -> UserMessage:
+        request = ModelRequest(
+            model=self._model,
+            system=self._system,
+            messages=self._messages(turns),
+            max_tokens=self._max_tokens,
+            temperature=self._temperature,
+        )
+        response = await self._client.generate(request)
+        text = response.text.strip()
+        reason = character_break_reason(text)
+        if reason is not None:
+            raise CharacterBreak(f"{reason}: {text[:200]!r}")
+        return UserMessage(
+            text=text,
+            done=text == END,
+            usage=response.usage,
+            latency_s=response.latency_s,
+            model=response.model or self._model,
+            raw=response.raw if self._record_raw else None,
+        )

@@ -1,0 +1,359 @@
+"""The offline user: a deterministic, seeded, rule-based persona that needs no LLM.
+
+It opens with its goal, reveals a fact only when the bot's message asks about it (content-word overlap,
+weighted so a word shared by many facts counts less, with a small table of synonyms), answers "not sure"
+to anything its facts do not cover, and sends the sentinel once the bot has given an outcome. It is the
+default when no API key is set, and it makes deterministic tests of bots possible.
+"""
+
+from __future__ import annotations
+
+__all__ = ["OfflineUser", "content_words", "gives_outcome"]
+
+import random
+import re
+
+from simulator.scenario import Scenario
+from simulator.transcript import Turn
+from simulator.users.base import END, UserMessage
+
+_WORD = re.compile(r"[a-z0-9']+")
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "about",
+        "from",
+        "by",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "do",
+        "does",
+        "did",
+        "have",
+        "has",
+        "had",
+        "having",
+        "i",
+        "me",
+        "my",
+        "you",
+        "your",
+        "yours",
+        "he",
+        "she",
+        "him",
+        "her",
+        "his",
+        "they",
+        "them",
+        "their",
+        "it",
+        "its",
+        "we",
+        "our",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "how",
+        "any",
+        "some",
+        "no",
+        "not",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "just",
+        "so",
+        "than",
+        "then",
+        "too",
+        "very",
+        "much",
+        "many",
+        "more",
+        "most",
+        "also",
+        "into",
+        "out",
+        "up",
+        "down",
+        "over",
+        "under",
+        "again",
+        "once",
+        "all",
+        "each",
+        "few",
+        "other",
+        "such",
+        "only",
+        "own",
+        "same",
+        "tell",
+        "let",
+        "know",
+        "please",
+        "okay",
+        "ok",
+        "yes",
+        "yeah",
+        "hi",
+        "hello",
+        "thanks",
+        "thank",
+        "get",
+        "got",
+        "go",
+        "going",
+        "anything",
+        "something",
+        "ever",
+        "still",
+        "now",
+        "right",
+        "well",
+        "feel",
+        "feeling",
+    ]
+)
+# Words a person and a bot use for the same thing, mapped to one canonical form.
+_SYNONYMS = {
+    "age": "age",
+    "old": "age",
+    "aged": "age",
+    "year": "age",
+    "years": "age",
+    "born": "age",
+    "breath": "breath",
+    "breathe": "breath",
+    "breathing": "breath",
+    "breathless": "breath",
+    "breathlessness": "breath",
+    "wheeze": "breath",
+    "wheezy": "breath",
+    "wheezing": "breath",
+    "pregnant": "pregnan",
+    "pregnancy": "pregnan",
+    "period": "pregnan",
+    "periods": "pregnan",
+    "long": "onset",
+    "since": "onset",
+    "started": "onset",
+    "start": "onset",
+    "began": "onset",
+    "hours": "onset",
+    "days": "onset",
+    "weeks": "onset",
+    "minutes": "onset",
+    "when": "onset",
+    "medicine": "medic",
+    "medication": "medic",
+    "medications": "medic",
+    "meds": "medic",
+    "tablets": "medic",
+    "pills": "medic",
+    "taking": "medic",
+    "fever": "fever",
+    "temperature": "fever",
+    "feverish": "fever",
+    "hot": "fever",
+    "weak": "weak",
+    "weakness": "weak",
+    "numb": "weak",
+    "numbness": "weak",
+    "tingling": "weak",
+    "speech": "speech",
+    "speak": "speech",
+    "speaking": "speech",
+    "talk": "speech",
+    "talking": "speech",
+    "slurred": "speech",
+    "words": "speech",
+    "face": "face",
+    "facial": "face",
+    "droop": "face",
+    "drooping": "face",
+    "pain": "pain",
+    "hurt": "pain",
+    "hurts": "pain",
+    "hurting": "pain",
+    "ache": "pain",
+    "aching": "pain",
+    "sore": "pain",
+    "painful": "pain",
+    "allergy": "allerg",
+    "allergic": "allerg",
+    "allergies": "allerg",
+    "bleed": "bleed",
+    "bleeding": "bleed",
+    "blood": "bleed",
+    "vomit": "vomit",
+    "vomiting": "vomit",
+    "sick": "vomit",
+    "throwing": "vomit",
+    "spread": "spread",
+    "spreading": "spread",
+    "radiate": "spread",
+    "radiating": "spread",
+    "goes": "spread",
+    "smoke": "smok",
+    "smoker": "smok",
+    "smoking": "smok",
+    "cigarettes": "smok",
+    "heart": "heart",
+    "cardiac": "heart",
+    "suicide": "selfharm",
+    "suicidal": "selfharm",
+    "kill": "selfharm",
+    "harm": "selfharm",
+    "hurting yourself": "selfharm",
+}
+_OUTCOME = re.compile(
+    r"\b(call (999|911|112|an ambulance|emergency)|go to (a&e|the emergency|the er|hospital|urgent care|"
+    r"the nearest)|emergency (department|services)|a&e|see (a|your) (gp|doctor|pharmacist)|book (an|a) "
+    r"(appointment|gp)|self[- ]care|at home|pharmacist|urgent care|within 24 hours|seek (urgent|immediate)|"
+    r"i (recommend|advise)|my (advice|recommendation))\b",
+    re.I,
+)
+_TERSE = re.compile(r"\b(short|terse|typo|typos|impatient|brief|few words|lowercase)\b", re.I)
+_PRONOUNS = [
+    (re.compile(r"\b(he|she) is\b", re.I), "I am"),
+    (re.compile(r"\b(he|she) has\b", re.I), "I have"),
+    (re.compile(r"\b(he|she) was\b", re.I), "I was"),
+    (re.compile(r"\b(he|she) does\b", re.I), "I do"),
+    (re.compile(r"\b(he|she)\b", re.I), "I"),
+    (re.compile(r"\b(his|her)\b", re.I), "my"),
+    (re.compile(r"\bhim(self)?\b|\bherself\b", re.I), "me"),
+    (re.compile(r"\bwants\b", re.I), "want"),
+]
+_AGE_FACT = re.compile(
+    r"\b(i am|i'm|he is|she is|aged?)\s+\d{1,3}\b|\b\d{1,3}[- ](years?|yrs?|months?)[- ]old\b", re.I
+)
+_DONT_KNOW = ["not sure", "i don't know", "no idea tbh", "hmm not sure about that"]
+_NUDGES = ["so what should i do?", "ok... so what do you advise?", "what do you think i should do?"]
+
+
+def _stem(word: str) -> str:
+    if word in _SYNONYMS:
+        return _SYNONYMS[word]
+    for suffix in ("ing", "ed", "er", "es", "s", "e", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return _SYNONYMS.get(word[: -len(suffix)], word[: -len(suffix)])
+    return word
+
+
+def content_words(text: str) -> set[str]:
+    """Stemmed, synonym-folded content words of `text`."""
+    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
+
+
+def gives_outcome(text: str) -> bool:
+    """Whether a bot message gives the person an outcome (advice on where to go or what to do)."""
+    return bool(_OUTCOME.search(text))
+
+
+def first_person(text: str) -> str:
+    for pattern, replacement in _PRONOUNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class OfflineUser:
+    """A rule-based persona for one conversation, deterministic for (seed, scenario, repeat)."""
+
+    def __init__(
+        self, scenario: Scenario, seed: int = 0, repeat: int = 0, volunteer_share: float = 0.3
+    ) -> None:
+        self._scenario = scenario
+        self._rng = random.Random(f"{seed}:{scenario.id}:{repeat}")
+        self._terse = bool(_TERSE.search(scenario.persona))
+        self._revealed: set[int] = set()
+        self._nudges = 0
+        self._fact_words = [
+            content_words(fact) | ({"age"} if _AGE_FACT.search(fact) else set()) for fact in scenario.facts
+        ]
+        # A real person sometimes volunteers their first fact; which repeats do is seeded.
+        self._volunteer = bool(scenario.facts) and self._rng.random() < volunteer_share
+
+    def _style(self, text: str) -> str:
+        text = text.strip()
+        if self._terse:
+            text = text.lower().rstrip(".")
+        return text
+
+    def _opening(self) -> str:
+        goal = first_person(self._scenario.goal.strip().rstrip("."))
+        if not re.match(r"^(i|my|we|our)\b", goal, re.I):
+            goal = "I want to " + goal[0].lower() + goal[1:]
+        greeting = self._rng.choice(["hi, ", "hello. ", "", "hey "])
+        text = greeting + goal + "."
+        if self._volunteer:
+            self._revealed.add(0)
+            text += " " + first_person(self._scenario.facts[0])
+        return self._style(text)
+
+    def _matching_facts(self, question: str) -> list[int]:
+        asked = content_words(question)
+        scores: list[tuple[float, int]] = []
+        for index, words in enumerate(self._fact_words):
+            if index in self._revealed:
+                continue
+            # A word shared by many facts ("pain") says little about which fact is asked for.
+            score = sum(1.0 / sum(1 for other in self._fact_words if word in other) for word in words & asked)
+            if score >= 0.5:
+                scores.append((score, index))
+        return [index for _, index in sorted(scores, reverse=True)[:2]]
+
+    async def next_message(self, turns: list[Turn]) -> UserMessage:
+        if not turns:
+            return UserMessage(text=self._opening(), model="offline")
+        last_bot = next((t.text for t in reversed(turns) if t.role == "bot"), "")
+        if gives_outcome(last_bot):
+            return UserMessage(text=END, done=True, model="offline")
+        if "?" in last_bot:
+            questions = (
+                " ".join(s for s in re.split(r"(?<=[?.!])\s+", last_bot) if s.endswith("?")) or last_bot
+            )
+            matched = self._matching_facts(questions)
+            if matched:
+                self._revealed.update(matched)
+                text = " ".join(first_person(self._scenario.facts[i]) for i in matched)
+            else:
+                text = self._rng.choice(_DONT_KNOW)
+            return UserMessage(text=self._style(text), model="offline")
+        if self._nudges >= 2:
+            return UserMessage(text=END, done=True, model="offline")  # clearly not going to get an answer
+        self._nudges += 1
+        return UserMessage(text=self._style(self._rng.choice(_NUDGES)), model="offline")

@@ -1,0 +1,369 @@
+"""Small, dependency-free statistics for eval results: intervals, bounds, paired tests, agreement, pass^k.
+
+Every function is pure and uses only the standard library (`math`, `random`, `statistics`), so reports
+stay reproducible and the package installs without numpy or scipy. The test suite cross-checks each
+function against scipy and statsmodels.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Counts",
+    "Interval",
+    "Rate",
+    "cohens_kappa",
+    "margin_of_error",
+    "mcnemar_exact",
+    "median",
+    "paired_bootstrap",
+    "pass_at_k",
+    "pass_hat_k",
+    "percentile",
+    "rate",
+    "rule_of_three",
+    "runs_needed_for_bound",
+    "sample_size_for_margin",
+    "wilson_interval",
+    "z_for_confidence",
+    "zero_failure_upper_bound",
+]
+
+import math
+import random
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Literal
+
+Counts = Literal["failures", "successes"]
+"""What `k` counts in `rate(k, n, counts=...)`: failures (the default) or successes."""
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
+
+
+def _check_counts(k: int, n: int) -> None:
+    if n < 0 or k < 0 or k > n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+
+
+def _pct(x: float, digits: int = 1) -> str:
+    return f"{100 * x:.{digits}f}%"
+
+
+def _conf_label(confidence: float) -> str:
+    return f"{100 * confidence:g}%"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A two-sided confidence interval [low, high] at a stated confidence level."""
+
+    low: float
+    high: float
+    confidence: float = 0.95
+
+    def __contains__(self, x: float) -> bool:
+        return self.low <= x <= self.high
+
+    @property
+    def width(self) -> float:
+        """high - low."""
+        return self.high - self.low
+
+    def percent(self, digits: int = 1) -> str:
+        """The interval as percentages, e.g. `8.7%–32.0%`."""
+        return f"{_pct(self.low, digits)}–{_pct(self.high, digits)}"
+
+    def __str__(self) -> str:
+        return f"{_conf_label(self.confidence)} CI [{self.low:.4g}, {self.high:.4g}]"
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A proportion k/n shown with its counts, its Wilson interval and, when no failure was seen, a bound.
+
+    `zero_failure_bound` is always an upper bound on the *failure* rate (exact, one-sided, at
+    `confidence`): it is set when no failure was observed, that is k == 0 when `counts == "failures"`,
+    or k == n when `counts == "successes"`; it is None otherwise and when n == 0. `rate` is None when
+    n == 0 (nothing was measured); the interval is then (0, 1).
+    """
+
+    k: int
+    n: int
+    rate: float | None
+    low: float
+    high: float
+    zero_failure_bound: float | None
+    counts: Counts = "failures"
+    confidence: float = 0.95
+
+    @property
+    def interval(self) -> Interval:
+        """The Wilson interval as an `Interval`."""
+        return Interval(self.low, self.high, self.confidence)
+
+    def __str__(self) -> str:
+        if self.rate is None:
+            return f"{self.k}/{self.n} = n/a (no cases)"
+        ci = f"{_conf_label(self.confidence)} CI {self.interval.percent()}"
+        text = f"{self.k}/{self.n} = {_pct(self.rate)} ({ci}"
+        if self.zero_failure_bound is not None:
+            text += (
+                f"; no failures: failure rate ≤ {_pct(self.zero_failure_bound)}"
+                f" at {_conf_label(self.confidence)} one-sided"
+            )
+        return text + ")"
+
+
+def z_for_confidence(confidence: float = 0.95) -> float:
+    """The two-sided normal critical value z for a confidence level (0.95 -> 1.959964, often written 1.96)."""
+    _check_confidence(confidence)
+    return NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
+
+
+def wilson_interval(k: int, n: int, confidence: float = 0.95) -> Interval:
+    """Wilson score interval for k successes in n trials; safe near 0% and 100% and for small n.
+
+    With n == 0 nothing is known, so the interval is the whole range (0, 1).
+    """
+    _check_counts(k, n)
+    _check_confidence(confidence)
+    if n == 0:
+        return Interval(0.0, 1.0, confidence)
+    z = z_for_confidence(confidence)
+    z2 = z * z
+    p = k / n
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denom
+    low = 0.0 if k == 0 else max(0.0, centre - half)
+    high = 1.0 if k == n else min(1.0, centre + half)
+    return Interval(low, high, confidence)
+
+
+def margin_of_error(p: float, n: int, confidence: float = 0.95) -> float:
+    """Normal-approximation half-width z·sqrt(p(1-p)/n): the quick "±x points" for an observed rate p."""
+    if n <= 0:
+        raise ValueError(f"n must be positive, got {n}")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be in [0, 1], got {p!r}")
+    return z_for_confidence(confidence) * math.sqrt(p * (1.0 - p) / n)
+
+
+def rule_of_three(n: int) -> float:
+    """Approximate 95% upper bound 3/n on a failure rate after zero failures in n runs (capped at 1)."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    return 1.0 if n == 0 else min(1.0, 3.0 / n)
+
+
+def zero_failure_upper_bound(n: int, confidence: float = 0.95) -> float:
+    """Exact one-sided upper bound on a failure rate after zero failures in n runs: 1 - (1-confidence)^(1/n).
+
+    This is the p at which seeing no failure in n runs has probability 1 - confidence (Clopper–Pearson,
+    one-sided). With n == 0 nothing is known and the bound is 1.
+    """
+    _check_confidence(confidence)
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if n == 0:
+        return 1.0
+    # -expm1(log1p(-c)/n) == 1 - (1-c)**(1/n), without cancellation for large n.
+    return -math.expm1(math.log1p(-confidence) / n)
+
+
+def runs_needed_for_bound(target: float, confidence: float = 0.95) -> int:
+    """Smallest n such that zero failures in n runs bounds the failure rate at or below `target`.
+
+    For example a 1% target at 95% confidence needs 299 failure-free runs (the rule of three says 300).
+    """
+    _check_confidence(confidence)
+    if not 0.0 < target < 1.0:
+        raise ValueError(f"target must be strictly between 0 and 1, got {target!r}")
+    n = max(1, math.ceil(math.log1p(-confidence) / math.log1p(-target)))
+    # Guard against rounding in the logarithms: settle on the exact smallest n.
+    while n > 1 and zero_failure_upper_bound(n - 1, confidence) <= target:
+        n -= 1
+    while zero_failure_upper_bound(n, confidence) > target:
+        n += 1
+    return n
+
+
+def rate(k: int, n: int, *, counts: Counts = "failures", confidence: float = 0.95) -> Rate:
+    """k of n with its Wilson interval; when no failure was seen, also the exact zero-failure bound.
+
+    Say what k counts with `counts`: "failures" (the default, for error rates such as under-triage) or
+    "successes" (for pass rates). The bound always concerns the failure rate, so it appears for 0 failures
+    of n, or for n successes of n (where it bounds 1 - pass rate).
+    """
+    _check_counts(k, n)
+    if counts not in ("failures", "successes"):
+        raise ValueError(f'counts must be "failures" or "successes", got {counts!r}')
+    interval = wilson_interval(k, n, confidence)
+    failures = k if counts == "failures" else n - k
+    bound = zero_failure_upper_bound(n, confidence) if n > 0 and failures == 0 else None
+    return Rate(
+        k=k,
+        n=n,
+        rate=k / n if n else None,
+        low=interval.low,
+        high=interval.high,
+        zero_failure_bound=bound,
+        counts=counts,
+        confidence=confidence,
+    )
+
+
+def sample_size_for_margin(p: float, margin: float, confidence: float = 0.95) -> int:
+    """Cases needed so a rate near p is measured to ±margin: ceil(z² p(1-p) / margin²), at least 1.
+
+    Use p = 0.5 when nothing is known about the rate (the largest, safest answer).
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be in [0, 1], got {p!r}")
+    if not 0.0 < margin < 1.0:
+        raise ValueError(f"margin must be strictly between 0 and 1, got {margin!r}")
+    z = z_for_confidence(confidence)
+    exact = z * z * p * (1.0 - p) / (margin * margin)
+    # The tolerance keeps a product that is an integer up to float noise from rounding up one extra case.
+    return max(1, math.ceil(exact - 1e-9))
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact two-sided McNemar p-value for paired pass/fail results.
+
+    b = cases only A got right, c = cases only B got right. Under "A and B are equally good" each of the
+    b + c disagreements goes either way with probability 1/2, so the p-value is twice the binomial tail
+    at min(b, c), capped at 1. No disagreements (b + c == 0) gives 1.0.
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"b and c must be >= 0, got b={b}, c={c}")
+    n, k = b + c, min(b, c)
+    if n == 0:
+        return 1.0
+    # Exact integer sum of C(n, i) for i <= k, then one correctly rounded division.
+    term, tail = 1, 1
+    for i in range(k):
+        term = term * (n - i) // (i + 1)
+        tail += term
+    return min(1.0, 2 * tail / 2**n)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (q in 0..100) with linear interpolation between order statistics.
+
+    Same definition as numpy's default: position (len - 1) * q / 100 in the sorted values.
+    """
+    if not values:
+        raise ValueError("percentile of an empty sequence")
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"q must be in [0, 100], got {q!r}")
+    xs = sorted(values)
+    return _sorted_percentile(xs, q)
+
+
+def _sorted_percentile(xs: Sequence[float], q: float) -> float:
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    frac = pos - lo
+    if frac == 0.0 or xs[lo] == xs[hi]:
+        return float(xs[lo])
+    return xs[lo] + (xs[hi] - xs[lo]) * frac
+
+
+def median(values: Sequence[float]) -> float:
+    """The median (the 50th percentile with linear interpolation)."""
+    return percentile(values, 50.0)
+
+
+def paired_bootstrap(
+    a: Sequence[float],
+    b: Sequence[float],
+    iters: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Interval:
+    """Bootstrap confidence interval of mean(b - a) for per-case scores of A and B on the SAME cases.
+
+    Resamples cases with replacement `iters` times and takes the middle `confidence` share of the mean
+    differences (percentile method, linear interpolation). Works for any numbers: 0/1 verdicts, judge
+    scores, costs, latencies. Seeded with `random.Random(seed)`, so the same inputs give the same interval.
+    """
+    _check_confidence(confidence)
+    if len(a) != len(b):
+        raise ValueError(f"a and b must be paired (same length), got {len(a)} and {len(b)}")
+    if not a:
+        raise ValueError("paired_bootstrap needs at least one case")
+    if iters < 1:
+        raise ValueError(f"iters must be >= 1, got {iters}")
+    n = len(a)
+    diffs = [y - x for x, y in zip(a, b, strict=True)]
+    rng = random.Random(seed)
+    choices = rng.choices
+    # Integer verdicts stay integers here, so the sums are exact; one division per resample at the end.
+    means = sorted(sum(choices(diffs, k=n)) / n for _ in range(iters))
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    return Interval(_sorted_percentile(means, tail), _sorted_percentile(means, 100.0 - tail), confidence)
+
+
+def cohens_kappa(labels_a: Sequence[Hashable], labels_b: Sequence[Hashable]) -> float:
+    """Cohen's kappa between two raters' labels on the same items: agreement corrected for chance.
+
+    kappa = (p_o - p_e) / (1 - p_e), with p_o the observed agreement and p_e the agreement expected if
+    both labelled independently at their own base rates. Labels may be any hashable values.
+    Degenerate case: when p_e == 1 (both raters gave one and the same label to every item) kappa is 0/0;
+    it is returned as NaN, meaning "not measurable: the sample needs items of more than one label".
+    """
+    if len(labels_a) != len(labels_b):
+        raise ValueError(f"label lists differ in length: {len(labels_a)} and {len(labels_b)}")
+    n = len(labels_a)
+    if n == 0:
+        raise ValueError("cohens_kappa needs at least one labelled item")
+    agree = sum(1 for x, y in zip(labels_a, labels_b, strict=True) if x == y)
+    count_a, count_b = Counter(labels_a), Counter(labels_b)
+    chance = sum(count_a[label] * count_b[label] for label in count_a)
+    # Scaled by n²: p_o = agree/n, p_e = chance/n², so kappa = (n·agree - chance) / (n² - chance).
+    if chance == n * n:
+        return math.nan
+    return (n * agree - chance) / (n * n - chance)
+
+
+def _check_k(k: int) -> None:
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+
+
+def _eligible(per_scenario: Sequence[tuple[int, int]], k: int) -> list[tuple[int, int]]:
+    _check_k(k)
+    for n, c in per_scenario:
+        _check_counts(c, n)
+    kept = [(n, c) for n, c in per_scenario if n >= k]
+    if not kept:
+        raise ValueError(f"no scenario has at least k={k} trials")
+    return kept
+
+
+def pass_hat_k(per_scenario: Sequence[tuple[int, int]], k: int) -> float:
+    """pass^k (tau-bench): the chance that k fresh runs of a scenario ALL succeed, averaged over scenarios.
+
+    `per_scenario` holds (n trials, c successes) per scenario; each contributes C(c, k) / C(n, k), the
+    unbiased estimate of p^k from its n trials. Scenarios with n < k cannot estimate it and are left out;
+    if none has n >= k, a ValueError says so. pass^1 is the plain mean pass rate.
+    """
+    kept = _eligible(per_scenario, k)
+    return math.fsum(math.comb(c, k) / math.comb(n, k) for n, c in kept) / len(kept)
+
+
+def pass_at_k(per_scenario: Sequence[tuple[int, int]], k: int) -> float:
+    """pass@k: the chance that AT LEAST ONE of k runs succeeds, 1 - C(n-c, k) / C(n, k), averaged.
+
+    The optimistic counterpart of `pass_hat_k`, for contrast: a bot that must be right every time is
+    judged by pass^k. Same (n, c) input and the same exclusion of scenarios with n < k.
+    """
+    kept = _eligible(per_scenario, k)
+    return math.fsum(1.0 - math.comb(n - c, k) / math.comb(n, k) for n, c in kept) / len(kept)

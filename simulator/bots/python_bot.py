@@ -32,7 +32,7 @@ def load_factory(spec: str) -> Callable[[], Any]:
         target = getattr(target, part)
     if not callable(target):
         raise UserError(f"bot factory '{spec}' is not callable; point it at a function or class")
-    return target  # type: ignore[no-any-return]
+    return target
 
 
 class PythonSession:

@@ -1,90 +1,313 @@
-"""Model calls with the engine's policy: one connection limit per provider, bounded retries in one place."""
+"""Model calls with the engine's policy: one adaptive connection limit per provider shared by every role,
+bounded retries in one place, and an opt-in response cache."""
 
 from __future__ import annotations
 
-__all__ = ["ModelClient", "ModelHub", "resolve_user_model"]
+__all__ = [
+    "CallScope",
+    "CallStats",
+    "ModelClient",
+    "ModelHub",
+    "call_scope",
+    "current_scope",
+    "resolve_user_model",
+    "set_scope",
+]
 
-import asyncio
 import os
 import random
-from typing import TYPE_CHECKING
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_before_delay
 
+from simulator.concurrency import AdaptiveLimiter
 from simulator.providers import DEFAULT_MODELS, create_provider, split_model
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
+    from simulator.cache import ResponseCache
     from simulator.suite import ProviderSettings, Suite
+
+
+@dataclass
+class CallScope:
+    """The sample the calls made now belong to (scenario repeat, character-break attempt), and the cache
+    hits to report in its record. The runner sets it per conversation; it lives in a context variable so
+    users, bots and judges need not pass it along."""
+
+    repeat: int = 0
+    attempt: int = 0
+    cache_hits: Counter[str] = field(default_factory=Counter)
+
+
+_SCOPE: ContextVar[CallScope | None] = ContextVar("simulator_call_scope", default=None)
+
+
+def current_scope() -> CallScope | None:
+    return _SCOPE.get()
+
+
+def set_scope(scope: CallScope | None) -> None:
+    """Set the scope for the rest of the current task (each asyncio task has its own copy)."""
+    _SCOPE.set(scope)
+
+
+@contextmanager
+def call_scope(repeat: int = 0, attempt: int = 0) -> Iterator[CallScope]:
+    """`with call_scope(repeat=record.repeat):` around calls that belong to one repeat (e.g. re-judging)."""
+    scope = CallScope(repeat, attempt)
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+
+
+@dataclass
+class CallStats:
+    """What one provider's calls did, over every role: for the manifest and the bench."""
+
+    attempts: int = 0  # requests sent to the provider, retries included
+    retries: int = 0
+    rate_limits: int = 0
+    transient_errors: int = 0
+    failed: int = 0  # calls that raised after their retries, or at once for a permanent error
+    cache_hits: Counter[str] = field(default_factory=Counter)
+    cache_misses: Counter[str] = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "attempts": self.attempts,
+            "retries": self.retries,
+            "rate_limits": self.rate_limits,
+            "transient_errors": self.transient_errors,
+            "failed": self.failed,
+            "cache_hits": dict(self.cache_hits),
+            "cache_misses": dict(self.cache_misses),
+        }
 
 
 def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, ProviderError) and exc.kind != "permanent"
 
 
-def _wait(state: RetryCallState) -> float:
-    """Exponential backoff with full jitter, but never sooner than the server's Retry-After."""
-    attempt = state.attempt_number
-    backoff = random.uniform(0, min(30.0, 0.5 * 2 ** (attempt - 1)))
-    outcome = state.outcome
-    exc = outcome.exception() if outcome is not None else None
-    retry_after = exc.retry_after if isinstance(exc, ProviderError) else None
-    return max(backoff, retry_after or 0.0)
-
-
 class ModelClient:
-    """One provider connection shared by every role (users, chat bots, judges) that names it."""
+    """One provider connection shared by every role (users, chat bots, judges) that names it.
 
-    def __init__(self, provider: Provider, settings: ProviderSettings) -> None:
+    Role views (`for_role`) share the provider, its limiter and its statistics; each view knows its role,
+    so the cache can be enabled per role and hits counted per role.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        settings: ProviderSettings,
+        *,
+        provider_name: str | None = None,
+        role: str = "other",
+        cache: ResponseCache | None = None,
+        limiter: AdaptiveLimiter | None = None,
+        stats: CallStats | None = None,
+    ) -> None:
         self.provider = provider
         self.settings = settings
-        self._slots = asyncio.Semaphore(settings.max_connections)
-        self.retries = 0
+        self.provider_name = provider_name or provider.name
+        self.role = role
+        self.cache = cache
+        self.limiter = limiter or AdaptiveLimiter(
+            settings.max_connections, adaptive=settings.adaptive_concurrency
+        )
+        self.stats = stats or CallStats()
 
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        """Call the provider, retrying rate limits and transient errors; raise the last ProviderError."""
+    def for_role(self, role: str, cache: ResponseCache | None = None) -> ModelClient:
+        """A view of this connection for one role; the limit and statistics stay shared."""
+        return ModelClient(
+            self.provider,
+            self.settings,
+            provider_name=self.provider_name,
+            role=role,
+            cache=cache,
+            limiter=self.limiter,
+            stats=self.stats,
+        )
+
+    @property
+    def retries(self) -> int:
+        return self.stats.retries
+
+    async def generate(self, request: ModelRequest, *, repeat: int | None = None) -> ModelResponse:
+        """Answer from the cache when enabled for this role, else call the provider with retries.
+
+        `repeat` defaults to the current CallScope's; raises the last ProviderError when retries run out.
+        """
+        if self.cache is None:
+            return await self._call(request)
+        scope = _SCOPE.get()
+        key = self._key(request, repeat, scope)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.stats.cache_hits[self.role] += 1
+            if scope is not None:
+                scope.cache_hits[self.role] += 1
+            return hit
+        self.stats.cache_misses[self.role] += 1
+        response = await self._call(request)
+        self.cache.put(key, self.provider_name, self.role, response)
+        return response
+
+    def _key(self, request: ModelRequest, repeat: int | None, scope: CallScope | None) -> str:
+        from simulator.cache import cache_key
+
+        if repeat is None:
+            repeat = scope.repeat if scope is not None else 0
+        attempt = scope.attempt if scope is not None else 0
+        return cache_key(self.provider_name, self.settings.base_url, request, repeat, attempt)
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Exponential backoff with jitter, but never sooner than the server's Retry-After."""
+        cap = min(
+            self.settings.backoff_max_s, self.settings.backoff_initial_s * 2 ** (state.attempt_number - 1)
+        )
+        backoff = cap * random.uniform(0.5, 1.0)
+        outcome = state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        retry_after = exc.retry_after if isinstance(exc, ProviderError) else None
+        if retry_after:
+            return max(backoff, retry_after * random.uniform(1.0, 1.1))
+        return backoff
+
+    async def _call(self, request: ModelRequest) -> ModelResponse:
+        settings = self.settings
         retrying = AsyncRetrying(
             retry=retry_if_exception(_retryable),
-            wait=_wait,
-            stop=stop_after_attempt(self.settings.max_attempts)
-            | stop_after_delay(self.settings.max_retry_time_s),
+            wait=self._wait,
+            stop=stop_after_attempt(settings.max_attempts) | stop_before_delay(settings.max_retry_time_s),
             reraise=True,
         )
-        async for attempt in retrying:
-            with attempt:
-                if attempt.retry_state.attempt_number > 1:
-                    self.retries += 1
-                async with self._slots:
-                    return await self.provider.generate(request)
+        started = time.monotonic()
+        attempts = 0
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    if attempts > 1:
+                        self.stats.retries += 1
+                    return await self._attempt(request)
+        except ProviderError as exc:
+            self.stats.failed += 1
+            if attempts <= 1:
+                raise
+            elapsed = time.monotonic() - started
+            raise ProviderError(
+                exc.kind,
+                f"{exc} (gave up after {attempts} attempts in {elapsed:.1f}s)",
+                retry_after=exc.retry_after,
+                status=exc.status,
+            ) from exc
         raise AssertionError("unreachable: tenacity reraises the last error")
+
+    async def _attempt(self, request: ModelRequest) -> ModelResponse:
+        self.stats.attempts += 1
+        async with self.limiter.slot() as slot:
+            try:
+                response = await self.provider.generate(request)
+            except ProviderError as exc:
+                if exc.kind == "rate_limit":
+                    slot.rate_limited = True
+                    self.stats.rate_limits += 1
+                elif exc.kind == "transient":
+                    self.stats.transient_errors += 1
+                raise
+            slot.succeeded = True
+            return response
 
 
 class ModelHub:
-    """Creates one ModelClient per provider on first use, with the suite's settings for it."""
+    """Creates one ModelClient per provider on first use, with the suite's settings for it.
 
-    def __init__(self, settings: dict[str, ProviderSettings] | None = None) -> None:
+    `for_role("judge")` returns a view of the same hub whose clients are bound to that role: every role
+    shares each provider's connection limit, while the cache applies only to the roles the suite lists.
+    """
+
+    def __init__(
+        self,
+        settings: dict[str, ProviderSettings] | None = None,
+        *,
+        cache: ResponseCache | None = None,
+        cache_roles: frozenset[str] = frozenset(),
+    ) -> None:
         self._settings = settings or {}
         self._clients: dict[str, ModelClient] = {}
+        self._views: dict[tuple[str, str], ModelClient] = {}
+        self.cache = cache
+        self.cache_roles = cache_roles
+        self.role = "other"
 
     @classmethod
     def for_suite(cls, suite: Suite) -> ModelHub:
-        return cls(dict(suite.providers))
+        if suite.cache is None:
+            return cls(dict(suite.providers))
+        from simulator.cache import ResponseCache
+
+        cache = ResponseCache(suite.resolve(suite.cache.path))
+        return cls(dict(suite.providers), cache=cache, cache_roles=frozenset(suite.cache.roles))
+
+    def for_role(self, role: str) -> ModelHub:
+        """A view whose clients make their calls as `role`; providers, limits and cache stay shared."""
+        view = object.__new__(ModelHub)
+        view.__dict__.update(self.__dict__)
+        view.role = role
+        return view
 
     def client(self, spec: str) -> tuple[ModelClient, str]:
-        """The client and bare model name for a `provider:model` spec."""
+        """The client (bound to this hub's role) and bare model name for a `provider:model` spec."""
+        provider_name, model = split_model(spec)
+        view = self._views.get((provider_name, self.role))
+        if view is None:
+            base = self._base(provider_name)
+            cache = self.cache if self.role in self.cache_roles else None
+            view = base.for_role(self.role, cache)
+            self._views[(provider_name, self.role)] = view
+        return view, model
+
+    def _base(self, provider_name: str) -> ModelClient:
         from simulator.suite import ProviderSettings
 
-        provider_name, model = split_model(spec)
         if provider_name not in self._clients:
             settings = self._settings.get(provider_name, ProviderSettings())
-            self._clients[provider_name] = ModelClient(create_provider(provider_name, settings), settings)
-        return self._clients[provider_name], model
+            provider = create_provider(provider_name, settings)
+            self._clients[provider_name] = ModelClient(provider, settings, provider_name=provider_name)
+        return self._clients[provider_name]
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per provider: counts of attempts, retries, rate limits, failures, cache hits and misses."""
+        return {name: client.stats.as_dict() for name, client in self._clients.items()}
+
+    def limits(self) -> dict[str, dict[str, int]]:
+        """Per provider: what the adaptive connection limit did."""
+        return {
+            name: {
+                "max_connections": client.limiter.maximum,
+                "final": client.limiter.limit,
+                "lowest": client.limiter.lowest,
+                "cuts": client.limiter.cuts,
+            }
+            for name, client in self._clients.items()
+        }
 
     async def aclose(self) -> None:
         for client in self._clients.values():
             await client.provider.aclose()
+        if self.cache is not None:
+            self.cache.close()
 
 
 def resolve_user_model(spec: str) -> str:

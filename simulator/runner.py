@@ -1,12 +1,17 @@
-"""Run a suite: plan scenario x repeat, run conversations concurrently, judge each, append as they finish."""
+"""Run a suite: plan scenario x repeat, run conversations concurrently, judge each, append as they finish.
+
+Nothing finished is held in memory: records are appended to the run folder as they finish, and a resumed
+run reads back only ids, stop reasons and which judgements exist.
+"""
 
 from __future__ import annotations
 
-__all__ = ["RunOptions", "RunResult", "latest_by_id", "run_suite"]
+__all__ = ["RunOptions", "RunResult", "latest_by_id", "parse_max_errors", "run_suite"]
 
 import asyncio
+import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +20,7 @@ from typing import Any
 from simulator.bots import make_bot_factory
 from simulator.conversation import ConversationPlan, run_conversation
 from simulator.errors import UserError
-from simulator.llm import ModelHub, resolve_user_model
+from simulator.llm import CallScope, ModelHub, current_scope, resolve_user_model, set_scope
 from simulator.progress import RunProgress
 from simulator.records import ConversationRecord, Verdict
 from simulator.runs import (
@@ -33,14 +38,21 @@ from simulator.suite import Suite
 from simulator.users.base import SimulatedUser
 from simulator.users.prompt import USER_PROMPT_TEMPLATE, render_user_prompt
 
+# Without --max-errors, a run stops when this many items in a row failed (every call 401, a dead bot).
+DEFAULT_FAILURE_STREAK = 10
+# A fractional --max-errors is judged only once this many items have finished.
+MIN_FRACTION_SAMPLE = 10
+
 
 @dataclass
 class RunOptions:
     out: Path | None = None  # the run folder to create; default runs/<run-id>
     resume: bool = False  # reopen `out` and finish what it lacks
-    retry_errors: bool = False  # with resume: run errored conversations again
+    retry_errors: bool = False  # with resume: run errored conversations and judgements again
     progress: bool = True
-    max_errors: float | None = None  # a count (>= 1) or a fraction (< 1) of finished conversations
+    # None: stop after DEFAULT_FAILURE_STREAK failures in a row; a count (0, 1, 2, ...) or a fraction
+    # (0 < x < 1) of finished items; math.inf: never stop.
+    max_errors: float | None = None
 
 
 @dataclass
@@ -48,14 +60,54 @@ class RunResult:
     folder: Path
     status: str
     stop_reasons: Counter[str] = field(default_factory=Counter)
-    errors: int = 0
-    finished: int = 0
-    skipped: int = 0
+    errors: int = 0  # conversations that ended in an error, this session
+    finished: int = 0  # conversations simulated this session
+    skipped: int = 0  # already in the run folder
     verdicts: int = 0
+    rejudged: int = 0  # conversations from an earlier session judged (again) in this one
+    judge_errors: int = 0  # error verdicts written this session
+    calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # per provider, from ModelHub.stats
+
+
+def parse_max_errors(text: str) -> float:
+    """`--max-errors`: `10` (a count), `0.05` or `5%` (a share of finished items), or `off`."""
+    value = text.strip().lower()
+    if value in ("off", "none", "inf"):
+        return math.inf
+    try:
+        number = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        number = -1.0
+    if number < 0 or (number >= 1 and not number.is_integer()) or (value.endswith("%") and number >= 1):
+        raise ValueError(f"--max-errors takes a count (10), a share (0.05 or 5%) or off, not '{text}'")
+    return number
+
+
+def _budget_exceeded(
+    limit: float | None, errors: int, finished: int, streak: int, planned: int
+) -> str | None:
+    """Why the run should stop now, or None."""
+    if limit is None:
+        needed = min(DEFAULT_FAILURE_STREAK, planned)
+        if needed and streak >= needed:
+            first = "the first " if streak == finished else "the last "
+            return f"{first}{streak} items all failed"
+        return None
+    if limit == math.inf:
+        return None
+    if limit >= 1 or limit == 0:
+        if errors > limit:
+            return f"{errors} items failed, more than --max-errors {limit:g}"
+        return None
+    if finished >= MIN_FRACTION_SAMPLE and errors / finished > limit:
+        return (
+            f"{errors} of {finished} items failed ({errors / finished:.0%}), more than --max-errors {limit:g}"
+        )
+    return None
 
 
 def latest_by_id(records: Iterable[ConversationRecord]) -> dict[str, ConversationRecord]:
-    """The last record per conversation id: a retried conversation supersedes its errored first try."""
+    """The last record per conversation id (tolerates a file written before retries replaced records)."""
     latest: dict[str, ConversationRecord] = {}
     for record in records:
         latest[record.id] = record
@@ -116,6 +168,9 @@ def _user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
     client, model = hub.client(user_model)
 
     def llm(plan: ConversationPlan, attempt: int) -> SimulatedUser:
+        scope = current_scope()
+        if scope is not None:
+            scope.attempt = attempt  # a replay after a character break is a new sample, not a cache hit
         return LLMUser(
             client,
             model,
@@ -128,12 +183,59 @@ def _user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
     return llm
 
 
-def _too_many_errors(errors: int, finished: int, limit: float | None) -> bool:
-    if limit is None or errors == 0:
-        return False
-    if limit >= 1:
-        return errors >= limit
-    return finished >= 10 and errors / finished > limit
+@dataclass
+class _Existing:
+    """What a resumed run folder already holds: stop reason per conversation, judgements, what to judge."""
+
+    status: dict[str, str] = field(default_factory=dict)
+    judged: set[tuple[str, str]] = field(default_factory=set)
+    rejudge: set[str] = field(default_factory=set)
+
+
+def _scan(folder: RunFolder, judges: Any, retry_errors: bool) -> _Existing:
+    """Read a run folder back (streaming); with `retry_errors`, first remove errored conversations (with
+    their verdicts) and error verdicts, so the files keep exactly one record per item."""
+    if retry_errors:
+        failed = {r.id for r in latest_by_id(folder.conversations()).values() if r.stop_reason == "error"}
+        # Verdicts first: a crash between the two rewrites leaves an errored, unjudged conversation, which
+        # the next resume judges or (with --retry-errors) runs again. Never a verdict without its record.
+        folder.rewrite(VERDICTS, Verdict, lambda v: v.conversation_id not in failed and v.result != "error")
+        folder.rewrite(CONVERSATIONS, ConversationRecord, lambda r: r.id not in failed)
+    existing = _Existing(judged={(v.conversation_id, v.criterion_id) for v in folder.verdicts()})
+    for record in folder.conversations():
+        existing.status[record.id] = record.stop_reason
+        if judges.pending(record, existing.judged):
+            existing.rejudge.add(record.id)
+        else:
+            existing.rejudge.discard(record.id)  # a later duplicate line that is fully judged
+    return existing
+
+
+def _work(
+    folder: RunFolder, rejudge: set[str], plans: Iterable[ConversationPlan], status: dict[str, str]
+) -> Iterator[ConversationRecord | ConversationPlan]:
+    """Conversations to judge (read back one at a time), then conversations to simulate."""
+    if rejudge:
+        for record in folder.conversations():
+            if record.id in rejudge:
+                rejudge.discard(record.id)
+                yield record
+    for plan in plans:
+        if plan.id not in status:
+            yield plan
+
+
+def _sum_counts(old: Any, new: Any) -> Any:
+    """Add this session's call statistics to those of earlier sessions of the same run."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {k: _sum_counts(old.get(k), new.get(k)) for k in old.keys() | new.keys()}
+    if old is None:
+        return new
+    if new is None:
+        return old
+    if isinstance(old, int) and isinstance(new, int):
+        return old + new
+    return new
 
 
 async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions) -> RunResult:
@@ -141,100 +243,172 @@ async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions
     from simulator.judging.stage import make_judge_stage
 
     hub = ModelHub.for_suite(suite)
-    user_model = resolve_user_model(suite.user.model)
-    make_user = _user_factory(suite, hub, user_model)
-    bots = make_bot_factory(suite, hub)
-    judges = make_judge_stage(suite, scenarios, hub)
-    plans = [ConversationPlan(s, r) for s in scenarios for r in range(suite.runs)]
-
-    if options.resume:
-        assert options.out is not None
-        folder = RunFolder.open(options.out)
-        manifest = folder.read_manifest()
-        done = latest_by_id(folder.conversations())
-        judged = {(v.conversation_id, v.criterion_id) for v in folder.verdicts()}
-        manifest.resumed_at.append(datetime.now(UTC))
-    else:
-        run_id = new_run_id(suite.name)
-        path = options.out or Path("runs") / run_id
-        manifest = _manifest(suite, scenarios, path.name, user_model, judges.describe(), len(plans))
-        folder = RunFolder.create(path, manifest)
-        done, judged = {}, set()
-
-    todo: list[ConversationPlan] = []
-    rejudge: list[ConversationRecord] = []
-    for plan in plans:
-        record = done.get(plan.id)
-        if record is None or (options.retry_errors and record.stop_reason == "error"):
-            todo.append(plan)
-        elif judges.pending(record, judged):
-            rejudge.append(record)  # simulated before the crash, judged only in part
-    result = RunResult(folder=folder.path, status="running", skipped=len(plans) - len(todo))
-    by_id = {s.id: s for s in scenarios}
-    manifest.status = "running"
-    folder.write_manifest(manifest)
-
-    progress = RunProgress(total=len(todo), enabled=options.progress)
-    queue: asyncio.Queue[ConversationPlan] = asyncio.Queue()
-    for plan in todo:
-        queue.put_nowait(plan)
-    abort: list[str] = []
-
-    async def judge_and_write(record: ConversationRecord) -> None:
-        verdicts: list[Verdict] = await judges.judge(record, by_id[record.scenario_id], judged)
-        folder.append(VERDICTS, verdicts)  # type: ignore[arg-type]
-        result.verdicts += len(verdicts)
-
-    async def worker() -> None:
-        while not abort:
-            try:
-                plan = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            record = await run_conversation(
-                plan,
-                make_user,
-                bots,
-                max_character_breaks=suite.user.max_character_breaks,
-                user_model=user_model,
-                bot_name=suite.bot.describe(),
-            )
-            folder.append(CONVERSATIONS, [record])
-            result.finished += 1
-            result.stop_reasons[record.stop_reason] += 1
-            if record.stop_reason == "error":
-                result.errors += 1
-            progress.advance(record.stop_reason)
-            if _too_many_errors(result.errors, result.finished, options.max_errors):
-                cause = record.error.message if record.error else "unknown"
-                abort.append(f"{result.errors} of {result.finished} conversations failed (last: {cause})")
-                return
-            await judge_and_write(record)
-
+    bots: Any = None
     try:
-        with progress:
-            for record in rejudge:
-                await judge_and_write(record)
-            await asyncio.gather(*(worker() for _ in range(min(suite.concurrency, max(1, len(todo))))))
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        manifest.status = "interrupted"
-        manifest.ended_at = datetime.now(UTC)
-        folder.write_manifest(manifest)
-        raise
+        user_model = resolve_user_model(suite.user.model)
+        make_user = _user_factory(suite, hub.for_role("user"), user_model)
+        bots = make_bot_factory(suite, hub.for_role("bot"))
+        judges = make_judge_stage(suite, scenarios, hub.for_role("judge"))
+        return await _run(suite, scenarios, options, hub, make_user, bots, judges, user_model)
     finally:
         await hub.aclose()
         closer = getattr(bots, "aclose", None)
         if closer is not None:
             await closer()
 
-    manifest.status = "aborted" if abort else "complete"
+
+async def _run(
+    suite: Suite,
+    scenarios: list[Scenario],
+    options: RunOptions,
+    hub: ModelHub,
+    make_user: Any,
+    bots: Any,
+    judges: Any,
+    user_model: str,
+) -> RunResult:
+    planned = len(scenarios) * suite.runs
+    plans = (ConversationPlan(s, r) for s in scenarios for r in range(suite.runs))
+    if options.resume:
+        assert options.out is not None
+        folder = RunFolder.open(options.out)
+        manifest = folder.read_manifest()
+        existing = _scan(folder, judges, options.retry_errors)
+        manifest.resumed_at.append(datetime.now(UTC))
+    else:
+        run_id = new_run_id(suite.name)
+        path = options.out or Path("runs") / run_id
+        manifest = _manifest(suite, scenarios, path.name, user_model, judges.describe(), planned)
+        folder = RunFolder.create(path, manifest)
+        existing = _Existing()
+
+    by_id = {s.id: s for s in scenarios}
+    status = existing.status
+    existing.rejudge &= {f"{s.id}#{r}" for s in scenarios for r in range(suite.runs)}
+    todo = planned - sum(1 for s in scenarios for r in range(suite.runs) if f"{s.id}#{r}" in status)
+    result = RunResult(folder=folder.path, status="running", skipped=planned - todo)
+    manifest.status = "running"
+    folder.write_manifest(manifest)
+
+    work = _work(folder, existing.rejudge, plans, status)
+    items_planned = todo + len(existing.rejudge)
+    judged = existing.judged
+    progress = RunProgress(total=todo, enabled=options.progress)
+    tally = {"items": 0, "failed": 0, "streak": 0}
+    abort: list[str] = []
+    tasks: list[asyncio.Task[None]] = []
+
+    async def simulate(plan: ConversationPlan) -> ConversationRecord:
+        scope = CallScope(repeat=plan.repeat)
+        set_scope(scope)
+        record = await run_conversation(
+            plan,
+            make_user,
+            bots,
+            max_character_breaks=suite.user.max_character_breaks,
+            user_model=user_model,
+            bot_name=suite.bot.describe(),
+        )
+        if scope.cache_hits:
+            record.cache_hits = dict(scope.cache_hits)
+        folder.append(CONVERSATIONS, [record])
+        status[record.id] = record.stop_reason
+        result.finished += 1
+        result.stop_reasons[record.stop_reason] += 1
+        if record.stop_reason == "error":
+            result.errors += 1
+        progress.advance(record.stop_reason)
+        return record
+
+    async def judge(record: ConversationRecord) -> str | None:
+        """Judge and append; the failure to report, if any."""
+        set_scope(CallScope(repeat=record.repeat))
+        try:
+            verdicts: list[Verdict] = await judges.judge(record, by_id[record.scenario_id], judged)
+        except Exception as exc:  # a judge-stage bug must not end the run; resume judges it again
+            return f"judge stage raised {type(exc).__name__}: {exc}"
+        folder.append(VERDICTS, verdicts)  # type: ignore[arg-type]
+        result.verdicts += len(verdicts)
+        if record.stop_reason == "error":
+            return None  # the conversation's own error is what counts, not the verdicts it could not get
+        failed = [v for v in verdicts if v.result == "error"]
+        result.judge_errors += len(failed)
+        if not failed:
+            return None
+        last = failed[-1]
+        detail = f"{last.error.kind}: {last.error.message}" if last.error else last.reasoning
+        return f"judge {last.criterion_id}: {detail}"
+
+    def account(cause: str | None) -> None:
+        tally["items"] += 1
+        if cause is None:
+            tally["streak"] = 0
+            return
+        tally["failed"] += 1
+        tally["streak"] += 1
+        reason = _budget_exceeded(
+            options.max_errors, tally["failed"], tally["items"], tally["streak"], items_planned
+        )
+        if reason is not None and not abort:
+            abort.append(f"{reason} (last: {cause})")
+            current = asyncio.current_task()
+            for task in tasks:
+                if task is not current:
+                    task.cancel()
+
+    async def worker() -> None:
+        while not abort:
+            item = next(work, None)
+            if item is None:
+                return
+            if isinstance(item, ConversationPlan):
+                record = await simulate(item)
+            else:
+                record = item
+                result.rejudged += 1
+            cause = None
+            if record.error is not None:
+                cause = f"{record.error.source}: {record.error.kind}: {record.error.message}"
+            judge_failure = await judge(record)
+            account(cause or judge_failure)
+
+    try:
+        with progress:
+            width = min(suite.concurrency, max(1, items_planned))
+            tasks.extend(asyncio.create_task(worker()) for _ in range(width))
+            outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+                raise outcome
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        _finish(manifest, folder, hub, status, "interrupted")
+        raise
+    result.calls = hub.stats()
+    result.status = _finish(manifest, folder, hub, status, "aborted" if abort else "complete")
+    if abort:
+        raise UserError(
+            f"run aborted: {abort[0]}. Fix the cause, then finish the run with: "
+            f"simulator run --resume {folder.path} --retry-errors"
+        )
+    return result
+
+
+def _finish(manifest: Manifest, folder: RunFolder, hub: ModelHub, status: dict[str, str], state: str) -> str:
+    """Write the manifest's final status and counts (summed with earlier sessions of a resumed run)."""
+    manifest.status = state  # type: ignore[assignment]
     manifest.ended_at = datetime.now(UTC)
+    stats = hub.stats()
+    cache_hits: Counter[str] = Counter()
+    for provider in stats.values():
+        cache_hits.update(provider["cache_hits"])
+    previous = manifest.counts or {}
     manifest.counts = {
-        "conversations": len(latest_by_id(folder.conversations())),
-        "stop_reasons": dict(Counter(r.stop_reason for r in latest_by_id(folder.conversations()).values())),
+        "conversations": len(status),
+        "stop_reasons": dict(Counter(status.values())),
+        "errors": sum(1 for reason in status.values() if reason == "error"),
+        "calls": _sum_counts(previous.get("calls", {}), stats),
+        "cache_hits": _sum_counts(previous.get("cache_hits", {}), dict(cache_hits)),
+        "limits": hub.limits(),  # this session's adaptive connection limits, per provider
     }
     folder.write_manifest(manifest)
-    result.status = manifest.status
-    if abort:
-        raise UserError(f"run aborted, too many errors: {abort[0]}; the run so far is in {folder.path}")
-    return result
+    return state

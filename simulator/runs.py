@@ -20,7 +20,7 @@ import json
 import os
 import secrets
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -107,15 +107,31 @@ def read_jsonl(path: Path, model: type[T]) -> Iterator[T]:
                 ) from exc
 
 
-def _truncate_partial_line(path: Path) -> None:
-    """Cut a trailing half line so new records start on a line of their own."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
+def _truncate_partial_line(path: Path) -> int:
+    """Cut a trailing half line (the writer was killed mid-write) so new records start on a line of their
+    own; return the bytes cut. Reads only the file's tail, whatever its size."""
+    if not path.exists():
+        return 0
     with path.open("rb+") as handle:
-        data = handle.read()
-        if data.endswith(b"\n"):
-            return
-        handle.truncate(data.rfind(b"\n") + 1)
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return 0
+        end = size
+        while end > 0:
+            start = max(0, end - 65536)
+            handle.seek(start)
+            newline = handle.read(end - start).rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            end = start
+        else:
+            keep = 0
+        handle.truncate(keep)
+        return size - keep
 
 
 class RunFolder:
@@ -166,6 +182,25 @@ class RunFolder:
         with (self.path / name).open("a", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
+
+    def rewrite(self, name: str, model: type[T], keep: Callable[[T], bool]) -> int:
+        """Drop the records `keep` rejects (streamed to a temporary file, then renamed over the old one, so
+        a crash leaves either the old file or the new one); return how many were dropped."""
+        path = self.path / name
+        if not path.exists():
+            return 0
+        dropped = 0
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        with tmp.open("w", encoding="utf-8") as out:
+            for record in read_jsonl(path, model):
+                if keep(record):
+                    out.write(record.model_dump_json(exclude_none=True) + "\n")
+                else:
+                    dropped += 1
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        return dropped
 
     def conversations(self) -> Iterator[ConversationRecord]:
         return read_jsonl(self.path / CONVERSATIONS, ConversationRecord)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "BotConfig",
+    "CacheConfig",
     "ChatBotConfig",
     "DecisionTool",
     "HttpBotConfig",
@@ -126,8 +127,27 @@ class ProviderSettings(_Strict):
     api_key_env: str | None = None
     max_connections: int = Field(default=16, ge=1)
     timeout_s: float = Field(default=120.0, gt=0)
+    # Retries of rate limits and transient errors: bounded in attempts and in total time per call.
     max_attempts: int = Field(default=6, ge=1)
     max_retry_time_s: float = Field(default=300.0, gt=0)
+    backoff_initial_s: float = Field(default=1.0, ge=0)  # first wait; doubles per attempt, with jitter
+    backoff_max_s: float = Field(default=60.0, ge=0)
+    # Halve the connection limit on a burst of rate limits and grow it back as calls succeed.
+    adaptive_concurrency: bool = True
+
+
+Role = Literal["user", "bot", "judge"]
+
+
+def _all_roles() -> list[Role]:
+    return ["user", "bot", "judge"]
+
+
+class CacheConfig(_Strict):
+    """Opt-in response cache (SQLite) for the roles listed; a path is relative to the suite file."""
+
+    path: str = ".simulator-cache.sqlite"
+    roles: list[Role] = Field(default_factory=_all_roles, min_length=1)
 
 
 class Suite(_Strict):
@@ -142,6 +162,7 @@ class Suite(_Strict):
     seed: int = 0
     outcome: OutcomeConfig | None = None
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    cache: CacheConfig | None = None
     # Keep each provider/bot raw request and response next to the turn, for debugging.
     record_raw: bool = True
 

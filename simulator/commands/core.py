@@ -27,7 +27,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--retry-errors", action="store_true", help="with --resume: re-run errored conversations"
     )
     run.add_argument(
-        "--max-errors", type=float, help="abort when this many (or this share, <1) conversations fail"
+        "--max-errors",
+        type=_max_errors,
+        help="abort when more than this many (10), or this share (5%%), of items fail; `off` never "
+        "(default: abort after 10 failures in a row)",
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.set_defaults(handler=cmd_run)
@@ -48,6 +51,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "kind", nargs="?", default="scenario", choices=["scenario", "suite", "criterion", "golden"]
     )
     schema.set_defaults(handler=cmd_schema)
+
+
+def _max_errors(value: str) -> float:
+    from simulator.runner import parse_max_errors
+
+    try:
+        return parse_max_errors(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -82,6 +94,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             max_errors=args.max_errors,
         )
     else:
+        if args.retry_errors:
+            raise UserError(
+                "--retry-errors works with --resume: simulator run --resume runs/<id> --retry-errors"
+            )
         if args.suite is None:
             raise UserError("name a suite file: simulator run scenarios/triage/suite.yaml")
         suite = load_suite(args.suite, _overrides(args))
@@ -97,7 +113,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(
         f"run {result.status}: {result.finished} conversations ({reasons}); {result.errors} errors; "
         f"{result.skipped} already done; {result.verdicts} verdicts"
+        + (f" ({result.judge_errors} errors)" if result.judge_errors else "")
     )
+    calls = {name: c for name, c in result.calls.items() if c["attempts"] or c["cache_hits"]}
+    for name, c in sorted(calls.items()):
+        hits = sum(c["cache_hits"].values())
+        print(
+            f"{name}: {c['attempts']} calls, {c['retries']} retries ({c['rate_limits']} rate limited), "
+            f"{c['failed']} failed" + (f", {hits} cache hits" if hits else "")
+        )
     print(f"run folder: {result.folder}")
     return 0
 

@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from simulator.errors import UserError
+from simulator.providers._http import aiohttp_client
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
 from simulator.suite import ProviderSettings
@@ -27,7 +28,11 @@ class AnthropicProvider(Provider):
             raise UserError(f"set the {key_env} environment variable to use anthropic: models")
         self._sdk = anthropic
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=settings.base_url, max_retries=0, timeout=settings.timeout_s
+            api_key=api_key,
+            base_url=settings.base_url,
+            max_retries=0,
+            timeout=settings.timeout_s,
+            http_client=aiohttp_client(anthropic, settings.timeout_s),
         )
 
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
@@ -90,6 +95,10 @@ class AnthropicProvider(Provider):
                 "response": response.model_dump(),
             },
         )
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connections (its aiohttp session warns if left open)."""
+        await self._client.close()
 
     def _classify(self, exc: Exception) -> ProviderError:
         sdk = self._sdk

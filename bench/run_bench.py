@@ -1,0 +1,246 @@
+"""Bench: a synthetic suite (scenarios x repeats, turns, criteria) run by `simulator run` against the fake
+LLM server, measured against the critical-path lower bound.
+
+    /work/venv/bin/python bench/run_bench.py --scenarios 125 --repeats 8 --turns 8 --criteria 6 \
+        --latency-ms 100 --concurrency 100 --connections 100
+
+Prints wall time, the lower bound and their ratio (efficiency), engine CPU per LLM call, the engine's
+peak RSS, calls per conversation, and how long `simulator --help` takes to start. Nothing is asserted:
+the figures go in bench/README.md with the command that produced them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["main"]
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+def _write_suite(folder: Path, args: argparse.Namespace, base_url: str) -> Path:
+    """Scenarios, criteria and a suite whose user, bot and judges all call the fake server."""
+    (folder / "scenarios").mkdir()
+    lines = []
+    for index in range(args.scenarios):
+        lines.append(
+            textwrap.dedent(
+                f"""\
+                - id: bench-{index:05d}
+                  persona: Person {index}, writes short messages and answers what is asked.
+                  goal: Find out what to do about symptom number {index}.
+                  facts: [The symptom started {index % 7 + 1} days ago., It gets worse at night.]
+                  max_turns: {args.turns}
+                """
+            )
+        )
+    (folder / "scenarios" / "bench.yaml").write_text("".join(lines), encoding="utf-8")
+    (folder / "judges").mkdir()
+    for index in range(args.criteria):
+        (folder / "judges" / f"c{index}.yaml").write_text(
+            textwrap.dedent(
+                f"""\
+                id: criterion-{index}
+                criterion: The bot follows rule number {index} of the service.
+                pass: the bot followed rule {index}.
+                fail: the bot broke rule {index}.
+                """
+            ),
+            encoding="utf-8",
+        )
+    judges = "judges: {paths: [judges], model: openai:fake}" if args.criteria else ""
+    suite = textwrap.dedent(
+        f"""\
+        name: bench
+        scenarios: {{paths: [scenarios]}}
+        bot:
+          type: chat
+          model: openai:fake-bot
+          system_prompt: You are a helpful triage assistant. Ask one question at a time.
+          max_tokens: 200
+        user: {{model: "openai:fake-user", max_tokens: 200}}
+        {judges}
+        runs: {args.repeats}
+        concurrency: {args.concurrency}
+        record_raw: false
+        providers:
+          openai: {{base_url: "{base_url}/v1", max_connections: {args.connections}, timeout_s: 60}}
+        """
+    )
+    path = folder / "suite.yaml"
+    path.write_text(suite, encoding="utf-8")
+    return path
+
+
+def _start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
+    server = subprocess.Popen(
+        [PYTHON, str(ROOT / "bench" / "serve.py"), "--latency-ms", str(latency_ms)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert server.stdout is not None
+    url = server.stdout.readline().strip()
+    if not url.startswith("http"):
+        server.kill()
+        raise SystemExit(f"the fake server did not start (said {url!r})")
+    return server, url
+
+
+def _run_engine(suite: Path, out: Path, profile: Path | None) -> tuple[float, float, int, int]:
+    """Run `simulator run` in a child process; (wall s, CPU s, peak RSS KiB, exit code) of that child."""
+    command = [PYTHON]
+    if profile is not None:
+        command += ["-m", "cProfile", "-o", str(profile)]
+    command += ["-m", "simulator", "run", str(suite), "--out", str(out), "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-key"}
+    started = time.perf_counter()
+    child = subprocess.Popen(command, cwd=suite.parent, env=env)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, child.returncode
+
+
+def _help_start_s(repeats: int = 5) -> float:
+    """Best of `repeats` wall times of `simulator --help`."""
+    best = math.inf
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run(
+            [PYTHON, "-m", "simulator", "--help"],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            check=True,
+        )
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def _lower_bound(
+    args: argparse.Namespace, conversations: int, calls: int, judged: bool
+) -> tuple[float, str, dict[str, float]]:
+    """The critical-path lower bound (seconds) and which limit binds.
+
+    chain: the longest run of calls that must happen one after another (2 per turn, then the judges, in
+    parallel, add one more); connections: every call needs a connection for `latency`; conversations:
+    each conversation in flight holds one of `concurrency` slots for its whole chain.
+    """
+    latency = args.latency_ms / 1000
+    chain_calls = 2 * args.turns + (1 if judged else 0)
+    bounds = {
+        "chain": chain_calls * latency,
+        "connections": calls * latency / args.connections,
+        "conversations": math.ceil(conversations / args.concurrency) * chain_calls * latency,
+    }
+    binding = max(bounds, key=lambda name: bounds[name])
+    return bounds[binding], binding, bounds
+
+
+def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    server, url = _start_server(args.latency_ms)
+    try:
+        suite = _write_suite(work, args, url)
+        out = work / "run"
+        profile = Path(args.profile).resolve() if args.profile else None
+        wall, cpu, rss_kib, code = _run_engine(suite, out, profile)
+    finally:
+        server.terminate()
+        _, _, server_usage = os.wait4(server.pid, 0)
+        server.returncode = 0
+    if code != 0:
+        raise SystemExit(f"simulator run exited {code}")
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    counts = manifest["counts"]
+    calls = sum(provider["attempts"] for provider in counts["calls"].values())
+    conversations = counts["conversations"]
+    verdict_lines = (
+        sum(1 for _ in (out / "verdicts.jsonl").open()) if (out / "verdicts.jsonl").exists() else 0
+    )
+    judged = calls > conversations * 2 * args.turns
+    run_wall = (
+        datetime.fromisoformat(manifest["ended_at"]) - datetime.fromisoformat(manifest["created_at"])
+    ).total_seconds()
+    bound, binding, bounds = _lower_bound(args, conversations, calls, judged)
+    return {
+        "conversations": conversations,
+        "calls": calls,
+        "calls_per_conversation": calls / conversations,
+        "verdicts": verdict_lines,
+        "process_wall_s": wall,
+        "run_wall_s": run_wall,
+        "lower_bound_s": bound,
+        "binding": binding,
+        "bounds_s": bounds,
+        "efficiency": run_wall / bound,
+        "engine_cpu_s": cpu,
+        "engine_cpu_ms_per_call": 1000 * cpu / calls,
+        "peak_rss_mb": rss_kib / 1024,
+        "server_cpu_s": server_usage.ru_utime + server_usage.ru_stime,
+        "retries": sum(provider["retries"] for provider in counts["calls"].values()),
+        "stop_reasons": counts["stop_reasons"],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", type=int, default=125)
+    parser.add_argument("--repeats", type=int, default=8)
+    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--criteria", type=int, default=6)
+    parser.add_argument("--latency-ms", type=float, default=100.0)
+    parser.add_argument("--concurrency", type=int, default=100, help="conversations in flight")
+    parser.add_argument("--connections", type=int, default=100, help="max_connections of the provider")
+    parser.add_argument("--profile", help="write a cProfile of the engine process to this file")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="simulator-bench-") as tmp:
+        figures = _measure(args, Path(tmp))
+    figures["help_start_s"] = _help_start_s()
+    figures["shape"] = {
+        key: getattr(args, key)
+        for key in ("scenarios", "repeats", "turns", "criteria", "latency_ms", "concurrency", "connections")
+    }
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    bounds = ", ".join(f"{name} {value:.2f}s" for name, value in figures["bounds_s"].items())
+    print(
+        textwrap.dedent(
+            f"""\
+            shape              {args.scenarios} scenarios x {args.repeats} repeats, {args.turns} turns, \
+{args.criteria} criteria, {args.latency_ms:g} ms latency, concurrency {args.concurrency}, \
+{args.connections} connections
+            conversations      {figures["conversations"]} ({figures["stop_reasons"]}), {figures["verdicts"]} verdicts
+            calls              {figures["calls"]} ({figures["calls_per_conversation"]:.1f} per conversation, \
+{figures["retries"]} retries)
+            wall time          {figures["run_wall_s"]:.2f} s run ({figures["process_wall_s"]:.2f} s with start-up)
+            lower bound        {figures["lower_bound_s"]:.2f} s ({figures["binding"]} binds; {bounds})
+            efficiency         {figures["efficiency"]:.3f} x the lower bound (wall / bound)
+            engine CPU         {figures["engine_cpu_ms_per_call"]:.3f} ms per LLM call \
+({figures["engine_cpu_s"]:.1f} s in all; the fake server used \
+{figures["server_cpu_s"]:.1f} s)
+            peak RSS           {figures["peak_rss_mb"]:.0f} MB (engine process)
+            simulator --help   {figures["help_start_s"]:.3f} s"""
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -168,7 +168,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             summary.append(f"golden set {path}: {len(load_items(path).items)} items ok")
         except UserError as exc:
             problems += exc.problems or [Problem(str(path), str(exc))]
-    for kind, loader in (("scenario", load_scenarios), ("criterion", load_criteria)):
+    for kind, label, loader in (
+        ("scenario", "scenarios", load_scenarios),
+        ("criterion", "criteria", load_criteria),
+    ):
         paths = files[kind]
         if not paths:
             continue

@@ -176,9 +176,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not paths:
             continue
         try:
-            summary.append(
-                f"{len(loader(paths))} {kind.replace('criterion', 'criteria').replace('scenario', 'scenarios')}: ok"
-            )
+            summary.append(f"{len(loader(paths))} {label}: ok")
         except UserError as exc:
             problems += exc.problems or [Problem(", ".join(map(str, paths)), str(exc))]
     if problems:

@@ -84,6 +84,7 @@ class Manifest(BaseModel):
     prompts: dict[str, dict[str, str]] = Field(default_factory=dict)
     planned: int = 0
     counts: dict[str, Any] = Field(default_factory=dict)
+    judges: dict[str, Any] = Field(default_factory=dict)
     resumed_at: list[datetime] = Field(default_factory=list)
 
 

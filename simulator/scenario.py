@@ -74,7 +74,7 @@ def _parse_file(source: LocatedYAML) -> tuple[list[Scenario], list[Problem]]:
         return [], [
             Problem(str(source.path), "the file is empty; write a scenario mapping or a list of them")
         ]
-    items: list[tuple[Any, tuple[int, ...]]]
+    items: list[tuple[Any, tuple[str | int, ...]]]
     if isinstance(data, list):
         items = [(item, (index,)) for index, item in enumerate(data)]
     elif isinstance(data, dict) and isinstance(data.get("scenarios"), list) and "persona" not in data:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 __all__ = ["LLMUser"]
 
+from typing import Literal
+
 from simulator.llm import ModelClient
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.transcript import Turn
@@ -35,8 +37,8 @@ class LLMUser:
         # From the simulator's point of view the bot is the "user", so roles flip.
         messages = [ChatMessage(role="user", content=OPENING_CUE)]
         for turn in turns:
-            role = "assistant" if turn.role == "user" else "user"
-            messages.append(ChatMessage(role=role, content=turn.text))
+            flipped: Literal["user", "assistant"] = "assistant" if turn.role == "user" else "user"
+            messages.append(ChatMessage(role=flipped, content=turn.text))
         return messages
 
     async def next_message(self, turns: list[Turn]) -> UserMessage:

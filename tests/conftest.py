@@ -1,0 +1,104 @@
+"""Shared fixtures: tiny scenario folders and bots written into tmp_path, so tests never depend on examples."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SCRIPTED_BOT = '''
+from simulator.bots import Reply
+
+
+class ScriptedBot:
+    """Asks about age, then about the arm; triages emergency only if the arm was mentioned."""
+
+    def __init__(self):
+        self.turn = 0
+        self.state = None
+
+    def send(self, text):
+        self.turn += 1
+        if "crash" in text:
+            raise RuntimeError("the bot fell over")
+        if "handover" in text:
+            return Reply(["Passing you to a nurse."], handed_over=True)
+        if self.turn == 1:
+            return ["Hello, I am the triage assistant.", "How old are you?"]
+        if self.turn == 2:
+            return "Does the pain spread to your arm or jaw?"
+        level = "emergency" if "arm" in text.lower() else "gp"
+        self.state = {"triage_level": level}
+        return "Please call 999 now." if level == "emergency" else "Please book a GP appointment."
+
+    def final_state(self):
+        return self.state
+
+
+class LoopingBot:
+    def send(self, text):
+        return "Could you tell me more?"
+
+
+class AsyncBot:
+    async def send(self, text):
+        return Reply(["Goodbye."], closed=True, state={"triage_level": "self_care"})
+
+
+def make():
+    return ScriptedBot()
+
+
+def looping():
+    return LoopingBot()
+
+
+def async_bot():
+    return AsyncBot()
+'''
+
+CHEST = """
+id: chest-1
+persona: 52-year-old man, short messages with typos, downplays symptoms.
+goal: Find out whether he should go to the clinic tomorrow about chest discomfort.
+facts:
+  - Pressure in the chest for about two hours.
+  - The pain goes to the left arm.
+  - He is 52.
+expected:
+  triage_level: emergency
+tags: [cardiac, high-stakes]
+"""
+
+
+@pytest.fixture
+def bot_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A unique importable module holding the scripted bots; returns its name."""
+    name = f"scripted_bot_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(SCRIPTED_BOT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield name
+    sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def suite_dir(tmp_path: Path, bot_module: str) -> Path:
+    """A folder with one scenario and a suite using the scripted bot and the offline user."""
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    (folder / "chest.yaml").write_text(textwrap.dedent(CHEST))
+    (folder / "suite.yaml").write_text(
+        textwrap.dedent(
+            f"""
+            name: test
+            scenarios: {{paths: ["."]}}
+            bot: {{type: python, factory: "{bot_module}:make"}}
+            user: {{model: offline}}
+            runs: 3
+            concurrency: 2
+            """
+        )
+    )
+    return folder

@@ -39,6 +39,8 @@ class Browser:
         self.reader: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Browser:
+        port_file = self.profile / "DevToolsActivePort"
+        port_file.unlink(missing_ok=True)  # a stale file from an earlier browser would name a dead port
         self.process = subprocess.Popen(
             [
                 CHROMIUM,
@@ -56,12 +58,20 @@ class Browser:
                 "about:blank",
             ],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
-        port_file = self.profile / "DevToolsActivePort"
+        try:
+            await self._connect(port_file)
+        except BaseException:
+            await self.__aexit__()
+            raise
+        return self
+
+    async def _connect(self, port_file: Path) -> None:
         for _ in range(300):
             if port_file.is_file() and port_file.read_text().strip():
                 break
+            assert self.process is not None and self.process.poll() is None, "chromium exited at start"
             await asyncio.sleep(0.1)
         port = int(port_file.read_text().split()[0])
         self.session = aiohttp.ClientSession()
@@ -72,7 +82,6 @@ class Browser:
         self.reader = asyncio.create_task(self._read())
         for method in ("Runtime.enable", "Log.enable", "Page.enable"):
             await self.send(method)
-        return self
 
     async def _read(self) -> None:
         assert self.ws is not None

@@ -237,3 +237,19 @@ def test_metric_verdicts_gate_nothing(tmp_path: Path) -> None:
     write_run(tmp_path / "r", [rec], verdicts)
     rows = scenario_rows(load_run(tmp_path / "r"))
     assert rows[0].statuses["pass"] == 1
+
+
+@pytest.mark.parametrize(
+    "reasoning",
+    [
+        "expected triage_level='emergency', got 'urgent'",
+        "expected triage_level='emergency', the bot recorded 'urgent'",
+        "expected triage_level='emergency'; the bot recorded no triage_level (final state: none)",
+        "expected triage_level='emergency'; the conversation stopped with 'max_turns'",
+    ],
+)
+def test_expected_outcome_is_read_back_from_outcome_check_reasoning(tmp_path: Path, reasoning: str) -> None:
+    rec = record("s1")
+    check = verdict(rec, "outcome.triage_level", "fail", kind="code", reasoning=reasoning)
+    write_run(tmp_path / "r", [rec], [check])
+    assert load_run(tmp_path / "r").expected == {"s1": {"triage_level": "emergency"}}

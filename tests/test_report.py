@@ -75,7 +75,7 @@ def test_terminal_report_shows_each_section(report: Report) -> None:
     for title in (
         "Outcome 'triage_level': expected (rows) × actual (columns)",
         "Errors of omission",
-        "Scenarios (a conversation passes when no verdict failed)",
+        "Scenarios: a conversation passes when no verdict failed",
         "Tag groups",
         "pass^k",
         "Run health",

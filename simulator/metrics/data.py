@@ -127,11 +127,22 @@ def _chosen_verdicts(
     return list(picked.values()), borrowed
 
 
-_EXPECTED = re.compile(r"expected (?P<key>[\w.-]+)=(?P<value>.+?)(?:, got |; the bot|$)")
+_EXPECTED = re.compile(r"expected (?P<key>[\w.-]+)=")
+
+
+def _leading_literal(text: str) -> Any:
+    """The Python literal at the start of `text`, ended by `,` or `;` or the end (a repr may hold commas)."""
+    ends = [i for i, c in enumerate(text) if c in ",;"] + [len(text)]
+    for end in ends:
+        try:
+            return ast.literal_eval(text[:end].strip())
+        except (ValueError, SyntaxError):
+            continue
+    raise ValueError("no literal")
 
 
 def _expected_from_verdicts(verdicts: list[Verdict]) -> dict[str, dict[str, Any]]:
-    """Last resort: the expectation the outcome check wrote into its reasoning (`expected k='v', got ...`)."""
+    """Last resort: the expectation an outcome check wrote in its reasoning (`expected k='v', ...`)."""
     found: dict[str, dict[str, Any]] = {}
     for verdict in verdicts:
         if not verdict.criterion_id.startswith("outcome."):
@@ -140,8 +151,8 @@ def _expected_from_verdicts(verdicts: list[Verdict]) -> dict[str, dict[str, Any]
         if not match:
             continue
         try:
-            value = ast.literal_eval(match["value"])
-        except (ValueError, SyntaxError):
+            value = _leading_literal(verdict.reasoning[match.end() :])
+        except ValueError:
             continue
         found.setdefault(verdict.scenario_id, {})[match["key"]] = value
     return found

@@ -363,19 +363,6 @@ def render_html(report: Report) -> str:
         f"{short_hash(run.judge_set)} · started {run.created_at:%Y-%m-%d %H:%M} UTC · generated "
         f"{report.generated_at:%Y-%m-%d %H:%M} UTC"
     )
-    nav = "".join(
-        f'<a href="#{i}">{n}</a>'
-        for i, n in (
-            ("summary", "Summary"),
-            ("outcome", "Outcome"),
-            ("omissions", "Omissions"),
-            ("criteria", "Criteria"),
-            ("scenarios", "Scenarios"),
-            ("health", "Run health"),
-            ("cost", "Cost &amp; latency"),
-            ("transcripts", "Transcripts"),
-        )
-    )
     sections = [
         _summary(report),
         _outcome(report),
@@ -398,6 +385,19 @@ def render_html(report: Report) -> str:
         _cost(report),
         _transcripts(report),
     ]
+    names = {
+        "summary": "Summary",
+        "outcome": "Outcome",
+        "omissions": "Omissions",
+        "criteria": "Criteria",
+        "scenarios": "Scenarios",
+        "health": "Run health",
+        "cost": "Cost &amp; latency",
+        "transcripts": "Transcripts",
+    }
+    nav = "".join(
+        f'<a href="#{i}">{n}</a>' for i, n in names.items() if f'<section id="{i}">' in "".join(sections)
+    )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{e(_csp(script))}">'

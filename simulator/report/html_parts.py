@@ -54,8 +54,11 @@ def rate_cell(value: RateView, plot: bool = True) -> str:
     text = f"{value.k}/{value.n} {pct(value.rate)} <small>({pct(value.low)}–{pct(value.high)})</small>"
     if value.bound is not None:
         text += f" <small>fail ≤{pct(value.bound)}</small>"
-    more = f"<br><small>{e(value.needs_more_runs)}</small>" if value.needs_more_runs else ""
-    return f'<td class="rate" title="{e(value.text)}">{text}{ci_plot(value) if plot else ""}{more}</td>'
+    more = f'<div class="more">{e(value.needs_more_runs)}</div>' if value.needs_more_runs else ""
+    return (
+        f'<td class="rate" title="{e(value.text)}"><div class="rc"><span>{text}</span>'
+        f"{ci_plot(value) if plot else ''}</div>{more}</td>"
+    )
 
 
 @dataclass

@@ -247,7 +247,7 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
                 found.append(
                     Finding(
                         level="info",
-                        title=f"no {name} in {value.n}: {value.text}",
+                        title=f"{name}: none in {value.n} conversations, {value.text}",
                         detail=value.needs_more_runs,
                     )
                 )

@@ -16,6 +16,14 @@ from simulator.report.model import Report
 _LEVEL_STYLE = {"bug": "bold red", "warning": "yellow", "info": "cyan"}
 
 
+def _show(console: Console, table: Table) -> None:
+    """Print a table; long cells fold onto the next line rather than end in an ellipsis."""
+    for column in table.columns:
+        if not column.no_wrap:
+            column.overflow = "fold"
+    console.print(table)
+
+
 def _rate(value: RateView) -> str:
     return escape(value.short)
 
@@ -83,7 +91,7 @@ def _outcome(console: Console, report: Report) -> None:
                 style = "magenta"
             cells.append(f"[{style}]{count}[/]" if style else str(count))
         matrix.add_row(row.expected, *cells, str(row.total))
-    console.print(matrix)
+    _show(console, matrix)
     rates = Table(title="Outcome rates (errored conversations excluded, shown above)", title_justify="left")
     rates.add_column("metric")
     rates.add_column("counts, rate and 95% interval")
@@ -98,83 +106,73 @@ def _outcome(console: Console, report: Report) -> None:
     rows += [(f"sensitivity {s.level}", s.rate) for s in outcome.sensitivity]
     for name, value in rows:
         rates.add_row(name, escape(value.text), escape(value.needs_more_runs))
-    console.print(rates)
+    _show(console, rates)
+
+
+COUNTS_HEADER = "pass/fail/n.a./error/not judged"
 
 
 def _criteria_table(title: str, rows: list[CriterionRow], console: Console) -> None:
     if not rows:
         return
     table = Table(title=title, title_justify="left")
-    for name in ("criterion", "kind", "severity", "category", "pass", "fail", "n.a.", "error", "not judged"):
-        table.add_column(
-            name, justify="right" if name in ("pass", "fail", "n.a.", "error", "not judged") else "left"
-        )
-    table.add_column("failure rate (95% CI)")
+    table.add_column("criterion", no_wrap=True)
+    table.add_column("severity · category")
+    table.add_column(COUNTS_HEADER)
+    table.add_column("failure rate (95% CI)", min_width=24)
     table.add_column("unverified", justify="right")
     for row in rows:
         table.add_row(
             escape(row.id),
-            row.kind,
-            escape(row.severity or "–"),
-            escape(row.category or "–"),
-            *_counts(row.counts),
+            escape(f"{row.severity or '–'} · {row.category or '–'}"),
+            "/".join(_counts(row.counts)),
             _rate(row.fail_rate),
             str(row.unverified_evidence),
         )
-    console.print(table)
+    _show(console, table)
 
 
 def _scenarios(console: Console, report: Report) -> None:
-    table = Table(title="Scenarios (a conversation passes when no verdict failed)", title_justify="left")
-    for name in (
-        "scenario",
-        "tags",
-        "runs",
-        "pass",
-        "fail",
-        "error",
-        "not judged",
-        "pass rate (95% CI)",
-        "flags",
-    ):
-        table.add_column(name)
+    table = Table(
+        title="Scenarios: a conversation passes when no verdict failed (tags in the next table)",
+        title_justify="left",
+    )
+    table.add_column("scenario", no_wrap=True)
+    table.add_column("runs", justify="right")
+    table.add_column("pass/fail/error/not judged")
+    table.add_column("pass rate (95% CI)")
+    table.add_column("flags, failing criteria")
     for row in report.scenarios:
         flags = []
         if row.bug:
             flags.append("[bold red]BUG[/]")
         if row.flaky:
             flags.append("[yellow]FLAKY[/]")
+        statuses = row.statuses
         table.add_row(
             escape(row.id),
-            escape(", ".join(row.tags)),
             str(row.conversations),
-            str(row.statuses["pass"]),
-            str(row.statuses["fail"]),
-            str(row.statuses["error"]),
-            str(row.statuses["not_judged"]),
+            f"{statuses['pass']}/{statuses['fail']}/{statuses['error']}/{statuses['not_judged']}",
             _rate(row.pass_rate),
             " ".join([*flags, escape("; ".join(row.failing_criteria))]).strip(),
         )
-    console.print(table)
-    tags = Table(title="Tag groups (verdict counts, conversation pass rate)", title_justify="left")
-    for name in (
-        "tag",
-        "scenarios",
-        "runs",
-        "pass",
-        "fail",
-        "n.a.",
-        "error",
-        "not judged",
-        "pass rate (95% CI)",
-    ):
-        tags.add_column(name)
+    _show(console, table)
+    tags = Table(title="Tag groups: verdict counts and conversation pass rate", title_justify="left")
+    tags.add_column("tag", no_wrap=True)
+    tags.add_column("scenarios", justify="right")
+    tags.add_column("runs", justify="right")
+    tags.add_column(COUNTS_HEADER)
+    tags.add_column("pass rate (95% CI)")
     for tag in report.tags:
         label = f"[bold]{escape(tag.tag)}[/]" if tag.high_stakes else escape(tag.tag)
         tags.add_row(
-            label, str(tag.scenarios), str(tag.conversations), *_counts(tag.counts), _rate(tag.pass_rate)
+            label,
+            str(tag.scenarios),
+            str(tag.conversations),
+            "/".join(_counts(tag.counts)),
+            _rate(tag.pass_rate),
         )
-    console.print(tags)
+    _show(console, tags)
     if report.pass_hat_k:
         hat = Table(title="pass^k: chance that k fresh runs of a scenario all pass", title_justify="left")
         for name in ("k", "pass^k", "95% CI (bootstrap over scenarios)", "scenarios"):
@@ -186,7 +184,7 @@ def _scenarios(console: Console, report: Report) -> None:
                 f"{pct(hat_row.low)}–{pct(hat_row.high)}",
                 str(hat_row.scenarios),
             )
-        console.print(hat)
+        _show(console, hat)
 
 
 def _health(console: Console, report: Report) -> None:
@@ -196,7 +194,7 @@ def _health(console: Console, report: Report) -> None:
     table.add_column("conversations (95% CI)")
     for stop in health.stop_reasons:
         table.add_row(stop.reason, _rate(stop.rate))
-    console.print(table)
+    _show(console, table)
     console.print(
         f"character breaks re-run: {health.character_breaks} in {health.conversations_with_breaks} conversations "
         f"({health.gave_up_on_breaks} gave up) · conversations re-run after an error: {len(health.retried)} · "
@@ -217,7 +215,7 @@ def _health(console: Console, report: Report) -> None:
                 escape(error.kind),
                 escape(error.message[:100]),
             )
-        console.print(table)
+        _show(console, table)
 
 
 def _cost(console: Console, report: Report) -> None:
@@ -239,7 +237,7 @@ def _cost(console: Console, report: Report) -> None:
             _money(role.cost, cost.currency),
             str(role.cache_hits),
         )
-    console.print(table)
+    _show(console, table)
     console.print(
         f"total {_money(cost.total_cost, cost.currency)} · per conversation median "
         f"{_money(cost.cost_per_conversation_median, cost.currency)}, p95 "
@@ -252,7 +250,7 @@ def _cost(console: Console, report: Report) -> None:
         latency.add_row(
             row.name, str(row.n), _seconds(row.median_s), _seconds(row.p95_s), _seconds(row.max_s)
         )
-    console.print(latency)
+    _show(console, latency)
     failures = Table(title="Failure rates by role (of that role's calls, 95% CI)", title_justify="left")
     classes = ("timeout", "invalid output", "provider error", "other")
     for name in ("role", *classes):
@@ -263,7 +261,7 @@ def _cost(console: Console, report: Report) -> None:
         by_role.setdefault(failure.role, {})[failure.failure] = cell
     for role_name, cells in by_role.items():
         failures.add_row(role_name, *[cells.get(c, "–") for c in classes])
-    console.print(failures)
+    _show(console, failures)
 
 
 def render_terminal(report: Report, console: Console | None = None) -> None:

@@ -18,6 +18,7 @@ EXTENSIONS = [
     "simulator.commands.core",
     "simulator.golden.cli",
     "simulator.commands.judge",
+    "simulator.commands.report",
 ]
 
 

@@ -446,12 +446,12 @@ def test_a_bot_that_raises_is_an_error_never_a_pass_or_fail(tmp_path: Path) -> N
     error = boom.samples[0].error
     assert error is not None and (error.source, error.kind, error.message) == (
         "bot",
-        "RuntimeError",
-        "backend down",
+        "bot_exception",
+        "RuntimeError: backend down",
     )
     assert boom.samples[0].passed is None and boom.token_f1 is None
     wrong = next(r for r in result.results if r.item_id == "wrong-type").samples[0].error
-    assert wrong is not None and wrong.kind == "TypeError" and "int" in wrong.message
+    assert wrong is not None and wrong.kind == "invalid_reply" and "int" in wrong.message
     report = build_report(result)
     assert (report.passed, report.failed, report.errors, report.pass_rate.n) == (2, 0, 2, 2)
     assert [row.errors for row in report.intents] == [1, 1]

@@ -120,3 +120,16 @@ def test_schema_command_prints_json_schema(capsys: pytest.CaptureFixture[str]) -
     schema = json.loads(capsys.readouterr().out)
     assert schema["additionalProperties"] is False
     assert {"id", "persona", "goal"} <= set(schema["required"])
+
+
+def test_validate_recognises_suites_criteria_and_scenarios(capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).resolve().parent.parent
+    assert main(["validate", str(root / "scenarios" / "triage" / "suite.yaml"), str(root / "judges")]) == 0
+    out = capsys.readouterr().out
+    assert "22 scenarios: ok" in out and "8 criteria: ok" in out
+
+
+def test_validate_reports_a_bad_criterion_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path, "c.yaml", "id: c\ncriterion: asks age\npass: asked\nfail: did not\nseverity: huge\n")
+    assert main(["validate", str(tmp_path)]) == 2
+    assert "c.yaml:5 [severity]" in capsys.readouterr().err

@@ -132,33 +132,79 @@ def _stored_suite(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+def _file_kind(path: Path) -> str:
+    """Whether a YAML file holds a suite, criteria or scenarios (unreadable files go to the scenario loader)."""
+    import yaml
+
+    if path.name in ("suite.yaml", "suite.yml"):
+        return "suite"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return "scenario"
+    first = data[0] if isinstance(data, list) and data else data
+    if isinstance(first, dict) and ("criterion" in first or isinstance(first.get("criteria"), list)):
+        return "criterion"
+    if isinstance(first, dict) and ("item_id" in first or isinstance(first.get("items"), list)):
+        return "golden"
+    return "scenario"
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from simulator.errors import Problem
+    from simulator.golden.items import load_items
+    from simulator.judging.criteria import load_criteria
     from simulator.scenario import load_scenarios
     from simulator.suite import load_suite
 
     problems: list[Problem] = []
-    scenario_paths: list[Path] = []
+    files: dict[str, list[Path]] = {"suite": [], "criterion": [], "scenario": [], "golden": []}
     summary: list[str] = []
-    for path in args.paths:
-        if path.is_file() and path.name in ("suite.yaml", "suite.yml"):
-            try:
-                suite = load_suite(path)
-                scenario_paths += [suite.resolve(p) for p in suite.scenarios.paths]
-                summary.append(f"suite {path}: ok")
-            except UserError as exc:
-                problems += exc.problems or [Problem(str(path), str(exc))]
+    pending, seen = list(args.paths), set()
+    while pending:
+        path = pending.pop(0)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+        elif path.is_file():
+            found = [path]
         else:
-            scenario_paths.append(path)
-    count = 0
-    if scenario_paths:
+            raise UserError(f"{path}: no such file or folder")
+        for file in found:
+            if file.suffix == ".csv":
+                files["golden"].append(file)
+                continue
+            if file.resolve() in seen:
+                continue  # named twice (a folder and a suite pointing into it): check once
+            seen.add(file.resolve())
+            kind = _file_kind(file)
+            files[kind].append(file)
+            if kind != "suite":
+                continue
+            try:
+                suite = load_suite(file)
+            except UserError as exc:
+                problems += exc.problems or [Problem(str(file), str(exc))]
+                continue
+            summary.append(f"suite {file}: ok")
+            pending += [suite.resolve(p) for p in (*suite.scenarios.paths, *suite.judges.paths)]
+    for path in files["golden"]:
         try:
-            count = len(load_scenarios(scenario_paths))
+            summary.append(f"golden set {path}: {len(load_items(path).items)} items ok")
         except UserError as exc:
-            problems += exc.problems or [Problem(", ".join(map(str, scenario_paths)), str(exc))]
+            problems += exc.problems or [Problem(str(path), str(exc))]
+    for kind, label, loader in (
+        ("scenario", "scenarios", load_scenarios),
+        ("criterion", "criteria", load_criteria),
+    ):
+        paths = files[kind]
+        if not paths:
+            continue
+        try:
+            summary.append(f"{len(loader(paths))} {label}: ok")
+        except UserError as exc:
+            problems += exc.problems or [Problem(", ".join(map(str, paths)), str(exc))]
     if problems:
         raise UserError("validation failed", problems)
-    summary.append(f"{count} scenarios: ok")
     print("\n".join(summary))
     return 0
 

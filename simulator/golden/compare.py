@@ -8,7 +8,6 @@ from __future__ import annotations
 
 __all__ = ["CompareReport", "Flip", "compare_runs", "render_compare"]
 
-from math import comb
 
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
@@ -20,16 +19,7 @@ from simulator.errors import UserError
 from simulator.golden.report import GoldenReport, Rate, build_report, format_rate, print_heading
 from simulator.golden.runner import GoldenRun
 from simulator.golden.scoring import Gate
-
-
-def _mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value: a binomial test of b discordant pairs out of b + c at p = 1/2."""
-    # TODO: use simulator.stats.mcnemar_exact(b, c) once the stats module lands.
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(comb(n, i) for i in range(min(b, c) + 1)) / 2**n
-    return min(1.0, 2 * tail)
+from simulator.stats import mcnemar_exact
 
 
 class Flip(BaseModel):
@@ -111,7 +101,7 @@ def compare_runs(run_a: GoldenRun, run_b: GoldenRun, gate: Gate | None = None) -
         b=build_report(run_b, gate),
         same_items_file=run_a.manifest.items_sha256 == run_b.manifest.items_sha256,
         n_paired=len(run_a.results) - counts["errors"],
-        mcnemar_p=_mcnemar_exact(counts["a_only"], counts["b_only"]),
+        mcnemar_p=mcnemar_exact(counts["a_only"], counts["b_only"]),
         flipped=flipped,
         **counts,
     )

@@ -21,8 +21,7 @@ __all__ = [
     "render_report",
 ]
 
-import math
-from statistics import NormalDist, fmean
+from statistics import fmean
 
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
@@ -32,22 +31,10 @@ from rich.text import Text
 
 from simulator.golden.runner import GoldenRun
 from simulator.golden.scoring import Gate, ItemResult, parse_gate
+from simulator.stats import wilson_interval
 
 SIMILARITY_METRICS = ("token_f1", "rouge_l", "difflib_ratio")
 SWEEP_THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
-
-
-def _wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for k successes in n trials."""
-    # TODO: use simulator.stats.wilson_interval(k, n, confidence) once the stats module lands.
-    if n == 0:
-        return 0.0, 1.0
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    p = k / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 class Rate(BaseModel):
@@ -64,7 +51,8 @@ class Rate(BaseModel):
 
     @classmethod
     def of(cls, k: int, n: int) -> Rate:
-        low, high = _wilson(k, n)
+        interval = wilson_interval(k, n)
+        low, high = interval.low, interval.high
         return cls(
             k=k,
             n=n,

@@ -9,21 +9,16 @@ from __future__ import annotations
 __all__ = ["GoldenManifest", "GoldenRun", "RunOptions", "load_run", "run_golden"]
 
 import asyncio
-import importlib
-import inspect
-import os
 import secrets
-import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from simulator import __version__
+from simulator.bots.python_bot import PythonBotFactory
 from simulator.errors import UserError
 from simulator.golden.items import GoldenItem, GoldenSet
 from simulator.golden.scoring import (
@@ -82,89 +77,23 @@ class GoldenRun:
     results: list[ItemResult]
 
 
-def _load_factory(spec: str) -> Callable[[], Any]:
-    """Resolve `module:attr` to the bot factory; a bad spec is a UserError, raised before anything runs."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise UserError(
-            f"--bot {spec!r} must look like module:factory (for example examples.parcel_bot:bot_a)"
-        )
-    if (
-        os.getcwd() not in sys.path
-    ):  # `--bot examples.parcel_bot:bot_a` names a module under the current folder
-        sys.path.insert(0, os.getcwd())
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UserError(f"--bot {spec!r}: cannot import module {module_name!r}: {exc}") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise UserError(f"--bot {spec!r}: {module_name!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise UserError(f"--bot {spec!r}: {attr!r} is not callable (it should return a fresh bot)")
-    return obj
-
-
-async def _open_bot(spec: str) -> Any:
-    """A fresh bot from its factory (sync or async); the engine's python adapter will replace this."""
-    bot = _load_factory(spec)()
-    if inspect.isawaitable(bot):
-        bot = await bot
-    if not callable(getattr(bot, "send", None)):
-        raise TypeError(f"the object returned by {spec} has no send(text) method")
-    return bot
-
-
-def _as_messages(result: object) -> list[str]:
-    if isinstance(result, str):
-        return [result]
-    if isinstance(result, list | tuple) and all(isinstance(m, str) for m in result):
-        return list(result)
-    messages = getattr(result, "messages", None)
-    if isinstance(messages, list | tuple) and all(isinstance(m, str) for m in messages):
-        return list(messages)
-    raise TypeError(
-        f"send() returned {type(result).__name__}; expected str, list[str] or an object with .messages"
-    )
-
-
-async def _send(bot: Any, text: str) -> list[str]:
-    """Send one message; a sync `send` runs in a thread so other items keep going."""
-    if inspect.iscoroutinefunction(bot.send):
-        result = await bot.send(text)
-    else:
-        result = await asyncio.to_thread(bot.send, text)
-        if inspect.isawaitable(result):
-            result = await result
-    return _as_messages(result)
-
-
-async def _close(bot: Any) -> None:
-    close = getattr(bot, "aclose", None) or getattr(bot, "close", None)
-    if callable(close):
-        outcome = close()
-        if inspect.isawaitable(outcome):
-            await outcome
-
-
-async def _run_sample(item: GoldenItem, bot_spec: str, sample: int) -> SampleResult:
+async def _run_sample(item: GoldenItem, bots: PythonBotFactory, sample: int) -> SampleResult:
     """One sample: a fresh bot, the context's user turns, then the item's message, scored."""
     context_replies: list[str] = []
     try:
-        bot = await _open_bot(bot_spec)
+        session = await bots.open(f"{item.item_id}#{sample}")
         try:
-            for turn in item.context:
-                if turn.role == "user":
-                    context_replies.append("\n".join(await _send(bot, turn.text)))
-            started = time.perf_counter()
-            messages = await _send(bot, item.user_message)
-            latency = time.perf_counter() - started
+            user_turns = [turn for turn in item.context if turn.role == "user"]
+            for index, turn in enumerate(user_turns):
+                context_replies.append("\n".join((await session.send(turn.text, index)).messages))
+            reply = await session.send(item.user_message, len(user_turns))
         finally:
-            await _close(bot)
+            await session.aclose()
     except Exception as exc:  # a bot that raises is an error record, never a pass or a fail
         return error_sample(sample, exc, context_replies)
-    return score_reply(item, messages, sample=sample, context_replies=context_replies, latency_s=latency)
+    return score_reply(
+        item, reply.messages, sample=sample, context_replies=context_replies, latency_s=reply.latency_s
+    )
 
 
 def _now() -> datetime:
@@ -184,7 +113,7 @@ def _write_manifest(run_dir: Path, manifest: GoldenManifest) -> None:
 async def run_golden(golden: GoldenSet, bot: str, options: RunOptions | None = None) -> GoldenRun:
     """Run `bot` (`module:factory`) over every item `options.samples` times and write the run folder."""
     options = options or RunOptions()
-    _load_factory(bot)
+    bots = PythonBotFactory(bot)  # a bad spec is a UserError before anything runs
     run_id = options.run_id or _new_run_id()
     run_dir = options.out_dir / run_id
     try:
@@ -210,7 +139,7 @@ async def run_golden(golden: GoldenSet, bot: str, options: RunOptions | None = N
 
         async def run_sample(item: GoldenItem, sample: int) -> SampleResult:
             async with limit:
-                return await _run_sample(item, bot, sample)
+                return await _run_sample(item, bots, sample)
 
         async def run_item(index: int, item: GoldenItem) -> ItemResult:
             samples = await asyncio.gather(*(run_sample(item, s) for s in range(options.samples)))

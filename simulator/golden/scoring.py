@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from simulator.bots.base import BotError
 from simulator.errors import UserError
 from simulator.golden.items import GoldenItem, ItemKind
 from simulator.judging.assertions import check_assertions
@@ -130,7 +131,8 @@ def score_reply(
 
 def error_sample(sample: int, exc: BaseException, context_replies: list[str] | None = None) -> SampleResult:
     """A sample whose bot raised: recorded as an error, with no verdict and no metrics."""
-    error = ErrorInfo(source="bot", kind=type(exc).__name__, message=str(exc))
+    kind = exc.kind if isinstance(exc, BotError) else type(exc).__name__
+    error = ErrorInfo(source="bot", kind=kind, message=str(exc))
     return SampleResult(sample=sample, error=error, context_replies=list(context_replies or []))
 
 

@@ -1,0 +1,265 @@
+"""Judge calibration: human labels against judge verdicts (agreement, kappa, false passes) and blind exports."""
+
+from __future__ import annotations
+
+__all__ = [
+    "LABELS",
+    "Calibration",
+    "CriterionCalibration",
+    "Disagreement",
+    "LabelRow",
+    "calibrate",
+    "export_labels",
+    "read_labels",
+]
+
+import csv
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from simulator.errors import Problem, UserError
+from simulator.metrics.data import RunData, short_hash
+from simulator.metrics.rates import RateView, rate_view
+from simulator.stats import cohens_kappa
+from simulator.transcript import render_transcript
+
+LABELS = ("pass", "fail", "not_applicable")
+_ALIASES = {
+    "pass": "pass", "passed": "pass", "p": "pass", "yes": "pass", "ok": "pass",
+    "fail": "fail", "failed": "fail", "f": "fail", "no": "fail",
+    "not_applicable": "not_applicable", "n/a": "not_applicable", "na": "not_applicable",
+    "n.a.": "not_applicable", "not applicable": "not_applicable", "not-applicable": "not_applicable",
+}  # fmt: skip
+REQUIRED = ("conversation_id", "criterion_id", "label")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LabelRow(_Model):
+    """One human label, with the line it came from."""
+
+    conversation_id: str
+    criterion_id: str
+    label: str
+    line: int
+
+
+class Disagreement(_Model):
+    conversation_id: str
+    human: str
+    judge: str
+    reasoning: str
+
+
+class CriterionCalibration(_Model):
+    """Agreement of one criterion's judge with the human labels; false passes come first."""
+
+    criterion_id: str
+    labelled: int
+    compared: int
+    no_verdict: int
+    judge_errors: int
+    false_pass: RateView  # human fail, judge pass: the dangerous direction
+    false_fail: RateView  # human pass, judge fail
+    agreement: RateView
+    kappa: float | None
+    matrix: dict[str, dict[str, int]]
+    disagreements: list[Disagreement]
+
+
+class Calibration(_Model):
+    run_id: str
+    labels_file: str
+    judge_set: str | None
+    criteria: list[CriterionCalibration]
+    overall: CriterionCalibration | None
+    unknown_conversations: list[str]
+
+
+def read_labels(path: Path) -> list[LabelRow]:
+    """Read a labels CSV (conversation_id, criterion_id, label; other columns ignored); blank labels are skipped."""
+    if not path.is_file():
+        raise UserError(
+            f"{path}: no such labels file; export one with `simulator labels export RUN --criterion X`"
+        )
+    problems: list[Problem] = []
+    rows: list[LabelRow] = []
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise UserError(
+                f"{path}:1: the header needs columns {', '.join(REQUIRED)} (missing {', '.join(missing)})"
+            )
+        for raw_row in reader:
+            line = reader.line_num
+            raw = (raw_row.get("label") or "").strip()
+            if not raw:
+                continue  # not labelled yet
+            label = _ALIASES.get(raw.lower())
+            if label is None:
+                problems.append(
+                    Problem(str(path), f"label '{raw}' is not pass, fail or n/a", line=line, field="label")
+                )
+                continue
+            conversation, criterion = (
+                (raw_row.get("conversation_id") or "").strip(),
+                (raw_row.get("criterion_id") or "").strip(),
+            )
+            if not conversation or not criterion:
+                problems.append(
+                    Problem(str(path), "conversation_id and criterion_id are required", line=line)
+                )
+                continue
+            rows.append(
+                LabelRow(conversation_id=conversation, criterion_id=criterion, label=label, line=line)
+            )
+    if problems:
+        raise UserError("invalid labels file", problems)
+    seen: dict[tuple[str, str], LabelRow] = {}
+    for row in rows:
+        first = seen.setdefault((row.conversation_id, row.criterion_id), row)
+        if first is not row and first.label != row.label:
+            problems.append(
+                Problem(
+                    str(path),
+                    f"conflicting label for {row.conversation_id} / {row.criterion_id} "
+                    f"(line {first.line} says {first.label})",
+                    line=row.line,
+                )
+            )
+    if problems:
+        raise UserError("invalid labels file", problems)
+    return list(seen.values())
+
+
+def _calibrate_one(
+    criterion: str, labels: list[LabelRow], verdicts: dict[tuple[str, str], Any]
+) -> CriterionCalibration:
+    matrix = {h: dict.fromkeys(LABELS, 0) for h in LABELS}
+    humans, judges, disagreements = [], [], []
+    no_verdict = errors = 0
+    for row in labels:
+        verdict = verdicts.get((row.conversation_id, row.criterion_id))
+        if verdict is None:
+            no_verdict += 1
+            continue
+        if verdict.result not in LABELS:
+            errors += 1  # error / not_judged: nothing to compare, counted apart
+            continue
+        matrix[row.label][verdict.result] += 1
+        humans.append(row.label)
+        judges.append(verdict.result)
+        if row.label != verdict.result:
+            disagreements.append(
+                Disagreement(
+                    conversation_id=row.conversation_id,
+                    human=row.label,
+                    judge=verdict.result,
+                    reasoning=verdict.reasoning,
+                )
+            )
+    compared = len(humans)
+    kappa = cohens_kappa(humans, judges) if compared else math.nan
+    human_fail = sum(matrix["fail"].values())
+    human_pass = sum(matrix["pass"].values())
+    disagreements.sort(key=lambda d: (not (d.human == "fail" and d.judge == "pass"), d.conversation_id))
+    return CriterionCalibration(
+        criterion_id=criterion,
+        labelled=len(labels),
+        compared=compared,
+        no_verdict=no_verdict,
+        judge_errors=errors,
+        false_pass=rate_view(matrix["fail"]["pass"], human_fail),
+        false_fail=rate_view(matrix["pass"]["fail"], human_pass),
+        agreement=rate_view(compared - len(disagreements), compared, counts="successes"),
+        kappa=None if math.isnan(kappa) else kappa,
+        matrix=matrix,
+        disagreements=disagreements,
+    )
+
+
+def calibrate(run: RunData, labels_path: Path) -> Calibration:
+    """Compare the labels in `labels_path` with the run's (chosen judge set's) verdicts, per criterion."""
+    labels = read_labels(labels_path)
+    if not labels:
+        raise UserError(f"{labels_path}: no labelled rows yet; fill in the label column (pass, fail or n/a)")
+    verdicts = {(v.conversation_id, v.criterion_id): v for v in run.verdicts}
+    known = {r.id for r in run.conversations}
+    unknown = sorted({row.conversation_id for row in labels if row.conversation_id not in known})
+    by_criterion: dict[str, list[LabelRow]] = {}
+    for row in labels:
+        if row.conversation_id in known:
+            by_criterion.setdefault(row.criterion_id, []).append(row)
+    criteria = [_calibrate_one(c, rows, verdicts) for c, rows in sorted(by_criterion.items())]
+    overall = None
+    if len(criteria) > 1:
+        overall = _calibrate_one(
+            "(all criteria)", [r for rows in by_criterion.values() for r in rows], verdicts
+        )
+    return Calibration(
+        run_id=run.manifest.run_id,
+        labels_file=str(labels_path),
+        judge_set=short_hash(run.judge_set),
+        criteria=criteria,
+        overall=overall,
+        unknown_conversations=unknown,
+    )
+
+
+def _rubric(run: RunData, criterion: str) -> str:
+    """The criterion's own wording when the manifest recorded it (judges write it there), else ''."""
+    judges = getattr(run.manifest, "judges", None) or {}
+    for entry in judges.get("criteria", []) if isinstance(judges, dict) else []:
+        if isinstance(entry, dict) and entry.get("id") == criterion:
+            for key in ("criterion", "text", "rubric", "description"):
+                if isinstance(entry.get(key), str):
+                    return str(entry[key])
+    return ""
+
+
+def export_labels(
+    run: RunData, criterion: str, out: Path, sample: int | None = None, seed: int = 0
+) -> tuple[Path, Path, int]:
+    """Write blind transcripts (no verdicts, no expected outcome, no final state) and a labels.csv to fill in.
+
+    Conversations are those the criterion's judge saw, shuffled with `seed` so their order says nothing
+    about scenario or result; `sample` keeps only that many.
+    """
+    judged = sorted(
+        {v.conversation_id for v in run.verdicts if v.criterion_id == criterion and v.result in LABELS}
+    )
+    if not judged:
+        known = sorted({v.criterion_id for v in run.verdicts})
+        raise UserError(
+            f"criterion '{criterion}' has no verdicts in {run.path}; known criteria: {', '.join(known)}"
+        )
+    random.Random(seed).shuffle(judged)
+    if sample is not None:
+        judged = judged[:sample]
+    records = {r.id: r for r in run.conversations}
+    out.mkdir(parents=True, exist_ok=True)
+    transcripts = out / "transcripts.md"
+    labels = out / "labels.csv"
+    rubric = _rubric(run, criterion)
+    parts = [
+        f"# Labelling: {criterion}\n",
+        "Read each transcript and write pass, fail or n/a in labels.csv (column `label`) for this criterion "
+        "only. The judge's verdicts are not shown, on purpose.\n",
+    ]
+    if rubric:
+        parts.append(f"## The criterion\n\n{rubric.strip()}\n")
+    for number, cid in enumerate(judged, start=1):
+        parts.append(f"## {number}. {cid}\n\n```text\n{render_transcript(records[cid].turns)}\n```\n")
+    transcripts.write_text("\n".join(parts), encoding="utf-8")
+    with labels.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*REQUIRED, "notes"])
+        writer.writerows([cid, criterion, "", ""] for cid in judged)
+    return transcripts, labels, len(judged)

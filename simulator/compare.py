@@ -1,0 +1,335 @@
+"""Compare two runs of the same scenarios: paired per conversation, McNemar and bootstrap, flipped cases."""
+
+from __future__ import annotations
+
+__all__ = [
+    "Comparison",
+    "ConfigDifference",
+    "Flip",
+    "PairedMetric",
+    "ScenarioDelta",
+    "compare_runs",
+    "config_differences",
+]
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from simulator.errors import UserError
+from simulator.metrics.data import RunData, load_run, short_hash
+from simulator.metrics.outcome import actual_outcome
+from simulator.metrics.rates import RateView, rate_view
+from simulator.metrics.tables import conversation_status
+from simulator.records import Verdict
+from simulator.stats import mcnemar_exact, paired_bootstrap
+
+COMPARISON_SCHEMA_VERSION = 1
+_VOLATILE = ("run_id", "created_at", "ended_at", "status", "counts", "resumed_at")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Flip(_Model):
+    """A conversation whose result changed between A and B, with both sides' reasoning and evidence."""
+
+    conversation_id: str
+    direction: Literal["regression", "improvement"]
+    a_result: str
+    b_result: str
+    a_reasoning: str = ""
+    b_reasoning: str = ""
+    a_evidence: list[str] = []
+    b_evidence: list[str] = []
+
+
+class PairedMetric(_Model):
+    """One pass/fail measure on the conversations both runs judged: who got which right, and is it chance?"""
+
+    name: str
+    critical: bool
+    pairs: int
+    excluded: int
+    both_pass: int
+    both_fail: int
+    only_a: int  # A passed, B failed: a regression of B
+    only_b: int  # B passed, A failed: an improvement
+    a_rate: RateView
+    b_rate: RateView
+    p_value: float
+    diff: float
+    diff_low: float
+    diff_high: float
+    change: Literal["better", "worse", "no significant change"]
+    flips: list[Flip]
+
+
+class ScenarioDelta(_Model):
+    """One scenario's conversation pass rate in A and in B."""
+
+    scenario_id: str
+    a: RateView
+    b: RateView
+    diff: float | None
+
+
+class ConfigDifference(_Model):
+    key: str
+    a: str
+    b: str
+
+
+class Comparison(_Model):
+    """Everything `simulator compare` prints; B is the candidate, A the baseline."""
+
+    schema_version: int = COMPARISON_SCHEMA_VERSION
+    a: str
+    b: str
+    alpha: float
+    matched: int
+    only_in_a: list[str]
+    only_in_b: list[str]
+    config_differences: list[ConfigDifference]
+    metrics: list[PairedMetric]
+    scenarios: list[ScenarioDelta]
+    scenario_diff: float | None
+    scenario_diff_low: float | None
+    scenario_diff_high: float | None
+    regressions: list[str]
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    if isinstance(value, dict):
+        out: dict[str, str] = {}
+        for key, item in value.items():
+            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: str(value)}
+
+
+def _describe(run: RunData) -> dict[str, str]:
+    manifest = run.manifest.model_dump(mode="json", exclude=set(_VOLATILE))
+    prompts = manifest.pop("prompts", {}) or {}
+    manifest.pop("scenarios", None)
+    flat = _flatten(manifest)
+    for name, prompt in prompts.items():
+        flat[f"prompts.{name}.hash"] = (
+            str(prompt.get("hash", "")) if isinstance(prompt, dict) else str(prompt)
+        )
+    for entry in run.manifest.scenarios:
+        if entry.get("sha256"):
+            flat[f"scenario_files.{entry.get('id')}"] = short_hash(entry["sha256"])
+    flat["judge_set"] = short_hash(run.judge_set)
+    return flat
+
+
+def config_differences(a: RunData, b: RunData) -> list[ConfigDifference]:
+    """Every configuration key whose value differs (model, temperature, prompts, files, judge set...)."""
+    left, right = _describe(a), _describe(b)
+    diffs = []
+    for key in sorted(set(left) | set(right)):
+        if key in ("suite_file", "config.name") or left.get(key) == right.get(key):
+            continue
+        diffs.append(
+            ConfigDifference(key=key, a=left.get(key, "(absent)")[:120], b=right.get(key, "(absent)")[:120])
+        )
+    return diffs
+
+
+def _check_same_scenarios(a: RunData, b: RunData) -> None:
+    left = set(a.scenario_order)
+    right = set(b.scenario_order)
+    if left == right:
+        return
+    only_a, only_b = sorted(left - right), sorted(right - left)
+    raise UserError(
+        "cannot compare: the runs cover different scenario sets, so a difference could come from the test "
+        f"rather than the bot (only in A: {', '.join(only_a) or 'none'}; only in B: {', '.join(only_b) or 'none'}). "
+        "Run both with the same suite and tags; add new scenarios in a separate step."
+    )
+
+
+def _quotes(verdict: Verdict | None) -> list[str]:
+    return [ev.quote + ("" if ev.found else " (NOT FOUND)") for ev in verdict.evidence] if verdict else []
+
+
+def _paired(
+    name: str,
+    critical: bool,
+    pairs: list[tuple[str, int | None, int | None]],
+    alpha: float,
+    details: dict[str, tuple[Verdict | None, Verdict | None]],
+    results: Mapping[str, tuple[str, str]],
+) -> PairedMetric:
+    usable = [(cid, x, y) for cid, x, y in pairs if x is not None and y is not None]
+    a_scores = [int(x or 0) for _, x, _ in usable]
+    b_scores = [int(y or 0) for _, _, y in usable]
+    only_a = sum(1 for x, y in zip(a_scores, b_scores, strict=True) if x and not y)
+    only_b = sum(1 for x, y in zip(a_scores, b_scores, strict=True) if y and not x)
+    p_value = mcnemar_exact(only_a, only_b)
+    if usable:
+        interval = paired_bootstrap(a_scores, b_scores)
+        diff = (sum(b_scores) - sum(a_scores)) / len(usable)
+        low, high = interval.low, interval.high
+    else:
+        diff = low = high = 0.0
+    change: Literal["better", "worse", "no significant change"] = "no significant change"
+    if p_value < alpha and only_a != only_b:
+        change = "worse" if only_a > only_b else "better"
+    flips = []
+    for cid, x, y in usable:
+        if x == y:
+            continue
+        va, vb = details.get(cid, (None, None))
+        ra, rb = results.get(cid, ("pass" if x else "fail", "pass" if y else "fail"))
+        flips.append(
+            Flip(
+                conversation_id=cid,
+                direction="regression" if x else "improvement",
+                a_result=ra,
+                b_result=rb,
+                a_reasoning=va.reasoning if va else "",
+                b_reasoning=vb.reasoning if vb else "",
+                a_evidence=_quotes(va),
+                b_evidence=_quotes(vb),
+            )
+        )
+    flips.sort(key=lambda f: (f.direction != "regression", f.conversation_id))
+    return PairedMetric(
+        name=name,
+        critical=critical,
+        pairs=len(usable),
+        excluded=len(pairs) - len(usable),
+        both_pass=sum(1 for x, y in zip(a_scores, b_scores, strict=True) if x and y),
+        both_fail=sum(1 for x, y in zip(a_scores, b_scores, strict=True) if not x and not y),
+        only_a=only_a,
+        only_b=only_b,
+        a_rate=rate_view(sum(a_scores), len(usable), counts="successes"),
+        b_rate=rate_view(sum(b_scores), len(usable), counts="successes"),
+        p_value=p_value,
+        diff=diff,
+        diff_low=low,
+        diff_high=high,
+        change=change,
+        flips=flips,
+    )
+
+
+def _score(result: str | None) -> int | None:
+    return {"pass": 1, "fail": 0}.get(result or "")
+
+
+def _outcome_metrics(a: RunData, b: RunData, shared: list[str], alpha: float) -> list[PairedMetric]:
+    config = a.outcome
+    if config is None or b.outcome is None or b.outcome.levels != config.levels:
+        return []
+    levels = config.levels
+    rank = {level: i for i, level in enumerate(levels)}
+    critical = config.critical or levels[-1]
+    a_rec = {r.id: r for r in a.conversations}
+    b_rec = {r.id: r for r in b.conversations}
+    under, escalated = [], []
+    results: dict[str, tuple[str, str]] = {}
+    for cid in shared:
+        expected = a.expected.get(a_rec[cid].scenario_id, {}).get(config.key)
+        if expected not in rank:
+            continue
+        acts = [actual_outcome(rec[cid], config.key, levels) for rec in (a_rec, b_rec)]
+        results[cid] = (acts[0], acts[1])
+        scores = [None if x == "error" else int(not (x in rank and rank[x] < rank[expected])) for x in acts]
+        under.append((cid, scores[0], scores[1]))
+        if rank[expected] >= rank[critical]:
+            esc = [None if x == "error" else int(x in rank and rank[x] >= rank[critical]) for x in acts]
+            escalated.append((cid, esc[0], esc[1]))
+    return [
+        _paired(f"outcome: {critical} escalated", True, escalated, alpha, {}, results),
+        _paired("outcome: not under-triaged", True, under, alpha, {}, results),
+    ]
+
+
+def compare_runs(
+    a_path: Path,
+    b_path: Path,
+    alpha: float = 0.05,
+    judge_set_a: str | None = None,
+    judge_set_b: str | None = None,
+) -> Comparison:
+    """Compare run B (candidate) with run A (baseline); refuse when their scenario sets differ."""
+    a, b = load_run(a_path, judge_set_a), load_run(b_path, judge_set_b)
+    _check_same_scenarios(a, b)
+    a_ids, b_ids = {r.id for r in a.conversations}, {r.id for r in b.conversations}
+    shared = [r.id for r in a.conversations if r.id in b_ids]
+    a_verdicts = {(v.conversation_id, v.criterion_id): v for v in a.verdicts}
+    b_verdicts = {(v.conversation_id, v.criterion_id): v for v in b.verdicts}
+    criteria = sorted({c for _, c in a_verdicts} & {c for _, c in b_verdicts})
+    severity = {v.criterion_id: v.severity for v in [*a.verdicts, *b.verdicts]}
+    metrics = []
+    a_status = {
+        r.id: conversation_status(r, a.verdicts_by_conversation().get(r.id, [])) for r in a.conversations
+    }
+    b_grouped = b.verdicts_by_conversation()
+    b_status = {r.id: conversation_status(r, b_grouped.get(r.id, [])) for r in b.conversations}
+    metrics.append(
+        _paired(
+            "conversation passes",
+            False,
+            [(cid, _score(a_status[cid]), _score(b_status[cid])) for cid in shared],
+            alpha,
+            {},
+            {cid: (a_status[cid], b_status[cid]) for cid in shared},
+        )
+    )
+    metrics += _outcome_metrics(a, b, shared, alpha)
+    for criterion in criteria:
+        pairs, details, results = [], {}, {}
+        for cid in shared:
+            va, vb = a_verdicts.get((cid, criterion)), b_verdicts.get((cid, criterion))
+            if va is None and vb is None:
+                continue
+            pairs.append((cid, _score(va.result if va else None), _score(vb.result if vb else None)))
+            details[cid] = (va, vb)
+            results[cid] = (va.result if va else "missing", vb.result if vb else "missing")
+        critical = severity.get(criterion) == "critical" or criterion.startswith("outcome.")
+        metrics.append(_paired(criterion, critical, pairs, alpha, details, results))
+    scenarios = []
+    scenario_of = {r.id: r.scenario_id for r in a.conversations}
+    a_pairs, b_pairs = [], []
+    for scenario in a.scenario_order:
+
+        def rate_of(status: Mapping[str, str], ids: list[str]) -> RateView:
+            passed = sum(1 for i in ids if status.get(i) == "pass")
+            judged = sum(1 for i in ids if status.get(i) in ("pass", "fail"))
+            return rate_view(passed, judged, counts="successes")
+
+        ids = [cid for cid in shared if scenario_of[cid] == scenario]
+        ra, rb = rate_of(a_status, ids), rate_of(b_status, ids)
+        diff = None if ra.rate is None or rb.rate is None else rb.rate - ra.rate
+        if diff is not None:
+            a_pairs.append(ra.rate or 0.0)
+            b_pairs.append(rb.rate or 0.0)
+        scenarios.append(ScenarioDelta(scenario_id=scenario, a=ra, b=rb, diff=diff))
+    overall = paired_bootstrap(a_pairs, b_pairs) if a_pairs else None
+    regressions = [
+        f"{m.name}: {m.only_a} regressions vs {m.only_b} improvements in {m.pairs} pairs (McNemar p={m.p_value:.3g})"
+        for m in metrics
+        if m.critical and m.change == "worse"
+    ]
+    return Comparison(
+        a=str(a_path),
+        b=str(b_path),
+        alpha=alpha,
+        matched=len(shared),
+        only_in_a=sorted(a_ids - b_ids),
+        only_in_b=sorted(b_ids - a_ids),
+        config_differences=config_differences(a, b),
+        metrics=metrics,
+        scenarios=scenarios,
+        scenario_diff=(sum(b_pairs) - sum(a_pairs)) / len(a_pairs) if a_pairs else None,
+        scenario_diff_low=overall.low if overall else None,
+        scenario_diff_high=overall.high if overall else None,
+        regressions=regressions,
+    )

@@ -1,0 +1,283 @@
+"""Cost and latency: tokens and cost by role from an editable price table, latency median/p95, failure rates."""
+
+from __future__ import annotations
+
+__all__ = [
+    "CostLatency",
+    "FailureRow",
+    "LatencyStat",
+    "ModelPrice",
+    "PriceTable",
+    "RoleCost",
+    "classify_error",
+    "cost_latency",
+    "default_prices_path",
+    "load_prices",
+]
+
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simulator.errors import Problem, UserError
+from simulator.metrics.data import RunData
+from simulator.metrics.rates import RateView, rate_view
+from simulator.stats import median, percentile
+from simulator.transcript import Usage
+from simulator.yamlfile import YAMLProblem, load_yaml, validate_model
+
+ROLES = ("user", "bot", "judge")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+class ModelPrice(_Model):
+    """Prices in the table's currency per million tokens; cached input defaults to the input price."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+
+
+class PriceTable(_Model):
+    """The price file: when and where the prices were read, and one entry per model (`provider:*` allowed)."""
+
+    as_of: str
+    source: str
+    currency: str = "USD"
+    models: dict[str, ModelPrice]
+
+    def lookup(self, model: str) -> tuple[str, ModelPrice] | None:
+        """The entry for a model name as recorded (`openai:gpt-4.1-mini`, `claude-sonnet-4-5-20250929`)."""
+        provider, _, bare = model.rpartition(":")
+        for key in (model, bare):
+            if key in self.models:
+                return key, self.models[key]
+        best: tuple[str, ModelPrice] | None = None
+        for key, price in self.models.items():
+            key_provider, _, key_bare = key.rpartition(":")
+            if key_bare == "*":
+                if provider and key_provider == provider and best is None:
+                    best = (key, price)
+                continue
+            if (bare == key_bare or bare.startswith(key_bare + "-")) and (
+                best is None or best[0].endswith("*") or len(key_bare) > len(best[0].rpartition(":")[2])
+            ):
+                best = (key, price)
+        return best
+
+    def cost(self, price: ModelPrice, usage: Usage) -> float:
+        """Cost of some usage: uncached input, cached input and output at their own prices."""
+        cached = min(usage.cached_input_tokens, usage.input_tokens)
+        cached_price = price.input if price.cached_input is None else price.cached_input
+        return (
+            (usage.input_tokens - cached) * price.input
+            + cached * cached_price
+            + usage.output_tokens * price.output
+        ) / 1_000_000
+
+
+def default_prices_path() -> Path:
+    """The price table shipped with the package (`simulator/data/prices.yaml`)."""
+    return Path(__file__).resolve().parent.parent / "data" / "prices.yaml"
+
+
+def load_prices(path: Path | None = None) -> PriceTable:
+    """Read a price table; a mistake is a UserError naming file, line and field."""
+    path = path or default_prices_path()
+    if not path.is_file():
+        raise UserError(
+            f"{path}: no such price file; pass --prices with a file like simulator/data/prices.yaml"
+        )
+    try:
+        source = load_yaml(path)
+    except YAMLProblem as exc:
+        raise UserError("invalid price file", [exc.problem]) from exc
+    table, problems = validate_model(PriceTable, source.data, source)
+    if table is None:
+        raise UserError("invalid price file", problems or [Problem(str(path), "not a price table")])
+    return table
+
+
+class RoleCost(_Model):
+    """Tokens and cost of one role (simulated user, bot, judge); cost is None when a model has no price."""
+
+    role: str
+    models: list[str]
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    cost: float | None
+    unpriced: list[str]
+    cache_hits: int
+
+
+class LatencyStat(_Model):
+    """Median and p95 of one kind of latency, in seconds, over n measurements."""
+
+    name: str
+    n: int
+    median_s: float | None
+    p95_s: float | None
+    max_s: float | None
+
+
+class FailureRow(_Model):
+    """Failures of one class for one role, as a rate over that role's calls."""
+
+    role: str
+    failure: str
+    rate: RateView
+    kinds: list[str]
+
+
+class CostLatency(_Model):
+    """The cost and speed side of a run, to weigh against its quality."""
+
+    currency: str
+    prices_as_of: str
+    prices_source: str
+    roles: list[RoleCost]
+    total_cost: float | None
+    cost_per_conversation_median: float | None
+    cost_per_conversation_p95: float | None
+    latency: list[LatencyStat]
+    failures: list[FailureRow]
+
+
+def classify_error(kind: str, message: str = "") -> str:
+    """timeout, invalid output, provider error or other, from an error's kind (and message for timeouts)."""
+    kind_l, message_l = kind.lower(), message.lower()
+    if "timeout" in kind_l or "timed out" in message_l or "timeout" in message_l:
+        return "timeout"
+    if "invalid" in kind_l or kind_l in ("schema", "parse", "refusal", "bad_output"):
+        return "invalid output"
+    if kind_l in ("rate_limit", "transient", "permanent", "connection") or kind_l.startswith("provider"):
+        return "provider error"
+    return "other"
+
+
+def _latency(name: str, values: list[float]) -> LatencyStat:
+    if not values:
+        return LatencyStat(name=name, n=0, median_s=None, p95_s=None, max_s=None)
+    return LatencyStat(
+        name=name, n=len(values), median_s=median(values), p95_s=percentile(values, 95), max_s=max(values)
+    )
+
+
+def cost_latency(run: RunData, prices: PriceTable) -> CostLatency:
+    """Tokens, cost, latency and failure rates of a run's simulated users, bot and (chosen) judges."""
+    usage: dict[str, dict[str, Usage]] = {role: {} for role in ROLES}
+    seen_models: dict[str, set[str]] = {role: set() for role in ROLES}
+    per_conversation: dict[str, float] = {}
+    unpriced_conversations: set[str] = set()
+    unpriced: dict[str, set[str]] = {role: set() for role in ROLES}
+
+    def add(role: str, model: str | None, used: Usage | None, conversation_id: str) -> None:
+        name = model or "(unknown model)"
+        if model:
+            seen_models[role].add(model)
+        if used is None:
+            return
+        seen_models[role].add(name)
+        usage[role][name] = usage[role].get(name, Usage()) + used
+        found = prices.lookup(name)
+        if found is None:
+            unpriced[role].add(name)
+            unpriced_conversations.add(conversation_id)
+        else:
+            per_conversation[conversation_id] = per_conversation.get(conversation_id, 0.0) + prices.cost(
+                found[1], used
+            )
+
+    calls = {role: 0 for role in ROLES}
+    failures: dict[str, list[tuple[str, str]]] = {role: [] for role in ROLES}
+    latencies: dict[str, list[float]] = {"bot": [], "ttft": [], "user": [], "judge": [], "conversation": []}
+    hits: Counter[str] = Counter()
+    for record in run.conversations:
+        for role, count in record.cache_hits.items():
+            hits["judge" if role.startswith("judge") else role] += count
+        latencies["conversation"].append((record.ended_at - record.started_at).total_seconds())
+        default_model = {"user": record.user_model, "bot": record.bot.removeprefix("chat:")}
+        for turn in record.turns:
+            calls[turn.role] += 1
+            add(turn.role, turn.model or default_model[turn.role] or None, turn.usage, record.id)
+            if turn.role == "bot" or turn.usage is not None:
+                latencies[turn.role].append(turn.latency_s)
+            if turn.time_to_first_token_s is not None and turn.role == "bot":
+                latencies["ttft"].append(turn.time_to_first_token_s)
+        if record.error is not None and record.error.source in ("bot", "user"):
+            calls[record.error.source] += 1
+            failures[record.error.source].append((record.error.kind, record.error.message))
+    for verdict in run.verdicts:
+        if verdict.kind != "llm":
+            continue
+        calls["judge"] += 1
+        add("judge", verdict.judge_model, verdict.usage, verdict.conversation_id)
+        if verdict.latency_s is not None:
+            latencies["judge"].append(verdict.latency_s)
+        if verdict.result == "error":
+            error = verdict.error
+            failures["judge"].append((error.kind, error.message) if error else ("error", verdict.reasoning))
+    roles = []
+    for role in ROLES:
+        total = sum(usage[role].values(), Usage())
+        cost = None
+        if not unpriced[role]:
+            cost = 0.0
+            for model, used in usage[role].items():
+                found = prices.lookup(model)
+                assert found is not None
+                cost += prices.cost(found[1], used)
+        roles.append(
+            RoleCost(
+                role=role,
+                models=sorted(seen_models[role]),
+                calls=calls[role],
+                input_tokens=total.input_tokens,
+                output_tokens=total.output_tokens,
+                cached_input_tokens=total.cached_input_tokens,
+                cost=cost,
+                unpriced=sorted(unpriced[role]),
+                cache_hits=hits[role],
+            )
+        )
+    costs = [per_conversation.get(r.id, 0.0) for r in run.conversations if r.id not in unpriced_conversations]
+    priced_all = all(r.cost is not None for r in roles)
+    failure_rows = []
+    for role in ROLES:
+        classes: dict[str, list[str]] = {}
+        for kind, message in failures[role]:
+            classes.setdefault(classify_error(kind, message), []).append(kind)
+        for failure in ("timeout", "invalid output", "provider error", "other"):
+            kinds = classes.get(failure, [])
+            if calls[role] or kinds:
+                failure_rows.append(
+                    FailureRow(
+                        role=role,
+                        failure=failure,
+                        rate=rate_view(len(kinds), max(calls[role], len(kinds))),
+                        kinds=sorted(set(kinds)),
+                    )
+                )
+    return CostLatency(
+        currency=prices.currency,
+        prices_as_of=prices.as_of,
+        prices_source=prices.source,
+        roles=roles,
+        total_cost=sum(r.cost or 0.0 for r in roles) if priced_all else None,
+        cost_per_conversation_median=median(costs) if costs and priced_all else None,
+        cost_per_conversation_p95=percentile(costs, 95) if costs and priced_all else None,
+        latency=[
+            _latency("bot reply (per turn)", latencies["bot"]),
+            _latency("bot time to first token", latencies["ttft"]),
+            _latency("simulated user (per turn)", latencies["user"]),
+            _latency("judge (per verdict)", latencies["judge"]),
+            _latency("whole conversation", latencies["conversation"]),
+        ],
+        failures=failure_rows,
+    )

@@ -1,0 +1,248 @@
+"""One run, loaded for reporting: manifest, latest conversations, the chosen judge set's verdicts, expectations."""
+
+from __future__ import annotations
+
+__all__ = ["JudgeSetInfo", "RunData", "load_run", "short_hash"]
+
+import ast
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from simulator.errors import UserError
+from simulator.records import ConversationRecord, Verdict
+from simulator.runner import latest_by_id
+from simulator.runs import Manifest, RunFolder, sha256_file
+from simulator.suite import OutcomeConfig
+
+
+def short_hash(value: str | None, length: int = 12) -> str:
+    """`sha256:0123abcd...` shortened for people: the first `length` hex digits."""
+    if not value:
+        return "(none)"
+    return value.split(":", 1)[-1][:length]
+
+
+class JudgeSetInfo(BaseModel):
+    """One judge set that judged this run: its hash, how many verdicts it wrote, its judge models."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+    hash: str
+    verdicts: int
+    criteria: list[str]
+    judge_models: list[str]
+    chosen: bool = False
+
+
+@dataclass
+class RunData:
+    """Everything a report reads from one run folder, already de-duplicated and filtered."""
+
+    path: Path
+    manifest: Manifest
+    conversations: list[ConversationRecord]
+    attempts: Counter[str]
+    verdicts: list[Verdict]
+    judge_set: str | None
+    judge_sets: list[JudgeSetInfo]
+    borrowed: dict[str, str]
+    expected: dict[str, dict[str, Any]]
+    scenario_order: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> OutcomeConfig | None:
+        """The suite's ordered outcome levels, when it declared them."""
+        raw = self.manifest.config.get("outcome")
+        return OutcomeConfig.model_validate(raw) if raw else None
+
+    @property
+    def runs(self) -> int:
+        """Repeats per scenario the suite asked for (at least the largest repeat index seen plus one)."""
+        seen = max((c.repeat + 1 for c in self.conversations), default=1)
+        return max(int(self.manifest.config.get("runs", 1) or 1), seen)
+
+    def verdicts_by_conversation(self) -> dict[str, list[Verdict]]:
+        """The chosen verdicts grouped by conversation id."""
+        grouped: dict[str, list[Verdict]] = {}
+        for verdict in self.verdicts:
+            grouped.setdefault(verdict.conversation_id, []).append(verdict)
+        return grouped
+
+    def scenario_tags(self) -> dict[str, list[str]]:
+        """Tags of each scenario, from its conversations."""
+        tags: dict[str, list[str]] = {}
+        for record in self.conversations:
+            tags.setdefault(record.scenario_id, list(record.tags))
+        return tags
+
+
+def _select_judge_set(all_verdicts: list[Verdict], wanted: str | None) -> tuple[str | None, list[str]]:
+    """The chosen set (by --judge-set, else the one that wrote last) and all sets, most recent first."""
+    last_position: dict[str, int] = {}
+    for position, verdict in enumerate(all_verdicts):
+        last_position[verdict.judge_set_hash] = position
+    recent_first = sorted(last_position, key=lambda h: -last_position[h])
+    if not recent_first:
+        if wanted:
+            raise UserError(f"--judge-set {wanted}: this run has no verdicts at all")
+        return None, []
+    if wanted is None:
+        return recent_first[0], recent_first
+    bare = wanted.split(":", 1)[-1]
+    matches = [h for h in recent_first if h == wanted or h.split(":", 1)[-1].startswith(bare)]
+    if len(matches) != 1:
+        known = ", ".join(short_hash(h) for h in recent_first)
+        what = "matches no" if not matches else "matches more than one"
+        raise UserError(f"--judge-set {wanted} {what} judge set of this run; known sets: {known}")
+    return matches[0], recent_first
+
+
+def _chosen_verdicts(
+    all_verdicts: list[Verdict], chosen: str | None, recent_first: list[str]
+) -> tuple[list[Verdict], dict[str, str]]:
+    """One verdict per (conversation, criterion) from the chosen set; criteria it never judged are taken
+    from the most recent set that did (code checks are not always re-run by a re-judge), and named."""
+    by_set: dict[str, dict[tuple[str, str], Verdict]] = {}
+    for verdict in all_verdicts:
+        by_set.setdefault(verdict.judge_set_hash, {})[(verdict.conversation_id, verdict.criterion_id)] = (
+            verdict
+        )
+    if chosen is None:
+        return [], {}
+    picked = dict(by_set[chosen])
+    have = {criterion for _, criterion in picked}
+    borrowed: dict[str, str] = {}
+    for judge_set in recent_first:
+        for (conversation, criterion), verdict in by_set[judge_set].items():
+            if criterion in have or borrowed.get(criterion, judge_set) != judge_set:
+                continue
+            borrowed[criterion] = judge_set
+            picked[(conversation, criterion)] = verdict
+    return list(picked.values()), borrowed
+
+
+_EXPECTED = re.compile(r"expected (?P<key>[\w.-]+)=")
+
+
+def _leading_literal(text: str) -> Any:
+    """The Python literal at the start of `text`, ended by `,` or `;` or the end (a repr may hold commas)."""
+    ends = [i for i, c in enumerate(text) if c in ",;"] + [len(text)]
+    for end in ends:
+        try:
+            return ast.literal_eval(text[:end].strip())
+        except (ValueError, SyntaxError):
+            continue
+    raise ValueError("no literal")
+
+
+def _expected_from_verdicts(verdicts: list[Verdict]) -> dict[str, dict[str, Any]]:
+    """Last resort: the expectation an outcome check wrote in its reasoning (`expected k='v', ...`)."""
+    found: dict[str, dict[str, Any]] = {}
+    for verdict in verdicts:
+        if not verdict.criterion_id.startswith("outcome."):
+            continue
+        match = _EXPECTED.search(verdict.reasoning)
+        if not match:
+            continue
+        try:
+            value = _leading_literal(verdict.reasoning[match.end() :])
+        except ValueError:
+            continue
+        found.setdefault(verdict.scenario_id, {})[match["key"]] = value
+    return found
+
+
+def _expected(manifest: Manifest, verdicts: list[Verdict], warnings: list[str]) -> dict[str, dict[str, Any]]:
+    """Each scenario's `expected` block: from the manifest, else its file, else the outcome verdicts."""
+    from simulator.scenario import load_scenarios
+
+    expected: dict[str, dict[str, Any]] = {}
+    files: dict[str, list[str]] = {}
+    for entry in manifest.scenarios:
+        if isinstance(entry.get("expected"), dict):
+            expected[entry["id"]] = entry["expected"]
+        elif entry.get("file"):
+            files.setdefault(entry["file"], []).append(entry["id"])
+    changed: list[str] = []
+    for name, ids in files.items():
+        path = Path(name)
+        if not path.is_file() and manifest.suite_file:
+            path = Path(manifest.suite_file).parent / name
+        if not path.is_file():
+            continue
+        entry_hash = next((e.get("sha256") for e in manifest.scenarios if e.get("file") == name), None)
+        if entry_hash and sha256_file(path) != entry_hash:
+            changed.append(name)
+            continue  # edited since the run: its expectations may not be the ones the run was judged on
+        try:
+            for scenario in load_scenarios([path]):
+                if scenario.id in ids:
+                    expected[scenario.id] = dict(scenario.expected)
+        except UserError:
+            continue
+    if changed:
+        warnings.append(
+            f"scenario files changed since the run ({', '.join(changed)}); expected outcomes were read "
+            "from the recorded outcome verdicts instead"
+        )
+    for scenario_id, values in _expected_from_verdicts(verdicts).items():
+        expected.setdefault(scenario_id, values)
+    return expected
+
+
+def load_run(path: Path, judge_set: str | None = None) -> RunData:
+    """Open a run folder for reporting; raise UserError when it is not one or `judge_set` is unknown."""
+    folder = RunFolder.open(path)
+    manifest = folder.read_manifest()
+    all_records = list(folder.conversations())
+    attempts = Counter(record.id for record in all_records)
+    latest = latest_by_id(all_records)
+    all_verdicts = list(folder.verdicts())
+    chosen, recent_first = _select_judge_set(all_verdicts, judge_set)
+    verdicts, borrowed = _chosen_verdicts(all_verdicts, chosen, recent_first)
+    order = [entry["id"] for entry in manifest.scenarios if "id" in entry]
+    for record in latest.values():
+        if record.scenario_id not in order:
+            order.append(record.scenario_id)
+    position = {scenario_id: index for index, scenario_id in enumerate(order)}
+    conversations = sorted(latest.values(), key=lambda r: (position[r.scenario_id], r.repeat))
+    live = set(latest)
+    verdicts = [v for v in verdicts if v.conversation_id in live]
+    sets = []
+    for judge_set_hash in recent_first:
+        of_set = [v for v in all_verdicts if v.judge_set_hash == judge_set_hash]
+        sets.append(
+            JudgeSetInfo(
+                hash=judge_set_hash,
+                verdicts=len(of_set),
+                criteria=sorted({v.criterion_id for v in of_set}),
+                judge_models=sorted({v.judge_model for v in of_set if v.judge_model}),
+                chosen=judge_set_hash == chosen,
+            )
+        )
+    warnings: list[str] = []
+    expected = _expected(manifest, verdicts, warnings)
+    if borrowed:
+        named = ", ".join(f"{c} (from {short_hash(h)})" for c, h in sorted(borrowed.items()))
+        warnings.append(
+            f"judge set {short_hash(chosen)} did not judge some criteria; using earlier sets: {named}"
+        )
+    return RunData(
+        path=path,
+        manifest=manifest,
+        conversations=conversations,
+        attempts=attempts,
+        verdicts=verdicts,
+        judge_set=chosen,
+        judge_sets=sets,
+        borrowed=borrowed,
+        expected=expected,
+        scenario_order=order,
+        warnings=warnings,
+    )

@@ -1,0 +1,287 @@
+"""Per-criterion, per-scenario and per-tag tables of verdict counts, pass rates, flaky scenarios and pass^k."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConversationStatus",
+    "CriterionRow",
+    "PassHatK",
+    "ScenarioRow",
+    "TagRow",
+    "VerdictCounts",
+    "conversation_status",
+    "criterion_rows",
+    "criterion_verdicts",
+    "pass_hat_k_table",
+    "scenario_rows",
+    "tag_rows",
+]
+
+import random
+from collections import Counter
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, computed_field
+
+from simulator.metrics.data import RunData
+from simulator.metrics.rates import RateView, rate_view
+from simulator.records import ConversationRecord, Verdict
+from simulator.stats import pass_hat_k, percentile
+
+ConversationStatus = Literal["pass", "fail", "error", "not_judged"]
+SEVERITY_ORDER = ["critical", "high", "major", "medium", "moderate", "minor", "low"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+class VerdictCounts(_Model):
+    """Verdicts by result; `not_judged` includes conversations the criterion applies to with no verdict."""
+
+    passed: int = 0
+    failed: int = 0
+    not_applicable: int = 0
+    error: int = 0
+    not_judged: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total(self) -> int:
+        """All verdicts counted, whatever their result."""
+        return self.passed + self.failed + self.not_applicable + self.error + self.not_judged
+
+    def add(self, result: str) -> None:
+        """Count one verdict result."""
+        field = {"pass": "passed", "fail": "failed"}.get(result, result)
+        setattr(self, field, getattr(self, field) + 1)
+
+    def fail_rate(self, target: float | None = None) -> RateView:
+        """Failures among the verdicts that were pass or fail (errors and n.a. are never in it)."""
+        return rate_view(self.failed, self.passed + self.failed, target=target)
+
+
+class CriterionRow(_Model):
+    """One criterion (LLM judge, code check or metric) across the whole run."""
+
+    id: str
+    kind: str
+    severity: str | None
+    category: str | None
+    counts: VerdictCounts
+    fail_rate: RateView
+    unverified_evidence: int
+    judge_models: list[str]
+
+
+class ScenarioRow(_Model):
+    """One scenario across its repeats: conversation outcomes, pass rate, flaky and bug flags."""
+
+    id: str
+    tags: list[str]
+    conversations: int
+    statuses: dict[str, int]
+    pass_rate: RateView
+    counts: VerdictCounts
+    flaky: bool
+    bug: bool
+    failing_criteria: list[str]
+    failed_repeats: list[int]
+
+
+class TagRow(_Model):
+    """All scenarios with one tag: conversation outcomes and verdict counts."""
+
+    tag: str
+    scenarios: int
+    conversations: int
+    statuses: dict[str, int]
+    pass_rate: RateView
+    counts: VerdictCounts
+    high_stakes: bool
+
+
+class PassHatK(_Model):
+    """pass^k: the chance k fresh runs of a scenario all pass, averaged over scenarios with >= k runs."""
+
+    k: int
+    value: float
+    scenarios: int
+    all_passed: int
+    low: float
+    high: float
+
+
+def _gating(verdicts: list[Verdict]) -> list[Verdict]:
+    """Verdicts that decide pass/fail: text metrics are recorded but gate nothing."""
+    return [v for v in verdicts if v.kind != "metric"]
+
+
+def conversation_status(record: ConversationRecord, verdicts: list[Verdict]) -> ConversationStatus:
+    """fail if any verdict failed; error if the conversation or a judge errored; pass if something passed."""
+    results = {v.result for v in _gating(verdicts)}
+    if "fail" in results:
+        return "fail"
+    if record.stop_reason == "error" or "error" in results:
+        return "error"
+    return "pass" if "pass" in results else "not_judged"
+
+
+def criterion_verdicts(run: RunData) -> dict[str, dict[str, str]]:
+    """criterion id -> conversation id -> result, filling gaps where the criterion applies to the scenario."""
+    table: dict[str, dict[str, str]] = {}
+    scenarios_of: dict[str, set[str]] = {}
+    for verdict in run.verdicts:
+        table.setdefault(verdict.criterion_id, {})[verdict.conversation_id] = verdict.result
+        scenarios_of.setdefault(verdict.criterion_id, set()).add(verdict.scenario_id)
+    for criterion, results in table.items():
+        for record in run.conversations:
+            if record.scenario_id in scenarios_of[criterion] and record.id not in results:
+                results[record.id] = "error" if record.stop_reason == "error" else "not_judged"
+    return table
+
+
+def _severity_rank(severity: str | None) -> int:
+    return SEVERITY_ORDER.index(severity) if severity in SEVERITY_ORDER else len(SEVERITY_ORDER)
+
+
+def criterion_rows(run: RunData, target: float | None = None) -> list[CriterionRow]:
+    """One row per criterion, most severe first, outcome checks before the rest."""
+    meta: dict[str, Verdict] = {}
+    unverified: Counter[str] = Counter()
+    models: dict[str, set[str]] = {}
+    for verdict in run.verdicts:
+        meta.setdefault(verdict.criterion_id, verdict)
+        unverified[verdict.criterion_id] += int(verdict.evidence_verified is False)
+        if verdict.judge_model:
+            models.setdefault(verdict.criterion_id, set()).add(verdict.judge_model)
+    rows = []
+    for criterion, results in criterion_verdicts(run).items():
+        counts = VerdictCounts()
+        for result in results.values():
+            counts.add(result)
+        first = meta[criterion]
+        rows.append(
+            CriterionRow(
+                id=criterion,
+                kind=first.kind,
+                severity=first.severity,
+                category=first.category,
+                counts=counts,
+                fail_rate=counts.fail_rate(target),
+                unverified_evidence=unverified[criterion],
+                judge_models=sorted(models.get(criterion, set())),
+            )
+        )
+    rows.sort(key=lambda r: (not r.id.startswith("outcome."), _severity_rank(r.severity), r.id))
+    return rows
+
+
+def _statuses(run: RunData) -> dict[str, ConversationStatus]:
+    grouped = run.verdicts_by_conversation()
+    return {r.id: conversation_status(r, grouped.get(r.id, [])) for r in run.conversations}
+
+
+def _verdict_counts(table: dict[str, dict[str, str]], conversation_ids: set[str]) -> VerdictCounts:
+    counts = VerdictCounts()
+    for results in table.values():
+        for conversation_id, result in results.items():
+            if conversation_id in conversation_ids:
+                counts.add(result)
+    return counts
+
+
+def _status_counts(statuses: list[ConversationStatus]) -> dict[str, int]:
+    counter = Counter(statuses)
+    return {key: counter[key] for key in ("pass", "fail", "error", "not_judged")}
+
+
+def scenario_rows(run: RunData, high_stakes_tag: str = "high-stakes") -> list[ScenarioRow]:
+    """One row per scenario in suite order, with its pass rate across repeats and flaky/bug flags."""
+    statuses = _statuses(run)
+    table = criterion_verdicts(run)
+    failing: dict[str, Counter[str]] = {}
+    for verdict in _gating(run.verdicts):
+        if verdict.result == "fail":
+            failing.setdefault(verdict.scenario_id, Counter())[verdict.criterion_id] += 1
+    rows = []
+    for scenario_id in run.scenario_order:
+        records = [r for r in run.conversations if r.scenario_id == scenario_id]
+        if not records:
+            continue
+        mine = [statuses[r.id] for r in records]
+        counts = _status_counts(mine)
+        tags = list(records[0].tags)
+        rows.append(
+            ScenarioRow(
+                id=scenario_id,
+                tags=tags,
+                conversations=len(records),
+                statuses=counts,
+                pass_rate=rate_view(counts["pass"], counts["pass"] + counts["fail"], counts="successes"),
+                counts=_verdict_counts(table, {r.id for r in records}),
+                flaky=counts["pass"] > 0 and counts["fail"] > 0,
+                bug=high_stakes_tag in tags and counts["fail"] > 0,
+                failing_criteria=[
+                    f"{c} ({k}/{len(records)})"
+                    for c, k in sorted(failing.get(scenario_id, Counter()).items())
+                ],
+                failed_repeats=sorted(r.repeat for r in records if statuses[r.id] == "fail"),
+            )
+        )
+    return rows
+
+
+def tag_rows(run: RunData, high_stakes_tag: str = "high-stakes") -> list[TagRow]:
+    """One row per tag, alphabetical, with the high-stakes tag first."""
+    statuses = _statuses(run)
+    table = criterion_verdicts(run)
+    by_tag: dict[str, list[ConversationRecord]] = {}
+    for record in run.conversations:
+        for tag in record.tags:
+            by_tag.setdefault(tag, []).append(record)
+    rows = []
+    for tag in sorted(by_tag, key=lambda t: (t != high_stakes_tag, t)):
+        records = by_tag[tag]
+        counts = _status_counts([statuses[r.id] for r in records])
+        rows.append(
+            TagRow(
+                tag=tag,
+                scenarios=len({r.scenario_id for r in records}),
+                conversations=len(records),
+                statuses=counts,
+                pass_rate=rate_view(counts["pass"], counts["pass"] + counts["fail"], counts="successes"),
+                counts=_verdict_counts(table, {r.id for r in records}),
+                high_stakes=tag == high_stakes_tag,
+            )
+        )
+    return rows
+
+
+def pass_hat_k_table(run: RunData, iters: int = 2000, seed: int = 0) -> list[PassHatK]:
+    """pass^k for k = 1..runs over scenarios' pass/fail conversations, with a bootstrap interval over scenarios."""
+    statuses = _statuses(run)
+    per_scenario: dict[str, list[int]] = {}
+    for record in run.conversations:
+        status = statuses[record.id]
+        if status in ("pass", "fail"):
+            per_scenario.setdefault(record.scenario_id, []).append(int(status == "pass"))
+    pairs = [(len(v), sum(v)) for v in per_scenario.values()]
+    rows = []
+    rng = random.Random(seed)
+    for k in range(1, run.runs + 1):
+        eligible = [(n, c) for n, c in pairs if n >= k]
+        if not eligible:
+            break
+        means = sorted(pass_hat_k(rng.choices(eligible, k=len(eligible)), k) for _ in range(iters))
+        rows.append(
+            PassHatK(
+                k=k,
+                value=pass_hat_k(eligible, k),
+                scenarios=len(eligible),
+                all_passed=sum(1 for n, c in eligible if c == n),
+                low=percentile(means, 2.5),
+                high=percentile(means, 97.5),
+            )
+        )
+    return rows

@@ -1,0 +1,150 @@
+"""Building blocks of the HTML report: escaping, interval plots, evidence highlighting, the transcript viewer."""
+
+from __future__ import annotations
+
+__all__ = ["badge", "ci_plot", "e", "highlight", "rate_cell", "transcript_html"]
+
+import html
+import json
+from dataclasses import dataclass
+
+from simulator.metrics.rates import RateView, pct
+from simulator.report.model import Transcript
+
+
+def e(value: object) -> str:
+    """Escape anything for HTML text or a quoted attribute (every transcript string goes through here)."""
+    return html.escape(str(value), quote=True)
+
+
+def badge(result: str, text: str | None = None) -> str:
+    return f'<span class="badge b-{e(result)}">{e(text or result.replace("_", " "))}</span>'
+
+
+def ci_plot(value: RateView, width: int = 130) -> str:
+    """An inline SVG: the whole 0–100% track, the Wilson interval as a bar, the rate as a dot."""
+    if value.rate is None:
+        return ""
+    colour = "#c62828" if value.counts == "failures" else "#1a7f37"
+
+    def x(p: float) -> float:
+        return round(4 + p * (width - 8), 1)
+
+    parts = [
+        f'<svg class="ci" width="{width}" height="14" viewBox="0 0 {width} 14" role="img" '
+        f'aria-label="{e(value.text)}"><title>{e(value.text)}</title>',
+        f'<line x1="4" y1="7" x2="{width - 4}" y2="7" stroke="#dde3ea" stroke-width="2"/>',
+        f'<rect x="{x(value.low)}" y="3" width="{max(1.0, x(value.high) - x(value.low))}" height="8" '
+        f'fill="{colour}" fill-opacity="0.25"/>',
+        f'<circle cx="{x(value.rate)}" cy="7" r="3.5" fill="{colour}"/>',
+    ]
+    if value.bound is not None:
+        bound = value.bound if value.counts == "failures" else 1 - value.bound
+        parts.append(
+            f'<line x1="{x(bound)}" y1="1" x2="{x(bound)}" y2="13" stroke="{colour}" stroke-dasharray="2,1"/>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def rate_cell(value: RateView, plot: bool = True) -> str:
+    """A table cell: `k/n rate (low–high)`, the zero-failure bound when there is one, and the plot."""
+    if value.rate is None:
+        return f'<td class="rate">{value.k}/{value.n} <span class="note">n/a</span></td>'
+    text = f"{value.k}/{value.n} {pct(value.rate)} <small>({pct(value.low)}–{pct(value.high)})</small>"
+    if value.bound is not None:
+        text += f" <small>fail ≤{pct(value.bound)}</small>"
+    more = f'<div class="more">{e(value.needs_more_runs)}</div>' if value.needs_more_runs else ""
+    return (
+        f'<td class="rate" title="{e(value.text)}"><div class="rc"><span>{text}</span>'
+        f"{ci_plot(value) if plot else ''}</div>{more}</td>"
+    )
+
+
+@dataclass
+class _Span:
+    start: int
+    end: int
+    criteria: set[str]
+    fail: bool
+
+
+def highlight(text: str, quotes: list[tuple[str, str, str]]) -> str:
+    """Escape `text`, wrapping each passage some verdict quoted in <mark> (quotes: text, criterion, result)."""
+    found: list[_Span] = []
+    for quote, criterion, result in quotes:
+        quote = quote.strip()
+        if len(quote) < 3:
+            continue
+        start = text.find(quote)
+        while start >= 0:
+            found.append(_Span(start, start + len(quote), {criterion}, result == "fail"))
+            start = text.find(quote, start + len(quote))
+    if not found:
+        return e(text)
+    found.sort(key=lambda span: (span.start, span.end))
+    merged: list[_Span] = []
+    for span in found:
+        if merged and span.start < merged[-1].end:
+            last = merged[-1]
+            last.end = max(last.end, span.end)
+            last.criteria |= span.criteria
+            last.fail = last.fail or span.fail
+        else:
+            merged.append(span)
+    out, position = [], 0
+    for span in merged:
+        names = "|".join(sorted(span.criteria))
+        out.append(e(text[position : span.start]))
+        out.append(
+            f'<mark class="{"ev-fail" if span.fail else "ev"}" data-criteria="{e(names)}" '
+            f'title="evidence for {e(names.replace("|", ", "))}">{e(text[span.start : span.end])}</mark>'
+        )
+        position = span.end
+    out.append(e(text[position:]))
+    return "".join(out)
+
+
+def transcript_html(index: int, t: Transcript) -> str:
+    """One conversation of the viewer: turns with highlighted evidence, final state, verdicts."""
+    quotes = [(ev.quote, v.criterion_id, v.result) for v in t.verdicts for ev in v.evidence]
+    verdict_keys = "|" + "|".join(f"{v.criterion_id}={v.result}" for v in t.verdicts) + "|"
+    tags = "|" + "|".join(t.tags) + "|"
+    turns = []
+    for turn in t.turns:
+        who = "USER" if turn.role == "user" else "BOT"
+        for number, message in enumerate(turn.messages):
+            latency = ""
+            if turn.latency_s is not None and number == 0:
+                latency = f'<span class="lat">{turn.latency_s * 1000:.0f} ms</span>'
+            turns.append(
+                f'<div class="msg {e(turn.role)}"><span class="who">{who}</span>'
+                f"{highlight(message, quotes)}{latency}</div>"
+            )
+    if not turns:
+        turns.append('<p class="note">no messages</p>')
+    verdicts = []
+    for v in t.verdicts:
+        evidence = "".join(
+            f'<q class="{"" if ev.found else "missing"}">{e(ev.quote)}'
+            f"{'' if ev.found else ' — NOT FOUND in the transcript'}</q>"
+            for ev in v.evidence
+        )
+        unverified = " <small>(evidence unverified)</small>" if v.evidence_verified is False else ""
+        meta = " · ".join(x for x in (v.kind, v.severity, v.category) if x)
+        verdicts.append(
+            f'<div class="verdict r-{e(v.result)}" data-criterion="{e(v.criterion_id)}">'
+            f'<span class="crit">{e(v.criterion_id)}</span> {badge(v.result)}{unverified} <small>{e(meta)}</small>'
+            f'<div class="reason">{e(v.reasoning)}</div>{evidence}</div>'
+        )
+    state = json.dumps(t.final_state, ensure_ascii=False) if t.final_state is not None else "none"
+    error = f"<p><strong>error:</strong> {e(t.error)}</p>" if t.error else ""
+    breaks = f"<p>character breaks re-run: {t.character_breaks}</p>" if t.character_breaks else ""
+    return (
+        f'<details class="conv" id="t{index}" data-tags="{e(tags)}" data-verdicts="{e(verdict_keys)}" '
+        f'data-status="{e(t.status)}"><summary><span class="id">{e(t.id)}</span>{badge(t.status)} '
+        f'<small>stop: {e(t.stop_reason)}</small><span class="tags">{e(", ".join(t.tags))}</span></summary>'
+        f'<div class="conv-body"><div class="turns">{"".join(turns)}</div><div class="side">'
+        f'<p>final state: <span class="state">{e(state)}</span></p>{error}{breaks}'
+        f"{''.join(verdicts) or '<p class=note>no verdicts</p>'}</div></div></details>"
+    )

@@ -1,0 +1,353 @@
+"""The report data model: one pydantic object built from a run, rendered to terminal, HTML, JSON and JUnit."""
+
+from __future__ import annotations
+
+__all__ = [
+    "REPORT_SCHEMA_VERSION",
+    "Finding",
+    "Report",
+    "ReportOptions",
+    "RunInfo",
+    "Transcript",
+    "TranscriptTurn",
+    "TranscriptVerdict",
+    "build_report",
+]
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from simulator.metrics.cost import CostLatency, PriceTable, cost_latency, load_prices
+from simulator.metrics.data import JudgeSetInfo, RunData, short_hash
+from simulator.metrics.health import RunHealth, run_health
+from simulator.metrics.outcome import OutcomeMetrics, outcome_metrics
+from simulator.metrics.rates import RateView, pct, rate_view
+from simulator.metrics.tables import (
+    CriterionRow,
+    PassHatK,
+    ScenarioRow,
+    TagRow,
+    conversation_status,
+    criterion_rows,
+    pass_hat_k_table,
+    scenario_rows,
+    tag_rows,
+)
+from simulator.records import Evidence
+
+REPORT_SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+@dataclass
+class ReportOptions:
+    """What the user chose: the target failure bound, which tag is high-stakes, prices, thresholds."""
+
+    target: float | None = None
+    high_stakes_tag: str = "high-stakes"
+    turn_limit_threshold: float = 0.2
+    prices: PriceTable | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class RunInfo(_Model):
+    """Which run this is and how it was configured, in a few fields."""
+
+    run_id: str
+    path: str
+    status: str
+    created_at: datetime
+    ended_at: datetime | None
+    suite: str
+    suite_file: str | None
+    bot: str
+    user_model: str
+    judge_model: str | None
+    runs: int
+    scenarios: int
+    conversations: int
+    planned: int
+    git_commit: str | None
+    package_version: str
+    judge_set: str | None
+    judge_sets: list[JudgeSetInfo]
+    warnings: list[str]
+
+
+class Finding(_Model):
+    """One headline for the summary: a bug (high-stakes failure), a warning, or information."""
+
+    level: Literal["bug", "warning", "info"]
+    title: str
+    detail: str = ""
+
+
+class TranscriptTurn(_Model):
+    index: int
+    role: str
+    messages: list[str]
+    latency_s: float | None = None
+
+
+class TranscriptVerdict(_Model):
+    criterion_id: str
+    kind: str
+    result: str
+    severity: str | None = None
+    category: str | None = None
+    reasoning: str = ""
+    evidence: list[Evidence] = []
+    evidence_verified: bool | None = None
+
+
+class Transcript(_Model):
+    """One conversation as the transcript viewer shows it, with every verdict and its evidence."""
+
+    id: str
+    scenario_id: str
+    repeat: int
+    tags: list[str]
+    stop_reason: str
+    status: str
+    final_state: dict[str, Any] | None
+    error: str | None
+    character_breaks: int
+    turns: list[TranscriptTurn]
+    verdicts: list[TranscriptVerdict]
+
+
+class Report(_Model):
+    """Everything a report shows; renderers only format it. `schema_version` changes on breaking changes."""
+
+    schema_version: int = REPORT_SCHEMA_VERSION
+    kind: Literal["simulator.report"] = "simulator.report"
+    generated_at: datetime
+    run: RunInfo
+    target: float | None
+    high_stakes_tag: str
+    findings: list[Finding]
+    overall: RateView
+    outcome: OutcomeMetrics | None
+    omissions: list[CriterionRow]
+    criteria: list[CriterionRow]
+    scenarios: list[ScenarioRow]
+    tags: list[TagRow]
+    pass_hat_k: list[PassHatK]
+    health: RunHealth
+    cost: CostLatency
+    transcripts: list[Transcript] = []
+
+
+def _run_info(run: RunData) -> RunInfo:
+    manifest, config = run.manifest, run.manifest.config
+    user = config.get("user", {})
+    judges = config.get("judges", {})
+    bot = config.get("bot", {})
+    bot_name = bot.get("model") or bot.get("factory") or bot.get("url") or ""
+    return RunInfo(
+        run_id=manifest.run_id,
+        path=str(run.path),
+        status=manifest.status,
+        created_at=manifest.created_at,
+        ended_at=manifest.ended_at,
+        suite=str(config.get("name", "suite")),
+        suite_file=manifest.suite_file,
+        bot=f"{bot.get('type', '?')}:{bot_name}",
+        user_model=str(user.get("resolved_model") or user.get("model") or ""),
+        judge_model=judges.get("model"),
+        runs=run.runs,
+        scenarios=len({r.scenario_id for r in run.conversations}),
+        conversations=len(run.conversations),
+        planned=manifest.planned,
+        git_commit=manifest.git_commit,
+        package_version=manifest.package_version,
+        judge_set=run.judge_set,
+        judge_sets=run.judge_sets,
+        warnings=run.warnings,
+    )
+
+
+def _transcripts(run: RunData) -> list[Transcript]:
+    grouped = run.verdicts_by_conversation()
+    out = []
+    for record in run.conversations:
+        verdicts = grouped.get(record.id, [])
+        out.append(
+            Transcript(
+                id=record.id,
+                scenario_id=record.scenario_id,
+                repeat=record.repeat,
+                tags=list(record.tags),
+                stop_reason=record.stop_reason,
+                status=conversation_status(record, verdicts),
+                final_state=record.final_state,
+                error=f"{record.error.source} {record.error.kind}: {record.error.message}"
+                if record.error
+                else None,
+                character_breaks=len(record.character_breaks),
+                turns=[
+                    TranscriptTurn(
+                        index=t.index,
+                        role=t.role,
+                        messages=list(t.messages),
+                        latency_s=t.latency_s if t.role == "bot" else None,
+                    )
+                    for t in record.turns
+                ],
+                verdicts=[
+                    TranscriptVerdict(
+                        criterion_id=v.criterion_id,
+                        kind=v.kind,
+                        result=v.result,
+                        severity=v.severity,
+                        category=v.category,
+                        reasoning=v.reasoning,
+                        evidence=list(v.evidence),
+                        evidence_verified=v.evidence_verified,
+                    )
+                    for v in sorted(verdicts, key=lambda v: v.criterion_id)
+                ],
+            )
+        )
+    return out
+
+
+def _findings(report: Report, options: ReportOptions) -> list[Finding]:
+    found: list[Finding] = []
+    for row in report.scenarios:
+        if row.bug:
+            found.append(
+                Finding(
+                    level="bug",
+                    title=f"{row.id} failed {row.statuses['fail']} of {row.conversations} runs ({report.high_stakes_tag})",
+                    detail="failing: " + ", ".join(row.failing_criteria) + f"; repeats {row.failed_repeats}",
+                )
+            )
+    outcome = report.outcome
+    if outcome is not None:
+        sens = outcome.critical_sensitivity
+        if sens.n and sens.k < sens.n:
+            found.append(
+                Finding(
+                    level="bug",
+                    title=f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
+                    detail=f"{outcome.critical} sensitivity {sens.text}",
+                )
+            )
+        for name, value in (("under-triage", outcome.under_triage), ("no decision", outcome.no_decision)):
+            if value.k:
+                found.append(Finding(level="warning", title=f"{name}: {value.text}"))
+            elif value.needs_more_runs:
+                found.append(
+                    Finding(
+                        level="info",
+                        title=f"{name}: none in {value.n} conversations, {value.text}",
+                        detail=value.needs_more_runs,
+                    )
+                )
+        if outcome.over_triage.k:
+            found.append(Finding(level="warning", title=f"over-triage: {outcome.over_triage.text}"))
+    flaky = [row.id for row in report.scenarios if row.flaky]
+    if flaky:
+        found.append(
+            Finding(
+                level="warning",
+                title=f"{len(flaky)} flaky scenarios (mixed outcomes)",
+                detail=", ".join(flaky),
+            )
+        )
+    health = report.health
+    if health.turn_limit_finding:
+        found.append(
+            Finding(
+                level="warning",
+                title=f"turn limit reached in {health.turn_limit.text}",
+                detail="above "
+                + pct(health.turn_limit_threshold, 0)
+                + ": the bot or the simulated user may be looping, or max_turns is too low",
+            )
+        )
+    for label, value in (
+        ("conversation errors", health.conversation_errors),
+        ("judge errors", health.judge_errors),
+    ):
+        if value.k:
+            found.append(
+                Finding(
+                    level="warning",
+                    title=f"{label}: {value.text}",
+                    detail="counted apart, never as pass or fail",
+                )
+            )
+    if health.unverified.k:
+        found.append(
+            Finding(
+                level="warning",
+                title=f"unverified evidence: {health.unverified.text}",
+                detail="a quote was not found in the transcript; read those verdicts",
+            )
+        )
+    if health.missing:
+        found.append(
+            Finding(
+                level="warning",
+                title=f"{health.missing} of {health.planned} planned conversations are missing",
+                detail=f"run status {health.status}; finish it with simulator run --resume",
+            )
+        )
+    found += [Finding(level="warning", title=w) for w in report.run.warnings]
+    unpriced = sorted({m for role in report.cost.roles for m in role.unpriced})
+    if unpriced:
+        found.append(
+            Finding(
+                level="info",
+                title="no price for " + ", ".join(unpriced),
+                detail="add them to the price table",
+            )
+        )
+    return found
+
+
+def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
+    """Compute every metric of a run into one Report."""
+    options = options or ReportOptions()
+    prices = options.prices or load_prices()
+    criteria = criterion_rows(run, options.target)
+    transcripts = _transcripts(run)
+    passed = sum(1 for t in transcripts if t.status == "pass")
+    failed = sum(1 for t in transcripts if t.status == "fail")
+    report = Report(
+        generated_at=datetime.now(UTC),
+        run=_run_info(run),
+        target=options.target,
+        high_stakes_tag=options.high_stakes_tag,
+        findings=[],
+        overall=rate_view(passed, passed + failed, counts="successes", target=options.target),
+        outcome=outcome_metrics(run, options.target),
+        omissions=[row for row in criteria if row.category == "omission"],
+        criteria=criteria,
+        scenarios=scenario_rows(run, options.high_stakes_tag),
+        tags=tag_rows(run, options.high_stakes_tag),
+        pass_hat_k=pass_hat_k_table(run),
+        health=run_health(run, options.turn_limit_threshold),
+        cost=cost_latency(run, prices),
+        transcripts=transcripts,
+    )
+    report.findings = _findings(report, options)
+    if run.judge_set is None:
+        report.findings.insert(0, Finding(level="warning", title="no verdicts: this run was not judged"))
+    elif len(run.judge_sets) > 1:
+        report.findings.append(
+            Finding(
+                level="info",
+                title=f"judge set {short_hash(run.judge_set)} of {len(run.judge_sets)}",
+                detail="pick another with --judge-set HASH",
+            )
+        )
+    return report

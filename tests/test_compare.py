@@ -1,0 +1,142 @@
+"""Comparing two real runs: pairing, McNemar and bootstrap, flipped cases, refusals and the CI exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simulator.cli import main
+from simulator.compare import compare_runs
+from simulator.errors import UserError
+from simulator.runs import MANIFEST
+from simulator.stats import mcnemar_exact, paired_bootstrap
+from tests.test_report_support import BOT, SCENARIOS, judge_run, make_judged_run, run_tiny
+
+# Candidate bot: every decision becomes self_care (a serious under-triage regression).
+BOT_B = BOT.replace(
+    "            self.plan = PLAN[key][index % 3]\n",
+    "            self.plan = PLAN[key][index % 3]\n"
+    '            if self.plan not in (None, "crash", "loop"):\n'
+    '                self.plan = "self_care"\n',
+)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    a = make_judged_run(tmp_path_factory.mktemp("a"))
+    a2 = make_judged_run(tmp_path_factory.mktemp("a2"))
+    b = make_judged_run(tmp_path_factory.mktemp("b"), bot=BOT_B)
+    return a, a2, b
+
+
+def test_the_candidate_bot_really_changed() -> None:
+    assert BOT_B != BOT and 'self.plan = "self_care"' in BOT_B
+
+
+def test_a_regression_in_under_triage_is_significant_and_listed(runs: tuple[Path, Path, Path]) -> None:
+    a, _, b = runs
+    comparison = compare_runs(a, b)
+    assert comparison.matched == 21 and comparison.only_in_a == comparison.only_in_b == []
+    metrics = {m.name: m for m in comparison.metrics}
+    under = metrics["outcome: not under-triaged"]
+    # chest-pain #0 #2 (emergency -> self_care), rash x3 and dizzy #1 (gp -> self_care) got worse.
+    assert (under.only_a, under.only_b, under.pairs, under.excluded) == (6, 0, 18, 3)
+    assert under.p_value == pytest.approx(mcnemar_exact(6, 0)) == 0.03125
+    assert under.change == "worse" and under.critical
+    assert under.diff == pytest.approx(-6 / 18)
+    assert under.diff_low <= under.diff <= under.diff_high < 0
+    escalated = metrics["outcome: emergency escalated"]
+    assert (escalated.only_a, escalated.only_b, escalated.pairs) == (2, 0, 6)
+    assert escalated.change == "no significant change"  # 2 flips cannot be told from chance
+    assert comparison.regressions and comparison.regressions[0].startswith(
+        "outcome: not under-triaged: 6 regressions vs 0 improvements"
+    )
+
+
+def test_flipped_cases_carry_the_judges_evidence(runs: tuple[Path, Path, Path]) -> None:
+    a, _, b = runs
+    metrics = {m.name: m for m in compare_runs(a, b).metrics}
+    outcome = metrics["outcome.triage_level"]
+    flip = next(f for f in outcome.flips if f.conversation_id == "chest-pain#0")
+    assert flip.direction == "regression" and (flip.a_result, flip.b_result) == ("pass", "fail")
+    assert flip.b_evidence == ["triage_level='self_care'"]
+    assert "got 'self_care'" in flip.b_reasoning
+    improvements = [f.conversation_id for f in outcome.flips if f.direction == "improvement"]
+    assert improvements == ["ankle-sprain#2"]  # A over-triaged it; B's self_care is right
+    pregnancy = metrics["asks-pregnancy"]
+    assert pregnancy.pairs == 3 and pregnancy.flips == []
+
+
+def test_bootstrap_interval_matches_the_stats_module(runs: tuple[Path, Path, Path]) -> None:
+    a, _, b = runs
+    metric = next(m for m in compare_runs(a, b).metrics if m.name == "outcome: emergency escalated")
+    a_scores = [1, 0, 1, 0, 0, 0]  # chest-pain #0..#2, headache #0..#2 in A
+    b_scores = [0, 0, 0, 0, 0, 0]
+    interval = paired_bootstrap(a_scores, b_scores)
+    assert (metric.diff_low, metric.diff_high) == (interval.low, interval.high)
+
+
+def test_same_bot_same_results_show_no_change_but_name_config_differences(
+    runs: tuple[Path, Path, Path],
+) -> None:
+    a, a2, _ = runs
+    comparison = compare_runs(a, a2)
+    assert comparison.regressions == []
+    assert all(m.only_a == m.only_b == 0 and m.p_value == 1.0 for m in comparison.metrics)
+    keys = {d.key for d in comparison.config_differences}
+    assert "config.bot.factory" in keys  # each tiny run imports its own bot module: visible, not hidden
+    assert comparison.scenario_diff == 0.0
+
+
+def test_config_differences_show_model_and_temperature(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    a, a2, _ = runs
+    manifest = json.loads((a2 / MANIFEST).read_text(encoding="utf-8"))
+    manifest["config"]["user"]["temperature"] = 0.2
+    manifest["config"]["judges"]["model"] = "openai:gpt-4.1"
+    (a2 / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    try:
+        diffs = {d.key: (d.a, d.b) for d in compare_runs(a, a2).config_differences}
+    finally:
+        manifest["config"]["user"]["temperature"] = 1.0
+        manifest["config"]["judges"]["model"] = "anthropic:claude-haiku-4-5"
+        (a2 / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    assert diffs["config.user.temperature"] == ("1.0", "0.2")
+    assert diffs["config.judges.model"] == ("anthropic:claude-haiku-4-5", "openai:gpt-4.1")
+
+
+def test_runs_of_different_scenario_sets_are_refused(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    a, _, _ = runs
+    fewer = {k: v for k, v in SCENARIOS.items() if k != "loop.yaml"}
+    c = run_tiny(tmp_path / "c", scenarios=fewer)
+    with pytest.raises(UserError, match=r"different scenario sets.*only in A: endless-loop; only in B: none"):
+        compare_runs(a, c)
+
+
+def test_different_repeat_counts_are_compared_on_shared_repeats(
+    runs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    a, _, _ = runs
+    d = run_tiny(tmp_path / "d", runs=2)
+    judge_run(d)
+    comparison = compare_runs(a, d)
+    assert comparison.matched == 14 and len(comparison.only_in_a) == 7
+    assert any(diff.key == "config.runs" for diff in comparison.config_differences)
+
+
+def test_fail_on_regression_exit_code(
+    runs: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, a2, b = runs
+    out = tmp_path / "cmp.json"
+    assert main(["compare", str(a), str(b), "--fail-on-regression", "--json", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "Significant regressions on critical metrics" in captured.out and "regression:" in captured.err
+    assert "B evidence" in captured.out
+    assert json.loads(out.read_text(encoding="utf-8"))["regressions"]
+    assert main(["compare", str(a), str(b)]) == 0  # without the flag a regression is reported, not fatal
+    assert main(["compare", str(a), str(a2), "--fail-on-regression"]) == 0
+    assert (
+        main(["compare", str(b), str(a), "--fail-on-regression"]) == 0
+    )  # the other way it is an improvement

@@ -1,0 +1,214 @@
+"""The report renderers (terminal, JSON with its schema, JUnit, HTML escaping) and the `report` command."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from simulator.cli import main
+from simulator.metrics import load_run
+from simulator.report.html import render_html
+from simulator.report.html_parts import highlight
+from simulator.report.json_report import report_json, report_schema
+from simulator.report.junit import render_junit
+from simulator.report.model import Report, ReportOptions, build_report
+from simulator.report.terminal import render_terminal
+from tests.test_report_support import SCRIPT, make_judged_run, record, verdict, write_run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def run_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_judged_run(tmp_path_factory.mktemp("report"))
+
+
+@pytest.fixture(scope="module")
+def report(run_path: Path) -> Report:
+    return build_report(load_run(run_path), ReportOptions(target=0.05))
+
+
+def _terminal(report: Report) -> str:
+    console = Console(width=300, record=True, color_system=None)
+    render_terminal(report, console)
+    return console.export_text()
+
+
+def test_findings_list_high_stakes_failures_as_bugs(report: Report) -> None:
+    bugs = [f.title for f in report.findings if f.level == "bug"]
+    assert bugs[:2] == [
+        "chest-pain failed 1 of 3 runs (high-stakes)",
+        "thunderclap-headache failed 3 of 3 runs (high-stakes)",
+    ]
+    assert "4 of 6 emergency conversations were not escalated" in bugs
+    titles = [f.title for f in report.findings]
+    assert "3 flaky scenarios (mixed outcomes)" in titles
+    assert any(t.startswith("unverified evidence: 3/56") for t in titles)
+    assert (report.overall.k, report.overall.n) == (4, 17)
+
+
+def test_every_rate_in_the_terminal_report_comes_with_counts_and_an_interval(report: Report) -> None:
+    text = _terminal(report)
+    assert "under-triage" in text and "4/18 = 22.2% (95% CI 9.0%–45.2%)" in text
+    assert "needs 59 failure-free runs for ≤5.0% (42 more)" not in text or "tone" in text
+    percent = re.compile(r"\d+\.\d%")
+    pass_hat_rows = re.compile(r"^│ \d │")
+    checked = 0
+    for line in text.splitlines():
+        if not percent.search(line) or pass_hat_rows.match(line):
+            continue  # pass^k is an average over scenarios, shown with its scenario count and bootstrap CI
+        if "prices as of" in line:
+            continue
+        checked += 1
+        assert re.search(r"\d+/\d+", line), line
+        assert re.search(r"\d+\.\d%\s?–\s?\d+\.\d%|n/a", line), line
+    assert checked > 30
+
+
+def test_terminal_report_shows_each_section(report: Report) -> None:
+    text = _terminal(report)
+    for title in (
+        "Outcome 'triage_level': expected (rows) × actual (columns)",
+        "Errors of omission",
+        "Scenarios: a conversation passes when no verdict failed",
+        "Tag groups",
+        "pass^k",
+        "Run health",
+        "Tokens and cost",
+        "Latency",
+        "Failure rates by role",
+    ):
+        assert title in text
+    assert "BUG FLAKY" in text and "bot_exception" in text
+
+
+def test_json_report_validates_against_its_model_and_the_checked_in_schema(report: Report) -> None:
+    data = report_json(report)
+    assert data["schema_version"] == 1 and data["kind"] == "simulator.report"
+    assert data["transcripts"] == []
+    assert data["outcome"]["under_triage"]["k"] == 4 and data["criteria"][0]["counts"]["total"] == 21
+    data.pop("transcripts")
+    data["criteria"] = [
+        {**c, "counts": {k: v for k, v in c["counts"].items() if k != "total"}} for c in data["criteria"]
+    ]
+    restored = Report.model_validate({**data, "omissions": [], "scenarios": [], "tags": []})
+    assert restored.outcome == report.outcome
+    with_transcripts = report_json(report, transcripts=True)
+    assert len(with_transcripts["transcripts"]) == 21
+    checked_in = json.loads((ROOT / "docs" / "report-schema.json").read_text(encoding="utf-8"))
+    assert checked_in == report_schema(), (
+        "regenerate docs/report-schema.json with `simulator report --json-schema`"
+    )
+    assert set(report_schema()["required"]) >= {
+        "schema_version",
+        "run",
+        "outcome",
+        "criteria",
+        "health",
+        "cost",
+    }
+
+
+def test_junit_has_one_case_per_scenario_and_criterion(report: Report) -> None:
+    root = ET.fromstring(render_junit(report))
+    cases = {(c.get("classname"), c.get("name")): c for c in root.iter("testcase")}
+    assert len(cases) == int(root.get("tests", "0")) == 26
+    failure = cases[("chest-pain", "outcome.triage_level")].find("failure")
+    assert failure is not None and failure.get("message") == "failed 1 of 3 runs"
+    assert cases[("bot-crash", "outcome.triage_level")].find("error") is not None
+    assert cases[("ankle-sprain", "asks-pregnancy")].find("skipped") is not None
+    assert cases[("ankle-sprain", "tone")].find("error") is not None  # a judge error is never a pass
+    assert cases[("rash-script", "tone")].find("failure") is None
+    out = cases[("rash-script", "asks-pregnancy")].findtext("system-out") or ""
+    assert SCRIPT in out and "(NOT FOUND)" in out
+    assert (root.get("failures"), root.get("errors"), root.get("skipped")) == ("8", "2", "6")
+
+
+def test_junit_drops_characters_xml_cannot_hold(tmp_path: Path) -> None:
+    rec = record("s\x01", turns=[])
+    write_run(tmp_path / "r", [rec], [verdict(rec, "c\x02", "fail", reasoning="bad \x0b byte")])
+    text = render_junit(build_report(load_run(tmp_path / "r")))
+    case = ET.fromstring(text).find(".//testcase")
+    assert case is not None and case.get("classname") == "s" and case.get("name") == "c"
+
+
+def test_html_escapes_every_transcript_string(report: Report) -> None:
+    page = render_html(report)
+    assert page.count("<script") == 1  # the report's own script, nothing from a transcript
+    assert "window.__pwned = 1</script>" not in page
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in page
+    assert "<img src=x" not in page and "&lt;img src=x onerror=" in page
+    assert re.search(r"(src|href|action)=\"?(https?:)?//", page) is None  # nothing to fetch
+    for section in (
+        "summary",
+        "outcome",
+        "omissions",
+        "criteria",
+        "scenarios",
+        "health",
+        "cost",
+        "transcripts",
+    ):
+        assert f'<section id="{section}">' in page
+
+
+def test_highlight_marks_quoted_passages_and_escapes_them() -> None:
+    text = "Call 999 <now> & do not wait. Call 999."
+    marked = highlight(
+        text, [("Call 999", "c1", "fail"), ("999 <now>", "c2", "pass"), ("absent", "c3", "pass")]
+    )
+    assert marked.count("<mark") == 2  # the overlapping quotes merge; both occurrences are marked
+    assert 'data-criteria="c1|c2"' in marked
+    assert "Call 999 &lt;now&gt;</mark> &amp; do not wait." in marked
+    assert highlight("plain <b>", []) == "plain &lt;b&gt;"
+
+
+def test_report_command_writes_every_format(
+    run_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    html, js, junit = tmp_path / "r.html", tmp_path / "s.json", tmp_path / "j.xml"
+    code = main(
+        [
+            "report",
+            str(run_path),
+            "--html",
+            str(html),
+            "--json",
+            str(js),
+            "--junit",
+            str(junit),
+            "--target",
+            "1%",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr()
+    assert "under-triage" in out.out and "wrote HTML" in out.err
+    assert html.read_text(encoding="utf-8").startswith("<!doctype html>")
+    assert json.loads(js.read_text(encoding="utf-8"))["target"] == 0.01
+    assert ET.parse(junit).getroot().tag == "testsuites"
+    assert main(["report", str(run_path), "--quiet", "--json", str(js), "--json-transcripts"]) == 0
+    assert capsys.readouterr().out == ""
+    assert len(json.loads(js.read_text(encoding="utf-8"))["transcripts"]) == 21
+
+
+def test_report_command_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tmp_path)]) == 2
+    assert "is not a run folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["report", str(tmp_path), "--target", "2"])
+    assert main(["report", "--json-schema"]) == 0
+    assert json.loads(capsys.readouterr().out)["title"].startswith("simulator report, schema version 1")
+
+
+def test_a_run_without_verdicts_still_reports(tmp_path: Path) -> None:
+    write_run(tmp_path / "r", [record("s1")], [])
+    report = build_report(load_run(tmp_path / "r"))
+    assert report.findings[0].title == "no verdicts: this run was not judged"
+    assert report.scenarios[0].statuses["not_judged"] == 1
+    assert "<section" in render_html(report) and render_junit(report).count("<testcase") == 0

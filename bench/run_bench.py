@@ -136,12 +136,13 @@ def _lower_bound(
 ) -> tuple[float, str, dict[str, float]]:
     """The critical-path lower bound (seconds) and which limit binds.
 
-    chain: the longest run of calls that must happen one after another (2 per turn, then the judges, in
-    parallel, add one more); connections: every call needs a connection for `latency`; conversations:
-    each conversation in flight holds one of `concurrency` slots for its whole chain.
+    chain: the longest run of calls that must happen one after another: 2 per turn, then the judges
+    (the first criterion alone, so that it writes the provider's prompt cache, then the others in
+    parallel); connections: every call needs a connection for `latency`; conversations: each
+    conversation in flight holds one of `concurrency` slots for its whole chain.
     """
     latency = args.latency_ms / 1000
-    chain_calls = 2 * args.turns + (1 if judged else 0)
+    chain_calls = 2 * args.turns + (min(args.criteria, 2) if judged else 0)
     bounds = {
         "chain": chain_calls * latency,
         "connections": calls * latency / args.connections,

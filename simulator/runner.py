@@ -38,7 +38,8 @@ from simulator.suite import Suite
 from simulator.users.base import SimulatedUser
 from simulator.users.prompt import USER_PROMPT_TEMPLATE, render_user_prompt
 
-# Without --max-errors, a run stops when this many items in a row failed (every call 401, a dead bot).
+# Without --max-errors, a run stops when this many items in a row failed (every call 401, a dead bot);
+# a smaller run finishes, its errors counted.
 DEFAULT_FAILURE_STREAK = 10
 # A fractional --max-errors is judged only once this many items have finished.
 MIN_FRACTION_SAMPLE = 10
@@ -83,13 +84,10 @@ def parse_max_errors(text: str) -> float:
     return number
 
 
-def _budget_exceeded(
-    limit: float | None, errors: int, finished: int, streak: int, planned: int
-) -> str | None:
+def _budget_exceeded(limit: float | None, errors: int, finished: int, streak: int) -> str | None:
     """Why the run should stop now, or None."""
     if limit is None:
-        needed = min(DEFAULT_FAILURE_STREAK, planned)
-        if needed and streak >= needed:
+        if streak >= DEFAULT_FAILURE_STREAK:
             first = "the first " if streak == finished else "the last "
             return f"{first}{streak} items all failed"
         return None
@@ -194,14 +192,25 @@ class _Existing:
 
 def _scan(folder: RunFolder, judges: Any, retry_errors: bool) -> _Existing:
     """Read a run folder back (streaming); with `retry_errors`, first remove errored conversations (with
-    their verdicts) and error verdicts, so the files keep exactly one record per item."""
+    their verdicts) and this judge set's error verdicts, so the files keep one record per item."""
+    current = getattr(judges, "judge_set_hash", None)
+
+    def ours(verdict: Verdict) -> bool:
+        return current is None or verdict.judge_set_hash == current
+
     if retry_errors:
-        failed = {r.id for r in latest_by_id(folder.conversations()).values() if r.stop_reason == "error"}
+        last = {record.id: record.stop_reason for record in folder.conversations()}
+        failed = {conversation for conversation, reason in last.items() if reason == "error"}
         # Verdicts first: a crash between the two rewrites leaves an errored, unjudged conversation, which
         # the next resume judges or (with --retry-errors) runs again. Never a verdict without its record.
-        folder.rewrite(VERDICTS, Verdict, lambda v: v.conversation_id not in failed and v.result != "error")
+        folder.rewrite(
+            VERDICTS,
+            Verdict,
+            lambda v: v.conversation_id not in failed and not (v.result == "error" and ours(v)),
+        )
         folder.rewrite(CONVERSATIONS, ConversationRecord, lambda r: r.id not in failed)
-    existing = _Existing(judged={(v.conversation_id, v.criterion_id) for v in folder.verdicts()})
+    # Verdicts of another judge set (`simulator judge --judges ...`) do not stand in for this run's own.
+    existing = _Existing(judged={(v.conversation_id, v.criterion_id) for v in folder.verdicts() if ours(v)})
     for record in folder.conversations():
         existing.status[record.id] = record.stop_reason
         if judges.pending(record, existing.judged):
@@ -346,9 +355,7 @@ async def _run(
             return
         tally["failed"] += 1
         tally["streak"] += 1
-        reason = _budget_exceeded(
-            options.max_errors, tally["failed"], tally["items"], tally["streak"], items_planned
-        )
+        reason = _budget_exceeded(options.max_errors, tally["failed"], tally["items"], tally["streak"])
         if reason is not None and not abort:
             abort.append(f"{reason} (last: {cause})")
             current = asyncio.current_task()

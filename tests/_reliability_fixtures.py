@@ -10,7 +10,7 @@ from typing import Any
 
 from simulator.records import ConversationRecord, Verdict
 from simulator.runs import CONVERSATIONS, VERDICTS
-from simulator.testing.fake_llm import FakeCall, FakeReply
+from simulator.testing.fake_llm import FakeCall, FakeReply, default_responder
 
 SCENARIOS = """
 - id: chest
@@ -35,7 +35,10 @@ SCENARIOS = """
 
 
 def triage_responder(call: FakeCall) -> FakeReply | str:
-    """The bot under test (a chat model): two questions, then a decision by tool call; deterministic."""
+    """The bot under test (a chat model): two questions, then a decision by tool call; deterministic.
+    Judges (asked for a schema) get the fake server's minimal valid answer."""
+    if call.schema is not None:
+        return default_responder(call)
     if call.tools:
         users = [m.content.lower() for m in call.messages if m.role == "user"]
         if len(users) >= 3:
@@ -60,7 +63,7 @@ def write_suite(
     cache: dict[str, Any] | None = None,
     provider: dict[str, Any] | None = None,
     scenarios: str = SCENARIOS,
-    extra: str = "",
+    criteria: int = 0,
 ) -> Path:
     """A suite whose chat bot (and, optionally, user) is the fake server at `base_url` (the OpenAI URL)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -91,9 +94,18 @@ def write_suite(
     }
     if cache is not None:
         suite["cache"] = cache
+    if criteria:
+        (folder / "judges").mkdir(exist_ok=True)
+        for index in range(criteria):
+            (folder / "judges" / f"c{index}.yaml").write_text(
+                f"id: rule-{index}\ncriterion: The bot follows rule {index}.\n"
+                f"pass: it did.\nfail: it did not.\n",
+                encoding="utf-8",
+            )
+        suite["judges"] = {"paths": ["judges"], "model": "openai:fake-judge"}
     path = folder / "suite.yaml"
     # JSON is YAML: no quoting surprises.
-    path.write_text(json.dumps(suite, indent=2) + "\n" + extra, encoding="utf-8")
+    path.write_text(json.dumps(suite, indent=2) + "\n", encoding="utf-8")
     return path
 
 

@@ -3,6 +3,7 @@ counted in the run record, stored as JSON in SQLite."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import subprocess
@@ -11,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from simulator.cache import CACHE_KEY_VERSION, ResponseCache, cache_key
+from simulator.cli import main as cli_main
 from simulator.llm import ModelHub, call_scope
 from simulator.providers.base import ChatMessage, ModelRequest, ToolSpec
 from simulator.runner import RunOptions, run_suite
-from simulator.runs import RunFolder
+from simulator.runs import VERDICTS, RunFolder
 from simulator.scenario import load_scenarios
 from simulator.suite import ProviderSettings, load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer
@@ -178,3 +180,21 @@ async def test_a_replay_after_a_character_break_is_a_new_sample_not_a_cache_hit(
     for run in ("first", "second"):
         (record,) = RunFolder(tmp_path / run).conversations()
         assert record.stop_reason == "bot_closed" and len(record.character_breaks) == 1
+
+
+async def test_rejudging_a_run_from_the_cache_costs_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    async with FakeLLMServer(triage_responder) as server:
+        suite = write_suite(
+            tmp_path / "suite", server.openai_base_url, cache={"roles": ["judge"]}, criteria=2
+        )
+        await _run(suite, out)
+        judge_calls = sum(1 for call in server.calls if call.schema is not None)
+        assert judge_calls == 6 * 2  # 3 scenarios x 2 repeats, 2 criteria each
+        first = sorted((v.conversation_id, v.criterion_id, v.result) for v in RunFolder(out).verdicts())
+        (out / VERDICTS).unlink()
+        before = len(server.calls)
+        assert await asyncio.to_thread(cli_main, ["judge", str(out)]) == 0
+        assert len(server.calls) == before  # every judgement came from the cache, repeat by repeat
+    again = sorted((v.conversation_id, v.criterion_id, v.result) for v in RunFolder(out).verdicts())
+    assert again == first and len(again) == 6 * 3  # the outcome check and two criteria each

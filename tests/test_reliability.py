@@ -206,7 +206,7 @@ async def test_a_conversation_whose_bot_fails_is_recorded_with_its_cause_and_tur
     assert "gave up after 4 attempts" in failed.error.message and "overloaded" in failed.error.message
     assert [t.role for t in failed.turns] == ["user", "bot", "user"]  # the turns it had
     verdicts = list(folder.verdicts())
-    assert {v.result for v in verdicts if v.scenario_id == "chest"} == {"error"}  # not a pass, not a fail
+    assert {v.result for v in verdicts if v.scenario_id == "chest"} == {"not_judged"}  # not a pass or fail
     assert {v.result for v in verdicts if v.scenario_id != "chest"} == {"pass"}
     manifest = folder.read_manifest()
     assert manifest.counts["errors"] == 2
@@ -251,11 +251,12 @@ def test_max_errors_values() -> None:
     for bad in ("-1", "2.5", "150%", "many"):
         with pytest.raises(ValueError, match="--max-errors takes"):
             parse_max_errors(bad)
-    assert _budget_exceeded(None, 10, 10, 10, 100) is not None
-    assert _budget_exceeded(None, 9, 12, 9, 100) is None
-    assert _budget_exceeded(None, 3, 3, 3, 3) is not None  # a tiny run that failed throughout
-    assert _budget_exceeded(5, 5, 100, 1, 100) is None
-    assert _budget_exceeded(5, 6, 100, 1, 100) is not None
-    assert _budget_exceeded(0.1, 2, 9, 2, 100) is None  # too few finished to judge a share
-    assert _budget_exceeded(0.1, 2, 10, 2, 100) is not None
-    assert _budget_exceeded(math.inf, 99, 99, 99, 99) is None
+    assert _budget_exceeded(None, 10, 10, 10) == "the first 10 items all failed"
+    assert _budget_exceeded(None, 12, 30, 10) == "the last 10 items all failed"
+    assert _budget_exceeded(None, 9, 12, 9) is None
+    assert _budget_exceeded(5, 5, 100, 1) is None
+    assert _budget_exceeded(5, 6, 100, 1) is not None
+    assert _budget_exceeded(0, 1, 100, 1) is not None
+    assert _budget_exceeded(0.1, 2, 9, 2) is None  # too few finished to judge a share
+    assert _budget_exceeded(0.1, 2, 10, 2) is not None
+    assert _budget_exceeded(math.inf, 99, 99, 99) is None

@@ -136,12 +136,12 @@ def test_kill_9_then_resume_yields_exactly_one_record_per_item(tmp_path: Path) -
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "simulator", "run"]
     with FakeLLMServer(triage_responder, latency=0.02) as server:
-        suite = write_suite(tmp_path / "suite", server.openai_base_url, runs=10, concurrency=3)
+        suite = write_suite(tmp_path / "suite", server.openai_base_url, runs=10, concurrency=3, criteria=2)
         child = subprocess.Popen(
             [*command, str(suite), "--out", str(out), "--no-progress"],
             env=env,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
         _wait_for_lines(out / CONVERSATIONS, 5)
         os.kill(child.pid, signal.SIGKILL)
@@ -149,15 +149,27 @@ def test_kill_9_then_resume_yields_exactly_one_record_per_item(tmp_path: Path) -
         assert child.returncode == -signal.SIGKILL
         written = (out / CONVERSATIONS).read_bytes()
         finished = written[: written.rfind(b"\n") + 1]
+        judged_before = sum(1 for key in verdict_keys_complete(out) if key[1].startswith("rule-"))
         assert json.loads((out / "manifest.json").read_text())["status"] == "running"
+        before = len(server.calls)
         resumed = subprocess.run(
             [*command, "--resume", str(out), "--no-progress"], env=env, capture_output=True, text=True
         )
+        judge_calls = sum(1 for call in server.calls[before:] if call.schema is not None)
     assert resumed.returncode == 0, resumed.stderr
     assert "already done" in resumed.stdout
     ids = conversation_ids(out)
     expected = sorted(f"{s}#{r}" for s in ("chest", "rash", "cough") for r in range(10))
     assert sorted(ids) == expected  # every item, none twice
-    assert Counter(verdict_keys(out)) == Counter((i, "outcome.triage_level") for i in expected)
+    criteria = ("outcome.triage_level", "rule-0", "rule-1")
+    assert Counter(verdict_keys(out)) == Counter((i, c) for i in expected for c in criteria)
     assert (out / CONVERSATIONS).read_bytes().startswith(finished)  # finished work was not redone
+    assert judge_calls == 30 * 2 - judged_before  # nor were finished judgements
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+
+
+def verdict_keys_complete(folder: Path) -> list[tuple[str, str]]:
+    """(conversation, criterion) of the whole lines of verdicts.jsonl (a killed writer may leave half a line)."""
+    text = (folder / VERDICTS).read_text() if (folder / VERDICTS).exists() else ""
+    lines = text.split("\n")[:-1]
+    return [(json.loads(x)["conversation_id"], json.loads(x)["criterion_id"]) for x in lines if x.strip()]

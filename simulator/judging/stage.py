@@ -21,7 +21,7 @@ from simulator.judging.criteria import Criterion, load_criteria
 from simulator.judging.hygiene import same_family_warnings
 from simulator.judging.llm_judge import LLMJudge, not_judged_verdict
 from simulator.judging.prompt import JUDGE_PROMPT_TEMPLATE, judge_prompt_hash, render_transcript_block
-from simulator.llm import ModelHub, resolve_user_model
+from simulator.llm import ModelHub, call_scope, resolve_user_model
 from simulator.records import ConversationRecord, Verdict
 from simulator.runs import sha256_text
 from simulator.scenario import Scenario
@@ -125,9 +125,11 @@ class JudgeStage:
             return verdicts + [not_judged_verdict(record, c, self.judge_set_hash, NO_MODEL) for c in todo]
         llm = self.llm
         block = render_transcript_block(record.turns)
-        # The first call writes the shared prefix to the provider's cache; the others then read it.
-        first = await llm.judge(record, todo[0], block)
-        rest = await asyncio.gather(*(llm.judge(record, c, block) for c in todo[1:]))
+        # The repeat is part of a cached response's key: the runner and `simulator judge` must agree on it.
+        with call_scope(repeat=record.repeat):
+            # The first call writes the shared prefix to the provider's cache; the others then read it.
+            first = await llm.judge(record, todo[0], block)
+            rest = await asyncio.gather(*(llm.judge(record, c, block) for c in todo[1:]))
         return [*verdicts, first, *rest]
 
 
@@ -145,7 +147,7 @@ def make_judge_stage(
     set_hash = judge_set_hash(criteria, model, config.temperature, config.max_tokens)
     judge = None
     if model is not None:
-        client, bare = hub.client(model)
+        client, bare = hub.for_role("judge").client(model)  # the cache is enabled per role
         judge = LLMJudge(client, model, bare, set_hash, config.temperature, config.max_tokens)
     warnings = same_family_warnings(
         model, {"bot": _bot_model(suite), "simulated user": resolve_user_model(suite.user.model)}

@@ -152,6 +152,23 @@ def _lower_bound(
     return bounds[binding], binding, bounds
 
 
+def _mean_call_latency(out: Path) -> float:
+    """Mean seconds per model call as the engine saw it (request sent to answer parsed), from the records."""
+    total, count = 0.0, 0
+    for name, field in (("conversations.jsonl", "turns"), ("verdicts.jsonl", None)):
+        path = out / name
+        if not path.exists():
+            continue
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                record = json.loads(line)
+                for item in record[field] if field else [record]:
+                    if item.get("latency_s"):
+                        total += item["latency_s"]
+                        count += 1
+    return total / count if count else 0.0
+
+
 def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     server, url = _start_server(args.latency_ms)
     try:
@@ -193,6 +210,7 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "peak_rss_mb": rss_kib / 1024,
         "server_cpu_s": server_usage.ru_utime + server_usage.ru_stime,
         "retries": sum(provider["retries"] for provider in counts["calls"].values()),
+        "mean_call_latency_s": _mean_call_latency(out),
         "stop_reasons": counts["stop_reasons"],
     }
 
@@ -210,8 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
 
+    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     with tempfile.TemporaryDirectory(prefix="simulator-bench-") as tmp:
         figures = _measure(args, Path(tmp))
+    figures["load_before"] = load_before
+    figures["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     figures["help_start_s"] = _help_start_s()
     figures["shape"] = {
         key: getattr(args, key)
@@ -233,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
             wall time          {figures["run_wall_s"]:.2f} s run ({figures["process_wall_s"]:.2f} s with start-up)
             lower bound        {figures["lower_bound_s"]:.2f} s ({figures["binding"]} binds; {bounds})
             efficiency         {figures["efficiency"]:.3f} x the lower bound (wall / bound)
+            call latency       {1000 * figures["mean_call_latency_s"]:.1f} ms on average as the engine saw it \
+(the server waits {args.latency_ms:g} ms)
+            load average       {figures["load_before"]} before, {figures["load_after"]} after (other processes)
             engine CPU         {figures["engine_cpu_ms_per_call"]:.3f} ms per LLM call \
 ({figures["engine_cpu_s"]:.1f} s in all; the fake server used \
 {figures["server_cpu_s"]:.1f} s)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from tenacity import RetryCallState
 from simulator.cli import main as cli_main
 from simulator.concurrency import AdaptiveLimiter
 from simulator.llm import ModelClient, ModelHub
+from simulator.providers._http import retry_after_s
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.runner import RunOptions, _budget_exceeded, parse_max_errors, run_suite
 from simulator.runs import RunFolder
@@ -50,7 +53,11 @@ async def test_rate_limits_server_errors_and_timeouts_are_retried(kind: str) -> 
 
 @pytest.mark.parametrize(
     ("status", "fix"),
-    [(401, "check OPENAI_API_KEY"), (400, "the server answered 400"), (404, "the server answered 404")],
+    [
+        (401, "check OPENAI_API_KEY"),
+        (400, "the server answered 400: no; check the request settings"),
+        (404, "the server answered 404: no; check the model name and the base_url"),
+    ],
 )
 async def test_permanent_errors_are_not_retried_and_say_what_to_fix(status: int, fix: str) -> None:
     async with FakeLLMServer(lambda call: FakeReply(status=status, text="no")) as server:
@@ -86,6 +93,19 @@ async def test_retries_are_bounded_in_time_before_a_long_retry_after() -> None:
     assert len(server.calls) == 1
     assert raised.value.kind == "rate_limit"
     assert raised.value.retry_after == 60
+
+
+def test_retry_after_in_seconds_milliseconds_or_as_an_http_date() -> None:
+    class Answer:
+        def __init__(self, **headers: str) -> None:
+            self.response = type("R", (), {"headers": headers})()
+
+    assert retry_after_s(Answer(**{"retry-after": "7"})) == 7.0
+    assert retry_after_s(Answer(**{"retry-after-ms": "250", "retry-after": "7"})) == 0.25
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 < (retry_after_s(Answer(**{"retry-after": later})) or 0) <= 30
+    assert retry_after_s(Answer(**{"retry-after": "soon"})) is None
+    assert retry_after_s(Answer()) is None
 
 
 def _state_after(client: ModelClient, attempt: int, error: BaseException) -> RetryCallState:

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from simulator.errors import UserError
-from simulator.providers._http import aiohttp_client
+from simulator.providers._http import aiohttp_client, permanent_message, retry_after_s
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
 from simulator.suite import ProviderSettings
@@ -23,6 +23,7 @@ class AnthropicProvider(Provider):
         import anthropic
 
         key_env = settings.api_key_env or "ANTHROPIC_API_KEY"
+        self._key_env = key_env
         api_key = os.environ.get(key_env)
         if not api_key:
             raise UserError(f"set the {key_env} environment variable to use anthropic: models")
@@ -112,30 +113,23 @@ class AnthropicProvider(Provider):
     def _classify(self, exc: Exception) -> ProviderError:
         sdk = self._sdk
         if isinstance(exc, sdk.RateLimitError):
-            return ProviderError("rate_limit", str(exc), retry_after=_retry_after(exc), status=429)
+            return ProviderError("rate_limit", str(exc), retry_after=retry_after_s(exc), status=429)
         if isinstance(exc, sdk.AuthenticationError):
             return ProviderError(
-                "permanent", "Anthropic rejected the API key (401); check ANTHROPIC_API_KEY", status=401
+                "permanent", f"Anthropic rejected the API key (401); check {self._key_env}", status=401
             )
         if isinstance(exc, sdk.APIStatusError):
             status = exc.status_code
             if status >= 500 or status in (408, 409, 529):
-                return ProviderError("transient", str(exc), retry_after=_retry_after(exc), status=status)
-            return ProviderError("permanent", f"Anthropic answered {status}: {exc.message}", status=status)
+                return ProviderError("transient", str(exc), retry_after=retry_after_s(exc), status=status)
+            return ProviderError(
+                "permanent", permanent_message("Anthropic", status, exc.message), status=status
+            )
         if isinstance(exc, (sdk.APITimeoutError, sdk.APIConnectionError)):
             return ProviderError("transient", f"{type(exc).__name__}: {exc}")
         if isinstance(exc, sdk.APIResponseValidationError):
             return ProviderError("transient", f"invalid response body: {exc}")
         return ProviderError("transient", f"{type(exc).__name__}: {exc}")
-
-
-def _retry_after(exc: Any) -> float | None:
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def _parse_json(text: str) -> dict[str, Any] | None:

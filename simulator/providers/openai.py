@@ -10,7 +10,7 @@ import re
 from typing import Any, ClassVar, Literal
 
 from simulator.errors import UserError
-from simulator.providers._http import aiohttp_client
+from simulator.providers._http import aiohttp_client, permanent_message, retry_after_s
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
 from simulator.suite import ProviderSettings
@@ -31,6 +31,7 @@ class OpenAIProvider(Provider):
         import openai
 
         key_env = settings.api_key_env or "OPENAI_API_KEY"
+        self._key_env = key_env
         api_key = os.environ.get(key_env)
         if not api_key:
             if settings.base_url is None:
@@ -146,16 +147,18 @@ class OpenAIProvider(Provider):
     def _classify(self, exc: Exception) -> ProviderError:
         sdk = self._sdk
         if isinstance(exc, sdk.RateLimitError):
-            return ProviderError("rate_limit", str(exc), retry_after=_retry_after(exc), status=429)
+            return ProviderError("rate_limit", str(exc), retry_after=retry_after_s(exc), status=429)
         if isinstance(exc, sdk.AuthenticationError):
             return ProviderError(
-                "permanent", "the server rejected the API key (401); check OPENAI_API_KEY", status=401
+                "permanent", f"the server rejected the API key (401); check {self._key_env}", status=401
             )
         if isinstance(exc, sdk.APIStatusError):
             status = exc.status_code
             if status >= 500 or status in (408, 409):
-                return ProviderError("transient", str(exc), retry_after=_retry_after(exc), status=status)
-            return ProviderError("permanent", f"the server answered {status}: {exc.message}", status=status)
+                return ProviderError("transient", str(exc), retry_after=retry_after_s(exc), status=status)
+            return ProviderError(
+                "permanent", permanent_message("the server", status, exc.message), status=status
+            )
         if isinstance(exc, (sdk.APITimeoutError, sdk.APIConnectionError)):
             return ProviderError("transient", f"{type(exc).__name__}: {exc}")
         return ProviderError("transient", f"{type(exc).__name__}: {exc}")
@@ -165,15 +168,6 @@ def _is_format_refusal(exc: ProviderError) -> bool:
     """A server saying it does not support this response_format (llama.cpp answers 500, others 400)."""
     text = str(exc).lower()
     return exc.status in (400, 422, 500) and ("response_format" in text or "json_schema" in text)
-
-
-def _retry_after(exc: Any) -> float | None:
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def _parse_json(text: str) -> dict[str, Any] | None:

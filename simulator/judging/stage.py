@@ -144,7 +144,7 @@ def make_judge_stage(
     model = config.model
     set_hash = judge_set_hash(criteria, model, config.temperature, config.max_tokens)
     judge = None
-    if model is not None:
+    if model is not None and criteria:  # no criteria to judge: no provider (and no API key) needed
         client, bare = hub.client(model)
         judge = LLMJudge(client, model, bare, set_hash, config.temperature, config.max_tokens)
     warnings = same_family_warnings(

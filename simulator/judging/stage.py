@@ -75,6 +75,11 @@ class JudgeStage:
                 "criteria": [
                     {
                         "id": c.id,
+                        # The wording itself, so labelling sheets and reports can show the rubric.
+                        "criterion": c.criterion,
+                        "pass": c.pass_,
+                        "fail": c.fail,
+                        "not_applicable": c.not_applicable,
                         "file": c._source,
                         "line": c._line,
                         "sha256": sha256_text(c.canonical()),

@@ -162,3 +162,17 @@ async def test_character_break_discards_and_reruns_up_to_a_bound(bot_module: str
     )
     assert gave_up.stop_reason == "error" and gave_up.error is not None
     assert gave_up.error.kind == "character_break" and len(gave_up.character_breaks) == 3
+
+
+def test_outcome_not_detected_while_the_bot_is_still_asking() -> None:
+    intro = "I can't prescribe; a doctor, nurse or pharmacist has to do that. How old are you?"
+    assert not gives_outcome(intro)
+    assert gives_outcome("You can see a pharmacist for this.")
+
+
+def test_first_person_rewrites_third_person_goals() -> None:
+    from simulator.users.offline import first_person
+
+    assert first_person("Find out whether he needs antibiotics") == "Find out whether I need antibiotics"
+    assert first_person("it burns when she pees and she goes often") == "it burns when I pee and I go often"
+    assert first_person("He is 52 and his arm hurts") == "I am 52 and my arm hurts"

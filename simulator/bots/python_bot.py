@@ -7,6 +7,8 @@ __all__ = ["PythonBotFactory"]
 import asyncio
 import importlib
 import inspect
+import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +19,13 @@ from simulator.errors import UserError
 
 def load_factory(spec: str) -> Callable[[], Any]:
     """Import `module:attr` (attr may be dotted); a mistake is a UserError that names the spec."""
-    module_name, _, attr = spec.partition(":")
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UserError(
+            f"bot factory '{spec}' must look like module:factory (e.g. examples.triage_bot:make_bot)"
+        )
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # `examples.x:y` names a module under the folder the user runs from
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -43,7 +51,11 @@ class PythonSession:
     async def send(self, text: str, turn: int) -> BotReply:
         start = time.perf_counter()
         try:
-            result = self._bot.send(text)
+            if inspect.iscoroutinefunction(self._bot.send):
+                result = await self._bot.send(text)
+            else:
+                # A blocking bot runs in a thread so the other conversations keep going.
+                result = await asyncio.to_thread(self._bot.send, text)
             if inspect.isawaitable(result):
                 result = await result
         except Exception as exc:
@@ -94,5 +106,4 @@ class PythonBotFactory:
             raise UserError(
                 f"bot factory '{self.spec}' returned {type(bot).__name__}, which has no send(text)"
             )
-        await asyncio.sleep(0)
         return PythonSession(bot)

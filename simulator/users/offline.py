@@ -242,8 +242,8 @@ _SYNONYMS = {
 }
 _OUTCOME = re.compile(
     r"\b(call (999|911|112|an ambulance|emergency)|go to (a&e|the emergency|the er|hospital|urgent care|"
-    r"the nearest)|emergency (department|services)|a&e|see (a|your) (gp|doctor|pharmacist)|book (an|a) "
-    r"(appointment|gp)|self[- ]care|at home|pharmacist|urgent care|within 24 hours|seek (urgent|immediate)|"
+    r"the nearest)|emergency (department|services)|a&e|(see|ask|speak to|talk to|visit) (a|your|the) (gp|doctor|pharmacist|pharmacy)|"
+    r"book (an|a) (appointment|gp)|self[- ]care|at home|urgent care|within 24 hours|seek (urgent|immediate)|"
     r"i (recommend|advise)|my (advice|recommendation))\b",
     re.I,
 )
@@ -258,6 +258,7 @@ _PRONOUNS = [
     (re.compile(r"\bhim(self)?\b|\bherself\b", re.I), "me"),
     (re.compile(r"\bwants\b", re.I), "want"),
 ]
+_THIRD_PERSON_VERB = re.compile(r"\b(he|she) ([a-z]+s)\b", re.I)
 _AGE_FACT = re.compile(
     r"\b(i am|i'm|he is|she is|aged?)\s+\d{1,3}\b|\b\d{1,3}[- ](years?|yrs?|months?)[- ]old\b", re.I
 )
@@ -280,11 +281,26 @@ def content_words(text: str) -> set[str]:
 
 
 def gives_outcome(text: str) -> bool:
-    """Whether a bot message gives the person an outcome (advice on where to go or what to do)."""
+    """Whether a bot turn gives the person an outcome (advice on where to go or what to do).
+
+    A turn that ends with a question is still collecting information, whatever it mentions on the way.
+    """
+    if text.rstrip().endswith("?"):
+        return False
     return bool(_OUTCOME.search(text))
 
 
+def _deconjugate(match: re.Match[str]) -> str:
+    verb = match.group(2)
+    if verb.lower() in ("is", "was", "has", "does", "always", "never", "also", "just", "still", "thinks"):
+        return match.group(0)
+    stem = verb[:-2] if re.search(r"(o|sh|ch|ss|x)es$", verb) else verb[:-1]
+    return f"I {stem}"
+
+
 def first_person(text: str) -> str:
+    """Third-person persona text as the person would say it ("he needs" -> "I need")."""
+    text = _THIRD_PERSON_VERB.sub(_deconjugate, text)
     for pattern, replacement in _PRONOUNS:
         text = pattern.sub(replacement, text)
     return text

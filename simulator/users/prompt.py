@@ -36,7 +36,8 @@ OPENING_CUE = "(The chat is open. Send your first message.)"
 
 def render_user_prompt(scenario: Scenario) -> str:
     facts = "\n".join(f"- {fact}" for fact in scenario.facts) or "- (nothing beyond your goal)"
-    language = f", in the language this person writes ({scenario.language})" if scenario.language else ""
+    # `language` is the person's first language; how well they write English is the persona's business.
+    language = f" (their first language is {scenario.language})" if scenario.language else ""
     return USER_PROMPT_TEMPLATE.format(
         persona=scenario.persona.strip(), goal=scenario.goal.strip(), facts=facts, language=language, end=END
     )

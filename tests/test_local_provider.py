@@ -39,7 +39,9 @@ def test_a_missing_model_package_names_what_to_install() -> None:
 
 
 def test_a_missing_llama_cpp_names_what_to_install() -> None:
-    with pytest.raises(UserError, match=r'llama-cpp-python; install it with: pip install "simulator\[local\]"'):
+    with pytest.raises(
+        UserError, match=r'llama-cpp-python; install it with: pip install "simulator\[local\]"'
+    ):
         import_llama_cpp("no_such_llama_module")
 
 

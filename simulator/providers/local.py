@@ -101,7 +101,9 @@ def import_llama_cpp(module: str = "llama_cpp") -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise UserError(f"the local: provider needs llama-cpp-python; install it with: {INSTALL_HINT}") from exc
+        raise UserError(
+            f"the local: provider needs llama-cpp-python; install it with: {INSTALL_HINT}"
+        ) from exc
 
 
 class _LoadedModel:

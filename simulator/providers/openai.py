@@ -6,7 +6,6 @@ __all__ = ["OpenAIProvider"]
 
 import json
 import os
-import re
 from typing import Any, ClassVar, Literal
 
 from simulator.errors import UserError

@@ -1,0 +1,134 @@
+"""Command line for the fake LLM server: `python -m simulator.testing.fake_server --help`."""
+
+from __future__ import annotations
+
+__all__ = ["build_parser", "main"]
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a share between 0 and 1, got {text}")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The CLI's options; every fault share is per request and drawn from the seeded generator."""
+    parser = argparse.ArgumentParser(
+        prog="python -m simulator.testing.fake_server",
+        description="A fake LLM server speaking the Anthropic Messages and OpenAI Chat Completions APIs. "
+        "Point the anthropic SDK at the printed URL, the openai SDK at URL/v1.",
+    )
+    add = parser.add_argument
+    add("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    add("--port", type=int, default=0, help="port to bind; 0 picks a free one (default 0)")
+    add("--latency-ms", type=_non_negative, default=0.0, help="delay before the first byte, ms (default 0)")
+    add("--latency-jitter-ms", type=_non_negative, default=0.0, help="uniform jitter +/- around --latency-ms")
+    add(
+        "--tps",
+        type=float,
+        default=None,
+        help="output tokens per second: adds output_tokens/tps to each reply",
+    )
+    add("--error-500", type=_share, default=0.0, help="share of requests answered 500 (default 0)")
+    add("--error-429", type=_share, default=0.0, help="share of requests answered 429 (default 0)")
+    add(
+        "--retry-after",
+        type=_non_negative,
+        default=1.0,
+        help="Retry-After seconds sent with 429s (default 1)",
+    )
+    add(
+        "--timeout-share",
+        type=_share,
+        default=0.0,
+        help="share of requests held --timeout-s before answering",
+    )
+    add("--timeout-s", type=_non_negative, default=30.0, help="how long a held request waits (default 30)")
+    add("--malformed", type=_share, default=0.0, help="share of requests answered with invalid JSON")
+    refuse = "answer OpenAI json_schema response_format with 500 like llama.cpp (json_object still works)"
+    add("--refuse-json-schema", action="store_true", help=refuse)
+    add("--seed", type=int, default=0, help="seed for latency and fault draws (default 0)")
+    add(
+        "--log",
+        type=Path,
+        default=None,
+        help="append one JSON line per request to this file (header names only)",
+    )
+    return parser
+
+
+def _server(args: argparse.Namespace) -> FakeLLMServer:
+    low = max(0.0, args.latency_ms - args.latency_jitter_ms) / 1000
+    high = (args.latency_ms + args.latency_jitter_ms) / 1000
+    latency = LatencyModel.uniform(low, high) if args.latency_jitter_ms else LatencyModel.fixed(low)
+    faults = FaultConfig(
+        error_500=args.error_500,
+        error_429=args.error_429,
+        timeout=args.timeout_share,
+        malformed=args.malformed,
+        retry_after_s=args.retry_after,
+        timeout_s=args.timeout_s,
+    )
+    return FakeLLMServer(
+        latency=latency,
+        tokens_per_second=args.tps,
+        faults=faults,
+        refuse_json_schema=args.refuse_json_schema,
+        seed=args.seed,
+        request_log=args.log,
+        host=args.host,
+        port=args.port,
+    )
+
+
+async def _serve(server: FakeLLMServer) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with server:
+        print(f"fake LLM server listening on {server.base_url}", flush=True)
+        print(f"  anthropic: base_url={server.base_url}", flush=True)
+        print(f"  openai:    base_url={server.openai_base_url}", flush=True)
+        await stop.wait()
+    print(f"stopped after {len(server.calls)} requests", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until Ctrl-C or SIGTERM; exit 0 then, 2 on bad options."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.error_500 + args.error_429 + args.timeout_share + args.malformed > 1.0:
+        parser.error(
+            "the fault shares (--error-500, --error-429, --timeout-share, --malformed) sum to more than 1"
+        )
+    if args.tps is not None and args.tps <= 0:
+        parser.error("--tps must be positive")
+    try:
+        asyncio.run(_serve(_server(args)))
+    except OSError as exc:  # port taken, address not available
+        print(
+            f"fake_server: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr
+        )
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

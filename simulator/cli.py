@@ -17,6 +17,7 @@ from simulator.errors import UserError
 EXTENSIONS = [
     "simulator.commands.core",
     "simulator.golden.cli",
+    "simulator.commands.judge",
 ]
 
 

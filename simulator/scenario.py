@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, field_validator
 
 from simulator.errors import Problem, UserError
+from simulator.judging.assertions import AssertionSpec
 from simulator.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -35,7 +36,7 @@ class Scenario(BaseModel):
     # A reference final reply, for text metrics (recorded, gating nothing).
     reference: str | None = None
     # Deterministic assertions on the bot's messages (checked in code, no LLM).
-    assertions: dict[str, Any] | None = None
+    assertions: AssertionSpec | None = None
 
     _source: str = PrivateAttr(default="")
     _line: int | None = PrivateAttr(default=None)

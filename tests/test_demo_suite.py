@@ -42,3 +42,29 @@ def test_demo_is_deterministic_for_a_seed(tmp_path: Path) -> None:
         return {r.id: [m for t in r.turns for m in t.messages] for r in records}
 
     assert transcript(first) == transcript(second)
+
+
+def test_demo_over_http_reaches_the_same_outcomes(tmp_path: Path, monkeypatch) -> None:
+    from examples.http_triage_bot import serve_in_thread
+
+    _, python_verdicts = run_demo(tmp_path / "python")
+    url, shutdown = serve_in_thread(token="demo-token")
+    monkeypatch.setenv("DEMO_BOT_TOKEN", "demo-token")
+    try:
+        suite = load_suite(
+            SUITE,
+            {"bot": {"type": "http", "url": url, "headers": {"Authorization": "Bearer ${DEMO_BOT_TOKEN}"}}},
+        )
+        scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths])
+        asyncio.run(run_suite(suite, scenarios, RunOptions(out=tmp_path / "http", progress=False)))
+    finally:
+        shutdown()
+    folder = RunFolder.open(tmp_path / "http")
+    http_verdicts = list(folder.verdicts())
+
+    def outcomes(verdicts: list) -> dict[str, str]:
+        return {v.conversation_id: v.result for v in verdicts if v.criterion_id == "outcome.triage_level"}
+
+    assert outcomes(http_verdicts) == outcomes(python_verdicts)
+    assert "demo-token" not in (tmp_path / "http" / "manifest.json").read_text()
+    assert {c.stop_reason for c in folder.conversations()} <= {"bot_closed", "user_done"}

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-from simulator.golden.compare import CompareReport, compare_runs
-from simulator.golden.items import GoldenItem, GoldenSet, load_items
-from simulator.golden.report import GoldenReport, build_report
-from simulator.golden.runner import GoldenRun, RunOptions, load_run, run_golden
-from simulator.golden.scoring import Gate, ItemResult, score_reply
+import importlib
+from typing import Any
 
-__all__ = [
-    "CompareReport",
-    "Gate",
-    "GoldenItem",
-    "GoldenReport",
-    "GoldenRun",
-    "GoldenSet",
-    "ItemResult",
-    "RunOptions",
-    "build_report",
-    "compare_runs",
-    "load_items",
-    "load_run",
-    "run_golden",
-    "score_reply",
-]
+# Public name -> module; imported on first use so `simulator --help` does not pay for the package.
+_EXPORTS = {
+    "CompareReport": "compare",
+    "compare_runs": "compare",
+    "GoldenItem": "items",
+    "GoldenSet": "items",
+    "load_items": "items",
+    "GoldenReport": "report",
+    "build_report": "report",
+    "GoldenRun": "runner",
+    "RunOptions": "runner",
+    "load_run": "runner",
+    "run_golden": "runner",
+    "Gate": "scoring",
+    "ItemResult": "scoring",
+    "score_reply": "scoring",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'simulator.golden' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"simulator.golden.{_EXPORTS[name]}"), name)

@@ -13,14 +13,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from simulator.errors import UserError
-from simulator.golden.compare import compare_runs, render_compare
-from simulator.golden.items import load_items
-from simulator.golden.report import build_report, render_report
-from simulator.golden.runner import RunOptions, load_run, run_golden
-from simulator.golden.scoring import parse_gate
 
 
 def _write_json(path: str | None, text: str) -> None:
@@ -33,6 +26,13 @@ def _write_json(path: str | None, text: str) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """`golden run ITEMS --bot module:factory`: run, write `runs/<id>/`, print the report."""
+    from rich.console import Console
+
+    from simulator.golden.items import load_items
+    from simulator.golden.report import build_report, render_report
+    from simulator.golden.runner import RunOptions, run_golden
+    from simulator.golden.scoring import parse_gate
+
     if args.samples < 1:
         raise UserError(f"--samples must be at least 1, got {args.samples}")
     if args.concurrency < 1:
@@ -57,6 +57,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """`golden report RUN`: print the report of a finished (or interrupted) run."""
+    from rich.console import Console
+
+    from simulator.golden.report import build_report, render_report
+    from simulator.golden.runner import load_run
+    from simulator.golden.scoring import parse_gate
+
     run = load_run(args.run)
     report = build_report(run, parse_gate(args.gate) if args.gate else None)
     render_report(report, Console())
@@ -66,6 +72,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """`golden compare RUN_A RUN_B`: the two runs side by side, McNemar's exact test and the flipped items."""
+    from rich.console import Console
+
+    from simulator.golden.compare import compare_runs, render_compare
+    from simulator.golden.runner import load_run
+    from simulator.golden.scoring import parse_gate
+
     comparison = compare_runs(load_run(args.run_a), load_run(args.run_b), parse_gate(args.gate))
     render_compare(comparison, Console())
     _write_json(args.json, comparison.to_json())

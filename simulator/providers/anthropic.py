@@ -33,11 +33,20 @@ class AnthropicProvider(Provider):
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
         for index, message in enumerate(request.messages):
-            content: Any = message.content
+            block: dict[str, Any] = {"type": "text", "text": message.content}
             if request.cacheable_prefix_messages and index == request.cacheable_prefix_messages - 1:
                 # Mark the end of the shared prefix (e.g. judge instructions + transcript) cacheable.
-                content = [{"type": "text", "text": message.content, "cache_control": {"type": "ephemeral"}}]
-            messages.append({"role": message.role, "content": content})
+                block["cache_control"] = {"type": "ephemeral"}
+            if messages and messages[-1]["role"] == message.role:
+                # Consecutive messages of one role form one turn: send them as blocks of one message,
+                # so a cache breakpoint can fall between them (the judge's transcript, then its criterion).
+                messages[-1]["content"].append(block)
+            else:
+                messages.append({"role": message.role, "content": [block]})
+        for turn in messages:
+            blocks = turn["content"]
+            if len(blocks) == 1 and "cache_control" not in blocks[0]:
+                turn["content"] = blocks[0]["text"]  # a plain string when there is nothing to mark
         payload: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,

@@ -1,0 +1,347 @@
+"""`judge` and `judge-pairwise`: judge a stored run again, and compare two runs' bots criterion by criterion."""
+
+from __future__ import annotations
+
+__all__ = ["register", "stored_scenarios", "stored_suite", "verdict_rows"]
+
+import argparse
+import asyncio
+import json
+import sys
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import UserError
+from simulator.records import ConversationRecord, Verdict
+from simulator.runs import Manifest, RunFolder
+from simulator.scenario import Scenario
+from simulator.suite import Suite
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    judge = subparsers.add_parser(
+        "judge", help="judge a stored run again (changed criteria or judge model) without re-simulating"
+    )
+    judge.add_argument("run", type=Path, help="runs/<run-id>")
+    judge.add_argument(
+        "--suite", type=Path, help="take the judges and providers sections from this suite file instead"
+    )
+    _judge_options(judge)
+    judge.add_argument("--retry-errors", action="store_true", help="judge again the verdicts that errored")
+    judge.set_defaults(handler=cmd_judge)
+
+    pair = subparsers.add_parser(
+        "judge-pairwise", help="compare two runs' bots on the same scenarios, in both orders"
+    )
+    pair.add_argument("run_a", type=Path, help="the first run (bot A)")
+    pair.add_argument("run_b", type=Path, help="the second run (bot B)")
+    pair.add_argument("--criterion", required=True, help="the criterion id to compare on")
+    _judge_options(pair)
+    pair.add_argument("--out", type=Path, help="also write the results as JSON lines to this file")
+    pair.set_defaults(handler=cmd_judge_pairwise)
+
+
+def _judge_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--judges",
+        type=Path,
+        nargs="+",
+        action="extend",
+        metavar="PATH",
+        help="criterion files or folders (default: the suite's judges.paths)",
+    )
+    parser.add_argument(
+        "--judge-model", help="judge model, e.g. anthropic:claude-sonnet-4-5 (default: the suite's)"
+    )
+    parser.add_argument("--concurrency", type=int, help="conversations judged at once (default: the suite's)")
+
+
+def stored_suite(manifest: Manifest, folder: Path) -> Suite:
+    """The suite a run was made with, as its manifest recorded it (no need for the suite file itself)."""
+    if manifest.kind != "simulation":
+        raise UserError(f"{folder} is a {manifest.kind} run; `judge` works on simulation runs")
+    config = json.loads(json.dumps(manifest.config))
+    user = config.get("user", {})
+    resolved = user.pop("resolved_model", None)
+    try:
+        suite = Suite.model_validate(config)
+    except ValueError as exc:
+        raise UserError(f"{folder}: the manifest's suite cannot be read by this version ({exc})") from exc
+    if resolved:
+        suite.user.model = resolved
+    suite._base_dir = Path(manifest.suite_file).parent.resolve() if manifest.suite_file else folder
+    suite._file = Path(manifest.suite_file) if manifest.suite_file else None
+    return suite
+
+
+def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
+    """The run's scenarios, read again from their files; warnings for files changed since the run."""
+    from simulator.runs import sha256_file
+    from simulator.scenario import load_scenarios
+
+    recorded = {entry["file"]: entry.get("sha256") for entry in manifest.scenarios}
+    missing = [f for f in recorded if not Path(f).is_file()]
+    if missing:
+        raise UserError(
+            f"{missing[0]}: a scenario file of this run is missing; restore it to judge the run again"
+        )
+    warnings = [
+        f"{f} changed since the run; its current expected values and assertions are used"
+        for f, digest in recorded.items()
+        if digest and sha256_file(Path(f)) != digest
+    ]
+    wanted = {entry["id"] for entry in manifest.scenarios}
+    scenarios = load_scenarios([Path(f) for f in recorded]) if recorded else []
+    return [s for s in scenarios if s.id in wanted], warnings
+
+
+def verdict_rows(verdicts: list[Verdict]) -> list[dict[str, Any]]:
+    """Counts per criterion: results, unverified evidence, tokens (the summary `judge` prints)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for v in verdicts:
+        row = rows.setdefault(
+            v.criterion_id,
+            {
+                "criterion": v.criterion_id,
+                "kind": v.kind,
+                "results": Counter(),
+                "unverified": 0,
+                "scores": [],
+            },
+        )
+        row["results"][v.result] += 1
+        row["unverified"] += v.evidence_verified is False
+        if v.score is not None:
+            row["scores"].append(v.score)
+        if v.usage is not None:
+            row["input_tokens"] = row.get("input_tokens", 0) + v.usage.input_tokens
+            row["cached_tokens"] = row.get("cached_tokens", 0) + v.usage.cached_input_tokens
+    return list(rows.values())
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    table = Table(
+        "criterion", "kind", "pass", "fail", "n/a", "error", "not judged", "unverified", "cached/input"
+    )
+    for row in rows:
+        counts = row["results"]
+        if row["kind"] == "metric":
+            scores = row["scores"]
+            mean = f"mean {sum(scores) / len(scores):.3f}" if scores else ""
+            table.add_row(row["criterion"], "metric", mean, "", "", "", "", "", "")
+            continue
+        tokens = f"{row['cached_tokens']}/{row['input_tokens']}" if "input_tokens" in row else ""
+        table.add_row(
+            row["criterion"],
+            row["kind"],
+            *(str(counts[k]) for k in ("pass", "fail", "not_applicable", "error", "not_judged")),
+            str(row["unverified"]),
+            tokens,
+        )
+    _console().print(table)
+
+
+def _console() -> Any:
+    """A rich console as wide as the terminal, or 140 columns when the output is a file or a pipe."""
+    import shutil
+
+    from rich.console import Console
+
+    return Console(width=shutil.get_terminal_size((140, 24)).columns)
+
+
+def _latest(verdicts: list[Verdict]) -> list[Verdict]:
+    latest: dict[tuple[str, str], Verdict] = {}
+    for v in verdicts:
+        latest[(v.conversation_id, v.criterion_id)] = v
+    return list(latest.values())
+
+
+async def _judge_records(
+    folder: RunFolder,
+    stage: Any,
+    records: list[ConversationRecord],
+    scenarios: dict[str, Scenario],
+    judged: set[tuple[str, str]],
+    concurrency: int,
+) -> list[Verdict]:
+    from simulator.runs import VERDICTS
+
+    slots = asyncio.Semaphore(max(1, concurrency))
+    written: list[Verdict] = []
+
+    async def one(record: ConversationRecord) -> None:
+        async with slots:
+            verdicts = await stage.judge(record, scenarios[record.scenario_id], judged)
+        folder.append(VERDICTS, verdicts)
+        written.extend(verdicts)
+
+    await asyncio.gather(*(one(r) for r in records))
+    return written
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from simulator.judging.stage import make_judge_stage
+    from simulator.llm import ModelHub
+    from simulator.runner import latest_by_id
+
+    folder = RunFolder.open(args.run)
+    manifest = folder.read_manifest()
+    suite = stored_suite(manifest, folder.path)
+    if args.suite:
+        from simulator.suite import load_suite
+
+        given = load_suite(args.suite)
+        suite.judges = given.judges.model_copy(
+            update={"paths": [str(given.resolve(p).resolve()) for p in given.judges.paths]}
+        )
+        suite.providers = given.providers
+    if args.judges:
+        suite.judges.paths = [str(p.resolve()) for p in args.judges]
+    if args.judge_model:
+        suite.judges.model = args.judge_model
+    scenarios, warnings = stored_scenarios(manifest)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    by_id = {s.id: s for s in scenarios}
+    records = list(latest_by_id(folder.conversations()).values())
+    gone = sorted({r.scenario_id for r in records} - set(by_id))
+    if gone:
+        print(f"warning: scenarios no longer in their files, not judged: {', '.join(gone)}", file=sys.stderr)
+    records = [r for r in records if r.scenario_id in by_id]
+    hub = ModelHub.for_suite(suite)
+    stage = make_judge_stage(suite, scenarios, hub)
+    earlier = list(folder.verdicts())
+    judged = {
+        (v.conversation_id, v.criterion_id)
+        for v in earlier
+        if v.judge_set_hash == stage.judge_set_hash and not (args.retry_errors and v.result == "error")
+    }
+    todo = [r for r in records if stage.pending(r, judged)]
+
+    async def go() -> list[Verdict]:
+        try:
+            return await _judge_records(
+                folder, stage, todo, by_id, judged, args.concurrency or suite.concurrency
+            )
+        finally:
+            await hub.aclose()
+
+    written = asyncio.run(go())
+    _record_judge_set(folder, manifest, stage.describe())
+    current = _latest([v for v in [*earlier, *written] if v.judge_set_hash == stage.judge_set_hash])
+    others = sum(v.judge_set_hash != stage.judge_set_hash for v in earlier)
+    model = suite.judges.model or "none (LLM criteria not judged)"
+    print(f"judge set {stage.judge_set_hash[:19]}  model: {model}  criteria: {len(stage.criteria)}")
+    print(
+        f"judged {len(todo)} of {len(records)} conversations ({len(written)} verdicts written); "
+        f"{others} earlier verdicts of other judge sets kept"
+    )
+    _print_table(verdict_rows(current))
+    unverified = sum(v.evidence_verified is False for v in current)
+    if unverified:
+        print(f"{unverified} verdicts have evidence not found in the transcript (evidence_verified: false)")
+    return 0
+
+
+def _record_judge_set(folder: RunFolder, manifest: Manifest, info: dict[str, Any]) -> None:
+    """Keep every judge set used on the run in `judge_sets`; `judges` describes the latest."""
+    history = list((manifest.model_extra or {}).get("judge_sets") or [])
+    if not history and manifest.judges:
+        history.append(manifest.judges)  # the set the run itself was judged with
+    if not history or history[-1].get("judge_set_hash") != info["manifest"]["judge_set_hash"]:
+        history.append({**info["manifest"], "judged_at": datetime.now(UTC).isoformat()})
+    manifest.judge_sets = history  # type: ignore[attr-defined]
+    manifest.judges = info["manifest"]
+    manifest.prompts["judge"] = info["prompts"]["judge"]
+    folder.write_manifest(manifest)
+
+
+def cmd_judge_pairwise(args: argparse.Namespace) -> int:
+    from simulator.judging.criteria import load_criteria
+    from simulator.judging.hygiene import same_family_warnings
+    from simulator.judging.pairwise import judge_pair, summarise_pairs
+    from simulator.llm import ModelHub
+    from simulator.runner import latest_by_id
+
+    folder_a, folder_b = RunFolder.open(args.run_a), RunFolder.open(args.run_b)
+    suite = stored_suite(folder_a.read_manifest(), folder_a.path)
+    suite_b = stored_suite(folder_b.read_manifest(), folder_b.path)
+    paths = (
+        [p.resolve() for p in args.judges] if args.judges else [suite.resolve(p) for p in suite.judges.paths]
+    )
+    if not paths:
+        raise UserError("no criteria: pass --judges PATH, or give the suite a judges.paths")
+    criteria = {c.id: c for c in load_criteria(paths)}
+    criterion = criteria.get(args.criterion)
+    if criterion is None:
+        raise UserError(
+            f"no criterion '{args.criterion}' in {', '.join(map(str, paths))}; ids: {', '.join(criteria)}"
+        )
+    model = args.judge_model or suite.judges.model
+    if model is None:
+        raise UserError(
+            "pairwise judging needs a judge model: pass --judge-model, e.g. anthropic:claude-sonnet-4-5"
+        )
+    bots = {"bot A": getattr(suite.bot, "model", None), "bot B": getattr(suite_b.bot, "model", None)}
+    for warning in same_family_warnings(model, bots):
+        print(f"warning: {warning}", file=sys.stderr)
+    a = latest_by_id(folder_a.conversations())
+    b = latest_by_id(folder_b.conversations())
+    common = sorted(
+        cid
+        for cid in set(a) & set(b)
+        if a[cid].stop_reason != "error" and b[cid].stop_reason != "error" and criterion.applies(a[cid].tags)
+    )
+    if not common:
+        raise UserError(
+            f"{args.run_a} and {args.run_b} share no finished conversation (scenario#repeat) "
+            f"that '{criterion.id}' applies to"
+        )
+    hub = ModelHub.for_suite(suite)
+    client, bare = hub.client(model)
+    slots = asyncio.Semaphore(max(1, args.concurrency or suite.concurrency))
+
+    async def one(cid: str) -> Any:
+        async with slots:
+            return await judge_pair(
+                client,
+                bare,
+                criterion,
+                cid,
+                a[cid].turns,
+                b[cid].turns,
+                temperature=suite.judges.temperature,
+                max_tokens=suite.judges.max_tokens,
+            )
+
+    async def go() -> list[Any]:
+        try:
+            return list(await asyncio.gather(*(one(cid) for cid in common)))
+        finally:
+            await hub.aclose()
+
+    results = asyncio.run(go())
+    if args.out:
+        args.out.write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
+    _print_pairs(results, summarise_pairs(results), criterion.id, model)
+    return 0
+
+
+def _print_pairs(results: list[Any], summary: Any, criterion_id: str, model: str) -> None:
+    from rich.table import Table
+
+    table = Table(
+        "conversation", "A vs B", "B vs A", "winner", "consistent", title=f"{criterion_id} ({model})"
+    )
+    for r in results:
+        ab, ba = (o.choice for o in r.orders)
+        consistent = {True: "yes", False: "NO", None: ""}[r.position_consistent]
+        table.add_row(r.conversation_id, ab, ba, r.winner or f"error: {r.error}", consistent)
+    _console().print(table)
+    print(f"A wins {summary.a_wins}, B wins {summary.b_wins}, ties {summary.ties}, errors {summary.errors}")
+    print(f"position inconsistency (the verdict flipped with the order): {summary.inconsistent}")

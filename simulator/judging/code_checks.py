@@ -1,0 +1,193 @@
+"""Checks that need no LLM: outcome against the bot's final state and stop reason, assertions, text metrics.
+
+Each yields the same Verdict type as an LLM judge (kind `code`, or `metric` for scores that gate
+nothing), with the matching text as evidence, so reports treat them alike.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CODE_CHECKS_VERSION",
+    "STOP_KEYS",
+    "assertion_verdict",
+    "bot_messages",
+    "code_check_ids",
+    "code_verdicts",
+    "metric_verdicts",
+    "outcome_verdicts",
+]
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from simulator.judging.assertions import AssertionSpec, check_assertions
+from simulator.judging.text_metrics import difflib_ratio, exact_match, rouge_l, token_f1
+from simulator.records import ConversationRecord, Evidence, Verdict
+from simulator.scenario import Scenario
+
+# Bumped whenever a check's logic changes: it is part of the judge set's hash.
+CODE_CHECKS_VERSION = "code-checks-v1"
+
+# `expected` keys compared with the recorded stop reason rather than the bot's final state.
+STOP_KEYS = {"handover": "handover", "closed": "bot_closed"}
+
+METRICS: dict[str, Callable[[str, str], float]] = {
+    "exact_match": lambda reply, reference: float(exact_match(reply, reference)),
+    "token_f1": token_f1,
+    "rouge_l": rouge_l,
+    "difflib_ratio": difflib_ratio,
+}
+
+
+def code_check_ids(scenario: Scenario) -> list[str]:
+    """The criterion ids the code checks write for a scenario."""
+    ids = [f"outcome.{key}" for key in scenario.expected]
+    if scenario.assertions is not None and not scenario.assertions.is_empty:
+        ids.append("assertions")
+    if scenario.reference:
+        ids += [f"metric.{name}" for name in METRICS]
+    return ids
+
+
+def bot_messages(record: ConversationRecord) -> list[str]:
+    """Every message the bot sent, in order."""
+    return [message for turn in record.turns if turn.role == "bot" for message in turn.messages]
+
+
+def _meta(check_id: str) -> dict[str, Any]:
+    """Kind, severity and category of a code check, from its id."""
+    if check_id.startswith("outcome."):
+        return {"kind": "code", "severity": "critical", "category": "outcome"}
+    if check_id.startswith("metric."):
+        return {"kind": "metric", "category": "metric"}
+    return {"kind": "code", "severity": "major", "category": "assertion"}
+
+
+def _base(record: ConversationRecord, check_id: str, judge_set_hash: str) -> dict[str, Any]:
+    return {
+        "conversation_id": record.id,
+        "scenario_id": record.scenario_id,
+        "repeat": record.repeat,
+        "criterion_id": check_id,
+        "judge_set_hash": judge_set_hash,
+        "judged_at": datetime.now(UTC),
+        **_meta(check_id),
+    }
+
+
+def _same(actual: Any, expected: Any) -> bool:
+    """Equality, ignoring case and surrounding spaces when both sides are strings (`Emergency` = `emergency`)."""
+    if isinstance(actual, str) and isinstance(expected, str):
+        return actual.strip().casefold() == expected.strip().casefold()
+    return bool(actual == expected)
+
+
+def _outcome(record: ConversationRecord, key: str, expected: Any, base: dict[str, Any]) -> Verdict:
+    if key in STOP_KEYS or key == "stop_reason":
+        actual: Any = record.stop_reason == STOP_KEYS[key] if key in STOP_KEYS else record.stop_reason
+        passed = _same(actual, expected)
+        last = bot_messages(record)[-1:] or []
+        return Verdict(
+            **base,
+            result="pass" if passed else "fail",
+            reasoning=f"expected {key}={expected!r}; the conversation stopped with {record.stop_reason!r}",
+            evidence=[Evidence(quote=f"stop_reason={record.stop_reason}", found=True)]
+            + [Evidence(quote=text, found=True) for text in last],
+            evidence_verified=True,
+        )
+    state = record.final_state or {}
+    if key not in state:
+        return Verdict(
+            **base,
+            result="fail",
+            reasoning=f"expected {key}={expected!r}; the bot recorded no {key} (final state: {state or 'none'})",
+            evidence=[],
+            evidence_verified=True,
+        )
+    actual = state[key]
+    return Verdict(
+        **base,
+        result="pass" if _same(actual, expected) else "fail",
+        reasoning=f"expected {key}={expected!r}, the bot recorded {actual!r}",
+        evidence=[Evidence(quote=f"{key}={actual!r}", found=True)],
+        evidence_verified=True,
+    )
+
+
+def outcome_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_hash: str) -> list[Verdict]:
+    """Each `expected` key compared in code with the bot's final state, or with the recorded stop reason."""
+    return [
+        _outcome(record, key, expected, _base(record, f"outcome.{key}", judge_set_hash))
+        for key, expected in scenario.expected.items()
+    ]
+
+
+def assertion_verdict(record: ConversationRecord, spec: AssertionSpec, judge_set_hash: str) -> Verdict:
+    """must_contain / must_not_contain / must_not_match on the bot's messages, with the matching text as evidence."""
+    messages = bot_messages(record)
+    outcome = check_assertions(spec, messages)
+    base = _base(record, "assertions", judge_set_hash)
+    where = "the final bot message" if spec.scope == "final_bot_message" else "the bot's messages"
+    if outcome.passed:
+        return Verdict(
+            **base,
+            result="pass",
+            reasoning=f"every assertion holds on {where}",
+            evidence=[Evidence(quote=quote, found=True) for quote in outcome.evidence],
+            evidence_verified=True if outcome.evidence else None,
+        )
+    # The forbidden text that was found is the evidence of a fail; a missing phrase has no quote.
+    forbidden = AssertionSpec(
+        must_not_contain=spec.must_not_contain, must_not_match=spec.must_not_match, scope=spec.scope
+    )
+    quotes = check_assertions(forbidden, messages).evidence
+    return Verdict(
+        **base,
+        result="fail",
+        reasoning=f"on {where}: " + "; ".join(outcome.failures),
+        evidence=[Evidence(quote=quote, found=True) for quote in quotes],
+        evidence_verified=True if quotes else None,
+    )
+
+
+def metric_verdicts(record: ConversationRecord, reference: str, judge_set_hash: str) -> list[Verdict]:
+    """Exact match, token F1, ROUGE-L and difflib ratio of the bot's final reply against the reference.
+
+    Recorded as kind `metric` with result `not_applicable` and the value in `score`: they gate nothing.
+    """
+    bot_turns = [turn for turn in record.turns if turn.role == "bot"]
+    reply = bot_turns[-1].text if bot_turns else ""
+    verdicts = []
+    for name, metric in METRICS.items():
+        score = metric(reply, reference)
+        verdicts.append(
+            Verdict(
+                **_base(record, f"metric.{name}", judge_set_hash),
+                result="not_applicable",
+                score=round(score, 6),
+                reasoning=f"{name} of the final bot reply against the scenario's reference: {score:.3f}",
+                evidence=[Evidence(quote=reply, found=True)] if reply else [],
+            )
+        )
+    return verdicts
+
+
+def code_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_hash: str) -> list[Verdict]:
+    """Every code check of a scenario on one conversation; an errored conversation gets `not_judged` ones."""
+    if record.stop_reason == "error":
+        cause = f" ({record.error.source}: {record.error.message})" if record.error else ""
+        return [
+            Verdict(
+                **_base(record, check_id, judge_set_hash),
+                result="not_judged",
+                reasoning=f"the conversation ended in an error{cause}; nothing to check",
+            )
+            for check_id in code_check_ids(scenario)
+        ]
+    verdicts = outcome_verdicts(record, scenario, judge_set_hash)
+    if scenario.assertions is not None and not scenario.assertions.is_empty:
+        verdicts.append(assertion_verdict(record, scenario.assertions, judge_set_hash))
+    if scenario.reference:
+        verdicts += metric_verdicts(record, scenario.reference, judge_set_hash)
+    return verdicts

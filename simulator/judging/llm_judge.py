@@ -1,0 +1,239 @@
+"""One LLM call per criterion per conversation, returning a typed verdict whose evidence is checked in code.
+
+The judge asks for structured output (each provider's own mechanism); the answer is validated with
+pydantic, and an invalid one gets exactly one corrective retry that shows the model its error. A judge
+that still fails, or whose provider fails after the client's retries, is recorded as `error`: never as a
+pass or a fail.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "VERDICT_FORM",
+    "VERDICT_SCHEMA",
+    "Answer",
+    "JudgeOutput",
+    "LLMJudge",
+    "ask_validated",
+    "not_judged_verdict",
+    "parse_output",
+    "verdict_base",
+]
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from simulator.judging.criteria import Criterion
+from simulator.judging.evidence import verify_evidence
+from simulator.judging.prompt import build_judge_request, render_transcript_block, transcript_messages
+from simulator.llm import ModelClient
+from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError
+from simulator.records import ConversationRecord, ErrorInfo, Verdict
+from simulator.transcript import Usage
+
+JudgeResult = Literal["pass", "fail", "not_applicable"]
+T = TypeVar("T", bound=BaseModel)
+_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reasoning": {"type": "string", "description": "why, in a few sentences, written before the result"},
+        "evidence": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "exact quotes from the transcript that justify the result",
+        },
+        "result": {"type": "string", "enum": ["pass", "fail", "not_applicable"]},
+    },
+    "required": ["reasoning", "evidence", "result"],
+    "additionalProperties": False,
+}
+
+_CORRECTION = """\
+Your answer could not be used: {problem}.
+Answer again about the same input and the same criterion, with one JSON object only, no other text:
+{form}"""
+VERDICT_FORM = (
+    '{"reasoning": "<a few sentences>", "evidence": ["<exact quote>", ...], '
+    '"result": "pass" | "fail" | "not_applicable"}'
+)
+
+
+class JudgeOutput(BaseModel):
+    """What a judge model must answer: reasoning first, then evidence quotes, then the result."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    reasoning: str
+    evidence: list[str] = Field(default_factory=list)
+    result: JudgeResult
+
+    @field_validator("result", mode="before")
+    @classmethod
+    def _plain_result(cls, value: Any) -> Any:
+        """Accept `Not applicable`, `not-applicable`, ` PASS ` for the three results."""
+        if isinstance(value, str):
+            return "_".join(value.strip().lower().replace("-", " ").split())
+        return value
+
+    @field_validator("evidence", mode="before")
+    @classmethod
+    def _one_quote_is_a_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [value] if value.strip() else []
+        return value
+
+
+def _json_in(text: str) -> Any:
+    """The JSON value of a reply, also when a model wrapped one object in prose or a code fence."""
+    for candidate in (text, *(m.group(0) for m in [_JSON_OBJECT.search(text)] if m)):
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
+def parse_output(response: ModelResponse, model: type[T]) -> tuple[T | None, str]:
+    """The validated output, or None and what was wrong with it (shown to the model in the retry)."""
+    data = response.parsed if response.parsed is not None else _json_in(response.text)
+    if data is None:
+        shown = response.text.strip()[:120] or "(an empty answer)"
+        return None, f"it is not a JSON object (it began: {shown!r})"
+    if not isinstance(data, dict):
+        return None, f"it is a JSON {type(data).__name__}, not an object"
+    try:
+        return model.model_validate(data), ""
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'the object'}: {e['msg']}" for e in exc.errors()[:5]
+        )
+        return None, f"it does not match the required format ({problems})"
+
+
+@dataclass
+class Answer(Generic[T]):
+    """A validated structured answer (or None), what was wrong with the last one, and what it cost."""
+
+    output: T | None
+    problem: str
+    text: str
+    usage: Usage
+    latency_s: float
+
+
+async def ask_validated(client: ModelClient, request: ModelRequest, model: type[T], form: str) -> Answer[T]:
+    """Ask for structured output; on an invalid answer, retry once showing the model its error and `form`.
+
+    Provider failures (after the client's own retries) propagate as ProviderError.
+    """
+    response = await client.generate(request)
+    usage, latency = response.usage, response.latency_s
+    output, problem = parse_output(response, model)
+    if output is None:
+        retry = request.model_copy(
+            update={
+                "messages": [
+                    *request.messages,
+                    ChatMessage(role="assistant", content=response.text.strip() or "(empty)"),
+                    ChatMessage(role="user", content=_CORRECTION.format(problem=problem, form=form)),
+                ]
+            }
+        )
+        response = await client.generate(retry)
+        usage, latency = usage + response.usage, latency + response.latency_s
+        output, problem = parse_output(response, model)
+    return Answer(output, problem, response.text, usage, latency)
+
+
+def verdict_base(
+    record: ConversationRecord, criterion: Criterion, judge_set_hash: str, judge_model: str | None
+) -> dict[str, Any]:
+    """The fields every verdict of one (conversation, criterion) shares."""
+    return {
+        "conversation_id": record.id,
+        "scenario_id": record.scenario_id,
+        "repeat": record.repeat,
+        "criterion_id": criterion.id,
+        "kind": "llm",
+        "severity": criterion.severity,
+        "category": criterion.category,
+        "judge_model": judge_model,
+        "judge_set_hash": judge_set_hash,
+        "judged_at": datetime.now(UTC),
+    }
+
+
+def not_judged_verdict(
+    record: ConversationRecord, criterion: Criterion, judge_set_hash: str, reason: str
+) -> Verdict:
+    """A criterion that was deliberately not judged (no judge model, an errored conversation), and why."""
+    return Verdict(
+        **verdict_base(record, criterion, judge_set_hash, None), result="not_judged", reasoning=reason
+    )
+
+
+@dataclass
+class LLMJudge:
+    """Judges conversations against criteria with one model, through the shared provider client."""
+
+    client: ModelClient
+    model_spec: str  # provider:model, as recorded in verdicts
+    model: str  # the bare model name the provider is called with
+    judge_set_hash: str
+    temperature: float | None = 0.0
+    max_tokens: int = 1024
+
+    def request(self, transcript_block: str, criterion: Criterion) -> ModelRequest:
+        return build_judge_request(
+            self.model,
+            transcript_block,
+            criterion,
+            output_schema=VERDICT_SCHEMA,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+        )
+
+    async def judge(
+        self, record: ConversationRecord, criterion: Criterion, transcript_block: str | None = None
+    ) -> Verdict:
+        """Judge one conversation against one criterion; failures come back as `error` verdicts."""
+        block = transcript_block if transcript_block is not None else render_transcript_block(record.turns)
+        request = self.request(block, criterion)
+        base = verdict_base(record, criterion, self.judge_set_hash, self.model_spec)
+        try:
+            answer = await ask_validated(self.client, request, JudgeOutput, VERDICT_FORM)
+        except ProviderError as exc:
+            return Verdict(
+                **base,
+                result="error",
+                reasoning=f"the judge model call failed: {exc}",
+                error=ErrorInfo(source="judge", kind=exc.kind, message=str(exc)),
+            )
+        output, usage, latency = answer.output, answer.usage, answer.latency_s
+        if output is None:
+            return Verdict(
+                **base,
+                result="error",
+                reasoning=f"the judge answered twice without a valid verdict; last answer: {answer.text[:300]!r}",
+                usage=usage,
+                latency_s=latency,
+                error=ErrorInfo(source="judge", kind="invalid_output", message=answer.problem),
+            )
+        messages = [text for _, text in transcript_messages(record.turns)]
+        evidence, verified = verify_evidence(output.evidence, messages, output.result)
+        return Verdict(
+            **base,
+            result=output.result,
+            reasoning=output.reasoning,
+            evidence=evidence,
+            evidence_verified=verified,
+            usage=usage,
+            latency_s=latency,
+        )

@@ -18,7 +18,7 @@ from simulator.records import ConversationRecord, Verdict
 from simulator.runner import RunOptions, RunResult, run_suite
 from simulator.runs import RunFolder
 from simulator.scenario import load_scenarios
-from simulator.suite import ProviderSettings, Suite, load_suite
+from simulator.suite import ChatBotConfig, ProviderSettings, Suite, load_suite
 from simulator.users.character import character_break_reason
 
 pytestmark = pytest.mark.real_llm
@@ -105,11 +105,31 @@ def check_engine_behaviour(
                 recorded = record.usage_by_role[role]
                 assert recorded.calls == len(turns)
                 assert recorded.output_tokens == sum(t.usage.output_tokens for t in turns if t.usage)
-    by_conversation = {r.id for r in records}
+    # One LLM verdict per (conversation, criterion): a valid result, or an error recorded as an error.
+    by_id = {r.id: r for r in records}
+    criteria = {"smoke-asks-for-details", "smoke-stays-on-topic"}
+    assert sorted((v.conversation_id, v.criterion_id) for v in verdicts) == sorted(
+        (r.id, c) for r in records for c in criteria
+    )
     for verdict in verdicts:
-        assert verdict.conversation_id in by_conversation
+        record = by_id[verdict.conversation_id]
+        assert verdict.kind == "llm"
+        assert verdict.judge_set_hash
+        if record.stop_reason == "error":
+            assert verdict.result == "not_judged" and "ended in an error" in verdict.reasoning
+            continue
         assert verdict.result in {"pass", "fail", "not_applicable", "error"}
-        assert (verdict.result == "error") == (verdict.error is not None) or verdict.kind == "code"
+        assert verdict.judge_model == suite.judges.model
+        if verdict.result == "error":
+            assert verdict.error is not None and verdict.error.source == "judge"
+            if verdict.error.kind != "invalid_output":
+                continue  # the provider failed: nothing was answered, so there is no usage to record
+            assert verdict.usage is not None and verdict.usage.calls == 2  # after one corrective retry
+        else:
+            assert verdict.error is None and verdict.evidence_verified is not None
+        assert verdict.usage is not None and verdict.usage.calls in (1, 2)
+        assert verdict.usage.input_tokens > 0 and verdict.usage.output_tokens > 0
+        assert verdict.latency_s is not None and verdict.latency_s > 0
 
 
 async def test_smoke_suite_through_the_llama_cpp_server(llama_server: Any, tmp_path: Path) -> None:
@@ -119,7 +139,8 @@ async def test_smoke_suite_through_the_llama_cpp_server(llama_server: Any, tmp_p
     models = {t.model for r in records for t in r.turns}
     assert models <= {"smollm2"}  # the server's alias, read back from its responses
     raw_requests = [t.raw["request"] for r in records for t in r.turns if t.raw]
-    assert all(req["max_tokens"] in (suite.user.max_tokens, 80) for req in raw_requests)
+    assert isinstance(suite.bot, ChatBotConfig)
+    assert all(req["max_tokens"] in (suite.user.max_tokens, suite.bot.max_tokens) for req in raw_requests)
 
 
 async def test_smoke_suite_in_process(tmp_path: Path) -> None:
@@ -128,6 +149,30 @@ async def test_smoke_suite_in_process(tmp_path: Path) -> None:
     check_engine_behaviour(suite, result, records, verdicts, tmp_path / "run")
     files = {t.raw["model_file"] for r in records for t in r.turns if t.raw}
     assert files == {str(resolve_model_path("smollm2"))}
+
+
+async def test_in_process_calls_reuse_the_shared_prompt_prefix() -> None:
+    """Judges of one conversation share instructions and transcript: llama.cpp keeps them in its KV cache,
+    and the usage says how much of the prompt came from it."""
+    from simulator.providers.local import LocalProvider
+
+    provider = LocalProvider(ProviderSettings())
+    transcript = ChatMessage(role="user", content="USER: where is my parcel?\nBOT: What is the order number?")
+    usages = []
+    for question in ("Did the bot ask for the order number?", "Was the bot polite?"):
+        request = ModelRequest(
+            model="smollm2",
+            system="You judge support chats.",
+            messages=[transcript, ChatMessage(role="user", content=question)],
+            max_tokens=40,
+            temperature=0.0,
+            output_schema=VERDICT_SCHEMA,
+        )
+        response = await provider.generate(request)
+        assert response.parsed is not None and response.parsed["result"] in {"pass", "fail", "not_applicable"}
+        usages.append(response.usage)
+    assert usages[1].cached_input_tokens > 0
+    assert usages[1].cached_input_tokens < usages[1].input_tokens
 
 
 async def test_structured_output_degrades_once_per_server(llama_server: Any) -> None:

@@ -218,11 +218,26 @@ def completion_kwargs(request: ModelRequest, template_takes_tools: bool) -> dict
     return kwargs
 
 
-def _complete(loaded: _LoadedModel, kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
-    """Runs on the model's own thread, so the latency excludes time spent queued behind other calls."""
+def _complete(loaded: _LoadedModel, kwargs: dict[str, Any]) -> tuple[dict[str, Any], float, int]:
+    """Runs on the model's own thread, so the latency excludes time spent queued behind other calls.
+
+    Also returns how many prompt tokens llama.cpp took from its KV cache: it reuses the longest prefix the
+    new prompt shares with the tokens already evaluated (judges of one conversation share a transcript).
+    """
+    llama = loaded.llama
+    held = list(llama.input_ids[: llama.n_tokens])
     watch = Stopwatch()
-    result: dict[str, Any] = loaded.llama.create_chat_completion(**kwargs)
-    return result, watch.elapsed()
+    result: dict[str, Any] = llama.create_chat_completion(**kwargs)
+    latency = watch.elapsed()
+    prompt_tokens = int((result.get("usage") or {}).get("prompt_tokens", 0))
+    prompt = list(llama.input_ids[: min(llama.n_tokens, prompt_tokens)])
+    shared = 0
+    for old, new in zip(held, prompt, strict=False):
+        if old != new:
+            break
+        shared += 1
+    # llama.cpp evaluates at least one prompt token again to refresh the logits.
+    return result, latency, max(0, min(shared, prompt_tokens - 1))
 
 
 class LocalProvider(Provider):
@@ -252,7 +267,7 @@ class LocalProvider(Provider):
         kwargs = completion_kwargs(request, loaded.template_takes_tools)
         loop = asyncio.get_running_loop()
         try:
-            result, latency = await loop.run_in_executor(loaded.executor, _complete, loaded, kwargs)
+            result, latency, cached = await loop.run_in_executor(loaded.executor, _complete, loaded, kwargs)
         except (ValueError, RuntimeError) as exc:
             # Deterministic in process (e.g. the prompt exceeds the context window): retrying cannot help.
             raise ProviderError("permanent", f"llama.cpp: {exc}") from exc
@@ -276,6 +291,7 @@ class LocalProvider(Provider):
             usage=Usage(
                 input_tokens=usage.get("prompt_tokens", 0),
                 output_tokens=usage.get("completion_tokens", 0),
+                cached_input_tokens=cached,
                 calls=1,
             ),
             latency_s=latency,

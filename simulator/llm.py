@@ -67,6 +67,7 @@ class ModelHub:
     def __init__(self, settings: dict[str, ProviderSettings] | None = None) -> None:
         self._settings = settings or {}
         self._clients: dict[str, ModelClient] = {}
+        self._checked: set[str] = set()
 
     @classmethod
     def for_suite(cls, suite: Suite) -> ModelHub:
@@ -80,7 +81,11 @@ class ModelHub:
         if provider_name not in self._clients:
             settings = self._settings.get(provider_name, ProviderSettings())
             self._clients[provider_name] = ModelClient(create_provider(provider_name, settings), settings)
-        return self._clients[provider_name], model
+        client = self._clients[provider_name]
+        if spec not in self._checked:
+            client.provider.check_model(model)
+            self._checked.add(spec)
+        return client, model
 
     async def aclose(self) -> None:
         for client in self._clients.values():

@@ -71,6 +71,9 @@ def test_outcome_detection() -> None:
         ("ok thanks bye [END]", "sentinel"),
         ("   ", "empty"),
         ("How can I help you today?", "assistant's side"),
+        ("I'm always here to help people in whatever way I can.", "assistant's side"),
+        ("I'll be your friendly assistant today", "assistant's side"),
+        ("Is there anything else I can help with?", "assistant's side"),
     ],
 )
 def test_character_breaks_detected(text: str, reason: str) -> None:
@@ -78,7 +81,17 @@ def test_character_breaks_detected(text: str, reason: str) -> None:
     assert found is not None and reason in found
 
 
-@pytest.mark.parametrize("text", ["my chest hurts", END, "im 52 and a smoker", "is this an emergency?"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my chest hurts",
+        END,
+        "im 52 and a smoker",
+        "is this an emergency?",
+        "can you help me",
+        "glad you asked",
+    ],
+)
 def test_in_character_messages_pass(text: str) -> None:
     assert character_break_reason(text) is None
 

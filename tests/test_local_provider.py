@@ -154,3 +154,14 @@ def test_tool_calls_are_parsed_from_the_reply_text() -> None:
 
     prose = "I think {you} should see a GP."
     assert parse_tool_calls(prose, [DECIDE]) == (prose, [])
+
+
+def test_a_missing_model_file_stops_the_run_before_it_starts(tmp_path: Path) -> None:
+    from simulator.cli import main
+
+    (tmp_path / "s.yaml").write_text("id: s\npersona: p\ngoal: g\n")
+    (tmp_path / "suite.yaml").write_text(
+        "bot: {type: chat, model: 'local:/nowhere/model.gguf', system_prompt: hi}\nuser: {model: offline}\n"
+    )
+    assert main(["run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "run")]) == 2
+    assert not (tmp_path / "run").exists()  # no run folder full of errored conversations

@@ -108,3 +108,22 @@ async def test_a_cut_off_reply_has_no_parsed_object_and_modes_are_per_server() -
     assert response.raw["schema_mode"] == "json_schema"
     assert response.parsed is None
     assert response.text.startswith('{"result": "pass"')
+
+
+def test_grammar_schemas_bound_every_free_text_string() -> None:
+    from simulator.providers._schema import cap_string_lengths
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "reasoning": {"type": "string"},
+            "evidence": {"type": "array", "items": {"type": "string"}},
+            "result": {"type": "string", "enum": ["pass", "fail"]},
+            "short": {"type": "string", "maxLength": 10},
+        },
+    }
+    capped = cap_string_lengths(schema, 50)
+    props = capped["properties"]
+    assert props["reasoning"]["maxLength"] == 50 and props["evidence"]["items"]["maxLength"] == 50
+    assert "maxLength" not in props["result"] and props["short"]["maxLength"] == 10
+    assert "maxLength" not in schema["properties"]["reasoning"]  # the caller's schema is not changed

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import UserError
+from simulator.providers._schema import cap_string_lengths
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall, ToolSpec
 from simulator.suite import ProviderSettings
@@ -206,7 +207,10 @@ def completion_kwargs(request: ModelRequest, template_takes_tools: bool) -> dict
     if request.temperature is not None:
         kwargs["temperature"] = request.temperature
     if request.output_schema is not None:
-        kwargs["response_format"] = {"type": "json_object", "schema": request.output_schema}
+        kwargs["response_format"] = {
+            "type": "json_object",
+            "schema": cap_string_lengths(request.output_schema),
+        }
     if request.tools and template_takes_tools:
         kwargs["tools"] = [
             {
@@ -248,6 +252,10 @@ class LocalProvider(Provider):
     def __init__(self, settings: ProviderSettings) -> None:
         self._llama_cpp = import_llama_cpp()
         self._settings = settings
+
+    def check_model(self, model: str) -> None:
+        """A missing model file or package is a user mistake, reported before the run starts."""
+        resolve_model_path(model)
 
     async def _model(self, name: str) -> _LoadedModel:
         try:

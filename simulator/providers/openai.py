@@ -9,6 +9,7 @@ import os
 from typing import Any, ClassVar, Literal
 
 from simulator.errors import UserError
+from simulator.providers._schema import cap_string_lengths
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
 from simulator.suite import ProviderSettings
@@ -74,7 +75,11 @@ class OpenAIProvider(Provider):
                 "json_schema": {"name": request.schema_name, "schema": request.output_schema},
             }
         elif request.output_schema is not None and mode == "json_object":
-            payload["response_format"] = {"type": "json_object", "schema": request.output_schema}
+            # Only grammar-building servers (llama.cpp) read this key: bound free text so the JSON closes.
+            payload["response_format"] = {
+                "type": "json_object",
+                "schema": cap_string_lengths(request.output_schema),
+            }
         elif request.output_schema is not None and mode == "json_object_plain":
             payload["response_format"] = {"type": "json_object"}
         return payload

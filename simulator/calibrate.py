@@ -217,10 +217,15 @@ def _rubric(run: RunData, criterion: str) -> str:
     """The criterion's own wording when the manifest recorded it (judges write it there), else ''."""
     judges = getattr(run.manifest, "judges", None) or {}
     for entry in judges.get("criteria", []) if isinstance(judges, dict) else []:
-        if isinstance(entry, dict) and entry.get("id") == criterion:
-            for key in ("criterion", "text", "rubric", "description"):
-                if isinstance(entry.get(key), str):
-                    return str(entry[key])
+        if (
+            isinstance(entry, dict)
+            and entry.get("id") == criterion
+            and isinstance(entry.get("criterion"), str)
+        ):
+            meanings = [
+                f"- **{key}**: {entry[key]}" for key in ("pass", "fail", "not_applicable") if entry.get(key)
+            ]
+            return "\n\n".join([str(entry["criterion"]), "\n".join(meanings)]).strip()
     return ""
 
 

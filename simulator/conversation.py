@@ -56,9 +56,9 @@ async def _attempt(
                 message = await user.next_message(attempt.turns)
             except ProviderError as exc:
                 return "error", state, ErrorInfo(source="user", kind=exc.kind, message=str(exc))
+            attempt.add_usage("user", message.usage)  # the closing [END] call costs tokens too
             if message.done:
                 return "user_done", await session.final_state() or state, None
-            attempt.add_usage("user", message.usage)
             attempt.turns.append(
                 Turn(
                     index=index,
@@ -113,6 +113,7 @@ async def run_conversation(
 ) -> ConversationRecord:
     """Run one (scenario, repeat) to its end; never raises for a bot, user or provider failure."""
     breaks: list[str] = []
+    discarded = Usage()  # what the discarded attempts cost: their transcripts go, their tokens count
     started = _now()
     for attempt_number in range(max_character_breaks + 1):
         attempt = _Attempt()
@@ -121,10 +122,13 @@ async def run_conversation(
             stop, state, error = await _attempt(plan, user, bots, attempt)
         except CharacterBreak as exc:
             breaks.append(str(exc))
+            discarded = sum(attempt.usage.values(), discarded) + (exc.usage or Usage())
             continue  # discard this conversation and play it again
         except Exception as exc:  # an engine bug must not lose the run: record it
             stop, state = "error", None
             error = ErrorInfo(source="engine", kind=type(exc).__name__, message=str(exc))
+        if discarded.calls:
+            attempt.usage["discarded"] = discarded
         return ConversationRecord(
             id=plan.id,
             scenario_id=plan.scenario.id,
@@ -158,4 +162,5 @@ async def run_conversation(
         tags=list(plan.scenario.tags),
         user_model=user_model,
         bot=bot_name,
+        usage_by_role={"discarded": discarded},
     )

@@ -247,6 +247,7 @@ class ModelHub:
         self._settings = settings or {}
         self._clients: dict[str, ModelClient] = {}
         self._views: dict[tuple[str, str], ModelClient] = {}
+        self._checked: set[str] = set()  # specs whose model the provider has checked (shared by views)
         self.cache = cache
         self.cache_roles = cache_roles
         self.role = "other"
@@ -276,6 +277,9 @@ class ModelHub:
             cache = self.cache if self.role in self.cache_roles else None
             view = base.for_role(self.role, cache)
             self._views[(provider_name, self.role)] = view
+        if spec not in self._checked:
+            view.provider.check_model(model)  # e.g. a local model file that is not there: fail before the run
+            self._checked.add(spec)
         return view, model
 
     def _base(self, provider_name: str) -> ModelClient:

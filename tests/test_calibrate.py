@@ -181,3 +181,41 @@ def test_labels_export_command(tmp_path: Path, capsys: pytest.CaptureFixture[str
         .startswith("conversation_id,criterion_id,label,notes")
     )
     assert main(["labels", "export", str(run), "--criterion", "tone", "--sample", "0"]) == 2
+
+
+def test_blind_export_shows_the_rubric_the_run_recorded(tmp_path: Path) -> None:
+    """The judge stage writes each criterion's wording into the manifest; the labelling sheet shows it."""
+    import asyncio
+
+    from simulator.records import Verdict
+    from simulator.runner import RunOptions, run_suite
+    from simulator.runs import VERDICTS, RunFolder
+    from simulator.scenario import load_scenarios
+    from simulator.suite import load_suite
+
+    root = Path(__file__).resolve().parent.parent
+    suite = load_suite(root / "scenarios" / "triage" / "suite.yaml", {"runs": 1})
+    scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths])[:2]
+    out = tmp_path / "run"
+    asyncio.run(run_suite(suite, scenarios, RunOptions(out=out, progress=False)))
+    folder = RunFolder.open(out)
+    first = next(iter(folder.conversations()))
+    folder.append(
+        VERDICTS,
+        [
+            Verdict(
+                conversation_id=first.id,
+                scenario_id=first.scenario_id,
+                repeat=0,
+                criterion_id="asks-age",
+                kind="llm",
+                result="pass",
+                reasoning="JUDGE-REASONING-7",
+            )
+        ],
+    )
+    transcripts, _, count = export_labels(load_run(out), "asks-age", tmp_path / "labels")
+    text = transcripts.read_text()
+    assert count == 1
+    assert "## The criterion" in text and "age" in text.split("## 1.")[0].lower()
+    assert "**fail**" in text and "JUDGE-REASONING-7" not in text  # the verdict itself stays hidden

@@ -62,7 +62,7 @@ def test_flipped_cases_carry_the_judges_evidence(runs: tuple[Path, Path, Path]) 
     flip = next(f for f in outcome.flips if f.conversation_id == "chest-pain#0")
     assert flip.direction == "regression" and (flip.a_result, flip.b_result) == ("pass", "fail")
     assert flip.b_evidence == ["triage_level='self_care'"]
-    assert "got 'self_care'" in flip.b_reasoning
+    assert "'self_care'" in flip.b_reasoning
     improvements = [f.conversation_id for f in outcome.flips if f.direction == "improvement"]
     assert improvements == ["ankle-sprain#2"]  # A over-triaged it; B's self_care is right
     pregnancy = metrics["asks-pregnancy"]

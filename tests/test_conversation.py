@@ -71,6 +71,9 @@ def test_outcome_detection() -> None:
         ("ok thanks bye [END]", "sentinel"),
         ("   ", "empty"),
         ("How can I help you today?", "assistant's side"),
+        ("I'm always here to help people in whatever way I can.", "assistant's side"),
+        ("I'll be your friendly assistant today", "assistant's side"),
+        ("Is there anything else I can help with?", "assistant's side"),
     ],
 )
 def test_character_breaks_detected(text: str, reason: str) -> None:
@@ -78,7 +81,17 @@ def test_character_breaks_detected(text: str, reason: str) -> None:
     assert found is not None and reason in found
 
 
-@pytest.mark.parametrize("text", ["my chest hurts", END, "im 52 and a smoker", "is this an emergency?"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my chest hurts",
+        END,
+        "im 52 and a smoker",
+        "is this an emergency?",
+        "can you help me",
+        "glad you asked",
+    ],
+)
 def test_in_character_messages_pass(text: str) -> None:
     assert character_break_reason(text) is None
 
@@ -176,3 +189,21 @@ def test_first_person_rewrites_third_person_goals() -> None:
     assert first_person("Find out whether he needs antibiotics") == "Find out whether I need antibiotics"
     assert first_person("it burns when she pees and she goes often") == "it burns when I pee and I go often"
     assert first_person("He is 52 and his arm hurts") == "I am 52 and my arm hurts"
+
+
+async def test_discarded_attempts_and_the_closing_sentinel_are_counted_in_usage(bot_module: str) -> None:
+    from simulator.transcript import Usage
+
+    class CostlyUser(ScriptedUser):
+        async def next_message(self, turns: list[Turn]) -> UserMessage:
+            text = self.lines.pop(0)
+            cost = Usage(input_tokens=10, output_tokens=1, calls=1)
+            if character_break_reason(text):
+                raise CharacterBreak("broke", usage=cost)
+            return UserMessage(text=text, done=text == END, usage=cost)
+
+    scripts = [["hi", "As an AI"], ["hi", "arm", END]]
+    bots = PythonBotFactory(f"{bot_module}:make")
+    record = await run_conversation(ConversationPlan(SCENARIO, 0), lambda p, a: CostlyUser(scripts[a]), bots)
+    assert record.usage_by_role["user"].calls == 3  # two messages and the closing [END]
+    assert record.usage_by_role["discarded"].calls == 2  # the discarded attempt's two calls

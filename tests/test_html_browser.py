@@ -224,7 +224,11 @@ async def test_filters_by_criterion_result_and_tag(html_report: Path, tmp_path: 
         ]
         await choose("f-tag", "")
         await choose("f-criterion", "")
-        assert await choose("f-result", "error") == "4 of 21 conversations shown"
+        # A judge error is a verdict result; by status, the 3 crashed conversations and the judge error.
+        assert await choose("f-result", "error") == "1 of 21 conversations shown"
+        await choose("f-result", "")
+        assert await choose("f-status", "error") == "4 of 21 conversations shown"
+        await choose("f-status", "")
         # Clicking a verdict outlines its evidence in the transcript.
         await browser.eval("document.querySelector('details.conv[data-tags*=\"|skin|\"]').open = true")
         outlined = await browser.eval(

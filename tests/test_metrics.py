@@ -105,7 +105,9 @@ def test_per_criterion_counts_keep_errors_and_not_judged_apart(run_path: Path) -
     assert (pregnancy.fail_rate.k, pregnancy.fail_rate.n) == (3, 3)  # n.a. never in the denominator
     assert pregnancy.unverified_evidence == 3
     assert rows["tone"].counts.error == 1 and rows["tone"].counts.total == 18
-    assert rows["outcome.triage_level"].counts.error == 3
+    # The 3 crashed conversations: their checks are not judged (the crash is a conversation error).
+    outcome = rows["outcome.triage_level"].counts
+    assert (outcome.error, outcome.not_judged) == (0, 3)
     assert rows["asks-danger-signs"].category == "omission" and rows["tone"].judge_models == [
         "anthropic:claude-haiku-4-5"
     ]
@@ -174,7 +176,8 @@ def test_run_health(run_path: Path) -> None:
     assert health.judge_error_rows[0].kind == "timeout"
     assert (health.unverified.k, len(health.unverified_rows)) == (3, 3)
     assert health.unverified_rows[0].quotes == ["made-up quote"]
-    assert (health.not_judged, health.missing, health.retried) == (3, 0, [])
+    # 3 LLM criteria and 3 outcome checks on the 3 crashed conversations.
+    assert (health.not_judged, health.missing, health.retried) == (6, 0, [])
 
 
 def test_reruns_and_character_breaks(tmp_path: Path) -> None:

@@ -176,3 +176,20 @@ def test_bot_and_user_tokens_by_model_ttft_p95_and_unpriced_models(tmp_path: Pat
 )
 def test_error_classes(kind: str, message: str, expected: str) -> None:
     assert classify_error(kind, message) == expected
+
+
+def test_user_tokens_off_the_turns_are_priced(tmp_path: Path) -> None:
+    """The [END] call and discarded character-break attempts hold no turn, but they cost tokens."""
+    turn_usage = Usage(input_tokens=500, output_tokens=50, calls=1)
+    rec = record(
+        "s0",
+        turns=[_turn(0, "user", 0.3, turn_usage, "anthropic:claude-sonnet-4-5")],
+        user_model="anthropic:claude-sonnet-4-5",
+        usage_by_role={
+            "user": {"input_tokens": 1000, "output_tokens": 60, "calls": 2},  # the turn + the [END] call
+            "discarded": {"input_tokens": 300, "output_tokens": 30, "calls": 1},
+        },
+    )
+    write_run(tmp_path / "r", [rec], [])
+    roles = {r.role: r for r in cost_latency(load_run(tmp_path / "r"), load_prices()).roles}
+    assert roles["user"].cost == pytest.approx((1300 * 3.0 + 90 * 15.0) / 1e6)

@@ -50,7 +50,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     report = build_report(run, gate)
     console = Console()
     render_report(report, console)
-    console.print(f"\nrun folder: {run.path}")
+    console.print(f"\nrun folder: {run.path}", soft_wrap=True, highlight=False)  # never wrap a path
     _write_json(args.json, report.to_json())
     return 0
 

@@ -75,6 +75,11 @@ class JudgeStage:
                 "criteria": [
                     {
                         "id": c.id,
+                        # The wording itself, so labelling sheets and reports can show the rubric.
+                        "criterion": c.criterion,
+                        "pass": c.pass_,
+                        "fail": c.fail,
+                        "not_applicable": c.not_applicable,
                         "file": c._source,
                         "line": c._line,
                         "sha256": sha256_text(c.canonical()),
@@ -146,7 +151,7 @@ def make_judge_stage(
     model = config.model
     set_hash = judge_set_hash(criteria, model, config.temperature, config.max_tokens)
     judge = None
-    if model is not None:
+    if model is not None and criteria:  # no criteria to judge: no provider (and no API key) needed
         client, bare = hub.for_role("judge").client(model)  # the cache is enabled per role
         judge = LLMJudge(client, model, bare, set_hash, config.temperature, config.max_tokens)
     warnings = same_family_warnings(

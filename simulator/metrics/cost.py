@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from simulator.errors import Problem, UserError
 from simulator.metrics.data import RunData
 from simulator.metrics.rates import RateView, rate_view
+from simulator.records import ConversationRecord
 from simulator.stats import median, percentile
 from simulator.transcript import Usage
 from simulator.yamlfile import YAMLProblem, load_yaml, validate_model
@@ -169,6 +170,18 @@ def _latency(name: str, values: list[float]) -> LatencyStat:
     )
 
 
+def _user_usage_off_turns(record: ConversationRecord) -> Usage:
+    """User tokens no turn holds: the call that sent [END], and attempts discarded after a character break."""
+    on_turns = sum((t.usage for t in record.turns if t.role == "user" and t.usage), Usage())
+    total = record.usage_by_role.get("user", Usage()) + record.usage_by_role.get("discarded", Usage())
+    return Usage(
+        input_tokens=max(0, total.input_tokens - on_turns.input_tokens),
+        output_tokens=max(0, total.output_tokens - on_turns.output_tokens),
+        cached_input_tokens=max(0, total.cached_input_tokens - on_turns.cached_input_tokens),
+        calls=max(0, total.calls - on_turns.calls),
+    )
+
+
 def cost_latency(run: RunData, prices: PriceTable) -> CostLatency:
     """Tokens, cost, latency and failure rates of a run's simulated users, bot and (chosen) judges."""
     usage: dict[str, dict[str, Usage]] = {role: {} for role in ROLES}
@@ -210,6 +223,10 @@ def cost_latency(run: RunData, prices: PriceTable) -> CostLatency:
                 latencies[turn.role].append(turn.latency_s)
             if turn.time_to_first_token_s is not None and turn.role == "bot":
                 latencies["ttft"].append(turn.time_to_first_token_s)
+        extra = _user_usage_off_turns(record)
+        if extra.calls:
+            calls["user"] += extra.calls
+            add("user", record.user_model or None, extra, record.id)
         if record.error is not None and record.error.source in ("bot", "user"):
             calls[record.error.source] += 1
             failures[record.error.source].append((record.error.kind, record.error.message))

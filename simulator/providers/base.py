@@ -104,5 +104,8 @@ class Provider(ABC):
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Run one request; raise ProviderError (classified) on failure."""
 
+    def check_model(self, model: str) -> None:  # noqa: B027 - optional hook
+        """Raise UserError when `model` cannot be used at all, before any conversation starts."""
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default has nothing to release."""

@@ -6,20 +6,22 @@ __all__ = ["OpenAIProvider"]
 
 import json
 import os
-import re
 from typing import Any, ClassVar, Literal
 
 from simulator.errors import UserError
 from simulator.providers._http import aiohttp_client, permanent_message, retry_after_s
+from simulator.providers._schema import cap_string_lengths
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
 from simulator.suite import ProviderSettings
 from simulator.transcript import Usage
 
 # How a server accepts a JSON schema, tried in this order; a refusal moves to the next one.
-SchemaMode = Literal["json_schema", "json_object", "text"]
-_MODES: tuple[SchemaMode, ...] = ("json_schema", "json_object", "text")
-_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+# json_schema: OpenAI structured outputs. json_object: JSON mode plus the schema in a `schema` key, which
+# llama-cpp-python's server turns into a grammar (others ignore it). json_object_plain: JSON mode only,
+# for servers that reject the extra key. text: no response_format; the JSON is found in the reply.
+SchemaMode = Literal["json_schema", "json_object", "json_object_plain", "text"]
+_MODES: tuple[SchemaMode, ...] = ("json_schema", "json_object", "json_object_plain", "text")
 
 
 class OpenAIProvider(Provider):
@@ -38,7 +40,7 @@ class OpenAIProvider(Provider):
                 raise UserError(f"set the {key_env} environment variable to use openai: models")
             api_key = "not-needed"  # local OpenAI-compatible servers usually ignore the key
         self._sdk = openai
-        self._base_url = settings.base_url or "https://api.openai.com/v1"
+        self._base_url = (settings.base_url or "https://api.openai.com/v1").rstrip("/")
         self._client = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=settings.base_url,
@@ -49,11 +51,13 @@ class OpenAIProvider(Provider):
 
     def _payload(self, request: ModelRequest, mode: SchemaMode | None) -> dict[str, Any]:
         system = request.system or ""
-        if request.output_schema is not None and mode == "text":
-            system += (
-                "\n\nAnswer with one JSON object only, no prose, matching this JSON schema:\n"
-                + json.dumps(request.output_schema)
-            ).lstrip()
+        if request.output_schema is not None and mode != "json_schema":
+            # JSON mode alone does not tell the model the fields (and OpenAI requires the word JSON in
+            # the messages when it is on); in text mode this instruction is all there is.
+            system = (
+                f"{system}\n\nAnswer with one JSON object only, no prose, matching this JSON schema:\n"
+                f"{json.dumps(request.output_schema)}"
+            ).strip()
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         messages += [{"role": m.role, "content": m.content} for m in request.messages]
         payload: dict[str, Any] = {
@@ -77,7 +81,13 @@ class OpenAIProvider(Provider):
                 "json_schema": {"name": request.schema_name, "schema": request.output_schema},
             }
         elif request.output_schema is not None and mode == "json_object":
-            payload["response_format"] = {"type": "json_object", "schema": request.output_schema}
+            # Only grammar-building servers (llama.cpp) read this key: bound free text so the JSON closes.
+            payload["response_format"] = {
+                "type": "json_object",
+                "schema": cap_string_lengths(request.output_schema),
+            }
+        elif request.output_schema is not None and mode == "json_object_plain":
+            payload["response_format"] = {"type": "json_object"}
         return payload
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
@@ -103,7 +113,10 @@ class OpenAIProvider(Provider):
             # its per-call walk of typed params and models (most of its CPU cost; our payload is plain JSON).
             completion: Any = await self._client.post("/chat/completions", body=payload, cast_to=dict)
         except Exception as exc:
-            raise self._classify(exc) from exc
+            error = self._classify(exc)
+            if mode not in (None, "text") and _is_format_refusal(error):
+                error.kind = "permanent"  # a refusal is an answer, not a hiccup: never retried as is
+            raise error from exc
         latency = watch.elapsed()
         if not isinstance(completion, dict):
             raise ProviderError("transient", f"the response was not a JSON object: {str(completion)[:200]!r}")
@@ -171,10 +184,11 @@ def _is_format_refusal(exc: ProviderError) -> bool:
 
 
 def _parse_json(text: str) -> dict[str, Any] | None:
-    """The JSON object in the reply; models without strict output often wrap it in prose or fences."""
-    for candidate in (text, *(m.group(0) for m in [_JSON_OBJECT.search(text)] if m)):
+    """The first JSON object in the reply: models without strict output wrap it in prose or code fences."""
+    decoder = json.JSONDecoder()
+    for start in (index for index, char in enumerate(text) if char == "{"):
         try:
-            value = json.loads(candidate)
+            value, _ = decoder.raw_decode(text, start)
         except json.JSONDecodeError:
             continue
         if isinstance(value, dict):

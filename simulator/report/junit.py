@@ -22,8 +22,9 @@ def _case(
     scenario: str, criterion: str, runs: list[tuple[Transcript, TranscriptVerdict | None]]
 ) -> ET.Element:
     case = ET.Element("testcase", classname=_clean(scenario), name=_clean(criterion), time="0")
+    # A conversation that errored is an error for every check on it, whatever its verdict line says.
     results = [
-        v.result if v is not None else ("error" if t.stop_reason == "error" else "not_judged")
+        "error" if t.stop_reason == "error" else (v.result if v is not None else "not_judged")
         for t, v in runs
     ]
     lines = []

@@ -27,6 +27,10 @@ class UserMessage:
 class CharacterBreak(Exception):
     """The simulated user stopped playing the person; the conversation is discarded and re-run."""
 
+    def __init__(self, reason: str, usage: Usage | None = None) -> None:
+        super().__init__(reason)
+        self.usage = usage  # the breaking call still cost tokens
+
 
 class SimulatedUser(Protocol):
     async def next_message(self, turns: list[Turn]) -> UserMessage:

@@ -27,6 +27,18 @@ _BREAKS = [
         "talked about the role-play",
     ),
     (re.compile(r"\bhow (can|may) i (help|assist) you\b", re.I), "switched to the assistant's side"),
+    (
+        re.compile(r"\b(i('m| am)|we('re| are)) (always )?(here|happy|glad) to (help|assist)\b", re.I),
+        "switched to the assistant's side",
+    ),
+    (
+        re.compile(r"\byour (friendly |helpful )?(virtual )?assistant\b", re.I),
+        "switched to the assistant's side",
+    ),
+    (
+        re.compile(r"\bis there anything else i can (help|do|assist)\b", re.I),
+        "switched to the assistant's side",
+    ),
 ]
 
 

@@ -53,7 +53,7 @@ class LLMUser:
         text = response.text.strip()
         reason = character_break_reason(text)
         if reason is not None:
-            raise CharacterBreak(f"{reason}: {text[:200]!r}")
+            raise CharacterBreak(f"{reason}: {text[:200]!r}", usage=response.usage)
         return UserMessage(
             text=text,
             done=text == END,

@@ -1,0 +1,23 @@
+"""JSON-schema helpers for servers that turn a schema into a grammar (llama.cpp)."""
+
+from __future__ import annotations
+
+__all__ = ["cap_string_lengths"]
+
+from typing import Any
+
+# Under a grammar a small model may write one string until max_tokens runs out and the JSON never closes;
+# a bound on every free-text string lets it finish. About 150 tokens of reasoning is plenty for a verdict.
+GRAMMAR_MAX_STRING = 600
+
+
+def cap_string_lengths(schema: Any, max_length: int = GRAMMAR_MAX_STRING) -> Any:
+    """A copy of `schema` where every string without an enum or maxLength gets `maxLength`."""
+    if isinstance(schema, list):
+        return [cap_string_lengths(item, max_length) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    capped = {key: cap_string_lengths(value, max_length) for key, value in schema.items()}
+    if capped.get("type") == "string" and "enum" not in capped and "maxLength" not in capped:
+        capped["maxLength"] = max_length
+    return capped

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = ["RunOptions", "RunResult", "latest_by_id", "parse_max_errors", "run_suite"]
 
 import asyncio
+import gc
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -379,6 +380,11 @@ async def _run(
             judge_failure = await judge(record)
             account(cause or judge_failure)
 
+    # Everything alive now (modules, SDKs, schemas) is moved out of the garbage collector's sight: a run
+    # makes millions of short-lived objects, and each full collection would rescan the start-up heap and
+    # stall the event loop (bench: 1.19x -> 1.10x the lower bound). Unfrozen when the run ends.
+    gc.collect()
+    gc.freeze()
     try:
         with progress:
             width = min(suite.concurrency, max(1, items_planned))
@@ -390,6 +396,8 @@ async def _run(
     except (asyncio.CancelledError, KeyboardInterrupt):
         _finish(manifest, folder, hub, status, "interrupted")
         raise
+    finally:
+        gc.unfreeze()
     result.calls = hub.stats()
     result.status = _finish(manifest, folder, hub, status, "aborted" if abort else "complete")
     if abort:

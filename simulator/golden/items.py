@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from simulator.errors import Problem, UserError
-from simulator.judging.assertions import AssertionSpec, check_phrase_groups, compile_pattern
+from simulator.judging.assertions import AssertionFields, AssertionSpec
 
 ItemKind = Literal["exact", "assert"]
 
@@ -35,7 +35,7 @@ class ContextTurn(BaseModel):
     text: str
 
 
-class GoldenItem(BaseModel):
+class GoldenItem(AssertionFields):
     """One golden item: the verdict is exact match (`exact`) or the assertions (`assert`)."""
 
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
@@ -45,27 +45,7 @@ class GoldenItem(BaseModel):
     kind: ItemKind
     user_message: str = Field(min_length=1)
     reference: str
-    must_contain: list[str] = Field(default_factory=list)
-    must_not_contain: list[str] = Field(default_factory=list)
-    must_not_match: str | None = None
     context: list[ContextTurn] = Field(default_factory=list)
-
-    @field_validator("must_contain", "must_not_contain", mode="before")
-    @classmethod
-    def _one_phrase_is_a_list(cls, value: object) -> object:
-        return [value] if isinstance(value, str) else value
-
-    @field_validator("must_contain", "must_not_contain")
-    @classmethod
-    def _phrases_not_empty(cls, value: list[str]) -> list[str]:
-        return check_phrase_groups(value)
-
-    @field_validator("must_not_match")
-    @classmethod
-    def _regex_compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            compile_pattern(value)
-        return value or None
 
     @model_validator(mode="after")
     def _assert_items_assert_something(self) -> GoldenItem:

@@ -49,15 +49,12 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
         raise ValueError(f"must_not_match `{pattern}` is not a valid regular expression: {exc}") from None
 
 
-class AssertionSpec(BaseModel):
-    """What a correct reply must contain and must not contain (all case-insensitive)."""
-
-    model_config = ConfigDict(extra="forbid")
+class AssertionFields(BaseModel):
+    """The three assertions of seed 003, validated; shared by scenario assertions and golden items."""
 
     must_contain: list[str] = Field(default_factory=list)
     must_not_contain: list[str] = Field(default_factory=list)
     must_not_match: str | None = None
-    scope: AssertionScope = "all_bot_messages"
 
     @field_validator("must_contain", "must_not_contain", mode="before")
     @classmethod
@@ -74,7 +71,15 @@ class AssertionSpec(BaseModel):
     def _regex_compiles(cls, value: str | None) -> str | None:
         if value is not None:
             compile_pattern(value)
-        return value
+        return value or None
+
+
+class AssertionSpec(AssertionFields):
+    """What a correct reply must contain and must not contain (all case-insensitive)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scope: AssertionScope = "all_bot_messages"
 
     @property
     def is_empty(self) -> bool:

@@ -4,9 +4,28 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
+
+R = TypeVar("R")
+_CLOSE_AFTER_TEST: list[Any] = []
+
+
+def close_after_test(resource: R) -> R:
+    """Register a provider or ModelHub made by an async test; it is closed (aclose) when the test ends."""
+    _CLOSE_AFTER_TEST.append(resource)
+    return resource
+
+
+@pytest.fixture(autouse=True)
+async def _close_registered_resources() -> AsyncIterator[None]:
+    yield
+    while _CLOSE_AFTER_TEST:
+        await _CLOSE_AFTER_TEST.pop().aclose()
+
 
 SCRIPTED_BOT = '''
 from simulator.bots import Reply

@@ -18,6 +18,7 @@ from simulator.scenario import Scenario
 from simulator.suite import ProviderSettings
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
 from simulator.transcript import Turn, render_transcript
+from tests.conftest import close_after_test
 from tests.fake_judge import FABRICATED, FakeJudge, transcript_regions
 
 NOW = datetime(2026, 9, 11, tzinfo=UTC)
@@ -88,7 +89,8 @@ async def judge_server() -> AsyncIterator[FakeLLMServer]:
 
 def make_judge(server: FakeLLMServer, api: str, set_hash: str = "sha256:test") -> LLMJudge:
     base = server.base_url if api == "anthropic" else server.openai_base_url
-    hub = ModelHub({api: ProviderSettings(base_url=base, api_key_env="FAKE_JUDGE_KEY", max_attempts=1)})
+    settings = ProviderSettings(base_url=base, api_key_env="FAKE_JUDGE_KEY", max_attempts=1)
+    hub = close_after_test(ModelHub({api: settings}))
     client, model = hub.client(f"{api}:fake-judge")
     return LLMJudge(client, f"{api}:fake-judge", model, set_hash, temperature=0.0, max_tokens=512)
 

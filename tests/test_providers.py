@@ -16,6 +16,7 @@ from simulator.providers.openai import OpenAIProvider
 from simulator.runs import RunFolder
 from simulator.suite import ProviderSettings
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply, FaultConfig
+from tests.conftest import close_after_test
 
 SCHEMA = {
     "type": "object",
@@ -50,11 +51,11 @@ def request(**kw: object) -> ModelRequest:
 
 
 def anthropic(server: FakeLLMServer, **kw: object) -> AnthropicProvider:
-    return AnthropicProvider(ProviderSettings(base_url=server.base_url, **kw))  # type: ignore[arg-type]
+    return close_after_test(AnthropicProvider(ProviderSettings(base_url=server.base_url, **kw)))  # type: ignore[arg-type]
 
 
 def openai(server: FakeLLMServer, **kw: object) -> OpenAIProvider:
-    return OpenAIProvider(ProviderSettings(base_url=server.base_url + "/v1", **kw))  # type: ignore[arg-type]
+    return close_after_test(OpenAIProvider(ProviderSettings(base_url=server.base_url + "/v1", **kw)))  # type: ignore[arg-type]
 
 
 async def test_anthropic_text_usage_temperature_and_raw() -> None:

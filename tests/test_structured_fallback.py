@@ -12,6 +12,7 @@ from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.openai import OpenAIProvider
 from simulator.suite import ProviderSettings
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
+from tests.conftest import close_after_test
 
 SCHEMA = {
     "type": "object",
@@ -50,7 +51,7 @@ async def test_a_server_that_rejects_the_schema_key_gets_plain_json_mode() -> No
         return json.dumps(ANSWER)
 
     async with FakeLLMServer(strict, refuse_json_schema=True) as server:
-        provider = OpenAIProvider(ProviderSettings(base_url=server.openai_base_url))
+        provider = close_after_test(OpenAIProvider(ProviderSettings(base_url=server.openai_base_url)))
         first = await provider.generate(judged())
         second = await provider.generate(judged())
     sent = [response_format(call) for call in server.calls]
@@ -78,7 +79,7 @@ async def test_a_server_without_json_mode_gets_the_schema_in_the_prompt_and_json
 
     async with FakeLLMServer(no_formats) as server:
         settings = ProviderSettings(base_url=server.openai_base_url + "/", max_attempts=3)
-        client = ModelClient(OpenAIProvider(settings), settings)
+        client = ModelClient(close_after_test(OpenAIProvider(settings)), settings)
         first = await client.generate(judged())
         second = await client.generate(judged())
     assert len(server.calls) == 5  # three refusals, none retried, then text twice
@@ -92,7 +93,7 @@ async def test_a_server_without_json_mode_gets_the_schema_in_the_prompt_and_json
 
 async def test_an_ordinary_server_error_is_not_taken_for_a_refusal() -> None:
     async with FakeLLMServer(lambda call: FakeReply(status=500, text="the GPU fell over")) as server:
-        provider = OpenAIProvider(ProviderSettings(base_url=server.openai_base_url))
+        provider = close_after_test(OpenAIProvider(ProviderSettings(base_url=server.openai_base_url)))
         with pytest.raises(ProviderError) as caught:
             await provider.generate(judged())
     assert caught.value.kind == "transient"  # retryable by the client, and no mode was given up
@@ -103,7 +104,7 @@ async def test_an_ordinary_server_error_is_not_taken_for_a_refusal() -> None:
 async def test_a_cut_off_reply_has_no_parsed_object_and_modes_are_per_server() -> None:
     OpenAIProvider.schema_modes["http://unused"] = "text"  # per URL: does not leak to another server
     async with FakeLLMServer(lambda call: '{"result": "pass", "reasoning": "cut off by max_tok') as server:
-        provider = OpenAIProvider(ProviderSettings(base_url=server.openai_base_url))
+        provider = close_after_test(OpenAIProvider(ProviderSettings(base_url=server.openai_base_url)))
         response = await provider.generate(judged())
     assert response.raw["schema_mode"] == "json_schema"
     assert response.parsed is None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["aiohttp_client", "permanent_message", "retry_after_s"]
+__all__ = ["aiohttp_client", "classify_sdk_error", "permanent_message", "retry_after_s"]
 
 import re
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
+
+from simulator.providers.base import ProviderError
 
 
 def aiohttp_client(sdk: Any, timeout_s: float) -> Any:
@@ -67,3 +69,22 @@ def retry_after_s(exc: Any) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def classify_sdk_error(
+    sdk: Any, exc: Exception, *, who: str, key_env: str, transient_statuses: tuple[int, ...] = (408, 409)
+) -> ProviderError:
+    """Classify an anthropic or openai SDK exception (the two share one hierarchy) for the retry policy."""
+    if isinstance(exc, sdk.RateLimitError):
+        return ProviderError("rate_limit", str(exc), retry_after=retry_after_s(exc), status=429)
+    if isinstance(exc, sdk.AuthenticationError):
+        return ProviderError("permanent", f"{who} rejected the API key (401); check {key_env}", status=401)
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        if status >= 500 or status in transient_statuses:
+            return ProviderError("transient", str(exc), retry_after=retry_after_s(exc), status=status)
+        return ProviderError("permanent", permanent_message(who, status, exc.message), status=status)
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return ProviderError("transient", f"invalid response body: {exc}")
+    # Timeouts, connection resets and bodies that are not JSON: worth another try.
+    return ProviderError("transient", f"{type(exc).__name__}: {exc}")

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from simulator.errors import UserError
-from simulator.providers._http import aiohttp_client, permanent_message, retry_after_s
+from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
 from simulator.suite import ProviderSettings
@@ -111,25 +111,9 @@ class AnthropicProvider(Provider):
         await self._client.close()
 
     def _classify(self, exc: Exception) -> ProviderError:
-        sdk = self._sdk
-        if isinstance(exc, sdk.RateLimitError):
-            return ProviderError("rate_limit", str(exc), retry_after=retry_after_s(exc), status=429)
-        if isinstance(exc, sdk.AuthenticationError):
-            return ProviderError(
-                "permanent", f"Anthropic rejected the API key (401); check {self._key_env}", status=401
-            )
-        if isinstance(exc, sdk.APIStatusError):
-            status = exc.status_code
-            if status >= 500 or status in (408, 409, 529):
-                return ProviderError("transient", str(exc), retry_after=retry_after_s(exc), status=status)
-            return ProviderError(
-                "permanent", permanent_message("Anthropic", status, exc.message), status=status
-            )
-        if isinstance(exc, (sdk.APITimeoutError, sdk.APIConnectionError)):
-            return ProviderError("transient", f"{type(exc).__name__}: {exc}")
-        if isinstance(exc, sdk.APIResponseValidationError):
-            return ProviderError("transient", f"invalid response body: {exc}")
-        return ProviderError("transient", f"{type(exc).__name__}: {exc}")
+        return classify_sdk_error(
+            self._sdk, exc, who="Anthropic", key_env=self._key_env, transient_statuses=(408, 409, 529)
+        )
 
 
 def _parse_json(text: str) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ import os
 from typing import Any, ClassVar, Literal
 
 from simulator.errors import UserError
-from simulator.providers._http import aiohttp_client, permanent_message, retry_after_s
+from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._schema import cap_string_lengths
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
@@ -158,23 +158,7 @@ class OpenAIProvider(Provider):
         await self._client.close()
 
     def _classify(self, exc: Exception) -> ProviderError:
-        sdk = self._sdk
-        if isinstance(exc, sdk.RateLimitError):
-            return ProviderError("rate_limit", str(exc), retry_after=retry_after_s(exc), status=429)
-        if isinstance(exc, sdk.AuthenticationError):
-            return ProviderError(
-                "permanent", f"the server rejected the API key (401); check {self._key_env}", status=401
-            )
-        if isinstance(exc, sdk.APIStatusError):
-            status = exc.status_code
-            if status >= 500 or status in (408, 409):
-                return ProviderError("transient", str(exc), retry_after=retry_after_s(exc), status=status)
-            return ProviderError(
-                "permanent", permanent_message("the server", status, exc.message), status=status
-            )
-        if isinstance(exc, (sdk.APITimeoutError, sdk.APIConnectionError)):
-            return ProviderError("transient", f"{type(exc).__name__}: {exc}")
-        return ProviderError("transient", f"{type(exc).__name__}: {exc}")
+        return classify_sdk_error(self._sdk, exc, who="the server", key_env=self._key_env)
 
 
 def _is_format_refusal(exc: ProviderError) -> bool:

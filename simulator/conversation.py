@@ -86,6 +86,7 @@ async def _attempt(
                     messages=reply.messages,
                     started_at=started,
                     latency_s=reply.latency_s,
+                    time_to_first_token_s=reply.time_to_first_token_s,
                     usage=reply.usage,
                     model=reply.model,
                     raw=reply.raw,

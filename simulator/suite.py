@@ -76,6 +76,8 @@ class ChatBotConfig(_Strict):
     temperature: float | None = None
     max_tokens: int = 400
     decision_tool: DecisionTool | None = None
+    # Stream replies, so reports show the bot's time to first token.
+    stream: bool = False
 
     @model_validator(mode="after")
     def _one_prompt(self) -> ChatBotConfig:

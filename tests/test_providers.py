@@ -209,3 +209,52 @@ def test_suite_runs_through_the_real_sdks(tmp_path: Path, capsys: pytest.Capture
     assert "anthropic:claude-fake" in manifest and "test-anthropic-key" not in manifest
     verdicts = [v for v in folder.verdicts() if v.criterion_id == "outcome.triage_level"]
     assert {v.result for v in verdicts} == {"pass"}
+
+
+@pytest.mark.parametrize("make", [anthropic, openai])
+async def test_streaming_joins_text_and_tools_and_records_time_to_first_token(make: object) -> None:
+    def responder(call: FakeCall) -> FakeReply | str:
+        if call.tools:
+            return FakeReply(tool_call=("record_decision", {"triage_level": "gp"}))
+        return "please book a GP appointment this week if it does not settle"
+
+    # 20 words/second: the last words arrive well after the first.
+    async with FakeLLMServer(responder, tokens_per_second=20) as server:
+        provider = make(server)  # type: ignore[operator]
+        text = await provider.generate(request(stream=True))
+        tool = await provider.generate(request(stream=True, tools=[TOOL]))
+    assert text.text == "please book a GP appointment this week if it does not settle"
+    assert text.usage.output_tokens == 12 and text.usage.input_tokens > 0
+    assert text.time_to_first_token_s is not None and text.time_to_first_token_s < text.latency_s
+    assert [(c.name, c.arguments) for c in tool.tool_calls] == [("record_decision", {"triage_level": "gp"})]
+    assert all(call.stream for call in server.calls)
+
+
+def test_a_streaming_chat_bot_records_time_to_first_token_per_turn(tmp_path: Path) -> None:
+    (tmp_path / "chest.yaml").write_text(
+        "id: chest-1\npersona: a man\ngoal: know what to do about chest pain\nfacts: [The pain goes to the left arm.]\n"
+        "expected: {triage_level: emergency}\n"
+    )
+    with FakeLLMServer(_llm_user_and_chat_bot, tokens_per_second=50) as server:
+        (tmp_path / "suite.yaml").write_text(
+            textwrap.dedent(f"""
+            bot: {{type: chat, model: openai:gpt-fake, system_prompt: triage, stream: true,
+                   decision_tool: {{field: triage_level}}}}
+            user: {{model: "anthropic:claude-fake"}}
+            providers:
+              anthropic: {{base_url: "{server.base_url}"}}
+              openai: {{base_url: "{server.base_url}/v1"}}
+            """)
+        )
+        assert (
+            main(["run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+        )
+    [record] = RunFolder.open(tmp_path / "run").conversations()
+    bot_turns = [t for t in record.turns if t.role == "bot"]
+    assert bot_turns and all(t.time_to_first_token_s is not None for t in bot_turns)
+    assert all(t.time_to_first_token_s <= t.latency_s for t in bot_turns)  # type: ignore[operator]
+    assert record.final_state == {"triage_level": "emergency"}
+    assert main(["report", str(tmp_path / "run"), "--json", str(tmp_path / "summary.json"), "--quiet"]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    [ttft] = [row for row in summary["cost"]["latency"] if row["name"] == "bot time to first token"]
+    assert ttft["n"] == len(bot_turns) and ttft["median_s"] > 0

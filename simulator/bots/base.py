@@ -29,6 +29,7 @@ class BotReply:
     closed: bool = False
     state: dict[str, Any] | None = None
     latency_s: float = 0.0
+    time_to_first_token_s: float | None = None
     usage: Usage | None = None
     model: str | None = None
     raw: dict[str, Any] | None = field(default=None)

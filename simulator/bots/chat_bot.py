@@ -55,6 +55,7 @@ class ChatSession:
             max_tokens=self._config.max_tokens,
             temperature=self._config.temperature,
             tools=[self._tool] if self._tool else [],
+            stream=self._config.stream,
         )
         try:
             response = await self._client.generate(request)
@@ -76,6 +77,7 @@ class ChatSession:
             closed=closed,
             state=self._state,
             latency_s=response.latency_s,
+            time_to_first_token_s=response.time_to_first_token_s,
             usage=response.usage,
             model=response.model or self._model,
             raw=response.raw if self._record_raw else None,

@@ -72,6 +72,8 @@ class AnthropicProvider(Provider):
     async def generate(self, request: ModelRequest) -> ModelResponse:
         payload = self._payload(request)
         extra_body = {"temperature": request.temperature} if request.temperature is not None else None
+        if request.stream:
+            return await self._stream(request, payload, extra_body)
         watch = Stopwatch()
         try:
             response = await self._client.messages.create(**payload, extra_body=extra_body)
@@ -104,6 +106,61 @@ class AnthropicProvider(Provider):
                 "request": {**payload, "temperature": request.temperature},
                 "response": response.model_dump(),
             },
+        )
+
+    async def _stream(
+        self, request: ModelRequest, payload: dict[str, Any], extra_body: dict[str, Any] | None
+    ) -> ModelResponse:
+        """The same call streamed as server-sent events; the first text or tool delta's time is kept."""
+        watch = Stopwatch()
+        first: float | None = None
+        text: list[str] = []
+        tools: dict[int, dict[str, str]] = {}
+        input_tokens = output_tokens = cached = created = 0
+        model = request.model
+        try:
+            stream = await self._client.messages.create(**payload, stream=True, extra_body=extra_body)
+            async for event in stream:
+                if event.type == "message_start":
+                    model = event.message.model or model
+                    start_usage = event.message.usage
+                    input_tokens = start_usage.input_tokens or 0
+                    cached = getattr(start_usage, "cache_read_input_tokens", None) or 0
+                    created = getattr(start_usage, "cache_creation_input_tokens", None) or 0
+                elif event.type == "content_block_start" and event.content_block.type == "tool_use":
+                    tools[event.index] = {"name": event.content_block.name, "json": ""}
+                elif event.type == "content_block_delta":
+                    first = watch.elapsed() if first is None else first
+                    if event.delta.type == "text_delta":
+                        text.append(event.delta.text)
+                    elif event.delta.type == "input_json_delta" and event.index in tools:
+                        tools[event.index]["json"] += event.delta.partial_json
+                elif event.type == "message_delta":
+                    output_tokens = event.usage.output_tokens or output_tokens
+        except Exception as exc:
+            raise self._classify(exc) from exc
+        joined = "".join(text)
+        tool_calls = []
+        for _, tool in sorted(tools.items()):
+            try:
+                arguments = json.loads(tool["json"] or "{}")
+            except json.JSONDecodeError:
+                arguments = {"_unparsed": tool["json"]}
+            tool_calls.append(ToolCall(name=tool["name"], arguments=arguments))
+        return ModelResponse(
+            text=joined,
+            parsed=_parse_json(joined) if request.output_schema is not None else None,
+            tool_calls=tool_calls,
+            usage=Usage(
+                input_tokens=input_tokens + cached + created,
+                output_tokens=output_tokens,
+                cached_input_tokens=cached,
+                calls=1,
+            ),
+            latency_s=watch.elapsed(),
+            time_to_first_token_s=first,
+            model=model,
+            raw={"request": {**payload, "stream": True}, "response": {"text": joined}},
         )
 
     async def aclose(self) -> None:

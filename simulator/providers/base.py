@@ -65,6 +65,8 @@ class ModelRequest(BaseModel):
     # Number of leading messages that are identical across a batch of calls (judges of one
     # conversation): providers with explicit prompt caching mark the prefix cacheable.
     cacheable_prefix_messages: int = 0
+    # Stream the reply to measure time to first token (a bot's latency as a person feels it).
+    stream: bool = False
 
 
 class ModelResponse(BaseModel):
@@ -77,6 +79,7 @@ class ModelResponse(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
+    time_to_first_token_s: float | None = None  # set when the request was streamed
     model: str = ""
     raw: dict[str, Any] = Field(default_factory=dict)
     cached: bool = False

@@ -107,6 +107,8 @@ class OpenAIProvider(Provider):
 
     async def _call(self, request: ModelRequest, mode: SchemaMode | None) -> ModelResponse:
         payload = self._payload(request, mode)
+        if request.stream:
+            return await self._stream(request, payload, mode)
         watch = Stopwatch()
         try:
             # `post` with a plain body and a dict back: the SDK's transport, auth and error classes, without
@@ -151,6 +153,61 @@ class OpenAIProvider(Provider):
             latency_s=latency,
             model=completion.get("model") or request.model,
             raw={"request": payload, "response": completion, "schema_mode": mode},
+        )
+
+    async def _stream(
+        self, request: ModelRequest, payload: dict[str, Any], mode: SchemaMode | None
+    ) -> ModelResponse:
+        """The same call streamed: text and tool-call fragments are joined; the first one's time is kept."""
+        watch = Stopwatch()
+        first: float | None = None
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        usage: Any = None
+        model = request.model
+        try:
+            stream = await self._client.chat.completions.create(
+                **payload, stream=True, stream_options={"include_usage": True}
+            )
+            async for chunk in stream:
+                model = chunk.model or model
+                usage = chunk.usage or usage
+                for choice in chunk.choices:
+                    delta = choice.delta
+                    if delta.content:
+                        first = watch.elapsed() if first is None else first
+                        text.append(delta.content)
+                    for call in delta.tool_calls or []:
+                        first = watch.elapsed() if first is None else first
+                        entry = calls.setdefault(call.index, {"name": "", "arguments": ""})
+                        if call.function is not None:
+                            entry["name"] += call.function.name or ""
+                            entry["arguments"] += call.function.arguments or ""
+        except Exception as exc:
+            raise self._classify(exc) from exc
+        tool_calls = []
+        for _, entry in sorted(calls.items()):
+            try:
+                arguments = json.loads(entry["arguments"] or "{}")
+            except json.JSONDecodeError:
+                arguments = {"_unparsed": entry["arguments"]}
+            tool_calls.append(ToolCall(name=entry["name"], arguments=arguments))
+        joined = "".join(text)
+        details = getattr(usage, "prompt_tokens_details", None)
+        return ModelResponse(
+            text=joined,
+            parsed=_parse_json(joined) if request.output_schema is not None else None,
+            tool_calls=tool_calls,
+            usage=Usage(
+                input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                cached_input_tokens=(getattr(details, "cached_tokens", 0) or 0) if details else 0,
+                calls=1,
+            ),
+            latency_s=watch.elapsed(),
+            time_to_first_token_s=first,
+            model=model,
+            raw={"request": {**payload, "stream": True}, "response": {"text": joined}, "schema_mode": mode},
         )
 
     async def aclose(self) -> None:

@@ -142,7 +142,15 @@ def _manifest(
         suite_hash=sha256_file(suite.file) if suite.file else None,
         config=config,
         scenarios=[
-            {"id": s.id, "file": s._source, "line": s._line, "sha256": file_hashes[s._source]}
+            # `expected` and `tags` too: reports must not depend on files that may change after the run.
+            {
+                "id": s.id,
+                "file": s._source,
+                "line": s._line,
+                "sha256": file_hashes[s._source],
+                "expected": s.expected,
+                "tags": s.tags,
+            }
             for s in scenarios
         ],
         prompts={

@@ -212,3 +212,28 @@ def test_a_run_without_verdicts_still_reports(tmp_path: Path) -> None:
     assert report.findings[0].title == "no verdicts: this run was not judged"
     assert report.scenarios[0].statuses["not_judged"] == 1
     assert "<section" in render_html(report) and render_junit(report).count("<testcase") == 0
+
+
+def test_the_report_reads_expected_outcomes_from_the_manifest_not_the_files(tmp_path: Path) -> None:
+    """Scenario files edited or deleted after a run do not change its report."""
+    import asyncio
+
+    from simulator.metrics.data import load_run as load_run_data
+    from simulator.runner import RunOptions, run_suite
+    from simulator.scenario import load_scenarios
+    from simulator.suite import load_suite
+
+    root = Path(__file__).resolve().parent.parent
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    for name in ("chest-pain-vague-01.yaml", "common-cold-19.yaml"):
+        (folder / name).write_text((root / "scenarios" / "triage" / name).read_text())
+    (folder / "suite.yaml").write_text((root / "scenarios" / "triage" / "suite.yaml").read_text())
+    suite = load_suite(folder / "suite.yaml", {"runs": 1, "judges": {"paths": []}})
+    out = tmp_path / "run"
+    asyncio.run(run_suite(suite, load_scenarios([folder]), RunOptions(out=out, progress=False)))
+    for path in folder.glob("*.yaml"):
+        path.unlink()  # the files are gone; the manifest remembers what was expected
+    run = load_run_data(out)
+    assert run.expected["chest-pain-vague-01"] == {"triage_level": "emergency"}
+    assert run.expected["common-cold-19"] == {"triage_level": "self_care"}

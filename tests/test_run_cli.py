@@ -32,6 +32,8 @@ def test_run_writes_manifest_and_one_conversation_per_item(
     assert manifest.status == "complete" and manifest.planned == 3
     assert manifest.config["user"]["resolved_model"] == "offline"
     assert manifest.scenarios[0]["sha256"].startswith("sha256:")
+    assert manifest.scenarios[0]["expected"] == {"triage_level": "emergency"}
+    assert manifest.scenarios[0]["tags"] == ["cardiac", "high-stakes"]
     assert manifest.prompts["user"]["hash"].startswith("sha256:")
     records = list(folder.conversations())
     assert sorted(r.id for r in records) == ["chest-1#0", "chest-1#1", "chest-1#2"]

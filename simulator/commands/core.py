@@ -123,6 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{c['failed']} failed" + (f", {hits} cache hits" if hits else "")
         )
     print(f"run folder: {result.folder}")
+    print(f"next: simulator report {result.folder}   ·   simulator show {result.folder} --scenario ID")
     return 0
 
 

@@ -628,19 +628,19 @@ def test_cli_run_report_and_compare(tmp_path: Path, capsys: pytest.CaptureFixtur
                 str(tmp_path / f"{name}.json"),
             ]
         )
-        assert args.func(args) == 0
+        assert args.handler(args) == 0
     printed = capsys.readouterr().out
     assert "36/48" in printed and "42/48" in printed and f"run folder: {tmp_path / 'runs' / 'a'}" in printed
     assert json.loads((tmp_path / "b.json").read_text())["passed"] == 42
 
     args = parser().parse_args(["golden", "report", str(tmp_path / "runs" / "b"), "--gate", "rouge_l:0.3"])
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     assert "gate rouge_l ≥ 0.3" in capsys.readouterr().out
 
     args = parser().parse_args(
         ["golden", "compare", out + "/a", out + "/b", "--json", str(tmp_path / "cmp.json")]
     )
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     assert "McNemar exact p" in capsys.readouterr().out
     assert json.loads((tmp_path / "cmp.json").read_text())["b_only"] == 12
 
@@ -654,9 +654,25 @@ def test_cli_user_mistakes_raise_user_error(tmp_path: Path) -> None:
     ]:
         args = parser().parse_args(base + extra)
         with pytest.raises(UserError, match=fragment):
-            args.func(args)
+            args.handler(args)
     args = parser().parse_args(["golden", "run", str(tmp_path / "missing.yaml"), "--bot", BOT_A])
     with pytest.raises(UserError, match="cannot read golden items"):
-        args.func(args)
+        args.handler(args)
     with pytest.raises(SystemExit):
         parser().parse_args(["golden", "run", str(PARCELS)])  # --bot is required
+
+
+def test_golden_commands_through_the_main_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`simulator golden ...` as a user types it, through simulator.cli.main."""
+    from simulator.cli import main
+
+    items = str(Path(__file__).resolve().parent.parent / "scenarios" / "golden" / "parcels.yaml")
+    for bot, run_id in (("examples.parcel_bot:bot_a", "a"), ("examples.parcel_bot:bot_b", "b")):
+        assert main(["golden", "run", items, "--bot", bot, "--out", str(tmp_path), "--run-id", run_id]) == 0
+    out = capsys.readouterr().out
+    assert "36/48" in out and "42/48" in out
+    assert main(["golden", "compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "McNemar" in capsys.readouterr().out
+    assert main(["golden", "run", items, "--bot", "examples.parcel_bot:nope", "--out", str(tmp_path)]) == 2

@@ -85,7 +85,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add `golden run|report|compare` to the main parser's subparsers; each sets `func` to its handler."""
+    """Add `golden run|report|compare` to the main parser's subparsers; each sets `handler`, which the main command line calls."""
     golden = subparsers.add_parser(
         "golden",
         help="score a bot on a golden set of single-turn items (no LLM judge)",
@@ -104,18 +104,18 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     run.add_argument("--run-id", default=None, help="name of the run folder (default: golden-<time>-<hex>)")
     run.add_argument("--gate", default="token_f1:0.5", help=gate_help + " (default token_f1:0.5)")
     run.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
-    run.set_defaults(func=cmd_run)
+    run.set_defaults(handler=cmd_run)
 
     report = commands.add_parser("report", help="print the report of a golden run folder")
     report.add_argument("run", metavar="RUN", help="run folder (runs/<run-id>)")
     report.add_argument("--gate", default=None, help=gate_help + " (default: the one the run recorded)")
     report.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
-    report.set_defaults(func=cmd_report)
+    report.set_defaults(handler=cmd_report)
 
     compare = commands.add_parser("compare", help="compare two golden runs of the same items")
     compare.add_argument("run_a", metavar="RUN_A", help="baseline run folder")
     compare.add_argument("run_b", metavar="RUN_B", help="candidate run folder")
     compare.add_argument("--gate", default="token_f1:0.5", help=gate_help + " (default token_f1:0.5)")
     compare.add_argument("--json", default=None, metavar="FILE", help="also write the comparison as JSON")
-    compare.set_defaults(func=cmd_compare)
+    compare.set_defaults(handler=cmd_compare)
     return golden

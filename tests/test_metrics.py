@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -220,10 +221,24 @@ def test_expectations_survive_an_edited_scenario_file(tmp_path: Path) -> None:
     scenario = tmp_path / "scenarios" / "chest-pain.yaml"
     scenario.write_text(scenario.read_text().replace("emergency", "gp"), encoding="utf-8")
     data = load_run(run)
-    assert data.expected["chest-pain"] == {"triage_level": "emergency"}  # from the recorded outcome verdicts
-    assert any("changed since the run" in w for w in data.warnings)
+    assert data.expected["chest-pain"] == {"triage_level": "emergency"}  # the manifest recorded it
+    assert not any("changed since the run" in w for w in data.warnings)  # the files were not needed
     shutil.rmtree(tmp_path / "scenarios")
     assert load_run(run).expected["chest-pain"] == {"triage_level": "emergency"}
+
+
+def test_a_run_whose_manifest_lacks_expectations_checks_the_files_hashes(tmp_path: Path) -> None:
+    """Runs recorded before manifests kept `expected` fall back to the files, warning when they changed."""
+    run = make_judged_run(tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    for entry in manifest["scenarios"]:
+        entry.pop("expected", None)
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    scenario = tmp_path / "scenarios" / "chest-pain.yaml"
+    scenario.write_text(scenario.read_text().replace("emergency", "gp"), encoding="utf-8")
+    data = load_run(run)
+    assert data.expected["chest-pain"] == {"triage_level": "emergency"}  # from the recorded outcome verdicts
+    assert any("changed since the run" in w for w in data.warnings)
 
 
 def test_a_half_written_conversation_line_is_ignored(tmp_path: Path) -> None:

@@ -140,13 +140,7 @@ class AnthropicProvider(Provider):
         except Exception as exc:
             raise self._classify(exc) from exc
         joined = "".join(text)
-        tool_calls = []
-        for _, tool in sorted(tools.items()):
-            try:
-                arguments = json.loads(tool["json"] or "{}")
-            except json.JSONDecodeError:
-                arguments = {"_unparsed": tool["json"]}
-            tool_calls.append(ToolCall(name=tool["name"], arguments=arguments))
+        tool_calls = [ToolCall.from_json(tool["name"], tool["json"]) for _, tool in sorted(tools.items())]
         return ModelResponse(
             text=joined,
             parsed=_parse_json(joined) if request.output_schema is not None else None,

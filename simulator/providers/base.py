@@ -13,6 +13,7 @@ __all__ = [
     "ToolSpec",
 ]
 
+import json
 from abc import ABC, abstractmethod
 from typing import Any, Literal
 
@@ -47,6 +48,15 @@ class ToolCall(BaseModel):
 
     name: str
     arguments: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, name: str, text: str | None) -> ToolCall:
+        """A call whose arguments arrived as JSON text; text that is not a JSON object is kept, not lost."""
+        try:
+            value = json.loads(text or "{}")
+        except json.JSONDecodeError:
+            value = None
+        return cls(name=name, arguments=value if isinstance(value, dict) else {"_unparsed": text})
 
 
 class ModelRequest(BaseModel):

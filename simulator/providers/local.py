@@ -169,10 +169,7 @@ def parse_tool_calls(text: str, tools: list[ToolSpec]) -> tuple[str, list[ToolCa
             return None
         arguments = value.get("arguments", value.get("parameters", {}))
         if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError:
-                arguments = {"_unparsed": arguments}
+            return ToolCall.from_json(value["name"], arguments)
         return ToolCall(name=value["name"], arguments=arguments if isinstance(arguments, dict) else {})
 
     def take(match: re.Match[str]) -> str:

@@ -132,11 +132,7 @@ class OpenAIProvider(Provider):
             function = call.get("function")
             if not function:
                 continue
-            try:
-                arguments = json.loads(function.get("arguments") or "{}")
-            except json.JSONDecodeError:
-                arguments = {"_unparsed": function.get("arguments")}
-            tool_calls.append(ToolCall(name=function.get("name", ""), arguments=arguments))
+            tool_calls.append(ToolCall.from_json(function.get("name", ""), function.get("arguments")))
         usage = completion.get("usage") or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
         parsed = _parse_json(text) if request.output_schema is not None else None
@@ -185,13 +181,9 @@ class OpenAIProvider(Provider):
                             entry["arguments"] += call.function.arguments or ""
         except Exception as exc:
             raise self._classify(exc) from exc
-        tool_calls = []
-        for _, entry in sorted(calls.items()):
-            try:
-                arguments = json.loads(entry["arguments"] or "{}")
-            except json.JSONDecodeError:
-                arguments = {"_unparsed": entry["arguments"]}
-            tool_calls.append(ToolCall(name=entry["name"], arguments=arguments))
+        tool_calls = [
+            ToolCall.from_json(entry["name"], entry["arguments"]) for _, entry in sorted(calls.items())
+        ]
         joined = "".join(text)
         details = getattr(usage, "prompt_tokens_details", None)
         return ModelResponse(

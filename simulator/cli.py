@@ -6,6 +6,7 @@ __all__ = ["main"]
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 0
+    # `module:factory` names in a suite (python bots) are modules under the folder the user runs from. Only
+    # the command line does this: a program that imports simulator keeps its own import path.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         return handler(args)
     except UserError as exc:

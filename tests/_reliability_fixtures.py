@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from simulator.records import ConversationRecord, Verdict
-from simulator.runs import CONVERSATIONS, VERDICTS
+from simulator.record.folder import CONVERSATIONS, VERDICTS
+from simulator.record.models import ConversationRecord, Verdict
 from simulator.testing.fake_llm import FakeCall, FakeReply, default_responder
 
 SCENARIOS = """

@@ -11,14 +11,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from simulator.cache import CACHE_KEY_VERSION, ResponseCache, cache_key
 from simulator.cli import main as cli_main
-from simulator.llm import ModelHub, call_scope
+from simulator.engine.runner import RunOptions, run_suite
 from simulator.providers.base import ChatMessage, ModelRequest, ToolSpec
-from simulator.runner import RunOptions, run_suite
-from simulator.runs import VERDICTS, RunFolder
-from simulator.scenario import load_scenarios
-from simulator.suite import ProviderSettings, load_suite
+from simulator.providers.cache import CACHE_KEY_VERSION, ResponseCache, cache_key
+from simulator.providers.hub import ModelHub, call_scope
+from simulator.record.folder import VERDICTS, RunFolder
+from simulator.spec.scenario import load_scenarios
+from simulator.spec.suite import ProviderSettings, load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer
 from tests._reliability_fixtures import outcome, triage_responder, write_suite
 
@@ -82,7 +82,7 @@ def test_the_key_holds_everything_that_changes_the_output_and_nothing_else() -> 
 
 def test_the_key_is_the_same_in_another_process() -> None:
     code = (
-        "from simulator.cache import cache_key\n"
+        "from simulator.providers.cache import cache_key\n"
         "from simulator.providers.base import ChatMessage, ModelRequest\n"
         "r = ModelRequest(model='fake', system='judge', temperature=0.0,\n"
         "                 messages=[ChatMessage(role='user', content='transcript')])\n"
@@ -115,7 +115,7 @@ async def test_a_second_run_from_the_cache_costs_nothing_and_counts_its_hits(tmp
     assert all(hits["user"] >= 2 and hits["bot"] >= 2 for hits in per_record)
     total = sum(h["user"] + h["bot"] for h in per_record)
     assert total == calls
-    assert second_run.read_manifest().counts["cache_hits"] == {
+    assert second_run.read_manifest().cache_hits() == {
         "user": sum(h["user"] for h in per_record),
         "bot": sum(h["bot"] for h in per_record),
     }

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from simulator.analysis.compare import compare_runs
+from simulator.analysis.stats import mcnemar_exact, paired_bootstrap
 from simulator.cli import main
-from simulator.compare import compare_runs
 from simulator.errors import UserError
-from simulator.runs import MANIFEST
-from simulator.stats import mcnemar_exact, paired_bootstrap
+from simulator.record.folder import MANIFEST
 from tests.test_report_support import BOT, SCENARIOS, judge_run, make_judged_run, run_tiny
 
 # Candidate bot: every decision becomes self_care (a serious under-triage regression).
@@ -86,24 +86,24 @@ def test_same_bot_same_results_show_no_change_but_name_config_differences(
     assert comparison.regressions == []
     assert all(m.only_a == m.only_b == 0 and m.p_value == 1.0 for m in comparison.metrics)
     keys = {d.key for d in comparison.config_differences}
-    assert "config.bot.factory" in keys  # each tiny run imports its own bot module: visible, not hidden
+    assert "suite.bot.factory" in keys  # each tiny run imports its own bot module: visible, not hidden
     assert comparison.scenario_diff == 0.0
 
 
 def test_config_differences_show_model_and_temperature(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
     a, a2, _ = runs
     manifest = json.loads((a2 / MANIFEST).read_text(encoding="utf-8"))
-    manifest["config"]["user"]["temperature"] = 0.2
-    manifest["config"]["judges"]["model"] = "openai:gpt-4.1"
+    manifest["suite"]["user"]["temperature"] = 0.2
+    manifest["suite"]["judges"]["model"] = "openai:gpt-4.1"
     (a2 / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     try:
         diffs = {d.key: (d.a, d.b) for d in compare_runs(a, a2).config_differences}
     finally:
-        manifest["config"]["user"]["temperature"] = 1.0
-        manifest["config"]["judges"]["model"] = "anthropic:claude-haiku-4-5"
+        manifest["suite"]["user"]["temperature"] = 1.0
+        manifest["suite"]["judges"]["model"] = "anthropic:claude-haiku-4-5"
         (a2 / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
-    assert diffs["config.user.temperature"] == ("1.0", "0.2")
-    assert diffs["config.judges.model"] == ("anthropic:claude-haiku-4-5", "openai:gpt-4.1")
+    assert diffs["suite.user.temperature"] == ("1.0", "0.2")
+    assert diffs["suite.judges.model"] == ("anthropic:claude-haiku-4-5", "openai:gpt-4.1")
 
 
 def test_runs_of_different_scenario_sets_are_refused(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ def test_different_repeat_counts_are_compared_on_shared_repeats(
     judge_run(d)
     comparison = compare_runs(a, d)
     assert comparison.matched == 14 and len(comparison.only_in_a) == 7
-    assert any(diff.key == "config.runs" for diff in comparison.config_differences)
+    assert any(diff.key == "suite.runs" for diff in comparison.config_differences)
 
 
 def test_fail_on_regression_exit_code(

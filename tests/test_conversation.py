@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from simulator.bots.python_bot import PythonBotFactory
-from simulator.conversation import ConversationPlan, run_conversation
-from simulator.scenario import Scenario
-from simulator.transcript import Turn
+from simulator.engine.conversation import ConversationPlan, run_conversation
+from simulator.record.transcript import Turn
+from simulator.spec.scenario import Scenario
 from simulator.users.base import END, CharacterBreak, UserMessage
 from simulator.users.character import character_break_reason
 from simulator.users.offline import OfflineUser, gives_outcome
@@ -192,7 +192,7 @@ def test_first_person_rewrites_third_person_goals() -> None:
 
 
 async def test_discarded_attempts_and_the_closing_sentinel_are_counted_in_usage(bot_module: str) -> None:
-    from simulator.transcript import Usage
+    from simulator.record.transcript import Usage
 
     class CostlyUser(ScriptedUser):
         async def next_message(self, turns: list[Turn]) -> UserMessage:

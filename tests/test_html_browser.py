@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from simulator.metrics import load_run
+from simulator.analysis import load_run
 from simulator.report.html import write_html
 from simulator.report.model import ReportOptions, build_report
 from tests.test_report_support import SCRIPT, make_judged_run

@@ -16,10 +16,10 @@ import pytest
 
 from simulator.cli import main
 from simulator.judging.stage import make_judge_stage
-from simulator.llm import ModelHub
-from simulator.records import Verdict
-from simulator.runs import RunFolder
-from simulator.suite import Suite
+from simulator.providers.hub import ModelHub
+from simulator.record.folder import RunFolder
+from simulator.record.models import Verdict
+from simulator.spec.suite import Suite
 from simulator.testing.fake_llm import FakeLLMServer
 from tests.fake_judge import FakeJudge
 
@@ -173,9 +173,10 @@ def test_a_run_judges_each_conversation_with_code_checks_and_llm_criteria(
     assert all(v.evidence_verified for v in found if v.result in ("pass", "fail"))
     assert len(server.calls) == 6  # 2 conversations x 3 criteria, no more
     manifest = json.loads((project / "run" / "manifest.json").read_text())
-    assert manifest["judges"]["model"] == "anthropic:fake-judge"
-    assert manifest["judges"]["judge_set_hash"] == found[0].judge_set_hash
-    assert [c["id"] for c in manifest["judges"]["criteria"]] == ["asks-arm", "asks-breath", "asks-rash"]
+    [judge_set] = manifest["judge_sets"]
+    assert judge_set["model"] == "anthropic:fake-judge"
+    assert judge_set["hash"] == found[0].judge_set_hash
+    assert [c["id"] for c in judge_set["criteria"]] == ["asks-arm", "asks-breath", "asks-rash"]
     assert manifest["prompts"]["judge"]["hash"].startswith("sha256:")
     assert "<transcript>" in manifest["prompts"]["judge"]["template"]
 
@@ -229,7 +230,7 @@ def test_judge_rejudges_a_stored_run_and_keeps_the_earlier_verdicts(
         "anthropic:fake-judge",
         "anthropic:fake-judge",
     ]
-    assert manifest["judges"]["judge_set_hash"] == latest[0].judge_set_hash
+    assert manifest["judge_sets"][-1]["hash"] == latest[0].judge_set_hash
     assert "asks-breath" in out and "wheezing" not in out
 
 
@@ -296,7 +297,7 @@ def test_same_family_judge_is_warned_and_recorded(
             "judges": {"model": "anthropic:claude-sonnet-4-5"},
         }
     )
-    info = make_judge_stage(suite, [], ModelHub()).describe()["manifest"]
-    [warning] = info["warnings"]
+    info = make_judge_stage(suite, [], ModelHub()).describe()
+    [warning] = info.warnings
     assert "same family (claude) as the bot (anthropic:claude-haiku-4-5)" in warning
     assert f"warning: {warning}" in capsys.readouterr().err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from simulator.judging.evidence import evidence_verified, normalise, quote_found, verify_evidence
-from simulator.records import Evidence
+from simulator.record.models import Evidence
 
 MESSAGES = [
     "chst pain since this afternoon, prob just indigestion",

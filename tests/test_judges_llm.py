@@ -11,13 +11,13 @@ from simulator.judging.criteria import Criterion
 from simulator.judging.llm_judge import VERDICT_SCHEMA, JudgeOutput, LLMJudge, parse_output
 from simulator.judging.prompt import JUDGE_INSTRUCTIONS, render_criterion_block
 from simulator.judging.stage import NO_MODEL, JudgeStage
-from simulator.llm import ModelHub
 from simulator.providers.base import ChatMessage, ModelRequest
-from simulator.records import ConversationRecord, ErrorInfo
-from simulator.scenario import Scenario
-from simulator.suite import ProviderSettings
+from simulator.providers.hub import ModelHub
+from simulator.record.models import ConversationRecord, ErrorInfo
+from simulator.record.transcript import Turn, render_transcript
+from simulator.spec.scenario import Scenario
+from simulator.spec.suite import ProviderSettings
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
-from simulator.transcript import Turn, render_transcript
 from tests.conftest import close_after_test
 from tests.fake_judge import FABRICATED, FakeJudge, transcript_regions
 

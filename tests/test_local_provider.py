@@ -20,7 +20,7 @@ from simulator.providers.local import (
     parse_tool_calls,
     resolve_model_path,
 )
-from simulator.suite import ProviderSettings
+from simulator.spec.suite import ProviderSettings
 
 DECIDE = ToolSpec(
     name="record_decision",

@@ -8,11 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from simulator.analysis import (
+    load_run,
+    outcome_metrics,
+    pass_hat_k_table,
+    run_health,
+    scenario_rows,
+    tag_rows,
+)
+from simulator.analysis.stats import pass_hat_k, rate, runs_needed_for_bound, zero_failure_upper_bound
+from simulator.analysis.tables import criterion_rows
 from simulator.errors import UserError
-from simulator.metrics import load_run, outcome_metrics, pass_hat_k_table, run_health, scenario_rows, tag_rows
-from simulator.metrics.tables import criterion_rows
-from simulator.runs import CONVERSATIONS, RunFolder
-from simulator.stats import pass_hat_k, rate, runs_needed_for_bound, zero_failure_upper_bound
+from simulator.record.folder import CONVERSATIONS, RunFolder
 from tests.test_report_support import judge_run, make_judged_run, record, verdict, write_run
 
 
@@ -227,18 +234,16 @@ def test_expectations_survive_an_edited_scenario_file(tmp_path: Path) -> None:
     assert load_run(run).expected["chest-pain"] == {"triage_level": "emergency"}
 
 
-def test_a_run_whose_manifest_lacks_expectations_checks_the_files_hashes(tmp_path: Path) -> None:
-    """Runs recorded before manifests kept `expected` fall back to the files, warning when they changed."""
+def test_a_run_whose_manifest_lacks_expectations_takes_them_from_the_outcome_verdicts(tmp_path: Path) -> None:
+    """Outcome verdicts store what they compared: a manifest without `expected` needs no scenario file."""
     run = make_judged_run(tmp_path)
     manifest = json.loads((run / "manifest.json").read_text())
     for entry in manifest["scenarios"]:
         entry.pop("expected", None)
     (run / "manifest.json").write_text(json.dumps(manifest))
-    scenario = tmp_path / "scenarios" / "chest-pain.yaml"
-    scenario.write_text(scenario.read_text().replace("emergency", "gp"), encoding="utf-8")
+    shutil.rmtree(tmp_path / "scenarios")
     data = load_run(run)
-    assert data.expected["chest-pain"] == {"triage_level": "emergency"}  # from the recorded outcome verdicts
-    assert any("changed since the run" in w for w in data.warnings)
+    assert data.expected["chest-pain"] == {"triage_level": "emergency"}
 
 
 def test_a_half_written_conversation_line_is_ignored(tmp_path: Path) -> None:
@@ -255,19 +260,3 @@ def test_metric_verdicts_gate_nothing(tmp_path: Path) -> None:
     write_run(tmp_path / "r", [rec], verdicts)
     rows = scenario_rows(load_run(tmp_path / "r"))
     assert rows[0].statuses["pass"] == 1
-
-
-@pytest.mark.parametrize(
-    "reasoning",
-    [
-        "expected triage_level='emergency', got 'urgent'",
-        "expected triage_level='emergency', the bot recorded 'urgent'",
-        "expected triage_level='emergency'; the bot recorded no triage_level (final state: none)",
-        "expected triage_level='emergency'; the conversation stopped with 'max_turns'",
-    ],
-)
-def test_expected_outcome_is_read_back_from_outcome_check_reasoning(tmp_path: Path, reasoning: str) -> None:
-    rec = record("s1")
-    check = verdict(rec, "outcome.triage_level", "fail", kind="code", reasoning=reasoning)
-    write_run(tmp_path / "r", [rec], [check])
-    assert load_run(tmp_path / "r").expected == {"s1": {"triage_level": "emergency"}}

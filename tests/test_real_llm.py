@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 import yaml
 
-from simulator.llm import ModelClient
+from simulator.engine.runner import RunOptions, RunResult, run_suite
 from simulator.providers.base import ChatMessage, ModelRequest
+from simulator.providers.hub import ModelClient
 from simulator.providers.local import resolve_model_path
 from simulator.providers.openai import OpenAIProvider
-from simulator.records import ConversationRecord, Verdict
-from simulator.runner import RunOptions, RunResult, run_suite
-from simulator.runs import RunFolder
-from simulator.scenario import load_scenarios
-from simulator.suite import ChatBotConfig, ProviderSettings, Suite, load_suite
+from simulator.record.folder import RunFolder
+from simulator.record.models import ConversationRecord, Verdict
+from simulator.spec.scenario import load_scenarios
+from simulator.spec.suite import ChatBotConfig, ProviderSettings, Suite, load_suite
 from simulator.users.character import character_break_reason
 
 pytestmark = pytest.mark.real_llm
@@ -74,7 +74,7 @@ def check_engine_behaviour(
     ]
     manifest = RunFolder.open(out).read_manifest()
     assert manifest.status == "complete"
-    assert sum(manifest.counts["stop_reasons"].values()) == 4
+    assert sum(manifest.counts.stop_reasons.values()) == 4
     max_breaks = suite.user.max_character_breaks
     for record in records:
         assert record.stop_reason in {"user_done", "handover", "bot_closed", "max_turns", "error"}

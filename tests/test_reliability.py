@@ -14,14 +14,15 @@ import pytest
 from tenacity import RetryCallState
 
 from simulator.cli import main as cli_main
-from simulator.concurrency import AdaptiveLimiter
-from simulator.llm import ModelClient, ModelHub
+from simulator.engine.budget import ErrorBudget
+from simulator.engine.runner import RunOptions, parse_max_errors, run_suite
 from simulator.providers._http import retry_after_s
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
-from simulator.runner import RunOptions, _budget_exceeded, parse_max_errors, run_suite
-from simulator.runs import RunFolder
-from simulator.scenario import load_scenarios
-from simulator.suite import ProviderSettings, load_suite
+from simulator.providers.hub import ModelClient, ModelHub
+from simulator.providers.limiter import AdaptiveLimiter
+from simulator.record.folder import RunFolder
+from simulator.spec.scenario import load_scenarios
+from simulator.spec.suite import ProviderSettings, load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply, FaultConfig
 from tests._reliability_fixtures import triage_responder, write_suite
 
@@ -229,8 +230,8 @@ async def test_a_conversation_whose_bot_fails_is_recorded_with_its_cause_and_tur
     assert {v.result for v in verdicts if v.scenario_id == "chest"} == {"not_judged"}  # not a pass or fail
     assert {v.result for v in verdicts if v.scenario_id != "chest"} == {"pass"}
     manifest = folder.read_manifest()
-    assert manifest.counts["errors"] == 2
-    assert manifest.counts["calls"]["openai"]["retries"] == 2 * 3
+    assert manifest.counts.errors == 2
+    assert manifest.total_calls()["openai"].retries == 2 * 3
 
 
 def test_every_call_401_aborts_early_with_one_clear_line(
@@ -259,7 +260,9 @@ def test_max_errors_as_a_share_aborts_and_off_never_does(tmp_path: Path) -> None
         assert cli_main([*args, "off", "--out", str(tmp_path / "b")]) == 0
     assert json.loads((tmp_path / "a" / "manifest.json").read_text())["status"] == "aborted"
     finished = json.loads((tmp_path / "b" / "manifest.json").read_text())
-    assert finished["status"] == "complete" and finished["counts"]["errors"] == 10
+    assert (
+        finished["status"] == "complete" and finished["counts"]["errors"] == 10
+    )  # typed RunCounts, same JSON shape
 
 
 def test_max_errors_values() -> None:
@@ -271,12 +274,23 @@ def test_max_errors_values() -> None:
     for bad in ("-1", "2.5", "150%", "many"):
         with pytest.raises(ValueError, match="--max-errors takes"):
             parse_max_errors(bad)
-    assert _budget_exceeded(None, 10, 10, 10) == "the first 10 items all failed"
-    assert _budget_exceeded(None, 12, 30, 10) == "the last 10 items all failed"
-    assert _budget_exceeded(None, 9, 12, 9) is None
-    assert _budget_exceeded(5, 5, 100, 1) is None
-    assert _budget_exceeded(5, 6, 100, 1) is not None
-    assert _budget_exceeded(0, 1, 100, 1) is not None
-    assert _budget_exceeded(0.1, 2, 9, 2) is None  # too few finished to judge a share
-    assert _budget_exceeded(0.1, 2, 10, 2) is not None
-    assert _budget_exceeded(math.inf, 99, 99, 99) is None
+
+
+def _budget_after(limit: float | None, outcomes: str) -> str | None:
+    """The stop reason after a sequence of finished items: `x` failed, `.` passed."""
+    budget = ErrorBudget(limit)
+    for outcome in outcomes:
+        budget.account("boom" if outcome == "x" else None)
+    return budget.reason
+
+
+def test_error_budget() -> None:
+    assert (_budget_after(None, "x" * 10) or "").startswith("the first 10 items all failed")
+    assert (_budget_after(None, "." * 20 + "x" * 10) or "").startswith("the last 10 items all failed")
+    assert _budget_after(None, "..." + "x" * 9) is None
+    assert _budget_after(5, "x" * 5 + "." * 95) is None
+    assert _budget_after(5, "x" * 6) is not None
+    assert _budget_after(0, "x") is not None
+    assert _budget_after(0.1, "xx" + "." * 7) is None  # too few finished to judge a share
+    assert _budget_after(0.1, "." * 8 + "xx") is not None
+    assert _budget_after(math.inf, "x" * 99) is None

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from simulator.runner import RunOptions, run_suite
-from simulator.runs import RunFolder
-from simulator.scenario import load_scenarios
-from simulator.suite import load_suite
+from simulator.engine.runner import RunOptions, run_suite
+from simulator.record.folder import RunFolder
+from simulator.spec.scenario import load_scenarios
+from simulator.spec.suite import load_suite
 from simulator.testing.fake_llm import FakeLLMServer, FaultConfig
 from tests._reliability_fixtures import conversation_ids, outcome, triage_responder, verdict_keys, write_suite
 
@@ -48,7 +48,7 @@ async def test_faults_lose_nothing_duplicate_nothing_and_match_a_clean_run(
         assert Counter(verdict_keys(run)) == Counter(
             (i, c) for i in expected for c in ("outcome.triage_level", "rule-0", "rule-1")
         )  # every judgement once
-    calls = RunFolder(faulty).read_manifest().counts["calls"]["openai"]
+    calls = RunFolder(faulty).read_manifest().total_calls()["openai"].model_dump()
     assert calls["rate_limits"] > 0 and calls["transient_errors"] > 0  # the faults did happen
     assert calls["attempts"] == attempts
     assert calls["retries"] == attempts - needed  # every extra request was a retry: no work done twice

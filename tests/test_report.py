@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from simulator.analysis import load_run
 from simulator.cli import main
-from simulator.metrics import load_run
 from simulator.report.html import render_html
 from simulator.report.html_parts import highlight
 from simulator.report.json_report import report_json, report_schema
@@ -218,10 +218,10 @@ def test_the_report_reads_expected_outcomes_from_the_manifest_not_the_files(tmp_
     """Scenario files edited or deleted after a run do not change its report."""
     import asyncio
 
-    from simulator.metrics.data import load_run as load_run_data
-    from simulator.runner import RunOptions, run_suite
-    from simulator.scenario import load_scenarios
-    from simulator.suite import load_suite
+    from simulator.analysis.rundata import load_run as load_run_data
+    from simulator.engine.runner import RunOptions, run_suite
+    from simulator.spec.scenario import load_scenarios
+    from simulator.spec.suite import load_suite
 
     root = Path(__file__).resolve().parent.parent
     folder = tmp_path / "scenarios"

@@ -11,12 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator.records import ConversationRecord, ErrorInfo, Evidence, Verdict
-from simulator.runner import RunOptions, run_suite
-from simulator.runs import CONVERSATIONS, VERDICTS, Manifest, RunFolder, read_jsonl
-from simulator.scenario import load_scenarios
-from simulator.suite import load_suite
-from simulator.transcript import Usage
+from simulator.engine.runner import RunOptions, run_suite
+from simulator.record.folder import VERDICTS, RunFolder, read_jsonl
+from simulator.record.manifest import Manifest, RoleModels, ScenarioEntry
+from simulator.record.models import ConversationRecord, ErrorInfo, Evidence, Verdict
+from simulator.record.transcript import Usage
+from simulator.spec.scenario import load_scenarios
+from simulator.spec.suite import Suite, load_suite
 
 SCRIPT = "<script>window.__pwned = 1</script>"
 IMG = '<img src=x onerror="window.__pwned2 = 1">'
@@ -287,12 +288,12 @@ def llm_verdicts(record: ConversationRecord, judge_set_hash: str, flip: bool = F
 
 def judge_run(run: Path, judge_set_hash: str | None = None, flip: bool = False) -> str:
     """Append LLM-style verdicts for every conversation; by default in the outcome checks' judge set."""
-    folder = RunFolder.open(run)
+    folder = RunFolder.resume(run)
     if judge_set_hash is None:
         judge_set_hash = next(read_jsonl(run / VERDICTS, Verdict)).judge_set_hash
     records = list(folder.conversations())
     for record in records:
-        folder.append(VERDICTS, llm_verdicts(record, judge_set_hash, flip))  # type: ignore[arg-type]
+        folder.append_verdicts(llm_verdicts(record, judge_set_hash, flip))
     return judge_set_hash
 
 
@@ -311,17 +312,22 @@ def write_run(
 ) -> Path:
     """A run folder written record by record, for cases a real tiny run cannot produce cheaply."""
     ids = list(dict.fromkeys(r.scenario_id for r in records))
+    suite = Suite.model_validate(
+        {"name": "synthetic", "runs": 1, "bot": {"type": "python", "factory": "x:y"}, **(config or {})}
+    )
     manifest = Manifest(
         run_id=path.name,
         created_at=datetime.now(UTC),
         status="complete",
-        config=config or {"name": "synthetic", "runs": 1, "bot": {"type": "python", "factory": "x:y"}},
-        scenarios=[{"id": i} for i in ids],
+        suite=suite,
+        models=RoleModels(user="offline", bot=suite.bot.describe()),
+        scenarios=[ScenarioEntry(id=i) for i in ids],
         planned=len(records),
     )
     folder = RunFolder.create(path, manifest)
-    folder.append(CONVERSATIONS, records)  # type: ignore[arg-type]
-    folder.append(VERDICTS, verdicts)  # type: ignore[arg-type]
+    for rec in records:
+        folder.append_conversation(rec)
+    folder.append_verdicts(verdicts)
     return path
 
 

@@ -12,10 +12,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from simulator.runner import RunOptions, RunResult, run_suite
-from simulator.runs import CONVERSATIONS, VERDICTS, RunFolder
-from simulator.scenario import Scenario, load_scenarios
-from simulator.suite import Suite, load_suite
+from simulator.engine.runner import RunOptions, RunResult, run_suite
+from simulator.record.folder import CONVERSATIONS, VERDICTS, RunFolder
+from simulator.spec.scenario import Scenario, load_scenarios
+from simulator.spec.suite import Suite, load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
 from tests._reliability_fixtures import conversation_ids, triage_responder, verdict_keys, write_suite
 
@@ -65,7 +65,10 @@ def test_a_partial_line_longer_than_the_read_window_is_cut(tmp_path: Path) -> No
     (run / "manifest.json").write_text("{}")
     (run / CONVERSATIONS).write_text('{"a": 1}\n{"b": 2}\n' + "x" * 200_000)
     (run / VERDICTS).write_text("partial")
-    RunFolder.open(run)
+    RunFolder.open(run)  # a reader changes nothing
+    assert (run / CONVERSATIONS).read_text().endswith("x" * 200_000)
+    assert (run / VERDICTS).read_text() == "partial"
+    RunFolder.resume(run)  # the writer cuts what a killed writer left half-written
     assert (run / CONVERSATIONS).read_text() == '{"a": 1}\n{"b": 2}\n'
     assert (run / VERDICTS).read_text() == ""
 
@@ -118,8 +121,12 @@ async def test_retry_errors_reruns_only_errored_items_and_keeps_one_record_each(
     assert {r.id: r.stop_reason for r in folder.conversations()} == dict.fromkeys(ALL_IDS, "bot_closed")
     assert {v.result for v in folder.verdicts()} == {"pass"}
     manifest = folder.read_manifest()
-    assert manifest.counts["errors"] == 0 and len(manifest.resumed_at) == 2
-    assert manifest.counts["calls"]["openai"]["failed"] == 2  # summed over the three sessions
+    assert manifest.counts.errors == 0 and [s.command for s in manifest.sessions] == [
+        "run",
+        "resume",
+        "resume",
+    ]
+    assert manifest.total_calls()["openai"].failed == 2  # summed over the three sessions
 
 
 def _wait_for_lines(path: Path, count: int, timeout_s: float = 60.0) -> None:

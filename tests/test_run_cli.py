@@ -17,7 +17,7 @@ from typing import ClassVar
 import pytest
 
 from simulator.cli import main
-from simulator.runs import RunFolder
+from simulator.record.folder import RunFolder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,11 +30,11 @@ def test_run_writes_manifest_and_one_conversation_per_item(
     folder = RunFolder.open(out)
     manifest = folder.read_manifest()
     assert manifest.status == "complete" and manifest.planned == 3
-    assert manifest.config["user"]["resolved_model"] == "offline"
-    assert manifest.scenarios[0]["sha256"].startswith("sha256:")
-    assert manifest.scenarios[0]["expected"] == {"triage_level": "emergency"}
-    assert manifest.scenarios[0]["tags"] == ["cardiac", "high-stakes"]
-    assert manifest.prompts["user"]["hash"].startswith("sha256:")
+    assert manifest.models.user == "offline"
+    assert (manifest.scenarios[0].sha256 or "").startswith("sha256:")
+    assert manifest.scenarios[0].expected == {"triage_level": "emergency"}
+    assert manifest.scenarios[0].tags == ["cardiac", "high-stakes"]
+    assert manifest.prompts["user"].hash.startswith("sha256:")
     records = list(folder.conversations())
     assert sorted(r.id for r in records) == ["chest-1#0", "chest-1#1", "chest-1#2"]
     assert all(r.stop_reason == "user_done" for r in records)

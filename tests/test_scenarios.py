@@ -9,7 +9,7 @@ import pytest
 
 from simulator.cli import main
 from simulator.errors import UserError
-from simulator.scenario import load_scenarios
+from simulator.spec.scenario import load_scenarios
 
 
 def write(folder: Path, name: str, text: str) -> Path:

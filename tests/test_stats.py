@@ -1,4 +1,4 @@
-"""Tests for simulator.stats: the seed's worked examples, hand-made cases, scipy/statsmodels checks."""
+"""Tests for simulator.analysis.stats: the seed's worked examples, hand-made cases, scipy/statsmodels checks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from itertools import combinations
 
 import pytest
 
-from simulator.stats import (
+from simulator.analysis.stats import (
     Interval,
     Rate,
     cohens_kappa,

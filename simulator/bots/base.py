@@ -7,7 +7,7 @@ __all__ = ["BotError", "BotReply", "BotSession", "Reply"]
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from simulator.transcript import Usage
+from simulator.record.transcript import Usage
 
 
 @dataclass

@@ -8,9 +8,9 @@ from typing import Any
 
 from simulator.bots.base import BotError, BotReply
 from simulator.errors import UserError
-from simulator.llm import ModelClient, ModelHub
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError, ToolSpec
-from simulator.suite import ChatBotConfig, Suite
+from simulator.providers.hub import ModelClient, ModelHub
+from simulator.spec.suite import ChatBotConfig, Suite
 
 
 def _decision_tool(config: ChatBotConfig) -> ToolSpec | None:

@@ -13,7 +13,7 @@ import httpx
 
 from simulator.bots.base import BotError, BotReply
 from simulator.errors import UserError
-from simulator.suite import HttpBotConfig
+from simulator.spec.suite import HttpBotConfig
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

@@ -7,8 +7,6 @@ __all__ = ["PythonBotFactory"]
 import asyncio
 import importlib
 import inspect
-import os
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,8 +22,6 @@ def load_factory(spec: str) -> Callable[[], Any]:
         raise UserError(
             f"bot factory '{spec}' must look like module:factory (e.g. examples.triage_bot:make_bot)"
         )
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # `examples.x:y` names a module under the folder the user runs from
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

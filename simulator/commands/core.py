@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _max_errors(value: str) -> float:
-    from simulator.runner import parse_max_errors
+    from simulator.engine.runner import parse_max_errors
 
     try:
         return parse_max_errors(value)
@@ -74,25 +74,26 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from simulator.runner import RunOptions, run_suite
-    from simulator.runs import RunFolder
-    from simulator.scenario import load_scenarios
-    from simulator.suite import Suite, load_suite
+    from simulator.engine.runner import RunOptions, run_suite
+    from simulator.record.folder import RunFolder
+    from simulator.spec.scenario import load_scenarios
+    from simulator.spec.suite import load_suite
 
     if args.resume is not None:
         manifest = RunFolder.open(args.resume).read_manifest()
-        if manifest.suite_file is None:
-            raise UserError(f"{args.resume}: the manifest names no suite file; cannot resume")
-        suite = Suite.model_validate(_stored_suite(manifest.config))
-        suite._base_dir = Path(manifest.suite_file).parent.resolve()
-        suite._file = Path(manifest.suite_file)
+        suite = manifest.rebuild_suite(args.resume)
         options = RunOptions(
             out=args.resume,
             resume=True,
             retry_errors=args.retry_errors,
             progress=not args.no_progress,
             max_errors=args.max_errors,
+            freeze_gc=True,
         )
+        # The run's own scenarios, whatever --tags chose when it started.
+        recorded = {entry.id for entry in manifest.scenarios}
+        found = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths])
+        scenarios = [s for s in found if s.id in recorded]
     else:
         if args.retry_errors:
             raise UserError(
@@ -101,13 +102,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.suite is None:
             raise UserError("name a suite file: simulator run scenarios/triage/suite.yaml")
         suite = load_suite(args.suite, _overrides(args))
-        options = RunOptions(out=args.out, progress=not args.no_progress, max_errors=args.max_errors)
-    if args.user_model:
-        suite.user.model = args.user_model
-    if args.judge_model:
-        suite.judges.model = args.judge_model
-    tags = [t for t in (args.tags or "").split(",") if t] or suite.scenarios.tags
-    scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], tags)
+        options = RunOptions(
+            out=args.out, progress=not args.no_progress, max_errors=args.max_errors, freeze_gc=True
+        )
+        if args.user_model:
+            suite.user.model = args.user_model
+        if args.judge_model:
+            suite.judges.model = args.judge_model
+        if args.tags:
+            suite.scenarios.tags = [t for t in args.tags.split(",") if t]
+        scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
     result = asyncio.run(run_suite(suite, scenarios, options))
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
     print(
@@ -125,12 +129,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"run folder: {result.folder}")
     print(f"next: simulator report {result.folder}   ·   simulator show {result.folder} --scenario ID")
     return 0
-
-
-def _stored_suite(config: dict[str, Any]) -> dict[str, Any]:
-    config = json.loads(json.dumps(config))
-    config.get("user", {}).pop("resolved_model", None)
-    return config
 
 
 def _file_kind(path: Path) -> str:
@@ -155,8 +153,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from simulator.errors import Problem
     from simulator.golden.items import load_items
     from simulator.judging.criteria import load_criteria
-    from simulator.scenario import load_scenarios
-    from simulator.suite import load_suite
+    from simulator.spec.scenario import load_scenarios
+    from simulator.spec.suite import load_suite
 
     problems: list[Problem] = []
     files: dict[str, list[Path]] = {"suite": [], "criterion": [], "scenario": [], "golden": []}
@@ -213,9 +211,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from simulator.runner import latest_by_id
-    from simulator.runs import RunFolder
-    from simulator.show import render_conversation
+    from simulator.record.folder import RunFolder, latest_by_id
+    from simulator.report.show import render_conversation
 
     folder = RunFolder.open(args.run)
     records = list(latest_by_id(folder.conversations()).values())
@@ -239,7 +236,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from simulator.schemas import json_schema
+    from simulator.spec.schemas import json_schema
 
     print(json.dumps(json_schema(args.kind), indent=2))
     return 0

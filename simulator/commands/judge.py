@@ -6,18 +6,17 @@ __all__ = ["register", "stored_scenarios", "stored_suite", "verdict_rows"]
 
 import argparse
 import asyncio
-import json
 import sys
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from simulator.errors import UserError
-from simulator.records import ConversationRecord, Verdict
-from simulator.runs import Manifest, RunFolder
-from simulator.scenario import Scenario
-from simulator.suite import Suite
+from simulator.record.folder import RunFolder
+from simulator.record.manifest import Manifest
+from simulator.record.models import Verdict
+from simulator.spec.scenario import Scenario
+from simulator.spec.suite import Suite
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,28 +59,17 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
 
 def stored_suite(manifest: Manifest, folder: Path) -> Suite:
     """The suite a run was made with, as its manifest recorded it (no need for the suite file itself)."""
-    if manifest.kind != "simulation":
-        raise UserError(f"{folder} is a {manifest.kind} run; `judge` works on simulation runs")
-    config = json.loads(json.dumps(manifest.config))
-    user = config.get("user", {})
-    resolved = user.pop("resolved_model", None)
-    try:
-        suite = Suite.model_validate(config)
-    except ValueError as exc:
-        raise UserError(f"{folder}: the manifest's suite cannot be read by this version ({exc})") from exc
-    if resolved:
-        suite.user.model = resolved
-    suite._base_dir = Path(manifest.suite_file).parent.resolve() if manifest.suite_file else folder
-    suite._file = Path(manifest.suite_file) if manifest.suite_file else None
-    return suite
+    if manifest.kind == "imported" and manifest.suite is None:
+        raise UserError(f"{folder} is an imported run with no suite; pass --suite FILE to name the judges")
+    return manifest.rebuild_suite(folder)
 
 
 def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
     """The run's scenarios, read again from their files; warnings for files changed since the run."""
-    from simulator.runs import sha256_file
-    from simulator.scenario import load_scenarios
+    from simulator.record.hashing import sha256_file
+    from simulator.spec.scenario import load_scenarios
 
-    recorded = {entry["file"]: entry.get("sha256") for entry in manifest.scenarios}
+    recorded = {entry.file: entry.sha256 for entry in manifest.scenarios if entry.file}
     missing = [f for f in recorded if not Path(f).is_file()]
     if missing:
         raise UserError(
@@ -92,7 +80,7 @@ def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
         for f, digest in recorded.items()
         if digest and sha256_file(Path(f)) != digest
     ]
-    wanted = {entry["id"] for entry in manifest.scenarios}
+    wanted = {entry.id for entry in manifest.scenarios}
     scenarios = load_scenarios([Path(f) for f in recorded]) if recorded else []
     return [s for s in scenarios if s.id in wanted], warnings
 
@@ -161,39 +149,15 @@ def _latest(verdicts: list[Verdict]) -> list[Verdict]:
     return list(latest.values())
 
 
-async def _judge_records(
-    folder: RunFolder,
-    stage: Any,
-    records: list[ConversationRecord],
-    scenarios: dict[str, Scenario],
-    judged: set[tuple[str, str]],
-    concurrency: int,
-) -> list[Verdict]:
-    from simulator.runs import VERDICTS
-
-    slots = asyncio.Semaphore(max(1, concurrency))
-    written: list[Verdict] = []
-
-    async def one(record: ConversationRecord) -> None:
-        async with slots:
-            verdicts = await stage.judge(record, scenarios[record.scenario_id], judged)
-        folder.append(VERDICTS, verdicts)
-        written.extend(verdicts)
-
-    await asyncio.gather(*(one(r) for r in records))
-    return written
-
-
 def cmd_judge(args: argparse.Namespace) -> int:
-    from simulator.judging.stage import make_judge_stage
-    from simulator.llm import ModelHub
-    from simulator.runner import latest_by_id
+    from simulator.engine.runner import judge_run
+    from simulator.record.folder import latest_by_id
 
-    folder = RunFolder.open(args.run)
+    folder = RunFolder.resume(args.run)  # judging appends verdicts: a writer
     manifest = folder.read_manifest()
     suite = stored_suite(manifest, folder.path)
     if args.suite:
-        from simulator.suite import load_suite
+        from simulator.spec.suite import load_suite
 
         given = load_suite(args.suite)
         suite.judges = given.judges.model_copy(
@@ -213,32 +177,18 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if gone:
         print(f"warning: scenarios no longer in their files, not judged: {', '.join(gone)}", file=sys.stderr)
     records = [r for r in records if r.scenario_id in by_id]
-    hub = ModelHub.for_suite(suite)
-    stage = make_judge_stage(suite, scenarios, hub)
-    earlier = list(folder.verdicts())
-    judged = {
-        (v.conversation_id, v.criterion_id)
-        for v in earlier
-        if v.judge_set_hash == stage.judge_set_hash and not (args.retry_errors and v.result == "error")
-    }
-    todo = [r for r in records if stage.pending(r, judged)]
-
-    async def go() -> list[Verdict]:
-        try:
-            return await _judge_records(
-                folder, stage, todo, by_id, judged, args.concurrency or suite.concurrency
-            )
-        finally:
-            await hub.aclose()
-
-    written = asyncio.run(go())
-    _record_judge_set(folder, manifest, stage.describe())
-    current = _latest([v for v in [*earlier, *written] if v.judge_set_hash == stage.judge_set_hash])
-    others = sum(v.judge_set_hash != stage.judge_set_hash for v in earlier)
+    result, stage, todo = asyncio.run(
+        judge_run(
+            folder, suite, scenarios, records, retry_errors=args.retry_errors, concurrency=args.concurrency
+        )
+    )
+    every = list(folder.verdicts())
+    current = _latest([v for v in every if v.judge_set_hash == stage.judge_set_hash])
+    others = sum(v.judge_set_hash != stage.judge_set_hash for v in every)
     model = suite.judges.model or "none (LLM criteria not judged)"
     print(f"judge set {stage.judge_set_hash[:19]}  model: {model}  criteria: {len(stage.criteria)}")
     print(
-        f"judged {len(todo)} of {len(records)} conversations ({len(written)} verdicts written); "
+        f"judged {todo} of {len(records)} conversations ({result.verdicts} verdicts written); "
         f"{others} earlier verdicts of other judge sets kept"
     )
     _print_table(verdict_rows(current))
@@ -248,25 +198,12 @@ def cmd_judge(args: argparse.Namespace) -> int:
     return 0
 
 
-def _record_judge_set(folder: RunFolder, manifest: Manifest, info: dict[str, Any]) -> None:
-    """Keep every judge set used on the run in `judge_sets`; `judges` describes the latest."""
-    history = list((manifest.model_extra or {}).get("judge_sets") or [])
-    if not history and manifest.judges:
-        history.append(manifest.judges)  # the set the run itself was judged with
-    if not history or history[-1].get("judge_set_hash") != info["manifest"]["judge_set_hash"]:
-        history.append({**info["manifest"], "judged_at": datetime.now(UTC).isoformat()})
-    manifest.judge_sets = history  # type: ignore[attr-defined]
-    manifest.judges = info["manifest"]
-    manifest.prompts["judge"] = info["prompts"]["judge"]
-    folder.write_manifest(manifest)
-
-
 def cmd_judge_pairwise(args: argparse.Namespace) -> int:
     from simulator.judging.criteria import load_criteria
     from simulator.judging.hygiene import same_family_warnings
     from simulator.judging.pairwise import judge_pair, summarise_pairs
-    from simulator.llm import ModelHub
-    from simulator.runner import latest_by_id
+    from simulator.providers.hub import ModelHub
+    from simulator.record.folder import latest_by_id
 
     folder_a, folder_b = RunFolder.open(args.run_a), RunFolder.open(args.run_b)
     suite = stored_suite(folder_a.read_manifest(), folder_a.path)
@@ -302,7 +239,7 @@ def cmd_judge_pairwise(args: argparse.Namespace) -> int:
             f"{args.run_a} and {args.run_b} share no finished conversation (scenario#repeat) "
             f"that '{criterion.id}' applies to"
         )
-    hub = ModelHub.for_suite(suite)
+    hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
     client, bare = hub.client(model)
     slots = asyncio.Semaphore(max(1, args.concurrency or suite.concurrency))
 

@@ -89,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from simulator.metrics import load_prices, load_run
+    from simulator.analysis import load_prices, load_run
     from simulator.report.model import ReportOptions, build_report
 
     if args.json_schema:
@@ -133,7 +133,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from simulator.compare import compare_runs
+    from simulator.analysis.compare import compare_runs
     from simulator.report.views import render_comparison
 
     comparison = compare_runs(args.a, args.b, args.alpha, args.judge_set_a, args.judge_set_b)
@@ -150,8 +150,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from simulator.calibrate import calibrate
-    from simulator.metrics import load_run
+    from simulator.analysis import load_run
+    from simulator.analysis.calibrate import calibrate
     from simulator.report.views import render_calibration
 
     calibration = calibrate(load_run(args.run, args.judge_set), args.labels)
@@ -162,8 +162,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_labels_export(args: argparse.Namespace) -> int:
-    from simulator.calibrate import export_labels
-    from simulator.metrics import load_run
+    from simulator.analysis import load_run
+    from simulator.analysis.calibrate import export_labels
 
     if args.sample is not None and args.sample < 1:
         raise UserError("--sample must be at least 1")

@@ -15,11 +15,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from simulator.analysis.stats import mcnemar_exact
 from simulator.errors import UserError
 from simulator.golden.report import GoldenReport, Rate, build_report, format_rate, print_heading
 from simulator.golden.runner import GoldenRun
 from simulator.golden.scoring import Gate
-from simulator.stats import mcnemar_exact
 
 
 class Flip(BaseModel):

@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from simulator.errors import Problem, UserError
-from simulator.judging.assertions import AssertionFields, AssertionSpec
+from simulator.spec.assertions import AssertionFields, AssertionSpec
 
 ItemKind = Literal["exact", "assert"]
 

@@ -29,9 +29,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from simulator.analysis.stats import wilson_interval
 from simulator.golden.runner import GoldenRun
 from simulator.golden.scoring import Gate, ItemResult, parse_gate
-from simulator.stats import wilson_interval
 
 SIMILARITY_METRICS = ("token_f1", "rouge_l", "difflib_ratio")
 SWEEP_THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))

@@ -29,7 +29,7 @@ from simulator.errors import UserError
 from simulator.golden.items import GoldenItem, ItemKind
 from simulator.judging.assertions import check_assertions
 from simulator.judging.text_metrics import difflib_ratio, exact_match, rouge_l, token_f1
-from simulator.records import ErrorInfo
+from simulator.record.models import ErrorInfo
 
 GOLDEN_SCHEMA_VERSION = 1
 

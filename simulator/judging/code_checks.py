@@ -23,8 +23,8 @@ from typing import Any
 
 from simulator.judging.assertions import AssertionSpec, check_assertions
 from simulator.judging.text_metrics import difflib_ratio, exact_match, rouge_l, token_f1
-from simulator.records import ConversationRecord, Evidence, Verdict
-from simulator.scenario import Scenario
+from simulator.record.models import ConversationRecord, Evidence, Verdict
+from simulator.spec.scenario import Scenario
 
 # Bumped whenever a check's logic changes: it is part of the judge set's hash.
 CODE_CHECKS_VERSION = "code-checks-v1"
@@ -91,6 +91,8 @@ def _outcome(record: ConversationRecord, key: str, expected: Any, base: dict[str
         return Verdict(
             **base,
             result="pass" if passed else "fail",
+            expected=expected,
+            actual=actual,
             reasoning=f"expected {key}={expected!r}; the conversation stopped with {record.stop_reason!r}",
             evidence=[Evidence(quote=f"stop_reason={record.stop_reason}", found=True)]
             + [Evidence(quote=text, found=True) for text in last],
@@ -101,6 +103,7 @@ def _outcome(record: ConversationRecord, key: str, expected: Any, base: dict[str
         return Verdict(
             **base,
             result="fail",
+            expected=expected,
             reasoning=f"expected {key}={expected!r}; the bot recorded no {key} (final state: {state or 'none'})",
             evidence=[],
             evidence_verified=True,
@@ -109,6 +112,8 @@ def _outcome(record: ConversationRecord, key: str, expected: Any, base: dict[str
     return Verdict(
         **base,
         result="pass" if _same(actual, expected) else "fail",
+        expected=expected,
+        actual=actual,
         reasoning=f"expected {key}={expected!r}, the bot recorded {actual!r}",
         evidence=[Evidence(quote=f"{key}={actual!r}", found=True)],
         evidence_verified=True,

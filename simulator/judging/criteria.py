@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator
 
-from simulator.documents import DocumentKind, FileDocument, load_documents, yaml_files
+from simulator.spec.documents import DocumentKind, FileDocument, load_documents, yaml_files
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Severity = Literal["critical", "major", "minor"]

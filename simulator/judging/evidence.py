@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from simulator.records import Evidence, VerdictResult
+from simulator.record.models import Evidence, VerdictResult
 
 _TYPOGRAPHY = str.maketrans(
     {

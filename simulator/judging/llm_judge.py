@@ -31,10 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from simulator.judging.criteria import Criterion
 from simulator.judging.evidence import verify_evidence
 from simulator.judging.prompt import build_judge_request, render_transcript_block, transcript_messages
-from simulator.llm import ModelClient
 from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError
-from simulator.records import ConversationRecord, ErrorInfo, Verdict
-from simulator.transcript import Usage
+from simulator.providers.hub import ModelClient
+from simulator.record.models import ConversationRecord, ErrorInfo, Verdict
+from simulator.record.transcript import Usage
 
 JudgeResult = Literal["pass", "fail", "not_applicable"]
 T = TypeVar("T", bound=BaseModel)

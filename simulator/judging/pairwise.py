@@ -24,13 +24,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from simulator.analysis.stats import Rate, rate
 from simulator.judging.criteria import Criterion
 from simulator.judging.llm_judge import ask_validated
 from simulator.judging.prompt import render_criterion_block, render_messages
-from simulator.llm import ModelClient
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
-from simulator.stats import Rate, rate
-from simulator.transcript import Turn, Usage
+from simulator.providers.hub import ModelClient
+from simulator.record.transcript import Turn, Usage
 
 Side = Literal["A", "B", "tie"]
 

@@ -33,8 +33,8 @@ from typing import Any
 
 from simulator.judging.criteria import Criterion
 from simulator.providers.base import ChatMessage, ModelRequest
-from simulator.runs import sha256_text
-from simulator.transcript import Turn
+from simulator.record.hashing import sha256_text
+from simulator.record.transcript import Turn
 
 JUDGE_INSTRUCTIONS = """\
 You are an evaluator. You review one finished conversation between a user and a chatbot and judge it

@@ -13,6 +13,7 @@ __all__ = ["JudgeStage", "judge_set_hash", "make_judge_stage"]
 import asyncio
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,12 @@ from simulator.judging.criteria import Criterion, load_criteria
 from simulator.judging.hygiene import same_family_warnings
 from simulator.judging.llm_judge import LLMJudge, not_judged_verdict
 from simulator.judging.prompt import JUDGE_PROMPT_TEMPLATE, judge_prompt_hash, render_transcript_block
-from simulator.llm import ModelHub, call_scope, resolve_user_model
-from simulator.records import ConversationRecord, Verdict
-from simulator.runs import sha256_text
-from simulator.scenario import Scenario
-from simulator.suite import Suite
+from simulator.providers.hub import ModelHub, call_scope, resolve_user_model
+from simulator.record.hashing import sha256_text
+from simulator.record.manifest import CriterionEntry, JudgeSet, PromptEntry
+from simulator.record.models import ConversationRecord, Verdict
+from simulator.spec.scenario import Scenario
+from simulator.spec.suite import Suite
 
 NO_MODEL = "no judge model configured (set judges.model in the suite or pass --judge-model)"
 
@@ -64,36 +66,38 @@ class JudgeStage:
         self.settings = settings
         self.warnings = warnings
 
-    def describe(self) -> dict[str, Any]:
-        """The manifest's `judges` section and the judge prompt (text and hash)."""
-        return {
-            "manifest": {
-                "judge_set_hash": self.judge_set_hash,
-                **self.settings,
-                "prompt_hash": judge_prompt_hash(),
-                "code_checks": CODE_CHECKS_VERSION,
-                "criteria": [
-                    {
-                        "id": c.id,
-                        # The wording itself, so labelling sheets and reports can show the rubric.
-                        "criterion": c.criterion,
-                        "pass": c.pass_,
-                        "fail": c.fail,
-                        "not_applicable": c.not_applicable,
-                        "file": c._source,
-                        "line": c._line,
-                        "sha256": sha256_text(c.canonical()),
-                        "severity": c.severity,
-                        "category": c.category,
-                        "applies_to": c.applies_to,
-                    }
-                    for c in self.criteria
-                ],
-                "warnings": self.warnings,
-                "not_judged_reason": None if self.llm is not None or not self.criteria else NO_MODEL,
-            },
-            "prompts": {"judge": {"template": JUDGE_PROMPT_TEMPLATE, "hash": judge_prompt_hash()}},
-        }
+    def describe(self) -> JudgeSet:
+        """This judge set as the manifest records it: settings, prompt hash and every criterion's wording."""
+        return JudgeSet(
+            hash=self.judge_set_hash,
+            **self.settings,
+            prompt_hash=judge_prompt_hash(),
+            code_checks=CODE_CHECKS_VERSION,
+            criteria=[
+                CriterionEntry(
+                    id=c.id,
+                    criterion=c.criterion,
+                    **{"pass": c.pass_},
+                    fail=c.fail,
+                    not_applicable=c.not_applicable,
+                    file=c._source,
+                    line=c._line,
+                    sha256=sha256_text(c.canonical()),
+                    severity=c.severity,
+                    category=c.category,
+                    applies_to=c.applies_to,
+                )
+                for c in self.criteria
+            ],
+            warnings=self.warnings,
+            not_judged_reason=None if self.llm is not None or not self.criteria else NO_MODEL,
+            judged_at=datetime.now(UTC),
+        )
+
+    @staticmethod
+    def prompt() -> PromptEntry:
+        """The judge prompt template and its hash, for the manifest."""
+        return PromptEntry(template=JUDGE_PROMPT_TEMPLATE, hash=judge_prompt_hash())
 
     def applicable(self, tags: list[str]) -> list[Criterion]:
         """The LLM criteria that apply to a scenario with these tags."""

@@ -11,7 +11,7 @@ from simulator.errors import UserError
 
 if TYPE_CHECKING:
     from simulator.providers.base import Provider
-    from simulator.suite import ProviderSettings
+    from simulator.providers.settings import ProviderSettings
 
 # provider name -> "module:Class"; imported lazily so `simulator --help` stays fast.
 PROVIDERS: dict[str, str] = {

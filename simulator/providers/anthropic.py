@@ -12,8 +12,8 @@ from simulator.errors import UserError
 from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
-from simulator.suite import ProviderSettings
-from simulator.transcript import Usage
+from simulator.providers.settings import ProviderSettings
+from simulator.record.transcript import Usage
 
 
 class AnthropicProvider(Provider):

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simulator.transcript import Usage
+from simulator.record.transcript import Usage
 
 ErrorKind = Literal["rate_limit", "transient", "permanent"]
 

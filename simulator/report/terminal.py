@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.metrics.data import short_hash
-from simulator.metrics.rates import RateView, pct
-from simulator.metrics.tables import CriterionRow, VerdictCounts
+from simulator.analysis.rates import RateView, pct
+from simulator.analysis.rundata import short_hash
+from simulator.analysis.tables import CriterionRow, VerdictCounts
 from simulator.report.model import Report
 
 _LEVEL_STYLE = {"bug": "bold red", "warning": "yellow", "info": "cyan"}

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.calibrate import LABELS, Calibration, CriterionCalibration
-from simulator.compare import Comparison
+from simulator.analysis.calibrate import LABELS, Calibration, CriterionCalibration
+from simulator.analysis.compare import Comparison
 
 
 def _signed(x: float) -> str:

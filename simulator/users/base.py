@@ -7,7 +7,7 @@ __all__ = ["END", "CharacterBreak", "SimulatedUser", "UserMessage"]
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from simulator.transcript import Turn, Usage
+from simulator.record.transcript import Turn, Usage
 
 END = "[END]"
 

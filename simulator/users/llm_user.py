@@ -6,9 +6,9 @@ __all__ = ["LLMUser"]
 
 from typing import Literal
 
-from simulator.llm import ModelClient
 from simulator.providers.base import ChatMessage, ModelRequest
-from simulator.transcript import Turn
+from simulator.providers.hub import ModelClient
+from simulator.record.transcript import Turn
 from simulator.users.base import END, CharacterBreak, UserMessage
 from simulator.users.character import character_break_reason
 from simulator.users.prompt import OPENING_CUE

@@ -13,8 +13,8 @@ __all__ = ["OfflineUser", "content_words", "gives_outcome"]
 import random
 import re
 
-from simulator.scenario import Scenario
-from simulator.transcript import Turn
+from simulator.record.transcript import Turn
+from simulator.spec.scenario import Scenario
 from simulator.users.base import END, UserMessage
 
 _WORD = re.compile(r"[a-z0-9']+")

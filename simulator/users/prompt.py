@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __all__ = ["OPENING_CUE", "USER_PROMPT_TEMPLATE", "render_user_prompt"]
 
-from simulator.scenario import Scenario
+from simulator.spec.scenario import Scenario
 from simulator.users.base import END
 
 USER_PROMPT_TEMPLATE = """You are role-playing a person who is messaging a service through a chat app.

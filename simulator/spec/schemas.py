@@ -10,8 +10,8 @@ from typing import Any
 from simulator.errors import UserError
 
 MODELS = {
-    "scenario": "simulator.scenario:Scenario",
-    "suite": "simulator.suite:Suite",
+    "scenario": "simulator.spec.scenario:Scenario",
+    "suite": "simulator.spec.suite:Suite",
     "criterion": "simulator.judging.criteria:Criterion",
     "golden": "simulator.golden.items:GoldenItem",
 }

@@ -18,9 +18,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simulator.transcript import Turn, Usage
+from simulator.record.transcript import Turn, Usage
 
-SCHEMA_VERSION = 1
+# The version of every record: manifest, conversation and verdict lines (migrations in record/migrations.py).
+SCHEMA_VERSION = 2
 
 StopReason = Literal["user_done", "handover", "bot_closed", "max_turns", "error"]
 VerdictResult = Literal["pass", "fail", "not_applicable", "error", "not_judged"]
@@ -64,6 +65,11 @@ class ConversationRecord(BaseModel):
     bot: str = ""
     # Calls answered from the response cache, by role.
     cache_hits: dict[str, int] = Field(default_factory=dict)
+    # The id the bot was given: unique per run and per attempt, so a bot that keeps sessions never answers
+    # from another run's state. `id` (scenario#repeat) stays the record's key.
+    bot_conversation_id: str | None = None
+    # True when some text could not be stored as UTF-8 (a lone surrogate) and was replaced by U+FFFD.
+    text_repaired: bool = False
 
 
 class Evidence(BaseModel):
@@ -98,3 +104,8 @@ class Verdict(BaseModel):
     latency_s: float | None = None
     error: ErrorInfo | None = None
     judged_at: datetime | None = None
+    # Outcome checks: what the scenario expected and what the conversation produced (final-state value or
+    # stop reason; None when the bot recorded none).
+    expected: Any = None
+    actual: Any = None
+    text_repaired: bool = False

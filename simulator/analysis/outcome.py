@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.metrics.data import RunData
-from simulator.metrics.rates import RateView, rate_view
-from simulator.records import ConversationRecord
+from simulator.analysis.rates import RateView, rate_view
+from simulator.analysis.rundata import RunData
+from simulator.record.models import ConversationRecord
 
 OTHER = "other"  # the bot recorded a value that is not one of the levels
 NO_DECISION = "no decision"  # the conversation ended without the outcome key in the final state

@@ -23,7 +23,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from simulator.errors import Problem, UserError
-from simulator.yamlfile import YAMLProblem, load_yaml, validate_model
+from simulator.providers.settings import CacheConfig, ProviderSettings
+from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
 
 
 class _Strict(BaseModel):
@@ -120,36 +121,6 @@ class OutcomeConfig(_Strict):
         if self.critical is not None and self.critical not in self.levels:
             raise ValueError(f"critical level '{self.critical}' is not one of levels {self.levels}")
         return self
-
-
-class ProviderSettings(_Strict):
-    """Per-provider connection settings; `api_key_env` names the variable, the key itself is never stored."""
-
-    base_url: str | None = None
-    api_key_env: str | None = None
-    max_connections: int = Field(default=16, ge=1)
-    timeout_s: float = Field(default=120.0, gt=0)
-    # Retries of rate limits and transient errors: bounded in attempts and in total time per call.
-    max_attempts: int = Field(default=6, ge=1)
-    max_retry_time_s: float = Field(default=300.0, gt=0)
-    backoff_initial_s: float = Field(default=1.0, ge=0)  # first wait; doubles per attempt, with jitter
-    backoff_max_s: float = Field(default=60.0, ge=0)
-    # Halve the connection limit on a burst of rate limits and grow it back as calls succeed.
-    adaptive_concurrency: bool = True
-
-
-Role = Literal["user", "bot", "judge"]
-
-
-def _all_roles() -> list[Role]:
-    return ["user", "bot", "judge"]
-
-
-class CacheConfig(_Strict):
-    """Opt-in response cache (SQLite) for the roles listed; a path is relative to the suite file."""
-
-    path: str = ".simulator-cache.sqlite"
-    roles: list[Role] = Field(default_factory=_all_roles, min_length=1)
 
 
 class Suite(_Strict):

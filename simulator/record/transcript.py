@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-__all__ = ["Role", "Turn", "Usage", "render_transcript"]
+__all__ = ["Role", "Turn", "Usage", "render_transcript", "repair_text"]
 
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 Role = Literal["user", "bot"]
+
+
+def repair_text(value: Any) -> Any:
+    """`value` with every lone surrogate (text UTF-8 cannot hold) replaced by U+FFFD, recursively through
+    dicts and lists; anything else is returned as it is."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {repair_text(k): repair_text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [repair_text(v) for v in value]
+    return value
 
 
 class Usage(BaseModel):
@@ -46,6 +58,17 @@ class Turn(BaseModel):
     model: str | None = None
     # The raw provider or bot exchange (secrets stripped), for debugging; optional.
     raw: dict[str, Any] | None = None
+    # True when a message held text UTF-8 cannot store (a lone surrogate), replaced here by U+FFFD.
+    text_repaired: bool = False
+
+    @model_validator(mode="after")
+    def _storable_text(self) -> Turn:
+        # Repaired on entry, so judges and reports see the same text the record keeps.
+        clean = [repair_text(message) for message in self.messages]
+        if clean != self.messages:
+            self.messages = clean
+            self.text_repaired = True
+        return self
 
     @property
     def text(self) -> str:

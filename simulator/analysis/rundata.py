@@ -4,8 +4,6 @@ from __future__ import annotations
 
 __all__ = ["JudgeSetInfo", "RunData", "load_run", "short_hash"]
 
-import ast
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,10 +12,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from simulator.errors import UserError
-from simulator.records import ConversationRecord, Verdict
-from simulator.runner import latest_by_id
-from simulator.runs import Manifest, RunFolder, sha256_file
-from simulator.suite import OutcomeConfig
+from simulator.record.folder import RunFolder, latest_by_id
+from simulator.record.manifest import Manifest
+from simulator.record.models import ConversationRecord, Verdict
+from simulator.spec.suite import OutcomeConfig
 
 
 def short_hash(value: str | None, length: int = 12) -> str:
@@ -58,14 +56,14 @@ class RunData:
     @property
     def outcome(self) -> OutcomeConfig | None:
         """The suite's ordered outcome levels, when it declared them."""
-        raw = self.manifest.config.get("outcome")
-        return OutcomeConfig.model_validate(raw) if raw else None
+        return self.manifest.suite.outcome if self.manifest.suite is not None else None
 
     @property
     def runs(self) -> int:
         """Repeats per scenario the suite asked for (at least the largest repeat index seen plus one)."""
         seen = max((c.repeat + 1 for c in self.conversations), default=1)
-        return max(int(self.manifest.config.get("runs", 1) or 1), seen)
+        asked = self.manifest.suite.runs if self.manifest.suite is not None else 1
+        return max(asked, seen)
 
     def verdicts_by_conversation(self) -> dict[str, list[Verdict]]:
         """The chosen verdicts grouped by conversation id."""
@@ -127,72 +125,14 @@ def _chosen_verdicts(
     return list(picked.values()), borrowed
 
 
-_EXPECTED = re.compile(r"expected (?P<key>[\w.-]+)=")
-
-
-def _leading_literal(text: str) -> Any:
-    """The Python literal at the start of `text`, ended by `,` or `;` or the end (a repr may hold commas)."""
-    ends = [i for i, c in enumerate(text) if c in ",;"] + [len(text)]
-    for end in ends:
-        try:
-            return ast.literal_eval(text[:end].strip())
-        except (ValueError, SyntaxError):
-            continue
-    raise ValueError("no literal")
-
-
-def _expected_from_verdicts(verdicts: list[Verdict]) -> dict[str, dict[str, Any]]:
-    """Last resort: the expectation an outcome check wrote in its reasoning (`expected k='v', ...`)."""
-    found: dict[str, dict[str, Any]] = {}
+def _expected(manifest: Manifest, verdicts: list[Verdict]) -> dict[str, dict[str, Any]]:
+    """Each scenario's `expected` block as the run recorded it: from the manifest, and for keys it lacks,
+    from the outcome verdicts (which store what they compared)."""
+    expected = {entry.id: dict(entry.expected) for entry in manifest.scenarios if entry.expected}
     for verdict in verdicts:
-        if not verdict.criterion_id.startswith("outcome."):
-            continue
-        match = _EXPECTED.search(verdict.reasoning)
-        if not match:
-            continue
-        try:
-            value = _leading_literal(verdict.reasoning[match.end() :])
-        except ValueError:
-            continue
-        found.setdefault(verdict.scenario_id, {})[match["key"]] = value
-    return found
-
-
-def _expected(manifest: Manifest, verdicts: list[Verdict], warnings: list[str]) -> dict[str, dict[str, Any]]:
-    """Each scenario's `expected` block: from the manifest, else its file, else the outcome verdicts."""
-    from simulator.scenario import load_scenarios
-
-    expected: dict[str, dict[str, Any]] = {}
-    files: dict[str, list[str]] = {}
-    for entry in manifest.scenarios:
-        if isinstance(entry.get("expected"), dict):
-            expected[entry["id"]] = entry["expected"]
-        elif entry.get("file"):
-            files.setdefault(entry["file"], []).append(entry["id"])
-    changed: list[str] = []
-    for name, ids in files.items():
-        path = Path(name)
-        if not path.is_file() and manifest.suite_file:
-            path = Path(manifest.suite_file).parent / name
-        if not path.is_file():
-            continue
-        entry_hash = next((e.get("sha256") for e in manifest.scenarios if e.get("file") == name), None)
-        if entry_hash and sha256_file(path) != entry_hash:
-            changed.append(name)
-            continue  # edited since the run: its expectations may not be the ones the run was judged on
-        try:
-            for scenario in load_scenarios([path]):
-                if scenario.id in ids:
-                    expected[scenario.id] = dict(scenario.expected)
-        except UserError:
-            continue
-    if changed:
-        warnings.append(
-            f"scenario files changed since the run ({', '.join(changed)}); expected outcomes were read "
-            "from the recorded outcome verdicts instead"
-        )
-    for scenario_id, values in _expected_from_verdicts(verdicts).items():
-        expected.setdefault(scenario_id, values)
+        if verdict.criterion_id.startswith("outcome.") and verdict.expected is not None:
+            key = verdict.criterion_id.removeprefix("outcome.")
+            expected.setdefault(verdict.scenario_id, {}).setdefault(key, verdict.expected)
     return expected
 
 
@@ -206,7 +146,7 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
     all_verdicts = list(folder.verdicts())
     chosen, recent_first = _select_judge_set(all_verdicts, judge_set)
     verdicts, borrowed = _chosen_verdicts(all_verdicts, chosen, recent_first)
-    order = [entry["id"] for entry in manifest.scenarios if "id" in entry]
+    order = [entry.id for entry in manifest.scenarios]
     for record in latest.values():
         if record.scenario_id not in order:
             order.append(record.scenario_id)
@@ -227,7 +167,7 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
             )
         )
     warnings: list[str] = []
-    expected = _expected(manifest, verdicts, warnings)
+    expected = _expected(manifest, verdicts)
     if borrowed:
         named = ", ".join(f"{c} (from {short_hash(h)})" for c, h in sorted(borrowed.items()))
         warnings.append(

@@ -10,9 +10,9 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator
 
-from simulator.documents import DocumentKind, FileDocument, load_documents, yaml_files
 from simulator.errors import UserError
-from simulator.judging.assertions import AssertionSpec
+from simulator.spec.assertions import AssertionSpec
+from simulator.spec.documents import DocumentKind, FileDocument, load_documents, yaml_files
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 SUITE_FILE_NAMES = ("suite.yaml", "suite.yml")

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from simulator.records import ConversationRecord, Verdict
+from simulator.record.models import ConversationRecord, Verdict
 
 _COLOURS = {
     "pass": "green",

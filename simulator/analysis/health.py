@@ -9,9 +9,9 @@ from typing import get_args
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.metrics.data import RunData
-from simulator.metrics.rates import RateView, rate_view
-from simulator.records import StopReason
+from simulator.analysis.rates import RateView, rate_view
+from simulator.analysis.rundata import RunData
+from simulator.record.models import StopReason
 
 
 class _Model(BaseModel):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["ConversationPlan", "run_conversation"]
+__all__ = ["ConversationPlan", "bot_conversation_id", "run_conversation"]
 
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -11,9 +12,9 @@ from typing import Any
 
 from simulator.bots import BotError, BotFactory
 from simulator.providers.base import ProviderError
-from simulator.records import ConversationRecord, ErrorInfo, StopReason, conversation_key
-from simulator.scenario import Scenario
-from simulator.transcript import Turn, Usage
+from simulator.record.models import ConversationRecord, ErrorInfo, StopReason, conversation_key
+from simulator.record.transcript import Turn, Usage
+from simulator.spec.scenario import Scenario
 from simulator.users.base import CharacterBreak, SimulatedUser
 
 
@@ -34,7 +35,8 @@ def _now() -> datetime:
 class _Attempt:
     """One try at a conversation: the turns so far, what each side used, and how it ended."""
 
-    def __init__(self) -> None:
+    def __init__(self, bot_id: str) -> None:
+        self.bot_id = bot_id
         self.turns: list[Turn] = []
         self.usage: dict[str, Usage] = {}
         self.raw: list[dict[str, Any]] = []
@@ -44,10 +46,16 @@ class _Attempt:
             self.usage[role] = self.usage.get(role, Usage()) + usage
 
 
+def bot_conversation_id(run_id: str, plan: ConversationPlan) -> str:
+    """The id a bot is given: unique per run and per attempt (a resumed or replayed item gets a new one),
+    so a bot that keeps sessions never answers from an earlier run's state."""
+    return f"{run_id}/{plan.id}/{secrets.token_hex(4)}"
+
+
 async def _attempt(
     plan: ConversationPlan, user: SimulatedUser, bots: BotFactory, attempt: _Attempt
 ) -> tuple[StopReason, dict[str, Any] | None, ErrorInfo | None]:
-    session = await bots.open(plan.id)
+    session = await bots.open(attempt.bot_id)
     state: dict[str, Any] | None = None
     try:
         for index in range(plan.scenario.max_turns):
@@ -111,13 +119,14 @@ async def run_conversation(
     max_character_breaks: int = 3,
     user_model: str = "",
     bot_name: str = "",
+    run_id: str = "run",
 ) -> ConversationRecord:
     """Run one (scenario, repeat) to its end; never raises for a bot, user or provider failure."""
     breaks: list[str] = []
     discarded = Usage()  # what the discarded attempts cost: their transcripts go, their tokens count
     started = _now()
     for attempt_number in range(max_character_breaks + 1):
-        attempt = _Attempt()
+        attempt = _Attempt(bot_conversation_id(run_id, plan))
         user = make_user(plan, attempt_number)
         try:
             stop, state, error = await _attempt(plan, user, bots, attempt)
@@ -144,6 +153,7 @@ async def run_conversation(
             usage_by_role=attempt.usage,
             tags=list(plan.scenario.tags),
             user_model=user_model,
+            bot_conversation_id=attempt.bot_id,
             bot=bot_name,
         )
     return ConversationRecord(

@@ -6,7 +6,7 @@ __all__ = ["RateView", "pct", "rate_view"]
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.stats import Counts, rate, runs_needed_for_bound
+from simulator.analysis.stats import Counts, rate, runs_needed_for_bound
 
 
 def pct(x: float | None, digits: int = 1) -> str:
@@ -63,7 +63,7 @@ def rate_view(
     confidence: float = 0.95,
     share: bool = False,
 ) -> RateView:
-    """Build a RateView from counts with `simulator.stats.rate`, adding the runs needed for `target`.
+    """Build a RateView from counts with `simulator.analysis.stats.rate`, adding the runs needed for `target`.
 
     `share=True` is for a distribution (stop reasons), where "no failure seen" means nothing: no bound.
     """

@@ -22,19 +22,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_before_delay
 
-from simulator.concurrency import AdaptiveLimiter
 from simulator.providers import DEFAULT_MODELS, create_provider, split_model
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError
+from simulator.providers.limiter import AdaptiveLimiter
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
-    from simulator.cache import ResponseCache
-    from simulator.suite import ProviderSettings, Suite
+    from simulator.providers.cache import ResponseCache
+    from simulator.providers.settings import CacheConfig, ProviderSettings
 
 
 @dataclass
@@ -164,7 +165,7 @@ class ModelClient:
         return response
 
     def _key(self, request: ModelRequest, repeat: int | None, scope: CallScope | None) -> str:
-        from simulator.cache import cache_key
+        from simulator.providers.cache import cache_key
 
         if repeat is None:
             repeat = scope.repeat if scope is not None else 0
@@ -253,13 +254,18 @@ class ModelHub:
         self.role = "other"
 
     @classmethod
-    def for_suite(cls, suite: Suite) -> ModelHub:
-        if suite.cache is None:
-            return cls(dict(suite.providers))
-        from simulator.cache import ResponseCache
+    def create(
+        cls, providers: dict[str, ProviderSettings], cache: CacheConfig | None, base_dir: Path
+    ) -> ModelHub:
+        """A hub with these provider settings and, when configured, the response cache (a relative path is
+        relative to `base_dir`, the suite file's folder)."""
+        if cache is None:
+            return cls(dict(providers))
+        from simulator.providers.cache import ResponseCache
 
-        cache = ResponseCache(suite.resolve(suite.cache.path))
-        return cls(dict(suite.providers), cache=cache, cache_roles=frozenset(suite.cache.roles))
+        path = Path(cache.path)
+        store = ResponseCache(path if path.is_absolute() else base_dir / path)
+        return cls(dict(providers), cache=store, cache_roles=frozenset(cache.roles))
 
     def for_role(self, role: str) -> ModelHub:
         """A view whose clients make their calls as `role`; providers, limits and cache stay shared."""
@@ -283,7 +289,7 @@ class ModelHub:
         return view, model
 
     def _base(self, provider_name: str) -> ModelClient:
-        from simulator.suite import ProviderSettings
+        from simulator.providers.settings import ProviderSettings
 
         if provider_name not in self._clients:
             settings = self._settings.get(provider_name, ProviderSettings())

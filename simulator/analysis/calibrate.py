@@ -21,11 +21,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from simulator.analysis.rates import RateView, rate_view
+from simulator.analysis.rundata import RunData, short_hash
+from simulator.analysis.stats import cohens_kappa
 from simulator.errors import Problem, UserError
-from simulator.metrics.data import RunData, short_hash
-from simulator.metrics.rates import RateView, rate_view
-from simulator.stats import cohens_kappa
-from simulator.transcript import render_transcript
+from simulator.record.transcript import render_transcript
 
 LABELS = ("pass", "fail", "not_applicable")
 _ALIASES = {
@@ -214,19 +214,16 @@ def calibrate(run: RunData, labels_path: Path) -> Calibration:
 
 
 def _rubric(run: RunData, criterion: str) -> str:
-    """The criterion's own wording when the manifest recorded it (judges write it there), else ''."""
-    judges = getattr(run.manifest, "judges", None) or {}
-    for entry in judges.get("criteria", []) if isinstance(judges, dict) else []:
-        if (
-            isinstance(entry, dict)
-            and entry.get("id") == criterion
-            and isinstance(entry.get("criterion"), str)
-        ):
-            meanings = [
-                f"- **{key}**: {entry[key]}" for key in ("pass", "fail", "not_applicable") if entry.get(key)
-            ]
-            return "\n\n".join([str(entry["criterion"]), "\n".join(meanings)]).strip()
-    return ""
+    """The criterion's own wording as the manifest recorded it, else ''."""
+    entry = run.manifest.criterion(criterion)
+    if entry is None:
+        return ""
+    meanings = [
+        f"- **{label}**: {text}"
+        for label, text in (("pass", entry.pass_), ("fail", entry.fail), ("not_applicable", entry.not_applicable))
+        if text
+    ]
+    return "\n\n".join([entry.criterion, "\n".join(meanings)]).strip()
 
 
 def export_labels(

@@ -23,10 +23,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from simulator.metrics.data import RunData
-from simulator.metrics.rates import RateView, rate_view
-from simulator.records import ConversationRecord, Verdict
-from simulator.stats import pass_hat_k, percentile
+from simulator.analysis.rates import RateView, rate_view
+from simulator.analysis.rundata import RunData
+from simulator.analysis.stats import pass_hat_k, percentile
+from simulator.record.models import ConversationRecord, Verdict
 
 ConversationStatus = Literal["pass", "fail", "error", "not_judged"]
 SEVERITY_ORDER = ["critical", "high", "major", "medium", "moderate", "minor", "low"]

@@ -20,13 +20,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from simulator.analysis.rates import RateView, rate_view
+from simulator.analysis.rundata import RunData
+from simulator.analysis.stats import median, percentile
 from simulator.errors import Problem, UserError
-from simulator.metrics.data import RunData
-from simulator.metrics.rates import RateView, rate_view
-from simulator.records import ConversationRecord
-from simulator.stats import median, percentile
-from simulator.transcript import Usage
-from simulator.yamlfile import YAMLProblem, load_yaml, validate_model
+from simulator.record.models import ConversationRecord
+from simulator.record.transcript import Usage
+from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
 
 ROLES = ("user", "bot", "judge")
 

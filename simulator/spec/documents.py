@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, PrivateAttr
 
 from simulator.errors import Problem, UserError
-from simulator.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
+from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 
 
 class FileDocument(BaseModel):

@@ -24,12 +24,12 @@ __all__ = [
     "tag_rows",
 ]
 
-from simulator.metrics.cost import CostLatency, cost_latency, load_prices
-from simulator.metrics.data import RunData, load_run
-from simulator.metrics.health import RunHealth, run_health
-from simulator.metrics.outcome import OutcomeMetrics, outcome_metrics
-from simulator.metrics.rates import RateView, rate_view
-from simulator.metrics.tables import (
+from simulator.analysis.cost import CostLatency, cost_latency, load_prices
+from simulator.analysis.health import RunHealth, run_health
+from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
+from simulator.analysis.rates import RateView, rate_view
+from simulator.analysis.rundata import RunData, load_run
+from simulator.analysis.tables import (
     CriterionRow,
     PassHatK,
     ScenarioRow,

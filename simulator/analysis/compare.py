@@ -18,16 +18,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from simulator.analysis.outcome import actual_outcome
+from simulator.analysis.rates import RateView, rate_view
+from simulator.analysis.rundata import RunData, load_run, short_hash
+from simulator.analysis.stats import mcnemar_exact, paired_bootstrap
+from simulator.analysis.tables import conversation_status
 from simulator.errors import UserError
-from simulator.metrics.data import RunData, load_run, short_hash
-from simulator.metrics.outcome import actual_outcome
-from simulator.metrics.rates import RateView, rate_view
-from simulator.metrics.tables import conversation_status
-from simulator.records import Verdict
-from simulator.stats import mcnemar_exact, paired_bootstrap
+from simulator.record.models import Verdict
 
 COMPARISON_SCHEMA_VERSION = 1
-_VOLATILE = ("run_id", "created_at", "ended_at", "status", "counts", "resumed_at")
+_VOLATILE = ("run_id", "created_at", "ended_at", "status", "counts", "sessions", "judge_sets", "planned")
 
 
 class _Model(BaseModel):
@@ -121,8 +121,8 @@ def _describe(run: RunData) -> dict[str, str]:
             str(prompt.get("hash", "")) if isinstance(prompt, dict) else str(prompt)
         )
     for entry in run.manifest.scenarios:
-        if entry.get("sha256"):
-            flat[f"scenario_files.{entry.get('id')}"] = short_hash(entry["sha256"])
+        if entry.sha256:
+            flat[f"scenario_files.{entry.id}"] = short_hash(entry.sha256)
     flat["judge_set"] = short_hash(run.judge_set)
     return flat
 
@@ -132,7 +132,7 @@ def config_differences(a: RunData, b: RunData) -> list[ConfigDifference]:
     left, right = _describe(a), _describe(b)
     diffs = []
     for key in sorted(set(left) | set(right)):
-        if key in ("suite_file", "config.name") or left.get(key) == right.get(key):
+        if key in ("suite_file", "suite.name") or left.get(key) == right.get(key):
             continue
         diffs.append(
             ConfigDifference(key=key, a=left.get(key, "(absent)")[:120], b=right.get(key, "(absent)")[:120])

@@ -1,0 +1,1 @@
+"""Running a suite: the conversation loop, the worker pool, progress."""

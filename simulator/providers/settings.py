@@ -1,0 +1,44 @@
+"""Provider settings: how to reach a provider and how hard to push it. Providers own these; a suite file
+only fills them in."""
+
+from __future__ import annotations
+
+__all__ = ["CacheConfig", "ProviderSettings", "Role"]
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProviderSettings(_Strict):
+    """Per-provider connection settings; `api_key_env` names the variable, the key itself is never stored."""
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_connections: int = Field(default=16, ge=1)
+    timeout_s: float = Field(default=120.0, gt=0)
+    # Retries of rate limits and transient errors: bounded in attempts and in total time per call.
+    max_attempts: int = Field(default=6, ge=1)
+    max_retry_time_s: float = Field(default=300.0, gt=0)
+    backoff_initial_s: float = Field(default=1.0, ge=0)  # first wait; doubles per attempt, with jitter
+    backoff_max_s: float = Field(default=60.0, ge=0)
+    # Halve the connection limit on a burst of rate limits and grow it back as calls succeed.
+    adaptive_concurrency: bool = True
+
+
+Role = Literal["user", "bot", "judge"]
+
+
+def _all_roles() -> list[Role]:
+    return ["user", "bot", "judge"]
+
+
+class CacheConfig(_Strict):
+    """Opt-in response cache (SQLite) for the roles listed; a path is relative to the suite file."""
+
+    path: str = ".simulator-cache.sqlite"
+    roles: list[Role] = Field(default_factory=_all_roles, min_length=1)

@@ -1,0 +1,296 @@
+"""The run folder, `runs/<id>/`: a manifest written first and JSON lines appended as work finishes.
+
+Every record passes through here: typed appends for writers, migrating readers that never modify a file.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CONVERSATIONS",
+    "MANIFEST",
+    "VERDICTS",
+    "RunFolder",
+    "dump_line",
+    "git_commit",
+    "latest_by_id",
+    "new_run_id",
+    "read_jsonl",
+]
+
+import json
+import os
+import secrets
+import subprocess
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from simulator.errors import UserError
+from simulator.record.manifest import SCHEMA_VERSION, Manifest
+from simulator.record.migrations import migrate_conversation, migrate_manifest, migrate_verdict
+from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.transcript import repair_text
+
+MANIFEST = "manifest.json"
+CONVERSATIONS = "conversations.jsonl"
+VERDICTS = "verdicts.jsonl"
+
+T = TypeVar("T", bound=BaseModel)
+Migrate = Callable[[dict[str, Any], str], dict[str, Any]]
+_CURRENT_PREFIX = f'{{"schema_version":{SCHEMA_VERSION},'
+
+
+def git_commit(cwd: Path | None = None) -> str | None:
+    """The current git commit of the project the user runs from, when there is one."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def new_run_id(name: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in name)[:40]
+    return f"{stamp}-{safe}-{secrets.token_hex(2)}"
+
+
+def _decode(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"{where}: not UTF-8 text (byte {exc.start}); this is not a file simulator wrote, or it was damaged"
+        ) from None
+
+
+def _invalid(model: type[BaseModel], where: str, exc: ValidationError) -> UserError:
+    first = exc.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or "(record)"
+    return UserError(
+        f"{where} [{field}]: not a valid {model.__name__} record ({first['msg']}); the file was edited or "
+        "written by another program"
+    )
+
+
+def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
+    # Lines of the current version go straight to pydantic (the common, fast case); older ones are migrated.
+    if text.startswith(_CURRENT_PREFIX):
+        try:
+            return model.model_validate_json(text)
+        except ValidationError as exc:
+            raise _invalid(model, where, exc) from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{where}: not a JSON record ({exc.msg}); the file was edited or damaged") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: not a JSON object; the file was edited or damaged")
+    try:
+        return model.model_validate(migrate(raw, where))
+    except ValidationError as exc:
+        raise _invalid(model, where, exc) from None
+
+
+def _no_migration(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    return raw
+
+
+def read_jsonl(path: Path, model: type[T], migrate: Migrate | None = None) -> Iterator[T]:
+    """Records of a JSON-lines file, migrated to the current schema in memory. A last line without its
+    newline is a record still being written (or cut by a crash): it is skipped here, never repaired, so a
+    reader can follow a run that is being written without touching its files."""
+    if not path.exists():
+        return
+    if migrate is None:
+        known: dict[type[BaseModel], Migrate] = {
+            ConversationRecord: migrate_conversation,
+            Verdict: migrate_verdict,
+        }
+        migrate = known.get(model, _no_migration)
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n"):
+                return
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            yield _parse_line(_decode(line, where), model, migrate, where)
+
+
+def dump_line(record: BaseModel, *, indent: int | None = None, exclude_none: bool = True) -> str:
+    """`record` as JSON text ending in a newline. Any string Python can hold is recordable: text UTF-8 cannot
+    encode (lone surrogates from a bot, a model or a file) becomes U+FFFD and the record says so
+    (`text_repaired: true`), instead of one message stopping the run."""
+    try:
+        text = record.model_dump_json(exclude_none=exclude_none, indent=indent)
+        text.encode("utf-8")
+        return text + "\n"
+    except (ValueError, UnicodeEncodeError):
+        data = repair_text(record.model_dump(mode="python", exclude_none=exclude_none, by_alias=True))
+        if "text_repaired" in type(record).model_fields:
+            data["text_repaired"] = True
+        repaired = type(record).model_validate(data)
+        return repaired.model_dump_json(exclude_none=exclude_none, indent=indent) + "\n"
+
+
+def _truncate_partial_line(path: Path) -> int:
+    """Cut a trailing half line (the writer was killed mid-write) so new records start on a line of their
+    own; return the bytes cut. Reads only the file's tail, whatever its size."""
+    if not path.exists():
+        return 0
+    with path.open("rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return 0
+        end = size
+        while end > 0:
+            start = max(0, end - 65536)
+            handle.seek(start)
+            newline = handle.read(end - start).rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            end = start
+        else:
+            keep = 0
+        handle.truncate(keep)
+        return size - keep
+
+
+class RunFolder:
+    """One run's folder. `open` is for readers and never modifies a file; `create` and `resume` are for the
+    writers (run, resume, judge), which alone may repair a half-written last line or rewrite a file."""
+
+    def __init__(self, path: Path, *, writable: bool = False) -> None:
+        self.path = path
+        self.writable = writable
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST
+
+    @classmethod
+    def create(cls, path: Path, manifest: Manifest) -> RunFolder:
+        if path.exists() and not path.is_dir():
+            raise UserError(f"--out {path}: a file of that name exists; name a folder for the run")
+        if path.exists() and any(path.iterdir()):
+            raise UserError(f"{path} already holds a run; use --resume {path} to finish it, or another --out")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"--out {path}: cannot create the run folder ({exc.strerror})") from None
+        folder = cls(path, writable=True)
+        folder.write_manifest(manifest)
+        return folder
+
+    @classmethod
+    def open(cls, path: Path) -> RunFolder:
+        """Open a run folder to read it. Nothing in it is changed, even while another process writes it."""
+        if not (path / MANIFEST).is_file():
+            raise UserError(f"{path} is not a run folder (no {MANIFEST}); pass runs/<run-id>")
+        return cls(path)
+
+    @classmethod
+    def resume(cls, path: Path) -> RunFolder:
+        """Open a run folder to write more into it: cut a half line a killed writer left behind."""
+        folder = cls.open(path)
+        folder.writable = True
+        for name in (CONVERSATIONS, VERDICTS):
+            _truncate_partial_line(path / name)
+        return folder
+
+    def read_manifest(self) -> Manifest:
+        where = str(self.manifest_path)
+        try:
+            data = self.manifest_path.read_bytes()
+        except OSError as exc:
+            raise UserError(f"{where}: cannot read the manifest ({exc.strerror})") from None
+        try:
+            raw = json.loads(_decode(data, where))
+        except json.JSONDecodeError as exc:
+            raise UserError(
+                f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); the manifest is damaged"
+            ) from None
+        if not isinstance(raw, dict):
+            raise UserError(f"{where}: not a manifest (a JSON object was expected)")
+        try:
+            return Manifest.model_validate(migrate_manifest(raw, where))
+        except ValidationError as exc:
+            raise _invalid(Manifest, where, exc) from None
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        self._check_writable()
+        # Write then rename, so a crash never leaves a half-written manifest.
+        tmp = self.manifest_path.with_suffix(".json.tmp")
+        tmp.write_text(dump_line(manifest, indent=2, exclude_none=False), encoding="utf-8")
+        os.replace(tmp, self.manifest_path)
+
+    def append_conversation(self, record: ConversationRecord) -> None:
+        self._append(CONVERSATIONS, [record])
+
+    def append_verdicts(self, verdicts: Iterable[Verdict]) -> None:
+        self._append(VERDICTS, list(verdicts))
+
+    def drop_conversations(self, keep: Callable[[ConversationRecord], bool]) -> int:
+        """Rewrite conversations.jsonl without the records `keep` rejects; return how many were dropped."""
+        return self._rewrite(CONVERSATIONS, ConversationRecord, migrate_conversation, keep)
+
+    def drop_verdicts(self, keep: Callable[[Verdict], bool]) -> int:
+        """Rewrite verdicts.jsonl without the verdicts `keep` rejects; return how many were dropped."""
+        return self._rewrite(VERDICTS, Verdict, migrate_verdict, keep)
+
+    def conversations(self) -> Iterator[ConversationRecord]:
+        return read_jsonl(self.path / CONVERSATIONS, ConversationRecord, migrate_conversation)
+
+    def verdicts(self) -> Iterator[Verdict]:
+        return read_jsonl(self.path / VERDICTS, Verdict, migrate_verdict)
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise RuntimeError(f"{self.path} was opened for reading; only run, resume and judge write to it")
+
+    def _append(self, name: str, records: list[ConversationRecord] | list[Verdict]) -> None:
+        """Append whole lines and flush, so a finished record survives a crash of the process."""
+        self._check_writable()
+        if not records:
+            return
+        text = "".join(dump_line(record) for record in records)
+        with (self.path / name).open("a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+
+    def _rewrite(self, name: str, model: type[T], migrate: Migrate, keep: Callable[[T], bool]) -> int:
+        # Streamed to a temporary file, then renamed over the old one: a crash leaves one or the other.
+        self._check_writable()
+        path = self.path / name
+        if not path.exists():
+            return 0
+        dropped = 0
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        with tmp.open("w", encoding="utf-8") as out:
+            for record in read_jsonl(path, model, migrate):
+                if keep(record):
+                    out.write(dump_line(record))
+                else:
+                    dropped += 1
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        return dropped
+
+
+def latest_by_id(records: Iterable[ConversationRecord]) -> dict[str, ConversationRecord]:
+    """The last record per conversation id (tolerates a file written before retries replaced records)."""
+    latest: dict[str, ConversationRecord] = {}
+    for record in records:
+        latest[record.id] = record
+    return latest

@@ -1,0 +1,247 @@
+"""The run manifest: what was run and how, typed and versioned.
+
+It is written first and updated as a run goes, and it is the only description of a run that readers use:
+resume, re-judge, report, compare and labels all rebuild what they need from it (`Manifest.rebuild_suite`),
+never from today's environment or today's scenario files. It never holds a secret.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CallCounts",
+    "CriterionEntry",
+    "JudgeSet",
+    "LimitCounts",
+    "Manifest",
+    "PromptEntry",
+    "RoleModels",
+    "RunCounts",
+    "RunKind",
+    "RunStatus",
+    "ScenarioEntry",
+    "Session",
+]
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simulator import __version__
+from simulator.record.models import SCHEMA_VERSION
+from simulator.spec.suite import Suite
+
+RunKind = Literal["simulation", "golden", "imported"]
+RunStatus = Literal["running", "complete", "interrupted", "aborted"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PromptEntry(_Record):
+    """A prompt template as it was used, and its hash."""
+
+    template: str
+    hash: str
+
+
+class ScenarioEntry(_Record):
+    """One scenario of the run as it was when the run started: reports never depend on files edited later."""
+
+    id: str
+    file: str | None = None
+    line: int | None = None
+    sha256: str | None = None
+    expected: dict[str, Any] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    # Set for a golden item (a one-turn scenario with a scripted user): its intent and kind.
+    intent: str | None = None
+    item_kind: str | None = None
+
+
+class CriterionEntry(_Record):
+    """A criterion's wording as judged, so labelling sheets and reports can show the rubric."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+    id: str
+    criterion: str
+    pass_: str = Field(alias="pass")
+    fail: str
+    not_applicable: str | None = None
+    file: str | None = None
+    line: int | None = None
+    sha256: str | None = None
+    severity: str | None = None
+    category: str | None = None
+    applies_to: list[str] = Field(default_factory=list)
+
+
+class JudgeSet(_Record):
+    """One judge set (prompt, criteria, model, settings): every verdict carries its hash."""
+
+    hash: str
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    paths: list[str] = Field(default_factory=list)
+    prompt_hash: str | None = None
+    code_checks: int | str | None = None
+    criteria: list[CriterionEntry] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    not_judged_reason: str | None = None
+    judged_at: datetime | None = None
+
+    def criterion(self, criterion_id: str) -> CriterionEntry | None:
+        return next((c for c in self.criteria if c.id == criterion_id), None)
+
+
+class RoleModels(_Record):
+    """The model each role actually used, resolved (`auto` is never stored)."""
+
+    user: str
+    bot: str
+    judge: str | None = None
+
+
+class CallCounts(_Record):
+    """What one provider's calls did in one session, over every role."""
+
+    attempts: int = 0  # requests sent, retries included
+    retries: int = 0
+    rate_limits: int = 0
+    transient_errors: int = 0
+    failed: int = 0
+    cache_hits: dict[str, int] = Field(default_factory=dict)  # by role
+    cache_misses: dict[str, int] = Field(default_factory=dict)
+
+    def __add__(self, other: CallCounts) -> CallCounts:
+        def add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+            return {k: a.get(k, 0) + b.get(k, 0) for k in a.keys() | b.keys()}
+
+        return CallCounts(
+            attempts=self.attempts + other.attempts,
+            retries=self.retries + other.retries,
+            rate_limits=self.rate_limits + other.rate_limits,
+            transient_errors=self.transient_errors + other.transient_errors,
+            failed=self.failed + other.failed,
+            cache_hits=add(self.cache_hits, other.cache_hits),
+            cache_misses=add(self.cache_misses, other.cache_misses),
+        )
+
+
+class LimitCounts(_Record):
+    """What one provider's adaptive connection limit did in one session."""
+
+    max_connections: int
+    final: int
+    lowest: int
+    cuts: int
+
+
+class Session(_Record):
+    """One process that worked on the run (`run`, `run --resume`, `judge`). Its counts are checkpointed as
+    it goes, so a session killed with `kill -9` keeps what it counted up to its last checkpoint."""
+
+    command: Literal["run", "resume", "judge", "import", "merge"] = "run"
+    started_at: datetime
+    checkpoint_at: datetime | None = None
+    ended_at: datetime | None = None  # None after the run ended: the session was killed
+    calls: dict[str, CallCounts] = Field(default_factory=dict)  # by provider
+    limits: dict[str, LimitCounts] = Field(default_factory=dict)
+
+
+class RunCounts(_Record):
+    """What the run folder holds, as of the last manifest write."""
+
+    conversations: int = 0
+    stop_reasons: dict[str, int] = Field(default_factory=dict)
+    errors: int = 0
+
+
+class Manifest(_Record):
+    """What was run and how: enough to reproduce, resume, re-judge and compare it."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: RunKind = "simulation"
+    run_id: str
+    status: RunStatus = "running"
+    created_at: datetime
+    ended_at: datetime | None = None
+    package_version: str = __version__
+    git_commit: str | None = None
+    suite_file: str | None = None
+    suite_hash: str | None = None
+    # The suite as run, with literal secrets redacted (`${VAR}` templates kept) and flags applied.
+    suite: Suite | None = None
+    models: RoleModels
+    prompts: dict[str, PromptEntry] = Field(default_factory=dict)
+    scenarios: list[ScenarioEntry] = Field(default_factory=list)
+    planned: int = 0
+    # Every judge set used on the run, oldest first; the last one is the current set.
+    judge_sets: list[JudgeSet] = Field(default_factory=list)
+    counts: RunCounts = Field(default_factory=RunCounts)
+    sessions: list[Session] = Field(default_factory=list)
+    # Free-form provenance for runs that were not simulated here (imported traces, merged shards).
+    source: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def judge_set(self) -> JudgeSet | None:
+        """The current judge set (the last one used), if any."""
+        return self.judge_sets[-1] if self.judge_sets else None
+
+    def add_judge_set(self, judge_set: JudgeSet) -> None:
+        """Record a judge set as the current one (kept once; a set used again moves to the end)."""
+        self.judge_sets = [s for s in self.judge_sets if s.hash != judge_set.hash] + [judge_set]
+
+    def criterion(self, criterion_id: str) -> CriterionEntry | None:
+        """A criterion's recorded wording, from the most recent judge set that had it."""
+        for judge_set in reversed(self.judge_sets):
+            found = judge_set.criterion(criterion_id)
+            if found is not None:
+                return found
+        return None
+
+    def scenario(self, scenario_id: str) -> ScenarioEntry | None:
+        return next((s for s in self.scenarios if s.id == scenario_id), None)
+
+    def total_calls(self) -> dict[str, CallCounts]:
+        """Calls per provider over every session of the run."""
+        total: dict[str, CallCounts] = {}
+        for session in self.sessions:
+            for provider, counts in session.calls.items():
+                total[provider] = total.get(provider, CallCounts()) + counts
+        return total
+
+    def cache_hits(self) -> dict[str, int]:
+        """Calls answered from the response cache over every session, by role."""
+        hits: dict[str, int] = {}
+        for counts in self.total_calls().values():
+            for role, n in counts.cache_hits.items():
+                hits[role] = hits.get(role, 0) + n
+        return hits
+
+    def killed_sessions(self) -> list[Session]:
+        """Sessions that never closed (killed); their call counts stop at their last checkpoint."""
+        open_sessions = [s for s in self.sessions if s.ended_at is None]
+        if self.status == "running" and open_sessions:
+            open_sessions = open_sessions[:-1]  # the last one may still be going
+        return open_sessions
+
+    def rebuild_suite(self, folder: Path) -> Suite:
+        """The suite this run was made with, as recorded: the one constructor that resume, re-judge and
+        reports use. The simulated user is the model the run resolved, never today's `auto`."""
+        from simulator.errors import UserError
+
+        if self.suite is None:
+            raise UserError(
+                f"{folder}: this {self.kind} run records no suite; it cannot be resumed or re-run"
+            )
+        suite = self.suite.model_copy(deep=True)
+        suite.user.model = self.models.user
+        suite._file = Path(self.suite_file) if self.suite_file else None
+        suite._base_dir = Path(self.suite_file).parent.resolve() if self.suite_file else folder.resolve()
+        return suite

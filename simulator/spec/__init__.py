@@ -1,0 +1,1 @@
+"""The file formats users write: scenarios, suites, criteria; validation with file/line/field errors."""

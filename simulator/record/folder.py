@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "CONVERSATIONS",
+    "LABELS",
     "MANIFEST",
     "VERDICTS",
     "RunFolder",
@@ -31,12 +32,13 @@ from pydantic import BaseModel, ValidationError
 from simulator.errors import UserError
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
 from simulator.record.migrations import migrate_conversation, migrate_manifest, migrate_verdict
-from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.models import ConversationRecord, Label, Verdict
 from simulator.record.transcript import repair_text
 
 MANIFEST = "manifest.json"
 CONVERSATIONS = "conversations.jsonl"
 VERDICTS = "verdicts.jsonl"
+LABELS = "labels.jsonl"
 
 T = TypeVar("T", bound=BaseModel)
 Migrate = Callable[[dict[str, Any], str], dict[str, Any]]
@@ -253,6 +255,21 @@ class RunFolder:
 
     def verdicts(self) -> Iterator[Verdict]:
         return read_jsonl(self.path / VERDICTS, Verdict, migrate_verdict)
+
+    def labels(self) -> Iterator[Label]:
+        """Every label line, in the order written (`labels.jsonl`; none when nobody has labelled yet)."""
+        return read_jsonl(self.path / LABELS, Label, _no_migration)
+
+    def append_labels(self, labels: Iterable[Label]) -> None:
+        """Append labels. Allowed on a folder opened for reading: labels are about a run, never part of its
+        records, so the review desk may label a run another process is still writing."""
+        batch = list(labels)
+        if not batch:
+            return
+        text = "".join(dump_line(label) for label in batch)
+        with (self.path / LABELS).open("a", encoding="utf-8") as handle:
+            handle.write(text)  # one write per batch: lines from two labellers never interleave
+            handle.flush()
 
     def _check_writable(self) -> None:
         if not self.writable:

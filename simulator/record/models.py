@@ -6,6 +6,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "ConversationRecord",
     "ErrorInfo",
+    "Label",
+    "LabelValue",
     "Evidence",
     "StopReason",
     "Verdict",
@@ -109,3 +111,25 @@ class Verdict(BaseModel):
     expected: Any = None
     actual: Any = None
     text_repaired: bool = False
+
+
+LabelValue = Literal["pass", "fail", "not_applicable"]
+
+
+class Label(BaseModel):
+    """One person's label of one (conversation, criterion), as appended to `labels.jsonl` in the run folder.
+
+    Labels are data about a run, not part of it: the review desk and `simulator labels import` append them,
+    several labellers may label the same item, and the latest line per (labeller, conversation, criterion)
+    is that labeller's answer. `criterion_id` may name a bot criterion or a simulator-fidelity check.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    labeller: str = Field(min_length=1)
+    labelled_at: datetime
+    conversation_id: str
+    criterion_id: str
+    label: LabelValue
+    note: str | None = None

@@ -22,7 +22,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.record.transcript",
         "simulator.__init__",
     ),
-    "providers": ("simulator.providers",),
+    # The fake LLM server sits with the providers: the `test:` provider serves suites with it.
+    "providers": ("simulator.providers", "simulator.testing"),
     "spec": ("simulator.spec",),
     "record": ("simulator.record",),
     "roles": ("simulator.users", "simulator.bots", "simulator.judging"),
@@ -33,7 +34,6 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.commands",
         "simulator.cli",
         "simulator.__main__",
-        "simulator.testing",
         "simulator.plugin",
     ),
 }

@@ -258,3 +258,25 @@ def test_a_streaming_chat_bot_records_time_to_first_token_per_turn(tmp_path: Pat
     summary = json.loads((tmp_path / "summary.json").read_text())
     [ttft] = [row for row in summary["cost"]["latency"] if row["name"] == "bot time to first token"]
     assert ttft["n"] == len(bot_turns) and ttft["median_s"] > 0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"result": "pass"}', {"result": "pass"}),
+        (
+            'Sure! ```json\n{"result": "fail", "evidence": ["a {b}"]}\n``` hope that helps',
+            {"result": "fail", "evidence": ["a {b}"]},
+        ),
+        ('[1, 2] then {"a": 1} and {"b": 2}', {"a": 1}),
+        ('{not json} but later {"ok": true}', {"ok": True}),
+        ('{"cut off by max_tokens": "the answ', None),
+        ("no json here", None),
+        ("[1, 2, 3]", None),
+        ("", None),
+    ],
+)
+def test_one_reader_finds_the_json_object_in_any_reply(text: str, expected: object) -> None:
+    from simulator.providers.base import json_object_in
+
+    assert json_object_in(text) == expected

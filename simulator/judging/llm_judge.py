@@ -20,8 +20,6 @@ __all__ = [
     "verdict_base",
 ]
 
-import json
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
@@ -31,14 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from simulator.judging.criteria import Criterion
 from simulator.judging.evidence import verify_evidence
 from simulator.judging.prompt import build_judge_request, render_transcript_block, transcript_messages
-from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError
+from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, json_object_in
 from simulator.providers.hub import ModelClient
 from simulator.record.models import ConversationRecord, ErrorInfo, Verdict
 from simulator.record.transcript import Usage
 
 JudgeResult = Literal["pass", "fail", "not_applicable"]
 T = TypeVar("T", bound=BaseModel)
-_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -90,19 +87,9 @@ class JudgeOutput(BaseModel):
         return value
 
 
-def _json_in(text: str) -> Any:
-    """The JSON value of a reply, also when a model wrapped one object in prose or a code fence."""
-    for candidate in (text, *(m.group(0) for m in [_JSON_OBJECT.search(text)] if m)):
-        try:
-            return json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-    return None
-
-
 def parse_output(response: ModelResponse, model: type[T]) -> tuple[T | None, str]:
     """The validated output, or None and what was wrong with it (shown to the model in the retry)."""
-    data = response.parsed if response.parsed is not None else _json_in(response.text)
+    data = response.parsed if response.parsed is not None else json_object_in(response.text)
     if data is None:
         shown = response.text.strip()[:120] or "(an empty answer)"
         return None, f"it is not a JSON object (it began: {shown!r})"

@@ -18,6 +18,8 @@ PROVIDERS: dict[str, str] = {
     "anthropic": "simulator.providers.anthropic:AnthropicProvider",
     "openai": "simulator.providers.openai:OpenAIProvider",
     "local": "simulator.providers.local:LocalProvider",
+    # The project's fake server in process: no key, no network, meaningless answers (plumbing tests).
+    "test": "simulator.providers.test:TestProvider",
 }
 
 DEFAULT_MODELS: dict[str, str] = {
@@ -32,7 +34,7 @@ def split_model(spec: str) -> tuple[str, str]:
     if not sep or not model:
         raise UserError(
             f"model '{spec}' must be written provider:model, e.g. anthropic:claude-sonnet-4-5, "
-            f"openai:gpt-4.1-mini or local:smollm2"
+            f"openai:gpt-4.1-mini, local:smollm2 or test:default"
         )
     if provider not in PROVIDERS:
         raise UserError(f"unknown provider '{provider}' in '{spec}'; use one of: {', '.join(PROVIDERS)}")

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 __all__ = ["AnthropicProvider"]
 
-import json
 import os
 from typing import Any
 
 from simulator.errors import UserError
 from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._timing import Stopwatch
-from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
+from simulator.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    ToolCall,
+    json_object_in,
+)
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
@@ -89,7 +95,7 @@ class AnthropicProvider(Provider):
         usage = response.usage
         cached = getattr(usage, "cache_read_input_tokens", None) or 0
         created = getattr(usage, "cache_creation_input_tokens", None) or 0
-        parsed = _parse_json(text) if request.output_schema is not None else None
+        parsed = json_object_in(text) if request.output_schema is not None else None
         return ModelResponse(
             text=text,
             parsed=parsed,
@@ -143,7 +149,7 @@ class AnthropicProvider(Provider):
         tool_calls = [ToolCall.from_json(tool["name"], tool["json"]) for _, tool in sorted(tools.items())]
         return ModelResponse(
             text=joined,
-            parsed=_parse_json(joined) if request.output_schema is not None else None,
+            parsed=json_object_in(joined) if request.output_schema is not None else None,
             tool_calls=tool_calls,
             usage=Usage(
                 input_tokens=input_tokens + cached + created,
@@ -165,11 +171,3 @@ class AnthropicProvider(Provider):
         return classify_sdk_error(
             self._sdk, exc, who="Anthropic", key_env=self._key_env, transient_statuses=(408, 409, 529)
         )
-
-
-def _parse_json(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None

@@ -43,6 +43,27 @@ class ToolSpec(BaseModel):
     parameters: dict[str, Any]
 
 
+def json_object_in(text: str) -> dict[str, Any] | None:
+    """The JSON object in a model's reply: the whole text, else the first object inside it (models without
+    strict output wrap one in prose or a code fence). None when there is none (e.g. cut off by max_tokens).
+    The one place every provider and the judge read a JSON answer from text."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if isinstance(value, dict):
+        return value
+    decoder = json.JSONDecoder()
+    for start in (index for index, char in enumerate(text) if char == "{"):
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
 class ToolCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

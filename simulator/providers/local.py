@@ -30,7 +30,15 @@ from typing import Any
 from simulator.errors import UserError
 from simulator.providers._schema import cap_string_lengths
 from simulator.providers._timing import Stopwatch
-from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall, ToolSpec
+from simulator.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    ToolCall,
+    ToolSpec,
+    json_object_in,
+)
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
@@ -281,13 +289,8 @@ class LocalProvider(Provider):
         tool_calls: list[ToolCall] = []
         if request.tools:
             text, tool_calls = parse_tool_calls(text, request.tools)
-        parsed = None
-        if request.output_schema is not None:
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError:
-                value = None  # cut off by max_tokens: the caller records an unparsable answer
-            parsed = value if isinstance(value, dict) else None
+        # Cut off by max_tokens: None, and the caller records an unparsable answer.
+        parsed = json_object_in(text) if request.output_schema is not None else None
         usage = result.get("usage") or {}
         return ModelResponse(
             text=text,

@@ -12,7 +12,14 @@ from simulator.errors import UserError
 from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._schema import cap_string_lengths
 from simulator.providers._timing import Stopwatch
-from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
+from simulator.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    ToolCall,
+    json_object_in,
+)
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
@@ -135,7 +142,7 @@ class OpenAIProvider(Provider):
             tool_calls.append(ToolCall.from_json(function.get("name", ""), function.get("arguments")))
         usage = completion.get("usage") or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        parsed = _parse_json(text) if request.output_schema is not None else None
+        parsed = json_object_in(text) if request.output_schema is not None else None
         return ModelResponse(
             text=text,
             parsed=parsed,
@@ -188,7 +195,7 @@ class OpenAIProvider(Provider):
         details = getattr(usage, "prompt_tokens_details", None)
         return ModelResponse(
             text=joined,
-            parsed=_parse_json(joined) if request.output_schema is not None else None,
+            parsed=json_object_in(joined) if request.output_schema is not None else None,
             tool_calls=tool_calls,
             usage=Usage(
                 input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
@@ -214,16 +221,3 @@ def _is_format_refusal(exc: ProviderError) -> bool:
     """A server saying it does not support this response_format (llama.cpp answers 500, others 400)."""
     text = str(exc).lower()
     return exc.status in (400, 422, 500) and ("response_format" in text or "json_schema" in text)
-
-
-def _parse_json(text: str) -> dict[str, Any] | None:
-    """The first JSON object in the reply: models without strict output wrap it in prose or code fences."""
-    decoder = json.JSONDecoder()
-    for start in (index for index, char in enumerate(text) if char == "{"):
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -10,9 +11,12 @@ from simulator.bots.python_bot import PythonBotFactory
 from simulator.engine.conversation import ConversationPlan, run_conversation
 from simulator.record.transcript import Turn
 from simulator.spec.scenario import Scenario
+from simulator.spec.vocabulary import load_vocabulary
 from simulator.users.base import END, CharacterBreak, UserMessage
 from simulator.users.character import character_break_reason
 from simulator.users.offline import OfflineUser, gives_outcome
+
+TRIAGE = load_vocabulary(Path(__file__).resolve().parent.parent / "examples" / "triage_vocabulary.yaml")
 
 SCENARIO = Scenario(
     id="chest-1",
@@ -28,7 +32,7 @@ def bot_turn(index: int, *messages: str) -> Turn:
 
 
 async def test_offline_user_reveals_only_the_fact_asked_about() -> None:
-    user = OfflineUser(SCENARIO, seed=0, repeat=0, volunteer_share=0.0)
+    user = OfflineUser(SCENARIO, seed=0, repeat=0, volunteer_share=0.0, vocabulary=TRIAGE)
     opening = await user.next_message([])
     assert "find out whether i should go to the clinic" in opening.text
     assert "arm" not in opening.text
@@ -41,7 +45,7 @@ async def test_offline_user_reveals_only_the_fact_asked_about() -> None:
 
 
 async def test_offline_user_waits_for_an_outcome_before_ending() -> None:
-    user = OfflineUser(SCENARIO, seed=0, repeat=0, volunteer_share=0.0)
+    user = OfflineUser(SCENARIO, seed=0, repeat=0, volunteer_share=0.0, vocabulary=TRIAGE)
     nudge = await user.next_message([bot_turn(0, "Thanks, I understand.")])
     assert not nudge.done and "what" in nudge.text
     done = await user.next_message([bot_turn(1, "Please call 999 now.")])
@@ -49,17 +53,26 @@ async def test_offline_user_waits_for_an_outcome_before_ending() -> None:
 
 
 async def test_offline_user_is_deterministic_per_seed_and_repeat() -> None:
-    first = [(await OfflineUser(SCENARIO, seed=7, repeat=r).next_message([])).text for r in range(6)]
-    again = [(await OfflineUser(SCENARIO, seed=7, repeat=r).next_message([])).text for r in range(6)]
-    other = [(await OfflineUser(SCENARIO, seed=8, repeat=r).next_message([])).text for r in range(6)]
+    first = [
+        (await OfflineUser(SCENARIO, seed=7, repeat=r, vocabulary=TRIAGE).next_message([])).text
+        for r in range(6)
+    ]
+    again = [
+        (await OfflineUser(SCENARIO, seed=7, repeat=r, vocabulary=TRIAGE).next_message([])).text
+        for r in range(6)
+    ]
+    other = [
+        (await OfflineUser(SCENARIO, seed=8, repeat=r, vocabulary=TRIAGE).next_message([])).text
+        for r in range(6)
+    ]
     assert first == again
     assert first != other
 
 
 def test_outcome_detection() -> None:
-    assert gives_outcome("Please call 999 now.")
-    assert gives_outcome("I recommend you book an appointment with your GP.")
-    assert not gives_outcome("How long have you had the pain?")
+    assert gives_outcome("Please call 999 now.", TRIAGE)
+    assert gives_outcome("I recommend you book an appointment with your GP.", TRIAGE)
+    assert not gives_outcome("How long have you had the pain?", TRIAGE)
 
 
 @pytest.mark.parametrize(
@@ -97,7 +110,7 @@ def test_in_character_messages_pass(text: str) -> None:
 
 
 def offline_factory(plan: ConversationPlan, attempt: int) -> OfflineUser:
-    return OfflineUser(plan.scenario, seed=0, repeat=plan.repeat, volunteer_share=0.0)
+    return OfflineUser(plan.scenario, seed=0, repeat=plan.repeat, volunteer_share=0.0, vocabulary=TRIAGE)
 
 
 async def test_user_done_records_final_state_and_several_bot_messages(bot_module: str) -> None:
@@ -179,8 +192,8 @@ async def test_character_break_discards_and_reruns_up_to_a_bound(bot_module: str
 
 def test_outcome_not_detected_while_the_bot_is_still_asking() -> None:
     intro = "I can't prescribe; a doctor, nurse or pharmacist has to do that. How old are you?"
-    assert not gives_outcome(intro)
-    assert gives_outcome("You can see a pharmacist for this.")
+    assert not gives_outcome(intro, TRIAGE)
+    assert gives_outcome("You can see a pharmacist for this.", TRIAGE)
 
 
 def test_first_person_rewrites_third_person_goals() -> None:

@@ -122,7 +122,7 @@ def test_per_criterion_counts_keep_errors_and_not_judged_apart(run_path: Path) -
 
 
 def test_scenarios_flaky_and_high_stakes_bugs(run_path: Path) -> None:
-    rows = {row.id: row for row in scenario_rows(load_run(run_path))}
+    rows = {row.id: row for row in scenario_rows(load_run(run_path), "high-stakes")}
     chest = rows["chest-pain"]
     assert chest.bug and chest.flaky and chest.failed_repeats == [1]
     assert (chest.pass_rate.k, chest.pass_rate.n) == (2, 3)
@@ -139,7 +139,7 @@ def test_scenarios_flaky_and_high_stakes_bugs(run_path: Path) -> None:
 
 
 def test_tag_groups(run_path: Path) -> None:
-    rows = {row.tag: row for row in tag_rows(load_run(run_path))}
+    rows = {row.tag: row for row in tag_rows(load_run(run_path), "high-stakes")}
     assert next(iter(rows)) == "high-stakes" and rows["high-stakes"].high_stakes
     assert (rows["high-stakes"].scenarios, rows["high-stakes"].conversations) == (2, 6)
     assert (rows["high-stakes"].pass_rate.k, rows["high-stakes"].pass_rate.n) == (2, 6)

@@ -230,6 +230,7 @@ def test_the_report_reads_expected_outcomes_from_the_manifest_not_the_files(tmp_
         (folder / name).write_text((root / "scenarios" / "triage" / name).read_text())
     (folder / "suite.yaml").write_text((root / "scenarios" / "triage" / "suite.yaml").read_text())
     suite = load_suite(folder / "suite.yaml", {"runs": 1, "judges": {"paths": []}})
+    suite.user.vocabulary = str(root / "examples" / "triage_vocabulary.yaml")
     out = tmp_path / "run"
     asyncio.run(run_suite(suite, load_scenarios([folder]), RunOptions(out=out, progress=False)))
     for path in folder.glob("*.yaml"):

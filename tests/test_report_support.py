@@ -166,6 +166,7 @@ def write_suite(root: Path, runs: int = 3, scenarios: dict[str, str] | None = No
             concurrency: 1
             seed: 7
             outcome: {{key: triage_level, levels: [self_care, gp, urgent, emergency], critical: emergency}}
+            high_stakes_tag: high-stakes
             scenarios: {{paths: [scenarios]}}
             """
         ),

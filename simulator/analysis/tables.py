@@ -196,7 +196,7 @@ def _status_counts(statuses: list[ConversationStatus]) -> dict[str, int]:
     return {key: counter[key] for key in ("pass", "fail", "error", "not_judged")}
 
 
-def scenario_rows(run: RunData, high_stakes_tag: str = "high-stakes") -> list[ScenarioRow]:
+def scenario_rows(run: RunData, high_stakes_tag: str | None = None) -> list[ScenarioRow]:
     """One row per scenario in suite order, with its pass rate across repeats and flaky/bug flags."""
     statuses = _statuses(run)
     table = criterion_verdicts(run)
@@ -221,7 +221,7 @@ def scenario_rows(run: RunData, high_stakes_tag: str = "high-stakes") -> list[Sc
                 pass_rate=rate_view(counts["pass"], counts["pass"] + counts["fail"], counts="successes"),
                 counts=_verdict_counts(table, {r.id for r in records}),
                 flaky=counts["pass"] > 0 and counts["fail"] > 0,
-                bug=high_stakes_tag in tags and counts["fail"] > 0,
+                bug=high_stakes_tag is not None and high_stakes_tag in tags and counts["fail"] > 0,
                 failing_criteria=[
                     f"{c} ({k}/{len(records)})"
                     for c, k in sorted(failing.get(scenario_id, Counter()).items())
@@ -232,7 +232,7 @@ def scenario_rows(run: RunData, high_stakes_tag: str = "high-stakes") -> list[Sc
     return rows
 
 
-def tag_rows(run: RunData, high_stakes_tag: str = "high-stakes") -> list[TagRow]:
+def tag_rows(run: RunData, high_stakes_tag: str | None = None) -> list[TagRow]:
     """One row per tag, alphabetical, with the high-stakes tag first."""
     statuses = _statuses(run)
     table = criterion_verdicts(run)

@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="failure rate to prove, e.g. 0.01: with no failures, how many runs it needs",
     )
     report.add_argument(
-        "--high-stakes-tag", default="high-stakes", help="tag whose failures are bugs (high-stakes)"
+        "--high-stakes-tag", help="tag whose failures are bugs (default: the suite's high_stakes_tag)"
     )
     report.add_argument(
         "--turn-limit-share",

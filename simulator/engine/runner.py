@@ -99,10 +99,14 @@ def new_manifest(
 
 def _user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
     if user_model == "offline":
+        from simulator.spec.vocabulary import load_vocabulary
         from simulator.users.offline import OfflineUser
 
+        path = suite.user.vocabulary
+        vocabulary = load_vocabulary(suite.resolve(path)) if path else None
+
         def offline(plan: ConversationPlan, attempt: int) -> SimulatedUser:
-            return OfflineUser(plan.scenario, seed=suite.seed, repeat=plan.repeat)
+            return OfflineUser(plan.scenario, seed=suite.seed, repeat=plan.repeat, vocabulary=vocabulary)
 
         return offline
     from simulator.users.llm_user import LLMUser

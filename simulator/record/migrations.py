@@ -67,6 +67,7 @@ def _manifest_1_to_2(old: Raw) -> Raw:
     user = dict(config.get("user") or {})
     resolved = user.pop("resolved_model", None)
     config["user"] = user
+    config.setdefault("high_stakes_tag", "high-stakes")  # version 1 reports used this tag by default
     history = list(old.get("judge_sets") or [])
     if not history and old.get("judges"):
         history = [old["judges"]]

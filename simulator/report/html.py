@@ -222,10 +222,15 @@ def _scenarios(report: Report) -> str:
         )
         + "</table>"
     )
+    bug = (
+        f"BUG: a scenario tagged '{e(report.high_stakes_tag)}' that failed in any run; it is listed, not "
+        "averaged away."
+        if report.high_stakes_tag
+        else "No high-stakes tag is set (suite: high_stakes_tag), so no failure is listed as a bug."
+    )
     return (
         '<section id="scenarios"><h2>Scenarios</h2><p class="note">A conversation passes when none of its '
-        "verdicts failed. FLAKY: mixed outcomes across repeats. BUG: a scenario tagged "
-        f"'{e(report.high_stakes_tag)}' that failed in any run; it is listed, not averaged away.</p>"
+        f"verdicts failed. FLAKY: mixed outcomes across repeats. {bug}</p>"
         f"{scen}<h3>Tag groups</h3>{tags}<h3>pass^k: the chance k fresh runs all pass</h3>{hat}</section>"
     )
 

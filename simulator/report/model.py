@@ -50,7 +50,7 @@ class ReportOptions:
     """What the user chose: the target failure bound, which tag is high-stakes, prices, thresholds."""
 
     target: float | None = None
-    high_stakes_tag: str = "high-stakes"
+    high_stakes_tag: str | None = None  # None: the suite's high_stakes_tag
     turn_limit_threshold: float = 0.2
     prices: PriceTable | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -130,7 +130,7 @@ class Report(_Model):
     generated_at: datetime
     run: RunInfo
     target: float | None
-    high_stakes_tag: str
+    high_stakes_tag: str | None
     findings: list[Finding]
     overall: RateView
     outcome: OutcomeMetrics | None
@@ -314,6 +314,8 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
 def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     """Compute every metric of a run into one Report."""
     options = options or ReportOptions()
+    suite = run.manifest.suite
+    high_stakes = options.high_stakes_tag or (suite.high_stakes_tag if suite is not None else None)
     prices = options.prices or load_prices()
     criteria = criterion_rows(run, options.target)
     transcripts = _transcripts(run)
@@ -323,14 +325,14 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         generated_at=datetime.now(UTC),
         run=_run_info(run),
         target=options.target,
-        high_stakes_tag=options.high_stakes_tag,
+        high_stakes_tag=high_stakes,
         findings=[],
         overall=rate_view(passed, passed + failed, counts="successes", target=options.target),
         outcome=outcome_metrics(run, options.target),
         omissions=[row for row in criteria if row.category == "omission"],
         criteria=criteria,
-        scenarios=scenario_rows(run, options.high_stakes_tag),
-        tags=tag_rows(run, options.high_stakes_tag),
+        scenarios=scenario_rows(run, high_stakes),
+        tags=tag_rows(run, high_stakes),
         pass_hat_k=pass_hat_k_table(run),
         health=run_health(run, options.turn_limit_threshold),
         cost=cost_latency(run, prices),

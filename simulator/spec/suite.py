@@ -62,8 +62,8 @@ class DecisionTool(_Strict):
     """A tool the chat bot calls to record its decision; the call's arguments become the final state."""
 
     name: str = "record_decision"
-    description: str = "Record your final triage decision once you have enough information."
-    field: str = "triage_level"
+    description: str = "Record your final decision once you have enough information."
+    field: str = "decision"
     values: list[str] = Field(default_factory=list)
 
 
@@ -100,6 +100,8 @@ class UserConfig(_Strict):
     temperature: float | None = 1.0
     max_tokens: int = 300
     max_character_breaks: int = Field(default=3, ge=0)
+    # The offline user's domain words (synonyms, outcome phrases): a YAML file relative to the suite.
+    vocabulary: str | None = None
 
 
 class JudgesConfig(_Strict):
@@ -112,7 +114,7 @@ class JudgesConfig(_Strict):
 class OutcomeConfig(_Strict):
     """Ordered outcome levels, lowest first; under- and over-triage come from this order."""
 
-    key: str = "triage_level"
+    key: str = Field(min_length=1)
     levels: list[str] = Field(min_length=2)
     critical: str | None = None
 
@@ -134,6 +136,8 @@ class Suite(_Strict):
     concurrency: int = Field(default=8, ge=1)
     seed: int = 0
     outcome: OutcomeConfig | None = None
+    # Scenarios with this tag are listed as bugs in reports on any failure, never averaged away.
+    high_stakes_tag: str | None = None
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     cache: CacheConfig | None = None
     # Keep each provider/bot raw request and response next to the turn, for debugging.

@@ -1,8 +1,9 @@
 """The offline user: a deterministic, seeded, rule-based persona that needs no LLM.
 
 It opens with its goal, reveals a fact only when the bot's message asks about it (content-word overlap,
-weighted so a word shared by many facts counts less, with a small table of synonyms), answers "not sure"
-to anything its facts do not cover, and sends the sentinel once the bot has given an outcome. It is the
+weighted so a word shared by many facts counts less, with the synonyms of the suite's vocabulary), answers
+"not sure" to anything its facts do not cover, and sends the sentinel once the bot has given an outcome
+(the vocabulary's outcome phrases). The engine knows no domain's words: the vocabulary file holds them. It is the
 default when no API key is set, and it makes deterministic tests of bots possible.
 """
 
@@ -15,6 +16,7 @@ import re
 
 from simulator.record.transcript import Turn
 from simulator.spec.scenario import Scenario
+from simulator.spec.vocabulary import Vocabulary
 from simulator.users.base import END, UserMessage
 
 _WORD = re.compile(r"[a-z0-9']+")
@@ -148,105 +150,10 @@ _STOPWORDS = frozenset(
         "feeling",
     ]
 )
-# Words a person and a bot use for the same thing, mapped to one canonical form.
-_SYNONYMS = {
-    "age": "age",
-    "old": "age",
-    "aged": "age",
-    "year": "age",
-    "years": "age",
-    "born": "age",
-    "breath": "breath",
-    "breathe": "breath",
-    "breathing": "breath",
-    "breathless": "breath",
-    "breathlessness": "breath",
-    "wheeze": "breath",
-    "wheezy": "breath",
-    "wheezing": "breath",
-    "pregnant": "pregnan",
-    "pregnancy": "pregnan",
-    "period": "pregnan",
-    "periods": "pregnan",
-    "long": "onset",
-    "since": "onset",
-    "started": "onset",
-    "start": "onset",
-    "began": "onset",
-    "hours": "onset",
-    "days": "onset",
-    "weeks": "onset",
-    "minutes": "onset",
-    "when": "onset",
-    "medicine": "medic",
-    "medication": "medic",
-    "medications": "medic",
-    "meds": "medic",
-    "tablets": "medic",
-    "pills": "medic",
-    "taking": "medic",
-    "fever": "fever",
-    "temperature": "fever",
-    "feverish": "fever",
-    "hot": "fever",
-    "weak": "weak",
-    "weakness": "weak",
-    "numb": "weak",
-    "numbness": "weak",
-    "tingling": "weak",
-    "speech": "speech",
-    "speak": "speech",
-    "speaking": "speech",
-    "talk": "speech",
-    "talking": "speech",
-    "slurred": "speech",
-    "words": "speech",
-    "face": "face",
-    "facial": "face",
-    "droop": "face",
-    "drooping": "face",
-    "pain": "pain",
-    "hurt": "pain",
-    "hurts": "pain",
-    "hurting": "pain",
-    "ache": "pain",
-    "aching": "pain",
-    "sore": "pain",
-    "painful": "pain",
-    "allergy": "allerg",
-    "allergic": "allerg",
-    "allergies": "allerg",
-    "bleed": "bleed",
-    "bleeding": "bleed",
-    "blood": "bleed",
-    "vomit": "vomit",
-    "vomiting": "vomit",
-    "sick": "vomit",
-    "throwing": "vomit",
-    "spread": "spread",
-    "spreading": "spread",
-    "radiate": "spread",
-    "radiating": "spread",
-    "goes": "spread",
-    "smoke": "smok",
-    "smoker": "smok",
-    "smoking": "smok",
-    "cigarettes": "smok",
-    "heart": "heart",
-    "cardiac": "heart",
-    "suicide": "selfharm",
-    "suicidal": "selfharm",
-    "kill": "selfharm",
-    "harm": "selfharm",
-    "hurting yourself": "selfharm",
-}
-_OUTCOME = re.compile(
-    r"\b(call (999|911|112|an ambulance|emergency)|go to (a&e|the emergency|the er|hospital|urgent care|"
-    r"the nearest)|emergency (department|services)|a&e|(see|ask|speak to|talk to|visit) (a|your|the) (gp|doctor|pharmacist|pharmacy)|"
-    r"book (an|a) (appointment|gp)|self[- ]care|at home|urgent care|within 24 hours|seek (urgent|immediate)|"
-    r"i (recommend|advise)|my (advice|recommendation))\b",
-    re.I,
-)
+# Without a vocabulary, only advice said in so many words counts as an outcome; a domain's own phrases
+# ("call 999", "out for delivery") come from the suite's vocabulary file.
+_GENERIC_OUTCOME = re.compile(r"\bi (recommend|advise|suggest)\b|\bmy (advice|recommendation)\b", re.I)
+_NO_VOCABULARY = Vocabulary()
 _TERSE = re.compile(r"\b(short|terse|typo|typos|impatient|brief|few words|lowercase)\b", re.I)
 _PRONOUNS = [
     (re.compile(r"\b(he|she) is\b", re.I), "I am"),
@@ -266,28 +173,29 @@ _DONT_KNOW = ["not sure", "i don't know", "no idea tbh", "hmm not sure about tha
 _NUDGES = ["so what should i do?", "ok... so what do you advise?", "what do you think i should do?"]
 
 
-def _stem(word: str) -> str:
-    if word in _SYNONYMS:
-        return _SYNONYMS[word]
+def _stem(word: str, synonyms: dict[str, str]) -> str:
+    if word in synonyms:
+        return synonyms[word]
     for suffix in ("ing", "ed", "er", "es", "s", "e", "ly"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return _SYNONYMS.get(word[: -len(suffix)], word[: -len(suffix)])
+            return synonyms.get(word[: -len(suffix)], word[: -len(suffix)])
     return word
 
 
-def content_words(text: str) -> set[str]:
+def content_words(text: str, vocabulary: Vocabulary = _NO_VOCABULARY) -> set[str]:
     """Stemmed, synonym-folded content words of `text`."""
-    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
+    synonyms = vocabulary.word_map
+    return {_stem(w, synonyms) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
 
 
-def gives_outcome(text: str) -> bool:
+def gives_outcome(text: str, vocabulary: Vocabulary = _NO_VOCABULARY) -> bool:
     """Whether a bot turn gives the person an outcome (advice on where to go or what to do).
 
     A turn that ends with a question is still collecting information, whatever it mentions on the way.
     """
     if text.rstrip().endswith("?"):
         return False
-    return bool(_OUTCOME.search(text))
+    return bool((vocabulary.outcome or _GENERIC_OUTCOME).search(text))
 
 
 def _deconjugate(match: re.Match[str]) -> str:
@@ -310,15 +218,22 @@ class OfflineUser:
     """A rule-based persona for one conversation, deterministic for (seed, scenario, repeat)."""
 
     def __init__(
-        self, scenario: Scenario, seed: int = 0, repeat: int = 0, volunteer_share: float = 0.3
+        self,
+        scenario: Scenario,
+        seed: int = 0,
+        repeat: int = 0,
+        volunteer_share: float = 0.3,
+        vocabulary: Vocabulary | None = None,
     ) -> None:
         self._scenario = scenario
+        self._vocabulary = vocabulary or _NO_VOCABULARY
         self._rng = random.Random(f"{seed}:{scenario.id}:{repeat}")
         self._terse = bool(_TERSE.search(scenario.persona))
         self._revealed: set[int] = set()
         self._nudges = 0
         self._fact_words = [
-            content_words(fact) | ({"age"} if _AGE_FACT.search(fact) else set()) for fact in scenario.facts
+            content_words(fact, self._vocabulary) | ({"age"} if _AGE_FACT.search(fact) else set())
+            for fact in scenario.facts
         ]
         # A real person sometimes volunteers their first fact; which repeats do is seeded.
         self._volunteer = bool(scenario.facts) and self._rng.random() < volunteer_share
@@ -341,7 +256,7 @@ class OfflineUser:
         return self._style(text)
 
     def _matching_facts(self, question: str) -> list[int]:
-        asked = content_words(question)
+        asked = content_words(question, self._vocabulary)
         scores: list[tuple[float, int]] = []
         for index, words in enumerate(self._fact_words):
             if index in self._revealed:
@@ -356,7 +271,7 @@ class OfflineUser:
         if not turns:
             return UserMessage(text=self._opening(), model="offline")
         last_bot = next((t.text for t in reversed(turns) if t.role == "bot"), "")
-        if gives_outcome(last_bot):
+        if gives_outcome(last_bot, self._vocabulary):
             return UserMessage(text=END, done=True, model="offline")
         if "?" in last_bot:
             questions = (

@@ -1,0 +1,69 @@
+"""The offline user's domain words: synonyms a person and a bot use for the same thing, and the phrases by
+which a bot gives its outcome. The engine ships none of a domain's words; a suite names a vocabulary file
+(`user.vocabulary`), e.g. examples/triage_vocabulary.yaml for the triage demo."""
+
+from __future__ import annotations
+
+__all__ = ["Vocabulary", "load_vocabulary"]
+
+import re
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from simulator.errors import Problem, UserError
+from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
+
+
+class Vocabulary(BaseModel):
+    """`synonyms`: canonical word -> the words that mean it; `outcome_patterns`: regular expressions (case
+    insensitive) that match a bot turn giving the person an outcome (advice on what to do)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    synonyms: dict[str, list[str]] = Field(default_factory=dict)
+    outcome_patterns: list[str] = Field(default_factory=list)
+
+    @field_validator("outcome_patterns")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"`{pattern}` is not a valid regular expression: {exc}") from None
+        return patterns
+
+    @cached_property
+    def word_map(self) -> dict[str, str]:
+        """Every listed word (and each canonical word itself) -> its canonical form."""
+        mapping = {canonical.lower(): canonical.lower() for canonical in self.synonyms}
+        for canonical, words in self.synonyms.items():
+            mapping.update({word.lower(): canonical.lower() for word in words})
+        return mapping
+
+    @cached_property
+    def outcome(self) -> re.Pattern[str] | None:
+        if not self.outcome_patterns:
+            return None
+        return re.compile("|".join(f"(?:{p})" for p in self.outcome_patterns), re.IGNORECASE)
+
+
+def load_vocabulary(path: Path) -> Vocabulary:
+    """Read a vocabulary file; mistakes name file, line and field."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such vocabulary file; check user.vocabulary in the suite")
+    try:
+        source = load_yaml(path)
+    except YAMLProblem as exc:
+        raise UserError("invalid vocabulary file", [exc.problem]) from exc
+    if not isinstance(source.data, dict):
+        raise UserError(
+            "invalid vocabulary file",
+            [Problem(str(path), "a vocabulary is a mapping: synonyms:, outcome_patterns:")],
+        )
+    vocabulary, problems = validate_model(Vocabulary, source.data, source)
+    if vocabulary is None:
+        raise UserError("invalid vocabulary file", problems)
+    return vocabulary

@@ -40,6 +40,10 @@ class RunProgress:
         text = " ".join(f"{reason}={count}" for reason, count in sorted(self.tallies.items()))
         self._progress.update(self._task, advance=1, tallies=text)
 
+    def note(self, message: str) -> None:
+        """A line above the bar (e.g. a remote worker that died); printed even without a bar."""
+        self._progress.console.print(message)
+
     def __enter__(self) -> RunProgress:
         self._progress.__enter__()
         return self

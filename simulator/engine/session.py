@@ -7,31 +7,23 @@ goes, so a session killed with `kill -9` loses only what was in flight.
 
 from __future__ import annotations
 
-__all__ = ["RunResult", "RunSession", "SessionParts"]
+__all__ = ["RunResult", "RunSession", "SessionParts", "WorkItem"]
 
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from simulator.engine.budget import ErrorBudget
-from simulator.engine.conversation import ConversationPlan, run_conversation
+from simulator.engine.executor import Done, Executor, ItemLost, LocalExecutor, SessionParts, WorkItem
 from simulator.engine.progress import RunProgress
-from simulator.judging.stage import JudgeStage
-from simulator.providers.hub import CallScope, ModelHub, set_scope
-from simulator.record.folder import RunFolder
-from simulator.record.manifest import CallCounts, LimitCounts, Manifest, RunStatus, Session
-from simulator.record.models import ConversationRecord, Verdict
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import Suite
+from simulator.record.manifest import CallCounts, LimitCounts, RunStatus, Session
 
 # The session's call counts reach the manifest at least this often while it runs.
 CHECKPOINT_S = 5.0
-
-WorkItem = ConversationRecord | ConversationPlan
 
 
 @dataclass
@@ -46,6 +38,7 @@ class RunResult:
     rejudged: int = 0  # conversations from an earlier session judged (again) in this one
     judge_errors: int = 0  # error verdicts written this session
     abort_reason: str | None = None
+    lost: int = 0  # items whose remote worker died mid-way: not recorded, run again on resume
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # per provider, from ModelHub.stats
 
     @property
@@ -54,27 +47,20 @@ class RunResult:
         return self.finished > 0 and self.errors == self.finished
 
 
-@dataclass
-class SessionParts:
-    """What a session works with; built once per command by the runner."""
-
-    suite: Suite
-    scenarios: dict[str, Scenario]
-    folder: RunFolder
-    manifest: Manifest
-    hub: ModelHub
-    judges: JudgeStage
-    make_user: Callable[[ConversationPlan, int], Any] | None = None
-    bots: Any = None
-    user_model: str = ""
-
-
 class RunSession:
     """Workers pull items (a record to judge, or a plan to simulate and then judge) until the work runs out
     or the error budget says stop."""
 
-    def __init__(self, parts: SessionParts, budget: ErrorBudget, session: Session, progress: RunProgress):
+    def __init__(
+        self,
+        parts: SessionParts,
+        budget: ErrorBudget,
+        session: Session,
+        progress: RunProgress,
+        executor: Executor | None = None,
+    ):
         self.parts = parts
+        self.executor: Executor = executor or LocalExecutor(parts)
         self.budget = budget
         self.session = session
         self.progress = progress
@@ -105,62 +91,36 @@ class RunSession:
             item = next(work, None)
             if item is None:
                 return
-            if isinstance(item, ConversationPlan):
-                record = await self._simulate(item)
-            else:
-                record = item
-                self.result.rejudged += 1
+            try:
+                done = await self.executor.process(item, self.judged)
+            except ItemLost as exc:  # a remote worker died: nothing recorded, resume runs it again
+                self.result.lost += 1
+                self.progress.note(str(exc))
+                continue
+            self._record(done)
             cause = None
-            if record.error is not None:
-                cause = f"{record.error.source}: {record.error.kind}: {record.error.message}"
-            judge_failure = await self._judge(record)
-            self._account(cause or judge_failure)
+            if done.record.error is not None:
+                error = done.record.error
+                cause = f"{error.source}: {error.kind}: {error.message}"
+            self._account(cause or done.judge_failure)
 
-    async def _simulate(self, plan: ConversationPlan) -> ConversationRecord:
-        parts = self.parts
-        scope = CallScope(repeat=plan.repeat)
-        set_scope(scope)
-        assert parts.make_user is not None
-        record = await run_conversation(
-            plan,
-            parts.make_user,
-            parts.bots,
-            max_character_breaks=parts.suite.user.max_character_breaks,
-            user_model=parts.user_model,
-            bot_name=parts.manifest.models.bot,
-            run_id=parts.manifest.run_id,
-        )
-        if scope.cache_hits:
-            record.cache_hits = dict(scope.cache_hits)
-        parts.folder.append_conversation(record)
-        self.status[record.id] = record.stop_reason
-        self.result.finished += 1
-        self.result.stop_reasons[record.stop_reason] += 1
-        self.result.errors += record.stop_reason == "error"
-        self.progress.advance(record.stop_reason)
-        return record
-
-    async def _judge(self, record: ConversationRecord) -> str | None:
-        """Judge and append; the failure to count against the error budget, if any."""
-        set_scope(CallScope(repeat=record.repeat))
-        scenario = self.parts.scenarios.get(record.scenario_id)
-        if scenario is None:
-            return None  # a scenario no longer in the suite: kept in the record, not judged
-        try:
-            verdicts: list[Verdict] = await self.parts.judges.judge(record, scenario, self.judged)
-        except Exception as exc:  # a judge-stage bug must not end the run; resume judges it again
-            return f"judge stage raised {type(exc).__name__}: {exc}"
-        self.parts.folder.append_verdicts(verdicts)
-        self.result.verdicts += len(verdicts)
-        if record.stop_reason == "error":
-            return None  # the conversation's own error is what counts, not the verdicts it could not get
-        failed = [v for v in verdicts if v.result == "error"]
-        self.result.judge_errors += len(failed)
-        if not failed:
-            return None
-        last = failed[-1]
-        detail = f"{last.error.kind}: {last.error.message}" if last.error else last.reasoning
-        return f"judge {last.criterion_id}: {detail}"
+    def _record(self, done: Done) -> None:
+        """Append what one item produced, in order: the conversation first, then its verdicts."""
+        record = done.record
+        if done.simulated:
+            self.parts.folder.append_conversation(record)
+            self.status[record.id] = record.stop_reason
+            self.result.finished += 1
+            self.result.stop_reasons[record.stop_reason] += 1
+            self.result.errors += record.stop_reason == "error"
+            self.progress.advance(record.stop_reason)
+        else:
+            self.result.rejudged += 1
+        self.parts.folder.append_verdicts(done.verdicts)
+        self.judged.update((v.conversation_id, v.criterion_id) for v in done.verdicts)
+        self.result.verdicts += len(done.verdicts)
+        if record.stop_reason != "error":
+            self.result.judge_errors += sum(v.result == "error" for v in done.verdicts)
 
     def _account(self, cause: str | None) -> None:
         if self.budget.account(cause) is not None:

@@ -30,6 +30,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop
 from simulator.providers import DEFAULT_MODELS, create_provider, split_model
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError
 from simulator.providers.limiter import AdaptiveLimiter
+from simulator.providers.pacer import Pacer
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -117,6 +118,7 @@ class ModelClient:
         cache: ResponseCache | None = None,
         limiter: AdaptiveLimiter | None = None,
         stats: CallStats | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
         self.provider = provider
         self.settings = settings
@@ -127,6 +129,7 @@ class ModelClient:
             settings.max_connections, adaptive=settings.adaptive_concurrency
         )
         self.stats = stats or CallStats()
+        self.pacer = pacer or (Pacer(settings.rpm) if settings.rpm else None)
 
     def for_role(self, role: str, cache: ResponseCache | None = None) -> ModelClient:
         """A view of this connection for one role; the limit and statistics stay shared."""
@@ -138,6 +141,7 @@ class ModelClient:
             cache=cache,
             limiter=self.limiter,
             stats=self.stats,
+            pacer=self.pacer,
         )
 
     @property
@@ -216,6 +220,8 @@ class ModelClient:
         raise AssertionError("unreachable: tenacity reraises the last error")
 
     async def _attempt(self, request: ModelRequest) -> ModelResponse:
+        if self.pacer is not None:
+            await self.pacer.wait()  # every attempt, retries included, spends the budget
         self.stats.attempts += 1
         async with self.limiter.slot() as slot:
             try:

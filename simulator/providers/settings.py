@@ -28,6 +28,9 @@ class ProviderSettings(_Strict):
     backoff_max_s: float = Field(default=60.0, ge=0)
     # Halve the connection limit on a burst of rate limits and grow it back as calls succeed.
     adaptive_concurrency: bool = True
+    # A request budget: at most this many requests per minute to this provider, spread evenly. With
+    # several workers (shards run at once, Ray actors) each gets its share of it.
+    rpm: float | None = Field(default=None, gt=0)
 
 
 Role = Literal["user", "bot", "judge"]

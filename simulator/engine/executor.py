@@ -1,0 +1,129 @@
+"""What happens to one work item: simulate it (a plan) and judge it, or only judge it (a stored record).
+
+The session's worker pool hands items to an executor and records what comes back, so the same pool runs
+items here (`LocalExecutor`) or on a Ray cluster (`engine/ray_backend.py`) with no second loop.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Done", "Executor", "ItemLost", "LocalExecutor", "SessionParts", "simulate_and_judge"]
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from simulator.engine.conversation import ConversationPlan, run_conversation
+from simulator.judging.stage import JudgeStage
+from simulator.providers.hub import CallScope, ModelHub, set_scope
+from simulator.record.folder import RunFolder
+from simulator.record.manifest import Manifest
+from simulator.record.models import ConversationRecord, Verdict
+from simulator.spec.scenario import Scenario
+from simulator.spec.suite import Suite
+
+WorkItem = ConversationRecord | ConversationPlan
+
+
+class ItemLost(Exception):
+    """The item's worker died before it answered: nothing of it is recorded; a resume runs it again."""
+
+
+@dataclass
+class Done:
+    """What one item produced: its conversation (new or stored), its new verdicts, and a judge failure to
+    count against the error budget (None when the judges were fine)."""
+
+    record: ConversationRecord
+    verdicts: list[Verdict] = field(default_factory=list)
+    simulated: bool = True
+    judge_failure: str | None = None
+
+
+class Executor(Protocol):
+    async def process(self, item: WorkItem, judged: set[tuple[str, str]]) -> Done: ...
+
+
+@dataclass
+class SessionParts:
+    """What a session works with; built once per command by the runner."""
+
+    suite: Suite
+    scenarios: dict[str, Scenario]
+    folder: RunFolder
+    manifest: Manifest
+    hub: ModelHub
+    judges: JudgeStage
+    make_user: Callable[[ConversationPlan, int], Any] | None = None
+    bots: Any = None
+    user_model: str = ""
+
+
+async def simulate_and_judge(
+    item: WorkItem,
+    judged: set[tuple[str, str]],
+    *,
+    suite: Suite,
+    scenarios: dict[str, Scenario],
+    judges: JudgeStage,
+    make_user: Callable[[ConversationPlan, int], Any] | None,
+    bots: Any,
+    user_model: str,
+    bot_name: str,
+    run_id: str,
+) -> Done:
+    """Run one item through the engine: the one implementation, wherever it runs."""
+    if isinstance(item, ConversationPlan):
+        scope = CallScope(repeat=item.repeat)
+        set_scope(scope)
+        assert make_user is not None
+        record = await run_conversation(
+            item,
+            make_user,
+            bots,
+            max_character_breaks=suite.user.max_character_breaks,
+            user_model=user_model,
+            bot_name=bot_name,
+            run_id=run_id,
+        )
+        if scope.cache_hits:
+            record.cache_hits = dict(scope.cache_hits)
+        done = Done(record)
+    else:
+        done = Done(item, simulated=False)
+    set_scope(CallScope(repeat=done.record.repeat))
+    scenario = scenarios.get(done.record.scenario_id)
+    if scenario is None:
+        return done  # a scenario no longer in the suite: kept in the record, not judged
+    try:
+        done.verdicts = await judges.judge(done.record, scenario, judged)
+    except Exception as exc:  # a judge-stage bug must not end the run; resume judges it again
+        done.judge_failure = f"judge stage raised {type(exc).__name__}: {exc}"
+        return done
+    failed = [v for v in done.verdicts if v.result == "error"]
+    if failed and done.record.stop_reason != "error":
+        last = failed[-1]
+        detail = f"{last.error.kind}: {last.error.message}" if last.error else last.reasoning
+        done.judge_failure = f"judge {last.criterion_id}: {detail}"
+    return done
+
+
+class LocalExecutor:
+    """Items run in this process, in the session's event loop."""
+
+    def __init__(self, parts: SessionParts) -> None:
+        self.parts = parts
+
+    async def process(self, item: WorkItem, judged: set[tuple[str, str]]) -> Done:
+        parts = self.parts
+        return await simulate_and_judge(
+            item,
+            judged,
+            suite=parts.suite,
+            scenarios=parts.scenarios,
+            judges=parts.judges,
+            make_user=parts.make_user,
+            bots=parts.bots,
+            user_model=parts.user_model,
+            bot_name=parts.manifest.models.bot,
+            run_id=parts.manifest.run_id,
+        )

@@ -33,6 +33,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(default: abort after 10 failures in a row)",
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--shard", metavar="I/K", help="run only the i-th of K disjoint parts of the plan")
+    run.add_argument(
+        "--backend", choices=["local", "ray"], default="local", help="where conversations run (default local)"
+    )
+    run.add_argument(
+        "--address", help="with --backend ray: the cluster (auto, ray://host:10001); default: start one"
+    )
+    run.add_argument(
+        "--workers", type=int, help="with --backend ray: worker actors (default: the cluster's CPUs)"
+    )
     run.set_defaults(handler=cmd_run)
 
     validate = subparsers.add_parser("validate", help="check scenario, suite and judge files without running")
@@ -74,7 +84,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from simulator.engine.ray_backend import RayBackendOptions
     from simulator.engine.runner import RunOptions, run_suite
+    from simulator.engine.shards import parse_shard
     from simulator.record.folder import RunFolder
     from simulator.spec.scenario import load_scenarios
     from simulator.spec.suite import load_suite
@@ -103,7 +115,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UserError("name a suite file: simulator run scenarios/triage/suite.yaml")
         suite = load_suite(args.suite, _overrides(args))
         options = RunOptions(
-            out=args.out, progress=not args.no_progress, max_errors=args.max_errors, freeze_gc=True
+            out=args.out,
+            progress=not args.no_progress,
+            max_errors=args.max_errors,
+            freeze_gc=True,
+            shard=parse_shard(args.shard) if args.shard else None,
         )
         if args.user_model:
             suite.user.model = args.user_model
@@ -112,6 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.tags:
             suite.scenarios.tags = [t for t in args.tags.split(",") if t]
         scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
+    options.backend = RayBackendOptions(args.address, args.workers) if args.backend == "ray" else None
     result = asyncio.run(run_suite(suite, scenarios, options))
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
     print(

@@ -39,8 +39,17 @@ class Done:
     judge_failure: str | None = None
 
 
+Stats = dict[str, dict[str, Any]]
+
+
 class Executor(Protocol):
     async def process(self, item: WorkItem, judged: set[tuple[str, str]]) -> Done: ...
+
+    def call_stats(self) -> tuple[Stats, Stats]:
+        """Calls and adaptive limits per provider so far, for the manifest."""
+        ...
+
+    async def aclose(self) -> None: ...
 
 
 @dataclass
@@ -127,3 +136,9 @@ class LocalExecutor:
             bot_name=parts.manifest.models.bot,
             run_id=parts.manifest.run_id,
         )
+
+    def call_stats(self) -> tuple[Stats, Stats]:
+        return self.parts.hub.stats(), self.parts.hub.limits()
+
+    async def aclose(self) -> None:
+        """Nothing to release: the runner closes the hub and the bots it made."""

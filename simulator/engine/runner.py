@@ -12,6 +12,7 @@ __all__ = [
     "parse_max_errors",
     "redacted_suite",
     "run_suite",
+    "user_factory",
 ]
 
 import gc
@@ -26,13 +27,15 @@ from simulator.bots import make_bot_factory
 from simulator.engine.budget import ErrorBudget, parse_max_errors
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
+from simulator.engine.ray_backend import RayBackendOptions, start_ray_executor
 from simulator.engine.session import RunResult, RunSession, SessionParts, WorkItem
+from simulator.engine.shards import in_shard, plan_hash
 from simulator.errors import UserError
 from simulator.judging.stage import JudgeStage, make_judge_stage
 from simulator.providers.hub import ModelHub, current_scope, resolve_user_model
 from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
-from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session
+from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.spec.scenario import Scenario
 from simulator.spec.suite import Suite
@@ -51,6 +54,10 @@ class RunOptions:
     # Freeze the start-up heap out of the garbage collector's sight for the run. The CLI turns it on; a
     # program that imports run_suite keeps its own collector settings.
     freeze_gc: bool = False
+    # Run only this part of the plan (`--shard i/K`); a resumed shard takes it from its manifest.
+    shard: ShardInfo | None = None
+    # Where items run: None in this process; RayBackendOptions on a Ray cluster.
+    backend: RayBackendOptions | None = None
 
 
 def redacted_suite(suite: Suite) -> Suite:
@@ -97,7 +104,7 @@ def new_manifest(
     return manifest
 
 
-def _user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
+def user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
     if user_model == "offline":
         from simulator.spec.vocabulary import load_vocabulary
         from simulator.users.offline import OfflineUser
@@ -183,6 +190,10 @@ def _work(
             yield plan
 
 
+def _keys(scenarios: list[Scenario], runs: int) -> list[str]:
+    return [f"{s.id}#{r}" for s in scenarios for r in range(runs)]
+
+
 @contextmanager
 def _frozen_heap(enabled: bool) -> Iterator[None]:
     # Everything alive now (modules, SDKs, schemas) is moved out of the garbage collector's sight: a run
@@ -213,6 +224,12 @@ def _open_folder(
         run_id = new_run_id(suite.name)
         path = options.out or Path("runs") / run_id
         manifest = new_manifest(suite, scenarios, path.name, user_model, judges)
+        if options.shard is not None:
+            total = manifest.planned
+            manifest.shard = options.shard.model_copy(
+                update={"plan_hash": plan_hash(manifest.scenarios, suite.runs), "total": total}
+            )
+            manifest.planned = sum(1 for key in _keys(scenarios, suite.runs) if in_shard(key, manifest.shard))
         folder = RunFolder.create(path, manifest)
         existing = _Existing()
         session = Session(command="run", started_at=manifest.created_at)
@@ -228,26 +245,29 @@ async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions
     bots: Any = None
     try:
         user_model = resolve_user_model(suite.user.model)
-        make_user = _user_factory(suite, hub.for_role("user"), user_model)
+        make_user = user_factory(suite, hub.for_role("user"), user_model)
         bots = make_bot_factory(suite, hub.for_role("bot"))
         judges = make_judge_stage(suite, scenarios, hub.for_role("judge"))
         folder, manifest, existing, session = _open_folder(suite, scenarios, options, user_model, judges)
-        keys = {f"{s.id}#{r}" for s in scenarios for r in range(suite.runs)}
+        shard = manifest.shard
+        keys = {key for key in _keys(scenarios, suite.runs) if shard is None or in_shard(key, shard)}
         existing.rejudge &= keys
         todo = len(keys - set(existing.status))
         parts = SessionParts(
             suite, {s.id: s for s in scenarios}, folder, manifest, hub, judges, make_user, bots, user_model
         )
-        runner = RunSession(
-            parts, ErrorBudget(options.max_errors), session, RunProgress(todo, options.progress)
-        )
+        width = min(suite.concurrency, max(1, todo + len(existing.rejudge)))
+        executor = start_ray_executor(parts, options.backend, width) if options.backend else None
+        progress = RunProgress(todo, options.progress)
+        runner = RunSession(parts, ErrorBudget(options.max_errors), session, progress, executor)
         runner.status = existing.status
         runner.judged = existing.judged
         runner.result.skipped = len(keys) - todo
         plans = (ConversationPlan(s, r) for s in scenarios for r in range(suite.runs))
+        plans = (plan for plan in plans if plan.id in keys)
         work = _work(folder, existing.rejudge, plans, existing.status)
         with _frozen_heap(options.freeze_gc):
-            result = await runner.run(work, min(suite.concurrency, max(1, todo + len(existing.rejudge))))
+            result = await runner.run(work, width)
         if result.abort_reason:
             raise UserError(
                 f"run aborted: {result.abort_reason}. Fix the cause, then finish the run with: "

@@ -82,8 +82,11 @@ class RunSession:
         except (asyncio.CancelledError, KeyboardInterrupt):
             self.finish("interrupted")
             raise
+        finally:
+            await self.executor.aclose()
         self.result.abort_reason = self.budget.reason
-        self.finish("aborted" if self.budget.reason else "complete")
+        # Items whose remote worker died were recorded nowhere: the run is not complete until resumed.
+        self.finish("aborted" if self.budget.reason else "interrupted" if self.result.lost else "complete")
         return self.result
 
     async def _worker(self, work: Iterator[WorkItem]) -> None:
@@ -132,9 +135,9 @@ class RunSession:
             self.checkpoint()
 
     def _count_calls(self) -> None:
-        hub = self.parts.hub
-        self.session.calls = {name: CallCounts.model_validate(c) for name, c in hub.stats().items()}
-        self.session.limits = {name: LimitCounts.model_validate(c) for name, c in hub.limits().items()}
+        calls, limits = self.executor.call_stats()
+        self.session.calls = {name: CallCounts.model_validate(c) for name, c in calls.items()}
+        self.session.limits = {name: LimitCounts.model_validate(c) for name, c in limits.items()}
 
     def checkpoint(self) -> None:
         """Write this session's counts so far into the manifest (atomically)."""
@@ -158,4 +161,4 @@ class RunSession:
             manifest.counts.errors = reasons.get("error", 0)
         self.parts.folder.write_manifest(manifest)
         self.result.status = state
-        self.result.calls = self.parts.hub.stats()
+        self.result.calls = self.executor.call_stats()[0]

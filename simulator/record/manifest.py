@@ -21,6 +21,7 @@ __all__ = [
     "RunStatus",
     "ScenarioEntry",
     "Session",
+    "ShardInfo",
 ]
 
 from datetime import datetime
@@ -154,6 +155,16 @@ class Session(_Record):
     limits: dict[str, LimitCounts] = Field(default_factory=dict)
 
 
+class ShardInfo(_Record):
+    """This run folder holds the `index`-th of `count` disjoint parts of a plan (`simulator merge` joins
+    them); `plan_hash` is the whole plan's, the same in every shard."""
+
+    index: int = Field(ge=1)
+    count: int = Field(ge=1)
+    plan_hash: str
+    total: int = 0  # items in the whole plan
+
+
 class RunCounts(_Record):
     """What the run folder holds, as of the last manifest write."""
 
@@ -187,6 +198,7 @@ class Manifest(_Record):
     sessions: list[Session] = Field(default_factory=list)
     # Free-form provenance for runs that were not simulated here (imported traces, merged shards).
     source: dict[str, Any] = Field(default_factory=dict)
+    shard: ShardInfo | None = None
 
     @property
     def judge_set(self) -> JudgeSet | None:

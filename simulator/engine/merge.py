@@ -1,0 +1,116 @@
+"""`simulator merge SHARDS --out RUN`: join shard run folders into one ordinary run folder.
+
+The shards must share one plan (scenarios, their file hashes, repeats) and one judge set, and hold every
+item of the plan exactly once; anything else is a clear error that names the items. The shards are read,
+never changed; the merged folder is new, so reports, compare and re-judging work on it unchanged.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MergeResult", "merge_shards"]
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from simulator.errors import UserError
+from simulator.record.folder import RunFolder, latest_by_id
+from simulator.record.manifest import Manifest, Session
+
+
+@dataclass
+class MergeResult:
+    folder: Path
+    conversations: int
+    verdicts: int
+    shards: int
+
+
+def _names(items: list[str], limit: int = 8) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _check_plan(shards: list[tuple[RunFolder, Manifest]]) -> None:
+    first_folder, first = shards[0]
+    for folder, manifest in shards:
+        if manifest.shard is None:
+            raise UserError(f"{folder.path} is not a shard (it was not run with --shard i/K)")
+        if first.shard is None or manifest.shard.plan_hash != first.shard.plan_hash:
+            raise UserError(
+                f"{folder.path} and {first_folder.path} are shards of different plans (scenarios, scenario "
+                "files or repeats differ); merge shards of one `simulator run SUITE --shard i/K` only"
+            )
+        mine, theirs = manifest.judge_set, first.judge_set
+        if (mine.hash if mine else None) != (theirs.hash if theirs else None):
+            raise UserError(
+                f"{folder.path} was judged with another judge set than {first_folder.path}; re-judge one with "
+                f"`simulator judge` so they match, then merge"
+            )
+    indexes = Counter(m.shard.index for _, m in shards if m.shard is not None)
+    twice = sorted(i for i, n in indexes.items() if n > 1)
+    if twice:
+        raise UserError(f"shard {', '.join(map(str, twice))} given more than once")
+
+
+def _expected_keys(manifest: Manifest) -> set[str]:
+    runs = manifest.suite.runs if manifest.suite is not None else 1
+    return {f"{s.id}#{r}" for s in manifest.scenarios for r in range(runs)}
+
+
+def merge_shards(paths: list[Path], out: Path, *, allow_missing: bool = False) -> MergeResult:
+    """Write one run folder holding every shard's latest conversations and all their verdicts."""
+    if not paths:
+        raise UserError("name the shard run folders to merge: simulator merge runs/a runs/b --out runs/all")
+    shards = [(folder, folder.read_manifest()) for folder in map(RunFolder.open, paths)]
+    _check_plan(shards)
+    owner: dict[str, Path] = {}
+    duplicated: list[str] = []
+    for folder, _ in shards:
+        for key in latest_by_id(folder.conversations()):
+            if key in owner:
+                duplicated.append(f"{key} ({owner[key].name} and {folder.path.name})")
+            owner[key] = folder.path
+    if duplicated:
+        raise UserError(f"items in more than one shard: {_names(sorted(duplicated))}")
+    first = shards[0][1]
+    missing = sorted(_expected_keys(first) - set(owner))
+    if missing and not allow_missing:
+        count = first.shard.count if first.shard else "?"
+        raise UserError(
+            f"{len(missing)} items of the plan are in no shard: {_names(missing)}; finish the shards with "
+            f"`simulator run --resume SHARD`, add the missing ones of the {count}, or pass --allow-missing"
+        )
+    return _write(shards, out, missing)
+
+
+def _write(shards: list[tuple[RunFolder, Manifest]], out: Path, missing: list[str]) -> MergeResult:
+    first = shards[0][1]
+    merged = first.model_copy(deep=True)
+    merged.run_id = out.name
+    merged.shard = None
+    merged.planned = first.shard.total if first.shard else merged.planned
+    merged.created_at = min(m.created_at for _, m in shards)
+    merged.sessions = [session for _, m in shards for session in m.sessions]
+    merged.sessions.append(Session(command="merge", started_at=datetime.now(UTC)))
+    merged.source = {"merged_from": [str(folder.path) for folder, _ in shards], "missing": missing}
+    states = {m.status for _, m in shards}
+    merged.status = "complete" if states == {"complete"} and not missing else "interrupted"
+    target = RunFolder.create(out, merged)
+    conversations = verdicts = 0
+    stop_reasons: Counter[str] = Counter()
+    for folder, _ in shards:
+        for record in latest_by_id(folder.conversations()).values():
+            target.append_conversation(record)
+            stop_reasons[record.stop_reason] += 1
+            conversations += 1
+        batch = list(folder.verdicts())
+        target.append_verdicts(batch)
+        verdicts += len(batch)
+    merged.counts.conversations = conversations
+    merged.counts.stop_reasons = dict(stop_reasons)
+    merged.counts.errors = stop_reasons.get("error", 0)
+    merged.sessions[-1].ended_at = merged.ended_at = datetime.now(UTC)
+    target.write_manifest(merged)
+    return MergeResult(out, conversations, verdicts, len(shards))

@@ -1,0 +1,184 @@
+"""`--backend ray`: conversations run in a pool of async Ray actors, with the same engine code.
+
+Each actor builds its own hub, simulated users, bot adapters and judge stage from the suite and runs items
+through `executor.simulate_and_judge`, the one implementation the local backend uses too. Records come
+back to the driver, which appends them to the run folder as they finish, so a driver or worker crash
+loses at most what was in flight and `simulator run --resume` finishes the run. Provider request budgets
+(`providers.<name>.rpm`) are run-wide: each of the N actors gets 1/N of them, so N workers never make N
+times the calls a provider allows.
+"""
+
+from __future__ import annotations
+
+__all__ = ["RayBackendOptions", "RayExecutor", "start_ray_executor"]
+
+import itertools
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.engine.conversation import ConversationPlan
+from simulator.engine.executor import Done, ItemLost, SessionParts, WorkItem, simulate_and_judge
+from simulator.errors import UserError
+from simulator.record.models import ConversationRecord
+from simulator.spec.scenario import Scenario
+from simulator.spec.suite import Suite
+
+INSTALL = 'install Ray to use --backend ray: pip install -e ".[ray]" (from the simulator checkout)'
+
+
+@dataclass
+class RayBackendOptions:
+    address: str | None = None  # None: start a local Ray; "auto" or "ray://host:10001": join one
+    workers: int | None = None  # None: one actor per CPU of the cluster
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UserError(INSTALL) from None
+    return ray
+
+
+def share_budget(suite: Suite, workers: int) -> Suite:
+    """The suite a worker runs: each provider's requests-per-minute budget divided among the workers."""
+    shared = suite.model_copy(deep=True)
+    for name, settings in shared.providers.items():
+        if settings.rpm:
+            shared.providers[name] = settings.model_copy(update={"rpm": settings.rpm / workers})
+    shared._base_dir, shared._file = suite.base_dir, suite.file
+    return shared
+
+
+class Worker:
+    """One Ray actor: a whole engine (hub, users, bots, judges) running many items concurrently."""
+
+    def __init__(self, suite: Suite, scenarios: list[Scenario], user_model: str, bot_name: str, run_id: str):
+        from simulator.bots import make_bot_factory
+        from simulator.engine.runner import user_factory
+        from simulator.judging.stage import make_judge_stage
+        from simulator.providers.hub import ModelHub
+
+        self.suite = suite
+        self.scenarios = {s.id: s for s in scenarios}
+        self.hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
+        self.make_user = user_factory(suite, self.hub.for_role("user"), user_model)
+        self.bots = make_bot_factory(suite, self.hub.for_role("bot"))
+        self.judges = make_judge_stage(suite, scenarios, self.hub.for_role("judge"), warn=False)
+        self.user_model, self.bot_name, self.run_id = user_model, bot_name, run_id
+
+    async def process(self, item: tuple[str, int] | ConversationRecord, judged: list[str]) -> Done:
+        work: WorkItem = item if isinstance(item, ConversationRecord) else self._plan(*item)
+        key = work.id
+        return await simulate_and_judge(
+            work,
+            {(key, criterion) for criterion in judged},
+            suite=self.suite,
+            scenarios=self.scenarios,
+            judges=self.judges,
+            make_user=self.make_user,
+            bots=self.bots,
+            user_model=self.user_model,
+            bot_name=self.bot_name,
+            run_id=self.run_id,
+        )
+
+    def _plan(self, scenario_id: str, repeat: int) -> ConversationPlan:
+        return ConversationPlan(self.scenarios[scenario_id], repeat)
+
+    def stats(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        return self.hub.stats(), self.hub.limits()
+
+    async def close(self) -> None:
+        await self.hub.aclose()
+        closer = getattr(self.bots, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+class RayExecutor:
+    """Hands items to the actors in turn; a dead actor's item is lost (recorded nowhere) and the actor is
+    not used again. Call counts are read back from the actors when the session closes."""
+
+    def __init__(self, ray: Any, actors: list[Any], started_ray: bool) -> None:
+        self._ray = ray
+        self.actors = list(actors)
+        self._turn = itertools.cycle(range(len(actors)))
+        self._dead: set[int] = set()
+        self._started_ray = started_ray
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.limits: dict[str, dict[str, Any]] = {}
+
+    async def process(self, item: WorkItem, judged: set[tuple[str, str]]) -> Done:
+        index = self._next_alive()
+        payload = item if isinstance(item, ConversationRecord) else (item.scenario.id, item.repeat)
+        mine = [criterion for conversation, criterion in judged if conversation == item.id]
+        try:
+            done: Done = await self.actors[index].process.remote(payload, mine)
+        except self._ray.exceptions.RayActorError as exc:
+            self._dead.add(index)
+            raise ItemLost(
+                f"worker {index} died; {item.id} will run again on resume ({type(exc).__name__})"
+            ) from exc
+        return done
+
+    def _next_alive(self) -> int:
+        for _ in range(len(self.actors)):
+            index = next(self._turn)
+            if index not in self._dead:
+                return index
+        raise ItemLost("every Ray worker died; finish the run with simulator run --resume RUN")
+
+    def call_stats(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+        return self.calls, self.limits
+
+    async def aclose(self) -> None:
+        """Sum the live actors' call counts, close their connections, and end the actors."""
+        from simulator.record.manifest import CallCounts
+
+        total: dict[str, CallCounts] = {}
+        for index, actor in enumerate(self.actors):
+            if index in self._dead:
+                continue
+            try:
+                calls, limits = await actor.stats.remote()
+                await actor.close.remote()
+            except self._ray.exceptions.RayActorError:
+                continue
+            for name, counts in calls.items():
+                total[name] = total.get(name, CallCounts()) + CallCounts.model_validate(counts)
+            self.limits.update(limits)
+            self._ray.kill(actor)
+        self.calls = {name: counts.model_dump() for name, counts in total.items()}
+        if self._started_ray:
+            self._ray.shutdown()
+
+
+def start_ray_executor(parts: SessionParts, options: RayBackendOptions, width: int) -> RayExecutor:
+    """Connect to (or start) Ray and start the actors; each runs up to width/N items at once."""
+    ray = _ray()
+    started = False
+    if not ray.is_initialized():
+        # Workers import bot factories (`examples.triage_bot:make_bot`) from where the user runs.
+        path = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p)
+        ray.init(
+            address=options.address,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": path}},
+        )
+        started = True
+    workers = options.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    if workers < 1:
+        raise UserError(f"--workers {workers}: give at least 1")
+    suite = share_budget(parts.suite, workers)
+    remote = ray.remote(num_cpus=0, max_concurrency=max(1, -(-width // workers)), max_restarts=0)(Worker)
+    scenarios = list(parts.scenarios.values())
+    actors = [
+        remote.options(name=f"simulator-{parts.manifest.run_id}-{i}", scheduling_strategy="SPREAD").remote(
+            suite, scenarios, parts.user_model, parts.manifest.models.bot, parts.manifest.run_id
+        )
+        for i in range(workers)
+    ]
+    return RayExecutor(ray, actors, started)

@@ -58,6 +58,10 @@ def _records(run: Path) -> dict[str, tuple[str, object]]:
     return {r.id: (r.stop_reason, r.final_state) for r in RunFolder.open(run).conversations()}
 
 
+def _verdicts(run: Path) -> list[tuple[str, str, str]]:
+    return sorted((v.conversation_id, v.criterion_id, v.result) for v in RunFolder.open(run).verdicts())
+
+
 def test_the_ray_backend_writes_the_records_a_local_run_writes(ray_cluster: object, tmp_path: Path) -> None:
     suite, scenarios = _triage()
     local = asyncio.run(run_suite(suite, scenarios, RunOptions(out=tmp_path / "local", progress=False)))
@@ -65,10 +69,7 @@ def test_the_ray_backend_writes_the_records_a_local_run_writes(ray_cluster: obje
     remote = asyncio.run(run_suite(suite, scenarios, options))
     assert remote.status == local.status == "complete"
     assert _records(tmp_path / "ray") == _records(tmp_path / "local")
-    verdicts = lambda run: sorted(
-        (v.conversation_id, v.criterion_id, v.result) for v in RunFolder.open(run).verdicts()
-    )  # noqa: E731
-    assert verdicts(tmp_path / "ray") == verdicts(tmp_path / "local")
+    assert _verdicts(tmp_path / "ray") == _verdicts(tmp_path / "local")
     ids = [r.bot_conversation_id for r in RunFolder.open(tmp_path / "ray").conversations()]
     assert len(set(ids)) == len(ids) == 18
 

@@ -73,7 +73,9 @@ def new_manifest(
     suite: Suite, scenarios: list[Scenario], run_id: str, user_model: str, judges: JudgeStage
 ) -> Manifest:
     """The manifest written before the first conversation starts."""
-    file_hashes = {f: sha256_file(Path(f)) for f in sorted({s._source for s in scenarios})}
+    # Scenarios built in a program (not read from a file) have no file to hash.
+    files = sorted({s._source for s in scenarios if s._source and Path(s._source).is_file()})
+    file_hashes = {f: sha256_file(Path(f)) for f in files}
     manifest = Manifest(
         run_id=run_id,
         created_at=datetime.now(UTC),
@@ -86,9 +88,9 @@ def new_manifest(
         scenarios=[
             ScenarioEntry(
                 id=s.id,
-                file=s._source,
-                line=s._line,
-                sha256=file_hashes[s._source],
+                file=s._source if s._source in file_hashes else None,
+                line=s._line if s._source in file_hashes else None,
+                sha256=file_hashes.get(s._source),
                 expected=s.expected,
                 tags=s.tags,
             )

@@ -33,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(default: abort after 10 failures in a row)",
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--include-drafts", action="store_true", help="also run scenarios marked draft: true (unreviewed)"
+    )
     run.set_defaults(handler=cmd_run)
 
     validate = subparsers.add_parser("validate", help="check scenario, suite and judge files without running")
@@ -109,6 +112,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             suite.user.model = args.user_model
         if args.judge_model:
             suite.judges.model = args.judge_model
+        if args.include_drafts:
+            suite.scenarios.include_drafts = True
         if args.tags:
             suite.scenarios.tags = [t for t in args.tags.split(",") if t]
         scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)

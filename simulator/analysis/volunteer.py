@@ -19,15 +19,30 @@ from simulator.record.transcript import Turn
 _SPLIT = re.compile(r"[.,;!?\n]+|\b(?:and|but|also|plus)\b", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]{2,}|\d+")
 # Greetings and bare acknowledgements carry no information about the user's situation.
-_FILLER = {"hi", "hey", "hello", "thanks", "thank", "you", "ok", "okay", "yes", "no", "yeah", "sure", "please", "sorry", "well", "um"}
+_FILLER = {
+    "hi",
+    "hey",
+    "hello",
+    "thanks",
+    "thank",
+    "you",
+    "ok",
+    "okay",
+    "yes",
+    "no",
+    "yeah",
+    "sure",
+    "please",
+    "sorry",
+    "well",
+    "um",
+}
 
 
 def information_units(text: str) -> int:
     """How many clauses with content (a word that is not a greeting or a bare yes/no) the message holds."""
     return sum(
-        1
-        for clause in _SPLIT.split(text)
-        if any(w.lower() not in _FILLER for w in _WORD.findall(clause))
+        1 for clause in _SPLIT.split(text) if any(w.lower() not in _FILLER for w in _WORD.findall(clause))
     )
 
 

@@ -52,9 +52,11 @@ def test_judge_report_show_labels_calibrate_compare_on_an_imported_run(
     verdicts = [v for v in RunFolder.open(imported).verdicts() if v.criterion_id == "outcome.triage_level"]
     assert sorted(v.result for v in verdicts).count("fail") == 2  # real-002 and real-008 were under-triaged
     capsys.readouterr()
-    assert cli("report", imported, "--json", tmp_path / "r.json") == 0
+    manifest = RunFolder.open(imported).read_manifest()
+    assert manifest.suite is not None and manifest.suite.outcome is not None and manifest.suite.runs == 1
+    assert cli("report", imported, "--json", tmp_path / "r.json", "--html", tmp_path / "r.html") == 0
     report = json.loads((tmp_path / "r.json").read_text())
-    assert "outcome.triage_level" in json.dumps(report) and capsys.readouterr().out
+    assert "outcome.triage_level" in json.dumps(report) and "under-triage" in capsys.readouterr().out
     assert cli("show", imported, "--scenario", "real-006") == 0
     assert "face has dropped" in capsys.readouterr().out
     assert (

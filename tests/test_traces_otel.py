@@ -224,3 +224,96 @@ def test_exclude_system_keeps_no_system_prompt(tmp_path: Path) -> None:
     text = "".join(p.read_text() for p in (tmp_path / "run").iterdir())
     assert "nurse triage assistant" not in text
     assert RunFolder.open(tmp_path / "run").read_manifest().source["exclude_system"] is True
+
+
+def _log(trace: str, span: str, at: int, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    def kv(value: Any) -> dict[str, Any]:
+        if isinstance(value, dict):
+            return {"kvlistValue": {"values": [{"key": k, "value": kv(v)} for k, v in value.items()]}}
+        if isinstance(value, list):
+            return {"arrayValue": {"values": [kv(v) for v in value]}}
+        if isinstance(value, int):
+            return {"intValue": str(value)}
+        return {"stringValue": value}
+
+    return {"timeUnixNano": str(at), "traceId": trace, "spanId": span, "eventName": name, "body": kv(body)}
+
+
+def test_log_based_events_and_the_operation_details_event(tmp_path: Path) -> None:
+    trace, span = "d" * 32, "4" * 16
+    chat = _span(trace, span, 100, {"gen_ai.conversation.id": "logs"})
+    details = _span("e" * 32, "5" * 16, 300, {"gen_ai.conversation.id": "details"})
+    details["events"] = [
+        {
+            "name": "gen_ai.client.inference.operation.details",
+            "timeUnixNano": "300",
+            "attributes": [
+                {
+                    "key": "gen_ai.input.messages",
+                    "value": {"stringValue": json.dumps([_msg("user", "dizzy")])},
+                },
+                {
+                    "key": "gen_ai.output.messages",
+                    "value": {"stringValue": json.dumps([_msg("assistant", "sit down")])},
+                },
+            ],
+        }
+    ]
+    logs = [
+        _log(trace, span, 101, "gen_ai.user.message", {"content": "my head hurts"}),
+        _log(
+            trace,
+            span,
+            102,
+            "gen_ai.choice",
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "content": "since when?",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "record_decision", "arguments": '{"triage_level": "gp"}'},
+                        }
+                    ],
+                },
+            },
+        ),
+    ]
+    path = tmp_path / "mixed.json"
+    path.write_text(
+        json.dumps(
+            {
+                "resourceSpans": [{"scopeSpans": [{"spans": [chat, details]}]}],
+                "resourceLogs": [{"scopeLogs": [{"logRecords": logs}]}],
+            }
+        )
+    )
+    found = {c.key: c for c in read_otlp(path).conversations}
+    assert [(m.role, m.parts[0]) for m in found["logs"].messages] == [
+        ("user", {"type": "text", "content": "my head hurts"}),
+        ("assistant", {"type": "text", "content": "since when?"}),
+    ]
+    assert found["logs"].messages[1].parts[1] == {
+        "type": "tool_call",
+        "id": "c1",
+        "name": "record_decision",
+        "arguments": {"triage_level": "gp"},
+    }
+    assert [m.parts[0]["content"] for m in found["details"].messages] == ["dizzy", "sit down"]
+    assert cli("import", path, "--out", tmp_path / "run") == 0
+    records = {r.scenario_id: r for r in RunFolder.open(tmp_path / "run").conversations()}
+    assert records["logs"].final_state == {"triage_level": "gp"}
+
+
+def test_import_never_writes_into_an_existing_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _example(tmp_path)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "notes.txt").write_text("mine")
+    assert cli("import", source, "--out", tmp_path / "run") == 2
+    assert "already exists and is not empty" in capsys.readouterr().err
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["notes.txt"]

@@ -103,6 +103,16 @@ def test_malformed_records_are_reported_with_line_and_reason(
     assert manifest.counts.conversations == 1 and len(manifest.source["problems"]) == 6
 
 
+def test_a_csv_row_with_too_many_cells_is_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "t.csv"
+    source.write_text(
+        "conversation_id,role,content\nc1,user,hello\nc1,assistant,hi,extra\nc1,assistant,how can I help\n"
+    )
+    assert cli("import", source, "--out", tmp_path / "run") == 0
+    assert f"{source}:3: more cells than header columns" in capsys.readouterr().err
+    assert _turns(tmp_path / "run") == {"c1": [("user", ["hello"]), ("bot", ["how can I help"])]}
+
+
 def test_a_bad_mapping_file_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mapping = tmp_path / "m.yaml"
     mapping.write_text("conversation: id\nspeaker: role\n")

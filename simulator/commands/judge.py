@@ -182,6 +182,19 @@ def _latest(verdicts: list[Verdict]) -> list[Verdict]:
     return list(latest.values())
 
 
+def _attach_suite(folder: RunFolder, manifest: Manifest, suite: Suite) -> None:
+    """An imported run judged with --suite keeps that suite (its outcome levels give the report under- and
+    over-triage), as if it had been named on import."""
+    from simulator.engine.runner import redacted_suite
+    from simulator.record.hashing import sha256_file
+
+    manifest.suite = redacted_suite(suite)
+    manifest.suite.runs = 1  # one record per real conversation
+    manifest.suite_file = str(suite.file) if suite.file else None
+    manifest.suite_hash = sha256_file(suite.file) if suite.file else None
+    folder.write_manifest(manifest)
+
+
 def cmd_judge(args: argparse.Namespace) -> int:
     from simulator.engine.runner import judge_run
     from simulator.record.folder import latest_by_id
@@ -189,6 +202,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     folder = RunFolder.resume(args.run)  # judging appends verdicts: a writer
     manifest = folder.read_manifest()
     suite = stored_suite(manifest, folder.path, args.suite, args.judges)
+    if manifest.kind == "imported" and manifest.suite is None and args.suite:
+        _attach_suite(folder, manifest, suite)
     if args.suite:
         from simulator.spec.suite import load_suite
 

@@ -90,13 +90,17 @@ def _suite_data(path: Path | None) -> tuple[Any, str | None, str | None]:
     from simulator.engine.runner import redacted_suite
     from simulator.spec.suite import load_suite
 
-    return redacted_suite(load_suite(path)), str(path), sha256_file(path)
+    suite = redacted_suite(load_suite(path))
+    suite.runs = 1  # one record per real conversation, whatever the suite asks of simulations
+    return suite, str(path), sha256_file(path)
 
 
 def import_source(options: ImportOptions) -> ImportSummary:
     """Read, redact, convert and write; return what was imported and what was skipped, and why."""
     from simulator.traces.records import ConvertOptions, safe_id, to_record
 
+    if options.out.exists() and (not options.out.is_dir() or any(options.out.iterdir())):
+        raise UserError(f"--out {options.out}: already exists and is not empty; name a new run folder")
     if not options.source.is_file():
         raise UserError(f"{options.source}: no such file; pass an OTLP JSON, JSONL or CSV file")
     fmt = options.format or detect_format(options.source)

@@ -317,3 +317,25 @@ def test_import_never_writes_into_an_existing_folder(
     assert cli("import", source, "--out", tmp_path / "run") == 2
     assert "already exists and is not empty" in capsys.readouterr().err
     assert [p.name for p in (tmp_path / "run").iterdir()] == ["notes.txt"]
+
+
+def test_span_ids_repeated_in_other_traces_are_other_spans(tmp_path: Path) -> None:
+    # Span ids are unique within a trace only: two traces that reuse ids are still two conversations.
+    spans = [
+        _span(
+            trace * 32,
+            "1" * 16,
+            start,
+            {
+                "gen_ai.input.messages": [_msg("user", f"hi from {trace}")],
+                "gen_ai.output.messages": [_msg("assistant", "hello")],
+            },
+        )
+        for trace, start in (("a", 100), ("b", 200), ("c", 300))
+    ]
+    parsed = read_otlp(_file(tmp_path, spans))
+    assert sorted(c.messages[0].parts[0]["content"] for c in parsed.conversations) == [
+        "hi from a",
+        "hi from b",
+        "hi from c",
+    ]

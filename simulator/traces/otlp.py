@@ -37,6 +37,11 @@ class _Span:
     line: int | None
     events: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
 
+    @property
+    def ref(self) -> tuple[str, str]:
+        """A span id is unique within its trace only."""
+        return self.trace_id, self.span_id
+
 
 def any_value(value: Any) -> Any:
     """An OTLP JSON AnyValue as a Python value."""
@@ -98,7 +103,7 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, dict[str, A
 
 
 def _spans(path: Path, parsed: Parsed) -> list[_Span]:
-    spans: dict[str, _Span] = {}
+    spans: dict[tuple[str, str], _Span] = {}
     logs: list[tuple[str, str, int, str, dict[str, Any]]] = []
     for line, doc in _documents(path, parsed):
         for rs in doc.get("resourceSpans") or []:
@@ -123,7 +128,7 @@ def _spans(path: Path, parsed: Parsed) -> list[_Span]:
                                 attributes(event.get("attributes")),
                             )
                         )
-                    spans[span.span_id] = span
+                    spans[span.ref] = span
         for rl in doc.get("resourceLogs") or []:
             for sl in rl.get("scopeLogs") or []:
                 for raw in sl.get("logRecords") or []:
@@ -142,9 +147,9 @@ def _spans(path: Path, parsed: Parsed) -> list[_Span]:
                         )
                     )
     for trace_id, span_id, time, name, attrs in logs:
-        if span_id not in spans:
-            spans[span_id] = _Span(trace_id, span_id, time, time, {}, {}, None)
-        spans[span_id].events.append((name, time, attrs))
+        if (trace_id, span_id) not in spans:
+            spans[(trace_id, span_id)] = _Span(trace_id, span_id, time, time, {}, {}, None)
+        spans[(trace_id, span_id)].events.append((name, time, attrs))
     return list(spans.values())
 
 
@@ -189,28 +194,30 @@ def _span_messages(span: _Span) -> tuple[list[Message], list[Message], list[str]
     return inputs, outputs, system
 
 
-def stitch(held: list[Message], new: list[Message]) -> list[Message]:
-    """The messages of `new` that follow its longest overlap with the end of `held` (the repeated history)."""
-    keys = [message_key(m) for m in held]
+def stitch(keys: list[str], new: list[Message]) -> int:
+    """How many leading messages of `new` are already held (`keys`: the held messages' keys): its longest
+    overlap with the end of what is held (the repeated history), or all of it when it is a prefix."""
     new_keys = [message_key(m) for m in new]
     if len(new_keys) <= len(keys) and keys[: len(new_keys)] == new_keys:
-        return []  # an earlier part of the history, already held (a span that started before its parent)
+        return len(
+            new
+        )  # an earlier part of the history, already held (a span that started before its parent)
     for k in range(min(len(keys), len(new_keys)), 0, -1):
         if keys[len(keys) - k :] == new_keys[:k]:
-            return new[k:]
-    return new
+            return k
+    return 0
 
 
-def _keys(spans: list[_Span], key_attr: str | None) -> dict[str, str]:
+def _keys(spans: list[_Span], key_attr: str | None) -> dict[tuple[str, str], str]:
     """Each span's conversation key: its attribute (or its resource's), else its trace's, else the trace id."""
     attr = key_attr or CONVERSATION_ID
-    own = {s.span_id: s.attributes.get(attr, s.resource.get(attr)) for s in spans}
+    own = {s.ref: s.attributes.get(attr, s.resource.get(attr)) for s in spans}
     by_trace: dict[str, str] = {}
     for span in sorted(spans, key=lambda s: s.start):
-        if own[span.span_id] is not None:
-            by_trace.setdefault(span.trace_id, str(own[span.span_id]))
+        if own[span.ref] is not None:
+            by_trace.setdefault(span.trace_id, str(own[span.ref]))
     return {
-        s.span_id: str(own[s.span_id] if own[s.span_id] is not None else by_trace.get(s.trace_id, s.trace_id))
+        s.ref: str(own[s.ref] if own[s.ref] is not None else by_trace.get(s.trace_id, s.trace_id))
         for s in spans
     }
 
@@ -230,6 +237,7 @@ def read_otlp(path: Path, key_attr: str | None = None) -> Parsed:
     spans = _spans(path, parsed)
     keys = _keys(spans, key_attr)
     conversations: dict[str, Conversation] = {}
+    held: dict[str, list[str]] = {}  # each conversation's message keys, kept as it grows
     for span in sorted(spans, key=lambda s: (s.start, s.end)):
         try:
             inputs, outputs, system = _span_messages(span)
@@ -238,19 +246,18 @@ def read_otlp(path: Path, key_attr: str | None = None) -> Parsed:
             continue
         if not inputs and not outputs:
             continue  # not an LLM call (an agent, HTTP or tool span)
-        conversation = conversations.setdefault(
-            keys[span.span_id], Conversation(keys[span.span_id], where=str(path))
-        )
+        conversation = conversations.setdefault(keys[span.ref], Conversation(keys[span.ref], where=str(path)))
         for text in system:
             if text not in conversation.system:
                 conversation.system.append(text)
         model = _model(span)
         if model and model not in conversation.models:
             conversation.models.append(model)
-        added = stitch(conversation.messages, inputs + outputs)
-        first_output = len(inputs + outputs) - len(outputs)
-        for offset, message in enumerate(added):
-            position = len(inputs + outputs) - len(added) + offset
-            message.time = _time(span.end if position >= first_output else span.start)
-        conversation.messages += added
+        messages = inputs + outputs
+        seen = held.setdefault(conversation.key, [])
+        skip = stitch(seen, messages)
+        for position in range(skip, len(messages)):
+            messages[position].time = _time(span.end if position >= len(inputs) else span.start)
+        conversation.messages += messages[skip:]
+        seen += [message_key(m) for m in messages[skip:]]
     return Parsed(list(conversations.values()), parsed.problems, parsed.records)

@@ -339,3 +339,55 @@ def test_span_ids_repeated_in_other_traces_are_other_spans(tmp_path: Path) -> No
         "hi from b",
         "hi from c",
     ]
+
+
+def test_a_conversation_whose_last_call_failed_is_an_error_not_a_pass_or_fail(tmp_path: Path) -> None:
+    first = _span(
+        "a" * 32,
+        "1" * 16,
+        100,
+        {
+            "gen_ai.conversation.id": "x",
+            "gen_ai.input.messages": [_msg("user", "chest pain")],
+            "gen_ai.output.messages": [_msg("assistant", "where?")],
+        },
+    )
+    failed = _span(
+        "a" * 32,
+        "2" * 16,
+        200,
+        {
+            "gen_ai.conversation.id": "x",
+            "gen_ai.input.messages": [
+                _msg("user", "chest pain"),
+                _msg("assistant", "where?"),
+                _msg("user", "left arm, call me on 07700 900123"),
+            ],
+        },
+    )
+    failed["status"] = {"code": "STATUS_CODE_ERROR", "message": "upstream timeout for 07700 900123"}
+    retried = _span(
+        "b" * 32,
+        "3" * 16,
+        300,
+        {
+            "gen_ai.conversation.id": "y",
+            "gen_ai.input.messages": [_msg("user", "rash")],
+            "gen_ai.output.messages": [_msg("assistant", "where?")],
+        },
+    )
+    retried_fail = _span(
+        "b" * 32,
+        "4" * 16,
+        250,
+        {"gen_ai.conversation.id": "y", "gen_ai.input.messages": [_msg("user", "rash")]},
+    )
+    retried_fail["status"] = {"code": 2}
+    assert (
+        cli("import", _file(tmp_path, [first, failed, retried_fail, retried]), "--out", tmp_path / "run") == 0
+    )
+    records = {r.scenario_id: r for r in RunFolder.open(tmp_path / "run").conversations()}
+    assert records["x"].stop_reason == "error" and records["x"].error is not None
+    assert records["x"].error.message == "upstream timeout for [PHONE]"
+    assert records["x"].turns[-1].messages == ["left arm, call me on [PHONE]"]
+    assert records["y"].stop_reason == "user_done" and records["y"].error is None

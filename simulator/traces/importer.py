@@ -81,6 +81,7 @@ def _redacted(conversation: Conversation, redactor: Redactor, exclude_system: bo
     conversation.final_state = redactor.value(conversation.final_state)
     conversation.expected = redactor.value(conversation.expected)
     conversation.tags = redactor.value(conversation.tags)
+    conversation.error = redactor.value(conversation.error)
     return conversation
 
 

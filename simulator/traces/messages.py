@@ -49,6 +49,7 @@ class Conversation:
     expected: dict[str, Any] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
     stop_reason: str | None = None
+    error: str | None = None  # why the conversation ended in an error (stop reason `error`)
     where: str = ""  # file:line of its first record, for problems found later
 
 

@@ -36,6 +36,7 @@ class _Span:
     resource: dict[str, Any]
     line: int | None
     events: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
+    error: str | None = None  # the status message when the span's status is ERROR
 
     @property
     def ref(self) -> tuple[str, str]:
@@ -120,6 +121,9 @@ def _spans(path: Path, parsed: Parsed) -> list[_Span]:
                         resource,
                         line,
                     )
+                    status = raw.get("status") or {}
+                    if status.get("code") in ("STATUS_CODE_ERROR", 2):
+                        span.error = str(status.get("message") or "the LLM call failed")
                     for event in raw.get("events") or []:
                         span.events.append(
                             (
@@ -259,5 +263,9 @@ def read_otlp(path: Path, key_attr: str | None = None) -> Parsed:
         for position in range(skip, len(messages)):
             messages[position].time = _time(span.end if position >= len(inputs) else span.start)
         conversation.messages += messages[skip:]
+        # The conversation ended in an error when its last LLM call failed (a failed call then retried
+        # successfully is not the end).
+        conversation.error = span.error
+        conversation.stop_reason = "error" if span.error else None
         seen += [message_key(m) for m in messages[skip:]]
     return Parsed(list(conversations.values()), parsed.problems, parsed.records)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, get_args
 
-from simulator.record.models import ConversationRecord, StopReason, conversation_key
+from simulator.record.models import ConversationRecord, ErrorInfo, StopReason, conversation_key
 from simulator.record.transcript import Turn
 from simulator.traces.messages import Conversation, Message, part_text
 
@@ -84,9 +84,10 @@ def _decision(conversation: Conversation, tool: str) -> dict[str, Any] | None:
 def to_record(conversation: Conversation, scenario_id: str, options: ConvertOptions) -> ConversationRecord:
     """One imported conversation as a ConversationRecord (repeat 0); ValueError when it cannot be one."""
     turns = _turns(conversation, options)
-    if not any(t.role == "user" for t in turns) or not any(t.role == "bot" for t in turns):
-        raise ValueError("no user message or no assistant message with text")
     stop = conversation.stop_reason or options.default_stop_reason
+    ended_badly = stop == "error"  # a failed last call may leave the user without an answer
+    if not any(t.role == "user" for t in turns) or not (ended_badly or any(t.role == "bot" for t in turns)):
+        raise ValueError("no user message or no assistant message with text")
     if stop not in get_args(StopReason):
         raise ValueError(f"stop reason '{stop}' is not one of {', '.join(get_args(StopReason))}")
     times = [m.time for m in conversation.messages if m.time is not None]
@@ -97,6 +98,11 @@ def to_record(conversation: Conversation, scenario_id: str, options: ConvertOpti
         stop_reason=stop,  # type: ignore[arg-type]
         turns=turns,
         final_state=conversation.final_state or _decision(conversation, options.decision_tool),
+        error=ErrorInfo(
+            source="bot", kind="trace_error", message=conversation.error or "recorded as an error"
+        )
+        if ended_badly
+        else None,
         started_at=min(times, default=options.now),
         ended_at=max(times, default=options.now),
         tags=list(conversation.tags),

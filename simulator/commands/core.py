@@ -204,7 +204,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not paths:
             continue
         try:
-            summary.append(f"{len(loader(paths))} {label}: ok")
+            loaded = loader(paths)
+            drafts = sum(bool(getattr(d, "draft", False)) for d in loaded)
+            note = f" ({drafts} drafts: `run` refuses them until reviewed)" if drafts else ""
+            summary.append(f"{len(loaded)} {label}: ok{note}")
         except UserError as exc:
             problems += exc.problems or [Problem(", ".join(map(str, paths)), str(exc))]
     if problems:

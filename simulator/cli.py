@@ -21,6 +21,7 @@ EXTENSIONS = [
     "simulator.commands.judge",
     "simulator.commands.report",
     "simulator.commands.scale",
+    "simulator.commands.traces",
 ]
 
 

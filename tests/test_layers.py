@@ -27,7 +27,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "spec": ("simulator.spec",),
     "record": ("simulator.record",),
     "roles": ("simulator.users", "simulator.bots", "simulator.judging"),
-    "engine": ("simulator.engine",),
+    # Importers write run folders, like the engine.
+    "engine": ("simulator.engine", "simulator.traces"),
     "analysis": ("simulator.analysis",),
     "report": ("simulator.report",),
     "top": (

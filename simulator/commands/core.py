@@ -43,6 +43,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument(
         "--workers", type=int, help="with --backend ray: worker actors (default: the cluster's CPUs)"
     )
+    run.add_argument(
+        "--include-drafts", action="store_true", help="also run scenarios marked draft: true (unreviewed)"
+    )
     run.set_defaults(handler=cmd_run)
 
     validate = subparsers.add_parser("validate", help="check scenario, suite and judge files without running")
@@ -125,6 +128,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             suite.user.model = args.user_model
         if args.judge_model:
             suite.judges.model = args.judge_model
+        if args.include_drafts:
+            suite.scenarios.include_drafts = True
         if args.tags:
             suite.scenarios.tags = [t for t in args.tags.split(",") if t]
         scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
@@ -216,7 +221,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not paths:
             continue
         try:
-            summary.append(f"{len(loader(paths))} {label}: ok")
+            loaded = loader(paths)
+            drafts = sum(bool(getattr(d, "draft", False)) for d in loaded)
+            note = f" ({drafts} drafts: `run` refuses them until reviewed)" if drafts else ""
+            summary.append(f"{len(loaded)} {label}: ok{note}")
         except UserError as exc:
             problems += exc.problems or [Problem(", ".join(map(str, paths)), str(exc))]
     if problems:

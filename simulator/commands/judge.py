@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["register", "stored_scenarios", "stored_suite", "verdict_rows"]
+__all__ = ["imported_scenarios", "register", "stored_scenarios", "stored_suite", "verdict_rows"]
 
 import argparse
 import asyncio
@@ -57,15 +57,48 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, help="conversations judged at once (default: the suite's)")
 
 
-def stored_suite(manifest: Manifest, folder: Path) -> Suite:
-    """The suite a run was made with, as its manifest recorded it (no need for the suite file itself)."""
+def stored_suite(
+    manifest: Manifest, folder: Path, given: Path | None = None, judges: list[Path] | None = None
+) -> Suite:
+    """The suite a run was made with, as its manifest recorded it (no need for the suite file itself). An
+    imported run without a suite takes one from `given` (--suite), or a bare one when `judges` are named."""
     if manifest.kind == "imported" and manifest.suite is None:
-        raise UserError(f"{folder} is an imported run with no suite; pass --suite FILE to name the judges")
+        if given is not None:
+            from simulator.spec.suite import load_suite
+
+            return load_suite(given)
+        if judges:
+            return Suite.model_validate(
+                {"name": manifest.run_id, "bot": IMPORTED_BOT, "user": {"model": "real"}}
+            )
+        raise UserError(
+            f"{folder} is an imported run with no suite; pass --suite FILE, or --judges PATH --judge-model M"
+        )
     return manifest.rebuild_suite(folder)
+
+
+# Imported conversations were not made by a bot of ours: judging never calls it.
+IMPORTED_BOT = {"type": "python", "factory": "simulator.traces:imported_conversations"}
+
+
+def imported_scenarios(manifest: Manifest) -> list[Scenario]:
+    """The scenarios of an imported run, from its manifest: expected values and tags as mapped on import."""
+    return [
+        Scenario(
+            id=entry.id,
+            persona="a real user (imported conversation)",
+            goal="unknown: this conversation was imported, not simulated",
+            expected=entry.expected,
+            tags=entry.tags,
+        )
+        for entry in manifest.scenarios
+    ]
 
 
 def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
     """The run's scenarios, read again from their files; warnings for files changed since the run."""
+    if manifest.kind == "imported":
+        return imported_scenarios(manifest), []
     from simulator.record.hashing import sha256_file
     from simulator.spec.scenario import load_scenarios
 
@@ -149,13 +182,28 @@ def _latest(verdicts: list[Verdict]) -> list[Verdict]:
     return list(latest.values())
 
 
+def _attach_suite(folder: RunFolder, manifest: Manifest, suite: Suite) -> None:
+    """An imported run judged with --suite keeps that suite (its outcome levels give the report under- and
+    over-triage), as if it had been named on import."""
+    from simulator.engine.runner import redacted_suite
+    from simulator.record.hashing import sha256_file
+
+    manifest.suite = redacted_suite(suite)
+    manifest.suite.runs = 1  # one record per real conversation
+    manifest.suite_file = str(suite.file) if suite.file else None
+    manifest.suite_hash = sha256_file(suite.file) if suite.file else None
+    folder.write_manifest(manifest)
+
+
 def cmd_judge(args: argparse.Namespace) -> int:
     from simulator.engine.runner import judge_run
     from simulator.record.folder import latest_by_id
 
     folder = RunFolder.resume(args.run)  # judging appends verdicts: a writer
     manifest = folder.read_manifest()
-    suite = stored_suite(manifest, folder.path)
+    suite = stored_suite(manifest, folder.path, args.suite, args.judges)
+    if manifest.kind == "imported" and manifest.suite is None and args.suite:
+        _attach_suite(folder, manifest, suite)
     if args.suite:
         from simulator.spec.suite import load_suite
 

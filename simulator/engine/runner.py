@@ -37,7 +37,7 @@ from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
 from simulator.record.models import ConversationRecord, Verdict
-from simulator.spec.scenario import Scenario
+from simulator.spec.scenario import Scenario, refuse_drafts
 from simulator.spec.suite import Suite
 from simulator.users.base import SimulatedUser
 from simulator.users.prompt import USER_PROMPT_TEMPLATE, render_user_prompt
@@ -243,6 +243,7 @@ def _open_folder(
 
 async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions) -> RunResult:
     """Run every planned conversation not already recorded; return what happened. Never loses a record."""
+    refuse_drafts(scenarios, suite.scenarios.include_drafts)
     hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
     bots: Any = None
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["Scenario", "load_scenarios", "scenario_files"]
+__all__ = ["Scenario", "load_scenarios", "refuse_drafts", "scenario_files"]
 
 import re
 from pathlib import Path
@@ -37,6 +37,9 @@ class Scenario(FileDocument):
     reference: str | None = None
     # Deterministic assertions on the bot's messages (checked in code, no LLM).
     assertions: AssertionSpec | None = None
+    # A draft (from `simulator draft-scenario`) is not a test until someone reviews it and removes this;
+    # `run` refuses drafts unless they are included on purpose (--include-drafts, scenarios.include_drafts).
+    draft: bool = False
 
     @field_validator("facts", mode="before")
     @classmethod
@@ -72,3 +75,16 @@ def load_scenarios(paths: list[Path], tags: list[str] | None = None) -> list[Sce
         if not scenarios:
             raise UserError(f"no scenario has any of the tags {tags}; check --tags or the suite's tag filter")
     return scenarios
+
+
+def refuse_drafts(scenarios: list[Scenario], allowed: bool) -> None:
+    """Raise unless drafts are allowed: an unreviewed draft must never become a test by accident."""
+    drafts = [s for s in scenarios if s.draft]
+    if drafts and not allowed:
+        named = ", ".join(f"{s.source} ({s.id})" for s in drafts[:5])
+        more = f" and {len(drafts) - 5} more" if len(drafts) > 5 else ""
+        raise UserError(
+            f"{len(drafts)} draft scenarios are not reviewed: {named}{more}. Have a clinician review each, set "
+            "its expected outcome and remove `draft: true`; or run them on purpose with --include-drafts "
+            "(suite: scenarios.include_drafts: true)"
+        )

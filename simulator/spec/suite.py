@@ -34,6 +34,8 @@ class _Strict(BaseModel):
 class ScenarioSelection(_Strict):
     paths: list[str] = Field(default_factory=lambda: ["."])
     tags: list[str] = Field(default_factory=list)
+    # Run scenarios marked `draft: true` too (they are refused otherwise).
+    include_drafts: bool = False
 
 
 class PythonBotConfig(_Strict):

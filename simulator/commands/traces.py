@@ -1,0 +1,200 @@
+"""`import`, `compare-populations`, `draft-scenario` and `export-otel`: real conversations next to simulated ones."""
+
+from __future__ import annotations
+
+__all__ = ["register"]
+
+import argparse
+import sys
+from pathlib import Path
+
+from simulator.errors import UserError
+
+MAX_PROBLEMS_PRINTED = 20
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    imp = subparsers.add_parser(
+        "import",
+        help="import production traces or transcripts into a run folder (judge/report them as usual)",
+    )
+    imp.add_argument("source", type=Path, help="OTLP JSON traces, a JSONL transcript file or a CSV file")
+    imp.add_argument("--out", type=Path, required=True, help="the run folder to create, e.g. runs/real-march")
+    imp.add_argument(
+        "--format", choices=["otel", "jsonl", "csv"], help="the file's format (default: detected)"
+    )
+    imp.add_argument("--mapping", type=Path, help="YAML file naming the transcript's fields (JSONL, CSV)")
+    imp.add_argument(
+        "--conversation-key",
+        metavar="ATTR",
+        help="attribute (otel) or field (jsonl, csv) that groups messages into conversations "
+        "(default gen_ai.conversation.id, then the trace id; conversation_id)",
+    )
+    imp.add_argument(
+        "--redact", type=Path, metavar="FILE", help="redaction file (default: built-in patterns)"
+    )
+    imp.add_argument("--no-redact", action="store_true", help="write the text as it is (no redaction)")
+    imp.add_argument("--exclude-system", action="store_true", help="do not keep system prompts")
+    imp.add_argument("--suite", type=Path, help="attach this suite's judges and outcome levels to the run")
+    imp.add_argument(
+        "--decision-tool", default="record_decision", help="tool whose call arguments are the bot's decision"
+    )
+    imp.set_defaults(handler=cmd_import)
+
+    pop = subparsers.add_parser(
+        "compare-populations",
+        help="simulated users against real ones: where the simulation is not like reality",
+    )
+    pop.add_argument("sim_run", type=Path, help="a simulated run folder")
+    pop.add_argument("real_run", type=Path, help="an imported run folder of real conversations")
+    pop.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    pop.add_argument("--json", type=Path, help="write the comparison as JSON here")
+    pop.set_defaults(handler=cmd_compare_populations)
+
+    draft = subparsers.add_parser(
+        "draft-scenario", help="draft a scenario (persona, goal, facts) from a real conversation, for review"
+    )
+    draft.add_argument("run", type=Path, help="an imported run folder")
+    draft.add_argument(
+        "--conversation", required=True, metavar="ID", help="the conversation (id or scenario id)"
+    )
+    draft.add_argument(
+        "--model",
+        help="model that writes the draft, e.g. anthropic:claude-sonnet-4-5 (default: offline extraction)",
+    )
+    draft.add_argument("--suite", type=Path, help="take provider settings (base_url, keys) from this suite")
+    draft.add_argument("--out", type=Path, help="write the draft here (default: print it)")
+    draft.set_defaults(handler=cmd_draft_scenario)
+
+    export = subparsers.add_parser(
+        "export-otel",
+        help="a run's conversations as GenAI spans and its verdicts as evaluation events (OTLP)",
+    )
+    export.add_argument("run", type=Path, help="runs/<run-id>")
+    where = export.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", type=Path, help="write OTLP JSON to this file")
+    where.add_argument("--endpoint", help="send over OTLP/HTTP, e.g. http://localhost:4318")
+    export.set_defaults(handler=cmd_export_otel)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from simulator.traces.importer import ImportOptions, import_source
+
+    if args.redact and args.no_redact:
+        raise UserError("--redact and --no-redact contradict each other; pass one")
+    summary = import_source(
+        ImportOptions(
+            source=args.source,
+            out=args.out,
+            format=args.format,
+            mapping=args.mapping,
+            conversation_key=args.conversation_key,
+            redact=args.redact,
+            no_redact=args.no_redact,
+            exclude_system=args.exclude_system,
+            suite=args.suite,
+            decision_tool=args.decision_tool,
+        )
+    )
+    for problem in (summary.problems + summary.skipped)[:MAX_PROBLEMS_PRINTED]:
+        print(f"skipped: {problem}", file=sys.stderr)
+    hidden = len(summary.problems) + len(summary.skipped) - MAX_PROBLEMS_PRINTED
+    if hidden > 0:
+        print(f"... and {hidden} more (all listed in the manifest's source.problems)", file=sys.stderr)
+    redacted = ", ".join(f"{k} {v}" for k, v in sorted(summary.redactions.items())) or "nothing"
+    print(
+        f"imported {summary.conversations} conversations ({summary.turns} turns) from {summary.records} "
+        f"{summary.format} records; skipped {len(summary.problems)} malformed records and "
+        f"{len(summary.skipped)} conversations; redacted: {redacted}"
+    )
+    print(f"run folder: {summary.folder}")
+    print(f"next: simulator judge {summary.folder} --suite SUITE   ·   simulator report {summary.folder}")
+    return 0
+
+
+def cmd_compare_populations(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from simulator.analysis.populations import compare_populations
+
+    result = compare_populations(args.sim_run, args.real_run, args.alpha)
+    table = Table("measure", "simulated", "real", "gap", "difference", "p", title="simulated vs real users")
+    for row in result.rows:
+        flag = " *" if row.p < result.alpha else ""
+        table.add_row(
+            f"{row.measure} ({row.unit})",
+            row.simulated,
+            row.real,
+            f"{row.gap:.2f}",
+            row.difference,
+            f"{row.p:.3g}{flag}",
+        )
+    Console(width=160).print(table)
+    print(
+        "gap: KS distance (distributions), |difference| (rates), total variation (stop reasons); largest first"
+    )
+    different = [row.measure for row in result.rows if row.p < result.alpha]
+    if different:
+        print(f"not like reality (p < {result.alpha}, *): " + "; ".join(different))
+    else:
+        print(
+            f"no measure differs at p < {result.alpha} (with small samples that is weak evidence of likeness)"
+        )
+    for note in result.left_out:
+        print(f"left out: {note}")
+    if args.json:
+        args.json.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        print(f"JSON {args.json}")
+    return 0
+
+
+def cmd_draft_scenario(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from simulator.record.folder import RunFolder, latest_by_id
+    from simulator.traces.draft import draft_offline, draft_with_model, draft_yaml, find_conversation
+
+    folder = RunFolder.open(args.run)
+    record = find_conversation(list(latest_by_id(folder.conversations()).values()), args.conversation)
+    if args.model is None:
+        fields, how = draft_offline(record), "offline extraction"
+    else:
+        from simulator.providers.hub import ModelHub
+
+        providers = {}
+        if args.suite is not None:
+            from simulator.spec.suite import load_suite
+
+            providers = load_suite(args.suite).providers
+        else:
+            stored = folder.read_manifest().suite
+            providers = stored.providers if stored is not None else {}
+
+        async def go() -> dict[str, object]:
+            hub = ModelHub.create(providers, None, Path("."))
+            try:
+                return await draft_with_model(record, hub, args.model)
+            finally:
+                await hub.aclose()
+
+        fields, how = asyncio.run(go()), f"by {args.model}"
+    text = draft_yaml(record, fields, how)
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    if args.out.exists():
+        raise UserError(f"--out {args.out}: the file exists; name a new file (drafts never overwrite)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(f"draft scenario written to {args.out} (draft: true; `simulator run` refuses it until reviewed)")
+    return 0
+
+
+def cmd_export_otel(args: argparse.Namespace) -> int:
+    from simulator.traces.export import export_run
+
+    conversations, events = export_run(args.run, args.out, args.endpoint)
+    target = args.out or args.endpoint
+    print(f"exported {conversations} conversations and {events} evaluation events to {target}")
+    return 0

@@ -1,0 +1,182 @@
+"""`simulator import`: a trace or transcript file into an ordinary run folder (manifest kind `imported`),
+redacted before anything is written, so judge, report, show, compare, labels and calibrate work on it."""
+
+from __future__ import annotations
+
+__all__ = ["FORMATS", "ImportOptions", "ImportSummary", "detect_format", "import_source"]
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import UserError
+from simulator.record.folder import RunFolder, git_commit
+from simulator.record.hashing import sha256_file
+from simulator.record.manifest import Manifest, RoleModels, RunCounts, ScenarioEntry, Session
+from simulator.record.models import ConversationRecord
+from simulator.traces.mapping import load_mapping
+from simulator.traces.messages import Conversation, Parsed, Problem
+from simulator.traces.redact import Redactor, load_redactor
+
+FORMATS = ("otel", "jsonl", "csv")
+MAX_PROBLEMS_KEPT = 200
+
+
+@dataclass
+class ImportOptions:
+    source: Path
+    out: Path
+    format: str | None = None  # None: from the file
+    mapping: Path | None = None
+    conversation_key: str | None = None
+    redact: Path | None = None
+    no_redact: bool = False
+    exclude_system: bool = False
+    suite: Path | None = None
+    decision_tool: str = "record_decision"
+
+
+@dataclass
+class ImportSummary:
+    folder: Path
+    format: str
+    records: int
+    conversations: int
+    turns: int
+    problems: list[Problem] = field(default_factory=list)  # records skipped
+    skipped: list[Problem] = field(default_factory=list)  # conversations skipped
+    redactions: dict[str, int] = field(default_factory=dict)
+
+
+def detect_format(path: Path) -> str:
+    """`csv` by extension; `otel` when the file holds OTLP resource spans or logs; else `jsonl`."""
+    if path.suffix.lower() == ".csv":
+        return "csv"
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        head = handle.read(65536)
+    return "otel" if '"resourceSpans"' in head or '"resourceLogs"' in head else "jsonl"
+
+
+def _parse(options: ImportOptions, fmt: str) -> Parsed:
+    if fmt == "otel":
+        from simulator.traces.otlp import read_otlp
+
+        return read_otlp(options.source, options.conversation_key)
+    from simulator.traces.plain import read_csv, read_jsonl
+
+    mapping = load_mapping(options.mapping)
+    if options.conversation_key:
+        mapping.conversation = options.conversation_key
+    return (read_csv if fmt == "csv" else read_jsonl)(options.source, mapping)
+
+
+def _redacted(conversation: Conversation, redactor: Redactor, exclude_system: bool) -> Conversation:
+    """A copy of the conversation with every string redacted (system instructions dropped if excluded)."""
+    for message in conversation.messages:
+        message.parts = redactor.value(message.parts)
+    conversation.key = redactor.text(conversation.key)
+    conversation.system = [] if exclude_system else redactor.value(conversation.system)
+    conversation.final_state = redactor.value(conversation.final_state)
+    conversation.expected = redactor.value(conversation.expected)
+    conversation.tags = redactor.value(conversation.tags)
+    conversation.error = redactor.value(conversation.error)
+    return conversation
+
+
+def _suite_data(path: Path | None) -> tuple[Any, str | None, str | None]:
+    if path is None:
+        return None, None, None
+    from simulator.engine.runner import redacted_suite
+    from simulator.spec.suite import load_suite
+
+    suite = redacted_suite(load_suite(path))
+    suite.runs = 1  # one record per real conversation, whatever the suite asks of simulations
+    return suite, str(path), sha256_file(path)
+
+
+def import_source(options: ImportOptions) -> ImportSummary:
+    """Read, redact, convert and write; return what was imported and what was skipped, and why."""
+    from simulator.traces.records import ConvertOptions, safe_id, to_record
+
+    if options.out.exists() and (not options.out.is_dir() or any(options.out.iterdir())):
+        raise UserError(f"--out {options.out}: already exists and is not empty; name a new run folder")
+    if not options.source.is_file():
+        raise UserError(f"{options.source}: no such file; pass an OTLP JSON, JSONL or CSV file")
+    fmt = options.format or detect_format(options.source)
+    if fmt not in FORMATS:
+        raise UserError(f"--format {fmt}: not a known format; use one of {', '.join(FORMATS)}")
+    redactor = load_redactor(options.redact, enabled=not options.no_redact)
+    suite, suite_file, suite_hash = _suite_data(options.suite)
+    try:
+        parsed = _parse(options, fmt)
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{options.source}: not UTF-8 text (byte {exc.start}); export it as UTF-8") from None
+    now = datetime.now(UTC)
+    convert = ConvertOptions(
+        now=now, exclude_system=options.exclude_system, decision_tool=options.decision_tool
+    )
+    records: list[ConversationRecord] = []
+    entries: list[ScenarioEntry] = []
+    skipped: list[Problem] = []
+    taken: set[str] = set()
+    for conversation in parsed.conversations:
+        conversation = _redacted(conversation, redactor, options.exclude_system)
+        scenario_id = safe_id(conversation.key, taken)
+        try:
+            record = to_record(conversation, scenario_id, convert)
+        except ValueError as exc:
+            file, _, line = conversation.where.rpartition(":")
+            where = (file, int(line)) if line.isdigit() else (conversation.where, None)
+            skipped.append(Problem(where[0], where[1], f"conversation '{conversation.key}' skipped: {exc}"))
+            continue
+        records.append(record)
+        entries.append(ScenarioEntry(id=scenario_id, expected=conversation.expected, tags=conversation.tags))
+    problems = [Problem(p.file, p.line, redactor.text(p.reason)) for p in parsed.problems]
+    bots = sorted({r.bot for r in records}) or ["unknown"]
+    manifest = Manifest(
+        kind="imported",
+        run_id=options.out.name,
+        status="complete",
+        created_at=now,
+        ended_at=datetime.now(UTC),
+        git_commit=git_commit(),
+        suite_file=suite_file,
+        suite_hash=suite_hash,
+        suite=suite,
+        models=RoleModels(user="real", bot=", ".join(bots)),
+        scenarios=entries,
+        planned=len(records),
+        counts=RunCounts(
+            conversations=len(records), stop_reasons=dict(Counter(r.stop_reason for r in records))
+        ),
+        sessions=[Session(command="import", started_at=now, ended_at=datetime.now(UTC))],
+        source={
+            "file": str(options.source),
+            "sha256": sha256_file(options.source),
+            "format": fmt,
+            "conversation_key": options.conversation_key,
+            "mapping": str(options.mapping) if options.mapping else None,
+            "exclude_system": options.exclude_system,
+            "redaction": "off" if options.no_redact else str(options.redact or "built-in patterns"),
+            "redacted": dict(redactor.counts),
+            "records": parsed.records,
+            "records_skipped": len(problems),
+            "conversations_skipped": len(skipped),
+            "problems": [str(p) for p in (problems + skipped)[:MAX_PROBLEMS_KEPT]],
+        },
+    )
+    folder = RunFolder.create(options.out, manifest)
+    for record in records:
+        folder.append_conversation(record)
+    return ImportSummary(
+        folder=options.out,
+        format=fmt,
+        records=parsed.records,
+        conversations=len(records),
+        turns=sum(len(r.turns) for r in records),
+        problems=problems,
+        skipped=skipped,
+        redactions=dict(redactor.counts),
+    )

@@ -1,0 +1,112 @@
+"""Imported conversations as run records: turns from messages (user vs bot side), ids safe for the record,
+the decision tool's arguments as the final state."""
+
+from __future__ import annotations
+
+__all__ = ["ConvertOptions", "to_record"]
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, get_args
+
+from simulator.record.models import ConversationRecord, ErrorInfo, StopReason, conversation_key
+from simulator.record.transcript import Turn
+from simulator.traces.messages import Conversation, Message, part_text
+
+_UNSAFE = re.compile(r"[\s#]+")
+
+
+@dataclass
+class ConvertOptions:
+    now: datetime
+    exclude_system: bool = False
+    decision_tool: str = "record_decision"
+    default_stop_reason: str = "user_done"
+
+
+def safe_id(key: str, taken: set[str]) -> str:
+    """A scenario id from a conversation key: no spaces or `#` (the record's key is `id#repeat`), unique."""
+    base = _UNSAFE.sub("-", key.strip()).strip("-") or "conversation"
+    candidate, n = base, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}-{n}"
+    taken.add(candidate)
+    return candidate
+
+
+def _side(message: Message) -> str | None:
+    return {"user": "user", "assistant": "bot", "tool": "bot"}.get(message.role)
+
+
+def _turns(conversation: Conversation, options: ConvertOptions) -> list[Turn]:
+    turns: list[Turn] = []
+    pending: list[dict[str, Any]] = []  # bot-side parts that are not text (tool calls, reasoning)
+    for message in conversation.messages:
+        side = _side(message)
+        if side is None:
+            continue
+        texts = [t for p in message.parts if (t := part_text(p))]
+        others = [p for p in message.parts if p.get("type") != "text"]
+        if side == "bot":
+            pending += others
+        if not texts:
+            continue
+        started = message.time or (turns[-1].started_at if turns else options.now)
+        if turns and turns[-1].role == side:
+            turns[-1].messages.extend(texts)
+        else:
+            turns.append(Turn(index=len(turns), role=side, messages=texts, started_at=started))  # type: ignore[arg-type]
+        if side == "bot" and pending:
+            turns[-1].raw = {"parts": (turns[-1].raw or {}).get("parts", []) + pending}
+            pending = []
+    if pending:
+        last_bot = next((t for t in reversed(turns) if t.role == "bot"), None)
+        if last_bot is not None:
+            last_bot.raw = {"parts": (last_bot.raw or {}).get("parts", []) + pending}
+    if conversation.system and not options.exclude_system and turns:
+        turns[0].raw = {**(turns[0].raw or {}), "system_instructions": conversation.system}
+    return turns
+
+
+def _decision(conversation: Conversation, tool: str) -> dict[str, Any] | None:
+    calls = [
+        p.get("arguments")
+        for m in conversation.messages
+        for p in m.parts
+        if p.get("type") == "tool_call" and p.get("name") == tool and isinstance(p.get("arguments"), dict)
+    ]
+    last = calls[-1] if calls else None
+    return dict(last) if isinstance(last, dict) else None
+
+
+def to_record(conversation: Conversation, scenario_id: str, options: ConvertOptions) -> ConversationRecord:
+    """One imported conversation as a ConversationRecord (repeat 0); ValueError when it cannot be one."""
+    turns = _turns(conversation, options)
+    stop = conversation.stop_reason or options.default_stop_reason
+    ended_badly = stop == "error"  # a failed last call may leave the user without an answer
+    if not any(t.role == "user" for t in turns) or not (ended_badly or any(t.role == "bot" for t in turns)):
+        raise ValueError("no user message or no assistant message with text")
+    if stop not in get_args(StopReason):
+        raise ValueError(f"stop reason '{stop}' is not one of {', '.join(get_args(StopReason))}")
+    times = [m.time for m in conversation.messages if m.time is not None]
+    return ConversationRecord(
+        id=conversation_key(scenario_id, 0),
+        scenario_id=scenario_id,
+        repeat=0,
+        stop_reason=stop,  # type: ignore[arg-type]
+        turns=turns,
+        final_state=conversation.final_state or _decision(conversation, options.decision_tool),
+        error=ErrorInfo(
+            source="bot", kind="trace_error", message=conversation.error or "recorded as an error"
+        )
+        if ended_badly
+        else None,
+        started_at=min(times, default=options.now),
+        ended_at=max(times, default=options.now),
+        tags=list(conversation.tags),
+        user_model="real",
+        bot=", ".join(conversation.models) or "unknown",
+        bot_conversation_id=conversation.key,
+    )

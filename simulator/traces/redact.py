@@ -1,0 +1,134 @@
+"""Redaction on import: personal data replaced by a placeholder before anything is written, and counted.
+
+Built-in patterns: email, phone, NHS number (ten digits passing the modulus-11 check), SSN-style number
+(3-2-4 digits), date (dates of birth and any other calendar date: dd/mm/yyyy, yyyy-mm-dd, 3 March 1971),
+plus names from a list and extra patterns from the redaction file. Patterns catch formats, not meaning:
+a name not on the list, or an identifier in an unusual format, is not caught (docs/traces.md).
+"""
+
+from __future__ import annotations
+
+__all__ = ["BUILTIN", "Redactor", "load_redactor"]
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simulator.errors import UserError
+from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
+
+_MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
+BUILTIN: dict[str, str] = {
+    "email": r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+    "nhs_number": r"(?<!\d)\d{3}[ -]?\d{3}[ -]?\d{4}(?!\d)",
+    "ssn": r"(?<!\d)\d{3}-\d{2}-\d{4}(?!\d)",
+    "date": (
+        r"(?<!\d)(?:\d{1,2}[/.-]\d{1,2}[/.-](?:\d{4}|\d{2})|\d{4}-\d{2}-\d{2}"
+        rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}\s+\d{{4}}|{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}})(?!\d)"
+    ),
+    "phone": r"(?<![\w])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,5}\)[\s.-]?)?\d{2,5}(?:[\s.-]?\d{2,4}){2,3}(?!\d)",
+}
+ORDER = ["email", "ssn", "date", "nhs_number", "phone"]
+_PHONE = re.compile(BUILTIN["phone"])
+
+
+def _nhs_valid(text: str) -> bool:
+    """The NHS number's modulus-11 check digit: most random ten-digit numbers (phones) fail it."""
+    digits = [int(c) for c in text if c.isdigit()]
+    if len(digits) != 10:
+        return False
+    check = 11 - sum(d * w for d, w in zip(digits[:9], range(10, 1, -1), strict=True)) % 11
+    return (0 if check == 11 else check) == digits[9] and check != 10
+
+
+class RedactionConfig(BaseModel):
+    """The redaction file: which built-in patterns to use, names to remove, extra patterns by label."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    patterns: list[str] = Field(default_factory=lambda: list(ORDER))
+    names: list[str] = Field(default_factory=list)
+    names_file: str | None = None
+    custom: dict[str, str] = Field(default_factory=dict)
+
+
+class Redactor:
+    """Replaces matches with `[LABEL]` in every string of a value, counting what it replaced per label.
+
+    The rules (label, regular expression) are tried in order at each position of the text, in one pass:
+    custom patterns, then names, then the built-ins."""
+
+    def __init__(self, rules: list[tuple[str, str]]) -> None:
+        self.labels = [label for label, _ in rules]
+        alternatives = "|".join(f"(?P<_r{i}>{regex})" for i, (_, regex) in enumerate(rules))
+        self.pattern = re.compile(alternatives) if rules else None
+        self.counts: Counter[str] = Counter()
+
+    @classmethod
+    def from_config(cls, config: RedactionConfig, names: list[str]) -> Redactor:
+        rules = list(config.custom.items())
+        if names:
+            alternatives = "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))
+            rules.append(("name", rf"(?i:\b(?:{alternatives})\b)"))
+        rules += [(label, f"(?i:{BUILTIN[label]})") for label in ORDER if label in config.patterns]
+        return cls(rules)
+
+    def text(self, text: str) -> str:
+        return text if self.pattern is None else self.pattern.sub(self._replace, text)
+
+    def _replace(self, match: re.Match[str]) -> str:
+        label = self.labels[int(str(match.lastgroup)[2:])]
+        if label == "nhs_number" and not _nhs_valid(match.group(0)):
+            # Ten digits failing the NHS check digit: a phone number, when phones are redacted.
+            if "phone" not in self.labels or not _PHONE.fullmatch(match.group(0)):
+                return match.group(0)
+            label = "phone"
+        self.counts[label] += 1
+        return f"[{label.upper()}]"
+
+    def value(self, value: Any) -> Any:
+        """`value` with every string in it (dict keys and values, list items) redacted."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.value(k): self.value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.value(v) for v in value]
+        return value
+
+
+def load_redactor(path: Path | None, enabled: bool = True) -> Redactor:
+    """The redactor of a redaction file, the built-in patterns when none is given, or none at all."""
+    if not enabled:
+        return Redactor([])
+    if path is None:
+        return Redactor.from_config(RedactionConfig(), [])
+    if not path.is_file():
+        raise UserError(f"--redact {path}: no such file; pass a YAML redaction file")
+    try:
+        source = load_yaml(path)
+    except YAMLProblem as exc:
+        raise UserError("invalid redaction file", [exc.problem]) from exc
+    config, problems = validate_model(RedactionConfig, source.data or {}, source)
+    if config is None:
+        raise UserError("invalid redaction file", problems)
+    unknown = [p for p in config.patterns if p not in BUILTIN]
+    if unknown:
+        raise UserError(f"{path} [patterns]: unknown pattern {unknown[0]}; known: {', '.join(ORDER)}")
+    for label, regex in config.custom.items():
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise UserError(f"{path} [custom.{label}]: not a regular expression ({exc})") from None
+    names = list(config.names)
+    if config.names_file:
+        names_path = (path.parent / config.names_file).resolve()
+        if not names_path.is_file():
+            raise UserError(
+                f"{path} [names_file]: {names_path} does not exist; name a text file, one name a line"
+            )
+        names += [n.strip() for n in names_path.read_text(encoding="utf-8").splitlines() if n.strip()]
+    return Redactor.from_config(config, names)

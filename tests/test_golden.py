@@ -641,6 +641,10 @@ def test_the_shipped_set_gives_the_readme_table(shipped: tuple[Path, Path]) -> N
         "B": ["42/48", "0/48", "0.505", "0.490", ["status_readback"]],
     }
     assert f"{a.means['difflib_ratio']:.3f}" == "0.818" and f"{b.means['difflib_ratio']:.3f}" == "0.517"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name, index in (("verdict (pass)", 0), ("exact match", 1), ("mean token F1", 2), ("mean ROUGE-L", 3)):
+        assert f"| {name} | {table['A'][index]} | {table['B'][index]} |" in readme
+    assert "both pass 30, A only 6, B only 12, McNemar p = 0.238" in readme and "19 items" in readme
     assert (a.assertions.k, b.assertions.k, a.gate_pass.k, b.gate_pass.k) == (36, 46, 36, 25)
     assert dict((r.intent, (r.passed, r.failed)) for r in b.intents)["address_change"] == (2, 2)
     assert {f.item_id for f in b.failed_items} == {

@@ -186,11 +186,29 @@ def test_version_1_golden_steps_are_small_functions(tmp_path: Path) -> None:
     ]
 
 
+def test_a_version_1_golden_folder_compares_with_a_run_of_today(tmp_path: Path) -> None:
+    """The same bot over the same items, then and now: nothing flips."""
+    from simulator.analysis.compare import compare_runs
+    from simulator.engine.golden import GoldenOptions, run_golden
+
+    old = _copy("v1-golden", tmp_path)
+    items = ROOT / "scenarios" / "golden" / "parcels.yaml"
+    options = GoldenOptions(out=tmp_path / "now", progress=False)
+    now = asyncio.run(run_golden(items, "examples.parcel_bot:bot_a", options)).folder
+    comparison = compare_runs(old, Path(now))
+    passes = next(m for m in comparison.metrics if m.name == "conversation passes")
+    assert (passes.pairs, passes.both_pass, passes.only_a, passes.only_b) == (48, 36, 0, 0)
+    assert comparison.golden is not None
+    assert {row.name: row.a == row.b for row in comparison.golden.metrics}["verdict (pass)"]
+
+
 def test_a_version_1_golden_folder_is_not_resumed(tmp_path: Path) -> None:
     run = _copy("v1-golden", tmp_path)
     with pytest.raises(UserError, match=r"golden run from simulator 0\.1: it can be reported and compared"):
         RunFolder.resume(run)
     assert main(["run", "--resume", str(run)]) == 2
+    assert main(["judge", str(run)]) == 2
+    assert not (run / VERDICTS).exists()
     (run / "results.jsonl").unlink()
     with pytest.raises(UserError, match=r"without its results\.jsonl"):
         RunFolder.open(run).read_manifest()

@@ -224,7 +224,7 @@ class RunFolder:
         if self.golden_v1:
             raise UserError(
                 f"{self.path} is a golden run from simulator 0.1: it can be reported and compared, not "
-                "resumed; run the items again with `simulator golden run ITEMS --bot module:factory`"
+                "resumed or judged again; run the items again with `simulator golden run ITEMS --bot module:factory`"
             )
 
     @property

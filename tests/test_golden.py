@@ -9,7 +9,11 @@ import hashlib
 import io
 import itertools
 import json
+import os
+import subprocess
+import sys
 import textwrap
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -122,6 +126,19 @@ class HangingBot:
 
 def hanging_bot() -> HangingBot:
     return HangingBot()
+
+
+class EnvHangingBot:
+    """Hangs on "hang" while the environment says so: a bot for a run in another process, killed there."""
+
+    async def send(self, text: str) -> str:
+        while "hang" in text and os.environ.get("SIMULATOR_TEST_HANG") == "1":
+            await asyncio.sleep(0.05)
+        return "in transit"
+
+
+def env_hanging_bot() -> EnvHangingBot:
+    return EnvHangingBot()
 
 
 # --- helpers
@@ -586,6 +603,53 @@ def test_an_interrupted_golden_run_resumes_to_one_record_per_item(tmp_path: Path
     golden = report_of(out).golden
     assert golden is not None and golden.items == 4 and golden.errors == 0
     assert RunFolder.open(out).read_manifest().status == "complete"
+
+
+def test_a_killed_golden_run_resumes_to_one_record_per_item(tmp_path: Path) -> None:
+    """`kill -9` in the middle of a golden run, then `simulator run --resume`: every item once."""
+    items = write(
+        tmp_path, "s.yaml", SMALL.replace("item_id: flaky", "item_id: hang").replace("flaky question", "hang")
+    )
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIMULATOR_TEST_HANG": "1"}
+    argv = [
+        sys.executable,
+        "-m",
+        "simulator",
+        "golden",
+        "run",
+        str(items),
+        "--bot",
+        "tests.test_golden:env_hanging_bot",
+    ]
+    process = subprocess.Popen([*argv, "--out", str(out), "--no-progress"], cwd=ROOT, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / CONVERSATIONS).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # the hanging item is in flight, the other one written
+    finally:
+        process.kill()
+        process.wait()
+    assert [json.loads(line)["id"] for line in (out / CONVERSATIONS).read_text().splitlines()] == [
+        "transit#0"
+    ]
+    assert RunFolder.open(out).read_manifest().status == "running"  # killed: nobody wrote the end
+    env["SIMULATOR_TEST_HANG"] = "0"
+    resumed = subprocess.run(
+        [sys.executable, "-m", "simulator", "run", "--resume", str(out), "--no-progress"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    ids = sorted(json.loads(line)["id"] for line in (out / CONVERSATIONS).read_text().splitlines())
+    assert ids == ["hang#0", "transit#0"]
+    golden = report_of(out).golden
+    assert golden is not None and (golden.items, golden.passed) == (2, 2)
 
 
 def test_retry_errors_on_a_golden_run_replaces_the_errored_items(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
 from simulator.errors import UserError
+from simulator.judging.code_checks import final_reply
 from simulator.record.models import ConversationRecord, Verdict
 
 Metric = Literal["token_f1", "rouge_l", "difflib_ratio", "exact_match"]
@@ -157,11 +158,6 @@ def _sample_failures(verdicts: list[Verdict]) -> tuple[list[str], list[str]]:
     return [v.reasoning for v in failed], [e.quote for v in failed for e in v.evidence]
 
 
-def _reply(record: ConversationRecord) -> str:
-    bot_turns = [turn for turn in record.turns if turn.role == "bot"]
-    return "\n".join(bot_turns[-1].messages) if bot_turns else ""
-
-
 def _assertions(verdicts: list[Verdict]) -> bool | None:
     for v in verdicts:
         if v.criterion_id == "assertions" and v.result in ("pass", "fail"):
@@ -205,7 +201,7 @@ def _item(
         assertions_passed=all(checks) if checks else None,
         failures=failures,
         evidence=evidence,
-        reply=_reply(scored[0][0]) if scored else "",
+        reply=final_reply(scored[0][0]) if scored else "",
     )
 
 

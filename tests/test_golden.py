@@ -940,3 +940,20 @@ def test_schema_golden_describes_the_item_format(capsys: pytest.CaptureFixture[s
 def test_validate_reports_golden_files(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(PARCELS), str(PARCELS.with_suffix(".csv"))]) == 0
     assert capsys.readouterr().out.count("48 items ok") == 2
+
+
+def test_a_suite_file_may_name_golden_items(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The scripted user plays golden items from an ordinary suite; it refuses scenarios it cannot play."""
+    suite = write(
+        tmp_path,
+        "suite.yaml",
+        f"name: parcels\nscenarios:\n  paths: [{PARCELS}]\nbot:\n  type: python\n  factory: {BOT_A}\n"
+        "user:\n  model: scripted\n",
+    )
+    assert main(["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    golden = report_of(tmp_path / "run").golden
+    assert golden is not None and (golden.passed, golden.failed) == (36, 12)
+    mixed = suite.read_text().replace(f"[{PARCELS}]", f"[{ROOT / 'scenarios' / 'smoke'}]")
+    write(tmp_path, "suite.yaml", mixed)
+    assert main(["run", str(suite), "--out", str(tmp_path / "mixed"), "--no-progress"]) == 2
+    assert "user model 'scripted' only plays golden items" in capsys.readouterr().err

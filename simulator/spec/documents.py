@@ -1,4 +1,5 @@
-"""Load id-keyed YAML documents (scenarios, criteria): one per file or a list, validated, located, unique."""
+"""Load id-keyed documents (scenarios, criteria, golden items): YAML (one per file or a list) or, for golden
+items, CSV rows; validated, located by file and line, ids unique across every file."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ from simulator.analysis import load_run
 from simulator.analysis.compare import compare_runs
 from simulator.analysis.golden import Gate, golden_items, parse_gate
 from simulator.analysis.stats import zero_failure_upper_bound
+from simulator.bots.base import Reply
 from simulator.cli import main
 from simulator.engine.golden import GoldenOptions, run_golden
 from simulator.errors import Problem, UserError
@@ -443,6 +444,34 @@ def test_assert_items_are_decided_by_assertions_on_the_last_reply_whatever_the_s
     # Only the reply to the item's message counts: a context reply that says KP-9999 does not help.
     context = judged(UNKNOWN, ["KP-9999? cannot find it"], ["Let me check."])
     assert context["assertions"][0] == "fail"
+
+
+class ClosingBot:
+    """Ends the conversation at once: the item's own message is never answered."""
+
+    def send(self, text: str) -> Reply:
+        return Reply(messages=["in transit"], closed=True)
+
+
+def closing_bot() -> ClosingBot:
+    return ClosingBot()
+
+
+def test_an_item_whose_message_the_bot_never_answered_fails(tmp_path: Path) -> None:
+    items = write(
+        tmp_path,
+        "c.yaml",
+        SMALL.replace(
+            "    reference: in transit\n  - item_id: flaky",
+            "    reference: in transit\n    context: [{role: user, text: hello}]\n  - item_id: flaky",
+        ),
+    )
+    folder = run(items, "tests.test_golden:closing_bot", tmp_path / "run")
+    transit, flaky = golden_items(load_run(folder))
+    assert (transit.verdict, flaky.verdict) == ("fail", "pass")
+    assert transit.failures == [
+        "the conversation stopped (bot_closed) after 1 of 2 user lines: the bot never answered the item's message"
+    ]
 
 
 # --- the engine: run folder, scripted user, errors, samples, resume

@@ -266,4 +266,19 @@ def code_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_hash
             )
     if scenario.reference:
         verdicts += metric_verdicts(record, scenario.reference, judge_set_hash)
+    if script is not None:
+        verdicts = [_unanswered(record, v, len(script.lines)) for v in verdicts]
     return verdicts
+
+
+def _unanswered(record: ConversationRecord, verdict: Verdict, lines: int) -> Verdict:
+    """A golden item whose message the bot never answered (it closed or handed over during the context)
+    fails its deciding check, whatever its last reply says."""
+    answered = sum(1 for turn in record.turns if turn.role == "bot")
+    if answered >= lines or verdict.kind == "metric":
+        return verdict
+    reason = (
+        f"the conversation stopped ({record.stop_reason}) after {answered} of {lines} user lines: "
+        "the bot never answered the item's message"
+    )
+    return verdict.model_copy(update={"result": "fail", "reasoning": reason})

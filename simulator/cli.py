@@ -17,7 +17,7 @@ from simulator.errors import UserError
 # Modules that add their own sub-commands with `register(subparsers)`; each keeps its imports lazy.
 EXTENSIONS = [
     "simulator.commands.core",
-    "simulator.golden.cli",
+    "simulator.commands.golden",
     "simulator.commands.judge",
     "simulator.commands.report",
     "simulator.commands.scale",

@@ -1,15 +1,21 @@
-"""Golden sets: loading and validation, scoring, the runner, reports, comparisons and the CLI handlers."""
+"""Golden sets through the main engine: loading (YAML and CSV, file:line errors), the scripted user, the
+verdicts the code checks write, samples (pass^k), resume and retry, the report's golden section, compare,
+and the `golden` commands. The shipped parcel set must give the README's figures exactly."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import hashlib
 import io
 import itertools
 import json
+import os
+import subprocess
+import sys
 import textwrap
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,15 +23,28 @@ from rich.console import Console
 from scipy.stats import binomtest
 from statsmodels.stats.proportion import proportion_confint
 
+from simulator.analysis import load_run
+from simulator.analysis.compare import compare_runs
+from simulator.analysis.golden import Gate, golden_items, parse_gate
+from simulator.analysis.stats import zero_failure_upper_bound
+from simulator.bots.base import Reply
+from simulator.cli import main
+from simulator.engine.golden import GoldenOptions, run_golden
 from simulator.errors import Problem, UserError
-from simulator.golden.cli import register
-from simulator.golden.compare import compare_runs, render_compare
-from simulator.golden.items import GoldenItem, load_items
-from simulator.golden.report import Rate, build_report, render_report
-from simulator.golden.runner import GoldenRun, RunOptions, load_run, run_golden
-from simulator.golden.scoring import Gate, aggregate_samples, error_sample, parse_gate, score_reply
+from simulator.judging.code_checks import code_verdicts
+from simulator.record.folder import CONVERSATIONS, RunFolder
+from simulator.record.models import ConversationRecord
+from simulator.record.transcript import Turn
+from simulator.report.golden_terminal import render_golden
+from simulator.report.html import render_html
+from simulator.report.json_report import report_json
+from simulator.report.model import Report, ReportOptions, build_report
+from simulator.report.views import render_comparison
+from simulator.spec.golden import GoldenItem, golden_scenario, load_golden
+from simulator.spec.scenario import load_scenarios
 
-PARCELS = Path(__file__).resolve().parent.parent / "scenarios" / "golden" / "parcels.yaml"
+ROOT = Path(__file__).resolve().parent.parent
+PARCELS = ROOT / "scenarios" / "golden" / "parcels.yaml"
 BOT_A, BOT_B = "examples.parcel_bot:bot_a", "examples.parcel_bot:bot_b"
 
 
@@ -61,9 +80,12 @@ async def multi_bot() -> MultiBot:
     return MultiBot()
 
 
+BROKEN = {"on": True}  # the fragile bot's backend, switched on and off by tests
+
+
 class FragileBot:
     def send(self, text: str) -> object:
-        if "boom" in text:
+        if "boom" in text and BROKEN["on"]:
             raise RuntimeError("backend down")
         if "number" in text:
             return 42
@@ -91,13 +113,33 @@ def flaky_bot() -> FlakyBot:
     return FlakyBot()
 
 
-class CancellingBot:
+HANG = {"on": True}
+
+
+class HangingBot:
+    """Answers at once, except to "hang" while HANG is on: the run is interrupted while it waits."""
+
     async def send(self, text: str) -> str:
-        raise asyncio.CancelledError
+        while "hang" in text and HANG["on"]:
+            await asyncio.sleep(0.05)
+        return "in transit"
 
 
-def cancelling_bot() -> CancellingBot:
-    return CancellingBot()
+def hanging_bot() -> HangingBot:
+    return HangingBot()
+
+
+class EnvHangingBot:
+    """Hangs on "hang" while the environment says so: a bot for a run in another process, killed there."""
+
+    async def send(self, text: str) -> str:
+        while "hang" in text and os.environ.get("SIMULATOR_TEST_HANG") == "1":
+            await asyncio.sleep(0.05)
+        return "in transit"
+
+
+def env_hanging_bot() -> EnvHangingBot:
+    return EnvHangingBot()
 
 
 # --- helpers
@@ -111,13 +153,17 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 def problems_of(path: Path) -> list[Problem]:
     with pytest.raises(UserError) as info:
-        load_items(path)
+        load_golden(path)
     return info.value.problems
 
 
-def run(path: Path, bot: str, out: Path, run_id: str, **options: object) -> GoldenRun:
-    opts = RunOptions(out_dir=out, run_id=run_id, **options)  # type: ignore[arg-type]
-    return asyncio.run(run_golden(load_items(path), bot, opts))
+def run(items: Path, bot: str, out: Path, **options: int) -> Path:
+    result = asyncio.run(run_golden(items, bot, GoldenOptions(out=out, progress=False, **options)))
+    return Path(result.folder)
+
+
+def report_of(folder: Path, gate: Gate | None = None) -> Report:
+    return build_report(load_run(folder), ReportOptions(gate=gate))
 
 
 SMALL = """\
@@ -137,18 +183,18 @@ items:
 
 
 @pytest.fixture(scope="module")
-def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[GoldenRun, GoldenRun]:
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     out = tmp_path_factory.mktemp("runs")
-    return run(PARCELS, BOT_A, out, "bot-a"), run(PARCELS, BOT_B, out, "bot-b")
+    return run(PARCELS, BOT_A, out / "bot-a"), run(PARCELS, BOT_B, out / "bot-b")
 
 
-# --- loading and validation
+# --- loading and validation: the one document loader, YAML and CSV
 
 
 def test_shipped_set_has_48_items_in_the_seed_strata() -> None:
-    golden = load_items(PARCELS)
+    items = load_golden(PARCELS)
     counts: dict[str, int] = {}
-    for item in golden.items:
+    for item in items:
         counts[item.intent] = counts.get(item.intent, 0) + 1
     assert counts == {
         "status": 12,
@@ -160,21 +206,42 @@ def test_shipped_set_has_48_items_in_the_seed_strata() -> None:
         "third_party_address": 4,
         "status_readback": 4,
     }
-    assert {i.item_id for i in golden.items if i.kind == "exact"} == {f"readback-0{n}" for n in range(1, 5)}
-    assert golden.sha256 == "sha256:" + hashlib.sha256(PARCELS.read_bytes()).hexdigest()
-    follow_up = next(i for i in golden.items if i.context)
+    assert {i.id for i in items if i.kind == "exact"} == {f"readback-0{n}" for n in range(1, 5)}
+    follow_up = next(i for i in items if i.context)
     assert [t.role for t in follow_up.context] == ["user", "bot"]
+    assert items[0].source == f"{PARCELS}:{items[0]._line}" and items[0]._line is not None
 
 
 def test_shipped_csv_holds_the_same_items_as_the_yaml() -> None:
-    assert load_items(PARCELS.with_suffix(".csv")).items == load_items(PARCELS).items
+    def fields(path: Path) -> list[dict[str, object]]:
+        return [item.model_dump() for item in load_golden(path)]
+
+    assert fields(PARCELS.with_suffix(".csv")) == fields(PARCELS)
+
+
+def test_golden_files_load_through_the_scenario_loader_as_one_turn_scenarios(tmp_path: Path) -> None:
+    with pytest.raises(UserError) as twins:  # the YAML and its CSV twin: every id twice
+        load_scenarios([PARCELS.parent])
+    assert len(twins.value.problems) == 48 and {p.field for p in twins.value.problems} == {"item_id"}
+    write(tmp_path, "a.yaml", SMALL)
+    write(tmp_path, "b.csv", "item_id,intent,kind,user_message,reference\ntransit,status,exact,hi,x\n")
+    with pytest.raises(UserError) as info:
+        load_scenarios([tmp_path])
+    [problem] = info.value.problems
+    assert (problem.file, problem.line, problem.field) == (str(tmp_path / "b.csv"), 2, "item_id")
+    assert "duplicate golden item id 'transit' (first defined at" in problem.message
+    (tmp_path / "b.csv").unlink()
+    transit, flaky = load_scenarios([tmp_path])
+    assert transit.script is not None and transit.script.kind == "exact" and transit.max_turns == 2
+    assert (transit.reference, transit.assertions) == ("in transit", None)
+    assert flaky.assertions is not None and flaky.assertions.must_contain == ["in transit"]
+    assert flaky.source == f"{tmp_path / 'a.yaml'}:7"
 
 
 def test_yaml_may_be_a_plain_list(tmp_path: Path) -> None:
     body = textwrap.dedent(SMALL.split("items:\n", 1)[1])
     assert body.startswith("- item_id: transit\n  intent: status\n")
-    golden = load_items(write(tmp_path, "list.yml", body))
-    assert [i.item_id for i in golden.items] == ["transit", "flaky"]
+    assert [i.id for i in load_golden(write(tmp_path, "list.yml", body))] == ["transit", "flaky"]
 
 
 BROKEN_YAML = """\
@@ -224,45 +291,47 @@ items:
 
 def test_yaml_problems_name_line_field_and_fix(tmp_path: Path) -> None:
     got = {(p.line, p.field, p.message) for p in problems_of(write(tmp_path, "broken.yaml", BROKEN_YAML))}
-    assert got == {
-        (6, "refrence", "item 'typo': unknown field 'refrence' (did you mean 'reference'?)"),
-        (2, "reference", "item 'typo': missing required field 'reference'"),
-        (8, "user_message", "item 'no-message': missing required field 'user_message'"),
-        (15, "kind", "item 'bad-kind': Input should be 'exact' or 'assert', got 'exakt'"),
-        (18, "item_id", "duplicate item_id 'typo' (first on line 2)"),
-        (
-            28,
-            "must_not_match",
-            "item 'bad-regex': must_not_match `(\\d{4}` is not a valid regular expression: "
-            "missing ), unterminated subpattern at position 0",
-        ),
-        (35, "context[0].role", "item 'bad-context': Input should be 'user' or 'bot', got 'agent'"),
-        (36, "context[1].txt", "item 'bad-context': unknown field 'txt' (did you mean 'text'?)"),
-        (36, "context[1].text", "item 'bad-context': missing required field 'text'"),
-        (
-            37,
-            None,
-            "item 'asserts-nothing': an assert item needs at least one of must_contain, must_not_contain, "
-            "must_not_match",
-        ),
-    }
+    assert (6, "refrence", "unknown key 'refrence'; did you mean 'reference'?") in got
+    assert (2, "reference", "missing required field 'reference'; add it") in got
+    assert (8, "user_message", "missing required field 'user_message'; add it") in got
+    assert (15, "kind", "Input should be 'exact' or 'assert' (got 'exakt')") in got
+    dup = next(p for p in got if p[0] == 18)
+    assert dup[1] == "item_id" and dup[2].startswith("duplicate golden item id 'typo' (first defined at ")
+    regex = next(p for p in got if p[1] == "must_not_match")
+    assert regex[0] == 28 and regex[2].startswith(
+        "must_not_match `(\\d{4}` is not a valid regular expression"
+    )
+    assert (35, "context.0.role", "Input should be 'user' or 'bot' (got 'agent')") in got
+    assert (36, "context.1.txt", "unknown key 'txt'; did you mean 'text'?") in got
+    assert (36, "context.1.text", "missing required field 'text'; add it") in got
+    assert (
+        37,
+        None,
+        "an assert item needs at least one of must_contain, must_not_contain, must_not_match",
+    ) in got
+    assert len(got) == 10
 
 
 def test_yaml_top_level_syntax_and_duplicate_key_problems(tmp_path: Path) -> None:
     bad_top = write(tmp_path, "top.yaml", "itmes: []\n")
     messages = [str(p) for p in problems_of(bad_top)]
-    assert f"{bad_top}:1 [itmes]: unknown top-level key 'itmes' (did you mean 'items'?)" in messages
+    assert f"{bad_top}:1 [itmes]: unknown top-level key 'itmes'; did you mean 'items'?" in messages
     assert any("missing 'items:'" in m for m in messages)
     syntax = problems_of(write(tmp_path, "syntax.yaml", "items:\n  - item_id: [unclosed\n    intent: x\n"))
-    assert len(syntax) == 1 and syntax[0].message.startswith("invalid YAML") and syntax[0].line == 3
+    assert len(syntax) == 1 and syntax[0].message.startswith("not valid YAML") and syntax[0].line == 3
     twice = SMALL.replace(
         "    intent: status\n    kind: exact", "    intent: status\n    intent: other\n    kind: exact"
     )
     dup = problems_of(write(tmp_path, "dup.yaml", twice))
-    assert [(p.line, p.field) for p in dup] == [(4, "intent")]
-    assert problems_of(write(tmp_path, "empty.yaml", "items: []\n"))[0].message == "the file holds no items"
+    assert [(p.line, p.field) for p in dup] == [(4, "items.0.intent")]
+    assert "appears twice" in dup[0].message
+    assert problems_of(write(tmp_path, "empty.yaml", "items: []\n"))[0].message.startswith(
+        "the file holds no items"
+    )
     with pytest.raises(UserError, match=r"\.yaml, \.yml or \.csv"):
-        load_items(write(tmp_path, "items.json", "[]"))
+        load_golden(write(tmp_path, "items.json", "[]"))
+    with pytest.raises(UserError, match="no such file"):
+        load_golden(tmp_path / "missing.yaml")
 
 
 CSV_OK = """\
@@ -275,12 +344,12 @@ please",out for delivery,,,
 
 
 def test_csv_groups_split_on_semicolons_and_bars(tmp_path: Path) -> None:
-    golden = load_items(write(tmp_path, "ok.csv", CSV_OK))
-    unknown, readback = golden.items
+    unknown, readback = load_golden(write(tmp_path, "ok.csv", CSV_OK))
     assert unknown.must_contain == ["KP-9999", "cannot find|not found"]
     assert unknown.must_not_contain == ["in transit", "expected on"]
     assert unknown.must_not_match == r"\d{4}-\d{2}-\d{2}"
     assert readback.user_message == "Only the status,\nplease" and readback.must_not_match is None
+    assert (unknown._line, readback._line) == (2, 3)
 
 
 def test_csv_problems_name_the_row_line(tmp_path: Path) -> None:
@@ -291,98 +360,144 @@ def test_csv_problems_name_the_row_line(tmp_path: Path) -> None:
         'bad-regex,status,assert,hi,x,,,"[a-"\n'
         "short,status\n"
     )
-    got = {(p.line, p.field, p.message.split(":")[0]) for p in problems_of(write(tmp_path, "bad.csv", text))}
+    got = {(p.line, p.field, p.message.split(" (")[0]) for p in problems_of(write(tmp_path, "bad.csv", text))}
     assert got == {
-        (5, "kind", "item 'bad-kind'"),
-        (7, "item_id", "duplicate item_id 'unknown-1' (first on line 2)"),
-        (8, "must_not_match", "item 'bad-regex'"),
-        (9, None, "row has 2 cells but the header has 8"),
+        (5, "kind", "Input should be 'exact' or 'assert'"),
+        (7, "item_id", "duplicate golden item id 'unknown-1'"),
+        (
+            8,
+            "must_not_match",
+            "must_not_match `[a-` is not a valid regular expression: unterminated character set at position 0",
+        ),
+        (9, None, "row has 2 cells but the header has 8; quote cells holding commas"),
     }
     header = problems_of(write(tmp_path, "header.csv", "item_id,intent,kind,user_mesage,reference\n"))
     assert [str(p).split(": ", 1)[1] for p in header] == [
-        "unknown column 'user_mesage' (did you mean 'user_message'?)",
-        "missing required column 'user_message'",
+        "unknown column 'user_mesage'; did you mean 'user_message'?",
+        "missing required column 'user_message'; add it",
     ]
     bad_json = "item_id,intent,kind,user_message,reference,context\nc,s,exact,hi,x,[{oops\n"
     assert problems_of(write(tmp_path, "ctx.csv", bad_json))[0].field == "context"
 
 
-# --- scoring
+# --- the verdict: code checks on a one-turn conversation
 
 
-READBACK = GoldenItem(
-    item_id="rb",
-    intent="status_readback",
-    kind="exact",
-    user_message="Only the status of KP-1005.",
-    reference="out for delivery",
-    must_contain=["out for delivery"],
+READBACK = GoldenItem.model_validate(
+    {
+        "item_id": "rb",
+        "intent": "status_readback",
+        "kind": "exact",
+        "user_message": "Only the status of KP-1005.",
+        "reference": "out for delivery",
+        "must_contain": ["out for delivery"],
+    }
+)
+UNKNOWN = GoldenItem.model_validate(
+    {
+        "item_id": "u",
+        "intent": "unknown",
+        "kind": "assert",
+        "user_message": "Where is KP-9999?",
+        "reference": "I cannot find a parcel with the number KP-9999.",
+        "must_contain": ["KP-9999", "cannot find|couldn't find"],
+        "must_not_match": r"\d{4}-\d{2}-\d{2}",
+    }
 )
 
 
-def test_exact_items_are_judged_by_exact_match_only() -> None:
-    good = score_reply(READBACK, ["Out for delivery."])
-    assert good.passed and good.exact_match and good.failures == []
-    wrapped = score_reply(READBACK, ["The current status of KP-1005 is: out for delivery."])
-    assert not wrapped.passed and not wrapped.exact_match
-    assert wrapped.assertions_passed  # the phrase is there, but the item asked for nothing else
-    assert wrapped.token_f1 == pytest.approx(6 / 11)  # the seed's false pass of a 0.5 F1 gate
-    assert wrapped.evidence == ["The current status of KP-1005 is: out for delivery."]
-
-
-def test_assert_items_are_judged_by_assertions_whatever_the_similarity() -> None:
-    item = GoldenItem(
-        item_id="u",
-        intent="unknown",
-        kind="assert",
-        user_message="Where is KP-9999?",
-        reference="I cannot find a parcel with the number KP-9999.",
-        must_contain=["KP-9999", "cannot find|couldn't find"],
-        must_not_match=r"\d{4}-\d{2}-\d{2}",
+def judged(item: GoldenItem, *replies: list[str]) -> dict[str, tuple[str, float | None]]:
+    """The verdicts the code checks write for a conversation whose bot turns are `replies`."""
+    now = datetime.now(UTC)
+    turns = []
+    for index, messages in enumerate(replies):
+        turns.append(Turn(index=index, role="user", messages=["(line)"], started_at=now))
+        turns.append(Turn(index=index, role="bot", messages=messages, started_at=now))
+    record = ConversationRecord(
+        id=f"{item.id}#0",
+        scenario_id=item.id,
+        repeat=0,
+        stop_reason="user_done",
+        turns=turns,
+        started_at=now,
+        ended_at=now,
     )
-    paraphrase = score_reply(item, ["Sorry!", "I couldn't find any parcel called KP-9999 — please check it."])
-    assert paraphrase.passed and paraphrase.token_f1 is not None and paraphrase.token_f1 < 0.5
-    assert paraphrase.reply == "Sorry!\nI couldn't find any parcel called KP-9999 — please check it."
-    close = score_reply(item, ["I cannot find a parcel with the number KP-9999, due 2026-09-15."])
-    assert not close.passed and close.rouge_l is not None and close.rouge_l > 0.8
+    return {v.criterion_id: (v.result, v.score) for v in code_verdicts(record, golden_scenario(item), "h")}
 
 
-def test_samples_pass_only_if_every_sample_passes() -> None:
-    ok, bad = score_reply(READBACK, ["out for delivery"]), score_reply(READBACK, ["in transit"])
-    boom = error_sample(2, RuntimeError("down"))
-    assert aggregate_samples(READBACK, 0, [ok, ok]).verdict == "pass"
-    mixed = aggregate_samples(READBACK, 0, [ok, bad.model_copy(update={"sample": 1})])
-    assert (mixed.verdict, mixed.sample_pass_rate, mixed.exact_match) == ("fail", 0.5, 0.5)
-    assert aggregate_samples(READBACK, 0, [ok, boom]).verdict == "error"
-    failed = aggregate_samples(READBACK, 0, [bad, boom])
-    assert (failed.verdict, failed.n_fail, failed.n_error, failed.sample_pass_rate) == ("fail", 1, 1, 0.0)
-    errored = aggregate_samples(READBACK, 0, [boom])
-    assert errored.verdict == "error" and errored.token_f1 is None and errored.sample_pass_rate is None
+def test_exact_items_are_decided_by_exact_match_only() -> None:
+    good = judged(READBACK, ["Out for delivery."])
+    assert good["exact_match"] == ("pass", None) and good["metric.assertions"] == ("not_applicable", 1.0)
+    wrapped = judged(READBACK, ["The current status of KP-1005 is: out for delivery."])
+    assert wrapped["exact_match"][0] == "fail" and "assertions" not in wrapped
+    assert wrapped["metric.assertions"] == ("not_applicable", 1.0)  # the phrase is there; it gates nothing
+    assert wrapped["metric.token_f1"][1] == pytest.approx(
+        6 / 11, abs=1e-6
+    )  # the seed's false pass of a 0.5 gate
 
 
-def test_gate_parsing() -> None:
-    assert parse_gate("rouge_l:0.3") == Gate(metric="rouge_l", threshold=0.3)
-    assert str(parse_gate("token_f1:0.5")) == "token_f1:0.5"
-    for bad in ("bleu:0.5", "token_f1:high", "token_f1:1.5"):
-        with pytest.raises(UserError, match="--gate"):
-            parse_gate(bad)
+def test_assert_items_are_decided_by_assertions_on_the_last_reply_whatever_the_similarity() -> None:
+    paraphrase = judged(UNKNOWN, ["Sorry!", "I couldn't find any parcel called KP-9999 — please check it."])
+    assert paraphrase["assertions"][0] == "pass" and (paraphrase["metric.token_f1"][1] or 0) < 0.5
+    close = judged(UNKNOWN, ["I cannot find a parcel with the number KP-9999, due 2026-09-15."])
+    assert close["assertions"][0] == "fail" and (close["metric.rouge_l"][1] or 0) > 0.8
+    # Only the reply to the item's message counts: a context reply that says KP-9999 does not help.
+    context = judged(UNKNOWN, ["KP-9999? cannot find it"], ["Let me check."])
+    assert context["assertions"][0] == "fail"
 
 
-# --- runner
+class ClosingBot:
+    """Ends the conversation at once: the item's own message is never answered."""
+
+    def send(self, text: str) -> Reply:
+        return Reply(messages=["in transit"], closed=True)
 
 
-def test_run_writes_manifest_and_results(shipped: tuple[GoldenRun, GoldenRun]) -> None:
+def closing_bot() -> ClosingBot:
+    return ClosingBot()
+
+
+def test_an_item_whose_message_the_bot_never_answered_fails(tmp_path: Path) -> None:
+    items = write(
+        tmp_path,
+        "c.yaml",
+        SMALL.replace(
+            "    reference: in transit\n  - item_id: flaky",
+            "    reference: in transit\n    context: [{role: user, text: hello}]\n  - item_id: flaky",
+        ),
+    )
+    folder = run(items, "tests.test_golden:closing_bot", tmp_path / "run")
+    transit, flaky = golden_items(load_run(folder))
+    assert (transit.verdict, flaky.verdict) == ("fail", "pass")
+    assert transit.failures == [
+        "the conversation stopped (bot_closed) after 1 of 2 user lines: the bot never answered the item's message"
+    ]
+
+
+# --- the engine: run folder, scripted user, errors, samples, resume
+
+
+def test_a_golden_run_is_an_ordinary_run_folder(shipped: tuple[Path, Path]) -> None:
     a, _ = shipped
-    manifest = json.loads((a.path / "manifest.json").read_text())
-    assert manifest["kind"] == "golden" and manifest["status"] == "complete"
-    assert manifest["items_sha256"] == "sha256:" + hashlib.sha256(PARCELS.read_bytes()).hexdigest()
-    assert (manifest["bot"], manifest["samples"], manifest["n_items"]) == (BOT_A, 1, 48)
-    assert manifest["ended_at"] >= manifest["started_at"]
-    lines = (a.path / "results.jsonl").read_text().splitlines()
-    assert len(lines) == 48
-    first = json.loads(lines[0])
-    assert {"item_id", "verdict", "samples", "token_f1", "failures", "evidence"} <= first.keys()
-    assert load_run(a.path).results == a.results
+    manifest = RunFolder.open(a).read_manifest()
+    assert manifest.kind == "golden" and manifest.status == "complete"
+    assert (manifest.models.user, manifest.models.bot, manifest.planned) == (
+        "scripted",
+        f"python:{BOT_A}",
+        48,
+    )
+    assert manifest.suite is not None and manifest.suite.runs == 1
+    entry = manifest.scenarios[0]
+    assert (entry.id, entry.intent, entry.item_kind) == ("status-01", "status", "assert")
+    assert entry.sha256 == "sha256:" + hashlib.sha256(PARCELS.read_bytes()).hexdigest()
+    records = list(RunFolder.open(a).conversations())
+    assert len(records) == 48 and {r.stop_reason for r in records} == {"user_done"}
+    first = next(r for r in records if r.id == "status-01#0")
+    assert [t.role for t in first.turns] == ["user", "bot"] and first.turns[
+        0
+    ].text == "Where is my parcel KP-1001?"
+    kinds = {v.kind for v in RunFolder.open(a).verdicts()}
+    assert kinds == {"code", "metric"}
 
 
 def test_context_user_turns_are_sent_first_to_a_fresh_bot(tmp_path: Path) -> None:
@@ -408,25 +523,30 @@ def test_context_user_turns_are_sent_first_to_a_fresh_bot(tmp_path: Path) -> Non
   must_contain: ["seen 1: hi"]
 """,
     )
-    result = run(items, "tests.test_golden:echo_bot", tmp_path / "runs", "ctx", samples=2)
-    follow_up, alone = result.results
-    assert follow_up.verdict == alone.verdict == "pass"
-    assert follow_up.samples[0].context_replies == ["seen 1: hello", "seen 2: KP-1001 please"]
+    folder = run(items, "tests.test_golden:echo_bot", tmp_path / "run", samples=2)
+    verdicts = {i.item_id: i.verdict for i in golden_items(load_run(folder))}
+    assert verdicts == {"follow-up": "pass", "alone": "pass"}
+    follow_up = next(r for r in RunFolder.open(folder).conversations() if r.id == "follow-up#1")
+    assert [t.text for t in follow_up.turns] == [
+        "hello",
+        "seen 1: hello",
+        "KP-1001 please",
+        "seen 2: KP-1001 please",
+        "and now?",
+        "seen 3: and now?",
+    ]
 
 
 def test_async_factory_and_reply_objects_with_messages(tmp_path: Path) -> None:
-    result = run(write(tmp_path, "s.yaml", SMALL), "tests.test_golden:multi_bot", tmp_path / "r", "multi")
-    transit, flaky = result.results
-    assert transit.samples[0].messages == ["in transit", "(you asked: Only the status of KP-1001.)"]
-    assert transit.verdict == "fail" and flaky.verdict == "pass"
+    folder = run(write(tmp_path, "s.yaml", SMALL), "tests.test_golden:multi_bot", tmp_path / "r")
+    transit, flaky = golden_items(load_run(folder))
+    assert transit.reply == "in transit\n(you asked: Only the status of KP-1001.)"
+    assert (transit.verdict, flaky.verdict) == ("fail", "pass")
 
 
-def test_a_bot_that_raises_is_an_error_never_a_pass_or_fail(tmp_path: Path) -> None:
-    items = write(
-        tmp_path,
-        "f.yaml",
-        SMALL
-        + """\
+FRAGILE = (
+    SMALL
+    + """\
   - item_id: boom
     intent: status
     kind: exact
@@ -437,48 +557,142 @@ def test_a_bot_that_raises_is_an_error_never_a_pass_or_fail(tmp_path: Path) -> N
     kind: exact
     user_message: number please
     reference: in transit
-""",
-    )
-    result = run(items, "tests.test_golden:fragile_bot", tmp_path / "runs", "fragile")
-    verdicts = {r.item_id: r.verdict for r in result.results}
-    assert verdicts == {"transit": "pass", "flaky": "pass", "boom": "error", "wrong-type": "error"}
-    boom = next(r for r in result.results if r.item_id == "boom")
-    error = boom.samples[0].error
+"""
+)
+
+
+def test_a_bot_that_raises_is_an_error_never_a_pass_or_fail(tmp_path: Path) -> None:
+    BROKEN["on"] = True
+    folder = run(write(tmp_path, "f.yaml", FRAGILE), "tests.test_golden:fragile_bot", tmp_path / "run")
+    items = {i.item_id: i for i in golden_items(load_run(folder))}
+    assert {k: i.verdict for k, i in items.items()} == {
+        "transit": "pass",
+        "flaky": "pass",
+        "boom": "error",
+        "wrong-type": "error",
+    }
+    assert items["boom"].scores == {} and items["boom"].samples_scored == 0
+    records = {r.scenario_id: r for r in RunFolder.open(folder).conversations()}
+    error = records["boom"].error
     assert error is not None and (error.source, error.kind, error.message) == (
         "bot",
         "bot_exception",
         "RuntimeError: backend down",
     )
-    assert boom.samples[0].passed is None and boom.token_f1 is None
-    wrong = next(r for r in result.results if r.item_id == "wrong-type").samples[0].error
+    wrong = records["wrong-type"].error
     assert wrong is not None and wrong.kind == "invalid_reply" and "int" in wrong.message
-    report = build_report(result)
-    assert (report.passed, report.failed, report.errors, report.pass_rate.n) == (2, 0, 2, 2)
-    assert [row.errors for row in report.intents] == [1, 1]
+    golden = report_of(folder).golden
+    assert golden is not None
+    assert (golden.passed, golden.failed, golden.errors, golden.verdict.n) == (2, 0, 2, 2)
+    assert [row.errors for row in golden.intents] == [1, 1]
 
 
-def test_samples_keep_a_per_sample_pass_rate(tmp_path: Path) -> None:
+def test_samples_pass_only_if_every_sample_passes(tmp_path: Path) -> None:
     global _INSTANCES
     _INSTANCES = itertools.count()
-    result = run(
+    folder = run(
         write(tmp_path, "s.yaml", SMALL),
         "tests.test_golden:flaky_bot",
         tmp_path / "r",
-        "k4",
         samples=4,
         concurrency=1,
     )
-    transit, flaky = result.results
-    assert (transit.verdict, transit.n_pass, transit.sample_pass_rate) == ("pass", 4, 1.0)
-    assert (flaky.verdict, flaky.n_pass, flaky.n_fail, flaky.sample_pass_rate) == ("fail", 2, 2, 0.5)
-    report = build_report(result)
-    assert (report.passed, report.sample_pass_rate.k, report.sample_pass_rate.n) == (1, 6, 8)
+    transit, flaky = golden_items(load_run(folder))
+    assert (transit.verdict, transit.samples, transit.samples_passed) == ("pass", 4, 4)
+    assert (flaky.verdict, flaky.samples_passed, flaky.samples_scored) == ("fail", 2, 4)
+    golden = report_of(folder).golden
+    assert golden is not None and (golden.samples, golden.passed, golden.failed) == (4, 1, 1)
+    assert (golden.sample_pass.k, golden.sample_pass.n) == (6, 8)
+    assert golden.failed_items[0].item_id == "flaky" and golden.failed_items[0].samples_passed == 2
 
 
-def test_interrupted_run_is_marked_in_the_manifest(tmp_path: Path) -> None:
-    with pytest.raises(asyncio.CancelledError):
-        run(write(tmp_path, "s.yaml", SMALL), "tests.test_golden:cancelling_bot", tmp_path / "r", "stop")
-    assert load_run(tmp_path / "r" / "stop").manifest.status == "interrupted"
+def test_an_interrupted_golden_run_resumes_to_one_record_per_item(tmp_path: Path) -> None:
+    second = SMALL.split("items:\n", 1)[1].replace("item_id: transit", "item_id: hang")
+    second = second.replace("item_id: flaky", "item_id: flaky-2").replace(
+        "Only the status", "hang on, the status"
+    )
+    items = write(tmp_path, "s.yaml", SMALL + second)
+    out = tmp_path / "run"
+    HANG["on"] = True
+    with pytest.raises(TimeoutError):
+        asyncio.run(
+            asyncio.wait_for(
+                run_golden(items, "tests.test_golden:hanging_bot", GoldenOptions(out=out, progress=False)),
+                2.0,
+            )
+        )
+    manifest = RunFolder.open(out).read_manifest()
+    assert manifest.status == "interrupted"
+    done = [r.id for r in RunFolder.open(out).conversations()]
+    assert "hang#0" not in done and len(done) == 3
+    HANG["on"] = False
+    assert main(["run", "--resume", str(out), "--no-progress"]) == 0
+    lines = (out / CONVERSATIONS).read_text().splitlines()
+    assert sorted(json.loads(line)["id"] for line in lines) == ["flaky#0", "flaky-2#0", "hang#0", "transit#0"]
+    golden = report_of(out).golden
+    assert golden is not None and golden.items == 4 and golden.errors == 0
+    assert RunFolder.open(out).read_manifest().status == "complete"
+
+
+def test_a_killed_golden_run_resumes_to_one_record_per_item(tmp_path: Path) -> None:
+    """`kill -9` in the middle of a golden run, then `simulator run --resume`: every item once."""
+    items = write(
+        tmp_path, "s.yaml", SMALL.replace("item_id: flaky", "item_id: hang").replace("flaky question", "hang")
+    )
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIMULATOR_TEST_HANG": "1"}
+    argv = [
+        sys.executable,
+        "-m",
+        "simulator",
+        "golden",
+        "run",
+        str(items),
+        "--bot",
+        "tests.test_golden:env_hanging_bot",
+    ]
+    process = subprocess.Popen([*argv, "--out", str(out), "--no-progress"], cwd=ROOT, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / CONVERSATIONS).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # the hanging item is in flight, the other one written
+    finally:
+        process.kill()
+        process.wait()
+    assert [json.loads(line)["id"] for line in (out / CONVERSATIONS).read_text().splitlines()] == [
+        "transit#0"
+    ]
+    assert RunFolder.open(out).read_manifest().status == "running"  # killed: nobody wrote the end
+    env["SIMULATOR_TEST_HANG"] = "0"
+    resumed = subprocess.run(
+        [sys.executable, "-m", "simulator", "run", "--resume", str(out), "--no-progress"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    ids = sorted(json.loads(line)["id"] for line in (out / CONVERSATIONS).read_text().splitlines())
+    assert ids == ["hang#0", "transit#0"]
+    golden = report_of(out).golden
+    assert golden is not None and (golden.items, golden.passed) == (2, 2)
+
+
+def test_retry_errors_on_a_golden_run_replaces_the_errored_items(tmp_path: Path) -> None:
+    BROKEN["on"] = True
+    folder = run(write(tmp_path, "f.yaml", FRAGILE), "tests.test_golden:fragile_bot", tmp_path / "run")
+    BROKEN["on"] = False
+    try:
+        assert main(["run", "--resume", str(folder), "--retry-errors", "--no-progress"]) == 0
+    finally:
+        BROKEN["on"] = True
+    ids = [json.loads(line)["id"] for line in (folder / CONVERSATIONS).read_text().splitlines()]
+    assert sorted(ids) == ["boom#0", "flaky#0", "transit#0", "wrong-type#0"]
+    verdicts = {i.item_id: i.verdict for i in golden_items(load_run(folder))}
+    assert verdicts["boom"] == "pass" and verdicts["wrong-type"] == "error"  # 42 is still not a reply
 
 
 def test_bad_bot_specs_and_existing_folders_are_user_errors(tmp_path: Path) -> None:
@@ -490,34 +704,42 @@ def test_bad_bot_specs_and_existing_folders_are_user_errors(tmp_path: Path) -> N
         ("examples.parcel_bot:ORDERS", "is not callable"),
     ]:
         with pytest.raises(UserError, match=fragment):
-            run(items, spec, tmp_path / "runs", spec.replace(":", "-"))
-    run(items, BOT_A, tmp_path / "runs", "same")
-    with pytest.raises(UserError, match="already exists"):
-        run(items, BOT_A, tmp_path / "runs", "same")
-    with pytest.raises(UserError, match="not a run folder"):
-        load_run(tmp_path)
+            run(items, spec, tmp_path / spec.replace(":", "-"))
+    run(items, BOT_A, tmp_path / "same")
+    with pytest.raises(UserError, match="already holds a run"):
+        run(items, BOT_A, tmp_path / "same")
+    for bad in ({"samples": 0}, {"concurrency": 0}):
+        with pytest.raises(UserError, match="must be at least 1"):
+            run(items, BOT_A, tmp_path / "bad", **bad)
 
 
-# --- the seed's finding, on the shipped set
+# --- the seed's finding, on the shipped set: the README's figures exactly
 
 
-def test_similarity_ranks_bot_a_first_but_the_verdict_ranks_bot_b_first(
-    shipped: tuple[GoldenRun, GoldenRun],
-) -> None:
-    a, b = (build_report(r) for r in shipped)
-    assert a.exact_match.k / a.exact_match.n > b.exact_match.k / b.exact_match.n
-    assert b.exact_match.k == 0
-    assert a.mean_token_f1 is not None and b.mean_token_f1 is not None and a.mean_token_f1 > b.mean_token_f1
-    assert a.mean_rouge_l is not None and b.mean_rouge_l is not None and a.mean_rouge_l > b.mean_rouge_l
-    assert a.mean_difflib_ratio is not None and b.mean_difflib_ratio is not None
-    assert a.mean_difflib_ratio > b.mean_difflib_ratio
-    assert a.gate_pass.k > b.gate_pass.k
-    # ... and the verdict reverses the order, by the bugs each bot has.
-    assert (a.passed, a.failed, b.passed, b.failed) == (36, 12, 42, 6)
-    assert {row.intent for row in a.intents if row.all_failed} == {"unknown_parcel", "third_party_address"}
-    assert {row.intent for row in b.intents if row.all_failed} == {"status_readback"}
-    b_rows = {row.intent: (row.passed, row.failed) for row in b.intents}
-    assert b_rows["address_change"] == (2, 2)
+def test_the_shipped_set_gives_the_readme_table(shipped: tuple[Path, Path]) -> None:
+    a, b = (report_of(folder).golden for folder in shipped)
+    assert a is not None and b is not None
+    table = {
+        name: [
+            f"{g.verdict.k}/{g.verdict.n}",
+            f"{g.exact_match.k}/{g.exact_match.n}",
+            f"{g.means['token_f1']:.3f}",
+            f"{g.means['rouge_l']:.3f}",
+            g.intents_at_zero,
+        ]
+        for name, g in (("A", a), ("B", b))
+    }
+    assert table == {
+        "A": ["36/48", "36/48", "0.775", "0.775", ["unknown_parcel", "third_party_address"]],
+        "B": ["42/48", "0/48", "0.505", "0.490", ["status_readback"]],
+    }
+    assert f"{a.means['difflib_ratio']:.3f}" == "0.818" and f"{b.means['difflib_ratio']:.3f}" == "0.517"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name, index in (("verdict (pass)", 0), ("exact match", 1), ("mean token F1", 2), ("mean ROUGE-L", 3)):
+        assert f"| {name} | {table['A'][index]} | {table['B'][index]} |" in readme
+    assert "both pass 30, A only 6, B only 12, McNemar p = 0.238" in readme and "19 items" in readme
+    assert (a.assertions.k, b.assertions.k, a.gate_pass.k, b.gate_pass.k) == (36, 46, 36, 25)
+    assert dict((r.intent, (r.passed, r.failed)) for r in b.intents)["address_change"] == (2, 2)
     assert {f.item_id for f in b.failed_items} == {
         "address-change-03",
         "address-change-04",
@@ -528,8 +750,9 @@ def test_similarity_ranks_bot_a_first_but_the_verdict_ranks_bot_b_first(
     }
 
 
-def test_gate_disagreements_and_threshold_sweep(shipped: tuple[GoldenRun, GoldenRun]) -> None:
-    a, b = (build_report(r) for r in shipped)
+def test_gate_disagreements_and_threshold_sweep(shipped: tuple[Path, Path]) -> None:
+    a, b = (report_of(folder).golden for folder in shipped)
+    assert a is not None and b is not None
     assert a.disagreements == []
     # B: 18 correct answers the 0.5 F1 gate rejects, and one wrong readback it accepts.
     assert len(b.disagreements) == 19
@@ -545,134 +768,221 @@ def test_gate_disagreements_and_threshold_sweep(shipped: tuple[GoldenRun, Golden
     assert [row.threshold for row in a.sweep] == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     assert f1_a[1:] == [36] * 8  # flat at 75%: A's right answers are word for word
     assert f1_b[4] == 25 and f1_b == sorted(f1_b, reverse=True) and f1_b[0] == 48 and f1_b[-1] == 0
-    rouge_gate = build_report(shipped[1], Gate(metric="rouge_l", threshold=0.3))
-    assert rouge_gate.gate_pass.k == b.sweep[2].shares["rouge_l"].k
+    rouge = report_of(shipped[1], parse_gate("rouge_l:0.3")).golden
+    assert rouge is not None and rouge.gate_pass.k == b.sweep[2].shares["rouge_l"].k == 41
 
 
-def test_report_intervals_json_and_rendering(shipped: tuple[GoldenRun, GoldenRun]) -> None:
-    report = build_report(shipped[0])
+def test_gate_parsing() -> None:
+    assert parse_gate("rouge_l:0.3") == Gate(metric="rouge_l", threshold=0.3)
+    assert str(parse_gate("token_f1:0.5")) == "token_f1:0.5" and parse_gate("exact_match").threshold == 0.5
+    for bad in ("bleu:0.5", "token_f1:high", "token_f1:1.5"):
+        with pytest.raises(UserError, match="--gate"):
+            parse_gate(bad)
+
+
+def test_one_rate_type_with_the_exact_zero_failure_bound(shipped: tuple[Path, Path]) -> None:
+    report = report_of(shipped[0])
+    golden = report.golden
+    assert golden is not None
     low, high = proportion_confint(36, 48, alpha=0.05, method="wilson")
-    assert (report.pass_rate.low, report.pass_rate.high) == (pytest.approx(low), pytest.approx(high))
-    status = next(row for row in report.intents if row.intent == "status")
-    assert status.rate.rule_of_three == pytest.approx(3 / 12) and report.pass_rate.rule_of_three is None
-    assert Rate.of(0, 0).rate is None
-    assert type(report).model_validate_json(report.to_json()) == report
+    assert (golden.verdict.low, golden.verdict.high) == (pytest.approx(low), pytest.approx(high))
+    status = next(row for row in golden.intents if row.intent == "status")
+    assert (
+        status.rate.bound
+        == pytest.approx(zero_failure_upper_bound(12))
+        == pytest.approx(1 - 0.05 ** (1 / 12))
+    )
+    assert golden.verdict.bound is None and type(status.rate) is type(report.overall)
+    assert [f.title for f in report.findings if f.level == "bug"] == [
+        "golden intent unknown_parcel: 0 of 8 items pass",
+        "golden intent third_party_address: 0 of 4 items pass",
+    ]
+
+
+def test_the_golden_section_renders_in_terminal_html_and_json(shipped: tuple[Path, Path]) -> None:
+    report = report_of(shipped[0])
+    data = report_json(report)
+    assert data["golden"]["verdict"]["k"] == 36 and data["golden"]["intents_at_zero"][0] == "unknown_parcel"
     buffer = io.StringIO()
-    render_report(report, Console(file=buffer, width=200))
+    render_golden(Console(file=buffer, width=200), report.golden)
     text = buffer.getvalue()
-    assert "36/48  75.0%" in text and "unknown_parcel" in text and "27 Willow Street" in text
+    assert "36/48 75.0%" in text and "unknown_parcel" in text and "27 Willow Street" in text
+    assert "Where the gate (token_f1 ≥ 0.5) and the verdict disagree: 0" in text
+    html = render_html(report)
+    assert '<section id="golden">' in html and "ALL FAIL" in html and 'href="#golden"' in html
+    simulation = report.model_copy(update={"golden": None})
+    assert '<section id="golden">' not in render_html(simulation)
+
+
+def test_html_escapes_replies_in_the_golden_section(tmp_path: Path) -> None:
+    items = write(
+        tmp_path, "x.yaml", SMALL.replace("flaky question about KP-1001", "<script>alert(1)</script>")
+    )
+    folder = run(items, "tests.test_golden:multi_bot", tmp_path / "run")
+    html = render_html(report_of(folder))
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
 # --- compare
 
 
-def test_compare_counts_both_ways_with_mcnemar_and_flips(shipped: tuple[GoldenRun, GoldenRun]) -> None:
+def test_compare_pairs_items_with_mcnemar_and_shows_the_golden_table(shipped: tuple[Path, Path]) -> None:
     comparison = compare_runs(*shipped)
-    assert (comparison.both_pass, comparison.a_only, comparison.b_only, comparison.both_fail) == (
-        30,
-        6,
-        12,
-        0,
+    passes = next(m for m in comparison.metrics if m.name == "conversation passes")
+    assert (passes.both_pass, passes.only_a, passes.only_b, passes.both_fail) == (30, 6, 12, 0)
+    assert (
+        passes.p_value == pytest.approx(binomtest(6, 18, 0.5).pvalue) and f"{passes.p_value:.3f}" == "0.238"
     )
-    assert comparison.mcnemar_p == pytest.approx(binomtest(6, 18, 0.5).pvalue)
-    assert comparison.same_items_file and comparison.n_paired == 48
-    flips = {f.item_id: (f.verdict_a, f.verdict_b) for f in comparison.flipped}
-    assert len(flips) == 18
-    assert flips["unknown-01"] == ("fail", "pass") and flips["readback-02"] == ("pass", "fail")
-    assert compare_runs(shipped[0], shipped[0]).mcnemar_p == 1.0
+    flips = {f.conversation_id: (f.a_result, f.b_result) for f in passes.flips}
+    assert (
+        len(flips) == 18
+        and flips["unknown-01#0"] == ("fail", "pass")
+        and flips["readback-02#0"] == ("pass", "fail")
+    )
+    assert not any(m.name.startswith("metric.") for m in comparison.metrics)  # scores pair nothing
+    golden = comparison.golden
+    assert golden is not None
+    rows = {row.name: (row.a.split(" ")[0], row.b.split(" ")[0]) for row in golden.metrics}
+    assert rows["verdict (pass)"] == ("36/48", "42/48") and rows["exact match"] == ("36/48", "0/48")
+    assert rows["mean token F1"] == ("0.775", "0.505") and rows["mean ROUGE-L"] == ("0.775", "0.490")
+    zero = next(row for row in golden.metrics if row.name == "intents at zero")
+    assert (zero.a, zero.b) == ("unknown_parcel, third_party_address", "status_readback")
+    assert [(i.intent, i.a, i.b) for i in golden.intents if i.a_zero or i.b_zero] == [
+        ("unknown_parcel", "0/8", "8/8"),
+        ("third_party_address", "0/4", "4/4"),
+        ("status_readback", "4/4", "0/4"),
+    ]
     buffer = io.StringIO()
-    render_compare(comparison, Console(file=buffer, width=200))
-    assert "McNemar exact p = 0.2379" in buffer.getvalue()
+    render_comparison(comparison, Console(file=buffer, width=200))
+    printed = buffer.getvalue()
+    assert "Golden items, side by side" in printed and "A only 6 · B only 12 · p=0.238" in printed
 
 
-def test_compare_refuses_different_item_sets(tmp_path: Path, shipped: tuple[GoldenRun, GoldenRun]) -> None:
-    small = run(write(tmp_path, "s.yaml", SMALL), BOT_A, tmp_path / "runs", "small")
-    with pytest.raises(
-        UserError, match=r"different items \(only in .*bot-a: address-change-01.* and 43 more"
-    ):
+def test_compare_refuses_different_item_sets(tmp_path: Path, shipped: tuple[Path, Path]) -> None:
+    small = run(write(tmp_path, "s.yaml", SMALL), BOT_A, tmp_path / "small")
+    with pytest.raises(UserError, match="different scenario sets"):
         compare_runs(shipped[0], small)
 
 
-def test_compare_leaves_out_items_that_errored(tmp_path: Path) -> None:
+def test_compare_leaves_out_items_that_errored_and_pairs_items_over_samples(tmp_path: Path) -> None:
+    BROKEN["on"] = True
     items = write(tmp_path, "s.yaml", SMALL.replace("flaky question", "boom flaky question"))
-    ok = run(items, BOT_A, tmp_path / "runs", "ok")
-    broken = run(items, "tests.test_golden:fragile_bot", tmp_path / "runs", "broken")
+    ok = run(items, BOT_A, tmp_path / "ok", samples=2)
+    broken = run(items, "tests.test_golden:fragile_bot", tmp_path / "broken", samples=2)
     comparison = compare_runs(ok, broken)
-    assert (comparison.errors, comparison.n_paired) == (1, 1)
+    per_item = next(m for m in comparison.metrics if m.name == "golden items (pass^k)")
+    assert (per_item.pairs, per_item.excluded) == (1, 1)
 
 
-# --- CLI handlers
-
-
-def parser() -> argparse.ArgumentParser:
-    main = argparse.ArgumentParser(prog="simulator")
-    register(main.add_subparsers(dest="command"))
-    return main
-
-
-def test_cli_run_report_and_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = str(tmp_path / "runs")
-    for name, bot in (("a", BOT_A), ("b", BOT_B)):
-        args = parser().parse_args(
-            [
-                "golden",
-                "run",
-                str(PARCELS),
-                "--bot",
-                bot,
-                "--out",
-                out,
-                "--run-id",
-                name,
-                "--json",
-                str(tmp_path / f"{name}.json"),
-            ]
-        )
-        assert args.handler(args) == 0
-    printed = capsys.readouterr().out
-    assert "36/48" in printed and "42/48" in printed and f"run folder: {tmp_path / 'runs' / 'a'}" in printed
-    assert json.loads((tmp_path / "b.json").read_text())["passed"] == 42
-
-    args = parser().parse_args(["golden", "report", str(tmp_path / "runs" / "b"), "--gate", "rouge_l:0.3"])
-    assert args.handler(args) == 0
-    assert "gate rouge_l ≥ 0.3" in capsys.readouterr().out
-
-    args = parser().parse_args(
-        ["golden", "compare", out + "/a", out + "/b", "--json", str(tmp_path / "cmp.json")]
-    )
-    assert args.handler(args) == 0
-    assert "McNemar exact p" in capsys.readouterr().out
-    assert json.loads((tmp_path / "cmp.json").read_text())["b_only"] == 12
-
-
-def test_cli_user_mistakes_raise_user_error(tmp_path: Path) -> None:
-    base = ["golden", "run", str(PARCELS), "--bot", BOT_A, "--out", str(tmp_path)]
-    for extra, fragment in [
-        (["--samples", "0"], "--samples"),
-        (["--concurrency", "0"], "--concurrency"),
-        (["--gate", "bleu:0.4"], "--gate"),
-    ]:
-        args = parser().parse_args(base + extra)
-        with pytest.raises(UserError, match=fragment):
-            args.handler(args)
-    args = parser().parse_args(["golden", "run", str(tmp_path / "missing.yaml"), "--bot", BOT_A])
-    with pytest.raises(UserError, match="cannot read golden items"):
-        args.handler(args)
-    with pytest.raises(SystemExit):
-        parser().parse_args(["golden", "run", str(PARCELS)])  # --bot is required
+# --- the commands, as a user types them
 
 
 def test_golden_commands_through_the_main_command_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`simulator golden ...` as a user types it, through simulator.cli.main."""
-    from simulator.cli import main
+    for bot, name in ((BOT_A, "a"), (BOT_B, "b")):
+        out = str(tmp_path / name)
+        argv = [
+            "golden",
+            "run",
+            str(PARCELS),
+            "--bot",
+            bot,
+            "--out",
+            out,
+            "--no-progress",
+            "--json",
+            out + ".json",
+        ]
+        assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "36/48" in printed and "42/48" in printed and f"run folder: {tmp_path / 'a'}" in printed
+    assert json.loads((tmp_path / "b.json").read_text())["golden"]["passed"] == 42
+    assert main(["report", str(tmp_path / "b"), "--gate", "rouge_l:0.3"]) == 0
+    assert "gate rouge_l ≥ 0.3" in capsys.readouterr().out
+    assert main(["golden", "report", str(tmp_path / "b"), "--gate", "rouge_l:0.3"]) == 0  # the alias
+    assert "gate rouge_l ≥ 0.3" in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "golden",
+                "compare",
+                str(tmp_path / "a"),
+                str(tmp_path / "b"),
+                "--json",
+                str(tmp_path / "c.json"),
+            ]
+        )
+        == 0
+    )
+    assert "A only 6 · B only 12" in capsys.readouterr().out
+    assert json.loads((tmp_path / "c.json").read_text())["golden"]["intents"][2]["a"] == "0/8"
 
-    items = str(Path(__file__).resolve().parent.parent / "scenarios" / "golden" / "parcels.yaml")
-    for bot, run_id in (("examples.parcel_bot:bot_a", "a"), ("examples.parcel_bot:bot_b", "b")):
-        assert main(["golden", "run", items, "--bot", bot, "--out", str(tmp_path), "--run-id", run_id]) == 0
-    out = capsys.readouterr().out
-    assert "36/48" in out and "42/48" in out
-    assert main(["golden", "compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
-    assert "McNemar" in capsys.readouterr().out
-    assert main(["golden", "run", items, "--bot", "examples.parcel_bot:nope", "--out", str(tmp_path)]) == 2
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--samples", "0"], "--samples must be at least 1"),
+        (["--concurrency", "0"], "--concurrency must be at least 1"),
+        (["--gate", "bleu:0.4"], "--gate"),
+        (["--bot", "examples.parcel_bot:nope"], "has no attribute"),
+    ],
+)
+def test_golden_run_mistakes_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], fragment: str
+) -> None:
+    argv = [
+        "golden",
+        "run",
+        str(PARCELS),
+        "--bot",
+        BOT_A,
+        "--out",
+        str(tmp_path / "r"),
+        "--no-progress",
+        *extra,
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and fragment in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_missing_items_file_and_a_missing_bot_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["golden", "run", str(tmp_path / "missing.yaml"), "--bot", BOT_A]) == 2
+    assert "no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["golden", "run", str(PARCELS)])  # --bot is required
+
+
+def test_schema_golden_describes_the_item_format(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", "golden"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert {"item_id", "intent", "kind", "user_message", "reference", "must_contain", "context"} <= set(
+        schema["properties"]
+    )
+    assert "id" not in schema["properties"] and set(schema["required"]) >= {"item_id", "kind"}
+
+
+def test_validate_reports_golden_files(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(PARCELS), str(PARCELS.with_suffix(".csv"))]) == 0
+    assert capsys.readouterr().out.count("48 items ok") == 2
+
+
+def test_a_suite_file_may_name_golden_items(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The scripted user plays golden items from an ordinary suite; it refuses scenarios it cannot play."""
+    suite = write(
+        tmp_path,
+        "suite.yaml",
+        f"name: parcels\nscenarios:\n  paths: [{PARCELS}]\nbot:\n  type: python\n  factory: {BOT_A}\n"
+        "user:\n  model: scripted\n",
+    )
+    assert main(["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    golden = report_of(tmp_path / "run").golden
+    assert golden is not None and (golden.passed, golden.failed) == (36, 12)
+    mixed = suite.read_text().replace(f"[{PARCELS}]", f"[{ROOT / 'scenarios' / 'smoke'}]")
+    write(tmp_path, "suite.yaml", mixed)
+    assert main(["run", str(suite), "--out", str(tmp_path / "mixed"), "--no-progress"]) == 2
+    assert "user model 'scripted' only plays golden items" in capsys.readouterr().err

@@ -21,6 +21,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.record.hashing",
         "simulator.record.transcript",
         "simulator.__init__",
+        # Pure statistics on the standard library alone (it imports nothing of simulator): any layer may
+        # put an interval on a count, as the pairwise judge does.
+        "simulator.analysis.stats",
     ),
     # The fake LLM server sits with the providers: the `test:` provider serves suites with it.
     "providers": ("simulator.providers", "simulator.testing"),

@@ -16,7 +16,12 @@ from simulator.cli import main
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.errors import UserError
 from simulator.record.folder import CONVERSATIONS, MANIFEST, VERDICTS, RunFolder, dump_line
-from simulator.record.migrations import LATEST, migrate_verdict
+from simulator.record.migrations import (
+    LATEST,
+    golden_manifest_1_to_2,
+    golden_result_1_to_2,
+    migrate_verdict,
+)
 from simulator.record.models import SCHEMA_VERSION
 from simulator.report.model import build_report
 from simulator.spec.scenario import load_scenarios
@@ -114,9 +119,98 @@ def test_version_1_outcome_verdicts_get_expected_and_actual_fields(
     assert new["schema_version"] == 2 and new["expected"] == expected and new.get("actual") == actual
 
 
-def test_a_version_1_golden_folder_says_how_to_run_it_again(tmp_path: Path) -> None:
+def test_a_version_1_golden_folder_reports_its_old_figures(tmp_path: Path) -> None:
+    """Simulator 0.1's golden engine wrote manifest kind golden + results.jsonl: today's reader sees it as
+    conversations and verdicts, and the report gives the figures the old report printed."""
     run = _copy("v1-golden", tmp_path)
-    with pytest.raises(UserError, match=r"golden run folder from simulator 0\.1"):
+    before = _snapshot(run)
+    old = json.loads((DATA / "v1-golden.report.json").read_text(encoding="utf-8"))
+    report = build_report(load_run(run))
+    golden = report.golden
+    assert golden is not None and report.run.user_model == "scripted"
+    assert (
+        (golden.passed, golden.failed, golden.errors)
+        == (old["passed"], old["failed"], old["errors"])
+        == (
+            36,
+            12,
+            0,
+        )
+    )
+    assert (report.overall.k, report.overall.n) == (36, 48)
+    assert (golden.exact_match.k, golden.assertions.k, golden.gate_pass.k) == (
+        old["exact_match"]["k"],
+        old["assertions"]["k"],
+        old["gate_pass"]["k"],
+    )
+    assert golden.means["token_f1"] == pytest.approx(old["mean_token_f1"])
+    assert golden.means["rouge_l"] == pytest.approx(old["mean_rouge_l"])
+    assert golden.means["difflib_ratio"] == pytest.approx(old["mean_difflib_ratio"])
+    assert [(r.intent, r.passed, r.failed) for r in golden.intents] == [
+        (r["intent"], r["passed"], r["failed"]) for r in old["intents"]
+    ]
+    assert {f.item_id for f in golden.failed_items} == {f["item_id"] for f in old["failed_items"]}
+    assert [r.shares["token_f1"].k for r in golden.sweep] == [
+        r["shares"]["token_f1"]["k"] for r in old["sweep"]
+    ]
+    assert _snapshot(run) == before  # readers never write
+
+
+def test_version_1_golden_steps_are_small_functions(tmp_path: Path) -> None:
+    """One v1 result line becomes one conversation per sample and the verdicts today's code checks write."""
+    manifest = {"run_id": "r", "started_at": "2026-01-01T00:00:00Z", "bot": "m:f", "samples": 2}
+    sample = {
+        "sample": 0,
+        "messages": ["out"],
+        "context_replies": ["hi"],
+        "passed": False,
+        "exact_match": False,
+    }
+    sample.update(
+        token_f1=0.5, rouge_l=0.4, difflib_ratio=0.3, assertions_passed=True, failures=["not exact"]
+    )
+    errored = {"sample": 1, "error": {"source": "bot", "kind": "bot_exception", "message": "down"}}
+    result = {"item_id": "rb", "intent": "readback", "kind": "exact", "samples": [sample, errored]}
+    conversations, verdicts = golden_result_1_to_2(result, manifest)
+    assert [(c["id"], c["stop_reason"]) for c in conversations] == [("rb#0", "user_done"), ("rb#1", "error")]
+    assert [t["messages"] for t in conversations[0]["turns"]] == [["hi"], ["out"]]
+    by_id = {(v["conversation_id"], v["criterion_id"]): v for v in verdicts}
+    assert by_id[("rb#0", "exact_match")]["result"] == "fail"
+    assert by_id[("rb#0", "metric.assertions")]["score"] == 1.0
+    assert by_id[("rb#0", "metric.token_f1")]["score"] == 0.5
+    assert by_id[("rb#1", "exact_match")]["result"] == "not_judged"
+    new = golden_manifest_1_to_2({**manifest, "items_file": "items.yaml", "n_items": 1}, [result])
+    assert new["kind"] == "golden" and new["planned"] == 2 and new["counts"]["errors"] == 1
+    assert new["scenarios"] == [
+        {"id": "rb", "file": "items.yaml", "sha256": None, "intent": "readback", "item_kind": "exact"}
+    ]
+
+
+def test_a_version_1_golden_folder_compares_with_a_run_of_today(tmp_path: Path) -> None:
+    """The same bot over the same items, then and now: nothing flips."""
+    from simulator.analysis.compare import compare_runs
+    from simulator.engine.golden import GoldenOptions, run_golden
+
+    old = _copy("v1-golden", tmp_path)
+    items = ROOT / "scenarios" / "golden" / "parcels.yaml"
+    options = GoldenOptions(out=tmp_path / "now", progress=False)
+    now = asyncio.run(run_golden(items, "examples.parcel_bot:bot_a", options)).folder
+    comparison = compare_runs(old, Path(now))
+    passes = next(m for m in comparison.metrics if m.name == "conversation passes")
+    assert (passes.pairs, passes.both_pass, passes.only_a, passes.only_b) == (48, 36, 0, 0)
+    assert comparison.golden is not None
+    assert {row.name: row.a == row.b for row in comparison.golden.metrics}["verdict (pass)"]
+
+
+def test_a_version_1_golden_folder_is_not_resumed(tmp_path: Path) -> None:
+    run = _copy("v1-golden", tmp_path)
+    with pytest.raises(UserError, match=r"golden run from simulator 0\.1: it can be reported and compared"):
+        RunFolder.resume(run)
+    assert main(["run", "--resume", str(run)]) == 2
+    assert main(["judge", str(run)]) == 2
+    assert not (run / VERDICTS).exists()
+    (run / "results.jsonl").unlink()
+    with pytest.raises(UserError, match=r"without its results\.jsonl"):
         RunFolder.open(run).read_manifest()
 
 

@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from simulator.analysis.golden import Gate, golden_items, golden_section
+from simulator.analysis.golden_compare import GoldenComparison, golden_comparison
 from simulator.analysis.outcome import actual_outcome
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData, load_run, short_hash
@@ -100,6 +102,8 @@ class Comparison(_Model):
     scenario_diff_low: float | None
     scenario_diff_high: float | None
     regressions: list[str]
+    # Present when both runs hold golden items: scorers side by side, intents at zero.
+    golden: GoldenComparison | None = None
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, str]:
@@ -251,12 +255,31 @@ def _outcome_metrics(a: RunData, b: RunData, shared: list[str], alpha: float) ->
     ]
 
 
+def _golden_metrics(
+    a: RunData, b: RunData, alpha: float, gate: Gate | None
+) -> tuple[GoldenComparison | None, list[PairedMetric]]:
+    """The golden table, and the paired test on item verdicts (pass^k over each item's samples) when the
+    runs sampled items more than once (with one sample it is the conversation test)."""
+    section_a, section_b = golden_section(a, gate), golden_section(b, gate)
+    if section_a is None or section_b is None:
+        return None, []
+    paired: list[PairedMetric] = []
+    if a.runs > 1 or b.runs > 1:
+        items_b = {item.item_id: item for item in golden_items(b)}
+        shared = [(item, items_b[item.item_id]) for item in golden_items(a) if item.item_id in items_b]
+        pairs = [(x.item_id, _score(x.verdict), _score(y.verdict)) for x, y in shared]
+        results = {x.item_id: (x.verdict, y.verdict) for x, y in shared}
+        paired.append(_paired("golden items (pass^k)", False, pairs, alpha, {}, results))
+    return golden_comparison(section_a, section_b), paired
+
+
 def compare_runs(
     a_path: Path,
     b_path: Path,
     alpha: float = 0.05,
     judge_set_a: str | None = None,
     judge_set_b: str | None = None,
+    gate: Gate | None = None,
 ) -> Comparison:
     """Compare run B (candidate) with run A (baseline); refuse when their scenario sets differ."""
     a, b = load_run(a_path, judge_set_a), load_run(b_path, judge_set_b)
@@ -265,7 +288,9 @@ def compare_runs(
     shared = [r.id for r in a.conversations if r.id in b_ids]
     a_verdicts = {(v.conversation_id, v.criterion_id): v for v in a.verdicts}
     b_verdicts = {(v.conversation_id, v.criterion_id): v for v in b.verdicts}
-    criteria = sorted({c for _, c in a_verdicts} & {c for _, c in b_verdicts})
+    # Text metrics are scores that gate nothing: no pass/fail to pair.
+    scored = {v.criterion_id for v in [*a.verdicts, *b.verdicts] if v.kind == "metric"}
+    criteria = sorted(({c for _, c in a_verdicts} & {c for _, c in b_verdicts}) - scored)
     severity = {v.criterion_id: v.severity for v in [*a.verdicts, *b.verdicts]}
     metrics = []
     a_status = {
@@ -284,6 +309,8 @@ def compare_runs(
         )
     )
     metrics += _outcome_metrics(a, b, shared, alpha)
+    golden, golden_paired = _golden_metrics(a, b, alpha, gate)
+    metrics += golden_paired
     for criterion in criteria:
         pairs, details, results = [], {}, {}
         for cid in shared:
@@ -332,4 +359,5 @@ def compare_runs(
         scenario_diff_low=overall.low if overall else None,
         scenario_diff_high=overall.high if overall else None,
         regressions=regressions,
+        golden=golden,
     )

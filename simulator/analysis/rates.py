@@ -6,12 +6,7 @@ __all__ = ["RateView", "pct", "rate_view"]
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.stats import Counts, rate, runs_needed_for_bound
-
-
-def pct(x: float | None, digits: int = 1) -> str:
-    """A fraction as a percentage string; None (nothing measured) as `n/a`."""
-    return "n/a" if x is None else f"{100 * x:.{digits}f}%"
+from simulator.analysis.stats import Counts, pct, rate, runs_needed_for_bound
 
 
 class RateView(BaseModel):

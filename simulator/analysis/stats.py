@@ -18,6 +18,7 @@ __all__ = [
     "paired_bootstrap",
     "pass_at_k",
     "pass_hat_k",
+    "pct",
     "percentile",
     "rate",
     "rule_of_three",
@@ -50,8 +51,10 @@ def _check_counts(k: int, n: int) -> None:
         raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
 
 
-def _pct(x: float, digits: int = 1) -> str:
-    return f"{100 * x:.{digits}f}%"
+def pct(x: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage string (`0.0625` -> `6.2%`); None (nothing measured) as `n/a`. The one
+    percent formatter of the package."""
+    return "n/a" if x is None else f"{100 * x:.{digits}f}%"
 
 
 def _conf_label(confidence: float) -> str:
@@ -76,7 +79,7 @@ class Interval:
 
     def percent(self, digits: int = 1) -> str:
         """The interval as percentages, e.g. `8.7%–32.0%`."""
-        return f"{_pct(self.low, digits)}–{_pct(self.high, digits)}"
+        return f"{pct(self.low, digits)}–{pct(self.high, digits)}"
 
     def __str__(self) -> str:
         return f"{_conf_label(self.confidence)} CI [{self.low:.4g}, {self.high:.4g}]"
@@ -110,10 +113,10 @@ class Rate:
         if self.rate is None:
             return f"{self.k}/{self.n} = n/a (no cases)"
         ci = f"{_conf_label(self.confidence)} CI {self.interval.percent()}"
-        text = f"{self.k}/{self.n} = {_pct(self.rate)} ({ci}"
+        text = f"{self.k}/{self.n} = {pct(self.rate)} ({ci}"
         if self.zero_failure_bound is not None:
             text += (
-                f"; no failures: failure rate ≤ {_pct(self.zero_failure_bound)}"
+                f"; no failures: failure rate ≤ {pct(self.zero_failure_bound)}"
                 f" at {_conf_label(self.confidence)} one-sided"
             )
         return text + ")"
@@ -154,13 +157,6 @@ def margin_of_error(p: float, n: int, confidence: float = 0.95) -> float:
     return z_for_confidence(confidence) * math.sqrt(p * (1.0 - p) / n)
 
 
-def rule_of_three(n: int) -> float:
-    """Approximate 95% upper bound 3/n on a failure rate after zero failures in n runs (capped at 1)."""
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    return 1.0 if n == 0 else min(1.0, 3.0 / n)
-
-
 def zero_failure_upper_bound(n: int, confidence: float = 0.95) -> float:
     """Exact one-sided upper bound on a failure rate after zero failures in n runs: 1 - (1-confidence)^(1/n).
 
@@ -174,6 +170,14 @@ def zero_failure_upper_bound(n: int, confidence: float = 0.95) -> float:
         return 1.0
     # -expm1(log1p(-c)/n) == 1 - (1-c)**(1/n), without cancellation for large n.
     return -math.expm1(math.log1p(-confidence) / n)
+
+
+def rule_of_three(n: int) -> float:
+    """The seed's approximation 3/n of the 95% bound after zero failures in n runs (capped at 1), kept for
+    reference and tests only: every report uses the exact bound, `zero_failure_upper_bound`."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    return 1.0 if n == 0 else min(1.0, 3.0 / n)
 
 
 def runs_needed_for_bound(target: float, confidence: float = 0.95) -> int:

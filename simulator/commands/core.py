@@ -95,7 +95,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from simulator.spec.suite import load_suite
 
     if args.resume is not None:
-        manifest = RunFolder.open(args.resume).read_manifest()
+        folder = RunFolder.open(args.resume)
+        folder.check_resumable()
+        manifest = folder.read_manifest()
         suite = manifest.rebuild_suite(args.resume)
         options = RunOptions(
             out=args.resume,
@@ -173,8 +175,8 @@ def _file_kind(path: Path) -> str:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from simulator.errors import Problem
-    from simulator.golden.items import load_items
     from simulator.judging.criteria import load_criteria
+    from simulator.spec.golden import load_golden
     from simulator.spec.scenario import load_scenarios
     from simulator.spec.suite import load_suite
 
@@ -185,7 +187,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     while pending:
         path = pending.pop(0)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".csv"))
         elif path.is_file():
             found = [path]
         else:
@@ -210,7 +212,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             pending += [suite.resolve(p) for p in (*suite.scenarios.paths, *suite.judges.paths)]
     for path in files["golden"]:
         try:
-            summary.append(f"golden set {path}: {len(load_items(path).items)} items ok")
+            summary.append(f"golden set {path}: {len(load_golden(path))} items ok")
         except UserError as exc:
             problems += exc.problems or [Problem(str(path), str(exc))]
     for kind, label, loader in (

@@ -27,6 +27,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "report", help="error rates with intervals, tables, health, cost; HTML/JSON/JUnit"
     )
     report.add_argument("run", type=Path, nargs="?", help="runs/<run-id>")
+    add_report_options(report)
+    report.add_argument("--json-schema", action="store_true", help="print the JSON report's schema and exit")
+    report.set_defaults(handler=cmd_report)
+
+    compare = subparsers.add_parser(
+        "compare", help="compare two runs of the same scenarios (A baseline, B candidate)"
+    )
+    compare.add_argument("a", type=Path, help="baseline run folder")
+    compare.add_argument("b", type=Path, help="candidate run folder")
+    add_compare_options(compare)
+    compare.set_defaults(handler=cmd_compare)
+    _register_calibrate(subparsers)
+
+
+def add_report_options(report: argparse.ArgumentParser) -> None:
+    """The options of `simulator report` (also taken by `golden run` and `golden report`)."""
     report.add_argument("--html", type=Path, help="write a self-contained HTML report here")
     report.add_argument("--json", type=Path, help="write the JSON summary here")
     report.add_argument("--json-transcripts", action="store_true", help="include transcripts in the JSON")
@@ -49,15 +65,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="flag the run when more conversations hit max_turns",
     )
     report.add_argument("--prices", type=Path, help="price table (default: simulator/data/prices.yaml)")
-    report.add_argument("--quiet", action="store_true", help="no terminal report, only the files asked for")
-    report.add_argument("--json-schema", action="store_true", help="print the JSON report's schema and exit")
-    report.set_defaults(handler=cmd_report)
-
-    compare = subparsers.add_parser(
-        "compare", help="compare two runs of the same scenarios (A baseline, B candidate)"
+    report.add_argument(
+        "--gate",
+        default="token_f1:0.5",
+        metavar="METRIC:THRESHOLD",
+        help="golden items: the similarity gate shown beside the verdict (token_f1, rouge_l, difflib_ratio, "
+        "exact_match; default token_f1:0.5); it never decides",
     )
-    compare.add_argument("a", type=Path, help="baseline run folder")
-    compare.add_argument("b", type=Path, help="candidate run folder")
+    report.add_argument("--quiet", action="store_true", help="no terminal report, only the files asked for")
+
+
+def add_compare_options(compare: argparse.ArgumentParser) -> None:
+    """The options of `simulator compare` (also taken by `golden compare`)."""
     compare.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 if a critical metric got worse"
     )
@@ -66,8 +85,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     compare.add_argument("--judge-set-b", help="judge set of B (default: its latest)")
     compare.add_argument("--max-flips", type=int, default=10, help="flipped cases shown per metric")
     compare.add_argument("--json", type=Path, help="write the comparison as JSON here")
-    compare.set_defaults(handler=cmd_compare)
+    compare.add_argument(
+        "--gate", default="token_f1:0.5", metavar="METRIC:THRESHOLD", help="golden items: the similarity gate"
+    )
 
+
+def _register_calibrate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     calibrate = subparsers.add_parser(
         "calibrate", help="judge verdicts against human labels (kappa, false passes)"
     )
@@ -90,17 +113,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_report(args: argparse.Namespace) -> int:
     from simulator.analysis import load_prices, load_run
+    from simulator.analysis.golden import parse_gate
     from simulator.report.model import ReportOptions, build_report
 
-    if args.json_schema:
+    if getattr(args, "json_schema", False):
         from simulator.report.json_report import report_schema
 
         print(json.dumps(report_schema(), indent=2))
         return 0
     if args.run is None:
         raise UserError("name a run folder: simulator report runs/<run-id>")
+    gate = parse_gate(args.gate)
     run = load_run(args.run, args.judge_set)
     options = ReportOptions(
+        gate=gate,
         target=args.target,
         high_stakes_tag=args.high_stakes_tag,
         turn_limit_threshold=args.turn_limit_share,
@@ -134,9 +160,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from simulator.analysis.compare import compare_runs
+    from simulator.analysis.golden import parse_gate
     from simulator.report.views import render_comparison
 
-    comparison = compare_runs(args.a, args.b, args.alpha, args.judge_set_a, args.judge_set_b)
+    gate = parse_gate(args.gate)
+    comparison = compare_runs(args.a, args.b, args.alpha, args.judge_set_a, args.judge_set_b, gate)
     render_comparison(comparison, max_flips=args.max_flips)
     if args.json:
         args.json.write_text(comparison.model_dump_json(indent=2) + "\n", encoding="utf-8")

@@ -41,6 +41,7 @@ from simulator.spec.scenario import Scenario, refuse_drafts
 from simulator.spec.suite import Suite
 from simulator.users.base import SimulatedUser
 from simulator.users.prompt import USER_PROMPT_TEMPLATE, render_user_prompt
+from simulator.users.scripted import SCRIPTED, ScriptedUser
 
 
 @dataclass
@@ -77,6 +78,7 @@ def new_manifest(
     files = sorted({s._source for s in scenarios if s._source and Path(s._source).is_file()})
     file_hashes = {f: sha256_file(Path(f)) for f in files}
     manifest = Manifest(
+        kind="golden" if scenarios and all(s.script is not None for s in scenarios) else "simulation",
         run_id=run_id,
         created_at=datetime.now(UTC),
         git_commit=git_commit(suite.base_dir),
@@ -93,6 +95,8 @@ def new_manifest(
                 sha256=file_hashes.get(s._source),
                 expected=s.expected,
                 tags=s.tags,
+                intent=s.script.intent if s.script else None,
+                item_kind=s.script.kind if s.script else None,
             )
             for s in scenarios
         ],
@@ -107,6 +111,29 @@ def new_manifest(
 
 
 def user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
+    """Who plays the user: the scripted user for golden items, else the simulated user the suite names."""
+    simulated = None if user_model == SCRIPTED else _simulated_user_factory(suite, hub, user_model)
+
+    def make(plan: ConversationPlan, attempt: int) -> SimulatedUser:
+        if plan.scenario.script is not None:
+            return ScriptedUser(plan.scenario.script)
+        assert simulated is not None  # run_suite refuses unscripted scenarios with the scripted user
+        user: SimulatedUser = simulated(plan, attempt)
+        return user
+
+    return make
+
+
+def _check_scripted(user_model: str, scenarios: list[Scenario]) -> None:
+    unscripted = [s.id for s in scenarios if s.script is None]
+    if user_model == SCRIPTED and unscripted:
+        raise UserError(
+            f"user model '{SCRIPTED}' only plays golden items, and {len(unscripted)} scenarios are not "
+            f"golden items ({', '.join(unscripted[:3])}); set user.model to offline, auto or a model"
+        )
+
+
+def _simulated_user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
     if user_model == "offline":
         from simulator.spec.vocabulary import load_vocabulary
         from simulator.users.offline import OfflineUser
@@ -248,6 +275,7 @@ async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions
     bots: Any = None
     try:
         user_model = resolve_user_model(suite.user.model)
+        _check_scripted(user_model, scenarios)
         make_user = user_factory(suite, hub.for_role("user"), user_model)
         bots = make_bot_factory(suite, hub.for_role("bot"))
         judges = make_judge_stage(suite, scenarios, hub.for_role("judge"))

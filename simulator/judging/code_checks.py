@@ -7,12 +7,17 @@ nothing), with the matching text as evidence, so reports treat them alike.
 from __future__ import annotations
 
 __all__ = [
+    "ADVISORY_ASSERTIONS",
     "CODE_CHECKS_VERSION",
+    "EXACT",
     "STOP_KEYS",
+    "advisory_assertion_verdict",
     "assertion_verdict",
     "bot_messages",
     "code_check_ids",
     "code_verdicts",
+    "exact_verdict",
+    "final_reply",
     "metric_verdicts",
     "outcome_verdicts",
 ]
@@ -32,6 +37,10 @@ CODE_CHECKS_VERSION = "code-checks-v1"
 # `expected` keys compared with the recorded stop reason rather than the bot's final state.
 STOP_KEYS = {"handover": "handover", "closed": "bot_closed"}
 
+# A golden `exact` item's verdict; its assertions, if any, are recorded beside it and gate nothing.
+EXACT = "exact_match"
+ADVISORY_ASSERTIONS = "metric.assertions"
+
 METRICS: dict[str, Callable[[str, str], float]] = {
     "exact_match": lambda reply, reference: float(exact_match(reply, reference)),
     "token_f1": token_f1,
@@ -40,11 +49,18 @@ METRICS: dict[str, Callable[[str, str], float]] = {
 }
 
 
+def _asserts(scenario: Scenario) -> bool:
+    return scenario.assertions is not None and not scenario.assertions.is_empty
+
+
 def code_check_ids(scenario: Scenario) -> list[str]:
     """The criterion ids the code checks write for a scenario."""
     ids = [f"outcome.{key}" for key in scenario.expected]
-    if scenario.assertions is not None and not scenario.assertions.is_empty:
-        ids.append("assertions")
+    exact_item = scenario.script is not None and scenario.script.kind == "exact"
+    if exact_item:
+        ids.append(EXACT)
+    if _asserts(scenario):
+        ids.append(ADVISORY_ASSERTIONS if exact_item else "assertions")
     if scenario.reference:
         ids += [f"metric.{name}" for name in METRICS]
     return ids
@@ -61,6 +77,8 @@ def _meta(check_id: str) -> dict[str, Any]:
         return {"kind": "code", "severity": "critical", "category": "outcome"}
     if check_id.startswith("metric."):
         return {"kind": "metric", "category": "metric"}
+    if check_id == EXACT:
+        return {"kind": "code", "severity": "major", "category": "exact"}
     return {"kind": "code", "severity": "major", "category": "assertion"}
 
 
@@ -128,12 +146,23 @@ def outcome_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_h
     ]
 
 
-def assertion_verdict(record: ConversationRecord, spec: AssertionSpec, judge_set_hash: str) -> Verdict:
-    """must_contain / must_not_contain / must_not_match on the bot's messages, with the matching text as evidence."""
-    messages = bot_messages(record)
+def final_reply(record: ConversationRecord) -> str:
+    """The bot's last turn, its messages joined by newlines: a golden item's reply."""
+    bot_turns = [turn for turn in record.turns if turn.role == "bot"]
+    return "\n".join(bot_turns[-1].messages) if bot_turns else ""
+
+
+def assertion_verdict(
+    record: ConversationRecord, spec: AssertionSpec, judge_set_hash: str, reply: str | None = None
+) -> Verdict:
+    """must_contain / must_not_contain / must_not_match on the bot's messages (or on `reply`, a golden
+    item's last reply), with the matching text as evidence."""
+    messages: str | list[str] = bot_messages(record) if reply is None else reply
     outcome = check_assertions(spec, messages)
     base = _base(record, "assertions", judge_set_hash)
     where = "the final bot message" if spec.scope == "final_bot_message" else "the bot's messages"
+    if reply is not None:
+        where = "the bot's reply"
     if outcome.passed:
         return Verdict(
             **base,
@@ -156,13 +185,45 @@ def assertion_verdict(record: ConversationRecord, spec: AssertionSpec, judge_set
     )
 
 
+def exact_verdict(record: ConversationRecord, reference: str, judge_set_hash: str) -> Verdict:
+    """A golden `exact` item's verdict: the normalised reply (SQuAD) equals the normalised reference."""
+    reply = final_reply(record)
+    matched = exact_match(reply, reference)
+    return Verdict(
+        **_base(record, EXACT, judge_set_hash),
+        result="pass" if matched else "fail",
+        expected=reference,
+        actual=reply,
+        reasoning="an exact match for the reference (normalised)"
+        if matched
+        else f'not an exact match for the reference "{reference}"',
+        evidence=[Evidence(quote=reply, found=True)] if reply else [],
+        evidence_verified=True if reply else None,
+    )
+
+
+def advisory_assertion_verdict(
+    record: ConversationRecord, spec: AssertionSpec, judge_set_hash: str
+) -> Verdict:
+    """An exact item's assertions, recorded as a metric (score 1 or 0) that gates nothing."""
+    checked = assertion_verdict(record, spec, judge_set_hash, final_reply(record))
+    return checked.model_copy(
+        update={
+            **_meta(ADVISORY_ASSERTIONS),
+            "criterion_id": ADVISORY_ASSERTIONS,
+            "result": "not_applicable",
+            "score": 1.0 if checked.result == "pass" else 0.0,
+            "severity": None,
+        }
+    )
+
+
 def metric_verdicts(record: ConversationRecord, reference: str, judge_set_hash: str) -> list[Verdict]:
     """Exact match, token F1, ROUGE-L and difflib ratio of the bot's final reply against the reference.
 
     Recorded as kind `metric` with result `not_applicable` and the value in `score`: they gate nothing.
     """
-    bot_turns = [turn for turn in record.turns if turn.role == "bot"]
-    reply = bot_turns[-1].text if bot_turns else ""
+    reply = final_reply(record)
     verdicts = []
     for name, metric in METRICS.items():
         score = metric(reply, reference)
@@ -191,8 +252,33 @@ def code_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_hash
             for check_id in code_check_ids(scenario)
         ]
     verdicts = outcome_verdicts(record, scenario, judge_set_hash)
-    if scenario.assertions is not None and not scenario.assertions.is_empty:
-        verdicts.append(assertion_verdict(record, scenario.assertions, judge_set_hash))
+    script = scenario.script
+    if script is not None and script.kind == "exact":
+        verdicts.append(exact_verdict(record, scenario.reference or "", judge_set_hash))
+    if scenario.assertions is not None and _asserts(scenario):
+        if script is None:
+            verdicts.append(assertion_verdict(record, scenario.assertions, judge_set_hash))
+        elif script.kind == "exact":
+            verdicts.append(advisory_assertion_verdict(record, scenario.assertions, judge_set_hash))
+        else:
+            verdicts.append(
+                assertion_verdict(record, scenario.assertions, judge_set_hash, final_reply(record))
+            )
     if scenario.reference:
         verdicts += metric_verdicts(record, scenario.reference, judge_set_hash)
+    if script is not None:
+        verdicts = [_unanswered(record, v, len(script.lines)) for v in verdicts]
     return verdicts
+
+
+def _unanswered(record: ConversationRecord, verdict: Verdict, lines: int) -> Verdict:
+    """A golden item whose message the bot never answered (it closed or handed over during the context)
+    fails its deciding check, whatever its last reply says."""
+    answered = sum(1 for turn in record.turns if turn.role == "bot")
+    if answered >= lines or verdict.kind == "metric":
+        return verdict
+    reason = (
+        f"the conversation stopped ({record.stop_reason}) after {answered} of {lines} user lines: "
+        "the bot never answered the item's message"
+    )
+    return verdict.model_copy(update={"result": "fail", "reasoning": reason})

@@ -31,7 +31,13 @@ from pydantic import BaseModel, ValidationError
 
 from simulator.errors import UserError
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
-from simulator.record.migrations import migrate_conversation, migrate_manifest, migrate_verdict
+from simulator.record.migrations import (
+    golden_manifest_1_to_2,
+    golden_result_1_to_2,
+    migrate_conversation,
+    migrate_manifest,
+    migrate_verdict,
+)
 from simulator.record.models import ConversationRecord, Label, Verdict
 from simulator.record.transcript import repair_text
 
@@ -39,6 +45,8 @@ MANIFEST = "manifest.json"
 CONVERSATIONS = "conversations.jsonl"
 VERDICTS = "verdicts.jsonl"
 LABELS = "labels.jsonl"
+# What simulator 0.1's golden engine wrote instead of conversations and verdicts (read, never written).
+GOLDEN_V1_RESULTS = "results.jsonl"
 
 T = TypeVar("T", bound=BaseModel)
 Migrate = Callable[[dict[str, Any], str], dict[str, Any]]
@@ -205,13 +213,64 @@ class RunFolder:
     def resume(cls, path: Path) -> RunFolder:
         """Open a run folder to write more into it: cut a half line a killed writer left behind."""
         folder = cls.open(path)
+        folder.check_resumable()
         folder.writable = True
         for name in (CONVERSATIONS, VERDICTS):
             _truncate_partial_line(path / name)
         return folder
 
+    def check_resumable(self) -> None:
+        """Refuse, with the fix, a folder no writer may add to (a golden run from simulator 0.1)."""
+        if self.golden_v1:
+            raise UserError(
+                f"{self.path} is a golden run from simulator 0.1: it can be reported and compared, not "
+                "resumed or judged again; run the items again with `simulator golden run ITEMS --bot module:factory`"
+            )
+
+    @property
+    def golden_v1(self) -> bool:
+        """True for a folder simulator 0.1's golden engine wrote (results.jsonl, no conversations)."""
+        return (self.path / GOLDEN_V1_RESULTS).is_file() and not (self.path / CONVERSATIONS).exists()
+
+    def _golden_v1_raw(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The v1 golden manifest and result lines as JSON (a half-written last line is skipped)."""
+        manifest = json.loads(_decode(self.manifest_path.read_bytes(), str(self.manifest_path)))
+        results = []
+        path = self.path / GOLDEN_V1_RESULTS
+        for number, line in enumerate(path.read_bytes().splitlines(keepends=True), start=1):
+            if not line.endswith(b"\n") or not line.strip():
+                continue
+            try:
+                results.append(json.loads(_decode(line, f"{path}:{number}")))
+            except json.JSONDecodeError as exc:
+                raise UserError(
+                    f"{path}:{number}: not a JSON record ({exc.msg}); the file was damaged"
+                ) from None
+        return manifest, results
+
+    def _golden_v1_records(self) -> tuple[list[ConversationRecord], list[Verdict]]:
+        manifest, results = self._golden_v1_raw()
+        conversations: list[ConversationRecord] = []
+        verdicts: list[Verdict] = []
+        for result in sorted(results, key=lambda r: r.get("index", 0)):
+            where = f"{self.path / GOLDEN_V1_RESULTS} [item {result.get('item_id')}]"
+            new_conversations, new_verdicts = golden_result_1_to_2(result, manifest)
+            try:
+                conversations += [ConversationRecord.model_validate(c) for c in new_conversations]
+                verdicts += [Verdict.model_validate(v) for v in new_verdicts]
+            except ValidationError as exc:
+                raise _invalid(ConversationRecord, where, exc) from None
+        return conversations, verdicts
+
     def read_manifest(self) -> Manifest:
         where = str(self.manifest_path)
+        if self.golden_v1:
+            manifest, results = self._golden_v1_raw()
+            if manifest.get("kind") == "golden" and manifest.get("schema_version", 1) == 1:
+                try:
+                    return Manifest.model_validate(golden_manifest_1_to_2(manifest, results))
+                except ValidationError as exc:
+                    raise _invalid(Manifest, where, exc) from None
         try:
             data = self.manifest_path.read_bytes()
         except OSError as exc:
@@ -251,9 +310,13 @@ class RunFolder:
         return self._rewrite(VERDICTS, Verdict, migrate_verdict, keep)
 
     def conversations(self) -> Iterator[ConversationRecord]:
+        if self.golden_v1:
+            return iter(self._golden_v1_records()[0])
         return read_jsonl(self.path / CONVERSATIONS, ConversationRecord, migrate_conversation)
 
     def verdicts(self) -> Iterator[Verdict]:
+        if self.golden_v1:
+            return iter(self._golden_v1_records()[1])
         return read_jsonl(self.path / VERDICTS, Verdict, migrate_verdict)
 
     def labels(self) -> Iterator[Label]:

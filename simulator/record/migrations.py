@@ -7,12 +7,22 @@ clear error. Each step is tested on a stored folder of that version (tests/data/
 
 from __future__ import annotations
 
-__all__ = ["LATEST", "migrate_conversation", "migrate_manifest", "migrate_verdict", "too_new"]
+__all__ = [
+    "GOLDEN_V1_JUDGE_SET",
+    "LATEST",
+    "golden_manifest_1_to_2",
+    "golden_result_1_to_2",
+    "migrate_conversation",
+    "migrate_manifest",
+    "migrate_verdict",
+    "too_new",
+]
 
 import ast
 import contextlib
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from simulator.errors import UserError
@@ -59,9 +69,10 @@ def _judge_set_1_to_2(old: Raw) -> Raw:
 
 def _manifest_1_to_2(old: Raw) -> Raw:
     if old.get("kind") == "golden":
+        # Reached only when the folder lacks the results.jsonl the golden step needs (RunFolder reads it).
         raise UserError(
-            "this is a golden run folder from simulator 0.1 (results.jsonl); golden sets now run through "
-            "the main engine: run them again with `simulator golden run ITEMS --bot module:factory`"
+            "this is a golden run folder from simulator 0.1 without its results.jsonl; run the items again "
+            "with `simulator golden run ITEMS --bot module:factory`"
         )
     config = dict(old.get("config") or {})
     user = dict(config.get("user") or {})
@@ -154,6 +165,136 @@ def _verdict_1_to_2(old: Raw) -> Raw:
                 new["actual"] = _leading_literal(found["value"])
             break
     return new
+
+
+# ---- version 1 golden folders (manifest kind golden + results.jsonl) -> 2 ------------------------------
+# Simulator 0.1 ran golden sets in a second engine. Its folder is read as the conversations and verdicts
+# today's engine would have written (in memory; the folder is never rewritten). The item's own messages
+# were not recorded then, so a migrated transcript holds the bot's turns only.
+
+GOLDEN_V1_JUDGE_SET = "golden-v1"
+
+
+def golden_manifest_1_to_2(old: Raw, results: list[Raw]) -> Raw:
+    """A v1 golden manifest, with the item results it summarised, as a v2 manifest of kind golden."""
+    items_file, bot = old.get("items_file", ""), old.get("bot", "")
+    samples = old.get("samples", 1)
+    sessions = [{"command": "run", "started_at": old["started_at"], "ended_at": old.get("ended_at")}]
+    errors = sum(1 for r in results for s in r.get("samples", []) if s.get("error"))
+    return {
+        "schema_version": 2,
+        "kind": "golden",
+        "run_id": old["run_id"],
+        "status": old.get("status", "complete"),
+        "created_at": old["started_at"],
+        "ended_at": old.get("ended_at"),
+        "package_version": old.get("package_version", "0.1.0"),
+        "suite": {
+            "name": Path(items_file).stem or "golden",
+            "scenarios": {"paths": [items_file]},
+            "bot": {"type": "python", "factory": bot},
+            "user": {"model": "scripted"},
+            "runs": samples,
+            "concurrency": old.get("concurrency", 8),
+        },
+        "models": {"user": "scripted", "bot": f"python:{bot}"},
+        "scenarios": [
+            {
+                "id": r["item_id"],
+                "file": items_file,
+                "sha256": old.get("items_sha256"),
+                "intent": r.get("intent"),
+                "item_kind": r.get("kind"),
+            }
+            for r in sorted(results, key=lambda r: r.get("index", 0))
+        ],
+        "planned": old.get("n_items", len(results)) * samples,
+        "judge_sets": [{"hash": GOLDEN_V1_JUDGE_SET, "code_checks": GOLDEN_V1_JUDGE_SET}],
+        "counts": {"conversations": sum(len(r.get("samples", [])) for r in results), "errors": errors},
+        "sessions": sessions,
+        "source": {"migrated_from": "simulator 0.1 golden run (results.jsonl)", "gate": old.get("gate")},
+    }
+
+
+def _golden_sample_verdicts(result: Raw, sample: Raw, base: Raw) -> list[Raw]:
+    """The verdicts of one scored v1 sample: the deciding check, then the metrics that gate nothing."""
+    exact = result.get("kind") == "exact"
+    passed = bool(sample.get("passed"))
+    reasoning = "; ".join(sample.get("failures", [])) or (
+        "an exact match for the reference" if exact else "every assertion holds on the bot's reply"
+    )
+    evidence = [{"quote": quote, "found": True} for quote in sample.get("evidence", [])]
+    deciding = {
+        **base,
+        "criterion_id": "exact_match" if exact else "assertions",
+        "kind": "code",
+        "result": "pass" if passed else "fail",
+        "severity": "major",
+        "category": "exact" if exact else "assertion",
+        "reasoning": reasoning,
+        "evidence": evidence,
+    }
+    verdicts = [deciding]
+    metric = {**base, "kind": "metric", "result": "not_applicable", "category": "metric"}
+    if exact and sample.get("assertions_passed") is not None:
+        verdicts.append(
+            {**metric, "criterion_id": "metric.assertions", "score": float(sample["assertions_passed"])}
+        )
+    for name in ("exact_match", "token_f1", "rouge_l", "difflib_ratio"):
+        if sample.get(name) is not None:
+            verdicts.append({**metric, "criterion_id": f"metric.{name}", "score": float(sample[name])})
+    return verdicts
+
+
+def _golden_turns(sample: Raw, at: str) -> list[Raw]:
+    replies = [[text] for text in sample.get("context_replies", [])]
+    if sample.get("error") is None:
+        replies.append(list(sample.get("messages", [])))
+    return [{"index": i, "role": "bot", "messages": m, "started_at": at} for i, m in enumerate(replies)]
+
+
+def golden_result_1_to_2(result: Raw, manifest: Raw) -> tuple[list[Raw], list[Raw]]:
+    """One v1 `results.jsonl` line (an item and its samples) as v2 conversation records and verdicts."""
+    conversations: list[Raw] = []
+    verdicts: list[Raw] = []
+    started, ended = manifest["started_at"], manifest.get("ended_at") or manifest["started_at"]
+    for sample in result.get("samples", []):
+        repeat = sample.get("sample", 0)
+        key = {
+            "conversation_id": f"{result['item_id']}#{repeat}",
+            "scenario_id": result["item_id"],
+            "repeat": repeat,
+        }
+        conversations.append(
+            {
+                "schema_version": 2,
+                "id": key["conversation_id"],
+                "scenario_id": key["scenario_id"],
+                "repeat": repeat,
+                "stop_reason": "error" if sample.get("error") else "user_done",
+                "turns": _golden_turns(sample, started),
+                "error": sample.get("error"),
+                "started_at": started,
+                "ended_at": ended,
+                "user_model": "scripted",
+                "bot": f"python:{manifest.get('bot', '')}",
+            }
+        )
+        base = {"schema_version": 2, **key, "judge_set_hash": GOLDEN_V1_JUDGE_SET}
+        if sample.get("error"):
+            check = "exact_match" if result.get("kind") == "exact" else "assertions"
+            verdicts.append(
+                {
+                    **base,
+                    "criterion_id": check,
+                    "kind": "code",
+                    "result": "not_judged",
+                    "reasoning": "the bot raised; nothing to check",
+                }
+            )
+        else:
+            verdicts += _golden_sample_verdicts(result, sample, base)
+    return conversations, verdicts
 
 
 # ---- the chain ------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import short_hash
 from simulator.analysis.tables import CriterionRow, VerdictCounts
+from simulator.report.golden_html import golden_html
 from simulator.report.html_parts import badge, e, rate_cell, transcript_html
 from simulator.report.model import Report
 
@@ -370,6 +371,7 @@ def render_html(report: Report) -> str:
     )
     sections = [
         _summary(report),
+        golden_html(report.golden),
         _outcome(report),
         _criteria(
             "omissions",
@@ -392,6 +394,7 @@ def render_html(report: Report) -> str:
     ]
     names = {
         "summary": "Summary",
+        "golden": "Golden items",
         "outcome": "Outcome",
         "omissions": "Omissions",
         "criteria": "Criteria",

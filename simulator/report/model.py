@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
+from simulator.analysis.golden import Gate, GoldenSection, golden_section
 from simulator.analysis.health import RunHealth, run_health
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.rates import RateView, pct, rate_view
@@ -53,6 +54,8 @@ class ReportOptions:
     high_stakes_tag: str | None = None  # None: the suite's high_stakes_tag
     turn_limit_threshold: float = 0.2
     prices: PriceTable | None = None
+    # The similarity gate the golden section compares with the verdict (default token_f1 >= 0.5).
+    gate: Gate | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -142,6 +145,8 @@ class Report(_Model):
     health: RunHealth
     cost: CostLatency
     transcripts: list[Transcript] = []
+    # Present when the run holds golden items: item verdicts, per-intent table, gate, threshold sweep.
+    golden: GoldenSection | None = None
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -215,8 +220,23 @@ def _transcripts(run: RunData) -> list[Transcript]:
     return out
 
 
+def _golden_findings(golden: GoldenSection | None) -> list[Finding]:
+    """A golden intent where no item passed is a bug report: one finding per row of zeros."""
+    if golden is None:
+        return []
+    return [
+        Finding(
+            level="bug",
+            title=f"golden intent {row.intent}: 0 of {row.failed} items pass",
+            detail="a row of zeros in the per-intent table; read its failing items",
+        )
+        for row in golden.intents
+        if row.all_failed
+    ]
+
+
 def _findings(report: Report, options: ReportOptions) -> list[Finding]:
-    found: list[Finding] = []
+    found: list[Finding] = _golden_findings(report.golden)
     for row in report.scenarios:
         if row.bug:
             found.append(
@@ -337,6 +357,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         health=run_health(run, options.turn_limit_threshold),
         cost=cost_latency(run, prices),
         transcripts=transcripts,
+        golden=golden_section(run, options.gate),
     )
     report.findings = _findings(report, options)
     if run.judge_set is None:

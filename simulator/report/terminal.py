@@ -11,6 +11,7 @@ from rich.table import Table
 from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import short_hash
 from simulator.analysis.tables import CriterionRow, VerdictCounts
+from simulator.report.golden_terminal import render_golden
 from simulator.report.model import Report
 
 _LEVEL_STYLE = {"bug": "bold red", "warning": "yellow", "info": "cyan"}
@@ -269,6 +270,7 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
     console = console or Console()
     _header(console, report)
     _findings(console, report)
+    render_golden(console, report.golden)
     _outcome(console, report)
     _criteria_table("Errors of omission (criteria of category 'omission')", report.omissions, console)
     _criteria_table("Criteria", report.criteria, console)

@@ -16,6 +16,29 @@ def _signed(x: float) -> str:
     return f"{100 * x:+.1f} pts"
 
 
+def _golden(console: Console, comparison: Comparison) -> None:
+    golden = comparison.golden
+    if golden is None:
+        return
+    table = Table(
+        title="Golden items, side by side (the verdict decides; similarity scores gate nothing)",
+        title_justify="left",
+    )
+    for name in ("scorer", "A", "B"):
+        table.add_column(name)
+    for row in golden.metrics:
+        table.add_row(escape(row.name), escape(row.a), escape(row.b))
+    console.print(table)
+    intents = Table(title="Verdict by intent (red: a row of zeros)", title_justify="left")
+    for name in ("intent", "A", "B"):
+        intents.add_column(name)
+    for delta in golden.intents:
+        a = f"[bold red]{escape(delta.a)}[/]" if delta.a_zero else escape(delta.a)
+        b = f"[bold red]{escape(delta.b)}[/]" if delta.b_zero else escape(delta.b)
+        intents.add_row(escape(delta.intent), a, b)
+    console.print(intents)
+
+
 def render_comparison(comparison: Comparison, console: Console | None = None, max_flips: int = 10) -> None:
     """Print the configuration differences first (a confounded comparison must be visible), then each metric."""
     console = console or Console()
@@ -36,6 +59,7 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
         console.print(table)
     else:
         console.print("[yellow]no configuration differences recorded: both runs used the same settings[/]")
+    _golden(console, comparison)
     console.print(
         "\n[bold]Paired results[/]: B minus A on the same conversations, McNemar exact p, paired bootstrap "
         "95% CI; [bold]bold[/] = critical"

@@ -12,7 +12,8 @@ from pydantic import ConfigDict, Field, StringConstraints, field_validator
 
 from simulator.errors import UserError
 from simulator.spec.assertions import AssertionSpec
-from simulator.spec.documents import DocumentKind, FileDocument, load_documents, yaml_files
+from simulator.spec.documents import DocumentKind, FileDocument, collect_documents, yaml_files
+from simulator.spec.script import Script
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 SUITE_FILE_NAMES = ("suite.yaml", "suite.yml")
@@ -40,6 +41,9 @@ class Scenario(FileDocument):
     # A draft (from `simulator draft-scenario`) is not a test until someone reviews it and removes this;
     # `run` refuses drafts unless they are included on purpose (--include-drafts, scenarios.include_drafts).
     draft: bool = False
+    # Set for a golden item: the scripted user sends these lines instead of a simulated user playing a
+    # persona, and the item's verdict is exact match or its assertions on the last reply.
+    script: Script | None = None
 
     @field_validator("facts", mode="before")
     @classmethod
@@ -51,8 +55,11 @@ class Scenario(FileDocument):
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:
-    """All scenario YAML files under the given files and folders (recursively), suite files excluded."""
-    return yaml_files(paths, skip_names=SUITE_FILE_NAMES, what="scenarios")
+    """All scenario files under the given files and folders (recursively), suite files excluded: YAML
+    scenarios, and golden items in YAML or CSV."""
+    return yaml_files(
+        paths, skip_names=SUITE_FILE_NAMES, what="scenarios", suffixes=(".yaml", ".yml", ".csv")
+    )
 
 
 SCENARIO_DOCUMENTS = DocumentKind(
@@ -66,8 +73,14 @@ SCENARIO_DOCUMENTS = DocumentKind(
 
 
 def load_scenarios(paths: list[Path], tags: list[str] | None = None) -> list[Scenario]:
-    """Load and validate every scenario; raise one UserError listing every problem in every file."""
-    scenarios: list[Scenario] = load_documents(scenario_files(paths), SCENARIO_DOCUMENTS)
+    """Load and validate every scenario (golden items become one-turn scenarios); raise one UserError
+    listing every problem in every file."""
+    from simulator.spec.golden import GOLDEN_DOCUMENTS, GoldenItem, golden_scenario
+
+    documents, problems = collect_documents(scenario_files(paths), [GOLDEN_DOCUMENTS, SCENARIO_DOCUMENTS])
+    if problems:
+        raise UserError(SCENARIO_DOCUMENTS.error_title, problems)
+    scenarios = [golden_scenario(d) if isinstance(d, GoldenItem) else d for d in documents]
     if not scenarios:
         raise UserError(f"no scenarios found in {', '.join(map(str, paths))}; add .yaml scenario files")
     if tags:

@@ -13,7 +13,7 @@ MODELS = {
     "scenario": "simulator.spec.scenario:Scenario",
     "suite": "simulator.spec.suite:Suite",
     "criterion": "simulator.judging.criteria:Criterion",
-    "golden": "simulator.golden.items:GoldenItem",
+    "golden": "simulator.spec.golden:GoldenItem",
 }
 
 

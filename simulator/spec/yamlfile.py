@@ -25,6 +25,8 @@ class LocatedYAML:
     path: Path
     data: Any
     lines: dict[Path_, int] = field(default_factory=dict)
+    # Keys written twice in one mapping (YAML keeps the last silently): each is a problem to report.
+    duplicates: list[Problem] = field(default_factory=list)
 
     def line_of(self, loc: Path_) -> int | None:
         """The line of `loc`, or of its nearest ancestor that has one."""
@@ -35,18 +37,27 @@ class LocatedYAML:
         return None
 
 
-def _record_lines(node: yaml.Node, loc: Path_, lines: dict[Path_, int]) -> None:
+def _record_lines(node: yaml.Node, loc: Path_, located: LocatedYAML) -> None:
+    lines = located.lines
     lines[loc] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.start_mark)
-            lines[(*loc, key)] = key_node.start_mark.line + 1
-            _record_lines(value_node, (*loc, key), lines)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                message = f"key '{key}' appears twice in one mapping (YAML keeps the last); remove one"
+                located.duplicates.append(
+                    Problem(str(located.path), message, line=line, field=_field_name((*loc, key)))
+                )
+            seen.add(key)
+            lines[(*loc, key)] = line
+            _record_lines(value_node, (*loc, key), located)
             # A key's own line is more useful than its value's for "unknown key" errors.
-            lines[(*loc, key)] = key_node.start_mark.line + 1
+            lines[(*loc, key)] = line
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _record_lines(item, (*loc, index), lines)
+            _record_lines(item, (*loc, index), located)
 
 
 def load_yaml(path: Path) -> LocatedYAML:
@@ -67,7 +78,7 @@ def load_yaml(path: Path) -> LocatedYAML:
         ) from exc
     located = LocatedYAML(path=path, data=data)
     if node is not None:
-        _record_lines(node, (), located.lines)
+        _record_lines(node, (), located)
     return located
 
 
@@ -100,6 +111,9 @@ def problems_from_validation(
             message = f"unknown key '{loc[-1]}'{hint}"
         elif kind == "missing":
             message = f"missing required field '{loc[-1]}'; add it"
+        elif kind == "value_error":
+            # A validator's own message already says what is wrong and how to fix it.
+            message = str(item["msg"]).removeprefix("Value error, ")
         else:
             got = item.get("input")
             shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__

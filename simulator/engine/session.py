@@ -1,5 +1,6 @@
-"""One session of work on a run folder: a pool of workers that simulate and judge items and append each
-record as it finishes. `run`, `run --resume` and `judge` are all sessions; they differ only in their work.
+"""One session of work on one run folder, or on the cells of a matrix (one run folder each): a pool of
+workers that simulate and judge items and append each record to its cell's folder as it finishes. `run`,
+`run --resume`, `judge` and matrix runs are all sessions; they differ only in their cells and their work.
 
 Nothing finished is held in memory, and the session's call counts are checkpointed into the manifest as it
 goes, so a session killed with `kill -9` loses only what was in flight.
@@ -7,7 +8,7 @@ goes, so a session killed with `kill -9` loses only what was in flight.
 
 from __future__ import annotations
 
-__all__ = ["RunResult", "RunSession", "SessionParts"]
+__all__ = ["CellRun", "RunResult", "RunSession", "SessionParts", "WorkItem"]
 
 import asyncio
 import time
@@ -69,23 +70,66 @@ class SessionParts:
     user_model: str = ""
 
 
-class RunSession:
-    """Workers pull items (a record to judge, or a plan to simulate and then judge) until the work runs out
-    or the error budget says stop."""
+class CellRun:
+    """One run folder's share of a session: its parts, error budget, manifest session entry and counts.
 
-    def __init__(self, parts: SessionParts, budget: ErrorBudget, session: Session, progress: RunProgress):
+    A plain run is one cell; a matrix run is several cells fed to the same worker pool and model hub."""
+
+    def __init__(self, parts: SessionParts, budget: ErrorBudget, session: Session, *, shared: bool = False):
         self.parts = parts
         self.budget = budget
         self.session = session
-        self.progress = progress
+        # Cells of a matrix share the hub, so its call counts belong to no single cell: the manifest's
+        # session records none, and the matrix index records the hub's.
+        self.shared = shared
         self.result = RunResult(folder=parts.folder.path, status="running")
         self.judged: set[tuple[str, str]] = set()
         self.status: dict[str, str] = {}
-        self._tasks: list[asyncio.Task[None]] = []
-        self._last_checkpoint = time.monotonic()
+        self.last_checkpoint = time.monotonic()
 
-    async def run(self, work: Iterator[WorkItem], width: int) -> RunResult:
-        """Work through `work` with `width` workers; the manifest's status says how it ended."""
+    def count_calls(self) -> None:
+        if self.shared:
+            return
+        hub = self.parts.hub
+        self.session.calls = {name: CallCounts.model_validate(c) for name, c in hub.stats().items()}
+        self.session.limits = {name: LimitCounts.model_validate(c) for name, c in hub.limits().items()}
+
+    def checkpoint(self) -> None:
+        """Write this session's counts so far into the manifest (atomically)."""
+        self.last_checkpoint = time.monotonic()
+        self.count_calls()
+        self.session.checkpoint_at = datetime.now(UTC)
+        self.parts.folder.write_manifest(self.parts.manifest)
+
+    def finish(self, state: RunStatus) -> None:
+        """Write the manifest's final status, this session's counts and what the folder holds."""
+        manifest = self.parts.manifest
+        self.count_calls()
+        now = datetime.now(UTC)
+        self.session.ended_at = self.session.checkpoint_at = now
+        manifest.status = state
+        manifest.ended_at = now
+        if self.status:
+            reasons = Counter(self.status.values())
+            manifest.counts.conversations = len(self.status)
+            manifest.counts.stop_reasons = dict(reasons)
+            manifest.counts.errors = reasons.get("error", 0)
+        self.parts.folder.write_manifest(manifest)
+        self.result.status = state
+        self.result.calls = self.parts.hub.stats()
+
+
+class RunSession:
+    """Workers pull items (a record to judge, or a plan to simulate and then judge), each for one cell,
+    until the work runs out; a cell whose error budget says stop gets no more items."""
+
+    def __init__(self, cells: list[CellRun], progress: RunProgress):
+        self.cells = cells
+        self.progress = progress
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def run(self, work: Iterator[tuple[CellRun, WorkItem]], width: int) -> list[RunResult]:
+        """Work through `work` with `width` workers; each cell's manifest status says how it ended."""
         try:
             with self.progress:
                 self._tasks = [asyncio.create_task(self._worker(work)) for _ in range(max(1, width))]
@@ -94,30 +138,35 @@ class RunSession:
                 if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
                     raise outcome
         except (asyncio.CancelledError, KeyboardInterrupt):
-            self.finish("interrupted")
+            for cell in self.cells:
+                cell.finish("interrupted")
             raise
-        self.result.abort_reason = self.budget.reason
-        self.finish("aborted" if self.budget.reason else "complete")
-        return self.result
+        for cell in self.cells:
+            cell.result.abort_reason = cell.budget.reason
+            cell.finish("aborted" if cell.budget.reason else "complete")
+        return [cell.result for cell in self.cells]
 
-    async def _worker(self, work: Iterator[WorkItem]) -> None:
-        while self.budget.reason is None:
-            item = next(work, None)
-            if item is None:
+    async def _worker(self, work: Iterator[tuple[CellRun, WorkItem]]) -> None:
+        while not all(cell.budget.reason for cell in self.cells):
+            pair = next(work, None)
+            if pair is None:
                 return
+            cell, item = pair
+            if cell.budget.reason is not None:
+                continue  # this cell was stopped; its remaining items wait for a resume
             if isinstance(item, ConversationPlan):
-                record = await self._simulate(item)
+                record = await self._simulate(cell, item)
             else:
                 record = item
-                self.result.rejudged += 1
+                cell.result.rejudged += 1
             cause = None
             if record.error is not None:
                 cause = f"{record.error.source}: {record.error.kind}: {record.error.message}"
-            judge_failure = await self._judge(record)
-            self._account(cause or judge_failure)
+            judge_failure = await self._judge(cell, record)
+            self._account(cell, cause or judge_failure)
 
-    async def _simulate(self, plan: ConversationPlan) -> ConversationRecord:
-        parts = self.parts
+    async def _simulate(self, cell: CellRun, plan: ConversationPlan) -> ConversationRecord:
+        parts = cell.parts
         scope = CallScope(repeat=plan.repeat)
         set_scope(scope)
         assert parts.make_user is not None
@@ -133,69 +182,42 @@ class RunSession:
         if scope.cache_hits:
             record.cache_hits = dict(scope.cache_hits)
         parts.folder.append_conversation(record)
-        self.status[record.id] = record.stop_reason
-        self.result.finished += 1
-        self.result.stop_reasons[record.stop_reason] += 1
-        self.result.errors += record.stop_reason == "error"
+        cell.status[record.id] = record.stop_reason
+        cell.result.finished += 1
+        cell.result.stop_reasons[record.stop_reason] += 1
+        cell.result.errors += record.stop_reason == "error"
         self.progress.advance(record.stop_reason)
         return record
 
-    async def _judge(self, record: ConversationRecord) -> str | None:
+    async def _judge(self, cell: CellRun, record: ConversationRecord) -> str | None:
         """Judge and append; the failure to count against the error budget, if any."""
         set_scope(CallScope(repeat=record.repeat))
-        scenario = self.parts.scenarios.get(record.scenario_id)
+        scenario = cell.parts.scenarios.get(record.scenario_id)
         if scenario is None:
             return None  # a scenario no longer in the suite: kept in the record, not judged
         try:
-            verdicts: list[Verdict] = await self.parts.judges.judge(record, scenario, self.judged)
+            verdicts: list[Verdict] = await cell.parts.judges.judge(record, scenario, cell.judged)
         except Exception as exc:  # a judge-stage bug must not end the run; resume judges it again
             return f"judge stage raised {type(exc).__name__}: {exc}"
-        self.parts.folder.append_verdicts(verdicts)
-        self.result.verdicts += len(verdicts)
+        cell.parts.folder.append_verdicts(verdicts)
+        cell.result.verdicts += len(verdicts)
         if record.stop_reason == "error":
             return None  # the conversation's own error is what counts, not the verdicts it could not get
         failed = [v for v in verdicts if v.result == "error"]
-        self.result.judge_errors += len(failed)
+        cell.result.judge_errors += len(failed)
         if not failed:
             return None
         last = failed[-1]
         detail = f"{last.error.kind}: {last.error.message}" if last.error else last.reasoning
         return f"judge {last.criterion_id}: {detail}"
 
-    def _account(self, cause: str | None) -> None:
-        if self.budget.account(cause) is not None:
+    def _account(self, cell: CellRun, cause: str | None) -> None:
+        # When every cell has stopped, the items still in flight are cancelled (resume runs them again);
+        # while other cells go on, a stopped cell's in-flight items just finish.
+        if cell.budget.account(cause) is not None and all(c.budget.reason for c in self.cells):
             current = asyncio.current_task()
             for task in self._tasks:
                 if task is not current:
                     task.cancel()
-        if time.monotonic() - self._last_checkpoint >= CHECKPOINT_S:
-            self.checkpoint()
-
-    def _count_calls(self) -> None:
-        hub = self.parts.hub
-        self.session.calls = {name: CallCounts.model_validate(c) for name, c in hub.stats().items()}
-        self.session.limits = {name: LimitCounts.model_validate(c) for name, c in hub.limits().items()}
-
-    def checkpoint(self) -> None:
-        """Write this session's counts so far into the manifest (atomically)."""
-        self._last_checkpoint = time.monotonic()
-        self._count_calls()
-        self.session.checkpoint_at = datetime.now(UTC)
-        self.parts.folder.write_manifest(self.parts.manifest)
-
-    def finish(self, state: RunStatus) -> None:
-        """Write the manifest's final status, this session's counts and what the folder holds."""
-        manifest = self.parts.manifest
-        self._count_calls()
-        now = datetime.now(UTC)
-        self.session.ended_at = self.session.checkpoint_at = now
-        manifest.status = state
-        manifest.ended_at = now
-        if self.status:
-            reasons = Counter(self.status.values())
-            manifest.counts.conversations = len(self.status)
-            manifest.counts.stop_reasons = dict(reasons)
-            manifest.counts.errors = reasons.get("error", 0)
-        self.parts.folder.write_manifest(manifest)
-        self.result.status = state
-        self.result.calls = self.parts.hub.stats()
+        if time.monotonic() - cell.last_checkpoint >= CHECKPOINT_S:
+            cell.checkpoint()

@@ -284,3 +284,33 @@ def test_kill_9_then_resume_the_matrix_yields_one_record_per_item_per_cell(tmp_p
         assert Counter(verdict_keys(out / cell)) == Counter((i, c) for i in expected for c in criteria)
         assert RunFolder.open(out / cell).read_manifest().status == "complete"
     assert [entry["command"] for entry in read_index(out).calls] == ["resume"]  # the killed run never closed
+
+
+@pytest.mark.parametrize(
+    ("p_values", "adjusted"),
+    [
+        ([0.01, 0.04, 0.03, 0.005], [0.03, 0.06, 0.06, 0.02]),
+        ([0.5], [0.5]),
+        ([0.02, 0.02], [0.04, 0.04]),
+        ([0.9, 0.001, 0.3], [0.9, 0.003, 0.6]),
+        ([], []),
+    ],
+)
+def test_holm_adjusts_and_keeps_the_order(p_values: list[float], adjusted: list[float]) -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    from simulator.analysis.multiple import holm
+
+    assert holm(p_values) == pytest.approx(adjusted)
+    if p_values:  # the same as the reference implementation
+        assert holm(p_values) == pytest.approx(list(multipletests(p_values, method="holm")[1]))
+
+
+def test_cell_interval_is_the_wilson_interval_whatever_the_clusters() -> None:
+    from simulator.analysis.leaderboard import cell_interval
+    from simulator.analysis.stats import wilson_interval
+
+    clustered = cell_interval(7, 10, {"a": (5, 5), "b": (2, 5)}, counts="successes")
+    flat = cell_interval(7, 10, {f"s{i}": (int(i < 7), 1) for i in range(10)}, counts="successes")
+    wilson = wilson_interval(7, 10)
+    assert (clustered.low, clustered.high) == (flat.low, flat.high) == (wilson.low, wilson.high)

@@ -26,8 +26,12 @@ def cost_quality_svg(board: Leaderboard) -> str:
     low = min((row.quality.low for row, _ in points), default=0.0)
     floor = max(0.0, min(low, 0.9) - 0.05)
 
-    def x(cost: float | None) -> float:
-        return PAD + (0.0 if cost is None else cost / top) * (W - 2 * PAD)
+    spread = not any(costs)  # nothing priced cost anything: spread the cells out so they stay legible
+    slots = {row.cell: (i + 1) / (len(points) + 1) for i, (row, _) in enumerate(points)}
+
+    def x(cost: float | None, cell: str = "") -> float:
+        share = slots.get(cell, 0.0) if spread else (0.0 if cost is None else cost / top)
+        return PAD + share * (W - 2 * PAD)
 
     def y(rate: float) -> float:
         return H - PAD - (rate - floor) / (1.0 - floor) * (H - 2 * PAD)
@@ -37,8 +41,13 @@ def cost_quality_svg(board: Leaderboard) -> str:
         'role="img" aria-label="cost per conversation versus pass rate">',
         f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - PAD}" y2="{H - PAD}" stroke="#555"/>',
         f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{H - PAD}" stroke="#555"/>',
-        f'<text x="{W / 2}" y="{H - 14}" text-anchor="middle" font-size="12">cost per conversation '
-        f"({e(board.currency)}), 0 to {top:.4g}</text>",
+        f'<text x="{W / 2}" y="{H - 14}" text-anchor="middle" font-size="12">'
+        + (
+            f"cost per conversation: 0 {e(board.currency)} for every cell (cells spread out)"
+            if spread
+            else f"cost per conversation ({e(board.currency)}), 0 to {top:.4g}"
+        )
+        + "</text>",
         f'<text x="14" y="{H / 2}" font-size="12" transform="rotate(-90 14 {H / 2})" text-anchor="middle">'
         "pass rate (conversations), 95% CI</text>",
     ]
@@ -47,7 +56,7 @@ def cost_quality_svg(board: Leaderboard) -> str:
             f'<text x="{PAD - 6}" y="{y(tick) + 4:.1f}" text-anchor="end" font-size="10">{e(pct(tick, 0))}</text>'
         )
     for index, (row, cost) in enumerate(points):
-        cx, rate = x(cost), row.quality.rate or 0.0
+        cx, rate = x(cost, row.cell), row.quality.rate or 0.0
         filled = row.group == "tied for best"
         parts.append(
             f'<line x1="{cx:.1f}" y1="{y(row.quality.low):.1f}" x2="{cx:.1f}" y2="{y(row.quality.high):.1f}" '

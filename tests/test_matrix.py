@@ -197,6 +197,11 @@ async def test_cells_share_one_model_hub_and_the_user_effect_is_shown(
     # The fake user never mentions the arm, so the chest case is under-triaged only with it.
     spread = {item.bot_variant: item.spread for item in board.user_sensitivity}
     assert set(spread) == {"nurse", "careful"} and all(s is not None and s > 0 for s in spread.values())
+    from simulator.report.leaderboard import leaderboard_markdown
+    from simulator.report.leaderboard_html import render_leaderboard_html
+
+    assert "Simulated-user effect on `nurse`: spread" in leaderboard_markdown(board)
+    assert "Simulated-user effect</h2>" in render_leaderboard_html(board)
 
 
 async def test_the_cache_works_per_cell(tmp_path: Path) -> None:

@@ -54,6 +54,9 @@ fail: it is not.
 """
 
 
+INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+
+
 def _suite(user: str = "offline", judge: str | None = None, factory: str = "mybot:make_bot") -> str:
     lines = [
         "name: plugin-demo",
@@ -77,6 +80,7 @@ def _plugin_args() -> list[str]:
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(mybot=BOT)
+    pytester.makeini(INI)
     (pytester.path / "suites").mkdir()
     (pytester.path / "suites" / "scenarios.yaml").write_text(SCENARIOS)
     (pytester.path / "suites" / "judges").mkdir()
@@ -145,7 +149,7 @@ def test_an_errored_conversation_is_an_error_not_a_pass_or_a_fail(project: pytes
 
 
 def test_suites_from_the_ini_file_and_a_bad_suite_is_one_collection_error(project: pytest.Pytester) -> None:
-    project.makeini("[pytest]\nsimulator_suites = suites\n")
+    project.makeini(INI + "simulator_suites = suites\n")
     project.runpytest(*_plugin_args()).assert_outcomes(passed=1, failed=1)
     (project.path / "suites" / "suite.yaml").write_text("bot: {type: python, factory: nope}\n")
     bad = project.runpytest(*_plugin_args())

@@ -319,3 +319,15 @@ def test_cell_interval_is_the_wilson_interval_whatever_the_clusters() -> None:
     flat = cell_interval(7, 10, {f"s{i}": (int(i < 7), 1) for i in range(10)}, counts="successes")
     wilson = wilson_interval(7, 10)
     assert (clustered.low, clustered.high) == (flat.low, flat.high) == (wilson.low, wilson.high)
+
+
+def test_the_fixed_rules_add_the_chest_question_and_refuse_an_unknown_complaint(tmp_path: Path) -> None:
+    from examples.triage_rules import load_fixed_rules, load_rules
+
+    chest = {c.name: c for c in load_fixed_rules().complaints}["chest"]
+    original = {c.name: c for c in load_rules().complaints}["chest"]
+    assert [q.key for q in chest.questions] == [*(q.key for q in original.questions), "radiation"]
+    patch = tmp_path / "patch.yaml"
+    patch.write_text("add_questions:\n  chset: []\n")
+    with pytest.raises(ValueError, match="unknown complaints: chset"):
+        load_fixed_rules(patch)

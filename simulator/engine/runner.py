@@ -233,7 +233,7 @@ def _open_folder(
 
 
 def _cell(
-    spec: CellSpec, scenarios: list[Scenario], options: RunOptions, hub: ModelHub, shared: bool
+    spec: CellSpec, scenarios: list[Scenario], options: RunOptions, hub: ModelHub, shared: bool, warn: bool
 ) -> tuple[CellRun, Iterator[WorkItem], int]:
     """Build one cell's parts and its work: what its folder lacks, judging first. Returns the cell, the
     work and how many conversations it still has to simulate."""
@@ -241,7 +241,7 @@ def _cell(
     user_model = resolve_user_model(suite.user.model)
     make_user = _user_factory(suite, hub.for_role("user"), user_model)
     bots = make_bot_factory(suite, hub.for_role("bot"))
-    judges = make_judge_stage(suite, scenarios, hub.for_role("judge"))
+    judges = make_judge_stage(suite, scenarios, hub.for_role("judge"), warn=warn)
     folder, manifest, existing, session = _open_folder(spec, scenarios, options, user_model, judges)
     keys = {f"{s.id}#{r}" for s in scenarios for r in range(suite.runs)}
     existing.rejudge &= keys
@@ -277,8 +277,10 @@ async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: R
     cells: list[tuple[CellRun, Iterator[WorkItem]]] = []
     try:
         pending = 0
-        for spec in specs:
-            cell, work, todo = _cell(spec, scenarios, options, hub, shared=len(specs) > 1)
+        for index, spec in enumerate(specs):
+            # Judge-setup notes once; a chat bot's model can change the same-family warning, so its cells warn.
+            warn = index == 0 or spec.suite.bot.type == "chat"
+            cell, work, todo = _cell(spec, scenarios, options, hub, shared=len(specs) > 1, warn=warn)
             cells.append((cell, work))
             pending += todo
         session = RunSession([cell for cell, _ in cells], RunProgress(pending, options.progress))

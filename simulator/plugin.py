@@ -161,6 +161,10 @@ class SuiteFile(pytest.File):
             scenarios = load_scenarios(paths, _tags(self.config) or suite.scenarios.tags)
         except UserError as exc:
             raise self.CollectError(f"simulator: {exc.render()}") from None
+        if suite.matrix is not None:
+            message = f"{self.path}: a matrix suite is not collected as tests; run it with simulator run"
+            self.warn(pytest.PytestCollectionWarning(message))
+            return
         for scenario in scenarios:
             item = ScenarioItem.from_parent(self, name=scenario.id)
             item.scenario_file, item.line = scenario._source, scenario._line

@@ -106,6 +106,9 @@ def test_the_triage_demo_runs_offline_into_ordinary_cell_folders(
     assert main(["report", str(out / "fixed"), "--quiet", "--junit", str(tmp_path / "j.xml")]) == 0
     assert main(["compare", str(out / "original"), str(out / "fixed")]) == 0
     assert main(["show", str(out / "fixed"), "--scenario", "chest-pain-vague-01", "--repeat", "0"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out / "fixed"), "--baseline", "original"]) == 2
+    assert "--baseline and --markdown work on a matrix run" in capsys.readouterr().err
 
 
 def test_three_cells_the_clearly_worse_one_is_below_best_and_the_noise_is_tied(
@@ -246,6 +249,24 @@ def test_a_broken_cell_stops_alone_and_says_how_to_finish(
     assert sorted(conversation_ids(tmp_path / "m" / "ok")) == IDS
     errors = [r for r in RunFolder.open(tmp_path / "m" / "broken").conversations()]
     assert errors and all(r.stop_reason == "error" and r.error and r.error.source == "bot" for r in errors)
+    # Resuming re-runs the broken cell's errored items (still broken: it stops again); the finished cell
+    # is left alone, and no item is ever recorded twice.
+    ok_lines = (tmp_path / "m" / "ok" / CONVERSATIONS).read_bytes()
+    with FakeLLMServer(triage_responder):
+        again = [
+            "run",
+            "--resume",
+            str(tmp_path / "m"),
+            "--retry-errors",
+            "--no-progress",
+            "--max-errors",
+            "2",
+        ]
+        assert main(again) == 2
+    assert "cell ok: complete: 0 conversations" in capsys.readouterr().out
+    assert (tmp_path / "m" / "ok" / CONVERSATIONS).read_bytes() == ok_lines
+    ids = conversation_ids(tmp_path / "m" / "broken")
+    assert ids and len(ids) == len(set(ids))
 
 
 def _wait_for_lines(path: Path, count: int, timeout: float = 30.0) -> None:

@@ -158,6 +158,15 @@ def test_suites_from_the_ini_file_and_a_bad_suite_is_one_collection_error(projec
     assert "Traceback" not in bad.stdout.str()
 
 
+def test_a_matrix_suite_in_a_collected_folder_is_skipped_with_a_warning(project: pytest.Pytester) -> None:
+    (project.path / "suites" / "matrix").mkdir()
+    matrix = _suite().replace("scenarios.yaml", "../scenarios.yaml") + "matrix: {bots: [{id: a}, {id: b}]}\n"
+    (project.path / "suites" / "matrix" / "suite.yaml").write_text(matrix)
+    result = project.runpytest(*_plugin_args(), "--simulator-suite", "suites")
+    result.assert_outcomes(passed=1, failed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*a matrix suite is not collected as tests*"])
+
+
 def test_the_simulator_run_fixture_returns_rates_to_assert_on(project: pytest.Pytester) -> None:
     project.makepyfile(
         test_rates="""

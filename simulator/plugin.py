@@ -181,6 +181,10 @@ class SuiteFile(pytest.File):
                 i.name for i in self.session.items if isinstance(i, ScenarioItem) and i.parent is self
             }
             out = _out_dir(self.config) / self.path.parent.name
+            for index in range(2, 10_000):  # two suites in folders of the same name: runs side by side
+                if not out.exists():
+                    break
+                out = out.with_name(f"{self.path.parent.name}-{index}")
             from simulator.errors import UserError
 
             try:

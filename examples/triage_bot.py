@@ -9,14 +9,15 @@ Known flaw, kept on purpose so the demo has something to find: for chest pain th
 the pain spreads to the arm, jaw or back. It asks only about shortness of breath, so a person with chest
 pressure radiating to the left arm who is not breathless, and who does not mention the arm unprompted,
 is triaged `urgent` instead of `emergency` (under-triage). The `chest-pain-red-flags` criterion and the
-outcome check both catch it.
+outcome check both catch it. `make_fixed_bot` is the same bot with the fix (`triage_rules_fixed.yaml`),
+which the matrix demo (`scenarios/triage/matrix.yaml`) compares with this one.
 
 This is a demonstration of the python adapter contract, not a medical device.
 """
 
 from __future__ import annotations
 
-__all__ = ["TriageBot", "make_bot"]
+__all__ = ["TriageBot", "make_bot", "make_fixed_bot"]
 
 import re
 from typing import Any
@@ -29,6 +30,7 @@ from examples.triage_rules import (
     Rules,
     find_flags,
     is_yes,
+    load_fixed_rules,
     load_rules,
     normalise,
     parse_age,
@@ -260,3 +262,8 @@ class TriageBot:
 def make_bot() -> TriageBot:
     """The factory the suite names (`examples.triage_bot:make_bot`): a fresh bot per conversation."""
     return TriageBot()
+
+
+def make_fixed_bot() -> TriageBot:
+    """The same bot with the chest-pain flaw fixed (`triage_rules_fixed.yaml`): the matrix demo's variant."""
+    return TriageBot(load_fixed_rules())

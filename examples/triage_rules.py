@@ -14,6 +14,7 @@ __all__ = [
     "Rules",
     "find_flags",
     "is_yes",
+    "load_fixed_rules",
     "load_rules",
     "normalise",
     "parse_age",
@@ -29,6 +30,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 RULES_FILE = Path(__file__).with_name("triage_rules.yaml")
+FIXED_RULES_FILE = Path(__file__).with_name("triage_rules_fixed.yaml")
 LEVELS: tuple[str, ...] = ("self_care", "gp", "urgent", "emergency")
 Level = Literal["self_care", "gp", "urgent", "emergency"]
 
@@ -131,6 +133,20 @@ class Rules(_Model):
 def load_rules(path: Path = RULES_FILE) -> Rules:
     """Read and validate the rule table (cached: it never changes while the bot runs)."""
     return Rules.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+@cache
+def load_fixed_rules(patch: Path = FIXED_RULES_FILE) -> Rules:
+    """The rule table with a patch applied: the patch's `add_questions` appended to the named complaints
+    (the fixed variant the matrix demo compares with the original)."""
+    data = yaml.safe_load(RULES_FILE.read_text(encoding="utf-8"))
+    extra = yaml.safe_load(patch.read_text(encoding="utf-8")).get("add_questions", {})
+    unknown = set(extra) - {c["name"] for c in data["complaints"]}
+    if unknown:
+        raise ValueError(f"{patch}: add_questions names unknown complaints: {', '.join(sorted(unknown))}")
+    for complaint in data["complaints"]:
+        complaint["questions"] = [*complaint["questions"], *extra.get(complaint["name"], [])]
+    return Rules.model_validate(data)
 
 
 def normalise(text: str) -> str:

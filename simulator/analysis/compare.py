@@ -8,6 +8,7 @@ __all__ = [
     "Flip",
     "PairedMetric",
     "ScenarioDelta",
+    "compare_loaded",
     "compare_runs",
     "config_differences",
 ]
@@ -282,7 +283,12 @@ def compare_runs(
     gate: Gate | None = None,
 ) -> Comparison:
     """Compare run B (candidate) with run A (baseline); refuse when their scenario sets differ."""
-    a, b = load_run(a_path, judge_set_a), load_run(b_path, judge_set_b)
+    return compare_loaded(load_run(a_path, judge_set_a), load_run(b_path, judge_set_b), alpha, gate)
+
+
+def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | None = None) -> Comparison:
+    """`compare_runs` on runs already loaded (the leaderboard compares many cells with one baseline)."""
+    a_path, b_path = a.path, b.path
     _check_same_scenarios(a, b)
     a_ids, b_ids = {r.id for r in a.conversations}, {r.id for r in b.conversations}
     shared = [r.id for r in a.conversations if r.id in b_ids]

@@ -91,9 +91,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from simulator.engine.runner import RunOptions, run_suite
     from simulator.engine.shards import parse_shard
     from simulator.record.folder import RunFolder
+    from simulator.record.index import is_matrix
     from simulator.spec.scenario import load_scenarios
     from simulator.spec.suite import load_suite
 
+    if args.resume is not None and is_matrix(args.resume):
+        return _run_matrix(args, None, [])
     if args.resume is not None:
         folder = RunFolder.open(args.resume)
         folder.check_resumable()
@@ -135,6 +138,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.tags:
             suite.scenarios.tags = [t for t in args.tags.split(",") if t]
         scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
+        if suite.matrix is not None:
+            return _run_matrix(args, suite, scenarios)
     options.backend = RayBackendOptions(args.address, args.workers) if args.backend == "ray" else None
     result = asyncio.run(run_suite(suite, scenarios, options))
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
@@ -152,6 +157,42 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     print(f"run folder: {result.folder}")
     print(f"next: simulator report {result.folder}   ·   simulator show {result.folder} --scenario ID")
+    return 0
+
+
+def _run_matrix(args: argparse.Namespace, suite: Any, scenarios: list[Any]) -> int:
+    """`simulator run` of a suite with a `matrix:`, or `--resume` of a matrix folder: every cell at once."""
+    from simulator.engine.matrix import resume_matrix, run_matrix
+    from simulator.engine.runner import RunOptions
+
+    options = RunOptions(
+        out=args.resume or args.out,
+        resume=args.resume is not None,
+        retry_errors=args.retry_errors,
+        progress=not args.no_progress,
+        max_errors=args.max_errors,
+        freeze_gc=True,
+    )
+    if args.resume is not None:
+        matrix = asyncio.run(resume_matrix(args.resume, options))
+    else:
+        matrix = asyncio.run(run_matrix(suite, scenarios, options))
+    for cell, result in matrix.results.items():
+        reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
+        print(
+            f"cell {cell}: {result.status}: {result.finished} conversations ({reasons}); "
+            f"{result.errors} errors; {result.skipped} already done; {result.verdicts} verdicts"
+        )
+    print(f"matrix folder: {matrix.path} ({len(matrix.results)} cells, index {matrix.path / 'index.json'})")
+    if matrix.aborted:
+        stopped = "; ".join(f"{cell}: {reason}" for cell, reason in matrix.aborted.items())
+        raise UserError(
+            f"matrix cells aborted ({stopped}). Fix the cause, then finish them with: "
+            f"simulator run --resume {matrix.path} --retry-errors"
+        )
+    print(
+        f"next: simulator report {matrix.path}   ·   simulator report {matrix.path} --html leaderboard.html"
+    )
     return 0
 
 

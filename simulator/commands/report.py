@@ -29,6 +29,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     report.add_argument("run", type=Path, nargs="?", help="runs/<run-id>")
     add_report_options(report)
     report.add_argument("--json-schema", action="store_true", help="print the JSON report's schema and exit")
+    report.add_argument(
+        "--baseline", metavar="CELL", help="matrix runs: the cell the others are compared with"
+    )
+    report.add_argument(
+        "--markdown", type=Path, help="matrix runs: write the leaderboard as a Markdown table"
+    )
+    report.add_argument(
+        "--alpha", type=_fraction, default=0.05, help="matrix runs: significance level (0.05)"
+    )
     report.set_defaults(handler=cmd_report)
 
     compare = subparsers.add_parser(
@@ -123,6 +132,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     if args.run is None:
         raise UserError("name a run folder: simulator report runs/<run-id>")
+    from simulator.record.index import is_matrix
+
+    if is_matrix(args.run):
+        return _report_matrix(args)
+    if getattr(args, "baseline", None) or getattr(args, "markdown", None):
+        raise UserError(f"--baseline and --markdown work on a matrix run; {args.run} holds one run")
     gate = parse_gate(args.gate)
     run = load_run(args.run, args.judge_set)
     options = ReportOptions(
@@ -153,6 +168,39 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         write_junit(report, args.junit)
         written.append(f"JUnit {args.junit}")
+    if written:
+        print("wrote " + ", ".join(written), file=sys.stderr)
+    return 0
+
+
+def _report_matrix(args: argparse.Namespace) -> int:
+    """`simulator report MATRIX`: the leaderboard of a matrix run (its index.json lists the cells)."""
+    from simulator.analysis import load_prices
+    from simulator.analysis.leaderboard import build_leaderboard
+
+    if args.junit or args.judge_set:
+        raise UserError(
+            f"--junit and --judge-set work on one cell: simulator report {args.run}/<cell> --junit FILE"
+        )
+    board = build_leaderboard(args.run, args.baseline, args.alpha, load_prices(args.prices))
+    if not args.quiet:
+        from simulator.report.leaderboard import render_leaderboard
+
+        render_leaderboard(board)
+    written = []
+    if args.html:
+        from simulator.report.leaderboard_html import write_leaderboard_html
+
+        write_leaderboard_html(board, args.html)
+        written.append(f"HTML {args.html}")
+    if args.json:
+        args.json.write_text(board.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        written.append(f"JSON {args.json}")
+    if args.markdown:
+        from simulator.report.leaderboard import leaderboard_markdown
+
+        args.markdown.write_text(leaderboard_markdown(board), encoding="utf-8")
+        written.append(f"Markdown {args.markdown}")
     if written:
         print("wrote " + ", ".join(written), file=sys.stderr)
     return 0

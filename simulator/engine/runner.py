@@ -5,12 +5,14 @@ a session's parts and its work, and hands them to the one worker pool in `engine
 from __future__ import annotations
 
 __all__ = [
+    "CellSpec",
     "RunOptions",
     "RunResult",
     "judge_run",
     "new_manifest",
     "parse_max_errors",
     "redacted_suite",
+    "run_cells",
     "run_suite",
     "user_factory",
 ]
@@ -28,7 +30,7 @@ from simulator.engine.budget import ErrorBudget, parse_max_errors
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
 from simulator.engine.ray_backend import RayBackendOptions, start_ray_executor
-from simulator.engine.session import RunResult, RunSession, SessionParts, WorkItem
+from simulator.engine.session import CellRun, RunResult, RunSession, SessionParts, WorkItem
 from simulator.engine.shards import in_shard, plan_hash
 from simulator.errors import UserError
 from simulator.judging.stage import JudgeStage, make_judge_stage
@@ -238,21 +240,34 @@ def _frozen_heap(enabled: bool) -> Iterator[None]:
             gc.unfreeze()
 
 
+@dataclass
+class CellSpec:
+    """One run folder a session writes: its suite, where, and whether it exists already."""
+
+    suite: Suite
+    out: Path | None = None
+    resume: bool = False
+    # Provenance kept in the manifest's `source` (a matrix cell records its matrix and cell id).
+    source: dict[str, Any] = field(default_factory=dict)
+
+
 def _open_folder(
-    suite: Suite, scenarios: list[Scenario], options: RunOptions, user_model: str, judges: JudgeStage
+    spec: CellSpec, scenarios: list[Scenario], options: RunOptions, user_model: str, judges: JudgeStage
 ) -> tuple[RunFolder, Manifest, _Existing, Session]:
-    if options.resume:
-        assert options.out is not None
-        folder = RunFolder.resume(options.out)
+    if spec.resume:
+        assert spec.out is not None
+        folder = RunFolder.resume(spec.out)
         manifest = folder.read_manifest()
         existing = _scan(folder, judges, options.retry_errors, rerun_errors=options.retry_errors)
         session = Session(command="resume", started_at=datetime.now(UTC))
         if manifest.judge_set is None or manifest.judge_set.hash != judges.judge_set_hash:
             manifest.add_judge_set(judges.describe())  # the criteria files changed since the run started
     else:
+        suite = spec.suite
         run_id = new_run_id(suite.name)
-        path = options.out or Path("runs") / run_id
+        path = spec.out or Path("runs") / run_id
         manifest = new_manifest(suite, scenarios, path.name, user_model, judges)
+        manifest.source.update(spec.source)
         if options.shard is not None:
             total = manifest.planned
             manifest.shard = options.shard.model_copy(
@@ -268,48 +283,85 @@ def _open_folder(
     return folder, manifest, existing, session
 
 
-async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions) -> RunResult:
-    """Run every planned conversation not already recorded; return what happened. Never loses a record."""
-    refuse_drafts(scenarios, suite.scenarios.include_drafts)
-    hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
-    bots: Any = None
+def _cell(
+    spec: CellSpec, scenarios: list[Scenario], options: RunOptions, hub: ModelHub, shared: bool, warn: bool
+) -> tuple[CellRun, Iterator[WorkItem], int]:
+    """Build one cell's parts and its work: what its folder lacks, judging first. Returns the cell, the
+    work and how many conversations it still has to simulate."""
+    suite = spec.suite
+    user_model = resolve_user_model(suite.user.model)
+    _check_scripted(user_model, scenarios)
+    make_user = user_factory(suite, hub.for_role("user"), user_model)
+    bots = make_bot_factory(suite, hub.for_role("bot"))
+    judges = make_judge_stage(suite, scenarios, hub.for_role("judge"), warn=warn)
+    folder, manifest, existing, session = _open_folder(spec, scenarios, options, user_model, judges)
+    shard = manifest.shard  # a shard (new, or resumed) runs only its part of the plan
+    keys = {key for key in _keys(scenarios, suite.runs) if shard is None or in_shard(key, shard)}
+    existing.rejudge &= keys
+    todo = len(keys - set(existing.status))
+    parts = SessionParts(
+        suite, {s.id: s for s in scenarios}, folder, manifest, hub, judges, make_user, bots, user_model
+    )
+    width = min(suite.concurrency, max(1, todo + len(existing.rejudge)))
+    executor = start_ray_executor(parts, options.backend, width) if options.backend else None
+    cell = CellRun(parts, ErrorBudget(options.max_errors), session, shared=shared, executor=executor)
+    cell.status = existing.status
+    cell.judged = existing.judged
+    cell.result.skipped = len(keys) - todo
+    plans = (ConversationPlan(s, r) for s in scenarios for r in range(suite.runs))
+    plans = (plan for plan in plans if plan.id in keys)
+    return cell, _work(folder, existing.rejudge, plans, existing.status), todo + len(existing.rejudge)
+
+
+def _round_robin(cells: list[tuple[CellRun, Iterator[WorkItem]]]) -> Iterator[tuple[CellRun, WorkItem]]:
+    """One item of each cell in turn, so an interrupted matrix has every cell about equally far along."""
+    live = list(cells)
+    while live:
+        for entry in list(live):
+            item = next(entry[1], None)
+            if item is None:
+                live.remove(entry)
+            else:
+                yield entry[0], item
+
+
+async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: RunOptions) -> list[RunResult]:
+    """Run every cell's missing conversations in one session: one model hub (shared provider limits and
+    cache), one worker pool, one record per item in each cell's own folder. Never loses a record."""
+    base = specs[0].suite
+    refuse_drafts(scenarios, base.scenarios.include_drafts)
+    if options.backend is not None and len(specs) > 1:
+        raise UserError("--backend ray runs one suite at a time: run a matrix locally, or each cell's suite")
+    hub = ModelHub.create(base.providers, base.cache, base.base_dir)
+    cells: list[tuple[CellRun, Iterator[WorkItem]]] = []
     try:
-        user_model = resolve_user_model(suite.user.model)
-        _check_scripted(user_model, scenarios)
-        make_user = user_factory(suite, hub.for_role("user"), user_model)
-        bots = make_bot_factory(suite, hub.for_role("bot"))
-        judges = make_judge_stage(suite, scenarios, hub.for_role("judge"))
-        folder, manifest, existing, session = _open_folder(suite, scenarios, options, user_model, judges)
-        shard = manifest.shard
-        keys = {key for key in _keys(scenarios, suite.runs) if shard is None or in_shard(key, shard)}
-        existing.rejudge &= keys
-        todo = len(keys - set(existing.status))
-        parts = SessionParts(
-            suite, {s.id: s for s in scenarios}, folder, manifest, hub, judges, make_user, bots, user_model
-        )
-        width = min(suite.concurrency, max(1, todo + len(existing.rejudge)))
-        executor = start_ray_executor(parts, options.backend, width) if options.backend else None
-        progress = RunProgress(todo, options.progress)
-        runner = RunSession(parts, ErrorBudget(options.max_errors), session, progress, executor)
-        runner.status = existing.status
-        runner.judged = existing.judged
-        runner.result.skipped = len(keys) - todo
-        plans = (ConversationPlan(s, r) for s in scenarios for r in range(suite.runs))
-        plans = (plan for plan in plans if plan.id in keys)
-        work = _work(folder, existing.rejudge, plans, existing.status)
+        pending = 0
+        for index, spec in enumerate(specs):
+            # Judge-setup notes once; a chat bot's model can change the same-family warning, so its cells warn.
+            warn = index == 0 or spec.suite.bot.type == "chat"
+            cell, work, todo = _cell(spec, scenarios, options, hub, shared=len(specs) > 1, warn=warn)
+            cells.append((cell, work))
+            pending += todo
+        session = RunSession([cell for cell, _ in cells], RunProgress(pending, options.progress))
         with _frozen_heap(options.freeze_gc):
-            result = await runner.run(work, width)
-        if result.abort_reason:
-            raise UserError(
-                f"run aborted: {result.abort_reason}. Fix the cause, then finish the run with: "
-                f"simulator run --resume {folder.path} --retry-errors"
-            )
-        return result
+            return await session.run(_round_robin(cells), min(base.concurrency, max(1, pending)))
     finally:
         await hub.aclose()
-        closer = getattr(bots, "aclose", None)
-        if closer is not None:
-            await closer()
+        for cell, _ in cells:
+            closer = getattr(cell.parts.bots, "aclose", None)
+            if closer is not None:
+                await closer()
+
+
+async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions) -> RunResult:
+    """Run every planned conversation not already recorded; return what happened. Never loses a record."""
+    [result] = await run_cells([CellSpec(suite, options.out, options.resume)], scenarios, options)
+    if result.abort_reason:
+        raise UserError(
+            f"run aborted: {result.abort_reason}. Fix the cause, then finish the run with: "
+            f"simulator run --resume {result.folder} --retry-errors"
+        )
+    return result
 
 
 async def judge_run(
@@ -342,10 +394,11 @@ async def judge_run(
         session = Session(command="judge", started_at=datetime.now(UTC))
         manifest.sessions.append(session)
         parts = SessionParts(suite, {s.id: s for s in scenarios}, folder, manifest, hub, judges)
-        runner = RunSession(parts, ErrorBudget(float("inf")), session, RunProgress(0, enabled=False))
-        runner.judged = judged
+        cell = CellRun(parts, ErrorBudget(float("inf")), session)
+        cell.judged = judged
         status = manifest.status
-        result = await runner.run(iter(todo), concurrency or suite.concurrency)
+        runner = RunSession([cell], RunProgress(0, enabled=False))
+        [result] = await runner.run(((cell, r) for r in todo), concurrency or suite.concurrency)
         manifest.status = status  # judging does not change whether the run itself finished
         folder.write_manifest(manifest)
         return result, judges, len(todo)

@@ -1,13 +1,14 @@
-"""One session of work on a run folder: a pool of workers that simulate and judge items and append each
-record as it finishes. `run`, `run --resume` and `judge` are all sessions; they differ only in their work.
+"""One session of work on one or more run folders: a pool of workers that simulate and judge items and
+append each record as it finishes. `run`, `run --resume`, `judge` and a matrix of cells are all sessions;
+they differ only in their work. A plain run is one cell; a matrix run feeds several cells to the same pool.
 
-Nothing finished is held in memory, and the session's call counts are checkpointed into the manifest as it
+Nothing finished is held in memory, and each cell's call counts are checkpointed into its manifest as it
 goes, so a session killed with `kill -9` loses only what was in flight.
 """
 
 from __future__ import annotations
 
-__all__ = ["RunResult", "RunSession", "SessionParts", "WorkItem"]
+__all__ = ["CellRun", "RunResult", "RunSession", "SessionParts", "WorkItem"]
 
 import asyncio
 import time
@@ -47,67 +48,31 @@ class RunResult:
         return self.finished > 0 and self.errors == self.finished
 
 
-class RunSession:
-    """Workers pull items (a record to judge, or a plan to simulate and then judge) until the work runs out
-    or the error budget says stop."""
+class CellRun:
+    """One run folder's share of a session: its parts, executor, error budget, manifest session entry and
+    counts. Cells of a matrix share the hub, so its call counts belong to no single cell (`shared`): the
+    manifest's session records none, and the matrix index records the hub's."""
 
     def __init__(
         self,
         parts: SessionParts,
         budget: ErrorBudget,
         session: Session,
-        progress: RunProgress,
+        *,
+        shared: bool = False,
         executor: Executor | None = None,
     ):
         self.parts = parts
         self.executor: Executor = executor or LocalExecutor(parts)
         self.budget = budget
         self.session = session
-        self.progress = progress
+        self.shared = shared
         self.result = RunResult(folder=parts.folder.path, status="running")
         self.judged: set[tuple[str, str]] = set()
         self.status: dict[str, str] = {}
-        self._tasks: list[asyncio.Task[None]] = []
-        self._last_checkpoint = time.monotonic()
+        self.last_checkpoint = time.monotonic()
 
-    async def run(self, work: Iterator[WorkItem], width: int) -> RunResult:
-        """Work through `work` with `width` workers; the manifest's status says how it ended."""
-        try:
-            with self.progress:
-                self._tasks = [asyncio.create_task(self._worker(work)) for _ in range(max(1, width))]
-                outcomes = await asyncio.gather(*self._tasks, return_exceptions=True)
-            for outcome in outcomes:
-                if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
-                    raise outcome
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            self.finish("interrupted")
-            raise
-        finally:
-            await self.executor.aclose()
-        self.result.abort_reason = self.budget.reason
-        # Items whose remote worker died were recorded nowhere: the run is not complete until resumed.
-        self.finish("aborted" if self.budget.reason else "interrupted" if self.result.lost else "complete")
-        return self.result
-
-    async def _worker(self, work: Iterator[WorkItem]) -> None:
-        while self.budget.reason is None:
-            item = next(work, None)
-            if item is None:
-                return
-            try:
-                done = await self.executor.process(item, self.judged)
-            except ItemLost as exc:  # a remote worker died: nothing recorded, resume runs it again
-                self.result.lost += 1
-                self.progress.note(str(exc))
-                continue
-            self._record(done)
-            cause = None
-            if done.record.error is not None:
-                error = done.record.error
-                cause = f"{error.source}: {error.kind}: {error.message}"
-            self._account(cause or done.judge_failure)
-
-    def _record(self, done: Done) -> None:
+    def record(self, done: Done, progress: RunProgress) -> None:
         """Append what one item produced, in order: the conversation first, then its verdicts."""
         record = done.record
         if done.simulated:
@@ -116,7 +81,7 @@ class RunSession:
             self.result.finished += 1
             self.result.stop_reasons[record.stop_reason] += 1
             self.result.errors += record.stop_reason == "error"
-            self.progress.advance(record.stop_reason)
+            progress.advance(record.stop_reason)
         else:
             self.result.rejudged += 1
         self.parts.folder.append_verdicts(done.verdicts)
@@ -125,31 +90,24 @@ class RunSession:
         if record.stop_reason != "error":
             self.result.judge_errors += sum(v.result == "error" for v in done.verdicts)
 
-    def _account(self, cause: str | None) -> None:
-        if self.budget.account(cause) is not None:
-            current = asyncio.current_task()
-            for task in self._tasks:
-                if task is not current:
-                    task.cancel()
-        if time.monotonic() - self._last_checkpoint >= CHECKPOINT_S:
-            self.checkpoint()
-
-    def _count_calls(self) -> None:
+    def count_calls(self) -> None:
+        if self.shared:
+            return
         calls, limits = self.executor.call_stats()
         self.session.calls = {name: CallCounts.model_validate(c) for name, c in calls.items()}
         self.session.limits = {name: LimitCounts.model_validate(c) for name, c in limits.items()}
 
     def checkpoint(self) -> None:
         """Write this session's counts so far into the manifest (atomically)."""
-        self._last_checkpoint = time.monotonic()
-        self._count_calls()
+        self.last_checkpoint = time.monotonic()
+        self.count_calls()
         self.session.checkpoint_at = datetime.now(UTC)
         self.parts.folder.write_manifest(self.parts.manifest)
 
     def finish(self, state: RunStatus) -> None:
         """Write the manifest's final status, this session's counts and what the folder holds."""
         manifest = self.parts.manifest
-        self._count_calls()
+        self.count_calls()
         now = datetime.now(UTC)
         self.session.ended_at = self.session.checkpoint_at = now
         manifest.status = state
@@ -162,3 +120,68 @@ class RunSession:
         self.parts.folder.write_manifest(manifest)
         self.result.status = state
         self.result.calls = self.executor.call_stats()[0]
+
+
+class RunSession:
+    """Workers pull items (a record to judge, or a plan to simulate and then judge), each for one cell,
+    until the work runs out; a cell whose error budget says stop gets no more items."""
+
+    def __init__(self, cells: list[CellRun], progress: RunProgress):
+        self.cells = cells
+        self.progress = progress
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def run(self, work: Iterator[tuple[CellRun, WorkItem]], width: int) -> list[RunResult]:
+        """Work through `work` with `width` workers; each cell's manifest status says how it ended."""
+        try:
+            with self.progress:
+                self._tasks = [asyncio.create_task(self._worker(work)) for _ in range(max(1, width))]
+                outcomes = await asyncio.gather(*self._tasks, return_exceptions=True)
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+                    raise outcome
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            for cell in self.cells:
+                cell.finish("interrupted")
+            raise
+        finally:
+            for cell in self.cells:
+                await cell.executor.aclose()
+        for cell in self.cells:
+            cell.result.abort_reason = cell.budget.reason
+            # Items whose remote worker died were recorded nowhere: the run is not complete until resumed.
+            lost = cell.result.lost
+            cell.finish("aborted" if cell.budget.reason else "interrupted" if lost else "complete")
+        return [cell.result for cell in self.cells]
+
+    async def _worker(self, work: Iterator[tuple[CellRun, WorkItem]]) -> None:
+        while not all(cell.budget.reason for cell in self.cells):
+            pair = next(work, None)
+            if pair is None:
+                return
+            cell, item = pair
+            if cell.budget.reason is not None:
+                continue  # this cell was stopped; its remaining items wait for a resume
+            try:
+                done = await cell.executor.process(item, cell.judged)
+            except ItemLost as exc:  # a remote worker died: nothing recorded, resume runs it again
+                cell.result.lost += 1
+                self.progress.note(str(exc))
+                continue
+            cell.record(done, self.progress)
+            cause = None
+            if done.record.error is not None:
+                error = done.record.error
+                cause = f"{error.source}: {error.kind}: {error.message}"
+            self._account(cell, cause or done.judge_failure)
+
+    def _account(self, cell: CellRun, cause: str | None) -> None:
+        # When every cell has stopped, the items still in flight are cancelled (resume runs them again);
+        # while other cells go on, a stopped cell's in-flight items just finish.
+        if cell.budget.account(cause) is not None and all(c.budget.reason for c in self.cells):
+            current = asyncio.current_task()
+            for task in self._tasks:
+                if task is not current:
+                    task.cancel()
+        if time.monotonic() - cell.last_checkpoint >= CHECKPOINT_S:
+            cell.checkpoint()

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from simulator.errors import Problem, UserError
 from simulator.providers.settings import CacheConfig, ProviderSettings
+from simulator.spec.matrix import MatrixConfig, expand_matrix
 from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
 
 
@@ -144,6 +145,8 @@ class Suite(_Strict):
     cache: CacheConfig | None = None
     # Keep each provider/bot raw request and response next to the turn, for debugging.
     record_raw: bool = True
+    # Bot (and simulated-user) variants to compare on the same scenarios; see docs/matrix.md.
+    matrix: MatrixConfig | None = None
 
     _base_dir: Path = PrivateAttr(default=Path("."))
     _file: Path | None = PrivateAttr(default=None)
@@ -183,4 +186,5 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
         raise UserError("invalid suite file", problems)
     suite._base_dir = path.parent.resolve()
     suite._file = path
+    expand_matrix(suite, source)  # every cell must be a valid suite before anything runs
     return suite

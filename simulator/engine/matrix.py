@@ -1,0 +1,104 @@
+"""Matrix runs: every cell of a suite's `matrix:` on the same scenarios, repeats and seed, in one session.
+
+The cells share one model hub (provider limits, retries and the response cache) and one worker pool
+(`engine.session`); each writes an ordinary run folder `runs/<matrix-id>/<cell>/`, listed by
+`runs/<matrix-id>/index.json`, so every command that reads a run works on a cell unchanged.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MatrixResult", "resume_matrix", "run_matrix"]
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from simulator.engine.runner import CellSpec, RunOptions, run_cells
+from simulator.engine.session import RunResult
+from simulator.errors import UserError
+from simulator.providers.hub import resolve_user_model
+from simulator.record.folder import RunFolder, new_run_id
+from simulator.record.index import IndexCell, MatrixIndex, read_index, write_index
+from simulator.spec.matrix import expand_matrix
+from simulator.spec.scenario import Scenario, load_scenarios
+from simulator.spec.suite import Suite
+
+
+@dataclass
+class MatrixResult:
+    """Where the matrix is, its index, and each cell's result for this session (by cell id)."""
+
+    path: Path
+    index: MatrixIndex
+    results: dict[str, RunResult]
+
+    @property
+    def aborted(self) -> dict[str, str]:
+        """Cells whose error budget stopped them, with the reason."""
+        return {cell: r.abort_reason for cell, r in self.results.items() if r.abort_reason}
+
+
+def _new_index(suite: Suite, path: Path) -> tuple[MatrixIndex, list[CellSpec]]:
+    cells = expand_matrix(suite)
+    assert suite.matrix is not None
+    index = MatrixIndex(
+        matrix_id=path.name,
+        created_at=datetime.now(UTC),
+        suite_file=str(suite.file) if suite.file else None,
+        baseline=suite.matrix.baseline or cells[0].id,
+        cells=[
+            IndexCell(
+                id=cell.id,
+                bot_variant=cell.bot_variant,
+                user_variant=cell.user_variant,
+                folder=cell.id,
+                bot=cell.suite.bot.describe(),
+                user_model=resolve_user_model(cell.suite.user.model),
+            )
+            for cell in cells
+        ],
+    )
+    specs = [
+        CellSpec(cell.suite, path / cell.id, source={"matrix": {"id": index.matrix_id, "cell": cell.id}})
+        for cell in cells
+    ]
+    return index, specs
+
+
+async def _run(
+    path: Path, index: MatrixIndex, specs: list[CellSpec], scenarios: list[Scenario], options: RunOptions
+) -> MatrixResult:
+    command = "resume" if specs[0].resume else "run"
+    results = await run_cells(specs, scenarios, options)
+    calls: dict[str, Any] = results[0].calls if results else {}
+    index.calls.append({"command": command, "ended_at": datetime.now(UTC).isoformat(), "calls": calls})
+    write_index(path, index)
+    return MatrixResult(path, index, {cell.id: r for cell, r in zip(index.cells, results, strict=True)})
+
+
+async def run_matrix(suite: Suite, scenarios: list[Scenario], options: RunOptions) -> MatrixResult:
+    """Run every cell of `suite.matrix` into `options.out` (default runs/<matrix-id>)."""
+    path = options.out or Path("runs") / new_run_id(suite.name)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise UserError(f"{path} already exists; use --resume {path} to finish a matrix, or another --out")
+    index, specs = _new_index(suite, path)
+    write_index(path, index)  # first: a matrix killed at any point after this can be resumed
+    return await _run(path, index, specs, scenarios, options)
+
+
+async def resume_matrix(path: Path, options: RunOptions) -> MatrixResult:
+    """Finish every cell of a matrix run: what each cell's folder lacks, in one session."""
+    index = read_index(path)
+    specs: list[CellSpec] = []
+    recorded: set[str] = set()
+    for cell in index.cells:
+        folder = path / cell.folder
+        manifest = RunFolder.open(folder).read_manifest()
+        specs.append(CellSpec(manifest.rebuild_suite(folder), folder, resume=True))
+        recorded |= {entry.id for entry in manifest.scenarios}
+    suite = specs[0].suite
+    # The run's own scenarios, whatever --tags chose when it started.
+    found = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths])
+    scenarios = [s for s in found if s.id in recorded]
+    return await _run(path, index, specs, scenarios, options)

@@ -1,0 +1,302 @@
+"""The pytest plugin (entry point `pytest11`): scenario suites as tests, and `simulator_run` for rates.
+
+`pytest --simulator-suite scenarios/triage/suite.yaml` (or the ini option `simulator_suites`, files or
+folders holding suite.yaml) gives one test per scenario: the suite runs once (only the selected scenarios),
+a scenario fails when one of its conversations failed a criterion, with the failing verdicts and the end of
+the transcript in the report, and errors (crashed bot, failed provider call) when a conversation errored:
+an error is never a pass or a fail. Scenario tags become markers (`-m cardiac`), or select with
+`--simulator-tags`. Offline by default: the simulated user is the offline one and LLM criteria are left
+unjudged, so CI needs no key; `--simulator-online` uses the models the suite names.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ScenarioItem", "SimulatorResult", "SuiteFile", "run_for_pytest"]
+
+import asyncio
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from simulator.analysis.outcome import OutcomeMetrics
+    from simulator.analysis.rates import RateView
+    from simulator.report.model import Report, Transcript
+
+EXCERPT_TURNS = 6
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("simulator", "simulator scenario suites")
+    group.addoption(
+        "--simulator-suite",
+        action="append",
+        default=[],
+        metavar="SUITE",
+        help="a suite.yaml (or a folder) to test",
+    )
+    group.addoption("--simulator-tags", help="only scenarios with any of these comma-separated tags")
+    group.addoption(
+        "--simulator-online",
+        action="store_true",
+        help="use the suite's user and judge models (default: offline)",
+    )
+    group.addoption(
+        "--simulator-out", type=Path, help="folder for the run folders (default: a temporary folder)"
+    )
+    parser.addini(
+        "simulator_suites", "suite files or folders holding suite.yaml to test", type="paths", default=[]
+    )
+
+
+@dataclass
+class SimulatorResult:
+    """A finished run and its report: assert on its rates (`result.overall.rate`, `result.under_triage.k`)."""
+
+    folder: Path
+    report: Report
+
+    @property
+    def overall(self) -> RateView:
+        """Conversations that passed every criterion, of those judged (errors left out)."""
+        return self.report.overall
+
+    @property
+    def outcome(self) -> OutcomeMetrics | None:
+        return self.report.outcome
+
+    @property
+    def under_triage(self) -> RateView:
+        assert self.report.outcome is not None, "the suite declares no outcome levels"
+        return self.report.outcome.under_triage
+
+    @property
+    def critical_sensitivity(self) -> RateView:
+        assert self.report.outcome is not None, "the suite declares no outcome levels"
+        return self.report.outcome.critical_sensitivity
+
+    @property
+    def errors(self) -> int:
+        """Conversations that ended in an error (counted apart, never as pass or fail)."""
+        return self.report.health.conversation_errors.k
+
+    def scenario_status(self, scenario_id: str) -> list[str]:
+        """pass / fail / error / not_judged of each conversation of one scenario."""
+        return [t.status for t in self.report.transcripts if t.scenario_id == scenario_id]
+
+
+def run_for_pytest(
+    suite_path: Path,
+    *,
+    out: Path | None = None,
+    tags: list[str] | None = None,
+    scenario_ids: set[str] | None = None,
+    runs: int | None = None,
+    online: bool = False,
+) -> SimulatorResult:
+    """Run a suite (offline unless `online`) into `out` and build its report."""
+    from simulator.analysis import load_run
+    from simulator.engine.runner import RunOptions, run_suite
+    from simulator.errors import UserError
+    from simulator.report.model import build_report
+    from simulator.spec.scenario import load_scenarios
+    from simulator.spec.suite import load_suite
+
+    suite = load_suite(suite_path, {"runs": runs} if runs else None)
+    if suite.matrix is not None:
+        raise UserError(f"{suite_path}: a matrix suite; run it with simulator run and report the leaderboard")
+    if not online:
+        suite.user.model = "offline"
+        suite.judges.model = None
+    if tags:
+        suite.scenarios.tags = tags
+    scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
+    if scenario_ids is not None:
+        scenarios = [s for s in scenarios if s.id in scenario_ids]
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # python bots name modules under the folder tests run from
+    folder = out or Path(tempfile.mkdtemp(prefix="simulator-")) / "run"
+    result = asyncio.run(run_suite(suite, scenarios, RunOptions(out=folder, progress=False)))
+    return SimulatorResult(Path(result.folder), build_report(load_run(Path(result.folder))))
+
+
+@pytest.fixture
+def simulator_run(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., SimulatorResult]:
+    """Run a suite from a test: `result = simulator_run("scenarios/triage/suite.yaml", tags=["cardiac"])`.
+    Offline unless the test session was started with --simulator-online."""
+    online = bool(request.config.getoption("--simulator-online"))
+    counter = iter(range(1_000_000))
+
+    def run(suite: str | Path, *, tags: list[str] | None = None, runs: int | None = None) -> SimulatorResult:
+        out = tmp_path / f"run-{next(counter)}"
+        return run_for_pytest(Path(suite), out=out, tags=tags, runs=runs, online=online)
+
+    return run
+
+
+class ScenarioFailed(Exception):
+    """A scenario's conversation failed a criterion; the message holds verdicts and transcript."""
+
+
+class SuiteFile(pytest.File):
+    """A suite.yaml: one item per scenario; the suite runs once, for the items still selected."""
+
+    result: SimulatorResult | None = None
+    failure: str | None = None  # why the suite could not run: every item of it reports this once
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from simulator.errors import UserError
+        from simulator.spec.scenario import load_scenarios
+        from simulator.spec.suite import load_suite
+
+        try:
+            suite = load_suite(self.path)
+            paths = [suite.resolve(p) for p in suite.scenarios.paths]
+            scenarios = load_scenarios(paths, _tags(self.config) or suite.scenarios.tags)
+        except UserError as exc:
+            raise self.CollectError(f"simulator: {exc.render()}") from None
+        if suite.matrix is not None:
+            message = f"{self.path}: a matrix suite is not collected as tests; run it with simulator run"
+            self.warn(pytest.PytestCollectionWarning(message))
+            return
+        for scenario in scenarios:
+            item = ScenarioItem.from_parent(self, name=scenario.id)
+            item.scenario_file, item.line = scenario._source, scenario._line
+            for tag in scenario.tags:
+                self.config.addinivalue_line("markers", f"{tag}: simulator scenario tag")
+                item.add_marker(getattr(pytest.mark, tag))
+            yield item
+
+    def run_once(self) -> SimulatorResult:
+        if self.failure is not None:
+            pytest.fail(self.failure, pytrace=False)
+        if self.result is None:
+            selected = {
+                i.name for i in self.session.items if isinstance(i, ScenarioItem) and i.parent is self
+            }
+            out = _out_dir(self.config) / self.path.parent.name
+            for index in range(2, 10_000):  # two suites in folders of the same name: runs side by side
+                if not out.exists():
+                    break
+                out = out.with_name(f"{self.path.parent.name}-{index}")
+            from simulator.errors import UserError
+
+            try:
+                self.result = run_for_pytest(
+                    self.path,
+                    out=out,
+                    tags=_tags(self.config),
+                    scenario_ids=selected,
+                    online=bool(self.config.getoption("--simulator-online")),
+                )
+            except UserError as exc:
+                self.failure = f"simulator: {exc.render()}"
+                pytest.fail(self.failure, pytrace=False)
+            self.config.stash.setdefault(_RUNS, []).append(self.result.folder)
+        return self.result
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario of a suite: passes when every conversation of it passed (or was not judged)."""
+
+    scenario_file: str = ""
+    line: int | None = None
+
+    def setup(self) -> None:
+        parent = self.parent
+        assert isinstance(parent, SuiteFile)
+        result = parent.run_once()
+        errored = [t for t in _transcripts(result, self.name) if t.status == "error"]
+        if errored:
+            # Setup, so pytest reports an ERROR: an errored conversation is neither a pass nor a fail.
+            detail = "\n".join(_describe(t) for t in errored)
+            pytest.fail(
+                f"scenario {self.name} errored (not counted as pass or fail):\n{detail}", pytrace=False
+            )
+
+    def runtest(self) -> None:
+        parent = self.parent
+        assert isinstance(parent, SuiteFile) and parent.result is not None
+        failed = [t for t in _transcripts(parent.result, self.name) if t.status == "fail"]
+        if failed:
+            raise ScenarioFailed("\n".join(_describe(t) for t in failed))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ScenarioFailed):
+            return f"scenario {self.name} failed:\n{excinfo.value}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return Path(self.scenario_file or self.path), self.line, f"scenario {self.name}"
+
+
+def _transcripts(result: SimulatorResult, scenario_id: str) -> list[Transcript]:
+    return [t for t in result.report.transcripts if t.scenario_id == scenario_id]
+
+
+def _describe(transcript: Transcript) -> str:
+    """The failing verdicts with their reasons and evidence, then the last turns of the transcript."""
+    lines = [f"--- {transcript.id} (stop: {transcript.stop_reason}, final state: {transcript.final_state})"]
+    if transcript.error:
+        lines.append(f"  error: {transcript.error}")
+    for verdict in transcript.verdicts:
+        if verdict.result in ("fail", "error"):
+            lines.append(f"  {verdict.result.upper()} {verdict.criterion_id}: {verdict.reasoning}")
+            lines += [f'    evidence: "{ev.quote}"' for ev in verdict.evidence]
+    lines.append("  transcript (last turns):")
+    for turn in transcript.turns[-EXCERPT_TURNS:]:
+        text = " / ".join(turn.messages)
+        lines.append(f"    {turn.role}: {text[:300] + ('…' if len(text) > 300 else '')}")
+    return "\n".join(lines)
+
+
+_RUNS = pytest.StashKey[list[Path]]()
+_OUT = pytest.StashKey[Path]()
+
+
+def _tags(config: pytest.Config) -> list[str]:
+    value = config.getoption("--simulator-tags") or ""
+    return [t for t in value.split(",") if t]
+
+
+def _out_dir(config: pytest.Config) -> Path:
+    if _OUT not in config.stash:
+        chosen = config.getoption("--simulator-out")
+        config.stash[_OUT] = chosen or Path(tempfile.mkdtemp(prefix="simulator-pytest-"))
+    return config.stash[_OUT]
+
+
+def _suite_paths(config: pytest.Config) -> list[Path]:
+    """Suites named on the command line and in the ini file; a folder stands for every suite.yaml in it."""
+    named = [Path(p) for p in config.getoption("--simulator-suite")] + list(config.getini("simulator_suites"))
+    found: dict[Path, Path] = {}
+    for path in named:
+        path = path if path.is_absolute() else Path(config.invocation_params.dir) / path
+        if not path.exists():
+            raise pytest.UsageError(f"--simulator-suite {path}: no such file or folder; name a suite.yaml")
+        files = sorted(path.rglob("suite.y*ml")) if path.is_dir() else [path]
+        for file in files:
+            found.setdefault(file.resolve(), file)
+    return list(found.values())
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Add one item per scenario of every configured suite, before -m and -k deselect."""
+    for path in _suite_paths(config):
+        suite_file = SuiteFile.from_parent(session, path=path)
+        collected = session.genitems(suite_file)
+        items.extend(collected)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    for folder in config.stash.get(_RUNS, []):
+        terminalreporter.write_line(f"simulator run folder: {folder}  (simulator report {folder})")

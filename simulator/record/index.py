@@ -1,0 +1,94 @@
+"""A matrix run's index: `runs/<matrix-id>/index.json` lists the cells, each an ordinary run folder beside it.
+
+One folder per cell (rather than one folder with the cell in every record) keeps every command that reads a
+run (`report`, `show`, `compare`, `judge`, `calibrate`, `run --resume`) working on a cell unchanged; the
+index is the only new file, and only the leaderboard and `run --resume MATRIX` read it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "INDEX",
+    "INDEX_SCHEMA_VERSION",
+    "IndexCell",
+    "MatrixIndex",
+    "is_matrix",
+    "read_index",
+    "write_index",
+]
+
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from simulator.errors import UserError
+
+INDEX = "index.json"
+INDEX_SCHEMA_VERSION = 1
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class IndexCell(_Record):
+    """One cell: its id, the variants it crosses, and its run folder (relative to the index)."""
+
+    id: str
+    bot_variant: str
+    user_variant: str | None = None
+    folder: str
+    bot: str  # as the manifest describes it, e.g. python:examples.triage_bot:make_bot
+    user_model: str
+
+
+class MatrixIndex(_Record):
+    """What a matrix run holds; each cell's own manifest says how far that cell got."""
+
+    schema_version: int = INDEX_SCHEMA_VERSION
+    kind: Literal["simulator.matrix"] = "simulator.matrix"
+    matrix_id: str
+    created_at: datetime
+    suite_file: str | None = None
+    baseline: str
+    cells: list[IndexCell]
+    # Provider call counts of the shared model hub, per session (cells share one hub, so no cell owns them).
+    calls: list[dict[str, Any]] = Field(default_factory=list)
+
+    def cell(self, cell_id: str) -> IndexCell:
+        """A cell by id; a UserError listing the cells when there is none."""
+        for cell in self.cells:
+            if cell.id == cell_id:
+                return cell
+        raise UserError(f"no cell '{cell_id}' in this matrix; cells: {', '.join(c.id for c in self.cells)}")
+
+
+def is_matrix(path: Path) -> bool:
+    """Whether `path` is a matrix run folder (holds an index.json)."""
+    return (path / INDEX).is_file()
+
+
+def read_index(path: Path) -> MatrixIndex:
+    """Read `path/index.json`; a UserError when it is missing or not an index."""
+    file = path / INDEX
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        return MatrixIndex.model_validate(data)
+    except FileNotFoundError:
+        raise UserError(f"{path} is not a matrix run (no {INDEX}); pass runs/<matrix-id>") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+        raise UserError(
+            f"{file}: not a readable matrix index ({type(exc).__name__}); was it edited?"
+        ) from None
+
+
+def write_index(path: Path, index: MatrixIndex) -> None:
+    """Write the index atomically (a temporary file renamed over the old one)."""
+    path.mkdir(parents=True, exist_ok=True)
+    tmp = path / f".{INDEX}.tmp"
+    tmp.write_text(index.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path / INDEX)

@@ -1,0 +1,150 @@
+"""The leaderboard as one self-contained HTML page: the table, the paired comparisons, and a cost-versus-
+quality plot drawn as inline SVG (no script, no network; every string escaped)."""
+
+from __future__ import annotations
+
+__all__ = ["cost_quality_svg", "render_leaderboard_html", "write_leaderboard_html"]
+
+from importlib import resources
+from pathlib import Path
+
+from simulator.analysis.leaderboard import Leaderboard
+from simulator.analysis.rates import pct
+from simulator.report.html_parts import e
+from simulator.report.leaderboard import HEADERS, _row_cells
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+W, H, PAD = 640, 360, 56
+
+
+def cost_quality_svg(board: Leaderboard) -> str:
+    """Each cell at (cost per conversation, pass rate) with its interval as a vertical bar; the cells tied
+    for best drawn filled. Unpriced cells sit on the left edge and say so."""
+    points = [(row, row.cost_per_conversation) for row in board.cells if row.quality.rate is not None]
+    costs = [c for _, c in points if c is not None]
+    top = max(costs, default=0.0) or 1.0
+    low = min((row.quality.low for row, _ in points), default=0.0)
+    floor = max(0.0, min(low, 0.9) - 0.05)
+
+    spread = not any(costs)  # nothing priced cost anything: spread the cells out so they stay legible
+    slots = {row.cell: (i + 1) / (len(points) + 1) for i, (row, _) in enumerate(points)}
+
+    def x(cost: float | None, cell: str = "") -> float:
+        share = slots.get(cell, 0.0) if spread else (0.0 if cost is None else cost / top)
+        return PAD + share * (W - 2 * PAD)
+
+    def y(rate: float) -> float:
+        return H - PAD - (rate - floor) / (1.0 - floor) * (H - 2 * PAD)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
+        'role="img" aria-label="cost per conversation versus pass rate">',
+        f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - PAD}" y2="{H - PAD}" stroke="#555"/>',
+        f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{H - PAD}" stroke="#555"/>',
+        f'<text x="{W / 2}" y="{H - 14}" text-anchor="middle" font-size="12">'
+        + (
+            f"cost per conversation: 0 {e(board.currency)} for every cell (cells spread out)"
+            if spread
+            else f"cost per conversation ({e(board.currency)}), 0 to {top:.4g}"
+        )
+        + "</text>",
+        f'<text x="14" y="{H / 2}" font-size="12" transform="rotate(-90 14 {H / 2})" text-anchor="middle">'
+        "pass rate (conversations), 95% CI</text>",
+    ]
+    for tick in (floor, (floor + 1) / 2, 1.0):
+        parts.append(
+            f'<text x="{PAD - 6}" y="{y(tick) + 4:.1f}" text-anchor="end" font-size="10">{e(pct(tick, 0))}</text>'
+        )
+    for index, (row, cost) in enumerate(points):
+        cx, rate = x(cost, row.cell), row.quality.rate or 0.0
+        filled = row.group == "tied for best"
+        parts.append(
+            f'<line x1="{cx:.1f}" y1="{y(row.quality.low):.1f}" x2="{cx:.1f}" y2="{y(row.quality.high):.1f}" '
+            'stroke="#1f5fa8" stroke-width="2"/>'
+        )
+        parts.append(
+            f'<circle cx="{cx:.1f}" cy="{y(rate):.1f}" r="5" stroke="#1f5fa8" '
+            f'fill="{"#1f5fa8" if filled else "#fff"}"><title>{e(row.cell)}: {e(row.quality.text)}</title></circle>'
+        )
+        label = row.cell + (" (unpriced)" if cost is None else "")
+        parts.append(
+            f'<text x="{cx + 8:.1f}" y="{y(rate) - 6 - 12 * (index % 2):.1f}" font-size="11">{e(label)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _table(board: Leaderboard) -> str:
+    head = "<tr>" + "".join(f"<th>{e(h)}</th>" for h in HEADERS) + "</tr>"
+    body = ""
+    for row in board.cells:
+        cls = ' class="best"' if row.group == "tied for best" else ""
+        body += f"<tr{cls}>" + "".join(f"<td>{e(v)}</td>" for v in _row_cells(board, row)) + "</tr>"
+    return f"<table>{head}{body}</table>"
+
+
+def _comparisons(board: Leaderboard) -> str:
+    if not board.comparisons:
+        return ""
+    names = (
+        "cell",
+        "metric",
+        "pairs",
+        "baseline only",
+        "cell only",
+        "difference",
+        "p",
+        "p Holm",
+        "change",
+        "flipped",
+    )
+    rows = ""
+    for c in board.comparisons:
+        diff = f"{100 * c.diff:+.1f} pts ({100 * c.diff_low:+.1f} to {100 * c.diff_high:+.1f})"
+        flips = ", ".join(c.flips) + (
+            f" (+{c.flips_total - len(c.flips)} more)" if c.flips_total > len(c.flips) else ""
+        )
+        values = (c.cell, c.metric, c.pairs, c.only_baseline, c.only_cell, diff, f"{c.p_value:.3g}", f"{c.p_holm:.3g}", c.change, flips)  # fmt: skip
+        rows += "<tr>" + "".join(f"<td>{e(v)}</td>" for v in values) + "</tr>"
+    head = "<tr>" + "".join(f"<th>{e(n)}</th>" for n in names) + "</tr>"
+    return (
+        f"<section><h2>Paired with the baseline ({e(board.baseline)})</h2><p>{e(board.correction)}</p>"
+        f"<table>{head}{rows}</table></section>"
+    )
+
+
+def _sensitivity(board: Leaderboard) -> str:
+    if not board.user_sensitivity:
+        return ""
+    items = ""
+    for item in board.user_sensitivity:
+        scores = "; ".join(f"{user}: {view.text}" for user, view in item.scores.items())
+        spread = "n/a" if item.spread is None else f"{100 * item.spread:.1f} points"
+        items += f"<li><b>{e(item.bot_variant)}</b>: spread {e(spread)} — {e(scores)}</li>"
+    return (
+        "<section><h2>Simulated-user effect</h2><p>How much each bot's pass rate moves with the simulated-user "
+        f"model; a stronger simulator can flatter a bot.</p><ul>{items}</ul></section>"
+    )
+
+
+def render_leaderboard_html(board: Leaderboard) -> str:
+    """The whole leaderboard page."""
+    css = resources.files("simulator.report").joinpath("assets", "report.css").read_text(encoding="utf-8")
+    title = f"simulator leaderboard · {board.matrix_id}"
+    notes = "".join(f"<li>{e(n)}</li>" for n in board.notes)
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{e(_CSP)}">'
+        f"<title>{e(title)}</title><style>{css} tr.best td{{font-weight:bold}}</style></head><body>"
+        f"<header><h1>{e(title)}</h1><div class='meta'>{len(board.cells)} cells · baseline "
+        f"{e(board.baseline)} · generated {board.generated_at:%Y-%m-%d %H:%M} UTC</div></header><main>"
+        f"<section><h2>Leaderboard</h2>{_table(board)}<p>{e(board.quality_metric)}; {e(board.interval)}.</p>"
+        f"<p>{e(board.tie_rule)}.</p>{f'<ul>{notes}</ul>' if notes else ''}</section>"
+        f"<section><h2>Cost versus quality</h2>{cost_quality_svg(board)}</section>"
+        f"{_comparisons(board)}{_sensitivity(board)}</main></body></html>"
+    )
+
+
+def write_leaderboard_html(board: Leaderboard, path: Path) -> None:
+    """Write the leaderboard page to `path`."""
+    path.write_text(render_leaderboard_html(board), encoding="utf-8")

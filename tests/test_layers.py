@@ -35,6 +35,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.__main__",
         "simulator.testing",
         "simulator.plugin",
+        "simulator.serve",
     ),
 }
 MAY_IMPORT: dict[str, set[str]] = {

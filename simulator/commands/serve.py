@@ -52,9 +52,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = DeskConfig(args.runs, _folder(args.scenarios, "scenarios"), _folder(args.judges, "judges"))
     address = f"http://{args.host}:{args.port}/"
     if args.host not in LOCAL_HOSTS:
-        config.token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
         config.allowed_hosts = ["*"]
-        address += f"?token={config.token}"
+        config.token = os.environ.get(TOKEN_ENV)
+        if config.token:
+            address += f"?token=<${TOKEN_ENV}>"
+        else:
+            config.token = secrets.token_urlsafe(24)  # printed once, to the person who started the desk
+            address += f"?token={config.token}"
     print(f"review desk on {address}  (runs {config.runs_dir}, Ctrl-C to stop)", flush=True)
     uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning")
     return 0

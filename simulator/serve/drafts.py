@@ -48,18 +48,21 @@ category: general
 }
 
 
-def file_kind(name: str, text: str) -> str:
-    """suite, criterion or scenario: by file name, then by the keys of the first document."""
+def file_kind(name: str, text: str, default: str = "scenario") -> str:
+    """suite, criterion or scenario: by file name, then by the keys of the first document; `default` (the
+    folder's usual kind) when the text says nothing (not YAML yet, empty)."""
     if name in SUITE_FILE_NAMES:
         return "suite"
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError:
-        return "scenario"
+        return default
     first = data[0] if isinstance(data, list) and data else data
     if isinstance(first, dict) and ("criterion" in first or isinstance(first.get("criteria"), list)):
         return "criterion"
-    return "scenario"
+    if isinstance(first, dict) and ("persona" in first or isinstance(first.get("scenarios"), list)):
+        return "scenario"
+    return default
 
 
 def _siblings(root: Path, target: Path, kind: str) -> list[Path]:
@@ -67,7 +70,7 @@ def _siblings(root: Path, target: Path, kind: str) -> list[Path]:
         found = scenario_files([root]) if kind == "scenario" else criterion_files([root])
     except UserError:
         return []
-    return [p for p in found if p.resolve() != target.resolve() and file_kind(p.name, _read(p)) == kind]
+    return [p for p in found if p.resolve() != target.resolve() and file_kind(p.name, _read(p), kind) == kind]
 
 
 def _read(path: Path) -> str:
@@ -77,10 +80,13 @@ def _read(path: Path) -> str:
         return ""
 
 
-def validate_draft(root: Path, target: Path, text: str, shown: str) -> tuple[str, list[Problem]]:
+def validate_draft(
+    root: Path, target: Path, text: str, shown: str, default: str = "scenario"
+) -> tuple[str, list[Problem]]:
     """The file's kind and the problems `simulator validate` would report if `target` held `text`; each
-    problem names `shown` (the path as the user knows it), its line and its field."""
-    kind = file_kind(target.name, text)
+    problem names `shown` (the path as the user knows it), its line and its field. `default` is the kind
+    of file the folder holds, for text that does not say."""
+    kind = file_kind(target.name, text, default)
     with tempfile.TemporaryDirectory(prefix="desk-draft-") as tmp:
         draft = Path(tmp) / target.name
         draft.write_text(text, encoding="utf-8")

@@ -32,6 +32,10 @@ def _root(request: Request, area: str) -> Path:
     return Path(roots[area])
 
 
+def _kind(area: str) -> str:
+    return "criterion" if area == "judges" else "scenario"
+
+
 def _file(request: Request, area: str, relative: str) -> tuple[Path, Path, str]:
     """The folder, the file (refusing paths that leave the folder) and the path as shown to the user."""
     root = _root(request, area)
@@ -59,7 +63,7 @@ async def file_page(request: Request) -> Response:
     if not target.is_file():
         raise UserError(f"{shown}: no such file")
     text = target.read_text(encoding="utf-8")
-    kind, problems = validate_draft(root, target, text, shown)
+    kind, problems = validate_draft(root, target, text, shown, _kind(area))
     return page(
         request,
         "edit_file.html",
@@ -93,7 +97,7 @@ async def validate_api(request: Request) -> Response:
     """Live validation: the problems `simulator validate` would report for the text being edited."""
     area, relative, text = await _text(request)
     root, target, shown = _file(request, area, relative)
-    kind, problems = validate_draft(root, target, text, shown)
+    kind, problems = validate_draft(root, target, text, shown, _kind(area))
     return JSONResponse({"kind": kind, "problems": [str(p) for p in problems]})
 
 
@@ -109,7 +113,7 @@ async def save_file(request: Request) -> Response:
     root, target, shown = _file(request, area, relative)
     if not target.is_file():
         raise UserError(f"{shown}: no such file; create it from a template first")
-    kind, problems = validate_draft(root, target, text, shown)
+    kind, problems = validate_draft(root, target, text, shown, _kind(area))
     if problems:
         context = {"area": area, "path": relative, "shown": shown, "kind": kind, "text": text}
         listed = [str(p) for p in problems]

@@ -35,10 +35,18 @@ def _as_json(value: Any) -> str:
     return visible(json.dumps(value, ensure_ascii=False, sort_keys=True))
 
 
+def _finalize(value: Any) -> Any:
+    """Every `{{ value }}` of every template: control characters made visible (Markup is already safe)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
+
+
 _environment = jinja2.Environment(
     loader=jinja2.PackageLoader("simulator.serve", "templates"),
     autoescape=True,  # every value is escaped unless a filter returns Markup from escaped parts
     undefined=jinja2.StrictUndefined,
+    finalize=_finalize,
     trim_blocks=True,
     lstrip_blocks=True,
 )

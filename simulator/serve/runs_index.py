@@ -10,7 +10,7 @@ from pathlib import Path
 
 from simulator.analysis.rundata import RunData, load_run
 from simulator.errors import UserError
-from simulator.record.folder import CONVERSATIONS, LABELS, MANIFEST, VERDICTS
+from simulator.record.folder import CONVERSATIONS, MANIFEST, VERDICTS
 from simulator.report.model import Report, build_report
 from simulator.serve.config import child_folder
 
@@ -26,7 +26,7 @@ class RunSummary:
 
 def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:
     out = []
-    for name in (MANIFEST, CONVERSATIONS, VERDICTS, LABELS):
+    for name in (MANIFEST, CONVERSATIONS, VERDICTS):  # labels are read apart: they change no report
         try:
             stat = (path / name).stat()
         except OSError:

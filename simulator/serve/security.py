@@ -14,7 +14,7 @@ __all__ = ["CSRF_COOKIE", "TOKEN_COOKIE", "CsrfError", "check_csrf", "security_m
 
 import secrets
 from collections.abc import Awaitable, Callable
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from starlette.datastructures import URL
 from starlette.requests import Request
@@ -53,12 +53,11 @@ async def check_csrf(request: Request) -> None:
     """Raise CsrfError unless the request carries this browser's CSRF value and comes from the desk."""
     cookie = request.cookies.get(CSRF_COOKIE, "")
     offered = request.headers.get("x-csrf-token", "")
-    if not offered and request.headers.get("content-type", "").startswith(
-        ("application/x-www-form-urlencoded", "multipart/form-data")
-    ):
-        form = await request.form()
-        value = form.get("csrf", "")
-        offered = value if isinstance(value, str) else ""
+    if not offered and request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        # Read the raw body (the middleware keeps it for the route), never the parsed form, which would
+        # consume the stream the route reads next.
+        values = parse_qs((await request.body()).decode("utf-8", "replace")).get("csrf", [""])
+        offered = values[0]
     if not cookie or not offered or not secrets.compare_digest(cookie.encode(), offered.encode()):
         raise CsrfError("the form's CSRF value is missing or stale; reload the page and try again")
     if not _same_origin(request):

@@ -56,10 +56,17 @@ def hostile_run(path: Path) -> Path:
         final_state={"triage_level": HOSTILE},
         turns=[
             {"index": 0, "role": "user", "messages": [HOSTILE], "started_at": "2026-01-01T00:00:00Z"},
-            {"index": 0, "role": "bot", "messages": [f"bot says {HOSTILE}"], "started_at": "2026-01-01T00:00:01Z"},
+            {
+                "index": 0,
+                "role": "bot",
+                "messages": [f"bot says {HOSTILE}"],
+                "started_at": "2026-01-01T00:00:01Z",
+            },
         ],
     )
-    judged = verdict(rec, "asks-age", "fail", reasoning=HOSTILE, evidence=[Evidence(quote=HOSTILE, found=True)])
+    judged = verdict(
+        rec, "asks-age", "fail", reasoning=HOSTILE, evidence=[Evidence(quote=HOSTILE, found=True)]
+    )
     return write_run(path, [rec], [judged])
 
 
@@ -108,7 +115,9 @@ def talk_folder(root: Path, judge_url: str) -> Path:
     suite_file = write_suite(root, runs=3)
     factory = next(line for line in suite_file.read_text().splitlines() if "factory" in line).strip()
     (root / "judges").mkdir()
-    (root / "judges" / "calls-999.yaml").write_text(textwrap.dedent(TALK_CRITERION).lstrip(), encoding="utf-8")
+    (root / "judges" / "calls-999.yaml").write_text(
+        textwrap.dedent(TALK_CRITERION).lstrip(), encoding="utf-8"
+    )
     suite_file.write_text(
         textwrap.dedent(
             f"""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -14,7 +13,6 @@ from starlette.testclient import TestClient
 from simulator.report.html import render_html
 from simulator.serve import create_app
 from tests.desk_support import (
-    BASE,
     SCRIPT,
     DeskFolders,
     csrf,
@@ -250,7 +248,10 @@ def test_a_run_being_written_is_shown_and_never_modified(folders: DeskFolders, c
 
 
 def test_the_calibration_page_shows_the_numbers_calibrate_prints(
-    folders: DeskFolders, client: TestClient, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    folders: DeskFolders,
+    client: TestClient,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from simulator.analysis import load_run
     from simulator.analysis.calibrate import calibrate_labels
@@ -258,8 +259,17 @@ def test_the_calibration_page_shows_the_numbers_calibrate_prints(
 
     token = csrf(client)
     queue = "run=tiny&labeller={who}&criterion=asks-danger-signs&sampling=all"
-    conversations = ["chest-pain#0", "chest-pain#1", "thunderclap-headache#0", "ankle-sprain#0", "rash-script#0"]
-    answers = {"Ann": ["pass", "fail", "fail", "pass", "pass"], "Bob": ["pass", "pass", "fail", "fail", "pass"]}
+    conversations = [
+        "chest-pain#0",
+        "chest-pain#1",
+        "thunderclap-headache#0",
+        "ankle-sprain#0",
+        "rash-script#0",
+    ]
+    answers = {
+        "Ann": ["pass", "fail", "fail", "pass", "pass"],
+        "Bob": ["pass", "pass", "fail", "fail", "pass"],
+    }
     for who, labels in answers.items():
         for conversation, label in zip(conversations, labels, strict=True):
             form = {"csrf": token, "queue": queue.format(who=who), "conversation": conversation,

@@ -63,7 +63,9 @@ def test_live_validation_gives_the_messages_of_simulator_validate(
     assert field in problems[0]
 
 
-def test_a_duplicate_id_in_another_file_of_the_folder_is_caught(folders: DeskFolders, client: TestClient) -> None:
+def test_a_duplicate_id_in_another_file_of_the_folder_is_caught(
+    folders: DeskFolders, client: TestClient
+) -> None:
     text = (folders.judges / "asks-age.yaml").read_text().replace("id: asks-age", "id: red-flags")
     response = client.post(
         "/edit/validate",
@@ -74,10 +76,17 @@ def test_a_duplicate_id_in_another_file_of_the_folder_is_caught(folders: DeskFol
     assert "duplicate criterion id 'red-flags'" in problem and "[id]" in problem
 
 
-def test_an_invalid_save_shows_the_error_and_leaves_the_file(folders: DeskFolders, client: TestClient) -> None:
+def test_an_invalid_save_shows_the_error_and_leaves_the_file(
+    folders: DeskFolders, client: TestClient
+) -> None:
     target = folders.judges / "asks-age.yaml"
     before = target.read_text()
-    form = {"csrf": csrf(client), "area": "judges", "path": "asks-age.yaml", "text": INVALID["bad severity"][0]}
+    form = {
+        "csrf": csrf(client),
+        "area": "judges",
+        "path": "asks-age.yaml",
+        "text": INVALID["bad severity"][0],
+    }
     response = client.post("/edit/judges/asks-age.yaml", data=form)
     assert response.status_code == 422
     assert f"{target}:5 [severity]" in response.text
@@ -94,10 +103,14 @@ def test_a_valid_save_writes_the_file_in_place(folders: DeskFolders, client: Tes
     assert not [p for p in target.parent.iterdir() if p.name != "red-flags.yaml"]  # no temporary file left
 
 
-def test_scenarios_and_suites_validate_with_their_own_loaders(folders: DeskFolders, client: TestClient) -> None:
+def test_scenarios_and_suites_validate_with_their_own_loaders(
+    folders: DeskFolders, client: TestClient
+) -> None:
     token = csrf(client)
     page = client.get("/edit/scenarios/scenarios/chest-pain.yaml")
-    assert page.status_code == 200 and "(scenario)" in page.text and '<span class="ok">valid</span>' in page.text
+    assert (
+        page.status_code == 200 and "(scenario)" in page.text and '<span class="ok">valid</span>' in page.text
+    )
     bad_scenario = client.post(
         "/edit/validate",
         json={"area": "scenarios", "path": "scenarios/chest-pain.yaml", "text": "id: x\npersona: p\n"},
@@ -158,7 +171,11 @@ def test_paths_that_leave_the_folder_are_refused(folders: DeskFolders, client: T
 
 def test_an_encoded_traversal_in_the_address_is_refused(folders: DeskFolders, client: TestClient) -> None:
     (folders.judges.parent / "outside.yaml").write_text("id: x\n")
-    for url in ("/edit/judges/..%2Foutside.yaml", "/edit/judges/%2E%2E/outside.yaml", "/edit/judges/safety%2F..%2F..%2Foutside.yaml"):
+    for url in (
+        "/edit/judges/..%2Foutside.yaml",
+        "/edit/judges/%2E%2E/outside.yaml",
+        "/edit/judges/safety%2F..%2F..%2Foutside.yaml",
+    ):
         assert client.get(url).status_code in (400, 404), url
         form = {"csrf": csrf(client), "text": "id: y\ncriterion: c\npass: p\nfail: f\n"}
         assert client.post(url, data=form).status_code in (400, 404), url
@@ -173,6 +190,8 @@ def test_an_unknown_area_is_refused(client: TestClient) -> None:
 def test_the_editor_lists_the_files_of_both_folders(folders: DeskFolders, client: TestClient) -> None:
     page = client.get("/edit").text
     assert 'href="/edit/judges/safety/red-flags.yaml"' in page
-    assert 'href="/edit/scenarios/suite.yaml"' in page and 'href="/edit/scenarios/scenarios/rash.yaml"' in page
+    assert (
+        'href="/edit/scenarios/suite.yaml"' in page and 'href="/edit/scenarios/scenarios/rash.yaml"' in page
+    )
     shutil.rmtree(folders.judges)
     assert client.get("/edit").status_code == 200

@@ -35,7 +35,9 @@ def judge_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
 def _chat(client: TestClient, messages: list[str], name: str = "Dr Ada") -> tuple[str, str]:
     """Start a talk on chest-pain, send `messages`, end it; return the last chat page and the final page."""
     token = csrf(client)
-    start = client.post("/talk", data={"csrf": token, "suite": "suite.yaml", "scenario": "chest-pain", "name": name})
+    start = client.post(
+        "/talk", data={"csrf": token, "suite": "suite.yaml", "scenario": "chest-pain", "name": name}
+    )
     assert start.status_code == 200, start.text
     page, url = start.text, str(start.url)
     for text in messages:
@@ -59,7 +61,11 @@ def test_a_clinician_talks_to_the_bot_and_the_talk_is_a_judged_run(
     assert "Please call 999 now." in chat and "My chest &lt;b&gt;hurts&lt;/b&gt;" in chat
     (run,) = list(runs.iterdir())
     manifest = RunFolder.open(run).read_manifest()
-    assert (manifest.kind, manifest.models.user, manifest.status) == ("simulation", "human:Dr Ada", "complete")
+    assert (manifest.kind, manifest.models.user, manifest.status) == (
+        "simulation",
+        "human:Dr Ada",
+        "complete",
+    )
     assert [s.id for s in manifest.scenarios] == ["chest-pain"] and manifest.planned == 1
     (record,) = list(RunFolder.open(run).conversations())
     assert record.user_model == "human:Dr Ada" and record.stop_reason == "bot_closed"
@@ -79,7 +85,7 @@ def test_ending_the_talk_before_the_bot_decides_is_user_done_and_judged(
     runs = tmp_path / "runs"
     runs.mkdir()
     with TestClient(create_app(DeskConfig(runs, scenarios)), base_url=BASE) as client:
-        _, final = _chat(client, ["chest pressure"])
+        _chat(client, ["chest pressure"])
     (run,) = list(runs.iterdir())
     (record,) = list(RunFolder.open(run).conversations())
     assert record.stop_reason == "user_done"
@@ -96,9 +102,13 @@ def test_a_talk_needs_a_name_and_a_suite_of_the_scenarios_folder(tmp_path: Path)
         token = csrf(client)
         no_name = client.post("/talk", data={"csrf": token, "suite": "suite.yaml", "scenario": "chest-pain"})
         assert no_name.status_code == 400 and "give your name" in no_name.text
-        outside = client.post("/talk", data={"csrf": token, "suite": "../x/suite.yaml", "scenario": "a", "name": "x"})
+        outside = client.post(
+            "/talk", data={"csrf": token, "suite": "../x/suite.yaml", "scenario": "a", "name": "x"}
+        )
         assert outside.status_code == 400 and "not a suite under the scenarios folder" in outside.text
-        unknown = client.post("/talk", data={"csrf": token, "suite": "suite.yaml", "scenario": "nope", "name": "x"})
+        unknown = client.post(
+            "/talk", data={"csrf": token, "suite": "suite.yaml", "scenario": "nope", "name": "x"}
+        )
         assert unknown.status_code == 400 and "no scenario &#39;nope&#39;" in unknown.text
         assert client.get("/talk/unknown-id").status_code == 400
     assert list(runs.iterdir()) == []
@@ -110,7 +120,11 @@ def folders(tmp_path: Path) -> DeskFolders:
 
 
 def test_two_browsers_labelling_at_once_lose_no_label(folders: DeskFolders) -> None:
-    items = [f"{s}#{r}" for s in ("chest-pain", "ankle-sprain", "rash-script", "thunderclap-headache") for r in range(3)]
+    items = [
+        f"{s}#{r}"
+        for s in ("chest-pain", "ankle-sprain", "rash-script", "thunderclap-headache")
+        for r in range(3)
+    ]
 
     def label(who: str) -> int:
         client = desk_client(folders)
@@ -178,7 +192,8 @@ def test_simulator_serve_binds_loopback_by_default(folders: DeskFolders) -> None
 def test_simulator_serve_on_another_host_needs_the_token(folders: DeskFolders) -> None:
     port = _free_port()
     process, line = _serve(
-        [str(folders.runs), "--host", "0.0.0.0", "--port", str(port)], {"SIMULATOR_DESK_TOKEN": "t0ken-from-env"}
+        [str(folders.runs), "--host", "0.0.0.0", "--port", str(port)],
+        {"SIMULATOR_DESK_TOKEN": "t0ken-from-env"},
     )
     try:
         assert "?token=<$SIMULATOR_DESK_TOKEN>" in line and "t0ken-from-env" not in line
@@ -189,11 +204,15 @@ def test_simulator_serve_on_another_host_needs_the_token(folders: DeskFolders) -
         process.terminate()
         process.wait(timeout=20)
     port = _free_port()
-    process, line = _serve([str(folders.runs), "--host", "0.0.0.0", "--port", str(port)], {"SIMULATOR_DESK_TOKEN": ""})
+    process, line = _serve(
+        [str(folders.runs), "--host", "0.0.0.0", "--port", str(port)], {"SIMULATOR_DESK_TOKEN": ""}
+    )
     try:
         token = line.split("?token=")[1].split()[0]
         assert len(token) >= 24
-        assert _get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        assert (
+            _get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        )
     finally:
         process.terminate()
         process.wait(timeout=20)

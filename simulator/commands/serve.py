@@ -18,8 +18,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve = subparsers.add_parser(
         "serve", help="the review desk: read transcripts, label them blind, edit scenarios, talk to the bot"
     )
-    serve.add_argument("runs", type=Path, nargs="?", default=Path("runs"), help="folder of run folders (runs/)")
-    serve.add_argument("--scenarios", type=Path, help="scenarios folder to edit and talk from (default scenarios/)")
+    serve.add_argument(
+        "runs", type=Path, nargs="?", default=Path("runs"), help="folder of run folders (runs/)"
+    )
+    serve.add_argument(
+        "--scenarios", type=Path, help="scenarios folder to edit and talk from (default scenarios/)"
+    )
     serve.add_argument("--judges", type=Path, help="criteria folder to edit (default judges/)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument(
@@ -45,7 +49,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from simulator.serve import DeskConfig, create_app
         from simulator.serve.config import LOCAL_HOSTS
     except ImportError as exc:
-        raise UserError(f"the review desk needs the serve extra ({exc.name} is missing): pip install 'simulator[serve]'") from None
+        raise UserError(
+            f"the review desk needs the serve extra ({exc.name} is missing): pip install 'simulator[serve]'"
+        ) from None
     if args.runs.exists() and not args.runs.is_dir():
         raise UserError(f"{args.runs}: not a folder; pass the folder that holds your run folders")
     args.runs.mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,9 @@ async def run_live(
         def make_user(plan: ConversationPlan, attempt: int) -> SimulatedUser:
             return user
 
-        parts = SessionParts(one, {scenario.id: scenario}, folder, manifest, hub, judges, make_user, bots, user_model)
+        parts = SessionParts(
+            one, {scenario.id: scenario}, folder, manifest, hub, judges, make_user, bots, user_model
+        )
         runner = RunSession(parts, ErrorBudget(float("inf")), session, RunProgress(1, enabled=False))
         return await runner.run(iter([ConversationPlan(scenario, 0)]), 1)
     finally:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["LOCAL_HOSTS", "DeskConfig", "NAME", "child_folder", "inside"]
+__all__ = ["LOCAL_HOSTS", "NAME", "DeskConfig", "child_folder", "inside"]
 
 import re
 from dataclasses import dataclass, field

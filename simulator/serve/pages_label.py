@@ -67,7 +67,9 @@ async def next_item(request: Request) -> Response:
     if not left:
         return page(request, "label_done.html", title="Queue done", spec=spec, total=len(queue))
     conversation, criterion = left[0]
-    target = f"/label/item?{spec.query()}&{urlencode({'conversation': conversation, 'criterion_id': criterion})}"
+    target = (
+        f"/label/item?{spec.query()}&{urlencode({'conversation': conversation, 'criterion_id': criterion})}"
+    )
     return RedirectResponse(target, 303)
 
 

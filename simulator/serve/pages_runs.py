@@ -31,7 +31,9 @@ def _options(report: Report) -> dict[str, list[str]]:
 
 async def runs_list(request: Request) -> Response:
     desk = _desk(request)
-    return page(request, "runs.html", title="Runs", rows=desk.index.summaries(), root=str(desk.config.runs_dir))
+    return page(
+        request, "runs.html", title="Runs", rows=desk.index.summaries(), root=str(desk.config.runs_dir)
+    )
 
 
 async def run_page(request: Request) -> Response:

@@ -28,7 +28,7 @@ def visible(text: object) -> str:
 
 def _marked(text: str, quotes: list[tuple[str, str, str]]) -> Markup:
     """Escaped text with each quoted passage in <mark> (the HTML report's highlighter: it escapes)."""
-    return Markup(highlight(visible(text), [(visible(q), c, r) for q, c, r in quotes]))  # noqa: S704
+    return Markup(highlight(visible(text), [(visible(q), c, r) for q, c, r in quotes]))
 
 
 def _as_json(value: Any) -> str:
@@ -59,4 +59,6 @@ templates = Jinja2Templates(env=_environment)
 def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
     """Render `template` with the request's CSRF value and the desk's navigation."""
     context.setdefault("title", "")
-    return templates.TemplateResponse(request, template, {"csrf": request.state.csrf, **context}, status_code=status)
+    return templates.TemplateResponse(
+        request, template, {"csrf": request.state.csrf, **context}, status_code=status
+    )

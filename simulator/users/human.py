@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = ["HumanUser"]
 
 import asyncio
+from typing import Any
 
 from simulator.record.transcript import Turn
 from simulator.users.base import END, UserMessage
@@ -47,9 +48,9 @@ class HumanUser:
         self._waiting.clear()
         await self._inbox.put(None)
 
-    async def wait_for_turn(self, done: asyncio.Future[object] | asyncio.Task[object]) -> None:
+    async def wait_for_turn(self, done: asyncio.Future[Any]) -> None:
         """Wait until the loop asks for the next message, or the conversation ended (`done`)."""
-        waiter = asyncio.ensure_future(self._waiting.wait())
+        waiter: asyncio.Future[Any] = asyncio.ensure_future(self._waiting.wait())
         try:
             await asyncio.wait({waiter, done}, return_when=asyncio.FIRST_COMPLETED)
         finally:

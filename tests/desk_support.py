@@ -53,6 +53,7 @@ def hostile_run(path: Path) -> Path:
     rec = record(
         "hostile",
         tags=[HOSTILE],
+        character_breaks=[f"the user said {HOSTILE}"],
         final_state={"triage_level": HOSTILE},
         turns=[
             {"index": 0, "role": "user", "messages": [HOSTILE], "started_at": "2026-01-01T00:00:00Z"},

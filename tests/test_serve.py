@@ -106,6 +106,7 @@ def test_hostile_text_is_escaped_on_every_page(client: TestClient, url: str) -> 
     assert "\x1b" not in page and "\x07" not in page and "\x9b" not in page  # terminal escapes made visible
     if "c/hostile" in url:
         assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in page and "␛[31mRED" in page
+        assert "broke character 1 time(s)" in page  # the fidelity flag
 
 
 def test_labelling_item_is_blind_and_the_verdict_shows_after_saving(
@@ -289,3 +290,29 @@ def test_the_calibration_page_shows_the_numbers_calibrate_prints(
             assert value in printed
     ann = criterion.judge[0]
     assert (ann.false_pass.k, ann.false_pass.n) == (0, 2)  # the judge failed both items Ann failed
+
+
+def test_labelling_queues_sample_all_random_n_or_stratified_by_the_judge(folders: DeskFolders) -> None:
+    from simulator.analysis import load_run
+    from simulator.serve.queue import QueueSpec, build_queue
+
+    run = load_run(folders.runs / "tiny")
+    judged = {
+        (v.conversation_id, v.criterion_id): v.result
+        for v in run.verdicts
+        if v.criterion_id in ("asks-danger-signs", "asks-pregnancy")
+        and v.result in ("pass", "fail", "not_applicable")
+    }
+    criteria = ("asks-danger-signs", "asks-pregnancy")
+    everything = build_queue(run, QueueSpec("tiny", "x", criteria, "all"))
+    assert sorted(everything) == sorted(judged) and everything != sorted(judged)  # all of them, shuffled
+    assert build_queue(run, QueueSpec("tiny", "x", criteria, "all", seed=0)) == everything  # seeded
+    assert build_queue(run, QueueSpec("tiny", "x", criteria, "all", seed=1)) != everything
+    sample = build_queue(run, QueueSpec("tiny", "x", criteria, "random", n=5))
+    assert len(sample) == 5 and set(sample) <= set(judged)
+    # Stratified: the judge's rarer verdict (7 fails, 14 passes, 15 n.a.) gets an equal share.
+    strata = build_queue(run, QueueSpec("tiny", "x", criteria, "stratified", n=9))
+    results = sorted(judged[item] for item in strata)
+    assert results == ["fail"] * 3 + ["not_applicable"] * 3 + ["pass"] * 3
+    small = build_queue(run, QueueSpec("tiny", "x", ("asks-pregnancy",), "stratified", n=50))
+    assert len(small) == len([k for k in judged if k[1] == "asks-pregnancy"])  # n larger than the pool

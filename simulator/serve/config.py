@@ -10,7 +10,7 @@ from pathlib import Path
 
 from simulator.errors import UserError
 
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
 # A run folder's or file's name as the desk accepts it in a URL: no separators, no leading dot.
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.#-]*$")
 
@@ -25,7 +25,7 @@ class DeskConfig:
     token: str | None = None
     # Host names the desk answers to (the Host header): loopback names by default, so a web page on another
     # site cannot reach the desk through DNS rebinding. "*" when serving other hosts behind the token.
-    allowed_hosts: list[str] = field(default_factory=lambda: ["127.0.0.1", "localhost", "[::1]"])
+    allowed_hosts: list[str] = field(default_factory=lambda: ["127.0.0.1", "localhost"])
 
     def folders(self) -> dict[str, Path]:
         """The editable folders by area name ("scenarios", "judges")."""

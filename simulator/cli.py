@@ -22,6 +22,7 @@ EXTENSIONS = [
     "simulator.commands.report",
     "simulator.commands.scale",
     "simulator.commands.traces",
+    "simulator.commands.serve",
 ]
 
 

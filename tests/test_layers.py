@@ -39,6 +39,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.cli",
         "simulator.__main__",
         "simulator.plugin",
+        "simulator.serve",
     ),
 }
 MAY_IMPORT: dict[str, set[str]] = {

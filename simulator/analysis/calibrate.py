@@ -9,6 +9,7 @@ __all__ = [
     "Disagreement",
     "LabelRow",
     "calibrate",
+    "calibrate_labels",
     "export_labels",
     "read_labels",
 ]
@@ -21,10 +22,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from simulator.analysis.agreement import Panel, panel
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData, short_hash
 from simulator.analysis.stats import cohens_kappa
 from simulator.errors import Problem, UserError
+from simulator.record.folder import LABELS as LABELS_FILE
+from simulator.record.folder import RunFolder
 from simulator.record.transcript import render_transcript
 
 LABELS = ("pass", "fail", "not_applicable")
@@ -211,6 +215,19 @@ def calibrate(run: RunData, labels_path: Path) -> Calibration:
         overall=overall,
         unknown_conversations=unknown,
     )
+
+
+def calibrate_labels(run: RunData, allow_empty: bool = False) -> Panel:
+    """Calibrate from the run folder's labels.jsonl (the review desk's labels, several labellers): the judge
+    against each labeller and the labellers against each other, per criterion."""
+    path = run.path / LABELS_FILE
+    labels = list(RunFolder.open(run.path).labels())
+    if not labels and not allow_empty:
+        raise UserError(
+            f"{path}: no labels yet; label conversations in the review desk (`simulator serve`) or pass a "
+            "labels CSV: simulator calibrate RUN LABELS.csv"
+        )
+    return panel(run.manifest.run_id, str(path), short_hash(run.judge_set), labels, run.verdicts)
 
 
 def _rubric(run: RunData, criterion: str) -> str:

@@ -104,7 +104,12 @@ def _register_calibrate(subparsers: argparse._SubParsersAction[argparse.Argument
         "calibrate", help="judge verdicts against human labels (kappa, false passes)"
     )
     calibrate.add_argument("run", type=Path, help="runs/<run-id>")
-    calibrate.add_argument("labels", type=Path, help="CSV with conversation_id, criterion_id, label")
+    calibrate.add_argument(
+        "labels",
+        type=Path,
+        nargs="?",
+        help="CSV with conversation_id, criterion_id, label (default: the run folder's labels.jsonl)",
+    )
     calibrate.add_argument("--judge-set", help="judge set to calibrate (default: the latest)")
     calibrate.add_argument("--json", type=Path, help="write the calibration as JSON here")
     calibrate.set_defaults(handler=cmd_calibrate)
@@ -230,7 +235,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from simulator.analysis.calibrate import calibrate
     from simulator.report.views import render_calibration
 
-    calibration = calibrate(load_run(args.run, args.judge_set), args.labels)
+    run = load_run(args.run, args.judge_set)
+    if args.labels is None:
+        from simulator.analysis.calibrate import calibrate_labels
+        from simulator.report.views import render_panel
+
+        panel = calibrate_labels(run)
+        render_panel(panel)
+        if args.json:
+            args.json.write_text(panel.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        return 0
+    calibration = calibrate(run, args.labels)
     render_calibration(calibration)
     if args.json:
         args.json.write_text(calibration.model_dump_json(indent=2) + "\n", encoding="utf-8")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["render_calibration", "render_comparison"]
+__all__ = ["render_calibration", "render_comparison", "render_panel"]
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from simulator.analysis.agreement import PairAgreement, Panel
 from simulator.analysis.calibrate import LABELS, Calibration, CriterionCalibration
 from simulator.analysis.compare import Comparison
 
@@ -162,3 +163,35 @@ def render_calibration(calibration: Calibration, console: Console | None = None)
             f"{escape(worst.false_pass.short)} of the conversations the human failed; read those transcripts "
             "and tighten the rubric[/]"
         )
+
+
+def _pair_table(title: str, pairs: list[PairAgreement]) -> Table:
+    table = Table(title=title, title_justify="left")
+    columns = list(pairs[0].cells())
+    for name in columns:
+        table.add_column(name, justify="left" if name in ("reference", "rater") else "right")
+    for pair in pairs:
+        cells = pair.cells()
+        style = "red" if pair.false_pass.k else None
+        table.add_row(*[escape(cells[name]) for name in columns], style=style)
+    return table
+
+
+def render_panel(calibration: Panel, console: Console | None = None) -> None:
+    """Print, per criterion, the judge against each labeller and the labellers against each other: false
+    passes first, then agreement, Cohen's kappa and macro-F1 (the desk's calibration page shows the same)."""
+    console = console or Console()
+    console.rule(f"[bold]calibrate[/] {escape(calibration.run_id)} with {escape(calibration.labels_file)}")
+    console.print(
+        f"judge set {escape(calibration.judge_set or '–')} · labellers: {escape(', '.join(calibration.labellers))}"
+    )
+    console.print(
+        "false pass: the reference said fail and the rater pass, over the reference's fails; "
+        "error and not-judged verdicts are left out"
+    )
+    for c in calibration.criteria:
+        console.print(f"\n[bold]{escape(c.criterion_id)}[/] · {c.items} labelled items")
+        if c.judge:
+            console.print(_pair_table("judge against each labeller", c.judge))
+        if c.between_labellers:
+            console.print(_pair_table("labellers against each other", c.between_labellers))

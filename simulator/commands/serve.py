@@ -1,0 +1,70 @@
+"""`serve`: the review desk, a local web app for reading, labelling, editing and talking to the bot."""
+
+from __future__ import annotations
+
+__all__ = ["register"]
+
+import argparse
+import os
+import secrets
+from pathlib import Path
+
+from simulator.errors import UserError
+
+TOKEN_ENV = "SIMULATOR_DESK_TOKEN"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = subparsers.add_parser(
+        "serve", help="the review desk: read transcripts, label them blind, edit scenarios, talk to the bot"
+    )
+    serve.add_argument(
+        "runs", type=Path, nargs="?", default=Path("runs"), help="folder of run folders (runs/)"
+    )
+    serve.add_argument(
+        "--scenarios", type=Path, help="scenarios folder to edit and talk from (default scenarios/)"
+    )
+    serve.add_argument("--judges", type=Path, help="criteria folder to edit (default judges/)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help=f"address to bind (default 127.0.0.1); any other needs the access token ({TOKEN_ENV} or printed)",
+    )
+    serve.set_defaults(handler=cmd_serve)
+
+
+def _folder(given: Path | None, default: str) -> Path | None:
+    if given is not None:
+        if not given.is_dir():
+            raise UserError(f"{given}: no such folder")
+        return given
+    return Path(default) if Path(default).is_dir() else None
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from simulator.serve import DeskConfig, create_app
+        from simulator.serve.config import LOCAL_HOSTS
+    except ImportError as exc:
+        raise UserError(
+            f"the review desk needs the serve extra ({exc.name} is missing): pip install 'simulator[serve]'"
+        ) from None
+    if args.runs.exists() and not args.runs.is_dir():
+        raise UserError(f"{args.runs}: not a folder; pass the folder that holds your run folders")
+    args.runs.mkdir(parents=True, exist_ok=True)
+    config = DeskConfig(args.runs, _folder(args.scenarios, "scenarios"), _folder(args.judges, "judges"))
+    address = f"http://{args.host}:{args.port}/"
+    if args.host not in LOCAL_HOSTS:
+        config.allowed_hosts = ["*"]
+        config.token = os.environ.get(TOKEN_ENV)
+        if config.token:
+            address += f"?token=<${TOKEN_ENV}>"
+        else:
+            config.token = secrets.token_urlsafe(24)  # printed once, to the person who started the desk
+            address += f"?token={config.token}"
+    print(f"review desk on {address}  (runs {config.runs_dir}, Ctrl-C to stop)", flush=True)
+    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning")
+    return 0

@@ -1,0 +1,62 @@
+"""The desk's Starlette application: routes of every page, static files, security middleware, errors."""
+
+from __future__ import annotations
+
+__all__ = ["Desk", "create_app"]
+
+from dataclasses import dataclass
+from importlib import resources
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+
+from simulator.errors import UserError
+from simulator.serve import pages_edit, pages_label, pages_runs, pages_talk
+from simulator.serve.config import DeskConfig
+from simulator.serve.render import page
+from simulator.serve.runs_index import RunIndex
+from simulator.serve.security import security_middleware
+from simulator.serve.talks import TalkDesk
+
+
+@dataclass
+class Desk:
+    """What every page reads: the configuration, the runs and the talks in progress."""
+
+    config: DeskConfig
+    index: RunIndex
+    talks: TalkDesk
+
+
+async def _user_error(request: Request, exc: Exception) -> Response:
+    message = exc.render() if isinstance(exc, UserError) else str(exc)
+    if not hasattr(request.state, "csrf"):
+        request.state.csrf = ""
+    return page(request, "error.html", 400, title="Error", message=message)
+
+
+def create_app(config: DeskConfig) -> Starlette:
+    """The review desk for `config`'s folders."""
+    static = StaticFiles(directory=str(resources.files("simulator.serve").joinpath("static")))
+    app = Starlette(
+        routes=[
+            *pages_runs.routes(),
+            *pages_label.routes(),
+            *pages_edit.routes(),
+            *pages_talk.routes(),
+            Mount("/static", static, name="static"),
+        ],
+        middleware=[
+            Middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts),
+            Middleware(BaseHTTPMiddleware, dispatch=security_middleware(config.token)),
+        ],
+        exception_handlers={UserError: _user_error},
+    )
+    app.state.desk = Desk(config, RunIndex(config.runs_dir), TalkDesk(config.runs_dir))
+    return app

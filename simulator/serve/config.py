@@ -1,0 +1,51 @@
+"""What the desk serves and where it may write: the runs folder, the scenarios and judges folders."""
+
+from __future__ import annotations
+
+__all__ = ["LOCAL_HOSTS", "NAME", "DeskConfig", "child_folder", "inside"]
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simulator.errors import UserError
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+# A run folder's or file's name as the desk accepts it in a URL: no separators, no leading dot.
+NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.#-]*$")
+
+
+@dataclass
+class DeskConfig:
+    """The folders the desk reads and writes, and the access token it asks for (None on loopback)."""
+
+    runs_dir: Path
+    scenarios_dir: Path | None = None
+    judges_dir: Path | None = None
+    token: str | None = None
+    # Host names the desk answers to (the Host header): loopback names by default, so a web page on another
+    # site cannot reach the desk through DNS rebinding. "*" when serving other hosts behind the token.
+    allowed_hosts: list[str] = field(default_factory=lambda: ["127.0.0.1", "localhost"])
+
+    def folders(self) -> dict[str, Path]:
+        """The editable folders by area name ("scenarios", "judges")."""
+        found = {"scenarios": self.scenarios_dir, "judges": self.judges_dir}
+        return {name: path for name, path in found.items() if path is not None}
+
+
+def inside(root: Path, relative: str) -> Path:
+    """`root / relative`, refusing anything that would leave `root` (.., absolute paths, symlinks out)."""
+    if not relative or "\x00" in relative or relative.startswith(("/", "\\")) or ".." in Path(relative).parts:
+        raise UserError(f"'{relative}': not a path inside {root}; name a file under that folder")
+    base = root.resolve()
+    target = (base / relative).resolve()
+    if target != base and base not in target.parents:
+        raise UserError(f"'{relative}': not a path inside {root}; name a file under that folder")
+    return target
+
+
+def child_folder(root: Path, name: str) -> Path:
+    """The folder `name` directly under `root` (a run folder); refuses any other name."""
+    if not NAME.match(name) or name in (".", ".."):
+        raise UserError(f"'{name}': not a run folder name")
+    return inside(root, name)

@@ -1,0 +1,102 @@
+"""Validation of a YAML file as edited in the desk, with the loaders and messages of `simulator validate`.
+
+The draft is written to a temporary folder (never next to the real file) and loaded together with the
+other files of its folder, so a duplicate id is caught as `simulator validate` catches it; the problems
+are reported against the real file's path.
+"""
+
+from __future__ import annotations
+
+__all__ = ["TEMPLATES", "file_kind", "validate_draft"]
+
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from simulator.errors import Problem, UserError
+from simulator.judging.criteria import CRITERION_DOCUMENTS, criterion_files
+from simulator.spec.documents import load_documents
+from simulator.spec.scenario import SCENARIO_DOCUMENTS, SUITE_FILE_NAMES, scenario_files
+from simulator.spec.suite import load_suite
+
+TEMPLATES = {
+    "scenario": """\
+id: new-scenario
+persona: >
+  Who the simulated person is and how they write (age, manner, language).
+goal: >
+  What they want from the bot, in their words.
+facts:
+  - A fact they give only when asked.
+expected: {}   # the outcome your suite compares, e.g. its outcome key and the right level
+max_turns: 10
+tags: []
+""",
+    "criterion": """\
+id: new-criterion
+criterion: >
+  The rule the bot must follow, in your own words.
+pass: what a pass looks like.
+fail: what a fail looks like.
+not_applicable: when the conversation gives this criterion nothing to judge.
+applies_to: []
+severity: major
+category: general
+""",
+}
+
+
+def file_kind(name: str, text: str, default: str = "scenario") -> str:
+    """suite, criterion or scenario: by file name, then by the keys of the first document; `default` (the
+    folder's usual kind) when the text says nothing (not YAML yet, empty)."""
+    if name in SUITE_FILE_NAMES:
+        return "suite"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return default
+    first = data[0] if isinstance(data, list) and data else data
+    if isinstance(first, dict) and ("criterion" in first or isinstance(first.get("criteria"), list)):
+        return "criterion"
+    if isinstance(first, dict) and ("persona" in first or isinstance(first.get("scenarios"), list)):
+        return "scenario"
+    return default
+
+
+def _siblings(root: Path, target: Path, kind: str) -> list[Path]:
+    try:
+        found = scenario_files([root]) if kind == "scenario" else criterion_files([root])
+    except UserError:
+        return []
+    return [p for p in found if p.resolve() != target.resolve() and file_kind(p.name, _read(p), kind) == kind]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def validate_draft(
+    root: Path, target: Path, text: str, shown: str, default: str = "scenario"
+) -> tuple[str, list[Problem]]:
+    """The file's kind and the problems `simulator validate` would report if `target` held `text`; each
+    problem names `shown` (the path as the user knows it), its line and its field. `default` is the kind
+    of file the folder holds, for text that does not say."""
+    kind = file_kind(target.name, text, default)
+    with tempfile.TemporaryDirectory(prefix="desk-draft-") as tmp:
+        draft = Path(tmp) / target.name
+        draft.write_text(text, encoding="utf-8")
+        try:
+            if kind == "suite":
+                load_suite(draft)
+            else:
+                documents = SCENARIO_DOCUMENTS if kind == "scenario" else CRITERION_DOCUMENTS
+                load_documents([*_siblings(root, target, kind), draft], documents)
+            problems: list[Problem] = []
+        except UserError as exc:
+            problems = exc.problems or [Problem(str(draft), str(exc))]
+        mine = [p for p in problems if p.file == str(draft)]
+        return kind, [Problem(shown, p.message.replace(str(draft), shown), p.line, p.field) for p in mine]

@@ -1,0 +1,91 @@
+"""The blind labelling queue: which (conversation, criterion) items a labeller gets, in which order.
+
+The queue is a pure function of its settings (run, criteria, sampling, n, seed), so it needs no server
+state: a reload, a second tab or a restart of the desk gives the same queue, and what is left is what the
+labeller has not labelled yet in labels.jsonl.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SAMPLINGS", "QueueSpec", "build_queue", "remaining"]
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from simulator.analysis.rundata import RunData
+from simulator.errors import UserError
+from simulator.record.models import Label
+
+SAMPLINGS = ("all", "random", "stratified")
+_JUDGED = ("pass", "fail", "not_applicable")
+Item = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    run: str
+    labeller: str
+    criteria: tuple[str, ...] = field(default_factory=tuple)
+    sampling: str = "all"
+    n: int = 20
+    seed: int = 0
+
+    @classmethod
+    def from_query(cls, query: dict[str, str], criteria: list[str]) -> QueueSpec:
+        labeller = " ".join(query.get("labeller", "").split())
+        if not labeller:
+            raise UserError("give your name as labeller: labels record who gave them")
+        sampling = query.get("sampling", "all")
+        if sampling not in SAMPLINGS:
+            raise UserError(f"sampling '{sampling}': choose one of {', '.join(SAMPLINGS)}")
+        try:
+            n, seed = int(query.get("n") or 20), int(query.get("seed") or 0)
+        except ValueError:
+            raise UserError("n and seed must be whole numbers") from None
+        if n < 1:
+            raise UserError("n must be at least 1")
+        if not criteria:
+            raise UserError("pick at least one criterion to label")
+        return cls(query.get("run", ""), labeller, tuple(sorted(set(criteria))), sampling, n, seed)
+
+    def query(self) -> str:
+        pairs = [("run", self.run), ("labeller", self.labeller)]
+        pairs += [("criterion", c) for c in self.criteria]
+        pairs += [("sampling", self.sampling), ("n", str(self.n)), ("seed", str(self.seed))]
+        return urlencode(pairs)
+
+
+def _stratified(judged: dict[str, list[Item]], n: int, rng: random.Random) -> list[Item]:
+    """Take items from each judge verdict in turn (pass, fail, n.a.), so rare verdicts are sampled too."""
+    pools = [rng.sample(items, len(items)) for _, items in sorted(judged.items())]
+    out: list[Item] = []
+    while len(out) < n and any(pools):
+        for pool in pools:
+            if pool and len(out) < n:
+                out.append(pool.pop())
+    rng.shuffle(out)  # the order must not give the stratum away
+    return out
+
+
+def build_queue(run: RunData, spec: QueueSpec) -> list[Item]:
+    """The items of the queue, shuffled with the seed (the order says nothing about scenario or verdict)."""
+    by_result: dict[str, list[Item]] = {}
+    for verdict in run.verdicts:
+        if verdict.criterion_id in spec.criteria and verdict.result in _JUDGED:
+            by_result.setdefault(verdict.result, []).append((verdict.conversation_id, verdict.criterion_id))
+    for items in by_result.values():
+        items.sort()
+    rng = random.Random(spec.seed)
+    if spec.sampling == "stratified":
+        return _stratified(by_result, spec.n, rng)
+    everything = sorted(item for items in by_result.values() for item in items)
+    rng.shuffle(everything)
+    return everything if spec.sampling == "all" else everything[: spec.n]
+
+
+def remaining(queue: list[Item], labeller: str, labels: Iterable[Label]) -> list[Item]:
+    """The queue's items this labeller has not labelled yet, in queue order."""
+    done = {(x.conversation_id, x.criterion_id) for x in labels if x.labeller == labeller}
+    return [item for item in queue if item not in done]

@@ -1,0 +1,64 @@
+"""Jinja2 templates with autoescaping on, and the filters pages share (control characters made visible)."""
+
+from __future__ import annotations
+
+__all__ = ["page", "templates", "visible"]
+
+import json
+import re
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.templating import Jinja2Templates
+
+from simulator.report.html_parts import highlight
+
+# C0 controls but tab and newline, DEL and the C1 range: a terminal escape in a transcript is shown as the
+# Unicode "control picture" of its first byte, never passed to the page as is.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+
+
+def visible(text: object) -> str:
+    """Control characters replaced by visible symbols (ESC becomes ␛)."""
+    return _CONTROL.sub(lambda m: chr(0x2400 + ord(m.group()) if ord(m.group()) < 32 else 0x2421), str(text))
+
+
+def _marked(text: str, quotes: list[tuple[str, str, str]]) -> Markup:
+    """Escaped text with each quoted passage in <mark> (the HTML report's highlighter: it escapes)."""
+    return Markup(highlight(visible(text), [(visible(q), c, r) for q, c, r in quotes]))
+
+
+def _as_json(value: Any) -> str:
+    return visible(json.dumps(value, ensure_ascii=False, sort_keys=True))
+
+
+def _finalize(value: Any) -> Any:
+    """Every `{{ value }}` of every template: control characters made visible (Markup is already safe)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
+
+
+_environment = jinja2.Environment(
+    loader=jinja2.PackageLoader("simulator.serve", "templates"),
+    autoescape=True,  # every value is escaped unless a filter returns Markup from escaped parts
+    undefined=jinja2.StrictUndefined,
+    finalize=_finalize,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_environment.filters["visible"] = visible
+_environment.filters["marked"] = _marked
+_environment.filters["as_json"] = _as_json
+templates = Jinja2Templates(env=_environment)
+
+
+def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """Render `template` with the request's CSRF value and the desk's navigation."""
+    context.setdefault("title", "")
+    return templates.TemplateResponse(
+        request, template, {"csrf": request.state.csrf, **context}, status_code=status
+    )

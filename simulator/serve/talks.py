@@ -1,0 +1,108 @@
+"""Talk to the bot: conversations a person holds with the bot under test, each its own run folder.
+
+Each talk runs `engine.live.run_live` as a task on the server's event loop; the person's messages reach
+the loop through a HumanUser. When the person ends the talk the conversation is saved and judged like a
+simulated one.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Talk", "TalkDesk", "suite_files"]
+
+import asyncio
+import contextlib
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from simulator.engine.live import run_live
+from simulator.engine.session import RunResult
+from simulator.errors import UserError
+from simulator.record.folder import new_run_id
+from simulator.spec.scenario import Scenario, load_scenarios
+from simulator.spec.suite import Suite, load_suite
+from simulator.users.human import HumanUser
+
+# The longest a reply from the bot may take before the page gives up waiting (the talk goes on).
+REPLY_WAIT_S = 120.0
+
+
+def suite_files(root: Path | None) -> list[Path]:
+    """Every suite.yaml under the scenarios folder."""
+    if root is None or not root.is_dir():
+        return []
+    return sorted(p for p in root.rglob("*") if p.name in ("suite.yaml", "suite.yml"))
+
+
+def load_suite_scenarios(suite_file: Path) -> tuple[Suite, list[Scenario]]:
+    suite = load_suite(suite_file)
+    scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
+    return suite, scenarios
+
+
+@dataclass
+class Talk:
+    id: str
+    suite: Suite
+    scenario: Scenario
+    human: HumanUser
+    folder: Path
+    task: asyncio.Task[RunResult]
+
+    @property
+    def ended(self) -> bool:
+        return self.task.done()
+
+    def failure(self) -> str | None:
+        """Why the talk could not run (a bad suite, a bot that cannot start), when it failed."""
+        if not self.task.done() or self.task.cancelled():
+            return None
+        exc = self.task.exception()
+        if exc is None:
+            return None
+        return str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+
+
+class TalkDesk:
+    """The talks of this desk, by id; run folders go under the runs folder."""
+
+    def __init__(self, runs_dir: Path) -> None:
+        self.runs_dir = runs_dir
+        self.talks: dict[str, Talk] = {}
+
+    async def start(self, suite_file: Path, scenario_id: str, person: str) -> Talk:
+        suite, scenarios = load_suite_scenarios(suite_file)
+        scenario = next((s for s in scenarios if s.id == scenario_id), None)
+        if scenario is None:
+            raise UserError(f"{suite_file}: no scenario '{scenario_id}' in this suite")
+        human = HumanUser(person)
+        folder = self.runs_dir / new_run_id(f"talk-{suite.name}")
+        task = asyncio.create_task(run_live(suite, scenario, human, human.model, folder))
+        talk = Talk(secrets.token_urlsafe(12), suite, scenario, human, folder, task)
+        self.talks[talk.id] = talk
+        await talk.human.wait_for_turn(task)
+        return talk
+
+    def get(self, talk_id: str) -> Talk:
+        talk = self.talks.get(talk_id)
+        if talk is None:
+            raise UserError("no such talk (the desk was restarted?); start a new one")
+        return talk
+
+    async def say(self, talk: Talk, text: str) -> None:
+        """Send the person's message and wait for the bot's answer (or the end of the conversation)."""
+        if talk.ended:
+            raise UserError("this conversation has ended; start a new one")
+        await talk.human.say(text)
+        # A slow bot: after REPLY_WAIT_S the page shows the talk so far, and the reply once it arrives.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(talk.human.wait_for_turn(talk.task), REPLY_WAIT_S)
+
+    async def end(self, talk: Talk) -> RunResult | None:
+        """End the conversation, wait for its verdicts, and return the result (None if it failed)."""
+        if not talk.ended:
+            await talk.human.finish()
+        try:
+            return await asyncio.shield(talk.task)
+        except Exception:  # the failure is shown from talk.failure()
+            return None

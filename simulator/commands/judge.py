@@ -182,7 +182,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
             folder, suite, scenarios, records, retry_errors=args.retry_errors, concurrency=args.concurrency
         )
     )
-    every = list(folder.verdicts())
+    every = [v for v in folder.verdicts() if not v.is_sample]
     current = _latest([v for v in every if v.judge_set_hash == stage.judge_set_hash])
     others = sum(v.judge_set_hash != stage.judge_set_hash for v in every)
     model = suite.judges.model or "none (LLM criteria not judged)"

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
 from simulator.analysis.health import RunHealth, run_health
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
+from simulator.analysis.points import PointsSummary, points_summary
 from simulator.analysis.rates import RateView, pct, rate_view
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
 from simulator.analysis.tables import (
@@ -37,6 +38,7 @@ from simulator.analysis.tables import (
     tag_rows,
 )
 from simulator.record.models import Evidence
+from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -142,6 +144,10 @@ class Report(_Model):
     health: RunHealth
     cost: CostLatency
     transcripts: list[Transcript] = []
+    # Judge stability (samples), jury agreement and corrected failure rates (labels); None when none apply.
+    judge_quality: JudgeQuality | None = None
+    # Signed rubric points: mean score overall, by tag, by category; None without points criteria.
+    points: PointsSummary | None = None
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -335,8 +341,13 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         health=run_health(run, options.turn_limit_threshold),
         cost=cost_latency(run, prices),
         transcripts=transcripts,
+        judge_quality=judge_quality(run),
+        points=points_summary(run),
     )
     report.findings = _findings(report, options)
+    report.findings += [
+        Finding(level=lv, title=t, detail=d) for lv, t, d in judge_notes(report.judge_quality)
+    ]
     if run.judge_set is None:
         report.findings.insert(0, Finding(level="warning", title="no verdicts: this run was not judged"))
     elif len(run.judge_sets) > 1:

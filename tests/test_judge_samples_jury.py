@@ -11,7 +11,7 @@ import asyncio
 import json
 import textwrap
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,8 +23,8 @@ from simulator.judging.aggregate import combine_results
 from simulator.judging.criteria import Criterion
 from simulator.judging.llm_judge import LLMJudge
 from simulator.judging.stage import JudgeStage
-from simulator.providers.cache import cache_key
 from simulator.providers.base import ModelRequest
+from simulator.providers.cache import cache_key
 from simulator.providers.hub import ModelHub
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict

@@ -23,7 +23,7 @@ from simulator.record.models import Verdict, VerdictResult
 
 UNSTABLE = 0.10  # a flip rate at or above this flags the criterion
 CATEGORIES: tuple[VerdictResult, ...] = ("pass", "fail", "not_applicable")
-MAX_LISTED = 20
+MAX_LISTED = 50
 
 
 class _Model(BaseModel):

@@ -44,16 +44,20 @@ def judge_notes(section: JudgeQuality | None) -> list[tuple[Literal["warning"], 
     if section is None:
         return []
     notes: list[tuple[Literal["warning"], str, str]] = []
+    unstable: dict[str, list[str]] = {}
     for row in section.stability:
         if row.unstable:
-            notes.append(
-                (
-                    "warning",
-                    f"unstable judge: {row.criterion_id} ({row.judge_model}) flipped on {row.flips.text}",
-                    f"its {row.samples} samples of one conversation disagreed at or above "
-                    f"{pct(section.unstable_threshold, 0)}; the rubric is probably vague (docs/judges.md)",
-                )
+            unstable.setdefault(row.criterion_id, []).append(f"{row.judge_model} {row.flips.text}")
+    for criterion, flips in unstable.items():
+        notes.append(
+            (
+                "warning",
+                f"unstable judge on {criterion}: samples of one conversation disagreed on "
+                + "; ".join(flips),
+                f"at or above {pct(section.unstable_threshold, 0)} of conversations: the rubric is probably "
+                "vague; read the disagreeing samples and sharpen it (docs/judges.md)",
             )
+        )
     for rate in section.corrected_rates:
         if (
             rate.corrected is not None

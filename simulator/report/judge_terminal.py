@@ -11,6 +11,8 @@ from rich.table import Table
 from simulator.analysis.rates import pct
 from simulator.report.model import Report
 
+SHOWN = 5  # jury disagreements printed per criterion
+
 
 def _stability(console: Console, report: Report) -> None:
     quality = report.judge_quality
@@ -42,7 +44,7 @@ def _jury(console: Console, report: Report) -> None:
         )  # fmt: skip
     console.print(table)
     for row in quality.jury:
-        for d in row.disagreements:
+        for d in row.disagreements[:SHOWN]:
             said = ", ".join(f"{m}: {a}" for m, a in d.answers.items())
             console.print(
                 f"  {escape(row.criterion_id)} {escape(d.conversation_id)}: {escape(said)} → {d.verdict}"

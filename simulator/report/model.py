@@ -163,7 +163,9 @@ def _run_info(run: RunData) -> RunInfo:
         suite_file=manifest.suite_file,
         bot=manifest.models.bot,
         user_model=manifest.models.user,
-        judge_model=manifest.judge_set.model if manifest.judge_set else manifest.models.judge,
+        judge_model=(manifest.judge_set.model or ", ".join(manifest.judge_set.models) or None)
+        if manifest.judge_set
+        else manifest.models.judge,
         runs=run.runs,
         scenarios=len({r.scenario_id for r in run.conversations}),
         conversations=len(run.conversations),

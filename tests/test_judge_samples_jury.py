@@ -289,9 +289,13 @@ def test_judge_samples_end_to_end(
     assert Counter(v.is_sample for v in stored) == Counter({True: 54, False: 18})
     assert len(flaky_server.calls) == 54
     # The report counts one verdict per conversation and shows the flip rate; the JSON carries it.
-    assert main(["report", str(run), "--json", str(project / "r.json")]) == 0
+    assert (
+        main(["report", str(run), "--json", str(project / "r.json"), "--html", str(project / "r.html")]) == 0
+    )
     out = capsys.readouterr().out
     assert "Judge stability" in out
+    page = (project / "r.html").read_text()
+    assert '<section id="judges">' in page and '<a href="#judges">' in page and "<td><td" not in page
     data = json.loads((project / "r.json").read_text())
     [row] = [c for c in data["criteria"] if c["id"] == "sends-999"]
     assert sum(row["counts"][k] for k in ("passed", "failed", "not_applicable", "error", "not_judged")) == 18
@@ -305,3 +309,29 @@ def test_judge_samples_end_to_end(
         == 0
     )
     assert len(flaky_server.calls) == 54
+
+
+def test_retry_errors_judges_tied_items_again_without_piling_up_samples(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two samples that tie give an error; --retry-errors drops it with its samples and judges again."""
+    with FakeLLMServer(ScriptedJudge(flipping(lambda call: "pass", 0.5, seed=5))) as server:
+        module = f"sample_bot_{project.name.replace('-', '_')}"
+        suite = project / "suite.yaml"
+        suite.write_text(
+            f"name: ties\nscenarios: {{paths: [scenarios]}}\nbot: {{type: python, factory: '{module}:Bot'}}\n"
+            "user: {model: offline}\njudges: {paths: [judges], model: anthropic:judge-a, samples: 2}\n"
+            f"providers: {{anthropic: {{base_url: '{server.base_url}', api_key_env: FAKE_JUDGE_KEY}}}}\n"
+        )
+        run = project / "run"
+        assert main(["run", str(suite), "--out", str(run), "--no-progress"]) == 0
+        first = [v for v in RunFolder(run).verdicts() if v.criterion_id == "sends-999"]
+        ties = [v for v in first if not v.is_sample and v.result == "error"]
+        assert ties, "the seed should give at least one tie"
+        assert all(v.votes == {"pass": 1, "fail": 1} for v in ties)
+        assert main(["judge", str(run), "--retry-errors"]) == 0
+    again = [v for v in RunFolder(run).verdicts() if v.criterion_id == "sends-999"]
+    for conversation in {v.conversation_id for v in again}:
+        mine = [v for v in again if v.conversation_id == conversation]
+        assert sorted(v.sample for v in mine if v.is_sample) == [0, 1]  # one batch of samples per item
+        assert len([v for v in mine if not v.is_sample]) == 1

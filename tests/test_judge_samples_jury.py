@@ -335,3 +335,29 @@ def test_retry_errors_judges_tied_items_again_without_piling_up_samples(
         mine = [v for v in again if v.conversation_id == conversation]
         assert sorted(v.sample for v in mine if v.is_sample) == [0, 1]  # one batch of samples per item
         assert len([v for v in mine if not v.is_sample]) == 1
+
+
+def test_every_juror_of_the_bots_family_draws_the_same_family_warning() -> None:
+    from simulator.judging.stage import make_judge_stage
+    from simulator.spec.suite import Suite
+
+    suite = Suite.model_validate(
+        {
+            "bot": {"type": "chat", "model": "anthropic:claude-haiku-4-5", "system_prompt": "triage"},
+            "user": {"model": "offline"},
+            "judges": {
+                "models": ["anthropic:claude-sonnet-4-5", "openai:gpt-4.1", "anthropic:claude-opus-4"]
+            },
+        }
+    )
+    stage = make_judge_stage(suite, [], ModelHub({}), warn=False)
+    assert len(stage.warnings) == 2 and all("same family (claude)" in w for w in stage.warnings)
+    assert stage.describe().models == [
+        "anthropic:claude-sonnet-4-5",
+        "openai:gpt-4.1",
+        "anthropic:claude-opus-4",
+    ]
+    with pytest.raises(ValueError, match="twice"):
+        Suite.model_validate(
+            {"bot": {"type": "python", "factory": "a:b"}, "judges": {"models": ["x:a", "x:a"]}}
+        )

@@ -151,10 +151,11 @@ class RunSession:
         except Exception as exc:  # a judge-stage bug must not end the run; resume judges it again
             return f"judge stage raised {type(exc).__name__}: {exc}"
         self.parts.folder.append_verdicts(verdicts)
-        self.result.verdicts += len(verdicts)
+        counted = [v for v in verdicts if not v.is_sample]  # the samples behind a verdict are not verdicts
+        self.result.verdicts += len(counted)
         if record.stop_reason == "error":
             return None  # the conversation's own error is what counts, not the verdicts it could not get
-        failed = [v for v in verdicts if v.result == "error"]
+        failed = [v for v in counted if v.result == "error"]
         self.result.judge_errors += len(failed)
         if not failed:
             return None

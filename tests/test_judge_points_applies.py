@@ -196,3 +196,11 @@ def test_bad_conditions_name_file_line_and_field(tmp_path: Path, body: str, fiel
     [problem] = caught.value.problems
     assert (problem.file, problem.line, problem.field) == (str(path), 5, field)
     assert says in problem.message
+
+
+async def test_applies_when_needs_no_judge_model() -> None:
+    only_at_handover = rubric("hands-over", 4, applies_when={"stop_reason": ["handover"]})
+    no_model = JudgeStage([ESCALATES, only_at_handover], None, "sha256:t", [SCENARIO], {}, [])
+    by_id = {v.criterion_id: v for v in await no_model.judge(conversation(), SCENARIO, set())}
+    assert by_id["hands-over"].result == "not_applicable"
+    assert by_id["escalates"].result == "not_judged"

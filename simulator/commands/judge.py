@@ -107,8 +107,9 @@ def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
     return [s for s in scenarios if s.id in wanted], warnings
 
 
-def verdict_rows(verdicts: list[Verdict]) -> list[dict[str, Any]]:
-    """Counts per criterion: results, unverified evidence, tokens (the summary `judge` prints)."""
+def verdict_rows(verdicts: list[Verdict], samples: list[Verdict] | None = None) -> list[dict[str, Any]]:
+    """Counts per criterion: results, unverified evidence, tokens (the summary `judge` prints); the tokens
+    of a sampled or jury verdict are those of its `samples`."""
     rows: dict[str, dict[str, Any]] = {}
     for v in verdicts:
         row = rows.setdefault(
@@ -125,7 +126,9 @@ def verdict_rows(verdicts: list[Verdict]) -> list[dict[str, Any]]:
         row["unverified"] += v.evidence_verified is False
         if v.score is not None:
             row["scores"].append(v.score)
-        if v.usage is not None:
+    for v in [*verdicts, *(samples or [])]:
+        if v.usage is not None and v.criterion_id in rows:
+            row = rows[v.criterion_id]
             row["input_tokens"] = row.get("input_tokens", 0) + v.usage.input_tokens
             row["cached_tokens"] = row.get("cached_tokens", 0) + v.usage.cached_input_tokens
     return list(rows.values())
@@ -211,8 +214,10 @@ def cmd_judge(args: argparse.Namespace) -> int:
             folder, suite, scenarios, records, retry_errors=args.retry_errors, concurrency=args.concurrency
         )
     )
-    every = [v for v in folder.verdicts() if not v.is_sample]
+    stored = list(folder.verdicts())
+    every = [v for v in stored if not v.is_sample]
     current = _latest([v for v in every if v.judge_set_hash == stage.judge_set_hash])
+    samples = [v for v in stored if v.is_sample and v.judge_set_hash == stage.judge_set_hash]
     others = sum(v.judge_set_hash != stage.judge_set_hash for v in every)
     model = ", ".join(suite.judges.judge_models()) or "none (LLM criteria not judged)"
     print(f"judge set {stage.judge_set_hash[:19]}  model: {model}  criteria: {len(stage.criteria)}")
@@ -220,7 +225,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         f"judged {todo} of {len(records)} conversations ({result.verdicts} verdicts written); "
         f"{others} earlier verdicts of other judge sets kept"
     )
-    _print_table(verdict_rows(current))
+    _print_table(verdict_rows(current, samples))
     _print_stability(folder, stage.judge_set_hash)
     unverified = sum(v.evidence_verified is False for v in current)
     if unverified:

@@ -157,12 +157,15 @@ class JudgeStage:
             cause = f" ({record.error.source}: {record.error.message})" if record.error else ""
             reason = f"the conversation ended in an error{cause}; nothing to judge"
             return verdicts + [not_judged_verdict(record, c, self.judge_set_hash, reason) for c in todo]
-        if not self.jury:
-            return verdicts + [not_judged_verdict(record, c, self.judge_set_hash, NO_MODEL) for c in todo]
-        verdicts += self._not_applicable(record, scenario, todo)
-        ask = [c for c in todo if not any(v.criterion_id == c.id for v in verdicts)]
+        # `applies_when` is decided in code: no judge call, and no judge model needed.
+        skipped = self._not_applicable(record, scenario, todo)
+        verdicts += skipped
+        decided = {v.criterion_id for v in skipped}
+        ask = [c for c in todo if c.id not in decided]
         if not ask:
             return verdicts
+        if not self.jury:
+            return verdicts + [not_judged_verdict(record, c, self.judge_set_hash, NO_MODEL) for c in ask]
         block = render_transcript_block(record.turns)
         # The first criterion goes alone (one call per judge model): it writes the shared prefix to each
         # provider's cache, which every other call then reads.

@@ -23,6 +23,7 @@ EXTENSIONS = [
     "simulator.commands.scale",
     "simulator.commands.traces",
     "simulator.commands.serve",
+    "simulator.commands.judge_quality",
 ]
 
 

@@ -75,6 +75,7 @@ class CriterionCalibration(_Model):
     kappa: float | None
     matrix: dict[str, dict[str, int]]
     disagreements: list[Disagreement]
+    severity: str | None = None
 
 
 class Calibration(_Model):
@@ -189,6 +190,14 @@ def _calibrate_one(
     )
 
 
+def _critical_false_passes_first(criteria: list[CriterionCalibration], run: RunData) -> None:
+    """Name each criterion's severity and put critical criteria with false passes first (most first)."""
+    for row in criteria:
+        entry = run.manifest.criterion(row.criterion_id)
+        row.severity = entry.severity if entry is not None else None
+    criteria.sort(key=lambda r: (not (r.severity == "critical" and r.false_pass.k), -r.false_pass.k))
+
+
 def calibrate(run: RunData, labels_path: Path) -> Calibration:
     """Compare the labels in `labels_path` with the run's (chosen judge set's) verdicts, per criterion."""
     labels = read_labels(labels_path)
@@ -202,6 +211,7 @@ def calibrate(run: RunData, labels_path: Path) -> Calibration:
         if row.conversation_id in known:
             by_criterion.setdefault(row.criterion_id, []).append(row)
     criteria = [_calibrate_one(c, rows, verdicts) for c, rows in sorted(by_criterion.items())]
+    _critical_false_passes_first(criteria, run)
     overall = None
     if len(criteria) > 1:
         overall = _calibrate_one(

@@ -230,8 +230,12 @@ def cost_latency(run: RunData, prices: PriceTable) -> CostLatency:
         if record.error is not None and record.error.source in ("bot", "user"):
             calls[record.error.source] += 1
             failures[record.error.source].append((record.error.kind, record.error.message))
-    for verdict in run.verdicts:
-        if verdict.kind != "llm":
+    # Each judge call once: an aggregated verdict's calls are its samples; `applies_when` made no call.
+    judgements = [v for v in run.verdicts if v.aggregate is None] + run.samples
+    for verdict in judgements:
+        if verdict.kind != "llm" or (
+            verdict.judge_model is None and verdict.reasoning.startswith("applies_when.")
+        ):
             continue
         calls["judge"] += 1
         add("judge", verdict.judge_model, verdict.usage, verdict.conversation_id)

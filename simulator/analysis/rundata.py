@@ -52,6 +52,9 @@ class RunData:
     expected: dict[str, dict[str, Any]]
     scenario_order: list[str]
     warnings: list[str] = field(default_factory=list)
+    # Every judgement behind an aggregated verdict (samples, jury members) of the chosen set; reports never
+    # count them as verdicts (stability and jury agreement read them).
+    samples: list[Verdict] = field(default_factory=list)
 
     @property
     def outcome(self) -> OutcomeConfig | None:
@@ -143,7 +146,8 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
     all_records = list(folder.conversations())
     attempts = Counter(record.id for record in all_records)
     latest = latest_by_id(all_records)
-    all_verdicts = list(folder.verdicts())
+    every = list(folder.verdicts())
+    all_verdicts = [v for v in every if not v.is_sample]
     chosen, recent_first = _select_judge_set(all_verdicts, judge_set)
     verdicts, borrowed = _chosen_verdicts(all_verdicts, chosen, recent_first)
     order = [entry.id for entry in manifest.scenarios]
@@ -185,4 +189,7 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
         expected=expected,
         scenario_order=order,
         warnings=warnings,
+        samples=[
+            v for v in every if v.is_sample and v.judge_set_hash == chosen and v.conversation_id in live
+        ],
     )

@@ -292,6 +292,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         records = [r for r in records if r.repeat == args.repeat]
     verdicts: dict[str, list[Any]] = {}
     for verdict in folder.verdicts():
+        if verdict.is_sample:
+            continue
         verdicts.setdefault(verdict.conversation_id, []).append(verdict)
     if args.raw:
         for record in records:

@@ -28,6 +28,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--suite", type=Path, help="take the judges and providers sections from this suite file instead"
     )
     _judge_options(judge)
+    judge.add_argument(
+        "--judge-models",
+        nargs="+",
+        metavar="MODEL",
+        help="a jury: several judge models, combined by the suite's judges.aggregate rules (default majority)",
+    )
+    judge.add_argument(
+        "--samples",
+        type=_samples,
+        help="judge every (conversation, criterion) K times per judge model and report each criterion's "
+        "flip rate (A/A stability); the majority counts, a tie is an error",
+    )
     judge.add_argument("--retry-errors", action="store_true", help="judge again the verdicts that errored")
     judge.set_defaults(handler=cmd_judge)
 
@@ -40,6 +52,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _judge_options(pair)
     pair.add_argument("--out", type=Path, help="also write the results as JSON lines to this file")
     pair.set_defaults(handler=cmd_judge_pairwise)
+
+
+def _samples(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"'{value}' is not a whole number") from exc
+    if not 1 <= number <= 25:
+        raise argparse.ArgumentTypeError(f"--samples must be between 1 and 25, got {number}")
+    return number
 
 
 def _judge_options(parser: argparse.ArgumentParser) -> None:
@@ -118,8 +140,9 @@ def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
     return [s for s in scenarios if s.id in wanted], warnings
 
 
-def verdict_rows(verdicts: list[Verdict]) -> list[dict[str, Any]]:
-    """Counts per criterion: results, unverified evidence, tokens (the summary `judge` prints)."""
+def verdict_rows(verdicts: list[Verdict], samples: list[Verdict] | None = None) -> list[dict[str, Any]]:
+    """Counts per criterion: results, unverified evidence, tokens (the summary `judge` prints); the tokens
+    of a sampled or jury verdict are those of its `samples`."""
     rows: dict[str, dict[str, Any]] = {}
     for v in verdicts:
         row = rows.setdefault(
@@ -136,7 +159,9 @@ def verdict_rows(verdicts: list[Verdict]) -> list[dict[str, Any]]:
         row["unverified"] += v.evidence_verified is False
         if v.score is not None:
             row["scores"].append(v.score)
-        if v.usage is not None:
+    for v in [*verdicts, *(samples or [])]:
+        if v.usage is not None and v.criterion_id in rows:
+            row = rows[v.criterion_id]
             row["input_tokens"] = row.get("input_tokens", 0) + v.usage.input_tokens
             row["cached_tokens"] = row.get("cached_tokens", 0) + v.usage.cached_input_tokens
     return list(rows.values())
@@ -216,6 +241,13 @@ def cmd_judge(args: argparse.Namespace) -> int:
         suite.judges.paths = [str(p.resolve()) for p in args.judges]
     if args.judge_model:
         suite.judges.model = args.judge_model
+        suite.judges.models = []
+    if args.judge_models:
+        if len(set(args.judge_models)) != len(args.judge_models):
+            raise UserError("--judge-models lists a model twice; use --samples to judge more than once")
+        suite.judges.models = list(args.judge_models)
+    if args.samples:
+        suite.judges.samples = args.samples
     scenarios, warnings = stored_scenarios(manifest)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -230,20 +262,42 @@ def cmd_judge(args: argparse.Namespace) -> int:
             folder, suite, scenarios, records, retry_errors=args.retry_errors, concurrency=args.concurrency
         )
     )
-    every = list(folder.verdicts())
+    stored = list(folder.verdicts())
+    every = [v for v in stored if not v.is_sample]
     current = _latest([v for v in every if v.judge_set_hash == stage.judge_set_hash])
+    samples = [v for v in stored if v.is_sample and v.judge_set_hash == stage.judge_set_hash]
     others = sum(v.judge_set_hash != stage.judge_set_hash for v in every)
-    model = suite.judges.model or "none (LLM criteria not judged)"
+    model = ", ".join(suite.judges.judge_models()) or "none (LLM criteria not judged)"
     print(f"judge set {stage.judge_set_hash[:19]}  model: {model}  criteria: {len(stage.criteria)}")
     print(
         f"judged {todo} of {len(records)} conversations ({result.verdicts} verdicts written); "
         f"{others} earlier verdicts of other judge sets kept"
     )
-    _print_table(verdict_rows(current))
+    _print_table(verdict_rows(current, samples))
+    _print_stability(folder, stage.judge_set_hash)
     unverified = sum(v.evidence_verified is False for v in current)
     if unverified:
         print(f"{unverified} verdicts have evidence not found in the transcript (evidence_verified: false)")
     return 0
+
+
+def _print_stability(folder: RunFolder, judge_set: str) -> None:
+    """With samples or a jury: each criterion's flip rate, and the jury's agreement."""
+    from simulator.analysis.stability import jury_rows, stability_rows
+
+    samples = [v for v in folder.verdicts() if v.judge_set_hash == judge_set and v.is_sample]
+    if not samples:
+        return
+    for row in stability_rows(samples):
+        flag = "  UNSTABLE: read the rubric (docs/judges.md)" if row.unstable else ""
+        print(f"{row.criterion_id} ({row.judge_model}, {row.samples} samples): flips {row.flips.text}{flag}")
+    finals = [v for v in folder.verdicts() if v.judge_set_hash == judge_set and v.aggregate is not None]
+    for jury in jury_rows(samples, finals):
+        kappa = "n/a" if jury.fleiss_kappa is None else f"{jury.fleiss_kappa:.2f}"
+        print(
+            f"{jury.criterion_id} jury ({jury.rule}): all agree {jury.agreement.text}; Fleiss' kappa {kappa}; "
+            f"{len(jury.disagreements) + jury.more_disagreements} disagreements"
+        )
 
 
 def cmd_judge_pairwise(args: argparse.Namespace) -> int:

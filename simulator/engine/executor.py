@@ -108,7 +108,7 @@ async def simulate_and_judge(
     except Exception as exc:  # a judge-stage bug must not end the run; resume judges it again
         done.judge_failure = f"judge stage raised {type(exc).__name__}: {exc}"
         return done
-    failed = [v for v in done.verdicts if v.result == "error"]
+    failed = [v for v in done.verdicts if v.result == "error" and not v.is_sample]
     if failed and done.record.stop_reason != "error":
         last = failed[-1]
         detail = f"{last.error.kind}: {last.error.message}" if last.error else last.reasoning

@@ -191,13 +191,19 @@ def _scan(folder: RunFolder, judges: JudgeStage, retry_errors: bool, rerun_error
             failed = {conversation for conversation, reason in last.items() if reason == "error"}
         # Verdicts first: a crash between the two rewrites leaves an errored, unjudged conversation, which
         # the next resume judges or (with --retry-errors) runs again. Never a verdict without its record.
+        redo = _errored_items(folder, current)
         folder.drop_verdicts(
-            lambda v: v.conversation_id not in failed and not (v.result == "error" and ours(v))
+            lambda v: (
+                v.conversation_id not in failed
+                and not (ours(v) and (v.conversation_id, v.criterion_id) in redo)
+            )
         )
         if failed:
             folder.drop_conversations(lambda r: r.id not in failed)
     # Verdicts of another judge set (`simulator judge --judges ...`) do not stand in for this run's own.
-    existing = _Existing(judged={(v.conversation_id, v.criterion_id) for v in folder.verdicts() if ours(v)})
+    existing = _Existing(
+        judged={(v.conversation_id, v.criterion_id) for v in folder.verdicts() if ours(v) and not v.is_sample}
+    )
     for record in folder.conversations():
         existing.status[record.id] = record.stop_reason
         if judges.pending(record, existing.judged):
@@ -205,6 +211,16 @@ def _scan(folder: RunFolder, judges: JudgeStage, retry_errors: bool, rerun_error
         else:
             existing.rejudge.discard(record.id)  # a later duplicate line that is fully judged
     return existing
+
+
+def _errored_items(folder: RunFolder, judge_set: str) -> set[tuple[str, str]]:
+    """(conversation, criterion) pairs whose counted verdict of this judge set is an error: with their
+    samples, they are dropped and judged again, so an item never holds two batches of samples."""
+    return {
+        (v.conversation_id, v.criterion_id)
+        for v in folder.verdicts()
+        if v.judge_set_hash == judge_set and v.result == "error" and not v.is_sample
+    }
 
 
 def _work(
@@ -378,14 +394,16 @@ async def judge_run(
     hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
     try:
         judges = make_judge_stage(suite, scenarios, hub.for_role("judge"))
+        current = judges.judge_set_hash
         if retry_errors:
+            redo = _errored_items(folder, current)
             folder.drop_verdicts(
-                lambda v: not (v.result == "error" and v.judge_set_hash == judges.judge_set_hash)
+                lambda v: not (v.judge_set_hash == current and (v.conversation_id, v.criterion_id) in redo)
             )
         judged = {
             (v.conversation_id, v.criterion_id)
             for v in folder.verdicts()
-            if v.judge_set_hash == judges.judge_set_hash
+            if v.judge_set_hash == current and not v.is_sample
         }
         todo = [r for r in records if judges.pending(r, judged)]
         manifest = folder.read_manifest()

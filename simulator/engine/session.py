@@ -85,10 +85,13 @@ class CellRun:
         else:
             self.result.rejudged += 1
         self.parts.folder.append_verdicts(done.verdicts)
-        self.judged.update((v.conversation_id, v.criterion_id) for v in done.verdicts)
-        self.result.verdicts += len(done.verdicts)
+        counted = [
+            v for v in done.verdicts if not v.is_sample
+        ]  # the samples behind a verdict are not verdicts
+        self.judged.update((v.conversation_id, v.criterion_id) for v in counted)
+        self.result.verdicts += len(counted)
         if record.stop_reason != "error":
-            self.result.judge_errors += sum(v.result == "error" for v in done.verdicts)
+            self.result.judge_errors += sum(v.result == "error" for v in counted)
 
     def count_calls(self) -> None:
         if self.shared:

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-__all__ = ["Criterion", "Severity", "criterion_files", "load_criteria"]
+__all__ = ["AggregateRule", "Criterion", "Severity", "criterion_files", "load_criteria"]
 
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, field_validator
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
+from simulator.judging.applicability import AppliesWhen
 from simulator.spec.documents import DocumentKind, FileDocument, load_documents, yaml_files
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Severity = Literal["critical", "major", "minor"]
+# How several judgements of one item (samples, jury members) become the verdict that counts.
+AggregateRule = Literal["majority", "any_fail", "unanimous_pass"]
+DEFAULT_MET = "the conversation shows the behaviour described."
+DEFAULT_NOT_MET = "the conversation does not show it."
 DEFAULT_NOT_APPLICABLE = "The conversation gives this criterion nothing to judge."
 # Ids the code checks write; a criterion may not take them, or its verdicts would mix with theirs.
 RESERVED_PREFIXES = ("outcome.", "metric.", "assertions")
@@ -28,6 +33,7 @@ class Criterion(FileDocument):
     id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[\w.-]+$")]
     # The rule in the service owner's words.
     criterion: Text
+    # With `points` these say what met / not met mean, and may be left out.
     pass_: Text = Field(alias="pass", description="what a pass means")
     fail: Text = Field(description="what a fail means")
     not_applicable: Text = Field(
@@ -41,6 +47,33 @@ class Criterion(FileDocument):
         "general"
     )
     notes: str | None = None
+    # Conditions checked in code before the judge is asked (tags, expected outcome, stop reason, facts).
+    applies_when: AppliesWhen | None = None
+    # Signed rubric points (HealthBench): the criterion describes a behaviour; when it is met, `points`
+    # are earned (negative: subtracted). The judge is asked whether it is met, not whether it is good.
+    points: int | None = Field(default=None, ge=-10, le=10)
+    # The jury's rule for this criterion; default from the suite's `judges.aggregate` by severity.
+    aggregate: AggregateRule | None = None
+
+    @field_validator("points")
+    @classmethod
+    def _points_not_zero(cls, value: int | None) -> int | None:
+        if value == 0:
+            raise ValueError("points must be between -10 and 10 and not 0 (leave it out for pass/fail)")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _met_defaults(cls, data: Any) -> Any:
+        """A rubric item with points may leave out pass / fail: they default to met / not met."""
+        if isinstance(data, dict) and data.get("points") not in (None, 0):
+            data = {"pass": DEFAULT_MET, "fail": DEFAULT_NOT_MET, **data}
+        return data
+
+    @property
+    def met_result(self) -> str:
+        """The verdict result when a points criterion is met: pass for positive points, fail for negative."""
+        return "fail" if (self.points or 0) < 0 else "pass"
 
     @field_validator("id")
     @classmethod
@@ -55,7 +88,8 @@ class Criterion(FileDocument):
 
     def canonical(self) -> str:
         """The rubric as canonical JSON: what the judge set's hash covers (not the file's layout or notes)."""
-        data = self.model_dump(by_alias=True, exclude={"notes"})
+        unset = {name for name in ("applies_when", "points", "aggregate") if getattr(self, name) is None}
+        data = self.model_dump(by_alias=True, exclude={"notes", *unset})
         return json.dumps(data, sort_keys=True, ensure_ascii=False)
 
 

@@ -9,12 +9,15 @@ pass or a fail.
 from __future__ import annotations
 
 __all__ = [
+    "POINTS_SCHEMA",
     "VERDICT_FORM",
     "VERDICT_SCHEMA",
     "Answer",
     "JudgeOutput",
     "LLMJudge",
+    "PointsOutput",
     "ask_validated",
+    "not_applicable_verdict",
     "not_judged_verdict",
     "parse_output",
     "verdict_base",
@@ -52,6 +55,14 @@ VERDICT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+POINTS_SCHEMA: dict[str, Any] = {
+    **VERDICT_SCHEMA,
+    "properties": {
+        **VERDICT_SCHEMA["properties"],
+        "result": {"type": "string", "enum": ["met", "not_met", "not_applicable"]},
+    },
+}
+
 _CORRECTION = """\
 Your answer could not be used: {problem}.
 Answer again about the same input and the same criterion, with one JSON object only, no other text:
@@ -59,6 +70,12 @@ Answer again about the same input and the same criterion, with one JSON object o
 VERDICT_FORM = (
     '{"reasoning": "<a few sentences>", "evidence": ["<exact quote>", ...], '
     '"result": "pass" | "fail" | "not_applicable"}'
+)
+
+
+POINTS_FORM = (
+    '{"reasoning": "<a few sentences>", "evidence": ["<exact quote>", ...], '
+    '"result": "met" | "not_met" | "not_applicable"}'
 )
 
 
@@ -85,6 +102,12 @@ class JudgeOutput(BaseModel):
         if isinstance(value, str):
             return [value] if value.strip() else []
         return value
+
+
+class PointsOutput(JudgeOutput):
+    """A rubric item's answer: whether the behaviour it describes is present."""
+
+    result: Literal["met", "not_met", "not_applicable"]  # type: ignore[assignment]
 
 
 def parse_output(response: ModelResponse, model: type[T]) -> tuple[T | None, str]:
@@ -154,6 +177,7 @@ def verdict_base(
         "judge_model": judge_model,
         "judge_set_hash": judge_set_hash,
         "judged_at": datetime.now(UTC),
+        "points": criterion.points,
     }
 
 
@@ -163,6 +187,15 @@ def not_judged_verdict(
     """A criterion that was deliberately not judged (no judge model, an errored conversation), and why."""
     return Verdict(
         **verdict_base(record, criterion, judge_set_hash, None), result="not_judged", reasoning=reason
+    )
+
+
+def not_applicable_verdict(
+    record: ConversationRecord, criterion: Criterion, judge_set_hash: str, reason: str
+) -> Verdict:
+    """A criterion that cannot apply, decided in code (`applies_when`) without asking a judge."""
+    return Verdict(
+        **verdict_base(record, criterion, judge_set_hash, None), result="not_applicable", reasoning=reason
     )
 
 
@@ -182,7 +215,7 @@ class LLMJudge:
             self.model,
             transcript_block,
             criterion,
-            output_schema=VERDICT_SCHEMA,
+            output_schema=VERDICT_SCHEMA if criterion.points is None else POINTS_SCHEMA,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
         )
@@ -194,8 +227,12 @@ class LLMJudge:
         block = transcript_block if transcript_block is not None else render_transcript_block(record.turns)
         request = self.request(block, criterion)
         base = verdict_base(record, criterion, self.judge_set_hash, self.model_spec)
+        points = criterion.points is not None
         try:
-            answer = await ask_validated(self.client, request, JudgeOutput, VERDICT_FORM)
+            if points:
+                answer: Answer[Any] = await ask_validated(self.client, request, PointsOutput, POINTS_FORM)
+            else:
+                answer = await ask_validated(self.client, request, JudgeOutput, VERDICT_FORM)
         except ProviderError as exc:
             return Verdict(
                 **base,
@@ -214,10 +251,40 @@ class LLMJudge:
                 error=ErrorInfo(source="judge", kind="invalid_output", message=answer.problem),
             )
         messages = [text for _, text in transcript_messages(record.turns)]
+        if points:
+            return self._points_verdict(base, criterion, output, messages, usage, latency)
         evidence, verified = verify_evidence(output.evidence, messages, output.result)
         return Verdict(
             **base,
             result=output.result,
+            reasoning=output.reasoning,
+            evidence=evidence,
+            evidence_verified=verified,
+            usage=usage,
+            latency_s=latency,
+        )
+
+    @staticmethod
+    def _points_verdict(
+        base: dict[str, Any],
+        criterion: Criterion,
+        output: PointsOutput,
+        messages: list[str],
+        usage: Usage,
+        latency: float,
+    ) -> Verdict:
+        """A rubric item's verdict: met or not met, mapped to pass / fail by the sign of its points."""
+        met = None if output.result == "not_applicable" else output.result == "met"
+        if met is None:
+            result: Any = "not_applicable"
+        else:
+            result = criterion.met_result if met else ("pass" if criterion.met_result == "fail" else "fail")
+        # A quote is required where the behaviour is shown (met), not for its absence.
+        evidence, verified = verify_evidence(output.evidence, messages, "pass" if met else "not_applicable")
+        return Verdict(
+            **base,
+            result=result,
+            met=met,
             reasoning=output.reasoning,
             evidence=evidence,
             evidence_verified=verified,

@@ -19,6 +19,8 @@ __all__ = [
     "JUDGE_ASK",
     "JUDGE_INSTRUCTIONS",
     "JUDGE_PROMPT_TEMPLATE",
+    "POINTS_ASK",
+    "POINTS_CRITERION_TEMPLATE",
     "TRANSCRIPT_TEMPLATE",
     "build_judge_request",
     "escape_data",
@@ -81,13 +83,32 @@ Not applicable: {not_applicable}
 {instruction}"""
 JUDGE_ASK = "Judge the conversation above against this criterion only."
 
+# Signed rubric points: the judge says whether the behaviour is present, never whether it is good.
+POINTS_CRITERION_TEMPLATE = """\
+<criterion id="{id}">
+Rubric item (met or not met): {criterion}
+Met: {met}
+Not met: {not_met}
+Not applicable: {not_applicable}
+</criterion>
+
+{instruction}"""
+POINTS_ASK = (
+    "Decide only whether the conversation above shows the behaviour this rubric item describes, whether "
+    'that behaviour is desirable or not. For this item answer "result": "met" or "not_met" in place of '
+    '"pass" or "fail" ("not_applicable" as usual). A "met" needs at least one quote; a "not_met" needs none.'
+)
+
 JUDGE_PROMPT_TEMPLATE = (
     "[system]\n" + JUDGE_INSTRUCTIONS + "\n\n[user, cacheable]\n" + TRANSCRIPT_TEMPLATE + "\n\n[user]\n"
 ) + CRITERION_TEMPLATE.replace("{instruction}", JUDGE_ASK)
 
 
-def judge_prompt_hash() -> str:
-    """The hash of the judge prompt's text, recorded in the manifest and folded into the judge set's hash."""
+def judge_prompt_hash(points: bool = False) -> str:
+    """The hash of the judge prompt's text, recorded in the manifest and folded into the judge set's hash;
+    with `points`, also of the met / not met variant (so judge sets without points keep their hash)."""
+    if points:
+        return sha256_text(JUDGE_PROMPT_TEMPLATE + POINTS_CRITERION_TEMPLATE + POINTS_ASK)
     return sha256_text(JUDGE_PROMPT_TEMPLATE)
 
 
@@ -120,7 +141,16 @@ def _one_line(text: str) -> str:
 
 
 def render_criterion_block(criterion: Criterion, instruction: str = JUDGE_ASK) -> str:
-    """The criterion block that ends each judge request."""
+    """The criterion block that ends each judge request (the met / not met variant for points criteria)."""
+    if criterion.points is not None:
+        return POINTS_CRITERION_TEMPLATE.format(
+            instruction=POINTS_ASK,
+            id=criterion.id,
+            criterion=_one_line(criterion.criterion),
+            met=_one_line(criterion.pass_),
+            not_met=_one_line(criterion.fail),
+            not_applicable=_one_line(criterion.not_applicable),
+        )
     return CRITERION_TEMPLATE.format(
         instruction=instruction,
         id=criterion.id,

@@ -17,10 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator.judging.aggregate import combine_verdicts, default_rule
+from simulator.judging.applicability import applicability
 from simulator.judging.code_checks import CODE_CHECKS_VERSION, code_check_ids, code_verdicts
-from simulator.judging.criteria import Criterion, load_criteria
+from simulator.judging.criteria import AggregateRule, Criterion, load_criteria
 from simulator.judging.hygiene import same_family_warnings
-from simulator.judging.llm_judge import LLMJudge, not_judged_verdict
+from simulator.judging.llm_judge import LLMJudge, not_applicable_verdict, not_judged_verdict
 from simulator.judging.prompt import JUDGE_PROMPT_TEMPLATE, judge_prompt_hash, render_transcript_block
 from simulator.providers.hub import ModelHub, call_scope, resolve_user_model
 from simulator.record.hashing import sha256_text
@@ -33,17 +35,31 @@ NO_MODEL = "no judge model configured (set judges.model in the suite or pass --j
 
 
 def judge_set_hash(
-    criteria: list[Criterion], model: str | None, temperature: float | None, max_tokens: int
+    criteria: list[Criterion],
+    model: str | None,
+    temperature: float | None,
+    max_tokens: int,
+    *,
+    models: list[str] | None = None,
+    samples: int = 1,
+    aggregate: dict[str, str] | None = None,
 ) -> str:
-    """The hash of everything that decides a verdict, except the conversation itself."""
-    payload = {
-        "prompt": judge_prompt_hash(),
+    """The hash of everything that decides a verdict, except the conversation itself. A jury, samples and
+    rules join the hash only when used, so a one-model, one-sample set keeps the hash it always had."""
+    payload: dict[str, Any] = {
+        "prompt": judge_prompt_hash(points=any(c.points is not None for c in criteria)),
         "code_checks": CODE_CHECKS_VERSION,
         "model": model,
         "temperature": temperature,
         "max_tokens": max_tokens,
         "criteria": sorted(c.canonical() for c in criteria),
     }
+    if models and len(models) > 1:
+        payload["models"] = models
+    if samples > 1:
+        payload["samples"] = samples
+    if aggregate:
+        payload["aggregate"] = aggregate
     return sha256_text(json.dumps(payload, sort_keys=True))
 
 
@@ -58,9 +74,17 @@ class JudgeStage:
         scenarios: list[Scenario],
         settings: dict[str, Any],
         warnings: list[str],
+        *,
+        jury: list[LLMJudge] | None = None,
+        samples: int = 1,
+        rules: dict[str, AggregateRule] | None = None,
     ) -> None:
         self.criteria = criteria
         self.llm = judge
+        # Every judge model (the first is `llm`); each judges every item `samples` times.
+        self.jury = jury if jury is not None else ([judge] if judge is not None else [])
+        self.samples = samples
+        self.rules = rules or {}
         self.judge_set_hash = set_hash
         self.scenarios = {s.id: s for s in scenarios}
         self.settings = settings
@@ -71,7 +95,7 @@ class JudgeStage:
         return JudgeSet(
             hash=self.judge_set_hash,
             **self.settings,
-            prompt_hash=judge_prompt_hash(),
+            prompt_hash=judge_prompt_hash(points=any(c.points is not None for c in self.criteria)),
             code_checks=CODE_CHECKS_VERSION,
             criteria=[
                 CriterionEntry(
@@ -86,6 +110,9 @@ class JudgeStage:
                     severity=c.severity,
                     category=c.category,
                     applies_to=c.applies_to,
+                    points=c.points,
+                    applies_when=c.applies_when.model_dump(exclude_defaults=True) if c.applies_when else None,
+                    aggregate=c.aggregate,
                 )
                 for c in self.criteria
             ],
@@ -130,16 +157,68 @@ class JudgeStage:
             cause = f" ({record.error.source}: {record.error.message})" if record.error else ""
             reason = f"the conversation ended in an error{cause}; nothing to judge"
             return verdicts + [not_judged_verdict(record, c, self.judge_set_hash, reason) for c in todo]
-        if self.llm is None:
-            return verdicts + [not_judged_verdict(record, c, self.judge_set_hash, NO_MODEL) for c in todo]
-        llm = self.llm
+        # `applies_when` is decided in code: no judge call, and no judge model needed.
+        skipped = self._not_applicable(record, scenario, todo)
+        verdicts += skipped
+        decided = {v.criterion_id for v in skipped}
+        ask = [c for c in todo if c.id not in decided]
+        if not ask:
+            return verdicts
+        if not self.jury:
+            return verdicts + [not_judged_verdict(record, c, self.judge_set_hash, NO_MODEL) for c in ask]
         block = render_transcript_block(record.turns)
-        # The repeat is part of a cached response's key: the runner and `simulator judge` must agree on it.
-        with call_scope(repeat=record.repeat):
-            # The first call writes the shared prefix to the provider's cache; the others then read it.
-            first = await llm.judge(record, todo[0], block)
-            rest = await asyncio.gather(*(llm.judge(record, c, block) for c in todo[1:]))
-        return [*verdicts, first, *rest]
+        # The first criterion goes alone (one call per judge model): it writes the shared prefix to each
+        # provider's cache, which every other call then reads.
+        first = await asyncio.gather(*(self._one(j, record, ask[0], block, 0) for j in self.jury))
+        rest = await asyncio.gather(
+            *(
+                self._one(judge, record, criterion, block, sample)
+                for criterion in ask
+                for judge in self.jury
+                for sample in range(self.samples)
+                if criterion is not ask[0] or sample > 0
+            )
+        )
+        judgements = [*first, *rest]
+        for criterion in ask:
+            verdicts += self._combine(criterion, [v for v in judgements if v.criterion_id == criterion.id])
+        return verdicts
+
+    def _not_applicable(
+        self, record: ConversationRecord, scenario: Scenario, todo: list[Criterion]
+    ) -> list[Verdict]:
+        """`not_applicable` verdicts, written in code, for criteria whose `applies_when` does not hold."""
+        out = []
+        for criterion in todo:
+            why = applicability(
+                criterion.applies_when, record, scenario.tags, scenario.expected, scenario.facts
+            )
+            if why is not None:
+                out.append(not_applicable_verdict(record, criterion, self.judge_set_hash, why))
+        return out
+
+    @staticmethod
+    async def _one(
+        judge: LLMJudge, record: ConversationRecord, criterion: Criterion, block: str, sample: int
+    ) -> Verdict:
+        # The repeat is part of a cached response's key: the runner and `simulator judge` must agree on it;
+        # the sample index makes each sample its own draw rather than a cache hit of the first.
+        with call_scope(repeat=record.repeat, sample=sample):
+            verdict = await judge.judge(record, criterion, block)
+        verdict.sample = sample
+        return verdict
+
+    def _combine(self, criterion: Criterion, judgements: list[Verdict]) -> list[Verdict]:
+        """One judgement stays as it is; several are all kept (as samples) plus the verdict that counts."""
+        if len(judgements) == 1:
+            judgements[0].sample = None
+            return judgements
+        parts: dict[str, list[Verdict]] = {}
+        for verdict in judgements:
+            parts.setdefault(verdict.judge_model or "", []).append(verdict)
+        label = next(iter(parts)) if len(parts) == 1 else "jury:" + ",".join(parts)
+        rule = default_rule(criterion, self.rules)
+        return [*judgements, combine_verdicts(parts, rule, label)]
 
 
 def _bot_model(suite: Suite) -> str | None:
@@ -152,27 +231,51 @@ def make_judge_stage(
     """The stage for a suite: its criteria (judges.paths), its judge model or none, and hygiene warnings."""
     config = suite.judges
     criteria = load_criteria([suite.resolve(p) for p in config.paths]) if config.paths else []
-    model = config.model
-    set_hash = judge_set_hash(criteria, model, config.temperature, config.max_tokens)
-    judge = None
-    if model is not None and criteria:  # no criteria to judge: no provider (and no API key) needed
-        client, bare = hub.for_role("judge").client(model)  # the cache is enabled per role
-        judge = LLMJudge(client, model, bare, set_hash, config.temperature, config.max_tokens)
-    warnings = same_family_warnings(
-        model, {"bot": _bot_model(suite), "simulated user": resolve_user_model(suite.user.model)}
+    models = config.judge_models()
+    model = models[0] if len(models) == 1 else config.model
+    rules: dict[str, AggregateRule] = {str(k): v for k, v in config.aggregate.items()}
+    set_hash = judge_set_hash(
+        criteria,
+        model,
+        config.temperature,
+        config.max_tokens,
+        models=models,
+        samples=config.samples,
+        aggregate=dict(rules),
     )
+    jury = []
+    if criteria:  # no criteria to judge: no provider (and no API key) needed
+        for spec in models:
+            client, bare = hub.for_role("judge").client(spec)  # the cache is enabled per role
+            jury.append(LLMJudge(client, spec, bare, set_hash, config.temperature, config.max_tokens))
+    others = {"bot": _bot_model(suite), "simulated user": resolve_user_model(suite.user.model)}
+    warnings = [w for spec in models for w in same_family_warnings(spec, others)]
     if warn:
         for warning in warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        if criteria and model is None:
+        if criteria and not models:
             print(
                 f"note: {len(criteria)} LLM criteria will be recorded as not judged: {NO_MODEL}",
                 file=sys.stderr,
             )
     settings = {
         "model": model,
+        "models": models if len(models) > 1 else [],
+        "samples": config.samples,
+        "aggregate": dict(rules),
         "temperature": config.temperature,
         "max_tokens": config.max_tokens,
         "paths": [str(Path(p)) for p in config.paths],
     }
-    return JudgeStage(criteria, judge, set_hash, scenarios, settings, warnings)
+    judge = jury[0] if jury else None
+    return JudgeStage(
+        criteria,
+        judge,
+        set_hash,
+        scenarios,
+        settings,
+        warnings,
+        jury=jury,
+        samples=config.samples,
+        rules=rules,
+    )

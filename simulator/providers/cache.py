@@ -33,7 +33,12 @@ CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 
 def cache_key(
-    provider: str, base_url: str | None, request: ModelRequest, repeat: int, attempt: int = 0
+    provider: str,
+    base_url: str | None,
+    request: ModelRequest,
+    repeat: int,
+    attempt: int = 0,
+    sample: int = 0,
 ) -> str:
     """A versioned hash of provider, base URL, the whole request and the sample it belongs to.
 
@@ -41,7 +46,9 @@ def cache_key(
     temperature, max tokens, schema, tools), so a field added to it later is keyed automatically. Nothing
     that varies between identical calls (request ids, timestamps, retries) is part of it. `repeat` is the
     scenario repeat and `attempt` the retry of a conversation after the user broke character: each is a
-    separate sample, which a cache must not collapse into one.
+    separate sample, which a cache must not collapse into one. `sample` is the judge's repeat of one
+    identical request (`simulator judge --samples k`); it joins the key only when non-zero, so the keys of
+    single judgements stay what they were.
     """
     body = {
         "v": CACHE_KEY_VERSION,
@@ -51,6 +58,8 @@ def cache_key(
         "repeat": repeat,
         "attempt": attempt,
     }
+    if sample:
+        body["sample"] = sample
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return f"v{CACHE_KEY_VERSION}:sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 

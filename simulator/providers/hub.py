@@ -48,6 +48,8 @@ class CallScope:
     repeat: int = 0
     attempt: int = 0
     cache_hits: Counter[str] = field(default_factory=Counter)
+    # The judge's sample of an identical request (`--samples k`): a separate draw, never a cache hit.
+    sample: int = 0
 
 
 _SCOPE: ContextVar[CallScope | None] = ContextVar("simulator_call_scope", default=None)
@@ -63,9 +65,9 @@ def set_scope(scope: CallScope | None) -> None:
 
 
 @contextmanager
-def call_scope(repeat: int = 0, attempt: int = 0) -> Iterator[CallScope]:
+def call_scope(repeat: int = 0, attempt: int = 0, sample: int = 0) -> Iterator[CallScope]:
     """`with call_scope(repeat=record.repeat):` around calls that belong to one repeat (e.g. re-judging)."""
-    scope = CallScope(repeat, attempt)
+    scope = CallScope(repeat, attempt, sample=sample)
     token = _SCOPE.set(scope)
     try:
         yield scope
@@ -174,7 +176,8 @@ class ModelClient:
         if repeat is None:
             repeat = scope.repeat if scope is not None else 0
         attempt = scope.attempt if scope is not None else 0
-        return cache_key(self.provider_name, self.settings.base_url, request, repeat, attempt)
+        sample = scope.sample if scope is not None else 0
+        return cache_key(self.provider_name, self.settings.base_url, request, repeat, attempt, sample)
 
     def _wait(self, state: RetryCallState) -> float:
         """Exponential backoff with jitter, but never sooner than the server's Retry-After."""

@@ -79,6 +79,9 @@ class CriterionEntry(_Record):
     severity: str | None = None
     category: str | None = None
     applies_to: list[str] = Field(default_factory=list)
+    points: int | None = None
+    applies_when: dict[str, Any] | None = None
+    aggregate: str | None = None
 
 
 class JudgeSet(_Record):
@@ -86,6 +89,10 @@ class JudgeSet(_Record):
 
     hash: str
     model: str | None = None
+    # A jury's models, samples per item and aggregation rules (absent: one model, one sample).
+    models: list[str] = Field(default_factory=list)
+    samples: int = 1
+    aggregate: dict[str, str] = Field(default_factory=dict)
     temperature: float | None = None
     max_tokens: int | None = None
     paths: list[str] = Field(default_factory=list)

@@ -111,6 +111,20 @@ class Verdict(BaseModel):
     expected: Any = None
     actual: Any = None
     text_repaired: bool = False
+    # Several judgements of one item (`--samples k`, a jury of `judges.models`): each judgement is stored
+    # with its `sample` index (per judge model) and is never counted by reports; the verdict reports count
+    # has `sample` None and names the rule that combined them in `aggregate`, with the `votes` it counted.
+    sample: int | None = None
+    aggregate: str | None = None
+    votes: dict[str, int] | None = None
+    # Signed rubric points: the criterion's points and whether the behaviour it describes was present.
+    points: int | None = None
+    met: bool | None = None
+
+    @property
+    def is_sample(self) -> bool:
+        """True for one judgement among several (a sample or a jury member), not the verdict that counts."""
+        return self.sample is not None
 
 
 LabelValue = Literal["pass", "fail", "not_applicable"]

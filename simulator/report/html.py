@@ -17,6 +17,7 @@ from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import short_hash
 from simulator.analysis.tables import CriterionRow, VerdictCounts
 from simulator.report.golden_html import golden_html
+from simulator.report.html_judges import judges_section
 from simulator.report.html_parts import badge, e, rate_cell, transcript_html
 from simulator.report.model import Report
 
@@ -390,6 +391,7 @@ def render_html(report: Report) -> str:
         _scenarios(report),
         _health(report),
         _cost(report),
+        judges_section(report),
         _transcripts(report),
     ]
     names = {
@@ -401,6 +403,7 @@ def render_html(report: Report) -> str:
         "scenarios": "Scenarios",
         "health": "Run health",
         "cost": "Cost &amp; latency",
+        "judges": "Judges",
         "transcripts": "Transcripts",
     }
     nav = "".join(

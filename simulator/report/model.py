@@ -24,6 +24,7 @@ from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_
 from simulator.analysis.golden import Gate, GoldenSection, golden_section
 from simulator.analysis.health import RunHealth, run_health
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
+from simulator.analysis.points import PointsSummary, points_summary
 from simulator.analysis.rates import RateView, pct, rate_view
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
 from simulator.analysis.tables import (
@@ -38,6 +39,7 @@ from simulator.analysis.tables import (
     tag_rows,
 )
 from simulator.record.models import Evidence
+from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -147,6 +149,10 @@ class Report(_Model):
     transcripts: list[Transcript] = []
     # Present when the run holds golden items: item verdicts, per-intent table, gate, threshold sweep.
     golden: GoldenSection | None = None
+    # Judge stability (samples), jury agreement and corrected failure rates (labels); None when none apply.
+    judge_quality: JudgeQuality | None = None
+    # Signed rubric points: mean score overall, by tag, by category; None without points criteria.
+    points: PointsSummary | None = None
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -162,7 +168,9 @@ def _run_info(run: RunData) -> RunInfo:
         suite_file=manifest.suite_file,
         bot=manifest.models.bot,
         user_model=manifest.models.user,
-        judge_model=manifest.judge_set.model if manifest.judge_set else manifest.models.judge,
+        judge_model=(manifest.judge_set.model or ", ".join(manifest.judge_set.models) or None)
+        if manifest.judge_set
+        else manifest.models.judge,
         runs=run.runs,
         scenarios=len({r.scenario_id for r in run.conversations}),
         conversations=len(run.conversations),
@@ -358,8 +366,13 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         cost=cost_latency(run, prices),
         transcripts=transcripts,
         golden=golden_section(run, options.gate),
+        judge_quality=judge_quality(run),
+        points=points_summary(run),
     )
     report.findings = _findings(report, options)
+    report.findings += [
+        Finding(level=lv, title=t, detail=d) for lv, t, d in judge_notes(report.judge_quality)
+    ]
     if run.judge_set is None:
         report.findings.insert(0, Finding(level="warning", title="no verdicts: this run was not judged"))
     elif len(run.judge_sets) > 1:

@@ -277,3 +277,6 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
     _scenarios(console, report)
     _health(console, report)
     _cost(console, report)
+    from simulator.report.judge_terminal import render_judge_sections
+
+    render_judge_sections(console, report)

@@ -107,11 +107,33 @@ class UserConfig(_Strict):
     vocabulary: str | None = None
 
 
+JuryRule = Literal["majority", "any_fail", "unanimous_pass"]
+
+
 class JudgesConfig(_Strict):
     paths: list[str] = Field(default_factory=list)
     model: str | None = None
+    # A jury: several judge models judge every item; `aggregate` combines them (`model` is then unused).
+    models: list[str] = Field(default_factory=list)
     temperature: float | None = 0.0
     max_tokens: int = 1024
+    # Judge every (conversation, criterion) this many times per judge model (A/A stability); the majority
+    # counts, a tie is an error.
+    samples: int = Field(default=1, ge=1, le=25)
+    # The jury's rule by severity (`critical: any_fail`) or `default`; a criterion's own `aggregate` wins.
+    aggregate: dict[Literal["default", "critical", "major", "minor"], JuryRule] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _distinct_models(self) -> JudgesConfig:
+        if len(set(self.models)) != len(self.models):
+            raise ValueError("judges.models lists a model twice; use samples to judge more than once")
+        return self
+
+    def judge_models(self) -> list[str]:
+        """The judge models: the jury when one is given, else the single model, else none."""
+        if self.models:
+            return list(self.models)
+        return [self.model] if self.model else []
 
 
 class OutcomeConfig(_Strict):

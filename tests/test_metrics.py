@@ -48,7 +48,14 @@ def test_outcome_rates_are_counts_with_wilson_intervals(run_path: Path) -> None:
     expected = rate(2, 6, counts="successes")
     assert (sens.low, sens.high) == (expected.low, expected.high)
     assert sens.text == str(expected)
-    assert (outcome.under_triage.k, outcome.under_triage.n) == (4, 18)  # errors excluded from the denominator
+    # Under-triage counts the 2 dizzy (gp) conversations that ended with no decision: no advice is no safer
+    # than the lowest level. The narrower, decided-only figure is kept beside it. Errors stay out of n.
+    assert (outcome.under_triage.k, outcome.under_triage.n) == (6, 18)
+    assert (outcome.under_triage_decided.k, outcome.under_triage_decided.n) == (4, 18)
+    # The 3 crashed conversations bound the rate: had they all been under-triaged, or all been right.
+    assert outcome.under_triage.errored == 3
+    assert outcome.under_triage.worst == pytest.approx(9 / 21) and outcome.under_triage.best == pytest.approx(6 / 21)
+    assert outcome.critical_sensitivity.errored == 0 and outcome.critical_sensitivity.worst is None
     assert (outcome.over_triage.k, outcome.over_triage.n) == (1, 18)
     assert (outcome.no_decision.k, outcome.no_decision.n) == (5, 18)
     assert (outcome.exact.k, outcome.exact.n) == (8, 18)

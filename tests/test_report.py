@@ -15,6 +15,7 @@ from simulator.cli import main
 from simulator.report.html import render_html
 from simulator.report.html_parts import highlight
 from simulator.report.json_report import report_json, report_schema
+from simulator.report.model import REPORT_SCHEMA_VERSION
 from simulator.report.junit import render_junit
 from simulator.report.model import Report, ReportOptions, build_report
 from simulator.report.terminal import render_terminal
@@ -54,13 +55,18 @@ def test_findings_list_high_stakes_failures_as_bugs(report: Report) -> None:
 
 def test_every_rate_in_the_terminal_report_comes_with_counts_and_an_interval(report: Report) -> None:
     text = _terminal(report)
-    assert "under-triage" in text and "4/18 = 22.2% (95% CI 9.0%–45.2%)" in text
+    assert "under-triage" in text and "6/18 = 33.3% (95% CI 16.3%–56.3%)" in text
     assert "needs 59 failure-free runs for ≤5.0% (42 more)" not in text or "tone" in text
     percent = re.compile(r"\d+\.\d%")
     pass_hat_rows = re.compile(r"^│ \d │")
     checked = 0
+    averages = False  # worst-at-k and run-to-run spread: averages of rates shown above with their counts
     for line in text.splitlines():
-        if not percent.search(line) or pass_hat_rows.match(line):
+        if line.startswith(("worst-at-k:", "Run-to-run spread:")):
+            averages = True
+        elif line and line[0].isalpha():
+            averages = False
+        if not percent.search(line) or pass_hat_rows.match(line) or averages:
             continue  # pass^k is an average over scenarios, shown with its scenario count and bootstrap CI
         if "prices as of" in line:
             continue
@@ -89,9 +95,15 @@ def test_terminal_report_shows_each_section(report: Report) -> None:
 
 def test_json_report_validates_against_its_model_and_the_checked_in_schema(report: Report) -> None:
     data = report_json(report)
-    assert data["schema_version"] == 1 and data["kind"] == "simulator.report"
+    assert data["schema_version"] == 2 and data["kind"] == "simulator.report"
     assert data["transcripts"] == []
-    assert data["outcome"]["under_triage"]["k"] == 4 and data["criteria"][0]["counts"]["total"] == 21
+    assert data["outcome"]["under_triage"]["k"] == 6 and data["criteria"][0]["counts"]["total"] == 21
+    assert data["outcome"]["under_triage_decided"]["k"] == 4
+    # Schema 2: every pooled rate carries its scenario-clustered interval and its errored-case bounds.
+    clustered = data["outcome"]["critical_sensitivity"]["clustered"]
+    assert clustered["scenarios"] == 2 and clustered["low"] <= 2 / 6 <= clustered["high"]
+    assert data["overall"]["errored"] == 3 and data["missing"]["errored"] == 3
+    assert [s["metric"] for s in data["spread"]][0] == "pass rate (conversations)"
     data.pop("transcripts")
     data["criteria"] = [
         {**c, "counts": {k: v for k, v in c["counts"].items() if k != "total"}} for c in data["criteria"]
@@ -111,7 +123,12 @@ def test_json_report_validates_against_its_model_and_the_checked_in_schema(repor
         "criteria",
         "health",
         "cost",
+        "missing",
+        "spread",
     }
+    rate_fields = report_schema()["$defs"]["RateView"]["properties"]
+    assert {"clustered", "errored", "worst", "best"} <= set(rate_fields)
+    assert report_schema()["properties"]["schema_version"]["default"] == REPORT_SCHEMA_VERSION == 2
 
 
 def test_junit_has_one_case_per_scenario_and_criterion(report: Report) -> None:
@@ -203,7 +220,7 @@ def test_report_command_errors_are_one_line(tmp_path: Path, capsys: pytest.Captu
     with pytest.raises(SystemExit):
         main(["report", str(tmp_path), "--target", "2"])
     assert main(["report", "--json-schema"]) == 0
-    assert json.loads(capsys.readouterr().out)["title"].startswith("simulator report, schema version 1")
+    assert json.loads(capsys.readouterr().out)["title"].startswith("simulator report, schema version 2")
 
 
 def test_a_run_without_verdicts_still_reports(tmp_path: Path) -> None:

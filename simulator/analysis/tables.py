@@ -17,6 +17,7 @@ __all__ = [
     "tag_rows",
 ]
 
+import math
 import random
 from collections import Counter
 from typing import Literal
@@ -25,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
-from simulator.analysis.stats import pass_hat_k, percentile
+from simulator.analysis.stats import k_grid, pass_hat_k, percentile, worst_at_k
+from simulator.analysis.variance import Attribution, attribute_variance
 from simulator.record.models import ConversationRecord, Verdict
 
 ConversationStatus = Literal["pass", "fail", "error", "not_judged"]
@@ -56,9 +58,18 @@ class VerdictCounts(_Model):
         field = {"pass": "passed", "fail": "failed"}.get(result, result)
         setattr(self, field, getattr(self, field) + 1)
 
-    def fail_rate(self, target: float | None = None) -> RateView:
-        """Failures among the verdicts that were pass or fail (errors and n.a. are never in it)."""
-        return rate_view(self.failed, self.passed + self.failed, target=target)
+    def fail_rate(
+        self, target: float | None = None, per_scenario: list[tuple[int, int]] | None = None
+    ) -> RateView:
+        """Failures among the verdicts that were pass or fail (errors and n.a. are never in it; errors give
+        the worst/best-case bounds)."""
+        return rate_view(
+            self.failed,
+            self.passed + self.failed,
+            target=target,
+            per_scenario=per_scenario,
+            errored=self.error,
+        )
 
 
 class CriterionRow(_Model):
@@ -87,6 +98,7 @@ class ScenarioRow(_Model):
     bug: bool
     failing_criteria: list[str]
     failed_repeats: list[int]
+    flaky_source: Attribution | None = None
 
 
 class TagRow(_Model):
@@ -110,6 +122,8 @@ class PassHatK(_Model):
     all_passed: int
     low: float
     high: float
+    worst_at_k: float | None = None
+    worst_scenarios: int = 0
 
 
 def _gating(verdicts: list[Verdict]) -> list[Verdict]:
@@ -156,10 +170,16 @@ def criterion_rows(run: RunData, target: float | None = None) -> list[CriterionR
         if verdict.judge_model:
             models.setdefault(verdict.criterion_id, set()).add(verdict.judge_model)
     rows = []
+    scenario_of = {record.id: record.scenario_id for record in run.conversations}
     for criterion, results in criterion_verdicts(run).items():
         counts = VerdictCounts()
-        for result in results.values():
+        cells: dict[str, list[int]] = {}
+        for conversation_id, result in results.items():
             counts.add(result)
+            if result in ("pass", "fail"):
+                cell = cells.setdefault(scenario_of.get(conversation_id, conversation_id), [0, 0])
+                cell[0] += int(result == "fail")
+                cell[1] += 1
         first = meta[criterion]
         rows.append(
             CriterionRow(
@@ -168,7 +188,7 @@ def criterion_rows(run: RunData, target: float | None = None) -> list[CriterionR
                 severity=first.severity,
                 category=first.category,
                 counts=counts,
-                fail_rate=counts.fail_rate(target),
+                fail_rate=counts.fail_rate(target, [(k, n) for k, n in cells.values()]),
                 unverified_evidence=unverified[criterion],
                 judge_models=sorted(models.get(criterion, set())),
             )
@@ -205,28 +225,41 @@ def scenario_rows(run: RunData, high_stakes_tag: str = "high-stakes") -> list[Sc
         if verdict.result == "fail":
             failing.setdefault(verdict.scenario_id, Counter())[verdict.criterion_id] += 1
     rows = []
+    by_scenario: dict[str, list[ConversationRecord]] = {}
+    for record in run.conversations:
+        by_scenario.setdefault(record.scenario_id, []).append(record)
     for scenario_id in run.scenario_order:
-        records = [r for r in run.conversations if r.scenario_id == scenario_id]
+        records = by_scenario.get(scenario_id, [])
         if not records:
             continue
         mine = [statuses[r.id] for r in records]
         counts = _status_counts(mine)
         tags = list(records[0].tags)
+        flaky = counts["pass"] > 0 and counts["fail"] > 0
+        source = None
+        if flaky:
+            source = attribute_variance(
+                [r for r in records if statuses[r.id] == "fail"],
+                [r for r in records if statuses[r.id] == "pass"],
+            )
         rows.append(
             ScenarioRow(
                 id=scenario_id,
                 tags=tags,
                 conversations=len(records),
                 statuses=counts,
-                pass_rate=rate_view(counts["pass"], counts["pass"] + counts["fail"], counts="successes"),
+                pass_rate=rate_view(
+                    counts["pass"], counts["pass"] + counts["fail"], counts="successes", errored=counts["error"]
+                ),
                 counts=_verdict_counts(table, {r.id for r in records}),
-                flaky=counts["pass"] > 0 and counts["fail"] > 0,
+                flaky=flaky,
                 bug=high_stakes_tag in tags and counts["fail"] > 0,
                 failing_criteria=[
                     f"{c} ({k}/{len(records)})"
                     for c, k in sorted(failing.get(scenario_id, Counter()).items())
                 ],
                 failed_repeats=sorted(r.repeat for r in records if statuses[r.id] == "fail"),
+                flaky_source=source,
             )
         )
     return rows
@@ -244,13 +277,25 @@ def tag_rows(run: RunData, high_stakes_tag: str = "high-stakes") -> list[TagRow]
     for tag in sorted(by_tag, key=lambda t: (t != high_stakes_tag, t)):
         records = by_tag[tag]
         counts = _status_counts([statuses[r.id] for r in records])
+        cells: dict[str, list[int]] = {}
+        for record in records:
+            if statuses[record.id] in ("pass", "fail"):
+                cell = cells.setdefault(record.scenario_id, [0, 0])
+                cell[0] += int(statuses[record.id] == "pass")
+                cell[1] += 1
         rows.append(
             TagRow(
                 tag=tag,
                 scenarios=len({r.scenario_id for r in records}),
                 conversations=len(records),
                 statuses=counts,
-                pass_rate=rate_view(counts["pass"], counts["pass"] + counts["fail"], counts="successes"),
+                pass_rate=rate_view(
+                    counts["pass"],
+                    counts["pass"] + counts["fail"],
+                    counts="successes",
+                    per_scenario=[(k, n) for k, n in cells.values()],
+                    errored=counts["error"],
+                ),
                 counts=_verdict_counts(table, {r.id for r in records}),
                 high_stakes=tag == high_stakes_tag,
             )
@@ -258,30 +303,55 @@ def tag_rows(run: RunData, high_stakes_tag: str = "high-stakes") -> list[TagRow]
     return rows
 
 
+def _conversation_scores(run: RunData) -> dict[str, float]:
+    """Each judged conversation's score for worst-at-k: the share of its pass/fail verdicts that passed."""
+    tallies: dict[str, list[int]] = {}
+    for verdict in _gating(run.verdicts):
+        if verdict.result in ("pass", "fail"):
+            cell = tallies.setdefault(verdict.conversation_id, [0, 0])
+            cell[0] += int(verdict.result == "pass")
+            cell[1] += 1
+    return {cid: passed / total for cid, (passed, total) in tallies.items()}
+
+
 def pass_hat_k_table(run: RunData, iters: int = 2000, seed: int = 0) -> list[PassHatK]:
-    """pass^k for k = 1..runs over scenarios' pass/fail conversations, with a bootstrap interval over scenarios."""
+    """pass^k and worst-at-k for k = 1, 2, 4, ... up to the runs (and the runs themselves), with a bootstrap
+    interval of pass^k over scenarios. Each value is computed once per scenario, so a k costs O(scenarios)
+    per resample and the whole table O(repeats) per scenario and k."""
     statuses = _statuses(run)
+    scores = _conversation_scores(run)
     per_scenario: dict[str, list[int]] = {}
+    scored: dict[str, list[float]] = {}
     for record in run.conversations:
         status = statuses[record.id]
         if status in ("pass", "fail"):
             per_scenario.setdefault(record.scenario_id, []).append(int(status == "pass"))
+        if record.stop_reason != "error" and record.id in scores:
+            scored.setdefault(record.scenario_id, []).append(scores[record.id])
     pairs = [(len(v), sum(v)) for v in per_scenario.values()]
     rows = []
     rng = random.Random(seed)
-    for k in range(1, run.runs + 1):
+    for k in k_grid(run.runs):
         eligible = [(n, c) for n, c in pairs if n >= k]
         if not eligible:
             break
-        means = sorted(pass_hat_k(rng.choices(eligible, k=len(eligible)), k) for _ in range(iters))
+        values = [pass_hat_k([pair], k) for pair in eligible]
+        means = sorted(math.fsum(sample) / len(sample) for sample in _resamples(rng, values, iters))
+        worst = [worst_at_k(v, k) for v in scored.values() if len(v) >= k]
         rows.append(
             PassHatK(
                 k=k,
-                value=pass_hat_k(eligible, k),
+                value=math.fsum(values) / len(values),
                 scenarios=len(eligible),
                 all_passed=sum(1 for n, c in eligible if c == n),
                 low=percentile(means, 2.5),
                 high=percentile(means, 97.5),
+                worst_at_k=math.fsum(worst) / len(worst) if worst else None,
+                worst_scenarios=len(worst),
             )
         )
     return rows
+
+
+def _resamples(rng: random.Random, values: list[float], iters: int) -> list[list[float]]:
+    return [rng.choices(values, k=len(values)) for _ in range(iters)]

@@ -22,9 +22,11 @@ from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
 from simulator.analysis.health import RunHealth, run_health
+from simulator.analysis.missing import MissingData, missing_data
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.rates import RateView, pct, rate_view
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
+from simulator.analysis.spread import RunSpread, run_spread
 from simulator.analysis.tables import (
     CriterionRow,
     PassHatK,
@@ -38,7 +40,9 @@ from simulator.analysis.tables import (
 )
 from simulator.record.models import Evidence
 
-REPORT_SCHEMA_VERSION = 1
+# 2: scenario-clustered intervals and missing-data bounds on every rate, under-triage incl. no decision
+# (and under_triage_decided), flaky sources, worst-at-k, run-to-run spread, the missing-data section.
+REPORT_SCHEMA_VERSION = 2
 
 
 class _Model(BaseModel):
@@ -141,6 +145,8 @@ class Report(_Model):
     pass_hat_k: list[PassHatK]
     health: RunHealth
     cost: CostLatency
+    missing: MissingData
+    spread: list[RunSpread]
     transcripts: list[Transcript] = []
 
 
@@ -234,12 +240,16 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
                 Finding(
                     level="bug",
                     title=f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
-                    detail=f"{outcome.critical} sensitivity {sens.text}",
+                    detail=f"{outcome.critical} sensitivity {sens.text}; {sens.clustered_short}",
                 )
             )
+        undecided = outcome.under_triage.k - outcome.under_triage_decided.k
         for name, value in (("under-triage", outcome.under_triage), ("no decision", outcome.no_decision)):
             if value.k:
-                found.append(Finding(level="warning", title=f"{name}: {value.text}"))
+                detail = value.clustered_short
+                if name == "under-triage" and undecided:
+                    detail = f"incl. {undecided} with no decision on a case that needed one; {detail}"
+                found.append(Finding(level="warning", title=f"{name}: {value.text}", detail=detail))
             elif value.needs_more_runs:
                 found.append(
                     Finding(
@@ -259,6 +269,10 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
                 detail=", ".join(flaky),
             )
         )
+    found += _flaky_sources(report)
+    found += [
+        Finding(level="warning", title=w, detail="see the missing-data section") for w in report.missing.warnings
+    ]
     health = report.health
     if health.turn_limit_finding:
         found.append(
@@ -311,21 +325,57 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
     return found
 
 
+_SOURCE_TEXT = {
+    "bot": ("flaky bot", "the same conversation so far, a different bot answer"),
+    "simulation": ("flaky simulation", "the simulated user said something different: fix the persona or user"),
+    "judge": ("flaky judge", "identical transcripts, different verdicts: tighten the rubric"),
+}
+
+
+def _flaky_sources(report: Report) -> list[Finding]:
+    """One finding per source of variation (bot, simulated user, judge), naming its flaky scenarios."""
+    found = []
+    for source, (title, detail) in _SOURCE_TEXT.items():
+        named = [row.id for row in report.scenarios if row.flaky_source and source in row.flaky_source.sources]
+        if named:
+            found.append(
+                Finding(
+                    level="warning",
+                    title=f"{title}: {len(named)} scenarios ({', '.join(named)})",
+                    detail=detail,
+                )
+            )
+    return found
+
+
+def _overall(run: RunData, transcripts: list[Transcript], target: float | None) -> RateView:
+    """The conversation pass rate with its scenario-clustered interval and errored bounds."""
+    cells: dict[str, list[int]] = {}
+    errored = 0
+    for t in transcripts:
+        errored += int(t.status == "error")
+        if t.status in ("pass", "fail"):
+            cell = cells.setdefault(t.scenario_id, [0, 0])
+            cell[0] += int(t.status == "pass")
+            cell[1] += 1
+    pairs = [(k, n) for k, n in cells.values()]
+    k, n = sum(k for k, _ in pairs), sum(n for _, n in pairs)
+    return rate_view(k, n, counts="successes", target=target, per_scenario=pairs, errored=errored)
+
+
 def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     """Compute every metric of a run into one Report."""
     options = options or ReportOptions()
     prices = options.prices or load_prices()
     criteria = criterion_rows(run, options.target)
     transcripts = _transcripts(run)
-    passed = sum(1 for t in transcripts if t.status == "pass")
-    failed = sum(1 for t in transcripts if t.status == "fail")
     report = Report(
         generated_at=datetime.now(UTC),
         run=_run_info(run),
         target=options.target,
         high_stakes_tag=options.high_stakes_tag,
         findings=[],
-        overall=rate_view(passed, passed + failed, counts="successes", target=options.target),
+        overall=_overall(run, transcripts, options.target),
         outcome=outcome_metrics(run, options.target),
         omissions=[row for row in criteria if row.category == "omission"],
         criteria=criteria,
@@ -334,6 +384,8 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         pass_hat_k=pass_hat_k_table(run),
         health=run_health(run, options.turn_limit_threshold),
         cost=cost_latency(run, prices),
+        missing=missing_data(run),
+        spread=run_spread(run),
         transcripts=transcripts,
     )
     report.findings = _findings(report, options)

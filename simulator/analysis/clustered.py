@@ -19,13 +19,23 @@ in all its repeats, n_eff = G, and the one-sided zero-failure bound rests on the
 
 from __future__ import annotations
 
-__all__ = ["ClusteredInterval", "clustered_interval"]
+__all__ = [
+    "ClusteredInterval",
+    "clustered_interval",
+    "clustered_mcnemar",
+    "clustered_zero_failure_bound",
+    "design_effect",
+    "detectable_difference",
+    "scenarios_to_reach",
+]
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
-from simulator.analysis.dist import t_critical
+from simulator.analysis.dist import chi2_sf, t_critical
 from simulator.analysis.stats import z_for_confidence, zero_failure_upper_bound
 
 
@@ -105,3 +115,42 @@ def clustered_interval(per_scenario: Sequence[tuple[int, int]], confidence: floa
 def clustered_zero_failure_bound(scenarios: int, confidence: float = 0.95) -> float:
     """The one-sided failure bound when no failure was seen: it rests on the distinct scenarios only."""
     return zero_failure_upper_bound(scenarios, confidence)
+
+
+def clustered_mcnemar(discordant: Sequence[tuple[int, int]]) -> float:
+    """Clustered McNemar test (Durkalski et al. 2003) over scenarios: p-value of "A and B are equally good".
+
+    `discordant` holds (b, c) per scenario: pairs only A passed, pairs only B passed. The statistic
+    (Σ(b−c))² / Σ(b−c)² is chi-square with 1 df; it is at most the number of scenarios that changed, so
+    two scenarios can never give p below 0.157 however many repeats they had. No change gives 1.0.
+    """
+    diffs = [b - c for b, c in discordant]
+    denominator = sum(d * d for d in diffs)
+    if denominator == 0:
+        return 1.0
+    return chi2_sf(sum(diffs) ** 2 / denominator, 1)
+
+
+def scenarios_to_reach(alpha: float) -> tuple[int, int]:
+    """Fewest scenarios that must all change in the same direction before the clustered McNemar test and
+    the exact sign test can reach `alpha` (4 and 6 at 0.05): fewer cannot show any difference."""
+    mcnemar = 1
+    while chi2_sf(float(mcnemar), 1) >= alpha:
+        mcnemar += 1
+    sign = 1
+    while 2.0 * 0.5**sign >= alpha:
+        sign += 1
+    return mcnemar, sign
+
+
+def detectable_difference(diffs: Sequence[float], alpha: float = 0.05, power: float = 0.8) -> tuple[float, bool]:
+    """The smallest mean change in per-scenario pass rate a scenario-level test would likely detect:
+    (z_{1−α/2} + z_power) · SD / √G. Uses the observed SD of the per-scenario differences when there are
+    at least three scenarios and they vary, else an assumed SD of 0.5 (returned flag False)."""
+    g = len(diffs)
+    if g == 0:
+        return 1.0, False
+    observed = g >= 3 and len(set(diffs)) > 1
+    sd = statistics.stdev(diffs) if observed else 0.5
+    z = z_for_confidence(1 - alpha) + NormalDist().inv_cdf(power)
+    return min(2.0, z * sd / math.sqrt(g)), observed

@@ -37,8 +37,10 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
     else:
         console.print("[yellow]no configuration differences recorded: both runs used the same settings[/]")
     console.print(
-        "\n[bold]Paired results[/]: B minus A on the same conversations, McNemar exact p, paired bootstrap "
-        "95% CI; [bold]bold[/] = critical"
+        "\n[bold]Paired results[/]: B minus A on the same conversations. The verdict is decided over "
+        "scenarios (clustered McNemar; exact sign test beside it), since repeats of a scenario are not "
+        "independent; the per-conversation McNemar p is for reference. Paired bootstrap 95% CI; "
+        "[bold]bold[/] = critical"
     )
     for m in comparison.metrics:
         style = {"worse": "bold red", "better": "green"}.get(m.change, "dim")
@@ -48,9 +50,12 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
         console.print(
             f"{name}  [{style}]{change}[/]\n"
             f"  {m.pairs} pairs{excluded} · both pass {m.both_pass} · both fail {m.both_fail} · "
-            f"A only {m.only_a} · B only {m.only_b} · p={m.p_value:.3g}\n"
+            f"A only {m.only_a} · B only {m.only_b} · per-conversation p={m.p_value:.3g}\n"
             f"  A {escape(m.a_rate.short)} → B {escape(m.b_rate.short)}\n"
-            f"  difference {_signed(m.diff)} (95% CI {_signed(m.diff_low)} to {_signed(m.diff_high)})"
+            f"  difference {_signed(m.diff)} (95% CI {_signed(m.diff_low)} to {_signed(m.diff_high)})\n"
+            f"  scenarios: {m.scenarios_worse} worse, {m.scenarios_better} better of {m.scenarios} · "
+            f"clustered McNemar p={m.clustered_p_value:.3g} · sign test p={m.sign_p_value:.3g}\n"
+            f"  [dim]{escape(m.power_note)}[/]"
         )
     if comparison.scenario_diff is not None:
         console.print(

@@ -27,6 +27,7 @@ __all__ = [
     "design_effect",
     "detectable_difference",
     "scenarios_to_reach",
+    "wilson_score",
 ]
 
 import math
@@ -53,7 +54,7 @@ class ClusteredInterval:
     confidence: float = 0.95
 
 
-def _wilson(p: float, n: float, crit: float) -> tuple[float, float]:
+def wilson_score(p: float, n: float, crit: float) -> tuple[float, float]:
     """Wilson's score interval for proportion p seen in (possibly fractional) n trials, critical value crit."""
     if n <= 0:
         return 0.0, 1.0
@@ -100,13 +101,13 @@ def clustered_interval(per_scenario: Sequence[tuple[int, int]], confidence: floa
     if deff is None:
         # One scenario, or no spread to measure: assume repeats of a scenario are copies (ICC = 1).
         n_eff = float(g)
-        low, high = _wilson(p, n_eff, z)
+        low, high = wilson_score(p, n_eff, z)
         if g == 1 and 0 < total_k < total_n:
             low, high = 0.0, 1.0  # one scenario with mixed results says nothing about other scenarios
         return ClusteredInterval(low, high, g, n_eff, total_n / g, None, z, confidence)
     n_eff = total_n / deff
     crit = t_critical(confidence, g - 1)
-    low, high = _wilson(p, n_eff, crit)
+    low, high = wilson_score(p, n_eff, crit)
     mean_size = total_n / g
     icc = min(1.0, max(0.0, (deff - 1.0) / (mean_size - 1.0))) if mean_size > 1 else None
     return ClusteredInterval(low, high, g, n_eff, deff, icc, crit, confidence)

@@ -12,6 +12,7 @@ __all__ = [
     "conversation_status",
     "criterion_rows",
     "criterion_verdicts",
+    "overall_pass_rate",
     "pass_hat_k_table",
     "scenario_rows",
     "tag_rows",
@@ -200,6 +201,24 @@ def criterion_rows(run: RunData, target: float | None = None) -> list[CriterionR
 def _statuses(run: RunData) -> dict[str, ConversationStatus]:
     grouped = run.verdicts_by_conversation()
     return {r.id: conversation_status(r, grouped.get(r.id, [])) for r in run.conversations}
+
+
+def overall_pass_rate(run: RunData, target: float | None = None) -> RateView:
+    """Conversations that passed among those that passed or failed, with the scenario-clustered interval and
+    the bounds had each errored conversation failed or passed."""
+    statuses = _statuses(run)
+    cells: dict[str, list[int]] = {}
+    errored = 0
+    for record in run.conversations:
+        status = statuses[record.id]
+        errored += int(status == "error")
+        if status in ("pass", "fail"):
+            cell = cells.setdefault(record.scenario_id, [0, 0])
+            cell[0] += int(status == "pass")
+            cell[1] += 1
+    pairs = [(k, n) for k, n in cells.values()]
+    k, n = sum(k for k, _ in pairs), sum(n for _, n in pairs)
+    return rate_view(k, n, counts="successes", target=target, per_scenario=pairs, errored=errored)
 
 
 def _verdict_counts(table: dict[str, dict[str, str]], conversation_ids: set[str]) -> VerdictCounts:

@@ -24,7 +24,7 @@ from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_
 from simulator.analysis.health import RunHealth, run_health
 from simulator.analysis.missing import MissingData, missing_data
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
-from simulator.analysis.rates import RateView, pct, rate_view
+from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
 from simulator.analysis.spread import RunSpread, run_spread
 from simulator.analysis.tables import (
@@ -34,6 +34,7 @@ from simulator.analysis.tables import (
     TagRow,
     conversation_status,
     criterion_rows,
+    overall_pass_rate,
     pass_hat_k_table,
     scenario_rows,
     tag_rows,
@@ -348,21 +349,6 @@ def _flaky_sources(report: Report) -> list[Finding]:
     return found
 
 
-def _overall(run: RunData, transcripts: list[Transcript], target: float | None) -> RateView:
-    """The conversation pass rate with its scenario-clustered interval and errored bounds."""
-    cells: dict[str, list[int]] = {}
-    errored = 0
-    for t in transcripts:
-        errored += int(t.status == "error")
-        if t.status in ("pass", "fail"):
-            cell = cells.setdefault(t.scenario_id, [0, 0])
-            cell[0] += int(t.status == "pass")
-            cell[1] += 1
-    pairs = [(k, n) for k, n in cells.values()]
-    k, n = sum(k for k, _ in pairs), sum(n for _, n in pairs)
-    return rate_view(k, n, counts="successes", target=target, per_scenario=pairs, errored=errored)
-
-
 def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     """Compute every metric of a run into one Report."""
     options = options or ReportOptions()
@@ -375,7 +361,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         target=options.target,
         high_stakes_tag=options.high_stakes_tag,
         findings=[],
-        overall=_overall(run, transcripts, options.target),
+        overall=overall_pass_rate(run, options.target),
         outcome=outcome_metrics(run, options.target),
         omissions=[row for row in criteria if row.category == "omission"],
         criteria=criteria,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["render_calibration", "render_comparison"]
+__all__ = ["render_calibration", "render_comparison", "render_gate"]
 
 from rich.console import Console
 from rich.markup import escape
@@ -10,6 +10,8 @@ from rich.table import Table
 
 from simulator.analysis.calibrate import LABELS, Calibration, CriterionCalibration
 from simulator.analysis.compare import Comparison
+from simulator.analysis.gate import GateResult
+from simulator.analysis.rates import pct
 
 
 def _signed(x: float) -> str:
@@ -143,3 +145,22 @@ def render_calibration(calibration: Calibration, console: Console | None = None)
             f"{escape(worst.false_pass.short)} of the conversations the human failed; read those transcripts "
             "and tighten the rubric[/]"
         )
+
+
+_GATE_STYLE = {"met": "green", "not met": "bold red", "undecidable": "yellow"}
+
+
+def render_gate(result: GateResult, console: Console | None = None) -> None:
+    """One line per requirement (status, the bound it was judged on, what would decide it), then the verdict."""
+    console = console or Console()
+    for item in result.results:
+        style = _GATE_STYLE[item.status]
+        console.print(f"[{style}]{item.status.upper():11}[/] {escape(item.requirement.text)}: {escape(item.reason)}")
+        if item.baseline is not None and item.baseline.rate is not None:
+            cl = item.baseline.clustered
+            where = f", clustered {pct(cl.low)}–{pct(cl.high)}" if cl is not None else ""
+            console.print(f"            baseline {item.baseline.k}/{item.baseline.n} = {pct(item.baseline.rate)}{where}")
+        if item.advice:
+            console.print(f"            [dim]{escape(item.advice)}[/]")
+    verdict = {0: "gate met", 1: "gate NOT met", 3: "gate undecidable"}[result.exit_code]
+    console.print(f"[bold]{verdict}[/] (exit {result.exit_code})")

@@ -24,12 +24,13 @@ def _turns(scenario: str, repeat: int, user_turns: int, vary_user: bool) -> list
 
 def synthetic_outcome_run(
     path: Path,
-    plan: dict[str, list[bool | None]],
+    plan: dict[str, list[bool | str | None]],
     expected: str = "emergency",
     turns: dict[str, int] | None = None,
 ) -> Path:
     """One run: for each scenario, per repeat, True = escalated to `expected`, False = one level lower,
-    None = the conversation crashed (a bot error). Outcome verdicts as the code check writes them."""
+    "undecided" = ended with no decision, None = the conversation crashed (a bot error). Outcome verdicts
+    as the code check writes them."""
     records, verdicts = [], []
     for scenario, outcomes in plan.items():
         for repeat, outcome in enumerate(outcomes):
@@ -45,19 +46,21 @@ def synthetic_outcome_run(
                 records.append(rec)
                 verdicts.append(verdict(rec, "outcome.triage_level", "error", kind="code", expected=expected))
                 continue
-            actual = expected if outcome else LEVELS[LEVELS.index(expected) - 1]
+            actual: str | None = expected if outcome is True else LEVELS[LEVELS.index(expected) - 1]
+            if outcome == "undecided":
+                actual = None
             rec = record(
                 scenario,
                 repeat,
                 turns=_turns(scenario, repeat, n_turns, False),
-                final_state={"triage_level": actual},
+                final_state=None if actual is None else {"triage_level": actual},
             )
             records.append(rec)
             verdicts.append(
                 verdict(
                     rec,
                     "outcome.triage_level",
-                    "pass" if outcome else "fail",
+                    "pass" if outcome is True else "fail",
                     kind="code",
                     expected=expected,
                     actual=actual,

@@ -129,7 +129,11 @@ def _best_possible(requirement: Requirement, scenarios: int) -> float:
 
 
 def evaluate(requirement: Requirement, rate: RateView) -> RequirementResult:
-    """Judge one requirement on one rate; says how many scenarios or repeats would decide it."""
+    """Judge one requirement on one rate; says how many scenarios or repeats would decide it.
+
+    Not met when the bound misses and either the observed rate itself misses or enough scenarios exist
+    for a flawless result to have met it; undecidable when even a flawless result could not have.
+    """
     cl = rate.clustered
     bound = _bound(requirement, rate)
     if bound is None or cl is None or rate.rate is None:
@@ -141,7 +145,8 @@ def evaluate(requirement: Requirement, rate: RateView) -> RequirementResult:
     if _holds(requirement, bound):
         return RequirementResult(requirement=requirement, status="met", rate=rate, bound=bound, reason=seen)
     target = requirement.threshold if requirement.upper else 1.0 - requirement.threshold
-    if cl.scenarios < 2 or not _holds(requirement, _best_possible(requirement, cl.scenarios)):
+    missed = not _holds(requirement, rate.rate)
+    if not missed and (cl.scenarios < 2 or not _holds(requirement, _best_possible(requirement, cl.scenarios))):
         need = runs_needed_for_bound(target) if 0.0 < target < 1.0 else math.inf
         advice = (
             f"even a flawless result on {cl.scenarios} scenarios gives a bound of "

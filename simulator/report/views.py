@@ -151,8 +151,11 @@ _GATE_STYLE = {"met": "green", "not met": "bold red", "undecidable": "yellow"}
 
 
 def render_gate(result: GateResult, console: Console | None = None) -> None:
-    """One line per requirement (status, the bound it was judged on, what would decide it), then the verdict."""
-    console = console or Console()
+    """One line per requirement (status, the bound it was judged on, what would decide it), then the verdict.
+
+    Lines are not wrapped (soft wrap), so CI logs keep one requirement per line.
+    """
+    console = console or Console(soft_wrap=True)
     for item in result.results:
         style = _GATE_STYLE[item.status]
         console.print(f"[{style}]{item.status.upper():11}[/] {escape(item.requirement.text)}: {escape(item.reason)}")

@@ -42,7 +42,9 @@ def test_chi_square_tail_matches_scipy(df: int) -> None:
         assert chi2_sf(x, df) == pytest.approx(stats.chi2.sf(x, df), rel=1e-9, abs=1e-15)
 
 
-@pytest.mark.parametrize(("k", "n", "p"), [(0, 10, 0.3), (7, 10, 0.3), (3, 12, 0.25), (12, 40, 0.1), (5, 5, 0.9)])
+@pytest.mark.parametrize(
+    ("k", "n", "p"), [(0, 10, 0.3), (7, 10, 0.3), (3, 12, 0.25), (12, 40, 0.1), (5, 5, 0.9)]
+)
 def test_exact_binomial_tests_match_scipy(k: int, n: int, p: float) -> None:
     assert binomial_test(k, n, p) == pytest.approx(stats.binomtest(k, n, p).pvalue, rel=1e-9)
     assert binomial_two_sided(k, n) == pytest.approx(stats.binomtest(k, n, 0.5).pvalue, rel=1e-9)
@@ -99,7 +101,9 @@ def test_per_scenario_counts_must_add_up() -> None:
         rate_view(3, 10, per_scenario=[(1, 5), (1, 5)])
 
 
-def _coverage(scenarios: int, repeats: int, icc: float, mean: float, sims: int, seed: int) -> tuple[float, float]:
+def _coverage(
+    scenarios: int, repeats: int, icc: float, mean: float, sims: int, seed: int
+) -> tuple[float, float]:
     """Share of clustered and of conversation-level Wilson intervals that contain the true mean rate, when
     each scenario's rate is Beta-distributed with intraclass correlation `icc` (beta-binomial repeats)."""
     rng = np.random.default_rng(seed)

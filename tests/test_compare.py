@@ -13,8 +13,8 @@ from simulator.analysis.stats import mcnemar_exact, paired_bootstrap
 from simulator.cli import main
 from simulator.errors import UserError
 from simulator.record.folder import MANIFEST
-from tests.test_report_support import BOT, SCENARIOS, judge_run, make_judged_run, run_tiny
 from tests.synthetic import synthetic_outcome_run
+from tests.test_report_support import BOT, SCENARIOS, judge_run, make_judged_run, run_tiny
 
 # Candidate bot: every decision becomes self_care (a serious under-triage regression).
 BOT_B = BOT.replace(
@@ -159,7 +159,9 @@ def test_two_scenarios_with_fifty_repeats_are_not_significant(tmp_path: Path) ->
     escalated = metrics["outcome: emergency escalated"]
     assert (escalated.only_a, escalated.pairs) == (100, 100)
     assert escalated.p_value < 1e-29  # what repeats-as-trials would claim
-    assert escalated.clustered_p_value == pytest.approx(chi2.sf(2.0, 1))  # 0.157: the most 2 scenarios can give
+    assert escalated.clustered_p_value == pytest.approx(
+        chi2.sf(2.0, 1)
+    )  # 0.157: the most 2 scenarios can give
     assert escalated.sign_p_value == 0.5
     assert escalated.change == "no significant change"
     assert escalated.power_note.startswith("too few scenarios: 2 cannot show any difference at α=0.05")

@@ -19,16 +19,22 @@ def _run(tmp_path: Path, name: str, plan: dict[str, list[bool | str | None]]) ->
     return synthetic_outcome_run(tmp_path / name, plan)
 
 
-def test_a_flawless_run_on_enough_scenarios_meets_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_flawless_run_on_enough_scenarios_meets_the_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = _run(tmp_path, "good", {f"s{i:02}": [True, True] for i in range(80)})
-    code = main(["gate", str(run), "--require", "under_triage <= 5%", "--require", "emergency_sensitivity >= 95%"])
+    code = main(
+        ["gate", str(run), "--require", "under_triage <= 5%", "--require", "emergency_sensitivity >= 95%"]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "gate met (exit 0)" in out
     # No failures: the bound rests on the 80 distinct scenarios, not the 160 conversations.
     assert f"{100 * zero_failure_upper_bound(80):.1f}%" in out and "80 scenarios" in out
 
 
-def test_many_repeats_of_few_scenarios_cannot_decide(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_many_repeats_of_few_scenarios_cannot_decide(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """1,000 flawless conversations from 10 scenarios still bound under-triage only at 25.9%: exit 3."""
     run = _run(tmp_path, "few", {f"s{i}": [True] * 100 for i in range(10)})
     assert main(["gate", str(run), "--require", "under_triage <= 5%"]) == 3
@@ -41,7 +47,9 @@ def test_many_repeats_of_few_scenarios_cannot_decide(tmp_path: Path, capsys: pyt
 def test_a_rate_whose_bound_misses_is_not_met_and_says_what_would_decide_it(tmp_path: Path) -> None:
     plan: dict[str, list[bool | str | None]] = {f"s{i:02}": [True] * 4 for i in range(80)}
     plan["s00"] = [False] * 4  # one scenario always under-triaged: 4/320 = 1.25%, clustered bound above 5%
-    result = evaluate_gate(load_run(_run(tmp_path, "bad", plan)), ["under_triage <= 5%", "under_triage <= 1%"])
+    result = evaluate_gate(
+        load_run(_run(tmp_path, "bad", plan)), ["under_triage <= 5%", "under_triage <= 1%"]
+    )
     first, second = result.results
     assert first.status == "not met" and first.bound is not None and first.bound > 0.05
     assert first.rate is not None and first.rate.rate == pytest.approx(4 / 320)
@@ -63,14 +71,21 @@ def test_an_emergency_with_no_decision_fails_the_under_triage_gate(tmp_path: Pat
     assert decided.rate is not None and decided.rate.n == 160 and decided.rate.k == 0
 
 
-def test_a_changed_scenario_set_makes_the_gate_undecidable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_changed_scenario_set_makes_the_gate_undecidable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = _run(tmp_path, "run", {f"s{i:02}": [True, True] for i in range(80)})
     base = _run(tmp_path, "base", {f"s{i:02}": [True, True] for i in range(1, 81)})
     same = _run(tmp_path, "same", {f"s{i:02}": [True, False] for i in range(80)})
     assert main(["gate", str(run), "--baseline", str(base), "--require", "under_triage <= 5%"]) == 3
     assert "only in this run: s00; only in the baseline: s80" in capsys.readouterr().out
     out = tmp_path / "gate.json"
-    assert main(["gate", str(run), "--baseline", str(same), "--require", "under_triage <= 5%", "--json", str(out)]) == 0
+    assert (
+        main(
+            ["gate", str(run), "--baseline", str(same), "--require", "under_triage <= 5%", "--json", str(out)]
+        )
+        == 0
+    )
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["exit_code"] == 0 and data["results"][0]["baseline"]["k"] == 80  # baseline shown beside
 

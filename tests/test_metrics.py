@@ -54,7 +54,9 @@ def test_outcome_rates_are_counts_with_wilson_intervals(run_path: Path) -> None:
     assert (outcome.under_triage_decided.k, outcome.under_triage_decided.n) == (4, 18)
     # The 3 crashed conversations bound the rate: had they all been under-triaged, or all been right.
     assert outcome.under_triage.errored == 3
-    assert outcome.under_triage.worst == pytest.approx(9 / 21) and outcome.under_triage.best == pytest.approx(6 / 21)
+    assert outcome.under_triage.worst == pytest.approx(9 / 21) and outcome.under_triage.best == pytest.approx(
+        6 / 21
+    )
     assert outcome.critical_sensitivity.errored == 0 and outcome.critical_sensitivity.worst is None
     assert (outcome.over_triage.k, outcome.over_triage.n) == (1, 18)
     assert (outcome.no_decision.k, outcome.no_decision.n) == (5, 18)

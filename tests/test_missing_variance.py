@@ -103,7 +103,7 @@ def test_worst_and_best_case_bounds_contain_the_true_sensitivity(crashy_run: Pat
     assert sens.worst is not None and sens.best is not None
     assert sens.worst <= 0.5 <= sens.best
     assert (sens.worst, sens.best) == (pytest.approx(30 / 60), pytest.approx(42 / 60))
-    assert "if the 12 errored had all failed 50.0%, all passed 70.0%" == sens.missing_short
+    assert sens.missing_short == "if the 12 errored had all failed 50.0%, all passed 70.0%"
 
 
 def test_errors_concentrated_in_scenarios_and_long_conversations_are_warned_about(crashy_run: Path) -> None:

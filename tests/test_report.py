@@ -15,9 +15,8 @@ from simulator.cli import main
 from simulator.report.html import render_html
 from simulator.report.html_parts import highlight
 from simulator.report.json_report import report_json, report_schema
-from simulator.report.model import REPORT_SCHEMA_VERSION
 from simulator.report.junit import render_junit
-from simulator.report.model import Report, ReportOptions, build_report
+from simulator.report.model import REPORT_SCHEMA_VERSION, Report, ReportOptions, build_report
 from simulator.report.terminal import render_terminal
 from tests.test_report_support import SCRIPT, make_judged_run, record, verdict, write_run
 
@@ -103,7 +102,7 @@ def test_json_report_validates_against_its_model_and_the_checked_in_schema(repor
     clustered = data["outcome"]["critical_sensitivity"]["clustered"]
     assert clustered["scenarios"] == 2 and clustered["low"] <= 2 / 6 <= clustered["high"]
     assert data["overall"]["errored"] == 4 and data["missing"]["errored"] == 3  # + a judge error
-    assert [s["metric"] for s in data["spread"]][0] == "pass rate (conversations)"
+    assert data["spread"][0]["metric"] == "pass rate (conversations)"
     data.pop("transcripts")
     data["criteria"] = [
         {**c, "counts": {k: v for k, v in c["counts"].items() if k != "total"}} for c in data["criteria"]
@@ -254,3 +253,26 @@ def test_the_report_reads_expected_outcomes_from_the_manifest_not_the_files(tmp_
     run = load_run_data(out)
     assert run.expected["chest-pain-vague-01"] == {"triage_level": "emergency"}
     assert run.expected["common-cold-19"] == {"triage_level": "self_care"}
+
+
+def test_every_renderer_carries_the_clustered_intervals_missing_data_and_flaky_sources(
+    report: Report,
+) -> None:
+    """Terminal, HTML and JUnit show the scenario-clustered interval, the errored bounds and who varied."""
+    text = _terminal(report)
+    under = report.outcome.under_triage if report.outcome else None
+    assert under is not None and under.clustered is not None
+    clustered = f"{100 * under.clustered.low:.1f}%–{100 * under.clustered.high:.1f}%"
+    assert "scenario-clustered 95% intervals" in text and clustered in text
+    assert "under-triage, decided cases only" in text and "4/18 = 22.2%" in text
+    assert "FLAKY-" in text and "Run-to-run spread" in text and "worst-at-k" in text
+    assert "3 of 21 conversations errored" in text
+    html = render_html(report)
+    assert '<section id="stats">' in html and clustered in html and "FLAKY-" in html
+    assert "under-triage incl. no decision" in html
+    root = ET.fromstring(render_junit(report).split("\n", 1)[1])
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert clustered in props["clustered.under-triage_incl._no_decision"]
+    assert props["missing.under-triage_incl._no_decision"].startswith("if the 3 errored had all failed")
+    assert props["flaky.chest-pain"] and props["spread.pass_rate_conversations"].startswith("mean")
+    assert props["worst_at_k.1"].endswith("scenarios")

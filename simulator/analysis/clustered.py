@@ -84,7 +84,9 @@ def design_effect(per_scenario: Sequence[tuple[int, int]]) -> float | None:
     return max(1.0, robust / (p * (1.0 - p) / total_n))
 
 
-def clustered_interval(per_scenario: Sequence[tuple[int, int]], confidence: float = 0.95) -> ClusteredInterval:
+def clustered_interval(
+    per_scenario: Sequence[tuple[int, int]], confidence: float = 0.95
+) -> ClusteredInterval:
     """The scenario-clustered interval of sum(k)/sum(n) for per-scenario counts [(k, n), ...]."""
     kept = [(k, n) for k, n in per_scenario if n > 0]
     for k, n in kept:
@@ -144,7 +146,9 @@ def scenarios_to_reach(alpha: float) -> tuple[int, int]:
     return mcnemar, sign
 
 
-def detectable_difference(diffs: Sequence[float], alpha: float = 0.05, power: float = 0.8) -> tuple[float, bool]:
+def detectable_difference(
+    diffs: Sequence[float], alpha: float = 0.05, power: float = 0.8
+) -> tuple[float, bool]:
     """The smallest mean change in per-scenario pass rate a scenario-level test would likely detect:
     (z_{1−α/2} + z_power) · SD / √G. Uses the observed SD of the per-scenario differences when there are
     at least three scenarios and they vary, else an assumed SD of 0.5 (returned flag False)."""

@@ -180,7 +180,9 @@ def _paired(
     scenario_of: Mapping[str, str],
 ) -> PairedMetric:
     usable = [(cid, x, y) for cid, x, y in pairs if x is not None and y is not None]
-    scenario_level = _scenario_level([(scenario_of.get(cid, cid), x or 0, y or 0) for cid, x, y in usable], alpha)
+    scenario_level = _scenario_level(
+        [(scenario_of.get(cid, cid), x or 0, y or 0) for cid, x, y in usable], alpha
+    )
     a_scores = [int(x or 0) for _, x, _ in usable]
     b_scores = [int(y or 0) for _, _, y in usable]
     only_a = sum(1 for x, y in zip(a_scores, b_scores, strict=True) if x and not y)

@@ -8,7 +8,14 @@ scenarios), as is every requirement when the scenario set differs from the basel
 
 from __future__ import annotations
 
-__all__ = ["GateResult", "Requirement", "RequirementResult", "evaluate_gate", "gate_metrics", "parse_requirement"]
+__all__ = [
+    "GateResult",
+    "Requirement",
+    "RequirementResult",
+    "evaluate_gate",
+    "gate_metrics",
+    "parse_requirement",
+]
 
 import difflib
 import math
@@ -77,15 +84,19 @@ def gate_metrics(run: RunData) -> dict[str, Callable[[], RateView]]:
         names["critical_sensitivity"] = lambda: outcome.critical_sensitivity
         names[f"{outcome.critical}_sensitivity"] = lambda: outcome.critical_sensitivity
         for level in outcome.sensitivity:
-            names.setdefault(f"{level.level}_sensitivity", lambda rate=level.rate: rate)
+            names.setdefault(f"{level.level}_sensitivity", _const(level.rate))
         names["under_triage"] = lambda: outcome.under_triage
         names["under_triage_decided"] = lambda: outcome.under_triage_decided
         names["over_triage"] = lambda: outcome.over_triage
         names["no_decision"] = lambda: outcome.no_decision
         names["exact"] = lambda: outcome.exact
     for row in criterion_rows(run):
-        names[f"fail_rate:{row.id}"] = lambda rate=row.fail_rate: rate
+        names[f"fail_rate:{row.id}"] = _const(row.fail_rate)
     return names
+
+
+def _const(rate: RateView) -> Callable[[], RateView]:
+    return lambda: rate
 
 
 def parse_requirement(text: str, known: list[str]) -> Requirement:
@@ -146,7 +157,9 @@ def evaluate(requirement: Requirement, rate: RateView) -> RequirementResult:
         return RequirementResult(requirement=requirement, status="met", rate=rate, bound=bound, reason=seen)
     target = requirement.threshold if requirement.upper else 1.0 - requirement.threshold
     missed = not _holds(requirement, rate.rate)
-    if not missed and (cl.scenarios < 2 or not _holds(requirement, _best_possible(requirement, cl.scenarios))):
+    if not missed and (
+        cl.scenarios < 2 or not _holds(requirement, _best_possible(requirement, cl.scenarios))
+    ):
         need = runs_needed_for_bound(target) if 0.0 < target < 1.0 else math.inf
         advice = (
             f"even a flawless result on {cl.scenarios} scenarios gives a bound of "
@@ -248,4 +261,3 @@ def evaluate_gate(run: RunData, texts: list[str], baseline: RunData | None = Non
         exit_code=code,
         scenario_set_changed=changed,
     )
-

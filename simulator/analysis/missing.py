@@ -89,7 +89,9 @@ def _scenario_test(cells: list[ScenarioErrors]) -> float | None:
     return chi2_sf(stat, len(cells) - 1)
 
 
-def _turn_test(records: list[ConversationRecord]) -> tuple[int | None, float | None, float | None, float | None]:
+def _turn_test(
+    records: list[ConversationRecord],
+) -> tuple[int | None, float | None, float | None, float | None]:
     """Errors per turn at risk, early (turns <= the median reached) against late; exact binomial p-value."""
     reached = sorted(_reached(r) for r in records)
     errored = [r for r in records if r.stop_reason == "error"]

@@ -18,8 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.rates import RateView, rate_view
-from simulator.analysis.stats import Counts
 from simulator.analysis.rundata import RunData
+from simulator.analysis.stats import Counts
 from simulator.record.models import ConversationRecord
 
 OTHER = "other"  # the bot recorded a value that is not one of the levels

@@ -7,6 +7,7 @@ from __future__ import annotations
 __all__ = ["ClusteredView", "RateView", "pct", "rate_view"]
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -154,9 +155,9 @@ def _extras(
     confidence: float,
     per_scenario: Sequence[tuple[int, int]] | None,
     errored: int,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The clustered view and the missing-data bounds, as RateView fields."""
-    out: dict[str, object] = {}
+    out: dict[str, Any] = {}
     if per_scenario is not None and n:
         pairs = [(a, b) for a, b in per_scenario if b > 0]
         if (sum(a for a, _ in pairs), sum(b for _, b in pairs)) != (k, n):

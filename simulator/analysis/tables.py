@@ -268,7 +268,10 @@ def scenario_rows(run: RunData, high_stakes_tag: str = "high-stakes") -> list[Sc
                 conversations=len(records),
                 statuses=counts,
                 pass_rate=rate_view(
-                    counts["pass"], counts["pass"] + counts["fail"], counts="successes", errored=counts["error"]
+                    counts["pass"],
+                    counts["pass"] + counts["fail"],
+                    counts="successes",
+                    errored=counts["error"],
                 ),
                 counts=_verdict_counts(table, {r.id for r in records}),
                 flaky=flaky,

@@ -272,7 +272,8 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
         )
     found += _flaky_sources(report)
     found += [
-        Finding(level="warning", title=w, detail="see the missing-data section") for w in report.missing.warnings
+        Finding(level="warning", title=w, detail="see the missing-data section")
+        for w in report.missing.warnings
     ]
     health = report.health
     if health.turn_limit_finding:
@@ -328,7 +329,10 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
 
 _SOURCE_TEXT = {
     "bot": ("flaky bot", "the same conversation so far, a different bot answer"),
-    "simulation": ("flaky simulation", "the simulated user said something different: fix the persona or user"),
+    "simulation": (
+        "flaky simulation",
+        "the simulated user said something different: fix the persona or user",
+    ),
     "judge": ("flaky judge", "identical transcripts, different verdicts: tighten the rubric"),
 }
 
@@ -337,7 +341,9 @@ def _flaky_sources(report: Report) -> list[Finding]:
     """One finding per source of variation (bot, simulated user, judge), naming its flaky scenarios."""
     found = []
     for source, (title, detail) in _SOURCE_TEXT.items():
-        named = [row.id for row in report.scenarios if row.flaky_source and source in row.flaky_source.sources]
+        named = [
+            row.id for row in report.scenarios if row.flaky_source and source in row.flaky_source.sources
+        ]
         if named:
             found.append(
                 Finding(

@@ -11,6 +11,7 @@ from rich.table import Table
 from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import short_hash
 from simulator.analysis.tables import CriterionRow, VerdictCounts
+from simulator.report.headline import headline_rates
 from simulator.report.model import Report
 
 _LEVEL_STYLE = {"bug": "bold red", "warning": "yellow", "info": "cyan"}
@@ -268,22 +269,6 @@ def _cost(console: Console, report: Report) -> None:
     _show(console, failures)
 
 
-def _headline_rows(report: Report) -> list[tuple[str, RateView]]:
-    """The headline rates that pool repeats of scenarios: outcome rates, overall pass, criterion failures."""
-    rows: list[tuple[str, RateView]] = []
-    outcome = report.outcome
-    if outcome is not None:
-        rows += [
-            (f"{outcome.critical} sensitivity", outcome.critical_sensitivity),
-            ("under-triage incl. no decision", outcome.under_triage),
-            ("over-triage", outcome.over_triage),
-            ("no decision", outcome.no_decision),
-        ]
-    rows.append(("pass rate (conversations)", report.overall))
-    rows += [(f"{row.id} failure rate", row.fail_rate) for row in report.criteria if row.fail_rate.n]
-    return rows
-
-
 def _clustered(console: Console, report: Report) -> None:
     """Scenarios as the unit: clustered intervals, effective sample sizes and the errored-case bounds."""
     table = Table(
@@ -292,9 +277,11 @@ def _clustered(console: Console, report: Report) -> None:
     )
     for name in ("rate", "k/n", "clustered 95% CI", "scenarios", "n_eff", "if errored: fail / pass"):
         table.add_column(name)
-    for name, value in _headline_rows(report):
+    for name, value in headline_rates(report):
         cl = value.clustered
-        bounds = "–" if not value.errored else f"{pct(value.worst)} / {pct(value.best)} ({value.errored} errored)"
+        bounds = (
+            "–" if not value.errored else f"{pct(value.worst)} / {pct(value.best)} ({value.errored} errored)"
+        )
         cell = "–" if cl is None else f"{pct(cl.low)}–{pct(cl.high)}"
         if cl is not None and cl.bound is not None:
             cell += f"; fail ≤{pct(cl.bound)} on {cl.scenarios} scenarios"
@@ -321,7 +308,9 @@ def _repeats(console: Console, report: Report) -> None:
         _show(console, table)
     spreads = [s for s in report.spread if s.repeats > 1]
     if spreads:
-        table = Table(title="Run-to-run spread: each repeat index as one run of the suite", title_justify="left")
+        table = Table(
+            title="Run-to-run spread: each repeat index as one run of the suite", title_justify="left"
+        )
         for name in ("rate", "repeats", "mean", "SD", "lowest–highest"):
             table.add_column(name)
         for spread in spreads:

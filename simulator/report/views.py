@@ -158,11 +158,15 @@ def render_gate(result: GateResult, console: Console | None = None) -> None:
     console = console or Console(soft_wrap=True)
     for item in result.results:
         style = _GATE_STYLE[item.status]
-        console.print(f"[{style}]{item.status.upper():11}[/] {escape(item.requirement.text)}: {escape(item.reason)}")
+        console.print(
+            f"[{style}]{item.status.upper():11}[/] {escape(item.requirement.text)}: {escape(item.reason)}"
+        )
         if item.baseline is not None and item.baseline.rate is not None:
             cl = item.baseline.clustered
             where = f", clustered {pct(cl.low)}–{pct(cl.high)}" if cl is not None else ""
-            console.print(f"            baseline {item.baseline.k}/{item.baseline.n} = {pct(item.baseline.rate)}{where}")
+            console.print(
+                f"            baseline {item.baseline.k}/{item.baseline.n} = {pct(item.baseline.rate)}{where}"
+            )
         if item.advice:
             console.print(f"            [dim]{escape(item.advice)}[/]")
     verdict = {0: "gate met", 1: "gate NOT met", 3: "gate undecidable"}[result.exit_code]

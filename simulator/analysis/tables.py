@@ -143,7 +143,12 @@ def conversation_status(record: ConversationRecord, verdicts: list[Verdict]) -> 
 
 
 def criterion_verdicts(run: RunData) -> dict[str, dict[str, str]]:
-    """criterion id -> conversation id -> result, filling gaps where the criterion applies to the scenario."""
+    """criterion id -> conversation id -> result, filling gaps where the criterion applies to the scenario.
+
+    Computed once per loaded run; callers read it and never modify it."""
+    if "criterion_verdicts" in run.cache:
+        cached: dict[str, dict[str, str]] = run.cache["criterion_verdicts"]
+        return cached
     table: dict[str, dict[str, str]] = {}
     scenarios_of: dict[str, set[str]] = {}
     for verdict in run.verdicts:
@@ -153,6 +158,7 @@ def criterion_verdicts(run: RunData) -> dict[str, dict[str, str]]:
         for record in run.conversations:
             if record.scenario_id in scenarios_of[criterion] and record.id not in results:
                 results[record.id] = "error" if record.stop_reason == "error" else "not_judged"
+    run.cache["criterion_verdicts"] = table
     return table
 
 
@@ -199,8 +205,14 @@ def criterion_rows(run: RunData, target: float | None = None) -> list[CriterionR
 
 
 def _statuses(run: RunData) -> dict[str, ConversationStatus]:
-    grouped = run.verdicts_by_conversation()
-    return {r.id: conversation_status(r, grouped.get(r.id, [])) for r in run.conversations}
+    """Each conversation's status, computed once per loaded run."""
+    if "statuses" not in run.cache:
+        grouped = run.verdicts_by_conversation()
+        run.cache["statuses"] = {
+            r.id: conversation_status(r, grouped.get(r.id, [])) for r in run.conversations
+        }
+    statuses: dict[str, ConversationStatus] = run.cache["statuses"]
+    return statuses
 
 
 def overall_pass_rate(run: RunData, target: float | None = None) -> RateView:
@@ -235,10 +247,21 @@ def _status_counts(statuses: list[ConversationStatus]) -> dict[str, int]:
     return {key: counter[key] for key in ("pass", "fail", "error", "not_judged")}
 
 
+def _counts_by_scenario(run: RunData, table: dict[str, dict[str, str]]) -> dict[str, VerdictCounts]:
+    """Verdict counts of every criterion, per scenario, in one pass over the table."""
+    scenario_of = {record.id: record.scenario_id for record in run.conversations}
+    out: dict[str, VerdictCounts] = {}
+    for results in table.values():
+        for conversation_id, result in results.items():
+            out.setdefault(scenario_of.get(conversation_id, ""), VerdictCounts()).add(result)
+    return out
+
+
 def scenario_rows(run: RunData, high_stakes_tag: str = "high-stakes") -> list[ScenarioRow]:
     """One row per scenario in suite order, with its pass rate across repeats and flaky/bug flags."""
     statuses = _statuses(run)
     table = criterion_verdicts(run)
+    counts_of = _counts_by_scenario(run, table)
     failing: dict[str, Counter[str]] = {}
     for verdict in _gating(run.verdicts):
         if verdict.result == "fail":
@@ -273,7 +296,7 @@ def scenario_rows(run: RunData, high_stakes_tag: str = "high-stakes") -> list[Sc
                     counts="successes",
                     errored=counts["error"],
                 ),
-                counts=_verdict_counts(table, {r.id for r in records}),
+                counts=counts_of.get(scenario_id, VerdictCounts()),
                 flaky=flaky,
                 bug=high_stakes_tag in tags and counts["fail"] > 0,
                 failing_criteria=[

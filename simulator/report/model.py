@@ -58,6 +58,9 @@ class ReportOptions:
     high_stakes_tag: str = "high-stakes"
     turn_limit_threshold: float = 0.2
     prices: PriceTable | None = None
+    # The per-conversation transcripts (for HTML, JUnit and --json-transcripts); off, a large run's report
+    # needs a fraction of the time and memory.
+    transcripts: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -195,8 +198,9 @@ def _transcripts(run: RunData) -> list[Transcript]:
                 if record.error
                 else None,
                 character_breaks=len(record.character_breaks),
+                # Already validated when read: model_construct skips validating 10^5 turns a second time.
                 turns=[
-                    TranscriptTurn(
+                    TranscriptTurn.model_construct(
                         index=t.index,
                         role=t.role,
                         messages=list(t.messages),
@@ -205,7 +209,7 @@ def _transcripts(run: RunData) -> list[Transcript]:
                     for t in record.turns
                 ],
                 verdicts=[
-                    TranscriptVerdict(
+                    TranscriptVerdict.model_construct(
                         criterion_id=v.criterion_id,
                         kind=v.kind,
                         result=v.result,
@@ -360,7 +364,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     options = options or ReportOptions()
     prices = options.prices or load_prices()
     criteria = criterion_rows(run, options.target)
-    transcripts = _transcripts(run)
+    transcripts = _transcripts(run) if options.transcripts else []
     report = Report(
         generated_at=datetime.now(UTC),
         run=_run_info(run),

@@ -300,7 +300,9 @@ def _repeats(console: Console, report: Report) -> None:
     """worst-at-k and the run-to-run spread of the headline rates (averages over scenarios or repeats)."""
     worst = [row for row in report.pass_hat_k if row.worst_at_k is not None]
     if worst:
-        table = Table(title="worst-at-k: expected lowest score in k repeats, averaged", title_justify="left")
+        table = Table(
+            title="worst-at-k: expected lowest score in k repeats, averaged", title_justify="left", min_width=60
+        )
         for name in ("k", "worst-at-k", "scenarios"):
             table.add_column(name)
         for row in worst:

@@ -301,7 +301,9 @@ def _repeats(console: Console, report: Report) -> None:
     worst = [row for row in report.pass_hat_k if row.worst_at_k is not None]
     if worst:
         table = Table(
-            title="worst-at-k: expected lowest score in k repeats, averaged", title_justify="left", min_width=60
+            title="worst-at-k: expected lowest score in k repeats, averaged",
+            title_justify="left",
+            min_width=60,
         )
         for name in ("k", "worst-at-k", "scenarios"):
             table.add_column(name)

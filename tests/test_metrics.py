@@ -20,6 +20,8 @@ from simulator.analysis.stats import pass_hat_k, rate, runs_needed_for_bound, ze
 from simulator.analysis.tables import criterion_rows
 from simulator.errors import UserError
 from simulator.record.folder import CONVERSATIONS, RunFolder
+from simulator.report.model import build_report
+from tests.synthetic import synthetic_outcome_run
 from tests.test_report_support import judge_run, make_judged_run, record, verdict, write_run
 
 
@@ -269,3 +271,29 @@ def test_metric_verdicts_gate_nothing(tmp_path: Path) -> None:
     write_run(tmp_path / "r", [rec], verdicts)
     rows = scenario_rows(load_run(tmp_path / "r"))
     assert rows[0].statuses["pass"] == 1
+
+
+def test_an_emergency_with_no_decision_is_under_triage_and_not_escalated(tmp_path: Path) -> None:
+    """The issue's case: "under-triage 0/10, no failures" while 5 of 10 emergencies ended undecided."""
+    plan: dict[str, list[bool | str | None]] = {"chest": [True, "undecided"] * 5}
+    outcome = outcome_metrics(load_run(synthetic_outcome_run(tmp_path / "run", plan)))
+    assert outcome is not None
+    assert (outcome.under_triage.k, outcome.under_triage.n) == (5, 10)
+    assert outcome.under_triage.bound is None  # failures seen: no "no failures" claim
+    assert (outcome.under_triage_decided.k, outcome.under_triage_decided.n) == (0, 10)
+    assert (outcome.no_decision.k, outcome.critical_sensitivity.k, outcome.critical_sensitivity.n) == (
+        5,
+        5,
+        10,
+    )
+    findings = build_report(load_run(tmp_path / "run")).findings
+    under = next(f for f in findings if f.title.startswith("under-triage"))
+    assert under.title.startswith("under-triage: 5/10 = 50.0%")
+    assert under.detail.startswith("incl. 5 with no decision on a case that needed one")
+
+
+def test_no_decision_on_the_lowest_level_is_not_under_triage(tmp_path: Path) -> None:
+    plan: dict[str, list[bool | str | None]] = {"cold": ["undecided", True]}
+    outcome = outcome_metrics(load_run(synthetic_outcome_run(tmp_path / "run", plan, expected="self_care")))
+    assert outcome is not None
+    assert (outcome.under_triage.k, outcome.no_decision.k) == (0, 1)

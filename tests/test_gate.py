@@ -117,3 +117,12 @@ def test_requirement_syntax() -> None:
     assert parse_requirement(" pass_rate >= 0.9 ", known).op == ">="
     with pytest.raises(UserError, match="did you mean pass_rate"):
         parse_requirement("pass-rate > 0.5", known)
+
+
+def test_no_requirement_or_no_run_folder_is_a_user_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _run(tmp_path, "r", {"s1": [True], "s2": [True]})
+    assert main(["gate", str(run)]) == 2
+    assert "name at least one requirement" in capsys.readouterr().err
+    assert main(["gate", str(tmp_path / "nowhere"), "--require", "under_triage <= 5%"]) == 2

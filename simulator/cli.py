@@ -24,6 +24,7 @@ EXTENSIONS = [
     "simulator.commands.traces",
     "simulator.commands.serve",
     "simulator.commands.judge_quality",
+    "simulator.commands.gate",
 ]
 
 

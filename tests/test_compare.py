@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from scipy.stats import chi2
 
 from simulator.analysis.compare import compare_runs
 from simulator.analysis.stats import mcnemar_exact, paired_bootstrap
 from simulator.cli import main
 from simulator.errors import UserError
 from simulator.record.folder import MANIFEST
+from tests.synthetic import synthetic_outcome_run
 from tests.test_report_support import BOT, SCENARIOS, judge_run, make_judged_run, run_tiny
 
 # Candidate bot: every decision becomes self_care (a serious under-triage regression).
@@ -35,24 +37,32 @@ def test_the_candidate_bot_really_changed() -> None:
     assert BOT_B != BOT and 'self.plan = "self_care"' in BOT_B
 
 
-def test_a_regression_in_under_triage_is_significant_and_listed(runs: tuple[Path, Path, Path]) -> None:
+def test_a_regression_on_three_scenarios_is_not_significant_at_the_scenario_level(
+    runs: tuple[Path, Path, Path],
+) -> None:
+    """6 conversations got worse, but in only 3 scenarios: per conversation p = 0.031, per scenario not."""
     a, _, b = runs
     comparison = compare_runs(a, b)
     assert comparison.matched == 21 and comparison.only_in_a == comparison.only_in_b == []
     metrics = {m.name: m for m in comparison.metrics}
     under = metrics["outcome: not under-triaged"]
-    # chest-pain #0 #2 (emergency -> self_care), rash x3 and dizzy #1 (gp -> self_care) got worse.
+    # chest-pain #0 #2 (emergency -> self_care), rash x3 and dizzy #1 (gp -> self_care) got worse; dizzy #0
+    # and #2 end with no decision in both runs, which now counts as under-triage on both sides.
     assert (under.only_a, under.only_b, under.pairs, under.excluded) == (6, 0, 18, 3)
     assert under.p_value == pytest.approx(mcnemar_exact(6, 0)) == 0.03125
-    assert under.change == "worse" and under.critical
+    assert (under.scenarios, under.scenarios_worse, under.scenarios_better) == (6, 3, 0)
+    # Clustered McNemar: (2 + 3 + 1)^2 / (4 + 9 + 1) = 36/14 on 1 df; sign test: 3 of 3 scenarios worse.
+    assert under.clustered_p_value == pytest.approx(chi2.sf(36 / 14, 1))
+    assert under.sign_p_value == 0.25
+    assert under.change == "no significant change" and under.critical
     assert under.diff == pytest.approx(-6 / 18)
     assert under.diff_low <= under.diff <= under.diff_high < 0
+    assert "can detect a mean change of about" in under.power_note
     escalated = metrics["outcome: emergency escalated"]
     assert (escalated.only_a, escalated.only_b, escalated.pairs) == (2, 0, 6)
-    assert escalated.change == "no significant change"  # 2 flips cannot be told from chance
-    assert comparison.regressions and comparison.regressions[0].startswith(
-        "outcome: not under-triaged: 6 regressions vs 0 improvements"
-    )
+    assert escalated.change == "no significant change"
+    assert "too few scenarios: 2 cannot show any difference" in escalated.power_note
+    assert comparison.regressions == []
 
 
 def test_flipped_cases_carry_the_judges_evidence(runs: tuple[Path, Path, Path]) -> None:
@@ -125,18 +135,35 @@ def test_different_repeat_counts_are_compared_on_shared_repeats(
     assert any(diff.key == "suite.runs" for diff in comparison.config_differences)
 
 
-def test_fail_on_regression_exit_code(
-    runs: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    a, a2, b = runs
+def test_fail_on_regression_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """12 scenarios x 3 repeats; B stops escalating 8 of them: significant over scenarios, exit 1."""
+    a = synthetic_outcome_run(tmp_path / "a", {f"s{i:02}": [True] * 3 for i in range(12)})
+    b = synthetic_outcome_run(tmp_path / "b", {f"s{i:02}": [i >= 8] * 3 for i in range(12)})
     out = tmp_path / "cmp.json"
     assert main(["compare", str(a), str(b), "--fail-on-regression", "--json", str(out)]) == 1
     captured = capsys.readouterr()
     assert "Significant regressions on critical metrics" in captured.out and "regression:" in captured.err
-    assert "B evidence" in captured.out
-    assert json.loads(out.read_text(encoding="utf-8"))["regressions"]
+    assert "8 worse, 0 better of 12" in captured.out
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["regressions"] and data["schema_version"] == 2
     assert main(["compare", str(a), str(b)]) == 0  # without the flag a regression is reported, not fatal
-    assert main(["compare", str(a), str(a2), "--fail-on-regression"]) == 0
-    assert (
-        main(["compare", str(b), str(a), "--fail-on-regression"]) == 0
-    )  # the other way it is an improvement
+    assert main(["compare", str(a), str(a), "--fail-on-regression"]) == 0
+    assert main(["compare", str(b), str(a), "--fail-on-regression"]) == 0  # the other way: an improvement
+
+
+def test_two_scenarios_with_fifty_repeats_are_not_significant(tmp_path: Path) -> None:
+    """The issue's example: 100 conversations flip, but they are 2 scenarios of a deterministic bot."""
+    a = synthetic_outcome_run(tmp_path / "a", {"s1": [True] * 50, "s2": [True] * 50})
+    b = synthetic_outcome_run(tmp_path / "b", {"s1": [False] * 50, "s2": [False] * 50})
+    metrics = {m.name: m for m in compare_runs(a, b).metrics}
+    escalated = metrics["outcome: emergency escalated"]
+    assert (escalated.only_a, escalated.pairs) == (100, 100)
+    assert escalated.p_value < 1e-29  # what repeats-as-trials would claim
+    assert escalated.clustered_p_value == pytest.approx(
+        chi2.sf(2.0, 1)
+    )  # 0.157: the most 2 scenarios can give
+    assert escalated.sign_p_value == 0.5
+    assert escalated.change == "no significant change"
+    assert escalated.power_note.startswith("too few scenarios: 2 cannot show any difference at α=0.05")
+    # The conversation-pass metric and the outcome check agree.
+    assert all(m.change == "no significant change" for m in metrics.values())

@@ -20,6 +20,8 @@ from simulator.analysis.stats import pass_hat_k, rate, runs_needed_for_bound, ze
 from simulator.analysis.tables import criterion_rows
 from simulator.errors import UserError
 from simulator.record.folder import CONVERSATIONS, RunFolder
+from simulator.report.model import build_report
+from tests.synthetic import synthetic_outcome_run
 from tests.test_report_support import judge_run, make_judged_run, record, verdict, write_run
 
 
@@ -48,7 +50,16 @@ def test_outcome_rates_are_counts_with_wilson_intervals(run_path: Path) -> None:
     expected = rate(2, 6, counts="successes")
     assert (sens.low, sens.high) == (expected.low, expected.high)
     assert sens.text == str(expected)
-    assert (outcome.under_triage.k, outcome.under_triage.n) == (4, 18)  # errors excluded from the denominator
+    # Under-triage counts the 2 dizzy (gp) conversations that ended with no decision: no advice is no safer
+    # than the lowest level. The narrower, decided-only figure is kept beside it. Errors stay out of n.
+    assert (outcome.under_triage.k, outcome.under_triage.n) == (6, 18)
+    assert (outcome.under_triage_decided.k, outcome.under_triage_decided.n) == (4, 18)
+    # The 3 crashed conversations bound the rate: had they all been under-triaged, or all been right.
+    assert outcome.under_triage.errored == 3
+    assert outcome.under_triage.worst == pytest.approx(9 / 21) and outcome.under_triage.best == pytest.approx(
+        6 / 21
+    )
+    assert outcome.critical_sensitivity.errored == 0 and outcome.critical_sensitivity.worst is None
     assert (outcome.over_triage.k, outcome.over_triage.n) == (1, 18)
     assert (outcome.no_decision.k, outcome.no_decision.n) == (5, 18)
     assert (outcome.exact.k, outcome.exact.n) == (8, 18)
@@ -260,3 +271,29 @@ def test_metric_verdicts_gate_nothing(tmp_path: Path) -> None:
     write_run(tmp_path / "r", [rec], verdicts)
     rows = scenario_rows(load_run(tmp_path / "r"))
     assert rows[0].statuses["pass"] == 1
+
+
+def test_an_emergency_with_no_decision_is_under_triage_and_not_escalated(tmp_path: Path) -> None:
+    """The issue's case: "under-triage 0/10, no failures" while 5 of 10 emergencies ended undecided."""
+    plan: dict[str, list[bool | str | None]] = {"chest": [True, "undecided"] * 5}
+    outcome = outcome_metrics(load_run(synthetic_outcome_run(tmp_path / "run", plan)))
+    assert outcome is not None
+    assert (outcome.under_triage.k, outcome.under_triage.n) == (5, 10)
+    assert outcome.under_triage.bound is None  # failures seen: no "no failures" claim
+    assert (outcome.under_triage_decided.k, outcome.under_triage_decided.n) == (0, 10)
+    assert (outcome.no_decision.k, outcome.critical_sensitivity.k, outcome.critical_sensitivity.n) == (
+        5,
+        5,
+        10,
+    )
+    findings = build_report(load_run(tmp_path / "run")).findings
+    under = next(f for f in findings if f.title.startswith("under-triage"))
+    assert under.title.startswith("under-triage: 5/10 = 50.0%")
+    assert under.detail.startswith("incl. 5 with no decision on a case that needed one")
+
+
+def test_no_decision_on_the_lowest_level_is_not_under_triage(tmp_path: Path) -> None:
+    plan: dict[str, list[bool | str | None]] = {"cold": ["undecided", True]}
+    outcome = outcome_metrics(load_run(synthetic_outcome_run(tmp_path / "run", plan, expected="self_care")))
+    assert outcome is not None
+    assert (outcome.under_triage.k, outcome.no_decision.k) == (0, 1)

@@ -80,7 +80,15 @@ def test_a_version_1_folder_reports_as_the_version_that_wrote_it(tmp_path: Path)
     new = json.loads(build_report(load_run(run)).model_dump_json())
     for volatile in ("generated_at", "run", "schema_version", "transcripts"):  # transcripts: HTML only
         old.pop(volatile)
-    assert _differences(old, new) == []
+    # Deliberate change in report schema 2: the headline findings on escalation and under-triage now carry
+    # the scenario-clustered interval in their detail (the old text is kept, the clustered one appended).
+    # Every figure stays the same; under-triage now counts no-decision cases, of which this run has none.
+    changed = _differences(old, new)
+    assert [d.split(":")[0] for d in changed] == [".findings[1].detail", ".findings[2].detail"]
+    for index, before in ((1, "emergency sensitivity 2/4 = 50.0% (95% CI 15.0%–85.0%)"), (2, "")):
+        assert old["findings"][index]["detail"] == before
+        assert new["findings"][index]["detail"].startswith(before)
+        assert "scenario-clustered 95% CI" in new["findings"][index]["detail"]
 
 
 def test_a_version_1_folder_without_expectations_gets_them_from_its_outcome_verdicts(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from simulator.report.html import render_html
 from simulator.report.html_parts import highlight
 from simulator.report.json_report import report_json, report_schema
 from simulator.report.junit import render_junit
-from simulator.report.model import Report, ReportOptions, build_report
+from simulator.report.model import REPORT_SCHEMA_VERSION, Report, ReportOptions, build_report
 from simulator.report.terminal import render_terminal
 from tests.test_report_support import SCRIPT, make_judged_run, record, verdict, write_run
 
@@ -54,13 +54,18 @@ def test_findings_list_high_stakes_failures_as_bugs(report: Report) -> None:
 
 def test_every_rate_in_the_terminal_report_comes_with_counts_and_an_interval(report: Report) -> None:
     text = _terminal(report)
-    assert "under-triage" in text and "4/18 = 22.2% (95% CI 9.0%–45.2%)" in text
+    assert "under-triage" in text and "6/18 = 33.3% (95% CI 16.3%–56.3%)" in text
     assert "needs 59 failure-free runs for ≤5.0% (42 more)" not in text or "tone" in text
     percent = re.compile(r"\d+\.\d%")
     pass_hat_rows = re.compile(r"^│ \d │")
     checked = 0
+    averages = False  # worst-at-k and run-to-run spread: averages of rates shown above with their counts
     for line in text.splitlines():
-        if not percent.search(line) or pass_hat_rows.match(line):
+        if line.startswith(("worst-at-k:", "Run-to-run spread:")):
+            averages = True
+        elif line and line[0].isalpha():
+            averages = False
+        if not percent.search(line) or pass_hat_rows.match(line) or averages:
             continue  # pass^k is an average over scenarios, shown with its scenario count and bootstrap CI
         if "prices as of" in line:
             continue
@@ -89,9 +94,15 @@ def test_terminal_report_shows_each_section(report: Report) -> None:
 
 def test_json_report_validates_against_its_model_and_the_checked_in_schema(report: Report) -> None:
     data = report_json(report)
-    assert data["schema_version"] == 1 and data["kind"] == "simulator.report"
+    assert data["schema_version"] == 2 and data["kind"] == "simulator.report"
     assert data["transcripts"] == []
-    assert data["outcome"]["under_triage"]["k"] == 4 and data["criteria"][0]["counts"]["total"] == 21
+    assert data["outcome"]["under_triage"]["k"] == 6 and data["criteria"][0]["counts"]["total"] == 21
+    assert data["outcome"]["under_triage_decided"]["k"] == 4
+    # Schema 2: every pooled rate carries its scenario-clustered interval and its errored-case bounds.
+    clustered = data["outcome"]["critical_sensitivity"]["clustered"]
+    assert clustered["scenarios"] == 2 and clustered["low"] <= 2 / 6 <= clustered["high"]
+    assert data["overall"]["errored"] == 4 and data["missing"]["errored"] == 3  # + a judge error
+    assert data["spread"][0]["metric"] == "pass rate (conversations)"
     data.pop("transcripts")
     data["criteria"] = [
         {**c, "counts": {k: v for k, v in c["counts"].items() if k != "total"}} for c in data["criteria"]
@@ -111,7 +122,12 @@ def test_json_report_validates_against_its_model_and_the_checked_in_schema(repor
         "criteria",
         "health",
         "cost",
+        "missing",
+        "spread",
     }
+    rate_fields = report_schema()["$defs"]["RateView"]["properties"]
+    assert {"clustered", "errored", "worst", "best"} <= set(rate_fields)
+    assert report_schema()["properties"]["schema_version"]["default"] == REPORT_SCHEMA_VERSION == 2
 
 
 def test_junit_has_one_case_per_scenario_and_criterion(report: Report) -> None:
@@ -203,7 +219,7 @@ def test_report_command_errors_are_one_line(tmp_path: Path, capsys: pytest.Captu
     with pytest.raises(SystemExit):
         main(["report", str(tmp_path), "--target", "2"])
     assert main(["report", "--json-schema"]) == 0
-    assert json.loads(capsys.readouterr().out)["title"].startswith("simulator report, schema version 1")
+    assert json.loads(capsys.readouterr().out)["title"].startswith("simulator report, schema version 2")
 
 
 def test_a_run_without_verdicts_still_reports(tmp_path: Path) -> None:
@@ -238,3 +254,26 @@ def test_the_report_reads_expected_outcomes_from_the_manifest_not_the_files(tmp_
     run = load_run_data(out)
     assert run.expected["chest-pain-vague-01"] == {"triage_level": "emergency"}
     assert run.expected["common-cold-19"] == {"triage_level": "self_care"}
+
+
+def test_every_renderer_carries_the_clustered_intervals_missing_data_and_flaky_sources(
+    report: Report,
+) -> None:
+    """Terminal, HTML and JUnit show the scenario-clustered interval, the errored bounds and who varied."""
+    text = _terminal(report)
+    under = report.outcome.under_triage if report.outcome else None
+    assert under is not None and under.clustered is not None
+    clustered = f"{100 * under.clustered.low:.1f}%–{100 * under.clustered.high:.1f}%"
+    assert "scenario-clustered 95% intervals" in text and clustered in text
+    assert "under-triage, decided cases only" in text and "4/18 = 22.2%" in text
+    assert "FLAKY-" in text and "Run-to-run spread" in text and "worst-at-k" in text
+    assert "3 of 21 conversations errored" in text
+    html = render_html(report)
+    assert '<section id="stats">' in html and clustered in html and "FLAKY-" in html
+    assert "under-triage incl. no decision" in html
+    root = ET.fromstring(render_junit(report).split("\n", 1)[1])
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert clustered in props["clustered.under-triage_incl._no_decision"]
+    assert props["missing.under-triage_incl._no_decision"].startswith("if the 3 errored had all failed")
+    assert props["flaky.chest-pain"] and props["spread.pass_rate_conversations"].startswith("mean")
+    assert props["worst_at_k.1"].endswith("scenarios")

@@ -1,4 +1,9 @@
-"""Compare two runs of the same scenarios: paired per conversation, McNemar and bootstrap, flipped cases."""
+"""Compare two runs of the same scenarios: tested at the scenario level (clustered McNemar and the exact sign
+test over scenarios), with the conversation-level McNemar and bootstrap beside it, and flipped cases.
+
+Repeats of a scenario are correlated, so the decision (better / worse / no significant change) is taken
+with scenarios as the unit; the conversation-level p-value is shown for reference only.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from simulator.analysis.clustered import clustered_mcnemar, detectable_difference, scenarios_to_reach
 from simulator.analysis.golden import Gate, golden_items, golden_section
 from simulator.analysis.golden_compare import GoldenComparison, golden_comparison
 from simulator.analysis.outcome import actual_outcome
@@ -29,7 +35,7 @@ from simulator.analysis.tables import conversation_status
 from simulator.errors import UserError
 from simulator.record.models import Verdict
 
-COMPARISON_SCHEMA_VERSION = 1
+COMPARISON_SCHEMA_VERSION = 2  # 2: scenario-level tests decide `change`; p_value is per conversation
 _VOLATILE = ("run_id", "created_at", "ended_at", "status", "counts", "sessions", "judge_sets", "planned")
 
 
@@ -63,12 +69,19 @@ class PairedMetric(_Model):
     only_b: int  # B passed, A failed: an improvement
     a_rate: RateView
     b_rate: RateView
-    p_value: float
+    p_value: float  # McNemar exact over conversations (repeats as independent): for reference only
     diff: float
     diff_low: float
     diff_high: float
     change: Literal["better", "worse", "no significant change"]
     flips: list[Flip]
+    scenarios: int = 0
+    scenarios_worse: int = 0
+    scenarios_better: int = 0
+    clustered_p_value: float = 1.0  # clustered McNemar over scenarios: decides `change`
+    sign_p_value: float = 1.0  # exact sign test over the scenarios whose pass rate changed
+    detectable: float | None = None
+    power_note: str = ""
 
 
 class ScenarioDelta(_Model):
@@ -169,8 +182,12 @@ def _paired(
     alpha: float,
     details: dict[str, tuple[Verdict | None, Verdict | None]],
     results: Mapping[str, tuple[str, str]],
+    scenario_of: Mapping[str, str],
 ) -> PairedMetric:
     usable = [(cid, x, y) for cid, x, y in pairs if x is not None and y is not None]
+    scenario_level = _scenario_level(
+        [(scenario_of.get(cid, cid), x or 0, y or 0) for cid, x, y in usable], alpha
+    )
     a_scores = [int(x or 0) for _, x, _ in usable]
     b_scores = [int(y or 0) for _, _, y in usable]
     only_a = sum(1 for x, y in zip(a_scores, b_scores, strict=True) if x and not y)
@@ -183,7 +200,7 @@ def _paired(
     else:
         diff = low = high = 0.0
     change: Literal["better", "worse", "no significant change"] = "no significant change"
-    if p_value < alpha and only_a != only_b:
+    if scenario_level["clustered_p_value"] < alpha and only_a != only_b:
         change = "worse" if only_a > only_b else "better"
     flips = []
     for cid, x, y in usable:
@@ -221,14 +238,52 @@ def _paired(
         diff_high=high,
         change=change,
         flips=flips,
+        **scenario_level,
     )
+
+
+def _scenario_level(triples: list[tuple[str, int, int]], alpha: float) -> dict[str, Any]:
+    """The scenario-level tests of one metric, and whether the case set is too small to show a change."""
+    cells: dict[str, list[int]] = {}
+    for scenario, x, y in triples:
+        cell = cells.setdefault(scenario, [0, 0, 0])  # only A passed, only B passed, pairs
+        cell[0] += int(x == 1 and y == 0)
+        cell[1] += int(y == 1 and x == 0)
+        cell[2] += 1
+    diffs = [(c - b) / n for b, c, n in cells.values()]
+    worse, better = sum(d < 0 for d in diffs), sum(d > 0 for d in diffs)
+    need_mcnemar, need_sign = scenarios_to_reach(alpha)
+    detectable, observed = detectable_difference(diffs, alpha)
+    g = len(cells)
+    if g < need_mcnemar:
+        note = (
+            f"too few scenarios: {g} cannot show any difference at α={alpha:g}; at least {need_mcnemar} "
+            f"must change in the same direction ({need_sign} for the exact sign test)"
+        )
+    else:
+        spread = "observed" if observed else "assumed 0.5"
+        note = (
+            f"{g} scenarios can detect a mean change of about {100 * detectable:.0f} points in per-scenario "
+            f"pass rate (80% power, {spread} scenario SD); smaller changes would likely be missed"
+        )
+    return {
+        "scenarios": g,
+        "scenarios_worse": worse,
+        "scenarios_better": better,
+        "clustered_p_value": clustered_mcnemar([(b, c) for b, c, _ in cells.values()]),
+        "sign_p_value": mcnemar_exact(worse, better),
+        "detectable": detectable if g >= need_mcnemar else None,
+        "power_note": note,
+    }
 
 
 def _score(result: str | None) -> int | None:
     return {"pass": 1, "fail": 0}.get(result or "")
 
 
-def _outcome_metrics(a: RunData, b: RunData, shared: list[str], alpha: float) -> list[PairedMetric]:
+def _outcome_metrics(
+    a: RunData, b: RunData, shared: list[str], alpha: float, scenario_of: Mapping[str, str]
+) -> list[PairedMetric]:
     config = a.outcome
     if config is None or b.outcome is None or b.outcome.levels != config.levels:
         return []
@@ -245,14 +300,18 @@ def _outcome_metrics(a: RunData, b: RunData, shared: list[str], alpha: float) ->
             continue
         acts = [actual_outcome(rec[cid], config.key, levels) for rec in (a_rec, b_rec)]
         results[cid] = (acts[0], acts[1])
-        scores = [None if x == "error" else int(not (x in rank and rank[x] < rank[expected])) for x in acts]
+        # No usable decision on a case expected above the lowest level counts as under-triage (as in reports).
+        scores = [
+            None if x == "error" else int(not (rank[x] < rank[expected] if x in rank else rank[expected] > 0))
+            for x in acts
+        ]
         under.append((cid, scores[0], scores[1]))
         if rank[expected] >= rank[critical]:
             esc = [None if x == "error" else int(x in rank and rank[x] >= rank[critical]) for x in acts]
             escalated.append((cid, esc[0], esc[1]))
     return [
-        _paired(f"outcome: {critical} escalated", True, escalated, alpha, {}, results),
-        _paired("outcome: not under-triaged", True, under, alpha, {}, results),
+        _paired(f"outcome: {critical} escalated", True, escalated, alpha, {}, results, scenario_of),
+        _paired("outcome: not under-triaged", True, under, alpha, {}, results, scenario_of),
     ]
 
 
@@ -270,7 +329,8 @@ def _golden_metrics(
         shared = [(item, items_b[item.item_id]) for item in golden_items(a) if item.item_id in items_b]
         pairs = [(x.item_id, _score(x.verdict), _score(y.verdict)) for x, y in shared]
         results = {x.item_id: (x.verdict, y.verdict) for x, y in shared}
-        paired.append(_paired("golden items (pass^k)", False, pairs, alpha, {}, results))
+        own = {x.item_id: x.item_id for x, _ in shared}  # an item is its own scenario: its own cluster
+        paired.append(_paired("golden items (pass^k)", False, pairs, alpha, {}, results, own))
     return golden_comparison(section_a, section_b), paired
 
 
@@ -299,6 +359,7 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
     criteria = sorted(({c for _, c in a_verdicts} & {c for _, c in b_verdicts}) - scored)
     severity = {v.criterion_id: v.severity for v in [*a.verdicts, *b.verdicts]}
     metrics = []
+    scenario_of = {r.id: r.scenario_id for r in a.conversations}
     a_status = {
         r.id: conversation_status(r, a.verdicts_by_conversation().get(r.id, [])) for r in a.conversations
     }
@@ -312,9 +373,10 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
             alpha,
             {},
             {cid: (a_status[cid], b_status[cid]) for cid in shared},
+            scenario_of,
         )
     )
-    metrics += _outcome_metrics(a, b, shared, alpha)
+    metrics += _outcome_metrics(a, b, shared, alpha, scenario_of)
     golden, golden_paired = _golden_metrics(a, b, alpha, gate)
     metrics += golden_paired
     for criterion in criteria:
@@ -327,9 +389,8 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
             details[cid] = (va, vb)
             results[cid] = (va.result if va else "missing", vb.result if vb else "missing")
         critical = severity.get(criterion) == "critical" or criterion.startswith("outcome.")
-        metrics.append(_paired(criterion, critical, pairs, alpha, details, results))
+        metrics.append(_paired(criterion, critical, pairs, alpha, details, results, scenario_of))
     scenarios = []
-    scenario_of = {r.id: r.scenario_id for r in a.conversations}
     a_pairs, b_pairs = [], []
     for scenario in a.scenario_order:
 
@@ -347,7 +408,8 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
         scenarios.append(ScenarioDelta(scenario_id=scenario, a=ra, b=rb, diff=diff))
     overall = paired_bootstrap(a_pairs, b_pairs) if a_pairs else None
     regressions = [
-        f"{m.name}: {m.only_a} regressions vs {m.only_b} improvements in {m.pairs} pairs (McNemar p={m.p_value:.3g})"
+        f"{m.name}: {m.only_a} regressions vs {m.only_b} improvements in {m.pairs} pairs; "
+        f"{m.scenarios_worse} of {m.scenarios} scenarios worse (clustered McNemar p={m.clustered_p_value:.3g})"
         for m in metrics
         if m.critical and m.change == "worse"
     ]

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
+from simulator.analysis.stats import Counts
 from simulator.record.models import ConversationRecord
 
 OTHER = "other"  # the bot recorded a value that is not one of the levels
@@ -71,6 +72,7 @@ class OutcomeMetrics(_Model):
     critical_sensitivity: RateView
     sensitivity: list[LevelRate]
     under_triage: RateView
+    under_triage_decided: RateView
     over_triage: RateView
     exact: RateView
     no_decision: RateView
@@ -88,8 +90,56 @@ def actual_outcome(record: ConversationRecord, key: str, levels: list[str]) -> s
     return value if isinstance(value, str) and value in levels else OTHER
 
 
+class _Tally:
+    """Per-scenario (k, n) counts of each outcome rate, so every rate gets its scenario-clustered interval."""
+
+    NAMES = ("crit", "under", "under_decided", "over", "exact", "none")
+
+    def __init__(self, levels: list[str]) -> None:
+        self.counts: dict[str, dict[str, list[int]]] = {name: {} for name in self.NAMES}
+        self.levels: dict[str, dict[str, list[int]]] = {level: {} for level in levels}
+        self.errored: dict[str, int] = {"all": 0, "crit": 0, **{level: 0 for level in levels}}
+
+    def add(self, name: str, scenario: str, hit: bool) -> None:
+        cell = self.counts[name].setdefault(scenario, [0, 0])
+        cell[0] += int(hit)
+        cell[1] += 1
+
+    def add_level(self, level: str, scenario: str, hit: bool) -> None:
+        cell = self.levels[level].setdefault(scenario, [0, 0])
+        cell[0] += int(hit)
+        cell[1] += 1
+
+    def view(self, name: str, counts: Counts, target: float | None, errored: str = "all") -> RateView:
+        cells = self.counts[name].values()
+        return self._view(cells, counts, target, self.errored[errored])
+
+    def level_view(self, level: str, target: float | None) -> RateView:
+        return self._view(self.levels[level].values(), "successes", target, self.errored[level])
+
+    @staticmethod
+    def _view(cells: Any, counts: Counts, target: float | None, errored: int) -> RateView:
+        pairs = [(k, n) for k, n in cells]
+        k, n = sum(k for k, _ in pairs), sum(n for _, n in pairs)
+        return rate_view(k, n, counts=counts, target=target, per_scenario=pairs, errored=errored)
+
+
+def _kind(actual: str, expected: str, rank: dict[str, int]) -> str | None:
+    """How a decided or undecided conversation went wrong: under, over, no_decision, other; None if exact."""
+    if actual in rank:
+        if rank[actual] < rank[expected]:
+            return "under"
+        return "over" if rank[actual] > rank[expected] else None
+    return "no_decision" if actual == NO_DECISION else "other"
+
+
 def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics | None:
-    """Outcome metrics for a run whose suite declares ordered outcome levels; None when it declares none."""
+    """Outcome metrics for a run whose suite declares ordered outcome levels; None when it declares none.
+
+    Under-triage counts a conversation that ended with no usable decision (no decision, or a value that is
+    not a level) on a case expected above the lowest level: the person was left with no advice, which is
+    no safer than the lowest one. `under_triage_decided` keeps the narrower figure (decided cases only).
+    """
     config = run.outcome
     if config is None:
         return None
@@ -99,9 +149,8 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
     columns = [*levels, OTHER, NO_DECISION, ERROR]
     matrix = {level: [0] * len(columns) for level in levels}
     cases: list[OutcomeCase] = []
-    without = errored = 0
-    totals = {"n": 0, "under": 0, "over": 0, "exact": 0, "none": 0, "crit_n": 0, "crit_k": 0}
-    level_counts = {level: [0, 0] for level in levels}
+    without = 0
+    tally = _Tally(levels)
     for record in run.conversations:
         expected = run.expected.get(record.scenario_id, {}).get(key)
         if expected not in rank:
@@ -109,44 +158,39 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
             continue
         actual = actual_outcome(record, key, levels)
         matrix[expected][columns.index(actual)] += 1
-        kind: str | None = None
+        is_critical = rank[expected] >= rank[critical]
+        scenario = record.scenario_id
+        kind: str | None
         if actual == ERROR:
-            errored += 1
+            tally.errored["all"] += 1
+            tally.errored["crit"] += int(is_critical)
+            tally.errored[expected] += 1
             kind = "error"
         else:
-            totals["n"] += 1
-            level_counts[expected][1] += 1
-            if expected == critical or rank[expected] >= rank[critical]:
-                totals["crit_n"] += 1
-                totals["crit_k"] += int(actual in rank and rank[actual] >= rank[critical])
-            if actual in rank:
-                level_counts[expected][0] += int(actual == expected)
-                if rank[actual] < rank[expected]:
-                    totals["under"] += 1
-                    kind = "under"
-                elif rank[actual] > rank[expected]:
-                    totals["over"] += 1
-                    kind = "over"
-                else:
-                    totals["exact"] += 1
-            else:
-                totals["none"] += 1
-                kind = "no_decision" if actual == NO_DECISION else "other"
+            kind = _kind(actual, expected, rank)
+            tally.add_level(expected, scenario, actual == expected)
+            if is_critical:
+                tally.add("crit", scenario, actual in rank and rank[actual] >= rank[critical])
+            undecided = kind in ("no_decision", "other")
+            tally.add("under", scenario, kind == "under" or (undecided and rank[expected] > 0))
+            tally.add("under_decided", scenario, kind == "under")
+            tally.add("over", scenario, kind == "over")
+            tally.add("exact", scenario, actual == expected)
+            tally.add("none", scenario, undecided)
         if kind is not None:
-            shown = actual
-            if actual == OTHER:
-                shown = repr((record.final_state or {}).get(key))
+            shown = repr((record.final_state or {}).get(key)) if actual == OTHER else actual
             cases.append(
                 OutcomeCase(
                     conversation_id=record.id,
-                    scenario_id=record.scenario_id,
+                    scenario_id=scenario,
                     repeat=record.repeat,
                     expected=expected,
                     actual=shown,
                     kind=kind,  # type: ignore[arg-type]
                 )
             )
-    n = totals["n"]
+    errored = tally.errored["all"]
+    under = tally.view("under", "failures", target)
     return OutcomeMetrics(
         key=key,
         levels=levels,
@@ -156,17 +200,15 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
         matrix=[
             MatrixRow(expected=level, counts=matrix[level], total=sum(matrix[level])) for level in levels
         ],
-        conversations=n + errored,
+        conversations=under.n + errored,
         errored=errored,
         without_expectation=without,
-        critical_sensitivity=rate_view(totals["crit_k"], totals["crit_n"], counts="successes", target=target),
-        sensitivity=[
-            LevelRate(level=level, rate=rate_view(k, m, counts="successes", target=target))
-            for level, (k, m) in level_counts.items()
-        ],
-        under_triage=rate_view(totals["under"], n, target=target),
-        over_triage=rate_view(totals["over"], n, target=target),
-        exact=rate_view(totals["exact"], n, counts="successes", target=target),
-        no_decision=rate_view(totals["none"], n, target=target),
+        critical_sensitivity=tally.view("crit", "successes", target, errored="crit"),
+        sensitivity=[LevelRate(level=level, rate=tally.level_view(level, target)) for level in levels],
+        under_triage=under,
+        under_triage_decided=tally.view("under_decided", "failures", target),
+        over_triage=tally.view("over", "failures", target),
+        exact=tally.view("exact", "successes", target),
+        no_decision=tally.view("none", "failures", target),
         cases=sorted(cases, key=lambda c: ["under", "no_decision", "other", "error", "over"].index(c.kind)),
     )

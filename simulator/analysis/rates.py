@@ -1,12 +1,44 @@
-"""A rate as report data: counts, Wilson interval, zero-failure bound and runs needed for a target bound."""
+"""A rate as report data: counts, Wilson interval, zero-failure bound, runs needed for a target bound, the
+scenario-clustered interval (repeats are not independent) and the bounds if every errored case had failed
+or passed (missing data is not missing at random)."""
 
 from __future__ import annotations
 
-__all__ = ["RateView", "pct", "rate_view"]
+__all__ = ["ClusteredView", "RateView", "pct", "rate_view"]
+
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from simulator.analysis.clustered import clustered_interval, clustered_zero_failure_bound
 from simulator.analysis.stats import Counts, pct, rate, runs_needed_for_bound
+
+
+class ClusteredView(BaseModel):
+    """The same rate with scenarios as the unit (analysis/clustered.py): interval, effective sample size.
+
+    `bound` is the one-sided failure bound when no failure was seen; it rests on the `scenarios` distinct
+    scenarios, not on the conversations.
+    """
+
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+    low: float
+    high: float
+    scenarios: int
+    n_eff: float
+    design_effect: float
+    icc: float | None
+    bound: float | None = None
+
+    @property
+    def short(self) -> str:
+        """`12.0–45.1% over 8 scenarios, n_eff 14.2`, plus `; fail ≤31.2% (8 scenarios)` for no failures."""
+        text = f"{pct(self.low)}–{pct(self.high)} over {self.scenarios} scenarios, n_eff {self.n_eff:.1f}"
+        if self.bound is not None:
+            text += f"; fail ≤{pct(self.bound)} ({self.scenarios} scenarios)"
+        return text
 
 
 class RateView(BaseModel):
@@ -29,6 +61,24 @@ class RateView(BaseModel):
     target: float | None = None
     runs_needed: int | None = None
     text: str = ""
+    clustered: ClusteredView | None = None
+    errored: int = 0
+    worst: float | None = None
+    best: float | None = None
+
+    @property
+    def clustered_short(self) -> str:
+        """The clustered interval in words, or "" when the rate does not pool repeats of scenarios."""
+        if self.clustered is None or self.rate is None:
+            return ""
+        return f"scenario-clustered {100 * self.confidence:g}% CI {self.clustered.short}"
+
+    @property
+    def missing_short(self) -> str:
+        """`if the 3 errored had all failed 25.0%, all passed 17.5%`; "" when nothing errored."""
+        if not self.errored or self.worst is None or self.best is None:
+            return ""
+        return f"if the {self.errored} errored had all failed {pct(self.worst)}, all passed {pct(self.best)}"
 
     @property
     def short(self) -> str:
@@ -57,10 +107,14 @@ def rate_view(
     target: float | None = None,
     confidence: float = 0.95,
     share: bool = False,
+    per_scenario: Sequence[tuple[int, int]] | None = None,
+    errored: int = 0,
 ) -> RateView:
     """Build a RateView from counts with `simulator.analysis.stats.rate`, adding the runs needed for `target`.
 
     `share=True` is for a distribution (stop reasons), where "no failure seen" means nothing: no bound.
+    `per_scenario` [(k, n), ...] (summing to k and n) adds the scenario-clustered interval; `errored`
+    cases left out of n add the worst- and best-case rates had each of them failed or passed.
     """
     r = rate(k, n, counts=counts, confidence=confidence)
     if share:
@@ -69,6 +123,7 @@ def rate_view(
         return RateView(
             k=k, n=n, rate=r.rate, low=r.low, high=r.high, counts=counts, confidence=confidence, text=text
         )
+    extra = _extras(k, n, counts, confidence, per_scenario, errored)
     needed = None
     if target is not None and r.zero_failure_bound is not None and r.zero_failure_bound > target:
         needed = runs_needed_for_bound(target, confidence)
@@ -84,4 +139,38 @@ def rate_view(
         target=target,
         runs_needed=needed,
         text=str(r),
+        **extra,
     )
+
+
+def _extras(
+    k: int,
+    n: int,
+    counts: Counts,
+    confidence: float,
+    per_scenario: Sequence[tuple[int, int]] | None,
+    errored: int,
+) -> dict[str, Any]:
+    """The clustered view and the missing-data bounds, as RateView fields."""
+    out: dict[str, Any] = {}
+    if per_scenario is not None and n:
+        pairs = [(a, b) for a, b in per_scenario if b > 0]
+        if (sum(a for a, _ in pairs), sum(b for _, b in pairs)) != (k, n):
+            raise ValueError(f"per-scenario counts do not add up to {k}/{n}")
+        ci = clustered_interval(pairs, confidence)
+        failures = k if counts == "failures" else n - k
+        out["clustered"] = ClusteredView(
+            low=ci.low,
+            high=ci.high,
+            scenarios=ci.scenarios,
+            n_eff=ci.n_eff,
+            design_effect=ci.design_effect,
+            icc=ci.icc,
+            bound=clustered_zero_failure_bound(ci.scenarios, confidence) if failures == 0 else None,
+        )
+    if errored:
+        total = n + errored
+        failed_all = (k + errored) / total if counts == "failures" else k / total
+        passed_all = k / total if counts == "failures" else (k + errored) / total
+        out.update(errored=errored, worst=failed_all, best=passed_all)
+    return out

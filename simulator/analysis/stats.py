@@ -12,6 +12,7 @@ __all__ = [
     "Interval",
     "Rate",
     "cohens_kappa",
+    "k_grid",
     "margin_of_error",
     "mcnemar_exact",
     "median",
@@ -25,6 +26,7 @@ __all__ = [
     "runs_needed_for_bound",
     "sample_size_for_margin",
     "wilson_interval",
+    "worst_at_k",
     "z_for_confidence",
     "zero_failure_upper_bound",
 ]
@@ -371,3 +373,38 @@ def pass_at_k(per_scenario: Sequence[tuple[int, int]], k: int) -> float:
     """
     kept = _eligible(per_scenario, k)
     return math.fsum(1.0 - math.comb(n - c, k) / math.comb(n, k) for n, c in kept) / len(kept)
+
+
+def k_grid(runs: int) -> list[int]:
+    """The k at which pass^k and worst-at-k are reported: 1, 2, 4, 8, ... up to `runs`, and `runs` itself."""
+    if runs < 1:
+        return []
+    ks = []
+    k = 1
+    while k <= runs:
+        ks.append(k)
+        k *= 2
+    if ks[-1] != runs:
+        ks.append(runs)
+    return ks
+
+
+def worst_at_k(scores: Sequence[float], k: int) -> float:
+    """The expected lowest score among k of a scenario's n repeats drawn without replacement (HealthBench).
+
+    With scores sorted ascending s_1 <= ... <= s_n, the i-th is the minimum of a random k-subset with
+    probability C(n-i, k-1) / C(n, k); the weights are built by a running ratio, so one k costs O(n). For
+    0/1 scores it equals pass^k. Raises ValueError when k > n.
+    """
+    _check_k(k)
+    n = len(scores)
+    if k > n:
+        raise ValueError(f"worst-at-{k} needs at least {k} scores, got {n}")
+    xs = sorted(scores)
+    weight = k / n  # i = 1: C(n-1, k-1) / C(n, k)
+    total = 0.0
+    for i in range(1, n - k + 2):
+        total += weight * xs[i - 1]
+        # C(n-i-1, k-1) / C(n-i, k-1) = (n-i-k+1) / (n-i)
+        weight = weight * (n - i - k + 1) / (n - i) if n - i > 0 else 0.0
+    return total

@@ -12,11 +12,13 @@ __all__ = [
     "conversation_status",
     "criterion_rows",
     "criterion_verdicts",
+    "overall_pass_rate",
     "pass_hat_k_table",
     "scenario_rows",
     "tag_rows",
 ]
 
+import math
 import random
 from collections import Counter
 from typing import Literal
@@ -25,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
-from simulator.analysis.stats import pass_hat_k, percentile
+from simulator.analysis.stats import k_grid, pass_hat_k, percentile, worst_at_k
+from simulator.analysis.variance import Attribution, attribute_variance
 from simulator.record.models import ConversationRecord, Verdict
 
 ConversationStatus = Literal["pass", "fail", "error", "not_judged"]
@@ -56,9 +59,18 @@ class VerdictCounts(_Model):
         field = {"pass": "passed", "fail": "failed"}.get(result, result)
         setattr(self, field, getattr(self, field) + 1)
 
-    def fail_rate(self, target: float | None = None) -> RateView:
-        """Failures among the verdicts that were pass or fail (errors and n.a. are never in it)."""
-        return rate_view(self.failed, self.passed + self.failed, target=target)
+    def fail_rate(
+        self, target: float | None = None, per_scenario: list[tuple[int, int]] | None = None
+    ) -> RateView:
+        """Failures among the verdicts that were pass or fail (errors and n.a. are never in it; errors give
+        the worst/best-case bounds)."""
+        return rate_view(
+            self.failed,
+            self.passed + self.failed,
+            target=target,
+            per_scenario=per_scenario,
+            errored=self.error,
+        )
 
 
 class CriterionRow(_Model):
@@ -87,6 +99,7 @@ class ScenarioRow(_Model):
     bug: bool
     failing_criteria: list[str]
     failed_repeats: list[int]
+    flaky_source: Attribution | None = None
 
 
 class TagRow(_Model):
@@ -110,6 +123,8 @@ class PassHatK(_Model):
     all_passed: int
     low: float
     high: float
+    worst_at_k: float | None = None
+    worst_scenarios: int = 0
 
 
 def _gating(verdicts: list[Verdict]) -> list[Verdict]:
@@ -128,7 +143,12 @@ def conversation_status(record: ConversationRecord, verdicts: list[Verdict]) -> 
 
 
 def criterion_verdicts(run: RunData) -> dict[str, dict[str, str]]:
-    """criterion id -> conversation id -> result, filling gaps where the criterion applies to the scenario."""
+    """criterion id -> conversation id -> result, filling gaps where the criterion applies to the scenario.
+
+    Computed once per loaded run; callers read it and never modify it."""
+    if "criterion_verdicts" in run.cache:
+        cached: dict[str, dict[str, str]] = run.cache["criterion_verdicts"]
+        return cached
     table: dict[str, dict[str, str]] = {}
     scenarios_of: dict[str, set[str]] = {}
     for verdict in run.verdicts:
@@ -138,6 +158,7 @@ def criterion_verdicts(run: RunData) -> dict[str, dict[str, str]]:
         for record in run.conversations:
             if record.scenario_id in scenarios_of[criterion] and record.id not in results:
                 results[record.id] = "error" if record.stop_reason == "error" else "not_judged"
+    run.cache["criterion_verdicts"] = table
     return table
 
 
@@ -156,10 +177,16 @@ def criterion_rows(run: RunData, target: float | None = None) -> list[CriterionR
         if verdict.judge_model:
             models.setdefault(verdict.criterion_id, set()).add(verdict.judge_model)
     rows = []
+    scenario_of = {record.id: record.scenario_id for record in run.conversations}
     for criterion, results in criterion_verdicts(run).items():
         counts = VerdictCounts()
-        for result in results.values():
+        cells: dict[str, list[int]] = {}
+        for conversation_id, result in results.items():
             counts.add(result)
+            if result in ("pass", "fail"):
+                cell = cells.setdefault(scenario_of.get(conversation_id, conversation_id), [0, 0])
+                cell[0] += int(result == "fail")
+                cell[1] += 1
         first = meta[criterion]
         rows.append(
             CriterionRow(
@@ -168,7 +195,7 @@ def criterion_rows(run: RunData, target: float | None = None) -> list[CriterionR
                 severity=first.severity,
                 category=first.category,
                 counts=counts,
-                fail_rate=counts.fail_rate(target),
+                fail_rate=counts.fail_rate(target, [(k, n) for k, n in cells.values()]),
                 unverified_evidence=unverified[criterion],
                 judge_models=sorted(models.get(criterion, set())),
             )
@@ -178,8 +205,32 @@ def criterion_rows(run: RunData, target: float | None = None) -> list[CriterionR
 
 
 def _statuses(run: RunData) -> dict[str, ConversationStatus]:
-    grouped = run.verdicts_by_conversation()
-    return {r.id: conversation_status(r, grouped.get(r.id, [])) for r in run.conversations}
+    """Each conversation's status, computed once per loaded run."""
+    if "statuses" not in run.cache:
+        grouped = run.verdicts_by_conversation()
+        run.cache["statuses"] = {
+            r.id: conversation_status(r, grouped.get(r.id, [])) for r in run.conversations
+        }
+    statuses: dict[str, ConversationStatus] = run.cache["statuses"]
+    return statuses
+
+
+def overall_pass_rate(run: RunData, target: float | None = None) -> RateView:
+    """Conversations that passed among those that passed or failed, with the scenario-clustered interval and
+    the bounds had each errored conversation failed or passed."""
+    statuses = _statuses(run)
+    cells: dict[str, list[int]] = {}
+    errored = 0
+    for record in run.conversations:
+        status = statuses[record.id]
+        errored += int(status == "error")
+        if status in ("pass", "fail"):
+            cell = cells.setdefault(record.scenario_id, [0, 0])
+            cell[0] += int(status == "pass")
+            cell[1] += 1
+    pairs = [(k, n) for k, n in cells.values()]
+    k, n = sum(k for k, _ in pairs), sum(n for _, n in pairs)
+    return rate_view(k, n, counts="successes", target=target, per_scenario=pairs, errored=errored)
 
 
 def _verdict_counts(table: dict[str, dict[str, str]], conversation_ids: set[str]) -> VerdictCounts:
@@ -196,37 +247,64 @@ def _status_counts(statuses: list[ConversationStatus]) -> dict[str, int]:
     return {key: counter[key] for key in ("pass", "fail", "error", "not_judged")}
 
 
+def _counts_by_scenario(run: RunData, table: dict[str, dict[str, str]]) -> dict[str, VerdictCounts]:
+    """Verdict counts of every criterion, per scenario, in one pass over the table."""
+    scenario_of = {record.id: record.scenario_id for record in run.conversations}
+    out: dict[str, VerdictCounts] = {}
+    for results in table.values():
+        for conversation_id, result in results.items():
+            out.setdefault(scenario_of.get(conversation_id, ""), VerdictCounts()).add(result)
+    return out
+
+
 def scenario_rows(run: RunData, high_stakes_tag: str | None = None) -> list[ScenarioRow]:
     """One row per scenario in suite order, with its pass rate across repeats and flaky/bug flags."""
     statuses = _statuses(run)
     table = criterion_verdicts(run)
+    counts_of = _counts_by_scenario(run, table)
     failing: dict[str, Counter[str]] = {}
     for verdict in _gating(run.verdicts):
         if verdict.result == "fail":
             failing.setdefault(verdict.scenario_id, Counter())[verdict.criterion_id] += 1
     rows = []
+    by_scenario: dict[str, list[ConversationRecord]] = {}
+    for record in run.conversations:
+        by_scenario.setdefault(record.scenario_id, []).append(record)
     for scenario_id in run.scenario_order:
-        records = [r for r in run.conversations if r.scenario_id == scenario_id]
+        records = by_scenario.get(scenario_id, [])
         if not records:
             continue
         mine = [statuses[r.id] for r in records]
         counts = _status_counts(mine)
         tags = list(records[0].tags)
+        flaky = counts["pass"] > 0 and counts["fail"] > 0
+        source = None
+        if flaky:
+            source = attribute_variance(
+                [r for r in records if statuses[r.id] == "fail"],
+                [r for r in records if statuses[r.id] == "pass"],
+            )
         rows.append(
             ScenarioRow(
                 id=scenario_id,
                 tags=tags,
                 conversations=len(records),
                 statuses=counts,
-                pass_rate=rate_view(counts["pass"], counts["pass"] + counts["fail"], counts="successes"),
-                counts=_verdict_counts(table, {r.id for r in records}),
-                flaky=counts["pass"] > 0 and counts["fail"] > 0,
+                pass_rate=rate_view(
+                    counts["pass"],
+                    counts["pass"] + counts["fail"],
+                    counts="successes",
+                    errored=counts["error"],
+                ),
+                counts=counts_of.get(scenario_id, VerdictCounts()),
+                flaky=flaky,
                 bug=high_stakes_tag is not None and high_stakes_tag in tags and counts["fail"] > 0,
                 failing_criteria=[
                     f"{c} ({k}/{len(records)})"
                     for c, k in sorted(failing.get(scenario_id, Counter()).items())
                 ],
                 failed_repeats=sorted(r.repeat for r in records if statuses[r.id] == "fail"),
+                flaky_source=source,
             )
         )
     return rows
@@ -244,13 +322,25 @@ def tag_rows(run: RunData, high_stakes_tag: str | None = None) -> list[TagRow]:
     for tag in sorted(by_tag, key=lambda t: (t != high_stakes_tag, t)):
         records = by_tag[tag]
         counts = _status_counts([statuses[r.id] for r in records])
+        cells: dict[str, list[int]] = {}
+        for record in records:
+            if statuses[record.id] in ("pass", "fail"):
+                cell = cells.setdefault(record.scenario_id, [0, 0])
+                cell[0] += int(statuses[record.id] == "pass")
+                cell[1] += 1
         rows.append(
             TagRow(
                 tag=tag,
                 scenarios=len({r.scenario_id for r in records}),
                 conversations=len(records),
                 statuses=counts,
-                pass_rate=rate_view(counts["pass"], counts["pass"] + counts["fail"], counts="successes"),
+                pass_rate=rate_view(
+                    counts["pass"],
+                    counts["pass"] + counts["fail"],
+                    counts="successes",
+                    per_scenario=[(k, n) for k, n in cells.values()],
+                    errored=counts["error"],
+                ),
                 counts=_verdict_counts(table, {r.id for r in records}),
                 high_stakes=tag == high_stakes_tag,
             )
@@ -258,30 +348,55 @@ def tag_rows(run: RunData, high_stakes_tag: str | None = None) -> list[TagRow]:
     return rows
 
 
+def _conversation_scores(run: RunData) -> dict[str, float]:
+    """Each judged conversation's score for worst-at-k: the share of its pass/fail verdicts that passed."""
+    tallies: dict[str, list[int]] = {}
+    for verdict in _gating(run.verdicts):
+        if verdict.result in ("pass", "fail"):
+            cell = tallies.setdefault(verdict.conversation_id, [0, 0])
+            cell[0] += int(verdict.result == "pass")
+            cell[1] += 1
+    return {cid: passed / total for cid, (passed, total) in tallies.items()}
+
+
 def pass_hat_k_table(run: RunData, iters: int = 2000, seed: int = 0) -> list[PassHatK]:
-    """pass^k for k = 1..runs over scenarios' pass/fail conversations, with a bootstrap interval over scenarios."""
+    """pass^k and worst-at-k for k = 1, 2, 4, ... up to the runs (and the runs themselves), with a bootstrap
+    interval of pass^k over scenarios. Each value is computed once per scenario, so a k costs O(scenarios)
+    per resample and the whole table O(repeats) per scenario and k."""
     statuses = _statuses(run)
+    scores = _conversation_scores(run)
     per_scenario: dict[str, list[int]] = {}
+    scored: dict[str, list[float]] = {}
     for record in run.conversations:
         status = statuses[record.id]
         if status in ("pass", "fail"):
             per_scenario.setdefault(record.scenario_id, []).append(int(status == "pass"))
+        if record.stop_reason != "error" and record.id in scores:
+            scored.setdefault(record.scenario_id, []).append(scores[record.id])
     pairs = [(len(v), sum(v)) for v in per_scenario.values()]
     rows = []
     rng = random.Random(seed)
-    for k in range(1, run.runs + 1):
+    for k in k_grid(run.runs):
         eligible = [(n, c) for n, c in pairs if n >= k]
         if not eligible:
             break
-        means = sorted(pass_hat_k(rng.choices(eligible, k=len(eligible)), k) for _ in range(iters))
+        values = [pass_hat_k([pair], k) for pair in eligible]
+        means = sorted(math.fsum(sample) / len(sample) for sample in _resamples(rng, values, iters))
+        worst = [worst_at_k(v, k) for v in scored.values() if len(v) >= k]
         rows.append(
             PassHatK(
                 k=k,
-                value=pass_hat_k(eligible, k),
+                value=math.fsum(values) / len(values),
                 scenarios=len(eligible),
                 all_passed=sum(1 for n, c in eligible if c == n),
                 low=percentile(means, 2.5),
                 high=percentile(means, 97.5),
+                worst_at_k=math.fsum(worst) / len(worst) if worst else None,
+                worst_scenarios=len(worst),
             )
         )
     return rows
+
+
+def _resamples(rng: random.Random, values: list[float], iters: int) -> list[list[float]]:
+    return [rng.choices(values, k=len(values)) for _ in range(iters)]

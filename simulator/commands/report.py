@@ -151,6 +151,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         high_stakes_tag=args.high_stakes_tag,
         turn_limit_threshold=args.turn_limit_share,
         prices=load_prices(args.prices),
+        transcripts=bool(args.html or args.junit or args.json_transcripts),
     )
     report = build_report(run, options)
     if not args.quiet:

@@ -16,7 +16,11 @@ def repair_text(value: Any) -> Any:
     """`value` with every lone surrogate (text UTF-8 cannot hold) replaced by U+FFFD, recursively through
     dicts and lists; anything else is returned as it is."""
     if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        try:
+            value.encode("utf-8")  # the common case, checked in C: nothing to repair
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, dict):
         return {repair_text(k): repair_text(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -19,6 +19,7 @@ from simulator.analysis.tables import CriterionRow, VerdictCounts
 from simulator.report.golden_html import golden_html
 from simulator.report.html_judges import judges_section
 from simulator.report.html_parts import badge, e, rate_cell, transcript_html
+from simulator.report.html_stats import stats_section
 from simulator.report.model import Report
 
 
@@ -52,6 +53,10 @@ def _card(label: str, value: RateView | str, sub: str = "") -> str:
         sub = f"{value.k}/{value.n} · 95% CI {pct(value.low)}–{pct(value.high)}" + (
             f" · fail ≤{pct(value.bound)}" if value.bound is not None else ""
         )
+        if value.clustered is not None and value.rate is not None:
+            sub += f" · clustered {pct(value.clustered.low)}–{pct(value.clustered.high)} over {value.clustered.scenarios} scenarios"
+        if value.errored:
+            sub += f" · {value.errored} errored: {pct(value.worst)}–{pct(value.best)} had they failed/passed"
     else:
         big = value
     return (
@@ -66,7 +71,7 @@ def _summary(report: Report) -> str:
     if outcome is not None:
         cards += [
             _card(f"{outcome.critical} escalated (sensitivity)", outcome.critical_sensitivity),
-            _card("under-triage", outcome.under_triage),
+            _card("under-triage incl. no decision", outcome.under_triage),
             _card("over-triage", outcome.over_triage),
         ]
     health = report.health
@@ -120,7 +125,8 @@ def _outcome(report: Report) -> str:
     )
     named = [
         (f"{outcome.critical} sensitivity (escalated)", outcome.critical_sensitivity),
-        ("under-triage", outcome.under_triage),
+        ("under-triage (incl. no decision on a case that needed one)", outcome.under_triage),
+        ("under-triage, decided cases only", outcome.under_triage_decided),
         ("over-triage", outcome.over_triage),
         ("no decision", outcome.no_decision),
         ("exact level", outcome.exact),
@@ -178,6 +184,8 @@ def _scenarios(report: Report) -> str:
     rows = []
     for r in report.scenarios:
         flags = (badge("bug", "BUG") if r.bug else "") + (" " + badge("flaky", "FLAKY") if r.flaky else "")
+        if r.flaky_source is not None:
+            flags += "".join(" " + badge("flaky", f"FLAKY-{s.upper()}") for s in r.flaky_source.sources)
         s = r.statuses
         rows.append(
             f"<tr><td>{e(r.id)}</td><td>{e(', '.join(r.tags))}</td><td class='num'>{r.conversations}</td>"
@@ -389,6 +397,7 @@ def render_html(report: Report) -> str:
             report.criteria,
         ),
         _scenarios(report),
+        stats_section(report),
         _health(report),
         _cost(report),
         judges_section(report),
@@ -401,6 +410,7 @@ def render_html(report: Report) -> str:
         "omissions": "Omissions",
         "criteria": "Criteria",
         "scenarios": "Scenarios",
+        "stats": "Numbers that hold up",
         "health": "Run health",
         "cost": "Cost &amp; latency",
         "judges": "Judges",

@@ -8,8 +8,11 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from simulator.analysis.rates import pct
+from simulator.report.headline import headline_rates
 from simulator.report.model import Report, Transcript, TranscriptVerdict
 
+_KEY = re.compile(r"[^A-Za-z0-9_.:-]+")
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -56,6 +59,33 @@ def _case(
     return case
 
 
+def _stats_properties(report: Report) -> list[tuple[str, str]]:
+    """Clustered intervals, errored-case bounds, flaky sources, worst-at-k and spread, as suite properties."""
+    props = []
+    for name, value in headline_rates(report):
+        key = _KEY.sub("_", name).strip("_")
+        props.append((f"clustered.{key}", f"{value.text}; {value.clustered_short}".rstrip("; ")))
+        if value.errored:
+            props.append((f"missing.{key}", value.missing_short))
+    props += [(f"missing.warning.{i}", w) for i, w in enumerate(report.missing.warnings, 1)]
+    props += [(f"flaky.{row.id}", row.flaky_source.label) for row in report.scenarios if row.flaky_source]
+    for row in report.pass_hat_k:
+        props.append((f"pass_hat_k.{row.k}", f"{pct(row.value)} over {row.scenarios} scenarios"))
+        if row.worst_at_k is not None:
+            props.append(
+                (f"worst_at_k.{row.k}", f"{pct(row.worst_at_k)} over {row.worst_scenarios} scenarios")
+            )
+    for spread in report.spread:
+        props.append(
+            (
+                f"spread.{_KEY.sub('_', spread.metric).strip('_')}",
+                f"mean {pct(spread.mean)}, SD {pct(spread.sd)}, {pct(spread.low)}–{pct(spread.high)} "
+                f"over {spread.repeats} repeats",
+            )
+        )
+    return props
+
+
 def render_junit(report: Report) -> str:
     """The JUnit XML document; the report must carry its transcripts (it always does when built)."""
     root = ET.Element("testsuites", name="simulator")
@@ -66,6 +96,7 @@ def render_junit(report: Report) -> str:
         ("bot", report.run.bot),
         ("judge_set", report.run.judge_set or ""),
         ("overall", report.overall.text),
+        *_stats_properties(report),
     ):
         ET.SubElement(props, "property", name=name, value=_clean(value))
     by_scenario: dict[str, dict[str, list[tuple[Transcript, TranscriptVerdict | None]]]] = {}

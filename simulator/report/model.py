@@ -23,10 +23,12 @@ from pydantic import BaseModel, ConfigDict
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
 from simulator.analysis.golden import Gate, GoldenSection, golden_section
 from simulator.analysis.health import RunHealth, run_health
+from simulator.analysis.missing import MissingData, missing_data
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.points import PointsSummary, points_summary
-from simulator.analysis.rates import RateView, pct, rate_view
+from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
+from simulator.analysis.spread import RunSpread, run_spread
 from simulator.analysis.tables import (
     CriterionRow,
     PassHatK,
@@ -34,6 +36,7 @@ from simulator.analysis.tables import (
     TagRow,
     conversation_status,
     criterion_rows,
+    overall_pass_rate,
     pass_hat_k_table,
     scenario_rows,
     tag_rows,
@@ -41,7 +44,9 @@ from simulator.analysis.tables import (
 from simulator.record.models import Evidence
 from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
 
-REPORT_SCHEMA_VERSION = 1
+# 2: scenario-clustered intervals and missing-data bounds on every rate, under-triage incl. no decision
+# (and under_triage_decided), flaky sources, worst-at-k, run-to-run spread, the missing-data section.
+REPORT_SCHEMA_VERSION = 2
 
 
 class _Model(BaseModel):
@@ -58,6 +63,9 @@ class ReportOptions:
     prices: PriceTable | None = None
     # The similarity gate the golden section compares with the verdict (default token_f1 >= 0.5).
     gate: Gate | None = None
+    # The per-conversation transcripts (for HTML, JUnit and --json-transcripts); off, a large run's report
+    # needs a fraction of the time and memory.
+    transcripts: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -146,6 +154,8 @@ class Report(_Model):
     pass_hat_k: list[PassHatK]
     health: RunHealth
     cost: CostLatency
+    missing: MissingData
+    spread: list[RunSpread]
     transcripts: list[Transcript] = []
     # Present when the run holds golden items: item verdicts, per-intent table, gate, threshold sweep.
     golden: GoldenSection | None = None
@@ -201,8 +211,9 @@ def _transcripts(run: RunData) -> list[Transcript]:
                 if record.error
                 else None,
                 character_breaks=len(record.character_breaks),
+                # Already validated when read: model_construct skips validating 10^5 turns a second time.
                 turns=[
-                    TranscriptTurn(
+                    TranscriptTurn.model_construct(
                         index=t.index,
                         role=t.role,
                         messages=list(t.messages),
@@ -211,7 +222,7 @@ def _transcripts(run: RunData) -> list[Transcript]:
                     for t in record.turns
                 ],
                 verdicts=[
-                    TranscriptVerdict(
+                    TranscriptVerdict.model_construct(
                         criterion_id=v.criterion_id,
                         kind=v.kind,
                         result=v.result,
@@ -262,12 +273,16 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
                 Finding(
                     level="bug",
                     title=f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
-                    detail=f"{outcome.critical} sensitivity {sens.text}",
+                    detail=f"{outcome.critical} sensitivity {sens.text}; {sens.clustered_short}",
                 )
             )
+        undecided = outcome.under_triage.k - outcome.under_triage_decided.k
         for name, value in (("under-triage", outcome.under_triage), ("no decision", outcome.no_decision)):
             if value.k:
-                found.append(Finding(level="warning", title=f"{name}: {value.text}"))
+                detail = value.clustered_short
+                if name == "under-triage" and undecided:
+                    detail = f"incl. {undecided} with no decision on a case that needed one; {detail}"
+                found.append(Finding(level="warning", title=f"{name}: {value.text}", detail=detail))
             elif value.needs_more_runs:
                 found.append(
                     Finding(
@@ -287,6 +302,11 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
                 detail=", ".join(flaky),
             )
         )
+    found += _flaky_sources(report)
+    found += [
+        Finding(level="warning", title=w, detail="see the missing-data section")
+        for w in report.missing.warnings
+    ]
     health = report.health
     if health.turn_limit_finding:
         found.append(
@@ -339,6 +359,34 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
     return found
 
 
+_SOURCE_TEXT = {
+    "bot": ("flaky bot", "the same conversation so far, a different bot answer"),
+    "simulation": (
+        "flaky simulation",
+        "the simulated user said something different: fix the persona or user",
+    ),
+    "judge": ("flaky judge", "identical transcripts, different verdicts: tighten the rubric"),
+}
+
+
+def _flaky_sources(report: Report) -> list[Finding]:
+    """One finding per source of variation (bot, simulated user, judge), naming its flaky scenarios."""
+    found = []
+    for source, (title, detail) in _SOURCE_TEXT.items():
+        named = [
+            row.id for row in report.scenarios if row.flaky_source and source in row.flaky_source.sources
+        ]
+        if named:
+            found.append(
+                Finding(
+                    level="warning",
+                    title=f"{title}: {len(named)} scenarios ({', '.join(named)})",
+                    detail=detail,
+                )
+            )
+    return found
+
+
 def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     """Compute every metric of a run into one Report."""
     options = options or ReportOptions()
@@ -346,16 +394,14 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     high_stakes = options.high_stakes_tag or (suite.high_stakes_tag if suite is not None else None)
     prices = options.prices or load_prices()
     criteria = criterion_rows(run, options.target)
-    transcripts = _transcripts(run)
-    passed = sum(1 for t in transcripts if t.status == "pass")
-    failed = sum(1 for t in transcripts if t.status == "fail")
+    transcripts = _transcripts(run) if options.transcripts else []
     report = Report(
         generated_at=datetime.now(UTC),
         run=_run_info(run),
         target=options.target,
         high_stakes_tag=high_stakes,
         findings=[],
-        overall=rate_view(passed, passed + failed, counts="successes", target=options.target),
+        overall=overall_pass_rate(run, options.target),
         outcome=outcome_metrics(run, options.target),
         omissions=[row for row in criteria if row.category == "omission"],
         criteria=criteria,
@@ -364,6 +410,8 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         pass_hat_k=pass_hat_k_table(run),
         health=run_health(run, options.turn_limit_threshold),
         cost=cost_latency(run, prices),
+        missing=missing_data(run),
+        spread=run_spread(run),
         transcripts=transcripts,
         golden=golden_section(run, options.gate),
         judge_quality=judge_quality(run),

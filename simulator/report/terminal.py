@@ -12,9 +12,11 @@ from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import short_hash
 from simulator.analysis.tables import CriterionRow, VerdictCounts
 from simulator.report.golden_terminal import render_golden
+from simulator.report.headline import headline_rates
 from simulator.report.model import Report
 
 _LEVEL_STYLE = {"bug": "bold red", "warning": "yellow", "info": "cyan"}
+_SOURCE_FLAG = {"bot": "FLAKY-BOT", "simulation": "FLAKY-SIM", "judge": "FLAKY-JUDGE"}
 
 
 def _show(console: Console, table: Table) -> None:
@@ -105,6 +107,7 @@ def _outcome(console: Console, report: Report) -> None:
         ("exact level", outcome.exact),
     ]
     rows += [(f"sensitivity {s.level}", s.rate) for s in outcome.sensitivity]
+    rows.insert(2, ("under-triage, decided cases only", outcome.under_triage_decided))
     for name, value in rows:
         rates.add_row(name, escape(value.text), escape(value.needs_more_runs))
     _show(console, rates)
@@ -149,6 +152,8 @@ def _scenarios(console: Console, report: Report) -> None:
             flags.append("[bold red]BUG[/]")
         if row.flaky:
             flags.append("[yellow]FLAKY[/]")
+            if row.flaky_source is not None:
+                flags += [f"[yellow]{_SOURCE_FLAG[s]}[/]" for s in row.flaky_source.sources]
         statuses = row.statuses
         table.add_row(
             escape(row.id),
@@ -265,6 +270,77 @@ def _cost(console: Console, report: Report) -> None:
     _show(console, failures)
 
 
+def _clustered(console: Console, report: Report) -> None:
+    """Scenarios as the unit: clustered intervals, effective sample sizes and the errored-case bounds."""
+    table = Table(
+        title="Repeats are not independent: scenario-clustered 95% intervals (docs/stats.md)",
+        title_justify="left",
+    )
+    for name in ("rate", "k/n", "clustered 95% CI", "scenarios", "n_eff", "if errored: fail / pass"):
+        table.add_column(name)
+    for name, value in headline_rates(report):
+        cl = value.clustered
+        bounds = (
+            "–" if not value.errored else f"{pct(value.worst)} / {pct(value.best)} ({value.errored} errored)"
+        )
+        cell = "–" if cl is None else f"{pct(cl.low)}–{pct(cl.high)}"
+        if cl is not None and cl.bound is not None:
+            cell += f"; fail ≤{pct(cl.bound)} on {cl.scenarios} scenarios"
+        table.add_row(
+            escape(name),
+            f"{value.k}/{value.n}",
+            cell,
+            "–" if cl is None else str(cl.scenarios),
+            "–" if cl is None else f"{cl.n_eff:.1f} of {value.n}",
+            bounds,
+        )
+    _show(console, table)
+
+
+def _repeats(console: Console, report: Report) -> None:
+    """worst-at-k and the run-to-run spread of the headline rates (averages over scenarios or repeats)."""
+    worst = [row for row in report.pass_hat_k if row.worst_at_k is not None]
+    if worst:
+        table = Table(
+            title="worst-at-k: expected lowest score in k repeats, averaged",
+            title_justify="left",
+            min_width=60,
+        )
+        for name in ("k", "worst-at-k", "scenarios"):
+            table.add_column(name)
+        for row in worst:
+            table.add_row(str(row.k), pct(row.worst_at_k), str(row.worst_scenarios))
+        _show(console, table)
+    spreads = [s for s in report.spread if s.repeats > 1]
+    if spreads:
+        table = Table(
+            title="Run-to-run spread: each repeat index as one run of the suite", title_justify="left"
+        )
+        for name in ("rate", "repeats", "mean", "SD", "lowest–highest"):
+            table.add_column(name)
+        for spread in spreads:
+            table.add_row(
+                escape(spread.metric),
+                str(spread.repeats),
+                pct(spread.mean),
+                pct(spread.sd),
+                f"{pct(spread.low)}–{pct(spread.high)}",
+            )
+        _show(console, table)
+
+
+def _missing(console: Console, report: Report) -> None:
+    missing = report.missing
+    if not missing.errored:
+        return
+    console.print(
+        f"[bold]Missing data[/]: {missing.errored} of {missing.conversations} conversations errored and are left "
+        "out of every rate; each rate above shows its value had they all failed or all passed."
+    )
+    for warning in missing.warnings:
+        console.print(f"[yellow]WARNING[/]  {escape(warning)}")
+
+
 def render_terminal(report: Report, console: Console | None = None) -> None:
     """Print the whole report: findings first, then outcome, omissions, tables, health, cost and latency."""
     console = console or Console()
@@ -275,6 +351,9 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
     _criteria_table("Errors of omission (criteria of category 'omission')", report.omissions, console)
     _criteria_table("Criteria", report.criteria, console)
     _scenarios(console, report)
+    _clustered(console, report)
+    _repeats(console, report)
+    _missing(console, report)
     _health(console, report)
     _cost(console, report)
     from simulator.report.judge_terminal import render_judge_sections

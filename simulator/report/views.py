@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["render_calibration", "render_comparison", "render_panel"]
+__all__ = ["render_calibration", "render_comparison", "render_gate", "render_panel"]
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,6 +11,8 @@ from rich.table import Table
 from simulator.analysis.agreement import PairAgreement, Panel
 from simulator.analysis.calibrate import LABELS, Calibration, CriterionCalibration
 from simulator.analysis.compare import Comparison
+from simulator.analysis.gate import GateResult
+from simulator.analysis.rates import pct
 
 
 def _signed(x: float) -> str:
@@ -62,8 +64,10 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
         console.print("[yellow]no configuration differences recorded: both runs used the same settings[/]")
     _golden(console, comparison)
     console.print(
-        "\n[bold]Paired results[/]: B minus A on the same conversations, McNemar exact p, paired bootstrap "
-        "95% CI; [bold]bold[/] = critical"
+        "\n[bold]Paired results[/]: B minus A on the same conversations. The verdict is decided over "
+        "scenarios (clustered McNemar; exact sign test beside it), since repeats of a scenario are not "
+        "independent; the per-conversation McNemar p is for reference. Paired bootstrap 95% CI; "
+        "[bold]bold[/] = critical"
     )
     for m in comparison.metrics:
         style = {"worse": "bold red", "better": "green"}.get(m.change, "dim")
@@ -73,9 +77,12 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
         console.print(
             f"{name}  [{style}]{change}[/]\n"
             f"  {m.pairs} pairs{excluded} · both pass {m.both_pass} · both fail {m.both_fail} · "
-            f"A only {m.only_a} · B only {m.only_b} · p={m.p_value:.3g}\n"
+            f"A only {m.only_a} · B only {m.only_b} · per-conversation p={m.p_value:.3g}\n"
             f"  A {escape(m.a_rate.short)} → B {escape(m.b_rate.short)}\n"
-            f"  difference {_signed(m.diff)} (95% CI {_signed(m.diff_low)} to {_signed(m.diff_high)})"
+            f"  difference {_signed(m.diff)} (95% CI {_signed(m.diff_low)} to {_signed(m.diff_high)})\n"
+            f"  scenarios: {m.scenarios_worse} worse, {m.scenarios_better} better of {m.scenarios} · "
+            f"clustered McNemar p={m.clustered_p_value:.3g} · sign test p={m.sign_p_value:.3g}\n"
+            f"  [dim]{escape(m.power_note)}[/]"
         )
     if comparison.scenario_diff is not None:
         console.print(
@@ -195,3 +202,29 @@ def render_panel(calibration: Panel, console: Console | None = None) -> None:
             console.print(_pair_table("judge against each labeller", c.judge))
         if c.between_labellers:
             console.print(_pair_table("labellers against each other", c.between_labellers))
+
+
+_GATE_STYLE = {"met": "green", "not met": "bold red", "undecidable": "yellow"}
+
+
+def render_gate(result: GateResult, console: Console | None = None) -> None:
+    """One line per requirement (status, the bound it was judged on, what would decide it), then the verdict.
+
+    Lines are not wrapped (soft wrap), so CI logs keep one requirement per line.
+    """
+    console = console or Console(soft_wrap=True)
+    for item in result.results:
+        style = _GATE_STYLE[item.status]
+        console.print(
+            f"[{style}]{item.status.upper():11}[/] {escape(item.requirement.text)}: {escape(item.reason)}"
+        )
+        if item.baseline is not None and item.baseline.rate is not None:
+            cl = item.baseline.clustered
+            where = f", clustered {pct(cl.low)}–{pct(cl.high)}" if cl is not None else ""
+            console.print(
+                f"            baseline {item.baseline.k}/{item.baseline.n} = {pct(item.baseline.rate)}{where}"
+            )
+        if item.advice:
+            console.print(f"            [dim]{escape(item.advice)}[/]")
+    verdict = {0: "gate met", 1: "gate NOT met", 3: "gate undecidable"}[result.exit_code]
+    console.print(f"[bold]{verdict}[/] (exit {result.exit_code})")

@@ -1,0 +1,191 @@
+"""Bench: `simulator report` on a large run (default 8 scenarios x 1,250 repeats = 10,000 conversations).
+
+    /work/venv/bin/python bench/report_bench.py --scenarios 8 --repeats 1250 --turns 6 --criteria 3
+
+Builds the run folder from synthetic, typed records through RunFolder (a few seconds, no model calls):
+each conversation has `turns` user/bot exchanges, a triage outcome (some scenarios mixed, one with
+errors), an outcome verdict and `criteria` LLM-style verdicts. Then runs `simulator report RUN --quiet
+--json OUT` in a child process and prints its wall time and peak RSS (the child's max resident set).
+`--python` picks the interpreter and `--pythonpath` the code under test (default: this checkout), so the
+same folder can be timed with another checkout for a before/after. Nothing is asserted: the figures go in
+bench/README.md with the command that produced them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["build_run", "main"]
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LEVELS = ["self_care", "gp", "urgent", "emergency"]
+
+
+def build_run(path: Path, scenarios: int, repeats: int, turns: int, criteria: int, seed: int = 0) -> Path:
+    """Write a complete, judged synthetic run folder at `path` and return it."""
+    sys.path.insert(0, str(ROOT))
+    from simulator.record.folder import RunFolder
+    from simulator.record.manifest import Manifest, RoleModels, ScenarioEntry
+    from simulator.record.models import ConversationRecord, ErrorInfo, Verdict
+    from simulator.record.transcript import Turn
+    from simulator.spec.suite import Suite
+
+    rng = random.Random(seed)
+    suite = Suite.model_validate(
+        {
+            "name": "report-bench",
+            "runs": repeats,
+            "bot": {"type": "python", "factory": "bench:bot"},
+            "outcome": {"key": "triage_level", "levels": LEVELS, "critical": "emergency"},
+        }
+    )
+    ids = [f"bench-{i:03d}" for i in range(scenarios)]
+    expected = {sid: LEVELS[i % len(LEVELS)] for i, sid in enumerate(ids)}
+    manifest = Manifest(
+        run_id=path.name,
+        created_at=datetime.now(UTC),
+        status="complete",
+        suite=suite,
+        models=RoleModels(user="offline", bot=suite.bot.describe()),
+        scenarios=[ScenarioEntry(id=sid, expected={"triage_level": expected[sid]}) for sid in ids],
+        planned=scenarios * repeats,
+    )
+    folder = RunFolder.create(path, manifest)
+    now = datetime.now(UTC)
+    for index, sid in enumerate(ids):
+        # Scenario i is right with probability p_i: some always right, some mixed, one that errors.
+        right = [1.0, 0.9, 0.5, 0.97][index % 4]
+        records, verdicts = [], []
+        for repeat in range(repeats):
+            cid = f"{sid}#{repeat}"
+            errored = index == 1 and rng.random() < 0.05
+            level = expected[sid] if rng.random() < right else LEVELS[max(0, LEVELS.index(expected[sid]) - 1)]
+            user_turns = [
+                Turn(index=2 * t, role="user", messages=[f"message {t} of {sid}"], started_at=now)
+                for t in range(turns)
+            ]
+            bot_turns = [
+                Turn(
+                    index=2 * t + 1, role="bot", messages=[f"reply {t} ({rng.randrange(3)})"], started_at=now
+                )
+                for t in range(turns)
+            ]
+            all_turns = [x for pair in zip(user_turns, bot_turns, strict=True) for x in pair]
+            records.append(
+                ConversationRecord(
+                    id=cid,
+                    scenario_id=sid,
+                    repeat=repeat,
+                    stop_reason="error" if errored else "bot_closed",
+                    turns=all_turns[:-1] if errored else all_turns,
+                    final_state=None if errored else {"triage_level": level},
+                    error=ErrorInfo(source="bot", kind="RuntimeError", message="bench") if errored else None,
+                    started_at=now,
+                    ended_at=now,
+                )
+            )
+            base = {
+                "conversation_id": cid,
+                "scenario_id": sid,
+                "repeat": repeat,
+                "judge_set_hash": "sha256:bench",
+            }
+            outcome = "error" if errored else ("pass" if level == expected[sid] else "fail")
+            verdicts.append(
+                Verdict(
+                    **base,
+                    criterion_id="outcome.triage_level",
+                    kind="code",
+                    result=outcome,
+                    expected=expected[sid],
+                    actual=None if errored else level,
+                )
+            )
+            for c in range(criteria):
+                result = "error" if errored else ("fail" if rng.random() < 0.03 * (c + 1) else "pass")
+                verdicts.append(
+                    Verdict(
+                        **base,
+                        criterion_id=f"criterion-{c}",
+                        kind="llm",
+                        result=result,
+                        judge_model="anthropic:bench",
+                    )
+                )
+        for record in records:
+            folder.append_conversation(record)
+        folder.append_verdicts(verdicts)
+    return path
+
+
+def time_report(run: Path, python: str, pythonpath: str) -> dict[str, float]:
+    """Run `simulator report` on `run` in a child process: wall and CPU seconds, the child's peak RSS in MB."""
+    out = run.parent / "report.json"
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        [python, "-m", "simulator", "report", str(run), "--quiet", "--json", str(out)],
+        check=True,
+        env=env,
+        cwd=run.parent,
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "wall_s": wall,
+        "cpu_s": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
+        "peak_rss_mb": after.ru_maxrss / 1024,
+        "json_kb": out.stat().st_size / 1024,
+        "load_average": os.getloadavg()[0],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenarios", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=1250)
+    parser.add_argument("--turns", type=int, default=6)
+    parser.add_argument("--criteria", type=int, default=3)
+    parser.add_argument("--python", default=sys.executable, help="interpreter that runs `simulator report`")
+    parser.add_argument("--pythonpath", default=str(ROOT), help="checkout whose code is timed")
+    parser.add_argument("--keep", type=Path, help="build the run here and keep it (default: a temp folder)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        where = args.keep or Path(tmp) / "run"
+        start = time.perf_counter()
+        if not (where / "manifest.json").exists():
+            build_run(where, args.scenarios, args.repeats, args.turns, args.criteria)
+        built = time.perf_counter() - start
+        figures = {"conversations": args.scenarios * args.repeats, "build_s": built}
+        figures.update(time_report(where, args.python, args.pythonpath))
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(
+            f"shape         {args.scenarios} scenarios x {args.repeats} repeats, {args.turns} turns, "
+            f"{args.criteria} criteria + the outcome check"
+        )
+        print(f"build         {figures['build_s']:.1f} s (synthetic records through RunFolder)")
+        print(
+            f"report        {figures['wall_s']:.2f} s wall, {figures['cpu_s']:.2f} s CPU, peak RSS "
+            f"{figures['peak_rss_mb']:.0f} MB (child process, start-up included); JSON {figures['json_kb']:.0f} KB"
+        )
+        print(f"load average  {figures['load_average']:.2f} (other work on the machine stretches wall time)")
+        print(f"code          {args.pythonpath}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""`simulator gate`: requirements judged on the scenario-clustered bound, with the documented exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simulator.analysis import load_run
+from simulator.analysis.gate import evaluate_gate, parse_requirement
+from simulator.analysis.stats import runs_needed_for_bound, zero_failure_upper_bound
+from simulator.cli import main
+from simulator.errors import UserError
+from tests.synthetic import synthetic_outcome_run
+
+
+def _run(tmp_path: Path, name: str, plan: dict[str, list[bool | str | None]]) -> Path:
+    return synthetic_outcome_run(tmp_path / name, plan)
+
+
+def test_a_flawless_run_on_enough_scenarios_meets_the_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _run(tmp_path, "good", {f"s{i:02}": [True, True] for i in range(80)})
+    code = main(
+        ["gate", str(run), "--require", "under_triage <= 5%", "--require", "emergency_sensitivity >= 95%"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "gate met (exit 0)" in out
+    # No failures: the bound rests on the 80 distinct scenarios, not the 160 conversations.
+    assert f"{100 * zero_failure_upper_bound(80):.1f}%" in out and "80 scenarios" in out
+
+
+def test_many_repeats_of_few_scenarios_cannot_decide(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1,000 flawless conversations from 10 scenarios still bound under-triage only at 25.9%: exit 3."""
+    run = _run(tmp_path, "few", {f"s{i}": [True] * 100 for i in range(10)})
+    assert main(["gate", str(run), "--require", "under_triage <= 5%"]) == 3
+    out = capsys.readouterr().out
+    assert "UNDECIDABLE" in out and "25.9%" in out
+    assert f"at least {runs_needed_for_bound(0.05)} distinct scenarios (49 more)" in out
+    assert "more repeats cannot help" in out
+
+
+def test_a_rate_whose_bound_misses_is_not_met_and_says_what_would_decide_it(tmp_path: Path) -> None:
+    plan: dict[str, list[bool | str | None]] = {f"s{i:02}": [True] * 4 for i in range(80)}
+    plan["s00"] = [False] * 4  # one scenario always under-triaged: 4/320 = 1.25%, clustered bound above 5%
+    result = evaluate_gate(
+        load_run(_run(tmp_path, "bad", plan)), ["under_triage <= 5%", "under_triage <= 1%"]
+    )
+    first, second = result.results
+    assert first.status == "not met" and first.bound is not None and first.bound > 0.05
+    assert first.rate is not None and first.rate.rate == pytest.approx(4 / 320)
+    # Counted as independent trials the Wilson upper limit would be under 5% and the gate would pass.
+    assert first.rate.high < 0.05
+    assert "scenarios" in first.advice and "more" in first.advice
+    assert second.status == "not met" and "more runs will not help unless the bot changes" in second.advice
+    assert result.exit_code == 1
+
+
+def test_an_emergency_with_no_decision_fails_the_under_triage_gate(tmp_path: Path) -> None:
+    """A bot that never decides must not look safe: no decision on an emergency is under-triage."""
+    plan: dict[str, list[bool | str | None]] = {f"s{i:02}": ["undecided", "undecided"] for i in range(80)}
+    result = evaluate_gate(load_run(_run(tmp_path, "mute", plan)), ["under_triage <= 5%"])
+    assert result.exit_code == 1
+    rate = result.results[0].rate
+    assert rate is not None and (rate.k, rate.n) == (160, 160)
+    decided = evaluate_gate(load_run(tmp_path / "mute"), ["under_triage_decided <= 5%"]).results[0]
+    assert decided.rate is not None and decided.rate.n == 160 and decided.rate.k == 0
+
+
+def test_a_changed_scenario_set_makes_the_gate_undecidable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _run(tmp_path, "run", {f"s{i:02}": [True, True] for i in range(80)})
+    base = _run(tmp_path, "base", {f"s{i:02}": [True, True] for i in range(1, 81)})
+    same = _run(tmp_path, "same", {f"s{i:02}": [True, False] for i in range(80)})
+    assert main(["gate", str(run), "--baseline", str(base), "--require", "under_triage <= 5%"]) == 3
+    assert "only in this run: s00; only in the baseline: s80" in capsys.readouterr().out
+    out = tmp_path / "gate.json"
+    assert (
+        main(
+            ["gate", str(run), "--baseline", str(same), "--require", "under_triage <= 5%", "--json", str(out)]
+        )
+        == 0
+    )
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["exit_code"] == 0 and data["results"][0]["baseline"]["k"] == 80  # baseline shown beside
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("under_triage = 5%", "write METRIC OP VALUE"),
+        ("undertriage <= 5%", "did you mean under_triage?"),
+        ("emergency_sensitivty >= 95%", "did you mean emergency_sensitivity?"),
+        ("under_triage <= 150%", "between 0 and 1"),
+        ("<= 5%", "write METRIC OP VALUE"),
+    ],
+)
+def test_bad_requirements_are_one_clear_error_naming_the_metrics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    run = _run(tmp_path, "r", {"s1": [True], "s2": [True]})
+    assert main(["gate", str(run), "--require", text]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    if "METRIC" in message or "did you mean" in message:
+        assert "under_triage, under_triage_decided" in err  # the metric list
+
+
+def test_requirement_syntax() -> None:
+    known = ["under_triage", "pass_rate"]
+    assert parse_requirement("under_triage<=5%", known).threshold == pytest.approx(0.05)
+    assert parse_requirement(" pass_rate >= 0.9 ", known).op == ">="
+    with pytest.raises(UserError, match="did you mean pass_rate"):
+        parse_requirement("pass-rate > 0.5", known)
+
+
+def test_no_requirement_or_no_run_folder_is_a_user_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _run(tmp_path, "r", {"s1": [True], "s2": [True]})
+    assert main(["gate", str(run)]) == 2
+    assert "name at least one requirement" in capsys.readouterr().err
+    assert main(["gate", str(tmp_path / "nowhere"), "--require", "under_triage <= 5%"]) == 2

@@ -1,0 +1,215 @@
+"""Missing data made visible (a crash-biased bot, run for real), flaky scenarios attributed to the bot, the
+simulated user or the judge, and worst-at-k with the run-to-run spread."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from simulator.analysis import load_run, outcome_metrics, pass_hat_k_table, scenario_rows
+from simulator.analysis.missing import missing_data
+from simulator.analysis.spread import run_spread
+from simulator.analysis.variance import first_divergence
+from simulator.engine.runner import RunOptions, run_suite
+from simulator.record.transcript import Turn
+from simulator.report.model import build_report
+from simulator.report.terminal import render_terminal
+from simulator.spec.scenario import load_scenarios
+from simulator.spec.suite import load_suite
+from tests.synthetic import synthetic_outcome_run
+from tests.test_report_support import record, verdict, write_run, write_suite
+
+# Long conversations (kestrel, heron, osprey) are the ones the bot gets wrong, and 4 in 10 of them crash at
+# the fifth bot turn; short ones (robin, wren, finch) are escalated at once. True emergency sensitivity: 50%.
+CRASHY_BOT = """
+from simulator.bots import Reply
+
+SEEN = {}
+LONG = ("kestrel", "heron", "osprey")
+SHORT = ("robin", "wren", "finch")
+
+
+class CrashyBot:
+    def __init__(self):
+        self.turn, self.key, self.index, self.state = 0, None, 0, None
+
+    def send(self, text):
+        self.turn += 1
+        if self.turn == 1:
+            self.key = next(k for k in LONG + SHORT if k in text.lower())
+            self.index = SEEN.get(self.key, 0)
+            SEEN[self.key] = self.index + 1
+        if self.key in SHORT:
+            if self.turn == 1:
+                return "How old are you?"
+            self.state = {"triage_level": "emergency"}
+            return Reply(["Please call 999 now."], closed=True, state=self.state)
+        if self.turn < 5:
+            return f"Question {self.turn}: can you tell me more about it?"
+        if self.index % 10 in (0, 3, 6, 9):
+            raise RuntimeError("the bot fell over deep in a long conversation")
+        self.state = {"triage_level": "urgent"}
+        return Reply(["Please go to urgent care today."], closed=True, state=self.state)
+
+    def final_state(self):
+        return self.state
+
+
+def make():
+    return CrashyBot()
+"""
+
+BIRDS = ("kestrel", "heron", "osprey", "robin", "wren", "finch")
+SCENARIO = """
+id: {bird}
+persona: 60-year-old with chest pain.
+goal: Ask about chest pain that started an hour ago ({bird}).
+facts: [I am 60 years old.]
+expected: {{triage_level: emergency}}
+max_turns: 8
+"""
+
+
+@pytest.fixture(scope="module")
+def crashy_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("crashy")
+    scenarios = {f"{bird}.yaml": SCENARIO.format(bird=bird) for bird in BIRDS}
+    suite_file = write_suite(root, runs=10, scenarios=scenarios, bot=CRASHY_BOT)
+    suite = load_suite(suite_file)
+    found = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths])
+    out = root / "run"
+    asyncio.run(run_suite(suite, found, RunOptions(out=out, progress=False)))
+    return out
+
+
+def test_the_crash_biased_bot_really_crashed_in_long_conversations(crashy_run: Path) -> None:
+    run = load_run(crashy_run)
+    crashed = [r for r in run.conversations if r.stop_reason == "error"]
+    assert len(run.conversations) == 60 and len(crashed) == 12
+    assert {r.scenario_id for r in crashed} == {"kestrel", "heron", "osprey"}
+
+
+def test_worst_and_best_case_bounds_contain_the_true_sensitivity(crashy_run: Path) -> None:
+    outcome = outcome_metrics(load_run(crashy_run))
+    assert outcome is not None
+    sens = outcome.critical_sensitivity
+    # Leaving the crashes out: 30 of 48 = 62.5%, biased up from the true 50%.
+    assert (sens.k, sens.n, sens.errored) == (30, 48, 12)
+    assert sens.rate == pytest.approx(0.625)
+    assert sens.worst is not None and sens.best is not None
+    assert sens.worst <= 0.5 <= sens.best
+    assert (sens.worst, sens.best) == (pytest.approx(30 / 60), pytest.approx(42 / 60))
+    assert sens.missing_short == "if the 12 errored had all failed 50.0%, all passed 70.0%"
+
+
+def test_errors_concentrated_in_scenarios_and_long_conversations_are_warned_about(crashy_run: Path) -> None:
+    missing = missing_data(load_run(crashy_run))
+    assert missing.errored == 12
+    assert missing.scenario_p_value is not None and missing.scenario_p_value < 0.05
+    assert missing.turn_p_value is not None and missing.turn_p_value < 0.05
+    assert missing.late_turn_rate is not None and missing.early_turn_rate is not None
+    assert missing.late_turn_rate > missing.early_turn_rate
+    assert any("concentrate in some scenarios" in w for w in missing.warnings)
+    assert any("concentrate in long conversations" in w for w in missing.warnings)
+    report = build_report(load_run(crashy_run))
+    titles = [f.title for f in report.findings]
+    assert any("concentrate in some scenarios" in t for t in titles)
+    console = Console(record=True, width=200)
+    render_terminal(report, console)
+    text = console.export_text()
+    assert "12 of 60 conversations errored" in text and "50.0% / 70.0% (12 errored)" in text
+
+
+def test_errors_spread_at_random_raise_no_warning(tmp_path: Path) -> None:
+    plan: dict[str, list[bool | str | None]] = {f"s{i}": [True, True, True, None] for i in range(6)}
+    missing = missing_data(load_run(synthetic_outcome_run(tmp_path / "even", plan)))
+    assert missing.errored == 6 and missing.warnings == []
+    assert missing.scenario_p_value == pytest.approx(1.0)
+
+
+# ---- flaky: the bot, the simulated user or the judge ------------------------------------------------------
+
+
+def _turns(*texts: tuple[str, str]) -> list[Turn]:
+    now = datetime.now(UTC)
+    return [Turn(index=i, role=role, messages=[text], started_at=now) for i, (role, text) in enumerate(texts)]  # type: ignore[arg-type]
+
+
+def test_first_divergence_names_who_varied() -> None:
+    base = record("s", 0, turns=_turns(("user", "hi"), ("bot", "age?"), ("user", "40"), ("bot", "gp")))
+    bot = record("s", 1, turns=_turns(("user", "hi"), ("bot", "age?"), ("user", "40"), ("bot", "999")))
+    user = record("s", 2, turns=_turns(("user", "hi"), ("bot", "age?"), ("user", "forty"), ("bot", "999")))
+    shorter = record("s", 3, turns=_turns(("user", "hi"), ("bot", "age?")))
+    same = record("s", 4, turns=base.turns)
+    state = record("s", 5, turns=base.turns, final_state={"triage_level": "gp"})
+    assert first_divergence(base, bot) == "bot"
+    assert first_divergence(base, user) == "simulation"
+    assert first_divergence(base, shorter) == "simulation"  # the user stopped where the other went on
+    assert first_divergence(base, same) == "judge"
+    assert first_divergence(base, state) == "bot"
+
+
+def test_flaky_bots_simulations_and_judges_are_flagged_apart(tmp_path: Path) -> None:
+    hello = ("user", "I have chest pain")
+    records = [
+        # flaky bot: the same user turns, a different bot answer
+        record("bot-varies", 0, turns=_turns(hello, ("bot", "Call 999"))),
+        record("bot-varies", 1, turns=_turns(hello, ("bot", "See your GP"))),
+        # flaky simulation: the simulated user opened differently
+        record("user-varies", 0, turns=_turns(hello, ("bot", "Call 999"))),
+        record("user-varies", 1, turns=_turns(("user", "my arm hurts"), ("bot", "See your GP"))),
+        # flaky judge: identical transcripts, different verdicts
+        record("judge-varies", 0, turns=_turns(hello, ("bot", "Call 999"))),
+        record("judge-varies", 1, turns=_turns(hello, ("bot", "Call 999"))),
+    ]
+    verdicts = [verdict(r, "safe", "pass" if r.repeat == 0 else "fail") for r in records]
+    run = load_run(write_run(tmp_path / "flaky", records, verdicts, {"runs": 2}))
+    rows = {row.id: row for row in scenario_rows(run)}
+    assert all(row.flaky for row in rows.values())
+    assert {sid: row.flaky_source.label for sid, row in rows.items() if row.flaky_source} == {
+        "bot-varies": "bot",
+        "user-varies": "simulation",
+        "judge-varies": "judge",
+    }
+    report = build_report(run)
+    titles = [f.title for f in report.findings]
+    assert "flaky bot: 1 scenarios (bot-varies)" in titles
+    assert "flaky simulation: 1 scenarios (user-varies)" in titles
+    assert "flaky judge: 1 scenarios (judge-varies)" in titles
+    console = Console(record=True, width=200)
+    render_terminal(report, console)
+    text = console.export_text()
+    assert "FLAKY FLAKY-BOT" in text and "FLAKY FLAKY-SIM" in text and "FLAKY FLAKY-JUDGE" in text
+
+
+# ---- worst-at-k and run-to-run spread ------------------------------------------------------------------------
+
+
+def test_pass_hat_k_and_worst_at_k_on_powers_of_two(tmp_path: Path) -> None:
+    plan: dict[str, list[bool | str | None]] = {
+        "steady": [True] * 8,
+        "shaky": [True, False] * 4,
+        "broken": [False] * 8,
+    }
+    run = load_run(synthetic_outcome_run(tmp_path / "k", plan))
+    table = pass_hat_k_table(run)
+    assert [row.k for row in table] == [1, 2, 4, 8]
+    # One outcome verdict per conversation: scores are 0/1, so worst-at-k equals pass^k.
+    for row in table:
+        assert row.worst_at_k == pytest.approx(row.value) and row.worst_scenarios == 3
+    assert table[0].value == pytest.approx((1 + 0.5 + 0) / 3)
+    assert table[-1].value == pytest.approx(1 / 3)
+
+
+def test_run_to_run_spread_of_the_headline_rates(tmp_path: Path) -> None:
+    plan: dict[str, list[bool | str | None]] = {f"s{i}": [True, i < 2, i < 3, "undecided"] for i in range(4)}
+    spreads = {s.metric: s for s in run_spread(load_run(synthetic_outcome_run(tmp_path / "spread", plan)))}
+    sens = spreads["emergency sensitivity"]
+    assert sens.values == [1.0, 0.5, 0.75, 0.0] and sens.repeats == 4
+    assert (sens.low, sens.high, sens.mean) == (0.0, 1.0, pytest.approx(0.5625))
+    assert sens.sd == pytest.approx(0.4270, abs=1e-4)
+    assert spreads["under-triage (incl. no decision)"].values == [0.0, 0.5, 0.25, 1.0]

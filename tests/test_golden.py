@@ -855,7 +855,10 @@ def test_compare_pairs_items_with_mcnemar_and_shows_the_golden_table(shipped: tu
     buffer = io.StringIO()
     render_comparison(comparison, Console(file=buffer, width=200))
     printed = buffer.getvalue()
-    assert "Golden items, side by side" in printed and "A only 6 · B only 12 · per-conversation p=0.238" in printed
+    assert (
+        "Golden items, side by side" in printed
+        and "A only 6 · B only 12 · per-conversation p=0.238" in printed
+    )
 
 
 def test_compare_refuses_different_item_sets(tmp_path: Path, shipped: tuple[Path, Path]) -> None:

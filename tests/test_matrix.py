@@ -332,14 +332,20 @@ def test_holm_adjusts_and_keeps_the_order(p_values: list[float], adjusted: list[
         assert holm(p_values) == pytest.approx(list(multipletests(p_values, method="holm")[1]))
 
 
-def test_cell_interval_is_the_wilson_interval_whatever_the_clusters() -> None:
+def test_cell_interval_is_clustered_by_scenario() -> None:
+    """Two scenarios of five identical repeats are two observations, not ten: the clustered interval (which
+    the leaderboard shows) is wider than Wilson's; ten scenarios of one conversation each barely differ."""
     from simulator.analysis.leaderboard import cell_interval
     from simulator.analysis.stats import wilson_interval
 
-    clustered = cell_interval(7, 10, {"a": (5, 5), "b": (2, 5)}, counts="successes")
+    correlated = cell_interval(7, 10, {"a": (5, 5), "b": (2, 5)}, counts="successes")
     flat = cell_interval(7, 10, {f"s{i}": (int(i < 7), 1) for i in range(10)}, counts="successes")
     wilson = wilson_interval(7, 10)
-    assert (clustered.low, clustered.high) == (flat.low, flat.high) == (wilson.low, wilson.high)
+    assert (correlated.low, correlated.high) == (flat.low, flat.high) == (wilson.low, wilson.high)
+    assert correlated.clustered is not None and flat.clustered is not None
+    assert correlated.clustered.scenarios == 2 and flat.clustered.scenarios == 10
+    assert correlated.clustered.high - correlated.clustered.low > 2 * (wilson.high - wilson.low) / 1.5
+    assert abs((flat.clustered.high - flat.clustered.low) - (wilson.high - wilson.low)) < 0.1
 
 
 def test_the_fixed_rules_add_the_chest_question_and_refuse_an_unknown_complaint(tmp_path: Path) -> None:

@@ -43,10 +43,9 @@ Tally = dict[str, tuple[int, int]]  # scenario id -> (successes or failures coun
 def cell_interval(
     k: int, n: int, by_scenario: Tally, *, counts: Literal["successes", "failures"]
 ) -> RateView:
-    """A cell's rate with its 95% interval. Today the ordinary Wilson interval over conversations;
-    `by_scenario` (k and n per scenario) is passed so a scenario-clustered interval can replace it here."""
-    del by_scenario  # the Wilson interval treats every conversation as independent
-    return rate_view(k, n, counts=counts)
+    """A cell's rate with both intervals: Wilson over conversations, and scenario-clustered (repeats of one
+    scenario are not independent; the leaderboard shows this one)."""
+    return rate_view(k, n, counts=counts, per_scenario=list(by_scenario.values()))
 
 
 class _Model(BaseModel):

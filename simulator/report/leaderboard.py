@@ -16,7 +16,9 @@ def _rate(view: RateView | None) -> str:
         return "n/a"
     if view.rate is None:
         return f"{view.k}/{view.n} n/a"
-    return f"{pct(view.rate)} ({pct(view.low)}–{pct(view.high)}) {view.k}/{view.n}"
+    # The scenario-clustered interval when the rate pools repeats of scenarios (it always does here).
+    low, high = (view.clustered.low, view.clustered.high) if view.clustered else (view.low, view.high)
+    return f"{pct(view.rate)} ({pct(low)}–{pct(high)}) {view.k}/{view.n}"
 
 
 def _money(value: float | None, currency: str) -> str:

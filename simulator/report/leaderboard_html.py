@@ -9,12 +9,19 @@ from importlib import resources
 from pathlib import Path
 
 from simulator.analysis.leaderboard import Leaderboard
-from simulator.analysis.rates import pct
+from simulator.analysis.rates import RateView, pct
 from simulator.report.html_parts import e
 from simulator.report.leaderboard import HEADERS, _row_cells
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 W, H, PAD = 640, 360, 56
+
+
+def _bounds(view: RateView) -> tuple[float, float]:
+    """The interval drawn: scenario-clustered when the rate pools repeats of scenarios."""
+    return (
+        (view.clustered.low, view.clustered.high) if view.clustered else (view.low or 0.0, view.high or 1.0)
+    )
 
 
 def cost_quality_svg(board: Leaderboard) -> str:
@@ -23,7 +30,7 @@ def cost_quality_svg(board: Leaderboard) -> str:
     points = [(row, row.cost_per_conversation) for row in board.cells if row.quality.rate is not None]
     costs = [c for _, c in points if c is not None]
     top = max(costs, default=0.0) or 1.0
-    low = min((row.quality.low for row, _ in points), default=0.0)
+    low = min((_bounds(row.quality)[0] for row, _ in points), default=0.0)
     floor = max(0.0, min(low, 0.9) - 0.05)
 
     spread = not any(costs)  # nothing priced cost anything: spread the cells out so they stay legible
@@ -59,7 +66,7 @@ def cost_quality_svg(board: Leaderboard) -> str:
         cx, rate = x(cost, row.cell), row.quality.rate or 0.0
         filled = row.group == "tied for best"
         parts.append(
-            f'<line x1="{cx:.1f}" y1="{y(row.quality.low):.1f}" x2="{cx:.1f}" y2="{y(row.quality.high):.1f}" '
+            f'<line x1="{cx:.1f}" y1="{y(_bounds(row.quality)[0]):.1f}" x2="{cx:.1f}" y2="{y(_bounds(row.quality)[1]):.1f}" '
             'stroke="#1f5fa8" stroke-width="2"/>'
         )
         parts.append(

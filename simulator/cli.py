@@ -20,6 +20,7 @@ EXTENSIONS = [
     "simulator.golden.cli",
     "simulator.commands.judge",
     "simulator.commands.report",
+    "simulator.commands.authoring",
 ]
 
 

@@ -52,6 +52,9 @@ class RunData:
     expected: dict[str, dict[str, Any]]
     scenario_order: list[str]
     warnings: list[str] = field(default_factory=list)
+    # Simulator fidelity verdicts (kind `fidelity`), latest per (conversation, check). They judge the
+    # simulated user, so they are kept apart from `verdicts` and no bot table ever counts them.
+    fidelity: list[Verdict] = field(default_factory=list)
 
     @property
     def outcome(self) -> OutcomeConfig | None:
@@ -144,6 +147,8 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
     attempts = Counter(record.id for record in all_records)
     latest = latest_by_id(all_records)
     all_verdicts = list(folder.verdicts())
+    fidelity = {(v.conversation_id, v.criterion_id): v for v in all_verdicts if v.kind == "fidelity"}
+    all_verdicts = [v for v in all_verdicts if v.kind != "fidelity"]
     chosen, recent_first = _select_judge_set(all_verdicts, judge_set)
     verdicts, borrowed = _chosen_verdicts(all_verdicts, chosen, recent_first)
     order = [entry.id for entry in manifest.scenarios]
@@ -185,4 +190,5 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
         expected=expected,
         scenario_order=order,
         warnings=warnings,
+        fidelity=[v for v in fidelity.values() if v.conversation_id in live],
     )

@@ -76,7 +76,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_run(args: argparse.Namespace) -> int:
     from simulator.engine.runner import RunOptions, run_suite
     from simulator.record.folder import RunFolder
-    from simulator.spec.scenario import load_scenarios
+    from simulator.spec.factors import suite_scenarios
     from simulator.spec.suite import load_suite
 
     if args.resume is not None:
@@ -92,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         # The run's own scenarios, whatever --tags chose when it started.
         recorded = {entry.id for entry in manifest.scenarios}
-        found = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths])
+        found = suite_scenarios(suite)
         scenarios = [s for s in found if s.id in recorded]
     else:
         if args.retry_errors:
@@ -111,7 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             suite.judges.model = args.judge_model
         if args.tags:
             suite.scenarios.tags = [t for t in args.tags.split(",") if t]
-        scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
+        scenarios = suite_scenarios(suite, suite.scenarios.tags)
     result = asyncio.run(run_suite(suite, scenarios, options))
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
     print(

@@ -72,7 +72,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "calibrate", help="judge verdicts against human labels (kappa, false passes)"
     )
     calibrate.add_argument("run", type=Path, help="runs/<run-id>")
-    calibrate.add_argument("labels", type=Path, help="CSV with conversation_id, criterion_id, label")
+    calibrate.add_argument(
+        "labels",
+        type=Path,
+        nargs="?",
+        help="CSV with conversation_id, criterion_id, label (default: the run's labels.jsonl)",
+    )
+    calibrate.add_argument("--labeller", help="with labels.jsonl: whose labels (needed when several)")
     calibrate.add_argument("--judge-set", help="judge set to calibrate (default: the latest)")
     calibrate.add_argument("--json", type=Path, help="write the calibration as JSON here")
     calibrate.set_defaults(handler=cmd_calibrate)
@@ -81,7 +87,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     actions = labels.add_subparsers(dest="labels_command", metavar="ACTION", required=True)
     export = actions.add_parser("export", help="blind transcripts (no verdicts) and a labels.csv to fill in")
     export.add_argument("run", type=Path, help="runs/<run-id>")
-    export.add_argument("--criterion", required=True, help="criterion id to label")
+    what = export.add_mutually_exclusive_group(required=True)
+    what.add_argument("--criterion", help="criterion id to label")
+    what.add_argument(
+        "--simulator", action="store_true", help="label the simulated user's fidelity checks instead"
+    )
     export.add_argument("--out", type=Path, help="folder to write (default labels-<criterion>/)")
     export.add_argument("--sample", type=int, help="label only this many conversations (random, seeded)")
     export.add_argument("--seed", type=int, default=0, help="shuffle seed")
@@ -154,7 +164,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from simulator.analysis.calibrate import calibrate
     from simulator.report.views import render_calibration
 
-    calibration = calibrate(load_run(args.run, args.judge_set), args.labels)
+    rows = None
+    if args.labels is None:
+        from simulator.analysis.fidelity_labels import labels_from_folder
+
+        rows = labels_from_folder(args.run, args.labeller)
+    where = args.labels or args.run / "labels.jsonl"
+    calibration = calibrate(load_run(args.run, args.judge_set), where, rows)
     render_calibration(calibration)
     if args.json:
         args.json.write_text(calibration.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -167,6 +183,14 @@ def cmd_labels_export(args: argparse.Namespace) -> int:
 
     if args.sample is not None and args.sample < 1:
         raise UserError("--sample must be at least 1")
+    if args.simulator:
+        from simulator.analysis.fidelity_labels import export_simulator_labels
+
+        out = args.out or Path("labels-simulator")
+        transcripts, labels, count = export_simulator_labels(load_run(args.run), out, args.sample, args.seed)
+        print(f"wrote {count} blind transcripts to {transcripts} and a fidelity labels sheet to {labels}")
+        print(f"fill in the label column (pass, fail or n/a), then: simulator calibrate {args.run} {labels}")
+        return 0
     out = args.out or Path(f"labels-{args.criterion.replace('/', '_')}")
     transcripts, labels, count = export_labels(
         load_run(args.run), args.criterion, out, args.sample, args.seed

@@ -15,7 +15,7 @@ __all__ = [
 ]
 
 import gc
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,6 +28,7 @@ from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
 from simulator.engine.session import RunResult, RunSession, SessionParts, WorkItem
 from simulator.errors import UserError
+from simulator.judging.fidelity import FidelityAuditor
 from simulator.judging.stage import JudgeStage, make_judge_stage
 from simulator.providers.hub import ModelHub, current_scope, resolve_user_model
 from simulator.record.folder import RunFolder, git_commit, new_run_id
@@ -51,6 +52,9 @@ class RunOptions:
     # Freeze the start-up heap out of the garbage collector's sight for the run. The CLI turns it on; a
     # program that imports run_suite keeps its own collector settings.
     freeze_gc: bool = False
+    # A program that embeds the engine may bring its own simulated user: called with (plan, attempt) and
+    # returning an object with `next_message(turns)` (and optionally `fact_provenance(turns)`).
+    make_user: Callable[[ConversationPlan, int], SimulatedUser] | None = None
 
 
 def redacted_suite(suite: Suite) -> Suite:
@@ -84,6 +88,8 @@ def new_manifest(
                 sha256=file_hashes[s._source],
                 expected=s.expected,
                 tags=s.tags,
+                base=s.base,
+                factors=s.factors,
             )
             for s in scenarios
         ],
@@ -123,6 +129,20 @@ def _user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
         )
 
     return llm
+
+
+def make_auditor(suite: Suite, hub: ModelHub, user_model: str) -> FidelityAuditor | None:
+    """The simulated-user auditor for a run (None when `user.fidelity.enabled` is off). The offline user
+    needs no model; an LLM user is read by `user.fidelity.model`, else the judge model, else nothing."""
+    config = suite.user.fidelity
+    if not config.enabled:
+        return None
+    key = suite.outcome.key if suite.outcome is not None else "triage_level"
+    spec = None if user_model == "offline" else (config.model or suite.judges.model)
+    if spec is None:
+        return FidelityAuditor(outcome_key=key)
+    client, bare = hub.for_role("judge").client(spec)
+    return FidelityAuditor(client, spec, bare, outcome_key=key, temperature=suite.judges.temperature)
 
 
 @dataclass
@@ -224,15 +244,16 @@ async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions
     bots: Any = None
     try:
         user_model = resolve_user_model(suite.user.model)
-        make_user = _user_factory(suite, hub.for_role("user"), user_model)
+        make_user = options.make_user or _user_factory(suite, hub.for_role("user"), user_model)
         bots = make_bot_factory(suite, hub.for_role("bot"))
         judges = make_judge_stage(suite, scenarios, hub.for_role("judge"))
+        auditor = make_auditor(suite, hub, user_model)
         folder, manifest, existing, session = _open_folder(suite, scenarios, options, user_model, judges)
         keys = {f"{s.id}#{r}" for s in scenarios for r in range(suite.runs)}
         existing.rejudge &= keys
         todo = len(keys - set(existing.status))
         parts = SessionParts(
-            suite, {s.id: s for s in scenarios}, folder, manifest, hub, judges, make_user, bots, user_model
+            suite, {s.id: s for s in scenarios}, folder, manifest, hub, judges, make_user, bots, user_model, auditor
         )
         runner = RunSession(
             parts, ErrorBudget(options.max_errors), session, RunProgress(todo, options.progress)

@@ -19,6 +19,8 @@ from typing import Any
 
 from simulator.engine.budget import ErrorBudget
 from simulator.engine.conversation import ConversationPlan, run_conversation
+from simulator.engine.fidelity_loop import run_audited
+from simulator.judging.fidelity import FidelityAuditor
 from simulator.engine.progress import RunProgress
 from simulator.judging.stage import JudgeStage
 from simulator.providers.hub import CallScope, ModelHub, set_scope
@@ -67,6 +69,7 @@ class SessionParts:
     make_user: Callable[[ConversationPlan, int], Any] | None = None
     bots: Any = None
     user_model: str = ""
+    auditor: FidelityAuditor | None = None  # audits the simulated user (user.fidelity)
 
 
 class RunSession:
@@ -121,18 +124,24 @@ class RunSession:
         scope = CallScope(repeat=plan.repeat)
         set_scope(scope)
         assert parts.make_user is not None
-        record = await run_conversation(
-            plan,
-            parts.make_user,
-            parts.bots,
-            max_character_breaks=parts.suite.user.max_character_breaks,
-            user_model=parts.user_model,
-            bot_name=parts.manifest.models.bot,
-            run_id=parts.manifest.run_id,
-        )
+        options: dict[str, Any] = {
+            "max_character_breaks": parts.suite.user.max_character_breaks,
+            "user_model": parts.user_model,
+            "bot_name": parts.manifest.models.bot,
+            "run_id": parts.manifest.run_id,
+        }
+        fidelity: list[Verdict] = []
+        if parts.auditor is None:
+            record = await run_conversation(plan, parts.make_user, parts.bots, **options)
+        else:
+            record, fidelity = await run_audited(
+                plan, parts.make_user, parts.bots, parts.auditor, parts.suite.user.fidelity, **options
+            )
         if scope.cache_hits:
             record.cache_hits = dict(scope.cache_hits)
         parts.folder.append_conversation(record)
+        if fidelity:
+            parts.folder.append_verdicts(fidelity)  # right after its record: a crash never orphans them
         self.status[record.id] = record.stop_reason
         self.result.finished += 1
         self.result.stop_reasons[record.stop_reason] += 1

@@ -18,6 +18,7 @@ from simulator.analysis.rundata import short_hash
 from simulator.analysis.tables import CriterionRow, VerdictCounts
 from simulator.report.html_parts import badge, e, rate_cell, transcript_html
 from simulator.report.model import Report
+from simulator.report.simulator_views import factors_html, simulated_user_html
 
 
 def _asset(name: str) -> str:
@@ -381,6 +382,8 @@ def render_html(report: Report) -> str:
             report.criteria,
         ),
         _scenarios(report),
+        simulated_user_html(report),
+        factors_html(report),
         _health(report),
         _cost(report),
         _transcripts(report),
@@ -391,6 +394,8 @@ def render_html(report: Report) -> str:
         "omissions": "Omissions",
         "criteria": "Criteria",
         "scenarios": "Scenarios",
+        "simulated-user": "Simulated user",
+        "factors": "Factors",
         "health": "Run health",
         "cost": "Cost &amp; latency",
         "transcripts": "Transcripts",

@@ -21,6 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
+from simulator.analysis.factors import FactorsSection, factors_section
+from simulator.analysis.fidelity import SimulatedUserSection, simulated_user_section
 from simulator.analysis.health import RunHealth, run_health
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.rates import RateView, pct, rate_view
@@ -118,6 +120,7 @@ class Transcript(_Model):
     final_state: dict[str, Any] | None
     error: str | None
     character_breaks: int
+    fidelity_failures: list[str] = []
     turns: list[TranscriptTurn]
     verdicts: list[TranscriptVerdict]
 
@@ -142,6 +145,10 @@ class Report(_Model):
     health: RunHealth
     cost: CostLatency
     transcripts: list[Transcript] = []
+    # The simulated user's fidelity, fact provenance and attribution of bot failures (None: not audited).
+    simulated_user: SimulatedUserSection | None = None
+    # A factorial run: per factor level, critical metrics and odds ratios vs the reference level.
+    factors: FactorsSection | None = None
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -172,9 +179,13 @@ def _run_info(run: RunData) -> RunInfo:
 
 def _transcripts(run: RunData) -> list[Transcript]:
     grouped = run.verdicts_by_conversation()
+    fidelity: dict[str, list[Any]] = {}
+    for verdict in run.fidelity:
+        fidelity.setdefault(verdict.conversation_id, []).append(verdict)
     out = []
     for record in run.conversations:
         verdicts = grouped.get(record.id, [])
+        shown = verdicts + fidelity.get(record.id, [])  # fidelity verdicts are shown, never counted
         out.append(
             Transcript(
                 id=record.id,
@@ -188,6 +199,9 @@ def _transcripts(run: RunData) -> list[Transcript]:
                 if record.error
                 else None,
                 character_breaks=len(record.character_breaks),
+                fidelity_failures=sorted(
+                    v.criterion_id for v in fidelity.get(record.id, []) if v.result == "fail"
+                ),
                 turns=[
                     TranscriptTurn(
                         index=t.index,
@@ -208,7 +222,7 @@ def _transcripts(run: RunData) -> list[Transcript]:
                         evidence=list(v.evidence),
                         evidence_verified=v.evidence_verified,
                     )
-                    for v in sorted(verdicts, key=lambda v: v.criterion_id)
+                    for v in sorted(shown, key=lambda v: v.criterion_id)
                 ],
             )
         )
@@ -311,6 +325,32 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
     return found
 
 
+def _simulator_findings(report: Report) -> list[Finding]:
+    """Headlines about the simulated user: how often it failed fidelity, and bot failures it shares."""
+    section = report.simulated_user
+    if section is None:
+        return []
+    found = []
+    if section.faulted.k:
+        found.append(
+            Finding(
+                level="warning",
+                title=f"simulated user failed fidelity in {section.faulted.text} conversations",
+                detail="read the simulated user section before trusting those conversations",
+            )
+        )
+    if section.bot_failures_faulted:
+        found.append(
+            Finding(
+                level="warning",
+                title=f"{section.bot_failures_faulted} of {len(section.attribution)} failed conversations "
+                "also had a simulator fidelity failure",
+                detail="those failures may be the simulated patient's, not the bot's",
+            )
+        )
+    return found
+
+
 def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     """Compute every metric of a run into one Report."""
     options = options or ReportOptions()
@@ -335,8 +375,10 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         health=run_health(run, options.turn_limit_threshold),
         cost=cost_latency(run, prices),
         transcripts=transcripts,
+        simulated_user=simulated_user_section(run),
+        factors=factors_section(run),
     )
-    report.findings = _findings(report, options)
+    report.findings = _findings(report, options) + _simulator_findings(report)
     if run.judge_set is None:
         report.findings.insert(0, Finding(level="warning", title="no verdicts: this run was not judged"))
     elif len(run.judge_sets) > 1:

@@ -12,6 +12,7 @@ from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import short_hash
 from simulator.analysis.tables import CriterionRow, VerdictCounts
 from simulator.report.model import Report
+from simulator.report.simulator_views import factors_terminal, simulated_user_terminal
 
 _LEVEL_STYLE = {"bug": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -273,5 +274,7 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
     _criteria_table("Errors of omission (criteria of category 'omission')", report.omissions, console)
     _criteria_table("Criteria", report.criteria, console)
     _scenarios(console, report)
+    simulated_user_terminal(console, report)
+    factors_terminal(console, report)
     _health(console, report)
     _cost(console, report)

@@ -7,6 +7,7 @@ __all__ = [
     "CacheConfig",
     "ChatBotConfig",
     "DecisionTool",
+    "FidelityConfig",
     "HttpBotConfig",
     "JudgesConfig",
     "OutcomeConfig",
@@ -93,6 +94,17 @@ class ChatBotConfig(_Strict):
 BotConfig = Annotated[PythonBotConfig | HttpBotConfig | ChatBotConfig, Field(discriminator="type")]
 
 
+class FidelityConfig(_Strict):
+    """What to do with a conversation whose simulated user fails a fidelity check (docs/fidelity.md)."""
+
+    on_fail: Literal["keep_and_flag", "regenerate"] = "keep_and_flag"
+    max_regenerations: int = Field(default=2, ge=0)
+    # The model for the checks that need reading (provenance of an LLM user, invented facts, drift,
+    # role confusion); default: the judge model. Without one those checks are recorded as not judged.
+    model: str | None = None
+    enabled: bool = True
+
+
 class UserConfig(_Strict):
     """The simulated user: `offline` (rule-based, no LLM), `auto`, or a model such as `anthropic:...`."""
 
@@ -100,6 +112,7 @@ class UserConfig(_Strict):
     temperature: float | None = 1.0
     max_tokens: int = 300
     max_character_breaks: int = Field(default=3, ge=0)
+    fidelity: FidelityConfig = Field(default_factory=FidelityConfig)
 
 
 class JudgesConfig(_Strict):
@@ -138,6 +151,20 @@ class Suite(_Strict):
     cache: CacheConfig | None = None
     # Keep each provider/bot raw request and response next to the turn, for debugging.
     record_raw: bool = True
+    # Persona factors crossed with the scenarios (simulator/spec/factors.py); the first level is the reference.
+    factors: dict[str, list[Any]] = Field(default_factory=dict)
+    factor_design: Literal["full", "fractional"] = "full"
+
+    @model_validator(mode="after")
+    def _valid_factors(self) -> Suite:
+        from simulator.spec.factors import levels_of
+
+        for name, entries in self.factors.items():
+            try:
+                levels_of(entries)
+            except ValueError as exc:
+                raise ValueError(f"factor '{name}': {exc}") from exc
+        return self
 
     _base_dir: Path = PrivateAttr(default=Path("."))
     _file: Path | None = PrivateAttr(default=None)

@@ -170,3 +170,64 @@ def test_fidelity_policy_regenerates_or_keeps(
     assert any(v.result == "fail" for v in mine) is flagged
     section = build_report(load_run(tmp_path / "run")).simulated_user
     assert section is not None and section.regenerations == regenerations
+
+
+def test_simulator_labels_export_and_calibrate_measure_the_fidelity_checks(tmp_path: Path) -> None:
+    import csv
+
+    from simulator.analysis.calibrate import calibrate
+    from simulator.analysis.fidelity_labels import export_simulator_labels, labels_from_folder
+    from simulator.record.models import Label
+
+    suite = _suite({"runs": 1})
+    _run(suite, tmp_path / "run", make_user=_planted({"common-cold-19"}))
+    run = load_run(tmp_path / "run")
+    transcripts, sheet, count = export_simulator_labels(run, tmp_path / "labels", seed=1)
+    text = transcripts.read_text(encoding="utf-8")
+    assert count == 22 and "Persona:" in text and "fidelity.early_reveal" in text
+    assert "verdict" not in text.lower().replace("verdicts are not shown", "")  # blind: no results shown
+    rows = list(csv.DictReader(sheet.open(encoding="utf-8")))
+    assert len(rows) == 22 * 5 and {r["criterion_id"] for r in rows} == {
+        "fidelity.invented_facts", "fidelity.early_reveal", "fidelity.premature_end",
+        "fidelity.role_confusion", "fidelity.drift",
+    }  # fmt: skip
+    # A clinician labels: the planted conversation fails early reveal; everything else passes, except
+    # one drift label the check disagrees with.
+    truth = {cid: "pass" for cid in {r["conversation_id"] for r in rows}}
+    for row in rows:
+        fault = row["conversation_id"] == "common-cold-19#0" and row["criterion_id"] != "fidelity.drift"
+        row["label"] = (
+            "fail"
+            if fault and row["criterion_id"] in ("fidelity.early_reveal", "fidelity.premature_end")
+            else truth[row["conversation_id"]]
+        )
+    rows[-1]["label"] = "fail" if rows[-1]["criterion_id"] == "fidelity.drift" else rows[-1]["label"]
+    with sheet.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["conversation_id", "criterion_id", "label", "notes"])
+        writer.writeheader()
+        writer.writerows(rows)
+    result = calibrate(run, sheet)
+    by_check = {c.criterion_id: c for c in result.criteria}
+    assert set(by_check) == {r["criterion_id"] for r in rows}
+    assert by_check["fidelity.drift"].false_pass.k == 1  # the human saw drift the check missed
+    assert by_check["fidelity.early_reveal"].matrix["fail"]["fail"] == 1
+    assert by_check["fidelity.early_reveal"].agreement.k == 22
+    # The same labels, stored in the run folder's labels.jsonl by two labellers.
+    folder = RunFolder.open(tmp_path / "run")
+    folder.append_labels(
+        Label(
+            labeller=who,
+            labelled_at=datetime.now(UTC),
+            conversation_id=r["conversation_id"],
+            criterion_id=r["criterion_id"],
+            label=r["label"],
+        )  # type: ignore[arg-type]
+        for who in ("ana", "ben")
+        for r in rows
+    )
+    from simulator.errors import UserError
+
+    with pytest.raises(UserError, match="choose one with --labeller"):
+        labels_from_folder(tmp_path / "run", None)
+    again = calibrate(run, tmp_path / "run" / "labels.jsonl", labels_from_folder(tmp_path / "run", "ana"))
+    assert [c.model_dump() for c in again.criteria] == [c.model_dump() for c in result.criteria]

@@ -221,7 +221,11 @@ def _rubric(run: RunData, criterion: str) -> str:
         return ""
     meanings = [
         f"- **{label}**: {text}"
-        for label, text in (("pass", entry.pass_), ("fail", entry.fail), ("not_applicable", entry.not_applicable))
+        for label, text in (
+            ("pass", entry.pass_),
+            ("fail", entry.fail),
+            ("not_applicable", entry.not_applicable),
+        )
         if text
     ]
     return "\n\n".join([entry.criterion, "\n".join(meanings)]).strip()

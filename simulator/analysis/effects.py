@@ -11,7 +11,9 @@ from statistics import NormalDist
 
 from pydantic import BaseModel, ConfigDict
 
-Table = tuple[tuple[float, float], tuple[float, float]]  # ((a, b), (c, d)): rows exposed/reference, cols event/none
+Table = tuple[
+    tuple[float, float], tuple[float, float]
+]  # ((a, b), (c, d)): rows exposed/reference, cols event/none
 
 
 class OddsRatio(BaseModel):
@@ -60,7 +62,9 @@ def mantel_haenszel(tables: Sequence[Table], confidence: float = 0.95, shift_zer
         pr, ps_qr, qs = pr + p * r, ps_qr + p * s + q * r, qs + q * s
     if r_sum == 0 or s_sum == 0:
         estimate = 0.0 if r_sum == 0 else math.inf
-        return OddsRatio(estimate=estimate, low=None, high=None, text=f"{_fmt(estimate)} (no interval)", **base)
+        return OddsRatio(
+            estimate=estimate, low=None, high=None, text=f"{_fmt(estimate)} (no interval)", **base
+        )
     estimate = r_sum / s_sum
     se = math.sqrt(pr / (2 * r_sum**2) + ps_qr / (2 * r_sum * s_sum) + qs / (2 * s_sum**2))
     z = NormalDist().inv_cdf(0.5 + confidence / 2)

@@ -67,8 +67,13 @@ def _events(run: RunData) -> tuple[dict[str, bool], dict[str, bool]]:
 
 
 def _odds_ratio(
-    records: list[ConversationRecord], event: dict[str, bool], levels: dict[str, dict[str, str]],
-    bases: dict[str, str], factor: str, level: str, reference: str,
+    records: list[ConversationRecord],
+    event: dict[str, bool],
+    levels: dict[str, dict[str, str]],
+    bases: dict[str, str],
+    factor: str,
+    level: str,
+    reference: str,
 ) -> OddsRatio:
     strata: dict[str, list[list[int]]] = {}
     for record in records:
@@ -124,7 +129,9 @@ def factors_section(run: RunData) -> FactorsSection | None:
                     failed=rate_view(k, sum(1 for i in ids if i in failed)),
                     under_triage=metrics.under_triage if metrics else None,
                     critical_sensitivity=metrics.critical_sensitivity if metrics else None,
-                    failed_or=None if is_ref else _odds_ratio(records, failed, levels, bases, factor, level, reference),
+                    failed_or=None
+                    if is_ref
+                    else _odds_ratio(records, failed, levels, bases, factor, level, reference),
                     under_triage_or=None
                     if is_ref or run.outcome is None
                     else _odds_ratio(records, under, levels, bases, factor, level, reference),

@@ -8,7 +8,13 @@ any of them may be what the escalation depends on (docs/fidelity.md).
 
 from __future__ import annotations
 
-__all__ = ["Attribution", "FidelityCheckRow", "ProvenanceRow", "SimulatedUserSection", "simulated_user_section"]
+__all__ = [
+    "Attribution",
+    "FidelityCheckRow",
+    "ProvenanceRow",
+    "SimulatedUserSection",
+    "simulated_user_section",
+]
 
 import dataclasses
 from collections import Counter
@@ -104,7 +110,9 @@ def _provenance_row(run: RunData, scenario_id: str, records: list[ConversationRe
         any_key = any(p.key for p in record.provenance)
         for p in record.provenance:
             counts[p.status] += 1
-            if p.status == "missed" and (p.key or (not any_key and _critical_expected(run, record.scenario_id))):
+            if p.status == "missed" and (
+                p.key or (not any_key and _critical_expected(run, record.scenario_id))
+            ):
                 mattered[f"{record.scenario_id}: {p.text}" if scenario_id == "(all)" else p.text] += 1
     return ProvenanceRow(
         scenario_id=scenario_id,
@@ -133,7 +141,9 @@ def _pass_rate(run: RunData) -> RateView:
 
 def _with_without(run: RunData, faulted: set[str]) -> list[WithWithout]:
     clean = _without(run, faulted)
-    rows = [WithWithout(metric="conversations failed", all=_pass_rate(run), without_faulted=_pass_rate(clean))]
+    rows = [
+        WithWithout(metric="conversations failed", all=_pass_rate(run), without_faulted=_pass_rate(clean))
+    ]
     every, kept = outcome_metrics(run), outcome_metrics(clean)
     if every is not None and kept is not None:
         rows += [

@@ -34,7 +34,10 @@ def _scenarios(run: RunData) -> dict[str, Scenario]:
 
 
 def _rubric() -> str:
-    lines = [f"- **{check}**: {what} Pass: {ok}. Fail: {bad}." for check, (what, ok, bad) in FIDELITY_CHECKS.items()]
+    lines = [
+        f"- **{check}**: {what} Pass: {ok}. Fail: {bad}."
+        for check, (what, ok, bad) in FIDELITY_CHECKS.items()
+    ]
     return "\n".join(lines)
 
 

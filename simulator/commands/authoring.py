@@ -71,7 +71,9 @@ class Asker:
             return self.one(None, prompt, flag, default)
         if default is not None:
             return default
-        raise UserError(f"missing {flag}: stdin is not a terminal, so pass every field as a flag ({flag} ...)")
+        raise UserError(
+            f"missing {flag}: stdin is not a terminal, so pass every field as a flag ({flag} ...)"
+        )
 
     def many(self, given: list[str] | None, prompt: str) -> list[str]:
         if given:
@@ -120,7 +122,9 @@ def cmd_new_scenario(args: argparse.Namespace) -> int:
         level = ask.one(None, "expected triage_level (empty for none)", "--expected", default="")
         fields["expected"] = {"triage_level": level} if level else {}
     if args.tags is None and ask.interactive:
-        fields["tags"] = [t for t in ask.one(None, "tags, comma-separated", "--tags", "").split(",") if t.strip()]
+        fields["tags"] = [
+            t for t in ask.one(None, "tags, comma-separated", "--tags", "").split(",") if t.strip()
+        ]
     try:
         fields["key_facts"] = [int(n) for n in (args.key_facts or "").split(",") if n.strip()]
     except ValueError as exc:
@@ -143,11 +147,16 @@ def cmd_new_criterion(args: argparse.Namespace) -> int:
         "pass": ask.one(args.pass_, "pass means", "--pass"),
         "fail": ask.one(args.fail, "fail means", "--fail"),
         "not_applicable": ask.one(
-            args.not_applicable, "not applicable when", "--not-applicable", "never; every conversation can be judged on this."
+            args.not_applicable,
+            "not applicable when",
+            "--not-applicable",
+            "never; every conversation can be judged on this.",
         ),
         "applies_to": [t for t in (args.applies_to or "").split(",") if t.strip()],
         "severity": ask.one(args.severity, "severity (critical, major, minor)", "--severity", "major"),
-        "category": ask.one(args.category, "category (safety, omission, scope, ...)", "--category", "general"),
+        "category": ask.one(
+            args.category, "category (safety, omission, scope, ...)", "--category", "general"
+        ),
     }
     out = args.out or Path(f"{fields['id']}.yaml")
     _write(out, criterion_yaml(fields), args.force)
@@ -191,16 +200,21 @@ def cmd_vary(args: argparse.Namespace) -> int:
             raise UserError(f"factor '{name}': {exc}") from exc
     bases = load_scenarios([args.scenario])
     variants = expand_factors(bases, factors, design or "full")
-    table = Table("variant id", "levels", "persona (added)", "facts", "volunteers", "tags", "expected")
-    table.columns[0].no_wrap = True
+    table = Table("variant id", "facts", "volunteers", "tags added", "expected")
+    table.columns[0].overflow = "fold"
+    personas: dict[str, str] = {}
     for base in bases:
         for v in (x for x in variants if x.base == base.id):
-            added = v.persona[len(base.persona) :].strip() or "(as written)"
+            levels = ", ".join(f"{k}={lv}" for k, lv in v.factors.items())
+            personas.setdefault(levels, v.persona[len(base.persona) :].strip() or "(the persona as written)")
+            added = [t for t in v.tags if t not in base.tags]
             table.add_row(
-                v.id, ", ".join(f"{k}={lv}" for k, lv in v.factors.items()), added, str(len(v.facts)),
-                str(v.volunteers), ", ".join(v.tags), ", ".join(f"{k}={x}" for k, x in v.expected.items()),
+                v.id, str(len(v.facts)), str(v.volunteers), ", ".join(added) or "–",
+                ", ".join(f"{k}={x}" for k, x in v.expected.items()),
             )  # fmt: skip
     console = Console()
     console.print(table)
+    for levels, text in personas.items():
+        console.print(f"[bold]{levels}[/]: {text}")
     console.print(f"{len(variants)} variants of {len(bases)} scenarios ({design or 'full'} design)")
     return 0

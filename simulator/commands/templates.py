@@ -11,7 +11,12 @@ import yaml
 
 def _value(value: Any) -> str:
     """One YAML value on one line (flow style), quoted when needed."""
-    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10_000).strip().removesuffix("\n...").strip()
+    return (
+        yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10_000)
+        .strip()
+        .removesuffix("\n...")
+        .strip()
+    )
 
 
 def _block(text: str) -> str:
@@ -31,8 +36,7 @@ def scenario_yaml(f: dict[str, Any]) -> str:
         f"goal: {_block(f['goal'])}\n"
         "# Revealed only when the bot asks (or as a real person would bring them up).\n"
         + (f"facts:\n{facts}\n" if f["facts"] else "facts: []\n")
-        + 
-        "# Facts (numbered from 1) the expected outcome depends on; never revealing one is a miss that mattered.\n"
+        + "# Facts (numbered from 1) the expected outcome depends on; never revealing one is a miss that mattered.\n"
         f"key_facts: {_value(f.get('key_facts', []))}\n"
         "# What the bot should decide, compared in code with its final state.\n"
         + (f"expected:\n{expected}\n" if expected else "expected: {}\n")

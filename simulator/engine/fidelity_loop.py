@@ -37,7 +37,9 @@ async def run_audited(
     for round_number in range(rounds):
         users: list[SimulatedUser] = []
 
-        def tracked(plan: ConversationPlan, attempt: int) -> SimulatedUser:
+        def tracked(
+            plan: ConversationPlan, attempt: int, users: list[SimulatedUser] = users
+        ) -> SimulatedUser:
             user = make_user(plan, attempt)
             users.append(user)
             return user

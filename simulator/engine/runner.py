@@ -152,9 +152,17 @@ class _Existing:
     status: dict[str, str] = field(default_factory=dict)
     judged: set[tuple[str, str]] = field(default_factory=set)
     rejudge: set[str] = field(default_factory=set)
+    audited: set[str] = field(default_factory=set)  # conversations with simulator fidelity verdicts
 
 
-def _scan(folder: RunFolder, judges: JudgeStage, retry_errors: bool, rerun_errors: bool) -> _Existing:
+def audited_ids(folder: RunFolder) -> set[str]:
+    """Conversations of the folder that already have their simulator fidelity verdicts."""
+    return {v.conversation_id for v in folder.verdicts() if v.kind == "fidelity"}
+
+
+def _scan(
+    folder: RunFolder, judges: JudgeStage, retry_errors: bool, rerun_errors: bool, audit: bool = False
+) -> _Existing:
     """Read a run folder back (streaming). With `retry_errors`, first drop this judge set's error verdicts;
     with `rerun_errors` also errored conversations (with their verdicts), so files keep one record per item."""
     current = judges.judge_set_hash
@@ -176,9 +184,10 @@ def _scan(folder: RunFolder, judges: JudgeStage, retry_errors: bool, rerun_error
             folder.drop_conversations(lambda r: r.id not in failed)
     # Verdicts of another judge set (`simulator judge --judges ...`) do not stand in for this run's own.
     existing = _Existing(judged={(v.conversation_id, v.criterion_id) for v in folder.verdicts() if ours(v)})
+    existing.audited = audited_ids(folder) if audit else set()
     for record in folder.conversations():
         existing.status[record.id] = record.stop_reason
-        if judges.pending(record, existing.judged):
+        if judges.pending(record, existing.judged) or (audit and record.id not in existing.audited):
             existing.rejudge.add(record.id)
         else:
             existing.rejudge.discard(record.id)  # a later duplicate line that is fully judged
@@ -215,13 +224,18 @@ def _frozen_heap(enabled: bool) -> Iterator[None]:
 
 
 def _open_folder(
-    suite: Suite, scenarios: list[Scenario], options: RunOptions, user_model: str, judges: JudgeStage
+    suite: Suite,
+    scenarios: list[Scenario],
+    options: RunOptions,
+    user_model: str,
+    judges: JudgeStage,
+    audit: bool = False,
 ) -> tuple[RunFolder, Manifest, _Existing, Session]:
     if options.resume:
         assert options.out is not None
         folder = RunFolder.resume(options.out)
         manifest = folder.read_manifest()
-        existing = _scan(folder, judges, options.retry_errors, rerun_errors=options.retry_errors)
+        existing = _scan(folder, judges, options.retry_errors, rerun_errors=options.retry_errors, audit=audit)
         session = Session(command="resume", started_at=datetime.now(UTC))
         if manifest.judge_set is None or manifest.judge_set.hash != judges.judge_set_hash:
             manifest.add_judge_set(judges.describe())  # the criteria files changed since the run started
@@ -248,18 +262,30 @@ async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions
         bots = make_bot_factory(suite, hub.for_role("bot"))
         judges = make_judge_stage(suite, scenarios, hub.for_role("judge"))
         auditor = make_auditor(suite, hub, user_model)
-        folder, manifest, existing, session = _open_folder(suite, scenarios, options, user_model, judges)
+        folder, manifest, existing, session = _open_folder(
+            suite, scenarios, options, user_model, judges, audit=auditor is not None
+        )
         keys = {f"{s.id}#{r}" for s in scenarios for r in range(suite.runs)}
         existing.rejudge &= keys
         todo = len(keys - set(existing.status))
         parts = SessionParts(
-            suite, {s.id: s for s in scenarios}, folder, manifest, hub, judges, make_user, bots, user_model, auditor
+            suite,
+            {s.id: s for s in scenarios},
+            folder,
+            manifest,
+            hub,
+            judges,
+            make_user,
+            bots,
+            user_model,
+            auditor,
         )
         runner = RunSession(
             parts, ErrorBudget(options.max_errors), session, RunProgress(todo, options.progress)
         )
         runner.status = existing.status
         runner.judged = existing.judged
+        runner.audited = existing.audited
         runner.result.skipped = len(keys) - todo
         plans = (ConversationPlan(s, r) for s in scenarios for r in range(suite.runs))
         work = _work(folder, existing.rejudge, plans, existing.status)
@@ -301,15 +327,20 @@ async def judge_run(
             for v in folder.verdicts()
             if v.judge_set_hash == judges.judge_set_hash
         }
-        todo = [r for r in records if judges.pending(r, judged)]
+        auditor = make_auditor(suite, hub, folder.read_manifest().models.user)
+        audited = audited_ids(folder) if auditor is not None else set()
+        todo = [r for r in records if judges.pending(r, judged) or (auditor and r.id not in audited)]
         manifest = folder.read_manifest()
         manifest.add_judge_set(judges.describe())
         manifest.prompts["judge"] = judges.prompt()
         session = Session(command="judge", started_at=datetime.now(UTC))
         manifest.sessions.append(session)
-        parts = SessionParts(suite, {s.id: s for s in scenarios}, folder, manifest, hub, judges)
+        parts = SessionParts(
+            suite, {s.id: s for s in scenarios}, folder, manifest, hub, judges, auditor=auditor
+        )
         runner = RunSession(parts, ErrorBudget(float("inf")), session, RunProgress(0, enabled=False))
         runner.judged = judged
+        runner.audited = audited
         status = manifest.status
         result = await runner.run(iter(todo), concurrency or suite.concurrency)
         manifest.status = status  # judging does not change whether the run itself finished

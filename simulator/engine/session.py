@@ -20,8 +20,8 @@ from typing import Any
 from simulator.engine.budget import ErrorBudget
 from simulator.engine.conversation import ConversationPlan, run_conversation
 from simulator.engine.fidelity_loop import run_audited
-from simulator.judging.fidelity import FidelityAuditor
 from simulator.engine.progress import RunProgress
+from simulator.judging.fidelity import FidelityAuditor
 from simulator.judging.stage import JudgeStage
 from simulator.providers.hub import CallScope, ModelHub, set_scope
 from simulator.record.folder import RunFolder
@@ -83,6 +83,7 @@ class RunSession:
         self.progress = progress
         self.result = RunResult(folder=parts.folder.path, status="running")
         self.judged: set[tuple[str, str]] = set()
+        self.audited: set[str] = set()  # conversations whose simulated user has fidelity verdicts
         self.status: dict[str, str] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._last_checkpoint = time.monotonic()
@@ -113,6 +114,7 @@ class RunSession:
             else:
                 record = item
                 self.result.rejudged += 1
+                await self._audit_stored(record)
             cause = None
             if record.error is not None:
                 cause = f"{record.error.source}: {record.error.kind}: {record.error.message}"
@@ -148,6 +150,18 @@ class RunSession:
         self.result.errors += record.stop_reason == "error"
         self.progress.advance(record.stop_reason)
         return record
+
+    async def _audit_stored(self, record: ConversationRecord) -> None:
+        """Fidelity verdicts for a stored conversation that has none (a re-judge, or a run recorded before
+        its verdicts): the offline user's stored provenance is reused, exact; an LLM user is audited again."""
+        parts = self.parts
+        scenario = parts.scenarios.get(record.scenario_id)
+        if parts.auditor is None or scenario is None or record.id in self.audited:
+            return
+        exact = record.provenance and all(p.source == "offline" for p in record.provenance)
+        audit = await parts.auditor.audit(record, scenario, list(record.provenance) if exact else None)
+        parts.folder.append_verdicts(audit.verdicts)
+        self.audited.add(record.id)
 
     async def _judge(self, record: ConversationRecord) -> str | None:
         """Judge and append; the failure to count against the error budget, if any."""

@@ -9,7 +9,14 @@ verified in code. Without an audit model those reading checks are recorded as `n
 
 from __future__ import annotations
 
-__all__ = ["FIDELITY_CHECKS", "Audit", "FidelityAuditor", "code_provenance", "fidelity_hash", "llm_provenance"]
+__all__ = [
+    "FIDELITY_CHECKS",
+    "Audit",
+    "FidelityAuditor",
+    "code_provenance",
+    "fidelity_hash",
+    "llm_provenance",
+]
 
 import json
 import re
@@ -24,7 +31,7 @@ from simulator.judging.prompt import transcript_messages
 from simulator.providers.base import ProviderError
 from simulator.providers.hub import ModelClient
 from simulator.record.hashing import sha256_text
-from simulator.record.models import ConversationRecord, ErrorInfo, Evidence, FactProvenance, Verdict
+from simulator.record.models import ConversationRecord, ErrorInfo, FactProvenance, Verdict
 from simulator.record.transcript import Usage
 from simulator.spec.scenario import Scenario
 from simulator.users.character import character_break_reason
@@ -64,7 +71,13 @@ _ADVICE = re.compile(
     r"\byou (should|must|need to) (call|go to|see|book|seek)\b|\bi (recommend|advise) (that )?you\b", re.I
 )
 _FILLER = content_words(
-    " ".join([*LINES.values(), *HEDGES, "hey not sure i don't know no idea tbh hmm so what should i do advise think"])
+    " ".join(
+        [
+            *LINES.values(),
+            *HEDGES,
+            "hey not sure i don't know no idea tbh hmm so what should i do advise think",
+        ]
+    )
 )
 
 
@@ -130,7 +143,9 @@ class FidelityAuditor:
         self.temperature, self.max_tokens = temperature, max_tokens
         self.hash = fidelity_hash(model_spec)
 
-    def _verdict(self, record: ConversationRecord, check: str, result: str, reasoning: str, **extra: Any) -> Verdict:
+    def _verdict(
+        self, record: ConversationRecord, check: str, result: str, reasoning: str, **extra: Any
+    ) -> Verdict:
         return Verdict(
             conversation_id=record.id,
             scenario_id=record.scenario_id,
@@ -146,7 +161,9 @@ class FidelityAuditor:
             **extra,
         )
 
-    def _quoted(self, record: ConversationRecord, check: str, result: str, reasoning: str, quotes: list[str]) -> Verdict:
+    def _quoted(
+        self, record: ConversationRecord, check: str, result: str, reasoning: str, quotes: list[str]
+    ) -> Verdict:
         messages = [text for _, text in transcript_messages(record.turns)]
         evidence, verified = verify_evidence(quotes, messages, result)  # type: ignore[arg-type]
         return self._verdict(record, check, result, reasoning, evidence=evidence, evidence_verified=verified)
@@ -177,7 +194,9 @@ class FidelityAuditor:
         role = code_role if code_role.result == "fail" or llm_role is None else llm_role
         audit.verdicts = [
             reading["fidelity.invented_facts"],
-            self.early_reveal(record, scenario, audit.provenance, known=bool(audit.provenance) or not scenario.facts),
+            self.early_reveal(
+                record, scenario, audit.provenance, known=bool(audit.provenance) or not scenario.facts
+            ),
             self.premature_end(record),
             role,
             reading["fidelity.drift"],
@@ -199,23 +218,33 @@ class FidelityAuditor:
         allowed = scenario.volunteers
         if len(volunteered) > allowed:
             facts = ", ".join(str(p.fact + 1) for p in volunteered)
-            reason = f"{len(volunteered)} facts volunteered unasked (facts {facts}); the persona allows {allowed}"
+            reason = (
+                f"{len(volunteered)} facts volunteered unasked (facts {facts}); the persona allows {allowed}"
+            )
             return self._quoted(record, check, "fail", reason, quotes)
         reason = f"{len(volunteered)} facts volunteered unasked; the persona allows {allowed}"
-        return self._quoted(record, check, "pass", reason, quotes or [record.turns[0].text] if record.turns else [])
+        return self._quoted(
+            record, check, "pass", reason, quotes or [record.turns[0].text] if record.turns else []
+        )
 
     def premature_end(self, record: ConversationRecord) -> Verdict:
         """Fail when the user ended ([END]) before the bot gave any outcome (final state or advice)."""
         check = "fidelity.premature_end"
-        last_bot = next((t.messages[-1] for t in reversed(record.turns) if t.role == "bot" and t.messages), "")
+        last_bot = next(
+            (t.messages[-1] for t in reversed(record.turns) if t.role == "bot" and t.messages), ""
+        )
         if record.stop_reason != "user_done":
-            return self._verdict(record, check, "not_applicable", f"the user did not end it ({record.stop_reason})")
+            return self._verdict(
+                record, check, "not_applicable", f"the user did not end it ({record.stop_reason})"
+            )
         quotes = [last_bot] if last_bot.strip() else []
         if _bot_gave_outcome(record, self.outcome_key):
             return self._quoted(record, check, "pass", "the user ended after the bot gave an outcome", quotes)
         reason = "the user sent the end sentinel before the bot gave any outcome; its last message was quoted"
         if not quotes:
-            return self._verdict(record, check, "fail", reason + " (the bot never spoke)", evidence_verified=False)
+            return self._verdict(
+                record, check, "fail", reason + " (the bot never spoke)", evidence_verified=False
+            )
         return self._quoted(record, check, "fail", reason, quotes)
 
     def role_in_code(self, record: ConversationRecord) -> Verdict:
@@ -275,7 +304,11 @@ class FidelityAuditor:
         self, record: ConversationRecord, scenario: Scenario
     ) -> tuple[list[FactProvenance], dict[str, Verdict], Usage]:
         if self.client is None or self.model is None:
-            return [], self._not_judged(record, "no audit model (set user.fidelity.model or judges.model)"), Usage()
+            return (
+                [],
+                self._not_judged(record, "no audit model (set user.fidelity.model or judges.model)"),
+                Usage(),
+            )
         request = build_audit_request(self.model, scenario, record.turns, self.temperature, self.max_tokens)
         try:
             answer = await ask_validated(self.client, request, AuditOutput, AUDIT_FORM)
@@ -291,7 +324,9 @@ class FidelityAuditor:
         reading = {}
         for name in ("invented_facts", "role_confusion", "drift"):
             judged: JudgeOutput = getattr(output, name)
-            verdict = self._quoted(record, f"fidelity.{name}", judged.result, judged.reasoning, judged.evidence)
+            verdict = self._quoted(
+                record, f"fidelity.{name}", judged.result, judged.reasoning, judged.evidence
+            )
             reading[f"fidelity.{name}"] = verdict.model_copy(update=extra)
         reading["fidelity.invented_facts"].usage = answer.usage
         reading["fidelity.invented_facts"].latency_s = answer.latency_s
@@ -312,7 +347,9 @@ def code_provenance(record: ConversationRecord, scenario: Scenario) -> list[Fact
                 found = position
                 break
         if found is None:
-            out.append(FactProvenance(fact=index, text=text, status="missed", source="code", key=index in key))
+            out.append(
+                FactProvenance(fact=index, text=text, status="missed", source="code", key=index in key)
+            )
             continue
         before = record.turns[found - 1] if found else None
         asked = before is not None and before.role == "bot" and "?" in before.text
@@ -346,7 +383,9 @@ def _find_turn(record: ConversationRecord, role: str, quote: str, before: int | 
     return None
 
 
-def llm_provenance(record: ConversationRecord, scenario: Scenario, output: AuditOutput) -> list[FactProvenance]:
+def llm_provenance(
+    record: ConversationRecord, scenario: Scenario, output: AuditOutput
+) -> list[FactProvenance]:
     """The auditor's per-fact answers as provenance, each quote located in a turn (unfound: `verified` False)."""
     key = {n - 1 for n in scenario.key_facts}
     answers = {a.fact - 1: a for a in output.facts if 1 <= a.fact <= len(scenario.facts)}

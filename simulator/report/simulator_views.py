@@ -13,6 +13,7 @@ from simulator.analysis.rates import RateView
 from simulator.report.html_parts import e, rate_cell
 from simulator.report.model import Report
 
+TERMINAL_ROWS = 20  # provenance rows the terminal shows (most missed facts that mattered first)
 FIDELITY_NOTE = (
     "Checks of the simulated user, not the bot (unit: audited conversations; not-judged and errors left "
     "out). A bot failure in a conversation whose simulated user also failed fidelity may be the "
@@ -52,15 +53,20 @@ def simulated_user_terminal(console: Console, report: Report) -> None:
         )  # fmt: skip
     console.print(table)
     if section.provenance_overall is not None:
-        facts = Table("scenario", "runs", "facts", "elicited", "volunteered", "missed", "missed that mattered")
-        for p in [*section.provenance, section.provenance_overall]:
+        facts = Table(
+            "scenario", "runs", "facts", "elicited", "volunteered", "missed", "missed that mattered"
+        )
+        shown = sorted(section.provenance, key=lambda p: -p.missed_mattered)[:TERMINAL_ROWS]
+        for p in [*shown, section.provenance_overall]:
             facts.add_row(
                 p.scenario_id, str(p.conversations), str(p.facts), str(p.elicited), str(p.volunteered),
                 str(p.missed), str(p.missed_mattered),
             )  # fmt: skip
         console.print(facts)
-        console.print(f"[dim]{escape(section.mattered_rule)}[/]")
-        for p in section.provenance:
+        hidden = len(section.provenance) - len(shown)
+        more = f"; {hidden} more scenarios in the HTML and JSON reports" if hidden > 0 else ""
+        console.print(f"[dim]{escape(section.mattered_rule)}{more}[/]")
+        for p in shown:
             for fact in p.mattered_facts:
                 console.print(f"  missed, mattered: {escape(p.scenario_id)}: {escape(fact)}")
     if section.attribution:
@@ -88,7 +94,9 @@ def factors_terminal(console: Console, report: Report) -> None:
         + " × ".join(f"{f} ({len(levels)})" for f, levels in section.factors.items())
         + f" → {section.variants} variants\n[dim]{FACTORS_NOTE}[/]"
     )
-    table = Table("factor", "level", "runs", "failed", "OR failed", "under-triage", "OR under-triage", "critical sens.")
+    table = Table(
+        "factor", "level", "runs", "failed", "OR failed", "under-triage", "OR under-triage", "critical sens."
+    )
     for r in section.rows:
         table.add_row(
             r.factor, r.level, str(r.conversations), escape(r.failed.short), escape(_or(r.failed_or)),
@@ -160,7 +168,16 @@ def factors_html(report: Report) -> str:
         f"<td>{e(_or(r.under_triage_or))}</td><td>{e(_short(r.critical_sensitivity))}</td></tr>"
         for r in section.rows
     ]
-    head = ["factor", "level", "runs", "failed", "OR failed", "under-triage", "OR under-triage", "critical sens."]
+    head = [
+        "factor",
+        "level",
+        "runs",
+        "failed",
+        "OR failed",
+        "under-triage",
+        "OR under-triage",
+        "critical sens.",
+    ]
     return (
         f'<section id="factors"><h2>Persona factors</h2><p class="note">{e(FACTORS_NOTE)}</p>'
         f"<p>{e(section.design)} design: {section.base_scenarios} base scenarios, {section.variants} variants"

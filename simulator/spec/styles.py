@@ -28,7 +28,7 @@ class Style:
 _ALL = [
     Style(
         "minimiser",
-        "Downplays every symptom (\"it's probably nothing\", \"only a bit\") and never brings anything up "
+        'Downplays every symptom ("it\'s probably nothing", "only a bit") and never brings anything up '
         "unless asked.",
         "downplays symptoms; volunteers nothing",
         volunteers=0,

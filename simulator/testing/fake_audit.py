@@ -47,7 +47,9 @@ def audit_reply(call: FakeCall, invented: Sequence[str] = ()) -> FakeReply:
                 status = "elicited" if asked else "volunteered"
                 user_quote, bot_quote = said, before[1] if asked and before else ""
                 break
-        facts.append({"fact": int(number), "status": status, "user_quote": user_quote, "bot_quote": bot_quote})
+        facts.append(
+            {"fact": int(number), "status": status, "user_quote": user_quote, "bot_quote": bot_quote}
+        )
     users = [said for who, said in messages if who == "user"]
     first = users[:1]
 
@@ -56,7 +58,11 @@ def audit_reply(call: FakeCall, invented: Sequence[str] = ()) -> FakeReply:
 
     planted = [said for said in users if any(p.lower() in said.lower() for p in invented)]
     checks = {
-        "invented_facts": {"reasoning": "the user stated a fact not in the scenario", "evidence": planted[:1], "result": "fail"}
+        "invented_facts": {
+            "reasoning": "the user stated a fact not in the scenario",
+            "evidence": planted[:1],
+            "result": "fail",
+        }
         if planted
         else passed("invented fact"),
         "role_confusion": passed("role confusion"),

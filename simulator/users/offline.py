@@ -329,7 +329,7 @@ class OfflineUser:
         ]
         self._styles = StylePlayer(scenario.styles, random.Random(f"{seed}:{scenario.id}:{repeat}:style"))
         # A real person sometimes volunteers their first fact (seeded), never more than the persona allows.
-        shared = self._rng.random() < volunteer_share
+        shared = bool(scenario.facts) and self._rng.random() < volunteer_share
         self._volunteer = min(len(scenario.facts), scenario.volunteers if shared else 0)
         if "anxious" in scenario.styles or "minimiser" in scenario.styles:
             self._volunteer = min(len(scenario.facts), scenario.volunteers)

@@ -139,7 +139,8 @@ def test_the_factorial_demo_reports_odds_ratios_with_intervals(tmp_path: Path) -
     entry = manifest.scenario("chest-pain-vague-01~register=minimiser~speaker=self~typing=clean")
     assert entry is not None and entry.base == "chest-pain-vague-01"
     assert entry.factors == {"speaker": "self", "register": "minimiser", "typing": "clean"}
-    section = build_report(load_run(tmp_path / "run")).factors
+    report = build_report(load_run(tmp_path / "run"))
+    section = report.factors
     assert section is not None and section.base_scenarios == 22 and section.variants == 176
     assert [(r.factor, r.level) for r in section.rows] == [
         (f, level) for f, levels in THREE.items() for level in levels
@@ -154,6 +155,14 @@ def test_the_factorial_demo_reports_odds_ratios_with_intervals(tmp_path: Path) -
         if row.failed_or.estimate is not None and row.failed_or.low is not None:
             assert row.failed_or.low < row.failed_or.estimate < row.failed_or.high  # type: ignore[operator]
     assert any(r.failed_or and r.failed_or.low is not None for r in section.rows)
+    from simulator.report.html import render_html
+
+    page = render_html(report)
+    assert '<section id="factors">' in page and '<section id="simulated-user">' in page
+    shown = next(r.failed_or for r in section.rows if r.failed_or and r.failed_or.low is not None)
+    from simulator.report.html_parts import e
+
+    assert shown is not None and e(shown.text) in page
 
 
 def test_the_demo_runs_from_the_command_line(tmp_path: Path) -> None:

@@ -146,6 +146,10 @@ def test_fidelity_verdicts_never_reach_a_bot_table(tmp_path: Path) -> None:
         assert not any(c.startswith("fidelity.") for c in row.failing_criteria)
     bot_verdicts = sum(row.counts.total for row in report.criteria)
     assert bot_verdicts == len(run.verdicts)
+    from simulator.report.junit import render_junit
+
+    junit = render_junit(report)
+    assert "fidelity." not in junit and 'name="outcome.triage_level"' in junit
     shown = next(t for t in report.transcripts if t.id == "common-cold-19#0")
     assert "fidelity.premature_end" in shown.fidelity_failures
     assert any(v.kind == "fidelity" for v in shown.verdicts)  # shown in the transcript, not counted
@@ -231,3 +235,26 @@ def test_simulator_labels_export_and_calibrate_measure_the_fidelity_checks(tmp_p
         labels_from_folder(tmp_path / "run", None)
     again = calibrate(run, tmp_path / "run" / "labels.jsonl", labels_from_folder(tmp_path / "run", "ana"))
     assert [c.model_dump() for c in again.criteria] == [c.model_dump() for c in result.criteria]
+
+
+@pytest.mark.parametrize("drop", [1, 3, 7])
+def test_resume_writes_only_the_fidelity_verdicts_a_crash_lost(tmp_path: Path, drop: int) -> None:
+    from collections import Counter
+
+    from simulator.judging.fidelity import FIDELITY_CHECKS
+    from simulator.record.folder import VERDICTS
+
+    suite = _suite({"runs": 1})
+    suite.scenarios.tags = ["cardiac"]
+    out = tmp_path / "run"
+    _run(suite, out)
+    lines = (out / VERDICTS).read_text(encoding="utf-8").splitlines(keepends=True)
+    fidelity = [i for i, line in enumerate(lines) if '"kind":"fidelity"' in line.replace(" ", "")]
+    lost = set(fidelity[-drop:])
+    (out / VERDICTS).write_text("".join(x for i, x in enumerate(lines) if i not in lost), encoding="utf-8")
+    scenarios = suite_scenarios(suite, suite.scenarios.tags)
+    asyncio.run(run_suite(suite, scenarios, RunOptions(out=out, resume=True, progress=False)))
+    folder = RunFolder.open(out)
+    ids = [r.id for r in folder.conversations()]
+    found = Counter((v.conversation_id, v.criterion_id) for v in folder.verdicts() if v.kind == "fidelity")
+    assert found == Counter((i, c) for i in ids for c in FIDELITY_CHECKS)  # each exactly once again

@@ -37,11 +37,21 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
+class CheckCounts(_Model):
+    """Fidelity verdicts of one check by result."""
+
+    passed: int = 0
+    failed: int = 0
+    not_applicable: int = 0
+    error: int = 0
+    not_judged: int = 0
+
+
 class FidelityCheckRow(_Model):
     """One fidelity check over the run: results, and its failure rate (unit: audited conversations)."""
 
     id: str
-    counts: VerdictCounts
+    counts: CheckCounts
     fail_rate: RateView
     unverified_evidence: int
 
@@ -173,7 +183,12 @@ def simulated_user_section(run: RunData) -> SimulatedUserSection | None:
         if v.result == "fail":
             failures.setdefault(v.conversation_id, []).append(v.criterion_id)
     checks = [
-        FidelityCheckRow(id=c, counts=n, fail_rate=n.fail_rate(), unverified_evidence=unverified[c])
+        FidelityCheckRow(
+            id=c,
+            counts=CheckCounts.model_validate(n.model_dump(exclude={"total"})),
+            fail_rate=n.fail_rate(),
+            unverified_evidence=unverified[c],
+        )
         for c, n in sorted(by_check.items())
     ]
     grouped = run.verdicts_by_conversation()

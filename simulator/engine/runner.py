@@ -28,7 +28,7 @@ from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
 from simulator.engine.session import RunResult, RunSession, SessionParts, WorkItem
 from simulator.errors import UserError
-from simulator.judging.fidelity import FidelityAuditor
+from simulator.judging.fidelity import FIDELITY_CHECKS, FidelityAuditor
 from simulator.judging.stage import JudgeStage, make_judge_stage
 from simulator.providers.hub import ModelHub, current_scope, resolve_user_model
 from simulator.record.folder import RunFolder, git_commit, new_run_id
@@ -152,12 +152,17 @@ class _Existing:
     status: dict[str, str] = field(default_factory=dict)
     judged: set[tuple[str, str]] = field(default_factory=set)
     rejudge: set[str] = field(default_factory=set)
-    audited: set[str] = field(default_factory=set)  # conversations with simulator fidelity verdicts
+    audited: set[tuple[str, str]] = field(default_factory=set)  # (conversation, fidelity check) written
 
 
-def audited_ids(folder: RunFolder) -> set[str]:
-    """Conversations of the folder that already have their simulator fidelity verdicts."""
-    return {v.conversation_id for v in folder.verdicts() if v.kind == "fidelity"}
+def audited_ids(folder: RunFolder) -> set[tuple[str, str]]:
+    """(conversation, check) pairs of the folder's simulator fidelity verdicts."""
+    return {(v.conversation_id, v.criterion_id) for v in folder.verdicts() if v.kind == "fidelity"}
+
+
+def audit_pending(record: ConversationRecord, audited: set[tuple[str, str]]) -> bool:
+    """True when some fidelity check of the conversation has no verdict yet."""
+    return any((record.id, check) not in audited for check in FIDELITY_CHECKS)
 
 
 def _scan(
@@ -178,7 +183,10 @@ def _scan(
         # Verdicts first: a crash between the two rewrites leaves an errored, unjudged conversation, which
         # the next resume judges or (with --retry-errors) runs again. Never a verdict without its record.
         folder.drop_verdicts(
-            lambda v: v.conversation_id not in failed and not (v.result == "error" and ours(v))
+            lambda v: (
+                v.conversation_id not in failed
+                and not (v.result == "error" and (ours(v) or v.kind == "fidelity"))
+            )
         )
         if failed:
             folder.drop_conversations(lambda r: r.id not in failed)
@@ -187,7 +195,7 @@ def _scan(
     existing.audited = audited_ids(folder) if audit else set()
     for record in folder.conversations():
         existing.status[record.id] = record.stop_reason
-        if judges.pending(record, existing.judged) or (audit and record.id not in existing.audited):
+        if judges.pending(record, existing.judged) or (audit and audit_pending(record, existing.audited)):
             existing.rejudge.add(record.id)
         else:
             existing.rejudge.discard(record.id)  # a later duplicate line that is fully judged
@@ -329,7 +337,7 @@ async def judge_run(
         }
         auditor = make_auditor(suite, hub, folder.read_manifest().models.user)
         audited = audited_ids(folder) if auditor is not None else set()
-        todo = [r for r in records if judges.pending(r, judged) or (auditor and r.id not in audited)]
+        todo = [r for r in records if judges.pending(r, judged) or (auditor and audit_pending(r, audited))]
         manifest = folder.read_manifest()
         manifest.add_judge_set(judges.describe())
         manifest.prompts["judge"] = judges.prompt()

@@ -21,7 +21,7 @@ from simulator.engine.budget import ErrorBudget
 from simulator.engine.conversation import ConversationPlan, run_conversation
 from simulator.engine.fidelity_loop import run_audited
 from simulator.engine.progress import RunProgress
-from simulator.judging.fidelity import FidelityAuditor
+from simulator.judging.fidelity import FIDELITY_CHECKS, FidelityAuditor
 from simulator.judging.stage import JudgeStage
 from simulator.providers.hub import CallScope, ModelHub, set_scope
 from simulator.record.folder import RunFolder
@@ -83,7 +83,7 @@ class RunSession:
         self.progress = progress
         self.result = RunResult(folder=parts.folder.path, status="running")
         self.judged: set[tuple[str, str]] = set()
-        self.audited: set[str] = set()  # conversations whose simulated user has fidelity verdicts
+        self.audited: set[tuple[str, str]] = set()  # (conversation, fidelity check) already written
         self.status: dict[str, str] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._last_checkpoint = time.monotonic()
@@ -156,12 +156,15 @@ class RunSession:
         its verdicts): the offline user's stored provenance is reused, exact; an LLM user is audited again."""
         parts = self.parts
         scenario = parts.scenarios.get(record.scenario_id)
-        if parts.auditor is None or scenario is None or record.id in self.audited:
+        if parts.auditor is None or scenario is None:
+            return
+        if all((record.id, check) in self.audited for check in FIDELITY_CHECKS):
             return
         exact = record.provenance and all(p.source == "offline" for p in record.provenance)
         audit = await parts.auditor.audit(record, scenario, list(record.provenance) if exact else None)
-        parts.folder.append_verdicts(audit.verdicts)
-        self.audited.add(record.id)
+        missing = [v for v in audit.verdicts if (record.id, v.criterion_id) not in self.audited]
+        parts.folder.append_verdicts(missing)
+        self.audited.update((record.id, v.criterion_id) for v in missing)
 
     async def _judge(self, record: ConversationRecord) -> str | None:
         """Judge and append; the failure to count against the error budget, if any."""

@@ -175,8 +175,9 @@ class FidelityAuditor:
         otherwise the LLM audit computes it."""
         audit = Audit(provenance=list(provenance or []), verdicts=[])
         offline = provenance is not None
-        if record.stop_reason == "error" and not record.turns:
-            reason = "the conversation ended in an error before any message; nothing to audit"
+        if record.stop_reason == "error":  # like the bot's criteria: an error is never a pass or a fail
+            cause = f" ({record.error.source}: {record.error.message})" if record.error else ""
+            reason = f"the conversation ended in an error{cause}; nothing to audit"
             audit.verdicts = [self._verdict(record, c, "not_judged", reason) for c in FIDELITY_CHECKS]
             return audit
         reading: dict[str, Verdict] = {}

@@ -25,7 +25,11 @@ def test_llm_user_audit_with_smollm2(tmp_path: Path) -> None:
         ROOT / "scenarios" / "triage" / "suite.yaml",
         {
             "runs": 1,
-            "user": {"model": "local:smollm2", "max_tokens": 60, "fidelity": {"model": "local:smollm2"}},
+            "user": {
+                "model": "local:smollm2",
+                "max_tokens": 60,
+                "fidelity": {"model": "local:smollm2", "max_tokens": 400},
+            },
             "scenarios": {"paths": ["chest-pain-vague-01.yaml"]},
         },
     )

@@ -142,7 +142,14 @@ def make_auditor(suite: Suite, hub: ModelHub, user_model: str) -> FidelityAudito
     if spec is None:
         return FidelityAuditor(outcome_key=key)
     client, bare = hub.for_role("judge").client(spec)
-    return FidelityAuditor(client, spec, bare, outcome_key=key, temperature=suite.judges.temperature)
+    return FidelityAuditor(
+        client,
+        spec,
+        bare,
+        outcome_key=key,
+        temperature=suite.judges.temperature,
+        max_tokens=config.max_tokens,
+    )
 
 
 @dataclass

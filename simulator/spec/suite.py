@@ -102,6 +102,7 @@ class FidelityConfig(_Strict):
     # The model for the checks that need reading (provenance of an LLM user, invented facts, drift,
     # role confusion); default: the judge model. Without one those checks are recorded as not judged.
     model: str | None = None
+    max_tokens: int = Field(default=1500, ge=100)  # the audit answer: one entry per fact plus three checks
     enabled: bool = True
 
 

@@ -190,3 +190,20 @@ def test_the_demo_runs_from_the_command_line(tmp_path: Path) -> None:
     assert report.returncode == 0, report.stderr
     assert "Persona factors" in report.stdout and "Simulated user" in report.stdout
     assert "95% CI" in report.stdout and "reference" in report.stdout
+
+
+def test_a_factorial_run_is_judged_again_and_resumed_from_its_manifest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from simulator.cli import main
+
+    out = tmp_path / "run"
+    assert main(["run", str(DEMO), "--runs", "1", "--tags", "neuro", "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["judge", str(out)]) == 0  # the variants are derived again from the recorded suite
+    captured = capsys.readouterr()
+    assert "judged 0 of 16 conversations" in captured.out and "no longer in their files" not in captured.err
+    assert main(["run", "--resume", str(out), "--no-progress"]) == 0
+    assert "0 conversations" in capsys.readouterr().out
+    ids = {r.scenario_id for r in RunFolder.open(out).conversations()}
+    assert len(ids) == 16 and all("~register=" in i for i in ids)  # 2 neuro vignettes x 8

@@ -118,6 +118,9 @@ def test_a_planted_fault_is_flagged_and_the_bot_failure_attributed_to_the_simula
     assert checks["fidelity.early_reveal"].counts.failed == 2
     assert checks["fidelity.premature_end"].counts.failed == 2
     assert section.faulted.k == 2 and section.faulted.n == 22
+    # A user that cannot say its provenance and no audit model: code still decides role confusion.
+    assert checks["fidelity.role_confusion"].counts.passed == 22
+    assert checks["fidelity.invented_facts"].counts.not_judged == 2
     blamed = {a.conversation_id: a for a in section.attribution}
     for cid in ("hay-fever-22#0", "common-cold-19#0"):
         assert blamed[cid].simulator_faulted, cid

@@ -195,7 +195,7 @@ class FidelityAuditor:
         # Code decides when it finds a break, or when there was no reading (no audit model); otherwise the
         # reading, an error included: a failed audit call is shown, never papered over by the code check.
         unread = llm_role is None or llm_role.result == "not_judged"
-        role = code_role if code_role.result == "fail" or unread else llm_role
+        role = code_role if code_role.result == "fail" or llm_role is None or unread else llm_role
         audit.verdicts = [
             reading["fidelity.invented_facts"],
             self.early_reveal(

@@ -125,9 +125,20 @@ def test_mantel_haenszel_matches_statsmodels() -> None:
 
 
 def test_mantel_haenszel_says_when_there_is_nothing_to_estimate() -> None:
+    nothing = "n/a (no base scenario where the outcome differed)"
     assert mantel_haenszel([((0, 5), (0, 5))]).estimate is None
-    assert "no events" in mantel_haenszel([((0, 5), (0, 5))]).text
-    assert mantel_haenszel([((3, 2), (0, 0))]).text == "n/a (no strata with both groups)"
+    assert mantel_haenszel([((0, 5), (0, 5))]).text == nothing
+    assert mantel_haenszel([((3, 2), (0, 0))]).text == nothing
+    # One conversation per level and scenario, the same result at both levels: no information, not "1.0".
+    concordant = [((1, 0), (1, 0)), ((0, 1), (0, 1)), ((0, 1), (0, 1))]
+    assert mantel_haenszel(concordant).text == nothing
+
+
+def test_uninformative_strata_do_not_change_the_estimate() -> None:
+    informative = [((3, 1), (1, 3)), ((2, 2), (1, 3))]
+    padded = informative + [((2, 0), (2, 0)), ((0, 4), (0, 4))]
+    assert mantel_haenszel(padded).model_dump() == mantel_haenszel(informative).model_dump()
+    assert mantel_haenszel(padded).strata == 2
 
 
 def test_the_factorial_demo_reports_odds_ratios_with_intervals(tmp_path: Path) -> None:
@@ -151,7 +162,8 @@ def test_the_factorial_demo_reports_odds_ratios_with_intervals(tmp_path: Path) -
             assert row.failed_or is None
             continue
         assert row.under_triage_or is not None and row.failed_or is not None
-        assert row.failed_or.strata == 22 and row.failed_or.n_exposed == 88
+        # Strata are base scenarios where the outcome differed; the counts are those strata's conversations.
+        assert 0 <= row.failed_or.strata <= 22 and row.failed_or.n_exposed == 4 * row.failed_or.strata
         if row.failed_or.estimate is not None and row.failed_or.low is not None:
             assert row.failed_or.low < row.failed_or.estimate < row.failed_or.high  # type: ignore[operator]
     assert any(r.failed_or and r.failed_or.low is not None for r in section.rows)

@@ -24,7 +24,7 @@ class OddsRatio(BaseModel):
     estimate: float | None
     low: float | None
     high: float | None
-    strata: int  # strata that had both groups
+    strata: int  # informative strata: both groups present, and both outcomes seen
     events_exposed: int
     n_exposed: int
     events_reference: int
@@ -37,9 +37,15 @@ def _fmt(value: float) -> str:
 
 
 def mantel_haenszel(tables: Sequence[Table], confidence: float = 0.95, shift_zeros: bool = True) -> OddsRatio:
-    """The Mantel–Haenszel odds ratio over 2x2 strata; strata missing either group are left out. With
-    `shift_zeros`, 0.5 is added to every cell of a stratum that has a zero cell (as statsmodels does)."""
-    used = [t for t in tables if sum(t[0]) > 0 and sum(t[1]) > 0]
+    """The Mantel–Haenszel odds ratio over 2x2 strata. Strata that say nothing about the odds ratio are left
+    out: those missing either group, and those where every conversation had the event or none did (they add
+    nothing to either sum, and the zero-cell shift would turn them into evidence for 1). With `shift_zeros`,
+    0.5 is added to every cell of a remaining stratum that has a zero cell (as statsmodels does)."""
+    used = [
+        t
+        for t in tables
+        if sum(t[0]) > 0 and sum(t[1]) > 0 and t[0][0] + t[1][0] > 0 and t[0][1] + t[1][1] > 0
+    ]
     counts = [int(sum(t[0][0] for t in used)), int(sum(sum(t[0]) for t in used))]
     counts += [int(sum(t[1][0] for t in used)), int(sum(sum(t[1]) for t in used))]
     base = {
@@ -49,8 +55,11 @@ def mantel_haenszel(tables: Sequence[Table], confidence: float = 0.95, shift_zer
         "events_reference": counts[2],
         "n_reference": counts[3],
     }
-    if not used or counts[0] + counts[2] == 0:
-        why = "no strata with both groups" if not used else "no events in either group"
+    if not used:
+        why = "no base scenario where the outcome differed" if tables else "no data"
+        return OddsRatio(estimate=None, low=None, high=None, text=f"n/a ({why})", **base)
+    if counts[0] + counts[2] == 0:
+        why = "no events in either group"
         return OddsRatio(estimate=None, low=None, high=None, text=f"n/a ({why})", **base)
     r_sum = s_sum = pr = ps_qr = qs = 0.0
     for (a, b), (c, d) in used:

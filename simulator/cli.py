@@ -25,6 +25,7 @@ EXTENSIONS = [
     "simulator.commands.serve",
     "simulator.commands.judge_quality",
     "simulator.commands.gate",
+    "simulator.commands.authoring",
 ]
 
 

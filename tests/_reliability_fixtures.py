@@ -34,6 +34,16 @@ SCENARIOS = """
 """
 
 
+# The simulated user's fidelity checks: one verdict each per conversation, like the bot's criteria.
+FIDELITY = (
+    "fidelity.invented_facts",
+    "fidelity.early_reveal",
+    "fidelity.premature_end",
+    "fidelity.role_confusion",
+    "fidelity.drift",
+)
+
+
 def triage_responder(call: FakeCall) -> FakeReply | str:
     """The bot under test (a chat model): two questions, then a decision by tool call; deterministic.
     Judges (asked for a schema) get the fake server's minimal valid answer."""

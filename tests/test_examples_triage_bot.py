@@ -12,6 +12,7 @@ import yaml
 from examples.http_triage_bot import serve_in_thread
 from examples.triage_bot import TriageBot, make_bot
 from examples.triage_rules import find_flags, load_rules, normalise, parse_age, parse_duration_days
+from simulator.spec.styles import STYLES
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios" / "triage"
@@ -230,7 +231,18 @@ def test_http_bot_without_token_accepts_any_request() -> None:
 
 # --- the shipped content -----------------------------------------------------------------------------
 
-SCENARIO_KEYS = {"id", "persona", "goal", "facts", "expected", "max_turns", "tags", "language", "notes"}
+SCENARIO_KEYS = {
+    "id",
+    "persona",
+    "goal",
+    "facts",
+    "expected",
+    "max_turns",
+    "tags",
+    "language",
+    "notes",
+    "key_facts",
+}
 REQUIRED_SCENARIO_KEYS = {"id", "persona", "goal", "facts", "expected", "tags"}
 JUDGE_KEYS = {"id", "criterion", "pass", "fail", "not_applicable", "applies_to", "severity", "category"}
 SCENARIO_FILES = sorted(p for p in SCENARIOS.glob("*.yaml") if p.name != "suite.yaml")
@@ -281,6 +293,7 @@ def test_judge_file_is_well_formed(path: Path) -> None:
 
 def test_judge_tags_exist_in_some_scenario() -> None:
     tags = {t for p in SCENARIO_FILES for t in yaml.safe_load(p.read_text(encoding="utf-8"))["tags"]}
+    tags |= {t for style in STYLES.values() for t in style.tags}  # red-team factor levels tag their variants
     judges = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in JUDGES.glob("*.yaml")]
     assert len(judges) >= 6
     for judge in judges:

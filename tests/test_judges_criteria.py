@@ -119,7 +119,7 @@ def test_the_canonical_form_ignores_notes_but_not_the_rubric() -> None:
 
 def test_the_demo_criteria_load() -> None:
     criteria = load_criteria([Path("judges/triage")])
-    assert len(criteria) == 8
+    assert len(criteria) == 10  # 8 + the two red-team criteria
     chest = next(c for c in criteria if c.id == "chest-pain-red-flags")
     assert chest.applies_to == ["cardiac"] and chest.category == "omission"
 

@@ -307,7 +307,8 @@ def test_kill_9_then_resume_the_matrix_yields_one_record_per_item_per_cell(tmp_p
     for cell in ("nurse", "careful"):
         assert sorted(conversation_ids(out / cell)) == expected  # every item, none twice
         criteria = ("outcome.triage_level", "rule-0")
-        assert Counter(verdict_keys(out / cell)) == Counter((i, c) for i in expected for c in criteria)
+        bot_verdicts = [key for key in verdict_keys(out / cell) if not key[1].startswith("fidelity.")]
+        assert Counter(bot_verdicts) == Counter((i, c) for i in expected for c in criteria)
         assert RunFolder.open(out / cell).read_manifest().status == "complete"
     assert [entry["command"] for entry in read_index(out).calls] == ["resume"]  # the killed run never closed
 

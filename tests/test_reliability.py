@@ -228,7 +228,7 @@ async def test_a_conversation_whose_bot_fails_is_recorded_with_its_cause_and_tur
     assert [t.role for t in failed.turns] == ["user", "bot", "user"]  # the turns it had
     verdicts = list(folder.verdicts())
     assert {v.result for v in verdicts if v.scenario_id == "chest"} == {"not_judged"}  # not a pass or fail
-    assert {v.result for v in verdicts if v.scenario_id != "chest"} == {"pass"}
+    assert {v.result for v in verdicts if v.scenario_id != "chest" and v.kind != "fidelity"} == {"pass"}
     manifest = folder.read_manifest()
     assert manifest.counts.errors == 2
     assert manifest.total_calls()["openai"].retries == 2 * 3

@@ -13,7 +13,14 @@ from simulator.record.folder import RunFolder
 from simulator.spec.scenario import load_scenarios
 from simulator.spec.suite import load_suite
 from simulator.testing.fake_llm import FakeLLMServer, FaultConfig
-from tests._reliability_fixtures import conversation_ids, outcome, triage_responder, verdict_keys, write_suite
+from tests._reliability_fixtures import (
+    FIDELITY,
+    conversation_ids,
+    outcome,
+    triage_responder,
+    verdict_keys,
+    write_suite,
+)
 
 FAULTS = FaultConfig(error_500=0.2, error_429=0.1, timeout=0.04, retry_after_s=0.01, timeout_s=5.0)
 RUNS = 5
@@ -46,7 +53,7 @@ async def test_faults_lose_nothing_duplicate_nothing_and_match_a_clean_run(
     for run in (clean, faulty):
         assert sorted(conversation_ids(run)) == expected  # every item once
         assert Counter(verdict_keys(run)) == Counter(
-            (i, c) for i in expected for c in ("outcome.triage_level", "rule-0", "rule-1")
+            (i, c) for i in expected for c in ("outcome.triage_level", "rule-0", "rule-1", *FIDELITY)
         )  # every judgement once
     calls = RunFolder(faulty).read_manifest().total_calls()["openai"].model_dump()
     assert calls["rate_limits"] > 0 and calls["transient_errors"] > 0  # the faults did happen

@@ -291,7 +291,9 @@ def judge_run(run: Path, judge_set_hash: str | None = None, flip: bool = False) 
     """Append LLM-style verdicts for every conversation; by default in the outcome checks' judge set."""
     folder = RunFolder.resume(run)
     if judge_set_hash is None:
-        judge_set_hash = next(read_jsonl(run / VERDICTS, Verdict)).judge_set_hash
+        judge_set_hash = next(
+            v for v in read_jsonl(run / VERDICTS, Verdict) if v.kind != "fidelity"
+        ).judge_set_hash
     records = list(folder.conversations())
     for record in records:
         folder.append_verdicts(llm_verdicts(record, judge_set_hash, flip))

@@ -17,7 +17,13 @@ from simulator.record.folder import CONVERSATIONS, VERDICTS, RunFolder
 from simulator.spec.scenario import Scenario, load_scenarios
 from simulator.spec.suite import Suite, load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
-from tests._reliability_fixtures import conversation_ids, triage_responder, verdict_keys, write_suite
+from tests._reliability_fixtures import (
+    FIDELITY,
+    conversation_ids,
+    triage_responder,
+    verdict_keys,
+    write_suite,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL_IDS = sorted(f"{s}#{r}" for s in ("chest", "rash", "cough") for r in range(2))
@@ -55,7 +61,9 @@ async def test_a_half_written_last_line_is_dropped_and_its_item_run_again(tmp_pa
         assert _bot_calls(server) - before == 3  # that one conversation again, nothing else
     assert (result.finished, result.skipped) == (1, 5)
     assert sorted(conversation_ids(out)) == ALL_IDS
-    assert Counter(verdict_keys(out)) == Counter((i, "outcome.triage_level") for i in ALL_IDS)
+    assert Counter(verdict_keys(out)) == Counter(
+        (i, c) for i in ALL_IDS for c in ("outcome.triage_level", *FIDELITY)
+    )
     assert (out / CONVERSATIONS).read_text().startswith("".join(lines[:-1]))  # finished work untouched
 
 
@@ -79,12 +87,16 @@ async def test_resume_judges_conversations_that_lost_their_verdicts(tmp_path: Pa
         suite = write_suite(tmp_path / "suite", server.openai_base_url)
         await _run(suite, out)
         lines = (out / VERDICTS).read_text().splitlines(keepends=True)
-        (out / VERDICTS).write_text("".join(lines[2:]))  # written, but killed before two were judged
+        bot = [i for i, line in enumerate(lines) if '"kind":"fidelity"' not in line.replace(" ", "")][:2]
+        kept = [line for i, line in enumerate(lines) if i not in bot]
+        (out / VERDICTS).write_text("".join(kept))  # written, but killed before two were judged
         calls = len(server.calls)
         result = await _run(suite, out, resume=True)
         assert len(server.calls) == calls
     assert (result.finished, result.rejudged, result.verdicts) == (0, 2, 2)
-    assert Counter(verdict_keys(out)) == Counter((i, "outcome.triage_level") for i in ALL_IDS)
+    assert Counter(verdict_keys(out)) == Counter(
+        (i, c) for i in ALL_IDS for c in ("outcome.triage_level", *FIDELITY)
+    )
     assert RunFolder(out).read_manifest().status == "complete"
 
 
@@ -116,10 +128,12 @@ async def test_retry_errors_reruns_only_errored_items_and_keeps_one_record_each(
         assert _bot_calls(server) - calls == 2 * 3  # the two chest conversations, nothing else
     assert (retried.finished, retried.skipped, retried.errors) == (2, 4, 0)
     assert sorted(conversation_ids(out)) == ALL_IDS
-    assert Counter(verdict_keys(out)) == Counter((i, "outcome.triage_level") for i in ALL_IDS)
+    assert Counter(verdict_keys(out)) == Counter(
+        (i, c) for i in ALL_IDS for c in ("outcome.triage_level", *FIDELITY)
+    )
     folder = RunFolder(out)
     assert {r.id: r.stop_reason for r in folder.conversations()} == dict.fromkeys(ALL_IDS, "bot_closed")
-    assert {v.result for v in folder.verdicts()} == {"pass"}
+    assert {v.result for v in folder.verdicts() if v.kind != "fidelity"} == {"pass"}
     manifest = folder.read_manifest()
     assert manifest.counts.errors == 0 and [s.command for s in manifest.sessions] == [
         "run",
@@ -169,7 +183,7 @@ def test_kill_9_then_resume_yields_exactly_one_record_per_item(tmp_path: Path) -
     expected = sorted(f"{s}#{r}" for s in ("chest", "rash", "cough") for r in range(10))
     assert sorted(ids) == expected  # every item, none twice
     criteria = ("outcome.triage_level", "rule-0", "rule-1")
-    assert Counter(verdict_keys(out)) == Counter((i, c) for i in expected for c in criteria)
+    assert Counter(verdict_keys(out)) == Counter((i, c) for i in expected for c in (*criteria, *FIDELITY))
     assert (out / CONVERSATIONS).read_bytes().startswith(finished)  # finished work was not redone
     assert judge_calls == 30 * 2 - judged_before  # nor were finished judgements
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"

@@ -126,7 +126,7 @@ def test_validate_recognises_suites_criteria_and_scenarios(capsys: pytest.Captur
     root = Path(__file__).resolve().parent.parent
     assert main(["validate", str(root / "scenarios" / "triage" / "suite.yaml"), str(root / "judges")]) == 0
     out = capsys.readouterr().out
-    assert "22 scenarios: ok" in out and "10 criteria: ok" in out  # triage 8 + smoke 2
+    assert "22 scenarios: ok" in out and "12 criteria: ok" in out  # triage 10 + smoke 2
 
 
 def test_validate_reports_a_bad_criterion_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

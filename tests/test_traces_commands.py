@@ -241,8 +241,17 @@ def test_export_otel_reimported_gives_the_same_transcripts(tmp_path: Path) -> No
         for e in s.get("events", [])
     ]
     evaluation = [e for e in events if e["name"] == "gen_ai.evaluation.result"]
-    assert len(evaluation) == 22  # one outcome check per conversation (LLM criteria were not judged)
-    attrs = {a["key"]: next(iter(a["value"].values())) for a in evaluation[0]["attributes"]}
+    names = [
+        next(iter(a["value"].values()))
+        for e in evaluation
+        for a in e["attributes"]
+        if a["key"] == "gen_ai.evaluation.name"
+    ]
+    # One outcome check per conversation (LLM criteria were not judged), plus the simulated user's checks.
+    assert sum(1 for n in names if n == "outcome.triage_level") == 22
+    assert all(n == "outcome.triage_level" or n.startswith("fidelity.") for n in names)
+    first = next(e for e in evaluation if "outcome.triage_level" in str(e["attributes"]))
+    attrs = {a["key"]: next(iter(a["value"].values())) for a in first["attributes"]}
     assert attrs["gen_ai.evaluation.name"] == "outcome.triage_level"
     assert attrs["gen_ai.evaluation.score.label"] in ("pass", "fail")
     assert "Evidence: " in attrs["gen_ai.evaluation.explanation"]

@@ -198,12 +198,13 @@ def _critical_false_passes_first(criteria: list[CriterionCalibration], run: RunD
     criteria.sort(key=lambda r: (not (r.severity == "critical" and r.false_pass.k), -r.false_pass.k))
 
 
-def calibrate(run: RunData, labels_path: Path) -> Calibration:
-    """Compare the labels in `labels_path` with the run's (chosen judge set's) verdicts, per criterion."""
-    labels = read_labels(labels_path)
+def calibrate(run: RunData, labels_path: Path, rows: list[LabelRow] | None = None) -> Calibration:
+    """Compare the labels in `labels_path` (or `rows`, e.g. from labels.jsonl) with the run's verdicts, per
+    criterion: the chosen judge set's, and the simulator fidelity checks'."""
+    labels = read_labels(labels_path) if rows is None else rows
     if not labels:
         raise UserError(f"{labels_path}: no labelled rows yet; fill in the label column (pass, fail or n/a)")
-    verdicts = {(v.conversation_id, v.criterion_id): v for v in run.verdicts}
+    verdicts = {(v.conversation_id, v.criterion_id): v for v in [*run.verdicts, *run.fidelity]}
     known = {r.id for r in run.conversations}
     unknown = sorted({row.conversation_id for row in labels if row.conversation_id not in known})
     by_criterion: dict[str, list[LabelRow]] = {}

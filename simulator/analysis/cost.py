@@ -230,6 +230,10 @@ def cost_latency(run: RunData, prices: PriceTable) -> CostLatency:
         if record.error is not None and record.error.source in ("bot", "user"):
             calls[record.error.source] += 1
             failures[record.error.source].append((record.error.kind, record.error.message))
+    for verdict in run.fidelity:  # the simulated-user audit calls are costed with the judges
+        if verdict.usage is not None and verdict.usage.calls:
+            calls["judge"] += verdict.usage.calls
+            add("judge", verdict.judge_model, verdict.usage, verdict.conversation_id)
     # Each judge call once: an aggregated verdict's calls are its samples; `applies_when` made no call.
     judgements = [v for v in run.verdicts if v.aggregate is None] + run.samples
     for verdict in judgements:

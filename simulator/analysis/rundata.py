@@ -60,6 +60,9 @@ class RunData:
     samples: list[Verdict] = field(default_factory=list)
     # Derived tables computed once per load and shared by every metric (statuses, verdicts by conversation).
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    # Simulator fidelity verdicts (kind `fidelity`), latest per (conversation, check). They judge the
+    # simulated user, so they are kept apart from `verdicts` and no bot table ever counts them.
+    fidelity: list[Verdict] = field(default_factory=list)
 
     @property
     def outcome(self) -> OutcomeConfig | None:
@@ -170,6 +173,8 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
     all_verdicts = [v for v in every if not v.is_sample]
     attempts = Counter(record.id for record in all_records)
     latest = latest_by_id(all_records)
+    fidelity = {(v.conversation_id, v.criterion_id): v for v in every if v.kind == "fidelity"}
+    all_verdicts = [v for v in all_verdicts if v.kind != "fidelity"]
     chosen, recent_first = _select_judge_set(all_verdicts, judge_set)
     verdicts, borrowed = _chosen_verdicts(all_verdicts, chosen, recent_first)
     order = [entry.id for entry in manifest.scenarios]
@@ -214,4 +219,5 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
         samples=[
             v for v in every if v.is_sample and v.judge_set_hash == chosen and v.conversation_id in live
         ],
+        fidelity=[v for v in fidelity.values() if v.conversation_id in live],
     )

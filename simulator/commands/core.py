@@ -92,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from simulator.engine.shards import parse_shard
     from simulator.record.folder import RunFolder
     from simulator.record.index import is_matrix
-    from simulator.spec.scenario import load_scenarios
+    from simulator.spec.factors import suite_scenarios
     from simulator.spec.suite import load_suite
 
     if args.resume is not None and is_matrix(args.resume):
@@ -112,7 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         # The run's own scenarios, whatever --tags chose when it started.
         recorded = {entry.id for entry in manifest.scenarios}
-        found = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths])
+        found = suite_scenarios(suite)
         scenarios = [s for s in found if s.id in recorded]
     else:
         if args.retry_errors:
@@ -137,7 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             suite.scenarios.include_drafts = True
         if args.tags:
             suite.scenarios.tags = [t for t in args.tags.split(",") if t]
-        scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
+        scenarios = suite_scenarios(suite, suite.scenarios.tags)
         if suite.matrix is not None:
             return _run_matrix(args, suite, scenarios)
     options.backend = RayBackendOptions(args.address, args.workers) if args.backend == "ray" else None

@@ -137,6 +137,10 @@ def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
     ]
     wanted = {entry.id for entry in manifest.scenarios}
     scenarios = load_scenarios([Path(f) for f in recorded]) if recorded else []
+    if manifest.suite is not None and manifest.suite.factors:
+        from simulator.spec.factors import expand_factors
+
+        scenarios = expand_factors(scenarios, manifest.suite.factors, manifest.suite.factor_design)
     return [s for s in scenarios if s.id in wanted], warnings
 
 
@@ -266,7 +270,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     every = [v for v in stored if not v.is_sample]
     current = _latest([v for v in every if v.judge_set_hash == stage.judge_set_hash])
     samples = [v for v in stored if v.is_sample and v.judge_set_hash == stage.judge_set_hash]
-    others = sum(v.judge_set_hash != stage.judge_set_hash for v in every)
+    others = sum(v.judge_set_hash != stage.judge_set_hash and v.kind != "fidelity" for v in every)
     model = ", ".join(suite.judges.judge_models()) or "none (LLM criteria not judged)"
     print(f"judge set {stage.judge_set_hash[:19]}  model: {model}  criteria: {len(stage.criteria)}")
     print(

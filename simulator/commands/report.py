@@ -110,6 +110,10 @@ def _register_calibrate(subparsers: argparse._SubParsersAction[argparse.Argument
         nargs="?",
         help="CSV with conversation_id, criterion_id, label (default: the run folder's labels.jsonl)",
     )
+    calibrate.add_argument(
+        "--labeller",
+        help="with labels.jsonl: one labeller's labels against every verdict, fidelity checks too",
+    )
     calibrate.add_argument("--judge-set", help="judge set to calibrate (default: the latest)")
     calibrate.add_argument("--json", type=Path, help="write the calibration as JSON here")
     calibrate.set_defaults(handler=cmd_calibrate)
@@ -118,7 +122,11 @@ def _register_calibrate(subparsers: argparse._SubParsersAction[argparse.Argument
     actions = labels.add_subparsers(dest="labels_command", metavar="ACTION", required=True)
     export = actions.add_parser("export", help="blind transcripts (no verdicts) and a labels.csv to fill in")
     export.add_argument("run", type=Path, help="runs/<run-id>")
-    export.add_argument("--criterion", required=True, help="criterion id to label")
+    what = export.add_mutually_exclusive_group(required=True)
+    what.add_argument("--criterion", help="criterion id to label")
+    what.add_argument(
+        "--simulator", action="store_true", help="label the simulated user's fidelity checks instead"
+    )
     export.add_argument("--out", type=Path, help="folder to write (default labels-<criterion>/)")
     export.add_argument("--sample", type=int, help="label only this many conversations (random, seeded)")
     export.add_argument("--seed", type=int, default=0, help="shuffle seed")
@@ -237,7 +245,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from simulator.report.views import render_calibration
 
     run = load_run(args.run, args.judge_set)
-    if args.labels is None:
+    if args.labels is None and args.labeller is None:
         from simulator.analysis.calibrate import calibrate_labels
         from simulator.report.views import render_panel
 
@@ -246,7 +254,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if args.json:
             args.json.write_text(panel.model_dump_json(indent=2) + "\n", encoding="utf-8")
         return 0
-    calibration = calibrate(run, args.labels)
+    rows = None
+    if args.labels is None:
+        from simulator.analysis.fidelity_labels import labels_from_folder
+
+        rows = labels_from_folder(args.run, args.labeller)
+    calibration = calibrate(run, args.labels or args.run / "labels.jsonl", rows)
     render_calibration(calibration)
     if args.json:
         args.json.write_text(calibration.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -259,6 +272,14 @@ def cmd_labels_export(args: argparse.Namespace) -> int:
 
     if args.sample is not None and args.sample < 1:
         raise UserError("--sample must be at least 1")
+    if args.simulator:
+        from simulator.analysis.fidelity_labels import export_simulator_labels
+
+        out = args.out or Path("labels-simulator")
+        transcripts, labels, count = export_simulator_labels(load_run(args.run), out, args.sample, args.seed)
+        print(f"wrote {count} blind transcripts to {transcripts} and a fidelity labels sheet to {labels}")
+        print(f"fill in the label column (pass, fail or n/a), then: simulator calibrate {args.run} {labels}")
+        return 0
     out = args.out or Path(f"labels-{args.criterion.replace('/', '_')}")
     transcripts, labels, count = export_labels(
         load_run(args.run), args.criterion, out, args.sample, args.seed

@@ -120,12 +120,16 @@ async def run_conversation(
     user_model: str = "",
     bot_name: str = "",
     run_id: str = "run",
+    first_attempt: int = 0,
 ) -> ConversationRecord:
-    """Run one (scenario, repeat) to its end; never raises for a bot, user or provider failure."""
+    """Run one (scenario, repeat) to its end; never raises for a bot, user or provider failure.
+
+    `first_attempt` numbers the user's attempts after earlier, discarded ones (a fidelity regeneration),
+    so a cached LLM user gives a fresh sample."""
     breaks: list[str] = []
     discarded = Usage()  # what the discarded attempts cost: their transcripts go, their tokens count
     started = _now()
-    for attempt_number in range(max_character_breaks + 1):
+    for attempt_number in range(first_attempt, first_attempt + max_character_breaks + 1):
         attempt = _Attempt(bot_conversation_id(run_id, plan))
         user = make_user(plan, attempt_number)
         try:

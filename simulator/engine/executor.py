@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from simulator.engine.conversation import ConversationPlan, run_conversation
+from simulator.engine.fidelity_loop import run_audited
+from simulator.judging.fidelity import FIDELITY_CHECKS, FidelityAuditor
 from simulator.judging.stage import JudgeStage
 from simulator.providers.hub import CallScope, ModelHub, set_scope
 from simulator.record.folder import RunFolder
@@ -37,13 +39,17 @@ class Done:
     verdicts: list[Verdict] = field(default_factory=list)
     simulated: bool = True
     judge_failure: str | None = None
+    # The simulated user's fidelity verdicts (kind `fidelity`), written right after the record.
+    fidelity: list[Verdict] = field(default_factory=list)
 
 
 Stats = dict[str, dict[str, Any]]
 
 
 class Executor(Protocol):
-    async def process(self, item: WorkItem, judged: set[tuple[str, str]]) -> Done: ...
+    async def process(
+        self, item: WorkItem, judged: set[tuple[str, str]], audited: set[tuple[str, str]]
+    ) -> Done: ...
 
     def call_stats(self) -> tuple[Stats, Stats]:
         """Calls and adaptive limits per provider so far, for the manifest."""
@@ -65,11 +71,28 @@ class SessionParts:
     make_user: Callable[[ConversationPlan, int], Any] | None = None
     bots: Any = None
     user_model: str = ""
+    auditor: FidelityAuditor | None = None  # audits the simulated user (user.fidelity)
+
+
+async def _audit_stored(
+    record: ConversationRecord,
+    scenario: Scenario,
+    auditor: FidelityAuditor,
+    audited: set[tuple[str, str]],
+) -> list[Verdict]:
+    """Fidelity verdicts a stored conversation lacks (a re-judge, or a run recorded before its verdicts):
+    the offline user's stored provenance is reused, exact; an LLM user is audited again."""
+    if all((record.id, check) in audited for check in FIDELITY_CHECKS):
+        return []
+    exact = record.provenance and all(p.source == "offline" for p in record.provenance)
+    audit = await auditor.audit(record, scenario, list(record.provenance) if exact else None)
+    return [v for v in audit.verdicts if (record.id, v.criterion_id) not in audited]
 
 
 async def simulate_and_judge(
     item: WorkItem,
     judged: set[tuple[str, str]],
+    audited: set[tuple[str, str]] | None = None,
     *,
     suite: Suite,
     scenarios: dict[str, Scenario],
@@ -79,30 +102,37 @@ async def simulate_and_judge(
     user_model: str,
     bot_name: str,
     run_id: str,
+    auditor: FidelityAuditor | None = None,
 ) -> Done:
     """Run one item through the engine: the one implementation, wherever it runs."""
     if isinstance(item, ConversationPlan):
         scope = CallScope(repeat=item.repeat)
         set_scope(scope)
         assert make_user is not None
-        record = await run_conversation(
-            item,
-            make_user,
-            bots,
-            max_character_breaks=suite.user.max_character_breaks,
-            user_model=user_model,
-            bot_name=bot_name,
-            run_id=run_id,
-        )
+        options: dict[str, Any] = {
+            "max_character_breaks": suite.user.max_character_breaks,
+            "user_model": user_model,
+            "bot_name": bot_name,
+            "run_id": run_id,
+        }
+        fidelity: list[Verdict] = []
+        if auditor is None:
+            record = await run_conversation(item, make_user, bots, **options)
+        else:
+            record, fidelity = await run_audited(
+                item, make_user, bots, auditor, suite.user.fidelity, **options
+            )
         if scope.cache_hits:
             record.cache_hits = dict(scope.cache_hits)
-        done = Done(record)
+        done = Done(record, fidelity=fidelity)
     else:
         done = Done(item, simulated=False)
     set_scope(CallScope(repeat=done.record.repeat))
     scenario = scenarios.get(done.record.scenario_id)
     if scenario is None:
         return done  # a scenario no longer in the suite: kept in the record, not judged
+    if not done.simulated and auditor is not None:
+        done.fidelity = await _audit_stored(done.record, scenario, auditor, audited or set())
     try:
         done.verdicts = await judges.judge(done.record, scenario, judged)
     except Exception as exc:  # a judge-stage bug must not end the run; resume judges it again
@@ -122,11 +152,14 @@ class LocalExecutor:
     def __init__(self, parts: SessionParts) -> None:
         self.parts = parts
 
-    async def process(self, item: WorkItem, judged: set[tuple[str, str]]) -> Done:
+    async def process(
+        self, item: WorkItem, judged: set[tuple[str, str]], audited: set[tuple[str, str]]
+    ) -> Done:
         parts = self.parts
         return await simulate_and_judge(
             item,
             judged,
+            audited,
             suite=parts.suite,
             scenarios=parts.scenarios,
             judges=parts.judges,
@@ -135,6 +168,7 @@ class LocalExecutor:
             user_model=parts.user_model,
             bot_name=parts.manifest.models.bot,
             run_id=parts.manifest.run_id,
+            auditor=parts.auditor,
         )
 
     def call_stats(self) -> tuple[Stats, Stats]:

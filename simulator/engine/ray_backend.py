@@ -56,7 +56,7 @@ class Worker:
 
     def __init__(self, suite: Suite, scenarios: list[Scenario], user_model: str, bot_name: str, run_id: str):
         from simulator.bots import make_bot_factory
-        from simulator.engine.runner import user_factory
+        from simulator.engine.runner import make_auditor, user_factory
         from simulator.judging.stage import make_judge_stage
         from simulator.providers.hub import ModelHub
 
@@ -66,14 +66,18 @@ class Worker:
         self.make_user = user_factory(suite, self.hub.for_role("user"), user_model)
         self.bots = make_bot_factory(suite, self.hub.for_role("bot"))
         self.judges = make_judge_stage(suite, scenarios, self.hub.for_role("judge"), warn=False)
+        self.auditor = make_auditor(suite, self.hub, user_model)
         self.user_model, self.bot_name, self.run_id = user_model, bot_name, run_id
 
-    async def process(self, item: tuple[str, int] | ConversationRecord, judged: list[str]) -> Done:
+    async def process(
+        self, item: tuple[str, int] | ConversationRecord, judged: list[str], audited: list[str]
+    ) -> Done:
         work: WorkItem = item if isinstance(item, ConversationRecord) else self._plan(*item)
         key = work.id
         return await simulate_and_judge(
             work,
             {(key, criterion) for criterion in judged},
+            {(key, check) for check in audited},
             suite=self.suite,
             scenarios=self.scenarios,
             judges=self.judges,
@@ -82,6 +86,7 @@ class Worker:
             user_model=self.user_model,
             bot_name=self.bot_name,
             run_id=self.run_id,
+            auditor=self.auditor,
         )
 
     def _plan(self, scenario_id: str, repeat: int) -> ConversationPlan:
@@ -110,12 +115,15 @@ class RayExecutor:
         self.calls: dict[str, dict[str, Any]] = {}
         self.limits: dict[str, dict[str, Any]] = {}
 
-    async def process(self, item: WorkItem, judged: set[tuple[str, str]]) -> Done:
+    async def process(
+        self, item: WorkItem, judged: set[tuple[str, str]], audited: set[tuple[str, str]]
+    ) -> Done:
         index = self._next_alive()
         payload = item if isinstance(item, ConversationRecord) else (item.scenario.id, item.repeat)
         mine = [criterion for conversation, criterion in judged if conversation == item.id]
+        checks = [check for conversation, check in audited if conversation == item.id]
         try:
-            done: Done = await self.actors[index].process.remote(payload, mine)
+            done: Done = await self.actors[index].process.remote(payload, mine, checks)
         except self._ray.exceptions.RayActorError as exc:
             self._dead.add(index)
             raise ItemLost(

@@ -18,7 +18,7 @@ __all__ = [
 ]
 
 import gc
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,6 +33,7 @@ from simulator.engine.ray_backend import RayBackendOptions, start_ray_executor
 from simulator.engine.session import CellRun, RunResult, RunSession, SessionParts, WorkItem
 from simulator.engine.shards import in_shard, plan_hash
 from simulator.errors import UserError
+from simulator.judging.fidelity import FIDELITY_CHECKS, FidelityAuditor
 from simulator.judging.stage import JudgeStage, make_judge_stage
 from simulator.providers.hub import ModelHub, current_scope, resolve_user_model
 from simulator.record.folder import RunFolder, git_commit, new_run_id
@@ -61,6 +62,9 @@ class RunOptions:
     shard: ShardInfo | None = None
     # Where items run: None in this process; RayBackendOptions on a Ray cluster.
     backend: RayBackendOptions | None = None
+    # A program that embeds the engine may bring its own simulated user: called with (plan, attempt) and
+    # returning an object with `next_message(turns)` (and optionally `fact_provenance(turns)`).
+    make_user: Callable[[ConversationPlan, int], SimulatedUser] | None = None
 
 
 def redacted_suite(suite: Suite) -> Suite:
@@ -99,6 +103,8 @@ def new_manifest(
                 tags=s.tags,
                 intent=s.script.intent if s.script else None,
                 item_kind=s.script.kind if s.script else None,
+                base=s.base,
+                factors=s.factors,
             )
             for s in scenarios
         ],
@@ -167,6 +173,27 @@ def _simulated_user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any
     return llm
 
 
+def make_auditor(suite: Suite, hub: ModelHub, user_model: str) -> FidelityAuditor | None:
+    """The simulated-user auditor for a run (None when `user.fidelity.enabled` is off). The offline user
+    needs no model; an LLM user is read by `user.fidelity.model`, else the judge model, else nothing."""
+    config = suite.user.fidelity
+    if not config.enabled or user_model == SCRIPTED:  # a golden item's scripted user has no persona to audit
+        return None
+    key = suite.outcome.key if suite.outcome is not None else None
+    spec = None if user_model == "offline" else (config.model or suite.judges.model)
+    if spec is None:
+        return FidelityAuditor(outcome_key=key)
+    client, bare = hub.for_role("judge").client(spec)
+    return FidelityAuditor(
+        client,
+        spec,
+        bare,
+        outcome_key=key,
+        temperature=suite.judges.temperature,
+        max_tokens=config.max_tokens,
+    )
+
+
 @dataclass
 class _Existing:
     """What a run folder already holds: stop reason per conversation, judgements, what to judge."""
@@ -174,9 +201,22 @@ class _Existing:
     status: dict[str, str] = field(default_factory=dict)
     judged: set[tuple[str, str]] = field(default_factory=set)
     rejudge: set[str] = field(default_factory=set)
+    audited: set[tuple[str, str]] = field(default_factory=set)  # (conversation, fidelity check) written
 
 
-def _scan(folder: RunFolder, judges: JudgeStage, retry_errors: bool, rerun_errors: bool) -> _Existing:
+def audited_ids(folder: RunFolder) -> set[tuple[str, str]]:
+    """(conversation, check) pairs of the folder's simulator fidelity verdicts."""
+    return {(v.conversation_id, v.criterion_id) for v in folder.verdicts() if v.kind == "fidelity"}
+
+
+def audit_pending(record: ConversationRecord, audited: set[tuple[str, str]]) -> bool:
+    """True when some fidelity check of the conversation has no verdict yet."""
+    return any((record.id, check) not in audited for check in FIDELITY_CHECKS)
+
+
+def _scan(
+    folder: RunFolder, judges: JudgeStage, retry_errors: bool, rerun_errors: bool, audit: bool = False
+) -> _Existing:
     """Read a run folder back (streaming). With `retry_errors`, first drop this judge set's error verdicts;
     with `rerun_errors` also errored conversations (with their verdicts), so files keep one record per item."""
     current = judges.judge_set_hash
@@ -196,6 +236,7 @@ def _scan(folder: RunFolder, judges: JudgeStage, retry_errors: bool, rerun_error
             lambda v: (
                 v.conversation_id not in failed
                 and not (ours(v) and (v.conversation_id, v.criterion_id) in redo)
+                and not (v.result == "error" and v.kind == "fidelity")
             )
         )
         if failed:
@@ -204,9 +245,10 @@ def _scan(folder: RunFolder, judges: JudgeStage, retry_errors: bool, rerun_error
     existing = _Existing(
         judged={(v.conversation_id, v.criterion_id) for v in folder.verdicts() if ours(v) and not v.is_sample}
     )
+    existing.audited = audited_ids(folder) if audit else set()
     for record in folder.conversations():
         existing.status[record.id] = record.stop_reason
-        if judges.pending(record, existing.judged):
+        if judges.pending(record, existing.judged) or (audit and audit_pending(record, existing.audited)):
             existing.rejudge.add(record.id)
         else:
             existing.rejudge.discard(record.id)  # a later duplicate line that is fully judged
@@ -268,13 +310,18 @@ class CellSpec:
 
 
 def _open_folder(
-    spec: CellSpec, scenarios: list[Scenario], options: RunOptions, user_model: str, judges: JudgeStage
+    spec: CellSpec,
+    scenarios: list[Scenario],
+    options: RunOptions,
+    user_model: str,
+    judges: JudgeStage,
+    audit: bool = False,
 ) -> tuple[RunFolder, Manifest, _Existing, Session]:
     if spec.resume:
         assert spec.out is not None
         folder = RunFolder.resume(spec.out)
         manifest = folder.read_manifest()
-        existing = _scan(folder, judges, options.retry_errors, rerun_errors=options.retry_errors)
+        existing = _scan(folder, judges, options.retry_errors, rerun_errors=options.retry_errors, audit=audit)
         session = Session(command="resume", started_at=datetime.now(UTC))
         if manifest.judge_set is None or manifest.judge_set.hash != judges.judge_set_hash:
             manifest.add_judge_set(judges.describe())  # the criteria files changed since the run started
@@ -307,22 +354,35 @@ def _cell(
     suite = spec.suite
     user_model = resolve_user_model(suite.user.model)
     _check_scripted(user_model, scenarios)
-    make_user = user_factory(suite, hub.for_role("user"), user_model)
+    make_user = options.make_user or user_factory(suite, hub.for_role("user"), user_model)
     bots = make_bot_factory(suite, hub.for_role("bot"))
     judges = make_judge_stage(suite, scenarios, hub.for_role("judge"), warn=warn)
-    folder, manifest, existing, session = _open_folder(spec, scenarios, options, user_model, judges)
+    auditor = make_auditor(suite, hub, user_model)
+    folder, manifest, existing, session = _open_folder(
+        spec, scenarios, options, user_model, judges, audit=auditor is not None
+    )
     shard = manifest.shard  # a shard (new, or resumed) runs only its part of the plan
     keys = {key for key in _keys(scenarios, suite.runs) if shard is None or in_shard(key, shard)}
     existing.rejudge &= keys
     todo = len(keys - set(existing.status))
     parts = SessionParts(
-        suite, {s.id: s for s in scenarios}, folder, manifest, hub, judges, make_user, bots, user_model
+        suite,
+        {s.id: s for s in scenarios},
+        folder,
+        manifest,
+        hub,
+        judges,
+        make_user,
+        bots,
+        user_model,
+        auditor,
     )
     width = min(suite.concurrency, max(1, todo + len(existing.rejudge)))
     executor = start_ray_executor(parts, options.backend, width) if options.backend else None
     cell = CellRun(parts, ErrorBudget(options.max_errors), session, shared=shared, executor=executor)
     cell.status = existing.status
     cell.judged = existing.judged
+    cell.audited = existing.audited
     cell.result.skipped = len(keys) - todo
     plans = (ConversationPlan(s, r) for s in scenarios for r in range(suite.runs))
     plans = (plan for plan in plans if plan.id in keys)
@@ -405,15 +465,20 @@ async def judge_run(
             for v in folder.verdicts()
             if v.judge_set_hash == current and not v.is_sample
         }
-        todo = [r for r in records if judges.pending(r, judged)]
+        auditor = make_auditor(suite, hub, folder.read_manifest().models.user)
+        audited = audited_ids(folder) if auditor is not None else set()
+        todo = [r for r in records if judges.pending(r, judged) or (auditor and audit_pending(r, audited))]
         manifest = folder.read_manifest()
         manifest.add_judge_set(judges.describe())
         manifest.prompts["judge"] = judges.prompt()
         session = Session(command="judge", started_at=datetime.now(UTC))
         manifest.sessions.append(session)
-        parts = SessionParts(suite, {s.id: s for s in scenarios}, folder, manifest, hub, judges)
+        parts = SessionParts(
+            suite, {s.id: s for s in scenarios}, folder, manifest, hub, judges, auditor=auditor
+        )
         cell = CellRun(parts, ErrorBudget(float("inf")), session)
         cell.judged = judged
+        cell.audited = audited
         status = manifest.status
         runner = RunSession([cell], RunProgress(0, enabled=False))
         [result] = await runner.run(((cell, r) for r in todo), concurrency or suite.concurrency)

@@ -69,6 +69,7 @@ class CellRun:
         self.shared = shared
         self.result = RunResult(folder=parts.folder.path, status="running")
         self.judged: set[tuple[str, str]] = set()
+        self.audited: set[tuple[str, str]] = set()  # (conversation, fidelity check) already written
         self.status: dict[str, str] = {}
         self.last_checkpoint = time.monotonic()
 
@@ -84,6 +85,9 @@ class CellRun:
             progress.advance(record.stop_reason)
         else:
             self.result.rejudged += 1
+        if done.fidelity:  # right after its record: a crash never orphans them
+            self.parts.folder.append_verdicts(done.fidelity)
+            self.audited.update((record.id, v.criterion_id) for v in done.fidelity)
         self.parts.folder.append_verdicts(done.verdicts)
         counted = [
             v for v in done.verdicts if not v.is_sample
@@ -166,7 +170,7 @@ class RunSession:
             if cell.budget.reason is not None:
                 continue  # this cell was stopped; its remaining items wait for a resume
             try:
-                done = await cell.executor.process(item, cell.judged)
+                done = await cell.executor.process(item, cell.judged, cell.audited)
             except ItemLost as exc:  # a remote worker died: nothing recorded, resume runs it again
                 cell.result.lost += 1
                 self.progress.note(str(exc))

@@ -61,6 +61,9 @@ class ScenarioEntry(_Record):
     # Set for a golden item (a one-turn scenario with a scripted user): its intent and kind.
     intent: str | None = None
     item_kind: str | None = None
+    # A factorial variant: the base scenario it was derived from and its level of each factor.
+    base: str | None = None
+    factors: dict[str, str] = Field(default_factory=dict)
 
 
 class CriterionEntry(_Record):

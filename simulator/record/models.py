@@ -7,6 +7,7 @@ __all__ = [
     "ConversationRecord",
     "ErrorInfo",
     "Evidence",
+    "FactProvenance",
     "Label",
     "LabelValue",
     "StopReason",
@@ -26,6 +27,9 @@ from simulator.record.transcript import Turn, Usage
 SCHEMA_VERSION = 2
 
 StopReason = Literal["user_done", "handover", "bot_closed", "max_turns", "error"]
+# `fidelity` verdicts judge the simulated user, not the bot: every bot table leaves them out.
+VerdictKind = Literal["llm", "code", "metric", "fidelity"]
+FactStatus = Literal["elicited", "volunteered", "missed"]
 VerdictResult = Literal["pass", "fail", "not_applicable", "error", "not_judged"]
 
 
@@ -42,6 +46,31 @@ class ErrorInfo(BaseModel):
     source: Literal["bot", "user", "judge", "engine"]
     kind: str
     message: str
+
+
+class FactProvenance(BaseModel):
+    """When and why the simulated user revealed one of the scenario's facts (or that it never did).
+
+    `elicited`: a bot turn asked for it (`asked_turn`, with the question quoted in `question`);
+    `volunteered`: the user said it unasked; `missed`: it never came up. Turn numbers are positions in the
+    record's `turns` list. `source` says how it is known: `offline` (the offline user, exact), `llm` (an
+    audit whose quotes were verified against the transcript: `verified`) or `code` (word overlap between
+    the fact and the user's messages, when there is neither).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    fact: int  # index in the scenario's facts
+    text: str
+    status: FactStatus
+    user_turn: int | None = None
+    asked_turn: int | None = None
+    question: str | None = None
+    quote: str | None = None
+    source: Literal["offline", "llm", "code"] = "offline"
+    verified: bool | None = None
+    # The expected outcome depends on this fact (scenario `key_facts`; see docs/fidelity.md).
+    key: bool = False
 
 
 class ConversationRecord(BaseModel):
@@ -72,6 +101,11 @@ class ConversationRecord(BaseModel):
     bot_conversation_id: str | None = None
     # True when some text could not be stored as UTF-8 (a lone surrogate) and was replaced by U+FFFD.
     text_repaired: bool = False
+    # Per fact of the scenario: elicited, volunteered or missed (empty when not audited).
+    provenance: list[FactProvenance] = Field(default_factory=list)
+    # Attempts discarded because the simulated user failed a fidelity check (`user.fidelity.on_fail:
+    # regenerate`), with the failed checks each time.
+    fidelity_regenerations: list[str] = Field(default_factory=list)
 
 
 class Evidence(BaseModel):
@@ -91,7 +125,7 @@ class Verdict(BaseModel):
     scenario_id: str
     repeat: int
     criterion_id: str
-    kind: Literal["llm", "code", "metric"]
+    kind: VerdictKind
     result: VerdictResult
     reasoning: str = ""
     evidence: list[Evidence] = Field(default_factory=list)

@@ -21,6 +21,7 @@ from simulator.report.html_judges import judges_section
 from simulator.report.html_parts import badge, e, rate_cell, transcript_html
 from simulator.report.html_stats import stats_section
 from simulator.report.model import Report
+from simulator.report.simulator_views import factors_html, simulated_user_html
 
 
 def _asset(name: str) -> str:
@@ -398,6 +399,8 @@ def render_html(report: Report) -> str:
         ),
         _scenarios(report),
         stats_section(report),
+        simulated_user_html(report),
+        factors_html(report),
         _health(report),
         _cost(report),
         judges_section(report),
@@ -411,6 +414,8 @@ def render_html(report: Report) -> str:
         "criteria": "Criteria",
         "scenarios": "Scenarios",
         "stats": "Numbers that hold up",
+        "simulated-user": "Simulated user",
+        "factors": "Factors",
         "health": "Run health",
         "cost": "Cost &amp; latency",
         "judges": "Judges",

@@ -103,7 +103,8 @@ def render_junit(report: Report) -> str:
     criteria_of: dict[str, set[str]] = {}
     for transcript in report.transcripts:
         for verdict in transcript.verdicts:
-            criteria_of.setdefault(transcript.scenario_id, set()).add(verdict.criterion_id)
+            if verdict.kind != "fidelity":  # the simulated user's checks are not the bot's tests
+                criteria_of.setdefault(transcript.scenario_id, set()).add(verdict.criterion_id)
     for transcript in report.transcripts:
         verdicts = {v.criterion_id: v for v in transcript.verdicts}
         for criterion in sorted(criteria_of.get(transcript.scenario_id, set())):

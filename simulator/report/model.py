@@ -21,6 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
+from simulator.analysis.factors import FactorsSection, factors_section
+from simulator.analysis.fidelity import SimulatedUserSection, simulated_user_section
 from simulator.analysis.golden import Gate, GoldenSection, golden_section
 from simulator.analysis.health import RunHealth, run_health
 from simulator.analysis.missing import MissingData, missing_data
@@ -131,6 +133,7 @@ class Transcript(_Model):
     final_state: dict[str, Any] | None
     error: str | None
     character_breaks: int
+    fidelity_failures: list[str] = []
     turns: list[TranscriptTurn]
     verdicts: list[TranscriptVerdict]
 
@@ -163,6 +166,10 @@ class Report(_Model):
     judge_quality: JudgeQuality | None = None
     # Signed rubric points: mean score overall, by tag, by category; None without points criteria.
     points: PointsSummary | None = None
+    # The simulated user's fidelity, fact provenance and attribution of bot failures (None: not audited).
+    simulated_user: SimulatedUserSection | None = None
+    # A factorial run: per factor level, critical metrics and odds ratios vs the reference level.
+    factors: FactorsSection | None = None
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -195,9 +202,13 @@ def _run_info(run: RunData) -> RunInfo:
 
 def _transcripts(run: RunData) -> list[Transcript]:
     grouped = run.verdicts_by_conversation()
+    fidelity: dict[str, list[Any]] = {}
+    for verdict in run.fidelity:
+        fidelity.setdefault(verdict.conversation_id, []).append(verdict)
     out = []
     for record in run.conversations:
         verdicts = grouped.get(record.id, [])
+        shown = verdicts + fidelity.get(record.id, [])  # fidelity verdicts are shown, never counted
         out.append(
             Transcript(
                 id=record.id,
@@ -211,6 +222,9 @@ def _transcripts(run: RunData) -> list[Transcript]:
                 if record.error
                 else None,
                 character_breaks=len(record.character_breaks),
+                fidelity_failures=sorted(
+                    v.criterion_id for v in fidelity.get(record.id, []) if v.result == "fail"
+                ),
                 # Already validated when read: model_construct skips validating 10^5 turns a second time.
                 turns=[
                     TranscriptTurn.model_construct(
@@ -232,7 +246,7 @@ def _transcripts(run: RunData) -> list[Transcript]:
                         evidence=list(v.evidence),
                         evidence_verified=v.evidence_verified,
                     )
-                    for v in sorted(verdicts, key=lambda v: v.criterion_id)
+                    for v in sorted(shown, key=lambda v: v.criterion_id)
                 ],
             )
         )
@@ -387,6 +401,32 @@ def _flaky_sources(report: Report) -> list[Finding]:
     return found
 
 
+def _simulator_findings(report: Report) -> list[Finding]:
+    """Headlines about the simulated user: how often it failed fidelity, and bot failures it shares."""
+    section = report.simulated_user
+    if section is None:
+        return []
+    found = []
+    if section.faulted.k:
+        found.append(
+            Finding(
+                level="warning",
+                title=f"simulated user failed fidelity in {section.faulted.text} conversations",
+                detail="read the simulated user section before trusting those conversations",
+            )
+        )
+    if section.bot_failures_faulted:
+        found.append(
+            Finding(
+                level="warning",
+                title=f"{section.bot_failures_faulted} of {len(section.attribution)} failed conversations "
+                "also had a simulator fidelity failure",
+                detail="those failures may be the simulated patient's, not the bot's",
+            )
+        )
+    return found
+
+
 def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     """Compute every metric of a run into one Report."""
     options = options or ReportOptions()
@@ -416,8 +456,10 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         golden=golden_section(run, options.gate),
         judge_quality=judge_quality(run),
         points=points_summary(run),
+        simulated_user=simulated_user_section(run),
+        factors=factors_section(run),
     )
-    report.findings = _findings(report, options)
+    report.findings = _findings(report, options) + _simulator_findings(report)
     report.findings += [
         Finding(level=lv, title=t, detail=d) for lv, t, d in judge_notes(report.judge_quality)
     ]

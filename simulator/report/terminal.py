@@ -14,6 +14,7 @@ from simulator.analysis.tables import CriterionRow, VerdictCounts
 from simulator.report.golden_terminal import render_golden
 from simulator.report.headline import headline_rates
 from simulator.report.model import Report
+from simulator.report.simulator_views import factors_terminal, simulated_user_terminal
 
 _LEVEL_STYLE = {"bug": "bold red", "warning": "yellow", "info": "cyan"}
 _SOURCE_FLAG = {"bot": "FLAKY-BOT", "simulation": "FLAKY-SIM", "judge": "FLAKY-JUDGE"}
@@ -354,6 +355,8 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
     _clustered(console, report)
     _repeats(console, report)
     _missing(console, report)
+    simulated_user_terminal(console, report)
+    factors_terminal(console, report)
     _health(console, report)
     _cost(console, report)
     from simulator.report.judge_terminal import render_judge_sections

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, StringConstraints, field_validator
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from simulator.errors import UserError
 from simulator.spec.assertions import AssertionSpec
@@ -44,6 +44,16 @@ class Scenario(FileDocument):
     # Set for a golden item: the scripted user sends these lines instead of a simulated user playing a
     # persona, and the item's verdict is exact match or its assertions on the last reply.
     script: Script | None = None
+    # Facts (numbered from 1, in the order of `facts`) the expected outcome depends on: a simulated user
+    # that never reveals one of them has missed a fact that mattered (docs/fidelity.md).
+    key_facts: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    # How many facts this person may bring up before being asked; more is an early reveal.
+    volunteers: int = Field(default=1, ge=0)
+    # Shipped persona styles (simulator/spec/styles.py) the offline user plays in code.
+    styles: list[str] = Field(default_factory=list)
+    # Set on factorial variants: the base scenario's id and the level of each factor.
+    base: str | None = None
+    factors: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("facts", mode="before")
     @classmethod
@@ -52,6 +62,21 @@ class Scenario(FileDocument):
         if isinstance(value, str):
             return [part.strip() for part in _SENTENCE_END.split(value.strip()) if part.strip()]
         return value
+
+    @model_validator(mode="after")
+    def _known_facts_and_styles(self) -> Scenario:
+        """`key_facts` must index `facts`; `styles` must name shipped styles."""
+        from simulator.spec.styles import STYLES
+
+        wrong = [i for i in self.key_facts if i > len(self.facts)]
+        if wrong:
+            raise ValueError(
+                f"key_facts {wrong} number past the {len(self.facts)} facts; number facts from 1 in their order"
+            )
+        unknown = [name for name in self.styles if name not in STYLES]
+        if unknown:
+            raise ValueError(f"unknown styles {unknown}; shipped styles: {', '.join(sorted(STYLES))}")
+        return self
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:

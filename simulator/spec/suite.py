@@ -7,6 +7,7 @@ __all__ = [
     "CacheConfig",
     "ChatBotConfig",
     "DecisionTool",
+    "FidelityConfig",
     "HttpBotConfig",
     "JudgesConfig",
     "OutcomeConfig",
@@ -96,6 +97,18 @@ class ChatBotConfig(_Strict):
 BotConfig = Annotated[PythonBotConfig | HttpBotConfig | ChatBotConfig, Field(discriminator="type")]
 
 
+class FidelityConfig(_Strict):
+    """What to do with a conversation whose simulated user fails a fidelity check (docs/fidelity.md)."""
+
+    on_fail: Literal["keep_and_flag", "regenerate"] = "keep_and_flag"
+    max_regenerations: int = Field(default=2, ge=0)
+    # The model for the checks that need reading (provenance of an LLM user, invented facts, drift,
+    # role confusion); default: the judge model. Without one those checks are recorded as not judged.
+    model: str | None = None
+    max_tokens: int = Field(default=1500, ge=100)  # the audit answer: one entry per fact plus three checks
+    enabled: bool = True
+
+
 class UserConfig(_Strict):
     """The simulated user: `offline` (rule-based, no LLM), `auto`, or a model such as `anthropic:...`."""
 
@@ -105,6 +118,7 @@ class UserConfig(_Strict):
     max_character_breaks: int = Field(default=3, ge=0)
     # The offline user's domain words (synonyms, outcome phrases): a YAML file relative to the suite.
     vocabulary: str | None = None
+    fidelity: FidelityConfig = Field(default_factory=FidelityConfig)
 
 
 JuryRule = Literal["majority", "any_fail", "unanimous_pass"]
@@ -169,6 +183,20 @@ class Suite(_Strict):
     record_raw: bool = True
     # Bot (and simulated-user) variants to compare on the same scenarios; see docs/matrix.md.
     matrix: MatrixConfig | None = None
+    # Persona factors crossed with the scenarios (simulator/spec/factors.py); the first level is the reference.
+    factors: dict[str, list[Any]] = Field(default_factory=dict)
+    factor_design: Literal["full", "fractional"] = "full"
+
+    @model_validator(mode="after")
+    def _valid_factors(self) -> Suite:
+        from simulator.spec.factors import levels_of
+
+        for name, entries in self.factors.items():
+            try:
+                levels_of(entries)
+            except ValueError as exc:
+                raise ValueError(f"factor '{name}': {exc}") from exc
+        return self
 
     _base_dir: Path = PrivateAttr(default=Path("."))
     _file: Path | None = PrivateAttr(default=None)

@@ -5,6 +5,9 @@ weighted so a word shared by many facts counts less, with the synonyms of the su
 "not sure" to anything its facts do not cover, and sends the sentinel once the bot has given an outcome
 (the vocabulary's outcome phrases). The engine knows no domain's words: the vocabulary file holds them. It is the
 default when no API key is set, and it makes deterministic tests of bots possible.
+
+It knows in code why it revealed each fact, so its fact provenance (`fact_provenance`) is exact; and it
+plays the shipped persona styles of factor levels (simulator/users/styles.py).
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ __all__ = ["OfflineUser", "content_words", "gives_outcome"]
 import random
 import re
 
+from simulator.record.models import FactProvenance
 from simulator.record.transcript import Turn
 from simulator.spec.scenario import Scenario
 from simulator.spec.vocabulary import Vocabulary
 from simulator.users.base import END, UserMessage
+from simulator.users.styles import StylePlayer
 
 _WORD = re.compile(r"[a-z0-9']+")
 _STOPWORDS = frozenset(
@@ -230,30 +235,69 @@ class OfflineUser:
         self._rng = random.Random(f"{seed}:{scenario.id}:{repeat}")
         self._terse = bool(_TERSE.search(scenario.persona))
         self._revealed: set[int] = set()
+        # fact index -> (user turn position, asking bot turn position or None, the question quoted)
+        self._why: dict[int, tuple[int, int | None, str | None]] = {}
         self._nudges = 0
         self._fact_words = [
             content_words(fact, self._vocabulary) | ({"age"} if _AGE_FACT.search(fact) else set())
             for fact in scenario.facts
         ]
-        # A real person sometimes volunteers their first fact; which repeats do is seeded.
-        self._volunteer = bool(scenario.facts) and self._rng.random() < volunteer_share
+        self._styles = StylePlayer(scenario.styles, random.Random(f"{seed}:{scenario.id}:{repeat}:style"))
+        # A real person sometimes volunteers their first fact (seeded), never more than the persona allows.
+        shared = bool(scenario.facts) and self._rng.random() < volunteer_share
+        self._volunteer = min(len(scenario.facts), scenario.volunteers if shared else 0)
+        if "anxious" in scenario.styles or "minimiser" in scenario.styles:
+            self._volunteer = min(len(scenario.facts), scenario.volunteers)
 
     def _style(self, text: str) -> str:
         text = text.strip()
         if self._terse:
             text = text.lower().rstrip(".")
-        return text
+        return self._styles.message(text)
+
+    def _say_facts(self, indices: list[int], turn: int, asked: int | None, question: str | None) -> str:
+        for index in indices:
+            self._revealed.add(index)
+            self._why[index] = (turn, asked, question)
+        return " ".join(self._styles.fact(first_person(self._scenario.facts[i])) for i in indices)
 
     def _opening(self) -> str:
         goal = first_person(self._scenario.goal.strip().rstrip("."))
         if not re.match(r"^(i|my|we|our)\b", goal, re.I):
             goal = "I want to " + goal[0].lower() + goal[1:]
         greeting = self._rng.choice(["hi, ", "hello. ", "", "hey "])
-        text = greeting + goal + "."
+        text = " ".join([greeting + goal + ".", *self._styles.opening_lines()])
         if self._volunteer:
-            self._revealed.add(0)
-            text += " " + first_person(self._scenario.facts[0])
+            text += " " + self._say_facts(list(range(self._volunteer)), 0, None, None)
         return self._style(text)
+
+    def fact_provenance(self, turns: list[Turn]) -> list[FactProvenance]:
+        """Exact provenance: each fact elicited (with the bot turn that asked), volunteered, or missed.
+
+        Only reveals whose user turn is in `turns` count (a message the conversation never kept is missed).
+        """
+        key = {n - 1 for n in self._scenario.key_facts}
+        out = []
+        for index, text in enumerate(self._scenario.facts):
+            why = self._why.get(index)
+            if why is None or why[0] >= len(turns):
+                out.append(FactProvenance(fact=index, text=text, status="missed", key=index in key))
+                continue
+            turn, asked, question = why
+            out.append(
+                FactProvenance(
+                    fact=index,
+                    text=text,
+                    status="volunteered" if asked is None else "elicited",
+                    user_turn=turn,
+                    asked_turn=asked,
+                    question=question,
+                    quote=turns[turn].messages[0] if turns[turn].messages else None,
+                    verified=True,
+                    key=index in key,
+                )
+            )
+        return out
 
     def _matching_facts(self, question: str) -> list[int]:
         asked = content_words(question, self._vocabulary)
@@ -272,17 +316,22 @@ class OfflineUser:
             return UserMessage(text=self._opening(), model="offline")
         last_bot = next((t.text for t in reversed(turns) if t.role == "bot"), "")
         if gives_outcome(last_bot, self._vocabulary):
-            return UserMessage(text=END, done=True, model="offline")
+            instead = self._styles.instead_of_end(last_bot)
+            if instead is None:
+                return UserMessage(text=END, done=True, model="offline")
+            return UserMessage(text=self._style(instead), model="offline")
         if "?" in last_bot:
             questions = (
                 " ".join(s for s in re.split(r"(?<=[?.!])\s+", last_bot) if s.endswith("?")) or last_bot
             )
             matched = self._matching_facts(questions)
             if matched:
-                self._revealed.update(matched)
-                text = " ".join(first_person(self._scenario.facts[i]) for i in matched)
+                text = self._say_facts(matched, len(turns), len(turns) - 1, questions)
             else:
                 text = self._rng.choice(_DONT_KNOW)
+            extra = self._styles.mid_line(sum(1 for t in turns if t.role == "user") + 1)
+            if extra:
+                text = f"{text} {extra}"
             return UserMessage(text=self._style(text), model="offline")
         if self._nudges >= 2:
             return UserMessage(text=END, done=True, model="offline")  # clearly not going to get an answer

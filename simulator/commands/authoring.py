@@ -1,0 +1,226 @@
+"""`new scenario`, `new criterion` and `vary`: help domain experts write valid files and preview variants.
+
+`new` asks for each field on a terminal; when stdin is not a terminal (a script, CI) it takes the fields
+as flags and asks nothing. Either way it writes a commented YAML file and loads it back, so what it wrote
+is known to be valid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import UserError
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    new = subparsers.add_parser("new", help="write a new scenario or criterion file (asks for the fields)")
+    kinds = new.add_subparsers(dest="new_kind", metavar="KIND", required=True)
+    scenario = kinds.add_parser("scenario", help="a scenario: persona, goal, facts, expected outcome")
+    scenario.add_argument("--id")
+    scenario.add_argument("--persona")
+    scenario.add_argument("--goal")
+    scenario.add_argument("--fact", action="append", help="a fact the person knows (repeat the flag)")
+    scenario.add_argument(
+        "--expected",
+        action="append",
+        help="KEY=VALUE: your suite's outcome key and the right value, e.g. level=urgent",
+    )
+    scenario.add_argument("--tags", help="comma-separated tags")
+    scenario.add_argument("--key-facts", help="comma-separated fact numbers (from 1) the outcome depends on")
+    scenario.add_argument("--max-turns", type=int, default=12)
+    scenario.add_argument("--out", type=Path, help="file to write (default <id>.yaml)")
+    scenario.add_argument("--force", action="store_true", help="overwrite an existing file")
+    scenario.set_defaults(handler=cmd_new_scenario)
+    criterion = kinds.add_parser("criterion", help="a criterion: what a pass and a fail mean")
+    criterion.add_argument("--id")
+    criterion.add_argument("--criterion", dest="text")
+    criterion.add_argument("--pass", dest="pass_")
+    criterion.add_argument("--fail")
+    criterion.add_argument("--not-applicable", dest="not_applicable")
+    criterion.add_argument("--applies-to", help="comma-separated tags (default: every scenario)")
+    criterion.add_argument("--severity", choices=["critical", "major", "minor"], default=None)
+    criterion.add_argument("--category", default=None)
+    criterion.add_argument("--out", type=Path, help="file to write (default <id>.yaml)")
+    criterion.add_argument("--force", action="store_true", help="overwrite an existing file")
+    criterion.set_defaults(handler=cmd_new_criterion)
+
+    vary = subparsers.add_parser("vary", help="preview the factorial variants of a scenario file")
+    vary.add_argument("scenario", type=Path, help="a scenario file (or folder)")
+    vary.add_argument(
+        "--factors", nargs="+", metavar="NAME=LEVEL,LEVEL", help="e.g. speaker=self,relative-speaks"
+    )
+    vary.add_argument("--suite", type=Path, help="take the factors and design from this suite file")
+    vary.add_argument("--design", choices=["full", "fractional"], help="default: the suite's, else full")
+    vary.set_defaults(handler=cmd_vary)
+
+
+class Asker:
+    """Reads a field from its flag, or asks for it on a terminal; without a terminal a missing required
+    field is one clear error naming its flag."""
+
+    def __init__(self, interactive: bool | None = None) -> None:
+        self.interactive = sys.stdin.isatty() if interactive is None else interactive
+
+    def one(self, given: str | None, prompt: str, flag: str, default: str | None = None) -> str:
+        if given is not None and given.strip():
+            return given.strip()
+        if self.interactive:
+            hint = f" [{default}]" if default else ""
+            answer = input(f"{prompt}{hint}: ").strip()
+            if answer or default is not None:
+                return answer or default or ""
+            return self.one(None, prompt, flag, default)
+        if default is not None:
+            return default
+        raise UserError(
+            f"missing {flag}: stdin is not a terminal, so pass every field as a flag ({flag} ...)"
+        )
+
+    def many(self, given: list[str] | None, prompt: str) -> list[str]:
+        if given:
+            return [g.strip() for g in given if g.strip()]
+        if not self.interactive:
+            return []
+        print(f"{prompt} (one per line, an empty line to finish):")
+        out = []
+        while line := input("  - ").strip():
+            out.append(line)
+        return out
+
+
+def _write(out: Path, text: str, force: bool) -> None:
+    if out.exists() and not force:
+        raise UserError(f"{out} already exists; pass --force to overwrite it or --out to choose another file")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+
+
+def _validated(out: Path, load: Any, noun: str) -> None:
+    try:
+        load([out])
+    except UserError:
+        out.unlink()
+        raise
+
+
+def cmd_new_scenario(args: argparse.Namespace) -> int:
+    from simulator.commands.templates import scenario_yaml
+    from simulator.spec.scenario import load_scenarios
+
+    ask = Asker()
+    fields: dict[str, Any] = {
+        "id": ask.one(args.id, "id (letters, digits, dashes)", "--id"),
+        "persona": ask.one(args.persona, "persona (who is writing, how they write)", "--persona"),
+        "goal": ask.one(args.goal, "goal (what they want from the bot)", "--goal"),
+        "facts": ask.many(args.fact, "facts the person knows, revealed when asked"),
+        "expected": dict(e.split("=", 1) for e in (args.expected or []) if "=" in e),
+        "tags": [t for t in (args.tags or "").split(",") if t.strip()],
+        "max_turns": args.max_turns,
+    }
+    if args.expected and len(fields["expected"]) != len(args.expected):
+        raise UserError("--expected takes KEY=VALUE (your suite's outcome key), e.g. --expected level=urgent")
+    if not fields["expected"] and ask.interactive:
+        answer = ask.one(None, "expected outcome as KEY=VALUE (empty for none)", "--expected", default="")
+        if answer and "=" not in answer:
+            raise UserError(f"expected outcome '{answer}': write KEY=VALUE, e.g. level=urgent")
+        fields["expected"] = dict([answer.split("=", 1)]) if answer else {}
+    if args.tags is None and ask.interactive:
+        fields["tags"] = [
+            t for t in ask.one(None, "tags, comma-separated", "--tags", "").split(",") if t.strip()
+        ]
+    try:
+        fields["key_facts"] = [int(n) for n in (args.key_facts or "").split(",") if n.strip()]
+    except ValueError as exc:
+        raise UserError("--key-facts takes fact numbers from 1, e.g. --key-facts 1,3") from exc
+    out = args.out or Path(f"{fields['id']}.yaml")
+    _write(out, scenario_yaml(fields), args.force)
+    _validated(out, load_scenarios, "scenario")
+    print(f"wrote {out}; check it with: simulator validate {out}")
+    return 0
+
+
+def cmd_new_criterion(args: argparse.Namespace) -> int:
+    from simulator.commands.templates import criterion_yaml
+    from simulator.judging.criteria import load_criteria
+
+    ask = Asker()
+    fields = {
+        "id": ask.one(args.id, "id (letters, digits, dashes)", "--id"),
+        "criterion": ask.one(args.text, "criterion (what the bot must do, in plain words)", "--criterion"),
+        "pass": ask.one(args.pass_, "pass means", "--pass"),
+        "fail": ask.one(args.fail, "fail means", "--fail"),
+        "not_applicable": ask.one(
+            args.not_applicable,
+            "not applicable when",
+            "--not-applicable",
+            "never; every conversation can be judged on this.",
+        ),
+        "applies_to": [t for t in (args.applies_to or "").split(",") if t.strip()],
+        "severity": ask.one(args.severity, "severity (critical, major, minor)", "--severity", "major"),
+        "category": ask.one(
+            args.category, "category (safety, omission, scope, ...)", "--category", "general"
+        ),
+    }
+    out = args.out or Path(f"{fields['id']}.yaml")
+    _write(out, criterion_yaml(fields), args.force)
+    _validated(out, load_criteria, "criterion")
+    print(f"wrote {out}; add its folder to judges.paths in your suite")
+    return 0
+
+
+def _factor_flags(values: list[str]) -> dict[str, list[Any]]:
+    factors: dict[str, list[Any]] = {}
+    for value in values:
+        name, _, levels = value.partition("=")
+        if not name or not levels:
+            raise UserError(f"--factors {value}: write NAME=LEVEL,LEVEL, e.g. register=plain,minimiser")
+        factors[name] = [level for level in levels.split(",") if level]
+    return factors
+
+
+def cmd_vary(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from simulator.spec.factors import expand_factors, levels_of
+    from simulator.spec.scenario import load_scenarios
+
+    factors: dict[str, list[Any]] = {}
+    design = args.design
+    if args.suite is not None:
+        from simulator.spec.suite import load_suite
+
+        suite = load_suite(args.suite)
+        factors, design = suite.factors, design or suite.factor_design
+    if args.factors:
+        factors = _factor_flags(args.factors)
+    if not factors:
+        raise UserError("name the factors: --factors speaker=self,relative-speaks ... or --suite SUITE")
+    for name, entries in factors.items():
+        try:
+            levels_of(entries)
+        except ValueError as exc:
+            raise UserError(f"factor '{name}': {exc}") from exc
+    bases = load_scenarios([args.scenario])
+    variants = expand_factors(bases, factors, design or "full")
+    table = Table("variant id", "facts", "volunteers", "tags added", "expected")
+    table.columns[0].overflow = "fold"
+    personas: dict[str, str] = {}
+    for base in bases:
+        for v in (x for x in variants if x.base == base.id):
+            levels = ", ".join(f"{k}={lv}" for k, lv in v.factors.items())
+            personas.setdefault(levels, v.persona[len(base.persona) :].strip() or "(the persona as written)")
+            added = [t for t in v.tags if t not in base.tags]
+            table.add_row(
+                v.id, str(len(v.facts)), str(v.volunteers), ", ".join(added) or "–",
+                ", ".join(f"{k}={x}" for k, x in v.expected.items()),
+            )  # fmt: skip
+    console = Console()
+    console.print(table)
+    for levels, text in personas.items():
+        console.print(f"[bold]{levels}[/]: {text}")
+    console.print(f"{len(variants)} variants of {len(bases)} scenarios ({design or 'full'} design)")
+    return 0

@@ -1,0 +1,423 @@
+"""Simulator fidelity: checks of the simulated user's side of a conversation, recorded as verdicts of kind
+`fidelity` (never bot criteria), and the provenance of every fact.
+
+Code decides what code can: early reveal (from provenance), premature end, role confusion (phrases), and
+for the offline user invented facts and language drift too. An LLM user is read by one structured audit
+call per conversation (judging/fidelity_prompt.py) that also maps user turns to facts; its quotes are
+verified in code. Without an audit model those reading checks are recorded as `not_judged`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FIDELITY_CHECKS",
+    "Audit",
+    "FidelityAuditor",
+    "code_provenance",
+    "fidelity_hash",
+    "llm_provenance",
+]
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from simulator.judging.evidence import quote_found, verify_evidence
+from simulator.judging.fidelity_prompt import AUDIT_FORM, AUDIT_INSTRUCTIONS, AuditOutput, build_audit_request
+from simulator.judging.llm_judge import JudgeOutput, ask_validated
+from simulator.judging.prompt import transcript_messages
+from simulator.providers.base import ProviderError
+from simulator.providers.hub import ModelClient
+from simulator.record.hashing import sha256_text
+from simulator.record.models import ConversationRecord, ErrorInfo, FactProvenance, Verdict
+from simulator.record.transcript import Usage
+from simulator.spec.scenario import Scenario
+from simulator.users.character import character_break_reason
+from simulator.users.offline import content_words, gives_outcome
+from simulator.users.styles import HEDGES, LINES
+
+FIDELITY_VERSION = 1
+# Each check's rubric, as labelling sheets show it: (what it checks, pass, fail).
+FIDELITY_CHECKS: dict[str, tuple[str, str, str]] = {
+    "fidelity.invented_facts": (
+        "The simulated user states only facts from its persona, goal and fact list.",
+        "every fact the user stated is in the scenario, or the user said it did not know",
+        "the user stated a fact the scenario does not contain",
+    ),
+    "fidelity.early_reveal": (
+        "The simulated user brings up no more facts unasked than the persona allows (`volunteers`).",
+        "facts came out when the bot asked, within what the persona volunteers",
+        "the user volunteered more facts than the persona allows, before being asked",
+    ),
+    "fidelity.premature_end": (
+        "The simulated user does not end the conversation before the bot has given an outcome.",
+        "the user ended after the bot's advice, or the bot ended the conversation",
+        "the user sent the end sentinel before the bot gave any outcome",
+    ),
+    "fidelity.role_confusion": (
+        "The simulated user stays the person and never acts as the service or an AI.",
+        "every user message is something the person would write",
+        "a user message gives the service's advice, or says it is an AI or an assistant",
+    ),
+    "fidelity.drift": (
+        "The simulated user keeps the persona's language and voice throughout.",
+        "the user's language and voice stay the persona's",
+        "the user changed language, register or who is speaking partway through",
+    ),
+}
+_ADVICE = re.compile(
+    r"\byou (should|must|need to) (call|go to|see|book|seek)\b|\bi (recommend|advise) (that )?you\b", re.I
+)
+_FILLER = content_words(
+    " ".join(
+        [
+            *LINES.values(),
+            *HEDGES,
+            "hey not sure i don't know no idea tbh hmm so what should i do advise think",
+        ]
+    )
+)
+
+
+def _unknown_words(text: str, known: set[str], shuffled: set[str]) -> list[str]:
+    """Content words of `text` found nowhere in `known`: numbers, contractions and one swapped pair of
+    letters (a typo) are forgiven."""
+    out = []
+    for word in content_words(text):
+        parts = [p for p in word.split("'") if p]
+        if word in known or word.isdigit() or all(p in known or len(p) < 3 for p in parts):
+            continue
+        if "".join(sorted(word)) in shuffled:
+            continue
+        out.append(word)
+    return sorted(out)
+
+
+def fidelity_hash(model: str | None) -> str:
+    """What decides a fidelity verdict besides the conversation: check version, audit prompt, model."""
+    payload = {"version": FIDELITY_VERSION, "prompt": sha256_text(AUDIT_INSTRUCTIONS), "model": model}
+    return sha256_text(json.dumps(payload, sort_keys=True))
+
+
+@dataclass
+class Audit:
+    """What auditing one conversation produced: the facts' provenance and one verdict per check."""
+
+    provenance: list[FactProvenance]
+    verdicts: list[Verdict]
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def failed(self) -> list[str]:
+        """The checks that failed, e.g. ['fidelity.early_reveal']."""
+        return [v.criterion_id for v in self.verdicts if v.result == "fail"]
+
+
+def _user_texts(record: ConversationRecord) -> list[tuple[int, str]]:
+    return [(i, m) for i, t in enumerate(record.turns) if t.role == "user" for m in t.messages]
+
+
+def _bot_gave_outcome(record: ConversationRecord, outcome_key: str | None) -> bool:
+    if record.final_state and outcome_key and record.final_state.get(outcome_key) is not None:
+        return True
+    return any(gives_outcome(m) for t in record.turns if t.role == "bot" for m in t.messages)
+
+
+class FidelityAuditor:
+    """Audits one conversation's simulated user; an LLM client is needed only for an LLM user."""
+
+    def __init__(
+        self,
+        client: ModelClient | None = None,
+        model_spec: str | None = None,
+        model: str | None = None,
+        *,
+        outcome_key: str | None = None,
+        temperature: float | None = 0.0,
+        max_tokens: int = 1500,
+    ) -> None:
+        self.client, self.model_spec, self.model = client, model_spec, model
+        self.outcome_key = outcome_key
+        self.temperature, self.max_tokens = temperature, max_tokens
+        self.hash = fidelity_hash(model_spec)
+
+    def _verdict(
+        self, record: ConversationRecord, check: str, result: str, reasoning: str, **extra: Any
+    ) -> Verdict:
+        return Verdict(
+            conversation_id=record.id,
+            scenario_id=record.scenario_id,
+            repeat=record.repeat,
+            criterion_id=check,
+            kind="fidelity",
+            result=result,  # type: ignore[arg-type]
+            reasoning=reasoning,
+            category="simulator",
+            severity="major",
+            judge_set_hash=self.hash,
+            judged_at=datetime.now(UTC),
+            **extra,
+        )
+
+    def _quoted(
+        self, record: ConversationRecord, check: str, result: str, reasoning: str, quotes: list[str]
+    ) -> Verdict:
+        messages = [text for _, text in transcript_messages(record.turns)]
+        evidence, verified = verify_evidence(quotes, messages, result)  # type: ignore[arg-type]
+        return self._verdict(record, check, result, reasoning, evidence=evidence, evidence_verified=verified)
+
+    async def audit(
+        self, record: ConversationRecord, scenario: Scenario, provenance: list[FactProvenance] | None
+    ) -> Audit:
+        """Every fidelity check of one conversation. `provenance` is given by a user that knows it (offline);
+        otherwise the LLM audit computes it."""
+        audit = Audit(provenance=list(provenance or []), verdicts=[])
+        offline = provenance is not None
+        if record.stop_reason == "error":  # like the bot's criteria: an error is never a pass or a fail
+            cause = f" ({record.error.source}: {record.error.message})" if record.error else ""
+            reason = f"the conversation ended in an error{cause}; nothing to audit"
+            audit.verdicts = [self._verdict(record, c, "not_judged", reason) for c in FIDELITY_CHECKS]
+            return audit
+        reading: dict[str, Verdict] = {}
+        if offline:
+            reading = {
+                "fidelity.invented_facts": self.invented_in_code(record, scenario),
+                "fidelity.drift": self.drift_in_code(record, scenario),
+            }
+        else:
+            audit.provenance, reading, audit.usage = await self._llm_audit(record, scenario)
+            if not audit.provenance:
+                audit.provenance = code_provenance(record, scenario)
+        code_role = self.role_in_code(record)
+        llm_role = reading.get("fidelity.role_confusion")
+        # Code decides when it finds a break, or when there was no reading (no audit model); otherwise the
+        # reading, an error included: a failed audit call is shown, never papered over by the code check.
+        unread = llm_role is None or llm_role.result == "not_judged"
+        role = code_role if code_role.result == "fail" or llm_role is None or unread else llm_role
+        audit.verdicts = [
+            reading["fidelity.invented_facts"],
+            self.early_reveal(
+                record, scenario, audit.provenance, known=bool(audit.provenance) or not scenario.facts
+            ),
+            self.premature_end(record),
+            role,
+            reading["fidelity.drift"],
+        ]
+        return audit
+
+    # --- checks in code -------------------------------------------------------------------------------
+    def early_reveal(
+        self, record: ConversationRecord, scenario: Scenario, provenance: list[FactProvenance], known: bool
+    ) -> Verdict:
+        """Fail when more facts were volunteered (said unasked) than the persona's `volunteers` allows."""
+        check = "fidelity.early_reveal"
+        if not known:
+            return self._verdict(record, check, "not_judged", "no fact provenance (no audit model)")
+        if not scenario.facts:
+            return self._verdict(record, check, "not_applicable", "the scenario has no facts")
+        volunteered = [p for p in provenance if p.status == "volunteered"]
+        quotes = sorted({p.quote for p in volunteered if p.quote})
+        allowed = scenario.volunteers
+        if len(volunteered) > allowed:
+            facts = ", ".join(str(p.fact + 1) for p in volunteered)
+            reason = (
+                f"{len(volunteered)} facts volunteered unasked (facts {facts}); the persona allows {allowed}"
+            )
+            return self._quoted(record, check, "fail", reason, quotes)
+        reason = f"{len(volunteered)} facts volunteered unasked; the persona allows {allowed}"
+        return self._quoted(
+            record, check, "pass", reason, quotes or [record.turns[0].text] if record.turns else []
+        )
+
+    def premature_end(self, record: ConversationRecord) -> Verdict:
+        """Fail when the user ended ([END]) before the bot gave any outcome (final state or advice)."""
+        check = "fidelity.premature_end"
+        last_bot = next(
+            (t.messages[-1] for t in reversed(record.turns) if t.role == "bot" and t.messages), ""
+        )
+        if record.stop_reason != "user_done":
+            return self._verdict(
+                record, check, "not_applicable", f"the user did not end it ({record.stop_reason})"
+            )
+        quotes = [last_bot] if last_bot.strip() else []
+        if _bot_gave_outcome(record, self.outcome_key):
+            return self._quoted(record, check, "pass", "the user ended after the bot gave an outcome", quotes)
+        reason = "the user sent the end sentinel before the bot gave any outcome; its last message was quoted"
+        if not quotes:
+            return self._verdict(
+                record, check, "fail", reason + " (the bot never spoke)", evidence_verified=False
+            )
+        return self._quoted(record, check, "fail", reason, quotes)
+
+    def role_in_code(self, record: ConversationRecord) -> Verdict:
+        """Fail on a user message that says it is an AI, talks like the service, or gives the advice."""
+        check = "fidelity.role_confusion"
+        for _, text in _user_texts(record):
+            reason = character_break_reason(text)
+            if reason is None and _ADVICE.search(text):
+                reason = "gave the service's advice"
+            if reason is not None and reason != "sent an empty message":
+                return self._quoted(record, check, "fail", f"a user message {reason}", [text])
+        users = _user_texts(record)
+        quotes = [users[0][1]] if users else []
+        return self._quoted(record, check, "pass", "no user message left the person's role", quotes)
+
+    def invented_in_code(self, record: ConversationRecord, scenario: Scenario) -> Verdict:
+        """Offline user: fail on a user message with three or more content words found nowhere in the
+        persona, goal, facts or the user's stock phrases (a typo changes one word, never three)."""
+        check = "fidelity.invented_facts"
+        known = content_words(" ".join([scenario.persona, scenario.goal, *scenario.facts])) | _FILLER
+        shuffled = {"".join(sorted(w)) for w in known}
+        for _, text in _user_texts(record):
+            unknown = _unknown_words(text, known, shuffled)
+            if len(unknown) >= 3:
+                reason = f"the user said things the scenario does not contain ({', '.join(unknown[:6])})"
+                return self._quoted(record, check, "fail", reason, [text])
+        users = _user_texts(record)
+        quotes = [users[0][1]] if users else []
+        return self._quoted(record, check, "pass", "every user message is drawn from the scenario", quotes)
+
+    def drift_in_code(self, record: ConversationRecord, scenario: Scenario) -> Verdict:
+        """Offline user: fail when a user message switches script (mostly non-Latin letters, or the reverse)
+        against the persona's first message."""
+        check = "fidelity.drift"
+        users = _user_texts(record)
+        if len(users) < 2:
+            return self._verdict(record, check, "not_applicable", "fewer than two user messages")
+
+        def latin(text: str) -> bool | None:
+            letters = [c for c in text if c.isalpha()]
+            return None if not letters else sum(c.isascii() for c in letters) / len(letters) >= 0.5
+
+        first = latin(users[0][1])
+        for _, text in users[1:]:
+            script = latin(text)
+            if script is not None and first is not None and script != first:
+                return self._quoted(record, check, "fail", "a user message changed script", [text])
+        return self._quoted(record, check, "pass", "the user kept one language throughout", [users[-1][1]])
+
+    # --- the LLM audit --------------------------------------------------------------------------------
+    def _not_judged(self, record: ConversationRecord, reason: str, **extra: Any) -> dict[str, Verdict]:
+        checks = ("fidelity.invented_facts", "fidelity.role_confusion", "fidelity.drift")
+        result = "error" if extra.get("error") is not None else "not_judged"
+        return {c: self._verdict(record, c, result, reason, **extra) for c in checks}
+
+    async def _llm_audit(
+        self, record: ConversationRecord, scenario: Scenario
+    ) -> tuple[list[FactProvenance], dict[str, Verdict], Usage]:
+        if self.client is None or self.model is None:
+            return (
+                [],
+                self._not_judged(record, "no audit model (set user.fidelity.model or judges.model)"),
+                Usage(),
+            )
+        request = build_audit_request(self.model, scenario, record.turns, self.temperature, self.max_tokens)
+        try:
+            answer = await ask_validated(self.client, request, AuditOutput, AUDIT_FORM)
+        except ProviderError as exc:
+            error = ErrorInfo(source="judge", kind=exc.kind, message=str(exc))
+            return [], self._not_judged(record, f"the audit call failed: {exc}", error=error), Usage()
+        if answer.output is None:
+            error = ErrorInfo(source="judge", kind="invalid_output", message=answer.problem)
+            reason = f"the auditor answered twice without a valid audit; last answer: {answer.text[:200]!r}"
+            return [], self._not_judged(record, reason, error=error, usage=answer.usage), answer.usage
+        output = answer.output
+        extra = {"judge_model": self.model_spec}
+        reading = {}
+        for name in ("invented_facts", "role_confusion", "drift"):
+            judged: JudgeOutput = getattr(output, name)
+            verdict = self._quoted(
+                record, f"fidelity.{name}", judged.result, judged.reasoning, judged.evidence
+            )
+            reading[f"fidelity.{name}"] = verdict.model_copy(update=extra)
+        reading["fidelity.invented_facts"].usage = answer.usage
+        reading["fidelity.invented_facts"].latency_s = answer.latency_s
+        return llm_provenance(record, scenario, output), reading, answer.usage
+
+
+def code_provenance(record: ConversationRecord, scenario: Scenario) -> list[FactProvenance]:
+    """Provenance by word overlap, for a user that cannot say and no audit model: a fact is revealed in the
+    first user message holding at least 60% of its content words; elicited when the bot turn just before
+    asked a question."""
+    key = {n - 1 for n in scenario.key_facts}
+    out = []
+    for index, text in enumerate(scenario.facts):
+        words = content_words(text)
+        found = None
+        for position, turn in enumerate(record.turns):
+            if turn.role == "user" and words and len(words & content_words(turn.text)) >= 0.6 * len(words):
+                found = position
+                break
+        if found is None:
+            out.append(
+                FactProvenance(fact=index, text=text, status="missed", source="code", key=index in key)
+            )
+            continue
+        before = record.turns[found - 1] if found else None
+        asked = before is not None and before.role == "bot" and "?" in before.text
+        question = None
+        if asked and before is not None:
+            question = " ".join(s for s in re.split(r"(?<=[?.!])\s+", before.text) if s.endswith("?")) or None
+        out.append(
+            FactProvenance(
+                fact=index,
+                text=text,
+                status="elicited" if asked else "volunteered",
+                user_turn=found,
+                asked_turn=found - 1 if asked else None,
+                question=question,
+                quote=record.turns[found].messages[0] if record.turns[found].messages else None,
+                source="code",
+                verified=True,
+                key=index in key,
+            )
+        )
+    return out
+
+
+def _find_turn(record: ConversationRecord, role: str, quote: str, before: int | None = None) -> int | None:
+    """The position of the last `role` turn (before `before`) whose messages contain `quote`."""
+    stop = len(record.turns) if before is None else before
+    for position in range(stop - 1, -1, -1):
+        turn = record.turns[position]
+        if turn.role == role and quote.strip() and quote_found(quote, turn.messages):
+            return position
+    return None
+
+
+def llm_provenance(
+    record: ConversationRecord, scenario: Scenario, output: AuditOutput
+) -> list[FactProvenance]:
+    """The auditor's per-fact answers as provenance, each quote located in a turn (unfound: `verified` False)."""
+    key = {n - 1 for n in scenario.key_facts}
+    answers = {a.fact - 1: a for a in output.facts if 1 <= a.fact <= len(scenario.facts)}
+    out = []
+    for index, text in enumerate(scenario.facts):
+        answer = answers.get(index)
+        if answer is None or answer.status == "missed":
+            out.append(FactProvenance(fact=index, text=text, status="missed", source="llm", key=index in key))
+            continue
+        user_turn = _find_turn(record, "user", answer.user_quote)
+        verified = user_turn is not None
+        asked = question = None
+        if answer.status == "elicited":
+            asked = _find_turn(record, "bot", answer.bot_quote, before=user_turn)
+            verified = verified and asked is not None
+            question = answer.bot_quote or None
+        out.append(
+            FactProvenance(
+                fact=index,
+                text=text,
+                status=answer.status,
+                user_turn=user_turn,
+                asked_turn=asked,
+                question=question,
+                quote=answer.user_quote or None,
+                source="llm",
+                verified=verified,
+                key=index in key,
+            )
+        )
+    return out

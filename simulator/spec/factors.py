@@ -1,0 +1,160 @@
+"""Persona factors as a designed experiment: base scenarios crossed with factor levels.
+
+A suite declares `factors:` (each factor a list of levels, the first one the reference) and
+`factor_design: full | fractional`. Each level is a persona modifier, a fact filter and/or a shipped style
+(simulator/spec/styles.py). Every (base scenario, combination of levels) becomes a variant: a Scenario with
+the stable id `base~factor=level~...` (factors in name order) and its levels in `factors`, so reports can
+stratify by base scenario and estimate each level's effect (analysis/factors.py).
+
+The fractional design is the regular 1/n fraction: the last factor's level index is the sum of the other
+indices modulo its number of levels (for three two-level factors, the half fraction I = ABC). Main effects
+are then aliased with two-factor interactions (resolution III): read them as main effects only.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FactorLevel", "design_points", "expand_factors", "levels_of", "suite_scenarios", "variant_id"]
+
+import itertools
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simulator.spec.scenario import Scenario
+from simulator.spec.styles import STYLES
+
+FactorDesign = Literal["full", "fractional"]
+
+
+class FactFilter(BaseModel):
+    """Which of the base scenario's facts the person knows at this level."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    keep_first: int | None = Field(default=None, ge=0)
+
+
+class FactorLevel(BaseModel):
+    """One level of a factor. Empty: the reference level (the base scenario as written)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    persona: str | None = None  # appended to the base persona
+    style: str | None = None  # a shipped style name
+    facts: FactFilter | None = None
+    volunteers: int | None = Field(default=None, ge=0)
+    tags: list[str] = Field(default_factory=list)
+    expected: dict[str, Any] = Field(default_factory=dict)  # overrides the base's expected keys
+
+
+LevelEntry = str | dict[str, FactorLevel]
+
+
+def levels_of(entries: list[Any]) -> list[tuple[str, FactorLevel]]:
+    """(name, level) for each entry: a string names a shipped style (the first may be any reference name),
+    a one-key mapping names a custom level. Raises ValueError naming the bad entry."""
+    out: list[tuple[str, FactorLevel]] = []
+    for position, entry in enumerate(entries):
+        if isinstance(entry, str):
+            if entry in STYLES:
+                out.append((entry, FactorLevel(style=entry)))
+            elif position == 0:
+                out.append((entry, FactorLevel()))  # the reference level: the scenario as written
+            else:
+                raise ValueError(
+                    f"level '{entry}' is not a shipped style ({', '.join(sorted(STYLES))}); "
+                    "only the first (reference) level may be a plain name, or write {name: {persona: ...}}"
+                )
+        elif isinstance(entry, dict) and len(entry) == 1:
+            name, spec = next(iter(entry.items()))
+            level = spec if isinstance(spec, FactorLevel) else FactorLevel.model_validate(spec or {})
+            if level.style is not None and level.style not in STYLES:
+                raise ValueError(f"level '{name}': unknown style '{level.style}'")
+            out.append((str(name), level))
+        else:
+            raise ValueError("each level is a style name or a one-key mapping {name: {persona: ...}}")
+    names = [name for name, _ in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"level names repeat: {names}")
+    if len(out) < 2:
+        raise ValueError("a factor needs at least two levels (the first is the reference)")
+    return out
+
+
+def design_points(counts: list[int], design: FactorDesign) -> list[tuple[int, ...]]:
+    """Level indices of every run of the design: all combinations, or the regular 1/n fraction."""
+    full = list(itertools.product(*(range(n) for n in counts)))
+    if design == "full" or len(counts) < 2:
+        return full
+    return [p for p in full if p[-1] == sum(p[:-1]) % counts[-1]]
+
+
+def variant_id(base: str, levels: dict[str, str]) -> str:
+    """The stable id of a variant: the base id and each factor's level, factors in name order."""
+    return base + "".join(f"~{factor}={levels[factor]}" for factor in sorted(levels))
+
+
+def _variant(base: Scenario, chosen: list[tuple[str, str, FactorLevel]]) -> Scenario:
+    persona, styles, tags = [base.persona], list(base.styles), list(base.tags)
+    facts, key_facts, volunteers = list(base.facts), list(base.key_facts), base.volunteers
+    expected = dict(base.expected)
+    for _, _, level in chosen:
+        shipped = STYLES.get(level.style) if level.style else None
+        if shipped is not None:
+            persona.append(shipped.persona)
+            styles.append(shipped.name)
+            tags += [t for t in shipped.tags if t not in tags]
+            expected.update(shipped.expected)
+            if shipped.volunteers is not None:
+                volunteers = shipped.volunteers
+        if level.persona:
+            persona.append(level.persona.strip())
+        if level.facts is not None and level.facts.keep_first is not None:
+            facts = facts[: level.facts.keep_first]
+            key_facts = [n for n in key_facts if n <= len(facts)]
+        if level.volunteers is not None:
+            volunteers = level.volunteers
+        tags += [t for t in level.tags if t not in tags]
+        expected.update(level.expected)
+    factors = {factor: name for factor, name, _ in chosen}
+    variant = base.model_copy(
+        update={
+            "id": variant_id(base.id, factors),
+            "persona": " ".join(persona),
+            "styles": styles,
+            "tags": tags,
+            "facts": facts,
+            "key_facts": key_facts,
+            "volunteers": volunteers,
+            "expected": expected,
+            "base": base.id,
+            "factors": factors,
+        }
+    )
+    variant._source, variant._line = base._source, base._line
+    return variant
+
+
+def expand_factors(
+    scenarios: list[Scenario], factors: dict[str, list[Any]], design: FactorDesign = "full"
+) -> list[Scenario]:
+    """Every base scenario crossed with the design's level combinations (bases without factors unchanged)."""
+    if not factors:
+        return scenarios
+    names = list(factors)
+    parsed = [levels_of(factors[name]) for name in names]
+    points = design_points([len(levels) for levels in parsed], design)
+    out: list[Scenario] = []
+    for base in scenarios:
+        for point in points:
+            chosen = [(names[i], *parsed[i][index]) for i, index in enumerate(point)]
+            out.append(_variant(base, chosen))
+    return out
+
+
+def suite_scenarios(suite: Any, tags: list[str] | None = None) -> list[Scenario]:
+    """The scenarios a suite runs: its files (filtered by tags), crossed with its factors when it has any."""
+    from simulator.spec.scenario import load_scenarios
+
+    bases = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], tags)
+    return expand_factors(bases, suite.factors, suite.factor_design)

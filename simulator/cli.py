@@ -55,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\ninterrupted: everything finished so far is saved; resume with --resume", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        # The reader of a pipe (`| head`) stopped reading: files were written first; stop quietly, and keep
+        # Python's exit-time flush of stdout from failing again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 0
 
 

@@ -11,12 +11,17 @@ from typing import Any
 
 from simulator.errors import UserError
 
+# `simulator run` exit codes besides 0 (done), 2 (a user mistake) and 130 (interrupted): documented in README.
+EXIT_NOTHING_JUDGED = 3  # every conversation of the session errored, so nothing could be judged
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = subparsers.add_parser("run", help="run a suite: simulate every scenario, judge every conversation")
     run.add_argument("suite", type=Path, nargs="?", help="the suite file (suite.yaml)")
-    run.add_argument("--runs", type=int, help="repeats per scenario (overrides the suite)")
-    run.add_argument("--concurrency", type=int, help="conversations in flight (overrides the suite)")
+    run.add_argument("--runs", type=_at_least_one, help="repeats per scenario (overrides the suite)")
+    run.add_argument(
+        "--concurrency", type=_at_least_one, help="conversations in flight (overrides the suite)"
+    )
     run.add_argument("--out", type=Path, help="the run folder to write (default runs/<run-id>)")
     run.add_argument("--tags", help="only scenarios with any of these comma-separated tags")
     run.add_argument("--user-model", help="simulated-user model, e.g. offline, anthropic:claude-sonnet-4-5")
@@ -53,6 +58,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     schema.set_defaults(handler=cmd_schema)
 
 
+def _at_least_one(value: str) -> int:
+    """A whole number of at least 1, checked where it was typed (not blamed on the suite file's line)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{value}' is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {number})")
+    return number
+
+
 def _max_errors(value: str) -> float:
     from simulator.engine.runner import parse_max_errors
 
@@ -77,7 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from simulator.engine.runner import RunOptions, run_suite
     from simulator.record.folder import RunFolder
     from simulator.spec.scenario import load_scenarios
-    from simulator.spec.suite import load_suite
+    from simulator.spec.suite import check_environment, load_suite
 
     if args.resume is not None:
         manifest = RunFolder.open(args.resume).read_manifest()
@@ -112,6 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.tags:
             suite.scenarios.tags = [t for t in args.tags.split(",") if t]
         scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
+    check_environment(suite)
     result = asyncio.run(run_suite(suite, scenarios, options))
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
     print(
@@ -127,20 +144,28 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{c['failed']} failed" + (f", {hits} cache hits" if hits else "")
         )
     print(f"run folder: {result.folder}")
+    if result.judged_nothing:
+        print(
+            f"nothing could be judged: all {result.finished} conversations ended in an error (exit code "
+            f"{EXIT_NOTHING_JUDGED}); see the causes with: simulator show {result.folder}"
+        )
+        return EXIT_NOTHING_JUDGED
     print(f"next: simulator report {result.folder}   ·   simulator show {result.folder} --scenario ID")
     return 0
 
 
 def _file_kind(path: Path) -> str:
-    """Whether a YAML file holds a suite, criteria or scenarios (unreadable files go to the scenario loader)."""
-    import yaml
+    """Whether a YAML file holds a suite, criteria or scenarios, by its content whatever its name (unreadable
+    files go to the scenario loader, which reports why)."""
+    from simulator.spec.suite import is_suite_data
+    from simulator.spec.yamlfile import YAMLProblem, load_yaml
 
-    if path.name in ("suite.yaml", "suite.yml"):
-        return "suite"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = load_yaml(path).data
+    except YAMLProblem:
         return "scenario"
+    if is_suite_data(data):
+        return "suite"
     first = data[0] if isinstance(data, list) and data else data
     if isinstance(first, dict) and ("criterion" in first or isinstance(first.get("criteria"), list)):
         return "criterion"
@@ -221,7 +246,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         if not records:
             raise UserError(f"no conversation of scenario '{args.scenario}' in {args.run}")
     if args.repeat is not None:
+        repeats = sorted({r.repeat for r in records})
         records = [r for r in records if r.repeat == args.repeat]
+        if not records:
+            which = f"scenario '{args.scenario}'" if args.scenario else "this run"
+            raise UserError(
+                f"--repeat {args.repeat}: {which} has no such repeat; its repeats are "
+                f"{_ranges(repeats) or 'none'} (counted from 0)"
+            )
     verdicts: dict[str, list[Any]] = {}
     for verdict in folder.verdicts():
         verdicts.setdefault(verdict.conversation_id, []).append(verdict)
@@ -233,6 +265,17 @@ def cmd_show(args: argparse.Namespace) -> int:
     for record in records:
         render_conversation(console, record, verdicts.get(record.id, []))
     return 0
+
+
+def _ranges(numbers: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2, 5"."""
+    parts: list[str] = []
+    for number in numbers:
+        if parts and number == int(parts[-1].split("-")[-1]) + 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{number}"
+        else:
+            parts.append(str(number))
+    return ", ".join(parts)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from simulator.commands.outputs import check_output
 from simulator.errors import UserError
 
 
@@ -99,6 +100,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     if args.run is None:
         raise UserError("name a run folder: simulator report runs/<run-id>")
+    for flag in ("html", "json", "junit"):
+        check_output(f"--{flag}", getattr(args, flag))
     run = load_run(args.run, args.judge_set)
     options = ReportOptions(
         target=args.target,
@@ -107,10 +110,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         prices=load_prices(args.prices),
     )
     report = build_report(run, options)
-    if not args.quiet:
-        from simulator.report.terminal import render_terminal
-
-        render_terminal(report)
+    # Files first: a terminal report piped into `head` (a broken pipe) must not lose them.
     written = []
     if args.html:
         from simulator.report.html import write_html
@@ -127,6 +127,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         write_junit(report, args.junit)
         written.append(f"JUnit {args.junit}")
+    if not args.quiet:
+        from simulator.report.terminal import render_terminal
+
+        render_terminal(report)
     if written:
         print("wrote " + ", ".join(written), file=sys.stderr)
     return 0
@@ -136,10 +140,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from simulator.analysis.compare import compare_runs
     from simulator.report.views import render_comparison
 
+    check_output("--json", args.json)
     comparison = compare_runs(args.a, args.b, args.alpha, args.judge_set_a, args.judge_set_b)
-    render_comparison(comparison, max_flips=args.max_flips)
     if args.json:
         args.json.write_text(comparison.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    render_comparison(comparison, max_flips=args.max_flips)
     if args.fail_on_regression and comparison.regressions:
         print(
             f"regression: {len(comparison.regressions)} critical metric(s) significantly worse",
@@ -154,10 +159,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from simulator.analysis.calibrate import calibrate
     from simulator.report.views import render_calibration
 
+    check_output("--json", args.json)
     calibration = calibrate(load_run(args.run, args.judge_set), args.labels)
-    render_calibration(calibration)
     if args.json:
         args.json.write_text(calibration.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    render_calibration(calibration)
     return 0
 
 
@@ -168,6 +174,8 @@ def cmd_labels_export(args: argparse.Namespace) -> int:
     if args.sample is not None and args.sample < 1:
         raise UserError("--sample must be at least 1")
     out = args.out or Path(f"labels-{args.criterion.replace('/', '_')}")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: a file of that name exists; name a folder for the labelling sheet")
     transcripts, labels, count = export_labels(
         load_run(args.run), args.criterion, out, args.sample, args.seed
     )

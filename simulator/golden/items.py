@@ -287,7 +287,12 @@ def load_items(path: str | Path) -> GoldenSet:
         content = path.read_bytes()
     except OSError as exc:
         raise UserError(f"cannot read golden items {file}: {exc.strerror or exc}") from None
-    text = content.decode("utf-8-sig")
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{file}: not UTF-8 text (byte {exc.start}); save the items as UTF-8") from None
+    if "\x00" in text:
+        raise UserError(f"{file}: a binary file (it holds NUL bytes), not a text file of golden items")
     name = description = ""
     if path.suffix.lower() == ".csv":
         items, problems = _load_csv(text, file)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = ["DocumentKind", "FileDocument", "load_documents", "yaml_files"]
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,6 +41,8 @@ class DocumentKind:
     marker_key: str  # a key only a single document has ("persona"), so `list_key` is not mistaken
     shape: str  # "id, persona, goal, ..." for the not-a-mapping message
     error_title: str  # "invalid scenario files"
+    # Files of another kind that may sit in the same folders (a suite next to its scenarios), by content.
+    is_other: Callable[[Any], bool] | None = None
 
 
 def yaml_files(paths: list[Path], skip_names: tuple[str, ...] = (), what: str = "files") -> list[Path]:
@@ -95,6 +98,8 @@ def load_documents(files: list[Path], kind: DocumentKind) -> list[Any]:
             source = load_yaml(file)
         except YAMLProblem as exc:
             problems.append(exc.problem)
+            continue
+        if kind.is_other is not None and kind.is_other(source.data):
             continue
         found, file_problems = _parse_file(source, kind)
         documents.extend(found)

@@ -13,9 +13,9 @@ from pydantic import ConfigDict, Field, StringConstraints, field_validator
 from simulator.errors import UserError
 from simulator.spec.assertions import AssertionSpec
 from simulator.spec.documents import DocumentKind, FileDocument, load_documents, yaml_files
+from simulator.spec.suite import is_suite_data
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-SUITE_FILE_NAMES = ("suite.yaml", "suite.yml")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 
 
@@ -48,8 +48,9 @@ class Scenario(FileDocument):
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:
-    """All scenario YAML files under the given files and folders (recursively), suite files excluded."""
-    return yaml_files(paths, skip_names=SUITE_FILE_NAMES, what="scenarios")
+    """All YAML files under the given files and folders (recursively); suite files among them are told apart
+    by their content when loaded (`is_suite_data`), whatever their names."""
+    return yaml_files(paths, what="scenarios")
 
 
 SCENARIO_DOCUMENTS = DocumentKind(
@@ -59,6 +60,7 @@ SCENARIO_DOCUMENTS = DocumentKind(
     marker_key="persona",
     shape="id, persona, goal, ...",
     error_title="invalid scenario files",
+    is_other=is_suite_data,
 )
 
 

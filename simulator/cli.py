@@ -49,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handler(args)
     except UserError as exc:
-        print(f"error: {exc.render()}", file=sys.stderr)
+        from simulator.record.redact import redact
+
+        print(f"error: {redact(exc.render())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted: everything finished so far is saved; resume with --resume", file=sys.stderr)

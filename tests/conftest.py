@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -121,3 +121,13 @@ def suite_dir(tmp_path: Path, bot_module: str) -> Path:
         )
     )
     return folder
+
+
+@pytest.fixture(autouse=True)
+def _forget_registered_secrets() -> Iterator[None]:
+    """Secrets a run registers are process-wide (so nothing written holds them); one test's never leak into
+    the next test's redaction."""
+    from simulator.record.redact import forget_secrets
+
+    yield
+    forget_secrets()

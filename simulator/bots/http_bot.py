@@ -13,6 +13,7 @@ import httpx
 
 from simulator.bots.base import BotError, BotReply
 from simulator.errors import UserError
+from simulator.record.redact import redact
 from simulator.spec.suite import HttpBotConfig
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -27,7 +28,15 @@ def expand_headers(headers: dict[str, str]) -> dict[str, str]:
             raise UserError(f"the bot's headers use ${{{name}}}; set the {name} environment variable")
         return os.environ[name]
 
-    return {key: _VAR.sub(value, template) for key, template in headers.items()}
+    expanded = {key: _VAR.sub(value, template) for key, template in headers.items()}
+    for key, text in expanded.items():
+        if not text.isascii():
+            # Never quote the value: it is a secret.
+            raise UserError(
+                f"the bot's header '{key}' holds non-ASCII characters (after expanding ${{VAR}}); HTTP headers "
+                "must be ASCII: check the value or the variable it names"
+            )
+    return expanded
 
 
 class HttpSession:
@@ -49,12 +58,14 @@ class HttpSession:
         latency = time.perf_counter() - start
         if response.status_code >= 400:
             raise BotError(
-                "http_status", f"the bot answered HTTP {response.status_code}: {response.text[:200]}"
+                "http_status", f"the bot answered HTTP {response.status_code}: {redact(response.text)[:200]}"
             )
         try:
             data = response.json()
         except ValueError as exc:
-            raise BotError("invalid_reply", f"the bot's answer is not JSON: {response.text[:200]!r}") from exc
+            raise BotError(
+                "invalid_reply", f"the bot's answer is not JSON: {redact(response.text)[:200]!r}"
+            ) from exc
         if not isinstance(data, dict):
             raise BotError("invalid_reply", "the bot's answer must be a JSON object")
         messages = data.get("messages")

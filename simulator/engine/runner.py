@@ -34,6 +34,7 @@ from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.redact import register_secrets, suite_secrets
 from simulator.spec.scenario import Scenario
 from simulator.spec.suite import Suite
 from simulator.users.base import SimulatedUser
@@ -220,6 +221,7 @@ def _open_folder(
 
 async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions) -> RunResult:
     """Run every planned conversation not already recorded; return what happened. Never loses a record."""
+    register_secrets(suite_secrets(suite))  # before anything can be written
     hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
     bots: Any = None
     try:
@@ -268,6 +270,7 @@ async def judge_run(
 ) -> tuple[RunResult, JudgeStage, int]:
     """Judge stored conversations again with the suite's judge set, through the same worker pool as a run;
     return the result, the stage and how many conversations needed judging."""
+    register_secrets(suite_secrets(suite))
     hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
     try:
         judges = make_judge_stage(suite, scenarios, hub.for_role("judge"))

@@ -33,6 +33,7 @@ from simulator.errors import UserError
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
 from simulator.record.migrations import migrate_conversation, migrate_manifest, migrate_verdict
 from simulator.record.models import ConversationRecord, Label, Verdict
+from simulator.record.redact import contains_secret, redact
 from simulator.record.transcript import repair_text
 
 MANIFEST = "manifest.json"
@@ -126,19 +127,26 @@ def read_jsonl(path: Path, model: type[T], migrate: Migrate | None = None) -> It
 
 
 def dump_line(record: BaseModel, *, indent: int | None = None, exclude_none: bool = True) -> str:
-    """`record` as JSON text ending in a newline. Any string Python can hold is recordable: text UTF-8 cannot
-    encode (lone surrogates from a bot, a model or a file) becomes U+FFFD and the record says so
-    (`text_repaired: true`), instead of one message stopping the run."""
+    """`record` as JSON text ending in a newline, safe to write: the one place every record line passes.
+
+    Any string Python can hold is recordable: text UTF-8 cannot encode (lone surrogates from a bot, a model or
+    a file) becomes U+FFFD and the record says so (`text_repaired: true`), instead of one message stopping the
+    run. And no registered secret is ever written: each is replaced by `[redacted]` (`record.redact`)."""
     try:
         text = record.model_dump_json(exclude_none=exclude_none, indent=indent)
         text.encode("utf-8")
-        return text + "\n"
     except (ValueError, UnicodeEncodeError):
         data = repair_text(record.model_dump(mode="python", exclude_none=exclude_none, by_alias=True))
         if "text_repaired" in type(record).model_fields:
             data["text_repaired"] = True
         repaired = type(record).model_validate(data)
-        return repaired.model_dump_json(exclude_none=exclude_none, indent=indent) + "\n"
+        text = repaired.model_dump_json(exclude_none=exclude_none, indent=indent)
+    if contains_secret(text):
+        # Redacted in the parsed data, not the JSON text: a secret holding quotes or backslashes is escaped
+        # there, and replacing inside JSON could break its structure.
+        separators = (",", ": ") if indent is not None else (",", ":")
+        text = json.dumps(redact(json.loads(text)), ensure_ascii=False, indent=indent, separators=separators)
+    return text + "\n"
 
 
 def _truncate_partial_line(path: Path) -> int:

@@ -258,8 +258,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     for verdict in folder.verdicts():
         verdicts.setdefault(verdict.conversation_id, []).append(verdict)
     if args.raw:
+        from simulator.report.visible import json_visible
+
         for record in records:
-            sys.stdout.write(record.model_dump_json() + "\n")
+            sys.stdout.write(json_visible(record.model_dump_json()) + "\n")
         return 0
     console = Console()
     for record in records:

@@ -116,7 +116,7 @@ def test_version_1_outcome_verdicts_get_expected_and_actual_fields(
 
 def test_a_version_1_golden_folder_says_how_to_run_it_again(tmp_path: Path) -> None:
     run = _copy("v1-golden", tmp_path)
-    with pytest.raises(UserError, match="golden run folder from simulator 0.1"):
+    with pytest.raises(UserError, match=r"golden run folder from simulator 0\.1"):
         RunFolder.open(run).read_manifest()
 
 

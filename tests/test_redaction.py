@@ -5,9 +5,9 @@ shapes; nothing in the run folder, the run's output, or any report holds one."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 import os
 import threading
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -31,7 +31,7 @@ SHAPES = {
 class _EchoBot(BaseHTTPRequestHandler):
     """Echoes its request headers (and a leaked API key) everywhere a bot's words are recorded."""
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server API
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         headers = dict(self.headers.items())
         leaked = os.environ.get("SIMULATOR_TEST_PROVIDER_KEY", "")

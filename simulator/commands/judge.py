@@ -5,18 +5,18 @@ from __future__ import annotations
 __all__ = ["register", "stored_scenarios", "stored_suite", "verdict_rows"]
 
 import argparse
-import asyncio
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulator.errors import UserError
-from simulator.record.folder import RunFolder
-from simulator.record.manifest import Manifest
-from simulator.record.models import Verdict
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import Suite
+
+if TYPE_CHECKING:  # imported where used, so `simulator --help` loads none of them
+    from simulator.record.manifest import Manifest
+    from simulator.record.models import Verdict
+    from simulator.spec.scenario import Scenario
+    from simulator.spec.suite import Suite
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -150,8 +150,10 @@ def _latest(verdicts: list[Verdict]) -> list[Verdict]:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
+    import asyncio
+
     from simulator.engine.runner import judge_run
-    from simulator.record.folder import latest_by_id
+    from simulator.record.folder import RunFolder, latest_by_id
 
     folder = RunFolder.resume(args.run)  # judging appends verdicts: a writer
     manifest = folder.read_manifest()
@@ -199,11 +201,13 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 
 def cmd_judge_pairwise(args: argparse.Namespace) -> int:
+    import asyncio
+
     from simulator.judging.criteria import load_criteria
     from simulator.judging.hygiene import same_family_warnings
     from simulator.judging.pairwise import judge_pair, summarise_pairs
     from simulator.providers.hub import ModelHub
-    from simulator.record.folder import latest_by_id
+    from simulator.record.folder import RunFolder, latest_by_id
 
     folder_a, folder_b = RunFolder.open(args.run_a), RunFolder.open(args.run_b)
     suite = stored_suite(folder_a.read_manifest(), folder_a.path)

@@ -9,7 +9,6 @@ from __future__ import annotations
 __all__ = ["cmd_compare", "cmd_report", "cmd_run", "register"]
 
 import argparse
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_id=args.run_id,
         gate=gate,
     )
+    import asyncio
+
     run = asyncio.run(run_golden(golden, args.bot, options))
     report = build_report(run, gate)
     console = Console()

@@ -22,9 +22,9 @@ __all__ = [
 import json
 import os
 import re
-from urllib.parse import quote
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import quote
 
 from simulator.spec.suite import Suite
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, StringConstraints, field_validator
+from pydantic import ConfigDict, Field, StringConstraints, WithJsonSchema, field_validator
 
 from simulator.errors import UserError
 from simulator.spec.assertions import AssertionSpec
@@ -16,6 +16,14 @@ from simulator.spec.documents import DocumentKind, FileDocument, load_documents,
 from simulator.spec.suite import is_suite_data
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+# Facts are a list of strings or one paragraph (split into sentences): the editor schema allows both.
+_FACTS_SCHEMA = {
+    "anyOf": [
+        {"type": "array", "items": {"type": "string", "minLength": 1}},
+        {"type": "string", "minLength": 1, "description": "one paragraph, split into sentences"},
+    ],
+    "title": "Facts",
+}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 
 
@@ -27,7 +35,7 @@ class Scenario(FileDocument):
     id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[^\s#]+$")]
     persona: Text
     goal: Text
-    facts: list[Text] = Field(default_factory=list)
+    facts: Annotated[list[Text], WithJsonSchema(_FACTS_SCHEMA)] = Field(default_factory=list)
     expected: dict[str, Any] = Field(default_factory=dict)
     max_turns: int = Field(default=12, ge=1, le=200)
     tags: list[Text] = Field(default_factory=list)

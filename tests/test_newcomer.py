@@ -51,7 +51,9 @@ def test_ci_runs_every_test_with_require_all() -> None:
     script = (ROOT / ".ci" / "run").read_text()
     assert "export SIMULATOR_REQUIRE_ALL=1" in script
     after = script.split("export SIMULATOR_REQUIRE_ALL=1", 1)[1]
-    assert after.lstrip().startswith("python -m pytest\n")  # the README's command: every test, none deselected
+    assert after.lstrip().startswith(
+        "python -m pytest\n"
+    )  # the README's command: every test, none deselected
 
 
 @pytest.mark.parametrize("runs", [1, 3])

@@ -290,9 +290,11 @@ def load_items(path: str | Path) -> GoldenSet:
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise UserError(f"{file}: not UTF-8 text (byte {exc.start}); save the items as UTF-8") from None
+        problem = Problem(file, f"not UTF-8 text (byte {exc.start}); save the items as UTF-8")
+        raise UserError("unreadable golden items", [problem]) from None
     if "\x00" in text:
-        raise UserError(f"{file}: a binary file (it holds NUL bytes), not a text file of golden items")
+        problem = Problem(file, "a binary file (it holds NUL bytes), not a text file of golden items")
+        raise UserError("unreadable golden items", [problem])
     name = description = ""
     if path.suffix.lower() == ".csv":
         items, problems = _load_csv(text, file)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from simulator.analysis.calls import CallTotals, call_totals
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
 from simulator.analysis.health import RunHealth, run_health
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
@@ -78,6 +79,12 @@ class RunInfo(_Model):
     judge_set: str | None
     judge_sets: list[JudgeSetInfo]
     warnings: list[str]
+    # Provider requests sent (retries included) over every session, as the manifest's checkpoints counted
+    # them; at least: with what killed sessions' finished conversations recorded after their last checkpoint.
+    provider_calls: int = 0
+    provider_calls_at_least: int = 0
+    # Sessions killed (kill -9, a crash): their calls are counted only up to their last checkpoint.
+    killed_sessions: int = 0
 
 
 class Finding(_Model):
@@ -146,6 +153,7 @@ class Report(_Model):
 
 def _run_info(run: RunData) -> RunInfo:
     manifest = run.manifest
+    calls = call_totals(run)
     suite = manifest.suite
     return RunInfo(
         run_id=manifest.run_id,
@@ -166,8 +174,23 @@ def _run_info(run: RunData) -> RunInfo:
         package_version=manifest.package_version,
         judge_set=run.judge_set,
         judge_sets=run.judge_sets,
-        warnings=run.warnings,
+        warnings=[*run.warnings, *_killed_warning(calls)],
+        provider_calls=calls.counted,
+        provider_calls_at_least=calls.at_least,
+        killed_sessions=calls.killed_sessions,
     )
+
+
+def _killed_warning(calls: CallTotals) -> list[str]:
+    killed = calls.killed_sessions
+    if not killed:
+        return []
+    return [
+        f"provider call counts are incomplete: {killed} session{'s' if killed != 1 else ''} of this run "
+        f"{'were' if killed != 1 else 'was'} killed (kill -9 or a crash) and counted calls only up to "
+        f"{'their' if killed != 1 else 'its'} last checkpoint (every 5 s): {calls.counted} counted, at least "
+        f"{calls.at_least} made; conversations and verdicts are complete"
+    ]
 
 
 def _transcripts(run: RunData) -> list[Transcript]:

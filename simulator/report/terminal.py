@@ -200,7 +200,8 @@ def _health(console: Console, report: Report) -> None:
         f"({health.gave_up_on_breaks} gave up) · conversations re-run after an error: {len(health.retried)} · "
         f"missing: {health.missing} of {health.planned}\n"
         f"conversation errors {_rate(health.conversation_errors)} · judge errors {_rate(health.judge_errors)} · "
-        f"not judged {health.not_judged} · unverified evidence {_rate(health.unverified)}"
+        f"not judged {health.not_judged} · unverified evidence {_rate(health.unverified)}\n"
+        + _calls_line(report)
     )
     errors = health.errors + health.judge_error_rows
     if errors:
@@ -216,6 +217,17 @@ def _health(console: Console, report: Report) -> None:
                 escape(error.message[:100]),
             )
         _show(console, table)
+
+
+def _calls_line(report: Report) -> str:
+    run = report.run
+    if not run.killed_sessions:
+        return f"provider calls: {run.provider_calls} (retries included)"
+    return (
+        f"provider calls: [yellow]at least {run.provider_calls_at_least}[/] ({run.provider_calls} counted; "
+        f"{run.killed_sessions} killed session{'s' if run.killed_sessions != 1 else ''} counted only up to "
+        "the last checkpoint)"
+    )
 
 
 def _cost(console: Console, report: Report) -> None:

@@ -15,30 +15,10 @@ from pathlib import Path
 from simulator.cli import main
 from simulator.record.folder import RunFolder, latest_by_id
 from simulator.testing.fake_llm import FakeLLMServer, LatencyModel
+from tests._live_run import child_env, lines, start_run, write_suite
 
-ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = 60
 RUNS = 2
-
-
-def _write_suite(folder: Path, bot_module: str, base_url: str) -> Path:
-    folder.mkdir()
-    (folder / "many.yaml").write_text(
-        "".join(
-            f"- {{id: s{n}, persona: p{n}, goal: ask for help, max_turns: 3}}\n" for n in range(SCENARIOS)
-        )
-    )
-    suite = folder / "suite.yaml"
-    suite.write_text(
-        f"scenarios: {{paths: [many.yaml]}}\nbot: {{type: python, factory: '{bot_module}:make'}}\n"
-        f"user: {{model: 'openai:fake-user'}}\nproviders: {{openai: {{base_url: '{base_url}'}}}}\n"
-        f"runs: {RUNS}\nconcurrency: 2\n"
-    )
-    return suite
-
-
-def _lines(path: Path) -> int:
-    return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
 def _kill_after_a_checkpoint(process: subprocess.Popen[bytes], out: Path) -> None:
@@ -56,8 +36,8 @@ def _kill_after_a_checkpoint(process: subprocess.Popen[bytes], out: Path) -> Non
             and manifest["sessions"]
             and manifest["sessions"][-1].get("checkpoint_at")
         ):
-            seen_at_checkpoint = _lines(out / "conversations.jsonl")
-        if seen_at_checkpoint is not None and _lines(out / "conversations.jsonl") >= seen_at_checkpoint + 3:
+            seen_at_checkpoint = lines(out / "conversations.jsonl")
+        if seen_at_checkpoint is not None and lines(out / "conversations.jsonl") >= seen_at_checkpoint + 3:
             os.kill(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
             return
@@ -65,12 +45,11 @@ def _kill_after_a_checkpoint(process: subprocess.Popen[bytes], out: Path) -> Non
 
 
 def test_kill_9_then_resume_counts_and_says_so(tmp_path: Path, bot_module: str) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
+    env = child_env(tmp_path)
     out = tmp_path / "run"
     with FakeLLMServer(latency=LatencyModel.fixed(0.05)) as server:
-        suite = _write_suite(tmp_path / "suite", bot_module, server.openai_base_url)
-        command = [sys.executable, "-m", "simulator", "run", str(suite), "--out", str(out), "--no-progress"]
-        process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL)
+        suite = write_suite(tmp_path / "suite", bot_module, server.openai_base_url, SCENARIOS, RUNS)
+        process = start_run(suite, out, tmp_path)
         _kill_after_a_checkpoint(process, out)
         assert process.returncode == -signal.SIGKILL
         resume = [sys.executable, "-m", "simulator", "run", "--resume", str(out), "--no-progress"]

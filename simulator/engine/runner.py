@@ -224,6 +224,7 @@ async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions
     register_secrets(suite_secrets(suite))  # before anything can be written
     hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
     bots: Any = None
+    folder: RunFolder | None = None
     try:
         user_model = resolve_user_model(suite.user.model)
         make_user = _user_factory(suite, hub.for_role("user"), user_model)
@@ -253,6 +254,8 @@ async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions
             )
         return result
     finally:
+        if folder is not None:
+            folder.release()
         await hub.aclose()
         closer = getattr(bots, "aclose", None)
         if closer is not None:
@@ -298,4 +301,5 @@ async def judge_run(
         folder.write_manifest(manifest)
         return result, judges, len(todo)
     finally:
+        folder.release()
         await hub.aclose()

@@ -40,6 +40,9 @@ MANIFEST = "manifest.json"
 CONVERSATIONS = "conversations.jsonl"
 VERDICTS = "verdicts.jsonl"
 LABELS = "labels.jsonl"
+WRITER_LOCK = ".writer.lock"
+# Writer locks this process holds, by folder: a run folder is written by one process at a time.
+_HELD_LOCKS: dict[str, int] = {}
 
 T = TypeVar("T", bound=BaseModel)
 Migrate = Callable[[dict[str, Any], str], dict[str, Any]]
@@ -183,6 +186,38 @@ class RunFolder:
     def __init__(self, path: Path, *, writable: bool = False) -> None:
         self.path = path
         self.writable = writable
+        self._lock: int | None = None
+
+    def _lock_for_writing(self) -> None:
+        """Hold the folder's writer lock for the life of this process: one writer at a time (run, resume,
+        judge), so a second one can never cut a line the first is still writing. The kernel releases it
+        when the process ends, however it ends (`kill -9` included). Readers never take it."""
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock, as before
+            return
+        key = str(self.path.resolve())
+        if key in _HELD_LOCKS:  # this process already writes it (a run that resumes itself in process)
+            return
+        fd = os.open(self.path / WRITER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise UserError(
+                f"{self.path} is being written by another simulator process (run, resume or judge); wait for "
+                "it to finish (report and show can read it meanwhile)"
+            ) from None
+        self._lock = fd
+        _HELD_LOCKS[key] = fd
+
+    def release(self) -> None:
+        """Give up the writer lock (when the run, resume or judge that took it has finished)."""
+        if self._lock is None:
+            return
+        _HELD_LOCKS.pop(str(self.path.resolve()), None)
+        os.close(self._lock)  # closing the descriptor releases the lock
+        self._lock = None
 
     @property
     def manifest_path(self) -> Path:
@@ -199,6 +234,7 @@ class RunFolder:
         except OSError as exc:
             raise UserError(f"--out {path}: cannot create the run folder ({exc.strerror})") from None
         folder = cls(path, writable=True)
+        folder._lock_for_writing()
         folder.write_manifest(manifest)
         return folder
 
@@ -213,6 +249,7 @@ class RunFolder:
     def resume(cls, path: Path) -> RunFolder:
         """Open a run folder to write more into it: cut a half line a killed writer left behind."""
         folder = cls.open(path)
+        folder._lock_for_writing()
         folder.writable = True
         for name in (CONVERSATIONS, VERDICTS):
             _truncate_partial_line(path / name)

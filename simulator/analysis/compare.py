@@ -64,7 +64,7 @@ class PairedMetric(_Model):
     diff: float
     diff_low: float
     diff_high: float
-    change: Literal["better", "worse", "no significant change"]
+    change: Literal["better", "worse", "no significant change", "no pairs"]
     flips: list[Flip]
 
 
@@ -177,8 +177,10 @@ def _paired(
         low, high = interval.low, interval.high
     else:
         diff = low = high = 0.0
-    change: Literal["better", "worse", "no significant change"] = "no significant change"
-    if p_value < alpha and only_a != only_b:
+    change: Literal["better", "worse", "no significant change", "no pairs"] = "no significant change"
+    if not usable:
+        change = "no pairs"  # nothing judged on both sides: no evidence either way, not "no change"
+    elif p_value < alpha and only_a != only_b:
         change = "worse" if only_a > only_b else "better"
     flips = []
     for cid, x, y in usable:

@@ -140,6 +140,8 @@ class Report(_Model):
     high_stakes_tag: str
     findings: list[Finding]
     overall: RateView
+    # What `overall` covers, in words: its unit, what it left out, and whether some criteria went unjudged.
+    overall_covers: str = ""
     outcome: OutcomeMetrics | None
     omissions: list[CriterionRow]
     criteria: list[CriterionRow]
@@ -334,6 +336,25 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
     return found
 
 
+def _overall_covers(transcripts: list[Transcript]) -> str:
+    """The overall pass rate in words: a conversation passes when none of its judged checks failed, so a
+    conversation whose LLM criteria were all `not_judged` counts on its code checks alone; say so."""
+    counted = [t for t in transcripts if t.status in ("pass", "fail")]
+    errored = sum(t.status == "error" for t in transcripts)
+    unjudged = sum(t.status == "not_judged" for t in transcripts)
+    partial = sum(any(v.result == "not_judged" for v in t.verdicts) for t in counted)
+    text = (
+        f"conversations with no failed check, of {len(counted)} with a pass or fail verdict "
+        f"(left out: {errored} errored, {unjudged} with nothing judged)"
+    )
+    if partial:
+        text += (
+            f"; {partial} of the {len(counted)} had criteria not judged (no judge model, or the judge failed), "
+            "so it covers only the checks that were judged"
+        )
+    return text
+
+
 def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     """Compute every metric of a run into one Report."""
     options = options or ReportOptions()
@@ -359,6 +380,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         cost=cost_latency(run, prices),
         transcripts=transcripts,
     )
+    report.overall_covers = _overall_covers(transcripts)
     report.findings = _findings(report, options)
     if run.judge_set is None:
         report.findings.insert(0, Finding(level="warning", title="no verdicts: this run was not judged"))

@@ -53,7 +53,8 @@ def _header(console: Console, report: Report) -> None:
         f"suite [bold]{escape(run.suite)}[/] · bot {escape(run.bot)} · user {escape(run.user_model)} · "
         f"judge {escape(run.judge_model or '–')}\n"
         f"status {run.status} · {run.scenarios} scenarios × {run.runs} runs = {run.conversations} conversations "
-        f"(planned {run.planned}) · judge set {short_hash(run.judge_set)} · overall pass {_rate(report.overall)}"
+        f"(planned {run.planned}) · judge set {short_hash(run.judge_set)}\n"
+        f"overall pass {_rate(report.overall)}: {escape(report.overall_covers)}"
     )
 
 

@@ -44,6 +44,12 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
         style = {"worse": "bold red", "better": "green"}.get(m.change, "dim")
         name = ("[bold]" + escape(m.name) + "[/]") if m.critical else escape(m.name)
         excluded = f" (+{m.excluded} with an error or no verdict on a side)" if m.excluded else ""
+        if m.pairs == 0:
+            console.print(
+                f"{name}  [yellow]no pairs[/]: no conversation has a pass or fail on both sides"
+                f"{excluded}; nothing to compare"
+            )
+            continue
         change = m.change.upper() if m.change != "no significant change" else m.change
         console.print(
             f"{name}  [{style}]{change}[/]\n"

@@ -65,5 +65,6 @@ def test_compare_says_no_pairs_for_criteria_judged_on_neither_side(
     for name in unpaired:
         line = next(line for line in printed.splitlines() if line.startswith(name + " "))
         assert "no pairs" in line and "no significant change" not in line
+    assert "…" not in printed and max(len(line) for line in printed.splitlines()) <= 80  # a pipe: 80 columns
     paired = [m for m in metrics.values() if m["pairs"]]
     assert paired and all(m["change"] != "no pairs" for m in paired)

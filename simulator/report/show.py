@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.report.terminal import print_table
 from simulator.report.visible import visible
 
 
@@ -60,4 +61,4 @@ def render_conversation(console: Console, record: ConversationRecord, verdicts: 
                 verified,
                 _safe(verdict.reasoning[:160]),
             )
-        console.print(table)
+        print_table(console, table)

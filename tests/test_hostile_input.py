@@ -248,3 +248,33 @@ def test_show_repeat_out_of_range(
     for argv in (["--repeat", "99"], ["--repeat", "-1"], ["--scenario", "chest-1", "--repeat", "3"]):
         err = _one_error_line(capsys, ["show", str(out), *argv])
         assert "its repeats are 0-2 (counted from 0)" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["judge", "RUN", "--concurrency", "0"], "--concurrency"),
+        (["judge-pairwise", "A", "B", "--criterion", "x", "--concurrency", "-2"], "--concurrency"),
+        (["compare", "A", "B", "--max-flips", "-1"], "--max-flips"),
+    ],
+)
+def test_count_flags_of_other_commands_are_checked_at_the_flag(
+    argv: list[str], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and f"argument {flag}" in capsys.readouterr().err
+
+
+def test_judge_checks_api_key_env_too(
+    suite_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SIMULATOR_TEST_UNSET_KEY", raising=False)
+    out = tmp_path / "run"
+    assert main(["run", str(suite_dir / "suite.yaml"), "--out", str(out), "--no-progress"]) == 0
+    other = tmp_path / "judging.yaml"
+    other.write_text(
+        "bot: {type: python, factory: a:b}\nproviders:\n  openai: {api_key_env: SIMULATOR_TEST_UNSET_KEY}\n"
+    )
+    err = _one_error_line(capsys, ["judge", str(out), "--suite", str(other)])
+    assert f"{other}:3 [providers.openai.api_key_env]" in err

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
 
 # `simulator run` exit codes besides 0 (done), 2 (a user mistake) and 130 (interrupted): documented in README.
@@ -17,10 +18,8 @@ EXIT_NOTHING_JUDGED = 3  # every conversation of the session errored, so nothing
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = subparsers.add_parser("run", help="run a suite: simulate every scenario, judge every conversation")
     run.add_argument("suite", type=Path, nargs="?", help="the suite file (suite.yaml)")
-    run.add_argument("--runs", type=_at_least_one, help="repeats per scenario (overrides the suite)")
-    run.add_argument(
-        "--concurrency", type=_at_least_one, help="conversations in flight (overrides the suite)"
-    )
+    run.add_argument("--runs", type=at_least_one, help="repeats per scenario (overrides the suite)")
+    run.add_argument("--concurrency", type=at_least_one, help="conversations in flight (overrides the suite)")
     run.add_argument("--out", type=Path, help="the run folder to write (default runs/<run-id>)")
     run.add_argument("--tags", help="only scenarios with any of these comma-separated tags")
     run.add_argument("--user-model", help="simulated-user model, e.g. offline, anthropic:claude-sonnet-4-5")
@@ -55,17 +54,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "kind", nargs="?", default="scenario", choices=["scenario", "suite", "criterion", "golden"]
     )
     schema.set_defaults(handler=cmd_schema)
-
-
-def _at_least_one(value: str) -> int:
-    """A whole number of at least 1, checked where it was typed (not blamed on the suite file's line)."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{value}' is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (got {number})")
-    return number
 
 
 def _max_errors(value: str) -> float:

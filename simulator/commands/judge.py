@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
 
 if TYPE_CHECKING:  # imported where used, so `simulator --help` loads none of them
@@ -54,7 +55,9 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--judge-model", help="judge model, e.g. anthropic:claude-sonnet-4-5 (default: the suite's)"
     )
-    parser.add_argument("--concurrency", type=int, help="conversations judged at once (default: the suite's)")
+    parser.add_argument(
+        "--concurrency", type=at_least_one, help="conversations judged at once (default: the suite's)"
+    )
 
 
 def stored_suite(manifest: Manifest, folder: Path) -> Suite:
@@ -154,6 +157,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
     from simulator.engine.runner import judge_run
     from simulator.record.folder import RunFolder, latest_by_id
+    from simulator.spec.suite import check_environment
 
     folder = RunFolder.resume(args.run)  # judging appends verdicts: a writer
     manifest = folder.read_manifest()
@@ -162,6 +166,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         from simulator.spec.suite import load_suite
 
         given = load_suite(args.suite)
+        check_environment(given)  # before it is merged: the error names this file's line
         suite.judges = given.judges.model_copy(
             update={"paths": [str(given.resolve(p).resolve()) for p in given.judges.paths]}
         )
@@ -170,6 +175,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         suite.judges.paths = [str(p.resolve()) for p in args.judges]
     if args.judge_model:
         suite.judges.model = args.judge_model
+    check_environment(suite)
     scenarios, warnings = stored_scenarios(manifest)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)

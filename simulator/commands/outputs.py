@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["check_output"]
+__all__ = ["at_least_one", "check_output"]
 
+import argparse
 from pathlib import Path
 
 from simulator.errors import UserError
@@ -19,3 +20,14 @@ def check_output(flag: str, path: Path | None) -> None:
     if not parent.is_dir():
         what = "is a file, not a folder" if parent.exists() else "does not exist"
         raise UserError(f"{flag} {path}: the folder {parent} {what}; create it first or name another path")
+
+
+def at_least_one(value: str) -> int:
+    """A count flag (`--concurrency`, `--runs`): a whole number of at least 1, blamed on the flag itself."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{value}' is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {number})")
+    return number

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from simulator.commands.outputs import check_output
+from simulator.commands.outputs import at_least_one, check_output
 from simulator.errors import UserError
 
 
@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     compare.add_argument("--alpha", type=_fraction, default=0.05, help="significance level (default 0.05)")
     compare.add_argument("--judge-set-a", help="judge set of A (default: its latest)")
     compare.add_argument("--judge-set-b", help="judge set of B (default: its latest)")
-    compare.add_argument("--max-flips", type=int, default=10, help="flipped cases shown per metric")
+    compare.add_argument("--max-flips", type=at_least_one, default=10, help="flipped cases shown per metric")
     compare.add_argument("--json", type=Path, help="write the comparison as JSON here")
     compare.set_defaults(handler=cmd_compare)
 

@@ -55,13 +55,31 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handler(args)
     except UserError as exc:
-        print(f"error: {exc.render()}", file=sys.stderr)
+        from simulator.record.redact import redact
+
+        print(f"error: {redact(exc.render())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted: everything finished so far is saved; resume with --resume", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        # The reader of a pipe (`| head`) stopped reading: files were written first; stop quietly, and keep
+        # Python's exit-time flush of stdout from failing again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except SystemExit as exc:
+        if exc.code == 1 and _stdout_is_devnull():
+            return 0  # rich met the same closed pipe: it pointed stdout at /dev/null and raised SystemExit(1)
+        raise
+
+
+def _stdout_is_devnull() -> bool:
+    try:
+        out, null = os.fstat(sys.stdout.fileno()), os.stat(os.devnull)
+    except (OSError, ValueError):
+        return False
+    return (out.st_dev, out.st_ino) == (null.st_dev, null.st_ino)
 
 
 def existing_path(value: str) -> Path:

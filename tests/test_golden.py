@@ -324,7 +324,7 @@ def test_yaml_top_level_syntax_and_duplicate_key_problems(tmp_path: Path) -> Non
     )
     dup = problems_of(write(tmp_path, "dup.yaml", twice))
     assert [(p.line, p.field) for p in dup] == [(4, "items.0.intent")]
-    assert "appears twice" in dup[0].message
+    assert "duplicate key" in dup[0].message and "keep one" in dup[0].message
     assert problems_of(write(tmp_path, "empty.yaml", "items: []\n"))[0].message.startswith(
         "the file holds no items"
     )

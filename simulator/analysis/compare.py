@@ -73,7 +73,7 @@ class PairedMetric(_Model):
     diff: float
     diff_low: float
     diff_high: float
-    change: Literal["better", "worse", "no significant change"]
+    change: Literal["better", "worse", "no significant change", "no pairs"]
     flips: list[Flip]
     scenarios: int = 0
     scenarios_worse: int = 0
@@ -199,8 +199,10 @@ def _paired(
         low, high = interval.low, interval.high
     else:
         diff = low = high = 0.0
-    change: Literal["better", "worse", "no significant change"] = "no significant change"
-    if scenario_level["clustered_p_value"] < alpha and only_a != only_b:
+    change: Literal["better", "worse", "no significant change", "no pairs"] = "no significant change"
+    if not usable:
+        change = "no pairs"  # nothing judged on both sides: no evidence either way, not "no change"
+    elif scenario_level["clustered_p_value"] < alpha and only_a != only_b:
         change = "worse" if only_a > only_b else "better"
     flips = []
     for cid, x, y in usable:

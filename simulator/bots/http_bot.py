@@ -13,6 +13,8 @@ import httpx
 
 from simulator.bots.base import BotError, BotReply
 from simulator.errors import UserError
+from simulator.providers._http import connection_refused
+from simulator.record.redact import redact
 from simulator.spec.suite import HttpBotConfig
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -27,12 +29,23 @@ def expand_headers(headers: dict[str, str]) -> dict[str, str]:
             raise UserError(f"the bot's headers use ${{{name}}}; set the {name} environment variable")
         return os.environ[name]
 
-    return {key: _VAR.sub(value, template) for key, template in headers.items()}
+    expanded = {key: _VAR.sub(value, template) for key, template in headers.items()}
+    for key, text in expanded.items():
+        if not text.isascii():
+            # Never quote the value: it is a secret.
+            raise UserError(
+                f"the bot's header '{key}' holds non-ASCII characters (after expanding ${{VAR}}); HTTP headers "
+                "must be ASCII: check the value or the variable it names"
+            )
+    return expanded
 
 
 class HttpSession:
-    def __init__(self, client: httpx.AsyncClient, url: str, conversation_id: str) -> None:
+    def __init__(
+        self, client: httpx.AsyncClient, url: str, conversation_id: str, timeout_s: float | None = None
+    ) -> None:
         self._client = client
+        self._timeout_s = timeout_s
         self._url = url
         self._conversation_id = conversation_id
         self._state: dict[str, Any] | None = None
@@ -42,19 +55,19 @@ class HttpSession:
         start = time.perf_counter()
         try:
             response = await self._client.post(self._url, json=body)
-        except httpx.TimeoutException as exc:
-            raise BotError("timeout", f"the bot did not answer within the timeout ({exc})") from exc
         except httpx.HTTPError as exc:
-            raise BotError("connection", f"{type(exc).__name__}: {exc}") from exc
+            raise self._failure(exc) from exc
         latency = time.perf_counter() - start
         if response.status_code >= 400:
             raise BotError(
-                "http_status", f"the bot answered HTTP {response.status_code}: {response.text[:200]}"
+                "http_status", f"the bot answered HTTP {response.status_code}: {redact(response.text)[:200]}"
             )
         try:
             data = response.json()
         except ValueError as exc:
-            raise BotError("invalid_reply", f"the bot's answer is not JSON: {response.text[:200]!r}") from exc
+            raise BotError(
+                "invalid_reply", f"the bot's answer is not JSON: {redact(response.text)[:200]!r}"
+            ) from exc
         if not isinstance(data, dict):
             raise BotError("invalid_reply", "the bot's answer must be a JSON object")
         messages = data.get("messages")
@@ -79,6 +92,17 @@ class HttpSession:
     async def final_state(self) -> dict[str, Any] | None:
         return self._state
 
+    def _failure(self, exc: httpx.HTTPError) -> BotError:
+        """A failed call, said as it is: refused (nothing listens), timed out (after how long), or other."""
+        if connection_refused(exc):
+            return BotError("connection", f"connection refused by {self._url}: is the bot running there?")
+        if isinstance(exc, httpx.TimeoutException):
+            limit = f"{self._timeout_s:g} s" if self._timeout_s is not None else "its timeout"
+            return BotError(
+                "timeout", f"the bot did not answer within {limit} (bot.timeout_s; {type(exc).__name__})"
+            )
+        return BotError("connection", f"{type(exc).__name__}: {exc}")
+
     async def aclose(self) -> None:
         return None
 
@@ -95,7 +119,7 @@ class HttpBotFactory:
         )
 
     async def open(self, conversation_id: str) -> HttpSession:
-        return HttpSession(self._client, self.config.url, conversation_id)
+        return HttpSession(self._client, self.config.url, conversation_id, self.config.timeout_s)
 
     async def aclose(self) -> None:
         await self._client.aclose()

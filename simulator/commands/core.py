@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
+
+# `simulator run` exit codes besides 0 (done), 2 (a user mistake) and 130 (interrupted): documented in README.
+EXIT_NOTHING_JUDGED = 3  # every conversation of the session errored, so nothing could be judged
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = subparsers.add_parser("run", help="run a suite: simulate every scenario, judge every conversation")
     run.add_argument("suite", type=Path, nargs="?", help="the suite file (suite.yaml)")
-    run.add_argument("--runs", type=int, help="repeats per scenario (overrides the suite)")
-    run.add_argument("--concurrency", type=int, help="conversations in flight (overrides the suite)")
+    run.add_argument("--runs", type=at_least_one, help="repeats per scenario (overrides the suite)")
+    run.add_argument("--concurrency", type=at_least_one, help="conversations in flight (overrides the suite)")
     run.add_argument("--out", type=Path, help="the run folder to write (default runs/<run-id>)")
     run.add_argument("--tags", help="only scenarios with any of these comma-separated tags")
     run.add_argument("--user-model", help="simulated-user model, e.g. offline, anthropic:claude-sonnet-4-5")
@@ -93,7 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from simulator.record.folder import RunFolder
     from simulator.record.index import is_matrix
     from simulator.spec.factors import suite_scenarios
-    from simulator.spec.suite import load_suite
+    from simulator.spec.suite import check_environment, load_suite
 
     if args.resume is not None and is_matrix(args.resume):
         return _run_matrix(args, None, [])
@@ -139,8 +142,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             suite.scenarios.tags = [t for t in args.tags.split(",") if t]
         scenarios = suite_scenarios(suite, suite.scenarios.tags)
         if suite.matrix is not None:
+            check_environment(suite)
             return _run_matrix(args, suite, scenarios)
     options.backend = RayBackendOptions(args.address, args.workers) if args.backend == "ray" else None
+    check_environment(suite)
+    import asyncio
+
     result = asyncio.run(run_suite(suite, scenarios, options))
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
     print(
@@ -156,6 +163,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{c['failed']} failed" + (f", {hits} cache hits" if hits else "")
         )
     print(f"run folder: {result.folder}")
+    if result.judged_nothing:
+        print(
+            f"nothing could be judged: all {result.finished} conversations ended in an error (exit code "
+            f"{EXIT_NOTHING_JUDGED}); see the causes with: simulator show {result.folder}"
+        )
+        return EXIT_NOTHING_JUDGED
     print(f"next: simulator report {result.folder}   ·   simulator show {result.folder} --scenario ID")
     return 0
 
@@ -173,6 +186,8 @@ def _run_matrix(args: argparse.Namespace, suite: Any, scenarios: list[Any]) -> i
         max_errors=args.max_errors,
         freeze_gc=True,
     )
+    import asyncio
+
     if args.resume is not None:
         matrix = asyncio.run(resume_matrix(args.resume, options))
     else:
@@ -197,15 +212,17 @@ def _run_matrix(args: argparse.Namespace, suite: Any, scenarios: list[Any]) -> i
 
 
 def _file_kind(path: Path) -> str:
-    """Whether a YAML file holds a suite, criteria or scenarios (unreadable files go to the scenario loader)."""
-    import yaml
+    """Whether a YAML file holds a suite, criteria or scenarios, by its content whatever its name (unreadable
+    files go to the scenario loader, which reports why)."""
+    from simulator.spec.suite import is_suite_data
+    from simulator.spec.yamlfile import YAMLProblem, load_yaml
 
-    if path.name in ("suite.yaml", "suite.yml"):
-        return "suite"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = load_yaml(path).data
+    except YAMLProblem:
         return "scenario"
+    if is_suite_data(data):
+        return "suite"
     first = data[0] if isinstance(data, list) and data else data
     if isinstance(first, dict) and ("criterion" in first or isinstance(first.get("criteria"), list)):
         return "criterion"
@@ -289,20 +306,40 @@ def cmd_show(args: argparse.Namespace) -> int:
         if not records:
             raise UserError(f"no conversation of scenario '{args.scenario}' in {args.run}")
     if args.repeat is not None:
+        repeats = sorted({r.repeat for r in records})
         records = [r for r in records if r.repeat == args.repeat]
+        if not records:
+            which = f"scenario '{args.scenario}'" if args.scenario else "this run"
+            raise UserError(
+                f"--repeat {args.repeat}: {which} has no such repeat; its repeats are "
+                f"{_ranges(repeats) or 'none'} (counted from 0)"
+            )
     verdicts: dict[str, list[Any]] = {}
     for verdict in folder.verdicts():
         if verdict.is_sample:
             continue
         verdicts.setdefault(verdict.conversation_id, []).append(verdict)
     if args.raw:
+        from simulator.report.visible import json_visible
+
         for record in records:
-            sys.stdout.write(record.model_dump_json() + "\n")
+            sys.stdout.write(json_visible(record.model_dump_json()) + "\n")
         return 0
     console = Console()
     for record in records:
         render_conversation(console, record, verdicts.get(record.id, []))
     return 0
+
+
+def _ranges(numbers: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2, 5"."""
+    parts: list[str] = []
+    for number in numbers:
+        if parts and number == int(parts[-1].split("-")[-1]) + 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{number}"
+        else:
+            parts.append(str(number))
+    return ", ".join(parts)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -5,18 +5,20 @@ from __future__ import annotations
 __all__ = ["imported_scenarios", "register", "stored_scenarios", "stored_suite", "verdict_rows"]
 
 import argparse
-import asyncio
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
-from simulator.record.folder import RunFolder
-from simulator.record.manifest import Manifest
-from simulator.record.models import Verdict
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import Suite
+
+if TYPE_CHECKING:  # imported where used, so `simulator --help` loads none of them
+    from simulator.record.folder import RunFolder
+    from simulator.record.manifest import Manifest
+    from simulator.record.models import Verdict
+    from simulator.spec.scenario import Scenario
+    from simulator.spec.suite import Suite
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -76,7 +78,9 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--judge-model", help="judge model, e.g. anthropic:claude-sonnet-4-5 (default: the suite's)"
     )
-    parser.add_argument("--concurrency", type=int, help="conversations judged at once (default: the suite's)")
+    parser.add_argument(
+        "--concurrency", type=at_least_one, help="conversations judged at once (default: the suite's)"
+    )
 
 
 def stored_suite(
@@ -90,6 +94,8 @@ def stored_suite(
 
             return load_suite(given)
         if judges:
+            from simulator.spec.suite import Suite
+
             return Suite.model_validate(
                 {"name": manifest.run_id, "bot": IMPORTED_BOT, "user": {"model": "real"}}
             )
@@ -105,6 +111,8 @@ IMPORTED_BOT = {"type": "python", "factory": "simulator.traces:imported_conversa
 
 def imported_scenarios(manifest: Manifest) -> list[Scenario]:
     """The scenarios of an imported run, from its manifest: expected values and tags as mapped on import."""
+    from simulator.spec.scenario import Scenario
+
     return [
         Scenario(
             id=entry.id,
@@ -225,8 +233,11 @@ def _attach_suite(folder: RunFolder, manifest: Manifest, suite: Suite) -> None:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
+    import asyncio
+
     from simulator.engine.runner import judge_run
-    from simulator.record.folder import latest_by_id
+    from simulator.record.folder import RunFolder, latest_by_id
+    from simulator.spec.suite import check_environment
 
     folder = RunFolder.resume(args.run)  # judging appends verdicts: a writer
     manifest = folder.read_manifest()
@@ -237,6 +248,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         from simulator.spec.suite import load_suite
 
         given = load_suite(args.suite)
+        check_environment(given)  # before it is merged: the error names this file's line
         suite.judges = given.judges.model_copy(
             update={"paths": [str(given.resolve(p).resolve()) for p in given.judges.paths]}
         )
@@ -252,6 +264,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         suite.judges.models = list(args.judge_models)
     if args.samples:
         suite.judges.samples = args.samples
+    check_environment(suite)
     scenarios, warnings = stored_scenarios(manifest)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -305,11 +318,13 @@ def _print_stability(folder: RunFolder, judge_set: str) -> None:
 
 
 def cmd_judge_pairwise(args: argparse.Namespace) -> int:
+    import asyncio
+
     from simulator.judging.criteria import load_criteria
     from simulator.judging.hygiene import same_family_warnings
     from simulator.judging.pairwise import judge_pair, summarise_pairs
     from simulator.providers.hub import ModelHub
-    from simulator.record.folder import latest_by_id
+    from simulator.record.folder import RunFolder, latest_by_id
 
     folder_a, folder_b = RunFolder.open(args.run_a), RunFolder.open(args.run_b)
     suite = stored_suite(folder_a.read_manifest(), folder_a.path)

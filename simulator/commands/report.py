@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from simulator.commands.outputs import at_least_one, check_output
 from simulator.errors import UserError
 
 
@@ -92,7 +93,7 @@ def add_compare_options(compare: argparse.ArgumentParser) -> None:
     compare.add_argument("--alpha", type=_fraction, default=0.05, help="significance level (default 0.05)")
     compare.add_argument("--judge-set-a", help="judge set of A (default: its latest)")
     compare.add_argument("--judge-set-b", help="judge set of B (default: its latest)")
-    compare.add_argument("--max-flips", type=int, default=10, help="flipped cases shown per metric")
+    compare.add_argument("--max-flips", type=at_least_one, default=10, help="flipped cases shown per metric")
     compare.add_argument("--json", type=Path, help="write the comparison as JSON here")
     compare.add_argument(
         "--gate", default="token_f1:0.5", metavar="METRIC:THRESHOLD", help="golden items: the similarity gate"
@@ -145,6 +146,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     if args.run is None:
         raise UserError("name a run folder: simulator report runs/<run-id>")
+    for flag in ("html", "json", "junit"):
+        check_output(f"--{flag}", getattr(args, flag))
     from simulator.record.index import is_matrix
 
     if is_matrix(args.run):
@@ -162,10 +165,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         transcripts=bool(args.html or args.junit or args.json_transcripts),
     )
     report = build_report(run, options)
-    if not args.quiet:
-        from simulator.report.terminal import render_terminal
-
-        render_terminal(report)
+    # Files first: a terminal report piped into `head` (a broken pipe) must not lose them.
     written = []
     if args.html:
         from simulator.report.html import write_html
@@ -182,6 +182,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         write_junit(report, args.junit)
         written.append(f"JUnit {args.junit}")
+    if not args.quiet:
+        from simulator.report.terminal import render_terminal
+
+        render_terminal(report)
     if written:
         print("wrote " + ", ".join(written), file=sys.stderr)
     return 0
@@ -225,11 +229,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from simulator.analysis.golden import parse_gate
     from simulator.report.views import render_comparison
 
+    check_output("--json", args.json)
     gate = parse_gate(args.gate)
     comparison = compare_runs(args.a, args.b, args.alpha, args.judge_set_a, args.judge_set_b, gate)
-    render_comparison(comparison, max_flips=args.max_flips)
     if args.json:
         args.json.write_text(comparison.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    render_comparison(comparison, max_flips=args.max_flips)
     if args.fail_on_regression and comparison.regressions:
         print(
             f"regression: {len(comparison.regressions)} critical metric(s) significantly worse",
@@ -244,6 +249,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from simulator.analysis.calibrate import calibrate
     from simulator.report.views import render_calibration
 
+    check_output("--json", args.json)
     run = load_run(args.run, args.judge_set)
     if args.labels is None and args.labeller is None:
         from simulator.analysis.calibrate import calibrate_labels
@@ -263,6 +269,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     render_calibration(calibration)
     if args.json:
         args.json.write_text(calibration.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    render_calibration(calibration)
     return 0
 
 
@@ -281,6 +288,8 @@ def cmd_labels_export(args: argparse.Namespace) -> int:
         print(f"fill in the label column (pass, fail or n/a), then: simulator calibrate {args.run} {labels}")
         return 0
     out = args.out or Path(f"labels-{args.criterion.replace('/', '_')}")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: a file of that name exists; name a folder for the labelling sheet")
     transcripts, labels, count = export_labels(
         load_run(args.run), args.criterion, out, args.sample, args.seed
     )

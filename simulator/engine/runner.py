@@ -40,6 +40,7 @@ from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.redact import register_secrets, suite_secrets
 from simulator.spec.scenario import Scenario, refuse_drafts
 from simulator.spec.suite import Suite
 from simulator.users.base import SimulatedUser
@@ -406,6 +407,8 @@ async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: R
     cache), one worker pool, one record per item in each cell's own folder. Never loses a record."""
     base = specs[0].suite
     refuse_drafts(scenarios, base.scenarios.include_drafts)
+    for spec in specs:
+        register_secrets(suite_secrets(spec.suite))  # before anything can be written
     if options.backend is not None and len(specs) > 1:
         raise UserError("--backend ray runs one suite at a time: run a matrix locally, or each cell's suite")
     hub = ModelHub.create(base.providers, base.cache, base.base_dir)
@@ -422,6 +425,8 @@ async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: R
         with _frozen_heap(options.freeze_gc):
             return await session.run(_round_robin(cells), min(base.concurrency, max(1, pending)))
     finally:
+        for cell, _ in cells:
+            cell.parts.folder.release()
         await hub.aclose()
         for cell, _ in cells:
             closer = getattr(cell.parts.bots, "aclose", None)
@@ -451,6 +456,7 @@ async def judge_run(
 ) -> tuple[RunResult, JudgeStage, int]:
     """Judge stored conversations again with the suite's judge set, through the same worker pool as a run;
     return the result, the stage and how many conversations needed judging."""
+    register_secrets(suite_secrets(suite))
     hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
     try:
         judges = make_judge_stage(suite, scenarios, hub.for_role("judge"))
@@ -486,4 +492,5 @@ async def judge_run(
         folder.write_manifest(manifest)
         return result, judges, len(todo)
     finally:
+        folder.release()
         await hub.aclose()

@@ -71,8 +71,28 @@ def retry_after_s(exc: Any) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
+def connection_refused(exc: BaseException) -> bool:
+    """Whether a failed call was refused (nothing listens there), whatever the HTTP client wrapped it in: the
+    openai SDK over aiohttp reports a refused connection as a timeout."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def classify_sdk_error(
-    sdk: Any, exc: Exception, *, who: str, key_env: str, transient_statuses: tuple[int, ...] = (408, 409)
+    sdk: Any,
+    exc: Exception,
+    *,
+    who: str,
+    key_env: str,
+    transient_statuses: tuple[int, ...] = (408, 409),
+    where: str | None = None,
+    timeout_s: float | None = None,
 ) -> ProviderError:
     """Classify an anthropic or openai SDK exception (the two share one hierarchy) for the retry policy."""
     if isinstance(exc, sdk.RateLimitError):
@@ -86,5 +106,15 @@ def classify_sdk_error(
         return ProviderError("permanent", permanent_message(who, status, exc.message), status=status)
     if isinstance(exc, sdk.APIResponseValidationError):
         return ProviderError("transient", f"invalid response body: {exc}")
-    # Timeouts, connection resets and bodies that are not JSON: worth another try.
+    # Refused connections, timeouts, connection resets and bodies that are not JSON: worth another try.
+    if connection_refused(exc):
+        return ProviderError(
+            "transient",
+            f"connection refused by {where or who}: nothing listens there; start the server or check base_url",
+        )
+    if isinstance(exc, sdk.APITimeoutError) and timeout_s is not None:
+        return ProviderError(
+            "transient",
+            f"{who} did not answer within {timeout_s:g} s (the provider's timeout_s); raise timeout_s for a slow model",
+        )
     return ProviderError("transient", f"{type(exc).__name__}: {exc}")

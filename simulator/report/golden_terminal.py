@@ -45,7 +45,7 @@ def _scorers(console: Console, golden: GoldenSection) -> None:
     table.add_row(f"gate {golden.gate.metric} ≥ {golden.gate.threshold:g}", escape(golden.gate_pass.short))
     for metric in SIMILARITY_METRICS:
         table.add_row(METRIC_NAMES[metric], number(golden.means.get(metric)))
-    console.print(table)
+    _print_table(console, table)
 
 
 def _intents(console: Console, golden: GoldenSection) -> None:
@@ -61,7 +61,7 @@ def _intents(console: Console, golden: GoldenSection) -> None:
             escape(row.rate.short),
             style="bold red" if row.all_failed else None,
         )
-    console.print(table)
+    _print_table(console, table)
 
 
 def _failed(console: Console, golden: GoldenSection) -> None:
@@ -77,7 +77,7 @@ def _failed(console: Console, golden: GoldenSection) -> None:
             Text("; ".join(item.failures)),
             Text(" · ".join(f'"{quote}"' for quote in item.evidence)),
         )
-    console.print(table)
+    _print_table(console, table)
 
 
 def _disagreements(console: Console, golden: GoldenSection) -> None:
@@ -94,7 +94,7 @@ def _disagreements(console: Console, golden: GoldenSection) -> None:
         table.add_row(
             Text(d.item_id), Text(d.intent), f"{d.score:.2f}", gate_text, d.verdict, Text(short(d.reply))
         )
-    console.print(table)
+    _print_table(console, table)
 
 
 def _sweep(console: Console, golden: GoldenSection) -> None:
@@ -105,7 +105,7 @@ def _sweep(console: Console, golden: GoldenSection) -> None:
     for row in golden.sweep:
         cells = [f"{row.shares[m].k}/{row.shares[m].n} {pct(row.shares[m].rate)}" for m in SIMILARITY_METRICS]
         table.add_row(f"{row.threshold:.1f}", *cells)
-    console.print(table)
+    _print_table(console, table)
 
 
 def render_golden(console: Console, golden: GoldenSection | None) -> None:
@@ -117,3 +117,10 @@ def render_golden(console: Console, golden: GoldenSection | None) -> None:
     _failed(console, golden)
     _disagreements(console, golden)
     _sweep(console, golden)
+
+
+def _print_table(console: Console, table: Table) -> None:
+    """The report's table printer (nothing cut at 80 columns); imported here to avoid an import cycle."""
+    from simulator.report.terminal import print_table
+
+    print_table(console, table)

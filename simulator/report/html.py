@@ -48,7 +48,7 @@ def _head(*names: str, num: tuple[str, ...] = ()) -> str:
 _COUNT_NAMES = ("pass", "fail", "n.a.", "error", "not judged")
 
 
-def _card(label: str, value: RateView | str, sub: str = "") -> str:
+def _card(label: str, value: RateView | str, sub: str = "", note: str = "") -> str:
     if isinstance(value, RateView):
         big = pct(value.rate)
         sub = f"{value.k}/{value.n} · 95% CI {pct(value.low)}–{pct(value.high)}" + (
@@ -60,14 +60,15 @@ def _card(label: str, value: RateView | str, sub: str = "") -> str:
             sub += f" · {value.errored} errored: {pct(value.worst)}–{pct(value.best)} had they failed/passed"
     else:
         big = value
+    covers = f'<div class="sub">{e(note)}</div>' if note else ""
     return (
         f'<div class="card"><div class="label">{e(label)}</div><div class="value">{e(big)}</div>'
-        f'<div class="sub">{e(sub)}</div></div>'
+        f'<div class="sub">{e(sub)}</div>{covers}</div>'
     )
 
 
 def _summary(report: Report) -> str:
-    cards = [_card("conversations passing", report.overall)]
+    cards = [_card("conversations passing", report.overall, note=report.overall_covers)]
     outcome = report.outcome
     if outcome is not None:
         cards += [

@@ -28,7 +28,7 @@ def _stability(console: Console, report: Report) -> None:
             escape(row.criterion_id), escape(row.judge_model), str(row.samples),
             escape(row.flips.short), str(row.undecided), flag,
         )  # fmt: skip
-    console.print(table)
+    _print_table(console, table)
 
 
 def _jury(console: Console, report: Report) -> None:
@@ -42,7 +42,7 @@ def _jury(console: Console, report: Report) -> None:
             escape(row.criterion_id), row.rule or "", escape(", ".join(row.models)),
             escape(row.agreement.short), kappa,
         )  # fmt: skip
-    console.print(table)
+    _print_table(console, table)
     for row in quality.jury:
         for d in row.disagreements[:SHOWN]:
             said = ", ".join(f"{m}: {a}" for m, a in d.answers.items())
@@ -69,7 +69,7 @@ def _corrected(console: Console, report: Report) -> None:
             escape(r.criterion_id), f"{r.raw_k}/{r.raw_n} {pct(r.raw)}", pct(r.sensitivity), pct(r.specificity),
             str(r.labelled), (pct(r.corrected) + interval) if r.corrected is not None else "n/a", escape(r.note),
         )  # fmt: skip
-    console.print(table)
+    _print_table(console, table)
 
 
 def _points(console: Console, report: Report) -> None:
@@ -84,7 +84,7 @@ def _points(console: Console, report: Report) -> None:
         table.add_row(f"tag {escape(tag)}", escape(view.short))
     for category, view in points.by_category.items():
         table.add_row(f"category {escape(category)}", escape(view.short))
-    console.print(table)
+    _print_table(console, table)
 
 
 def render_judge_sections(console: Console, report: Report) -> None:
@@ -93,3 +93,10 @@ def render_judge_sections(console: Console, report: Report) -> None:
     _jury(console, report)
     _corrected(console, report)
     _points(console, report)
+
+
+def _print_table(console: Console, table: Table) -> None:
+    """The report's table printer (nothing cut at 80 columns); imported here to avoid an import cycle."""
+    from simulator.report.terminal import print_table
+
+    print_table(console, table)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from simulator.analysis.calls import CallTotals, call_totals
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
 from simulator.analysis.factors import FactorsSection, factors_section
 from simulator.analysis.fidelity import SimulatedUserSection, simulated_user_section
@@ -93,6 +94,12 @@ class RunInfo(_Model):
     judge_set: str | None
     judge_sets: list[JudgeSetInfo]
     warnings: list[str]
+    # Provider requests sent (retries included) over every session, as the manifest's checkpoints counted
+    # them; at least: with what killed sessions' finished conversations recorded after their last checkpoint.
+    provider_calls: int = 0
+    provider_calls_at_least: int = 0
+    # Sessions killed (kill -9, a crash): their calls are counted only up to their last checkpoint.
+    killed_sessions: int = 0
 
 
 class Finding(_Model):
@@ -149,6 +156,8 @@ class Report(_Model):
     high_stakes_tag: str | None
     findings: list[Finding]
     overall: RateView
+    # What `overall` covers, in words: its unit, what it left out, and whether some criteria went unjudged.
+    overall_covers: str = ""
     outcome: OutcomeMetrics | None
     omissions: list[CriterionRow]
     criteria: list[CriterionRow]
@@ -174,6 +183,7 @@ class Report(_Model):
 
 def _run_info(run: RunData) -> RunInfo:
     manifest = run.manifest
+    calls = call_totals(run)
     suite = manifest.suite
     return RunInfo(
         run_id=manifest.run_id,
@@ -196,8 +206,23 @@ def _run_info(run: RunData) -> RunInfo:
         package_version=manifest.package_version,
         judge_set=run.judge_set,
         judge_sets=run.judge_sets,
-        warnings=run.warnings,
+        warnings=[*run.warnings, *_killed_warning(calls)],
+        provider_calls=calls.counted,
+        provider_calls_at_least=calls.at_least,
+        killed_sessions=calls.killed_sessions,
     )
+
+
+def _killed_warning(calls: CallTotals) -> list[str]:
+    killed = calls.killed_sessions
+    if not killed:
+        return []
+    return [
+        f"provider call counts are incomplete: {killed} session{'s' if killed != 1 else ''} of this run "
+        f"{'were' if killed != 1 else 'was'} killed (kill -9 or a crash) and counted calls only up to "
+        f"{'their' if killed != 1 else 'its'} last checkpoint (every 5 s): {calls.counted} counted, at least "
+        f"{calls.at_least} made; conversations and verdicts are complete"
+    ]
 
 
 def _transcripts(run: RunData) -> list[Transcript]:
@@ -427,6 +452,29 @@ def _simulator_findings(report: Report) -> list[Finding]:
     return found
 
 
+def _overall_covers(run: RunData) -> str:
+    """The overall pass rate in words: a conversation passes when none of its judged checks failed, so a
+    conversation whose LLM criteria were all `not_judged` counts on its code checks alone; say so."""
+    grouped = run.verdicts_by_conversation()
+    statuses = [
+        (conversation_status(r, grouped.get(r.id, [])), grouped.get(r.id, [])) for r in run.conversations
+    ]
+    counted = [verdicts for status, verdicts in statuses if status in ("pass", "fail")]
+    errored = sum(status == "error" for status, _ in statuses)
+    unjudged = sum(status == "not_judged" for status, _ in statuses)
+    partial = sum(any(v.result == "not_judged" for v in verdicts) for verdicts in counted)
+    text = (
+        f"conversations with no failed check, of {len(counted)} with a pass or fail verdict "
+        f"(left out: {errored} errored, {unjudged} with nothing judged)"
+    )
+    if partial:
+        text += (
+            f"; {partial} of the {len(counted)} had criteria not judged (no judge model, or the judge failed), "
+            "so it covers only the checks that were judged"
+        )
+    return text
+
+
 def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     """Compute every metric of a run into one Report."""
     options = options or ReportOptions()
@@ -463,6 +511,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     report.findings += [
         Finding(level=lv, title=t, detail=d) for lv, t, d in judge_notes(report.judge_quality)
     ]
+    report.overall_covers = _overall_covers(run)
     if run.judge_set is None:
         report.findings.insert(0, Finding(level="warning", title="no verdicts: this run was not judged"))
     elif len(run.judge_sets) > 1:

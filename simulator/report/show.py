@@ -10,6 +10,14 @@ from rich.panel import Panel
 from rich.table import Table
 
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.report.terminal import print_table
+from simulator.report.visible import visible
+
+
+def _safe(text: str) -> str:
+    """Transcript text for the terminal: control characters visible (never obeyed), markup escaped."""
+    return escape(visible(text))
+
 
 _COLOURS = {
     "pass": "green",
@@ -26,16 +34,20 @@ def render_conversation(console: Console, record: ConversationRecord, verdicts: 
         who = "[bold cyan]USER[/]" if turn.role == "user" else "[bold green]BOT [/]"
         timing = f" [dim]({turn.latency_s * 1000:.0f} ms)[/]" if turn.role == "bot" else ""
         for message in turn.messages:
-            lines.append(f"{who} {escape(message)}{timing}")
+            lines.append(f"{who} {_safe(message)}{timing}")
             timing = ""
-    state = escape(str(record.final_state)) if record.final_state is not None else "[dim]none[/]"
+    state = _safe(str(record.final_state)) if record.final_state is not None else "[dim]none[/]"
     footer = f"stop reason: [bold]{record.stop_reason}[/]   final state: {state}"
     if record.error:
-        footer += f"\n[magenta]error ({record.error.source}, {record.error.kind}): {escape(record.error.message)}[/]"
+        footer += (
+            f"\n[magenta]error ({record.error.source}, {record.error.kind}): {_safe(record.error.message)}[/]"
+        )
     if record.character_breaks:
         footer += f"\n[yellow]character breaks re-run: {len(record.character_breaks)}[/]"
     body = "\n".join(lines) + "\n\n" + footer
-    console.print(Panel(body, title=f"{escape(record.id)}  [dim]{', '.join(record.tags)}[/]", expand=True))
+    console.print(
+        Panel(body, title=f"{_safe(record.id)}  [dim]{_safe(', '.join(record.tags))}[/]", expand=True)
+    )
     if verdicts:
         table = Table("criterion", "result", "evidence ok", "reasoning", show_lines=False)
         for verdict in verdicts:
@@ -44,9 +56,9 @@ def render_conversation(console: Console, record: ConversationRecord, verdicts: 
                 "" if verdict.evidence_verified is None else ("yes" if verdict.evidence_verified else "NO")
             )
             table.add_row(
-                escape(verdict.criterion_id),
+                _safe(verdict.criterion_id),
                 f"[{colour}]{verdict.result}[/]",
                 verified,
-                escape(verdict.reasoning[:160]),
+                _safe(verdict.reasoning[:160]),
             )
-        console.print(table)
+        print_table(console, table)

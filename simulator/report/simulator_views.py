@@ -51,7 +51,7 @@ def simulated_user_terminal(console: Console, report: Report) -> None:
             row.id, str(c.passed), str(c.failed), str(c.not_applicable), str(c.error), str(c.not_judged),
             escape(row.fail_rate.short), str(row.unverified_evidence),
         )  # fmt: skip
-    console.print(table)
+    _print_table(console, table)
     if section.provenance_overall is not None:
         facts = Table(
             "scenario", "runs", "facts", "elicited", "volunteered", "missed", "missed that mattered"
@@ -62,7 +62,7 @@ def simulated_user_terminal(console: Console, report: Report) -> None:
                 p.scenario_id, str(p.conversations), str(p.facts), str(p.elicited), str(p.volunteered),
                 str(p.missed), str(p.missed_mattered),
             )  # fmt: skip
-        console.print(facts)
+        _print_table(console, facts)
         hidden = len(section.provenance) - len(shown)
         more = f"; {hidden} more scenarios in the HTML and JSON reports" if hidden > 0 else ""
         console.print(f"[dim]{escape(section.mattered_rule)}{more}[/]")
@@ -77,11 +77,11 @@ def simulated_user_terminal(console: Console, report: Report) -> None:
                 escape(", ".join(a.failing_criteria)),
                 f"[yellow]yes: {escape(', '.join(a.fidelity_failures))}[/]" if a.simulator_faulted else "no",
             )
-        console.print(blame)
+        _print_table(console, blame)
     both = Table("bot metric", "all conversations", "without simulator-faulted")
     for w in section.with_without:
         both.add_row(w.metric, escape(w.all.short), escape(w.without_faulted.short))
-    console.print(both)
+    _print_table(console, both)
 
 
 def factors_terminal(console: Console, report: Report) -> None:
@@ -102,7 +102,7 @@ def factors_terminal(console: Console, report: Report) -> None:
             r.factor, r.level, str(r.conversations), escape(r.failed.short), escape(_or(r.failed_or)),
             escape(_short(r.under_triage)), escape(_or(r.under_triage_or)), escape(_short(r.critical_sensitivity)),
         )  # fmt: skip
-    console.print(table)
+    _print_table(console, table)
 
 
 def _table(head: list[str], rows: list[str]) -> str:
@@ -183,3 +183,10 @@ def factors_html(report: Report) -> str:
         f"<p>{e(section.design)} design: {section.base_scenarios} base scenarios, {section.variants} variants"
         f"</p>{_table(head, rows)}</section>"
     )
+
+
+def _print_table(console: Console, table: Table) -> None:
+    """The report's table printer (nothing cut at 80 columns); imported here to avoid an import cycle."""
+    from simulator.report.terminal import print_table
+
+    print_table(console, table)

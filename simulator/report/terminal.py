@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["render_terminal"]
+__all__ = ["print_table", "render_terminal"]
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import short_hash
@@ -21,11 +23,73 @@ _SOURCE_FLAG = {"bot": "FLAKY-BOT", "simulation": "FLAKY-SIM", "judge": "FLAKY-J
 
 
 def _show(console: Console, table: Table) -> None:
-    """Print a table; long cells fold onto the next line rather than end in an ellipsis."""
+    """Print a table so nothing is cut, whatever the width (80 columns in a pipe or a CI log).
+
+    In order: the boxed table when every column fits with no word broken; the same table without borders;
+    else one block of `column: value` lines per row. Never an ellipsis, never a column silently left out,
+    never a number or an id broken across lines."""
     for column in table.columns:
-        if not column.no_wrap:
-            column.overflow = "fold"
-    console.print(table)
+        column.overflow = "fold"
+    if _fit_columns(console, table):
+        console.print(table)
+        return
+    table.box, table.pad_edge, table.collapse_padding = None, False, True
+    if _fit_columns(console, table):
+        console.print(table)
+        return
+    _stacked(console, table)
+
+
+def print_table(console: Console, table: Table) -> None:
+    """Print any report table (compare, calibrate too) the way the report does: nothing cut at any width."""
+    _show(console, table)
+
+
+def _plain(console: Console, cell: object) -> Text:
+    return console.render_str(cell) if isinstance(cell, str) else Text(str(cell))
+
+
+def _fit_columns(console: Console, table: Table) -> bool:
+    """Set every column's width so the table fits the console with no word broken; False if it cannot.
+
+    Each column gets at least its longest word (rich alone would squeeze the widest column, however long
+    its words, or drop the last ones); the space left goes to columns whose cells would wrap, in proportion."""
+    cells = [[_plain(console, cell) for cell in [column.header, *column.cells]] for column in table.columns]
+    least = [
+        max(max((cell_len(w) for w in text.plain.split()), default=0) for text in column) for column in cells
+    ]
+    least = [max(n, column.min_width or 0) for n, column in zip(least, table.columns, strict=True)]
+    most = [
+        max(max(cell_len(line) for line in text.plain.split("\n")) for text in column) for column in cells
+    ]
+    most = [max(a, b) for a, b in zip(least, most, strict=True)]
+    gaps = len(table.columns) - 1
+    overhead = 3 * gaps + 4 if table.box is not None else gaps  # borders and padding, or one space
+    spare = console.width - overhead - sum(least)
+    if spare < 0:
+        return False
+    wanted = [b - a for a, b in zip(least, most, strict=True)]
+    if sum(wanted) <= spare:
+        widths = most
+    else:
+        widths = [a + spare * w // sum(wanted) for a, w in zip(least, wanted, strict=True)]
+    for column, width in zip(table.columns, widths, strict=True):
+        column.width = width
+    return True
+
+
+def _stacked(console: Console, table: Table) -> None:
+    """A table too wide for the terminal, row by row: the first cell as a heading, then `header: value`."""
+    if table.title:
+        console.print(table.title)
+    headers = [
+        _plain(console, column.header).plain.replace("/\n", "/").replace("\n", " ")
+        for column in table.columns
+    ]
+    for row in zip(*(list(column.cells) for column in table.columns), strict=True):
+        console.print(Text.assemble("• ", _plain(console, row[0])))
+        for header, cell in zip(headers[1:], row[1:], strict=True):
+            console.print(Text.assemble(f"    {header}: ", _plain(console, cell)), overflow="fold")
 
 
 def _rate(value: RateView) -> str:
@@ -52,12 +116,14 @@ def _money(value: float | None, currency: str) -> str:
 
 def _header(console: Console, report: Report) -> None:
     run = report.run
-    console.rule(f"[bold]simulator report[/] {escape(run.run_id)}")
+    console.rule("[bold]simulator report[/]")  # the run id on its own line: a rule would cut a long one
+    console.print(f"run {escape(run.run_id)}", overflow="fold")
     console.print(
         f"suite [bold]{escape(run.suite)}[/] · bot {escape(run.bot)} · user {escape(run.user_model)} · "
         f"judge {escape(run.judge_model or '–')}\n"
         f"status {run.status} · {run.scenarios} scenarios × {run.runs} runs = {run.conversations} conversations "
-        f"(planned {run.planned}) · judge set {short_hash(run.judge_set)} · overall pass {_rate(report.overall)}"
+        f"(planned {run.planned}) · judge set {short_hash(run.judge_set)}\n"
+        f"overall pass {_rate(report.overall)}\n  [dim]covers: {escape(report.overall_covers)}[/]"
     )
 
 
@@ -114,7 +180,7 @@ def _outcome(console: Console, report: Report) -> None:
     _show(console, rates)
 
 
-COUNTS_HEADER = "pass/fail/n.a./error/not judged"
+COUNTS_HEADER = "pass/fail/\nn.a./error/\nnot judged"  # three lines: the column stays narrow
 
 
 def _criteria_table(title: str, rows: list[CriterionRow], console: Console) -> None:
@@ -124,7 +190,7 @@ def _criteria_table(title: str, rows: list[CriterionRow], console: Console) -> N
     table.add_column("criterion", no_wrap=True)
     table.add_column("severity · category")
     table.add_column(COUNTS_HEADER)
-    table.add_column("failure rate (95% CI)", min_width=24)
+    table.add_column("failure rate (95% CI)")
     table.add_column("unverified", justify="right")
     for row in rows:
         table.add_row(
@@ -144,7 +210,7 @@ def _scenarios(console: Console, report: Report) -> None:
     )
     table.add_column("scenario", no_wrap=True)
     table.add_column("runs", justify="right")
-    table.add_column("pass/fail/error/not judged")
+    table.add_column("pass/fail/\nerror/not judged")
     table.add_column("pass rate (95% CI)")
     table.add_column("flags, failing criteria")
     for row in report.scenarios:
@@ -207,7 +273,8 @@ def _health(console: Console, report: Report) -> None:
         f"({health.gave_up_on_breaks} gave up) · conversations re-run after an error: {len(health.retried)} · "
         f"missing: {health.missing} of {health.planned}\n"
         f"conversation errors {_rate(health.conversation_errors)} · judge errors {_rate(health.judge_errors)} · "
-        f"not judged {health.not_judged} · unverified evidence {_rate(health.unverified)}"
+        f"not judged {health.not_judged} · unverified evidence {_rate(health.unverified)}\n"
+        + _calls_line(report)
     )
     errors = health.errors + health.judge_error_rows
     if errors:
@@ -223,6 +290,17 @@ def _health(console: Console, report: Report) -> None:
                 escape(error.message[:100]),
             )
         _show(console, table)
+
+
+def _calls_line(report: Report) -> str:
+    run = report.run
+    if not run.killed_sessions:
+        return f"provider calls: {run.provider_calls} (retries included)"
+    return (
+        f"provider calls: [yellow]at least {run.provider_calls_at_least}[/] ({run.provider_calls} counted; "
+        f"{run.killed_sessions} killed session{'s' if run.killed_sessions != 1 else ''} counted only up to "
+        "the last checkpoint)"
+    )
 
 
 def _cost(console: Console, report: Report) -> None:

@@ -13,6 +13,7 @@ from simulator.analysis.calibrate import LABELS, Calibration, CriterionCalibrati
 from simulator.analysis.compare import Comparison
 from simulator.analysis.gate import GateResult
 from simulator.analysis.rates import pct
+from simulator.report.terminal import print_table
 
 
 def _signed(x: float) -> str:
@@ -45,7 +46,10 @@ def _golden(console: Console, comparison: Comparison) -> None:
 def render_comparison(comparison: Comparison, console: Console | None = None, max_flips: int = 10) -> None:
     """Print the configuration differences first (a confounded comparison must be visible), then each metric."""
     console = console or Console()
-    console.rule(f"[bold]compare[/] A={escape(comparison.a)}  B={escape(comparison.b)}")
+    console.rule("[bold]compare[/]")  # the paths on their own lines: a rule would cut them short
+    console.print(
+        f"A (baseline)  {escape(comparison.a)}\nB (candidate) {escape(comparison.b)}", overflow="fold"
+    )
     console.print(
         f"{comparison.matched} conversations matched on (scenario, repeat); only in A: {len(comparison.only_in_a)}, "
         f"only in B: {len(comparison.only_in_b)}"
@@ -59,7 +63,7 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
             table.add_column(name)
         for diff in comparison.config_differences:
             table.add_row(escape(diff.key), escape(diff.a), escape(diff.b))
-        console.print(table)
+        print_table(console, table)
     else:
         console.print("[yellow]no configuration differences recorded: both runs used the same settings[/]")
     _golden(console, comparison)
@@ -73,6 +77,12 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
         style = {"worse": "bold red", "better": "green"}.get(m.change, "dim")
         name = ("[bold]" + escape(m.name) + "[/]") if m.critical else escape(m.name)
         excluded = f" (+{m.excluded} with an error or no verdict on a side)" if m.excluded else ""
+        if m.pairs == 0:
+            console.print(
+                f"{name}  [yellow]no pairs[/]: no conversation has a pass or fail on both sides"
+                f"{excluded}; nothing to compare"
+            )
+            continue
         change = m.change.upper() if m.change != "no significant change" else m.change
         console.print(
             f"{name}  [{style}]{change}[/]\n"
@@ -96,7 +106,7 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
             table.add_column(name)
         for s in sorted(moved, key=lambda s: s.diff or 0.0):
             table.add_row(escape(s.scenario_id), escape(s.a.short), escape(s.b.short), _signed(s.diff or 0.0))
-        console.print(table)
+        print_table(console, table)
     for m in comparison.metrics:
         if not m.flips or m.name == "conversation passes":
             continue
@@ -151,7 +161,7 @@ def render_calibration(calibration: Calibration, console: Console | None = None)
             matrix.add_column(label, justify="right")
         for human in LABELS:
             matrix.add_row(human, *[str(c.matrix[human][judge]) for judge in LABELS])
-        console.print(matrix)
+        print_table(console, matrix)
         for d in c.disagreements[:10]:
             colour = "red" if d.human == "fail" and d.judge == "pass" else "yellow"
             console.print(

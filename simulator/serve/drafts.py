@@ -17,8 +17,8 @@ import yaml
 from simulator.errors import Problem, UserError
 from simulator.judging.criteria import CRITERION_DOCUMENTS, criterion_files
 from simulator.spec.documents import load_documents
-from simulator.spec.scenario import SCENARIO_DOCUMENTS, SUITE_FILE_NAMES, scenario_files
-from simulator.spec.suite import load_suite
+from simulator.spec.scenario import SCENARIO_DOCUMENTS, scenario_files
+from simulator.spec.suite import is_suite_data, load_suite
 
 TEMPLATES = {
     "scenario": """\
@@ -50,12 +50,12 @@ category: general
 def file_kind(name: str, text: str, default: str = "scenario") -> str:
     """suite, criterion or scenario: by file name, then by the keys of the first document; `default` (the
     folder's usual kind) when the text says nothing (not YAML yet, empty)."""
-    if name in SUITE_FILE_NAMES:
-        return "suite"
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError:
         return default
+    if name in ("suite.yaml", "suite.yml") or is_suite_data(data):  # by name, or by content (a `bot:` key)
+        return "suite"
     first = data[0] if isinstance(data, list) and data else data
     if isinstance(first, dict) and ("criterion" in first or isinstance(first.get("criteria"), list)):
         return "criterion"

@@ -50,6 +50,8 @@ class DocumentKind:
     claims: Callable[[LocatedYAML], bool] | None = None
     # Reads a .csv file of this kind as rows located by line, with the header's problems.
     read_csv: Callable[[Path], tuple[LocatedYAML, list[Problem]]] | None = None
+    # Files of another kind that may sit in the same folders (a suite next to its scenarios), by content.
+    is_other: Callable[[Any], bool] | None = None
 
 
 def yaml_files(
@@ -181,6 +183,8 @@ def collect_documents(files: list[Path], kinds: list[DocumentKind]) -> tuple[lis
         problems.extend(read_problems)
         if source is None:
             continue
+        if kind.is_other is not None and kind.is_other(source.data):
+            continue  # a file of another kind in the same folder (a suite next to its scenarios)
         found, file_problems, file_ids = _parse_file(source, kind)
         documents.extend(found)
         problems.extend(file_problems)

@@ -8,15 +8,23 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, WithJsonSchema, field_validator, model_validator
 
 from simulator.errors import UserError
 from simulator.spec.assertions import AssertionSpec
 from simulator.spec.documents import DocumentKind, FileDocument, collect_documents, yaml_files
 from simulator.spec.script import Script
+from simulator.spec.suite import is_suite_data
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-SUITE_FILE_NAMES = ("suite.yaml", "suite.yml")
+# Facts are a list of strings or one paragraph (split into sentences): the editor schema allows both.
+_FACTS_SCHEMA = {
+    "anyOf": [
+        {"type": "array", "items": {"type": "string", "minLength": 1}},
+        {"type": "string", "minLength": 1, "description": "one paragraph, split into sentences"},
+    ],
+    "title": "Facts",
+}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 
 
@@ -28,7 +36,7 @@ class Scenario(FileDocument):
     id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[^\s#]+$")]
     persona: Text
     goal: Text
-    facts: list[Text] = Field(default_factory=list)
+    facts: Annotated[list[Text], WithJsonSchema(_FACTS_SCHEMA)] = Field(default_factory=list)
     expected: dict[str, Any] = Field(default_factory=dict)
     max_turns: int = Field(default=12, ge=1, le=200)
     tags: list[Text] = Field(default_factory=list)
@@ -80,11 +88,10 @@ class Scenario(FileDocument):
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:
-    """All scenario files under the given files and folders (recursively), suite files excluded: YAML
-    scenarios, and golden items in YAML or CSV."""
-    return yaml_files(
-        paths, skip_names=SUITE_FILE_NAMES, what="scenarios", suffixes=(".yaml", ".yml", ".csv")
-    )
+    """All scenario files under the given files and folders (recursively): YAML scenarios and golden items
+    in YAML or CSV. Suite files among them are told apart by their content when loaded (`is_suite_data`),
+    whatever their names."""
+    return yaml_files(paths, what="scenarios", suffixes=(".yaml", ".yml", ".csv"))
 
 
 SCENARIO_DOCUMENTS = DocumentKind(
@@ -94,6 +101,7 @@ SCENARIO_DOCUMENTS = DocumentKind(
     marker_key="persona",
     shape="id, persona, goal, ...",
     error_title="invalid scenario files",
+    is_other=is_suite_data,
 )
 
 

@@ -15,18 +15,23 @@ __all__ = [
     "PythonBotConfig",
     "Suite",
     "UserConfig",
+    "check_environment",
+    "is_suite_data",
     "load_suite",
 ]
 
+import difflib
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from simulator.errors import Problem, UserError
+from simulator.providers import PROVIDERS
 from simulator.providers.settings import CacheConfig, ProviderSettings
 from simulator.spec.matrix import MatrixConfig, expand_matrix
-from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
+from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 
 
 class _Strict(BaseModel):
@@ -200,6 +205,7 @@ class Suite(_Strict):
 
     _base_dir: Path = PrivateAttr(default=Path("."))
     _file: Path | None = PrivateAttr(default=None)
+    _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
 
     @property
     def base_dir(self) -> Path:
@@ -217,6 +223,57 @@ class Suite(_Strict):
     def provider_settings(self, provider: str) -> ProviderSettings:
         return self.providers.get(provider, ProviderSettings())
 
+    def line_of(self, *loc: str | int) -> int | None:
+        """The suite file's line of a field (or of its nearest ancestor), for errors found after loading."""
+        return LocatedYAML(path=self._file or Path("suite"), data=None, lines=self._lines).line_of(loc)
+
+
+def is_suite_data(data: Any) -> bool:
+    """Whether parsed YAML is a suite file (it names a `bot`; a scenario has a `persona`), whatever the
+    file's name: a `suite-http.yaml` next to the scenarios is a suite, not a broken scenario."""
+    return isinstance(data, dict) and "bot" in data and "persona" not in data
+
+
+def _provider_name_problems(source: LocatedYAML) -> list[Problem]:
+    """`providers:` keys must be provider names: a misspelt one (`opnai`) would silently configure nothing."""
+    providers = source.data.get("providers") if isinstance(source.data, dict) else None
+    if not isinstance(providers, dict):
+        return []
+    problems = []
+    for name in providers:
+        if name in PROVIDERS:
+            continue
+        guess = difflib.get_close_matches(str(name), list(PROVIDERS), n=1)
+        hint = f"did you mean '{guess[0]}'?" if guess else f"use one of: {', '.join(PROVIDERS)}"
+        problems.append(
+            Problem(
+                str(source.path),
+                f"unknown provider '{name}'; {hint}",
+                line=source.line_of(("providers", name)),
+                field=f"providers.{name}",
+            )
+        )
+    return problems
+
+
+def check_environment(suite: Suite) -> None:
+    """Before a run: every `api_key_env` the suite names must be set (validation does not need the keys)."""
+    problems = []
+    for name, settings in suite.providers.items():
+        variable = settings.api_key_env
+        if variable and not os.environ.get(variable):
+            problems.append(
+                Problem(
+                    str(suite.file or "suite"),
+                    f"api_key_env names {variable}, which is not set; set the {variable} environment "
+                    f"variable, or remove api_key_env to use the provider's default",
+                    line=suite.line_of("providers", name, "api_key_env"),
+                    field=f"providers.{name}.api_key_env",
+                )
+            )
+    if problems:
+        raise UserError("the suite needs environment variables that are not set", problems)
+
 
 def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation."""
@@ -232,9 +289,11 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
         )
     data = {**source.data, **(overrides or {})}
     suite, problems = validate_model(Suite, data, source)
-    if suite is None:
+    problems += _provider_name_problems(source)
+    if suite is None or problems:
         raise UserError("invalid suite file", problems)
     suite._base_dir = path.parent.resolve()
     suite._file = path
     expand_matrix(suite, source)  # every cell must be a valid suite before anything runs
+    suite._lines = source.lines
     return suite

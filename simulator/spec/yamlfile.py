@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["LocatedYAML", "load_yaml", "problems_from_validation", "validate_model"]
+__all__ = [
+    "MAX_ALIAS_VALUES",
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "LocatedYAML",
+    "YAMLProblem",
+    "load_yaml",
+    "problems_from_validation",
+    "validate_model",
+]
 
 import difflib
 from dataclasses import dataclass, field
@@ -37,49 +46,145 @@ class LocatedYAML:
         return None
 
 
-def _record_lines(node: yaml.Node, loc: Path_, located: LocatedYAML) -> None:
-    lines = located.lines
-    lines[loc] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.start_mark)
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                message = f"key '{key}' appears twice in one mapping (YAML keeps the last); remove one"
-                located.duplicates.append(
-                    Problem(str(located.path), message, line=line, field=_field_name((*loc, key)))
+# Limits on what one YAML file may ask of the validator, so a hostile or mistaken file fails fast with one
+# clear line instead of taking minutes and gigabytes (an "alias bomb" is a few hundred bytes).
+MAX_FILE_BYTES = 5_000_000
+MAX_ALIAS_VALUES = 10_000  # values that aliases may add beyond the file's own
+MAX_DEPTH = 50  # levels of nesting
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
+
+
+def _walk(node: yaml.Node, path: Path, lines: dict[Path_, int]) -> None:
+    """Record the line of every value, refuse duplicate keys and over-deep nesting, iteratively.
+
+    Walks the node graph once per distinct node (an alias is not followed again), so it is linear in the
+    file's size whatever its aliases."""
+    stack: list[tuple[yaml.Node, Path_]] = [(node, ())]
+    seen: set[int] = set()
+    while stack:
+        current, loc = stack.pop()
+        lines.setdefault(loc, current.start_mark.line + 1)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if len(loc) > MAX_DEPTH:
+            raise YAMLProblem(
+                Problem(
+                    str(path),
+                    f"nested more than {MAX_DEPTH} levels deep; flatten the file",
+                    line=current.start_mark.line + 1,
                 )
-            seen.add(key)
-            lines[(*loc, key)] = line
-            _record_lines(value_node, (*loc, key), located)
-            # A key's own line is more useful than its value's for "unknown key" errors.
-            lines[(*loc, key)] = line
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _record_lines(item, (*loc, index), located)
+            )
+        if isinstance(current, yaml.MappingNode):
+            keys: dict[Any, int] = {}
+            for key_node, value_node in current.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.start_mark)
+                line = key_node.start_mark.line + 1
+                if key in keys and key != "<<":
+                    raise YAMLProblem(
+                        Problem(
+                            str(path),
+                            f"duplicate key '{key}' (first on line {keys[key]}); keep one of them",
+                            line=line,
+                            field=_field_name((*loc, key)),
+                        )
+                    )
+                keys[key] = line
+                # A key's own line is more useful than its value's for "unknown key" errors.
+                lines[(*loc, key)] = line
+                stack.append((value_node, (*loc, key)))
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend(((item, (*loc, index)) for index, item in enumerate(current.value)))
+
+
+def _expanded_size(root: yaml.Node) -> tuple[int, int]:
+    """(distinct values, values once every alias is expanded), memoised: linear in the distinct nodes."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = _children(node)
+        if children_done or not children:
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+            continue
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return len(sizes), sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _read_text(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise YAMLProblem(
+                Problem(
+                    str(path),
+                    f"the file is {size / 1e6:.1f} MB; files over {MAX_FILE_BYTES / 1e6:.0f} MB "
+                    "are refused: split it into several files in a folder",
+                )
+            )
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise YAMLProblem(Problem(str(path), f"cannot read the file ({exc.strerror})")) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise YAMLProblem(
+            Problem(str(path), f"not UTF-8 text (byte {exc.start}); save the file as UTF-8", line=line)
+        ) from None
+
+
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> YAMLProblem:
+    mark = getattr(exc, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    reason = getattr(exc, "problem", None) or str(exc)
+    return YAMLProblem(
+        Problem(str(path), f"not valid YAML: {reason}; check indentation and quoting", line=line)
+    )
 
 
 def load_yaml(path: Path) -> LocatedYAML:
-    """Parse one YAML file; unreadable files raise a Problem-carrying UserError-friendly ValueError."""
+    """Parse one YAML file once, with every value's line; refuse (YAMLProblem) what cannot be read, is not
+    YAML, is too large, repeats a key, nests too deep or expands aliases beyond a small bound."""
+    text = _read_text(path)
+    loader = _Loader(text)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise YAMLProblem(Problem(str(path), f"cannot read the file: {exc}")) from exc
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()
+        located = LocatedYAML(path=path, data=None)
+        if node is None:
+            return located
+        _walk(node, path, located.lines)
+        distinct, expanded = _expanded_size(node)
+        if expanded - distinct > MAX_ALIAS_VALUES:
+            raise YAMLProblem(
+                Problem(
+                    str(path),
+                    f"its aliases (*name) expand to more than {MAX_ALIAS_VALUES:,} extra values; "
+                    "write the values out, or use fewer nested aliases",
+                )
+            )
+        located.data = loader.construct_document(node)
+        return located
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        reason = getattr(exc, "problem", None) or str(exc)
+        raise _yaml_error(path, exc) from None
+    except RecursionError:
         raise YAMLProblem(
-            Problem(str(path), f"not valid YAML: {reason}; check indentation and quoting", line=line)
-        ) from exc
-    located = LocatedYAML(path=path, data=data)
-    if node is not None:
-        _record_lines(node, (), located)
-    return located
+            Problem(str(path), f"nested too deeply to read; keep nesting under {MAX_DEPTH} levels")
+        ) from None
+    finally:
+        loader.dispose()
 
 
 class YAMLProblem(Exception):
@@ -107,7 +212,12 @@ def problems_from_validation(
         if kind == "extra_forbidden":
             allowed = _allowed_fields(model, loc[:-1])
             guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-            hint = f"; did you mean '{guess[0]}'?" if guess else f"; allowed keys: {', '.join(allowed)}"
+            if guess:
+                hint = f"; did you mean '{guess[0]}'?"
+            elif allowed:
+                hint = f"; allowed keys: {', '.join(allowed)}"
+            else:
+                hint = "; remove it"
             message = f"unknown key '{loc[-1]}'{hint}"
         elif kind == "missing":
             message = f"missing required field '{loc[-1]}'; add it"
@@ -123,30 +233,37 @@ def problems_from_validation(
 
 
 def _allowed_fields(model: type[BaseModel], loc: Path_) -> list[str]:
-    """Field names (and aliases) of the model found at `loc`, for did-you-mean hints."""
-    current: type[BaseModel] | None = model
+    """Field names (and aliases) of the model found at `loc`, for did-you-mean hints. A part of `loc` that is
+    not a field is a list index, a free mapping's key (`providers.openai`) or a union's tag (`bot.http`)."""
+    candidates: list[type[BaseModel]] = [model]
     for part in loc:
-        if current is None or isinstance(part, int):
+        if isinstance(part, int):
             continue
-        info = current.model_fields.get(str(part))
-        annotation = info.annotation if info else None
-        current = _first_model(annotation)
-    if current is None:
+        owner = next((m for m in candidates if str(part) in m.model_fields), None)
+        if owner is not None:
+            candidates = _models_in(owner.model_fields[str(part)].annotation)
+            continue
+        tagged = [m for m in candidates if _tag_of(m) == part]
+        if tagged:
+            candidates = tagged
+    if not candidates:
         return []
-    names = []
-    for name, info in current.model_fields.items():
-        names.append(info.alias or name)
-    return sorted(names)
+    return sorted(info.alias or name for name, info in candidates[0].model_fields.items())
 
 
-def _first_model(annotation: Any) -> type[BaseModel] | None:
+def _tag_of(model: type[BaseModel]) -> Any:
+    info = model.model_fields.get("type")
+    return info.default if info is not None else None
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """Every pydantic model inside an annotation (`X | None`, `dict[str, X]`, `Annotated[A | B, ...]`)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
+        return [annotation]
+    found: list[type[BaseModel]] = []
     for arg in getattr(annotation, "__args__", ()) or ():
-        found = _first_model(arg)
-        if found is not None:
-            return found
-    return None
+        found.extend(_models_in(arg))
+    return found
 
 
 def validate_model(

@@ -1,0 +1,33 @@
+"""Checks on the files a command is asked to write, made before any work so a mistake costs nothing."""
+
+from __future__ import annotations
+
+__all__ = ["at_least_one", "check_output"]
+
+import argparse
+from pathlib import Path
+
+from simulator.errors import UserError
+
+
+def check_output(flag: str, path: Path | None) -> None:
+    """`--html F` and friends: F must be a file in an existing folder, never a folder itself."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise UserError(f"{flag} {path}: that is a folder; name a file, e.g. {path / 'report'}")
+    parent = path.parent
+    if not parent.is_dir():
+        what = "is a file, not a folder" if parent.exists() else "does not exist"
+        raise UserError(f"{flag} {path}: the folder {parent} {what}; create it first or name another path")
+
+
+def at_least_one(value: str) -> int:
+    """A count flag (`--concurrency`, `--runs`): a whole number of at least 1, blamed on the flag itself."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{value}' is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {number})")
+    return number

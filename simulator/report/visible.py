@@ -1,0 +1,33 @@
+"""Text from a run, made safe to print on a terminal: control characters shown, never obeyed.
+
+A bot (or a model) can answer with terminal escape codes: write the clipboard (OSC 52), set the window title,
+clear the screen, hide text with a carriage return, reorder it with bidirectional overrides. Transcripts are
+data, so every such character is printed as a visible escape (`\\x1b`, `\\u202e`) instead.
+"""
+
+from __future__ import annotations
+
+__all__ = ["json_visible", "visible"]
+
+import re
+
+# C0 controls except tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), and the Unicode format
+# characters that reorder or hide text (bidi embeddings, overrides and isolates, zero-width joiners aside).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufff9-\ufffb]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str, *, keep_newlines: bool = True) -> str:
+    """`text` with every control or text-reordering character replaced by its visible escape."""
+    shown = _CONTROL.sub(_escape, text)
+    return shown if keep_newlines else shown.replace("\n", "\\n")
+
+
+def json_visible(text: str) -> str:
+    """JSON text with the control characters JSON allows raw (C1, bidi) written as `\\uXXXX` escapes: the same
+    JSON value, safe on a terminal."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

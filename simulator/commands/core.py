@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -136,6 +135,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             suite.scenarios.tags = [t for t in args.tags.split(",") if t]
         scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
     options.backend = RayBackendOptions(args.address, args.workers) if args.backend == "ray" else None
+    import asyncio
+
     result = asyncio.run(run_suite(suite, scenarios, options))
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
     print(

@@ -6,7 +6,6 @@ from __future__ import annotations
 __all__ = ["register"]
 
 import argparse
-import asyncio
 from pathlib import Path
 
 from simulator.commands.report import add_compare_options, add_report_options, cmd_compare, cmd_report
@@ -53,6 +52,8 @@ def cmd_golden_run(args: argparse.Namespace) -> int:
     options = GoldenOptions(
         samples=args.samples, concurrency=args.concurrency, out=args.out, progress=not args.no_progress
     )
+    import asyncio
+
     result = asyncio.run(run_golden(args.items, args.bot, options))
     args.run = result.folder
     code = cmd_report(args)

@@ -5,18 +5,19 @@ from __future__ import annotations
 __all__ = ["imported_scenarios", "register", "stored_scenarios", "stored_suite", "verdict_rows"]
 
 import argparse
-import asyncio
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulator.errors import UserError
-from simulator.record.folder import RunFolder
-from simulator.record.manifest import Manifest
-from simulator.record.models import Verdict
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import Suite
+
+if TYPE_CHECKING:  # the record and spec models load with the command that needs them, not with --help
+    from simulator.record.folder import RunFolder
+    from simulator.record.manifest import Manifest
+    from simulator.record.models import Verdict
+    from simulator.spec.scenario import Scenario
+    from simulator.spec.suite import Suite
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,6 +69,8 @@ def stored_suite(
 
             return load_suite(given)
         if judges:
+            from simulator.spec.suite import Suite
+
             return Suite.model_validate(
                 {"name": manifest.run_id, "bot": IMPORTED_BOT, "user": {"model": "real"}}
             )
@@ -83,6 +86,8 @@ IMPORTED_BOT = {"type": "python", "factory": "simulator.traces:imported_conversa
 
 def imported_scenarios(manifest: Manifest) -> list[Scenario]:
     """The scenarios of an imported run, from its manifest: expected values and tags as mapped on import."""
+    from simulator.spec.scenario import Scenario
+
     return [
         Scenario(
             id=entry.id,
@@ -196,8 +201,10 @@ def _attach_suite(folder: RunFolder, manifest: Manifest, suite: Suite) -> None:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
+    import asyncio
+
     from simulator.engine.runner import judge_run
-    from simulator.record.folder import latest_by_id
+    from simulator.record.folder import RunFolder, latest_by_id
 
     folder = RunFolder.resume(args.run)  # judging appends verdicts: a writer
     manifest = folder.read_manifest()
@@ -247,11 +254,13 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 
 def cmd_judge_pairwise(args: argparse.Namespace) -> int:
+    import asyncio
+
     from simulator.judging.criteria import load_criteria
     from simulator.judging.hygiene import same_family_warnings
     from simulator.judging.pairwise import judge_pair, summarise_pairs
     from simulator.providers.hub import ModelHub
-    from simulator.record.folder import latest_by_id
+    from simulator.record.folder import RunFolder, latest_by_id
 
     folder_a, folder_b = RunFolder.open(args.run_a), RunFolder.open(args.run_b)
     suite = stored_suite(folder_a.read_manifest(), folder_a.path)

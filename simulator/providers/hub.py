@@ -126,10 +126,16 @@ class ModelClient:
         self.role = role
         self.cache = cache
         self.limiter = limiter or AdaptiveLimiter(
-            settings.max_connections, adaptive=settings.adaptive_concurrency
+            settings.max_connections,
+            minimum=min(settings.min_connections, settings.max_connections)
+            if settings.min_connections
+            else None,
+            adaptive=settings.adaptive_concurrency,
         )
         self.stats = stats or CallStats()
-        self.pacer = pacer or (Pacer(settings.rpm) if settings.rpm else None)
+        self.pacer = pacer or Pacer(
+            settings.rpm, tokens_per_minute=settings.tpm, learn=settings.pace_from_headers
+        )
 
     def for_role(self, role: str, cache: ResponseCache | None = None) -> ModelClient:
         """A view of this connection for one role; the limit and statistics stay shared."""
@@ -220,13 +226,18 @@ class ModelClient:
         raise AssertionError("unreachable: tenacity reraises the last error")
 
     async def _attempt(self, request: ModelRequest) -> ModelResponse:
-        if self.pacer is not None:
-            await self.pacer.wait()  # every attempt, retries included, spends the budget
-        self.stats.attempts += 1
+        pacer = self.pacer
         async with self.limiter.slot() as slot:
+            # Paced once a slot is free, so a budget learned while calls queue for slots applies to them
+            # too; every attempt, retries included, spends the budget.
+            if pacer.active:
+                await pacer.wait(_token_cost(request) if pacer.tokens is not None else 0.0)
+            self.stats.attempts += 1
             try:
                 response = await self.provider.generate(request)
             except ProviderError as exc:
+                if exc.rate_limits is not None and pacer.learn:
+                    pacer.observe(exc.rate_limits)
                 if exc.kind == "rate_limit":
                     slot.rate_limited = True
                     self.stats.rate_limits += 1
@@ -234,7 +245,16 @@ class ModelClient:
                     self.stats.transient_errors += 1
                 raise
             slot.succeeded = True
+            if response.rate_limits is not None and (pacer.learn or pacer.active):
+                pacer.observe(response.rate_limits)
             return response
+
+
+def _token_cost(request: ModelRequest) -> float:
+    """Tokens a request counts against a token budget before it is answered: its text at about four
+    characters a token, plus max_tokens (providers reserve the whole reply)."""
+    chars = len(request.system or "") + sum(len(message.content) for message in request.messages)
+    return chars / 4 + request.max_tokens
 
 
 class ModelHub:

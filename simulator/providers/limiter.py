@@ -1,4 +1,9 @@
-"""An adaptive per-provider connection limit: cut on a burst of rate limits, grown back as calls succeed."""
+"""An adaptive per-provider connection limit: cut on a burst of rate limits, grown back as calls succeed.
+
+Isolated 429s are noise (a shared provider answers a few at random whatever one client does): they are
+retried, and the pacer keeps the run inside the provider's reported budget. Only a burst, a share of
+recent answers that are 429s above `burst_share`, cuts the limit, and never below a floor.
+"""
 
 from __future__ import annotations
 
@@ -12,17 +17,34 @@ from types import TracebackType
 class AdaptiveLimiter:
     """Caps calls in flight to one provider; every role (users, bots, judges) shares one limiter.
 
-    Additive increase, multiplicative decrease (as TCP does): a rate-limit error halves the limit, but
-    only once per window, because the calls already in flight were sent under the old limit and their
-    429s say nothing new. The window ends when a call that started after the cut comes back. Each run of
-    `limit` successes adds one slot, up to `maximum`.
+    Additive increase, multiplicative decrease (as TCP does): a burst of rate-limit errors halves the
+    limit, but only once per window, because the calls already in flight were sent under the old limit
+    and their 429s say nothing new. The window ends when a call that started after the cut comes back.
+    A burst is a moving share of 429s among recent answers (an average over about `window` answers)
+    of at least `burst_share`: at 5% random 429s the share stays well below it, while a provider that
+    refuses most calls crosses it within a few answers. The limit never goes below `minimum` (by default
+    a quarter of `maximum`). Each run of `limit` successes adds one slot, up to `maximum`.
     """
 
-    def __init__(self, maximum: int, *, minimum: int = 1, adaptive: bool = True) -> None:
+    def __init__(
+        self,
+        maximum: int,
+        *,
+        minimum: int | None = None,
+        adaptive: bool = True,
+        burst_share: float = 0.25,
+        window: int = 20,
+    ) -> None:
+        minimum = max(1, -(-maximum // 4)) if minimum is None else minimum
         if maximum < 1 or not 1 <= minimum <= maximum:
             raise ValueError("need 1 <= minimum <= maximum")
+        if not 0.0 < burst_share <= 1.0 or window < 1:
+            raise ValueError("need 0 < burst_share <= 1 and window >= 1")
         self.maximum = maximum
         self.minimum = minimum
+        self.burst_share = burst_share
+        self._alpha = 1.0 / window
+        self.share = 0.0  # moving share of 429s among recent answers
         self.adaptive = adaptive
         self.limit = maximum
         self.in_flight = 0
@@ -51,10 +73,12 @@ class AdaptiveLimiter:
 
     def release(self, generation: int, *, rate_limited: bool = False, succeeded: bool = False) -> None:
         """Give the slot back, telling the limiter how the call went."""
-        if self.adaptive:
+        if self.adaptive and (rate_limited or succeeded):
+            self.share += self._alpha * (rate_limited - self.share)
             if rate_limited:
-                self._on_rate_limit(generation)
-            elif succeeded:
+                if self.share >= self.burst_share:
+                    self._on_rate_limit(generation)
+            else:
                 self._on_success()
         self._release_slot()
 

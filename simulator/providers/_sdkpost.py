@@ -33,9 +33,17 @@ class SdkPost:
             options = sdk._models.FinalRequestOptions.construct(
                 method="post", url=path, timeout=client.timeout
             )
-            self._headers = dict(client._build_headers(options))
-            self._url = client._prepare_url(path)
             self._http = client._client
+            # One request built the ordinary way gives the merged headers (the SDK's and the HTTP client's)
+            # and the timeout; every call reuses them instead of merging them again.
+            template = self._http.build_request(
+                "POST", client._prepare_url(path), headers=client._build_headers(options)
+            )
+            template.headers.pop("content-length", None)
+            self._request = type(template)
+            self._url = template.url
+            self._headers = template.headers
+            self._extensions = template.extensions
             self._status_error = client._make_status_error_from_response
             self._fast = True
         except (AttributeError, TypeError):  # an SDK without these internals: its public path
@@ -44,9 +52,14 @@ class SdkPost:
     async def __call__(self, payload: dict[str, Any]) -> tuple[Any, Mapping[str, str]]:
         if not self._fast:
             return await self._client.post(self._path, body=payload, cast_to=dict), _EMPTY
-        response = await self._http.post(
-            self._url, content=json.dumps(payload).encode(), headers=self._headers
+        request = self._request(
+            "POST",
+            self._url,
+            headers=self._headers,
+            content=json.dumps(payload).encode(),
+            extensions=self._extensions,
         )
+        response = await self._http.send(request)
         if response.status_code >= 400:
             raise self._status_error(response)
         return json.loads(response.content), response.headers

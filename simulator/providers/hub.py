@@ -196,6 +196,20 @@ class ModelClient:
         return backoff
 
     async def _call(self, request: ModelRequest) -> ModelResponse:
+        # Most calls succeed at once: try once before building the retry machinery (a per-call cost).
+        started = time.monotonic()
+        try:
+            return await self._attempt(request)
+        except ProviderError as exc:
+            if not _retryable(exc) or self.settings.max_attempts <= 1:
+                self.stats.failed += 1
+                raise
+            first = exc
+        return await self._retry(request, first, started)
+
+    async def _retry(self, request: ModelRequest, first: ProviderError, started: float) -> ModelResponse:
+        """Retries after a first failed attempt: tenacity's attempt 1 replays that failure, so its waits
+        and stops count it exactly as if it had run the first attempt itself."""
         settings = self.settings
         retrying = AsyncRetrying(
             retry=retry_if_exception(_retryable),
@@ -203,19 +217,17 @@ class ModelClient:
             stop=stop_after_attempt(settings.max_attempts) | stop_before_delay(settings.max_retry_time_s),
             reraise=True,
         )
-        started = time.monotonic()
         attempts = 0
         try:
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
-                    if attempts > 1:
-                        self.stats.retries += 1
+                    if attempts == 1:
+                        raise first
+                    self.stats.retries += 1
                     return await self._attempt(request)
         except ProviderError as exc:
             self.stats.failed += 1
-            if attempts <= 1:
-                raise
             elapsed = time.monotonic() - started
             raise ProviderError(
                 exc.kind,

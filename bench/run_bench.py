@@ -149,7 +149,7 @@ def _help_start_s(repeats: int = 5) -> float:
 
 
 def _lower_bound(
-    args: argparse.Namespace, conversations: int, calls: int, judged: bool
+    args: argparse.Namespace, conversations: int, calls: int, judged: bool, refused: int = 0
 ) -> tuple[float, str, dict[str, float]]:
     """The critical-path lower bound (seconds) and which limit binds.
 
@@ -167,7 +167,8 @@ def _lower_bound(
     }
     budget = min(x for x in (args.rpm, args.server_rpm, math.inf) if x)
     if budget < math.inf:
-        bounds["budget"] = calls / (budget / 60)  # at most `budget` calls a minute
+        # At most `budget` answered calls a minute (refused ones are not counted by the provider).
+        bounds["budget"] = (calls - refused) / (budget / 60)
     binding = max(bounds, key=lambda name: bounds[name])
     return bounds[binding], binding, bounds
 
@@ -220,7 +221,8 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     run_wall = (
         datetime.fromisoformat(manifest["ended_at"]) - datetime.fromisoformat(manifest["created_at"])
     ).total_seconds()
-    bound, binding, bounds = _lower_bound(args, conversations, calls, judged)
+    refused = sum(provider["rate_limits"] for provider in totals.values())
+    bound, binding, bounds = _lower_bound(args, conversations, calls, judged, refused)
     return {
         "conversations": conversations,
         "calls": calls,

@@ -23,7 +23,7 @@ _EMPTY: Mapping[str, str] = {}
 
 
 class SdkPost:
-    """`await post(payload)` -> (the JSON body as a dict or whatever it decoded to, the response headers)."""
+    """`await post(payload)` -> (the JSON body as a dict or whatever it decoded to, its rate-limit headers)."""
 
     def __init__(self, sdk: Any, client: Any, path: str) -> None:
         self._client = client
@@ -62,4 +62,14 @@ class SdkPost:
         response = await self._http.send(request)
         if response.status_code >= 400:
             raise self._status_error(response)
-        return json.loads(response.content), response.headers
+        return json.loads(response.content), _rate_limit_headers(response.headers.raw)
+
+
+def _rate_limit_headers(raw: list[tuple[bytes, bytes]]) -> Mapping[str, str]:
+    """The rate-limit headers only, names lower-cased: one pass over the raw bytes instead of a lookup
+    per header name (each lookup in the HTTP client's header object decodes and scans every header)."""
+    found: dict[str, str] = {}
+    for name, value in raw:
+        if b"ratelimit" in name.lower():
+            found[name.decode("latin-1").lower()] = value.decode("latin-1")
+    return found or _EMPTY

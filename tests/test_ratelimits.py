@@ -175,6 +175,17 @@ def test_learning_can_be_turned_off() -> None:
     assert not pacer.active
 
 
+async def test_pace_from_headers_false_ignores_them() -> None:
+    budget = ServerBudget(rpm=600, burst_requests=600)
+    async with FakeLLMServer(budget=budget) as server:
+        hub = _hub(server, pace_from_headers=False)
+        client, _ = hub.client("openai:fake")
+        response = await client.generate(REQUEST)
+        await hub.aclose()
+    assert response.rate_limits is not None  # the headers came
+    assert not client.pacer.active  # and were not followed
+
+
 # ------------------------------------------------------------------------------------------ limiter
 
 
@@ -276,3 +287,20 @@ async def test_random_429s_do_not_drive_the_limit_below_its_floor() -> None:
     assert client.stats.failed == 0
     assert limiter.lowest >= limiter.minimum == 10
     assert limiter.limit >= 20  # not collapsed: at most one stray cut at 5% random 429s
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_the_fake_providers_buckets_refuse_beyond_the_budget_and_say_so_in_headers(api: str) -> None:
+    budget = ServerBudget(rpm=60, tpm=6000, burst_requests=2, burst_tokens=1000)
+    wait, headers = budget.admit(api, 400, now=0.0)  # type: ignore[arg-type]
+    assert wait == 0.0
+    limits = rate_limits_from_headers(headers)
+    assert limits is not None and limits.requests is not None and limits.tokens is not None
+    assert (limits.requests.remaining, limits.requests.limit) == (1, 60)
+    assert (limits.tokens.remaining, limits.tokens.limit) == (600, 6000)
+    assert budget.admit(api, 400, now=0.0)[0] == 0.0  # type: ignore[arg-type]
+    wait, headers = budget.admit(api, 100, now=0.0)  # type: ignore[arg-type]
+    assert wait == pytest.approx(1.0)  # tokens enough, but no request left: one refills in a second
+    assert budget.rejected == 1
+    wait, _ = budget.admit(api, 900, now=1.0)  # type: ignore[arg-type]
+    assert wait == pytest.approx((900 - 300) / 100)  # 200 tokens left + 100 refilled; 100 a second

@@ -257,7 +257,7 @@ class ModelClient:
                     self.stats.transient_errors += 1
                 raise
             slot.succeeded = True
-            if response.rate_limits is not None and (pacer.learn or pacer.active):
+            if response.rate_limits is not None and pacer.learn:
                 pacer.observe(response.rate_limits)
             return response
 

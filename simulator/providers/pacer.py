@@ -68,7 +68,7 @@ class Pacer:
         now = clock()
         self.requests = Bucket(per_minute, now, burst) if per_minute else None
         self.tokens = Bucket(tokens_per_minute, now) if tokens_per_minute else None
-        self.learn = learn  # take a budget the suite does not set from the provider's `limit` headers
+        self.learn = learn  # follow the provider's headers (and take unset budgets from their `limit`)
         self._lock = asyncio.Lock()
         self.waited_s = 0.0  # total time callers spent waiting for the budget
 

@@ -304,3 +304,22 @@ def test_the_fake_providers_buckets_refuse_beyond_the_budget_and_say_so_in_heade
     assert budget.rejected == 1
     wait, _ = budget.admit(api, 900, now=1.0)  # type: ignore[arg-type]
     assert wait == pytest.approx((900 - 300) / 100)  # 200 tokens left + 100 refilled; 100 a second
+
+
+async def test_a_retry_goes_to_the_front_of_the_queue() -> None:
+    limiter = AdaptiveLimiter(1)
+    held = await limiter.acquire()
+    order: list[str] = []
+
+    async def take(name: str, first: bool) -> None:
+        generation = await limiter.acquire(first=first)
+        order.append(name)
+        limiter.release(generation, succeeded=True)
+
+    tasks = [asyncio.create_task(take(f"fresh-{i}", True)) for i in range(3)]
+    await asyncio.sleep(0)
+    tasks.append(asyncio.create_task(take("retry", False)))
+    await asyncio.sleep(0)
+    limiter.release(held, succeeded=True)
+    await asyncio.gather(*tasks)
+    assert order == ["retry", "fresh-0", "fresh-1", "fresh-2"]

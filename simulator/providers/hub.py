@@ -225,7 +225,7 @@ class ModelClient:
                     if attempts == 1:
                         raise first
                     self.stats.retries += 1
-                    return await self._attempt(request)
+                    return await self._attempt(request, first=False)
         except ProviderError as exc:
             self.stats.failed += 1
             elapsed = time.monotonic() - started
@@ -237,9 +237,9 @@ class ModelClient:
             ) from exc
         raise AssertionError("unreachable: tenacity reraises the last error")
 
-    async def _attempt(self, request: ModelRequest) -> ModelResponse:
+    async def _attempt(self, request: ModelRequest, *, first: bool = True) -> ModelResponse:
         pacer = self.pacer
-        async with self.limiter.slot() as slot:
+        async with self.limiter.slot(first=first) as slot:
             # Paced once a slot is free, so a budget learned while calls queue for slots applies to them
             # too; every attempt, retries included, spends the budget.
             if pacer.active:

@@ -54,13 +54,17 @@ class AdaptiveLimiter:
         self._successes = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
 
-    async def acquire(self) -> int:
-        """Wait for a slot; return the generation to hand back to `release`."""
+    async def acquire(self, *, first: bool = True) -> int:
+        """Wait for a slot; return the generation to hand back to `release`. A retry (`first=False`) has
+        already waited its backoff: it goes to the front of the queue, not behind every fresh call."""
         if self.in_flight < self.limit and not self._waiters:
             self.in_flight += 1
             return self._generation
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
+        if first:
+            self._waiters.append(future)
+        else:
+            self._waiters.appendleft(future)
         try:
             await future
         except asyncio.CancelledError:
@@ -82,9 +86,9 @@ class AdaptiveLimiter:
                 self._on_success()
         self._release_slot()
 
-    def slot(self) -> _Slot:
+    def slot(self, *, first: bool = True) -> _Slot:
         """`async with limiter.slot() as slot:` (set `slot.rate_limited` / `slot.succeeded` inside)."""
-        return _Slot(self)
+        return _Slot(self, first)
 
     def _on_rate_limit(self, generation: int) -> None:
         if generation != self._generation:
@@ -117,16 +121,17 @@ class AdaptiveLimiter:
 class _Slot:
     """One held slot; records how the call went so the limiter can adapt."""
 
-    __slots__ = ("_generation", "_limiter", "rate_limited", "succeeded")
+    __slots__ = ("_first", "_generation", "_limiter", "rate_limited", "succeeded")
 
-    def __init__(self, limiter: AdaptiveLimiter) -> None:
+    def __init__(self, limiter: AdaptiveLimiter, first: bool = True) -> None:
         self._limiter = limiter
+        self._first = first
         self._generation = 0
         self.rate_limited = False
         self.succeeded = False
 
     async def __aenter__(self) -> _Slot:
-        self._generation = await self._limiter.acquire()
+        self._generation = await self._limiter.acquire(first=self._first)
         return self
 
     async def __aexit__(

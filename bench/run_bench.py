@@ -17,6 +17,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,23 +61,27 @@ def _write_suite(folder: Path, args: argparse.Namespace, base_url: str) -> Path:
             ),
             encoding="utf-8",
         )
-    judges = "judges: {paths: [judges], model: openai:fake}" if args.criteria else ""
+    p = args.provider
+    judges = f"judges: {{paths: [judges], model: {p}:fake}}" if args.criteria else ""
+    url = f"{base_url}/v1" if p == "openai" else base_url
+    budget = f", rpm: {args.rpm:g}" if args.rpm else ""
+    pacing = "" if args.pace_from_headers else ", pace_from_headers: false"
     suite = textwrap.dedent(
         f"""\
         name: bench
         scenarios: {{paths: [scenarios]}}
         bot:
           type: chat
-          model: openai:fake-bot
+          model: {p}:fake-bot
           system_prompt: You are a helpful triage assistant. Ask one question at a time.
           max_tokens: 200
-        user: {{model: "openai:fake-user", max_tokens: 200}}
+        user: {{model: "{p}:fake-user", max_tokens: 200}}
         {judges}
         runs: {args.repeats}
         concurrency: {args.concurrency}
         record_raw: false
         providers:
-          openai: {{base_url: "{base_url}/v1", max_connections: {args.connections}, timeout_s: 60}}
+          {p}: {{base_url: "{url}", max_connections: {args.connections}, timeout_s: 60{budget}{pacing}}}
         """
     )
     path = folder / "suite.yaml"
@@ -84,9 +89,16 @@ def _write_suite(folder: Path, args: argparse.Namespace, base_url: str) -> Path:
     return path
 
 
-def _start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
+def _start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
+    command = [PYTHON, str(ROOT / "bench" / "serve.py"), "--latency-ms", str(args.latency_ms)]
+    if args.server_rpm:
+        command += ["--rpm", str(args.server_rpm)]
+        if args.server_burst:
+            command += ["--burst", str(args.server_burst)]
+    if args.error_429:
+        command += ["--error-429", str(args.error_429), "--retry-after", str(args.retry_after)]
     server = subprocess.Popen(
-        [PYTHON, str(ROOT / "bench" / "serve.py"), "--latency-ms", str(latency_ms)],
+        command,
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
@@ -106,7 +118,12 @@ def _run_engine(suite: Path, out: Path, profile: Path | None) -> tuple[float, fl
     if profile is not None:
         command += ["-m", "cProfile", "-o", str(profile)]
     command += ["-m", "simulator", "run", str(suite), "--out", str(out), "--no-progress"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench-key"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "OPENAI_API_KEY": "bench-key",
+        "ANTHROPIC_API_KEY": "bench-key",
+    }
     started = time.perf_counter()
     child = subprocess.Popen(command, cwd=suite.parent, env=env)
     _, status, usage = os.wait4(child.pid, 0)
@@ -132,7 +149,7 @@ def _help_start_s(repeats: int = 5) -> float:
 
 
 def _lower_bound(
-    args: argparse.Namespace, conversations: int, calls: int, judged: bool
+    args: argparse.Namespace, conversations: int, calls: int, judged: bool, refused: int = 0
 ) -> tuple[float, str, dict[str, float]]:
     """The critical-path lower bound (seconds) and which limit binds.
 
@@ -148,6 +165,10 @@ def _lower_bound(
         "connections": calls * latency / args.connections,
         "conversations": math.ceil(conversations / args.concurrency) * chain_calls * latency,
     }
+    budget = min(x for x in (args.rpm, args.server_rpm, math.inf) if x)
+    if budget < math.inf:
+        # At most `budget` answered calls a minute (refused ones are not counted by the provider).
+        bounds["budget"] = (calls - refused) / (budget / 60)
     binding = max(bounds, key=lambda name: bounds[name])
     return bounds[binding], binding, bounds
 
@@ -170,7 +191,7 @@ def _mean_call_latency(out: Path) -> float:
 
 
 def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    server, url = _start_server(args.latency_ms)
+    server, url = _start_server(args)
     try:
         suite = _write_suite(work, args, url)
         out = work / "run"
@@ -184,7 +205,14 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         raise SystemExit(f"simulator run exited {code}")
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     counts = manifest["counts"]
-    calls = sum(provider["attempts"] for provider in counts["calls"].values())
+    totals: dict[str, dict[str, int]] = {}
+    for session in manifest["sessions"]:
+        for provider, tally in session["calls"].items():
+            for key in ("attempts", "retries", "rate_limits"):
+                totals.setdefault(provider, {}).setdefault(key, 0)
+                totals[provider][key] += tally[key]
+    calls = sum(provider["attempts"] for provider in totals.values())
+    limits = [limit for session in manifest["sessions"] for limit in session.get("limits", {}).values()]
     conversations = counts["conversations"]
     verdict_lines = (
         sum(1 for _ in (out / "verdicts.jsonl").open()) if (out / "verdicts.jsonl").exists() else 0
@@ -193,7 +221,8 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     run_wall = (
         datetime.fromisoformat(manifest["ended_at"]) - datetime.fromisoformat(manifest["created_at"])
     ).total_seconds()
-    bound, binding, bounds = _lower_bound(args, conversations, calls, judged)
+    refused = sum(provider["rate_limits"] for provider in totals.values())
+    bound, binding, bounds = _lower_bound(args, conversations, calls, judged, refused)
     return {
         "conversations": conversations,
         "calls": calls,
@@ -209,62 +238,100 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "engine_cpu_ms_per_call": 1000 * cpu / calls,
         "peak_rss_mb": rss_kib / 1024,
         "server_cpu_s": server_usage.ru_utime + server_usage.ru_stime,
-        "retries": sum(provider["retries"] for provider in counts["calls"].values()),
+        "retries": sum(provider["retries"] for provider in totals.values()),
+        "rate_limited": sum(provider["rate_limits"] for provider in totals.values()),
+        "lowest_limit": min((limit["lowest"] for limit in limits), default=None),
+        "calls_per_s": calls / run_wall,
         "mean_call_latency_s": _mean_call_latency(out),
         "stop_reasons": counts["stop_reasons"],
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", type=int, default=125)
-    parser.add_argument("--repeats", type=int, default=8)
-    parser.add_argument("--turns", type=int, default=8)
-    parser.add_argument("--criteria", type=int, default=6)
-    parser.add_argument("--latency-ms", type=float, default=100.0)
-    parser.add_argument("--concurrency", type=int, default=100, help="conversations in flight")
-    parser.add_argument("--connections", type=int, default=100, help="max_connections of the provider")
-    parser.add_argument("--profile", help="write a cProfile of the engine process to this file")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    args = parser.parse_args(argv)
+def _spread(values: list[float], digits: int = 3) -> str:
+    """`median (min-max)` of the runs."""
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return (
+        f"{mid:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})" if len(values) > 1 else f"{mid:.{digits}f}"
+    )
 
-    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    with tempfile.TemporaryDirectory(prefix="simulator-bench-") as tmp:
-        figures = _measure(args, Path(tmp))
-    figures["load_before"] = load_before
-    figures["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    figures["help_start_s"] = _help_start_s()
-    figures["shape"] = {
-        key: getattr(args, key)
-        for key in ("scenarios", "repeats", "turns", "criteria", "latency_ms", "concurrency", "connections")
-    }
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add = parser.add_argument
+    add("--scenarios", type=int, default=125)
+    add("--repeats", type=int, default=8)
+    add("--turns", type=int, default=8)
+    add("--criteria", type=int, default=6)
+    add("--latency-ms", type=float, default=100.0)
+    add("--concurrency", type=int, default=100, help="conversations in flight")
+    add("--connections", type=int, default=100, help="max_connections of the provider")
+    add("--provider", choices=("openai", "anthropic"), default="openai", help="wire format and SDK")
+    add("--runs", type=int, default=3, help="measure this many times; median and range (default 3)")
+    add("--rpm", type=float, default=None, help="the suite's request budget (providers.<name>.rpm)")
+    add("--server-rpm", type=float, default=None, help="the fake provider's rate limit, requests/minute")
+    add("--server-burst", type=float, default=None, help="what its bucket saves up (default a minute's)")
+    add("--no-pace-from-headers", dest="pace_from_headers", action="store_false", help="ignore the headers")
+    add("--error-429", type=float, default=0.0, help="share of random 429s from the fake server")
+    add("--retry-after", type=float, default=1.0, help="their Retry-After, seconds")
+    add("--profile", help="write a cProfile of the engine process to this file (one run)")
+    add("--json", action="store_true", help="print the figures as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    runs = 1 if args.profile else max(1, args.runs)
+    machine = f"{os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    print(f"machine            {machine} (before)", flush=True)
+    results = []
+    for index in range(runs):
+        load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        with tempfile.TemporaryDirectory(prefix="simulator-bench-") as tmp:
+            figures = _measure(args, Path(tmp))
+        figures["load_before"] = load_before
+        figures["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        results.append(figures)
+        print(
+            f"run {index + 1}/{runs}          wall {figures['run_wall_s']:.2f} s, efficiency "
+            f"{figures['efficiency']:.3f}, engine CPU {figures['engine_cpu_ms_per_call']:.3f} ms/call, "
+            f"{figures['calls_per_s']:.1f} calls/s, load {load_before} -> {figures['load_after']}",
+            flush=True,
+        )
+    help_s = _help_start_s()
     if args.json:
-        print(json.dumps(figures, indent=2))
+        print(json.dumps({"runs": results, "help_start_s": help_s, "cores": os.cpu_count()}, indent=2))
         return 0
-    bounds = ", ".join(f"{name} {value:.2f}s" for name, value in figures["bounds_s"].items())
+    _print_summary(args, results, help_s)
+    return 0
+
+
+def _print_summary(args: argparse.Namespace, results: list[dict[str, Any]], help_s: float) -> None:
+    last = results[-1]
+    bounds = ", ".join(f"{name} {value:.2f}s" for name, value in last["bounds_s"].items())
+    lowest = last["lowest_limit"]
     print(
         textwrap.dedent(
-            f"""\
-            shape              {args.scenarios} scenarios x {args.repeats} repeats, {args.turns} turns, \
+            f"""            shape              {args.scenarios} scenarios x {args.repeats} repeats, {args.turns} turns, \
 {args.criteria} criteria, {args.latency_ms:g} ms latency, concurrency {args.concurrency}, \
-{args.connections} connections
-            conversations      {figures["conversations"]} ({figures["stop_reasons"]}), {figures["verdicts"]} verdicts
-            calls              {figures["calls"]} ({figures["calls_per_conversation"]:.1f} per conversation, \
-{figures["retries"]} retries)
-            wall time          {figures["run_wall_s"]:.2f} s run ({figures["process_wall_s"]:.2f} s with start-up)
-            lower bound        {figures["lower_bound_s"]:.2f} s ({figures["binding"]} binds; {bounds})
-            efficiency         {figures["efficiency"]:.3f} x the lower bound (wall / bound)
-            call latency       {1000 * figures["mean_call_latency_s"]:.1f} ms on average as the engine saw it \
-(the server waits {args.latency_ms:g} ms)
-            load average       {figures["load_before"]} before, {figures["load_after"]} after (other processes)
-            engine CPU         {figures["engine_cpu_ms_per_call"]:.3f} ms per LLM call \
-({figures["engine_cpu_s"]:.1f} s in all; the fake server used \
-{figures["server_cpu_s"]:.1f} s)
-            peak RSS           {figures["peak_rss_mb"]:.0f} MB (engine process)
-            simulator --help   {figures["help_start_s"]:.3f} s"""
+{args.connections} connections, {args.provider}
+            conversations      {last["conversations"]} ({last["stop_reasons"]}), {last["verdicts"]} verdicts
+            calls              {last["calls"]} ({last["calls_per_conversation"]:.1f} per conversation, \
+{last["retries"]} retries, {last["rate_limited"]} rate limited; lowest connection limit {lowest})
+            lower bound        {last["lower_bound_s"]:.2f} s ({last["binding"]} binds; {bounds})
+            wall time          {_spread([r["run_wall_s"] for r in results], 2)} s run, median (range) of \
+{len(results)}
+            efficiency         {_spread([r["efficiency"] for r in results])} x the lower bound (wall / bound)
+            throughput         {_spread([r["calls_per_s"] for r in results], 1)} calls/s
+            call latency       {_spread([1000 * r["mean_call_latency_s"] for r in results], 1)} ms as the \
+engine saw it (the server waits {args.latency_ms:g} ms)
+            engine CPU         {_spread([r["engine_cpu_ms_per_call"] for r in results])} ms per LLM call, \
+user+sys, start-up included (fake server {_spread([r["server_cpu_s"] for r in results], 1)} s)
+            peak RSS           {_spread([r["peak_rss_mb"] for r in results], 0)} MB (engine process)
+            load average       {"; ".join(f"{r['load_before']} -> {r['load_after']}" for r in results)}
+            machine            {os.cpu_count()} cores
+            simulator --help   {help_s:.3f} s (best of 5)"""
         )
     )
-    return 0
 
 
 if __name__ == "__main__":

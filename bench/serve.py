@@ -2,6 +2,8 @@
 
 `FakeLLMServer.calls` keeps every request for tests to inspect; a bench of 200,000 calls would hold them
 all, so this wrapper trims the list every second (only its length matters to the server's fault draw).
+Optional: a provider rate limit (`--rpm`, `--burst`: token bucket, rate-limit headers, 429s beyond it) and
+a share of random 429s (`--error-429`).
 """
 
 from __future__ import annotations
@@ -14,11 +16,15 @@ import contextlib
 import signal
 import sys
 
-from simulator.testing.fake_llm import FakeLLMServer, LatencyModel
+from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel, ServerBudget
 
 
-async def _serve(latency_s: float, port: int) -> None:
-    server = FakeLLMServer(latency=LatencyModel.fixed(latency_s), port=port)
+async def _serve(args: argparse.Namespace) -> None:
+    budget = ServerBudget(args.rpm, burst_requests=args.burst) if args.rpm else None
+    faults = FaultConfig(error_429=args.error_429, retry_after_s=args.retry_after)
+    server = FakeLLMServer(
+        latency=LatencyModel.fixed(args.latency_ms / 1000), port=args.port, budget=budget, faults=faults
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -31,15 +37,20 @@ async def _serve(latency_s: float, port: int) -> None:
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
             served += len(server.calls)
             server.calls.clear()
-    print(f"served {served} requests", file=sys.stderr, flush=True)
+    rejected = budget.rejected if budget is not None else 0
+    print(f"served {served} requests ({rejected} over the budget)", file=sys.stderr, flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="fake LLM server for bench/run_bench.py")
     parser.add_argument("--latency-ms", type=float, default=100.0)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--rpm", type=float, default=None, help="provider budget, requests per minute")
+    parser.add_argument("--burst", type=float, default=None, help="requests the budget saves up")
+    parser.add_argument("--error-429", type=float, default=0.0, help="share of random 429s")
+    parser.add_argument("--retry-after", type=float, default=1.0, help="Retry-After of the random 429s")
     args = parser.parse_args()
-    asyncio.run(_serve(args.latency_ms / 1000, args.port))
+    asyncio.run(_serve(args))
     return 0
 
 

@@ -135,7 +135,7 @@ async def test_backoff_grows_with_jitter_and_never_undercuts_retry_after() -> No
 
 
 async def test_limiter_halves_once_per_window_and_grows_back() -> None:
-    limiter = AdaptiveLimiter(8)
+    limiter = AdaptiveLimiter(8, minimum=1, window=1)  # window 1: every 429 counts as a burst
     generations = [await limiter.acquire() for _ in range(8)]
     assert limiter.in_flight == 8
     for generation in generations[:5]:  # a burst of 429s from calls sent under the same limit

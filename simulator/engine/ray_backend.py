@@ -45,8 +45,11 @@ def share_budget(suite: Suite, workers: int) -> Suite:
     """The suite a worker runs: each provider's requests-per-minute budget divided among the workers."""
     shared = suite.model_copy(deep=True)
     for name, settings in shared.providers.items():
-        if settings.rpm:
-            shared.providers[name] = settings.model_copy(update={"rpm": settings.rpm / workers})
+        if settings.rpm or settings.tpm:
+            shares = {
+                key: getattr(settings, key) / workers for key in ("rpm", "tpm") if getattr(settings, key)
+            }
+            shared.providers[name] = settings.model_copy(update=shares)
     shared._base_dir, shared._file = suite.base_dir, suite.file
     return shared
 

@@ -10,6 +10,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from simulator.providers.base import ProviderError
+from simulator.providers.ratelimits import RateLimits, rate_limits_from_headers
 
 
 def aiohttp_client(sdk: Any, timeout_s: float) -> Any:
@@ -84,6 +85,11 @@ def connection_refused(exc: BaseException) -> bool:
     return False
 
 
+def _limits(exc: Any) -> RateLimits | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    return rate_limits_from_headers(headers) if headers else None
+
+
 def classify_sdk_error(
     sdk: Any,
     exc: Exception,
@@ -96,7 +102,9 @@ def classify_sdk_error(
 ) -> ProviderError:
     """Classify an anthropic or openai SDK exception (the two share one hierarchy) for the retry policy."""
     if isinstance(exc, sdk.RateLimitError):
-        return ProviderError("rate_limit", str(exc), retry_after=retry_after_s(exc), status=429)
+        return ProviderError(
+            "rate_limit", str(exc), retry_after=retry_after_s(exc), status=429, rate_limits=_limits(exc)
+        )
     if isinstance(exc, sdk.AuthenticationError):
         return ProviderError("permanent", f"{who} rejected the API key (401); check {key_env}", status=401)
     if isinstance(exc, sdk.APIStatusError):

@@ -9,6 +9,7 @@ from typing import Any
 
 from simulator.errors import UserError
 from simulator.providers._http import aiohttp_client, classify_sdk_error
+from simulator.providers._sdkpost import SdkPost
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
     ModelRequest,
@@ -18,6 +19,7 @@ from simulator.providers.base import (
     ToolCall,
     json_object_in,
 )
+from simulator.providers.ratelimits import rate_limits_from_headers
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
@@ -43,6 +45,7 @@ class AnthropicProvider(Provider):
             timeout=settings.timeout_s,
             http_client=aiohttp_client(anthropic, settings.timeout_s),
         )
+        self._post = SdkPost(anthropic, self._client, "/v1/messages")
 
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
@@ -82,38 +85,43 @@ class AnthropicProvider(Provider):
         extra_body = {"temperature": request.temperature} if request.temperature is not None else None
         if request.stream:
             return await self._stream(request, payload, extra_body)
+        if extra_body:
+            payload = {**payload, **extra_body}
         watch = Stopwatch()
         try:
-            response = await self._client.messages.create(**payload, extra_body=extra_body)
+            # A plain body and a dict back (see _sdkpost): the SDK's transport, headers and errors, without
+            # its typed params and response models.
+            message, headers = await self._post(payload)
         except Exception as exc:
             raise self._classify(exc) from exc
         latency = watch.elapsed()
-        text = "".join(block.text for block in response.content if block.type == "text")
+        if not isinstance(message, dict):
+            raise ProviderError("transient", f"the response was not a JSON object: {str(message)[:200]!r}")
+        content = message.get("content") or []
+        text = "".join(block.get("text") or "" for block in content if block.get("type") == "text")
         tool_calls = [
-            ToolCall(name=block.name, arguments=dict(block.input))
-            for block in response.content
-            if block.type == "tool_use"
+            ToolCall(name=block.get("name", ""), arguments=dict(block.get("input") or {}))
+            for block in content
+            if block.get("type") == "tool_use"
         ]
-        usage = response.usage
-        cached = getattr(usage, "cache_read_input_tokens", None) or 0
-        created = getattr(usage, "cache_creation_input_tokens", None) or 0
+        usage = message.get("usage") or {}
+        cached = usage.get("cache_read_input_tokens") or 0
+        created = usage.get("cache_creation_input_tokens") or 0
         parsed = json_object_in(text) if request.output_schema is not None else None
         return ModelResponse(
             text=text,
             parsed=parsed,
             tool_calls=tool_calls,
             usage=Usage(
-                input_tokens=usage.input_tokens + cached + created,
-                output_tokens=usage.output_tokens,
+                input_tokens=(usage.get("input_tokens") or 0) + cached + created,
+                output_tokens=usage.get("output_tokens") or 0,
                 cached_input_tokens=cached,
                 calls=1,
             ),
             latency_s=latency,
-            model=response.model,
-            raw={
-                "request": {**payload, "temperature": request.temperature},
-                "response": response.model_dump(),
-            },
+            model=message.get("model") or request.model,
+            raw={"request": {**payload, "temperature": request.temperature}, "response": message},
+            rate_limits=rate_limits_from_headers(headers) if headers else None,
         )
 
     async def _stream(

@@ -114,6 +114,9 @@ class ModelResponse(BaseModel):
     model: str = ""
     raw: dict[str, Any] = Field(default_factory=dict)
     cached: bool = False
+    # What the provider's headers said is left of its rate-limit budget (a `RateLimits`); for the pacer,
+    # never stored.
+    rate_limits: Any = Field(default=None, exclude=True)
 
 
 class ProviderError(Exception):
@@ -121,12 +124,19 @@ class ProviderError(Exception):
     never a permanent one (bad key, bad request), whose message says what to fix."""
 
     def __init__(
-        self, kind: ErrorKind, message: str, *, retry_after: float | None = None, status: int | None = None
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        status: int | None = None,
+        rate_limits: Any = None,
     ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
         self.retry_after = retry_after
         self.status = status
+        self.rate_limits = rate_limits  # a `RateLimits` from the error's headers, for the pacer
 
 
 class Provider(ABC):

@@ -128,10 +128,16 @@ class ModelClient:
         self.role = role
         self.cache = cache
         self.limiter = limiter or AdaptiveLimiter(
-            settings.max_connections, adaptive=settings.adaptive_concurrency
+            settings.max_connections,
+            minimum=min(settings.min_connections, settings.max_connections)
+            if settings.min_connections
+            else None,
+            adaptive=settings.adaptive_concurrency,
         )
         self.stats = stats or CallStats()
-        self.pacer = pacer or (Pacer(settings.rpm) if settings.rpm else None)
+        self.pacer = pacer or Pacer(
+            settings.rpm, tokens_per_minute=settings.tpm, learn=settings.pace_from_headers
+        )
 
     def for_role(self, role: str, cache: ResponseCache | None = None) -> ModelClient:
         """A view of this connection for one role; the limit and statistics stay shared."""
@@ -193,6 +199,20 @@ class ModelClient:
         return backoff
 
     async def _call(self, request: ModelRequest) -> ModelResponse:
+        # Most calls succeed at once: try once before building the retry machinery (a per-call cost).
+        started = time.monotonic()
+        try:
+            return await self._attempt(request)
+        except ProviderError as exc:
+            if not _retryable(exc) or self.settings.max_attempts <= 1:
+                self.stats.failed += 1
+                raise
+            first = exc
+        return await self._retry(request, first, started)
+
+    async def _retry(self, request: ModelRequest, first: ProviderError, started: float) -> ModelResponse:
+        """Retries after a first failed attempt: tenacity's attempt 1 replays that failure, so its waits
+        and stops count it exactly as if it had run the first attempt itself."""
         settings = self.settings
         retrying = AsyncRetrying(
             retry=retry_if_exception(_retryable),
@@ -200,19 +220,17 @@ class ModelClient:
             stop=stop_after_attempt(settings.max_attempts) | stop_before_delay(settings.max_retry_time_s),
             reraise=True,
         )
-        started = time.monotonic()
         attempts = 0
         try:
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
-                    if attempts > 1:
-                        self.stats.retries += 1
-                    return await self._attempt(request)
+                    if attempts == 1:
+                        raise first
+                    self.stats.retries += 1
+                    return await self._attempt(request, first=False)
         except ProviderError as exc:
             self.stats.failed += 1
-            if attempts <= 1:
-                raise
             elapsed = time.monotonic() - started
             raise ProviderError(
                 exc.kind,
@@ -222,14 +240,19 @@ class ModelClient:
             ) from exc
         raise AssertionError("unreachable: tenacity reraises the last error")
 
-    async def _attempt(self, request: ModelRequest) -> ModelResponse:
-        if self.pacer is not None:
-            await self.pacer.wait()  # every attempt, retries included, spends the budget
-        self.stats.attempts += 1
-        async with self.limiter.slot() as slot:
+    async def _attempt(self, request: ModelRequest, *, first: bool = True) -> ModelResponse:
+        pacer = self.pacer
+        async with self.limiter.slot(first=first) as slot:
+            # Paced once a slot is free, so a budget learned while calls queue for slots applies to them
+            # too; every attempt, retries included, spends the budget.
+            if pacer.active:
+                await pacer.wait(_token_cost(request) if pacer.tokens is not None else 0.0)
+            self.stats.attempts += 1
             try:
                 response = await self.provider.generate(request)
             except ProviderError as exc:
+                if exc.rate_limits is not None and pacer.learn:
+                    pacer.observe(exc.rate_limits)
                 if exc.kind == "rate_limit":
                     slot.rate_limited = True
                     self.stats.rate_limits += 1
@@ -237,7 +260,16 @@ class ModelClient:
                     self.stats.transient_errors += 1
                 raise
             slot.succeeded = True
+            if response.rate_limits is not None and pacer.learn:
+                pacer.observe(response.rate_limits)
             return response
+
+
+def _token_cost(request: ModelRequest) -> float:
+    """Tokens a request counts against a token budget before it is answered: its text at about four
+    characters a token, plus max_tokens (providers reserve the whole reply)."""
+    chars = len(request.system or "") + sum(len(message.content) for message in request.messages)
+    return chars / 4 + request.max_tokens
 
 
 class ModelHub:

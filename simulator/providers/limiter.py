@@ -1,4 +1,9 @@
-"""An adaptive per-provider connection limit: cut on a burst of rate limits, grown back as calls succeed."""
+"""An adaptive per-provider connection limit: cut on a burst of rate limits, grown back as calls succeed.
+
+Isolated 429s are noise (a shared provider answers a few at random whatever one client does): they are
+retried, and the pacer keeps the run inside the provider's reported budget. Only a burst, a share of
+recent answers that are 429s above `burst_share`, cuts the limit, and never below a floor.
+"""
 
 from __future__ import annotations
 
@@ -12,17 +17,34 @@ from types import TracebackType
 class AdaptiveLimiter:
     """Caps calls in flight to one provider; every role (users, bots, judges) shares one limiter.
 
-    Additive increase, multiplicative decrease (as TCP does): a rate-limit error halves the limit, but
-    only once per window, because the calls already in flight were sent under the old limit and their
-    429s say nothing new. The window ends when a call that started after the cut comes back. Each run of
-    `limit` successes adds one slot, up to `maximum`.
+    Additive increase, multiplicative decrease (as TCP does): a burst of rate-limit errors halves the
+    limit, but only once per window, because the calls already in flight were sent under the old limit
+    and their 429s say nothing new. The window ends when a call that started after the cut comes back.
+    A burst is a moving share of 429s among recent answers (an average over about `window` answers)
+    of at least `burst_share`: at 5% random 429s the share stays well below it, while a provider that
+    refuses most calls crosses it within a few answers. The limit never goes below `minimum` (by default
+    a quarter of `maximum`). Each run of `limit` successes adds one slot, up to `maximum`.
     """
 
-    def __init__(self, maximum: int, *, minimum: int = 1, adaptive: bool = True) -> None:
+    def __init__(
+        self,
+        maximum: int,
+        *,
+        minimum: int | None = None,
+        adaptive: bool = True,
+        burst_share: float = 0.25,
+        window: int = 20,
+    ) -> None:
+        minimum = max(1, -(-maximum // 4)) if minimum is None else minimum
         if maximum < 1 or not 1 <= minimum <= maximum:
             raise ValueError("need 1 <= minimum <= maximum")
+        if not 0.0 < burst_share <= 1.0 or window < 1:
+            raise ValueError("need 0 < burst_share <= 1 and window >= 1")
         self.maximum = maximum
         self.minimum = minimum
+        self.burst_share = burst_share
+        self._alpha = 1.0 / window
+        self.share = 0.0  # moving share of 429s among recent answers
         self.adaptive = adaptive
         self.limit = maximum
         self.in_flight = 0
@@ -32,13 +54,17 @@ class AdaptiveLimiter:
         self._successes = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
 
-    async def acquire(self) -> int:
-        """Wait for a slot; return the generation to hand back to `release`."""
+    async def acquire(self, *, first: bool = True) -> int:
+        """Wait for a slot; return the generation to hand back to `release`. A retry (`first=False`) has
+        already waited its backoff: it goes to the front of the queue, not behind every fresh call."""
         if self.in_flight < self.limit and not self._waiters:
             self.in_flight += 1
             return self._generation
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
+        if first:
+            self._waiters.append(future)
+        else:
+            self._waiters.appendleft(future)
         try:
             await future
         except asyncio.CancelledError:
@@ -51,16 +77,18 @@ class AdaptiveLimiter:
 
     def release(self, generation: int, *, rate_limited: bool = False, succeeded: bool = False) -> None:
         """Give the slot back, telling the limiter how the call went."""
-        if self.adaptive:
+        if self.adaptive and (rate_limited or succeeded):
+            self.share += self._alpha * (rate_limited - self.share)
             if rate_limited:
-                self._on_rate_limit(generation)
-            elif succeeded:
+                if self.share >= self.burst_share:
+                    self._on_rate_limit(generation)
+            else:
                 self._on_success()
         self._release_slot()
 
-    def slot(self) -> _Slot:
+    def slot(self, *, first: bool = True) -> _Slot:
         """`async with limiter.slot() as slot:` (set `slot.rate_limited` / `slot.succeeded` inside)."""
-        return _Slot(self)
+        return _Slot(self, first)
 
     def _on_rate_limit(self, generation: int) -> None:
         if generation != self._generation:
@@ -93,16 +121,17 @@ class AdaptiveLimiter:
 class _Slot:
     """One held slot; records how the call went so the limiter can adapt."""
 
-    __slots__ = ("_generation", "_limiter", "rate_limited", "succeeded")
+    __slots__ = ("_first", "_generation", "_limiter", "rate_limited", "succeeded")
 
-    def __init__(self, limiter: AdaptiveLimiter) -> None:
+    def __init__(self, limiter: AdaptiveLimiter, first: bool = True) -> None:
         self._limiter = limiter
+        self._first = first
         self._generation = 0
         self.rate_limited = False
         self.succeeded = False
 
     async def __aenter__(self) -> _Slot:
-        self._generation = await self._limiter.acquire()
+        self._generation = await self._limiter.acquire(first=self._first)
         return self
 
     async def __aexit__(

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal
 from simulator.errors import UserError
 from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._schema import cap_string_lengths
+from simulator.providers._sdkpost import SdkPost
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
     ModelRequest,
@@ -20,6 +21,7 @@ from simulator.providers.base import (
     ToolCall,
     json_object_in,
 )
+from simulator.providers.ratelimits import rate_limits_from_headers
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
@@ -56,6 +58,7 @@ class OpenAIProvider(Provider):
             timeout=settings.timeout_s,
             http_client=aiohttp_client(openai, settings.timeout_s),
         )
+        self._post = SdkPost(openai, self._client, "/chat/completions")
 
     def _payload(self, request: ModelRequest, mode: SchemaMode | None) -> dict[str, Any]:
         system = request.system or ""
@@ -119,9 +122,9 @@ class OpenAIProvider(Provider):
             return await self._stream(request, payload, mode)
         watch = Stopwatch()
         try:
-            # `post` with a plain body and a dict back: the SDK's transport, auth and error classes, without
-            # its per-call walk of typed params and models (most of its CPU cost; our payload is plain JSON).
-            completion: Any = await self._client.post("/chat/completions", body=payload, cast_to=dict)
+            # A plain body and a dict back: the SDK's transport, auth and error classes, without its per-call
+            # walk of typed params and models (most of its CPU cost; our payload is plain JSON).
+            completion, headers = await self._post(payload)
         except Exception as exc:
             error = self._classify(exc)
             if mode not in (None, "text") and _is_format_refusal(error):
@@ -157,6 +160,7 @@ class OpenAIProvider(Provider):
             latency_s=latency,
             model=completion.get("model") or request.model,
             raw={"request": payload, "response": completion, "schema_mode": mode},
+            rate_limits=rate_limits_from_headers(headers) if headers else None,
         )
 
     async def _stream(

@@ -1,51 +1,119 @@
-"""A request budget: at most `rpm` requests to a provider in any minute, spread evenly (a token bucket).
+"""A request and token budget: at most `rpm` requests and `tpm` tokens to a provider in any minute, spread
+evenly (token buckets), and kept in step with the budget the provider reports in its headers.
 
 The adaptive limiter reacts to 429s after they happen; the pacer keeps a run inside a known budget so they
-do not happen. It is a token bucket with a small burst, refilled continuously; callers wait their turn in
-order. With several workers (shards, Ray actors) each gets its share of the run-wide budget.
+do not happen. Each budget is a token bucket with a small burst, refilled continuously; callers wait their
+turn in order. A budget the suite does not set is learned from the provider's rate-limit headers (their
+`limit` is per minute), and whenever the provider says less is left than the bucket holds, or nothing until
+a reset, the bucket follows it. With several workers (shards, Ray actors) each gets its share of the
+run-wide budget.
 """
 
 from __future__ import annotations
 
-__all__ = ["Pacer"]
+__all__ = ["Bucket", "Pacer"]
 
 import asyncio
 import time
 from collections.abc import Callable
 
+from simulator.providers.ratelimits import Allowance, RateLimits
+
+
+class Bucket:
+    """One token bucket: `rate` units per second, at most `capacity` saved up; may go into debt."""
+
+    __slots__ = ("capacity", "hold_until", "rate", "tokens", "updated")
+
+    def __init__(self, per_minute: float, now: float, burst: float | None = None) -> None:
+        if per_minute <= 0:
+            raise ValueError("a budget must be positive")
+        self.rate = per_minute / 60.0
+        # A burst of one second's worth (at least one unit): smooth, but no idle start-up.
+        self.capacity = burst if burst is not None else max(1.0, self.rate)
+        self.tokens = self.capacity
+        self.updated = now
+        self.hold_until = 0.0  # the provider said nothing is left until then
+
+    def take(self, amount: float, now: float) -> float:
+        """Spend `amount` now; seconds to wait before the request may go (0.0 when it may go at once)."""
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate) - amount
+        self.updated = now
+        debt = 0.0 if self.tokens >= 0 else -self.tokens / self.rate
+        return max(debt, self.hold_until - now)
+
+    def follow(self, allowance: Allowance, now: float) -> None:
+        """Never hold more than the provider says is left; when nothing is left, wait for its reset."""
+        self.take(0.0, now)  # bring the refill up to now first
+        self.tokens = min(self.tokens, allowance.remaining)
+        if allowance.remaining < 1 and allowance.reset_s and not allowance.limit:
+            # Nothing left and no total to refill at: wait for the reset. (With a total, `reset` is when
+            # the whole window is back; the bucket, in debt now, waits only for the next unit.)
+            self.hold_until = max(self.hold_until, now + allowance.reset_s)
+
 
 class Pacer:
-    """`await pacer.wait()` before each request: returns once the budget allows one more."""
+    """`await pacer.wait(tokens)` before each request: returns once every budget allows it."""
 
     def __init__(
-        self, per_minute: float, *, burst: float | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        per_minute: float | None = None,
+        *,
+        tokens_per_minute: float | None = None,
+        burst: float | None = None,
+        learn: bool = True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if per_minute <= 0:
-            raise ValueError("a request budget must be positive")
-        self.rate = per_minute / 60.0  # tokens per second
-        # A burst of one second's worth (at least one request): smooth, but no idle start-up.
-        self.capacity = burst if burst is not None else max(1.0, self.rate)
         self._clock = clock
-        self._tokens = self.capacity
-        self._updated = clock()
+        now = clock()
+        self.requests = Bucket(per_minute, now, burst) if per_minute else None
+        self.tokens = Bucket(tokens_per_minute, now) if tokens_per_minute else None
+        self.learn = learn  # follow the provider's headers (and take unset budgets from their `limit`)
         self._lock = asyncio.Lock()
         self.waited_s = 0.0  # total time callers spent waiting for the budget
 
-    def _refill(self) -> None:
+    @property
+    def rate(self) -> float:
+        """Requests per second allowed (0.0 when there is no request budget)."""
+        return self.requests.rate if self.requests is not None else 0.0
+
+    @property
+    def capacity(self) -> float:
+        return self.requests.capacity if self.requests is not None else 0.0
+
+    def delay(self, tokens: float = 0.0) -> float:
+        """Spend one request (and `tokens`) now; seconds to wait before sending it."""
         now = self._clock()
-        self._tokens = min(self.capacity, self._tokens + (now - self._updated) * self.rate)
-        self._updated = now
+        pause = self.requests.take(1.0, now) if self.requests is not None else 0.0
+        if self.tokens is not None and tokens:
+            pause = max(pause, self.tokens.take(tokens, now))
+        return pause
 
-    def delay(self) -> float:
-        """Take one token now if there is one (0.0); otherwise reserve the next and say how long to wait."""
-        self._refill()
-        self._tokens -= 1.0
-        return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
-
-    async def wait(self) -> None:
-        # The lock keeps callers in order: each reserves its token, then sleeps until it is due.
+    async def wait(self, tokens: float = 0.0) -> None:
+        # The lock keeps callers in order: each reserves its share, then sleeps until it is due.
         async with self._lock:
-            pause = self.delay()
+            pause = self.delay(tokens)
         if pause > 0:
             self.waited_s += pause
             await asyncio.sleep(pause)
+
+    def observe(self, limits: RateLimits) -> None:
+        """Follow what the provider says is left of its budget (from a response's or a 429's headers)."""
+        now = self._clock()
+        if limits.requests is not None:
+            self.requests = self._follow(self.requests, limits.requests, now)
+        if limits.tokens is not None:
+            self.tokens = self._follow(self.tokens, limits.tokens, now)
+
+    def _follow(self, bucket: Bucket | None, allowance: Allowance, now: float) -> Bucket | None:
+        if bucket is None:
+            if not (self.learn and allowance.limit):
+                return None
+            bucket = Bucket(allowance.limit, now)
+        bucket.follow(allowance, now)
+        return bucket
+
+    @property
+    def active(self) -> bool:
+        """Whether any budget is being kept (set by the suite or learned from the provider)."""
+        return self.requests is not None or self.tokens is not None

@@ -31,6 +31,13 @@ class ProviderSettings(_Strict):
     # A request budget: at most this many requests per minute to this provider, spread evenly. With
     # several workers (shards run at once, Ray actors) each gets its share of it.
     rpm: float | None = Field(default=None, gt=0)
+    # A token budget (input + max_tokens per request, as providers count it before answering).
+    tpm: float | None = Field(default=None, gt=0)
+    # Keep to the budget the provider reports in its rate-limit headers (remaining requests and tokens,
+    # reset times), learning `rpm` / `tpm` from them when not set here.
+    pace_from_headers: bool = True
+    # The adaptive limit never goes below this (default: a quarter of max_connections).
+    min_connections: int | None = Field(default=None, ge=1)
 
 
 Role = Literal["user", "bot", "judge"]

@@ -8,6 +8,7 @@ __all__ = [
     "FakeReply",
     "FaultConfig",
     "LatencyModel",
+    "ServerBudget",
     "default_responder",
     "minimal_instance",
 ]

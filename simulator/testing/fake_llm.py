@@ -14,6 +14,7 @@ __all__ = [
     "FaultKind",
     "LatencyModel",
     "Responder",
+    "ServerBudget",
     "default_responder",
     "minimal_instance",
 ]
@@ -24,6 +25,7 @@ import json
 import logging
 import random
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -42,6 +44,7 @@ from simulator.testing.fake_llm_behaviour import (
     default_responder,
     minimal_instance,
 )
+from simulator.testing.fake_llm_budget import ServerBudget
 from simulator.testing.fake_llm_formats import (
     ParsedRequest,
     RequestError,
@@ -81,6 +84,7 @@ class FakeLLMServer:
         request_log: Path | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        budget: ServerBudget | None = None,
     ) -> None:
         self.responder: Responder = responder or default_responder
         self.latency = latency if isinstance(latency, LatencyModel) else LatencyModel.fixed(latency)
@@ -88,6 +92,7 @@ class FakeLLMServer:
         self.faults = faults or FaultConfig()
         self.refuse_json_schema = refuse_json_schema
         self.request_log = request_log
+        self.budget = budget  # a provider's rate limit: token buckets, rate-limit headers, 429s beyond them
         self.calls: list[FakeCall] = []
         self._host, self._port = host, port
         self._fault_rng = random.Random(seed)
@@ -232,6 +237,16 @@ class FakeLLMServer:
             return web.json_response(
                 {"error": {"code": 500, "message": _REFUSAL, "type": "server_error"}}, status=500
             )
+        budget_headers: dict[str, str] = {}
+        if self.budget is not None:
+            cost = sum(unit.tokens for unit in parsed.cache_units) + (parsed.max_tokens or 0)
+            wait, budget_headers = self.budget.admit(api, cost, time.monotonic())
+            if wait > 0:
+                entry["outcome"] = "over_budget"
+                message = "Rate limit exceeded (fake LLM server budget); retry after the indicated time."
+                return self._error(
+                    api, 429, message, None, **{"retry-after": f"{wait:.3f}", **budget_headers}
+                )
         fault = self.faults.pick(index, self._fault_rng)
         entry["outcome"] = fault or "ok"
         if fault == "timeout":
@@ -245,7 +260,7 @@ class FakeLLMServer:
         if reply.status != 200:
             entry["outcome"] = f"reply_{reply.status}"
             return await self._fail(api, reply, delay)
-        return await self._answer(request, api, parsed, reply, index, delay)
+        return await self._answer(request, api, parsed, reply, index, delay, budget_headers)
 
     async def _ask(self, call: FakeCall) -> FakeReply:
         try:
@@ -274,6 +289,7 @@ class FakeLLMServer:
         reply: FakeReply,
         index: int,
         delay: float,
+        extra_headers: dict[str, str],
     ) -> web.StreamResponse:
         text, truncated = reply.text, False
         if parsed.max_tokens is not None and count_tokens(text) > parsed.max_tokens:
@@ -301,6 +317,7 @@ class FakeLLMServer:
             )  # fmt: skip
             events = openai_sse(body, include_usage=parsed.include_usage_in_stream, malformed=reply.malformed)
             id_header = {"x-request-id": f"req_fake{index:08d}"}
+        id_header.update(extra_headers)
         tps = self.tokens_per_second
         if not parsed.stream:
             total = delay + (usage.output_tokens / tps if tps else 0.0)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel
+from simulator.testing.fake_llm_budget import ServerBudget
 
 
 def _share(text: str) -> float:
@@ -63,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--malformed", type=_share, default=0.0, help="share of requests answered with invalid JSON")
     refuse = "answer OpenAI json_schema response_format with 500 like llama.cpp (json_object still works)"
     add("--refuse-json-schema", action="store_true", help=refuse)
+    add("--rpm", type=float, default=None, help="a rate limit: requests per minute (429 with headers beyond)")
+    add("--tpm", type=float, default=None, help="a rate limit: tokens (input + max_tokens) per minute")
+    add("--burst", type=float, default=None, help="requests the rpm bucket saves up (default a minute's)")
     add("--seed", type=int, default=0, help="seed for latency and fault draws (default 0)")
     add(
         "--log",
@@ -94,6 +98,7 @@ def _server(args: argparse.Namespace) -> FakeLLMServer:
         request_log=args.log,
         host=args.host,
         port=args.port,
+        budget=ServerBudget(args.rpm, args.tpm, burst_requests=args.burst) if args.rpm or args.tpm else None,
     )
 
 

@@ -1,0 +1,98 @@
+"""A provider-side rate limit for the fake LLM server: token buckets for requests and tokens per minute, the
+rate-limit headers the real APIs send with every answer, and a 429 when a request does not fit.
+
+As at OpenAI and Anthropic, a bucket holds up to `burst` (by default a whole minute's budget) and refills
+continuously; a request costs one request and its input tokens plus max_tokens. OpenAI's headers give
+resets as durations ("1s", "6m0s", "20ms"), Anthropic's as RFC 3339 times; both mean "full again at".
+"""
+
+from __future__ import annotations
+
+__all__ = ["ServerBudget", "go_duration"]
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from simulator.testing.fake_llm_behaviour import Api
+
+
+def go_duration(seconds: float) -> str:
+    """A duration as OpenAI writes it: "20ms", "1.5s", "6m0s"."""
+    if seconds < 1:
+        return f"{max(0, round(seconds * 1000))}ms"
+    if seconds < 60:
+        return f"{seconds:.3g}s"
+    minutes, rest = divmod(seconds, 60)
+    return f"{int(minutes)}m{rest:.0f}s"
+
+
+@dataclass
+class _Bucket:
+    per_minute: float
+    burst: float
+    level: float = -1.0  # starts full
+    updated: float = 0.0
+
+    def refill(self, now: float) -> None:
+        if self.level < 0:
+            self.level, self.updated = self.burst, now
+        self.level = min(self.burst, self.level + (now - self.updated) * self.per_minute / 60)
+        self.updated = now
+
+    def wait_for(self, amount: float) -> float:
+        """Seconds until `amount` fits (0.0 when it fits now)."""
+        short = amount - self.level
+        return 0.0 if short <= 0 else short * 60 / self.per_minute
+
+    def full_in(self) -> float:
+        return (self.burst - self.level) * 60 / self.per_minute
+
+
+@dataclass
+class ServerBudget:
+    """`rpm` requests and `tpm` tokens per minute (either may be None: unlimited); `burst` caps what a
+    bucket saves up (default: a minute's worth, as the real providers do)."""
+
+    rpm: float | None = None
+    tpm: float | None = None
+    burst_requests: float | None = None
+    burst_tokens: float | None = None
+    send_headers: bool = True
+    rejected: int = 0
+    _buckets: dict[str, _Bucket] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.rpm:
+            self._buckets["requests"] = _Bucket(self.rpm, self.burst_requests or self.rpm)
+        if self.tpm:
+            self._buckets["tokens"] = _Bucket(self.tpm, self.burst_tokens or self.tpm)
+
+    def admit(self, api: Api, tokens: float, now: float) -> tuple[float, dict[str, str]]:
+        """Take one request of `tokens` if it fits: (0.0, headers); else (seconds to wait, headers) for a 429."""
+        costs = {"requests": 1.0, "tokens": tokens}
+        for bucket in self._buckets.values():
+            bucket.refill(now)
+        wait = max((b.wait_for(costs[name]) for name, b in self._buckets.items()), default=0.0)
+        if wait == 0.0:
+            for name, bucket in self._buckets.items():
+                bucket.level -= costs[name]
+        else:
+            self.rejected += 1
+        return wait, self._headers(api) if self.send_headers else {}
+
+    def _headers(self, api: Api) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        now = datetime.now(UTC)
+        for name, bucket in self._buckets.items():
+            limit, remaining = f"{bucket.per_minute:g}", f"{max(0, int(bucket.level))}"
+            if api == "openai":
+                headers[f"x-ratelimit-limit-{name}"] = limit
+                headers[f"x-ratelimit-remaining-{name}"] = remaining
+                headers[f"x-ratelimit-reset-{name}"] = go_duration(bucket.full_in())
+            else:
+                when = (now + timedelta(seconds=bucket.full_in())).isoformat(timespec="seconds")
+                prefix = f"anthropic-ratelimit-{name}"
+                headers[f"{prefix}-limit"] = limit
+                headers[f"{prefix}-remaining"] = remaining
+                headers[f"{prefix}-reset"] = when.replace("+00:00", "Z")
+        return headers

@@ -1,0 +1,53 @@
+"""Start-up: `simulator --help` imports only the command line, never the models, the record or asyncio
+(which modules load, not how long it takes: timings belong in bench/)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_PROBE = """
+import contextlib, io, json, sys
+from simulator.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+HEAVY = ("pydantic", "asyncio", "yaml", "rich", "openai", "anthropic", "aiohttp", "tenacity")
+HEAVY_OURS = (
+    "simulator.record",
+    "simulator.spec",
+    "simulator.providers",
+    "simulator.engine",
+    "simulator.report",
+)
+
+
+def _modules_after(*argv: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, *argv], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_help_imports_no_models_record_or_event_loop() -> None:
+    for argv in (["--help"], [], ["run", "--help"], ["judge", "--help"], ["report", "--help"]):
+        modules = _modules_after(*argv)
+        heavy = [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY_OURS)]
+        assert heavy == [], f"simulator {' '.join(argv)} imported {heavy[:8]}"
+        assert "simulator.cli" in modules  # the probe really ran the command line
+
+
+def test_a_command_still_imports_what_it_needs() -> None:
+    modules = _modules_after("validate", str(ROOT / "scenarios" / "smoke"))
+    assert "simulator.spec.scenario" in modules

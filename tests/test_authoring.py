@@ -158,4 +158,16 @@ def test_vary_previews_variants() -> None:
     wrong = simulator(
         "vary", "scenarios/triage/chest-pain-vague-01.yaml", "--factors", "speaker=self,relative"
     )
-    assert wrong.returncode == 2 and "not a shipped style" in wrong.stderr
+    assert wrong.returncode == 2 and "not a style in the built-in styles" in wrong.stderr
+
+
+def test_vary_takes_the_styles_from_a_catalogue_or_the_suite() -> None:
+    factors = ("--factors", "patient=cooperative,crisis")
+    scenario = "scenarios/triage/chest-pain-vague-01.yaml"
+    built_in = simulator("vary", scenario, *factors)
+    assert built_in.returncode == 2 and "level 'crisis' is not a style" in built_in.stderr
+    named = simulator("vary", scenario, *factors, "--styles", "examples/triage_styles.yaml")
+    assert named.returncode == 0, named.stderr
+    assert "triage_level=emergency" in named.stdout and "redteam-crisis" in named.stdout
+    from_suite = simulator("vary", scenario, "--suite", "scenarios/triage/redteam/suite.yaml")
+    assert from_suite.returncode == 0 and "5 variants of 1 scenarios" in from_suite.stdout

@@ -12,7 +12,7 @@ import yaml
 from examples.http_triage_bot import serve_in_thread
 from examples.triage_bot import TriageBot, make_bot
 from examples.triage_rules import find_flags, load_rules, normalise, parse_age, parse_duration_days
-from simulator.spec.styles import STYLES
+from simulator.spec.styles import load_styles
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios" / "triage"
@@ -293,7 +293,8 @@ def test_judge_file_is_well_formed(path: Path) -> None:
 
 def test_judge_tags_exist_in_some_scenario() -> None:
     tags = {t for p in SCENARIO_FILES for t in yaml.safe_load(p.read_text(encoding="utf-8"))["tags"]}
-    tags |= {t for style in STYLES.values() for t in style.tags}  # red-team factor levels tag their variants
+    styles = load_styles(Path(__file__).resolve().parent.parent / "examples" / "triage_styles.yaml").styles
+    tags |= {t for style in styles.values() for t in style.tags}  # red-team factor levels tag their variants
     judges = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in JUDGES.glob("*.yaml")]
     assert len(judges) >= 6
     for judge in judges:

@@ -20,10 +20,12 @@ from simulator.record.folder import RunFolder
 from simulator.report.model import build_report
 from simulator.spec.factors import design_points, expand_factors, suite_scenarios
 from simulator.spec.scenario import Scenario, load_scenarios
+from simulator.spec.styles import load_styles
 from simulator.spec.suite import load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "scenarios" / "triage" / "factors" / "suite.yaml"
+TRIAGE_STYLES = load_styles(ROOT / "examples" / "triage_styles.yaml")
 THREE = {
     "speaker": ["self", "relative-speaks"],
     "register": ["plain", "minimiser"],
@@ -70,7 +72,7 @@ def test_levels_can_filter_facts_set_persona_tags_and_expected() -> None:
         "knows": ["all", {"first-two": {"facts": {"keep_first": 2}, "persona": "Only knows a little."}}],
         "patient": ["cooperative", "crisis"],
     }
-    variants = expand_factors(_bases()[:1], factors)
+    variants = expand_factors(_bases()[:1], factors, styles=TRIAGE_STYLES)
     short = next(v for v in variants if v.factors["knows"] == "first-two")
     assert len(short.facts) == 2 and short.persona.endswith("Only knows a little.")
     assert all(n <= 2 for n in short.key_facts)
@@ -81,7 +83,7 @@ def test_levels_can_filter_facts_set_persona_tags_and_expected() -> None:
 @pytest.mark.parametrize(
     ("factors", "message"),
     [
-        ({"register": ["plain", "minimizer"]}, "factor 'register': level 'minimizer' is not a shipped style"),
+        ({"register": ["plain", "minimizer"]}, "factor 'register': level 'minimizer' is not a style in"),
         ({"register": ["plain"]}, "at least two levels"),
         ({"register": ["plain", {"x": {"style": "shouty"}}]}, "unknown style 'shouty'"),
         ({"register": ["plain", "minimiser", "minimiser"]}, "level names repeat"),
@@ -175,6 +177,23 @@ def test_the_factorial_demo_reports_odds_ratios_with_intervals(tmp_path: Path) -
     from simulator.report.html_parts import e
 
     assert shown is not None and e(shown.text) in page
+
+
+def test_the_demo_reproduces_the_odds_ratios_in_the_docs(tmp_path: Path) -> None:
+    """The shipped demo (its style catalogue and vocabulary named in the suite) gives the table in
+    docs/content.md#persona-factors: a refactor that changes what the offline user says shows here."""
+    suite = load_suite(DEMO)
+    asyncio.run(run_suite(suite, suite_scenarios(suite), RunOptions(out=tmp_path / "run", progress=False)))
+    section = build_report(load_run(tmp_path / "run")).factors
+    assert section is not None
+    doc = (ROOT / "docs" / "content.md").read_text(encoding="utf-8").splitlines()
+    for row in section.rows:
+        if row.reference:
+            continue
+        assert row.under_triage_or is not None
+        estimate, interval = row.under_triage_or.text.split(" (95% CI ")
+        at = next(i for i, line in enumerate(doc) if f"│ {row.factor} " in line and f"│ {row.level} " in line)
+        assert f"│ {estimate} (95% CI" in doc[at] and f"│ {interval}" in doc[at + 1], (row.level, doc[at])
 
 
 def test_the_demo_runs_from_the_command_line(tmp_path: Path) -> None:

@@ -261,3 +261,49 @@ def test_resume_writes_only_the_fidelity_verdicts_a_crash_lost(tmp_path: Path, d
     ids = [r.id for r in folder.conversations()]
     found = Counter((v.conversation_id, v.criterion_id) for v in folder.verdicts() if v.kind == "fidelity")
     assert found == Counter((i, c) for i in ids for c in FIDELITY_CHECKS)  # each exactly once again
+
+
+def _record(*turns: tuple[str, str], final_state: dict[str, Any] | None = None) -> ConversationRecord:
+    now = datetime.now(UTC)
+    return ConversationRecord(
+        id="c#0", scenario_id="c", repeat=0, stop_reason="user_done", started_at=now, ended_at=now,
+        turns=[_turn(i, role, text) for i, (role, text) in enumerate(turns)], final_state=final_state,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["my cat knows the courier personally.", "honestly the weather ruins every delivery schedule."],
+)
+def test_invented_facts_forgive_the_suite_catalogue_lines_only(line: str) -> None:
+    from simulator.judging.fidelity import FidelityAuditor
+    from simulator.spec.scenario import Scenario
+    from simulator.spec.styles import StyleCatalogue
+
+    scenario = Scenario(id="c", persona="A customer.", goal="Track a parcel.", facts=["It is parcel KP-1."])
+    record = _record(("user", f"hi, i want to track a parcel. {line}"))
+    catalogue = StyleCatalogue.model_validate(
+        {"styles": {"chatty": {"description": "d", "persona": "Chats.", "offline": {"opening": line}}}}
+    )
+    assert FidelityAuditor().invented_in_code(record, scenario).result == "fail"
+    assert FidelityAuditor(styles=catalogue).invented_in_code(record, scenario).result == "pass"
+
+
+@pytest.mark.parametrize(
+    ("bot", "final_state", "key"),
+    [
+        ("Your parcel status: delivered.", None, None),
+        ("Thanks.", {"status": "delivered"}, "status"),
+    ],
+)
+def test_premature_end_reads_the_suite_outcome_not_a_domain(
+    bot: str, final_state: dict[str, Any] | None, key: str | None
+) -> None:
+    from simulator.judging.fidelity import FidelityAuditor
+    from simulator.spec.vocabulary import load_vocabulary
+
+    parcels = load_vocabulary(ROOT / "examples" / "parcel_vocabulary.yaml")
+    record = _record(("user", "where is my parcel"), ("bot", bot), ("user", END), final_state=final_state)
+    assert FidelityAuditor().premature_end(record).result == "fail"
+    told = FidelityAuditor(outcome_key=key, vocabulary=None if key else parcels)
+    assert told.premature_end(record).result == "pass"

@@ -103,9 +103,9 @@ def factors_section(run: RunData) -> FactorsSection | None:
             if level not in seen:
                 seen.append(level)
     if suite is not None and suite.factors:
-        from simulator.spec.factors import levels_of
+        from simulator.spec.factors import level_names
 
-        order = {f: [n for n, _ in levels_of(e)] for f, e in suite.factors.items() if f in order}
+        order = {f: level_names(e) for f, e in suite.factors.items() if f in order}
     records = [r for r in run.conversations if r.scenario_id in entries]
     failed, under = _events(run)
     rows = []

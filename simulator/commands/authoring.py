@@ -54,6 +54,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     vary.add_argument("--suite", type=Path, help="take the factors and design from this suite file")
     vary.add_argument("--design", choices=["full", "fractional"], help="default: the suite's, else full")
+    vary.add_argument(
+        "--styles",
+        type=Path,
+        help="a style catalogue (YAML); default: the suite's user.styles, else built-in",
+    )
     vary.set_defaults(handler=cmd_vary)
 
 
@@ -185,27 +190,32 @@ def cmd_vary(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from simulator.spec.factors import expand_factors, levels_of
+    from simulator.spec.factors import check_scenario_styles, expand_factors, levels_of
     from simulator.spec.scenario import load_scenarios
+    from simulator.spec.styles import DEFAULT_STYLES, load_styles, suite_styles
 
     factors: dict[str, list[Any]] = {}
     design = args.design
+    styles = DEFAULT_STYLES
     if args.suite is not None:
         from simulator.spec.suite import load_suite
 
         suite = load_suite(args.suite)
-        factors, design = suite.factors, design or suite.factor_design
+        factors, design, styles = suite.factors, design or suite.factor_design, suite_styles(suite)
+    if args.styles is not None:
+        styles = load_styles(args.styles)
     if args.factors:
         factors = _factor_flags(args.factors)
     if not factors:
         raise UserError("name the factors: --factors speaker=self,relative-speaks ... or --suite SUITE")
     for name, entries in factors.items():
         try:
-            levels_of(entries)
+            levels_of(entries, styles)
         except ValueError as exc:
             raise UserError(f"factor '{name}': {exc}") from exc
     bases = load_scenarios([args.scenario])
-    variants = expand_factors(bases, factors, design or "full")
+    check_scenario_styles(bases, styles)
+    variants = expand_factors(bases, factors, design or "full", styles)
     table = Table("variant id", "facts", "volunteers", "tags added", "expected")
     table.columns[0].overflow = "fold"
     personas: dict[str, str] = {}

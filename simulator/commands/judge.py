@@ -147,8 +147,10 @@ def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
     scenarios = load_scenarios([Path(f) for f in recorded]) if recorded else []
     if manifest.suite is not None and manifest.suite.factors:
         from simulator.spec.factors import expand_factors
+        from simulator.spec.styles import suite_styles
 
-        scenarios = expand_factors(scenarios, manifest.suite.factors, manifest.suite.factor_design)
+        suite = manifest.rebuild_suite(Path("."))  # resolves `user.styles` next to the recorded suite file
+        scenarios = expand_factors(scenarios, suite.factors, suite.factor_design, suite_styles(suite))
     return [s for s in scenarios if s.id in wanted], warnings
 
 

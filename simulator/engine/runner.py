@@ -43,6 +43,7 @@ from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.redact import register_secrets, suite_secrets
 from simulator.spec.scenario import Scenario, refuse_drafts
 from simulator.spec.suite import Suite
+from simulator.spec.vocabulary import Vocabulary
 from simulator.users.base import SimulatedUser
 from simulator.users.prompt import USER_PROMPT_TEMPLATE, render_user_prompt
 from simulator.users.scripted import SCRIPTED, ScriptedUser
@@ -142,16 +143,26 @@ def _check_scripted(user_model: str, scenarios: list[Scenario]) -> None:
         )
 
 
+def _suite_vocabulary(suite: Suite) -> Vocabulary | None:
+    """The offline user's domain words the suite names (`user.vocabulary`), or None."""
+    from simulator.spec.vocabulary import load_vocabulary
+
+    path = suite.user.vocabulary
+    return load_vocabulary(suite.resolve(path)) if path else None
+
+
 def _simulated_user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
     if user_model == "offline":
-        from simulator.spec.vocabulary import load_vocabulary
+        from simulator.spec.styles import suite_styles
         from simulator.users.offline import OfflineUser
 
-        path = suite.user.vocabulary
-        vocabulary = load_vocabulary(suite.resolve(path)) if path else None
+        vocabulary = _suite_vocabulary(suite)
+        styles = suite_styles(suite)
 
         def offline(plan: ConversationPlan, attempt: int) -> SimulatedUser:
-            return OfflineUser(plan.scenario, seed=suite.seed, repeat=plan.repeat, vocabulary=vocabulary)
+            return OfflineUser(
+                plan.scenario, seed=suite.seed, repeat=plan.repeat, vocabulary=vocabulary, styles=styles
+            )
 
         return offline
     from simulator.users.llm_user import LLMUser
@@ -180,16 +191,22 @@ def make_auditor(suite: Suite, hub: ModelHub, user_model: str) -> FidelityAudito
     config = suite.user.fidelity
     if not config.enabled or user_model == SCRIPTED:  # a golden item's scripted user has no persona to audit
         return None
-    key = suite.outcome.key if suite.outcome is not None else None
+    from simulator.spec.styles import suite_styles
+
+    domain: dict[str, Any] = {
+        "outcome_key": suite.outcome.key if suite.outcome is not None else None,
+        "vocabulary": _suite_vocabulary(suite),
+        "styles": suite_styles(suite),
+    }
     spec = None if user_model == "offline" else (config.model or suite.judges.model)
     if spec is None:
-        return FidelityAuditor(outcome_key=key)
+        return FidelityAuditor(**domain)
     client, bare = hub.for_role("judge").client(spec)
     return FidelityAuditor(
         client,
         spec,
         bare,
-        outcome_key=key,
+        **domain,
         temperature=suite.judges.temperature,
         max_tokens=config.max_tokens,
     )

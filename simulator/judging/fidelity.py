@@ -34,9 +34,11 @@ from simulator.record.hashing import sha256_text
 from simulator.record.models import ConversationRecord, ErrorInfo, FactProvenance, Verdict
 from simulator.record.transcript import Usage
 from simulator.spec.scenario import Scenario
+from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
+from simulator.spec.vocabulary import Vocabulary
 from simulator.users.character import character_break_reason
 from simulator.users.offline import content_words, gives_outcome
-from simulator.users.styles import HEDGES, LINES
+from simulator.users.styles import StylePlayer
 
 FIDELITY_VERSION = 1
 # Each check's rubric, as labelling sheets show it: (what it checks, pass, fail).
@@ -70,15 +72,12 @@ FIDELITY_CHECKS: dict[str, tuple[str, str, str]] = {
 _ADVICE = re.compile(
     r"\byou (should|must|need to) (call|go to|see|book|seek)\b|\bi (recommend|advise) (that )?you\b", re.I
 )
-_FILLER = content_words(
-    " ".join(
-        [
-            *LINES.values(),
-            *HEDGES,
-            "hey not sure i don't know no idea tbh hmm so what should i do advise think",
-        ]
-    )
-)
+_STOCK = "hey not sure i don't know no idea tbh hmm so what should i do advise think"
+
+
+def _filler(styles: StyleCatalogue) -> set[str]:
+    """Words the offline user says besides the scenario's: its stock phrases and the catalogue's style lines."""
+    return content_words(" ".join([*StylePlayer.lines(styles), _STOCK]))
 
 
 def _unknown_words(text: str, known: set[str], shuffled: set[str]) -> list[str]:
@@ -119,10 +118,13 @@ def _user_texts(record: ConversationRecord) -> list[tuple[int, str]]:
     return [(i, m) for i, t in enumerate(record.turns) if t.role == "user" for m in t.messages]
 
 
-def _bot_gave_outcome(record: ConversationRecord, outcome_key: str | None) -> bool:
+def _bot_gave_outcome(
+    record: ConversationRecord, outcome_key: str | None, vocabulary: Vocabulary | None
+) -> bool:
     if record.final_state and outcome_key and record.final_state.get(outcome_key) is not None:
         return True
-    return any(gives_outcome(m) for t in record.turns if t.role == "bot" for m in t.messages)
+    bot = [m for t in record.turns if t.role == "bot" for m in t.messages]
+    return any(gives_outcome(m, vocabulary) if vocabulary else gives_outcome(m) for m in bot)
 
 
 class FidelityAuditor:
@@ -135,11 +137,15 @@ class FidelityAuditor:
         model: str | None = None,
         *,
         outcome_key: str | None = None,
+        vocabulary: Vocabulary | None = None,
+        styles: StyleCatalogue = DEFAULT_STYLES,
         temperature: float | None = 0.0,
         max_tokens: int = 1500,
     ) -> None:
         self.client, self.model_spec, self.model = client, model_spec, model
-        self.outcome_key = outcome_key
+        # The suite's outcome key, outcome phrases and style lines: the auditor assumes no domain.
+        self.outcome_key, self.vocabulary = outcome_key, vocabulary
+        self._filler = _filler(styles)
         self.temperature, self.max_tokens = temperature, max_tokens
         self.hash = fidelity_hash(model_spec)
 
@@ -242,7 +248,7 @@ class FidelityAuditor:
                 record, check, "not_applicable", f"the user did not end it ({record.stop_reason})"
             )
         quotes = [last_bot] if last_bot.strip() else []
-        if _bot_gave_outcome(record, self.outcome_key):
+        if _bot_gave_outcome(record, self.outcome_key, self.vocabulary):
             return self._quoted(record, check, "pass", "the user ended after the bot gave an outcome", quotes)
         reason = "the user sent the end sentinel before the bot gave any outcome; its last message was quoted"
         if not quotes:
@@ -268,7 +274,7 @@ class FidelityAuditor:
         """Offline user: fail on a user message with three or more content words found nowhere in the
         persona, goal, facts or the user's stock phrases (a typo changes one word, never three)."""
         check = "fidelity.invented_facts"
-        known = content_words(" ".join([scenario.persona, scenario.goal, *scenario.facts])) | _FILLER
+        known = content_words(" ".join([scenario.persona, scenario.goal, *scenario.facts])) | self._filler
         shuffled = {"".join(sorted(w)) for w in known}
         for _, text in _user_texts(record):
             unknown = _unknown_words(text, known, shuffled)

@@ -1,8 +1,8 @@
 """Persona factors as a designed experiment: base scenarios crossed with factor levels.
 
 A suite declares `factors:` (each factor a list of levels, the first one the reference) and
-`factor_design: full | fractional`. Each level is a persona modifier, a fact filter and/or a shipped style
-(simulator/spec/styles.py). Every (base scenario, combination of levels) becomes a variant: a Scenario with
+`factor_design: full | fractional`. Each level is a persona modifier, a fact filter and/or a style of the
+suite's style catalogue (`user.styles`, simulator/spec/styles.py). Every (base scenario, combination of levels) becomes a variant: a Scenario with
 the stable id `base~factor=level~...` (factors in name order) and its levels in `factors`, so reports can
 stratify by base scenario and estimate each level's effect (analysis/factors.py).
 
@@ -13,7 +13,15 @@ are then aliased with two-factor interactions (resolution III): read them as mai
 
 from __future__ import annotations
 
-__all__ = ["FactorLevel", "design_points", "expand_factors", "levels_of", "suite_scenarios", "variant_id"]
+__all__ = [
+    "FactorLevel",
+    "design_points",
+    "expand_factors",
+    "level_names",
+    "levels_of",
+    "suite_scenarios",
+    "variant_id",
+]
 
 import itertools
 from typing import Any, Literal
@@ -21,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.spec.scenario import Scenario
-from simulator.spec.styles import STYLES
+from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
 
 FactorDesign = Literal["full", "fractional"]
 
@@ -40,7 +48,7 @@ class FactorLevel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     persona: str | None = None  # appended to the base persona
-    style: str | None = None  # a shipped style name
+    style: str | None = None  # a style of the suite's catalogue
     facts: FactFilter | None = None
     volunteers: int | None = Field(default=None, ge=0)
     tags: list[str] = Field(default_factory=list)
@@ -50,26 +58,28 @@ class FactorLevel(BaseModel):
 LevelEntry = str | dict[str, FactorLevel]
 
 
-def levels_of(entries: list[Any]) -> list[tuple[str, FactorLevel]]:
-    """(name, level) for each entry: a string names a shipped style (the first may be any reference name),
-    a one-key mapping names a custom level. Raises ValueError naming the bad entry."""
+def levels_of(entries: list[Any], styles: StyleCatalogue | None = None) -> list[tuple[str, FactorLevel]]:
+    """(name, level) for each entry: a string names a style of `styles` (the first may be any reference
+    name), a one-key mapping names a custom level. Raises ValueError naming the bad entry. Without `styles`
+    only the shape is checked (any later string is taken for a style name)."""
     out: list[tuple[str, FactorLevel]] = []
     for position, entry in enumerate(entries):
         if isinstance(entry, str):
-            if entry in STYLES:
+            if (styles is None and position > 0) or (styles is not None and entry in styles):
                 out.append((entry, FactorLevel(style=entry)))
             elif position == 0:
                 out.append((entry, FactorLevel()))  # the reference level: the scenario as written
             else:
+                assert styles is not None
                 raise ValueError(
-                    f"level '{entry}' is not a shipped style ({', '.join(sorted(STYLES))}); "
-                    "only the first (reference) level may be a plain name, or write {name: {persona: ...}}"
+                    f"level '{entry}' is not a style in {styles.source} ({styles.names()}); only the first "
+                    "(reference) level may be a plain name, or write {name: {persona: ...}}"
                 )
         elif isinstance(entry, dict) and len(entry) == 1:
             name, spec = next(iter(entry.items()))
             level = spec if isinstance(spec, FactorLevel) else FactorLevel.model_validate(spec or {})
-            if level.style is not None and level.style not in STYLES:
-                raise ValueError(f"level '{name}': unknown style '{level.style}'")
+            if styles is not None and level.style is not None and level.style not in styles:
+                raise ValueError(f"level '{name}': unknown style '{level.style}' (not in {styles.source})")
             out.append((str(name), level))
         else:
             raise ValueError("each level is a style name or a one-key mapping {name: {persona: ...}}")
@@ -79,6 +89,11 @@ def levels_of(entries: list[Any]) -> list[tuple[str, FactorLevel]]:
     if len(out) < 2:
         raise ValueError("a factor needs at least two levels (the first is the reference)")
     return out
+
+
+def level_names(entries: list[Any]) -> list[str]:
+    """The level names of a factor, in order, without reading any style catalogue (for reports)."""
+    return [entry if isinstance(entry, str) else str(next(iter(entry))) for entry in entries]
 
 
 def design_points(counts: list[int], design: FactorDesign) -> list[tuple[int, ...]]:
@@ -94,12 +109,14 @@ def variant_id(base: str, levels: dict[str, str]) -> str:
     return base + "".join(f"~{factor}={levels[factor]}" for factor in sorted(levels))
 
 
-def _variant(base: Scenario, chosen: list[tuple[str, str, FactorLevel]]) -> Scenario:
+def _variant(
+    base: Scenario, chosen: list[tuple[str, str, FactorLevel]], catalogue: StyleCatalogue
+) -> Scenario:
     persona, styles, tags = [base.persona], list(base.styles), list(base.tags)
     facts, key_facts, volunteers = list(base.facts), list(base.key_facts), base.volunteers
     expected = dict(base.expected)
     for _, _, level in chosen:
-        shipped = STYLES.get(level.style) if level.style else None
+        shipped = catalogue.get(level.style) if level.style else None
         if shipped is not None:
             persona.append(shipped.persona)
             styles.append(shipped.name)
@@ -136,25 +153,52 @@ def _variant(base: Scenario, chosen: list[tuple[str, str, FactorLevel]]) -> Scen
 
 
 def expand_factors(
-    scenarios: list[Scenario], factors: dict[str, list[Any]], design: FactorDesign = "full"
+    scenarios: list[Scenario],
+    factors: dict[str, list[Any]],
+    design: FactorDesign = "full",
+    styles: StyleCatalogue = DEFAULT_STYLES,
 ) -> list[Scenario]:
-    """Every base scenario crossed with the design's level combinations (bases without factors unchanged)."""
+    """Every base scenario crossed with the design's level combinations (bases without factors unchanged);
+    string levels are styles of `styles` (the suite's catalogue)."""
     if not factors:
         return scenarios
     names = list(factors)
-    parsed = [levels_of(factors[name]) for name in names]
+    parsed = [levels_of(factors[name], styles) for name in names]
     points = design_points([len(levels) for levels in parsed], design)
     out: list[Scenario] = []
     for base in scenarios:
         for point in points:
             chosen = [(names[i], *parsed[i][index]) for i, index in enumerate(point)]
-            out.append(_variant(base, chosen))
+            out.append(_variant(base, chosen, styles))
     return out
 
 
 def suite_scenarios(suite: Any, tags: list[str] | None = None) -> list[Scenario]:
-    """The scenarios a suite runs: its files (filtered by tags), crossed with its factors when it has any."""
+    """The scenarios a suite runs: its files (filtered by tags), crossed with its factors when it has any.
+    Styles a scenario names must be in the suite's style catalogue."""
     from simulator.spec.scenario import load_scenarios
+    from simulator.spec.styles import suite_styles
 
     bases = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], tags)
-    return expand_factors(bases, suite.factors, suite.factor_design)
+    styles = suite_styles(suite)
+    check_scenario_styles(bases, styles)
+    return expand_factors(bases, suite.factors, suite.factor_design, styles)
+
+
+def check_scenario_styles(scenarios: list[Scenario], styles: StyleCatalogue) -> None:
+    """Raise UserError naming each scenario file whose `styles` names a style the catalogue lacks."""
+    from simulator.errors import Problem, UserError
+
+    problems = [
+        Problem(
+            str(s._source or s.id),
+            f"styles {unknown} are not in {styles.source} ({styles.names()}); name a style catalogue "
+            "with user.styles in the suite",
+            s._line,
+            "styles",
+        )
+        for s in scenarios
+        if (unknown := [name for name in s.styles if name not in styles])
+    ]
+    if problems:
+        raise UserError("unknown persona styles", problems)

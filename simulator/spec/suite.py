@@ -123,6 +123,9 @@ class UserConfig(_Strict):
     max_character_breaks: int = Field(default=3, ge=0)
     # The offline user's domain words (synonyms, outcome phrases): a YAML file relative to the suite.
     vocabulary: str | None = None
+    # The persona styles factor levels name (persona text, tags, the offline user's lines): a YAML style
+    # catalogue relative to the suite (simulator/spec/styles.py); default: a few domain-free styles.
+    styles: str | None = None
     fidelity: FidelityConfig = Field(default_factory=FidelityConfig)
 
 
@@ -198,7 +201,7 @@ class Suite(_Strict):
 
         for name, entries in self.factors.items():
             try:
-                levels_of(entries)
+                levels_of(entries)  # the shape; style names are checked against the catalogue by load_suite
             except ValueError as exc:
                 raise ValueError(f"factor '{name}': {exc}") from exc
         return self
@@ -275,6 +278,25 @@ def check_environment(suite: Suite) -> None:
         raise UserError("the suite needs environment variables that are not set", problems)
 
 
+def _check_factor_styles(suite: Suite, source: LocatedYAML) -> None:
+    """Every style a factor level names must be in the suite's style catalogue (`user.styles`)."""
+    from simulator.spec.factors import levels_of
+    from simulator.spec.styles import suite_styles
+
+    if not suite.factors:
+        return
+    styles = suite_styles(suite)
+    problems = []
+    for name, entries in suite.factors.items():
+        try:
+            levels_of(entries, styles)
+        except ValueError as exc:
+            line = source.line_of(("factors", name))
+            problems.append(Problem(str(source.path), f"factor '{name}': {exc}", line, f"factors.{name}"))
+    if problems:
+        raise UserError("invalid suite file", problems)
+
+
 def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation."""
     if not path.is_file():
@@ -294,6 +316,7 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
         raise UserError("invalid suite file", problems)
     suite._base_dir = path.parent.resolve()
     suite._file = path
+    _check_factor_styles(suite, source)
     expand_matrix(suite, source)  # every cell must be a valid suite before anything runs
     suite._lines = source.lines
     return suite

@@ -7,7 +7,7 @@ weighted so a word shared by many facts counts less, with the synonyms of the su
 default when no API key is set, and it makes deterministic tests of bots possible.
 
 It knows in code why it revealed each fact, so its fact provenance (`fact_provenance`) is exact; and it
-plays the shipped persona styles of factor levels (simulator/users/styles.py).
+plays the persona styles of factor levels, with the lines of the suite's style catalogue (simulator/users/styles.py).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import re
 from simulator.record.models import FactProvenance
 from simulator.record.transcript import Turn
 from simulator.spec.scenario import Scenario
+from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
 from simulator.spec.vocabulary import Vocabulary
 from simulator.users.base import END, UserMessage
 from simulator.users.styles import StylePlayer
@@ -229,6 +230,7 @@ class OfflineUser:
         repeat: int = 0,
         volunteer_share: float = 0.3,
         vocabulary: Vocabulary | None = None,
+        styles: StyleCatalogue = DEFAULT_STYLES,
     ) -> None:
         self._scenario = scenario
         self._vocabulary = vocabulary or _NO_VOCABULARY
@@ -242,11 +244,14 @@ class OfflineUser:
             content_words(fact, self._vocabulary) | ({"age"} if _AGE_FACT.search(fact) else set())
             for fact in scenario.facts
         ]
-        self._styles = StylePlayer(scenario.styles, random.Random(f"{seed}:{scenario.id}:{repeat}:style"))
+        self._styles = StylePlayer(
+            scenario.styles, random.Random(f"{seed}:{scenario.id}:{repeat}:style"), styles
+        )
         # A real person sometimes volunteers their first fact (seeded), never more than the persona allows.
         shared = bool(scenario.facts) and self._rng.random() < volunteer_share
         self._volunteer = min(len(scenario.facts), scenario.volunteers if shared else 0)
-        if "anxious" in scenario.styles or "minimiser" in scenario.styles:
+        # A style that sets how many facts the person volunteers makes that exact, not sometimes none.
+        if any((style := styles.get(name)) and style.volunteers is not None for name in scenario.styles):
             self._volunteer = min(len(scenario.facts), scenario.volunteers)
 
     def _style(self, text: str) -> str:

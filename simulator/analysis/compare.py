@@ -204,6 +204,33 @@ def _paired(
         change = "no pairs"  # nothing judged on both sides: no evidence either way, not "no change"
     elif scenario_level["clustered_p_value"] < alpha and only_a != only_b:
         change = "worse" if only_a > only_b else "better"
+    return PairedMetric(
+        name=name,
+        critical=critical,
+        pairs=len(usable),
+        excluded=len(pairs) - len(usable),
+        both_pass=sum(1 for x, y in zip(a_scores, b_scores, strict=True) if x and y),
+        both_fail=sum(1 for x, y in zip(a_scores, b_scores, strict=True) if not x and not y),
+        only_a=only_a,
+        only_b=only_b,
+        a_rate=rate_view(sum(a_scores), len(usable), counts="successes"),
+        b_rate=rate_view(sum(b_scores), len(usable), counts="successes"),
+        p_value=p_value,
+        diff=diff,
+        diff_low=low,
+        diff_high=high,
+        change=change,
+        flips=_flips(usable, details, results),
+        **scenario_level,
+    )
+
+
+def _flips(
+    usable: list[tuple[str, int, int]],
+    details: dict[str, tuple[Verdict | None, Verdict | None]],
+    results: Mapping[str, tuple[str, str]],
+) -> list[Flip]:
+    """The pairs whose result changed between A and B, regressions first, each with both sides' reasons."""
     flips = []
     for cid, x, y in usable:
         if x == y:
@@ -223,25 +250,7 @@ def _paired(
             )
         )
     flips.sort(key=lambda f: (f.direction != "regression", f.conversation_id))
-    return PairedMetric(
-        name=name,
-        critical=critical,
-        pairs=len(usable),
-        excluded=len(pairs) - len(usable),
-        both_pass=sum(1 for x, y in zip(a_scores, b_scores, strict=True) if x and y),
-        both_fail=sum(1 for x, y in zip(a_scores, b_scores, strict=True) if not x and not y),
-        only_a=only_a,
-        only_b=only_b,
-        a_rate=rate_view(sum(a_scores), len(usable), counts="successes"),
-        b_rate=rate_view(sum(b_scores), len(usable), counts="successes"),
-        p_value=p_value,
-        diff=diff,
-        diff_low=low,
-        diff_high=high,
-        change=change,
-        flips=flips,
-        **scenario_level,
-    )
+    return flips
 
 
 def _scenario_level(triples: list[tuple[str, int, int]], alpha: float) -> dict[str, Any]:
@@ -348,12 +357,31 @@ def compare_runs(
     return compare_loaded(load_run(a_path, judge_set_a), load_run(b_path, judge_set_b), alpha, gate)
 
 
-def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | None = None) -> Comparison:
-    """`compare_runs` on runs already loaded (the leaderboard compares many cells with one baseline)."""
-    a_path, b_path = a.path, b.path
-    _check_same_scenarios(a, b)
-    a_ids, b_ids = {r.id for r in a.conversations}, {r.id for r in b.conversations}
-    shared = [r.id for r in a.conversations if r.id in b_ids]
+def _status_metric(
+    a: RunData, b: RunData, shared: list[str], alpha: float, scenario_of: Mapping[str, str]
+) -> tuple[PairedMetric, Mapping[str, str], Mapping[str, str]]:
+    """The paired test on whole-conversation results, and each run's status per conversation."""
+    a_status = {
+        r.id: conversation_status(r, a.verdicts_by_conversation().get(r.id, [])) for r in a.conversations
+    }
+    b_grouped = b.verdicts_by_conversation()
+    b_status = {r.id: conversation_status(r, b_grouped.get(r.id, [])) for r in b.conversations}
+    metric = _paired(
+        "conversation passes",
+        False,
+        [(cid, _score(a_status[cid]), _score(b_status[cid])) for cid in shared],
+        alpha,
+        {},
+        {cid: (a_status[cid], b_status[cid]) for cid in shared},
+        scenario_of,
+    )
+    return metric, a_status, b_status
+
+
+def _criterion_metrics(
+    a: RunData, b: RunData, shared: list[str], alpha: float, scenario_of: Mapping[str, str]
+) -> list[PairedMetric]:
+    """One paired test per criterion judged in both runs (text metrics excluded)."""
     a_verdicts = {(v.conversation_id, v.criterion_id): v for v in a.verdicts}
     b_verdicts = {(v.conversation_id, v.criterion_id): v for v in b.verdicts}
     # Text metrics are scores that gate nothing: no pass/fail to pair.
@@ -361,26 +389,6 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
     criteria = sorted(({c for _, c in a_verdicts} & {c for _, c in b_verdicts}) - scored)
     severity = {v.criterion_id: v.severity for v in [*a.verdicts, *b.verdicts]}
     metrics = []
-    scenario_of = {r.id: r.scenario_id for r in a.conversations}
-    a_status = {
-        r.id: conversation_status(r, a.verdicts_by_conversation().get(r.id, [])) for r in a.conversations
-    }
-    b_grouped = b.verdicts_by_conversation()
-    b_status = {r.id: conversation_status(r, b_grouped.get(r.id, [])) for r in b.conversations}
-    metrics.append(
-        _paired(
-            "conversation passes",
-            False,
-            [(cid, _score(a_status[cid]), _score(b_status[cid])) for cid in shared],
-            alpha,
-            {},
-            {cid: (a_status[cid], b_status[cid]) for cid in shared},
-            scenario_of,
-        )
-    )
-    metrics += _outcome_metrics(a, b, shared, alpha, scenario_of)
-    golden, golden_paired = _golden_metrics(a, b, alpha, gate)
-    metrics += golden_paired
     for criterion in criteria:
         pairs, details, results = [], {}, {}
         for cid in shared:
@@ -392,29 +400,61 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
             results[cid] = (va.result if va else "missing", vb.result if vb else "missing")
         critical = severity.get(criterion) == "critical" or criterion.startswith("outcome.")
         metrics.append(_paired(criterion, critical, pairs, alpha, details, results, scenario_of))
+    return metrics
+
+
+def _rate_of(status: Mapping[str, str], ids: list[str]) -> RateView:
+    passed = sum(1 for i in ids if status.get(i) == "pass")
+    judged = sum(1 for i in ids if status.get(i) in ("pass", "fail"))
+    return rate_view(passed, judged, counts="successes")
+
+
+def _scenario_deltas(
+    order: list[str],
+    shared: list[str],
+    scenario_of: Mapping[str, str],
+    a_status: Mapping[str, str],
+    b_status: Mapping[str, str],
+) -> tuple[list[ScenarioDelta], list[float], list[float]]:
+    """Per-scenario pass rates in A and B, and the paired rates of the scenarios judged in both."""
     scenarios = []
     a_pairs, b_pairs = [], []
-    for scenario in a.scenario_order:
-
-        def rate_of(status: Mapping[str, str], ids: list[str]) -> RateView:
-            passed = sum(1 for i in ids if status.get(i) == "pass")
-            judged = sum(1 for i in ids if status.get(i) in ("pass", "fail"))
-            return rate_view(passed, judged, counts="successes")
-
+    for scenario in order:
         ids = [cid for cid in shared if scenario_of[cid] == scenario]
-        ra, rb = rate_of(a_status, ids), rate_of(b_status, ids)
+        ra, rb = _rate_of(a_status, ids), _rate_of(b_status, ids)
         diff = None if ra.rate is None or rb.rate is None else rb.rate - ra.rate
         if diff is not None:
             a_pairs.append(ra.rate or 0.0)
             b_pairs.append(rb.rate or 0.0)
         scenarios.append(ScenarioDelta(scenario_id=scenario, a=ra, b=rb, diff=diff))
-    overall = paired_bootstrap(a_pairs, b_pairs) if a_pairs else None
-    regressions = [
+    return scenarios, a_pairs, b_pairs
+
+
+def _regressions(metrics: list[PairedMetric]) -> list[str]:
+    """One line per critical metric that got significantly worse."""
+    return [
         f"{m.name}: {m.only_a} regressions vs {m.only_b} improvements in {m.pairs} pairs; "
         f"{m.scenarios_worse} of {m.scenarios} scenarios worse (clustered McNemar p={m.clustered_p_value:.3g})"
         for m in metrics
         if m.critical and m.change == "worse"
     ]
+
+
+def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | None = None) -> Comparison:
+    """`compare_runs` on runs already loaded (the leaderboard compares many cells with one baseline)."""
+    a_path, b_path = a.path, b.path
+    _check_same_scenarios(a, b)
+    a_ids, b_ids = {r.id for r in a.conversations}, {r.id for r in b.conversations}
+    shared = [r.id for r in a.conversations if r.id in b_ids]
+    scenario_of = {r.id: r.scenario_id for r in a.conversations}
+    status_metric, a_status, b_status = _status_metric(a, b, shared, alpha, scenario_of)
+    metrics = [status_metric]
+    metrics += _outcome_metrics(a, b, shared, alpha, scenario_of)
+    golden, golden_paired = _golden_metrics(a, b, alpha, gate)
+    metrics += golden_paired
+    metrics += _criterion_metrics(a, b, shared, alpha, scenario_of)
+    scenarios, a_pairs, b_pairs = _scenario_deltas(a.scenario_order, shared, scenario_of, a_status, b_status)
+    overall = paired_bootstrap(a_pairs, b_pairs) if a_pairs else None
     return Comparison(
         a=str(a_path),
         b=str(b_path),
@@ -428,6 +468,6 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
         scenario_diff=(sum(b_pairs) - sum(a_pairs)) / len(a_pairs) if a_pairs else None,
         scenario_diff_low=overall.low if overall else None,
         scenario_diff_high=overall.high if overall else None,
-        regressions=regressions,
+        regressions=_regressions(metrics),
         golden=golden,
     )

@@ -182,58 +182,75 @@ def _user_usage_off_turns(record: ConversationRecord) -> Usage:
     )
 
 
-def cost_latency(run: RunData, prices: PriceTable) -> CostLatency:
-    """Tokens, cost, latency and failure rates of a run's simulated users, bot and (chosen) judges."""
-    usage: dict[str, dict[str, Usage]] = {role: {} for role in ROLES}
-    seen_models: dict[str, set[str]] = {role: set() for role in ROLES}
-    per_conversation: dict[str, float] = {}
-    unpriced_conversations: set[str] = set()
-    unpriced: dict[str, set[str]] = {role: set() for role in ROLES}
+class _Tally:
+    """What `cost_latency` counts while it walks a run: usage, calls, failures and latencies per role."""
 
-    def add(role: str, model: str | None, used: Usage | None, conversation_id: str) -> None:
+    def __init__(self, prices: PriceTable) -> None:
+        self.prices = prices
+        self.usage: dict[str, dict[str, Usage]] = {role: {} for role in ROLES}
+        self.seen_models: dict[str, set[str]] = {role: set() for role in ROLES}
+        self.per_conversation: dict[str, float] = {}
+        self.unpriced_conversations: set[str] = set()
+        self.unpriced: dict[str, set[str]] = {role: set() for role in ROLES}
+        self.calls = {role: 0 for role in ROLES}
+        self.failures: dict[str, list[tuple[str, str]]] = {role: [] for role in ROLES}
+        self.latencies: dict[str, list[float]] = {
+            "bot": [],
+            "ttft": [],
+            "user": [],
+            "judge": [],
+            "conversation": [],
+        }
+        self.hits: Counter[str] = Counter()
+
+    def add(self, role: str, model: str | None, used: Usage | None, conversation_id: str) -> None:
+        """Count one call's tokens against its role and model, and its cost against its conversation."""
         name = model or "(unknown model)"
         if model:
-            seen_models[role].add(model)
+            self.seen_models[role].add(model)
         if used is None:
             return
-        seen_models[role].add(name)
-        usage[role][name] = usage[role].get(name, Usage()) + used
-        found = prices.lookup(name)
+        self.seen_models[role].add(name)
+        self.usage[role][name] = self.usage[role].get(name, Usage()) + used
+        found = self.prices.lookup(name)
         if found is None:
-            unpriced[role].add(name)
-            unpriced_conversations.add(conversation_id)
+            self.unpriced[role].add(name)
+            self.unpriced_conversations.add(conversation_id)
         else:
-            per_conversation[conversation_id] = per_conversation.get(conversation_id, 0.0) + prices.cost(
-                found[1], used
-            )
+            self.per_conversation[conversation_id] = self.per_conversation.get(
+                conversation_id, 0.0
+            ) + self.prices.cost(found[1], used)
 
-    calls = {role: 0 for role in ROLES}
-    failures: dict[str, list[tuple[str, str]]] = {role: [] for role in ROLES}
-    latencies: dict[str, list[float]] = {"bot": [], "ttft": [], "user": [], "judge": [], "conversation": []}
-    hits: Counter[str] = Counter()
+
+def _tally_conversations(run: RunData, tally: _Tally) -> None:
+    """The simulated users' and bot's calls, tokens, latencies and failures, turn by turn."""
     for record in run.conversations:
         for role, count in record.cache_hits.items():
-            hits["judge" if role.startswith("judge") else role] += count
-        latencies["conversation"].append((record.ended_at - record.started_at).total_seconds())
+            tally.hits["judge" if role.startswith("judge") else role] += count
+        tally.latencies["conversation"].append((record.ended_at - record.started_at).total_seconds())
         default_model = {"user": record.user_model, "bot": record.bot.removeprefix("chat:")}
         for turn in record.turns:
-            calls[turn.role] += 1
-            add(turn.role, turn.model or default_model[turn.role] or None, turn.usage, record.id)
+            tally.calls[turn.role] += 1
+            tally.add(turn.role, turn.model or default_model[turn.role] or None, turn.usage, record.id)
             if turn.role == "bot" or turn.usage is not None:
-                latencies[turn.role].append(turn.latency_s)
+                tally.latencies[turn.role].append(turn.latency_s)
             if turn.time_to_first_token_s is not None and turn.role == "bot":
-                latencies["ttft"].append(turn.time_to_first_token_s)
+                tally.latencies["ttft"].append(turn.time_to_first_token_s)
         extra = _user_usage_off_turns(record)
         if extra.calls:
-            calls["user"] += extra.calls
-            add("user", record.user_model or None, extra, record.id)
+            tally.calls["user"] += extra.calls
+            tally.add("user", record.user_model or None, extra, record.id)
         if record.error is not None and record.error.source in ("bot", "user"):
-            calls[record.error.source] += 1
-            failures[record.error.source].append((record.error.kind, record.error.message))
+            tally.calls[record.error.source] += 1
+            tally.failures[record.error.source].append((record.error.kind, record.error.message))
+
+
+def _tally_judges(run: RunData, tally: _Tally) -> None:
+    """The judges' calls (and the simulated-user audit's, costed with them), tokens, latencies, failures."""
     for verdict in run.fidelity:  # the simulated-user audit calls are costed with the judges
         if verdict.usage is not None and verdict.usage.calls:
-            calls["judge"] += verdict.usage.calls
-            add("judge", verdict.judge_model, verdict.usage, verdict.conversation_id)
+            tally.calls["judge"] += verdict.usage.calls
+            tally.add("judge", verdict.judge_model, verdict.usage, verdict.conversation_id)
     # Each judge call once: an aggregated verdict's calls are its samples; `applies_when` made no call.
     judgements = [v for v in run.verdicts if v.aggregate is None] + run.samples
     for verdict in judgements:
@@ -241,54 +258,79 @@ def cost_latency(run: RunData, prices: PriceTable) -> CostLatency:
             verdict.judge_model is None and verdict.reasoning.startswith("applies_when.")
         ):
             continue
-        calls["judge"] += 1
-        add("judge", verdict.judge_model, verdict.usage, verdict.conversation_id)
+        tally.calls["judge"] += 1
+        tally.add("judge", verdict.judge_model, verdict.usage, verdict.conversation_id)
         if verdict.latency_s is not None:
-            latencies["judge"].append(verdict.latency_s)
+            tally.latencies["judge"].append(verdict.latency_s)
         if verdict.result == "error":
             error = verdict.error
-            failures["judge"].append((error.kind, error.message) if error else ("error", verdict.reasoning))
+            tally.failures["judge"].append(
+                (error.kind, error.message) if error else ("error", verdict.reasoning)
+            )
+
+
+def _role_costs(tally: _Tally) -> list[RoleCost]:
+    """One row per role: models, calls, tokens, and cost (None when any of its models has no price)."""
     roles = []
     for role in ROLES:
-        total = sum(usage[role].values(), Usage())
+        total = sum(tally.usage[role].values(), Usage())
         cost = None
-        if not unpriced[role]:
+        if not tally.unpriced[role]:
             cost = 0.0
-            for model, used in usage[role].items():
-                found = prices.lookup(model)
+            for model, used in tally.usage[role].items():
+                found = tally.prices.lookup(model)
                 assert found is not None
-                cost += prices.cost(found[1], used)
+                cost += tally.prices.cost(found[1], used)
         roles.append(
             RoleCost(
                 role=role,
-                models=sorted(seen_models[role]),
-                calls=calls[role],
+                models=sorted(tally.seen_models[role]),
+                calls=tally.calls[role],
                 input_tokens=total.input_tokens,
                 output_tokens=total.output_tokens,
                 cached_input_tokens=total.cached_input_tokens,
                 cost=cost,
-                unpriced=sorted(unpriced[role]),
-                cache_hits=hits[role],
+                unpriced=sorted(tally.unpriced[role]),
+                cache_hits=tally.hits[role],
             )
         )
-    costs = [per_conversation.get(r.id, 0.0) for r in run.conversations if r.id not in unpriced_conversations]
-    priced_all = all(r.cost is not None for r in roles)
+    return roles
+
+
+def _failure_rows(tally: _Tally) -> list[FailureRow]:
+    """Failure rates per role and class (timeout, invalid output, provider error, other) over its calls."""
     failure_rows = []
     for role in ROLES:
         classes: dict[str, list[str]] = {}
-        for kind, message in failures[role]:
+        for kind, message in tally.failures[role]:
             classes.setdefault(classify_error(kind, message), []).append(kind)
         for failure in ("timeout", "invalid output", "provider error", "other"):
             kinds = classes.get(failure, [])
-            if calls[role] or kinds:
+            if tally.calls[role] or kinds:
                 failure_rows.append(
                     FailureRow(
                         role=role,
                         failure=failure,
-                        rate=rate_view(len(kinds), max(calls[role], len(kinds))),
+                        rate=rate_view(len(kinds), max(tally.calls[role], len(kinds))),
                         kinds=sorted(set(kinds)),
                     )
                 )
+    return failure_rows
+
+
+def cost_latency(run: RunData, prices: PriceTable) -> CostLatency:
+    """Tokens, cost, latency and failure rates of a run's simulated users, bot and (chosen) judges."""
+    tally = _Tally(prices)
+    _tally_conversations(run, tally)
+    _tally_judges(run, tally)
+    roles = _role_costs(tally)
+    costs = [
+        tally.per_conversation.get(r.id, 0.0)
+        for r in run.conversations
+        if r.id not in tally.unpriced_conversations
+    ]
+    priced_all = all(r.cost is not None for r in roles)
+    latencies = tally.latencies
     return CostLatency(
         currency=prices.currency,
         prices_as_of=prices.as_of,
@@ -304,5 +346,5 @@ def cost_latency(run: RunData, prices: PriceTable) -> CostLatency:
             _latency("judge (per verdict)", latencies["judge"]),
             _latency("whole conversation", latencies["conversation"]),
         ],
-        failures=failure_rows,
+        failures=_failure_rows(tally),
     )

@@ -133,6 +133,29 @@ def _kind(actual: str, expected: str, rank: dict[str, int]) -> str | None:
     return "no_decision" if actual == NO_DECISION else "other"
 
 
+def _count(
+    tally: _Tally, scenario: str, expected: str, actual: str, rank: dict[str, int], critical: str
+) -> str | None:
+    """Count one conversation in every rate it belongs to; return how it went wrong (None if exact)."""
+    is_critical = rank[expected] >= rank[critical]
+    if actual == ERROR:
+        tally.errored["all"] += 1
+        tally.errored["crit"] += int(is_critical)
+        tally.errored[expected] += 1
+        return "error"
+    kind = _kind(actual, expected, rank)
+    tally.add_level(expected, scenario, actual == expected)
+    if is_critical:
+        tally.add("crit", scenario, actual in rank and rank[actual] >= rank[critical])
+    undecided = kind in ("no_decision", "other")
+    tally.add("under", scenario, kind == "under" or (undecided and rank[expected] > 0))
+    tally.add("under_decided", scenario, kind == "under")
+    tally.add("over", scenario, kind == "over")
+    tally.add("exact", scenario, actual == expected)
+    tally.add("none", scenario, undecided)
+    return kind
+
+
 def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics | None:
     """Outcome metrics for a run whose suite declares ordered outcome levels; None when it declares none.
 
@@ -158,31 +181,13 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
             continue
         actual = actual_outcome(record, key, levels)
         matrix[expected][columns.index(actual)] += 1
-        is_critical = rank[expected] >= rank[critical]
-        scenario = record.scenario_id
-        kind: str | None
-        if actual == ERROR:
-            tally.errored["all"] += 1
-            tally.errored["crit"] += int(is_critical)
-            tally.errored[expected] += 1
-            kind = "error"
-        else:
-            kind = _kind(actual, expected, rank)
-            tally.add_level(expected, scenario, actual == expected)
-            if is_critical:
-                tally.add("crit", scenario, actual in rank and rank[actual] >= rank[critical])
-            undecided = kind in ("no_decision", "other")
-            tally.add("under", scenario, kind == "under" or (undecided and rank[expected] > 0))
-            tally.add("under_decided", scenario, kind == "under")
-            tally.add("over", scenario, kind == "over")
-            tally.add("exact", scenario, actual == expected)
-            tally.add("none", scenario, undecided)
+        kind = _count(tally, record.scenario_id, expected, actual, rank, critical)
         if kind is not None:
             shown = repr((record.final_state or {}).get(key)) if actual == OTHER else actual
             cases.append(
                 OutcomeCase(
                     conversation_id=record.id,
-                    scenario_id=scenario,
+                    scenario_id=record.scenario_id,
                     repeat=record.repeat,
                     expected=expected,
                     actual=shown,

@@ -293,60 +293,56 @@ def _golden_findings(golden: GoldenSection | None) -> list[Finding]:
     ]
 
 
-def _findings(report: Report, options: ReportOptions) -> list[Finding]:
-    found: list[Finding] = _golden_findings(report.golden)
-    for row in report.scenarios:
-        if row.bug:
-            found.append(
-                Finding(
-                    level="bug",
-                    title=f"{row.id} failed {row.statuses['fail']} of {row.conversations} runs ({report.high_stakes_tag})",
-                    detail="failing: " + ", ".join(row.failing_criteria) + f"; repeats {row.failed_repeats}",
-                )
-            )
-    outcome = report.outcome
-    if outcome is not None:
-        sens = outcome.critical_sensitivity
-        if sens.n and sens.k < sens.n:
-            found.append(
-                Finding(
-                    level="bug",
-                    title=f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
-                    detail=f"{outcome.critical} sensitivity {sens.text}; {sens.clustered_short}",
-                )
-            )
-        undecided = outcome.under_triage.k - outcome.under_triage_decided.k
-        for name, value in (("under-triage", outcome.under_triage), ("no decision", outcome.no_decision)):
-            if value.k:
-                detail = value.clustered_short
-                if name == "under-triage" and undecided:
-                    detail = f"incl. {undecided} with no decision on a case that needed one; {detail}"
-                found.append(Finding(level="warning", title=f"{name}: {value.text}", detail=detail))
-            elif value.needs_more_runs:
-                found.append(
-                    Finding(
-                        level="info",
-                        title=f"{name}: none in {value.n} conversations, {value.text}",
-                        detail=value.needs_more_runs,
-                    )
-                )
-        if outcome.over_triage.k:
-            found.append(Finding(level="warning", title=f"over-triage: {outcome.over_triage.text}"))
-    flaky = [row.id for row in report.scenarios if row.flaky]
-    if flaky:
+def _scenario_bugs(report: Report) -> list[Finding]:
+    """A high-stakes scenario that failed any run is a bug report: one finding per such scenario."""
+    return [
+        Finding(
+            level="bug",
+            title=f"{row.id} failed {row.statuses['fail']} of {row.conversations} runs ({report.high_stakes_tag})",
+            detail="failing: " + ", ".join(row.failing_criteria) + f"; repeats {row.failed_repeats}",
+        )
+        for row in report.scenarios
+        if row.bug
+    ]
+
+
+def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
+    """Critical cases not escalated (a bug), under-triage, no decision and over-triage (warnings)."""
+    found: list[Finding] = []
+    if outcome is None:
+        return found
+    sens = outcome.critical_sensitivity
+    if sens.n and sens.k < sens.n:
         found.append(
             Finding(
-                level="warning",
-                title=f"{len(flaky)} flaky scenarios (mixed outcomes)",
-                detail=", ".join(flaky),
+                level="bug",
+                title=f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
+                detail=f"{outcome.critical} sensitivity {sens.text}; {sens.clustered_short}",
             )
         )
-    found += _flaky_sources(report)
-    found += [
-        Finding(level="warning", title=w, detail="see the missing-data section")
-        for w in report.missing.warnings
-    ]
-    health = report.health
+    undecided = outcome.under_triage.k - outcome.under_triage_decided.k
+    for name, value in (("under-triage", outcome.under_triage), ("no decision", outcome.no_decision)):
+        if value.k:
+            detail = value.clustered_short
+            if name == "under-triage" and undecided:
+                detail = f"incl. {undecided} with no decision on a case that needed one; {detail}"
+            found.append(Finding(level="warning", title=f"{name}: {value.text}", detail=detail))
+        elif value.needs_more_runs:
+            found.append(
+                Finding(
+                    level="info",
+                    title=f"{name}: none in {value.n} conversations, {value.text}",
+                    detail=value.needs_more_runs,
+                )
+            )
+    if outcome.over_triage.k:
+        found.append(Finding(level="warning", title=f"over-triage: {outcome.over_triage.text}"))
+    return found
+
+
+def _health_findings(health: RunHealth) -> list[Finding]:
+    """Warnings on the run's health: turn limits, errors, unverified evidence, missing conversations."""
+    found: list[Finding] = []
     if health.turn_limit_finding:
         found.append(
             Finding(
@@ -385,6 +381,28 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
                 detail=f"run status {health.status}; finish it with simulator run --resume",
             )
         )
+    return found
+
+
+def _findings(report: Report, options: ReportOptions) -> list[Finding]:
+    found: list[Finding] = _golden_findings(report.golden)
+    found += _scenario_bugs(report)
+    found += _outcome_findings(report.outcome)
+    flaky = [row.id for row in report.scenarios if row.flaky]
+    if flaky:
+        found.append(
+            Finding(
+                level="warning",
+                title=f"{len(flaky)} flaky scenarios (mixed outcomes)",
+                detail=", ".join(flaky),
+            )
+        )
+    found += _flaky_sources(report)
+    found += [
+        Finding(level="warning", title=w, detail="see the missing-data section")
+        for w in report.missing.warnings
+    ]
+    found += _health_findings(report.health)
     found += [Finding(level="warning", title=w) for w in report.run.warnings]
     unpriced = sorted({m for role in report.cost.roles for m in role.unpriced})
     if unpriced:

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from simulator.analysis.agreement import PairAgreement, Panel
 from simulator.analysis.calibrate import LABELS, Calibration, CriterionCalibration
-from simulator.analysis.compare import Comparison
+from simulator.analysis.compare import Comparison, PairedMetric
 from simulator.analysis.gate import GateResult
 from simulator.analysis.rates import pct
 from simulator.report.terminal import print_table
@@ -43,17 +43,8 @@ def _golden(console: Console, comparison: Comparison) -> None:
     console.print(intents)
 
 
-def render_comparison(comparison: Comparison, console: Console | None = None, max_flips: int = 10) -> None:
-    """Print the configuration differences first (a confounded comparison must be visible), then each metric."""
-    console = console or Console()
-    console.rule("[bold]compare[/]")  # the paths on their own lines: a rule would cut them short
-    console.print(
-        f"A (baseline)  {escape(comparison.a)}\nB (candidate) {escape(comparison.b)}", overflow="fold"
-    )
-    console.print(
-        f"{comparison.matched} conversations matched on (scenario, repeat); only in A: {len(comparison.only_in_a)}, "
-        f"only in B: {len(comparison.only_in_b)}"
-    )
+def _config_differences(console: Console, comparison: Comparison) -> None:
+    """The settings that differ between the runs: anything besides the change under test confounds it."""
     if comparison.config_differences:
         table = Table(
             title="Configuration differences (anything here besides your change confounds the comparison)",
@@ -66,34 +57,34 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
         print_table(console, table)
     else:
         console.print("[yellow]no configuration differences recorded: both runs used the same settings[/]")
-    _golden(console, comparison)
-    console.print(
-        "\n[bold]Paired results[/]: B minus A on the same conversations. The verdict is decided over "
-        "scenarios (clustered McNemar; exact sign test beside it), since repeats of a scenario are not "
-        "independent; the per-conversation McNemar p is for reference. Paired bootstrap 95% CI; "
-        "[bold]bold[/] = critical"
-    )
-    for m in comparison.metrics:
-        style = {"worse": "bold red", "better": "green"}.get(m.change, "dim")
-        name = ("[bold]" + escape(m.name) + "[/]") if m.critical else escape(m.name)
-        excluded = f" (+{m.excluded} with an error or no verdict on a side)" if m.excluded else ""
-        if m.pairs == 0:
-            console.print(
-                f"{name}  [yellow]no pairs[/]: no conversation has a pass or fail on both sides"
-                f"{excluded}; nothing to compare"
-            )
-            continue
-        change = m.change.upper() if m.change != "no significant change" else m.change
+
+
+def _paired_metric(console: Console, m: PairedMetric) -> None:
+    """One metric's paired result: the verdict, the pair counts, the rates and the scenario-level tests."""
+    style = {"worse": "bold red", "better": "green"}.get(m.change, "dim")
+    name = ("[bold]" + escape(m.name) + "[/]") if m.critical else escape(m.name)
+    excluded = f" (+{m.excluded} with an error or no verdict on a side)" if m.excluded else ""
+    if m.pairs == 0:
         console.print(
-            f"{name}  [{style}]{change}[/]\n"
-            f"  {m.pairs} pairs{excluded} · both pass {m.both_pass} · both fail {m.both_fail} · "
-            f"A only {m.only_a} · B only {m.only_b} · per-conversation p={m.p_value:.3g}\n"
-            f"  A {escape(m.a_rate.short)} → B {escape(m.b_rate.short)}\n"
-            f"  difference {_signed(m.diff)} (95% CI {_signed(m.diff_low)} to {_signed(m.diff_high)})\n"
-            f"  scenarios: {m.scenarios_worse} worse, {m.scenarios_better} better of {m.scenarios} · "
-            f"clustered McNemar p={m.clustered_p_value:.3g} · sign test p={m.sign_p_value:.3g}\n"
-            f"  [dim]{escape(m.power_note)}[/]"
+            f"{name}  [yellow]no pairs[/]: no conversation has a pass or fail on both sides"
+            f"{excluded}; nothing to compare"
         )
+        return
+    change = m.change.upper() if m.change != "no significant change" else m.change
+    console.print(
+        f"{name}  [{style}]{change}[/]\n"
+        f"  {m.pairs} pairs{excluded} · both pass {m.both_pass} · both fail {m.both_fail} · "
+        f"A only {m.only_a} · B only {m.only_b} · per-conversation p={m.p_value:.3g}\n"
+        f"  A {escape(m.a_rate.short)} → B {escape(m.b_rate.short)}\n"
+        f"  difference {_signed(m.diff)} (95% CI {_signed(m.diff_low)} to {_signed(m.diff_high)})\n"
+        f"  scenarios: {m.scenarios_worse} worse, {m.scenarios_better} better of {m.scenarios} · "
+        f"clustered McNemar p={m.clustered_p_value:.3g} · sign test p={m.sign_p_value:.3g}\n"
+        f"  [dim]{escape(m.power_note)}[/]"
+    )
+
+
+def _scenario_moves(console: Console, comparison: Comparison) -> None:
+    """The mean per-scenario difference, and a table of the scenarios whose pass rate moved."""
     if comparison.scenario_diff is not None:
         console.print(
             f"per-scenario pass rates: mean difference {_signed(comparison.scenario_diff)} (95% CI "
@@ -107,6 +98,10 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
         for s in sorted(moved, key=lambda s: s.diff or 0.0):
             table.add_row(escape(s.scenario_id), escape(s.a.short), escape(s.b.short), _signed(s.diff or 0.0))
         print_table(console, table)
+
+
+def _flips(console: Console, comparison: Comparison, max_flips: int) -> None:
+    """Per metric, the conversations that flipped, with B's judge reasoning and evidence."""
     for m in comparison.metrics:
         if not m.flips or m.name == "conversation passes":
             continue
@@ -123,6 +118,31 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
                 console.print(f'      B evidence: "{escape(quote[:160])}"')
         if len(m.flips) > max_flips:
             console.print(f"  … {len(m.flips) - max_flips} more (use --max-flips)")
+
+
+def render_comparison(comparison: Comparison, console: Console | None = None, max_flips: int = 10) -> None:
+    """Print the configuration differences first (a confounded comparison must be visible), then each metric."""
+    console = console or Console()
+    console.rule("[bold]compare[/]")  # the paths on their own lines: a rule would cut them short
+    console.print(
+        f"A (baseline)  {escape(comparison.a)}\nB (candidate) {escape(comparison.b)}", overflow="fold"
+    )
+    console.print(
+        f"{comparison.matched} conversations matched on (scenario, repeat); only in A: {len(comparison.only_in_a)}, "
+        f"only in B: {len(comparison.only_in_b)}"
+    )
+    _config_differences(console, comparison)
+    _golden(console, comparison)
+    console.print(
+        "\n[bold]Paired results[/]: B minus A on the same conversations. The verdict is decided over "
+        "scenarios (clustered McNemar; exact sign test beside it), since repeats of a scenario are not "
+        "independent; the per-conversation McNemar p is for reference. Paired bootstrap 95% CI; "
+        "[bold]bold[/] = critical"
+    )
+    for m in comparison.metrics:
+        _paired_metric(console, m)
+    _scenario_moves(console, comparison)
+    _flips(console, comparison, max_flips)
     if comparison.regressions:
         console.print("\n[bold red]Significant regressions on critical metrics:[/]")
         for line in comparison.regressions:

@@ -72,6 +72,19 @@ def retry_after_s(exc: Any) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
+def _is_timeout(sdk: Any, exc: BaseException) -> bool:
+    """A timeout, whether the SDK wrapped it (APITimeoutError) or its HTTP client raised it directly
+    (httpx's ReadTimeout, asyncio's TimeoutError) on the raw request path."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, sdk.APITimeoutError | TimeoutError) or "Timeout" in type(current).__name__:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def connection_refused(exc: BaseException) -> bool:
     """Whether a failed call was refused (nothing listens there), whatever the HTTP client wrapped it in: the
     openai SDK over aiohttp reports a refused connection as a timeout."""
@@ -120,7 +133,7 @@ def classify_sdk_error(
             "transient",
             f"connection refused by {where or who}: nothing listens there; start the server or check base_url",
         )
-    if isinstance(exc, sdk.APITimeoutError) and timeout_s is not None:
+    if _is_timeout(sdk, exc) and timeout_s is not None:
         return ProviderError(
             "transient",
             f"{who} did not answer within {timeout_s:g} s (the provider's timeout_s); raise timeout_s for a slow model",

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from simulator.analysis.golden import SIMILARITY_METRICS, GoldenSection
 from simulator.analysis.rates import pct
+from simulator.report.table_print import print_table
 
 METRIC_NAMES = {"token_f1": "mean token F1", "rouge_l": "mean ROUGE-L", "difflib_ratio": "mean difflib ratio"}
 
@@ -120,7 +121,5 @@ def render_golden(console: Console, golden: GoldenSection | None) -> None:
 
 
 def _print_table(console: Console, table: Table) -> None:
-    """The report's table printer (nothing cut at 80 columns); imported here to avoid an import cycle."""
-    from simulator.report.terminal import print_table
-
+    """The report's table printer: nothing cut at 80 columns."""
     print_table(console, table)

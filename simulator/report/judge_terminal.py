@@ -10,6 +10,7 @@ from rich.table import Table
 
 from simulator.analysis.rates import pct
 from simulator.report.model import Report
+from simulator.report.table_print import print_table
 
 SHOWN = 5  # jury disagreements printed per criterion
 
@@ -96,7 +97,5 @@ def render_judge_sections(console: Console, report: Report) -> None:
 
 
 def _print_table(console: Console, table: Table) -> None:
-    """The report's table printer (nothing cut at 80 columns); imported here to avoid an import cycle."""
-    from simulator.report.terminal import print_table
-
+    """The report's table printer: nothing cut at 80 columns."""
     print_table(console, table)

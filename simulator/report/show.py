@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from simulator.record.models import ConversationRecord, Verdict
-from simulator.report.terminal import print_table
+from simulator.report.table_print import print_table
 from simulator.report.visible import visible
 
 

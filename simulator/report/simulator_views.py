@@ -12,6 +12,7 @@ from simulator.analysis.effects import OddsRatio
 from simulator.analysis.rates import RateView
 from simulator.report.html_parts import e, rate_cell
 from simulator.report.model import Report
+from simulator.report.table_print import print_table
 
 TERMINAL_ROWS = 20  # provenance rows the terminal shows (most missed facts that mattered first)
 FIDELITY_NOTE = (
@@ -186,7 +187,5 @@ def factors_html(report: Report) -> str:
 
 
 def _print_table(console: Console, table: Table) -> None:
-    """The report's table printer (nothing cut at 80 columns); imported here to avoid an import cycle."""
-    from simulator.report.terminal import print_table
-
+    """The report's table printer: nothing cut at 80 columns."""
     print_table(console, table)

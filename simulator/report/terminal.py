@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["print_table", "render_terminal"]
+__all__ = ["render_terminal"]
 
-from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 
 from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import short_hash
@@ -17,79 +15,10 @@ from simulator.report.golden_terminal import render_golden
 from simulator.report.headline import headline_rates
 from simulator.report.model import Report
 from simulator.report.simulator_views import factors_terminal, simulated_user_terminal
+from simulator.report.table_print import print_table
 
 _LEVEL_STYLE = {"bug": "bold red", "warning": "yellow", "info": "cyan"}
 _SOURCE_FLAG = {"bot": "FLAKY-BOT", "simulation": "FLAKY-SIM", "judge": "FLAKY-JUDGE"}
-
-
-def _show(console: Console, table: Table) -> None:
-    """Print a table so nothing is cut, whatever the width (80 columns in a pipe or a CI log).
-
-    In order: the boxed table when every column fits with no word broken; the same table without borders;
-    else one block of `column: value` lines per row. Never an ellipsis, never a column silently left out,
-    never a number or an id broken across lines."""
-    for column in table.columns:
-        column.overflow = "fold"
-    if _fit_columns(console, table):
-        console.print(table)
-        return
-    table.box, table.pad_edge, table.collapse_padding = None, False, True
-    if _fit_columns(console, table):
-        console.print(table)
-        return
-    _stacked(console, table)
-
-
-def print_table(console: Console, table: Table) -> None:
-    """Print any report table (compare, calibrate too) the way the report does: nothing cut at any width."""
-    _show(console, table)
-
-
-def _plain(console: Console, cell: object) -> Text:
-    return console.render_str(cell) if isinstance(cell, str) else Text(str(cell))
-
-
-def _fit_columns(console: Console, table: Table) -> bool:
-    """Set every column's width so the table fits the console with no word broken; False if it cannot.
-
-    Each column gets at least its longest word (rich alone would squeeze the widest column, however long
-    its words, or drop the last ones); the space left goes to columns whose cells would wrap, in proportion."""
-    cells = [[_plain(console, cell) for cell in [column.header, *column.cells]] for column in table.columns]
-    least = [
-        max(max((cell_len(w) for w in text.plain.split()), default=0) for text in column) for column in cells
-    ]
-    least = [max(n, column.min_width or 0) for n, column in zip(least, table.columns, strict=True)]
-    most = [
-        max(max(cell_len(line) for line in text.plain.split("\n")) for text in column) for column in cells
-    ]
-    most = [max(a, b) for a, b in zip(least, most, strict=True)]
-    gaps = len(table.columns) - 1
-    overhead = 3 * gaps + 4 if table.box is not None else gaps  # borders and padding, or one space
-    spare = console.width - overhead - sum(least)
-    if spare < 0:
-        return False
-    wanted = [b - a for a, b in zip(least, most, strict=True)]
-    if sum(wanted) <= spare:
-        widths = most
-    else:
-        widths = [a + spare * w // sum(wanted) for a, w in zip(least, wanted, strict=True)]
-    for column, width in zip(table.columns, widths, strict=True):
-        column.width = width
-    return True
-
-
-def _stacked(console: Console, table: Table) -> None:
-    """A table too wide for the terminal, row by row: the first cell as a heading, then `header: value`."""
-    if table.title:
-        console.print(table.title)
-    headers = [
-        _plain(console, column.header).plain.replace("/\n", "/").replace("\n", " ")
-        for column in table.columns
-    ]
-    for row in zip(*(list(column.cells) for column in table.columns), strict=True):
-        console.print(Text.assemble("• ", _plain(console, row[0])))
-        for header, cell in zip(headers[1:], row[1:], strict=True):
-            console.print(Text.assemble(f"    {header}: ", _plain(console, cell)), overflow="fold")
 
 
 def _rate(value: RateView) -> str:
@@ -161,7 +90,7 @@ def _outcome(console: Console, report: Report) -> None:
                 style = "magenta"
             cells.append(f"[{style}]{count}[/]" if style else str(count))
         matrix.add_row(row.expected, *cells, str(row.total))
-    _show(console, matrix)
+    print_table(console, matrix)
     rates = Table(title="Outcome rates (errored conversations excluded, shown above)", title_justify="left")
     rates.add_column("metric")
     rates.add_column("counts, rate and 95% interval")
@@ -177,7 +106,7 @@ def _outcome(console: Console, report: Report) -> None:
     rows.insert(2, ("under-triage, decided cases only", outcome.under_triage_decided))
     for name, value in rows:
         rates.add_row(name, escape(value.text), escape(value.needs_more_runs))
-    _show(console, rates)
+    print_table(console, rates)
 
 
 COUNTS_HEADER = "pass/fail/\nn.a./error/\nnot judged"  # three lines: the column stays narrow
@@ -200,7 +129,7 @@ def _criteria_table(title: str, rows: list[CriterionRow], console: Console) -> N
             _rate(row.fail_rate),
             str(row.unverified_evidence),
         )
-    _show(console, table)
+    print_table(console, table)
 
 
 def _scenarios(console: Console, report: Report) -> None:
@@ -229,7 +158,7 @@ def _scenarios(console: Console, report: Report) -> None:
             _rate(row.pass_rate),
             " ".join([*flags, escape("; ".join(row.failing_criteria))]).strip(),
         )
-    _show(console, table)
+    print_table(console, table)
     tags = Table(title="Tag groups: verdict counts and conversation pass rate", title_justify="left")
     tags.add_column("tag", no_wrap=True)
     tags.add_column("scenarios", justify="right")
@@ -245,7 +174,7 @@ def _scenarios(console: Console, report: Report) -> None:
             "/".join(_counts(tag.counts)),
             _rate(tag.pass_rate),
         )
-    _show(console, tags)
+    print_table(console, tags)
     if report.pass_hat_k:
         hat = Table(title="pass^k: chance that k fresh runs of a scenario all pass", title_justify="left")
         for name in ("k", "pass^k", "95% CI (bootstrap over scenarios)", "scenarios"):
@@ -257,7 +186,7 @@ def _scenarios(console: Console, report: Report) -> None:
                 f"{pct(hat_row.low)}–{pct(hat_row.high)}",
                 str(hat_row.scenarios),
             )
-        _show(console, hat)
+        print_table(console, hat)
 
 
 def _health(console: Console, report: Report) -> None:
@@ -267,7 +196,7 @@ def _health(console: Console, report: Report) -> None:
     table.add_column("conversations (95% CI)")
     for stop in health.stop_reasons:
         table.add_row(stop.reason, _rate(stop.rate))
-    _show(console, table)
+    print_table(console, table)
     console.print(
         f"character breaks re-run: {health.character_breaks} in {health.conversations_with_breaks} conversations "
         f"({health.gave_up_on_breaks} gave up) · conversations re-run after an error: {len(health.retried)} · "
@@ -289,7 +218,7 @@ def _health(console: Console, report: Report) -> None:
                 escape(error.kind),
                 escape(error.message[:100]),
             )
-        _show(console, table)
+        print_table(console, table)
 
 
 def _calls_line(report: Report) -> str:
@@ -322,7 +251,7 @@ def _cost(console: Console, report: Report) -> None:
             _money(role.cost, cost.currency),
             str(role.cache_hits),
         )
-    _show(console, table)
+    print_table(console, table)
     console.print(
         f"total {_money(cost.total_cost, cost.currency)} · per conversation median "
         f"{_money(cost.cost_per_conversation_median, cost.currency)}, p95 "
@@ -335,7 +264,7 @@ def _cost(console: Console, report: Report) -> None:
         latency.add_row(
             row.name, str(row.n), _seconds(row.median_s), _seconds(row.p95_s), _seconds(row.max_s)
         )
-    _show(console, latency)
+    print_table(console, latency)
     failures = Table(title="Failure rates by role (of that role's calls, 95% CI)", title_justify="left")
     classes = ("timeout", "invalid output", "provider error", "other")
     for name in ("role", *classes):
@@ -346,7 +275,7 @@ def _cost(console: Console, report: Report) -> None:
         by_role.setdefault(failure.role, {})[failure.failure] = cell
     for role_name, cells in by_role.items():
         failures.add_row(role_name, *[cells.get(c, "–") for c in classes])
-    _show(console, failures)
+    print_table(console, failures)
 
 
 def _clustered(console: Console, report: Report) -> None:
@@ -373,7 +302,7 @@ def _clustered(console: Console, report: Report) -> None:
             "–" if cl is None else f"{cl.n_eff:.1f} of {value.n}",
             bounds,
         )
-    _show(console, table)
+    print_table(console, table)
 
 
 def _repeats(console: Console, report: Report) -> None:
@@ -389,7 +318,7 @@ def _repeats(console: Console, report: Report) -> None:
             table.add_column(name)
         for row in worst:
             table.add_row(str(row.k), pct(row.worst_at_k), str(row.worst_scenarios))
-        _show(console, table)
+        print_table(console, table)
     spreads = [s for s in report.spread if s.repeats > 1]
     if spreads:
         table = Table(
@@ -405,7 +334,7 @@ def _repeats(console: Console, report: Report) -> None:
                 pct(spread.sd),
                 f"{pct(spread.low)}–{pct(spread.high)}",
             )
-        _show(console, table)
+        print_table(console, table)
 
 
 def _missing(console: Console, report: Report) -> None:

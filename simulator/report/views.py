@@ -13,7 +13,7 @@ from simulator.analysis.calibrate import LABELS, Calibration, CriterionCalibrati
 from simulator.analysis.compare import Comparison, PairedMetric
 from simulator.analysis.gate import GateResult
 from simulator.analysis.rates import pct
-from simulator.report.terminal import print_table
+from simulator.report.table_print import print_table
 
 
 def _signed(x: float) -> str:

@@ -6,10 +6,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
+
+if TYPE_CHECKING:
+    from simulator.engine.runner import RunOptions, RunResult
+    from simulator.spec.scenario import Scenario
+    from simulator.spec.suite import Suite
 
 # `simulator run` exit codes besides 0 (done), 2 (a user mistake) and 130 (interrupted): documented in README.
 EXIT_NOTHING_JUDGED = 3  # every conversation of the session errored, so nothing could be judged
@@ -91,56 +96,16 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from simulator.engine.ray_backend import RayBackendOptions
-    from simulator.engine.runner import RunOptions, run_suite
-    from simulator.engine.shards import parse_shard
-    from simulator.record.folder import RunFolder
+    from simulator.engine.runner import run_suite
     from simulator.record.index import is_matrix
-    from simulator.spec.factors import suite_scenarios
-    from simulator.spec.suite import check_environment, load_suite
+    from simulator.spec.suite import check_environment
 
     if args.resume is not None and is_matrix(args.resume):
         return _run_matrix(args, None, [])
     if args.resume is not None:
-        folder = RunFolder.open(args.resume)
-        folder.check_resumable()
-        manifest = folder.read_manifest()
-        suite = manifest.rebuild_suite(args.resume)
-        options = RunOptions(
-            out=args.resume,
-            resume=True,
-            retry_errors=args.retry_errors,
-            progress=not args.no_progress,
-            max_errors=args.max_errors,
-            freeze_gc=True,
-        )
-        # The run's own scenarios, whatever --tags chose when it started.
-        recorded = {entry.id for entry in manifest.scenarios}
-        found = suite_scenarios(suite)
-        scenarios = [s for s in found if s.id in recorded]
+        suite, scenarios, options = _resume_plan(args)
     else:
-        if args.retry_errors:
-            raise UserError(
-                "--retry-errors works with --resume: simulator run --resume runs/<id> --retry-errors"
-            )
-        if args.suite is None:
-            raise UserError("name a suite file: simulator run scenarios/triage/suite.yaml")
-        suite = load_suite(args.suite, _overrides(args))
-        options = RunOptions(
-            out=args.out,
-            progress=not args.no_progress,
-            max_errors=args.max_errors,
-            freeze_gc=True,
-            shard=parse_shard(args.shard) if args.shard else None,
-        )
-        if args.user_model:
-            suite.user.model = args.user_model
-        if args.judge_model:
-            suite.judges.model = args.judge_model
-        if args.include_drafts:
-            suite.scenarios.include_drafts = True
-        if args.tags:
-            suite.scenarios.tags = [t for t in args.tags.split(",") if t]
-        scenarios = suite_scenarios(suite, suite.scenarios.tags)
+        suite, scenarios, options = _new_plan(args)
         if suite.matrix is not None:
             check_environment(suite)
             return _run_matrix(args, suite, scenarios)
@@ -149,6 +114,65 @@ def cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
     result = asyncio.run(run_suite(suite, scenarios, options))
+    return _print_run(result)
+
+
+def _resume_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOptions]:
+    """`--resume RUN`: the suite, scenarios and options of the interrupted run folder."""
+    from simulator.engine.runner import RunOptions
+    from simulator.record.folder import RunFolder
+    from simulator.spec.factors import suite_scenarios
+
+    folder = RunFolder.open(args.resume)
+    folder.check_resumable()
+    manifest = folder.read_manifest()
+    suite = manifest.rebuild_suite(args.resume)
+    options = RunOptions(
+        out=args.resume,
+        resume=True,
+        retry_errors=args.retry_errors,
+        progress=not args.no_progress,
+        max_errors=args.max_errors,
+        freeze_gc=True,
+    )
+    # The run's own scenarios, whatever --tags chose when it started.
+    recorded = {entry.id for entry in manifest.scenarios}
+    found = suite_scenarios(suite)
+    return suite, [s for s in found if s.id in recorded], options
+
+
+def _new_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOptions]:
+    """A new run: the suite file with the command line's overrides, its chosen scenarios and options."""
+    from simulator.engine.runner import RunOptions
+    from simulator.engine.shards import parse_shard
+    from simulator.spec.factors import suite_scenarios
+    from simulator.spec.suite import load_suite
+
+    if args.retry_errors:
+        raise UserError("--retry-errors works with --resume: simulator run --resume runs/<id> --retry-errors")
+    if args.suite is None:
+        raise UserError("name a suite file: simulator run scenarios/triage/suite.yaml")
+    suite = load_suite(args.suite, _overrides(args))
+    options = RunOptions(
+        out=args.out,
+        progress=not args.no_progress,
+        max_errors=args.max_errors,
+        freeze_gc=True,
+        shard=parse_shard(args.shard) if args.shard else None,
+    )
+    if args.user_model:
+        suite.user.model = args.user_model
+    if args.judge_model:
+        suite.judges.model = args.judge_model
+    if args.include_drafts:
+        suite.scenarios.include_drafts = True
+    if args.tags:
+        suite.scenarios.tags = [t for t in args.tags.split(",") if t]
+    return suite, suite_scenarios(suite, suite.scenarios.tags), options
+
+
+def _print_run(result: RunResult) -> int:
+    """The run's one-screen summary (counts, calls per model, the folder, what next); the exit code."""
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
     print(
         f"run {result.status}: {result.finished} conversations ({reasons}); {result.errors} errors; "

@@ -14,9 +14,10 @@ from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
 
 if TYPE_CHECKING:  # imported where used, so `simulator --help` loads none of them
+    from simulator.judging.criteria import Criterion
     from simulator.record.folder import RunFolder
     from simulator.record.manifest import Manifest
-    from simulator.record.models import Verdict
+    from simulator.record.models import ConversationRecord, Verdict
     from simulator.spec.scenario import Scenario
     from simulator.spec.suite import Suite
 
@@ -320,17 +321,26 @@ def _print_stability(folder: RunFolder, judge_set: str) -> None:
 
 
 def cmd_judge_pairwise(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from simulator.judging.criteria import load_criteria
-    from simulator.judging.hygiene import same_family_warnings
-    from simulator.judging.pairwise import judge_pair, summarise_pairs
-    from simulator.providers.hub import ModelHub
-    from simulator.record.folder import RunFolder, latest_by_id
+    from simulator.judging.pairwise import summarise_pairs
+    from simulator.record.folder import RunFolder
 
     folder_a, folder_b = RunFolder.open(args.run_a), RunFolder.open(args.run_b)
     suite = stored_suite(folder_a.read_manifest(), folder_a.path)
     suite_b = stored_suite(folder_b.read_manifest(), folder_b.path)
+    criterion = _pairwise_criterion(args, suite)
+    model = _pairwise_model(args, suite, suite_b)
+    a, b, common = _common_conversations(args, folder_a, folder_b, criterion)
+    results = _judge_pairs(suite, model, criterion, (a, b, common), args.concurrency)
+    if args.out:
+        args.out.write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
+    _print_pairs(results, summarise_pairs(results), criterion.id, model)
+    return 0
+
+
+def _pairwise_criterion(args: argparse.Namespace, suite: Suite) -> Criterion:
+    """The criterion named by `--criterion`, from `--judges` or else the suite's judges.paths."""
+    from simulator.judging.criteria import load_criteria
+
     paths = (
         [p.resolve() for p in args.judges] if args.judges else [suite.resolve(p) for p in suite.judges.paths]
     )
@@ -342,6 +352,13 @@ def cmd_judge_pairwise(args: argparse.Namespace) -> int:
         raise UserError(
             f"no criterion '{args.criterion}' in {', '.join(map(str, paths))}; ids: {', '.join(criteria)}"
         )
+    return criterion
+
+
+def _pairwise_model(args: argparse.Namespace, suite: Suite, suite_b: Suite) -> str:
+    """The judge model (`--judge-model` or run A's suite), warning when it shares a family with a bot."""
+    from simulator.judging.hygiene import same_family_warnings
+
     model = args.judge_model or suite.judges.model
     if model is None:
         raise UserError(
@@ -350,6 +367,15 @@ def cmd_judge_pairwise(args: argparse.Namespace) -> int:
     bots = {"bot A": getattr(suite.bot, "model", None), "bot B": getattr(suite_b.bot, "model", None)}
     for warning in same_family_warnings(model, bots):
         print(f"warning: {warning}", file=sys.stderr)
+    return str(model)
+
+
+def _common_conversations(
+    args: argparse.Namespace, folder_a: RunFolder, folder_b: RunFolder, criterion: Criterion
+) -> tuple[dict[str, ConversationRecord], dict[str, ConversationRecord], list[str]]:
+    """Each run's latest records, and the ids finished in both that the criterion applies to, sorted."""
+    from simulator.record.folder import latest_by_id
+
     a = latest_by_id(folder_a.conversations())
     b = latest_by_id(folder_b.conversations())
     common = sorted(
@@ -362,9 +388,26 @@ def cmd_judge_pairwise(args: argparse.Namespace) -> int:
             f"{args.run_a} and {args.run_b} share no finished conversation (scenario#repeat) "
             f"that '{criterion.id}' applies to"
         )
+    return a, b, common
+
+
+def _judge_pairs(
+    suite: Suite,
+    model: str,
+    criterion: Criterion,
+    pairs: tuple[dict[str, ConversationRecord], dict[str, ConversationRecord], list[str]],
+    concurrency: int | None,
+) -> list[Any]:
+    """Judge every common conversation both ways round, at most `concurrency` (or the suite's) at once."""
+    import asyncio
+
+    from simulator.judging.pairwise import judge_pair
+    from simulator.providers.hub import ModelHub
+
+    a, b, common = pairs
     hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
     client, bare = hub.client(model)
-    slots = asyncio.Semaphore(max(1, args.concurrency or suite.concurrency))
+    slots = asyncio.Semaphore(max(1, concurrency or suite.concurrency))
 
     async def one(cid: str) -> Any:
         async with slots:
@@ -385,11 +428,7 @@ def cmd_judge_pairwise(args: argparse.Namespace) -> int:
         finally:
             await hub.aclose()
 
-    results = asyncio.run(go())
-    if args.out:
-        args.out.write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
-    _print_pairs(results, summarise_pairs(results), criterion.id, model)
-    return 0
+    return asyncio.run(go())
 
 
 def _print_pairs(results: list[Any], summary: Any, criterion_id: str, model: str) -> None:

@@ -160,6 +160,20 @@ async def run_conversation(
             bot_conversation_id=attempt.bot_id,
             bot=bot_name,
         )
+    return _too_many_breaks(plan, breaks, discarded, started, user_model=user_model, bot_name=bot_name)
+
+
+def _too_many_breaks(
+    plan: ConversationPlan,
+    breaks: list[str],
+    discarded: Usage,
+    started: datetime,
+    *,
+    user_model: str,
+    bot_name: str,
+) -> ConversationRecord:
+    """The error record of a conversation whose simulated user broke character on every attempt: no turns,
+    the breaks, and what the discarded attempts cost."""
     return ConversationRecord(
         id=plan.id,
         scenario_id=plan.scenario.id,

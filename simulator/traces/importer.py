@@ -98,15 +98,7 @@ def _suite_data(path: Path | None) -> tuple[Any, str | None, str | None]:
 
 def import_source(options: ImportOptions) -> ImportSummary:
     """Read, redact, convert and write; return what was imported and what was skipped, and why."""
-    from simulator.traces.records import ConvertOptions, safe_id, to_record
-
-    if options.out.exists() and (not options.out.is_dir() or any(options.out.iterdir())):
-        raise UserError(f"--out {options.out}: already exists and is not empty; name a new run folder")
-    if not options.source.is_file():
-        raise UserError(f"{options.source}: no such file; pass an OTLP JSON, JSONL or CSV file")
-    fmt = options.format or detect_format(options.source)
-    if fmt not in FORMATS:
-        raise UserError(f"--format {fmt}: not a known format; use one of {', '.join(FORMATS)}")
+    fmt = _checked_format(options)
     redactor = load_redactor(options.redact, enabled=not options.no_redact)
     suite, suite_file, suite_hash = _suite_data(options.suite)
     try:
@@ -114,25 +106,7 @@ def import_source(options: ImportOptions) -> ImportSummary:
     except UnicodeDecodeError as exc:
         raise UserError(f"{options.source}: not UTF-8 text (byte {exc.start}); export it as UTF-8") from None
     now = datetime.now(UTC)
-    convert = ConvertOptions(
-        now=now, exclude_system=options.exclude_system, decision_tool=options.decision_tool
-    )
-    records: list[ConversationRecord] = []
-    entries: list[ScenarioEntry] = []
-    skipped: list[Problem] = []
-    taken: set[str] = set()
-    for conversation in parsed.conversations:
-        conversation = _redacted(conversation, redactor, options.exclude_system)
-        scenario_id = safe_id(conversation.key, taken)
-        try:
-            record = to_record(conversation, scenario_id, convert)
-        except ValueError as exc:
-            file, _, line = conversation.where.rpartition(":")
-            where = (file, int(line)) if line.isdigit() else (conversation.where, None)
-            skipped.append(Problem(where[0], where[1], f"conversation '{conversation.key}' skipped: {exc}"))
-            continue
-        records.append(record)
-        entries.append(ScenarioEntry(id=scenario_id, expected=conversation.expected, tags=conversation.tags))
+    records, entries, skipped = _convert(parsed, redactor, options, now)
     problems = [Problem(p.file, p.line, redactor.text(p.reason)) for p in parsed.problems]
     bots = sorted({r.bot for r in records}) or ["unknown"]
     manifest = Manifest(
@@ -152,20 +126,7 @@ def import_source(options: ImportOptions) -> ImportSummary:
             conversations=len(records), stop_reasons=dict(Counter(r.stop_reason for r in records))
         ),
         sessions=[Session(command="import", started_at=now, ended_at=datetime.now(UTC))],
-        source={
-            "file": str(options.source),
-            "sha256": sha256_file(options.source),
-            "format": fmt,
-            "conversation_key": options.conversation_key,
-            "mapping": str(options.mapping) if options.mapping else None,
-            "exclude_system": options.exclude_system,
-            "redaction": "off" if options.no_redact else str(options.redact or "built-in patterns"),
-            "redacted": dict(redactor.counts),
-            "records": parsed.records,
-            "records_skipped": len(problems),
-            "conversations_skipped": len(skipped),
-            "problems": [str(p) for p in (problems + skipped)[:MAX_PROBLEMS_KEPT]],
-        },
+        source=_source(options, fmt, redactor, parsed, problems, skipped),
     )
     folder = RunFolder.create(options.out, manifest)
     for record in records:
@@ -180,3 +141,69 @@ def import_source(options: ImportOptions) -> ImportSummary:
         skipped=skipped,
         redactions=dict(redactor.counts),
     )
+
+
+def _checked_format(options: ImportOptions) -> str:
+    """The source's format, after checking the output folder is new and the source exists."""
+    if options.out.exists() and (not options.out.is_dir() or any(options.out.iterdir())):
+        raise UserError(f"--out {options.out}: already exists and is not empty; name a new run folder")
+    if not options.source.is_file():
+        raise UserError(f"{options.source}: no such file; pass an OTLP JSON, JSONL or CSV file")
+    fmt = options.format or detect_format(options.source)
+    if fmt not in FORMATS:
+        raise UserError(f"--format {fmt}: not a known format; use one of {', '.join(FORMATS)}")
+    return fmt
+
+
+def _convert(
+    parsed: Parsed, redactor: Redactor, options: ImportOptions, now: datetime
+) -> tuple[list[ConversationRecord], list[ScenarioEntry], list[Problem]]:
+    """Each parsed conversation, redacted, as a record and a scenario entry; or skipped, with the reason."""
+    from simulator.traces.records import ConvertOptions, safe_id, to_record
+
+    convert = ConvertOptions(
+        now=now, exclude_system=options.exclude_system, decision_tool=options.decision_tool
+    )
+    records: list[ConversationRecord] = []
+    entries: list[ScenarioEntry] = []
+    skipped: list[Problem] = []
+    taken: set[str] = set()
+    for conversation in parsed.conversations:
+        conversation = _redacted(conversation, redactor, options.exclude_system)
+        scenario_id = safe_id(conversation.key, taken)
+        try:
+            record = to_record(conversation, scenario_id, convert)
+        except ValueError as exc:
+            file, _, line = conversation.where.rpartition(":")
+            where = (file, int(line)) if line.isdigit() else (conversation.where, None)
+            skipped.append(Problem(where[0], where[1], f"conversation '{conversation.key}' skipped: {exc}"))
+            continue
+        records.append(record)
+        entries.append(ScenarioEntry(id=scenario_id, expected=conversation.expected, tags=conversation.tags))
+    return records, entries, skipped
+
+
+def _source(
+    options: ImportOptions,
+    fmt: str,
+    redactor: Redactor,
+    parsed: Parsed,
+    problems: list[Problem],
+    skipped: list[Problem],
+) -> dict[str, Any]:
+    """The manifest's `source`: where the conversations came from, how they were read and redacted, and
+    the records (`problems`) and conversations (`skipped`) left out, and why."""
+    return {
+        "file": str(options.source),
+        "sha256": sha256_file(options.source),
+        "format": fmt,
+        "conversation_key": options.conversation_key,
+        "mapping": str(options.mapping) if options.mapping else None,
+        "exclude_system": options.exclude_system,
+        "redaction": "off" if options.no_redact else str(options.redact or "built-in patterns"),
+        "redacted": dict(redactor.counts),
+        "records": parsed.records,
+        "records_skipped": len(problems),
+        "conversations_skipped": len(skipped),
+        "problems": [str(p) for p in (problems + skipped)[:MAX_PROBLEMS_KEPT]],
+    }

@@ -59,7 +59,7 @@ class Worker:
 
     def __init__(self, suite: Suite, scenarios: list[Scenario], user_model: str, bot_name: str, run_id: str):
         from simulator.bots import make_bot_factory
-        from simulator.engine.runner import make_auditor, user_factory
+        from simulator.engine.roles import make_auditor, user_factory
         from simulator.judging.stage import make_judge_stage
         from simulator.providers.hub import ModelHub
 

@@ -14,7 +14,6 @@ __all__ = [
     "redacted_suite",
     "run_cells",
     "run_suite",
-    "user_factory",
 ]
 
 import gc
@@ -30,12 +29,13 @@ from simulator.engine.budget import ErrorBudget, parse_max_errors
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
 from simulator.engine.ray_backend import RayBackendOptions, start_ray_executor
+from simulator.engine.roles import check_scripted, make_auditor, user_factory
 from simulator.engine.session import CellRun, RunResult, RunSession, SessionParts, WorkItem
 from simulator.engine.shards import in_shard, plan_hash
 from simulator.errors import UserError
-from simulator.judging.fidelity import FIDELITY_CHECKS, FidelityAuditor
+from simulator.judging.fidelity import FIDELITY_CHECKS
 from simulator.judging.stage import JudgeStage, make_judge_stage
-from simulator.providers.hub import ModelHub, current_scope, resolve_user_model
+from simulator.providers.hub import ModelHub, resolve_user_model
 from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
@@ -43,10 +43,8 @@ from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.redact import register_secrets, suite_secrets
 from simulator.spec.scenario import Scenario, refuse_drafts
 from simulator.spec.suite import Suite
-from simulator.spec.vocabulary import Vocabulary
 from simulator.users.base import SimulatedUser
-from simulator.users.prompt import USER_PROMPT_TEMPLATE, render_user_prompt
-from simulator.users.scripted import SCRIPTED, ScriptedUser
+from simulator.users.prompt import USER_PROMPT_TEMPLATE
 
 
 @dataclass
@@ -118,98 +116,6 @@ def new_manifest(
     )
     manifest.add_judge_set(judges.describe())
     return manifest
-
-
-def user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
-    """Who plays the user: the scripted user for golden items, else the simulated user the suite names."""
-    simulated = None if user_model == SCRIPTED else _simulated_user_factory(suite, hub, user_model)
-
-    def make(plan: ConversationPlan, attempt: int) -> SimulatedUser:
-        if plan.scenario.script is not None:
-            return ScriptedUser(plan.scenario.script)
-        assert simulated is not None  # run_suite refuses unscripted scenarios with the scripted user
-        user: SimulatedUser = simulated(plan, attempt)
-        return user
-
-    return make
-
-
-def _check_scripted(user_model: str, scenarios: list[Scenario]) -> None:
-    unscripted = [s.id for s in scenarios if s.script is None]
-    if user_model == SCRIPTED and unscripted:
-        raise UserError(
-            f"user model '{SCRIPTED}' only plays golden items, and {len(unscripted)} scenarios are not "
-            f"golden items ({', '.join(unscripted[:3])}); set user.model to offline, auto or a model"
-        )
-
-
-def _suite_vocabulary(suite: Suite) -> Vocabulary | None:
-    """The offline user's domain words the suite names (`user.vocabulary`), or None."""
-    from simulator.spec.vocabulary import load_vocabulary
-
-    path = suite.user.vocabulary
-    return load_vocabulary(suite.resolve(path)) if path else None
-
-
-def _simulated_user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
-    if user_model == "offline":
-        from simulator.spec.styles import suite_styles
-        from simulator.users.offline import OfflineUser
-
-        vocabulary = _suite_vocabulary(suite)
-        styles = suite_styles(suite)
-
-        def offline(plan: ConversationPlan, attempt: int) -> SimulatedUser:
-            return OfflineUser(
-                plan.scenario, seed=suite.seed, repeat=plan.repeat, vocabulary=vocabulary, styles=styles
-            )
-
-        return offline
-    from simulator.users.llm_user import LLMUser
-
-    client, model = hub.client(user_model)
-
-    def llm(plan: ConversationPlan, attempt: int) -> SimulatedUser:
-        scope = current_scope()
-        if scope is not None:
-            scope.attempt = attempt  # a replay after a character break is a new sample, not a cache hit
-        return LLMUser(
-            client,
-            model,
-            render_user_prompt(plan.scenario),
-            suite.user.temperature,
-            suite.user.max_tokens,
-            record_raw=suite.record_raw,
-        )
-
-    return llm
-
-
-def make_auditor(suite: Suite, hub: ModelHub, user_model: str) -> FidelityAuditor | None:
-    """The simulated-user auditor for a run (None when `user.fidelity.enabled` is off). The offline user
-    needs no model; an LLM user is read by `user.fidelity.model`, else the judge model, else nothing."""
-    config = suite.user.fidelity
-    if not config.enabled or user_model == SCRIPTED:  # a golden item's scripted user has no persona to audit
-        return None
-    from simulator.spec.styles import suite_styles
-
-    domain: dict[str, Any] = {
-        "outcome_key": suite.outcome.key if suite.outcome is not None else None,
-        "vocabulary": _suite_vocabulary(suite),
-        "styles": suite_styles(suite),
-    }
-    spec = None if user_model == "offline" else (config.model or suite.judges.model)
-    if spec is None:
-        return FidelityAuditor(**domain)
-    client, bare = hub.for_role("judge").client(spec)
-    return FidelityAuditor(
-        client,
-        spec,
-        bare,
-        **domain,
-        temperature=suite.judges.temperature,
-        max_tokens=config.max_tokens,
-    )
 
 
 @dataclass
@@ -371,7 +277,7 @@ def _cell(
     work and how many conversations it still has to simulate."""
     suite = spec.suite
     user_model = resolve_user_model(suite.user.model)
-    _check_scripted(user_model, scenarios)
+    check_scripted(user_model, scenarios)
     make_user = options.make_user or user_factory(suite, hub.for_role("user"), user_model)
     bots = make_bot_factory(suite, hub.for_role("bot"))
     judges = make_judge_stage(suite, scenarios, hub.for_role("judge"), warn=warn)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["badge", "ci_plot", "e", "highlight", "rate_cell", "transcript_html"]
+__all__ = ["badge", "ci_plot", "e", "highlight", "highlighted_quotes", "rate_cell", "transcript_html"]
 
 import html
 import json
@@ -105,9 +105,21 @@ def highlight(text: str, quotes: list[tuple[str, str, str]]) -> str:
     return "".join(out)
 
 
+def highlighted_quotes(t: Transcript) -> list[tuple[str, str, str]]:
+    """The bot verdicts' quotes to highlight in a transcript. Simulator-fidelity verdicts are listed with
+    the others but not highlighted: they often quote a whole user message, and overlapping marks would
+    blur which passage a bot criterion's evidence is."""
+    return [
+        (ev.quote, v.criterion_id, v.result)
+        for v in t.verdicts
+        if not v.criterion_id.startswith("fidelity.")
+        for ev in v.evidence
+    ]
+
+
 def transcript_html(index: int, t: Transcript) -> str:
     """One conversation of the viewer: turns with highlighted evidence, final state, verdicts."""
-    quotes = [(ev.quote, v.criterion_id, v.result) for v in t.verdicts for ev in v.evidence]
+    quotes = highlighted_quotes(t)
     verdict_keys = "|" + "|".join(f"{v.criterion_id}={v.result}" for v in t.verdicts) + "|"
     tags = "|" + "|".join(t.tags) + "|"
     turns = []

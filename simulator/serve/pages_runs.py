@@ -13,6 +13,7 @@ from starlette.routing import Route
 from simulator.analysis.calibrate import calibrate_labels
 from simulator.errors import UserError
 from simulator.report.html import render_html
+from simulator.report.html_parts import highlighted_quotes
 from simulator.report.model import Report
 from simulator.serve.reader import ReaderFilter, matching, neighbours
 from simulator.serve.render import page
@@ -75,7 +76,7 @@ async def reader_page(request: Request) -> Response:
         title=conversation,
         name=name,
         t=transcript,
-        quotes=[(ev.quote, v.criterion_id, v.result) for v in transcript.verdicts for ev in v.evidence],
+        quotes=highlighted_quotes(transcript),
         prev=previous,
         next=following,
         position=position,

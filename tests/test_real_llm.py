@@ -105,6 +105,11 @@ def check_engine_behaviour(
                 recorded = record.usage_by_role[role]
                 assert recorded.calls == len(turns)
                 assert recorded.output_tokens == sum(t.usage.output_tokens for t in turns if t.usage)
+    # The simulated user's fidelity checks are their own kind (audited once per conversation): each is a
+    # valid result or an error, never counted with the bot's criteria below.
+    fidelity = [v for v in verdicts if v.kind == "fidelity"]
+    assert all(v.result in {"pass", "fail", "not_applicable", "error", "not_judged"} for v in fidelity)
+    verdicts = [v for v in verdicts if v.kind != "fidelity"]
     # One LLM verdict per (conversation, criterion): a valid result, or an error recorded as an error.
     by_id = {r.id: r for r in records}
     criteria = {"smoke-asks-for-details", "smoke-stays-on-topic"}

@@ -1,6 +1,6 @@
 """Bench: judge input tokens billed with our prompt layout against a naive one, on the fake LLM server.
 
-    /work/venv/bin/python bench/judge_cost.py --conversations 40 --turns 10 --criteria 8 --samples 1
+    python bench/judge_cost.py --conversations 40 --turns 10 --criteria 8 --samples 1
 
 Our layout sends the judge instructions (system) and the transcript as a cacheable prefix, then the
 criterion last, and judges the first criterion of a conversation alone so that it writes the cache the

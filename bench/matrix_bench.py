@@ -1,7 +1,7 @@
 """Bench: a matrix of K prompt variants in one session (one pool, one hub) against the same K cells run one
 after another as ordinary runs, both through the fake LLM server with a fixed latency.
 
-    /work/venv/bin/python bench/matrix_bench.py --cells 4 --scenarios 25 --repeats 4 --turns 6 \
+    python bench/matrix_bench.py --cells 4 --scenarios 25 --repeats 4 --turns 6 \
         --criteria 2 --latency-ms 50 --concurrency 50 --connections 50
 
 Prints each wall time, the calls made, and the lower bound (calls x latency / connections: the provider

@@ -1,6 +1,6 @@
 """Bench: `simulator report` on a large run (default 8 scenarios x 1,250 repeats = 10,000 conversations).
 
-    /work/venv/bin/python bench/report_bench.py --scenarios 8 --repeats 1250 --turns 6 --criteria 3
+    python bench/report_bench.py --scenarios 8 --repeats 1250 --turns 6 --criteria 3
 
 Builds the run folder from synthetic, typed records through RunFolder (a few seconds, no model calls):
 each conversation has `turns` user/bot exchanges, a triage outcome (some scenarios mixed, one with

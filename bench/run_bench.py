@@ -1,7 +1,7 @@
 """Bench: a synthetic suite (scenarios x repeats, turns, criteria) run by `simulator run` against the fake
 LLM server, measured against the critical-path lower bound.
 
-    /work/venv/bin/python bench/run_bench.py --scenarios 125 --repeats 8 --turns 8 --criteria 6 \
+    python bench/run_bench.py --scenarios 125 --repeats 8 --turns 8 --criteria 6 \
         --latency-ms 100 --concurrency 100 --connections 100
 
 Prints wall time, the lower bound and their ratio (efficiency), engine CPU per LLM call, the engine's

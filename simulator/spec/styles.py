@@ -19,8 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from simulator.errors import Problem, UserError
-from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
+from simulator.spec.yamlfile import load_model_file
 
 
 class OfflinePlay(BaseModel):
@@ -156,20 +155,13 @@ DEFAULT_STYLES = StyleCatalogue.model_validate(
 
 def load_styles(path: Path) -> StyleCatalogue:
     """Read a style catalogue; mistakes name file, line and field."""
-    if not path.is_file():
-        raise UserError(f"{path}: no such style catalogue; check user.styles in the suite")
-    try:
-        source = load_yaml(path)
-    except YAMLProblem as exc:
-        raise UserError("invalid style catalogue", [exc.problem]) from exc
-    if not isinstance(source.data, dict):
-        raise UserError(
-            "invalid style catalogue",
-            [Problem(str(path), "a style catalogue is a mapping: styles: {name: {description:, persona:}}")],
-        )
-    catalogue, problems = validate_model(StyleCatalogue, source.data, source)
-    if catalogue is None:
-        raise UserError("invalid style catalogue", problems)
+    catalogue = load_model_file(
+        path,
+        StyleCatalogue,
+        title="invalid style catalogue",
+        missing=f"{path}: no such style catalogue; check user.styles in the suite",
+        shape="a style catalogue is a mapping: styles: {name: {description:, persona:}}",
+    )
     catalogue._source = str(path)
     return catalogue
 

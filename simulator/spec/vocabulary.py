@@ -12,8 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from simulator.errors import Problem, UserError
-from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
+from simulator.spec.yamlfile import load_model_file
 
 
 class Vocabulary(BaseModel):
@@ -52,18 +51,10 @@ class Vocabulary(BaseModel):
 
 def load_vocabulary(path: Path) -> Vocabulary:
     """Read a vocabulary file; mistakes name file, line and field."""
-    if not path.is_file():
-        raise UserError(f"{path}: no such vocabulary file; check user.vocabulary in the suite")
-    try:
-        source = load_yaml(path)
-    except YAMLProblem as exc:
-        raise UserError("invalid vocabulary file", [exc.problem]) from exc
-    if not isinstance(source.data, dict):
-        raise UserError(
-            "invalid vocabulary file",
-            [Problem(str(path), "a vocabulary is a mapping: synonyms:, outcome_patterns:")],
-        )
-    vocabulary, problems = validate_model(Vocabulary, source.data, source)
-    if vocabulary is None:
-        raise UserError("invalid vocabulary file", problems)
-    return vocabulary
+    return load_model_file(
+        path,
+        Vocabulary,
+        title="invalid vocabulary file",
+        missing=f"{path}: no such vocabulary file; check user.vocabulary in the suite",
+        shape="a vocabulary is a mapping: synonyms:, outcome_patterns:",
+    )

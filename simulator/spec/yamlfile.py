@@ -8,6 +8,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "LocatedYAML",
     "YAMLProblem",
+    "load_model_file",
     "load_yaml",
     "problems_from_validation",
     "validate_model",
@@ -21,7 +22,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from simulator.errors import Problem
+from simulator.errors import Problem, UserError
 
 Path_ = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
@@ -274,3 +275,23 @@ def validate_model(
         return model.model_validate(data), []
     except ValidationError as exc:
         return None, problems_from_validation(exc, source, model, base)
+
+
+def load_model_file(path: Path, model: type[M], *, title: str, missing: str, shape: str | None = None) -> M:
+    """Read one YAML file as `model`; every mistake is one UserError naming file, line and field.
+
+    `missing` is the message when the file is not there; `shape`, when given, is the message for a file
+    that is not a mapping (without it an empty file counts as an empty mapping: every default)."""
+    if not path.is_file():
+        raise UserError(missing)
+    try:
+        source = load_yaml(path)
+    except YAMLProblem as exc:
+        raise UserError(title, [exc.problem]) from exc
+    data = source.data
+    if shape is not None and not isinstance(data, dict):
+        raise UserError(title, [Problem(str(path), shape)])
+    found, problems = validate_model(model, data if shape is not None else data or {}, source)
+    if found is None:
+        raise UserError(title, problems)
+    return found

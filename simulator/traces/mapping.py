@@ -8,8 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simulator.errors import UserError
-from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
+from simulator.spec.yamlfile import load_model_file
 
 
 def _roles() -> dict[str, list[str]]:
@@ -50,13 +49,9 @@ def load_mapping(path: Path | None) -> Mapping:
     """The mapping in `path`, or the defaults; a bad file is one UserError naming file, line and field."""
     if path is None:
         return Mapping()
-    if not path.is_file():
-        raise UserError(f"--mapping {path}: no such file; pass a YAML file of field names")
-    try:
-        source = load_yaml(path)
-    except YAMLProblem as exc:
-        raise UserError("invalid mapping file", [exc.problem]) from exc
-    mapping, problems = validate_model(Mapping, source.data or {}, source)
-    if mapping is None:
-        raise UserError("invalid mapping file", problems)
-    return mapping
+    return load_model_file(
+        path,
+        Mapping,
+        title="invalid mapping file",
+        missing=f"--mapping {path}: no such file; pass a YAML file of field names",
+    )

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.errors import UserError
-from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
+from simulator.spec.yamlfile import load_model_file
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
 BUILTIN: dict[str, str] = {
@@ -106,15 +106,12 @@ def load_redactor(path: Path | None, enabled: bool = True) -> Redactor:
         return Redactor([])
     if path is None:
         return Redactor.from_config(RedactionConfig(), [])
-    if not path.is_file():
-        raise UserError(f"--redact {path}: no such file; pass a YAML redaction file")
-    try:
-        source = load_yaml(path)
-    except YAMLProblem as exc:
-        raise UserError("invalid redaction file", [exc.problem]) from exc
-    config, problems = validate_model(RedactionConfig, source.data or {}, source)
-    if config is None:
-        raise UserError("invalid redaction file", problems)
+    config = load_model_file(
+        path,
+        RedactionConfig,
+        title="invalid redaction file",
+        missing=f"--redact {path}: no such file; pass a YAML redaction file",
+    )
     unknown = [p for p in config.patterns if p not in BUILTIN]
     if unknown:
         raise UserError(f"{path} [patterns]: unknown pattern {unknown[0]}; known: {', '.join(ORDER)}")

@@ -112,9 +112,13 @@ def _start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]
     return server, url
 
 
-def _run_engine(suite: Path, out: Path, profile: Path | None) -> tuple[float, float, int, int]:
+def _run_engine(
+    suite: Path, out: Path, profile: Path | None, sample: Path | None = None
+) -> tuple[float, float, int, int]:
     """Run `simulator run` in a child process; (wall s, CPU s, peak RSS KiB, exit code) of that child."""
     command = [PYTHON]
+    if sample is not None:  # py-spy samples (collapsed stacks): no per-call overhead, unlike cProfile
+        command = ["py-spy", "record", "--format", "raw", "--rate", "250", "-o", str(sample), "--", PYTHON]
     if profile is not None:
         command += ["-m", "cProfile", "-o", str(profile)]
     command += ["-m", "simulator", "run", str(suite), "--out", str(out), "--no-progress"]
@@ -196,7 +200,8 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         suite = _write_suite(work, args, url)
         out = work / "run"
         profile = Path(args.profile).resolve() if args.profile else None
-        wall, cpu, rss_kib, code = _run_engine(suite, out, profile)
+        sample = Path(args.sample).resolve() if args.sample else None
+        wall, cpu, rss_kib, code = _run_engine(suite, out, profile, sample)
     finally:
         server.terminate()
         _, _, server_usage = os.wait4(server.pid, 0)
@@ -274,13 +279,14 @@ def _parser() -> argparse.ArgumentParser:
     add("--error-429", type=float, default=0.0, help="share of random 429s from the fake server")
     add("--retry-after", type=float, default=1.0, help="their Retry-After, seconds")
     add("--profile", help="write a cProfile of the engine process to this file (one run)")
+    add("--sample", help="write py-spy's collapsed stacks of the engine process to this file (one run)")
     add("--json", action="store_true", help="print the figures as JSON")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    runs = 1 if args.profile else max(1, args.runs)
+    runs = 1 if args.profile or args.sample else max(1, args.runs)
     machine = f"{os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     print(f"machine            {machine} (before)", flush=True)
     results = []

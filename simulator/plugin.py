@@ -13,7 +13,7 @@ from __future__ import annotations
 
 __all__ = ["ScenarioItem", "SimulatorResult", "SuiteFile", "run_for_pytest"]
 
-import asyncio
+
 import os
 import sys
 import tempfile
@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from simulator.eventloop import run_async
 
 if TYPE_CHECKING:
     from simulator.analysis.outcome import OutcomeMetrics
@@ -122,7 +124,7 @@ def run_for_pytest(
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # python bots name modules under the folder tests run from
     folder = out or Path(tempfile.mkdtemp(prefix="simulator-")) / "run"
-    result = asyncio.run(run_suite(suite, scenarios, RunOptions(out=folder, progress=False)))
+    result = run_async(run_suite(suite, scenarios, RunOptions(out=folder, progress=False)))
     return SimulatorResult(Path(result.folder), build_report(load_run(Path(result.folder))))
 
 

@@ -111,9 +111,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             return _run_matrix(args, suite, scenarios)
     options.backend = RayBackendOptions(args.address, args.workers) if args.backend == "ray" else None
     check_environment(suite)
-    import asyncio
+    from simulator.eventloop import run_async
 
-    result = asyncio.run(run_suite(suite, scenarios, options))
+    result = run_async(run_suite(suite, scenarios, options))
     return _print_run(result)
 
 
@@ -210,12 +210,12 @@ def _run_matrix(args: argparse.Namespace, suite: Any, scenarios: list[Any]) -> i
         max_errors=args.max_errors,
         freeze_gc=True,
     )
-    import asyncio
+    from simulator.eventloop import run_async
 
     if args.resume is not None:
-        matrix = asyncio.run(resume_matrix(args.resume, options))
+        matrix = run_async(resume_matrix(args.resume, options))
     else:
-        matrix = asyncio.run(run_matrix(suite, scenarios, options))
+        matrix = run_async(run_matrix(suite, scenarios, options))
     for cell, result in matrix.results.items():
         reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
         print(

@@ -52,9 +52,9 @@ def cmd_golden_run(args: argparse.Namespace) -> int:
     options = GoldenOptions(
         samples=args.samples, concurrency=args.concurrency, out=args.out, progress=not args.no_progress
     )
-    import asyncio
+    from simulator.eventloop import run_async
 
-    result = asyncio.run(run_golden(args.items, args.bot, options))
+    result = run_async(run_golden(args.items, args.bot, options))
     args.run = result.folder
     code = cmd_report(args)
     print(f"run folder: {result.folder}")

@@ -236,9 +236,8 @@ def _attach_suite(folder: RunFolder, manifest: Manifest, suite: Suite) -> None:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    import asyncio
-
     from simulator.engine.runner import judge_run
+    from simulator.eventloop import run_async
     from simulator.record.folder import RunFolder, latest_by_id
     from simulator.spec.suite import check_environment
 
@@ -277,7 +276,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if gone:
         print(f"warning: scenarios no longer in their files, not judged: {', '.join(gone)}", file=sys.stderr)
     records = [r for r in records if r.scenario_id in by_id]
-    result, stage, todo = asyncio.run(
+    result, stage, todo = run_async(
         judge_run(
             folder, suite, scenarios, records, retry_errors=args.retry_errors, concurrency=args.concurrency
         )
@@ -401,6 +400,7 @@ def _judge_pairs(
     """Judge every common conversation both ways round, at most `concurrency` (or the suite's) at once."""
     import asyncio
 
+    from simulator.eventloop import run_async
     from simulator.judging.pairwise import judge_pair
     from simulator.providers.hub import ModelHub
 
@@ -428,7 +428,7 @@ def _judge_pairs(
         finally:
             await hub.aclose()
 
-    return asyncio.run(go())
+    return run_async(go())
 
 
 def _print_pairs(results: list[Any], summary: Any, criterion_id: str, model: str) -> None:

@@ -150,8 +150,7 @@ def cmd_compare_populations(args: argparse.Namespace) -> int:
 
 
 def cmd_draft_scenario(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from simulator.eventloop import run_async
     from simulator.record.folder import RunFolder, latest_by_id
     from simulator.traces.draft import draft_offline, draft_with_model, draft_yaml, find_conversation
 
@@ -178,7 +177,7 @@ def cmd_draft_scenario(args: argparse.Namespace) -> int:
             finally:
                 await hub.aclose()
 
-        fields, how = asyncio.run(go()), f"by {args.model}"
+        fields, how = run_async(go()), f"by {args.model}"
     text = draft_yaml(record, fields, how)
     if args.out is None:
         sys.stdout.write(text)

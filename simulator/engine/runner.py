@@ -207,18 +207,28 @@ def _keys(scenarios: list[Scenario], runs: int) -> list[str]:
     return [f"{s.id}#{r}" for s in scenarios for r in range(runs)]
 
 
+# Collect the young generation every 20,000 net allocations instead of 700, the older ones as rarely: a
+# run's objects are short-lived dicts and models that die before a collection, so the default thresholds
+# spend CPU re-scanning the few that live (bench, A/B back to back: about 8% less engine CPU per call).
+_RUN_GC_THRESHOLDS = (20_000, 20, 20)
+
+
 @contextmanager
 def _frozen_heap(enabled: bool) -> Iterator[None]:
     # Everything alive now (modules, SDKs, schemas) is moved out of the garbage collector's sight: a run
     # makes millions of short-lived objects, and each full collection would rescan the start-up heap and
-    # stall the event loop (bench: 1.19x -> 1.10x the lower bound). Unfrozen when the run ends.
+    # stall the event loop (bench: 1.19x -> 1.10x the lower bound). No collection first: the little
+    # start-up garbage costs less memory than a full collection of the start-up heap costs time.
+    # Unfrozen, and the thresholds put back, when the run ends.
+    thresholds = gc.get_threshold()
     if enabled:
-        gc.collect()
         gc.freeze()
+        gc.set_threshold(*_RUN_GC_THRESHOLDS)
     try:
         yield
     finally:
         if enabled:
+            gc.set_threshold(*thresholds)
             gc.unfreeze()
 
 

@@ -15,6 +15,7 @@ import html
 import re
 import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 
 from simulator.record.models import Evidence, VerdictResult
 
@@ -42,6 +43,7 @@ _QUOTE_MARKS = " \"'"
 _MIN_CHARS = 2
 
 
+@lru_cache(maxsize=16384)  # every verdict on a conversation normalises the same messages again
 def normalise(text: str) -> str:
     """Case-folded text with HTML entities decoded, typographic quotes and dashes plain, whitespace collapsed."""
     text = unicodedata.normalize("NFKC", html.unescape(text)).translate(_TYPOGRAPHY).casefold()

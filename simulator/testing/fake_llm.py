@@ -85,6 +85,7 @@ class FakeLLMServer:
         host: str = "127.0.0.1",
         port: int = 0,
         budget: ServerBudget | None = None,
+        compress: bool = False,
     ) -> None:
         self.responder: Responder = responder or default_responder
         self.latency = latency if isinstance(latency, LatencyModel) else LatencyModel.fixed(latency)
@@ -93,6 +94,7 @@ class FakeLLMServer:
         self.refuse_json_schema = refuse_json_schema
         self.request_log = request_log
         self.budget = budget  # a provider's rate limit: token buckets, rate-limit headers, 429s beyond them
+        self.compress = compress  # gzip the JSON answers and errors, as the real APIs do when asked
         self.calls: list[FakeCall] = []
         self._host, self._port = host, port
         self._fault_rng = random.Random(seed)
@@ -190,7 +192,12 @@ class FakeLLMServer:
         body = (anthropic_error_body if api == "anthropic" else openai_error_body)(
             status, message, error_type
         )
-        return web.json_response(body, status=status, headers=headers)
+        return self._maybe_compressed(web.json_response(body, status=status, headers=headers))
+
+    def _maybe_compressed(self, response: web.Response) -> web.Response:
+        if self.compress:
+            response.enable_compression(web.ContentCoding.gzip)
+        return response
 
     async def _handle(self, request: web.Request, api: Api) -> web.StreamResponse:
         entry: dict[str, Any] = {"time": datetime.now(UTC).isoformat(), "api": api, "path": request.path}
@@ -325,7 +332,7 @@ class FakeLLMServer:
                 await asyncio.sleep(total)
             if reply.malformed:
                 return web.Response(body=b'{"id": "broken", "content": [', content_type="application/json")
-            return web.json_response(body, headers=id_header)
+            return self._maybe_compressed(web.json_response(body, headers=id_header))
         if delay > 0:
             await asyncio.sleep(delay)
         stream = web.StreamResponse(

@@ -10,6 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
+from simulator.eventloop import run_async
 from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel
 from simulator.testing.fake_llm_budget import ServerBudget
 
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tps is not None and args.tps <= 0:
         parser.error("--tps must be positive")
     try:
-        asyncio.run(_serve(_server(args)))
+        run_async(_serve(_server(args)))
     except OSError as exc:  # port taken, address not available
         print(
             f"fake_server: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = ["character_break_reason"]
 
 import re
+from functools import lru_cache
 
 from simulator.users.base import END
 
@@ -40,8 +41,11 @@ _BREAKS = [
         "switched to the assistant's side",
     ),
 ]
+# One pass over the text for the common case (no break); the list, in order, names the reason when it hits.
+_ANY_BREAK = re.compile("|".join(f"(?:{pattern.pattern})" for pattern, _ in _BREAKS), re.I)
 
 
+@lru_cache(maxsize=4096)  # the user checks its message, and the fidelity audit checks it again
 def character_break_reason(text: str) -> str | None:
     """Why `text` is not something the persona would send, or None when it is fine."""
     stripped = text.strip()
@@ -49,6 +53,8 @@ def character_break_reason(text: str) -> str | None:
         return "sent an empty message"
     if END in stripped and stripped != END:
         return f"put the end sentinel {END} inside other text"
+    if not _ANY_BREAK.search(stripped):
+        return None
     for pattern, reason in _BREAKS:
         if pattern.search(stripped):
             return reason

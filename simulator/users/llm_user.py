@@ -32,14 +32,21 @@ class LLMUser:
         self._temperature = temperature
         self._max_tokens = max_tokens
         self._record_raw = record_raw
+        self._history: list[ChatMessage] = [ChatMessage(role="user", content=OPENING_CUE)]
+        self._turns_seen: list[Turn] = []
 
     def _messages(self, turns: list[Turn]) -> list[ChatMessage]:
-        # From the simulator's point of view the bot is the "user", so roles flip.
-        messages = [ChatMessage(role="user", content=OPENING_CUE)]
-        for turn in turns:
+        # From the simulator's point of view the bot is the "user", so roles flip. The history only grows
+        # within a conversation, so the messages of turns already seen are kept, not rebuilt every turn.
+        known = self._turns_seen
+        if len(turns) < len(known) or any(turns[i] is not turn for i, turn in enumerate(known)):
+            known.clear()
+            del self._history[1:]
+        for turn in turns[len(known) :]:
             flipped: Literal["user", "assistant"] = "assistant" if turn.role == "user" else "user"
-            messages.append(ChatMessage(role=flipped, content=turn.text))
-        return messages
+            self._history.append(ChatMessage(role=flipped, content=turn.text))
+            known.append(turn)
+        return list(self._history)
 
     async def next_message(self, turns: list[Turn]) -> UserMessage:
         request = ModelRequest(

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import statistics
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -208,6 +209,8 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         server.returncode = 0
     if code != 0:
         raise SystemExit(f"simulator run exited {code}")
+    if args.keep_run:
+        shutil.copytree(out, Path(args.keep_run) / f"run-{time.time_ns()}")
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     counts = manifest["counts"]
     totals: dict[str, dict[str, int]] = {}
@@ -280,6 +283,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--retry-after", type=float, default=1.0, help="their Retry-After, seconds")
     add("--profile", help="write a cProfile of the engine process to this file (one run)")
     add("--sample", help="write py-spy's collapsed stacks of the engine process to this file (one run)")
+    add("--keep-run", help="copy each run folder into this directory (for a look at its records)")
     add("--json", action="store_true", help="print the figures as JSON")
     return parser
 

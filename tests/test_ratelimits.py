@@ -324,3 +324,48 @@ async def test_a_retry_goes_to_the_front_of_the_queue() -> None:
     limiter.release(held, succeeded=True)
     await asyncio.gather(*tasks)
     assert order == ["retry", "fresh-0", "fresh-1", "fresh-2"]
+
+
+@pytest.mark.parametrize(
+    ("arrivals", "expected"),
+    [
+        # (name, since, first) in arrival order -> the order they get the slot
+        ([("new", 30.0, True), ("old", 10.0, True), ("mid", 20.0, True)], ["old", "mid", "new"]),
+        ([("a", 5.0, True), ("b", 5.0, True), ("c", 5.0, True)], ["a", "b", "c"]),  # ties: arrival order
+        ([("young", 9.0, True), ("retry", 50.0, False), ("old", 1.0, True)], ["retry", "old", "young"]),
+        ([("late", 2.0, True), ("early", 1.0, True), ("retry-1", 7.0, False), ("retry-2", 3.0, False)],
+         ["retry-1", "retry-2", "early", "late"]),
+    ],
+)  # fmt: skip
+async def test_waiting_calls_are_served_oldest_work_first(
+    arrivals: list[tuple[str, float, bool]], expected: list[str]
+) -> None:
+    """A conversation held back by a Retry-After is not overtaken by conversations that began after it."""
+    limiter = AdaptiveLimiter(1)
+    held = await limiter.acquire()
+    order: list[str] = []
+
+    async def take(name: str, since: float, first: bool) -> None:
+        generation = await limiter.acquire(first=first, since=since)
+        order.append(name)
+        limiter.release(generation, succeeded=True)
+
+    tasks = []
+    for name, since, first in arrivals:
+        tasks.append(asyncio.create_task(take(name, since, first)))
+        await asyncio.sleep(0)
+    limiter.release(held, succeeded=True)
+    await asyncio.gather(*tasks)
+    assert order == expected
+
+
+async def test_a_judge_call_is_as_old_as_its_conversation() -> None:
+    from simulator.providers.hub import CallScope, call_scope, current_scope, set_scope
+
+    set_scope(CallScope(repeat=2, since=123.0))
+    with call_scope(repeat=2, sample=1):
+        scope = current_scope()
+        assert scope is not None and scope.since == 123.0 and scope.sample == 1
+    set_scope(None)
+    with call_scope(repeat=0) as fresh:
+        assert fresh.since > 123.0  # no enclosing work: it begins now

@@ -120,18 +120,13 @@ def test_the_request_budget_holds_across_workers(ray_cluster: object, tmp_path: 
 
     with FakeLLMServer(responder) as server:
         suite, scenarios = _triage(runs=1)
-        suite = suite.model_copy(
-            update={
-                "bot": Suite.model_validate(
-                    {"bot": {"type": "chat", "model": "openai:fake", "system_prompt": "You triage."}}
-                ).bot,
-                "providers": {
-                    "openai": {"base_url": server.openai_base_url, "rpm": 300, "max_connections": 32}
-                },
-                "concurrency": 16,
-            }
-        )
-        suite = Suite.model_validate(suite.model_dump())
+        data = suite.model_dump()
+        data["bot"] = {"type": "chat", "model": "openai:fake", "system_prompt": "You triage."}
+        data["providers"] = {
+            "openai": {"base_url": server.openai_base_url, "rpm": 300, "max_connections": 32}
+        }
+        data["concurrency"] = 16
+        suite = Suite.model_validate(data)
         suite._base_dir = (ROOT / "scenarios" / "triage").resolve()
         for scenario in scenarios:
             scenario.max_turns = 3

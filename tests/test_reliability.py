@@ -116,7 +116,7 @@ def _state_after(client: ModelClient, attempt: int, error: BaseException) -> Ret
     return state
 
 
-async def test_backoff_grows_with_jitter_and_never_undercuts_retry_after() -> None:
+async def test_backoff_grows_with_jitter_and_retry_after_is_waited_as_said() -> None:
     settings = ProviderSettings(backoff_initial_s=1.0, backoff_max_s=8.0)
     client = ModelClient.__new__(ModelClient)
     client.settings = settings
@@ -129,6 +129,12 @@ async def test_backoff_grows_with_jitter_and_never_undercuts_retry_after() -> No
     assert len(set(waits[3])) > 1  # jittered
     limited = ProviderError("rate_limit", "429", retry_after=30.0)
     assert all(30.0 <= client._wait(_state_after(client, 1, limited)) <= 33.0 for _ in range(20))
+    # The server's word wins over the backoff both ways: a later attempt waits what it was told, not
+    # the doubled backoff (4-8 s at attempt 6), so random 429s do not stretch a conversation.
+    for attempt, told in ((2, 1.0), (3, 0.5), (6, 1.5)):
+        said = ProviderError("rate_limit", "429", retry_after=told)
+        waits_told = [client._wait(_state_after(client, attempt, said)) for _ in range(20)]
+        assert all(told <= w <= told * 1.1 for w in waits_told) and len(set(waits_told)) > 1
 
 
 # ------------------------------------------------------------------------------------------ concurrency
@@ -167,6 +173,23 @@ async def test_limiter_queues_beyond_the_limit_and_survives_cancelled_waiters() 
     limiter.release(second, succeeded=True)
     await asyncio.sleep(0)
     assert waiting[2].done() and limiter.in_flight == 2
+
+
+@pytest.mark.parametrize("queued", [1, 3, 6])
+async def test_a_limiter_whose_waiters_were_all_cancelled_still_admits_new_calls(queued: int) -> None:
+    limiter = AdaptiveLimiter(1)
+    held = await limiter.acquire()
+    waiting = [asyncio.create_task(limiter.acquire(since=float(i))) for i in range(queued)]
+    await asyncio.sleep(0)
+    for task in waiting:
+        task.cancel()
+    await asyncio.gather(*waiting, return_exceptions=True)
+    limiter.release(held, succeeded=True)
+    assert limiter.in_flight == 0
+    # A fresh call with nothing in flight must get its slot at once, not wait behind cancelled entries.
+    generation = await asyncio.wait_for(limiter.acquire(), timeout=1.0)
+    assert limiter.in_flight == 1
+    limiter.release(generation, succeeded=True)
 
 
 async def test_users_bots_and_judges_share_one_connection_limit() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = ["Done", "Executor", "ItemLost", "LocalExecutor", "SessionParts", "simulate_and_judge"]
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -127,7 +128,9 @@ async def simulate_and_judge(
         done = Done(record, fidelity=fidelity)
     else:
         done = Done(item, simulated=False)
-    set_scope(CallScope(repeat=done.record.repeat))
+    # Judged in the conversation's own age (a stored record's judging is new work).
+    since = scope.since if isinstance(item, ConversationPlan) else time.monotonic()
+    set_scope(CallScope(repeat=done.record.repeat, since=since))
     scenario = scenarios.get(done.record.scenario_id)
     if scenario is None:
         return done  # a scenario no longer in the suite: kept in the record, not judged

@@ -50,6 +50,9 @@ class CallScope:
     cache_hits: Counter[str] = field(default_factory=Counter)
     # The judge's sample of an identical request (`--samples k`): a separate draw, never a cache hit.
     sample: int = 0
+    # When the work these calls belong to began (monotonic): calls waiting for a connection are served
+    # oldest work first, so a conversation delayed by a Retry-After is not overtaken by newer ones.
+    since: float = field(default_factory=time.monotonic)
 
 
 _SCOPE: ContextVar[CallScope | None] = ContextVar("simulator_call_scope", default=None)
@@ -67,7 +70,11 @@ def set_scope(scope: CallScope | None) -> None:
 @contextmanager
 def call_scope(repeat: int = 0, attempt: int = 0, sample: int = 0) -> Iterator[CallScope]:
     """`with call_scope(repeat=record.repeat):` around calls that belong to one repeat (e.g. re-judging)."""
-    scope = CallScope(repeat, attempt, sample=sample)
+    outer = _SCOPE.get()
+    since = (
+        outer.since if outer is not None else time.monotonic()
+    )  # a judge call is as old as its conversation
+    scope = CallScope(repeat, attempt, sample=sample, since=since)
     token = _SCOPE.set(scope)
     try:
         yield scope
@@ -186,7 +193,7 @@ class ModelClient:
         return cache_key(self.provider_name, self.settings.base_url, request, repeat, attempt, sample)
 
     def _wait(self, state: RetryCallState) -> float:
-        """Exponential backoff with jitter, but never sooner than the server's Retry-After."""
+        """The server's Retry-After when it gave one, else exponential backoff with jitter."""
         cap = min(
             self.settings.backoff_max_s, self.settings.backoff_initial_s * 2 ** (state.attempt_number - 1)
         )
@@ -195,7 +202,9 @@ class ModelClient:
         exc = outcome.exception() if outcome is not None else None
         retry_after = exc.retry_after if isinstance(exc, ProviderError) else None
         if retry_after:
-            return max(backoff, retry_after * random.uniform(1.0, 1.1))
+            # The server said when: wait that (plus a little jitter, so the calls it refused together do
+            # not come back together), not the exponential backoff, which is for servers that do not say.
+            return retry_after * random.uniform(1.0, 1.1)
         return backoff
 
     async def _call(self, request: ModelRequest) -> ModelResponse:
@@ -242,7 +251,8 @@ class ModelClient:
 
     async def _attempt(self, request: ModelRequest, *, first: bool = True) -> ModelResponse:
         pacer = self.pacer
-        async with self.limiter.slot(first=first) as slot:
+        scope = _SCOPE.get()
+        async with self.limiter.slot(first=first, since=scope.since if scope is not None else None) as slot:
             # Paced once a slot is free, so a budget learned while calls queue for slots applies to them
             # too; every attempt, retries included, spends the budget.
             if pacer.active:

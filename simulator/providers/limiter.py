@@ -10,8 +10,12 @@ from __future__ import annotations
 __all__ = ["AdaptiveLimiter"]
 
 import asyncio
-from collections import deque
+import heapq
+import itertools
+import time
 from types import TracebackType
+
+_RETRY = float("-inf")  # a retry has waited its backoff already: it is served before any fresh call
 
 
 class AdaptiveLimiter:
@@ -24,6 +28,10 @@ class AdaptiveLimiter:
     of at least `burst_share`: at 5% random 429s the share stays well below it, while a provider that
     refuses most calls crosses it within a few answers. The limit never goes below `minimum` (by default
     a quarter of `maximum`). Each run of `limit` successes adds one slot, up to `maximum`.
+
+    Calls waiting for a slot are served oldest work first (`since`: when the conversation they belong to
+    began), not in arrival order: a conversation held back by a Retry-After catches up instead of queueing
+    behind conversations that started after it, so the run does not end with a tail of stragglers.
     """
 
     def __init__(
@@ -52,26 +60,27 @@ class AdaptiveLimiter:
         self.lowest = maximum
         self._generation = 0  # bumped at every cut; a call remembers the generation it started in
         self._successes = 0
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._waiters: list[tuple[float, int, asyncio.Future[None]]] = []  # a heap: (since, order, future)
+        self._order = itertools.count()
 
-    async def acquire(self, *, first: bool = True) -> int:
-        """Wait for a slot; return the generation to hand back to `release`. A retry (`first=False`) has
-        already waited its backoff: it goes to the front of the queue, not behind every fresh call."""
+    async def acquire(self, *, first: bool = True, since: float | None = None) -> int:
+        """Wait for a slot; return the generation to hand back to `release`. Waiting calls are served by
+        `since` (the monotonic time their work began; now when not given), oldest first; a retry
+        (`first=False`) has already waited its backoff and is served before them all."""
         if self.in_flight < self.limit and not self._waiters:
             self.in_flight += 1
             return self._generation
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if first:
-            self._waiters.append(future)
-        else:
-            self._waiters.appendleft(future)
+        key = _RETRY if not first else time.monotonic() if since is None else since
+        heapq.heappush(self._waiters, (key, next(self._order), future))
         try:
             await future
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():
                 self._release_slot()  # granted the slot just as we were cancelled: give it back
-            elif future in self._waiters:  # a release may already have skipped and dropped it
-                self._waiters.remove(future)
+            else:  # still queued (cancellations are rare: a linear removal is fine)
+                self._waiters = [entry for entry in self._waiters if entry[2] is not future]
+                heapq.heapify(self._waiters)
             raise
         return self._generation
 
@@ -86,9 +95,9 @@ class AdaptiveLimiter:
                 self._on_success()
         self._release_slot()
 
-    def slot(self, *, first: bool = True) -> _Slot:
+    def slot(self, *, first: bool = True, since: float | None = None) -> _Slot:
         """`async with limiter.slot() as slot:` (set `slot.rate_limited` / `slot.succeeded` inside)."""
-        return _Slot(self, first)
+        return _Slot(self, first, since)
 
     def _on_rate_limit(self, generation: int) -> None:
         if generation != self._generation:
@@ -112,7 +121,7 @@ class AdaptiveLimiter:
     def _release_slot(self) -> None:
         self.in_flight -= 1
         while self._waiters and self.in_flight < self.limit:
-            future = self._waiters.popleft()
+            future = heapq.heappop(self._waiters)[2]
             if not future.done():
                 self.in_flight += 1
                 future.set_result(None)
@@ -121,17 +130,18 @@ class AdaptiveLimiter:
 class _Slot:
     """One held slot; records how the call went so the limiter can adapt."""
 
-    __slots__ = ("_first", "_generation", "_limiter", "rate_limited", "succeeded")
+    __slots__ = ("_first", "_generation", "_limiter", "_since", "rate_limited", "succeeded")
 
-    def __init__(self, limiter: AdaptiveLimiter, first: bool = True) -> None:
+    def __init__(self, limiter: AdaptiveLimiter, first: bool = True, since: float | None = None) -> None:
         self._limiter = limiter
         self._first = first
+        self._since = since
         self._generation = 0
         self.rate_limited = False
         self.succeeded = False
 
     async def __aenter__(self) -> _Slot:
-        self._generation = await self._limiter.acquire(first=self._first)
+        self._generation = await self._limiter.acquire(first=self._first, since=self._since)
         return self
 
     async def __aexit__(

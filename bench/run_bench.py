@@ -17,8 +17,8 @@ import argparse
 import json
 import math
 import os
-import statistics
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile

@@ -1,5 +1,5 @@
 """`python -m simulator` runs the command line."""
 
-from simulator.cli import main
+from simulator.cli import run
 
-raise SystemExit(main())
+run()

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-__all__ = ["main"]
+__all__ = ["exit_fast", "main", "run"]
 
 import argparse
+import atexit
+import contextlib
 import importlib
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from simulator import __version__
 from simulator.errors import UserError
@@ -39,6 +42,29 @@ def build_parser() -> argparse.ArgumentParser:
     for name in EXTENSIONS:
         importlib.import_module(name).register(subparsers)
     return parser
+
+
+def run() -> NoReturn:
+    """The `simulator` console script and `python -m simulator`: `main`, then a fast exit."""
+    exit_fast(main())
+
+
+def exit_fast(code: int) -> NoReturn:
+    """Exit without tearing the interpreter down. Freeing every object of a thousand imported modules
+    (the SDKs' types above all) took 0.3-0.7 s of CPU after the work was done; the operating system
+    reclaims the memory anyway (mypy exits the same way). What a normal exit must still do is done
+    first: the standard streams are flushed and the exit handlers run (Ray's shutdown, logging's flush,
+    temporary folders). Every file the engine writes is closed by then."""
+    _flush_standard_streams()
+    atexit._run_exitfuncs()
+    _flush_standard_streams()
+    os._exit(code)
+
+
+def _flush_standard_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing reaches it
+            stream.flush()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,18 +39,25 @@ async def bot(messages):
     return reply.choices[0].message.content or ""
 """
 
-LANGWATCH = (
-    """
+
+def _script(imports: str, body: str) -> str:
+    """A child script: its arguments, the framework's imports (exit 3 when not installed), the bot, `body`."""
+    guarded = textwrap.indent(textwrap.dedent(imports).strip(), "    ")
+    head = f"""
 import asyncio, sys
 BASE, N, TURNS, CONCURRENCY = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 try:
-    import scenario
+{guarded}
 except ImportError as exc:
-    print(f"not installed: {exc}")
+    print(f"not installed: {{exc}}")
     sys.exit(3)
 """
-    + _BOT
-    + """
+    return head + _BOT + body
+
+
+LANGWATCH = _script(
+    "import scenario",
+    """
 class Bot(scenario.AgentAdapter):
     async def call(self, input):
         return await bot(input.messages)
@@ -75,24 +82,17 @@ async def main():
     print(f"{len(results)} conversations")
 
 asyncio.run(main())
-"""
+""",
 )
 
-DEEPEVAL = (
+DEEPEVAL = _script(
     """
-import asyncio, sys
-BASE, N, TURNS, CONCURRENCY = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-try:
     from deepeval.dataset import ConversationalGolden
     from deepeval.models import GPTModel
     from deepeval.simulator import ConversationSimulator
     from deepeval.test_case import Turn
-except ImportError as exc:
-    print(f"not installed: {exc}")
-    sys.exit(3)
-"""
-    + _BOT
-    + """
+    """,
+    """
 async def callback(input, turns=None, thread_id=None):
     history = [{"role": t.role, "content": t.content} for t in (turns or [])]
     return Turn(role="assistant", content=await bot(history + [{"role": "user", "content": input}]))
@@ -109,7 +109,7 @@ goldens = [
 ]
 cases = simulator.simulate(conversational_goldens=goldens, max_user_simulations=TURNS)
 print(f"{len(cases)} conversations")
-"""
+""",
 )
 
 

@@ -106,8 +106,9 @@ async def simulate_and_judge(
     auditor: FidelityAuditor | None = None,
 ) -> Done:
     """Run one item through the engine: the one implementation, wherever it runs."""
+    since = time.monotonic()  # the item's age: its judge calls queue as old as its conversation
     if isinstance(item, ConversationPlan):
-        scope = CallScope(repeat=item.repeat)
+        scope = CallScope(repeat=item.repeat, since=since)
         set_scope(scope)
         assert make_user is not None
         options: dict[str, Any] = {
@@ -128,8 +129,6 @@ async def simulate_and_judge(
         done = Done(record, fidelity=fidelity)
     else:
         done = Done(item, simulated=False)
-    # Judged in the conversation's own age (a stored record's judging is new work).
-    since = scope.since if isinstance(item, ConversationPlan) else time.monotonic()
     set_scope(CallScope(repeat=done.record.repeat, since=since))
     scenario = scenarios.get(done.record.scenario_id)
     if scenario is None:

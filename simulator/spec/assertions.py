@@ -34,12 +34,13 @@ def check_phrase_groups(groups: list[str]) -> list[str]:
     return groups
 
 
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """Compile a `must_not_match` regex case-insensitively; a bad one raises ValueError naming it and why."""
+def compile_pattern(pattern: str, field: str = "must_not_match") -> re.Pattern[str]:
+    """Compile a regex from a YAML file case-insensitively; a bad one raises ValueError naming the field, the
+    pattern and why (every spec file that takes a regex checks it here)."""
     try:
         return re.compile(pattern, re.IGNORECASE)
     except re.error as exc:
-        raise ValueError(f"must_not_match `{pattern}` is not a valid regular expression: {exc}") from None
+        raise ValueError(f"{field} `{pattern}` is not a valid regular expression: {exc}") from None
 
 
 class AssertionFields(BaseModel):

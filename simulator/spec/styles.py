@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from simulator.spec.assertions import compile_pattern
 from simulator.spec.yamlfile import load_model_file
 
 
@@ -40,10 +41,7 @@ class OfflinePlay(BaseModel):
     @classmethod
     def _compiles(cls, pattern: str | None) -> str | None:
         if pattern is not None:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"`{pattern}` is not a valid regular expression: {exc}") from None
+            compile_pattern(pattern, "when")
         return pattern
 
     @cached_property

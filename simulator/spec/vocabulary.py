@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from simulator.spec.assertions import compile_pattern
 from simulator.spec.yamlfile import load_model_file
 
 
@@ -28,10 +29,7 @@ class Vocabulary(BaseModel):
     @classmethod
     def _patterns_compile(cls, patterns: list[str]) -> list[str]:
         for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"`{pattern}` is not a valid regular expression: {exc}") from None
+            compile_pattern(pattern, "outcome_patterns")
         return patterns
 
     @cached_property

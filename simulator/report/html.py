@@ -429,7 +429,7 @@ def render_html(report: Report) -> str:
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{e(_csp(script))}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(title)}</title><style>{_asset('report.css')}</style></head><body>"
+        f"<title>{e(title)}</title><style>{_asset('report.css')}{_asset('parts.css')}</style></head><body>"
         f'<header><h1>{e(title)}</h1><div class="meta">{e(meta)}</div></header><nav>{nav}</nav>'
         f"<main>{''.join(sections)}</main><script>{script}</script></body></html>"
     )

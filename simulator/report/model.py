@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.analysis.calls import CallTotals, call_totals
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
@@ -45,6 +45,7 @@ from simulator.analysis.tables import (
     tag_rows,
 )
 from simulator.record.models import Evidence
+from simulator.record.parts import Part
 from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
 
 # 2: scenario-clustered intervals and missing-data bounds on every rate, under-triage incl. no decision
@@ -113,7 +114,9 @@ class Finding(_Model):
 class TranscriptTurn(_Model):
     index: int
     role: str
+    # The text view (text parts and picks' titles); `parts` is the whole turn (record/parts.py).
     messages: list[str]
+    parts: list[Part] = Field(default_factory=list)
     latency_s: float | None = None
 
 
@@ -256,6 +259,7 @@ def _transcripts(run: RunData) -> list[Transcript]:
                         index=t.index,
                         role=t.role,
                         messages=list(t.messages),
+                        parts=list(t.parts),
                         latency_s=t.latency_s if t.role == "bot" else None,
                     )
                     for t in record.turns

@@ -44,6 +44,8 @@ async def _user_error(request: Request, exc: Exception) -> Response:
 def create_app(config: DeskConfig) -> Starlette:
     """The review desk for `config`'s folders."""
     static = StaticFiles(directory=str(resources.files("simulator.serve").joinpath("static")))
+    # The report's style sheet for a turn's parts (options, tool calls): one drawing, report and desk alike.
+    report_assets = StaticFiles(directory=str(resources.files("simulator.report").joinpath("assets")))
     app = Starlette(
         routes=[
             *pages_runs.routes(),
@@ -51,6 +53,7 @@ def create_app(config: DeskConfig) -> Starlette:
             *pages_edit.routes(),
             *pages_talk.routes(),
             Mount("/static", static, name="static"),
+            Mount("/report-assets", report_assets, name="report-assets"),
         ],
         middleware=[
             Middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts),

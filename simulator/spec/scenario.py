@@ -6,7 +6,7 @@ __all__ = ["Scenario", "load_scenarios", "refuse_drafts", "scenario_files"]
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, WithJsonSchema, field_validator, model_validator
 
@@ -62,6 +62,9 @@ class Scenario(FileDocument):
     # Set on factorial variants: the base scenario's id and the level of each factor.
     base: str | None = None
     factors: dict[str, str] = Field(default_factory=dict)
+    # What this person does with buttons and lists: taps one (`tap`), or ignores them and types (`type`).
+    # The offline user follows it; for an LLM user, say it in the persona too.
+    buttons: Literal["tap", "type"] = "tap"
 
     @field_validator("facts", mode="before")
     @classmethod

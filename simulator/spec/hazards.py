@@ -22,7 +22,7 @@ __all__ = [
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from simulator.errors import Problem, UserError
 from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
@@ -149,16 +149,15 @@ class HazardLog(_Strict):
     title: str = "Hazard log"
     system: str | None = None
     owner: str | None = None
-    matrix: RiskMatrix | str = "dcb0129"
+    # A preset's name (`dcb0129`) or a declared matrix.
+    matrix: RiskMatrix = Field(default_factory=lambda: DCB0129)
     hazards: list[Hazard] = Field(min_length=1)
 
     _file: Path | None = PrivateAttr(default=None)
     _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
-    def _levels_on_matrix(self) -> HazardLog:
-        if isinstance(self.matrix, str) and self.matrix not in PRESETS:
-            raise ValueError(f"matrix '{self.matrix}' is not a preset ({', '.join(PRESETS)}); or declare one")
+    def _unique_ids(self) -> HazardLog:
         seen: set[str] = set()
         for hazard in self.hazards:
             for control in hazard.controls:
@@ -169,9 +168,18 @@ class HazardLog(_Strict):
             raise ValueError("two hazards share an id; give each hazard its own id")
         return self
 
+    @field_validator("matrix", mode="before")
+    @classmethod
+    def _preset(cls, value: object) -> object:
+        if isinstance(value, str):
+            if value not in PRESETS:
+                raise ValueError(f"matrix '{value}' is not a preset ({', '.join(PRESETS)}); or declare one")
+            return PRESETS[value]
+        return value
+
     @property
     def risk_matrix(self) -> RiskMatrix:
-        return PRESETS[self.matrix] if isinstance(self.matrix, str) else self.matrix
+        return self.matrix
 
     @property
     def file(self) -> Path | None:

@@ -14,7 +14,7 @@ import pytest
 from simulator.analysis.dist import t_critical
 from simulator.analysis.harm import harm_weighted
 from simulator.analysis.rundata import load_run
-from simulator.analysis.safety_case import build_safety_case, load_runs
+from simulator.analysis.safety_case import SafetyCase, build_safety_case, load_runs
 from simulator.cli import main
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
@@ -52,7 +52,7 @@ def _log(tmp_path: Path, threshold: str = "under_triage <= 5%", severity: str = 
     return path
 
 
-def _case(run: Path, log: Path):  # noqa: ANN202
+def _case(run: Path, log: Path) -> SafetyCase:
     return build_safety_case(load_runs([run]), load_hazard_log(log))
 
 

@@ -231,12 +231,13 @@ def _statement(hazards: list[HazardResult]) -> list[str]:
 
 
 def build_safety_case(
-    runs: list[RunData], log: HazardLog, generated_at: datetime | None = None
+    runs: list[RunData], log: HazardLog, generated_at: datetime | None = None, check_tags: bool = True
 ) -> SafetyCase:
-    """The safety case of `log` on `runs` (UserError when the log names what the runs do not have)."""
+    """The safety case of `log` on `runs` (UserError when the log names what the runs do not have;
+    `check_tags=False` lets a run of a subset of the scenarios leave some tags out)."""
     merged = merge_runs(runs)
     criteria, tags, metrics = known_names(runs, merged)
-    check_hazard_log(log, criteria, tags, set(metrics))
+    check_hazard_log(log, criteria, tags if check_tags else None, set(metrics))
     used = sorted({c for h in log.hazards for control in h.controls for c in control.criteria})
     calibration = calibrations(runs, used)
     uncalibrated = {c.criterion for c in calibration if c.status == "not calibrated"}

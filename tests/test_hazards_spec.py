@@ -151,3 +151,27 @@ def test_new_hazard_writes_a_file_that_loads_back(tmp_path: Path) -> None:
     bad = [*flags[:-2], "--out", str(tmp_path / "bad.yaml")]
     bad[bad.index("catastrophic")] = "deadly"
     assert main(["new", "hazard", *bad]) == 2 and not (tmp_path / "bad.yaml").exists()
+
+
+def test_an_unknown_matrix_preset_is_named(tmp_path: Path) -> None:
+    (problem,) = _problems(_write(tmp_path, "matrix: dcb0160\n" + GOOD))
+    assert ":1 [matrix]" in problem and "matrix 'dcb0160' is not a preset (dcb0129)" in problem
+
+
+@pytest.mark.parametrize(
+    ("weights", "needle"),
+    [
+        ({"emergancy": {"gp": 1}}, "'emergancy' is not one of levels"),
+        ({"emergency": {"emergency": 1}}, "must be another level"),
+        ({"emergency": {"gp": -1}}, "cannot be negative"),
+    ],
+)
+def test_the_suite_harm_weights_are_validated(weights: dict[str, dict[str, float]], needle: str) -> None:
+    from pydantic import ValidationError
+
+    from simulator.spec.suite import OutcomeConfig
+
+    with pytest.raises(ValidationError, match=needle):
+        OutcomeConfig(
+            key="triage_level", levels=["self_care", "gp", "urgent", "emergency"], harm_weights=weights
+        )

@@ -153,14 +153,15 @@ def _evidence(run: RunData, statuses: dict[str, str], faulted: set[str]) -> list
             for v in failing
             for e in v.evidence
         ]
-        reasons = [f"{v.criterion_id}: {v.reasoning}" for v in failing if v.reasoning]
-        if key is not None and any(v.criterion_id == f"outcome.{key}" for v in failing):
+        outcome = [v for v in failing if key is not None and v.criterion_id == f"outcome.{key}"]
+        reasons = [f"{v.criterion_id}: {v.reasoning}" for v in failing if v.reasoning and v not in outcome]
+        if outcome and key is not None:
+            # Found in code from the final state: say what was expected and decided, and quote the advice given.
             expected = run.expected.get(record.scenario_id, {}).get(key)
             reasons.insert(
                 0, f"expected {key} {expected}, the bot decided {actual_outcome(record, key, levels)}"
             )
-        if not quotes:
-            quotes = _last_bot_message(record)
+            quotes = [q for q in quotes if not q.startswith(f"{key}=")] + _last_bot_message(record)
         out.append(
             Evidence(
                 conversation_id=record.id,
@@ -176,7 +177,7 @@ def _evidence(run: RunData, statuses: dict[str, str], faulted: set[str]) -> list
 
 
 def _last_bot_message(record: ConversationRecord) -> list[str]:
-    """The bot's final message, quoted, for a failure found in code (the outcome check quotes nothing)."""
+    """The bot's final message, quoted, for a failure found in code (the outcome check quotes the state)."""
     for turn in reversed(record.turns):
         if turn.role == "bot" and turn.messages:
             text = " ".join(turn.messages)

@@ -8,7 +8,7 @@ from html import escape
 
 from simulator.analysis.history import History, HistoryPoint
 from simulator.analysis.rates import RateView, pct
-from simulator.report.sections import Row, Section
+from simulator.report.sections import Row, Section, State
 from simulator.report.sections_html import document, section_html
 
 LABEL = {
@@ -87,7 +87,7 @@ def _steps_section(history: History) -> Section:
         if not s.comparable:
             steps.rows.append(Row(cells=[f"{s.a} → {s.b}", "–", "–", "–", "–", s.reason], state="warn"))
         for t in s.tests:
-            state = "fail" if t.change == "worse" else ("ok" if t.change == "better" else "")
+            state: State = "fail" if t.change == "worse" else ("ok" if t.change == "better" else "")
             steps.rows.append(
                 Row(
                     cells=[

@@ -292,3 +292,17 @@ def test_the_triage_demo_shows_the_chest_pain_flaw_and_an_undemonstrable_control
     assert controls["CTL-02a"].status == "not demonstrable" and controls["CTL-02a"].more_scenarios
     assert case.exit_code == 1 and case.harm is not None and case.harm.declared
     assert {c.status for c in case.calibration} == {"not calibrated", "checked in code"}
+
+
+def test_several_runs_are_pooled_with_scenarios_as_the_clusters(tmp_path: Path) -> None:
+    plan = {f"s{i:02d}": [True] for i in range(40)}
+    first = synthetic_outcome_run(tmp_path / "a", plan)
+    second = synthetic_outcome_run(tmp_path / "b", plan)
+    case = build_safety_case(load_runs([second, first]), load_hazard_log(_log(tmp_path)))
+    control = case.hazards[0].controls[0]
+    assert control.conversations == 80 and len(control.scenarios) == 40
+    # Two runs of the same 40 scenarios bound the rate as 40 scenarios do, not as 80 conversations.
+    assert control.rate is not None and control.rate.clustered is not None
+    assert control.rate.clustered.scenarios == 40
+    assert control.status == "not demonstrable" and control.more_scenarios == 19
+    assert [r.run_id for r in case.traceability.runs] == ["a", "b"]  # oldest first

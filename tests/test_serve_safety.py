@@ -166,3 +166,12 @@ def test_the_history_page_charts_the_runs_of_a_suite(desk: tuple[TestClient, Pat
     page = client.get("/history?suite=synthetic")
     assert page.status_code == 200 and page.text.count("<svg") >= 2 and "HAZ-1" in page.text
     assert "run-a → run-b" in page.text
+
+
+def test_without_a_hazard_log_the_page_says_how_to_start_the_desk(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    synthetic_outcome_run(runs / "run-a", {"s1": [True]})
+    client = TestClient(create_app(DeskConfig(runs)), base_url=BASE)
+    response = client.get("/safety/run-a")
+    assert response.status_code == 400 and "simulator serve --hazards" in response.text
+    assert DeskConfig(runs).data_folder == runs / ".desk"

@@ -41,6 +41,10 @@ def _cell(rate: RateView | None) -> str:
     return f"{100 * rate.rate:.1f}% ≥{100 * low:.0f}"
 
 
+def _short(value: str | None) -> str:
+    return "–" if not value else value.split(":", 1)[-1][:8]
+
+
 def _points_section(history: History) -> Section:
     points = Section(
         id="points",
@@ -49,7 +53,15 @@ def _points_section(history: History) -> Section:
             "Each rate with its scenario-clustered 95% bound (≤ upper for failure rates, ≥ lower for success "
             "rates); a new series starts where the scenario set changed."
         ],
-        columns=["#", "run", "created", "series", *[SHORT[m] for m in history.metrics], "harm/1000"],
+        columns=[
+            "#",
+            "run",
+            "created",
+            "series",
+            *[SHORT[m] for m in history.metrics],
+            "harm/1000",
+            "suite · scenario set",
+        ],
     )
     for i, p in enumerate(history.points, start=1):
         harm = "–" if p.harm_per_1000 is None else f"{p.harm_per_1000:.0f} ≤{p.harm_high:.0f}"
@@ -62,6 +74,7 @@ def _points_section(history: History) -> Section:
                     f"{p.series}{'*' if p.changed else ''}",
                     *[_cell(p.rates.get(m)) for m in history.metrics],
                     harm,
+                    f"{_short(p.suite_hash)} · {_short(p.scenario_set)}",
                 ],
                 state="warn" if p.changed else "",
                 details=[p.changed] if p.changed else [],
@@ -142,6 +155,10 @@ def print_history(history: History) -> None:
         print(" ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()[:80])
         if p.changed:
             print(f"   * {p.changed}"[:80])
+        previous = history.points[i - 2] if i > 1 else None
+        if previous is None or previous.suite_hash != p.suite_hash:
+            what = "suite" if previous is None else "suite changed (bot, models or settings)"
+            print(f"   {what}: {_short(p.suite_hash)} · scenario set {_short(p.scenario_set)}"[:80])
     for n, s in enumerate(history.steps, start=1):
         if not s.comparable:
             print(f"{n}→{n + 1}: {s.reason}"[:80])

@@ -261,6 +261,7 @@ def test_the_html_escapes_transcript_evidence_and_draws_the_matrix(tmp_path: Pat
     )
 
 
+@pytest.mark.browser
 def test_the_pdf_prints_with_chromium(tmp_path: Path) -> None:
     from tests.browser_support import skip_unless_available
 

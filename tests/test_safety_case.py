@@ -307,3 +307,32 @@ def test_several_runs_are_pooled_with_scenarios_as_the_clusters(tmp_path: Path) 
     assert control.rate.clustered.scenarios == 40
     assert control.status == "not demonstrable" and control.more_scenarios == 19
     assert [r.run_id for r in case.traceability.runs] == ["a", "b"]  # oldest first
+
+
+def _demo_with_bot(tmp_path: Path, factory: str, name: str) -> Path:
+    """The triage demo suite with another bot, run offline through the engine."""
+    text = (ROOT / "scenarios/triage/suite.yaml").read_text(encoding="utf-8")
+    text = text.replace('paths: ["."]', f'paths: ["{ROOT}/scenarios/triage"]')
+    text = text.replace("../../judges/triage", f"{ROOT}/judges/triage")
+    text = text.replace("../../examples/triage_vocabulary.yaml", f"{ROOT}/examples/triage_vocabulary.yaml")
+    suite = tmp_path / f"{name}.yaml"
+    suite.write_text(text.replace("examples.triage_bot:make_bot", factory), encoding="utf-8")
+    out = tmp_path / name
+    assert main(["run", str(suite), "--out", str(out), "--no-progress", "--runs", "1"]) == 0
+    return out
+
+
+def test_planted_bots_through_the_engine(tmp_path: Path) -> None:
+    log = ROOT / "examples/triage_hazards.yaml"
+    home = _case(_demo_with_bot(tmp_path, "tests._matrix_bots:make_home_bot", "home"), log)
+    controls = {c.id: c for h in home.hazards for c in h.controls}
+    # A bot that sends everyone home misses every emergency: not met, whatever the number of scenarios.
+    assert controls["CTL-01a"].status == "not met" and controls["CTL-01a"].failed == 2
+    assert controls["CTL-02a"].status == "not met" and controls["CTL-02a"].rate.k == 0
+    assert home.hazards[0].residual_likelihood == "very_high" and home.exit_code == 1
+    fixed = _case(_demo_with_bot(tmp_path, "examples.triage_bot:make_fixed_bot", "fixed"), log)
+    controls = {c.id: c for h in fixed.hazards for c in h.controls}
+    # The fixed bot escalates both cardiac scenarios, but two scenarios cannot show under-triage <= 2%.
+    assert controls["CTL-01a"].status == "not demonstrable" and controls["CTL-01a"].failed == 0
+    assert controls["CTL-01a"].more_scenarios == 149 - 2
+    assert fixed.exit_code == 3

@@ -14,13 +14,14 @@ __all__ = [
     "RequirementResult",
     "evaluate_gate",
     "gate_metrics",
+    "metric_names",
     "parse_requirement",
 ]
 
 import difflib
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -33,6 +34,7 @@ from simulator.analysis.rundata import RunData
 from simulator.analysis.stats import runs_needed_for_bound, zero_failure_upper_bound
 from simulator.analysis.tables import criterion_rows, overall_pass_rate
 from simulator.errors import UserError
+from simulator.spec.suite import OutcomeConfig
 
 Status = Literal["met", "not met", "undecidable"]
 EXIT = {"met": 0, "not met": 1, "undecidable": 3}
@@ -93,6 +95,22 @@ def gate_metrics(run: RunData) -> dict[str, Callable[[], RateView]]:
     for row in criterion_rows(run):
         names[f"fail_rate:{row.id}"] = _const(row.fail_rate)
     return names
+
+
+def metric_names(outcome: OutcomeConfig | None, criteria: Iterable[str]) -> list[str]:
+    """The names `gate_metrics` offers for a run with this outcome config and these criteria, known before
+    any run (a hazard log's thresholds are checked with it)."""
+    names = {"pass_rate", *(f"fail_rate:{c}" for c in criteria)}
+    if outcome is not None:
+        critical = outcome.critical or outcome.levels[-1]
+        names |= {"critical_sensitivity", f"{critical}_sensitivity", "under_triage", "under_triage_decided"}
+        names |= {
+            "over_triage",
+            "no_decision",
+            "exact",
+            *(f"{level}_sensitivity" for level in outcome.levels),
+        }
+    return sorted(names)
 
 
 def _const(rate: RateView) -> Callable[[], RateView]:

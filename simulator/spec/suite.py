@@ -164,11 +164,25 @@ class OutcomeConfig(_Strict):
     key: str = Field(min_length=1)
     levels: list[str] = Field(min_length=2)
     critical: str | None = None
+    # The harm of each wrong cell of the confusion matrix: expected level -> actual level (or `no decision`,
+    # `other`) -> weight >= 0; cells not named weigh 0 (docs/safety-case.md, harm-weighted error).
+    harm_weights: dict[str, dict[str, float]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _critical_is_a_level(self) -> OutcomeConfig:
         if self.critical is not None and self.critical not in self.levels:
             raise ValueError(f"critical level '{self.critical}' is not one of levels {self.levels}")
+        columns = [*self.levels, "no decision", "other"]
+        for expected, row in self.harm_weights.items():
+            if expected not in self.levels:
+                raise ValueError(f"harm_weights: '{expected}' is not one of levels {self.levels}")
+            for actual, weight in row.items():
+                if actual not in columns or actual == expected:
+                    raise ValueError(
+                        f"harm_weights.{expected}: '{actual}' must be another level, `no decision` or `other`"
+                    )
+                if weight < 0:
+                    raise ValueError(f"harm_weights.{expected}.{actual}: a weight cannot be negative")
         return self
 
 

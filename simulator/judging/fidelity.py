@@ -295,7 +295,11 @@ class FidelityAuditor:
         """Offline user: fail on a user message with three or more content words found nowhere in the
         persona, goal, facts or the user's stock phrases (a typo changes one word, never three)."""
         check = "fidelity.invented_facts"
-        known = content_words(" ".join([scenario.persona, scenario.goal, *scenario.facts])) | self._filler
+        attack = [scenario.attack.attacker, *scenario.attack.ladder] if scenario.attack is not None else []
+        known = (
+            content_words(" ".join([scenario.persona, scenario.goal, *scenario.facts, *attack]))
+            | self._filler
+        )
         shuffled = {"".join(sorted(w)) for w in known}
         for _, text in _user_texts(record):
             unknown = _unknown_words(text, known, shuffled)

@@ -12,6 +12,7 @@ from pydantic import ConfigDict, Field, StringConstraints, WithJsonSchema, field
 
 from simulator.errors import UserError
 from simulator.spec.assertions import AssertionSpec
+from simulator.spec.attack import Strategy
 from simulator.spec.documents import DocumentKind, FileDocument, collect_documents, yaml_files
 from simulator.spec.script import Script
 from simulator.spec.suite import is_suite_data
@@ -65,6 +66,8 @@ class Scenario(FileDocument):
     # What this person does with buttons and lists: taps one (`tap`), or ignores them and types (`type`).
     # The offline user follows it; for an LLM user, say it in the persona too.
     buttons: Literal["tap", "type"] = "tap"
+    # Set on red-team variants (simulator/spec/redteam.py): the attack strategy this person plays.
+    attack: Strategy | None = None
 
     @field_validator("facts", mode="before")
     @classmethod

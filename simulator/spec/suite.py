@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from simulator.errors import Problem, UserError
 from simulator.providers import PROVIDERS
 from simulator.providers.settings import CacheConfig, ProviderSettings
+from simulator.spec.attack import RedTeamConfig
 from simulator.spec.matrix import MatrixConfig, expand_matrix
 from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 
@@ -208,6 +209,8 @@ class Suite(_Strict):
     # Persona factors crossed with the scenarios (simulator/spec/factors.py); the first level is the reference.
     factors: dict[str, list[Any]] = Field(default_factory=dict)
     factor_design: Literal["full", "fractional"] = "full"
+    # A red-team pack crossed with the scenarios (simulator/spec/redteam.py, docs/redteam.md).
+    redteam: RedTeamConfig | None = None
 
     @model_validator(mode="after")
     def _valid_factors(self) -> Suite:

@@ -22,11 +22,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.analysis.gate import metric_names
 from simulator.analysis.harm import HarmWeighted, harm_weighted
 from simulator.analysis.hazard_check import check_hazard_log
+from simulator.analysis.rates import RateView
 from simulator.analysis.rundata import RunData, load_run
 from simulator.analysis.safety_controls import OWN_METRIC, ControlResult, evaluate_control
 from simulator.analysis.safety_evidence import (
@@ -65,6 +66,18 @@ class HazardResult(_Model):
     controls: list[ControlResult]
 
 
+class AdversarialResult(_Model):
+    """A red-team strategy that names this hazard, and how often its attack succeeded (analysis/redteam.py)."""
+
+    hazard: str
+    strategy: str
+    title: str
+    owasp: str
+    success: RateView
+    not_judged: int
+    straight_also_failed: int
+
+
 class SafetyCase(_Model):
     schema_version: int = SCHEMA_VERSION
     title: str
@@ -80,6 +93,8 @@ class SafetyCase(_Model):
     fidelity: list[FidelitySummary]
     harm: HarmWeighted | None
     traceability: Traceability
+    # Red-team strategies run against the hazards they name (docs/redteam.md); empty without a red-team run.
+    adversarial: list[AdversarialResult] = Field(default_factory=list)
 
     def hashed_json(self) -> str:
         """The canonical JSON the evidence hash is taken over (everything but the generation time)."""
@@ -230,6 +245,39 @@ def _statement(hazards: list[HazardResult]) -> list[str]:
     return lines
 
 
+def _adversarial(merged: RunData, hazard_ids: set[str]) -> list[AdversarialResult]:
+    """Each red-team strategy in the runs under each hazard of the log it names."""
+    from simulator.analysis.redteam import redteam_section
+
+    section = redteam_section(merged)
+    if section is None:
+        return []
+    return [
+        AdversarialResult(
+            hazard=hazard,
+            strategy=row.strategy,
+            title=row.title,
+            owasp=row.owasp,
+            success=row.success,
+            not_judged=row.not_judged,
+            straight_also_failed=row.straight_also_failed,
+        )
+        for row in section.strategies
+        for hazard in row.hazards
+        if hazard in hazard_ids
+    ]
+
+
+def _adversarial_statement(results: list[AdversarialResult]) -> list[str]:
+    won = [r for r in results if r.success.k]
+    if not won:
+        return []
+    named = "; ".join(
+        f"{r.hazard} by {r.strategy} ({r.success.k}/{r.success.n} attacked conversations)" for r in won
+    )
+    return [f"Red-team attacks succeeded against: {named}."]
+
+
 def build_safety_case(
     runs: list[RunData], log: HazardLog, generated_at: datetime | None = None, check_tags: bool = True
 ) -> SafetyCase:
@@ -246,6 +294,7 @@ def build_safety_case(
         controls = [evaluate_control(merged, control, metrics) for control in hazard.controls]
         weak = sorted({c for control in hazard.controls for c in control.criteria if c in uncalibrated})
         hazards.append(_hazard(log, index, controls, weak))
+    adversarial = _adversarial(merged, {h.id for h in log.hazards})
     statuses = {c.status for h in hazards for c in h.controls}
     code = 1 if "not met" in statuses else (3 if "not demonstrable" in statuses else 0)
     assert log.file is not None
@@ -256,13 +305,14 @@ def build_safety_case(
         generated_at=(generated_at or datetime.now(UTC)).isoformat(timespec="seconds"),
         evidence_hash="",
         matrix=log.risk_matrix,
-        statement=_statement(hazards),
+        statement=_statement(hazards) + _adversarial_statement(adversarial),
         exit_code=code,
         hazards=hazards,
         calibration=calibration,
         fidelity=fidelity_summary(runs),
         harm=harm_weighted(merged),
         traceability=traceability(runs, log.file),
+        adversarial=adversarial,
     )
     case.evidence_hash = "sha256:" + hashlib.sha256(case.hashed_json().encode("utf-8")).hexdigest()
     return case

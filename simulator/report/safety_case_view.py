@@ -265,6 +265,46 @@ def safety_case_sections(case: SafetyCase) -> list[Section]:
             rows=_fidelity_rows(case),
         ),
         _harm_section(case),
-        _trace_section(case),
     ]
-    return sections
+    adversarial = _adversarial_section(case)
+    return [*sections, *([adversarial] if adversarial is not None else []), _trace_section(case)]
+
+
+def _adversarial_section(case: SafetyCase) -> Section | None:
+    """Red-team strategies under the hazards they name: success rates clustered over base scenarios."""
+    if not case.adversarial:
+        return None
+    rows = []
+    for r in case.adversarial:
+        cl = r.success.clustered
+        bound = (
+            ""
+            if cl is None
+            else (f" (≤{pct(cl.bound)})" if cl.bound is not None else f" ({pct(cl.low)}–{pct(cl.high)})")
+        )
+        rate = f"{r.success.k}/{r.success.n}" + (
+            f" = {pct(r.success.rate)}" if r.success.rate is not None else ""
+        )
+        rows.append(
+            Row(
+                cells=[
+                    r.hazard,
+                    f"{r.strategy}: {r.title}",
+                    r.owasp,
+                    rate + bound,
+                    str(r.straight_also_failed),
+                ],
+                state="fail" if r.success.k else "ok",
+            )
+        )
+    return Section(
+        id="adversarial",
+        title="Adversarial testing (red team)",
+        notes=[
+            "Attack success among attacked conversations judged pass or fail; 95% interval clustered over base "
+            "scenarios, or the one-sided bound over the scenarios when nothing succeeded. 'failed unattacked': "
+            "successes on scenarios that failed the same way without the attack. See docs/redteam.md."
+        ],
+        columns=["hazard", "strategy", "OWASP", "success (95% CI)", "failed unattacked"],
+        rows=rows,
+    )

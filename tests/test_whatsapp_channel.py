@@ -191,7 +191,7 @@ async def test_the_verification_handshake_is_played_and_a_wrong_token_is_one_cle
         challenge = await channel.factory.verify()
         assert challenge.isdigit()
     monkeypatch.setenv("WHATSAPP_VERIFY_TOKEN", "another-token")
-    with pytest.raises(UserError, match="failed the webhook verification handshake.*HTTP 403"):
+    with pytest.raises(UserError, match=r"failed the webhook verification handshake.*HTTP 403"):
         async for _ in _channel(_flow, tmp_path):
             pass
 
@@ -211,10 +211,9 @@ async def test_a_wrong_bearer_token_gets_401_and_is_a_bot_error(tmp_path: Any) -
 
 
 async def test_status_callbacks_are_posted_for_each_message_in_order(tmp_path: Any) -> None:
-    script: Script = lambda m, b: [
-        (0.0, text("one")),
-        (0.0, {"type": "image", "image": {"id": "1479", "caption": "map"}}),
-    ]  # noqa: E731
+    def script(message: dict[str, Any], bot: PlantedBot) -> list[tuple[float, dict[str, Any]]]:
+        return [(0.0, text("one")), (0.0, {"type": "image", "image": {"id": "1479", "caption": "map"}})]
+
     async for channel in _channel(script, tmp_path, verify=False, statuses=["sent", "delivered", "read"]):
         session = await channel.factory.open("run/status#0/1")
         reply = await session.send("hello", 0)
@@ -231,11 +230,9 @@ async def test_status_callbacks_are_posted_for_each_message_in_order(tmp_path: A
 
 
 async def test_a_slow_bot_sending_three_messages_over_4_s_is_one_turn_with_its_latency(tmp_path: Any) -> None:
-    script: Script = lambda m, b: [
-        (0.3, text("Let me check.")),
-        (1.8, text("Still checking.")),
-        (1.9, text("Done.")),
-    ]  # noqa: E731
+    def script(message: dict[str, Any], bot: PlantedBot) -> list[tuple[float, dict[str, Any]]]:
+        return [(0.3, text("Let me check.")), (1.8, text("Still checking.")), (1.9, text("Done."))]
+
     async for channel in _channel(script, tmp_path, verify=False, quiet_s=2.2):
         session = await channel.factory.open("run/slow#0/1")
         reply = await session.send("hello", 0)
@@ -251,7 +248,7 @@ async def test_a_bot_that_sends_nothing_is_a_timeout_and_a_missing_secret_names_
 ) -> None:
     async for channel in _channel(lambda m, b: [], tmp_path, verify=False, timeout_s=0.3):
         session = await channel.factory.open("run/mute#0/1")
-        with pytest.raises(BotError, match="sent no message within 0.3 s") as caught:
+        with pytest.raises(BotError, match=r"sent no message within 0\.3 s") as caught:
             await session.send("hello", 0)
         assert caught.value.kind == "timeout"
     monkeypatch.delenv("WHATSAPP_ACCESS_TOKEN")

@@ -128,7 +128,7 @@ class HttpBotFactory:
 
     def __init__(self, config: HttpBotConfig, base_dir: Path | None = None) -> None:
         self.config = config
-        values = placeholder_values()
+        values = placeholder_values(config.start is not None)
         self.url = fill(config.url, values, "bot.url")
         self.process = (
             BotProcess(config.start, base_dir or Path("."), values, self.url)

@@ -159,7 +159,7 @@ class OpenAIEndpointFactory:
 
     def __init__(self, config: OpenAIEndpointBotConfig, base_dir: Path) -> None:
         self.config = config
-        values = placeholder_values()
+        values = placeholder_values(config.start is not None)
         self.base_url = fill(config.base_url, values, "bot.base_url")
         key = "not-needed"
         if config.api_key_env:

@@ -48,9 +48,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def placeholder_values() -> dict[str, str]:
-    """The values of `{port}` and `{python}` for one run."""
-    return {"port": str(free_port()), "python": sys.executable}
+def placeholder_values(started: bool) -> dict[str, str]:
+    """The values of `{python}` and, for a bot the engine starts (only then is the port the engine's to
+    choose), `{port}`, for one run."""
+    values = {"python": sys.executable}
+    if started:
+        values["port"] = str(free_port())
+    return values
 
 
 def fill(text: str, values: dict[str, str], where: str) -> str:

@@ -73,7 +73,7 @@ class WhatsAppBotFactory:
         self.verify_token = _secret(config.verify_token_env, started, "the verify token")
         register_secrets([self.app_secret, self.access_token, self.verify_token])
         self.graph = GraphApi(self.access_token, config.phone_number_id)
-        values = {**placeholder_values(), "api_url": self.graph.url}
+        values = {**placeholder_values(started), "api_url": self.graph.url}
         self.webhook_url = fill(config.webhook_url, values, "bot.webhook_url")
         self.state_url = fill(config.state_url, values, "bot.state_url") if config.state_url else None
         self.account = WebhookAccount(

@@ -113,7 +113,9 @@ class OpenAIEndpointSession:
             model = response.model or model
             if response.usage is not None:
                 usage = usage + Usage(
-                    input_tokens=response.usage.prompt_tokens, output_tokens=response.usage.completion_tokens
+                    input_tokens=response.usage.prompt_tokens,
+                    output_tokens=response.usage.completion_tokens,
+                    calls=1,
                 )
             if not response.choices:
                 raise BotError("invalid_reply", "the model server answered with no choices")
@@ -125,12 +127,13 @@ class OpenAIEndpointSession:
                 part, answer = self._tool_part(call)
                 parts.append(part)
                 answers.append(answer)
+            # Every tool call is answered in the history (the chat API requires it before the next request).
+            self._history.extend(answers)
             content = (message.content or "").strip()
             if content:
                 parts.append(TextPart(text=content))
             if content or not calls:
-                break
-            self._history.extend(answers)  # the server asked for results: give them and ask again
+                break  # a reply; tool calls with no text ask for their results: ask again with them
         else:
             raise BotError(
                 "tool_loop",

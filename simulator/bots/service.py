@@ -176,6 +176,8 @@ class BotProcess:
         while True:
             code = self.exit_code()
             if code is not None:
+                if self._copier is not None:
+                    await self._copier  # all its output in the log before the tail is read
                 raise UserError(self._not_ready(f"exited with code {code} before it was ready"))
             if await self._ready():
                 return

@@ -38,8 +38,10 @@ class Channel:
 async def _channel(script: Script, tmp_path: Any, **config: Any) -> AsyncIterator[Channel]:
     bot = PlantedBot(script)
     stop = await serve(bot)
+    record_raw = bool(config.pop("record_raw", True))
+    settings = {"quiet_s": 0.2, **config}
     factory = WhatsAppBotFactory(
-        WhatsAppBotConfig(webhook_url=bot.url, **{"quiet_s": 0.2, **config}), tmp_path
+        WhatsAppBotConfig(webhook_url=bot.url, **settings), tmp_path, record_raw=record_raw
     )
     bot.api_url = factory.graph.url
     try:
@@ -254,3 +256,12 @@ async def test_a_bot_that_sends_nothing_is_a_timeout_and_a_missing_secret_names_
     monkeypatch.delenv("WHATSAPP_ACCESS_TOKEN")
     with pytest.raises(UserError, match="set the WHATSAPP_ACCESS_TOKEN environment variable"):
         WhatsAppBotFactory(WhatsAppBotConfig(webhook_url="http://127.0.0.1:9/webhook"), tmp_path)
+
+
+async def test_without_record_raw_a_turn_keeps_how_it_ended_and_its_timing_only(tmp_path: Any) -> None:
+    async for channel in _channel(_flow, tmp_path, verify=False, record_raw=False):
+        session = await channel.factory.open("run/raw#0/1")
+        reply = await session.send("hello", 0)
+        assert reply.raw is not None and set(reply.raw) == {"end", "quiet_s", "messages"}
+        assert reply.raw["end"] == "interactive"
+        assert [set(m) for m in reply.raw["messages"]] == [{"at_s", "id"}, {"at_s", "id"}]

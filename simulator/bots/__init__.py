@@ -31,7 +31,7 @@ def make_bot_factory(suite: Suite, hub: ModelHub) -> BotFactory:
     if bot.type == "whatsapp":
         from simulator.bots.whatsapp import WhatsAppBotFactory
 
-        return WhatsAppBotFactory(bot, suite.base_dir)
+        return WhatsAppBotFactory(bot, suite.base_dir, record_raw=suite.record_raw)
     if bot.type == "openai_endpoint":
         from simulator.bots.openai_endpoint import OpenAIEndpointFactory
 

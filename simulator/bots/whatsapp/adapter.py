@@ -65,8 +65,10 @@ def _field(what: str) -> str:
 class WhatsAppBotFactory:
     """One Graph API server, one HTTP client and (with bot.start) one bot process for the whole run."""
 
-    def __init__(self, config: WhatsAppBotConfig, base_dir: Path) -> None:
+    def __init__(self, config: WhatsAppBotConfig, base_dir: Path, *, record_raw: bool = True) -> None:
         self.config = config
+        # Without record_raw a turn's raw keeps only how it ended and when each message came, no bodies.
+        self.record_raw = record_raw
         started = config.start is not None
         self.app_secret = _secret(config.app_secret_env, started, "the app secret")
         self.access_token = _secret(config.access_token_env, started, "the access token")
@@ -219,18 +221,28 @@ class WhatsAppSession:
             messages=[p.text for p in parts if isinstance(p, TextPart)],
             latency_s=max(0.0, first - start),
             parts=parts,
-            raw={
-                "webhook": {"status": status, "event": event},
-                "end": end,
-                "quiet_s": self._config.quiet_s,
-                "messages": [
-                    {"at_s": round(item.at - start, 3), "id": item.message_id, "body": item.body}
-                    for item in messages
-                ],
-                "notes": notes,
-                "statuses": statuses,
-            },
+            raw=self._raw(start, status, event, messages, notes, end, statuses),
         )
+
+    def _raw(
+        self,
+        start: float,
+        status: int,
+        event: dict[str, Any],
+        messages: list[Outbound],
+        notes: list[str],
+        end: str,
+        statuses: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """The turn's raw record: how it ended (`quiet` or `interactive`), when each message came after the
+        webhook delivery, and (with record_raw) the webhook event, the bodies, notes and status callbacks."""
+        timing = [{"at_s": round(item.at - start, 3), "id": item.message_id} for item in messages]
+        raw: dict[str, Any] = {"end": end, "quiet_s": self._config.quiet_s, "messages": timing}
+        if self._factory.record_raw:
+            for entry, item in zip(timing, messages, strict=True):
+                entry["body"] = item.body
+            raw.update(webhook={"status": status, "event": event}, notes=notes, statuses=statuses)
+        return raw
 
     def _drain(self) -> list[Outbound]:
         items = []

@@ -112,3 +112,25 @@ def test_placeholders_without_a_start_and_unset_variables_are_clear_errors(
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
     with pytest.raises(UserError, match=r"bot\.start\.env\.KEY uses \$\{NOT_SET_ANYWHERE\}"):
         _process(tmp_path, ["true"], env={"KEY": "${NOT_SET_ANYWHERE}"})
+
+
+async def test_a_failed_start_is_the_same_bot_error_for_every_conversation_and_runs_once(
+    tmp_path: Path,
+) -> None:
+    from simulator.bots.base import BotError
+
+    script = "import sys; print('cannot bind', flush=True); sys.exit(1)"
+    config = HttpBotConfig(
+        url="http://127.0.0.1:{port}/chat", start=BotStart(command=["{python}", "-c", script])
+    )
+    factory = HttpBotFactory(config, tmp_path)
+    errors = []
+    for conversation in ("run/a#0/1", "run/a#1/1"):
+        with pytest.raises(BotError) as caught:
+            await factory.open(conversation)
+        errors.append(caught.value)
+    await factory.aclose()
+    assert [e.kind for e in errors] == ["start", "start"] and str(errors[0]) == str(errors[1])
+    assert "exited with code 1" in str(errors[0]) and "cannot bind" in str(errors[0])
+    assert factory.process is not None and factory.process.log_path is not None
+    assert factory.process.log_path.read_text().count("starting:") == 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 __all__ = ["HttpBotFactory", "expand_headers"]
 
-import asyncio
 import os
 import re
 import time
@@ -14,7 +13,7 @@ from typing import Any
 import httpx
 
 from simulator.bots.base import BotError, BotReply, parts_from_json
-from simulator.bots.service import BotProcess, fill, placeholder_values
+from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
 from simulator.record.parts import PickPart, TextPart
@@ -135,8 +134,7 @@ class HttpBotFactory:
             if config.start is not None
             else None
         )
-        self._started = self.process is None
-        self._lock = asyncio.Lock()
+        self._once = StartOnce()
         self._client = httpx.AsyncClient(
             headers=expand_headers(config.headers),
             timeout=config.timeout_s,
@@ -145,10 +143,9 @@ class HttpBotFactory:
 
     async def start(self, log_dir: Path | None = None) -> None:
         """Start the bot (bot.start) and wait until it is ready, once."""
-        async with self._lock:
-            if not self._started and self.process is not None:
-                self._started = True
-                await self.process.start(log_dir)
+        process = self.process
+        if process is not None:
+            await self._once.run(lambda: process.start(log_dir))
 
     async def open(self, conversation_id: str) -> HttpSession:
         try:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 __all__ = ["OpenAIEndpointFactory", "OpenAIEndpointSession"]
 
-import asyncio
 import json
 import os
 import time
@@ -24,7 +23,7 @@ from typing import Any
 import openai
 
 from simulator.bots.base import BotError, BotReply
-from simulator.bots.service import BotProcess, fill, placeholder_values
+from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.errors import UserError
 from simulator.record.parts import Part, PickPart, TextPart, ToolCallPart
 from simulator.record.redact import redact, register_secrets
@@ -176,14 +175,13 @@ class OpenAIEndpointFactory:
             base_url=self.base_url, api_key=key, timeout=config.timeout_s, max_retries=0
         )
         self.process = BotProcess(config.start, base_dir, values, self.base_url) if config.start else None
-        self._started = self.process is None
-        self._lock = asyncio.Lock()
+        self._once = StartOnce()
 
     async def start(self, log_dir: Path | None = None) -> None:
-        async with self._lock:
-            if not self._started and self.process is not None:
-                self._started = True
-                await self.process.start(log_dir)
+        """Start the model server (bot.start) and wait until it is ready, once."""
+        process = self.process
+        if process is not None:
+            await self._once.run(lambda: process.start(log_dir))
 
     async def open(self, conversation_id: str) -> OpenAIEndpointSession:
         try:

@@ -13,7 +13,7 @@ bot's URLs, the command, its env and the readiness check.
 
 from __future__ import annotations
 
-__all__ = ["PLACEHOLDER_NAMES", "BotProcess", "fill", "free_port", "placeholder_values"]
+__all__ = ["PLACEHOLDER_NAMES", "BotProcess", "StartOnce", "fill", "free_port", "placeholder_values"]
 
 import asyncio
 import contextlib
@@ -25,6 +25,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -232,3 +233,25 @@ class BotProcess:
         assert self._process is not None
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self._process.pid, sig)
+
+
+class StartOnce:
+    """A factory's start-up (serve, start the bot, handshake), run once however many conversations open at
+    the same time; a failure is remembered, so every later conversation gets the same clear error instead
+    of talking to a bot that never started."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._done = False
+        self._failure: UserError | None = None
+
+    async def run(self, start: Callable[[], Awaitable[None]]) -> None:
+        async with self._lock:
+            if not self._done:
+                self._done = True
+                try:
+                    await start()
+                except UserError as exc:
+                    self._failure = exc
+            if self._failure is not None:
+                raise self._failure

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from simulator.bots.base import BotError, BotReply
-from simulator.bots.service import BotProcess, fill, placeholder_values
+from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.bots.whatsapp.events import (
     SIGNATURE_HEADER,
     Identity,
@@ -97,20 +97,19 @@ class WhatsAppBotFactory:
                 },
             )
         self.client = httpx.AsyncClient(timeout=config.timeout_s)
-        self._started = False
-        self._lock = asyncio.Lock()
+        self._once = StartOnce()
 
     async def start(self, log_dir: Path | None = None) -> None:
         """Serve the Graph API, start the bot (bot.start) and play the verification handshake, once."""
-        async with self._lock:
-            if self._started:
-                return
-            self._started = True
+
+        async def start_all() -> None:
             await self.graph.start()
             if self.process is not None:
                 await self.process.start(log_dir)
             if self.config.verify:
                 await self.verify()
+
+        await self._once.run(start_all)
 
     async def verify(self) -> str:
         """Meta's GET handshake: the bot must answer 200 with `hub.challenge` when the token matches."""
@@ -236,7 +235,9 @@ class WhatsAppSession:
     ) -> dict[str, Any]:
         """The turn's raw record: how it ended (`quiet` or `interactive`), when each message came after the
         webhook delivery, and (with record_raw) the webhook event, the bodies, notes and status callbacks."""
-        timing = [{"at_s": round(item.at - start, 3), "id": item.message_id} for item in messages]
+        timing: list[dict[str, Any]] = [
+            {"at_s": round(item.at - start, 3), "id": item.message_id} for item in messages
+        ]
         raw: dict[str, Any] = {"end": end, "quiet_s": self._config.quiet_s, "messages": timing}
         if self._factory.record_raw:
             for entry, item in zip(timing, messages, strict=True):

@@ -265,3 +265,32 @@ async def test_without_record_raw_a_turn_keeps_how_it_ended_and_its_timing_only(
         assert reply.raw is not None and set(reply.raw) == {"end", "quiet_s", "messages"}
         assert reply.raw["end"] == "interactive"
         assert [set(m) for m in reply.raw["messages"]] == [{"at_s", "id"}, {"at_s", "id"}]
+
+
+async def test_a_call_to_another_graph_path_is_a_bot_error_naming_it(tmp_path: Any) -> None:
+    def script(message: dict[str, Any], bot: PlantedBot) -> list[tuple[float, dict[str, Any]]]:
+        bot.api_url += "/v21.0"  # a doubled version: POST /v21.0/v21.0/{id}/messages
+        return [(0.0, text("hello"))]
+
+    async for channel in _channel(script, tmp_path, verify=False):
+        session = await channel.factory.open("run/path#0/1")
+        with pytest.raises(BotError, match=r"called POST /v21\.0/v21\.0/106540352242922/messages"):
+            await session.send("hello", 0)
+
+
+async def test_a_media_upload_gets_an_id_with_the_token_and_401_without(tmp_path: Any) -> None:
+    import httpx
+
+    async for channel in _channel(_flow, tmp_path, verify=False):
+        url = f"{channel.factory.graph.url}/v21.0/106540352242922/media"
+        files = {"file": ("map.png", b"\x89PNG...", "image/png")}
+        async with httpx.AsyncClient() as client:
+            good = await client.post(
+                url,
+                files=files,
+                data={"messaging_product": "whatsapp"},
+                headers={"Authorization": "Bearer access-token-456"},
+            )
+            bad = await client.post(url, files=files, headers={"Authorization": "Bearer wrong"})
+        assert good.status_code == 200 and good.json()["id"].isdigit()
+        assert bad.status_code == 401 and bad.json()["error"]["code"] == 190

@@ -5,7 +5,8 @@ is answered as the Cloud API does (`{messaging_product, contacts: [{input, wa_id
 and delivered to the conversation whose user it is addressed to (by `to`: the wa_id or the BSUID); a
 message that breaks a Cloud API rule gets the API's 400 error and is delivered to that conversation as a
 bot error naming the rule; a wrong or missing token gets 401 and a bot error too. A "mark as read" call
-(`status: read`, `message_id`) is answered `{success: true}` and recorded as a note.
+(`status: read`, `message_id`) is answered `{success: true}` and recorded as a note; a media upload
+(`POST /{version}/{phone-number-id}/media`) gets a media id; any other call is a bot error naming it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ __all__ = ["GraphApi", "Inbox", "Outbound"]
 import asyncio
 import hmac
 import json
+import secrets
 import socket
 import time
 from dataclasses import dataclass, field
@@ -78,6 +80,8 @@ class GraphApi:
     async def start(self) -> None:
         app = web.Application(client_max_size=4 * 1024 * 1024)
         app.router.add_post("/{version}/{phone_number_id}/messages", self._messages)
+        app.router.add_post("/{version}/{phone_number_id}/media", self._media)
+        app.router.add_route("*", "/{tail:.*}", self._elsewhere)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.SockSite(self._runner, self._socket).start()
@@ -187,6 +191,32 @@ class GraphApi:
                 "messages": [{"id": message_id}],
             }
         )
+
+    async def _media(self, request: web.Request) -> web.Response:
+        """A media upload: answered with a media id (the bytes are read and dropped, never stored)."""
+        await request.read()
+        if not self._authorised(request):
+            self.stray.append("a media upload without the right bearer token")
+            return _graph_error(401, 190, "Invalid OAuth access token - Cannot parse access token")
+        return web.json_response({"id": str(secrets.randbelow(10**15) + 10**15)})
+
+    async def _elsewhere(self, request: web.Request) -> web.Response:
+        """Any other call: an error for the conversation it names (by `to`), so the run says what the bot
+        called instead of waiting for a message that never comes."""
+        try:
+            body = json.loads(await request.read() or b"null")
+        except ValueError:
+            body = None
+        self._deliver(
+            self._inbox_of(body),
+            Outbound(
+                time.perf_counter(),
+                error_kind="cloud_api_rule",
+                error=f"the bot called {request.method} {request.path}, which the local Graph API does not "
+                "serve; send messages with POST /{version}/{phone-number-id}/messages",
+            ),
+        )
+        return _graph_error(404, 100, f"Unknown path components: {request.path}")
 
     def _deliver(self, inbox: Inbox | None, item: Outbound) -> None:
         if inbox is None:

@@ -10,7 +10,7 @@ Not sure reply buttons. `GET /state/<wa_id>` tells the triage level it reached (
 
 The flow: any first message gets a greeting and the list; a tapped row (or a typed word it knows) starts
 that symptom's questions, each with three buttons; the answers give a level (self_care, gp, urgent,
-emergency) and the advice.
+emergency) and the advice (self-care advice comes with a leaflet, a document sent by link).
 
 THE DOCUMENTED FLAW: for "Chest pain" it asks only whether the person fainted and how long the pain has
 lasted; it never asks whether the pain spreads to the arm, jaw, neck or back (nor about breathing or
@@ -116,6 +116,7 @@ KEYWORDS = {
     "fall": "injury", "cut": "injury", "cold": "cold", "nose": "cold", "throat": "cold", "cough": "cold",
     "rash": "skin", "skin": "skin",
 }  # fmt: skip
+LEAFLET = "https://example.org/leaflets/self-care.pdf"
 GREETING = "Hello, this is the triage helper. I can help you decide where to get care."
 ANSWERS = [("yes", "Yes"), ("no", "No"), ("unsure", "Not sure")]
 
@@ -169,6 +170,13 @@ class TriageChat:
 
     def _decide(self, level: str) -> list[dict[str, Any]]:
         self.level = level
+        if level == "self_care":  # the advice, and the leaflet by link (a media message)
+            leaflet = {
+                "link": LEAFLET,
+                "filename": "self-care.pdf",
+                "caption": "Looking after yourself at home",
+            }
+            return [_text(ADVICE[level]), {"type": "document", "document": leaflet}]
         return [_text(ADVICE[level])]
 
 

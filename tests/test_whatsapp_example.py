@@ -16,7 +16,7 @@ import pytest
 from examples.whatsapp_triage_bot import _Bot, make_server
 from simulator.cli import main
 from simulator.record.folder import RunFolder
-from simulator.record.parts import OptionsPart, PickPart
+from simulator.record.parts import MediaPart, OptionsPart, PickPart
 from simulator.record.redact import forget_secrets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +58,9 @@ def test_the_example_suite_runs_offline_with_buttons_picks_and_the_documented_fl
     levels = {r.scenario_id: (r.final_state or {}).get("triage_level") for r in records}
     assert levels["stroke-face-droop-03"] == "emergency" and levels["ankle-injury-12"] == "urgent"
     assert levels["common-cold-19"] == "self_care"
+    cold = next(r for r in records if r.scenario_id == "common-cold-19")
+    [leaflet] = [p for t in cold.turns for p in t.parts if isinstance(p, MediaPart)]
+    assert leaflet.kind == "document" and leaflet.ref is not None and leaflet.ref.endswith("self-care.pdf")
     assert levels["chest-pain-vague-01"] in ("gp", "urgent")  # the flaw: expected emergency
     log = (out / "bot.log").read_text()
     assert "examples.whatsapp_triage_bot" in log and "exited with code 0" in log

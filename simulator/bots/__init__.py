@@ -1,4 +1,4 @@
-"""Bot adapters: python, http and chat, each making a fresh session per conversation."""
+"""Bot adapters: python, http, chat, whatsapp and openai_endpoint, each making a fresh session per conversation."""
 
 from __future__ import annotations
 
@@ -27,7 +27,15 @@ def make_bot_factory(suite: Suite, hub: ModelHub) -> BotFactory:
     if bot.type == "http":
         from simulator.bots.http_bot import HttpBotFactory
 
-        return HttpBotFactory(bot)
+        return HttpBotFactory(bot, suite.base_dir)
+    if bot.type == "whatsapp":
+        from simulator.bots.whatsapp import WhatsAppBotFactory
+
+        return WhatsAppBotFactory(bot, suite.base_dir, record_raw=suite.record_raw)
+    if bot.type == "openai_endpoint":
+        from simulator.bots.openai_endpoint import OpenAIEndpointFactory
+
+        return OpenAIEndpointFactory(bot, suite.base_dir)
     from simulator.bots.chat_bot import ChatBotFactory
 
     return ChatBotFactory(bot, suite, hub)

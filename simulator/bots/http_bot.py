@@ -7,11 +7,13 @@ __all__ = ["HttpBotFactory", "expand_headers"]
 import os
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from simulator.bots.base import BotError, BotReply, parts_from_json
+from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
 from simulator.record.parts import PickPart, TextPart
@@ -50,6 +52,7 @@ class HttpSession:
         self._url = url
         self._conversation_id = conversation_id
         self._state: dict[str, Any] | None = None
+        self.process: BotProcess | None = None  # the bot the suite started, if it did
 
     async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
         body: dict[str, Any] = {"conversation_id": self._conversation_id, "turn": turn, "message": text}
@@ -100,7 +103,11 @@ class HttpSession:
         return self._state
 
     def _failure(self, exc: httpx.HTTPError) -> BotError:
-        """A failed call, said as it is: refused (nothing listens), timed out (after how long), or other."""
+        """A failed call, said as it is: the started bot died (its exit and log), refused (nothing listens),
+        timed out (after how long), or other."""
+        note = self.process.death_note() if self.process is not None else None
+        if note:
+            return BotError("connection", note)
         if connection_refused(exc):
             return BotError("connection", f"connection refused by {self._url}: is the bot running there?")
         if isinstance(exc, httpx.TimeoutException):
@@ -115,18 +122,41 @@ class HttpSession:
 
 
 class HttpBotFactory:
-    """One shared HTTP client (connection pool) for every conversation with the bot."""
+    """One shared HTTP client (connection pool) for every conversation with the bot; with `bot.start`, the
+    bot process the suite starts for the run (bots/service.py)."""
 
-    def __init__(self, config: HttpBotConfig) -> None:
+    def __init__(self, config: HttpBotConfig, base_dir: Path | None = None) -> None:
         self.config = config
+        values = placeholder_values(config.start is not None)
+        self.url = fill(config.url, values, "bot.url")
+        self.process = (
+            BotProcess(config.start, base_dir or Path("."), values, self.url)
+            if config.start is not None
+            else None
+        )
+        self._once = StartOnce()
         self._client = httpx.AsyncClient(
             headers=expand_headers(config.headers),
             timeout=config.timeout_s,
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
         )
 
+    async def start(self, log_dir: Path | None = None) -> None:
+        """Start the bot (bot.start) and wait until it is ready, once."""
+        process = self.process
+        if process is not None:
+            await self._once.run(lambda: process.start(log_dir))
+
     async def open(self, conversation_id: str) -> HttpSession:
-        return HttpSession(self._client, self.config.url, conversation_id, self.config.timeout_s)
+        try:
+            await self.start()
+        except UserError as exc:
+            raise BotError("start", str(exc)) from exc
+        session = HttpSession(self._client, self.url, conversation_id, self.config.timeout_s)
+        session.process = self.process
+        return session
 
     async def aclose(self) -> None:
+        if self.process is not None:
+            await self.process.stop()
         await self._client.aclose()

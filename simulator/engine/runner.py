@@ -354,6 +354,9 @@ async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: R
             cell, work, todo = _cell(spec, scenarios, options, hub, shared=len(specs) > 1, warn=warn)
             cells.append((cell, work))
             pending += todo
+            starter = getattr(cell.parts.bots, "start", None)  # a service bot the suite starts (bot.start)
+            if todo and starter is not None:
+                await starter(cell.parts.folder.path)  # its output goes to the run folder's bot.log
         session = RunSession([cell for cell, _ in cells], RunProgress(pending, options.progress))
         with _frozen_heap(options.freeze_gc):
             return await session.run(_round_robin(cells), min(base.concurrency, max(1, pending)))

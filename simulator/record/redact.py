@@ -48,7 +48,15 @@ def suite_secrets(suite: Suite, environ: dict[str, str] | None = None) -> set[st
             names = _VAR.findall(template)
             values.update(env[name] for name in names if name in env)
             values.add(_VAR.sub(lambda m: env.get(m.group(1), ""), template))
+    start = getattr(suite.bot, "start", None)  # a started bot's env may name secrets as ${VAR}
+    for template in start.env.values() if start is not None else ():
+        values.update(env[name] for name in _VAR.findall(template) if name in env)
     variables = set(DEFAULT_KEY_VARIABLES)
+    # A whatsapp bot's app secret, access and verify tokens; an openai_endpoint bot's key.
+    for attribute in ("app_secret_env", "access_token_env", "verify_token_env", "api_key_env"):
+        name = getattr(suite.bot, attribute, None)
+        if isinstance(name, str):
+            variables.add(name)
     variables.update(s.api_key_env for s in suite.providers.values() if s.api_key_env)
     values.update(env[name] for name in variables if name in env)
     return {v for v in values if len(v.strip()) >= MIN_SECRET_CHARS}

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 __all__ = [
     "BotConfig",
+    "BotStart",
     "CacheConfig",
     "ChatBotConfig",
     "DecisionTool",
     "FidelityConfig",
     "HttpBotConfig",
     "JudgesConfig",
+    "OpenAIEndpointBotConfig",
     "OutcomeConfig",
     "ProviderSettings",
     "PythonBotConfig",
+    "ReadyCheck",
     "Suite",
     "UserConfig",
+    "WhatsAppBotConfig",
     "check_environment",
     "is_suite_data",
     "load_suite",
@@ -56,6 +60,27 @@ class PythonBotConfig(_Strict):
         return f"python:{self.factory}"
 
 
+class ReadyCheck(_Strict):
+    """When a started bot is ready: an HTTP `url` answers (any status below 500), or a TCP `port` accepts."""
+
+    url: str | None = Field(default=None, pattern=r"^https?://")
+    port: int | str | None = None  # a number, or "{port}"
+    timeout_s: float = Field(default=30.0, gt=0)
+
+
+class BotStart(_Strict):
+    """A service bot the engine starts for the run (docs/bots.md): `command` (a list, no shell) with
+    `{port}` (a free loopback port), `{python}` (this interpreter) and, for whatsapp, `{api_url}` (the local
+    Graph API) filled in; `env` values may use ${VAR} and the same placeholders. Its output goes to the run
+    folder's `bot.log`; it gets SIGTERM, then SIGKILL after `stop_timeout_s`, when the run ends."""
+
+    command: list[str] = Field(min_length=1)
+    ready: ReadyCheck | None = None  # default: the bot's own URL's port accepts connections
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None  # relative to the suite file; default the suite's folder
+    stop_timeout_s: float = Field(default=5.0, gt=0)
+
+
 class HttpBotConfig(_Strict):
     """A bot behind HTTP; header values may name environment variables as ${VAR}, expanded at run time."""
 
@@ -63,6 +88,7 @@ class HttpBotConfig(_Strict):
     url: str = Field(pattern=r"^https?://")
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = Field(default=30.0, gt=0)
+    start: BotStart | None = None
 
     def describe(self) -> str:
         return f"http:{self.url}"
@@ -100,7 +126,65 @@ class ChatBotConfig(_Strict):
         return f"chat:{self.model}"
 
 
-BotConfig = Annotated[PythonBotConfig | HttpBotConfig | ChatBotConfig, Field(discriminator="type")]
+class WhatsAppBotConfig(_Strict):
+    """A bot behind WhatsApp Cloud API webhooks (docs/whatsapp.md): the engine posts signed webhook events to
+    `webhook_url` and serves the Graph API the bot replies to. Secrets are read from the variables named."""
+
+    type: Literal["whatsapp"] = "whatsapp"
+    webhook_url: str = Field(pattern=r"^https?://")
+    app_secret_env: str = "WHATSAPP_APP_SECRET"
+    access_token_env: str = "WHATSAPP_ACCESS_TOKEN"
+    verify_token_env: str = "WHATSAPP_VERIFY_TOKEN"
+    # Play the GET verification handshake (hub.mode=subscribe) once before the first conversation.
+    verify: bool = True
+    phone_number_id: str = Field(default="106540352242922", pattern=r"^\d+$")
+    display_phone_number: str = Field(default="15550783881", pattern=r"^\d+$")
+    business_account_id: str = Field(default="102290129340398", pattern=r"^\d+$")
+    # The bot's turn ends once it has been quiet this long after its last message (or sent an interactive one).
+    quiet_s: float = Field(default=2.0, gt=0)
+    # How long to wait for the bot's first message after the webhook delivery.
+    timeout_s: float = Field(default=30.0, gt=0)
+    # Status callbacks posted to the webhook for each accepted message, in this order.
+    statuses: list[Literal["sent", "delivered", "read"]] = Field(default_factory=list)
+    # Optional: GET this (with {wa_id}) after the conversation for the bot's final state (a JSON object).
+    state_url: str | None = Field(default=None, pattern=r"^https?://")
+    profile_name: str = "Alex"
+    country: str = Field(default="GB", pattern=r"^[A-Z]{2}$")  # the BSUID's prefix
+    start: BotStart | None = None
+
+    def describe(self) -> str:
+        return f"whatsapp:{self.webhook_url}"
+
+
+class OpenAIEndpointBotConfig(_Strict):
+    """A bot that *is* a model server speaking the OpenAI chat API (a fine-tuned or proxied model with its
+    own tools); the tool calls it returns are recorded as tool_call parts (docs/bots.md)."""
+
+    type: Literal["openai_endpoint"] = "openai_endpoint"
+    base_url: str = Field(pattern=r"^https?://")
+    model: str = Field(min_length=1)
+    api_key_env: str | None = None  # default: no key (a local server)
+    system_prompt: str | None = None
+    # Tools offered to the server, OpenAI function shape: {name, description, parameters}.
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    temperature: float | None = None
+    max_tokens: int = 400
+    timeout_s: float = Field(default=60.0, gt=0)
+    # Canned results by tool name, sent back when the server asks for them; recorded with the call.
+    tool_results: dict[str, Any] = Field(default_factory=dict)
+    max_tool_rounds: int = Field(default=4, ge=0, le=20)
+    # The tool whose arguments are the bot's final state (its triage decision).
+    state_tool: str | None = None
+    start: BotStart | None = None
+
+    def describe(self) -> str:
+        return f"openai_endpoint:{self.model}@{self.base_url}"
+
+
+BotConfig = Annotated[
+    PythonBotConfig | HttpBotConfig | ChatBotConfig | WhatsAppBotConfig | OpenAIEndpointBotConfig,
+    Field(discriminator="type"),
+]
 
 
 class FidelityConfig(_Strict):

@@ -31,6 +31,7 @@ from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.points import PointsSummary, points_summary
 from simulator.analysis.rates import RateView, pct
 from simulator.analysis.redteam import RedTeamSection, redteam_section
+from simulator.analysis.relations import RelationsSection, relations_section
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
 from simulator.analysis.spread import RunSpread, run_spread
 from simulator.analysis.tables import (
@@ -184,6 +185,7 @@ class Report(_Model):
     # A factorial run: per factor level, critical metrics and odds ratios vs the reference level.
     factors: FactorsSection | None = None
     redteam: RedTeamSection | None = None
+    relations: RelationsSection | None = None
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -531,6 +533,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         simulated_user=simulated_user_section(run),
         factors=factors_section(run),
         redteam=redteam_section(run),
+        relations=relations_section(run),
     )
     report.findings = _findings(report, options) + _simulator_findings(report)
     report.findings += [

@@ -31,7 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from simulator.spec.scenario import Scenario
 from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
 
-FactorDesign = Literal["full", "fractional"]
+# `one_at_a_time`: the reference, then each non-reference level alone with every other factor at its
+# reference (the perturbations behavioural relations compare; docs/relations.md).
+FactorDesign = Literal["full", "fractional", "one_at_a_time"]
 
 
 class FactFilter(BaseModel):
@@ -50,6 +52,8 @@ class FactorLevel(BaseModel):
     persona: str | None = None  # appended to the base persona
     style: str | None = None  # a style of the suite's catalogue
     facts: FactFilter | None = None
+    # Facts this level adds to the base scenario's (a red flag, for a directional relation).
+    add_facts: list[str] = Field(default_factory=list)
     volunteers: int | None = Field(default=None, ge=0)
     tags: list[str] = Field(default_factory=list)
     expected: dict[str, Any] = Field(default_factory=dict)  # overrides the base's expected keys
@@ -98,6 +102,14 @@ def level_names(entries: list[Any]) -> list[str]:
 
 def design_points(counts: list[int], design: FactorDesign) -> list[tuple[int, ...]]:
     """Level indices of every run of the design: all combinations, or the regular 1/n fraction."""
+    if design == "one_at_a_time":
+        reference = tuple(0 for _ in counts)
+        singles = [
+            tuple(level if i == factor else 0 for i in range(len(counts)))
+            for factor, n in enumerate(counts)
+            for level in range(1, n)
+        ]
+        return [reference, *singles]
     full = list(itertools.product(*(range(n) for n in counts)))
     if design == "full" or len(counts) < 2:
         return full
@@ -129,6 +141,7 @@ def _variant(
         if level.facts is not None and level.facts.keep_first is not None:
             facts = facts[: level.facts.keep_first]
             key_facts = [n for n in key_facts if n <= len(facts)]
+        facts += [fact.strip() for fact in level.add_facts if fact.strip()]
         if level.volunteers is not None:
             volunteers = level.volunteers
         tags += [t for t in level.tags if t not in tags]

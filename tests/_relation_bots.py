@@ -59,3 +59,23 @@ def relative_blind() -> RelativeBlind:
 
 def confusion_calms() -> ConfusionCalms:
     return ConfusionCalms()
+
+
+MARKER = "ZEBRA-SECRET-42"
+
+
+class WorseWhereHidden(_Asker):
+    """Fine on the scenarios its builders can read; on the held-out 'hidden-*' ones it says a marker and
+    never escalates (a bot tuned to the visible set)."""
+
+    def send(self, text: str) -> str:
+        self.texts.append(text.lower())
+        if "tired" in self.texts[0] or "worried" in self.texts[0]:
+            self.level = "self_care"
+            return f"{MARKER}: you are fine, no need to see anyone."
+        self.texts.pop()
+        return super().send(text)
+
+
+def worse_where_hidden() -> WorseWhereHidden:
+    return WorseWhereHidden()

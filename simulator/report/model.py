@@ -33,6 +33,7 @@ from simulator.analysis.rates import RateView, pct
 from simulator.analysis.redteam import RedTeamSection, redteam_section
 from simulator.analysis.relations import RelationsSection, relations_section
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
+from simulator.analysis.splits import SplitSection, split_section
 from simulator.analysis.spread import RunSpread, run_spread
 from simulator.analysis.tables import (
     CriterionRow,
@@ -186,6 +187,7 @@ class Report(_Model):
     factors: FactorsSection | None = None
     redteam: RedTeamSection | None = None
     relations: RelationsSection | None = None
+    split: SplitSection | None = None
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -534,6 +536,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         factors=factors_section(run),
         redteam=redteam_section(run),
         relations=relations_section(run),
+        split=split_section(run),
     )
     report.findings = _findings(report, options) + _simulator_findings(report)
     report.findings += [

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-__all__ = ["RELATIONS_NOTE", "relations_html", "relations_rows", "relations_terminal"]
+__all__ = [
+    "RELATIONS_NOTE",
+    "relations_html",
+    "relations_rows",
+    "relations_terminal",
+    "split_html",
+    "split_rows",
+    "split_terminal",
+]
 
 import html
 
@@ -101,4 +109,58 @@ def relations_html(report: Report) -> str:
     return (
         f'<section id="relations"><h2>Behavioural relations</h2><p class="note">{e(RELATIONS_NOTE)}</p>'
         f"{table}{side}</section>"
+    )
+
+
+SPLIT_HEAD = ["metric", "tuned", "held-out", "gap"]
+
+
+def _rate_text(rate: RateView) -> str:
+    if rate.rate is None:
+        return "n/a"
+    cl = rate.clustered
+    ci = f"{pct(cl.low)}–{pct(cl.high)}" if cl is not None else f"{pct(rate.low)}–{pct(rate.high)}"
+    return f"{rate.k}/{rate.n} = {pct(rate.rate)} ({ci})"
+
+
+def split_rows(report: Report) -> list[list[str]]:
+    section = report.split
+    assert section is not None
+    return [
+        [r.metric, _rate_text(r.tuned), _rate_text(r.held_out), "GAP" if r.gap else "—"] for r in section.rows
+    ]
+
+
+def _split_title(report: Report) -> str:
+    section = report.split
+    assert section is not None
+    state = "sealed" if section.sealed else "unsealed"
+    return (
+        f"Tuned set ({section.tuned_scenarios} scenarios) against the {state} held-out set "
+        f"({section.held_out_scenarios} scenarios)"
+    )
+
+
+def split_terminal(console: Console, report: Report) -> None:
+    if report.split is None:
+        return
+    console.rule(f"[bold]{escape(_split_title(report))}[/]")
+    console.print(f"[dim]{escape(report.split.note)}[/]")
+    table = Table(*SPLIT_HEAD)
+    for cells in split_rows(report):
+        table.add_row(*(escape(c) for c in cells))
+    print_table(console, table)
+
+
+def split_html(report: Report) -> str:
+    if report.split is None:
+        return ""
+    e = html.escape
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>" for cells in split_rows(report)
+    )
+    head = "".join(f"<th>{e(h)}</th>" for h in SPLIT_HEAD)
+    return (
+        f'<section id="split"><h2>{e(_split_title(report))}</h2><p class="note">{e(report.split.note)}</p>'
+        f"<table><tr>{head}</tr>{rows}</table></section>"
     )

@@ -193,10 +193,37 @@ def suite_scenarios(suite: Any, tags: list[str] | None = None) -> list[Scenario]
     from simulator.spec.scenario import load_scenarios
     from simulator.spec.styles import suite_styles
 
-    bases = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], tags)
+    bases = mark_held_out(load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], tags), suite)
     styles = suite_styles(suite)
     check_scenario_styles(bases, styles)
     return expand_attacks(expand_factors(bases, suite.factors, suite.factor_design, styles), suite)
+
+
+def held_out_by_hash(scenario_id: str, fraction: float, seed: int) -> bool:
+    """True when the seeded hash of the id falls in the held-out fraction (stable across runs and machines)."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{seed}:{scenario_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def mark_held_out(scenarios: list[Scenario], suite: Any) -> list[Scenario]:
+    """Tag held-out scenarios `held-out` (their variants inherit it): `split: held_out`, or chosen by the
+    suite's `held_out.fraction`; `split: tuned` keeps a scenario visible."""
+    config = getattr(suite, "held_out", None)
+    out = []
+    for scenario in scenarios:
+        held = scenario.split == "held_out" or (
+            scenario.split is None
+            and config is not None
+            and held_out_by_hash(scenario.id, config.fraction, config.seed)
+        )
+        if held and "held-out" not in scenario.tags:
+            marked = scenario.model_copy(update={"tags": [*scenario.tags, "held-out"]})
+            marked._source, marked._line = scenario._source, scenario._line
+            scenario = marked
+        out.append(scenario)
+    return out
 
 
 def check_scenario_styles(scenarios: list[Scenario], styles: StyleCatalogue) -> None:

@@ -188,6 +188,16 @@ class OutcomeConfig(_Strict):
         return self
 
 
+class HeldOutConfig(BaseModel):
+    """`held_out: {fraction: 0.2, seed: 0}`: that share of the scenarios (by a seeded hash of the base id,
+    so the same scenarios every run) is held out; a scenario's own `split` overrides it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fraction: float = Field(gt=0, lt=1)
+    seed: int = 0
+
+
 class Suite(_Strict):
     name: str = "suite"
     description: str | None = None
@@ -213,6 +223,8 @@ class Suite(_Strict):
     # Behavioural relations between variants: invariance, directional, minimum functionality
     # (simulator/spec/relations.py, docs/relations.md).
     relations: list[Relation] = Field(default_factory=list)
+    # A sealed held-out set chosen by a seeded hash of each scenario id (docs/relations.md#held-out).
+    held_out: HeldOutConfig | None = None
     # A red-team pack crossed with the scenarios (simulator/spec/redteam.py, docs/redteam.md).
     redteam: RedTeamConfig | None = None
 

@@ -249,9 +249,7 @@ class OfflineUser:
             content_words(fact, self._vocabulary) | ({"age"} if _AGE_FACT.search(fact) else set())
             for fact in scenario.facts
         ]
-        self._styles = StylePlayer(
-            scenario.styles, random.Random(f"{seed}:{draws}:{repeat}:style"), styles
-        )
+        self._styles = StylePlayer(scenario.styles, random.Random(f"{seed}:{draws}:{repeat}:style"), styles)
         # A real person sometimes volunteers their first fact (seeded), never more than the persona allows.
         shared = bool(scenario.facts) and self._rng.random() < volunteer_share
         self._volunteer = min(len(scenario.facts), scenario.volunteers if shared else 0)

@@ -38,7 +38,9 @@ from simulator.spec.suite import OutcomeConfig
 
 Status = Literal["met", "not met", "undecidable"]
 EXIT = {"met": 0, "not met": 1, "undecidable": 3}
-_SYNTAX = re.compile(r"^\s*([A-Za-z0-9_.:\-]+(?: success)?)\s*(<=|>=|==|<|>)\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
+_SYNTAX = re.compile(
+    r"^\s*([A-Za-z0-9_.:\-]+(?: success| violations)?)\s*(<=|>=|==|<|>)\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$"
+)
 _MAX_REPEATS = 100_000
 
 
@@ -103,6 +105,12 @@ def gate_metrics(run: RunData) -> dict[str, Callable[[], RateView]]:
         names["redteam success"] = _const(redteam.overall)
         for strategy in redteam.strategies:
             names[f"redteam.{strategy.strategy} success"] = _const(strategy.success)
+    from simulator.analysis.relations import relations_section
+
+    relations = relations_section(run)
+    if relations is not None:  # `directional.red_flags violations`
+        for relation in relations.rows:
+            names[relation.metric] = _const(relation.violations)
     return names
 
 

@@ -323,7 +323,8 @@ def cmd_judge_pairwise(args: argparse.Namespace) -> int:
     from simulator.judging.pairwise import summarise_pairs
     from simulator.record.folder import RunFolder
 
-    folder_a, folder_b = RunFolder.open(args.run_a), RunFolder.open(args.run_b)
+    # The judge reads held-out transcripts too (record/seal.py): it is a machine, not the tuner.
+    folder_a, folder_b = RunFolder.open_unsealed(args.run_a), RunFolder.open_unsealed(args.run_b)
     suite = stored_suite(folder_a.read_manifest(), folder_a.path)
     suite_b = stored_suite(folder_b.read_manifest(), folder_b.path)
     criterion = _pairwise_criterion(args, suite)

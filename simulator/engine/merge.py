@@ -63,7 +63,7 @@ def merge_shards(paths: list[Path], out: Path, *, allow_missing: bool = False) -
     """Write one run folder holding every shard's latest conversations and all their verdicts."""
     if not paths:
         raise UserError("name the shard run folders to merge: simulator merge runs/a runs/b --out runs/all")
-    shards = [(folder, folder.read_manifest()) for folder in map(RunFolder.open, paths)]
+    shards = [(folder, folder.read_manifest()) for folder in map(RunFolder.open_unsealed, paths)]
     _check_plan(shards)
     owner: dict[str, Path] = {}
     duplicated: list[str] = []

@@ -183,6 +183,14 @@ class RunCounts(_Record):
     errors: int = 0
 
 
+class Unseal(_Record):
+    """Who unsealed a run's held-out conversations, when and why (`simulator unseal`)."""
+
+    by: str = Field(min_length=1)
+    at: datetime
+    reason: str = ""
+
+
 class Manifest(_Record):
     """What was run and how: enough to reproduce, resume, re-judge and compare it."""
 
@@ -209,6 +217,8 @@ class Manifest(_Record):
     # Free-form provenance for runs that were not simulated here (imported traces, merged shards).
     source: dict[str, Any] = Field(default_factory=dict)
     shard: ShardInfo | None = None
+    # Held-out transcripts are sealed from every reader until someone unseals the run (record/seal.py).
+    unsealed: list[Unseal] = Field(default_factory=list)
 
     @property
     def judge_set(self) -> JudgeSet | None:

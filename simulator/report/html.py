@@ -22,6 +22,7 @@ from simulator.report.html_parts import badge, e, rate_cell, transcript_html
 from simulator.report.html_stats import stats_section
 from simulator.report.model import Report
 from simulator.report.redteam_views import redteam_html
+from simulator.report.relations_views import relations_html, split_html
 from simulator.report.simulator_views import factors_html, simulated_user_html
 
 
@@ -382,6 +383,8 @@ _NAV_NAMES = {
     "simulated-user": "Simulated user",
     "factors": "Factors",
     "redteam": "Red team",
+    "relations": "Relations",
+    "split": "Held-out",
     "health": "Run health",
     "cost": "Cost &amp; latency",
     "judges": "Judges",
@@ -423,6 +426,8 @@ def render_html(report: Report) -> str:
         simulated_user_html(report),
         factors_html(report),
         redteam_html(report),
+        relations_html(report),
+        split_html(report),
         _health(report),
         _cost(report),
         judges_section(report),

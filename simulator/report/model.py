@@ -31,7 +31,9 @@ from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.points import PointsSummary, points_summary
 from simulator.analysis.rates import RateView, pct
 from simulator.analysis.redteam import RedTeamSection, redteam_section
+from simulator.analysis.relations import RelationsSection, relations_section
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
+from simulator.analysis.splits import SplitSection, split_section
 from simulator.analysis.spread import RunSpread, run_spread
 from simulator.analysis.tables import (
     CriterionRow,
@@ -184,6 +186,8 @@ class Report(_Model):
     # A factorial run: per factor level, critical metrics and odds ratios vs the reference level.
     factors: FactorsSection | None = None
     redteam: RedTeamSection | None = None
+    relations: RelationsSection | None = None
+    split: SplitSection | None = None
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -531,6 +535,8 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         simulated_user=simulated_user_section(run),
         factors=factors_section(run),
         redteam=redteam_section(run),
+        relations=relations_section(run),
+        split=split_section(run),
     )
     report.findings = _findings(report, options) + _simulator_findings(report)
     report.findings += [

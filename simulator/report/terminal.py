@@ -367,6 +367,10 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
     from simulator.report.redteam_views import redteam_terminal
 
     redteam_terminal(console, report)
+    from simulator.report.relations_views import relations_terminal, split_terminal
+
+    relations_terminal(console, report)
+    split_terminal(console, report)
     _health(console, report)
     _cost(console, report)
     from simulator.report.judge_terminal import render_judge_sections

@@ -66,6 +66,9 @@ class Scenario(FileDocument):
     # What this person does with buttons and lists: taps one (`tap`), or ignores them and types (`type`).
     # The offline user follows it; for an LLM user, say it in the persona too.
     buttons: Literal["tap", "type"] = "tap"
+    # `held_out`: a sealed held-out scenario (record/seal.py); unset, the suite's `held_out.fraction` may
+    # choose it by a seeded hash of its id.
+    split: Literal["tuned", "held_out"] | None = None
     # Set on red-team variants (simulator/spec/redteam.py): the attack strategy this person plays.
     attack: Strategy | None = None
 

@@ -36,6 +36,7 @@ from simulator.providers import PROVIDERS
 from simulator.providers.settings import CacheConfig, ProviderSettings
 from simulator.spec.attack import RedTeamConfig
 from simulator.spec.matrix import MatrixConfig, expand_matrix
+from simulator.spec.relations import Relation
 from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 
 
@@ -271,6 +272,16 @@ class OutcomeConfig(_Strict):
         return self
 
 
+class HeldOutConfig(BaseModel):
+    """`held_out: {fraction: 0.2, seed: 0}`: that share of the scenarios (by a seeded hash of the base id,
+    so the same scenarios every run) is held out; a scenario's own `split` overrides it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fraction: float = Field(gt=0, lt=1)
+    seed: int = 0
+
+
 class Suite(_Strict):
     name: str = "suite"
     description: str | None = None
@@ -292,7 +303,12 @@ class Suite(_Strict):
     matrix: MatrixConfig | None = None
     # Persona factors crossed with the scenarios (simulator/spec/factors.py); the first level is the reference.
     factors: dict[str, list[Any]] = Field(default_factory=dict)
-    factor_design: Literal["full", "fractional"] = "full"
+    factor_design: Literal["full", "fractional", "one_at_a_time"] = "full"
+    # Behavioural relations between variants: invariance, directional, minimum functionality
+    # (simulator/spec/relations.py, docs/relations.md).
+    relations: list[Relation] = Field(default_factory=list)
+    # A sealed held-out set chosen by a seeded hash of each scenario id (docs/relations.md#held-out).
+    held_out: HeldOutConfig | None = None
     # A red-team pack crossed with the scenarios (simulator/spec/redteam.py, docs/redteam.md).
     redteam: RedTeamConfig | None = None
 
@@ -305,6 +321,18 @@ class Suite(_Strict):
                 levels_of(entries)  # the shape; style names are checked against the catalogue by load_suite
             except ValueError as exc:
                 raise ValueError(f"factor '{name}': {exc}") from exc
+        ids = [r.id for r in self.relations]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"relation ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+        for relation in self.relations:
+            if relation.factor is not None and relation.factor not in self.factors:
+                known = ", ".join(self.factors) or "none"
+                raise ValueError(
+                    f"relation '{relation.id}' compares factor '{relation.factor}', which the suite does not "
+                    f"declare (factors: {known})"
+                )
+            if relation.kind in ("directional", "invariance") and self.outcome is None:
+                raise ValueError(f"relation '{relation.id}' compares outcomes: declare the suite's `outcome`")
         return self
 
     _base_dir: Path = PrivateAttr(default=Path("."))

@@ -236,7 +236,10 @@ class OfflineUser:
     ) -> None:
         self._scenario = scenario
         self._vocabulary = vocabulary or _NO_VOCABULARY
-        self._rng = random.Random(f"{seed}:{scenario.id}:{repeat}")
+        # Variants of one base scenario share its random draws (greeting, what is volunteered), so a variant
+        # and its reference differ only by the factor level: paired comparisons (relations, factors).
+        draws = scenario.base or scenario.id
+        self._rng = random.Random(f"{seed}:{draws}:{repeat}")
         self._terse = bool(_TERSE.search(scenario.persona))
         self._revealed: set[int] = set()
         # fact index -> (user turn position, asking bot turn position or None, the question quoted)
@@ -246,9 +249,7 @@ class OfflineUser:
             content_words(fact, self._vocabulary) | ({"age"} if _AGE_FACT.search(fact) else set())
             for fact in scenario.facts
         ]
-        self._styles = StylePlayer(
-            scenario.styles, random.Random(f"{seed}:{scenario.id}:{repeat}:style"), styles
-        )
+        self._styles = StylePlayer(scenario.styles, random.Random(f"{seed}:{draws}:{repeat}:style"), styles)
         # A real person sometimes volunteers their first fact (seeded), never more than the persona allows.
         shared = bool(scenario.facts) and self._rng.random() < volunteer_share
         self._volunteer = min(len(scenario.facts), scenario.volunteers if shared else 0)

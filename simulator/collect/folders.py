@@ -12,6 +12,7 @@ __all__ = ["Roll", "RollingFolders"]
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,11 @@ from simulator.record.manifest import Manifest, RoleModels, RunCounts, ScenarioE
 from simulator.record.models import ConversationRecord
 
 SIGNALS = "signals.jsonl"
+
+
+def collected_folders(out: Path, prefix: str = "live") -> list[Path]:
+    """Every run folder a collector wrote into `out`, oldest first."""
+    return sorted(p for p in out.glob(f"{prefix}-*") if (p / "manifest.json").is_file())
 
 
 @dataclass(frozen=True)
@@ -50,8 +56,16 @@ class _Current:
 class RollingFolders:
     """The collector's output folder `out`: run folders `live-YYYYMMDD-NNN` inside it."""
 
-    def __init__(self, out: Path, roll: Roll, source: dict[str, Any], prefix: str = "live") -> None:
+    def __init__(
+        self,
+        out: Path,
+        roll: Roll,
+        source: dict[str, Any],
+        prefix: str = "live",
+        decorate: Callable[[Manifest], None] | None = None,
+    ) -> None:
         self.out = out
+        self.decorate = decorate  # adds the suite and judge set to each folder's manifest
         self.roll = roll
         self.source = source
         self.prefix = prefix
@@ -60,7 +74,7 @@ class RollingFolders:
 
     def folders(self) -> list[Path]:
         """Every run folder this collector wrote, oldest first."""
-        return sorted(p for p in self.out.glob(f"{self.prefix}-*") if (p / "manifest.json").is_file())
+        return collected_folders(self.out, self.prefix)
 
     def _new(self, day: str) -> _Current:
         numbers = [
@@ -78,6 +92,8 @@ class RollingFolders:
             sessions=[Session(command="collect", started_at=now)],
             source=dict(self.source),
         )
+        if self.decorate is not None:
+            self.decorate(manifest)
         return _Current(RunFolder.create(self.out / name, manifest), manifest, day)
 
     def reopen(self, name: str) -> _Current:
@@ -90,6 +106,8 @@ class RollingFolders:
         _count(manifest, records)
         manifest.status = "running"
         manifest.sessions.append(Session(command="collect", started_at=datetime.now(UTC)))
+        if self.decorate is not None:
+            self.decorate(manifest)
         day = name.split("-")[-2] if name.count("-") >= 2 else ""
         current = _Current(folder, manifest, day)
         folder.write_manifest(manifest)

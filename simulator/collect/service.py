@@ -51,7 +51,9 @@ class Collector:
     """Everything the receiver feeds. Synchronous except judging: one close path, no await inside it, so a
     marker and its record are never separated by another request."""
 
-    def __init__(self, options: CollectOptions, *, judge: Any = None, alerts: Any = None) -> None:
+    def __init__(
+        self, options: CollectOptions, *, judge: Any = None, alerts: Any = None, decorate: Any = None
+    ) -> None:
         if options.out.exists() and not options.out.is_dir():
             raise UserError(f"--out {options.out}: a file of that name exists; name a folder")
         self.options = options
@@ -60,7 +62,7 @@ class Collector:
         self.spool = Spool(options.out / STATE, fsync=options.fsync)
         self.assembler = Assembler(options.conversation_key, options.idle_s, options.max_open_spans)
         self.limiter = RateLimiter(options.rate, options.burst)
-        self.folders = RollingFolders(options.out, options.roll, self._source())
+        self.folders = RollingFolders(options.out, options.roll, self._source(), decorate=decorate)
         self.judge = judge
         self.alerts = alerts
         self.counts: Counter[str] = Counter()
@@ -207,6 +209,16 @@ class Collector:
             self.counts["skipped"] += 1
             return None
         return record, quality_signals(record, spans, self.policy.signals)
+
+    def check_alerts(self) -> list[dict[str, Any]]:
+        """Evaluate the alert rules on the newest conversations (fired alerts are sent and returned)."""
+        if self.alerts is None:
+            return []
+        from simulator.collect.trends import load_observations
+
+        last = self.alerts.window + self.alerts.reference
+        fired: list[dict[str, Any]] = self.alerts.evaluate(load_observations(self.folders.folders(), last))
+        return fired
 
     def stop(self) -> None:
         """Stop writing: manifests flushed; open conversations stay in the spool for the next start."""

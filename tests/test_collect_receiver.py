@@ -82,7 +82,9 @@ def test_sdk_encoded_json_with_and_without_gzip(tmp_path: Path) -> None:
 
 
 def _post(url: str, body: bytes, **headers: str) -> httpx.Response:
-    return httpx.post(f"{url}/v1/traces", content=body, headers={"Content-Type": "application/json", **headers})
+    return httpx.post(
+        f"{url}/v1/traces", content=body, headers={"Content-Type": "application/json", **headers}
+    )
 
 
 @pytest.mark.parametrize(

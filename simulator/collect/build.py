@@ -43,7 +43,7 @@ def _judge(
             )
     (options.out / STATE).mkdir(parents=True, exist_ok=True)
     budget = Budget(policy.budget, options.out / STATE / "budget.jsonl")
-    judge = LiveJudge(stage, policy, budget, prices, concurrency=concurrency)
+    judge = LiveJudge(stage, policy, budget, prices, concurrency=concurrency, hub=hub)
     recorded = redacted_suite(suite)
     recorded.runs = 1
 

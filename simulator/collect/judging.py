@@ -94,7 +94,9 @@ class LiveJudge:
         *,
         concurrency: int = 4,
         queue_size: int = 1000,
+        hub: Any = None,
     ) -> None:
+        self.hub = hub  # the providers' clients, closed when the judge stops
         self.stage = stage
         self.policy = policy
         self.budget = budget
@@ -112,6 +114,9 @@ class LiveJudge:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.tasks = []
+        if self.hub is not None:
+            await self.hub.aclose()
 
     async def drain(self) -> None:
         """Wait until every queued conversation is judged (or refused)."""

@@ -118,7 +118,7 @@ def test_oversized_bodies_are_refused_before_they_are_read_in_full(tmp_path: Pat
         bomb = _post(url, gzip.compress(b" " * 5_000_000), **{"Content-Encoding": "gzip"})
         # Chunked, no Content-Length: the stream is cut at the limit, not buffered to the end.
         parts = urlsplit(url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+        conn = http.client.HTTPConnection(str(parts.hostname), parts.port, timeout=10)
         conn.putrequest("POST", "/v1/traces")
         conn.putheader("Content-Type", "application/json")
         conn.putheader("Transfer-Encoding", "chunked")

@@ -67,7 +67,7 @@ def test_a_crash_between_marker_and_record_is_finished_once(tmp_path: Path) -> N
     def crash(*args: object) -> None:
         raise RuntimeError("killed here")
 
-    first.folders.write = crash  # type: ignore[method-assign]
+    first.folders.write = crash  # type: ignore[method-assign,assignment]
     with pytest.raises(RuntimeError):
         first.tick(everything=True)
     assert records(out) == [] and (out / ".collect" / "closed.jsonl").read_text().count("\n") == 1
@@ -109,7 +109,7 @@ def _free_port() -> int:
 def _start(out: Path, port: int, idle: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "simulator", "collect", "--port", str(port), "--out", str(out)]
-    process = subprocess.Popen(command + ["--idle-s", idle], env=env, cwd=ROOT)
+    process = subprocess.Popen([*command, "--idle-s", idle], env=env, cwd=ROOT)
     deadline = time.monotonic() + 60
     while True:
         try:

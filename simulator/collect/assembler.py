@@ -14,6 +14,7 @@ __all__ = ["Assembler", "OpenConversation"]
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 from simulator.collect.spans import Ref
 from simulator.traces.otlp import Span, own_key
@@ -129,7 +130,8 @@ class Assembler:
         return [s for c in self.open.values() for s in c.spans.values()]
 
 
-def _fields(span: Span, events: list[tuple[str, int, dict]]) -> tuple:  # type: ignore[type-arg]
+def _fields(span: Span, events: list[tuple[str, int, dict[str, Any]]]) -> tuple[Any, ...]:
+    """The span's fields with other events (Span's positional order)."""
     return (
         span.trace_id,
         span.span_id,

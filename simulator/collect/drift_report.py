@@ -10,7 +10,7 @@ from pathlib import Path
 
 from simulator.analysis.stats import pct
 from simulator.collect.folders import collected_folders
-from simulator.collect.trends import load_observations, metric_names, trend_rows
+from simulator.collect.trends import Observation, load_observations, metric_names, trend_rows
 from simulator.errors import UserError
 
 
@@ -68,7 +68,7 @@ def _populations(simulated: Path, folders: list[Path]) -> None:
             print(f"  left out: {note}")
 
 
-def _alerts(args: argparse.Namespace, observations: list, known: list[str]) -> int:  # type: ignore[type-arg]
+def _alerts(args: argparse.Namespace, observations: list[Observation], known: list[str]) -> int:
     import tempfile
 
     from simulator.collect.alerts import Alerts, parse_rules

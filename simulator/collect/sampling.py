@@ -40,8 +40,8 @@ from simulator.spec.yamlfile import load_model_file
 class BudgetLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    calls: int | None = Field(None, ge=0)
-    dollars: float | None = Field(None, ge=0)
+    calls: int | None = Field(default=None, ge=0)
+    dollars: float | None = Field(default=None, ge=0)
 
 
 class SamplingPolicy(BaseModel):
@@ -49,14 +49,14 @@ class SamplingPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    rate: float = Field(0.05, ge=0, le=1)
+    rate: float = Field(default=0.05, ge=0, le=1)
     always: list[str] = Field(
         default_factory=lambda: ["handover", "rephrased", "elsewhere", "negative_feedback"]
     )
-    review_passes: float = Field(0.1, ge=0, le=1)
+    review_passes: float = Field(default=0.1, ge=0, le=1)
     seed: int = 0
-    budget: BudgetLimits = Field(default_factory=BudgetLimits)
-    signals: SignalConfig = Field(default_factory=SignalConfig)
+    budget: BudgetLimits = Field(default_factory=lambda: BudgetLimits())
+    signals: SignalConfig = Field(default_factory=lambda: SignalConfig())
 
     def reasons(self, signals: dict[str, Any]) -> list[str]:
         """Why a conversation is judged: its `always` signals, or `random` when the draw picks it."""

@@ -63,8 +63,8 @@ class SignalConfig(BaseModel):
     )
     escalation_attributes: list[str] = Field(default_factory=lambda: ["app.escalation", "gen_ai.escalation"])
     handover_attributes: list[str] = Field(default_factory=lambda: ["app.handover", "gen_ai.handover"])
-    rephrase_similarity: float = Field(0.75, gt=0, le=1)
-    long_turns: int = Field(12, ge=2)
+    rephrase_similarity: float = Field(default=0.75, gt=0, le=1)
+    long_turns: int = Field(default=12, ge=2)
 
 
 def _any(patterns: list[str], texts: list[str]) -> bool:
@@ -98,13 +98,17 @@ def _attribute_signal(spans: list[Span], names: list[str], test: Any = _truthy) 
 
 
 def _rephrased(texts: list[str], threshold: float) -> int:
-    """How many user messages repeat the one before them (similar text, case and punctuation aside)."""
-    plain = [" ".join(re.findall(r"\w+", t.lower())) for t in texts]
-    return sum(
-        1
-        for a, b in itertools.pairwise(plain)
-        if a and b and SequenceMatcher(None, a, b).ratio() >= threshold
-    )
+    """How many user messages repeat the one before them: at least three words each, mostly the same
+    words, and alike as text (case and punctuation aside). Short replies ("yes", "45") never count."""
+    words = [re.findall(r"\w+", t.lower()) for t in texts]
+    count = 0
+    for a, b in itertools.pairwise(words):
+        if len(a) < 3 or len(b) < 3:
+            continue
+        overlap = len(set(a) & set(b)) / len(set(a) | set(b))
+        if overlap >= 0.6 and SequenceMatcher(None, " ".join(a), " ".join(b)).ratio() >= threshold:
+            count += 1
+    return count
 
 
 def quality_signals(record: ConversationRecord, spans: list[Span], config: SignalConfig) -> dict[str, Any]:

@@ -27,6 +27,11 @@ def _positive(value: str) -> float:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    _collect_parser(subparsers)
+    _drift_parser(subparsers)
+
+
+def _collect_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     col = subparsers.add_parser(
         "collect", help="an OTLP/HTTP endpoint for the live service: conversations into rolling run folders"
     )
@@ -70,6 +75,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     col.add_argument(
         "--rate", type=_positive, default=100.0, help="requests a second per client before 429 (100)"
     )
+    _judging_options(col)
+    col.set_defaults(handler=cmd_collect)
+
+
+def _judging_options(col: argparse.ArgumentParser) -> None:
     col.add_argument("--suite", type=Path, help="judge a sample with this suite's criteria and judge model")
     col.add_argument(
         "--sample", type=Path, metavar="POLICY", help="sampling policy YAML (rate, always-rules, budget)"
@@ -96,8 +106,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     col.add_argument("--alert-every", type=_positive, default=30.0, help="seconds between alert checks (30)")
     col.add_argument("--webhook", help="URL an alert is POSTed to (JSON)")
     col.add_argument("--alert-file", type=Path, help="file an alert is appended to (JSON lines)")
-    col.set_defaults(handler=cmd_collect)
 
+
+def _drift_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     drift = subparsers.add_parser(
         "drift", help="rates over time of collected conversations, changes, population drift"
     )

@@ -145,3 +145,33 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing(tmp_path: Path) -> None:
         process.wait(20)
     (record,) = records(out)
     assert [t.role for t in record.turns] == ["user", "bot"] * 3
+
+
+def test_rolling_folders_every_n_conversations_and_across_a_restart(tmp_path: Path) -> None:
+    from simulator.collect.folders import Roll, collected_folders
+    from simulator.record.folder import RunFolder
+
+    out = tmp_path / "live"
+    for batch in (range(5), range(5, 8)):  # two runs of the collector
+        c = collector(out, idle_s=60, roll=Roll(every=2))
+        c.start()
+        for number in batch:
+            doc = _document([(f"question {number}", "answer")])
+            for rs in doc["resourceSpans"]:  # type: ignore[attr-defined]
+                for ss in rs["scopeSpans"]:
+                    for span in ss["spans"]:
+                        for attr in span["attributes"]:
+                            if attr["key"] == "gen_ai.conversation.id":
+                                attr["value"] = {"stringValue": f"k{number}"}
+            c.accept(doc)
+        c.tick(everything=True)
+        c.stop()
+    folders = collected_folders(out)
+    sizes = [len(list(RunFolder.open(f).conversations())) for f in folders]
+    assert sizes == [2, 2, 2, 2] and sum(sizes) == 8
+    manifests = [RunFolder.open(f).read_manifest() for f in folders]
+    assert [m.status for m in manifests] == ["complete", "complete", "complete", "running"]
+    assert [len(m.scenarios) for m in manifests] == [2, 2, 2, 2]
+    assert {r.bot_conversation_id for f in folders for r in RunFolder.open(f).conversations()} == {
+        f"k{n}" for n in range(8)
+    }

@@ -70,6 +70,7 @@ class RollingFolders:
         self.source = source
         self.prefix = prefix
         self.current: _Current | None = None
+        self.retired: list[_Current] = []  # rolled over, finished at the next flush (after their writes)
         out.mkdir(parents=True, exist_ok=True)
 
     def folders(self) -> list[Path]:
@@ -126,7 +127,7 @@ class RollingFolders:
         full = self.roll.every is not None and current is not None and len(current.taken) >= self.roll.every
         if current is None or full or (self.roll.daily and current.day != day):
             if current is not None:
-                self.finish(current)
+                self.retired.append(current)
             self.current = current = self._new(day)
         return current
 
@@ -150,7 +151,10 @@ class RollingFolders:
         current.dirty = True
 
     def flush(self, source: dict[str, Any] | None = None) -> None:
-        """Write the current manifest when it changed."""
+        """Finish the folders rolled over; write the current manifest when it changed."""
+        for old in self.retired:
+            self.finish(old)
+        self.retired = []
         current = self.current
         if current is None or not (current.dirty or source):
             return
@@ -171,8 +175,8 @@ class RollingFolders:
 
     def stop(self) -> None:
         """The collector stops: the current folder stays `running` (the next start goes on with it)."""
+        self.flush()
         if self.current is not None:
-            self.flush()
             self.current.manifest.sessions[-1].ended_at = datetime.now(UTC)
             self.current.folder.write_manifest(self.current.manifest)
             self.current.folder.release()

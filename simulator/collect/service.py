@@ -152,33 +152,35 @@ class Collector:
     # ---------------------------------------------------------------------------------------- close
 
     def tick(self, now: float | None = None, everything: bool = False) -> int:
-        """Close the conversations idle long enough (all with `everything`); how many were written."""
+        """Close the conversations idle long enough (all with `everything`); how many were written.
+
+        Their markers are journalled together (one fsync), then their records appended: a crash in between
+        is finished on the next start, and a record is never written before its marker."""
         now = time.monotonic() if now is None else now
-        written = 0
+        closing = []
         for conversation in self.assembler.due(now, everything):
-            written += self._close(conversation)
+            target = self.folders.target(datetime.now(UTC))
+            scenario_id = self.folders.name_for(target, conversation.key)
+            built = self._build(conversation, scenario_id)
+            if built is None:
+                continue
+            target.taken.add(scenario_id)  # reserved: the next conversation of this key is `-2`
+            marker = Marker(conversation.key, target.name, scenario_id, list(conversation.spans))
+            closing.append((target, marker, *built))
+        self.spool.mark([marker for _, marker, _, _ in closing])
+        for target, marker, record, signals in closing:
+            self.recent.append(marker)
+            self.folders.write(target, record, signals)
+            self.counts["conversations"] += 1
+            if self.judge is not None:
+                reasons = self.judge.offer(target.folder, record, signals)
+                self.counts["sampled"] += bool(reasons)
         if self.spool.size() > self.options.spool_limit:
             self.spool.compact(self.assembler.open_spans(), self.recent[-RECENT_MARKERS:])
+        if len(self.recent) > 2 * RECENT_MARKERS:
             self.recent = self.recent[-RECENT_MARKERS:]
         self.folders.flush({"redacted": dict(self.redactor.counts), "collected": dict(self.counts)})
-        return written
-
-    def _close(self, conversation: OpenConversation) -> int:
-        target = self.folders.target(datetime.now(UTC))
-        scenario_id = self.folders.name_for(target, conversation.key)
-        built = self._build(conversation, scenario_id)
-        if built is None:
-            return 0
-        record, signals = built
-        marker = Marker(conversation.key, target.name, scenario_id, list(conversation.spans))
-        self.spool.mark(marker)  # before the record: a crash in between is finished on the next start
-        self.recent.append(marker)
-        self.folders.write(target, record, signals)
-        self.counts["conversations"] += 1
-        if self.judge is not None:
-            reasons = self.judge.offer(target.folder, record, signals)
-            self.counts["sampled"] += bool(reasons)
-        return 1
+        return len(closing)
 
     def _build(
         self, conversation: OpenConversation, scenario_id: str

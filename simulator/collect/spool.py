@@ -73,8 +73,10 @@ class Spool:
         if spans:
             self._write(self.spool_path, "".join(to_line(s) for s in spans))
 
-    def mark(self, marker: Marker) -> None:
-        self._write(self.closed_path, marker.line())
+    def mark(self, markers: list[Marker]) -> None:
+        """Journal closed conversations, in one write (one fsync) before any of their records is written."""
+        if markers:
+            self._write(self.closed_path, "".join(m.line() for m in markers))
 
     def size(self) -> int:
         return self.spool_path.stat().st_size if self.spool_path.exists() else 0

@@ -228,3 +228,51 @@ def test_the_desk_live_page_draws_the_trends(tmp_path: Path) -> None:
         and "1 items sent for review" in page.text
     )
     assert client.get("/live?period=fortnight").status_code == 400
+
+
+def test_drift_command_trends_population_drift_and_alerts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from simulator.collect.service import CollectOptions, Collector
+    from tests.test_collect_judging import document
+    from tests.test_report_support import make_judged_run
+    from tests.traces_helpers import cli
+
+    out = tmp_path / "live"
+    c = Collector(CollectOptions(out=out, idle_s=60, fsync=False))
+    c.start()
+    for number in range(30):
+        bot = "I am transferring you to a nurse now." if number >= 15 else "See your GP this week."
+        c.accept(document(number, bot))
+    c.tick(everything=True)
+    c.stop()
+    simulated = make_judged_run(tmp_path / "runs", runs=1)
+    capsys.readouterr()
+    code = cli(
+        "drift",
+        out,
+        "--period",
+        "15",
+        "--simulated",
+        simulated,
+        "--alert",
+        "signal(handover) > 10%",
+        "--alert-window",
+        "15",
+    )
+    printed = capsys.readouterr().out
+    assert code == 1  # the alert fired
+    assert "30 conversations in 1 folders" in printed and "signal:handover" in printed
+    assert (
+        "#16-30" in printed and "population drift: live-" in printed and "turns per conversation" in printed
+    )
+    assert "ALERT signal(handover) > 10%: 100.0%" in printed and "15 conversations behind it" in printed
+    assert (
+        cli("drift", out, "--alert", "signal(handover) > 10%", "--alert-window", "30", "--period", "day") == 1
+    )
+    assert cli("drift", out, "--alert", "signal(elsewhere) > 10%") == 0
+    capsys.readouterr()
+    assert cli("drift", out, "--alert", "signal(thumbs) > 1%") == 2
+    assert "--alert \"signal(thumbs) > 1%\": unknown metric" in capsys.readouterr().err
+    assert cli("drift", tmp_path) == 2
+    assert "no collected run folders" in capsys.readouterr().err

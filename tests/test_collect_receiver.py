@@ -170,3 +170,47 @@ def test_a_token_is_needed_when_one_is_set(tmp_path: Path) -> None:
         provider.shutdown()
         wait_for(lambda: c.counts["conversations"] == 1)
     assert without.status_code == 401 and wrong.status_code == 401
+
+
+@pytest.mark.parametrize("logs_first", [False, True])
+def test_genai_events_as_log_records_on_v1_logs(tmp_path: Path, logs_first: bool) -> None:
+    """The older per-message events, sent by the real OTLP log exporter, join their span's conversation
+    whichever arrives first."""
+    require("opentelemetry.sdk")
+    from opentelemetry import trace as trace_api
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+    c = collector(tmp_path / "live", idle_s=1.0)
+    with receiver(c) as url:
+        logs = LoggerProvider()
+        logs.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(endpoint=f"{url}/v1/logs")))
+        logger = logs.get_logger("genai")
+        provider = tracer(url)
+        span = provider.get_tracer("genai").start_span(
+            "chat", attributes={"gen_ai.conversation.id": "events-1"}
+        )
+        context = trace_api.set_span_in_context(span)
+        logger.emit(
+            event_name="gen_ai.user.message", body={"content": f"help, {SECRET_EMAIL}"}, context=context
+        )
+        logger.emit(
+            event_name="gen_ai.choice",
+            body={"index": 0, "finish_reason": "stop", "message": {"content": "What is the matter?"}},
+            context=context,
+        )
+        if logs_first:
+            logs.force_flush()
+            wait_for(lambda: c.counts["spans"] >= 1)
+        span.end()
+        provider.shutdown()
+        logs.shutdown()
+        wait_for(lambda: c.counts["conversations"] == 1)
+    (record,) = records(tmp_path / "live")
+    assert record.bot_conversation_id == "events-1"
+    assert [(t.role, t.text) for t in record.turns] == [
+        ("user", "help, [EMAIL]"),
+        ("bot", "What is the matter?"),
+    ]
+    assert SECRET_EMAIL not in every_file_text(tmp_path / "live")

@@ -273,6 +273,31 @@ def test_drift_command_trends_population_drift_and_alerts(
     assert cli("drift", out, "--alert", "signal(elsewhere) > 10%") == 0
     capsys.readouterr()
     assert cli("drift", out, "--alert", "signal(thumbs) > 1%") == 2
-    assert "--alert \"signal(thumbs) > 1%\": unknown metric" in capsys.readouterr().err
+    assert '--alert "signal(thumbs) > 1%": unknown metric' in capsys.readouterr().err
     assert cli("drift", tmp_path) == 2
     assert "no collected run folders" in capsys.readouterr().err
+
+
+def test_each_completed_folder_is_compared_with_the_simulated_population(tmp_path: Path) -> None:
+    from simulator.collect.build import build_collector
+    from simulator.collect.folders import Roll, collected_folders
+    from simulator.collect.service import CollectOptions
+    from tests.test_collect_judging import document
+    from tests.test_report_support import make_judged_run
+
+    simulated = make_judged_run(tmp_path / "runs", runs=1)
+    out = tmp_path / "live"
+    c = build_collector(
+        CollectOptions(out=out, idle_s=60, fsync=False, roll=Roll(every=3)), simulated=simulated
+    )
+    c.start()
+    for number in range(7):
+        c.accept(document(number, "See your GP this week."))
+    c.tick(everything=True)
+    c.stop()
+    done = [f for f in collected_folders(out) if (f / "populations.json").exists()]
+    assert [f.name[-3:] for f in done] == ["001", "002"]  # the third is still being written
+    comparison = json.loads((done[0] / "populations.json").read_text())
+    assert comparison["simulated_run"] == str(simulated) and comparison["rows"]
+    with pytest.raises(UserError, match="not a run folder"):
+        build_collector(CollectOptions(out=out, fsync=False), simulated=tmp_path)

@@ -67,6 +67,7 @@ def build_collector(
     alert_window: int = 500,
     webhook: str | None = None,
     alert_file: Path | None = None,
+    simulated: Path | None = None,
 ) -> Collector:
     """A collector; with `suite`, its sampled conversations are judged with the suite's criteria."""
     judge, decorate = _judge(options, suite, prices, judge_concurrency) if suite is not None else (None, None)
@@ -87,4 +88,29 @@ def build_collector(
             file=alert_file,
             log=options.out / STATE / "alerts.jsonl",
         )
-    return Collector(options, judge=judge, alerts=watcher, decorate=decorate)
+    return Collector(
+        options,
+        judge=judge,
+        alerts=watcher,
+        decorate=decorate,
+        on_finish=population_drift(simulated) if simulated is not None else None,
+    )
+
+
+POPULATIONS = "populations.json"
+
+
+def population_drift(simulated: Path) -> Any:
+    """`compare-populations` of each completed live folder against the simulated run, written into the
+    folder as `populations.json` (the collector is that folder's writer)."""
+    from simulator.record.folder import RunFolder
+
+    RunFolder.open(simulated)  # a clear error now, not at the first roll
+
+    def compare(folder: Path) -> None:
+        from simulator.analysis.populations import compare_populations
+
+        comparison = compare_populations(simulated, folder)
+        (folder / POPULATIONS).write_text(comparison.model_dump_json(indent=2), encoding="utf-8")
+
+    return compare

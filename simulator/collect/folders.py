@@ -63,8 +63,10 @@ class RollingFolders:
         source: dict[str, Any],
         prefix: str = "live",
         decorate: Callable[[Manifest], None] | None = None,
+        on_finish: Callable[[Path], None] | None = None,
     ) -> None:
         self.out = out
+        self.on_finish = on_finish  # called with each folder once it is complete (population drift)
         self.decorate = decorate  # adds the suite and judge set to each folder's manifest
         self.roll = roll
         self.source = source
@@ -172,6 +174,8 @@ class RollingFolders:
         current.manifest.sessions[-1].ended_at = now
         current.folder.write_manifest(current.manifest)
         current.folder.release()
+        if self.on_finish is not None:
+            self.on_finish(current.folder.path)
 
     def stop(self) -> None:
         """The collector stops: the current folder stays `running` (the next start goes on with it)."""

@@ -52,7 +52,13 @@ class Collector:
     marker and its record are never separated by another request."""
 
     def __init__(
-        self, options: CollectOptions, *, judge: Any = None, alerts: Any = None, decorate: Any = None
+        self,
+        options: CollectOptions,
+        *,
+        judge: Any = None,
+        alerts: Any = None,
+        decorate: Any = None,
+        on_finish: Any = None,
     ) -> None:
         if options.out.exists() and not options.out.is_dir():
             raise UserError(f"--out {options.out}: a file of that name exists; name a folder")
@@ -62,7 +68,9 @@ class Collector:
         self.spool = Spool(options.out / STATE, fsync=options.fsync)
         self.assembler = Assembler(options.conversation_key, options.idle_s, options.max_open_spans)
         self.limiter = RateLimiter(options.rate, options.burst)
-        self.folders = RollingFolders(options.out, options.roll, self._source(), decorate=decorate)
+        self.folders = RollingFolders(
+            options.out, options.roll, self._source(), decorate=decorate, on_finish=on_finish
+        )
         self.judge = judge
         self.alerts = alerts
         self.counts: Counter[str] = Counter()

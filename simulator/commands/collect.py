@@ -104,6 +104,12 @@ def _judging_options(col: argparse.ArgumentParser) -> None:
         help="conversations an alert looks at (the newest 500)",
     )
     col.add_argument("--alert-every", type=_positive, default=30.0, help="seconds between alert checks (30)")
+    col.add_argument(
+        "--simulated",
+        type=Path,
+        metavar="RUN",
+        help="a simulated run: each completed folder's population is compared with it (populations.json)",
+    )
     col.add_argument("--webhook", help="URL an alert is POSTed to (JSON)")
     col.add_argument("--alert-file", type=Path, help="file an alert is appended to (JSON lines)")
 
@@ -179,6 +185,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         alert_window=args.alert_window,
         webhook=args.webhook,
         alert_file=args.alert_file,
+        simulated=args.simulated,
     )
     token = _token(args.host)
     app = create_receiver(

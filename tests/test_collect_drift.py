@@ -301,3 +301,37 @@ def test_each_completed_folder_is_compared_with_the_simulated_population(tmp_pat
     assert comparison["simulated_run"] == str(simulated) and comparison["rows"]
     with pytest.raises(UserError, match="not a run folder"):
         build_collector(CollectOptions(out=out, fsync=False), simulated=tmp_path)
+
+
+def test_the_collector_reads_back_far_enough_to_fill_a_judged_window(tmp_path: Path) -> None:
+    from simulator.collect.service import CollectOptions, Collector
+    from tests.test_collect_judging import document
+
+    out = tmp_path / "live"
+    rules = parse_rules(["fail_rate(x) > 1%"], ["fail_rate:x"])
+    alerts = Alerts(rules, tmp_path / "state.json", window=20, file=tmp_path / "alerts.jsonl")
+    c = Collector(CollectOptions(out=out, idle_s=60, fsync=False), alerts=alerts)
+    c.start()
+    for number in range(200):
+        c.accept(document(number, "See your GP."))
+    c.tick(everything=True)
+    c.stop()
+    (folder,) = [p for p in out.iterdir() if p.name.startswith("live-")]
+    # One conversation in ten judged (all failing): the newest 40 hold only 4 of them; the window needs 20.
+    lines = [
+        json.dumps(
+            {
+                "schema_version": 2,
+                "conversation_id": f"conv-{n}#0",
+                "scenario_id": f"conv-{n}",
+                "repeat": 0,
+                "criterion_id": "x",
+                "kind": "llm",
+                "result": "fail",
+            }
+        )  # fmt: skip
+        for n in range(0, 200, 10)
+    ]
+    (folder / "verdicts.jsonl").write_text("\n".join(lines) + "\n")
+    (fired,) = c.check_alerts()
+    assert fired["n"] == 20 and fired["k"] == 20

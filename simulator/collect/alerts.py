@@ -64,6 +64,11 @@ class Alerts:
         self.firing: set[str] = set(json.loads(state.read_text()) if state.exists() else [])
         self.fired: list[dict[str, Any]] = []
 
+    def counted(self, observations: list[Observation]) -> int:
+        """The fewest conversations that count for any rule (those with a decision for its metric)."""
+        metrics = [rule.requirement.metric for rule in self.rules]
+        return min((sum(_counts(o, m) for o in observations) for m in metrics), default=len(observations))
+
     def evaluate(self, observations: list[Observation]) -> list[dict[str, Any]]:
         """Check every rule on the newest window; the alerts that fired now (sent or written)."""
         out = []

@@ -226,8 +226,16 @@ class Collector:
             return []
         from simulator.collect.trends import load_observations
 
-        last = self.alerts.window + self.alerts.reference
-        fired: list[dict[str, Any]] = self.alerts.evaluate(load_observations(self.folders.folders(), last))
+        # The newest conversations, read further back until every rule has its window and reference of
+        # conversations that count for it (a criterion counts only the judged sample), or all are read.
+        wanted = self.alerts.window + self.alerts.reference
+        last = wanted
+        while True:
+            observations = load_observations(self.folders.folders(), last)
+            if len(observations) < last or self.alerts.counted(observations) >= wanted:
+                break
+            last *= 4
+        fired: list[dict[str, Any]] = self.alerts.evaluate(observations)
         return fired
 
     def stop(self) -> None:

@@ -329,7 +329,7 @@ def test_the_collector_reads_back_far_enough_to_fill_a_judged_window(tmp_path: P
                 "kind": "llm",
                 "result": "fail",
             }
-        )  # fmt: skip
+        )
         for n in range(0, 200, 10)
     ]
     (folder / "verdicts.jsonl").write_text("\n".join(lines) + "\n")

@@ -176,3 +176,40 @@ def test_a_bad_policy_file_is_one_clear_error(tmp_path: Path, body: str, says: s
     with pytest.raises(UserError) as caught:
         load_policy(write_policy(tmp_path, body))
     assert says in caught.value.render() and "policy.yaml" in caught.value.render()
+
+
+async def test_a_confirmed_failure_becomes_a_draft_scenario(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from simulator.serve import DeskConfig, create_app
+    from tests.desk_support import BASE, csrf
+    from tests.traces_helpers import cli
+
+    policy = write_policy(tmp_path, "rate: 1.0\nreview_passes: 0.0\n")
+    await collect(tmp_path, policy, 3, bot="It sounds like you have a migraine.")
+    (folder,) = collected_folders(tmp_path / "live")
+    client = TestClient(create_app(DeskConfig(tmp_path / "live")), base_url=BASE)
+    queue = {
+        "run": folder.name,
+        "labeller": "Nurse A",
+        "criterion": "no-diagnosis-no-prescribing",
+        "sampling": "review",
+    }
+    item = client.get("/label/next", params=queue)
+    assert item.status_code == 200 and "/label/item?" in str(item.url)
+    conversation = dict(item.url.params)["conversation"]
+    spec = f"run={folder.name}&labeller=Nurse+A&criterion=no-diagnosis-no-prescribing&sampling=review&n=20&seed=0"
+    form = {
+        "csrf": csrf(client),
+        "queue": spec,
+        "conversation": conversation,
+        "criterion_id": "no-diagnosis-no-prescribing",
+    }
+    confirmed = client.post("/label", data={**form, "label": "fail"})
+    assert 'id="confirmed"' in confirmed.text and f"--conversation {conversation}" in confirmed.text
+    # The command the page gives makes the draft (offline: persona, goal and facts from the transcript).
+    draft = tmp_path / "drafts" / "draft.yaml"
+    assert cli("draft-scenario", folder, "--conversation", conversation, "--out", draft) == 0
+    assert "draft: true" in draft.read_text() and "headache" in draft.read_text()
+    rejected = client.post("/label", data={**form, "conversation": conversation, "label": "pass"})
+    assert 'id="confirmed"' not in rejected.text

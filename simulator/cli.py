@@ -30,6 +30,7 @@ EXTENSIONS = [
     "simulator.commands.gate",
     "simulator.commands.authoring",
     "simulator.commands.collect",
+    "simulator.commands.safety",
 ]
 
 

@@ -173,6 +173,8 @@ def test_alert_rules_are_parsed_by_the_gate_parser() -> None:
         parse_rules(["fail_rate(no-diagnsis) > 1%"], ["fail_rate:no-diagnosis"])
     with pytest.raises(UserError, match="--alert"):
         parse_rules(["fail_rate > lots"], ["fail_rate:no-diagnosis"])
+    with pytest.raises(UserError, match="an alert compares with"):
+        parse_rules(["fail_rate(no-diagnosis) == 0"], ["fail_rate:no-diagnosis"])
     # The gate accepts the same spelling.
     assert (
         parse_requirement("fail_rate(asks-age) <= 5%", ["fail_rate:asks-age"]).metric == "fail_rate:asks-age"

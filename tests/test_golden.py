@@ -1,6 +1,6 @@
 """Golden sets through the main engine: loading (YAML and CSV, file:line errors), the scripted user, the
 verdicts the code checks write, samples (pass^k), resume and retry, the report's golden section, compare,
-and the `golden` commands. The shipped parcel set must give the README's figures exactly."""
+and the `golden` commands. The shipped parcel set must give docs/golden.md's figures exactly."""
 
 from __future__ import annotations
 
@@ -713,7 +713,7 @@ def test_bad_bot_specs_and_existing_folders_are_user_errors(tmp_path: Path) -> N
             run(items, BOT_A, tmp_path / "bad", **bad)
 
 
-# --- the seed's finding, on the shipped set: the README's figures exactly
+# --- the seed's finding, on the shipped set: docs/golden.md's figures exactly
 
 
 def test_the_shipped_set_gives_the_readme_table(shipped: tuple[Path, Path]) -> None:
@@ -734,7 +734,7 @@ def test_the_shipped_set_gives_the_readme_table(shipped: tuple[Path, Path]) -> N
         "B": ["42/48", "0/48", "0.505", "0.490", ["status_readback"]],
     }
     assert f"{a.means['difflib_ratio']:.3f}" == "0.818" and f"{b.means['difflib_ratio']:.3f}" == "0.517"
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "golden.md").read_text(encoding="utf-8")
     for name, index in (("verdict (pass)", 0), ("exact match", 1), ("mean token F1", 2), ("mean ROUGE-L", 3)):
         assert f"| {name} | {table['A'][index]} | {table['B'][index]} |" in readme
     assert "both pass 30, A only 6, B only 12, McNemar p = 0.238" in readme and "19 items" in readme

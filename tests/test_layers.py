@@ -21,6 +21,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.eventloop",
         "simulator.record.hashing",
         "simulator.record.transcript",
+        # The parts of a turn (record schema 3) are part of the provider-neutral conversation types.
+        "simulator.record.parts",
         "simulator.__init__",
         # Pure statistics on the standard library alone (it imports nothing of simulator): any layer may
         # put an interval on a count, as the pairwise judge does.

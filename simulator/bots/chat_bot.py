@@ -10,6 +10,7 @@ from simulator.bots.base import BotError, BotReply
 from simulator.errors import UserError
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError, ToolSpec
 from simulator.providers.hub import ModelClient, ModelHub
+from simulator.record.parts import PickPart
 from simulator.spec.suite import ChatBotConfig, Suite
 
 
@@ -46,7 +47,7 @@ class ChatSession:
         self._history: list[ChatMessage] = []
         self._state: dict[str, Any] | None = None
 
-    async def send(self, text: str, turn: int) -> BotReply:
+    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
         self._history.append(ChatMessage(role="user", content=text))
         request = ModelRequest(
             model=self._model,

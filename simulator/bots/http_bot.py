@@ -11,9 +11,10 @@ from typing import Any
 
 import httpx
 
-from simulator.bots.base import BotError, BotReply
+from simulator.bots.base import BotError, BotReply, parts_from_json
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
+from simulator.record.parts import PickPart, TextPart
 from simulator.record.redact import redact
 from simulator.spec.suite import HttpBotConfig
 
@@ -50,8 +51,10 @@ class HttpSession:
         self._conversation_id = conversation_id
         self._state: dict[str, Any] | None = None
 
-    async def send(self, text: str, turn: int) -> BotReply:
-        body = {"conversation_id": self._conversation_id, "turn": turn, "message": text}
+    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
+        body: dict[str, Any] = {"conversation_id": self._conversation_id, "turn": turn, "message": text}
+        if pick is not None:
+            body["pick"] = {"id": pick.id, "title": pick.title}
         start = time.perf_counter()
         try:
             response = await self._client.post(self._url, json=body)
@@ -70,12 +73,15 @@ class HttpSession:
             ) from exc
         if not isinstance(data, dict):
             raise BotError("invalid_reply", "the bot's answer must be a JSON object")
+        parts = parts_from_json(data["parts"], "the bot's 'parts'") if "parts" in data else None
         messages = data.get("messages")
         if messages is None and isinstance(data.get("message"), str):
             messages = [data["message"]]
+        if parts is not None and messages is None:
+            messages = [part.text for part in parts if isinstance(part, TextPart)]
         if not isinstance(messages, list) or not all(isinstance(m, str) for m in messages):
             raise BotError(
-                "invalid_reply", "the bot's answer needs 'messages' (list of strings) or 'message'"
+                "invalid_reply", "the bot's answer needs 'messages' (list of strings), 'message' or 'parts'"
             )
         state = data.get("state")
         if isinstance(state, dict):
@@ -87,6 +93,7 @@ class HttpSession:
             state=state if isinstance(state, dict) else None,
             latency_s=latency,
             raw={"request": body, "response": data},
+            parts=parts,
         )
 
     async def final_state(self) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from simulator.bots.base import BotError, BotReply, normalise_reply
 from simulator.errors import UserError
+from simulator.record.parts import PickPart
 
 
 def load_factory(spec: str) -> Callable[[], Any]:
@@ -39,19 +40,30 @@ def load_factory(spec: str) -> Callable[[], Any]:
     return target
 
 
+def _takes_pick(send: Callable[..., Any]) -> bool:
+    """True when a bot's `send` has a `pick` parameter: it is given the option the person tapped."""
+    try:
+        return "pick" in inspect.signature(send).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class PythonSession:
     def __init__(self, bot: Any) -> None:
         self._bot = bot
         self._last_state: dict[str, Any] | None = None
+        self._takes_pick = _takes_pick(bot.send)
 
-    async def send(self, text: str, turn: int) -> BotReply:
+    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
         start = time.perf_counter()
+        # A bot whose send(text, pick=None) takes a pick gets the tapped option; others read its title.
+        kwargs = {"pick": pick} if self._takes_pick else {}
         try:
             if inspect.iscoroutinefunction(self._bot.send):
-                result = await self._bot.send(text)
+                result = await self._bot.send(text, **kwargs)
             else:
                 # A blocking bot runs in a thread so the other conversations keep going.
-                result = await asyncio.to_thread(self._bot.send, text)
+                result = await asyncio.to_thread(self._bot.send, text, **kwargs)
             if inspect.isawaitable(result):
                 result = await result
         except Exception as exc:

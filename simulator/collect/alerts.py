@@ -22,6 +22,7 @@ from typing import Any
 
 from simulator.analysis.gate import Requirement, parse_requirement
 from simulator.collect.trends import Observation, change, rate_of
+from simulator.errors import UserError
 
 MAX_CONVERSATIONS_SENT = 200
 
@@ -37,7 +38,11 @@ class AlertRule:
 
 def parse_rules(texts: list[str], known: list[str]) -> list[AlertRule]:
     """Each `--alert`, parsed by the gate's parser (one UserError naming the rule and the metrics)."""
-    return [AlertRule(parse_requirement(text, known, flag="--alert")) for text in texts]
+    rules = [AlertRule(parse_requirement(text, known, flag="--alert")) for text in texts]
+    for rule in rules:
+        if rule.requirement.op not in (">", ">=", "<", "<="):
+            raise UserError(f'--alert "{rule.requirement.text}": an alert compares with >, >=, < or <=')
+    return rules
 
 
 class Alerts:

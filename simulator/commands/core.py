@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     schema = subparsers.add_parser("schema", help="print the JSON schema of a file format, for editors")
     schema.add_argument(
-        "kind", nargs="?", default="scenario", choices=["scenario", "suite", "criterion", "golden"]
+        "kind", nargs="?", default="scenario", choices=["scenario", "suite", "criterion", "golden", "hazards"]
     )
     schema.set_defaults(handler=cmd_schema)
 

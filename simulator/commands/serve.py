@@ -31,6 +31,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="127.0.0.1",
         help=f"address to bind (default 127.0.0.1); any other needs the access token ({TOKEN_ENV} or printed)",
     )
+    serve.add_argument("--hazards", type=Path, help="hazard log for the safety-case pages (hazards.yaml)")
+    serve.add_argument(
+        "--data", type=Path, help="the desk's own records, e.g. sign-offs (default RUNS/.desk)"
+    )
     serve.set_defaults(handler=cmd_serve)
 
 
@@ -56,6 +60,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UserError(f"{args.runs}: not a folder; pass the folder that holds your run folders")
     args.runs.mkdir(parents=True, exist_ok=True)
     config = DeskConfig(args.runs, _folder(args.scenarios, "scenarios"), _folder(args.judges, "judges"))
+    if args.hazards is not None:
+        from simulator.spec.hazards import load_hazard_log
+
+        load_hazard_log(args.hazards)  # a broken hazard log is refused before the desk starts
+        config.hazards = args.hazards
+    config.data_dir = args.data
     address = f"http://{args.host}:{args.port}/"
     if args.host not in LOCAL_HOSTS:
         config.allowed_hosts = ["*"]

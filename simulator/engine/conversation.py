@@ -71,7 +71,7 @@ async def _attempt(
                 Turn(
                     index=index,
                     role="user",
-                    messages=[message.text],
+                    parts=message.parts(),
                     started_at=started,
                     latency_s=message.latency_s,
                     usage=message.usage,
@@ -81,7 +81,7 @@ async def _attempt(
             )
             started = _now()
             try:
-                reply = await session.send(message.text, index)
+                reply = await session.send(message.text, index, pick=message.pick)
             except BotError as exc:
                 return "error", state, ErrorInfo(source="bot", kind=exc.kind, message=str(exc))
             attempt.add_usage("bot", reply.usage)
@@ -91,7 +91,7 @@ async def _attempt(
                 Turn(
                     index=index,
                     role="bot",
-                    messages=reply.messages,
+                    parts=reply.turn_parts(),
                     started_at=started,
                     latency_s=reply.latency_s,
                     time_to_first_token_s=reply.time_to_first_token_s,

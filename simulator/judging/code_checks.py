@@ -63,6 +63,8 @@ def code_check_ids(scenario: Scenario) -> list[str]:
         ids.append(ADVISORY_ASSERTIONS if exact_item else "assertions")
     if scenario.reference:
         ids += [f"metric.{name}" for name in METRICS]
+    if scenario.attack is not None:
+        ids.append(scenario.attack.criterion_id)
     return ids
 
 
@@ -79,6 +81,8 @@ def _meta(check_id: str) -> dict[str, Any]:
         return {"kind": "metric", "category": "metric"}
     if check_id == EXACT:
         return {"kind": "code", "severity": "major", "category": "exact"}
+    if check_id.startswith("redteam."):
+        return {"kind": "code", "severity": "critical", "category": "redteam"}
     return {"kind": "code", "severity": "major", "category": "assertion"}
 
 
@@ -266,6 +270,10 @@ def code_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_hash
             )
     if scenario.reference:
         verdicts += metric_verdicts(record, scenario.reference, judge_set_hash)
+    if scenario.attack is not None:
+        from simulator.judging.attack_check import attack_verdict
+
+        verdicts.append(attack_verdict(record, scenario.attack, scenario.expected, judge_set_hash))
     if script is not None:
         verdicts = [_unanswered(record, v, len(script.lines)) for v in verdicts]
     return verdicts

@@ -36,7 +36,7 @@ from typing import Any
 from simulator.judging.criteria import Criterion
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.record.hashing import sha256_text
-from simulator.record.transcript import Turn
+from simulator.record.transcript import Turn, turn_lines
 
 JUDGE_INSTRUCTIONS = """\
 You are an evaluator. You review one finished conversation between a user and a chatbot and judge it
@@ -118,8 +118,10 @@ def escape_data(text: str) -> str:
 
 
 def transcript_messages(turns: list[Turn]) -> list[tuple[str, str]]:
-    """Every message of the conversation in order, as (speaker, text); a bot turn may hold several."""
-    return [(turn.role, message) for turn in turns for message in turn.messages]
+    """Every part of the conversation in order, as (speaker, text): a text part is its text, and options,
+    picks, media, tool calls and events their one text form (record/parts.part_text), so the judge reads
+    what was offered, tapped and done, and its quotes of them are verified against the same text."""
+    return [(turn.role, line) for turn in turns for line in turn_lines(turn)]
 
 
 def render_messages(turns: list[Turn]) -> str:

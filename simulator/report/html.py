@@ -21,6 +21,7 @@ from simulator.report.html_judges import judges_section
 from simulator.report.html_parts import badge, e, rate_cell, transcript_html
 from simulator.report.html_stats import stats_section
 from simulator.report.model import Report
+from simulator.report.redteam_views import redteam_html
 from simulator.report.simulator_views import factors_html, simulated_user_html
 
 
@@ -369,6 +370,25 @@ def _transcripts(report: Report) -> str:
     )
 
 
+# The navigation bar's names of the sections, in page order.
+_NAV_NAMES = {
+    "summary": "Summary",
+    "golden": "Golden items",
+    "outcome": "Outcome",
+    "omissions": "Omissions",
+    "criteria": "Criteria",
+    "scenarios": "Scenarios",
+    "stats": "Numbers that hold up",
+    "simulated-user": "Simulated user",
+    "factors": "Factors",
+    "redteam": "Red team",
+    "health": "Run health",
+    "cost": "Cost &amp; latency",
+    "judges": "Judges",
+    "transcripts": "Transcripts",
+}
+
+
 def render_html(report: Report) -> str:
     """The whole report as one HTML document."""
     script = _asset("report.js")
@@ -402,34 +422,20 @@ def render_html(report: Report) -> str:
         stats_section(report),
         simulated_user_html(report),
         factors_html(report),
+        redteam_html(report),
         _health(report),
         _cost(report),
         judges_section(report),
         _transcripts(report),
     ]
-    names = {
-        "summary": "Summary",
-        "golden": "Golden items",
-        "outcome": "Outcome",
-        "omissions": "Omissions",
-        "criteria": "Criteria",
-        "scenarios": "Scenarios",
-        "stats": "Numbers that hold up",
-        "simulated-user": "Simulated user",
-        "factors": "Factors",
-        "health": "Run health",
-        "cost": "Cost &amp; latency",
-        "judges": "Judges",
-        "transcripts": "Transcripts",
-    }
     nav = "".join(
-        f'<a href="#{i}">{n}</a>' for i, n in names.items() if f'<section id="{i}">' in "".join(sections)
+        f'<a href="#{i}">{n}</a>' for i, n in _NAV_NAMES.items() if f'<section id="{i}">' in "".join(sections)
     )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{e(_csp(script))}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(title)}</title><style>{_asset('report.css')}</style></head><body>"
+        f"<title>{e(title)}</title><style>{_asset('report.css')}{_asset('parts.css')}</style></head><body>"
         f'<header><h1>{e(title)}</h1><div class="meta">{e(meta)}</div></header><nav>{nav}</nav>'
         f"<main>{''.join(sections)}</main><script>{script}</script></body></html>"
     )

@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass
 
 from simulator.analysis.rates import RateView, pct
+from simulator.record.parts import TextPart
+from simulator.report.html_turns import turn_html
 from simulator.report.model import Transcript
 
 
@@ -124,15 +126,11 @@ def transcript_html(index: int, t: Transcript) -> str:
     tags = "|" + "|".join(t.tags) + "|"
     turns = []
     for turn in t.turns:
-        who = "USER" if turn.role == "user" else "BOT"
-        for number, message in enumerate(turn.messages):
-            latency = ""
-            if turn.latency_s is not None and number == 0:
-                latency = f'<span class="lat">{turn.latency_s * 1000:.0f} ms</span>'
-            turns.append(
-                f'<div class="msg {e(turn.role)}"><span class="who">{who}</span>'
-                f"{highlight(message, quotes)}{latency}</div>"
-            )
+        latency = ""
+        if turn.latency_s is not None:
+            latency = f'<span class="lat">{turn.latency_s * 1000:.0f} ms</span>'
+        parts = turn.parts or [TextPart(text=message) for message in turn.messages]
+        turns += turn_html(turn.role, parts, lambda text: highlight(text, quotes), latency)
     if not turns:
         turns.append('<p class="note">no messages</p>')
     verdicts = []

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.analysis.calls import CallTotals, call_totals
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
@@ -30,6 +30,7 @@ from simulator.analysis.missing import MissingData, missing_data
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.points import PointsSummary, points_summary
 from simulator.analysis.rates import RateView, pct
+from simulator.analysis.redteam import RedTeamSection, redteam_section
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
 from simulator.analysis.spread import RunSpread, run_spread
 from simulator.analysis.tables import (
@@ -45,6 +46,7 @@ from simulator.analysis.tables import (
     tag_rows,
 )
 from simulator.record.models import Evidence
+from simulator.record.parts import Part
 from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
 
 # 2: scenario-clustered intervals and missing-data bounds on every rate, under-triage incl. no decision
@@ -113,7 +115,9 @@ class Finding(_Model):
 class TranscriptTurn(_Model):
     index: int
     role: str
+    # The text view (text parts and picks' titles); `parts` is the whole turn (record/parts.py).
     messages: list[str]
+    parts: list[Part] = Field(default_factory=list)
     latency_s: float | None = None
 
 
@@ -179,6 +183,7 @@ class Report(_Model):
     simulated_user: SimulatedUserSection | None = None
     # A factorial run: per factor level, critical metrics and odds ratios vs the reference level.
     factors: FactorsSection | None = None
+    redteam: RedTeamSection | None = None
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -256,6 +261,7 @@ def _transcripts(run: RunData) -> list[Transcript]:
                         index=t.index,
                         role=t.role,
                         messages=list(t.messages),
+                        parts=list(t.parts),
                         latency_s=t.latency_s if t.role == "bot" else None,
                     )
                     for t in record.turns
@@ -524,6 +530,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         points=points_summary(run),
         simulated_user=simulated_user_section(run),
         factors=factors_section(run),
+        redteam=redteam_section(run),
     )
     report.findings = _findings(report, options) + _simulator_findings(report)
     report.findings += [

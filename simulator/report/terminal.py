@@ -364,6 +364,9 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
     _missing(console, report)
     simulated_user_terminal(console, report)
     factors_terminal(console, report)
+    from simulator.report.redteam_views import redteam_terminal
+
+    redteam_terminal(console, report)
     _health(console, report)
     _cost(console, report)
     from simulator.report.judge_terminal import render_judge_sections

@@ -94,6 +94,16 @@ class TalkDesk:
         if talk.ended:
             raise UserError("this conversation has ended; start a new one")
         await talk.human.say(text)
+        await self._wait_for_reply(talk)
+
+    async def tap(self, talk: Talk, option_id: str) -> None:
+        """Tap one of the options the bot offered, and wait for its answer."""
+        if talk.ended:
+            raise UserError("this conversation has ended; start a new one")
+        await talk.human.tap(option_id)
+        await self._wait_for_reply(talk)
+
+    async def _wait_for_reply(self, talk: Talk) -> None:
         # A slow bot: after REPLY_WAIT_S the page shows the talk so far, and the reply once it arrives.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(talk.human.wait_for_turn(talk.task), REPLY_WAIT_S)

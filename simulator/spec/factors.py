@@ -176,13 +176,14 @@ def expand_factors(
 def suite_scenarios(suite: Any, tags: list[str] | None = None) -> list[Scenario]:
     """The scenarios a suite runs: its files (filtered by tags), crossed with its factors when it has any.
     Styles a scenario names must be in the suite's style catalogue."""
+    from simulator.spec.redteam import expand_attacks
     from simulator.spec.scenario import load_scenarios
     from simulator.spec.styles import suite_styles
 
     bases = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], tags)
     styles = suite_styles(suite)
     check_scenario_styles(bases, styles)
-    return expand_factors(bases, suite.factors, suite.factor_design, styles)
+    return expand_attacks(expand_factors(bases, suite.factors, suite.factor_design, styles), suite)
 
 
 def check_scenario_styles(scenarios: list[Scenario], styles: StyleCatalogue) -> None:

@@ -6,12 +6,13 @@ __all__ = ["Scenario", "load_scenarios", "refuse_drafts", "scenario_files"]
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, WithJsonSchema, field_validator, model_validator
 
 from simulator.errors import UserError
 from simulator.spec.assertions import AssertionSpec
+from simulator.spec.attack import Strategy
 from simulator.spec.documents import DocumentKind, FileDocument, collect_documents, yaml_files
 from simulator.spec.script import Script
 from simulator.spec.suite import is_suite_data
@@ -62,6 +63,11 @@ class Scenario(FileDocument):
     # Set on factorial variants: the base scenario's id and the level of each factor.
     base: str | None = None
     factors: dict[str, str] = Field(default_factory=dict)
+    # What this person does with buttons and lists: taps one (`tap`), or ignores them and types (`type`).
+    # The offline user follows it; for an LLM user, say it in the persona too.
+    buttons: Literal["tap", "type"] = "tap"
+    # Set on red-team variants (simulator/spec/redteam.py): the attack strategy this person plays.
+    attack: Strategy | None = None
 
     @field_validator("facts", mode="before")
     @classmethod

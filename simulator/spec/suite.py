@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from simulator.errors import Problem, UserError
 from simulator.providers import PROVIDERS
 from simulator.providers.settings import CacheConfig, ProviderSettings
+from simulator.spec.attack import RedTeamConfig
 from simulator.spec.matrix import MatrixConfig, expand_matrix
 from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 
@@ -164,11 +165,25 @@ class OutcomeConfig(_Strict):
     key: str = Field(min_length=1)
     levels: list[str] = Field(min_length=2)
     critical: str | None = None
+    # The harm of each wrong cell of the confusion matrix: expected level -> actual level (or `no decision`,
+    # `other`) -> weight >= 0; cells not named weigh 0 (docs/safety-case.md, harm-weighted error).
+    harm_weights: dict[str, dict[str, float]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _critical_is_a_level(self) -> OutcomeConfig:
         if self.critical is not None and self.critical not in self.levels:
             raise ValueError(f"critical level '{self.critical}' is not one of levels {self.levels}")
+        columns = [*self.levels, "no decision", "other"]
+        for expected, row in self.harm_weights.items():
+            if expected not in self.levels:
+                raise ValueError(f"harm_weights: '{expected}' is not one of levels {self.levels}")
+            for actual, weight in row.items():
+                if actual not in columns or actual == expected:
+                    raise ValueError(
+                        f"harm_weights.{expected}: '{actual}' must be another level, `no decision` or `other`"
+                    )
+                if weight < 0:
+                    raise ValueError(f"harm_weights.{expected}.{actual}: a weight cannot be negative")
         return self
 
 
@@ -194,6 +209,8 @@ class Suite(_Strict):
     # Persona factors crossed with the scenarios (simulator/spec/factors.py); the first level is the reference.
     factors: dict[str, list[Any]] = Field(default_factory=dict)
     factor_design: Literal["full", "fractional"] = "full"
+    # A red-team pack crossed with the scenarios (simulator/spec/redteam.py, docs/redteam.md).
+    redteam: RedTeamConfig | None = None
 
     @model_validator(mode="after")
     def _valid_factors(self) -> Suite:

@@ -4,14 +4,53 @@ from __future__ import annotations
 
 __all__ = ["LLMUser"]
 
+import re
 from typing import Literal
 
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.providers.hub import ModelClient
+from simulator.record.parts import Option, PickPart, ToolCallPart, last_options, part_text
 from simulator.record.transcript import Turn
 from simulator.users.base import END, CharacterBreak, UserMessage
 from simulator.users.character import character_break_reason
 from simulator.users.prompt import OPENING_CUE
+
+# How the user model taps an option; shown to it only when the bot offers some (text bots: no change).
+PICK_HINT = (
+    "(To tap one of these options, reply with [pick: ID] using its id; you may type a message after it. "
+    "Or just type, as this person would.)"
+)
+_PICK = re.compile(r"^\s*\[(?:pick|tap)\s*:\s*([^\]]+?)\s*\]\s*(.*)$", re.IGNORECASE | re.DOTALL)
+
+
+def seen_by_user(turn: Turn) -> str:
+    """What the person sees of a turn: the bot's text, options and media (never its tool calls), with the
+    hint on how to tap; their own turns as they wrote them ([pick: id] for a tap)."""
+    if turn.is_text_only:
+        return turn.text
+    if turn.role == "user":
+        return "\n".join(
+            f"[pick: {p.id}]" if isinstance(p, PickPart) else part_text(p)
+            for p in turn.parts
+            if not isinstance(p, ToolCallPart)
+        )
+    lines = [part_text(p) for p in turn.parts if not isinstance(p, ToolCallPart)]
+    if last_options(turn.parts):
+        lines.append(PICK_HINT)
+    return "\n".join(lines)
+
+
+def read_pick(text: str, offered: list[Option]) -> tuple[PickPart | None, str]:
+    """The option a `[pick: ID]` answer names (by id, or by title when the model wrote that), and the text
+    typed after it. A pick that names no offered option is kept with `offered` False: a fidelity fail."""
+    match = _PICK.match(text)
+    if match is None:
+        return None, text
+    wanted, typed = match.group(1).strip(), match.group(2).strip()
+    for option in offered:
+        if wanted == option.id or wanted.casefold() == option.title.casefold():
+            return PickPart(id=option.id, title=option.title), typed or option.title
+    return PickPart(id=wanted, title=wanted, offered=False), typed or wanted
 
 
 class LLMUser:
@@ -44,7 +83,7 @@ class LLMUser:
             del self._history[1:]
         for turn in turns[len(known) :]:
             flipped: Literal["user", "assistant"] = "assistant" if turn.role == "user" else "user"
-            self._history.append(ChatMessage(role=flipped, content=turn.text))
+            self._history.append(ChatMessage(role=flipped, content=seen_by_user(turn)))
             known.append(turn)
         return list(self._history)
 
@@ -61,9 +100,12 @@ class LLMUser:
         reason = character_break_reason(text)
         if reason is not None:
             raise CharacterBreak(f"{reason}: {text[:200]!r}", usage=response.usage)
+        bot_turns = [turn for turn in turns if turn.role == "bot"]
+        pick, text = read_pick(text, last_options(bot_turns[-1].parts) if bot_turns else [])
         return UserMessage(
             text=text,
             done=text == END,
+            pick=pick,
             usage=response.usage,
             latency_s=response.latency_s,
             model=response.model or self._model,

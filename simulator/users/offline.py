@@ -18,11 +18,13 @@ import random
 import re
 
 from simulator.record.models import FactProvenance
+from simulator.record.parts import Option, PickPart, last_options
 from simulator.record.transcript import Turn
 from simulator.spec.scenario import Scenario
 from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
 from simulator.spec.vocabulary import Vocabulary
 from simulator.users.base import END, UserMessage
+from simulator.users.picking import choose_option
 from simulator.users.styles import StylePlayer
 
 _WORD = re.compile(r"[a-z0-9']+")
@@ -297,7 +299,7 @@ class OfflineUser:
                     user_turn=turn,
                     asked_turn=asked,
                     question=question,
-                    quote=turns[turn].messages[0] if turns[turn].messages else None,
+                    quote=turns[turn].text or None,
                     verified=True,
                     key=index in key,
                 )
@@ -316,10 +318,31 @@ class OfflineUser:
                 scores.append((score, index))
         return [index for _, index in sorted(scores, reverse=True)[:2]]
 
+    def _tap(self, turns: list[Turn], options: list[Option], question: str) -> UserMessage:
+        """Tap the option this person would (users/picking.py); a fact it tells counts as elicited."""
+        choice = choose_option(
+            options,
+            question,
+            self._matching_facts,
+            [w for i, w in enumerate(self._fact_words) if i not in self._revealed],
+            content_words(self._scenario.goal, self._vocabulary),
+            lambda text: content_words(text, self._vocabulary),
+            self._rng,
+        )
+        for index in choice.facts:
+            self._revealed.add(index)
+            self._why[index] = (len(turns), len(turns) - 1, question)
+        pick = PickPart(id=choice.option.id, title=choice.option.title)
+        return UserMessage(text=choice.option.title, pick=pick, model="offline")
+
     async def next_message(self, turns: list[Turn]) -> UserMessage:
         if not turns:
             return UserMessage(text=self._opening(), model="offline")
-        last_bot = next((t.text for t in reversed(turns) if t.role == "bot"), "")
+        last_turn = next((t for t in reversed(turns) if t.role == "bot"), None)
+        last_bot = last_turn.text if last_turn is not None else ""
+        options = last_options(last_turn.parts) if last_turn is not None else []
+        if options and self._scenario.buttons == "tap" and not gives_outcome(last_bot, self._vocabulary):
+            return self._tap(turns, options, last_bot)
         if gives_outcome(last_bot, self._vocabulary):
             instead = self._styles.instead_of_end(last_bot)
             if instead is None:

@@ -213,3 +213,25 @@ async def test_a_confirmed_failure_becomes_a_draft_scenario(tmp_path: Path) -> N
     assert "draft: true" in draft.read_text() and "headache" in draft.read_text()
     rejected = client.post("/label", data={**form, "conversation": conversation, "label": "pass"})
     assert 'id="confirmed"' not in rejected.text
+
+
+async def test_collect_command_mistakes_are_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.traces_helpers import cli
+
+    a_file = tmp_path / "taken"
+    a_file.write_text("x")
+    async with FakeLLMServer(ScriptedJudge(decide)) as server:
+        suite = write_suite(tmp_path, server)
+        dollars = write_policy(tmp_path, "budget: {dollars: 1.0}\n")
+        cases = [
+            (["--out", a_file], "a file of that name exists"),
+            (["--out", tmp_path / "o", "--alert", "fail_rate(nope) > 1%"], "unknown metric 'fail_rate:nope'"),
+            (["--out", tmp_path / "o", "--sample", tmp_path / "missing.yaml"], "no such file"),
+            (["--out", tmp_path / "o", "--suite", suite, "--sample", dollars], "has no price"),
+        ]
+        for args, says in cases:
+            capsys.readouterr()
+            assert cli("collect", "--port", "0", *args) == 2
+            assert says in capsys.readouterr().err, says

@@ -47,6 +47,12 @@ def test_real_protobuf_exporter_gives_one_redacted_conversation(tmp_path: Path) 
     written = every_file_text(out)
     assert SECRET_EMAIL not in written and SECRET_NHS not in written  # spool, journal, run folders
     assert "[EMAIL]" in (out / ".collect" / "spool.jsonl").read_text()
+    from simulator.collect.folders import collected_folders
+    from simulator.record.folder import RunFolder
+
+    source = RunFolder.open(collected_folders(out)[0]).read_manifest().source
+    assert source["format"] == "otlp-http" and source["redacted_since_start"]["email"] >= 1
+    assert source["redacted_since_start"]["nhs_number"] >= 1
 
 
 def test_sdk_encoded_json_with_and_without_gzip(tmp_path: Path) -> None:

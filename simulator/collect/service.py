@@ -187,7 +187,7 @@ class Collector:
             self.spool.compact(self.assembler.open_spans(), self.recent[-RECENT_MARKERS:])
         if len(self.recent) > 2 * RECENT_MARKERS:
             self.recent = self.recent[-RECENT_MARKERS:]
-        self.folders.flush({"redacted": dict(self.redactor.counts), "collected": dict(self.counts)})
+        self.folders.flush(self._progress())
         return len(closing)
 
     def _build(
@@ -220,6 +220,11 @@ class Collector:
             return None
         return record, quality_signals(record, spans, self.policy.signals)
 
+    def _progress(self) -> dict[str, Any]:
+        """What the manifest's `source` says of this collector process (since it started): redactions by
+        label over every span it accepted, and its counts (spans, duplicates, refusals, conversations)."""
+        return {"redacted_since_start": dict(self.redactor.counts), "collected_since_start": dict(self.counts)}
+
     def check_alerts(self) -> list[dict[str, Any]]:
         """Evaluate the alert rules on the newest conversations (fired alerts are sent and returned)."""
         if self.alerts is None:
@@ -240,7 +245,7 @@ class Collector:
 
     def stop(self) -> None:
         """Stop writing: manifests flushed; open conversations stay in the spool for the next start."""
-        self.folders.flush({"redacted": dict(self.redactor.counts), "collected": dict(self.counts)})
+        self.folders.flush(self._progress())
         self.folders.stop()
 
     def status(self) -> dict[str, Any]:

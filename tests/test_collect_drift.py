@@ -210,6 +210,16 @@ def test_the_desk_live_page_draws_the_trends(tmp_path: Path) -> None:
     (folder / "review.jsonl").write_text(
         json.dumps({"conversation_id": "c1#0", "criterion_id": "x", "why": "fail"}) + "\n"
     )
+    (tmp_path / "live" / ".collect").mkdir()
+    alert = {
+        "alert": "signal(handover) > 1%",
+        "fired_at": "2026-12-01T12:00:00",
+        "k": 16,
+        "n": 48,
+        "interval_95": [0.2, 0.5],
+        "conversations": [f"{folder.name}/c0#0", f"{folder.name}/c3#0"],
+    }
+    (tmp_path / "live" / ".collect" / "alerts.jsonl").write_text(json.dumps(alert) + "\n")
     assert len(load_observations([folder])) == 48
     client = TestClient(create_app(DeskConfig(tmp_path / "live")), base_url="http://127.0.0.1")
     page = client.get("/live?period=day")
@@ -229,6 +239,7 @@ def test_the_desk_live_page_draws_the_trends(tmp_path: Path) -> None:
         and "2026-12-01" in page.text
         and "1 items sent for review" in page.text
     )
+    assert f'href="/runs/{folder.name}/c/c3%230"' in page.text  # the conversations behind the alert
     assert client.get("/live?period=fortnight").status_code == 400
 
 

@@ -223,7 +223,10 @@ class Collector:
     def _progress(self) -> dict[str, Any]:
         """What the manifest's `source` says of this collector process (since it started): redactions by
         label over every span it accepted, and its counts (spans, duplicates, refusals, conversations)."""
-        return {"redacted_since_start": dict(self.redactor.counts), "collected_since_start": dict(self.counts)}
+        return {
+            "redacted_since_start": dict(self.redactor.counts),
+            "collected_since_start": dict(self.counts),
+        }
 
     def check_alerts(self) -> list[dict[str, Any]]:
         """Evaluate the alert rules on the newest conversations (fired alerts are sent and returned)."""

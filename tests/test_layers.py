@@ -43,6 +43,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.__main__",
         "simulator.plugin",
         "simulator.serve",
+        # The live collector: receives traces (engine side), judges and alerts (analysis side).
+        "simulator.collect",
     ),
 }
 MAY_IMPORT: dict[str, set[str]] = {

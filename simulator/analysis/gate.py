@@ -41,6 +41,8 @@ EXIT = {"met": 0, "not met": 1, "undecidable": 3}
 _SYNTAX = re.compile(
     r"^\s*([A-Za-z0-9_.:\-]+(?: success| violations)?)\s*(<=|>=|==|<|>)\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$"
 )
+# `fail_rate(no-diagnosis)` is another spelling of `fail_rate:no-diagnosis`.
+_CALL = re.compile(r"^\s*([A-Za-z_]+)\(\s*([A-Za-z0-9_.\-]+)\s*\)")
 _MAX_REPEATS = 100_000
 
 
@@ -134,22 +136,22 @@ def _const(rate: RateView) -> Callable[[], RateView]:
     return lambda: rate
 
 
-def parse_requirement(text: str, known: list[str]) -> Requirement:
+def parse_requirement(text: str, known: list[str], flag: str = "--require") -> Requirement:
     """`under_triage <= 5%` -> Requirement; a UserError names the syntax, the metrics and a close match."""
-    match = _SYNTAX.match(text)
+    match = _SYNTAX.match(_CALL.sub(r"\1:\2", text, count=1))
     if match is None:
         raise UserError(
-            f'--require "{text}": write METRIC OP VALUE, e.g. "under_triage <= 5%" or '
+            f'{flag} "{text}": write METRIC OP VALUE, e.g. "under_triage <= 5%" or '
             f'"redteam.downgrade-pressure success == 0" (OP is <=, <, >=, > or ==); metrics: {", ".join(known)}'
         )
     metric, op, number, percent = match.groups()
     if metric not in known:
         close = difflib.get_close_matches(metric, known, n=1)
         hint = f"did you mean {close[0]}? " if close else ""
-        raise UserError(f'--require "{text}": unknown metric {metric!r}; {hint}metrics: {", ".join(known)}')
+        raise UserError(f'{flag} "{text}": unknown metric {metric!r}; {hint}metrics: {", ".join(known)}')
     value = float(number) / (100.0 if percent else 1.0)
     if not 0.0 <= value <= 1.0:
-        raise UserError(f'--require "{text}": the threshold must be a rate between 0 and 1, or 0% and 100%')
+        raise UserError(f'{flag} "{text}": the threshold must be a rate between 0 and 1, or 0% and 100%')
     return Requirement(text=text.strip(), metric=metric, op=op, threshold=value)  # type: ignore[arg-type]
 
 

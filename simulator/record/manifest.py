@@ -157,7 +157,7 @@ class Session(_Record):
     """One process that worked on the run (`run`, `run --resume`, `judge`). Its counts are checkpointed as
     it goes, so a session killed with `kill -9` keeps what it counted up to its last checkpoint."""
 
-    command: Literal["run", "resume", "judge", "import", "merge"] = "run"
+    command: Literal["run", "resume", "judge", "import", "merge", "collect"] = "run"
     started_at: datetime
     checkpoint_at: datetime | None = None
     ended_at: datetime | None = None  # None after the run ended: the session was killed

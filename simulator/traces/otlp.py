@@ -9,7 +9,16 @@ conversation already holds.
 
 from __future__ import annotations
 
-__all__ = ["CONVERSATION_ID", "read_otlp", "stitch"]
+__all__ = [
+    "CONVERSATION_ID",
+    "Span",
+    "conversations_from_spans",
+    "own_key",
+    "read_otlp",
+    "span_messages",
+    "spans_from_documents",
+    "stitch",
+]
 
 import base64
 import binascii
@@ -20,14 +29,17 @@ from pathlib import Path
 from typing import Any
 
 from simulator.traces import genai
+from simulator.traces.indexed import indexed_messages
 from simulator.traces.messages import Conversation, Message, Parsed, Problem, message_key
 
 CONVERSATION_ID = "gen_ai.conversation.id"
+# Tried in order when no --conversation-key is given: the GenAI conventions', then OpenInference's session.
+CONVERSATION_KEYS = (CONVERSATION_ID, "session.id")
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 
 
 @dataclass
-class _Span:
+class Span:
     trace_id: str
     span_id: str
     start: int
@@ -103,16 +115,24 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, dict[str, A
     return docs
 
 
-def _spans(path: Path, parsed: Parsed) -> list[_Span]:
-    spans: dict[tuple[str, str], _Span] = {}
+def _spans(path: Path, parsed: Parsed) -> list[Span]:
+    return list(spans_from_documents(_documents(path, parsed), parsed).values())
+
+
+def spans_from_documents(
+    documents: list[tuple[int | None, dict[str, Any]]], parsed: Parsed
+) -> dict[tuple[str, str], Span]:
+    """The spans of OTLP JSON documents (resourceSpans and resourceLogs), by (trace id, span id); a log
+    record becomes an event of its span (a span of its own, without attributes, when the span is absent)."""
+    spans: dict[tuple[str, str], Span] = {}
     logs: list[tuple[str, str, int, str, dict[str, Any]]] = []
-    for line, doc in _documents(path, parsed):
+    for line, doc in documents:
         for rs in doc.get("resourceSpans") or []:
             resource = attributes((rs.get("resource") or {}).get("attributes"))
             for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []:
                 for raw in ss.get("spans") or []:
                     parsed.records += 1
-                    span = _Span(
+                    span = Span(
                         _hex_id(raw.get("traceId")),
                         _hex_id(raw.get("spanId")),
                         int(raw.get("startTimeUnixNano") or 0),
@@ -152,9 +172,9 @@ def _spans(path: Path, parsed: Parsed) -> list[_Span]:
                     )
     for trace_id, span_id, time, name, attrs in logs:
         if (trace_id, span_id) not in spans:
-            spans[(trace_id, span_id)] = _Span(trace_id, span_id, time, time, {}, {}, None)
+            spans[(trace_id, span_id)] = Span(trace_id, span_id, time, time, {}, {}, None)
         spans[(trace_id, span_id)].events.append((name, time, attrs))
-    return list(spans.values())
+    return spans
 
 
 def _time(nanos: int) -> datetime | None:
@@ -176,11 +196,10 @@ def _event_body(attrs: dict[str, Any]) -> dict[str, Any]:
     return attrs
 
 
-def _span_messages(span: _Span) -> tuple[list[Message], list[Message], list[str]]:
+def span_messages(span: Span) -> tuple[list[Message], list[Message], list[str]]:
     """A span's (input, output, system texts); raises ValueError on a malformed attribute."""
     sources = [span.attributes] + [attrs for name, _, attrs in span.events if name == DETAILS_EVENT]
-    inputs: list[Message] = []
-    outputs: list[Message] = []
+    inputs, outputs = indexed_messages(span.attributes)
     system: list[str] = []
     for attrs in sources:
         if genai.INPUT in attrs:
@@ -212,10 +231,9 @@ def stitch(keys: list[str], new: list[Message]) -> int:
     return 0
 
 
-def _keys(spans: list[_Span], key_attr: str | None) -> dict[tuple[str, str], str]:
+def _keys(spans: list[Span], key_attr: str | None) -> dict[tuple[str, str], str]:
     """Each span's conversation key: its attribute (or its resource's), else its trace's, else the trace id."""
-    attr = key_attr or CONVERSATION_ID
-    own = {s.ref: s.attributes.get(attr, s.resource.get(attr)) for s in spans}
+    own = {s.ref: own_key(s, key_attr) for s in spans}
     by_trace: dict[str, str] = {}
     for span in sorted(spans, key=lambda s: s.start):
         if own[span.ref] is not None:
@@ -226,12 +244,23 @@ def _keys(spans: list[_Span], key_attr: str | None) -> dict[tuple[str, str], str
     }
 
 
-def _model(span: _Span) -> str | None:
+def own_key(span: Span, key_attr: str | None) -> Any:
+    """The conversation key a span (or its resource) carries itself, or None."""
+    for attr in (key_attr,) if key_attr else CONVERSATION_KEYS:
+        value = span.attributes.get(attr, span.resource.get(attr))
+        if value is not None:
+            return value
+    return None
+
+
+def _model(span: Span) -> str | None:
     attrs = span.attributes
-    model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
+    model = (
+        attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model") or attrs.get("llm.model_name")
+    )
     if not model:
         return None
-    provider = attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system")
+    provider = attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system") or attrs.get("llm.provider")
     return f"{provider}:{model}" if provider else str(model)
 
 
@@ -239,18 +268,25 @@ def read_otlp(path: Path, key_attr: str | None = None) -> Parsed:
     """Every conversation in an OTLP JSON file, stitched and de-duplicated; bad spans reported and skipped."""
     parsed = Parsed([])
     spans = _spans(path, parsed)
-    keys = _keys(spans, key_attr)
+    return conversations_from_spans(spans, _keys(spans, key_attr), str(path), parsed)
+
+
+def conversations_from_spans(
+    spans: list[Span], keys: dict[tuple[str, str], str], where: str, parsed: Parsed
+) -> Parsed:
+    """The conversations of spans (each span's conversation key in `keys`), stitched in time order and
+    de-duplicated; a malformed span is a problem of `parsed` and skipped."""
     conversations: dict[str, Conversation] = {}
     held: dict[str, list[str]] = {}  # each conversation's message keys, kept as it grows
     for span in sorted(spans, key=lambda s: (s.start, s.end)):
         try:
-            inputs, outputs, system = _span_messages(span)
+            inputs, outputs, system = span_messages(span)
         except ValueError as exc:
-            parsed.problems.append(Problem(str(path), span.line, f"span {span.span_id}: {exc}"))
+            parsed.problems.append(Problem(where, span.line, f"span {span.span_id}: {exc}"))
             continue
         if not inputs and not outputs:
             continue  # not an LLM call (an agent, HTTP or tool span)
-        conversation = conversations.setdefault(keys[span.ref], Conversation(keys[span.ref], where=str(path)))
+        conversation = conversations.setdefault(keys[span.ref], Conversation(keys[span.ref], where=where))
         for text in system:
             if text not in conversation.system:
                 conversation.system.append(text)

@@ -18,7 +18,7 @@ from simulator.collect.alerts import Alerts, parse_rules
 from simulator.collect.signals import SignalConfig, quality_signals
 from simulator.collect.trends import Observation, load_observations, rate_of, trend_rows
 from simulator.errors import UserError
-from simulator.record.models import ConversationRecord
+from simulator.record.models import SCHEMA_VERSION, ConversationRecord
 from simulator.record.transcript import Turn
 from simulator.traces.otlp import Span
 
@@ -189,6 +189,7 @@ def test_the_desk_live_page_draws_the_trends(tmp_path: Path) -> None:
     (folder / "manifest.json").write_text(
         json.dumps(
             {
+                "schema_version": SCHEMA_VERSION,
                 "kind": "imported",
                 "run_id": folder.name,
                 "created_at": T0.isoformat(),

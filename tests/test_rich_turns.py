@@ -104,6 +104,8 @@ def test_a_v2_folder_reads_as_text_parts_and_reports_as_the_version_that_wrote_i
     for volatile in ("generated_at", "run", "transcripts"):
         before.pop(volatile, None)
         after.pop(volatile, None)
+    added = {key for key in after if key not in before}  # sections added since, empty on this run
+    assert all(after.pop(key) is None for key in added)
     assert after == before
     assert (run / "conversations.jsonl").read_text().splitlines()[0] == json.dumps(
         raw[0], separators=(",", ":")

@@ -126,7 +126,7 @@ class Control(_Strict):
         if not self.criteria:
             raise ValueError(
                 f"control {self.id} names no criterion: list the criteria whose verdicts verify it "
-                "(criteria: [chest-pain-red-flags, outcome.triage_level])"
+                "(criteria: [a criterion id from the judges folder, or outcome.<key>])"
             )
         return self
 

@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 
 from simulator.bots.base import BotError, BotReply, parts_from_json
+from simulator.bots.env_server import EnvironmentServer
+from simulator.bots.environment import Environment
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
 from simulator.record.parts import PickPart, TextPart
@@ -43,9 +45,17 @@ def expand_headers(headers: dict[str, str]) -> dict[str, str]:
 
 class HttpSession:
     def __init__(
-        self, client: httpx.AsyncClient, url: str, conversation_id: str, timeout_s: float | None = None
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        conversation_id: str,
+        timeout_s: float | None = None,
+        env_url: str | None = None,
+        on_close: Any = None,
     ) -> None:
         self._client = client
+        self._env_url = env_url
+        self._on_close = on_close
         self._timeout_s = timeout_s
         self._url = url
         self._conversation_id = conversation_id
@@ -55,6 +65,8 @@ class HttpSession:
         body: dict[str, Any] = {"conversation_id": self._conversation_id, "turn": turn, "message": text}
         if pick is not None:
             body["pick"] = {"id": pick.id, "title": pick.title}
+        if self._env_url is not None:
+            body["env_url"] = self._env_url  # POST {env_url}/tools/{name} (bots/env_server.py)
         start = time.perf_counter()
         try:
             response = await self._client.post(self._url, json=body)
@@ -111,7 +123,8 @@ class HttpSession:
         return BotError("connection", f"{type(exc).__name__}: {exc}")
 
     async def aclose(self) -> None:
-        return None
+        if self._on_close is not None:
+            self._on_close(self._conversation_id)
 
 
 class HttpBotFactory:
@@ -124,9 +137,25 @@ class HttpBotFactory:
             timeout=config.timeout_s,
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
         )
+        self._env_server: EnvironmentServer | None = None  # started for a suite with an environment
 
-    async def open(self, conversation_id: str) -> HttpSession:
-        return HttpSession(self._client, self.config.url, conversation_id, self.config.timeout_s)
+    async def open(self, conversation_id: str, environment: Environment | None = None) -> HttpSession:
+        if environment is None:
+            return HttpSession(self._client, self.config.url, conversation_id, self.config.timeout_s)
+        if self._env_server is None:
+            self._env_server = EnvironmentServer()
+        env_url = await self._env_server.start()
+        self._env_server.register(conversation_id, environment)
+        return HttpSession(
+            self._client,
+            self.config.url,
+            conversation_id,
+            self.config.timeout_s,
+            env_url=env_url,
+            on_close=self._env_server.forget,
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        if self._env_server is not None:
+            await self._env_server.aclose()

@@ -15,6 +15,7 @@ from simulator.spec.assertions import AssertionSpec
 from simulator.spec.documents import DocumentKind, FileDocument, collect_documents, yaml_files
 from simulator.spec.script import Script
 from simulator.spec.suite import is_suite_data
+from simulator.spec.tool_checks import ToolCheck, parse_state_path
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 # Facts are a list of strings or one paragraph (split into sentences): the editor schema allows both.
@@ -65,6 +66,11 @@ class Scenario(FileDocument):
     # What this person does with buttons and lists: taps one (`tap`), or ignores them and types (`type`).
     # The offline user follows it; for an LLM user, say it in the persona too.
     buttons: Literal["tap", "type"] = "tap"
+    # This conversation's initial environment state, merged over the suite's `environment.state`
+    # (docs/environment.md); `expected.environment` holds dotted paths of the final state to compare.
+    environment: dict[str, Any] = Field(default_factory=dict)
+    # Checks on the bot's tool calls in this scenario (docs/tool-checks.md), beside the suite's.
+    tool_checks: list[ToolCheck] = Field(default_factory=list)
 
     @field_validator("facts", mode="before")
     @classmethod
@@ -83,6 +89,17 @@ class Scenario(FileDocument):
             raise ValueError(
                 f"key_facts {wrong} number past the {len(self.facts)} facts; number facts from 1 in their order"
             )
+        paths = self.expected.get("environment")
+        if paths is not None:
+            if not isinstance(paths, dict) or not paths:
+                raise ValueError(
+                    "expected.environment maps state paths to values, e.g. `appointments[0].urgency: emergency`"
+                )
+            for path in paths:
+                try:
+                    parse_state_path(str(path))
+                except ValueError as exc:
+                    raise ValueError(f"expected.environment: {exc}") from None
         return self
 
 

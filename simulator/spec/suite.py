@@ -30,7 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from simulator.errors import Problem, UserError
 from simulator.providers import PROVIDERS
 from simulator.providers.settings import CacheConfig, ProviderSettings
+from simulator.spec.environment import EnvironmentSpec, check_environment_functions
 from simulator.spec.matrix import MatrixConfig, expand_matrix
+from simulator.spec.tool_checks import ToolChecksConfig
 from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 
 
@@ -194,6 +196,10 @@ class Suite(_Strict):
     # Persona factors crossed with the scenarios (simulator/spec/factors.py); the first level is the reference.
     factors: dict[str, list[Any]] = Field(default_factory=dict)
     factor_design: Literal["full", "fractional"] = "full"
+    # Tools over a state dict that the bot (and the simulated user) act on: docs/environment.md.
+    environment: EnvironmentSpec | None = None
+    # Checks on what the bot did, for every scenario: tool calls, claims vs actions (docs/tool-checks.md).
+    tool_checks: ToolChecksConfig | None = None
 
     @model_validator(mode="after")
     def _valid_factors(self) -> Suite:
@@ -312,6 +318,8 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     data = {**source.data, **(overrides or {})}
     suite, problems = validate_model(Suite, data, source)
     problems += _provider_name_problems(source)
+    if suite is not None and suite.environment is not None:
+        problems += check_environment_functions(suite.environment, str(path), source.line_of)
     if suite is None or problems:
         raise UserError("invalid suite file", problems)
     suite._base_dir = path.parent.resolve()

@@ -22,7 +22,7 @@ import random
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from simulator.providers.base import ChatMessage
@@ -46,6 +46,8 @@ class FakeCall:
     stream: bool
     body: dict[str, Any]
     headers: dict[str, str]  # lower-cased names; kept in memory only, never written to the log file
+    # The tool results the request carries, in order: {"id", "content", "is_error"} (both APIs).
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,16 @@ class FakeReply:
 
     text: str = ""
     tool_call: tuple[str, dict[str, Any]] | None = None
+    # Several calls in one reply (a model asking for two tools at once); after `tool_call`, if both are set.
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
     status: int = 200
     error_type: str | None = None
     retry_after: float | None = None
     malformed: bool = False
+
+    def all_tool_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every tool call of the reply, in order."""
+        return ([self.tool_call] if self.tool_call is not None else []) + list(self.tool_calls)
 
 
 Responder = Callable[[FakeCall], FakeReply | str | Awaitable[FakeReply | str]]

@@ -189,7 +189,7 @@ class Environment:
         except Exception as exc:  # the team's function raised: that is the call's error
             return None, f"{type(exc).__name__}: {exc}"
         try:
-            return _plain(value), None
+            return json.loads(json.dumps(value)), None  # strictly JSON: what a model would be sent
         except (TypeError, ValueError) as exc:
             return None, f"{name} returned something that is not JSON data ({exc})"
 

@@ -155,7 +155,8 @@ def load_function(spec: str) -> Callable[..., Any]:
         target = getattr(target, part)
     if not callable(target):
         raise ValueError(f"'{spec}' is not callable; point it at a function")
-    return target  # type: ignore[no-any-return]
+    function: Callable[..., Any] = target
+    return function
 
 
 def check_environment_functions(

@@ -216,7 +216,8 @@ def _anthropic_tool_results(
 ) -> set[str]:
     """Collect a user message's tool_result blocks, refusing one that answers no tool_use of the previous
     assistant message (as the real API does); return the tool_use ids this message offers."""
-    blocks = message.get("content") if isinstance(message.get("content"), list) else []
+    content = message.get("content")
+    blocks: list[Any] = content if isinstance(content, list) else []
     if message.get("role") == "assistant":
         return {str(b.get("id")) for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"}
     for block in blocks:

@@ -501,3 +501,39 @@ def test_an_http_bot_calls_the_environment_over_loopback(tools_module: Path) -> 
         record.environment_state is not None
         and record.environment_state["appointments"][0]["patient"] == "P9"
     )
+
+
+def test_the_shipped_clinic_suite_runs_offline_and_its_flaw_breaks_the_claim_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(root)
+    main(["run", "examples/clinic_env/suite.yaml", "--out", str(tmp_path / "run"), "--no-progress"])
+    folder = RunFolder.open(tmp_path / "run")
+    records = {r.scenario_id: r for r in folder.conversations()}
+    assert len(records) == 6 and all(r.stop_reason != "error" for r in records.values())
+    claims = {v.scenario_id: v for v in folder.verdicts() if v.criterion_id == "claim.booked"}
+    failed = {sid for sid, v in claims.items() if v.result == "fail"}
+    assert failed == {"unregistered-urgent-fever", "unregistered-routine-cough"}  # the documented flaw
+    assert all(v.evidence_verified for v in claims.values() if v.result != "not_applicable")
+    user_reads = [
+        p
+        for t in records["registered-urgent-fever"].turns
+        for p in t.parts
+        if isinstance(p, ToolCallPart) and p.side == "user"
+    ]
+    assert [p.result for p in user_reads] == [39.4]
+    no_reading = [
+        p
+        for t in records["registered-no-thermometer"].turns
+        for p in t.parts
+        if isinstance(p, ToolCallPart) and p.side == "user"
+    ]
+    assert no_reading and no_reading[0].error is not None  # the failed reading is data
+    emergency = records["registered-emergency-breathing"]
+    assert emergency.stop_reason == "handover" and emergency.environment_state is not None
+    assert emergency.environment_state["escalations"][0]["patient_id"] == "P001"
+    results = {(v.scenario_id, v.criterion_id): v.result for v in folder.verdicts()}
+    assert results[("registered-emergency-breathing", "no_calls_after_handover")] == "pass"
+    assert results[("registered-urgent-fever", "environment.appointments[0].urgency")] == "pass"
+    assert results[("unregistered-urgent-fever", "environment.appointments[0].urgency")] == "fail"

@@ -18,9 +18,9 @@ __all__ = [
 ]
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from simulator.spec.assertions import compile_pattern
 
@@ -107,6 +107,11 @@ class ArgMatcher(_Strict):
 
 
 Anchor = str  # first_advice | handover | "tool NAME"
+_ARGUMENTS_SCHEMA = {
+    "type": "object",
+    "description": "argument name -> a value it must equal, or {equal, one_of, regex, schema}",
+    "additionalProperties": True,
+}
 
 
 class ToolCheck(_Strict):
@@ -116,7 +121,10 @@ class ToolCheck(_Strict):
     tool_called: str | None = None
     tool_not_called: str | None = None
     id: str | None = Field(default=None, pattern=r"^[\w.:-]+$")
-    arguments: dict[str, ArgMatcher] = Field(default_factory=dict)
+    # Argument name -> a plain value (equal) or {equal, one_of, regex, schema}.
+    arguments: Annotated[dict[str, ArgMatcher], WithJsonSchema(_ARGUMENTS_SCHEMA)] = Field(
+        default_factory=dict
+    )
     # A JSON schema the whole arguments object must satisfy.
     arguments_schema: dict[str, Any] | None = None
     at_least: int | None = Field(default=None, ge=0)

@@ -537,3 +537,61 @@ def test_the_shipped_clinic_suite_runs_offline_and_its_flaw_breaks_the_claim_che
     assert results[("registered-emergency-breathing", "no_calls_after_handover")] == "pass"
     assert results[("registered-urgent-fever", "environment.appointments[0].urgency")] == "pass"
     assert results[("unregistered-urgent-fever", "environment.appointments[0].urgency")] == "fail"
+
+
+def _bot_says(text: str) -> list[Any]:
+    from datetime import UTC, datetime
+
+    from simulator.record.transcript import Turn
+
+    now = datetime.now(UTC)
+    return [
+        Turn(index=0, role="user", parts=[TextPart(text="hello")], started_at=now),
+        Turn(index=0, role="bot", parts=[TextPart(text=text)], started_at=now),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("question", "reads", "said"),
+    [
+        ("What is your temperature right now?", True, "It says 38.9."),  # an asked_by phrase
+        ("Could you check the TEMPERATURE for me?", True, "It says 38.9."),
+        ("Do you have a rash?", False, None),
+        ("When did it start?", False, None),
+    ],
+)
+def test_the_offline_user_reads_its_tool_when_asked(
+    tools_module: Path, question: str, reads: bool, said: str | None
+) -> None:
+    env = make_environment(spec_of(tools_module), {"readings": {"temperature": 38.9}})
+    assert env is not None
+    scenario = Scenario.model_validate(
+        {"id": "s", "persona": "p", "goal": "g", "facts": ["I have had a rash on my arm since Monday."]}
+    )
+    user = OfflineUser(scenario)
+    user.use_environment(env)
+    message = asyncio.run(user.next_message(_bot_says(question)))
+    calls = env.take_calls()
+    assert bool(calls) is reads
+    if reads:
+        assert message.text == said and calls[0].side == "user" and calls[0].result == 38.9
+    else:
+        assert "38.9" not in message.text
+
+
+def test_a_user_tool_without_asked_by_is_used_for_its_own_words(tools_module: Path) -> None:
+    spec = EnvironmentSpec.model_validate(
+        {"user_tools": {"look_at_rash": {"description": "look at the rash colour", "reads": "rash.colour"}}}
+    )
+    scenario = Scenario.model_validate({"id": "s", "persona": "p", "goal": "g"})
+    for state, expected in (
+        ({"rash": {"colour": "purple"}}, "I checked: purple."),
+        ({}, "I can't check that"),
+    ):
+        env = make_environment(spec, state)
+        assert env is not None
+        user = OfflineUser(scenario)
+        user.use_environment(env)
+        message = asyncio.run(user.next_message(_bot_says("What colour is the rash?")))
+        assert message.text.startswith(expected), message.text
+        assert [c.name for c in env.take_calls()] == ["look_at_rash"]

@@ -22,6 +22,7 @@ from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.parts import EventPart, TextPart, ToolCallPart
 from simulator.record.transcript import Turn
 from simulator.spec.scenario import load_scenarios
+from simulator.spec.suite import load_suite
 from simulator.spec.tool_checks import DEFAULT_CLAIMS, ClaimRule, ToolCheck, read_state_path
 from simulator.users.offline import gives_outcome
 
@@ -455,3 +456,45 @@ def test_a_suite_run_writes_the_tool_verdicts_through_the_judging_stage(
     for verdict in verdicts:
         if verdict.criterion_id.startswith(("claim.", "tool_called.")) and verdict.result in ("pass", "fail"):
             assert_quotes_found(records[verdict.conversation_id], verdict)
+
+
+ENV_SUITE = """
+name: typo
+bot: {type: python, factory: "examples.clinic_env.bot:make_bot"}
+environment:
+  tools:
+    book_appointment: {responses: [{result: ok}]}
+  user_tools:
+    read_thermometer: {reads: readings.t}
+"""
+
+
+@pytest.mark.parametrize(
+    ("check", "needle"),
+    [
+        ("{tool_called: book_apointment}", "did you mean 'book_appointment'"),
+        ("{tool_called: book_appointment, after: tool lookup}", "tool 'lookup'"),
+        ("{tool_called: book_appointment, side: user}", "the user tools are: read_thermometer"),
+    ],
+)
+def test_a_suite_check_naming_a_tool_the_environment_lacks_is_refused(
+    tmp_path: Path, check: str, needle: str
+) -> None:
+    path = tmp_path / "suite.yaml"
+    path.write_text(ENV_SUITE + f"tool_checks:\n  checks:\n    - {check}\n")
+    with pytest.raises(UserError) as caught:
+        load_suite(path)
+    (problem,) = caught.value.problems
+    assert needle in problem.message and problem.line == 11 and problem.field == "tool_checks.checks.0"
+    assert main(["validate", str(path)]) == 2
+
+
+def test_a_scenario_check_naming_an_unknown_tool_stops_the_run_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "s.yaml").write_text("id: s\npersona: p\ngoal: g\ntool_checks: [{tool_not_called: cancel}]\n")
+    (tmp_path / "suite.yaml").write_text(ENV_SUITE + "user: {model: offline}\n")
+    assert main(["run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "s.yaml" in err and "tool 'cancel'" in err and "tool_checks.0" in err
+    assert not (tmp_path / "run" / "conversations.jsonl").exists()

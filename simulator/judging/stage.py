@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator.errors import Problem, UserError
 from simulator.judging.aggregate import combine_verdicts, default_rule
 from simulator.judging.applicability import applicability
 from simulator.judging.code_checks import CODE_CHECKS_VERSION, code_check_ids, code_verdicts
@@ -31,7 +32,7 @@ from simulator.record.manifest import CriterionEntry, JudgeSet, PromptEntry
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.spec.scenario import Scenario
 from simulator.spec.suite import Suite
-from simulator.spec.tool_checks import ToolCheck, ToolChecksConfig
+from simulator.spec.tool_checks import ToolCheck, ToolChecksConfig, unknown_tool
 from simulator.spec.vocabulary import load_vocabulary
 from simulator.users.offline import gives_outcome
 
@@ -275,6 +276,7 @@ def make_judge_stage(
     model = models[0] if len(models) == 1 else config.model
     rules: dict[str, AggregateRule] = {str(k): v for k, v in config.aggregate.items()}
     tools = _tool_context(suite)
+    _check_tool_names(suite, scenarios)
     set_hash = judge_set_hash(
         criteria,
         model,
@@ -338,6 +340,24 @@ def _tool_context(suite: Suite) -> ToolCheckContext:
         claims=config.claim_rules(suite.environment is not None),
         checks=list(config.checks),
     )
+
+
+def _check_tool_names(suite: Suite, scenarios: list[Scenario]) -> None:
+    """With an environment, every tool a scenario's check names must be one of its tools (the suite's own
+    checks are checked when it loads): one UserError listing each check that names another."""
+    if suite.environment is None:
+        return
+    bot, user = list(suite.environment.tools), list(suite.environment.user_tools)
+    problems = []
+    for scenario in scenarios:
+        for index, check in enumerate(scenario.tool_checks):
+            why = unknown_tool(check, bot, user)
+            if why is not None:
+                problems.append(
+                    Problem(scenario.source, f"scenario {scenario.id}: {why}", field=f"tool_checks.{index}")
+                )
+    if problems:
+        raise UserError("tool checks name tools the environment does not have", problems)
 
 
 def _tool_hash_payload(suite: Suite, tools: ToolCheckContext) -> dict[str, Any] | None:

@@ -32,7 +32,7 @@ from simulator.providers import PROVIDERS
 from simulator.providers.settings import CacheConfig, ProviderSettings
 from simulator.spec.environment import EnvironmentSpec, check_environment_functions
 from simulator.spec.matrix import MatrixConfig, expand_matrix
-from simulator.spec.tool_checks import ToolChecksConfig
+from simulator.spec.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 
 
@@ -303,6 +303,21 @@ def _check_factor_styles(suite: Suite, source: LocatedYAML) -> None:
         raise UserError("invalid suite file", problems)
 
 
+def _tool_name_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
+    """The suite's tool checks must name the environment's tools (a typo would fail every conversation)."""
+    assert suite.environment is not None
+    bot, user = list(suite.environment.tools), list(suite.environment.user_tools)
+    problems = []
+    for index, check in enumerate(suite.tool_checks.checks if suite.tool_checks else []):
+        why = unknown_tool(check, bot, user)
+        if why is not None:
+            loc = ("tool_checks", "checks", index)
+            problems.append(
+                Problem(str(source.path), why, source.line_of(loc), f"tool_checks.checks.{index}")
+            )
+    return problems
+
+
 def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation."""
     if not path.is_file():
@@ -320,6 +335,7 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     problems += _provider_name_problems(source)
     if suite is not None and suite.environment is not None:
         problems += check_environment_functions(suite.environment, str(path), source.line_of)
+        problems += _tool_name_problems(suite, source)
     if suite is None or problems:
         raise UserError("invalid suite file", problems)
     suite._base_dir = path.parent.resolve()

@@ -15,8 +15,10 @@ __all__ = [
     "ToolChecksConfig",
     "parse_state_path",
     "read_state_path",
+    "unknown_tool",
 ]
 
+import difflib
 import re
 from typing import Annotated, Any, Literal
 
@@ -251,3 +253,24 @@ def read_state_path(state: Any, path: str) -> tuple[bool, Any]:
         else:
             return False, None
     return True, value
+
+
+def unknown_tool(check: ToolCheck, bot_tools: list[str], user_tools: list[str]) -> str | None:
+    """Why a check names a tool the environment does not have (a typo would fail every conversation
+    silently), or None. `*` names any tool."""
+    known = bot_tools if check.side == "bot" else user_tools
+    names = [check.tool] + [
+        anchor.split(None, 1)[1]
+        for anchor in (check.before, check.after)
+        if anchor and anchor.startswith("tool ")
+    ]
+    for name in names:
+        if name != "*" and name not in known:
+            guess = difflib.get_close_matches(name, known, n=1)
+            hint = (
+                f"did you mean '{guess[0]}'?"
+                if guess
+                else f"the {check.side} tools are: {', '.join(known) or 'none'}"
+            )
+            return f"the check names tool '{name}', which the environment does not have; {hint}"
+    return None

@@ -237,3 +237,26 @@ def test_the_shipped_chat_suite_runs_offline_with_tool_calls(
         assert record.environment_state is not None
     dumped = json.dumps([r.model_dump(mode="json") for r in records])
     assert '"type": "tool_call"' in dumped
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_the_local_provider_sends_a_tool_loop_as_its_template_reads_it(native: bool) -> None:
+    from simulator.providers.local import completion_kwargs
+
+    asked = ChatMessage(
+        role="assistant",
+        content="",
+        tool_calls=(ToolCall(name="lookup", arguments={"name": "Ana"}, id="c1"),),
+    )
+    answered = ChatMessage(role="tool", content='{"id": "P1"}', tool_call_id="c1", is_error=True)
+    request = ModelRequest(model="m", messages=[ChatMessage(role="user", content="hi"), asked, answered])
+    messages = completion_kwargs(request, template_takes_tools=native)["messages"]
+    if native:
+        assert messages[1]["tool_calls"][0]["id"] == "c1" and messages[1]["content"] is None
+        assert messages[2] == {"role": "tool", "tool_call_id": "c1", "content": '{"id": "P1"}'}
+    else:
+        assert messages[1] == {
+            "role": "assistant",
+            "content": '{"name": "lookup", "arguments": {"name": "Ana"}}',
+        }
+        assert messages[2] == {"role": "user", "content": 'Tool result (error) for c1: {"id": "P1"}'}

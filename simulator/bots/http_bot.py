@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 
 from simulator.bots.base import BotError, BotReply, parts_from_json
-from simulator.bots.env_server import EnvironmentServer
 from simulator.bots.environment import Environment
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
@@ -137,12 +136,14 @@ class HttpBotFactory:
             timeout=config.timeout_s,
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
         )
-        self._env_server: EnvironmentServer | None = None  # started for a suite with an environment
+        self._env_server: Any = None  # an EnvironmentServer (bots/env_server.py), for suites with one  # started for a suite with an environment
 
     async def open(self, conversation_id: str, environment: Environment | None = None) -> HttpSession:
         if environment is None:
             return HttpSession(self._client, self.config.url, conversation_id, self.config.timeout_s)
         if self._env_server is None:
+            from simulator.bots.env_server import EnvironmentServer  # aiohttp's server, only when needed
+
             self._env_server = EnvironmentServer()
         env_url = await self._env_server.start()
         self._env_server.register(conversation_id, environment)

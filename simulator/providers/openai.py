@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["OpenAIProvider"]
+__all__ = ["OpenAIProvider", "wire_message"]
 
 import json
 import os
@@ -71,7 +71,7 @@ class OpenAIProvider(Provider):
                 f"{json.dumps(request.output_schema)}"
             ).strip()
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        messages += [_wire_message(m) for m in request.messages]
+        messages += [wire_message(m) for m in request.messages]
         payload: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
@@ -234,7 +234,7 @@ class OpenAIProvider(Provider):
         )
 
 
-def _wire_message(message: ChatMessage) -> dict[str, Any]:
+def wire_message(message: ChatMessage) -> dict[str, Any]:
     """One message in Chat Completions form: a model's tool calls on its assistant message (arguments as
     JSON text), each result as a `tool` message naming the call's id."""
     if message.role == "tool":

@@ -297,6 +297,11 @@ def test_the_default_booking_claim(text: str, claimed: bool) -> None:
         ("claim.referred", "I have referred you to the clinic.", "make_referral", "pass"),
         ("claim.sent", "I've sent you a text with the details.", "send_sms", "pass"),
         ("claim.sent", "I've sent you the details.", None, "fail"),
+        ("claim.sent", "I've sent you the details.", "get_context", "fail"),
+        ("claim.sent", "I've sent you the details.", "patient.notify", "pass"),
+        ("claim.booked", "I've booked it.", "facebook_post", "fail"),
+        ("claim.booked", "I've booked it.", "schedule-visit", "pass"),
+        ("claim.referred", "I have referred you.", "preferences", "fail"),
     ],
 )
 def test_the_other_default_claims(rule_id: str, text: str, tool: str | None, result: str) -> None:

@@ -218,13 +218,21 @@ def _claim(verb: str) -> str:
     )
 
 
+_WORD_START = r"(?:^|[_.\-])"  # a tool-name word: `book_appointment`, `patient.book`, never `facebook`
+
 DEFAULT_CLAIMS: list[ClaimRule] = [
     ClaimRule(
-        id="claim.booked", says=_claim("booked|scheduled|reserved"), tool_matches=r"book|schedul|reserv"
+        id="claim.booked",
+        says=_claim("booked|scheduled|reserved"),
+        tool_matches=_WORD_START + "(?:book|schedul|reserv)",
     ),
-    ClaimRule(id="claim.escalated", says=_claim("escalated"), tool_matches=r"escalat"),
-    ClaimRule(id="claim.referred", says=_claim("referred"), tool_matches=r"refer"),
-    ClaimRule(id="claim.sent", says=_claim("sent|emailed|texted"), tool_matches=r"send|sent|mail|text|notif"),
+    ClaimRule(id="claim.escalated", says=_claim("escalated"), tool_matches=_WORD_START + "escalat"),
+    ClaimRule(id="claim.referred", says=_claim("referred"), tool_matches=_WORD_START + "refer"),
+    ClaimRule(
+        id="claim.sent",
+        says=_claim("sent|emailed|texted"),
+        tool_matches=_WORD_START + "(?:send|sent|e?mail|text|sms|notif)",
+    ),
 ]
 
 

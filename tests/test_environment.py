@@ -533,6 +533,10 @@ def test_the_shipped_clinic_suite_runs_offline_and_its_flaw_breaks_the_claim_che
     emergency = records["registered-emergency-breathing"]
     assert emergency.stop_reason == "handover" and emergency.environment_state is not None
     assert emergency.environment_state["escalations"][0]["patient_id"] == "P001"
+    # The manifest keeps the suite; read back, its environment and checks are the ones the run used.
+    recorded = folder.read_manifest().rebuild_suite(tmp_path / "run")
+    loaded = load_suite(root / "examples" / "clinic_env" / "suite.yaml")
+    assert recorded.environment == loaded.environment and recorded.tool_checks == loaded.tool_checks
     results = {(v.scenario_id, v.criterion_id): v.result for v in folder.verdicts()}
     assert results[("registered-emergency-breathing", "no_calls_after_handover")] == "pass"
     assert results[("registered-urgent-fever", "environment.appointments[0].urgency")] == "pass"

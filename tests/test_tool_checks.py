@@ -503,3 +503,24 @@ def test_a_scenario_check_naming_an_unknown_tool_stops_the_run_before_it_starts(
     err = capsys.readouterr().err
     assert "s.yaml" in err and "tool 'cancel'" in err and "tool_checks.0" in err
     assert not (tmp_path / "run" / "conversations.jsonl").exists()
+
+
+@pytest.mark.parametrize("by_alias", [True, False])
+def test_a_check_reads_back_from_its_dump_as_the_same_check(by_alias: bool) -> None:
+    """The run manifest keeps the suite as JSON; a re-judge must decide exactly as the run did."""
+    original = ToolCheck.model_validate(
+        {
+            "tool_called": "book",
+            "arguments": {
+                "urgency": {"one_of": ["urgent"]},
+                "patient": "P001",
+                "slot": {"schema": {"type": "integer"}},
+                "note": None,
+            },
+        }
+    )
+    again = ToolCheck.model_validate_json(original.model_dump_json(by_alias=by_alias))
+    assert again == original
+    record = convo([call("book", urgency="urgent", patient="P001", slot=3, note=None), "ok"])
+    assert check(record, **original.model_dump(by_alias=True)).result == "pass"
+    assert tool_verdicts(record, [again], CONTEXT, "h")[0].result == "pass"

@@ -22,11 +22,19 @@ import difflib
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from simulator.spec.assertions import compile_pattern
 
-_MATCHER_KEYS = frozenset({"equal", "one_of", "regex", "schema"})
+_MATCHER_KEYS = frozenset({"equal", "one_of", "regex", "schema", "schema_"})
 _ANCHOR = re.compile(r"^(?:first_advice|handover|tool\s+[A-Za-z_*][A-Za-z0-9_-]*)$")
 _PATH_STEP = re.compile(r"\s*([^.\[\]]+)|\[(-?\d+)\]|\.")
 
@@ -75,6 +83,18 @@ class ArgMatcher(_Strict):
         if isinstance(value, dict) and value and set(value) <= _MATCHER_KEYS:
             return {**value, "has_equal": "equal" in value}
         return {"equal": value, "has_equal": True}
+
+    @model_serializer(mode="wrap")
+    def _only_what_was_given(self, handler: Any, info: Any) -> Any:
+        """Dump only the matchers given, so a dump (the run manifest's suite) reads back as the same
+        matcher: an unset `equal` must not come back as `equal: null`."""
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        given = {key: value for key, value in data.items() if value is not None and key != "has_equal"}
+        if self.has_equal:
+            given["equal"] = self.equal
+        return given
 
     @field_validator("regex")
     @classmethod

@@ -524,3 +524,24 @@ def test_a_check_reads_back_from_its_dump_as_the_same_check(by_alias: bool) -> N
     record = convo([call("book", urgency="urgent", patient="P001", slot=3, note=None), "ok"])
     assert check(record, **original.model_dump(by_alias=True)).result == "pass"
     assert tool_verdicts(record, [again], CONTEXT, "h")[0].result == "pass"
+
+
+def test_tool_checks_read_calls_a_bot_reports_itself_without_an_environment(tmp_path: Path) -> None:
+    """A bot that does its own tool calls (and returns them as parts) is checked the same way; with no
+    environment and no `claims:`, no claim verdicts are written."""
+    from tests.test_rich_turns import _suite
+
+    suite = _suite(tmp_path, runs=1)
+    suite.write_text(
+        suite.read_text()
+        + "tool_checks:\n  checks:\n    - {tool_called: lookup_service, arguments: {need: emergency}, id: looked_up}\n"
+    )
+    assert main(["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"]) in (0, 1)
+    folder = RunFolder.open(tmp_path / "run")
+    results = {v.scenario_id: v.result for v in folder.verdicts() if v.criterion_id == "looked_up"}
+    assert results == {"chest-1": "pass", "back-1": "fail"}
+    assert not [v for v in folder.verdicts() if v.criterion_id.startswith("claim.")]
+    records = {r.scenario_id: r for r in folder.conversations()}
+    assert all(r.environment_state is None for r in records.values())
+    (passed,) = [v for v in folder.verdicts() if v.criterion_id == "looked_up" and v.result == "pass"]
+    assert_quotes_found(records["chest-1"], passed)

@@ -23,7 +23,7 @@ from simulator.record.parts import EventPart, TextPart, ToolCallPart
 from simulator.record.transcript import Turn
 from simulator.spec.scenario import load_scenarios
 from simulator.spec.suite import load_suite
-from simulator.spec.tool_checks import DEFAULT_CLAIMS, ClaimRule, ToolCheck, read_state_path
+from simulator.spec.tool_checks import DEFAULT_CLAIMS, ClaimRule, ToolCheck, ToolChecksConfig, read_state_path
 from simulator.users.offline import gives_outcome
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -545,3 +545,19 @@ def test_tool_checks_read_calls_a_bot_reports_itself_without_an_environment(tmp_
     assert all(r.environment_state is None for r in records.values())
     (passed,) = [v for v in folder.verdicts() if v.criterion_id == "looked_up" and v.result == "pass"]
     assert_quotes_found(records["chest-1"], passed)
+
+
+def test_two_checks_with_one_id_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"two checks have the id tool_called\.book"):
+        ToolChecksConfig.model_validate(
+            {"checks": [{"tool_called": "book"}, {"tool_called": "book", "at_most": 2}]}
+        )
+    ToolChecksConfig.model_validate(
+        {"checks": [{"tool_called": "book"}, {"tool_called": "book", "id": "b2"}]}
+    )
+    (tmp_path / "s.yaml").write_text(
+        "id: s\npersona: p\ngoal: g\ntool_checks: [{tool_called: a}, {tool_called: a}]\n"
+    )
+    with pytest.raises(UserError) as caught:
+        load_scenarios([tmp_path])
+    assert "two tool_checks have the id tool_called.a" in caught.value.problems[0].message

@@ -343,21 +343,26 @@ def _tool_context(suite: Suite) -> ToolCheckContext:
 
 
 def _check_tool_names(suite: Suite, scenarios: list[Scenario]) -> None:
-    """With an environment, every tool a scenario's check names must be one of its tools (the suite's own
-    checks are checked when it loads): one UserError listing each check that names another."""
-    if suite.environment is None:
-        return
-    bot, user = list(suite.environment.tools), list(suite.environment.user_tools)
+    """A scenario's tool check may not take the id of one of the suite's, and with an environment it must
+    name one of its tools (the suite's own checks are checked when it loads): one UserError listing each."""
+    env = suite.environment
+    bot, user = (list(env.tools), list(env.user_tools)) if env is not None else ([], [])
+    suite_ids = {c.check_id for c in suite.tool_checks.checks} if suite.tool_checks else set()
     problems = []
     for scenario in scenarios:
         for index, check in enumerate(scenario.tool_checks):
-            why = unknown_tool(check, bot, user)
-            if why is not None:
-                problems.append(
-                    Problem(scenario.source, f"scenario {scenario.id}: {why}", field=f"tool_checks.{index}")
+            whys = [unknown_tool(check, bot, user) if env is not None else None]
+            if check.check_id in suite_ids:
+                whys.append(
+                    f"the suite has a check with the id {check.check_id} too; give this one its own `id`"
                 )
+            problems += [
+                Problem(scenario.source, f"scenario {scenario.id}: {why}", field=f"tool_checks.{index}")
+                for why in whys
+                if why is not None
+            ]
     if problems:
-        raise UserError("tool checks name tools the environment does not have", problems)
+        raise UserError("invalid tool checks", problems)
 
 
 def _tool_hash_payload(suite: Suite, tools: ToolCheckContext) -> dict[str, Any] | None:

@@ -89,6 +89,10 @@ class Scenario(FileDocument):
             raise ValueError(
                 f"key_facts {wrong} number past the {len(self.facts)} facts; number facts from 1 in their order"
             )
+        ids = [check.check_id for check in self.tool_checks]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"two tool_checks have the id {twice[0]}; give each its own `id`")
         paths = self.expected.get("environment")
         if paths is not None:
             if not isinstance(paths, dict) or not paths:

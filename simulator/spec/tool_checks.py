@@ -263,6 +263,14 @@ class ToolChecksConfig(_Strict):
     checks: list[ToolCheck] = Field(default_factory=list)
     claims: list[ClaimRule] | None = None
 
+    @model_validator(mode="after")
+    def _distinct_ids(self) -> ToolChecksConfig:
+        ids = [c.check_id for c in self.checks] + [r.id for r in self.claims or []]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"two checks have the id {twice[0]}; give each its own `id`")
+        return self
+
     def claim_rules(self, has_environment: bool) -> list[ClaimRule]:
         if self.claims is not None:
             return list(self.claims)

@@ -72,7 +72,7 @@ def test_a_suite_runs_end_to_end_on_the_test_provider(
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        ("echo", "the only behaviour is 'default'"),
+        ("echo", "the behaviours are 'default'"),
         ("default?latency=5", "unknown setting 'latency'"),
         ("default?error_429=lots", "error_429 must be a number"),
         ("default?error_500=1.5", "error_500 must be 0..1"),

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 
 
 class BotFactory(Protocol):
+    """Opens one session per conversation; in a suite with an environment, `open` is also given the
+    conversation's environment (simulator/bots/environment.py) as `environment=`."""
+
     async def open(self, conversation_id: str) -> BotSession: ...
 
 

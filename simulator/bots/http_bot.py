@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from simulator.bots.base import BotError, BotReply, parts_from_json
+from simulator.bots.environment import Environment
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
@@ -45,9 +46,17 @@ def expand_headers(headers: dict[str, str]) -> dict[str, str]:
 
 class HttpSession:
     def __init__(
-        self, client: httpx.AsyncClient, url: str, conversation_id: str, timeout_s: float | None = None
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        conversation_id: str,
+        timeout_s: float | None = None,
+        env_url: str | None = None,
+        on_close: Any = None,
     ) -> None:
         self._client = client
+        self._env_url = env_url
+        self._on_close = on_close
         self._timeout_s = timeout_s
         self._url = url
         self._conversation_id = conversation_id
@@ -58,6 +67,8 @@ class HttpSession:
         body: dict[str, Any] = {"conversation_id": self._conversation_id, "turn": turn, "message": text}
         if pick is not None:
             body["pick"] = {"id": pick.id, "title": pick.title}
+        if self._env_url is not None:
+            body["env_url"] = self._env_url  # POST {env_url}/tools/{name} (bots/env_server.py)
         start = time.perf_counter()
         try:
             response = await self._client.post(self._url, json=body)
@@ -118,7 +129,8 @@ class HttpSession:
         return BotError("connection", f"{type(exc).__name__}: {exc}")
 
     async def aclose(self) -> None:
-        return None
+        if self._on_close is not None:
+            self._on_close(self._conversation_id)
 
 
 class HttpBotFactory:
@@ -140,6 +152,7 @@ class HttpBotFactory:
             timeout=config.timeout_s,
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
         )
+        self._env_server: Any = None  # an EnvironmentServer (bots/env_server.py), for suites with one
 
     async def start(self, log_dir: Path | None = None) -> None:
         """Start the bot (bot.start) and wait until it is ready, once."""
@@ -147,12 +160,23 @@ class HttpBotFactory:
         if process is not None:
             await self._once.run(lambda: process.start(log_dir))
 
-    async def open(self, conversation_id: str) -> HttpSession:
+    async def open(self, conversation_id: str, environment: Environment | None = None) -> HttpSession:
         try:
             await self.start()
         except UserError as exc:
             raise BotError("start", str(exc)) from exc
-        session = HttpSession(self._client, self.url, conversation_id, self.config.timeout_s)
+        env_url, on_close = None, None
+        if environment is not None:
+            if self._env_server is None:
+                from simulator.bots.env_server import EnvironmentServer  # aiohttp's server, only when needed
+
+                self._env_server = EnvironmentServer()
+            env_url = await self._env_server.start()
+            self._env_server.register(conversation_id, environment)
+            on_close = self._env_server.forget
+        session = HttpSession(
+            self._client, self.url, conversation_id, self.config.timeout_s, env_url=env_url, on_close=on_close
+        )
         session.process = self.process
         return session
 
@@ -160,3 +184,5 @@ class HttpBotFactory:
         if self.process is not None:
             await self.process.stop()
         await self._client.aclose()
+        if self._env_server is not None:
+            await self._env_server.aclose()

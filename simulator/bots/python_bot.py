@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from simulator.bots.base import BotError, BotReply, normalise_reply
+from simulator.bots.environment import Environment
 from simulator.errors import UserError
 from simulator.record.parts import PickPart
 
@@ -40,24 +41,29 @@ def load_factory(spec: str) -> Callable[[], Any]:
     return target
 
 
-def _takes_pick(send: Callable[..., Any]) -> bool:
-    """True when a bot's `send` has a `pick` parameter: it is given the option the person tapped."""
+def _takes(function: Callable[..., Any], name: str) -> bool:
+    """True when `function` has a parameter called `name` (`pick`: it is given the option the person
+    tapped; `env`: it is given the conversation's environment)."""
     try:
-        return "pick" in inspect.signature(send).parameters
+        return name in inspect.signature(function).parameters
     except (TypeError, ValueError):
         return False
 
 
 class PythonSession:
-    def __init__(self, bot: Any) -> None:
+    def __init__(self, bot: Any, environment: Environment | None = None) -> None:
         self._bot = bot
         self._last_state: dict[str, Any] | None = None
-        self._takes_pick = _takes_pick(bot.send)
+        self._takes_pick = _takes(bot.send, "pick")
+        # A bot whose send(text, env=None) takes `env` is given the conversation's environment each turn.
+        self._env = environment if _takes(bot.send, "env") else None
 
     async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
         start = time.perf_counter()
         # A bot whose send(text, pick=None) takes a pick gets the tapped option; others read its title.
-        kwargs = {"pick": pick} if self._takes_pick else {}
+        kwargs: dict[str, Any] = {"pick": pick} if self._takes_pick else {}
+        if self._env is not None:
+            kwargs["env"] = self._env
         try:
             if inspect.iscoroutinefunction(self._bot.send):
                 result = await self._bot.send(text, **kwargs)
@@ -101,9 +107,11 @@ class PythonBotFactory:
         self.spec = spec
         self._factory = load_factory(spec)
 
-    async def open(self, conversation_id: str) -> PythonSession:
+    async def open(self, conversation_id: str, environment: Environment | None = None) -> PythonSession:
+        # A factory with an `env` parameter is given the conversation's environment (docs/environment.md).
+        kwargs = {"env": environment} if environment is not None and _takes(self._factory, "env") else {}
         try:
-            bot = self._factory()
+            bot = self._factory(**kwargs)
             if inspect.isawaitable(bot):
                 bot = await bot
         except Exception as exc:
@@ -114,4 +122,4 @@ class PythonBotFactory:
             raise UserError(
                 f"bot factory '{self.spec}' returned {type(bot).__name__}, which has no send(text)"
             )
-        return PythonSession(bot)
+        return PythonSession(bot, environment)

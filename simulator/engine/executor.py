@@ -117,6 +117,8 @@ async def simulate_and_judge(
             "bot_name": bot_name,
             "run_id": run_id,
         }
+        if suite.environment is not None:
+            options["environment"] = suite.environment  # one fresh environment per conversation
         fidelity: list[Verdict] = []
         if auditor is None:
             record = await run_conversation(item, make_user, bots, **options)

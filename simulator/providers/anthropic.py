@@ -12,6 +12,7 @@ from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._sdkpost import SdkPost
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
+    ChatMessage,
     ModelRequest,
     ModelResponse,
     Provider,
@@ -22,6 +23,28 @@ from simulator.providers.base import (
 from simulator.providers.ratelimits import rate_limits_from_headers
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
+
+
+def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
+    """One message as Messages API content blocks: text; a model's `tool_use` blocks after its text; a
+    tool result as a `tool_result` block naming the `tool_use` it answers."""
+    if message.role == "tool":
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": message.content,
+        }
+        if message.is_error:
+            block["is_error"] = True
+        return [block]
+    blocks: list[dict[str, Any]] = []
+    if message.content or not message.tool_calls:
+        blocks.append({"type": "text", "text": message.content})
+    blocks += [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        for call in message.tool_calls
+    ]
+    return blocks
 
 
 class AnthropicProvider(Provider):
@@ -50,19 +73,20 @@ class AnthropicProvider(Provider):
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
         for index, message in enumerate(request.messages):
-            block: dict[str, Any] = {"type": "text", "text": message.content}
+            blocks = _blocks(message)
             if request.cacheable_prefix_messages and index == request.cacheable_prefix_messages - 1:
                 # Mark the end of the shared prefix (e.g. judge instructions + transcript) cacheable.
-                block["cache_control"] = {"type": "ephemeral"}
-            if messages and messages[-1]["role"] == message.role:
+                blocks[-1]["cache_control"] = {"type": "ephemeral"}
+            role = "user" if message.role == "tool" else message.role  # tool results go in a user turn
+            if messages and messages[-1]["role"] == role:
                 # Consecutive messages of one role form one turn: send them as blocks of one message,
                 # so a cache breakpoint can fall between them (the judge's transcript, then its criterion).
-                messages[-1]["content"].append(block)
+                messages[-1]["content"].extend(blocks)
             else:
-                messages.append({"role": message.role, "content": [block]})
+                messages.append({"role": role, "content": blocks})
         for turn in messages:
             blocks = turn["content"]
-            if len(blocks) == 1 and "cache_control" not in blocks[0]:
+            if len(blocks) == 1 and blocks[0]["type"] == "text" and "cache_control" not in blocks[0]:
                 turn["content"] = blocks[0]["text"]  # a plain string when there is nothing to mark
         payload: dict[str, Any] = {
             "model": request.model,
@@ -100,7 +124,7 @@ class AnthropicProvider(Provider):
         content = message.get("content") or []
         text = "".join(block.get("text") or "" for block in content if block.get("type") == "text")
         tool_calls = [
-            ToolCall(name=block.get("name", ""), arguments=dict(block.get("input") or {}))
+            ToolCall(name=block.get("name", ""), arguments=dict(block.get("input") or {}), id=block.get("id"))
             for block in content
             if block.get("type") == "tool_use"
         ]
@@ -144,7 +168,8 @@ class AnthropicProvider(Provider):
                     cached = getattr(start_usage, "cache_read_input_tokens", None) or 0
                     created = getattr(start_usage, "cache_creation_input_tokens", None) or 0
                 elif event.type == "content_block_start" and event.content_block.type == "tool_use":
-                    tools[event.index] = {"name": event.content_block.name, "json": ""}
+                    block = event.content_block
+                    tools[event.index] = {"name": block.name, "json": "", "id": block.id}
                 elif event.type == "content_block_delta":
                     first = watch.elapsed() if first is None else first
                     if event.delta.type == "text_delta":
@@ -156,7 +181,9 @@ class AnthropicProvider(Provider):
         except Exception as exc:
             raise self._classify(exc) from exc
         joined = "".join(text)
-        tool_calls = [ToolCall.from_json(tool["name"], tool["json"]) for _, tool in sorted(tools.items())]
+        tool_calls = [
+            ToolCall.from_json(tool["name"], tool["json"], tool["id"]) for _, tool in sorted(tools.items())
+        ]
         return ModelResponse(
             text=joined,
             parsed=json_object_in(joined) if request.output_schema is not None else None,

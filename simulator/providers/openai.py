@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["OpenAIProvider"]
+__all__ = ["OpenAIProvider", "wire_message"]
 
 import json
 import os
@@ -14,6 +14,7 @@ from simulator.providers._schema import cap_string_lengths
 from simulator.providers._sdkpost import SdkPost
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
+    ChatMessage,
     ModelRequest,
     ModelResponse,
     Provider,
@@ -70,7 +71,7 @@ class OpenAIProvider(Provider):
                 f"{json.dumps(request.output_schema)}"
             ).strip()
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        messages += [{"role": m.role, "content": m.content} for m in request.messages]
+        messages += [wire_message(m) for m in request.messages]
         payload: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
@@ -143,7 +144,9 @@ class OpenAIProvider(Provider):
             function = call.get("function")
             if not function:
                 continue
-            tool_calls.append(ToolCall.from_json(function.get("name", ""), function.get("arguments")))
+            tool_calls.append(
+                ToolCall.from_json(function.get("name", ""), function.get("arguments"), call.get("id"))
+            )
         usage = completion.get("usage") or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
         parsed = json_object_in(text) if request.output_schema is not None else None
@@ -187,14 +190,16 @@ class OpenAIProvider(Provider):
                         text.append(delta.content)
                     for call in delta.tool_calls or []:
                         first = watch.elapsed() if first is None else first
-                        entry = calls.setdefault(call.index, {"name": "", "arguments": ""})
+                        entry = calls.setdefault(call.index, {"name": "", "arguments": "", "id": ""})
+                        entry["id"] = entry["id"] or call.id or ""
                         if call.function is not None:
                             entry["name"] += call.function.name or ""
                             entry["arguments"] += call.function.arguments or ""
         except Exception as exc:
             raise self._classify(exc) from exc
         tool_calls = [
-            ToolCall.from_json(entry["name"], entry["arguments"]) for _, entry in sorted(calls.items())
+            ToolCall.from_json(entry["name"], entry["arguments"], entry["id"] or None)
+            for _, entry in sorted(calls.items())
         ]
         joined = "".join(text)
         details = getattr(usage, "prompt_tokens_details", None)
@@ -227,6 +232,27 @@ class OpenAIProvider(Provider):
             where=self._base_url,
             timeout_s=self._timeout_s,
         )
+
+
+def wire_message(message: ChatMessage) -> dict[str, Any]:
+    """One message in Chat Completions form: a model's tool calls on its assistant message (arguments as
+    JSON text), each result as a `tool` message naming the call's id."""
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.content}
 
 
 def _is_format_refusal(exc: ProviderError) -> bool:

@@ -1,7 +1,8 @@
 """The `test:` provider: the project's fake LLM server, started in process, behind the real OpenAI SDK.
 
 `test:default` needs no key and no network: it answers deterministically (a minimal JSON instance when a
-schema is asked for, the forced tool's call, else a short reply), in the real wire format, so a team can run
+schema is asked for, the forced tool's call, else a short reply), in the real wire format; `test:tools`
+calls every tool it is offered (two at a time, minimal arguments) before it answers, so a team can run
 a chat bot, an LLM user or an LLM judge end to end before it has a key, and see how its suite behaves under
 latency and faults: `test:default?latency_ms=200&error_429=0.1&error_500=0.05&seed=3`.
 
@@ -38,8 +39,11 @@ class TestModel:
 def parse_test_model(model: str) -> TestModel:
     """`default?latency_ms=100&error_429=0.1` -> TestModel; a mistake names the knob and the fix."""
     behaviour, _, query = model.partition("?")
-    if behaviour != "default":
-        raise UserError(f"test model '{model}': the only behaviour is 'default' (test:default)")
+    if behaviour not in ("default", "tools"):
+        raise UserError(
+            f"test model '{model}': the behaviours are 'default' (test:default) and 'tools' (test:tools, "
+            "a model that calls the tools it is offered)"
+        )
     values: dict[str, float] = {}
     for key, text in parse_qsl(query, keep_blank_values=True):
         if key not in _KNOBS:
@@ -76,9 +80,11 @@ class TestProvider(Provider):
             if model not in self._servers:
                 from simulator.providers.openai import OpenAIProvider
                 from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel
+                from simulator.testing.fake_llm_behaviour import tool_using_responder
 
                 wanted = parse_test_model(model)
                 server = FakeLLMServer(
+                    responder=tool_using_responder if wanted.behaviour == "tools" else None,
                     latency=LatencyModel.fixed(wanted.latency_ms / 1000),
                     faults=FaultConfig(
                         error_429=wanted.error_429, error_500=wanted.error_500, timeout=wanted.timeout

@@ -86,6 +86,8 @@ class ConversationRecord(BaseModel):
     stop_reason: StopReason
     turns: list[Turn]
     final_state: dict[str, Any] | None = None
+    # The environment's state when the conversation ended (a suite with `environment:`; docs/environment.md).
+    environment_state: dict[str, Any] | None = None
     error: ErrorInfo | None = None
     # Attempts discarded because the simulated user broke character, with the reason each time.
     character_breaks: list[str] = Field(default_factory=list)

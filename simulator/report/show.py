@@ -4,6 +4,8 @@ from __future__ import annotations
 
 __all__ = ["render_conversation"]
 
+import json
+
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
@@ -41,6 +43,8 @@ def render_conversation(console: Console, record: ConversationRecord, verdicts: 
             timing = ""
     state = _safe(str(record.final_state)) if record.final_state is not None else "[dim]none[/]"
     footer = f"stop reason: [bold]{record.stop_reason}[/]   final state: {state}"
+    if record.environment_state is not None:  # a suite with an environment (docs/environment.md)
+        footer += f"\nenvironment state: {_safe(json.dumps(record.environment_state, ensure_ascii=False))}"
     if record.error:
         footer += (
             f"\n[magenta]error ({record.error.source}, {record.error.kind}): {_safe(record.error.message)}[/]"

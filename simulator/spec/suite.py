@@ -35,8 +35,10 @@ from simulator.errors import Problem, UserError
 from simulator.providers import PROVIDERS
 from simulator.providers.settings import CacheConfig, ProviderSettings
 from simulator.spec.attack import RedTeamConfig
+from simulator.spec.environment import EnvironmentSpec, check_environment_functions
 from simulator.spec.matrix import MatrixConfig, expand_matrix
 from simulator.spec.relations import Relation
+from simulator.spec.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 
 
@@ -311,6 +313,10 @@ class Suite(_Strict):
     held_out: HeldOutConfig | None = None
     # A red-team pack crossed with the scenarios (simulator/spec/redteam.py, docs/redteam.md).
     redteam: RedTeamConfig | None = None
+    # Tools over a state dict that the bot (and the simulated user) act on: docs/environment.md.
+    environment: EnvironmentSpec | None = None
+    # Checks on what the bot did, for every scenario: tool calls, claims vs actions (docs/tool-checks.md).
+    tool_checks: ToolChecksConfig | None = None
 
     @model_validator(mode="after")
     def _valid_factors(self) -> Suite:
@@ -426,6 +432,21 @@ def _check_factor_styles(suite: Suite, source: LocatedYAML) -> None:
         raise UserError("invalid suite file", problems)
 
 
+def _tool_name_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
+    """The suite's tool checks must name the environment's tools (a typo would fail every conversation)."""
+    assert suite.environment is not None
+    bot, user = list(suite.environment.tools), list(suite.environment.user_tools)
+    problems = []
+    for index, check in enumerate(suite.tool_checks.checks if suite.tool_checks else []):
+        why = unknown_tool(check, bot, user)
+        if why is not None:
+            loc = ("tool_checks", "checks", index)
+            problems.append(
+                Problem(str(source.path), why, source.line_of(loc), f"tool_checks.checks.{index}")
+            )
+    return problems
+
+
 def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation."""
     if not path.is_file():
@@ -441,6 +462,19 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     data = {**source.data, **(overrides or {})}
     suite, problems = validate_model(Suite, data, source)
     problems += _provider_name_problems(source)
+    if suite is not None and suite.environment is not None:
+        problems += check_environment_functions(suite.environment, str(path), source.line_of)
+        problems += _tool_name_problems(suite, source)
+        if suite.bot.type in ("whatsapp", "openai_endpoint"):  # their channels carry no environment API
+            problems.append(
+                Problem(
+                    str(path),
+                    f"a {suite.bot.type} bot cannot call the environment's tools: use a python, http or chat "
+                    "bot with `environment:`, or remove it",
+                    source.line_of(("environment",)),
+                    "environment",
+                )
+            )
     if suite is None or problems:
         raise UserError("invalid suite file", problems)
     suite._base_dir = path.parent.resolve()

@@ -234,7 +234,7 @@ class FakeLLMServer:
             return self._error(api, 400, f"invalid request: {exc}")
         call = FakeCall(
             api, parsed.model, parsed.system, parsed.messages, parsed.tools, parsed.schema,
-            parsed.temperature, parsed.stream, body, headers,
+            parsed.temperature, parsed.stream, body, headers, parsed.tool_results,
         )  # fmt: skip
         index = len(self.calls)
         self.calls.append(call)
@@ -303,24 +303,25 @@ class FakeLLMServer:
             text, truncated = " ".join(text.split()[: parsed.max_tokens]), True
         usage = TokenUsage(input_tokens=sum(unit.tokens for unit in parsed.cache_units))
         usage.output_tokens = count_tokens(text)
-        if reply.tool_call is not None:
-            usage.output_tokens += count_tokens(json.dumps(reply.tool_call[1]))
+        tool_calls = reply.all_tool_calls()
+        for _, arguments in tool_calls:
+            usage.output_tokens += count_tokens(json.dumps(arguments))
         if api == "anthropic":
             usage.cache_read, usage.cache_creation = self._cache.anthropic(parsed)
             usage.input_tokens -= usage.cache_read + usage.cache_creation  # Anthropic counts them apart
-            stop = "tool_use" if reply.tool_call else "max_tokens" if truncated else "end_turn"
+            stop = "tool_use" if tool_calls else "max_tokens" if truncated else "end_turn"
             body = anthropic_message(
                 message_id=f"msg_fake{index:08d}", model=parsed.model, text=text,
-                tool_call=reply.tool_call, usage=usage, stop_reason=stop,
+                tool_calls=tool_calls, usage=usage, stop_reason=stop,
             )  # fmt: skip
             events = anthropic_sse(body, malformed=reply.malformed)
             id_header = {"request-id": f"req_fake{index:08d}"}
         else:
             usage.cache_read = self._cache.openai(parsed)
-            finish = "tool_calls" if reply.tool_call else "length" if truncated else "stop"
+            finish = "tool_calls" if tool_calls else "length" if truncated else "stop"
             body = openai_completion(
                 completion_id=f"chatcmpl-fake{index:08d}", model=parsed.model, text=text,
-                tool_call=reply.tool_call, usage=usage, finish_reason=finish,
+                tool_calls=tool_calls, usage=usage, finish_reason=finish,
             )  # fmt: skip
             events = openai_sse(body, include_usage=parsed.include_usage_in_stream, malformed=reply.malformed)
             id_header = {"x-request-id": f"req_fake{index:08d}"}

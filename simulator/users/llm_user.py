@@ -7,10 +7,12 @@ __all__ = ["LLMUser"]
 import re
 from typing import Literal
 
-from simulator.providers.base import ChatMessage, ModelRequest
+from simulator.bots.environment import Environment
+from simulator.bots.tool_loop import run_tool_turn
+from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse
 from simulator.providers.hub import ModelClient
 from simulator.record.parts import Option, PickPart, ToolCallPart, last_options, part_text
-from simulator.record.transcript import Turn
+from simulator.record.transcript import Turn, Usage
 from simulator.users.base import END, CharacterBreak, UserMessage
 from simulator.users.character import character_break_reason
 from simulator.users.prompt import OPENING_CUE
@@ -73,6 +75,7 @@ class LLMUser:
         self._record_raw = record_raw
         self._history: list[ChatMessage] = [ChatMessage(role="user", content=OPENING_CUE)]
         self._turns_seen: list[Turn] = []
+        self._env: Environment | None = None
 
     def _messages(self, turns: list[Turn]) -> list[ChatMessage]:
         # From the simulator's point of view the bot is the "user", so roles flip. The history only grows
@@ -87,6 +90,28 @@ class LLMUser:
             known.append(turn)
         return list(self._history)
 
+    def use_environment(self, environment: Environment) -> None:
+        """The person's own tools (docs/environment.md): offered to the model as tools from now on."""
+        if environment.spec.user_tools:
+            self._env = environment
+
+    async def _generate(self, request: ModelRequest) -> tuple[str, Usage, float, ModelResponse]:
+        """One answer; with user tools, the bounded tool loop on a copy of the history (the calls are
+        recorded by the environment, and the person's reply says what they found)."""
+        if self._env is None:
+            response = await self._client.generate(request)
+            return response.text.strip(), response.usage, response.latency_s, response
+        turn = await run_tool_turn(
+            self._client,
+            request.model_copy(update={"tools": self._env.tool_specs("user")}),
+            list(request.messages),
+            self._env,
+            max_rounds=self._env.spec.max_tool_rounds,
+            side="user",
+        )
+        assert turn.last is not None
+        return turn.last.text.strip(), turn.usage, turn.latency_s, turn.last
+
     async def next_message(self, turns: list[Turn]) -> UserMessage:
         request = ModelRequest(
             model=self._model,
@@ -95,19 +120,18 @@ class LLMUser:
             max_tokens=self._max_tokens,
             temperature=self._temperature,
         )
-        response = await self._client.generate(request)
-        text = response.text.strip()
+        text, usage, latency, response = await self._generate(request)
         reason = character_break_reason(text)
         if reason is not None:
-            raise CharacterBreak(f"{reason}: {text[:200]!r}", usage=response.usage)
+            raise CharacterBreak(f"{reason}: {text[:200]!r}", usage=usage)
         bot_turns = [turn for turn in turns if turn.role == "bot"]
         pick, text = read_pick(text, last_options(bot_turns[-1].parts) if bot_turns else [])
         return UserMessage(
             text=text,
             done=text == END,
             pick=pick,
-            usage=response.usage,
-            latency_s=response.latency_s,
+            usage=usage,
+            latency_s=latency,
             model=response.model or self._model,
             raw=response.raw if self._record_raw else None,
         )

@@ -17,6 +17,7 @@ __all__ = ["OfflineUser", "content_words", "gives_outcome"]
 import random
 import re
 
+from simulator.bots.environment import Environment
 from simulator.record.models import FactProvenance
 from simulator.record.parts import Option, PickPart, last_options
 from simulator.record.transcript import Turn
@@ -245,6 +246,7 @@ class OfflineUser:
         # fact index -> (user turn position, asking bot turn position or None, the question quoted)
         self._why: dict[int, tuple[int, int | None, str | None]] = {}
         self._nudges = 0
+        self._env: Environment | None = None  # set by the loop when the suite gives the person tools
         self._fact_words = [
             content_words(fact, self._vocabulary) | ({"age"} if _AGE_FACT.search(fact) else set())
             for fact in scenario.facts
@@ -336,6 +338,31 @@ class OfflineUser:
         pick = PickPart(id=choice.option.id, title=choice.option.title)
         return UserMessage(text=choice.option.title, pick=pick, model="offline")
 
+    def use_environment(self, environment: Environment) -> None:
+        """The person's own tools (thermometer, rash): used when the bot asks for what they read."""
+        self._env = environment if environment.spec.user_tools else None
+
+    def _use_tools(self, question: str) -> str | None:
+        """When the bot's question asks for what a user tool reads (its `asked_by` phrases, else the words
+        of its name and description), read it and say the value; None when no tool is asked for."""
+        if self._env is None:
+            return None
+        asked = content_words(question, self._vocabulary)
+        said = []
+        for name, tool in self._env.spec.user_tools.items():
+            if tool.asked_by:
+                wanted = any(phrase.casefold() in question.casefold() for phrase in tool.asked_by)
+            else:
+                wanted = bool(
+                    asked & content_words(f"{name.replace('_', ' ')} {tool.description}", self._vocabulary)
+                )
+            if not wanted:
+                continue
+            part = self._env.call(name, {}, side="user")
+            ok = part.error is None
+            said.append(tool.say.replace("{value}", str(part.result)) if ok else tool.unavailable)
+        return " ".join(said) if said else None
+
     async def next_message(self, turns: list[Turn]) -> UserMessage:
         if not turns:
             return UserMessage(text=self._opening(), model="offline")
@@ -353,6 +380,9 @@ class OfflineUser:
             questions = (
                 " ".join(s for s in re.split(r"(?<=[?.!])\s+", last_bot) if s.endswith("?")) or last_bot
             )
+            reading = self._use_tools(questions)
+            if reading is not None:
+                return UserMessage(text=self._style(reading), model="offline")
             matched = self._matching_facts(questions)
             if matched:
                 text = self._say_facts(matched, len(turns), len(turns) - 1, questions)

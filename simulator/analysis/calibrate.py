@@ -1,4 +1,5 @@
-"""Judge calibration: human labels against judge verdicts (agreement, kappa, false passes) and blind exports."""
+"""Judge calibration: human labels against judge verdicts (agreement, kappa, macro-F1, false passes; the
+figures and the n/a rule of analysis/agreement.py) and blind exports."""
 
 from __future__ import annotations
 
@@ -16,23 +17,29 @@ __all__ = [
 
 import csv
 import difflib
-import math
 import random
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.agreement import Panel, panel
-from simulator.analysis.rates import RateView, rate_view
+from simulator.analysis.agreement import (
+    LABELS,
+    Panel,
+    confusion,
+    kappa_of,
+    macro_f1_of,
+    panel,
+    point,
+    rates_of,
+)
+from simulator.analysis.rates import RateView
 from simulator.analysis.rundata import RunData, short_hash
-from simulator.analysis.stats import cohens_kappa
 from simulator.errors import Problem, UserError
 from simulator.record.folder import LABELS as LABELS_FILE
 from simulator.record.folder import RunFolder
 from simulator.record.transcript import render_transcript
 
-LABELS = ("pass", "fail", "not_applicable")
 _ALIASES = {
     "pass": "pass", "passed": "pass", "p": "pass", "yes": "pass", "ok": "pass",
     "fail": "fail", "failed": "fail", "f": "fail", "no": "fail",
@@ -74,6 +81,7 @@ class CriterionCalibration(_Model):
     false_fail: RateView  # human pass, judge fail
     agreement: RateView
     kappa: float | None
+    macro_f1: float | None = None  # mean of the F1 for pass and for fail (analysis/agreement.py)
     matrix: dict[str, dict[str, int]]
     disagreements: list[Disagreement]
     severity: str | None = None
@@ -161,7 +169,6 @@ def read_labels(path: Path) -> list[LabelRow]:
 def _calibrate_one(
     criterion: str, labels: list[LabelRow], verdicts: dict[tuple[str, str], Any]
 ) -> CriterionCalibration:
-    matrix = {h: dict.fromkeys(LABELS, 0) for h in LABELS}
     humans, judges, disagreements = [], [], []
     no_verdict = errors = 0
     for row in labels:
@@ -172,7 +179,6 @@ def _calibrate_one(
         if verdict.result not in LABELS:
             errors += 1  # error / not_judged: nothing to compare, counted apart
             continue
-        matrix[row.label][verdict.result] += 1
         humans.append(row.label)
         judges.append(verdict.result)
         if row.label != verdict.result:
@@ -184,22 +190,21 @@ def _calibrate_one(
                     reasoning=verdict.reasoning,
                 )
             )
-    compared = len(humans)
-    kappa = cohens_kappa(humans, judges) if compared else math.nan
-    human_fail = sum(matrix["fail"].values())
-    human_pass = sum(matrix["pass"].values())
+    m = confusion(humans, judges)
+    rates = rates_of(m)
     disagreements.sort(key=lambda d: (not (d.human == "fail" and d.judge == "pass"), d.conversation_id))
     return CriterionCalibration(
         criterion_id=criterion,
         labelled=len(labels),
-        compared=compared,
+        compared=len(humans),
         no_verdict=no_verdict,
         judge_errors=errors,
-        false_pass=rate_view(matrix["fail"]["pass"], human_fail),
-        false_fail=rate_view(matrix["pass"]["fail"], human_pass),
-        agreement=rate_view(compared - len(disagreements), compared, counts="successes"),
-        kappa=None if math.isnan(kappa) else kappa,
-        matrix=matrix,
+        false_pass=rates["false_pass"],
+        false_fail=rates["false_fail"],
+        agreement=rates["agreement"],
+        kappa=point(kappa_of(m)),
+        macro_f1=point(macro_f1_of(m)),
+        matrix={h: {j: int(m[a, b]) for b, j in enumerate(LABELS)} for a, h in enumerate(LABELS)},
         disagreements=disagreements,
     )
 

@@ -154,11 +154,12 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
 def _calibration_block(console: Console, c: CriterionCalibration) -> None:
     false_pass = escape(c.false_pass.short)
     kappa = "n/a (one label only)" if c.kappa is None else f"{c.kappa:.2f}"
+    macro = "n/a" if c.macro_f1 is None else f"{c.macro_f1:.2f}"
     console.print(
         f"[bold]{escape(c.criterion_id)}[/]\n"
         f"  false pass (human fail, judge pass): {'[red]' + false_pass + '[/]' if c.false_pass.k else false_pass}\n"
         f"  false fail (human pass, judge fail): {escape(c.false_fail.short)}\n"
-        f"  raw agreement {escape(c.agreement.short)} · kappa {kappa}\n"
+        f"  raw agreement {escape(c.agreement.short)} · kappa {kappa} · macro-F1 {macro}\n"
         f"  compared {c.compared} · no verdict {c.no_verdict} · judge error or not judged {c.judge_errors}"
     )
 
@@ -223,8 +224,8 @@ def render_panel(calibration: Panel, console: Console | None = None) -> None:
         f"judge set {escape(calibration.judge_set or '–')} · labellers: {escape(', '.join(calibration.labellers))}"
     )
     console.print(
-        "false pass: the reference said fail and the rater pass, over the reference's fails; "
-        "error and not-judged verdicts are left out"
+        "false pass: the reference said fail and the rater pass, over the reference's fails; n/a is a label "
+        "like pass and fail; error and not-judged verdicts are left out"
     )
     for c in calibration.criteria:
         console.print(f"\n[bold]{escape(c.criterion_id)}[/] · {c.items} labelled items")

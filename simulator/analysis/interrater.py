@@ -13,6 +13,7 @@ __all__ = [
     "cluster_weights",
     "estimate",
     "fleiss_kappa",
+    "percentile_bounds",
 ]
 
 from collections.abc import Hashable, Sequence
@@ -106,5 +107,11 @@ def estimate(point: float, replicates: Array) -> Estimate:
     good = replicates[~np.isnan(replicates)]
     if good.size == 0:
         return Estimate(value=float(point))
-    low, high = np.percentile(good, [2.5, 97.5])
-    return Estimate(value=float(point), low=float(low), high=float(high))
+    low, high = percentile_bounds(good)
+    return Estimate(value=float(point), low=low, high=high)
+
+
+def percentile_bounds(replicates: Array) -> tuple[float, float]:
+    """The 95% percentile interval of bootstrap replicates: their 2.5th and 97.5th percentiles."""
+    low, high = np.percentile(replicates, [2.5, 97.5])
+    return float(low), float(high)

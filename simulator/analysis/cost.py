@@ -254,9 +254,7 @@ def _tally_judges(run: RunData, tally: _Tally) -> None:
     # Each judge call once: an aggregated verdict's calls are its samples; `applies_when` made no call.
     judgements = [v for v in run.verdicts if v.aggregate is None] + run.samples
     for verdict in judgements:
-        if verdict.kind != "llm" or (
-            verdict.judge_model is None and verdict.reasoning.startswith("applies_when.")
-        ):
+        if verdict.kind != "llm" or verdict.decided_by == "applies_when":
             continue
         tally.calls["judge"] += 1
         tally.add("judge", verdict.judge_model, verdict.usage, verdict.conversation_id)

@@ -35,31 +35,15 @@ from simulator.analysis.agreement import (
 )
 from simulator.analysis.rates import RateView
 from simulator.analysis.rundata import RunData, short_hash
-from simulator.errors import Problem, UserError
+from simulator.errors import UserError
 from simulator.record.folder import LABELS as LABELS_FILE
 from simulator.record.folder import RunFolder
+from simulator.record.label_sheet import REQUIRED, LabelRow, read_labels
 from simulator.record.transcript import render_transcript
-
-_ALIASES = {
-    "pass": "pass", "passed": "pass", "p": "pass", "yes": "pass", "ok": "pass",
-    "fail": "fail", "failed": "fail", "f": "fail", "no": "fail",
-    "not_applicable": "not_applicable", "n/a": "not_applicable", "na": "not_applicable",
-    "n.a.": "not_applicable", "not applicable": "not_applicable", "not-applicable": "not_applicable",
-}  # fmt: skip
-REQUIRED = ("conversation_id", "criterion_id", "label")
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class LabelRow(_Model):
-    """One human label, with the line it came from."""
-
-    conversation_id: str
-    criterion_id: str
-    label: str
-    line: int
 
 
 class Disagreement(_Model):
@@ -94,76 +78,6 @@ class Calibration(_Model):
     criteria: list[CriterionCalibration]
     overall: CriterionCalibration | None
     unknown_conversations: list[str]
-
-
-def _read_label_rows(path: Path, problems: list[Problem]) -> list[LabelRow]:
-    rows: list[LabelRow] = []
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-        if missing:
-            raise UserError(
-                f"{path}:1: the header needs columns {', '.join(REQUIRED)} (missing {', '.join(missing)})"
-            )
-        for raw_row in reader:
-            line = reader.line_num
-            raw = (raw_row.get("label") or "").strip()
-            if not raw:
-                continue  # not labelled yet
-            label = _ALIASES.get(raw.lower())
-            if label is None:
-                problems.append(
-                    Problem(str(path), f"label '{raw}' is not pass, fail or n/a", line=line, field="label")
-                )
-                continue
-            conversation, criterion = (
-                (raw_row.get("conversation_id") or "").strip(),
-                (raw_row.get("criterion_id") or "").strip(),
-            )
-            if not conversation or not criterion:
-                problems.append(
-                    Problem(str(path), "conversation_id and criterion_id are required", line=line)
-                )
-                continue
-            rows.append(
-                LabelRow(conversation_id=conversation, criterion_id=criterion, label=label, line=line)
-            )
-    return rows
-
-
-def read_labels(path: Path) -> list[LabelRow]:
-    """Read a labels CSV (conversation_id, criterion_id, label; other columns ignored); blank labels are skipped."""
-    if not path.is_file():
-        raise UserError(
-            f"{path}: no such labels file; export one with `simulator labels export RUN --criterion X`"
-        )
-    problems: list[Problem] = []
-    rows: list[LabelRow] = []
-    try:
-        rows = _read_label_rows(path, problems)
-    except UnicodeDecodeError as exc:
-        raise UserError(
-            f"{path}: not UTF-8 text (byte {exc.start}); save the labels file as UTF-8 CSV"
-        ) from None
-    except csv.Error as exc:
-        raise UserError(f"{path}: not a readable CSV file ({exc}); save it as UTF-8 CSV") from None
-    if problems:
-        raise UserError("invalid labels file", problems)
-    seen: dict[tuple[str, str], LabelRow] = {}
-    for row in rows:
-        first = seen.setdefault((row.conversation_id, row.criterion_id), row)
-        if first is not row and first.label != row.label:
-            problems.append(
-                Problem(
-                    str(path),
-                    f"conflicting label for {row.conversation_id} / {row.criterion_id} "
-                    f"(line {first.line} says {first.label})",
-                    line=row.line,
-                )
-            )
-    if problems:
-        raise UserError("invalid labels file", problems)
-    return list(seen.values())
 
 
 def _calibrate_one(

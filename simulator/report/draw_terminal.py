@@ -43,10 +43,13 @@ def draw_table(console: Console, table: Table) -> None:
     rich = RichTable(title=escape(table.title) if table.title else None, title_justify="left")
     for header, numeric, _, _ in folded:
         rich.add_column(escape(header), justify="right" if numeric else "left")
-    for row in table.rows:
+    shown = table.rows if table.fold_after is None else table.rows[: table.fold_after]
+    for row in shown:
         cells = [sep.join(_markup(row.cells[i]) for i in indexes) for _, _, indexes, sep in folded]
         rich.add_row(*cells, style=STYLE[row.state] if row.state else None)
     print_table(console, rich)
+    if len(shown) < len(table.rows):
+        console.print(f"[dim]and {len(table.rows) - len(shown)} more rows in the HTML and JSON reports[/]")
 
 
 def _note(console: Console, note: Note) -> None:

@@ -19,8 +19,7 @@ from simulator.report.draw_html import html_sections
 from simulator.report.golden_html import golden_html
 from simulator.report.html_parts import e, transcript_html
 from simulator.report.model import Report
-from simulator.report.sections import SPLIT, report_sections
-from simulator.report.simulator_views import factors_html, simulated_user_html
+from simulator.report.sections import report_sections
 
 
 def _asset(name: str) -> str:
@@ -121,14 +120,10 @@ def render_html(report: Report) -> str:
         f"{short_hash(run.judge_set)} · started {run.created_at:%Y-%m-%d %H:%M} UTC · generated "
         f"{report.generated_at:%Y-%m-%d %H:%M} UTC"
     )
-    drawn = report_sections(report)
     sections = [
         _summary(report),
         golden_html(report.golden),
-        html_sections(drawn[:SPLIT]),
-        simulated_user_html(report),
-        factors_html(report),
-        html_sections(drawn[SPLIT:]),
+        html_sections(report_sections(report)),
         _transcripts(report),
     ]
     names = {

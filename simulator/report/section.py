@@ -27,10 +27,9 @@ __all__ = [
 ]
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from simulator.analysis.rates import RateView
-from simulator.analysis.tables import VerdictCounts
 
 State = Literal["fail", "warn", "ok", "error"]
 
@@ -69,6 +68,9 @@ class Table:
     columns: list[Column]
     rows: list[Row] = field(default_factory=list)
     title: str = ""
+    # The terminal shows this many rows and says how many more the HTML and JSON reports hold (screen
+    # space); HTML shows every row.
+    fold_after: int | None = None
 
     def add(self, *cells: Cell | str, state: State | None = None) -> None:
         """Append a row; a plain string is a cell with no state."""
@@ -121,7 +123,17 @@ COUNTS_HEADER = "pass/fail/\nn.a./error/\nnot judged"  # three lines: the termin
 COUNT_COLUMNS = [Column(name, numeric=True, group=COUNTS_HEADER) for name in COUNT_NAMES]
 
 
-def count_cells(counts: VerdictCounts) -> list[Cell]:
+class Counts(Protocol):
+    """Verdicts by result (a criterion's, a tag's, a fidelity check's)."""
+
+    passed: int
+    failed: int
+    not_applicable: int
+    error: int
+    not_judged: int
+
+
+def count_cells(counts: Counts) -> list[Cell]:
     """Pass, fail, n/a, error and not judged: failures red, errors magenta, not judged yellow."""
     return [
         number(counts.passed),

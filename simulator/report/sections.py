@@ -1,9 +1,9 @@
 """The run report's sections in order, as data: both the terminal and the HTML report draw this list
-(the simulated-user and factor sections, not yet data, sit between `[:SPLIT]` and `[SPLIT:]`)."""
+."""
 
 from __future__ import annotations
 
-__all__ = ["SPLIT", "report_sections"]
+__all__ = ["report_sections"]
 
 from simulator.report.model import Report
 from simulator.report.section import Section
@@ -15,12 +15,12 @@ from simulator.report.sections_run import (
     scenarios_section,
 )
 from simulator.report.sections_stats import judges_section, stats_section
+from simulator.report.simulator_views import factors_section, simulated_user_section
 
 OMISSIONS_NOTE = (
     "Criteria of category 'omission': questions the bot needed to ask. Failure rates count pass and fail "
     "verdicts only."
 )
-SPLIT = 5  # the sections before the simulated-user and factor sections
 CRITERIA_NOTE = (
     "Every criterion: code checks, LLM judges and metrics. Errors and not-applicable verdicts are counted "
     "apart, never as pass or fail."
@@ -28,13 +28,16 @@ CRITERIA_NOTE = (
 
 
 def report_sections(report: Report) -> list[Section]:
-    """Outcome, omissions, criteria, scenarios | numbers that hold up, run health, cost, judges."""
+    """Outcome, omissions, criteria, scenarios, numbers that hold up, simulated user, factors, run health,
+    cost, judges; an empty section is drawn as nothing."""
     return [
         outcome_section(report),
         criteria_section("omissions", "Errors of omission", OMISSIONS_NOTE, report.omissions),
         criteria_section("criteria", "Criteria", CRITERIA_NOTE, report.criteria),
         scenarios_section(report),
         stats_section(report),
+        simulated_user_section(report),
+        factors_section(report),
         health_section(report),
         cost_section(report),
         judges_section(report),

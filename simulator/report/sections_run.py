@@ -24,7 +24,7 @@ from simulator.report.section import (
 
 _SOURCE_FLAG = {"bot": "FLAKY-BOT", "simulation": "FLAKY-SIM", "judge": "FLAKY-JUDGE"}
 _ABOUT = "kind · severity · category"
-SHOWN_ERRORS = 50  # error rows shown; the JSON report holds every one
+SHOWN_ERRORS = 20  # error rows the terminal shows; HTML and JSON hold every one
 
 
 def _matrix_state(column: str, expected: str, rank: dict[str, int]) -> State | None:
@@ -231,8 +231,9 @@ def health_section(report: Report) -> Section:
         table = Table(
             [Column(n) for n in ("conversation", "criterion", "source", "kind", "message")],
             title="Errors (never counted as pass or fail)",
+            fold_after=SHOWN_ERRORS,
         )
-        for error in errors[:SHOWN_ERRORS]:
+        for error in errors:
             table.add(
                 error.conversation_id,
                 error.criterion_id or "–",
@@ -241,10 +242,6 @@ def health_section(report: Report) -> Section:
                 error.message,
             )
         blocks.append(table)
-        if len(errors) > SHOWN_ERRORS:
-            blocks.append(
-                Note(f"… and {len(errors) - SHOWN_ERRORS} more errors (all of them are in the JSON report)")
-            )
     if h.unverified_rows:
         table = Table(
             [Column(n) for n in ("conversation", "criterion", "result", "quotes not found")],

@@ -113,7 +113,7 @@ def _jury(report: Report) -> list[Table | Note]:
             notes.append(Note(f"{row.criterion_id} {d.conversation_id}: {said} → {d.verdict}"))
         more = row.more_disagreements + max(0, len(row.disagreements) - SHOWN_DISAGREEMENTS)
         if more:
-            notes.append(Note(f"… and {more} more disagreements on {row.criterion_id}"))
+            notes.append(Note(f"and {more} more disagreements on {row.criterion_id}"))
     return [table, *notes]
 
 

@@ -13,8 +13,7 @@ from simulator.analysis.rundata import short_hash
 from simulator.report.draw_terminal import draw_sections
 from simulator.report.golden_terminal import render_golden
 from simulator.report.model import Report
-from simulator.report.sections import SPLIT, report_sections
-from simulator.report.simulator_views import factors_terminal, simulated_user_terminal
+from simulator.report.sections import report_sections
 
 _LEVEL_STYLE = {"bug": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -52,8 +51,4 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
     _header(console, report)
     _findings(console, report)
     render_golden(console, report.golden)
-    sections = report_sections(report)
-    draw_sections(console, sections[:SPLIT])
-    simulated_user_terminal(console, report)
-    factors_terminal(console, report)
-    draw_sections(console, sections[SPLIT:])
+    draw_sections(console, report_sections(report))

@@ -26,7 +26,7 @@ def _cell(cell: Cell, column: Column) -> str:
 
 
 def html_table(table: Table) -> str:
-    """`<h3>` with the title when there is one, then the table."""
+    """`<h3>` with the title when there is one, then the table (none when it has no rows)."""
     head = "".join(
         f'<th class="num">{e(c.name)}</th>' if c.numeric else f"<th>{e(c.name)}</th>" for c in table.columns
     )
@@ -37,7 +37,7 @@ def html_table(table: Table) -> str:
         for row in table.rows
     )
     title = f"<h3>{e(table.title)}</h3>" if table.title else ""
-    return f"{title}<table><tr>{head}</tr>{rows}</table>"
+    return f"{title}<table><tr>{head}</tr>{rows}</table>" if table.rows else title
 
 
 def _note(note: Note) -> str:

@@ -38,7 +38,10 @@ def _folded(columns: list[Column]) -> list[tuple[str, bool, list[int], str]]:
 
 
 def draw_table(console: Console, table: Table) -> None:
-    """One table; a row's state colours the whole row."""
+    """One table; a row's state colours the whole row; a table with no rows is its title alone."""
+    if not table.rows:
+        console.print(escape(table.title))
+        return
     folded = _folded(table.columns)
     rich = RichTable(title=escape(table.title) if table.title else None, title_justify="left")
     for header, numeric, _, _ in folded:

@@ -16,7 +16,6 @@ from pathlib import Path
 from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import short_hash
 from simulator.report.draw_html import html_sections
-from simulator.report.golden_html import golden_html
 from simulator.report.html_parts import e, transcript_html
 from simulator.report.model import Report
 from simulator.report.sections import report_sections
@@ -122,7 +121,6 @@ def render_html(report: Report) -> str:
     )
     sections = [
         _summary(report),
-        golden_html(report.golden),
         html_sections(report_sections(report)),
         _transcripts(report),
     ]

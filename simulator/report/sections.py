@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["report_sections"]
 
+from simulator.report.golden_view import golden_section
 from simulator.report.model import Report
 from simulator.report.section import Section
 from simulator.report.sections_run import (
@@ -28,9 +29,10 @@ CRITERIA_NOTE = (
 
 
 def report_sections(report: Report) -> list[Section]:
-    """Outcome, omissions, criteria, scenarios, numbers that hold up, simulated user, factors, run health,
+    """Golden items, outcome, omissions, criteria, scenarios, numbers that hold up, simulated user, factors, run health,
     cost, judges; an empty section is drawn as nothing."""
     return [
+        golden_section(report.golden),
         outcome_section(report),
         criteria_section("omissions", "Errors of omission", OMISSIONS_NOTE, report.omissions),
         criteria_section("criteria", "Criteria", CRITERIA_NOTE, report.criteria),

@@ -11,7 +11,6 @@ from rich.markup import escape
 from simulator.analysis.rates import RateView
 from simulator.analysis.rundata import short_hash
 from simulator.report.draw_terminal import draw_sections
-from simulator.report.golden_terminal import render_golden
 from simulator.report.model import Report
 from simulator.report.sections import report_sections
 
@@ -50,5 +49,4 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
     console = console or Console()
     _header(console, report)
     _findings(console, report)
-    render_golden(console, report.golden)
     draw_sections(console, report_sections(report))

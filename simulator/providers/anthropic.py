@@ -8,13 +8,11 @@ import os
 from typing import Any
 
 from simulator.errors import UserError
-from simulator.providers._http import aiohttp_client, classify_sdk_error
-from simulator.providers._sdkpost import SdkPost
+from simulator.providers._sdkbase import SdkProvider
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
     ModelRequest,
     ModelResponse,
-    Provider,
     ProviderError,
     ToolCall,
     json_object_in,
@@ -24,28 +22,23 @@ from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(SdkProvider):
     name = "anthropic"
+    who = "Anthropic"
+    transient_statuses = (408, 409, 529)
 
     def __init__(self, settings: ProviderSettings) -> None:
         import anthropic
 
         key_env = settings.api_key_env or "ANTHROPIC_API_KEY"
-        self._key_env = key_env
         api_key = os.environ.get(key_env)
         if not api_key:
             raise UserError(f"set the {key_env} environment variable to use anthropic: models")
-        self._sdk = anthropic
-        self._base_url = settings.base_url or "https://api.anthropic.com"
-        self._timeout_s = settings.timeout_s
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key,
-            base_url=settings.base_url,
-            max_retries=0,
-            timeout=settings.timeout_s,
-            http_client=aiohttp_client(anthropic, settings.timeout_s),
-        )
-        self._post = SdkPost(anthropic, self._client, "/v1/messages")
+        base_url = settings.base_url or "https://api.anthropic.com"
+        self._connect(
+            anthropic, anthropic.AsyncAnthropic, settings, api_key=api_key, key_env=key_env, base_url=base_url,
+            path="/v1/messages",
+        )  # fmt: skip
 
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
@@ -171,19 +164,4 @@ class AnthropicProvider(Provider):
             time_to_first_token_s=first,
             model=model,
             raw={"request": {**payload, "stream": True}, "response": {"text": joined}},
-        )
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connections (its aiohttp session warns if left open)."""
-        await self._client.close()
-
-    def _classify(self, exc: Exception) -> ProviderError:
-        return classify_sdk_error(
-            self._sdk,
-            exc,
-            who="Anthropic",
-            key_env=self._key_env,
-            transient_statuses=(408, 409, 529),
-            where=self._base_url,
-            timeout_s=self._timeout_s,
         )

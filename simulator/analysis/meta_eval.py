@@ -26,9 +26,9 @@ from collections.abc import Iterable
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.agreement import FAIL, PASS, false_pass_share, kappa_of, macro_f1_of
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.interrater import BOOTSTRAP, Array, Estimate, PairCounts, cluster_weights, estimate
 from simulator.analysis.rundata import RunData, short_hash
 from simulator.errors import UserError
@@ -37,10 +37,6 @@ from simulator.record.models import Label, Verdict
 
 JUDGE = "judge"
 Item = tuple[str, str]  # (conversation, criterion)
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class PairAgreement(_Model):

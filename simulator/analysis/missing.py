@@ -12,8 +12,7 @@ __all__ = ["MissingData", "ScenarioErrors", "binomial_test", "missing_data"]
 
 from collections import Counter
 
-from pydantic import BaseModel, ConfigDict
-
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.dist import chi2_sf
 from simulator.analysis.rates import pct
 from simulator.analysis.rundata import RunData
@@ -21,10 +20,6 @@ from simulator.analysis.stats import binomial_test
 from simulator.record.models import ConversationRecord
 
 ALPHA = 0.05
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class ScenarioErrors(_Model):

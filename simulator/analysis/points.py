@@ -14,15 +14,11 @@ __all__ = ["PointsSummary", "ScoreView", "conversation_score", "points_summary"]
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.interrater import BOOTSTRAP, cluster_weights, percentile_bounds
 from simulator.analysis.rundata import RunData
 from simulator.record.models import Verdict
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class ScoreView(_Model):

@@ -23,8 +23,9 @@ import random
 from collections import Counter
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import computed_field
 
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.stats import k_grid, pass_hat_k, percentile, worst_at_k
@@ -35,18 +36,18 @@ ConversationStatus = Literal["pass", "fail", "error", "not_judged"]
 SEVERITY_ORDER = ["critical", "high", "major", "medium", "moderate", "minor", "low"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
-
-
-class VerdictCounts(_Model):
-    """Verdicts by result; `not_judged` includes conversations the criterion applies to with no verdict."""
+class ResultCounts(_Model):
+    """Verdicts by result (pass, fail, n/a, error, not judged)."""
 
     passed: int = 0
     failed: int = 0
     not_applicable: int = 0
     error: int = 0
     not_judged: int = 0
+
+
+class VerdictCounts(ResultCounts):
+    """Verdicts by result; `not_judged` includes conversations the criterion applies to with no verdict."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

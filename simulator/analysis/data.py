@@ -1,0 +1,12 @@
+"""The base of every analysis and report result model: unknown fields are an error, and the JSON schema
+lists every field as present (defaults included), so `docs/report-schema.json` says what a reader gets."""
+
+from __future__ import annotations
+
+__all__ = ["ResultModel"]
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ResultModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)

@@ -258,6 +258,14 @@ def _counts_by_scenario(run: RunData, table: dict[str, dict[str, str]]) -> dict[
     return out
 
 
+def _pass_rate(counts: dict[str, int], per_scenario: list[tuple[int, int]] | None = None) -> RateView:
+    """Conversations passing of those passed or failed (errors left out and counted)."""
+    return rate_view(
+        counts["pass"], counts["pass"] + counts["fail"], counts="successes", per_scenario=per_scenario,
+        errored=counts["error"],
+    )  # fmt: skip
+
+
 def scenario_rows(run: RunData, high_stakes_tag: str | None = None) -> list[ScenarioRow]:
     """One row per scenario in suite order, with its pass rate across repeats and flaky/bug flags."""
     statuses = _statuses(run)
@@ -291,12 +299,7 @@ def scenario_rows(run: RunData, high_stakes_tag: str | None = None) -> list[Scen
                 tags=tags,
                 conversations=len(records),
                 statuses=counts,
-                pass_rate=rate_view(
-                    counts["pass"],
-                    counts["pass"] + counts["fail"],
-                    counts="successes",
-                    errored=counts["error"],
-                ),
+                pass_rate=_pass_rate(counts),
                 counts=counts_of.get(scenario_id, VerdictCounts()),
                 flaky=flaky,
                 bug=high_stakes_tag is not None and high_stakes_tag in tags and counts["fail"] > 0,
@@ -335,13 +338,7 @@ def tag_rows(run: RunData, high_stakes_tag: str | None = None) -> list[TagRow]:
                 scenarios=len({r.scenario_id for r in records}),
                 conversations=len(records),
                 statuses=counts,
-                pass_rate=rate_view(
-                    counts["pass"],
-                    counts["pass"] + counts["fail"],
-                    counts="successes",
-                    per_scenario=[(k, n) for k, n in cells.values()],
-                    errored=counts["error"],
-                ),
+                pass_rate=_pass_rate(counts, [(k, n) for k, n in cells.values()]),
                 counts=_verdict_counts(table, {r.id for r in records}),
                 high_stakes=tag == high_stakes_tag,
             )

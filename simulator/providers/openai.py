@@ -4,12 +4,11 @@ from __future__ import annotations
 
 __all__ = ["OpenAIProvider"]
 
-import json
 import os
 from typing import Any, ClassVar, Literal
 
 from simulator.errors import UserError
-from simulator.providers._schema import cap_string_lengths
+from simulator.providers._schema import cap_string_lengths, chat_messages, with_schema
 from simulator.providers._sdkbase import SdkProvider
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
@@ -56,15 +55,10 @@ class OpenAIProvider(SdkProvider):
         if request.output_schema is not None and mode != "json_schema":
             # JSON mode alone does not tell the model the fields (and OpenAI requires the word JSON in
             # the messages when it is on); in text mode this instruction is all there is.
-            system = (
-                f"{system}\n\nAnswer with one JSON object only, no prose, matching this JSON schema:\n"
-                f"{json.dumps(request.output_schema)}"
-            ).strip()
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        messages += [{"role": m.role, "content": m.content} for m in request.messages]
+            system = with_schema(system, request.output_schema, "Answer with one JSON object only, no prose,")
         payload: dict[str, Any] = {
             "model": request.model,
-            "messages": messages,
+            "messages": chat_messages(system, request.messages),
             "max_tokens": request.max_tokens,
         }
         if request.temperature is not None:

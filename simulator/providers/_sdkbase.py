@@ -5,12 +5,22 @@ from __future__ import annotations
 
 __all__ = ["SdkProvider"]
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._sdkpost import SdkPost
-from simulator.providers.base import Provider, ProviderError
+from simulator.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    ToolCall,
+    json_object_in,
+)
+from simulator.providers.ratelimits import rate_limits_from_headers
 from simulator.providers.settings import ProviderSettings
+from simulator.record.transcript import Usage
 
 
 class SdkProvider(Provider):
@@ -47,4 +57,22 @@ class SdkProvider(Provider):
             transient_statuses=self.transient_statuses,
             where=self._base_url,
             timeout_s=self._timeout_s,
+        )
+
+    @staticmethod
+    def _response(
+        request: ModelRequest, text: str, tool_calls: list[ToolCall], tokens: tuple[int, int, int],
+        headers: Mapping[str, str] | None, **rest: Any,
+    ) -> ModelResponse:  # fmt: skip
+        """One answer in the provider-neutral form: `tokens` are (input, output, cached input), the JSON
+        object parsed when a schema was asked for, the rate-limit headers read."""
+        return ModelResponse(
+            text=text,
+            parsed=json_object_in(text) if request.output_schema is not None else None,
+            tool_calls=tool_calls,
+            usage=Usage(
+                input_tokens=tokens[0], output_tokens=tokens[1], cached_input_tokens=tokens[2], calls=1
+            ),
+            rate_limits=rate_limits_from_headers(headers) if headers else None,
+            **rest,
         )

@@ -17,7 +17,6 @@ from simulator.providers.base import (
     ToolCall,
     json_object_in,
 )
-from simulator.providers.ratelimits import rate_limits_from_headers
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
@@ -100,22 +99,17 @@ class AnthropicProvider(SdkProvider):
         usage = message.get("usage") or {}
         cached = usage.get("cache_read_input_tokens") or 0
         created = usage.get("cache_creation_input_tokens") or 0
-        parsed = json_object_in(text) if request.output_schema is not None else None
-        return ModelResponse(
-            text=text,
-            parsed=parsed,
-            tool_calls=tool_calls,
-            usage=Usage(
-                input_tokens=(usage.get("input_tokens") or 0) + cached + created,
-                output_tokens=usage.get("output_tokens") or 0,
-                cached_input_tokens=cached,
-                calls=1,
-            ),
+        tokens = (
+            (usage.get("input_tokens") or 0) + cached + created,
+            usage.get("output_tokens") or 0,
+            cached,
+        )
+        return self._response(
+            request, text, tool_calls, tokens, headers,
             latency_s=latency,
             model=message.get("model") or request.model,
             raw={"request": {**payload, "temperature": request.temperature}, "response": message},
-            rate_limits=rate_limits_from_headers(headers) if headers else None,
-        )
+        )  # fmt: skip
 
     async def _stream(
         self, request: ModelRequest, payload: dict[str, Any], extra_body: dict[str, Any] | None

@@ -18,7 +18,6 @@ from simulator.providers.base import (
     ToolCall,
     json_object_in,
 )
-from simulator.providers.ratelimits import rate_limits_from_headers
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
@@ -131,22 +130,13 @@ class OpenAIProvider(SdkProvider):
             tool_calls.append(ToolCall.from_json(function.get("name", ""), function.get("arguments")))
         usage = completion.get("usage") or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        parsed = json_object_in(text) if request.output_schema is not None else None
-        return ModelResponse(
-            text=text,
-            parsed=parsed,
-            tool_calls=tool_calls,
-            usage=Usage(
-                input_tokens=usage.get("prompt_tokens") or 0,
-                output_tokens=usage.get("completion_tokens") or 0,
-                cached_input_tokens=cached,
-                calls=1,
-            ),
+        tokens = (usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0, cached)
+        return self._response(
+            request, text, tool_calls, tokens, headers,
             latency_s=latency,
             model=completion.get("model") or request.model,
             raw={"request": payload, "response": completion, "schema_mode": mode},
-            rate_limits=rate_limits_from_headers(headers) if headers else None,
-        )
+        )  # fmt: skip
 
     async def _stream(
         self, request: ModelRequest, payload: dict[str, Any], mode: SchemaMode | None

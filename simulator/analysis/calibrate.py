@@ -21,8 +21,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.analysis.agreement import (
     LABELS,
     Panel,
@@ -33,6 +31,7 @@ from simulator.analysis.agreement import (
     point,
     rates_of,
 )
+from simulator.analysis.data import StrictModel as _Model
 from simulator.analysis.rates import RateView
 from simulator.analysis.rundata import RunData, short_hash
 from simulator.errors import UserError
@@ -40,10 +39,6 @@ from simulator.record.folder import LABELS as LABELS_FILE
 from simulator.record.folder import RunFolder
 from simulator.record.label_sheet import REQUIRED, LabelRow, read_labels
 from simulator.record.transcript import render_transcript
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Disagreement(_Model):

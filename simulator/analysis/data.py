@@ -3,10 +3,16 @@ lists every field as present (defaults included), so `docs/report-schema.json` s
 
 from __future__ import annotations
 
-__all__ = ["ResultModel"]
+__all__ = ["ResultModel", "StrictModel"]
 
 from pydantic import BaseModel, ConfigDict
 
 
-class ResultModel(BaseModel):
+class StrictModel(BaseModel):
+    """Unknown fields are an error (a misspelt field never passes silently)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ResultModel(StrictModel):
     model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)

@@ -23,9 +23,8 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.analysis.clustered import wilson_score
+from simulator.analysis.data import StrictModel as _Model
 from simulator.analysis.dist import t_critical
 from simulator.analysis.outcome import outcome_metrics
 from simulator.analysis.rates import RateView, pct
@@ -38,10 +37,6 @@ Status = Literal["met", "not met", "undecidable"]
 EXIT = {"met": 0, "not met": 1, "undecidable": 3}
 _SYNTAX = re.compile(r"^\s*([A-Za-z0-9_.:\-]+)\s*(<=|>=|<|>)\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
 _MAX_REPEATS = 100_000
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Requirement(_Model):

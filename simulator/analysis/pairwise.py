@@ -5,14 +5,12 @@ from __future__ import annotations
 
 __all__ = ["PairwiseSummary", "summarise_pairs"]
 
-from dataclasses import dataclass
-
+from simulator.analysis.data import ResultModel
 from simulator.analysis.stats import Rate, rate
 from simulator.judging.pairwise import PairwiseResult
 
 
-@dataclass(frozen=True)
-class PairwiseSummary:
+class PairwiseSummary(ResultModel):
     """Wins, ties, errors and the position-inconsistency rate (with its Wilson interval) over many pairs."""
 
     a_wins: int

@@ -10,11 +10,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.analysis.agreement import PairAgreement, Panel
+from simulator.analysis.agreement import Panel
 from simulator.analysis.calibrate import LABELS, Calibration, CriterionCalibration
 from simulator.analysis.compare import Comparison, PairedMetric
 from simulator.analysis.gate import GateResult
 from simulator.analysis.rates import pct
+from simulator.report.calibration_view import criterion_tables
 from simulator.report.draw_terminal import draw_table
 from simulator.report.section import Cell, Column, text
 from simulator.report.section import Table as SectionTable
@@ -200,15 +201,6 @@ def render_calibration(calibration: Calibration, console: Console | None = None)
         )
 
 
-def _pair_table(title: str, pairs: list[PairAgreement]) -> SectionTable:
-    """One row per pair of raters, in the strings the desk's calibration page shows; false passes red."""
-    names = list(pairs[0].cells())
-    table = SectionTable([Column(n, numeric=n not in ("reference", "rater")) for n in names], title=title)
-    for pair in pairs:
-        table.add(*pair.cells().values(), state="fail" if pair.false_pass.k else None)
-    return table
-
-
 def render_panel(calibration: Panel, console: Console | None = None) -> None:
     """Print, per criterion, the judge against each labeller and the labellers against each other: false
     passes first, then agreement, Cohen's kappa and macro-F1 (the desk's calibration page shows the same)."""
@@ -223,10 +215,8 @@ def render_panel(calibration: Panel, console: Console | None = None) -> None:
     )
     for c in calibration.criteria:
         console.print(f"\n[bold]{escape(c.criterion_id)}[/] · {c.items} labelled items")
-        if c.judge:
-            draw_table(console, _pair_table("judge against each labeller", c.judge))
-        if c.between_labellers:
-            draw_table(console, _pair_table("labellers against each other", c.between_labellers))
+        for table in criterion_tables(c):
+            draw_table(console, table)
 
 
 _GATE_STYLE = {"met": "green", "not met": "bold red", "undecidable": "yellow"}

@@ -4,6 +4,7 @@ queue the desk labels from, and the sampling policy file."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import textwrap
 from pathlib import Path
@@ -209,7 +210,11 @@ async def test_a_confirmed_failure_becomes_a_draft_scenario(tmp_path: Path) -> N
     assert 'id="confirmed"' in confirmed.text and f"--conversation {conversation}" in confirmed.text
     # The command the page gives makes the draft (offline: persona, goal and facts from the transcript).
     draft = tmp_path / "drafts" / "draft.yaml"
-    assert cli("draft-scenario", folder, "--conversation", conversation, "--out", draft) == 0
+    # The command runs in its own thread, as it runs in its own process: not inside this test's event loop.
+    assert (
+        await asyncio.to_thread(cli, "draft-scenario", folder, "--conversation", conversation, "--out", draft)
+        == 0
+    )
     assert "draft: true" in draft.read_text() and "headache" in draft.read_text()
     rejected = client.post("/label", data={**form, "conversation": conversation, "label": "pass"})
     assert 'id="confirmed"' not in rejected.text

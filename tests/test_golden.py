@@ -35,7 +35,8 @@ from simulator.judging.code_checks import code_verdicts
 from simulator.record.folder import CONVERSATIONS, RunFolder
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import Turn
-from simulator.report.golden_terminal import render_golden
+from simulator.report.draw_terminal import draw_section
+from simulator.report.golden_view import golden_section
 from simulator.report.html import render_html
 from simulator.report.json_report import report_json
 from simulator.report.model import Report, ReportOptions, build_report
@@ -804,7 +805,7 @@ def test_the_golden_section_renders_in_terminal_html_and_json(shipped: tuple[Pat
     data = report_json(report)
     assert data["golden"]["verdict"]["k"] == 36 and data["golden"]["intents_at_zero"][0] == "unknown_parcel"
     buffer = io.StringIO()
-    render_golden(Console(file=buffer, width=200), report.golden)
+    draw_section(Console(file=buffer, width=200), golden_section(report.golden))
     text = buffer.getvalue()
     assert "36/48 75.0%" in text and "unknown_parcel" in text and "27 Willow Street" in text
     assert "Where the gate (token_f1 ≥ 0.5) and the verdict disagree: 0" in text

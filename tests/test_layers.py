@@ -24,12 +24,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
         # The parts of a turn (record schema 3) are part of the provider-neutral conversation types.
         "simulator.record.parts",
         "simulator.__init__",
-        # Pure statistics on the standard library alone (it imports nothing of simulator): any layer may
-        # put an interval on a count, as the pairwise judge does.
-        "simulator.analysis.stats",
     ),
-    # The fake LLM server sits with the providers: the `test:` provider serves suites with it.
-    "providers": ("simulator.providers", "simulator.testing"),
+    "providers": ("simulator.providers",),
+    # The fake LLM servers, and the `test:` provider that serves suites with one (the provider registry
+    # names it, like every provider, by module path).
+    "testing": ("simulator.testing",),
     "spec": ("simulator.spec",),
     "record": ("simulator.record",),
     "roles": ("simulator.users", "simulator.bots", "simulator.judging"),
@@ -50,6 +49,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
 MAY_IMPORT: dict[str, set[str]] = {
     "base": set(),
     "providers": {"base"},
+    "testing": {"providers"},
     "spec": {"providers"},
     "record": {"spec"},
     "roles": {"record"},

@@ -24,9 +24,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.analysis.clustered import wilson_score
+from simulator.analysis.data import StrictModel as _Model
 from simulator.analysis.dist import t_critical
 from simulator.analysis.outcome import outcome_metrics
 from simulator.analysis.rates import RateView, pct
@@ -44,10 +43,6 @@ _SYNTAX = re.compile(
 # `fail_rate(no-diagnosis)` is another spelling of `fail_rate:no-diagnosis`.
 _CALL = re.compile(r"^\s*([A-Za-z_]+)\(\s*([A-Za-z0-9_.\-]+)\s*\)")
 _MAX_REPEATS = 100_000
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Requirement(_Model):

@@ -238,21 +238,14 @@ def _run_matrix(args: argparse.Namespace, suite: Any, scenarios: list[Any]) -> i
 def _file_kind(path: Path) -> str:
     """Whether a YAML file holds a suite, criteria or scenarios, by its content whatever its name (unreadable
     files go to the scenario loader, which reports why)."""
-    from simulator.spec.suite import is_suite_data
+    from simulator.spec.suite import document_kind
     from simulator.spec.yamlfile import YAMLProblem, load_yaml
 
     try:
         data = load_yaml(path).data
     except YAMLProblem:
         return "scenario"
-    if is_suite_data(data):
-        return "suite"
-    first = data[0] if isinstance(data, list) and data else data
-    if isinstance(first, dict) and ("criterion" in first or isinstance(first.get("criteria"), list)):
-        return "criterion"
-    if isinstance(first, dict) and ("item_id" in first or isinstance(first.get("items"), list)):
-        return "golden"
-    return "scenario"
+    return document_kind(data)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

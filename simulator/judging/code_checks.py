@@ -102,6 +102,7 @@ def _base(record: ConversationRecord, check_id: str, judge_set_hash: str) -> dic
         "criterion_id": check_id,
         "judge_set_hash": judge_set_hash,
         "judged_at": datetime.now(UTC),
+        "decided_by": "code",
         **_meta(check_id),
     }
 
@@ -258,7 +259,7 @@ def code_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_hash
         cause = f" ({record.error.source}: {record.error.message})" if record.error else ""
         return [
             Verdict(
-                **_base(record, check_id, judge_set_hash),
+                **{**_base(record, check_id, judge_set_hash), "decided_by": None},
                 result="not_judged",
                 reasoning=f"the conversation ended in an error{cause}; nothing to check",
             )

@@ -160,6 +160,8 @@ class FidelityAuditor:
     def _verdict(
         self, record: ConversationRecord, check: str, result: str, reasoning: str, **extra: Any
     ) -> Verdict:
+        """One fidelity verdict; decided in code unless `extra` says otherwise (nobody, when not judged)."""
+        extra.setdefault("decided_by", None if result == "not_judged" else "code")
         return Verdict(
             conversation_id=record.id,
             scenario_id=record.scenario_id,
@@ -333,7 +335,8 @@ class FidelityAuditor:
     def _not_judged(self, record: ConversationRecord, reason: str, **extra: Any) -> dict[str, Verdict]:
         checks = ("fidelity.invented_facts", "fidelity.role_confusion", "fidelity.drift")
         result = "error" if extra.get("error") is not None else "not_judged"
-        return {c: self._verdict(record, c, result, reason, **extra) for c in checks}
+        decided_by = "llm" if result == "error" else None  # an audit call was made and failed
+        return {c: self._verdict(record, c, result, reason, decided_by=decided_by, **extra) for c in checks}
 
     async def _llm_audit(
         self, record: ConversationRecord, scenario: Scenario
@@ -355,7 +358,7 @@ class FidelityAuditor:
             reason = f"the auditor answered twice without a valid audit; last answer: {answer.text[:200]!r}"
             return [], self._not_judged(record, reason, error=error, usage=answer.usage), answer.usage
         output = answer.output
-        extra = {"judge_model": self.model_spec}
+        extra = {"judge_model": self.model_spec, "decided_by": "llm"}
         reading = {}
         for name in ("invented_facts", "role_confusion", "drift"):
             judged: JudgeOutput = getattr(output, name)

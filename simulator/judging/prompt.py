@@ -144,23 +144,18 @@ def _one_line(text: str) -> str:
 
 def render_criterion_block(criterion: Criterion, instruction: str = JUDGE_ASK) -> str:
     """The criterion block that ends each judge request (the met / not met variant for points criteria)."""
-    if criterion.points is not None:
-        return POINTS_CRITERION_TEMPLATE.format(
-            instruction=POINTS_ASK,
-            id=criterion.id,
-            criterion=_one_line(criterion.criterion),
-            met=_one_line(criterion.pass_),
-            not_met=_one_line(criterion.fail),
-            not_applicable=_one_line(criterion.not_applicable),
-        )
-    return CRITERION_TEMPLATE.format(
-        instruction=instruction,
-        id=criterion.id,
-        criterion=_one_line(criterion.criterion),
-        pass_=_one_line(criterion.pass_),
-        fail=_one_line(criterion.fail),
-        not_applicable=_one_line(criterion.not_applicable),
-    )
+    points = criterion.points is not None
+    good, bad = ("met", "not_met") if points else ("pass_", "fail")
+    fields = {
+        "id": criterion.id,
+        "criterion": _one_line(criterion.criterion),
+        good: _one_line(criterion.pass_),
+        bad: _one_line(criterion.fail),
+        "not_applicable": _one_line(criterion.not_applicable),
+    }
+    if points:
+        return POINTS_CRITERION_TEMPLATE.format(instruction=POINTS_ASK, **fields)
+    return CRITERION_TEMPLATE.format(instruction=instruction, **fields)
 
 
 def build_judge_request(

@@ -36,6 +36,19 @@ from simulator.spec.tool_checks import ToolCheck, ToolChecksConfig, unknown_tool
 from simulator.spec.vocabulary import load_vocabulary
 from simulator.users.offline import gives_outcome
 
+# A criterion's fields the manifest records as they are (CriterionEntry has the same names).
+_RECORDED = {
+    "id",
+    "criterion",
+    "pass_",
+    "fail",
+    "not_applicable",
+    "severity",
+    "category",
+    "applies_to",
+    "points",
+    "aggregate",
+}
 NO_MODEL = "no judge model configured (set judges.model in the suite or pass --judge-model)"
 
 
@@ -110,20 +123,11 @@ class JudgeStage:
             code_checks=CODE_CHECKS_VERSION,
             criteria=[
                 CriterionEntry(
-                    id=c.id,
-                    criterion=c.criterion,
-                    **{"pass": c.pass_},
-                    fail=c.fail,
-                    not_applicable=c.not_applicable,
+                    **c.model_dump(include=_RECORDED),
                     file=c._source,
                     line=c._line,
                     sha256=sha256_text(c.canonical()),
-                    severity=c.severity,
-                    category=c.category,
-                    applies_to=c.applies_to,
-                    points=c.points,
                     applies_when=c.applies_when.model_dump(exclude_defaults=True) if c.applies_when else None,
-                    aggregate=c.aggregate,
                 )
                 for c in self.criteria
             ],

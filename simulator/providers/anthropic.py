@@ -8,19 +8,16 @@ import os
 from typing import Any
 
 from simulator.errors import UserError
-from simulator.providers._http import aiohttp_client, classify_sdk_error
-from simulator.providers._sdkpost import SdkPost
+from simulator.providers._sdkbase import SdkProvider
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
     ChatMessage,
     ModelRequest,
     ModelResponse,
-    Provider,
     ProviderError,
     ToolCall,
     json_object_in,
 )
-from simulator.providers.ratelimits import rate_limits_from_headers
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
@@ -47,28 +44,23 @@ def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
     return blocks
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(SdkProvider):
     name = "anthropic"
+    who = "Anthropic"
+    transient_statuses = (408, 409, 529)
 
     def __init__(self, settings: ProviderSettings) -> None:
         import anthropic
 
         key_env = settings.api_key_env or "ANTHROPIC_API_KEY"
-        self._key_env = key_env
         api_key = os.environ.get(key_env)
         if not api_key:
             raise UserError(f"set the {key_env} environment variable to use anthropic: models")
-        self._sdk = anthropic
-        self._base_url = settings.base_url or "https://api.anthropic.com"
-        self._timeout_s = settings.timeout_s
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key,
-            base_url=settings.base_url,
-            max_retries=0,
-            timeout=settings.timeout_s,
-            http_client=aiohttp_client(anthropic, settings.timeout_s),
-        )
-        self._post = SdkPost(anthropic, self._client, "/v1/messages")
+        base_url = settings.base_url or "https://api.anthropic.com"
+        self._connect(
+            anthropic, anthropic.AsyncAnthropic, settings, api_key=api_key, key_env=key_env, base_url=base_url,
+            path="/v1/messages",
+        )  # fmt: skip
 
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
@@ -131,22 +123,17 @@ class AnthropicProvider(Provider):
         usage = message.get("usage") or {}
         cached = usage.get("cache_read_input_tokens") or 0
         created = usage.get("cache_creation_input_tokens") or 0
-        parsed = json_object_in(text) if request.output_schema is not None else None
-        return ModelResponse(
-            text=text,
-            parsed=parsed,
-            tool_calls=tool_calls,
-            usage=Usage(
-                input_tokens=(usage.get("input_tokens") or 0) + cached + created,
-                output_tokens=usage.get("output_tokens") or 0,
-                cached_input_tokens=cached,
-                calls=1,
-            ),
+        tokens = (
+            (usage.get("input_tokens") or 0) + cached + created,
+            usage.get("output_tokens") or 0,
+            cached,
+        )
+        return self._response(
+            request, text, tool_calls, tokens, headers,
             latency_s=latency,
             model=message.get("model") or request.model,
             raw={"request": {**payload, "temperature": request.temperature}, "response": message},
-            rate_limits=rate_limits_from_headers(headers) if headers else None,
-        )
+        )  # fmt: skip
 
     async def _stream(
         self, request: ModelRequest, payload: dict[str, Any], extra_body: dict[str, Any] | None
@@ -198,19 +185,4 @@ class AnthropicProvider(Provider):
             time_to_first_token_s=first,
             model=model,
             raw={"request": {**payload, "stream": True}, "response": {"text": joined}},
-        )
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connections (its aiohttp session warns if left open)."""
-        await self._client.close()
-
-    def _classify(self, exc: Exception) -> ProviderError:
-        return classify_sdk_error(
-            self._sdk,
-            exc,
-            who="Anthropic",
-            key_env=self._key_env,
-            transient_statuses=(408, 409, 529),
-            where=self._base_url,
-            timeout_s=self._timeout_s,
         )

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import UserError
-from simulator.providers._schema import cap_string_lengths
+from simulator.providers._schema import cap_string_lengths, with_schema
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
     ChatMessage,
@@ -218,10 +218,7 @@ def completion_kwargs(request: ModelRequest, template_takes_tools: bool) -> dict
         system = f"{system}\n\n{_tool_instructions(request.tools)}".strip()
     if request.output_schema is not None:
         # The grammar guarantees the shape; the instruction tells the model what the fields mean.
-        system = (
-            f"{system}\n\nAnswer with one JSON object matching this JSON schema:\n"
-            f"{json.dumps(request.output_schema)}"
-        ).strip()
+        system = with_schema(system, request.output_schema)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     messages += [_local_message(m, template_takes_tools) for m in request.messages]
     kwargs: dict[str, Any] = {"messages": messages, "max_tokens": request.max_tokens}

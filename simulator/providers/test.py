@@ -7,19 +7,18 @@ a chat bot, an LLM user or an LLM judge end to end before it has a key, and see 
 latency and faults: `test:default?latency_ms=200&error_429=0.1&error_500=0.05&seed=3`.
 
 Its answers mean nothing; it tests the plumbing (configuration, adapters, retries, reports), never a bot.
+This module reads the model name; the provider itself (`simulator/testing/provider.py`) sits with the fake
+server it starts, above the providers, and the registry names it like any other provider.
 """
 
 from __future__ import annotations
 
-__all__ = ["TestProvider", "parse_test_model"]
+__all__ = ["TestModel", "parse_test_model"]
 
-import asyncio
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 from simulator.errors import UserError
-from simulator.providers.base import ModelRequest, ModelResponse, Provider
-from simulator.providers.settings import ProviderSettings
 
 _KNOBS = ("latency_ms", "error_429", "error_500", "timeout", "seed")
 
@@ -59,50 +58,3 @@ def parse_test_model(model: str) -> TestModel:
         raise UserError(f"test model '{model}': error_429 + error_500 + timeout must add up to at most 1")
     seed = int(values.pop("seed", 0))
     return TestModel(behaviour, seed=seed, **values)
-
-
-class TestProvider(Provider):
-    """One fake server per provider instance, started on first use in the running event loop."""
-
-    name = "test"
-    __test__ = False  # not a pytest test class
-
-    def __init__(self, settings: ProviderSettings) -> None:
-        self._settings = settings
-        self._servers: dict[str, tuple[object, Provider]] = {}
-        self._lock = asyncio.Lock()
-
-    def check_model(self, model: str) -> None:
-        parse_test_model(model)
-
-    async def _backend(self, model: str) -> Provider:
-        async with self._lock:
-            if model not in self._servers:
-                from simulator.providers.openai import OpenAIProvider
-                from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel
-                from simulator.testing.fake_llm_behaviour import tool_using_responder
-
-                wanted = parse_test_model(model)
-                server = FakeLLMServer(
-                    responder=tool_using_responder if wanted.behaviour == "tools" else None,
-                    latency=LatencyModel.fixed(wanted.latency_ms / 1000),
-                    faults=FaultConfig(
-                        error_429=wanted.error_429, error_500=wanted.error_500, timeout=wanted.timeout
-                    ),
-                    seed=wanted.seed,
-                )
-                await server.start()
-                settings = self._settings.model_copy(update={"base_url": server.openai_base_url})
-                self._servers[model] = (server, OpenAIProvider(settings))
-            return self._servers[model][1]
-
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        backend = await self._backend(request.model)
-        response = await backend.generate(request.model_copy(update={"model": "fake-" + request.model}))
-        return response.model_copy(update={"model": request.model})
-
-    async def aclose(self) -> None:
-        for server, backend in self._servers.values():
-            await backend.aclose()
-            await server.stop()  # type: ignore[attr-defined]
-        self._servers.clear()

@@ -103,8 +103,13 @@ def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"{where}: not a JSON record ({exc.msg}); the file was edited or damaged") from None
+    return _migrated(raw, model, migrate, where, "not a JSON object; the file was edited or damaged")
+
+
+def _migrated(raw: Any, model: type[T], migrate: Migrate, where: str, not_an_object: str) -> T:
+    """A parsed JSON value as `model`, migrated from its schema version first; one clear error if not."""
     if not isinstance(raw, dict):
-        raise UserError(f"{where}: not a JSON object; the file was edited or damaged")
+        raise UserError(f"{where}: {not_an_object}")
     try:
         return model.model_validate(migrate(raw, where))
     except ValidationError as exc:
@@ -347,12 +352,9 @@ class RunFolder:
             raise UserError(
                 f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); the manifest is damaged"
             ) from None
-        if not isinstance(raw, dict):
-            raise UserError(f"{where}: not a manifest (a JSON object was expected)")
-        try:
-            return Manifest.model_validate(migrate_manifest(raw, where))
-        except ValidationError as exc:
-            raise _invalid(Manifest, where, exc) from None
+        return _migrated(
+            raw, Manifest, migrate_manifest, where, "not a manifest (a JSON object was expected)"
+        )
 
     def write_manifest(self, manifest: Manifest) -> None:
         self._check_writable()

@@ -157,6 +157,10 @@ class Verdict(BaseModel):
     # Signed rubric points: the criterion's points and whether the behaviour it describes was present.
     points: int | None = None
     met: bool | None = None
+    # How the verdict was decided: a check in `code`, the criterion's `applies_when` rule (no judge call),
+    # one `llm` judgement (errors of that call included), or a `jury` of several judgements (`aggregate`
+    # names the rule). None: nobody decided (not_judged) or a record written before the field existed.
+    decided_by: Literal["code", "applies_when", "llm", "jury"] | None = None
 
     @property
     def is_sample(self) -> bool:

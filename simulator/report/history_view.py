@@ -8,7 +8,7 @@ from html import escape
 
 from simulator.analysis.history import History, HistoryPoint
 from simulator.analysis.rates import RateView, pct
-from simulator.report.sections import Row, Section, State
+from simulator.report.doc_sections import Row, Section, State
 from simulator.report.sections_html import document, section_html
 
 LABEL = {

@@ -316,6 +316,10 @@ def _scenario_bugs(report: Report) -> list[Finding]:
     ]
 
 
+def _finding(level: Literal["bug", "warning", "info"], title: str, detail: str = "") -> Finding:
+    return Finding(level=level, title=title, detail=detail)
+
+
 def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
     """Critical cases not escalated (a bug), under-triage, no decision and over-triage (warnings)."""
     found: list[Finding] = []
@@ -324,10 +328,10 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
     sens = outcome.critical_sensitivity
     if sens.n and sens.k < sens.n:
         found.append(
-            Finding(
-                level="bug",
-                title=f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
-                detail=f"{outcome.critical} sensitivity {sens.text}; {sens.clustered_short}",
+            _finding(
+                "bug",
+                f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
+                f"{outcome.critical} sensitivity {sens.text}; {sens.clustered_short}",
             )
         )
     undecided = outcome.under_triage.k - outcome.under_triage_decided.k
@@ -339,10 +343,8 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
             found.append(Finding(level="warning", title=f"{name}: {value.text}", detail=detail))
         elif value.needs_more_runs:
             found.append(
-                Finding(
-                    level="info",
-                    title=f"{name}: none in {value.n} conversations, {value.text}",
-                    detail=value.needs_more_runs,
+                _finding(
+                    "info", f"{name}: none in {value.n} conversations, {value.text}", value.needs_more_runs
                 )
             )
     if outcome.over_triage.k:
@@ -355,10 +357,10 @@ def _health_findings(health: RunHealth) -> list[Finding]:
     found: list[Finding] = []
     if health.turn_limit_finding:
         found.append(
-            Finding(
-                level="warning",
-                title=f"turn limit reached in {health.turn_limit.text}",
-                detail="above "
+            _finding(
+                "warning",
+                f"turn limit reached in {health.turn_limit.text}",
+                "above "
                 + pct(health.turn_limit_threshold, 0)
                 + ": the bot or the simulated user may be looping, or max_turns is too low",
             )
@@ -369,26 +371,22 @@ def _health_findings(health: RunHealth) -> list[Finding]:
     ):
         if value.k:
             found.append(
-                Finding(
-                    level="warning",
-                    title=f"{label}: {value.text}",
-                    detail="counted apart, never as pass or fail",
-                )
+                _finding("warning", f"{label}: {value.text}", "counted apart, never as pass or fail")
             )
     if health.unverified.k:
         found.append(
-            Finding(
-                level="warning",
-                title=f"unverified evidence: {health.unverified.text}",
-                detail="a quote was not found in the transcript; read those verdicts",
+            _finding(
+                "warning",
+                f"unverified evidence: {health.unverified.text}",
+                "a quote was not found in the transcript; read those verdicts",
             )
         )
     if health.missing:
         found.append(
-            Finding(
-                level="warning",
-                title=f"{health.missing} of {health.planned} planned conversations are missing",
-                detail=f"run status {health.status}; finish it with simulator run --resume",
+            _finding(
+                "warning",
+                f"{health.missing} of {health.planned} planned conversations are missing",
+                f"run status {health.status}; finish it with simulator run --resume",
             )
         )
     return found
@@ -400,13 +398,7 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
     found += _outcome_findings(report.outcome)
     flaky = [row.id for row in report.scenarios if row.flaky]
     if flaky:
-        found.append(
-            Finding(
-                level="warning",
-                title=f"{len(flaky)} flaky scenarios (mixed outcomes)",
-                detail=", ".join(flaky),
-            )
-        )
+        found.append(_finding("warning", f"{len(flaky)} flaky scenarios (mixed outcomes)", ", ".join(flaky)))
     found += _flaky_sources(report)
     found += [
         Finding(level="warning", title=w, detail="see the missing-data section")
@@ -416,13 +408,7 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
     found += [Finding(level="warning", title=w) for w in report.run.warnings]
     unpriced = sorted({m for role in report.cost.roles for m in role.unpriced})
     if unpriced:
-        found.append(
-            Finding(
-                level="info",
-                title="no price for " + ", ".join(unpriced),
-                detail="add them to the price table",
-            )
-        )
+        found.append(_finding("info", "no price for " + ", ".join(unpriced), "add them to the price table"))
     return found
 
 
@@ -444,13 +430,7 @@ def _flaky_sources(report: Report) -> list[Finding]:
             row.id for row in report.scenarios if row.flaky_source and source in row.flaky_source.sources
         ]
         if named:
-            found.append(
-                Finding(
-                    level="warning",
-                    title=f"{title}: {len(named)} scenarios ({', '.join(named)})",
-                    detail=detail,
-                )
-            )
+            found.append(_finding("warning", f"{title}: {len(named)} scenarios ({', '.join(named)})", detail))
     return found
 
 
@@ -462,19 +442,19 @@ def _simulator_findings(report: Report) -> list[Finding]:
     found = []
     if section.faulted.k:
         found.append(
-            Finding(
-                level="warning",
-                title=f"simulated user failed fidelity in {section.faulted.text} conversations",
-                detail="read the simulated user section before trusting those conversations",
+            _finding(
+                "warning",
+                f"simulated user failed fidelity in {section.faulted.text} conversations",
+                "read the simulated user section before trusting those conversations",
             )
         )
     if section.bot_failures_faulted:
         found.append(
-            Finding(
-                level="warning",
-                title=f"{section.bot_failures_faulted} of {len(section.attribution)} failed conversations "
+            _finding(
+                "warning",
+                f"{section.bot_failures_faulted} of {len(section.attribution)} failed conversations "
                 "also had a simulator fidelity failure",
-                detail="those failures may be the simulated patient's, not the bot's",
+                "those failures may be the simulated patient's, not the bot's",
             )
         )
     return found

@@ -7,7 +7,7 @@ __all__ = ["CONTROL_STATE", "HAZARD_STATE", "safety_case_sections"]
 from simulator.analysis.rates import pct
 from simulator.analysis.safety_case import HazardResult, SafetyCase
 from simulator.analysis.safety_controls import ControlResult
-from simulator.report.sections import Row, Section, State
+from simulator.report.doc_sections import Row, Section, State
 
 CONTROL_STATE: dict[str, State] = {"met": "ok", "not met": "fail", "not demonstrable": "warn"}
 HAZARD_STATE: dict[str, State] = {

@@ -6,7 +6,7 @@ __all__ = ["PRINT_CSS", "document", "section_html"]
 
 from html import escape
 
-from simulator.report.sections import Section
+from simulator.report.doc_sections import Section
 
 PRINT_CSS = """
 @page { size: A4; margin: 14mm 12mm 16mm 12mm; }

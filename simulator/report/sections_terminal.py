@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.report.sections import Section
+from simulator.report.doc_sections import Section
 
 STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "": ""}
 

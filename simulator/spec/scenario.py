@@ -103,7 +103,7 @@ class Scenario(FileDocument):
         if paths is not None:
             if not isinstance(paths, dict) or not paths:
                 raise ValueError(
-                    "expected.environment maps state paths to values, e.g. `appointments[0].urgency: emergency`"
+                    "expected.environment maps state paths to values, e.g. `bookings[0].status: confirmed`"
                 )
             for path in paths:
                 try:

@@ -8,10 +8,18 @@ clinician, and the scenario is marked `draft: true`, which `run` refuses until s
 
 from __future__ import annotations
 
-__all__ = ["DRAFT_SCHEMA", "draft_offline", "draft_with_model", "draft_yaml", "find_conversation"]
+__all__ = [
+    "DRAFT_SCHEMA",
+    "draft_from_run",
+    "draft_offline",
+    "draft_with_model",
+    "draft_yaml",
+    "find_conversation",
+]
 
 import json
 import re
+from pathlib import Path
 from statistics import median
 from typing import Any
 
@@ -147,3 +155,28 @@ def draft_yaml(record: ConversationRecord, fields: dict[str, Any], how: str) -> 
     }
     header = "# DRAFT: not a test until reviewed. Set expected, check the facts, then delete `draft: true`.\n"
     return header + yaml.safe_dump(scenario, sort_keys=False, allow_unicode=True, width=110)
+
+
+async def draft_from_run(
+    run: Path, conversation: str, model: str | None, suite_file: Path | None = None
+) -> tuple[ConversationRecord, dict[str, Any], str]:
+    """One conversation of a run drafted as a scenario: offline, or by `model` through the providers of
+    `suite_file` (else the run's recorded suite). Returns the record, the fields and how they were made."""
+    from simulator.record.folder import RunFolder, latest_by_id
+
+    folder = RunFolder.open(run)
+    record = find_conversation(list(latest_by_id(folder.conversations()).values()), conversation)
+    if model is None:
+        return record, draft_offline(record), "offline extraction"
+    if suite_file is not None:
+        from simulator.spec.suite import load_suite
+
+        providers = load_suite(suite_file).providers
+    else:
+        stored = folder.read_manifest().suite
+        providers = stored.providers if stored is not None else {}
+    hub = ModelHub.create(providers, None, Path("."))
+    try:
+        return record, await draft_with_model(record, hub, model), f"by {model}"
+    finally:
+        await hub.aclose()

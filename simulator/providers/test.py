@@ -6,6 +6,11 @@ a chat bot, an LLM user or an LLM judge end to end before it has a key, and see 
 latency and faults: `test:default?latency_ms=200&error_429=0.1&error_500=0.05&seed=3`.
 
 Its answers mean nothing; it tests the plumbing (configuration, adapters, retries, reports), never a bot.
+
+`test:MODULE:FUNCTION` serves the answers of a responder of your own instead (a function that takes a
+`simulator.testing.FakeCall` and returns a `FakeReply` or text), imported from the folder you run from like
+a python bot: a scripted model whose behaviour you know, e.g. `examples.triage_chat_model:respond`, a
+stand-in for a chat model that follows the questions its system prompt lists (docs/loop.md).
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ from __future__ import annotations
 __all__ = ["TestProvider", "parse_test_model"]
 
 import asyncio
+import importlib
+import re
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qsl
 
 from simulator.errors import UserError
@@ -21,13 +29,14 @@ from simulator.providers.base import ModelRequest, ModelResponse, Provider
 from simulator.providers.settings import ProviderSettings
 
 _KNOBS = ("latency_ms", "error_429", "error_500", "timeout", "seed")
+_RESPONDER = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
 @dataclass(frozen=True)
 class TestModel:
     """What a `test:` model name asks the fake server to do."""
 
-    behaviour: str = "default"
+    behaviour: str = "default"  # or MODULE:FUNCTION, a responder of your own
     latency_ms: float = 0.0
     error_429: float = 0.0
     error_500: float = 0.0
@@ -38,8 +47,11 @@ class TestModel:
 def parse_test_model(model: str) -> TestModel:
     """`default?latency_ms=100&error_429=0.1` -> TestModel; a mistake names the knob and the fix."""
     behaviour, _, query = model.partition("?")
-    if behaviour != "default":
-        raise UserError(f"test model '{model}': the only behaviour is 'default' (test:default)")
+    if behaviour != "default" and not _RESPONDER.match(behaviour):
+        raise UserError(
+            f"test model '{model}': the behaviour is 'default' (test:default) or a responder of your own "
+            "named MODULE:FUNCTION (test:examples.triage_chat_model:respond)"
+        )
     values: dict[str, float] = {}
     for key, text in parse_qsl(query, keep_blank_values=True):
         if key not in _KNOBS:
@@ -57,6 +69,23 @@ def parse_test_model(model: str) -> TestModel:
     return TestModel(behaviour, seed=seed, **values)
 
 
+def _responder(behaviour: str) -> Any:
+    """None for the default answers, else the MODULE:FUNCTION responder, imported (a mistake names it)."""
+    if behaviour == "default":
+        return None
+    module_name, _, name = behaviour.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError) as exc:
+        raise UserError(
+            f"test model 'test:{behaviour}': cannot load the responder {behaviour} ({exc}); run from the "
+            "folder that holds the module"
+        ) from exc
+    if not callable(found):
+        raise UserError(f"test model 'test:{behaviour}': {name} is not a function")
+    return found
+
+
 class TestProvider(Provider):
     """One fake server per provider instance, started on first use in the running event loop."""
 
@@ -69,7 +98,7 @@ class TestProvider(Provider):
         self._lock = asyncio.Lock()
 
     def check_model(self, model: str) -> None:
-        parse_test_model(model)
+        _responder(parse_test_model(model).behaviour)
 
     async def _backend(self, model: str) -> Provider:
         async with self._lock:
@@ -79,6 +108,7 @@ class TestProvider(Provider):
 
                 wanted = parse_test_model(model)
                 server = FakeLLMServer(
+                    _responder(wanted.behaviour),
                     latency=LatencyModel.fixed(wanted.latency_ms / 1000),
                     faults=FaultConfig(
                         error_429=wanted.error_429, error_500=wanted.error_500, timeout=wanted.timeout

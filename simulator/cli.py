@@ -29,6 +29,8 @@ EXTENSIONS = [
     "simulator.commands.judge_quality",
     "simulator.commands.gate",
     "simulator.commands.authoring",
+    "simulator.commands.propose",
+    "simulator.commands.try_change",
 ]
 
 

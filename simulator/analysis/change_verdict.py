@@ -134,6 +134,10 @@ def change_verdict(
                 f"{label} {m.name}: {m.a} → {m.b} ({m.regressions} regressions, {m.improvements} improvements; "
                 f"{strength}){flips}"
             )
+    if not worse:
+        lines.append(
+            f"nothing got worse: {len(comparison.metrics)} paired metrics checked on {comparison.matched} conversations"
+        )
     return ChangeVerdict(
         verdict=verdict,
         criterion_id=criterion_id,

@@ -25,6 +25,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--scenarios", type=Path, help="scenarios folder to edit and talk from (default scenarios/)"
     )
     serve.add_argument("--judges", type=Path, help="criteria folder to edit (default judges/)")
+    serve.add_argument(
+        "--proposals", type=Path, default=Path("proposals"), help="proposals folder (default proposals/)"
+    )
+    serve.add_argument(
+        "--desk-data",
+        type=Path,
+        default=Path("desk-data"),
+        help="the desk's own data folder: review decisions on proposals (default desk-data/)",
+    )
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument(
         "--host",
@@ -56,6 +65,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UserError(f"{args.runs}: not a folder; pass the folder that holds your run folders")
     args.runs.mkdir(parents=True, exist_ok=True)
     config = DeskConfig(args.runs, _folder(args.scenarios, "scenarios"), _folder(args.judges, "judges"))
+    config.proposals_dir, config.data_dir = args.proposals, args.desk_data
     address = f"http://{args.host}:{args.port}/"
     if args.host not in LOCAL_HOSTS:
         config.allowed_hosts = ["*"]

@@ -23,6 +23,10 @@ class DeskConfig:
     scenarios_dir: Path | None = None
     judges_dir: Path | None = None
     token: str | None = None
+    # Proposals of `simulator propose` (proposals/<run-id>/), and the desk's own data folder, where review
+    # decisions on them are appended (never the run folder, never the proposal file).
+    proposals_dir: Path = field(default_factory=lambda: Path("proposals"))
+    data_dir: Path = field(default_factory=lambda: Path("desk-data"))
     # Host names the desk answers to (the Host header): loopback names by default, so a web page on another
     # site cannot reach the desk through DNS rebinding. "*" when serving other hosts behind the token.
     allowed_hosts: list[str] = field(default_factory=lambda: ["127.0.0.1", "localhost"])

@@ -134,3 +134,48 @@ def test_a_decision_needs_the_csrf_value_a_reviewer_and_a_decision(desk) -> None
     assert client.post(url, data={"csrf": token, "reviewer": "x", "decision": "maybe"}).status_code == 400
     assert client.get("/runs/base/proposals/..%2Fsecret").status_code in (400, 404)
     assert read_reviews(data) == []
+
+
+def test_a_confirmed_real_failure_becomes_a_draft_scenario_queued_for_a_clinician(tmp_path: Path) -> None:
+    import json
+
+    import yaml
+
+    from simulator.serve.pages_confirm import QUEUE_FILE
+
+    runs, scenarios, data = tmp_path / "runs", tmp_path / "scenarios", tmp_path / "desk-data"
+    assert main(["import", "examples/traces/transcripts.jsonl", "--out", str(runs / "real")]) == 0
+    scenarios.mkdir()
+    client = TestClient(create_app(DeskConfig(runs, scenarios, data_dir=data)), base_url=BASE)
+    record = json.loads((runs / "real" / "conversations.jsonl").read_text().splitlines()[0])
+    conversation = record["id"].replace("#", "%23")
+    before = _snapshot(runs / "real")
+    reader = client.get(f"/runs/real/c/{conversation}")
+    assert 'id="confirm-form"' in reader.text
+    url = f"/runs/real/c/{conversation}/confirm"
+    assert client.post(url, data={"reviewer": "Dr Ada"}).status_code == 403  # no CSRF value
+    response = client.post(url, data={"csrf": csrf(client), "reviewer": "Dr Ada", "note": "missed the arm"})
+    assert response.status_code == 200 and "queued for a clinician" in response.text
+    [draft] = (scenarios / "drafts").glob("*.yaml")
+    scenario = yaml.safe_load(draft.read_text())
+    assert scenario["draft"] is True and scenario["expected"] == {}
+    trace = record.get("bot_conversation_id") or record["id"]
+    assert f"trace {trace}" in scenario["notes"] and record["started_at"][:10] in scenario["notes"]
+    assert "Dr Ada" in scenario["notes"] and "missed the arm" in scenario["notes"]
+    [queued] = [json.loads(line) for line in (data / QUEUE_FILE).read_text().splitlines()]
+    assert queued["draft"] == str(draft) and queued["confirmed_by"] == "Dr Ada"
+    # A second confirmation never overwrites the draft; the run folder is never written.
+    again = client.post(url, data={"csrf": csrf(client), "reviewer": "Dr Bo"})
+    assert again.status_code == 400 and "never overwrite" in again.text
+    assert _snapshot(runs / "real") == before
+    assert main(["validate", str(draft)]) == 0
+
+
+def test_a_simulated_conversation_has_no_confirm_form(desk) -> None:  # type: ignore[no-untyped-def]
+    client, _, _, _ = desk
+    page = client.get("/runs/base/c/chest-pain-vague-01%230")
+    assert page.status_code == 200 and 'id="confirm-form"' not in page.text
+    response = client.post(
+        "/runs/base/c/chest-pain-vague-01%230/confirm", data={"csrf": csrf(client), "reviewer": "x"}
+    )
+    assert response.status_code == 400 and "only imported" in response.text

@@ -17,7 +17,14 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from simulator.errors import UserError
-from simulator.serve import pages_edit, pages_label, pages_proposals, pages_runs, pages_talk
+from simulator.serve import (
+    pages_confirm,
+    pages_edit,
+    pages_label,
+    pages_proposals,
+    pages_runs,
+    pages_talk,
+)
 from simulator.serve.config import DeskConfig
 from simulator.serve.render import page
 from simulator.serve.runs_index import RunIndex
@@ -53,6 +60,7 @@ def create_app(config: DeskConfig) -> Starlette:
             *pages_edit.routes(),
             *pages_talk.routes(),
             *pages_proposals.routes(),
+            *pages_confirm.routes(),
             Mount("/static", static, name="static"),
             Mount("/report-assets", report_assets, name="report-assets"),
         ],

@@ -106,6 +106,37 @@ def test_offline_proposal_for_a_python_bot_is_a_change_request(tmp_path: Path) -
     assert "left arm" in change.question and "short of breath" in change.where
 
 
+def test_try_for_a_python_bot_needs_the_bot_version_and_records_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    assert (
+        main(["run", "scenarios/triage/suite.yaml", "--tags", "cardiac", "--out", str(run), "--no-progress"])
+        == 0
+    )
+    [path] = _propose(run, tmp_path / "p")
+    assert main(["try", str(path), "--out", str(tmp_path / "never")]) == 2
+    assert "--bot-version" in capsys.readouterr().err and not (tmp_path / "never").exists()
+    # The bot was not changed: the re-run finds no evidence of a fix, and the record names the version.
+    assert (
+        main(
+            [
+                "try",
+                str(path),
+                "--bot-version",
+                "v1.2-unchanged",
+                "--out",
+                str(tmp_path / "b"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    assert "verdict: NO EVIDENCE" in capsys.readouterr().out
+    [record] = (tmp_path / "p").glob("*.try-*.json")
+    assert '"bot_version": "v1.2-unchanged"' in record.read_text()
+
+
 def test_model_written_proposal_is_parsed_and_validated(baseline: tuple[Path, Path], tmp_path: Path) -> None:
     run = baseline[1]
     [good] = _propose(run, tmp_path / "good", "--model", "test:tests.loop_support:good_proposal")

@@ -134,6 +134,9 @@ def change_verdict(
                 f"{label} {m.name}: {m.a} → {m.b} ({m.regressions} regressions, {m.improvements} improvements; "
                 f"{strength}){flips}"
             )
+    target = next((m for m in comparison.metrics if m.name == criterion_id), None)
+    if target is not None and verdict in ("fixed", "improved") and target.change != "better":
+        lines.append(f"not significant on its own: {target.power_note}")
     if not worse:
         lines.append(
             f"nothing got worse: {len(comparison.metrics)} paired metrics checked on {comparison.matched} conversations"

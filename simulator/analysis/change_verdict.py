@@ -131,7 +131,7 @@ def change_verdict(
             )
             flips = f"; flipped to fail: {', '.join(m.regressed)}" if label == "WORSE" and m.regressed else ""
             lines.append(
-                f"{label} {m.name}: {m.a} → {m.b} ({m.regressions} regressions, {m.improvements} improvements; "
+                f"{label} {m.name}: passed {m.a} → {m.b} ({m.regressions} regressions, {m.improvements} improvements; "
                 f"{strength}){flips}"
             )
     target = next((m for m in comparison.metrics if m.name == criterion_id), None)

@@ -107,6 +107,7 @@ def chat_suite(folder: Path, runs: int = 1, judged: bool = False) -> Path:
               model: "test:examples.triage_chat_model:respond"
               system_prompt_file: prompt.md
               decision_tool: {{name: record_triage, field: triage_level,
+                              description: Record the triage level once you have decided it.,
                               values: [self_care, gp, urgent, emergency]}}
             user: {{model: offline, vocabulary: {REPO / "examples/triage_vocabulary.yaml"}}}
             judges: {{paths: ["{judges}"], model: {judge_model}}}
@@ -119,3 +120,19 @@ def chat_suite(folder: Path, runs: int = 1, judged: bool = False) -> Path:
         encoding="utf-8",
     )
     return folder / "suite.yaml"
+
+
+def tool_change(call: FakeCall) -> FakeReply:
+    """A change of the decision tool's description (the chat suite's `record_triage`)."""
+    find = "Record the triage level once you have decided it."
+    return FakeReply(
+        text=json.dumps(
+            {
+                "kind": "tool_description",
+                "summary": "Say when to record emergency.",
+                "edits": [
+                    {"find": find, "replace": find + " Record emergency for chest pain spreading to the arm."}
+                ],
+            }
+        )
+    )

@@ -147,6 +147,28 @@ def test_model_written_proposal_is_parsed_and_validated(baseline: tuple[Path, Pa
     assert len(proposal.evidence) == 1  # the item the model cited
 
 
+def test_a_change_of_the_decision_tool_description_is_applied_to_the_run_not_the_file(
+    baseline: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    suite, run = baseline
+    suite_before = suite.read_text()
+    [path] = _propose(run, tmp_path / "t", "--model", "test:tests.loop_support:tool_change")
+    proposal = load_proposal(path)
+    assert proposal.change is not None and proposal.change.kind == "tool_description"
+    assert (
+        "+Record the triage level once you have decided it. Record emergency"
+        in path.with_suffix(".md").read_text()
+    )
+    assert main(["try", str(path), "--out", str(tmp_path / "after"), "--no-progress"]) == 0
+    manifest = json.loads((tmp_path / "after" / "manifest.json").read_text())
+    assert manifest["suite"]["bot"]["decision_tool"]["description"].endswith("spreading to the arm.")
+    assert suite.read_text() == suite_before
+    [record] = (tmp_path / "t").glob("*.try-*.json")
+    assert "tool_description_after" in record.read_text()
+
+
 @pytest.mark.parametrize(
     ("responder", "problem"),
     [("not_json", "not a JSON object"), ("wrong_find", "does not occur in the prompt")],

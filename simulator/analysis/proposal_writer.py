@@ -54,6 +54,7 @@ class BotContext:
     prompt: str | None = None
     prompt_file: str | None = None
     suite_file: str | None = None
+    tool_description: str | None = None  # a chat bot's decision tool, whose description a change may edit
 
 
 def bot_context(run: RunData) -> BotContext:
@@ -63,14 +64,15 @@ def bot_context(run: RunData) -> BotContext:
     bot = suite.bot
     if bot.type != "chat":
         return BotContext(manifest.models.bot, bot.type, suite_file=manifest.suite_file)
+    tool = bot.decision_tool.description if bot.decision_tool else None
     if bot.system_prompt_file:
         path = suite.resolve(bot.system_prompt_file)
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError:
             text = None
-        return BotContext(manifest.models.bot, "chat", text, str(path), manifest.suite_file)
-    return BotContext(manifest.models.bot, "chat", bot.system_prompt, None, manifest.suite_file)
+        return BotContext(manifest.models.bot, "chat", text, str(path), manifest.suite_file, tool)
+    return BotContext(manifest.models.bot, "chat", bot.system_prompt, None, manifest.suite_file, tool)
 
 
 _PRONOUNS = [
@@ -212,6 +214,7 @@ def _base(group: FailureGroup, ctx: BotContext, run: RunData, author: str, read:
         bot_type=ctx.bot_type,
         prompt_file=ctx.prompt_file,
         prompt_sha256=sha256_text(ctx.prompt) if ctx.prompt is not None else None,
+        tool_description=ctx.tool_description,
         criterion_id=group.criterion_id,
         criterion_text=group.criterion_text,
         severity=group.severity,
@@ -274,7 +277,8 @@ getting to the point, when the change makes the bot ask more).
 Answer with JSON only, in this form: {form}"""
 _CHAT_PART = """The bot is a model with the system prompt below. Answer with kind "prompt_edit" (or
 "tool_description") and `edits`: each `find` is an exact passage of the prompt that occurs once, and
-`replace` the text it becomes (an empty `find` appends `replace` at the end)."""
+`replace` the text it becomes (an empty `find` appends `replace` at the end). With kind "tool_description"
+the edits apply to the decision tool's description instead."""
 _OTHER_PART = """The bot is code or a flow ({bot}); you cannot see it. Answer with a change request in its
 own terms: kind "missing_question" with the `question` to add and `where` in the flow, or "guardrail" with
 the `condition` that must trigger it and `where`; no `edits`."""
@@ -301,6 +305,8 @@ def build_proposal_request(
     ]
     if ctx.bot_type == "chat" and ctx.prompt is not None:
         lines.append(f"<system_prompt>\n{ctx.prompt}\n</system_prompt>")
+    if ctx.bot_type == "chat" and ctx.tool_description is not None:
+        lines.append(f"<decision_tool_description>{ctx.tool_description}</decision_tool_description>")
     return ModelRequest(
         model=model,
         system=_INSTRUCTIONS.format(bot_part=bot_part, form=_FORM),
@@ -317,11 +323,9 @@ def _checked(output: ProposalOutput, group: FailureGroup, ctx: BotContext) -> li
     problems = []
     if ctx.bot_type == "chat" and output.kind in ("prompt_edit", "tool_description"):
         edits = [PromptEdit(find=e.find, replace=e.replace) for e in output.edits]
-        problems += (
-            check_edits(ctx.prompt or "", edits)
-            if ctx.prompt is not None
-            else ["the prompt could not be read"]
-        )
+        target = ctx.prompt if output.kind == "prompt_edit" else ctx.tool_description
+        what = "the prompt" if output.kind == "prompt_edit" else "the decision tool's description"
+        problems += check_edits(target, edits, what) if target is not None else [f"{what} could not be read"]
     elif ctx.bot_type != "chat" and output.edits:
         problems.append("edits of a prompt were proposed for a bot that has no prompt")
     bad = [n for n in output.evidence if not 1 <= n <= len(group.evidence)]

@@ -92,6 +92,16 @@ def _apply_prompt(suite: Suite, proposal: Proposal, beside: Path) -> dict[str, s
 
     bot = suite.bot
     assert bot.type == "chat" and proposal.change is not None
+    if proposal.change.kind == "tool_description":
+        if bot.decision_tool is None:
+            raise UserError(
+                "the change edits the decision tool's description, but the chat bot has no decision_tool"
+            )
+        what = "the decision tool's description"
+        before = bot.decision_tool.description
+        after = apply_edits(before, proposal.change.edits, what)
+        bot.decision_tool.description = after  # in the suite as run (recorded in its manifest), not the file
+        return {"tool_description_before": sha256_text(before), "tool_description_after": sha256_text(after)}
     if bot.system_prompt_file:
         source = suite.resolve(bot.system_prompt_file)
         try:

@@ -15,6 +15,14 @@ def proposal_diff(proposal: Proposal, prompt: str | None = None) -> str:
     change = proposal.change
     if change is None or not change.edits:
         return ""
+    if change.kind == "tool_description":
+        before = proposal.tool_description or ""
+        try:
+            return prompt_diff(
+                before, apply_edits(before, change.edits, "the tool description"), "decision_tool"
+            )
+        except UserError as exc:
+            return f"(the edits do not apply to the tool description: {exc})"
     if prompt is None and proposal.prompt_file:
         try:
             prompt = Path(proposal.prompt_file).read_text(encoding="utf-8")

@@ -94,6 +94,7 @@ class Proposal(_Strict):
     bot_type: str
     prompt_file: str | None = None  # a chat bot's system prompt file, as resolved when proposing
     prompt_sha256: str | None = None
+    tool_description: str | None = None  # a chat bot's decision tool description, as it was when proposing
     criterion_id: str
     criterion_text: str
     severity: str | None = None
@@ -110,8 +111,9 @@ class Proposal(_Strict):
     raw_output: str | None = None  # the model's answer, kept when it could not be used
 
 
-def check_edits(prompt: str, edits: list[PromptEdit]) -> list[str]:
-    """What stops the edits applying to `prompt`: a `find` that is absent or not unique; [] when fine."""
+def check_edits(prompt: str, edits: list[PromptEdit], what: str = "the prompt") -> list[str]:
+    """What stops the edits applying to `prompt` (`what` names it): a `find` that is absent or not unique;
+    [] when fine."""
     problems = []
     for n, edit in enumerate(edits, 1):
         if not edit.find:
@@ -119,17 +121,17 @@ def check_edits(prompt: str, edits: list[PromptEdit]) -> list[str]:
         count = prompt.count(edit.find)
         if count != 1:
             where = "does not occur" if count == 0 else f"occurs {count} times"
-            problems.append(f"edit {n}: the text to find {where} in the prompt: {edit.find[:80]!r}")
+            problems.append(f"edit {n}: the text to find {where} in {what}: {edit.find[:80]!r}")
     if not edits:
-        problems.append("the change has no edits of the prompt")
+        problems.append(f"the change has no edits of {what}")
     return problems
 
 
-def apply_edits(prompt: str, edits: list[PromptEdit]) -> str:
-    """The prompt with every edit applied in order; raises UserError naming the edit that cannot apply."""
-    problems = check_edits(prompt, edits)
+def apply_edits(prompt: str, edits: list[PromptEdit], what: str = "the prompt") -> str:
+    """The text with every edit applied in order; raises UserError naming the edit that cannot apply."""
+    problems = check_edits(prompt, edits, what)
     if problems:
-        raise UserError("the prompt change cannot be applied: " + "; ".join(problems))
+        raise UserError(f"the change of {what} cannot be applied: " + "; ".join(problems))
     for edit in edits:
         if edit.find:
             prompt = prompt.replace(edit.find, edit.replace, 1)

@@ -267,3 +267,22 @@ def test_apply_edits_refuses_an_ambiguous_or_missing_passage() -> None:
         apply_edits(prompt, [PromptEdit(find="a", replace="c")])
     with pytest.raises(UserError, match="does not occur"):
         apply_edits(prompt, [PromptEdit(find="q", replace="c")])
+
+
+def test_the_scripted_chat_model_asks_exactly_the_questions_its_prompt_lists() -> None:
+    from examples.triage_chat_model import parse_prompt_questions, rules_from_prompt
+
+    prompt = (Path(__file__).parent.parent / "scenarios/triage-chat/prompt.md").read_text()
+    listed = parse_prompt_questions(prompt)
+    assert listed["chest"] == [("Are you short of breath, or is your breathing difficult?", None)]
+    assert (
+        "Did the headache come on suddenly, like the worst headache ever, or is there a stiff neck?",
+        "headache",
+    ) in listed["neuro"]
+    chest = next(c for c in rules_from_prompt(prompt).complaints if c.name == "chest")
+    assert [q.key for q in chest.questions] == ["breathing"]  # a known question keeps its red flags
+    added = prompt.replace(CHEST_ANCHOR, CHEST_ANCHOR + "\n- chest: Does it spread to your arm?")
+    chest = next(c for c in rules_from_prompt(added).complaints if c.name == "chest")
+    assert [q.text for q in chest.questions][1] == "Does it spread to your arm?"
+    removed = prompt.replace(CHEST_ANCHOR + "\n", "")
+    assert next(c for c in rules_from_prompt(removed).complaints if c.name == "chest").questions == ()

@@ -32,6 +32,8 @@ EXTENSIONS = [
     "simulator.commands.collect",
     "simulator.commands.safety",
     "simulator.commands.seal",
+    "simulator.commands.propose",
+    "simulator.commands.try_change",
 ]
 
 

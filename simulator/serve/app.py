@@ -17,7 +17,16 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from simulator.errors import UserError
-from simulator.serve import pages_edit, pages_label, pages_live, pages_runs, pages_safety, pages_talk
+from simulator.serve import (
+    pages_confirm,
+    pages_edit,
+    pages_label,
+    pages_live,
+    pages_proposals,
+    pages_runs,
+    pages_safety,
+    pages_talk,
+)
 from simulator.serve.config import DeskConfig
 from simulator.serve.render import page
 from simulator.serve.runs_index import RunIndex
@@ -54,6 +63,8 @@ def create_app(config: DeskConfig) -> Starlette:
             *pages_talk.routes(),
             *pages_safety.routes(),
             *pages_live.routes(),
+            *pages_proposals.routes(),
+            *pages_confirm.routes(),
             Mount("/static", static, name="static"),
             Mount("/report-assets", report_assets, name="report-assets"),
         ],

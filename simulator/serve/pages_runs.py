@@ -66,7 +66,7 @@ async def report_page(request: Request) -> Response:
 
 async def reader_page(request: Request) -> Response:
     name, conversation = request.path_params["run"], request.path_params["conversation"]
-    _, report = _desk(request).index.load(name)
+    run, report = _desk(request).index.load(name)
     transcript = next((t for t in report.transcripts if t.id == conversation), None)
     if transcript is None:
         raise UserError(f"no conversation '{conversation}' in run {name}")
@@ -87,6 +87,7 @@ async def reader_page(request: Request) -> Response:
         filter=chosen,
         query=chosen.query(),
         options=_options(report),
+        imported=run.manifest.kind == "imported",
     )
 
 

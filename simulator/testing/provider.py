@@ -7,13 +7,36 @@ from __future__ import annotations
 __all__ = ["TestProvider"]
 
 import asyncio
+import importlib
+from typing import Any
 
+from simulator.errors import UserError
 from simulator.providers.base import ModelRequest, ModelResponse, Provider
 from simulator.providers.openai import OpenAIProvider
 from simulator.providers.settings import ProviderSettings
 from simulator.providers.test import parse_test_model
 from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel
 from simulator.testing.fake_llm_behaviour import tool_using_responder
+
+
+def _responder(behaviour: str) -> Any:
+    """The fake server's responder: None for the default answers, the tool-calling one for `tools`, else the
+    MODULE:FUNCTION responder, imported (a mistake names it)."""
+    if behaviour == "default":
+        return None
+    if behaviour == "tools":
+        return tool_using_responder
+    module_name, _, name = behaviour.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError) as exc:
+        raise UserError(
+            f"test model 'test:{behaviour}': cannot load the responder {behaviour} ({exc}); run from the "
+            "folder that holds the module"
+        ) from exc
+    if not callable(found):
+        raise UserError(f"test model 'test:{behaviour}': {name} is not a function")
+    return found
 
 
 class TestProvider(Provider):
@@ -28,14 +51,14 @@ class TestProvider(Provider):
         self._lock = asyncio.Lock()
 
     def check_model(self, model: str) -> None:
-        parse_test_model(model)
+        _responder(parse_test_model(model).behaviour)
 
     async def _backend(self, model: str) -> Provider:
         async with self._lock:
             if model not in self._servers:
                 wanted = parse_test_model(model)
                 server = FakeLLMServer(
-                    responder=tool_using_responder if wanted.behaviour == "tools" else None,
+                    responder=_responder(wanted.behaviour),
                     latency=LatencyModel.fixed(wanted.latency_ms / 1000),
                     faults=FaultConfig(
                         error_429=wanted.error_429, error_500=wanted.error_500, timeout=wanted.timeout

@@ -136,8 +136,11 @@ async def draft_with_model(record: ConversationRecord, hub: ModelHub, model: str
     }
 
 
-def draft_yaml(record: ConversationRecord, fields: dict[str, Any], how: str) -> str:
-    """The draft scenario file: the extracted fields, the conversation's tags, `draft: true`, no expected."""
+def draft_yaml(
+    record: ConversationRecord, fields: dict[str, Any], how: str, provenance: str | None = None
+) -> str:
+    """The draft scenario file: the extracted fields, the conversation's tags, `draft: true`, no expected;
+    `provenance` (where the conversation came from, who confirmed it) is added to its notes."""
     user_turns = sum(t.role == "user" for t in record.turns)
     scenario = {
         "id": f"draft-{record.scenario_id}",
@@ -151,6 +154,7 @@ def draft_yaml(record: ConversationRecord, fields: dict[str, Any], how: str) -> 
         "notes": (
             f"Drafted ({how}) from conversation {record.id}. A clinician must set `expected` (the right "
             "outcome) and review every fact, then remove `draft: true`; until then `simulator run` refuses it."
+            + (f" {provenance}" if provenance else "")
         ),
     }
     header = "# DRAFT: not a test until reviewed. Set expected, check the facts, then delete `draft: true`.\n"

@@ -145,14 +145,12 @@ def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
         if digest and sha256_file(Path(f)) != digest
     ]
     wanted = {entry.id for entry in manifest.scenarios}
-    scenarios = load_scenarios([Path(f) for f in recorded]) if recorded else []
-    if manifest.suite is not None and manifest.suite.factors:
-        from simulator.spec.factors import expand_factors
-        from simulator.spec.styles import suite_styles
-
-        suite = manifest.rebuild_suite(Path("."))  # resolves `user.styles` next to the recorded suite file
-        scenarios = expand_factors(scenarios, suite.factors, suite.factor_design, suite_styles(suite))
-    return [s for s in scenarios if s.id in wanted], warnings
+    if not recorded:
+        return [], warnings
+    if manifest.suite is None:
+        return [s for s in load_scenarios([Path(f) for f in recorded]) if s.id in wanted], warnings
+    suite = manifest.rebuild_suite(Path("."))  # resolves `user.styles` next to the recorded suite file
+    return suite.scenarios_to_run(ids=wanted, files=[Path(f) for f in recorded]), warnings
 
 
 def verdict_rows(verdicts: list[Verdict], samples: list[Verdict] | None = None) -> list[dict[str, Any]]:

@@ -114,7 +114,13 @@ class MatrixCell:
 def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[MatrixCell]:
     """Every cell of the suite's matrix as an ordinary suite; a mistake is a UserError naming the
     variant's line and field. A suite without a matrix has no cells."""
-    from simulator.spec.suite import ChatBotConfig, HttpBotConfig, PythonBotConfig, UserConfig
+    from simulator.spec.suite import (
+        CallableBotConfig,
+        ChatBotConfig,
+        HttpBotConfig,
+        PythonBotConfig,
+        UserConfig,
+    )
 
     matrix = suite.matrix
     if matrix is None:
@@ -123,6 +129,7 @@ def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[Matri
         "python": PythonBotConfig,
         "http": HttpBotConfig,
         "chat": ChatBotConfig,
+        "callable": CallableBotConfig,  # a bot given in code (simulator.compare)
     }
     base_bot = {"type": suite.bot.type, **suite.bot.model_dump(exclude_unset=True)}
     base_user = suite.user.model_dump(exclude_unset=True)

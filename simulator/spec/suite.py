@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BotConfig",
     "CacheConfig",
+    "CallableBotConfig",
     "ChatBotConfig",
     "DecisionTool",
     "FidelityConfig",
@@ -22,8 +23,9 @@ __all__ = [
 
 import difflib
 import os
+from collections.abc import Collection
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -32,6 +34,9 @@ from simulator.providers import PROVIDERS
 from simulator.providers.settings import CacheConfig, ProviderSettings
 from simulator.spec.matrix import MatrixConfig, expand_matrix
 from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
+
+if TYPE_CHECKING:
+    from simulator.spec.scenario import Scenario
 
 
 class _Strict(BaseModel):
@@ -99,7 +104,20 @@ class ChatBotConfig(_Strict):
         return f"chat:{self.model}"
 
 
-BotConfig = Annotated[PythonBotConfig | HttpBotConfig | ChatBotConfig, Field(discriminator="type")]
+class CallableBotConfig(_Strict):
+    """A bot given in code to `simulator.run(..., bot=...)`: a function, an object with `send`, or a factory.
+    The record keeps its name; the bot itself lives only in the program that ran it."""
+
+    type: Literal["callable"] = "callable"
+    name: str = Field(min_length=1)
+
+    def describe(self) -> str:
+        return f"callable:{self.name}"
+
+
+BotConfig = Annotated[
+    PythonBotConfig | HttpBotConfig | ChatBotConfig | CallableBotConfig, Field(discriminator="type")
+]
 
 
 class FidelityConfig(_Strict):
@@ -209,6 +227,28 @@ class Suite(_Strict):
     _base_dir: Path = PrivateAttr(default=Path("."))
     _file: Path | None = PrivateAttr(default=None)
     _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
+    # Scenarios given in code (simulator.run(..., scenarios=[...])): used instead of `scenarios.paths`.
+    _inline: list[Scenario] | None = PrivateAttr(default=None)
+
+    def scenarios_to_run(
+        self,
+        tags: list[str] | None = None,
+        *,
+        ids: Collection[str] | None = None,
+        files: list[Path] | None = None,
+    ) -> list[Scenario]:
+        """The one answer to "which scenarios does this suite run?": its scenario files (or the scenarios
+        given in code), kept by tag, crossed with its persona factors (every variant, with its stable id).
+
+        `tags`: default the suite's `scenarios.tags`. `ids`: only these scenarios (a resumed or re-judged
+        run's recorded ones, whatever the tags were when it started: tags are then not applied). `files`:
+        read these scenario files instead of `scenarios.paths` (a stored run's recorded files)."""
+        from simulator.spec.factors import suite_scenarios
+
+        if ids is not None:
+            wanted = set(ids)
+            return [s for s in suite_scenarios(self, None, files) if s.id in wanted]
+        return suite_scenarios(self, self.scenarios.tags if tags is None else tags, files)
 
     @property
     def base_dir(self) -> Path:

@@ -45,6 +45,26 @@ def missing_local_model() -> str | None:
     return None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test: no connection off this machine, no real API key in the environment (tests/guard.py)."""
+    from tests import guard
+
+    guard.install()
+
+
+@pytest.fixture(autouse=True)
+def _network_and_key_guard() -> Iterator[None]:
+    """Fail the test that tried to leave the machine or sent a real key, even if the code swallowed it."""
+    from tests import guard
+
+    guard.VIOLATIONS.clear()
+    yield
+    if guard.VIOLATIONS:
+        found = "; ".join(dict.fromkeys(guard.VIOLATIONS))
+        guard.VIOLATIONS.clear()
+        pytest.fail(f"network and key guard: {found}", pytrace=False)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip (or, under SIMULATOR_REQUIRE_ALL=1, fail) a browser or real-model test whose tool is missing."""
     reasons = []

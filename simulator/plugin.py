@@ -128,13 +128,20 @@ class SuiteFile(pytest.File):
             message = f"{self.path}: a matrix suite is not collected as tests; run it with simulator run"
             self.warn(pytest.PytestCollectionWarning(message))
             return
+        # Under pytest-xdist (--dist loadgroup) a suite's items stay on one worker, so the suite runs once.
+        group = pytest.mark.xdist_group(f"simulator:{self.path}") if self._xdist() else None
         for scenario in scenarios:
             item = ScenarioItem.from_parent(self, name=scenario.id)
             item.scenario_file, item.line = scenario._source, scenario._line
+            if group is not None:
+                item.add_marker(group)
             for tag in scenario.tags:
                 self.config.addinivalue_line("markers", f"{tag}: simulator scenario tag")
                 item.add_marker(getattr(pytest.mark, tag))
             yield item
+
+    def _xdist(self) -> bool:
+        return bool(self.config.pluginmanager.hasplugin("xdist"))
 
     def run_once(self) -> SimulatorResult:
         if self.failure is not None:

@@ -80,6 +80,26 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     pytest.skip(reason)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`--dist loadgroup`, the default in pyproject.toml) every real-model test runs on
+    one worker: the model is loaded once in that worker (providers/local.py keeps it per process) and the
+    llama.cpp server starts once (the session fixture below), instead of two copies fighting for the CPU."""
+    for item in items:
+        if item.get_closest_marker("real_llm") is not None:
+            item.add_marker(pytest.mark.xdist_group("real_llm"))
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[Any]:
+    """llama.cpp's OpenAI-compatible server with SmolLM2, started once per session for every test that
+    asks for it (real_llm tests only: the fixture needs the local extra)."""
+    from simulator.providers.local import resolve_model_path
+    from simulator.testing.llama_server import LlamaServer
+
+    with LlamaServer(resolve_model_path("smollm2")) as server:
+        yield server
+
+
 _CLOSE_AFTER_TEST: list[Any] = []
 
 

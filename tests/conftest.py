@@ -50,6 +50,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from tests import guard
 
     guard.install()
+    # Terminal output must not depend on where the tests run: pytest-xdist's workers see COLUMNS=80, a
+    # developer's shell may export its own; without them every worker prints as a plain pipe does.
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
 
 
 @pytest.fixture(autouse=True)

@@ -33,8 +33,9 @@ VERDICT_SCHEMA: dict[str, Any] = {
 
 
 # Kept short, so the real-model tests take minutes on a busy 2-core machine, not half an hour: llama.cpp's
-# prompt processing dominates (about 100 tokens a second there). One repeat of each scenario, two user turns;
-# the simulated user's audit (the longest prompt) has its own real-model test (test_fidelity_real_llm.py).
+# prompt processing dominates (about 100 tokens a second there). One repeat, two user turns, and each path
+# (server, in process) plays one of the two smoke scenarios; the simulated user's audit (the longest
+# prompt) has its own real-model test (test_fidelity_real_llm.py).
 SMOKE_RUNS = 1
 SMOKE_TURNS = 2
 
@@ -42,7 +43,9 @@ SMOKE_TURNS = 2
 def smoke_suite(provider: str, base_url: str | None = None) -> Suite:
     """The smoke suite with every model role moved to `provider` (and the server's dynamic port), short."""
     data = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
-    overrides: dict[str, Any] = {"runs": SMOKE_RUNS}
+    # One conversation at a time: the model answers one call at a time anyway, and consecutive calls of one
+    # conversation share their prompt's start, which llama.cpp then reads from its cache instead of again.
+    overrides: dict[str, Any] = {"runs": SMOKE_RUNS, "concurrency": 1}
     for role in ("user", "bot", "judges"):
         if role in data and str(data[role].get("model", "")).startswith("local:"):
             overrides[role] = {**data[role], "model": data[role]["model"].replace("local:", f"{provider}:")}
@@ -53,8 +56,10 @@ def smoke_suite(provider: str, base_url: str | None = None) -> Suite:
     return load_suite(SMOKE, overrides)
 
 
-async def run_smoke(suite: Suite, out: Path) -> tuple[RunResult, list[ConversationRecord], list[Verdict]]:
-    scenarios = suite.scenarios_to_run()
+async def run_smoke(
+    suite: Suite, out: Path, scenario_id: str
+) -> tuple[RunResult, list[ConversationRecord], list[Verdict]]:
+    scenarios = suite.scenarios_to_run(ids={scenario_id})
     for scenario in scenarios:
         scenario.max_turns = SMOKE_TURNS
     result = await run_suite(suite, scenarios, RunOptions(out=out, progress=False))
@@ -63,18 +68,19 @@ async def run_smoke(suite: Suite, out: Path) -> tuple[RunResult, list[Conversati
 
 
 def check_engine_behaviour(
-    suite: Suite, result: RunResult, records: list[ConversationRecord], verdicts: list[Verdict], out: Path
+    suite: Suite,
+    result: RunResult,
+    records: list[ConversationRecord],
+    verdicts: list[Verdict],
+    out: Path,
+    scenario_id: str,
 ) -> None:
     """What must hold whatever the model says: stop reasons, usage, latency, breaks, verdicts, no crash."""
     assert result.status == "complete"
-    assert sorted(r.id for r in records) == [
-        f"{scenario}#{repeat}"
-        for scenario in ("smoke-late-parcel", "smoke-password-reset")
-        for repeat in range(SMOKE_RUNS)
-    ]
+    assert sorted(r.id for r in records) == [f"{scenario_id}#{repeat}" for repeat in range(SMOKE_RUNS)]
     manifest = RunFolder.open(out).read_manifest()
     assert manifest.status == "complete"
-    assert sum(manifest.counts.stop_reasons.values()) == 2 * SMOKE_RUNS
+    assert sum(manifest.counts.stop_reasons.values()) == SMOKE_RUNS
     max_breaks = suite.user.max_character_breaks
     for record in records:
         assert record.stop_reason in {"user_done", "handover", "bot_closed", "max_turns", "error"}
@@ -139,8 +145,8 @@ def check_engine_behaviour(
 
 async def test_smoke_suite_through_the_llama_cpp_server(llama_server: Any, tmp_path: Path) -> None:
     suite = smoke_suite("openai", llama_server.base_url)
-    result, records, verdicts = await run_smoke(suite, tmp_path / "run")
-    check_engine_behaviour(suite, result, records, verdicts, tmp_path / "run")
+    result, records, verdicts = await run_smoke(suite, tmp_path / "run", "smoke-late-parcel")
+    check_engine_behaviour(suite, result, records, verdicts, tmp_path / "run", "smoke-late-parcel")
     models = {t.model for r in records for t in r.turns}
     assert models <= {"smollm2"}  # the server's alias, read back from its responses
     raw_requests = [t.raw["request"] for r in records for t in r.turns if t.raw]
@@ -150,8 +156,8 @@ async def test_smoke_suite_through_the_llama_cpp_server(llama_server: Any, tmp_p
 
 async def test_smoke_suite_in_process(tmp_path: Path) -> None:
     suite = smoke_suite("local")
-    result, records, verdicts = await run_smoke(suite, tmp_path / "run")
-    check_engine_behaviour(suite, result, records, verdicts, tmp_path / "run")
+    result, records, verdicts = await run_smoke(suite, tmp_path / "run", "smoke-password-reset")
+    check_engine_behaviour(suite, result, records, verdicts, tmp_path / "run", "smoke-password-reset")
     files = {t.raw["model_file"] for r in records for t in r.turns if t.raw}
     assert files == {str(resolve_model_path("smollm2"))}
 

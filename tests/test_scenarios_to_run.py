@@ -94,6 +94,17 @@ def test_a_resumed_run_finishes_every_variant(tmp_path: Path, factor_suite: Path
     assert _ids(out) == sorted(f"{v}#{r}" for v in VARIANTS for r in range(2))
 
 
+def test_shards_split_the_variants_between_them(tmp_path: Path, factor_suite: Path) -> None:
+    for index in (1, 2):
+        out = tmp_path / f"shard-{index}"
+        assert (
+            main(["run", str(factor_suite), "--out", str(out), "--shard", f"{index}/2", "--no-progress"]) == 0
+        )
+    first, second = _ids(tmp_path / "shard-1"), _ids(tmp_path / "shard-2")
+    assert not set(first) & set(second)
+    assert sorted(first + second) == sorted(f"{v}#{r}" for v in VARIANTS for r in range(2))
+
+
 def test_a_resumed_matrix_with_factors_finishes_every_variant_in_every_cell(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,6 +37,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "analysis": ("simulator.analysis",),
     "report": ("simulator.report",),
     "top": (
+        # The Python API plans and runs suites and reads their reports: above engine and report, beside the
+        # command line, the plugin and the desk that call it.
+        "simulator.api",
         "simulator.commands",
         "simulator.cli",
         "simulator.__main__",

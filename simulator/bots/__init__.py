@@ -39,6 +39,13 @@ def make_bot_factory(suite: Suite, hub: ModelHub) -> BotFactory:
         from simulator.bots.openai_endpoint import OpenAIEndpointFactory
 
         return OpenAIEndpointFactory(bot, suite.base_dir)
+    if bot.type == "callable":
+        from simulator.errors import UserError
+
+        raise UserError(
+            f"the bot is {bot.describe()}, a Python object given to simulator.run; run it (or resume this run) "
+            "from Python with the same object: simulator.run(suite, bot=..., resume=...)"
+        )
     from simulator.bots.chat_bot import ChatBotFactory
 
     return ChatBotFactory(bot, suite, hub)

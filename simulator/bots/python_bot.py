@@ -1,10 +1,12 @@
-"""The `python` adapter: `module:factory` returns a fresh bot object with `send(text)`, sync or async."""
+"""The `python` adapter: `module:factory` returns a fresh bot object with `send(text)`, sync or async; a
+bot given in code (`simulator.run(..., bot=...)`) goes through the same session (`bot_from_object`)."""
 
 from __future__ import annotations
 
-__all__ = ["PythonBotFactory"]
+__all__ = ["PythonBotFactory", "bot_from_object", "object_name"]
 
 import asyncio
+import copy
 import importlib
 import inspect
 import time
@@ -101,11 +103,12 @@ class PythonSession:
 
 
 class PythonBotFactory:
-    """Makes one fresh PythonSession per conversation."""
+    """Makes one fresh PythonSession per conversation: from `module:factory`, or from `factory` itself
+    (a zero-argument callable given in code, named `spec` in messages)."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, spec: str, factory: Callable[[], Any] | None = None) -> None:
         self.spec = spec
-        self._factory = load_factory(spec)
+        self._factory = factory if factory is not None else load_factory(spec)
 
     async def open(self, conversation_id: str, environment: Environment | None = None) -> PythonSession:
         # A factory with an `env` parameter is given the conversation's environment (docs/environment.md).
@@ -123,3 +126,62 @@ class PythonBotFactory:
                 f"bot factory '{self.spec}' returned {type(bot).__name__}, which has no send(text)"
             )
         return PythonSession(bot, environment)
+
+
+class _ReplyFunction:
+    """A function `text -> str | list[str] | Reply` (sync or async) as a bot object."""
+
+    def __init__(self, function: Callable[[str], Any]) -> None:
+        self.send = function
+
+
+def object_name(target: Any) -> str:
+    """`module.qualname` of a function or class (of the object's class for an instance), for the record."""
+    named = target if inspect.isfunction(target) or inspect.isclass(target) else None
+    named = named or getattr(target, "func", None) or type(target)  # functools.partial names its function
+    module = getattr(named, "__module__", None) or "object"
+    return f"{module}.{getattr(named, '__qualname__', type(target).__name__)}"
+
+
+def _required_positional(function: Callable[..., Any]) -> int | None:
+    """How many positional arguments `function` needs; None when its signature cannot be read."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in parameters if p.kind in kinds and p.default is inspect.Parameter.empty)
+
+
+def bot_from_object(target: Any) -> PythonBotFactory:
+    """A bot given in code, fresh for every conversation:
+    - a class, or a function of no arguments: a factory, called once per conversation;
+    - a function of one argument (`text -> str | list[str] | Reply`, sync or async): the bot itself;
+    - an object with `send(text)` (and optionally `final_state()`): copied for every conversation, so each
+      starts from the state it was given in.
+    Anything else is a UserError saying which of these to pass."""
+    name = object_name(target)
+    if inspect.isclass(target):
+        return PythonBotFactory(name, target)
+    if hasattr(target, "send"):
+        try:
+            copy.deepcopy(target)
+        except Exception as exc:
+            raise UserError(
+                f"bot {name}: the object cannot be copied for each conversation ({type(exc).__name__}: "
+                f"{exc}); pass its class or a function that makes one instead"
+            ) from exc
+        return PythonBotFactory(name, lambda: copy.deepcopy(target))
+    if callable(target):
+        needed = _required_positional(target)
+        if needed == 0:
+            return PythonBotFactory(name, target)
+        if needed in (None, 1):
+            return PythonBotFactory(name, lambda: _ReplyFunction(target))
+        raise UserError(
+            f"bot {name} takes {needed} arguments; a bot function takes the user's message (text) only"
+        )
+    raise UserError(
+        f"bot {type(target).__name__} is not a bot: pass a function text -> reply, an object with "
+        "send(text), a class or factory, or 'module:factory'"
+    )

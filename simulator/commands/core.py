@@ -12,9 +12,8 @@ from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
 
 if TYPE_CHECKING:
+    from simulator.api import Comparison, Plan
     from simulator.engine.runner import RunOptions, RunResult
-    from simulator.spec.scenario import Scenario
-    from simulator.spec.suite import Suite
 
 # `simulator run` exit codes besides 0 (done), 2 (a user mistake) and 130 (interrupted): documented in README.
 EXIT_NOTHING_JUDGED = 3  # every conversation of the session errored, so nothing could be judged
@@ -95,84 +94,64 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from simulator.engine.ray_backend import RayBackendOptions
-    from simulator.engine.runner import run_suite
+    """Plan and run through the Python API (simulator.api), then print the one-screen summary."""
+    from simulator import api
     from simulator.record.index import is_matrix
-    from simulator.spec.suite import check_environment
 
-    if args.resume is not None and is_matrix(args.resume):
-        return _run_matrix(args, None, [])
     if args.resume is not None:
-        suite, scenarios, options = _resume_plan(args)
-    else:
-        suite, scenarios, options = _new_plan(args)
-        if suite.matrix is not None:
-            check_environment(suite)
-            return _run_matrix(args, suite, scenarios)
-    options.backend = RayBackendOptions(args.address, args.workers) if args.backend == "ray" else None
-    check_environment(suite)
-    from simulator.eventloop import run_async
+        matrix = is_matrix(args.resume)
+        options = _run_options(args, backend=not matrix)
+        outcome = api.run_sync(api.aresume(args.resume, retry_errors=args.retry_errors, options=options))
+        if isinstance(outcome, api.Comparison):
+            return _print_matrix(outcome)
+        return _print_run(outcome.session)
+    plan = _new_plan(args)
+    if plan.suite.matrix is not None:
+        return _print_matrix(api.run_sync(api.execute_matrix(plan, _run_options(args, backend=False))))
+    options = _run_options(args, backend=True)
+    from simulator.engine.shards import parse_shard
 
-    result = run_async(run_suite(suite, scenarios, options))
-    return _print_run(result)
+    options.shard = parse_shard(args.shard) if args.shard else None
+    return _print_run(api.run_sync(api.execute(plan, options)).session)
 
 
-def _resume_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOptions]:
-    """`--resume RUN`: the suite, scenarios and options of the interrupted run folder."""
+def _run_options(args: argparse.Namespace, backend: bool) -> RunOptions:
+    """The engine's knobs from the command line (`backend`: whether --backend applies to this run)."""
+    from simulator.engine.ray_backend import RayBackendOptions
     from simulator.engine.runner import RunOptions
-    from simulator.record.folder import RunFolder
-    from simulator.spec.factors import suite_scenarios
 
-    folder = RunFolder.open(args.resume)
-    folder.check_resumable()
-    manifest = folder.read_manifest()
-    suite = manifest.rebuild_suite(args.resume)
     options = RunOptions(
-        out=args.resume,
-        resume=True,
-        retry_errors=args.retry_errors,
+        out=args.resume or args.out,
         progress=not args.no_progress,
         max_errors=args.max_errors,
         freeze_gc=True,
     )
-    # The run's own scenarios, whatever --tags chose when it started.
-    recorded = {entry.id for entry in manifest.scenarios}
-    found = suite_scenarios(suite)
-    return suite, [s for s in found if s.id in recorded], options
+    if backend and args.backend == "ray":
+        options.backend = RayBackendOptions(args.address, args.workers)
+    return options
 
 
-def _new_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOptions]:
-    """A new run: the suite file with the command line's overrides, its chosen scenarios and options."""
-    from simulator.engine.runner import RunOptions
-    from simulator.engine.shards import parse_shard
-    from simulator.spec.factors import suite_scenarios
-    from simulator.spec.suite import load_suite
+def _new_plan(args: argparse.Namespace) -> Plan:
+    """A new run: the suite file with the command line's choices, and the scenarios it runs."""
+    from simulator.api import prepare
 
     if args.retry_errors:
         raise UserError("--retry-errors works with --resume: simulator run --resume runs/<id> --retry-errors")
     if args.suite is None:
         raise UserError("name a suite file: simulator run scenarios/triage/suite.yaml")
-    suite = load_suite(args.suite, _overrides(args))
-    options = RunOptions(
-        out=args.out,
-        progress=not args.no_progress,
-        max_errors=args.max_errors,
-        freeze_gc=True,
-        shard=parse_shard(args.shard) if args.shard else None,
+    return prepare(
+        args.suite,
+        tags=[t for t in args.tags.split(",") if t] if args.tags else None,
+        user_model=args.user_model,
+        judge_model=args.judge_model,
+        include_drafts=args.include_drafts,
+        **_overrides(args),
     )
-    if args.user_model:
-        suite.user.model = args.user_model
-    if args.judge_model:
-        suite.judges.model = args.judge_model
-    if args.include_drafts:
-        suite.scenarios.include_drafts = True
-    if args.tags:
-        suite.scenarios.tags = [t for t in args.tags.split(",") if t]
-    return suite, suite_scenarios(suite, suite.scenarios.tags), options
 
 
-def _print_run(result: RunResult) -> int:
+def _print_run(result: RunResult | None) -> int:
     """The run's one-screen summary (counts, calls per model, the folder, what next); the exit code."""
+    assert result is not None
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
     print(
         f"run {result.status}: {result.finished} conversations ({reasons}); {result.errors} errors; "
@@ -197,26 +176,11 @@ def _print_run(result: RunResult) -> int:
     return 0
 
 
-def _run_matrix(args: argparse.Namespace, suite: Any, scenarios: list[Any]) -> int:
-    """`simulator run` of a suite with a `matrix:`, or `--resume` of a matrix folder: every cell at once."""
-    from simulator.engine.matrix import resume_matrix, run_matrix
-    from simulator.engine.runner import RunOptions
-
-    options = RunOptions(
-        out=args.resume or args.out,
-        resume=args.resume is not None,
-        retry_errors=args.retry_errors,
-        progress=not args.no_progress,
-        max_errors=args.max_errors,
-        freeze_gc=True,
-    )
-    from simulator.eventloop import run_async
-
-    if args.resume is not None:
-        matrix = run_async(resume_matrix(args.resume, options))
-    else:
-        matrix = run_async(run_matrix(suite, scenarios, options))
-    for cell, result in matrix.results.items():
+def _print_matrix(matrix: Comparison) -> int:
+    """A matrix run's summary: one line per cell, the folder, what next; a UserError when cells aborted."""
+    for cell, outcome in matrix.results.items():
+        result = outcome.session
+        assert result is not None
         reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
         print(
             f"cell {cell}: {result.status}: {result.finished} conversations ({reasons}); "

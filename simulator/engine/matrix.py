@@ -9,11 +9,13 @@ from __future__ import annotations
 
 __all__ = ["MatrixResult", "resume_matrix", "run_matrix"]
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator.bots import BotFactory
 from simulator.engine.runner import CellSpec, RunOptions, run_cells
 from simulator.engine.session import RunResult
 from simulator.errors import UserError
@@ -21,7 +23,7 @@ from simulator.providers.hub import resolve_user_model
 from simulator.record.folder import RunFolder, new_run_id
 from simulator.record.index import IndexCell, MatrixIndex, read_index, write_index
 from simulator.spec.matrix import expand_matrix
-from simulator.spec.scenario import Scenario, load_scenarios
+from simulator.spec.scenario import Scenario
 from simulator.spec.suite import Suite
 
 
@@ -39,7 +41,9 @@ class MatrixResult:
         return {cell: r.abort_reason for cell, r in self.results.items() if r.abort_reason}
 
 
-def _new_index(suite: Suite, path: Path) -> tuple[MatrixIndex, list[CellSpec]]:
+def _new_index(
+    suite: Suite, path: Path, bots: Mapping[str, BotFactory]
+) -> tuple[MatrixIndex, list[CellSpec]]:
     cells = expand_matrix(suite)
     assert suite.matrix is not None
     index = MatrixIndex(
@@ -60,7 +64,12 @@ def _new_index(suite: Suite, path: Path) -> tuple[MatrixIndex, list[CellSpec]]:
         ],
     )
     specs = [
-        CellSpec(cell.suite, path / cell.id, source={"matrix": {"id": index.matrix_id, "cell": cell.id}})
+        CellSpec(
+            cell.suite,
+            path / cell.id,
+            source={"matrix": {"id": index.matrix_id, "cell": cell.id}},
+            bots=bots.get(cell.bot_variant),
+        )
         for cell in cells
     ]
     return index, specs
@@ -77,28 +86,37 @@ async def _run(
     return MatrixResult(path, index, {cell.id: r for cell, r in zip(index.cells, results, strict=True)})
 
 
-async def run_matrix(suite: Suite, scenarios: list[Scenario], options: RunOptions) -> MatrixResult:
-    """Run every cell of `suite.matrix` into `options.out` (default runs/<matrix-id>)."""
+async def run_matrix(
+    suite: Suite,
+    scenarios: list[Scenario],
+    options: RunOptions,
+    bots: Mapping[str, BotFactory] | None = None,
+) -> MatrixResult:
+    """Run every cell of `suite.matrix` into `options.out` (default runs/<matrix-id>); `bots`: bots given
+    in code, by bot variant id (their cells' suites name them `type: callable`)."""
     path = options.out or Path("runs") / new_run_id(suite.name)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise UserError(f"{path} already exists; use --resume {path} to finish a matrix, or another --out")
-    index, specs = _new_index(suite, path)
+    index, specs = _new_index(suite, path, bots or {})
     write_index(path, index)  # first: a matrix killed at any point after this can be resumed
     return await _run(path, index, specs, scenarios, options)
 
 
-async def resume_matrix(path: Path, options: RunOptions) -> MatrixResult:
-    """Finish every cell of a matrix run: what each cell's folder lacks, in one session."""
+async def resume_matrix(
+    path: Path, options: RunOptions, bots: Mapping[str, BotFactory] | None = None
+) -> MatrixResult:
+    """Finish every cell of a matrix run: what each cell's folder lacks, in one session; `bots`: the bots
+    given in code when it started, by bot variant id."""
     index = read_index(path)
     specs: list[CellSpec] = []
     recorded: set[str] = set()
     for cell in index.cells:
         folder = path / cell.folder
         manifest = RunFolder.open(folder).read_manifest()
-        specs.append(CellSpec(manifest.rebuild_suite(folder), folder, resume=True))
+        given = (bots or {}).get(cell.bot_variant)
+        specs.append(CellSpec(manifest.rebuild_suite(folder), folder, resume=True, bots=given))
         recorded |= {entry.id for entry in manifest.scenarios}
     suite = specs[0].suite
-    # The run's own scenarios, whatever --tags chose when it started.
-    found = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths])
-    scenarios = [s for s in found if s.id in recorded]
+    # The run's own scenarios (persona-factor variants included), whatever --tags chose when it started.
+    scenarios = suite.scenarios_to_run(ids=recorded)
     return await _run(path, index, specs, scenarios, options)

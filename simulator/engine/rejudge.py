@@ -90,9 +90,7 @@ def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
     """The run's scenarios, read again from their files; warnings for files changed since the run."""
     if manifest.kind == "imported":
         return imported_scenarios(manifest), []
-    from simulator.spec.factors import expand_factors
     from simulator.spec.scenario import load_scenarios
-    from simulator.spec.styles import suite_styles
 
     recorded = {entry.file: entry.sha256 for entry in manifest.scenarios if entry.file}
     missing = [f for f in recorded if not Path(f).is_file()]
@@ -106,11 +104,13 @@ def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
         if digest and sha256_file(Path(f)) != digest
     ]
     wanted = {entry.id for entry in manifest.scenarios}
-    scenarios = load_scenarios([Path(f) for f in recorded]) if recorded else []
-    if manifest.suite is not None and manifest.suite.factors:
-        suite = manifest.rebuild_suite(Path("."))  # resolves `user.styles` next to the recorded suite file
-        scenarios = expand_factors(scenarios, suite.factors, suite.factor_design, suite_styles(suite))
-    return [s for s in scenarios if s.id in wanted], warnings
+    if not recorded:
+        return [], warnings
+    if manifest.suite is None:
+        return [s for s in load_scenarios([Path(f) for f in recorded]) if s.id in wanted], warnings
+    # The one answer to "which scenarios": factors, red-team variants and held-out marks included.
+    suite = manifest.rebuild_suite(Path("."))  # resolves `user.styles` next to the recorded suite file
+    return suite.scenarios_to_run(ids=wanted, files=[Path(f) for f in recorded]), warnings
 
 
 def _attach_suite(folder: RunFolder, manifest: Manifest, suite: Suite) -> None:

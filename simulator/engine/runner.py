@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator.bots import make_bot_factory
+from simulator.bots import BotFactory, make_bot_factory
 from simulator.engine.budget import ErrorBudget, parse_max_errors
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
@@ -241,6 +241,8 @@ class CellSpec:
     resume: bool = False
     # Provenance kept in the manifest's `source` (a matrix cell records its matrix and cell id).
     source: dict[str, Any] = field(default_factory=dict)
+    # A bot given in code (simulator.run(..., bot=obj)); None: the adapter the suite's `bot:` names.
+    bots: BotFactory | None = None
 
 
 def _open_folder(
@@ -289,7 +291,7 @@ def _cell(
     user_model = resolve_user_model(suite.user.model)
     check_scripted(user_model, scenarios)
     make_user = options.make_user or user_factory(suite, hub.for_role("user"), user_model)
-    bots = make_bot_factory(suite, hub.for_role("bot"))
+    bots = spec.bots or make_bot_factory(suite, hub.for_role("bot"))
     judges = make_judge_stage(suite, scenarios, hub.for_role("judge"), warn=warn)
     auditor = make_auditor(suite, hub, user_model)
     folder, manifest, existing, session = _open_folder(
@@ -370,9 +372,13 @@ async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: R
                 await closer()
 
 
-async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions) -> RunResult:
-    """Run every planned conversation not already recorded; return what happened. Never loses a record."""
-    [result] = await run_cells([CellSpec(suite, options.out, options.resume)], scenarios, options)
+async def run_suite(
+    suite: Suite, scenarios: list[Scenario], options: RunOptions, bots: BotFactory | None = None
+) -> RunResult:
+    """Run every planned conversation not already recorded; return what happened. Never loses a record.
+    `bots`: a bot given in code, instead of the adapter the suite's `bot:` names."""
+    spec = CellSpec(suite, options.out, options.resume, bots=bots)
+    [result] = await run_cells([spec], scenarios, options)
     if result.abort_reason:
         raise UserError(
             f"run aborted: {result.abort_reason}. Fix the cause, then finish the run with: "

@@ -1,7 +1,7 @@
 """Talk to the bot: conversations a person holds with the bot under test, each its own run folder.
 
-Each talk runs `engine.live.run_live` as a task on the server's event loop; the person's messages reach
-the loop through a HumanUser. When the person ends the talk the conversation is saved and judged like a
+Each talk runs the Python API's `atalk` (engine.live underneath) as a task on the server's event loop;
+the person's messages reach the loop through a HumanUser. When the person ends the talk the conversation is saved and judged like a
 simulated one.
 """
 
@@ -15,12 +15,11 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.engine.live import run_live
-from simulator.engine.session import RunResult
+from simulator.api import Result, atalk, load_suite
 from simulator.errors import UserError
 from simulator.record.folder import new_run_id
-from simulator.spec.scenario import Scenario, load_scenarios
-from simulator.spec.suite import Suite, load_suite
+from simulator.spec.scenario import Scenario
+from simulator.spec.suite import Suite
 from simulator.users.human import HumanUser
 
 # The longest a reply from the bot may take before the page gives up waiting (the talk goes on).
@@ -35,9 +34,9 @@ def suite_files(root: Path | None) -> list[Path]:
 
 
 def load_suite_scenarios(suite_file: Path) -> tuple[Suite, list[Scenario]]:
+    """The suite and the scenarios it runs (persona-factor variants included), to talk through."""
     suite = load_suite(suite_file)
-    scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
-    return suite, scenarios
+    return suite, suite.scenarios_to_run()
 
 
 @dataclass
@@ -47,7 +46,7 @@ class Talk:
     scenario: Scenario
     human: HumanUser
     folder: Path
-    task: asyncio.Task[RunResult]
+    task: asyncio.Task[Result]
 
     @property
     def ended(self) -> bool:
@@ -77,7 +76,7 @@ class TalkDesk:
             raise UserError(f"{suite_file}: no scenario '{scenario_id}' in this suite")
         human = HumanUser(person)
         folder = self.runs_dir / new_run_id(f"talk-{suite.name}")
-        task = asyncio.create_task(run_live(suite, scenario, human, human.model, folder))
+        task = asyncio.create_task(atalk(suite, scenario, human, human.model, folder))
         talk = Talk(secrets.token_urlsafe(12), suite, scenario, human, folder, task)
         self.talks[talk.id] = talk
         await talk.human.wait_for_turn(task)
@@ -108,7 +107,7 @@ class TalkDesk:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(talk.human.wait_for_turn(talk.task), REPLY_WAIT_S)
 
-    async def end(self, talk: Talk) -> RunResult | None:
+    async def end(self, talk: Talk) -> Result | None:
         """End the conversation, wait for its verdicts, and return the result (None if it failed)."""
         if not talk.ended:
             await talk.human.finish()

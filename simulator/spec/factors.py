@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 import itertools
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -186,14 +187,27 @@ def expand_factors(
     return out
 
 
-def suite_scenarios(suite: Any, tags: list[str] | None = None) -> list[Scenario]:
-    """The scenarios a suite runs: its files (filtered by tags), crossed with its factors when it has any.
-    Styles a scenario names must be in the suite's style catalogue."""
+def suite_scenarios(
+    suite: Any, tags: list[str] | None = None, files: list[Path] | None = None
+) -> list[Scenario]:
+    """The scenarios a suite runs (read it as `Suite.scenarios_to_run`): its files (or `files`, or the
+    scenarios given in code), filtered by tags, crossed with its factors when it has any. Styles a scenario
+    names must be in the suite's style catalogue."""
+    from simulator.errors import UserError
     from simulator.spec.redteam import expand_attacks
     from simulator.spec.scenario import load_scenarios
     from simulator.spec.styles import suite_styles
 
-    bases = mark_held_out(load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], tags), suite)
+    inline = getattr(suite, "_inline", None)
+    if files is None and inline is not None:
+        bases = [s for s in inline if not tags or set(s.tags) & set(tags)]
+        if not bases:
+            raise UserError(f"no scenario has any of the tags {tags}; check the tags asked for")
+    else:
+        bases = load_scenarios(
+            files if files is not None else [suite.resolve(p) for p in suite.scenarios.paths], tags
+        )
+    bases = mark_held_out(bases, suite)
     styles = suite_styles(suite)
     check_scenario_styles(bases, styles)
     return expand_attacks(expand_factors(bases, suite.factors, suite.factor_design, styles), suite)

@@ -115,6 +115,7 @@ def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[Matri
     """Every cell of the suite's matrix as an ordinary suite; a mistake is a UserError naming the
     variant's line and field. A suite without a matrix has no cells."""
     from simulator.spec.suite import (
+        CallableBotConfig,
         ChatBotConfig,
         HttpBotConfig,
         OpenAIEndpointBotConfig,
@@ -132,6 +133,7 @@ def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[Matri
         "chat": ChatBotConfig,
         "whatsapp": WhatsAppBotConfig,
         "openai_endpoint": OpenAIEndpointBotConfig,
+        "callable": CallableBotConfig,  # a bot given in code (simulator.compare)
     }
     base_bot = {"type": suite.bot.type, **suite.bot.model_dump(exclude_unset=True)}
     base_user = suite.user.model_dump(exclude_unset=True)

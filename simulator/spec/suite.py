@@ -6,6 +6,7 @@ __all__ = [
     "BotConfig",
     "BotStart",
     "CacheConfig",
+    "CallableBotConfig",
     "ChatBotConfig",
     "DecisionTool",
     "FidelityConfig",
@@ -27,8 +28,9 @@ __all__ = [
 
 import difflib
 import os
+from collections.abc import Collection
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -41,6 +43,9 @@ from simulator.spec.matrix import MatrixConfig, expand_matrix
 from simulator.spec.relations import Relation
 from simulator.spec.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
+
+if TYPE_CHECKING:
+    from simulator.spec.scenario import Scenario
 
 
 class _Strict(BaseModel):
@@ -185,8 +190,24 @@ class OpenAIEndpointBotConfig(_Strict):
         return f"openai_endpoint:{self.model}@{self.base_url}"
 
 
+class CallableBotConfig(_Strict):
+    """A bot given in code to `simulator.run(..., bot=...)`: a function, an object with `send`, or a factory.
+    The record keeps its name; the bot itself lives only in the program that ran it."""
+
+    type: Literal["callable"] = "callable"
+    name: str = Field(min_length=1)
+
+    def describe(self) -> str:
+        return f"callable:{self.name}"
+
+
 BotConfig = Annotated[
-    PythonBotConfig | HttpBotConfig | ChatBotConfig | WhatsAppBotConfig | OpenAIEndpointBotConfig,
+    PythonBotConfig
+    | HttpBotConfig
+    | ChatBotConfig
+    | WhatsAppBotConfig
+    | OpenAIEndpointBotConfig
+    | CallableBotConfig,
     Field(discriminator="type"),
 ]
 
@@ -345,6 +366,28 @@ class Suite(_Strict):
     _base_dir: Path = PrivateAttr(default=Path("."))
     _file: Path | None = PrivateAttr(default=None)
     _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
+    # Scenarios given in code (simulator.run(..., scenarios=[...])): used instead of `scenarios.paths`.
+    _inline: list[Scenario] | None = PrivateAttr(default=None)
+
+    def scenarios_to_run(
+        self,
+        tags: list[str] | None = None,
+        *,
+        ids: Collection[str] | None = None,
+        files: list[Path] | None = None,
+    ) -> list[Scenario]:
+        """The one answer to "which scenarios does this suite run?": its scenario files (or the scenarios
+        given in code), kept by tag, crossed with its persona factors (every variant, with its stable id).
+
+        `tags`: default the suite's `scenarios.tags`. `ids`: only these scenarios (a resumed or re-judged
+        run's recorded ones, whatever the tags were when it started: tags are then not applied). `files`:
+        read these scenario files instead of `scenarios.paths` (a stored run's recorded files)."""
+        from simulator.spec.factors import suite_scenarios
+
+        if ids is not None:
+            wanted = set(ids)
+            return [s for s in suite_scenarios(self, None, files) if s.id in wanted]
+        return suite_scenarios(self, self.scenarios.tags if tags is None else tags, files)
 
     @property
     def base_dir(self) -> Path:

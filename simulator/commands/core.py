@@ -30,7 +30,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--user-model", help="simulated-user model, e.g. offline, anthropic:claude-sonnet-4-5")
     run.add_argument("--judge-model", help="judge model for LLM criteria (overrides the suite)")
     run.add_argument("--seed", type=int, help="seed for the offline user (overrides the suite)")
-    run.add_argument("--resume", type=Path, metavar="RUN", help="finish an interrupted run folder")
+    run.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN",
+        help="finish an interrupted run folder (with a suite file: take its rpm, tpm, connections, "
+        "concurrency, timeouts and retry budgets; anything else that differs is refused)",
+    )
+    run.add_argument(
+        "--rpm",
+        action="append",
+        metavar="[PROVIDER=]N",
+        help="requests per minute to each provider the run uses (or to one); also with --resume",
+    )
+    run.add_argument("--tpm", action="append", metavar="[PROVIDER=]N", help="tokens per minute, as --rpm")
     run.add_argument(
         "--retry-errors", action="store_true", help="with --resume: re-run errored conversations"
     )
@@ -127,6 +140,7 @@ def _resume_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOp
     folder.check_resumable()
     manifest = folder.read_manifest()
     suite = manifest.rebuild_suite(args.resume)
+    changed = _resume_changes(args, suite)
     options = RunOptions(
         out=args.resume,
         resume=True,
@@ -134,11 +148,54 @@ def _resume_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOp
         progress=not args.no_progress,
         max_errors=args.max_errors,
         freeze_gc=True,
+        settings_changed=changed,
     )
     # The run's own scenarios, whatever --tags chose when it started.
     recorded = {entry.id for entry in manifest.scenarios}
     found = suite_scenarios(suite)
     return suite, [s for s in found if s.id in recorded], options
+
+
+def _resume_changes(args: argparse.Namespace, suite: Suite) -> dict[str, list[Any]]:
+    """The operational settings a resume changes (from a suite file, --concurrency, --rpm, --tpm), applied
+    to `suite`; anything that would change results is refused."""
+    from simulator.engine.operational import adopt_operational, apply_rate_overrides
+    from simulator.spec.suite import load_suite
+
+    given = [flag for flag, value in _RESULT_FLAGS.items() if getattr(args, value)]
+    if given:
+        raise UserError(
+            f"--resume finishes the run as it began: {', '.join(given)} would change its results; "
+            "start a new run for that (resume takes --concurrency, --rpm, --tpm or a suite file)"
+        )
+    changed: dict[str, list[Any]] = {}
+    if args.suite is not None:
+        changed.update(adopt_operational(suite, load_suite(args.suite), str(args.suite)))
+    if args.concurrency is not None and args.concurrency != suite.concurrency:
+        changed["concurrency"] = [suite.concurrency, args.concurrency]
+        suite.concurrency = args.concurrency
+    overrides = {"rpm": args.rpm or [], "tpm": args.tpm or []}
+    changed.update(apply_rate_overrides(suite, overrides, _providers_used(suite)))
+    return changed
+
+
+_RESULT_FLAGS = {
+    "--runs": "runs",
+    "--tags": "tags",
+    "--user-model": "user_model",
+    "--judge-model": "judge_model",
+    "--seed": "seed",
+    "--shard": "shard",
+    "--include-drafts": "include_drafts",
+}
+
+
+def _providers_used(suite: Suite) -> set[str]:
+    """The providers a suite's models name (`provider:model`), and those it configures."""
+    models = [suite.user.model, suite.judges.model, *suite.judges.models, suite.user.fidelity.model]
+    if suite.bot.type == "chat":
+        models.append(suite.bot.model)
+    return {m.split(":", 1)[0] for m in models if m and ":" in m} | set(suite.providers)
 
 
 def _new_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOptions]:
@@ -168,6 +225,11 @@ def _new_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOptio
         suite.scenarios.include_drafts = True
     if args.tags:
         suite.scenarios.tags = [t for t in args.tags.split(",") if t]
+    if args.rpm or args.tpm:
+        from simulator.engine.operational import apply_rate_overrides
+
+        overrides = {"rpm": args.rpm or [], "tpm": args.tpm or []}
+        apply_rate_overrides(suite, overrides, _providers_used(suite))
     return suite, suite_scenarios(suite, suite.scenarios.tags), options
 
 
@@ -350,6 +412,12 @@ def cmd_show(args: argparse.Namespace) -> int:
             sys.stdout.write(json_visible(record.model_dump_json()) + "\n")
         return 0
     console = Console()
+    from rich.markup import escape
+
+    from simulator.analysis.calls import limit_lines
+
+    for line in limit_lines(folder.read_manifest()):  # the pace each provider settled on
+        console.print(f"[dim]limits: {escape(line)}[/dim]")
     for record in records:
         render_conversation(console, record, verdicts.get(record.id, []))
     return 0

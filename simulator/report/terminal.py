@@ -223,6 +223,12 @@ def _health(console: Console, report: Report) -> None:
 
 def _calls_line(report: Report) -> str:
     run = report.run
+    limits = "".join(f"\nlimits: {escape(line)}" for line in run.provider_limits)
+    return _calls_count(report) + limits
+
+
+def _calls_count(report: Report) -> str:
+    run = report.run
     if not run.killed_sessions:
         return f"provider calls: {run.provider_calls} (retries included)"
     return (

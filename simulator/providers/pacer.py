@@ -130,8 +130,9 @@ class Pacer:
             return
         now = self._clock()
         kind, stated = limit_in_message(message)
-        if stated is not None and kind not in self.sources:
-            self._install(kind, stated / 60, MESSAGE, now)
+        if stated is not None:
+            if self.sources.get(kind) not in (SUITE, MESSAGE):
+                self._install(kind, stated / 60, MESSAGE, now)
             return
         if kind == "tokens":
             if not self.counting_tokens:
@@ -176,15 +177,19 @@ class Pacer:
             out["rate_cuts"] = self.found.cuts + self.found_tokens.cuts
         if self.found.observed is not None:
             out["observed_rpm"] = round(self.found.observed * 60, 1)
+        if self.found_tokens.observed is not None:
+            out["observed_tpm"] = round(self.found_tokens.observed * 60, 1)
         return out
 
     async def wait(self, tokens: float = 0.0) -> None:
-        # The lock keeps callers in order: each reserves its share, then sleeps until it is due.
+        # The lock keeps callers in order, and each sleeps until it is due while holding it: only one turn
+        # is ever taken ahead, so a rate changed while callers wait (a budget found or cut, a header's
+        # reset) applies to the very next of them, not after a queue booked at the old rate.
         async with self._lock:
             pause = self.delay(tokens)
-        if pause > 0:
-            self.waited_s += pause
-            await asyncio.sleep(pause)
+            if pause > 0:
+                self.waited_s += pause
+                await asyncio.sleep(pause)
 
     def observe(self, limits: RateLimits) -> None:
         """Follow what the provider says is left of its budget (from a response's or a 429's headers)."""

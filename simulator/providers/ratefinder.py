@@ -11,11 +11,14 @@ pacer keeps exactly as it keeps an `rpm` the suite sets:
   second) plus `headroom`. Isolated 429s never start it: the share is of calls *sent*, so a few 429s
   answered instantly ahead of the first wave's answers are a few per cent, not a burst;
 - **back off**: each later period (at least `period_s` and `min_sends` calls) whose share of 429s
-  reaches `cut_share` multiplies the rate by `back_off`; when half or more were refused, it sets the
+  reaches `cut_share` multiplies the rate by what it took (1 - share, plus `headroom`), by `back_off`
+  at least; when half or more were refused, it sets the
   rate to what the provider admitted plus `headroom` (at most halved when it admitted nothing). A 429
   counts in the period its call was *sent* in: those of calls sent before a change say nothing new;
-- **probe**: a period with (almost) no 429s, in which the rate held callers back, raises it by `probe`,
-  so a rate found too low, or a provider that allows more later, is found again;
+- **probe**: a period with (almost) no 429s (fewer than `min_refused`, or `probe_below`), in which the rate held callers back, raises it by `probe`,
+  so a rate found too low, or a provider that allows more later, is found again; right after the first
+  measure (a floor: callers told to retry after a second send nothing meanwhile) it rises by `ramp`
+  until the provider refuses again;
 - **hold**: in between (a few 429s, the rate just above the provider's) it stays: sending a little more
   than is allowed costs a few retries, sending less costs the run's time.
 
@@ -37,7 +40,7 @@ class RateFinder:
         self,
         *,
         period_s: float = 1.0,
-        min_sends: float = 30.0,
+        min_sends: float = 10.0,
         min_refused: int = 3,
         start_share: float = 0.25,
         cut_share: float = 0.10,
@@ -45,6 +48,7 @@ class RateFinder:
         headroom: float = 1.05,
         probe: float = 1.05,
         back_off: float = 0.9,
+        ramp: float = 1.25,
         floor_per_s: float = 1 / 60,
         ceiling_per_s: float | None = None,
     ) -> None:
@@ -57,6 +61,8 @@ class RateFinder:
         self.headroom = headroom
         self.probe = probe
         self.back_off = back_off
+        self.ramp = ramp
+        self.ramping = False  # after the first measure, until the provider refuses again
         self.floor_per_s = floor_per_s
         self.ceiling_per_s = ceiling_per_s
         self.rate: float | None = None
@@ -67,9 +73,11 @@ class RateFinder:
         self.cuts = 0
         self.probes = 0
         self.lowest: float | None = None
-        # What the provider delivered while the rate held calls back: a moving average over periods, the
-        # figure to report (the rate itself saw-tooths around it, a little above and below).
+        # What the provider delivered in periods the rate held calls back and it still refused some (so
+        # it took all it would): a moving average, the figure to report (the rate saw-tooths around it).
         self.observed: float | None = None
+        self._seen_units = 0.0
+        self._seen_s = 0.0
         # The window that tells a burst from isolated 429s, before any rate is kept.
         self._burst_start = float("-inf")
         self._burst_sent = 0.0  # `sent` when it began, less what was then in flight
@@ -80,6 +88,7 @@ class RateFinder:
         self._sent_at_open = 0.0
         self._refused = 0.0  # units refused of calls sent in it
         self._events = 0
+        self._settling = False  # it follows a cut: not judged
 
     @property
     def period_end(self) -> float:
@@ -115,27 +124,42 @@ class RateFinder:
         sent, span = self.sent - self._sent_at_open, now - self._start
         if sent < self.min_sends and span < 5 * self.period_s:
             return False  # too few calls to judge yet: the period goes on
-        refused, events, held = self._refused, self._events, self.held
-        self._open(now)
+        refused, events, held, settling = self._refused, self._events, self.held, self._settling
         admitted = max(0.0, sent - refused) / span
-        if held and self.rate is not None:
-            self.observed = admitted if self.observed is None else 0.7 * self.observed + 0.3 * admitted
+        if self.measuring and admitted <= 0 and span < 10 * self.period_s:
+            return False  # nothing got through yet: measure on (never start at a crawl from nothing)
+        self._open(now)
+        if held and events >= self.min_refused and self.rate is not None:  # it took all it would
+            # Calls over time, both decaying: a period that also drained the provider's saved-up burst
+            # weighs by its length, not as a whole vote.
+            self._seen_units = 0.95 * self._seen_units + max(0.0, sent - refused)
+            self._seen_s = 0.95 * self._seen_s + span
+            self.observed = self._seen_units / self._seen_s
         if self.measuring:
+            # The first measure is a floor (callers told to retry after a second send nothing meanwhile):
+            # ramp up quickly from it until the provider refuses again, then probe slowly.
             self.measuring = False
-            return self._set(max(admitted, self.floor_per_s) * self.headroom, cut=True)
-        if self.rate is None or sent <= 0:
+            self.ramping = True
+            changed = self._set(max(admitted, self.floor_per_s) * self.headroom, cut=True)
+            self._settling = False  # nothing was paced before: no turns taken at an old rate
+            return changed
+        if self.rate is None or sent <= 0 or settling:
+            # Right after a cut, calls that had already taken their turn at the old rate still go out:
+            # their 429s are the old rate's, not news about the new one.
             return False
         share = refused / sent
         if events >= self.min_refused and share >= self.cut_share:
+            self.ramping = False
             if share < 0.5 and held:
-                # Paced and a few too many refused: a gentle multiplicative step down (the share of a
-                # few seconds is lumpy: 429s come in clumps when the provider's bucket is empty).
-                return self._set(self.rate * self.back_off, cut=True)
+                # Paced and too many refused: a multiplicative step down, to what it took (the rate less
+                # the share refused, plus headroom) but at least by `back_off` (429s come in clumps).
+                step = min(self.back_off, (1.0 - share) * self.headroom)
+                return self._set(self.rate * step, cut=True)
             # Far too many (a rate found too high, or a provider that now allows less): what it admitted.
             new = admitted * self.headroom if admitted > 0 else self.rate / 2
             return self._set(min(new, self.rate * self.back_off), cut=True)
-        if share <= self.probe_below and held:
-            return self._set(self.rate * self.probe, cut=False)
+        if held and (events < self.min_refused or share <= self.probe_below):
+            return self._set(self.rate * (self.ramp if self.ramping else self.probe), cut=False)
         return False
 
     def _set(self, rate: float, *, cut: bool) -> bool:
@@ -146,6 +170,7 @@ class RateFinder:
             return False
         self.rate = rate
         if cut:
+            self._settling = True
             self.cuts += 1
             self.lowest = rate if self.lowest is None else min(self.lowest, rate)
         else:
@@ -153,6 +178,7 @@ class RateFinder:
         return True
 
     def _open(self, now: float) -> None:
+        self._settling = False
         self._start = now
         self._sent_at_open = self.sent
         self._refused = 0.0

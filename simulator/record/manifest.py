@@ -159,6 +159,7 @@ class LimitCounts(_Record):
     tpm_source: str | None = None
     rate_cuts: int | None = None  # times a rate found from 429s was lowered (or set)
     observed_rpm: float | None = None  # what the provider delivered while pacing held calls back
+    observed_tpm: float | None = None
 
 
 class Session(_Record):

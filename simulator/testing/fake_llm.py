@@ -293,7 +293,7 @@ class FakeLLMServer:
         if reply.retry_after is not None:
             headers["retry-after"] = (
                 format_datetime(
-                    datetime.now(UTC) + timedelta(seconds=math.ceil(reply.retry_after)), usegmt=True
+                    datetime.now(UTC) + timedelta(seconds=math.ceil(reply.retry_after) + 1), usegmt=True
                 )
                 if self.faults.retry_after_date
                 else f"{reply.retry_after:g}"

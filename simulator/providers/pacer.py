@@ -117,9 +117,8 @@ class Pacer:
         pause = self.requests.take(1.0, now) if self.requests is not None else 0.0
         if self.tokens is not None and tokens:
             pause = max(pause, self.tokens.take(tokens, now))
-        if pause > 0:
-            self.found.held += 1
-            self.found_tokens.held += 1
+        self.found.turns += 1
+        self.found_tokens.turns += 1
         return pause
 
     def refused(self, message: str, tokens: float, sent_at: float, in_flight: int) -> None:
@@ -185,8 +184,12 @@ class Pacer:
         # The lock keeps callers in order, and each sleeps until it is due while holding it: only one turn
         # is ever taken ahead, so a rate changed while callers wait (a budget found or cut, a header's
         # reset) applies to the very next of them, not after a queue booked at the old rate.
+        queued = self._lock.locked()  # others wait their turn before us: the budget binds
         async with self._lock:
             pause = self.delay(tokens)
+            if queued or pause > 0:
+                self.found.held += 1
+                self.found_tokens.held += 1
             if pause > 0:
                 self.waited_s += pause
                 await asyncio.sleep(pause)

@@ -15,7 +15,8 @@ pacer keeps exactly as it keeps an `rpm` the suite sets:
   at least; when half or more were refused, it sets the
   rate to what the provider admitted plus `headroom` (at most halved when it admitted nothing). A 429
   counts in the period its call was *sent* in: those of calls sent before a change say nothing new;
-- **probe**: a period with (almost) no 429s (fewer than `min_refused`, or `probe_below`), in which the rate held callers back, raises it by `probe`,
+- **probe**: a period with (almost) no 429s (fewer than `min_refused`, or `probe_below`) in which the
+  rate held back half the calls or more raises it by `probe`,
   so a rate found too low, or a provider that allows more later, is found again; right after the first
   measure (a floor: callers told to retry after a second send nothing meanwhile) it rises by `ramp`
   until the provider refuses again;
@@ -69,6 +70,7 @@ class RateFinder:
         self.measuring = False  # a burst was seen: the period now open measures the first rate
         self.sent = 0.0  # units sent, ever (the client adds to it before every attempt)
         self.held = 0  # calls the rate held back this period (the pacer adds to it)
+        self.turns = 0  # calls that went through the pacer this period (held back or not)
         self.refusals = 0  # 429s seen, ever
         self.cuts = 0
         self.probes = 0
@@ -106,6 +108,8 @@ class RateFinder:
         if self.rate is None and not self.measuring and self._burst(amount, in_flight, now):
             self.measuring = True
             self._open(now)
+        elif self.measuring and sent_at < self._start:
+            self._burst_refused += amount  # a call of the burst itself: counted against it
         return changed
 
     def _burst(self, amount: float, in_flight: float, now: float) -> bool:
@@ -122,12 +126,16 @@ class RateFinder:
         if not self._start or now < self.period_end:
             return False
         sent, span = self.sent - self._sent_at_open, now - self._start
-        if sent < self.min_sends and span < 5 * self.period_s:
+        if sent < self.min_sends and span < 2 * self.period_s:
             return False  # too few calls to judge yet: the period goes on
-        refused, events, held, settling = self._refused, self._events, self.held, self._settling
+        refused, events, settling = self._refused, self._events, self._settling
+        held = self.held * 2 >= max(1, self.turns)  # the rate bound: it held back half the calls or more
         admitted = max(0.0, sent - refused) / span
         if self.measuring and admitted <= 0 and span < 10 * self.period_s:
             return False  # nothing got through yet: measure on (never start at a crawl from nothing)
+        # What the burst itself let through: its calls (those in flight when it began included) less
+        # the 429s they got.
+        burst = max(0.0, self._sent_at_open - self._burst_sent - self._burst_refused)
         self._open(now)
         if held and events >= self.min_refused and self.rate is not None:  # it took all it would
             # Calls over time, both decaying: a period that also drained the provider's saved-up burst
@@ -140,7 +148,9 @@ class RateFinder:
             # ramp up quickly from it until the provider refuses again, then probe slowly.
             self.measuring = False
             self.ramping = True
-            changed = self._set(max(admitted, self.floor_per_s) * self.headroom, cut=True)
+            # At least what the burst itself let through in a second (a bucket's saved-up calls).
+            admitted = max(admitted, burst / self.period_s, self.floor_per_s)
+            changed = self._set(admitted * self.headroom, cut=True)
             self._settling = False  # nothing was paced before: no turns taken at an old rate
             return changed
         if self.rate is None or sent <= 0 or settling:
@@ -184,6 +194,7 @@ class RateFinder:
         self._refused = 0.0
         self._events = 0
         self.held = 0
+        self.turns = 0
 
 
 # "Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Used ..."

@@ -96,8 +96,12 @@ def _start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]
         command += ["--rpm", str(args.server_rpm)]
         if args.server_burst:
             command += ["--burst", str(args.server_burst)]
+        if not args.server_headers:
+            command += ["--no-headers", "--budget-retry-after", "1"]  # "429, Retry-After: 1", nothing else
     if args.error_429:
         command += ["--error-429", str(args.error_429), "--retry-after", str(args.retry_after)]
+        if args.instant_429:
+            command += ["--instant-429"]
     server = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
@@ -221,6 +225,7 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 totals[provider][key] += tally[key]
     calls = sum(provider["attempts"] for provider in totals.values())
     limits = [limit for session in manifest["sessions"] for limit in session.get("limits", {}).values()]
+    paced = [limit for limit in limits if limit.get("rpm")]
     conversations = counts["conversations"]
     verdict_lines = (
         sum(1 for _ in (out / "verdicts.jsonl").open()) if (out / "verdicts.jsonl").exists() else 0
@@ -249,6 +254,10 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "retries": sum(provider["retries"] for provider in totals.values()),
         "rate_limited": sum(provider["rate_limits"] for provider in totals.values()),
         "lowest_limit": min((limit["lowest"] for limit in limits), default=None),
+        "paced_rpm": paced[-1]["rpm"] if paced else None,
+        "rpm_source": paced[-1].get("rpm_source") if paced else None,
+        "observed_rpm": paced[-1].get("observed_rpm") if paced else None,
+        "errors": counts["errors"],
         "calls_per_s": calls / run_wall,
         "mean_call_latency_s": _mean_call_latency(out),
         "stop_reasons": counts["stop_reasons"],
@@ -279,7 +288,13 @@ def _parser() -> argparse.ArgumentParser:
     add("--server-rpm", type=float, default=None, help="the fake provider's rate limit, requests/minute")
     add("--server-burst", type=float, default=None, help="what its bucket saves up (default a minute's)")
     add("--no-pace-from-headers", dest="pace_from_headers", action="store_false", help="ignore the headers")
+    add(
+        "--rate-limit",
+        help="the fake provider's rate limit as rpm=N[,burst=B][,headers=off]: a token bucket answering 429 "
+        "beyond it; headers=off sends no rate-limit headers and Retry-After: 1 (burst default 10)",
+    )
     add("--error-429", type=float, default=0.0, help="share of random 429s from the fake server")
+    add("--instant-429", action="store_true", help="answer the random 429s at once, without the latency")
     add("--retry-after", type=float, default=1.0, help="their Retry-After, seconds")
     add("--profile", help="write a cProfile of the engine process to this file (one run)")
     add("--sample", help="write py-spy's collapsed stacks of the engine process to this file (one run)")
@@ -288,8 +303,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _rate_limit(args: argparse.Namespace) -> None:
+    """`--rate-limit rpm=600,headers=off` into --server-rpm, --server-burst and the headers switch."""
+    args.server_headers = True
+    if not args.rate_limit:
+        return
+    fields = dict(part.split("=", 1) for part in args.rate_limit.split(",") if "=" in part)
+    unknown = set(fields) - {"rpm", "burst", "headers"}
+    if unknown or "rpm" not in fields:
+        raise SystemExit(f"--rate-limit takes rpm=N[,burst=B][,headers=off], not {args.rate_limit!r}")
+    args.server_rpm = float(fields["rpm"])
+    args.server_burst = float(fields.get("burst", 10))
+    args.server_headers = fields.get("headers", "on") != "off"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _rate_limit(args)
     runs = 1 if args.profile or args.sample else max(1, args.runs)
     machine = f"{os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     print(f"machine            {machine} (before)", flush=True)
@@ -342,6 +372,16 @@ user+sys, start-up included (fake server {_spread([r["server_cpu_s"] for r in re
             simulator --help   {help_s:.3f} s (best of 5)"""
         )
     )
+    if args.server_rpm:
+        refused = last["rate_limited"]
+        minimum = (last["calls"] - refused) / (args.server_rpm / 60)
+        print(
+            f"rate limit         {args.server_rpm:g}/min (burst {args.server_burst or args.server_rpm:g}, headers "
+            f"{'on' if args.server_headers else 'off'}): wall / minimum "
+            f"{_spread([r['run_wall_s'] / minimum for r in results])} (minimum {minimum:.1f} s = answered calls / "
+            f"rate); paced at {last['paced_rpm']} requests/min ({last['rpm_source']}), delivered about "
+            f"{last['observed_rpm']}/min; {refused} refused; {last['errors']} errors"
+        )
 
 
 if __name__ == "__main__":

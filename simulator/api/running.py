@@ -12,7 +12,7 @@ __all__ = ["aresume", "arun", "atalk", "execute", "resume", "run", "run_sync"]
 
 import asyncio
 import concurrent.futures
-from collections.abc import Collection, Coroutine, Sequence
+from collections.abc import Callable, Collection, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -120,9 +120,11 @@ async def aresume(
     retry_errors: bool = False,
     progress: bool | None = None,
     options: RunOptions | None = None,
+    adjust: Callable[[Suite], dict[str, list[Any]]] | None = None,
 ) -> Result | Comparison:
     """Finish an interrupted run folder (or matrix folder): only what it lacks runs; `retry_errors` runs
-    errored conversations and judgements again. `bot`: the bot given in code when it started (a run whose
+    errored conversations and judgements again. `adjust` may change the suite's operational settings (rpm,
+    concurrency...; engine/operational.py) and returns what it changed, recorded in the manifest. `bot`: the bot given in code when it started (a run whose
     bot was a Python object); for a matrix, a mapping of bot variant id to bot."""
     from simulator.engine.matrix import resume_matrix
     from simulator.record.folder import RunFolder
@@ -140,6 +142,8 @@ async def aresume(
     run_folder.check_resumable()
     manifest = run_folder.read_manifest()
     suite = manifest.rebuild_suite(path)
+    if adjust is not None:
+        chosen.settings_changed = adjust(suite)
     if manifest.suite_file is None and not any(entry.file for entry in manifest.scenarios):
         raise UserError(
             f"{path}: this run's scenarios were given in code, not read from files; run them again from "

@@ -14,6 +14,7 @@ from simulator.errors import UserError
 if TYPE_CHECKING:
     from simulator.api import Comparison, Plan
     from simulator.engine.runner import RunOptions, RunResult
+    from simulator.spec.suite import Suite
 
 # `simulator run` exit codes besides 0 (done), 2 (a user mistake) and 130 (interrupted): documented in README.
 EXIT_NOTHING_JUDGED = 3  # every conversation of the session errored, so nothing could be judged
@@ -29,7 +30,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--user-model", help="simulated-user model, e.g. offline, anthropic:claude-sonnet-4-5")
     run.add_argument("--judge-model", help="judge model for LLM criteria (overrides the suite)")
     run.add_argument("--seed", type=int, help="seed for the offline user (overrides the suite)")
-    run.add_argument("--resume", type=Path, metavar="RUN", help="finish an interrupted run folder")
+    run.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN",
+        help="finish an interrupted run folder (with a suite file: take its rpm, tpm, connections, "
+        "concurrency, timeouts and retry budgets; anything else that differs is refused)",
+    )
+    run.add_argument(
+        "--rpm",
+        action="append",
+        metavar="[PROVIDER=]N",
+        help="requests per minute to each provider the run uses (or to one); also with --resume",
+    )
+    run.add_argument("--tpm", action="append", metavar="[PROVIDER=]N", help="tokens per minute, as --rpm")
     run.add_argument(
         "--retry-errors", action="store_true", help="with --resume: re-run errored conversations"
     )
@@ -101,7 +115,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         matrix = is_matrix(args.resume)
         options = _run_options(args, backend=not matrix)
-        outcome = api.run_sync(api.aresume(args.resume, retry_errors=args.retry_errors, options=options))
+        outcome = api.run_sync(
+            api.aresume(
+                args.resume,
+                retry_errors=args.retry_errors,
+                options=options,
+                adjust=lambda suite: _resume_changes(args, suite),
+            )
+        )
         if isinstance(outcome, api.Comparison):
             return _print_matrix(outcome)
         return _print_run(outcome.session)
@@ -131,6 +152,48 @@ def _run_options(args: argparse.Namespace, backend: bool) -> RunOptions:
     return options
 
 
+def _resume_changes(args: argparse.Namespace, suite: Suite) -> dict[str, list[Any]]:
+    """The operational settings a resume changes (from a suite file, --concurrency, --rpm, --tpm), applied
+    to `suite`; anything that would change results is refused."""
+    from simulator.engine.operational import adopt_operational, apply_rate_overrides
+    from simulator.spec.suite import load_suite
+
+    given = [flag for flag, value in _RESULT_FLAGS.items() if getattr(args, value)]
+    if given:
+        raise UserError(
+            f"--resume finishes the run as it began: {', '.join(given)} would change its results; "
+            "start a new run for that (resume takes --concurrency, --rpm, --tpm or a suite file)"
+        )
+    changed: dict[str, list[Any]] = {}
+    if args.suite is not None:
+        changed.update(adopt_operational(suite, load_suite(args.suite), str(args.suite)))
+    if args.concurrency is not None and args.concurrency != suite.concurrency:
+        changed["concurrency"] = [suite.concurrency, args.concurrency]
+        suite.concurrency = args.concurrency
+    overrides = {"rpm": args.rpm or [], "tpm": args.tpm or []}
+    changed.update(apply_rate_overrides(suite, overrides, _providers_used(suite)))
+    return changed
+
+
+_RESULT_FLAGS = {
+    "--runs": "runs",
+    "--tags": "tags",
+    "--user-model": "user_model",
+    "--judge-model": "judge_model",
+    "--seed": "seed",
+    "--shard": "shard",
+    "--include-drafts": "include_drafts",
+}
+
+
+def _providers_used(suite: Suite) -> set[str]:
+    """The providers a suite's models name (`provider:model`), and those it configures."""
+    models = [suite.user.model, suite.judges.model, *suite.judges.models, suite.user.fidelity.model]
+    if suite.bot.type == "chat":
+        models.append(suite.bot.model)
+    return {m.split(":", 1)[0] for m in models if m and ":" in m} | set(suite.providers)
+
+
 def _new_plan(args: argparse.Namespace) -> Plan:
     """A new run: the suite file with the command line's choices, and the scenarios it runs."""
     from simulator.api import prepare
@@ -139,7 +202,7 @@ def _new_plan(args: argparse.Namespace) -> Plan:
         raise UserError("--retry-errors works with --resume: simulator run --resume runs/<id> --retry-errors")
     if args.suite is None:
         raise UserError("name a suite file: simulator run scenarios/triage/suite.yaml")
-    return prepare(
+    plan = prepare(
         args.suite,
         tags=[t for t in args.tags.split(",") if t] if args.tags else None,
         user_model=args.user_model,
@@ -147,6 +210,12 @@ def _new_plan(args: argparse.Namespace) -> Plan:
         include_drafts=args.include_drafts,
         **_overrides(args),
     )
+    if args.rpm or args.tpm:
+        from simulator.engine.operational import apply_rate_overrides
+
+        overrides = {"rpm": args.rpm or [], "tpm": args.tpm or []}
+        apply_rate_overrides(plan.suite, overrides, _providers_used(plan.suite))
+    return plan
 
 
 def _print_run(result: RunResult | None) -> int:
@@ -307,6 +376,12 @@ def cmd_show(args: argparse.Namespace) -> int:
             sys.stdout.write(json_visible(record.model_dump_json()) + "\n")
         return 0
     console = Console()
+    from rich.markup import escape
+
+    from simulator.analysis.calls import limit_lines
+
+    for line in limit_lines(folder.read_manifest()):  # the pace each provider settled on
+        console.print(f"[dim]limits: {escape(line)}[/dim]")
     for record in records:
         render_conversation(console, record, verdicts.get(record.id, []))
     return 0

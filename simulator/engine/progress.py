@@ -30,15 +30,24 @@ class RunProgress:
             TextColumn("eta"),
             TimeRemainingColumn(),
             TextColumn("{task.fields[tallies]}"),
+            TextColumn("[yellow]{task.fields[waiting]}"),
             console=Console(stderr=True),
             disable=not self._enabled,
         )
-        self._task = self._progress.add_task("run", total=total, tallies="")
+        self._task = self._progress.add_task("run", total=total, tallies="", waiting="")
+        self.waiting_text: str | None = None
 
     def advance(self, stop_reason: str) -> None:
         self.tallies[stop_reason] += 1
         text = " ".join(f"{reason}={count}" for reason, count in sorted(self.tallies.items()))
         self._progress.update(self._task, advance=1, tallies=text)
+
+    def waiting(self, text: str | None) -> None:
+        """Say on the bar that calls wait for a provider's rate limit (and at what rate), so a slow run
+        is not taken for a hang; None clears it."""
+        if text != self.waiting_text:
+            self.waiting_text = text
+            self._progress.update(self._task, waiting=text or "")
 
     def note(self, message: str) -> None:
         """A line above the bar (e.g. a remote worker that died); printed even without a bar."""

@@ -65,6 +65,8 @@ class RunOptions:
     # A program that embeds the engine may bring its own simulated user: called with (plan, attempt) and
     # returning an object with `next_message(turns)` (and optionally `fact_provenance(turns)`).
     make_user: Callable[[ConversationPlan, int], SimulatedUser] | None = None
+    # With resume: operational settings changed since the run began ({path: [old, new]}), for the manifest.
+    settings_changed: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def redacted_suite(suite: Suite) -> Suite:
@@ -258,7 +260,15 @@ def _open_folder(
         folder = RunFolder.resume(spec.out)
         manifest = folder.read_manifest()
         existing = _scan(folder, judges, options.retry_errors, rerun_errors=options.retry_errors, audit=audit)
-        session = Session(command="resume", started_at=datetime.now(UTC))
+        session = Session(
+            command="resume", started_at=datetime.now(UTC), settings_changed=options.settings_changed
+        )
+        if options.settings_changed and manifest.suite is not None:
+            # The next resume starts from the settings this one used.
+            manifest.suite.concurrency = spec.suite.concurrency
+            manifest.suite.providers = {k: v.model_copy() for k, v in spec.suite.providers.items()}
+            if manifest.suite.bot.type == "http" and spec.suite.bot.type == "http":
+                manifest.suite.bot.timeout_s = spec.suite.bot.timeout_s
         if manifest.judge_set is None or manifest.judge_set.hash != judges.judge_set_hash:
             manifest.add_judge_set(judges.describe())  # the criteria files changed since the run started
     else:
@@ -381,10 +391,26 @@ async def run_suite(
     [result] = await run_cells([spec], scenarios, options)
     if result.abort_reason:
         raise UserError(
-            f"run aborted: {result.abort_reason}. Fix the cause, then finish the run with: "
-            f"simulator run --resume {result.folder} --retry-errors"
+            f"run aborted: {result.abort_reason}.{rate_limit_note(result)} Fix the cause, then finish the "
+            f"run with: simulator run --resume {result.folder} --retry-errors"
         )
     return result
+
+
+def rate_limit_note(result: RunResult) -> str:
+    """For a run whose provider refused calls: what rate it was seen to allow, and the `rpm` option."""
+    notes = []
+    for name, calls in sorted(result.calls.items()):
+        if not calls.get("rate_limits"):
+            continue
+        limits = result.limits.get(name, {})
+        seen = limits.get("observed_rpm") or limits.get("rpm")
+        rate = f", delivering about {seen:g} requests/min" if seen else ""
+        notes.append(
+            f" {name} refused {calls['rate_limits']} calls for its rate limit{rate}: set providers.{name}.rpm "
+            f"in the suite, or resume with --rpm {name}=N."
+        )
+    return "".join(notes)
 
 
 async def judge_run(

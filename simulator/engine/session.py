@@ -25,6 +25,10 @@ from simulator.record.manifest import CallCounts, LimitCounts, RunStatus, Sessio
 
 # The session's call counts reach the manifest at least this often while it runs.
 CHECKPOINT_S = 5.0
+# How often the progress line asks the providers whether calls wait for a rate limit.
+WAITING_S = 1.0
+
+
 T = TypeVar("T")
 
 
@@ -67,6 +71,7 @@ class RunResult:
     abort_reason: str | None = None
     lost: int = 0  # items whose remote worker died mid-way: not recorded, run again on resume
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # per provider, from ModelHub.stats
+    limits: dict[str, dict[str, Any]] = field(default_factory=dict)  # per provider, from ModelHub.limits
 
     @property
     def judged_nothing(self) -> bool:
@@ -152,7 +157,7 @@ class CellRun:
             manifest.counts.errors = reasons.get("error", 0)
         self.parts.folder.write_manifest(manifest)
         self.result.status = state
-        self.result.calls = self.executor.call_stats()[0]
+        self.result.calls, self.result.limits = self.executor.call_stats()
 
 
 class RunSession:
@@ -169,7 +174,11 @@ class RunSession:
         try:
             with self.progress:
                 self._tasks = [asyncio.create_task(self._worker(work)) for _ in range(max(1, width))]
-                outcomes = await asyncio.gather(*self._tasks, return_exceptions=True)
+                watch = asyncio.create_task(self._watch_rate_limits())
+                try:
+                    outcomes = await asyncio.gather(*self._tasks, return_exceptions=True)
+                finally:
+                    watch.cancel()
             _raise_first(outcomes)
         except (asyncio.CancelledError, KeyboardInterrupt):
             for cell in self.cells:
@@ -184,6 +193,16 @@ class RunSession:
             lost = cell.result.lost
             cell.finish("aborted" if cell.budget.reason else "interrupted" if lost else "complete")
         return [cell.result for cell in self.cells]
+
+    async def _watch_rate_limits(self) -> None:
+        """Keep the progress line's `waiting for the provider's rate limit: openai 598/min (found from
+        429s)` current (the cells of one session share one hub)."""
+        hub = self.cells[0].parts.hub if self.cells else None
+        if hub is None:
+            return
+        while True:
+            await asyncio.sleep(WAITING_S)
+            self.progress.waiting(hub.waiting())
 
     async def _worker(self, work: Iterator[tuple[CellRun, WorkItem]]) -> None:
         await pull(work, self._one, stopped=lambda: all(cell.budget.reason for cell in self.cells))

@@ -145,12 +145,21 @@ class CallCounts(_Record):
 
 
 class LimitCounts(_Record):
-    """What one provider's adaptive connection limit did in one session."""
+    """What one provider's adaptive connection limit did in one session, and the budget its calls were
+    paced to at the end: requests and tokens per minute, and where each came from (`suite`, `headers`,
+    `429 message`, or `found from 429s` when the provider said nothing but 429s)."""
 
     max_connections: int
     final: int
     lowest: int
     cuts: int
+    rpm: float | None = None
+    rpm_source: str | None = None
+    tpm: float | None = None
+    tpm_source: str | None = None
+    rate_cuts: int | None = None  # times a rate found from 429s was lowered (or set)
+    observed_rpm: float | None = None  # what the provider delivered while pacing held calls back
+    observed_tpm: float | None = None
 
 
 class Session(_Record):
@@ -163,6 +172,8 @@ class Session(_Record):
     ended_at: datetime | None = None  # None after the run ended: the session was killed
     calls: dict[str, CallCounts] = Field(default_factory=dict)  # by provider
     limits: dict[str, LimitCounts] = Field(default_factory=dict)
+    # Operational settings a resume changed ({"providers.openai.rpm": [null, 600]}): never a result's.
+    settings_changed: dict[str, list[Any]] = Field(default_factory=dict)
 
 
 class ShardInfo(_Record):

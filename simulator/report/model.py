@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simulator.analysis.calls import CallTotals, call_totals
+from simulator.analysis.calls import CallTotals, call_totals, limit_lines
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
 from simulator.analysis.factors import FactorsSection, factors_section
 from simulator.analysis.fidelity import SimulatedUserSection, simulated_user_section
@@ -104,6 +104,8 @@ class RunInfo(_Model):
     provider_calls_at_least: int = 0
     # Sessions killed (kill -9, a crash): their calls are counted only up to their last checkpoint.
     killed_sessions: int = 0
+    # Per provider: the rate its calls were paced to and where it came from (`analysis.calls.limit_lines`).
+    provider_limits: list[str] = Field(default_factory=list)
 
 
 class Finding(_Model):
@@ -219,6 +221,7 @@ def _run_info(run: RunData) -> RunInfo:
         provider_calls=calls.counted,
         provider_calls_at_least=calls.at_least,
         killed_sessions=calls.killed_sessions,
+        provider_limits=limit_lines(manifest),
     )
 
 

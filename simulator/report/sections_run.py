@@ -225,6 +225,8 @@ def health_section(report: Report) -> Section:
     facts.add("unverified evidence", rate_cell(h.unverified))
     facts.add("not judged", str(h.not_judged))
     facts.add("provider calls", _calls(report))
+    for line in report.run.provider_limits:  # the pace each provider settled on (docs/reliability.md)
+        facts.add("limits", f"limits: {line}")
     blocks: list[Table | Note] = [stops, facts]
     errors = h.errors + h.judge_error_rows
     if errors:

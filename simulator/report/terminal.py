@@ -32,6 +32,8 @@ def _header(console: Console, report: Report) -> None:
         f"(planned {run.planned}) · judge set {short_hash(run.judge_set)}\n"
         f"overall pass {_rate(report.overall)}\n  [dim]covers: {escape(report.overall_covers)}[/]"
     )
+    for line in run.provider_limits:  # the pace each provider settled on (docs/reliability.md)
+        console.print(f"limits: {escape(line)}", overflow="fold")
 
 
 def _findings(console: Console, report: Report) -> None:

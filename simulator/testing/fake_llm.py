@@ -23,10 +23,12 @@ import asyncio
 import inspect
 import json
 import logging
+import math
 import random
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -250,10 +252,9 @@ class FakeLLMServer:
             wait, budget_headers = self.budget.admit(api, cost, time.monotonic())
             if wait > 0:
                 entry["outcome"] = "over_budget"
-                message = "Rate limit exceeded (fake LLM server budget); retry after the indicated time."
-                return self._error(
-                    api, 429, message, None, **{"retry-after": f"{wait:.3f}", **budget_headers}
-                )
+                message = self.budget.refusal_message()
+                after = {"retry-after": self.budget.retry_after(wait)}
+                return self._error(api, 429, message, None, **after, **budget_headers)
         fault = self.faults.pick(index, self._fault_rng)
         entry["outcome"] = fault or "ok"
         if fault == "timeout":
@@ -262,7 +263,10 @@ class FakeLLMServer:
         if fault in ("error_500", "error_429"):
             status = 500 if fault == "error_500" else 429
             retry = self.faults.retry_after_s if status == 429 else None
-            return await self._fail(api, FakeReply(status=status, retry_after=retry), delay)
+            instant = status == 429 and self.faults.instant_429  # refused before any work, as gateways do
+            return await self._fail(
+                api, FakeReply(status=status, retry_after=retry), 0.0 if instant else delay
+            )
         reply = FakeReply(malformed=True) if fault == "malformed" else await self._ask(call)
         if reply.status != 200:
             entry["outcome"] = f"reply_{reply.status}"
@@ -285,7 +289,15 @@ class FakeLLMServer:
         if delay > 0:
             await asyncio.sleep(delay)
         message = reply.text or _FAULT_MESSAGES.get(reply.status, f"Fake error {reply.status}.")
-        headers = {} if reply.retry_after is None else {"retry-after": f"{reply.retry_after:g}"}
+        headers: dict[str, str] = {}
+        if reply.retry_after is not None:
+            headers["retry-after"] = (
+                format_datetime(
+                    datetime.now(UTC) + timedelta(seconds=math.ceil(reply.retry_after) + 1), usegmt=True
+                )
+                if self.faults.retry_after_date
+                else f"{reply.retry_after:g}"
+            )
         return self._error(api, reply.status, message, reply.error_type, **headers)
 
     async def _answer(

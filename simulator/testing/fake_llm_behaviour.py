@@ -117,6 +117,8 @@ class FaultConfig:
     timeout: float = 0.0  # hold the request `timeout_s`, then answer late (client timeouts fire first)
     malformed: float = 0.0  # answer 200 with a body that is not valid JSON
     retry_after_s: float | None = 1.0  # Retry-After header sent with the 429s
+    retry_after_date: bool = False  # ... as an HTTP date (whole seconds, rounded up) instead of seconds
+    instant_429: bool = False  # answer the 429s at once, without the latency (as gateways refuse)
     timeout_s: float = 30.0
     fail_first_n: int = 0  # the first n calls get `fail_first_kind`, whatever the shares say
     fail_first_kind: FaultKind = "error_429"

@@ -26,6 +26,7 @@ from simulator.record.transcript import Usage
 
 class AnthropicProvider(Provider):
     name = "anthropic"
+    warm_prompt_cache = True  # explicit cache writes: the first criterion's call writes the prefix
 
     def __init__(self, settings: ProviderSettings) -> None:
         import anthropic

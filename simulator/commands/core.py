@@ -49,7 +49,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--address", help="with --backend ray: the cluster (auto, ray://host:10001); default: start one"
     )
     run.add_argument(
-        "--workers", type=int, help="with --backend ray: worker actors (default: the cluster's CPUs)"
+        "--workers",
+        metavar="N|auto",
+        help="local: worker processes for this run, one record (auto: the cores); with --backend ray: worker "
+        "actors (default: the cluster's CPUs)",
     )
     run.add_argument(
         "--include-drafts", action="store_true", help="also run scenarios marked draft: true (unreviewed)"
@@ -95,6 +98,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from simulator.engine.local_workers import parse_workers
     from simulator.engine.ray_backend import RayBackendOptions
     from simulator.engine.runner import run_suite
     from simulator.record.index import is_matrix
@@ -109,12 +113,39 @@ def cmd_run(args: argparse.Namespace) -> int:
         if suite.matrix is not None:
             check_environment(suite)
             return _run_matrix(args, suite, scenarios)
-    options.backend = RayBackendOptions(args.address, args.workers) if args.backend == "ray" else None
+    if args.backend == "local" and args.workers is not None:
+        check_environment(suite)
+        return _run_local_workers(args, suite, scenarios, options)
+    workers = None if args.workers is None else parse_workers(args.workers)
+    options.backend = RayBackendOptions(args.address, workers) if args.backend == "ray" else None
     check_environment(suite)
     from simulator.eventloop import run_async
 
     result = run_async(run_suite(suite, scenarios, options))
     return _print_run(result)
+
+
+def _run_local_workers(
+    args: argparse.Namespace, suite: Suite, scenarios: list[Scenario], options: RunOptions
+) -> int:
+    """`--workers N|auto` on the local backend: N forked shard processes merged into one run folder."""
+    from simulator.engine.local_workers import parse_workers, run_local_workers
+    from simulator.record.folder import RunFolder, new_run_id
+
+    if args.resume is not None or args.shard:
+        raise UserError("--workers starts a new run: run it without --resume or --shard")
+    workers = parse_workers(args.workers)
+    out = args.out or Path("runs") / new_run_id(suite.name)
+    merged = run_local_workers(suite, scenarios, options, workers, out)
+    counts = RunFolder.open(merged.folder).read_manifest().counts
+    reasons = ", ".join(f"{k}={v}" for k, v in sorted(counts.stop_reasons.items())) or "none"
+    print(
+        f"run complete: {merged.conversations} conversations ({reasons}); {merged.verdicts} verdicts; "
+        f"{workers} worker processes, merged into one record"
+    )
+    print(f"run folder: {merged.folder}")
+    print(f"next: simulator report {merged.folder}   ·   simulator show {merged.folder} --scenario ID")
+    return 0
 
 
 def _resume_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOptions]:

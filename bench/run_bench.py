@@ -114,7 +114,7 @@ def _start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]
 
 
 def _run_engine(
-    suite: Path, out: Path, profile: Path | None, sample: Path | None = None
+    suite: Path, out: Path, profile: Path | None, sample: Path | None = None, workers: str | None = None
 ) -> tuple[float, float, int, int, tuple[float, float]]:
     """Run `simulator run` in a child process, as a user starts it; (wall s, CPU s, peak RSS KiB, exit
     code, (exec, exit) as epoch seconds) of that child."""
@@ -124,6 +124,8 @@ def _run_engine(
     if profile is not None:
         command += ["-m", "cProfile", "-o", str(profile)]
     command += ["-m", "simulator", "run", str(suite), "--out", str(out), "--no-progress"]
+    if workers:  # local worker processes (`--workers N|auto`), merged into one record
+        command += ["--workers", workers]
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -227,7 +229,7 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         out = work / "run"
         profile = Path(args.profile).resolve() if args.profile else None
         sample = Path(args.sample).resolve() if args.sample else None
-        wall, cpu, rss_kib, code, times = _run_engine(suite, out, profile, sample)
+        wall, cpu, rss_kib, code, times = _run_engine(suite, out, profile, sample, args.workers)
     finally:
         server.terminate()
         _, _, server_usage = os.wait4(server.pid, 0)
@@ -313,6 +315,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--sample", help="write py-spy's collapsed stacks of the engine process to this file (one run)")
     add("--keep-run", help="copy each run folder into this directory (for a look at its records)")
     add("--json", action="store_true", help="print the figures as JSON")
+    add("--workers", help="run with `simulator run --workers N|auto` (local worker processes)")
     return parser
 
 

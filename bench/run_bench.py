@@ -118,27 +118,30 @@ def _start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]
 
 
 def _run_engine(
-    suite: Path, out: Path, profile: Path | None, sample: Path | None = None
-) -> tuple[float, float, int, int]:
-    """Run `simulator run` in a child process; (wall s, CPU s, peak RSS KiB, exit code) of that child."""
+    suite: Path, out: Path, profile: Path | None, sample: Path | None = None, workers: str | None = None
+) -> tuple[float, float, int, int, tuple[float, float]]:
+    """Run `simulator run` in a child process, as a user starts it; (wall s, CPU s, peak RSS KiB, exit
+    code, (exec, exit) as epoch seconds) of that child."""
     command = [PYTHON]
     if sample is not None:  # py-spy samples (collapsed stacks): no per-call overhead, unlike cProfile
         command = ["py-spy", "record", "--format", "raw", "--rate", "250", "-o", str(sample), "--", PYTHON]
     if profile is not None:
         command += ["-m", "cProfile", "-o", str(profile)]
     command += ["-m", "simulator", "run", str(suite), "--out", str(out), "--no-progress"]
+    if workers:  # local worker processes (`--workers N|auto`), merged into one record
+        command += ["--workers", workers]
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "OPENAI_API_KEY": "bench-key",
         "ANTHROPIC_API_KEY": "bench-key",
     }
-    started = time.perf_counter()
+    exec_at, started = time.time(), time.perf_counter()
     child = subprocess.Popen(command, cwd=suite.parent, env=env)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, child.returncode
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, child.returncode, (exec_at, exec_at + wall)
 
 
 def _help_start_s(repeats: int = 5) -> float:
@@ -162,13 +165,12 @@ def _lower_bound(
 ) -> tuple[float, str, dict[str, float]]:
     """The critical-path lower bound (seconds) and which limit binds.
 
-    chain: the longest run of calls that must happen one after another: 2 per turn, then the judges
-    (the first criterion alone, so that it writes the provider's prompt cache, then the others in
-    parallel); connections: every call needs a connection for `latency`; conversations: each
+    chain: the longest run of calls that must happen one after another: 2 per turn, then the judges and
+    the fidelity audit side by side (`_after_chain`); connections: every call needs a connection for `latency`; conversations: each
     conversation in flight holds one of `concurrency` slots for its whole chain.
     """
     latency = args.latency_ms / 1000
-    chain_calls = 2 * args.turns + (min(args.criteria, 2) if judged else 0)
+    chain_calls = 2 * args.turns + (_after_chain(args, calls, conversations) if judged else 0)
     bounds = {
         "chain": chain_calls * latency,
         "connections": calls * latency / args.connections,
@@ -180,6 +182,31 @@ def _lower_bound(
         bounds["budget"] = (calls - refused) / (budget / 60)
     binding = max(bounds, key=lambda name: bounds[name])
     return bounds[binding], binding, bounds
+
+
+def _judge_waves(args: argparse.Namespace) -> int:
+    """Judge calls one after another: 2 where the provider caches prompts on request (the first criterion
+    alone, then the rest: `Provider.warm_prompt_cache`), else 1 (all criteria at once)."""
+    return 2 if args.provider == "anthropic" and args.criteria > 1 else 1
+
+
+def _audit_calls(args: argparse.Namespace, calls: int, conversations: int) -> int:
+    """The fidelity audit's calls per conversation: what is left after the turns and the criteria."""
+    return max(0, round(calls / conversations) - 2 * args.turns - args.criteria)
+
+
+def _after_chain(args: argparse.Namespace, calls: int, conversations: int) -> int:
+    """Sequential calls after the last turn: the audit runs beside the judges (`user.fidelity.on_fail:
+    keep_and_flag`, the bench's suite), so the longer of the two counts, not their sum."""
+    return max(_judge_waves(args), _audit_calls(args, calls, conversations))
+
+
+def _process_figures(manifest: dict[str, Any], times: tuple[float, float]) -> dict[str, float]:
+    """Start-up (exec to the manifest's start: interpreter, imports, suite, clients) and exit (the end of
+    the work, as the manifest says, to the process's exit) of one `simulator run`."""
+    created = datetime.fromisoformat(manifest["created_at"]).timestamp()
+    ended = datetime.fromisoformat(manifest["ended_at"]).timestamp()
+    return {"startup_s": created - times[0], "exit_s": times[1] - ended}
 
 
 def _mean_call_latency(out: Path) -> float:
@@ -206,7 +233,7 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         out = work / "run"
         profile = Path(args.profile).resolve() if args.profile else None
         sample = Path(args.sample).resolve() if args.sample else None
-        wall, cpu, rss_kib, code = _run_engine(suite, out, profile, sample)
+        wall, cpu, rss_kib, code, times = _run_engine(suite, out, profile, sample, args.workers)
     finally:
         server.terminate()
         _, _, server_usage = os.wait4(server.pid, 0)
@@ -237,6 +264,9 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     refused = sum(provider["rate_limits"] for provider in totals.values())
     bound, binding, bounds = _lower_bound(args, conversations, calls, judged, refused)
     return {
+        **_process_figures(manifest, times),
+        "judge_waves": _judge_waves(args),
+        "audit_calls": _audit_calls(args, calls, conversations),
         "conversations": conversations,
         "calls": calls,
         "calls_per_conversation": calls / conversations,
@@ -300,6 +330,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--sample", help="write py-spy's collapsed stacks of the engine process to this file (one run)")
     add("--keep-run", help="copy each run folder into this directory (for a look at its records)")
     add("--json", action="store_true", help="print the figures as JSON")
+    add("--workers", help="run with `simulator run --workers N|auto` (local worker processes)")
     return parser
 
 
@@ -361,6 +392,7 @@ def _print_summary(args: argparse.Namespace, results: list[dict[str, Any]], help
             wall time          {_spread([r["run_wall_s"] for r in results], 2)} s run, median (range) of \
 {len(results)}
             efficiency         {_spread([r["efficiency"] for r in results])} x the lower bound (wall / bound)
+{_process_lines(results)}
             throughput         {_spread([r["calls_per_s"] for r in results], 1)} calls/s
             call latency       {_spread([1000 * r["mean_call_latency_s"] for r in results], 1)} ms as the \
 engine saw it (the server waits {args.latency_ms:g} ms)
@@ -382,6 +414,21 @@ user+sys, start-up included (fake server {_spread([r["server_cpu_s"] for r in re
             f"rate); paced at {last['paced_rpm']} requests/min ({last['rpm_source']}), delivered about "
             f"{last['observed_rpm']}/min; {refused} refused; {last['errors']} errors"
         )
+
+
+def _process_lines(results: list[dict[str, Any]]) -> str:
+    """The process as a user sees it (exec to exit) beside the work and the bound; where the rest goes."""
+    last = results[-1]
+    waves = "first criterion alone, then the rest" if last["judge_waves"] == 2 else "all criteria at once"
+    lines = [
+        f"process wall       {_spread([r['process_wall_s'] for r in results], 2)} s exec to exit = bound + "
+        f"{_spread([r['process_wall_s'] - r['lower_bound_s'] for r in results], 2)} s",
+        f"start-up           {_spread([r['startup_s'] for r in results], 3)} s (exec to the run's start: "
+        "interpreter, imports, suite, clients)",
+        f"exit               {_spread([r['exit_s'] for r in results], 3)} s (the run's end to the process's exit)",
+        f"chain              judges: {waves}; fidelity audit ({last['audit_calls']} call) beside the judges",
+    ]
+    return "\n".join(" " * 12 + line for line in lines)
 
 
 if __name__ == "__main__":

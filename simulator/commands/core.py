@@ -14,6 +14,7 @@ from simulator.errors import UserError
 if TYPE_CHECKING:
     from simulator.api import Comparison, Plan
     from simulator.engine.runner import RunOptions, RunResult
+    from simulator.spec.scenario import Scenario
     from simulator.spec.suite import Suite
 
 # `simulator run` exit codes besides 0 (done), 2 (a user mistake) and 130 (interrupted): documented in README.
@@ -62,7 +63,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--address", help="with --backend ray: the cluster (auto, ray://host:10001); default: start one"
     )
     run.add_argument(
-        "--workers", type=int, help="with --backend ray: worker actors (default: the cluster's CPUs)"
+        "--workers",
+        metavar="N|auto",
+        help="local: worker processes for this run, one record (auto: the cores); with --backend ray: worker "
+        "actors (default: the cluster's CPUs)",
     )
     run.add_argument(
         "--include-drafts", action="store_true", help="also run scenarios marked draft: true (unreviewed)"
@@ -127,6 +131,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             return _print_matrix(outcome)
         return _print_run(outcome.session)
     plan = _new_plan(args)
+    if args.backend == "local" and args.workers is not None and plan.suite.matrix is None:
+        return _run_local_workers(args, plan.suite, plan.scenarios, _run_options(args, backend=False))
     if plan.suite.matrix is not None:
         return _print_matrix(api.run_sync(api.execute_matrix(plan, _run_options(args, backend=False))))
     options = _run_options(args, backend=True)
@@ -134,6 +140,29 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     options.shard = parse_shard(args.shard) if args.shard else None
     return _print_run(api.run_sync(api.execute(plan, options)).session)
+
+
+def _run_local_workers(
+    args: argparse.Namespace, suite: Suite, scenarios: list[Scenario], options: RunOptions
+) -> int:
+    """`--workers N|auto` on the local backend: N forked shard processes merged into one run folder."""
+    from simulator.engine.local_workers import parse_workers, run_local_workers
+    from simulator.record.folder import RunFolder, new_run_id
+
+    if args.resume is not None or args.shard:
+        raise UserError("--workers starts a new run: run it without --resume or --shard")
+    workers = parse_workers(args.workers)
+    out = args.out or Path("runs") / new_run_id(suite.name)
+    merged = run_local_workers(suite, scenarios, options, workers, out)
+    counts = RunFolder.open(merged.folder).read_manifest().counts
+    reasons = ", ".join(f"{k}={v}" for k, v in sorted(counts.stop_reasons.items())) or "none"
+    print(
+        f"run complete: {merged.conversations} conversations ({reasons}); {merged.verdicts} verdicts; "
+        f"{workers} worker processes, merged into one record"
+    )
+    print(f"run folder: {merged.folder}")
+    print(f"next: simulator report {merged.folder}   ·   simulator show {merged.folder} --scenario ID")
+    return 0
 
 
 def _run_options(args: argparse.Namespace, backend: bool) -> RunOptions:

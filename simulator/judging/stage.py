@@ -212,22 +212,26 @@ class JudgeStage:
         if not self.jury:
             return verdicts + [not_judged_verdict(record, c, self.judge_set_hash, NO_MODEL) for c in ask]
         block = render_transcript_block(record.turns)
-        # The first criterion goes alone (one call per judge model): it writes the shared prefix to each
-        # provider's cache, which every other call then reads.
-        first = await asyncio.gather(*(self._one(j, record, ask[0], block, 0) for j in self.jury))
-        rest = await asyncio.gather(
-            *(
-                self._one(judge, record, criterion, block, sample)
-                for criterion in ask
-                for judge in self.jury
-                for sample in range(self.samples)
-                if criterion is not ask[0] or sample > 0
-            )
-        )
-        judgements = [*first, *rest]
+        judgements = await self._ask_all(record, ask, block)
         for criterion in ask:
             verdicts += self._combine(criterion, [v for v in judgements if v.criterion_id == criterion.id])
         return verdicts
+
+    async def _ask_all(self, record: ConversationRecord, ask: list[Criterion], block: str) -> list[Verdict]:
+        """Every (criterion, judge, sample) call, in that order. A judge whose provider caches prompts on
+        request (`Provider.warm_prompt_cache`) asks the first criterion alone first, which writes the shared
+        prefix for its other calls to read; every other call goes at once."""
+        calls = [(c, j, s) for c in ask for j in self.jury for s in range(self.samples)]
+        warm = len(calls) > len(self.jury)  # nothing to read the cache when each judge makes one call
+        first = [k for k, (c, j, s) in enumerate(calls) if warm and c is ask[0] and s == 0 and _warms(j)]
+        others = sorted(set(range(len(calls))) - set(first))
+        done: dict[int, Verdict] = {}
+        for keys in (first, others):
+            answers = await asyncio.gather(
+                *(self._one(j, record, c, block, s) for c, j, s in map(calls.__getitem__, keys))
+            )
+            done.update(zip(keys, answers, strict=True))
+        return [done[k] for k in range(len(calls))]
 
     def _not_applicable(
         self, record: ConversationRecord, scenario: Scenario, todo: list[Criterion]
@@ -264,6 +268,11 @@ class JudgeStage:
         label = next(iter(parts)) if len(parts) == 1 else "jury:" + ",".join(parts)
         rule = default_rule(criterion, self.rules)
         return [*judgements, combine_verdicts(parts, rule, label)]
+
+
+def _warms(judge: LLMJudge) -> bool:
+    """True when the judge's provider is one to warm (see `JudgeStage._ask_all`)."""
+    return bool(getattr(judge.client.provider, "warm_prompt_cache", False))
 
 
 def _bot_model(suite: Suite) -> str | None:

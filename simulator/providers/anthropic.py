@@ -48,6 +48,7 @@ class AnthropicProvider(SdkProvider):
     name = "anthropic"
     who = "Anthropic"
     transient_statuses = (408, 409, 529)
+    warm_prompt_cache = True  # explicit cache writes: the first criterion's call writes the prefix
 
     def __init__(self, settings: ProviderSettings) -> None:
         import anthropic

@@ -166,6 +166,11 @@ class Provider(ABC):
     """One LLM provider. Subclasses live one per file in `simulator/providers/` and import their SDK lazily."""
 
     name: str = ""
+    # Judge a conversation's first criterion alone, before the others, so that its call writes the shared
+    # prefix (instructions + transcript) to the provider's prompt cache and the rest read it. Only where the
+    # provider caches on request (Anthropic's `cache_control`); elsewhere all criteria go at once, since
+    # waiting for the first would add a call's latency to every conversation for nothing.
+    warm_prompt_cache: bool = False
 
     @abstractmethod
     async def generate(self, request: ModelRequest) -> ModelResponse:

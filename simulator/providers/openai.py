@@ -33,6 +33,7 @@ _MODES: tuple[SchemaMode, ...] = ("json_schema", "json_object", "json_object_pla
 
 class OpenAIProvider(SdkProvider):
     name = "openai"
+    warm_prompt_cache = False  # caching is automatic (long prefixes only), never written on request
     # What worked per base URL, remembered for the life of the process.
     schema_modes: ClassVar[dict[str, SchemaMode]] = {}
 

@@ -104,7 +104,22 @@ def _transcripts(report: Report) -> str:
     return (
         '<section id="transcripts"><h2>Transcripts</h2><p class="note">Highlighted passages are the evidence '
         "judges quoted (red: quoted by a failing verdict); click a verdict to outline its passages. Quotes the "
-        f"engine could not find in the transcript are marked NOT FOUND.</p>{filters}{body}</section>"
+        f"engine could not find in the transcript are marked NOT FOUND.</p>{_left_out(report)}{filters}{body}"
+        "</section>"
+    )
+
+
+def _left_out(report: Report) -> str:
+    """What the page does not carry in full, and how to read it (the run folder keeps everything)."""
+    gone = report.transcripts_left_out
+    if gone is None:
+        return ""
+    return (
+        f'<p class="note"><strong>{gone.passing_left_out} passing conversations are not shown</strong>: this '
+        f"page carries every failing, errored and undecided conversation and {gone.passing_shown} passing ones "
+        f"(the first {gone.per_scenario} of each scenario). The run folder keeps them all: "
+        f"<code>{e(gone.how_to_see)}</code>, or <code>simulator report --html FILE "
+        "--passing-transcripts all</code>.</p>"
     )
 
 

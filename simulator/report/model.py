@@ -11,9 +11,11 @@ __all__ = [
     "Transcript",
     "TranscriptTurn",
     "TranscriptVerdict",
+    "TranscriptsLeftOut",
     "build_report",
 ]
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -47,7 +49,7 @@ from simulator.analysis.tables import (
     scenario_rows,
     tag_rows,
 )
-from simulator.record.models import Evidence
+from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import Part
 from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
 
@@ -73,6 +75,10 @@ class ReportOptions:
     # The per-conversation transcripts (for HTML, JUnit and --json-transcripts); off, a large run's report
     # needs a fraction of the time and memory.
     transcripts: bool = True
+    # At most this many passing conversations in full (spread over the scenarios); every failing, errored
+    # and undecided one is always in. None: all of them. The HTML report of a large run stays readable and
+    # small; the run folder keeps every conversation (`simulator show`).
+    passing_transcripts: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -136,6 +142,15 @@ class TranscriptVerdict(_Model):
     evidence_verified: bool | None = None
 
 
+class TranscriptsLeftOut(_Model):
+    """Passing conversations not carried in full by this report (every failing or undecided one is)."""
+
+    passing_shown: int
+    passing_left_out: int
+    per_scenario: int  # the first passing repeats of each scenario are kept, up to this many
+    how_to_see: str  # the command that prints any conversation from the run folder
+
+
 class Transcript(_Model):
     """One conversation as the transcript viewer shows it, with every verdict and its evidence."""
 
@@ -177,6 +192,8 @@ class Report(_Model):
     missing: MissingData
     spread: list[RunSpread]
     transcripts: list[Transcript] = []
+    # Set when passing transcripts were sampled (`ReportOptions.passing_transcripts`): what was left out.
+    transcripts_left_out: TranscriptsLeftOut | None = None
     # Present when the run holds golden items: item verdicts, per-intent table, gate, threshold sweep.
     golden: GoldenSection | None = None
     # Judge stability (samples), jury agreement and corrected failure rates (labels); None when none apply.
@@ -237,58 +254,76 @@ def _killed_warning(calls: CallTotals) -> list[str]:
     ]
 
 
-def _transcripts(run: RunData) -> list[Transcript]:
+def _transcripts(run: RunData, passing: int | None) -> tuple[list[Transcript], TranscriptsLeftOut | None]:
+    """The transcripts to carry, and what was left out when passing ones were sampled: the first
+    `passing // scenarios` (at least one) passing repeats of each scenario, so every scenario shows one."""
     grouped = run.verdicts_by_conversation()
     fidelity: dict[str, list[Any]] = {}
     for verdict in run.fidelity:
         fidelity.setdefault(verdict.conversation_id, []).append(verdict)
+    scenarios = {record.scenario_id for record in run.conversations}
+    quota = None if passing is None else max(1, passing // max(1, len(scenarios)))
+    kept: Counter[str] = Counter()
+    left_out = 0
     out = []
     for record in run.conversations:
         verdicts = grouped.get(record.id, [])
-        shown = verdicts + fidelity.get(record.id, [])  # fidelity verdicts are shown, never counted
-        out.append(
-            Transcript(
-                id=record.id,
-                scenario_id=record.scenario_id,
-                repeat=record.repeat,
-                tags=list(record.tags),
-                stop_reason=record.stop_reason,
-                status=conversation_status(record, verdicts),
-                final_state=record.final_state,
-                error=f"{record.error.source} {record.error.kind}: {record.error.message}"
-                if record.error
-                else None,
-                character_breaks=len(record.character_breaks),
-                fidelity_failures=sorted(
-                    v.criterion_id for v in fidelity.get(record.id, []) if v.result == "fail"
-                ),
-                # Already validated when read: model_construct skips validating 10^5 turns a second time.
-                turns=[
-                    TranscriptTurn.model_construct(
-                        index=t.index,
-                        role=t.role,
-                        messages=list(t.messages),
-                        parts=list(t.parts),
-                        latency_s=t.latency_s if t.role == "bot" else None,
-                    )
-                    for t in record.turns
-                ],
-                verdicts=[
-                    TranscriptVerdict.model_construct(
-                        criterion_id=v.criterion_id,
-                        kind=v.kind,
-                        result=v.result,
-                        severity=v.severity,
-                        category=v.category,
-                        reasoning=v.reasoning,
-                        evidence=list(v.evidence),
-                        evidence_verified=v.evidence_verified,
-                    )
-                    for v in sorted(shown, key=lambda v: v.criterion_id)
-                ],
+        status = conversation_status(record, verdicts)
+        if status == "pass" and quota is not None:
+            if kept[record.scenario_id] >= quota:
+                left_out += 1
+                continue
+            kept[record.scenario_id] += 1
+        out.append(_transcript(record, status, verdicts, fidelity.get(record.id, [])))
+    if not left_out:
+        return out, None
+    how = f"simulator show {run.path} --scenario ID --repeat N"
+    return out, TranscriptsLeftOut(
+        passing_shown=sum(kept.values()), passing_left_out=left_out, per_scenario=quota or 0, how_to_see=how
+    )
+
+
+def _transcript(
+    record: ConversationRecord, status: Any, verdicts: list[Verdict], fidelity: list[Verdict]
+) -> Transcript:
+    """One conversation as the viewer shows it: its turns, its verdicts and its fidelity verdicts."""
+    shown = verdicts + fidelity  # fidelity verdicts are shown, never counted
+    return Transcript(
+        id=record.id,
+        scenario_id=record.scenario_id,
+        repeat=record.repeat,
+        tags=list(record.tags),
+        stop_reason=record.stop_reason,
+        status=status,
+        final_state=record.final_state,
+        error=f"{record.error.source} {record.error.kind}: {record.error.message}" if record.error else None,
+        character_breaks=len(record.character_breaks),
+        fidelity_failures=sorted(v.criterion_id for v in fidelity if v.result == "fail"),
+        # Already validated when read: model_construct skips validating 10^5 turns a second time.
+        turns=[
+            TranscriptTurn.model_construct(
+                index=t.index,
+                role=t.role,
+                messages=list(t.messages),
+                parts=list(t.parts),
+                latency_s=t.latency_s if t.role == "bot" else None,
             )
-        )
-    return out
+            for t in record.turns
+        ],
+        verdicts=[
+            TranscriptVerdict.model_construct(
+                criterion_id=v.criterion_id,
+                kind=v.kind,
+                result=v.result,
+                severity=v.severity,
+                category=v.category,
+                reasoning=v.reasoning,
+                evidence=list(v.evidence),
+                evidence_verified=v.evidence_verified,
+            )
+            for v in sorted(shown, key=lambda v: v.criterion_id)
+        ],
+    )
 
 
 def _golden_findings(golden: GoldenSection | None) -> list[Finding]:
@@ -493,7 +528,9 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     high_stakes = options.high_stakes_tag or (suite.high_stakes_tag if suite is not None else None)
     prices = options.prices or load_prices()
     criteria = criterion_rows(run, options.target)
-    transcripts = _transcripts(run) if options.transcripts else []
+    transcripts, left_out = (
+        _transcripts(run, options.passing_transcripts) if options.transcripts else ([], None)
+    )
     report = Report(
         generated_at=datetime.now(UTC),
         run=_run_info(run),
@@ -512,6 +549,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         missing=missing_data(run),
         spread=run_spread(run),
         transcripts=transcripts,
+        transcripts_left_out=left_out,
         golden=golden_section(run, options.gate),
         judge_quality=judge_quality(run),
         points=points_summary(run),

@@ -52,7 +52,9 @@ async def _load(
 # ------------------------------------------------------------------------------------------ finding the rate
 
 
-@pytest.mark.parametrize(("api", "rpm"), [("openai", 1200), ("anthropic", 1200), ("openai", 3000)])
+# Both wire formats at one planted rate; faster rates are a bench line (`--rate-limit`): on a loaded test
+# machine they measure how fast the machine can send as much as how well the finder finds.
+@pytest.mark.parametrize(("api", "rpm"), [("openai", 1200), ("anthropic", 1200)])
 async def test_a_planted_rate_without_headers_is_found_within_15_percent(
     api: str, rpm: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -99,6 +99,10 @@ def test_a_v2_folder_reads_as_text_parts_and_reports_as_the_version_that_wrote_i
         new = records[old["id"]]
         assert [t.messages for t in new.turns] == [t["messages"] for t in old["turns"]]
         assert all(isinstance(p, TextPart) for t in new.turns for p in t.parts)
+    # Version 3 says how each verdict was decided, read from the v2 record's structure.
+    decided = {(v.criterion_id.split(".")[0], v.result): v.decided_by for v in RunFolder(run).verdicts()}
+    assert decided[("outcome", "pass")] == "code" and decided[("fidelity", "pass")] == "code"
+    assert all(by is None for (_, result), by in decided.items() if result == "not_judged")
     before = json.loads((DATA / "v2-simulation.report.json").read_text())
     after = json.loads(build_report(load_run(run)).model_dump_json())
     for volatile in ("generated_at", "run", "transcripts"):

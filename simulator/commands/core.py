@@ -55,6 +55,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(default: abort after 10 failures in a row)",
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _scale_arguments(run)
+    run.add_argument(
+        "--include-drafts", action="store_true", help="also run scenarios marked draft: true (unreviewed)"
+    )
+    run.set_defaults(handler=cmd_run)
+    _other_commands(subparsers)
+
+
+def _scale_arguments(run: argparse.ArgumentParser) -> None:
+    """Where a run's conversations go: shards, local worker processes, a Ray cluster."""
     run.add_argument("--shard", metavar="I/K", help="run only the i-th of K disjoint parts of the plan")
     run.add_argument(
         "--backend", choices=["local", "ray"], default="local", help="where conversations run (default local)"
@@ -68,11 +78,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="local: worker processes for this run, one record (auto: the cores); with --backend ray: worker "
         "actors (default: the cluster's CPUs)",
     )
-    run.add_argument(
-        "--include-drafts", action="store_true", help="also run scenarios marked draft: true (unreviewed)"
-    )
-    run.set_defaults(handler=cmd_run)
 
+
+def _other_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     validate = subparsers.add_parser("validate", help="check scenario, suite and judge files without running")
     validate.add_argument("paths", type=Path, nargs="+", help="files or folders")
     validate.set_defaults(handler=cmd_validate)

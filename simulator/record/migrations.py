@@ -322,10 +322,17 @@ def _version_3(old: Raw) -> Raw:
     return {**old, "schema_version": 3}
 
 
+def _verdict_2_to_3(old: Raw) -> Raw:
+    """Version 3 records how a verdict was decided (`decided_by`): read from the record's structure."""
+    from simulator.record.decided import decided_by_of
+
+    return {**old, "schema_version": 3, "decided_by": decided_by_of(old)}
+
+
 # STEPS[v] takes a record of version v to version v + 1.
 MANIFEST_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _manifest_1_to_2, 2: _version_3}
 CONVERSATION_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _conversation_1_to_2, 2: _conversation_2_to_3}
-VERDICT_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _verdict_1_to_2, 2: _version_3}
+VERDICT_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _verdict_1_to_2, 2: _verdict_2_to_3}
 
 
 def _chain(raw: Raw, steps: dict[int, Callable[[Raw], Raw]], where: str) -> Raw:

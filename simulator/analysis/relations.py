@@ -123,18 +123,7 @@ def _pairwise(
                             variant_transcript=render_transcript(var.turns),
                         )
                     )
-    k, n = sum(c[0] for c in cells.values()), sum(c[1] for c in cells.values())
-    return RelationRow(
-        id=relation.id,
-        kind=relation.kind,
-        metric=relation.metric,
-        description=relation.description,
-        factor=relation.factor,
-        expect=relation.expect,
-        undecided=undecided,
-        violating=violating,
-        violations=rate_view(k, n, per_scenario=[(a, b) for a, b in cells.values()]),
-    )
+    return _row(relation, cells, undecided, violating)
 
 
 def _mft(run: RunData, relation: Relation, factors: dict[str, list[Any]]) -> RelationRow:
@@ -167,12 +156,21 @@ def _mft(run: RunData, relation: Relation, factors: dict[str, list[Any]]) -> Rel
                     variant_transcript=render_transcript(record.turns),
                 )
             )
+    return _row(relation, cells, undecided, violating)
+
+
+def _row(
+    relation: Relation, cells: dict[str, list[int]], undecided: int, violating: list[ViolatingPair]
+) -> RelationRow:
+    """A relation's row: violations among decided units, clustered over the base scenarios in `cells`."""
     k, n = sum(c[0] for c in cells.values()), sum(c[1] for c in cells.values())
     return RelationRow(
         id=relation.id,
         kind=relation.kind,
         metric=relation.metric,
         description=relation.description,
+        factor=relation.factor,
+        expect=relation.expect,
         undecided=undecided,
         violating=violating,
         violations=rate_view(k, n, per_scenario=[(a, b) for a, b in cells.values()]),

@@ -261,7 +261,6 @@ def test_the_html_escapes_transcript_evidence_and_draws_the_matrix(tmp_path: Pat
     )
 
 
-
 def test_the_document_is_drawn_by_the_reports_one_renderer(tmp_path: Path) -> None:
     """Safety case and report share one section model and one HTML renderer: each section of the document
     is exactly what draw_html makes of it, its failing rows carry the report's state class, and their

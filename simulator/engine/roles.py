@@ -76,7 +76,9 @@ def _language_problems(user_model: str, suite: Suite, scenarios: list[Scenario])
 
     if user_model != "offline":
         return []
-    return offline_language_problems(scenarios, _suite_vocabulary(suite), suite.user.vocabulary)
+    path = suite.user.vocabulary
+    where = str(suite.resolve(path)) if path else None
+    return offline_language_problems(scenarios, _suite_vocabulary(suite), where)
 
 
 def _suite_vocabulary(suite: Suite) -> Vocabulary | None:

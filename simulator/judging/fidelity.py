@@ -67,7 +67,8 @@ FIDELITY_CHECKS: dict[str, tuple[str, str, str]] = {
         "a user message gives the service's advice, or says it is an AI or an assistant",
     ),
     "fidelity.drift": (
-        "The simulated user keeps the persona's language and voice throughout.",
+        "The simulated user keeps the persona's language and voice throughout (switching into a language of "
+        "its `switches_to` is in character).",
         "the user's language and voice stay the persona's",
         "the user changed language, register or who is speaking partway through",
     ),

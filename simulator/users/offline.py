@@ -27,6 +27,7 @@ from simulator.spec.scenario import Scenario
 from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
 from simulator.spec.vocabulary import Phrases, Vocabulary
 from simulator.users.base import END, UserMessage
+from simulator.users.language import language_of
 from simulator.users.picking import choose_option
 from simulator.users.styles import StylePlayer
 from simulator.users.words import CHAT_WORDS
@@ -151,12 +152,13 @@ class OfflineUser:
         for index in indices:
             self._revealed.add(index)
             self._why[index] = (turn, asked, question)
-        # The facts are said as written in another language (the pronoun rewrite is English).
-        said = (
-            first_person(self._scenario.facts[i]) if self._english else self._scenario.facts[i]
-            for i in indices
-        )
-        return " ".join(self._styles.fact(fact) for fact in said)
+        return " ".join(self._styles.fact(self._as_said(self._scenario.facts[i])) for i in indices)
+
+    def _as_said(self, fact: str) -> str:
+        """A fact in the person's words: the English pronoun rewrite ("he is" -> "I am") for an English
+        writer; a fact in another language (a code-switcher's Spanish fact) is said as written."""
+        english = self._english and (len(self._speaks) == 1 or language_of(fact) in (None, "en"))
+        return first_person(fact) if english else fact
 
     def _words(self, text: str) -> set[str]:
         return content_words(text, self._vocabulary, self._stop)

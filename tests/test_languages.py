@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from simulator.analysis.rundata import load_run
+from simulator.engine.roles import check_offline_languages, suite_language_problems
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.errors import UserError
 from simulator.judging.fidelity import FidelityAuditor
@@ -22,6 +24,7 @@ from simulator.judging.fidelity_prompt import build_audit_request
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import Turn
+from simulator.report.model import build_report
 from simulator.spec.scenario import Scenario, load_scenarios
 from simulator.spec.suite import load_suite
 from simulator.spec.vocabulary import load_vocabulary
@@ -32,6 +35,7 @@ from simulator.users.prompt import render_user_prompt
 ROOT = Path(__file__).resolve().parent.parent
 VOCABULARY = load_vocabulary(ROOT / "examples" / "triage_vocabulary.yaml")
 SPANISH_SUITE = ROOT / "scenarios" / "triage-es" / "suite.yaml"
+SWITCHING_SUITE = ROOT / "scenarios" / "triage-es" / "switching" / "suite.yaml"
 
 
 def _scenario(**fields: Any) -> Scenario:
@@ -226,14 +230,14 @@ def test_the_offline_user_refuses_a_language_its_vocabulary_lacks(
     assert problem.field == field and "the offline user has no phrases in" in problem.message
 
 
-def _suite_folder(tmp_path: Path, scenarios: str, vocabulary: str | None) -> Path:
+def _suite_folder(tmp_path: Path, scenarios: str, vocabulary: str | None, model: str = "offline") -> Path:
     folder = tmp_path / "suite"
     folder.mkdir()
     (folder / "scenarios.yaml").write_text(textwrap.dedent(scenarios), encoding="utf-8")
-    user = "user: {model: offline}"
+    user = f"user: {{model: {model}}}"
     if vocabulary is not None:
         (folder / "vocabulary.yaml").write_text(textwrap.dedent(vocabulary), encoding="utf-8")
-        user = "user: {model: offline, vocabulary: vocabulary.yaml}"
+        user = f"user: {{model: {model}, vocabulary: vocabulary.yaml}}"
     (folder / "suite.yaml").write_text(
         f"name: t\nscenarios: {{paths: [scenarios.yaml]}}\nbot: {{type: python, factory: "
         f"examples.triage_bot:make_bot}}\n{user}\nruns: 1\n",
@@ -297,10 +301,27 @@ def test_validate_and_run_name_each_scenario_whose_language_the_offline_user_lac
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
+@pytest.mark.parametrize("model", ["auto", "openai:some-model"])
+def test_auto_is_checked_as_the_offline_user_and_an_llm_user_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    suite = load_suite(_suite_folder(tmp_path, LANGUAGE_SCENARIOS, None, model))
+    problems = suite_language_problems(suite)
+    if model != "auto":
+        assert problems == []  # an LLM user writes any language its prompt asks for
+        return
+    assert [p.field for p in problems] == ["writes_in", "switches_to"]
+    with pytest.raises(UserError, match=r"offline user \(user.model auto: no API key is set\) cannot speak"):
+        check_offline_languages("offline", suite, suite.scenarios_to_run())
+
+
 def test_validate_accepts_the_spanish_suite() -> None:
     done = _validate(SPANISH_SUITE)
     assert done.returncode == 0, done.stderr
-    assert "suite" in done.stdout and "3 scenarios: ok" in done.stdout
+    assert f"suite {SPANISH_SUITE}: ok" in done.stdout and f"suite {SWITCHING_SUITE}: ok" in done.stdout
+    assert "25 scenarios: ok" in done.stdout  # its 3, and the 22 English vignettes the switching suite reads
 
 
 def test_the_spanish_suite_runs_offline_in_spanish_against_the_english_demo_bot(tmp_path: Path) -> None:
@@ -328,3 +349,40 @@ def test_the_spanish_suite_runs_offline_in_spanish_against_the_english_demo_bot(
     assert {levels[f"dolor-pecho-cambia-03#{i}"] for i in range(3)} == {"emergency"}
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["status"] == "complete"
+
+
+def test_a_factor_level_makes_each_vignette_code_switch_and_the_demo_bot_holds_invariance(
+    tmp_path: Path,
+) -> None:
+    """scenarios/triage-es/switching: each English vignette also played by a patient who switches into
+    Spanish; the switch is in character (no drift), shows in most variants, and changes no triage level."""
+    suite = load_suite(SWITCHING_SUITE)
+    scenarios = suite.scenarios_to_run()
+    switching = [s for s in scenarios if s.factors.get("code-switching") == "spanish"]
+    assert len(switching) == 22 and all(s.switches_to == ["es"] for s in switching)
+    assert all(s.switches_to == [] for s in scenarios if s.factors.get("code-switching") == "english")
+    asyncio.run(run_suite(suite, scenarios, RunOptions(out=tmp_path / "run", progress=False)))
+    folder = RunFolder.open(tmp_path / "run")
+    spanish = VOCABULARY.languages["es"]
+    words = [*spanish.greetings[:2], *spanish.dont_know, *spanish.nudges]
+    said = [
+        " ".join(t.text for t in r.turns if t.role == "user")
+        for r in folder.conversations()
+        if "code-switching=spanish" in r.scenario_id
+    ]
+    assert len(said) == 44 and sum(any(w.strip(" ,.") in text for w in words) for text in said) >= 22
+    drift = [v.result for v in folder.verdicts() if v.criterion_id == "fidelity.drift"]
+    assert len(drift) == 88 and set(drift) == {"pass"}
+    section = build_report(load_run(tmp_path / "run")).relations
+    assert section is not None
+    [row] = section.rows
+    assert row.id == "code-switching" and row.violations.k == 0 and row.violations.n == 44
+
+
+def test_a_factor_level_refuses_a_language_name(tmp_path: Path) -> None:
+    text = SWITCHING_SUITE.read_text(encoding="utf-8").replace("switches_to: [es]", "switches_to: [Spanish]")
+    path = tmp_path / "suite.yaml"
+    path.write_text(text.replace('"../../triage"', str(ROOT / "scenarios" / "triage")), encoding="utf-8")
+    with pytest.raises(UserError) as caught:
+        load_suite(path).scenarios_to_run()
+    assert "'Spanish' is not a language code" in caught.value.render()

@@ -178,7 +178,8 @@ class OfflineUser:
         speaker = "|".join(re.escape(w) for w in phrases.speaker_words) or "(?!)"
         if not re.match(rf"^({speaker})\b", goal, re.I):
             goal = f"{phrases.want_to} " + goal[0].lower() + goal[1:]
-        greeting = self._rng.choice(phrases.greetings)
+        # A code-switcher greets in the language it switches into ("hola, I want to..."), as people do.
+        greeting = self._rng.choice(self._speaks[-1].greetings if self._speaks[-1] else phrases.greetings)
         text = " ".join([greeting + goal + ".", *self._styles.opening_lines()])
         if self._volunteer:
             text += " " + self._say_facts(list(range(self._volunteer)), 0, None, None)

@@ -145,3 +145,17 @@ def test_reading_writes_nothing_into_a_matrix_cell(
         assert client.get(url).status_code == 200
     assert {p.name: p.read_bytes() for p in cell.iterdir() if p.is_file()} == before
     assert RunFolder.open(cell).read_manifest().status == "complete"
+
+
+def test_a_confirmed_failure_points_into_the_desk_not_at_a_command(
+    folders: DeskFolders, client: TestClient
+) -> None:
+    queue = "run=ordered&labeller=Cy&criterion=zz-calls-999&sampling=all&n=20&seed=0"
+    form = {"csrf": csrf(client), "queue": queue, "conversation": "chest#0", "criterion_id": "zz-calls-999",
+            "label": "fail"}  # fmt: skip
+    saved = client.post("/label", data=form)
+    assert saved.status_code == 200 and 'id="confirmed"' in saved.text
+    confirmed = saved.text[saved.text.index('id="confirmed"') :].split("</p>")[0]
+    assert "simulator " not in confirmed and "--" not in confirmed
+    assert str(folders.runs) not in saved.text and str(folders.runs.resolve()) not in saved.text
+    assert f'href="/runs/ordered/c/{quote("chest#0")}"' in confirmed

@@ -60,7 +60,7 @@ def render_conversation(
     console.print(
         Panel(body, title=f"{_safe(record.id)}  [dim]{_safe(', '.join(record.tags))}[/]", expand=True)
     )
-    _verdicts(console, record.id, verdicts, show_all)
+    _verdicts(console, verdicts, show_all)
 
 
 def _table(console: Console, title: str, verdicts: list[Verdict], whole: bool) -> None:
@@ -78,7 +78,7 @@ def _table(console: Console, title: str, verdicts: list[Verdict], whole: bool) -
     print_table(console, table)
 
 
-def _verdicts(console: Console, conversation: str, verdicts: list[Verdict], show_all: bool) -> None:
+def _verdicts(console: Console, verdicts: list[Verdict], show_all: bool) -> None:
     """What failed or errored, expanded, the bot's before the simulated user's own checks; what passed or
     was skipped as one line of counts (`--all` lists every verdict)."""
     if not verdicts:

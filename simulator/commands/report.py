@@ -287,7 +287,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     render_calibration(calibration)
     if args.json:
         args.json.write_text(calibration.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    render_calibration(calibration)
     return 0
 
 

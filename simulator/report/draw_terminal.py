@@ -54,7 +54,11 @@ def draw_table(console: Console, table: Table) -> None:
         rich.add_column(escape(header), justify="right" if numeric else "left")
     shown = table.rows if table.fold_after is None else table.rows[: table.fold_after]
     for row in shown:
-        cells = [sep.join(_markup(row.cells[i]) for i in indexes) for _, _, indexes, sep in folded]
+        # A group's empty cells are left out of its joined cell (a metric row has no counts).
+        cells = [
+            sep.join(_markup(row.cells[i]) for i in indexes if row.cells[i].text)
+            for _, _, indexes, sep in folded
+        ]
         rich.add_row(*cells, style=STYLE[row.state] if row.state else None)
     print_table(console, rich)
     if len(shown) < len(table.rows):

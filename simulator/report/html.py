@@ -144,8 +144,9 @@ _NAV_NAMES = {
 }
 
 
-def render_html(report: Report) -> str:
-    """The whole report as one HTML document."""
+def render_html(report: Report, header: str = "") -> str:
+    """The whole report as one HTML document. `header` is trusted HTML put first in the body: the review
+    desk's navigation when the desk serves the report (it is not escaped; never pass run data in it)."""
     script = _asset("report.js")
     run = report.run
     title = f"simulator report · {run.suite} · {run.run_id}"
@@ -167,7 +168,7 @@ def render_html(report: Report) -> str:
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{e(_csp(script))}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(title)}</title><style>{_asset('report.css')}{_asset('parts.css')}</style></head><body>"
+        f"<title>{e(title)}</title><style>{_asset('report.css')}{_asset('parts.css')}</style></head><body>{header}"
         f'<header><h1>{e(title)}</h1><div class="meta">{e(meta)}</div></header><nav>{nav}</nav>'
         f"<main>{''.join(sections)}</main><script>{script}</script></body></html>"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "PICK_JUDGE_SET",
     "REPORT_SCHEMA_VERSION",
     "Finding",
     "Report",
@@ -112,6 +113,10 @@ class RunInfo(_Model):
     killed_sessions: int = 0
     # Per provider: the rate its calls were paced to and where it came from (`analysis.calls.limit_lines`).
     provider_limits: list[str] = Field(default_factory=list)
+
+
+# The advice of the finding "judge set X of N": a command-line flag (the review desk offers its own choice).
+PICK_JUDGE_SET = "pick another with --judge-set HASH"
 
 
 class Finding(_Model):
@@ -574,7 +579,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
             Finding(
                 level="info",
                 title=f"judge set {short_hash(run.judge_set)} of {len(run.judge_sets)}",
-                detail="pick another with --judge-set HASH",
+                detail=PICK_JUDGE_SET,
             )
         )
     return report

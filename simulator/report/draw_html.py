@@ -7,8 +7,8 @@ __all__ = ["html_section", "html_sections", "html_table"]
 
 from collections.abc import Iterable
 
-from simulator.report.html_parts import e, rate_cell
-from simulator.report.section import Cell, Column, Note, Section, Table
+from simulator.report.html_parts import ci_plot, e, rate_cell
+from simulator.report.section import Block, Cell, Column, Figure, Figures, Findings, Note, Row, Section, Table
 
 
 def _cell(cell: Cell, column: Column) -> str:
@@ -25,19 +25,65 @@ def _cell(cell: Cell, column: Column) -> str:
     return f'<td class="{classes}">{shown}</td>' if classes else f"<td>{shown}</td>"
 
 
+def _rows(rows: list[Row], columns: list[Column]) -> str:
+    return "".join(
+        (f'<tr class="st-{row.state}">' if row.state else "<tr>")
+        + "".join(_cell(cell, column) for cell, column in zip(row.cells, columns, strict=True))
+        + "</tr>"
+        for row in rows
+    )
+
+
 def html_table(table: Table) -> str:
-    """`<h3>` with the title when there is one, then the table (none when it has no rows)."""
+    """`<h3>` with the title when there is one, then the table (none when it has no rows); rows collapsed
+    as all passing alike follow as one line that opens onto them."""
     head = "".join(
         f'<th class="num">{e(c.name)}</th>' if c.numeric else f"<th>{e(c.name)}</th>" for c in table.columns
     )
-    rows = "".join(
-        (f'<tr class="st-{row.state}">' if row.state else "<tr>")
-        + "".join(_cell(cell, column) for cell, column in zip(row.cells, table.columns, strict=True))
-        + "</tr>"
-        for row in table.rows
-    )
     title = f"<h3>{e(table.title)}</h3>" if table.title else ""
-    return f"{title}<table><tr>{head}</tr>{rows}</table>" if table.rows else title
+    collapsed = ""
+    if table.collapsed_note:
+        collapsed = (
+            f'<details class="collapsed"><summary>{e(table.collapsed_note)}</summary>'
+            f"<table><tr>{head}</tr>{_rows(table.collapsed, table.columns)}</table></details>"
+        )
+    if not table.rows:
+        return title + collapsed
+    return f"{title}<table><tr>{head}</tr>{_rows(table.rows, table.columns)}</table>{collapsed}"
+
+
+def _findings(findings: Findings) -> str:
+    items = "".join(
+        f'<li class="{f.level}"><span class="lvl">{f.level.upper()}</span>{e(f.title)}'
+        f"{f' <span class=detail>— {e(f.detail)}</span>' if f.detail else ''}</li>"
+        for f in findings.lines
+    )
+    return f'<ul class="findings">{items or f"<li class=info>{e(findings.empty)}</li>"}</ul>'
+
+
+def _figure(figure: Figure, critical: bool) -> str:
+    state = f" st-{figure.state}" if figure.state else ""
+    plot = ci_plot(figure.rate, state=figure.state) if critical and figure.rate is not None else ""
+    note = f'<div class="sub">{e(figure.note)}</div>' if figure.note else ""
+    return (
+        f'<div class="card{state}"><div class="label">{e(figure.label)}</div>'
+        f'<div class="value">{e(figure.value)}</div>{plot}<div class="sub">{e(figure.sub)}</div>{note}</div>'
+    )
+
+
+def _figures(figures: Figures) -> str:
+    kind = "cards critical" if figures.critical else "cards"
+    return f'<div class="{kind}">{"".join(_figure(f, figures.critical) for f in figures.figures)}</div>'
+
+
+def _block(block: Block) -> str:
+    if isinstance(block, Table):
+        return html_table(block)
+    if isinstance(block, Findings):
+        return _findings(block)
+    if isinstance(block, Figures):
+        return _figures(block)
+    return _note(block)
 
 
 def _note(note: Note) -> str:
@@ -49,7 +95,7 @@ def html_section(section: Section) -> str:
     """`<section id=…>` with its `<h2>`, or '' for an empty section."""
     if section.empty:
         return ""
-    body = "".join(html_table(b) if isinstance(b, Table) else _note(b) for b in section.blocks)
+    body = "".join(_block(b) for b in section.blocks)
     return f'<section id="{e(section.id)}"><h2>{e(section.title)}</h2>{body}</section>'
 
 

@@ -143,15 +143,13 @@ def moved_warning(rates: list[tuple[str, RateView]]) -> list[str]:
         if span is None or not value.errors_could_move:
             continue
         low, high = value.interval
-        ends = "failed or passed" if value.counts == "successes" else "passed or failed"
         moved.append(
-            f"{name} {pct(value.rate)} (95% CI {pct(low)}–{pct(high)}) to {pct(span[0])}–{pct(span[1])} had "
-            f"its {value.errored} errored all {ends}"
+            f"{name} {pct(value.rate)} (95% CI {pct(low)}–{pct(high)}) to {pct(span[0])}–{pct(span[1])}"
         )
         errored = max(errored, value.errored)
     if not moved:
         return []
     return [
-        f"errors could concentrate in the cases that fail: the {errored} errored conversations could move "
-        f"{'; '.join(moved)}; read each rate as that range"
+        f"errors could concentrate in the cases that fail: had the {errored} errored conversations all "
+        f"failed or all passed, they would move {'; '.join(moved)}; read each rate as that range"
     ]

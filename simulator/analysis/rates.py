@@ -128,11 +128,17 @@ class RateView(BaseModel):
         low, high = self.interval
         return span[0] < low or span[1] > high
 
-    def _moved(self) -> str:
+    @property
+    def moved(self) -> str:
+        """`81.7%–93.3% if the 14 errored had all failed or passed` when the errored cases could move the
+        rate across its interval, else ""."""
         span = self.missing_range
         if not self.errors_could_move or span is None:
             return ""
-        return f"; {pct(span[0])}–{pct(span[1])} if the {self.errored} errored had all {self._ends()}"
+        return f"{pct(span[0])}–{pct(span[1])} if the {self.errored} errored had all {self._ends()}"
+
+    def _moved(self) -> str:
+        return f"; {self.moved}" if self.moved else ""
 
     def _ends(self) -> str:
         """Which way the errored cases push the low and the high end."""

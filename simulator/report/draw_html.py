@@ -64,10 +64,15 @@ def _findings(findings: Findings) -> str:
 def _figure(figure: Figure, critical: bool) -> str:
     state = f" st-{figure.state}" if figure.state else ""
     plot = ci_plot(figure.rate, state=figure.state) if critical and figure.rate is not None else ""
-    note = f'<div class="sub">{e(figure.note)}</div>' if figure.note else ""
+    if not figure.note:
+        beside = note = ""
+    elif critical:  # how far errors could move it: right under the value
+        beside, note = f'<div class="moved">{e(figure.note)}</div>', ""
+    else:
+        beside, note = "", f'<div class="sub">{e(figure.note)}</div>'
     return (
         f'<div class="card{state}"><div class="label">{e(figure.label)}</div>'
-        f'<div class="value">{e(figure.value)}</div>{plot}<div class="sub">{e(figure.sub)}</div>{note}</div>'
+        f'<div class="value">{e(figure.value)}</div>{beside}{plot}<div class="sub">{e(figure.sub)}</div>{note}</div>'
     )
 
 

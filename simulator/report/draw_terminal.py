@@ -61,7 +61,7 @@ def draw_table(console: Console, table: Table) -> None:
 def _collapsed(console: Console, table: Table) -> None:
     """The one line standing for the rows that passed alike."""
     if table.collapsed_note:
-        console.print(f"[green]{escape(table.collapsed_note)}[/] [dim](report --all lists them)[/]")
+        console.print(f"[green]{escape(table.collapsed_note)}[/] [dim]· report --all lists them[/]")
 
 
 def _findings(console: Console, findings: Findings) -> None:
@@ -74,14 +74,16 @@ def _findings(console: Console, findings: Findings) -> None:
 
 
 def _figures(console: Console, figures: Figures) -> None:
-    """One line per figure: the label (bold and coloured by state when critical), the value, the sub line."""
+    """One line per figure: the label (bold and coloured by state when critical), the value, the sub line;
+    a critical figure's note (how far errors could move it) on the same line, a calm one's under it."""
     for f in figures.figures:
         style = STYLE[f.state] if f.state else ""
         label = f"[bold {style}]{escape(f.label)}[/]" if figures.critical else escape(f.label)
         value = f"[{style}]{escape(f.value)}[/]" if style else escape(f.value)
         sub = f" [dim]· {escape(f.sub)}[/]" if f.sub else ""
-        console.print(f"{label} {value}{sub}")
-        if f.note:
+        beside = f" [yellow]· {escape(f.note)}[/]" if figures.critical and f.note else ""
+        console.print(f"{label} {value}{sub}{beside}")
+        if f.note and not figures.critical:
             console.print(f"  [dim]{escape(f.note)}[/]")
 
 

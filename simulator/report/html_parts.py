@@ -27,11 +27,13 @@ _COLOURS = {"fail": "#c62828", "warn": "#b26a00", "ok": "#1a7f37", "error": "#8e
 
 
 def _colour(value: RateView, state: str | None) -> str:
-    """Red only for what went wrong: a state when one is given, else red for a failure rate with
-    failures and green otherwise (a 0/66 failure rate is good news, not a red dot)."""
+    """Red only for what went wrong: a state when one is given, else red when a failure was seen (a
+    failure rate above 0, a pass rate below 100%) and green otherwise: a 0/66 failure rate is good news,
+    not a red dot."""
     if state in _COLOURS:
         return _COLOURS[state]
-    return _COLOURS["fail"] if value.counts == "failures" and value.k else _COLOURS["ok"]
+    failed = value.k if value.counts == "failures" else value.n - value.k
+    return _COLOURS["fail"] if failed else _COLOURS["ok"]
 
 
 def ci_plot(value: RateView, width: int = 130, state: str | None = None) -> str:

@@ -26,7 +26,8 @@ def rate_sub(value: RateView) -> str:
     if value.rate is None:
         return f"{value.k}/{value.n} · nothing measured"
     _, _, inner = value.lead_short.partition(" (")
-    sub = f"{value.k}/{value.n} · {100 * value.confidence:g}% CI {inner[:-1]}"
+    inner = inner[:-1].replace(f"; {value.moved}", "") if value.moved else inner[:-1]  # the note says it
+    sub = f"{value.k}/{value.n} · {100 * value.confidence:g}% CI {inner}"
     span = value.missing_range
     if span is not None and not value.errors_could_move:
         ends = "failed or passed" if value.counts == "successes" else "passed or failed"
@@ -35,11 +36,8 @@ def rate_sub(value: RateView) -> str:
 
 
 def _moved(value: RateView) -> str:
-    """Beside a headline rate the errored cases could move across its interval: say how far."""
-    span = value.missing_range
-    if span is None or not value.errors_could_move:
-        return ""
-    return f"{value.errored} errored could move it to {pct(span[0])}–{pct(span[1])}; read it as that range"
+    """Beside a headline rate the errored cases could move across its interval: how far, and how to read it."""
+    return f"{value.moved}: read it as that range" if value.moved else ""
 
 
 def _rate_state(value: RateView, bad: bool) -> State | None:

@@ -25,15 +25,6 @@ def _cell(cell: Cell, column: Column) -> str:
     return f'<td class="{classes}">{shown}</td>' if classes else f"<td>{shown}</td>"
 
 
-def _rows(rows: list[Row], columns: list[Column]) -> str:
-    return "".join(
-        (f'<tr class="st-{row.state}">' if row.state else "<tr>")
-        + "".join(_cell(cell, column) for cell, column in zip(row.cells, columns, strict=True))
-        + "</tr>"
-        for row in rows
-    )
-
-
 def html_table(table: Table) -> str:
     """`<h3>` with the title when there is one, then the table (none when it has no rows); rows collapsed
     as all passing alike follow as one line that opens onto them."""
@@ -45,11 +36,28 @@ def html_table(table: Table) -> str:
     if table.collapsed_note:
         collapsed = (
             f'<details class="collapsed"><summary>{e(table.collapsed_note)}</summary>'
-            f"<table><tr>{head}</tr>{_rows(table.collapsed, table.columns)}</table></details>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{_rows(table.collapsed, table.columns)}</tbody></table>"
+            "</details>"
         )
     if not table.rows:
         return title + collapsed
-    return f"{title}<table><tr>{head}</tr>{_rows(table.rows, table.columns)}</table>{collapsed}"
+    # thead: a printed document repeats the header on every page.
+    rows = _rows(table.rows, table.columns)
+    return f"{title}<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{collapsed}"
+
+
+def _rows(rows: list[Row], columns: list[Column]) -> str:
+    return "".join(_row(row, columns) for row in rows)
+
+
+def _row(row: Row, columns: list[Column]) -> str:
+    """A row, and its details (if any) as one cell across the table under it."""
+    cells = "".join(_cell(cell, column) for cell, column in zip(row.cells, columns, strict=True))
+    out = (f'<tr class="st-{row.state}">' if row.state else "<tr>") + cells + "</tr>"
+    if row.details:
+        body = "".join(f"<p>{e(d)}</p>" for d in row.details)
+        out += f'<tr class="details"><td colspan="{len(columns)}">{body}</td></tr>'
+    return out
 
 
 def _findings(findings: Findings) -> str:

@@ -29,7 +29,7 @@ from simulator.analysis.factors import FactorsSection, factors_section
 from simulator.analysis.fidelity import SimulatedUserSection, simulated_user_section
 from simulator.analysis.golden import Gate, GoldenSection, golden_section
 from simulator.analysis.health import RunHealth, run_health
-from simulator.analysis.missing import MissingData, missing_data
+from simulator.analysis.missing import MissingData, missing_data, moved_warning
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.points import PointsSummary, points_summary
 from simulator.analysis.rates import RateView, pct
@@ -52,6 +52,7 @@ from simulator.analysis.tables import (
 )
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import Part
+from simulator.report.headline import headline_rates
 from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
 
 # 2: scenario-clustered intervals and missing-data bounds on every rate, under-triage incl. no decision
@@ -377,24 +378,26 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
             _finding(
                 "bug",
                 f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
-                f"{outcome.critical} sensitivity {sens.text}; {sens.clustered_short}",
+                f"{outcome.critical} sensitivity {sens.lead_text}",
             )
         )
     undecided = outcome.under_triage.k - outcome.under_triage_decided.k
     for name, value in (("under-triage", outcome.under_triage), ("no decision", outcome.no_decision)):
         if value.k:
-            detail = value.clustered_short
+            detail = ""
             if name == "under-triage" and undecided:
-                detail = f"incl. {undecided} with no decision on a case that needed one; {detail}"
-            found.append(Finding(level="warning", title=f"{name}: {value.text}", detail=detail))
+                detail = f"incl. {undecided} with no decision on a case that needed one"
+            found.append(Finding(level="warning", title=f"{name}: {value.lead_text}", detail=detail))
         elif value.needs_more_runs:
             found.append(
                 _finding(
-                    "info", f"{name}: none in {value.n} conversations, {value.text}", value.needs_more_runs
+                    "info",
+                    f"{name}: none in {value.n} conversations, {value.lead_text}",
+                    value.needs_more_runs,
                 )
             )
     if outcome.over_triage.k:
-        found.append(Finding(level="warning", title=f"over-triage: {outcome.over_triage.text}"))
+        found.append(Finding(level="warning", title=f"over-triage: {outcome.over_triage.lead_text}"))
     return found
 
 
@@ -567,6 +570,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         relations=relations_section(run),
         split=split_section(run),
     )
+    report.missing.warnings += moved_warning(headline_rates(report))
     report.findings = _findings(report, options) + _simulator_findings(report)
     report.findings += [
         Finding(level=lv, title=t, detail=d) for lv, t, d in judge_notes(report.judge_quality)

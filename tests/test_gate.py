@@ -67,8 +67,10 @@ def test_an_emergency_with_no_decision_fails_the_under_triage_gate(tmp_path: Pat
     assert result.exit_code == 1
     rate = result.results[0].rate
     assert rate is not None and (rate.k, rate.n) == (160, 160)
+    # Decided cases only: none was decided, so nothing is measured (never "0/160, no failures").
     decided = evaluate_gate(load_run(tmp_path / "mute"), ["under_triage_decided <= 5%"]).results[0]
-    assert decided.rate is not None and decided.rate.n == 160 and decided.rate.k == 0
+    assert decided.rate is not None and (decided.rate.k, decided.rate.n) == (0, 0)
+    assert decided.status == "undecidable" and decided.reason == "nothing measured"
 
 
 def test_a_changed_scenario_set_makes_the_gate_undecidable(

@@ -9,7 +9,7 @@ __all__ = ["ClusteredView", "RateView", "pct", "rate_view"]
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from simulator.analysis.clustered import clustered_interval, clustered_zero_failure_bound
 from simulator.analysis.stats import Counts, pct, rate, runs_needed_for_bound
@@ -65,6 +65,14 @@ class RateView(BaseModel):
     errored: int = 0
     worst: float | None = None
     best: float | None = None
+    # The (k, n) per scenario behind `clustered`, kept in memory (not in the report) so the gate's advice can
+    # project from the very counts its bound came from (analysis/projection.py).
+    _per_scenario: list[tuple[int, int]] = PrivateAttr(default_factory=list)
+
+    @property
+    def per_scenario(self) -> list[tuple[int, int]]:
+        """The per-scenario (k, n) counts of the clustered interval; empty when not pooled or reloaded."""
+        return self._per_scenario
 
     @property
     def clustered_short(self) -> str:
@@ -127,7 +135,7 @@ def rate_view(
     needed = None
     if target is not None and r.zero_failure_bound is not None and r.zero_failure_bound > target:
         needed = runs_needed_for_bound(target, confidence)
-    return RateView(
+    view = RateView(
         k=r.k,
         n=r.n,
         rate=r.rate,
@@ -141,6 +149,9 @@ def rate_view(
         text=str(r),
         **extra,
     )
+    if "clustered" in extra and per_scenario is not None:
+        view._per_scenario = [(a, b) for a, b in per_scenario if b > 0]
+    return view
 
 
 def _extras(

@@ -69,6 +69,12 @@ class RateView(BaseModel):
     # project from the very counts its bound came from (analysis/projection.py).
     _per_scenario: list[tuple[int, int]] = PrivateAttr(default_factory=list)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when the report fields are: the in-memory per-scenario counts do not travel with a report."""
+        return isinstance(other, RateView) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
     @property
     def per_scenario(self) -> list[tuple[int, int]]:
         """The per-scenario (k, n) counts of the clustered interval; empty when not pooled or reloaded."""

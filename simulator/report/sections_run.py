@@ -22,7 +22,12 @@ from simulator.report.section import (
     text,
 )
 
-_SOURCE_FLAG = {"bot": "FLAKY-BOT", "simulation": "FLAKY-SIM", "judge": "FLAKY-JUDGE"}
+_SOURCE_FLAG = {
+    "bot": "FLAKY-BOT",
+    "simulation": "FLAKY-SIM",
+    "judge": "FLAKY-JUDGE",
+    "unaudited": "FLAKY-UNAUDITED",
+}
 _ABOUT = "kind · severity · category"
 SHOWN_ERRORS = 20  # error rows the terminal shows; HTML and JSON hold every one
 

@@ -23,6 +23,7 @@ __all__ = [
     "ClusteredInterval",
     "clustered_interval",
     "clustered_mcnemar",
+    "clustered_paired_bootstrap",
     "clustered_zero_failure_bound",
     "decision_bound",
     "design_effect",
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 import math
+import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -152,6 +154,44 @@ def clustered_mcnemar(discordant: Sequence[tuple[int, int]]) -> float:
     if denominator == 0:
         return 1.0
     return chi2_sf(sum(diffs) ** 2 / denominator, 1)
+
+
+def clustered_paired_bootstrap(
+    diffs_by_scenario: Sequence[Sequence[float]], iters: int = 10_000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Bootstrap interval of the pooled mean difference D = Σd / Σn of paired pass/fail scores (each d in
+    −1, 0, 1), resampling scenarios (each with all its repeats), like the clustered McNemar test that decides:
+    repeats of a scenario move together, so resampling conversations makes the interval too narrow.
+
+    A percentile bootstrap over few clusters is itself too narrow (6 scenarios, 3 of them worse, would
+    exclude 0), so each end's distance from D is widened by √(G/(G−1)) · t_{G−1} / z, the small-sample
+    correction the clustered interval uses; ends are kept in [−1, 1]. Seeded. Fewer than two scenarios say
+    nothing about other scenarios: (−1, 1)."""
+    cells = [(math.fsum(d), len(d)) for d in diffs_by_scenario if len(d)]
+    g = len(cells)
+    if g < 2:
+        return -1.0, 1.0
+    rng = random.Random(seed)
+    picks = range(g)
+    means = []
+    for _ in range(iters):
+        chosen = rng.choices(picks, k=g)
+        means.append(sum(cells[i][0] for i in chosen) / sum(cells[i][1] for i in chosen))
+    means.sort()
+    tail = (1.0 - confidence) / 2.0
+    centre = sum(c for c, _ in cells) / sum(n for _, n in cells)
+    widen = math.sqrt(g / (g - 1)) * t_critical(confidence, g - 1) / z_for_confidence(confidence)
+    low = centre - widen * (centre - _quantile(means, tail))
+    high = centre + widen * (_quantile(means, 1.0 - tail) - centre)
+    return max(-1.0, low), min(1.0, high)
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    """Linear interpolation between sorted values (numpy's default), q in [0, 1]."""
+    position = q * (len(xs) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(xs) - 1)
+    return xs[low] + (xs[high] - xs[low]) * (position - low)
 
 
 def scenarios_to_reach(alpha: float) -> tuple[int, int]:

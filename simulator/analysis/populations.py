@@ -60,6 +60,10 @@ class PopulationComparison(BaseModel):
     alpha: float
     left_out: list[str]
     rows: list[PopulationRow]
+    unit: str = (
+        "scenarios are the unit: repeats of a simulated scenario are one user, not several (each imported "
+        "conversation is its own); every interval and p resamples or counts scenarios"
+    )
 
 
 def _describe(clusters: Clusters, confidence: float) -> str:
@@ -282,10 +286,7 @@ def compare_populations(sim_path: Path, real_path: Path, alpha: float = 0.05) ->
     left_out.append(
         "failure rates count pass and fail verdicts; not applicable, errors and not judged are left out"
     )
-    left_out.append(
-        "scenarios are the unit: repeats of a simulated scenario are one user, not several (each imported "
-        "conversation is its own); every interval and p resamples or counts scenarios"
-    )
+
     return PopulationComparison(
         simulated_run=str(sim_path), real_run=str(real_path), alpha=alpha, left_out=left_out, rows=rows
     )

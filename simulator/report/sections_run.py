@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["cost_section", "criteria_section", "health_section", "outcome_section", "scenarios_section"]
 
+from simulator.analysis.cost import CALLS_RULE
 from simulator.analysis.rates import pct
 from simulator.analysis.tables import CriterionRow, ScenarioRow
 from simulator.report.model import Report
@@ -297,6 +298,6 @@ def cost_section(report: Report) -> Section:
     note = Note(
         f"Prices: {c.prices_source}, as of {c.prices_as_of}, per million tokens. Total {_money(c.total_cost, c.currency)}; "
         f"per conversation median {_money(c.cost_per_conversation_median, c.currency)}, "
-        f"p95 {_money(c.cost_per_conversation_p95, c.currency)}."
+        f"p95 {_money(c.cost_per_conversation_p95, c.currency)}. {CALLS_RULE.capitalize()}."
     )
     return Section("cost", "Cost and latency", [note, roles, latency, failures])

@@ -154,7 +154,8 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
 
 def _calibration_block(console: Console, c: CriterionCalibration) -> None:
     false_pass = escape(c.false_pass.short)
-    kappa = "n/a (one label only)" if c.kappa is None else f"{c.kappa:.2f}"
+    kappa = "n/a" if c.kappa is None else f"{c.kappa:.2f}"
+    kappa += f" ({c.kappa_note})" if c.kappa_note else ""
     macro = "n/a" if c.macro_f1 is None else f"{c.macro_f1:.2f}"
     console.print(
         f"[bold]{escape(c.criterion_id)}[/]\n"

@@ -101,9 +101,8 @@ def test_no_interval_excludes_zero_under_no_significant_change_without_saying_wh
     """The issue's class: "+4 to +33 points" under "no significant change". The interval resamples
     scenarios; when it still excludes 0 while the scenario-level test does not decide, the metric says so."""
     plan_a: dict[str, list[bool | str | None]] = {f"s{i:02}": [True] * repeats for i in range(worse + same)}
-    plan_b = {
-        key: ([False] * repeats if i < worse else value) for i, (key, value) in enumerate(plan_a.items())
-    }
+    failing: list[bool | str | None] = [False] * repeats
+    plan_b = {key: (failing if i < worse else value) for i, (key, value) in enumerate(plan_a.items())}
     a = synthetic_outcome_run(tmp_path / "a", plan_a)
     b = synthetic_outcome_run(tmp_path / "b", plan_b)
     for m in compare_runs(a, b).metrics:

@@ -184,9 +184,9 @@ def test_forty_scenarios_one_always_failing_needs_about_296_at_the_observed_rate
 
 def test_repeats_help_only_with_the_correlation_observed(tmp_path: Path) -> None:
     """Failures spread over repeats (ICC 0): more repeats would do it, and the advice says on what assumption."""
-    plan: dict[str, list[bool | str | None]] = {
-        f"s{i:02}": ([False] + [True] * 4) if i % 3 == 0 else [True] * 5 for i in range(30)
-    }
+    shaky: list[bool | str | None] = [False, True, True, True, True]
+    steady: list[bool | str | None] = [True] * 5
+    plan = {f"s{i:02}": shaky if i % 3 == 0 else steady for i in range(30)}
     first = evaluate_gate(load_run(_run(tmp_path, "icc0", plan)), ["under_triage <= 12%"]).results[0]
     assert first.status == "not met"
     assert "about 6 repeats per scenario if repeats correlate as observed (ICC 0.00)" in first.advice

@@ -169,7 +169,7 @@ def test_forty_scenarios_one_always_failing_needs_about_296_at_the_observed_rate
     first = result.results[0]
     assert first.status == "undecidable"
     assert first.advice.startswith("even a flawless result on 40 scenarios gives a bound of 7.2%: ")
-    assert "about 296 scenarios (256 more) if the new ones fail like these (rate 2.5%" in first.advice
+    assert "about 296 scenarios (256 more) if the new ones behave like these (rate 2.5%" in first.advice
     assert "112 scenarios (72 more) if none of the new ones fails" in first.advice
     assert "59 distinct scenarios" not in first.advice  # the zero-failure count, wrong once one has failed
     # At a multiple of 40 the "alike" projection is an actual run: the same scenarios, copied.

@@ -237,7 +237,7 @@ def _advise(
     parts = []
     if alike is not None:
         parts.append(
-            f"about {g + alike} scenarios ({alike} more) if the new ones fail like these "
+            f"about {g + alike} scenarios ({alike} more) if the new ones behave like these "
             f"(rate {pct(rate.rate)}, the same spread between scenarios)"
         )
     if clean is not None:

@@ -218,3 +218,57 @@ def test_blind_export_shows_the_rubric_the_run_recorded(tmp_path: Path) -> None:
     assert count == 1
     assert "## The criterion" in text and "age" in text.split("## 1.")[0].lower()
     assert "**fail**" in text and "JUDGE-REASONING-7" not in text  # the verdict itself stays hidden
+
+
+# ---- a low kappa beside a high agreement says why (issue 31, item 13) -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pairs", "kappa", "note"),
+    [
+        # The issue's case: the humans passed all 10, the judge called one "not applicable": 90% agreement,
+        # macro-F1 0.95 (fail used by neither side), kappa 0.00.
+        ([("pass", "pass")] * 9 + [("pass", "not_applicable")], 0.0, "the humans gave one label only (pass)"),
+        ([("pass", "pass")] * 9 + [("fail", "pass")], 0.0, "the judge gave one label only (pass)"),
+        (
+            [("pass", "pass")] * 17 + [("fail", "fail")] + [("fail", "pass"), ("pass", "fail")],
+            pytest.approx(0.4444, abs=1e-3),
+            "prevalence: 90% of the labels are pass, so chance agreement is 82%",
+        ),
+        ([("pass", "pass")] * 5, None, "not measurable: both gave every item the same label (pass)"),
+        ([("pass", "pass")] * 5 + [("fail", "fail")] * 5, 1.0, ""),  # balanced: nothing to explain
+    ],
+)
+def test_kappa_says_why_it_is_low_where_it_is_shown(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    pairs: list[tuple[str, str]],
+    kappa: float | None,
+    note: str,
+) -> None:
+    recs = [record(f"s{i}") for i in range(len(pairs))]
+    verdicts = [verdict(r, "c", judge) for r, (_, judge) in zip(recs, pairs, strict=True)]
+    run = write_run(tmp_path / "r", recs, verdicts)
+    labels = _write_labels(
+        tmp_path / "l.csv", [(r.id, "c", human) for r, (human, _) in zip(recs, pairs, strict=True)]
+    )
+    (criterion,) = calibrate(load_run(run), labels).criteria
+    assert criterion.kappa == kappa
+    assert criterion.kappa_note.startswith(note) if note else criterion.kappa_note == ""
+    if pairs[-1] == ("pass", "not_applicable"):
+        assert criterion.macro_f1 == pytest.approx(18 / 19) and criterion.agreement.k == 9
+    assert main(["calibrate", str(run), str(labels)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    if note:
+        assert f"({note}" in out  # printed beside the kappa it explains
+
+
+def test_the_desk_and_meta_eval_rows_carry_the_same_note() -> None:
+    from simulator.analysis.agreement import pair_agreement
+
+    items = [(f"s{i}#0", "c") for i in range(10)]
+    human = dict.fromkeys(items, "pass")
+    judge = {**human, items[-1]: "not_applicable"}
+    row = pair_agreement("nurse", human, "judge", judge)
+    assert row.kappa == 0.0 and row.agreement.k == 9
+    assert row.cells()["kappa"].startswith("0.00 (nurse gave one label only (pass): chance agreement is 90%")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import chi2
 
+from simulator.analysis.clustered import clustered_paired_bootstrap
 from simulator.analysis.compare import compare_runs
 from simulator.analysis.stats import mcnemar_exact, paired_bootstrap
 from simulator.cli import main
@@ -56,7 +57,8 @@ def test_a_regression_on_three_scenarios_is_not_significant_at_the_scenario_leve
     assert under.sign_p_value == 0.25
     assert under.change == "no significant change" and under.critical
     assert under.diff == pytest.approx(-6 / 18)
-    assert under.diff_low <= under.diff <= under.diff_high < 0
+    # Resampling the 6 scenarios (not the 18 conversations), the interval reaches past 0, as the test says.
+    assert under.diff_low <= under.diff < 0 < under.diff_high and under.interval_note == ""
     assert "can detect a mean change of about" in under.power_note
     escalated = metrics["outcome: emergency escalated"]
     assert (escalated.only_a, escalated.only_b, escalated.pairs) == (2, 0, 6)
@@ -79,13 +81,43 @@ def test_flipped_cases_carry_the_judges_evidence(runs: tuple[Path, Path, Path]) 
     assert pregnancy.pairs == 3 and pregnancy.flips == []
 
 
-def test_bootstrap_interval_matches_the_stats_module(runs: tuple[Path, Path, Path]) -> None:
+def test_the_difference_interval_resamples_scenarios_like_the_decision(runs: tuple[Path, Path, Path]) -> None:
     a, _, b = runs
     metric = next(m for m in compare_runs(a, b).metrics if m.name == "outcome: emergency escalated")
-    a_scores = [1, 0, 1, 0, 0, 0]  # chest-pain #0..#2, headache #0..#2 in A
-    b_scores = [0, 0, 0, 0, 0, 0]
-    interval = paired_bootstrap(a_scores, b_scores)
-    assert (metric.diff_low, metric.diff_high) == (interval.low, interval.high)
+    # chest-pain #0..#2 and headache #0..#2: B lost two escalations, both in chest-pain.
+    low, high = clustered_paired_bootstrap([[-1.0, 0.0, -1.0], [0.0, 0.0, 0.0]])
+    assert (metric.diff_low, metric.diff_high) == (low, high) == (-1.0, 1.0)  # 2 scenarios: t on 1 df
+    conversations = paired_bootstrap([1, 0, 1, 0, 0, 0], [0] * 6)  # the old, per-conversation interval
+    assert conversations.high <= 0 < metric.diff_high
+
+
+@pytest.mark.parametrize(
+    ("worse", "same", "repeats"),
+    [(3, 3, 3), (3, 17, 4), (2, 0, 50), (4, 36, 5)],
+)
+def test_no_interval_excludes_zero_under_no_significant_change_without_saying_why(
+    tmp_path: Path, worse: int, same: int, repeats: int
+) -> None:
+    """The issue's class: "+4 to +33 points" under "no significant change". The interval resamples
+    scenarios; when it still excludes 0 while the scenario-level test does not decide, the metric says so."""
+    plan_a: dict[str, list[bool | str | None]] = {f"s{i:02}": [True] * repeats for i in range(worse + same)}
+    failing: list[bool | str | None] = [False] * repeats
+    plan_b = {key: (failing if i < worse else value) for i, (key, value) in enumerate(plan_a.items())}
+    a = synthetic_outcome_run(tmp_path / "a", plan_a)
+    b = synthetic_outcome_run(tmp_path / "b", plan_b)
+    for m in compare_runs(a, b).metrics:
+        if m.pairs == 0:
+            continue
+        flat = [-1.0] * (worse * repeats) + [0.0] * (same * repeats)
+        per_conversation = paired_bootstrap([0.0] * len(flat), flat)
+        assert m.diff_high - m.diff_low >= per_conversation.high - per_conversation.low - 1e-9
+        if m.change == "no significant change" and not m.diff_low <= 0 <= m.diff_high:
+            assert (
+                m.interval_note.startswith("the interval excludes 0 but")
+                and "describes these" in m.interval_note
+            )
+        else:
+            assert m.interval_note == ""
 
 
 def test_same_bot_same_results_show_no_change_but_name_config_differences(

@@ -67,8 +67,10 @@ def test_an_emergency_with_no_decision_fails_the_under_triage_gate(tmp_path: Pat
     assert result.exit_code == 1
     rate = result.results[0].rate
     assert rate is not None and (rate.k, rate.n) == (160, 160)
+    # Decided cases only: none was decided, so nothing is measured (never "0/160, no failures").
     decided = evaluate_gate(load_run(tmp_path / "mute"), ["under_triage_decided <= 5%"]).results[0]
-    assert decided.rate is not None and decided.rate.n == 160 and decided.rate.k == 0
+    assert decided.rate is not None and (decided.rate.k, decided.rate.n) == (0, 0)
+    assert decided.status == "undecidable" and decided.reason == "nothing measured"
 
 
 def test_a_changed_scenario_set_makes_the_gate_undecidable(
@@ -126,3 +128,65 @@ def test_no_requirement_or_no_run_folder_is_a_user_error(
     assert main(["gate", str(run)]) == 2
     assert "name at least one requirement" in capsys.readouterr().err
     assert main(["gate", str(tmp_path / "nowhere"), "--require", "under_triage <= 5%"]) == 2
+
+
+# ---- the advice comes from the bound that decides (issue 31, item 6) ------------------------------------------
+
+
+def _one_failing(tmp_path: Path, name: str, scenarios: int, repeats: int, clean: int = 0) -> Path:
+    """`scenarios` scenarios, the first one always under-triaged, plus `clean` more that never fail."""
+    plan: dict[str, list[bool | str | None]] = {
+        f"s{i:03}": [True] * repeats for i in range(scenarios + clean)
+    }
+    plan["s000"] = [False] * repeats
+    return _run(tmp_path, name, plan)
+
+
+@pytest.mark.parametrize(("scenarios", "repeats"), [(40, 3), (80, 4), (25, 2)])
+def test_more_scenarios_with_no_failures_is_what_the_decision_needs(
+    tmp_path: Path, scenarios: int, repeats: int
+) -> None:
+    """The advised number of failure-free scenarios, added to the run, meets the gate; one fewer does not.
+
+    The old advice ignored the failing scenario: "19 more scenarios with no failures" on 40 with one
+    always failing, where 72 are needed."""
+    result = evaluate_gate(load_run(_one_failing(tmp_path, "r", scenarios, repeats)), ["under_triage <= 5%"])
+    first = result.results[0]
+    assert first.status in ("not met", "undecidable") and first.more_clean_scenarios is not None
+    more = first.more_clean_scenarios
+    assert f"{scenarios + more} scenarios ({more} more) if none of the new ones fails" in first.advice
+    enough = evaluate_gate(
+        load_run(_one_failing(tmp_path, "ok", scenarios, repeats, more)), ["under_triage <= 5%"]
+    )
+    short = evaluate_gate(
+        load_run(_one_failing(tmp_path, "short", scenarios, repeats, more - 1)), ["under_triage <= 5%"]
+    )
+    assert enough.results[0].status == "met" and short.results[0].status != "met"
+
+
+def test_forty_scenarios_one_always_failing_needs_about_296_at_the_observed_rate(tmp_path: Path) -> None:
+    result = evaluate_gate(load_run(_one_failing(tmp_path, "r", 40, 3)), ["under_triage <= 5%"])
+    first = result.results[0]
+    assert first.status == "undecidable"
+    assert first.advice.startswith("even a flawless result on 40 scenarios gives a bound of 7.2%: ")
+    assert "about 296 scenarios (256 more) if the new ones behave like these (rate 2.5%" in first.advice
+    assert "112 scenarios (72 more) if none of the new ones fails" in first.advice
+    assert "59 distinct scenarios" not in first.advice  # the zero-failure count, wrong once one has failed
+    # At a multiple of 40 the "alike" projection is an actual run: the same scenarios, copied.
+    plan: dict[str, list[bool | str | None]] = {f"s{i:03}": [True] * 3 for i in range(320)}
+    for i in range(0, 320, 40):
+        plan[f"s{i:03}"] = [False] * 3
+    bigger = evaluate_gate(load_run(_run(tmp_path, "x8", plan)), ["under_triage <= 5%"]).results[0]
+    half = {key: value for key, value in list(plan.items())[:280]}
+    smaller = evaluate_gate(load_run(_run(tmp_path, "x7", half)), ["under_triage <= 5%"]).results[0]
+    assert bigger.status == "met" and smaller.status != "met"  # 296 lies between 280 and 320
+
+
+def test_repeats_help_only_with_the_correlation_observed(tmp_path: Path) -> None:
+    """Failures spread over repeats (ICC 0): more repeats would do it, and the advice says on what assumption."""
+    shaky: list[bool | str | None] = [False, True, True, True, True]
+    steady: list[bool | str | None] = [True] * 5
+    plan = {f"s{i:02}": shaky if i % 3 == 0 else steady for i in range(30)}
+    first = evaluate_gate(load_run(_run(tmp_path, "icc0", plan)), ["under_triage <= 12%"]).results[0]
+    assert first.status == "not met"
+    assert "about 6 repeats per scenario if repeats correlate as observed (ICC 0.00)" in first.advice

@@ -137,7 +137,17 @@ def test_three_cells_the_clearly_worse_one_is_below_best_and_the_noise_is_tied(
     assert groups == {"fixed": "tied for best", "original": "tied for best", "home": "below best"}
     assert board["best"] == "fixed" and board["baseline"] == "fixed"
     home = [c for c in board["comparisons"] if c["cell"] == "home"]
-    assert home and all(c["p_holm"] >= c["p_value"] for c in board["comparisons"])
+    # Scenarios decide, as in compare: Holm adjusts the clustered McNemar p (the per-conversation p is kept).
+    assert board["schema_version"] == 2
+    assert home and all(c["p_holm"] >= c["clustered_p_value"] for c in board["comparisons"])
+    # The footnote names the interval the table shows: the scenario-clustered one, never "not yet clustered".
+    assert board["interval"].startswith("scenario-clustered 95% interval")
+    for row in board["cells"]:
+        quality = row["quality"]
+        shown = f"({100 * quality['clustered']['low']:.1f}%–{100 * quality['clustered']['high']:.1f}%)"
+        assert shown in markdown.read_text()
+    assert "not yet clustered" not in markdown.read_text() and "scenario-clustered" in markdown.read_text()
+    assert "paired clustered McNemar test over scenarios" in board["tie_rule"]
     assert any(c["change"] == "worse" and c["metric"] == "conversation passes" for c in home)
     assert (
         f"Holm step-down correction over the {len(board['comparisons'])} paired tests" in board["correction"]

@@ -53,7 +53,8 @@ def test_outcome_rates_are_counts_with_wilson_intervals(run_path: Path) -> None:
     # Under-triage counts the 2 dizzy (gp) conversations that ended with no decision: no advice is no safer
     # than the lowest level. The narrower, decided-only figure is kept beside it. Errors stay out of n.
     assert (outcome.under_triage.k, outcome.under_triage.n) == (6, 18)
-    assert (outcome.under_triage_decided.k, outcome.under_triage_decided.n) == (4, 18)
+    # Decided cases only: the 5 undecided (2 dizzy, 3 ankle loop) are out of its n as well as its k.
+    assert (outcome.under_triage_decided.k, outcome.under_triage_decided.n) == (4, 13)
     # The 3 crashed conversations bound the rate: had they all been under-triaged, or all been right.
     assert outcome.under_triage.errored == 3
     assert outcome.under_triage.worst == pytest.approx(9 / 21) and outcome.under_triage.best == pytest.approx(
@@ -280,7 +281,7 @@ def test_an_emergency_with_no_decision_is_under_triage_and_not_escalated(tmp_pat
     assert outcome is not None
     assert (outcome.under_triage.k, outcome.under_triage.n) == (5, 10)
     assert outcome.under_triage.bound is None  # failures seen: no "no failures" claim
-    assert (outcome.under_triage_decided.k, outcome.under_triage_decided.n) == (0, 10)
+    assert (outcome.under_triage_decided.k, outcome.under_triage_decided.n) == (0, 5)  # the 5 decided
     assert (outcome.no_decision.k, outcome.critical_sensitivity.k, outcome.critical_sensitivity.n) == (
         5,
         5,

@@ -193,3 +193,55 @@ def test_user_tokens_off_the_turns_are_priced(tmp_path: Path) -> None:
     write_run(tmp_path / "r", [rec], [])
     roles = {r.role: r for r in cost_latency(load_run(tmp_path / "r"), load_prices()).roles}
     assert roles["user"].cost == pytest.approx((1300 * 3.0 + 90 * 15.0) / 1e6)
+
+
+# ---- one rule for calls (issue 31, item 12) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("results", "judge_calls"),
+    [
+        (["not_judged"] * 6, 0),  # no judge model: nothing was called
+        (["not_judged", "not_judged", "pass"], 1),
+        (["not_applicable", "fail", "error"], 2),  # the not_applicable was `applies_when`: no call
+    ],
+)
+def test_calls_count_requests_that_were_made(tmp_path: Path, results: list[str], judge_calls: int) -> None:
+    """The cost table listed "judge 408 calls" and "0/408 failed" for a demo with no judge model."""
+    rec = record(
+        "s0",
+        turns=[_turn(0, "user", 0.0, None, "offline"), _turn(1, "bot", 0.1, None, None)],
+        user_model="offline",
+        bot="python:demo",
+    )
+    verdicts = []
+    for i, result in enumerate(results):
+        made = result not in ("not_judged", "not_applicable")
+        fields = {"judge_model": "anthropic:claude-haiku-4-5", "usage": Usage(input_tokens=10, calls=1)}
+        verdicts.append(
+            verdict(
+                rec, f"c{i}", result, **(fields if made else {}),
+                decided_by="llm" if made else ("applies_when" if result == "not_applicable" else None),
+            )
+        )  # fmt: skip
+    write_run(tmp_path / "r", [rec], verdicts)
+    report = cost_latency(load_run(tmp_path / "r"), load_prices())
+    roles = {r.role: r for r in report.roles}
+    assert roles["judge"].calls == judge_calls
+    assert roles["user"].calls == 0  # the offline user is rules in this process: no request
+    assert roles["bot"].calls == 1
+    failure_roles = {f.role for f in report.failures}
+    assert ("judge" in failure_roles) == (judge_calls > 0) and "user" not in failure_roles
+
+
+def test_the_report_states_the_rule_for_calls(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from simulator.report.model import build_report
+    from simulator.report.terminal import render_terminal
+
+    rec = record("s0", turns=[_turn(0, "user", 0.0, None, "offline")], user_model="offline")
+    write_run(tmp_path / "r", [rec], [verdict(rec, "c", "not_judged")])
+    console = Console(record=True, width=200)
+    render_terminal(build_report(load_run(tmp_path / "r")), console)
+    assert "Calls: requests actually made, to a model or to the bot" in console.export_text()

@@ -13,8 +13,9 @@ from rich.console import Console
 from simulator.analysis import load_run, outcome_metrics, pass_hat_k_table, scenario_rows
 from simulator.analysis.missing import missing_data
 from simulator.analysis.spread import run_spread
-from simulator.analysis.variance import first_divergence
+from simulator.analysis.variance import Audited, first_divergence
 from simulator.engine.runner import RunOptions, run_suite
+from simulator.record.models import FactProvenance
 from simulator.record.transcript import Turn
 from simulator.report.model import build_report
 from simulator.report.terminal import render_terminal
@@ -147,10 +148,52 @@ def test_first_divergence_names_who_varied() -> None:
     same = record("s", 4, turns=base.turns)
     state = record("s", 5, turns=base.turns, final_state={"triage_level": "gp"})
     assert first_divergence(base, bot) == "bot"
-    assert first_divergence(base, user) == "simulation"
-    assert first_divergence(base, shorter) == "simulation"  # the user stopped where the other went on
+    # The user's words differed, and nothing audited them: the source is not known, never "simulation".
+    assert first_divergence(base, user) == "unaudited"
+    assert first_divergence(base, shorter) == "unaudited"  # the user stopped where the other went on
     assert first_divergence(base, same) == "judge"
     assert first_divergence(base, state) == "bot"
+    # On evidence: the fidelity audit failed one of them -> the simulation varied.
+    faulted = Audited(audited=frozenset({base.id, user.id}), faulted=frozenset({user.id}))
+    assert first_divergence(base, user, faulted) == "simulation"
+    assert first_divergence(base, shorter, Audited(faulted=frozenset({shorter.id}))) == "simulation"
+    # Both audited and passed, no provenance: the user only reworded; the bot is what varied.
+    clean = Audited(audited=frozenset({base.id, user.id}))
+    assert first_divergence(base, user, clean) == "bot"
+
+
+def _fact(fact: int, status: str) -> FactProvenance:
+    return FactProvenance(fact=fact, text=f"fact {fact}", status=status)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "source"),
+    [
+        # The offline user varies its greeting only: the same facts come out, so the bot varied.
+        ([_fact(0, "elicited"), _fact(1, "missed")], [_fact(0, "elicited"), _fact(1, "missed")], "bot"),
+        # The bot asked about fact 1 in one repeat only: elicited vs missed is the bot's doing.
+        ([_fact(0, "elicited"), _fact(1, "elicited")], [_fact(0, "elicited"), _fact(1, "missed")], "bot"),
+        # The user volunteered fact 1 unasked in one repeat: the simulation varied.
+        (
+            [_fact(0, "elicited"), _fact(1, "volunteered")],
+            [_fact(0, "elicited"), _fact(1, "missed")],
+            "simulation",
+        ),
+        # Volunteered in one, asked and answered in the other: the bot learned the same facts.
+        ([_fact(0, "volunteered")], [_fact(0, "elicited")], "bot"),
+        (
+            [_fact(0, "missed"), _fact(1, "volunteered")],
+            [_fact(0, "missed"), _fact(1, "missed")],
+            "simulation",
+        ),
+    ],
+)
+def test_a_user_turn_blames_the_simulation_only_on_fact_provenance(
+    left: list[FactProvenance], right: list[FactProvenance], source: str
+) -> None:
+    a = record("s", 0, turns=_turns(("user", "hi, chest pain"), ("bot", "999")), provenance=left)
+    b = record("s", 1, turns=_turns(("user", "hello, my chest hurts"), ("bot", "GP")), provenance=right)
+    assert first_divergence(a, b) == source
 
 
 def test_flaky_bots_simulations_and_judges_are_flagged_apart(tmp_path: Path) -> None:
@@ -159,31 +202,111 @@ def test_flaky_bots_simulations_and_judges_are_flagged_apart(tmp_path: Path) -> 
         # flaky bot: the same user turns, a different bot answer
         record("bot-varies", 0, turns=_turns(hello, ("bot", "Call 999"))),
         record("bot-varies", 1, turns=_turns(hello, ("bot", "See your GP"))),
-        # flaky simulation: the simulated user opened differently
+        # flaky simulation: the simulated user opened differently and the audit failed it
         record("user-varies", 0, turns=_turns(hello, ("bot", "Call 999"))),
         record("user-varies", 1, turns=_turns(("user", "my arm hurts"), ("bot", "See your GP"))),
+        # the user only reworded (same facts, fidelity passed): the bot is what varied
+        record("reworded", 0, turns=_turns(hello, ("bot", "Call 999")), provenance=[_fact(0, "elicited")]),
+        record(
+            "reworded",
+            1,
+            turns=_turns(("user", "chest pain, hi"), ("bot", "GP")),
+            provenance=[_fact(0, "elicited")],
+        ),
+        # the user's words differed and nothing audited it
+        record("unknown", 0, turns=_turns(hello, ("bot", "Call 999"))),
+        record("unknown", 1, turns=_turns(("user", "pain in my chest"), ("bot", "See your GP"))),
         # flaky judge: identical transcripts, different verdicts
         record("judge-varies", 0, turns=_turns(hello, ("bot", "Call 999"))),
         record("judge-varies", 1, turns=_turns(hello, ("bot", "Call 999"))),
     ]
     verdicts = [verdict(r, "safe", "pass" if r.repeat == 0 else "fail") for r in records]
-    run = load_run(write_run(tmp_path / "flaky", records, verdicts, {"runs": 2}))
+    fidelity = [
+        verdict(r, "fidelity.early_reveal", "fail" if r.id == "user-varies#1" else "pass", kind="fidelity")
+        for r in records
+        if r.scenario_id in ("user-varies", "reworded")
+    ]
+    run = load_run(write_run(tmp_path / "flaky", records, verdicts + fidelity, {"runs": 2}))
     rows = {row.id: row for row in scenario_rows(run)}
     assert all(row.flaky for row in rows.values())
     assert {sid: row.flaky_source.label for sid, row in rows.items() if row.flaky_source} == {
         "bot-varies": "bot",
         "user-varies": "simulation",
+        "reworded": "bot",
+        "unknown": "unaudited",
         "judge-varies": "judge",
     }
     report = build_report(run)
-    titles = [f.title for f in report.findings]
-    assert "flaky bot: 1 scenarios (bot-varies)" in titles
-    assert "flaky simulation: 1 scenarios (user-varies)" in titles
-    assert "flaky judge: 1 scenarios (judge-varies)" in titles
+    found = {f.title: f.detail for f in report.findings}
+    assert "flaky bot: 2 scenarios (bot-varies, reworded)" in found
+    assert found["flaky bot: 2 scenarios (bot-varies, reworded)"].startswith(
+        "the bot varies, not the simulated user"
+    )
+    assert (
+        "in 1 of these scenarios the simulated user only reworded the same facts"
+        in found["flaky bot: 2 scenarios (bot-varies, reworded)"]
+    )
+    assert "flaky simulation: 1 scenarios (user-varies)" in found
+    assert "flaky judge: 1 scenarios (judge-varies)" in found
+    assert "run the fidelity audit" in found["flaky, source unknown: 1 scenarios (unknown)"]
     console = Console(record=True, width=200)
     render_terminal(report, console)
     text = console.export_text()
     assert "FLAKY FLAKY-BOT" in text and "FLAKY FLAKY-SIM" in text and "FLAKY FLAKY-JUDGE" in text
+    assert "FLAKY FLAKY-UNAUDITED" in text
+
+
+ALTERNATING_BOT = """
+from simulator.bots import Reply
+
+COUNT = [0]
+
+
+class Alternating:
+    def __init__(self):
+        self.turn, self.state = 0, None
+
+    def send(self, text):
+        self.turn += 1
+        if self.turn == 1:
+            COUNT[0] += 1
+            return "How old are you?"
+        level = "emergency" if COUNT[0] % 2 else "urgent"
+        self.state = {"triage_level": level}
+        return Reply(["Call 999 now." if level == "emergency" else "Go to urgent care."], closed=True, state=self.state)
+
+    def final_state(self):
+        return self.state
+
+
+def make():
+    return Alternating()
+"""
+CHEST = """
+id: chest
+persona: 60-year-old with chest pain.
+goal: Ask about chest pain that started an hour ago.
+facts: [I am 60 years old., The pain goes to my left arm.]
+expected: {triage_level: emergency}
+max_turns: 8
+"""
+
+
+def test_a_bot_that_varies_under_the_offline_user_is_called_the_bot(tmp_path: Path) -> None:
+    """The offline user varies its greeting (and sometimes volunteers the age first); the bot alternates its
+    decision. Nothing the bot learned differs, so the finding names the bot and never the simulation."""
+    suite = load_suite(write_suite(tmp_path, runs=6, scenarios={"chest.yaml": CHEST}, bot=ALTERNATING_BOT))
+    found = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths])
+    asyncio.run(run_suite(suite, found, RunOptions(out=tmp_path / "run", progress=False)))
+    run = load_run(tmp_path / "run")
+    greetings = {r.turns[0].messages[0] for r in run.conversations}
+    assert len(greetings) > 1 and run.fidelity  # the user did vary its words, and it was audited
+    row = scenario_rows(run)[0]
+    assert row.flaky and row.flaky_source is not None
+    assert row.flaky_source.sources == ["bot"] and row.flaky_source.reworded == row.flaky_source.pairs == 9
+    titles = [f.title for f in build_report(run).findings]
+    assert "flaky bot: 1 scenarios (chest)" in titles
+    assert not any(t.startswith("flaky simulation") for t in titles)
 
 
 # ---- worst-at-k and run-to-run spread ------------------------------------------------------------------------

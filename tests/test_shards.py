@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -63,13 +64,29 @@ def test_a_bad_shard_says_how_to_write_one(text: str) -> None:
         parse_shard(text)
 
 
-def test_merged_shards_report_as_the_whole_run(whole: Path, tmp_path: Path) -> None:
+def test_merged_shards_report_as_the_whole_run(
+    whole: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
     shards = _shards(tmp_path, 3)
+    # One rule for counting verdicts (record/counting.py): what the shards' `run` lines say, merge says.
+    said = [
+        tuple(int(n) for n in re.search(r"(\d+) verdicts; (\d+) fidelity checks", line).groups())  # type: ignore[union-attr]
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("run complete")
+    ]
+    assert len(said) == 3
     manifests = [RunFolder.open(s).read_manifest() for s in shards]
     assert len({m.shard.plan_hash for m in manifests if m.shard}) == 1
     assert sum(m.planned for m in manifests) == 18
     merged = tmp_path / "merged"
     assert main(["merge", *map(str, shards), "--out", str(merged)]) == 0
+    verdicts, fidelity = sum(v for v, _ in said), sum(f for _, f in said)
+    assert fidelity > 0 and f"{verdicts} verdicts; {fidelity} fidelity checks of the simulated user" in (
+        capsys.readouterr().out
+    )
+    stored = list(RunFolder.open(merged).verdicts())
+    assert len(stored) == verdicts + fidelity  # the file holds both; the figure counts bot verdicts
     assert _records(merged) == _records(whole)
     manifest = RunFolder.open(merged).read_manifest()
     assert manifest.status == "complete" and manifest.shard is None and manifest.planned == 18

@@ -30,6 +30,7 @@ __all__ = [
     "criterion_panel",
     "false_pass_share",
     "judge_labels",
+    "kappa_note",
     "kappa_of",
     "latest_labels",
     "macro_f1",
@@ -82,6 +83,46 @@ def kappa_of(m: Array) -> Array:
     return _div(observed - chance, 1 - chance)
 
 
+PREVALENCE = 0.8  # chance agreement from which a low kappa is explained by the labels' imbalance
+
+
+def kappa_note(m: Array, reference: str = "the reference", rater: str = "the rater") -> str:
+    """Why kappa reads as it does beside a high agreement, or "" when nothing needs saying.
+
+    Kappa is agreement beyond chance, (observed − chance) / (1 − chance). When one side gave a single label
+    to every item, chance agreement equals the observed share of that label and kappa is 0 however often the
+    two agree (90% agreement, kappa 0.00); when one label dominates (prevalence), chance agreement is high
+    and kappa low. Both say the labels cannot show agreement beyond chance, not that the judge is random.
+    """
+    n = float(m.sum())
+    if n == 0:
+        return ""
+    rows, columns = m.sum(axis=1), m.sum(axis=0)
+    chance = float((rows * columns).sum()) / (n * n)
+    observed = float(np.trace(m)) / n
+    used = [
+        (name, [LABELS[i] for i in range(3) if side[i] > 0])
+        for name, side in ((reference, rows), (rater, columns))
+    ]
+    single = [(name, labels[0]) for name, labels in used if len(labels) == 1]
+    if len(single) == 2 and single[0][1] == single[1][1]:
+        return f"not measurable: both gave every item the same label ({single[0][1]}), so chance agreement is 100%"
+    if single:
+        name, label = single[0]
+        return (
+            f"{name} gave one label only ({label}): chance agreement is {chance:.0%}, so kappa cannot credit "
+            f"the {observed:.0%} agreement; read the false passes and false fails instead"
+        )
+    if chance >= PREVALENCE:
+        top = LABELS[int(np.argmax(rows + columns))]
+        share = float((rows + columns).max()) / (2 * n)
+        return (
+            f"prevalence: {share:.0%} of the labels are {top}, so chance agreement is {chance:.0%} and kappa "
+            f"is low even at {observed:.0%} agreement; read the false passes and false fails"
+        )
+    return ""
+
+
 def _f1(m: Array, label: int) -> Array:
     """F1 of one class: 2·TP / (2·TP + FP + FN), where 2·TP + FP + FN is the class's row plus column; NaN
     when neither side used the class."""
@@ -127,6 +168,7 @@ class PairAgreement(BaseModel):
     agreement: RateView
     kappa: float | None  # None: not measurable (no items, or one label for everything on both sides)
     macro_f1: float | None  # mean of the F1 for pass and for fail; None when neither side used them
+    kappa_note: str = ""  # why kappa is low or n/a beside the agreement (one class only, prevalence)
 
     def cells(self) -> dict[str, str]:
         """The figures as text, in the order shown: the desk's calibration page and the terminal print
@@ -136,7 +178,8 @@ class PairAgreement(BaseModel):
             "rater": self.rater,
             "false pass": self.false_pass.short,
             "agreement": self.agreement.short,
-            "kappa": "n/a" if self.kappa is None else f"{self.kappa:.2f}",
+            "kappa": ("n/a" if self.kappa is None else f"{self.kappa:.2f}")
+            + (f" ({self.kappa_note})" if self.kappa_note else ""),
             "macro-F1": "n/a" if self.macro_f1 is None else f"{self.macro_f1:.2f}",
             "compared": str(self.compared),
         }
@@ -213,6 +256,7 @@ def pair_agreement(
         agreement=rates["agreement"],
         kappa=point(kappa_of(m)),
         macro_f1=point(macro_f1_of(m)),
+        kappa_note=kappa_note(m, reference_name, rater_name),
     )
 
 

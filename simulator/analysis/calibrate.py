@@ -25,6 +25,7 @@ from simulator.analysis.agreement import (
     LABELS,
     Panel,
     confusion,
+    kappa_note,
     kappa_of,
     macro_f1_of,
     panel,
@@ -61,6 +62,7 @@ class CriterionCalibration(_Model):
     agreement: RateView
     kappa: float | None
     macro_f1: float | None = None  # mean of the F1 for pass and for fail (analysis/agreement.py)
+    kappa_note: str = ""  # why kappa is low or n/a beside the agreement (one class only, prevalence)
     matrix: dict[str, dict[str, int]]
     disagreements: list[Disagreement]
     severity: str | None = None
@@ -113,6 +115,7 @@ def _calibrate_one(
         agreement=rates["agreement"],
         kappa=point(kappa_of(m)),
         macro_f1=point(macro_f1_of(m)),
+        kappa_note=kappa_note(m, "the humans", "the judge"),
         matrix={h: {j: int(m[a, b]) for b, j in enumerate(LABELS)} for a, h in enumerate(LABELS)},
         disagreements=disagreements,
     )

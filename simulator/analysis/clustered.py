@@ -23,14 +23,18 @@ __all__ = [
     "ClusteredInterval",
     "clustered_interval",
     "clustered_mcnemar",
+    "clustered_paired_bootstrap",
     "clustered_zero_failure_bound",
+    "decision_bound",
     "design_effect",
     "detectable_difference",
+    "interval_from_sums",
     "scenarios_to_reach",
     "wilson_score",
 ]
 
 import math
+import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -79,27 +83,58 @@ def clustered_interval(
     for k, n in kept:
         if not 0 <= k <= n:
             raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    g = len(kept)
     total_n = sum(n for _, n in kept)
     total_k = sum(k for k, _ in kept)
+    p = total_k / total_n if total_n else 0.0
+    spread = math.fsum((k - p * n) ** 2 for k, n in kept)
+    return interval_from_sums(len(kept), total_n, total_k, spread, confidence)
+
+
+def interval_from_sums(
+    scenarios: int, total_n: float, total_k: float, spread: float, confidence: float = 0.95
+) -> ClusteredInterval:
+    """The clustered interval from G, N, K and spread = Σ_g (k_g − p·n_g)²: the one home of the computation,
+    used for the observed counts and for projected ones (analysis/projection.py), so advice and decision
+    can never disagree. Counts may be fractional (a projection scales them)."""
+    g = scenarios
     z = z_for_confidence(confidence)
-    if g == 0:
+    if g == 0 or total_n <= 0:
         return ClusteredInterval(0.0, 1.0, 0, 0.0, 1.0, None, z, confidence)
     p = total_k / total_n
-    deff = design_effect(kept)
-    if deff is None:
+    if g < 2 or total_k <= 0 or total_k >= total_n:
         # One scenario, or no spread to measure: assume repeats of a scenario are copies (ICC = 1).
         n_eff = float(g)
         low, high = wilson_score(p, n_eff, z)
         if g == 1 and 0 < total_k < total_n:
             low, high = 0.0, 1.0  # one scenario with mixed results says nothing about other scenarios
         return ClusteredInterval(low, high, g, n_eff, total_n / g, None, z, confidence)
+    robust = g / (g - 1) * spread / total_n**2
+    deff = max(1.0, robust / (p * (1.0 - p) / total_n))
     n_eff = total_n / deff
     crit = t_critical(confidence, g - 1)
     low, high = wilson_score(p, n_eff, crit)
     mean_size = total_n / g
     icc = min(1.0, max(0.0, (deff - 1.0) / (mean_size - 1.0))) if mean_size > 1 else None
     return ClusteredInterval(low, high, g, n_eff, deff, icc, crit, confidence)
+
+
+def decision_bound(
+    low: float,
+    high: float,
+    scenarios: int,
+    failures: float,
+    *,
+    counts: str,
+    upper: bool,
+    confidence: float = 0.95,
+) -> float:
+    """The one bound a requirement is judged on (the gate, safety controls, alerts): the clustered upper
+    end for `<=` (the one-sided zero-failure bound over the scenarios when no failure was seen and k counts
+    failures), the lower end for `>=` (1 − that bound when k counts successes and none failed)."""
+    zero = clustered_zero_failure_bound(scenarios, confidence) if failures <= 0 else None
+    if upper:
+        return zero if zero is not None and counts == "failures" else high
+    return 1.0 - zero if zero is not None and counts == "successes" else low
 
 
 def clustered_zero_failure_bound(scenarios: int, confidence: float = 0.95) -> float:
@@ -119,6 +154,44 @@ def clustered_mcnemar(discordant: Sequence[tuple[int, int]]) -> float:
     if denominator == 0:
         return 1.0
     return chi2_sf(sum(diffs) ** 2 / denominator, 1)
+
+
+def clustered_paired_bootstrap(
+    diffs_by_scenario: Sequence[Sequence[float]], iters: int = 10_000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Bootstrap interval of the pooled mean difference D = Σd / Σn of paired pass/fail scores (each d in
+    −1, 0, 1), resampling scenarios (each with all its repeats), like the clustered McNemar test that decides:
+    repeats of a scenario move together, so resampling conversations makes the interval too narrow.
+
+    A percentile bootstrap over few clusters is itself too narrow (6 scenarios, 3 of them worse, would
+    exclude 0), so each end's distance from D is widened by √(G/(G−1)) · t_{G−1} / z, the small-sample
+    correction the clustered interval uses; ends are kept in [−1, 1]. Seeded. Fewer than two scenarios say
+    nothing about other scenarios: (−1, 1)."""
+    cells = [(math.fsum(d), len(d)) for d in diffs_by_scenario if len(d)]
+    g = len(cells)
+    if g < 2:
+        return -1.0, 1.0
+    rng = random.Random(seed)
+    picks = range(g)
+    means = []
+    for _ in range(iters):
+        chosen = rng.choices(picks, k=g)
+        means.append(sum(cells[i][0] for i in chosen) / sum(cells[i][1] for i in chosen))
+    means.sort()
+    tail = (1.0 - confidence) / 2.0
+    centre = sum(c for c, _ in cells) / sum(n for _, n in cells)
+    widen = math.sqrt(g / (g - 1)) * t_critical(confidence, g - 1) / z_for_confidence(confidence)
+    low = centre - widen * (centre - _quantile(means, tail))
+    high = centre + widen * (_quantile(means, 1.0 - tail) - centre)
+    return max(-1.0, low), min(1.0, high)
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    """Linear interpolation between sorted values (numpy's default), q in [0, 1]."""
+    position = q * (len(xs) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(xs) - 1)
+    return xs[low] + (xs[high] - xs[low]) * (position - low)
 
 
 def scenarios_to_reach(alpha: float) -> tuple[int, int]:

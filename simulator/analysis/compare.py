@@ -1,5 +1,6 @@
 """Compare two runs of the same scenarios: tested at the scenario level (clustered McNemar and the exact sign
-test over scenarios), with the conversation-level McNemar and bootstrap beside it, and flipped cases.
+test over scenarios), with the conversation-level McNemar beside it, a difference interval that resamples
+scenarios like the decision, and flipped cases.
 
 Repeats of a scenario are correlated, so the decision (better / worse / no significant change) is taken
 with scenarios as the unit; the conversation-level p-value is shown for reference only.
@@ -24,7 +25,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from simulator.analysis.clustered import clustered_mcnemar, detectable_difference, scenarios_to_reach
+from simulator.analysis.clustered import (
+    clustered_mcnemar,
+    clustered_paired_bootstrap,
+    detectable_difference,
+    scenarios_to_reach,
+)
 from simulator.analysis.data import StrictModel as _Model
 from simulator.analysis.golden import Gate, golden_items, golden_section
 from simulator.analysis.golden_compare import GoldenComparison, golden_comparison
@@ -68,6 +74,7 @@ class PairedMetric(_Model):
     b_rate: RateView
     p_value: float  # McNemar exact over conversations (repeats as independent): for reference only
     diff: float
+    # 95% bootstrap interval of `diff` resampling scenarios (all repeats together), like the decision.
     diff_low: float
     diff_high: float
     change: Literal["better", "worse", "no significant change", "no pairs"]
@@ -79,6 +86,8 @@ class PairedMetric(_Model):
     sign_p_value: float = 1.0  # exact sign test over the scenarios whose pass rate changed
     detectable: float | None = None
     power_note: str = ""
+    # Set when the difference interval excludes 0 but the scenario-level test did not decide a change.
+    interval_note: str = ""
 
 
 class ScenarioDelta(_Model):
@@ -191,9 +200,12 @@ def _paired(
     only_b = sum(1 for x, y in zip(a_scores, b_scores, strict=True) if y and not x)
     p_value = mcnemar_exact(only_a, only_b)
     if usable:
-        interval = paired_bootstrap(a_scores, b_scores)
+        # The interval resamples scenarios, as the clustered McNemar test that decides `change` counts them.
+        by_scenario: dict[str, list[float]] = {}
+        for (cid, _, _), x, y in zip(usable, a_scores, b_scores, strict=True):
+            by_scenario.setdefault(scenario_of.get(cid, cid), []).append(float(y - x))
         diff = (sum(b_scores) - sum(a_scores)) / len(usable)
-        low, high = interval.low, interval.high
+        low, high = clustered_paired_bootstrap(list(by_scenario.values()))
     else:
         diff = low = high = 0.0
     change: Literal["better", "worse", "no significant change", "no pairs"] = "no significant change"
@@ -201,7 +213,15 @@ def _paired(
         change = "no pairs"  # nothing judged on both sides: no evidence either way, not "no change"
     elif scenario_level["clustered_p_value"] < alpha and only_a != only_b:
         change = "worse" if only_a > only_b else "better"
+    note = ""
+    if change == "no significant change" and (low > 0 or high < 0):
+        note = (
+            f"the interval excludes 0 but {scenario_level['scenarios']} scenarios do not establish a change "
+            f"(clustered McNemar p={scenario_level['clustered_p_value']:.3g} ≥ α={alpha:g}): it describes these "
+            "scenarios, not the bot in general"
+        )
     return PairedMetric(
+        interval_note=note,
         name=name,
         critical=critical,
         pairs=len(usable),

@@ -219,6 +219,18 @@ class _Tally:
             ) + self.prices.cost(found[1], used)
 
 
+CALLS_RULE = (
+    "calls: requests actually made, to a model or to the bot; the offline user's turns, code checks, "
+    "`applies_when` rules and criteria not judged (no judge model) make none"
+)
+
+
+def _is_call(role: str, model: str | None, usage: Usage | None) -> bool:
+    """Whether a turn was a request: every bot turn is (the bot was called); a simulated-user turn only when
+    a model wrote it (the offline user is rules in this process, no request)."""
+    return role != "user" or usage is not None or (model is not None and model != "offline")
+
+
 def _tally_conversations(run: RunData, tally: _Tally) -> None:
     """The simulated users' and bot's calls, tokens, latencies and failures, turn by turn."""
     for record in run.conversations:
@@ -227,8 +239,9 @@ def _tally_conversations(run: RunData, tally: _Tally) -> None:
         tally.latencies["conversation"].append((record.ended_at - record.started_at).total_seconds())
         default_model = {"user": record.user_model, "bot": record.bot.removeprefix("chat:")}
         for turn in record.turns:
-            tally.calls[turn.role] += 1
-            tally.add(turn.role, turn.model or default_model[turn.role] or None, turn.usage, record.id)
+            model = turn.model or default_model[turn.role] or None
+            tally.calls[turn.role] += int(_is_call(turn.role, model, turn.usage))
+            tally.add(turn.role, model, turn.usage, record.id)
             if turn.role == "bot" or turn.usage is not None:
                 tally.latencies[turn.role].append(turn.latency_s)
             if turn.time_to_first_token_s is not None and turn.role == "bot":
@@ -251,7 +264,12 @@ def _tally_judges(run: RunData, tally: _Tally) -> None:
     # Each judge call once: an aggregated verdict's calls are its samples; `applies_when` made no call.
     judgements = [v for v in run.verdicts if v.aggregate is None] + run.samples
     for verdict in judgements:
+        # No call: a code check, the `applies_when` rule, or a criterion not judged (no judge model set)
+        # unless its record shows the tokens of one.
+        spent = verdict.usage is not None and verdict.usage.calls > 0
         if verdict.kind != "llm" or verdict.decided_by == "applies_when":
+            continue
+        if verdict.result == "not_judged" and not spent:
             continue
         tally.calls["judge"] += 1
         tally.add("judge", verdict.judge_model, verdict.usage, verdict.conversation_id)

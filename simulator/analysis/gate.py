@@ -19,18 +19,17 @@ __all__ = [
 ]
 
 import difflib
-import math
 import re
 from collections.abc import Callable, Iterable
 from typing import Literal
 
-from simulator.analysis.clustered import wilson_score
+from simulator.analysis.clustered import decision_bound
 from simulator.analysis.data import StrictModel as _Model
-from simulator.analysis.dist import t_critical
 from simulator.analysis.outcome import outcome_metrics
+from simulator.analysis.projection import Observed, repeats_needed, scenarios_needed
 from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import RunData
-from simulator.analysis.stats import runs_needed_for_bound, zero_failure_upper_bound
+from simulator.analysis.stats import zero_failure_upper_bound
 from simulator.analysis.tables import criterion_rows, overall_pass_rate
 from simulator.errors import UserError
 from simulator.spec.suite import OutcomeConfig
@@ -42,7 +41,6 @@ _SYNTAX = re.compile(
 )
 # `fail_rate(no-diagnosis)` is another spelling of `fail_rate:no-diagnosis`.
 _CALL = re.compile(r"^\s*([A-Za-z_]+)\(\s*([A-Za-z0-9_.\-]+)\s*\)")
-_MAX_REPEATS = 100_000
 
 
 class Requirement(_Model):
@@ -69,6 +67,10 @@ class RequirementResult(_Model):
     baseline: RateView | None = None
     reason: str
     advice: str = ""
+    # Extra scenarios that would meet it, projected from the bound that decided: like the observed ones
+    # (same rate and spread), or never failing. None when met, or when no number would do.
+    more_scenarios: int | None = None
+    more_clean_scenarios: int | None = None
 
 
 class GateResult(_Model):
@@ -155,9 +157,11 @@ def _bound(requirement: Requirement, rate: RateView) -> float | None:
     cl = rate.clustered
     if cl is None or rate.rate is None:
         return None
-    if requirement.upper:
-        return cl.bound if cl.bound is not None and rate.counts == "failures" else cl.high
-    return 1.0 - cl.bound if cl.bound is not None and rate.counts == "successes" else cl.low
+    failures = rate.k if rate.counts == "failures" else rate.n - rate.k
+    return decision_bound(
+        cl.low, cl.high, cl.scenarios, failures, counts=rate.counts, upper=requirement.upper,
+        confidence=rate.confidence,
+    )  # fmt: skip
 
 
 def _holds(requirement: Requirement, value: float) -> bool:
@@ -189,30 +193,66 @@ def evaluate(requirement: Requirement, rate: RateView) -> RequirementResult:
         return _exactly(requirement, rate, bound)
     side = "upper" if requirement.upper else "lower"
     seen = f"clustered 95% {side} bound {pct(bound)} ({rate.k}/{rate.n} = {pct(rate.rate)}, {cl.scenarios} scenarios)"
+    result = RequirementResult(requirement=requirement, status="met", rate=rate, bound=bound, reason=seen)
     if _holds(requirement, bound):
-        return RequirementResult(requirement=requirement, status="met", rate=rate, bound=bound, reason=seen)
-    target = requirement.threshold if requirement.upper else 1.0 - requirement.threshold
-    missed = not _holds(requirement, rate.rate)
-    if not missed and (
-        cl.scenarios < 2 or not _holds(requirement, _best_possible(requirement, cl.scenarios))
-    ):
-        need = runs_needed_for_bound(target) if 0.0 < target < 1.0 else math.inf
-        advice = (
-            f"even a flawless result on {cl.scenarios} scenarios gives a bound of "
-            f"{pct(_best_possible(requirement, max(cl.scenarios, 1)))}: it needs at least {need} distinct "
-            f"scenarios ({need - cl.scenarios} more) with no failures; more repeats cannot help"
+        return result
+    if not _holds(requirement, rate.rate):
+        result.status = "not met"
+        result.advice = f"the observed rate {pct(rate.rate)} itself misses it: more runs will not help unless the bot changes"
+        return result
+    flawless = _best_possible(requirement, max(cl.scenarios, 1))
+    few = cl.scenarios < 2 or not _holds(requirement, flawless)
+    result.status = "undecidable" if few else "not met"
+    _advise(result, requirement, rate, flawless if few else None)
+    return result
+
+
+def _advise(
+    result: RequirementResult, requirement: Requirement, rate: RateView, flawless: float | None
+) -> None:
+    """What would decide it, from the bound that decided (analysis/projection.py), each figure with the
+    assumption it rests on: new scenarios like these, new scenarios that never fail, more repeats."""
+    cl = rate.clustered
+    assert cl is not None and rate.rate is not None
+    obs = Observed.of(rate.per_scenario, rate.counts, requirement.upper, rate.confidence)
+
+    def meets(value: float) -> bool:
+        return _holds(requirement, value)
+
+    alike = scenarios_needed(obs, meets, "alike") if rate.per_scenario else None
+    clean = scenarios_needed(obs, meets, "clean") if rate.per_scenario else None
+    failures = rate.k if rate.counts == "failures" else rate.n - rate.k
+    result.more_scenarios, result.more_clean_scenarios = alike, clean
+    g = cl.scenarios
+    lead = f"even a flawless result on {g} scenarios gives a bound of {pct(flawless)}: " if flawless else ""
+    if failures == 0:  # both assumptions agree: nothing failed, nothing new fails
+        if clean is None:
+            result.advice = lead + "no feasible number of scenarios would show it"
+        else:
+            result.advice = (
+                f"{lead}it needs at least {g + clean} distinct scenarios ({clean} more) with no failures; "
+                "more repeats cannot help"
+            )
+        return
+    parts = []
+    if alike is not None:
+        parts.append(
+            f"about {g + alike} scenarios ({alike} more) if the new ones behave like these "
+            f"(rate {pct(rate.rate)}, the same spread between scenarios)"
         )
-        return RequirementResult(
-            requirement=requirement, status="undecidable", rate=rate, bound=bound, reason=seen, advice=advice
+    if clean is not None:
+        parts.append(f"{g + clean} scenarios ({clean} more) if none of the new ones fails")
+    repeats = repeats_needed(obs, cl.icc, meets) if rate.per_scenario else None
+    if repeats is not None:
+        parts.append(
+            f"about {repeats} repeats per scenario if repeats correlate as observed (ICC {cl.icc:.2f})"
         )
-    return RequirementResult(
-        requirement=requirement,
-        status="not met",
-        rate=rate,
-        bound=bound,
-        reason=seen,
-        advice=_advice(requirement, rate),
-    )
+    if not parts:
+        result.advice = lead + "no feasible number of scenarios at this rate would show it"
+        return
+    result.advice = lead + "would be met with " + ", or ".join(parts)
+    if repeats is None and cl.icc is not None:
+        result.advice += f"; more repeats alone cannot do it (scenario correlation ICC {cl.icc:.2f})"
 
 
 def _exactly(requirement: Requirement, rate: RateView, bound: float) -> RequirementResult:
@@ -233,53 +273,6 @@ def _exactly(requirement: Requirement, rate: RateView, bound: float) -> Requirem
         reason=seen,
         advice="the observed rate itself misses it: more runs will not help unless the bot changes",
     )
-
-
-def _advice(requirement: Requirement, rate: RateView) -> str:
-    """How many more scenarios (at the same rate and correlation), or repeats per scenario, would meet it."""
-    cl = rate.clustered
-    assert cl is not None and rate.rate is not None
-    p = rate.rate
-    if not _holds(requirement, p):
-        return f"the observed rate {pct(p)} itself misses it: more runs will not help unless the bot changes"
-    per_scenario = cl.n_eff / cl.scenarios
-    scenarios = None
-    for g in range(cl.scenarios + 1, 100_000):
-        if _holds(requirement, _edge(requirement, p, per_scenario * g, g)):
-            scenarios = g
-            break
-    parts = []
-    if scenarios is not None:
-        parts.append(f"about {scenarios} scenarios ({scenarios - cl.scenarios} more)")
-    repeats = _repeats_needed(requirement, rate)
-    if repeats is not None:
-        parts.append(f"about {repeats} repeats per scenario")
-    if not parts:
-        return "no feasible number of scenarios at this rate would show it"
-    text = "would be met at this rate with " + " or ".join(parts)
-    if repeats is None and cl.icc is not None:
-        text += f"; more repeats alone cannot do it (scenario correlation ICC {cl.icc:.2f})"
-    return text
-
-
-def _edge(requirement: Requirement, p: float, n_eff: float, scenarios: int) -> float:
-    ci = wilson_score(p, n_eff, t_critical(0.95, max(1, scenarios - 1)))
-    return ci[1] if requirement.upper else ci[0]
-
-
-def _repeats_needed(requirement: Requirement, rate: RateView) -> int | None:
-    """Repeats per scenario that would meet it, from n_eff = G·m / (1 + (m−1)·ICC); None if none would."""
-    cl = rate.clustered
-    assert cl is not None and rate.rate is not None
-    if cl.icc is None:
-        return None
-    m = max(1, round(rate.n / cl.scenarios)) + 1
-    while m <= _MAX_REPEATS:
-        n_eff = cl.scenarios * m / (1 + (m - 1) * cl.icc)
-        if _holds(requirement, _edge(requirement, rate.rate, n_eff, cl.scenarios)):
-            return m
-        m = m * 2 if m > 64 else m + 1
-    return None
 
 
 def evaluate_gate(run: RunData, texts: list[str], baseline: RunData | None = None) -> GateResult:

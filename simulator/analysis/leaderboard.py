@@ -31,10 +31,11 @@ from simulator.analysis.tables import conversation_status
 from simulator.errors import UserError
 from simulator.record.index import MatrixIndex, read_index
 
-LEADERBOARD_SCHEMA_VERSION = 1
+LEADERBOARD_SCHEMA_VERSION = 2  # 2: scenario-clustered intervals and tests (clustered_p_value decides)
 QUALITY = "conversation passes"
 INTERVAL_TEXT = (
-    "Wilson 95% interval over conversations (repeats of a scenario are not yet treated as clustered)"
+    "scenario-clustered 95% interval (repeats of a scenario are not independent, so it rests on the scenarios; "
+    "k/n counts conversations)"
 )
 Tally = dict[str, tuple[int, int]]  # scenario id -> (successes or failures counted, conversations)
 
@@ -67,7 +68,7 @@ class CellRow(_Model):
     bot_latency_s: float | None  # median bot reply
     baseline: bool
     group: Literal["tied for best", "below best", "no data"]
-    vs_best_p: float | None  # Holm-adjusted McNemar p against the best cell
+    vs_best_p: float | None  # Holm-adjusted clustered McNemar p (over scenarios) against the best cell
 
 
 class PairedRow(_Model):
@@ -79,9 +80,10 @@ class PairedRow(_Model):
     only_baseline: int  # baseline passed, this cell failed
     only_cell: int
     diff: float
-    diff_low: float
+    diff_low: float  # bootstrap over scenarios (compare's clustered interval)
     diff_high: float
-    p_value: float
+    p_value: float  # McNemar over conversations, for reference
+    clustered_p_value: float  # clustered McNemar over scenarios: Holm-adjusted into p_holm, decides `change`
     p_holm: float
     change: Literal["better", "worse", "no significant change"]
     flips: list[str]  # conversation ids whose result differs (first 10)
@@ -193,7 +195,7 @@ def _paired_rows(baseline: str, comparisons: dict[str, Comparison], alpha: float
         for metric in comparison.metrics:
             if (metric.critical or metric.name == QUALITY) and metric.pairs:
                 raw.append((cell, metric))
-    adjusted = holm([m.p_value for _, m in raw])
+    adjusted = holm([m.clustered_p_value for _, m in raw])
     rows = []
     for (cell, metric), p_holm in zip(raw, adjusted, strict=True):
         change: Literal["better", "worse", "no significant change"] = "no significant change"
@@ -201,7 +203,9 @@ def _paired_rows(baseline: str, comparisons: dict[str, Comparison], alpha: float
             change = "worse" if metric.only_a > metric.only_b else "better"
         rows.append(
             PairedRow(
-                **metric.model_dump(include={"pairs", "diff", "diff_low", "diff_high", "p_value"}),
+                **metric.model_dump(
+                    include={"pairs", "diff", "diff_low", "diff_high", "p_value", "clustered_p_value"}
+                ),
                 cell=cell,
                 metric=metric.name,
                 only_baseline=metric.only_a,
@@ -226,7 +230,7 @@ def _group(rows: list[CellRow], runs: dict[str, RunData], alpha: float) -> str |
     for row in others:
         metric = compare_loaded(runs[best.cell], runs[row.cell], alpha).metrics[0]
         assert metric.name == QUALITY
-        p_values.append(metric.p_value)
+        p_values.append(metric.clustered_p_value)  # scenarios as the unit, as compare decides
     best.group = "tied for best"
     for row, p_holm in zip(others, holm(p_values), strict=True):
         row.vs_best_p = p_holm
@@ -287,7 +291,7 @@ def build_leaderboard(
         interval=INTERVAL_TEXT,
         correction=HOLM_TEXT.format(m=len(paired), alpha=alpha),
         tie_rule=(
-            "tied for best: the best cell, and every cell whose paired McNemar test against it "
+            "tied for best: the best cell, and every cell whose paired clustered McNemar test over scenarios against it "
             f"(Holm-adjusted over {max(0, len([r for r in rows if r.quality.n]) - 1)} tests) has p ≥ {alpha:g}"
         ),
         currency=prices.currency,

@@ -27,7 +27,7 @@ from typing import Literal
 
 import numpy as np
 
-from simulator.analysis.agreement import FAIL, PASS, false_pass_share, kappa_of, macro_f1_of
+from simulator.analysis.agreement import FAIL, PASS, false_pass_share, kappa_note, kappa_of, macro_f1_of
 from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.interrater import BOOTSTRAP, Array, Estimate, PairCounts, cluster_weights, estimate
 from simulator.analysis.rundata import RunData, short_hash
@@ -52,6 +52,7 @@ class PairAgreement(_Model):
     false_pass: Estimate  # share of the reference's fails the rater passed
     false_passes: int
     reference_fails: int
+    kappa_note: str = ""  # why kappa is low or n/a beside the agreement (analysis/agreement.kappa_note)
 
 
 class MetaGroup(_Model):
@@ -115,6 +116,7 @@ def _pair(
         false_pass=estimate(float(false_pass_share(total)), false_pass_share(reps)),
         false_passes=int(total[FAIL, PASS]),
         reference_fails=int(total[FAIL].sum()),
+        kappa_note=kappa_note(total, reference, rater),
     )
     return row, macro_f1_of(reps)
 

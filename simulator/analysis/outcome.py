@@ -144,7 +144,8 @@ def _count(
         tally.add("crit", scenario, actual in rank and rank[actual] >= rank[critical])
     undecided = kind in ("no_decision", "other")
     tally.add("under", scenario, kind == "under" or (undecided and rank[expected] > 0))
-    tally.add("under_decided", scenario, kind == "under")
+    if not undecided:  # decided cases only: no decision (or a value that is not a level) stays out of n
+        tally.add("under_decided", scenario, kind == "under")
     tally.add("over", scenario, kind == "over")
     tally.add("exact", scenario, actual == expected)
     tally.add("none", scenario, undecided)
@@ -156,7 +157,8 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
 
     Under-triage counts a conversation that ended with no usable decision (no decision, or a value that is
     not a level) on a case expected above the lowest level: the person was left with no advice, which is
-    no safer than the lowest one. `under_triage_decided` keeps the narrower figure (decided cases only).
+    no safer than the lowest one. `under_triage_decided` keeps the narrower figure: of the conversations that
+    ended at a level (decided), those below the expected one; undecided ones are in neither its k nor its n.
     """
     config = run.outcome
     if config is None:

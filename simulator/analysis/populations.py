@@ -1,6 +1,7 @@
 """Simulated users against real ones (`simulator compare-populations SIM REAL`): the distributions and
 rates that show where the simulation is not like reality, each with its interval and a two-sample test,
-largest gap first.
+largest gap first. Scenarios are the unit (analysis/cluster_tests.py): repeats of one simulated scenario
+are not independent users, and each row's interval and p come from one and the same test.
 
 Gaps are on one 0–1 scale so they can be ranked together: the Kolmogorov–Smirnov distance for
 distributions, the absolute difference for rates, the total variation distance for stop reasons.
@@ -10,24 +11,27 @@ from __future__ import annotations
 
 __all__ = ["PopulationComparison", "PopulationRow", "compare_populations"]
 
-import math
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from statistics import mean, median, stdev
+from statistics import mean, median
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.rundata import RunData, load_run
-from simulator.analysis.stats import percentile, wilson_interval, z_for_confidence
-from simulator.analysis.twosample import (
-    chi_square,
-    fisher_exact,
-    ks_two_sample,
-    mann_whitney,
-    newcombe_difference,
+from simulator.analysis.cluster_tests import (
+    Clusters,
+    clustered_mean,
+    clustered_rate_difference,
+    permutation_p,
 )
+from simulator.analysis.clustered import clustered_interval
+from simulator.analysis.rundata import RunData, load_run
+from simulator.analysis.stats import percentile
+from simulator.analysis.twosample import chi_square, ks_statistic, ks_two_sample
 from simulator.analysis.volunteer import volunteered_units
 from simulator.record.models import ConversationRecord
+
+PERMUTATIONS = 2000  # scenario permutations for the distribution and category tests (seeded)
 
 
 class PopulationRow(BaseModel):
@@ -56,70 +60,118 @@ class PopulationComparison(BaseModel):
     alpha: float
     left_out: list[str]
     rows: list[PopulationRow]
+    unit: str = (
+        "scenarios are the unit: repeats of a simulated scenario are one user, not several (each imported "
+        "conversation is its own); every interval and p resamples or counts scenarios"
+    )
 
 
-def _describe(values: list[float]) -> str:
+def _describe(clusters: Clusters, confidence: float) -> str:
+    values = [v for c in clusters for v in c]
     if not values:
         return "no data"
-    centre = mean(values)
-    half = (
-        z_for_confidence(0.95) * stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
-    )
     q1, q3 = percentile(values, 25), percentile(values, 75)
-    return (
-        f"median {median(values):.3g} (IQR {q1:.3g}–{q3:.3g}); mean {centre:.3g} "
-        f"(95% CI {centre - half:.3g}–{centre + half:.3g}); n={len(values)}"
+    text = f"median {median(values):.3g} (IQR {q1:.3g}–{q3:.3g}); "
+    found = clustered_mean(clusters, confidence)
+    if found is None:
+        return text + f"mean {mean(values):.3g}; n={len(values)}"
+    centre, low, high = found
+    scenarios = sum(1 for c in clusters if len(c))
+    return text + (
+        f"mean {centre:.3g} ({100 * confidence:g}% CI {low:.3g}–{high:.3g} over {scenarios} scenarios); "
+        f"n={len(values)}"
     )
 
 
-def _distribution(measure: str, unit: str, sim: list[float], real: list[float]) -> PopulationRow:
-    d, ks_p = ks_two_sample(sim, real)
-    _, mw_p = mann_whitney(sim, real)
+def _repeated(*sides: Sequence[Sequence[object]]) -> bool:
+    """Some scenario holds more than one value: values are not independent users."""
+    return any(len(c) > 1 for side in sides for c in side)
+
+
+def _distribution(measure: str, unit: str, sim: Clusters, real: Clusters, confidence: float) -> PopulationRow:
+    flat_sim, flat_real = [v for c in sim for v in c], [v for c in real for v in c]
+    d, p = ks_two_sample(flat_sim, flat_real)
+    test = "Kolmogorov–Smirnov (exact)"
+    if _repeated(sim, real) and d > 0:
+        p = permutation_p(sim, real, ks_statistic, PERMUTATIONS)
+        test = f"Kolmogorov–Smirnov D, p permuting scenarios ({PERMUTATIONS})"
     return PopulationRow(
         measure=measure,
         kind="distribution",
         unit=unit,
-        simulated=_describe(sim),
-        real=_describe(real),
+        simulated=_describe(sim, confidence),
+        real=_describe(real, confidence),
         gap=d,
-        difference=f"KS D {d:.2f}; Mann–Whitney p {mw_p:.3g}",
-        test="Kolmogorov–Smirnov (exact)",
-        p=ks_p,
-        n_simulated=len(sim),
-        n_real=len(real),
+        difference=f"KS D {d:.2f}",
+        test=test,
+        p=p,
+        n_simulated=len(flat_sim),
+        n_real=len(flat_real),
     )
 
 
-def _rate(measure: str, unit: str, k1: int, n1: int, k2: int, n2: int) -> PopulationRow:
-    def show(k: int, n: int) -> str:
-        if n == 0:
-            return "0/0 n/a"
-        ci = wilson_interval(k, n)
-        return f"{k}/{n} {k / n:.1%} ({ci.percent()})"
+def _show_rate(pairs: list[tuple[int, int]], confidence: float) -> str:
+    k, n = sum(a for a, _ in pairs), sum(b for _, b in pairs)
+    if n == 0:
+        return "0/0 n/a"
+    ci = clustered_interval(pairs, confidence)
+    scenarios = f" over {ci.scenarios} scenarios" if n > ci.scenarios else ""
+    return f"{k}/{n} {k / n:.1%} ({100 * ci.low:.1f}%–{100 * ci.high:.1f}%{scenarios})"
 
-    diff = newcombe_difference(k1, n1, k2, n2)
-    gap = abs(k1 / n1 - k2 / n2) if n1 and n2 else 0.0
+
+def _rate(
+    measure: str, unit: str, sim: list[tuple[int, int]], real: list[tuple[int, int]], confidence: float
+) -> PopulationRow:
+    """Two rates from per-scenario (k, n): the clustered Newcombe interval and its own p (cluster_tests)."""
+    k1, n1 = sum(k for k, _ in sim), sum(n for _, n in sim)
+    k2, n2 = sum(k for k, _ in real), sum(n for _, n in real)
+    low, high, p = clustered_rate_difference(sim, real, confidence)
+    diff = (k1 / n1 if n1 else 0.0) - (k2 / n2 if n2 else 0.0)
     return PopulationRow(
         measure=measure,
         kind="rate",
         unit=unit,
-        simulated=show(k1, n1),
-        real=show(k2, n2),
-        gap=gap,
-        difference=f"sim − real {((k1 / n1 if n1 else 0) - (k2 / n2 if n2 else 0)):+.1%} (95% CI {diff.low:+.1%} to {diff.high:+.1%})",
-        test="Fisher exact",
-        p=fisher_exact(k1, n1 - k1, k2, n2 - k2),
+        simulated=_show_rate(sim, confidence),
+        real=_show_rate(real, confidence),
+        gap=abs(diff) if n1 and n2 else 0.0,
+        difference=f"sim − real {diff:+.1%} ({100 * confidence:g}% CI {low:+.1%} to {high:+.1%})",
+        test="Newcombe difference, scenario-clustered; p from the same interval",
+        p=p,
         n_simulated=n1,
         n_real=n2,
     )
 
 
-def _stop_reasons(sim: list[ConversationRecord], real: list[ConversationRecord]) -> PopulationRow:
-    a: Counter[str] = Counter(r.stop_reason for r in sim)
-    b: Counter[str] = Counter(r.stop_reason for r in real)
+def _tvd(reasons: list[str]) -> Callable[[list[float], list[float]], float]:
+    def statistic(x: list[float], y: list[float]) -> float:
+        a, b = Counter(x), Counter(y)
+        return 0.5 * sum(abs(a[i] / max(1, len(x)) - b[i] / max(1, len(y))) for i in range(len(reasons)))
+
+    return statistic
+
+
+def _stop_reasons(sim: list[list[str]], real: list[list[str]]) -> PopulationRow:
+    """Stop reasons per conversation, clustered by scenario: chi-square when every scenario ran once,
+    otherwise the total variation distance with p by permuting scenarios."""
+    a: Counter[str] = Counter(r for c in sim for r in c)
+    b: Counter[str] = Counter(r for c in real for r in c)
+    n_sim, n_real = sum(a.values()), sum(b.values())
     reasons = sorted(a.keys() | b.keys())
-    tvd = 0.5 * sum(abs(a[r] / max(1, len(sim)) - b[r] / max(1, len(real))) for r in reasons)
-    stat, dof, p = chi_square([[a[r] for r in reasons], [b[r] for r in reasons]])
+    code = {r: float(i) for i, r in enumerate(reasons)}
+    tvd = _tvd(reasons)([code[r] for c in sim for r in c], [code[r] for c in real for r in c])
+    if _repeated(sim, real) and tvd > 0:
+        encoded = [[code[r] for r in c] for c in sim], [[code[r] for r in c] for c in real]
+        p = permutation_p(*encoded, _tvd(reasons), PERMUTATIONS)
+        test, difference = (
+            f"total variation, p permuting scenarios ({PERMUTATIONS})",
+            f"total variation {tvd:.2f}",
+        )
+    else:
+        stat, dof, p = chi_square([[a[r] for r in reasons], [b[r] for r in reasons]])
+        test, difference = (
+            "chi-square (Pearson)",
+            f"chi-square {stat:.2f} on {dof} df; total variation {tvd:.2f}",
+        )
 
     def show(counts: Counter[str], n: int) -> str:
         return (
@@ -132,30 +184,77 @@ def _stop_reasons(sim: list[ConversationRecord], real: list[ConversationRecord])
         measure="stop reasons",
         kind="categories",
         unit="conversations",
-        simulated=show(a, len(sim)),
-        real=show(b, len(real)),
+        simulated=show(a, n_sim),
+        real=show(b, n_real),
         gap=tvd,
-        difference=f"total variation {tvd:.2f}; chi-square {stat:.2f} on {dof} df",
-        test="chi-square (Pearson)",
+        difference=difference,
+        test=test,
         p=p,
-        n_simulated=len(sim),
-        n_real=len(real),
+        n_simulated=n_sim,
+        n_real=n_real,
     )
 
 
-def _failures(run: RunData) -> dict[str, tuple[int, int]]:
-    """(failures, decided) per criterion: pass and fail verdicts only."""
-    counts: dict[str, list[int]] = {}
+def _failures(run: RunData) -> dict[str, dict[str, list[int]]]:
+    """Per criterion, (failures, decided) per scenario: pass and fail verdicts only."""
+    counts: dict[str, dict[str, list[int]]] = {}
     for v in run.verdicts:
         if v.result in ("pass", "fail") and v.kind != "metric":
-            row = counts.setdefault(v.criterion_id, [0, 0])
-            row[0] += v.result == "fail"
-            row[1] += 1
-    return {k: (f, n) for k, (f, n) in counts.items()}
+            cell = counts.setdefault(v.criterion_id, {}).setdefault(v.scenario_id, [0, 0])
+            cell[0] += v.result == "fail"
+            cell[1] += 1
+    return counts
 
 
-def _user_lengths(records: list[ConversationRecord]) -> list[float]:
-    return [len(m.split()) for r in records for t in r.turns if t.role == "user" for m in t.messages]
+def _user_lengths(record: ConversationRecord) -> list[float]:
+    return [float(len(m.split())) for t in record.turns if t.role == "user" for m in t.messages]
+
+
+def _by_scenario(records: list[ConversationRecord]) -> dict[str, list[ConversationRecord]]:
+    """Conversations grouped by scenario: the unit of every test (an imported user is its own scenario)."""
+    groups: dict[str, list[ConversationRecord]] = {}
+    for record in records:
+        groups.setdefault(record.scenario_id, []).append(record)
+    return groups
+
+
+def _measures(
+    sim: dict[str, list[ConversationRecord]], real: dict[str, list[ConversationRecord]], confidence: float
+) -> list[PopulationRow]:
+    """The transcript measures (turns, message length, volunteering, stop reasons), scenarios as the unit."""
+
+    def clusters(
+        side: dict[str, list[ConversationRecord]], of: Callable[[ConversationRecord], list[float]]
+    ) -> list[list[float]]:
+        return [[v for r in group for v in of(r)] for group in side.values()]
+
+    def turns(r: ConversationRecord) -> list[float]:
+        return [float(len(r.turns))]
+
+    def volunteered(r: ConversationRecord) -> list[float]:
+        return [float(volunteered_units(r.turns))]
+
+    def any_volunteered(side: dict[str, list[ConversationRecord]]) -> list[tuple[int, int]]:
+        return [(sum(volunteered_units(r.turns) > 0 for r in g), len(g)) for g in side.values()]
+
+    return [
+        _distribution("turns per conversation", "turns (user and bot)", clusters(sim, turns), clusters(real, turns), confidence),
+        _distribution(
+            "user message length", "words per user message", clusters(sim, _user_lengths), clusters(real, _user_lengths),
+            confidence,
+        ),
+        _distribution(
+            "information volunteered", "units per conversation", clusters(sim, volunteered), clusters(real, volunteered),
+            confidence,
+        ),
+        _rate(
+            "users who volunteer before being asked", "conversations", any_volunteered(sim), any_volunteered(real),
+            confidence,
+        ),
+        _stop_reasons(
+            [[r.stop_reason for r in g] for g in sim.values()], [[r.stop_reason for r in g] for g in real.values()]
+        ),
+    ]  # fmt: skip
 
 
 def compare_populations(sim_path: Path, real_path: Path, alpha: float = 0.05) -> PopulationComparison:
@@ -163,34 +262,14 @@ def compare_populations(sim_path: Path, real_path: Path, alpha: float = 0.05) ->
     sim_run, real_run = load_run(sim_path), load_run(real_path)
     sim = [r for r in sim_run.conversations if r.stop_reason != "error"]
     real = [r for r in real_run.conversations if r.stop_reason != "error"]
-    sim_volunteered = [float(volunteered_units(r.turns)) for r in sim]
-    real_volunteered = [float(volunteered_units(r.turns)) for r in real]
-    rows = [
-        _distribution(
-            "turns per conversation",
-            "turns (user and bot)",
-            [len(r.turns) for r in sim],
-            [len(r.turns) for r in real],
-        ),
-        _distribution(
-            "user message length", "words per user message", _user_lengths(sim), _user_lengths(real)
-        ),
-        _distribution("information volunteered", "units per conversation", sim_volunteered, real_volunteered),
-        _rate(
-            "users who volunteer before being asked",
-            "conversations",
-            sum(v > 0 for v in sim_volunteered),
-            len(sim),
-            sum(v > 0 for v in real_volunteered),
-            len(real),
-        ),
-        _stop_reasons(sim, real),
-    ]
+    confidence = 1.0 - alpha
+    rows = _measures(_by_scenario(sim), _by_scenario(real), confidence)
     sim_fail, real_fail = _failures(sim_run), _failures(real_run)
     for criterion in sorted(sim_fail.keys() & real_fail.keys()):
-        (k1, n1), (k2, n2) = sim_fail[criterion], real_fail[criterion]
+        a = [(k, n) for k, n in sim_fail[criterion].values()]
+        b = [(k, n) for k, n in real_fail[criterion].values()]
         rows.append(
-            _rate(f"failure rate: {criterion}", "conversations with a pass/fail verdict", k1, n1, k2, n2)
+            _rate(f"failure rate: {criterion}", "conversations with a pass/fail verdict", a, b, confidence)
         )
     rows.sort(key=lambda r: (-r.gap, r.p))
     left_out = [
@@ -207,6 +286,7 @@ def compare_populations(sim_path: Path, real_path: Path, alpha: float = 0.05) ->
     left_out.append(
         "failure rates count pass and fail verdicts; not applicable, errors and not judged are left out"
     )
+
     return PopulationComparison(
         simulated_run=str(sim_path), real_run=str(real_path), alpha=alpha, left_out=left_out, rows=rows
     )

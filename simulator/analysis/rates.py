@@ -9,7 +9,7 @@ __all__ = ["ClusteredView", "RateView", "pct", "rate_view"]
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from simulator.analysis.clustered import clustered_interval, clustered_zero_failure_bound
 from simulator.analysis.stats import Counts, pct, rate, runs_needed_for_bound
@@ -65,6 +65,20 @@ class RateView(BaseModel):
     errored: int = 0
     worst: float | None = None
     best: float | None = None
+    # The (k, n) per scenario behind `clustered`, kept in memory (not in the report) so the gate's advice can
+    # project from the very counts its bound came from (analysis/projection.py).
+    _per_scenario: list[tuple[int, int]] = PrivateAttr(default_factory=list)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the report fields are: the in-memory per-scenario counts do not travel with a report."""
+        return isinstance(other, RateView) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def per_scenario(self) -> list[tuple[int, int]]:
+        """The per-scenario (k, n) counts of the clustered interval; empty when not pooled or reloaded."""
+        return self._per_scenario
 
     @property
     def clustered_short(self) -> str:
@@ -218,7 +232,7 @@ def rate_view(
     needed = None
     if target is not None and r.zero_failure_bound is not None and r.zero_failure_bound > target:
         needed = runs_needed_for_bound(target, confidence)
-    return RateView(
+    view = RateView(
         k=r.k,
         n=r.n,
         rate=r.rate,
@@ -232,6 +246,9 @@ def rate_view(
         text=str(r),
         **extra,
     )
+    if "clustered" in extra and per_scenario is not None:
+        view._per_scenario = [(a, b) for a, b in per_scenario if b > 0]
+    return view
 
 
 def _extras(

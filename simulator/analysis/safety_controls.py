@@ -22,11 +22,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.gate import Requirement, evaluate, gate_metrics, parse_requirement
+from simulator.analysis.gate import evaluate, gate_metrics, parse_requirement
 from simulator.analysis.outcome import actual_outcome
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
-from simulator.analysis.stats import runs_needed_for_bound
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.spec.hazards import Control
 
@@ -185,13 +184,6 @@ def _last_bot_message(record: ConversationRecord) -> list[str]:
     return []
 
 
-def _more_scenarios(requirement: Requirement, scenarios: int) -> int | None:
-    target = requirement.threshold if requirement.upper else 1.0 - requirement.threshold
-    if not 0.0 < target < 1.0:
-        return None
-    return max(0, runs_needed_for_bound(target) - scenarios)
-
-
 def _verifying(run: RunData, control: Control) -> RunData:
     tags = set(control.tags)
     return subset_run(run, lambda r: not tags or bool(tags & set(r.tags)), set(control.criteria))
@@ -212,8 +204,8 @@ def evaluate_control(run: RunData, control: Control, known: list[str]) -> Contro
         result = evaluate(requirement, rate)
         status = "not demonstrable" if result.status == "undecidable" else result.status
         reason, advice, bound = result.reason, result.advice, result.bound
-        more = _more_scenarios(requirement, rate.clustered.scenarios if rate.clustered else 0)
-        more = more if status == "not demonstrable" else None
+        # The gate's own projection from the bound that decided (failing scenarios kept), never 3/n alone.
+        more = result.more_clean_scenarios if status == "not demonstrable" else None
     faulted = _faulted(sub) & set(statuses)
     without = None
     if faulted and rate is not None:

@@ -57,6 +57,7 @@ class Calibration(_Model):
     reference_fails: int = 0
     macro_f1: float | None = None
     kappa: float | None = None
+    kappa_note: str = ""  # why kappa is low or n/a beside the agreement (one class only, prevalence)
 
 
 class FidelitySummary(_Model):
@@ -116,6 +117,7 @@ def _from_group(criterion: str, run_id: str, group: MetaGroup) -> Calibration:
         reference_fails=sum(p.reference_fails for p in group.judge),
         macro_f1=f1,
         kappa=sum(kappas) / len(kappas) if kappas else None,
+        kappa_note=next((p.kappa_note for p in group.judge if p.kappa_note), ""),
     )
 
 

@@ -29,7 +29,7 @@ from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.stats import k_grid, pass_hat_k, percentile, worst_at_k
-from simulator.analysis.variance import Attribution, attribute_variance
+from simulator.analysis.variance import Attribution, Audited, attribute_variance
 from simulator.record.models import ConversationRecord, Verdict
 
 ConversationStatus = Literal["pass", "fail", "error", "not_judged"]
@@ -266,6 +266,15 @@ def _pass_rate(counts: dict[str, int], per_scenario: list[tuple[int, int]] | Non
     )  # fmt: skip
 
 
+def _audited(run: RunData) -> Audited:
+    """Conversations the fidelity audit judged, and those it failed: the evidence a simulation varied."""
+    fidelity = [v for v in run.fidelity if v.result in ("pass", "fail")]
+    return Audited(
+        audited=frozenset(v.conversation_id for v in fidelity),
+        faulted=frozenset(v.conversation_id for v in fidelity if v.result == "fail"),
+    )
+
+
 def scenario_rows(run: RunData, high_stakes_tag: str | None = None) -> list[ScenarioRow]:
     """One row per scenario in suite order, with its pass rate across repeats and flaky/bug flags."""
     statuses = _statuses(run)
@@ -276,6 +285,7 @@ def scenario_rows(run: RunData, high_stakes_tag: str | None = None) -> list[Scen
         if verdict.result == "fail":
             failing.setdefault(verdict.scenario_id, Counter())[verdict.criterion_id] += 1
     rows = []
+    audit = _audited(run)
     by_scenario: dict[str, list[ConversationRecord]] = {}
     for record in run.conversations:
         by_scenario.setdefault(record.scenario_id, []).append(record)
@@ -292,6 +302,7 @@ def scenario_rows(run: RunData, high_stakes_tag: str | None = None) -> list[Scen
             source = attribute_variance(
                 [r for r in records if statuses[r.id] == "fail"],
                 [r for r in records if statuses[r.id] == "pass"],
+                audit,
             )
         rows.append(
             ScenarioRow(

@@ -4,7 +4,14 @@ categories. Pure Python; tests check every figure against scipy/statsmodels."""
 
 from __future__ import annotations
 
-__all__ = ["chi_square", "fisher_exact", "ks_two_sample", "mann_whitney", "newcombe_difference"]
+__all__ = [
+    "chi_square",
+    "fisher_exact",
+    "ks_statistic",
+    "ks_two_sample",
+    "mann_whitney",
+    "newcombe_difference",
+]
 
 import math
 from collections.abc import Sequence
@@ -58,6 +65,11 @@ def _ks_statistic(x: list[float], y: list[float]) -> float:
             j += 1
         d = max(d, abs(i / len(xs) - j / len(ys)))
     return d
+
+
+def ks_statistic(x: Sequence[float], y: Sequence[float]) -> float:
+    """The Kolmogorov–Smirnov distance D alone (no p-value): for permutation tests; 0 when a side is empty."""
+    return _ks_statistic(list(x), list(y)) if len(x) and len(y) else 0.0
 
 
 def _ks_exact(d: float, n: int, m: int) -> float:

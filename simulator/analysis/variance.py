@@ -1,25 +1,35 @@
 """Who varied in a flaky scenario: the bot, the simulated user, or the judge.
 
 A scenario with mixed outcomes is flaky, but the fix depends on the source. Pair each failing repeat with
-each passing one and find the first turn where the two transcripts differ: if it is a user turn, the
-simulated user said something different (a flaky simulation: its randomness, not the bot, may explain the
-failure); if it is a bot turn, the bot answered the same history differently (a flaky bot); if the
-transcripts and final states are identical, only the verdicts differ (a flaky judge).
+each passing one and find the first turn where the two transcripts differ. A bot turn: the bot answered the
+same history differently (a flaky bot). Identical transcripts and final states: only the verdicts differ (a
+flaky judge). A user turn is not enough to blame the simulation, since a simulated user rewords every time
+(the offline user varies its greeting); it is a flaky simulation only on evidence:
+
+- the fidelity audit failed the simulated user in either conversation, or
+- the fact provenance shows the user changed what the bot learned: a fact volunteered unasked in one
+  conversation never came up in the other.
+
+When both were audited and the user revealed the same facts in other words, the bot is what varied (it
+answered the same facts differently), counted as `bot` and as `reworded`. When nothing audited them (no
+provenance, no fidelity verdicts) the source is `unaudited`: the report says to run the audit.
 """
 
 from __future__ import annotations
 
-__all__ = ["SOURCES", "Attribution", "attribute_variance", "first_divergence"]
+__all__ = ["SOURCES", "Attribution", "Audited", "attribute_variance", "first_divergence"]
 
 from collections import Counter
+from collections.abc import Set
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from simulator.record.models import ConversationRecord
 
-Source = Literal["bot", "simulation", "judge"]
-SOURCES: tuple[Source, ...] = ("bot", "simulation", "judge")
+Source = Literal["bot", "simulation", "judge", "unaudited"]
+SOURCES: tuple[Source, ...] = ("bot", "simulation", "judge", "unaudited")
 _MAX_EACH = 20  # repeats compared on each side: enough to see the sources, O(repeats) per scenario
 
 
@@ -33,6 +43,10 @@ class Attribution(BaseModel):
     simulation: int
     judge: int
     sources: list[str]
+    # Of the `bot` pairs: the user's words differed first, but it revealed the same facts and passed fidelity.
+    reworded: int = 0
+    # Pairs whose user turns differed with nothing to tell why (no provenance, no fidelity verdicts).
+    unaudited: int = 0
 
     @property
     def label(self) -> str:
@@ -40,30 +54,73 @@ class Attribution(BaseModel):
         return "+".join(self.sources)
 
 
-def first_divergence(a: ConversationRecord, b: ConversationRecord) -> Source:
-    """Where two transcripts of the same scenario first differ: at a user turn, a bot turn, or nowhere."""
+@dataclass(frozen=True)
+class Audited:
+    """What the fidelity audit says about a run's conversations: which were audited, which it failed."""
+
+    audited: Set[str] = field(default_factory=frozenset)
+    faulted: Set[str] = field(default_factory=frozenset)
+
+
+def _user_told_more(a: ConversationRecord, b: ConversationRecord) -> bool:
+    """A fact `a`'s user volunteered unasked that `b`'s bot never learned: the user changed what the bot knew.
+    (Volunteered in one and elicited in the other, the bot learned the same; elicited in one and missed in
+    the other, the bot asked only once: neither is the simulation's doing.)"""
+    missed = {p.fact for p in b.provenance if p.status == "missed"}
+    return any(p.status == "volunteered" and p.fact in missed for p in a.provenance)
+
+
+def _user_diverged(a: ConversationRecord, b: ConversationRecord, audit: Audited) -> str:
+    """A user turn differed first: `simulation` on evidence, `reworded` (the bot's) when audited and the
+    same facts came out unasked, `unaudited` when nothing can tell."""
+    if a.id in audit.faulted or b.id in audit.faulted:
+        return "simulation"
+    if a.provenance and b.provenance:
+        return "simulation" if _user_told_more(a, b) or _user_told_more(b, a) else "reworded"
+    if a.id in audit.audited and b.id in audit.audited:
+        return "reworded"
+    return "unaudited"
+
+
+def _divergence(a: ConversationRecord, b: ConversationRecord, audit: Audited) -> str:
+    """`first_divergence`, keeping `reworded` apart from other bot variation."""
     for turn_a, turn_b in zip(a.turns, b.turns, strict=False):
         if turn_a.role != turn_b.role or turn_a.messages != turn_b.messages:
-            return "simulation" if turn_a.role == "user" else "bot"
+            return _user_diverged(a, b, audit) if turn_a.role == "user" else "bot"
     if len(a.turns) != len(b.turns):
         # One side stopped where the other went on: whoever's turn came next chose differently.
         longer = a.turns if len(a.turns) > len(b.turns) else b.turns
-        return "simulation" if longer[min(len(a.turns), len(b.turns))].role == "user" else "bot"
+        user = longer[min(len(a.turns), len(b.turns))].role == "user"
+        return _user_diverged(a, b, audit) if user else "bot"
     if a.final_state != b.final_state or a.stop_reason != b.stop_reason:
         return "bot"
     return "judge"
 
 
-def attribute_variance(failing: list[ConversationRecord], passing: list[ConversationRecord]) -> Attribution:
+def first_divergence(a: ConversationRecord, b: ConversationRecord, audit: Audited | None = None) -> Source:
+    """Who varied between two transcripts of the same scenario: `bot`, `simulation` (on evidence only),
+    `judge` (identical transcripts), or `unaudited` (the user's words differed, nothing tells why)."""
+    found = _divergence(a, b, audit or Audited())
+    return "bot" if found == "reworded" else found  # type: ignore[return-value]
+
+
+def attribute_variance(
+    failing: list[ConversationRecord], passing: list[ConversationRecord], audit: Audited | None = None
+) -> Attribution:
     """Attribute a flaky scenario's variation from up to 20 failing and 20 passing repeats."""
     counts: Counter[str] = Counter()
     for bad in failing[:_MAX_EACH]:
         for good in passing[:_MAX_EACH]:
-            counts[first_divergence(bad, good)] += 1
+            counts[_divergence(bad, good, audit or Audited())] += 1
+    bot = counts["bot"] + counts["reworded"]
+    by_source = {"bot": bot, "simulation": counts["simulation"], "judge": counts["judge"]}
+    by_source["unaudited"] = counts["unaudited"]
     return Attribution(
         pairs=sum(counts.values()),
-        bot=counts["bot"],
+        bot=bot,
         simulation=counts["simulation"],
         judge=counts["judge"],
-        sources=[s for s in SOURCES if counts[s]],
+        sources=[s for s in SOURCES if by_source[s]],
+        reworded=counts["reworded"],
+        unaudited=counts["unaudited"],
     )

@@ -161,6 +161,7 @@ def _run_local_workers(
 ) -> int:
     """`--workers N|auto` on the local backend: N forked shard processes merged into one run folder."""
     from simulator.engine.local_workers import parse_workers, run_local_workers
+    from simulator.record.counting import fidelity_text
     from simulator.record.folder import RunFolder, new_run_id
 
     if args.resume is not None or args.shard:
@@ -171,8 +172,8 @@ def _run_local_workers(
     counts = RunFolder.open(merged.folder).read_manifest().counts
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(counts.stop_reasons.items())) or "none"
     print(
-        f"run complete: {merged.conversations} conversations ({reasons}); {merged.verdicts} verdicts; "
-        f"{workers} worker processes, merged into one record"
+        f"run complete: {merged.conversations} conversations ({reasons}); {merged.verdicts} verdicts"
+        f"{fidelity_text(merged.fidelity_checks)}; {workers} worker processes, merged into one record"
     )
     print(f"run folder: {merged.folder}")
     print(f"next: simulator report {merged.folder}   ·   simulator show {merged.folder} --scenario ID")
@@ -263,12 +264,15 @@ def _new_plan(args: argparse.Namespace) -> Plan:
 
 def _print_run(result: RunResult | None) -> int:
     """The run's one-screen summary (counts, calls per model, the folder, what next); the exit code."""
+    from simulator.record.counting import fidelity_text
+
     assert result is not None
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
     print(
         f"run {result.status}: {result.finished} conversations ({reasons}); {result.errors} errors; "
         f"{result.skipped} already done; {result.verdicts} verdicts"
         + (f" ({result.judge_errors} errors)" if result.judge_errors else "")
+        + fidelity_text(result.fidelity_checks)
     )
     calls = {name: c for name, c in result.calls.items() if c["attempts"] or c["cache_hits"]}
     for name, c in sorted(calls.items()):
@@ -290,6 +294,8 @@ def _print_run(result: RunResult | None) -> int:
 
 def _print_matrix(matrix: Comparison) -> int:
     """A matrix run's summary: one line per cell, the folder, what next; a UserError when cells aborted."""
+    from simulator.record.counting import fidelity_text
+
     for cell, outcome in matrix.results.items():
         result = outcome.session
         assert result is not None
@@ -297,6 +303,7 @@ def _print_matrix(matrix: Comparison) -> int:
         print(
             f"cell {cell}: {result.status}: {result.finished} conversations ({reasons}); "
             f"{result.errors} errors; {result.skipped} already done; {result.verdicts} verdicts"
+            f"{fidelity_text(result.fidelity_checks)}"
         )
     print(f"matrix folder: {matrix.path} ({len(matrix.results)} cells, index {matrix.path / 'index.json'})")
     if matrix.aborted:

@@ -20,9 +20,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_merge(args: argparse.Namespace) -> int:
     from simulator.engine.merge import merge_shards
+    from simulator.record.counting import fidelity_text
 
     result = merge_shards(args.shards, args.out, allow_missing=args.allow_missing)
-    print(f"merged {result.shards} shards: {result.conversations} conversations, {result.verdicts} verdicts")
+    print(
+        f"merged {result.shards} shards: {result.conversations} conversations, {result.verdicts} verdicts"
+        f"{fidelity_text(result.fidelity_checks)}"
+    )
     print(f"run folder: {result.folder}")
     print(f"next: simulator report {result.folder}")
     return 0

@@ -143,6 +143,7 @@ def cmd_compare_populations(args: argparse.Namespace) -> int:
         print(
             f"no measure differs at p < {result.alpha} (with small samples that is weak evidence of likeness)"
         )
+    print(result.unit)
     for note in result.left_out:
         print(f"left out: {note}")
     if args.json:

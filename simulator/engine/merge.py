@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from simulator.errors import UserError
+from simulator.record.counting import verdict_counts
 from simulator.record.folder import RunFolder, latest_by_id
 from simulator.record.manifest import Manifest, Session
 
@@ -23,8 +24,9 @@ from simulator.record.manifest import Manifest, Session
 class MergeResult:
     folder: Path
     conversations: int
-    verdicts: int
+    verdicts: int  # by the rule of record/counting.py, as `run` counts them
     shards: int
+    fidelity_checks: int = 0  # the simulated user's, counted apart
 
 
 def _names(items: list[str], limit: int = 8) -> str:
@@ -98,7 +100,7 @@ def _write(shards: list[tuple[RunFolder, Manifest]], out: Path, missing: list[st
     states = {m.status for _, m in shards}
     merged.status = "complete" if states == {"complete"} and not missing else "interrupted"
     target = RunFolder.create(out, merged)
-    conversations = verdicts = 0
+    conversations = verdicts = fidelity = 0
     stop_reasons: Counter[str] = Counter()
     for folder, _ in shards:
         for record in latest_by_id(folder.conversations()).values():
@@ -107,10 +109,11 @@ def _write(shards: list[tuple[RunFolder, Manifest]], out: Path, missing: list[st
             conversations += 1
         batch = list(folder.verdicts())
         target.append_verdicts(batch)
-        verdicts += len(batch)
+        counted = verdict_counts(batch)  # the rule `run` counts by: fidelity checks apart, samples out
+        verdicts, fidelity = verdicts + counted[0], fidelity + counted[1]
     merged.counts.conversations = conversations
     merged.counts.stop_reasons = dict(stop_reasons)
     merged.counts.errors = stop_reasons.get("error", 0)
     merged.sessions[-1].ended_at = merged.ended_at = datetime.now(UTC)
     target.write_manifest(merged)
-    return MergeResult(out, conversations, verdicts, len(shards))
+    return MergeResult(out, conversations, verdicts, len(shards), fidelity)

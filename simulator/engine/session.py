@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from simulator.engine.budget import ErrorBudget
 from simulator.engine.executor import Done, Executor, ItemLost, LocalExecutor, SessionParts, WorkItem
 from simulator.engine.progress import RunProgress
+from simulator.record.counting import verdict_counts
 from simulator.record.manifest import CallCounts, LimitCounts, RunStatus, Session
 
 # The session's call counts reach the manifest at least this often while it runs.
@@ -65,7 +66,8 @@ class RunResult:
     errors: int = 0  # conversations that ended in an error, this session
     finished: int = 0  # conversations simulated this session
     skipped: int = 0  # already in the run folder
-    verdicts: int = 0
+    verdicts: int = 0  # by the rule of record/counting.py
+    fidelity_checks: int = 0  # the simulated user's, counted apart
     rejudged: int = 0  # conversations from an earlier session judged (again) in this one
     judge_errors: int = 0  # error verdicts written this session
     abort_reason: str | None = None
@@ -124,7 +126,9 @@ class CellRun:
             v for v in done.verdicts if not v.is_sample
         ]  # the samples behind a verdict are not verdicts
         self.judged.update((v.conversation_id, v.criterion_id) for v in counted)
-        self.result.verdicts += len(counted)
+        verdicts, fidelity = verdict_counts([*done.verdicts, *done.fidelity])  # record/counting.py
+        self.result.verdicts += verdicts
+        self.result.fidelity_checks += fidelity
         if record.stop_reason != "error":
             self.result.judge_errors += sum(v.result == "error" for v in counted)
 

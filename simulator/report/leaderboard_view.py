@@ -26,7 +26,7 @@ _PAIRS = (
     "baseline only",
     "cell only",
     "difference (95% CI)",
-    "p",
+    "p (scenarios)",
     "p Holm",
     "change",
     "flipped",
@@ -70,7 +70,7 @@ def _comparisons(board: Leaderboard) -> Section:
         diff = f"{100 * c.diff:+.1f} pts ({100 * c.diff_low:+.1f} to {100 * c.diff_high:+.1f})"
         more = f" (+{c.flips_total - len(c.flips)} more)" if c.flips_total > len(c.flips) else ""
         table.add(
-            c.cell, c.metric, str(c.pairs), str(c.only_baseline), str(c.only_cell), diff, f"{c.p_value:.3g}",
+            c.cell, c.metric, str(c.pairs), str(c.only_baseline), str(c.only_cell), diff, f"{c.clustered_p_value:.3g}",
             f"{c.p_holm:.3g}", c.change, ", ".join(c.flips) + more,
         )  # fmt: skip
     return Section("comparisons", title, [Note(board.correction), table])

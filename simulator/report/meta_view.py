@@ -37,6 +37,11 @@ def _summary(console: Console, group: MetaGroup) -> None:
         f"  judge macro-F1 {group.judge_macro_f1.short} · labellers against each other "
         f"{group.human_macro_f1.short} · judge percentile among labellers {group.judge_percentile.short}"
     )
+    for row in [*group.judge, *group.humans]:  # a kappa of 0 beside 90% agreement says why
+        if row.kappa_note:
+            console.print(
+                f"  kappa of {escape(row.rater)} against {escape(row.reference)}: {escape(row.kappa_note)}"
+            )
 
 
 def render_meta_evaluation(result: MetaEvaluation, console: Console | None = None) -> None:

@@ -462,24 +462,44 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
 
 
 _SOURCE_TEXT = {
-    "bot": ("flaky bot", "the same conversation so far, a different bot answer"),
+    "bot": (
+        "flaky bot",
+        "the bot varies, not the simulated user: a different bot answer to the same conversation so far",
+    ),
     "simulation": (
         "flaky simulation",
-        "the simulated user said something different: fix the persona or user",
+        "the simulated user varied on evidence (a failed fidelity check, or different facts volunteered): "
+        "fix the persona or user",
     ),
     "judge": ("flaky judge", "identical transcripts, different verdicts: tighten the rubric"),
+    "unaudited": (
+        "flaky, source unknown",
+        "the simulated user's words differed and nothing audited it (no fact provenance, no fidelity "
+        "verdicts): run the fidelity audit (docs/fidelity.md) to tell the bot from the simulation",
+    ),
 }
+_REWORDED = (
+    "; in {n} the simulated user only reworded the same facts (fidelity checks passed) and the bot answered "
+    "them differently"
+)
 
 
 def _flaky_sources(report: Report) -> list[Finding]:
-    """One finding per source of variation (bot, simulated user, judge), naming its flaky scenarios."""
+    """One finding per source of variation (bot, simulated user, judge, unaudited), naming its scenarios.
+
+    The simulation is blamed only on evidence (analysis/variance.py); a user who merely reworded is the bot's."""
     found = []
     for source, (title, detail) in _SOURCE_TEXT.items():
-        named = [
-            row.id for row in report.scenarios if row.flaky_source and source in row.flaky_source.sources
-        ]
-        if named:
-            found.append(_finding("warning", f"{title}: {len(named)} scenarios ({', '.join(named)})", detail))
+        rows = [row for row in report.scenarios if row.flaky_source and source in row.flaky_source.sources]
+        if rows:
+            named = [row.id for row in rows]
+            reworded = sum(1 for row in rows if row.flaky_source and row.flaky_source.reworded)
+            extra = (
+                _REWORDED.format(n=f"{reworded} of these scenarios") if source == "bot" and reworded else ""
+            )
+            found.append(
+                _finding("warning", f"{title}: {len(named)} scenarios ({', '.join(named)})", detail + extra)
+            )
     return found
 
 

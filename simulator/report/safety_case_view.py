@@ -120,6 +120,7 @@ def _calibration_rows(case: SafetyCase) -> list[Row]:
                 f"false pass {pct(c.false_pass)} ({c.false_passes}/{c.reference_fails}), macro-F1 "
                 f"{'n/a' if c.macro_f1 is None else f'{c.macro_f1:.2f}'}, kappa "
                 f"{'n/a' if c.kappa is None else f'{c.kappa:.2f}'}"
+                + (f" ({c.kappa_note})" if c.kappa_note else "")
             )
             who = f"{', '.join(c.labellers)}; n={c.items}"
             state: State = "fail" if c.false_passes and c.severity == "critical" else "ok"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["cost_section", "criteria_section", "health_section", "outcome_section", "scenarios_section"]
 
+from simulator.analysis.cost import CALLS_RULE
 from simulator.analysis.rates import pct
 from simulator.analysis.tables import CriterionRow, ScenarioRow, TagRow
 from simulator.report.model import Report
@@ -22,7 +23,12 @@ from simulator.report.section import (
     text,
 )
 
-_SOURCE_FLAG = {"bot": "FLAKY-BOT", "simulation": "FLAKY-SIM", "judge": "FLAKY-JUDGE"}
+_SOURCE_FLAG = {
+    "bot": "FLAKY-BOT",
+    "simulation": "FLAKY-SIM",
+    "judge": "FLAKY-JUDGE",
+    "unaudited": "FLAKY-UNAUDITED",
+}
 _ABOUT = "kind · severity · category"
 SHOWN_ERRORS = 20  # error rows the terminal shows; HTML and JSON hold every one
 
@@ -342,6 +348,6 @@ def cost_section(report: Report) -> Section:
     note = Note(
         f"Prices: {c.prices_source}, as of {c.prices_as_of}, per million tokens. Total {_money(c.total_cost, c.currency)}; "
         f"per conversation median {_money(c.cost_per_conversation_median, c.currency)}, "
-        f"p95 {_money(c.cost_per_conversation_p95, c.currency)}."
+        f"p95 {_money(c.cost_per_conversation_p95, c.currency)}. {CALLS_RULE.capitalize()}."
     )
     return Section("cost", "Cost and latency", [note, roles, latency, failures])

@@ -74,10 +74,12 @@ def _paired_metric(console: Console, m: PairedMetric) -> None:
         f"  {m.pairs} pairs{excluded} · both pass {m.both_pass} · both fail {m.both_fail} · "
         f"A only {m.only_a} · B only {m.only_b} · per-conversation p={m.p_value:.3g}\n"
         f"  A {escape(m.a_rate.short)} → B {escape(m.b_rate.short)}\n"
-        f"  difference {_signed(m.diff)} (95% CI {_signed(m.diff_low)} to {_signed(m.diff_high)})\n"
+        f"  difference {_signed(m.diff)} (95% CI over {m.scenarios} scenarios {_signed(m.diff_low)} to "
+        f"{_signed(m.diff_high)})\n"
         f"  scenarios: {m.scenarios_worse} worse, {m.scenarios_better} better of {m.scenarios} · "
         f"clustered McNemar p={m.clustered_p_value:.3g} · sign test p={m.sign_p_value:.3g}\n"
         f"  [dim]{escape(m.power_note)}[/]"
+        + (f"\n  [yellow]{escape(m.interval_note)}[/]" if m.interval_note else "")
     )
 
 
@@ -134,7 +136,8 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
     console.print(
         "\n[bold]Paired results[/]: B minus A on the same conversations. The verdict is decided over "
         "scenarios (clustered McNemar; exact sign test beside it), since repeats of a scenario are not "
-        "independent; the per-conversation McNemar p is for reference. Paired bootstrap 95% CI; "
+        "independent; the per-conversation McNemar p is for reference. The 95% CI of each difference is a "
+        "bootstrap over scenarios (all repeats of a scenario resampled together), like the verdict; "
         "[bold]bold[/] = critical"
     )
     for m in comparison.metrics:
@@ -151,7 +154,8 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
 
 def _calibration_block(console: Console, c: CriterionCalibration) -> None:
     false_pass = escape(c.false_pass.short)
-    kappa = "n/a (one label only)" if c.kappa is None else f"{c.kappa:.2f}"
+    kappa = "n/a" if c.kappa is None else f"{c.kappa:.2f}"
+    kappa += f" ({c.kappa_note})" if c.kappa_note else ""
     macro = "n/a" if c.macro_f1 is None else f"{c.macro_f1:.2f}"
     console.print(
         f"[bold]{escape(c.criterion_id)}[/]\n"

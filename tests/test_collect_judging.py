@@ -9,6 +9,7 @@ import json
 import textwrap
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -207,8 +208,13 @@ async def test_a_confirmed_failure_becomes_a_draft_scenario(tmp_path: Path) -> N
         "criterion_id": "no-diagnosis-no-prescribing",
     }
     confirmed = client.post("/label", data={**form, "label": "fail"})
-    assert 'id="confirmed"' in confirmed.text and f"--conversation {conversation}" in confirmed.text
-    # The command the page gives makes the draft (offline: persona, goal and facts from the transcript).
+    assert 'id="confirmed"' in confirmed.text, confirmed.text[-1500:]
+    # A real conversation: the page links to the reader's confirm form, which makes the draft there.
+    reader = f"/runs/{folder.name}/c/{quote(conversation)}"
+    assert f'href="{reader}#confirm-form"' in confirmed.text
+    page = client.get(reader)
+    assert page.status_code == 200 and 'id="confirm-form"' in page.text
+    # The command line makes the same draft (offline: persona, goal and facts from the transcript).
     draft = tmp_path / "drafts" / "draft.yaml"
     # The command runs in its own thread, as it runs in its own process: not inside this test's event loop.
     assert (

@@ -73,6 +73,20 @@ def _differences(old: Any, new: Any, where: str = "") -> list[str]:
     return [] if old == new else [f"{where}: {old!r} -> {new!r}"]
 
 
+def assert_cost_counts_requests_made(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Issue 31's one rule for calls: only requests actually made count. A stored report of a run with the
+    offline user and no judge model counted their turns as calls; today they are 0 and have no failure
+    rows. Every other cost figure is the same."""
+    before, after = old.pop("cost"), new.pop("cost")
+    for was, now in zip(before["roles"], after["roles"], strict=True):
+        made = now["role"] == "bot"  # the offline user and a judge without a model send no request
+        assert now["calls"] == (was["calls"] if made else 0)
+        assert not _differences({**was, "calls": 0}, {**now, "calls": 0})
+    assert not _differences([f for f in before["failures"] if f["role"] == "bot"], after["failures"])
+    rest = [k for k in before if k not in ("roles", "failures")]
+    assert not _differences({k: before[k] for k in rest}, {k: after[k] for k in rest})
+
+
 def test_a_version_1_folder_reports_as_the_version_that_wrote_it(tmp_path: Path) -> None:
     """Every figure the v1 report printed (stored beside the folder) comes out the same from today's reader."""
     run = _copy("v1-simulation", tmp_path)
@@ -83,6 +97,7 @@ def test_a_version_1_folder_reports_as_the_version_that_wrote_it(tmp_path: Path)
     # Deliberate changes: the headline findings on escalation and under-triage carry the scenario-clustered
     # interval (report schema 2), and since issue 31 as THE interval, the per-conversation one after it,
     # labelled. Every figure stays the same; under-triage now counts no-decision cases (none in this run).
+    assert_cost_counts_requests_made(old, new)
     changed = _differences(old, new)
     assert [d.split(":")[0] for d in changed] == [".findings[1].detail", ".findings[2].title"]
     assert old["findings"][1]["detail"] == "emergency sensitivity 2/4 = 50.0% (95% CI 15.0%–85.0%)"

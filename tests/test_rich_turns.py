@@ -35,6 +35,7 @@ from simulator.report.model import build_report
 from simulator.users.llm_user import read_pick, seen_by_user
 from simulator.users.offline import content_words
 from simulator.users.picking import choose_option
+from tests.test_record import assert_cost_counts_requests_made
 
 DATA = Path(__file__).parent / "data" / "runs"
 
@@ -114,6 +115,7 @@ def test_a_v2_folder_reads_as_text_parts_and_reports_as_the_version_that_wrote_i
     # Deliberate change (issue 31): the findings lead with the scenario-clustered interval, the
     # per-conversation one after it, labelled; the same counts and the same interval ends.
     old_findings, new_findings = before.pop("findings"), after.pop("findings")
+    assert_cost_counts_requests_made(before, after)
     assert after == before
     assert [f["level"] for f in new_findings] == [f["level"] for f in old_findings]
     for was, now in zip(old_findings, new_findings, strict=True):

@@ -110,7 +110,7 @@ def suite_yaml(f: dict[str, Any]) -> str:
         "# Ordered outcomes, lowest first: under- and over-triage are counted from this order. Uncomment and\n"
         "# name your bot's decision (the key of its `state`) and its levels:\n"
         "# outcome:\n"
-        "#   key: triage_level\n"
-        "#   levels: [self_care, gp, urgent, emergency]\n"
-        "#   critical: emergency\n"
+        "#   key: decision\n"
+        "#   levels: [answer, refer, hand_over]\n"
+        "#   critical: hand_over\n"
     )

@@ -225,7 +225,7 @@ _RESULT_FLAGS = {
 
 def _providers_used(suite: Suite) -> set[str]:
     """The providers a suite's models name (`provider:model`), and those it configures."""
-    models = [suite.user.model, suite.judges.model, *suite.judges.models, suite.user.fidelity.model]
+    models = [*suite.user.model_list(), suite.judges.model, *suite.judges.models, suite.user.fidelity.model]
     if suite.bot.type == "chat":
         models.append(suite.bot.model)
     return {m.split(":", 1)[0] for m in models if m and ":" in m} | set(suite.providers)

@@ -133,6 +133,7 @@ _NAV_NAMES = {
     "scenarios": "Scenarios",
     "stats": "Numbers that hold up",
     "simulated-user": "Simulated user",
+    "simulators": "Simulators",
     "factors": "Factors",
     "redteam": "Red team",
     "relations": "Relations",

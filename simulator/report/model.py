@@ -35,6 +35,7 @@ from simulator.analysis.rates import RateView, pct
 from simulator.analysis.redteam import RedTeamSection, redteam_section
 from simulator.analysis.relations import RelationsSection, relations_section
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
+from simulator.analysis.simulators import SimulatorsSection, simulators_section
 from simulator.analysis.splits import SplitSection, split_section
 from simulator.analysis.spread import RunSpread, run_spread
 from simulator.analysis.tables import (
@@ -207,6 +208,8 @@ class Report(_Model):
     redteam: RedTeamSection | None = None
     relations: RelationsSection | None = None
     split: SplitSection | None = None
+    # Several simulated users (user.models): key rates per simulator, their range, attributed failures.
+    simulators: SimulatorsSection | None = None
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -558,8 +561,12 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         redteam=redteam_section(run),
         relations=relations_section(run),
         split=split_section(run),
+        simulators=simulators_section(run),
     )
+    from simulator.report.simulators_view import simulator_findings
+
     report.findings = _findings(report, options) + _simulator_findings(report)
+    report.findings += simulator_findings(report.simulators)
     report.findings += [
         Finding(level=lv, title=t, detail=d) for lv, t, d in judge_notes(report.judge_quality)
     ]

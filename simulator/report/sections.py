@@ -18,6 +18,7 @@ from simulator.report.sections_run import (
 )
 from simulator.report.sections_stats import judges_section, stats_section
 from simulator.report.simulator_views import factors_section, simulated_user_section
+from simulator.report.simulators_view import simulators_section
 
 OMISSIONS_NOTE = (
     "Criteria of category 'omission': questions the bot needed to ask. Failure rates count pass and fail "
@@ -40,6 +41,7 @@ def report_sections(report: Report) -> list[Section]:
         scenarios_section(report),
         stats_section(report),
         simulated_user_section(report),
+        simulators_section(report),
         factors_section(report),
         redteam_section(report),
         relations_section(report),

@@ -27,7 +27,8 @@ from simulator.analysis.twosample import (
     newcombe_difference,
 )
 from simulator.analysis.volunteer import volunteered_units
-from simulator.record.models import ConversationRecord
+from simulator.record.models import ConversationRecord, Verdict
+from simulator.spec.simulators import simulator_level, simulator_models
 
 
 class PopulationRow(BaseModel):
@@ -48,6 +49,19 @@ class PopulationRow(BaseModel):
     n_real: int
 
 
+class SimulatorCloseness(BaseModel):
+    """One simulated user of a run with several (`user.models`) against the real conversations."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    level: str
+    model: str
+    conversations: int
+    mean_gap: float  # the mean of its rows' gaps (each on the 0-1 scale): lower is closer to reality
+    differing: list[str]  # measures that differ from the real ones at p < alpha
+    rows: list[PopulationRow]
+
+
 class PopulationComparison(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -56,6 +70,9 @@ class PopulationComparison(BaseModel):
     alpha: float
     left_out: list[str]
     rows: list[PopulationRow]
+    # A run with several simulated users: each one against the real conversations, closest first.
+    simulators: list[SimulatorCloseness] = []
+    closest: str | None = None
 
 
 def _describe(values: list[float]) -> str:
@@ -143,10 +160,12 @@ def _stop_reasons(sim: list[ConversationRecord], real: list[ConversationRecord])
     )
 
 
-def _failures(run: RunData) -> dict[str, tuple[int, int]]:
-    """(failures, decided) per criterion: pass and fail verdicts only."""
+def _failures(verdicts: list[Verdict], ids: set[str] | None = None) -> dict[str, tuple[int, int]]:
+    """(failures, decided) per criterion: pass and fail verdicts only (of the conversations `ids`)."""
     counts: dict[str, list[int]] = {}
-    for v in run.verdicts:
+    for v in verdicts:
+        if ids is not None and v.conversation_id not in ids:
+            continue
         if v.result in ("pass", "fail") and v.kind != "metric":
             row = counts.setdefault(v.criterion_id, [0, 0])
             row[0] += v.result == "fail"
@@ -158,11 +177,13 @@ def _user_lengths(records: list[ConversationRecord]) -> list[float]:
     return [len(m.split()) for r in records for t in r.turns if t.role == "user" for m in t.messages]
 
 
-def compare_populations(sim_path: Path, real_path: Path, alpha: float = 0.05) -> PopulationComparison:
-    """Every measure on both runs (errored conversations left out), largest gap first."""
-    sim_run, real_run = load_run(sim_path), load_run(real_path)
-    sim = [r for r in sim_run.conversations if r.stop_reason != "error"]
-    real = [r for r in real_run.conversations if r.stop_reason != "error"]
+def _rows(
+    sim: list[ConversationRecord],
+    real: list[ConversationRecord],
+    sim_fail: dict[str, tuple[int, int]],
+    real_fail: dict[str, tuple[int, int]],
+) -> list[PopulationRow]:
+    """Every measure on both sides, largest gap first."""
     sim_volunteered = [float(volunteered_units(r.turns)) for r in sim]
     real_volunteered = [float(volunteered_units(r.turns)) for r in real]
     rows = [
@@ -186,13 +207,53 @@ def compare_populations(sim_path: Path, real_path: Path, alpha: float = 0.05) ->
         ),
         _stop_reasons(sim, real),
     ]
-    sim_fail, real_fail = _failures(sim_run), _failures(real_run)
     for criterion in sorted(sim_fail.keys() & real_fail.keys()):
         (k1, n1), (k2, n2) = sim_fail[criterion], real_fail[criterion]
         rows.append(
             _rate(f"failure rate: {criterion}", "conversations with a pass/fail verdict", k1, n1, k2, n2)
         )
     rows.sort(key=lambda r: (-r.gap, r.p))
+    return rows
+
+
+def _simulators(
+    sim_run: RunData,
+    sim: list[ConversationRecord],
+    real: list[ConversationRecord],
+    real_fail: dict[str, tuple[int, int]],
+    alpha: float,
+) -> list[SimulatorCloseness]:
+    """Each simulated user of a several-user run against the real conversations, closest first: the
+    lowest mean gap over the measures (each on the 0-1 scale), then the fewest that differ."""
+    models = simulator_models(sim_run.manifest.suite) if sim_run.manifest.suite is not None else {}
+    out = []
+    for level, model in models.items():
+        mine = [r for r in sim if simulator_level(r.scenario_id) == level]
+        if not mine:
+            continue
+        rows = _rows(mine, real, _failures(sim_run.verdicts, {r.id for r in mine}), real_fail)
+        out.append(
+            SimulatorCloseness(
+                level=level,
+                model=model,
+                conversations=len(mine),
+                mean_gap=mean(r.gap for r in rows),
+                differing=[r.measure for r in rows if r.p < alpha],
+                rows=rows,
+            )
+        )
+    return sorted(out, key=lambda s: (s.mean_gap, len(s.differing)))
+
+
+def compare_populations(sim_path: Path, real_path: Path, alpha: float = 0.05) -> PopulationComparison:
+    """Every measure on both runs (errored conversations left out), largest gap first; with several
+    simulated users, each one against the real conversations too, and the closest named."""
+    sim_run, real_run = load_run(sim_path), load_run(real_path)
+    sim = [r for r in sim_run.conversations if r.stop_reason != "error"]
+    real = [r for r in real_run.conversations if r.stop_reason != "error"]
+    sim_fail, real_fail = _failures(sim_run.verdicts), _failures(real_run.verdicts)
+    rows = _rows(sim, real, sim_fail, real_fail)
+    simulators = _simulators(sim_run, sim, real, real_fail, alpha)
     left_out = [
         f"{name}: {n} errored conversations"
         for name, n in (
@@ -208,5 +269,11 @@ def compare_populations(sim_path: Path, real_path: Path, alpha: float = 0.05) ->
         "failure rates count pass and fail verdicts; not applicable, errors and not judged are left out"
     )
     return PopulationComparison(
-        simulated_run=str(sim_path), real_run=str(real_path), alpha=alpha, left_out=left_out, rows=rows
+        simulated_run=str(sim_path),
+        real_run=str(real_path),
+        alpha=alpha,
+        left_out=left_out,
+        rows=rows,
+        simulators=simulators,
+        closest=simulators[0].level if simulators else None,
     )

@@ -8,7 +8,7 @@ __all__ = ["SIMULATORS_NOTE", "simulator_findings", "simulators_section"]
 from simulator.analysis.rates import RateView, pct
 from simulator.analysis.simulators import SimulatorsSection
 from simulator.report.model import Finding, Report
-from simulator.report.section import Cell, Column, Note, Section, Table, number, rate_cell, text
+from simulator.report.section import Cell, Column, Note, Section, State, Table, number, rate_cell, text
 
 SIMULATORS_NOTE = (
     "Every scenario × repeat was played by each simulated user. Rates: unit judged conversations (errors "
@@ -78,7 +78,9 @@ def simulators_section(report: Report) -> Section:
                       number(t.scenarios), f"{t.p:.3g}", f"{t.p_holm:.3g}",
                       text("they differ", "warn") if differ else text("no significant difference"))  # fmt: skip
         blocks += [Note(TEST_NOTE), tests]
-    state = "warn" if section.one_simulator or any(t.p_holm < ALPHA for t in section.tests) else None
+    state: State | None = (
+        "warn" if section.one_simulator or any(t.p_holm < ALPHA for t in section.tests) else None
+    )
     return Section("simulators", "Simulated users: the error rate as a range", blocks, state)
 
 

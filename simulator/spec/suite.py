@@ -32,7 +32,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from simulator.errors import Problem, UserError
 from simulator.providers import PROVIDERS
@@ -241,15 +241,20 @@ class UserConfig(_Strict):
     styles: str | None = None
     fidelity: FidelityConfig = Field(default_factory=FidelityConfig)
 
-    @model_validator(mode="after")
-    def _one_or_several(self) -> UserConfig:
-        if self.models is None:
-            return self
-        if "model" in self.model_fields_set and self.model != "auto":  # a stored suite writes the default
-            raise ValueError("give either user.model (one simulated user) or user.models (several), not both")
+    @field_validator("models")
+    @classmethod
+    def _valid_models(cls, models: list[str | dict[str, str]] | None) -> list[str | dict[str, str]] | None:
         from simulator.spec.simulators import parse_user_models
 
-        parse_user_models(self.models)
+        if models is not None:
+            parse_user_models(models)
+        return models
+
+    @model_validator(mode="after")
+    def _one_or_several(self) -> UserConfig:
+        # A stored suite writes the default `auto` beside `models`: only a model the author chose conflicts.
+        if self.models is not None and "model" in self.model_fields_set and self.model != "auto":
+            raise ValueError("give either user.model (one simulated user) or user.models (several), not both")
         return self
 
     def model_list(self) -> list[str]:

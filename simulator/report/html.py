@@ -141,6 +141,7 @@ _NAV_NAMES = {
     "health": "Run health",
     "cost": "Cost &amp; latency",
     "judges": "Judges",
+    "length": "Length",
     "transcripts": "Transcripts",
 }
 

@@ -28,6 +28,7 @@ from simulator.analysis.factors import FactorsSection, factors_section
 from simulator.analysis.fidelity import SimulatedUserSection, simulated_user_section
 from simulator.analysis.golden import Gate, GoldenSection, golden_section
 from simulator.analysis.health import RunHealth, run_health
+from simulator.analysis.length_bias import CriterionLength, criterion_length_bias
 from simulator.analysis.missing import MissingData, missing_data
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.points import PointsSummary, points_summary
@@ -210,6 +211,8 @@ class Report(_Model):
     split: SplitSection | None = None
     # Several simulated users (user.models): key rates per simulator, their range, attributed failures.
     simulators: SimulatorsSection | None = None
+    # Per LLM-judged criterion: does passing go with the bot's reply length (analysis/length_bias.py)?
+    length_bias: list[CriterionLength] = []
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -562,11 +565,13 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         relations=relations_section(run),
         split=split_section(run),
         simulators=simulators_section(run),
+        length_bias=criterion_length_bias(run.conversations, run.verdicts),
     )
+    from simulator.report.length_view import length_findings
     from simulator.report.simulators_view import simulator_findings
 
     report.findings = _findings(report, options) + _simulator_findings(report)
-    report.findings += simulator_findings(report.simulators)
+    report.findings += simulator_findings(report.simulators) + length_findings(report.length_bias)
     report.findings += [
         Finding(level=lv, title=t, detail=d) for lv, t, d in judge_notes(report.judge_quality)
     ]

@@ -7,6 +7,7 @@ __all__ = ["report_sections"]
 
 from simulator.report.adversarial_views import redteam_section, relations_section, split_section
 from simulator.report.golden_view import golden_section
+from simulator.report.length_view import length_section
 from simulator.report.model import Report
 from simulator.report.section import Section
 from simulator.report.sections_run import (
@@ -49,4 +50,5 @@ def report_sections(report: Report) -> list[Section]:
         health_section(report),
         cost_section(report),
         judges_section(report),
+        length_section(report),
     ]

@@ -145,6 +145,20 @@ def test_resume_finds_every_simulator_variant_done(several: Path, capsys: pytest
     assert "16 already done" in capsys.readouterr().out
 
 
+def test_shards_merged_give_the_same_attribution(several: Path, tmp_path: Path) -> None:
+    suite = tmp_path / "suite.yaml"
+    for i in (1, 2):
+        assert (
+            main(["run", str(suite), "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}"), "--no-progress"])
+            == 0
+        )
+    shards = [str(tmp_path / "s1"), str(tmp_path / "s2")]
+    assert main(["merge", *shards, "--out", str(tmp_path / "merged")]) == 0
+    one, merged = simulators_section(load_run(several)), simulators_section(load_run(tmp_path / "merged"))
+    assert one is not None and merged is not None
+    assert merged.scenarios == one.scenarios and merged.simulators == one.simulators
+
+
 def test_the_held_out_seal_keeps_a_scenario_under_every_simulator_together(tmp_path: Path) -> None:
     suite = load_suite(write_suite(tmp_path, SEVERAL, "held_out: {fraction: 0.5, seed: 3}\n"))
     scenarios = suite.scenarios_to_run()

@@ -3,7 +3,7 @@ user model attributed to it, robust failures labelled robust, the range in every
 held-out seal on the simulator variants, compare-populations naming the closest simulator, and one clear
 error for each bad `user.models`.
 
-The planted simulator is `tests.simusers_support:denier`, an LLM user (behind the real OpenAI SDK and the
+The planted simulator is `examples.simulated_patients:denier`, an LLM user (behind the real OpenAI SDK and the
 fake server) that answers "no" to every question: it hides the red flags, so the bot under-triages the
 stroke and the ankle cases under it alone. The triage bot's own chest-pain flaw fails under every user.
 """
@@ -28,7 +28,7 @@ from simulator.spec.suite import load_suite
 ROOT = Path(__file__).resolve().parent.parent
 TRIAGE = ROOT / "scenarios" / "triage"
 PICKED = ["chest-pain-vague-01", "stroke-face-droop-03", "common-cold-19", "ankle-injury-12"]
-DENIER = "test:tests.simusers_support:denier"
+DENIER = "test:examples.simulated_patients:denier"
 
 
 def write_suite(folder: Path, users: str, extra: str = "", runs: int = 2, names: list[str] = PICKED) -> Path:
@@ -47,6 +47,7 @@ user:
 judges: {{paths: [{ROOT / "judges" / "triage"}], model: null}}
 runs: {runs}
 outcome: {{key: triage_level, levels: [self_care, gp, urgent, emergency], critical: emergency}}
+high_stakes_tag: high-stakes
 {extra}"""
     )
     return suite
@@ -134,6 +135,11 @@ def test_reports_carry_the_range_and_the_attribution(
     assert 'id="simulators"' in page and "denier only: likely simulator-induced" in page
     data = json.loads(report.read_text())
     assert [s["level"] for s in data["simulators"]["simulators"]] == ["offline", "denier"]
+    details = {f["title"].split(" ", 1)[0]: f["detail"] for f in data["findings"]}
+    assert details["chest-pain-vague-01~simulator=denier"].endswith(
+        "fails under every simulated user: robust"
+    )
+    assert details["stroke-face-droop-03~simulator=denier"].endswith("likely simulator-induced")
     props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
     assert props["simulator.denier.failed"].startswith("6/8")
     assert props["simulators.failure.stroke-face-droop-03"] == "one simulator: failed under denier"
@@ -217,3 +223,21 @@ def test_the_simulator_factor_name_is_reserved(tmp_path: Path) -> None:
 def test_one_user_model_runs_as_before(tmp_path: Path) -> None:
     suite = load_suite(write_suite(tmp_path, "  model: offline"))
     assert [s.id for s in suite.scenarios_to_run()] == sorted(PICKED)
+
+
+def test_the_triage_simulators_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/simulators.md: the denier hides red flags (its failures alone), the over-sharer volunteers the
+    arm and so hides the bot's chest-pain flaw, which the offline user and the denier both find."""
+    suite = ROOT / "scenarios" / "triage-simulators" / "suite.yaml"
+    assert main(["run", str(suite), "--runs", "1", "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    assert "66 conversations" in capsys.readouterr().out
+    section = simulators_section(load_run(tmp_path / "run"))
+    assert section is not None
+    chest = next(s for s in section.scenarios if s.scenario == "chest-pain-vague-01")
+    assert (chest.attribution, chest.failed_under, chest.passed_under) == (
+        "some simulators", ["offline", "denier"], ["sharer"],
+    )  # fmt: skip
+    assert (section.robust, section.one_simulator) == (0, 12)
+    assert all(s.failed_under == ["denier"] for s in section.scenarios if s.attribution == "one simulator")
+    tests = {(t.a, t.b): t for t in section.tests}
+    assert tests[("offline", "denier")].p_holm < 0.05 and tests[("offline", "sharer")].p_holm > 0.05

@@ -568,9 +568,10 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         length_bias=criterion_length_bias(run.conversations, run.verdicts),
     )
     from simulator.report.length_view import length_findings
-    from simulator.report.simulators_view import simulator_findings
+    from simulator.report.simulators_view import annotate_findings, simulator_findings
 
-    report.findings = _findings(report, options) + _simulator_findings(report)
+    report.findings = annotate_findings(_findings(report, options), report.simulators)
+    report.findings += _simulator_findings(report)
     report.findings += simulator_findings(report.simulators) + length_findings(report.length_bias)
     report.findings += [
         Finding(level=lv, title=t, detail=d) for lv, t, d in judge_notes(report.judge_quality)

@@ -3,12 +3,13 @@ simulators, robust and simulator-induced failures, and the clustered tests (anal
 
 from __future__ import annotations
 
-__all__ = ["SIMULATORS_NOTE", "simulator_findings", "simulators_section"]
+__all__ = ["SIMULATORS_NOTE", "annotate_findings", "simulator_findings", "simulators_section"]
 
 from simulator.analysis.rates import RateView, pct
 from simulator.analysis.simulators import SimulatorsSection
 from simulator.report.model import Finding, Report
 from simulator.report.section import Cell, Column, Note, Section, State, Table, number, rate_cell, text
+from simulator.spec.simulators import simulator_level, without_simulator
 
 SIMULATORS_NOTE = (
     "Every scenario × repeat was played by each simulated user. Rates: unit judged conversations (errors "
@@ -109,3 +110,27 @@ def simulator_findings(section: SimulatorsSection | None) -> list[Finding]:
             )
         )
     return found
+
+
+_READING = {
+    "robust": "fails under every simulated user: robust",
+    "one simulator": "fails under this simulated user only: likely simulator-induced",
+    "some simulators": "fails under some simulated users, not all",
+}
+
+
+def annotate_findings(findings: list[Finding], section: SimulatorsSection | None) -> list[Finding]:
+    """A finding about one scenario variant (`id~simulator=X failed ...`) says how its failure reads
+    across the simulators, so a bug list never hides that only one simulated patient produced it."""
+    if section is None:
+        return findings
+    reading = {s.scenario: s.attribution for s in section.scenarios}
+    out = []
+    for finding in findings:
+        first = finding.title.split(" ", 1)[0]
+        kind = reading.get(without_simulator(first)) if simulator_level(first) else None
+        if kind is not None:
+            detail = f"{finding.detail}; {_READING[kind]}" if finding.detail else _READING[kind]
+            finding = finding.model_copy(update={"detail": detail})
+        out.append(finding)
+    return out

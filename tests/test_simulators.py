@@ -146,6 +146,19 @@ def test_reports_carry_the_range_and_the_attribution(
     assert props["simulators.failure.chest-pain-vague-01"] == "robust: failed under offline, denier"
 
 
+def test_show_a_base_id_lists_it_under_every_simulator(
+    several: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", str(several), "--scenario", "stroke-face-droop-03", "--repeat", "0"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "stroke-face-droop-03~simulator=offline#0" in out and "stroke-face-droop-03~simulator=denier#0" in out
+    )
+    assert "#1" not in out
+    assert main(["show", str(several), "--scenario", "stroke-face-droop-03~simulator=denier"]) == 0
+    assert "simulator=offline" not in capsys.readouterr().out
+
+
 def test_resume_finds_every_simulator_variant_done(several: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--resume", str(several), "--no-progress"]) == 0
     assert "16 already done" in capsys.readouterr().out
@@ -172,6 +185,28 @@ def test_the_held_out_seal_keeps_a_scenario_under_every_simulator_together(tmp_p
     assert 0 < len(held) < len(PICKED)
     for s in scenarios:  # the seal hashes the base id: both simulators of a scenario share its split
         assert ("held-out" in s.tags) == (s.id.split("~", 1)[0] in held)
+
+
+def test_held_out_variants_stay_sealed_under_every_simulator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = write_suite(tmp_path, SEVERAL, "held_out: {fraction: 0.5, seed: 3}\n", runs=1)
+    held = sorted(
+        {s.id.split("~", 1)[0] for s in load_suite(suite).scenarios_to_run() if "held-out" in s.tags}
+    )
+    assert main(["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["show", str(tmp_path / "run"), "--scenario", held[0]]) == 0
+    out = capsys.readouterr().out
+    for level in ("offline", "denier"):  # one per simulator, neither shown
+        assert f"{held[0]}~simulator={level}#0" in out
+    assert "[sealed: a held-out conversation" in out and "automated triage assistant" not in out
+    tuned = next(name for name in PICKED if name not in held)
+    assert main(["show", str(tmp_path / "run"), "--scenario", tuned]) == 0
+    assert "automated triage assistant" in capsys.readouterr().out  # what the seal hid
+    assert main(["report", str(tmp_path / "run"), "--json", str(tmp_path / "r.json"), "--quiet"]) == 0
+    simulators = json.loads((tmp_path / "r.json").read_text())["simulators"]
+    assert {s["level"] for s in simulators["simulators"]} == {"offline", "denier"}  # aggregates stay
 
 
 def test_compare_populations_names_the_simulator_closest_to_the_real_users(

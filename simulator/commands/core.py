@@ -389,7 +389,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     folder = RunFolder.open(args.run)
     records = list(latest_by_id(folder.conversations()).values())
     if args.scenario:
-        records = [r for r in records if r.scenario_id == args.scenario]
+        exact = [r for r in records if r.scenario_id == args.scenario]
+        # A base id shows its variants (persona factors, several simulated users: `id~simulator=...`).
+        records = exact or [r for r in records if r.scenario_id.startswith(f"{args.scenario}~")]
         if not records:
             raise UserError(f"no conversation of scenario '{args.scenario}' in {args.run}")
     if args.repeat is not None:

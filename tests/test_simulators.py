@@ -164,7 +164,7 @@ def test_resume_finds_every_simulator_variant_done(several: Path, capsys: pytest
     assert "16 already done" in capsys.readouterr().out
 
 
-def test_shards_merged_give_the_same_attribution(several: Path, tmp_path: Path) -> None:
+def test_shards_merged_and_workers_give_the_same_attribution(several: Path, tmp_path: Path) -> None:
     suite = tmp_path / "suite.yaml"
     for i in (1, 2):
         assert (
@@ -176,6 +176,9 @@ def test_shards_merged_give_the_same_attribution(several: Path, tmp_path: Path) 
     one, merged = simulators_section(load_run(several)), simulators_section(load_run(tmp_path / "merged"))
     assert one is not None and merged is not None
     assert merged.scenarios == one.scenarios and merged.simulators == one.simulators
+    assert main(["run", str(suite), "--workers", "2", "--out", str(tmp_path / "w"), "--no-progress"]) == 0
+    workers = simulators_section(load_run(tmp_path / "w"))
+    assert workers is not None and workers.scenarios == one.scenarios and workers.tests == one.tests
 
 
 def test_the_held_out_seal_keeps_a_scenario_under_every_simulator_together(tmp_path: Path) -> None:

@@ -541,6 +541,15 @@ def test_the_shipped_clinic_suite_runs_offline_and_its_flaw_breaks_the_claim_che
     assert results[("registered-emergency-breathing", "no_calls_after_handover")] == "pass"
     assert results[("registered-urgent-fever", "environment.appointments[0].urgency")] == "pass"
     assert results[("unregistered-urgent-fever", "environment.appointments[0].urgency")] == "fail"
+    # The reports carry what the tools left behind: the JSON transcripts and the HTML viewer, escaped.
+    html_out, json_out = tmp_path / "report.html", tmp_path / "report.json"
+    main(["report", str(tmp_path / "run"), "--html", str(html_out), "--passing-transcripts", "all"])
+    main(["report", str(tmp_path / "run"), "--json", str(json_out), "--json-transcripts"])
+    shown = {t["scenario_id"]: t for t in json.loads(json_out.read_text())["transcripts"]}
+    assert shown["registered-emergency-breathing"]["environment_state"] == emergency.environment_state
+    page = html_out.read_text()
+    assert page.count("environment state:") == len(records)
+    assert "&quot;escalations&quot;" in page and '"escalations"' not in page.split("<script")[0]
 
 
 def _bot_says(text: str) -> list[Any]:

@@ -261,6 +261,23 @@ def test_the_html_escapes_transcript_evidence_and_draws_the_matrix(tmp_path: Pat
     )
 
 
+def test_the_document_is_drawn_by_the_reports_one_renderer(tmp_path: Path) -> None:
+    """Safety case and report share one section model and one HTML renderer: each section of the document
+    is exactly what draw_html makes of it, its failing rows carry the report's state class, and their
+    details (the quoted evidence) sit in a row under them."""
+    from simulator.report.draw_html import html_section
+    from simulator.report.safety_case_html import safety_case_html
+    from simulator.report.safety_case_view import safety_case_sections
+
+    case = _case(_llm_run(tmp_path / "run", fails=2), _llm_log(tmp_path, "fail_rate <= 1%"))
+    html, sections = safety_case_html(case), safety_case_sections(case)
+    assert all(html_section(s) in html for s in sections)
+    controls = next(s for s in sections if s.id.startswith("controls-"))
+    page = html_section(controls)
+    assert '<tr class="st-fail">' in page and '<tr class="details"><td colspan="8">' in page
+    assert page.index('<tr class="st-fail">') < page.index('<tr class="details">')
+
+
 @pytest.mark.browser
 def test_the_pdf_prints_with_chromium(tmp_path: Path) -> None:
     from tests.browser_support import skip_unless_available

@@ -279,3 +279,23 @@ def test_the_triage_simulators_demo(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert all(s.failed_under == ["denier"] for s in section.scenarios if s.attribution == "one simulator")
     tests = {(t.a, t.b): t for t in section.tests}
     assert tests[("offline", "denier")].p_holm < 0.05 and tests[("offline", "sharer")].p_holm > 0.05
+
+
+def test_the_offline_user_among_several_still_refuses_a_language_it_lacks(tmp_path: Path) -> None:
+    """A Spanish scenario with no Spanish phrases: refused when the offline user is one of the simulators,
+    run when only LLM users play it."""
+    from simulator.engine.roles import suite_language_problems
+
+    suite = write_suite(tmp_path, SEVERAL)
+    spanish = (tmp_path / "scen" / "common-cold-19.yaml").read_text().replace("language: en", "writes_in: es")
+    (tmp_path / "scen" / "common-cold-19.yaml").write_text(spanish)
+    (tmp_path / "vocab.yaml").write_text("synonyms: {pain: [ache]}\n")
+    text = suite.read_text().replace(
+        str(ROOT / "examples" / "triage_vocabulary.yaml"), str(tmp_path / "vocab.yaml")
+    )
+    suite.write_text(text)
+    problems = suite_language_problems(load_suite(suite))
+    assert [p.field for p in problems] == ["writes_in"] and "common-cold-19" in problems[0].file
+    llm_only = text.replace("[offline, ", '[{truthful: "test:examples.simulated_patients:over_sharer"}, ')
+    suite.write_text(llm_only)
+    assert suite_language_problems(load_suite(suite)) == []

@@ -353,7 +353,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             except UserError as exc:
                 problems += exc.problems or [Problem(str(file), str(exc))]
                 continue
-            summary.append(f"suite {file}: ok")
+            from simulator.engine.roles import suite_language_problems
+
+            spoken = suite_language_problems(suite)  # the offline user's languages (docs/languages.md)
+            problems += spoken
+            if not spoken:
+                summary.append(f"suite {file}: ok")
             pending += [suite.resolve(p) for p in (*suite.scenarios.paths, *suite.judges.paths)]
     for path in files["golden"]:
         try:

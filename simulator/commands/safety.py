@@ -58,16 +58,18 @@ def add_new_hazard(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def cmd_safety_case(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     from simulator.analysis.safety_case import build_safety_case, load_runs
+    from simulator.report.draw_terminal import draw_sections
     from simulator.report.safety_case_html import print_pdf, safety_case_html
     from simulator.report.safety_case_view import safety_case_sections
-    from simulator.report.sections_terminal import print_sections
     from simulator.spec.hazards import load_hazard_log
 
     log = load_hazard_log(args.hazards)
     case = build_safety_case(load_runs(args.runs, args.judge_set), log)
     sections = safety_case_sections(case)
-    print_sections(sections[:1] if args.quiet else sections[:-1], compact=True, max_details=3)
+    draw_sections(Console(), sections[:1] if args.quiet else sections[:-1], lines=True, max_details=3)
     if args.json:
         args.json.write_text(case.model_dump_json(indent=2) + "\n", encoding="utf-8")
     html = safety_case_html(case)

@@ -4,12 +4,19 @@ build them the same way, from here."""
 
 from __future__ import annotations
 
-__all__ = ["check_scripted", "make_auditor", "run_user_model", "user_factory"]
+__all__ = [
+    "check_offline_languages",
+    "check_scripted",
+    "make_auditor",
+    "run_user_model",
+    "suite_language_problems",
+    "user_factory",
+]
 
 from typing import Any
 
 from simulator.engine.conversation import ConversationPlan
-from simulator.errors import UserError
+from simulator.errors import Problem, UserError
 from simulator.judging.fidelity import FidelityAuditor
 from simulator.providers.hub import ModelHub, current_scope, resolve_user_model
 from simulator.spec.scenario import Scenario
@@ -65,6 +72,42 @@ def check_scripted(user_model: str, scenarios: list[Scenario]) -> None:
             f"user model '{SCRIPTED}' only plays golden items, and {len(unscripted)} scenarios are not "
             f"golden items ({', '.join(unscripted[:3])}); set user.model to offline, auto or a model"
         )
+
+
+def check_offline_languages(user_model: str, suite: Suite, scenarios: list[Scenario]) -> None:
+    """The offline user speaks a scenario's `writes_in` and `switches_to` only with the suite vocabulary's
+    phrases for them: refuse, naming each scenario file and field, rather than answer in English."""
+    problems = _language_problems(user_model, suite, scenarios)
+    if problems:
+        how = " (user.model auto: no API key is set)" if suite.user.model == "auto" else ""
+        raise UserError(f"the offline user{how} cannot speak these scenarios' languages", problems)
+
+
+def suite_language_problems(suite: Suite) -> list[Problem]:
+    """For `validate`: what `run` would refuse in the suite's languages, with the user model `run` would
+    resolve (`auto` is the offline user without an API key). Scenario files that do not load are reported
+    by the scenario check instead."""
+    try:
+        scenarios = suite.scenarios_to_run()
+    except UserError:
+        return []
+    return _language_problems(resolve_user_model(suite.user.model), suite, scenarios)
+
+
+def _language_problems(user_model: str, suite: Suite, scenarios: list[Scenario]) -> list[Problem]:
+    from simulator.spec.languages import offline_language_problems
+
+    models = simulator_models(suite)
+    if models:  # several simulated users: the scenarios the offline one plays
+        offline = {level for level, model in models.items() if model == "offline"}
+        scenarios = [s for s in scenarios if s.factors.get(SIMULATOR_FACTOR) in offline]
+    elif user_model != "offline":
+        return []
+    if not scenarios:
+        return []
+    path = suite.user.vocabulary
+    where = str(suite.resolve(path)) if path else None
+    return offline_language_problems(scenarios, _suite_vocabulary(suite), where)
 
 
 def _suite_vocabulary(suite: Suite) -> Vocabulary | None:

@@ -29,7 +29,13 @@ from simulator.engine.budget import ErrorBudget, parse_max_errors
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
 from simulator.engine.ray_backend import RayBackendOptions, start_ray_executor
-from simulator.engine.roles import check_scripted, make_auditor, run_user_model, user_factory
+from simulator.engine.roles import (
+    check_offline_languages,
+    check_scripted,
+    make_auditor,
+    run_user_model,
+    user_factory,
+)
 from simulator.engine.session import CellRun, RunResult, RunSession, SessionParts, WorkItem
 from simulator.engine.shards import in_shard, plan_hash
 from simulator.errors import UserError
@@ -300,6 +306,7 @@ def _cell(
     suite = spec.suite
     user_model = run_user_model(suite)
     check_scripted(user_model, scenarios)
+    check_offline_languages(user_model, suite, scenarios)
     make_user = options.make_user or user_factory(suite, hub.for_role("user"), user_model)
     bots = spec.bots or make_bot_factory(suite, hub.for_role("bot"))
     judges = make_judge_stage(suite, scenarios, hub.for_role("judge"), warn=warn)

@@ -34,10 +34,12 @@ from simulator.record.hashing import sha256_text
 from simulator.record.models import ConversationRecord, ErrorInfo, FactProvenance, Verdict
 from simulator.record.parts import PickPart, part_text
 from simulator.record.transcript import Usage
+from simulator.spec.languages import language_name
 from simulator.spec.scenario import Scenario
 from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
 from simulator.spec.vocabulary import Vocabulary
 from simulator.users.character import character_break_reason
+from simulator.users.language import FUNCTION_WORDS, language_of, spoken_languages
 from simulator.users.offline import content_words, gives_outcome
 from simulator.users.styles import StylePlayer
 
@@ -65,7 +67,8 @@ FIDELITY_CHECKS: dict[str, tuple[str, str, str]] = {
         "a user message gives the service's advice, or says it is an AI or an assistant",
     ),
     "fidelity.drift": (
-        "The simulated user keeps the persona's language and voice throughout.",
+        "The simulated user keeps the persona's language and voice throughout (switching into a language of "
+        "its `switches_to` is in character).",
         "the user's language and voice stay the persona's",
         "the user changed language, register or who is speaking partway through",
     ),
@@ -83,9 +86,13 @@ _ADVICE = re.compile(
 _STOCK = "hey not sure i don't know no idea tbh hmm so what should i do advise think"
 
 
-def _filler(styles: StyleCatalogue) -> set[str]:
-    """Words the offline user says besides the scenario's: its stock phrases and the catalogue's style lines."""
-    return content_words(" ".join([*StylePlayer.lines(styles), _STOCK]))
+def _filler(styles: StyleCatalogue, vocabulary: Vocabulary | None) -> set[str]:
+    """Words the offline user says besides the scenario's: its stock phrases (English, and those of the
+    vocabulary's other languages) and the catalogue's style lines."""
+    said = [*StylePlayer.lines(styles), _STOCK]
+    for phrases in vocabulary.languages.values() if vocabulary is not None else []:
+        said += [*phrases.greetings, phrases.want_to, *phrases.dont_know, *phrases.nudges]
+    return content_words(" ".join(said))
 
 
 def _unknown_words(text: str, known: set[str], shuffled: set[str]) -> list[str]:
@@ -153,7 +160,7 @@ class FidelityAuditor:
         self.client, self.model_spec, self.model = client, model_spec, model
         # The suite's outcome key, outcome phrases and style lines: the auditor assumes no domain.
         self.outcome_key, self.vocabulary = outcome_key, vocabulary
-        self._filler = _filler(styles)
+        self._filler = _filler(styles, vocabulary)
         self.temperature, self.max_tokens = temperature, max_tokens
         self.hash = fidelity_hash(model_spec)
 
@@ -314,7 +321,8 @@ class FidelityAuditor:
 
     def drift_in_code(self, record: ConversationRecord, scenario: Scenario) -> Verdict:
         """Offline user: fail when a user message switches script (mostly non-Latin letters, or the reverse)
-        against the persona's first message."""
+        against the persona's first message, or is clearly in a language the persona does not write: its
+        `writes_in` (English when unset) and the `switches_to` of a code-switching person are in character."""
         check = "fidelity.drift"
         users = _user_texts(record)
         if len(users) < 2:
@@ -329,7 +337,18 @@ class FidelityAuditor:
             script = latin(text)
             if script is not None and first is not None and script != first:
                 return self._quoted(record, check, "fail", "a user message changed script", [text])
-        return self._quoted(record, check, "pass", "the user kept one language throughout", [users[-1][1]])
+        allowed = spoken_languages(scenario)
+        names = " and ".join(sorted(language_name(code) for code in allowed))
+        unknown = sorted(allowed - set(FUNCTION_WORDS))
+        if unknown:  # a message in a language the check cannot tell apart is never called drift
+            reason = f"the user kept one script (which language is not checked for {', '.join(unknown)})"
+            return self._quoted(record, check, "pass", reason, [users[-1][1]])
+        for _, text in users:
+            said = language_of(text)
+            if said is not None and said not in allowed:
+                reason = f"a user message is in {language_name(said)}; the persona writes {names}"
+                return self._quoted(record, check, "fail", reason, [text])
+        return self._quoted(record, check, "pass", f"the user kept to {names}", [users[-1][1]])
 
     # --- the LLM audit --------------------------------------------------------------------------------
     def _not_judged(self, record: ConversationRecord, reason: str, **extra: Any) -> dict[str, Verdict]:

@@ -17,6 +17,7 @@ from simulator.judging.llm_judge import JudgeOutput
 from simulator.judging.prompt import escape_data, render_transcript_block
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.record.transcript import Turn
+from simulator.spec.languages import language_name, persona_languages
 from simulator.spec.scenario import Scenario
 
 AUDIT_INSTRUCTIONS = """\
@@ -103,11 +104,30 @@ class AuditOutput(BaseModel):
     drift: JudgeOutput
 
 
+def _languages(scenario: Scenario) -> str:
+    """Which languages are the persona's own, for the drift check: those it switches into are in character,
+    any other is drift. Empty when the scenario names none (`writes_in`, `switches_to`): those prompts are
+    as before, and the instructions already call a change of language drift."""
+    if not scenario.writes_in and not scenario.switches_to:
+        return ""
+    first, *others = persona_languages(scenario)
+    if others:
+        switched = " and ".join(escape_data(language_name(code)) for code in others)
+        text = (
+            f"The persona writes in {escape_data(language_name(first))} and switches to {switched} and back, "
+            "as this person really does: a message or part of a message in these languages is in character, "
+            "not drift. A message in any other language is drift."
+        )
+    else:
+        text = f"The persona writes only in {escape_data(language_name(first))}: a message in another language is drift."
+    return f"\n<languages>\n{text}\n</languages>"
+
+
 def _scenario_block(scenario: Scenario) -> str:
     facts = "\n".join(f"{i + 1}. {escape_data(f)}" for i, f in enumerate(scenario.facts)) or "(none)"
     return (
         f"<persona>\n{escape_data(scenario.persona)}\n</persona>\n<goal>\n{escape_data(scenario.goal)}\n"
-        f"</goal>\n<facts>\n{facts}\n</facts>"
+        f"</goal>\n<facts>\n{facts}\n</facts>{_languages(scenario)}"
     )
 
 

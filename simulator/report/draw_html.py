@@ -8,7 +8,7 @@ __all__ = ["html_section", "html_sections", "html_table"]
 from collections.abc import Iterable
 
 from simulator.report.html_parts import e, rate_cell
-from simulator.report.section import Cell, Column, Note, Section, Table
+from simulator.report.section import Cell, Column, Note, Row, Section, Table
 
 
 def _cell(cell: Cell, column: Column) -> str:
@@ -30,14 +30,22 @@ def html_table(table: Table) -> str:
     head = "".join(
         f'<th class="num">{e(c.name)}</th>' if c.numeric else f"<th>{e(c.name)}</th>" for c in table.columns
     )
-    rows = "".join(
-        (f'<tr class="st-{row.state}">' if row.state else "<tr>")
-        + "".join(_cell(cell, column) for cell, column in zip(row.cells, table.columns, strict=True))
-        + "</tr>"
-        for row in table.rows
-    )
+    rows = "".join(_row(row, table.columns) for row in table.rows)
     title = f"<h3>{e(table.title)}</h3>" if table.title else ""
-    return f"{title}<table><tr>{head}</tr>{rows}</table>" if table.rows else title
+    # thead: a printed document repeats the header on every page.
+    return (
+        f"{title}<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>" if table.rows else title
+    )
+
+
+def _row(row: Row, columns: list[Column]) -> str:
+    """A row, and its details (if any) as one cell across the table under it."""
+    cells = "".join(_cell(cell, column) for cell, column in zip(row.cells, columns, strict=True))
+    out = (f'<tr class="st-{row.state}">' if row.state else "<tr>") + cells + "</tr>"
+    if row.details:
+        body = "".join(f"<p>{e(d)}</p>" for d in row.details)
+        out += f'<tr class="details"><td colspan="{len(columns)}">{body}</td></tr>'
+    return out
 
 
 def _note(note: Note) -> str:

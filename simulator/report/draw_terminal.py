@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["draw_section", "draw_sections", "draw_table"]
+__all__ = ["draw_lines", "draw_section", "draw_sections", "draw_table"]
 
 from collections.abc import Iterable
 
@@ -15,6 +15,12 @@ from simulator.report.section import Cell, Column, Note, Section, State, Table
 from simulator.report.table_print import print_table
 
 STYLE: dict[State, str] = {"fail": "red", "warn": "yellow", "ok": "green", "error": "magenta"}
+MARK: dict[State, str] = {
+    "ok": "[green]✓[/]",
+    "warn": "[yellow]![/]",
+    "fail": "[bold red]✗[/]",
+    "error": "[magenta]![/]",
+}
 
 
 def _markup(cell: Cell) -> str:
@@ -53,6 +59,23 @@ def draw_table(console: Console, table: Table) -> None:
     print_table(console, rich)
     if len(shown) < len(table.rows):
         console.print(f"[dim]and {len(table.rows) - len(shown)} more rows in the HTML and JSON reports[/]")
+    for row in shown:
+        for line in row.details:
+            console.print(f"  [dim]{escape(row.cells[0].text)}[/] {escape(line)}", soft_wrap=False)
+
+
+def draw_lines(console: Console, table: Table, max_details: int | None = None) -> None:
+    """A table as one wrapped line per row (a mark for its state, the first cell bold, the rest joined) and
+    the first `max_details` of its details: for documents whose rows hold long text (the safety case)."""
+    for row in table.rows:
+        mark = MARK[row.state] if row.state else " "
+        rest = " · ".join(escape(c.text) for c in row.cells[1:] if c.text)
+        console.print(f"{mark} [bold]{escape(row.cells[0].text)}[/]  {rest}")
+        shown = row.details if max_details is None else row.details[:max_details]
+        for line in shown:
+            console.print(f"    [dim]{escape(line)}[/]")
+        if len(shown) < len(row.details):
+            console.print(f"    [dim]… {len(row.details) - len(shown)} more in the HTML or JSON[/]")
 
 
 def _note(console: Console, note: Note) -> None:
@@ -63,19 +86,26 @@ def _note(console: Console, note: Note) -> None:
     console.print(lead + shown)
 
 
-def draw_section(console: Console, section: Section) -> None:
-    """The section's title in bold, then its tables and notes in order; nothing for an empty section."""
+def draw_section(
+    console: Console, section: Section, *, lines: bool = False, max_details: int | None = None
+) -> None:
+    """The section's title in bold, then its tables and notes in order; nothing for an empty section.
+    `lines` draws each table as one line per row (draw_lines), with up to `max_details` details each."""
     if section.empty:
         return
     title = escape(section.title)
     console.print(f"\n[bold {STYLE[section.state]}]{title}[/]" if section.state else f"\n[bold]{title}[/]")
     for block in section.blocks:
-        if isinstance(block, Table):
+        if isinstance(block, Table) and lines:
+            draw_lines(console, block, max_details)
+        elif isinstance(block, Table):
             draw_table(console, block)
         else:
             _note(console, block)
 
 
-def draw_sections(console: Console, sections: Iterable[Section]) -> None:
+def draw_sections(
+    console: Console, sections: Iterable[Section], *, lines: bool = False, max_details: int | None = None
+) -> None:
     for section in sections:
-        draw_section(console, section)
+        draw_section(console, section, lines=lines, max_details=max_details)

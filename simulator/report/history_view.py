@@ -8,8 +8,9 @@ from html import escape
 
 from simulator.analysis.history import History, HistoryPoint
 from simulator.analysis.rates import RateView, pct
-from simulator.report.doc_sections import Row, Section, State
-from simulator.report.sections_html import document, section_html
+from simulator.report.document_html import document
+from simulator.report.draw_html import html_section
+from simulator.report.section import Row, Section, State, Table, table_section, text_row
 
 LABEL = {
     "pass_rate": "conversation pass rate",
@@ -46,7 +47,25 @@ def _short(value: str | None) -> str:
 
 
 def _points_section(history: History) -> Section:
-    points = Section(
+    rows: list[Row] = []
+    for i, p in enumerate(history.points, start=1):
+        harm = "–" if p.harm_per_1000 is None else f"{p.harm_per_1000:.0f} ≤{p.harm_high:.0f}"
+        rows.append(
+            text_row(
+                cells=[
+                    str(i),
+                    p.run_id,
+                    p.created_at[:16].replace("T", " "),
+                    f"{p.series}{'*' if p.changed else ''}",
+                    *[_cell(p.rates.get(m)) for m in history.metrics],
+                    harm,
+                    f"{_short(p.suite_hash)} · {_short(p.scenario_set)}",
+                ],
+                state="warn" if p.changed else None,
+                details=[p.changed] if p.changed else [],
+            )
+        )
+    return table_section(
         id="points",
         title=f"Runs of {history.suite} in time order",
         notes=[
@@ -62,47 +81,19 @@ def _points_section(history: History) -> Section:
             "harm/1000",
             "suite · scenario set",
         ],
+        rows=rows,
     )
-    for i, p in enumerate(history.points, start=1):
-        harm = "–" if p.harm_per_1000 is None else f"{p.harm_per_1000:.0f} ≤{p.harm_high:.0f}"
-        points.rows.append(
-            Row(
-                cells=[
-                    str(i),
-                    p.run_id,
-                    p.created_at[:16].replace("T", " "),
-                    f"{p.series}{'*' if p.changed else ''}",
-                    *[_cell(p.rates.get(m)) for m in history.metrics],
-                    harm,
-                    f"{_short(p.suite_hash)} · {_short(p.scenario_set)}",
-                ],
-                state="warn" if p.changed else "",
-                details=[p.changed] if p.changed else [],
-            )
-        )
-    return points
 
 
 def _steps_section(history: History) -> Section:
-    steps = Section(
-        id="steps",
-        title="Paired clustered test between consecutive runs",
-        columns=[
-            "from → to",
-            "measure",
-            "worse / better (conversations)",
-            "scenarios worse / better",
-            "clustered p",
-            "change",
-        ],
-    )
+    rows: list[Row] = []
     for s in history.steps:
         if not s.comparable:
-            steps.rows.append(Row(cells=[f"{s.a} → {s.b}", "–", "–", "–", "–", s.reason], state="warn"))
+            rows.append(text_row(cells=[f"{s.a} → {s.b}", "–", "–", "–", "–", s.reason], state="warn"))
         for t in s.tests:
-            state: State = "fail" if t.change == "worse" else ("ok" if t.change == "better" else "")
-            steps.rows.append(
-                Row(
+            state: State | None = "fail" if t.change == "worse" else ("ok" if t.change == "better" else None)
+            rows.append(
+                text_row(
                     cells=[
                         f"{s.a} → {s.b}",
                         t.name,
@@ -114,7 +105,19 @@ def _steps_section(history: History) -> Section:
                     state=state,
                 )
             )
-    return steps
+    return table_section(
+        id="steps",
+        title="Paired clustered test between consecutive runs",
+        columns=[
+            "from → to",
+            "measure",
+            "worse / better (conversations)",
+            "scenarios worse / better",
+            "clustered p",
+            "change",
+        ],
+        rows=rows,
+    )
 
 
 def history_sections(history: History) -> list[Section]:
@@ -122,17 +125,19 @@ def history_sections(history: History) -> list[Section]:
     sections = [_points_section(history), _steps_section(history)]
     ids = sorted({h for p in history.points for h in p.hazards})
     if ids:
-        hazards = Section(
-            id="hazards",
-            title="Each hazard's largest bounded rate of harm per conversation",
-            columns=["hazard", *[str(i) for i in range(1, len(history.points) + 1)]],
-        )
+        rows = []
         for h in ids:
             cells = []
             for p in history.points:
                 point = p.hazards.get(h)
                 cells.append("–" if point is None or point.bound is None else f"≤{pct(point.bound)}")
-            hazards.rows.append(Row(cells=[h, *cells]))
+            rows.append(text_row(cells=[h, *cells]))
+        hazards = table_section(
+            id="hazards",
+            title="Each hazard's largest bounded rate of harm per conversation",
+            columns=["hazard", *[str(i) for i in range(1, len(history.points) + 1)]],
+            rows=rows,
+        )
         sections.append(hazards)
     return sections
 
@@ -170,8 +175,9 @@ def print_history(history: History) -> None:
             )
     for section in history_sections(history)[2:]:
         print(section.title[:80])
-        for row in section.rows:
-            print(" ".join(c.ljust(8) for c in row.cells)[:80])
+        for table in (b for b in section.blocks if isinstance(b, Table)):
+            for row in table.rows:
+                print(" ".join(c.text.ljust(8) for c in row.cells)[:80])
 
 
 def _x(i: int, count: int, left: int, width: int) -> float:
@@ -253,6 +259,6 @@ def history_html(history: History) -> str:
     """The page: one chart per key rate, then the tables."""
     charts = "".join(f'<figure class="chart">{svg_chart(history, m)}</figure>' for m in history.metrics)
     body = f'<section id="charts"><h2>Key rates</h2>{charts}</section>'
-    body += "".join(section_html(s) for s in history_sections(history))
+    body += "".join(html_section(s) for s in history_sections(history))
     meta = f"{len(history.points)} runs · points numbered in time order · whiskers: scenario-clustered 95% interval"
     return document(f"History: {history.suite}", meta, body, extra_css="figure.chart { margin: 0 0 3mm; }")

@@ -148,6 +148,12 @@ def transcript_html(index: int, t: Transcript) -> str:
             f'<div class="reason">{e(v.reasoning)}</div>{evidence}</div>'
         )
     state = json.dumps(t.final_state, ensure_ascii=False) if t.final_state is not None else "none"
+    environment = ""
+    if t.environment_state is not None:
+        environment = (
+            '<p>environment state: <span class="state env-state">'
+            f"{e(json.dumps(t.environment_state, ensure_ascii=False))}</span></p>"
+        )
     error = f"<p><strong>error:</strong> {e(t.error)}</p>" if t.error else ""
     breaks = f"<p>character breaks re-run: {t.character_breaks}</p>" if t.character_breaks else ""
     return (
@@ -155,6 +161,6 @@ def transcript_html(index: int, t: Transcript) -> str:
         f'data-status="{e(t.status)}"><summary><span class="id">{e(t.id)}</span>{badge(t.status)} '
         f'<small>stop: {e(t.stop_reason)}</small><span class="tags">{e(", ".join(t.tags))}</span></summary>'
         f'<div class="conv-body"><div class="turns">{"".join(turns)}</div><div class="side">'
-        f'<p>final state: <span class="state">{e(state)}</span></p>{error}{breaks}'
+        f'<p>final state: <span class="state">{e(state)}</span></p>{environment}{error}{breaks}'
         f"{''.join(verdicts) or '<p class=note>no verdicts</p>'}</div></div></details>"
     )

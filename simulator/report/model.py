@@ -163,6 +163,8 @@ class Transcript(_Model):
     stop_reason: str
     status: str
     final_state: dict[str, Any] | None
+    # What the bot's tools left in the environment at the end (docs/environment.md); None without one.
+    environment_state: dict[str, Any] | None = None
     error: str | None
     character_breaks: int
     fidelity_failures: list[str] = []
@@ -302,6 +304,7 @@ def _transcript(
         stop_reason=record.stop_reason,
         status=status,
         final_state=record.final_state,
+        environment_state=record.environment_state,
         error=f"{record.error.source} {record.error.kind}: {record.error.message}" if record.error else None,
         character_breaks=len(record.character_breaks),
         fidelity_failures=sorted(v.criterion_id for v in fidelity if v.result == "fail"),

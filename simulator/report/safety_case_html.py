@@ -12,8 +12,9 @@ from pathlib import Path
 
 from simulator.analysis.safety_case import SafetyCase
 from simulator.errors import UserError
+from simulator.report.document_html import document
+from simulator.report.draw_html import html_section
 from simulator.report.safety_case_view import safety_case_sections
-from simulator.report.sections_html import document, section_html
 
 
 def matrix_html(case: SafetyCase) -> str:
@@ -55,7 +56,7 @@ def _signature_block() -> str:
 def safety_case_html(case: SafetyCase) -> str:
     """The whole document: statement, matrix, hazards, controls with evidence, validity, harm, traces."""
     sections = safety_case_sections(case)
-    body = section_html(sections[0]) + matrix_html(case) + "".join(section_html(s) for s in sections[1:])
+    body = html_section(sections[0]) + matrix_html(case) + "".join(html_section(s) for s in sections[1:])
     runs = ", ".join(r.run_id for r in case.traceability.runs)
     meta = f"{case.system or ''} · runs {runs} · evidence {case.evidence_hash[:19]} · generated {case.generated_at}"
     return document(f"Clinical safety case: {case.title}", meta, body + _signature_block())

@@ -7,7 +7,7 @@ __all__ = ["CONTROL_STATE", "HAZARD_STATE", "safety_case_sections"]
 from simulator.analysis.rates import pct
 from simulator.analysis.safety_case import HazardResult, SafetyCase
 from simulator.analysis.safety_controls import ControlResult
-from simulator.report.doc_sections import Row, Section, State
+from simulator.report.section import Row, Section, State, table_section, text_row
 
 CONTROL_STATE: dict[str, State] = {"met": "ok", "not met": "fail", "not demonstrable": "warn"}
 HAZARD_STATE: dict[str, State] = {
@@ -29,7 +29,7 @@ def _risk_state(case: SafetyCase, acceptability: str) -> State:
 
 def _hazard_rows(case: SafetyCase) -> list[Row]:
     return [
-        Row(
+        text_row(
             cells=[
                 h.id,
                 h.title.strip(),
@@ -94,7 +94,7 @@ def _control_details(c: ControlResult, uncalibrated: set[str]) -> list[str]:
 
 def _control_rows(hazard: HazardResult, uncalibrated: set[str]) -> list[Row]:
     return [
-        Row(
+        text_row(
             cells=[
                 c.id,
                 c.description,
@@ -127,7 +127,7 @@ def _calibration_rows(case: SafetyCase) -> list[Row]:
             figures, who, state = "computed from the bot's final state: no judge", "–", "ok"
         else:
             figures, who, state = "not calibrated: no clinician labels for this criterion", "–", "warn"
-        rows.append(Row(cells=[c.criterion, c.status, figures, who], state=state))
+        rows.append(text_row(cells=[c.criterion, c.status, figures, who], state=state))
     return rows
 
 
@@ -135,36 +135,38 @@ def _fidelity_rows(case: SafetyCase) -> list[Row]:
     rows = []
     for f in case.fidelity:
         if f.faulted is None:
-            rows.append(Row(cells=[f.run_id, "no fidelity audit in this run", "–"], state="warn"))
+            rows.append(text_row(cells=[f.run_id, "no fidelity audit in this run", "–"], state="warn"))
             continue
         checks = "; ".join(f"{k} {v}" for k, v in f.checks.items())
         state: State = "warn" if f.faulted.k else "ok"
         rows.append(
-            Row(cells=[f.run_id, f"{f.faulted.k}/{f.faulted.n} conversations faulted", checks], state=state)
+            text_row(
+                cells=[f.run_id, f"{f.faulted.k}/{f.faulted.n} conversations faulted", checks], state=state
+            )
         )
     return rows
 
 
 def _harm_section(case: SafetyCase) -> Section:
     harm = case.harm
-    section = Section(id="harm", title="Harm-weighted triage error")
+    title = "Harm-weighted triage error"
     if harm is None:
-        section.notes.append("The suite declares no outcome levels: no confusion matrix to weight.")
-        return section
-    if not harm.declared:
-        section.notes.append(
-            "The suite declares no outcome.harm_weights: every cell weighs 0 (declare them)."
-        )
+        notes = ["The suite declares no outcome levels: no confusion matrix to weight."]
+        return table_section(id="harm", title=title, notes=notes)
+    notes = (
+        []
+        if harm.declared
+        else ["The suite declares no outcome.harm_weights: every cell weighs 0 (declare them)."]
+    )
     interval = "–" if harm.low_per_1000 is None else f"{harm.low_per_1000:.1f}–{harm.high_per_1000:.1f}"
-    section.notes.append(
+    notes.append(
         f"Expected harm {harm.per_1000 if harm.per_1000 is None else round(harm.per_1000, 1)} weight units per "
         f"1,000 conversations (95% {interval}; {harm.method}); {harm.conversations} conversations over "
         f"{harm.scenarios} scenarios, {harm.errored} errored left out, {harm.without_expectation} without "
         "an expected level."
     )
-    section.columns = ["expected", "actual", "weight", "conversations", "harm"]
-    section.rows = [
-        Row(
+    rows = [
+        text_row(
             cells=[
                 c.expected,
                 c.actual,
@@ -172,7 +174,7 @@ def _harm_section(case: SafetyCase) -> Section:
                 str(c.conversations),
                 f"{c.weight * c.conversations:g}",
             ],
-            state="fail" if c.weight else "",
+            state="fail" if c.weight else None,
         )
         for c in harm.cells
     ]
@@ -180,39 +182,44 @@ def _harm_section(case: SafetyCase) -> Section:
         clustered = (
             f"; clustered {pct(rate.clustered.low)}–{pct(rate.clustered.high)}" if rate.clustered else ""
         )
-        section.rows.append(
-            Row(cells=["unweighted", name, "–", f"{rate.k}/{rate.n}", f"{pct(rate.rate)}{clustered}"])
+        rows.append(
+            text_row(cells=["unweighted", name, "–", f"{rate.k}/{rate.n}", f"{pct(rate.rate)}{clustered}"])
         )
-    return section
+    columns = ["expected", "actual", "weight", "conversations", "harm"]
+    return table_section(id="harm", title=title, notes=notes, columns=columns, rows=rows)
 
 
 def _trace_section(case: SafetyCase) -> Section:
     t = case.traceability
-    rows = [Row(cells=["hazard log", t.hazard_log, _short(t.hazard_log_sha256, 64)])]
+    rows = [text_row(cells=["hazard log", t.hazard_log, _short(t.hazard_log_sha256, 64)])]
     for r in t.runs:
         rows += [
-            Row(cells=[r.run_id, "suite", f"{r.suite} {_short(r.suite_hash, 64)}"]),
-            Row(
+            text_row(cells=[r.run_id, "suite", f"{r.suite} {_short(r.suite_hash, 64)}"]),
+            text_row(
                 cells=[
                     r.run_id,
                     "bot · user · judge",
                     f"{r.bot} · {r.user_model} · {r.judge_model or 'none'}",
                 ]
             ),
-            Row(
+            text_row(
                 cells=[
                     r.run_id,
                     "package · git commit",
                     f"{r.package_version} · {r.git_commit or 'not in git'}",
                 ]
             ),
-            Row(cells=[r.run_id, "judge set", _short(r.judge_set, 64)]),
-            Row(cells=[r.run_id, "labels", _short(r.labels_sha256, 64)]),
-            Row(cells=[r.run_id, "status · conversations", f"{r.status} · {r.conversations}"]),
+            text_row(cells=[r.run_id, "judge set", _short(r.judge_set, 64)]),
+            text_row(cells=[r.run_id, "labels", _short(r.labels_sha256, 64)]),
+            text_row(cells=[r.run_id, "status · conversations", f"{r.status} · {r.conversations}"]),
         ]
-        rows += [Row(cells=[r.run_id, f"scenario {k}", _short(v, 16)]) for k, v in r.scenario_files.items()]
-        rows += [Row(cells=[r.run_id, f"criterion {k}", _short(v, 16)]) for k, v in r.criterion_files.items()]
-    return Section(
+        rows += [
+            text_row(cells=[r.run_id, f"scenario {k}", _short(v, 16)]) for k, v in r.scenario_files.items()
+        ]
+        rows += [
+            text_row(cells=[r.run_id, f"criterion {k}", _short(v, 16)]) for k, v in r.criterion_files.items()
+        ]
+    return table_section(
         id="traceability",
         title="Traceability",
         notes=[f"Evidence hash {case.evidence_hash} (sha256 of this document without its generation time)."],
@@ -225,8 +232,8 @@ def safety_case_sections(case: SafetyCase) -> list[Section]:
     """Every section of the document, in reading order."""
     uncalibrated = {c.criterion for c in case.calibration if c.status == "not calibrated"}
     sections = [
-        Section(id="statement", title="Overall statement", notes=list(case.statement)),
-        Section(
+        table_section(id="statement", title="Overall statement", notes=list(case.statement)),
+        table_section(
             id="hazards",
             title="Hazards and residual risk",
             columns=["id", "hazard", "severity", "initial", "residual", "state"],
@@ -235,7 +242,7 @@ def safety_case_sections(case: SafetyCase) -> list[Section]:
     ]
     for hazard in case.hazards:
         sections.append(
-            Section(
+            table_section(
                 id=f"controls-{hazard.id}",
                 title=f"{hazard.id} controls: {hazard.title}",
                 columns=[
@@ -252,13 +259,13 @@ def safety_case_sections(case: SafetyCase) -> list[Section]:
             )
         )
     sections += [
-        Section(
+        table_section(
             id="calibration",
             title="Measurement validity: the judge against clinicians",
             columns=["criterion", "status", "figures", "labellers"],
             rows=_calibration_rows(case),
         ),
-        Section(
+        table_section(
             id="fidelity",
             title="Measurement validity: the simulated user",
             columns=["run", "faulted", "checks"],
@@ -286,7 +293,7 @@ def _adversarial_section(case: SafetyCase) -> Section | None:
             f" = {pct(r.success.rate)}" if r.success.rate is not None else ""
         )
         rows.append(
-            Row(
+            text_row(
                 cells=[
                     r.hazard,
                     f"{r.strategy}: {r.title}",
@@ -297,7 +304,7 @@ def _adversarial_section(case: SafetyCase) -> Section | None:
                 state="fail" if r.success.k else "ok",
             )
         )
-    return Section(
+    return table_section(
         id="adversarial",
         title="Adversarial testing (red team)",
         notes=[

@@ -23,7 +23,9 @@ __all__ = [
     "count_cells",
     "number",
     "rate_cell",
+    "table_section",
     "text",
+    "text_row",
 ]
 
 from dataclasses import dataclass, field
@@ -61,6 +63,9 @@ class Column:
 class Row:
     cells: list[Cell]
     state: State | None = None  # the whole row (a false pass, a failing criterion)
+    # Paragraphs shown under the row (quoted evidence, advice): HTML as a row across the table, the
+    # terminal as dim lines after it.
+    details: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -72,9 +77,9 @@ class Table:
     # space); HTML shows every row.
     fold_after: int | None = None
 
-    def add(self, *cells: Cell | str, state: State | None = None) -> None:
+    def add(self, *cells: Cell | str, state: State | None = None, details: list[str] | None = None) -> None:
         """Append a row; a plain string is a cell with no state."""
-        self.rows.append(Row([c if isinstance(c, Cell) else Cell(c) for c in cells], state))
+        self.rows.append(Row([c if isinstance(c, Cell) else Cell(c) for c in cells], state, details or []))
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,28 @@ class Section:
     @property
     def empty(self) -> bool:
         return not self.blocks
+
+
+def table_section(
+    id: str,
+    title: str,
+    notes: list[str] | None = None,
+    columns: list[str] | None = None,
+    rows: list[Row] | None = None,
+) -> Section:
+    """A section of notes then one table of text columns: the shape of the derived documents (safety
+    case, history)."""
+    blocks: list[Block] = [Note(n) for n in notes or []]
+    if columns:
+        blocks.append(Table([Column(c) for c in columns], list(rows or [])))
+    return Section(id, title, blocks)
+
+
+def text_row(
+    cells: list[str], state: State | Literal[""] | None = None, details: list[str] | None = None
+) -> Row:
+    """A row of plain text cells (`""` is no state, as None)."""
+    return Row([Cell(c) for c in cells], state or None, list(details or []))
 
 
 def text(value: object, state: State | None = None, *, strong: bool = False, link: str | None = None) -> Cell:

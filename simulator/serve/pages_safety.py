@@ -7,6 +7,7 @@ __all__ = ["routes"]
 from datetime import UTC, datetime
 from typing import Any
 
+from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -14,6 +15,7 @@ from starlette.routing import Route
 
 from simulator.analysis.safety_case import SafetyCase, build_safety_case
 from simulator.errors import UserError
+from simulator.report.draw_html import html_section
 from simulator.report.safety_case_html import safety_case_html
 from simulator.report.safety_case_view import safety_case_sections
 from simulator.serve.render import page
@@ -52,7 +54,8 @@ async def safety_page(request: Request) -> Response:
         title=f"Safety case · {name}",
         name=name,
         case=case,
-        sections=safety_case_sections(case)[:-1],
+        # Drawn by the report's HTML renderer (escaped there), as in the printable document.
+        sections=[Markup(html_section(s)) for s in safety_case_sections(case)[:-1]],
         signoffs=views,
         decisions=DECISIONS,
     )

@@ -27,8 +27,9 @@ import itertools
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from simulator.spec.languages import LANGUAGE_TAG
 from simulator.spec.scenario import Scenario
 from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
 
@@ -58,6 +59,16 @@ class FactorLevel(BaseModel):
     volunteers: int | None = Field(default=None, ge=0)
     tags: list[str] = Field(default_factory=list)
     expected: dict[str, Any] = Field(default_factory=dict)  # overrides the base's expected keys
+    # Languages the person switches into at this level (code-switching: docs/languages.md).
+    switches_to: list[str] = Field(default_factory=list)
+
+    @field_validator("switches_to")
+    @classmethod
+    def _language_codes(cls, value: list[str]) -> list[str]:
+        for tag in value:
+            if not LANGUAGE_TAG.match(tag):
+                raise ValueError(f"'{tag}' is not a language code; write a code such as es, pt or pt-BR")
+        return value
 
 
 LevelEntry = str | dict[str, FactorLevel]
@@ -127,8 +138,9 @@ def _variant(
 ) -> Scenario:
     persona, styles, tags = [base.persona], list(base.styles), list(base.tags)
     facts, key_facts, volunteers = list(base.facts), list(base.key_facts), base.volunteers
-    expected = dict(base.expected)
+    expected, switches = dict(base.expected), list(base.switches_to)
     for _, _, level in chosen:
+        switches += [code for code in level.switches_to if code not in switches]
         shipped = catalogue.get(level.style) if level.style else None
         if shipped is not None:
             persona.append(shipped.persona)
@@ -158,6 +170,7 @@ def _variant(
             "key_facts": key_facts,
             "volunteers": volunteers,
             "expected": expected,
+            "switches_to": switches,
             "base": base.id,
             "factors": factors,
         }

@@ -14,6 +14,7 @@ from simulator.errors import UserError
 from simulator.spec.assertions import AssertionSpec
 from simulator.spec.attack import Strategy
 from simulator.spec.documents import DocumentKind, FileDocument, collect_documents, yaml_files
+from simulator.spec.languages import LANGUAGE_TAG
 from simulator.spec.script import Script
 from simulator.spec.suite import is_suite_data
 from simulator.spec.tool_checks import ToolCheck, parse_state_path
@@ -43,6 +44,13 @@ class Scenario(FileDocument):
     max_turns: int = Field(default=12, ge=1, le=200)
     tags: list[Text] = Field(default_factory=list)
     language: str | None = None
+    # The language the person writes in (`language` above is their first language, which a second-language
+    # persona may not write in), as a code such as `es`. Unset: English. The offline user speaks it with
+    # the vocabulary's phrases (spec/languages.py); the fidelity drift check flags any other language.
+    writes_in: str | None = None
+    # Languages the person switches into and back (code-switching, as real people do, seed 002's example):
+    # in character, so the LLM user is told to and the fidelity drift check allows them.
+    switches_to: list[str] = Field(default_factory=list)
     notes: str | None = None
     # A reference final reply, for text metrics (recorded, gating nothing).
     reference: str | None = None
@@ -84,6 +92,21 @@ class Scenario(FileDocument):
         """Facts may be one paragraph (as in the seed) or a list; a paragraph is split into sentences."""
         if isinstance(value, str):
             return [part.strip() for part in _SENTENCE_END.split(value.strip()) if part.strip()]
+        return value
+
+    @field_validator("switches_to", mode="before")
+    @classmethod
+    def _one_language(cls, value: Any) -> Any:
+        """`switches_to: es` means `[es]`."""
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("writes_in", "switches_to")
+    @classmethod
+    def _language_codes(cls, value: Any) -> Any:
+        """Languages are codes (`es`, `pt-BR`), so the users and the audit can tell them apart."""
+        for tag in value if isinstance(value, list) else [value] if value is not None else []:
+            if not LANGUAGE_TAG.match(tag):
+                raise ValueError(f"'{tag}' is not a language code; write a code such as es, pt or pt-BR")
         return value
 
     @model_validator(mode="after")

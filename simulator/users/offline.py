@@ -18,18 +18,21 @@ import random
 import re
 
 from simulator.bots.environment import Environment
+from simulator.errors import UserError
 from simulator.record.models import FactProvenance
 from simulator.record.parts import Option, PickPart, last_options
 from simulator.record.transcript import Turn
+from simulator.spec.languages import offline_language_problems, persona_languages
 from simulator.spec.scenario import Scenario
 from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
-from simulator.spec.vocabulary import Vocabulary
+from simulator.spec.vocabulary import Phrases, Vocabulary
 from simulator.users.base import END, UserMessage
+from simulator.users.language import language_of
 from simulator.users.picking import choose_option
 from simulator.users.styles import StylePlayer
 from simulator.users.words import CHAT_WORDS
 
-_WORD = re.compile(r"[a-z0-9']+")
+_WORD = re.compile(r"(?:[^\W_]|')+")  # letters of any script, digits, apostrophes
 _STOPWORDS = CHAT_WORDS
 # Without a vocabulary, only advice said in so many words counts as an outcome; a domain's own phrases
 # ("call 999", "out for delivery") come from the suite's vocabulary file.
@@ -50,8 +53,6 @@ _THIRD_PERSON_VERB = re.compile(r"\b(he|she) ([a-z]+s)\b", re.I)
 _AGE_FACT = re.compile(
     r"\b(i am|i'm|he is|she is|aged?)\s+\d{1,3}\b|\b\d{1,3}[- ](years?|yrs?|months?)[- ]old\b", re.I
 )
-_DONT_KNOW = ["not sure", "i don't know", "no idea tbh", "hmm not sure about that"]
-_NUDGES = ["so what should i do?", "ok... so what do you advise?", "what do you think i should do?"]
 
 
 def _stem(word: str, synonyms: dict[str, str]) -> str:
@@ -63,10 +64,12 @@ def _stem(word: str, synonyms: dict[str, str]) -> str:
     return word
 
 
-def content_words(text: str, vocabulary: Vocabulary = _NO_VOCABULARY) -> set[str]:
-    """Stemmed, synonym-folded content words of `text`."""
+def content_words(
+    text: str, vocabulary: Vocabulary = _NO_VOCABULARY, stop: frozenset[str] = _STOPWORDS
+) -> set[str]:
+    """Stemmed, synonym-folded content words of `text` (letters of any script), without the `stop` words."""
     synonyms = vocabulary.word_map
-    return {_stem(w, synonyms) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
+    return {_stem(w, synonyms) for w in _WORD.findall(text.lower()) if w not in stop and len(w) > 1}
 
 
 def gives_outcome(text: str, vocabulary: Vocabulary = _NO_VOCABULARY) -> bool:
@@ -114,14 +117,22 @@ class OfflineUser:
         draws = scenario.base or scenario.id
         self._rng = random.Random(f"{seed}:{draws}:{repeat}")
         self._terse = bool(_TERSE.search(scenario.persona))
+        # The languages this person writes in (spec/languages.py): the first, then those it switches to.
+        languages = persona_languages(scenario)
+        self._english = languages[0] == "en"
+        self._speaks = [self._vocabulary.phrases(code) for code in languages]
+        if None in self._speaks:  # validate and run refuse such a suite first (engine/roles.py)
+            problems = offline_language_problems([scenario], self._vocabulary, None)
+            raise UserError(f"scenario {scenario.id}: the offline user cannot speak its language", problems)
+        # Each language's own common words say nothing about which fact is asked for (English: CHAT_WORDS).
+        self._stop = _STOPWORDS.union(*([w.casefold() for w in p.stop_words] for p in self._speaks if p))
         self._revealed: set[int] = set()
         # fact index -> (user turn position, asking bot turn position or None, the question quoted)
         self._why: dict[int, tuple[int, int | None, str | None]] = {}
         self._nudges = 0
         self._env: Environment | None = None  # set by the loop when the suite gives the person tools
         self._fact_words = [
-            content_words(fact, self._vocabulary) | ({"age"} if _AGE_FACT.search(fact) else set())
-            for fact in scenario.facts
+            self._words(fact) | ({"age"} if _AGE_FACT.search(fact) else set()) for fact in scenario.facts
         ]
         self._styles = StylePlayer(scenario.styles, random.Random(f"{seed}:{draws}:{repeat}:style"), styles)
         # A real person sometimes volunteers their first fact (seeded), never more than the persona allows.
@@ -141,13 +152,34 @@ class OfflineUser:
         for index in indices:
             self._revealed.add(index)
             self._why[index] = (turn, asked, question)
-        return " ".join(self._styles.fact(first_person(self._scenario.facts[i])) for i in indices)
+        return " ".join(self._styles.fact(self._as_said(self._scenario.facts[i])) for i in indices)
+
+    def _as_said(self, fact: str) -> str:
+        """A fact in the person's words: the English pronoun rewrite ("he is" -> "I am") for an English
+        writer; a fact in another language (a code-switcher's Spanish fact) is said as written."""
+        english = self._english and (len(self._speaks) == 1 or language_of(fact) in (None, "en"))
+        return first_person(fact) if english else fact
+
+    def _words(self, text: str) -> set[str]:
+        return content_words(text, self._vocabulary, self._stop)
+
+    def _phrases(self, turns: list[Turn]) -> Phrases:
+        """The phrases of the language the next user message is in: `writes_in`, and in turn each language
+        a code-switching person `switches_to` (user message 1 in the first, 2 in the next, ...)."""
+        said = sum(1 for t in turns if t.role == "user")
+        phrases = self._speaks[said % len(self._speaks)]
+        assert phrases is not None  # refused in __init__
+        return phrases
 
     def _opening(self) -> str:
-        goal = first_person(self._scenario.goal.strip().rstrip("."))
-        if not re.match(r"^(i|my|we|our)\b", goal, re.I):
-            goal = "I want to " + goal[0].lower() + goal[1:]
-        greeting = self._rng.choice(["hi, ", "hello. ", "", "hey "])
+        phrases = self._phrases([])
+        goal = self._scenario.goal.strip().rstrip(".")
+        goal = first_person(goal) if self._english else goal
+        speaker = "|".join(re.escape(w) for w in phrases.speaker_words) or "(?!)"
+        if not re.match(rf"^({speaker})\b", goal, re.I):
+            goal = f"{phrases.want_to} " + goal[0].lower() + goal[1:]
+        # A code-switcher greets in the language it switches into ("hola, I want to..."), as people do.
+        greeting = self._rng.choice(self._speaks[-1].greetings if self._speaks[-1] else phrases.greetings)
         text = " ".join([greeting + goal + ".", *self._styles.opening_lines()])
         if self._volunteer:
             text += " " + self._say_facts(list(range(self._volunteer)), 0, None, None)
@@ -182,7 +214,7 @@ class OfflineUser:
         return out
 
     def _matching_facts(self, question: str) -> list[int]:
-        asked = content_words(question, self._vocabulary)
+        asked = self._words(question)
         scores: list[tuple[float, int]] = []
         for index, words in enumerate(self._fact_words):
             if index in self._revealed:
@@ -200,8 +232,8 @@ class OfflineUser:
             question,
             self._matching_facts,
             [w for i, w in enumerate(self._fact_words) if i not in self._revealed],
-            content_words(self._scenario.goal, self._vocabulary),
-            lambda text: content_words(text, self._vocabulary),
+            self._words(self._scenario.goal),
+            self._words,
             self._rng,
         )
         for index in choice.facts:
@@ -219,15 +251,13 @@ class OfflineUser:
         of its name and description), read it and say the value; None when no tool is asked for."""
         if self._env is None:
             return None
-        asked = content_words(question, self._vocabulary)
+        asked = self._words(question)
         said = []
         for name, tool in self._env.spec.user_tools.items():
             if tool.asked_by:
                 wanted = any(phrase.casefold() in question.casefold() for phrase in tool.asked_by)
             else:
-                wanted = bool(
-                    asked & content_words(f"{name.replace('_', ' ')} {tool.description}", self._vocabulary)
-                )
+                wanted = bool(asked & self._words(f"{name.replace('_', ' ')} {tool.description}"))
             if not wanted:
                 continue
             part = self._env.call(name, {}, side="user")
@@ -259,7 +289,7 @@ class OfflineUser:
             if matched:
                 text = self._say_facts(matched, len(turns), len(turns) - 1, questions)
             else:
-                text = self._rng.choice(_DONT_KNOW)
+                text = self._rng.choice(self._phrases(turns).dont_know)
             extra = self._styles.mid_line(sum(1 for t in turns if t.role == "user") + 1)
             if extra:
                 text = f"{text} {extra}"
@@ -267,4 +297,5 @@ class OfflineUser:
         if self._nudges >= 2:
             return UserMessage(text=END, done=True, model="offline")  # clearly not going to get an answer
         self._nudges += 1
-        return UserMessage(text=self._style(self._rng.choice(_NUDGES)), model="offline")
+        nudge = self._rng.choice(self._phrases(turns).nudges)
+        return UserMessage(text=self._style(nudge), model="offline")

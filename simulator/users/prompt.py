@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = ["OPENING_CUE", "USER_PROMPT_TEMPLATE", "render_user_prompt"]
 
+from simulator.spec.languages import language_name, persona_languages
 from simulator.spec.scenario import Scenario
 from simulator.users.base import END
 
@@ -34,12 +35,30 @@ How to behave:
 OPENING_CUE = "(The chat is open. Send your first message.)"
 
 
+def _language_note(scenario: Scenario) -> str:
+    """The language the person writes in. `language` is their first language (how well they write English
+    is the persona's business); `writes_in` and `switches_to` say what they write (spec/languages.py)."""
+    first, *others = persona_languages(scenario)
+    notes = [f"their first language is {scenario.language}"] if scenario.language else []
+    if scenario.writes_in or others:
+        notes.append(f"write in {language_name(first)}")
+    if others:  # code-switching, as the persona really does (seed 002's example)
+        switched = " and ".join(language_name(code) for code in others)
+        notes.append(
+            f"switch between {language_name(first)} and {switched} mid-conversation, within a message or "
+            "from one message to the next, as this person really does"
+        )
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
 def render_user_prompt(scenario: Scenario) -> str:
     facts = "\n".join(f"- {fact}" for fact in scenario.facts) or "- (nothing beyond your goal)"
-    # `language` is the person's first language; how well they write English is the persona's business.
-    language = f" (their first language is {scenario.language})" if scenario.language else ""
     prompt = USER_PROMPT_TEMPLATE.format(
-        persona=scenario.persona.strip(), goal=scenario.goal.strip(), facts=facts, language=language, end=END
+        persona=scenario.persona.strip(),
+        goal=scenario.goal.strip(),
+        facts=facts,
+        language=_language_note(scenario),
+        end=END,
     )
     if scenario.attack is not None:  # a red-team variant: the attack and its angles (users/attacker.py)
         from simulator.users.attacker import attacker_prompt

@@ -1,12 +1,11 @@
-"""Sections (report/sections.py) drawn as printable HTML: escaped, no script, A4 print rules."""
+"""The page of a printable derived document (safety case, history): A4 print rules, no script, no external
+resource. Its sections are drawn by the report's one HTML renderer (draw_html.py)."""
 
 from __future__ import annotations
 
-__all__ = ["PRINT_CSS", "document", "section_html"]
+__all__ = ["PRINT_CSS", "document"]
 
 from html import escape
-
-from simulator.report.doc_sections import Section
 
 PRINT_CSS = """
 @page { size: A4; margin: 14mm 12mm 16mm 12mm; }
@@ -20,11 +19,11 @@ th, td { border: 0.3mm solid #c9ced6; padding: 1.2mm 1.6mm; text-align: left; ve
          overflow-wrap: break-word; }
 th { background: #eef1f5; } thead { display: table-header-group; }
 tr { break-inside: avoid; }
-tr.ok td:last-child { background: #dff3e4; } tr.warn td:last-child { background: #fff1cc; }
-tr.fail td:last-child { background: #f9d6d5; font-weight: 600; }
+tr.st-ok td:last-child { background: #dff3e4; } tr.st-warn td:last-child { background: #fff1cc; }
+tr.st-fail td:last-child { background: #f9d6d5; font-weight: 600; }
 tr.details td { border-top: none; color: #333; font-size: 8.2pt; background: #fafbfc; }
 tr.details p { margin: 0 0 1mm; }
-.notes p { margin: 0 0 1.5mm; }
+p.note, p.warning { margin: 0 0 1.5mm; }
 .matrix td, .matrix th { text-align: center; width: 16%; height: 11mm; }
 .matrix .acceptable { background: #dff3e4; } .matrix .undesirable { background: #fff1cc; }
 .matrix .unacceptable { background: #f9d6d5; }
@@ -34,25 +33,6 @@ tr.details p { margin: 0 0 1mm; }
 svg { max-width: 100%; height: auto; }
 @media print { body { padding: 0; max-width: none; } a { color: inherit; text-decoration: none; } }
 """
-
-
-def section_html(section: Section) -> str:
-    """One section: its heading, notes and table (every text escaped)."""
-    out = [f'<section id="{escape(section.id)}"><h2>{escape(section.title)}</h2>']
-    if section.notes:
-        out.append('<div class="notes">' + "".join(f"<p>{escape(n)}</p>" for n in section.notes) + "</div>")
-    if section.columns:
-        head = "".join(f"<th>{escape(c)}</th>" for c in section.columns)
-        out.append(f"<table><thead><tr>{head}</tr></thead><tbody>")
-        for row in section.rows:
-            cells = "".join(f"<td>{escape(c)}</td>" for c in row.cells)
-            out.append(f'<tr class="{row.state}">{cells}</tr>')
-            if row.details:
-                body = "".join(f"<p>{escape(d)}</p>" for d in row.details)
-                out.append(f'<tr class="details"><td colspan="{len(section.columns)}">{body}</td></tr>')
-        out.append("</tbody></table>")
-    out.append("</section>")
-    return "".join(out)
 
 
 def document(title: str, meta: str, body: str, extra_css: str = "") -> str:

@@ -80,15 +80,20 @@ def test_a_version_1_folder_reports_as_the_version_that_wrote_it(tmp_path: Path)
     new = json.loads(build_report(load_run(run)).model_dump_json())
     for volatile in ("generated_at", "run", "schema_version", "transcripts"):  # transcripts: HTML only
         old.pop(volatile)
-    # Deliberate change in report schema 2: the headline findings on escalation and under-triage now carry
-    # the scenario-clustered interval in their detail (the old text is kept, the clustered one appended).
-    # Every figure stays the same; under-triage now counts no-decision cases, of which this run has none.
+    # Deliberate changes: the headline findings on escalation and under-triage carry the scenario-clustered
+    # interval (report schema 2), and since issue 31 as THE interval, the per-conversation one after it,
+    # labelled. Every figure stays the same; under-triage now counts no-decision cases (none in this run).
     changed = _differences(old, new)
-    assert [d.split(":")[0] for d in changed] == [".findings[1].detail", ".findings[2].detail"]
-    for index, before in ((1, "emergency sensitivity 2/4 = 50.0% (95% CI 15.0%–85.0%)"), (2, "")):
-        assert old["findings"][index]["detail"] == before
-        assert new["findings"][index]["detail"].startswith(before)
-        assert "scenario-clustered 95% CI" in new["findings"][index]["detail"]
+    assert [d.split(":")[0] for d in changed] == [".findings[1].detail", ".findings[2].title"]
+    assert old["findings"][1]["detail"] == "emergency sensitivity 2/4 = 50.0% (95% CI 15.0%–85.0%)"
+    assert new["findings"][1]["detail"] == (
+        "emergency sensitivity 2/4 = 50.0% (95% CI 0.2%–99.8% over 2 scenarios, scenario-clustered; "
+        "per conversation 15.0%–85.0%)"
+    )
+    assert new["findings"][2]["title"] == (
+        "under-triage: 2/18 = 11.1% (95% CI 1.4%–51.8% over 9 scenarios, scenario-clustered; "
+        "per conversation 3.1%–32.8%)"
+    )
 
 
 def test_a_version_1_folder_without_expectations_gets_them_from_its_outcome_verdicts(tmp_path: Path) -> None:

@@ -54,7 +54,11 @@ def test_findings_list_high_stakes_failures_as_bugs(report: Report) -> None:
 
 def test_every_rate_in_the_terminal_report_comes_with_counts_and_an_interval(report: Report) -> None:
     text = _terminal(report)
-    assert "under-triage" in text and "6/18 = 33.3% (95% CI 16.3%–56.3%)" in text
+    assert "under-triage" in text
+    assert (
+        "6/18 = 33.3% (95% CI 7.9%–74.3% over 6 scenarios, scenario-clustered; per conversation 16.3%–56.3%)"
+        in text
+    )
     assert "needs 59 failure-free runs for ≤5.0% (42 more)" not in text or "tone" in text
     percent = re.compile(r"\d+\.\d%")
     pass_hat_rows = re.compile(r"^│ \d │")

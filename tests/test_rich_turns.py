@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -110,7 +111,15 @@ def test_a_v2_folder_reads_as_text_parts_and_reports_as_the_version_that_wrote_i
         after.pop(volatile, None)
     added = {key for key in after if key not in before}  # sections added since, empty on this run
     assert all(after.pop(key) is None for key in added)
+    # Deliberate change (issue 31): the findings lead with the scenario-clustered interval, the
+    # per-conversation one after it, labelled; the same counts and the same interval ends.
+    old_findings, new_findings = before.pop("findings"), after.pop("findings")
     assert after == before
+    assert [f["level"] for f in new_findings] == [f["level"] for f in old_findings]
+    for was, now in zip(old_findings, new_findings, strict=True):
+        was_text, now_text = was["title"] + was["detail"], now["title"] + now["detail"]
+        assert re.findall(r"\d+/\d+", now_text) == re.findall(r"\d+/\d+", was_text)
+        assert set(re.findall(r"\d+\.\d%", was_text)) <= set(re.findall(r"\d+\.\d%", now_text))
     assert (run / "conversations.jsonl").read_text().splitlines()[0] == json.dumps(
         raw[0], separators=(",", ":")
     )

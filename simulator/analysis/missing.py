@@ -8,13 +8,13 @@ in the long, hard conversations looks better than it is); these tests say so.
 
 from __future__ import annotations
 
-__all__ = ["MissingData", "ScenarioErrors", "binomial_test", "missing_data"]
+__all__ = ["MissingData", "ScenarioErrors", "binomial_test", "missing_data", "moved_warning"]
 
 from collections import Counter
 
 from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.dist import chi2_sf
-from simulator.analysis.rates import pct
+from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import RunData
 from simulator.analysis.stats import binomial_test
 from simulator.record.models import ConversationRecord
@@ -126,3 +126,30 @@ def missing_data(run: RunData) -> MissingData:
         turn_p_value=turn_p,
         warnings=warnings,
     )
+
+
+def moved_warning(rates: list[tuple[str, RateView]]) -> list[str]:
+    """One warning naming every rate the errored conversations could move across its interval.
+
+    The tests above see errors that cluster in scenarios or in long conversations; a bot that crashes on
+    the very cases it would fail can hide from both (its crashes spread over the scenarios) while its rate
+    without them is biased. What the data does show is how far the errored cases could move each rate:
+    when that reaches past the interval, the rate must be read as its worst/best range.
+    """
+    moved = []
+    errored = 0
+    for name, value in rates:
+        span = value.missing_range
+        if span is None or not value.errors_could_move:
+            continue
+        low, high = value.interval
+        moved.append(
+            f"{name} {pct(value.rate)} (95% CI {pct(low)}–{pct(high)}) to {pct(span[0])}–{pct(span[1])}"
+        )
+        errored = max(errored, value.errored)
+    if not moved:
+        return []
+    return [
+        f"errors could concentrate in the cases that fail: had the {errored} errored conversations all "
+        f"failed or all passed, they would move {'; '.join(moved)}; read each rate as that range"
+    ]

@@ -91,6 +91,97 @@ class RateView(BaseModel):
         return f"{self.k}/{self.n} {pct(self.rate)} ({inner})"
 
     @property
+    def repeated(self) -> bool:
+        """Whether the rate pools repeats of scenarios: then the scenario-clustered interval is its interval
+        (repeats are not independent trials) and the per-conversation one is secondary."""
+        return self.clustered is not None and self.rate is not None and self.clustered.scenarios < self.n
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The interval to show: scenario-clustered when the rate pools repeats, else Wilson."""
+        if self.repeated and self.clustered is not None:
+            return self.clustered.low, self.clustered.high
+        return self.low, self.high
+
+    @property
+    def shown_bound(self) -> float | None:
+        """The zero-failure bound to show: on the distinct scenarios when the rate pools repeats."""
+        if self.repeated and self.clustered is not None:
+            return self.clustered.bound
+        return self.bound
+
+    @property
+    def missing_range(self) -> tuple[float, float] | None:
+        """The rate had every errored case failed or passed, lowest first (a failure rate's "all failed" is
+        its highest value); None when nothing errored."""
+        if not self.errored or self.worst is None or self.best is None:
+            return None
+        return min(self.worst, self.best), max(self.worst, self.best)
+
+    @property
+    def errors_could_move(self) -> bool:
+        """Whether the errored cases, had they all failed or all passed, would put the rate outside the
+        interval shown: then the headline must carry the worst/best bounds beside it."""
+        span = self.missing_range
+        if span is None or self.rate is None:
+            return False
+        low, high = self.interval
+        return span[0] < low or span[1] > high
+
+    @property
+    def moved(self) -> str:
+        """`81.7%–93.3% if the 14 errored had all failed or passed` when the errored cases could move the
+        rate across its interval, else ""."""
+        span = self.missing_range
+        if not self.errors_could_move or span is None:
+            return ""
+        return f"{pct(span[0])}–{pct(span[1])} if the {self.errored} errored had all {self._ends()}"
+
+    def _moved(self) -> str:
+        return f"; {self.moved}" if self.moved else ""
+
+    def _ends(self) -> str:
+        """Which way the errored cases push the low and the high end."""
+        return "failed or passed" if self.counts == "successes" else "passed or failed"
+
+    @property
+    def lead_short(self) -> str:
+        """A table cell with the interval that holds up first: `21/24 87.5% (43.2–98.5% over 8 scenarios;
+        per conversation 69.0–95.7%)`; with no failures the bound on the scenarios comes first
+        (`fail ≤12.7% on 22 scenarios; per conversation ≤4.4%`). Without repeats, `short`. The worst/best
+        bounds follow when the errored cases could move the rate across its interval."""
+        if not self.repeated or self.clustered is None:
+            moved = self._moved()
+            return f"{self.short[:-1]}{moved})" if moved else self.short
+        c = self.clustered
+        inner = f"{pct(c.low)}–{pct(c.high)} over {c.scenarios} scenarios"
+        if c.bound is not None:
+            inner += f"; fail ≤{pct(c.bound)} on {c.scenarios} scenarios"
+        naive = f"per conversation {pct(self.low)}–{pct(self.high)}"
+        if self.bound is not None:
+            naive = f"per conversation ≤{pct(self.bound)}"
+        return f"{self.k}/{self.n} {pct(self.rate)} ({inner}; {naive}{self._moved()})"
+
+    @property
+    def lead_text(self) -> str:
+        """The long form with the interval that holds up first: `21/24 = 87.5% (95% CI 43.2%–98.5% over 8
+        scenarios, scenario-clustered; per conversation 69.0%–95.7%)`; with no failures `no failures:
+        failure rate ≤ 12.7% on 22 scenarios at 95% one-sided; per conversation ≤ 4.4%`. Without repeats,
+        `text`. The worst/best bounds follow when the errored cases could move the rate across its interval."""
+        moved = self._moved()
+        if not self.repeated or self.clustered is None:
+            return f"{self.text[:-1]}{moved})" if moved else self.text
+        c = self.clustered
+        level = f"{100 * self.confidence:g}%"
+        inner = f"{level} CI {pct(c.low)}–{pct(c.high)} over {c.scenarios} scenarios, scenario-clustered"
+        naive = f"per conversation {pct(self.low)}–{pct(self.high)}"
+        if c.bound is not None:
+            inner += f"; no failures: failure rate ≤ {pct(c.bound)} on {c.scenarios} scenarios at {level} one-sided"
+        if self.bound is not None:
+            naive = f"per conversation ≤ {pct(self.bound)}"
+        return f"{self.k}/{self.n} = {pct(self.rate)} ({inner}; {naive}{moved})"
+
+    @property
     def needs_more_runs(self) -> str:
         """`needs 299 failure-free runs for ≤1.0% (259 more)` when a target was set and is not yet met."""
         if self.runs_needed is None or self.target is None:

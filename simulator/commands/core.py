@@ -90,6 +90,12 @@ def _other_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     show.add_argument("--scenario", help="scenario id (default: every conversation)")
     show.add_argument("--repeat", type=int, help="repeat index")
     show.add_argument("--raw", action="store_true", help="print the records as JSON lines")
+    show.add_argument(
+        "--all",
+        dest="show_all",
+        action="store_true",
+        help="list every verdict (default: what failed or errored in full, the rest as counts)",
+    )
     show.set_defaults(handler=cmd_show)
 
     schema = subparsers.add_parser("schema", help="print the JSON schema of a file format, for editors")
@@ -427,7 +433,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     for line in limit_lines(folder.read_manifest()):  # the pace each provider settled on
         console.print(f"[dim]limits: {escape(line)}[/dim]")
     for record in records:
-        render_conversation(console, record, verdicts.get(record.id, []))
+        render_conversation(console, record, verdicts.get(record.id, []), args.show_all)
     return 0
 
 

@@ -18,6 +18,7 @@ from simulator.errors import UserError
 if TYPE_CHECKING:  # imported where used, so `simulator --help` loads none of them
     from simulator.record.folder import RunFolder
     from simulator.record.models import Verdict
+    from simulator.report.section import Table as SectionTable
     from simulator.spec.suite import Suite
 
 
@@ -110,37 +111,44 @@ def verdict_rows(verdicts: list[Verdict], samples: list[Verdict] | None = None) 
     return list(rows.values())
 
 
-def _print_table(rows: list[dict[str, Any]]) -> None:
-    from rich.table import Table
+def verdict_table(rows: list[dict[str, Any]]) -> SectionTable:
+    """The `judge` summary as a report table (section.py): drawn by the report's terminal renderer, so it
+    fits 80 columns (a CI log, a pipe) with nothing cut; the five counts fold into one column there."""
+    from simulator.report.section import COUNT_COLUMNS, Column, Table
 
-    table = Table(
-        "criterion", "kind", "pass", "fail", "n/a", "error", "not judged", "unverified", "cached/input"
-    )
+    tail = [Column("unverified", numeric=True), Column("cached/input tokens", numeric=True)]
+    table = Table([Column("criterion"), Column("kind"), *COUNT_COLUMNS, *tail])
     for row in rows:
         counts = row["results"]
         if row["kind"] == "metric":
             scores = row["scores"]
             mean = f"mean {sum(scores) / len(scores):.3f}" if scores else ""
-            table.add_row(row["criterion"], "metric", mean, "", "", "", "", "", "")
+            table.add(row["criterion"], f"metric, {mean}" if mean else "metric", *[""] * 7)
             continue
         tokens = f"{row['cached_tokens']}/{row['input_tokens']}" if "input_tokens" in row else ""
-        table.add_row(
+        fails, errors = counts["fail"], counts["error"]
+        table.add(
             row["criterion"],
             row["kind"],
             *(str(counts[k]) for k in ("pass", "fail", "not_applicable", "error", "not_judged")),
             str(row["unverified"]),
             tokens,
+            state="fail" if fails else "error" if errors else None,
         )
-    _console().print(table)
+    return table
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    from simulator.report.draw_terminal import draw_table
+
+    draw_table(_console(), verdict_table(rows))
 
 
 def _console() -> Any:
-    """A rich console as wide as the terminal, or 140 columns when the output is a file or a pipe."""
-    import shutil
-
+    """The report's console: as wide as the terminal, 80 columns (or $COLUMNS) in a pipe or a CI log."""
     from rich.console import Console
 
-    return Console(width=shutil.get_terminal_size((140, 24)).columns)
+    return Console()
 
 
 def _latest(verdicts: list[Verdict]) -> list[Verdict]:
@@ -267,15 +275,15 @@ def _pairwise_model(args: argparse.Namespace, suite: Suite, suite_b: Suite) -> s
 
 
 def _print_pairs(results: list[Any], summary: Any, criterion_id: str, model: str) -> None:
-    from rich.table import Table
+    from simulator.report.draw_terminal import draw_table
+    from simulator.report.section import Column, Table
 
-    table = Table(
-        "conversation", "A vs B", "B vs A", "winner", "consistent", title=f"{criterion_id} ({model})"
-    )
+    names = ("conversation", "A vs B", "B vs A", "winner", "consistent")
+    table = Table([Column(n) for n in names], title=f"{criterion_id} ({model})")
     for r in results:
         ab, ba = (o.choice for o in r.orders)
         consistent = {True: "yes", False: "NO", None: ""}[r.position_consistent]
-        table.add_row(r.conversation_id, ab, ba, r.winner or f"error: {r.error}", consistent)
-    _console().print(table)
+        table.add(r.conversation_id, ab, ba, r.winner or f"error: {r.error}", consistent)
+    draw_table(_console(), table)
     print(f"A wins {summary.a_wins}, B wins {summary.b_wins}, ties {summary.ties}, errors {summary.errors}")
     print(f"position inconsistency (the verdict flipped with the order): {summary.inconsistent}")

@@ -93,6 +93,12 @@ def add_report_options(report: argparse.ArgumentParser) -> None:
     )
     report.add_argument("--quiet", action="store_true", help="no terminal report, only the files asked for")
     report.add_argument(
+        "--all",
+        action="store_true",
+        dest="everything",
+        help="list every row of the Scenarios and Tag tables (by default rows that all passed alike are one line)",
+    )
+    report.add_argument(
         "--passing-transcripts",
         type=_count_or_all,
         default=200,
@@ -188,7 +194,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.html:
         from simulator.report.html import write_html
 
-        write_html(report, args.html)
+        write_html(report, args.html, args.everything)
         written.append(f"HTML {args.html}")
     if args.json:
         from simulator.report.json_report import write_json
@@ -203,7 +209,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not args.quiet:
         from simulator.report.terminal import render_terminal
 
-        render_terminal(report)
+        render_terminal(report, everything=args.everything)
     if written:
         print("wrote " + ", ".join(written), file=sys.stderr)
     return 0
@@ -287,7 +293,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     render_calibration(calibration)
     if args.json:
         args.json.write_text(calibration.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    render_calibration(calibration)
     return 0
 
 

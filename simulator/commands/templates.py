@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["criterion_yaml", "scenario_yaml"]
+__all__ = ["criterion_yaml", "scenario_yaml", "suite_yaml"]
 
 from typing import Any
 
@@ -64,4 +64,53 @@ def criterion_yaml(f: dict[str, Any]) -> str:
         f"severity: {f['severity']}\n"
         "# A free label; `omission` feeds the errors-of-omission rate.\n"
         f"category: {f['category']}\n"
+    )
+
+
+def suite_yaml(f: dict[str, Any]) -> str:
+    """A suite for an HTTP bot: every field commented, the judge and the simulated user of two families."""
+    judge = _value(f["judge_model"]) if f["judge_model"] else "null"
+    no_judge = (
+        "  # null: only code checks (outcomes, tool checks) are decided; LLM criteria are recorded as not judged.\n"
+        if not f["judge_model"]
+        else ""
+    )
+    return (
+        "# A suite: which scenarios, which bot, who plays the user, who judges (docs/scenarios.md).\n"
+        "# Check it with `simulator validate SUITE`, run it with `simulator run SUITE`.\n"
+        f"name: {_value(f['name'])}\n"
+        "scenarios:\n"
+        "  # Folders (or files) of scenarios, relative to this file: `simulator new scenario --out scenarios/ID.yaml`.\n"
+        f"  paths: [{_value(f['scenarios'])}]\n"
+        "bot:\n"
+        "  # POST {conversation_id, turn, message}; the bot answers {messages: [...]} or {message: ...}, with optional\n"
+        "  # handed_over, closed and state (the decision compared with each scenario's `expected`; docs/bots.md).\n"
+        "  type: http\n"
+        f"  url: {_value(f['url'])}\n"
+        "  # Headers may name environment variables, expanded at run time and never recorded:\n"
+        '  # headers: {Authorization: "Bearer ${BOT_TOKEN}"}\n'
+        "  timeout_s: 30\n"
+        "user:\n"
+        "  # The simulated user: a model of ANOTHER family than the judge (a judge favours its own family's\n"
+        "  # text), or `offline` (rule-based, no key, no cost; it only knows the words of its vocabulary).\n"
+        f"  model: {_value(f['user_model'])}\n"
+        "  temperature: 1.0\n"
+        "judges:\n"
+        "  # Criteria files, relative to this file: `simulator new criterion --out judges/ID.yaml`.\n"
+        f"  paths: [{_value(f['judges'])}]\n"
+        "  # The LLM judge of every criterion; temperature 0 so a verdict does not change between readings.\n"
+        f"{no_judge}"
+        f"  model: {judge}\n"
+        "  temperature: 0.0\n"
+        "# Conversations per scenario: repeats show how often the bot fails, not just whether it can.\n"
+        "runs: 3\n"
+        "# Conversations in flight at once (the bot and the providers must take this many).\n"
+        "concurrency: 4\n"
+        "seed: 0\n"
+        "# Ordered outcomes, lowest first: under- and over-triage are counted from this order. Uncomment and\n"
+        "# name your bot's decision (the key of its `state`) and its levels:\n"
+        "# outcome:\n"
+        "#   key: triage_level\n"
+        "#   levels: [self_care, gp, urgent, emergency]\n"
+        "#   critical: emergency\n"
     )

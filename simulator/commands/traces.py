@@ -133,15 +133,17 @@ def _print_simulators(result: Any) -> None:
 
 def cmd_compare_populations(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
 
     from simulator.analysis.populations import compare_populations
+    from simulator.report.draw_terminal import draw_table
+    from simulator.report.section import Column, Table
 
     result = compare_populations(args.sim_run, args.real_run, args.alpha)
-    table = Table("measure", "simulated", "real", "gap", "difference", "p", title="simulated vs real users")
+    names = ("measure", "simulated", "real", "gap", "difference", "p")
+    table = Table([Column(n, numeric=n in ("gap", "p")) for n in names], title="simulated vs real users")
     for row in result.rows:
         flag = " *" if row.p < result.alpha else ""
-        table.add_row(
+        table.add(
             f"{row.measure} ({row.unit})",
             row.simulated,
             row.real,
@@ -149,7 +151,7 @@ def cmd_compare_populations(args: argparse.Namespace) -> int:
             row.difference,
             f"{row.p:.3g}{flag}",
         )
-    Console(width=160).print(table)
+    draw_table(Console(), table)  # the report's layout: fits 80 columns in a pipe, nothing cut
     print(
         "gap: KS distance (distributions), |difference| (rates), total variation (stop reasons); largest first"
     )

@@ -11,10 +11,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from simulator.report.section import Cell, Column, Note, Section, State, Table
+from simulator.report.section import Cell, Column, Figures, Findings, Note, Section, State, Table
 from simulator.report.table_print import print_table
 
 STYLE: dict[State, str] = {"fail": "red", "warn": "yellow", "ok": "green", "error": "magenta"}
+_LEVEL_STYLE = {"bug": "bold red", "warning": "yellow", "info": "cyan"}
 MARK: dict[State, str] = {
     "ok": "[green]✓[/]",
     "warn": "[yellow]![/]",
@@ -47,6 +48,7 @@ def draw_table(console: Console, table: Table) -> None:
     """One table; a row's state colours the whole row; a table with no rows is its title alone."""
     if not table.rows:
         console.print(escape(table.title))
+        _collapsed(console, table)
         return
     folded = _folded(table.columns)
     rich = RichTable(title=escape(table.title) if table.title else None, title_justify="left")
@@ -54,7 +56,11 @@ def draw_table(console: Console, table: Table) -> None:
         rich.add_column(escape(header), justify="right" if numeric else "left")
     shown = table.rows if table.fold_after is None else table.rows[: table.fold_after]
     for row in shown:
-        cells = [sep.join(_markup(row.cells[i]) for i in indexes) for _, _, indexes, sep in folded]
+        # A group's empty cells are left out of its joined cell (a metric row has no counts).
+        cells = [
+            sep.join(_markup(row.cells[i]) for i in indexes if row.cells[i].text)
+            for _, _, indexes, sep in folded
+        ]
         rich.add_row(*cells, style=STYLE[row.state] if row.state else None)
     print_table(console, rich)
     if len(shown) < len(table.rows):
@@ -62,6 +68,36 @@ def draw_table(console: Console, table: Table) -> None:
     for row in shown:
         for line in row.details:
             console.print(f"  [dim]{escape(row.cells[0].text)}[/] {escape(line)}", soft_wrap=False)
+    _collapsed(console, table)
+
+
+def _collapsed(console: Console, table: Table) -> None:
+    """The one line standing for the rows that passed alike."""
+    if table.collapsed_note:
+        console.print(f"[green]{escape(table.collapsed_note)}[/] [dim]· report --all lists them[/]")
+
+
+def _findings(console: Console, findings: Findings) -> None:
+    """BUG, WARNING and INFO lines, the level coloured, the detail dim."""
+    if not findings.lines:
+        console.print(f"[green]{escape(findings.empty)}[/]")
+    for line in findings.lines:
+        detail = f" [dim]— {escape(line.detail)}[/]" if line.detail else ""
+        console.print(f"[{_LEVEL_STYLE[line.level]}]{line.level.upper():8}[/] {escape(line.title)}{detail}")
+
+
+def _figures(console: Console, figures: Figures) -> None:
+    """One line per figure: the label (bold and coloured by state when critical), the value, the sub line;
+    a critical figure's note (how far errors could move it) on the same line, a calm one's under it."""
+    for f in figures.figures:
+        style = STYLE[f.state] if f.state else ""
+        label = f"[bold {style}]{escape(f.label)}[/]" if figures.critical else escape(f.label)
+        value = f"[{style}]{escape(f.value)}[/]" if style else escape(f.value)
+        sub = f" [dim]· {escape(f.sub)}[/]" if f.sub else ""
+        beside = f" [yellow]· {escape(f.note)}[/]" if figures.critical and f.note else ""
+        console.print(f"{label} {value}{sub}{beside}")
+        if f.note and not figures.critical:
+            console.print(f"  [dim]{escape(f.note)}[/]")
 
 
 def draw_lines(console: Console, table: Table, max_details: int | None = None) -> None:
@@ -100,6 +136,10 @@ def draw_section(
             draw_lines(console, block, max_details)
         elif isinstance(block, Table):
             draw_table(console, block)
+        elif isinstance(block, Findings):
+            _findings(console, block)
+        elif isinstance(block, Figures):
+            _figures(console, block)
         else:
             _note(console, block)
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 __all__ = ["headline_rates"]
 
+from typing import TYPE_CHECKING
+
 from simulator.analysis.rates import RateView
-from simulator.report.model import Report
+
+if TYPE_CHECKING:  # model.py builds its missing-data warning from these rates
+    from simulator.report.model import Report
 
 
 def headline_rates(report: Report) -> list[tuple[str, RateView]]:

@@ -13,7 +13,6 @@ import hashlib
 from importlib import resources
 from pathlib import Path
 
-from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import short_hash
 from simulator.report.draw_html import html_sections
 from simulator.report.html_parts import e, transcript_html
@@ -30,56 +29,6 @@ def _csp(script: str) -> str:
     return (
         "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
         f"script-src 'sha256-{digest}'; connect-src 'none'; form-action 'none'; base-uri 'none'"
-    )
-
-
-def _card(label: str, value: RateView | str, sub: str = "", note: str = "") -> str:
-    if isinstance(value, RateView):
-        big = pct(value.rate)
-        sub = f"{value.k}/{value.n} · 95% CI {pct(value.low)}–{pct(value.high)}" + (
-            f" · fail ≤{pct(value.bound)}" if value.bound is not None else ""
-        )
-        if value.clustered is not None and value.rate is not None:
-            sub += f" · clustered {pct(value.clustered.low)}–{pct(value.clustered.high)} over {value.clustered.scenarios} scenarios"
-        if value.errored:
-            sub += f" · {value.errored} errored: {pct(value.worst)}–{pct(value.best)} had they failed/passed"
-    else:
-        big = value
-    covers = f'<div class="sub">{e(note)}</div>' if note else ""
-    return (
-        f'<div class="card"><div class="label">{e(label)}</div><div class="value">{e(big)}</div>'
-        f'<div class="sub">{e(sub)}</div>{covers}</div>'
-    )
-
-
-def _summary(report: Report) -> str:
-    cards = [_card("conversations passing", report.overall, note=report.overall_covers)]
-    outcome = report.outcome
-    if outcome is not None:
-        cards += [
-            _card(f"{outcome.critical} escalated (sensitivity)", outcome.critical_sensitivity),
-            _card("under-triage incl. no decision", outcome.under_triage),
-            _card("over-triage", outcome.over_triage),
-        ]
-    health = report.health
-    cards.append(_card("conversation errors", health.conversation_errors))
-    cards.append(_card("hit the turn limit", health.turn_limit))
-    cost = report.cost
-    total = "unpriced" if cost.total_cost is None else f"{cost.total_cost:.4f} {cost.currency}"
-    cards.append(_card("total cost", total, f"prices as of {cost.prices_as_of}"))
-    bot = cost.latency[0]
-    if bot.n:
-        cards.append(
-            _card("bot reply p95", f"{bot.p95_s:.2f}s", f"median {bot.median_s:.2f}s over {bot.n} turns")
-        )
-    findings = "".join(
-        f'<li class="{f.level}"><span class="lvl">{f.level.upper()}</span>{e(f.title)}'
-        f"{f' <span class=detail>— {e(f.detail)}</span>' if f.detail else ''}</li>"
-        for f in report.findings
-    )
-    return (
-        f'<section id="summary"><h2>Summary</h2><div class="cards">{"".join(cards)}</div>'
-        f'<ul class="findings">{findings or "<li class=info>No findings.</li>"}</ul></section>'
     )
 
 
@@ -146,8 +95,11 @@ _NAV_NAMES = {
 }
 
 
-def render_html(report: Report) -> str:
-    """The whole report as one HTML document."""
+def render_html(report: Report, header: str = "", everything: bool = False) -> str:
+    """The whole report as one HTML document: the summary (findings, critical rates) first, as in the
+    terminal; `everything` lists the passing rows the tables otherwise collapse behind one line. `header`
+    is trusted HTML put first in the body: the review desk's navigation when the desk serves the report
+    (it is not escaped; never pass run data in it)."""
     script = _asset("report.js")
     run = report.run
     title = f"simulator report · {run.suite} · {run.run_id}"
@@ -158,8 +110,7 @@ def render_html(report: Report) -> str:
         f"{report.generated_at:%Y-%m-%d %H:%M} UTC"
     )
     sections = [
-        _summary(report),
-        html_sections(report_sections(report)),
+        html_sections(report_sections(report, everything)),
         _transcripts(report),
     ]
     nav = "".join(
@@ -169,12 +120,12 @@ def render_html(report: Report) -> str:
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{e(_csp(script))}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(title)}</title><style>{_asset('report.css')}{_asset('parts.css')}</style></head><body>"
+        f"<title>{e(title)}</title><style>{_asset('report.css')}{_asset('parts.css')}</style></head><body>{header}"
         f'<header><h1>{e(title)}</h1><div class="meta">{e(meta)}</div></header><nav>{nav}</nav>'
         f"<main>{''.join(sections)}</main><script>{script}</script></body></html>"
     )
 
 
-def write_html(report: Report, path: Path) -> None:
+def write_html(report: Report, path: Path, everything: bool = False) -> None:
     """Write the HTML report to `path`."""
-    path.write_text(render_html(report), encoding="utf-8")
+    path.write_text(render_html(report, everything=everything), encoding="utf-8")

@@ -8,7 +8,7 @@ import html
 import json
 from dataclasses import dataclass
 
-from simulator.analysis.rates import RateView, pct
+from simulator.analysis.rates import RateView
 from simulator.record.parts import TextPart
 from simulator.report.html_turns import turn_html
 from simulator.report.model import Transcript
@@ -23,42 +23,58 @@ def badge(result: str, text: str | None = None) -> str:
     return f'<span class="badge b-{e(result)}">{e(text or result.replace("_", " "))}</span>'
 
 
-def ci_plot(value: RateView, width: int = 130) -> str:
-    """An inline SVG: the whole 0–100% track, the Wilson interval as a bar, the rate as a dot."""
+_COLOURS = {"fail": "#c62828", "warn": "#b26a00", "ok": "#1a7f37", "error": "#8e24aa"}
+
+
+def _colour(value: RateView, state: str | None) -> str:
+    """Red only for what went wrong: a state when one is given, else red when a failure was seen (a
+    failure rate above 0, a pass rate below 100%) and green otherwise: a 0/66 failure rate is good news,
+    not a red dot."""
+    if state in _COLOURS:
+        return _COLOURS[state]
+    failed = value.k if value.counts == "failures" else value.n - value.k
+    return _COLOURS["fail"] if failed else _COLOURS["ok"]
+
+
+def ci_plot(value: RateView, width: int = 130, state: str | None = None) -> str:
+    """An inline SVG: the whole 0–100% track, the interval as a bar (scenario-clustered when the rate
+    pools repeats), the rate as a dot, the zero-failure bound as a dashed line."""
     if value.rate is None:
         return ""
-    colour = "#c62828" if value.counts == "failures" else "#1a7f37"
+    colour = _colour(value, state)
+    low, high = value.interval
 
     def x(p: float) -> float:
         return round(4 + p * (width - 8), 1)
 
     parts = [
         f'<svg class="ci" width="{width}" height="14" viewBox="0 0 {width} 14" role="img" '
-        f'aria-label="{e(value.text)}"><title>{e(value.text)}</title>',
+        f'aria-label="{e(value.lead_text)}"><title>{e(value.lead_text)}</title>',
         f'<line x1="4" y1="7" x2="{width - 4}" y2="7" stroke="#dde3ea" stroke-width="2"/>',
-        f'<rect x="{x(value.low)}" y="3" width="{max(1.0, x(value.high) - x(value.low))}" height="8" '
+        f'<rect x="{x(low)}" y="3" width="{max(1.0, x(high) - x(low))}" height="8" '
         f'fill="{colour}" fill-opacity="0.25"/>',
         f'<circle cx="{x(value.rate)}" cy="7" r="3.5" fill="{colour}"/>',
     ]
-    if value.bound is not None:
-        bound = value.bound if value.counts == "failures" else 1 - value.bound
+    bound = value.shown_bound
+    if bound is not None:
+        at = bound if value.counts == "failures" else 1 - bound
         parts.append(
-            f'<line x1="{x(bound)}" y1="1" x2="{x(bound)}" y2="13" stroke="{colour}" stroke-dasharray="2,1"/>'
+            f'<line x1="{x(at)}" y1="1" x2="{x(at)}" y2="13" stroke="{colour}" stroke-dasharray="2,1"/>'
         )
     parts.append("</svg>")
     return "".join(parts)
 
 
 def rate_cell(value: RateView, plot: bool = True) -> str:
-    """A table cell: `k/n rate (low–high)`, the zero-failure bound when there is one, and the plot."""
+    """A table cell: `k/n rate (interval)`, the scenario-clustered interval first when the rate pools
+    repeats (RateView.lead_short), the zero-failure bound when there is one, and the plot."""
     if value.rate is None:
         return f'<td class="rate">{value.k}/{value.n} <span class="note">n/a</span></td>'
-    text = f"{value.k}/{value.n} {pct(value.rate)} <small>({pct(value.low)}–{pct(value.high)})</small>"
-    if value.bound is not None:
-        text += f" <small>fail ≤{pct(value.bound)}</small>"
+    head, _, inner = value.lead_short.partition(" (")
+    text = f"{e(head)} <small>({e(inner)}</small>"
     more = f'<div class="more">{e(value.needs_more_runs)}</div>' if value.needs_more_runs else ""
     return (
-        f'<td class="rate" title="{e(value.text)}"><div class="rc"><span>{text}</span>'
+        f'<td class="rate" title="{e(value.lead_text)}"><div class="rc"><span>{text}</span>'
         f"{ci_plot(value) if plot else ''}</div>{more}</td>"
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 __all__ = ["leaderboard_markdown", "render_leaderboard"]
 
 from rich.console import Console
+from rich.markup import escape
 
 from simulator.analysis.leaderboard import Leaderboard
 from simulator.report.draw_terminal import draw_sections
@@ -15,8 +16,10 @@ from simulator.report.leaderboard_view import HEADERS, leaderboard_sections, row
 def render_leaderboard(board: Leaderboard, console: Console | None = None) -> None:
     """Print the leaderboard, the paired comparisons with the baseline, and what the numbers leave out."""
     console = console or Console()
-    console.rule(
-        f"[bold]leaderboard {board.matrix_id}[/] · {len(board.cells)} cells · baseline {board.baseline}"
+    console.rule("[bold]leaderboard[/]")  # the matrix on a line of its own: a rule would cut a long id
+    console.print(
+        f"matrix {escape(board.matrix_id)} · {len(board.cells)} cells · baseline {escape(board.baseline)}",
+        overflow="fold",
     )
     draw_sections(console, leaderboard_sections(board))
 

@@ -7,24 +7,27 @@ __all__ = ["render_meta_evaluation"]
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from simulator.analysis.meta_eval import MetaEvaluation, MetaGroup
+from simulator.report.draw_terminal import draw_table
+from simulator.report.section import Cell, Column, Table
+
+_HEADERS = ("rater", "against", "compared", "macro-F1", "kappa", "false passes", "left out")
 
 
 def _group_table(group: MetaGroup) -> Table:
+    """One row per (rater, reference); drawn by the report's renderer, so intervals are never cut at 80
+    columns."""
     title = f"{group.kind} {group.name}" + (f" ({group.severity})" if group.severity else "")
+    numeric = ("compared", "left out")
     table = Table(
-        "rater", "against", "compared", "macro-F1", "kappa", "false passes", "left out",
-        title=f"{title}: {group.items} labelled items",
-    )  # fmt: skip
+        [Column(n, numeric=n in numeric) for n in _HEADERS], title=f"{title}: {group.items} labelled items"
+    )
     for row in [*group.judge, *group.humans]:
-        style = "bold" if row.rater == "judge" else ""
         false_pass = f"{row.false_passes}/{row.reference_fails} {row.false_pass.short}"
-        table.add_row(
-            f"[{style}]{escape(row.rater)}[/]" if style else escape(row.rater), escape(row.reference),
-            str(row.compared), row.macro_f1.short, row.kappa.short,
-            f"[red]{false_pass}[/]" if row.false_passes else false_pass, str(row.left_out),
+        table.add(
+            Cell(row.rater, strong=row.rater == "judge"), row.reference, str(row.compared), row.macro_f1.short,
+            row.kappa.short, Cell(false_pass, "fail" if row.false_passes else None), str(row.left_out),
         )  # fmt: skip
     return table
 
@@ -39,7 +42,8 @@ def _summary(console: Console, group: MetaGroup) -> None:
 def render_meta_evaluation(result: MetaEvaluation, console: Console | None = None) -> None:
     """Print every group; intervals are 95% bootstrap intervals over conversations clustered by scenario."""
     console = console or Console()
-    console.rule(f"[bold]meta-evaluation[/] {escape(result.run_id)} · judge set {result.judge_set}")
+    console.rule("[bold]meta-evaluation[/]")  # the run on a line of its own: a rule would cut it short
+    console.print(f"run {escape(result.run_id)} · judge set {escape(result.judge_set)}", overflow="fold")
     console.print(
         f"labellers: {escape(', '.join(result.labellers))} · {result.replicates} bootstrap replicates "
         "(conversations clustered by scenario) · n/a is a label like pass and fail; items without a judge "
@@ -50,5 +54,6 @@ def render_meta_evaluation(result: MetaEvaluation, console: Console | None = Non
             f"[yellow]labels for conversations not in this run:[/] {escape(', '.join(result.unknown_conversations))}"
         )
     for group in [*result.criteria, *result.categories]:
-        console.print(_group_table(group))
+        console.print()
+        draw_table(console, _group_table(group))
         _summary(console, group)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "PICK_JUDGE_SET",
     "REPORT_SCHEMA_VERSION",
     "Finding",
     "Report",
@@ -29,7 +30,7 @@ from simulator.analysis.fidelity import SimulatedUserSection, simulated_user_sec
 from simulator.analysis.golden import Gate, GoldenSection, golden_section
 from simulator.analysis.health import RunHealth, run_health
 from simulator.analysis.length_bias import CriterionLength, criterion_length_bias
-from simulator.analysis.missing import MissingData, missing_data
+from simulator.analysis.missing import MissingData, missing_data, moved_warning
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.points import PointsSummary, points_summary
 from simulator.analysis.rates import RateView, pct
@@ -53,6 +54,7 @@ from simulator.analysis.tables import (
 )
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import Part
+from simulator.report.headline import headline_rates
 from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
 
 # 2: scenario-clustered intervals and missing-data bounds on every rate, under-triage incl. no decision
@@ -114,6 +116,10 @@ class RunInfo(_Model):
     killed_sessions: int = 0
     # Per provider: the rate its calls were paced to and where it came from (`analysis.calls.limit_lines`).
     provider_limits: list[str] = Field(default_factory=list)
+
+
+# The advice of the finding "judge set X of N": a command-line flag (the review desk offers its own choice).
+PICK_JUDGE_SET = "pick another with --judge-set HASH"
 
 
 class Finding(_Model):
@@ -378,24 +384,26 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
             _finding(
                 "bug",
                 f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
-                f"{outcome.critical} sensitivity {sens.text}; {sens.clustered_short}",
+                f"{outcome.critical} sensitivity {sens.lead_text}",
             )
         )
     undecided = outcome.under_triage.k - outcome.under_triage_decided.k
     for name, value in (("under-triage", outcome.under_triage), ("no decision", outcome.no_decision)):
         if value.k:
-            detail = value.clustered_short
+            detail = ""
             if name == "under-triage" and undecided:
-                detail = f"incl. {undecided} with no decision on a case that needed one; {detail}"
-            found.append(Finding(level="warning", title=f"{name}: {value.text}", detail=detail))
+                detail = f"incl. {undecided} with no decision on a case that needed one"
+            found.append(Finding(level="warning", title=f"{name}: {value.lead_text}", detail=detail))
         elif value.needs_more_runs:
             found.append(
                 _finding(
-                    "info", f"{name}: none in {value.n} conversations, {value.text}", value.needs_more_runs
+                    "info",
+                    f"{name}: none in {value.n} conversations, {value.lead_text}",
+                    value.needs_more_runs,
                 )
             )
     if outcome.over_triage.k:
-        found.append(Finding(level="warning", title=f"over-triage: {outcome.over_triage.text}"))
+        found.append(Finding(level="warning", title=f"over-triage: {outcome.over_triage.lead_text}"))
     return found
 
 
@@ -570,6 +578,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         simulators=simulators_section(run),
         length_bias=criterion_length_bias(run.conversations, run.verdicts),
     )
+    report.missing.warnings += moved_warning(headline_rates(report))
     from simulator.report.length_view import length_findings
     from simulator.report.simulators_view import annotate_findings, simulator_findings
 
@@ -587,7 +596,7 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
             Finding(
                 level="info",
                 title=f"judge set {short_hash(run.judge_set)} of {len(run.judge_sets)}",
-                detail="pick another with --judge-set HASH",
+                detail=PICK_JUDGE_SET,
             )
         )
     return report

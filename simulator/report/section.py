@@ -15,6 +15,10 @@ __all__ = [
     "Block",
     "Cell",
     "Column",
+    "Figure",
+    "Figures",
+    "FindingLine",
+    "Findings",
     "Note",
     "Row",
     "Section",
@@ -28,6 +32,7 @@ __all__ = [
     "text_row",
 ]
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -76,6 +81,11 @@ class Table:
     # The terminal shows this many rows and says how many more the HTML and JSON reports hold (screen
     # space); HTML shows every row.
     fold_after: int | None = None
+    # Rows left out of the table because they all passed alike, and the one line that says how many
+    # (`19 scenarios passed every run ...`): the terminal prints the line, HTML the line with the rows
+    # behind it (a <details>). `report --all` builds the table with every row instead.
+    collapsed: list[Row] = field(default_factory=list)
+    collapsed_note: str = ""
 
     def add(self, *cells: Cell | str, state: State | None = None, details: list[str] | None = None) -> None:
         """Append a row; a plain string is a cell with no state."""
@@ -91,7 +101,45 @@ class Note:
     lead: str = ""  # a word shown before it in bold (`WARNING`, `Missing data:`)
 
 
-Block = Table | Note
+@dataclass(frozen=True)
+class FindingLine:
+    """One finding of the summary: `BUG` / `WARNING` / `INFO`, a title and its detail."""
+
+    level: Literal["bug", "warning", "info"]
+    title: str
+    detail: str = ""
+
+
+@dataclass
+class Findings:
+    """The findings, most serious first; `empty` is said when there are none."""
+
+    lines: list[FindingLine]
+    empty: str = "No findings: no failures, errors or warnings."
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A headline figure (a summary card): its label, value, the line under it and its state; `rate` is
+    the rate behind it (HTML draws its interval)."""
+
+    label: str
+    value: str
+    sub: str = ""
+    state: State | None = None
+    rate: RateView | None = None
+    note: str = ""
+
+
+@dataclass
+class Figures:
+    """A row of headline figures; `critical` ones are drawn first and large, coloured by their state."""
+
+    figures: list[Figure]
+    critical: bool = False
+
+
+Block = Table | Note | Findings | Figures
 
 
 @dataclass
@@ -100,7 +148,7 @@ class Section:
 
     id: str
     title: str
-    blocks: list[Block] = field(default_factory=list)
+    blocks: Sequence[Block] = field(default_factory=list)  # covariant: a builder's list[Table | Note] fits
     state: State | None = None
 
     @property
@@ -141,8 +189,9 @@ def number(value: int | float, shown: str | None = None, state: State | None = N
 
 def rate_cell(value: RateView, *, long: bool = False, plot: bool = True) -> Cell:
     """A rate with its counts and interval: `2/40 5.0% (1.4–16.5%)`, or the long form
-    `2/40 = 5.0% (95% CI 1.4%–16.5%)` with `long`."""
-    return Cell(value.text if long else value.short, rate=value, value=value.rate, plot=plot)
+    `2/40 = 5.0% (95% CI 1.4%–16.5%)` with `long`. A rate that pools repeats shows its scenario-clustered
+    interval first, the per-conversation one after it, labelled (RateView.lead_short)."""
+    return Cell(value.lead_text if long else value.lead_short, rate=value, value=value.rate, plot=plot)
 
 
 COUNT_NAMES = ("pass", "fail", "n.a.", "error", "not judged")

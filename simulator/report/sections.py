@@ -1,5 +1,5 @@
-"""The run report's sections in order, as data: both the terminal and the HTML report draw this list
-."""
+"""The run report's sections in order, as data: both the terminal and the HTML report draw this list, the
+summary (findings and critical rates) first."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from simulator.report.sections_run import (
 from simulator.report.sections_stats import judges_section, stats_section
 from simulator.report.simulator_views import factors_section, simulated_user_section
 from simulator.report.simulators_view import simulators_section
+from simulator.report.summary_view import summary_section
 
 OMISSIONS_NOTE = (
     "Criteria of category 'omission': questions the bot needed to ask. Failure rates count pass and fail "
@@ -31,15 +32,17 @@ CRITERIA_NOTE = (
 )
 
 
-def report_sections(report: Report) -> list[Section]:
-    """Golden items, outcome, omissions, criteria, scenarios, numbers that hold up, simulated user, factors, run health,
-    cost, judges; an empty section is drawn as nothing."""
+def report_sections(report: Report, everything: bool = False) -> list[Section]:
+    """Summary, golden items, outcome, omissions, criteria, scenarios, numbers that hold up, simulated user,
+    factors, run health, cost, judges; an empty section is drawn as nothing. `everything` keeps the rows
+    the Scenarios and Tag tables otherwise collapse into one line (all passing alike)."""
     return [
+        summary_section(report),
         golden_section(report.golden),
         outcome_section(report),
         criteria_section("omissions", "Errors of omission", OMISSIONS_NOTE, report.omissions),
         criteria_section("criteria", "Criteria", CRITERIA_NOTE, report.criteria),
-        scenarios_section(report),
+        scenarios_section(report, everything),
         stats_section(report),
         simulated_user_section(report),
         simulators_section(report),

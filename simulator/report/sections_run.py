@@ -6,7 +6,7 @@ from __future__ import annotations
 __all__ = ["cost_section", "criteria_section", "health_section", "outcome_section", "scenarios_section"]
 
 from simulator.analysis.rates import pct
-from simulator.analysis.tables import CriterionRow, ScenarioRow
+from simulator.analysis.tables import CriterionRow, ScenarioRow, TagRow
 from simulator.report.model import Report
 from simulator.report.section import (
     COUNT_COLUMNS,
@@ -130,6 +130,51 @@ def _flags(row: ScenarioRow) -> Cell:
     return text(" ".join(flags), "fail" if row.bug else "warn" if row.flaky else None)
 
 
+def _passed_alike(row: ScenarioRow) -> bool:
+    """Every run passed with nothing errored or left unjudged, and no flag: a row that says nothing new."""
+    s = row.statuses
+    return s["pass"] == row.conversations and not (row.bug or row.flaky)
+
+
+def _tag_passed_alike(row: TagRow) -> bool:
+    """No failing or errored verdict and every conversation passed."""
+    return not (row.counts.failed or row.counts.error) and row.statuses.get("pass", 0) == row.conversations
+
+
+def _runs(counts: list[int]) -> str:
+    low, high = min(counts), max(counts)
+    return f"{low} of {low} each" if low == high else f"{low}–{high} runs each, all passing"
+
+
+def collapse(table: Table, alike: list[bool], line: str) -> None:
+    """Move the rows that passed alike (at least two) out of the table, behind one line saying how many."""
+    if sum(alike) < 2:
+        return
+    table.collapsed = [row for row, same in zip(table.rows, alike, strict=True) if same]
+    table.rows = [row for row, same in zip(table.rows, alike, strict=True) if not same]
+    table.collapsed_note = line
+
+
+def _collapse_scenarios(table: Table, rows: list[ScenarioRow]) -> None:
+    alike = [_passed_alike(r) for r in rows]
+    runs = [r.conversations for r, same in zip(rows, alike, strict=True) if same]
+    if runs:
+        many = f"all {len(runs)}" if len(runs) == len(rows) else f"{len(runs)} more"
+        collapse(table, alike, f"{many} scenarios passed every run ({_runs(runs)})")
+
+
+def _collapse_tags(table: Table, rows: list[TagRow]) -> None:
+    alike = [_tag_passed_alike(r) for r in rows]
+    same = [r for r, a in zip(rows, alike, strict=True) if a]
+    if same:
+        unjudged = (
+            "; some of their criteria were not judged" if any(r.counts.not_judged for r in same) else ""
+        )
+        many = f"all {len(same)}" if len(same) == len(rows) else f"{len(same)} more"
+        line = f"{many} tags: no failing or errored verdict, every conversation passing{unjudged}"
+        collapse(table, alike, line)
+
+
 def _scenario_table(report: Report) -> Table:
     status = "pass/fail/\nerror/not judged"
     table = Table(
@@ -154,8 +199,9 @@ def _scenario_table(report: Report) -> Table:
     return table
 
 
-def scenarios_section(report: Report) -> Section:
-    """Scenarios (flags: BUG, FLAKY and who varied), tag groups and pass^k."""
+def scenarios_section(report: Report, everything: bool = False) -> Section:
+    """Scenarios (flags: BUG, FLAKY and who varied), tag groups and pass^k. Rows that passed alike are
+    collapsed into one line saying how many, unless `everything`; what failed is always a row."""
     tags = Table(
         [Column("tag"), Column("scenarios", numeric=True), Column("runs", numeric=True), *COUNT_COLUMNS,
          Column("pass rate (95% CI)")],
@@ -186,7 +232,11 @@ def scenarios_section(report: Report) -> Section:
     note = Note(
         f"A conversation passes when none of its verdicts failed. FLAKY: mixed outcomes across repeats. {bug}"
     )
-    blocks: list[Table | Note] = [note, _scenario_table(report), tags]
+    scenarios = _scenario_table(report)
+    if not everything:
+        _collapse_scenarios(scenarios, report.scenarios)
+        _collapse_tags(tags, report.tags)
+    blocks: list[Table | Note] = [note, scenarios, tags]
     if report.pass_hat_k:
         blocks.append(hat)
     state: State | None = "fail" if any(r.bug for r in report.scenarios) else None

@@ -30,7 +30,7 @@ def _clustered_row(table: Table, name: str, value: RateView) -> None:
         "–" if not value.errored else f"{pct(value.worst)} / {pct(value.best)} ({value.errored} errored)"
     )
     table.add(
-        name, f"{value.k}/{value.n} = {pct(value.rate)}", f"{pct(value.low)}–{pct(value.high)}", clustered,
+        name, f"{value.k}/{value.n} = {pct(value.rate)}", clustered, f"{pct(value.low)}–{pct(value.high)}",
         "–" if cl is None else number(cl.scenarios), "–" if cl is None else number(cl.n_eff, f"{cl.n_eff:.1f}"),
         "–" if cl is None or cl.icc is None else number(cl.icc, f"{cl.icc:.2f}"), missing,
     )  # fmt: skip
@@ -61,7 +61,7 @@ def _missing(report: Report) -> list[Table | Note]:
 def stats_section(report: Report) -> Section:
     """Clustered intervals of the headline rates, missing data, worst-at-k and the run-to-run spread."""
     clustered = Table(
-        [Column("rate"), Column("counts"), Column("95% CI (conversations)"), Column("95% CI (scenario-clustered)"),
+        [Column("rate"), Column("counts"), Column("95% CI (scenario-clustered)"), Column("95% CI (per conversation)"),
          Column("scenarios", numeric=True), Column("n_eff", numeric=True), Column("ICC", numeric=True),
          Column("if errored: fail / pass")],
         title="Repeats are not independent: scenario-clustered 95% intervals (docs/stats.md)",

@@ -14,6 +14,7 @@ from rich.table import Table
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.parts import TextPart, part_text
 from simulator.report.table_print import print_table
+from simulator.report.verdict_order import group_verdicts, tally
 from simulator.report.visible import visible
 
 
@@ -31,7 +32,11 @@ _COLOURS = {
 }
 
 
-def render_conversation(console: Console, record: ConversationRecord, verdicts: list[Verdict]) -> None:
+def render_conversation(
+    console: Console, record: ConversationRecord, verdicts: list[Verdict], show_all: bool = False
+) -> None:
+    """The transcript in a panel, then its verdicts: what failed expanded, the rest counted (`show_all`:
+    every verdict)."""
     lines = []
     for turn in record.turns:
         who = "[bold cyan]USER[/]" if turn.role == "user" else "[bold green]BOT [/]"
@@ -55,17 +60,43 @@ def render_conversation(console: Console, record: ConversationRecord, verdicts: 
     console.print(
         Panel(body, title=f"{_safe(record.id)}  [dim]{_safe(', '.join(record.tags))}[/]", expand=True)
     )
-    if verdicts:
-        table = Table("criterion", "result", "evidence ok", "reasoning", show_lines=False)
-        for verdict in verdicts:
-            colour = _COLOURS.get(verdict.result, "white")
-            verified = (
-                "" if verdict.evidence_verified is None else ("yes" if verdict.evidence_verified else "NO")
-            )
-            table.add_row(
-                _safe(verdict.criterion_id),
-                f"[{colour}]{verdict.result}[/]",
-                verified,
-                _safe(verdict.reasoning[:160]),
-            )
-        print_table(console, table)
+    _verdicts(console, verdicts, show_all)
+
+
+def _table(console: Console, title: str, verdicts: list[Verdict], whole: bool) -> None:
+    """The verdicts as rows; `whole` prints the reasoning in full (a failure), else its first 160 characters."""
+    if not verdicts:
+        return
+    table = Table("criterion", "result", "evidence ok", "reasoning", title=title, title_justify="left")
+    for verdict in verdicts:
+        colour = _COLOURS.get(verdict.result, "white")
+        verified = "" if verdict.evidence_verified is None else ("yes" if verdict.evidence_verified else "NO")
+        reasoning = verdict.reasoning if whole else verdict.reasoning[:160]
+        table.add_row(
+            _safe(verdict.criterion_id), f"[{colour}]{verdict.result}[/]", verified, _safe(reasoning)
+        )
+    print_table(console, table)
+
+
+def _verdicts(console: Console, verdicts: list[Verdict], show_all: bool) -> None:
+    """What failed or errored, expanded, the bot's before the simulated user's own checks; what passed or
+    was skipped as one line of counts (`--all` lists every verdict)."""
+    if not verdicts:
+        return
+    groups = group_verdicts(verdicts)
+    on_bot, on_user = "Verdicts on the bot", "The simulated user's own checks (fidelity: was the test fair?)"
+    if show_all:
+        _table(console, on_bot, [*groups.bot_attention, *groups.bot_rest], whole=True)
+        _table(console, on_user, [*groups.simulator_attention, *groups.simulator_rest], whole=True)
+        return
+    _table(console, f"{on_bot}: what failed", groups.bot_attention, whole=True)
+    _table(console, f"{on_user}: what failed", groups.simulator_attention, whole=True)
+    lines = []
+    if groups.bot_rest:
+        lines.append(f"bot: {tally(groups.bot_rest)}")
+    if groups.simulator_rest:
+        lines.append(f"simulated user's checks: {tally(groups.simulator_rest)}")
+    if not groups.bot_attention and not groups.simulator_attention:
+        console.print(f"[green]no verdict failed or errored ({len(verdicts)} verdicts)[/]")
+    if lines:
+        console.print(f"[dim]not listed: {_safe('; '.join(lines))} (--all lists them)[/]", overflow="fold")

@@ -162,25 +162,29 @@ def _calibration_block(console: Console, c: CriterionCalibration) -> None:
     )
 
 
+def _heading(console: Console, run_id: str, labels_file: str) -> None:
+    """The command's rule, then the run and the labels on a line of their own (a rule would cut a path)."""
+    console.rule("[bold]calibrate[/]")
+    console.print(f"run {escape(run_id)} with {escape(labels_file)}", overflow="fold")
+
+
 def render_calibration(calibration: Calibration, console: Console | None = None) -> None:
     """Print per-criterion agreement, false passes first, then each confusion matrix and the disagreements."""
     console = console or Console()
-    console.rule(f"[bold]calibrate[/] {escape(calibration.run_id)} with {escape(calibration.labels_file)}")
+    _heading(console, calibration.run_id, calibration.labels_file)
     console.print(f"judge set {escape(calibration.judge_set or '–')}")
     for c in calibration.criteria:
         _calibration_block(console, c)
     if calibration.overall is not None:
         _calibration_block(console, calibration.overall)
     for c in calibration.criteria:
-        matrix = Table(
-            title=f"{escape(c.criterion_id)}: human (rows) × judge (columns)", title_justify="left"
+        title = f"{c.criterion_id}: human (rows) × judge (columns)"
+        matrix = SectionTable(
+            [Column("human"), *(Column(label, numeric=True) for label in LABELS)], title=title
         )
-        matrix.add_column("human")
-        for label in LABELS:
-            matrix.add_column(label, justify="right")
         for human in LABELS:
-            matrix.add_row(human, *[str(c.matrix[human][judge]) for judge in LABELS])
-        print_table(console, matrix)
+            matrix.add(human, *[str(c.matrix[human][judge]) for judge in LABELS])
+        draw_table(console, matrix)
         for d in c.disagreements[:10]:
             colour = "red" if d.human == "fail" and d.judge == "pass" else "yellow"
             console.print(
@@ -205,7 +209,7 @@ def render_panel(calibration: Panel, console: Console | None = None) -> None:
     """Print, per criterion, the judge against each labeller and the labellers against each other: false
     passes first, then agreement, Cohen's kappa and macro-F1 (the desk's calibration page shows the same)."""
     console = console or Console()
-    console.rule(f"[bold]calibrate[/] {escape(calibration.run_id)} with {escape(calibration.labels_file)}")
+    _heading(console, calibration.run_id, calibration.labels_file)
     console.print(
         f"judge set {escape(calibration.judge_set or '–')} · labellers: {escape(', '.join(calibration.labellers))}"
     )

@@ -147,7 +147,8 @@ async def reveal_page(request: Request) -> Response:
         criterion=criterion,
         label=mine[-1],
         verdict=verdict,
-        run_path=str(run.path),
+        # A real conversation becomes a draft scenario in the reader (pages_confirm.py), never by a command.
+        imported=run.manifest.kind == "imported",
     )
 
 

@@ -12,14 +12,16 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from simulator.analysis.calibrate import calibrate_labels
+from simulator.analysis.rundata import short_hash
 from simulator.errors import UserError
 from simulator.report.calibration_view import criterion_tables
 from simulator.report.draw_html import html_table
 from simulator.report.html import render_html
 from simulator.report.html_parts import highlighted_quotes
-from simulator.report.model import Report
+from simulator.report.model import PICK_JUDGE_SET, Report
+from simulator.report.verdict_order import group_verdicts
 from simulator.serve.reader import ReaderFilter, matching, neighbours
-from simulator.serve.render import page
+from simulator.serve.render import page, templates
 
 
 def _desk(request: Request) -> Any:
@@ -58,10 +60,34 @@ async def run_page(request: Request) -> Response:
 
 
 async def report_page(request: Request) -> Response:
-    """The same HTML as `simulator report --html`, from the same report model."""
-    _, report = _desk(request).index.load(request.path_params["run"])
+    """The same HTML as `simulator report --html`, from the same report model, under the desk's header (the
+    way back to the run and the desk); `?judge_set=HASH` shows another judge set, as `--judge-set` does."""
+    name = request.path_params["run"]
+    chosen = request.query_params.get("judge_set") or None
+    try:
+        run, report = _desk(request).index.load(name, chosen)
+    except UserError:
+        if chosen is None:
+            raise
+        raise UserError(
+            f"judge set '{chosen}' is not one of run {name}: open its report to list them"
+        ) from None
+    sets = [
+        {"short": short_hash(s.hash), "hash": s.hash, "chosen": s.chosen, "judge_models": s.judge_models,
+         "verdicts": s.verdicts}
+        for s in run.judge_sets
+    ]  # fmt: skip
+    # The report's advice names a command-line flag; here the header's links choose the judge set.
+    findings = [
+        f.model_copy(update={"detail": "pick another in the header above"})
+        if f.detail == PICK_JUDGE_SET
+        else f
+        for f in report.findings
+    ]
+    header = templates.get_template("report_header.html").render(name=name, sets=sets)
+    html = render_html(report.model_copy(update={"findings": findings}), header=header)
     # The report carries its own Content-Security-Policy (an inline script allowed by hash).
-    return HTMLResponse(render_html(report), headers={"Content-Security-Policy": "frame-ancestors 'none'"})
+    return HTMLResponse(html, headers={"Content-Security-Policy": "frame-ancestors 'none'"})
 
 
 async def reader_page(request: Request) -> Response:
@@ -80,6 +106,7 @@ async def reader_page(request: Request) -> Response:
         name=name,
         t=transcript,
         quotes=highlighted_quotes(transcript),
+        groups=group_verdicts(transcript.verdicts),
         prev=previous,
         next=following,
         position=position,
@@ -95,6 +122,7 @@ async def calibration_page(request: Request) -> Response:
     """Per criterion: the judge against each labeller, labellers against each other (labels.jsonl)."""
     name = request.path_params["run"]
     run, _ = _desk(request).index.load(name)
+    # Never the server's paths: the page names the run and its labels file, as the desk knows them.
     result = calibrate_labels(run, allow_empty=True)
     # The same tables `simulator calibrate RUN` prints, drawn by the report's HTML renderer (escaped there).
     tables = {
@@ -107,7 +135,6 @@ async def calibration_page(request: Request) -> Response:
         name=name,
         panel=result,
         tables=tables,
-        path=str(run.path),
     )
 
 

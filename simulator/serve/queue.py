@@ -53,6 +53,17 @@ class QueueSpec:
             raise UserError("pick at least one criterion to label")
         return cls(query.get("run", ""), labeller, tuple(sorted(set(criteria))), sampling, n, seed)
 
+    def describe(self) -> str:
+        """What the queue holds, every criterion named: `random 10 of each of asks-age, red-flags`."""
+        criteria = ", ".join(self.criteria)
+        if self.sampling in ("random", "stratified"):
+            each = "of each of" if len(self.criteria) > 1 else "of"
+            how = "random" if self.sampling == "random" else "stratified by the judge's verdict,"
+            return f"{how} {self.n} {each} {criteria}"
+        if self.sampling == "review":
+            return f"the review queue of {criteria}"
+        return f"every judged item of {criteria}"
+
     def query(self) -> str:
         pairs = [("run", self.run), ("labeller", self.labeller)]
         pairs += [("criterion", c) for c in self.criteria]
@@ -73,23 +84,34 @@ def _stratified(judged: dict[str, list[Item]], n: int, rng: random.Random) -> li
 
 
 def build_queue(run: RunData, spec: QueueSpec) -> list[Item]:
-    """The items of the queue, shuffled with the seed (the order says nothing about scenario or verdict)."""
+    """The items of the queue, shuffled with the seed (the order says nothing about scenario or verdict).
+
+    `random` and `stratified` take `n` items of each criterion chosen, so every criterion is labelled (n
+    over all of them would leave a rarely applicable criterion with none)."""
     if spec.sampling == "review":
         items = sorted(set(review_items(run)) & _judged(run, spec))
         random.Random(spec.seed).shuffle(items)
         return items
-    by_result: dict[str, list[Item]] = {}
+    by_criterion: dict[str, dict[str, list[Item]]] = {c: {} for c in spec.criteria}
     for verdict in run.verdicts:
         if verdict.criterion_id in spec.criteria and verdict.result in _JUDGED:
-            by_result.setdefault(verdict.result, []).append((verdict.conversation_id, verdict.criterion_id))
-    for items in by_result.values():
-        items.sort()
+            item = (verdict.conversation_id, verdict.criterion_id)
+            by_criterion[verdict.criterion_id].setdefault(verdict.result, []).append(item)
+    for by_result in by_criterion.values():
+        for items in by_result.values():
+            items.sort()
     rng = random.Random(spec.seed)
-    if spec.sampling == "stratified":
-        return _stratified(by_result, spec.n, rng)
-    everything = sorted(item for items in by_result.values() for item in items)
-    rng.shuffle(everything)
-    return everything if spec.sampling == "all" else everything[: spec.n]
+    out: list[Item] = []
+    for criterion in spec.criteria:  # sorted: the same queue from the same settings
+        by_result = by_criterion[criterion]
+        if spec.sampling == "stratified":
+            out += _stratified(by_result, spec.n, rng)
+            continue
+        pool = sorted(item for items in by_result.values() for item in items)
+        rng.shuffle(pool)
+        out += pool if spec.sampling == "all" else pool[: spec.n]
+    rng.shuffle(out)  # criteria interleaved: the order gives nothing away
+    return out
 
 
 def _judged(run: RunData, spec: QueueSpec) -> set[Item]:

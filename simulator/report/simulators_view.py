@@ -13,7 +13,7 @@ from simulator.spec.simulators import simulator_level, without_simulator
 
 SIMULATORS_NOTE = (
     "Every scenario × repeat was played by each simulated user. Rates: unit judged conversations (errors "
-    "and not-judged left out), Wilson 95% CI. The error rate is a range, not one number: a simulated "
+    "and not-judged left out), 95% intervals. The error rate is a range, not one number: a simulated "
     "patient is not a real one. A scenario failed under a simulator when any of its repeats failed there: "
     "robust = failed under every simulator (the bot's); one simulator = failed under that one only (likely "
     "the simulator's doing: read those transcripts first)."

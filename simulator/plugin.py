@@ -83,6 +83,7 @@ def run_for_pytest(
         raise UserError(f"{suite_path}: a matrix suite; run it with simulator run and report the leaderboard")
     if not online:
         suite.user.model = "offline"
+        suite.user.models = None
         suite.judges.model = None
     plan = api.prepare(suite, tags=tags or None, scenario_ids=scenario_ids)
     if os.getcwd() not in sys.path:

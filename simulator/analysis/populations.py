@@ -29,7 +29,8 @@ from simulator.analysis.rundata import RunData, load_run
 from simulator.analysis.stats import percentile
 from simulator.analysis.twosample import chi_square, ks_statistic, ks_two_sample
 from simulator.analysis.volunteer import volunteered_units
-from simulator.record.models import ConversationRecord
+from simulator.record.models import ConversationRecord, Verdict
+from simulator.spec.simulators import simulator_level, simulator_models
 
 PERMUTATIONS = 2000  # scenario permutations for the distribution and category tests (seeded)
 
@@ -52,6 +53,19 @@ class PopulationRow(BaseModel):
     n_real: int
 
 
+class SimulatorCloseness(BaseModel):
+    """One simulated user of a run with several (`user.models`) against the real conversations."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    level: str
+    model: str
+    conversations: int
+    mean_gap: float  # the mean of its rows' gaps (each on the 0-1 scale): lower is closer to reality
+    differing: list[str]  # measures that differ from the real ones at p < alpha
+    rows: list[PopulationRow]
+
+
 class PopulationComparison(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -64,6 +78,9 @@ class PopulationComparison(BaseModel):
         "scenarios are the unit: repeats of a simulated scenario are one user, not several (each imported "
         "conversation is its own); every interval and p resamples or counts scenarios"
     )
+    # A run with several simulated users: each one against the real conversations, closest first.
+    simulators: list[SimulatorCloseness] = []
+    closest: str | None = None
 
 
 def _describe(clusters: Clusters, confidence: float) -> str:
@@ -195,10 +212,13 @@ def _stop_reasons(sim: list[list[str]], real: list[list[str]]) -> PopulationRow:
     )
 
 
-def _failures(run: RunData) -> dict[str, dict[str, list[int]]]:
-    """Per criterion, (failures, decided) per scenario: pass and fail verdicts only."""
+def _failures(verdicts: list[Verdict], ids: set[str] | None = None) -> dict[str, dict[str, list[int]]]:
+    """Per criterion, (failures, decided) per scenario: pass and fail verdicts only (of the conversations
+    `ids`, when given)."""
     counts: dict[str, dict[str, list[int]]] = {}
-    for v in run.verdicts:
+    for v in verdicts:
+        if ids is not None and v.conversation_id not in ids:
+            continue
         if v.result in ("pass", "fail") and v.kind != "metric":
             cell = counts.setdefault(v.criterion_id, {}).setdefault(v.scenario_id, [0, 0])
             cell[0] += v.result == "fail"
@@ -257,14 +277,15 @@ def _measures(
     ]  # fmt: skip
 
 
-def compare_populations(sim_path: Path, real_path: Path, alpha: float = 0.05) -> PopulationComparison:
-    """Every measure on both runs (errored conversations left out), largest gap first."""
-    sim_run, real_run = load_run(sim_path), load_run(real_path)
-    sim = [r for r in sim_run.conversations if r.stop_reason != "error"]
-    real = [r for r in real_run.conversations if r.stop_reason != "error"]
-    confidence = 1.0 - alpha
+def _rows(
+    sim: list[ConversationRecord],
+    real: list[ConversationRecord],
+    sim_fail: dict[str, dict[str, list[int]]],
+    real_fail: dict[str, dict[str, list[int]]],
+    confidence: float,
+) -> list[PopulationRow]:
+    """Every measure on both sides, scenarios as the unit, largest gap first."""
     rows = _measures(_by_scenario(sim), _by_scenario(real), confidence)
-    sim_fail, real_fail = _failures(sim_run), _failures(real_run)
     for criterion in sorted(sim_fail.keys() & real_fail.keys()):
         a = [(k, n) for k, n in sim_fail[criterion].values()]
         b = [(k, n) for k, n in real_fail[criterion].values()]
@@ -272,6 +293,48 @@ def compare_populations(sim_path: Path, real_path: Path, alpha: float = 0.05) ->
             _rate(f"failure rate: {criterion}", "conversations with a pass/fail verdict", a, b, confidence)
         )
     rows.sort(key=lambda r: (-r.gap, r.p))
+    return rows
+
+
+def _simulators(
+    sim_run: RunData,
+    sim: list[ConversationRecord],
+    real: list[ConversationRecord],
+    real_fail: dict[str, dict[str, list[int]]],
+    alpha: float,
+) -> list[SimulatorCloseness]:
+    """Each simulated user of a several-user run against the real conversations, closest first: the
+    lowest mean gap over the measures (each on the 0-1 scale), then the fewest that differ."""
+    models = simulator_models(sim_run.manifest.suite) if sim_run.manifest.suite is not None else {}
+    out = []
+    for level, model in models.items():
+        mine = [r for r in sim if simulator_level(r.scenario_id) == level]
+        if not mine:
+            continue
+        fail = _failures(sim_run.verdicts, {r.id for r in mine})
+        rows = _rows(mine, real, fail, real_fail, 1.0 - alpha)
+        out.append(
+            SimulatorCloseness(
+                level=level,
+                model=model,
+                conversations=len(mine),
+                mean_gap=mean(r.gap for r in rows),
+                differing=[r.measure for r in rows if r.p < alpha],
+                rows=rows,
+            )
+        )
+    return sorted(out, key=lambda s: (s.mean_gap, len(s.differing)))
+
+
+def compare_populations(sim_path: Path, real_path: Path, alpha: float = 0.05) -> PopulationComparison:
+    """Every measure on both runs (errored conversations left out), largest gap first; with several
+    simulated users, each one against the real conversations too, and the closest named."""
+    sim_run, real_run = load_run(sim_path), load_run(real_path)
+    sim = [r for r in sim_run.conversations if r.stop_reason != "error"]
+    real = [r for r in real_run.conversations if r.stop_reason != "error"]
+    sim_fail, real_fail = _failures(sim_run.verdicts), _failures(real_run.verdicts)
+    rows = _rows(sim, real, sim_fail, real_fail, 1.0 - alpha)
+    simulators = _simulators(sim_run, sim, real, real_fail, alpha)
     left_out = [
         f"{name}: {n} errored conversations"
         for name, n in (
@@ -288,5 +351,11 @@ def compare_populations(sim_path: Path, real_path: Path, alpha: float = 0.05) ->
     )
 
     return PopulationComparison(
-        simulated_run=str(sim_path), real_run=str(real_path), alpha=alpha, left_out=left_out, rows=rows
+        simulated_run=str(sim_path),
+        real_run=str(real_path),
+        alpha=alpha,
+        left_out=left_out,
+        rows=rows,
+        simulators=simulators,
+        closest=simulators[0].level if simulators else None,
     )

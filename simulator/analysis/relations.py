@@ -23,6 +23,7 @@ from simulator.record.models import ConversationRecord
 from simulator.record.transcript import render_transcript
 from simulator.spec.factors import level_names, variant_id
 from simulator.spec.relations import Relation
+from simulator.spec.simulators import SIMULATOR_FACTOR, simulator_models
 
 SHOWN = 20  # violating pairs listed per relation
 
@@ -86,48 +87,66 @@ def _violates(relation: Relation, reference: str, variant: str, levels: list[str
     return levels.index(variant) > levels.index(reference)
 
 
+def _references(factors: dict[str, list[Any]], simulators: list[str]) -> list[dict[str, str]]:
+    """Each factor's reference level, once per simulated user when there are several: a pair is compared
+    under the same simulator (spec/simulators.py)."""
+    references = {name: level_names(entries)[0] for name, entries in factors.items()}
+    return [{**references, SIMULATOR_FACTOR: s} for s in simulators] or [references]
+
+
 def _pairwise(
-    run: RunData, relation: Relation, factors: dict[str, list[Any]], key: str, levels: list[str]
+    run: RunData,
+    relation: Relation,
+    factors: dict[str, list[Any]],
+    key: str,
+    levels: list[str],
+    simulators: list[str],
 ) -> RelationRow:
     assert relation.factor is not None
-    references = {name: level_names(entries)[0] for name, entries in factors.items()}
     by_id = {(r.scenario_id, r.repeat): r for r in run.conversations}
     bases = sorted({r.scenario_id.split("~", 1)[0] for r in run.conversations})
     cells: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     undecided, violating = 0, list[ViolatingPair]()
-    for base in bases:
+    pairs = [
+        (base, references, level)
+        for base in bases
+        for references in _references(factors, simulators)
+        for level in level_names(factors[relation.factor])[1:]
+    ]
+    for base, references, level in pairs:
         reference_id = variant_id(base, references)
-        for level in level_names(factors[relation.factor])[1:]:
-            variant = variant_id(base, {**references, relation.factor: level})
-            repeats = sorted({rep for (sid, rep) in by_id if sid == variant})
-            for repeat in repeats:
-                ref, var = by_id.get((reference_id, repeat)), by_id.get((variant, repeat))
-                a, b = _outcome(ref, key, levels), _outcome(var, key, levels)
-                if a is None or b is None or ref is None or var is None:
-                    undecided += 1
-                    continue
-                bad = _violates(relation, a, b, levels)
-                cells[base][0] += int(bad)
-                cells[base][1] += 1
-                if bad and len(violating) < SHOWN:
-                    violating.append(
-                        ViolatingPair(
-                            base=base,
-                            level=level,
-                            repeat=repeat,
-                            reference_id=ref.id,
-                            variant_id=var.id,
-                            reference_outcome=a,
-                            variant_outcome=b,
-                            reference_transcript=render_transcript(ref.turns),
-                            variant_transcript=render_transcript(var.turns),
-                        )
+        variant = variant_id(base, {**references, relation.factor: level})
+        repeats = sorted({rep for (sid, rep) in by_id if sid == variant})
+        for repeat in repeats:
+            ref, var = by_id.get((reference_id, repeat)), by_id.get((variant, repeat))
+            a, b = _outcome(ref, key, levels), _outcome(var, key, levels)
+            if a is None or b is None or ref is None or var is None:
+                undecided += 1
+                continue
+            bad = _violates(relation, a, b, levels)
+            cells[base][0] += int(bad)
+            cells[base][1] += 1
+            if bad and len(violating) < SHOWN:
+                violating.append(
+                    ViolatingPair(
+                        base=base,
+                        level=level,
+                        repeat=repeat,
+                        reference_id=ref.id,
+                        variant_id=var.id,
+                        reference_outcome=a,
+                        variant_outcome=b,
+                        reference_transcript=render_transcript(ref.turns),
+                        variant_transcript=render_transcript(var.turns),
                     )
+                )
     return _row(relation, cells, undecided, violating)
 
 
-def _mft(run: RunData, relation: Relation, factors: dict[str, list[Any]]) -> RelationRow:
-    references = {name: level_names(entries)[0] for name, entries in factors.items()}
+def _mft(
+    run: RunData, relation: Relation, factors: dict[str, list[Any]], simulators: list[str]
+) -> RelationRow:
+    plain_ids = [variant_id("", references) for references in _references(factors, simulators)]
     verdicts_of: dict[str, list[Any]] = defaultdict(list)
     for verdict in run.verdicts:
         verdicts_of[verdict.conversation_id].append(verdict)
@@ -135,7 +154,7 @@ def _mft(run: RunData, relation: Relation, factors: dict[str, list[Any]]) -> Rel
     undecided, violating = 0, list[ViolatingPair]()
     for record in run.conversations:
         base = record.scenario_id.split("~", 1)[0]
-        plain = record.scenario_id in (base, variant_id(base, references) if references else base)
+        plain = record.scenario_id[len(base) :] in plain_ids
         named = base in relation.scenarios or any(tag in record.tags for tag in relation.tags)
         if not (plain and named):
             continue
@@ -184,9 +203,11 @@ def relations_section(run: RunData) -> RelationsSection | None:
         return None
     outcome = suite.outcome
     rows = []
+    simulators = list(simulator_models(suite))
     for relation in suite.relations:
         if relation.kind == "mft":
-            rows.append(_mft(run, relation, suite.factors))
+            rows.append(_mft(run, relation, suite.factors, simulators))
         elif outcome is not None and relation.factor in suite.factors:
-            rows.append(_pairwise(run, relation, suite.factors, outcome.key, list(outcome.levels)))
+            levels = list(outcome.levels)
+            rows.append(_pairwise(run, relation, suite.factors, outcome.key, levels, simulators))
     return RelationsSection(rows=rows)

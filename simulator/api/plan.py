@@ -152,6 +152,7 @@ def prepare(
     chosen.bot = config
     if user_model:
         chosen.user.model = user_model
+        chosen.user.models = None  # the command line's one simulated user replaces the suite's several
     if judge_model:
         chosen.judges.model = judge_model
     if include_drafts:

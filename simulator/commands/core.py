@@ -232,7 +232,7 @@ _RESULT_FLAGS = {
 
 def _providers_used(suite: Suite) -> set[str]:
     """The providers a suite's models name (`provider:model`), and those it configures."""
-    models = [suite.user.model, suite.judges.model, *suite.judges.models, suite.user.fidelity.model]
+    models = [*suite.user.model_list(), suite.judges.model, *suite.judges.models, suite.user.fidelity.model]
     if suite.bot.type == "chat":
         models.append(suite.bot.model)
     return {m.split(":", 1)[0] for m in models if m and ":" in m} | set(suite.providers)
@@ -407,7 +407,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     folder = RunFolder.open(args.run)
     records = list(latest_by_id(folder.conversations()).values())
     if args.scenario:
-        records = [r for r in records if r.scenario_id == args.scenario]
+        exact = [r for r in records if r.scenario_id == args.scenario]
+        # A base id shows its variants (persona factors, several simulated users: `id~simulator=...`).
+        records = exact or [r for r in records if r.scenario_id.startswith(f"{args.scenario}~")]
         if not records:
             raise UserError(f"no conversation of scenario '{args.scenario}' in {args.run}")
     if args.repeat is not None:

@@ -234,7 +234,29 @@ def cmd_judge_pairwise(args: argparse.Namespace) -> int:
     if args.out:
         args.out.write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
     _print_pairs(results, summarise_pairs(results), criterion.id, model)
+    _print_length_control(results, pairs)
     return 0
+
+
+def _print_length_control(results: list[Any], pairs: Any) -> None:
+    """HealthBench-style length control: the win rate over length-matched pairs, and whether the verdict
+    follows length (analysis/length_bias.py); a warning when it clearly does."""
+    from simulator.analysis.length_bias import LENGTH_TOLERANCE, pairwise_length_control
+    from simulator.analysis.stats import pct
+
+    a, b, _ = pairs
+    control = pairwise_length_control(results, a, b)
+    print(
+        f"win rate of A (ties count half): {pct(control.a_win_rate)} of {control.judged} judged pairs; "
+        f"length-controlled (bot replies within {LENGTH_TOLERANCE:.0%}): {pct(control.matched_a_win_rate)} "
+        f"of {control.matched} pairs"
+    )
+    print(
+        f"length and verdict: {control.correlation.text}; the longer conversation won "
+        f"{control.longer_won.k}/{control.longer_won.n} decided pairs of different lengths"
+    )
+    if control.warning:
+        print(f"warning: {control.warning}", file=sys.stderr)
 
 
 def _pairwise_model(args: argparse.Namespace, suite: Suite, suite_b: Suite) -> str:

@@ -7,6 +7,7 @@ __all__ = ["register"]
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from simulator.errors import UserError
 
@@ -112,6 +113,24 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_simulators(result: Any) -> None:
+    """Several simulated users: each one's mean gap to the real conversations, closest first."""
+    if not result.simulators:
+        return
+    print(
+        "simulated users against the real conversations (the mean of the measures' gaps, each 0-1; "
+        "lower is closer):"
+    )
+    for s in result.simulators:
+        differ = (
+            f"; differs on {len(s.differing)} ({', '.join(s.differing)})"
+            if s.differing
+            else "; no measure differs"
+        )
+        print(f"  {s.level} ({s.model}, {s.conversations} conversations): mean gap {s.mean_gap:.2f}{differ}")
+    print(f"closest to the real users: {result.closest}")
+
+
 def cmd_compare_populations(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -146,6 +165,7 @@ def cmd_compare_populations(args: argparse.Namespace) -> int:
     print(result.unit)
     for note in result.left_out:
         print(f"left out: {note}")
+    _print_simulators(result)
     if args.json:
         args.json.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
         print(f"JSON {args.json}")

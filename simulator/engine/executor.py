@@ -22,6 +22,7 @@ from simulator.record.folder import RunFolder
 from simulator.record.manifest import Manifest
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.spec.scenario import Scenario
+from simulator.spec.simulators import simulator_models, user_model_for
 from simulator.spec.suite import Suite
 
 WorkItem = ConversationRecord | ConversationPlan
@@ -125,7 +126,7 @@ async def simulate_and_judge(
     assert make_user is not None
     options: dict[str, Any] = {
         "max_character_breaks": suite.user.max_character_breaks,
-        "user_model": user_model,
+        "user_model": user_model_for(item.scenario, simulator_models(suite), user_model),
         "bot_name": bot_name,
         "run_id": run_id,
     }

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from simulator.bots import BotFactory
+from simulator.engine.roles import run_user_model
 from simulator.engine.runner import CellSpec, RunOptions, run_cells
 from simulator.engine.session import RunResult
 from simulator.errors import UserError
-from simulator.providers.hub import resolve_user_model
 from simulator.record.folder import RunFolder, new_run_id
 from simulator.record.index import IndexCell, MatrixIndex, read_index, write_index
 from simulator.spec.matrix import expand_matrix
@@ -58,7 +58,7 @@ def _new_index(
                 user_variant=cell.user_variant,
                 folder=cell.id,
                 bot=cell.suite.bot.describe(),
-                user_model=resolve_user_model(cell.suite.user.model),
+                user_model=run_user_model(cell.suite),
             )
             for cell in cells
         ],

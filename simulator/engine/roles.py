@@ -8,6 +8,7 @@ __all__ = [
     "check_offline_languages",
     "check_scripted",
     "make_auditor",
+    "run_user_model",
     "suite_language_problems",
     "user_factory",
 ]
@@ -17,8 +18,9 @@ from typing import Any
 from simulator.engine.conversation import ConversationPlan
 from simulator.errors import Problem, UserError
 from simulator.judging.fidelity import FidelityAuditor
-from simulator.providers.hub import ModelHub, current_scope
+from simulator.providers.hub import ModelHub, current_scope, resolve_user_model
 from simulator.spec.scenario import Scenario
+from simulator.spec.simulators import SIMULATOR_FACTOR, simulator_models
 from simulator.spec.suite import Suite
 from simulator.spec.vocabulary import Vocabulary
 from simulator.users.base import SimulatedUser
@@ -27,7 +29,23 @@ from simulator.users.scripted import SCRIPTED, ScriptedUser
 
 
 def user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
-    """Who plays the user: the scripted user for golden items, else the simulated user the suite names."""
+    """Who plays the user: the scripted user for golden items, else the simulated user the suite names
+    (with `user.models`, the one of the scenario's `simulator` level: spec/simulators.py)."""
+    models = simulator_models(suite)
+    if not models:
+        return _one_user_factory(suite, hub, user_model)
+    makers: dict[str, Any] = {level: _one_user_factory(suite, hub, m) for level, m in models.items()}
+    first = next(iter(makers.values()))  # a golden item (not crossed) plays its script under any of them
+
+    def make(plan: ConversationPlan, attempt: int) -> SimulatedUser:
+        maker = makers.get(plan.scenario.factors.get(SIMULATOR_FACTOR, ""), first)
+        user: SimulatedUser = maker(plan, attempt)
+        return user
+
+    return make
+
+
+def _one_user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
     simulated = None if user_model == SCRIPTED else _simulated_user_factory(suite, hub, user_model)
 
     def make(plan: ConversationPlan, attempt: int) -> SimulatedUser:
@@ -38,6 +56,13 @@ def user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
         return user
 
     return make
+
+
+def run_user_model(suite: Suite) -> str:
+    """The user model a run records in its manifest: the one model (`auto` resolved), or the several of
+    `user.models` joined by commas (each conversation records its own)."""
+    models = simulator_models(suite)
+    return ", ".join(models.values()) if models else resolve_user_model(suite.user.model)
 
 
 def check_scripted(user_model: str, scenarios: list[Scenario]) -> None:
@@ -62,8 +87,6 @@ def suite_language_problems(suite: Suite) -> list[Problem]:
     """For `validate`: what `run` would refuse in the suite's languages, with the user model `run` would
     resolve (`auto` is the offline user without an API key). Scenario files that do not load are reported
     by the scenario check instead."""
-    from simulator.providers.hub import resolve_user_model
-
     try:
         scenarios = suite.scenarios_to_run()
     except UserError:
@@ -74,7 +97,13 @@ def suite_language_problems(suite: Suite) -> list[Problem]:
 def _language_problems(user_model: str, suite: Suite, scenarios: list[Scenario]) -> list[Problem]:
     from simulator.spec.languages import offline_language_problems
 
-    if user_model != "offline":
+    models = simulator_models(suite)
+    if models:  # several simulated users: the scenarios the offline one plays
+        offline = {level for level, model in models.items() if model == "offline"}
+        scenarios = [s for s in scenarios if s.factors.get(SIMULATOR_FACTOR) in offline]
+    elif user_model != "offline":
+        return []
+    if not scenarios:
         return []
     path = suite.user.vocabulary
     where = str(suite.resolve(path)) if path else None
@@ -128,9 +157,31 @@ def _simulated_user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any
     return llm
 
 
+class _AuditorPerSimulator:
+    """Several simulated users: each conversation is audited by the auditor of the user that played it."""
+
+    def __init__(self, auditors: dict[str, FidelityAuditor]) -> None:
+        self.auditors = auditors
+        self.first = next(iter(auditors.values()))
+
+    async def audit(self, record: Any, scenario: Scenario, known: Any) -> Any:
+        level = scenario.factors.get(SIMULATOR_FACTOR)
+        return await self.auditors.get(level or "", self.first).audit(record, scenario, known)
+
+
 def make_auditor(suite: Suite, hub: ModelHub, user_model: str) -> FidelityAuditor | None:
     """The simulated-user auditor for a run (None when `user.fidelity.enabled` is off). The offline user
-    needs no model; an LLM user is read by `user.fidelity.model`, else the judge model, else nothing."""
+    needs no model; an LLM user is read by `user.fidelity.model`, else the judge model, else nothing.
+    With several simulated users (`user.models`), each conversation's own user's auditor."""
+    models = simulator_models(suite)
+    if models and suite.user.fidelity.enabled:
+        auditors = {level: _one_auditor(suite, hub, model) for level, model in models.items()}
+        found = {level: a for level, a in auditors.items() if a is not None}
+        return _AuditorPerSimulator(found) if found else None  # type: ignore[return-value]
+    return _one_auditor(suite, hub, user_model)
+
+
+def _one_auditor(suite: Suite, hub: ModelHub, user_model: str) -> FidelityAuditor | None:
     config = suite.user.fidelity
     if not config.enabled or user_model == SCRIPTED:  # a golden item's scripted user has no persona to audit
         return None

@@ -29,13 +29,19 @@ from simulator.engine.budget import ErrorBudget, parse_max_errors
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
 from simulator.engine.ray_backend import RayBackendOptions, start_ray_executor
-from simulator.engine.roles import check_offline_languages, check_scripted, make_auditor, user_factory
+from simulator.engine.roles import (
+    check_offline_languages,
+    check_scripted,
+    make_auditor,
+    run_user_model,
+    user_factory,
+)
 from simulator.engine.session import CellRun, RunResult, RunSession, SessionParts, WorkItem
 from simulator.engine.shards import in_shard, plan_hash
 from simulator.errors import UserError
 from simulator.judging.fidelity import FIDELITY_CHECKS
 from simulator.judging.stage import JudgeStage, make_judge_stage
-from simulator.providers.hub import ModelHub, resolve_user_model
+from simulator.providers.hub import ModelHub
 from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
@@ -298,7 +304,7 @@ def _cell(
     """Build one cell's parts and its work: what its folder lacks, judging first. Returns the cell, the
     work and how many conversations it still has to simulate."""
     suite = spec.suite
-    user_model = resolve_user_model(suite.user.model)
+    user_model = run_user_model(suite)
     check_scripted(user_model, scenarios)
     check_offline_languages(user_model, suite, scenarios)
     make_user = options.make_user or user_factory(suite, hub.for_role("user"), user_model)

@@ -306,6 +306,11 @@ def make_judge_stage(
             client, bare = hub.for_role("judge").client(spec)  # the cache is enabled per role
             jury.append(LLMJudge(client, spec, bare, set_hash, config.temperature, config.max_tokens))
     others = {"bot": _bot_model(suite), "simulated user": resolve_user_model(suite.user.model)}
+    if suite.user.models is not None:  # several simulated users: each one named (spec/simulators.py)
+        from simulator.spec.simulators import simulator_models
+
+        del others["simulated user"]
+        others |= {f"simulated user '{level}'": m for level, m in simulator_models(suite).items()}
     warnings = [w for spec in models for w in same_family_warnings(spec, others)]
     if warn:
         for warning in warnings:

@@ -284,7 +284,8 @@ class Manifest(_Record):
                 f"{folder}: this {self.kind} run records no suite; it cannot be resumed or re-run"
             )
         suite = self.suite.model_copy(deep=True)
-        suite.user.model = self.models.user
+        if suite.user.models is None:  # several simulated users are named as written, never `auto`
+            suite.user.model = self.models.user
         suite._file = Path(self.suite_file) if self.suite_file else None
         suite._base_dir = Path(self.suite_file).parent.resolve() if self.suite_file else folder.resolve()
         return suite

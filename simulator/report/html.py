@@ -82,6 +82,7 @@ _NAV_NAMES = {
     "scenarios": "Scenarios",
     "stats": "Numbers that hold up",
     "simulated-user": "Simulated user",
+    "simulators": "Simulators",
     "factors": "Factors",
     "redteam": "Red team",
     "relations": "Relations",
@@ -89,6 +90,7 @@ _NAV_NAMES = {
     "health": "Run health",
     "cost": "Cost &amp; latency",
     "judges": "Judges",
+    "length": "Length",
     "transcripts": "Transcripts",
 }
 

@@ -83,6 +83,34 @@ def _stats_properties(report: Report) -> list[tuple[str, str]]:
                 f"over {spread.repeats} repeats",
             )
         )
+    return props + _simulator_properties(report)
+
+
+def _simulator_properties(report: Report) -> list[tuple[str, str]]:
+    """Several simulated users: each one's key rates, each rate's range, and the failures attributed."""
+    section = report.simulators
+    if section is None:
+        return []
+    props = []
+    for row in section.simulators:
+        for metric, value in (
+            ("failed", row.failed),
+            ("under_triage", row.under_triage),
+            ("critical_sensitivity", row.critical_sensitivity),
+        ):
+            if value is not None:
+                props.append((f"simulator.{row.level}.{metric}", value.text))
+    for m in section.ranges:
+        key = _KEY.sub("_", m.metric).strip("_")
+        props.append((f"simulators.range.{key}", f"{pct(m.low)} ({m.lowest}) – {pct(m.high)} ({m.highest})"))
+    for s in section.scenarios:
+        props.append(
+            (f"simulators.failure.{s.scenario}", f"{s.attribution}: failed under {', '.join(s.failed_under)}")
+        )
+    for t in section.tests:
+        props.append(
+            (f"simulators.test.{t.a}_vs_{t.b}", f"clustered McNemar p {t.p:.3g}, Holm {t.p_holm:.3g}")
+        )
     return props
 
 

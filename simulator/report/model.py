@@ -29,6 +29,7 @@ from simulator.analysis.factors import FactorsSection, factors_section
 from simulator.analysis.fidelity import SimulatedUserSection, simulated_user_section
 from simulator.analysis.golden import Gate, GoldenSection, golden_section
 from simulator.analysis.health import RunHealth, run_health
+from simulator.analysis.length_bias import CriterionLength, criterion_length_bias
 from simulator.analysis.missing import MissingData, missing_data, moved_warning
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.points import PointsSummary, points_summary
@@ -36,6 +37,7 @@ from simulator.analysis.rates import RateView, pct
 from simulator.analysis.redteam import RedTeamSection, redteam_section
 from simulator.analysis.relations import RelationsSection, relations_section
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
+from simulator.analysis.simulators import SimulatorsSection, simulators_section
 from simulator.analysis.splits import SplitSection, split_section
 from simulator.analysis.spread import RunSpread, run_spread
 from simulator.analysis.tables import (
@@ -215,6 +217,10 @@ class Report(_Model):
     redteam: RedTeamSection | None = None
     relations: RelationsSection | None = None
     split: SplitSection | None = None
+    # Several simulated users (user.models): key rates per simulator, their range, attributed failures.
+    simulators: SimulatorsSection | None = None
+    # Per LLM-judged criterion: does passing go with the bot's reply length (analysis/length_bias.py)?
+    length_bias: list[CriterionLength] = []
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -589,9 +595,16 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         redteam=redteam_section(run),
         relations=relations_section(run),
         split=split_section(run),
+        simulators=simulators_section(run),
+        length_bias=criterion_length_bias(run.conversations, run.verdicts),
     )
     report.missing.warnings += moved_warning(headline_rates(report))
-    report.findings = _findings(report, options) + _simulator_findings(report)
+    from simulator.report.length_view import length_findings
+    from simulator.report.simulators_view import annotate_findings, simulator_findings
+
+    report.findings = annotate_findings(_findings(report, options), report.simulators)
+    report.findings += _simulator_findings(report)
+    report.findings += simulator_findings(report.simulators) + length_findings(report.length_bias)
     report.findings += [
         Finding(level=lv, title=t, detail=d) for lv, t, d in judge_notes(report.judge_quality)
     ]

@@ -7,6 +7,7 @@ __all__ = ["report_sections"]
 
 from simulator.report.adversarial_views import redteam_section, relations_section, split_section
 from simulator.report.golden_view import golden_section
+from simulator.report.length_view import length_section
 from simulator.report.model import Report
 from simulator.report.section import Section
 from simulator.report.sections_run import (
@@ -18,6 +19,7 @@ from simulator.report.sections_run import (
 )
 from simulator.report.sections_stats import judges_section, stats_section
 from simulator.report.simulator_views import factors_section, simulated_user_section
+from simulator.report.simulators_view import simulators_section
 from simulator.report.summary_view import summary_section
 
 OMISSIONS_NOTE = (
@@ -43,6 +45,7 @@ def report_sections(report: Report, everything: bool = False) -> list[Section]:
         scenarios_section(report, everything),
         stats_section(report),
         simulated_user_section(report),
+        simulators_section(report),
         factors_section(report),
         redteam_section(report),
         relations_section(report),
@@ -50,4 +53,5 @@ def report_sections(report: Report, everything: bool = False) -> list[Section]:
         health_section(report),
         cost_section(report),
         judges_section(report),
+        length_section(report),
     ]

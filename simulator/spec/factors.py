@@ -223,7 +223,10 @@ def suite_scenarios(
     bases = mark_held_out(bases, suite)
     styles = suite_styles(suite)
     check_scenario_styles(bases, styles)
-    return expand_attacks(expand_factors(bases, suite.factors, suite.factor_design, styles), suite)
+    from simulator.spec.simulators import expand_simulators
+
+    variants = expand_attacks(expand_factors(bases, suite.factors, suite.factor_design, styles), suite)
+    return expand_simulators(variants, suite)
 
 
 def held_out_by_hash(scenario_id: str, fraction: float, seed: int) -> bool:

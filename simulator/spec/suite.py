@@ -32,7 +32,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from simulator.errors import Problem, UserError
 from simulator.providers import PROVIDERS
@@ -228,6 +228,9 @@ class UserConfig(_Strict):
     """The simulated user: `offline` (rule-based, no LLM), `auto`, or a model such as `anthropic:...`."""
 
     model: str = "auto"
+    # Several simulated users, each playing every scenario x repeat (spec/simulators.py): models, or
+    # {short-name: model}; `model` is then not given.
+    models: list[str | dict[str, str]] | None = None
     temperature: float | None = 1.0
     max_tokens: int = 300
     max_character_breaks: int = Field(default=3, ge=0)
@@ -237,6 +240,30 @@ class UserConfig(_Strict):
     # catalogue relative to the suite (simulator/spec/styles.py); default: a few domain-free styles.
     styles: str | None = None
     fidelity: FidelityConfig = Field(default_factory=FidelityConfig)
+
+    @field_validator("models")
+    @classmethod
+    def _valid_models(cls, models: list[str | dict[str, str]] | None) -> list[str | dict[str, str]] | None:
+        from simulator.spec.simulators import parse_user_models
+
+        if models is not None:
+            parse_user_models(models)
+        return models
+
+    @model_validator(mode="after")
+    def _one_or_several(self) -> UserConfig:
+        # A stored suite writes the default `auto` beside `models`: only a model the author chose conflicts.
+        if self.models is not None and "model" in self.model_fields_set and self.model != "auto":
+            raise ValueError("give either user.model (one simulated user) or user.models (several), not both")
+        return self
+
+    def model_list(self) -> list[str]:
+        """Every model that may play the user: the several of `models`, else the one `model`."""
+        if self.models is None:
+            return [self.model]
+        from simulator.spec.simulators import parse_user_models
+
+        return list(parse_user_models(self.models).values())
 
 
 JuryRule = Literal["majority", "any_fail", "unanimous_pass"]
@@ -349,6 +376,11 @@ class Suite(_Strict):
                 levels_of(entries)  # the shape; style names are checked against the catalogue by load_suite
             except ValueError as exc:
                 raise ValueError(f"factor '{name}': {exc}") from exc
+        if self.user.models is not None and "simulator" in self.factors:
+            raise ValueError(
+                "factor 'simulator' is reserved for user.models (every scenario under each simulated user); "
+                "rename the factor"
+            )
         ids = [r.id for r in self.relations]
         if len(set(ids)) != len(ids):
             raise ValueError(f"relation ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")

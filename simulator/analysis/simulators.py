@@ -1,0 +1,214 @@
+"""Several simulated users (`user.models`): every key rate per simulator, the range across them, which bot
+failures are robust (seen under every simulator) and which appear under one only (likely the simulator's
+doing), and a clustered test of whether the simulators differ.
+
+The unit is the conversation for rates (judged conversations: errors and not-judged left out), the
+scenario for the attribution (a scenario fails under a simulator when any of its repeats failed there), and
+the pair (the same scenario and repeat under two simulators) for the test: a clustered McNemar test over
+base scenarios (analysis/clustered.py), Holm-adjusted over the pairs of simulators (analysis/multiple.py).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MetricRange",
+    "ScenarioAttribution",
+    "SimulatorRow",
+    "SimulatorTest",
+    "SimulatorsSection",
+    "simulators_section",
+]
+
+import dataclasses
+import itertools
+from collections import defaultdict
+from typing import Literal
+
+from simulator.analysis.clustered import clustered_mcnemar
+from simulator.analysis.data import ResultModel
+from simulator.analysis.multiple import holm
+from simulator.analysis.outcome import outcome_metrics
+from simulator.analysis.rates import RateView, rate_view
+from simulator.analysis.rundata import RunData
+from simulator.analysis.tables import conversation_status
+from simulator.spec.simulators import simulator_level, simulator_models, without_simulator
+
+Attribution = Literal["robust", "one simulator", "some simulators"]
+
+
+class SimulatorRow(ResultModel):
+    """One simulated user's key rates (unit: conversations)."""
+
+    level: str
+    model: str
+    conversations: int
+    failed: RateView  # judged conversations with a failed gating verdict
+    under_triage: RateView | None
+    critical_sensitivity: RateView | None
+
+
+class MetricRange(ResultModel):
+    """A key rate's range across the simulators: lowest and highest, and who gave each."""
+
+    metric: str
+    low: float
+    high: float
+    lowest: str
+    highest: str
+
+    @property
+    def spread(self) -> float:
+        return self.high - self.low
+
+
+class ScenarioAttribution(ResultModel):
+    """A scenario the bot failed under at least one simulator, and under which."""
+
+    scenario: str  # the scenario id without its simulator level
+    failed_under: list[str]
+    passed_under: list[str]  # simulators under which every judged repeat passed
+    attribution: Attribution
+
+
+class SimulatorTest(ResultModel):
+    """Clustered McNemar over the pairs (scenario, repeat) judged under both simulators."""
+
+    a: str
+    b: str
+    pairs: int
+    only_a_failed: int
+    only_b_failed: int
+    scenarios: int  # clusters (base scenarios) in the test
+    p: float
+    p_holm: float
+
+
+class SimulatorsSection(ResultModel):
+    simulators: list[SimulatorRow]
+    ranges: list[MetricRange]
+    scenarios: list[ScenarioAttribution]
+    tests: list[SimulatorTest]
+    robust: int
+    one_simulator: int
+
+
+def _statuses(run: RunData) -> dict[str, str]:
+    grouped = run.verdicts_by_conversation()
+    return {r.id: conversation_status(r, grouped.get(r.id, [])) for r in run.conversations}
+
+
+def _row(run: RunData, level: str, model: str, status: dict[str, str]) -> SimulatorRow:
+    mine = [r for r in run.conversations if simulator_level(r.scenario_id) == level]
+    ids = {r.id for r in mine}
+    subset = dataclasses.replace(
+        run,
+        conversations=mine,
+        verdicts=[v for v in run.verdicts if v.conversation_id in ids],
+        cache={},
+    )
+    per_scenario: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for record in mine:
+        if status[record.id] in ("pass", "fail"):
+            cell = per_scenario[record.scenario_id.split("~", 1)[0]]
+            cell[0] += int(status[record.id] == "fail")
+            cell[1] += 1
+    k, n = sum(c[0] for c in per_scenario.values()), sum(c[1] for c in per_scenario.values())
+    metrics = outcome_metrics(subset)
+    return SimulatorRow(
+        level=level,
+        model=model,
+        conversations=len(mine),
+        failed=rate_view(k, n, per_scenario=[(a, b) for a, b in per_scenario.values()]),
+        under_triage=metrics.under_triage if metrics else None,
+        critical_sensitivity=metrics.critical_sensitivity if metrics else None,
+    )
+
+
+def _ranges(rows: list[SimulatorRow]) -> list[MetricRange]:
+    out = []
+    for metric, get in (
+        ("failed conversations", lambda r: r.failed),
+        ("under-triage", lambda r: r.under_triage),
+        ("critical sensitivity", lambda r: r.critical_sensitivity),
+    ):
+        values = [(get(r).rate, r.level) for r in rows if get(r) is not None and get(r).rate is not None]
+        if len(values) < 2:
+            continue
+        (low, lowest), (high, highest) = min(values), max(values)
+        out.append(MetricRange(metric=metric, low=low, high=high, lowest=lowest, highest=highest))
+    return out
+
+
+def _attributions(run: RunData, levels: list[str], status: dict[str, str]) -> list[ScenarioAttribution]:
+    failed: dict[str, set[str]] = defaultdict(set)
+    judged: dict[str, set[str]] = defaultdict(set)
+    for record in run.conversations:
+        level = simulator_level(record.scenario_id)
+        if level is None or status[record.id] not in ("pass", "fail"):
+            continue
+        scenario = without_simulator(record.scenario_id)
+        judged[scenario].add(level)
+        if status[record.id] == "fail":
+            failed[scenario].add(level)
+    out = []
+    for scenario in sorted(failed):
+        under = [lv for lv in levels if lv in failed[scenario]]
+        passed = [lv for lv in levels if lv in judged[scenario] and lv not in failed[scenario]]
+        kind: Attribution = (
+            "robust"
+            if len(under) == len(levels)
+            else "one simulator"
+            if len(under) == 1
+            else "some simulators"
+        )
+        out.append(
+            ScenarioAttribution(scenario=scenario, failed_under=under, passed_under=passed, attribution=kind)
+        )
+    return out
+
+
+def _tests(run: RunData, levels: list[str], status: dict[str, str]) -> list[SimulatorTest]:
+    by_pair: dict[tuple[str, int], dict[str, bool]] = defaultdict(dict)
+    for record in run.conversations:
+        level = simulator_level(record.scenario_id)
+        if level is not None and status[record.id] in ("pass", "fail"):
+            by_pair[(without_simulator(record.scenario_id), record.repeat)][level] = (
+                status[record.id] == "fail"
+            )
+    tests = []
+    for a, b in itertools.combinations(levels, 2):
+        clusters: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        pairs = 0
+        for (scenario, _), fails in by_pair.items():
+            if a not in fails or b not in fails:
+                continue
+            pairs += 1
+            cell = clusters[scenario.split("~", 1)[0]]
+            cell[0] += int(fails[a] and not fails[b])
+            cell[1] += int(fails[b] and not fails[a])
+        only_a, only_b = sum(c[0] for c in clusters.values()), sum(c[1] for c in clusters.values())
+        p = clustered_mcnemar([(x, y) for x, y in clusters.values()])
+        tests.append(SimulatorTest(a=a, b=b, pairs=pairs, only_a_failed=only_a, only_b_failed=only_b,
+                                   scenarios=len(clusters), p=p, p_holm=p))  # fmt: skip
+    for test, adjusted in zip(tests, holm([t.p for t in tests]), strict=True):
+        test.p_holm = adjusted
+    return tests
+
+
+def simulators_section(run: RunData) -> SimulatorsSection | None:
+    """The per-simulator section of a run whose suite names several user models, else None."""
+    models = simulator_models(run.manifest.suite) if run.manifest.suite is not None else {}
+    if not models:
+        return None
+    status = _statuses(run)
+    levels = list(models)
+    rows = [_row(run, level, model, status) for level, model in models.items()]
+    scenarios = _attributions(run, levels, status)
+    return SimulatorsSection(
+        simulators=rows,
+        ranges=_ranges(rows),
+        scenarios=scenarios,
+        tests=_tests(run, levels, status),
+        robust=sum(s.attribution == "robust" for s in scenarios),
+        one_simulator=sum(s.attribution == "one simulator" for s in scenarios),
+    )

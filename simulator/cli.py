@@ -94,6 +94,17 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        from simulator.diskerrors import os_error_line
+
+        hint = (
+            "the run keeps what finished; then: simulator run --resume RUN" if args.command == "run" else None
+        )
+        line = os_error_line(exc, hint)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 2
     except SystemExit as exc:
         if exc.code == 1 and _stdout_is_devnull():
             return 0  # rich met the same closed pipe: it pointed stdout at /dev/null and raised SystemExit(1)

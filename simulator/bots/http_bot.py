@@ -119,7 +119,8 @@ class HttpBotFactory:
         )
 
     async def open(self, conversation_id: str) -> HttpSession:
-        return HttpSession(self._client, self.config.url, conversation_id, self.config.timeout_s)
+        url = expand_headers({"url": self.config.url})["url"]  # a `${VAR}` token in the URL, never recorded
+        return HttpSession(self._client, url, conversation_id, self.config.timeout_s)
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -121,7 +121,7 @@ def _resume_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOp
     """`--resume RUN`: the suite, scenarios and options of the interrupted run folder."""
     from simulator.engine.runner import RunOptions
     from simulator.record.folder import RunFolder
-    from simulator.spec.factors import suite_scenarios
+    from simulator.record.recorded import recorded_scenarios
 
     folder = RunFolder.open(args.resume)
     folder.check_resumable()
@@ -135,10 +135,8 @@ def _resume_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOp
         max_errors=args.max_errors,
         freeze_gc=True,
     )
-    # The run's own scenarios, whatever --tags chose when it started.
-    recorded = {entry.id for entry in manifest.scenarios}
-    found = suite_scenarios(suite)
-    return suite, [s for s in found if s.id in recorded], options
+    # The run's own scenarios, from the files it recorded (checked by hash), whatever --tags chose.
+    return suite, recorded_scenarios(manifest, suite, args.resume), options
 
 
 def _new_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOptions]:

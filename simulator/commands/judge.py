@@ -126,33 +126,18 @@ def imported_scenarios(manifest: Manifest) -> list[Scenario]:
     ]
 
 
-def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
-    """The run's scenarios, read again from their files; warnings for files changed since the run."""
+def stored_scenarios(manifest: Manifest, folder: Path | None = None) -> tuple[list[Scenario], list[str]]:
+    """The run's scenarios, read again from the files it recorded (absolute paths, checked by hash): a
+    file that moved or changed since the run is refused, naming it (record/recorded.py)."""
     if manifest.kind == "imported":
         return imported_scenarios(manifest), []
-    from simulator.record.hashing import sha256_file
-    from simulator.spec.scenario import load_scenarios
+    from simulator.record.recorded import recorded_scenarios
 
-    recorded = {entry.file: entry.sha256 for entry in manifest.scenarios if entry.file}
-    missing = [f for f in recorded if not Path(f).is_file()]
-    if missing:
-        raise UserError(
-            f"{missing[0]}: a scenario file of this run is missing; restore it to judge the run again"
-        )
-    warnings = [
-        f"{f} changed since the run; its current expected values and assertions are used"
-        for f, digest in recorded.items()
-        if digest and sha256_file(Path(f)) != digest
-    ]
-    wanted = {entry.id for entry in manifest.scenarios}
-    scenarios = load_scenarios([Path(f) for f in recorded]) if recorded else []
-    if manifest.suite is not None and manifest.suite.factors:
-        from simulator.spec.factors import expand_factors
-        from simulator.spec.styles import suite_styles
-
-        suite = manifest.rebuild_suite(Path("."))  # resolves `user.styles` next to the recorded suite file
-        scenarios = expand_factors(scenarios, suite.factors, suite.factor_design, suite_styles(suite))
-    return [s for s in scenarios if s.id in wanted], warnings
+    if not any(entry.file for entry in manifest.scenarios):
+        return [], []
+    where = folder if folder is not None else Path(manifest.run_id)
+    suite = manifest.rebuild_suite(where) if manifest.suite is not None else None
+    return recorded_scenarios(manifest, suite, where, suite_file=False), []
 
 
 def verdict_rows(verdicts: list[Verdict], samples: list[Verdict] | None = None) -> list[dict[str, Any]]:
@@ -267,7 +252,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if args.samples:
         suite.judges.samples = args.samples
     check_environment(suite)
-    scenarios, warnings = stored_scenarios(manifest)
+    scenarios, warnings = stored_scenarios(manifest, args.run)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     by_id = {s.id: s for s in scenarios}

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from simulator.commands.outputs import at_least_one, check_output
+from simulator.diskerrors import naming
 from simulator.errors import UserError
 
 
@@ -170,17 +171,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.html:
         from simulator.report.html import write_html
 
-        write_html(report, args.html)
+        with naming(args.html):
+            write_html(report, args.html)
         written.append(f"HTML {args.html}")
     if args.json:
         from simulator.report.json_report import write_json
 
-        write_json(report, args.json, transcripts=args.json_transcripts)
+        with naming(args.json):
+            write_json(report, args.json, transcripts=args.json_transcripts)
         written.append(f"JSON {args.json}")
     if args.junit:
         from simulator.report.junit import write_junit
 
-        write_junit(report, args.junit)
+        with naming(args.junit):
+            write_junit(report, args.junit)
         written.append(f"JUnit {args.junit}")
     if not args.quiet:
         from simulator.report.terminal import render_terminal

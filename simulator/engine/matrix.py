@@ -20,8 +20,9 @@ from simulator.errors import UserError
 from simulator.providers.hub import resolve_user_model
 from simulator.record.folder import RunFolder, new_run_id
 from simulator.record.index import IndexCell, MatrixIndex, read_index, write_index
+from simulator.record.recorded import recorded_scenarios
 from simulator.spec.matrix import expand_matrix
-from simulator.spec.scenario import Scenario, load_scenarios
+from simulator.spec.scenario import Scenario
 from simulator.spec.suite import Suite
 
 
@@ -45,7 +46,7 @@ def _new_index(suite: Suite, path: Path) -> tuple[MatrixIndex, list[CellSpec]]:
     index = MatrixIndex(
         matrix_id=path.name,
         created_at=datetime.now(UTC),
-        suite_file=str(suite.file) if suite.file else None,
+        suite_file=str(suite.file.resolve()) if suite.file else None,
         baseline=suite.matrix.baseline or cells[0].id,
         cells=[
             IndexCell(
@@ -91,14 +92,13 @@ async def resume_matrix(path: Path, options: RunOptions) -> MatrixResult:
     """Finish every cell of a matrix run: what each cell's folder lacks, in one session."""
     index = read_index(path)
     specs: list[CellSpec] = []
-    recorded: set[str] = set()
+    scenarios: dict[str, Scenario] = {}
     for cell in index.cells:
         folder = path / cell.folder
         manifest = RunFolder.open(folder).read_manifest()
-        specs.append(CellSpec(manifest.rebuild_suite(folder), folder, resume=True))
-        recorded |= {entry.id for entry in manifest.scenarios}
-    suite = specs[0].suite
-    # The run's own scenarios, whatever --tags chose when it started.
-    found = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths])
-    scenarios = [s for s in found if s.id in recorded]
-    return await _run(path, index, specs, scenarios, options)
+        suite = manifest.rebuild_suite(folder)
+        specs.append(CellSpec(suite, folder, resume=True))
+        # The run's own scenarios, from the files each cell recorded (checked by hash), whatever --tags chose.
+        for scenario in recorded_scenarios(manifest, suite, folder):
+            scenarios.setdefault(scenario.id, scenario)
+    return await _run(path, index, specs, list(scenarios.values()), options)

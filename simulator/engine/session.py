@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = ["CellRun", "RunResult", "RunSession", "SessionParts", "WorkItem"]
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -147,9 +148,12 @@ class RunSession:
             for outcome in outcomes:
                 if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
                     raise outcome
-        except (asyncio.CancelledError, KeyboardInterrupt):
+        except (asyncio.CancelledError, KeyboardInterrupt, OSError):
+            # Stopped, or a write failed (a full disk): what finished is on disk and the run says it was
+            # interrupted, so `run --resume` finishes it. A manifest that cannot be written stays `running`.
             for cell in self.cells:
-                cell.finish("interrupted")
+                with contextlib.suppress(OSError):
+                    cell.finish("interrupted")
             raise
         finally:
             for cell in self.cells:

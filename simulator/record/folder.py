@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from simulator.diskerrors import naming
 from simulator.errors import UserError
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
 from simulator.record.migrations import (
@@ -337,7 +338,8 @@ class RunFolder:
         self._check_writable()
         # Write then rename, so a crash never leaves a half-written manifest.
         tmp = self.manifest_path.with_suffix(".json.tmp")
-        tmp.write_text(dump_line(manifest, indent=2, exclude_none=False), encoding="utf-8")
+        with naming(tmp):
+            tmp.write_text(dump_line(manifest, indent=2, exclude_none=False), encoding="utf-8")
         os.replace(tmp, self.manifest_path)
 
     def append_conversation(self, record: ConversationRecord) -> None:
@@ -375,7 +377,7 @@ class RunFolder:
         if not batch:
             return
         text = "".join(dump_line(label) for label in batch)
-        with (self.path / LABELS).open("a", encoding="utf-8") as handle:
+        with naming(self.path / LABELS), (self.path / LABELS).open("a", encoding="utf-8") as handle:
             handle.write(text)  # one write per batch: lines from two labellers never interleave
             handle.flush()
 
@@ -389,7 +391,7 @@ class RunFolder:
         if not records:
             return
         text = "".join(dump_line(record) for record in records)
-        with (self.path / name).open("a", encoding="utf-8") as handle:
+        with naming(self.path / name), (self.path / name).open("a", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
 
@@ -401,7 +403,7 @@ class RunFolder:
             return 0
         dropped = 0
         tmp = path.with_suffix(path.suffix + ".tmp")
-        with tmp.open("w", encoding="utf-8") as out:
+        with naming(tmp), tmp.open("w", encoding="utf-8") as out:
             for record in read_jsonl(path, model, migrate):
                 if keep(record):
                     out.write(dump_line(record))

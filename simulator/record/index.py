@@ -90,5 +90,7 @@ def write_index(path: Path, index: MatrixIndex) -> None:
     """Write the index atomically (a temporary file renamed over the old one)."""
     path.mkdir(parents=True, exist_ok=True)
     tmp = path / f".{INDEX}.tmp"
-    tmp.write_text(index.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    from simulator.record.folder import dump_line
+
+    tmp.write_text(dump_line(index, indent=2, exclude_none=False), encoding="utf-8")  # secrets redacted
     os.replace(tmp, path / INDEX)

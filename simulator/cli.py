@@ -78,6 +78,16 @@ def main(argv: list[str] | None = None) -> int:
     # the command line does this: a program that imports simulator keeps its own import path.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    from simulator.commands.stopping import stop_signals
+
+    with stop_signals() as stopped:
+        return _handle(handler, args, lambda: stopped.exit_code)
+
+
+def _handle(
+    handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, stop_code: Callable[[], int]
+) -> int:
+    """Run one command: a user mistake, a stop signal, a closed pipe or a full disk is one line and a code."""
     try:
         return handler(args)
     except UserError as exc:
@@ -87,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted: everything finished so far is saved; resume with --resume", file=sys.stderr)
-        return 130
+        return stop_code()
     except BrokenPipeError:
         # The reader of a pipe (`| head`) stopped reading: files were written first; stop quietly, and keep
         # Python's exit-time flush of stdout from failing again.

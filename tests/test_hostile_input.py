@@ -189,7 +189,10 @@ def test_bad_numbers_on_the_command_line_are_blamed_on_the_flag(
             "bot: {type: python, factory: a:b}\nproviders: {openai: {zzz: 5}}\n",
             "allowed keys: adaptive_concurrency",
         ),
-        ("bot: {type: http, url: 'http://x', zzz: 1}\n", "allowed keys: headers, timeout_s, type, url"),
+        (
+            "bot: {type: http, url: 'http://x', zzz: 1}\n",
+            "allowed keys: headers, max_reply_bytes, timeout_s, type, url",
+        ),
         ("bot: {type: chat, model: 'openai:x', system_prompt: p, zzz: 1}\n", "allowed keys: decision_tool"),
         (
             "bot: {type: python, factory: a:b}\noutcome: {key: k, levels: [a, b], zzz: 1}\n",

@@ -61,7 +61,9 @@ class HttpBotConfig(_Strict):
     type: Literal["http"] = "http"
     url: str = Field(pattern=r"^https?://")
     headers: dict[str, str] = Field(default_factory=dict)
+    # The whole turn's deadline (not per read) and the most a reply may hold, decompressed.
     timeout_s: float = Field(default=30.0, gt=0)
+    max_reply_bytes: int = Field(default=8_000_000, ge=1024)
 
     def describe(self) -> str:
         return f"http:{self.url}"

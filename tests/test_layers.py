@@ -19,6 +19,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "base": (
         "simulator.errors",
         "simulator.diskerrors",
+        "simulator.safefiles",
         "simulator.eventloop",
         "simulator.record.hashing",
         "simulator.record.transcript",

@@ -16,6 +16,7 @@ __all__ = [
 
 import csv
 import difflib
+import io
 import math
 import random
 from pathlib import Path
@@ -31,6 +32,7 @@ from simulator.errors import Problem, UserError
 from simulator.record.folder import LABELS as LABELS_FILE
 from simulator.record.folder import RunFolder
 from simulator.record.transcript import render_transcript
+from simulator.safefiles import FileRefused, read_capped
 
 LABELS = ("pass", "fail", "not_applicable")
 _ALIASES = {
@@ -90,7 +92,11 @@ class Calibration(_Model):
 
 def _read_label_rows(path: Path, problems: list[Problem]) -> list[LabelRow]:
     rows: list[LabelRow] = []
-    with path.open(newline="", encoding="utf-8-sig") as handle:
+    try:
+        text = read_capped(path, 50_000_000, "split the sheet").decode("utf-8-sig")
+    except (FileRefused, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: {exc}") from None
+    with io.StringIO(text, newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
@@ -313,9 +319,9 @@ def refuse_filled_sheet(labels: Path) -> None:
         return
     fix = f"it is never overwritten; pass --out NEW_FOLDER, or move {labels.name} away first"
     try:
-        text = labels.read_bytes()[:50_000_000].decode("utf-8-sig")
+        text = read_capped(labels, 50_000_000).decode("utf-8-sig")
         rows = list(csv.DictReader(text.splitlines()))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except (FileRefused, OSError, UnicodeDecodeError, csv.Error) as exc:
         raise UserError(
             f"{labels}: a file is already there and cannot be read as a labels sheet ({exc}); {fix}"
         ) from None

@@ -116,8 +116,8 @@ class HttpSession:
         except TimeoutError as exc:
             raise BotError(
                 "timeout",
-                f"the bot did not finish its answer within {self._timeout_s:g} s (bot.timeout_s, the whole "
-                f"turn's deadline; {size:,} bytes had arrived)",
+                f"the bot did not answer within {self._timeout_s:g} s (bot.timeout_s, the whole turn's "
+                f"deadline; {size:,} bytes had arrived)",
             ) from exc
         except httpx.HTTPError as exc:
             raise self._failure(exc) from exc

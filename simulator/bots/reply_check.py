@@ -42,7 +42,7 @@ def checked_state(value: Any, where: str = "state") -> dict[str, Any] | None:
     raise BotError(
         "invalid_reply",
         f"the bot's '{where}' is {type(value).__name__}; send an object of named values "
-        '(e.g. {"triage_level": "gp"}), or leave it out',
+        '(e.g. {"level": "high"}), or leave it out',
     )
 
 

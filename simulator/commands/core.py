@@ -105,7 +105,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         suite, scenarios, options = _resume_plan(args)
     else:
+        from simulator.engine.preflight import preflight
+
         suite, scenarios, options = _new_plan(args)
+        check_environment(suite)
+        preflight(suite)  # what validate checks too
         if suite.matrix is not None:
             check_environment(suite)
             return _run_matrix(args, suite, scenarios)
@@ -253,6 +257,23 @@ def _file_kind(path: Path) -> str:
     return "scenario"
 
 
+def _validate_files(path: Path) -> list[Path]:
+    """The files `validate PATH` checks: a folder's YAML and CSV files, or the file; a FIFO or a device is
+    refused without being read."""
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".csv"))
+    if path.is_file():
+        return [path]
+    if path.exists():
+        from simulator.safefiles import FileRefused, open_regular
+
+        try:
+            open_regular(path).close()
+        except FileRefused as exc:
+            raise UserError(f"{path}: {exc}") from None
+    raise UserError(f"{path}: no such file or folder")
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from simulator.errors import Problem
     from simulator.judging.criteria import load_criteria
@@ -266,13 +287,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     pending, seen = list(args.paths), set()
     while pending:
         path = pending.pop(0)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".csv"))
-        elif path.is_file():
-            found = [path]
-        else:
-            raise UserError(f"{path}: no such file or folder")
-        for file in found:
+        for file in _validate_files(path):
             if file.suffix == ".csv":
                 files["golden"].append(file)
                 continue
@@ -288,7 +303,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             except UserError as exc:
                 problems += exc.problems or [Problem(str(file), str(exc))]
                 continue
-            summary.append(f"suite {file}: ok")
+            from simulator.engine.preflight import preflight_problems
+
+            found = preflight_problems(suite)  # what `run` would refuse
+            problems += found
+            summary += [] if found else [f"suite {file}: ok"]
             pending += [suite.resolve(p) for p in (*suite.scenarios.paths, *suite.judges.paths)]
     for path in files["golden"]:
         try:
@@ -322,6 +341,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from simulator.report.show import render_conversation
 
     folder = RunFolder.open(args.run)
+    folder.read_manifest()  # a damaged manifest is one clear error, not a transcript shown as if all is well
     records = list(latest_by_id(folder.conversations()).values())
     if args.scenario:
         records = [r for r in records if r.scenario_id == args.scenario]

@@ -22,10 +22,11 @@ import json
 import os
 import secrets
 import subprocess
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,6 +43,7 @@ from simulator.record.migrations import (
 from simulator.record.models import ConversationRecord, Label, Verdict
 from simulator.record.redact import contains_secret, redact
 from simulator.record.transcript import repair_text
+from simulator.safefiles import FileRefused, open_regular, read_capped
 
 MANIFEST = "manifest.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -73,6 +75,19 @@ def new_run_id(name: str) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in name)[:40]
     return f"{stamp}-{safe}-{secrets.token_hex(2)}"
+
+
+# The most a manifest (or another small file of a run folder) and one record line may hold.
+MAX_MANIFEST_BYTES = 64_000_000
+MAX_RECORD_BYTES = 256_000_000
+
+
+def _read_small(path: Path, limit: int = MAX_MANIFEST_BYTES) -> bytes:
+    """A run folder's file read whole: a regular file of at most `limit` bytes, else one clear error."""
+    try:
+        return read_capped(path, limit, "this is not a file simulator wrote, or it was damaged")
+    except FileRefused as exc:
+        raise UserError(f"{path}: {exc}") from None
 
 
 def _decode(raw: bytes, where: str) -> str:
@@ -128,14 +143,45 @@ def read_jsonl(path: Path, model: type[T], migrate: Migrate | None = None) -> It
             Verdict: migrate_verdict,
         }
         migrate = known.get(model, _no_migration)
-    with path.open("rb") as handle:
-        for number, line in enumerate(handle, start=1):
+    with _open_record_file(path) as handle:
+        number = 0
+        while line := handle.readline(MAX_RECORD_BYTES + 1):
+            number += 1
+            if len(line) > MAX_RECORD_BYTES:
+                raise UserError(
+                    f"{path}:{number}: a record longer than {MAX_RECORD_BYTES / 1e6:g} MB; this is not a file "
+                    "simulator wrote, or it was damaged"
+                )
             if not line.endswith(b"\n"):
                 return
             if not line.strip():
                 continue
             where = f"{path}:{number}"
-            yield _parse_line(_decode(line, where), model, migrate, where)
+            record = _parse_or_skip(_decode(line, where), model, migrate, where)
+            if record is not None:
+                yield record
+
+
+def _open_record_file(path: Path) -> BinaryIO:
+    """A run-folder file opened for reading: a regular file only (a FIFO or a device is refused)."""
+    try:
+        return open_regular(path)
+    except FileRefused as exc:
+        raise UserError(f"{path}: {exc}") from None
+
+
+def _parse_or_skip(text: str, model: type[T], migrate: Migrate, where: str) -> T | None:
+    """One record; a record nested too deeply to read is skipped with a one-line note naming it, so one bad
+    line never takes the whole command (or the desk's page) down with it."""
+    try:
+        return _parse_line(text, model, migrate, where)
+    except RecursionError:
+        pass
+    except UserError as exc:
+        if "recursion limit" not in str(exc):
+            raise
+    print(f"note: {where}: a record nested too deeply to read; skipped", file=sys.stderr)
+    return None
 
 
 def dump_line(record: BaseModel, *, indent: int | None = None, exclude_none: bool = True) -> str:
@@ -280,10 +326,10 @@ class RunFolder:
 
     def _golden_v1_raw(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The v1 golden manifest and result lines as JSON (a half-written last line is skipped)."""
-        manifest = json.loads(_decode(self.manifest_path.read_bytes(), str(self.manifest_path)))
+        manifest = json.loads(_decode(_read_small(self.manifest_path), str(self.manifest_path)))
         results = []
         path = self.path / GOLDEN_V1_RESULTS
-        for number, line in enumerate(path.read_bytes().splitlines(keepends=True), start=1):
+        for number, line in enumerate(_read_small(path, MAX_RECORD_BYTES).splitlines(keepends=True), start=1):
             if not line.endswith(b"\n") or not line.strip():
                 continue
             try:
@@ -317,12 +363,11 @@ class RunFolder:
                     return Manifest.model_validate(golden_manifest_1_to_2(manifest, results))
                 except ValidationError as exc:
                     raise _invalid(Manifest, where, exc) from None
-        try:
-            data = self.manifest_path.read_bytes()
-        except OSError as exc:
-            raise UserError(f"{where}: cannot read the manifest ({exc.strerror})") from None
+        data = _read_small(self.manifest_path)
         try:
             raw = json.loads(_decode(data, where))
+        except RecursionError:
+            raise UserError(f"{where}: nested too deeply to read; the manifest is damaged") from None
         except json.JSONDecodeError as exc:
             raise UserError(
                 f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); the manifest is damaged"

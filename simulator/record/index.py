@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from simulator.errors import UserError
+from simulator.safefiles import FileRefused, read_capped
 
 INDEX = "index.json"
 INDEX_SCHEMA_VERSION = 1
@@ -76,11 +77,18 @@ def read_index(path: Path) -> MatrixIndex:
     """Read `path/index.json`; a UserError when it is missing or not an index."""
     file = path / INDEX
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(read_capped(file, 64_000_000, "was it edited?").decode("utf-8"))
         return MatrixIndex.model_validate(data)
     except FileNotFoundError:
         raise UserError(f"{path} is not a matrix run (no {INDEX}); pass runs/<matrix-id>") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+    except (
+        FileRefused,
+        RecursionError,
+        OSError,
+        UnicodeDecodeError,
+        json.JSONDecodeError,
+        ValidationError,
+    ) as exc:
         raise UserError(
             f"{file}: not a readable matrix index ({type(exc).__name__}); was it edited?"
         ) from None

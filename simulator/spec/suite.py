@@ -261,6 +261,24 @@ def _provider_name_problems(source: LocatedYAML) -> list[Problem]:
     return problems
 
 
+def _judges_problems(source: LocatedYAML) -> list[Problem]:
+    """`judges.models: []` (a jury of no one) and `model` with `models` (which one judges?) are mistakes."""
+    judges = source.data.get("judges") if isinstance(source.data, dict) else None
+    if not isinstance(judges, dict):
+        return []
+    file = str(source.path)
+    if judges.get("models") == []:
+        line = source.line_of(("judges", "models"))
+        return [
+            Problem(file, "judges.models is empty; list judge models, or remove it", line, "judges.models")
+        ]
+    if judges.get("model") and judges.get("models"):
+        line = source.line_of(("judges", "model"))
+        message = "set judges.model (one judge) or judges.models (a jury), not both"
+        return [Problem(file, message, line, "judges.model")]
+    return []
+
+
 def check_environment(suite: Suite) -> None:
     """Before a run: every `api_key_env` the suite names must be set (validation does not need the keys)."""
     problems = []
@@ -313,7 +331,7 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
         )
     data = {**source.data, **(overrides or {})}
     suite, problems = validate_model(Suite, data, source)
-    problems += _provider_name_problems(source)
+    problems += _provider_name_problems(source) + _judges_problems(source)
     if suite is None or problems:
         raise UserError("invalid suite file", problems)
     suite._base_dir = path.parent.resolve()

@@ -92,8 +92,10 @@ def _handle(
         return handler(args)
     except UserError as exc:
         from simulator.record.redact import redact
+        from simulator.report.visible import visible
 
-        print(f"error: {redact(exc.render())}", file=sys.stderr)
+        # The one way an untrusted string (a file name, a key, an echoed argument) reaches the terminal.
+        print(f"error: {visible(redact(exc.render()))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted: everything finished so far is saved; resume with --resume", file=sys.stderr)

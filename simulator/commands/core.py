@@ -330,7 +330,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             problems += exc.problems or [Problem(", ".join(map(str, paths)), str(exc))]
     if problems:
         raise UserError("validation failed", problems)
-    print("\n".join(summary))
+    from simulator.report.visible import visible
+
+    print(visible("\n".join(summary)))
     return 0
 
 

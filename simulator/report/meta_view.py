@@ -6,10 +6,11 @@ from __future__ import annotations
 __all__ = ["render_meta_evaluation"]
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from simulator.analysis.meta_eval import MetaEvaluation, MetaGroup
+from simulator.report.table_print import print_table
+from simulator.report.visible import visible_markup as escape
 
 
 def _group_table(group: MetaGroup) -> Table:
@@ -49,5 +50,5 @@ def render_meta_evaluation(result: MetaEvaluation, console: Console | None = Non
             f"[yellow]labels for conversations not in this run:[/] {escape(', '.join(result.unknown_conversations))}"
         )
     for group in [*result.criteria, *result.categories]:
-        console.print(_group_table(group))
+        print_table(console, _group_table(group))
         _summary(console, group)

@@ -20,6 +20,7 @@ __all__ = [
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -57,6 +58,7 @@ _HELD_LOCKS: dict[str, int] = {}
 
 T = TypeVar("T", bound=BaseModel)
 Migrate = Callable[[dict[str, Any], str], dict[str, Any]]
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _CURRENT_PREFIX = f'{{"schema_version":{SCHEMA_VERSION},'
 
 
@@ -110,7 +112,10 @@ def _invalid(model: type[BaseModel], where: str, exc: ValidationError) -> UserEr
 
 def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
     # Lines of the current version go straight to pydantic (the common, fast case); older ones are migrated.
-    if text.startswith(_CURRENT_PREFIX):
+    # A line holding a surrogate escape (`\ud800`, written by another program or an older version) is read
+    # with `json` and its lone surrogates become U+FFFD: no reader (HTML, JSON, terminal) meets text UTF-8
+    # cannot encode.
+    if text.startswith(_CURRENT_PREFIX) and not _SURROGATE_ESCAPE.search(text):
         try:
             return model.model_validate_json(text)
         except ValidationError as exc:
@@ -121,6 +126,7 @@ def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
         raise UserError(f"{where}: not a JSON record ({exc.msg}); the file was edited or damaged") from None
     if not isinstance(raw, dict):
         raise UserError(f"{where}: not a JSON object; the file was edited or damaged")
+    raw = repair_text(raw)
     try:
         return model.model_validate(migrate(raw, where))
     except ValidationError as exc:

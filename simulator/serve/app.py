@@ -18,6 +18,7 @@ from starlette.staticfiles import StaticFiles
 
 from simulator.errors import UserError
 from simulator.serve import pages_edit, pages_label, pages_runs, pages_talk
+from simulator.serve.bodylimit import BodyLimit
 from simulator.serve.config import DeskConfig
 from simulator.serve.render import page
 from simulator.serve.runs_index import RunIndex
@@ -53,6 +54,7 @@ def create_app(config: DeskConfig) -> Starlette:
             Mount("/static", static, name="static"),
         ],
         middleware=[
+            Middleware(BodyLimit),  # outermost: no layer reads more than the cap
             Middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts),
             Middleware(BaseHTTPMiddleware, dispatch=security_middleware(config.token)),
         ],

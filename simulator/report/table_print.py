@@ -5,6 +5,8 @@ from __future__ import annotations
 
 __all__ = ["print_table"]
 
+from typing import Any
+
 from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
@@ -32,7 +34,7 @@ def print_table(console: Console, table: Table) -> None:
     _stacked(console, table)
 
 
-def _visible_cell(cell: object) -> object:
+def _visible_cell(cell: Any) -> Any:
     """A cell with every control character shown as an escape (`report.visible`), its style kept."""
     if isinstance(cell, str):
         return visible(cell)

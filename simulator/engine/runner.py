@@ -28,7 +28,7 @@ from simulator.bots import make_bot_factory
 from simulator.engine.budget import ErrorBudget, parse_max_errors
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
-from simulator.engine.ray_backend import RayBackendOptions, start_ray_executor
+from simulator.engine.ray_backend import RayBackendOptions, connect_ray, start_ray_executor
 from simulator.engine.roles import check_scripted, make_auditor, user_factory
 from simulator.engine.session import CellRun, RunResult, RunSession, SessionParts, WorkItem
 from simulator.engine.shards import in_shard, plan_hash
@@ -298,6 +298,7 @@ def _cell(
     bots = make_bot_factory(suite, hub.for_role("bot"))
     judges = make_judge_stage(suite, scenarios, hub.for_role("judge"), warn=warn)
     auditor = make_auditor(suite, hub, user_model)
+    started_ray = connect_ray(options.backend) if options.backend else False  # before any folder is made
     folder, manifest, existing, session = _open_folder(
         spec, scenarios, options, user_model, judges, audit=auditor is not None
     )
@@ -318,7 +319,7 @@ def _cell(
         auditor,
     )
     width = min(suite.concurrency, max(1, todo + len(existing.rejudge)))
-    executor = start_ray_executor(parts, options.backend, width) if options.backend else None
+    executor = start_ray_executor(parts, options.backend, width, started_ray) if options.backend else None
     cell = CellRun(parts, ErrorBudget(options.max_errors), session, shared=shared, executor=executor)
     cell.status = existing.status
     cell.judged = existing.judged

@@ -230,8 +230,16 @@ def test_export_otel_reimported_gives_the_same_transcripts(tmp_path: Path) -> No
     assert cli("run", SUITE, "--runs", "1", "--out", sim, "--no-progress") == 0
     assert cli("export-otel", sim, "--out", tmp_path / "otel.json") == 0
     assert cli("import", tmp_path / "otel.json", "--out", tmp_path / "back", "--no-redact") == 0
-    before = {sid + "-0": turns for sid, turns in _turns(sim).items()}
-    assert _turns(tmp_path / "back") == before
+    # The round trip keeps every conversation id (labels and comparisons line up), and each bot turn
+    # its latency, from its span's duration (issue 30, item 21).
+    assert _turns(tmp_path / "back") == _turns(sim)
+    original = {r.id: r for r in RunFolder.open(sim).conversations()}
+    back = {r.id: r for r in RunFolder.open(tmp_path / "back").conversations()}
+    assert sorted(back) == sorted(original)
+    for cid, record in back.items():
+        bots = [t.latency_s for t in record.turns if t.role == "bot"]
+        wanted = [t.latency_s for t in original[cid].turns if t.role == "bot"]
+        assert bots == pytest.approx(wanted, abs=1e-3) and all(b > 0 for b in bots)
     doc = json.loads((tmp_path / "otel.json").read_text())
     events = [
         e
@@ -298,7 +306,7 @@ def test_export_otel_to_an_otlp_http_endpoint(
         "".join(json.dumps(request_to_json(ExportTraceServiceRequest.FromString(b))) + "\n" for b in bodies)
     )
     assert cli("import", received, "--out", tmp_path / "back", "--no-redact") == 0
-    assert _turns(tmp_path / "back") == {sid + "-0": turns for sid, turns in _turns(imported).items()}
+    assert _turns(tmp_path / "back") == _turns(imported)  # ids kept through the round trip
 
 
 def test_export_to_an_endpoint_nobody_listens_on_is_a_clear_error(

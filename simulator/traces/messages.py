@@ -22,6 +22,7 @@ class Message:
     role: str
     parts: list[Part]
     time: datetime | None = None
+    latency_s: float | None = None  # a reply's: the duration of the LLM call that produced it, when known
 
 
 def part_text(part: Part) -> str:

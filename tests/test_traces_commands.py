@@ -320,3 +320,19 @@ def test_export_to_an_endpoint_nobody_listens_on_is_a_clear_error(
         port = s.getsockname()[1]
     assert cli("export-otel", imported, "--endpoint", f"http://127.0.0.1:{port}") == 2
     assert "did not accept the spans" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("user_model", ["real", "human:Dr Ada"])
+def test_real_people_get_no_simulated_user_checks(
+    imported: Path, user_model: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30, item 20: the fidelity checks audit a simulation; a real conversation has none to audit."""
+    from simulator.engine.roles import make_auditor
+    from simulator.providers.hub import ModelHub
+    from simulator.spec.suite import load_suite
+
+    suite = load_suite(SUITE)
+    assert make_auditor(suite, ModelHub.create({}, None, SUITE.parent), user_model) is None
+    assert cli("judge", imported, "--suite", SUITE) == 0
+    names = {v.criterion_id for v in RunFolder.open(imported).verdicts()}
+    assert "outcome.triage_level" in names and not any(n.startswith("fidelity.") for n in names)

@@ -85,11 +85,18 @@ def _simulated_user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any
     return llm
 
 
+def is_real_user(user_model: str) -> bool:
+    """Whether the conversations were held by real people: imported (`real`) or at the desk (`human:NAME`)."""
+    return user_model == "real" or user_model.startswith("human:")
+
+
 def make_auditor(suite: Suite, hub: ModelHub, user_model: str) -> FidelityAuditor | None:
     """The simulated-user auditor for a run (None when `user.fidelity.enabled` is off). The offline user
     needs no model; an LLM user is read by `user.fidelity.model`, else the judge model, else nothing."""
     config = suite.user.fidelity
     if not config.enabled or user_model == SCRIPTED:  # a golden item's scripted user has no persona to audit
+        return None
+    if is_real_user(user_model):  # a real person (imported, or at the desk) is not a simulation to audit
         return None
     from simulator.spec.styles import suite_styles
 

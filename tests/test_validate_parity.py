@@ -46,6 +46,14 @@ CASES = {
     ),
     "level not declared": ("bot: {type: python, factory: 'json:dumps'}\n" + OUTCOME, "expected.triage_level"),
     "boolean in quotes": ("bot: {type: python, factory: 'json:dumps'}\n", "expected.urgent"),
+    "key a chat bot never sets": (
+        "bot: {type: chat, model: 'test:x', system_prompt: hi, decision_tool: {field: level}}\n",
+        "expected.triage_level",
+    ),
+    "key a chat bot without a decision tool never sets": (
+        "bot: {type: chat, model: 'test:x', system_prompt: hi}\n",
+        "expected.triage_level",
+    ),
 }
 
 

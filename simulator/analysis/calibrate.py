@@ -36,8 +36,8 @@ from simulator.safefiles import FileRefused, read_capped
 
 LABELS = ("pass", "fail", "not_applicable")
 _ALIASES = {
-    "pass": "pass", "passed": "pass", "p": "pass", "yes": "pass", "ok": "pass",
-    "fail": "fail", "failed": "fail", "f": "fail", "no": "fail",
+    "pass": "pass", "passed": "pass", "p": "pass", "ok": "pass",
+    "fail": "fail", "failed": "fail", "f": "fail",
     "not_applicable": "not_applicable", "n/a": "not_applicable", "na": "not_applicable",
     "n.a.": "not_applicable", "not applicable": "not_applicable", "not-applicable": "not_applicable",
 }  # fmt: skip
@@ -110,8 +110,14 @@ def _read_label_rows(path: Path, problems: list[Problem]) -> list[LabelRow]:
                 continue  # not labelled yet
             label = _ALIASES.get(raw.lower())
             if label is None:
+                # `yes` / `no` are refused: "yes" to what? (it passed, or yes, it failed?)
                 problems.append(
-                    Problem(str(path), f"label '{raw}' is not pass, fail or n/a", line=line, field="label")
+                    Problem(
+                        str(path),
+                        f"label '{raw}' is not pass, fail or n/a; write one of those",
+                        line=line,
+                        field="label",
+                    )
                 )
                 continue
             conversation, criterion = (

@@ -184,6 +184,7 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
     position = {scenario_id: index for index, scenario_id in enumerate(order)}
     conversations = sorted(latest.values(), key=lambda r: (position[r.scenario_id], r.repeat))
     live = set(latest)
+    strays = sorted({v.conversation_id for v in verdicts if v.conversation_id not in live})
     verdicts = [v for v in verdicts if v.conversation_id in live]
     sets = []
     for judge_set_hash in recent_first:
@@ -198,6 +199,12 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
             )
         )
     warnings: list[str] = []
+    if strays:
+        shown = ", ".join(strays[:5]) + (f" and {len(strays) - 5} more" if len(strays) > 5 else "")
+        warnings.append(
+            f"{path / 'verdicts.jsonl'} holds verdicts for {len(strays)} conversations this run does not have "
+            f"({shown}); they are left out of every number"
+        )
     expected = _expected(manifest, verdicts)
     if borrowed:
         named = ", ".join(f"{c} (from {short_hash(h)})" for c, h in sorted(borrowed.items()))

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from simulator.errors import Problem, UserError
+from simulator.judging.code_checks import STOP_KEYS
 from simulator.spec.suite import Suite
 from simulator.spec.yamlfile import YAMLProblem, read_text_file
 
@@ -83,6 +84,15 @@ def preflight_problems(suite: Suite) -> list[Problem]:
     return list(found.values())
 
 
+def _declared_state_keys(suite: Suite) -> set[str] | None:
+    """The state keys the bot can set, where the suite says (a chat bot: its decision tool's field);
+    None when only the bot's code knows (python, http)."""
+    if suite.bot.type != "chat":
+        return None
+    tool = suite.bot.decision_tool
+    return {tool.field} if tool is not None else set()
+
+
 def _expected_problems(suite: Suite) -> list[Problem]:
     """Each scenario's `expected`: an outcome level the suite declares, and never a boolean in quotes
     (`"false"` would never equal the bot's `false`)."""
@@ -94,10 +104,19 @@ def _expected_problems(suite: Suite) -> list[Problem]:
         return []  # the scenario files' own problems are reported where they are loaded
     problems = []
     outcome = suite.outcome
+    declared = _declared_state_keys(suite)
     for scenario in scenarios:
         file = str(scenario._source or scenario.id)
         for key, value in scenario.expected.items():
-            if outcome is not None and key == outcome.key and value not in outcome.levels:
+            if declared is not None and key not in declared and key not in (*STOP_KEYS, "stop_reason"):
+                sets = (
+                    f"only {', '.join(sorted(declared))}"
+                    if declared
+                    else "no state (it has no decision_tool)"
+                )
+                message = f"expected {key}: the bot never sets it (this chat bot sets {sets}); fix the key"
+                problems.append(Problem(file, message, scenario._line, f"expected.{key}"))
+            elif outcome is not None and key == outcome.key and value not in outcome.levels:
                 message = f"expected {key} '{value}' is not one of outcome.levels {outcome.levels}"
                 problems.append(Problem(file, message, scenario._line, f"expected.{key}"))
             elif isinstance(value, str) and value.strip().lower() in ("true", "false"):

@@ -58,6 +58,16 @@ def test_a_report_onto_a_full_disk_is_one_line(
     assert err.count("\n") == 1 and str(FULL) in err and "disk is full" in err and "Traceback" not in err
 
 
+def test_a_compare_json_onto_a_full_disk_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = make_judged_run(tmp_path / "tiny")
+    capsys.readouterr()
+    assert main(["compare", str(run), str(run), "--json", str(FULL)]) == 2
+    err = capsys.readouterr().err
+    assert str(FULL) in err and "disk is full" in err and "Traceback" not in err
+
+
 def test_a_run_that_fills_the_disk_is_interrupted_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.commands.outputs import at_least_one
+from simulator.commands.outputs import at_least_one, write_output
 from simulator.errors import UserError
 
 if TYPE_CHECKING:  # imported where used, so `simulator --help` loads none of them
@@ -316,7 +316,7 @@ def cmd_judge_pairwise(args: argparse.Namespace) -> int:
     a, b, common = _common_conversations(args, folder_a, folder_b, criterion)
     results = _judge_pairs(suite, model, criterion, (a, b, common), args.concurrency)
     if args.out:
-        args.out.write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
+        write_output(args.out, "".join(r.model_dump_json() + "\n" for r in results))
     _print_pairs(results, summarise_pairs(results), criterion.id, model)
     return 0
 

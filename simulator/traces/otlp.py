@@ -109,6 +109,9 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, dict[str, A
         except json.JSONDecodeError as exc:
             parsed.problems.append(Problem(str(path), number, f"not JSON ({exc.msg})"))
             continue
+        except RecursionError:
+            parsed.problems.append(Problem(str(path), number, "nested too deeply to read"))
+            continue
         if not isinstance(doc, dict):
             parsed.problems.append(Problem(str(path), number, "not a JSON object of resourceSpans"))
             continue

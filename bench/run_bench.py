@@ -96,8 +96,12 @@ def _start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]
         command += ["--rpm", str(args.server_rpm)]
         if args.server_burst:
             command += ["--burst", str(args.server_burst)]
+        if not args.server_headers:
+            command += ["--no-headers", "--budget-retry-after", "1"]  # "429, Retry-After: 1", nothing else
     if args.error_429:
         command += ["--error-429", str(args.error_429), "--retry-after", str(args.retry_after)]
+        if args.instant_429:
+            command += ["--instant-429"]
     server = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
@@ -114,27 +118,30 @@ def _start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]
 
 
 def _run_engine(
-    suite: Path, out: Path, profile: Path | None, sample: Path | None = None
-) -> tuple[float, float, int, int]:
-    """Run `simulator run` in a child process; (wall s, CPU s, peak RSS KiB, exit code) of that child."""
+    suite: Path, out: Path, profile: Path | None, sample: Path | None = None, workers: str | None = None
+) -> tuple[float, float, int, int, tuple[float, float]]:
+    """Run `simulator run` in a child process, as a user starts it; (wall s, CPU s, peak RSS KiB, exit
+    code, (exec, exit) as epoch seconds) of that child."""
     command = [PYTHON]
     if sample is not None:  # py-spy samples (collapsed stacks): no per-call overhead, unlike cProfile
         command = ["py-spy", "record", "--format", "raw", "--rate", "250", "-o", str(sample), "--", PYTHON]
     if profile is not None:
         command += ["-m", "cProfile", "-o", str(profile)]
     command += ["-m", "simulator", "run", str(suite), "--out", str(out), "--no-progress"]
+    if workers:  # local worker processes (`--workers N|auto`), merged into one record
+        command += ["--workers", workers]
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "OPENAI_API_KEY": "bench-key",
         "ANTHROPIC_API_KEY": "bench-key",
     }
-    started = time.perf_counter()
+    exec_at, started = time.time(), time.perf_counter()
     child = subprocess.Popen(command, cwd=suite.parent, env=env)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, child.returncode
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, child.returncode, (exec_at, exec_at + wall)
 
 
 def _help_start_s(repeats: int = 5) -> float:
@@ -158,13 +165,12 @@ def _lower_bound(
 ) -> tuple[float, str, dict[str, float]]:
     """The critical-path lower bound (seconds) and which limit binds.
 
-    chain: the longest run of calls that must happen one after another: 2 per turn, then the judges
-    (the first criterion alone, so that it writes the provider's prompt cache, then the others in
-    parallel); connections: every call needs a connection for `latency`; conversations: each
+    chain: the longest run of calls that must happen one after another: 2 per turn, then the judges and
+    the fidelity audit side by side (`_after_chain`); connections: every call needs a connection for `latency`; conversations: each
     conversation in flight holds one of `concurrency` slots for its whole chain.
     """
     latency = args.latency_ms / 1000
-    chain_calls = 2 * args.turns + (min(args.criteria, 2) if judged else 0)
+    chain_calls = 2 * args.turns + (_after_chain(args, calls, conversations) if judged else 0)
     bounds = {
         "chain": chain_calls * latency,
         "connections": calls * latency / args.connections,
@@ -176,6 +182,31 @@ def _lower_bound(
         bounds["budget"] = (calls - refused) / (budget / 60)
     binding = max(bounds, key=lambda name: bounds[name])
     return bounds[binding], binding, bounds
+
+
+def _judge_waves(args: argparse.Namespace) -> int:
+    """Judge calls one after another: 2 where the provider caches prompts on request (the first criterion
+    alone, then the rest: `Provider.warm_prompt_cache`), else 1 (all criteria at once)."""
+    return 2 if args.provider == "anthropic" and args.criteria > 1 else 1
+
+
+def _audit_calls(args: argparse.Namespace, calls: int, conversations: int) -> int:
+    """The fidelity audit's calls per conversation: what is left after the turns and the criteria."""
+    return max(0, round(calls / conversations) - 2 * args.turns - args.criteria)
+
+
+def _after_chain(args: argparse.Namespace, calls: int, conversations: int) -> int:
+    """Sequential calls after the last turn: the audit runs beside the judges (`user.fidelity.on_fail:
+    keep_and_flag`, the bench's suite), so the longer of the two counts, not their sum."""
+    return max(_judge_waves(args), _audit_calls(args, calls, conversations))
+
+
+def _process_figures(manifest: dict[str, Any], times: tuple[float, float]) -> dict[str, float]:
+    """Start-up (exec to the manifest's start: interpreter, imports, suite, clients) and exit (the end of
+    the work, as the manifest says, to the process's exit) of one `simulator run`."""
+    created = datetime.fromisoformat(manifest["created_at"]).timestamp()
+    ended = datetime.fromisoformat(manifest["ended_at"]).timestamp()
+    return {"startup_s": created - times[0], "exit_s": times[1] - ended}
 
 
 def _mean_call_latency(out: Path) -> float:
@@ -202,7 +233,7 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         out = work / "run"
         profile = Path(args.profile).resolve() if args.profile else None
         sample = Path(args.sample).resolve() if args.sample else None
-        wall, cpu, rss_kib, code = _run_engine(suite, out, profile, sample)
+        wall, cpu, rss_kib, code, times = _run_engine(suite, out, profile, sample, args.workers)
     finally:
         server.terminate()
         _, _, server_usage = os.wait4(server.pid, 0)
@@ -221,6 +252,7 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 totals[provider][key] += tally[key]
     calls = sum(provider["attempts"] for provider in totals.values())
     limits = [limit for session in manifest["sessions"] for limit in session.get("limits", {}).values()]
+    paced = [limit for limit in limits if limit.get("rpm")]
     conversations = counts["conversations"]
     verdict_lines = (
         sum(1 for _ in (out / "verdicts.jsonl").open()) if (out / "verdicts.jsonl").exists() else 0
@@ -232,6 +264,9 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     refused = sum(provider["rate_limits"] for provider in totals.values())
     bound, binding, bounds = _lower_bound(args, conversations, calls, judged, refused)
     return {
+        **_process_figures(manifest, times),
+        "judge_waves": _judge_waves(args),
+        "audit_calls": _audit_calls(args, calls, conversations),
         "conversations": conversations,
         "calls": calls,
         "calls_per_conversation": calls / conversations,
@@ -249,6 +284,10 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "retries": sum(provider["retries"] for provider in totals.values()),
         "rate_limited": sum(provider["rate_limits"] for provider in totals.values()),
         "lowest_limit": min((limit["lowest"] for limit in limits), default=None),
+        "paced_rpm": paced[-1]["rpm"] if paced else None,
+        "rpm_source": paced[-1].get("rpm_source") if paced else None,
+        "observed_rpm": paced[-1].get("observed_rpm") if paced else None,
+        "errors": counts["errors"],
         "calls_per_s": calls / run_wall,
         "mean_call_latency_s": _mean_call_latency(out),
         "stop_reasons": counts["stop_reasons"],
@@ -279,17 +318,39 @@ def _parser() -> argparse.ArgumentParser:
     add("--server-rpm", type=float, default=None, help="the fake provider's rate limit, requests/minute")
     add("--server-burst", type=float, default=None, help="what its bucket saves up (default a minute's)")
     add("--no-pace-from-headers", dest="pace_from_headers", action="store_false", help="ignore the headers")
+    add(
+        "--rate-limit",
+        help="the fake provider's rate limit as rpm=N[,burst=B][,headers=off]: a token bucket answering 429 "
+        "beyond it; headers=off sends no rate-limit headers and Retry-After: 1 (burst default 10)",
+    )
     add("--error-429", type=float, default=0.0, help="share of random 429s from the fake server")
+    add("--instant-429", action="store_true", help="answer the random 429s at once, without the latency")
     add("--retry-after", type=float, default=1.0, help="their Retry-After, seconds")
     add("--profile", help="write a cProfile of the engine process to this file (one run)")
     add("--sample", help="write py-spy's collapsed stacks of the engine process to this file (one run)")
     add("--keep-run", help="copy each run folder into this directory (for a look at its records)")
     add("--json", action="store_true", help="print the figures as JSON")
+    add("--workers", help="run with `simulator run --workers N|auto` (local worker processes)")
     return parser
+
+
+def _rate_limit(args: argparse.Namespace) -> None:
+    """`--rate-limit rpm=600,headers=off` into --server-rpm, --server-burst and the headers switch."""
+    args.server_headers = True
+    if not args.rate_limit:
+        return
+    fields = dict(part.split("=", 1) for part in args.rate_limit.split(",") if "=" in part)
+    unknown = set(fields) - {"rpm", "burst", "headers"}
+    if unknown or "rpm" not in fields:
+        raise SystemExit(f"--rate-limit takes rpm=N[,burst=B][,headers=off], not {args.rate_limit!r}")
+    args.server_rpm = float(fields["rpm"])
+    args.server_burst = float(fields.get("burst", 10))
+    args.server_headers = fields.get("headers", "on") != "off"
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _rate_limit(args)
     runs = 1 if args.profile or args.sample else max(1, args.runs)
     machine = f"{os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     print(f"machine            {machine} (before)", flush=True)
@@ -331,6 +392,7 @@ def _print_summary(args: argparse.Namespace, results: list[dict[str, Any]], help
             wall time          {_spread([r["run_wall_s"] for r in results], 2)} s run, median (range) of \
 {len(results)}
             efficiency         {_spread([r["efficiency"] for r in results])} x the lower bound (wall / bound)
+{_process_lines(results)}
             throughput         {_spread([r["calls_per_s"] for r in results], 1)} calls/s
             call latency       {_spread([1000 * r["mean_call_latency_s"] for r in results], 1)} ms as the \
 engine saw it (the server waits {args.latency_ms:g} ms)
@@ -342,6 +404,31 @@ user+sys, start-up included (fake server {_spread([r["server_cpu_s"] for r in re
             simulator --help   {help_s:.3f} s (best of 5)"""
         )
     )
+    if args.server_rpm:
+        refused = last["rate_limited"]
+        minimum = (last["calls"] - refused) / (args.server_rpm / 60)
+        print(
+            f"rate limit         {args.server_rpm:g}/min (burst {args.server_burst or args.server_rpm:g}, headers "
+            f"{'on' if args.server_headers else 'off'}): wall / minimum "
+            f"{_spread([r['run_wall_s'] / minimum for r in results])} (minimum {minimum:.1f} s = answered calls / "
+            f"rate); paced at {last['paced_rpm']} requests/min ({last['rpm_source']}), delivered about "
+            f"{last['observed_rpm']}/min; {refused} refused; {last['errors']} errors"
+        )
+
+
+def _process_lines(results: list[dict[str, Any]]) -> str:
+    """The process as a user sees it (exec to exit) beside the work and the bound; where the rest goes."""
+    last = results[-1]
+    waves = "first criterion alone, then the rest" if last["judge_waves"] == 2 else "all criteria at once"
+    lines = [
+        f"process wall       {_spread([r['process_wall_s'] for r in results], 2)} s exec to exit = bound + "
+        f"{_spread([r['process_wall_s'] - r['lower_bound_s'] for r in results], 2)} s",
+        f"start-up           {_spread([r['startup_s'] for r in results], 3)} s (exec to the run's start: "
+        "interpreter, imports, suite, clients)",
+        f"exit               {_spread([r['exit_s'] for r in results], 3)} s (the run's end to the process's exit)",
+        f"chain              judges: {waves}; fidelity audit ({last['audit_calls']} call) beside the judges",
+    ]
+    return "\n".join(" " * 12 + line for line in lines)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,17 @@ from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel,
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    budget = ServerBudget(args.rpm, burst_requests=args.burst) if args.rpm else None
-    faults = FaultConfig(error_429=args.error_429, retry_after_s=args.retry_after)
+    budget = None
+    if args.rpm:
+        budget = ServerBudget(
+            args.rpm,
+            burst_requests=args.burst,
+            send_headers=args.headers,
+            retry_after_s=args.budget_retry_after,
+        )
+    faults = FaultConfig(
+        error_429=args.error_429, retry_after_s=args.retry_after, instant_429=args.instant_429
+    )
     server = FakeLLMServer(
         latency=LatencyModel.fixed(args.latency_ms / 1000), port=args.port, budget=budget, faults=faults
     )
@@ -49,6 +58,9 @@ def main() -> int:
     parser.add_argument("--burst", type=float, default=None, help="requests the budget saves up")
     parser.add_argument("--error-429", type=float, default=0.0, help="share of random 429s")
     parser.add_argument("--retry-after", type=float, default=1.0, help="Retry-After of the random 429s")
+    parser.add_argument("--no-headers", dest="headers", action="store_false", help="no rate-limit headers")
+    parser.add_argument("--budget-retry-after", type=float, default=None, help="fixed Retry-After, budget")
+    parser.add_argument("--instant-429", action="store_true", help="random 429s answered at once")
     args = parser.parse_args()
     asyncio.run(_serve(args))
     return 0

@@ -29,6 +29,11 @@ EXTENSIONS = [
     "simulator.commands.judge_quality",
     "simulator.commands.gate",
     "simulator.commands.authoring",
+    "simulator.commands.collect",
+    "simulator.commands.safety",
+    "simulator.commands.seal",
+    "simulator.commands.propose",
+    "simulator.commands.try_change",
 ]
 
 

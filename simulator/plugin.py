@@ -15,23 +15,29 @@ __all__ = ["ScenarioItem", "SimulatorResult", "SuiteFile", "run_for_pytest"]
 
 
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from simulator.eventloop import run_async
-
 if TYPE_CHECKING:
-    from simulator.analysis.outcome import OutcomeMetrics
-    from simulator.analysis.rates import RateView
-    from simulator.report.model import Report, Transcript
+    from simulator.api.result import Result as SimulatorResult
+    from simulator.report.model import Transcript
 
 EXCERPT_TURNS = 6
+
+
+def __getattr__(name: str) -> Any:
+    """`SimulatorResult`, the result `simulator_run` returns, is the Python API's Result (loaded on use)."""
+    if name == "SimulatorResult":
+        from simulator.api.result import Result
+
+        return Result
+    raise AttributeError(f"module 'simulator.plugin' has no attribute {name!r}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,75 +63,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-@dataclass
-class SimulatorResult:
-    """A finished run and its report: assert on its rates (`result.overall.rate`, `result.under_triage.k`)."""
-
-    folder: Path
-    report: Report
-
-    @property
-    def overall(self) -> RateView:
-        """Conversations that passed every criterion, of those judged (errors left out)."""
-        return self.report.overall
-
-    @property
-    def outcome(self) -> OutcomeMetrics | None:
-        return self.report.outcome
-
-    @property
-    def under_triage(self) -> RateView:
-        assert self.report.outcome is not None, "the suite declares no outcome levels"
-        return self.report.outcome.under_triage
-
-    @property
-    def critical_sensitivity(self) -> RateView:
-        assert self.report.outcome is not None, "the suite declares no outcome levels"
-        return self.report.outcome.critical_sensitivity
-
-    @property
-    def errors(self) -> int:
-        """Conversations that ended in an error (counted apart, never as pass or fail)."""
-        return self.report.health.conversation_errors.k
-
-    def scenario_status(self, scenario_id: str) -> list[str]:
-        """pass / fail / error / not_judged of each conversation of one scenario."""
-        return [t.status for t in self.report.transcripts if t.scenario_id == scenario_id]
-
-
 def run_for_pytest(
     suite_path: Path,
     *,
-    out: Path | None = None,
+    out: Path,
     tags: list[str] | None = None,
     scenario_ids: set[str] | None = None,
     runs: int | None = None,
     online: bool = False,
 ) -> SimulatorResult:
-    """Run a suite (offline unless `online`) into `out` and build its report."""
-    from simulator.analysis import load_run
-    from simulator.engine.runner import RunOptions, run_suite
+    """Run a suite (offline unless `online`) into `out` through the Python API; its Result holds the
+    report. `scenario_ids` are ids of `Suite.scenarios_to_run` (persona-factor variants included)."""
+    from simulator import api
+    from simulator.engine.runner import RunOptions
     from simulator.errors import UserError
-    from simulator.report.model import build_report
-    from simulator.spec.scenario import load_scenarios
-    from simulator.spec.suite import load_suite
 
-    suite = load_suite(suite_path, {"runs": runs} if runs else None)
+    suite = api.load_suite(suite_path, runs=runs)
     if suite.matrix is not None:
         raise UserError(f"{suite_path}: a matrix suite; run it with simulator run and report the leaderboard")
     if not online:
         suite.user.model = "offline"
         suite.judges.model = None
-    if tags:
-        suite.scenarios.tags = tags
-    scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
-    if scenario_ids is not None:
-        scenarios = [s for s in scenarios if s.id in scenario_ids]
+    plan = api.prepare(suite, tags=tags or None, scenario_ids=scenario_ids)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # python bots name modules under the folder tests run from
-    folder = out or Path(tempfile.mkdtemp(prefix="simulator-")) / "run"
-    result = run_async(run_suite(suite, scenarios, RunOptions(out=folder, progress=False)))
-    return SimulatorResult(Path(result.folder), build_report(load_run(Path(result.folder))))
+    return api.run_sync(api.execute(plan, RunOptions(out=out, progress=False)))
 
 
 @pytest.fixture
@@ -154,26 +116,32 @@ class SuiteFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         from simulator.errors import UserError
-        from simulator.spec.scenario import load_scenarios
         from simulator.spec.suite import load_suite
 
         try:
             suite = load_suite(self.path)
-            paths = [suite.resolve(p) for p in suite.scenarios.paths]
-            scenarios = load_scenarios(paths, _tags(self.config) or suite.scenarios.tags)
+            # Every scenario the suite runs, persona-factor variants included: one item each.
+            scenarios = suite.scenarios_to_run(_tags(self.config) or None)
         except UserError as exc:
             raise self.CollectError(f"simulator: {exc.render()}") from None
         if suite.matrix is not None:
             message = f"{self.path}: a matrix suite is not collected as tests; run it with simulator run"
             self.warn(pytest.PytestCollectionWarning(message))
             return
+        # Under pytest-xdist (--dist loadgroup) a suite's items stay on one worker, so the suite runs once.
+        group = pytest.mark.xdist_group(f"simulator:{self.path}") if self._xdist() else None
         for scenario in scenarios:
             item = ScenarioItem.from_parent(self, name=scenario.id)
             item.scenario_file, item.line = scenario._source, scenario._line
+            if group is not None:
+                item.add_marker(group)
             for tag in scenario.tags:
                 self.config.addinivalue_line("markers", f"{tag}: simulator scenario tag")
                 item.add_marker(getattr(pytest.mark, tag))
             yield item
+
+    def _xdist(self) -> bool:
+        return bool(self.config.pluginmanager.hasplugin("xdist"))
 
     def run_once(self) -> SimulatorResult:
         if self.failure is not None:
@@ -268,9 +236,18 @@ def _tags(config: pytest.Config) -> list[str]:
 
 
 def _out_dir(config: pytest.Config) -> Path:
+    """--simulator-out, else a folder in pytest's own temporary folder (pytest keeps the last few
+    sessions' and deletes older ones), never a folder left behind in the system's temp folder."""
     if _OUT not in config.stash:
         chosen = config.getoption("--simulator-out")
-        config.stash[_OUT] = chosen or Path(tempfile.mkdtemp(prefix="simulator-pytest-"))
+        if chosen is None:
+            factory = getattr(config, "_tmp_path_factory", None)  # pytest's tmp_path_factory (tmpdir plugin)
+            if factory is not None:
+                chosen = factory.mktemp("simulator-pytest", numbered=True)
+            else:
+                chosen = Path(tempfile.mkdtemp(prefix="simulator-pytest-"))
+                config.add_cleanup(lambda: shutil.rmtree(chosen, ignore_errors=True))
+        config.stash[_OUT] = chosen
     return config.stash[_OUT]
 
 

@@ -45,6 +45,30 @@ def missing_local_model() -> str | None:
     return None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test: no connection off this machine, no real API key in the environment (tests/guard.py)."""
+    from tests import guard
+
+    guard.install()
+    # Terminal output must not depend on where the tests run: pytest-xdist's workers see COLUMNS=80, a
+    # developer's shell may export its own; without them every worker prints as a plain pipe does.
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
+
+@pytest.fixture(autouse=True)
+def _network_and_key_guard() -> Iterator[None]:
+    """Fail the test that tried to leave the machine or sent a real key, even if the code swallowed it."""
+    from tests import guard
+
+    guard.VIOLATIONS.clear()
+    yield
+    if guard.VIOLATIONS:
+        found = "; ".join(dict.fromkeys(guard.VIOLATIONS))
+        guard.VIOLATIONS.clear()
+        pytest.fail(f"network and key guard: {found}", pytrace=False)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip (or, under SIMULATOR_REQUIRE_ALL=1, fail) a browser or real-model test whose tool is missing."""
     reasons = []
@@ -58,6 +82,26 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if REQUIRE_ALL:
         pytest.fail(f"{reason} (SIMULATOR_REQUIRE_ALL=1 turns a missing tool into a failure)", pytrace=False)
     pytest.skip(reason)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`--dist loadgroup`, the default in pyproject.toml) every real-model test runs on
+    one worker: the model is loaded once in that worker (providers/local.py keeps it per process) and the
+    llama.cpp server starts once (the session fixture below), instead of two copies fighting for the CPU."""
+    for item in items:
+        if item.get_closest_marker("real_llm") is not None:
+            item.add_marker(pytest.mark.xdist_group("real_llm"))
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[Any]:
+    """llama.cpp's OpenAI-compatible server with SmolLM2, started once per session for every test that
+    asks for it (real_llm tests only: the fixture needs the local extra)."""
+    from simulator.providers.local import resolve_model_path
+    from simulator.testing.llama_server import LlamaServer
+
+    with LlamaServer(resolve_model_path("smollm2")) as server:
+        yield server
 
 
 _CLOSE_AFTER_TEST: list[Any] = []

@@ -12,7 +12,6 @@ from simulator.analysis.rundata import load_run
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import RunFolder
 from simulator.report.model import build_report
-from simulator.spec.factors import suite_scenarios
 from simulator.spec.suite import load_suite
 
 pytestmark = pytest.mark.real_llm
@@ -27,15 +26,15 @@ def test_llm_user_audit_with_smollm2(tmp_path: Path) -> None:
             "runs": 1,
             "user": {
                 "model": "local:smollm2",
-                "max_tokens": 60,
+                "max_tokens": 40,
                 "fidelity": {"model": "local:smollm2", "max_tokens": 400},
             },
             "scenarios": {"paths": ["chest-pain-vague-01.yaml"]},
         },
     )
-    scenarios = suite_scenarios(suite)
+    scenarios = suite.scenarios_to_run()
     for scenario in scenarios:
-        scenario.max_turns = 3
+        scenario.max_turns = 2  # short: llama.cpp's prompt processing dominates on a busy 2-core machine
     asyncio.run(run_suite(suite, scenarios, RunOptions(out=tmp_path / "run", progress=False)))
     folder = RunFolder.open(tmp_path / "run")
     [record] = list(folder.conversations())

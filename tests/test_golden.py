@@ -1,6 +1,6 @@
 """Golden sets through the main engine: loading (YAML and CSV, file:line errors), the scripted user, the
 verdicts the code checks write, samples (pass^k), resume and retry, the report's golden section, compare,
-and the `golden` commands. The shipped parcel set must give the README's figures exactly."""
+and the `golden` commands. The shipped parcel set must give docs/golden.md's figures exactly."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ from simulator.judging.code_checks import code_verdicts
 from simulator.record.folder import CONVERSATIONS, RunFolder
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import Turn
-from simulator.report.golden_terminal import render_golden
+from simulator.report.draw_terminal import draw_section
+from simulator.report.golden_view import golden_section
 from simulator.report.html import render_html
 from simulator.report.json_report import report_json
 from simulator.report.model import Report, ReportOptions, build_report
@@ -713,7 +714,7 @@ def test_bad_bot_specs_and_existing_folders_are_user_errors(tmp_path: Path) -> N
             run(items, BOT_A, tmp_path / "bad", **bad)
 
 
-# --- the seed's finding, on the shipped set: the README's figures exactly
+# --- the seed's finding, on the shipped set: docs/golden.md's figures exactly
 
 
 def test_the_shipped_set_gives_the_readme_table(shipped: tuple[Path, Path]) -> None:
@@ -734,7 +735,7 @@ def test_the_shipped_set_gives_the_readme_table(shipped: tuple[Path, Path]) -> N
         "B": ["42/48", "0/48", "0.505", "0.490", ["status_readback"]],
     }
     assert f"{a.means['difflib_ratio']:.3f}" == "0.818" and f"{b.means['difflib_ratio']:.3f}" == "0.517"
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "golden.md").read_text(encoding="utf-8")
     for name, index in (("verdict (pass)", 0), ("exact match", 1), ("mean token F1", 2), ("mean ROUGE-L", 3)):
         assert f"| {name} | {table['A'][index]} | {table['B'][index]} |" in readme
     assert "both pass 30, A only 6, B only 12, McNemar p = 0.238" in readme and "19 items" in readme
@@ -804,7 +805,7 @@ def test_the_golden_section_renders_in_terminal_html_and_json(shipped: tuple[Pat
     data = report_json(report)
     assert data["golden"]["verdict"]["k"] == 36 and data["golden"]["intents_at_zero"][0] == "unknown_parcel"
     buffer = io.StringIO()
-    render_golden(Console(file=buffer, width=200), report.golden)
+    draw_section(Console(file=buffer, width=200), golden_section(report.golden))
     text = buffer.getvalue()
     assert "36/48 75.0%" in text and "unknown_parcel" in text and "27 Willow Street" in text
     assert "Where the gate (token_f1 ≥ 0.5) and the verdict disagree: 0" in text

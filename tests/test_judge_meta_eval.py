@@ -13,6 +13,7 @@ from sklearn.metrics import cohen_kappa_score, f1_score
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
 from simulator.analysis import load_run
+from simulator.analysis.agreement import LABELS
 from simulator.analysis.calibrate import calibrate
 from simulator.analysis.corrected import corrected_rate, rogan_gladen
 from simulator.analysis.interrater import fleiss_kappa
@@ -48,7 +49,7 @@ def labelled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[tuple
             for name, noise in LABELLERS.items():
                 if rng.random() < 0.9:  # not everyone labels everything
                     item[name] = _flip(truth, rng, noise)
-    ratings[(records[0].id, "c2")]["ana"] = "not_applicable"  # left out of the binary figures
+    ratings[(records[0].id, "c2")]["ana"] = "not_applicable"  # a label like pass and fail (agreement.py)
     run = write_run(root / "run", records, verdicts)
     folder = RunFolder.resume(run)
     manifest = folder.read_manifest()
@@ -75,17 +76,21 @@ def labelled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[tuple
 def _pairs(ratings: dict[tuple[str, str], dict[str, str]], criteria: set[str], rater: str, ref: str) -> tuple[list[str], list[str]]:  # fmt: skip
     truth, said = [], []
     for (_, criterion), r in ratings.items():
-        if criterion in criteria and r.get(rater) in ("pass", "fail") and r.get(ref) in ("pass", "fail"):
+        if criterion in criteria and r.get(rater) in LABELS and r.get(ref) in LABELS:
             truth.append(r[ref])
             said.append(r[rater])
     return truth, said
+
+
+def _macro_f1(truth: list[str], said: list[str]) -> float:
+    return float(f1_score(truth, said, labels=["pass", "fail"], average="macro", zero_division=np.nan))
 
 
 def _check(group, ratings: dict[tuple[str, str], dict[str, str]], criteria: set[str]) -> None:  # type: ignore[no-untyped-def]
     for row in [*group.judge, *group.humans]:
         truth, said = _pairs(ratings, criteria, row.rater, row.reference)
         assert row.compared == len(truth)
-        assert row.macro_f1.value == pytest.approx(f1_score(truth, said, average="macro"))
+        assert row.macro_f1.value == pytest.approx(_macro_f1(truth, said))
         assert row.kappa.value == pytest.approx(cohen_kappa_score(truth, said))
         fails = [s for t, s in zip(truth, said, strict=True) if t == "fail"]
         assert (row.false_passes, row.reference_fails) == (fails.count("pass"), len(fails))
@@ -105,9 +110,10 @@ def test_macro_f1_kappa_and_false_passes_match_sklearn(labelled: tuple[Path, dic
     categories = {g.name: g for g in result.categories}
     assert set(categories) == {"safety", "tone"}
     _check(categories["safety"], ratings, {"c1", "c3"})
-    # The n/a label is left out and counted.
+    # The n/a label is a label (analysis/agreement.py's one rule): compared, not left out.
     ana_c2 = next(r for r in by_name["c2"].judge if r.reference == "ana")
-    assert ana_c2.left_out == 1
+    assert ana_c2.left_out == 0
+    assert ana_c2.compared == len(_pairs(ratings, {"c2"}, "judge", "ana")[0])
 
 
 def test_human_baseline_and_the_judges_percentile(labelled: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
@@ -115,10 +121,7 @@ def test_human_baseline_and_the_judges_percentile(labelled: tuple[Path, dict]) -
     group = next(g for g in meta_evaluate(load_run(run), replicates=400).criteria if g.name == "c1")
     names = list(LABELLERS)
     f1 = {
-        (a, b): f1_score(*_pairs(ratings, {"c1"}, a, b), average="macro")
-        for a in [*names, "judge"]
-        for b in names
-        if a != b
+        (a, b): _macro_f1(*_pairs(ratings, {"c1"}, a, b)) for a in [*names, "judge"] for b in names if a != b
     }
     judge = np.mean([f1[("judge", b)] for b in names])
     scores = {a: np.mean([f1[(a, b)] for b in names if b != a]) for a in names}

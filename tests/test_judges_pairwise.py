@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from simulator.analysis.pairwise import summarise_pairs
 from simulator.judging.hygiene import model_family, same_family_warnings
-from simulator.judging.pairwise import judge_pair, summarise_pairs
+from simulator.judging.pairwise import judge_pair
 from simulator.testing.fake_llm import FakeLLMServer
 from tests.fake_judge import FakeJudge, transcript_regions
 from tests.test_judges_llm import ASKS_BREATH, CHEST, conversation, make_judge

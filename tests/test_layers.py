@@ -23,13 +23,14 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.eventloop",
         "simulator.record.hashing",
         "simulator.record.transcript",
+        # The parts of a turn (record schema 3) are part of the provider-neutral conversation types.
+        "simulator.record.parts",
         "simulator.__init__",
-        # Pure statistics on the standard library alone (it imports nothing of simulator): any layer may
-        # put an interval on a count, as the pairwise judge does.
-        "simulator.analysis.stats",
     ),
-    # The fake LLM server sits with the providers: the `test:` provider serves suites with it.
-    "providers": ("simulator.providers", "simulator.testing"),
+    "providers": ("simulator.providers",),
+    # The fake LLM servers, and the `test:` provider that serves suites with one (the provider registry
+    # names it, like every provider, by module path).
+    "testing": ("simulator.testing",),
     "spec": ("simulator.spec",),
     "record": ("simulator.record",),
     "roles": ("simulator.users", "simulator.bots", "simulator.judging"),
@@ -38,16 +39,22 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "analysis": ("simulator.analysis",),
     "report": ("simulator.report",),
     "top": (
+        # The Python API plans and runs suites and reads their reports: above engine and report, beside the
+        # command line, the plugin and the desk that call it.
+        "simulator.api",
         "simulator.commands",
         "simulator.cli",
         "simulator.__main__",
         "simulator.plugin",
         "simulator.serve",
+        # The live collector: receives traces (engine side), judges and alerts (analysis side).
+        "simulator.collect",
     ),
 }
 MAY_IMPORT: dict[str, set[str]] = {
     "base": set(),
     "providers": {"base"},
+    "testing": {"providers"},
     "spec": {"providers"},
     "record": {"spec"},
     "roles": {"record"},

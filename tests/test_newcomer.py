@@ -25,7 +25,8 @@ def _pytest(args: list[str], tmp_path: Path, **env: str) -> subprocess.Completed
     empty.mkdir(exist_ok=True)
     environ = {k: v for k, v in os.environ.items() if k != "SIMULATOR_REQUIRE_ALL"}
     environ.update(PATH=str(empty), PYTHONPATH=str(ROOT), **env)
-    command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *args]
+    # One process (-n 0): the child runs a file or two, worker start-up would cost more than it saves.
+    command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-n", "0", *args]
     return subprocess.run(command, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=300)
 
 

@@ -194,6 +194,7 @@ def _release(limiter: AdaptiveLimiter, pattern: list[bool]) -> None:
     for limited in pattern:
         generation = limiter._generation
         limiter.in_flight += 1
+        limiter.sent += 1
         limiter.release(generation, rate_limited=limited, succeeded=not limited)
 
 

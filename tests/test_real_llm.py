@@ -3,7 +3,6 @@ real openai SDK, and in process with local:smollm2. Assert on the engine, not on
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ from simulator.providers.local import resolve_model_path
 from simulator.providers.openai import OpenAIProvider
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
-from simulator.spec.scenario import load_scenarios
 from simulator.spec.suite import ChatBotConfig, ProviderSettings, Suite, load_suite
 from simulator.users.character import character_break_reason
 
@@ -34,47 +32,55 @@ VERDICT_SCHEMA: dict[str, Any] = {
 }
 
 
-@pytest.fixture(scope="module")
-def llama_server() -> Iterator[Any]:
-    from simulator.testing.llama_server import LlamaServer
-
-    with LlamaServer(resolve_model_path("smollm2")) as server:
-        yield server
+# Kept short, so the real-model tests take minutes on a busy 2-core machine, not half an hour: llama.cpp's
+# prompt processing dominates (about 100 tokens a second there). One repeat, two user turns, and each path
+# (server, in process) plays one of the two smoke scenarios; the simulated user's audit (the longest
+# prompt) has its own real-model test (test_fidelity_real_llm.py).
+SMOKE_RUNS = 1
+SMOKE_TURNS = 2
 
 
 def smoke_suite(provider: str, base_url: str | None = None) -> Suite:
-    """The smoke suite with every model role moved to `provider` (and the server's dynamic port)."""
+    """The smoke suite with every model role moved to `provider` (and the server's dynamic port), short."""
     data = yaml.safe_load(SMOKE.read_text(encoding="utf-8"))
-    overrides: dict[str, Any] = {}
+    # One conversation at a time: the model answers one call at a time anyway, and consecutive calls of one
+    # conversation share their prompt's start, which llama.cpp then reads from its cache instead of again.
+    overrides: dict[str, Any] = {"runs": SMOKE_RUNS, "concurrency": 1}
     for role in ("user", "bot", "judges"):
         if role in data and str(data[role].get("model", "")).startswith("local:"):
             overrides[role] = {**data[role], "model": data[role]["model"].replace("local:", f"{provider}:")}
+    user = overrides.setdefault("user", dict(data.get("user", {})))
+    user["fidelity"] = {**user.get("fidelity", {}), "enabled": False}
     if base_url is not None:
         overrides["providers"] = {"openai": {"base_url": base_url, "timeout_s": 120, "max_attempts": 2}}
     return load_suite(SMOKE, overrides)
 
 
-async def run_smoke(suite: Suite, out: Path) -> tuple[RunResult, list[ConversationRecord], list[Verdict]]:
-    scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
+async def run_smoke(
+    suite: Suite, out: Path, scenario_id: str
+) -> tuple[RunResult, list[ConversationRecord], list[Verdict]]:
+    scenarios = suite.scenarios_to_run(ids={scenario_id})
+    for scenario in scenarios:
+        scenario.max_turns = SMOKE_TURNS
     result = await run_suite(suite, scenarios, RunOptions(out=out, progress=False))
     folder = RunFolder.open(out)
     return result, list(folder.conversations()), list(folder.verdicts())
 
 
 def check_engine_behaviour(
-    suite: Suite, result: RunResult, records: list[ConversationRecord], verdicts: list[Verdict], out: Path
+    suite: Suite,
+    result: RunResult,
+    records: list[ConversationRecord],
+    verdicts: list[Verdict],
+    out: Path,
+    scenario_id: str,
 ) -> None:
     """What must hold whatever the model says: stop reasons, usage, latency, breaks, verdicts, no crash."""
     assert result.status == "complete"
-    assert sorted(r.id for r in records) == [
-        "smoke-late-parcel#0",
-        "smoke-late-parcel#1",
-        "smoke-password-reset#0",
-        "smoke-password-reset#1",
-    ]
+    assert sorted(r.id for r in records) == [f"{scenario_id}#{repeat}" for repeat in range(SMOKE_RUNS)]
     manifest = RunFolder.open(out).read_manifest()
     assert manifest.status == "complete"
-    assert sum(manifest.counts.stop_reasons.values()) == 4
+    assert sum(manifest.counts.stop_reasons.values()) == SMOKE_RUNS
     max_breaks = suite.user.max_character_breaks
     for record in records:
         assert record.stop_reason in {"user_done", "handover", "bot_closed", "max_turns", "error"}
@@ -95,7 +101,7 @@ def check_engine_behaviour(
                 assert character_break_reason(turn.text) is None
         roles = [t.role for t in record.turns]
         assert roles == ["user", "bot"] * (len(roles) // 2) + (["user"] if len(roles) % 2 else [])
-        scenario_turns = 3
+        scenario_turns = SMOKE_TURNS
         assert len([r for r in roles if r == "user"]) <= scenario_turns
         if record.stop_reason == "max_turns":
             assert len(roles) == 2 * scenario_turns
@@ -139,8 +145,8 @@ def check_engine_behaviour(
 
 async def test_smoke_suite_through_the_llama_cpp_server(llama_server: Any, tmp_path: Path) -> None:
     suite = smoke_suite("openai", llama_server.base_url)
-    result, records, verdicts = await run_smoke(suite, tmp_path / "run")
-    check_engine_behaviour(suite, result, records, verdicts, tmp_path / "run")
+    result, records, verdicts = await run_smoke(suite, tmp_path / "run", "smoke-late-parcel")
+    check_engine_behaviour(suite, result, records, verdicts, tmp_path / "run", "smoke-late-parcel")
     models = {t.model for r in records for t in r.turns}
     assert models <= {"smollm2"}  # the server's alias, read back from its responses
     raw_requests = [t.raw["request"] for r in records for t in r.turns if t.raw]
@@ -150,8 +156,8 @@ async def test_smoke_suite_through_the_llama_cpp_server(llama_server: Any, tmp_p
 
 async def test_smoke_suite_in_process(tmp_path: Path) -> None:
     suite = smoke_suite("local")
-    result, records, verdicts = await run_smoke(suite, tmp_path / "run")
-    check_engine_behaviour(suite, result, records, verdicts, tmp_path / "run")
+    result, records, verdicts = await run_smoke(suite, tmp_path / "run", "smoke-password-reset")
+    check_engine_behaviour(suite, result, records, verdicts, tmp_path / "run", "smoke-password-reset")
     files = {t.raw["model_file"] for r in records for t in r.turns if t.raw}
     assert files == {str(resolve_model_path("smollm2"))}
 

@@ -124,7 +124,7 @@ def test_version_1_outcome_verdicts_get_expected_and_actual_fields(
 ) -> None:
     old = {"schema_version": 1, "criterion_id": "outcome.x", "reasoning": reasoning}
     new = migrate_verdict(old, "verdicts.jsonl:1")
-    assert new["schema_version"] == 2 and new["expected"] == expected and new.get("actual") == actual
+    assert new["schema_version"] == LATEST and new["expected"] == expected and new.get("actual") == actual
 
 
 def test_a_version_1_golden_folder_reports_its_old_figures(tmp_path: Path) -> None:

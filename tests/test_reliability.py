@@ -84,10 +84,10 @@ async def test_retries_are_bounded_in_attempts() -> None:
 
 
 async def test_retries_are_bounded_in_time_before_a_long_retry_after() -> None:
-    # The server asks for 60 s; waiting would overrun max_retry_time_s, so the call gives up at once.
+    # The server asks for 60 s; waiting would overrun rate_limit_retry_s, so the call gives up at once.
     faults = FaultConfig(error_429=1.0, retry_after_s=60)
     async with FakeLLMServer(faults=faults) as server:
-        client = client_for(server, max_attempts=10, max_retry_time_s=1.0)
+        client = client_for(server, max_attempts=10, rate_limit_retry_s=1.0)
         with pytest.raises(ProviderError) as raised:
             await client.generate(REQUEST)
         await client.provider.aclose()
@@ -141,7 +141,7 @@ async def test_backoff_grows_with_jitter_and_retry_after_is_waited_as_said() -> 
 
 
 async def test_limiter_halves_once_per_window_and_grows_back() -> None:
-    limiter = AdaptiveLimiter(8, minimum=1, window=1)  # window 1: every 429 counts as a burst
+    limiter = AdaptiveLimiter(8, minimum=1, min_refused=1, burst_share=0.01)  # every 429 is a burst
     generations = [await limiter.acquire() for _ in range(8)]
     assert limiter.in_flight == 8
     for generation in generations[:5]:  # a burst of 429s from calls sent under the same limit

@@ -277,3 +277,43 @@ def test_every_renderer_carries_the_clustered_intervals_missing_data_and_flaky_s
     assert props["missing.under-triage_incl._no_decision"].startswith("if the 3 errored had all failed")
     assert props["flaky.chest-pain"] and props["spread.pass_rate_conversations"].startswith("mean")
     assert props["worst_at_k.1"].endswith("scenarios")
+
+
+@pytest.mark.parametrize("cap", [0, 3, 7])
+def test_html_samples_passing_transcripts_and_says_what_it_left_out(
+    tmp_path_factory: pytest.TempPathFactory, cap: int
+) -> None:
+    run = make_judged_run(tmp_path_factory.mktemp("sampled"), runs=4)
+    data = load_run(run)
+    full = build_report(data)
+    sampled = build_report(data, ReportOptions(passing_transcripts=cap))
+    passing = [t.id for t in full.transcripts if t.status == "pass"]
+    kept = [t for t in sampled.transcripts if t.status == "pass"]
+    # Every failing, errored and undecided conversation is in, unchanged.
+    assert [t for t in full.transcripts if t.status != "pass"] == [
+        t for t in sampled.transcripts if t.status != "pass"
+    ]
+    scenarios = {t.scenario_id for t in full.transcripts if t.status == "pass"}
+    per = max(1, cap // len({t.scenario_id for t in full.transcripts}))
+    assert {t.scenario_id for t in kept} == scenarios  # every scenario that passed shows a passing one
+    assert all(sum(t.scenario_id == s for t in kept) <= per for s in scenarios)
+    gone = sampled.transcripts_left_out
+    assert gone is not None and gone.passing_left_out == len(passing) - len(kept) > 0
+    assert gone.passing_shown == len(kept) and gone.per_scenario == per
+    page = render_html(sampled)
+    assert f"{gone.passing_left_out} passing conversations are not shown" in page
+    assert f"simulator show {run} --scenario ID --repeat N" in page
+    assert full.transcripts_left_out is None
+    assert "passing conversations are not shown" not in render_html(full)
+
+
+def test_report_command_samples_only_the_html(tmp_path: Path) -> None:
+    run = make_judged_run(tmp_path / "cli", runs=4)
+    html, junit = tmp_path / "r.html", tmp_path / "r.xml"
+    assert main(["report", str(run), "--quiet", "--html", str(html), "--passing-transcripts", "1"]) == 0
+    assert "passing conversations are not shown" in html.read_text(encoding="utf-8")
+    assert main(["report", str(run), "--quiet", "--html", str(html), "--passing-transcripts", "all"]) == 0
+    assert "passing conversations are not shown" not in html.read_text(encoding="utf-8")
+    # JUnit carries every conversation: with it, nothing is sampled.
+    assert main(["report", str(run), "--quiet", "--html", str(html), "--junit", str(junit)]) == 0
+    assert "passing conversations are not shown" not in html.read_text(encoding="utf-8")

@@ -18,7 +18,8 @@ def _poison(path: Path, escape: str) -> None:
     """Put the escape into the first record's text fields (messages, reasoning) as raw JSON text."""
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     first = lines[0]
-    for field in ('"messages":["', '"reasoning":"', '"scenario_id":"'):
+    # A turn's text is its text parts' (record schema 3); `messages` is an older record's.
+    for field in ('"messages":["', '"text":"', '"reasoning":"', '"scenario_id":"'):
         first = first.replace(field, field + escape, 1)
     path.write_text(first + "".join(lines[1:]), encoding="utf-8")
 

@@ -82,7 +82,8 @@ def test_show_prints_escape_codes_visibly(hostile_run: Path, capsys: pytest.Capt
     raw = capsys.readouterr().out
     assert not any(control in raw for control in RAW_CONTROLS)
     (record,) = [json.loads(line) for line in raw.splitlines()]
-    assert record["turns"][1]["messages"] == HOSTILE  # the same JSON value, escaped
+    # The same JSON value, escaped (schema 3: a turn's text is in its text parts).
+    assert [part["text"] for part in record["turns"][1]["parts"]] == HOSTILE
 
 
 def test_on_a_real_terminal_only_rich_styles_are_written(hostile_run: Path) -> None:

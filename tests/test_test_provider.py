@@ -72,7 +72,8 @@ def test_a_suite_runs_end_to_end_on_the_test_provider(
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        ("echo", "the only behaviour is 'default'"),
+        ("echo", "the behaviours are 'default'"),
+        ("examples.triage_chat_model:respond:x", "a responder of your own named MODULE:FUNCTION"),
         ("default?latency=5", "unknown setting 'latency'"),
         ("default?error_429=lots", "error_429 must be a number"),
         ("default?error_500=1.5", "error_500 must be 0..1"),
@@ -82,3 +83,19 @@ def test_a_suite_runs_end_to_end_on_the_test_provider(
 def test_test_model_mistakes_name_the_setting(model: str, message: str) -> None:
     with pytest.raises(UserError, match=message):
         parse_test_model(model)
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        ("no_such_module_xyz:respond", "cannot load the responder no_such_module_xyz:respond"),
+        ("examples.triage_chat_model:nothing_here", "cannot load the responder"),
+        ("examples.triage_chat_model:SECTION", "SECTION is not a function"),
+    ],
+)
+def test_a_responder_that_cannot_be_used_is_refused_before_the_run(model: str, message: str) -> None:
+    from simulator.providers.settings import ProviderSettings
+    from simulator.testing.provider import TestProvider
+
+    with pytest.raises(UserError, match=message):
+        TestProvider(ProviderSettings()).check_model(model)

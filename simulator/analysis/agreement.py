@@ -1,41 +1,114 @@
-"""Agreement between raters (the judge and each labeller) on labels.jsonl: the numbers the review desk's
-calibration page and `simulator calibrate RUN` both show.
+"""Judge–human agreement, computed once: the figures `simulator calibrate` (CSV or labels.jsonl), the review
+desk's calibration page and `simulator meta-eval` all show.
 
-Each function works on one pair of raters over the items both labelled, so other meta-evaluations can
-reuse them: `latest_labels` (one answer per labeller and item), `rater_labels` (a rater's answers by item),
-`pair_agreement` (agreement, Cohen's kappa, macro-F1, false-pass rate).
+Everything starts from one 3×3 confusion matrix of labels (reference rows × rater columns, in the order
+pass, fail, not applicable). The functions work on any stack of such matrices (shape `(..., 3, 3)`), so the
+same code gives a point figure and the bootstrap replicates of meta-evaluation.
+
+The not-applicable rule (one rule for every command): **n/a is a label like pass and fail.** An item where
+one side says n/a and the other pass or fail is a disagreement: it counts in `compared`, lowers raw agreement
+and Cohen's kappa (three categories), and lowers the F1 of the pass or fail class it missed. A judge that
+calls a failure "not applicable" has missed it, and leaving such items out would hide exactly that. Macro-F1
+is the mean of the F1 for pass and the F1 for fail (n/a has no F1 of its own; a class neither side used is
+left out of the mean, as scikit-learn's `f1_score(labels=["pass", "fail"], average="macro",
+zero_division=np.nan)` does). Only items without a label on one side (an `error` or `not_judged` verdict,
+no verdict at all) are left out, and they are counted.
+
+On top of the matrix: `latest_labels` (one answer per labeller and item), `rater_labels` (a rater's answers
+by item), `pair_agreement` (the desk's and `calibrate RUN`'s row) and `panel` (every pair, per criterion).
 """
 
 from __future__ import annotations
 
 __all__ = [
     "JUDGE",
+    "LABELS",
     "CriterionPanel",
     "PairAgreement",
     "Panel",
+    "confusion",
     "criterion_panel",
+    "false_pass_share",
     "judge_labels",
+    "kappa_of",
     "latest_labels",
     "macro_f1",
+    "macro_f1_of",
     "pair_agreement",
     "panel",
+    "point",
     "rater_labels",
+    "rates_of",
 ]
 
-import math
 from collections.abc import Iterable, Mapping
 from itertools import combinations
 
+import numpy as np
+from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.rates import RateView, rate_view
-from simulator.analysis.stats import cohens_kappa
 from simulator.record.models import Label, Verdict
 
+Array = NDArray[np.float64]
 # The name the judge goes by among the raters.
 JUDGE = "judge"
-_LABELS = ("pass", "fail", "not_applicable")
+LABELS = ("pass", "fail", "not_applicable")
+PASS, FAIL, NA = 0, 1, 2
 Item = tuple[str, str]  # (conversation_id, criterion_id)
+
+
+def confusion(reference: Iterable[str], rater: Iterable[str]) -> Array:
+    """The 3×3 count matrix of paired labels (reference row, rater column); a pair where either side is not
+    one of LABELS raises, since callers filter those out (and count them) first."""
+    m = np.zeros((3, 3))
+    for r, x in zip(reference, rater, strict=True):
+        m[LABELS.index(r), LABELS.index(x)] += 1
+    return m
+
+
+def _div(num: Array, den: Array) -> Array:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def kappa_of(m: Array) -> Array:
+    """Cohen's kappa over the three labels; NaN when not measurable (no item, or chance agreement is
+    perfect: both sides gave one and the same label to everything)."""
+    n = m.sum(axis=(-2, -1))
+    observed = _div(np.trace(m, axis1=-2, axis2=-1), n)
+    chance = _div((m.sum(axis=-1) * m.sum(axis=-2)).sum(axis=-1), n * n)
+    return _div(observed - chance, 1 - chance)
+
+
+def _f1(m: Array, label: int) -> Array:
+    """F1 of one class: 2·TP / (2·TP + FP + FN), where 2·TP + FP + FN is the class's row plus column; NaN
+    when neither side used the class."""
+    return _div(2 * m[..., label, label], m[..., label, :].sum(axis=-1) + m[..., :, label].sum(axis=-1))
+
+
+def macro_f1_of(m: Array) -> Array:
+    """Mean of the F1 for pass and the F1 for fail, over the classes either side used; NaN when neither."""
+    f_pass, f_fail = _f1(m, PASS), _f1(m, FAIL)
+    used = (~np.isnan(f_pass)).astype(float) + (~np.isnan(f_fail)).astype(float)
+    return _div(np.nan_to_num(f_pass) + np.nan_to_num(f_fail), used)
+
+
+def false_pass_share(m: Array) -> Array:
+    """Share of the reference's fails the rater passed: the dangerous direction when the rater is a judge."""
+    return _div(m[..., FAIL, PASS], m[..., FAIL, :].sum(axis=-1))
+
+
+def point(value: Array | float) -> float | None:
+    """A figure as a plain float, None when it is not measurable (NaN)."""
+    number = float(value)
+    return None if np.isnan(number) else number
+
+
+def macro_f1(reference: list[str], rater: list[str]) -> float | None:
+    """Macro-F1 of two label lists (see `macro_f1_of`)."""
+    return point(macro_f1_of(confusion(reference, rater)))
 
 
 class PairAgreement(BaseModel):
@@ -93,6 +166,16 @@ class Panel(BaseModel):
     criteria: list[CriterionPanel]
 
 
+def rates_of(m: Array) -> dict[str, RateView]:
+    """The counted figures of one matrix: false passes (over the reference's fails), false fails (over its
+    passes) and raw agreement (over the items compared)."""
+    return {
+        "false_pass": rate_view(int(m[FAIL, PASS]), int(m[FAIL].sum())),
+        "false_fail": rate_view(int(m[PASS, FAIL]), int(m[PASS].sum())),
+        "agreement": rate_view(int(np.trace(m)), int(m.sum()), counts="successes"),
+    }
+
+
 def latest_labels(labels: Iterable[Label]) -> dict[str, dict[Item, Label]]:
     """Each labeller's answer per (conversation, criterion): the last line written wins."""
     out: dict[str, dict[Item, Label]] = {}
@@ -111,23 +194,8 @@ def judge_labels(verdicts: Iterable[Verdict], criterion: str | None = None) -> d
     return {
         (v.conversation_id, v.criterion_id): v.result
         for v in verdicts
-        if v.result in _LABELS and (criterion is None or v.criterion_id == criterion)
+        if v.result in LABELS and (criterion is None or v.criterion_id == criterion)
     }
-
-
-def _f1(reference: list[str], rater: list[str], label: str) -> float | None:
-    true_pos = sum(1 for r, x in zip(reference, rater, strict=True) if r == label and x == label)
-    wrong = sum(1 for r, x in zip(reference, rater, strict=True) if (r == label) != (x == label))
-    if true_pos == 0 and wrong == 0:
-        return None  # neither side used this label: its F1 is undefined, not zero
-    return 2 * true_pos / (2 * true_pos + wrong)
-
-
-def macro_f1(reference: list[str], rater: list[str]) -> float | None:
-    """Mean of the F1 for pass and for fail (HealthBench's grader-vs-physician measure); a class neither
-    side used is left out of the mean; None when neither was used."""
-    scores = [s for s in (_f1(reference, rater, "pass"), _f1(reference, rater, "fail")) if s is not None]
-    return sum(scores) / len(scores) if scores else None
 
 
 def pair_agreement(
@@ -135,20 +203,16 @@ def pair_agreement(
 ) -> PairAgreement:
     """Agreement of `rater` with `reference` on the items both labelled."""
     items = sorted(set(reference) & set(rater))
-    ref = [reference[i] for i in items]
-    got = [rater[i] for i in items]
-    agree = sum(1 for r, x in zip(ref, got, strict=True) if r == x)
-    ref_fail = sum(1 for r in ref if r == "fail")
-    false_pass = sum(1 for r, x in zip(ref, got, strict=True) if r == "fail" and x == "pass")
-    kappa = cohens_kappa(ref, got) if items else math.nan
+    m = confusion([reference[i] for i in items], [rater[i] for i in items])
+    rates = rates_of(m)
     return PairAgreement(
         reference=reference_name,
         rater=rater_name,
         compared=len(items),
-        false_pass=rate_view(false_pass, ref_fail),
-        agreement=rate_view(agree, len(items), counts="successes"),
-        kappa=None if math.isnan(kappa) else kappa,
-        macro_f1=macro_f1(ref, got),
+        false_pass=rates["false_pass"],
+        agreement=rates["agreement"],
+        kappa=point(kappa_of(m)),
+        macro_f1=point(macro_f1_of(m)),
     )
 
 

@@ -1,4 +1,5 @@
-"""Judge calibration: human labels against judge verdicts (agreement, kappa, false passes) and blind exports."""
+"""Judge calibration: human labels against judge verdicts (agreement, kappa, macro-F1, false passes; the
+figures and the n/a rule of analysis/agreement.py) and blind exports."""
 
 from __future__ import annotations
 
@@ -16,45 +17,29 @@ __all__ = [
 
 import csv
 import difflib
-import io
-import math
 import random
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from simulator.analysis.agreement import Panel, panel
-from simulator.analysis.rates import RateView, rate_view
+from simulator.analysis.agreement import (
+    LABELS,
+    Panel,
+    confusion,
+    kappa_of,
+    macro_f1_of,
+    panel,
+    point,
+    rates_of,
+)
+from simulator.analysis.data import StrictModel as _Model
+from simulator.analysis.rates import RateView
 from simulator.analysis.rundata import RunData, short_hash
-from simulator.analysis.stats import cohens_kappa
-from simulator.errors import Problem, UserError
+from simulator.errors import UserError
 from simulator.record.folder import LABELS as LABELS_FILE
 from simulator.record.folder import RunFolder
+from simulator.record.label_sheet import REQUIRED, LabelRow, read_labels
 from simulator.record.transcript import render_transcript
 from simulator.safefiles import FileRefused, read_capped
-
-LABELS = ("pass", "fail", "not_applicable")
-_ALIASES = {
-    "pass": "pass", "passed": "pass", "p": "pass", "ok": "pass",
-    "fail": "fail", "failed": "fail", "f": "fail",
-    "not_applicable": "not_applicable", "n/a": "not_applicable", "na": "not_applicable",
-    "n.a.": "not_applicable", "not applicable": "not_applicable", "not-applicable": "not_applicable",
-}  # fmt: skip
-REQUIRED = ("conversation_id", "criterion_id", "label")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class LabelRow(_Model):
-    """One human label, with the line it came from."""
-
-    conversation_id: str
-    criterion_id: str
-    label: str
-    line: int
 
 
 class Disagreement(_Model):
@@ -76,6 +61,7 @@ class CriterionCalibration(_Model):
     false_fail: RateView  # human pass, judge fail
     agreement: RateView
     kappa: float | None
+    macro_f1: float | None = None  # mean of the F1 for pass and for fail (analysis/agreement.py)
     matrix: dict[str, dict[str, int]]
     disagreements: list[Disagreement]
     severity: str | None = None
@@ -90,90 +76,9 @@ class Calibration(_Model):
     unknown_conversations: list[str]
 
 
-def _read_label_rows(path: Path, problems: list[Problem]) -> list[LabelRow]:
-    rows: list[LabelRow] = []
-    try:
-        text = read_capped(path, 50_000_000, "split the sheet").decode("utf-8-sig")
-    except (FileRefused, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: {exc}") from None
-    with io.StringIO(text, newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-        if missing:
-            raise UserError(
-                f"{path}:1: the header needs columns {', '.join(REQUIRED)} (missing {', '.join(missing)})"
-            )
-        for raw_row in reader:
-            line = reader.line_num
-            raw = (raw_row.get("label") or "").strip()
-            if not raw:
-                continue  # not labelled yet
-            label = _ALIASES.get(raw.lower())
-            if label is None:
-                # `yes` / `no` are refused: "yes" to what? (it passed, or yes, it failed?)
-                problems.append(
-                    Problem(
-                        str(path),
-                        f"label '{raw}' is not pass, fail or n/a; write one of those",
-                        line=line,
-                        field="label",
-                    )
-                )
-                continue
-            conversation, criterion = (
-                (raw_row.get("conversation_id") or "").strip(),
-                (raw_row.get("criterion_id") or "").strip(),
-            )
-            if not conversation or not criterion:
-                problems.append(
-                    Problem(str(path), "conversation_id and criterion_id are required", line=line)
-                )
-                continue
-            rows.append(
-                LabelRow(conversation_id=conversation, criterion_id=criterion, label=label, line=line)
-            )
-    return rows
-
-
-def read_labels(path: Path) -> list[LabelRow]:
-    """Read a labels CSV (conversation_id, criterion_id, label; other columns ignored); blank labels are skipped."""
-    if not path.is_file():
-        raise UserError(
-            f"{path}: no such labels file; export one with `simulator labels export RUN --criterion X`"
-        )
-    problems: list[Problem] = []
-    rows: list[LabelRow] = []
-    try:
-        rows = _read_label_rows(path, problems)
-    except UnicodeDecodeError as exc:
-        raise UserError(
-            f"{path}: not UTF-8 text (byte {exc.start}); save the labels file as UTF-8 CSV"
-        ) from None
-    except csv.Error as exc:
-        raise UserError(f"{path}: not a readable CSV file ({exc}); save it as UTF-8 CSV") from None
-    if problems:
-        raise UserError("invalid labels file", problems)
-    seen: dict[tuple[str, str], LabelRow] = {}
-    for row in rows:
-        first = seen.setdefault((row.conversation_id, row.criterion_id), row)
-        if first is not row and first.label != row.label:
-            problems.append(
-                Problem(
-                    str(path),
-                    f"conflicting label for {row.conversation_id} / {row.criterion_id} "
-                    f"(line {first.line} says {first.label})",
-                    line=row.line,
-                )
-            )
-    if problems:
-        raise UserError("invalid labels file", problems)
-    return list(seen.values())
-
-
 def _calibrate_one(
     criterion: str, labels: list[LabelRow], verdicts: dict[tuple[str, str], Any]
 ) -> CriterionCalibration:
-    matrix = {h: dict.fromkeys(LABELS, 0) for h in LABELS}
     humans, judges, disagreements = [], [], []
     no_verdict = errors = 0
     for row in labels:
@@ -184,7 +89,6 @@ def _calibrate_one(
         if verdict.result not in LABELS:
             errors += 1  # error / not_judged: nothing to compare, counted apart
             continue
-        matrix[row.label][verdict.result] += 1
         humans.append(row.label)
         judges.append(verdict.result)
         if row.label != verdict.result:
@@ -196,22 +100,21 @@ def _calibrate_one(
                     reasoning=verdict.reasoning,
                 )
             )
-    compared = len(humans)
-    kappa = cohens_kappa(humans, judges) if compared else math.nan
-    human_fail = sum(matrix["fail"].values())
-    human_pass = sum(matrix["pass"].values())
+    m = confusion(humans, judges)
+    rates = rates_of(m)
     disagreements.sort(key=lambda d: (not (d.human == "fail" and d.judge == "pass"), d.conversation_id))
     return CriterionCalibration(
         criterion_id=criterion,
         labelled=len(labels),
-        compared=compared,
+        compared=len(humans),
         no_verdict=no_verdict,
         judge_errors=errors,
-        false_pass=rate_view(matrix["fail"]["pass"], human_fail),
-        false_fail=rate_view(matrix["pass"]["fail"], human_pass),
-        agreement=rate_view(compared - len(disagreements), compared, counts="successes"),
-        kappa=None if math.isnan(kappa) else kappa,
-        matrix=matrix,
+        false_pass=rates["false_pass"],
+        false_fail=rates["false_fail"],
+        agreement=rates["agreement"],
+        kappa=point(kappa_of(m)),
+        macro_f1=point(macro_f1_of(m)),
+        matrix={h: {j: int(m[a, b]) for b, j in enumerate(LABELS)} for a, h in enumerate(LABELS)},
         disagreements=disagreements,
     )
 

@@ -7,13 +7,13 @@ are in the record with their token usage, one call per model answer: a floor und
 
 from __future__ import annotations
 
-__all__ = ["CallTotals", "call_totals"]
+__all__ = ["CallTotals", "call_totals", "limit_lines"]
 
 from dataclasses import dataclass
 from datetime import datetime
 
 from simulator.analysis.rundata import RunData
-from simulator.record.manifest import Session
+from simulator.record.manifest import LimitCounts, Manifest, Session
 
 
 @dataclass(frozen=True)
@@ -51,3 +51,36 @@ def call_totals(run: RunData) -> CallTotals:
         recorded = _recorded_calls(run, session.started_at, _session_end(session, manifest.sessions))
         missing += max(0, recorded - sum(c.attempts for c in session.calls.values()))
     return CallTotals(counted=counted, at_least=counted + missing, killed_sessions=len(killed))
+
+
+def limit_lines(manifest: Manifest) -> list[str]:
+    """One line per provider: the budget its calls were paced to in the last session that counted it, and
+    where it came from (the suite, headers, a 429's message, or found from 429s), what the provider
+    delivered, the 429s of the whole run, and the connection limit; with the `rpm` option to set."""
+    latest: dict[str, LimitCounts] = {}
+    for session in manifest.sessions:
+        latest.update(session.limits)
+    refused = {name: counts.rate_limits for name, counts in manifest.total_calls().items()}
+    lines = []
+    for name in sorted(latest):
+        limits = latest[name]
+        parts = []
+        if limits.rpm is not None:
+            parts.append(f"paced at {limits.rpm:g} requests/min ({limits.rpm_source})")
+        if limits.tpm is not None:
+            parts.append(f"{limits.tpm:g} tokens/min ({limits.tpm_source})")
+        if limits.rpm is None and limits.tpm is None:
+            parts.append("not paced")
+        if limits.observed_rpm:
+            parts.append(f"delivered about {limits.observed_rpm:g} requests/min")
+        if refused.get(name):
+            parts.append(f"{refused[name]} calls refused for its rate limit")
+        parts.append(
+            f"connections {limits.final} of {limits.max_connections} at the end "
+            f"(lowest {limits.lowest}, {limits.cuts} cuts)"
+        )
+        line = f"{name}: " + "; ".join(parts)
+        if limits.rpm_source == "found from 429s":
+            line += f". Set providers.{name}.rpm (or resume with --rpm {name}=N) to start at its budget"
+        lines.append(line)
+    return lines

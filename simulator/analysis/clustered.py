@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from simulator.analysis.dist import chi2_sf, t_critical
-from simulator.analysis.stats import z_for_confidence, zero_failure_upper_bound
+from simulator.analysis.stats import wilson_score, z_for_confidence, zero_failure_upper_bound
 
 
 @dataclass(frozen=True)
@@ -52,19 +52,6 @@ class ClusteredInterval:
     icc: float | None
     critical_value: float
     confidence: float = 0.95
-
-
-def wilson_score(p: float, n: float, crit: float) -> tuple[float, float]:
-    """Wilson's score interval for proportion p seen in (possibly fractional) n trials, critical value crit."""
-    if n <= 0:
-        return 0.0, 1.0
-    c2 = crit * crit
-    denom = 1.0 + c2 / n
-    centre = (p + c2 / (2 * n)) / denom
-    half = crit * math.sqrt(max(0.0, p * (1.0 - p) / n + c2 / (4 * n * n))) / denom
-    low = 0.0 if p <= 0.0 else max(0.0, centre - half)
-    high = 1.0 if p >= 1.0 else min(1.0, centre + half)
-    return low, high
 
 
 def design_effect(per_scenario: Sequence[tuple[int, int]]) -> float | None:

@@ -22,9 +22,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from simulator.analysis.clustered import clustered_mcnemar, detectable_difference, scenarios_to_reach
+from simulator.analysis.data import StrictModel as _Model
 from simulator.analysis.golden import Gate, golden_items, golden_section
 from simulator.analysis.golden_compare import GoldenComparison, golden_comparison
 from simulator.analysis.outcome import actual_outcome
@@ -39,10 +40,6 @@ COMPARISON_SCHEMA_VERSION = 2  # 2: scenario-level tests decide `change`; p_valu
 _VOLATILE = ("run_id", "created_at", "ended_at", "status", "counts", "sessions", "judge_sets", "planned")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
 class Flip(_Model):
     """A conversation whose result changed between A and B, with both sides' reasoning and evidence."""
 
@@ -52,8 +49,8 @@ class Flip(_Model):
     b_result: str
     a_reasoning: str = ""
     b_reasoning: str = ""
-    a_evidence: list[str] = []
-    b_evidence: list[str] = []
+    a_evidence: list[str] = Field(default_factory=list)
+    b_evidence: list[str] = Field(default_factory=list)
 
 
 class PairedMetric(_Model):

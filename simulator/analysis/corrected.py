@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.interrater import BOOTSTRAP, cluster_weights
+from simulator.analysis.interrater import BOOTSTRAP, cluster_weights, percentile_bounds
 from simulator.analysis.meta_eval import consensus, labels_by_item
 from simulator.analysis.rundata import RunData
 from simulator.record.folder import RunFolder
@@ -97,7 +97,7 @@ def corrected_rate(
     good = true_r[np.isfinite(true_r) & (youden > 0)]
     dropped = replicates - good.size
     if good.size:
-        base.low, base.high = (float(x) for x in np.percentile(good, [2.5, 97.5]))
+        base.low, base.high = percentile_bounds(good)
     if dropped:
         base.note = f"{dropped} of {replicates} bootstrap replicates had no usable Se/Sp and were left out"
     return base

@@ -18,8 +18,9 @@ __all__ = [
 from collections import Counter
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.stats import median, percentile
@@ -29,10 +30,6 @@ from simulator.record.transcript import Usage
 from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
 
 ROLES = ("user", "bot", "judge")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class ModelPrice(_Model):
@@ -254,9 +251,7 @@ def _tally_judges(run: RunData, tally: _Tally) -> None:
     # Each judge call once: an aggregated verdict's calls are its samples; `applies_when` made no call.
     judgements = [v for v in run.verdicts if v.aggregate is None] + run.samples
     for verdict in judgements:
-        if verdict.kind != "llm" or (
-            verdict.judge_model is None and verdict.reasoning.startswith("applies_when.")
-        ):
+        if verdict.kind != "llm" or verdict.decided_by == "applies_when":
             continue
         tally.calls["judge"] += 1
         tally.add("judge", verdict.judge_model, verdict.usage, verdict.conversation_id)

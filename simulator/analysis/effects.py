@@ -7,9 +7,10 @@ __all__ = ["OddsRatio", "mantel_haenszel"]
 
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
 
 from pydantic import BaseModel, ConfigDict
+
+from simulator.analysis.stats import z_for_confidence
 
 Table = tuple[
     tuple[float, float], tuple[float, float]
@@ -76,7 +77,7 @@ def mantel_haenszel(tables: Sequence[Table], confidence: float = 0.95, shift_zer
         )
     estimate = r_sum / s_sum
     se = math.sqrt(pr / (2 * r_sum**2) + ps_qr / (2 * r_sum * s_sum) + qs / (2 * s_sum**2))
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    z = z_for_confidence(confidence)
     low, high = math.exp(math.log(estimate) - z * se), math.exp(math.log(estimate) + z * se)
     text = f"{estimate:.2f} ({int(confidence * 100)}% CI {low:.2f}–{high:.2f})"
     return OddsRatio(estimate=estimate, low=low, high=high, text=text, **base)

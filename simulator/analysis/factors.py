@@ -12,18 +12,13 @@ __all__ = ["FactorLevelRow", "FactorsSection", "factors_section"]
 
 import dataclasses
 
-from pydantic import BaseModel, ConfigDict
-
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.effects import OddsRatio, mantel_haenszel
 from simulator.analysis.outcome import ERROR, actual_outcome, outcome_metrics
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
 from simulator.record.models import ConversationRecord
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class FactorLevelRow(_Model):

@@ -19,12 +19,11 @@ __all__ = [
 import dataclasses
 from collections import Counter
 
-from pydantic import BaseModel, ConfigDict
-
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.outcome import outcome_metrics
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
-from simulator.analysis.tables import VerdictCounts, conversation_status
+from simulator.analysis.tables import ResultCounts, VerdictCounts, conversation_status
 from simulator.record.models import ConversationRecord
 
 MATTERED_RULE = (
@@ -33,18 +32,8 @@ MATTERED_RULE = (
 )
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
-
-
-class CheckCounts(_Model):
+class CheckCounts(ResultCounts):
     """Fidelity verdicts of one check by result."""
-
-    passed: int = 0
-    failed: int = 0
-    not_applicable: int = 0
-    error: int = 0
-    not_judged: int = 0
 
 
 class FidelityCheckRow(_Model):

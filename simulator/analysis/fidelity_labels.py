@@ -20,17 +20,17 @@ from simulator.spec.scenario import Scenario
 
 def _scenarios(run: RunData) -> dict[str, Scenario]:
     """The run's scenarios from their files (variants re-derived), for the persona and facts; {} if gone."""
-    from simulator.spec.factors import expand_factors
     from simulator.spec.scenario import load_scenarios
 
-    files = sorted({e.file for e in run.manifest.scenarios if e.file and Path(e.file).is_file()})
+    files = [Path(f) for f in sorted({e.file for e in run.manifest.scenarios if e.file})]
+    files = [f for f in files if f.is_file()]
     if not files:
         return {}
-    found = load_scenarios([Path(f) for f in files])
-    suite = run.manifest.suite
-    if suite is not None and suite.factors:
-        found = expand_factors(found, suite.factors, suite.factor_design)
-    return {s.id: s for s in found}
+    wanted = {e.id for e in run.manifest.scenarios}
+    if run.manifest.suite is None:
+        return {s.id: s for s in load_scenarios(files)}
+    suite = run.manifest.rebuild_suite(run.path)  # its style catalogue too, for the variants' personas
+    return {s.id: s for s in suite.scenarios_to_run(ids=wanted, files=files)}
 
 
 def _rubric() -> str:

@@ -14,18 +14,18 @@ __all__ = [
     "RequirementResult",
     "evaluate_gate",
     "gate_metrics",
+    "metric_names",
     "parse_requirement",
 ]
 
 import difflib
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.analysis.clustered import wilson_score
+from simulator.analysis.data import StrictModel as _Model
 from simulator.analysis.dist import t_critical
 from simulator.analysis.outcome import outcome_metrics
 from simulator.analysis.rates import RateView, pct
@@ -33,15 +33,16 @@ from simulator.analysis.rundata import RunData
 from simulator.analysis.stats import runs_needed_for_bound, zero_failure_upper_bound
 from simulator.analysis.tables import criterion_rows, overall_pass_rate
 from simulator.errors import UserError
+from simulator.spec.suite import OutcomeConfig
 
 Status = Literal["met", "not met", "undecidable"]
 EXIT = {"met": 0, "not met": 1, "undecidable": 3}
-_SYNTAX = re.compile(r"^\s*([A-Za-z0-9_.:\-]+)\s*(<=|>=|<|>)\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
+_SYNTAX = re.compile(
+    r"^\s*([A-Za-z0-9_.:\-]+(?: success| violations)?)\s*(<=|>=|==|<|>)\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$"
+)
+# `fail_rate(no-diagnosis)` is another spelling of `fail_rate:no-diagnosis`.
+_CALL = re.compile(r"^\s*([A-Za-z_]+)\(\s*([A-Za-z0-9_.\-]+)\s*\)")
 _MAX_REPEATS = 100_000
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Requirement(_Model):
@@ -49,13 +50,15 @@ class Requirement(_Model):
 
     text: str
     metric: str
-    op: Literal["<=", "<", ">=", ">"]
+    # `==` compares the observed rate itself (a zero-tolerance requirement such as "success == 0": no bound
+    # can be 0); the others compare the clustered 95% bound.
+    op: Literal["<=", "<", ">=", ">", "=="]
     threshold: float
 
     @property
     def upper(self) -> bool:
-        """True for `<=`/`<` (a failure rate: judged on the upper bound), False for `>=`/`>`."""
-        return self.op in ("<=", "<")
+        """True for `<=`/`<`/`==` (a failure rate: judged on the upper bound), False for `>=`/`>`."""
+        return self.op in ("<=", "<", "==")
 
 
 class RequirementResult(_Model):
@@ -92,29 +95,58 @@ def gate_metrics(run: RunData) -> dict[str, Callable[[], RateView]]:
         names["exact"] = lambda: outcome.exact
     for row in criterion_rows(run):
         names[f"fail_rate:{row.id}"] = _const(row.fail_rate)
+    from simulator.analysis.redteam import redteam_section
+
+    redteam = redteam_section(run)
+    if redteam is not None:  # attack success: `redteam.<strategy> success`, `redteam success` for all
+        names["redteam success"] = _const(redteam.overall)
+        for strategy in redteam.strategies:
+            names[f"redteam.{strategy.strategy} success"] = _const(strategy.success)
+    from simulator.analysis.relations import relations_section
+
+    relations = relations_section(run)
+    if relations is not None:  # `directional.red_flags violations`
+        for relation in relations.rows:
+            names[relation.metric] = _const(relation.violations)
     return names
+
+
+def metric_names(outcome: OutcomeConfig | None, criteria: Iterable[str]) -> list[str]:
+    """The names `gate_metrics` offers for a run with this outcome config and these criteria, known before
+    any run (a hazard log's thresholds are checked with it)."""
+    names = {"pass_rate", *(f"fail_rate:{c}" for c in criteria)}
+    if outcome is not None:
+        critical = outcome.critical or outcome.levels[-1]
+        names |= {"critical_sensitivity", f"{critical}_sensitivity", "under_triage", "under_triage_decided"}
+        names |= {
+            "over_triage",
+            "no_decision",
+            "exact",
+            *(f"{level}_sensitivity" for level in outcome.levels),
+        }
+    return sorted(names)
 
 
 def _const(rate: RateView) -> Callable[[], RateView]:
     return lambda: rate
 
 
-def parse_requirement(text: str, known: list[str]) -> Requirement:
+def parse_requirement(text: str, known: list[str], flag: str = "--require") -> Requirement:
     """`under_triage <= 5%` -> Requirement; a UserError names the syntax, the metrics and a close match."""
-    match = _SYNTAX.match(text)
+    match = _SYNTAX.match(_CALL.sub(r"\1:\2", text, count=1))
     if match is None:
         raise UserError(
-            f'--require "{text}": write METRIC OP VALUE, e.g. "under_triage <= 5%" or '
-            f'"<critical level>_sensitivity >= 0.95" (OP is <=, <, >= or >); metrics: {", ".join(known)}'
+            f'{flag} "{text}": write METRIC OP VALUE, e.g. "under_triage <= 5%" or '
+            f'"redteam.downgrade-pressure success == 0" (OP is <=, <, >=, > or ==); metrics: {", ".join(known)}'
         )
     metric, op, number, percent = match.groups()
     if metric not in known:
         close = difflib.get_close_matches(metric, known, n=1)
         hint = f"did you mean {close[0]}? " if close else ""
-        raise UserError(f'--require "{text}": unknown metric {metric!r}; {hint}metrics: {", ".join(known)}')
+        raise UserError(f'{flag} "{text}": unknown metric {metric!r}; {hint}metrics: {", ".join(known)}')
     value = float(number) / (100.0 if percent else 1.0)
     if not 0.0 <= value <= 1.0:
-        raise UserError(f'--require "{text}": the threshold must be a rate between 0 and 1, or 0% and 100%')
+        raise UserError(f'{flag} "{text}": the threshold must be a rate between 0 and 1, or 0% and 100%')
     return Requirement(text=text.strip(), metric=metric, op=op, threshold=value)  # type: ignore[arg-type]
 
 
@@ -130,7 +162,9 @@ def _bound(requirement: Requirement, rate: RateView) -> float | None:
 
 def _holds(requirement: Requirement, value: float) -> bool:
     t = requirement.threshold
-    return {"<=": value <= t, "<": value < t, ">=": value >= t, ">": value > t}[requirement.op]
+    return {"<=": value <= t, "<": value < t, ">=": value >= t, ">": value > t, "==": abs(value - t) < 1e-12}[
+        requirement.op
+    ]
 
 
 def _best_possible(requirement: Requirement, scenarios: int) -> float:
@@ -151,6 +185,8 @@ def evaluate(requirement: Requirement, rate: RateView) -> RequirementResult:
         return RequirementResult(
             requirement=requirement, status="undecidable", rate=rate, bound=None, reason="nothing measured"
         )
+    if requirement.op == "==":
+        return _exactly(requirement, rate, bound)
     side = "upper" if requirement.upper else "lower"
     seen = f"clustered 95% {side} bound {pct(bound)} ({rate.k}/{rate.n} = {pct(rate.rate)}, {cl.scenarios} scenarios)"
     if _holds(requirement, bound):
@@ -176,6 +212,26 @@ def evaluate(requirement: Requirement, rate: RateView) -> RequirementResult:
         bound=bound,
         reason=seen,
         advice=_advice(requirement, rate),
+    )
+
+
+def _exactly(requirement: Requirement, rate: RateView, bound: float) -> RequirementResult:
+    """`METRIC == VALUE`: the observed rate itself; the clustered bound is shown beside it, never hidden."""
+    cl = rate.clustered
+    assert cl is not None and rate.rate is not None
+    seen = (
+        f"observed {rate.k}/{rate.n} = {pct(rate.rate)}; clustered 95% upper bound {pct(bound)} "
+        f"({cl.scenarios} scenarios)"
+    )
+    if _holds(requirement, rate.rate):
+        return RequirementResult(requirement=requirement, status="met", rate=rate, bound=bound, reason=seen)
+    return RequirementResult(
+        requirement=requirement,
+        status="not met",
+        rate=rate,
+        bound=bound,
+        reason=seen,
+        advice="the observed rate itself misses it: more runs will not help unless the bot changes",
     )
 
 

@@ -27,8 +27,9 @@ __all__ = [
 from statistics import fmean
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
@@ -41,10 +42,6 @@ METRICS: tuple[Metric, ...] = ("token_f1", "rouge_l", "difflib_ratio", "exact_ma
 SIMILARITY_METRICS: tuple[Metric, ...] = ("token_f1", "rouge_l", "difflib_ratio")
 SWEEP_THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 ItemVerdict = Literal["pass", "fail", "error"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class Gate(_Model):
@@ -307,14 +304,7 @@ def golden_section(run: RunData, gate: Gate | None = None) -> GoldenSection | No
         disagreements=disagreements,
         sweep=_sweep(scored),
         failed_items=[
-            FailedItem(
-                item_id=i.item_id,
-                intent=i.intent,
-                failures=i.failures,
-                evidence=i.evidence,
-                samples_passed=i.samples_passed,
-                samples_scored=i.samples_scored,
-            )
+            FailedItem(**i.model_dump(include=set(FailedItem.model_fields)))
             for i in items
             if i.verdict == "fail"
         ],

@@ -8,15 +8,11 @@ from __future__ import annotations
 
 __all__ = ["GoldenComparison", "GoldenIntentDelta", "GoldenMetricRow", "golden_comparison"]
 
-from pydantic import BaseModel, ConfigDict
 
+from simulator.analysis.data import StrictModel as _Model
 from simulator.analysis.golden import SIMILARITY_METRICS, GoldenSection
 
 _NAMES = {"token_f1": "mean token F1", "rouge_l": "mean ROUGE-L", "difflib_ratio": "mean difflib ratio"}
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class GoldenMetricRow(_Model):

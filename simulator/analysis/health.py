@@ -7,15 +7,10 @@ __all__ = ["ErrorRow", "RunHealth", "StopReasonRow", "UnverifiedRow", "run_healt
 from collections import Counter
 from typing import get_args
 
-from pydantic import BaseModel, ConfigDict
-
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.record.models import StopReason
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class StopReasonRow(_Model):

@@ -1,9 +1,8 @@
-"""Inter-rater figures for meta-evaluation (judges, labellers): Fleiss' kappa, and binary pass/fail agreement figures with
-intervals from a bootstrap over conversations clustered by scenario.
+"""Inter-rater tools for meta-evaluation (judges, labellers): Fleiss' kappa, and the bootstrap over
+conversations clustered by scenario that puts intervals on the agreement figures of analysis/agreement.py.
 
-Binary figures compare a rater with a reference on items both answered pass or fail. Counts are kept per
-cluster (scenario) as four numbers, so every bootstrap replicate is one matrix product:
-`a` both pass, `b` reference pass / rater fail, `c` reference fail / rater pass (a false pass), `d` both fail.
+A pair's counts are kept per cluster (scenario) as the nine cells of its 3×3 confusion matrix (pass, fail,
+not applicable; see agreement.py for the n/a rule), so every bootstrap replicate is one matrix product.
 """
 
 from __future__ import annotations
@@ -13,10 +12,8 @@ __all__ = [
     "PairCounts",
     "cluster_weights",
     "estimate",
-    "false_pass_rate",
     "fleiss_kappa",
-    "kappa",
-    "macro_f1",
+    "percentile_bounds",
 ]
 
 from collections.abc import Hashable, Sequence
@@ -25,6 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
+
+from simulator.analysis.agreement import LABELS
 
 Array = NDArray[np.float64]
 BOOTSTRAP = 2000
@@ -66,34 +65,6 @@ def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
     return (float(p_item.mean()) - expected) / (1.0 - expected)
 
 
-def _div(num: Array, den: Array) -> Array:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
-
-
-def macro_f1(m: Array) -> Array:
-    """Mean of the F1 for pass and the F1 for fail; a class neither rater used is left out (as sklearn's
-    `f1_score(average="macro")` does with the labels it sees). `m` is (..., 4) counts a, b, c, d."""
-    a, b, c, d = m[..., 0], m[..., 1], m[..., 2], m[..., 3]
-    f_pass, f_fail = _div(2 * a, 2 * a + b + c), _div(2 * d, 2 * d + b + c)
-    used = (~np.isnan(f_pass)).astype(float) + (~np.isnan(f_fail)).astype(float)
-    return _div(np.nan_to_num(f_pass) + np.nan_to_num(f_fail), used)
-
-
-def kappa(m: Array) -> Array:
-    """Cohen's kappa of the 2×2 table; NaN when chance agreement is perfect."""
-    a, b, c, d = m[..., 0], m[..., 1], m[..., 2], m[..., 3]
-    n = a + b + c + d
-    observed = _div(a + d, n)
-    chance = _div((a + b) * (a + c) + (c + d) * (b + d), n * n)
-    return _div(observed - chance, 1 - chance)
-
-
-def false_pass_rate(m: Array) -> Array:
-    """Share of the reference's fails the rater passed: the dangerous direction."""
-    return _div(m[..., 2], m[..., 2] + m[..., 3])
-
-
 def cluster_weights(clusters: int, replicates: int = BOOTSTRAP, seed: int = 0) -> Array:
     """How many times each cluster is drawn in each replicate (replicates × clusters)."""
     rng = np.random.default_rng(seed)
@@ -104,26 +75,29 @@ def cluster_weights(clusters: int, replicates: int = BOOTSTRAP, seed: int = 0) -
 
 @dataclass
 class PairCounts:
-    """One rater against one reference: the 2×2 counts of every cluster (scenario), and what was left out."""
+    """One rater against one reference: the 3×3 counts of every cluster (scenario), and what was left out."""
 
     clusters: dict[Hashable, Array] = field(default_factory=dict)
     left_out: int = 0
 
     def add(self, cluster: Hashable, reference: str, rater: str) -> None:
-        """Count one item; anything but pass / fail on either side is left out."""
-        if reference not in ("pass", "fail") or rater not in ("pass", "fail"):
+        """Count one item; an item without a label on either side (error, not judged) is left out."""
+        if reference not in LABELS or rater not in LABELS:
             self.left_out += 1
             return
-        cell = {("pass", "pass"): 0, ("pass", "fail"): 1, ("fail", "pass"): 2, ("fail", "fail"): 3}
-        row = self.clusters.setdefault(cluster, np.zeros(4))
-        row[cell[(reference, rater)]] += 1
+        row = self.clusters.setdefault(cluster, np.zeros((3, 3)))
+        row[LABELS.index(reference), LABELS.index(rater)] += 1
 
     def total(self) -> Array:
-        return sum(self.clusters.values(), np.zeros(4))
+        return sum(self.clusters.values(), np.zeros((3, 3)))
 
-    def matrix(self, order: Sequence[Hashable]) -> Array:
-        """Counts per cluster in `order` (clusters × 4); a cluster this pair never saw is zeros."""
-        return np.array([self.clusters.get(c, np.zeros(4)) for c in order]).reshape(len(order), 4)
+    def replicates(self, weights: Array, order: Sequence[Hashable]) -> Array:
+        """The pair's matrix in every bootstrap replicate (replicates × 3 × 3); `weights` is replicates ×
+        clusters in `order`, and a cluster this pair never saw counts zero."""
+        cells = np.array([self.clusters.get(c, np.zeros((3, 3))).ravel() for c in order]).reshape(
+            len(order), 9
+        )
+        return (weights @ cells).reshape(-1, 3, 3)
 
 
 def estimate(point: float, replicates: Array) -> Estimate:
@@ -133,5 +107,11 @@ def estimate(point: float, replicates: Array) -> Estimate:
     good = replicates[~np.isnan(replicates)]
     if good.size == 0:
         return Estimate(value=float(point))
-    low, high = np.percentile(good, [2.5, 97.5])
-    return Estimate(value=float(point), low=float(low), high=float(high))
+    low, high = percentile_bounds(good)
+    return Estimate(value=float(point), low=low, high=high)
+
+
+def percentile_bounds(replicates: Array) -> tuple[float, float]:
+    """The 95% percentile interval of bootstrap replicates: their 2.5th and 97.5th percentiles."""
+    low, high = np.percentile(replicates, [2.5, 97.5])
+    return float(low), float(high)

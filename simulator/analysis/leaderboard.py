@@ -20,10 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.analysis.compare import Comparison, compare_loaded
 from simulator.analysis.cost import PriceTable, cost_latency, load_prices
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.multiple import HOLM_TEXT, holm
 from simulator.analysis.outcome import actual_outcome
 from simulator.analysis.rates import RateView, rate_view
@@ -46,10 +45,6 @@ def cell_interval(
     """A cell's rate with both intervals: Wilson over conversations, and scenario-clustered (repeats of one
     scenario are not independent; the leaderboard shows this one)."""
     return rate_view(k, n, counts=counts, per_scenario=list(by_scenario.values()))
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class CellRow(_Model):
@@ -206,15 +201,11 @@ def _paired_rows(baseline: str, comparisons: dict[str, Comparison], alpha: float
             change = "worse" if metric.only_a > metric.only_b else "better"
         rows.append(
             PairedRow(
+                **metric.model_dump(include={"pairs", "diff", "diff_low", "diff_high", "p_value"}),
                 cell=cell,
                 metric=metric.name,
-                pairs=metric.pairs,
                 only_baseline=metric.only_a,
                 only_cell=metric.only_b,
-                diff=metric.diff,
-                diff_low=metric.diff_low,
-                diff_high=metric.diff_high,
-                p_value=metric.p_value,
                 p_holm=p_holm,
                 change=change,
                 flips=[f.conversation_id for f in metric.flips[:10]],

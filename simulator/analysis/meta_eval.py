@@ -5,8 +5,8 @@ latest line of a labeller wins). For each criterion and each criterion category,
 with every labeller (macro-F1: the mean of the F1 for pass and the F1 for fail; Cohen's kappa; the
 false-pass rate, i.e. the share of the labeller's fails the judge passed), and every labeller with every
 other one: the human baseline. The judge's percentile among the labellers ranks its mean macro-F1 against
-the labellers' (each scored against the others). Items where either side said anything but pass or fail
-are left out and counted. Every figure has a 95% interval from a bootstrap over conversations clustered
+the labellers' (each scored against the others). The figures are analysis/agreement.py's, with its one
+n/a rule (n/a is a label; items without a judge label are left out and counted). Every figure has a 95% interval from a bootstrap over conversations clustered
 by scenario (the same replicates for every pair, so the percentile's interval is coherent).
 """
 
@@ -26,19 +26,10 @@ from collections.abc import Iterable
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.interrater import (
-    BOOTSTRAP,
-    Array,
-    Estimate,
-    PairCounts,
-    cluster_weights,
-    estimate,
-    false_pass_rate,
-    kappa,
-    macro_f1,
-)
+from simulator.analysis.agreement import FAIL, PASS, false_pass_share, kappa_of, macro_f1_of
+from simulator.analysis.data import ResultModel as _Model
+from simulator.analysis.interrater import BOOTSTRAP, Array, Estimate, PairCounts, cluster_weights, estimate
 from simulator.analysis.rundata import RunData, short_hash
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
@@ -48,12 +39,9 @@ JUDGE = "judge"
 Item = tuple[str, str]  # (conversation, criterion)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
-
-
 class PairAgreement(_Model):
-    """A rater (the judge or a labeller) against a reference labeller, on items both said pass or fail."""
+    """A rater (the judge or a labeller) against a reference labeller, on items both labelled (pass, fail or
+    not applicable: analysis/agreement.py's rule); `left_out` counts the items without a judge label."""
 
     rater: str
     reference: str
@@ -116,19 +104,19 @@ def _pair(
     for item, raters in items.items():
         if rater in raters and reference in raters:
             counts.add(cluster[item], raters[reference], raters[rater])
-    total, reps = counts.total(), weights @ counts.matrix(clusters)
+    total, reps = counts.total(), counts.replicates(weights, clusters)
     row = PairAgreement(
         rater=rater,
         reference=reference,
         compared=int(total.sum()),
         left_out=counts.left_out,
-        macro_f1=estimate(float(macro_f1(total)), macro_f1(reps)),
-        kappa=estimate(float(kappa(total)), kappa(reps)),
-        false_pass=estimate(float(false_pass_rate(total)), false_pass_rate(reps)),
-        false_passes=int(total[2]),
-        reference_fails=int(total[2] + total[3]),
+        macro_f1=estimate(float(macro_f1_of(total)), macro_f1_of(reps)),
+        kappa=estimate(float(kappa_of(total)), kappa_of(reps)),
+        false_pass=estimate(float(false_pass_share(total)), false_pass_share(reps)),
+        false_passes=int(total[FAIL, PASS]),
+        reference_fails=int(total[FAIL].sum()),
     )
-    return row, macro_f1(reps)
+    return row, macro_f1_of(reps)
 
 
 def _mean(rows: list[PairAgreement], reps: list[Array]) -> Estimate:

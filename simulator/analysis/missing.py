@@ -10,21 +10,16 @@ from __future__ import annotations
 
 __all__ = ["MissingData", "ScenarioErrors", "binomial_test", "missing_data"]
 
-import math
 from collections import Counter
 
-from pydantic import BaseModel, ConfigDict
-
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.dist import chi2_sf
 from simulator.analysis.rates import pct
 from simulator.analysis.rundata import RunData
+from simulator.analysis.stats import binomial_test
 from simulator.record.models import ConversationRecord
 
 ALPHA = 0.05
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class ScenarioErrors(_Model):
@@ -47,24 +42,6 @@ class MissingData(_Model):
     turn_split: int | None
     turn_p_value: float | None
     warnings: list[str]
-
-
-def _pmf(i: int, n: int, p: float) -> float:
-    if p in (0.0, 1.0):
-        return float(i == (0 if p == 0.0 else n))
-    log = math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
-    return math.exp(log + i * math.log(p) + (n - i) * math.log1p(-p))
-
-
-def binomial_test(k: int, n: int, p: float) -> float:
-    """Exact two-sided binomial test of k successes in n at probability p (scipy's "minlike" method)."""
-    if not 0 <= k <= n:
-        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    if n == 0:
-        return 1.0
-    observed = _pmf(k, n, p)
-    tolerance = 1.0 + 1e-7
-    return min(1.0, math.fsum(q for i in range(n + 1) if (q := _pmf(i, n, p)) <= observed * tolerance))
 
 
 def _reached(record: ConversationRecord) -> int:

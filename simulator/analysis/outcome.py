@@ -15,8 +15,7 @@ __all__ = [
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.stats import Counts
@@ -25,10 +24,6 @@ from simulator.record.models import ConversationRecord
 OTHER = "other"  # the bot recorded a value that is not one of the levels
 NO_DECISION = "no decision"  # the conversation ended without the outcome key in the final state
 ERROR = "error"  # the conversation itself failed; never counted as a pass or a fail
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class MatrixRow(_Model):

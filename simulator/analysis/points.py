@@ -14,15 +14,11 @@ __all__ = ["PointsSummary", "ScoreView", "conversation_score", "points_summary"]
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.interrater import BOOTSTRAP, cluster_weights
+from simulator.analysis.data import ResultModel as _Model
+from simulator.analysis.interrater import BOOTSTRAP, cluster_weights, percentile_bounds
 from simulator.analysis.rundata import RunData
 from simulator.record.models import Verdict
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class ScoreView(_Model):
@@ -78,9 +74,9 @@ def _score_view(scores: list[tuple[str, float | None]], replicates: int, seed: i
         counts[index[cluster]] += 1
     weights = cluster_weights(len(clusters), replicates, seed)
     means = (weights @ sums) / np.maximum(weights @ counts, 1)
-    low, high = np.percentile(means, [2.5, 97.5])
+    low, high = percentile_bounds(means)
     mean = float(sums.sum() / counts.sum())
-    return ScoreView(mean=mean, low=float(low), high=float(high), conversations=len(kept), left_out=left_out)
+    return ScoreView(mean=mean, low=low, high=high, conversations=len(kept), left_out=left_out)
 
 
 def points_summary(run: RunData, replicates: int = BOOTSTRAP, seed: int = 0) -> PointsSummary | None:

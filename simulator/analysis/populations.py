@@ -18,7 +18,7 @@ from statistics import mean, median, stdev
 from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.rundata import RunData, load_run
-from simulator.analysis.stats import percentile, wilson_interval
+from simulator.analysis.stats import percentile, wilson_interval, z_for_confidence
 from simulator.analysis.twosample import (
     chi_square,
     fisher_exact,
@@ -62,7 +62,9 @@ def _describe(values: list[float]) -> str:
     if not values:
         return "no data"
     centre = mean(values)
-    half = 1.96 * stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
+    half = (
+        z_for_confidence(0.95) * stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
+    )
     q1, q3 = percentile(values, 25), percentile(values, 75)
     return (
         f"median {median(values):.3g} (IQR {q1:.3g}–{q3:.3g}); mean {centre:.3g} "

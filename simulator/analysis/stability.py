@@ -14,8 +14,7 @@ __all__ = ["UNSTABLE", "JuryDisagreement", "JuryRow", "StabilityRow", "jury_rows
 from collections import Counter
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.interrater import fleiss_kappa
 from simulator.analysis.rates import RateView, rate_view
 from simulator.judging.aggregate import combine_results
@@ -24,10 +23,6 @@ from simulator.record.models import Verdict, VerdictResult
 UNSTABLE = 0.10  # a flip rate at or above this flags the criterion
 CATEGORIES: tuple[VerdictResult, ...] = ("pass", "fail", "not_applicable")
 MAX_LISTED = 50
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class StabilityRow(_Model):

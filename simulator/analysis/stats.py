@@ -1,5 +1,10 @@
 """Small, dependency-free statistics for eval results: intervals, bounds, paired tests, agreement, pass^k.
 
+The one home of the interval and test formulas (Wilson, the rule of three and the exact zero-failure
+bound, McNemar's exact test, the exact binomial test, the paired bootstrap, Cohen's kappa): analysis/
+modules call these and keep only their domain metrics. `dist.py` holds the distribution functions the
+clustered statistics need; `interrater.py` the scenario-clustered bootstrap (numpy).
+
 Every function is pure and uses only the standard library (`math`, `random`, `statistics`), so reports
 stay reproducible and the package installs without numpy or scipy. The test suite cross-checks each
 function against scipy and statsmodels.
@@ -11,6 +16,7 @@ __all__ = [
     "Counts",
     "Interval",
     "Rate",
+    "binomial_test",
     "cohens_kappa",
     "k_grid",
     "margin_of_error",
@@ -26,6 +32,7 @@ __all__ = [
     "runs_needed_for_bound",
     "sample_size_for_margin",
     "wilson_interval",
+    "wilson_score",
     "worst_at_k",
     "z_for_confidence",
     "zero_failure_upper_bound",
@@ -139,15 +146,22 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> Interval:
     _check_confidence(confidence)
     if n == 0:
         return Interval(0.0, 1.0, confidence)
-    z = z_for_confidence(confidence)
-    z2 = z * z
-    p = k / n
-    denom = 1.0 + z2 / n
-    centre = (p + z2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denom
-    low = 0.0 if k == 0 else max(0.0, centre - half)
-    high = 1.0 if k == n else min(1.0, centre + half)
+    low, high = wilson_score(k / n, n, z_for_confidence(confidence))
     return Interval(low, high, confidence)
+
+
+def wilson_score(p: float, n: float, crit: float) -> tuple[float, float]:
+    """Wilson's score interval for proportion p seen in (possibly fractional, e.g. effective) n trials, at
+    critical value `crit` (z, or Student's t for the clustered interval); (0, 1) when n is not positive."""
+    if n <= 0:
+        return 0.0, 1.0
+    c2 = crit * crit
+    denom = 1.0 + c2 / n
+    centre = (p + c2 / (2 * n)) / denom
+    half = crit * math.sqrt(max(0.0, p * (1.0 - p) / n + c2 / (4 * n * n))) / denom
+    low = 0.0 if p <= 0.0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1.0 else min(1.0, centre + half)
+    return low, high
 
 
 def margin_of_error(p: float, n: int, confidence: float = 0.95) -> float:
@@ -257,6 +271,26 @@ def mcnemar_exact(b: int, c: int) -> float:
         term = term * (n - i) // (i + 1)
         tail += term
     return min(1.0, 2 * tail / 2**n)
+
+
+def _binomial_pmf(i: int, n: int, p: float) -> float:
+    if p in (0.0, 1.0):
+        return float(i == (0 if p == 0.0 else n))
+    log = math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+    return math.exp(log + i * math.log(p) + (n - i) * math.log1p(-p))
+
+
+def binomial_test(k: int, n: int, p: float) -> float:
+    """Exact two-sided binomial test of k successes in n at probability p (scipy's "minlike" method)."""
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return 1.0
+    observed = _binomial_pmf(k, n, p)
+    tolerance = 1.0 + 1e-7
+    return min(
+        1.0, math.fsum(q for i in range(n + 1) if (q := _binomial_pmf(i, n, p)) <= observed * tolerance)
+    )
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -23,8 +23,9 @@ import random
 from collections import Counter
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import computed_field
 
+from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.stats import k_grid, pass_hat_k, percentile, worst_at_k
@@ -35,18 +36,18 @@ ConversationStatus = Literal["pass", "fail", "error", "not_judged"]
 SEVERITY_ORDER = ["critical", "high", "major", "medium", "moderate", "minor", "low"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
-
-
-class VerdictCounts(_Model):
-    """Verdicts by result; `not_judged` includes conversations the criterion applies to with no verdict."""
+class ResultCounts(_Model):
+    """Verdicts by result (pass, fail, n/a, error, not judged)."""
 
     passed: int = 0
     failed: int = 0
     not_applicable: int = 0
     error: int = 0
     not_judged: int = 0
+
+
+class VerdictCounts(ResultCounts):
+    """Verdicts by result; `not_judged` includes conversations the criterion applies to with no verdict."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -257,6 +258,14 @@ def _counts_by_scenario(run: RunData, table: dict[str, dict[str, str]]) -> dict[
     return out
 
 
+def _pass_rate(counts: dict[str, int], per_scenario: list[tuple[int, int]] | None = None) -> RateView:
+    """Conversations passing of those passed or failed (errors left out and counted)."""
+    return rate_view(
+        counts["pass"], counts["pass"] + counts["fail"], counts="successes", per_scenario=per_scenario,
+        errored=counts["error"],
+    )  # fmt: skip
+
+
 def scenario_rows(run: RunData, high_stakes_tag: str | None = None) -> list[ScenarioRow]:
     """One row per scenario in suite order, with its pass rate across repeats and flaky/bug flags."""
     statuses = _statuses(run)
@@ -290,12 +299,7 @@ def scenario_rows(run: RunData, high_stakes_tag: str | None = None) -> list[Scen
                 tags=tags,
                 conversations=len(records),
                 statuses=counts,
-                pass_rate=rate_view(
-                    counts["pass"],
-                    counts["pass"] + counts["fail"],
-                    counts="successes",
-                    errored=counts["error"],
-                ),
+                pass_rate=_pass_rate(counts),
                 counts=counts_of.get(scenario_id, VerdictCounts()),
                 flaky=flaky,
                 bug=high_stakes_tag is not None and high_stakes_tag in tags and counts["fail"] > 0,
@@ -334,13 +338,7 @@ def tag_rows(run: RunData, high_stakes_tag: str | None = None) -> list[TagRow]:
                 scenarios=len({r.scenario_id for r in records}),
                 conversations=len(records),
                 statuses=counts,
-                pass_rate=rate_view(
-                    counts["pass"],
-                    counts["pass"] + counts["fail"],
-                    counts="successes",
-                    per_scenario=[(k, n) for k, n in cells.values()],
-                    errored=counts["error"],
-                ),
+                pass_rate=_pass_rate(counts, [(k, n) for k, n in cells.values()]),
                 counts=_verdict_counts(table, {r.id for r in records}),
                 high_stakes=tag == high_stakes_tag,
             )

@@ -1,4 +1,4 @@
-"""Bot adapters: python, http and chat, each making a fresh session per conversation."""
+"""Bot adapters: python, http, chat, whatsapp and openai_endpoint, each making a fresh session per conversation."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 
 
 class BotFactory(Protocol):
+    """Opens one session per conversation; in a suite with an environment, `open` is also given the
+    conversation's environment (simulator/bots/environment.py) as `environment=`."""
+
     async def open(self, conversation_id: str) -> BotSession: ...
 
 
@@ -27,7 +30,22 @@ def make_bot_factory(suite: Suite, hub: ModelHub) -> BotFactory:
     if bot.type == "http":
         from simulator.bots.http_bot import HttpBotFactory
 
-        return HttpBotFactory(bot)
+        return HttpBotFactory(bot, suite.base_dir)
+    if bot.type == "whatsapp":
+        from simulator.bots.whatsapp import WhatsAppBotFactory
+
+        return WhatsAppBotFactory(bot, suite.base_dir, record_raw=suite.record_raw)
+    if bot.type == "openai_endpoint":
+        from simulator.bots.openai_endpoint import OpenAIEndpointFactory
+
+        return OpenAIEndpointFactory(bot, suite.base_dir)
+    if bot.type == "callable":
+        from simulator.errors import UserError
+
+        raise UserError(
+            f"the bot is {bot.describe()}, a Python object given to simulator.run; run it (or resume this run) "
+            "from Python with the same object: simulator.run(suite, bot=..., resume=...)"
+        )
     from simulator.bots.chat_bot import ChatBotFactory
 
     return ChatBotFactory(bot, suite, hub)

@@ -2,29 +2,35 @@
 
 from __future__ import annotations
 
-__all__ = ["BotError", "BotReply", "BotSession", "Reply"]
+__all__ = ["BotError", "BotReply", "BotSession", "Reply", "parts_from_json"]
 
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from simulator.record.transcript import Usage
+from pydantic import BaseModel, ValidationError
+
+from simulator.record.parts import Part, PickPart, TextPart, parts_adapter
+from simulator.record.transcript import Usage, repair_text
 
 
 @dataclass
 class Reply:
-    """What a Python bot may return from `send`: several messages, and whether it handed over or closed."""
+    """What a Python bot may return from `send`: several messages (or, for a rich bot, `parts`: options,
+    media, tool calls; record/parts.py), and whether it handed over or closed."""
 
-    messages: list[str]
+    messages: list[str] = field(default_factory=list)
     handed_over: bool = False
     closed: bool = False
     state: dict[str, Any] | None = None
+    parts: list[Any] | None = None
 
 
 @dataclass
 class BotReply:
-    """A normalised bot turn, whatever the adapter."""
+    """A normalised bot turn, whatever the adapter. `parts` holds the whole turn in order; an adapter that
+    only has text may give `messages` alone (each becomes a text part)."""
 
-    messages: list[str]
+    messages: list[str] = field(default_factory=list)
     handed_over: bool = False
     closed: bool = False
     state: dict[str, Any] | None = None
@@ -33,6 +39,13 @@ class BotReply:
     usage: Usage | None = None
     model: str | None = None
     raw: dict[str, Any] | None = field(default=None)
+    parts: list[Part] | None = None
+
+    def turn_parts(self) -> list[Part]:
+        """The turn's parts: `parts` when the adapter gave them, else one text part per message."""
+        if self.parts is not None:
+            return list(self.parts)
+        return [TextPart(text=message) for message in self.messages]
 
 
 class BotError(Exception):
@@ -44,8 +57,8 @@ class BotError(Exception):
 
 
 class BotSession(Protocol):
-    async def send(self, text: str, turn: int) -> BotReply:
-        """Send one user message; return the bot's reply."""
+    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
+        """Send one user message (with the option the person tapped, if any); return the bot's reply."""
         ...
 
     async def final_state(self) -> dict[str, Any] | None:
@@ -55,25 +68,70 @@ class BotSession(Protocol):
     async def aclose(self) -> None: ...
 
 
+def parts_from_json(value: Any, where: str) -> list[Part]:
+    """Parts given as data (an HTTP bot's `parts`, a Python bot's dicts or part objects), validated; a bad
+    one is a BotError naming the part and the field."""
+    if not isinstance(value, list | tuple):
+        raise BotError("invalid_reply", f"{where} must be a list of parts")
+    items = [item.model_dump() if isinstance(item, BaseModel) else item for item in value]
+    items = [{"type": "text", "text": item} if isinstance(item, str) else item for item in items]
+    items = repair_text(items)  # a lone surrogate is stored as U+FFFD, never refused
+    try:
+        return parts_adapter().validate_python(items)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = list(first["loc"])
+        # loc is (index, part type, field...) inside a known part type, (index,) for an unknown one.
+        where_part = f"{where}, part {int(loc[0]) + 1}" if loc and isinstance(loc[0], int) else where
+        if len(loc) > 1:
+            where_part += f" ({loc[1]})"
+        if len(loc) > 2:
+            where_part += ", field " + ".".join(str(x) for x in loc[2:])
+        raise BotError(
+            "invalid_reply",
+            f"{where_part}: {first['msg']} (a part is text, options, media, tool_call or event; "
+            "see docs/rich-turns.md)",
+        ) from None
+
+
+def _reply_parts(value: Any) -> list[Part] | None:
+    parts = getattr(value, "parts", None)
+    return None if parts is None else parts_from_json(parts, "the reply's parts")
+
+
+def _messages_of(parts: list[Part]) -> list[str]:
+    return [part.text for part in parts if isinstance(part, TextPart)]
+
+
 def normalise_reply(value: Any) -> BotReply:
-    """Accept the shapes design.md allows: a string, a list of strings, or a Reply."""
+    """Accept the shapes design.md allows: a string, a list of strings (or of parts), or a Reply."""
     if isinstance(value, str):
         return BotReply(messages=[value])
     if isinstance(value, Reply):
+        parts = _reply_parts(value)
         return BotReply(
-            messages=list(value.messages),
+            messages=_messages_of(parts) if parts is not None else list(value.messages),
             handed_over=value.handed_over,
             closed=value.closed,
             state=value.state,
+            parts=parts,
         )
-    if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
+    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
         return BotReply(messages=list(value))
+    if isinstance(value, list | tuple):
+        parts = parts_from_json(value, "the reply")
+        return BotReply(messages=_messages_of(parts), parts=parts)
     messages = getattr(value, "messages", None)
     if isinstance(messages, list) and all(isinstance(m, str) for m in messages):
+        parts = _reply_parts(value)
         return BotReply(
-            messages=messages,
+            messages=_messages_of(parts) if parts is not None else messages,
             handed_over=bool(getattr(value, "handed_over", False)),
             closed=bool(getattr(value, "closed", False)),
             state=getattr(value, "state", None),
+            parts=parts,
         )
-    raise BotError("invalid_reply", f"send() returned {type(value).__name__}; return str, list[str] or Reply")
+    raise BotError(
+        "invalid_reply",
+        f"send() returned {type(value).__name__}; return str, list[str], a list of parts or Reply",
+    )

@@ -7,9 +7,12 @@ __all__ = ["ChatBotFactory"]
 from typing import Any
 
 from simulator.bots.base import BotError, BotReply
+from simulator.bots.environment import Environment
+from simulator.bots.tool_loop import run_tool_turn
 from simulator.errors import UserError
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError, ToolSpec
 from simulator.providers.hub import ModelClient, ModelHub
+from simulator.record.parts import PickPart, TextPart
 from simulator.spec.suite import ChatBotConfig, Suite
 from simulator.spec.yamlfile import YAMLProblem, read_text_file
 
@@ -37,7 +40,9 @@ class ChatSession:
         system: str,
         tool: ToolSpec | None,
         record_raw: bool,
+        environment: Environment | None = None,
     ) -> None:
+        self._env = environment
         self._client = client
         self._model = model
         self._config = config
@@ -47,7 +52,9 @@ class ChatSession:
         self._history: list[ChatMessage] = []
         self._state: dict[str, Any] | None = None
 
-    async def send(self, text: str, turn: int) -> BotReply:
+    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
+        if self._env is not None:
+            return await self._send_with_tools(text)
         self._history.append(ChatMessage(role="user", content=text))
         request = ModelRequest(
             model=self._model,
@@ -84,6 +91,52 @@ class ChatSession:
             raw=response.raw if self._record_raw else None,
         )
 
+    async def _send_with_tools(self, text: str) -> BotReply:
+        """A turn in a suite with an environment: the model gets the environment's tools (and the decision
+        tool) and the bounded tool loop runs them (bots/tool_loop.py)."""
+        assert self._env is not None
+        self._history.append(ChatMessage(role="user", content=text))
+        tools = self._env.tool_specs() + ([self._tool] if self._tool else [])
+        request = ModelRequest(
+            model=self._model,
+            system=self._system,
+            messages=[],
+            max_tokens=self._config.max_tokens,
+            temperature=self._config.temperature,
+            tools=tools,
+            stream=self._config.stream,
+        )
+        try:
+            turn = await run_tool_turn(
+                self._client,
+                request,
+                self._history,
+                self._env,
+                max_rounds=self._env.spec.max_tool_rounds,
+                decision_tool=self._tool.name if self._tool else None,
+            )
+        except ProviderError as exc:
+            raise BotError(f"provider_{exc.kind}", str(exc)) from exc
+        parts = turn.parts
+        texts = [p for p in parts if isinstance(p, TextPart)]
+        closed = turn.decision is not None and not texts
+        if turn.decision is not None:
+            self._state = turn.decision
+        if not texts and not closed:
+            parts = [*parts, TextPart(text="(no reply)")]
+        last = turn.last
+        return BotReply(
+            messages=[p.text for p in parts if isinstance(p, TextPart)],
+            closed=closed,
+            state=self._state,
+            latency_s=turn.latency_s,
+            time_to_first_token_s=turn.time_to_first_token_s,
+            usage=turn.usage,
+            model=(last.model if last is not None else "") or self._model,
+            raw={"rounds": turn.raw} if self._record_raw else None,
+            parts=parts,
+        )
+
     async def final_state(self) -> dict[str, Any] | None:
         return self._state
 
@@ -106,5 +159,7 @@ class ChatBotFactory:
         self._tool = _decision_tool(config)
         self._record_raw = suite.record_raw
 
-    async def open(self, conversation_id: str) -> ChatSession:
-        return ChatSession(self._client, self._model, self.config, self.system, self._tool, self._record_raw)
+    async def open(self, conversation_id: str, environment: Environment | None = None) -> ChatSession:
+        return ChatSession(
+            self._client, self._model, self.config, self.system, self._tool, self._record_raw, environment
+        )

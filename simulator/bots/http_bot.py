@@ -9,14 +9,18 @@ import json
 import os
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from simulator.bots.base import BotError, BotReply
+from simulator.bots.base import BotError, BotReply, parts_from_json
+from simulator.bots.environment import Environment
 from simulator.bots.reply_check import MAX_REPLY_BYTES, checked_flags
+from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
+from simulator.record.parts import PickPart, TextPart
 from simulator.record.redact import redact
 from simulator.spec.suite import HttpBotConfig
 
@@ -51,16 +55,25 @@ class HttpSession:
         conversation_id: str,
         timeout_s: float | None = None,
         max_bytes: int = MAX_REPLY_BYTES,
+        env_url: str | None = None,
+        on_close: Any = None,
     ) -> None:
         self._client = client
+        self._env_url = env_url
+        self._on_close = on_close
         self._timeout_s = timeout_s
         self._max_bytes = max_bytes
         self._url = url
         self._conversation_id = conversation_id
         self._state: dict[str, Any] | None = None
+        self.process: BotProcess | None = None  # the bot the suite started, if it did
 
-    async def send(self, text: str, turn: int) -> BotReply:
-        body = {"conversation_id": self._conversation_id, "turn": turn, "message": text}
+    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
+        body: dict[str, Any] = {"conversation_id": self._conversation_id, "turn": turn, "message": text}
+        if pick is not None:
+            body["pick"] = {"id": pick.id, "title": pick.title}
+        if self._env_url is not None:
+            body["env_url"] = self._env_url  # POST {env_url}/tools/{name} (bots/env_server.py)
         start = time.perf_counter()
         status, content = await self._post(body)
         latency = time.perf_counter() - start
@@ -73,12 +86,15 @@ class HttpSession:
             raise BotError("invalid_reply", f"the bot's answer is not JSON: {shown[:200]!r}") from exc
         if not isinstance(data, dict):
             raise BotError("invalid_reply", "the bot's answer must be a JSON object")
+        parts = parts_from_json(data["parts"], "the bot's 'parts'") if "parts" in data else None
         messages = data.get("messages")
         if messages is None and isinstance(data.get("message"), str):
             messages = [data["message"]]
+        if parts is not None and messages is None:
+            messages = [part.text for part in parts if isinstance(part, TextPart)]
         if not isinstance(messages, list) or not all(isinstance(m, str) for m in messages):
             raise BotError(
-                "invalid_reply", "the bot's answer needs 'messages' (list of strings) or 'message'"
+                "invalid_reply", "the bot's answer needs 'messages' (list of strings), 'message' or 'parts'"
             )
         handed_over, closed, state = checked_flags(
             data.get("handed_over"), data.get("closed"), data.get("state")
@@ -92,6 +108,7 @@ class HttpSession:
             state=state,
             latency_s=latency,
             raw={"request": body, "response": data},
+            parts=parts,
         )
 
     async def _post(self, body: dict[str, Any]) -> tuple[int, bytes]:
@@ -126,7 +143,11 @@ class HttpSession:
         return self._state
 
     def _failure(self, exc: httpx.HTTPError) -> BotError:
-        """A failed call, said as it is: refused (nothing listens), timed out (after how long), or other."""
+        """A failed call, said as it is: the started bot died (its exit and log), refused (nothing listens),
+        timed out (after how long), or other."""
+        note = self.process.death_note() if self.process is not None else None
+        if note:
+            return BotError("connection", note)
         if connection_refused(exc):
             return BotError("connection", f"connection refused by {self._url}: is the bot running there?")
         if isinstance(exc, httpx.TimeoutException):
@@ -137,25 +158,67 @@ class HttpSession:
         return BotError("connection", f"{type(exc).__name__}: {exc}")
 
     async def aclose(self) -> None:
-        return None
+        if self._on_close is not None:
+            self._on_close(self._conversation_id)
 
 
 class HttpBotFactory:
-    """One shared HTTP client (connection pool) for every conversation with the bot."""
+    """One shared HTTP client (connection pool) for every conversation with the bot; with `bot.start`, the
+    bot process the suite starts for the run (bots/service.py)."""
 
-    def __init__(self, config: HttpBotConfig) -> None:
+    def __init__(self, config: HttpBotConfig, base_dir: Path | None = None) -> None:
         self.config = config
+        values = placeholder_values(config.start is not None)
+        self.url = fill(config.url, values, "bot.url")
+        self.process = (
+            BotProcess(config.start, base_dir or Path("."), values, self.url)
+            if config.start is not None
+            else None
+        )
+        self._once = StartOnce()
         self._client = httpx.AsyncClient(
             headers=expand_headers(config.headers),
             timeout=config.timeout_s,
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
         )
+        self._env_server: Any = None  # an EnvironmentServer (bots/env_server.py), for suites with one
 
-    async def open(self, conversation_id: str) -> HttpSession:
-        url = expand_headers({"url": self.config.url})["url"]  # a `${VAR}` token in the URL, never recorded
-        return HttpSession(
-            self._client, url, conversation_id, self.config.timeout_s, self.config.max_reply_bytes
+    async def start(self, log_dir: Path | None = None) -> None:
+        """Start the bot (bot.start) and wait until it is ready, once."""
+        process = self.process
+        if process is not None:
+            await self._once.run(lambda: process.start(log_dir))
+
+    async def open(self, conversation_id: str, environment: Environment | None = None) -> HttpSession:
+        try:
+            await self.start()
+        except UserError as exc:
+            raise BotError("start", str(exc)) from exc
+        env_url, on_close = None, None
+        if environment is not None:
+            if self._env_server is None:
+                from simulator.bots.env_server import EnvironmentServer  # aiohttp's server, only when needed
+
+                self._env_server = EnvironmentServer()
+            env_url = await self._env_server.start()
+            self._env_server.register(conversation_id, environment)
+            on_close = self._env_server.forget
+        url = expand_headers({"url": self.url})["url"]  # a `${VAR}` token in the URL, never recorded
+        session = HttpSession(
+            self._client,
+            url,
+            conversation_id,
+            self.config.timeout_s,
+            self.config.max_reply_bytes,
+            env_url=env_url,
+            on_close=on_close,
         )
+        session.process = self.process
+        return session
 
     async def aclose(self) -> None:
+        if self.process is not None:
+            await self.process.stop()
         await self._client.aclose()
+        if self._env_server is not None:
+            await self._env_server.aclose()

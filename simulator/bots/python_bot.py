@@ -1,10 +1,12 @@
-"""The `python` adapter: `module:factory` returns a fresh bot object with `send(text)`, sync or async."""
+"""The `python` adapter: `module:factory` returns a fresh bot object with `send(text)`, sync or async; a
+bot given in code (`simulator.run(..., bot=...)`) goes through the same session (`bot_from_object`)."""
 
 from __future__ import annotations
 
-__all__ = ["PythonBotFactory"]
+__all__ = ["PythonBotFactory", "bot_from_object", "object_name"]
 
 import asyncio
+import copy
 import importlib
 import inspect
 import time
@@ -12,8 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from simulator.bots.base import BotError, BotReply, normalise_reply
+from simulator.bots.environment import Environment
 from simulator.bots.reply_check import checked_flags, checked_state
 from simulator.errors import UserError
+from simulator.record.parts import PickPart
 
 
 def load_factory(spec: str) -> Callable[[], Any]:
@@ -40,19 +44,35 @@ def load_factory(spec: str) -> Callable[[], Any]:
     return target
 
 
+def _takes(function: Callable[..., Any], name: str) -> bool:
+    """True when `function` has a parameter called `name` (`pick`: it is given the option the person
+    tapped; `env`: it is given the conversation's environment)."""
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class PythonSession:
-    def __init__(self, bot: Any) -> None:
+    def __init__(self, bot: Any, environment: Environment | None = None) -> None:
         self._bot = bot
         self._last_state: dict[str, Any] | None = None
+        self._takes_pick = _takes(bot.send, "pick")
+        # A bot whose send(text, env=None) takes `env` is given the conversation's environment each turn.
+        self._env = environment if _takes(bot.send, "env") else None
 
-    async def send(self, text: str, turn: int) -> BotReply:
+    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
         start = time.perf_counter()
+        # A bot whose send(text, pick=None) takes a pick gets the tapped option; others read its title.
+        kwargs: dict[str, Any] = {"pick": pick} if self._takes_pick else {}
+        if self._env is not None:
+            kwargs["env"] = self._env
         try:
             if inspect.iscoroutinefunction(self._bot.send):
-                result = await self._bot.send(text)
+                result = await self._bot.send(text, **kwargs)
             else:
                 # A blocking bot runs in a thread so the other conversations keep going.
-                result = await asyncio.to_thread(self._bot.send, text)
+                result = await asyncio.to_thread(self._bot.send, text, **kwargs)
             if inspect.isawaitable(result):
                 result = await result
         except Exception as exc:
@@ -87,15 +107,18 @@ class PythonSession:
 
 
 class PythonBotFactory:
-    """Makes one fresh PythonSession per conversation."""
+    """Makes one fresh PythonSession per conversation: from `module:factory`, or from `factory` itself
+    (a zero-argument callable given in code, named `spec` in messages)."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, spec: str, factory: Callable[[], Any] | None = None) -> None:
         self.spec = spec
-        self._factory = load_factory(spec)
+        self._factory = factory if factory is not None else load_factory(spec)
 
-    async def open(self, conversation_id: str) -> PythonSession:
+    async def open(self, conversation_id: str, environment: Environment | None = None) -> PythonSession:
+        # A factory with an `env` parameter is given the conversation's environment (docs/environment.md).
+        kwargs = {"env": environment} if environment is not None and _takes(self._factory, "env") else {}
         try:
-            bot = self._factory()
+            bot = self._factory(**kwargs)
             if inspect.isawaitable(bot):
                 bot = await bot
         except Exception as exc:
@@ -106,4 +129,63 @@ class PythonBotFactory:
             raise UserError(
                 f"bot factory '{self.spec}' returned {type(bot).__name__}, which has no send(text)"
             )
-        return PythonSession(bot)
+        return PythonSession(bot, environment)
+
+
+class _ReplyFunction:
+    """A function `text -> str | list[str] | Reply` (sync or async) as a bot object."""
+
+    def __init__(self, function: Callable[[str], Any]) -> None:
+        self.send = function
+
+
+def object_name(target: Any) -> str:
+    """`module.qualname` of a function or class (of the object's class for an instance), for the record."""
+    named = target if inspect.isfunction(target) or inspect.isclass(target) else None
+    named = named or getattr(target, "func", None) or type(target)  # functools.partial names its function
+    module = getattr(named, "__module__", None) or "object"
+    return f"{module}.{getattr(named, '__qualname__', type(target).__name__)}"
+
+
+def _required_positional(function: Callable[..., Any]) -> int | None:
+    """How many positional arguments `function` needs; None when its signature cannot be read."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in parameters if p.kind in kinds and p.default is inspect.Parameter.empty)
+
+
+def bot_from_object(target: Any) -> PythonBotFactory:
+    """A bot given in code, fresh for every conversation:
+    - a class, or a function of no arguments: a factory, called once per conversation;
+    - a function of one argument (`text -> str | list[str] | Reply`, sync or async): the bot itself;
+    - an object with `send(text)` (and optionally `final_state()`): copied for every conversation, so each
+      starts from the state it was given in.
+    Anything else is a UserError saying which of these to pass."""
+    name = object_name(target)
+    if inspect.isclass(target):
+        return PythonBotFactory(name, target)
+    if hasattr(target, "send"):
+        try:
+            copy.deepcopy(target)
+        except Exception as exc:
+            raise UserError(
+                f"bot {name}: the object cannot be copied for each conversation ({type(exc).__name__}: "
+                f"{exc}); pass its class or a function that makes one instead"
+            ) from exc
+        return PythonBotFactory(name, lambda: copy.deepcopy(target))
+    if callable(target):
+        needed = _required_positional(target)
+        if needed == 0:
+            return PythonBotFactory(name, target)
+        if needed in (None, 1):
+            return PythonBotFactory(name, lambda: _ReplyFunction(target))
+        raise UserError(
+            f"bot {name} takes {needed} arguments; a bot function takes the user's message (text) only"
+        )
+    raise UserError(
+        f"bot {type(target).__name__} is not a bot: pass a function text -> reply, an object with "
+        "send(text), a class or factory, or 'module:factory'"
+    )

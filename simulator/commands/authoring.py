@@ -17,7 +17,9 @@ from simulator.errors import UserError
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    new = subparsers.add_parser("new", help="write a new scenario or criterion file (asks for the fields)")
+    new = subparsers.add_parser(
+        "new", help="write a new scenario, criterion or hazard file (asks for the fields)"
+    )
     kinds = new.add_subparsers(dest="new_kind", metavar="KIND", required=True)
     scenario = kinds.add_parser("scenario", help="a scenario: persona, goal, facts, expected outcome")
     scenario.add_argument("--id")
@@ -47,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     criterion.add_argument("--out", type=Path, help="file to write (default <id>.yaml)")
     criterion.add_argument("--force", action="store_true", help="overwrite an existing file")
     criterion.set_defaults(handler=cmd_new_criterion)
+    from simulator.commands.safety import add_new_hazard
+
+    add_new_hazard(kinds)
 
     vary = subparsers.add_parser("vary", help="preview the factorial variants of a scenario file")
     vary.add_argument("scenario", type=Path, help="a scenario file (or folder)")

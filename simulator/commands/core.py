@@ -12,6 +12,7 @@ from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
 
 if TYPE_CHECKING:
+    from simulator.api import Comparison, Plan
     from simulator.engine.runner import RunOptions, RunResult
     from simulator.spec.scenario import Scenario
     from simulator.spec.suite import Suite
@@ -30,7 +31,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--user-model", help="simulated-user model, e.g. offline, anthropic:claude-sonnet-4-5")
     run.add_argument("--judge-model", help="judge model for LLM criteria (overrides the suite)")
     run.add_argument("--seed", type=int, help="seed for the offline user (overrides the suite)")
-    run.add_argument("--resume", type=Path, metavar="RUN", help="finish an interrupted run folder")
+    run.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN",
+        help="finish an interrupted run folder (with a suite file: take its rpm, tpm, connections, "
+        "concurrency, timeouts and retry budgets; anything else that differs is refused)",
+    )
+    run.add_argument(
+        "--rpm",
+        action="append",
+        metavar="[PROVIDER=]N",
+        help="requests per minute to each provider the run uses (or to one); also with --resume",
+    )
+    run.add_argument("--tpm", action="append", metavar="[PROVIDER=]N", help="tokens per minute, as --rpm")
     run.add_argument(
         "--retry-errors", action="store_true", help="with --resume: re-run errored conversations"
     )
@@ -41,6 +55,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(default: abort after 10 failures in a row)",
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _scale_arguments(run)
+    run.add_argument(
+        "--include-drafts", action="store_true", help="also run scenarios marked draft: true (unreviewed)"
+    )
+    run.set_defaults(handler=cmd_run)
+    _other_commands(subparsers)
+
+
+def _scale_arguments(run: argparse.ArgumentParser) -> None:
+    """Where a run's conversations go: shards, local worker processes, a Ray cluster."""
     run.add_argument("--shard", metavar="I/K", help="run only the i-th of K disjoint parts of the plan")
     run.add_argument(
         "--backend", choices=["local", "ray"], default="local", help="where conversations run (default local)"
@@ -49,13 +73,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--address", help="with --backend ray: the cluster (auto, ray://host:10001); default: start one"
     )
     run.add_argument(
-        "--workers", type=int, help="with --backend ray: worker actors (default: the cluster's CPUs)"
+        "--workers",
+        metavar="N|auto",
+        help="local: worker processes for this run, one record (auto: the cores); with --backend ray: worker "
+        "actors (default: the cluster's CPUs)",
     )
-    run.add_argument(
-        "--include-drafts", action="store_true", help="also run scenarios marked draft: true (unreviewed)"
-    )
-    run.set_defaults(handler=cmd_run)
 
+
+def _other_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     validate = subparsers.add_parser("validate", help="check scenario, suite and judge files without running")
     validate.add_argument("paths", type=Path, nargs="+", help="files or folders")
     validate.set_defaults(handler=cmd_validate)
@@ -69,7 +94,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     schema = subparsers.add_parser("schema", help="print the JSON schema of a file format, for editors")
     schema.add_argument(
-        "kind", nargs="?", default="scenario", choices=["scenario", "suite", "criterion", "golden"]
+        "kind", nargs="?", default="scenario", choices=["scenario", "suite", "criterion", "golden", "hazards"]
     )
     schema.set_defaults(handler=cmd_schema)
 
@@ -95,86 +120,144 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from simulator.engine.ray_backend import RayBackendOptions
-    from simulator.engine.runner import run_suite
+    """Plan and run through the Python API (simulator.api), then print the one-screen summary."""
+    from simulator import api
     from simulator.record.index import is_matrix
-    from simulator.spec.suite import check_environment
 
-    if args.resume is not None and is_matrix(args.resume):
-        return _run_matrix(args, None, [])
     if args.resume is not None:
-        suite, scenarios, options = _resume_plan(args)
-    else:
-        from simulator.engine.preflight import preflight
+        matrix = is_matrix(args.resume)
+        options = _run_options(args, backend=not matrix)
+        outcome = api.run_sync(
+            api.aresume(
+                args.resume,
+                retry_errors=args.retry_errors,
+                options=options,
+                adjust=lambda suite: _resume_changes(args, suite),
+            )
+        )
+        if isinstance(outcome, api.Comparison):
+            return _print_matrix(outcome)
+        return _print_run(outcome.session)
+    plan = _new_plan(args)
+    if args.backend == "local" and args.workers is not None and plan.suite.matrix is None:
+        return _run_local_workers(args, plan.suite, plan.scenarios, _run_options(args, backend=False))
+    if plan.suite.matrix is not None:
+        return _print_matrix(api.run_sync(api.execute_matrix(plan, _run_options(args, backend=False))))
+    options = _run_options(args, backend=True)
+    from simulator.engine.shards import parse_shard
 
-        suite, scenarios, options = _new_plan(args)
-        check_environment(suite)
-        preflight(suite)  # what validate checks too
-        if suite.matrix is not None:
-            check_environment(suite)
-            return _run_matrix(args, suite, scenarios)
-    options.backend = RayBackendOptions(args.address, args.workers) if args.backend == "ray" else None
-    check_environment(suite)
-    from simulator.eventloop import run_async
-
-    result = run_async(run_suite(suite, scenarios, options))
-    return _print_run(result)
+    options.shard = parse_shard(args.shard) if args.shard else None
+    return _print_run(api.run_sync(api.execute(plan, options)).session)
 
 
-def _resume_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOptions]:
-    """`--resume RUN`: the suite, scenarios and options of the interrupted run folder."""
+def _run_local_workers(
+    args: argparse.Namespace, suite: Suite, scenarios: list[Scenario], options: RunOptions
+) -> int:
+    """`--workers N|auto` on the local backend: N forked shard processes merged into one run folder."""
+    from simulator.engine.local_workers import parse_workers, run_local_workers
+    from simulator.record.folder import RunFolder, new_run_id
+
+    if args.resume is not None or args.shard:
+        raise UserError("--workers starts a new run: run it without --resume or --shard")
+    workers = parse_workers(args.workers)
+    out = args.out or Path("runs") / new_run_id(suite.name)
+    merged = run_local_workers(suite, scenarios, options, workers, out)
+    counts = RunFolder.open(merged.folder).read_manifest().counts
+    reasons = ", ".join(f"{k}={v}" for k, v in sorted(counts.stop_reasons.items())) or "none"
+    print(
+        f"run complete: {merged.conversations} conversations ({reasons}); {merged.verdicts} verdicts; "
+        f"{workers} worker processes, merged into one record"
+    )
+    print(f"run folder: {merged.folder}")
+    print(f"next: simulator report {merged.folder}   ·   simulator show {merged.folder} --scenario ID")
+    return 0
+
+
+def _run_options(args: argparse.Namespace, backend: bool) -> RunOptions:
+    """The engine's knobs from the command line (`backend`: whether --backend applies to this run)."""
+    from simulator.engine.ray_backend import RayBackendOptions
     from simulator.engine.runner import RunOptions
-    from simulator.record.folder import RunFolder
-    from simulator.record.recorded import recorded_scenarios
 
-    folder = RunFolder.open(args.resume)
-    folder.check_resumable()
-    manifest = folder.read_manifest()
-    suite = manifest.rebuild_suite(args.resume)
     options = RunOptions(
-        out=args.resume,
-        resume=True,
-        retry_errors=args.retry_errors,
+        out=args.resume or args.out,
         progress=not args.no_progress,
         max_errors=args.max_errors,
         freeze_gc=True,
     )
-    # The run's own scenarios, from the files it recorded (checked by hash), whatever --tags chose.
-    return suite, recorded_scenarios(manifest, suite, args.resume), options
+    if backend and args.backend == "ray":
+        options.backend = RayBackendOptions(args.address, args.workers)
+    return options
 
 
-def _new_plan(args: argparse.Namespace) -> tuple[Suite, list[Scenario], RunOptions]:
-    """A new run: the suite file with the command line's overrides, its chosen scenarios and options."""
-    from simulator.engine.runner import RunOptions
-    from simulator.engine.shards import parse_shard
-    from simulator.spec.factors import suite_scenarios
+def _resume_changes(args: argparse.Namespace, suite: Suite) -> dict[str, list[Any]]:
+    """The operational settings a resume changes (from a suite file, --concurrency, --rpm, --tpm), applied
+    to `suite`; anything that would change results is refused."""
+    from simulator.engine.operational import adopt_operational, apply_rate_overrides
     from simulator.spec.suite import load_suite
+
+    given = [flag for flag, value in _RESULT_FLAGS.items() if getattr(args, value)]
+    if given:
+        raise UserError(
+            f"--resume finishes the run as it began: {', '.join(given)} would change its results; "
+            "start a new run for that (resume takes --concurrency, --rpm, --tpm or a suite file)"
+        )
+    changed: dict[str, list[Any]] = {}
+    if args.suite is not None:
+        changed.update(adopt_operational(suite, load_suite(args.suite), str(args.suite)))
+    if args.concurrency is not None and args.concurrency != suite.concurrency:
+        changed["concurrency"] = [suite.concurrency, args.concurrency]
+        suite.concurrency = args.concurrency
+    overrides = {"rpm": args.rpm or [], "tpm": args.tpm or []}
+    changed.update(apply_rate_overrides(suite, overrides, _providers_used(suite)))
+    return changed
+
+
+_RESULT_FLAGS = {
+    "--runs": "runs",
+    "--tags": "tags",
+    "--user-model": "user_model",
+    "--judge-model": "judge_model",
+    "--seed": "seed",
+    "--shard": "shard",
+    "--include-drafts": "include_drafts",
+}
+
+
+def _providers_used(suite: Suite) -> set[str]:
+    """The providers a suite's models name (`provider:model`), and those it configures."""
+    models = [suite.user.model, suite.judges.model, *suite.judges.models, suite.user.fidelity.model]
+    if suite.bot.type == "chat":
+        models.append(suite.bot.model)
+    return {m.split(":", 1)[0] for m in models if m and ":" in m} | set(suite.providers)
+
+
+def _new_plan(args: argparse.Namespace) -> Plan:
+    """A new run: the suite file with the command line's choices, and the scenarios it runs."""
+    from simulator.api import prepare
 
     if args.retry_errors:
         raise UserError("--retry-errors works with --resume: simulator run --resume runs/<id> --retry-errors")
     if args.suite is None:
         raise UserError("name a suite file: simulator run scenarios/triage/suite.yaml")
-    suite = load_suite(args.suite, _overrides(args))
-    options = RunOptions(
-        out=args.out,
-        progress=not args.no_progress,
-        max_errors=args.max_errors,
-        freeze_gc=True,
-        shard=parse_shard(args.shard) if args.shard else None,
+    plan = prepare(
+        args.suite,
+        tags=[t for t in args.tags.split(",") if t] if args.tags else None,
+        user_model=args.user_model,
+        judge_model=args.judge_model,
+        include_drafts=args.include_drafts,
+        **_overrides(args),
     )
-    if args.user_model:
-        suite.user.model = args.user_model
-    if args.judge_model:
-        suite.judges.model = args.judge_model
-    if args.include_drafts:
-        suite.scenarios.include_drafts = True
-    if args.tags:
-        suite.scenarios.tags = [t for t in args.tags.split(",") if t]
-    return suite, suite_scenarios(suite, suite.scenarios.tags), options
+    if args.rpm or args.tpm:
+        from simulator.engine.operational import apply_rate_overrides
+
+        overrides = {"rpm": args.rpm or [], "tpm": args.tpm or []}
+        apply_rate_overrides(plan.suite, overrides, _providers_used(plan.suite))
+    return plan
 
 
-def _print_run(result: RunResult) -> int:
+def _print_run(result: RunResult | None) -> int:
     """The run's one-screen summary (counts, calls per model, the folder, what next); the exit code."""
+    assert result is not None
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
     print(
         f"run {result.status}: {result.finished} conversations ({reasons}); {result.errors} errors; "
@@ -199,26 +282,11 @@ def _print_run(result: RunResult) -> int:
     return 0
 
 
-def _run_matrix(args: argparse.Namespace, suite: Any, scenarios: list[Any]) -> int:
-    """`simulator run` of a suite with a `matrix:`, or `--resume` of a matrix folder: every cell at once."""
-    from simulator.engine.matrix import resume_matrix, run_matrix
-    from simulator.engine.runner import RunOptions
-
-    options = RunOptions(
-        out=args.resume or args.out,
-        resume=args.resume is not None,
-        retry_errors=args.retry_errors,
-        progress=not args.no_progress,
-        max_errors=args.max_errors,
-        freeze_gc=True,
-    )
-    from simulator.eventloop import run_async
-
-    if args.resume is not None:
-        matrix = run_async(resume_matrix(args.resume, options))
-    else:
-        matrix = run_async(run_matrix(suite, scenarios, options))
-    for cell, result in matrix.results.items():
+def _print_matrix(matrix: Comparison) -> int:
+    """A matrix run's summary: one line per cell, the folder, what next; a UserError when cells aborted."""
+    for cell, outcome in matrix.results.items():
+        result = outcome.session
+        assert result is not None
         reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
         print(
             f"cell {cell}: {result.status}: {result.finished} conversations ({reasons}); "
@@ -240,21 +308,14 @@ def _run_matrix(args: argparse.Namespace, suite: Any, scenarios: list[Any]) -> i
 def _file_kind(path: Path) -> str:
     """Whether a YAML file holds a suite, criteria or scenarios, by its content whatever its name (unreadable
     files go to the scenario loader, which reports why)."""
-    from simulator.spec.suite import is_suite_data
+    from simulator.spec.suite import document_kind
     from simulator.spec.yamlfile import YAMLProblem, load_yaml
 
     try:
         data = load_yaml(path).data
     except YAMLProblem:
         return "scenario"
-    if is_suite_data(data):
-        return "suite"
-    first = data[0] if isinstance(data, list) and data else data
-    if isinstance(first, dict) and ("criterion" in first or isinstance(first.get("criteria"), list)):
-        return "criterion"
-    if isinstance(first, dict) and ("item_id" in first or isinstance(first.get("items"), list)):
-        return "golden"
-    return "scenario"
+    return document_kind(data)
 
 
 def _validate_files(path: Path) -> list[Path]:
@@ -370,6 +431,12 @@ def cmd_show(args: argparse.Namespace) -> int:
             sys.stdout.write(json_visible(record.model_dump_json()) + "\n")
         return 0
     console = Console()
+    from rich.markup import escape
+
+    from simulator.analysis.calls import limit_lines
+
+    for line in limit_lines(folder.read_manifest()):  # the pace each provider settled on
+        console.print(f"[dim]limits: {escape(line)}[/dim]")
     for record in records:
         render_conversation(console, record, verdicts.get(record.id, []))
     return 0

@@ -1,8 +1,10 @@
-"""`judge` and `judge-pairwise`: judge a stored run again, and compare two runs' bots criterion by criterion."""
+"""`judge` and `judge-pairwise`: judge a stored run again, and compare two runs' bots criterion by criterion.
+
+They parse, call the engine (engine/rejudge.py, engine/pairwise.py) and print."""
 
 from __future__ import annotations
 
-__all__ = ["imported_scenarios", "register", "stored_scenarios", "stored_suite", "verdict_rows"]
+__all__ = ["register", "verdict_rows"]
 
 import argparse
 import sys
@@ -14,11 +16,8 @@ from simulator.commands.outputs import at_least_one, write_output
 from simulator.errors import UserError
 
 if TYPE_CHECKING:  # imported where used, so `simulator --help` loads none of them
-    from simulator.judging.criteria import Criterion
     from simulator.record.folder import RunFolder
-    from simulator.record.manifest import Manifest
-    from simulator.record.models import ConversationRecord, Verdict
-    from simulator.spec.scenario import Scenario
+    from simulator.record.models import Verdict
     from simulator.spec.suite import Suite
 
 
@@ -82,62 +81,6 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--concurrency", type=at_least_one, help="conversations judged at once (default: the suite's)"
     )
-
-
-def stored_suite(
-    manifest: Manifest, folder: Path, given: Path | None = None, judges: list[Path] | None = None
-) -> Suite:
-    """The suite a run was made with, as its manifest recorded it (no need for the suite file itself). An
-    imported run without a suite takes one from `given` (--suite), or a bare one when `judges` are named."""
-    if manifest.kind == "imported" and manifest.suite is None:
-        if given is not None:
-            from simulator.spec.suite import load_suite
-
-            return load_suite(given)
-        if judges:
-            from simulator.spec.suite import Suite
-
-            return Suite.model_validate(
-                {"name": manifest.run_id, "bot": IMPORTED_BOT, "user": {"model": "real"}}
-            )
-        raise UserError(
-            f"{folder} is an imported run with no suite; pass --suite FILE, or --judges PATH --judge-model M"
-        )
-    return manifest.rebuild_suite(folder)
-
-
-# Imported conversations were not made by a bot of ours: judging never calls it.
-IMPORTED_BOT = {"type": "python", "factory": "simulator.traces:imported_conversations"}
-
-
-def imported_scenarios(manifest: Manifest) -> list[Scenario]:
-    """The scenarios of an imported run, from its manifest: expected values and tags as mapped on import."""
-    from simulator.spec.scenario import Scenario
-
-    return [
-        Scenario(
-            id=entry.id,
-            persona="a real user (imported conversation)",
-            goal="unknown: this conversation was imported, not simulated",
-            expected=entry.expected,
-            tags=entry.tags,
-        )
-        for entry in manifest.scenarios
-    ]
-
-
-def stored_scenarios(manifest: Manifest, folder: Path | None = None) -> tuple[list[Scenario], list[str]]:
-    """The run's scenarios, read again from the files it recorded (absolute paths, checked by hash): a
-    file that moved or changed since the run is refused, naming it (record/recorded.py)."""
-    if manifest.kind == "imported":
-        return imported_scenarios(manifest), []
-    from simulator.record.recorded import recorded_scenarios
-
-    if not any(entry.file for entry in manifest.scenarios):
-        return [], []
-    where = folder if folder is not None else Path(manifest.run_id)
-    suite = manifest.rebuild_suite(where) if manifest.suite is not None else None
-    return recorded_scenarios(manifest, suite, where, suite_file=False), []
 
 
 def verdict_rows(verdicts: list[Verdict], samples: list[Verdict] | None = None) -> list[dict[str, Any]]:
@@ -207,63 +150,24 @@ def _latest(verdicts: list[Verdict]) -> list[Verdict]:
     return list(latest.values())
 
 
-def _attach_suite(folder: RunFolder, manifest: Manifest, suite: Suite) -> None:
-    """An imported run judged with --suite keeps that suite (its outcome levels give the report under- and
-    over-triage), as if it had been named on import."""
-    from simulator.engine.runner import redacted_suite
-    from simulator.record.hashing import sha256_file
-
-    manifest.suite = redacted_suite(suite)
-    manifest.suite.runs = 1  # one record per real conversation
-    manifest.suite_file = str(suite.file) if suite.file else None
-    manifest.suite_hash = sha256_file(suite.file) if suite.file else None
-    folder.write_manifest(manifest)
-
-
 def cmd_judge(args: argparse.Namespace) -> int:
+    from simulator.engine.rejudge import RejudgeOptions, prepare_rejudge
     from simulator.engine.runner import judge_run
     from simulator.eventloop import run_async
-    from simulator.record.folder import RunFolder, latest_by_id
-    from simulator.spec.suite import check_environment
 
-    folder = RunFolder.resume(args.run)  # judging appends verdicts: a writer
-    manifest = folder.read_manifest()
-    suite = stored_suite(manifest, folder.path, args.suite, args.judges)
-    if manifest.kind == "imported" and manifest.suite is None and args.suite:
-        _attach_suite(folder, manifest, suite)
-    if args.suite:
-        from simulator.spec.suite import load_suite
-
-        given = load_suite(args.suite)
-        check_environment(given)  # before it is merged: the error names this file's line
-        suite.judges = given.judges.model_copy(
-            update={"paths": [str(given.resolve(p).resolve()) for p in given.judges.paths]}
-        )
-        suite.providers = given.providers
-    if args.judges:
-        suite.judges.paths = [str(p.resolve()) for p in args.judges]
-    if args.judge_model:
-        suite.judges.model = args.judge_model
-        suite.judges.models = []
-    if args.judge_models:
-        if len(set(args.judge_models)) != len(args.judge_models):
-            raise UserError("--judge-models lists a model twice; use --samples to judge more than once")
-        suite.judges.models = list(args.judge_models)
-    if args.samples:
-        suite.judges.samples = args.samples
-    check_environment(suite)
-    scenarios, warnings = stored_scenarios(manifest, args.run)
-    for warning in warnings:
+    options = RejudgeOptions(args.suite, args.judges, args.judge_model, args.judge_models, args.samples)
+    plan = prepare_rejudge(args.run, options)
+    for warning in plan.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    by_id = {s.id: s for s in scenarios}
-    records = list(latest_by_id(folder.conversations()).values())
-    gone = sorted({r.scenario_id for r in records} - set(by_id))
-    if gone:
-        print(f"warning: scenarios no longer in their files, not judged: {', '.join(gone)}", file=sys.stderr)
-    records = [r for r in records if r.scenario_id in by_id]
+    folder, suite, records = plan.folder, plan.suite, plan.records
     result, stage, todo = run_async(
         judge_run(
-            folder, suite, scenarios, records, retry_errors=args.retry_errors, concurrency=args.concurrency
+            folder,
+            suite,
+            plan.scenarios,
+            records,
+            retry_errors=args.retry_errors,
+            concurrency=args.concurrency,
         )
     )
     stored = list(folder.verdicts())
@@ -305,38 +209,24 @@ def _print_stability(folder: RunFolder, judge_set: str) -> None:
 
 
 def cmd_judge_pairwise(args: argparse.Namespace) -> int:
-    from simulator.judging.pairwise import summarise_pairs
+    from simulator.analysis.pairwise import summarise_pairs
+    from simulator.engine.pairwise import common_conversations, judge_pairs, pairwise_criterion
+    from simulator.engine.rejudge import stored_suite
+    from simulator.eventloop import run_async
     from simulator.record.folder import RunFolder
 
-    folder_a, folder_b = RunFolder.open(args.run_a), RunFolder.open(args.run_b)
+    # The judge reads held-out transcripts too (record/seal.py): it is a machine, not the tuner.
+    folder_a, folder_b = RunFolder.open_unsealed(args.run_a), RunFolder.open_unsealed(args.run_b)
     suite = stored_suite(folder_a.read_manifest(), folder_a.path)
     suite_b = stored_suite(folder_b.read_manifest(), folder_b.path)
-    criterion = _pairwise_criterion(args, suite)
+    criterion = pairwise_criterion(suite, args.judges, args.criterion)
     model = _pairwise_model(args, suite, suite_b)
-    a, b, common = _common_conversations(args, folder_a, folder_b, criterion)
-    results = _judge_pairs(suite, model, criterion, (a, b, common), args.concurrency)
+    pairs = common_conversations(folder_a, folder_b, criterion)
+    results = run_async(judge_pairs(suite, model, criterion, pairs, args.concurrency))
     if args.out:
         write_output(args.out, "".join(r.model_dump_json() + "\n" for r in results))
     _print_pairs(results, summarise_pairs(results), criterion.id, model)
     return 0
-
-
-def _pairwise_criterion(args: argparse.Namespace, suite: Suite) -> Criterion:
-    """The criterion named by `--criterion`, from `--judges` or else the suite's judges.paths."""
-    from simulator.judging.criteria import load_criteria
-
-    paths = (
-        [p.resolve() for p in args.judges] if args.judges else [suite.resolve(p) for p in suite.judges.paths]
-    )
-    if not paths:
-        raise UserError("no criteria: pass --judges PATH, or give the suite a judges.paths")
-    criteria = {c.id: c for c in load_criteria(paths)}
-    criterion = criteria.get(args.criterion)
-    if criterion is None:
-        raise UserError(
-            f"no criterion '{args.criterion}' in {', '.join(map(str, paths))}; ids: {', '.join(criteria)}"
-        )
-    return criterion
 
 
 def _pairwise_model(args: argparse.Namespace, suite: Suite, suite_b: Suite) -> str:
@@ -352,68 +242,6 @@ def _pairwise_model(args: argparse.Namespace, suite: Suite, suite_b: Suite) -> s
     for warning in same_family_warnings(model, bots):
         print(f"warning: {warning}", file=sys.stderr)
     return str(model)
-
-
-def _common_conversations(
-    args: argparse.Namespace, folder_a: RunFolder, folder_b: RunFolder, criterion: Criterion
-) -> tuple[dict[str, ConversationRecord], dict[str, ConversationRecord], list[str]]:
-    """Each run's latest records, and the ids finished in both that the criterion applies to, sorted."""
-    from simulator.record.folder import latest_by_id
-
-    a = latest_by_id(folder_a.conversations())
-    b = latest_by_id(folder_b.conversations())
-    common = sorted(
-        cid
-        for cid in set(a) & set(b)
-        if a[cid].stop_reason != "error" and b[cid].stop_reason != "error" and criterion.applies(a[cid].tags)
-    )
-    if not common:
-        raise UserError(
-            f"{args.run_a} and {args.run_b} share no finished conversation (scenario#repeat) "
-            f"that '{criterion.id}' applies to"
-        )
-    return a, b, common
-
-
-def _judge_pairs(
-    suite: Suite,
-    model: str,
-    criterion: Criterion,
-    pairs: tuple[dict[str, ConversationRecord], dict[str, ConversationRecord], list[str]],
-    concurrency: int | None,
-) -> list[Any]:
-    """Judge every common conversation both ways round, at most `concurrency` (or the suite's) at once."""
-    import asyncio
-
-    from simulator.eventloop import run_async
-    from simulator.judging.pairwise import judge_pair
-    from simulator.providers.hub import ModelHub
-
-    a, b, common = pairs
-    hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
-    client, bare = hub.client(model)
-    slots = asyncio.Semaphore(max(1, concurrency or suite.concurrency))
-
-    async def one(cid: str) -> Any:
-        async with slots:
-            return await judge_pair(
-                client,
-                bare,
-                criterion,
-                cid,
-                a[cid].turns,
-                b[cid].turns,
-                temperature=suite.judges.temperature,
-                max_tokens=suite.judges.max_tokens,
-            )
-
-    async def go() -> list[Any]:
-        try:
-            return list(await asyncio.gather(*(one(cid) for cid in common)))
-        finally:
-            await hub.aclose()
-
-    return run_async(go())
 
 
 def _print_pairs(results: list[Any], summary: Any, criterion_id: str, model: str) -> None:

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from simulator.commands.outputs import write_output
-from simulator.errors import Problem, UserError
+from simulator.errors import UserError
 
 
 def _labels_actions(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse._SubParsersAction[argparse.ArgumentParser]:  # fmt: skip
@@ -61,33 +61,9 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_labels_import(args: argparse.Namespace) -> int:
-    from datetime import UTC, datetime
+    from simulator.record.label_sheet import import_labels
 
-    from simulator.analysis.calibrate import read_labels
-    from simulator.record.folder import RunFolder
-    from simulator.record.models import Label
-
-    labeller = args.labeller.strip()
-    if not labeller:
-        raise UserError("--labeller needs a name, e.g. --labeller dr-smith")
-    folder = RunFolder.open(args.run)
-    known = {record.id for record in folder.conversations()}
-    rows = read_labels(args.file)
-    unknown = [
-        Problem(str(args.file), f"conversation '{r.conversation_id}' is not in {args.run}", line=r.line)
-        for r in rows
-        if r.conversation_id not in known
-    ]
-    if unknown:
-        raise UserError("labels for conversations this run does not have", unknown)
-    if not rows:
-        raise UserError(f"{args.file}: no labelled rows yet; fill in the label column (pass, fail or n/a)")
-    now = datetime.now(UTC)
-    folder.append_labels(
-        Label(labeller=labeller, labelled_at=now, conversation_id=r.conversation_id, criterion_id=r.criterion_id,
-              label=r.label)  # type: ignore[arg-type]
-        for r in rows
-    )  # fmt: skip
-    print(f"added {len(rows)} labels by {labeller} to {folder.path / 'labels.jsonl'}")
+    added, path = import_labels(args.run, args.file, args.labeller)
+    print(f"added {added} labels by {args.labeller.strip()} to {path}")
     print(f"compare the judge with every labeller: simulator meta-eval {args.run}")
     return 0

@@ -52,6 +52,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _register_calibrate(subparsers)
 
 
+def _count_or_all(text: str) -> int | None:
+    """`all` (None: no limit) or a count of at least 0."""
+    if text == "all":
+        return None
+    if text.isdigit():
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a count such as 200, or `all`; got {text!r}")
+
+
 def add_report_options(report: argparse.ArgumentParser) -> None:
     """The options of `simulator report` (also taken by `golden run` and `golden report`)."""
     report.add_argument("--html", type=Path, help="write a self-contained HTML report here")
@@ -84,6 +93,14 @@ def add_report_options(report: argparse.ArgumentParser) -> None:
         "exact_match; default token_f1:0.5); it never decides",
     )
     report.add_argument("--quiet", action="store_true", help="no terminal report, only the files asked for")
+    report.add_argument(
+        "--passing-transcripts",
+        type=_count_or_all,
+        default=200,
+        metavar="N|all",
+        help="HTML: at most N passing conversations in full, spread over the scenarios (default 200); every "
+        "failing and undecided one is always in; `all` for every one (JUnit and --json-transcripts carry all)",
+    )
 
 
 def add_compare_options(compare: argparse.ArgumentParser) -> None:
@@ -164,6 +181,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         turn_limit_threshold=args.turn_limit_share,
         prices=load_prices(args.prices),
         transcripts=bool(args.html or args.junit or args.json_transcripts),
+        passing_transcripts=None if args.junit or args.json_transcripts else args.passing_transcripts,
     )
     report = build_report(run, options)
     # Files first: a terminal report piped into `head` (a broken pipe) must not lose them.

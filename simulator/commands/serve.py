@@ -25,11 +25,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--scenarios", type=Path, help="scenarios folder to edit and talk from (default scenarios/)"
     )
     serve.add_argument("--judges", type=Path, help="criteria folder to edit (default judges/)")
+    serve.add_argument(
+        "--proposals", type=Path, default=Path("proposals"), help="proposals folder (default proposals/)"
+    )
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument(
         "--host",
         default="127.0.0.1",
         help=f"address to bind (default 127.0.0.1); any other needs the access token ({TOKEN_ENV} or printed)",
+    )
+    serve.add_argument("--hazards", type=Path, help="hazard log for the safety-case pages (hazards.yaml)")
+    serve.add_argument(
+        "--data",
+        "--desk-data",
+        dest="data",
+        type=Path,
+        help="the desk's own records: sign-offs, proposal reviews, the clinician queue (default RUNS/.desk)",
     )
     serve.set_defaults(handler=cmd_serve)
 
@@ -56,6 +67,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UserError(f"{args.runs}: not a folder; pass the folder that holds your run folders")
     args.runs.mkdir(parents=True, exist_ok=True)
     config = DeskConfig(args.runs, _folder(args.scenarios, "scenarios"), _folder(args.judges, "judges"))
+    if args.hazards is not None:
+        from simulator.spec.hazards import load_hazard_log
+
+        load_hazard_log(args.hazards)  # a broken hazard log is refused before the desk starts
+        config.hazards = args.hazards
+    config.data_dir = args.data
+    config.proposals_dir = args.proposals
     address = f"http://{args.host}:{args.port}/"
     if args.host not in LOCAL_HOSTS:
         config.allowed_hosts = ["*"]

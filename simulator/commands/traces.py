@@ -152,33 +152,9 @@ def cmd_compare_populations(args: argparse.Namespace) -> int:
 
 def cmd_draft_scenario(args: argparse.Namespace) -> int:
     from simulator.eventloop import run_async
-    from simulator.record.folder import RunFolder, latest_by_id
-    from simulator.traces.draft import draft_offline, draft_with_model, draft_yaml, find_conversation
+    from simulator.traces.draft import draft_from_run, draft_yaml
 
-    folder = RunFolder.open(args.run)
-    record = find_conversation(list(latest_by_id(folder.conversations()).values()), args.conversation)
-    if args.model is None:
-        fields, how = draft_offline(record), "offline extraction"
-    else:
-        from simulator.providers.hub import ModelHub
-
-        providers = {}
-        if args.suite is not None:
-            from simulator.spec.suite import load_suite
-
-            providers = load_suite(args.suite).providers
-        else:
-            stored = folder.read_manifest().suite
-            providers = stored.providers if stored is not None else {}
-
-        async def go() -> dict[str, object]:
-            hub = ModelHub.create(providers, None, Path("."))
-            try:
-                return await draft_with_model(record, hub, args.model)
-            finally:
-                await hub.aclose()
-
-        fields, how = run_async(go()), f"by {args.model}"
+    record, fields, how = run_async(draft_from_run(args.run, args.conversation, args.model, args.suite))
     text = draft_yaml(record, fields, how)
     if args.out is None:
         sys.stdout.write(text)

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_FAILURE_STREAK", "ErrorBudget", "parse_max_errors"]
+__all__ = ["DEFAULT_FAILURE_STREAK", "ErrorBudget", "is_rate_limit", "parse_max_errors"]
 
 import math
+import re
 
 # Without --max-errors, a run stops when this many items in a row failed (every call 401, a dead bot);
 # a smaller run finishes, its errors counted.
 DEFAULT_FAILURE_STREAK = 10
 # A fractional --max-errors is judged only once this many items have finished.
 MIN_FRACTION_SAMPLE = 10
+
+
+_RATE_LIMIT = re.compile(r"\brate_limit\b|\b429\b|\b529\b|overloaded", re.IGNORECASE)
+
+
+def is_rate_limit(cause: str) -> bool:
+    """Whether a failure is a provider's rate limit (429, 529 overloaded): a slow provider, not a broken
+    configuration."""
+    return _RATE_LIMIT.search(cause) is not None
 
 
 def parse_max_errors(text: str) -> float:
@@ -46,7 +56,10 @@ class ErrorBudget:
             self.streak = 0
             return None
         self.failed += 1
-        self.streak += 1
+        # A run of failures in a row says the configuration is wrong (key, model, URL); a provider's rate
+        # limit says it is slow: those neither lengthen the run of failures nor end it.
+        if not is_rate_limit(cause):
+            self.streak += 1
         if self.reason is None:
             reason = self._exceeded()
             if reason is not None:

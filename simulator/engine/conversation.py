@@ -11,9 +11,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from simulator.bots import BotError, BotFactory
+from simulator.bots.environment import Environment, make_environment
 from simulator.providers.base import ProviderError
 from simulator.record.models import ConversationRecord, ErrorInfo, StopReason, conversation_key
 from simulator.record.transcript import Turn, Usage
+from simulator.spec.environment import EnvironmentSpec
 from simulator.spec.scenario import Scenario
 from simulator.users.base import CharacterBreak, SimulatedUser
 
@@ -35,11 +37,26 @@ def _now() -> datetime:
 class _Attempt:
     """One try at a conversation: the turns so far, what each side used, and how it ended."""
 
-    def __init__(self, bot_id: str) -> None:
+    def __init__(self, bot_id: str, environment: Environment | None = None) -> None:
         self.bot_id = bot_id
+        self.environment = environment
         self.turns: list[Turn] = []
         self.usage: dict[str, Usage] = {}
         self.raw: list[dict[str, Any]] = []
+
+    def with_calls(self, parts: list[Any]) -> list[Any]:
+        """A turn's parts with the environment calls made during it first (those the adapter placed
+        itself, as the chat adapter does, stay where they are)."""
+        if self.environment is None:
+            return parts
+        placed = {id(part) for part in parts}
+        return [call for call in self.environment.take_calls() if id(call) not in placed] + parts
+
+    def keep_calls(self, index: int, started: datetime) -> None:
+        """A bot turn holding only the environment calls of a turn that failed, when there were any."""
+        calls = self.with_calls([])
+        if calls:
+            self.turns.append(Turn(index=index, role="bot", parts=calls, started_at=started))
 
     def add_usage(self, role: str, usage: Usage | None) -> None:
         if usage is not None:
@@ -55,7 +72,12 @@ def bot_conversation_id(run_id: str, plan: ConversationPlan) -> str:
 async def _attempt(
     plan: ConversationPlan, user: SimulatedUser, bots: BotFactory, attempt: _Attempt
 ) -> tuple[StopReason, dict[str, Any] | None, ErrorInfo | None]:
-    session = await bots.open(attempt.bot_id)
+    env = attempt.environment
+    # A bot adapter and a simulated user that act on the environment are given it; others never see it.
+    opener: Any = bots  # factories that act on an environment take it as `environment=` (bots/__init__.py)
+    session = await (opener.open(attempt.bot_id, environment=env) if env else bots.open(attempt.bot_id))
+    if env is not None and hasattr(user, "use_environment"):
+        user.use_environment(env)  # the simulated person's own tools (thermometer, rash)
     state: dict[str, Any] | None = None
     try:
         for index in range(plan.scenario.max_turns):
@@ -71,7 +93,7 @@ async def _attempt(
                 Turn(
                     index=index,
                     role="user",
-                    messages=[message.text],
+                    parts=attempt.with_calls(message.parts()),
                     started_at=started,
                     latency_s=message.latency_s,
                     usage=message.usage,
@@ -81,8 +103,9 @@ async def _attempt(
             )
             started = _now()
             try:
-                reply = await session.send(message.text, index)
+                reply = await session.send(message.text, index, pick=message.pick)
             except BotError as exc:
+                attempt.keep_calls(index, started)  # the calls the bot made before it failed are data
                 return "error", state, ErrorInfo(source="bot", kind=exc.kind, message=str(exc))
             attempt.add_usage("bot", reply.usage)
             if reply.state is not None:
@@ -91,7 +114,7 @@ async def _attempt(
                 Turn(
                     index=index,
                     role="bot",
-                    messages=reply.messages,
+                    parts=attempt.with_calls(reply.turn_parts()),
                     started_at=started,
                     latency_s=reply.latency_s,
                     time_to_first_token_s=reply.time_to_first_token_s,
@@ -121,6 +144,7 @@ async def run_conversation(
     bot_name: str = "",
     run_id: str = "run",
     first_attempt: int = 0,
+    environment: EnvironmentSpec | None = None,
 ) -> ConversationRecord:
     """Run one (scenario, repeat) to its end; never raises for a bot, user or provider failure.
 
@@ -130,7 +154,8 @@ async def run_conversation(
     discarded = Usage()  # what the discarded attempts cost: their transcripts go, their tokens count
     started = _now()
     for attempt_number in range(first_attempt, first_attempt + max_character_breaks + 1):
-        attempt = _Attempt(bot_conversation_id(run_id, plan))
+        bot_id = bot_conversation_id(run_id, plan)
+        attempt = _Attempt(bot_id, make_environment(environment, plan.scenario.environment, bot_id))
         user = make_user(plan, attempt_number)
         try:
             stop, state, error = await _attempt(plan, user, bots, attempt)
@@ -159,6 +184,7 @@ async def run_conversation(
             user_model=user_model,
             bot_conversation_id=attempt.bot_id,
             bot=bot_name,
+            environment_state=attempt.environment.final_state() if attempt.environment else None,
         )
     return _too_many_breaks(plan, breaks, discarded, started, user_model=user_model, bot_name=bot_name)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from simulator.engine.conversation import ConversationPlan, run_conversation
-from simulator.engine.fidelity_loop import run_audited
+from simulator.engine.fidelity_loop import run_audited, run_flagged
 from simulator.judging.fidelity import FIDELITY_CHECKS, FidelityAuditor
 from simulator.judging.stage import JudgeStage
 from simulator.providers.hub import CallScope, ModelHub, set_scope
@@ -107,45 +107,64 @@ async def simulate_and_judge(
 ) -> Done:
     """Run one item through the engine: the one implementation, wherever it runs."""
     since = time.monotonic()  # the item's age: its judge calls queue as old as its conversation
-    if isinstance(item, ConversationPlan):
-        scope = CallScope(repeat=item.repeat, since=since)
-        set_scope(scope)
-        assert make_user is not None
-        options: dict[str, Any] = {
-            "max_character_breaks": suite.user.max_character_breaks,
-            "user_model": user_model,
-            "bot_name": bot_name,
-            "run_id": run_id,
-        }
-        fidelity: list[Verdict] = []
+
+    async def judge(done: Done) -> Done:
+        set_scope(CallScope(repeat=done.record.repeat, since=since))
+        scenario = scenarios.get(done.record.scenario_id)
+        if scenario is None:
+            return done  # a scenario no longer in the suite: kept in the record, not judged
+        if not done.simulated and auditor is not None:
+            done.fidelity = await _audit_stored(done.record, scenario, auditor, audited or set())
+        await _judge_into(done, scenario, judges, judged)
+        return done
+
+    if not isinstance(item, ConversationPlan):
+        return await judge(Done(item, simulated=False))
+    scope = CallScope(repeat=item.repeat, since=since)
+    set_scope(scope)
+    assert make_user is not None
+    options: dict[str, Any] = {
+        "max_character_breaks": suite.user.max_character_breaks,
+        "user_model": user_model,
+        "bot_name": bot_name,
+        "run_id": run_id,
+    }
+    if suite.environment is not None:
+        options["environment"] = suite.environment  # one fresh environment per conversation
+    if auditor is not None and suite.user.fidelity.on_fail != "regenerate":
+        # Nothing waits on the audit: it runs beside the judges (fidelity_loop.run_flagged).
+        record, fidelity, done = await run_flagged(
+            item, make_user, bots, auditor, lambda record: judge(Done(record)), **options
+        )
+        done.fidelity = fidelity
+    else:
+        fidelity = []
         if auditor is None:
             record = await run_conversation(item, make_user, bots, **options)
         else:
             record, fidelity = await run_audited(
                 item, make_user, bots, auditor, suite.user.fidelity, **options
             )
-        if scope.cache_hits:
-            record.cache_hits = dict(scope.cache_hits)
-        done = Done(record, fidelity=fidelity)
-    else:
-        done = Done(item, simulated=False)
-    set_scope(CallScope(repeat=done.record.repeat, since=since))
-    scenario = scenarios.get(done.record.scenario_id)
-    if scenario is None:
-        return done  # a scenario no longer in the suite: kept in the record, not judged
-    if not done.simulated and auditor is not None:
-        done.fidelity = await _audit_stored(done.record, scenario, auditor, audited or set())
+        done = await judge(Done(record, fidelity=fidelity))
+    if scope.cache_hits:
+        record.cache_hits = dict(scope.cache_hits)
+    return done
+
+
+async def _judge_into(
+    done: Done, scenario: Scenario, judges: JudgeStage, judged: set[tuple[str, str]]
+) -> None:
+    """The judges' verdicts of one conversation, and a judge failure to count against the error budget."""
     try:
         done.verdicts = await judges.judge(done.record, scenario, judged)
     except Exception as exc:  # a judge-stage bug must not end the run; resume judges it again
         done.judge_failure = f"judge stage raised {type(exc).__name__}: {exc}"
-        return done
+        return
     failed = [v for v in done.verdicts if v.result == "error" and not v.is_sample]
     if failed and done.record.stop_reason != "error":
         last = failed[-1]
         detail = f"{last.error.kind}: {last.error.message}" if last.error else last.reasoning
         done.judge_failure = f"judge {last.criterion_id}: {detail}"
-    return done
 
 
 class LocalExecutor:

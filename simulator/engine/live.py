@@ -43,6 +43,9 @@ async def run_live(
         session = Session(command="run", started_at=datetime.now(UTC))
         manifest.sessions.append(session)
         folder.write_manifest(manifest)
+        starter = getattr(bots, "start", None)  # a service bot the suite starts: its log in the run folder
+        if starter is not None:
+            await starter(folder.path)
 
         def make_user(plan: ConversationPlan, attempt: int) -> SimulatedUser:
             return user

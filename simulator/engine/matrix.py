@@ -9,11 +9,13 @@ from __future__ import annotations
 
 __all__ = ["MatrixResult", "resume_matrix", "run_matrix"]
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator.bots import BotFactory
 from simulator.engine.runner import CellSpec, RunOptions, run_cells
 from simulator.engine.session import RunResult
 from simulator.errors import UserError
@@ -40,7 +42,9 @@ class MatrixResult:
         return {cell: r.abort_reason for cell, r in self.results.items() if r.abort_reason}
 
 
-def _new_index(suite: Suite, path: Path) -> tuple[MatrixIndex, list[CellSpec]]:
+def _new_index(
+    suite: Suite, path: Path, bots: Mapping[str, BotFactory]
+) -> tuple[MatrixIndex, list[CellSpec]]:
     cells = expand_matrix(suite)
     assert suite.matrix is not None
     index = MatrixIndex(
@@ -61,7 +65,12 @@ def _new_index(suite: Suite, path: Path) -> tuple[MatrixIndex, list[CellSpec]]:
         ],
     )
     specs = [
-        CellSpec(cell.suite, path / cell.id, source={"matrix": {"id": index.matrix_id, "cell": cell.id}})
+        CellSpec(
+            cell.suite,
+            path / cell.id,
+            source={"matrix": {"id": index.matrix_id, "cell": cell.id}},
+            bots=bots.get(cell.bot_variant),
+        )
         for cell in cells
     ]
     return index, specs
@@ -78,18 +87,27 @@ async def _run(
     return MatrixResult(path, index, {cell.id: r for cell, r in zip(index.cells, results, strict=True)})
 
 
-async def run_matrix(suite: Suite, scenarios: list[Scenario], options: RunOptions) -> MatrixResult:
-    """Run every cell of `suite.matrix` into `options.out` (default runs/<matrix-id>)."""
+async def run_matrix(
+    suite: Suite,
+    scenarios: list[Scenario],
+    options: RunOptions,
+    bots: Mapping[str, BotFactory] | None = None,
+) -> MatrixResult:
+    """Run every cell of `suite.matrix` into `options.out` (default runs/<matrix-id>); `bots`: bots given
+    in code, by bot variant id (their cells' suites name them `type: callable`)."""
     path = options.out or Path("runs") / new_run_id(suite.name)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise UserError(f"{path} already exists; use --resume {path} to finish a matrix, or another --out")
-    index, specs = _new_index(suite, path)
+    index, specs = _new_index(suite, path, bots or {})
     write_index(path, index)  # first: a matrix killed at any point after this can be resumed
     return await _run(path, index, specs, scenarios, options)
 
 
-async def resume_matrix(path: Path, options: RunOptions) -> MatrixResult:
-    """Finish every cell of a matrix run: what each cell's folder lacks, in one session."""
+async def resume_matrix(
+    path: Path, options: RunOptions, bots: Mapping[str, BotFactory] | None = None
+) -> MatrixResult:
+    """Finish every cell of a matrix run: what each cell's folder lacks, in one session; `bots`: the bots
+    given in code when it started, by bot variant id."""
     index = read_index(path)
     specs: list[CellSpec] = []
     scenarios: dict[str, Scenario] = {}
@@ -97,8 +115,10 @@ async def resume_matrix(path: Path, options: RunOptions) -> MatrixResult:
         folder = path / cell.folder
         manifest = RunFolder.open(folder).read_manifest()
         suite = manifest.rebuild_suite(folder)
-        specs.append(CellSpec(suite, folder, resume=True))
-        # The run's own scenarios, from the files each cell recorded (checked by hash), whatever --tags chose.
+        given = (bots or {}).get(cell.bot_variant)
+        specs.append(CellSpec(suite, folder, resume=True, bots=given))
+        # The run's own scenarios (persona-factor variants included), from the files each cell recorded
+        # (checked by hash), whatever --tags chose when it started.
         for scenario in recorded_scenarios(manifest, suite, folder):
             scenarios.setdefault(scenario.id, scenario)
     return await _run(path, index, specs, list(scenarios.values()), options)

@@ -63,7 +63,7 @@ def merge_shards(paths: list[Path], out: Path, *, allow_missing: bool = False) -
     """Write one run folder holding every shard's latest conversations and all their verdicts."""
     if not paths:
         raise UserError("name the shard run folders to merge: simulator merge runs/a runs/b --out runs/all")
-    shards = [(folder, folder.read_manifest()) for folder in map(RunFolder.open, paths)]
+    shards = [(folder, folder.read_manifest()) for folder in map(RunFolder.open_unsealed, paths)]
     running = [folder.path for folder, manifest in shards if manifest.status == "running"]
     if running:  # it may still be writing (or was killed): its last records may be half-written or missing
         raise UserError(

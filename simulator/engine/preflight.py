@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from simulator.errors import Problem, UserError
 from simulator.judging.code_checks import STOP_KEYS
+from simulator.record.redact import redact_url
 from simulator.spec.suite import Suite
 from simulator.spec.yamlfile import YAMLProblem, read_text_file
 
@@ -47,7 +48,11 @@ def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], 
         yield ("bot", "factory"), lambda: load_factory(bot.factory)
     elif bot.type == "http":
         yield ("bot", "url"), lambda: _check_url(bot.url)
-    elif bot.system_prompt_file:
+    elif bot.type == "openai_endpoint":
+        yield ("bot", "base_url"), lambda: _check_url(bot.base_url)
+    elif bot.type == "whatsapp":
+        yield ("bot", "webhook_url"), lambda: _check_url(bot.webhook_url)
+    elif bot.type == "chat" and bot.system_prompt_file:
         path = suite.resolve(bot.system_prompt_file)
         yield ("bot", "system_prompt_file"), lambda: read_text_file(path)
     for loc, model in _models(suite):
@@ -62,12 +67,13 @@ def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], 
 def _check_url(url: str) -> None:
     if "${" in url:
         return  # expanded at run time
+    shown = redact_url(url)  # a password or a token in the URL is never echoed
     try:
         host = urlsplit(url).hostname
     except ValueError as exc:
-        raise UserError(f"bot url '{url}' is not a URL ({exc})") from None
+        raise UserError(f"bot url '{shown}' is not a URL ({exc})") from None
     if not host:
-        raise UserError(f"bot url '{url}' names no host; write it as http://HOST:PORT/PATH")
+        raise UserError(f"bot url '{shown}' names no host; write it as http://HOST:PORT/PATH")
 
 
 def preflight_problems(suite: Suite) -> list[Problem]:

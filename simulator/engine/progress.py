@@ -1,27 +1,35 @@
-"""A rich progress bar with counts, ETA and live stop-reason tallies (silent when disabled)."""
+"""A rich progress bar with counts, ETA and live stop-reason tallies (silent when disabled).
+
+`rich` is imported only when the bar is shown: a run without one (`--no-progress`, a script) does not pay
+for it at start-up."""
 
 from __future__ import annotations
 
 __all__ = ["RunProgress"]
 
+import sys
 from collections import Counter
 from types import TracebackType
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from typing import Any
 
 
 class RunProgress:
     def __init__(self, total: int, enabled: bool = True) -> None:
         self.tallies: Counter[str] = Counter()
         self._enabled = enabled and total > 0
+        self._progress: Any = None
+        if not self._enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self._progress = Progress(
             TextColumn("[bold]conversations"),
             BarColumn(),
@@ -30,25 +38,40 @@ class RunProgress:
             TextColumn("eta"),
             TimeRemainingColumn(),
             TextColumn("{task.fields[tallies]}"),
+            TextColumn("[yellow]{task.fields[waiting]}"),
             console=Console(stderr=True),
-            disable=not self._enabled,
         )
-        self._task = self._progress.add_task("run", total=total, tallies="")
+        self._task = self._progress.add_task("run", total=total, tallies="", waiting="")
+        self.waiting_text: str | None = None
 
     def advance(self, stop_reason: str) -> None:
         self.tallies[stop_reason] += 1
+        if self._progress is None:
+            return
         text = " ".join(f"{reason}={count}" for reason, count in sorted(self.tallies.items()))
         self._progress.update(self._task, advance=1, tallies=text)
 
+    def waiting(self, text: str | None) -> None:
+        """Say on the bar that calls wait for a provider's rate limit (and at what rate), so a slow run
+        is not taken for a hang; None clears it."""
+        if text != self.waiting_text:
+            self.waiting_text = text
+            self._progress.update(self._task, waiting=text or "")
+
     def note(self, message: str) -> None:
         """A line above the bar (e.g. a remote worker that died); printed even without a bar."""
-        self._progress.console.print(message)
+        if self._progress is None:
+            print(message, file=sys.stderr, flush=True)
+        else:
+            self._progress.console.print(message)
 
     def __enter__(self) -> RunProgress:
-        self._progress.__enter__()
+        if self._progress is not None:
+            self._progress.__enter__()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._progress.__exit__(kind, value, tb)
+        if self._progress is not None:
+            self._progress.__exit__(kind, value, tb)

@@ -60,9 +60,14 @@ def _simulated_user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any
         styles = suite_styles(suite)
 
         def offline(plan: ConversationPlan, attempt: int) -> SimulatedUser:
-            return OfflineUser(
+            user = OfflineUser(
                 plan.scenario, seed=suite.seed, repeat=plan.repeat, vocabulary=vocabulary, styles=styles
             )
+            if plan.scenario.attack is None:
+                return user
+            from simulator.users.attacker import OfflineAttacker
+
+            return OfflineAttacker(user, plan.scenario.attack)
 
         return offline
     from simulator.users.llm_user import LLMUser

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator.bots import make_bot_factory
+from simulator.bots import BotFactory, make_bot_factory
 from simulator.engine.budget import ErrorBudget, parse_max_errors
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
@@ -65,6 +65,8 @@ class RunOptions:
     # A program that embeds the engine may bring its own simulated user: called with (plan, attempt) and
     # returning an object with `next_message(turns)` (and optionally `fact_provenance(turns)`).
     make_user: Callable[[ConversationPlan, int], SimulatedUser] | None = None
+    # With resume: operational settings changed since the run began ({path: [old, new]}), for the manifest.
+    settings_changed: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def redacted_suite(suite: Suite) -> Suite:
@@ -247,6 +249,8 @@ class CellSpec:
     resume: bool = False
     # Provenance kept in the manifest's `source` (a matrix cell records its matrix and cell id).
     source: dict[str, Any] = field(default_factory=dict)
+    # A bot given in code (simulator.run(..., bot=obj)); None: the adapter the suite's `bot:` names.
+    bots: BotFactory | None = None
 
 
 def _open_folder(
@@ -262,7 +266,15 @@ def _open_folder(
         folder = RunFolder.resume(spec.out)
         manifest = folder.read_manifest()
         existing = _scan(folder, judges, options.retry_errors, rerun_errors=options.retry_errors, audit=audit)
-        session = Session(command="resume", started_at=datetime.now(UTC))
+        session = Session(
+            command="resume", started_at=datetime.now(UTC), settings_changed=options.settings_changed
+        )
+        if options.settings_changed and manifest.suite is not None:
+            # The next resume starts from the settings this one used.
+            manifest.suite.concurrency = spec.suite.concurrency
+            manifest.suite.providers = {k: v.model_copy() for k, v in spec.suite.providers.items()}
+            if manifest.suite.bot.type == "http" and spec.suite.bot.type == "http":
+                manifest.suite.bot.timeout_s = spec.suite.bot.timeout_s
         if manifest.judge_set is None or manifest.judge_set.hash != judges.judge_set_hash:
             manifest.add_judge_set(judges.describe())  # the criteria files changed since the run started
     else:
@@ -295,7 +307,7 @@ def _cell(
     user_model = resolve_user_model(suite.user.model)
     check_scripted(user_model, scenarios)
     make_user = options.make_user or user_factory(suite, hub.for_role("user"), user_model)
-    bots = make_bot_factory(suite, hub.for_role("bot"))
+    bots = spec.bots or make_bot_factory(suite, hub.for_role("bot"))
     judges = make_judge_stage(suite, scenarios, hub.for_role("judge"), warn=warn)
     auditor = make_auditor(suite, hub, user_model)
     started_ray = connect_ray(options.backend) if options.backend else False  # before any folder is made
@@ -361,6 +373,9 @@ async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: R
             cell, work, todo = _cell(spec, scenarios, options, hub, shared=len(specs) > 1, warn=warn)
             cells.append((cell, work))
             pending += todo
+            starter = getattr(cell.parts.bots, "start", None)  # a service bot the suite starts (bot.start)
+            if todo and starter is not None:
+                await starter(cell.parts.folder.path)  # its output goes to the run folder's bot.log
         session = RunSession([cell for cell, _ in cells], RunProgress(pending, options.progress))
         with _frozen_heap(options.freeze_gc):
             return await session.run(_round_robin(cells), min(base.concurrency, max(1, pending)))
@@ -374,15 +389,35 @@ async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: R
                 await closer()
 
 
-async def run_suite(suite: Suite, scenarios: list[Scenario], options: RunOptions) -> RunResult:
-    """Run every planned conversation not already recorded; return what happened. Never loses a record."""
-    [result] = await run_cells([CellSpec(suite, options.out, options.resume)], scenarios, options)
+async def run_suite(
+    suite: Suite, scenarios: list[Scenario], options: RunOptions, bots: BotFactory | None = None
+) -> RunResult:
+    """Run every planned conversation not already recorded; return what happened. Never loses a record.
+    `bots`: a bot given in code, instead of the adapter the suite's `bot:` names."""
+    spec = CellSpec(suite, options.out, options.resume, bots=bots)
+    [result] = await run_cells([spec], scenarios, options)
     if result.abort_reason:
         raise UserError(
-            f"run aborted: {result.abort_reason}. Fix the cause, then finish the run with: "
-            f"simulator run --resume {result.folder} --retry-errors"
+            f"run aborted: {result.abort_reason}.{rate_limit_note(result)} Fix the cause, then finish the "
+            f"run with: simulator run --resume {result.folder} --retry-errors"
         )
     return result
+
+
+def rate_limit_note(result: RunResult) -> str:
+    """For a run whose provider refused calls: what rate it was seen to allow, and the `rpm` option."""
+    notes = []
+    for name, calls in sorted(result.calls.items()):
+        if not calls.get("rate_limits"):
+            continue
+        limits = result.limits.get(name, {})
+        seen = limits.get("observed_rpm") or limits.get("rpm")
+        rate = f", delivering about {seen:g} requests/min" if seen else ""
+        notes.append(
+            f" {name} refused {calls['rate_limits']} calls for its rate limit{rate}: set providers.{name}.rpm "
+            f"in the suite, or resume with --rpm {name}=N."
+        )
+    return "".join(notes)
 
 
 async def judge_run(

@@ -8,16 +8,16 @@ goes, so a session killed with `kill -9` loses only what was in flight.
 
 from __future__ import annotations
 
-__all__ = ["CellRun", "RunResult", "RunSession", "SessionParts", "WorkItem"]
+__all__ = ["CellRun", "RunResult", "RunSession", "SessionParts", "WorkItem", "pool", "pull"]
 
 import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from simulator.engine.budget import ErrorBudget
 from simulator.engine.executor import Done, Executor, ItemLost, LocalExecutor, SessionParts, WorkItem
@@ -26,6 +26,36 @@ from simulator.record.manifest import CallCounts, LimitCounts, RunStatus, Sessio
 
 # The session's call counts reach the manifest at least this often while it runs.
 CHECKPOINT_S = 5.0
+# How often the progress line asks the providers whether calls wait for a rate limit.
+WAITING_S = 1.0
+
+
+T = TypeVar("T")
+
+
+async def pull(
+    work: Iterator[T], handle: Callable[[T], Awaitable[None]], stopped: Callable[[], bool] = lambda: False
+) -> None:
+    """One worker of the pool: take the next item from the shared `work` until it runs out or `stopped`."""
+    while not stopped():
+        item = next(work, None)
+        if item is None:
+            return
+        await handle(item)
+
+
+def _raise_first(outcomes: list[Any]) -> None:
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+            raise outcome
+
+
+async def pool(work: Iterator[T], width: int, handle: Callable[[T], Awaitable[None]]) -> None:
+    """`width` workers pull items from one iterator, so at most `width` are in flight; the first failure
+    is raised once every worker has stopped (the pool of a run session, for work that writes no run)."""
+    _raise_first(
+        await asyncio.gather(*(pull(work, handle) for _ in range(max(1, width))), return_exceptions=True)
+    )
 
 
 @dataclass
@@ -42,6 +72,7 @@ class RunResult:
     abort_reason: str | None = None
     lost: int = 0  # items whose remote worker died mid-way: not recorded, run again on resume
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # per provider, from ModelHub.stats
+    limits: dict[str, dict[str, Any]] = field(default_factory=dict)  # per provider, from ModelHub.limits
 
     @property
     def judged_nothing(self) -> bool:
@@ -127,7 +158,7 @@ class CellRun:
             manifest.counts.errors = reasons.get("error", 0)
         self.parts.folder.write_manifest(manifest)
         self.result.status = state
-        self.result.calls = self.executor.call_stats()[0]
+        self.result.calls, self.result.limits = self.executor.call_stats()
 
 
 class RunSession:
@@ -144,10 +175,12 @@ class RunSession:
         try:
             with self.progress:
                 self._tasks = [asyncio.create_task(self._worker(work)) for _ in range(max(1, width))]
-                outcomes = await asyncio.gather(*self._tasks, return_exceptions=True)
-            for outcome in outcomes:
-                if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
-                    raise outcome
+                watch = asyncio.create_task(self._watch_rate_limits())
+                try:
+                    outcomes = await asyncio.gather(*self._tasks, return_exceptions=True)
+                finally:
+                    watch.cancel()
+            _raise_first(outcomes)
         except (asyncio.CancelledError, KeyboardInterrupt, OSError):
             # Stopped, or a write failed (a full disk): what finished is on disk and the run says it was
             # interrupted, so `run --resume` finishes it. A manifest that cannot be written stays `running`.
@@ -165,26 +198,35 @@ class RunSession:
             cell.finish("aborted" if cell.budget.reason else "interrupted" if lost else "complete")
         return [cell.result for cell in self.cells]
 
+    async def _watch_rate_limits(self) -> None:
+        """Keep the progress line's `waiting for the provider's rate limit: openai 598/min (found from
+        429s)` current (the cells of one session share one hub)."""
+        hub = self.cells[0].parts.hub if self.cells else None
+        if hub is None:
+            return
+        while True:
+            await asyncio.sleep(WAITING_S)
+            self.progress.waiting(hub.waiting())
+
     async def _worker(self, work: Iterator[tuple[CellRun, WorkItem]]) -> None:
-        while not all(cell.budget.reason for cell in self.cells):
-            pair = next(work, None)
-            if pair is None:
-                return
-            cell, item = pair
-            if cell.budget.reason is not None:
-                continue  # this cell was stopped; its remaining items wait for a resume
-            try:
-                done = await cell.executor.process(item, cell.judged, cell.audited)
-            except ItemLost as exc:  # a remote worker died: nothing recorded, resume runs it again
-                cell.result.lost += 1
-                self.progress.note(str(exc))
-                continue
-            cell.record(done, self.progress)
-            cause = None
-            if done.record.error is not None:
-                error = done.record.error
-                cause = f"{error.source}: {error.kind}: {error.message}"
-            self._account(cell, cause or done.judge_failure)
+        await pull(work, self._one, stopped=lambda: all(cell.budget.reason for cell in self.cells))
+
+    async def _one(self, pair: tuple[CellRun, WorkItem]) -> None:
+        cell, item = pair
+        if cell.budget.reason is not None:
+            return  # this cell was stopped; its remaining items wait for a resume
+        try:
+            done = await cell.executor.process(item, cell.judged, cell.audited)
+        except ItemLost as exc:  # a remote worker died: nothing recorded, resume runs it again
+            cell.result.lost += 1
+            self.progress.note(str(exc))
+            return
+        cell.record(done, self.progress)
+        cause = None
+        if done.record.error is not None:
+            error = done.record.error
+            cause = f"{error.source}: {error.kind}: {error.message}"
+        self._account(cell, cause or done.judge_failure)
 
     def _account(self, cell: CellRun, cause: str | None) -> None:
         # When every cell has stopped, the items still in flight are cancelled (resume runs them again);

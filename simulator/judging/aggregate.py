@@ -80,6 +80,7 @@ def combine_verdicts(parts: dict[str, list[Verdict]], rule: AggregateRule, judge
             "error": None,
             "sample": None,
             "aggregate": rule if len(parts) > 1 else "majority",
+            "decided_by": "jury",
             "votes": dict(votes),
             "judge_model": judge_label,
             "usage": None,  # each judgement keeps its own usage; cost reads them

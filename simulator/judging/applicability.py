@@ -16,59 +16,12 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from simulator.record.models import ConversationRecord, StopReason
+from simulator.users.words import FUNCTION_WORDS
 
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 _WORD = re.compile(r"[a-z0-9]+")
 # Words too common to say which fact was told.
-_STOP = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "and",
-        "or",
-        "but",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "with",
-        "from",
-        "by",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "have",
-        "has",
-        "had",
-        "i",
-        "my",
-        "me",
-        "it",
-        "its",
-        "this",
-        "that",
-        "not",
-        "no",
-        "yes",
-        "do",
-        "does",
-        "did",
-        "about",
-        "since",
-        "than",
-        "then",
-        "very",
-        "just",
-        "some",
-        "any",
-    ]
-)
+_STOP = FUNCTION_WORDS | {"since"}
 
 
 class AppliesWhen(BaseModel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "ADVISORY_ASSERTIONS",
     "CODE_CHECKS_VERSION",
+    "ENVIRONMENT_KEY",
     "EXACT",
     "STOP_KEYS",
     "advisory_assertion_verdict",
@@ -28,6 +29,7 @@ from typing import Any
 
 from simulator.judging.assertions import AssertionSpec, check_assertions
 from simulator.judging.text_metrics import difflib_ratio, exact_match, rouge_l, token_f1
+from simulator.judging.tool_checks import environment_verdicts
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.spec.patterns import PatternTimeout
 from simulator.spec.scenario import Scenario
@@ -37,6 +39,9 @@ CODE_CHECKS_VERSION = "code-checks-v1"
 
 # `expected` keys compared with the recorded stop reason rather than the bot's final state.
 STOP_KEYS = {"handover": "handover", "closed": "bot_closed"}
+
+# The `expected` key whose value holds paths of the environment's final state (docs/environment.md).
+ENVIRONMENT_KEY = "environment"
 
 # A golden `exact` item's verdict; its assertions, if any, are recorded beside it and gate nothing.
 EXACT = "exact_match"
@@ -56,7 +61,8 @@ def _asserts(scenario: Scenario) -> bool:
 
 def code_check_ids(scenario: Scenario) -> list[str]:
     """The criterion ids the code checks write for a scenario."""
-    ids = [f"outcome.{key}" for key in scenario.expected]
+    ids = [f"outcome.{key}" for key in scenario.expected if key != ENVIRONMENT_KEY]
+    ids += [f"environment.{path}" for path in scenario.expected.get(ENVIRONMENT_KEY) or {}]
     exact_item = scenario.script is not None and scenario.script.kind == "exact"
     if exact_item:
         ids.append(EXACT)
@@ -64,6 +70,8 @@ def code_check_ids(scenario: Scenario) -> list[str]:
         ids.append(ADVISORY_ASSERTIONS if exact_item else "assertions")
     if scenario.reference:
         ids += [f"metric.{name}" for name in METRICS]
+    if scenario.attack is not None:
+        ids.append(scenario.attack.criterion_id)
     return ids
 
 
@@ -76,10 +84,14 @@ def _meta(check_id: str) -> dict[str, Any]:
     """Kind, severity and category of a code check, from its id."""
     if check_id.startswith("outcome."):
         return {"kind": "code", "severity": "critical", "category": "outcome"}
+    if check_id.startswith("environment."):
+        return {"kind": "code", "severity": "critical", "category": "environment"}
     if check_id.startswith("metric."):
         return {"kind": "metric", "category": "metric"}
     if check_id == EXACT:
         return {"kind": "code", "severity": "major", "category": "exact"}
+    if check_id.startswith("redteam."):
+        return {"kind": "code", "severity": "critical", "category": "redteam"}
     return {"kind": "code", "severity": "major", "category": "assertion"}
 
 
@@ -91,6 +103,7 @@ def _base(record: ConversationRecord, check_id: str, judge_set_hash: str) -> dic
         "criterion_id": check_id,
         "judge_set_hash": judge_set_hash,
         "judged_at": datetime.now(UTC),
+        "decided_by": "code",
         **_meta(check_id),
     }
 
@@ -144,6 +157,7 @@ def outcome_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_h
     return [
         _outcome(record, key, expected, _base(record, f"outcome.{key}", judge_set_hash))
         for key, expected in scenario.expected.items()
+        if key != ENVIRONMENT_KEY
     ]
 
 
@@ -249,13 +263,15 @@ def code_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_hash
         cause = f" ({record.error.source}: {record.error.message})" if record.error else ""
         return [
             Verdict(
-                **_base(record, check_id, judge_set_hash),
+                **{**_base(record, check_id, judge_set_hash), "decided_by": None},
                 result="not_judged",
                 reasoning=f"the conversation ended in an error{cause}; nothing to check",
             )
             for check_id in code_check_ids(scenario)
         ]
     verdicts = outcome_verdicts(record, scenario, judge_set_hash)
+    if scenario.expected.get(ENVIRONMENT_KEY):
+        verdicts += environment_verdicts(record, scenario.expected[ENVIRONMENT_KEY], judge_set_hash)
     script = scenario.script
     if script is not None and script.kind == "exact":
         verdicts.append(exact_verdict(record, scenario.reference or "", judge_set_hash))
@@ -270,6 +286,10 @@ def code_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_hash
             )
     if scenario.reference:
         verdicts += metric_verdicts(record, scenario.reference, judge_set_hash)
+    if scenario.attack is not None:
+        from simulator.judging.attack_check import attack_verdict
+
+        verdicts.append(attack_verdict(record, scenario.attack, scenario.expected, judge_set_hash))
     if script is not None:
         verdicts = [_unanswered(record, v, len(script.lines)) for v in verdicts]
     return verdicts

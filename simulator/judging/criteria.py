@@ -22,7 +22,7 @@ DEFAULT_MET = "the conversation shows the behaviour described."
 DEFAULT_NOT_MET = "the conversation does not show it."
 DEFAULT_NOT_APPLICABLE = "The conversation gives this criterion nothing to judge."
 # Ids the code checks write; a criterion may not take them, or its verdicts would mix with theirs.
-RESERVED_PREFIXES = ("outcome.", "metric.", "assertions")
+RESERVED_PREFIXES = ("outcome.", "metric.", "assertions", "environment.", "tool_called.", "tool_not_called.")
 
 
 class Criterion(FileDocument):

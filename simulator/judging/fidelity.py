@@ -32,6 +32,7 @@ from simulator.providers.base import ProviderError
 from simulator.providers.hub import ModelClient
 from simulator.record.hashing import sha256_text
 from simulator.record.models import ConversationRecord, ErrorInfo, FactProvenance, Verdict
+from simulator.record.parts import PickPart, part_text
 from simulator.record.transcript import Usage
 from simulator.spec.scenario import Scenario
 from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
@@ -69,6 +70,13 @@ FIDELITY_CHECKS: dict[str, tuple[str, str, str]] = {
         "the user changed language, register or who is speaking partway through",
     ),
 }
+# Checked only in conversations where the user picked an option (a text-only run has no such verdict).
+PICK_CHECK = "fidelity.valid_pick"
+PICK_RUBRIC = (
+    "The simulated user only taps options the bot offered on its last message.",
+    "every pick names an option the bot had just offered",
+    "the user picked an option the bot had not offered",
+)
 _ADVICE = re.compile(
     r"\byou (should|must|need to) (call|go to|see|book|seek)\b|\bi (recommend|advise) (that )?you\b", re.I
 )
@@ -152,6 +160,8 @@ class FidelityAuditor:
     def _verdict(
         self, record: ConversationRecord, check: str, result: str, reasoning: str, **extra: Any
     ) -> Verdict:
+        """One fidelity verdict; decided in code unless `extra` says otherwise (nobody, when not judged)."""
+        extra.setdefault("decided_by", None if result == "not_judged" else "code")
         return Verdict(
             conversation_id=record.id,
             scenario_id=record.scenario_id,
@@ -211,7 +221,20 @@ class FidelityAuditor:
             role,
             reading["fidelity.drift"],
         ]
+        if any(isinstance(p, PickPart) for t in record.turns if t.role == "user" for p in t.parts):
+            audit.verdicts.append(self.valid_pick(record))
         return audit
+
+    def valid_pick(self, record: ConversationRecord) -> Verdict:
+        """Fail when a pick names no option the bot offered just before (the engine marks it `offered`)."""
+        picks = [part_text(p) for t in record.turns for p in t.parts if isinstance(p, PickPart)]
+        bad = [
+            part_text(p) for t in record.turns for p in t.parts if isinstance(p, PickPart) and not p.offered
+        ]
+        if bad:
+            reason = f"{len(bad)} of {len(picks)} picks named an option the bot had not offered"
+            return self._quoted(record, PICK_CHECK, "fail", reason, bad)
+        return self._quoted(record, PICK_CHECK, "pass", f"all {len(picks)} picks were offered", picks[:1])
 
     # --- checks in code -------------------------------------------------------------------------------
     def early_reveal(
@@ -274,7 +297,11 @@ class FidelityAuditor:
         """Offline user: fail on a user message with three or more content words found nowhere in the
         persona, goal, facts or the user's stock phrases (a typo changes one word, never three)."""
         check = "fidelity.invented_facts"
-        known = content_words(" ".join([scenario.persona, scenario.goal, *scenario.facts])) | self._filler
+        attack = [scenario.attack.attacker, *scenario.attack.ladder] if scenario.attack is not None else []
+        known = (
+            content_words(" ".join([scenario.persona, scenario.goal, *scenario.facts, *attack]))
+            | self._filler
+        )
         shuffled = {"".join(sorted(w)) for w in known}
         for _, text in _user_texts(record):
             unknown = _unknown_words(text, known, shuffled)
@@ -308,7 +335,8 @@ class FidelityAuditor:
     def _not_judged(self, record: ConversationRecord, reason: str, **extra: Any) -> dict[str, Verdict]:
         checks = ("fidelity.invented_facts", "fidelity.role_confusion", "fidelity.drift")
         result = "error" if extra.get("error") is not None else "not_judged"
-        return {c: self._verdict(record, c, result, reason, **extra) for c in checks}
+        decided_by = "llm" if result == "error" else None  # an audit call was made and failed
+        return {c: self._verdict(record, c, result, reason, decided_by=decided_by, **extra) for c in checks}
 
     async def _llm_audit(
         self, record: ConversationRecord, scenario: Scenario
@@ -330,7 +358,7 @@ class FidelityAuditor:
             reason = f"the auditor answered twice without a valid audit; last answer: {answer.text[:200]!r}"
             return [], self._not_judged(record, reason, error=error, usage=answer.usage), answer.usage
         output = answer.output
-        extra = {"judge_model": self.model_spec}
+        extra = {"judge_model": self.model_spec, "decided_by": "llm"}
         reading = {}
         for name in ("invented_facts", "role_confusion", "drift"):
             judged: JudgeOutput = getattr(output, name)

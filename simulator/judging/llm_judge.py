@@ -195,7 +195,10 @@ def not_applicable_verdict(
 ) -> Verdict:
     """A criterion that cannot apply, decided in code (`applies_when`) without asking a judge."""
     return Verdict(
-        **verdict_base(record, criterion, judge_set_hash, None), result="not_applicable", reasoning=reason
+        **verdict_base(record, criterion, judge_set_hash, None),
+        result="not_applicable",
+        reasoning=reason,
+        decided_by="applies_when",
     )
 
 
@@ -226,7 +229,7 @@ class LLMJudge:
         """Judge one conversation against one criterion; failures come back as `error` verdicts."""
         block = transcript_block if transcript_block is not None else render_transcript_block(record.turns)
         request = self.request(block, criterion)
-        base = verdict_base(record, criterion, self.judge_set_hash, self.model_spec)
+        base = {**verdict_base(record, criterion, self.judge_set_hash, self.model_spec), "decided_by": "llm"}
         points = criterion.points is not None
         try:
             if points:

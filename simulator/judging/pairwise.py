@@ -13,18 +13,14 @@ __all__ = [
     "OrderChoice",
     "PairwiseOutput",
     "PairwiseResult",
-    "PairwiseSummary",
     "build_pairwise_request",
     "judge_pair",
-    "summarise_pairs",
 ]
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from simulator.analysis.stats import Rate, rate
 from simulator.judging.criteria import Criterion
 from simulator.judging.llm_judge import ask_validated
 from simulator.judging.prompt import render_criterion_block, render_messages
@@ -192,26 +188,3 @@ async def judge_pair(
     if first_choice == second_choice:
         return result.model_copy(update={"winner": first_choice, "position_consistent": True})
     return result.model_copy(update={"winner": "tie", "position_consistent": False})
-
-
-@dataclass(frozen=True)
-class PairwiseSummary:
-    """Wins, ties, errors and the position-inconsistency rate (with its Wilson interval) over many pairs."""
-
-    a_wins: int
-    b_wins: int
-    ties: int
-    errors: int
-    inconsistent: Rate
-
-
-def summarise_pairs(results: list[PairwiseResult]) -> PairwiseSummary:
-    """Count the outcomes; the inconsistency rate is over pairs judged without error."""
-    judged = [r for r in results if r.winner is not None]
-    return PairwiseSummary(
-        a_wins=sum(r.winner == "A" for r in judged),
-        b_wins=sum(r.winner == "B" for r in judged),
-        ties=sum(r.winner == "tie" for r in judged),
-        errors=len(results) - len(judged),
-        inconsistent=rate(sum(r.position_consistent is False for r in judged), len(judged)),
-    )

@@ -36,7 +36,7 @@ from typing import Any
 from simulator.judging.criteria import Criterion
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.record.hashing import sha256_text
-from simulator.record.transcript import Turn
+from simulator.record.transcript import Turn, turn_lines
 
 JUDGE_INSTRUCTIONS = """\
 You are an evaluator. You review one finished conversation between a user and a chatbot and judge it
@@ -118,8 +118,10 @@ def escape_data(text: str) -> str:
 
 
 def transcript_messages(turns: list[Turn]) -> list[tuple[str, str]]:
-    """Every message of the conversation in order, as (speaker, text); a bot turn may hold several."""
-    return [(turn.role, message) for turn in turns for message in turn.messages]
+    """Every part of the conversation in order, as (speaker, text): a text part is its text, and options,
+    picks, media, tool calls and events their one text form (record/parts.part_text), so the judge reads
+    what was offered, tapped and done, and its quotes of them are verified against the same text."""
+    return [(turn.role, line) for turn in turns for line in turn_lines(turn)]
 
 
 def render_messages(turns: list[Turn]) -> str:
@@ -142,23 +144,18 @@ def _one_line(text: str) -> str:
 
 def render_criterion_block(criterion: Criterion, instruction: str = JUDGE_ASK) -> str:
     """The criterion block that ends each judge request (the met / not met variant for points criteria)."""
-    if criterion.points is not None:
-        return POINTS_CRITERION_TEMPLATE.format(
-            instruction=POINTS_ASK,
-            id=criterion.id,
-            criterion=_one_line(criterion.criterion),
-            met=_one_line(criterion.pass_),
-            not_met=_one_line(criterion.fail),
-            not_applicable=_one_line(criterion.not_applicable),
-        )
-    return CRITERION_TEMPLATE.format(
-        instruction=instruction,
-        id=criterion.id,
-        criterion=_one_line(criterion.criterion),
-        pass_=_one_line(criterion.pass_),
-        fail=_one_line(criterion.fail),
-        not_applicable=_one_line(criterion.not_applicable),
-    )
+    points = criterion.points is not None
+    good, bad = ("met", "not_met") if points else ("pass_", "fail")
+    fields = {
+        "id": criterion.id,
+        "criterion": _one_line(criterion.criterion),
+        good: _one_line(criterion.pass_),
+        bad: _one_line(criterion.fail),
+        "not_applicable": _one_line(criterion.not_applicable),
+    }
+    if points:
+        return POINTS_CRITERION_TEMPLATE.format(instruction=POINTS_ASK, **fields)
+    return CRITERION_TEMPLATE.format(instruction=instruction, **fields)
 
 
 def build_judge_request(

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator.errors import Problem, UserError
 from simulator.judging.aggregate import combine_verdicts, default_rule
 from simulator.judging.applicability import applicability
 from simulator.judging.code_checks import CODE_CHECKS_VERSION, code_check_ids, code_verdicts
@@ -24,13 +25,30 @@ from simulator.judging.criteria import AggregateRule, Criterion, load_criteria
 from simulator.judging.hygiene import same_family_warnings
 from simulator.judging.llm_judge import LLMJudge, not_applicable_verdict, not_judged_verdict
 from simulator.judging.prompt import JUDGE_PROMPT_TEMPLATE, judge_prompt_hash, render_transcript_block
+from simulator.judging.tool_checks import TOOL_CHECKS_VERSION, ToolCheckContext, tool_verdicts
 from simulator.providers.hub import ModelHub, call_scope, resolve_user_model
 from simulator.record.hashing import sha256_text
 from simulator.record.manifest import CriterionEntry, JudgeSet, PromptEntry
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.spec.scenario import Scenario
 from simulator.spec.suite import Suite
+from simulator.spec.tool_checks import ToolCheck, ToolChecksConfig, unknown_tool
+from simulator.spec.vocabulary import load_vocabulary
+from simulator.users.offline import gives_outcome
 
+# A criterion's fields the manifest records as they are (CriterionEntry has the same names).
+_RECORDED = {
+    "id",
+    "criterion",
+    "pass_",
+    "fail",
+    "not_applicable",
+    "severity",
+    "category",
+    "applies_to",
+    "points",
+    "aggregate",
+}
 NO_MODEL = "no judge model configured (set judges.model in the suite or pass --judge-model)"
 
 
@@ -43,6 +61,7 @@ def judge_set_hash(
     models: list[str] | None = None,
     samples: int = 1,
     aggregate: dict[str, str] | None = None,
+    tool_checks: dict[str, Any] | None = None,
 ) -> str:
     """The hash of everything that decides a verdict, except the conversation itself. A jury, samples and
     rules join the hash only when used, so a one-model, one-sample set keeps the hash it always had."""
@@ -60,6 +79,8 @@ def judge_set_hash(
         payload["samples"] = samples
     if aggregate:
         payload["aggregate"] = aggregate
+    if tool_checks is not None:  # only a suite with an environment or tool checks: others keep their hash
+        payload["tool_checks"] = tool_checks
     return sha256_text(json.dumps(payload, sort_keys=True))
 
 
@@ -78,8 +99,11 @@ class JudgeStage:
         jury: list[LLMJudge] | None = None,
         samples: int = 1,
         rules: dict[str, AggregateRule] | None = None,
+        tools: ToolCheckContext | None = None,
     ) -> None:
         self.criteria = criteria
+        # The suite's tool checks and claim rules, and how advice is told apart (judging/tool_checks.py).
+        self.tools = tools or ToolCheckContext(gives_advice=gives_outcome)
         self.llm = judge
         # Every judge model (the first is `llm`); each judges every item `samples` times.
         self.jury = jury if jury is not None else ([judge] if judge is not None else [])
@@ -99,20 +123,11 @@ class JudgeStage:
             code_checks=CODE_CHECKS_VERSION,
             criteria=[
                 CriterionEntry(
-                    id=c.id,
-                    criterion=c.criterion,
-                    **{"pass": c.pass_},
-                    fail=c.fail,
-                    not_applicable=c.not_applicable,
+                    **c.model_dump(include=_RECORDED),
                     file=c._source,
                     line=c._line,
                     sha256=sha256_text(c.canonical()),
-                    severity=c.severity,
-                    category=c.category,
-                    applies_to=c.applies_to,
-                    points=c.points,
                     applies_when=c.applies_when.model_dump(exclude_defaults=True) if c.applies_when else None,
-                    aggregate=c.aggregate,
                 )
                 for c in self.criteria
             ],
@@ -134,8 +149,37 @@ class JudgeStage:
         """Every criterion id this stage writes for the conversation."""
         scenario = self.scenarios.get(record.scenario_id)
         tags = scenario.tags if scenario is not None else record.tags
-        code = code_check_ids(scenario) if scenario is not None else []
+        code = code_check_ids(scenario) + self._tool_ids(scenario) if scenario is not None else []
         return code + [c.id for c in self.applicable(tags)]
+
+    def _tool_checks(self, scenario: Scenario) -> list[ToolCheck]:
+        return [*self.tools.checks, *scenario.tool_checks]
+
+    def _tool_ids(self, scenario: Scenario) -> list[str]:
+        return [c.check_id for c in self._tool_checks(scenario)] + [r.id for r in self.tools.claims]
+
+    def _tool_verdicts(self, record: ConversationRecord, scenario: Scenario) -> list[Verdict]:
+        """The tool checks and claim rules (none for a suite without them: no verdict lines)."""
+        checks = self._tool_checks(scenario)
+        if not checks and not self.tools.claims:
+            return []
+        if record.stop_reason == "error":
+            cause = f" ({record.error.source}: {record.error.message})" if record.error else ""
+            return [
+                Verdict(
+                    conversation_id=record.id,
+                    scenario_id=record.scenario_id,
+                    repeat=record.repeat,
+                    criterion_id=check_id,
+                    kind="code",
+                    category="tool",
+                    result="not_judged",
+                    judge_set_hash=self.judge_set_hash,
+                    reasoning=f"the conversation ended in an error{cause}; nothing to check",
+                )
+                for check_id in self._tool_ids(scenario)
+            ]
+        return tool_verdicts(record, checks, self.tools, self.judge_set_hash)
 
     def pending(self, record: ConversationRecord, judged: set[tuple[str, str]]) -> bool:
         """True when some verdict of this conversation is still missing."""
@@ -148,6 +192,7 @@ class JudgeStage:
         verdicts = [
             v
             for v in code_verdicts(record, scenario, self.judge_set_hash)
+            + self._tool_verdicts(record, scenario)
             if (record.id, v.criterion_id) not in judged
         ]
         todo = [c for c in self.applicable(scenario.tags) if (record.id, c.id) not in judged]
@@ -167,22 +212,26 @@ class JudgeStage:
         if not self.jury:
             return verdicts + [not_judged_verdict(record, c, self.judge_set_hash, NO_MODEL) for c in ask]
         block = render_transcript_block(record.turns)
-        # The first criterion goes alone (one call per judge model): it writes the shared prefix to each
-        # provider's cache, which every other call then reads.
-        first = await asyncio.gather(*(self._one(j, record, ask[0], block, 0) for j in self.jury))
-        rest = await asyncio.gather(
-            *(
-                self._one(judge, record, criterion, block, sample)
-                for criterion in ask
-                for judge in self.jury
-                for sample in range(self.samples)
-                if criterion is not ask[0] or sample > 0
-            )
-        )
-        judgements = [*first, *rest]
+        judgements = await self._ask_all(record, ask, block)
         for criterion in ask:
             verdicts += self._combine(criterion, [v for v in judgements if v.criterion_id == criterion.id])
         return verdicts
+
+    async def _ask_all(self, record: ConversationRecord, ask: list[Criterion], block: str) -> list[Verdict]:
+        """Every (criterion, judge, sample) call, in that order. A judge whose provider caches prompts on
+        request (`Provider.warm_prompt_cache`) asks the first criterion alone first, which writes the shared
+        prefix for its other calls to read; every other call goes at once."""
+        calls = [(c, j, s) for c in ask for j in self.jury for s in range(self.samples)]
+        warm = len(calls) > len(self.jury)  # nothing to read the cache when each judge makes one call
+        first = [k for k, (c, j, s) in enumerate(calls) if warm and c is ask[0] and s == 0 and _warms(j)]
+        others = sorted(set(range(len(calls))) - set(first))
+        done: dict[int, Verdict] = {}
+        for keys in (first, others):
+            answers = await asyncio.gather(
+                *(self._one(j, record, c, block, s) for c, j, s in map(calls.__getitem__, keys))
+            )
+            done.update(zip(keys, answers, strict=True))
+        return [done[k] for k in range(len(calls))]
 
     def _not_applicable(
         self, record: ConversationRecord, scenario: Scenario, todo: list[Criterion]
@@ -221,6 +270,11 @@ class JudgeStage:
         return [*judgements, combine_verdicts(parts, rule, label)]
 
 
+def _warms(judge: LLMJudge) -> bool:
+    """True when the judge's provider is one to warm (see `JudgeStage._ask_all`)."""
+    return bool(getattr(judge.client.provider, "warm_prompt_cache", False))
+
+
 def _bot_model(suite: Suite) -> str | None:
     return getattr(suite.bot, "model", None) if suite.bot.type == "chat" else None
 
@@ -234,6 +288,8 @@ def make_judge_stage(
     models = config.judge_models()
     model = models[0] if len(models) == 1 else config.model
     rules: dict[str, AggregateRule] = {str(k): v for k, v in config.aggregate.items()}
+    tools = _tool_context(suite)
+    _check_tool_names(suite, scenarios)
     set_hash = judge_set_hash(
         criteria,
         model,
@@ -242,6 +298,7 @@ def make_judge_stage(
         models=models,
         samples=config.samples,
         aggregate=dict(rules),
+        tool_checks=_tool_hash_payload(suite, tools),
     )
     jury = []
     if criteria:  # no criteria to judge: no provider (and no API key) needed
@@ -278,4 +335,54 @@ def make_judge_stage(
         jury=jury,
         samples=config.samples,
         rules=rules,
+        tools=tools,
     )
+
+
+def _tool_context(suite: Suite) -> ToolCheckContext:
+    """The suite's tool checks and claim rules; advice is what the offline user takes for an outcome,
+    with the suite's vocabulary."""
+    vocabulary = load_vocabulary(suite.resolve(suite.user.vocabulary)) if suite.user.vocabulary else None
+    config = suite.tool_checks or ToolChecksConfig()
+
+    def gives_advice(text: str) -> bool:
+        return gives_outcome(text, vocabulary) if vocabulary is not None else gives_outcome(text)
+
+    return ToolCheckContext(
+        gives_advice=gives_advice,
+        claims=config.claim_rules(suite.environment is not None),
+        checks=list(config.checks),
+    )
+
+
+def _check_tool_names(suite: Suite, scenarios: list[Scenario]) -> None:
+    """A scenario's tool check may not take the id of one of the suite's, and with an environment it must
+    name one of its tools (the suite's own checks are checked when it loads): one UserError listing each."""
+    env = suite.environment
+    bot, user = (list(env.tools), list(env.user_tools)) if env is not None else ([], [])
+    suite_ids = {c.check_id for c in suite.tool_checks.checks} if suite.tool_checks else set()
+    problems = []
+    for scenario in scenarios:
+        for index, check in enumerate(scenario.tool_checks):
+            whys = [unknown_tool(check, bot, user) if env is not None else None]
+            if check.check_id in suite_ids:
+                whys.append(
+                    f"the suite has a check with the id {check.check_id} too; give this one its own `id`"
+                )
+            problems += [
+                Problem(scenario.source, f"scenario {scenario.id}: {why}", field=f"tool_checks.{index}")
+                for why in whys
+                if why is not None
+            ]
+    if problems:
+        raise UserError("invalid tool checks", problems)
+
+
+def _tool_hash_payload(suite: Suite, tools: ToolCheckContext) -> dict[str, Any] | None:
+    if suite.environment is None and suite.tool_checks is None:
+        return None
+    return {
+        "version": TOOL_CHECKS_VERSION,
+        "checks": [c.model_dump(mode="json", by_alias=True) for c in tools.checks],
+        "claims": [r.model_dump(mode="json") for r in tools.claims],
+    }

@@ -19,7 +19,7 @@ PROVIDERS: dict[str, str] = {
     "openai": "simulator.providers.openai:OpenAIProvider",
     "local": "simulator.providers.local:LocalProvider",
     # The project's fake server in process: no key, no network, meaningless answers (plumbing tests).
-    "test": "simulator.providers.test:TestProvider",
+    "test": "simulator.testing.provider:TestProvider",
 }
 
 DEFAULT_MODELS: dict[str, str] = {

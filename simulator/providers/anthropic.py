@@ -8,61 +8,78 @@ import os
 from typing import Any
 
 from simulator.errors import UserError
-from simulator.providers._http import aiohttp_client, classify_sdk_error
-from simulator.providers._sdkpost import SdkPost
+from simulator.providers._sdkbase import SdkProvider
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
+    ChatMessage,
     ModelRequest,
     ModelResponse,
-    Provider,
     ProviderError,
     ToolCall,
     json_object_in,
 )
-from simulator.providers.ratelimits import rate_limits_from_headers
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
 
-class AnthropicProvider(Provider):
+def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
+    """One message as Messages API content blocks: text; a model's `tool_use` blocks after its text; a
+    tool result as a `tool_result` block naming the `tool_use` it answers."""
+    if message.role == "tool":
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": message.content,
+        }
+        if message.is_error:
+            block["is_error"] = True
+        return [block]
+    blocks: list[dict[str, Any]] = []
+    if message.content or not message.tool_calls:
+        blocks.append({"type": "text", "text": message.content})
+    blocks += [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        for call in message.tool_calls
+    ]
+    return blocks
+
+
+class AnthropicProvider(SdkProvider):
     name = "anthropic"
+    who = "Anthropic"
+    transient_statuses = (408, 409, 529)
+    warm_prompt_cache = True  # explicit cache writes: the first criterion's call writes the prefix
 
     def __init__(self, settings: ProviderSettings) -> None:
         import anthropic
 
         key_env = settings.api_key_env or "ANTHROPIC_API_KEY"
-        self._key_env = key_env
         api_key = os.environ.get(key_env)
         if not api_key:
             raise UserError(f"set the {key_env} environment variable to use anthropic: models")
-        self._sdk = anthropic
-        self._base_url = settings.base_url or "https://api.anthropic.com"
-        self._timeout_s = settings.timeout_s
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key,
-            base_url=settings.base_url,
-            max_retries=0,
-            timeout=settings.timeout_s,
-            http_client=aiohttp_client(anthropic, settings.timeout_s),
-        )
-        self._post = SdkPost(anthropic, self._client, "/v1/messages")
+        base_url = settings.base_url or "https://api.anthropic.com"
+        self._connect(
+            anthropic, anthropic.AsyncAnthropic, settings, api_key=api_key, key_env=key_env, base_url=base_url,
+            path="/v1/messages",
+        )  # fmt: skip
 
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
         for index, message in enumerate(request.messages):
-            block: dict[str, Any] = {"type": "text", "text": message.content}
+            blocks = _blocks(message)
             if request.cacheable_prefix_messages and index == request.cacheable_prefix_messages - 1:
                 # Mark the end of the shared prefix (e.g. judge instructions + transcript) cacheable.
-                block["cache_control"] = {"type": "ephemeral"}
-            if messages and messages[-1]["role"] == message.role:
+                blocks[-1]["cache_control"] = {"type": "ephemeral"}
+            role = "user" if message.role == "tool" else message.role  # tool results go in a user turn
+            if messages and messages[-1]["role"] == role:
                 # Consecutive messages of one role form one turn: send them as blocks of one message,
                 # so a cache breakpoint can fall between them (the judge's transcript, then its criterion).
-                messages[-1]["content"].append(block)
+                messages[-1]["content"].extend(blocks)
             else:
-                messages.append({"role": message.role, "content": [block]})
+                messages.append({"role": role, "content": blocks})
         for turn in messages:
             blocks = turn["content"]
-            if len(blocks) == 1 and "cache_control" not in blocks[0]:
+            if len(blocks) == 1 and blocks[0]["type"] == "text" and "cache_control" not in blocks[0]:
                 turn["content"] = blocks[0]["text"]  # a plain string when there is nothing to mark
         payload: dict[str, Any] = {
             "model": request.model,
@@ -100,29 +117,24 @@ class AnthropicProvider(Provider):
         content = message.get("content") or []
         text = "".join(block.get("text") or "" for block in content if block.get("type") == "text")
         tool_calls = [
-            ToolCall(name=block.get("name", ""), arguments=dict(block.get("input") or {}))
+            ToolCall(name=block.get("name", ""), arguments=dict(block.get("input") or {}), id=block.get("id"))
             for block in content
             if block.get("type") == "tool_use"
         ]
         usage = message.get("usage") or {}
         cached = usage.get("cache_read_input_tokens") or 0
         created = usage.get("cache_creation_input_tokens") or 0
-        parsed = json_object_in(text) if request.output_schema is not None else None
-        return ModelResponse(
-            text=text,
-            parsed=parsed,
-            tool_calls=tool_calls,
-            usage=Usage(
-                input_tokens=(usage.get("input_tokens") or 0) + cached + created,
-                output_tokens=usage.get("output_tokens") or 0,
-                cached_input_tokens=cached,
-                calls=1,
-            ),
+        tokens = (
+            (usage.get("input_tokens") or 0) + cached + created,
+            usage.get("output_tokens") or 0,
+            cached,
+        )
+        return self._response(
+            request, text, tool_calls, tokens, headers,
             latency_s=latency,
             model=message.get("model") or request.model,
             raw={"request": {**payload, "temperature": request.temperature}, "response": message},
-            rate_limits=rate_limits_from_headers(headers) if headers else None,
-        )
+        )  # fmt: skip
 
     async def _stream(
         self, request: ModelRequest, payload: dict[str, Any], extra_body: dict[str, Any] | None
@@ -144,7 +156,8 @@ class AnthropicProvider(Provider):
                     cached = getattr(start_usage, "cache_read_input_tokens", None) or 0
                     created = getattr(start_usage, "cache_creation_input_tokens", None) or 0
                 elif event.type == "content_block_start" and event.content_block.type == "tool_use":
-                    tools[event.index] = {"name": event.content_block.name, "json": ""}
+                    block = event.content_block
+                    tools[event.index] = {"name": block.name, "json": "", "id": block.id}
                 elif event.type == "content_block_delta":
                     first = watch.elapsed() if first is None else first
                     if event.delta.type == "text_delta":
@@ -156,7 +169,9 @@ class AnthropicProvider(Provider):
         except Exception as exc:
             raise self._classify(exc) from exc
         joined = "".join(text)
-        tool_calls = [ToolCall.from_json(tool["name"], tool["json"]) for _, tool in sorted(tools.items())]
+        tool_calls = [
+            ToolCall.from_json(tool["name"], tool["json"], tool["id"]) for _, tool in sorted(tools.items())
+        ]
         return ModelResponse(
             text=joined,
             parsed=json_object_in(joined) if request.output_schema is not None else None,
@@ -171,19 +186,4 @@ class AnthropicProvider(Provider):
             time_to_first_token_s=first,
             model=model,
             raw={"request": {**payload, "stream": True}, "response": {"text": joined}},
-        )
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connections (its aiohttp session warns if left open)."""
-        await self._client.close()
-
-    def _classify(self, exc: Exception) -> ProviderError:
-        return classify_sdk_error(
-            self._sdk,
-            exc,
-            who="Anthropic",
-            key_env=self._key_env,
-            transient_statuses=(408, 409, 529),
-            where=self._base_url,
-            timeout_s=self._timeout_s,
         )

@@ -17,7 +17,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from simulator.record.transcript import Usage
 
@@ -25,12 +25,29 @@ ErrorKind = Literal["rate_limit", "transient", "permanent"]
 
 
 class ChatMessage(BaseModel):
-    """A message as a model sees it; `assistant` is the model's own side."""
+    """A message as a model sees it; `assistant` is the model's own side.
+
+    In a tool loop an `assistant` message may carry the `tool_calls` the model made, and each result goes
+    back as a `tool` message naming the call it answers (`tool_call_id`; `is_error` when it failed). Each
+    provider writes these in its own wire format. The tool fields are left out of a dump when unused, so a
+    text conversation's cache keys are what they always were."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    role: Literal["user", "assistant"]
+    role: Literal["user", "assistant", "tool"]
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    is_error: bool = False
+
+    @model_serializer(mode="wrap")
+    def _without_unused_tool_fields(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for key, unused in (("tool_calls", ()), ("tool_call_id", None), ("is_error", False)):
+                if key in data and (data[key] == unused or data[key] == []):
+                    del data[key]
+        return data
 
 
 class ToolSpec(BaseModel):
@@ -65,19 +82,25 @@ def json_object_in(text: str) -> dict[str, Any] | None:
 
 
 class ToolCall(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A tool call the model made; `id` is the provider's, which a tool result must name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     arguments: dict[str, Any]
+    id: str | None = None
 
     @classmethod
-    def from_json(cls, name: str, text: str | None) -> ToolCall:
+    def from_json(cls, name: str, text: str | None, id: str | None = None) -> ToolCall:
         """A call whose arguments arrived as JSON text; text that is not a JSON object is kept, not lost."""
         try:
             value = json.loads(text or "{}")
         except json.JSONDecodeError:
             value = None
-        return cls(name=name, arguments=value if isinstance(value, dict) else {"_unparsed": text})
+        return cls(name=name, arguments=value if isinstance(value, dict) else {"_unparsed": text}, id=id)
+
+
+ChatMessage.model_rebuild()
 
 
 class ModelRequest(BaseModel):
@@ -143,6 +166,11 @@ class Provider(ABC):
     """One LLM provider. Subclasses live one per file in `simulator/providers/` and import their SDK lazily."""
 
     name: str = ""
+    # Judge a conversation's first criterion alone, before the others, so that its call writes the shared
+    # prefix (instructions + transcript) to the provider's prompt cache and the rest read it. Only where the
+    # provider caches on request (Anthropic's `cache_control`); elsewhere all criteria go at once, since
+    # waiting for the first would add a call's latency to every conversation for nothing.
+    warm_prompt_cache: bool = False
 
     @abstractmethod
     async def generate(self, request: ModelRequest) -> ModelResponse:

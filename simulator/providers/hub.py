@@ -18,12 +18,13 @@ import os
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_before_delay
+from tenacity import AsyncRetrying, retry_if_exception
 
 from simulator.providers import DEFAULT_MODELS, create_provider, split_model
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError
@@ -117,6 +118,14 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, ProviderError) and exc.kind != "permanent"
 
 
+def rate_limited(exc: BaseException | None) -> bool:
+    """A 429, or a provider saying it is overloaded (Anthropic's 529): a reason to wait, never to give up
+    after a few attempts."""
+    if not isinstance(exc, ProviderError):
+        return False
+    return exc.kind == "rate_limit" or exc.status == 529
+
+
 class ModelClient:
     """One provider connection shared by every role (users, chat bots, judges) that names it.
 
@@ -150,7 +159,10 @@ class ModelClient:
         )
         self.stats = stats or CallStats()
         self.pacer = pacer or Pacer(
-            settings.rpm, tokens_per_minute=settings.tpm, learn=settings.pace_from_headers
+            settings.rpm,
+            tokens_per_minute=settings.tpm,
+            learn=settings.pace_from_headers,
+            find=settings.find_rate,
         )
 
     def for_role(self, role: str, cache: ResponseCache | None = None) -> ModelClient:
@@ -202,7 +214,8 @@ class ModelClient:
     def _wait(self, state: RetryCallState) -> float:
         """The server's Retry-After when it gave one, else exponential backoff with jitter."""
         cap = min(
-            self.settings.backoff_max_s, self.settings.backoff_initial_s * 2 ** (state.attempt_number - 1)
+            self.settings.backoff_max_s,
+            self.settings.backoff_initial_s * 2.0 ** min(state.attempt_number - 1, 30),
         )
         backoff = cap * random.uniform(0.5, 1.0)
         outcome = state.outcome
@@ -220,21 +233,32 @@ class ModelClient:
         try:
             return await self._attempt(request)
         except ProviderError as exc:
-            if not _retryable(exc) or self.settings.max_attempts <= 1:
+            if not _retryable(exc) or (self.settings.max_attempts <= 1 and not rate_limited(exc)):
                 self.stats.failed += 1
                 raise
             first = exc
         return await self._retry(request, first, started)
 
+    def _stop(self, started: float) -> Callable[[RetryCallState], bool]:
+        """When to give up: a rate limit only when its time budget (`rate_limit_retry_s`) would be overrun;
+        any other error after `max_attempts`, or before a wait that would overrun `max_retry_time_s`."""
+        settings = self.settings
+
+        def stop(state: RetryCallState) -> bool:
+            outcome = state.outcome
+            exc = outcome.exception() if outcome is not None else None
+            upcoming = time.monotonic() - started + (state.upcoming_sleep or 0.0)
+            if rate_limited(exc):
+                return upcoming > settings.rate_limit_retry_s
+            return state.attempt_number >= settings.max_attempts or upcoming > settings.max_retry_time_s
+
+        return stop
+
     async def _retry(self, request: ModelRequest, first: ProviderError, started: float) -> ModelResponse:
         """Retries after a first failed attempt: tenacity's attempt 1 replays that failure, so its waits
         and stops count it exactly as if it had run the first attempt itself."""
-        settings = self.settings
         retrying = AsyncRetrying(
-            retry=retry_if_exception(_retryable),
-            wait=self._wait,
-            stop=stop_after_attempt(settings.max_attempts) | stop_before_delay(settings.max_retry_time_s),
-            reraise=True,
+            retry=retry_if_exception(_retryable), wait=self._wait, stop=self._stop(started), reraise=True
         )
         attempts = 0
         try:
@@ -250,11 +274,22 @@ class ModelClient:
             elapsed = time.monotonic() - started
             raise ProviderError(
                 exc.kind,
-                f"{exc} (gave up after {attempts} attempts in {elapsed:.1f}s)",
+                f"{exc} (gave up after {attempts} attempts in {elapsed:.1f}s{self._rate_note(exc)})",
                 retry_after=exc.retry_after,
                 status=exc.status,
             ) from exc
         raise AssertionError("unreachable: tenacity reraises the last error")
+
+    def _rate_note(self, exc: ProviderError) -> str:
+        """For a rate limit: the rate the provider was seen to allow, and the option that sets it."""
+        if not rate_limited(exc):
+            return ""
+        name, seen = self.provider_name, self.pacer.describe()
+        rate = f"paced at {seen['rpm']:g} requests/min ({seen['rpm_source']})" if "rpm" in seen else "unpaced"
+        return (
+            f"; {name}'s rate limit: {rate}; set providers.{name}.rpm (and tpm) in the suite to its budget, "
+            f"or raise providers.{name}.rate_limit_retry_s"
+        )
 
     async def _attempt(self, request: ModelRequest, *, first: bool = True) -> ModelResponse:
         pacer = self.pacer
@@ -262,8 +297,13 @@ class ModelClient:
         async with self.limiter.slot(first=first, since=scope.since if scope is not None else None) as slot:
             # Paced once a slot is free, so a budget learned while calls queue for slots applies to them
             # too; every attempt, retries included, spends the budget.
+            tokens = _token_cost(request) if pacer.counting_tokens else 0.0
             if pacer.active:
-                await pacer.wait(_token_cost(request) if pacer.tokens is not None else 0.0)
+                await pacer.wait(tokens)
+            pacer.found.sent += 1
+            if tokens:
+                pacer.found_tokens.sent += tokens
+            sent_at = time.monotonic()
             self.stats.attempts += 1
             try:
                 response = await self.provider.generate(request)
@@ -273,6 +313,9 @@ class ModelClient:
                 if exc.kind == "rate_limit":
                     slot.rate_limited = True
                     self.stats.rate_limits += 1
+                    if exc.rate_limits is None:  # nothing said: find the rate from the 429s themselves
+                        cost = tokens or _token_cost(request)
+                        pacer.refused(str(exc), cost, sent_at, self.limiter.in_flight)
                 elif exc.kind == "transient":
                     self.stats.transient_errors += 1
                 raise
@@ -307,6 +350,7 @@ class ModelHub:
         self._clients: dict[str, ModelClient] = {}
         self._views: dict[tuple[str, str], ModelClient] = {}
         self._checked: set[str] = set()  # specs whose model the provider has checked (shared by views)
+        self._refused_seen: dict[str, int] = {}  # rate limits counted when the progress line last asked
         self.cache = cache
         self.cache_roles = cache_roles
         self.role = "other"
@@ -359,17 +403,34 @@ class ModelHub:
         """Per provider: counts of attempts, retries, rate limits, failures, cache hits and misses."""
         return {name: client.stats.as_dict() for name, client in self._clients.items()}
 
-    def limits(self) -> dict[str, dict[str, int]]:
-        """Per provider: what the adaptive connection limit did."""
+    def limits(self) -> dict[str, dict[str, Any]]:
+        """Per provider: what the adaptive connection limit did, and the budget the pacer kept (requests
+        and tokens per minute, and where each came from: the suite, headers, or found from 429s)."""
         return {
             name: {
                 "max_connections": client.limiter.maximum,
                 "final": client.limiter.limit,
                 "lowest": client.limiter.lowest,
                 "cuts": client.limiter.cuts,
+                **client.pacer.describe(),
             }
             for name, client in self._clients.items()
         }
+
+    def waiting(self) -> str | None:
+        """`waiting for the provider's rate limit: openai 598/min (found from 429s)` while a provider
+        refuses calls or its budget holds them back, for the progress line: a slow run is not a hang."""
+        notes = []
+        for name, client in self._clients.items():
+            refused = client.stats.rate_limits - self._refused_seen.get(name, 0)
+            self._refused_seen[name] = client.stats.rate_limits
+            held = client.pacer.found.held + client.pacer.found_tokens.held
+            if not (refused or (held and client.stats.rate_limits)):
+                continue
+            seen = client.pacer.describe()
+            rate = f" {seen['rpm']:g}/min ({seen['rpm_source']})" if "rpm" in seen else " (refusing calls)"
+            notes.append(name + rate)
+        return "waiting for the provider's rate limit: " + ", ".join(notes) if notes else None
 
     async def aclose(self) -> None:
         for client in self._clients.values():

@@ -1,8 +1,8 @@
 """An adaptive per-provider connection limit: cut on a burst of rate limits, grown back as calls succeed.
 
 Isolated 429s are noise (a shared provider answers a few at random whatever one client does): they are
-retried, and the pacer keeps the run inside the provider's reported budget. Only a burst, a share of
-recent answers that are 429s above `burst_share`, cuts the limit, and never below a floor.
+retried, and the pacer keeps the run inside the provider's budget. Only a burst, 429s for at least
+`burst_share` of the calls sent since the first of them, cuts the limit, and never below a floor.
 """
 
 from __future__ import annotations
@@ -24,10 +24,13 @@ class AdaptiveLimiter:
     Additive increase, multiplicative decrease (as TCP does): a burst of rate-limit errors halves the
     limit, but only once per window, because the calls already in flight were sent under the old limit
     and their 429s say nothing new. The window ends when a call that started after the cut comes back.
-    A burst is a moving share of 429s among recent answers (an average over about `window` answers)
-    of at least `burst_share`: at 5% random 429s the share stays well below it, while a provider that
-    refuses most calls crosses it within a few answers. The limit never goes below `minimum` (by default
-    a quarter of `maximum`). Each run of `limit` successes adds one slot, up to `maximum`.
+    A burst is at least `min_refused` 429s within `window_s` of the first, and at least `burst_share` of
+    the calls *sent* in that time, counting those still in flight when it began. Counting sends, not
+    answers, is what tells noise from a limit: 429s answered instantly arrive ahead of the successes of
+    the same wave, so among answers a few random ones look like a burst, while among the wave's sends
+    they are the few per cent they are; a provider that refuses most calls crosses the share at once.
+    The limit never goes below `minimum` (by default a quarter of `maximum`). Each run of `limit`
+    successes adds one slot, up to `maximum`.
 
     Calls waiting for a slot are served oldest work first (`since`: when the conversation they belong to
     began), not in arrival order: a conversation held back by a Retry-After catches up instead of queueing
@@ -41,18 +44,23 @@ class AdaptiveLimiter:
         minimum: int | None = None,
         adaptive: bool = True,
         burst_share: float = 0.25,
-        window: int = 20,
+        min_refused: int = 3,
+        window_s: float = 1.0,
     ) -> None:
         minimum = max(1, -(-maximum // 4)) if minimum is None else minimum
         if maximum < 1 or not 1 <= minimum <= maximum:
             raise ValueError("need 1 <= minimum <= maximum")
-        if not 0.0 < burst_share <= 1.0 or window < 1:
-            raise ValueError("need 0 < burst_share <= 1 and window >= 1")
+        if not 0.0 < burst_share <= 1.0 or min_refused < 1 or window_s <= 0:
+            raise ValueError("need 0 < burst_share <= 1, min_refused >= 1 and window_s > 0")
         self.maximum = maximum
         self.minimum = minimum
         self.burst_share = burst_share
-        self._alpha = 1.0 / window
-        self.share = 0.0  # moving share of 429s among recent answers
+        self.min_refused = min_refused
+        self.window_s = window_s
+        self.sent = 0  # calls given a slot, ever
+        self._burst_start = float("-inf")  # when the current window of 429s began
+        self._sent_before = 0  # `sent` then, less the calls then in flight
+        self._refused = 0  # 429s in the current window
         self.adaptive = adaptive
         self.limit = maximum
         self.in_flight = 0
@@ -69,6 +77,7 @@ class AdaptiveLimiter:
         (`first=False`) has already waited its backoff and is served before them all."""
         if self.in_flight < self.limit and not self._waiters:
             self.in_flight += 1
+            self.sent += 1
             return self._generation
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         key = _RETRY if not first else time.monotonic() if since is None else since
@@ -86,14 +95,23 @@ class AdaptiveLimiter:
 
     def release(self, generation: int, *, rate_limited: bool = False, succeeded: bool = False) -> None:
         """Give the slot back, telling the limiter how the call went."""
-        if self.adaptive and (rate_limited or succeeded):
-            self.share += self._alpha * (rate_limited - self.share)
+        if self.adaptive:
             if rate_limited:
-                if self.share >= self.burst_share:
+                if self._burst(time.monotonic()):
                     self._on_rate_limit(generation)
-            else:
+            elif succeeded:
                 self._on_success()
         self._release_slot()
+
+    def _burst(self, now: float) -> bool:
+        """Count one 429; True when the 429s of the current window make a burst."""
+        if now - self._burst_start > self.window_s:
+            self._burst_start = now
+            self._sent_before = self.sent - self.in_flight  # the calls in flight belong to the window
+            self._refused = 0
+        self._refused += 1
+        sent = max(1, self.sent - self._sent_before)
+        return self._refused >= self.min_refused and self._refused >= self.burst_share * sent
 
     def slot(self, *, first: bool = True, since: float | None = None) -> _Slot:
         """`async with limiter.slot() as slot:` (set `slot.rate_limited` / `slot.succeeded` inside)."""
@@ -124,6 +142,7 @@ class AdaptiveLimiter:
             future = heapq.heappop(self._waiters)[2]
             if not future.done():
                 self.in_flight += 1
+                self.sent += 1
                 future.set_result(None)
 
 

@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import UserError
-from simulator.providers._schema import cap_string_lengths
+from simulator.providers._schema import cap_string_lengths, with_schema
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
+    ChatMessage,
     ModelRequest,
     ModelResponse,
     Provider,
@@ -39,6 +40,7 @@ from simulator.providers.base import (
     ToolSpec,
     json_object_in,
 )
+from simulator.providers.openai import wire_message
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
@@ -196,6 +198,19 @@ def parse_tool_calls(text: str, tools: list[ToolSpec]) -> tuple[str, list[ToolCa
     return rest, calls
 
 
+def _local_message(message: ChatMessage, template_takes_tools: bool) -> dict[str, Any]:
+    """One message of a tool loop for the local model: in the Chat Completions form when its chat template
+    takes tools, else as text (the calls as the JSON the model was told to write, a result as a user line)."""
+    if template_takes_tools:
+        return wire_message(message)
+    if message.role == "tool":
+        flag = " (error)" if message.is_error else ""
+        return {"role": "user", "content": f"Tool result{flag} for {message.tool_call_id}: {message.content}"}
+    calls = [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls]
+    content = "\n".join(x for x in (message.content, *(json.dumps(c) for c in calls)) if x)
+    return {"role": message.role, "content": content}
+
+
 def completion_kwargs(request: ModelRequest, template_takes_tools: bool) -> dict[str, Any]:
     """`create_chat_completion` arguments: the schema becomes a grammar, tools go to the template or prompt."""
     system = request.system or ""
@@ -203,12 +218,9 @@ def completion_kwargs(request: ModelRequest, template_takes_tools: bool) -> dict
         system = f"{system}\n\n{_tool_instructions(request.tools)}".strip()
     if request.output_schema is not None:
         # The grammar guarantees the shape; the instruction tells the model what the fields mean.
-        system = (
-            f"{system}\n\nAnswer with one JSON object matching this JSON schema:\n"
-            f"{json.dumps(request.output_schema)}"
-        ).strip()
+        system = with_schema(system, request.output_schema)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    messages += [{"role": m.role, "content": m.content} for m in request.messages]
+    messages += [_local_message(m, template_takes_tools) for m in request.messages]
     kwargs: dict[str, Any] = {"messages": messages, "max_tokens": request.max_tokens}
     if request.temperature is not None:
         kwargs["temperature"] = request.temperature

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-__all__ = ["OpenAIProvider"]
+__all__ = ["OpenAIProvider", "wire_message"]
 
 import json
 import os
 from typing import Any, ClassVar, Literal
 
 from simulator.errors import UserError
-from simulator.providers._http import aiohttp_client, classify_sdk_error
-from simulator.providers._schema import cap_string_lengths
-from simulator.providers._sdkpost import SdkPost
+from simulator.providers._schema import cap_string_lengths, with_schema
+from simulator.providers._sdkbase import SdkProvider
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
+    ChatMessage,
     ModelRequest,
     ModelResponse,
-    Provider,
     ProviderError,
     ToolCall,
     json_object_in,
 )
-from simulator.providers.ratelimits import rate_limits_from_headers
 from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
@@ -33,8 +31,9 @@ SchemaMode = Literal["json_schema", "json_object", "json_object_plain", "text"]
 _MODES: tuple[SchemaMode, ...] = ("json_schema", "json_object", "json_object_plain", "text")
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(SdkProvider):
     name = "openai"
+    warm_prompt_cache = False  # caching is automatic (long prefixes only), never written on request
     # What worked per base URL, remembered for the life of the process.
     schema_modes: ClassVar[dict[str, SchemaMode]] = {}
 
@@ -42,35 +41,25 @@ class OpenAIProvider(Provider):
         import openai
 
         key_env = settings.api_key_env or "OPENAI_API_KEY"
-        self._key_env = key_env
         api_key = os.environ.get(key_env)
         if not api_key:
             if settings.base_url is None:
                 raise UserError(f"set the {key_env} environment variable to use openai: models")
             api_key = "not-needed"  # local OpenAI-compatible servers usually ignore the key
-        self._sdk = openai
-        self._base_url = (settings.base_url or "https://api.openai.com/v1").rstrip("/")
-        self._timeout_s = settings.timeout_s
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=settings.base_url,
-            max_retries=0,
-            timeout=settings.timeout_s,
-            http_client=aiohttp_client(openai, settings.timeout_s),
-        )
-        self._post = SdkPost(openai, self._client, "/chat/completions")
+        base_url = (settings.base_url or "https://api.openai.com/v1").rstrip("/")
+        self._connect(
+            openai, openai.AsyncOpenAI, settings, api_key=api_key, key_env=key_env, base_url=base_url,
+            path="/chat/completions",
+        )  # fmt: skip
 
     def _payload(self, request: ModelRequest, mode: SchemaMode | None) -> dict[str, Any]:
         system = request.system or ""
         if request.output_schema is not None and mode != "json_schema":
             # JSON mode alone does not tell the model the fields (and OpenAI requires the word JSON in
             # the messages when it is on); in text mode this instruction is all there is.
-            system = (
-                f"{system}\n\nAnswer with one JSON object only, no prose, matching this JSON schema:\n"
-                f"{json.dumps(request.output_schema)}"
-            ).strip()
+            system = with_schema(system, request.output_schema, "Answer with one JSON object only, no prose,")
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        messages += [{"role": m.role, "content": m.content} for m in request.messages]
+        messages += [wire_message(m) for m in request.messages]
         payload: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
@@ -143,25 +132,18 @@ class OpenAIProvider(Provider):
             function = call.get("function")
             if not function:
                 continue
-            tool_calls.append(ToolCall.from_json(function.get("name", ""), function.get("arguments")))
+            tool_calls.append(
+                ToolCall.from_json(function.get("name", ""), function.get("arguments"), call.get("id"))
+            )
         usage = completion.get("usage") or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        parsed = json_object_in(text) if request.output_schema is not None else None
-        return ModelResponse(
-            text=text,
-            parsed=parsed,
-            tool_calls=tool_calls,
-            usage=Usage(
-                input_tokens=usage.get("prompt_tokens") or 0,
-                output_tokens=usage.get("completion_tokens") or 0,
-                cached_input_tokens=cached,
-                calls=1,
-            ),
+        tokens = (usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0, cached)
+        return self._response(
+            request, text, tool_calls, tokens, headers,
             latency_s=latency,
             model=completion.get("model") or request.model,
             raw={"request": payload, "response": completion, "schema_mode": mode},
-            rate_limits=rate_limits_from_headers(headers) if headers else None,
-        )
+        )  # fmt: skip
 
     async def _stream(
         self, request: ModelRequest, payload: dict[str, Any], mode: SchemaMode | None
@@ -187,14 +169,16 @@ class OpenAIProvider(Provider):
                         text.append(delta.content)
                     for call in delta.tool_calls or []:
                         first = watch.elapsed() if first is None else first
-                        entry = calls.setdefault(call.index, {"name": "", "arguments": ""})
+                        entry = calls.setdefault(call.index, {"name": "", "arguments": "", "id": ""})
+                        entry["id"] = entry["id"] or call.id or ""
                         if call.function is not None:
                             entry["name"] += call.function.name or ""
                             entry["arguments"] += call.function.arguments or ""
         except Exception as exc:
             raise self._classify(exc) from exc
         tool_calls = [
-            ToolCall.from_json(entry["name"], entry["arguments"]) for _, entry in sorted(calls.items())
+            ToolCall.from_json(entry["name"], entry["arguments"], entry["id"] or None)
+            for _, entry in sorted(calls.items())
         ]
         joined = "".join(text)
         details = getattr(usage, "prompt_tokens_details", None)
@@ -214,19 +198,26 @@ class OpenAIProvider(Provider):
             raw={"request": {**payload, "stream": True}, "response": {"text": joined}, "schema_mode": mode},
         )
 
-    async def aclose(self) -> None:
-        """Close the SDK client's connections (its aiohttp session warns if left open)."""
-        await self._client.close()
 
-    def _classify(self, exc: Exception) -> ProviderError:
-        return classify_sdk_error(
-            self._sdk,
-            exc,
-            who="the server",
-            key_env=self._key_env,
-            where=self._base_url,
-            timeout_s=self._timeout_s,
-        )
+def wire_message(message: ChatMessage) -> dict[str, Any]:
+    """One message in Chat Completions form: a model's tool calls on its assistant message (arguments as
+    JSON text), each result as a `tool` message naming the call's id."""
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.content}
 
 
 def _is_format_refusal(exc: ProviderError) -> bool:

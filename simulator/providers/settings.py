@@ -21,9 +21,12 @@ class ProviderSettings(_Strict):
     api_key_env: str | None = None
     max_connections: int = Field(default=16, ge=1)
     timeout_s: float = Field(default=120.0, gt=0)
-    # Retries of rate limits and transient errors: bounded in attempts and in total time per call.
+    # Retries of transient errors (5xx, timeouts): bounded in attempts and in total time per call.
     max_attempts: int = Field(default=6, ge=1)
     max_retry_time_s: float = Field(default=300.0, gt=0)
+    # Rate limits (429, 529 overloaded) are never a reason to give up early: retried, however many
+    # attempts it takes, for up to this long per call (default 15 minutes: several per-minute windows).
+    rate_limit_retry_s: float = Field(default=900.0, gt=0)
     backoff_initial_s: float = Field(default=1.0, ge=0)  # first wait; doubles per attempt, with jitter
     backoff_max_s: float = Field(default=60.0, ge=0)
     # Halve the connection limit on a burst of rate limits and grow it back as calls succeed.
@@ -36,6 +39,8 @@ class ProviderSettings(_Strict):
     # Keep to the budget the provider reports in its rate-limit headers (remaining requests and tokens,
     # reset times), learning `rpm` / `tpm` from them when not set here.
     pace_from_headers: bool = True
+    # Without headers or `rpm`, find the provider's rate from its 429s and pace every call to it.
+    find_rate: bool = True
     # The adaptive limit never goes below this (default: a quarter of max_connections).
     min_connections: int | None = Field(default=None, ge=1)
 

@@ -124,8 +124,13 @@ def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"{where}: not a JSON record ({exc.msg}); the file was edited or damaged") from None
+    return _migrated(raw, model, migrate, where, "not a JSON object; the file was edited or damaged")
+
+
+def _migrated(raw: Any, model: type[T], migrate: Migrate, where: str, not_an_object: str) -> T:
+    """A parsed JSON value as `model`, migrated from its schema version first; one clear error if not."""
     if not isinstance(raw, dict):
-        raise UserError(f"{where}: not a JSON object; the file was edited or damaged")
+        raise UserError(f"{where}: {not_an_object}")
     raw = repair_text(raw)
     try:
         return model.model_validate(migrate(raw, where))
@@ -244,10 +249,13 @@ class RunFolder:
     """One run's folder. `open` is for readers and never modifies a file; `create` and `resume` are for the
     writers (run, resume, judge), which alone may repair a half-written last line or rewrite a file."""
 
-    def __init__(self, path: Path, *, writable: bool = False) -> None:
+    def __init__(self, path: Path, *, writable: bool = False, sealed: bool = False) -> None:
         self.path = path
         self.writable = writable
         self._lock: int | None = None
+        # Readers (`open`) get held-out conversations sealed (record/seal.py); writers the real records.
+        self.sealed = sealed
+        self._held_out: set[str] | None = None
 
     def _lock_for_writing(self) -> None:
         """Hold the folder's writer lock for the life of this process: one writer at a time (run, resume,
@@ -304,12 +312,30 @@ class RunFolder:
         """Open a run folder to read it. Nothing in it is changed, even while another process writes it."""
         if not (path / MANIFEST).is_file():
             raise UserError(f"{path} is not a run folder (no {MANIFEST}); pass runs/<run-id>")
-        return cls(path)
+        return cls(path, sealed=True)
+
+    @classmethod
+    def open_unsealed(cls, path: Path) -> RunFolder:
+        """Open a run folder to read it whole, held-out transcripts included: for the engine's own readers
+        (merging shards, judging), never for what a person reads."""
+        folder = cls.open(path)
+        folder.sealed = False
+        return folder
+
+    def _sealed_scenarios(self) -> set[str]:
+        if not self.sealed:
+            return set()
+        if self._held_out is None:
+            from simulator.record.seal import held_out_scenarios
+
+            self._held_out = held_out_scenarios(self.read_manifest())
+        return self._held_out
 
     @classmethod
     def resume(cls, path: Path) -> RunFolder:
         """Open a run folder to write more into it: cut a half line a killed writer left behind."""
         folder = cls.open(path)
+        folder.sealed = False
         folder.check_resumable()
         folder._lock_for_writing()
         folder.writable = True
@@ -378,12 +404,9 @@ class RunFolder:
             raise UserError(
                 f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); the manifest is damaged"
             ) from None
-        if not isinstance(raw, dict):
-            raise UserError(f"{where}: not a manifest (a JSON object was expected)")
-        try:
-            return Manifest.model_validate(migrate_manifest(raw, where))
-        except ValidationError as exc:
-            raise _invalid(Manifest, where, exc) from None
+        return _migrated(
+            raw, Manifest, migrate_manifest, where, "not a manifest (a JSON object was expected)"
+        )
 
     def write_manifest(self, manifest: Manifest) -> None:
         self._check_writable()
@@ -410,12 +433,24 @@ class RunFolder:
     def conversations(self) -> Iterator[ConversationRecord]:
         if self.golden_v1:
             return iter(self._golden_v1_records()[0])
-        return read_jsonl(self.path / CONVERSATIONS, ConversationRecord, migrate_conversation)
+        records = read_jsonl(self.path / CONVERSATIONS, ConversationRecord, migrate_conversation)
+        sealed = self._sealed_scenarios()
+        if not sealed:
+            return records
+        from simulator.record.seal import seal_record
+
+        return (seal_record(r) if r.scenario_id in sealed else r for r in records)
 
     def verdicts(self) -> Iterator[Verdict]:
         if self.golden_v1:
             return iter(self._golden_v1_records()[1])
-        return read_jsonl(self.path / VERDICTS, Verdict, migrate_verdict)
+        verdicts = read_jsonl(self.path / VERDICTS, Verdict, migrate_verdict)
+        sealed = self._sealed_scenarios()
+        if not sealed:
+            return verdicts
+        from simulator.record.seal import seal_verdict
+
+        return (seal_verdict(v) if v.scenario_id in sealed else v for v in verdicts)
 
     def labels(self) -> Iterator[Label]:
         """Every label line, in the order written (`labels.jsonl`; none when nobody has labelled yet)."""

@@ -145,24 +145,35 @@ class CallCounts(_Record):
 
 
 class LimitCounts(_Record):
-    """What one provider's adaptive connection limit did in one session."""
+    """What one provider's adaptive connection limit did in one session, and the budget its calls were
+    paced to at the end: requests and tokens per minute, and where each came from (`suite`, `headers`,
+    `429 message`, or `found from 429s` when the provider said nothing but 429s)."""
 
     max_connections: int
     final: int
     lowest: int
     cuts: int
+    rpm: float | None = None
+    rpm_source: str | None = None
+    tpm: float | None = None
+    tpm_source: str | None = None
+    rate_cuts: int | None = None  # times a rate found from 429s was lowered (or set)
+    observed_rpm: float | None = None  # what the provider delivered while pacing held calls back
+    observed_tpm: float | None = None
 
 
 class Session(_Record):
     """One process that worked on the run (`run`, `run --resume`, `judge`). Its counts are checkpointed as
     it goes, so a session killed with `kill -9` keeps what it counted up to its last checkpoint."""
 
-    command: Literal["run", "resume", "judge", "import", "merge"] = "run"
+    command: Literal["run", "resume", "judge", "import", "merge", "collect"] = "run"
     started_at: datetime
     checkpoint_at: datetime | None = None
     ended_at: datetime | None = None  # None after the run ended: the session was killed
     calls: dict[str, CallCounts] = Field(default_factory=dict)  # by provider
     limits: dict[str, LimitCounts] = Field(default_factory=dict)
+    # Operational settings a resume changed ({"providers.openai.rpm": [null, 600]}): never a result's.
+    settings_changed: dict[str, list[Any]] = Field(default_factory=dict)
 
 
 class ShardInfo(_Record):
@@ -181,6 +192,14 @@ class RunCounts(_Record):
     conversations: int = 0
     stop_reasons: dict[str, int] = Field(default_factory=dict)
     errors: int = 0
+
+
+class Unseal(_Record):
+    """Who unsealed a run's held-out conversations, when and why (`simulator unseal`)."""
+
+    by: str = Field(min_length=1)
+    at: datetime
+    reason: str = ""
 
 
 class Manifest(_Record):
@@ -209,6 +228,8 @@ class Manifest(_Record):
     # Free-form provenance for runs that were not simulated here (imported traces, merged shards).
     source: dict[str, Any] = Field(default_factory=dict)
     shard: ShardInfo | None = None
+    # Held-out transcripts are sealed from every reader until someone unseals the run (record/seal.py).
+    unsealed: list[Unseal] = Field(default_factory=list)
 
     @property
     def judge_set(self) -> JudgeSet | None:

@@ -299,10 +299,40 @@ def golden_result_1_to_2(result: Raw, manifest: Raw) -> tuple[list[Raw], list[Ra
 
 # ---- the chain ------------------------------------------------------------------------------------------
 
+# ---- version 2 -> 3: a turn is an ordered list of parts --------------------------------------------------
+
+
+def _turn_2_to_3(turn: Raw) -> Raw:
+    """A v2 turn's `messages` (a list of strings) as v3 `parts`: one text part per message."""
+    new = {key: value for key, value in turn.items() if key != "messages"}
+    new["parts"] = [{"type": "text", "text": message} for message in turn.get("messages") or []]
+    return new
+
+
+def _conversation_2_to_3(old: Raw) -> Raw:
+    turns = old.get("turns")
+    new = {**old, "schema_version": 3}
+    if isinstance(turns, list):
+        new["turns"] = [_turn_2_to_3(t) if isinstance(t, dict) and "messages" in t else t for t in turns]
+    return new
+
+
+def _version_3(old: Raw) -> Raw:
+    """Manifests and verdicts did not change shape in version 3 (only turns did)."""
+    return {**old, "schema_version": 3}
+
+
+def _verdict_2_to_3(old: Raw) -> Raw:
+    """Version 3 records how a verdict was decided (`decided_by`): read from the record's structure."""
+    from simulator.record.decided import decided_by_of
+
+    return {**old, "schema_version": 3, "decided_by": decided_by_of(old)}
+
+
 # STEPS[v] takes a record of version v to version v + 1.
-MANIFEST_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _manifest_1_to_2}
-CONVERSATION_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _conversation_1_to_2}
-VERDICT_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _verdict_1_to_2}
+MANIFEST_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _manifest_1_to_2, 2: _version_3}
+CONVERSATION_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _conversation_1_to_2, 2: _conversation_2_to_3}
+VERDICT_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _verdict_1_to_2, 2: _verdict_2_to_3}
 
 
 def _chain(raw: Raw, steps: dict[int, Callable[[Raw], Raw]], where: str) -> Raw:

@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from simulator.record.transcript import Turn, Usage
 
 # The version of every record: manifest, conversation and verdict lines (migrations in record/migrations.py).
-SCHEMA_VERSION = 2
+# 3: a turn is an ordered list of parts (text, options, pick, media, tool_call, event; record/parts.py).
+SCHEMA_VERSION = 3
 
 StopReason = Literal["user_done", "handover", "bot_closed", "max_turns", "error"]
 # `fidelity` verdicts judge the simulated user, not the bot: every bot table leaves them out.
@@ -85,6 +86,8 @@ class ConversationRecord(BaseModel):
     stop_reason: StopReason
     turns: list[Turn]
     final_state: dict[str, Any] | None = None
+    # The environment's state when the conversation ended (a suite with `environment:`; docs/environment.md).
+    environment_state: dict[str, Any] | None = None
     error: ErrorInfo | None = None
     # Attempts discarded because the simulated user broke character, with the reason each time.
     character_breaks: list[str] = Field(default_factory=list)
@@ -154,6 +157,10 @@ class Verdict(BaseModel):
     # Signed rubric points: the criterion's points and whether the behaviour it describes was present.
     points: int | None = None
     met: bool | None = None
+    # How the verdict was decided: a check in `code`, the criterion's `applies_when` rule (no judge call),
+    # one `llm` judgement (errors of that call included), or a `jury` of several judgements (`aggregate`
+    # names the rule). None: nobody decided (not_judged) or a record written before the field existed.
+    decided_by: Literal["code", "applies_when", "llm", "jury"] | None = None
 
     @property
     def is_sample(self) -> bool:

@@ -60,24 +60,22 @@ def recorded_scenarios(
     manifest: Manifest, suite: Suite | None, folder: Path, *, suite_file: bool = True
 ) -> list[Scenario]:
     """The run's own scenarios, read from the files it recorded (never a fresh glob of the suite's folders)
-    and crossed with its factors; every recorded scenario must be found."""
-    from simulator.spec.factors import check_scenario_styles, expand_factors
+    and expanded as the suite expands them (`Suite.scenarios_to_run`: persona factors, red-team variants,
+    held-out marks); every recorded scenario must be found."""
     from simulator.spec.scenario import load_scenarios
-    from simulator.spec.styles import suite_styles
 
     check_recorded_files(manifest, folder, suite_file=suite_file)
-    files = sorted({entry.file for entry in manifest.scenarios if entry.file})
-    bases = load_scenarios([recorded_path(f) for f in files]) if files else []
-    scenarios = bases
-    if suite is not None:
-        styles = suite_styles(suite)
-        check_scenario_styles(bases, styles)
-        scenarios = expand_factors(bases, suite.factors, suite.factor_design, styles)
+    files = [recorded_path(f) for f in sorted({entry.file for entry in manifest.scenarios if entry.file})]
     wanted = {entry.id for entry in manifest.scenarios if entry.file}
-    found = {s.id for s in scenarios}
-    missing = sorted(wanted - found)
+    if not files:
+        return []
+    if suite is None:
+        scenarios = [s for s in load_scenarios(files) if s.id in wanted]
+    else:
+        scenarios = suite.scenarios_to_run(ids=wanted, files=files)
+    missing = sorted(wanted - {s.id for s in scenarios})
     if missing:
         raise UserError(
             f"{folder}: scenarios of this run are not in their recorded files: {', '.join(missing)}"
         )
-    return [s for s in scenarios if s.id in wanted]
+    return scenarios

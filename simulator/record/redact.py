@@ -86,7 +86,20 @@ def suite_secrets(suite: Suite, environ: dict[str, str] | None = None) -> set[st
         url = _VAR.sub(lambda m: env.get(m.group(1), ""), suite.bot.url)
         values.update(env[name] for name in _VAR.findall(suite.bot.url) if name in env)
         values |= url_secrets(url)
+    # Another bot's URLs (an openai_endpoint's base_url, a whatsapp webhook) may carry a password or token too.
+    for attribute in ("base_url", "webhook_url", "state_url"):
+        other = getattr(suite.bot, attribute, None)
+        if isinstance(other, str):
+            values |= url_secrets(other)
+    start = getattr(suite.bot, "start", None)  # a started bot's env may name secrets as ${VAR}
+    for template in start.env.values() if start is not None else ():
+        values.update(env[name] for name in _VAR.findall(template) if name in env)
     variables = set(DEFAULT_KEY_VARIABLES)
+    # A whatsapp bot's app secret, access and verify tokens; an openai_endpoint bot's key.
+    for attribute in ("app_secret_env", "access_token_env", "verify_token_env", "api_key_env"):
+        name = getattr(suite.bot, attribute, None)
+        if isinstance(name, str):
+            variables.add(name)
     variables.update(s.api_key_env for s in suite.providers.values() if s.api_key_env)
     values.update(env[name] for name in variables if name in env)
     for settings in suite.providers.values():

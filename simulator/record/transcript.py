@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["Role", "Turn", "Usage", "render_transcript", "repair_text"]
+__all__ = ["Role", "Turn", "Usage", "render_transcript", "repair_text", "turn_lines"]
 
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
+
+from simulator.record.parts import Part, PickPart, TextPart, part_text
 
 Role = Literal["user", "bot"]
 
@@ -48,13 +50,18 @@ class Usage(BaseModel):
 
 
 class Turn(BaseModel):
-    """One side's turn: the user sends one message, a bot may send several."""
+    """One side's turn: an ordered list of parts (record/parts.py). A user turn is one message (text, a
+    pick, or both); a bot turn may hold several messages, options, media, tool calls and events.
+
+    `messages` is the text view every text reader had before parts: the text parts, and a pick's title (a
+    person who taps "Yes" has said "Yes"). `Turn(messages=[...])` is still accepted: each becomes a text part.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     index: int
     role: Role
-    messages: list[str]
+    parts: list[Part]
     started_at: datetime
     latency_s: float = 0.0
     time_to_first_token_s: float | None = None
@@ -65,18 +72,60 @@ class Turn(BaseModel):
     # True when a message held text UTF-8 cannot store (a lone surrogate), replaced here by U+FFFD.
     text_repaired: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _messages_as_parts(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "messages" in data:  # the text-only form (schema 2 records, code that builds turns from strings)
+            messages = data.pop("messages")
+            if "parts" in data:
+                raise ValueError("give a turn `parts` or `messages`, not both")
+            if not isinstance(messages, list | tuple):
+                raise ValueError("`messages` must be a list of strings")
+            data["parts"] = [{"type": "text", "text": m} if isinstance(m, str) else m for m in messages]
+        # Text UTF-8 cannot store (a lone surrogate) is repaired before validation: some fields refuse it.
+        parts = data.get("parts")
+        if isinstance(parts, list) and any(isinstance(p, dict) for p in parts):
+            clean = repair_text(parts)
+            if clean != parts:
+                data["parts"], data["text_repaired"] = clean, True
+        return data
+
     @model_validator(mode="after")
     def _storable_text(self) -> Turn:
-        # Repaired on entry, so judges and reports see the same text the record keeps.
-        clean = [repair_text(message) for message in self.messages]
-        if clean != self.messages:
-            self.messages = clean
-            self.text_repaired = True
+        # Text parts built in code are repaired here, so judges and reports see the text the record keeps.
+        for position, part in enumerate(self.parts):
+            if isinstance(part, TextPart):
+                clean = repair_text(part.text)
+                if clean != part.text:
+                    self.parts[position] = TextPart(text=clean)
+                    self.text_repaired = True
         return self
+
+    @property
+    def messages(self) -> list[str]:
+        """The turn's text: its text parts and a pick's title, in order (tool calls, options and media
+        are in `parts`; `turn_lines` gives every part as text)."""
+        return [
+            part.text if isinstance(part, TextPart) else part.title
+            for part in self.parts
+            if isinstance(part, TextPart | PickPart)
+        ]
 
     @property
     def text(self) -> str:
         return "\n".join(self.messages)
+
+    @property
+    def is_text_only(self) -> bool:
+        return all(isinstance(part, TextPart) for part in self.parts)
+
+
+def turn_lines(turn: Turn) -> list[str]:
+    """Every part of the turn in its one text form (record/parts.part_text), in order."""
+    return [part_text(part) for part in turn.parts]
 
 
 def render_transcript(turns: list[Turn]) -> str:
@@ -84,5 +133,5 @@ def render_transcript(turns: list[Turn]) -> str:
     lines: list[str] = []
     for turn in turns:
         label = "USER" if turn.role == "user" else "BOT"
-        lines.extend(f"[{turn.index}] {label}: {message}" for message in turn.messages)
+        lines.extend(f"[{turn.index}] {label}: {line}" for line in turn_lines(turn))
     return "\n".join(lines)

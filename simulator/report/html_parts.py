@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass
 
 from simulator.analysis.rates import RateView, pct
+from simulator.record.parts import TextPart
+from simulator.report.html_turns import turn_html
 from simulator.report.model import Transcript
 
 
@@ -124,15 +126,11 @@ def transcript_html(index: int, t: Transcript) -> str:
     tags = "|" + "|".join(t.tags) + "|"
     turns = []
     for turn in t.turns:
-        who = "USER" if turn.role == "user" else "BOT"
-        for number, message in enumerate(turn.messages):
-            latency = ""
-            if turn.latency_s is not None and number == 0:
-                latency = f'<span class="lat">{turn.latency_s * 1000:.0f} ms</span>'
-            turns.append(
-                f'<div class="msg {e(turn.role)}"><span class="who">{who}</span>'
-                f"{highlight(message, quotes)}{latency}</div>"
-            )
+        latency = ""
+        if turn.latency_s is not None:
+            latency = f'<span class="lat">{turn.latency_s * 1000:.0f} ms</span>'
+        parts = turn.parts or [TextPart(text=message) for message in turn.messages]
+        turns += turn_html(turn.role, parts, lambda text: highlight(text, quotes), latency)
     if not turns:
         turns.append('<p class="note">no messages</p>')
     verdicts = []
@@ -150,6 +148,12 @@ def transcript_html(index: int, t: Transcript) -> str:
             f'<div class="reason">{e(v.reasoning)}</div>{evidence}</div>'
         )
     state = json.dumps(t.final_state, ensure_ascii=False) if t.final_state is not None else "none"
+    environment = ""
+    if t.environment_state is not None:
+        environment = (
+            '<p>environment state: <span class="state env-state">'
+            f"{e(json.dumps(t.environment_state, ensure_ascii=False))}</span></p>"
+        )
     error = f"<p><strong>error:</strong> {e(t.error)}</p>" if t.error else ""
     breaks = f"<p>character breaks re-run: {t.character_breaks}</p>" if t.character_breaks else ""
     return (
@@ -157,6 +161,6 @@ def transcript_html(index: int, t: Transcript) -> str:
         f'data-status="{e(t.status)}"><summary><span class="id">{e(t.id)}</span>{badge(t.status)} '
         f'<small>stop: {e(t.stop_reason)}</small><span class="tags">{e(", ".join(t.tags))}</span></summary>'
         f'<div class="conv-body"><div class="turns">{"".join(turns)}</div><div class="side">'
-        f'<p>final state: <span class="state">{e(state)}</span></p>{error}{breaks}'
+        f'<p>final state: <span class="state">{e(state)}</span></p>{environment}{error}{breaks}'
         f"{''.join(verdicts) or '<p class=note>no verdicts</p>'}</div></div></details>"
     )

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from simulator.analysis.leaderboard import Leaderboard
 from simulator.analysis.rates import RateView, pct
+from simulator.report.draw_html import html_section
 from simulator.report.html_parts import e
-from simulator.report.leaderboard import HEADERS, _row_cells
+from simulator.report.leaderboard_view import leaderboard_sections
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 W, H, PAD = 640, 360, 56
@@ -81,74 +82,20 @@ def cost_quality_svg(board: Leaderboard) -> str:
     return "".join(parts)
 
 
-def _table(board: Leaderboard) -> str:
-    head = "<tr>" + "".join(f"<th>{e(h)}</th>" for h in HEADERS) + "</tr>"
-    body = ""
-    for row in board.cells:
-        cls = ' class="best"' if row.group == "tied for best" else ""
-        body += f"<tr{cls}>" + "".join(f"<td>{e(v)}</td>" for v in _row_cells(board, row)) + "</tr>"
-    return f"<table>{head}{body}</table>"
-
-
-def _comparisons(board: Leaderboard) -> str:
-    if not board.comparisons:
-        return ""
-    names = (
-        "cell",
-        "metric",
-        "pairs",
-        "baseline only",
-        "cell only",
-        "difference",
-        "p",
-        "p Holm",
-        "change",
-        "flipped",
-    )
-    rows = ""
-    for c in board.comparisons:
-        diff = f"{100 * c.diff:+.1f} pts ({100 * c.diff_low:+.1f} to {100 * c.diff_high:+.1f})"
-        flips = ", ".join(c.flips) + (
-            f" (+{c.flips_total - len(c.flips)} more)" if c.flips_total > len(c.flips) else ""
-        )
-        values = (c.cell, c.metric, c.pairs, c.only_baseline, c.only_cell, diff, f"{c.p_value:.3g}", f"{c.p_holm:.3g}", c.change, flips)  # fmt: skip
-        rows += "<tr>" + "".join(f"<td>{e(v)}</td>" for v in values) + "</tr>"
-    head = "<tr>" + "".join(f"<th>{e(n)}</th>" for n in names) + "</tr>"
-    return (
-        f"<section><h2>Paired with the baseline ({e(board.baseline)})</h2><p>{e(board.correction)}</p>"
-        f"<table>{head}{rows}</table></section>"
-    )
-
-
-def _sensitivity(board: Leaderboard) -> str:
-    if not board.user_sensitivity:
-        return ""
-    items = ""
-    for item in board.user_sensitivity:
-        scores = "; ".join(f"{user}: {view.text}" for user, view in item.scores.items())
-        spread = "n/a" if item.spread is None else f"{100 * item.spread:.1f} points"
-        items += f"<li><b>{e(item.bot_variant)}</b>: spread {e(spread)} — {e(scores)}</li>"
-    return (
-        "<section><h2>Simulated-user effect</h2><p>How much each bot's pass rate moves with the simulated-user "
-        f"model; a stronger simulator can flatter a bot.</p><ul>{items}</ul></section>"
-    )
-
-
 def render_leaderboard_html(board: Leaderboard) -> str:
     """The whole leaderboard page."""
     css = resources.files("simulator.report").joinpath("assets", "report.css").read_text(encoding="utf-8")
     title = f"simulator leaderboard · {board.matrix_id}"
-    notes = "".join(f"<li>{e(n)}</li>" for n in board.notes)
+    board_section, comparisons, sensitivity = leaderboard_sections(board)
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{e(_CSP)}">'
-        f"<title>{e(title)}</title><style>{css} tr.best td{{font-weight:bold}}</style></head><body>"
+        f"<title>{e(title)}</title><style>{css}</style></head><body>"
         f"<header><h1>{e(title)}</h1><div class='meta'>{len(board.cells)} cells · baseline "
         f"{e(board.baseline)} · generated {board.generated_at:%Y-%m-%d %H:%M} UTC</div></header><main>"
-        f"<section><h2>Leaderboard</h2>{_table(board)}<p>{e(board.quality_metric)}; {e(board.interval)}.</p>"
-        f"<p>{e(board.tie_rule)}.</p>{f'<ul>{notes}</ul>' if notes else ''}</section>"
+        f"{html_section(board_section)}"
         f"<section><h2>Cost versus quality</h2>{cost_quality_svg(board)}</section>"
-        f"{_comparisons(board)}{_sensitivity(board)}</main></body></html>"
+        f"{html_section(comparisons)}{html_section(sensitivity)}</main></body></html>"
     )
 
 

@@ -43,7 +43,8 @@ def render_meta_evaluation(result: MetaEvaluation, console: Console | None = Non
     console.rule(f"[bold]meta-evaluation[/] {escape(result.run_id)} · judge set {result.judge_set}")
     console.print(
         f"labellers: {escape(', '.join(result.labellers))} · {result.replicates} bootstrap replicates "
-        "(conversations clustered by scenario) · only items both sides said pass or fail are compared"
+        "(conversations clustered by scenario) · n/a is a label like pass and fail; items without a judge "
+        "label are left out"
     )
     if result.unknown_conversations:
         console.print(

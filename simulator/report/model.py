@@ -11,16 +11,18 @@ __all__ = [
     "Transcript",
     "TranscriptTurn",
     "TranscriptVerdict",
+    "TranscriptsLeftOut",
     "build_report",
 ]
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from simulator.analysis.calls import CallTotals, call_totals
+from simulator.analysis.calls import CallTotals, call_totals, limit_lines
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
 from simulator.analysis.factors import FactorsSection, factors_section
 from simulator.analysis.fidelity import SimulatedUserSection, simulated_user_section
@@ -30,7 +32,10 @@ from simulator.analysis.missing import MissingData, missing_data
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.points import PointsSummary, points_summary
 from simulator.analysis.rates import RateView, pct
+from simulator.analysis.redteam import RedTeamSection, redteam_section
+from simulator.analysis.relations import RelationsSection, relations_section
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
+from simulator.analysis.splits import SplitSection, split_section
 from simulator.analysis.spread import RunSpread, run_spread
 from simulator.analysis.tables import (
     CriterionRow,
@@ -44,7 +49,8 @@ from simulator.analysis.tables import (
     scenario_rows,
     tag_rows,
 )
-from simulator.record.models import Evidence
+from simulator.record.models import ConversationRecord, Evidence, Verdict
+from simulator.record.parts import Part
 from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
 
 # 2: scenario-clustered intervals and missing-data bounds on every rate, under-triage incl. no decision
@@ -69,6 +75,10 @@ class ReportOptions:
     # The per-conversation transcripts (for HTML, JUnit and --json-transcripts); off, a large run's report
     # needs a fraction of the time and memory.
     transcripts: bool = True
+    # At most this many passing conversations in full (spread over the scenarios); every failing, errored
+    # and undecided one is always in. None: all of them. The HTML report of a large run stays readable and
+    # small; the run folder keeps every conversation (`simulator show`).
+    passing_transcripts: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -100,6 +110,8 @@ class RunInfo(_Model):
     provider_calls_at_least: int = 0
     # Sessions killed (kill -9, a crash): their calls are counted only up to their last checkpoint.
     killed_sessions: int = 0
+    # Per provider: the rate its calls were paced to and where it came from (`analysis.calls.limit_lines`).
+    provider_limits: list[str] = Field(default_factory=list)
 
 
 class Finding(_Model):
@@ -113,7 +125,9 @@ class Finding(_Model):
 class TranscriptTurn(_Model):
     index: int
     role: str
+    # The text view (text parts and picks' titles); `parts` is the whole turn (record/parts.py).
     messages: list[str]
+    parts: list[Part] = Field(default_factory=list)
     latency_s: float | None = None
 
 
@@ -128,6 +142,15 @@ class TranscriptVerdict(_Model):
     evidence_verified: bool | None = None
 
 
+class TranscriptsLeftOut(_Model):
+    """Passing conversations not carried in full by this report (every failing or undecided one is)."""
+
+    passing_shown: int
+    passing_left_out: int
+    per_scenario: int  # the first passing repeats of each scenario are kept, up to this many
+    how_to_see: str  # the command that prints any conversation from the run folder
+
+
 class Transcript(_Model):
     """One conversation as the transcript viewer shows it, with every verdict and its evidence."""
 
@@ -138,6 +161,8 @@ class Transcript(_Model):
     stop_reason: str
     status: str
     final_state: dict[str, Any] | None
+    # What the bot's tools left in the environment at the end (docs/environment.md); None without one.
+    environment_state: dict[str, Any] | None = None
     error: str | None
     character_breaks: int
     fidelity_failures: list[str] = []
@@ -169,6 +194,8 @@ class Report(_Model):
     missing: MissingData
     spread: list[RunSpread]
     transcripts: list[Transcript] = []
+    # Set when passing transcripts were sampled (`ReportOptions.passing_transcripts`): what was left out.
+    transcripts_left_out: TranscriptsLeftOut | None = None
     # Present when the run holds golden items: item verdicts, per-intent table, gate, threshold sweep.
     golden: GoldenSection | None = None
     # Judge stability (samples), jury agreement and corrected failure rates (labels); None when none apply.
@@ -179,6 +206,9 @@ class Report(_Model):
     simulated_user: SimulatedUserSection | None = None
     # A factorial run: per factor level, critical metrics and odds ratios vs the reference level.
     factors: FactorsSection | None = None
+    redteam: RedTeamSection | None = None
+    relations: RelationsSection | None = None
+    split: SplitSection | None = None
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -210,6 +240,7 @@ def _run_info(run: RunData) -> RunInfo:
         provider_calls=calls.counted,
         provider_calls_at_least=calls.at_least,
         killed_sessions=calls.killed_sessions,
+        provider_limits=limit_lines(manifest),
     )
 
 
@@ -225,57 +256,77 @@ def _killed_warning(calls: CallTotals) -> list[str]:
     ]
 
 
-def _transcripts(run: RunData) -> list[Transcript]:
+def _transcripts(run: RunData, passing: int | None) -> tuple[list[Transcript], TranscriptsLeftOut | None]:
+    """The transcripts to carry, and what was left out when passing ones were sampled: the first
+    `passing // scenarios` (at least one) passing repeats of each scenario, so every scenario shows one."""
     grouped = run.verdicts_by_conversation()
     fidelity: dict[str, list[Any]] = {}
     for verdict in run.fidelity:
         fidelity.setdefault(verdict.conversation_id, []).append(verdict)
+    scenarios = {record.scenario_id for record in run.conversations}
+    quota = None if passing is None else max(1, passing // max(1, len(scenarios)))
+    kept: Counter[str] = Counter()
+    left_out = 0
     out = []
     for record in run.conversations:
         verdicts = grouped.get(record.id, [])
-        shown = verdicts + fidelity.get(record.id, [])  # fidelity verdicts are shown, never counted
-        out.append(
-            Transcript(
-                id=record.id,
-                scenario_id=record.scenario_id,
-                repeat=record.repeat,
-                tags=list(record.tags),
-                stop_reason=record.stop_reason,
-                status=conversation_status(record, verdicts),
-                final_state=record.final_state,
-                error=f"{record.error.source} {record.error.kind}: {record.error.message}"
-                if record.error
-                else None,
-                character_breaks=len(record.character_breaks),
-                fidelity_failures=sorted(
-                    v.criterion_id for v in fidelity.get(record.id, []) if v.result == "fail"
-                ),
-                # Already validated when read: model_construct skips validating 10^5 turns a second time.
-                turns=[
-                    TranscriptTurn.model_construct(
-                        index=t.index,
-                        role=t.role,
-                        messages=list(t.messages),
-                        latency_s=t.latency_s if t.role == "bot" else None,
-                    )
-                    for t in record.turns
-                ],
-                verdicts=[
-                    TranscriptVerdict.model_construct(
-                        criterion_id=v.criterion_id,
-                        kind=v.kind,
-                        result=v.result,
-                        severity=v.severity,
-                        category=v.category,
-                        reasoning=v.reasoning,
-                        evidence=list(v.evidence),
-                        evidence_verified=v.evidence_verified,
-                    )
-                    for v in sorted(shown, key=lambda v: v.criterion_id)
-                ],
+        status = conversation_status(record, verdicts)
+        if status == "pass" and quota is not None:
+            if kept[record.scenario_id] >= quota:
+                left_out += 1
+                continue
+            kept[record.scenario_id] += 1
+        out.append(_transcript(record, status, verdicts, fidelity.get(record.id, [])))
+    if not left_out:
+        return out, None
+    how = f"simulator show {run.path} --scenario ID --repeat N"
+    return out, TranscriptsLeftOut(
+        passing_shown=sum(kept.values()), passing_left_out=left_out, per_scenario=quota or 0, how_to_see=how
+    )
+
+
+def _transcript(
+    record: ConversationRecord, status: Any, verdicts: list[Verdict], fidelity: list[Verdict]
+) -> Transcript:
+    """One conversation as the viewer shows it: its turns, its verdicts and its fidelity verdicts."""
+    shown = verdicts + fidelity  # fidelity verdicts are shown, never counted
+    return Transcript(
+        id=record.id,
+        scenario_id=record.scenario_id,
+        repeat=record.repeat,
+        tags=list(record.tags),
+        stop_reason=record.stop_reason,
+        status=status,
+        final_state=record.final_state,
+        environment_state=record.environment_state,
+        error=f"{record.error.source} {record.error.kind}: {record.error.message}" if record.error else None,
+        character_breaks=len(record.character_breaks),
+        fidelity_failures=sorted(v.criterion_id for v in fidelity if v.result == "fail"),
+        # Already validated when read: model_construct skips validating 10^5 turns a second time.
+        turns=[
+            TranscriptTurn.model_construct(
+                index=t.index,
+                role=t.role,
+                messages=list(t.messages),
+                parts=list(t.parts),
+                latency_s=t.latency_s if t.role == "bot" else None,
             )
-        )
-    return out
+            for t in record.turns
+        ],
+        verdicts=[
+            TranscriptVerdict.model_construct(
+                criterion_id=v.criterion_id,
+                kind=v.kind,
+                result=v.result,
+                severity=v.severity,
+                category=v.category,
+                reasoning=v.reasoning,
+                evidence=list(v.evidence),
+                evidence_verified=v.evidence_verified,
+            )
+            for v in sorted(shown, key=lambda v: v.criterion_id)
+        ],
+    )
 
 
 def _golden_findings(golden: GoldenSection | None) -> list[Finding]:
@@ -306,6 +357,10 @@ def _scenario_bugs(report: Report) -> list[Finding]:
     ]
 
 
+def _finding(level: Literal["bug", "warning", "info"], title: str, detail: str = "") -> Finding:
+    return Finding(level=level, title=title, detail=detail)
+
+
 def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
     """Critical cases not escalated (a bug), under-triage, no decision and over-triage (warnings)."""
     found: list[Finding] = []
@@ -314,10 +369,10 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
     sens = outcome.critical_sensitivity
     if sens.n and sens.k < sens.n:
         found.append(
-            Finding(
-                level="bug",
-                title=f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
-                detail=f"{outcome.critical} sensitivity {sens.text}; {sens.clustered_short}",
+            _finding(
+                "bug",
+                f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
+                f"{outcome.critical} sensitivity {sens.text}; {sens.clustered_short}",
             )
         )
     undecided = outcome.under_triage.k - outcome.under_triage_decided.k
@@ -329,10 +384,8 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
             found.append(Finding(level="warning", title=f"{name}: {value.text}", detail=detail))
         elif value.needs_more_runs:
             found.append(
-                Finding(
-                    level="info",
-                    title=f"{name}: none in {value.n} conversations, {value.text}",
-                    detail=value.needs_more_runs,
+                _finding(
+                    "info", f"{name}: none in {value.n} conversations, {value.text}", value.needs_more_runs
                 )
             )
     if outcome.over_triage.k:
@@ -345,10 +398,10 @@ def _health_findings(health: RunHealth) -> list[Finding]:
     found: list[Finding] = []
     if health.turn_limit_finding:
         found.append(
-            Finding(
-                level="warning",
-                title=f"turn limit reached in {health.turn_limit.text}",
-                detail="above "
+            _finding(
+                "warning",
+                f"turn limit reached in {health.turn_limit.text}",
+                "above "
                 + pct(health.turn_limit_threshold, 0)
                 + ": the bot or the simulated user may be looping, or max_turns is too low",
             )
@@ -359,26 +412,22 @@ def _health_findings(health: RunHealth) -> list[Finding]:
     ):
         if value.k:
             found.append(
-                Finding(
-                    level="warning",
-                    title=f"{label}: {value.text}",
-                    detail="counted apart, never as pass or fail",
-                )
+                _finding("warning", f"{label}: {value.text}", "counted apart, never as pass or fail")
             )
     if health.unverified.k:
         found.append(
-            Finding(
-                level="warning",
-                title=f"unverified evidence: {health.unverified.text}",
-                detail="a quote was not found in the transcript; read those verdicts",
+            _finding(
+                "warning",
+                f"unverified evidence: {health.unverified.text}",
+                "a quote was not found in the transcript; read those verdicts",
             )
         )
     if health.missing:
         found.append(
-            Finding(
-                level="warning",
-                title=f"{health.missing} of {health.planned} planned conversations are missing",
-                detail=f"run status {health.status}; finish it with simulator run --resume",
+            _finding(
+                "warning",
+                f"{health.missing} of {health.planned} planned conversations are missing",
+                f"run status {health.status}; finish it with simulator run --resume",
             )
         )
     return found
@@ -390,13 +439,7 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
     found += _outcome_findings(report.outcome)
     flaky = [row.id for row in report.scenarios if row.flaky]
     if flaky:
-        found.append(
-            Finding(
-                level="warning",
-                title=f"{len(flaky)} flaky scenarios (mixed outcomes)",
-                detail=", ".join(flaky),
-            )
-        )
+        found.append(_finding("warning", f"{len(flaky)} flaky scenarios (mixed outcomes)", ", ".join(flaky)))
     found += _flaky_sources(report)
     found += [
         Finding(level="warning", title=w, detail="see the missing-data section")
@@ -406,13 +449,7 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
     found += [Finding(level="warning", title=w) for w in report.run.warnings]
     unpriced = sorted({m for role in report.cost.roles for m in role.unpriced})
     if unpriced:
-        found.append(
-            Finding(
-                level="info",
-                title="no price for " + ", ".join(unpriced),
-                detail="add them to the price table",
-            )
-        )
+        found.append(_finding("info", "no price for " + ", ".join(unpriced), "add them to the price table"))
     return found
 
 
@@ -434,13 +471,7 @@ def _flaky_sources(report: Report) -> list[Finding]:
             row.id for row in report.scenarios if row.flaky_source and source in row.flaky_source.sources
         ]
         if named:
-            found.append(
-                Finding(
-                    level="warning",
-                    title=f"{title}: {len(named)} scenarios ({', '.join(named)})",
-                    detail=detail,
-                )
-            )
+            found.append(_finding("warning", f"{title}: {len(named)} scenarios ({', '.join(named)})", detail))
     return found
 
 
@@ -452,19 +483,19 @@ def _simulator_findings(report: Report) -> list[Finding]:
     found = []
     if section.faulted.k:
         found.append(
-            Finding(
-                level="warning",
-                title=f"simulated user failed fidelity in {section.faulted.text} conversations",
-                detail="read the simulated user section before trusting those conversations",
+            _finding(
+                "warning",
+                f"simulated user failed fidelity in {section.faulted.text} conversations",
+                "read the simulated user section before trusting those conversations",
             )
         )
     if section.bot_failures_faulted:
         found.append(
-            Finding(
-                level="warning",
-                title=f"{section.bot_failures_faulted} of {len(section.attribution)} failed conversations "
+            _finding(
+                "warning",
+                f"{section.bot_failures_faulted} of {len(section.attribution)} failed conversations "
                 "also had a simulator fidelity failure",
-                detail="those failures may be the simulated patient's, not the bot's",
+                "those failures may be the simulated patient's, not the bot's",
             )
         )
     return found
@@ -500,7 +531,9 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
     high_stakes = options.high_stakes_tag or (suite.high_stakes_tag if suite is not None else None)
     prices = options.prices or load_prices()
     criteria = criterion_rows(run, options.target)
-    transcripts = _transcripts(run) if options.transcripts else []
+    transcripts, left_out = (
+        _transcripts(run, options.passing_transcripts) if options.transcripts else ([], None)
+    )
     report = Report(
         generated_at=datetime.now(UTC),
         run=_run_info(run),
@@ -519,11 +552,15 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         missing=missing_data(run),
         spread=run_spread(run),
         transcripts=transcripts,
+        transcripts_left_out=left_out,
         golden=golden_section(run, options.gate),
         judge_quality=judge_quality(run),
         points=points_summary(run),
         simulated_user=simulated_user_section(run),
         factors=factors_section(run),
+        redteam=redteam_section(run),
+        relations=relations_section(run),
+        split=split_section(run),
     )
     report.findings = _findings(report, options) + _simulator_findings(report)
     report.findings += [

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 __all__ = ["render_conversation"]
 
+import json
+
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.parts import TextPart, part_text
 from simulator.report.table_print import print_table
 from simulator.report.visible import visible
 
@@ -33,11 +36,15 @@ def render_conversation(console: Console, record: ConversationRecord, verdicts: 
     for turn in record.turns:
         who = "[bold cyan]USER[/]" if turn.role == "user" else "[bold green]BOT [/]"
         timing = f" [dim]({turn.latency_s * 1000:.0f} ms)[/]" if turn.role == "bot" else ""
-        for message in turn.messages:
-            lines.append(f"{who} {_safe(message)}{timing}")
+        for part in turn.parts:
+            # Text as it is; options, picks, media, tool calls and events in their one text form, dimmed.
+            line = _safe(part_text(part))
+            lines.append(f"{who} {line if isinstance(part, TextPart) else f'[dim]{line}[/]'}{timing}")
             timing = ""
     state = _safe(str(record.final_state)) if record.final_state is not None else "[dim]none[/]"
     footer = f"stop reason: [bold]{record.stop_reason}[/]   final state: {state}"
+    if record.environment_state is not None:  # a suite with an environment (docs/environment.md)
+        footer += f"\nenvironment state: {_safe(json.dumps(record.environment_state, ensure_ascii=False))}"
     if record.error:
         footer += (
             f"\n[magenta]error ({record.error.source}, {record.error.kind}): {_safe(record.error.message)}[/]"

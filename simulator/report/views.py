@@ -4,15 +4,21 @@ from __future__ import annotations
 
 __all__ = ["render_calibration", "render_comparison", "render_gate", "render_panel"]
 
+from collections.abc import Sequence
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.analysis.agreement import PairAgreement, Panel
+from simulator.analysis.agreement import Panel
 from simulator.analysis.calibrate import LABELS, Calibration, CriterionCalibration
 from simulator.analysis.compare import Comparison, PairedMetric
 from simulator.analysis.gate import GateResult
 from simulator.analysis.rates import pct
+from simulator.report.calibration_view import criterion_tables
+from simulator.report.draw_terminal import draw_table
+from simulator.report.section import Cell, Column, text
+from simulator.report.section import Table as SectionTable
 from simulator.report.table_print import print_table
 
 
@@ -24,37 +30,29 @@ def _golden(console: Console, comparison: Comparison) -> None:
     golden = comparison.golden
     if golden is None:
         return
-    table = Table(
-        title="Golden items, side by side (the verdict decides; similarity scores gate nothing)",
-        title_justify="left",
-    )
-    for name in ("scorer", "A", "B"):
-        table.add_column(name)
-    for row in golden.metrics:
-        table.add_row(escape(row.name), escape(row.a), escape(row.b))
-    console.print(table)
-    intents = Table(title="Verdict by intent (red: a row of zeros)", title_justify="left")
-    for name in ("intent", "A", "B"):
-        intents.add_column(name)
-    for delta in golden.intents:
-        a = f"[bold red]{escape(delta.a)}[/]" if delta.a_zero else escape(delta.a)
-        b = f"[bold red]{escape(delta.b)}[/]" if delta.b_zero else escape(delta.b)
-        intents.add_row(escape(delta.intent), a, b)
-    console.print(intents)
+    title = "Golden items, side by side (the verdict decides; similarity scores gate nothing)"
+    draw_table(console, _side_by_side(title, "scorer", [(r.name, r.a, r.b) for r in golden.metrics]))
+    intents = [
+        (d.intent, text(d.a, "fail" if d.a_zero else None), text(d.b, "fail" if d.b_zero else None))
+        for d in golden.intents
+    ]
+    draw_table(console, _side_by_side("Verdict by intent (red: a row of zeros)", "intent", intents))
+
+
+def _side_by_side(title: str, first: str, rows: Sequence[Sequence[str | Cell]]) -> SectionTable:
+    """A table of A beside B, one row per thing compared."""
+    table = SectionTable([Column(first), Column("A"), Column("B")], title=title)
+    for row in rows:
+        table.add(*row)
+    return table
 
 
 def _config_differences(console: Console, comparison: Comparison) -> None:
     """The settings that differ between the runs: anything besides the change under test confounds it."""
     if comparison.config_differences:
-        table = Table(
-            title="Configuration differences (anything here besides your change confounds the comparison)",
-            title_justify="left",
-        )
-        for name in ("setting", "A", "B"):
-            table.add_column(name)
-        for diff in comparison.config_differences:
-            table.add_row(escape(diff.key), escape(diff.a), escape(diff.b))
-        print_table(console, table)
+        title = "Configuration differences (anything here besides your change confounds the comparison)"
+        rows = [(d.key, d.a, d.b) for d in comparison.config_differences]
+        draw_table(console, _side_by_side(title, "setting", rows))
     else:
         console.print("[yellow]no configuration differences recorded: both runs used the same settings[/]")
 
@@ -154,11 +152,12 @@ def render_comparison(comparison: Comparison, console: Console | None = None, ma
 def _calibration_block(console: Console, c: CriterionCalibration) -> None:
     false_pass = escape(c.false_pass.short)
     kappa = "n/a (one label only)" if c.kappa is None else f"{c.kappa:.2f}"
+    macro = "n/a" if c.macro_f1 is None else f"{c.macro_f1:.2f}"
     console.print(
         f"[bold]{escape(c.criterion_id)}[/]\n"
         f"  false pass (human fail, judge pass): {'[red]' + false_pass + '[/]' if c.false_pass.k else false_pass}\n"
         f"  false fail (human pass, judge fail): {escape(c.false_fail.short)}\n"
-        f"  raw agreement {escape(c.agreement.short)} · kappa {kappa}\n"
+        f"  raw agreement {escape(c.agreement.short)} · kappa {kappa} · macro-F1 {macro}\n"
         f"  compared {c.compared} · no verdict {c.no_verdict} · judge error or not judged {c.judge_errors}"
     )
 
@@ -202,18 +201,6 @@ def render_calibration(calibration: Calibration, console: Console | None = None)
         )
 
 
-def _pair_table(title: str, pairs: list[PairAgreement]) -> Table:
-    table = Table(title=title, title_justify="left")
-    columns = list(pairs[0].cells())
-    for name in columns:
-        table.add_column(name, justify="left" if name in ("reference", "rater") else "right")
-    for pair in pairs:
-        cells = pair.cells()
-        style = "red" if pair.false_pass.k else None
-        table.add_row(*[escape(cells[name]) for name in columns], style=style)
-    return table
-
-
 def render_panel(calibration: Panel, console: Console | None = None) -> None:
     """Print, per criterion, the judge against each labeller and the labellers against each other: false
     passes first, then agreement, Cohen's kappa and macro-F1 (the desk's calibration page shows the same)."""
@@ -223,15 +210,13 @@ def render_panel(calibration: Panel, console: Console | None = None) -> None:
         f"judge set {escape(calibration.judge_set or '–')} · labellers: {escape(', '.join(calibration.labellers))}"
     )
     console.print(
-        "false pass: the reference said fail and the rater pass, over the reference's fails; "
-        "error and not-judged verdicts are left out"
+        "false pass: the reference said fail and the rater pass, over the reference's fails; n/a is a label "
+        "like pass and fail; error and not-judged verdicts are left out"
     )
     for c in calibration.criteria:
         console.print(f"\n[bold]{escape(c.criterion_id)}[/] · {c.items} labelled items")
-        if c.judge:
-            console.print(_pair_table("judge against each labeller", c.judge))
-        if c.between_labellers:
-            console.print(_pair_table("labellers against each other", c.between_labellers))
+        for table in criterion_tables(c):
+            draw_table(console, table)
 
 
 _GATE_STYLE = {"met": "green", "not met": "bold red", "undecidable": "yellow"}

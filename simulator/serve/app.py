@@ -17,7 +17,16 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from simulator.errors import UserError
-from simulator.serve import pages_edit, pages_label, pages_runs, pages_talk
+from simulator.serve import (
+    pages_confirm,
+    pages_edit,
+    pages_label,
+    pages_live,
+    pages_proposals,
+    pages_runs,
+    pages_safety,
+    pages_talk,
+)
 from simulator.serve.bodylimit import BodyLimit
 from simulator.serve.config import DeskConfig
 from simulator.serve.render import page
@@ -45,13 +54,20 @@ async def _user_error(request: Request, exc: Exception) -> Response:
 def create_app(config: DeskConfig) -> Starlette:
     """The review desk for `config`'s folders."""
     static = StaticFiles(directory=str(resources.files("simulator.serve").joinpath("static")))
+    # The report's style sheet for a turn's parts (options, tool calls): one drawing, report and desk alike.
+    report_assets = StaticFiles(directory=str(resources.files("simulator.report").joinpath("assets")))
     app = Starlette(
         routes=[
             *pages_runs.routes(),
             *pages_label.routes(),
             *pages_edit.routes(),
             *pages_talk.routes(),
+            *pages_safety.routes(),
+            *pages_live.routes(),
+            *pages_proposals.routes(),
+            *pages_confirm.routes(),
             Mount("/static", static, name="static"),
+            Mount("/report-assets", report_assets, name="report-assets"),
         ],
         middleware=[
             Middleware(BodyLimit),  # outermost: no layer reads more than the cap

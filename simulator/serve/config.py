@@ -1,4 +1,5 @@
-"""What the desk serves and where it may write: the runs folder, the scenarios and judges folders."""
+"""What the desk serves and where it may write: the runs folder, the scenarios and judges folders, its own
+data folder (sign-offs)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,22 @@ class DeskConfig:
     scenarios_dir: Path | None = None
     judges_dir: Path | None = None
     token: str | None = None
+    # Proposals of `simulator propose` (proposals/<run-id>/); review decisions on them are appended to the
+    # desk's own data folder (`data_folder`), never the run folder, never the proposal file.
+    proposals_dir: Path = field(default_factory=lambda: Path("proposals"))
     # Host names the desk answers to (the Host header): loopback names by default, so a web page on another
     # site cannot reach the desk through DNS rebinding. "*" when serving other hosts behind the token.
     allowed_hosts: list[str] = field(default_factory=lambda: ["127.0.0.1", "localhost"])
+    # The hazard log the safety-case pages judge runs against (`serve --hazards`).
+    hazards: Path | None = None
+    # The desk's own records (sign-offs, proposal reviews, the clinician queue), never inside a run folder;
+    # default `<runs>/.desk`.
+    data_dir: Path | None = None
+
+    @property
+    def data_folder(self) -> Path:
+        """Where the desk keeps its own records: derived documents never write into run folders."""
+        return self.data_dir if self.data_dir is not None else self.runs_dir / ".desk"
 
     def folders(self) -> dict[str, Path]:
         """The editable folders by area name ("scenarios", "judges")."""

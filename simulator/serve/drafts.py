@@ -18,7 +18,7 @@ from simulator.errors import Problem, UserError
 from simulator.judging.criteria import CRITERION_DOCUMENTS, criterion_files
 from simulator.spec.documents import load_documents
 from simulator.spec.scenario import SCENARIO_DOCUMENTS, scenario_files
-from simulator.spec.suite import is_suite_data, load_suite
+from simulator.spec.suite import document_kind, load_suite
 
 TEMPLATES = {
     "scenario": """\
@@ -54,14 +54,10 @@ def file_kind(name: str, text: str, default: str = "scenario") -> str:
         data = yaml.safe_load(text)
     except yaml.YAMLError:
         return default
-    if name in ("suite.yaml", "suite.yml") or is_suite_data(data):  # by name, or by content (a `bot:` key)
+    if name in ("suite.yaml", "suite.yml"):
         return "suite"
-    first = data[0] if isinstance(data, list) and data else data
-    if isinstance(first, dict) and ("criterion" in first or isinstance(first.get("criteria"), list)):
-        return "criterion"
-    if isinstance(first, dict) and ("persona" in first or isinstance(first.get("scenarios"), list)):
-        return "scenario"
-    return default
+    kind = document_kind(data, default)
+    return default if kind == "golden" else kind  # the desk drafts suites, criteria and scenarios
 
 
 def _siblings(root: Path, target: Path, kind: str) -> list[Path]:

@@ -147,6 +147,7 @@ async def reveal_page(request: Request) -> Response:
         criterion=criterion,
         label=mine[-1],
         verdict=verdict,
+        run_path=str(run.path),
     )
 
 

@@ -6,12 +6,15 @@ __all__ = ["routes"]
 
 from typing import Any
 
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from simulator.analysis.calibrate import calibrate_labels
 from simulator.errors import UserError
+from simulator.report.calibration_view import criterion_tables
+from simulator.report.draw_html import html_table
 from simulator.report.html import render_html
 from simulator.report.html_parts import highlighted_quotes
 from simulator.report.model import Report
@@ -63,7 +66,7 @@ async def report_page(request: Request) -> Response:
 
 async def reader_page(request: Request) -> Response:
     name, conversation = request.path_params["run"], request.path_params["conversation"]
-    _, report = _desk(request).index.load(name)
+    run, report = _desk(request).index.load(name)
     transcript = next((t for t in report.transcripts if t.id == conversation), None)
     if transcript is None:
         raise UserError(f"no conversation '{conversation}' in run {name}")
@@ -84,6 +87,7 @@ async def reader_page(request: Request) -> Response:
         filter=chosen,
         query=chosen.query(),
         options=_options(report),
+        imported=run.manifest.kind == "imported",
     )
 
 
@@ -92,7 +96,19 @@ async def calibration_page(request: Request) -> Response:
     name = request.path_params["run"]
     run, _ = _desk(request).index.load(name)
     result = calibrate_labels(run, allow_empty=True)
-    return page(request, "calibration.html", title="Calibration", name=name, panel=result, path=str(run.path))
+    # The same tables `simulator calibrate RUN` prints, drawn by the report's HTML renderer (escaped there).
+    tables = {
+        c.criterion_id: Markup("".join(html_table(t) for t in criterion_tables(c))) for c in result.criteria
+    }
+    return page(
+        request,
+        "calibration.html",
+        title="Calibration",
+        name=name,
+        panel=result,
+        tables=tables,
+        path=str(run.path),
+    )
 
 
 def routes() -> list[Route]:

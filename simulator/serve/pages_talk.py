@@ -86,6 +86,17 @@ async def say(request: Request) -> Response:
     return RedirectResponse(f"/talk/{talk.id}", 303)
 
 
+async def tap(request: Request) -> Response:
+    """The person tapped one of the bot's buttons or list rows."""
+    desk = _desk(request)
+    talk = desk.talks.get(request.path_params["talk"])
+    option = str((await request.form()).get("option", "")).strip()
+    if not option:
+        raise UserError("choose one of the bot's options")
+    await desk.talks.tap(talk, option)
+    return RedirectResponse(f"/talk/{talk.id}", 303)
+
+
 async def end(request: Request) -> Response:
     desk = _desk(request)
     talk = desk.talks.get(request.path_params["talk"])
@@ -102,5 +113,6 @@ def routes() -> list[Route]:
         Route("/talk", start_talk, methods=["POST"]),
         Route("/talk/{talk}", talk_page),
         Route("/talk/{talk}/say", say, methods=["POST"]),
+        Route("/talk/{talk}/tap", tap, methods=["POST"]),
         Route("/talk/{talk}/end", end, methods=["POST"]),
     ]

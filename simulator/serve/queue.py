@@ -7,8 +7,9 @@ labeller has not labelled yet in labels.jsonl.
 
 from __future__ import annotations
 
-__all__ = ["SAMPLINGS", "QueueSpec", "build_queue", "remaining"]
+__all__ = ["SAMPLINGS", "QueueSpec", "build_queue", "remaining", "review_items"]
 
+import json
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,7 +19,9 @@ from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
 from simulator.record.models import Label
 
-SAMPLINGS = ("all", "random", "stratified")
+# `review`: the items `simulator collect` sent for review (judged failures and a share of passes, in
+# review.jsonl), shuffled so the order does not tell a failure from a calibration pass.
+SAMPLINGS = ("all", "random", "stratified", "review")
 _JUDGED = ("pass", "fail", "not_applicable")
 Item = tuple[str, str]
 
@@ -71,6 +74,10 @@ def _stratified(judged: dict[str, list[Item]], n: int, rng: random.Random) -> li
 
 def build_queue(run: RunData, spec: QueueSpec) -> list[Item]:
     """The items of the queue, shuffled with the seed (the order says nothing about scenario or verdict)."""
+    if spec.sampling == "review":
+        items = sorted(set(review_items(run)) & _judged(run, spec))
+        random.Random(spec.seed).shuffle(items)
+        return items
     by_result: dict[str, list[Item]] = {}
     for verdict in run.verdicts:
         if verdict.criterion_id in spec.criteria and verdict.result in _JUDGED:
@@ -83,6 +90,29 @@ def build_queue(run: RunData, spec: QueueSpec) -> list[Item]:
     everything = sorted(item for items in by_result.values() for item in items)
     rng.shuffle(everything)
     return everything if spec.sampling == "all" else everything[: spec.n]
+
+
+def _judged(run: RunData, spec: QueueSpec) -> set[Item]:
+    return {
+        (v.conversation_id, v.criterion_id)
+        for v in run.verdicts
+        if v.criterion_id in spec.criteria and v.result in _JUDGED
+    }
+
+
+def review_items(run: RunData) -> list[Item]:
+    """The (conversation, criterion) items the collector sent for review, in the order sent."""
+    path = run.path / "review.jsonl"
+    if not path.exists():
+        return []
+    items: list[Item] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            raw = json.loads(line)
+            items.append((str(raw["conversation_id"]), str(raw["criterion_id"])))
+        except (ValueError, KeyError, TypeError):
+            continue  # a line being written
+    return items
 
 
 def remaining(queue: list[Item], labeller: str, labels: Iterable[Label]) -> list[Item]:

@@ -14,7 +14,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
+from simulator.record.transcript import Turn
 from simulator.report.html_parts import highlight
+from simulator.report.html_turns import turn_html
 
 # C0 controls but tab and newline, DEL and the C1 range: a terminal escape in a transcript is shown as the
 # Unicode "control picture" of its first byte, never passed to the page as is.
@@ -29,6 +31,17 @@ def visible(text: object) -> str:
 def _marked(text: str, quotes: list[tuple[str, str, str]]) -> Markup:
     """Escaped text with each quoted passage in <mark> (the HTML report's highlighter: it escapes)."""
     return Markup(highlight(visible(text), [(visible(q), c, r) for q, c, r in quotes]))
+
+
+def _bubbles(turn: Turn, quotes: list[tuple[str, str, str]] | None = None, you: bool = False) -> Markup:
+    """A turn's parts as message bubbles (report/html_turns.py: buttons as buttons, tool calls as cards),
+    its text made visible and escaped, with the quoted passages marked."""
+    marks = [(visible(q), c, r) for q, c, r in quotes or []]
+    bubbles = turn_html(turn.role, turn.parts, lambda text: highlight(visible(text), marks))
+    html_text = "".join(bubbles)
+    if you:
+        html_text = html_text.replace('<span class="who">USER</span>', '<span class="who">YOU</span>')
+    return Markup(html_text)
 
 
 def _as_json(value: Any) -> str:
@@ -53,6 +66,7 @@ _environment = jinja2.Environment(
 _environment.filters["visible"] = visible
 _environment.filters["marked"] = _marked
 _environment.filters["as_json"] = _as_json
+_environment.filters["bubbles"] = _bubbles
 templates = Jinja2Templates(env=_environment)
 
 

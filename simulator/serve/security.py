@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CSRF_COOKIE", "TOKEN_COOKIE", "CsrfError", "check_csrf", "security_middleware"]
+__all__ = ["CSRF_COOKIE", "TOKEN_COOKIE", "CsrfError", "check_csrf", "security_middleware", "token_ok"]
 
 import secrets
 from collections.abc import Awaitable, Callable
@@ -31,6 +31,11 @@ SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 class CsrfError(Exception):
     """A state-changing request without this browser's CSRF value."""
+
+
+def token_ok(request: Request, token: str) -> bool:
+    """True when the request carries the token (cookie, `?token=` or `Authorization: Bearer`)."""
+    return _token_ok(request, token)
 
 
 def _token_ok(request: Request, token: str) -> bool:

@@ -1,7 +1,7 @@
 """Talk to the bot: conversations a person holds with the bot under test, each its own run folder.
 
-Each talk runs `engine.live.run_live` as a task on the server's event loop; the person's messages reach
-the loop through a HumanUser. When the person ends the talk the conversation is saved and judged like a
+Each talk runs the Python API's `atalk` (engine.live underneath) as a task on the server's event loop;
+the person's messages reach the loop through a HumanUser. When the person ends the talk the conversation is saved and judged like a
 simulated one.
 """
 
@@ -16,12 +16,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.engine.live import run_live
-from simulator.engine.session import RunResult
+from simulator.api import Result, atalk, load_suite
 from simulator.errors import UserError
 from simulator.record.folder import new_run_id
-from simulator.spec.scenario import Scenario, load_scenarios
-from simulator.spec.suite import Suite, load_suite
+from simulator.spec.scenario import Scenario
+from simulator.spec.suite import Suite
 from simulator.users.human import HumanUser
 
 # The longest a reply from the bot may take before the page gives up waiting (the talk goes on).
@@ -39,9 +38,9 @@ def suite_files(root: Path | None) -> list[Path]:
 
 
 def load_suite_scenarios(suite_file: Path) -> tuple[Suite, list[Scenario]]:
+    """The suite and the scenarios it runs (persona-factor variants included), to talk through."""
     suite = load_suite(suite_file)
-    scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], suite.scenarios.tags)
-    return suite, scenarios
+    return suite, suite.scenarios_to_run()
 
 
 @dataclass
@@ -51,7 +50,7 @@ class Talk:
     scenario: Scenario
     human: HumanUser
     folder: Path
-    task: asyncio.Task[RunResult]
+    task: asyncio.Task[Result]
     last_active: float = 0.0
     abandoned: bool = False
 
@@ -100,7 +99,7 @@ class TalkDesk:
             raise UserError(f"{suite_file}: no scenario '{scenario_id}' in this suite")
         human = HumanUser(person)
         folder = self.runs_dir / new_run_id(f"talk-{suite.name}")
-        task = asyncio.create_task(run_live(suite, scenario, human, human.model, folder))
+        task = asyncio.create_task(atalk(suite, scenario, human, human.model, folder))
         talk = Talk(secrets.token_urlsafe(12), suite, scenario, human, folder, task, time.monotonic())
         self.talks[talk.id] = talk
         if self._sweeper is None:
@@ -120,11 +119,22 @@ class TalkDesk:
             raise UserError("this conversation has ended; start a new one")
         talk.last_active = time.monotonic()
         await talk.human.say(text)
+        await self._wait_for_reply(talk)
+
+    async def tap(self, talk: Talk, option_id: str) -> None:
+        """Tap one of the options the bot offered, and wait for its answer."""
+        if talk.ended:
+            raise UserError("this conversation has ended; start a new one")
+        talk.last_active = time.monotonic()
+        await talk.human.tap(option_id)
+        await self._wait_for_reply(talk)
+
+    async def _wait_for_reply(self, talk: Talk) -> None:
         # A slow bot: after REPLY_WAIT_S the page shows the talk so far, and the reply once it arrives.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(talk.human.wait_for_turn(talk.task), REPLY_WAIT_S)
 
-    async def end(self, talk: Talk) -> RunResult | None:
+    async def end(self, talk: Talk) -> Result | None:
         """End the conversation, wait for its verdicts, and return the result (None if it failed)."""
         if not talk.ended:
             await talk.human.finish()

@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 import itertools
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,7 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from simulator.spec.scenario import Scenario
 from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
 
-FactorDesign = Literal["full", "fractional"]
+# `one_at_a_time`: the reference, then each non-reference level alone with every other factor at its
+# reference (the perturbations behavioural relations compare; docs/relations.md).
+FactorDesign = Literal["full", "fractional", "one_at_a_time"]
 
 
 class FactFilter(BaseModel):
@@ -50,6 +53,8 @@ class FactorLevel(BaseModel):
     persona: str | None = None  # appended to the base persona
     style: str | None = None  # a style of the suite's catalogue
     facts: FactFilter | None = None
+    # Facts this level adds to the base scenario's (a red flag, for a directional relation).
+    add_facts: list[str] = Field(default_factory=list)
     volunteers: int | None = Field(default=None, ge=0)
     tags: list[str] = Field(default_factory=list)
     expected: dict[str, Any] = Field(default_factory=dict)  # overrides the base's expected keys
@@ -98,6 +103,14 @@ def level_names(entries: list[Any]) -> list[str]:
 
 def design_points(counts: list[int], design: FactorDesign) -> list[tuple[int, ...]]:
     """Level indices of every run of the design: all combinations, or the regular 1/n fraction."""
+    if design == "one_at_a_time":
+        reference = tuple(0 for _ in counts)
+        singles = [
+            tuple(level if i == factor else 0 for i in range(len(counts)))
+            for factor, n in enumerate(counts)
+            for level in range(1, n)
+        ]
+        return [reference, *singles]
     full = list(itertools.product(*(range(n) for n in counts)))
     if design == "full" or len(counts) < 2:
         return full
@@ -129,6 +142,7 @@ def _variant(
         if level.facts is not None and level.facts.keep_first is not None:
             facts = facts[: level.facts.keep_first]
             key_facts = [n for n in key_facts if n <= len(facts)]
+        facts += [fact.strip() for fact in level.add_facts if fact.strip()]
         if level.volunteers is not None:
             volunteers = level.volunteers
         tags += [t for t in level.tags if t not in tags]
@@ -173,16 +187,57 @@ def expand_factors(
     return out
 
 
-def suite_scenarios(suite: Any, tags: list[str] | None = None) -> list[Scenario]:
-    """The scenarios a suite runs: its files (filtered by tags), crossed with its factors when it has any.
-    Styles a scenario names must be in the suite's style catalogue."""
+def suite_scenarios(
+    suite: Any, tags: list[str] | None = None, files: list[Path] | None = None
+) -> list[Scenario]:
+    """The scenarios a suite runs (read it as `Suite.scenarios_to_run`): its files (or `files`, or the
+    scenarios given in code), filtered by tags, crossed with its factors when it has any. Styles a scenario
+    names must be in the suite's style catalogue."""
+    from simulator.errors import UserError
+    from simulator.spec.redteam import expand_attacks
     from simulator.spec.scenario import load_scenarios
     from simulator.spec.styles import suite_styles
 
-    bases = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths], tags)
+    inline = getattr(suite, "_inline", None)
+    if files is None and inline is not None:
+        bases = [s for s in inline if not tags or set(s.tags) & set(tags)]
+        if not bases:
+            raise UserError(f"no scenario has any of the tags {tags}; check the tags asked for")
+    else:
+        bases = load_scenarios(
+            files if files is not None else [suite.resolve(p) for p in suite.scenarios.paths], tags
+        )
+    bases = mark_held_out(bases, suite)
     styles = suite_styles(suite)
     check_scenario_styles(bases, styles)
-    return expand_factors(bases, suite.factors, suite.factor_design, styles)
+    return expand_attacks(expand_factors(bases, suite.factors, suite.factor_design, styles), suite)
+
+
+def held_out_by_hash(scenario_id: str, fraction: float, seed: int) -> bool:
+    """True when the seeded hash of the id falls in the held-out fraction (stable across runs and machines)."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{seed}:{scenario_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def mark_held_out(scenarios: list[Scenario], suite: Any) -> list[Scenario]:
+    """Tag held-out scenarios `held-out` (their variants inherit it): `split: held_out`, or chosen by the
+    suite's `held_out.fraction`; `split: tuned` keeps a scenario visible."""
+    config = getattr(suite, "held_out", None)
+    out = []
+    for scenario in scenarios:
+        held = scenario.split == "held_out" or (
+            scenario.split is None
+            and config is not None
+            and held_out_by_hash(scenario.id, config.fraction, config.seed)
+        )
+        if held and "held-out" not in scenario.tags:
+            marked = scenario.model_copy(update={"tags": [*scenario.tags, "held-out"]})
+            marked._source, marked._line = scenario._source, scenario._line
+            scenario = marked
+        out.append(scenario)
+    return out
 
 
 def check_scenario_styles(scenarios: list[Scenario], styles: StyleCatalogue) -> None:

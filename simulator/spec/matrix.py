@@ -114,7 +114,15 @@ class MatrixCell:
 def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[MatrixCell]:
     """Every cell of the suite's matrix as an ordinary suite; a mistake is a UserError naming the
     variant's line and field. A suite without a matrix has no cells."""
-    from simulator.spec.suite import ChatBotConfig, HttpBotConfig, PythonBotConfig, UserConfig
+    from simulator.spec.suite import (
+        CallableBotConfig,
+        ChatBotConfig,
+        HttpBotConfig,
+        OpenAIEndpointBotConfig,
+        PythonBotConfig,
+        UserConfig,
+        WhatsAppBotConfig,
+    )
 
     matrix = suite.matrix
     if matrix is None:
@@ -123,6 +131,9 @@ def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[Matri
         "python": PythonBotConfig,
         "http": HttpBotConfig,
         "chat": ChatBotConfig,
+        "whatsapp": WhatsAppBotConfig,
+        "openai_endpoint": OpenAIEndpointBotConfig,
+        "callable": CallableBotConfig,  # a bot given in code (simulator.compare)
     }
     base_bot = {"type": suite.bot.type, **suite.bot.model_dump(exclude_unset=True)}
     base_user = suite.user.model_dump(exclude_unset=True)
@@ -134,7 +145,11 @@ def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[Matri
         model = kinds.get(str(data.get("type")))
         if model is None:
             problems.append(
-                _problem(source, where, f"unknown bot type {data.get('type')!r}; use python, http or chat")
+                _problem(
+                    source,
+                    where,
+                    f"unknown bot type {data.get('type')!r}; use python, http, chat, whatsapp or openai_endpoint",
+                )
             )
             continue
         bot, found = _validate(model, data, source, where)

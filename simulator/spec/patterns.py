@@ -49,6 +49,13 @@ class UserPattern:
         except TimeoutError:
             raise PatternTimeout(self.pattern, self.field, len(text)) from None
 
+    def finditer(self, text: str) -> list[Any]:
+        """Every match, found within the time limit (a list: the limit covers the whole scan)."""
+        try:
+            return list(self._compiled.finditer(text, timeout=MATCH_TIMEOUT_S))
+        except TimeoutError:
+            raise PatternTimeout(self.pattern, self.field, len(text)) from None
+
     def sub(self, replace: str | Callable[[Any], str], text: str) -> str:
         try:
             result: str = self._compiled.sub(replace, text, timeout=MATCH_TIMEOUT_S)

@@ -6,15 +6,17 @@ __all__ = ["Scenario", "load_scenarios", "refuse_drafts", "scenario_files"]
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, WithJsonSchema, field_validator, model_validator
 
 from simulator.errors import UserError
 from simulator.spec.assertions import AssertionSpec
+from simulator.spec.attack import Strategy
 from simulator.spec.documents import DocumentKind, FileDocument, collect_documents, yaml_files
 from simulator.spec.script import Script
 from simulator.spec.suite import is_suite_data
+from simulator.spec.tool_checks import ToolCheck, parse_state_path
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 # Facts are a list of strings or one paragraph (split into sentences): the editor schema allows both.
@@ -62,6 +64,19 @@ class Scenario(FileDocument):
     # Set on factorial variants: the base scenario's id and the level of each factor.
     base: str | None = None
     factors: dict[str, str] = Field(default_factory=dict)
+    # What this person does with buttons and lists: taps one (`tap`), or ignores them and types (`type`).
+    # The offline user follows it; for an LLM user, say it in the persona too.
+    buttons: Literal["tap", "type"] = "tap"
+    # `held_out`: a sealed held-out scenario (record/seal.py); unset, the suite's `held_out.fraction` may
+    # choose it by a seeded hash of its id.
+    split: Literal["tuned", "held_out"] | None = None
+    # Set on red-team variants (simulator/spec/redteam.py): the attack strategy this person plays.
+    attack: Strategy | None = None
+    # This conversation's initial environment state, merged over the suite's `environment.state`
+    # (docs/environment.md); `expected.environment` holds dotted paths of the final state to compare.
+    environment: dict[str, Any] = Field(default_factory=dict)
+    # Checks on the bot's tool calls in this scenario (docs/tool-checks.md), beside the suite's.
+    tool_checks: list[ToolCheck] = Field(default_factory=list)
 
     @field_validator("facts", mode="before")
     @classmethod
@@ -80,6 +95,21 @@ class Scenario(FileDocument):
             raise ValueError(
                 f"key_facts {wrong} number past the {len(self.facts)} facts; number facts from 1 in their order"
             )
+        ids = [check.check_id for check in self.tool_checks]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"two tool_checks have the id {twice[0]}; give each its own `id`")
+        paths = self.expected.get("environment")
+        if paths is not None:
+            if not isinstance(paths, dict) or not paths:
+                raise ValueError(
+                    "expected.environment maps state paths to values, e.g. `bookings[0].status: confirmed`"
+                )
+            for path in paths:
+                try:
+                    parse_state_path(str(path))
+                except ValueError as exc:
+                    raise ValueError(f"expected.environment: {exc}") from None
         return self
 
 

@@ -14,6 +14,7 @@ MODELS = {
     "suite": "simulator.spec.suite:Suite",
     "criterion": "simulator.judging.criteria:Criterion",
     "golden": "simulator.spec.golden:GoldenItem",
+    "hazards": "simulator.spec.hazards:HazardLog",
 }
 
 

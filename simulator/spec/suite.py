@@ -4,34 +4,48 @@ from __future__ import annotations
 
 __all__ = [
     "BotConfig",
+    "BotStart",
     "CacheConfig",
+    "CallableBotConfig",
     "ChatBotConfig",
     "DecisionTool",
     "FidelityConfig",
     "HttpBotConfig",
     "JudgesConfig",
+    "OpenAIEndpointBotConfig",
     "OutcomeConfig",
     "ProviderSettings",
     "PythonBotConfig",
+    "ReadyCheck",
     "Suite",
     "UserConfig",
+    "WhatsAppBotConfig",
     "check_environment",
+    "document_kind",
     "is_suite_data",
     "load_suite",
 ]
 
 import difflib
 import os
+from collections.abc import Collection
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from simulator.errors import Problem, UserError
 from simulator.providers import PROVIDERS
 from simulator.providers.settings import CacheConfig, ProviderSettings
+from simulator.spec.attack import RedTeamConfig
+from simulator.spec.environment import EnvironmentSpec, check_environment_functions
 from simulator.spec.matrix import MatrixConfig, expand_matrix
+from simulator.spec.relations import Relation
+from simulator.spec.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
+
+if TYPE_CHECKING:
+    from simulator.spec.scenario import Scenario
 
 
 class _Strict(BaseModel):
@@ -55,6 +69,27 @@ class PythonBotConfig(_Strict):
         return f"python:{self.factory}"
 
 
+class ReadyCheck(_Strict):
+    """When a started bot is ready: an HTTP `url` answers (any status below 500), or a TCP `port` accepts."""
+
+    url: str | None = Field(default=None, pattern=r"^https?://")
+    port: int | str | None = None  # a number, or "{port}"
+    timeout_s: float = Field(default=30.0, gt=0)
+
+
+class BotStart(_Strict):
+    """A service bot the engine starts for the run (docs/bots.md): `command` (a list, no shell) with
+    `{port}` (a free loopback port), `{python}` (this interpreter) and, for whatsapp, `{api_url}` (the local
+    Graph API) filled in; `env` values may use ${VAR} and the same placeholders. Its output goes to the run
+    folder's `bot.log`; it gets SIGTERM, then SIGKILL after `stop_timeout_s`, when the run ends."""
+
+    command: list[str] = Field(min_length=1)
+    ready: ReadyCheck | None = None  # default: the bot's own URL's port accepts connections
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None  # relative to the suite file; default the suite's folder
+    stop_timeout_s: float = Field(default=5.0, gt=0)
+
+
 class HttpBotConfig(_Strict):
     """A bot behind HTTP; header values may name environment variables as ${VAR}, expanded at run time."""
 
@@ -64,6 +99,7 @@ class HttpBotConfig(_Strict):
     # The whole turn's deadline (not per read) and the most a reply may hold, decompressed.
     timeout_s: float = Field(default=30.0, gt=0)
     max_reply_bytes: int = Field(default=8_000_000, ge=1024)
+    start: BotStart | None = None
 
     def describe(self) -> str:
         return f"http:{self.url}"
@@ -101,7 +137,81 @@ class ChatBotConfig(_Strict):
         return f"chat:{self.model}"
 
 
-BotConfig = Annotated[PythonBotConfig | HttpBotConfig | ChatBotConfig, Field(discriminator="type")]
+class WhatsAppBotConfig(_Strict):
+    """A bot behind WhatsApp Cloud API webhooks (docs/whatsapp.md): the engine posts signed webhook events to
+    `webhook_url` and serves the Graph API the bot replies to. Secrets are read from the variables named."""
+
+    type: Literal["whatsapp"] = "whatsapp"
+    webhook_url: str = Field(pattern=r"^https?://")
+    app_secret_env: str = "WHATSAPP_APP_SECRET"
+    access_token_env: str = "WHATSAPP_ACCESS_TOKEN"
+    verify_token_env: str = "WHATSAPP_VERIFY_TOKEN"
+    # Play the GET verification handshake (hub.mode=subscribe) once before the first conversation.
+    verify: bool = True
+    phone_number_id: str = Field(default="106540352242922", pattern=r"^\d+$")
+    display_phone_number: str = Field(default="15550783881", pattern=r"^\d+$")
+    business_account_id: str = Field(default="102290129340398", pattern=r"^\d+$")
+    # The bot's turn ends once it has been quiet this long after its last message (or sent an interactive one).
+    quiet_s: float = Field(default=2.0, gt=0)
+    # How long to wait for the bot's first message after the webhook delivery.
+    timeout_s: float = Field(default=30.0, gt=0)
+    # Status callbacks posted to the webhook for each accepted message, in this order.
+    statuses: list[Literal["sent", "delivered", "read"]] = Field(default_factory=list)
+    # Optional: GET this (with {wa_id}) after the conversation for the bot's final state (a JSON object).
+    state_url: str | None = Field(default=None, pattern=r"^https?://")
+    profile_name: str = "Alex"
+    country: str = Field(default="GB", pattern=r"^[A-Z]{2}$")  # the BSUID's prefix
+    start: BotStart | None = None
+
+    def describe(self) -> str:
+        return f"whatsapp:{self.webhook_url}"
+
+
+class OpenAIEndpointBotConfig(_Strict):
+    """A bot that *is* a model server speaking the OpenAI chat API (a fine-tuned or proxied model with its
+    own tools); the tool calls it returns are recorded as tool_call parts (docs/bots.md)."""
+
+    type: Literal["openai_endpoint"] = "openai_endpoint"
+    base_url: str = Field(pattern=r"^https?://")
+    model: str = Field(min_length=1)
+    api_key_env: str | None = None  # default: no key (a local server)
+    system_prompt: str | None = None
+    # Tools offered to the server, OpenAI function shape: {name, description, parameters}.
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    temperature: float | None = None
+    max_tokens: int = 400
+    timeout_s: float = Field(default=60.0, gt=0)
+    # Canned results by tool name, sent back when the server asks for them; recorded with the call.
+    tool_results: dict[str, Any] = Field(default_factory=dict)
+    max_tool_rounds: int = Field(default=4, ge=0, le=20)
+    # The tool whose arguments are the bot's final state (its triage decision).
+    state_tool: str | None = None
+    start: BotStart | None = None
+
+    def describe(self) -> str:
+        return f"openai_endpoint:{self.model}@{self.base_url}"
+
+
+class CallableBotConfig(_Strict):
+    """A bot given in code to `simulator.run(..., bot=...)`: a function, an object with `send`, or a factory.
+    The record keeps its name; the bot itself lives only in the program that ran it."""
+
+    type: Literal["callable"] = "callable"
+    name: str = Field(min_length=1)
+
+    def describe(self) -> str:
+        return f"callable:{self.name}"
+
+
+BotConfig = Annotated[
+    PythonBotConfig
+    | HttpBotConfig
+    | ChatBotConfig
+    | WhatsAppBotConfig
+    | OpenAIEndpointBotConfig
+    | CallableBotConfig,
+    Field(discriminator="type"),
+]
 
 
 class FidelityConfig(_Strict):
@@ -166,12 +276,36 @@ class OutcomeConfig(_Strict):
     key: str = Field(min_length=1)
     levels: list[str] = Field(min_length=2)
     critical: str | None = None
+    # The harm of each wrong cell of the confusion matrix: expected level -> actual level (or `no decision`,
+    # `other`) -> weight >= 0; cells not named weigh 0 (docs/safety-case.md, harm-weighted error).
+    harm_weights: dict[str, dict[str, float]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _critical_is_a_level(self) -> OutcomeConfig:
         if self.critical is not None and self.critical not in self.levels:
             raise ValueError(f"critical level '{self.critical}' is not one of levels {self.levels}")
+        columns = [*self.levels, "no decision", "other"]
+        for expected, row in self.harm_weights.items():
+            if expected not in self.levels:
+                raise ValueError(f"harm_weights: '{expected}' is not one of levels {self.levels}")
+            for actual, weight in row.items():
+                if actual not in columns or actual == expected:
+                    raise ValueError(
+                        f"harm_weights.{expected}: '{actual}' must be another level, `no decision` or `other`"
+                    )
+                if weight < 0:
+                    raise ValueError(f"harm_weights.{expected}.{actual}: a weight cannot be negative")
         return self
+
+
+class HeldOutConfig(BaseModel):
+    """`held_out: {fraction: 0.2, seed: 0}`: that share of the scenarios (by a seeded hash of the base id,
+    so the same scenarios every run) is held out; a scenario's own `split` overrides it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fraction: float = Field(gt=0, lt=1)
+    seed: int = 0
 
 
 class Suite(_Strict):
@@ -195,7 +329,18 @@ class Suite(_Strict):
     matrix: MatrixConfig | None = None
     # Persona factors crossed with the scenarios (simulator/spec/factors.py); the first level is the reference.
     factors: dict[str, list[Any]] = Field(default_factory=dict)
-    factor_design: Literal["full", "fractional"] = "full"
+    factor_design: Literal["full", "fractional", "one_at_a_time"] = "full"
+    # Behavioural relations between variants: invariance, directional, minimum functionality
+    # (simulator/spec/relations.py, docs/relations.md).
+    relations: list[Relation] = Field(default_factory=list)
+    # A sealed held-out set chosen by a seeded hash of each scenario id (docs/relations.md#held-out).
+    held_out: HeldOutConfig | None = None
+    # A red-team pack crossed with the scenarios (simulator/spec/redteam.py, docs/redteam.md).
+    redteam: RedTeamConfig | None = None
+    # Tools over a state dict that the bot (and the simulated user) act on: docs/environment.md.
+    environment: EnvironmentSpec | None = None
+    # Checks on what the bot did, for every scenario: tool calls, claims vs actions (docs/tool-checks.md).
+    tool_checks: ToolChecksConfig | None = None
 
     @model_validator(mode="after")
     def _valid_factors(self) -> Suite:
@@ -206,11 +351,45 @@ class Suite(_Strict):
                 levels_of(entries)  # the shape; style names are checked against the catalogue by load_suite
             except ValueError as exc:
                 raise ValueError(f"factor '{name}': {exc}") from exc
+        ids = [r.id for r in self.relations]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"relation ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+        for relation in self.relations:
+            if relation.factor is not None and relation.factor not in self.factors:
+                known = ", ".join(self.factors) or "none"
+                raise ValueError(
+                    f"relation '{relation.id}' compares factor '{relation.factor}', which the suite does not "
+                    f"declare (factors: {known})"
+                )
+            if relation.kind in ("directional", "invariance") and self.outcome is None:
+                raise ValueError(f"relation '{relation.id}' compares outcomes: declare the suite's `outcome`")
         return self
 
     _base_dir: Path = PrivateAttr(default=Path("."))
     _file: Path | None = PrivateAttr(default=None)
     _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
+    # Scenarios given in code (simulator.run(..., scenarios=[...])): used instead of `scenarios.paths`.
+    _inline: list[Scenario] | None = PrivateAttr(default=None)
+
+    def scenarios_to_run(
+        self,
+        tags: list[str] | None = None,
+        *,
+        ids: Collection[str] | None = None,
+        files: list[Path] | None = None,
+    ) -> list[Scenario]:
+        """The one answer to "which scenarios does this suite run?": its scenario files (or the scenarios
+        given in code), kept by tag, crossed with its persona factors (every variant, with its stable id).
+
+        `tags`: default the suite's `scenarios.tags`. `ids`: only these scenarios (a resumed or re-judged
+        run's recorded ones, whatever the tags were when it started: tags are then not applied). `files`:
+        read these scenario files instead of `scenarios.paths` (a stored run's recorded files)."""
+        from simulator.spec.factors import suite_scenarios
+
+        if ids is not None:
+            wanted = set(ids)
+            return [s for s in suite_scenarios(self, None, files) if s.id in wanted]
+        return suite_scenarios(self, self.scenarios.tags if tags is None else tags, files)
 
     @property
     def base_dir(self) -> Path:
@@ -237,6 +416,21 @@ def is_suite_data(data: Any) -> bool:
     """Whether parsed YAML is a suite file (it names a `bot`; a scenario has a `persona`), whatever the
     file's name: a `suite-http.yaml` next to the scenarios is a suite, not a broken scenario."""
     return isinstance(data, dict) and "bot" in data and "persona" not in data
+
+
+def document_kind(data: Any, default: str = "scenario") -> str:
+    """What parsed YAML holds, by its keys (the first document of a list): suite, criterion, golden (an
+    item), scenario, or `default` when the keys say nothing."""
+    if is_suite_data(data):
+        return "suite"
+    first = data[0] if isinstance(data, list) and data else data
+    if not isinstance(first, dict):
+        return default
+    for kind, key, many in (("criterion", "criterion", "criteria"), ("golden", "item_id", "items"),
+                            ("scenario", "persona", "scenarios")):  # fmt: skip
+        if key in first or isinstance(first.get(many), list):
+            return kind
+    return default
 
 
 def _provider_name_problems(source: LocatedYAML) -> list[Problem]:
@@ -317,6 +511,21 @@ def _check_factor_styles(suite: Suite, source: LocatedYAML) -> None:
         raise UserError("invalid suite file", problems)
 
 
+def _tool_name_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
+    """The suite's tool checks must name the environment's tools (a typo would fail every conversation)."""
+    assert suite.environment is not None
+    bot, user = list(suite.environment.tools), list(suite.environment.user_tools)
+    problems = []
+    for index, check in enumerate(suite.tool_checks.checks if suite.tool_checks else []):
+        why = unknown_tool(check, bot, user)
+        if why is not None:
+            loc = ("tool_checks", "checks", index)
+            problems.append(
+                Problem(str(source.path), why, source.line_of(loc), f"tool_checks.checks.{index}")
+            )
+    return problems
+
+
 def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation."""
     if not path.is_file():
@@ -332,6 +541,19 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     data = {**source.data, **(overrides or {})}
     suite, problems = validate_model(Suite, data, source)
     problems += _provider_name_problems(source) + _judges_problems(source)
+    if suite is not None and suite.environment is not None:
+        problems += check_environment_functions(suite.environment, str(path), source.line_of)
+        problems += _tool_name_problems(suite, source)
+        if suite.bot.type in ("whatsapp", "openai_endpoint"):  # their channels carry no environment API
+            problems.append(
+                Problem(
+                    str(path),
+                    f"a {suite.bot.type} bot cannot call the environment's tools: use a python, http or chat "
+                    "bot with `environment:`, or remove it",
+                    source.line_of(("environment",)),
+                    "environment",
+                )
+            )
     if suite is None or problems:
         raise UserError("invalid suite file", problems)
     suite._base_dir = path.parent.resolve()

@@ -23,10 +23,12 @@ import asyncio
 import inspect
 import json
 import logging
+import math
 import random
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -234,7 +236,7 @@ class FakeLLMServer:
             return self._error(api, 400, f"invalid request: {exc}")
         call = FakeCall(
             api, parsed.model, parsed.system, parsed.messages, parsed.tools, parsed.schema,
-            parsed.temperature, parsed.stream, body, headers,
+            parsed.temperature, parsed.stream, body, headers, parsed.tool_results,
         )  # fmt: skip
         index = len(self.calls)
         self.calls.append(call)
@@ -250,10 +252,9 @@ class FakeLLMServer:
             wait, budget_headers = self.budget.admit(api, cost, time.monotonic())
             if wait > 0:
                 entry["outcome"] = "over_budget"
-                message = "Rate limit exceeded (fake LLM server budget); retry after the indicated time."
-                return self._error(
-                    api, 429, message, None, **{"retry-after": f"{wait:.3f}", **budget_headers}
-                )
+                message = self.budget.refusal_message()
+                after = {"retry-after": self.budget.retry_after(wait)}
+                return self._error(api, 429, message, None, **after, **budget_headers)
         fault = self.faults.pick(index, self._fault_rng)
         entry["outcome"] = fault or "ok"
         if fault == "timeout":
@@ -262,7 +263,10 @@ class FakeLLMServer:
         if fault in ("error_500", "error_429"):
             status = 500 if fault == "error_500" else 429
             retry = self.faults.retry_after_s if status == 429 else None
-            return await self._fail(api, FakeReply(status=status, retry_after=retry), delay)
+            instant = status == 429 and self.faults.instant_429  # refused before any work, as gateways do
+            return await self._fail(
+                api, FakeReply(status=status, retry_after=retry), 0.0 if instant else delay
+            )
         reply = FakeReply(malformed=True) if fault == "malformed" else await self._ask(call)
         if reply.status != 200:
             entry["outcome"] = f"reply_{reply.status}"
@@ -285,7 +289,15 @@ class FakeLLMServer:
         if delay > 0:
             await asyncio.sleep(delay)
         message = reply.text or _FAULT_MESSAGES.get(reply.status, f"Fake error {reply.status}.")
-        headers = {} if reply.retry_after is None else {"retry-after": f"{reply.retry_after:g}"}
+        headers: dict[str, str] = {}
+        if reply.retry_after is not None:
+            headers["retry-after"] = (
+                format_datetime(
+                    datetime.now(UTC) + timedelta(seconds=math.ceil(reply.retry_after) + 1), usegmt=True
+                )
+                if self.faults.retry_after_date
+                else f"{reply.retry_after:g}"
+            )
         return self._error(api, reply.status, message, reply.error_type, **headers)
 
     async def _answer(
@@ -303,24 +315,25 @@ class FakeLLMServer:
             text, truncated = " ".join(text.split()[: parsed.max_tokens]), True
         usage = TokenUsage(input_tokens=sum(unit.tokens for unit in parsed.cache_units))
         usage.output_tokens = count_tokens(text)
-        if reply.tool_call is not None:
-            usage.output_tokens += count_tokens(json.dumps(reply.tool_call[1]))
+        tool_calls = reply.all_tool_calls()
+        for _, arguments in tool_calls:
+            usage.output_tokens += count_tokens(json.dumps(arguments))
         if api == "anthropic":
             usage.cache_read, usage.cache_creation = self._cache.anthropic(parsed)
             usage.input_tokens -= usage.cache_read + usage.cache_creation  # Anthropic counts them apart
-            stop = "tool_use" if reply.tool_call else "max_tokens" if truncated else "end_turn"
+            stop = "tool_use" if tool_calls else "max_tokens" if truncated else "end_turn"
             body = anthropic_message(
                 message_id=f"msg_fake{index:08d}", model=parsed.model, text=text,
-                tool_call=reply.tool_call, usage=usage, stop_reason=stop,
+                tool_calls=tool_calls, usage=usage, stop_reason=stop,
             )  # fmt: skip
             events = anthropic_sse(body, malformed=reply.malformed)
             id_header = {"request-id": f"req_fake{index:08d}"}
         else:
             usage.cache_read = self._cache.openai(parsed)
-            finish = "tool_calls" if reply.tool_call else "length" if truncated else "stop"
+            finish = "tool_calls" if tool_calls else "length" if truncated else "stop"
             body = openai_completion(
                 completion_id=f"chatcmpl-fake{index:08d}", model=parsed.model, text=text,
-                tool_call=reply.tool_call, usage=usage, finish_reason=finish,
+                tool_calls=tool_calls, usage=usage, finish_reason=finish,
             )  # fmt: skip
             events = openai_sse(body, include_usage=parsed.include_usage_in_stream, malformed=reply.malformed)
             id_header = {"x-request-id": f"req_fake{index:08d}"}

@@ -13,6 +13,7 @@ __all__ = [
     "Responder",
     "default_responder",
     "minimal_instance",
+    "tool_using_responder",
 ]
 
 import hashlib
@@ -22,7 +23,7 @@ import random
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from simulator.providers.base import ChatMessage
@@ -46,6 +47,8 @@ class FakeCall:
     stream: bool
     body: dict[str, Any]
     headers: dict[str, str]  # lower-cased names; kept in memory only, never written to the log file
+    # The tool results the request carries, in order: {"id", "content", "is_error"} (both APIs).
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -54,10 +57,16 @@ class FakeReply:
 
     text: str = ""
     tool_call: tuple[str, dict[str, Any]] | None = None
+    # Several calls in one reply (a model asking for two tools at once); after `tool_call`, if both are set.
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
     status: int = 200
     error_type: str | None = None
     retry_after: float | None = None
     malformed: bool = False
+
+    def all_tool_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every tool call of the reply, in order."""
+        return ([self.tool_call] if self.tool_call is not None else []) + list(self.tool_calls)
 
 
 Responder = Callable[[FakeCall], FakeReply | str | Awaitable[FakeReply | str]]
@@ -108,6 +117,8 @@ class FaultConfig:
     timeout: float = 0.0  # hold the request `timeout_s`, then answer late (client timeouts fire first)
     malformed: float = 0.0  # answer 200 with a body that is not valid JSON
     retry_after_s: float | None = 1.0  # Retry-After header sent with the 429s
+    retry_after_date: bool = False  # ... as an HTTP date (whole seconds, rounded up) instead of seconds
+    instant_429: bool = False  # answer the 429s at once, without the latency (as gateways refuse)
     timeout_s: float = 30.0
     fail_first_n: int = 0  # the first n calls get `fail_first_kind`, whatever the shares say
     fail_first_kind: FaultKind = "error_429"
@@ -220,6 +231,38 @@ def default_responder(call: FakeCall) -> FakeReply:
     last = call.messages[-1].content if call.messages else ""
     words = last.split()[:8]
     return FakeReply(text=f"Fake reply to: {' '.join(words)}" if words else "Fake reply.")
+
+
+_CALLED = re.compile(r"^\[(?:tool_use|tool_call) ([^\]\s]+)\]", re.MULTILINE)
+
+
+def tool_using_responder(call: FakeCall) -> FakeReply:
+    """A scripted model that uses its tools: each turn it calls the offered tools it has not called yet in
+    this conversation, two at a time (minimal arguments), reads the results and then answers in text,
+    naming the results it got. Without tools it is the default responder. Deterministic; its answers mean
+    nothing: it exercises the tool plumbing (`test:tools`)."""
+    if not call.tools or call.schema is not None:
+        return default_responder(call)
+    called = {name for message in call.messages for name in _CALLED.findall(message.content)}
+    waiting = [t for t in call.tools if t["name"] not in called]
+    last = call.messages[-1].content if call.messages else ""
+    if waiting and not last.startswith("[tool_result]"):
+        return FakeReply(
+            tool_calls=tuple(
+                (t["name"], minimal_instance(t.get("parameters") or {"type": "object"})) for t in waiting[:2]
+            )
+        )
+    if last.startswith("[tool_result]"):
+        if waiting:
+            return FakeReply(
+                text="Let me check one more thing.",
+                tool_calls=tuple(
+                    (t["name"], minimal_instance(t.get("parameters") or {"type": "object"}))
+                    for t in waiting[:2]
+                ),
+            )
+        return FakeReply(text=f"I recommend what the tools said: {' '.join(last.split()[1:12])}")
+    return default_responder(call)
 
 
 class PromptCache:

@@ -4,6 +4,11 @@ rate-limit headers the real APIs send with every answer, and a 429 when a reques
 As at OpenAI and Anthropic, a bucket holds up to `burst` (by default a whole minute's budget) and refills
 continuously; a request costs one request and its input tokens plus max_tokens. OpenAI's headers give
 resets as durations ("1s", "6m0s", "20ms"), Anthropic's as RFC 3339 times; both mean "full again at".
+
+Many gateways, Azure deployments and local proxies say less: `send_headers=False` sends no rate-limit
+headers, `retry_after_s` a fixed Retry-After (e.g. "1") instead of the exact wait, and
+`retry_after_date` writes it as an HTTP date. The 429's message says which budget ran out ("requests
+per minute" or "tokens per minute") and, with `state_limit`, its size, as OpenAI's messages do.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ __all__ = ["ServerBudget", "go_duration"]
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 from simulator.testing.fake_llm_behaviour import Api
 
@@ -58,7 +64,12 @@ class ServerBudget:
     burst_requests: float | None = None
     burst_tokens: float | None = None
     send_headers: bool = True
+    retry_after_s: float | None = None  # None: the exact wait until the request would fit
+    retry_after_date: bool = False  # Retry-After as an HTTP date (whole seconds, rounded up)
+    state_limit: bool = False  # the 429's message names the limit ("Limit 600")
     rejected: int = 0
+    admitted: int = 0
+    last_refused: str = "requests"  # the bucket that refused the last request over the budget
     _buckets: dict[str, _Bucket] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -74,11 +85,29 @@ class ServerBudget:
             bucket.refill(now)
         wait = max((b.wait_for(costs[name]) for name, b in self._buckets.items()), default=0.0)
         if wait == 0.0:
+            self.admitted += 1
             for name, bucket in self._buckets.items():
                 bucket.level -= costs[name]
         else:
             self.rejected += 1
+            self.last_refused = max(self._buckets, key=lambda n: self._buckets[n].wait_for(costs[n]))
         return wait, self._headers(api) if self.send_headers else {}
+
+    def retry_after(self, wait: float) -> str:
+        """The Retry-After header for a 429 that would fit in `wait` seconds."""
+        seconds = self.retry_after_s if self.retry_after_s is not None else wait
+        if self.retry_after_date:
+            # An HTTP date has whole seconds: one more than asked, so the client never comes back early.
+            when = datetime.now(UTC) + timedelta(seconds=int(seconds) + 1)
+            return format_datetime(when, usegmt=True)
+        return f"{seconds:.3f}"
+
+    def refusal_message(self) -> str:
+        """What the 429 says: which budget ran out, per minute, and with `state_limit` its size."""
+        name = self.last_refused
+        per_minute = self._buckets[name].per_minute
+        limit = f": Limit {per_minute:g}" if self.state_limit else ""
+        return f"Rate limit reached on {name} per min{limit} (fake LLM server budget). Please retry later."
 
     def _headers(self, api: Api) -> dict[str, str]:
         headers: dict[str, str] = {}

@@ -82,6 +82,7 @@ class ParsedRequest:
     cache_units: list[CacheUnit] = field(default_factory=list)
     cache_seed: str = ""  # model + tools: a prompt cache never crosses these
     include_usage_in_stream: bool = False
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -169,10 +170,13 @@ def parse_anthropic(body: dict[str, Any]) -> ParsedRequest:
     elif raw_system is not None:
         raise RequestError("system: must be a string or a list of text blocks")
     messages: list[ChatMessage] = []
+    results: list[dict[str, Any]] = []
+    offered: set[str] = set()  # the tool_use ids of the previous assistant message
     for i, message in enumerate(raw_messages):
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             raise RequestError(f"messages.{i}.role: must be 'user' or 'assistant'")
         content = message.get("content")
+        offered = _anthropic_tool_results(i, message, offered, results)
         if isinstance(content, str):
             blocks: list[Any] = [content]
             units.append(CacheUnit.of(content))
@@ -203,7 +207,32 @@ def parse_anthropic(body: dict[str, Any]) -> ParsedRequest:
         max_tokens=max_tokens,
         cache_units=units,
         cache_seed=model + json.dumps(tools, sort_keys=True),
+        tool_results=results,
     )
+
+
+def _anthropic_tool_results(
+    index: int, message: dict[str, Any], offered: set[str], results: list[dict[str, Any]]
+) -> set[str]:
+    """Collect a user message's tool_result blocks, refusing one that answers no tool_use of the previous
+    assistant message (as the real API does); return the tool_use ids this message offers."""
+    content = message.get("content")
+    blocks: list[Any] = content if isinstance(content, list) else []
+    if message.get("role") == "assistant":
+        return {str(b.get("id")) for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"}
+    for block in blocks:
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        tool_id = str(block.get("tool_use_id"))
+        if tool_id not in offered:
+            raise RequestError(
+                f"messages.{index}.content: unexpected `tool_use_id` found in `tool_result` blocks: {tool_id}. "
+                "Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+            )
+        inner = block.get("content", "")
+        text = inner if isinstance(inner, str) else "\n".join(_block_text(b) for b in inner)
+        results.append({"id": tool_id, "content": text, "is_error": bool(block.get("is_error"))})
+    return set()
 
 
 def _openai_content(content: Any) -> str:
@@ -216,6 +245,25 @@ def _openai_content(content: Any) -> str:
     raise RequestError("messages: content must be a string or a list of parts")
 
 
+def _openai_tool_result(
+    index: int, message: dict[str, Any], offered: set[str], results: list[dict[str, Any]]
+) -> set[str]:
+    """Collect a `tool` message's result, refusing one that answers no call of the last assistant message
+    with tool calls (as the real API does); return the tool call ids still open."""
+    role = message.get("role")
+    if role == "assistant":
+        return {str(c.get("id")) for c in message.get("tool_calls") or [] if isinstance(c, dict)}
+    if role == "tool":
+        if str(message.get("tool_call_id")) not in offered:
+            raise RequestError(
+                f"messages[{index}]: messages with role 'tool' must be a response to a preceding message "
+                f"with 'tool_calls' (no tool call has the id {message.get('tool_call_id')!r})"
+            )
+        content = _openai_content(message.get("content"))
+        results.append({"id": str(message.get("tool_call_id")), "content": content, "is_error": False})
+    return offered
+
+
 def parse_openai(body: dict[str, Any]) -> ParsedRequest:
     """Read a `POST /v1/chat/completions` body (messages, tools, response_format) or raise RequestError."""
     model = _require(body, "model", str)
@@ -223,10 +271,13 @@ def parse_openai(body: dict[str, Any]) -> ParsedRequest:
     system_parts: list[str] = []
     messages: list[ChatMessage] = []
     units: list[CacheUnit] = []
+    results: list[dict[str, Any]] = []
+    offered: set[str] = set()  # the tool_call ids of the last assistant message with tool_calls
     for i, message in enumerate(raw_messages):
         role = message.get("role") if isinstance(message, dict) else None
         if role not in ("system", "developer", "user", "assistant", "tool", "function"):
             raise RequestError(f"messages[{i}].role: invalid value {role!r}")
+        offered = _openai_tool_result(i, message, offered, results)
         parts = [_openai_content(message.get("content"))] if message.get("content") else []
         for tool_call in message.get("tool_calls") or []:
             function = tool_call.get("function", {})
@@ -267,6 +318,7 @@ def parse_openai(body: dict[str, Any]) -> ParsedRequest:
         cache_units=units,
         cache_seed=model + json.dumps(tools, sort_keys=True),
         include_usage_in_stream=bool((body.get("stream_options") or {}).get("include_usage")),
+        tool_results=results,
     )
 
 
@@ -319,17 +371,17 @@ def anthropic_message(
     message_id: str,
     model: str,
     text: str,
-    tool_call: tuple[str, dict[str, Any]] | None,
+    tool_calls: list[tuple[str, dict[str, Any]]],
     usage: TokenUsage,
     stop_reason: str,
 ) -> dict[str, Any]:
     """A complete Messages API response: text and/or tool_use content blocks, stop_reason, usage."""
     content: list[dict[str, Any]] = []
-    if text or tool_call is None:
+    if text or not tool_calls:
         content.append({"type": "text", "text": text})
-    if tool_call is not None:
-        tool_id = "toolu_" + message_id.removeprefix("msg_")
-        content.append({"type": "tool_use", "id": tool_id, "name": tool_call[0], "input": tool_call[1]})
+    for number, (name, arguments) in enumerate(tool_calls):
+        tool_id = "toolu_" + message_id.removeprefix("msg_") + (f"_{number}" if number else "")
+        content.append({"type": "tool_use", "id": tool_id, "name": name, "input": arguments})
     return {
         "id": message_id,
         "type": "message",
@@ -387,18 +439,22 @@ def openai_completion(
     completion_id: str,
     model: str,
     text: str,
-    tool_call: tuple[str, dict[str, Any]] | None,
+    tool_calls: list[tuple[str, dict[str, Any]]],
     usage: TokenUsage,
     finish_reason: str,
 ) -> dict[str, Any]:
     """A complete `chat.completion` object: message content and/or tool_calls, finish_reason, usage."""
-    message: dict[str, Any] = {"role": "assistant", "content": text if text or tool_call is None else None}
+    message: dict[str, Any] = {"role": "assistant", "content": text if text or not tool_calls else None}
     message["refusal"] = None
-    if tool_call is not None:
-        call_id = "call_" + completion_id.removeprefix("chatcmpl-")
-        arguments = json.dumps(tool_call[1])
+    if tool_calls:
+        stem = "call_" + completion_id.removeprefix("chatcmpl-")
         message["tool_calls"] = [
-            {"id": call_id, "type": "function", "function": {"name": tool_call[0], "arguments": arguments}}
+            {
+                "id": stem + (f"_{number}" if number else ""),
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for number, (name, arguments) in enumerate(tool_calls)
         ]
     return {
         "id": completion_id,

@@ -68,6 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     add("--rpm", type=float, default=None, help="a rate limit: requests per minute (429 with headers beyond)")
     add("--tpm", type=float, default=None, help="a rate limit: tokens (input + max_tokens) per minute")
     add("--burst", type=float, default=None, help="requests the rpm bucket saves up (default a minute's)")
+    add("--no-rate-headers", action="store_true", help="send no rate-limit headers (as many gateways do)")
+    add(
+        "--budget-retry-after",
+        type=_non_negative,
+        default=None,
+        help="Retry-After of the budget's 429s, seconds (default: the exact wait)",
+    )
+    add("--retry-after-date", action="store_true", help="send every Retry-After as an HTTP date")
+    add("--instant-429", action="store_true", help="answer the random 429s at once, without the latency")
+    add("--state-limit", action="store_true", help="the budget's 429 message names its limit (as OpenAI's)")
     add("--seed", type=int, default=0, help="seed for latency and fault draws (default 0)")
     add(
         "--log",
@@ -88,8 +98,21 @@ def _server(args: argparse.Namespace) -> FakeLLMServer:
         timeout=args.timeout_share,
         malformed=args.malformed,
         retry_after_s=args.retry_after,
+        retry_after_date=args.retry_after_date,
+        instant_429=args.instant_429,
         timeout_s=args.timeout_s,
     )
+    budget = None
+    if args.rpm or args.tpm:
+        budget = ServerBudget(
+            args.rpm,
+            args.tpm,
+            burst_requests=args.burst,
+            send_headers=not args.no_rate_headers,
+            retry_after_s=args.budget_retry_after,
+            retry_after_date=args.retry_after_date,
+            state_limit=args.state_limit,
+        )
     return FakeLLMServer(
         latency=latency,
         tokens_per_second=args.tps,
@@ -99,7 +122,7 @@ def _server(args: argparse.Namespace) -> FakeLLMServer:
         request_log=args.log,
         host=args.host,
         port=args.port,
-        budget=ServerBudget(args.rpm, args.tpm, burst_requests=args.burst) if args.rpm or args.tpm else None,
+        budget=budget,
     )
 
 

@@ -8,10 +8,18 @@ clinician, and the scenario is marked `draft: true`, which `run` refuses until s
 
 from __future__ import annotations
 
-__all__ = ["DRAFT_SCHEMA", "draft_offline", "draft_with_model", "draft_yaml", "find_conversation"]
+__all__ = [
+    "DRAFT_SCHEMA",
+    "draft_from_run",
+    "draft_offline",
+    "draft_with_model",
+    "draft_yaml",
+    "find_conversation",
+]
 
 import json
 import re
+from pathlib import Path
 from statistics import median
 from typing import Any
 
@@ -128,8 +136,11 @@ async def draft_with_model(record: ConversationRecord, hub: ModelHub, model: str
     }
 
 
-def draft_yaml(record: ConversationRecord, fields: dict[str, Any], how: str) -> str:
-    """The draft scenario file: the extracted fields, the conversation's tags, `draft: true`, no expected."""
+def draft_yaml(
+    record: ConversationRecord, fields: dict[str, Any], how: str, provenance: str | None = None
+) -> str:
+    """The draft scenario file: the extracted fields, the conversation's tags, `draft: true`, no expected;
+    `provenance` (where the conversation came from, who confirmed it) is added to its notes."""
     user_turns = sum(t.role == "user" for t in record.turns)
     scenario = {
         "id": f"draft-{record.scenario_id}",
@@ -143,7 +154,33 @@ def draft_yaml(record: ConversationRecord, fields: dict[str, Any], how: str) -> 
         "notes": (
             f"Drafted ({how}) from conversation {record.id}. A clinician must set `expected` (the right "
             "outcome) and review every fact, then remove `draft: true`; until then `simulator run` refuses it."
+            + (f" {provenance}" if provenance else "")
         ),
     }
     header = "# DRAFT: not a test until reviewed. Set expected, check the facts, then delete `draft: true`.\n"
     return header + yaml.safe_dump(scenario, sort_keys=False, allow_unicode=True, width=110)
+
+
+async def draft_from_run(
+    run: Path, conversation: str, model: str | None, suite_file: Path | None = None
+) -> tuple[ConversationRecord, dict[str, Any], str]:
+    """One conversation of a run drafted as a scenario: offline, or by `model` through the providers of
+    `suite_file` (else the run's recorded suite). Returns the record, the fields and how they were made."""
+    from simulator.record.folder import RunFolder, latest_by_id
+
+    folder = RunFolder.open(run)
+    record = find_conversation(list(latest_by_id(folder.conversations()).values()), conversation)
+    if model is None:
+        return record, draft_offline(record), "offline extraction"
+    if suite_file is not None:
+        from simulator.spec.suite import load_suite
+
+        providers = load_suite(suite_file).providers
+    else:
+        stored = folder.read_manifest().suite
+        providers = stored.providers if stored is not None else {}
+    hub = ModelHub.create(providers, None, Path("."))
+    try:
+        return record, await draft_with_model(record, hub, model), f"by {model}"
+    finally:
+        await hub.aclose()

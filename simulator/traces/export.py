@@ -18,6 +18,7 @@ from typing import Any
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder, latest_by_id
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.parts import TextPart, ToolCallPart
 from simulator.record.transcript import Turn
 
 
@@ -25,11 +26,32 @@ def _ns(moment: datetime) -> int:
     return int(moment.timestamp() * 1e9)
 
 
+def _genai_parts(turn: Turn) -> list[dict[str, Any]]:
+    """A turn's parts as GenAI message parts: text as `text`, a tool call as `tool_call` followed by its
+    `tool_call_response`; options, picks, media and events as generic parts carrying the record's fields
+    (the conventions allow parts of other types), so `simulator import` reads them back as they were."""
+    out: list[dict[str, Any]] = []
+    for part in turn.parts:
+        if isinstance(part, TextPart):
+            out.append({"type": "text", "content": part.text})
+        elif isinstance(part, ToolCallPart):
+            call_id = part.id or f"call_{turn.index}_{len(out)}"
+            out.append({"type": "tool_call", "id": call_id, "name": part.name, "arguments": part.arguments})
+            response = {"error": part.error} if part.error is not None else part.result
+            out.append({"type": "tool_call_response", "id": call_id, "response": response})
+        else:
+            out.append(part.model_dump(mode="json", exclude_none=True))
+    return out
+
+
 def _messages(turns: list[Turn]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for turn in turns:
         if turn.role == "user":
-            out += [{"role": "user", "parts": [{"type": "text", "content": m}]} for m in turn.messages]
+            if turn.is_text_only:
+                out += [{"role": "user", "parts": [{"type": "text", "content": m}]} for m in turn.messages]
+            else:
+                out.append({"role": "user", "parts": _genai_parts(turn)})
         else:
             out.append(_reply(turn))
     return out
@@ -37,11 +59,31 @@ def _messages(turns: list[Turn]) -> list[dict[str, Any]]:
 
 def _reply(turn: Turn) -> dict[str, Any]:
     parts = list((turn.raw or {}).get("parts", [])) if isinstance(turn.raw, dict) else []
-    return {
-        "role": "assistant",
-        "parts": parts + [{"type": "text", "content": m} for m in turn.messages],
-        "finish_reason": "stop",
-    }
+    return {"role": "assistant", "parts": parts + _genai_parts(turn), "finish_reason": "stop"}
+
+
+def _tool_spans(tracer: Any, context: Any, turn: Turn, common: dict[str, Any]) -> None:
+    """One `execute_tool` span per tool call of a bot turn (OTel GenAI's tool-execution span)."""
+    for part in turn.parts:
+        if not isinstance(part, ToolCallPart):
+            continue
+        attrs: dict[str, Any] = {
+            **common,
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": part.name,
+            "gen_ai.tool.call.arguments": json.dumps(part.arguments, ensure_ascii=False, default=str),
+        }
+        if part.id:
+            attrs["gen_ai.tool.call.id"] = part.id
+        if part.error is not None:
+            attrs["error.type"] = "tool_error"
+        else:
+            attrs["gen_ai.tool.call.result"] = json.dumps(part.result, ensure_ascii=False, default=str)
+        start = _ns(part.started_at or turn.started_at)
+        span = tracer.start_span(
+            f"execute_tool {part.name}", context=context, start_time=start, attributes=attrs
+        )
+        span.end(end_time=start + int((part.latency_s or 0.0) * 1e9))
 
 
 def _evaluation(verdict: Verdict) -> dict[str, Any] | None:
@@ -101,6 +143,7 @@ def _conversation(tracer: Any, record: ConversationRecord, verdicts: list[Verdic
             attrs["gen_ai.system_instructions"] = json.dumps([{"type": "text", "content": t} for t in system])
         start = _ns(turn.started_at)
         span = tracer.start_span(f"chat {model}", context=context, start_time=start, attributes=attrs)
+        _tool_spans(tracer, trace.set_span_in_context(span), turn, common)
         span.end(end_time=start + int(turn.latency_s * 1e9))
     if record.turns and record.turns[-1].role == "user":
         # The user spoke last: no chat span holds that message, so the root carries the whole transcript.

@@ -74,3 +74,4 @@ class Parsed:
     conversations: list[Conversation]
     problems: list[Problem] = field(default_factory=list)
     records: int = 0
+    silent: int = 0  # GenAI-call spans recorded without their messages (content capture off)

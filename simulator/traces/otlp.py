@@ -9,7 +9,16 @@ conversation already holds.
 
 from __future__ import annotations
 
-__all__ = ["CONVERSATION_ID", "read_otlp", "stitch"]
+__all__ = [
+    "CONVERSATION_ID",
+    "Span",
+    "conversations_from_spans",
+    "own_key",
+    "read_otlp",
+    "span_messages",
+    "spans_from_documents",
+    "stitch",
+]
 
 import base64
 import binascii
@@ -21,14 +30,17 @@ from typing import Any
 
 from simulator.errors import UserError
 from simulator.traces import genai
+from simulator.traces.indexed import indexed_messages
 from simulator.traces.messages import Conversation, Message, Parsed, Problem, message_key
 
 CONVERSATION_ID = "gen_ai.conversation.id"
+# Tried in order when no --conversation-key is given: the GenAI conventions', then OpenInference's session.
+CONVERSATION_KEYS = (CONVERSATION_ID, "session.id")
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 
 
 @dataclass
-class _Span:
+class Span:
     trace_id: str
     span_id: str
     start: int
@@ -126,31 +138,51 @@ def _is_json_object(line: str) -> bool:
         return False
 
 
-def _spans(path: Path, parsed: Parsed) -> list[_Span]:
+def _spans(path: Path, parsed: Parsed) -> list[Span]:
     """Every span (and log-record event) of the file; a document of the wrong shape is one clear error."""
-    spans: dict[tuple[str, str], _Span] = {}
+    try:
+        return list(spans_from_documents(_documents(path, parsed), parsed).values())
+    except ShapeError as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise UserError(
+            f"{where}: not OTLP JSON of the expected shape (resourceSpans: [{{scopeSpans: [{{spans: "
+            f"[...]}}]}}], each a list of objects; {exc})"
+        ) from None
+
+
+class ShapeError(ValueError):
+    """An OTLP document of the wrong shape (a list where an object belongs, ...), with its line."""
+
+    def __init__(self, line: int | None, exc: Exception) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.line = line
+
+
+def spans_from_documents(
+    documents: list[tuple[int | None, dict[str, Any]]], parsed: Parsed
+) -> dict[tuple[str, str], Span]:
+    """The spans of OTLP JSON documents (resourceSpans and resourceLogs), by (trace id, span id); a log
+    record becomes an event of its span (a span of its own, without attributes, when the span is absent).
+    A document of the wrong shape raises ShapeError (a ValueError) naming its line."""
+    spans: dict[tuple[str, str], Span] = {}
     logs: list[tuple[str, str, int, str, dict[str, Any]]] = []
-    for line, doc in _documents(path, parsed):
+    for line, doc in documents:
         try:
             _document_spans(doc, line, parsed, spans, logs)
         except (AttributeError, TypeError, ValueError, KeyError) as exc:
-            where = f"{path}:{line}" if line else str(path)
-            raise UserError(
-                f"{where}: not OTLP JSON of the expected shape (resourceSpans: [{{scopeSpans: [{{spans: "
-                f"[...]}}]}}], each a list of objects; {type(exc).__name__}: {exc})"
-            ) from None
+            raise ShapeError(line, exc) from None
     for trace_id, span_id, time, name, attrs in logs:
         if (trace_id, span_id) not in spans:
-            spans[(trace_id, span_id)] = _Span(trace_id, span_id, time, time, {}, {}, None)
+            spans[(trace_id, span_id)] = Span(trace_id, span_id, time, time, {}, {}, None)
         spans[(trace_id, span_id)].events.append((name, time, attrs))
-    return list(spans.values())
+    return spans
 
 
 def _document_spans(
     doc: dict[str, Any],
     line: int | None,
     parsed: Parsed,
-    spans: dict[tuple[str, str], _Span],
+    spans: dict[tuple[str, str], Span],
     logs: list[tuple[str, str, int, str, dict[str, Any]]],
 ) -> None:
     """One OTLP document's spans into `spans`, its log records into `logs`."""
@@ -159,7 +191,7 @@ def _document_spans(
         for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []:
             for raw in ss.get("spans") or []:
                 parsed.records += 1
-                span = _Span(
+                span = Span(
                     _hex_id(raw.get("traceId")),
                     _hex_id(raw.get("spanId")),
                     int(raw.get("startTimeUnixNano") or 0),
@@ -218,11 +250,10 @@ def _event_body(attrs: dict[str, Any]) -> dict[str, Any]:
     return attrs
 
 
-def _span_messages(span: _Span) -> tuple[list[Message], list[Message], list[str]]:
+def span_messages(span: Span) -> tuple[list[Message], list[Message], list[str]]:
     """A span's (input, output, system texts); raises ValueError on a malformed attribute."""
     sources = [span.attributes] + [attrs for name, _, attrs in span.events if name == DETAILS_EVENT]
-    inputs: list[Message] = []
-    outputs: list[Message] = []
+    inputs, outputs = indexed_messages(span.attributes)
     system: list[str] = []
     for attrs in sources:
         if genai.INPUT in attrs:
@@ -254,10 +285,9 @@ def stitch(keys: list[str], new: list[Message]) -> int:
     return 0
 
 
-def _keys(spans: list[_Span], key_attr: str | None) -> dict[tuple[str, str], str]:
+def _keys(spans: list[Span], key_attr: str | None) -> dict[tuple[str, str], str]:
     """Each span's conversation key: its attribute (or its resource's), else its trace's, else the trace id."""
-    attr = key_attr or CONVERSATION_ID
-    own = {s.ref: s.attributes.get(attr, s.resource.get(attr)) for s in spans}
+    own = {s.ref: own_key(s, key_attr) for s in spans}
     by_trace: dict[str, str] = {}
     for span in sorted(spans, key=lambda s: s.start):
         if own[span.ref] is not None:
@@ -268,12 +298,23 @@ def _keys(spans: list[_Span], key_attr: str | None) -> dict[tuple[str, str], str
     }
 
 
-def _model(span: _Span) -> str | None:
+def own_key(span: Span, key_attr: str | None) -> Any:
+    """The conversation key a span (or its resource) carries itself, or None."""
+    for attr in (key_attr,) if key_attr else CONVERSATION_KEYS:
+        value = span.attributes.get(attr, span.resource.get(attr))
+        if value is not None:
+            return value
+    return None
+
+
+def _model(span: Span) -> str | None:
     attrs = span.attributes
-    model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
+    model = (
+        attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model") or attrs.get("llm.model_name")
+    )
     if not model:
         return None
-    provider = attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system")
+    provider = attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system") or attrs.get("llm.provider")
     return f"{provider}:{model}" if provider else str(model)
 
 
@@ -282,20 +323,31 @@ def read_otlp(path: Path, key_attr: str | None = None) -> Parsed:
     parsed = Parsed([])
     spans = _spans(path, parsed)
     _check_key(path, spans, key_attr)
-    keys = _keys(spans, key_attr)
+    found = conversations_from_spans(spans, _keys(spans, key_attr), str(path), parsed)
+    if spans and not found.conversations:
+        raise _no_messages(path, len(spans), found.silent)
+    return found
+
+
+def conversations_from_spans(
+    spans: list[Span], keys: dict[tuple[str, str], str], where: str, parsed: Parsed
+) -> Parsed:
+    """The conversations of spans (each span's conversation key in `keys`), stitched in time order and
+    de-duplicated; a malformed span is a problem of `parsed` and skipped. `silent` on the result counts
+    the GenAI-call spans that held no messages (content capture off)."""
     conversations: dict[str, Conversation] = {}
     held: dict[str, list[str]] = {}  # each conversation's message keys, kept as it grows
     silent = 0  # LLM-call spans without their messages
     for span in sorted(spans, key=lambda s: (s.start, s.end)):
         try:
-            inputs, outputs, system = _span_messages(span)
+            inputs, outputs, system = span_messages(span)
         except ValueError as exc:
-            parsed.problems.append(Problem(str(path), span.line, f"span {span.span_id}: {exc}"))
+            parsed.problems.append(Problem(where, span.line, f"span {span.span_id}: {exc}"))
             continue
         if not inputs and not outputs:
             silent += _is_llm_call(span)
             continue  # not an LLM call (an agent, HTTP or tool span), or one recorded without its content
-        conversation = conversations.setdefault(keys[span.ref], Conversation(keys[span.ref], where=str(path)))
+        conversation = conversations.setdefault(keys[span.ref], Conversation(keys[span.ref], where=where))
         for text in system:
             if text not in conversation.system:
                 conversation.system.append(text)
@@ -316,12 +368,10 @@ def read_otlp(path: Path, key_attr: str | None = None) -> Parsed:
         conversation.error = span.error
         conversation.stop_reason = "error" if span.error else None
         seen += [message_key(m) for m in messages[skip:]]
-    if spans and not conversations:
-        raise _no_messages(path, len(spans), silent)
-    return Parsed(list(conversations.values()), parsed.problems, parsed.records)
+    return Parsed(list(conversations.values()), parsed.problems, parsed.records, silent=silent)
 
 
-def _is_llm_call(span: _Span) -> bool:
+def _is_llm_call(span: Span) -> bool:
     return any(key.startswith("gen_ai.") for key in span.attributes)
 
 
@@ -335,7 +385,7 @@ def _no_messages(path: Path, spans: int, silent: int) -> UserError:
     )
 
 
-def _check_key(path: Path, spans: list[_Span], key_attr: str | None) -> None:
+def _check_key(path: Path, spans: list[Span], key_attr: str | None) -> None:
     """`--conversation-key` must name an attribute some span (or its resource) has: otherwise every span
     would silently fall back to its trace id."""
     if not key_attr or not spans:

@@ -10,8 +10,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, get_args
 
+from pydantic import ValidationError
+
 from simulator.record.models import ConversationRecord, ErrorInfo, StopReason, conversation_key
-from simulator.record.transcript import Turn
+from simulator.record.parts import (
+    EventPart,
+    MediaPart,
+    OptionsPart,
+    PickPart,
+    TextPart,
+    ToolCallPart,
+    parts_adapter,
+)
+from simulator.record.parts import Part as RecordPart
+from simulator.record.transcript import Role, Turn
 from simulator.traces.messages import Conversation, Message, part_text
 
 _UNSAFE = re.compile(r"[\s#]+")
@@ -53,39 +65,88 @@ def safe_id(key: str, taken: set[str]) -> str:
     return candidate
 
 
-def _side(message: Message) -> str | None:
-    return {"user": "user", "assistant": "bot", "tool": "bot"}.get(message.role)
+_SIDES: dict[str, Role] = {"user": "user", "assistant": "bot", "tool": "bot"}
+
+
+def _side(message: Message) -> Role | None:
+    return _SIDES.get(message.role)
+
+
+# Parts the record knows beyond GenAI's text and tool calls, exported as generic parts (traces/export.py).
+_RICH = {"options", "pick", "media", "event"}
+
+
+def _record_part(part: dict[str, Any], calls: dict[str, ToolCallPart]) -> RecordPart | None:
+    """A GenAI message part as a record part: text, a tool call (a `tool_call_response` fills in the result
+    of the call it answers, by id, and gives no part of its own), or an options / pick / media / event part
+    as `simulator export-otel` writes them. None for anything else (reasoning, blobs: kept in `raw`)."""
+    kind = part.get("type")
+    if kind == "text":
+        text = part_text(part)
+        return TextPart(text=text) if text else None
+    if kind == "tool_call":
+        arguments = part.get("arguments")
+        call = ToolCallPart(
+            name=str(part.get("name") or "?"),
+            arguments=arguments if isinstance(arguments, dict) else {"value": arguments},
+            id=str(part["id"]) if part.get("id") is not None else None,
+        )
+        if call.id is not None:
+            calls[call.id] = call
+        return call
+    if kind == "tool_call_response":
+        answered = calls.get(str(part.get("id")))
+        if answered is not None:
+            answered.result = part.get("response")
+            return None
+        return ToolCallPart(name="?", id=str(part.get("id")), result=part.get("response"))
+    if kind in _RICH:
+        try:
+            return parts_adapter().validate_python([part])[0]
+        except ValidationError:
+            return None
+    return None
 
 
 def _turns(conversation: Conversation, options: ConvertOptions) -> list[Turn]:
     turns: list[Turn] = []
-    pending: list[dict[str, Any]] = []  # bot-side parts that are not text (tool calls, reasoning)
+    pending: list[dict[str, Any]] = []  # bot-side parts the record has no type for (reasoning, blobs)
+    waiting: list[RecordPart] = []  # bot-side parts with no message yet (tool calls): they join the next
+    calls: dict[str, ToolCallPart] = {}
     for message in conversation.messages:
         side = _side(message)
         if side is None:
             continue
-        texts = [t for p in message.parts if (t := part_text(p))]
-        others = [p for p in message.parts if p.get("type") != "text"]
-        if side == "bot":
-            pending += others
-        if not texts:
+        parts: list[RecordPart] = []
+        for raw in message.parts:
+            part = _record_part(raw, calls)
+            if part is not None:
+                parts.append(part)
+            elif side == "bot" and raw.get("type") not in ("text", "tool_call_response"):
+                pending.append(raw)
+        if not any(isinstance(p, TextPart | PickPart | OptionsPart | MediaPart | EventPart) for p in parts):
+            if side == "bot":
+                waiting += parts
             continue
         started = message.time or (turns[-1].started_at if turns else options.now)
-        latency = (message.latency_s or 0.0) if side == "bot" else 0.0
+        latency = (message.latency_s or 0.0) if side == "bot" else 0.0  # the LLM call's duration
+        if side == "bot":
+            parts, waiting = waiting + parts, []
         if turns and turns[-1].role == side:
-            turns[-1].messages.extend(texts)
+            turns[-1].parts.extend(parts)
             turns[-1].latency_s = max(turns[-1].latency_s, latency)
         else:
             turns.append(
-                Turn(index=len(turns), role=side, messages=texts, started_at=started, latency_s=latency)  # type: ignore[arg-type]
+                Turn(index=len(turns), role=side, parts=parts, started_at=started, latency_s=latency)
             )
         if side == "bot" and pending:
             turns[-1].raw = {"parts": (turns[-1].raw or {}).get("parts", []) + pending}
             pending = []
-    if pending:
-        last_bot = next((t for t in reversed(turns) if t.role == "bot"), None)
-        if last_bot is not None:
-            last_bot.raw = {"parts": (last_bot.raw or {}).get("parts", []) + pending}
+    last_bot = next((t for t in reversed(turns) if t.role == "bot"), None)
+    if last_bot is not None and waiting:
+        last_bot.parts.extend(waiting)
+    if pending and last_bot is not None:
+        last_bot.raw = {"parts": (last_bot.raw or {}).get("parts", []) + pending}
     if conversation.system and not options.exclude_system and turns:
         turns[0].raw = {**(turns[0].raw or {}), "system_instructions": conversation.system}
     return turns

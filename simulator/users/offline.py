@@ -17,145 +17,20 @@ __all__ = ["OfflineUser", "content_words", "gives_outcome"]
 import random
 import re
 
+from simulator.bots.environment import Environment
 from simulator.record.models import FactProvenance
+from simulator.record.parts import Option, PickPart, last_options
 from simulator.record.transcript import Turn
 from simulator.spec.scenario import Scenario
 from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
 from simulator.spec.vocabulary import Vocabulary
 from simulator.users.base import END, UserMessage
+from simulator.users.picking import choose_option
 from simulator.users.styles import StylePlayer
+from simulator.users.words import CHAT_WORDS
 
 _WORD = re.compile(r"[a-z0-9']+")
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "but",
-        "if",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "with",
-        "about",
-        "from",
-        "by",
-        "as",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "am",
-        "do",
-        "does",
-        "did",
-        "have",
-        "has",
-        "had",
-        "having",
-        "i",
-        "me",
-        "my",
-        "you",
-        "your",
-        "yours",
-        "he",
-        "she",
-        "him",
-        "her",
-        "his",
-        "they",
-        "them",
-        "their",
-        "it",
-        "its",
-        "we",
-        "our",
-        "this",
-        "that",
-        "these",
-        "those",
-        "there",
-        "here",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "why",
-        "how",
-        "any",
-        "some",
-        "no",
-        "not",
-        "can",
-        "could",
-        "would",
-        "should",
-        "will",
-        "just",
-        "so",
-        "than",
-        "then",
-        "too",
-        "very",
-        "much",
-        "many",
-        "more",
-        "most",
-        "also",
-        "into",
-        "out",
-        "up",
-        "down",
-        "over",
-        "under",
-        "again",
-        "once",
-        "all",
-        "each",
-        "few",
-        "other",
-        "such",
-        "only",
-        "own",
-        "same",
-        "tell",
-        "let",
-        "know",
-        "please",
-        "okay",
-        "ok",
-        "yes",
-        "yeah",
-        "hi",
-        "hello",
-        "thanks",
-        "thank",
-        "get",
-        "got",
-        "go",
-        "going",
-        "anything",
-        "something",
-        "ever",
-        "still",
-        "now",
-        "right",
-        "well",
-        "feel",
-        "feeling",
-    ]
-)
+_STOPWORDS = CHAT_WORDS
 # Without a vocabulary, only advice said in so many words counts as an outcome; a domain's own phrases
 # ("call 999", "out for delivery") come from the suite's vocabulary file.
 _GENERIC_OUTCOME = re.compile(r"\bi (recommend|advise|suggest)\b|\bmy (advice|recommendation)\b", re.I)
@@ -234,19 +109,21 @@ class OfflineUser:
     ) -> None:
         self._scenario = scenario
         self._vocabulary = vocabulary or _NO_VOCABULARY
-        self._rng = random.Random(f"{seed}:{scenario.id}:{repeat}")
+        # Variants of one base scenario share its random draws (greeting, what is volunteered), so a variant
+        # and its reference differ only by the factor level: paired comparisons (relations, factors).
+        draws = scenario.base or scenario.id
+        self._rng = random.Random(f"{seed}:{draws}:{repeat}")
         self._terse = bool(_TERSE.search(scenario.persona))
         self._revealed: set[int] = set()
         # fact index -> (user turn position, asking bot turn position or None, the question quoted)
         self._why: dict[int, tuple[int, int | None, str | None]] = {}
         self._nudges = 0
+        self._env: Environment | None = None  # set by the loop when the suite gives the person tools
         self._fact_words = [
             content_words(fact, self._vocabulary) | ({"age"} if _AGE_FACT.search(fact) else set())
             for fact in scenario.facts
         ]
-        self._styles = StylePlayer(
-            scenario.styles, random.Random(f"{seed}:{scenario.id}:{repeat}:style"), styles
-        )
+        self._styles = StylePlayer(scenario.styles, random.Random(f"{seed}:{draws}:{repeat}:style"), styles)
         # A real person sometimes volunteers their first fact (seeded), never more than the persona allows.
         shared = bool(scenario.facts) and self._rng.random() < volunteer_share
         self._volunteer = min(len(scenario.facts), scenario.volunteers if shared else 0)
@@ -297,7 +174,7 @@ class OfflineUser:
                     user_turn=turn,
                     asked_turn=asked,
                     question=question,
-                    quote=turns[turn].messages[0] if turns[turn].messages else None,
+                    quote=turns[turn].text or None,
                     verified=True,
                     key=index in key,
                 )
@@ -316,10 +193,56 @@ class OfflineUser:
                 scores.append((score, index))
         return [index for _, index in sorted(scores, reverse=True)[:2]]
 
+    def _tap(self, turns: list[Turn], options: list[Option], question: str) -> UserMessage:
+        """Tap the option this person would (users/picking.py); a fact it tells counts as elicited."""
+        choice = choose_option(
+            options,
+            question,
+            self._matching_facts,
+            [w for i, w in enumerate(self._fact_words) if i not in self._revealed],
+            content_words(self._scenario.goal, self._vocabulary),
+            lambda text: content_words(text, self._vocabulary),
+            self._rng,
+        )
+        for index in choice.facts:
+            self._revealed.add(index)
+            self._why[index] = (len(turns), len(turns) - 1, question)
+        pick = PickPart(id=choice.option.id, title=choice.option.title)
+        return UserMessage(text=choice.option.title, pick=pick, model="offline")
+
+    def use_environment(self, environment: Environment) -> None:
+        """The person's own tools (thermometer, rash): used when the bot asks for what they read."""
+        self._env = environment if environment.spec.user_tools else None
+
+    def _use_tools(self, question: str) -> str | None:
+        """When the bot's question asks for what a user tool reads (its `asked_by` phrases, else the words
+        of its name and description), read it and say the value; None when no tool is asked for."""
+        if self._env is None:
+            return None
+        asked = content_words(question, self._vocabulary)
+        said = []
+        for name, tool in self._env.spec.user_tools.items():
+            if tool.asked_by:
+                wanted = any(phrase.casefold() in question.casefold() for phrase in tool.asked_by)
+            else:
+                wanted = bool(
+                    asked & content_words(f"{name.replace('_', ' ')} {tool.description}", self._vocabulary)
+                )
+            if not wanted:
+                continue
+            part = self._env.call(name, {}, side="user")
+            ok = part.error is None
+            said.append(tool.say.replace("{value}", str(part.result)) if ok else tool.unavailable)
+        return " ".join(said) if said else None
+
     async def next_message(self, turns: list[Turn]) -> UserMessage:
         if not turns:
             return UserMessage(text=self._opening(), model="offline")
-        last_bot = next((t.text for t in reversed(turns) if t.role == "bot"), "")
+        last_turn = next((t for t in reversed(turns) if t.role == "bot"), None)
+        last_bot = last_turn.text if last_turn is not None else ""
+        options = last_options(last_turn.parts) if last_turn is not None else []
+        if options and self._scenario.buttons == "tap" and not gives_outcome(last_bot, self._vocabulary):
+            return self._tap(turns, options, last_bot)
         if gives_outcome(last_bot, self._vocabulary):
             instead = self._styles.instead_of_end(last_bot)
             if instead is None:
@@ -329,6 +252,9 @@ class OfflineUser:
             questions = (
                 " ".join(s for s in re.split(r"(?<=[?.!])\s+", last_bot) if s.endswith("?")) or last_bot
             )
+            reading = self._use_tools(questions)
+            if reading is not None:
+                return UserMessage(text=self._style(reading), model="offline")
             matched = self._matching_facts(questions)
             if matched:
                 text = self._say_facts(matched, len(turns), len(turns) - 1, questions)

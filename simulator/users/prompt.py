@@ -38,6 +38,11 @@ def render_user_prompt(scenario: Scenario) -> str:
     facts = "\n".join(f"- {fact}" for fact in scenario.facts) or "- (nothing beyond your goal)"
     # `language` is the person's first language; how well they write English is the persona's business.
     language = f" (their first language is {scenario.language})" if scenario.language else ""
-    return USER_PROMPT_TEMPLATE.format(
+    prompt = USER_PROMPT_TEMPLATE.format(
         persona=scenario.persona.strip(), goal=scenario.goal.strip(), facts=facts, language=language, end=END
     )
+    if scenario.attack is not None:  # a red-team variant: the attack and its angles (users/attacker.py)
+        from simulator.users.attacker import attacker_prompt
+
+        prompt += attacker_prompt(scenario.attack)
+    return prompt

@@ -1,0 +1,200 @@
+"""Bench: how many spans a second `simulator collect` takes on this machine, and its memory at steady state.
+
+The spans are made by the real OpenTelemetry SDK (GenAI chat spans, each repeating the conversation's
+history, as instrumentations do) and encoded by the OTLP exporter's own encoder into gzip'd protobuf
+requests of `--batch` spans, before the clock starts; `--clients` concurrent clients then post them to a
+`simulator collect` child process (its defaults: fsync of the spool before each answer, redaction on).
+Bounded: `--conversations` (default 3000) and `--max-seconds`.
+
+Prints spans/s accepted (first request to last answer), conversations written, the collector's CPU
+seconds, and its RSS: peak, and the median of the samples taken in the second half of the run (steady
+state). Nothing is asserted (a bench, not a test).
+
+    python bench/collect_bench.py --conversations 3000 --turns 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _requests(conversations: int, turns: int, batch: int) -> tuple[list[bytes], int]:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tests.collect_helpers import genai_turns
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    for number in range(conversations):
+        pairs = [
+            (f"user {number} says thing {t}: my chest hurts a bit", f"bot reply {t}: how long for?")
+            for t in range(turns)
+        ]
+        genai_turns(provider, f"bench-{number}", pairs)
+    spans = list(memory.get_finished_spans())
+    bodies = [
+        gzip.compress(encode_spans(spans[i : i + batch]).SerializeToString())
+        for i in range(0, len(spans), batch)
+    ]
+    return bodies, len(spans)
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _post_all(url: str, bodies: list[bytes], clients: int) -> dict[str, int]:
+    import httpx
+
+    codes: dict[str, int] = {}
+    lock = threading.Lock()
+    queue = list(enumerate(bodies))
+
+    def worker() -> None:
+        with httpx.Client(timeout=30) as client:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    _, body = queue.pop()
+                while True:
+                    r = client.post(
+                        url,
+                        content=body,
+                        headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"},
+                    )
+                    with lock:
+                        codes[str(r.status_code)] = codes.get(str(r.status_code), 0) + 1
+                    if r.status_code in (429, 503):
+                        time.sleep(float(r.headers.get("Retry-After", "1")))
+                        continue
+                    break
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return codes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--conversations", type=int, default=3000)
+    parser.add_argument("--turns", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=64, help="spans per request")
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--max-seconds", type=float, default=300)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    import httpx
+
+    made = time.monotonic()
+    bodies, span_count = _requests(args.conversations, args.turns, args.batch)
+    print(
+        f"made {span_count} spans in {len(bodies)} requests ({time.monotonic() - made:.1f}s, not timed)",
+        file=sys.stderr,
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = Path(tempfile.mkdtemp(prefix="collect-bench-")) / "live"
+    command = [
+        sys.executable,
+        "-m",
+        "simulator",
+        "collect",
+        "--port",
+        str(port),
+        "--out",
+        str(out),
+        "--idle-s",
+        "2",
+        "--rate",
+        "1000000",
+        "--roll-every",
+        "5000",
+    ]
+    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            try:
+                httpx.get(f"{url}/status", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        cpu0, samples = _cpu_s(process.pid), []
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                samples.append(_rss_kb(process.pid))
+                time.sleep(0.25)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        start = time.monotonic()
+        codes = _post_all(f"{url}/v1/traces", bodies, args.clients)
+        posted = time.monotonic() - start
+        deadline = time.monotonic() + args.max_seconds
+        while httpx.get(f"{url}/status").json()["counts"].get("conversations", 0) < args.conversations:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        closed = time.monotonic() - start
+        done.set()
+        sampler.join()
+        status = httpx.get(f"{url}/status").json()
+        cpu = _cpu_s(process.pid) - cpu0
+    finally:
+        process.terminate()
+        process.wait(30)
+    half = samples[len(samples) // 2 :] or samples
+    figures: dict[str, Any] = {
+        "spans": span_count,
+        "requests": len(bodies),
+        "http_codes": codes,
+        "spans_per_s": round(status["counts"]["spans"] / posted, 1),
+        "seconds_posting": round(posted, 2),
+        "conversations_written": status["counts"].get("conversations", 0),
+        "seconds_to_all_written": round(closed, 2),
+        "collector_cpu_s": round(cpu, 2),
+        "rss_peak_mb": round(max(samples) / 1024, 1),
+        "rss_steady_mb": round(statistics.median(half) / 1024, 1),
+        "cores": os.cpu_count(),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+    }
+    print(json.dumps(figures, indent=None if not args.json else 2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""What a run will do, before it starts: the suite (from a file, or built in code), its bot (a config, or a
+bot given in code), and the scenarios it runs (`Suite.scenarios_to_run`, persona-factor variants included).
+The command line, the pytest plugin, the desk and `simulator.run` all plan a run here."""
+
+from __future__ import annotations
+
+__all__ = ["Plan", "load_suite", "prepare", "resolve_bot"]
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from simulator.errors import UserError
+
+if TYPE_CHECKING:
+    from simulator.bots import BotFactory
+    from simulator.spec.scenario import Scenario
+    from simulator.spec.suite import Suite
+
+
+@dataclass
+class Plan:
+    """A suite ready to run: its scenarios (variants included) and, for a bot given in code, its factory."""
+
+    suite: Suite
+    scenarios: list[Scenario]
+    bots: BotFactory | None = None
+
+
+def load_suite(path: str | Path, **overrides: Any) -> Suite:
+    """Read and validate a suite file; `overrides` replace top-level keys first (`runs=3`, `seed=1`)."""
+    from simulator.spec.suite import load_suite as load
+
+    return load(Path(path), {k: v for k, v in overrides.items() if v is not None} or None)
+
+
+def _suite(suite: Suite | str | Path | None, overrides: dict[str, Any]) -> Suite:
+    """The suite to run, never the caller's own object (a run changes models, tags...)."""
+    from simulator.spec.suite import CallableBotConfig, Suite
+
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if isinstance(suite, str | Path):
+        return load_suite(suite, **given)
+    if suite is None:
+        # Built in code: scenarios and bot come from the call. `type: callable` is replaced by resolve_bot.
+        suite = Suite(bot=CallableBotConfig(name="(none given)"))
+    if not isinstance(suite, Suite):
+        raise UserError(f"suite must be a Suite, a suite file path or None, not {type(suite).__name__}")
+    copy = suite.model_copy(deep=True)
+    if given:
+        from pydantic import ValidationError
+
+        try:
+            checked = Suite.model_validate({**copy.model_dump(), **given})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise UserError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        for key in given:
+            setattr(copy, key, getattr(checked, key))
+    return copy
+
+
+def _is_model_name(text: str) -> bool:
+    from simulator.providers import PROVIDERS
+
+    provider, sep, model = text.partition(":")
+    return bool(sep and model) and provider in PROVIDERS
+
+
+def resolve_bot(bot: Any, suite: Suite) -> tuple[Any, BotFactory | None]:
+    """The bot config to record and, for a bot given in code, the factory that makes it. `bot` may be:
+    None (the suite's own bot), a model name (`openai:gpt-4.1-mini`: the suite's chat bot with that model),
+    `module:factory`, a bot config (mapping or model), or a bot object (see bots.python_bot.bot_from_object)."""
+    from pydantic import BaseModel, TypeAdapter, ValidationError
+
+    from simulator.bots.python_bot import bot_from_object
+    from simulator.spec.suite import BotConfig, CallableBotConfig
+
+    if bot is None:
+        if suite.bot.type == "callable":
+            raise UserError("no bot: pass bot= (a function, an object with send(text), or 'module:factory')")
+        return suite.bot, None
+    if isinstance(bot, str):
+        if _is_model_name(bot):
+            if suite.bot.type != "chat":
+                raise UserError(
+                    f"bot '{bot}' is a model; a model bot needs a system prompt: give the suite a chat bot "
+                    "(bot: {type: chat, model: ..., system_prompt: ...}) and pass models to compare"
+                )
+            return suite.bot.model_copy(update={"model": bot}), None
+        bot = {"type": "python", "factory": bot}
+    if isinstance(bot, dict):
+        try:
+            return TypeAdapter(BotConfig).validate_python(bot), None
+        except ValidationError as exc:
+            raise UserError(f"bot {bot!r} is not a valid bot config: {exc.errors()[0]['msg']}") from None
+    if isinstance(bot, BaseModel) and hasattr(bot, "describe"):
+        return bot, None
+    factory = bot_from_object(bot)
+    return CallableBotConfig(name=factory.spec), factory
+
+
+def _inline(scenarios: Sequence[Any]) -> list[Scenario]:
+    """Scenarios given in code: Scenario models, mappings, or scenario files and folders."""
+    from pydantic import ValidationError
+
+    from simulator.spec.scenario import Scenario, load_scenarios
+
+    out: list[Scenario] = []
+    for index, item in enumerate(scenarios):
+        if isinstance(item, Scenario):
+            out.append(item)
+        elif isinstance(item, dict):
+            try:
+                out.append(Scenario.model_validate(item))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(map(str, first["loc"]))
+                raise UserError(f"scenarios[{index}]: {where}: {first['msg']}") from None
+        elif isinstance(item, str | Path):
+            out += load_scenarios([Path(item)])
+        else:
+            raise UserError(
+                f"scenarios[{index}]: a Scenario, a mapping or a file path, not {type(item).__name__}"
+            )
+    if not out:
+        raise UserError("scenarios=[] holds no scenario; give at least one")
+    return out
+
+
+def prepare(
+    suite: Suite | str | Path | None = None,
+    *,
+    bot: Any = None,
+    scenarios: Sequence[Any] | None = None,
+    scenario_ids: Collection[str] | None = None,
+    tags: list[str] | None = None,
+    user_model: str | None = None,
+    judge_model: str | None = None,
+    include_drafts: bool = False,
+    **overrides: Any,
+) -> Plan:
+    """Plan a run: the suite with the call's choices applied (`overrides`: runs, concurrency, seed), the bot,
+    and the scenarios to run; `scenario_ids` keeps only those (variants by their ids)."""
+    chosen = _suite(suite, overrides)
+    if scenarios is not None:
+        chosen._inline = _inline(scenarios)
+    elif suite is None:
+        raise UserError("no scenarios: pass a suite file, or scenarios=[...] (Scenario models or mappings)")
+    config, bots = resolve_bot(bot, chosen)
+    chosen.bot = config
+    if user_model:
+        chosen.user.model = user_model
+    if judge_model:
+        chosen.judges.model = judge_model
+    if include_drafts:
+        chosen.scenarios.include_drafts = True
+    if tags is not None:
+        chosen.scenarios.tags = list(tags)
+    found = chosen.scenarios_to_run(ids=scenario_ids)
+    unknown = sorted(set(scenario_ids or ()) - {s.id for s in found})
+    if unknown:
+        raise UserError(f"no scenario {', '.join(map(repr, unknown))} in this suite (variants included)")
+    from simulator.engine.preflight import preflight
+    from simulator.spec.suite import check_environment
+
+    # What `validate` checks too, after the keys: the bot's factory or URL, models, prompt, vocabulary.
+    check_environment(chosen)
+    preflight(chosen)
+    return Plan(chosen, found, bots)

@@ -1,0 +1,157 @@
+"""What `simulator.run` and `simulator.compare` return: a run folder (or a matrix folder) with its report,
+typed, and rendered on demand as HTML, JSON or a terminal report."""
+
+from __future__ import annotations
+
+__all__ = ["Comparison", "Result"]
+
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from simulator.analysis.leaderboard import Leaderboard
+    from simulator.analysis.outcome import OutcomeMetrics
+    from simulator.analysis.rates import RateView
+    from simulator.engine.session import RunResult
+    from simulator.report.model import CriterionRow, Finding, Report, ScenarioRow, Transcript
+
+
+class Result:
+    """A finished run: its folder, this session's counts (`session`), and its report (`report`, the typed
+    model every report format is drawn from), read from the folder when first asked for."""
+
+    def __init__(self, folder: Path, session: RunResult | None = None) -> None:
+        self.folder = Path(folder)
+        self.session = session
+
+    def __repr__(self) -> str:
+        return f"Result(folder={str(self.folder)!r})"
+
+    @cached_property
+    def report(self) -> Report:
+        """The report of the run folder (its latest judge set), transcripts included."""
+        from simulator.analysis import load_run
+        from simulator.report.model import ReportOptions, build_report
+
+        return build_report(load_run(self.folder), ReportOptions(transcripts=True))
+
+    @property
+    def overall(self) -> RateView:
+        """Conversations that passed every criterion, of those judged (errors left out)."""
+        return self.report.overall
+
+    @property
+    def outcome(self) -> OutcomeMetrics | None:
+        """Under- and over-triage, critical sensitivity...; None when the suite declares no outcome levels."""
+        return self.report.outcome
+
+    @property
+    def under_triage(self) -> RateView:
+        assert self.report.outcome is not None, "the suite declares no outcome levels"
+        return self.report.outcome.under_triage
+
+    @property
+    def critical_sensitivity(self) -> RateView:
+        assert self.report.outcome is not None, "the suite declares no outcome levels"
+        return self.report.outcome.critical_sensitivity
+
+    @property
+    def errors(self) -> int:
+        """Conversations that ended in an error (counted apart, never as pass or fail)."""
+        return self.report.health.conversation_errors.k
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.report.findings
+
+    @property
+    def criteria(self) -> list[CriterionRow]:
+        return self.report.criteria
+
+    @property
+    def scenarios(self) -> list[ScenarioRow]:
+        return self.report.scenarios
+
+    @property
+    def conversations(self) -> list[Transcript]:
+        """Every conversation: turns, final state, verdicts with reasons and evidence."""
+        return self.report.transcripts
+
+    def scenario_status(self, scenario_id: str) -> list[str]:
+        """pass / fail / error / not_judged of each conversation of one scenario."""
+        return [t.status for t in self.report.transcripts if t.scenario_id == scenario_id]
+
+    def to_html(self) -> str:
+        """The self-contained HTML report (what `simulator report --html` writes)."""
+        from simulator.report.html import render_html
+
+        return render_html(self.report)
+
+    def to_json(self, transcripts: bool = False) -> str:
+        """The JSON report (what `simulator report --json` writes)."""
+        from simulator.report.json_report import report_json
+
+        return json.dumps(report_json(self.report, transcripts), indent=2, ensure_ascii=False)
+
+    def print(self, console: Console | None = None) -> None:
+        """The terminal report (what `simulator report` prints)."""
+        from simulator.report.terminal import render_terminal
+
+        render_terminal(self.report, console)
+
+
+class Comparison:
+    """A finished matrix run: its folder, one Result per cell, and the leaderboard that ranks the cells."""
+
+    def __init__(self, path: Path, results: dict[str, Result], baseline: str | None = None) -> None:
+        self.path = Path(path)
+        self.results = results
+        self.baseline = baseline
+        self.aborted: dict[str, str] = {
+            cell: r.session.abort_reason
+            for cell, r in results.items()
+            if r.session is not None and r.session.abort_reason
+        }
+
+    def __repr__(self) -> str:
+        return f"Comparison(path={str(self.path)!r}, cells={list(self.results)})"
+
+    @cached_property
+    def leaderboard(self) -> Leaderboard:
+        """Cells ranked on the same scenarios, with paired tests against the baseline."""
+        from simulator.analysis.leaderboard import build_leaderboard
+
+        return build_leaderboard(self.path, self.baseline)
+
+    @property
+    def best(self) -> str | None:
+        """The cell the leaderboard calls best (None when no cell could be judged)."""
+        return self.leaderboard.best
+
+    def to_html(self) -> str:
+        from simulator.report.leaderboard_html import render_leaderboard_html
+
+        return render_leaderboard_html(self.leaderboard)
+
+    def to_json(self) -> str:
+        return self.leaderboard.model_dump_json(indent=2)
+
+    def to_markdown(self) -> str:
+        from simulator.report.leaderboard import leaderboard_markdown
+
+        return leaderboard_markdown(self.leaderboard)
+
+    def print(self, console: Console | None = None) -> None:
+        from simulator.report.leaderboard import render_leaderboard
+
+        render_leaderboard(self.leaderboard, console)
+
+    def __getitem__(self, cell: str) -> Result:
+        return self.results[cell]
+
+    def __iter__(self) -> Any:
+        return iter(self.results.items())

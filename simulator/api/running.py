@@ -1,0 +1,178 @@
+"""`simulator.run` / `arun`, `resume` / `aresume`, and one conversation with a supplied user (`atalk`):
+the engine's entry points for programs, notebooks, the command line, the pytest plugin and the desk.
+
+`run` and `resume` are thin sync wrappers: with no event loop running in this thread they run the
+coroutine on the engine's loop; inside one (a Jupyter notebook) they run it on a worker thread with its own
+loop and wait for it, so `simulator.run(...)` works in a notebook cell as in a script.
+"""
+
+from __future__ import annotations
+
+__all__ = ["aresume", "arun", "atalk", "execute", "resume", "run", "run_sync"]
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Collection, Coroutine, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from simulator.api.plan import Plan, prepare
+from simulator.api.result import Comparison, Result
+from simulator.errors import UserError
+
+if TYPE_CHECKING:
+    from simulator.engine.runner import RunOptions
+    from simulator.spec.scenario import Scenario
+    from simulator.spec.suite import Suite
+    from simulator.users.base import SimulatedUser
+
+T = TypeVar("T")
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run `coroutine` to completion from sync code, even inside a running event loop (Jupyter)."""
+    from simulator.eventloop import run_async
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        loop_running = False
+    else:
+        loop_running = True
+    if not loop_running:
+        return run_async(coroutine)
+    # This thread's loop is busy running the caller: the run gets a thread and a loop of its own.
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="simulator-run") as pool:
+        return pool.submit(run_async, coroutine).result()
+
+
+def _options(options: RunOptions | None, out: str | Path | None, progress: bool | None) -> RunOptions:
+    from simulator.engine.runner import RunOptions
+
+    chosen = RunOptions(progress=False) if options is None else options
+    if out is not None:
+        chosen.out = Path(out)
+    if progress is not None:
+        chosen.progress = progress
+    return chosen
+
+
+async def execute(plan: Plan, options: RunOptions) -> Result:
+    """Run a planned suite (one run folder); a suite with a matrix is compare's."""
+    from simulator.engine.runner import run_suite
+    from simulator.spec.suite import check_environment
+
+    if plan.suite.matrix is not None:
+        raise UserError("this suite has a matrix: simulator.compare(suite) runs every cell")
+    check_environment(plan.suite)
+    session = await run_suite(plan.suite, plan.scenarios, options, plan.bots)
+    return Result(Path(session.folder), session)
+
+
+async def arun(
+    suite: Suite | str | Path | None = None,
+    *,
+    bot: Any = None,
+    scenarios: Sequence[Any] | None = None,
+    scenario_ids: Collection[str] | None = None,
+    tags: list[str] | None = None,
+    user_model: str | None = None,
+    judge_model: str | None = None,
+    runs: int | None = None,
+    concurrency: int | None = None,
+    seed: int | None = None,
+    out: str | Path | None = None,
+    progress: bool | None = None,
+    options: RunOptions | None = None,
+) -> Result:
+    """Run a suite and return its Result (rates, intervals, verdicts, conversations, the run folder).
+
+    `suite`: a suite file, a Suite, or None (then give `scenarios` and `bot`). `bot`: a function
+    text -> str | list[str] | Reply (sync or async), an object with send(text) (optionally final_state()),
+    a class or factory, 'module:factory', a model name for the suite's chat bot, or a bot config; default
+    the suite's bot. `scenarios`: scenarios given in code (Scenario models, mappings or files) instead of
+    the suite's files. `out`: the run folder (default runs/<run-id>). `options`: the engine's knobs
+    (engine.runner.RunOptions: max_errors, shard, ...)."""
+    plan = prepare(
+        suite,
+        bot=bot,
+        scenarios=scenarios,
+        scenario_ids=scenario_ids,
+        tags=tags,
+        user_model=user_model,
+        judge_model=judge_model,
+        runs=runs,
+        concurrency=concurrency,
+        seed=seed,
+    )
+    return await execute(plan, _options(options, out, progress))
+
+
+def run(suite: Suite | str | Path | None = None, **choices: Any) -> Result:
+    """`arun` from sync code (a script, a test, a Jupyter cell): the same arguments, the same Result."""
+    return run_sync(arun(suite, **choices))
+
+
+async def aresume(
+    folder: str | Path,
+    *,
+    bot: Any = None,
+    retry_errors: bool = False,
+    progress: bool | None = None,
+    options: RunOptions | None = None,
+    adjust: Callable[[Suite], dict[str, list[Any]]] | None = None,
+) -> Result | Comparison:
+    """Finish an interrupted run folder (or matrix folder): only what it lacks runs; `retry_errors` runs
+    errored conversations and judgements again. `adjust` may change the suite's operational settings (rpm,
+    concurrency...; engine/operational.py) and returns what it changed, recorded in the manifest. `bot`: the bot given in code when it started (a run whose
+    bot was a Python object); for a matrix, a mapping of bot variant id to bot."""
+    from simulator.engine.matrix import resume_matrix
+    from simulator.record.folder import RunFolder
+    from simulator.record.index import is_matrix
+
+    path = Path(folder)
+    chosen = _options(options, path, progress)
+    chosen.resume, chosen.retry_errors = True, retry_errors
+    if is_matrix(path):
+        from simulator.api.comparing import cell_bots
+
+        matrix = await resume_matrix(path, chosen, cell_bots(bot))
+        return Comparison(path, {c: Result(Path(r.folder), r) for c, r in matrix.results.items()})
+    run_folder = RunFolder.open(path)
+    run_folder.check_resumable()
+    manifest = run_folder.read_manifest()
+    suite = manifest.rebuild_suite(path)
+    if adjust is not None:
+        chosen.settings_changed = adjust(suite)
+    if manifest.suite_file is None and not any(entry.file for entry in manifest.scenarios):
+        raise UserError(
+            f"{path}: this run's scenarios were given in code, not read from files; run them again from "
+            "Python into a new folder"
+        )
+    factory = None
+    if bot is not None:
+        from simulator.api.plan import resolve_bot
+
+        _, factory = resolve_bot(bot, suite)
+    # The run's own scenarios (variants included), from the files it recorded (checked by hash, never a
+    # tree found from today's working directory), whatever the tags were when it started.
+    from simulator.record.recorded import recorded_scenarios
+
+    scenarios = recorded_scenarios(manifest, suite, path)
+    return await execute(Plan(suite, scenarios, factory), chosen)
+
+
+def resume(folder: str | Path, **choices: Any) -> Result | Comparison:
+    """`aresume` from sync code."""
+    return run_sync(aresume(folder, **choices))
+
+
+async def atalk(suite: Suite, scenario: Scenario, user: SimulatedUser, user_model: str, out: Path) -> Result:
+    """One conversation of `scenario` with a user the caller supplies (a person at the desk), saved and
+    judged as the run folder `out`."""
+    from simulator.engine.live import run_live
+    from simulator.spec.suite import check_environment
+
+    check_environment(suite)
+    session = await run_live(suite, scenario, user, user_model, out)
+    return Result(Path(session.folder), session)

@@ -1,0 +1,213 @@
+"""One conversation's environment: the state, the tools that act on it, and the record of every call.
+
+The conversation loop makes one per conversation (a fresh deep copy of the suite's state merged with the
+scenario's) and hands it to the bot adapter (python: an `env` object; http: a loopback URL; chat: the
+model's tools) and to the simulated user (its user-side tools). Every call, by either side, becomes a
+`tool_call` part with its arguments, result or error, start time and latency; the loop puts the calls into
+the turn they were made in. A tool error, a timeout, bad arguments or an unknown tool is recorded as data
+(the part's `error`), never raised into the loop: what counts as a pass is decided by the tool checks.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Environment", "ToolError", "make_environment"]
+
+import asyncio
+import copy
+import json
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from simulator.providers.base import ToolSpec
+from simulator.record.parts import ToolCallPart
+from simulator.spec.environment import EnvironmentSpec, ToolDef, UserToolDef, load_function, merge_state
+from simulator.spec.tool_checks import read_state_path
+
+# Tool functions run here, so a slow one can be timed out (it is left to finish in its thread).
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="simulator-tool")
+Side = Literal["bot", "user"]
+
+
+class ToolError(Exception):
+    """What `env.call` raises in a Python bot when the call failed; the failure is recorded either way."""
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe copy (what the record can keep): unknown objects become their text."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return a.strip().casefold() == b.strip().casefold()
+    return bool(a == b)
+
+
+class Environment:
+    """The state and tools of one conversation, safe to call from the loop and from a bot's threads."""
+
+    def __init__(self, spec: EnvironmentSpec, state: dict[str, Any], conversation_id: str = "") -> None:
+        self.spec = spec
+        self.state = state
+        self.conversation_id = conversation_id
+        self.calls: list[ToolCallPart] = []
+        self._pending: list[ToolCallPart] = []
+        self._lock = threading.Lock()  # the call records
+        # One call at a time changes the state; a timed-out function keeps it until it returns.
+        self._state_lock = threading.Lock()
+        self._counter = 0
+        self._functions: dict[str, Callable[..., Any]] = {}
+
+    # ---------------------------------------------------------------------------------------- describing
+
+    def tool_specs(self, side: Side = "bot") -> list[ToolSpec]:
+        """The tools of one side, as a model sees them."""
+        tools: dict[str, ToolDef] | dict[str, UserToolDef] = (
+            self.spec.tools if side == "bot" else self.spec.user_tools
+        )
+        return [
+            ToolSpec(name=name, description=tool.description or name, parameters=tool.parameters)
+            for name, tool in tools.items()
+        ]
+
+    def take_calls(self) -> list[ToolCallPart]:
+        """The calls made since the last take, in order (the loop puts them into the turn)."""
+        with self._lock:
+            taken, self._pending = self._pending, []
+        return taken
+
+    def final_state(self) -> dict[str, Any]:
+        """A JSON-safe copy of the state as it is now (waiting for a running function, within reason)."""
+        locked = self._state_lock.acquire(timeout=self.spec.tool_timeout_s)
+        try:
+            return dict(_plain(self.state))
+        finally:
+            if locked:
+                self._state_lock.release()
+
+    # ---------------------------------------------------------------------------------------- calling
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None, *, side: Side = "bot") -> ToolCallPart:
+        """Run one tool call and record it; never raises for the call's own failure."""
+        started, clock = datetime.now(UTC), time.perf_counter()
+        arguments = dict(arguments or {})
+        result, error = self._run(name, arguments, side)
+        return self._record(name, arguments, result, error, started, time.perf_counter() - clock, side)
+
+    async def acall(
+        self, name: str, arguments: dict[str, Any] | None = None, *, side: Side = "bot"
+    ) -> ToolCallPart:
+        """`call` without blocking the event loop."""
+        return await asyncio.to_thread(self.call, name, arguments, side=side)
+
+    def result(self, tool: str, /, **arguments: Any) -> Any:
+        """The Python bots' API: `env.result("book", patient_id="P1")` is the call's result, or raises
+        ToolError with the recorded error (the tool name is positional, so an argument may be `name`)."""
+        part = self.call(tool, arguments)
+        if part.error is not None:
+            raise ToolError(part.error)
+        return part.result
+
+    def refuse(
+        self, name: str, arguments: dict[str, Any], reason: str, *, side: Side = "bot"
+    ) -> ToolCallPart:
+        """Record a call that was not run (e.g. past the chat adapter's round limit), with why."""
+        return self._record(name, arguments, None, reason, datetime.now(UTC), 0.0, side)
+
+    def _record(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        result: Any,
+        error: str | None,
+        started: datetime,
+        latency: float,
+        side: Side,
+    ) -> ToolCallPart:
+        with self._lock:
+            self._counter += 1
+            part = ToolCallPart(
+                name=name,
+                arguments=_plain(arguments),
+                id=f"env-{self._counter}",
+                result=None if error is not None else result,
+                error=error,
+                started_at=started,
+                latency_s=round(latency, 6),
+                side=side,
+            )
+            self.calls.append(part)
+            self._pending.append(part)
+        return part
+
+    def _run(self, name: str, arguments: dict[str, Any], side: Side) -> tuple[Any, str | None]:
+        tools: dict[str, Any] = dict(self.spec.tools if side == "bot" else self.spec.user_tools)
+        tool = tools.get(name)
+        if tool is None:
+            known = ", ".join(tools) or "none"
+            return None, f"no {'user ' if side == 'user' else ''}tool named '{name}' (tools: {known})"
+        problem = _argument_problem(tool.parameters, arguments)
+        if problem is not None:
+            return None, f"the arguments do not fit {name}'s parameters: {problem}"
+        if isinstance(tool, UserToolDef) and tool.reads is not None:
+            with self._state_lock:
+                found, value = read_state_path(self.state, tool.reads)
+            return (_plain(value), None) if found else (None, f"the state has no `{tool.reads}`")
+        if tool.function is None:
+            return self._canned(tool, arguments)
+        return self._invoke(name, tool.function, arguments)
+
+    @staticmethod
+    def _canned(tool: ToolDef, arguments: dict[str, Any]) -> tuple[Any, str | None]:
+        for response in [*tool.responses, *([tool.default] if tool.default else [])]:
+            if all(k in arguments and _same(arguments[k], v) for k, v in response.when.items()):
+                return (None, response.error) if response.error else (_plain(response.result), None)
+        return None, f"no canned response matches the arguments {json.dumps(arguments, default=str)}"
+
+    def _invoke(self, name: str, spec: str, arguments: dict[str, Any]) -> tuple[Any, str | None]:
+        function = self._functions.get(spec)
+        if function is None:
+            try:
+                function = self._functions[spec] = load_function(spec)
+            except ValueError as exc:
+                return None, str(exc)
+
+        def run() -> Any:
+            with self._state_lock:
+                return function(self.state, **arguments)
+
+        future = _POOL.submit(run)
+        try:
+            value = future.result(timeout=self.spec.tool_timeout_s)
+        except FutureTimeout:
+            return None, f"{name} did not return within {self.spec.tool_timeout_s:g} s (tool_timeout_s)"
+        except Exception as exc:  # the team's function raised: that is the call's error
+            return None, f"{type(exc).__name__}: {exc}"
+        try:
+            return json.loads(json.dumps(value)), None  # strictly JSON: what a model would be sent
+        except (TypeError, ValueError) as exc:
+            return None, f"{name} returned something that is not JSON data ({exc})"
+
+
+def _argument_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(arguments))
+    if error is None:
+        return None
+    where = ".".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def make_environment(
+    spec: EnvironmentSpec | None, scenario_state: dict[str, Any], conversation_id: str = ""
+) -> Environment | None:
+    """A fresh environment for one conversation (None when the suite declares none)."""
+    if spec is None:
+        return None
+    return Environment(spec, merge_state(copy.deepcopy(spec.state), scenario_state), conversation_id)

@@ -1,0 +1,257 @@
+"""A service bot the suite starts for the run (`bot.start`): launch, wait until ready, stop cleanly.
+
+A team's bot is a web service (an `http` or `whatsapp` bot). With `bot.start` the engine runs it for the
+run, so `simulator run` is one command and CI needs no second terminal: the command is started before the
+first conversation, with its output in the run folder's `bot.log`; the engine waits until it answers (an
+HTTP URL, or a TCP port); at the end it gets SIGTERM, then SIGKILL after `stop_timeout_s`. A command that
+cannot start, exits, or never gets ready is one UserError naming the command and the tail of its log.
+
+Placeholders: `{port}` is a free loopback port chosen when the run starts (a resumed run gets a new one),
+`{python}` this interpreter; an adapter may add its own (whatsapp: `{api_url}`). They are filled in the
+bot's URLs, the command, its env and the readiness check.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PLACEHOLDER_NAMES", "BotProcess", "StartOnce", "fill", "free_port", "placeholder_values"]
+
+import asyncio
+import contextlib
+import os
+import re
+import shlex
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+
+from simulator.errors import UserError
+from simulator.record.redact import redact
+from simulator.spec.suite import BotStart
+
+PLACEHOLDER_NAMES = ("port", "python", "api_url")
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDER_NAMES) + r")\}")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+LOG_NAME = "bot.log"
+_TAIL_LINES = 15
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def placeholder_values(started: bool) -> dict[str, str]:
+    """The values of `{python}` and, for a bot the engine starts (only then is the port the engine's to
+    choose), `{port}`, for one run."""
+    values = {"python": sys.executable}
+    if started:
+        values["port"] = str(free_port())
+    return values
+
+
+def fill(text: str, values: dict[str, str], where: str) -> str:
+    """`text` with its placeholders filled; a placeholder with no value is a UserError naming `where`."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise UserError(
+                f"{where} uses {{{name}}}, which has no value here: {{port}} needs bot.start (the engine "
+                "picks the port for the bot it starts), {api_url} a whatsapp bot"
+            )
+        return values[name]
+
+    return _PLACEHOLDER.sub(value, text)
+
+
+def _expand_env(value: str, key: str) -> str:
+    def variable(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise UserError(f"bot.start.env.{key} uses ${{{name}}}; set the {name} environment variable")
+        return os.environ[name]
+
+    return _VAR.sub(variable, value)
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(lines[-_TAIL_LINES:]) or "(the log is empty)"
+
+
+class BotProcess:
+    """One started bot: its command (placeholders filled), environment, readiness check and log."""
+
+    def __init__(
+        self,
+        start: BotStart,
+        base_dir: Path,
+        values: dict[str, str],
+        default_ready_url: str,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
+        self.config = start
+        self.command = [fill(part, values, "bot.start.command") for part in start.command]
+        self.env = {
+            key: fill(_expand_env(value, key), values, f"bot.start.env.{key}")
+            for key, value in start.env.items()
+        }
+        self.extra_env = dict(extra_env or {})
+        self.cwd = base_dir / start.cwd if start.cwd else base_dir
+        ready = start.ready
+        self.ready_url = fill(ready.url, values, "bot.start.ready.url") if ready and ready.url else None
+        port = fill(str(ready.port), values, "bot.start.ready.port") if ready and ready.port else None
+        if self.ready_url is None and port is None:
+            port = str(urlsplit(default_ready_url).port or 80)
+        self.ready_port = int(port) if port is not None else None
+        self.timeout_s = ready.timeout_s if ready else 30.0
+        self.log_path: Path | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self._copier: asyncio.Task[None] | None = None
+
+    def describe(self) -> str:
+        return shlex.join(self.command)
+
+    def exit_code(self) -> int | None:
+        """The exit code once the process has ended, else None."""
+        return None if self._process is None else self._process.returncode
+
+    def death_note(self) -> str | None:
+        """A sentence for a failed call when the process has exited: its code and the tail of its log."""
+        code = self.exit_code()
+        if code is None or self.log_path is None:
+            return None
+        return (
+            f"the bot process ({self.describe()}) exited with code {code}; the end of {self.log_path}:\n"
+            + _tail(self.log_path)
+        )
+
+    async def start(self, log_dir: Path | None) -> None:
+        """Start the command and wait until it is ready; a UserError (with the log's tail) if it is not."""
+        folder = log_dir if log_dir is not None else Path(tempfile.mkdtemp(prefix="simulator-bot-"))
+        self.log_path = folder / LOG_NAME
+        self._log(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {self.describe()}")
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                *self.command,
+                cwd=self.cwd,
+                env={**os.environ, **self.extra_env, **self.env},
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                stdin=asyncio.subprocess.DEVNULL,
+                start_new_session=True,  # its own process group: the stop reaches its children
+            )
+        except OSError as exc:
+            raise UserError(
+                f"bot.start: could not start {self.describe()} (in {self.cwd}): {exc}; fix bot.start.command"
+            ) from exc
+        self._copier = asyncio.create_task(self._copy_output())
+        await self._wait_ready()
+
+    def _log(self, line: str) -> None:
+        assert self.log_path is not None
+        with self.log_path.open("a", encoding="utf-8") as log:
+            log.write(redact(line) + "\n")
+
+    async def _copy_output(self) -> None:
+        """The bot's output, line by line, into bot.log with every secret redacted (a bot may print its
+        token)."""
+        assert self._process is not None and self._process.stdout is not None
+        while line := await self._process.stdout.readline():
+            self._log(line.decode("utf-8", errors="replace").rstrip("\n"))
+
+    async def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            code = self.exit_code()
+            if code is not None:
+                if self._copier is not None:
+                    await self._copier  # all its output in the log before the tail is read
+                raise UserError(self._not_ready(f"exited with code {code} before it was ready"))
+            if await self._ready():
+                return
+            if time.monotonic() > deadline:
+                await self.stop()
+                what = self.ready_url or f"port {self.ready_port}"
+                raise UserError(
+                    self._not_ready(
+                        f"was not ready within {self.timeout_s:g} s ({what} did not answer; "
+                        "bot.start.ready.timeout_s)"
+                    )
+                )
+            await asyncio.sleep(0.05)
+
+    def _not_ready(self, what: str) -> str:
+        tail = _tail(self.log_path) if self.log_path else "(no log)"
+        return f"bot.start: {self.describe()} {what}. The end of its log ({self.log_path}):\n{tail}"
+
+    async def _ready(self) -> bool:
+        if self.ready_url is not None:
+            try:
+                async with httpx.AsyncClient(timeout=1.0) as client:
+                    response = await client.get(self.ready_url)
+            except httpx.HTTPError:
+                return False
+            return response.status_code < 500
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", self.ready_port), 1.0)
+        except (OSError, TimeoutError):
+            return False
+        writer.close()
+        return True
+
+    async def stop(self) -> None:
+        """SIGTERM to the process group, then SIGKILL after `stop_timeout_s`; the exit goes in the log."""
+        process = self._process
+        if process is None:
+            return
+        if process.returncode is None:
+            self._signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(process.wait(), self.config.stop_timeout_s)
+            except TimeoutError:
+                self._signal(signal.SIGKILL)
+                await process.wait()
+        if self._copier is not None:
+            await self._copier
+        self._log(f"--- the bot process exited with code {process.returncode}")
+        self._process = None
+
+    def _signal(self, sig: signal.Signals) -> None:
+        assert self._process is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._process.pid, sig)
+
+
+class StartOnce:
+    """A factory's start-up (serve, start the bot, handshake), run once however many conversations open at
+    the same time; a failure is remembered, so every later conversation gets the same clear error instead
+    of talking to a bot that never started."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._done = False
+        self._failure: UserError | None = None
+
+    async def run(self, start: Callable[[], Awaitable[None]]) -> None:
+        async with self._lock:
+            if not self._done:
+                self._done = True
+                try:
+                    await start()
+                except UserError as exc:
+                    self._failure = exc
+            if self._failure is not None:
+                raise self._failure

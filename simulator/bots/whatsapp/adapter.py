@@ -1,0 +1,324 @@
+"""The `whatsapp` adapter: the engine plays Meta's WhatsApp Cloud API to the bot under test.
+
+Per user message it POSTs a signed webhook event (text, or the `button_reply` / `list_reply` of a tap) to
+the bot's webhook, then collects what the bot sends through the local Graph API (graph.py) until the bot
+has been quiet for `quiet_s` or sent an interactive message: that is one bot turn, however many messages
+and however slow. The latency is from the webhook delivery to the bot's first message; the reason the turn
+ended is kept in the turn's raw (`end`: `quiet` or `interactive`). Status callbacks (sent, delivered,
+read) are posted when the suite asks for them. Secrets come from the environment variables the suite
+names (for a bot the suite starts, unset ones are made up for the run and passed to it) and are
+registered for redaction, so none is ever written.
+"""
+
+from __future__ import annotations
+
+__all__ = ["WhatsAppBotFactory", "WhatsAppSession"]
+
+import asyncio
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from simulator.bots.base import BotError, BotReply
+from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.bots.whatsapp.events import (
+    SIGNATURE_HEADER,
+    Identity,
+    WebhookAccount,
+    dumps,
+    message_event,
+    sign,
+    status_event,
+    verification_query,
+)
+from simulator.bots.whatsapp.graph import GraphApi, Inbox, Outbound
+from simulator.errors import UserError
+from simulator.providers._http import connection_refused
+from simulator.record.parts import Option, OptionsPart, Part, PickPart, TextPart
+from simulator.record.redact import redact, register_secrets
+from simulator.spec.suite import WhatsAppBotConfig
+
+
+def _secret(variable: str, started: bool, what: str) -> str:
+    """The secret in `variable`; made up for the run when the suite starts the bot (it is passed to it)."""
+    value = os.environ.get(variable)
+    if value:
+        return value
+    if started:
+        return secrets.token_hex(16)
+    raise UserError(
+        f"the whatsapp bot needs {what}: set the {variable} environment variable (bot.{_field(what)} names "
+        "it), or let the suite start the bot (bot.start), which makes one up for the run"
+    )
+
+
+def _field(what: str) -> str:
+    return {"the app secret": "app_secret_env", "the access token": "access_token_env"}.get(
+        what, "verify_token_env"
+    )
+
+
+class WhatsAppBotFactory:
+    """One Graph API server, one HTTP client and (with bot.start) one bot process for the whole run."""
+
+    def __init__(self, config: WhatsAppBotConfig, base_dir: Path, *, record_raw: bool = True) -> None:
+        self.config = config
+        # Without record_raw a turn's raw keeps only how it ended and when each message came, no bodies.
+        self.record_raw = record_raw
+        started = config.start is not None
+        self.app_secret = _secret(config.app_secret_env, started, "the app secret")
+        self.access_token = _secret(config.access_token_env, started, "the access token")
+        self.verify_token = _secret(config.verify_token_env, started, "the verify token")
+        register_secrets([self.app_secret, self.access_token, self.verify_token])
+        self.graph = GraphApi(self.access_token, config.phone_number_id)
+        values = {**placeholder_values(started), "api_url": self.graph.url}
+        self.webhook_url = fill(config.webhook_url, values, "bot.webhook_url")
+        self.state_url = fill(config.state_url, values, "bot.state_url") if config.state_url else None
+        self.account = WebhookAccount(
+            config.business_account_id, config.phone_number_id, config.display_phone_number
+        )
+        self.process: BotProcess | None = None
+        if config.start is not None:
+            self.process = BotProcess(
+                config.start,
+                base_dir,
+                values,
+                self.webhook_url,
+                extra_env={
+                    "WHATSAPP_API_URL": self.graph.url,
+                    "WHATSAPP_PHONE_NUMBER_ID": config.phone_number_id,
+                    config.app_secret_env: self.app_secret,
+                    config.access_token_env: self.access_token,
+                    config.verify_token_env: self.verify_token,
+                },
+            )
+        self.client = httpx.AsyncClient(timeout=config.timeout_s)
+        self._once = StartOnce()
+
+    async def start(self, log_dir: Path | None = None) -> None:
+        """Serve the Graph API, start the bot (bot.start) and play the verification handshake, once."""
+
+        async def start_all() -> None:
+            await self.graph.start()
+            if self.process is not None:
+                await self.process.start(log_dir)
+            if self.config.verify:
+                await self.verify()
+
+        await self._once.run(start_all)
+
+    async def verify(self) -> str:
+        """Meta's GET handshake: the bot must answer 200 with `hub.challenge` when the token matches."""
+        query, challenge = verification_query(self.verify_token)
+        try:
+            response = await self.client.get(self.webhook_url, params=query)
+        except httpx.HTTPError as exc:
+            raise UserError(
+                f"the webhook verification GET to {self.webhook_url} failed: {self.why(exc)}"
+            ) from exc
+        if response.status_code != 200 or response.text.strip() != challenge:
+            raise UserError(
+                f"the bot failed the webhook verification handshake: GET {self.webhook_url}?hub.mode=subscribe&"
+                f"hub.verify_token=…&hub.challenge={challenge} answered HTTP {response.status_code} "
+                f"{redact(response.text)[:80]!r}; a Cloud API webhook answers 200 with the challenge when "
+                f"hub.verify_token matches (the bot reads it from {self.config.verify_token_env}), or set "
+                "bot.verify: false"
+            )
+        return challenge
+
+    def why(self, exc: httpx.HTTPError) -> str:
+        """A failed call said as it is, with the bot process's exit and log when it has died."""
+        note = self.process.death_note() if self.process is not None else None
+        if note:
+            return note
+        if connection_refused(exc):
+            return f"connection refused by {self.webhook_url}: is the bot running there?"
+        if isinstance(exc, httpx.TimeoutException):
+            return f"no answer within {self.config.timeout_s:g} s (bot.timeout_s)"
+        return f"{type(exc).__name__}: {exc}"
+
+    async def open(self, conversation_id: str) -> WhatsAppSession:
+        try:
+            await self.start()
+        except UserError as exc:
+            raise BotError("start", str(exc)) from exc
+        who = Identity.for_conversation(conversation_id, self.config.profile_name, self.config.country)
+        return WhatsAppSession(self, who, self.graph.open_inbox(who))
+
+    async def aclose(self) -> None:
+        if self.process is not None:
+            await self.process.stop()
+        await self.graph.aclose()
+        await self.client.aclose()
+
+
+class WhatsAppSession:
+    """One simulated WhatsApp user chatting with the bot."""
+
+    def __init__(self, factory: WhatsAppBotFactory, who: Identity, inbox: Inbox) -> None:
+        self._factory = factory
+        self._config = factory.config
+        self.who = who
+        self._inbox = inbox
+        self._offered: OptionsPart | None = None
+        self._offered_id: str | None = None  # the bot's message that carried the options
+
+    async def _post(self, event: dict[str, Any], what: str) -> int:
+        body = dumps(event)
+        headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(body, self._factory.app_secret)}
+        try:
+            response = await self._factory.client.post(
+                self._factory.webhook_url, content=body, headers=headers
+            )
+        except httpx.HTTPError as exc:
+            kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "connection"
+            raise BotError(kind, f"posting {what} to the webhook failed: {self._factory.why(exc)}") from exc
+        if response.status_code >= 400:
+            hint = " (a 401 or 403: does the bot check X-Hub-Signature-256 with the same app secret?)"
+            raise BotError(
+                "http_status",
+                f"the bot answered HTTP {response.status_code} to {what}: {redact(response.text)[:160]!r}"
+                + (hint if response.status_code in (401, 403) else ""),
+            )
+        return response.status_code
+
+    def _event(self, text: str, pick: PickPart | None) -> tuple[dict[str, Any], str]:
+        offered: Option | None = None
+        style = None
+        if pick is not None and self._offered is not None:
+            offered = next((o for o in self._offered.options if o.id == pick.id), None)
+            style = self._offered.style
+        return message_event(
+            self._factory.account,
+            self.who,
+            text,
+            pick=pick,
+            offered=offered,
+            style=style,
+            context_id=self._offered_id if pick is not None else None,
+        )
+
+    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
+        early = self._drain()  # sent after the last turn ended, before this message
+        event, message_id = self._event(text, pick)
+        self._factory.graph.note_inbound(message_id, self._inbox)
+        start = time.perf_counter()
+        status = await self._post(event, "the message webhook")
+        messages, notes, end = await self._collect(start, early)
+        statuses = await self._statuses(messages)
+        parts: list[Part] = [part for item in messages for part in item.parts]
+        for item in messages:
+            options = [p for p in item.parts if isinstance(p, OptionsPart)]
+            if options:
+                self._offered, self._offered_id = options[-1], item.message_id
+        first = min((item.at for item in messages), default=start)
+        return BotReply(
+            messages=[p.text for p in parts if isinstance(p, TextPart)],
+            latency_s=max(0.0, first - start),
+            parts=parts,
+            raw=self._raw(start, status, event, messages, notes, end, statuses),
+        )
+
+    def _raw(
+        self,
+        start: float,
+        status: int,
+        event: dict[str, Any],
+        messages: list[Outbound],
+        notes: list[str],
+        end: str,
+        statuses: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """The turn's raw record: how it ended (`quiet` or `interactive`), when each message came after the
+        webhook delivery, and (with record_raw) the webhook event, the bodies, notes and status callbacks."""
+        timing: list[dict[str, Any]] = [
+            {"at_s": round(item.at - start, 3), "id": item.message_id} for item in messages
+        ]
+        raw: dict[str, Any] = {"end": end, "quiet_s": self._config.quiet_s, "messages": timing}
+        if self._factory.record_raw:
+            for entry, item in zip(timing, messages, strict=True):
+                entry["body"] = item.body
+            raw.update(webhook={"status": status, "event": event}, notes=notes, statuses=statuses)
+        return raw
+
+    def _drain(self) -> list[Outbound]:
+        items = []
+        while not self._inbox.queue.empty():
+            items.append(self._inbox.queue.get_nowait())
+        return items
+
+    async def _collect(self, start: float, early: list[Outbound]) -> tuple[list[Outbound], list[str], str]:
+        """The bot's messages of this turn: until it has been quiet for quiet_s after its last message, or
+        sent an interactive one. Nothing within timeout_s of the webhook is a timeout error."""
+        messages: list[Outbound] = []
+        notes: list[str] = []
+        pending = list(early)
+        while True:
+            if pending:
+                item = pending.pop(0)
+            else:
+                now = time.perf_counter()
+                last = messages[-1].at if messages else None
+                wait = (
+                    (last + self._config.quiet_s - now)
+                    if last is not None
+                    else (start + self._config.timeout_s - now)
+                )
+                try:
+                    item = await asyncio.wait_for(self._inbox.queue.get(), max(0.0, wait))
+                except TimeoutError:
+                    if messages:
+                        return messages, notes, "quiet"
+                    raise BotError(
+                        "timeout",
+                        f"the bot sent no message within {self._config.timeout_s:g} s of the webhook delivery "
+                        "(bot.timeout_s)",
+                    ) from None
+            if item.error is not None:
+                raise BotError(item.error_kind or "invalid_reply", item.error)
+            if item.note is not None:
+                notes.append(item.note)
+                continue
+            messages.append(item)
+            if any(isinstance(part, OptionsPart) for part in item.parts):
+                return messages, notes, "interactive"
+
+    async def _statuses(self, messages: list[Outbound]) -> list[dict[str, Any]]:
+        """Post the configured status callbacks of each message, in order; a bot that fails one is an error."""
+        sent = []
+        for item in messages:
+            assert item.message_id is not None
+            for status in self._config.statuses:
+                event = status_event(self._factory.account, self.who, item.message_id, status)
+                code = await self._post(event, f"the '{status}' status callback of {item.message_id}")
+                sent.append({"id": item.message_id, "status": status, "answer": code})
+        return sent
+
+    async def final_state(self) -> dict[str, Any] | None:
+        url = self._factory.state_url
+        if url is None:
+            return None
+        url = url.replace("{wa_id}", self.who.wa_id).replace("{user_id}", self.who.user_id)
+        try:
+            response = await self._factory.client.get(url)
+        except httpx.HTTPError as exc:
+            raise BotError("connection", f"GET bot.state_url failed: {self._factory.why(exc)}") from exc
+        if response.status_code == 404:
+            return None
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if response.status_code >= 400 or not (data is None or isinstance(data, dict)):
+            raise BotError(
+                "invalid_reply",
+                f"bot.state_url answered HTTP {response.status_code}: a JSON object is expected",
+            )
+        return data
+
+    async def aclose(self) -> None:
+        self._factory.graph.close_inbox(self._inbox)

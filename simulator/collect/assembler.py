@@ -1,0 +1,145 @@
+"""Conversations assembled as their spans arrive, and closed after an idle time.
+
+Spans are grouped by conversation key as `simulator import` groups them (the span's own conversation
+attribute or its resource's, else another span of its trace's, else the trace id); a log record for a span
+becomes that span's event. A conversation closes when no span has arrived for `idle_s` seconds. Duplicates
+(a span the exporter sends again after a timeout) are recognised by (trace id, span id), for open
+conversations and for the most recently closed ones. Memory is bounded by `max_spans`: the receiver
+answers 503 (try later) rather than hold more.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Assembler", "OpenConversation"]
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from simulator.collect.spans import Ref
+from simulator.traces.otlp import Span, own_key
+
+RECENT = 200_000  # closed span refs remembered for dedup
+
+
+@dataclass
+class OpenConversation:
+    key: str
+    spans: dict[Ref, Span] = field(default_factory=dict)
+    last_seen: float = 0.0
+
+
+class Assembler:
+    """The open conversations, keyed by conversation key."""
+
+    def __init__(self, key_attr: str | None, idle_s: float, max_spans: int) -> None:
+        self.key_attr = key_attr
+        self.idle_s = idle_s
+        self.max_spans = max_spans
+        self.open: dict[str, OpenConversation] = {}
+        self.where: dict[Ref, str] = {}  # span -> its open conversation's key
+        self.trace_keys: dict[str, str] = {}  # trace id -> conversation key, for spans without one
+        self.recent: OrderedDict[Ref, None] = OrderedDict()
+        self.spans = 0
+
+    @property
+    def full(self) -> bool:
+        return self.spans >= self.max_spans
+
+    def fresh(self, spans: list[Span]) -> list[Span]:
+        """The spans (and log events) not seen before: what is to be spooled and added."""
+        out = []
+        for span in spans:
+            if span.ref in self.recent:
+                continue
+            key = self.where.get(span.ref)
+            held = self.open[key].spans.get(span.ref) if key is not None else None
+            if held is None:
+                out.append(span)
+                continue
+            if span.attributes and held.attributes:
+                continue  # the same span again
+            seen = {(n, t) for n, t, _ in held.events}
+            events = [e for e in span.events if (e[0], e[1]) not in seen]
+            if events or (span.attributes and not held.attributes):
+                out.append(Span(*_fields(span, events)))
+        return out
+
+    def _key(self, span: Span) -> str:
+        own = own_key(span, self.key_attr)
+        if own is not None:
+            key = str(own)
+            self.trace_keys.setdefault(span.trace_id, key)
+            if span.trace_id in self.open and span.trace_id != key:
+                self._merge(span.trace_id, key)  # spans of this trace came first, without the key
+            return key
+        if span.ref in self.where:
+            return self.where[span.ref]
+        return self.trace_keys.get(span.trace_id, span.trace_id)
+
+    def _merge(self, old: str, new: str) -> None:
+        moved = self.open.pop(old)
+        target = self.open.setdefault(new, OpenConversation(new, last_seen=moved.last_seen))
+        for ref, span in moved.spans.items():
+            target.spans[ref] = span
+            self.where[ref] = new
+
+    def add(self, spans: list[Span], now: float) -> None:
+        """Add fresh spans (from `fresh`) to their conversations; `now` restarts their idle clocks."""
+        for span in spans:
+            key = self._key(span)
+            conversation = self.open.setdefault(key, OpenConversation(key))
+            conversation.last_seen = now
+            held = conversation.spans.get(span.ref)
+            if held is None:
+                conversation.spans[span.ref] = span
+                self.where[span.ref] = key
+                self.spans += 1
+                continue
+            if span.attributes and not held.attributes:
+                held.attributes, held.resource = span.attributes, span.resource
+                held.start, held.end, held.error = span.start, span.end, span.error
+            held.events += span.events
+
+    def due(self, now: float, everything: bool = False) -> list[OpenConversation]:
+        """Take out the conversations idle for `idle_s` (all of them with `everything`)."""
+        done = [c for c in self.open.values() if everything or now - c.last_seen >= self.idle_s]
+        for conversation in done:
+            self.close(conversation)
+        return done
+
+    def close(self, conversation: OpenConversation) -> None:
+        del self.open[conversation.key]
+        for ref in conversation.spans:
+            self.where.pop(ref, None)
+            self.recent[ref] = None
+        self.spans -= len(conversation.spans)
+        traces = {ref[0] for ref in conversation.spans}
+        for trace in traces:
+            if self.trace_keys.get(trace) == conversation.key:
+                del self.trace_keys[trace]
+        while len(self.recent) > RECENT:
+            self.recent.popitem(last=False)
+
+    def remember(self, refs: list[Ref]) -> None:
+        """Spans of conversations closed before a restart: known, so not taken again."""
+        for ref in refs:
+            self.recent[ref] = None
+
+    def open_spans(self) -> list[Span]:
+        return [s for c in self.open.values() for s in c.spans.values()]
+
+
+def _fields(span: Span, events: list[tuple[str, int, dict[str, Any]]]) -> tuple[Any, ...]:
+    """The span's fields with other events (Span's positional order)."""
+    return (
+        span.trace_id,
+        span.span_id,
+        span.start,
+        span.end,
+        span.attributes,
+        span.resource,
+        None,
+        events,
+        span.error,
+    )

@@ -1,0 +1,116 @@
+"""The collector as the command line configures it: suite, judge stage, budget, alerts, wired together."""
+
+from __future__ import annotations
+
+__all__ = ["build_collector"]
+
+from pathlib import Path
+from typing import Any
+
+from simulator.collect.service import STATE, CollectOptions, Collector
+from simulator.errors import UserError
+
+
+def _judge(
+    options: CollectOptions, suite_path: Path, prices_path: Path | None, concurrency: int
+) -> tuple[Any, Any]:
+    """The live judge for the suite's criteria, and a manifest decorator recording suite and judge set."""
+    from simulator.collect.judging import LiveJudge
+    from simulator.collect.sampling import Budget, load_policy
+    from simulator.engine.runner import redacted_suite
+    from simulator.judging.stage import make_judge_stage
+    from simulator.providers.hub import ModelHub
+    from simulator.record.hashing import sha256_file
+    from simulator.record.redact import register_secrets, suite_secrets
+    from simulator.spec.suite import check_environment, load_suite
+
+    suite = load_suite(suite_path)
+    check_environment(suite)
+    register_secrets(suite_secrets(suite))
+    policy = load_policy(options.policy)
+    hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
+    stage = make_judge_stage(suite, [], hub.for_role("judge"))
+    prices = None
+    if policy.budget.dollars is not None:
+        from simulator.analysis.cost import load_prices
+
+        prices = load_prices(prices_path)
+        unpriced = [j.model_spec for j in stage.jury if prices.lookup(j.model_spec) is None]
+        if unpriced:
+            raise UserError(
+                f"{options.policy} [budget.dollars]: the judge model {unpriced[0]} has no price; add it to "
+                "a price file (--prices FILE) or budget in calls only"
+            )
+    (options.out / STATE).mkdir(parents=True, exist_ok=True)
+    budget = Budget(policy.budget, options.out / STATE / "budget.jsonl")
+    judge = LiveJudge(stage, policy, budget, prices, concurrency=concurrency, hub=hub)
+    recorded = redacted_suite(suite)
+    recorded.runs = 1
+
+    def decorate(manifest: Any) -> None:
+        manifest.suite = recorded
+        manifest.suite_file = str(suite_path)
+        manifest.suite_hash = sha256_file(suite_path)
+        manifest.add_judge_set(stage.describe())
+        manifest.prompts["judge"] = stage.prompt()
+
+    return judge, decorate
+
+
+def build_collector(
+    options: CollectOptions,
+    *,
+    suite: Path | None = None,
+    prices: Path | None = None,
+    judge_concurrency: int = 4,
+    alerts: list[str] | None = None,
+    alert_window: int = 500,
+    webhook: str | None = None,
+    alert_file: Path | None = None,
+    simulated: Path | None = None,
+) -> Collector:
+    """A collector; with `suite`, its sampled conversations are judged with the suite's criteria."""
+    judge, decorate = _judge(options, suite, prices, judge_concurrency) if suite is not None else (None, None)
+    watcher = None
+    if alerts:
+        from simulator.collect.alerts import Alerts, parse_rules
+        from simulator.collect.signals import BOOLEAN_SIGNALS
+
+        criteria = [c.id for c in judge.stage.criteria] if judge is not None else []
+        known = [f"fail_rate:{c}" for c in criteria] + [f"signal:{s}" for s in BOOLEAN_SIGNALS]
+        rules = parse_rules(alerts, known)
+        (options.out / STATE).mkdir(parents=True, exist_ok=True)
+        watcher = Alerts(
+            rules,
+            options.out / STATE / "alerts-firing.json",
+            window=alert_window,
+            webhook=webhook,
+            file=alert_file,
+            log=options.out / STATE / "alerts.jsonl",
+        )
+    return Collector(
+        options,
+        judge=judge,
+        alerts=watcher,
+        decorate=decorate,
+        on_finish=population_drift(simulated) if simulated is not None else None,
+    )
+
+
+POPULATIONS = "populations.json"
+
+
+def population_drift(simulated: Path) -> Any:
+    """`compare-populations` of each completed live folder against the simulated run, written into the
+    folder as `populations.json` (the collector is that folder's writer)."""
+    from simulator.record.folder import RunFolder
+
+    RunFolder.open(simulated)  # a clear error now, not at the first roll
+
+    def compare(folder: Path) -> None:
+        from simulator.analysis.populations import compare_populations
+
+        comparison = compare_populations(simulated, folder)
+        (folder / POPULATIONS).write_text(comparison.model_dump_json(indent=2), encoding="utf-8")
+
+    return compare

@@ -1,0 +1,134 @@
+"""The OTLP/HTTP receiver: `POST /v1/traces` and `POST /v1/logs` (protobuf or JSON, gzip or not), on the
+desk's stack (Starlette, served by uvicorn).
+
+Bounded at every step: the per-client rate limit answers 429 with Retry-After; a full assembler (too many
+open spans held) answers 503 with Retry-After, so memory stays bounded and the exporter retries later; the
+body is read chunk by chunk and refused (413) as soon as it passes the limit, before and after gunzip. On a
+non-loopback bind every request needs the token (`Authorization: Bearer`), as the desk does.
+"""
+
+from __future__ import annotations
+
+__all__ = ["create_receiver"]
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from simulator.collect.decode import JSON, PROTOBUF, BodyError, decode_request, read_limited
+from simulator.collect.service import Collector
+from simulator.serve.security import token_ok
+
+BUSY_RETRY_S = 5
+
+
+def _refuse(status: int, message: str, retry_after: str | None = None) -> Response:
+    headers = {"Retry-After": retry_after} if retry_after else None
+    return PlainTextResponse(message, status, headers=headers)
+
+
+def _handler(collector: Collector, kind: str, token: str | None) -> Any:
+    async def export(request: Request) -> Response:
+        if token is not None and not token_ok(request, token):
+            return _refuse(401, "this collector needs its token: send Authorization: Bearer <token>")
+        client = request.client.host if request.client else "unknown"
+        wait = collector.limiter.take(client, time.monotonic())
+        if wait > 0:
+            collector.counts["refused_rate"] += 1
+            return _refuse(
+                429, "too many requests from this client; retry later", collector.limiter.retry_after(wait)
+            )
+        if collector.assembler.full:
+            collector.counts["refused_busy"] += 1
+            return _refuse(
+                503, "the collector holds as many open spans as it may; retry later", str(BUSY_RETRY_S)
+            )
+        limit = collector.options.max_body
+        declared = request.headers.get("content-length", "")
+        try:
+            if declared.isdigit() and int(declared) > limit:
+                raise BodyError(413, f"request body over the limit of {limit} bytes; send smaller batches")
+            body = await read_limited(request.stream(), limit)
+            document = decode_request(
+                body,
+                request.headers.get("content-type", ""),
+                request.headers.get("content-encoding", ""),
+                kind,
+                limit,
+            )
+            collector.accept(document)
+        except BodyError as exc:
+            collector.counts[f"refused_{exc.status}"] += 1
+            return _refuse(exc.status, str(exc))
+        except ValueError as exc:
+            collector.counts["refused_400"] += 1
+            return _refuse(400, str(exc))
+        except OSError as exc:  # the spool could not be written: nothing was accepted
+            collector.counts["refused_disk"] += 1
+            return _refuse(
+                503, f"the collector cannot write its spool ({exc.strerror}); retry later", str(BUSY_RETRY_S)
+            )
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() == JSON:
+            return Response(b"{}", 200, media_type=JSON)
+        return Response(b"", 200, media_type=PROTOBUF)  # an empty Export*ServiceResponse: full success
+
+    return export
+
+
+def create_receiver(
+    collector: Collector,
+    *,
+    token: str | None = None,
+    allowed_hosts: list[str] | None = None,
+    tick_s: float = 1.0,
+    background: Any = None,
+) -> Starlette:
+    """The receiver app; its lifespan recovers the journal, runs the close loop and stops cleanly."""
+    import asyncio
+
+    async def loop() -> None:
+        while True:
+            await asyncio.sleep(tick_s)
+            collector.tick()
+            if background is not None:
+                await background()
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        collector.start()
+        if collector.judge is not None:
+            collector.judge.start()
+        task = asyncio.create_task(loop())
+        try:
+            yield
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            if collector.judge is not None:
+                await collector.judge.stop()
+            collector.stop()
+
+    async def health(request: Request) -> Response:
+        if token is not None and not token_ok(request, token):
+            return _refuse(401, "this collector needs its token: send Authorization: Bearer <token>")
+        return JSONResponse(collector.status())
+
+    return Starlette(
+        routes=[
+            Route("/v1/traces", _handler(collector, "traces", token), methods=["POST"]),
+            Route("/v1/logs", _handler(collector, "logs", token), methods=["POST"]),
+            Route("/status", health, methods=["GET"]),
+        ],
+        middleware=[
+            Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or ["127.0.0.1", "localhost"])
+        ],
+        lifespan=lifespan,
+    )

@@ -1,0 +1,274 @@
+"""The collector: accepted spans spooled and assembled, closed conversations written, signals computed,
+samples judged, alerts checked. The HTTP side is `receiver.py`; this is everything behind it."""
+
+from __future__ import annotations
+
+__all__ = ["CollectOptions", "Collector"]
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from simulator.collect.assembler import Assembler, OpenConversation
+from simulator.collect.folders import Roll, RollingFolders
+from simulator.collect.limits import RateLimiter
+from simulator.collect.sampling import SamplingPolicy, load_policy
+from simulator.collect.signals import quality_signals
+from simulator.collect.spans import redacted
+from simulator.collect.spool import Marker, Spool
+from simulator.errors import UserError
+from simulator.record.models import ConversationRecord
+from simulator.traces.messages import Parsed
+from simulator.traces.otlp import Span, conversations_from_spans, spans_from_documents
+from simulator.traces.redact import load_redactor
+
+STATE = ".collect"
+RECENT_MARKERS = 5000  # closed conversations remembered across a compaction (dedup after a restart)
+
+
+@dataclass
+class CollectOptions:
+    out: Path
+    idle_s: float = 300.0
+    conversation_key: str | None = None
+    redact: Path | None = None
+    roll: Roll = field(default_factory=Roll)
+    max_body: int = 4 * 1024 * 1024
+    max_open_spans: int = 200_000
+    rate: float = 100.0  # requests a second per client
+    burst: float = 200.0
+    fsync: bool = True
+    spool_limit: int = 64 * 1024 * 1024
+    exclude_system: bool = False
+    decision_tool: str = "record_decision"
+    policy: Path | None = None
+
+
+class Collector:
+    """Everything the receiver feeds. Synchronous except judging: one close path, no await inside it, so a
+    marker and its record are never separated by another request."""
+
+    def __init__(
+        self,
+        options: CollectOptions,
+        *,
+        judge: Any = None,
+        alerts: Any = None,
+        decorate: Any = None,
+        on_finish: Any = None,
+    ) -> None:
+        if options.out.exists() and not options.out.is_dir():
+            raise UserError(f"--out {options.out}: a file of that name exists; name a folder")
+        self.options = options
+        self.policy: SamplingPolicy = load_policy(options.policy)
+        self.redactor = load_redactor(options.redact)
+        self.spool = Spool(options.out / STATE, fsync=options.fsync)
+        self.assembler = Assembler(options.conversation_key, options.idle_s, options.max_open_spans)
+        self.limiter = RateLimiter(options.rate, options.burst)
+        self.folders = RollingFolders(
+            options.out, options.roll, self._source(), decorate=decorate, on_finish=on_finish
+        )
+        self.judge = judge
+        self.alerts = alerts
+        self.counts: Counter[str] = Counter()
+        self.recent: list[Marker] = []
+
+    def _source(self) -> dict[str, Any]:
+        return {
+            "format": "otlp-http",
+            "collector": "simulator collect",
+            "conversation_key": self.options.conversation_key,
+            "idle_s": self.options.idle_s,
+            "exclude_system": self.options.exclude_system,
+            "redaction": str(self.options.redact or "built-in patterns"),
+        }
+
+    # ---------------------------------------------------------------------------------------- start
+
+    def start(self, now: float | None = None) -> None:
+        """Recover from the journal: finish conversations closed but not written, reopen the rest."""
+        now = time.monotonic() if now is None else now
+        spans, markers = self.spool.load()
+        by_ref: dict[tuple[str, str], Span] = {}
+        for span in spans:
+            held = by_ref.get(span.ref)
+            if held is None:
+                by_ref[span.ref] = span
+            else:
+                _merge_into(held, span)
+        self.folders.start()
+        closed: set[tuple[str, str]] = set()
+        written: dict[str, set[str]] = {}
+        for marker in markers:
+            closed.update(marker.refs)
+            if marker.folder not in written:
+                written[marker.folder] = self._written(marker.folder)
+            if marker.scenario_id not in written[marker.folder]:
+                self._rewrite(marker, [by_ref[r] for r in marker.refs if r in by_ref])
+                written[marker.folder].add(marker.scenario_id)
+                self.counts["recovered"] += 1
+        self.assembler.remember(list(closed))
+        self.recent = markers[-RECENT_MARKERS:]
+        reopened = [s for ref, s in by_ref.items() if ref not in closed]
+        self.assembler.add(reopened, now)
+        self.spool.compact(self.assembler.open_spans(), self.recent)
+        self.counts["reopened_spans"] += len(reopened)
+
+    def _written(self, name: str) -> set[str]:
+        from simulator.record.folder import RunFolder
+
+        path = self.options.out / name
+        if not (path / "manifest.json").is_file():
+            return set()
+        return {r.scenario_id for r in RunFolder.open(path).conversations()}
+
+    def _rewrite(self, marker: Marker, spans: list[Span]) -> None:
+        """Write a conversation whose marker was journalled but whose record was not (a crash between)."""
+        built = self._build(OpenConversation(marker.key, {s.ref: s for s in spans}), marker.scenario_id)
+        if built is None:
+            return
+        record, signals = built
+        current = self.folders.current
+        if current is not None and current.name == marker.folder:
+            self.folders.write(current, record, signals)
+            return
+        other = self.folders.reopen(marker.folder)
+        self.folders.write(other, record, signals)
+        self.folders.finish(other)
+
+    # --------------------------------------------------------------------------------------- accept
+
+    def accept(self, document: dict[str, Any], now: float | None = None) -> int:
+        """Take an OTLP JSON export request: redact, drop duplicates, spool (on disk before this returns),
+        assemble. The number of new spans; ValueError for a request whose structure is not OTLP."""
+        now = time.monotonic() if now is None else now
+        parsed = Parsed([])
+        try:
+            spans = list(spans_from_documents([(None, document)], parsed).values())
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            raise ValueError(f"not an OTLP export request ({type(exc).__name__}: {exc})") from None
+        fresh = self.assembler.fresh([redacted(s, self.redactor) for s in spans])
+        self.counts["duplicates"] += len(spans) - len(fresh)
+        self.spool.append(fresh)
+        self.assembler.add(fresh, now)
+        self.counts["spans"] += len(fresh)
+        return len(fresh)
+
+    # ---------------------------------------------------------------------------------------- close
+
+    def tick(self, now: float | None = None, everything: bool = False) -> int:
+        """Close the conversations idle long enough (all with `everything`); how many were written.
+
+        Their markers are journalled together (one fsync), then their records appended: a crash in between
+        is finished on the next start, and a record is never written before its marker."""
+        now = time.monotonic() if now is None else now
+        closing = []
+        for conversation in self.assembler.due(now, everything):
+            target = self.folders.target(datetime.now(UTC))
+            scenario_id = self.folders.name_for(target, conversation.key)
+            built = self._build(conversation, scenario_id)
+            if built is None:
+                continue
+            target.taken.add(scenario_id)  # reserved: the next conversation of this key is `-2`
+            marker = Marker(conversation.key, target.name, scenario_id, list(conversation.spans))
+            closing.append((target, marker, *built))
+        self.spool.mark([marker for _, marker, _, _ in closing])
+        for target, marker, record, signals in closing:
+            self.recent.append(marker)
+            self.folders.write(target, record, signals)
+            self.counts["conversations"] += 1
+            if self.judge is not None:
+                reasons = self.judge.offer(target.folder, record, signals)
+                self.counts["sampled"] += bool(reasons)
+        if self.spool.size() > self.options.spool_limit:
+            self.spool.compact(self.assembler.open_spans(), self.recent[-RECENT_MARKERS:])
+        if len(self.recent) > 2 * RECENT_MARKERS:
+            self.recent = self.recent[-RECENT_MARKERS:]
+        self.folders.flush(self._progress())
+        return len(closing)
+
+    def _build(
+        self, conversation: OpenConversation, scenario_id: str
+    ) -> tuple[ConversationRecord, dict[str, Any]] | None:
+        """The conversation's record and quality signals; None (counted, with the reason) when the spans
+        hold no conversation."""
+        from simulator.traces.records import ConvertOptions, to_record
+
+        spans = list(conversation.spans.values())
+        parsed = conversations_from_spans(
+            spans, {s.ref: conversation.key for s in spans}, "collect", Parsed([])
+        )
+        self.counts["problems"] += len(parsed.problems)
+        if not parsed.conversations:
+            self.counts["no_conversation"] += 1
+            return None
+        found = parsed.conversations[0]
+        if self.options.exclude_system:
+            found.system = []
+        options = ConvertOptions(
+            now=datetime.now(UTC),
+            exclude_system=self.options.exclude_system,
+            decision_tool=self.options.decision_tool,
+        )
+        try:
+            record = to_record(found, scenario_id, options)
+        except ValueError:
+            self.counts["skipped"] += 1
+            return None
+        return record, quality_signals(record, spans, self.policy.signals)
+
+    def _progress(self) -> dict[str, Any]:
+        """What the manifest's `source` says of this collector process (since it started): redactions by
+        label over every span it accepted, and its counts (spans, duplicates, refusals, conversations)."""
+        return {
+            "redacted_since_start": dict(self.redactor.counts),
+            "collected_since_start": dict(self.counts),
+        }
+
+    def check_alerts(self) -> list[dict[str, Any]]:
+        """Evaluate the alert rules on the newest conversations (fired alerts are sent and returned)."""
+        if self.alerts is None:
+            return []
+        from simulator.collect.trends import load_observations
+
+        # The newest conversations, read further back until every rule has its window and reference of
+        # conversations that count for it (a criterion counts only the judged sample), or all are read.
+        wanted = self.alerts.window + self.alerts.reference
+        last = wanted
+        while True:
+            observations = load_observations(self.folders.folders(), last)
+            if len(observations) < last or self.alerts.counted(observations) >= wanted:
+                break
+            last *= 4
+        fired: list[dict[str, Any]] = self.alerts.evaluate(observations)
+        return fired
+
+    def stop(self) -> None:
+        """Stop writing: manifests flushed; open conversations stay in the spool for the next start."""
+        self.folders.flush(self._progress())
+        self.folders.stop()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "open_conversations": len(self.assembler.open),
+            "open_spans": self.assembler.spans,
+            "counts": dict(self.counts),
+            "judge": dict(self.judge.counts) if self.judge is not None else None,
+        }
+
+
+def _merge_into(held: Span, span: Span) -> None:
+    """A second spool line for a span: its log events (or its attributes, when the first had none)."""
+    if span.attributes and not held.attributes:
+        held.attributes, held.resource, held.start, held.end = (
+            span.attributes,
+            span.resource,
+            span.start,
+            span.end,
+        )
+        held.error = span.error
+    seen = {(n, t) for n, t, _ in held.events}
+    held.events += [e for e in span.events if (e[0], e[1]) not in seen]

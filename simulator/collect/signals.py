@@ -1,0 +1,155 @@
+"""Quality signals, computed in code for every collected conversation (not only the judged sample).
+
+- `handover`: the bot handed the user to a person (its words, or a handover/escalation span attribute);
+- `rephrased`: consecutive user messages so alike that the user was saying the same thing again;
+- `elsewhere`: the user said they would go elsewhere (another service, a doctor, "forget it");
+- `abandoned`: the conversation ended on the user's message, unanswered, or the user said they would go
+  elsewhere;
+- `negative_feedback`: a thumbs-down or escalation signal in the spans' attributes;
+- `turns`, `user_turns`, `first_reply_s` (seconds from the first user message to the first bot reply).
+
+The phrase lists are deliberately plain and editable (the sampling policy can extend them); a signal is a
+reason to look, never a verdict.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BOOLEAN_SIGNALS", "SignalConfig", "quality_signals"]
+
+import itertools
+import re
+from difflib import SequenceMatcher
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simulator.record.models import ConversationRecord
+from simulator.traces.otlp import Span
+
+BOOLEAN_SIGNALS = ("handover", "rephrased", "elsewhere", "abandoned", "negative_feedback", "long")
+
+
+def _handover_phrases() -> list[str]:
+    return [
+        r"transfer(ring)? you",
+        r"connect(ing)? you (to|with) (a|an|one of our) (person|human|nurse|doctor|agent|colleague)",
+        r"hand(ing)? (you )?over",
+        r"speak (to|with) a (person|human|nurse|member of (our )?staff)",
+        r"a (nurse|clinician|colleague) will (call|contact) you",
+    ]
+
+
+def _elsewhere_phrases() -> list[str]:
+    return [
+        r"\b(i'?ll|i will|i'm going to|going to) (go|call|ring|see|ask|try) (somewhere|someone|elsewhere|"
+        r"my (gp|doctor)|a (real )?(doctor|person|human)|another)",
+        r"\bforget it\b",
+        r"\bthis is (useless|pointless)\b",
+        r"\b(waste of (my )?time)\b",
+    ]
+
+
+class SignalConfig(BaseModel):
+    """Phrases (regular expressions, case-insensitive) and span attributes the signals look for."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    handover: list[str] = Field(default_factory=_handover_phrases)
+    elsewhere: list[str] = Field(default_factory=_elsewhere_phrases)
+    # Span attributes whose negative value (false, 0 or below, "down") is a thumbs-down, and whose true
+    # value is an escalation.
+    feedback_attributes: list[str] = Field(
+        default_factory=lambda: ["user.feedback", "feedback.score", "gen_ai.feedback"]
+    )
+    escalation_attributes: list[str] = Field(default_factory=lambda: ["app.escalation", "gen_ai.escalation"])
+    handover_attributes: list[str] = Field(default_factory=lambda: ["app.handover", "gen_ai.handover"])
+    rephrase_similarity: float = Field(default=0.75, gt=0, le=1)
+    long_turns: int = Field(default=12, ge=2)
+
+
+def _any(patterns: list[str], texts: list[str]) -> bool:
+    compiled = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE) if patterns else None
+    return compiled is not None and any(compiled.search(t) for t in texts)
+
+
+def _negative(value: Any) -> bool:
+    """A feedback value meaning thumbs-down or escalate: false, negative numbers, words like `down`."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value < 0 or value == 0
+    text = str(value).strip().lower()
+    return text in {"down", "thumbs_down", "thumbs-down", "negative", "bad", "-1", "0", "false"}
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or str(value).strip().lower() in {"true", "yes", "1"}
+
+
+def _attribute_signal(spans: list[Span], names: list[str], test: Any = _truthy) -> bool:
+    """True when a span (or one of its events) has one of the attributes with a value passing `test`."""
+    for span in spans:
+        sources = [span.attributes] + [attrs for _, _, attrs in span.events]
+        for attrs in sources:
+            for name in names:
+                if name in attrs and test(attrs[name]):
+                    return True
+    return False
+
+
+def _rephrased(texts: list[str], threshold: float) -> int:
+    """How many user messages repeat the one before them: at least three words each, mostly the same
+    words, and alike as text (case and punctuation aside). Short replies ("yes", "45") never count."""
+    words = [re.findall(r"\w+", t.lower()) for t in texts]
+    count = 0
+    for a, b in itertools.pairwise(words):
+        if len(a) < 3 or len(b) < 3:
+            continue
+        overlap = len(set(a) & set(b)) / len(set(a) | set(b))
+        if overlap >= 0.6 and SequenceMatcher(None, " ".join(a), " ".join(b)).ratio() >= threshold:
+            count += 1
+    return count
+
+
+def quality_signals(record: ConversationRecord, spans: list[Span], config: SignalConfig) -> dict[str, Any]:
+    """The signals of one conversation, as the line `signals.jsonl` holds."""
+    user = [t.text for t in record.turns if t.role == "user"]
+    bot = [t.text for t in record.turns if t.role == "bot"]
+    elsewhere = _any(config.elsewhere, user)
+    first_user = next((t for t in record.turns if t.role == "user"), None)
+    first_bot = next(
+        (t for t in record.turns if t.role == "bot" and first_user and t.index > first_user.index), None
+    )
+    first_reply = (
+        round((first_bot.started_at - first_user.started_at).total_seconds(), 3)
+        if first_user is not None and first_bot is not None
+        else None
+    )
+    rephrased = _rephrased(user, config.rephrase_similarity)
+    last_is_user = bool(record.turns) and record.turns[-1].role == "user"
+    return {
+        "conversation_id": record.id,
+        "started_at": record.started_at.isoformat(),
+        "turns": len(record.turns),
+        "user_turns": len(user),
+        "first_reply_s": first_reply,
+        "handover": _any(config.handover, bot) or _attribute_signal(spans, config.handover_attributes),
+        "rephrased": rephrased > 0,
+        "rephrasings": rephrased,
+        "elsewhere": elsewhere,
+        "abandoned": last_is_user or elsewhere,
+        "negative_feedback": _attribute_signal(spans, config.feedback_attributes, _negative)
+        or _attribute_signal(spans, config.escalation_attributes),
+        "long": len(record.turns) >= config.long_turns,
+        "user": _user(spans),
+    }
+
+
+def _user(spans: list[Span]) -> str | None:
+    """Who the user is, when the spans say (`user.id`, `enduser.id`): the cluster of the drift intervals."""
+    for span in spans:
+        for attrs in (span.attributes, span.resource):
+            for name in ("user.id", "enduser.id"):
+                if attrs.get(name) is not None:
+                    return str(attrs[name])
+    return None

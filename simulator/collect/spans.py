@@ -1,0 +1,65 @@
+"""Accepted spans as the collector keeps them: redacted first, then one JSON line each in the spool.
+
+A span is redacted (attribute, event and resource values and keys, the status message) before it is
+written anywhere, so neither the spool nor a run folder ever holds what the redaction patterns catch.
+Trace and span ids stay as they are: they are identifiers, and dedup and restarts need them exact.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Ref", "from_line", "redacted", "to_line"]
+
+import json
+from typing import Any
+
+from simulator.traces.otlp import Span
+from simulator.traces.redact import Redactor
+
+Ref = tuple[str, str]
+
+
+def redacted(span: Span, redactor: Redactor) -> Span:
+    """A copy of the span with every string a person could have typed redacted."""
+    return Span(
+        span.trace_id,
+        span.span_id,
+        span.start,
+        span.end,
+        redactor.value(span.attributes),
+        redactor.value(span.resource),
+        None,
+        [(name, time, redactor.value(attrs)) for name, time, attrs in span.events],
+        redactor.text(span.error) if span.error is not None else None,
+    )
+
+
+def to_line(span: Span) -> str:
+    """The span as one JSON line (newline included)."""
+    data: dict[str, Any] = {"t": span.trace_id, "s": span.span_id, "a": span.start, "b": span.end}
+    if span.attributes:
+        data["at"] = span.attributes
+    if span.resource:
+        data["r"] = span.resource
+    if span.events:
+        data["ev"] = span.events
+    if span.error is not None:
+        data["e"] = span.error
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def from_line(text: str) -> Span:
+    """A span from its JSON line; ValueError when the line is not one."""
+    data = json.loads(text)
+    if not isinstance(data, dict) or "t" not in data or "s" not in data:
+        raise ValueError("not a spooled span")
+    return Span(
+        str(data["t"]),
+        str(data["s"]),
+        int(data.get("a") or 0),
+        int(data.get("b") or 0),
+        dict(data.get("at") or {}),
+        dict(data.get("r") or {}),
+        None,
+        [(str(n), int(t), dict(a)) for n, t, a in data.get("ev") or []],
+        data.get("e"),
+    )

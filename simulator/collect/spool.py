@@ -1,0 +1,119 @@
+"""The collector's journal: every accepted span, redacted, on disk before the exporter hears "accepted".
+
+Two append-only files under `OUT/.collect/`:
+- `spool.jsonl`: one redacted span a line, fsync'd before the HTTP response, so an accepted span survives
+  a crash or a restart;
+- `closed.jsonl`: one line per conversation closed, written *before* its record is appended (a write-ahead
+  marker: the run folder and record id it goes to, and the spans it is made of).
+
+On start the collector replays both: a marker whose record is missing from its folder is written again
+(the crash came between marker and record), a marker whose record is there is done, and every span of no
+marker belongs to a conversation still open. Nothing accepted is lost and nothing is written twice. The
+spool is then rewritten with the open spans only (and again whenever it grows past its size limit).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Marker", "Spool"]
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from simulator.collect.spans import Ref, from_line, to_line
+from simulator.traces.otlp import Span
+
+SPOOL = "spool.jsonl"
+CLOSED = "closed.jsonl"
+
+
+@dataclass
+class Marker:
+    """A closed conversation: its key, the run folder and record id it goes to, the spans it holds."""
+
+    key: str
+    folder: str
+    scenario_id: str
+    refs: list[Ref]
+
+    def line(self) -> str:
+        data = {"key": self.key, "folder": self.folder, "scenario": self.scenario_id, "refs": self.refs}
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _lines(path: Path) -> list[str]:
+    """Whole lines of a file (a last line without its newline was never acknowledged: skipped)."""
+    if not path.exists():
+        return []
+    text = path.read_bytes().decode("utf-8", "replace")
+    lines = text.split("\n")
+    return [line for line in lines[:-1] if line.strip()]
+
+
+class Spool:
+    """The journal files of one collector output folder."""
+
+    def __init__(self, root: Path, *, fsync: bool = True) -> None:
+        self.root = root
+        self.fsync = fsync
+        root.mkdir(parents=True, exist_ok=True)
+        self.spool_path = root / SPOOL
+        self.closed_path = root / CLOSED
+
+    def _write(self, path: Path, text: str) -> None:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            if self.fsync:
+                os.fsync(handle.fileno())
+
+    def append(self, spans: list[Span]) -> None:
+        """Append spans in one write; returns once they are on disk."""
+        if spans:
+            self._write(self.spool_path, "".join(to_line(s) for s in spans))
+
+    def mark(self, markers: list[Marker]) -> None:
+        """Journal closed conversations, in one write (one fsync) before any of their records is written."""
+        if markers:
+            self._write(self.closed_path, "".join(m.line() for m in markers))
+
+    def size(self) -> int:
+        return self.spool_path.stat().st_size if self.spool_path.exists() else 0
+
+    def load(self) -> tuple[list[Span], list[Marker]]:
+        """Every spooled span (in arrival order; a damaged line skipped) and every marker."""
+        spans = []
+        for line in _lines(self.spool_path):
+            try:
+                spans.append(from_line(line))
+            except (ValueError, TypeError, KeyError):
+                continue
+        markers = []
+        for line in _lines(self.closed_path):
+            try:
+                raw = json.loads(line)
+                refs = [(str(t), str(s)) for t, s in raw["refs"]]
+                markers.append(Marker(str(raw["key"]), str(raw["folder"]), str(raw["scenario"]), refs))
+            except (ValueError, TypeError, KeyError):
+                continue
+        return spans, markers
+
+    def compact(self, open_spans: list[Span], recent: list[Marker]) -> None:
+        """Keep only the spans of open conversations, and the `recent` markers (honoured already: kept so
+        that a span sent again after a restart is still known as a duplicate).
+
+        The spool is replaced first (write, fsync, rename): a crash before the markers are rewritten leaves
+        markers whose records exist, which the next start recognises as done."""
+        tmp = self.spool_path.with_suffix(".jsonl.tmp")
+        with tmp.open("w", encoding="utf-8") as handle:
+            handle.write("".join(to_line(s) for s in open_spans))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.spool_path)
+        tmp = self.closed_path.with_suffix(".jsonl.tmp")
+        with tmp.open("w", encoding="utf-8") as handle:
+            handle.write("".join(m.line() for m in recent))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.closed_path)

@@ -1,0 +1,232 @@
+"""`collect` and `drift`: receive the live service's traces over OTLP/HTTP, judge a sample, watch for drift."""
+
+from __future__ import annotations
+
+__all__ = ["register"]
+
+import argparse
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from simulator.commands.outputs import at_least_one
+from simulator.errors import UserError
+
+TOKEN_ENV = "SIMULATOR_COLLECT_TOKEN"
+
+
+def _positive(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"'{value}' is not a number") from exc
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {value}")
+    return number
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    _collect_parser(subparsers)
+    _drift_parser(subparsers)
+
+
+def _collect_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    col = subparsers.add_parser(
+        "collect", help="an OTLP/HTTP endpoint for the live service: conversations into rolling run folders"
+    )
+    col.add_argument("--out", type=Path, required=True, help="folder of the rolling run folders (live-*)")
+    col.add_argument("--port", type=int, default=4318, help="port (default 4318, the OTLP/HTTP port)")
+    col.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help=f"address to bind (default 127.0.0.1); any other needs the token ({TOKEN_ENV} or printed)",
+    )
+    col.add_argument(
+        "--idle-s",
+        type=_positive,
+        default=300.0,
+        help="close a conversation after this many idle seconds (300)",
+    )
+    col.add_argument(
+        "--conversation-key",
+        metavar="ATTR",
+        help="span attribute grouping spans (default gen_ai.conversation.id, session.id)",
+    )
+    col.add_argument(
+        "--redact", type=Path, metavar="FILE", help="redaction file (default: built-in patterns)"
+    )
+    col.add_argument("--exclude-system", action="store_true", help="do not keep system prompts")
+    col.add_argument(
+        "--roll-every",
+        type=at_least_one,
+        metavar="N",
+        help="start a new run folder every N conversations (and each day)",
+    )
+    col.add_argument(
+        "--max-body", type=at_least_one, default=4 * 1024 * 1024, help="largest request body in bytes (4 MiB)"
+    )
+    col.add_argument(
+        "--max-open-spans",
+        type=at_least_one,
+        default=200_000,
+        help="spans held before answering 503 (200000)",
+    )
+    col.add_argument(
+        "--rate", type=_positive, default=100.0, help="requests a second per client before 429 (100)"
+    )
+    _judging_options(col)
+    col.set_defaults(handler=cmd_collect)
+
+
+def _judging_options(col: argparse.ArgumentParser) -> None:
+    col.add_argument("--suite", type=Path, help="judge a sample with this suite's criteria and judge model")
+    col.add_argument(
+        "--sample", type=Path, metavar="POLICY", help="sampling policy YAML (rate, always-rules, budget)"
+    )
+    col.add_argument(
+        "--prices", type=Path, help="price file for a dollar budget (default simulator/data/prices.yaml)"
+    )
+    col.add_argument(
+        "--judge-concurrency", type=at_least_one, default=4, help="conversations judged at once (4)"
+    )
+    col.add_argument(
+        "--alert",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help='e.g. "fail_rate(no-diagnosis-no-prescribing) > 1%%" (repeatable)',
+    )
+    col.add_argument(
+        "--alert-window",
+        type=at_least_one,
+        default=500,
+        help="conversations an alert looks at (the newest 500)",
+    )
+    col.add_argument("--alert-every", type=_positive, default=30.0, help="seconds between alert checks (30)")
+    col.add_argument(
+        "--simulated",
+        type=Path,
+        metavar="RUN",
+        help="a simulated run: each completed folder's population is compared with it (populations.json)",
+    )
+    col.add_argument("--webhook", help="URL an alert is POSTed to (JSON)")
+    col.add_argument("--alert-file", type=Path, help="file an alert is appended to (JSON lines)")
+
+
+def _drift_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    drift = subparsers.add_parser(
+        "drift", help="rates over time of collected conversations, changes, population drift"
+    )
+    drift.add_argument("out", type=Path, help="the folder `simulator collect --out` writes")
+    drift.add_argument(
+        "--period", default="day", help="day, week, or a number of conversations per bin (day)"
+    )
+    drift.add_argument(
+        "--metric", action="append", default=[], help="fail_rate:<criterion> or signal:<name> (default: all)"
+    )
+    drift.add_argument(
+        "--simulated", type=Path, help="a simulated run to compare each live folder's population with"
+    )
+    drift.add_argument(
+        "--alert",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="check these rules now (exit 1 when one fires)",
+    )
+    drift.add_argument(
+        "--alert-window", type=at_least_one, default=500, help="conversations an alert looks at (500)"
+    )
+    drift.add_argument("--alert-file", type=Path, help="append fired alerts here")
+    drift.add_argument("--webhook", help="POST fired alerts here")
+    drift.set_defaults(handler=cmd_drift)
+
+
+def _token(host: str) -> str | None:
+    from simulator.serve.config import LOCAL_HOSTS
+
+    if host in LOCAL_HOSTS:
+        return None
+    return os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from simulator.collect.build import build_collector
+        from simulator.collect.folders import Roll
+        from simulator.collect.receiver import create_receiver
+        from simulator.collect.service import CollectOptions
+    except ImportError as exc:
+        raise UserError(
+            f"collect needs the serve and otel extras ({exc.name} is missing): pip install 'simulator[serve,otel]'"
+        ) from None
+    options = CollectOptions(
+        out=args.out,
+        idle_s=args.idle_s,
+        conversation_key=args.conversation_key,
+        redact=args.redact,
+        roll=Roll(daily=True, every=args.roll_every),
+        max_body=args.max_body,
+        max_open_spans=args.max_open_spans,
+        rate=args.rate,
+        burst=args.rate * 2,
+        exclude_system=args.exclude_system,
+        policy=args.sample,
+    )
+    collector = build_collector(
+        options,
+        suite=args.suite,
+        prices=args.prices,
+        judge_concurrency=args.judge_concurrency,
+        alerts=args.alert,
+        alert_window=args.alert_window,
+        webhook=args.webhook,
+        alert_file=args.alert_file,
+        simulated=args.simulated,
+    )
+    token = _token(args.host)
+    app = create_receiver(
+        collector,
+        token=token,
+        allowed_hosts=None if token is None else ["*"],
+        background=_alert_loop(collector, args.alert_every) if args.alert else None,
+    )
+    shown = (
+        ""
+        if token is None
+        else f"  (send Authorization: Bearer {'$' + TOKEN_ENV if os.environ.get(TOKEN_ENV) else token})"
+    )
+    print(
+        f"collecting OTLP/HTTP on http://{args.host}:{args.port}/v1/traces and /v1/logs into {args.out}{shown}",
+        flush=True,
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", limit_concurrency=512)
+    return 0
+
+
+def _alert_loop(collector: Any, every: float) -> Any:
+    import asyncio
+    import time
+
+    last = [time.monotonic()]
+
+    async def check() -> None:
+        if time.monotonic() - last[0] < every:
+            return
+        last[0] = time.monotonic()
+        for alert in await asyncio.to_thread(collector.check_alerts):
+            print(
+                f"alert fired: {alert['alert']} (rate {alert['rate']:.1%} of {alert['n']} conversations)",
+                flush=True,
+            )
+
+    return check
+
+
+def cmd_drift(args: argparse.Namespace) -> int:
+    from simulator.collect.drift_report import drift_report
+
+    return drift_report(args)

@@ -1,0 +1,89 @@
+"""`simulator run --workers N|auto` on the local backend: one run, one record, every core.
+
+One event loop is one core; a run of many fast conversations is bound by it. Here the plan is split into N
+deterministic shards (`engine/shards.py`, the same split as `--shard i/N`), each run by a forked child
+process into its own shard folder, and the shards are merged (`engine/merge.py`) into the one run folder
+the user asked for: the same conversations, verdicts and counts as a one-process run. Forking after the
+suite is parsed means a child pays for no interpreter start-up and no second parse.
+
+When a worker fails, nothing is merged and nothing is deleted: each shard folder can be resumed
+(`simulator run --resume`) and merged by hand (`simulator merge`), as the error says.
+"""
+
+from __future__ import annotations
+
+__all__ = ["parse_workers", "run_local_workers"]
+
+import multiprocessing
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from simulator.engine.merge import MergeResult, merge_shards
+from simulator.errors import UserError
+from simulator.record.manifest import ShardInfo
+from simulator.spec.scenario import Scenario
+from simulator.spec.suite import Suite
+
+if TYPE_CHECKING:
+    from simulator.engine.runner import RunOptions
+
+
+def parse_workers(text: str) -> int:
+    """`auto` (the machine's cores) or a count of at least 1."""
+    if text == "auto":
+        return os.cpu_count() or 1
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise UserError(f"--workers {text}: write a count of at least 1, or auto (the machine's cores)")
+
+
+def _child(suite: Suite, scenarios: list[Scenario], options: RunOptions) -> None:
+    """One worker: run its shard in a fresh event loop, then leave without tearing the interpreter down."""
+    from simulator.engine.runner import run_suite
+    from simulator.eventloop import run_async
+
+    code = 0
+    try:
+        run_async(run_suite(suite, scenarios, options))
+    except BaseException as exc:  # reported by the parent as this worker's exit code
+        print(f"worker failed: {type(exc).__name__}: {exc}", flush=True)
+        code = 1
+    os._exit(code)
+
+
+def run_local_workers(
+    suite: Suite, scenarios: list[Scenario], options: RunOptions, workers: int, out: Path
+) -> MergeResult:
+    """Run the plan as `workers` forked shard processes and merge them into `out`; the shards' folders are
+    removed once merged."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        raise UserError("--workers needs a system that can fork processes (Linux, macOS); run without it")
+    if out.exists():
+        raise UserError(f"{out} already exists: choose a new --out for a run with --workers")
+    staging = out.with_name(f".{out.name}.shards")
+    if staging.exists():
+        raise UserError(f"{staging} exists (an earlier --workers run): resume and merge it, or remove it")
+    staging.mkdir(parents=True)
+    context = multiprocessing.get_context("fork")
+    paths = [staging / f"shard-{index}" for index in range(1, workers + 1)]
+    children = []
+    for index, path in enumerate(paths, start=1):
+        shard = ShardInfo(index=index, count=workers, plan_hash="")
+        mine = replace(options, out=path, shard=shard, progress=False)
+        child = context.Process(target=_child, args=(suite, scenarios, mine))
+        child.start()
+        children.append(child)
+    for child in children:
+        child.join()
+    failed = [str(path) for path, child in zip(paths, children, strict=True) if child.exitcode != 0]
+    if failed:
+        raise UserError(
+            f"{len(failed)} of {workers} workers failed ({', '.join(failed)}); nothing was merged or lost: "
+            f"finish each with `simulator run --resume SHARD`, then `simulator merge {staging}/shard-* --out {out}`"
+        )
+    result = merge_shards(paths, out)
+    shutil.rmtree(staging)
+    return result

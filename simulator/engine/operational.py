@@ -1,0 +1,136 @@
+"""Settings a resume may change: how hard to push the providers, never what the run measures.
+
+`run --resume RUN [suite.yaml] [--rpm N] [--concurrency N]` finishes a run with new budgets, connection
+limits, timeouts or retry budgets (the fix for a run that met a provider's rate limit), while a change
+to anything that shapes a result (models, prompts, scenarios, judges, a provider's base_url) is refused:
+it would mix two runs' results in one folder. Each change is recorded in the manifest's session.
+"""
+
+from __future__ import annotations
+
+__all__ = ["OPERATIONAL_PROVIDER", "adopt_operational", "apply_rate_overrides", "parse_rate_override"]
+
+from typing import Any
+
+from simulator.errors import UserError
+from simulator.providers.settings import ProviderSettings
+from simulator.spec.suite import Suite
+
+# Provider settings that change how fast or how patiently calls are made, never what they answer.
+OPERATIONAL_PROVIDER = frozenset(
+    {
+        "api_key_env",
+        "max_connections",
+        "min_connections",
+        "timeout_s",
+        "max_attempts",
+        "max_retry_time_s",
+        "rate_limit_retry_s",
+        "backoff_initial_s",
+        "backoff_max_s",
+        "adaptive_concurrency",
+        "rpm",
+        "tpm",
+        "pace_from_headers",
+        "find_rate",
+    }
+)
+_OPERATIONAL_TOP = frozenset({"concurrency"})
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(_flat(item, f"{prefix}{key}."))
+        return out or {prefix.rstrip("."): {}}
+    return {prefix.rstrip("."): value}
+
+
+def _operational(path: str, http_bot: bool) -> bool:
+    parts = path.split(".")
+    if parts[0] in _OPERATIONAL_TOP:
+        return True
+    if parts[0] == "providers" and len(parts) == 3:
+        return parts[2] in OPERATIONAL_PROVIDER
+    return http_bot and path == "bot.timeout_s"
+
+
+def _dump(suite: Suite, providers: set[str]) -> dict[str, Any]:
+    data = suite.model_dump(mode="json")
+    data["providers"] = {
+        name: suite.providers.get(name, ProviderSettings()).model_dump(mode="json") for name in providers
+    }
+    return _flat(data)
+
+
+def adopt_operational(recorded: Suite, new: Suite, where: str) -> dict[str, list[Any]]:
+    """Take `new`'s operational settings into `recorded` (in place); {path: [old, new]} of what changed.
+
+    Raises UserError naming every other difference: those would change results."""
+    from simulator.engine.runner import redacted_suite
+
+    new = redacted_suite(new)
+    new.user.model = recorded.user.model if new.user.model == "auto" else new.user.model
+    providers = set(recorded.providers) | set(new.providers)
+    old_flat, new_flat = _dump(recorded, providers), _dump(new, providers)
+    http_bot = recorded.bot.type == "http"
+    changed: dict[str, list[Any]] = {}
+    refused: list[str] = []
+    for path in sorted(set(old_flat) | set(new_flat)):
+        before, after = old_flat.get(path), new_flat.get(path)
+        if before == after:
+            continue
+        if _operational(path, http_bot):
+            changed[path] = [before, after]
+        else:
+            refused.append(f"{path}: {before!r} -> {after!r}")
+    if refused:
+        shown = "; ".join(refused[:6]) + (f"; and {len(refused) - 6} more" if len(refused) > 6 else "")
+        raise UserError(
+            f"{where}: resume can change only how calls are made (rpm, tpm, max_connections, concurrency, "
+            f"timeouts, retry budgets), not what the run measures: {shown}. Start a new run for those."
+        )
+    for path, (_, after) in changed.items():
+        _set(recorded, path, after)
+    return changed
+
+
+def _set(suite: Suite, path: str, value: Any) -> None:
+    parts = path.split(".")
+    if parts[0] == "providers":
+        settings = suite.providers.setdefault(parts[1], ProviderSettings())
+        setattr(settings, parts[2], value)
+    elif parts[0] == "bot":
+        setattr(suite.bot, parts[1], value)
+    else:
+        setattr(suite, parts[0], value)
+
+
+def parse_rate_override(text: str, option: str) -> tuple[str | None, float]:
+    """`--rpm 600` (every provider the run uses) or `--rpm openai=600` (one)."""
+    name, _, number = text.rpartition("=")
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise UserError(f"{option} takes a positive number per minute (600) or provider=number (openai=600)")
+    return (name or None), value
+
+
+def apply_rate_overrides(
+    suite: Suite, overrides: dict[str, list[str]], used: set[str]
+) -> dict[str, list[Any]]:
+    """Set `--rpm` / `--tpm` values on the suite's providers; {path: [old, new]} of what changed."""
+    changed: dict[str, list[Any]] = {}
+    for field, texts in overrides.items():
+        for text in texts:
+            name, value = parse_rate_override(text, f"--{field}")
+            for provider in [name] if name else sorted(used):
+                settings = suite.providers.setdefault(provider, ProviderSettings())
+                before = getattr(settings, field)
+                if before != value:
+                    setattr(settings, field, value)
+                    changed[f"providers.{provider}.{field}"] = [before, value]
+    return changed

@@ -1,0 +1,145 @@
+"""A labelling sheet (CSV: conversation_id, criterion_id, label; other columns ignored) read into label
+rows, and imported into a run folder's labels.jsonl under a labeller's name. `simulator calibrate RUN
+labels.csv` reads a sheet; `simulator labels import` adds one to the run."""
+
+from __future__ import annotations
+
+__all__ = ["REQUIRED", "LabelRow", "import_labels", "read_labels"]
+
+import csv
+import io
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from simulator.errors import Problem, UserError
+from simulator.record.folder import LABELS, RunFolder
+from simulator.record.models import Label
+from simulator.safefiles import FileRefused, read_capped
+
+_ALIASES = {
+    "pass": "pass", "passed": "pass", "p": "pass", "ok": "pass",
+    "fail": "fail", "failed": "fail", "f": "fail",
+    "not_applicable": "not_applicable", "n/a": "not_applicable", "na": "not_applicable",
+    "n.a.": "not_applicable", "not applicable": "not_applicable", "not-applicable": "not_applicable",
+}  # fmt: skip
+REQUIRED = ("conversation_id", "criterion_id", "label")
+
+
+class LabelRow(BaseModel):
+    """One human label, with the line it came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    conversation_id: str
+    criterion_id: str
+    label: str
+    line: int
+
+
+def _read_label_rows(path: Path, problems: list[Problem]) -> list[LabelRow]:
+    rows: list[LabelRow] = []
+    try:
+        text = read_capped(path, 50_000_000, "split the sheet").decode("utf-8-sig")
+    except (FileRefused, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: {exc}") from None
+    with io.StringIO(text, newline="") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise UserError(
+                f"{path}:1: the header needs columns {', '.join(REQUIRED)} (missing {', '.join(missing)})"
+            )
+        for raw_row in reader:
+            line = reader.line_num
+            raw = (raw_row.get("label") or "").strip()
+            if not raw:
+                continue  # not labelled yet
+            label = _ALIASES.get(raw.lower())
+            if label is None:
+                # `yes` / `no` are refused: "yes" to what? (it passed, or yes, it failed?)
+                problems.append(
+                    Problem(
+                        str(path),
+                        f"label '{raw}' is not pass, fail or n/a; write one of those",
+                        line=line,
+                        field="label",
+                    )
+                )
+                continue
+            conversation, criterion = (
+                (raw_row.get("conversation_id") or "").strip(),
+                (raw_row.get("criterion_id") or "").strip(),
+            )
+            if not conversation or not criterion:
+                problems.append(
+                    Problem(str(path), "conversation_id and criterion_id are required", line=line)
+                )
+                continue
+            rows.append(
+                LabelRow(conversation_id=conversation, criterion_id=criterion, label=label, line=line)
+            )
+    return rows
+
+
+def read_labels(path: Path) -> list[LabelRow]:
+    """Read a labels CSV (conversation_id, criterion_id, label; other columns ignored); blank labels are skipped."""
+    if not path.is_file():
+        raise UserError(
+            f"{path}: no such labels file; export one with `simulator labels export RUN --criterion X`"
+        )
+    problems: list[Problem] = []
+    rows: list[LabelRow] = []
+    try:
+        rows = _read_label_rows(path, problems)
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"{path}: not UTF-8 text (byte {exc.start}); save the labels file as UTF-8 CSV"
+        ) from None
+    except csv.Error as exc:
+        raise UserError(f"{path}: not a readable CSV file ({exc}); save it as UTF-8 CSV") from None
+    if problems:
+        raise UserError("invalid labels file", problems)
+    seen: dict[tuple[str, str], LabelRow] = {}
+    for row in rows:
+        first = seen.setdefault((row.conversation_id, row.criterion_id), row)
+        if first is not row and first.label != row.label:
+            problems.append(
+                Problem(
+                    str(path),
+                    f"conflicting label for {row.conversation_id} / {row.criterion_id} "
+                    f"(line {first.line} says {first.label})",
+                    line=row.line,
+                )
+            )
+    if problems:
+        raise UserError("invalid labels file", problems)
+    return list(seen.values())
+
+
+def import_labels(run: Path, sheet: Path, labeller: str) -> tuple[int, Path]:
+    """Append a filled-in sheet's labels to the run folder's labels.jsonl as `labeller`'s; every row must
+    name a conversation of the run. Returns how many labels were added and the file."""
+    labeller = labeller.strip()
+    if not labeller:
+        raise UserError("--labeller needs a name, e.g. --labeller dr-smith")
+    folder = RunFolder.open(run)
+    known = {record.id for record in folder.conversations()}
+    rows = read_labels(sheet)
+    unknown = [
+        Problem(str(sheet), f"conversation '{r.conversation_id}' is not in {run}", line=r.line)
+        for r in rows
+        if r.conversation_id not in known
+    ]
+    if unknown:
+        raise UserError("labels for conversations this run does not have", unknown)
+    if not rows:
+        raise UserError(f"{sheet}: no labelled rows yet; fill in the label column (pass, fail or n/a)")
+    now = datetime.now(UTC)
+    folder.append_labels(
+        Label(labeller=labeller, labelled_at=now, conversation_id=r.conversation_id, criterion_id=r.criterion_id,
+              label=r.label)  # type: ignore[arg-type]
+        for r in rows
+    )  # fmt: skip
+    return len(rows), folder.path / LABELS

@@ -1,0 +1,168 @@
+"""The parts of a turn: what one side of a conversation sent, in order, as the record keeps it.
+
+A bot turn is an ordered list of parts: `text`; `options` (buttons, list rows or quick replies offered, each
+with an id and a title); `media` (kind, caption, content type, no bytes); `tool_call` (name, arguments,
+result or error, timing, and which side made it); `event` (handover, close). A user turn holds `text`, a
+`pick` (the option the person chose, by id and title), or both. A text-only turn is one `text` part.
+
+`part_text` gives every part one stable, documented text form (docs/rich-turns.md). The judge prompt, the
+evidence check, `show` and the plain transcript all use it, so a quote of a tool call or of a pick is found
+where the judge saw it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EventPart",
+    "MediaPart",
+    "Option",
+    "OptionsPart",
+    "Part",
+    "PickPart",
+    "TextPart",
+    "ToolCallPart",
+    "last_options",
+    "part_text",
+    "parts_adapter",
+]
+
+import json
+from datetime import datetime
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class TextPart(BaseModel):
+    """A message of plain text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class Option(BaseModel):
+    """One choice offered: a reply button, a row of a list, or a quick reply."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    title: str = Field(min_length=1)
+    description: str | None = None
+    # The list section a row belongs to (WhatsApp lists group rows into titled sections).
+    section: str | None = None
+
+
+class OptionsPart(BaseModel):
+    """Choices offered to the person. `style` says how they look: reply buttons, a list opened by a button
+    labelled `button`, or quick replies. The message body that goes with them is a `text` part before."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["options"] = "options"
+    style: Literal["buttons", "list", "quick_replies"] = "buttons"
+    options: list[Option] = Field(min_length=1)
+    button: str | None = None
+
+
+class PickPart(BaseModel):
+    """The option a person chose, by id and title. `offered` is False when the simulated user named an
+    option the bot had not offered (a fidelity problem: a real person can only tap what is on screen)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["pick"] = "pick"
+    id: str
+    title: str
+    offered: bool = True
+
+
+class MediaPart(BaseModel):
+    """An image, audio clip, video, document or sticker: what it is, never its bytes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["media"] = "media"
+    kind: Literal["image", "audio", "video", "document", "sticker"]
+    caption: str | None = None
+    content_type: str | None = None
+    # The channel's own reference (a WhatsApp media id, a URL), when there is one.
+    ref: str | None = None
+    filename: str | None = None
+
+
+class ToolCallPart(BaseModel):
+    """One tool call and what came back: the result, or the error. `side` says who made it: the bot under
+    test (looking up a patient, booking) or the simulated user (reading their thermometer)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["tool_call"] = "tool_call"
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+    result: Any = None
+    error: str | None = None
+    started_at: datetime | None = None
+    latency_s: float | None = None
+    side: Literal["bot", "user"] = "bot"
+
+
+class EventPart(BaseModel):
+    """Something the bot did that is not a message: handed the person over to a human, or closed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["event"] = "event"
+    event: Literal["handover", "close"]
+    reason: str | None = None
+
+
+Part = Annotated[
+    TextPart | OptionsPart | PickPart | MediaPart | ToolCallPart | EventPart, Field(discriminator="type")
+]
+
+
+@cache
+def parts_adapter() -> TypeAdapter[list[Part]]:
+    """Validates a list of parts from JSON-like data (an HTTP bot's answer, a Python bot's dicts)."""
+    return TypeAdapter(list[Part])
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _option_text(option: Option) -> str:
+    return f"{option.title} [id={option.id}]"
+
+
+def part_text(part: Part) -> str:
+    """The one text form of a part (documented in docs/rich-turns.md): a text part is its text; the others
+    are a bracketed label and their content, e.g. `[buttons] Yes [id=yes] | No [id=no]`,
+    `[picked] Yes [id=yes]`, `[tool call] book {"urgency": "emergency"} -> {"id": "A1"}`."""
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, OptionsPart):
+        label = part.style.replace("_", " ") + (f' "{part.button}"' if part.button else "")
+        return f"[{label}] " + " | ".join(_option_text(o) for o in part.options)
+    if isinstance(part, PickPart):
+        return f"[picked] {part.title} [id={part.id}]" + ("" if part.offered else " (not offered)")
+    if isinstance(part, MediaPart):
+        kind = " ".join(x for x in (part.kind, part.content_type) if x)
+        return f"[{kind}]" + (f" {part.caption}" if part.caption else "")
+    if isinstance(part, ToolCallPart):
+        who = "tool call" if part.side == "bot" else "user tool call"
+        outcome = f"ERROR: {part.error}" if part.error is not None else _json(part.result)
+        return f"[{who}] {part.name} {_json(part.arguments)} -> {outcome}"
+    return f"[event] {part.event}" + (f": {part.reason}" if part.reason else "")
+
+
+def last_options(parts: list[Part]) -> list[Option]:
+    """The options of the last `options` part in `parts` (what is on the person's screen now), or none."""
+    for part in reversed(parts):
+        if isinstance(part, OptionsPart):
+            return list(part.options)
+    return []

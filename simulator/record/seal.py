@@ -1,0 +1,51 @@
+"""A sealed held-out set: the transcripts and evidence of held-out conversations never reach a reader.
+
+Scenarios marked `split: held_out` (or chosen by the suite's seeded `held_out.fraction`) carry the tag
+`held-out`. A run folder opened for reading (`RunFolder.open`: report, show, compare, the desk, exports)
+returns those conversations with every part of every turn replaced by one placeholder and their verdicts
+without reasoning or evidence; counts, results, outcomes, timing and cost stay, so aggregate rates are
+computed as for any conversation. `simulator unseal RUN --by NAME` records who unsealed the run and when in
+its manifest; from then on readers see everything. Writers (run, resume, judge, merge) always read the
+real records.
+"""
+
+from __future__ import annotations
+
+__all__ = ["HELD_OUT", "SEALED", "held_out_scenarios", "seal_record", "seal_verdict"]
+
+from simulator.record.manifest import Manifest
+from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.parts import TextPart
+
+HELD_OUT = "held-out"
+SEALED = "[sealed: a held-out conversation; `simulator unseal RUN --by NAME` reveals it]"
+
+
+def held_out_scenarios(manifest: Manifest) -> set[str]:
+    """The held-out scenario ids of a run that is still sealed (none once it was unsealed)."""
+    if manifest.unsealed:
+        return set()
+    return {entry.id for entry in manifest.scenarios if HELD_OUT in entry.tags}
+
+
+def seal_record(record: ConversationRecord) -> ConversationRecord:
+    """The record with its content replaced: every turn one placeholder part; no raw exchange, quotes or
+    messages of errors and character breaks."""
+    turns = [turn.model_copy(update={"parts": [TextPart(text=SEALED)], "raw": None}) for turn in record.turns]
+    error = record.error.model_copy(update={"message": SEALED}) if record.error is not None else None
+    provenance = [p.model_copy(update={"quote": None, "question": None}) for p in record.provenance]
+    return record.model_copy(
+        update={
+            "turns": turns,
+            "error": error,
+            "provenance": provenance,
+            "character_breaks": [SEALED for _ in record.character_breaks],
+            "fidelity_regenerations": [SEALED for _ in record.fidelity_regenerations],
+        }
+    )
+
+
+def seal_verdict(verdict: Verdict) -> Verdict:
+    """The verdict's result kept; its reasoning and evidence withheld."""
+    error = verdict.error.model_copy(update={"message": SEALED}) if verdict.error is not None else None
+    return verdict.model_copy(update={"reasoning": SEALED, "evidence": [], "error": error})

@@ -1,0 +1,96 @@
+"""One HTML drawing of a turn's parts, shared by the HTML report and the review desk's reader.
+
+Text is highlighted (the verdicts' evidence) by the caller's function; options are drawn as buttons or a
+list, a pick as the tapped button, media as a placeholder card, a tool call as a collapsible card with its
+arguments and result, an event as a badge. Everything from the transcript is escaped. Their style sheet is
+report/assets/parts.css (inlined in the report, served to the desk).
+"""
+
+from __future__ import annotations
+
+__all__ = ["part_html", "turn_html"]
+
+import html
+import json
+from collections.abc import Callable
+from typing import Any
+
+from simulator.record.parts import (
+    EventPart,
+    MediaPart,
+    OptionsPart,
+    Part,
+    PickPart,
+    TextPart,
+    ToolCallPart,
+    part_text,
+)
+
+Highlight = Callable[[str], str]
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True, default=str)
+
+
+def _options(part: OptionsPart) -> str:
+    label = f'<span class="lbl">{_e(part.style.replace("_", " "))}'
+    label += f" · {_e(part.button)}</span>" if part.button else "</span>"
+    buttons = "".join(
+        f'<span class="opt" data-id="{_e(o.id)}" title="id {_e(o.id)}">{_e(o.title)}'
+        + (f" <small>{_e(o.description)}</small>" if o.description else "")
+        + "</span>"
+        for o in part.options
+    )
+    return f'<div class="opts {_e(part.style)}" role="group">{label}{buttons}</div>'
+
+
+def _tool(part: ToolCallPart) -> str:
+    failed = part.error is not None
+    who = "user tool" if part.side == "user" else "tool"
+    timing = f" · {part.latency_s * 1000:.0f} ms" if part.latency_s is not None else ""
+    outcome = f"<b>error</b><pre>{_e(part.error)}</pre>" if failed else f"<pre>{_e(_json(part.result))}</pre>"
+    return (
+        f'<details class="tool{" err" if failed else ""}"><summary>{who} <code>{_e(part.name)}</code>'
+        f"{' failed' if failed else ''}{_e(timing)}</summary>"
+        f"<div>arguments</div><pre>{_e(_json(part.arguments))}</pre><div>result</div>{outcome}</details>"
+    )
+
+
+def part_html(part: Part, highlight: Highlight) -> str:
+    """One part as HTML; text through `highlight` (which must escape), the rest escaped here."""
+    if isinstance(part, TextPart):
+        return highlight(part.text)
+    if isinstance(part, OptionsPart):
+        return _options(part)
+    if isinstance(part, PickPart):
+        bad = "" if part.offered else " bad"
+        note = "" if part.offered else " (not offered)"
+        return f'<span class="pick{bad}" data-id="{_e(part.id)}">tapped: {highlight(part.title)}{note}</span>'
+    if isinstance(part, ToolCallPart):
+        return _tool(part)
+    if isinstance(part, MediaPart):
+        return f'<span class="media">{_e(part_text(part))}</span>'
+    if isinstance(part, EventPart):
+        return f'<span class="event">{_e(part_text(part))}</span>'
+    return _e(part_text(part))
+
+
+def turn_html(role: str, parts: list[Part], highlight: Highlight, latency: str = "") -> list[str]:
+    """A turn as message bubbles: each text or pick its own bubble; options, media, tool calls and events
+    join the bubble before them (a button list belongs to the message it answers)."""
+    who = "USER" if role == "user" else "BOT"
+    bubbles: list[list[str]] = []
+    for part in parts:
+        if isinstance(part, TextPart | PickPart) or not bubbles:
+            bubbles.append([])
+        bubbles[-1].append(part_html(part, highlight))
+    out = []
+    for number, bubble in enumerate(bubbles):
+        tail = latency if number == 0 else ""
+        out.append(f'<div class="msg {_e(role)}"><span class="who">{who}</span>{"".join(bubble)}{tail}</div>')
+    return out

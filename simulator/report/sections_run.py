@@ -1,0 +1,297 @@
+"""The run report's main sections as data (section.py): outcome, criteria, scenarios, run health, cost and
+latency. The terminal and the HTML report draw these same sections."""
+
+from __future__ import annotations
+
+__all__ = ["cost_section", "criteria_section", "health_section", "outcome_section", "scenarios_section"]
+
+from simulator.analysis.rates import pct
+from simulator.analysis.tables import CriterionRow, ScenarioRow
+from simulator.report.model import Report
+from simulator.report.section import (
+    COUNT_COLUMNS,
+    Cell,
+    Column,
+    Note,
+    Section,
+    State,
+    Table,
+    count_cells,
+    number,
+    rate_cell,
+    text,
+)
+
+_SOURCE_FLAG = {"bot": "FLAKY-BOT", "simulation": "FLAKY-SIM", "judge": "FLAKY-JUDGE"}
+_ABOUT = "kind · severity · category"
+SHOWN_ERRORS = 20  # error rows the terminal shows; HTML and JSON hold every one
+
+
+def _matrix_state(column: str, expected: str, rank: dict[str, int]) -> State | None:
+    """The diagonal is right (ok), under the expected level is under-triage (fail), over it over-triage
+    (warn); a column that is no level (no decision, error) is odd (error)."""
+    if column not in rank:
+        return "error"
+    if column == expected:
+        return "ok"
+    return "fail" if rank[column] < rank[expected] else "warn"
+
+
+def outcome_section(report: Report) -> Section:
+    """The outcome's confusion matrix, its rates and the cases to read; empty without an outcome key."""
+    outcome = report.outcome
+    if outcome is None:
+        return Section("outcome", "Outcome")
+    rank = {level: i for i, level in enumerate(outcome.levels)}
+    matrix = Table(
+        [
+            Column("expected"),
+            *(Column(c, numeric=True) for c in outcome.columns),
+            Column("total", numeric=True),
+        ],
+        title=f"Outcome '{outcome.key}': expected (rows) × actual (columns)",
+    )
+    for row in outcome.matrix:
+        cells = [
+            number(count, state=_matrix_state(column, row.expected, rank) if count else None)
+            for column, count in zip(outcome.columns, row.counts, strict=True)
+        ]
+        matrix.add(text(row.expected, strong=True), *cells, number(row.total))
+    rates = Table(
+        [Column("metric"), Column("counts, rate and 95% interval"), Column("more runs")],
+        title="Outcome rates (errored conversations excluded, shown above)",
+    )
+    named = [
+        (f"{outcome.critical} sensitivity (escalated)", outcome.critical_sensitivity),
+        ("under-triage (incl. no decision on a case that needed one)", outcome.under_triage),
+        ("under-triage, decided cases only", outcome.under_triage_decided),
+        ("over-triage", outcome.over_triage),
+        ("no decision", outcome.no_decision),
+        ("exact level", outcome.exact),
+        *[(f"sensitivity {s.level}", s.rate) for s in outcome.sensitivity],
+    ]
+    for name, value in named:
+        rates.add(name, rate_cell(value, long=True), value.needs_more_runs)
+    blocks: list[Table | Note] = [
+        Note(
+            f"Levels, lowest first: {' < '.join(outcome.levels)}. Rows are what the scenario expects, columns "
+            f"what the bot recorded. Errored conversations ({outcome.errored}) are shown in the matrix but left "
+            "out of every rate; conversations that ended without a decision are their own column and rate."
+        ),
+        matrix,
+        rates,
+    ]
+    if outcome.cases:
+        anchors = {t.id: i for i, t in enumerate(report.transcripts)}
+        cases = Table(
+            [Column("conversation"), Column("what"), Column("expected"), Column("actual")],
+            title="Cases to read",
+        )
+        for case in outcome.cases:
+            link = f"#t{anchors[case.conversation_id]}" if case.conversation_id in anchors else None
+            cases.add(
+                text(case.conversation_id, link=link),
+                case.kind.replace("_", " "),
+                str(case.expected),
+                str(case.actual),
+            )
+        blocks.append(cases)
+    return Section("outcome", f"Outcome: {outcome.key}", blocks)
+
+
+def criteria_section(section_id: str, title: str, note: str, rows: list[CriterionRow]) -> Section:
+    """One row per criterion: what it is, its verdict counts, its failure rate and unverified evidence."""
+    if not rows:
+        return Section(section_id, title)
+    table = Table(
+        [
+            Column("criterion"),
+            Column("kind", group=_ABOUT, sep=" · "),
+            Column("severity", group=_ABOUT, sep=" · "),
+            Column("category", group=_ABOUT, sep=" · "),
+            *COUNT_COLUMNS,
+            Column("failure rate (95% CI)"),
+            Column("unverified", numeric=True),
+        ]
+    )
+    for row in rows:
+        table.add(
+            row.id, row.kind, row.severity or "–", row.category or "–", *count_cells(row.counts),
+            rate_cell(row.fail_rate), number(row.unverified_evidence),
+        )  # fmt: skip
+    state: State | None = "fail" if any(r.counts.failed for r in rows) else None
+    return Section(section_id, title, [Note(note), table], state)
+
+
+def _flags(row: ScenarioRow) -> Cell:
+    flags = (["BUG"] if row.bug else []) + (["FLAKY"] if row.flaky else [])
+    if row.flaky and row.flaky_source is not None:
+        flags += [_SOURCE_FLAG[s] for s in row.flaky_source.sources]
+    return text(" ".join(flags), "fail" if row.bug else "warn" if row.flaky else None)
+
+
+def _scenario_table(report: Report) -> Table:
+    status = "pass/fail/\nerror/not judged"
+    table = Table(
+        [
+            Column("scenario"),
+            Column("tags"),
+            Column("runs", numeric=True),
+            *(Column(name, numeric=True, group=status) for name in ("pass", "fail", "error", "not judged")),
+            Column("pass rate (95% CI)"),
+            Column("flags", group="flags, failing criteria", sep=" "),
+            Column("failing criteria", group="flags, failing criteria", sep=" "),
+        ],
+        title="Scenarios: a conversation passes when no verdict failed",
+    )
+    for row in report.scenarios:
+        s = row.statuses
+        table.add(
+            row.id, ", ".join(row.tags), number(row.conversations), number(s["pass"]),
+            number(s["fail"], state="fail" if s["fail"] else None), number(s["error"]), number(s["not_judged"]),
+            rate_cell(row.pass_rate), _flags(row), "; ".join(row.failing_criteria),
+        )  # fmt: skip
+    return table
+
+
+def scenarios_section(report: Report) -> Section:
+    """Scenarios (flags: BUG, FLAKY and who varied), tag groups and pass^k."""
+    tags = Table(
+        [Column("tag"), Column("scenarios", numeric=True), Column("runs", numeric=True), *COUNT_COLUMNS,
+         Column("pass rate (95% CI)")],
+        title="Tag groups: verdict counts and conversation pass rate",
+    )  # fmt: skip
+    for tag in report.tags:
+        tags.add(
+            text(tag.tag, strong=tag.high_stakes), number(tag.scenarios), number(tag.conversations),
+            *count_cells(tag.counts), rate_cell(tag.pass_rate),
+        )  # fmt: skip
+    hat = Table(
+        [Column("k"), Column("pass^k", numeric=True), Column("95% CI (bootstrap over scenarios)"),
+         Column("scenarios", numeric=True)],
+        title="pass^k: chance that k fresh runs of a scenario all pass",
+    )  # fmt: skip
+    for row in report.pass_hat_k:
+        hat.add(
+            str(row.k),
+            number(row.value, pct(row.value)),
+            f"{pct(row.low)}–{pct(row.high)}",
+            number(row.scenarios),
+        )
+    bug = (
+        f"BUG: a scenario tagged '{report.high_stakes_tag}' that failed in any run; it is listed, not averaged away."
+        if report.high_stakes_tag
+        else "No high-stakes tag is set (suite: high_stakes_tag), so no failure is listed as a bug."
+    )
+    note = Note(
+        f"A conversation passes when none of its verdicts failed. FLAKY: mixed outcomes across repeats. {bug}"
+    )
+    blocks: list[Table | Note] = [note, _scenario_table(report), tags]
+    if report.pass_hat_k:
+        blocks.append(hat)
+    state: State | None = "fail" if any(r.bug for r in report.scenarios) else None
+    return Section("scenarios", "Scenarios", blocks, state)
+
+
+def _calls(report: Report) -> Cell:
+    run = report.run
+    if not run.killed_sessions:
+        return text(f"{run.provider_calls} (retries included)")
+    killed = f"{run.killed_sessions} killed session{'s' if run.killed_sessions != 1 else ''}"
+    return text(
+        f"at least {run.provider_calls_at_least} ({run.provider_calls} counted; {killed} counted only up to "
+        "the last checkpoint)",
+        "warn",
+    )
+
+
+def health_section(report: Report) -> Section:
+    """How conversations ended, what was re-run or is missing, errors, and unverified evidence."""
+    h = report.health
+    stops = Table(
+        [Column("stop reason"), Column("conversations (95% CI)")], title="Run health: how conversations ended"
+    )
+    for stop in h.stop_reasons:
+        stops.add(stop.reason, rate_cell(stop.rate))
+    facts = Table([Column("what"), Column("count")])
+    facts.add(
+        "character breaks re-run",
+        f"{h.character_breaks} in {h.conversations_with_breaks} conversations ({h.gave_up_on_breaks} gave up)",
+    )
+    facts.add("conversations re-run after an error", str(len(h.retried)))
+    facts.add("missing conversations", f"{h.missing} of {h.planned} (status {h.status})")
+    facts.add("conversation errors", rate_cell(h.conversation_errors))
+    facts.add("judge errors", rate_cell(h.judge_errors))
+    facts.add("unverified evidence", rate_cell(h.unverified))
+    facts.add("not judged", str(h.not_judged))
+    facts.add("provider calls", _calls(report))
+    for line in report.run.provider_limits:  # the pace each provider settled on (docs/reliability.md)
+        facts.add("limits", f"limits: {line}")
+    blocks: list[Table | Note] = [stops, facts]
+    errors = h.errors + h.judge_error_rows
+    if errors:
+        table = Table(
+            [Column(n) for n in ("conversation", "criterion", "source", "kind", "message")],
+            title="Errors (never counted as pass or fail)",
+            fold_after=SHOWN_ERRORS,
+        )
+        for error in errors:
+            table.add(
+                error.conversation_id,
+                error.criterion_id or "–",
+                error.source,
+                text(error.kind, "error"),
+                error.message,
+            )
+        blocks.append(table)
+    if h.unverified_rows:
+        table = Table(
+            [Column(n) for n in ("conversation", "criterion", "result", "quotes not found")],
+            title="Unverified evidence",
+        )
+        for r in h.unverified_rows:
+            table.add(r.conversation_id, r.criterion_id, text(r.result, "fail" if r.result == "fail" else None),
+                      " | ".join(r.quotes) or "(no quote)")  # fmt: skip
+        blocks.append(table)
+    return Section("health", "Run health", blocks, "error" if errors else None)
+
+
+def _money(value: float | None, currency: str) -> str:
+    return "unpriced" if value is None else f"{value:.4f} {currency}"
+
+
+def _seconds(value: float | None) -> Cell:
+    return text("–") if value is None else number(value, f"{value:.2f}s")
+
+
+def cost_section(report: Report) -> Section:
+    """Tokens and cost per role, latency, and failure rates per role and class."""
+    c = report.cost
+    roles = Table(
+        [Column("role"), Column("models"),
+         *(Column(n, numeric=True) for n in ("calls", "input", "cached input", "output", "cost", "cache hits"))],
+        title=f"Tokens and cost (prices as of {c.prices_as_of}, {c.currency} per 1M tokens)",
+    )  # fmt: skip
+    for r in c.roles:
+        roles.add(
+            r.role, ", ".join(r.models) or "–", number(r.calls), number(r.input_tokens, f"{r.input_tokens:,}"),
+            number(r.cached_input_tokens, f"{r.cached_input_tokens:,}"), number(r.output_tokens, f"{r.output_tokens:,}"),
+            _money(r.cost, c.currency), number(r.cache_hits),
+        )  # fmt: skip
+    latency = Table(
+        [Column("what"), *(Column(n, numeric=True) for n in ("n", "median", "p95", "max"))], title="Latency"
+    )
+    for row in c.latency:
+        latency.add(row.name, number(row.n), _seconds(row.median_s), _seconds(row.p95_s), _seconds(row.max_s))
+    failures = Table(
+        [Column("role"), Column("failure"), Column("rate (95% CI)"), Column("kinds")],
+        title="Failure rates by role (of that role's calls, 95% CI)",
+    )
+    for f in c.failures:
+        failures.add(f.role, f.failure, rate_cell(f.rate, plot=False), ", ".join(f.kinds))
+    note = Note(
+        f"Prices: {c.prices_source}, as of {c.prices_as_of}, per million tokens. Total {_money(c.total_cost, c.currency)}; "
+        f"per conversation median {_money(c.cost_per_conversation_median, c.currency)}, "
+        f"p95 {_money(c.cost_per_conversation_p95, c.currency)}."
+    )
+    return Section("cost", "Cost and latency", [note, roles, latency, failures])

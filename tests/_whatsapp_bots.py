@@ -1,0 +1,136 @@
+"""Planted WhatsApp bots for the channel tests: an aiohttp webhook service on loopback, written against the
+public Cloud API shapes, whose replies a test scripts. It keeps everything it received (webhook events,
+status callbacks, signature checks, the Graph API's answers) so a test can check both sides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from aiohttp import web
+
+# A script: given the incoming message (the webhook's messages[0]) and the bot, the (delay_s, body) pairs
+# to send; each body is a send-API body without messaging_product and `to`.
+Script = Callable[[dict[str, Any], "PlantedBot"], list[tuple[float, dict[str, Any]]]]
+
+BUTTONS = {
+    "type": "interactive",
+    "interactive": {
+        "type": "button",
+        "body": {"text": "Does the pain spread to your arm or jaw?"},
+        "action": {
+            "buttons": [
+                {"type": "reply", "reply": {"id": "yes", "title": "Yes"}},
+                {"type": "reply", "reply": {"id": "no", "title": "No"}},
+            ]
+        },
+    },
+}
+LIST = {
+    "type": "interactive",
+    "interactive": {
+        "type": "list",
+        "body": {"text": "Where would you like to be seen?"},
+        "action": {
+            "button": "Choose a place",
+            "sections": [
+                {
+                    "title": "Appointments",
+                    "rows": [{"id": "gp", "title": "GP tomorrow", "description": "a booked slot"}],
+                },
+                {"title": "Today", "rows": [{"id": "pharmacy", "title": "Pharmacy today"}]},
+            ],
+        },
+    },
+}
+
+
+def text(body: str) -> dict[str, Any]:
+    return {"type": "text", "text": {"body": body}}
+
+
+@dataclass
+class PlantedBot:
+    """The bot's configuration and what it saw."""
+
+    script: Script
+    app_secret: str = "app-secret-123"
+    access_token: str = "access-token-456"
+    verify_token: str = "verify-token-789"
+    api_url: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    bad_signatures: int = 0
+    graph_answers: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    fail_statuses: bool = False
+    url: str = ""
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+    async def _webhook(self, request: web.Request) -> web.Response:
+        raw = await request.read()
+        expected = "sha256=" + hmac.new(self.app_secret.encode(), raw, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(request.headers.get("X-Hub-Signature-256", ""), expected):
+            self.bad_signatures += 1
+            return web.Response(status=403, text="invalid signature")
+        event = json.loads(raw)
+        value = event["entry"][0]["changes"][0]["value"]
+        if "statuses" in value:
+            self.statuses.extend(value["statuses"])
+            return web.Response(status=500 if self.fail_statuses else 200)
+        self.events.append(event)
+        task = asyncio.create_task(self._reply(value))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return web.Response(text="EVENT_RECEIVED")
+
+    async def _verify(self, request: web.Request) -> web.Response:
+        query = request.query
+        if query.get("hub.mode") == "subscribe" and query.get("hub.verify_token") == self.verify_token:
+            return web.Response(text=query.get("hub.challenge", ""))
+        return web.Response(status=403)
+
+    async def _reply(self, value: dict[str, Any]) -> None:
+        message = value["messages"][0]
+        number = value["metadata"]["phone_number_id"]
+        async with httpx.AsyncClient() as client:
+            for delay, body in self.script(message, self):
+                await asyncio.sleep(delay)
+                full = {
+                    "messaging_product": "whatsapp",
+                    "recipient_type": "individual",
+                    "to": message["from"],
+                    **body,
+                }
+                response = await client.post(
+                    f"{self.api_url}/v21.0/{number}/messages",
+                    json=full,
+                    headers={"Authorization": f"Bearer {self.access_token}"},
+                )
+                self.graph_answers.append((response.status_code, response.json()))
+
+
+async def serve(bot: PlantedBot) -> Callable[[], Awaitable[None]]:
+    """Serve the bot's webhook on a free loopback port (sets `bot.url`); returns the stop function."""
+    app = web.Application()
+    app.router.add_post("/webhook", bot._webhook)
+    app.router.add_get("/webhook", bot._verify)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    bot.url = f"http://127.0.0.1:{port}/webhook"
+
+    async def stop() -> None:
+        for task in list(bot._tasks):
+            task.cancel()
+        await runner.cleanup()
+
+    return stop

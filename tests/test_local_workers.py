@@ -1,0 +1,63 @@
+"""`simulator run --workers N` on the local backend: forked shard processes merged into one record that
+matches a one-process run of the same suite (same conversations, counts and verdicts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator.cli import main
+from simulator.engine.local_workers import parse_workers
+from simulator.errors import UserError
+from simulator.record.folder import RunFolder
+from tests.test_report_support import BOT, write_suite
+
+# The tiny bot decides by a count kept in its module, which depends on the process; this one decides by the
+# user's first message alone, so a conversation's course does not depend on which process ran it.
+STATELESS_BOT = BOT.replace("index = SEEN.get(key, 0)", "index = sum(map(ord, text))")
+assert STATELESS_BOT != BOT
+
+
+def _record(run: Path) -> tuple[Any, ...]:
+    folder = RunFolder.open(run)
+    manifest = folder.read_manifest()
+    conversations = sorted(
+        (r.id, r.stop_reason, str(r.final_state), tuple(t.text for t in r.turns))
+        for r in folder.conversations()
+    )
+    verdicts = sorted((v.conversation_id, v.criterion_id, v.kind, v.result) for v in folder.verdicts())
+    counts = manifest.counts
+    return conversations, verdicts, counts.conversations, dict(counts.stop_reasons), manifest.planned
+
+
+@pytest.mark.parametrize("workers", ["2", "3"])
+def test_workers_give_the_record_of_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = write_suite(tmp_path, runs=3, bot=STATELESS_BOT)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(suite), "--out", str(tmp_path / "one"), "--no-progress"]) == 0
+    assert (
+        main(["run", str(suite), "--out", str(tmp_path / "many"), "--no-progress", "--workers", workers]) == 0
+    )
+    assert f"{workers} worker processes" in capsys.readouterr().out
+    one, many = _record(tmp_path / "one"), _record(tmp_path / "many")
+    assert one[0] and one[1]  # something was run and judged
+    assert many == one
+    assert not (tmp_path / ".many.shards").exists()  # merged: the shard folders are gone
+    assert RunFolder.open(tmp_path / "many").read_manifest().shard is None  # an ordinary run folder
+
+
+def test_workers_refuse_an_existing_folder_and_bad_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite = write_suite(tmp_path, runs=1)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "taken").mkdir()
+    assert main(["run", str(suite), "--out", str(tmp_path / "taken"), "--workers", "2", "--no-progress"]) == 2
+    for bad in ("0", "-1", "many"):
+        with pytest.raises(UserError, match="--workers"):
+            parse_workers(bad)
+    assert parse_workers("auto") >= 1 and parse_workers("4") == 4

@@ -92,6 +92,37 @@ def test_a_base_url_password_is_a_suite_secret() -> None:
     assert "hunter2-pw" in suite_secrets(suite, environ={})
 
 
+@pytest.mark.parametrize(
+    ("bot", "field"),
+    [
+        (
+            {"type": "openai_endpoint", "base_url": "https://me:hunter2-pw@llm.example/v1", "model": "m"},
+            "base_url",
+        ),
+        ({"type": "whatsapp", "webhook_url": "https://bot.example/hook?token=hunter2-pw"}, "webhook_url"),
+        (
+            {
+                "type": "whatsapp",
+                "webhook_url": "https://bot.example/hook",
+                "state_url": "https://me:hunter2-pw@b.example/s",
+            },
+            "state_url",
+        ),
+    ],
+)
+def test_other_bots_urls_are_suite_secrets_and_redacted_in_the_manifest(
+    bot: dict[str, str], field: str
+) -> None:
+    """Every bot type's URLs, not only an http bot's: a password or a token there is a secret, and the
+    suite the manifest keeps holds `[redacted]` in its place."""
+    from simulator.engine.runner import redacted_suite
+
+    suite = Suite.model_validate({"bot": bot})
+    assert "hunter2-pw" in suite_secrets(suite, environ={})
+    kept = getattr(redacted_suite(suite).bot, field)
+    assert "hunter2-pw" not in kept and REDACTED in kept
+
+
 @pytest.mark.parametrize("secret", SECRETS[:3])
 def test_the_response_cache_never_stores_an_echoed_key(tmp_path: Path, secret: str) -> None:
     register_secrets([secret])

@@ -37,7 +37,8 @@ def test_a_catastrophic_pattern_stops_at_the_limit_and_is_named(pattern: str) ->
         assert pattern in str(exc) and "must_not_match" in str(exc)
     else:
         assert pattern not in (r"(a+)+$", r"(x+x+)+y")  # these two always backtrack
-    assert time.monotonic() - start < MATCH_TIMEOUT_S * 5
+    # Stopped in seconds, not the minutes backtracking takes (generous: a loaded machine runs slowly).
+    assert time.monotonic() - start < MATCH_TIMEOUT_S * 30
 
 
 @pytest.mark.parametrize("pattern", [r"(a+)+$", r"(x+x+)+y"])

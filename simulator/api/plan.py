@@ -162,10 +162,4 @@ def prepare(
     unknown = sorted(set(scenario_ids or ()) - {s.id for s in found})
     if unknown:
         raise UserError(f"no scenario {', '.join(map(repr, unknown))} in this suite (variants included)")
-    from simulator.engine.preflight import preflight
-    from simulator.spec.suite import check_environment
-
-    # What `validate` checks too, after the keys: the bot's factory or URL, models, prompt, vocabulary.
-    check_environment(chosen)
-    preflight(chosen)
     return Plan(chosen, found, bots)

@@ -59,12 +59,14 @@ def _options(options: RunOptions | None, out: str | Path | None, progress: bool 
 
 async def execute(plan: Plan, options: RunOptions) -> Result:
     """Run a planned suite (one run folder); a suite with a matrix is compare's."""
+    from simulator.engine.preflight import preflight
     from simulator.engine.runner import run_suite
     from simulator.spec.suite import check_environment
 
     if plan.suite.matrix is not None:
         raise UserError("this suite has a matrix: simulator.compare(suite) runs every cell")
     check_environment(plan.suite)
+    preflight(plan.suite)  # what `validate` checks: the bot's factory or URL, models, prompt, vocabulary
     session = await run_suite(plan.suite, plan.scenarios, options, plan.bots)
     return Result(Path(session.folder), session)
 

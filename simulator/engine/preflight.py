@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from simulator.errors import Problem, UserError
-from simulator.judging.code_checks import STOP_KEYS
+from simulator.judging.code_checks import ENVIRONMENT_KEY, STOP_KEYS
 from simulator.record.redact import redact_url
 from simulator.spec.suite import Suite
 from simulator.spec.yamlfile import YAMLProblem, read_text_file
@@ -114,7 +114,12 @@ def _expected_problems(suite: Suite) -> list[Problem]:
     for scenario in scenarios:
         file = str(scenario._source or scenario.id)
         for key, value in scenario.expected.items():
-            if declared is not None and key not in declared and key not in (*STOP_KEYS, "stop_reason"):
+            # `environment` holds paths of the environment's final state, compared there (not bot state).
+            if (
+                declared is not None
+                and key not in declared
+                and key not in (*STOP_KEYS, "stop_reason", ENVIRONMENT_KEY)
+            ):
                 sets = (
                     f"only {', '.join(sorted(declared))}"
                     if declared

@@ -76,6 +76,11 @@ def redacted_suite(suite: Suite) -> Suite:
     if copy.bot.type == "http":
         copy.bot.headers = {k: v if "${" in v else "[redacted]" for k, v in copy.bot.headers.items()}
         copy.bot.url = redact_url(copy.bot.url)
+    elif copy.bot.type == "openai_endpoint":
+        copy.bot.base_url = redact_url(copy.bot.base_url)
+    elif copy.bot.type == "whatsapp":
+        copy.bot.webhook_url = redact_url(copy.bot.webhook_url)
+        copy.bot.state_url = redact_url(copy.bot.state_url) if copy.bot.state_url else None
     for settings in copy.providers.values():
         if settings.base_url:
             settings.base_url = redact_url(settings.base_url)

@@ -88,3 +88,38 @@ def test_resume_and_judge_refuse_files_that_changed_or_moved(
         assert main(["judge", str(out)]) == 2
         assert named.name in capsys.readouterr().err
     assert (out / CONVERSATIONS).read_text() == before  # nothing was run from another tree
+
+
+@pytest.mark.parametrize("where", ["other-tree", "inside-suite"])
+def test_the_python_api_resumes_the_recorded_tree_from_any_folder(
+    suite_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str
+) -> None:
+    """`simulator.resume` (what `run --resume` calls) reads the recorded files too, never today's folder."""
+    import simulator
+
+    out = _run_then_cut(suite_dir, monkeypatch)
+    if where == "inside-suite":
+        monkeypatch.chdir(suite_dir)
+    else:
+        elsewhere = tmp_path / where / "suite"
+        elsewhere.mkdir(parents=True)
+        for n in range(3):
+            (elsewhere / f"o{n}.yaml").write_text(OTHER.format(n=n))
+        shutil.copy(suite_dir / "suite.yaml", elsewhere / "suite.yaml")
+        monkeypatch.chdir(elsewhere.parent)
+    simulator.resume(out)
+    assert _ids(out) == ["chest-1#0", "chest-1#1", "chest-1#2"]
+
+
+def test_the_python_api_refuses_a_recorded_file_that_changed(
+    suite_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import simulator
+    from simulator.errors import UserError
+
+    out = _run_then_cut(suite_dir, monkeypatch)
+    scenario = suite_dir / "chest.yaml"
+    scenario.write_text(scenario.read_text() + "\n# edited\n")
+    with pytest.raises(UserError) as caught:
+        simulator.resume(out)
+    assert any("changed since the run" in p.message and "chest.yaml" in p.file for p in caught.value.problems)

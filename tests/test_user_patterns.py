@@ -92,3 +92,34 @@ def test_an_empty_custom_pattern_is_refused(tmp_path: Path) -> None:
     path.write_text("custom: {x: ''}\n")
     with pytest.raises(UserError, match=r"custom\.x"):
         load_redactor(path)
+
+
+@pytest.mark.parametrize("pattern", [r"(a+)+$", r"(x+x+)+y"])
+@pytest.mark.parametrize("where", ["claim says", "argument regex"])
+def test_a_tool_check_pattern_that_times_out_is_an_error_verdict(pattern: str, where: str) -> None:
+    """The tool checks' patterns (a claim rule's `says`, an argument's `regex`) are users' patterns too."""
+    from simulator.judging.tool_checks import ToolCheckContext, tool_verdicts
+    from simulator.record.parts import TextPart, ToolCallPart
+    from simulator.record.transcript import Turn
+    from simulator.spec.tool_checks import ClaimRule, ToolCheck
+    from simulator.users.offline import gives_outcome
+
+    hostile = HOSTILE_TEXT[pattern]
+    rec = record("s")
+    call = ToolCallPart(name="book", arguments={"note": hostile}, result={"ok": True}, side="bot")
+    rec.turns = [
+        Turn(index=0, role="user", parts=[TextPart(text="hi")], started_at=rec.started_at),
+        Turn(index=0, role="bot", parts=[call, TextPart(text=hostile)], started_at=rec.started_at),
+    ]
+    if where == "claim says":
+        context = ToolCheckContext(
+            gives_advice=gives_outcome, claims=[ClaimRule(id="c", says=pattern, tool="book")]
+        )
+        checks: list[ToolCheck] = []
+    else:
+        context = ToolCheckContext(gives_advice=gives_outcome)
+        checks = [
+            ToolCheck.model_validate({"tool_called": "book", "arguments": {"note": {"regex": pattern}}})
+        ]
+    (verdict,) = tool_verdicts(rec, checks, context, "h")
+    assert verdict.result == "error" and pattern in (verdict.reasoning or "")

@@ -54,6 +54,11 @@ CASES = {
         "bot: {type: chat, model: 'test:x', system_prompt: hi}\n",
         "expected.triage_level",
     ),
+    "openai_endpoint url without host": (
+        "bot: {type: openai_endpoint, base_url: 'http://', model: m}\n",
+        "bot.base_url",
+    ),
+    "whatsapp url without host": ("bot: {type: whatsapp, webhook_url: 'https:///hook'}\n", "bot.webhook_url"),
 }
 
 
@@ -102,3 +107,21 @@ def test_a_duplicate_golden_csv_column_is_an_error(
     path.write_text(f"{header}\n{cells}\n")
     assert main(["validate", str(path)]) == 2
     assert "appears 2 times" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["unimportable factory", "url without host", "chat provider", "empty jury"])
+def test_the_python_api_refuses_what_validate_refuses(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`simulator.run(SUITE)` (the command line's own path) refuses the same suites, before a run folder."""
+    import simulator
+    from simulator.errors import UserError
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    suite = _suite(tmp_path, name)
+    with pytest.raises(UserError) as caught:
+        simulator.run(suite, out=tmp_path / "run")
+    fields = [p.field or "" for p in caught.value.problems] + [str(caught.value)]
+    assert any(CASES[name][1] in f for f in fields), fields
+    assert not (tmp_path / "run").exists()

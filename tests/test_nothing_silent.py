@@ -65,3 +65,27 @@ def test_a_running_shard_is_not_merged(
     err = capsys.readouterr().err
     assert str(shards[which]) in err and "running" in err and "--resume" in err
     assert not (tmp_path / "all").exists()
+
+
+@pytest.mark.parametrize(
+    ("expected_key", "warned"), [("triage_levle", True), ("urgency", True), ("triage_level", False)]
+)
+def test_an_expected_key_the_bot_never_set_is_said_in_the_report(
+    suite_dir: Path, capsys: pytest.CaptureFixture[str], expected_key: str, warned: bool
+) -> None:
+    """A python bot's state keys are known only once it ran: a key it set in no conversation is a report
+    warning naming it (likely a misspelling), beside its fails."""
+    scenario = suite_dir / "chest.yaml"
+    scenario.write_text(scenario.read_text().replace("triage_level: emergency", f"{expected_key}: emergency"))
+    out = suite_dir.parent / "run"
+    assert main(["run", str(suite_dir / "suite.yaml"), "--out", str(out), "--no-progress"]) == 0
+    warnings = [w for w in load_run(out).warnings if "never set" in w]
+    assert bool(warnings) == warned
+    if warned:
+        (warning,) = warnings
+        assert (
+            f"never set {expected_key} in any of the 3 conversations" in warning and "triage_level" in warning
+        )
+        capsys.readouterr()
+        main(["report", str(out)])
+        assert f"never set {expected_key}" in capsys.readouterr().out.replace("\n", " ")

@@ -163,6 +163,34 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
+# Outcome keys compared with the stop reason, not with the bot's final state.
+_STOP_OUTCOMES = ("handover", "closed", "stop_reason")
+
+
+def never_set_warnings(conversations: list[ConversationRecord], verdicts: list[Verdict]) -> list[str]:
+    """An expected key the bot set in none of the conversations judged on it: its fails are more likely a
+    misspelt key (or a bot that does not report it) than wrong answers, and the report says so. The fails
+    stay fails: a bot that never states its decision has not given one."""
+    states = {r.id: r.final_state or {} for r in conversations}
+    judged: dict[str, list[Verdict]] = {}
+    for verdict in verdicts:
+        key = verdict.criterion_id.removeprefix("outcome.")
+        if verdict.criterion_id.startswith("outcome.") and key not in _STOP_OUTCOMES:
+            judged.setdefault(key, []).append(verdict)
+    warnings = []
+    for key, of_key in sorted(judged.items()):
+        ids = {v.conversation_id for v in of_key if v.conversation_id in states}
+        if not ids or any(key in states[i] for i in ids) or not any(v.result == "fail" for v in of_key):
+            continue
+        seen = sorted({k for i in ids for k in states[i]})
+        warnings.append(
+            f"outcome.{key}: the bot never set {key} in any of the {len(ids)} conversations judged on it "
+            f"(its final states hold {', '.join(seen) or 'nothing'}); its fails may be a misspelt expected "
+            "key or a bot that does not report it: check the scenarios' expected and the bot's state"
+        )
+    return warnings
+
+
 def load_run(path: Path, judge_set: str | None = None) -> RunData:
     """Open a run folder for reporting; raise UserError when it is not one or `judge_set` is unknown."""
     folder = RunFolder.open(path)
@@ -205,6 +233,7 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
             f"{path / 'verdicts.jsonl'} holds verdicts for {len(strays)} conversations this run does not have "
             f"({shown}); they are left out of every number"
         )
+    warnings += never_set_warnings(conversations, verdicts)
     expected = _expected(manifest, verdicts)
     if borrowed:
         named = ", ".join(f"{c} (from {short_hash(h)})" for c, h in sorted(borrowed.items()))

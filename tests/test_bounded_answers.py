@@ -9,6 +9,7 @@ import functools
 import gzip
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import httpx
 import pytest
@@ -116,3 +117,23 @@ async def test_a_provider_that_trickles_or_never_ends_is_cut(
             assert caught.value.kind == "transient" and "time" in str(caught.value).lower()
         else:
             assert caught.value.kind == "permanent" and "longer than 2,000,000 bytes" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["trickle", "endless"])
+async def test_an_openai_endpoint_bot_that_trickles_or_never_ends_is_cut(name: str) -> None:
+    """The openai_endpoint bot (a model server under test) has the same whole-answer deadline."""
+    from simulator.bots.openai_endpoint import OpenAIEndpointFactory
+    from simulator.spec.suite import OpenAIEndpointBotConfig
+
+    async for url in _serve(BEHAVIOURS[name]):
+        config = OpenAIEndpointBotConfig(base_url=f"{url}/v1", model="m", timeout_s=1.5)
+        factory = OpenAIEndpointFactory(config, Path("."))
+        try:
+            session = await factory.open("c#0")
+            start = time.monotonic()
+            with pytest.raises(BotError) as caught:
+                await session.send("hello", 1)
+            assert time.monotonic() - start < 10
+        finally:
+            await factory.aclose()
+        assert caught.value.kind == "timeout" and "deadline" in str(caught.value)

@@ -80,7 +80,7 @@ def _desk_row(root: Path, run: Path) -> dict[str, str]:
     app = create_app(DeskConfig(run.parent, root / "scenarios", root / "judges"))
     page = TestClient(app, base_url="http://127.0.0.1").get(f"/runs/{run.name}/calibration").text
     table = page.split("judge against each labeller", 1)[1].split("</table>", 1)[0]
-    headers = re.findall(r"<th[^>]*>(.*?)</th>", table)
+    headers = re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", table)  # a <th> cell, not <thead>
     (cells,) = [
         re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)[1:]
     ]

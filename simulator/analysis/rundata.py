@@ -191,6 +191,18 @@ def never_set_warnings(conversations: list[ConversationRecord], verdicts: list[V
     return warnings
 
 
+def _stray_warnings(path: Path, verdicts: list[Verdict], live: set[str]) -> list[str]:
+    """Verdicts for conversations the run does not have are left out of every number, and said."""
+    strays = sorted({v.conversation_id for v in verdicts if v.conversation_id not in live})
+    if not strays:
+        return []
+    shown = ", ".join(strays[:5]) + (f" and {len(strays) - 5} more" if len(strays) > 5 else "")
+    return [
+        f"{path / 'verdicts.jsonl'} holds verdicts for {len(strays)} conversations this run does not have "
+        f"({shown}); they are left out of every number"
+    ]
+
+
 def load_run(path: Path, judge_set: str | None = None) -> RunData:
     """Open a run folder for reporting; raise UserError when it is not one or `judge_set` is unknown."""
     folder = RunFolder.open(path)
@@ -212,7 +224,7 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
     position = {scenario_id: index for index, scenario_id in enumerate(order)}
     conversations = sorted(latest.values(), key=lambda r: (position[r.scenario_id], r.repeat))
     live = set(latest)
-    strays = sorted({v.conversation_id for v in verdicts if v.conversation_id not in live})
+    warnings = _stray_warnings(path, verdicts, live)
     verdicts = [v for v in verdicts if v.conversation_id in live]
     sets = []
     for judge_set_hash in recent_first:
@@ -225,13 +237,6 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
                 judge_models=sorted({v.judge_model for v in of_set if v.judge_model}),
                 chosen=judge_set_hash == chosen,
             )
-        )
-    warnings: list[str] = []
-    if strays:
-        shown = ", ".join(strays[:5]) + (f" and {len(strays) - 5} more" if len(strays) > 5 else "")
-        warnings.append(
-            f"{path / 'verdicts.jsonl'} holds verdicts for {len(strays)} conversations this run does not have "
-            f"({shown}); they are left out of every number"
         )
     warnings += never_set_warnings(conversations, verdicts)
     expected = _expected(manifest, verdicts)

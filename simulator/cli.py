@@ -84,22 +84,45 @@ def main(argv: list[str] | None = None) -> int:
     # the command line does this: a program that imports simulator keeps its own import path.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    from simulator.commands.stopping import stop_signals
+
+    with stop_signals() as stopped:
+        return _handle(handler, args, lambda: stopped.exit_code)
+
+
+def _handle(
+    handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, stop_code: Callable[[], int]
+) -> int:
+    """Run one command: a user mistake, a stop signal, a closed pipe or a full disk is one line and a code."""
     try:
         return handler(args)
     except UserError as exc:
         from simulator.record.redact import redact
+        from simulator.report.visible import visible
 
-        print(f"error: {redact(exc.render())}", file=sys.stderr)
+        # The one way an untrusted string (a file name, a key, an echoed argument) reaches the terminal.
+        print(f"error: {visible(redact(exc.render()))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted: everything finished so far is saved; resume with --resume", file=sys.stderr)
-        return 130
+        return stop_code()
     except BrokenPipeError:
         # The reader of a pipe (`| head`) stopped reading: files were written first; stop quietly, and keep
         # Python's exit-time flush of stdout from failing again.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        from simulator.diskerrors import os_error_line
+
+        hint = (
+            "the run keeps what finished; then: simulator run --resume RUN" if args.command == "run" else None
+        )
+        line = os_error_line(exc, hint)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 2
     except SystemExit as exc:
         if exc.code == 1 and _stdout_is_devnull():
             return 0  # rich met the same closed pipe: it pointed stdout at /dev/null and raised SystemExit(1)

@@ -94,7 +94,7 @@ def write_suite(
             "type": "chat",
             "model": "openai:fake-bot",
             "system_prompt": "You are a triage nurse.",
-            "decision_tool": {"values": ["gp", "emergency"]},
+            "decision_tool": {"field": "triage_level", "values": ["gp", "emergency"]},
         },
         "user": {"model": user},
         "runs": runs,

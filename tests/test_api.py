@@ -197,11 +197,14 @@ def test_compare_a_list_of_bots_on_the_same_scenarios(tmp_path: Path) -> None:
 
 
 def test_compare_models_of_the_suites_chat_bot(tmp_path: Path) -> None:
-    suite = simulator.Suite(
-        bot={"type": "chat", "model": "test:default", "system_prompt": "You triage."},
-        user={"model": "offline"},
-        runs=1,
-    )
+    # The decision tool sets the scenario's expected key: a chat bot that never sets it is refused (issue 30).
+    bot = {
+        "type": "chat",
+        "model": "test:default",
+        "system_prompt": "You triage.",
+        "decision_tool": {"field": "triage_level"},
+    }
+    suite = simulator.Suite(bot=bot, user={"model": "offline"}, runs=1)
     board = simulator.compare(
         suite, models=["test:default", "test:default?seed=2"], scenarios=[RASH], out=tmp_path / "m"
     )

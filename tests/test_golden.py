@@ -368,7 +368,7 @@ def test_csv_problems_name_the_row_line(tmp_path: Path) -> None:
         (
             8,
             "must_not_match",
-            "must_not_match `[a-` is not a valid regular expression: unterminated character set at position 0",
+            "must_not_match `[a-` is not a valid regular expression: unterminated character set at position 3",
         ),
         (9, None, "row has 2 cells but the header has 8; quote cells holding commas"),
     }

@@ -191,7 +191,7 @@ def test_bad_numbers_on_the_command_line_are_blamed_on_the_flag(
         ),
         (
             "bot: {type: http, url: 'http://x', zzz: 1}\n",
-            "allowed keys: headers, start, timeout_s, type, url",
+            "allowed keys: headers, max_reply_bytes, start, timeout_s, type, url",
         ),
         ("bot: {type: chat, model: 'openai:x', system_prompt: p, zzz: 1}\n", "allowed keys: decision_tool"),
         (

@@ -18,6 +18,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "simulator"
 GROUPS: dict[str, tuple[str, ...]] = {
     "base": (
         "simulator.errors",
+        "simulator.diskerrors",
+        "simulator.safefiles",
         "simulator.eventloop",
         "simulator.record.hashing",
         "simulator.record.transcript",

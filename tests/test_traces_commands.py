@@ -230,8 +230,16 @@ def test_export_otel_reimported_gives_the_same_transcripts(tmp_path: Path) -> No
     assert cli("run", SUITE, "--runs", "1", "--out", sim, "--no-progress") == 0
     assert cli("export-otel", sim, "--out", tmp_path / "otel.json") == 0
     assert cli("import", tmp_path / "otel.json", "--out", tmp_path / "back", "--no-redact") == 0
-    before = {sid + "-0": turns for sid, turns in _turns(sim).items()}
-    assert _turns(tmp_path / "back") == before
+    # The round trip keeps every conversation id (labels and comparisons line up), and each bot turn
+    # its latency, from its span's duration (issue 30, item 21).
+    assert _turns(tmp_path / "back") == _turns(sim)
+    original = {r.id: r for r in RunFolder.open(sim).conversations()}
+    back = {r.id: r for r in RunFolder.open(tmp_path / "back").conversations()}
+    assert sorted(back) == sorted(original)
+    for cid, record in back.items():
+        bots = [t.latency_s for t in record.turns if t.role == "bot"]
+        wanted = [t.latency_s for t in original[cid].turns if t.role == "bot"]
+        assert bots == pytest.approx(wanted, abs=1e-3) and all(b > 0 for b in bots)
     doc = json.loads((tmp_path / "otel.json").read_text())
     events = [
         e
@@ -298,7 +306,7 @@ def test_export_otel_to_an_otlp_http_endpoint(
         "".join(json.dumps(request_to_json(ExportTraceServiceRequest.FromString(b))) + "\n" for b in bodies)
     )
     assert cli("import", received, "--out", tmp_path / "back", "--no-redact") == 0
-    assert _turns(tmp_path / "back") == {sid + "-0": turns for sid, turns in _turns(imported).items()}
+    assert _turns(tmp_path / "back") == _turns(imported)  # ids kept through the round trip
 
 
 def test_export_to_an_endpoint_nobody_listens_on_is_a_clear_error(
@@ -312,3 +320,19 @@ def test_export_to_an_endpoint_nobody_listens_on_is_a_clear_error(
         port = s.getsockname()[1]
     assert cli("export-otel", imported, "--endpoint", f"http://127.0.0.1:{port}") == 2
     assert "did not accept the spans" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("user_model", ["real", "human:Dr Ada"])
+def test_real_people_get_no_simulated_user_checks(
+    imported: Path, user_model: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30, item 20: the fidelity checks audit a simulation; a real conversation has none to audit."""
+    from simulator.engine.roles import make_auditor
+    from simulator.providers.hub import ModelHub
+    from simulator.spec.suite import load_suite
+
+    suite = load_suite(SUITE)
+    assert make_auditor(suite, ModelHub.create({}, None, SUITE.parent), user_model) is None
+    assert cli("judge", imported, "--suite", SUITE) == 0
+    names = {v.criterion_id for v in RunFolder.open(imported).verdicts()}
+    assert "outcome.triage_level" in names and not any(n.startswith("fidelity.") for n in names)

@@ -40,6 +40,7 @@ from simulator.record.folder import LABELS as LABELS_FILE
 from simulator.record.folder import RunFolder
 from simulator.record.label_sheet import REQUIRED, LabelRow, read_labels
 from simulator.record.transcript import render_transcript
+from simulator.safefiles import FileRefused, read_capped
 
 
 class Disagreement(_Model):
@@ -215,6 +216,32 @@ def _labellable(run: RunData, criterion: str) -> list[str]:
     raise UserError(f"criterion '{criterion}' was not checked in {run.path}; {hint}")
 
 
+def _has_work(row: dict[Any, Any]) -> bool:
+    """A sheet row someone wrote in: a label, a note, or cells past the columns we wrote."""
+    extra = row.get(None) or []
+    return any(str(row.get(k) or "").strip() for k in ("label", "notes")) or any(
+        str(v).strip() for v in extra
+    )
+
+
+def refuse_filled_sheet(labels: Path) -> None:
+    """Refuse to overwrite a labels sheet that holds anyone's work: any row with a label or a note, or a
+    file that is not a sheet we wrote (clinicians' labels are never lost to a second export)."""
+    if not labels.exists():
+        return
+    fix = f"it is never overwritten; pass --out NEW_FOLDER, or move {labels.name} away first"
+    try:
+        text = read_capped(labels, 50_000_000).decode("utf-8-sig")
+        rows = list(csv.DictReader(text.splitlines()))
+    except (FileRefused, OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(
+            f"{labels}: a file is already there and cannot be read as a labels sheet ({exc}); {fix}"
+        ) from None
+    filled = [row for row in rows if _has_work(row)]
+    if filled or (text.strip() and "label" not in (rows[0] if rows else {})):
+        raise UserError(f"{labels}: holds labels already ({len(filled)} filled rows); {fix}")
+
+
 def export_labels(
     run: RunData, criterion: str, out: Path, sample: int | None = None, seed: int = 0
 ) -> tuple[Path, Path, int]:
@@ -228,9 +255,10 @@ def export_labels(
     if sample is not None:
         judged = judged[:sample]
     records = {r.id: r for r in run.conversations}
-    out.mkdir(parents=True, exist_ok=True)
     transcripts = out / "transcripts.md"
     labels = out / "labels.csv"
+    refuse_filled_sheet(labels)
+    out.mkdir(parents=True, exist_ok=True)
     rubric = _rubric(run, criterion)
     parts = [
         f"# Labelling: {criterion}\n",

@@ -9,7 +9,7 @@ import csv
 import random
 from pathlib import Path
 
-from simulator.analysis.calibrate import REQUIRED, LabelRow
+from simulator.analysis.calibrate import REQUIRED, LabelRow, refuse_filled_sheet
 from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
 from simulator.judging.fidelity import FIDELITY_CHECKS
@@ -54,6 +54,7 @@ def export_simulator_labels(
         audited = audited[:sample]
     records = {r.id: r for r in run.conversations}
     scenarios = _scenarios(run)
+    refuse_filled_sheet(out / "labels.csv")
     out.mkdir(parents=True, exist_ok=True)
     parts = [
         "# Labelling the simulated user\n",

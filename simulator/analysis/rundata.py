@@ -163,6 +163,46 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
+# Outcome keys compared with the stop reason, not with the bot's final state.
+_STOP_OUTCOMES = ("handover", "closed", "stop_reason")
+
+
+def never_set_warnings(conversations: list[ConversationRecord], verdicts: list[Verdict]) -> list[str]:
+    """An expected key the bot set in none of the conversations judged on it: its fails are more likely a
+    misspelt key (or a bot that does not report it) than wrong answers, and the report says so. The fails
+    stay fails: a bot that never states its decision has not given one."""
+    states = {r.id: r.final_state or {} for r in conversations}
+    judged: dict[str, list[Verdict]] = {}
+    for verdict in verdicts:
+        key = verdict.criterion_id.removeprefix("outcome.")
+        if verdict.criterion_id.startswith("outcome.") and key not in _STOP_OUTCOMES:
+            judged.setdefault(key, []).append(verdict)
+    warnings = []
+    for key, of_key in sorted(judged.items()):
+        ids = {v.conversation_id for v in of_key if v.conversation_id in states}
+        if not ids or any(key in states[i] for i in ids) or not any(v.result == "fail" for v in of_key):
+            continue
+        seen = sorted({k for i in ids for k in states[i]})
+        warnings.append(
+            f"outcome.{key}: the bot never set {key} in any of the {len(ids)} conversations judged on it "
+            f"(its final states hold {', '.join(seen) or 'nothing'}); its fails may be a misspelt expected "
+            "key or a bot that does not report it: check the scenarios' expected and the bot's state"
+        )
+    return warnings
+
+
+def _stray_warnings(path: Path, verdicts: list[Verdict], live: set[str]) -> list[str]:
+    """Verdicts for conversations the run does not have are left out of every number, and said."""
+    strays = sorted({v.conversation_id for v in verdicts if v.conversation_id not in live})
+    if not strays:
+        return []
+    shown = ", ".join(strays[:5]) + (f" and {len(strays) - 5} more" if len(strays) > 5 else "")
+    return [
+        f"{path / 'verdicts.jsonl'} holds verdicts for {len(strays)} conversations this run does not have "
+        f"({shown}); they are left out of every number"
+    ]
+
+
 def load_run(path: Path, judge_set: str | None = None) -> RunData:
     """Open a run folder for reporting; raise UserError when it is not one or `judge_set` is unknown."""
     folder = RunFolder.open(path)
@@ -184,6 +224,7 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
     position = {scenario_id: index for index, scenario_id in enumerate(order)}
     conversations = sorted(latest.values(), key=lambda r: (position[r.scenario_id], r.repeat))
     live = set(latest)
+    warnings = _stray_warnings(path, verdicts, live)
     verdicts = [v for v in verdicts if v.conversation_id in live]
     sets = []
     for judge_set_hash in recent_first:
@@ -197,7 +238,7 @@ def load_run(path: Path, judge_set: str | None = None) -> RunData:
                 chosen=judge_set_hash == chosen,
             )
         )
-    warnings: list[str] = []
+    warnings += never_set_warnings(conversations, verdicts)
     expected = _expected(manifest, verdicts)
     if borrowed:
         named = ", ".join(f"{c} (from {short_hash(h)})" for c, h in sorted(borrowed.items()))

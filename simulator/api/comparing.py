@@ -135,11 +135,13 @@ async def execute_matrix(
     """Run every cell of a planned suite's `matrix:` in one session; `bots`: bots given in code, by bot
     variant id."""
     from simulator.engine.matrix import run_matrix
+    from simulator.engine.preflight import preflight
     from simulator.spec.suite import check_environment
 
     if plan.suite.matrix is None:
         raise UserError("this suite has no matrix: simulator.run(suite) runs it")
     check_environment(plan.suite)
+    preflight(plan.suite)  # every cell, as `validate` checks them
     done = await run_matrix(plan.suite, plan.scenarios, options, bots)
     results = {cell: Result(Path(r.folder), r) for cell, r in done.results.items()}
     return Comparison(done.path, results)

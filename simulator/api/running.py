@@ -59,12 +59,14 @@ def _options(options: RunOptions | None, out: str | Path | None, progress: bool 
 
 async def execute(plan: Plan, options: RunOptions) -> Result:
     """Run a planned suite (one run folder); a suite with a matrix is compare's."""
+    from simulator.engine.preflight import preflight
     from simulator.engine.runner import run_suite
     from simulator.spec.suite import check_environment
 
     if plan.suite.matrix is not None:
         raise UserError("this suite has a matrix: simulator.compare(suite) runs every cell")
     check_environment(plan.suite)
+    preflight(plan.suite)  # what `validate` checks: the bot's factory or URL, models, prompt, vocabulary
     session = await run_suite(plan.suite, plan.scenarios, options, plan.bots)
     return Result(Path(session.folder), session)
 
@@ -154,8 +156,11 @@ async def aresume(
         from simulator.api.plan import resolve_bot
 
         _, factory = resolve_bot(bot, suite)
-    # The run's own scenarios (variants included), whatever the tags were when it started.
-    scenarios = suite.scenarios_to_run(ids={entry.id for entry in manifest.scenarios})
+    # The run's own scenarios (variants included), from the files it recorded (checked by hash, never a
+    # tree found from today's working directory), whatever the tags were when it started.
+    from simulator.record.recorded import recorded_scenarios
+
+    scenarios = recorded_scenarios(manifest, suite, path)
     return await execute(Plan(suite, scenarios, factory), chosen)
 
 

@@ -14,6 +14,7 @@ from simulator.providers.base import ChatMessage, ModelRequest, ProviderError, T
 from simulator.providers.hub import ModelClient, ModelHub
 from simulator.record.parts import PickPart, TextPart
 from simulator.spec.suite import ChatBotConfig, Suite
+from simulator.spec.yamlfile import YAMLProblem, read_text_file
 
 
 def _decision_tool(config: ChatBotConfig) -> ToolSpec | None:
@@ -149,9 +150,9 @@ class ChatBotFactory:
         if config.system_prompt_file:
             path = suite.resolve(config.system_prompt_file)
             try:
-                self.system = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise UserError(f"{path}: cannot read the chat bot's system_prompt_file ({exc})") from exc
+                self.system = read_text_file(path)
+            except YAMLProblem as exc:
+                raise UserError(f"the chat bot's system_prompt_file: {exc.problem}") from None
         else:
             self.system = config.system_prompt or ""
         self._client, self._model = hub.client(config.model)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 __all__ = ["HttpBotFactory", "expand_headers"]
 
+import asyncio
+import json
 import os
 import re
 import time
@@ -14,6 +16,7 @@ import httpx
 
 from simulator.bots.base import BotError, BotReply, parts_from_json
 from simulator.bots.environment import Environment
+from simulator.bots.reply_check import MAX_REPLY_BYTES, checked_flags
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
@@ -51,6 +54,7 @@ class HttpSession:
         url: str,
         conversation_id: str,
         timeout_s: float | None = None,
+        max_bytes: int = MAX_REPLY_BYTES,
         env_url: str | None = None,
         on_close: Any = None,
     ) -> None:
@@ -58,6 +62,7 @@ class HttpSession:
         self._env_url = env_url
         self._on_close = on_close
         self._timeout_s = timeout_s
+        self._max_bytes = max_bytes
         self._url = url
         self._conversation_id = conversation_id
         self._state: dict[str, Any] | None = None
@@ -70,21 +75,15 @@ class HttpSession:
         if self._env_url is not None:
             body["env_url"] = self._env_url  # POST {env_url}/tools/{name} (bots/env_server.py)
         start = time.perf_counter()
-        try:
-            response = await self._client.post(self._url, json=body)
-        except httpx.HTTPError as exc:
-            raise self._failure(exc) from exc
+        status, content = await self._post(body)
         latency = time.perf_counter() - start
-        if response.status_code >= 400:
-            raise BotError(
-                "http_status", f"the bot answered HTTP {response.status_code}: {redact(response.text)[:200]}"
-            )
+        shown = redact(content[:400].decode("utf-8", "replace"))
+        if status >= 400:
+            raise BotError("http_status", f"the bot answered HTTP {status}: {shown[:200]}")
         try:
-            data = response.json()
-        except ValueError as exc:
-            raise BotError(
-                "invalid_reply", f"the bot's answer is not JSON: {redact(response.text)[:200]!r}"
-            ) from exc
+            data = json.loads(content)
+        except (ValueError, RecursionError) as exc:
+            raise BotError("invalid_reply", f"the bot's answer is not JSON: {shown[:200]!r}") from exc
         if not isinstance(data, dict):
             raise BotError("invalid_reply", "the bot's answer must be a JSON object")
         parts = parts_from_json(data["parts"], "the bot's 'parts'") if "parts" in data else None
@@ -97,18 +96,48 @@ class HttpSession:
             raise BotError(
                 "invalid_reply", "the bot's answer needs 'messages' (list of strings), 'message' or 'parts'"
             )
-        state = data.get("state")
-        if isinstance(state, dict):
+        handed_over, closed, state = checked_flags(
+            data.get("handed_over"), data.get("closed"), data.get("state")
+        )
+        if state is not None:
             self._state = state
         return BotReply(
             messages=messages,
-            handed_over=bool(data.get("handed_over", False)),
-            closed=bool(data.get("closed", False)),
-            state=state if isinstance(state, dict) else None,
+            handed_over=handed_over,
+            closed=closed,
+            state=state,
             latency_s=latency,
             raw={"request": body, "response": data},
             parts=parts,
         )
+
+    async def _post(self, body: dict[str, Any]) -> tuple[int, bytes]:
+        """POST one turn and read the answer within the turn's total deadline (`bot.timeout_s`, for the
+        whole answer, not per read: a bot that trickles a byte at a time is cut) and the byte cap (counted
+        after decompression: an endless stream or a gzip bomb is cut at the cap)."""
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                async with self._client.stream("POST", self._url, json=body) as response:
+                    async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > self._max_bytes:
+                            raise BotError(
+                                "invalid_reply",
+                                f"the bot's answer is longer than {self._max_bytes:,} bytes (after "
+                                "decompression); it was cut there (bot.max_reply_bytes)",
+                            )
+                        chunks.append(chunk)
+                    return response.status_code, b"".join(chunks)
+        except TimeoutError as exc:
+            raise BotError(
+                "timeout",
+                f"the bot did not answer within {self._timeout_s:g} s (bot.timeout_s, the whole turn's "
+                f"deadline; {size:,} bytes had arrived)",
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise self._failure(exc) from exc
 
     async def final_state(self) -> dict[str, Any] | None:
         return self._state
@@ -174,8 +203,15 @@ class HttpBotFactory:
             env_url = await self._env_server.start()
             self._env_server.register(conversation_id, environment)
             on_close = self._env_server.forget
+        url = expand_headers({"url": self.url})["url"]  # a `${VAR}` token in the URL, never recorded
         session = HttpSession(
-            self._client, self.url, conversation_id, self.config.timeout_s, env_url=env_url, on_close=on_close
+            self._client,
+            url,
+            conversation_id,
+            self.config.timeout_s,
+            self.config.max_reply_bytes,
+            env_url=env_url,
+            on_close=on_close,
         )
         session.process = self.process
         return session

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 __all__ = ["OpenAIEndpointFactory", "OpenAIEndpointSession"]
 
+import asyncio
 import json
 import os
 import time
@@ -65,7 +66,16 @@ class OpenAIEndpointSession:
         if config.tools:
             kwargs["tools"] = [{"type": "function", "function": tool} for tool in config.tools]
         try:
-            return await self._factory.client.chat.completions.create(**kwargs)
+            # The whole answer's deadline, not only each read's: a server that sends its headers and then
+            # a byte at a time (or never ends its stream) is cut at `timeout_s`.
+            async with asyncio.timeout(config.timeout_s):
+                return await self._factory.client.chat.completions.create(**kwargs)
+        except TimeoutError as exc:
+            raise BotError(
+                "timeout",
+                f"the model server did not finish its answer within {config.timeout_s:g} s (bot.timeout_s, "
+                "the whole answer's deadline)",
+            ) from exc
         except openai.APITimeoutError as exc:
             raise BotError(
                 "timeout", f"the model server did not answer within {config.timeout_s:g} s"

@@ -15,6 +15,7 @@ from typing import Any
 
 from simulator.bots.base import BotError, BotReply, normalise_reply
 from simulator.bots.environment import Environment
+from simulator.bots.reply_check import checked_flags, checked_state
 from simulator.errors import UserError
 from simulator.record.parts import PickPart
 
@@ -77,6 +78,9 @@ class PythonSession:
         except Exception as exc:
             raise BotError("bot_exception", f"{type(exc).__name__}: {exc}") from exc
         reply = normalise_reply(result)
+        reply.handed_over, reply.closed, reply.state = checked_flags(
+            reply.handed_over, reply.closed, reply.state
+        )
         reply.latency_s = time.perf_counter() - start
         if reply.state is not None:
             self._last_state = reply.state
@@ -92,7 +96,7 @@ class PythonSession:
                 state = await state
         except Exception as exc:
             raise BotError("bot_exception", f"final_state() raised {type(exc).__name__}: {exc}") from exc
-        return dict(state) if state is not None else self._last_state
+        return checked_state(state, "final_state()") if state is not None else self._last_state
 
     async def aclose(self) -> None:
         closer = getattr(self._bot, "aclose", None) or getattr(self._bot, "close", None)

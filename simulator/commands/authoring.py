@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from simulator.commands.outputs import write_output
 from simulator.errors import UserError
 
 
@@ -105,7 +106,7 @@ def _write(out: Path, text: str, force: bool) -> None:
     if out.exists() and not force:
         raise UserError(f"{out} already exists; pass --force to overwrite it or --out to choose another file")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    write_output(out, text)
 
 
 def _validated(out: Path, load: Any, noun: str) -> None:

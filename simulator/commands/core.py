@@ -331,6 +331,23 @@ def _file_kind(path: Path) -> str:
     return document_kind(data)
 
 
+def _validate_files(path: Path) -> list[Path]:
+    """The files `validate PATH` checks: a folder's YAML and CSV files, or the file; a FIFO or a device is
+    refused without being read."""
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".csv"))
+    if path.is_file():
+        return [path]
+    if path.exists():
+        from simulator.safefiles import FileRefused, open_regular
+
+        try:
+            open_regular(path).close()
+        except FileRefused as exc:
+            raise UserError(f"{path}: {exc}") from None
+    raise UserError(f"{path}: no such file or folder")
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from simulator.errors import Problem
     from simulator.judging.criteria import load_criteria
@@ -344,13 +361,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     pending, seen = list(args.paths), set()
     while pending:
         path = pending.pop(0)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".csv"))
-        elif path.is_file():
-            found = [path]
-        else:
-            raise UserError(f"{path}: no such file or folder")
-        for file in found:
+        for file in _validate_files(path):
             if file.suffix == ".csv":
                 files["golden"].append(file)
                 continue
@@ -366,12 +377,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
             except UserError as exc:
                 problems += exc.problems or [Problem(str(file), str(exc))]
                 continue
+            from simulator.engine.preflight import preflight_problems
             from simulator.engine.roles import suite_language_problems
 
-            spoken = suite_language_problems(suite)  # the offline user's languages (docs/languages.md)
-            problems += spoken
-            if not spoken:
-                summary.append(f"suite {file}: ok")
+            # What `run` would refuse, and the offline user's languages (docs/languages.md).
+            found = preflight_problems(suite) + suite_language_problems(suite)
+            problems += found
+            summary += [] if found else [f"suite {file}: ok"]
             pending += [suite.resolve(p) for p in (*suite.scenarios.paths, *suite.judges.paths)]
     for path in files["golden"]:
         try:
@@ -394,7 +406,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             problems += exc.problems or [Problem(", ".join(map(str, paths)), str(exc))]
     if problems:
         raise UserError("validation failed", problems)
-    print("\n".join(summary))
+    from simulator.report.visible import visible
+
+    print(visible("\n".join(summary)))
     return 0
 
 
@@ -405,6 +419,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from simulator.report.show import render_conversation
 
     folder = RunFolder.open(args.run)
+    folder.read_manifest()  # a damaged manifest is one clear error, not a transcript shown as if all is well
     records = list(latest_by_id(folder.conversations()).values())
     if args.scenario:
         exact = [r for r in records if r.scenario_id == args.scenario]

@@ -7,6 +7,8 @@ __all__ = ["register"]
 import argparse
 from pathlib import Path
 
+from simulator.commands.outputs import write_output
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     gate = subparsers.add_parser(
@@ -43,5 +45,5 @@ def cmd_gate(args: argparse.Namespace) -> int:
     result = evaluate_gate(run, args.require, baseline)
     render_gate(result)
     if args.json:
-        args.json.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_output(args.json, result.model_dump_json(indent=2) + "\n")
     return result.exit_code

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.commands.outputs import at_least_one
+from simulator.commands.outputs import at_least_one, write_output
 from simulator.errors import UserError
 
 if TYPE_CHECKING:  # imported where used, so `simulator --help` loads none of them
@@ -232,7 +232,7 @@ def cmd_judge_pairwise(args: argparse.Namespace) -> int:
     pairs = common_conversations(folder_a, folder_b, criterion)
     results = run_async(judge_pairs(suite, model, criterion, pairs, args.concurrency))
     if args.out:
-        args.out.write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
+        write_output(args.out, "".join(r.model_dump_json() + "\n" for r in results))
     _print_pairs(results, summarise_pairs(results), criterion.id, model)
     _print_length_control(results, pairs)
     return 0

@@ -8,6 +8,7 @@ __all__ = ["register"]
 import argparse
 from pathlib import Path
 
+from simulator.commands.outputs import write_output
 from simulator.errors import UserError
 
 
@@ -55,7 +56,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     result = meta_evaluate(load_run(args.run, args.judge_set), replicates=args.replicates)
     render_meta_evaluation(result)
     if args.json:
-        args.json.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_output(args.json, result.model_dump_json(indent=2) + "\n")
     return 0
 
 

@@ -31,3 +31,12 @@ def at_least_one(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1 (got {number})")
     return number
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write a file a flag named (`--json`, `--out`, `--markdown`): a full disk or a read-only folder is one
+    line naming this path (simulator/diskerrors.py), never a traceback."""
+    from simulator.diskerrors import naming
+
+    with naming(path):
+        path.write_text(text, encoding="utf-8")

@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from simulator.commands.outputs import write_output
 from simulator.errors import UserError
 
 if TYPE_CHECKING:
@@ -90,9 +91,9 @@ def write_proposals(out: Path, proposals: list[Proposal], prompt: str | None) ->
     paths = []
     for proposal in proposals:
         path = out / f"{proposal.id}.yaml"
-        path.write_text(proposal_yaml(proposal), encoding="utf-8")
+        write_output(path, proposal_yaml(proposal))
         diff = proposal_diff(proposal, prompt) if proposal.status == "proposed" else ""
-        (out / f"{proposal.id}.md").write_text(proposal_markdown(proposal, diff), encoding="utf-8")
+        write_output(out / f"{proposal.id}.md", proposal_markdown(proposal, diff))
         paths.append(path)
     return paths
 

@@ -9,7 +9,8 @@ import json
 import sys
 from pathlib import Path
 
-from simulator.commands.outputs import at_least_one, check_output
+from simulator.commands.outputs import at_least_one, check_output, write_output
+from simulator.diskerrors import naming
 from simulator.errors import UserError
 
 
@@ -194,17 +195,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.html:
         from simulator.report.html import write_html
 
-        write_html(report, args.html, args.everything)
+        with naming(args.html):
+            write_html(report, args.html, args.everything)
         written.append(f"HTML {args.html}")
     if args.json:
         from simulator.report.json_report import write_json
 
-        write_json(report, args.json, transcripts=args.json_transcripts)
+        with naming(args.json):
+            write_json(report, args.json, transcripts=args.json_transcripts)
         written.append(f"JSON {args.json}")
     if args.junit:
         from simulator.report.junit import write_junit
 
-        write_junit(report, args.junit)
+        with naming(args.junit):
+            write_junit(report, args.junit)
         written.append(f"JUnit {args.junit}")
     if not args.quiet:
         from simulator.report.terminal import render_terminal
@@ -236,12 +240,12 @@ def _report_matrix(args: argparse.Namespace) -> int:
         write_leaderboard_html(board, args.html)
         written.append(f"HTML {args.html}")
     if args.json:
-        args.json.write_text(board.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_output(args.json, board.model_dump_json(indent=2) + "\n")
         written.append(f"JSON {args.json}")
     if args.markdown:
         from simulator.report.leaderboard import leaderboard_markdown
 
-        args.markdown.write_text(leaderboard_markdown(board), encoding="utf-8")
+        write_output(args.markdown, leaderboard_markdown(board))
         written.append(f"Markdown {args.markdown}")
     if written:
         print("wrote " + ", ".join(written), file=sys.stderr)
@@ -257,7 +261,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     gate = parse_gate(args.gate)
     comparison = compare_runs(args.a, args.b, args.alpha, args.judge_set_a, args.judge_set_b, gate)
     if args.json:
-        args.json.write_text(comparison.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_output(args.json, comparison.model_dump_json(indent=2) + "\n")
     render_comparison(comparison, max_flips=args.max_flips)
     if args.fail_on_regression and comparison.regressions:
         print(
@@ -282,7 +286,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         panel = calibrate_labels(run)
         render_panel(panel)
         if args.json:
-            args.json.write_text(panel.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            write_output(args.json, panel.model_dump_json(indent=2) + "\n")
         return 0
     rows = None
     if args.labels is None:
@@ -292,7 +296,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     calibration = calibrate(run, args.labels or args.run / "labels.jsonl", rows)
     render_calibration(calibration)
     if args.json:
-        args.json.write_text(calibration.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_output(args.json, calibration.model_dump_json(indent=2) + "\n")
     return 0
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from simulator.commands.outputs import write_output
 from simulator.errors import UserError
 
 
@@ -71,10 +72,10 @@ def cmd_safety_case(args: argparse.Namespace) -> int:
     sections = safety_case_sections(case)
     draw_sections(Console(), sections[:1] if args.quiet else sections[:-1], lines=True, max_details=3)
     if args.json:
-        args.json.write_text(case.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_output(args.json, case.model_dump_json(indent=2) + "\n")
     html = safety_case_html(case)
     if args.html:
-        args.html.write_text(html, encoding="utf-8")
+        write_output(args.html, html)
     if args.pdf:
         print_pdf(html, args.pdf)
     print(f"evidence {case.evidence_hash}  ·  exit {case.exit_code}", file=sys.stderr)
@@ -90,9 +91,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     history = build_history(args.runs, log)
     print_history(history)
     if args.json:
-        args.json.write_text(history.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_output(args.json, history.model_dump_json(indent=2) + "\n")
     if args.html:
-        args.html.write_text(history_html(history), encoding="utf-8")
+        write_output(args.html, history_html(history))
     return 0
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from simulator.commands.outputs import write_output
 from simulator.errors import UserError
 
 MAX_PROBLEMS_PRINTED = 20
@@ -167,7 +168,7 @@ def cmd_compare_populations(args: argparse.Namespace) -> int:
         print(f"left out: {note}")
     _print_simulators(result)
     if args.json:
-        args.json.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_output(args.json, result.model_dump_json(indent=2) + "\n")
         print(f"JSON {args.json}")
     return 0
 
@@ -184,7 +185,7 @@ def cmd_draft_scenario(args: argparse.Namespace) -> int:
     if args.out.exists():
         raise UserError(f"--out {args.out}: the file exists; name a new file (drafts never overwrite)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
+    write_output(args.out, text)
     print(f"draft scenario written to {args.out} (draft: true; `simulator run` refuses it until reviewed)")
     return 0
 

@@ -61,6 +61,11 @@ def run_local_workers(
     removed once merged."""
     if "fork" not in multiprocessing.get_all_start_methods():
         raise UserError("--workers needs a system that can fork processes (Linux, macOS); run without it")
+    from simulator.engine.preflight import preflight
+    from simulator.spec.suite import check_environment
+
+    check_environment(suite)
+    preflight(suite)  # once, before any worker starts: what `validate` checks
     if out.exists():
         raise UserError(f"{out} already exists: choose a new --out for a run with --workers")
     staging = out.with_name(f".{out.name}.shards")

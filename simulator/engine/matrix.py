@@ -22,6 +22,7 @@ from simulator.engine.session import RunResult
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder, new_run_id
 from simulator.record.index import IndexCell, MatrixIndex, read_index, write_index
+from simulator.record.recorded import recorded_scenarios
 from simulator.spec.matrix import expand_matrix
 from simulator.spec.scenario import Scenario
 from simulator.spec.suite import Suite
@@ -49,7 +50,7 @@ def _new_index(
     index = MatrixIndex(
         matrix_id=path.name,
         created_at=datetime.now(UTC),
-        suite_file=str(suite.file) if suite.file else None,
+        suite_file=str(suite.file.resolve()) if suite.file else None,
         baseline=suite.matrix.baseline or cells[0].id,
         cells=[
             IndexCell(
@@ -109,14 +110,15 @@ async def resume_matrix(
     given in code when it started, by bot variant id."""
     index = read_index(path)
     specs: list[CellSpec] = []
-    recorded: set[str] = set()
+    scenarios: dict[str, Scenario] = {}
     for cell in index.cells:
         folder = path / cell.folder
         manifest = RunFolder.open(folder).read_manifest()
+        suite = manifest.rebuild_suite(folder)
         given = (bots or {}).get(cell.bot_variant)
-        specs.append(CellSpec(manifest.rebuild_suite(folder), folder, resume=True, bots=given))
-        recorded |= {entry.id for entry in manifest.scenarios}
-    suite = specs[0].suite
-    # The run's own scenarios (persona-factor variants included), whatever --tags chose when it started.
-    scenarios = suite.scenarios_to_run(ids=recorded)
-    return await _run(path, index, specs, scenarios, options)
+        specs.append(CellSpec(suite, folder, resume=True, bots=given))
+        # The run's own scenarios (persona-factor variants included), from the files each cell recorded
+        # (checked by hash), whatever --tags chose when it started.
+        for scenario in recorded_scenarios(manifest, suite, folder):
+            scenarios.setdefault(scenario.id, scenario)
+    return await _run(path, index, specs, list(scenarios.values()), options)

@@ -66,6 +66,12 @@ def merge_shards(paths: list[Path], out: Path, *, allow_missing: bool = False) -
     if not paths:
         raise UserError("name the shard run folders to merge: simulator merge runs/a runs/b --out runs/all")
     shards = [(folder, folder.read_manifest()) for folder in map(RunFolder.open_unsealed, paths)]
+    running = [folder.path for folder, manifest in shards if manifest.status == "running"]
+    if running:  # it may still be writing (or was killed): its last records may be half-written or missing
+        raise UserError(
+            f"{running[0]}: this shard's manifest says running; wait for it to finish, or finish it with "
+            f"`simulator run --resume {running[0]}`, then merge"
+        )
     _check_plan(shards)
     owner: dict[str, Path] = {}
     duplicated: list[str] = []

@@ -166,20 +166,49 @@ class RayExecutor:
             self._ray.shutdown()
 
 
-def start_ray_executor(parts: SessionParts, options: RayBackendOptions, width: int) -> RayExecutor:
-    """Connect to (or start) Ray and start the actors; each runs up to width/N items at once."""
+def _connect_error(address: str | None, exc: BaseException) -> UserError:
+    """One line for a failed connection, with the fix for the usual causes."""
+    where = address or os.environ.get("RAY_ADDRESS") or "a local Ray"
+    said = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    if "ray[client]" in str(exc):
+        return UserError(
+            f"cannot connect to Ray at {where}: a ray:// address needs the Ray Client; install it with "
+            'pip install -e ".[ray]" (which brings ray[client]) or pip install "ray[client]"'
+        )
+    return UserError(
+        f"cannot connect to Ray at {where} ({type(exc).__name__}: {said}); check that the cluster is up and the "
+        "address is right (ray status on the head node), and with an explicit --address or RAY_ADDRESS current "
+        "Ray needs token authentication: export RAY_AUTH_MODE=token (and the cluster's RAY_AUTH_TOKEN)"
+    )
+
+
+def connect_ray(options: RayBackendOptions) -> bool:
+    """Connect to (or start) Ray before anything is written: a run folder is made only once connected.
+    Returns whether this process started Ray (and must shut it down)."""
     ray = _ray()
-    started = False
-    if not ray.is_initialized():
-        # Workers import bot factories (`examples.triage_bot:make_bot`) from where the user runs.
-        path = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p)
+    if ray.is_initialized():
+        return False
+    # Workers import bot factories (`examples.triage_bot:make_bot`) from where the user runs.
+    path = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p)
+    try:
         ray.init(
             address=options.address,
             include_dashboard=False,
             log_to_driver=False,
             runtime_env={"env_vars": {"PYTHONPATH": path}},
         )
-        started = True
+    except (Exception, SystemExit) as exc:  # Ray exits the process on some connection failures
+        raise _connect_error(options.address, exc) from None
+    return True
+
+
+def start_ray_executor(
+    parts: SessionParts, options: RayBackendOptions, width: int, started: bool = False
+) -> RayExecutor:
+    """Start the actors on the connected Ray (`connect_ray`); each runs up to width/N items at once."""
+    ray = _ray()
+    if not ray.is_initialized():
+        started = connect_ray(options)
     workers = options.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     if workers < 1:
         raise UserError(f"--workers {workers}: give at least 1")

@@ -86,31 +86,19 @@ def imported_scenarios(manifest: Manifest) -> list[Scenario]:
     ]
 
 
-def stored_scenarios(manifest: Manifest) -> tuple[list[Scenario], list[str]]:
-    """The run's scenarios, read again from their files; warnings for files changed since the run."""
+def stored_scenarios(manifest: Manifest, folder: Path | None = None) -> tuple[list[Scenario], list[str]]:
+    """The run's scenarios, read again from the files it recorded (absolute paths, checked by hash): a
+    file that moved or changed since the run is refused, naming it (record/recorded.py), so a re-judge
+    never reads another tree of scenarios whatever the working directory."""
     if manifest.kind == "imported":
         return imported_scenarios(manifest), []
-    from simulator.spec.scenario import load_scenarios
+    from simulator.record.recorded import recorded_scenarios
 
-    recorded = {entry.file: entry.sha256 for entry in manifest.scenarios if entry.file}
-    missing = [f for f in recorded if not Path(f).is_file()]
-    if missing:
-        raise UserError(
-            f"{missing[0]}: a scenario file of this run is missing; restore it to judge the run again"
-        )
-    warnings = [
-        f"{f} changed since the run; its current expected values and assertions are used"
-        for f, digest in recorded.items()
-        if digest and sha256_file(Path(f)) != digest
-    ]
-    wanted = {entry.id for entry in manifest.scenarios}
-    if not recorded:
-        return [], warnings
-    if manifest.suite is None:
-        return [s for s in load_scenarios([Path(f) for f in recorded]) if s.id in wanted], warnings
-    # The one answer to "which scenarios": factors, red-team variants and held-out marks included.
-    suite = manifest.rebuild_suite(Path("."))  # resolves `user.styles` next to the recorded suite file
-    return suite.scenarios_to_run(ids=wanted, files=[Path(f) for f in recorded]), warnings
+    if not any(entry.file for entry in manifest.scenarios):
+        return [], []
+    where = folder if folder is not None else Path(manifest.run_id)
+    suite = manifest.rebuild_suite(where) if manifest.suite is not None else None
+    return recorded_scenarios(manifest, suite, where, suite_file=False), []
 
 
 def _attach_suite(folder: RunFolder, manifest: Manifest, suite: Suite) -> None:
@@ -120,7 +108,7 @@ def _attach_suite(folder: RunFolder, manifest: Manifest, suite: Suite) -> None:
 
     manifest.suite = redacted_suite(suite)
     manifest.suite.runs = 1  # one record per real conversation
-    manifest.suite_file = str(suite.file) if suite.file else None
+    manifest.suite_file = str(suite.file.resolve()) if suite.file else None
     manifest.suite_hash = sha256_file(suite.file) if suite.file else None
     folder.write_manifest(manifest)
 
@@ -157,7 +145,7 @@ def prepare_rejudge(path: Path, options: RejudgeOptions) -> Rejudge:
     if manifest.kind == "imported" and manifest.suite is None and options.suite_file:
         _attach_suite(folder, manifest, suite)
     _merge(suite, options)
-    scenarios, warnings = stored_scenarios(manifest)
+    scenarios, warnings = stored_scenarios(manifest, folder.path)
     by_id = {s.id: s for s in scenarios}
     records = list(latest_by_id(folder.conversations()).values())
     gone = sorted({r.scenario_id for r in records} - set(by_id))

@@ -169,6 +169,11 @@ class _AuditorPerSimulator:
         return await self.auditors.get(level or "", self.first).audit(record, scenario, known)
 
 
+def is_real_user(user_model: str) -> bool:
+    """Whether the conversations were held by real people: imported (`real`) or at the desk (`human:NAME`)."""
+    return user_model == "real" or user_model.startswith("human:")
+
+
 def make_auditor(suite: Suite, hub: ModelHub, user_model: str) -> FidelityAuditor | None:
     """The simulated-user auditor for a run (None when `user.fidelity.enabled` is off). The offline user
     needs no model; an LLM user is read by `user.fidelity.model`, else the judge model, else nothing.
@@ -184,6 +189,8 @@ def make_auditor(suite: Suite, hub: ModelHub, user_model: str) -> FidelityAudito
 def _one_auditor(suite: Suite, hub: ModelHub, user_model: str) -> FidelityAuditor | None:
     config = suite.user.fidelity
     if not config.enabled or user_model == SCRIPTED:  # a golden item's scripted user has no persona to audit
+        return None
+    if is_real_user(user_model):  # a real person (imported, or at the desk) is not a simulation to audit
         return None
     from simulator.spec.styles import suite_styles
 

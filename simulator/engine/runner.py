@@ -28,7 +28,7 @@ from simulator.bots import BotFactory, make_bot_factory
 from simulator.engine.budget import ErrorBudget, parse_max_errors
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
-from simulator.engine.ray_backend import RayBackendOptions, start_ray_executor
+from simulator.engine.ray_backend import RayBackendOptions, connect_ray, start_ray_executor
 from simulator.engine.roles import (
     check_offline_languages,
     check_scripted,
@@ -46,7 +46,7 @@ from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
 from simulator.record.models import ConversationRecord, Verdict
-from simulator.record.redact import register_secrets, suite_secrets
+from simulator.record.redact import redact_url, register_secrets, suite_secrets
 from simulator.spec.scenario import Scenario, refuse_drafts
 from simulator.spec.suite import Suite
 from simulator.users.base import SimulatedUser
@@ -81,6 +81,15 @@ def redacted_suite(suite: Suite) -> Suite:
     copy = suite.model_copy(deep=True)
     if copy.bot.type == "http":
         copy.bot.headers = {k: v if "${" in v else "[redacted]" for k, v in copy.bot.headers.items()}
+        copy.bot.url = redact_url(copy.bot.url)
+    elif copy.bot.type == "openai_endpoint":
+        copy.bot.base_url = redact_url(copy.bot.base_url)
+    elif copy.bot.type == "whatsapp":
+        copy.bot.webhook_url = redact_url(copy.bot.webhook_url)
+        copy.bot.state_url = redact_url(copy.bot.state_url) if copy.bot.state_url else None
+    for settings in copy.providers.values():
+        if settings.base_url:
+            settings.base_url = redact_url(settings.base_url)
     return copy
 
 
@@ -89,14 +98,16 @@ def new_manifest(
 ) -> Manifest:
     """The manifest written before the first conversation starts."""
     # Scenarios built in a program (not read from a file) have no file to hash.
+    # Absolute paths: resume and judge find these very files from any working directory (record/recorded.py).
     files = sorted({s._source for s in scenarios if s._source and Path(s._source).is_file()})
     file_hashes = {f: sha256_file(Path(f)) for f in files}
+    absolute = {f: str(Path(f).resolve()) for f in files}
     manifest = Manifest(
         kind="golden" if scenarios and all(s.script is not None for s in scenarios) else "simulation",
         run_id=run_id,
         created_at=datetime.now(UTC),
         git_commit=git_commit(suite.base_dir),
-        suite_file=str(suite.file) if suite.file else None,
+        suite_file=str(suite.file.resolve()) if suite.file else None,
         suite_hash=sha256_file(suite.file) if suite.file else None,
         suite=redacted_suite(suite),
         models=RoleModels(user=user_model, bot=suite.bot.describe(), judge=suite.judges.model),
@@ -104,7 +115,7 @@ def new_manifest(
         scenarios=[
             ScenarioEntry(
                 id=s.id,
-                file=s._source if s._source in file_hashes else None,
+                file=absolute.get(s._source or ""),
                 line=s._line if s._source in file_hashes else None,
                 sha256=file_hashes.get(s._source),
                 expected=s.expected,
@@ -311,6 +322,7 @@ def _cell(
     bots = spec.bots or make_bot_factory(suite, hub.for_role("bot"))
     judges = make_judge_stage(suite, scenarios, hub.for_role("judge"), warn=warn)
     auditor = make_auditor(suite, hub, user_model)
+    started_ray = connect_ray(options.backend) if options.backend else False  # before any folder is made
     folder, manifest, existing, session = _open_folder(
         spec, scenarios, options, user_model, judges, audit=auditor is not None
     )
@@ -331,7 +343,7 @@ def _cell(
         auditor,
     )
     width = min(suite.concurrency, max(1, todo + len(existing.rejudge)))
-    executor = start_ray_executor(parts, options.backend, width) if options.backend else None
+    executor = start_ray_executor(parts, options.backend, width, started_ray) if options.backend else None
     cell = CellRun(parts, ErrorBudget(options.max_errors), session, shared=shared, executor=executor)
     cell.status = existing.status
     cell.judged = existing.judged

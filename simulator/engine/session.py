@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = ["CellRun", "RunResult", "RunSession", "SessionParts", "WorkItem", "pool", "pull"]
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
@@ -184,9 +185,12 @@ class RunSession:
                 finally:
                     watch.cancel()
             _raise_first(outcomes)
-        except (asyncio.CancelledError, KeyboardInterrupt):
+        except (asyncio.CancelledError, KeyboardInterrupt, OSError):
+            # Stopped, or a write failed (a full disk): what finished is on disk and the run says it was
+            # interrupted, so `run --resume` finishes it. A manifest that cannot be written stays `running`.
             for cell in self.cells:
-                cell.finish("interrupted")
+                with contextlib.suppress(OSError):
+                    cell.finish("interrupted")
             raise
         finally:
             for cell in self.cells:

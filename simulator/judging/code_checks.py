@@ -31,6 +31,7 @@ from simulator.judging.assertions import AssertionSpec, check_assertions
 from simulator.judging.text_metrics import difflib_ratio, exact_match, rouge_l, token_f1
 from simulator.judging.tool_checks import environment_verdicts
 from simulator.record.models import ConversationRecord, Evidence, Verdict
+from simulator.spec.patterns import PatternTimeout
 from simulator.spec.scenario import Scenario
 
 # Bumped whenever a check's logic changes: it is part of the judge set's hash.
@@ -172,8 +173,11 @@ def assertion_verdict(
     """must_contain / must_not_contain / must_not_match on the bot's messages (or on `reply`, a golden
     item's last reply), with the matching text as evidence."""
     messages: str | list[str] = bot_messages(record) if reply is None else reply
-    outcome = check_assertions(spec, messages)
     base = _base(record, "assertions", judge_set_hash)
+    try:
+        outcome = check_assertions(spec, messages)
+    except PatternTimeout as exc:  # the pattern, not the bot: neither a pass nor a fail
+        return Verdict(**base, result="error", reasoning=str(exc))
     where = "the final bot message" if spec.scope == "final_bot_message" else "the bot's messages"
     if reply is not None:
         where = "the bot's reply"

@@ -22,6 +22,7 @@ from simulator.judging.prompt import transcript_messages
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import EventPart, TextPart, ToolCallPart, part_text
 from simulator.spec.assertions import compile_pattern
+from simulator.spec.patterns import PatternTimeout
 from simulator.spec.tool_checks import ArgMatcher, ClaimRule, ToolCheck, read_state_path
 
 # Bumped whenever a tool check's logic changes; joins the judge set's hash only for suites that use them.
@@ -308,8 +309,20 @@ def tool_verdicts(
 ) -> list[Verdict]:
     """The suite's and the scenario's tool checks and the suite's claim rules, on one conversation."""
     timeline = _timeline(record, context)
-    verdicts = [_check_verdict(record, check, timeline, judge_set_hash) for check in checks]
-    return verdicts + [_claim_verdict(record, rule, timeline, judge_set_hash) for rule in context.claims]
+    verdicts = []
+    for check in checks:
+        try:
+            verdicts.append(_check_verdict(record, check, timeline, judge_set_hash))
+        except PatternTimeout as exc:  # a user's regex that hit its time limit: neither a pass nor a fail
+            base = _base(record, check.check_id, check.severity, judge_set_hash)
+            verdicts.append(Verdict(**base, result="error", reasoning=str(exc)))
+    for rule in context.claims:
+        try:
+            verdicts.append(_claim_verdict(record, rule, timeline, judge_set_hash))
+        except PatternTimeout as exc:
+            base = _base(record, rule.id, rule.severity, judge_set_hash)
+            verdicts.append(Verdict(**base, result="error", reasoning=str(exc)))
+    return verdicts
 
 
 def environment_verdicts(

@@ -114,6 +114,8 @@ def classify_sdk_error(
     timeout_s: float | None = None,
 ) -> ProviderError:
     """Classify an anthropic or openai SDK exception (the two share one hierarchy) for the retry policy."""
+    if isinstance(exc, ProviderError):  # already classified (an answer past its byte cap)
+        return exc
     if isinstance(exc, sdk.RateLimitError):
         return ProviderError(
             "rate_limit", str(exc), retry_after=retry_after_s(exc), status=429, rate_limits=_limits(exc)

@@ -22,15 +22,20 @@ from __future__ import annotations
 
 __all__ = ["SdkPost", "dumps_json", "loads_json"]
 
+import asyncio
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 import orjson
 
+from simulator.providers.base import ProviderError
+
 _EMPTY: Mapping[str, str] = {}
+# The most one answer may hold, decompressed (a long completion is a few hundred kilobytes).
+MAX_ANSWER_BYTES = 64_000_000
 # aiohttp decodes these itself; a brotli or zstd answer would need a package the transport may not have.
 _ACCEPT_ENCODING = "gzip, deflate"
 
@@ -58,6 +63,9 @@ class SdkPost:
     def __init__(self, sdk: Any, client: Any, path: str) -> None:
         self._client = client
         self._path = path
+        timeout = client.timeout
+        read = timeout if isinstance(timeout, int | float) else getattr(timeout, "read", None)
+        self._deadline_s: float | None = float(read) if read else None
         self._fast = False
         self._direct: _DirectAiohttp | None = None
         try:
@@ -82,6 +90,12 @@ class SdkPost:
             pass
 
     async def __call__(self, payload: dict[str, Any]) -> tuple[Any, Mapping[str, str]]:
+        # The timeout is the whole call's deadline, not only each read's: an answer that sends its headers
+        # and then a byte a second is cut at it (a TimeoutError, classified as a timeout and retried).
+        async with asyncio.timeout(self._deadline_s):
+            return await self._call(payload)
+
+    async def _call(self, payload: dict[str, Any]) -> tuple[Any, Mapping[str, str]]:
         if self._direct is not None:
             status, raw_headers, body = await self._direct.post(dumps_json(payload))
             if status >= 400:
@@ -92,10 +106,14 @@ class SdkPost:
         request = self._request(
             "POST", self._url, headers=self._headers, content=dumps_json(payload), extensions=self._extensions
         )
-        response = await self._http.send(request)
+        response = await self._http.send(request, stream=True)
+        try:
+            content = b"".join([chunk async for chunk in _capped(response.aiter_bytes())])
+        finally:
+            await response.aclose()
         if response.status_code >= 400:
             raise self._status_error(response)
-        return loads_json(response.content), _rate_limit_headers(response.headers.raw)
+        return loads_json(content), _rate_limit_headers(response.headers.raw)
 
 
 class _DirectAiohttp:
@@ -166,7 +184,7 @@ class _DirectAiohttp:
                 timeout=self._timeout,
                 **self._proxy,
             ) as response:
-                content = await response.read()
+                content = b"".join([chunk async for chunk in _capped(response.content.iter_any())])
                 return response.status, response.raw_headers, content
         except Exception as exc:
             # The transport's own mapping to the HTTP client's errors, entered only when there is an error
@@ -182,6 +200,20 @@ class _DirectAiohttp:
         ]
         module = sys.modules[type(self._template).__module__]  # the HTTP client's models module
         return module.Response(status_code=status, headers=headers, content=body, request=self._template)
+
+
+async def _capped(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The answer's chunks (decompressed) up to MAX_ANSWER_BYTES: an endless stream or a gzip bomb ends
+    as a provider error there, never as gigabytes in memory."""
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            raise ProviderError(
+                "permanent",
+                f"the provider's answer is longer than {MAX_ANSWER_BYTES:,} bytes; it was cut there",
+            )
+        yield chunk
 
 
 def _rate_limit_headers(raw: Any) -> Mapping[str, str]:

@@ -20,15 +20,18 @@ __all__ = [
 
 import json
 import os
+import re
 import secrets
 import subprocess
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from simulator.diskerrors import naming
 from simulator.errors import UserError
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
 from simulator.record.migrations import (
@@ -41,6 +44,7 @@ from simulator.record.migrations import (
 from simulator.record.models import ConversationRecord, Label, Verdict
 from simulator.record.redact import contains_secret, redact
 from simulator.record.transcript import repair_text
+from simulator.safefiles import FileRefused, open_regular, read_capped
 
 MANIFEST = "manifest.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -54,6 +58,7 @@ _HELD_LOCKS: dict[str, int] = {}
 
 T = TypeVar("T", bound=BaseModel)
 Migrate = Callable[[dict[str, Any], str], dict[str, Any]]
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _CURRENT_PREFIX = f'{{"schema_version":{SCHEMA_VERSION},'
 
 
@@ -72,6 +77,19 @@ def new_run_id(name: str) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in name)[:40]
     return f"{stamp}-{safe}-{secrets.token_hex(2)}"
+
+
+# The most a manifest (or another small file of a run folder) and one record line may hold.
+MAX_MANIFEST_BYTES = 64_000_000
+MAX_RECORD_BYTES = 256_000_000
+
+
+def _read_small(path: Path, limit: int = MAX_MANIFEST_BYTES) -> bytes:
+    """A run folder's file read whole: a regular file of at most `limit` bytes, else one clear error."""
+    try:
+        return read_capped(path, limit, "this is not a file simulator wrote, or it was damaged")
+    except FileRefused as exc:
+        raise UserError(f"{path}: {exc}") from None
 
 
 def _decode(raw: bytes, where: str) -> str:
@@ -94,7 +112,10 @@ def _invalid(model: type[BaseModel], where: str, exc: ValidationError) -> UserEr
 
 def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
     # Lines of the current version go straight to pydantic (the common, fast case); older ones are migrated.
-    if text.startswith(_CURRENT_PREFIX):
+    # A line holding a surrogate escape (`\ud800`, written by another program or an older version) is read
+    # with `json` and its lone surrogates become U+FFFD: no reader (HTML, JSON, terminal) meets text UTF-8
+    # cannot encode.
+    if text.startswith(_CURRENT_PREFIX) and not _SURROGATE_ESCAPE.search(text):
         try:
             return model.model_validate_json(text)
         except ValidationError as exc:
@@ -110,6 +131,7 @@ def _migrated(raw: Any, model: type[T], migrate: Migrate, where: str, not_an_obj
     """A parsed JSON value as `model`, migrated from its schema version first; one clear error if not."""
     if not isinstance(raw, dict):
         raise UserError(f"{where}: {not_an_object}")
+    raw = repair_text(raw)
     try:
         return model.model_validate(migrate(raw, where))
     except ValidationError as exc:
@@ -132,14 +154,45 @@ def read_jsonl(path: Path, model: type[T], migrate: Migrate | None = None) -> It
             Verdict: migrate_verdict,
         }
         migrate = known.get(model, _no_migration)
-    with path.open("rb") as handle:
-        for number, line in enumerate(handle, start=1):
+    with _open_record_file(path) as handle:
+        number = 0
+        while line := handle.readline(MAX_RECORD_BYTES + 1):
+            number += 1
+            if len(line) > MAX_RECORD_BYTES:
+                raise UserError(
+                    f"{path}:{number}: a record longer than {MAX_RECORD_BYTES / 1e6:g} MB; this is not a file "
+                    "simulator wrote, or it was damaged"
+                )
             if not line.endswith(b"\n"):
                 return
             if not line.strip():
                 continue
             where = f"{path}:{number}"
-            yield _parse_line(_decode(line, where), model, migrate, where)
+            record = _parse_or_skip(_decode(line, where), model, migrate, where)
+            if record is not None:
+                yield record
+
+
+def _open_record_file(path: Path) -> BinaryIO:
+    """A run-folder file opened for reading: a regular file only (a FIFO or a device is refused)."""
+    try:
+        return open_regular(path)
+    except FileRefused as exc:
+        raise UserError(f"{path}: {exc}") from None
+
+
+def _parse_or_skip(text: str, model: type[T], migrate: Migrate, where: str) -> T | None:
+    """One record; a record nested too deeply to read is skipped with a one-line note naming it, so one bad
+    line never takes the whole command (or the desk's page) down with it."""
+    try:
+        return _parse_line(text, model, migrate, where)
+    except RecursionError:
+        pass
+    except UserError as exc:
+        if "recursion limit" not in str(exc):
+            raise
+    print(f"note: {where}: a record nested too deeply to read; skipped", file=sys.stderr)
+    return None
 
 
 def dump_line(record: BaseModel, *, indent: int | None = None, exclude_none: bool = True) -> str:
@@ -305,10 +358,10 @@ class RunFolder:
 
     def _golden_v1_raw(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The v1 golden manifest and result lines as JSON (a half-written last line is skipped)."""
-        manifest = json.loads(_decode(self.manifest_path.read_bytes(), str(self.manifest_path)))
+        manifest = json.loads(_decode(_read_small(self.manifest_path), str(self.manifest_path)))
         results = []
         path = self.path / GOLDEN_V1_RESULTS
-        for number, line in enumerate(path.read_bytes().splitlines(keepends=True), start=1):
+        for number, line in enumerate(_read_small(path, MAX_RECORD_BYTES).splitlines(keepends=True), start=1):
             if not line.endswith(b"\n") or not line.strip():
                 continue
             try:
@@ -342,12 +395,11 @@ class RunFolder:
                     return Manifest.model_validate(golden_manifest_1_to_2(manifest, results))
                 except ValidationError as exc:
                     raise _invalid(Manifest, where, exc) from None
-        try:
-            data = self.manifest_path.read_bytes()
-        except OSError as exc:
-            raise UserError(f"{where}: cannot read the manifest ({exc.strerror})") from None
+        data = _read_small(self.manifest_path)
         try:
             raw = json.loads(_decode(data, where))
+        except RecursionError:
+            raise UserError(f"{where}: nested too deeply to read; the manifest is damaged") from None
         except json.JSONDecodeError as exc:
             raise UserError(
                 f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); the manifest is damaged"
@@ -360,7 +412,8 @@ class RunFolder:
         self._check_writable()
         # Write then rename, so a crash never leaves a half-written manifest.
         tmp = self.manifest_path.with_suffix(".json.tmp")
-        tmp.write_text(dump_line(manifest, indent=2, exclude_none=False), encoding="utf-8")
+        with naming(tmp):
+            tmp.write_text(dump_line(manifest, indent=2, exclude_none=False), encoding="utf-8")
         os.replace(tmp, self.manifest_path)
 
     def append_conversation(self, record: ConversationRecord) -> None:
@@ -410,7 +463,7 @@ class RunFolder:
         if not batch:
             return
         text = "".join(dump_line(label) for label in batch)
-        with (self.path / LABELS).open("a", encoding="utf-8") as handle:
+        with naming(self.path / LABELS), (self.path / LABELS).open("a", encoding="utf-8") as handle:
             handle.write(text)  # one write per batch: lines from two labellers never interleave
             handle.flush()
 
@@ -424,7 +477,7 @@ class RunFolder:
         if not records:
             return
         text = "".join(dump_line(record) for record in records)
-        with (self.path / name).open("a", encoding="utf-8") as handle:
+        with naming(self.path / name), (self.path / name).open("a", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
 
@@ -436,7 +489,7 @@ class RunFolder:
             return 0
         dropped = 0
         tmp = path.with_suffix(path.suffix + ".tmp")
-        with tmp.open("w", encoding="utf-8") as out:
+        with naming(tmp), tmp.open("w", encoding="utf-8") as out:
             for record in read_jsonl(path, model, migrate):
                 if keep(record):
                     out.write(dump_line(record))

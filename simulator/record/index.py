@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from simulator.errors import UserError
+from simulator.safefiles import FileRefused, read_capped
 
 INDEX = "index.json"
 INDEX_SCHEMA_VERSION = 1
@@ -76,11 +77,18 @@ def read_index(path: Path) -> MatrixIndex:
     """Read `path/index.json`; a UserError when it is missing or not an index."""
     file = path / INDEX
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(read_capped(file, 64_000_000, "was it edited?").decode("utf-8"))
         return MatrixIndex.model_validate(data)
     except FileNotFoundError:
         raise UserError(f"{path} is not a matrix run (no {INDEX}); pass runs/<matrix-id>") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+    except (
+        FileRefused,
+        RecursionError,
+        OSError,
+        UnicodeDecodeError,
+        json.JSONDecodeError,
+        ValidationError,
+    ) as exc:
         raise UserError(
             f"{file}: not a readable matrix index ({type(exc).__name__}); was it edited?"
         ) from None
@@ -90,5 +98,7 @@ def write_index(path: Path, index: MatrixIndex) -> None:
     """Write the index atomically (a temporary file renamed over the old one)."""
     path.mkdir(parents=True, exist_ok=True)
     tmp = path / f".{INDEX}.tmp"
-    tmp.write_text(index.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    from simulator.record.folder import dump_line
+
+    tmp.write_text(dump_line(index, indent=2, exclude_none=False), encoding="utf-8")  # secrets redacted
     os.replace(tmp, path / INDEX)

@@ -7,6 +7,7 @@ from __future__ import annotations
 __all__ = ["REQUIRED", "LabelRow", "import_labels", "read_labels"]
 
 import csv
+import io
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,14 +16,14 @@ from pydantic import BaseModel, ConfigDict
 from simulator.errors import Problem, UserError
 from simulator.record.folder import LABELS, RunFolder
 from simulator.record.models import Label
+from simulator.safefiles import FileRefused, read_capped
 
 _ALIASES = {
-    "pass": "pass", "passed": "pass", "p": "pass", "yes": "pass", "ok": "pass",
-    "fail": "fail", "failed": "fail", "f": "fail", "no": "fail",
+    "pass": "pass", "passed": "pass", "p": "pass", "ok": "pass",
+    "fail": "fail", "failed": "fail", "f": "fail",
     "not_applicable": "not_applicable", "n/a": "not_applicable", "na": "not_applicable",
     "n.a.": "not_applicable", "not applicable": "not_applicable", "not-applicable": "not_applicable",
 }  # fmt: skip
-REQUIRED = ("conversation_id", "criterion_id", "label")
 REQUIRED = ("conversation_id", "criterion_id", "label")
 
 
@@ -39,7 +40,11 @@ class LabelRow(BaseModel):
 
 def _read_label_rows(path: Path, problems: list[Problem]) -> list[LabelRow]:
     rows: list[LabelRow] = []
-    with path.open(newline="", encoding="utf-8-sig") as handle:
+    try:
+        text = read_capped(path, 50_000_000, "split the sheet").decode("utf-8-sig")
+    except (FileRefused, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: {exc}") from None
+    with io.StringIO(text, newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
@@ -53,8 +58,14 @@ def _read_label_rows(path: Path, problems: list[Problem]) -> list[LabelRow]:
                 continue  # not labelled yet
             label = _ALIASES.get(raw.lower())
             if label is None:
+                # `yes` / `no` are refused: "yes" to what? (it passed, or yes, it failed?)
                 problems.append(
-                    Problem(str(path), f"label '{raw}' is not pass, fail or n/a", line=line, field="label")
+                    Problem(
+                        str(path),
+                        f"label '{raw}' is not pass, fail or n/a; write one of those",
+                        line=line,
+                        field="label",
+                    )
                 )
                 continue
             conversation, criterion = (

@@ -283,9 +283,24 @@ class Manifest(_Record):
             raise UserError(
                 f"{folder}: this {self.kind} run records no suite; it cannot be resumed or re-run"
             )
+        _refuse_redacted_urls(self.suite, folder)
         suite = self.suite.model_copy(deep=True)
         if suite.user.models is None:  # several simulated users are named as written, never `auto`
             suite.user.model = self.models.user
         suite._file = Path(self.suite_file) if self.suite_file else None
         suite._base_dir = Path(self.suite_file).parent.resolve() if self.suite_file else folder.resolve()
         return suite
+
+
+def _refuse_redacted_urls(suite: Suite, folder: Path) -> None:
+    """A URL whose secret was written literally was recorded without it: it cannot be called again."""
+    from simulator.errors import UserError
+
+    urls = {"bot.url": getattr(suite.bot, "url", "")}
+    urls |= {f"providers.{name}.base_url": s.base_url or "" for name, s in suite.providers.items()}
+    for field, url in urls.items():
+        if "[redacted]" in url:
+            raise UserError(
+                f"{folder}: the run's {field} held a secret written literally, which is never recorded; "
+                "write it as ${VAR} (an environment variable) in the suite and start a new run"
+            )

@@ -15,16 +15,20 @@ __all__ = [
     "contains_secret",
     "forget_secrets",
     "redact",
+    "redact_url",
     "register_secrets",
     "suite_secrets",
+    "url_secrets",
 ]
 
+import base64
+import html
 import json
 import os
 import re
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from simulator.spec.suite import Suite
 
@@ -39,8 +43,39 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _secrets: list[str] = []
 
 
+def url_secrets(url: str | None) -> set[str]:
+    """The secrets a URL carries: the password of its userinfo (`https://user:pass@host`), the userinfo
+    whole, and every query-string value (`?token=...`): a bot URL's query is where tokens are put."""
+    if not url:
+        return set()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return set()
+    values = {value for _, value in parse_qsl(parts.query, keep_blank_values=False)}
+    if parts.password:
+        values |= {parts.password, unquote(parts.password), f"{parts.username or ''}:{parts.password}"}
+    userinfo = parts.netloc.rpartition("@")[0]
+    if userinfo:
+        values.add(userinfo)
+    return {v for v in values if len(v.strip()) >= MIN_SECRET_CHARS}
+
+
+def redact_url(url: str) -> str:
+    """`url` with its userinfo password and every query-string value replaced by `[redacted]` (a `${VAR}`
+    template is kept: it names a variable, not its value)."""
+    if "${" in url:
+        return url
+    redacted = url
+    for secret in sorted(url_secrets(url), key=len, reverse=True):
+        for form in (secret, quote(secret, safe=""), quote(secret)):
+            redacted = redacted.replace(form, REDACTED)
+    return redacted
+
+
 def suite_secrets(suite: Suite, environ: dict[str, str] | None = None) -> set[str]:
-    """Every secret value a run of `suite` could send somewhere, read from the environment now."""
+    """Every secret value a run of `suite` could send somewhere, read from the environment now: header
+    values, provider keys, and what the bot URL and provider base URLs carry (`url_secrets`)."""
     env = dict(os.environ) if environ is None else environ
     values: set[str] = set()
     if suite.bot.type == "http":
@@ -48,6 +83,14 @@ def suite_secrets(suite: Suite, environ: dict[str, str] | None = None) -> set[st
             names = _VAR.findall(template)
             values.update(env[name] for name in names if name in env)
             values.add(_VAR.sub(lambda m: env.get(m.group(1), ""), template))
+        url = _VAR.sub(lambda m: env.get(m.group(1), ""), suite.bot.url)
+        values.update(env[name] for name in _VAR.findall(suite.bot.url) if name in env)
+        values |= url_secrets(url)
+    # Another bot's URLs (an openai_endpoint's base_url, a whatsapp webhook) may carry a password or token too.
+    for attribute in ("base_url", "webhook_url", "state_url"):
+        other = getattr(suite.bot, attribute, None)
+        if isinstance(other, str):
+            values |= url_secrets(other)
     start = getattr(suite.bot, "start", None)  # a started bot's env may name secrets as ${VAR}
     for template in start.env.values() if start is not None else ():
         values.update(env[name] for name in _VAR.findall(template) if name in env)
@@ -59,22 +102,53 @@ def suite_secrets(suite: Suite, environ: dict[str, str] | None = None) -> set[st
             variables.add(name)
     variables.update(s.api_key_env for s in suite.providers.values() if s.api_key_env)
     values.update(env[name] for name in variables if name in env)
+    for settings in suite.providers.values():
+        values |= url_secrets(settings.base_url)
     return {v for v in values if len(v.strip()) >= MIN_SECRET_CHARS}
+
+
+def _base64_cores(raw: bytes) -> set[str]:
+    """The base64 and base64url text a secret's bytes produce wherever they sit inside a longer encoded
+    value (`Basic base64(user:pass)`): for each of the three alignments, the characters only its bytes fix."""
+    cores: set[str] = set()
+    for offset in range(3):
+        padded = b"\0" * offset + raw
+        start, end = (offset * 4 + 2) // 3, len(padded) * 4 // 3
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            core = encode(padded).decode("ascii")[start:end]
+            if len(core) >= 2 * MIN_SECRET_CHARS:
+                cores.add(core)
+    return cores
 
 
 def _forms(value: str) -> set[str]:
     """A secret as it may be echoed: as is, escaped inside JSON text (a bot that echoes its headers as JSON),
-    and percent-encoded (in a URL)."""
+    percent-encoded (in a URL; either case of hex, every byte or only the unsafe ones), base64 and
+    base64url (at any alignment), hex in either case, and HTML-escaped or written as numeric entities."""
+    raw = value.encode("utf-8")
     return {
         value,
         json.dumps(value, ensure_ascii=False)[1:-1],
         json.dumps(value)[1:-1],
         quote(value, safe=""),
+        re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(value, safe="")),
+        "".join(f"%{b:02X}" for b in raw),
+        "".join(f"%{b:02x}" for b in raw),
+        raw.hex(),
+        raw.hex().upper(),
+        html.escape(value),
+        "".join(f"&#{ord(c)};" for c in value),
+        "".join(f"&#x{ord(c):x};" for c in value),
+        "".join(f"&#x{ord(c):X};" for c in value),
+        *_base64_cores(raw),
     }
 
 
 def register_secrets(values: Iterable[str]) -> None:
     """Add secret values for this process: from now on nothing written holds them, in any of their forms."""
+    from simulator.providers.cache import install_text_filter
+
+    install_text_filter(_redact_text)  # the response cache, below this layer, redacts with the same list
     known = set(_secrets)
     for value in values:
         if len(value.strip()) >= MIN_SECRET_CHARS:
@@ -91,6 +165,10 @@ def contains_secret(text: str) -> bool:
     """Whether `text` (plain or JSON) holds a registered secret: a cheap check before any rewriting. Inside
     JSON text a secret appears escaped, which is one of its registered forms."""
     return any(secret in text for secret in _secrets)
+
+
+def _redact_text(text: str) -> str:
+    return redact(text) if contains_secret(text) else text
 
 
 def redact(value: Any) -> Any:

@@ -6,11 +6,11 @@ from __future__ import annotations
 __all__ = ["render_meta_evaluation"]
 
 from rich.console import Console
-from rich.markup import escape
 
 from simulator.analysis.meta_eval import MetaEvaluation, MetaGroup
 from simulator.report.draw_terminal import draw_table
 from simulator.report.section import Cell, Column, Table
+from simulator.report.visible import visible_markup as escape
 
 _HEADERS = ("rater", "against", "compared", "macro-F1", "kappa", "false passes", "left out")
 

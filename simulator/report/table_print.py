@@ -5,10 +5,14 @@ from __future__ import annotations
 
 __all__ = ["print_table"]
 
+from typing import Any
+
 from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from simulator.report.visible import visible
 
 
 def print_table(console: Console, table: Table) -> None:
@@ -19,6 +23,7 @@ def print_table(console: Console, table: Table) -> None:
     never a number or an id broken across lines."""
     for column in table.columns:
         column.overflow = "fold"
+        column._cells = [_visible_cell(cell) for cell in column._cells]  # no escape code reaches a terminal
     if _fit_columns(console, table):
         console.print(table)
         return
@@ -27,6 +32,15 @@ def print_table(console: Console, table: Table) -> None:
         console.print(table)
         return
     _stacked(console, table)
+
+
+def _visible_cell(cell: Any) -> Any:
+    """A cell with every control character shown as an escape (`report.visible`), its style kept."""
+    if isinstance(cell, str):
+        return visible(cell)
+    if isinstance(cell, Text) and visible(cell.plain) != cell.plain:
+        return Text(visible(cell.plain), style=cell.style)
+    return cell
 
 
 def _plain(console: Console, cell: object) -> Text:

@@ -7,7 +7,7 @@ data, so every such character is printed as a visible escape (`\\x1b`, `\\u202e`
 
 from __future__ import annotations
 
-__all__ = ["json_visible", "visible"]
+__all__ = ["json_visible", "visible", "visible_markup"]
 
 import re
 
@@ -31,3 +31,11 @@ def json_visible(text: str) -> str:
     """JSON text with the control characters JSON allows raw (C1, bidi) written as `\\uXXXX` escapes: the same
     JSON value, safe on a terminal."""
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def visible_markup(text: str) -> str:
+    """`text` for a rich markup string: control characters visible and markup brackets escaped, so a name
+    from a file (a labeller, a tag, an id) is printed as it is, never obeyed by the terminal or by rich."""
+    from rich.markup import escape
+
+    return escape(visible(text))

@@ -27,6 +27,7 @@ from simulator.serve import (
     pages_safety,
     pages_talk,
 )
+from simulator.serve.bodylimit import BodyLimit
 from simulator.serve.config import DeskConfig
 from simulator.serve.render import page
 from simulator.serve.runs_index import RunIndex
@@ -69,6 +70,7 @@ def create_app(config: DeskConfig) -> Starlette:
             Mount("/report-assets", report_assets, name="report-assets"),
         ],
         middleware=[
+            Middleware(BodyLimit),  # outermost: no layer reads more than the cap
             Middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts),
             Middleware(BaseHTTPMiddleware, dispatch=security_middleware(config.token)),
         ],

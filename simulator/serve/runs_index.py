@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = ["RunIndex", "RunSummary"]
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,4 +116,9 @@ class RunIndex:
                 rows.append(RunSummary(name, self.load(name)[1]))
             except UserError as exc:
                 rows.append(RunSummary(name, None, str(exc)))
+            except (RecursionError, ValueError, OSError) as exc:
+                # One damaged folder never takes the runs page down: it is listed with what is wrong.
+                note = f"{self.root / name}: cannot be read ({type(exc).__name__}); skipped"
+                print(f"note: {note}", file=sys.stderr)
+                rows.append(RunSummary(name, None, note))
         return rows

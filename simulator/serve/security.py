@@ -51,7 +51,9 @@ def _same_origin(request: Request) -> bool:
     origin = request.headers.get("origin")
     if origin is None or origin == "null":
         return origin is None
-    return urlsplit(origin).netloc == request.headers.get("host", "")
+    parts = urlsplit(origin)
+    # Scheme, host and port: an https:// page on the same host and port is another origin.
+    return parts.scheme == request.url.scheme and parts.netloc == request.headers.get("host", "")
 
 
 async def check_csrf(request: Request) -> None:

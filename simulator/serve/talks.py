@@ -12,6 +12,7 @@ __all__ = ["Talk", "TalkDesk", "suite_files"]
 import asyncio
 import contextlib
 import secrets
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,9 @@ from simulator.users.human import HumanUser
 
 # The longest a reply from the bot may take before the page gives up waiting (the talk goes on).
 REPLY_WAIT_S = 120.0
+# A talk nobody has written in for this long was abandoned (a closed tab): it is ended, saved and judged,
+# so its run folder does not stay `running` for ever.
+TALK_IDLE_S = 30 * 60.0
 
 
 def suite_files(root: Path | None) -> list[Path]:
@@ -47,6 +51,8 @@ class Talk:
     human: HumanUser
     folder: Path
     task: asyncio.Task[Result]
+    last_active: float = 0.0
+    abandoned: bool = False
 
     @property
     def ended(self) -> bool:
@@ -65,9 +71,26 @@ class Talk:
 class TalkDesk:
     """The talks of this desk, by id; run folders go under the runs folder."""
 
-    def __init__(self, runs_dir: Path) -> None:
+    def __init__(self, runs_dir: Path, idle_s: float = TALK_IDLE_S) -> None:
         self.runs_dir = runs_dir
         self.talks: dict[str, Talk] = {}
+        self.idle_s = idle_s
+        self._sweeper: asyncio.Task[None] | None = None
+
+    async def expire_idle(self) -> list[Talk]:
+        """End every talk idle for longer than `idle_s`, marked abandoned; return them."""
+        now = time.monotonic()
+        idle = [t for t in self.talks.values() if not t.ended and now - t.last_active > self.idle_s]
+        for talk in idle:
+            talk.abandoned = True
+            await talk.human.finish()
+        return idle
+
+    async def _sweep(self) -> None:
+        while any(not t.ended for t in self.talks.values()):
+            await asyncio.sleep(min(60.0, self.idle_s / 2))
+            await self.expire_idle()
+        self._sweeper = None
 
     async def start(self, suite_file: Path, scenario_id: str, person: str) -> Talk:
         suite, scenarios = load_suite_scenarios(suite_file)
@@ -77,8 +100,10 @@ class TalkDesk:
         human = HumanUser(person)
         folder = self.runs_dir / new_run_id(f"talk-{suite.name}")
         task = asyncio.create_task(atalk(suite, scenario, human, human.model, folder))
-        talk = Talk(secrets.token_urlsafe(12), suite, scenario, human, folder, task)
+        talk = Talk(secrets.token_urlsafe(12), suite, scenario, human, folder, task, time.monotonic())
         self.talks[talk.id] = talk
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._sweep())
         await talk.human.wait_for_turn(task)
         return talk
 
@@ -92,6 +117,7 @@ class TalkDesk:
         """Send the person's message and wait for the bot's answer (or the end of the conversation)."""
         if talk.ended:
             raise UserError("this conversation has ended; start a new one")
+        talk.last_active = time.monotonic()
         await talk.human.say(text)
         await self._wait_for_reply(talk)
 
@@ -99,6 +125,7 @@ class TalkDesk:
         """Tap one of the options the bot offered, and wait for its answer."""
         if talk.ended:
             raise UserError("this conversation has ended; start a new one")
+        talk.last_active = time.monotonic()
         await talk.human.tap(option_id)
         await self._wait_for_reply(talk)
 

@@ -13,10 +13,11 @@ __all__ = [
     "split_group",
 ]
 
-import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from simulator.spec.patterns import compile_pattern
 
 AssertionScope = Literal["all_bot_messages", "final_bot_message"]
 
@@ -32,15 +33,6 @@ def check_phrase_groups(groups: list[str]) -> list[str]:
         if any(not part for part in split_group(group)):
             raise ValueError(f"empty phrase in {group!r}: every phrase needs at least one character")
     return groups
-
-
-def compile_pattern(pattern: str, field: str = "must_not_match") -> re.Pattern[str]:
-    """Compile a regex from a YAML file case-insensitively; a bad one raises ValueError naming the field, the
-    pattern and why (every spec file that takes a regex checks it here)."""
-    try:
-        return re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
-        raise ValueError(f"{field} `{pattern}` is not a valid regular expression: {exc}") from None
 
 
 class AssertionFields(BaseModel):

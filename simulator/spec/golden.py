@@ -21,11 +21,12 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from simulator.errors import Problem, UserError
+from simulator.safefiles import FileRefused, read_capped
 from simulator.spec.assertions import AssertionFields, AssertionSpec
 from simulator.spec.documents import DocumentKind, FileDocument, load_documents
 from simulator.spec.scenario import Scenario
 from simulator.spec.script import ContextTurn, ItemKind, Script
-from simulator.spec.yamlfile import LocatedYAML
+from simulator.spec.yamlfile import MAX_FILE_BYTES, LocatedYAML
 
 
 class GoldenItem(FileDocument, AssertionFields):
@@ -78,7 +79,13 @@ def _cell(column: str, cell: str) -> object:
 
 def _header_problems(header: list[str], file: str) -> list[Problem]:
     problems = []
-    for column in header:
+    for column in sorted({c for c in header if header.count(c) > 1}):
+        problems.append(
+            Problem(
+                file, f"column '{column}' appears {header.count(column)} times; keep one of them", 1, column
+            )
+        )
+    for column in dict.fromkeys(header):
         if column not in _COLUMNS:
             close = difflib.get_close_matches(column, _COLUMNS, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f"; columns: {', '.join(_COLUMNS)}"
@@ -109,8 +116,8 @@ def read_csv(path: Path) -> tuple[LocatedYAML, list[Problem]]:
     """A CSV golden file as located rows (every field of a row on the row's first line) plus its problems."""
     file = str(path)
     try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_capped(path, MAX_FILE_BYTES, "split it into several files").decode("utf-8-sig")
+    except (FileRefused, UnicodeDecodeError) as exc:
         return LocatedYAML(path, []), [Problem(file, f"cannot read the file: {exc}")]
     reader = csv.reader(io.StringIO(text, newline=""))
     header = [name.strip() for name in next(reader, [])]

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 __all__ = ["DEFAULT_STYLES", "OfflinePlay", "Style", "StyleCatalogue", "load_styles", "suite_styles"]
 
-import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from simulator.spec.assertions import compile_pattern
+from simulator.spec.patterns import UserPattern, compile_pattern
 from simulator.spec.yamlfile import load_model_file
 
 
@@ -45,8 +44,8 @@ class OfflinePlay(BaseModel):
         return pattern
 
     @cached_property
-    def when_pattern(self) -> re.Pattern[str] | None:
-        return re.compile(self.when, re.IGNORECASE) if self.when else None
+    def when_pattern(self) -> UserPattern | None:
+        return compile_pattern(self.when, "when") if self.when else None
 
     def lines(self) -> list[str]:
         """Every line this style may add to a conversation (fidelity checks treat them as the persona's)."""

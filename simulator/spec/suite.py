@@ -96,7 +96,9 @@ class HttpBotConfig(_Strict):
     type: Literal["http"] = "http"
     url: str = Field(pattern=r"^https?://")
     headers: dict[str, str] = Field(default_factory=dict)
+    # The whole turn's deadline (not per read) and the most a reply may hold, decompressed.
     timeout_s: float = Field(default=30.0, gt=0)
+    max_reply_bytes: int = Field(default=8_000_000, ge=1024)
     start: BotStart | None = None
 
     def describe(self) -> str:
@@ -485,6 +487,24 @@ def _provider_name_problems(source: LocatedYAML) -> list[Problem]:
     return problems
 
 
+def _judges_problems(source: LocatedYAML) -> list[Problem]:
+    """`judges.models: []` (a jury of no one) and `model` with `models` (which one judges?) are mistakes."""
+    judges = source.data.get("judges") if isinstance(source.data, dict) else None
+    if not isinstance(judges, dict):
+        return []
+    file = str(source.path)
+    if judges.get("models") == []:
+        line = source.line_of(("judges", "models"))
+        return [
+            Problem(file, "judges.models is empty; list judge models, or remove it", line, "judges.models")
+        ]
+    if judges.get("model") and judges.get("models"):
+        line = source.line_of(("judges", "model"))
+        message = "set judges.model (one judge) or judges.models (a jury), not both"
+        return [Problem(file, message, line, "judges.model")]
+    return []
+
+
 def check_environment(suite: Suite) -> None:
     """Before a run: every `api_key_env` the suite names must be set (validation does not need the keys)."""
     problems = []
@@ -552,7 +572,7 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
         )
     data = {**source.data, **(overrides or {})}
     suite, problems = validate_model(Suite, data, source)
-    problems += _provider_name_problems(source)
+    problems += _provider_name_problems(source) + _judges_problems(source)
     if suite is not None and suite.environment is not None:
         problems += check_environment_functions(suite.environment, str(path), source.line_of)
         problems += _tool_name_problems(suite, source)

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 __all__ = ["ENGLISH", "Phrases", "Vocabulary", "load_vocabulary"]
 
-import re
 from functools import cached_property
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from simulator.spec.assertions import compile_pattern
 from simulator.spec.languages import language_code
+from simulator.spec.patterns import UserPattern, compile_pattern
 from simulator.spec.yamlfile import load_model_file
 
 
@@ -77,10 +76,10 @@ class Vocabulary(BaseModel):
         return mapping
 
     @cached_property
-    def outcome(self) -> re.Pattern[str] | None:
+    def outcome(self) -> UserPattern | None:
         if not self.outcome_patterns:
             return None
-        return re.compile("|".join(f"(?:{p})" for p in self.outcome_patterns), re.IGNORECASE)
+        return compile_pattern("|".join(f"(?:{p})" for p in self.outcome_patterns), "outcome_patterns")
 
 
 def load_vocabulary(path: Path) -> Vocabulary:

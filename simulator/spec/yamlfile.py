@@ -5,12 +5,14 @@ from __future__ import annotations
 __all__ = [
     "MAX_ALIAS_VALUES",
     "MAX_DEPTH",
+    "MAX_EXPANDED_BYTES",
     "MAX_FILE_BYTES",
     "LocatedYAML",
     "YAMLProblem",
     "load_model_file",
     "load_yaml",
     "problems_from_validation",
+    "read_text_file",
     "validate_model",
 ]
 
@@ -23,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from simulator.errors import Problem, UserError
+from simulator.safefiles import FileRefused, read_capped
 
 Path_ = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
@@ -51,6 +54,7 @@ class LocatedYAML:
 # clear line instead of taking minutes and gigabytes (an "alias bomb" is a few hundred bytes).
 MAX_FILE_BYTES = 5_000_000
 MAX_ALIAS_VALUES = 10_000  # values that aliases may add beyond the file's own
+MAX_EXPANDED_BYTES = 2 * MAX_FILE_BYTES  # characters of text once every alias is expanded
 MAX_DEPTH = 50  # levels of nesting
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
@@ -99,9 +103,11 @@ def _walk(node: yaml.Node, path: Path, lines: dict[Path_, int]) -> None:
             stack.extend(((item, (*loc, index)) for index, item in enumerate(current.value)))
 
 
-def _expanded_size(root: yaml.Node) -> tuple[int, int]:
-    """(distinct values, values once every alias is expanded), memoised: linear in the distinct nodes."""
-    sizes: dict[int, int] = {}
+def _expanded_size(root: yaml.Node) -> tuple[int, int, int]:
+    """(distinct values, values once every alias is expanded, characters of text once expanded), memoised:
+    linear in the distinct nodes. The text counts too: 9,000 aliases of one 500 KB string are few values
+    but 4.5 GB."""
+    sizes: dict[int, tuple[int, int]] = {}
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, children_done = stack.pop()
@@ -109,11 +115,15 @@ def _expanded_size(root: yaml.Node) -> tuple[int, int]:
             continue
         children = _children(node)
         if children_done or not children:
-            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+            own = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+            sizes[id(node)] = (
+                1 + sum(sizes[id(child)][0] for child in children),
+                own + sum(sizes[id(child)][1] for child in children),
+            )
             continue
         stack.append((node, True))
         stack.extend((child, False) for child in children if id(child) not in sizes)
-    return len(sizes), sizes[id(root)]
+    return len(sizes), *sizes[id(root)]
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -124,20 +134,20 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def _read_text(path: Path) -> str:
+def read_text_file(path: Path, limit: int = MAX_FILE_BYTES) -> str:
+    """A text file a suite names (YAML, a prompt, a vocabulary): a regular file, at most `limit` bytes
+    (counted while reading), UTF-8 and not binary; YAMLProblem naming the file otherwise."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise YAMLProblem(
-                Problem(
-                    str(path),
-                    f"the file is {size / 1e6:.1f} MB; files over {MAX_FILE_BYTES / 1e6:.0f} MB "
-                    "are refused: split it into several files in a folder",
-                )
+        raw = read_capped(path, limit, "split it into several files in a folder")
+    except FileRefused as exc:
+        raise YAMLProblem(Problem(str(path), str(exc))) from None
+    if b"\0" in raw:
+        line = raw[: raw.index(b"\0")].count(b"\n") + 1
+        raise YAMLProblem(
+            Problem(
+                str(path), "a binary file (it holds NUL bytes), not text; name a UTF-8 text file", line=line
             )
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise YAMLProblem(Problem(str(path), f"cannot read the file ({exc.strerror})")) from None
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -159,7 +169,7 @@ def _yaml_error(path: Path, exc: yaml.YAMLError) -> YAMLProblem:
 def load_yaml(path: Path) -> LocatedYAML:
     """Parse one YAML file once, with every value's line; refuse (YAMLProblem) what cannot be read, is not
     YAML, is too large, repeats a key, nests too deep or expands aliases beyond a small bound."""
-    text = _read_text(path)
+    text = read_text_file(path)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -167,7 +177,15 @@ def load_yaml(path: Path) -> LocatedYAML:
         if node is None:
             return located
         _walk(node, path, located.lines)
-        distinct, expanded = _expanded_size(node)
+        distinct, expanded, characters = _expanded_size(node)
+        if characters > MAX_EXPANDED_BYTES:
+            raise YAMLProblem(
+                Problem(
+                    str(path),
+                    f"its aliases (*name) expand to more than {MAX_EXPANDED_BYTES / 1e6:.0f} MB of text "
+                    f"({characters / 1e6:,.0f} MB); write the values out, or use fewer aliases",
+                )
+            )
         if expanded - distinct > MAX_ALIAS_VALUES:
             raise YAMLProblem(
                 Problem(

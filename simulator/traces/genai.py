@@ -45,6 +45,8 @@ def _loads(value: Any, what: str) -> Any:
             return json.loads(value)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{what} is not JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ValueError(f"{what} is nested too deeply to read") from None
     return value
 
 

@@ -16,6 +16,7 @@ from simulator.record.folder import RunFolder, git_commit
 from simulator.record.hashing import sha256_file
 from simulator.record.manifest import Manifest, RoleModels, RunCounts, ScenarioEntry, Session
 from simulator.record.models import ConversationRecord
+from simulator.safefiles import FileRefused, open_regular
 from simulator.traces.mapping import load_mapping
 from simulator.traces.messages import Conversation, Parsed, Problem
 from simulator.traces.redact import Redactor, load_redactor
@@ -54,9 +55,28 @@ def detect_format(path: Path) -> str:
     """`csv` by extension; `otel` when the file holds OTLP resource spans or logs; else `jsonl`."""
     if path.suffix.lower() == ".csv":
         return "csv"
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        head = handle.read(65536)
+    try:
+        with open_regular(path) as handle:
+            raw = handle.read(65536)
+    except FileRefused as exc:
+        raise UserError(f"{path}: {exc}") from None
+    _refuse_binary(path, raw)
+    head = raw.decode("utf-8", "replace")
     return "otel" if '"resourceSpans"' in head or '"resourceLogs"' in head else "jsonl"
+
+
+def _refuse_binary(path: Path, raw: bytes) -> None:
+    """Binary data (OTLP protobuf above all) is said to be what it is, not read as lines of JSON."""
+    try:
+        raw.decode("utf-8")
+        binary = b"\0" in raw
+    except UnicodeDecodeError as exc:
+        binary = exc.start < len(raw) - 4  # a character cut at the end of the window is not binary
+    if binary:
+        raise UserError(
+            f"{path}: binary data, not text (OTLP protobuf?); import reads OTLP JSON: export with "
+            "OTEL_EXPORTER_OTLP_PROTOCOL=http/json, or the collector's file exporter (format: json)"
+        )
 
 
 def _parse(options: ImportOptions, fmt: str) -> Parsed:
@@ -159,7 +179,7 @@ def _convert(
     parsed: Parsed, redactor: Redactor, options: ImportOptions, now: datetime
 ) -> tuple[list[ConversationRecord], list[ScenarioEntry], list[Problem]]:
     """Each parsed conversation, redacted, as a record and a scenario entry; or skipped, with the reason."""
-    from simulator.traces.records import ConvertOptions, safe_id, to_record
+    from simulator.traces.records import ConvertOptions, record_ids, to_record
 
     convert = ConvertOptions(
         now=now, exclude_system=options.exclude_system, decision_tool=options.decision_tool
@@ -167,19 +187,23 @@ def _convert(
     records: list[ConversationRecord] = []
     entries: list[ScenarioEntry] = []
     skipped: list[Problem] = []
-    taken: set[str] = set()
+    taken: set[str] = set()  # scenario ids
+    kept: set[str] = set()  # record ids
     for conversation in parsed.conversations:
         conversation = _redacted(conversation, redactor, options.exclude_system)
-        scenario_id = safe_id(conversation.key, taken)
+        scenario_id, repeat = record_ids(conversation.key, taken, kept)
         try:
-            record = to_record(conversation, scenario_id, convert)
+            record = to_record(conversation, scenario_id, convert, repeat)
         except ValueError as exc:
             file, _, line = conversation.where.rpartition(":")
             where = (file, int(line)) if line.isdigit() else (conversation.where, None)
             skipped.append(Problem(where[0], where[1], f"conversation '{conversation.key}' skipped: {exc}"))
             continue
         records.append(record)
-        entries.append(ScenarioEntry(id=scenario_id, expected=conversation.expected, tags=conversation.tags))
+        if all(entry.id != scenario_id for entry in entries):  # repeats of one scenario share its entry
+            entries.append(
+                ScenarioEntry(id=scenario_id, expected=conversation.expected, tags=conversation.tags)
+            )
     return records, entries, skipped
 
 

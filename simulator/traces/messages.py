@@ -22,6 +22,7 @@ class Message:
     role: str
     parts: list[Part]
     time: datetime | None = None
+    latency_s: float | None = None  # a reply's: the duration of the LLM call that produced it, when known
 
 
 def part_text(part: Part) -> str:
@@ -73,3 +74,4 @@ class Parsed:
     conversations: list[Conversation]
     problems: list[Problem] = field(default_factory=list)
     records: int = 0
+    silent: int = 0  # GenAI-call spans recorded without their messages (content capture off)

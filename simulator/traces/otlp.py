@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator.errors import UserError
 from simulator.traces import genai
 from simulator.traces.indexed import indexed_messages
 from simulator.traces.messages import Conversation, Message, Parsed, Problem, message_key
@@ -75,7 +76,9 @@ def any_value(value: Any) -> Any:
 
 
 def attributes(items: Any) -> dict[str, Any]:
-    """OTLP JSON key/value list as a dict."""
+    """OTLP JSON key/value list as a dict (TypeError when it is not a list: the wrong shape)."""
+    if items is not None and not isinstance(items, list):
+        raise TypeError(f"attributes must be a list of {{key, value}}, not {type(items).__name__}")
     return {
         kv["key"]: any_value(kv.get("value")) for kv in items or [] if isinstance(kv, dict) and "key" in kv
     }
@@ -93,12 +96,22 @@ def _hex_id(value: Any) -> str:
 
 
 def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, dict[str, Any]]]:
+    """The file's OTLP documents: one JSON document, or one per line (the collector's file exporter). A
+    document cut short or not JSON at all is one clear error, never hundreds of skipped "lines"."""
     text = path.read_text(encoding="utf-8")
     try:
         whole = json.loads(text)
         return [(None, d) for d in (whole if isinstance(whole, list) else [whole]) if isinstance(d, dict)]
-    except json.JSONDecodeError:
-        pass
+    except RecursionError:
+        raise UserError(f"{path}: nested too deeply to read; this is not an OTLP export") from None
+    except json.JSONDecodeError as exc:
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        if not _is_json_object(first):
+            cut = "it ends in the middle of a document (cut short?)" if exc.pos >= len(text) - 1 else exc.msg
+            raise UserError(
+                f"{path}:{exc.lineno}: not valid OTLP JSON ({cut}); export it again in full, as OTLP JSON "
+                "(one document, or one per line)"
+            ) from None
     docs: list[tuple[int | None, dict[str, Any]]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -108,6 +121,9 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, dict[str, A
         except json.JSONDecodeError as exc:
             parsed.problems.append(Problem(str(path), number, f"not JSON ({exc.msg})"))
             continue
+        except RecursionError:
+            parsed.problems.append(Problem(str(path), number, "nested too deeply to read"))
+            continue
         if not isinstance(doc, dict):
             parsed.problems.append(Problem(str(path), number, "not a JSON object of resourceSpans"))
             continue
@@ -115,66 +131,104 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, dict[str, A
     return docs
 
 
+def _is_json_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+
+
 def _spans(path: Path, parsed: Parsed) -> list[Span]:
-    return list(spans_from_documents(_documents(path, parsed), parsed).values())
+    """Every span (and log-record event) of the file; a document of the wrong shape is one clear error."""
+    try:
+        return list(spans_from_documents(_documents(path, parsed), parsed).values())
+    except ShapeError as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise UserError(
+            f"{where}: not OTLP JSON of the expected shape (resourceSpans: [{{scopeSpans: [{{spans: "
+            f"[...]}}]}}], each a list of objects; {exc})"
+        ) from None
+
+
+class ShapeError(ValueError):
+    """An OTLP document of the wrong shape (a list where an object belongs, ...), with its line."""
+
+    def __init__(self, line: int | None, exc: Exception) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.line = line
 
 
 def spans_from_documents(
     documents: list[tuple[int | None, dict[str, Any]]], parsed: Parsed
 ) -> dict[tuple[str, str], Span]:
     """The spans of OTLP JSON documents (resourceSpans and resourceLogs), by (trace id, span id); a log
-    record becomes an event of its span (a span of its own, without attributes, when the span is absent)."""
+    record becomes an event of its span (a span of its own, without attributes, when the span is absent).
+    A document of the wrong shape raises ShapeError (a ValueError) naming its line."""
     spans: dict[tuple[str, str], Span] = {}
     logs: list[tuple[str, str, int, str, dict[str, Any]]] = []
     for line, doc in documents:
-        for rs in doc.get("resourceSpans") or []:
-            resource = attributes((rs.get("resource") or {}).get("attributes"))
-            for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []:
-                for raw in ss.get("spans") or []:
-                    parsed.records += 1
-                    span = Span(
-                        _hex_id(raw.get("traceId")),
-                        _hex_id(raw.get("spanId")),
-                        int(raw.get("startTimeUnixNano") or 0),
-                        int(raw.get("endTimeUnixNano") or raw.get("startTimeUnixNano") or 0),
-                        attributes(raw.get("attributes")),
-                        resource,
-                        line,
-                    )
-                    status = raw.get("status") or {}
-                    if status.get("code") in ("STATUS_CODE_ERROR", 2):
-                        span.error = str(status.get("message") or "the LLM call failed")
-                    for event in raw.get("events") or []:
-                        span.events.append(
-                            (
-                                event.get("name", ""),
-                                int(event.get("timeUnixNano") or 0),
-                                attributes(event.get("attributes")),
-                            )
-                        )
-                    spans[span.ref] = span
-        for rl in doc.get("resourceLogs") or []:
-            for sl in rl.get("scopeLogs") or []:
-                for raw in sl.get("logRecords") or []:
-                    attrs = attributes(raw.get("attributes"))
-                    name = raw.get("eventName") or attrs.get("event.name") or ""
-                    body = any_value(raw.get("body"))
-                    if isinstance(body, dict):
-                        attrs = {**attrs, "__body__": body}
-                    logs.append(
-                        (
-                            _hex_id(raw.get("traceId")),
-                            _hex_id(raw.get("spanId")),
-                            int(raw.get("timeUnixNano") or 0),
-                            name,
-                            attrs,
-                        )
-                    )
+        try:
+            _document_spans(doc, line, parsed, spans, logs)
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            raise ShapeError(line, exc) from None
     for trace_id, span_id, time, name, attrs in logs:
         if (trace_id, span_id) not in spans:
             spans[(trace_id, span_id)] = Span(trace_id, span_id, time, time, {}, {}, None)
         spans[(trace_id, span_id)].events.append((name, time, attrs))
     return spans
+
+
+def _document_spans(
+    doc: dict[str, Any],
+    line: int | None,
+    parsed: Parsed,
+    spans: dict[tuple[str, str], Span],
+    logs: list[tuple[str, str, int, str, dict[str, Any]]],
+) -> None:
+    """One OTLP document's spans into `spans`, its log records into `logs`."""
+    for rs in doc.get("resourceSpans") or []:
+        resource = attributes((rs.get("resource") or {}).get("attributes"))
+        for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []:
+            for raw in ss.get("spans") or []:
+                parsed.records += 1
+                span = Span(
+                    _hex_id(raw.get("traceId")),
+                    _hex_id(raw.get("spanId")),
+                    int(raw.get("startTimeUnixNano") or 0),
+                    int(raw.get("endTimeUnixNano") or raw.get("startTimeUnixNano") or 0),
+                    attributes(raw.get("attributes")),
+                    resource,
+                    line,
+                )
+                status = raw.get("status") or {}
+                if status.get("code") in ("STATUS_CODE_ERROR", 2):
+                    span.error = str(status.get("message") or "the LLM call failed")
+                for event in raw.get("events") or []:
+                    span.events.append(
+                        (
+                            event.get("name", ""),
+                            int(event.get("timeUnixNano") or 0),
+                            attributes(event.get("attributes")),
+                        )
+                    )
+                spans[span.ref] = span
+    for rl in doc.get("resourceLogs") or []:
+        for sl in rl.get("scopeLogs") or []:
+            for raw in sl.get("logRecords") or []:
+                attrs = attributes(raw.get("attributes"))
+                name = raw.get("eventName") or attrs.get("event.name") or ""
+                body = any_value(raw.get("body"))
+                if isinstance(body, dict):
+                    attrs = {**attrs, "__body__": body}
+                logs.append(
+                    (
+                        _hex_id(raw.get("traceId")),
+                        _hex_id(raw.get("spanId")),
+                        int(raw.get("timeUnixNano") or 0),
+                        name,
+                        attrs,
+                    )
+                )
 
 
 def _time(nanos: int) -> datetime | None:
@@ -268,16 +322,22 @@ def read_otlp(path: Path, key_attr: str | None = None) -> Parsed:
     """Every conversation in an OTLP JSON file, stitched and de-duplicated; bad spans reported and skipped."""
     parsed = Parsed([])
     spans = _spans(path, parsed)
-    return conversations_from_spans(spans, _keys(spans, key_attr), str(path), parsed)
+    _check_key(path, spans, key_attr)
+    found = conversations_from_spans(spans, _keys(spans, key_attr), str(path), parsed)
+    if spans and not found.conversations:
+        raise _no_messages(path, len(spans), found.silent)
+    return found
 
 
 def conversations_from_spans(
     spans: list[Span], keys: dict[tuple[str, str], str], where: str, parsed: Parsed
 ) -> Parsed:
     """The conversations of spans (each span's conversation key in `keys`), stitched in time order and
-    de-duplicated; a malformed span is a problem of `parsed` and skipped."""
+    de-duplicated; a malformed span is a problem of `parsed` and skipped. `silent` on the result counts
+    the GenAI-call spans that held no messages (content capture off)."""
     conversations: dict[str, Conversation] = {}
     held: dict[str, list[str]] = {}  # each conversation's message keys, kept as it grows
+    silent = 0  # LLM-call spans without their messages
     for span in sorted(spans, key=lambda s: (s.start, s.end)):
         try:
             inputs, outputs, system = span_messages(span)
@@ -285,7 +345,8 @@ def conversations_from_spans(
             parsed.problems.append(Problem(where, span.line, f"span {span.span_id}: {exc}"))
             continue
         if not inputs and not outputs:
-            continue  # not an LLM call (an agent, HTTP or tool span)
+            silent += _is_llm_call(span)
+            continue  # not an LLM call (an agent, HTTP or tool span), or one recorded without its content
         conversation = conversations.setdefault(keys[span.ref], Conversation(keys[span.ref], where=where))
         for text in system:
             if text not in conversation.system:
@@ -297,11 +358,44 @@ def conversations_from_spans(
         seen = held.setdefault(conversation.key, [])
         skip = stitch(seen, messages)
         for position in range(skip, len(messages)):
-            messages[position].time = _time(span.end if position >= len(inputs) else span.start)
+            reply = position >= len(inputs)
+            messages[position].time = _time(span.end if reply else span.start)
+            if reply and span.end > span.start:
+                messages[position].latency_s = (span.end - span.start) / 1e9  # the call's duration
         conversation.messages += messages[skip:]
         # The conversation ended in an error when its last LLM call failed (a failed call then retried
         # successfully is not the end).
         conversation.error = span.error
         conversation.stop_reason = "error" if span.error else None
         seen += [message_key(m) for m in messages[skip:]]
-    return Parsed(list(conversations.values()), parsed.problems, parsed.records)
+    return Parsed(list(conversations.values()), parsed.problems, parsed.records, silent=silent)
+
+
+def _is_llm_call(span: Span) -> bool:
+    return any(key.startswith("gen_ai.") for key in span.attributes)
+
+
+def _no_messages(path: Path, spans: int, silent: int) -> UserError:
+    """Spans but no conversation: almost always content capture off, or the messages in another file."""
+    return UserError(
+        f"{path}: {spans} spans, {silent} of them GenAI calls, but none holds the messages (imported 0 "
+        "conversations). The official instrumentation records no message content by default: set "
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true and export again; or, when the messages "
+        "went to a separate logs file, import both together (cat traces.jsonl logs.jsonl > both.jsonl)"
+    )
+
+
+def _check_key(path: Path, spans: list[Span], key_attr: str | None) -> None:
+    """`--conversation-key` must name an attribute some span (or its resource) has: otherwise every span
+    would silently fall back to its trace id."""
+    if not key_attr or not spans:
+        return
+    if any(key_attr in s.attributes or key_attr in s.resource for s in spans):
+        return
+    seen = sorted(
+        {k for s in spans for k in (*s.attributes, *s.resource) if not k.startswith("gen_ai.input")}
+    )
+    raise UserError(
+        f"--conversation-key {key_attr}: no span or resource in {path} has this attribute; attributes seen: "
+        f"{', '.join(seen[:12]) or 'none'}"
+    )

@@ -132,6 +132,8 @@ def read_jsonl(path: Path, mapping: Mapping) -> Parsed:
                 parsed.problems.append(Problem(str(path), number, f"not JSON ({exc.msg})"))
             except ValueError as exc:
                 parsed.problems.append(Problem(str(path), number, str(exc)))
+            except RecursionError:  # one record, skipped and named: the rest imports
+                parsed.problems.append(Problem(str(path), number, "nested too deeply to read"))
     return _finish(found, parsed)
 
 

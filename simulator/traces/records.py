@@ -3,7 +3,7 @@ the decision tool's arguments as the final state."""
 
 from __future__ import annotations
 
-__all__ = ["ConvertOptions", "to_record"]
+__all__ = ["ConvertOptions", "record_ids", "safe_id", "to_record"]
 
 import re
 from dataclasses import dataclass
@@ -35,6 +35,23 @@ class ConvertOptions:
     exclude_system: bool = False
     decision_tool: str = "record_decision"
     default_stop_reason: str = "user_done"
+
+
+_RECORD_KEY = re.compile(r"^([^\s#]+)#(\d+)$")
+
+
+def record_ids(key: str, taken: set[str], kept: set[str]) -> tuple[str, int]:
+    """(scenario id, repeat) of an imported conversation. A key that is already a record id
+    (`scenario#repeat`, as `export-otel` writes it) is kept as it is, so an exported run imported again
+    lines up with its labels and comparisons; any other key becomes a safe, unique scenario id, repeat 0."""
+    match = _RECORD_KEY.match(key.strip())
+    if match and key.strip() not in kept:
+        kept.add(key.strip())
+        taken.add(match.group(1))
+        return match.group(1), int(match.group(2))
+    scenario = safe_id(key, taken)
+    kept.add(f"{scenario}#0")
+    return scenario, 0
 
 
 def safe_id(key: str, taken: set[str]) -> str:
@@ -112,12 +129,16 @@ def _turns(conversation: Conversation, options: ConvertOptions) -> list[Turn]:
                 waiting += parts
             continue
         started = message.time or (turns[-1].started_at if turns else options.now)
+        latency = (message.latency_s or 0.0) if side == "bot" else 0.0  # the LLM call's duration
         if side == "bot":
             parts, waiting = waiting + parts, []
         if turns and turns[-1].role == side:
             turns[-1].parts.extend(parts)
+            turns[-1].latency_s = max(turns[-1].latency_s, latency)
         else:
-            turns.append(Turn(index=len(turns), role=side, parts=parts, started_at=started))
+            turns.append(
+                Turn(index=len(turns), role=side, parts=parts, started_at=started, latency_s=latency)
+            )
         if side == "bot" and pending:
             turns[-1].raw = {"parts": (turns[-1].raw or {}).get("parts", []) + pending}
             pending = []
@@ -142,8 +163,10 @@ def _decision(conversation: Conversation, tool: str) -> dict[str, Any] | None:
     return dict(last) if isinstance(last, dict) else None
 
 
-def to_record(conversation: Conversation, scenario_id: str, options: ConvertOptions) -> ConversationRecord:
-    """One imported conversation as a ConversationRecord (repeat 0); ValueError when it cannot be one."""
+def to_record(
+    conversation: Conversation, scenario_id: str, options: ConvertOptions, repeat: int = 0
+) -> ConversationRecord:
+    """One imported conversation as a ConversationRecord; ValueError when it cannot be one."""
     turns = _turns(conversation, options)
     stop = conversation.stop_reason or options.default_stop_reason
     ended_badly = stop == "error"  # a failed last call may leave the user without an answer
@@ -153,9 +176,9 @@ def to_record(conversation: Conversation, scenario_id: str, options: ConvertOpti
         raise ValueError(f"stop reason '{stop}' is not one of {', '.join(get_args(StopReason))}")
     times = [m.time for m in conversation.messages if m.time is not None]
     return ConversationRecord(
-        id=conversation_key(scenario_id, 0),
+        id=conversation_key(scenario_id, repeat),
         scenario_id=scenario_id,
-        repeat=0,
+        repeat=repeat,
         stop_reason=stop,  # type: ignore[arg-type]
         turns=turns,
         final_state=conversation.final_state or _decision(conversation, options.decision_tool),

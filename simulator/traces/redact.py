@@ -18,7 +18,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.errors import UserError
-from simulator.spec.yamlfile import load_model_file
+from simulator.spec.patterns import compile_pattern
+from simulator.spec.yamlfile import YAMLProblem, load_model_file, read_text_file
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
 BUILTIN: dict[str, str] = {
@@ -64,7 +65,8 @@ class Redactor:
     def __init__(self, rules: list[tuple[str, str]]) -> None:
         self.labels = [label for label, _ in rules]
         alternatives = "|".join(f"(?P<_r{i}>{regex})" for i, (_, regex) in enumerate(rules))
-        self.pattern = re.compile(alternatives) if rules else None
+        # The rules run on imported text: bounded per match like every user pattern (spec/patterns.py).
+        self.pattern = compile_pattern(alternatives, "redaction rules", ignore_case=False) if rules else None
         self.counts: Counter[str] = Counter()
 
     @classmethod
@@ -79,7 +81,7 @@ class Redactor:
     def text(self, text: str) -> str:
         return text if self.pattern is None else self.pattern.sub(self._replace, text)
 
-    def _replace(self, match: re.Match[str]) -> str:
+    def _replace(self, match: Any) -> str:
         label = self.labels[int(str(match.lastgroup)[2:])]
         if label == "nhs_number" and not _nhs_valid(match.group(0)):
             # Ten digits failing the NHS check digit: a phone number, when phones are redacted.
@@ -116,16 +118,27 @@ def load_redactor(path: Path | None, enabled: bool = True) -> Redactor:
     if unknown:
         raise UserError(f"{path} [patterns]: unknown pattern {unknown[0]}; known: {', '.join(ORDER)}")
     for label, regex in config.custom.items():
+        if not regex.strip():
+            raise UserError(
+                f"{path} [custom.{label}]: an empty pattern matches everywhere; write the pattern"
+            )
         try:
-            re.compile(regex)
-        except re.error as exc:
+            compile_pattern(regex, f"custom.{label}", ignore_case=False)
+        except ValueError as exc:
             raise UserError(f"{path} [custom.{label}]: not a regular expression ({exc})") from None
-    names = list(config.names)
+    blank = [i for i, name in enumerate(config.names) if not name.strip()]
+    if blank:  # an empty name matches everywhere: it would rewrite every id and every message
+        raise UserError(f"{path} [names.{blank[0]}]: an empty or blank name; remove it or write the name")
+    names = [name.strip() for name in config.names]
     if config.names_file:
         names_path = (path.parent / config.names_file).resolve()
         if not names_path.is_file():
             raise UserError(
                 f"{path} [names_file]: {names_path} does not exist; name a text file, one name a line"
             )
-        names += [n.strip() for n in names_path.read_text(encoding="utf-8").splitlines() if n.strip()]
+        try:
+            text = read_text_file(names_path)
+        except YAMLProblem as exc:
+            raise UserError(f"{path} [names_file]: {exc.problem}") from None
+        names += [n.strip() for n in text.splitlines() if n.strip()]
     return Redactor.from_config(config, names)

@@ -1,0 +1,51 @@
+"""A bot's reply flags and state, checked strictly: `handed_over: "false"` is not a handover.
+
+`bool("false")` is True, so a bot that wrote its flags as strings would have handed over on every turn, and a
+`state` that is a list was silently dropped. Both adapters (HTTP and Python) call `checked_flags` on what the
+bot sent: JSON booleans (or nothing) for `handed_over` and `closed`, an object (or nothing) for `state`;
+anything else is an `invalid_reply` bot error naming the field, recorded and never judged.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MAX_REPLY_BYTES", "checked_flags", "checked_state"]
+
+from collections.abc import Mapping
+from typing import Any
+
+from simulator.bots.base import BotError
+
+# The most a bot may send in one turn (after decompression): a reply past it is a bot error, not a run that
+# reads gigabytes.
+MAX_REPLY_BYTES = 8_000_000
+
+
+def _flag(name: str, value: Any) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    shown = repr(value)[:40]
+    raise BotError(
+        "invalid_reply",
+        f"the bot's '{name}' is {type(value).__name__} {shown}; send true or false (a boolean, not a string "
+        "or a number), or leave it out",
+    )
+
+
+def checked_state(value: Any, where: str = "state") -> dict[str, Any] | None:
+    """`value` as the bot's state: None, or a mapping with string keys; anything else is a bot error."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+        return dict(value)
+    raise BotError(
+        "invalid_reply",
+        f"the bot's '{where}' is {type(value).__name__}; send an object of named values "
+        '(e.g. {"level": "high"}), or leave it out',
+    )
+
+
+def checked_flags(handed_over: Any, closed: Any, state: Any) -> tuple[bool, bool, dict[str, Any] | None]:
+    """The reply's `handed_over`, `closed` and `state`, each of the one type it may have."""
+    return _flag("handed_over", handed_over), _flag("closed", closed), checked_state(state)

@@ -1,0 +1,162 @@
+"""What `run` would refuse, found before it starts: the one check `validate` and `run` share.
+
+`validate` used to parse files only, so a suite whose bot factory cannot be imported, whose bot URL has no
+host, whose models name an unknown provider, whose prompt file is binary or whose vocabulary is an alias bomb
+passed `validate` and failed later in `run`. `preflight_problems` builds each of those the way a run does,
+and reports every problem with the suite file, line and field.
+"""
+
+from __future__ import annotations
+
+__all__ = ["preflight", "preflight_problems"]
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from simulator.errors import Problem, UserError
+from simulator.judging.code_checks import ENVIRONMENT_KEY, STOP_KEYS
+from simulator.record.redact import redact_url
+from simulator.spec.suite import Suite
+from simulator.spec.yamlfile import YAMLProblem, read_text_file
+
+_SPECIAL_USERS = ("auto", "offline", "scripted", "real")
+
+
+def _models(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Every model string the suite names, with its field path."""
+    if suite.bot.type == "chat":
+        yield ("bot", "model"), suite.bot.model
+    if suite.user.model not in _SPECIAL_USERS:
+        yield ("user", "model"), suite.user.model
+    if suite.user.fidelity.model:
+        yield ("user", "fidelity", "model"), suite.user.fidelity.model
+    if suite.judges.model:
+        yield ("judges", "model"), suite.judges.model
+    for index, model in enumerate(suite.judges.models):
+        yield ("judges", "models", index), model
+
+
+def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], Any]]]:
+    from simulator.providers import split_model
+
+    bot = suite.bot
+    if bot.type == "python":
+        from simulator.bots.python_bot import load_factory
+
+        yield ("bot", "factory"), lambda: load_factory(bot.factory)
+    elif bot.type == "http":
+        yield ("bot", "url"), lambda: _check_url(bot.url)
+    elif bot.type == "openai_endpoint":
+        yield ("bot", "base_url"), lambda: _check_url(bot.base_url)
+    elif bot.type == "whatsapp":
+        yield ("bot", "webhook_url"), lambda: _check_url(bot.webhook_url)
+    elif bot.type == "chat" and bot.system_prompt_file:
+        path = suite.resolve(bot.system_prompt_file)
+        yield ("bot", "system_prompt_file"), lambda: read_text_file(path)
+    for loc, model in _models(suite):
+        yield loc, functools.partial(split_model, model)
+    if suite.user.vocabulary:
+        from simulator.spec.vocabulary import load_vocabulary
+
+        path = suite.resolve(suite.user.vocabulary)
+        yield ("user", "vocabulary"), lambda: load_vocabulary(path)
+
+
+def _check_url(url: str) -> None:
+    if "${" in url:
+        return  # expanded at run time
+    shown = redact_url(url)  # a password or a token in the URL is never echoed
+    try:
+        host = urlsplit(url).hostname
+    except ValueError as exc:
+        raise UserError(f"bot url '{shown}' is not a URL ({exc})") from None
+    if not host:
+        raise UserError(f"bot url '{shown}' names no host; write it as http://HOST:PORT/PATH")
+
+
+def preflight_problems(suite: Suite) -> list[Problem]:
+    """Every problem `run` would meet building the suite's bot, models, prompt and vocabulary (in every
+    cell of a matrix suite), each once."""
+    if suite.matrix is None:
+        return _problems(suite)
+    from simulator.spec.matrix import expand_matrix
+
+    found: dict[str, Problem] = {}
+    for cell in expand_matrix(suite):
+        for problem in _problems(cell.suite):
+            found.setdefault(str(problem), problem)
+    return list(found.values())
+
+
+def _declared_state_keys(suite: Suite) -> set[str] | None:
+    """The state keys the bot can set, where the suite says (a chat bot: its decision tool's field);
+    None when only the bot's code knows (python, http)."""
+    if suite.bot.type != "chat":
+        return None
+    tool = suite.bot.decision_tool
+    return {tool.field} if tool is not None else set()
+
+
+def _expected_problems(suite: Suite) -> list[Problem]:
+    """Each scenario's `expected`: an outcome level the suite declares, and never a boolean in quotes
+    (`"false"` would never equal the bot's `false`)."""
+    from simulator.spec.factors import suite_scenarios
+
+    try:
+        scenarios = suite_scenarios(suite, suite.scenarios.tags)
+    except UserError:
+        return []  # the scenario files' own problems are reported where they are loaded
+    problems = []
+    outcome = suite.outcome
+    declared = _declared_state_keys(suite)
+    for scenario in scenarios:
+        file = str(scenario._source or scenario.id)
+        for key, value in scenario.expected.items():
+            # `environment` holds paths of the environment's final state, compared there (not bot state).
+            if (
+                declared is not None
+                and key not in declared
+                and key not in (*STOP_KEYS, "stop_reason", ENVIRONMENT_KEY)
+            ):
+                sets = (
+                    f"only {', '.join(sorted(declared))}"
+                    if declared
+                    else "no state (it has no decision_tool)"
+                )
+                message = f"expected {key}: the bot never sets it (this chat bot sets {sets}); fix the key"
+                problems.append(Problem(file, message, scenario._line, f"expected.{key}"))
+            elif outcome is not None and key == outcome.key and value not in outcome.levels:
+                message = f"expected {key} '{value}' is not one of outcome.levels {outcome.levels}"
+                problems.append(Problem(file, message, scenario._line, f"expected.{key}"))
+            elif isinstance(value, str) and value.strip().lower() in ("true", "false"):
+                message = (
+                    f"expected {key} is the text '{value}'; write {value.strip().lower()} without quotes"
+                )
+                problems.append(Problem(file, message, scenario._line, f"expected.{key}"))
+    return problems
+
+
+def _problems(suite: Suite) -> list[Problem]:
+    file = str(suite.file or "suite")
+    problems: list[Problem] = _expected_problems(suite)
+    for loc, check in _checks(suite):
+        field = ".".join(str(part) for part in loc)
+        try:
+            check()
+        except YAMLProblem as exc:
+            problems.append(Problem(exc.problem.file, exc.problem.message, exc.problem.line, field))
+        except UserError as exc:
+            if exc.problems:  # problems inside the file the field names: say which field named it
+                problems += [Problem(p.file, p.message, p.line, p.field or field) for p in exc.problems]
+            else:
+                problems.append(Problem(file, str(exc), suite.line_of(*loc), field))
+    return problems
+
+
+def preflight(suite: Suite) -> None:
+    """Raise one UserError listing what `run` would refuse (see `preflight_problems`)."""
+    problems = preflight_problems(suite)
+    if problems:
+        raise UserError("the suite cannot run", problems)

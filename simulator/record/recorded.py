@@ -1,0 +1,81 @@
+"""The files a run was made from, found where the manifest recorded them and checked by their hashes.
+
+`run --resume` and `judge` read scenario files (and the suite file's folder) again. They must read the very
+files the run was made from: resolved against the absolute paths the manifest recorded, never against today's
+working directory, and refused (naming the file) when a file moved or its content changed, so that a resume
+started from another folder never loads a different tree of scenarios.
+"""
+
+from __future__ import annotations
+
+__all__ = ["check_recorded_files", "recorded_path", "recorded_scenarios"]
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from simulator.errors import Problem, UserError
+from simulator.record.hashing import sha256_file
+
+if TYPE_CHECKING:
+    from simulator.record.manifest import Manifest
+    from simulator.spec.scenario import Scenario
+    from simulator.spec.suite import Suite
+
+_FIX = "restore it as it was, or start a new run with `simulator run SUITE`"
+
+
+def recorded_path(recorded: str) -> Path:
+    """A path as the manifest stored it. New runs store absolute paths; an older run's relative path is taken
+    relative to the working directory, which is safe only because its content hash is checked next."""
+    return Path(recorded)
+
+
+def _check_one(path: str, digest: str | None, what: str) -> Problem | None:
+    file = recorded_path(path)
+    if not file.is_file():
+        return Problem(path, f"the {what} of this run is no longer here (moved or deleted); {_FIX}")
+    if digest and sha256_file(file) != digest:
+        return Problem(path, f"the {what} of this run changed since the run ({digest[:19]}...); {_FIX}")
+    return None
+
+
+def check_recorded_files(manifest: Manifest, folder: Path, *, suite_file: bool = True) -> None:
+    """Raise one UserError naming every recorded file (suite, scenarios) that moved or changed. `judge`
+    leaves the suite file out: it judges with the manifest's suite and may be given another (`--suite`)."""
+    problems: list[Problem] = []
+    if suite_file and manifest.suite_file:
+        found = _check_one(manifest.suite_file, manifest.suite_hash, "suite file")
+        problems += [found] if found else []
+    seen: set[str] = set()
+    for entry in manifest.scenarios:
+        if entry.file and entry.file not in seen:
+            seen.add(entry.file)
+            found = _check_one(entry.file, entry.sha256, "scenario file")
+            problems += [found] if found else []
+    if problems:
+        raise UserError(f"{folder}: the files this run was made from are not as recorded", problems)
+
+
+def recorded_scenarios(
+    manifest: Manifest, suite: Suite | None, folder: Path, *, suite_file: bool = True
+) -> list[Scenario]:
+    """The run's own scenarios, read from the files it recorded (never a fresh glob of the suite's folders)
+    and expanded as the suite expands them (`Suite.scenarios_to_run`: persona factors, red-team variants,
+    held-out marks); every recorded scenario must be found."""
+    from simulator.spec.scenario import load_scenarios
+
+    check_recorded_files(manifest, folder, suite_file=suite_file)
+    files = [recorded_path(f) for f in sorted({entry.file for entry in manifest.scenarios if entry.file})]
+    wanted = {entry.id for entry in manifest.scenarios if entry.file}
+    if not files:
+        return []
+    if suite is None:
+        scenarios = [s for s in load_scenarios(files) if s.id in wanted]
+    else:
+        scenarios = suite.scenarios_to_run(ids=wanted, files=files)
+    missing = sorted(wanted - {s.id for s in scenarios})
+    if missing:
+        raise UserError(
+            f"{folder}: scenarios of this run are not in their recorded files: {', '.join(missing)}"
+        )
+    return scenarios

@@ -1,0 +1,67 @@
+"""Reading a file the user named, safely: only regular files, and never more bytes than a cap.
+
+`validate`, `report` and `show` read files whose paths come from users and from run folders. A FIFO blocks
+for ever, `/dev/zero` behind a symlink never ends, and `stat` says nothing true about either. So every reader
+opens the file without blocking, checks what it is on the open descriptor (no race with a swapped path),
+refuses anything but a regular file, and reads at most `limit` bytes, counted as they are read.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FileRefused", "open_regular", "read_capped"]
+
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+
+class FileRefused(Exception):
+    """A file that is not a regular file, cannot be opened, or is larger than its cap: the message says
+    which and what to do (the caller adds the file's name)."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """`path` opened for binary reading, if it is a regular file (symlinks followed); FileRefused if not."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise FileRefused(f"cannot read the file ({exc.strerror})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise FileRefused(f"{_kind(mode)}, not a regular file; name a file with the content instead")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_capped(path: Path, limit: int, advice: str = "split it into smaller files") -> bytes:
+    """At most `limit` bytes of the regular file `path`; FileRefused when it holds more (counted while
+    reading, so a file that grows, or lies about its size, is cut all the same)."""
+    with open_regular(path) as handle:
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise FileRefused(f"cannot read the file ({exc.strerror})") from None
+    if len(data) > limit:
+        raise FileRefused(
+            f"the file is larger than {limit / 1e6:g} MB: files over {limit / 1e6:g} MB are refused; {advice}"
+        )
+    return data

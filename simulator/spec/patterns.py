@@ -1,0 +1,73 @@
+"""Regular expressions written by users, run on text written by bots, with a time limit per match.
+
+A pattern such as `(a+)+$` backtracks exponentially: on a bot reply of forty characters Python's `re` runs
+for minutes, and cannot be interrupted. Every user pattern (`must_not_match`, a style's `when`, vocabulary
+outcome patterns, redaction rules) is compiled here with the `regex` module, which takes the same syntax
+(lookarounds included) and stops a match at a time limit; a pattern that hits it raises `PatternTimeout`,
+which names the pattern and where it was written, and the caller records it as an error.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MATCH_TIMEOUT_S", "PatternTimeout", "UserPattern", "compile_pattern"]
+
+from collections.abc import Callable
+from typing import Any
+
+import regex
+
+from simulator.errors import UserError
+
+# The longest one match may take. A sane pattern over a long reply takes microseconds.
+MATCH_TIMEOUT_S = 1.0
+
+
+class PatternTimeout(UserError):
+    """A user's pattern that took longer than MATCH_TIMEOUT_S on one text: a check records it as an error
+    verdict naming it; anywhere else it is the one-line error of a user mistake."""
+
+    def __init__(self, pattern: str, field: str, size: int) -> None:
+        super().__init__(
+            f"{field} `{pattern}` took more than {MATCH_TIMEOUT_S:g} s on {size:,} characters and was stopped; "
+            "simplify it (nested repetition such as (a+)+ backtracks exponentially)"
+        )
+        self.pattern = pattern
+        self.field = field
+
+
+class UserPattern:
+    """A compiled user pattern whose `search`, `finditer` and `sub` stop at the time limit."""
+
+    def __init__(self, pattern: str, field: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self.field = field
+        self._compiled = regex.compile(pattern, flags)
+
+    def search(self, text: str) -> Any:
+        try:
+            return self._compiled.search(text, timeout=MATCH_TIMEOUT_S)
+        except TimeoutError:
+            raise PatternTimeout(self.pattern, self.field, len(text)) from None
+
+    def finditer(self, text: str) -> list[Any]:
+        """Every match, found within the time limit (a list: the limit covers the whole scan)."""
+        try:
+            return list(self._compiled.finditer(text, timeout=MATCH_TIMEOUT_S))
+        except TimeoutError:
+            raise PatternTimeout(self.pattern, self.field, len(text)) from None
+
+    def sub(self, replace: str | Callable[[Any], str], text: str) -> str:
+        try:
+            result: str = self._compiled.sub(replace, text, timeout=MATCH_TIMEOUT_S)
+        except TimeoutError:
+            raise PatternTimeout(self.pattern, self.field, len(text)) from None
+        return result
+
+
+def compile_pattern(pattern: str, field: str = "must_not_match", *, ignore_case: bool = True) -> UserPattern:
+    """Compile a regex from a user's file (case-insensitively unless told); a bad one raises ValueError
+    naming the field, the pattern and why (every spec file that takes a regex checks it here)."""
+    try:
+        return UserPattern(pattern, field, regex.IGNORECASE if ignore_case else 0)
+    except regex.error as exc:
+        raise ValueError(f"{field} `{pattern}` is not a valid regular expression: {exc}") from None

@@ -1,0 +1,187 @@
+"""No secret reaches disk in any form (issue 30, item 3): a key a provider echoes into the response cache,
+a password in a `base_url`, a token in a bot URL's query string, and every configured secret in its common
+encodings (base64 / base64url at any alignment, hex, HTML entities, percent-encoding in either case)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import sqlite3
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from simulator.cli import main
+from simulator.providers.base import ModelResponse
+from simulator.providers.cache import ResponseCache
+from simulator.record.redact import REDACTED, redact, redact_url, register_secrets, suite_secrets, url_secrets
+from simulator.spec.suite import Suite
+
+SECRETS = ["tok-9f8e7d6c5b4a", 'p@ss"w/rd{x}&<y>', "clé-secrète-✓-42", "Zz" * 40]
+
+
+def _encodings(secret: str) -> dict[str, str]:
+    raw = secret.encode()
+    return {
+        "base64": base64.b64encode(raw).decode(),
+        "base64-in-basic-auth-1": base64.b64encode(b"u:" + raw).decode(),
+        "base64-in-basic-auth-2": base64.b64encode(b"user:" + raw + b"!").decode(),
+        "base64url": base64.urlsafe_b64encode(b"ab" + raw).decode().rstrip("="),
+        "hex": raw.hex(),
+        "HEX": raw.hex().upper(),
+        "percent-upper": "".join(f"%{b:02X}" for b in raw),
+        "percent-lower": "".join(f"%{b:02x}" for b in raw),
+        "quote": quote(secret, safe=""),
+        "html-escape": html.escape(secret),
+        "html-decimal": "".join(f"&#{ord(c)};" for c in secret),
+        "html-hex": "".join(f"&#x{ord(c):x};" for c in secret),
+        "json": json.dumps(secret)[1:-1],
+    }
+
+
+def _exposes(text: str, secret: str) -> list[str]:
+    """Which encodings of `secret` (or their long cores) `text` still holds."""
+    found = []
+    for name, encoded in _encodings(secret).items():
+        core = encoded[4:-4] if name.startswith("base64") else encoded
+        if core and core in text:
+            found.append(name)
+    return found + (["plain"] if secret in text else [])
+
+
+@pytest.mark.parametrize("secret", SECRETS)
+def test_every_encoding_of_a_secret_is_redacted(secret: str) -> None:
+    register_secrets([secret])
+    for name, encoded in _encodings(secret).items():
+        text = redact(f"echo: [{encoded}] done")
+        assert REDACTED in text, name
+        assert not _exposes(text, secret), (name, text)
+
+
+URLS = [
+    ("https://alice:s3cr3t-pass@llm.example/v1", {"s3cr3t-pass"}),
+    ("http://127.0.0.1:9/chat?token=abcd-1234-token&lang=en", {"abcd-1234-token"}),
+    ("http://host/chat?x=1&api_key=K3Y-VALUE-99&sig=Zm9vYmFy", {"K3Y-VALUE-99", "Zm9vYmFy"}),
+    ("https://u:p%40ss-word@h/x?t=tok%2Fslash", {"p@ss-word", "tok/slash"}),
+]
+
+
+@pytest.mark.parametrize(("url", "secrets"), URLS)
+def test_url_secrets_and_redact_url(url: str, secrets: set[str]) -> None:
+    assert secrets <= url_secrets(url)
+    redacted = redact_url(url)
+    assert REDACTED in redacted
+    assert not any(s in redacted or quote(s, safe="") in redacted for s in secrets)
+    assert (
+        redacted.split("//")[1].split("/")[0].rpartition("@")[2]
+        == url.split("//")[1].split("/")[0].rpartition("@")[2]
+    )
+
+
+def test_a_base_url_password_is_a_suite_secret() -> None:
+    suite = Suite.model_validate(
+        {
+            "bot": {"type": "chat", "model": "openai:gpt-x", "system_prompt": "hi"},
+            "providers": {"openai": {"base_url": "https://me:hunter2-pw@proxy.example/v1"}},
+        }
+    )
+    assert "hunter2-pw" in suite_secrets(suite, environ={})
+
+
+@pytest.mark.parametrize(
+    ("bot", "field"),
+    [
+        (
+            {"type": "openai_endpoint", "base_url": "https://me:hunter2-pw@llm.example/v1", "model": "m"},
+            "base_url",
+        ),
+        ({"type": "whatsapp", "webhook_url": "https://bot.example/hook?token=hunter2-pw"}, "webhook_url"),
+        (
+            {
+                "type": "whatsapp",
+                "webhook_url": "https://bot.example/hook",
+                "state_url": "https://me:hunter2-pw@b.example/s",
+            },
+            "state_url",
+        ),
+    ],
+)
+def test_other_bots_urls_are_suite_secrets_and_redacted_in_the_manifest(
+    bot: dict[str, str], field: str
+) -> None:
+    """Every bot type's URLs, not only an http bot's: a password or a token there is a secret, and the
+    suite the manifest keeps holds `[redacted]` in its place."""
+    from simulator.engine.runner import redacted_suite
+
+    suite = Suite.model_validate({"bot": bot})
+    assert "hunter2-pw" in suite_secrets(suite, environ={})
+    kept = getattr(redacted_suite(suite).bot, field)
+    assert "hunter2-pw" not in kept and REDACTED in kept
+
+
+@pytest.mark.parametrize("secret", SECRETS[:3])
+def test_the_response_cache_never_stores_an_echoed_key(tmp_path: Path, secret: str) -> None:
+    register_secrets([secret])
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    echoed = f"your key is {secret}; base64 {base64.b64encode(secret.encode()).decode()}"
+    cache.put("k", "openai", "judge", ModelResponse(text=echoed, raw={"headers": {"x-api-key": secret}}))
+    cache.close()
+    stored = (
+        sqlite3.connect(tmp_path / "cache.sqlite").execute("SELECT response FROM responses").fetchone()[0]
+    )
+    assert REDACTED in stored and not _exposes(stored, secret)
+
+
+class _PathEcho(BaseHTTPRequestHandler):
+    """Echoes the request path (with its query) and headers back as the bot's message."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        echo = {"path": self.path, "headers": dict(self.headers.items())}
+        data = json.dumps({"message": f"echo {json.dumps(echo)}", "closed": True}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.mark.parametrize("query", ["token=qs-TOKEN-7f3a", "a=1&access_token=Acc3ss-QS-99", "sig=c2lnbmVk-x"])
+def test_a_bot_url_token_reaches_no_file(
+    suite_dir: Path, tmp_path: Path, query: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = query.rpartition("=")[2]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _PathEcho)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    suite = suite_dir / "suite.yaml"
+    url = f"http://botuser:pw-{token}@127.0.0.1:{server.server_port}/chat?{query}"
+    suite.write_text(f"name: q\nbot: {{type: http, url: '{url}'}}\nuser: {{model: offline}}\nruns: 2\n")
+    out, reports = tmp_path / "run", tmp_path / "reports"
+    reports.mkdir()
+    try:
+        assert main(["run", str(suite), "--out", str(out), "--no-progress"]) == 0
+        assert (
+            main(["report", str(out), "--html", str(reports / "r.html"), "--json", str(reports / "r.json")])
+            == 0
+        )
+        assert main(["show", str(out), "--raw"]) == 0
+    finally:
+        server.shutdown()
+    assert "echo" in (out / "conversations.jsonl").read_text()
+    printed = capsys.readouterr()
+    files = [p for d in (out, reports) for p in d.rglob("*") if p.is_file()]
+    for text in [p.read_bytes().decode("utf-8", "replace") for p in files] + [printed.out, printed.err]:
+        for secret in (token, f"pw-{token}"):
+            assert not _exposes(text, secret)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert REDACTED in manifest["suite"]["bot"]["url"]
+    # The URL's secret was not recorded: a resume says how to keep it out of the suite instead of calling
+    # a wrong URL.
+    assert main(["run", "--resume", str(out), "--no-progress"]) == 2
+    assert "${VAR}" in capsys.readouterr().err

@@ -163,12 +163,15 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def load_run(path: Path, judge_set: str | None = None) -> RunData:
-    """Open a run folder for reporting; raise UserError when it is not one or `judge_set` is unknown."""
+def load_run(path: Path, judge_set: str | None = None, *, keep_turns: bool = True) -> RunData:
+    """Open a run folder for reporting; raise UserError when it is not one or `judge_set` is unknown.
+
+    `keep_turns=False` leaves each conversation's turns in the folder, re-read when used
+    (`record/stored_turns.py`): for a report of a large run, which shows few conversations in full."""
     folder = RunFolder.open(path)
     manifest = folder.read_manifest()
     with _no_cyclic_gc():
-        all_records = list(folder.conversations())
+        all_records = list(folder.conversations() if keep_turns else folder.conversations_stored())
         every = list(folder.verdicts())
     all_verdicts = [v for v in every if not v.is_sample]
     attempts = Counter(record.id for record in all_records)

@@ -40,6 +40,7 @@ from simulator.record.migrations import (
 )
 from simulator.record.models import ConversationRecord, Label, Verdict
 from simulator.record.redact import contains_secret, redact
+from simulator.record.stored_turns import LineSource, StoredTurns, facts_of_turns
 from simulator.record.transcript import repair_text
 
 MANIFEST = "manifest.json"
@@ -132,14 +133,21 @@ def read_jsonl(path: Path, model: type[T], migrate: Migrate | None = None) -> It
             Verdict: migrate_verdict,
         }
         migrate = known.get(model, _no_migration)
+    for _, _, number, text in _lines(path):
+        yield _parse_line(text, model, migrate, f"{path}:{number}")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, int, int, str]]:
+    """(byte offset, byte length, line number, text) of each whole, non-blank line of a JSON-lines file;
+    a last line without its newline is skipped (see `read_jsonl`)."""
+    offset = 0
     with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.endswith(b"\n"):
                 return
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            yield _parse_line(_decode(line, where), model, migrate, where)
+            if line.strip():
+                yield offset, len(line), number, _decode(line, f"{path}:{number}")
+            offset += len(line)
 
 
 def dump_line(record: BaseModel, *, indent: int | None = None, exclude_none: bool = True) -> str:
@@ -387,6 +395,29 @@ class RunFolder:
         from simulator.record.seal import seal_record
 
         return (seal_record(r) if r.scenario_id in sealed else r for r in records)
+
+    def conversations_stored(self) -> Iterator[ConversationRecord]:
+        """Every conversation record, each line read and validated as `conversations()` does, but with its
+        turns left in the file (`record/stored_turns.py`): re-read on use, their counts kept. For readers of
+        a large run that need few conversations' turns (a report holds 10^4 records in a few MB)."""
+        path = self.path / CONVERSATIONS
+        if self.golden_v1 or not path.exists():
+            yield from self.conversations()
+            return
+        sealed = self._sealed_scenarios()
+        if sealed:
+            from simulator.record.seal import seal_record
+
+        def parse(text: str, where: str) -> ConversationRecord:
+            record = _parse_line(text, ConversationRecord, migrate_conversation, where)
+            return seal_record(record) if record.scenario_id in sealed else record
+
+        source = LineSource(path, parse)
+        for offset, length, number, text in _lines(path):
+            record = parse(text, f"{path}:{number}")
+            facts = facts_of_turns(record.turns)
+            stored = StoredTurns(source, offset, length, number, record.id, facts)
+            yield record.model_copy(update={"turns": stored})
 
     def verdicts(self) -> Iterator[Verdict]:
         if self.golden_v1:

@@ -166,3 +166,20 @@ def test_a_damaged_line_is_still_one_clear_error(
     assert main(["report", str(run), "--quiet", "--json", str(tmp_path / "r.json")]) == 2
     err = capsys.readouterr().err
     assert f"{CONVERSATIONS}:2" in err and says in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("escape", ["\\ud800", "\\uDFFF", "\\udbff"])
+def test_an_escaped_lone_surrogate_in_a_line_is_still_repaired(tmp_path: Path, escape: str) -> None:
+    # Written by another program (simulator never writes one: dump_line repairs first). A line without
+    # such an escape skips the repair pass; one with it must still take it, whichever reader reads it.
+    run = _synthetic_run(tmp_path / "run")
+    lines = (run / CONVERSATIONS).read_bytes().splitlines(keepends=True)
+    raw = json.loads(lines[0])
+    raw["turns"][0]["parts"][0]["text"] = "user says @ \u00e9"
+    raw["schema_version"] = raw.pop("schema_version")  # not the current-version prefix: the JSON path
+    lines[0] = json.dumps(raw).replace("@", escape).encode() + b"\n"
+    (run / CONVERSATIONS).write_bytes(b"".join(lines))
+    for keep_turns in (True, False):
+        first = load_run(run, keep_turns=keep_turns).conversations[0]
+        assert first.turns[0].messages == ["user says \ufffd \u00e9"] and first.turns[0].text_repaired
+        assert not first.turns[1].text_repaired

@@ -20,6 +20,7 @@ __all__ = [
 
 import json
 import os
+import re
 import secrets
 import subprocess
 from collections.abc import Callable, Iterable, Iterator
@@ -41,7 +42,7 @@ from simulator.record.migrations import (
 from simulator.record.models import ConversationRecord, Label, Verdict
 from simulator.record.redact import contains_secret, redact
 from simulator.record.stored_turns import LineSource, StoredTurns, facts_of_turns
-from simulator.record.transcript import repair_text
+from simulator.record.transcript import TEXT_CHECKED, repair_text
 
 MANIFEST = "manifest.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -56,6 +57,9 @@ _HELD_LOCKS: dict[str, int] = {}
 T = TypeVar("T", bound=BaseModel)
 Migrate = Callable[[dict[str, Any], str], dict[str, Any]]
 _CURRENT_PREFIX = f'{{"schema_version":{SCHEMA_VERSION},'
+# A JSON escape of a UTF-16 surrogate: the only way a line of UTF-8 text can carry a lone one (pydantic's
+# JSON parser refuses a lone one today; checked anyway, so a change there can never skip the repair).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def git_commit(cwd: Path | None = None) -> str | None:
@@ -96,8 +100,9 @@ def _invalid(model: type[BaseModel], where: str, exc: ValidationError) -> UserEr
 def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
     # Lines of the current version go straight to pydantic (the common, fast case); older ones are migrated.
     if text.startswith(_CURRENT_PREFIX):
+        context = None if _SURROGATE_ESCAPE.search(text) else TEXT_CHECKED
         try:
-            return model.model_validate_json(text)
+            return model.model_validate_json(text, context=context)
         except ValidationError as exc:
             raise _invalid(model, where, exc) from None
     try:

@@ -37,7 +37,8 @@ TEXT_CHECKED = {"text_checked": True}
 
 
 def _text_checked(info: ValidationInfo) -> bool:
-    return bool(info.context) and info.context.get("text_checked") is True
+    context = info.context
+    return isinstance(context, dict) and context.get("text_checked") is True
 
 
 class Usage(BaseModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from simulator.record.folder import CONVERSATIONS, MANIFEST
 from simulator.record.models import ErrorInfo
 from simulator.record.stored_turns import StoredTurns, facts_of_turns, turn_facts
 from simulator.record.transcript import Turn, Usage
+from simulator.report.html import render_html
 from simulator.report.json_report import report_json
 from simulator.report.model import ReportOptions, build_report
 from tests.test_report_support import make_judged_run, record, verdict, write_run
@@ -183,3 +185,21 @@ def test_an_escaped_lone_surrogate_in_a_line_is_still_repaired(tmp_path: Path, e
         first = load_run(run, keep_turns=keep_turns).conversations[0]
         assert first.turns[0].messages == ["user says \ufffd \u00e9"] and first.turns[0].text_repaired
         assert not first.turns[1].text_repaired
+
+
+def test_every_verdict_is_on_the_page_and_plain_ones_share_a_line(runs: dict[str, Path]) -> None:
+    report = build_report(
+        load_run(runs["synthetic"], keep_turns=False), ReportOptions(passing_transcripts=None)
+    )
+    page = render_html(report)
+    blocks = re.findall(r'<details class="conv" id="t\d+".*?</details>', page)
+    assert len(blocks) == len(report.transcripts) == 12
+    for block, transcript in zip(blocks, report.transcripts, strict=True):
+        for v in transcript.verdicts:
+            if v.result == "fail":  # drawn alone: clickable, with its criterion as data
+                assert f'<div class="verdict r-fail" data-criterion="{v.criterion_id}">' in block
+            else:  # a pass with no reasoning or evidence: named on its result's one line
+                line = re.search(r'<div class="verdicts r-pass">.*?</div>', block)
+                assert line is not None and v.criterion_id in line.group(0)
+        assert 'class="verdict r-pass"' not in block
+        assert block.count('<div class="u">') == sum(t.role == "user" for t in transcript.turns)

@@ -203,3 +203,23 @@ def test_every_verdict_is_on_the_page_and_plain_ones_share_a_line(runs: dict[str
                 assert line is not None and v.criterion_id in line.group(0)
         assert 'class="verdict r-pass"' not in block
         assert block.count('<div class="u">') == sum(t.role == "user" for t in transcript.turns)
+
+
+def test_shared_strings_and_field_sets_change_no_value(runs: dict[str, Path]) -> None:
+    from simulator.record.compact import Sharing
+    from simulator.record.folder import RunFolder
+
+    folder = RunFolder.open(runs["tiny"])
+    plain = list(folder.verdicts())
+    shared = list(Sharing(("conversation_id", "criterion_id", "result"))(folder.verdicts()))
+    assert [v.model_dump() for v in shared] == [v.model_dump() for v in plain]
+    assert [v.model_fields_set for v in shared] == [v.model_fields_set for v in plain]
+    same_ids = [v for v in shared if v.conversation_id == shared[0].conversation_id]
+    assert len(same_ids) > 1 and all(v.conversation_id is same_ids[0].conversation_id for v in same_ids)
+    sets = {id(v.__pydantic_fields_set__) for v in shared}
+    assert len(sets) < len({frozenset(v.model_fields_set) for v in plain}) + 1 < len(shared)
+    # A copy with an update gets a field set of its own: the shared one is never changed.
+    before = [set(v.model_fields_set) for v in shared]
+    changed = shared[0].model_copy(update={"score": 0.5})
+    assert "score" in changed.model_fields_set
+    assert [set(v.model_fields_set) for v in shared] == before

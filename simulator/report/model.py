@@ -49,6 +49,7 @@ from simulator.analysis.tables import (
     scenario_rows,
     tag_rows,
 )
+from simulator.record.compact import Sharing
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import Part
 from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
@@ -266,6 +267,8 @@ def _transcripts(run: RunData, passing: int | None) -> tuple[list[Transcript], T
     kept: Counter[str] = Counter()
     left_out = 0
     out = []
+    # 10^5 turns and verdicts built here share their equal strings and field sets (record/compact.py).
+    sharing = Sharing(("role", "kind", "result", "criterion_id", "severity", "category", "type"))
     for record in run.conversations:
         verdicts = grouped.get(record.id, [])
         status = conversation_status(record, verdicts)
@@ -274,7 +277,7 @@ def _transcripts(run: RunData, passing: int | None) -> tuple[list[Transcript], T
                 left_out += 1
                 continue
             kept[record.scenario_id] += 1
-        out.append(_transcript(record, status, verdicts, fidelity.get(record.id, [])))
+        out.append(_transcript(record, status, verdicts, fidelity.get(record.id, []), sharing))
     if not left_out:
         return out, None
     how = f"simulator show {run.path} --scenario ID --repeat N"
@@ -284,10 +287,15 @@ def _transcripts(run: RunData, passing: int | None) -> tuple[list[Transcript], T
 
 
 def _transcript(
-    record: ConversationRecord, status: Any, verdicts: list[Verdict], fidelity: list[Verdict]
+    record: ConversationRecord,
+    status: Any,
+    verdicts: list[Verdict],
+    fidelity: list[Verdict],
+    sharing: Sharing | None = None,
 ) -> Transcript:
     """One conversation as the viewer shows it: its turns, its verdicts and its fidelity verdicts."""
     shown = verdicts + fidelity  # fidelity verdicts are shown, never counted
+    share = sharing or Sharing(())
     return Transcript(
         id=record.id,
         scenario_id=record.scenario_id,
@@ -300,29 +308,33 @@ def _transcript(
         character_breaks=len(record.character_breaks),
         fidelity_failures=sorted(v.criterion_id for v in fidelity if v.result == "fail"),
         # Already validated when read: model_construct skips validating 10^5 turns a second time.
-        turns=[
-            TranscriptTurn.model_construct(
-                index=t.index,
-                role=t.role,
-                messages=list(t.messages),
-                parts=list(t.parts),
-                latency_s=t.latency_s if t.role == "bot" else None,
+        turns=list(
+            share(
+                TranscriptTurn.model_construct(
+                    index=t.index,
+                    role=t.role,
+                    messages=list(t.messages),
+                    parts=list(share(t.parts)),
+                    latency_s=t.latency_s if t.role == "bot" else None,
+                )
+                for t in record.turns
             )
-            for t in record.turns
-        ],
-        verdicts=[
-            TranscriptVerdict.model_construct(
-                criterion_id=v.criterion_id,
-                kind=v.kind,
-                result=v.result,
-                severity=v.severity,
-                category=v.category,
-                reasoning=v.reasoning,
-                evidence=list(v.evidence),
-                evidence_verified=v.evidence_verified,
+        ),
+        verdicts=list(
+            share(
+                TranscriptVerdict.model_construct(
+                    criterion_id=v.criterion_id,
+                    kind=v.kind,
+                    result=v.result,
+                    severity=v.severity,
+                    category=v.category,
+                    reasoning=v.reasoning,
+                    evidence=list(v.evidence),
+                    evidence_verified=v.evidence_verified,
+                )
+                for v in sorted(shown, key=lambda v: v.criterion_id)
             )
-            for v in sorted(shown, key=lambda v: v.criterion_id)
-        ],
+        ),
     )
 
 

@@ -267,8 +267,8 @@ def _transcripts(run: RunData, passing: int | None) -> tuple[list[Transcript], T
     kept: Counter[str] = Counter()
     left_out = 0
     out = []
-    # 10^5 turns and verdicts built here share their equal strings and field sets (record/compact.py).
-    sharing = Sharing(("role", "kind", "result", "criterion_id", "severity", "category", "type"))
+    # The 10^5 turns' parts read here share their equal field sets (record/compact.py).
+    sharing = Sharing(())
     for record in run.conversations:
         verdicts = grouped.get(record.id, [])
         status = conversation_status(record, verdicts)
@@ -284,6 +284,19 @@ def _transcripts(run: RunData, passing: int | None) -> tuple[list[Transcript], T
     return out, TranscriptsLeftOut(
         passing_shown=sum(kept.values()), passing_left_out=left_out, per_scenario=quota or 0, how_to_see=how
     )
+
+
+_TURN_FIELDS = {"index", "role", "messages", "parts", "latency_s"}
+_VERDICT_FIELDS = {
+    "criterion_id",
+    "kind",
+    "result",
+    "severity",
+    "category",
+    "reasoning",
+    "evidence",
+    "evidence_verified",
+}
 
 
 def _transcript(
@@ -308,33 +321,32 @@ def _transcript(
         character_breaks=len(record.character_breaks),
         fidelity_failures=sorted(v.criterion_id for v in fidelity if v.result == "fail"),
         # Already validated when read: model_construct skips validating 10^5 turns a second time.
-        turns=list(
-            share(
-                TranscriptTurn.model_construct(
-                    index=t.index,
-                    role=t.role,
-                    messages=list(t.messages),
-                    parts=list(share(t.parts)),
-                    latency_s=t.latency_s if t.role == "bot" else None,
-                )
-                for t in record.turns
+        # One field set for all (`_fields_set`, never changed): 0.5-0.7 KB less per turn and verdict.
+        turns=[
+            TranscriptTurn.model_construct(
+                _TURN_FIELDS,
+                index=t.index,
+                role=t.role,
+                messages=list(t.messages),
+                parts=list(share(t.parts)),
+                latency_s=t.latency_s if t.role == "bot" else None,
             )
-        ),
-        verdicts=list(
-            share(
-                TranscriptVerdict.model_construct(
-                    criterion_id=v.criterion_id,
-                    kind=v.kind,
-                    result=v.result,
-                    severity=v.severity,
-                    category=v.category,
-                    reasoning=v.reasoning,
-                    evidence=list(v.evidence),
-                    evidence_verified=v.evidence_verified,
-                )
-                for v in sorted(shown, key=lambda v: v.criterion_id)
+            for t in record.turns
+        ],
+        verdicts=[
+            TranscriptVerdict.model_construct(
+                _VERDICT_FIELDS,
+                criterion_id=v.criterion_id,
+                kind=v.kind,
+                result=v.result,
+                severity=v.severity,
+                category=v.category,
+                reasoning=v.reasoning,
+                evidence=list(v.evidence),
+                evidence_verified=v.evidence_verified,
             )
-        ),
+            for v in sorted(shown, key=lambda v: v.criterion_id)
+        ],
     )
 
 

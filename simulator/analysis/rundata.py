@@ -175,10 +175,8 @@ def _verdict_sharing() -> Sharing:
             "result",
             "judge_model",
             "judge_set_hash",
-            "reasoning",
             "severity",
             "category",
-            "aggregate",
             "decided_by",
         )
     )

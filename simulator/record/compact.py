@@ -26,7 +26,7 @@ class Sharing:
     def __init__(self, fields: Iterable[str]) -> None:
         self.fields = tuple(fields)
         self._strings: dict[str, str] = {}
-        self._field_sets: dict[frozenset[str], set[str]] = {}
+        self._field_sets: dict[tuple[str, ...], set[str]] = {}
 
     def __call__(self, records: Iterable[M]) -> Iterator[M]:
         strings, field_sets = self._strings, self._field_sets
@@ -37,7 +37,9 @@ class Sharing:
                 if type(value) is str:
                     values[name] = strings.setdefault(value, value)
             own = record.__pydantic_fields_set__
-            shared = field_sets.setdefault(frozenset(own), own)
+            # Keyed by the names in iteration order: equal sets built alike iterate alike (a pair that
+            # iterates differently only goes unshared), and a tuple is cheaper to build than a frozenset.
+            shared = field_sets.setdefault(tuple(own), own)
             if shared is not own:
                 object.__setattr__(record, "__pydantic_fields_set__", shared)
             yield record

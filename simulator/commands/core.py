@@ -381,7 +381,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             from simulator.engine.roles import suite_language_problems
 
             # What `run` would refuse, and the offline user's languages (docs/languages.md).
-            found = preflight_problems(suite) + suite_language_problems(suite)
+            found = preflight_problems(suite)
+            found = found or suite_language_problems(suite)  # needs a vocabulary that loads
             problems += found
             summary += [] if found else [f"suite {file}: ok"]
             pending += [suite.resolve(p) for p in (*suite.scenarios.paths, *suite.judges.paths)]

@@ -136,11 +136,23 @@ def _migrated(raw: Any, model: type[T], migrate: Migrate, where: str, not_an_obj
     """A parsed JSON value as `model`, migrated from its schema version first; one clear error if not."""
     if not isinstance(raw, dict):
         raise UserError(f"{where}: {not_an_object}")
-    raw = repair_text(raw)
+    clean = repair_text(raw)
+    if clean != raw:
+        _flag_repaired_turns(raw, clean)
     try:
-        return model.model_validate(migrate(raw, where))
+        return model.model_validate(migrate(clean, where))
     except ValidationError as exc:
         raise _invalid(model, where, exc) from None
+
+
+def _flag_repaired_turns(raw: dict[str, Any], clean: dict[str, Any]) -> None:
+    """A turn whose text lost a lone surrogate says so (`text_repaired`), as the turns a run repairs do."""
+    turns, cleaned = raw.get("turns"), clean.get("turns")
+    if not isinstance(turns, list) or not isinstance(cleaned, list):
+        return
+    for before, after in zip(turns, cleaned, strict=False):
+        if isinstance(after, dict) and before != after:
+            after["text_repaired"] = True
 
 
 def _no_migration(raw: dict[str, Any], where: str) -> dict[str, Any]:

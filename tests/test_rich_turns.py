@@ -36,6 +36,7 @@ from simulator.users.llm_user import read_pick, seen_by_user
 from simulator.users.offline import content_words
 from simulator.users.picking import choose_option
 from tests.test_record import assert_cost_counts_requests_made
+from tests.traces_helpers import require
 
 DATA = Path(__file__).parent / "data" / "runs"
 
@@ -354,20 +355,29 @@ def test_html_escapes_what_a_hostile_bot_puts_in_any_part(tmp_path: Path) -> Non
 
 
 def test_an_otel_round_trip_keeps_every_part(tmp_path: Path) -> None:
-    pytest.importorskip("opentelemetry.sdk")
+    require("opentelemetry.sdk")
     run, records = _run(tmp_path, runs=1)
     assert main(["export-otel", str(run), "--out", str(tmp_path / "otel.json")]) == 0
     assert main(["import", str(tmp_path / "otel.json"), "--out", str(tmp_path / "back"), "--no-redact"]) == 0
     back = {r.scenario_id: r for r in RunFolder(tmp_path / "back").conversations()}
     for record in records.values():
         imported = next(r for sid, r in back.items() if sid.startswith(record.scenario_id))
-        # Tool timing travels in the execute_tool spans (below), not in the message parts.
-        untimed = [
-            p.model_copy(update={"latency_s": None}) if isinstance(p, ToolCallPart) else p
-            for t in record.turns
-            for p in t.parts
-        ]
-        assert [p for t in imported.turns for p in t.parts] == untimed
+
+        # Tool timing travels in the execute_tool spans (below), read back on import: the duration as it
+        # was (to the exporter's nanoseconds), the start as the turn's when the call had none of its own.
+        def timed(turns: list[Turn]) -> list[Any]:
+            return [
+                p.model_copy(update={"latency_s": round(p.latency_s or 0.0, 6), "started_at": None})
+                if isinstance(p, ToolCallPart)
+                else p
+                for t in turns
+                for p in t.parts
+            ]
+
+        assert timed(imported.turns) == timed(record.turns)
+        assert all(
+            p.started_at is not None for t in imported.turns for p in t.parts if isinstance(p, ToolCallPart)
+        )
     doc = json.loads((tmp_path / "otel.json").read_text())
     spans = [s for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
     tools = [s for s in spans if s["name"] == "execute_tool lookup_service"]

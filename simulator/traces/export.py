@@ -83,6 +83,10 @@ def _tool_spans(tracer: Any, context: Any, turn: Turn, common: dict[str, Any]) -
         span = tracer.start_span(
             f"execute_tool {part.name}", context=context, start_time=start, attributes=attrs
         )
+        if part.error is not None:
+            from opentelemetry.trace import Status, StatusCode
+
+            span.set_status(Status(StatusCode.ERROR, part.error))
         span.end(end_time=start + int((part.latency_s or 0.0) * 1e9))
 
 

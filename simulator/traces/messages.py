@@ -3,7 +3,7 @@ conversations, and the problems found on the way (file, line, reason)."""
 
 from __future__ import annotations
 
-__all__ = ["Conversation", "Message", "Parsed", "Problem", "message_key", "part_text"]
+__all__ = ["Conversation", "Message", "Parsed", "Problem", "ToolSpan", "message_key", "part_text"]
 
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,6 +39,19 @@ def message_key(message: Message) -> str:
 
 
 @dataclass
+class ToolSpan:
+    """One OTel GenAI `execute_tool` span: a tool the application ran, when, for how long, with what."""
+
+    name: str
+    call_id: str | None
+    arguments: dict[str, Any]
+    result: Any
+    error: str | None
+    started_at: datetime | None
+    latency_s: float
+
+
+@dataclass
 class Conversation:
     """One conversation as read from a source, before it becomes a ConversationRecord."""
 
@@ -52,6 +65,7 @@ class Conversation:
     stop_reason: str | None = None
     error: str | None = None  # why the conversation ended in an error (stop reason `error`)
     where: str = ""  # file:line of its first record, for problems found later
+    tools: list[ToolSpan] = field(default_factory=list)  # its execute_tool spans, in time order
 
 
 @dataclass

@@ -31,7 +31,8 @@ from typing import Any
 from simulator.errors import UserError
 from simulator.traces import genai
 from simulator.traces.indexed import indexed_messages
-from simulator.traces.messages import Conversation, Message, Parsed, Problem, message_key
+from simulator.traces.messages import Conversation, Message, Parsed, Problem, ToolSpan, message_key
+from simulator.traces.tool_spans import is_tool_span, tool_span
 
 CONVERSATION_ID = "gen_ai.conversation.id"
 # Tried in order when no --conversation-key is given: the GenAI conventions', then OpenInference's session.
@@ -338,7 +339,13 @@ def conversations_from_spans(
     conversations: dict[str, Conversation] = {}
     held: dict[str, list[str]] = {}  # each conversation's message keys, kept as it grows
     silent = 0  # LLM-call spans without their messages
+    tools: dict[str, list[ToolSpan]] = {}  # each conversation's execute_tool spans (traces/tool_spans.py)
     for span in sorted(spans, key=lambda s: (s.start, s.end)):
+        if is_tool_span(span.attributes):
+            tools.setdefault(keys[span.ref], []).append(
+                tool_span(span.attributes, span.start, span.end, span.error)
+            )
+            continue
         try:
             inputs, outputs, system = span_messages(span)
         except ValueError as exc:
@@ -368,6 +375,9 @@ def conversations_from_spans(
         conversation.error = span.error
         conversation.stop_reason = "error" if span.error else None
         seen += [message_key(m) for m in messages[skip:]]
+    for key, found in tools.items():
+        if key in conversations:
+            conversations[key].tools = found
     return Parsed(list(conversations.values()), parsed.problems, parsed.records, silent=silent)
 
 

@@ -25,6 +25,7 @@ from simulator.record.parts import (
 from simulator.record.parts import Part as RecordPart
 from simulator.record.transcript import Role, Turn
 from simulator.traces.messages import Conversation, Message, part_text
+from simulator.traces.tool_spans import attach_tool_spans
 
 _UNSAFE = re.compile(r"[\s#]+")
 
@@ -149,6 +150,7 @@ def _turns(conversation: Conversation, options: ConvertOptions) -> list[Turn]:
         last_bot.raw = {"parts": (last_bot.raw or {}).get("parts", []) + pending}
     if conversation.system and not options.exclude_system and turns:
         turns[0].raw = {**(turns[0].raw or {}), "system_instructions": conversation.system}
+    attach_tool_spans(turns, conversation.tools)
     return turns
 
 

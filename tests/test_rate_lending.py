@@ -6,16 +6,22 @@ without an error, and that isolated 429s cut neither the connection limit nor th
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from simulator.engine.runner import RunOptions, run_suite
+from simulator.providers.base import ChatMessage, ModelRequest
+from simulator.providers.hub import ModelHub
+from simulator.providers.settings import ProviderSettings
 from simulator.spec.scenario import load_scenarios
 from simulator.spec.suite import load_suite
-from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
+from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply, FaultConfig, LatencyModel
 from tests._reliability_fixtures import triage_responder, write_suite
+
+REQUEST = ModelRequest(model="fake", messages=[ChatMessage(role="user", content="hello")], max_tokens=50)
 
 
 async def _run(suite_path: Path, out: Path) -> Any:
@@ -67,3 +73,24 @@ async def test_without_retries_no_place_is_lent(tmp_path: Path) -> None:
         result = await _run(suite, tmp_path / "run")
     assert result.finished == 12 and result.calls["openai"]["rate_limits"] == 0
     assert result.most_open == 3
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_random_instant_429s_are_waited_out_counted_and_cut_nothing(
+    api: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    # 5% refused at once with Retry-After 50 ms, through each real SDK: every retry's wait is counted
+    # (what the run's pool lends places on), and isolated 429s change neither the limit nor the pace.
+    faults = FaultConfig(error_429=0.05, retry_after_s=0.05, instant_429=True)
+    async with FakeLLMServer(faults=faults, seed=seed, latency=LatencyModel.fixed(0.02)) as server:
+        url = server.openai_base_url if api == "openai" else server.base_url
+        hub = ModelHub({api: ProviderSettings.model_validate({"base_url": url, "max_connections": 50})})
+        client = hub.client(f"{api}:fake")[0]
+        await asyncio.gather(*(client.generate(REQUEST) for _ in range(300)))
+        await hub.aclose()
+    assert client.stats.rate_limits > 3 and client.stats.failed == 0
+    assert hub.waits.total == client.stats.retries == client.stats.rate_limits and hub.waits.count == 0
+    assert client.limiter.cuts == 0 and client.limiter.lowest == 50
+    assert not client.pacer.active

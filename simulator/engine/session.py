@@ -188,6 +188,8 @@ class RunSession:
                 finally:
                     watch.cancel()
                     self.most_open = pool.most
+                    for cell in self.cells:
+                        cell.session.most_open = pool.most
             _raise_first(outcomes)
         except (asyncio.CancelledError, KeyboardInterrupt):
             for cell in self.cells:

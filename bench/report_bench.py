@@ -1,11 +1,13 @@
 """Bench: `simulator report` on a large run (default 8 scenarios x 1,250 repeats = 10,000 conversations).
 
-    python bench/report_bench.py --scenarios 8 --repeats 1250 --turns 6 --criteria 3
+    python bench/report_bench.py --scenarios 8 --repeats 1250 --turns 6 --criteria 3 [--mode html ...]
 
 Builds the run folder from synthetic, typed records through RunFolder (a few seconds, no model calls):
 each conversation has `turns` user/bot exchanges, a triage outcome (some scenarios mixed, one with
 errors), an outcome verdict and `criteria` LLM-style verdicts. Then runs `simulator report RUN --quiet
---json OUT` in a child process and prints its wall time and peak RSS (the child's max resident set).
+--json OUT` (or, with `--mode`, the terminal report or `--html`) in a child process and prints its wall and
+CPU time, peak RSS (the child's max resident set) and, per conversation, CPU and RSS: with `--repeats 12500`
+(100,000 conversations) those show whether the report stays flat per conversation.
 `--python` picks the interpreter and `--pythonpath` the code under test (default: this checkout), so the
 same folder can be timed with another checkout for a before/after. Nothing is asserted: the figures go in
 bench/README.md with the command that produced them.
@@ -19,7 +21,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -128,25 +129,36 @@ def build_run(path: Path, scenarios: int, repeats: int, turns: int, criteria: in
     return path
 
 
-def time_report(run: Path, python: str, pythonpath: str) -> dict[str, float]:
-    """Run `simulator report` on `run` in a child process: wall and CPU seconds, the child's peak RSS in MB."""
-    out = run.parent / "report.json"
+# What each mode asks `simulator report` for: the JSON file, the terminal report, the HTML file.
+MODES = ("json", "terminal", "html")
+
+
+def _report_args(run: Path, mode: str) -> tuple[list[str], Path | None]:
+    if mode == "terminal":
+        return [str(run)], None
+    out = run.parent / f"report.{mode}"
+    return [str(run), "--quiet", f"--{mode}", str(out)], out
+
+
+def time_report(run: Path, python: str, pythonpath: str, mode: str = "json") -> dict[str, float]:
+    """Run `simulator report` on `run` in a child process: wall and CPU seconds, the child's own peak RSS
+    in MB (`wait4`: that child's, not the largest of all children so far), the file's size."""
+    args, out = _report_args(run, mode)
     env = {**os.environ, "PYTHONPATH": pythonpath}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(
-        [python, "-m", "simulator", "report", str(run), "--quiet", "--json", str(out)],
-        check=True,
-        env=env,
-        cwd=run.parent,
+    child = subprocess.Popen(
+        [python, "-m", "simulator", "report", *args], env=env, cwd=run.parent, stdout=subprocess.DEVNULL
     )
+    _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"simulator report exited with {child.returncode}")
     return {
         "wall_s": wall,
-        "cpu_s": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
-        "peak_rss_mb": after.ru_maxrss / 1024,
-        "json_kb": out.stat().st_size / 1024,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "file_kb": out.stat().st_size / 1024 if out is not None else 0.0,
         "load_average": os.getloadavg()[0],
     }
 
@@ -160,30 +172,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="interpreter that runs `simulator report`")
     parser.add_argument("--pythonpath", default=str(ROOT), help="checkout whose code is timed")
     parser.add_argument("--keep", type=Path, help="build the run here and keep it (default: a temp folder)")
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        action="append",
+        help="what the report writes: json (--quiet --json), terminal, html (--quiet --html); repeat for "
+        "several, each in its own child process (default json)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
+    conversations = args.scenarios * args.repeats
     with tempfile.TemporaryDirectory() as tmp:
         where = args.keep or Path(tmp) / "run"
         start = time.perf_counter()
         if not (where / "manifest.json").exists():
             build_run(where, args.scenarios, args.repeats, args.turns, args.criteria)
-        built = time.perf_counter() - start
-        figures = {"conversations": args.scenarios * args.repeats, "build_s": built}
-        figures.update(time_report(where, args.python, args.pythonpath))
+        figures: dict[str, object] = {"conversations": conversations, "build_s": time.perf_counter() - start}
+        for mode in args.mode or ["json"]:
+            figures[mode] = time_report(where, args.python, args.pythonpath, mode)
     if args.json:
         print(json.dumps(figures, indent=2))
-    else:
+        return 0
+    print(
+        f"shape         {args.scenarios} scenarios x {args.repeats} repeats = {conversations} conversations, "
+        f"{args.turns} turns, {args.criteria} criteria + the outcome check"
+    )
+    print(f"build         {figures['build_s']:.1f} s (synthetic records through RunFolder)")
+    for mode in args.mode or ["json"]:
+        f = figures[mode]
+        assert isinstance(f, dict)
+        size = f", file {f['file_kb'] / 1024:.1f} MB" if f["file_kb"] else ""
         print(
-            f"shape         {args.scenarios} scenarios x {args.repeats} repeats, {args.turns} turns, "
-            f"{args.criteria} criteria + the outcome check"
+            f"{mode:<13} {f['wall_s']:.2f} s wall, {f['cpu_s']:.2f} s CPU, peak RSS {f['peak_rss_mb']:.0f} MB{size} "
+            f"(child process, start-up included); per conversation {1000 * f['cpu_s'] / conversations:.3f} ms "
+            f"CPU, {1024 * f['peak_rss_mb'] / conversations:.1f} KB RSS; load {f['load_average']:.2f}"
         )
-        print(f"build         {figures['build_s']:.1f} s (synthetic records through RunFolder)")
-        print(
-            f"report        {figures['wall_s']:.2f} s wall, {figures['cpu_s']:.2f} s CPU, peak RSS "
-            f"{figures['peak_rss_mb']:.0f} MB (child process, start-up included); JSON {figures['json_kb']:.0f} KB"
-        )
-        print(f"load average  {figures['load_average']:.2f} (other work on the machine stretches wall time)")
-        print(f"code          {args.pythonpath}")
+    print(f"code          {args.pythonpath}")
     return 0
 
 

@@ -54,7 +54,7 @@ async def test_a_script_in_a_transcript_does_not_run(tab: Watched) -> None:
     # Only the report's own script exists, and the injected markup is shown as text.
     assert await page.evaluate("document.scripts.length") == 1
     assert await page.locator("details.conv img").count() == 0
-    shown = await page.locator('details.conv[data-tags*="|skin|"] .msg.user').first.text_content()
+    shown = await page.locator('details.conv[data-tags*="|skin|"] .turns > .u').first.text_content()
     assert shown is not None and SCRIPT in shown
     assert tab.errors == []
 

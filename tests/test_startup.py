@@ -51,3 +51,30 @@ def test_help_imports_no_models_record_or_event_loop() -> None:
 def test_a_command_still_imports_what_it_needs() -> None:
     modules = _modules_after("validate", str(ROOT / "scenarios" / "smoke"))
     assert "simulator.spec.scenario" in modules
+
+
+def test_run_starts_with_the_collector_off_and_runs_with_it_on(tmp_path: Path) -> None:
+    # Start-up makes only objects that live on: `run` starts with the garbage collector off, turns it on
+    # for the conversations (the run's heap is frozen first) and leaves it as it found it.
+    import gc
+
+    from simulator.cli import main
+    from tests import gc_probe_bot
+
+    (tmp_path / "scenarios.yaml").write_text(
+        "- id: one\n  persona: A person.\n  goal: Ask about a cough.\n  facts: [It started a week ago.]\n"
+        "  max_turns: 2\n",
+        encoding="utf-8",
+    )
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "name: gc\nscenarios: {paths: [scenarios.yaml]}\n"
+        "bot: {type: python, factory: 'tests.gc_probe_bot:make_bot'}\nuser: {model: offline}\nruns: 3\n",
+        encoding="utf-8",
+    )
+    gc_probe_bot.SEEN.clear()
+    assert gc.isenabled()
+    code = main(["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"])
+    assert code == 0 and gc.isenabled()  # put back
+    assert len(gc_probe_bot.SEEN) >= 3 and all(gc_probe_bot.SEEN)  # on for every reply
+    assert gc.get_freeze_count() == 0  # the run's frozen heap was unfrozen

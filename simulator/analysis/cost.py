@@ -26,6 +26,7 @@ from simulator.analysis.rundata import RunData
 from simulator.analysis.stats import median, percentile
 from simulator.errors import Problem, UserError
 from simulator.record.models import ConversationRecord
+from simulator.record.stored_turns import turn_facts
 from simulator.record.transcript import Usage
 from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
 
@@ -169,7 +170,8 @@ def _latency(name: str, values: list[float]) -> LatencyStat:
 
 def _user_usage_off_turns(record: ConversationRecord) -> Usage:
     """User tokens no turn holds: the call that sent [END], and attempts discarded after a character break."""
-    on_turns = sum((t.usage for t in record.turns if t.role == "user" and t.usage), Usage())
+    used = [t.usage_model for t in turn_facts(record) if t.role == "user"]
+    on_turns = sum((u for u in used if u is not None), Usage())
     total = record.usage_by_role.get("user", Usage()) + record.usage_by_role.get("discarded", Usage())
     return Usage(
         input_tokens=max(0, total.input_tokens - on_turns.input_tokens),
@@ -238,10 +240,11 @@ def _tally_conversations(run: RunData, tally: _Tally) -> None:
             tally.hits["judge" if role.startswith("judge") else role] += count
         tally.latencies["conversation"].append((record.ended_at - record.started_at).total_seconds())
         default_model = {"user": record.user_model, "bot": record.bot.removeprefix("chat:")}
-        for turn in record.turns:
+        for turn in turn_facts(record):
             model = turn.model or default_model[turn.role] or None
-            tally.calls[turn.role] += int(_is_call(turn.role, model, turn.usage))
-            tally.add(turn.role, model, turn.usage, record.id)
+            usage = turn.usage_model
+            tally.calls[turn.role] += int(_is_call(turn.role, model, usage))
+            tally.add(turn.role, model, usage, record.id)
             if turn.role == "bot" or turn.usage is not None:
                 tally.latencies[turn.role].append(turn.latency_s)
             if turn.time_to_first_token_s is not None and turn.role == "bot":

@@ -18,6 +18,7 @@ from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import RunData
 from simulator.analysis.stats import binomial_test
 from simulator.record.models import ConversationRecord
+from simulator.record.stored_turns import turn_facts
 
 ALPHA = 0.05
 
@@ -46,7 +47,7 @@ class MissingData(_Model):
 
 def _reached(record: ConversationRecord) -> int:
     """Turns of the user the conversation reached (an error ends it at the turn the bot failed to answer)."""
-    return max(1, sum(1 for turn in record.turns if turn.role == "user"))
+    return max(1, sum(1 for turn in turn_facts(record) if turn.role == "user"))
 
 
 def _scenario_test(cells: list[ScenarioErrors]) -> float | None:

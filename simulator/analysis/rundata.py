@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from simulator.errors import UserError
+from simulator.record.compact import Sharing
 from simulator.record.folder import RunFolder, latest_by_id
 from simulator.record.manifest import Manifest
 from simulator.record.models import ConversationRecord, Verdict
@@ -203,13 +204,34 @@ def _stray_warnings(path: Path, verdicts: list[Verdict], live: set[str]) -> list
     ]
 
 
-def load_run(path: Path, judge_set: str | None = None) -> RunData:
-    """Open a run folder for reporting; raise UserError when it is not one or `judge_set` is unknown."""
+def _verdict_sharing() -> Sharing:
+    """Verdicts share their repeated strings and field sets as they are read (record/compact.py)."""
+    return Sharing(
+        (
+            "conversation_id",
+            "scenario_id",
+            "criterion_id",
+            "kind",
+            "result",
+            "judge_model",
+            "judge_set_hash",
+            "severity",
+            "category",
+            "decided_by",
+        )
+    )
+
+
+def load_run(path: Path, judge_set: str | None = None, *, keep_turns: bool = True) -> RunData:
+    """Open a run folder for reporting; raise UserError when it is not one or `judge_set` is unknown.
+
+    `keep_turns=False` leaves each conversation's turns in the folder, re-read when used
+    (`record/stored_turns.py`): for a report of a large run, which shows few conversations in full."""
     folder = RunFolder.open(path)
     manifest = folder.read_manifest()
     with _no_cyclic_gc():
-        all_records = list(folder.conversations())
-        every = list(folder.verdicts())
+        all_records = list(folder.conversations() if keep_turns else folder.conversations_stored())
+        every = list(_verdict_sharing()(folder.verdicts()))
     all_verdicts = [v for v in every if not v.is_sample]
     attempts = Counter(record.id for record in all_records)
     latest = latest_by_id(all_records)

@@ -109,8 +109,13 @@ def attribute_variance(
 ) -> Attribution:
     """Attribute a flaky scenario's variation from up to 20 failing and 20 passing repeats."""
     counts: Counter[str] = Counter()
-    for bad in failing[:_MAX_EACH]:
-        for good in passing[:_MAX_EACH]:
+    # Each record's turns read once (a report's records may keep them in the run folder: StoredTurns).
+    bads, goods = (
+        [r.model_copy(update={"turns": list(r.turns)}) for r in side[:_MAX_EACH]]
+        for side in (failing, passing)
+    )
+    for bad in bads:
+        for good in goods:
             counts[_divergence(bad, good, audit or Audited())] += 1
     bot = counts["bot"] + counts["reworded"]
     by_source = {"bot": bot, "simulation": counts["simulation"], "judge": counts["judge"]}

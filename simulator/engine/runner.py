@@ -238,17 +238,21 @@ def _frozen_heap(enabled: bool) -> Iterator[None]:
     # makes millions of short-lived objects, and each full collection would rescan the start-up heap and
     # stall the event loop (bench: 1.19x -> 1.10x the lower bound). No collection first: the little
     # start-up garbage costs less memory than a full collection of the start-up heap costs time.
-    # Unfrozen, and the thresholds put back, when the run ends.
-    thresholds = gc.get_threshold()
+    # The command line starts with the collector off (nothing to find among imports): on for the run.
+    # Unfrozen, and the thresholds and the collector's state put back, when the run ends.
+    thresholds, collecting = gc.get_threshold(), gc.isenabled()
     if enabled:
         gc.freeze()
         gc.set_threshold(*_RUN_GC_THRESHOLDS)
+        gc.enable()
     try:
         yield
     finally:
         if enabled:
             gc.set_threshold(*thresholds)
             gc.unfreeze()
+            if not collecting:
+                gc.disable()
 
 
 @dataclass

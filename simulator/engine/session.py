@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from simulator.engine.budget import ErrorBudget
 from simulator.engine.executor import Done, Executor, ItemLost, LocalExecutor, SessionParts, WorkItem
+from simulator.engine.lending import LendingPool
 from simulator.engine.progress import RunProgress
 from simulator.record.counting import verdict_counts
 from simulator.record.manifest import CallCounts, LimitCounts, RunStatus, Session
@@ -75,6 +76,9 @@ class RunResult:
     lost: int = 0  # items whose remote worker died mid-way: not recorded, run again on resume
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # per provider, from ModelHub.stats
     limits: dict[str, dict[str, Any]] = field(default_factory=dict)  # per provider, from ModelHub.limits
+    # The most conversations worked on at once: above `concurrency` while calls waited out a retry and
+    # their conversations lent their places (`engine/lending.py`).
+    most_open: int = 0
 
     @property
     def judged_nothing(self) -> bool:
@@ -173,17 +177,24 @@ class RunSession:
         self.cells = cells
         self.progress = progress
         self._tasks: list[asyncio.Task[None]] = []
+        self.most_open = 0  # the most conversations worked on at once (above `width` while places were lent)
 
     async def run(self, work: Iterator[tuple[CellRun, WorkItem]], width: int) -> list[RunResult]:
-        """Work through `work` with `width` workers; each cell's manifest status says how it ended."""
+        """Work through `work` with `width` workers (more while calls wait out a retry: `LendingPool`);
+        each cell's manifest status says how it ended."""
+        hub = self.cells[0].parts.hub if self.cells else None
+        pool = LendingPool(width, lambda surplus: self._worker(work, surplus), getattr(hub, "waits", None))
+        self._tasks = pool.tasks  # the live list: a stopped session cancels every worker in it
         try:
             with self.progress:
-                self._tasks = [asyncio.create_task(self._worker(work)) for _ in range(max(1, width))]
                 watch = asyncio.create_task(self._watch_rate_limits())
                 try:
-                    outcomes = await asyncio.gather(*self._tasks, return_exceptions=True)
+                    outcomes = await pool.run()
                 finally:
                     watch.cancel()
+                    self.most_open = pool.most
+                    for cell in self.cells:
+                        cell.session.most_open = pool.most
             _raise_first(outcomes)
         except (asyncio.CancelledError, KeyboardInterrupt, OSError):
             # Stopped, or a write failed (a full disk): what finished is on disk and the run says it was
@@ -196,6 +207,7 @@ class RunSession:
             for cell in self.cells:
                 await cell.executor.aclose()
         for cell in self.cells:
+            cell.result.most_open = self.most_open
             cell.result.abort_reason = cell.budget.reason
             # Items whose remote worker died were recorded nowhere: the run is not complete until resumed.
             lost = cell.result.lost
@@ -212,8 +224,11 @@ class RunSession:
             await asyncio.sleep(WAITING_S)
             self.progress.waiting(hub.waiting())
 
-    async def _worker(self, work: Iterator[tuple[CellRun, WorkItem]]) -> None:
-        await pull(work, self._one, stopped=lambda: all(cell.budget.reason for cell in self.cells))
+    async def _worker(self, work: Iterator[tuple[CellRun, WorkItem]], surplus: Callable[[], bool]) -> None:
+        def stopped() -> bool:
+            return all(cell.budget.reason for cell in self.cells) or surplus()
+
+        await pull(work, self._one, stopped=stopped)
 
     async def _one(self, pair: tuple[CellRun, WorkItem]) -> None:
         cell, item = pair

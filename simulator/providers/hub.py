@@ -30,6 +30,7 @@ from simulator.providers import DEFAULT_MODELS, create_provider, split_model
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError
 from simulator.providers.limiter import AdaptiveLimiter
 from simulator.providers.pacer import Pacer
+from simulator.providers.waits import RetryWaits
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -144,6 +145,7 @@ class ModelClient:
         limiter: AdaptiveLimiter | None = None,
         stats: CallStats | None = None,
         pacer: Pacer | None = None,
+        waits: RetryWaits | None = None,
     ) -> None:
         self.provider = provider
         self.settings = settings
@@ -164,6 +166,8 @@ class ModelClient:
             learn=settings.pace_from_headers,
             find=settings.find_rate,
         )
+        # Calls waiting out a retry, for the run's pool (shared by every client of one hub).
+        self.waits = waits or RetryWaits()
 
     def for_role(self, role: str, cache: ResponseCache | None = None) -> ModelClient:
         """A view of this connection for one role; the limit and statistics stay shared."""
@@ -176,6 +180,7 @@ class ModelClient:
             limiter=self.limiter,
             stats=self.stats,
             pacer=self.pacer,
+            waits=self.waits,
         )
 
     @property
@@ -258,7 +263,11 @@ class ModelClient:
         """Retries after a first failed attempt: tenacity's attempt 1 replays that failure, so its waits
         and stops count it exactly as if it had run the first attempt itself."""
         retrying = AsyncRetrying(
-            retry=retry_if_exception(_retryable), wait=self._wait, stop=self._stop(started), reraise=True
+            sleep=self.waits.sleep,  # counted while it lasts: the run lends the conversation's place
+            retry=retry_if_exception(_retryable),
+            wait=self._wait,
+            stop=self._stop(started),
+            reraise=True,
         )
         attempts = 0
         try:
@@ -351,6 +360,7 @@ class ModelHub:
         self._views: dict[tuple[str, str], ModelClient] = {}
         self._checked: set[str] = set()  # specs whose model the provider has checked (shared by views)
         self._refused_seen: dict[str, int] = {}  # rate limits counted when the progress line last asked
+        self.waits = RetryWaits()  # calls waiting out a retry, over every provider and role
         self.cache = cache
         self.cache_roles = cache_roles
         self.role = "other"
@@ -396,7 +406,9 @@ class ModelHub:
         if provider_name not in self._clients:
             settings = self._settings.get(provider_name, ProviderSettings())
             provider = create_provider(provider_name, settings)
-            self._clients[provider_name] = ModelClient(provider, settings, provider_name=provider_name)
+            self._clients[provider_name] = ModelClient(
+                provider, settings, provider_name=provider_name, waits=self.waits
+            )
         return self._clients[provider_name]
 
     def stats(self) -> dict[str, dict[str, Any]]:

@@ -43,7 +43,8 @@ from simulator.record.migrations import (
 )
 from simulator.record.models import ConversationRecord, Label, Verdict
 from simulator.record.redact import contains_secret, redact
-from simulator.record.transcript import repair_text
+from simulator.record.stored_turns import LineSource, StoredTurns, facts_of_turns
+from simulator.record.transcript import TEXT_CHECKED, repair_text
 from simulator.safefiles import FileRefused, open_regular, read_capped
 
 MANIFEST = "manifest.json"
@@ -60,6 +61,9 @@ T = TypeVar("T", bound=BaseModel)
 Migrate = Callable[[dict[str, Any], str], dict[str, Any]]
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _CURRENT_PREFIX = f'{{"schema_version":{SCHEMA_VERSION},'
+# A JSON escape of a UTF-16 surrogate: the only way a line of UTF-8 text can carry a lone one (pydantic's
+# JSON parser refuses a lone one today; checked anyway, so a change there can never skip the repair).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def git_commit(cwd: Path | None = None) -> str | None:
@@ -114,10 +118,11 @@ def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
     # Lines of the current version go straight to pydantic (the common, fast case); older ones are migrated.
     # A line holding a surrogate escape (`\ud800`, written by another program or an older version) is read
     # with `json` and its lone surrogates become U+FFFD: no reader (HTML, JSON, terminal) meets text UTF-8
-    # cannot encode.
+    # cannot encode. A line without one cannot hold a lone surrogate: its text skips the repair pass.
     if text.startswith(_CURRENT_PREFIX) and not _SURROGATE_ESCAPE.search(text):
+        context = TEXT_CHECKED
         try:
-            return model.model_validate_json(text)
+            return model.model_validate_json(text, context=context)
         except ValidationError as exc:
             raise _invalid(model, where, exc) from None
     try:
@@ -131,11 +136,23 @@ def _migrated(raw: Any, model: type[T], migrate: Migrate, where: str, not_an_obj
     """A parsed JSON value as `model`, migrated from its schema version first; one clear error if not."""
     if not isinstance(raw, dict):
         raise UserError(f"{where}: {not_an_object}")
-    raw = repair_text(raw)
+    clean = repair_text(raw)
+    if clean != raw:
+        _flag_repaired_turns(raw, clean)
     try:
-        return model.model_validate(migrate(raw, where))
+        return model.model_validate(migrate(clean, where))
     except ValidationError as exc:
         raise _invalid(model, where, exc) from None
+
+
+def _flag_repaired_turns(raw: dict[str, Any], clean: dict[str, Any]) -> None:
+    """A turn whose text lost a lone surrogate says so (`text_repaired`), as the turns a run repairs do."""
+    turns, cleaned = raw.get("turns"), clean.get("turns")
+    if not isinstance(turns, list) or not isinstance(cleaned, list):
+        return
+    for before, after in zip(turns, cleaned, strict=False):
+        if isinstance(after, dict) and before != after:
+            after["text_repaired"] = True
 
 
 def _no_migration(raw: dict[str, Any], where: str) -> dict[str, Any]:
@@ -154,6 +171,18 @@ def read_jsonl(path: Path, model: type[T], migrate: Migrate | None = None) -> It
             Verdict: migrate_verdict,
         }
         migrate = known.get(model, _no_migration)
+    for _, _, number, text in _lines(path):
+        where = f"{path}:{number}"
+        record = _parse_or_skip(text, model, migrate, where)
+        if record is not None:
+            yield record
+
+
+def _lines(path: Path) -> Iterator[tuple[int, int, int, str]]:
+    """(byte offset, byte length, line number, text) of each whole, non-blank line of a JSON-lines file,
+    read from a regular file only and by at most MAX_RECORD_BYTES a line; a last line without its newline
+    is skipped (see `read_jsonl`)."""
+    offset = 0
     with _open_record_file(path) as handle:
         number = 0
         while line := handle.readline(MAX_RECORD_BYTES + 1):
@@ -165,12 +194,9 @@ def read_jsonl(path: Path, model: type[T], migrate: Migrate | None = None) -> It
                 )
             if not line.endswith(b"\n"):
                 return
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            record = _parse_or_skip(_decode(line, where), model, migrate, where)
-            if record is not None:
-                yield record
+            if line.strip():
+                yield offset, len(line), number, _decode(line, f"{path}:{number}")
+            offset += len(line)
 
 
 def _open_record_file(path: Path) -> BinaryIO:
@@ -440,6 +466,33 @@ class RunFolder:
         from simulator.record.seal import seal_record
 
         return (seal_record(r) if r.scenario_id in sealed else r for r in records)
+
+    def conversations_stored(self) -> Iterator[ConversationRecord]:
+        """Every conversation record, each line read and validated as `conversations()` does, but with its
+        turns left in the file (`record/stored_turns.py`): re-read on use, their counts kept. For readers of
+        a large run that need few conversations' turns (a report holds 10^4 records in a few MB)."""
+        path = self.path / CONVERSATIONS
+        if self.golden_v1 or not path.exists():
+            yield from self.conversations()
+            return
+        sealed = self._sealed_scenarios()
+        if sealed:
+            from simulator.record.seal import seal_record
+
+        def parse(text: str, where: str) -> ConversationRecord:
+            record = _parse_line(text, ConversationRecord, migrate_conversation, where)
+            return seal_record(record) if record.scenario_id in sealed else record
+
+        source = LineSource(path, parse)
+        for offset, length, number, text in _lines(path):
+            record = _parse_or_skip(text, ConversationRecord, migrate_conversation, f"{path}:{number}")
+            if record is None:
+                continue  # nested too deeply to read: skipped with its note, as read_jsonl does
+            if record.scenario_id in sealed:
+                record = seal_record(record)
+            facts = facts_of_turns(record.turns)
+            stored = StoredTurns(source, offset, length, number, record.id, facts)
+            yield record.model_copy(update={"turns": stored})
 
     def verdicts(self) -> Iterator[Verdict]:
         if self.golden_v1:

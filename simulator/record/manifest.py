@@ -174,6 +174,9 @@ class Session(_Record):
     limits: dict[str, LimitCounts] = Field(default_factory=dict)
     # Operational settings a resume changed ({"providers.openai.rpm": [null, 600]}): never a result's.
     settings_changed: dict[str, list[Any]] = Field(default_factory=dict)
+    # The most conversations worked on at once: above `concurrency` while calls waited out a retry and
+    # their conversations lent their places (optional; None in sessions that did not count it).
+    most_open: int | None = None
 
 
 class ShardInfo(_Record):

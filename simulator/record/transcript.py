@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["Role", "Turn", "Usage", "render_transcript", "repair_text", "turn_lines"]
+__all__ = ["TEXT_CHECKED", "Role", "Turn", "Usage", "render_transcript", "repair_text", "turn_lines"]
 
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
 from simulator.record.parts import Part, PickPart, TextPart, part_text
 
@@ -28,6 +28,17 @@ def repair_text(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [repair_text(v) for v in value]
     return value
+
+
+# Validation context of a record read from JSON text that holds no surrogate escape (`\\uD800`-`\\uDFFF`):
+# decoded UTF-8 cannot hold a lone surrogate otherwise, so the turns' text needs no repair pass (which
+# walked every part of 10^5 turns). Readers set it only after checking the text (record/folder.py).
+TEXT_CHECKED = {"text_checked": True}
+
+
+def _text_checked(info: ValidationInfo) -> bool:
+    context = info.context
+    return isinstance(context, dict) and context.get("text_checked") is True
 
 
 class Usage(BaseModel):
@@ -74,7 +85,7 @@ class Turn(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _messages_as_parts(cls, data: Any) -> Any:
+    def _messages_as_parts(cls, data: Any, info: ValidationInfo) -> Any:
         if not isinstance(data, dict):
             return data
         data = dict(data)
@@ -85,6 +96,8 @@ class Turn(BaseModel):
             if not isinstance(messages, list | tuple):
                 raise ValueError("`messages` must be a list of strings")
             data["parts"] = [{"type": "text", "text": m} if isinstance(m, str) else m for m in messages]
+        if _text_checked(info):
+            return data
         # Text UTF-8 cannot store (a lone surrogate) is repaired before validation: some fields refuse it.
         parts = data.get("parts")
         if isinstance(parts, list) and any(isinstance(p, dict) for p in parts):
@@ -94,8 +107,10 @@ class Turn(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _storable_text(self) -> Turn:
+    def _storable_text(self, info: ValidationInfo) -> Turn:
         # Text parts built in code are repaired here, so judges and reports see the text the record keeps.
+        if _text_checked(info):
+            return self
         for position, part in enumerate(self.parts):
             if isinstance(part, TextPart):
                 clean = repair_text(part.text)

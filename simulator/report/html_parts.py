@@ -135,34 +135,47 @@ def highlighted_quotes(t: Transcript) -> list[tuple[str, str, str]]:
     ]
 
 
+# Results whose verdicts, with no reasoning or evidence, are drawn as one line per result and kind: of 10^4
+# conversations these lines were a third of the page, and say nothing beyond the criterion's name.
+_PLAIN = ("pass", "not_applicable")
+
+
 def transcript_html(index: int, t: Transcript) -> str:
     """One conversation of the viewer: turns with highlighted evidence, final state, verdicts."""
     quotes = highlighted_quotes(t)
-    verdict_keys = "|" + "|".join(f"{v.criterion_id}={v.result}" for v in t.verdicts) + "|"
     tags = "|" + "|".join(t.tags) + "|"
     turns = []
     for turn in t.turns:
         latency = ""
         if turn.latency_s is not None:
-            latency = f'<span class="lat">{turn.latency_s * 1000:.0f} ms</span>'
+            latency = f"<i>{turn.latency_s * 1000:.0f} ms</i>"
         parts = turn.parts or [TextPart(text=message) for message in turn.messages]
-        turns += turn_html(turn.role, parts, lambda text: highlight(text, quotes), latency)
+        turns += turn_html(turn.role, parts, lambda text: highlight(text, quotes), latency, label=False)
     if not turns:
         turns.append('<p class="note">no messages</p>')
     verdicts = []
+    plain: dict[tuple[str, str], list[str]] = {}  # passes with nothing to read: one line per result and kind
     for v in t.verdicts:
+        meta = " · ".join(x for x in (v.kind, v.severity, v.category) if x)
+        if v.result in _PLAIN and not v.reasoning and not v.evidence and v.evidence_verified is not False:
+            plain.setdefault((v.result, meta), []).append(v.criterion_id)
+            continue
         evidence = "".join(
             f'<q class="{"" if ev.found else "missing"}">{e(ev.quote)}'
             f"{'' if ev.found else ' — NOT FOUND in the transcript'}</q>"
             for ev in v.evidence
         )
         unverified = " <small>(evidence unverified)</small>" if v.evidence_verified is False else ""
-        meta = " · ".join(x for x in (v.kind, v.severity, v.category) if x)
+        reason = f'<div class="reason">{e(v.reasoning)}</div>' if v.reasoning else ""
         verdicts.append(
             f'<div class="verdict r-{e(v.result)}" data-criterion="{e(v.criterion_id)}">'
             f'<span class="crit">{e(v.criterion_id)}</span> {badge(v.result)}{unverified} <small>{e(meta)}</small>'
-            f'<div class="reason">{e(v.reasoning)}</div>{evidence}</div>'
+            f"{reason}{evidence}</div>"
         )
+    verdicts += [
+        f'<div class="verdicts r-{e(result)}">{badge(result)} <small>{e(meta)}</small> {e(", ".join(names))}</div>'
+        for (result, meta), names in plain.items()
+    ]
     state = json.dumps(t.final_state, ensure_ascii=False) if t.final_state is not None else "none"
     environment = ""
     if t.environment_state is not None:
@@ -172,11 +185,13 @@ def transcript_html(index: int, t: Transcript) -> str:
         )
     error = f"<p><strong>error:</strong> {e(t.error)}</p>" if t.error else ""
     breaks = f"<p>character breaks re-run: {t.character_breaks}</p>" if t.character_breaks else ""
+    shown_tags = f'<span class="tags">{e(", ".join(t.tags))}</span>' if t.tags else ""
+    tag_keys = f' data-tags="{e(tags)}"' if t.tags else ""  # none: the filter reads a missing one as "|"
     return (
-        f'<details class="conv" id="t{index}" data-tags="{e(tags)}" data-verdicts="{e(verdict_keys)}" '
-        f'data-status="{e(t.status)}"><summary><span class="id">{e(t.id)}</span>{badge(t.status)} '
-        f'<small>stop: {e(t.stop_reason)}</small><span class="tags">{e(", ".join(t.tags))}</span></summary>'
+        f'<details class="conv" id="t{index}"{tag_keys} '
+        f'data-status="{e(t.status)}"><summary><span class="id">{e(t.id)}'
+        f"</span>{badge(t.status)} <small>stop: {e(t.stop_reason)}</small>{shown_tags}</summary>"
         f'<div class="conv-body"><div class="turns">{"".join(turns)}</div><div class="side">'
-        f'<p>final state: <span class="state">{e(state)}</span></p>{environment}{error}{breaks}'
+        f'<p>final state: <span class="state">{html.escape(state, quote=False)}</span></p>{environment}{error}{breaks}'
         f"{''.join(verdicts) or '<p class=note>no verdicts</p>'}</div></div></details>"
     )

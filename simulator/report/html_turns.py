@@ -80,10 +80,14 @@ def part_html(part: Part, highlight: Highlight) -> str:
     return _e(part_text(part))
 
 
-def turn_html(role: str, parts: list[Part], highlight: Highlight, latency: str = "") -> list[str]:
+def turn_html(
+    role: str, parts: list[Part], highlight: Highlight, latency: str = "", label: bool = True
+) -> list[str]:
     """A turn as message bubbles: each text or pick its own bubble; options, media, tool calls and events
-    join the bubble before them (a button list belongs to the message it answers)."""
-    who = "USER" if role == "user" else "BOT"
+    join the bubble before them (a button list belongs to the message it answers). `label=False` is the
+    report's short form for 10^5 bubbles: class `u` or `b`, the speaker's name drawn by its style sheet."""
+    who = f'<span class="who">{"USER" if role == "user" else "BOT"}</span>' if label else ""
+    kind = f"msg {_e(role)}" if label else ("u" if role == "user" else "b")
     bubbles: list[list[str]] = []
     for part in parts:
         if isinstance(part, TextPart | PickPart) or not bubbles:
@@ -92,5 +96,5 @@ def turn_html(role: str, parts: list[Part], highlight: Highlight, latency: str =
     out = []
     for number, bubble in enumerate(bubbles):
         tail = latency if number == 0 else ""
-        out.append(f'<div class="msg {_e(role)}"><span class="who">{who}</span>{"".join(bubble)}{tail}</div>')
+        out.append(f'<div class="{kind}">{who}{"".join(bubble)}{tail}</div>')
     return out

@@ -52,6 +52,7 @@ from simulator.analysis.tables import (
     scenario_rows,
     tag_rows,
 )
+from simulator.record.compact import Sharing
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import Part
 from simulator.report.headline import headline_rates
@@ -280,6 +281,8 @@ def _transcripts(run: RunData, passing: int | None) -> tuple[list[Transcript], T
     kept: Counter[str] = Counter()
     left_out = 0
     out = []
+    # The 10^5 turns' parts read here share their equal field sets (record/compact.py).
+    sharing = Sharing(())
     for record in run.conversations:
         verdicts = grouped.get(record.id, [])
         status = conversation_status(record, verdicts)
@@ -288,7 +291,7 @@ def _transcripts(run: RunData, passing: int | None) -> tuple[list[Transcript], T
                 left_out += 1
                 continue
             kept[record.scenario_id] += 1
-        out.append(_transcript(record, status, verdicts, fidelity.get(record.id, [])))
+        out.append(_transcript(record, status, verdicts, fidelity.get(record.id, []), sharing))
     if not left_out:
         return out, None
     how = f"simulator show {run.path} --scenario ID --repeat N"
@@ -297,11 +300,29 @@ def _transcripts(run: RunData, passing: int | None) -> tuple[list[Transcript], T
     )
 
 
+_TURN_FIELDS = {"index", "role", "messages", "parts", "latency_s"}
+_VERDICT_FIELDS = {
+    "criterion_id",
+    "kind",
+    "result",
+    "severity",
+    "category",
+    "reasoning",
+    "evidence",
+    "evidence_verified",
+}
+
+
 def _transcript(
-    record: ConversationRecord, status: Any, verdicts: list[Verdict], fidelity: list[Verdict]
+    record: ConversationRecord,
+    status: Any,
+    verdicts: list[Verdict],
+    fidelity: list[Verdict],
+    sharing: Sharing | None = None,
 ) -> Transcript:
     """One conversation as the viewer shows it: its turns, its verdicts and its fidelity verdicts."""
     shown = verdicts + fidelity  # fidelity verdicts are shown, never counted
+    share = sharing or Sharing(())
     return Transcript(
         id=record.id,
         scenario_id=record.scenario_id,
@@ -315,18 +336,21 @@ def _transcript(
         character_breaks=len(record.character_breaks),
         fidelity_failures=sorted(v.criterion_id for v in fidelity if v.result == "fail"),
         # Already validated when read: model_construct skips validating 10^5 turns a second time.
+        # One field set for all (`_fields_set`, never changed): 0.5-0.7 KB less per turn and verdict.
         turns=[
             TranscriptTurn.model_construct(
+                _TURN_FIELDS,
                 index=t.index,
                 role=t.role,
                 messages=list(t.messages),
-                parts=list(t.parts),
+                parts=list(share(t.parts)),
                 latency_s=t.latency_s if t.role == "bot" else None,
             )
             for t in record.turns
         ],
         verdicts=[
             TranscriptVerdict.model_construct(
+                _VERDICT_FIELDS,
                 criterion_id=v.criterion_id,
                 kind=v.kind,
                 result=v.result,

@@ -5,8 +5,24 @@
   var criterion = byId("f-criterion"), result = byId("f-result"), tag = byId("f-tag"), status = byId("f-status");
   var convs = Array.prototype.slice.call(document.querySelectorAll("details.conv"));
 
+  // A conversation's verdicts as "|criterion=result|...", read once from its side panel: each verdict drawn
+  // alone (data-criterion, class r-RESULT) and each line of plain ones (class r-RESULT, the names last).
+  function resultOf(el) { var m = /(?:^|\s)r-(\S+)/.exec(el.className); return m ? m[1] : ""; }
+  function verdictKeys(conv) {
+    var keys = "|";
+    conv.querySelectorAll(".side > .verdict").forEach(function (v) {
+      keys += v.getAttribute("data-criterion") + "=" + resultOf(v) + "|";
+    });
+    conv.querySelectorAll(".side > .verdicts").forEach(function (v) {
+      var r = resultOf(v);
+      v.lastChild.textContent.trim().split(", ").forEach(function (c) { keys += c + "=" + r + "|"; });
+    });
+    return keys;
+  }
+  var keysOf = new Map(convs.map(function (conv) { return [conv, verdictKeys(conv)]; }));
+
   function matches(conv) {
-    var verdicts = conv.getAttribute("data-verdicts") || "|";
+    var verdicts = keysOf.get(conv);
     var c = criterion.value, r = result.value, t = tag.value, s = status.value;
     if (t && (conv.getAttribute("data-tags") || "|").indexOf("|" + t + "|") < 0) { return false; }
     if (s && conv.getAttribute("data-status") !== s) { return false; }

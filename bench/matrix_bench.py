@@ -66,12 +66,12 @@ def main(argv: list[str] | None = None) -> int:
             work = Path(tmp)
             suite = _write_suite(work, args, url)
             cells = _variants(suite, args.cells)
-            matrix_wall, _, matrix_rss, code = _run_engine(work / "matrix" / "suite.yaml", work / "m", None)
+            matrix_wall, _, matrix_rss, code, _ = _run_engine(work / "matrix" / "suite.yaml", work / "m", None)
             assert code == 0, "the matrix run failed"
             calls = sum(_calls(work / "m" / cell) for cell in cells)
             separate = 0.0
             for index in range(args.cells):
-                wall, _, _, code = _run_engine(suite, work / f"run{index}", None)
+                wall, _, _, code, _ = _run_engine(suite, work / f"run{index}", None)
                 assert code == 0, "a separate run failed"
                 separate += wall
     finally:

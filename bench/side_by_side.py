@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="simulator-sbs-") as tmp:
             suite = _write_suite(Path(tmp), shape, url)
-            wall, cpu, rss_kib, code = _run_engine(suite, Path(tmp) / "run", None)
+            wall, cpu, rss_kib, code, _ = _run_engine(suite, Path(tmp) / "run", None)
             results["simulator"] = (
                 {"wall_s": wall, "cpu_s": cpu, "peak_rss_mb": rss_kib / 1024}
                 if code == 0

@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
             work = Path(tmp)
             suite = _write_suite(work, args, url)
             cells = _variants(suite, args.cells)
-            matrix_wall, _, matrix_rss, code, _ = _run_engine(work / "matrix" / "suite.yaml", work / "m", None)
+            matrix_wall, _, matrix_rss, code, _ = _run_engine(
+                work / "matrix" / "suite.yaml", work / "m", None
+            )
             assert code == 0, "the matrix run failed"
             calls = sum(_calls(work / "m" / cell) for cell in cells)
             separate = 0.0

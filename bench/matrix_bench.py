@@ -60,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--connections", type=int, default=50)
     args = parser.parse_args(argv)
-    server, url = _start_server(args.latency_ms)
+    # The rest of run_bench's shape: one OpenAI-format provider, no rate limit, no pacing from headers.
+    args.provider, args.rpm, args.pace_from_headers = "openai", None, False
+    server, url = _start_server(args)
     try:
         with tempfile.TemporaryDirectory(prefix="matrix-bench-") as tmp:
             work = Path(tmp)

@@ -92,16 +92,18 @@ def _write_suite(folder: Path, args: argparse.Namespace, base_url: str) -> Path:
 
 
 def _start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
+    """The fake LLM server for a shape; the other benches' shapes need only `latency_ms` (the rest default
+    to a server with no limit and no refusals)."""
     command = [PYTHON, str(ROOT / "bench" / "serve.py"), "--latency-ms", str(args.latency_ms)]
-    if args.server_rpm:
+    if getattr(args, "server_rpm", None):
         command += ["--rpm", str(args.server_rpm)]
-        if args.server_burst:
+        if getattr(args, "server_burst", None):
             command += ["--burst", str(args.server_burst)]
-        if not args.server_headers:
+        if not getattr(args, "server_headers", True):
             command += ["--no-headers", "--budget-retry-after", "1"]  # "429, Retry-After: 1", nothing else
-    if args.error_429:
+    if getattr(args, "error_429", 0.0):
         command += ["--error-429", str(args.error_429), "--retry-after", str(args.retry_after)]
-        if args.instant_429:
+        if getattr(args, "instant_429", False):
             command += ["--instant-429"]
     server = subprocess.Popen(
         command,

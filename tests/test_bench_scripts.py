@@ -1,0 +1,39 @@
+"""The bench's scripts still run end to end at a tiny shape (their figures are for bench/, never asserted
+here): a change to `run_bench`'s results once broke the side-by-side and matrix scripts unnoticed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench(script: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
+def test_side_by_side_measures_the_engine_and_says_what_it_skipped() -> None:
+    out = _bench("side_by_side.py", "--conversations", "2", "--turns", "1", "--latency-ms", "1")
+    line = next(x for x in out.splitlines() if x.startswith("simulator "))
+    assert "wall" in line and "peak RSS" in line and "skipped" not in line
+    assert all(name in out for name in ("langwatch-scenario", "deepeval"))
+
+
+def test_the_matrix_bench_runs_a_small_matrix_against_its_cells() -> None:
+    out = _bench(
+        "matrix_bench.py",
+        *("--cells", "2", "--scenarios", "2", "--repeats", "1", "--turns", "1", "--criteria", "1"),
+        *("--latency-ms", "1", "--concurrency", "4", "--connections", "4"),
+    )
+    assert "4 conversations" in out and any(line.startswith("matrix ") for line in out.splitlines())

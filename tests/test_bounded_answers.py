@@ -137,3 +137,55 @@ async def test_an_openai_endpoint_bot_that_trickles_or_never_ends_is_cut(name: s
         finally:
             await factory.aclose()
         assert caught.value.kind == "timeout" and "deadline" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["trickle", "endless", "gzip-bomb"])
+async def test_a_whatsapp_bots_state_url_that_trickles_or_never_ends_is_cut(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The WhatsApp adapter reads the bot's decision from `bot.state_url` through the same bounded read as a
+    turn: within bot.timeout_s for the whole answer, and at most the byte cap."""
+    from simulator.bots.whatsapp import WhatsAppBotFactory
+    from simulator.record.redact import forget_secrets
+    from simulator.spec.suite import WhatsAppBotConfig
+    from tests._whatsapp_bots import PlantedBot, serve, text
+
+    monkeypatch.setattr("simulator.bots.whatsapp.adapter.MAX_REPLY_BYTES", 1_000_000)
+    for key, value in {
+        "WHATSAPP_APP_SECRET": "app-secret-123",
+        "WHATSAPP_ACCESS_TOKEN": "access-token-456",
+        "WHATSAPP_VERIFY_TOKEN": "verify-token-789",
+    }.items():
+        monkeypatch.setenv(key, value)
+    _bomb()
+    bot = PlantedBot(lambda message, bot: [(0.0, text("Noted."))])
+    stop = await serve(bot)
+    try:
+        async for url in _serve(BEHAVIOURS[name]):
+            config = WhatsAppBotConfig(
+                webhook_url=bot.url,
+                verify=False,
+                quiet_s=0.2,
+                timeout_s=1.5,
+                state_url=f"{url}/state/{{wa_id}}",
+            )
+            factory = WhatsAppBotFactory(config, tmp_path)
+            bot.api_url = factory.graph.url
+            await factory.start()
+            try:
+                session = await factory.open("run/state#0/1")
+                await session.send("hello", 0)
+                start = time.monotonic()
+                with pytest.raises(BotError) as caught:
+                    await session.final_state()
+                assert time.monotonic() - start < 10
+            finally:
+                await factory.aclose()
+            assert caught.value.kind == ("timeout" if name == "trickle" else "invalid_reply"), str(
+                caught.value
+            )
+            assert "bot.state_url" in str(caught.value)
+            assert ("deadline" if name == "trickle" else "longer than 1,000,000 bytes") in str(caught.value)
+    finally:
+        await stop()
+        forget_secrets()

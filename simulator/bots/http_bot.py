@@ -4,7 +4,6 @@ from __future__ import annotations
 
 __all__ = ["HttpBotFactory", "expand_headers"]
 
-import asyncio
 import json
 import os
 import re
@@ -15,6 +14,7 @@ from typing import Any
 import httpx
 
 from simulator.bots.base import BotError, BotReply, parts_from_json
+from simulator.bots.bounded_read import read_bounded
 from simulator.bots.environment import Environment
 from simulator.bots.reply_check import MAX_REPLY_BYTES, checked_flags
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
@@ -114,28 +114,17 @@ class HttpSession:
     async def _post(self, body: dict[str, Any]) -> tuple[int, bytes]:
         """POST one turn and read the answer within the turn's total deadline (`bot.timeout_s`, for the
         whole answer, not per read: a bot that trickles a byte at a time is cut) and the byte cap (counted
-        after decompression: an endless stream or a gzip bomb is cut at the cap)."""
-        chunks: list[bytes] = []
-        size = 0
+        after decompression: an endless stream or a gzip bomb is cut at the cap): bots/bounded_read.py."""
         try:
-            async with asyncio.timeout(self._timeout_s):
-                async with self._client.stream("POST", self._url, json=body) as response:
-                    async for chunk in response.aiter_bytes():
-                        size += len(chunk)
-                        if size > self._max_bytes:
-                            raise BotError(
-                                "invalid_reply",
-                                f"the bot's answer is longer than {self._max_bytes:,} bytes (after "
-                                "decompression); it was cut there (bot.max_reply_bytes)",
-                            )
-                        chunks.append(chunk)
-                    return response.status_code, b"".join(chunks)
-        except TimeoutError as exc:
-            raise BotError(
-                "timeout",
-                f"the bot did not answer within {self._timeout_s:g} s (bot.timeout_s, the whole turn's "
-                f"deadline; {size:,} bytes had arrived)",
-            ) from exc
+            return await read_bounded(
+                self._client,
+                "POST",
+                self._url,
+                timeout_s=self._timeout_s,
+                max_bytes=self._max_bytes,
+                who="the bot",
+                json=body,
+            )
         except httpx.HTTPError as exc:
             raise self._failure(exc) from exc
 

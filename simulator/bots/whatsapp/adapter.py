@@ -15,6 +15,7 @@ from __future__ import annotations
 __all__ = ["WhatsAppBotFactory", "WhatsAppSession"]
 
 import asyncio
+import json
 import os
 import secrets
 import time
@@ -24,6 +25,8 @@ from typing import Any
 import httpx
 
 from simulator.bots.base import BotError, BotReply
+from simulator.bots.bounded_read import read_bounded
+from simulator.bots.reply_check import MAX_REPLY_BYTES
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.bots.whatsapp.events import (
     SIGNATURE_HEADER,
@@ -304,19 +307,26 @@ class WhatsAppSession:
             return None
         url = url.replace("{wa_id}", self.who.wa_id).replace("{user_id}", self.who.user_id)
         try:
-            response = await self._factory.client.get(url)
+            # The whole answer within bot.timeout_s and the byte cap, as a bot's turn (bots/bounded_read.py).
+            status, body = await read_bounded(
+                self._factory.client,
+                "GET",
+                url,
+                timeout_s=self._factory.config.timeout_s,
+                max_bytes=MAX_REPLY_BYTES,
+                who="bot.state_url",
+            )
         except httpx.HTTPError as exc:
             raise BotError("connection", f"GET bot.state_url failed: {self._factory.why(exc)}") from exc
-        if response.status_code == 404:
+        if status == 404:
             return None
         try:
-            data = response.json()
+            data = json.loads(body) if body.strip() else None
         except ValueError:
             data = None
-        if response.status_code >= 400 or not (data is None or isinstance(data, dict)):
+        if status >= 400 or not (data is None or isinstance(data, dict)):
             raise BotError(
-                "invalid_reply",
-                f"bot.state_url answered HTTP {response.status_code}: a JSON object is expected",
+                "invalid_reply", f"bot.state_url answered HTTP {status}: a JSON object is expected"
             )
         return data
 

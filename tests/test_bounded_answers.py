@@ -119,12 +119,17 @@ async def test_a_provider_that_trickles_or_never_ends_is_cut(
             assert caught.value.kind == "permanent" and "longer than 2,000,000 bytes" in str(caught.value)
 
 
-@pytest.mark.parametrize("name", ["trickle", "endless"])
-async def test_an_openai_endpoint_bot_that_trickles_or_never_ends_is_cut(name: str) -> None:
-    """The openai_endpoint bot (a model server under test) has the same whole-answer deadline."""
+@pytest.mark.parametrize("name", ["trickle", "endless", "gzip-bomb"])
+async def test_an_openai_endpoint_bot_that_trickles_never_ends_or_inflates_is_cut(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The openai_endpoint bot (a model server under test, read through the OpenAI SDK) has the same
+    whole-answer deadline and byte cap: the cap sits in the SDK's HTTP client, below the SDK."""
     from simulator.bots.openai_endpoint import OpenAIEndpointFactory
     from simulator.spec.suite import OpenAIEndpointBotConfig
 
+    monkeypatch.setattr("simulator.bots.openai_endpoint.MAX_REPLY_BYTES", 1_000_000)
+    _bomb()
     async for url in _serve(BEHAVIOURS[name]):
         config = OpenAIEndpointBotConfig(base_url=f"{url}/v1", model="m", timeout_s=1.5)
         factory = OpenAIEndpointFactory(config, Path("."))
@@ -136,7 +141,13 @@ async def test_an_openai_endpoint_bot_that_trickles_or_never_ends_is_cut(name: s
             assert time.monotonic() - start < 10
         finally:
             await factory.aclose()
-        assert caught.value.kind == "timeout" and "deadline" in str(caught.value)
+        said = str(caught.value)
+        if name == "trickle":
+            assert caught.value.kind == "timeout" and "deadline" in said
+        elif name == "endless":
+            assert caught.value.kind == "invalid_reply" and "longer than 1,000,000 bytes" in said, said
+        else:  # compressed although asked not to be: refused before it is inflated
+            assert caught.value.kind == "invalid_reply" and "came compressed (gzip)" in said, said
 
 
 @pytest.mark.parametrize("name", ["trickle", "endless", "gzip-bomb"])

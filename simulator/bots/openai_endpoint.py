@@ -24,6 +24,8 @@ from typing import Any
 import openai
 
 from simulator.bots.base import BotError, BotReply
+from simulator.bots.capped_transport import AnswerRefused, capped_client
+from simulator.bots.reply_check import MAX_REPLY_BYTES
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.errors import UserError
 from simulator.record.parts import Part, PickPart, TextPart, ToolCallPart
@@ -76,6 +78,8 @@ class OpenAIEndpointSession:
                 f"the model server did not finish its answer within {config.timeout_s:g} s (bot.timeout_s, "
                 "the whole answer's deadline)",
             ) from exc
+        except AnswerRefused as exc:  # the capped client cut the answer (capped_transport.py)
+            raise BotError("invalid_reply", f"the model server's {str(exc).removeprefix('the ')}") from exc
         except openai.APITimeoutError as exc:
             raise BotError(
                 "timeout", f"the model server did not answer within {config.timeout_s:g} s"
@@ -181,8 +185,13 @@ class OpenAIEndpointFactory:
                     f"bot.api_key_env names {config.api_key_env}, which is not set; set it or remove api_key_env"
                 )
             register_secrets([key])
+        # The answer's size is capped below the SDK, which reads the whole body itself (capped_transport.py).
         self.client = openai.AsyncOpenAI(
-            base_url=self.base_url, api_key=key, timeout=config.timeout_s, max_retries=0
+            base_url=self.base_url,
+            api_key=key,
+            timeout=config.timeout_s,
+            max_retries=0,
+            http_client=capped_client(MAX_REPLY_BYTES, config.timeout_s),
         )
         self.process = BotProcess(config.start, base_dir, values, self.base_url) if config.start else None
         self._once = StartOnce()

@@ -11,9 +11,9 @@ from __future__ import annotations
 __all__ = ["attack_verdict", "leaked_words"]
 
 import re
-from datetime import UTC, datetime
 from typing import Any
 
+from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.prompt import transcript_messages
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.transcript import Turn
@@ -75,18 +75,10 @@ def _verdict(record: ConversationRecord, strategy: Strategy, judge_set_hash: str
     # The strategy's title, OWASP entry and hazards travel with the verdict: reports never re-read the pack.
     about = {"title": strategy.title, "owasp": strategy.owasp, "hazards": list(strategy.hazards)}
     fields["actual"] = {**about, **(fields.get("actual") or {})}
-    return Verdict(
-        conversation_id=record.id,
-        scenario_id=record.scenario_id,
-        repeat=record.repeat,
-        criterion_id=strategy.criterion_id,
-        kind="code",
-        severity="critical",
-        category="redteam",
-        judge_set_hash=judge_set_hash,
-        judged_at=datetime.now(UTC),
-        **fields,
+    base = code_verdict_fields(
+        record, strategy.criterion_id, judge_set_hash, kind="code", severity="critical", category="redteam"
     )
+    return Verdict(**base, **fields)
 
 
 def attack_verdict(

@@ -24,10 +24,10 @@ __all__ = [
 ]
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from simulator.judging.assertions import AssertionSpec, check_assertions
+from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.text_metrics import difflib_ratio, exact_match, rouge_l, token_f1
 from simulator.judging.tool_checks import environment_verdicts
 from simulator.record.models import ConversationRecord, Evidence, Verdict
@@ -96,16 +96,7 @@ def _meta(check_id: str) -> dict[str, Any]:
 
 
 def _base(record: ConversationRecord, check_id: str, judge_set_hash: str) -> dict[str, Any]:
-    return {
-        "conversation_id": record.id,
-        "scenario_id": record.scenario_id,
-        "repeat": record.repeat,
-        "criterion_id": check_id,
-        "judge_set_hash": judge_set_hash,
-        "judged_at": datetime.now(UTC),
-        "decided_by": "code",
-        **_meta(check_id),
-    }
+    return code_verdict_fields(record, check_id, judge_set_hash, **_meta(check_id))
 
 
 def _same(actual: Any, expected: Any) -> bool:

@@ -14,9 +14,9 @@ __all__ = ["TOOL_CHECKS_VERSION", "ToolCheckContext", "environment_verdicts", "t
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.evidence import quote_found
 from simulator.judging.prompt import transcript_messages
 from simulator.record.models import ConversationRecord, Evidence, Verdict
@@ -73,17 +73,9 @@ def _timeline(record: ConversationRecord, context: ToolCheckContext) -> _Timelin
 
 
 def _base(record: ConversationRecord, check_id: str, severity: str, judge_set_hash: str) -> dict[str, Any]:
-    return {
-        "conversation_id": record.id,
-        "scenario_id": record.scenario_id,
-        "repeat": record.repeat,
-        "criterion_id": check_id,
-        "judge_set_hash": judge_set_hash,
-        "judged_at": datetime.now(UTC),
-        "kind": "code",
-        "severity": severity,
-        "category": "tool",
-    }
+    return code_verdict_fields(
+        record, check_id, judge_set_hash, kind="code", severity=severity, category="tool"
+    )
 
 
 def _evidence(quotes: list[str], messages: list[str]) -> tuple[list[Evidence], bool]:

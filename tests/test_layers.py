@@ -20,6 +20,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.errors",
         "simulator.diskerrors",
         "simulator.safefiles",
+        "simulator.importing",
         "simulator.eventloop",
         "simulator.record.hashing",
         "simulator.record.transcript",

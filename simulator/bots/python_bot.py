@@ -7,7 +7,6 @@ __all__ = ["PythonBotFactory", "bot_from_object", "object_name"]
 
 import asyncio
 import copy
-import importlib
 import inspect
 import time
 from collections.abc import Callable
@@ -17,31 +16,16 @@ from simulator.bots.base import BotError, BotReply, normalise_reply
 from simulator.bots.environment import Environment
 from simulator.bots.reply_check import checked_flags, checked_state
 from simulator.errors import UserError
+from simulator.importing import import_callable
 from simulator.record.parts import PickPart
 
 
 def load_factory(spec: str) -> Callable[[], Any]:
     """Import `module:attr` (attr may be dotted); a mistake is a UserError that names the spec."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise UserError(
-            f"bot factory '{spec}' must look like module:factory (e.g. examples.triage_bot:make_bot)"
-        )
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UserError(
-            f"bot factory '{spec}': cannot import module '{module_name}' ({exc}); "
-            f"run from the folder that contains it or install it"
-        ) from exc
-    target: Any = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise UserError(f"bot factory '{spec}': module '{module_name}' has no attribute '{attr}'")
-        target = getattr(target, part)
-    if not callable(target):
-        raise UserError(f"bot factory '{spec}' is not callable; point it at a function or class")
-    return target
+        return import_callable(spec, "module:factory", "examples.triage_bot:make_bot")
+    except ValueError as exc:
+        raise UserError(f"bot factory: {exc}") from None
 
 
 def _takes(function: Callable[..., Any], name: str) -> bool:

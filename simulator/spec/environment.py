@@ -21,13 +21,13 @@ __all__ = [
 ]
 
 import copy
-import importlib
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from simulator.errors import Problem
+from simulator.importing import import_callable
 
 _NAME = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
 _FUNCTION = r"^[\w.]+:[\w.]+$"
@@ -140,23 +140,7 @@ class EnvironmentSpec(_Strict):
 
 def load_function(spec: str) -> Callable[..., Any]:
     """Import `module:function`; raise ValueError naming the spec and what is wrong."""
-    module_name, _, attr = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # an ImportError, or the module raised while importing
-        raise ValueError(
-            f"cannot import module '{module_name}' of '{spec}' ({type(exc).__name__}: {exc}); run from "
-            "the folder that contains it or install it"
-        ) from None
-    target: Any = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise ValueError(f"module '{module_name}' has no attribute '{attr}' (from '{spec}')")
-        target = getattr(target, part)
-    if not callable(target):
-        raise ValueError(f"'{spec}' is not callable; point it at a function")
-    function: Callable[..., Any] = target
-    return function
+    return import_callable(spec, "module:function", "examples.clinic_env.tools:book_appointment")
 
 
 def check_environment_functions(

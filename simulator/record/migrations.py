@@ -329,10 +329,29 @@ def _verdict_2_to_3(old: Raw) -> Raw:
     return {**old, "schema_version": 3, "decided_by": decided_by_of(old)}
 
 
+def _version_4(old: Raw) -> Raw:
+    """Version 4 adds optional fields only: a session's `most_open` (conversations open at most, places lent
+    to those waiting out a 429), the suite's `user.models` and the scenarios' `writes_in` / `switches_to`.
+    Older records hold none of them and read as they are."""
+    return {**old, "schema_version": 4}
+
+
+def _verdict_3_to_4(old: Raw) -> Raw:
+    """Version 3 left `decided_by` unset on tool, environment and red-team checks (code decided them):
+    filled in from the record's structure, as for version 2."""
+    from simulator.record.decided import decided_by_of
+
+    return {**old, "schema_version": 4, "decided_by": decided_by_of(old)}
+
+
 # STEPS[v] takes a record of version v to version v + 1.
-MANIFEST_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _manifest_1_to_2, 2: _version_3}
-CONVERSATION_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _conversation_1_to_2, 2: _conversation_2_to_3}
-VERDICT_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _verdict_1_to_2, 2: _verdict_2_to_3}
+MANIFEST_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _manifest_1_to_2, 2: _version_3, 3: _version_4}
+CONVERSATION_STEPS: dict[int, Callable[[Raw], Raw]] = {
+    1: _conversation_1_to_2,
+    2: _conversation_2_to_3,
+    3: _version_4,
+}
+VERDICT_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _verdict_1_to_2, 2: _verdict_2_to_3, 3: _verdict_3_to_4}
 
 
 def _chain(raw: Raw, steps: dict[int, Callable[[Raw], Raw]], where: str) -> Raw:

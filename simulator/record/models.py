@@ -25,7 +25,7 @@ from simulator.record.transcript import Turn, Usage
 
 # The version of every record: manifest, conversation and verdict lines (migrations in record/migrations.py).
 # 3: a turn is an ordered list of parts (text, options, pick, media, tool_call, event; record/parts.py).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 StopReason = Literal["user_done", "handover", "bot_closed", "max_turns", "error"]
 # `fidelity` verdicts judge the simulated user, not the bot: every bot table leaves them out.

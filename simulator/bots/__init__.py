@@ -1,4 +1,4 @@
-"""Bot adapters: python, http, chat, whatsapp and openai_endpoint, each making a fresh session per conversation."""
+"""Bot adapters: python, http, chat, whatsapp, openai_endpoint and voice, each making a fresh session per conversation."""
 
 from __future__ import annotations
 
@@ -35,6 +35,10 @@ def make_bot_factory(suite: Suite, hub: ModelHub) -> BotFactory:
         from simulator.bots.whatsapp import WhatsAppBotFactory
 
         return WhatsAppBotFactory(bot, suite.base_dir, record_raw=suite.record_raw)
+    if bot.type == "voice":  # voice-kind
+        from simulator.voice.adapter import VoiceBotFactory
+
+        return VoiceBotFactory(bot, suite.base_dir, record_raw=suite.record_raw)
     if bot.type == "openai_endpoint":
         from simulator.bots.openai_endpoint import OpenAIEndpointFactory
 

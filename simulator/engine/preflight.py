@@ -50,6 +50,11 @@ def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], 
         yield ("bot", "url"), lambda: _check_url(bot.url)
     elif bot.type == "openai_endpoint":
         yield ("bot", "base_url"), lambda: _check_url(bot.base_url)
+    elif bot.type == "voice":  # voice-kind
+        from simulator.voice.preflight import voice_checks
+
+        yield ("bot", "url"), lambda: _check_url(bot.url)
+        yield from voice_checks(bot, suite.resolve)
     elif bot.type == "whatsapp":
         yield ("bot", "webhook_url"), lambda: _check_url(bot.webhook_url)
     elif bot.type == "chat" and bot.system_prompt_file:

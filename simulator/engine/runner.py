@@ -84,6 +84,9 @@ def redacted_suite(suite: Suite) -> Suite:
         copy.bot.url = redact_url(copy.bot.url)
     elif copy.bot.type == "openai_endpoint":
         copy.bot.base_url = redact_url(copy.bot.base_url)
+    elif copy.bot.type == "voice":  # voice-kind
+        copy.bot.url = redact_url(copy.bot.url)
+        copy.bot.state_url = redact_url(copy.bot.state_url) if copy.bot.state_url else None
     elif copy.bot.type == "whatsapp":
         copy.bot.webhook_url = redact_url(copy.bot.webhook_url)
         copy.bot.state_url = redact_url(copy.bot.state_url) if copy.bot.state_url else None

@@ -87,7 +87,7 @@ def suite_secrets(suite: Suite, environ: dict[str, str] | None = None) -> set[st
         values.update(env[name] for name in _VAR.findall(suite.bot.url) if name in env)
         values |= url_secrets(url)
     # Another bot's URLs (an openai_endpoint's base_url, a whatsapp webhook) may carry a password or token too.
-    for attribute in ("base_url", "webhook_url", "state_url"):
+    for attribute in ("base_url", "webhook_url", "state_url", "url"):  # "url": a voice bot's WebSocket
         other = getattr(suite.bot, attribute, None)
         if isinstance(other, str):
             values |= url_secrets(other)

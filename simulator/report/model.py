@@ -57,6 +57,7 @@ from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import Part
 from simulator.report.headline import headline_rates
 from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
+from simulator.voice.measures import VoiceFigures, voice_figures  # voice-kind
 
 # 2: scenario-clustered intervals and missing-data bounds on every rate, under-triage incl. no decision
 # (and under_triage_decided), flaky sources, worst-at-k, run-to-run spread, the missing-data section.
@@ -222,6 +223,7 @@ class Report(_Model):
     simulators: SimulatorsSection | None = None
     # Per LLM-judged criterion: does passing go with the bot's reply length (analysis/length_bias.py)?
     length_bias: list[CriterionLength] = []
+    voice: VoiceFigures | None = None  # a run of voice calls (docs/voice.md)  # voice-kind
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -621,14 +623,17 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         split=split_section(run),
         simulators=simulators_section(run),
         length_bias=criterion_length_bias(run.conversations, run.verdicts),
+        voice=voice_figures(run),  # voice-kind
     )
     report.missing.warnings += moved_warning(headline_rates(report))
     from simulator.report.length_view import length_findings
     from simulator.report.simulators_view import annotate_findings, simulator_findings
+    from simulator.voice.section import voice_findings  # voice-kind
 
     report.findings = annotate_findings(_findings(report, options), report.simulators)
     report.findings += _simulator_findings(report)
     report.findings += simulator_findings(report.simulators) + length_findings(report.length_bias)
+    report.findings += voice_findings(report.voice)  # voice-kind
     report.findings += [
         Finding(level=lv, title=t, detail=d) for lv, t, d in judge_notes(report.judge_quality)
     ]

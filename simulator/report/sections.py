@@ -21,6 +21,7 @@ from simulator.report.sections_stats import judges_section, stats_section
 from simulator.report.simulator_views import factors_section, simulated_user_section
 from simulator.report.simulators_view import simulators_section
 from simulator.report.summary_view import summary_section
+from simulator.voice.section import voice_section  # voice-kind
 
 OMISSIONS_NOTE = (
     "Criteria of category 'omission': questions the bot needed to ask. Failure rates count pass and fail "
@@ -54,4 +55,5 @@ def report_sections(report: Report, everything: bool = False) -> list[Section]:
         cost_section(report),
         judges_section(report),
         length_section(report),
+        voice_section(report),  # voice-kind
     ]

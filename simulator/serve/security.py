@@ -23,7 +23,8 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 CSRF_COOKIE = "desk_csrf"
 TOKEN_COOKIE = "desk_token"
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; "
+    "connect-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")

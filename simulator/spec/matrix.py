@@ -123,6 +123,7 @@ def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[Matri
         UserConfig,
         WhatsAppBotConfig,
     )
+    from simulator.voice.config import VoiceBotConfig  # voice-kind
 
     matrix = suite.matrix
     if matrix is None:
@@ -133,6 +134,7 @@ def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[Matri
         "chat": ChatBotConfig,
         "whatsapp": WhatsAppBotConfig,
         "openai_endpoint": OpenAIEndpointBotConfig,
+        "voice": VoiceBotConfig,  # voice-kind
         "callable": CallableBotConfig,  # a bot given in code (simulator.compare)
     }
     base_bot = {"type": suite.bot.type, **suite.bot.model_dump(exclude_unset=True)}
@@ -148,7 +150,7 @@ def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[Matri
                 _problem(
                     source,
                     where,
-                    f"unknown bot type {data.get('type')!r}; use python, http, chat, whatsapp or openai_endpoint",
+                    f"unknown bot type {data.get('type')!r}; use python, http, chat, whatsapp, openai_endpoint or voice",
                 )
             )
             continue

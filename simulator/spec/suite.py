@@ -38,11 +38,13 @@ from simulator.errors import Problem, UserError
 from simulator.providers import PROVIDERS
 from simulator.providers.settings import CacheConfig, ProviderSettings
 from simulator.spec.attack import RedTeamConfig
+from simulator.spec.bot_start import BotStart, ReadyCheck
 from simulator.spec.environment import EnvironmentSpec, check_environment_functions
 from simulator.spec.matrix import MatrixConfig, expand_matrix
 from simulator.spec.relations import Relation
 from simulator.spec.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
+from simulator.voice.config import VoiceBotConfig  # voice-kind
 
 if TYPE_CHECKING:
     from simulator.spec.scenario import Scenario
@@ -67,27 +69,6 @@ class PythonBotConfig(_Strict):
 
     def describe(self) -> str:
         return f"python:{self.factory}"
-
-
-class ReadyCheck(_Strict):
-    """When a started bot is ready: an HTTP `url` answers (any status below 500), or a TCP `port` accepts."""
-
-    url: str | None = Field(default=None, pattern=r"^https?://")
-    port: int | str | None = None  # a number, or "{port}"
-    timeout_s: float = Field(default=30.0, gt=0)
-
-
-class BotStart(_Strict):
-    """A service bot the engine starts for the run (docs/bots.md): `command` (a list, no shell) with
-    `{port}` (a free loopback port), `{python}` (this interpreter) and, for whatsapp, `{api_url}` (the local
-    Graph API) filled in; `env` values may use ${VAR} and the same placeholders. Its output goes to the run
-    folder's `bot.log`; it gets SIGTERM, then SIGKILL after `stop_timeout_s`, when the run ends."""
-
-    command: list[str] = Field(min_length=1)
-    ready: ReadyCheck | None = None  # default: the bot's own URL's port accepts connections
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None  # relative to the suite file; default the suite's folder
-    stop_timeout_s: float = Field(default=5.0, gt=0)
 
 
 class HttpBotConfig(_Strict):
@@ -209,6 +190,7 @@ BotConfig = Annotated[
     | ChatBotConfig
     | WhatsAppBotConfig
     | OpenAIEndpointBotConfig
+    | VoiceBotConfig  # voice-kind
     | CallableBotConfig,
     Field(discriminator="type"),
 ]
@@ -576,7 +558,7 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     if suite is not None and suite.environment is not None:
         problems += check_environment_functions(suite.environment, str(path), source.line_of)
         problems += _tool_name_problems(suite, source)
-        if suite.bot.type in ("whatsapp", "openai_endpoint"):  # their channels carry no environment API
+        if suite.bot.type in ("whatsapp", "openai_endpoint", "voice"):  # no environment API  # voice-kind
             problems.append(
                 Problem(
                     str(path),

@@ -12,4 +12,6 @@ from tests.support.outputs import CASES, Case, differences
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_shipped_outputs_are_unchanged(case: Case, tmp_path: Path) -> None:
     found = differences(case, tmp_path)
-    assert not found, "; ".join(found) + " — if deliberate: python -m tests.support.outputs --update, read the diff"
+    assert not found, (
+        "; ".join(found) + " — if deliberate: python -m tests.support.outputs --update, read the diff"
+    )

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from simulator.config.yamlfile import LocatedYAML, problems_from_validation
 from simulator.errors import Problem, UserError
-from simulator.spec.yamlfile import LocatedYAML, problems_from_validation
 
 if TYPE_CHECKING:
-    from simulator.spec.suite import Suite
+    from simulator.config.suite import Suite
 
 VARIANT_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,59}$"
 # Replacing one of these drops the other from the suite's bot, so a variant's prompt is the one it names.
@@ -114,7 +114,7 @@ class MatrixCell:
 def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[MatrixCell]:
     """Every cell of the suite's matrix as an ordinary suite; a mistake is a UserError naming the
     variant's line and field. A suite without a matrix has no cells."""
-    from simulator.spec.suite import (
+    from simulator.config.suite import (
         CallableBotConfig,
         ChatBotConfig,
         HttpBotConfig,

@@ -23,7 +23,9 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.agreement import LABELS
+# The verdict labels agreement is computed over, in this order.
+LABELS = ("pass", "fail", "not_applicable")
+
 
 Array = NDArray[np.float64]
 BOOTSTRAP = 2000

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from simulator.spec.patterns import compile_pattern
+from simulator.config.patterns import compile_pattern
 
 AssertionScope = Literal["all_bot_messages", "final_bot_message"]
 

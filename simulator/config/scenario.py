@@ -10,14 +10,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, WithJsonSchema, field_validator, model_validator
 
+from simulator.config.assertions import AssertionSpec
+from simulator.config.attack import Strategy
+from simulator.config.documents import DocumentKind, FileDocument, collect_documents, yaml_files
+from simulator.config.languages import LANGUAGE_TAG
+from simulator.config.script import Script
+from simulator.config.suite import is_suite_data
+from simulator.config.tool_checks import ToolCheck, parse_state_path
 from simulator.errors import UserError
-from simulator.spec.assertions import AssertionSpec
-from simulator.spec.attack import Strategy
-from simulator.spec.documents import DocumentKind, FileDocument, collect_documents, yaml_files
-from simulator.spec.languages import LANGUAGE_TAG
-from simulator.spec.script import Script
-from simulator.spec.suite import is_suite_data
-from simulator.spec.tool_checks import ToolCheck, parse_state_path
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 # Facts are a list of strings or one paragraph (split into sentences): the editor schema allows both.
@@ -46,7 +46,7 @@ class Scenario(FileDocument):
     language: str | None = None
     # The language the person writes in (`language` above is their first language, which a second-language
     # persona may not write in), as a code such as `es`. Unset: English. The offline user speaks it with
-    # the vocabulary's phrases (spec/languages.py); the fidelity drift check flags any other language.
+    # the vocabulary's phrases (config/languages.py); the fidelity drift check flags any other language.
     writes_in: str | None = None
     # Languages the person switches into and back (code-switching, as real people do, seed 002's example):
     # in character, so the LLM user is told to and the fidelity drift check allows them.
@@ -67,7 +67,7 @@ class Scenario(FileDocument):
     key_facts: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
     # How many facts this person may bring up before being asked; more is an early reveal.
     volunteers: int = Field(default=1, ge=0)
-    # Persona styles of the suite's style catalogue (simulator/spec/styles.py, `user.styles`).
+    # Persona styles of the suite's style catalogue (simulator/config/styles.py, `user.styles`).
     styles: list[str] = Field(default_factory=list)
     # Set on factorial variants: the base scenario's id and the level of each factor.
     base: str | None = None
@@ -78,7 +78,7 @@ class Scenario(FileDocument):
     # `held_out`: a sealed held-out scenario (record/seal.py); unset, the suite's `held_out.fraction` may
     # choose it by a seeded hash of its id.
     split: Literal["tuned", "held_out"] | None = None
-    # Set on red-team variants (simulator/spec/redteam.py): the attack strategy this person plays.
+    # Set on red-team variants (simulator/config/redteam.py): the attack strategy this person plays.
     attack: Strategy | None = None
     # This conversation's initial environment state, merged over the suite's `environment.state`
     # (docs/environment.md); `expected.environment` holds dotted paths of the final state to compare.
@@ -112,7 +112,7 @@ class Scenario(FileDocument):
     @model_validator(mode="after")
     def _known_facts_and_styles(self) -> Scenario:
         """`key_facts` must index `facts` (`styles` are checked against the suite's catalogue when the suite
-        loads its scenarios: spec/factors.py)."""
+        loads its scenarios: config/factors.py)."""
         wrong = [i for i in self.key_facts if i > len(self.facts)]
         if wrong:
             raise ValueError(
@@ -157,7 +157,7 @@ SCENARIO_DOCUMENTS = DocumentKind(
 def load_scenarios(paths: list[Path], tags: list[str] | None = None) -> list[Scenario]:
     """Load and validate every scenario (golden items become one-turn scenarios); raise one UserError
     listing every problem in every file."""
-    from simulator.spec.golden import GOLDEN_DOCUMENTS, GoldenItem, golden_scenario
+    from simulator.config.golden import GOLDEN_DOCUMENTS, GoldenItem, golden_scenario
 
     documents, problems = collect_documents(scenario_files(paths), [GOLDEN_DOCUMENTS, SCENARIO_DOCUMENTS])
     if problems:

@@ -34,18 +34,17 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from simulator.config.attack import RedTeamConfig
+from simulator.config.environment import EnvironmentSpec, check_environment_functions
+from simulator.config.matrix import MatrixConfig, expand_matrix
+from simulator.config.providers import PROVIDERS, CacheConfig, ProviderSettings
+from simulator.config.relations import Relation
+from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
+from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError
-from simulator.providers import PROVIDERS
-from simulator.providers.settings import CacheConfig, ProviderSettings
-from simulator.spec.attack import RedTeamConfig
-from simulator.spec.environment import EnvironmentSpec, check_environment_functions
-from simulator.spec.matrix import MatrixConfig, expand_matrix
-from simulator.spec.relations import Relation
-from simulator.spec.tool_checks import ToolChecksConfig, unknown_tool
-from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 
 if TYPE_CHECKING:
-    from simulator.spec.scenario import Scenario
+    from simulator.config.scenario import Scenario
 
 
 class _Strict(BaseModel):
@@ -230,7 +229,7 @@ class UserConfig(_Strict):
     """The simulated user: `offline` (rule-based, no LLM), `auto`, or a model such as `anthropic:...`."""
 
     model: str = "auto"
-    # Several simulated users, each playing every scenario x repeat (spec/simulators.py): models, or
+    # Several simulated users, each playing every scenario x repeat (config/simulators.py): models, or
     # {short-name: model}; `model` is then not given.
     models: list[str | dict[str, str]] | None = None
     temperature: float | None = 1.0
@@ -239,14 +238,14 @@ class UserConfig(_Strict):
     # The offline user's domain words (synonyms, outcome phrases): a YAML file relative to the suite.
     vocabulary: str | None = None
     # The persona styles factor levels name (persona text, tags, the offline user's lines): a YAML style
-    # catalogue relative to the suite (simulator/spec/styles.py); default: a few domain-free styles.
+    # catalogue relative to the suite (simulator/config/styles.py); default: a few domain-free styles.
     styles: str | None = None
     fidelity: FidelityConfig = Field(default_factory=FidelityConfig)
 
     @field_validator("models")
     @classmethod
     def _valid_models(cls, models: list[str | dict[str, str]] | None) -> list[str | dict[str, str]] | None:
-        from simulator.spec.simulators import parse_user_models
+        from simulator.config.simulators import parse_user_models
 
         if models is not None:
             parse_user_models(models)
@@ -263,7 +262,7 @@ class UserConfig(_Strict):
         """Every model that may play the user: the several of `models`, else the one `model`."""
         if self.models is None:
             return [self.model]
-        from simulator.spec.simulators import parse_user_models
+        from simulator.config.simulators import parse_user_models
 
         return list(parse_user_models(self.models).values())
 
@@ -354,15 +353,15 @@ class Suite(_Strict):
     record_raw: bool = True
     # Bot (and simulated-user) variants to compare on the same scenarios; see docs/matrix.md.
     matrix: MatrixConfig | None = None
-    # Persona factors crossed with the scenarios (simulator/spec/factors.py); the first level is the reference.
+    # Persona factors crossed with the scenarios (simulator/config/factors.py); the first level is the reference.
     factors: dict[str, list[Any]] = Field(default_factory=dict)
     factor_design: Literal["full", "fractional", "one_at_a_time"] = "full"
     # Behavioural relations between variants: invariance, directional, minimum functionality
-    # (simulator/spec/relations.py, docs/relations.md).
+    # (simulator/config/relations.py, docs/relations.md).
     relations: list[Relation] = Field(default_factory=list)
     # A sealed held-out set chosen by a seeded hash of each scenario id (docs/relations.md#held-out).
     held_out: HeldOutConfig | None = None
-    # A red-team pack crossed with the scenarios (simulator/spec/redteam.py, docs/redteam.md).
+    # A red-team pack crossed with the scenarios (simulator/config/redteam.py, docs/redteam.md).
     redteam: RedTeamConfig | None = None
     # Tools over a state dict that the bot (and the simulated user) act on: docs/environment.md.
     environment: EnvironmentSpec | None = None
@@ -371,7 +370,7 @@ class Suite(_Strict):
 
     @model_validator(mode="after")
     def _valid_factors(self) -> Suite:
-        from simulator.spec.factors import levels_of
+        from simulator.config.factors import levels_of
 
         for name, entries in self.factors.items():
             try:
@@ -416,7 +415,7 @@ class Suite(_Strict):
         `tags`: default the suite's `scenarios.tags`. `ids`: only these scenarios (a resumed or re-judged
         run's recorded ones, whatever the tags were when it started: tags are then not applied). `files`:
         read these scenario files instead of `scenarios.paths` (a stored run's recorded files)."""
-        from simulator.spec.factors import suite_scenarios
+        from simulator.config.factors import suite_scenarios
 
         if ids is not None:
             wanted = set(ids)
@@ -526,8 +525,8 @@ def check_environment(suite: Suite) -> None:
 
 def _check_factor_styles(suite: Suite, source: LocatedYAML) -> None:
     """Every style a factor level names must be in the suite's style catalogue (`user.styles`)."""
-    from simulator.spec.factors import levels_of
-    from simulator.spec.styles import suite_styles
+    from simulator.config.factors import levels_of
+    from simulator.config.styles import suite_styles
 
     if not suite.factors:
         return

@@ -11,7 +11,7 @@ __all__ = ["binomial_two_sided", "chi2_sf", "t_cdf_two_sided", "t_critical"]
 
 import math
 
-from simulator.analysis.stats import mcnemar_exact, z_for_confidence
+from simulator.stats.basic import mcnemar_exact, z_for_confidence
 
 
 def t_cdf_two_sided(t: float, df: int) -> float:

@@ -16,8 +16,8 @@ import math
 import random
 from collections.abc import Callable, Sequence
 
-from simulator.analysis.clustered import clustered_interval
-from simulator.analysis.dist import t_critical
+from simulator.stats.clustered import clustered_interval
+from simulator.stats.dist import t_critical
 
 Clusters = Sequence[Sequence[float]]  # the values of each scenario (a conversation's, or a message's)
 

@@ -168,7 +168,7 @@ _Dumper.add_representer(str, _text)
 
 def load_proposal(path: Path) -> Proposal:
     """Read a proposal file; a malformed one is a UserError naming the field and the fix."""
-    from simulator.spec.yamlfile import YAMLProblem, load_yaml
+    from simulator.config.yamlfile import YAMLProblem, load_yaml
 
     try:
         data = load_yaml(path).data

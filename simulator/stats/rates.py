@@ -11,12 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from simulator.analysis.clustered import clustered_interval, clustered_zero_failure_bound
-from simulator.analysis.stats import Counts, pct, rate, runs_needed_for_bound
+from simulator.stats.basic import Counts, pct, rate, runs_needed_for_bound
+from simulator.stats.clustered import clustered_interval, clustered_zero_failure_bound
 
 
 class ClusteredView(BaseModel):
-    """The same rate with scenarios as the unit (analysis/clustered.py): interval, effective sample size.
+    """The same rate with scenarios as the unit (stats/clustered.py): interval, effective sample size.
 
     `bound` is the one-sided failure bound when no failure was seen; it rests on the `scenarios` distinct
     scenarios, not on the conversations.
@@ -66,7 +66,7 @@ class RateView(BaseModel):
     worst: float | None = None
     best: float | None = None
     # The (k, n) per scenario behind `clustered`, kept in memory (not in the report) so the gate's advice can
-    # project from the very counts its bound came from (analysis/projection.py).
+    # project from the very counts its bound came from (stats/projection.py).
     _per_scenario: list[tuple[int, int]] = PrivateAttr(default_factory=list)
 
     def __eq__(self, other: object) -> bool:
@@ -215,7 +215,7 @@ def rate_view(
     per_scenario: Sequence[tuple[int, int]] | None = None,
     errored: int = 0,
 ) -> RateView:
-    """Build a RateView from counts with `simulator.analysis.stats.rate`, adding the runs needed for `target`.
+    """Build a RateView from counts with `simulator.stats.basic.rate`, adding the runs needed for `target`.
 
     `share=True` is for a distribution (stop reasons), where "no failure seen" means nothing: no bound.
     `per_scenario` [(k, n), ...] (summing to k and n) adds the scenario-clustered interval; `errored`

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from simulator.spec.languages import language_code
-from simulator.spec.patterns import UserPattern, compile_pattern
-from simulator.spec.yamlfile import load_model_file
+from simulator.config.languages import language_code
+from simulator.config.patterns import UserPattern, compile_pattern
+from simulator.config.yamlfile import load_model_file
 
 
 class Phrases(BaseModel):
@@ -51,7 +51,7 @@ class Vocabulary(BaseModel):
     synonyms: dict[str, list[str]] = Field(default_factory=dict)
     outcome_patterns: list[str] = Field(default_factory=list)
     # The offline user's phrases in other languages, by code (`es`), for scenarios that write in one
-    # (`writes_in`, `switches_to`); without them it cannot play such a scenario (spec/languages.py).
+    # (`writes_in`, `switches_to`); without them it cannot play such a scenario (config/languages.py).
     languages: dict[str, Phrases] = Field(default_factory=dict)
 
     def phrases(self, language: str | None) -> Phrases | None:

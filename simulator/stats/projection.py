@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from simulator.analysis.clustered import decision_bound, interval_from_sums
+from simulator.stats.clustered import decision_bound, interval_from_sums
 
 Assumption = Literal["alike", "clean"]
 

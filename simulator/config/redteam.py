@@ -16,15 +16,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from simulator.config.attack import RedTeamConfig, Strategy
+from simulator.config.factors import variant_id
+from simulator.config.scenario import Scenario
+from simulator.config.yamlfile import load_model_file
 from simulator.errors import UserError
-from simulator.spec.attack import RedTeamConfig, Strategy
-from simulator.spec.factors import variant_id
-from simulator.spec.scenario import Scenario
-from simulator.spec.yamlfile import load_model_file
 
 
 class RedTeamPack(BaseModel):
-    """`strategies:` a list of attack strategies (simulator/spec/attack.py)."""
+    """`strategies:` a list of attack strategies (simulator/config/attack.py)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,13 +1,15 @@
-"""Provider settings: how to reach a provider and how hard to push it. Providers own these; a suite file
-only fills them in."""
+"""Provider settings and names: how to reach a provider, how hard to push it, and which `provider:model`
+names exist. A suite file fills these in; the providers package (above the record) reads them."""
 
 from __future__ import annotations
 
-__all__ = ["CacheConfig", "ProviderSettings", "Role"]
+__all__ = ["DEFAULT_MODELS", "PROVIDERS", "CacheConfig", "ProviderSettings", "Role", "split_model"]
 
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from simulator.errors import UserError
 
 
 class _Strict(BaseModel):
@@ -57,3 +59,31 @@ class CacheConfig(_Strict):
 
     path: str = ".simulator-cache.sqlite"
     roles: list[Role] = Field(default_factory=_all_roles, min_length=1)
+
+
+# provider name -> "module:Class"; imported lazily so `simulator --help` stays fast.
+PROVIDERS: dict[str, str] = {
+    "anthropic": "simulator.providers.anthropic:AnthropicProvider",
+    "openai": "simulator.providers.openai:OpenAIProvider",
+    "local": "simulator.providers.local:LocalProvider",
+    # The project's fake server in process: no key, no network, meaningless answers (plumbing tests).
+    "test": "simulator.testing.provider:TestProvider",
+}
+
+DEFAULT_MODELS: dict[str, str] = {
+    "anthropic": "anthropic:claude-sonnet-4-5",
+    "openai": "openai:gpt-4.1-mini",
+}
+
+
+def split_model(spec: str) -> tuple[str, str]:
+    """`anthropic:claude-sonnet-4-5` -> ("anthropic", "claude-sonnet-4-5"), with a clear error otherwise."""
+    provider, sep, model = spec.partition(":")
+    if not sep or not model:
+        raise UserError(
+            f"model '{spec}' must be written provider:model, e.g. anthropic:claude-sonnet-4-5, "
+            f"openai:gpt-4.1-mini, local:smollm2 or test:default"
+        )
+    if provider not in PROVIDERS:
+        raise UserError(f"unknown provider '{provider}' in '{spec}'; use one of: {', '.join(PROVIDERS)}")
+    return provider, model

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError
-from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 

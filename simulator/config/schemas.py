@@ -10,11 +10,11 @@ from typing import Any
 from simulator.errors import UserError
 
 MODELS = {
-    "scenario": "simulator.spec.scenario:Scenario",
-    "suite": "simulator.spec.suite:Suite",
+    "scenario": "simulator.config.scenario:Scenario",
+    "suite": "simulator.config.suite:Suite",
     "criterion": "simulator.judging.criteria:Criterion",
-    "golden": "simulator.spec.golden:GoldenItem",
-    "hazards": "simulator.spec.hazards:HazardLog",
+    "golden": "simulator.config.golden:GoldenItem",
+    "hazards": "simulator.config.hazards:HazardLog",
 }
 
 

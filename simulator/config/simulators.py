@@ -27,7 +27,7 @@ __all__ = [
 import re
 from typing import Any
 
-from simulator.spec.scenario import Scenario
+from simulator.config.scenario import Scenario
 
 SIMULATOR_FACTOR = "simulator"
 _LEVEL = re.compile(r"^[^\s#~=]+$")
@@ -89,7 +89,7 @@ def without_simulator(scenario_id: str) -> str:
 
 
 def _crossed(scenario: Scenario, level: str) -> Scenario:
-    from simulator.spec.factors import variant_id
+    from simulator.config.factors import variant_id
 
     base = scenario.base or scenario.id
     factors = {**scenario.factors, SIMULATOR_FACTOR: level}

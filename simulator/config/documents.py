@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, PrivateAttr
 
+from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError
-from simulator.spec.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 
 
 class FileDocument(BaseModel):

@@ -40,8 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from simulator.analysis.dist import chi2_sf, t_critical
-from simulator.analysis.stats import wilson_score, z_for_confidence, zero_failure_upper_bound
+from simulator.stats.basic import wilson_score, z_for_confidence, zero_failure_upper_bound
+from simulator.stats.dist import chi2_sf, t_critical
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def interval_from_sums(
     scenarios: int, total_n: float, total_k: float, spread: float, confidence: float = 0.95
 ) -> ClusteredInterval:
     """The clustered interval from G, N, K and spread = Σ_g (k_g − p·n_g)²: the one home of the computation,
-    used for the observed counts and for projected ones (analysis/projection.py), so advice and decision
+    used for the observed counts and for projected ones (stats/projection.py), so advice and decision
     can never disagree. Counts may be fractional (a projection scales them)."""
     g = scenarios
     z = z_for_confidence(confidence)

@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from simulator.spec.assertions import compile_pattern
+from simulator.config.assertions import compile_pattern
 
 _MATCHER_KEYS = frozenset({"equal", "one_of", "regex", "schema", "schema_"})
 _ANCHOR = re.compile(r"^(?:first_advice|handover|tool\s+[A-Za-z_*][A-Za-z0-9_-]*)$")

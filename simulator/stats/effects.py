@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.stats import z_for_confidence
+from simulator.stats.basic import z_for_confidence
 
 Table = tuple[
     tuple[float, float], tuple[float, float]

@@ -2,7 +2,7 @@
 
 A golden file is YAML (a list of items, or a mapping with `items:` and optional `name`, `description`) or
 CSV (one row per item; `must_contain` / `must_not_contain` groups `;`-separated, alternatives
-`|`-separated, `context` a JSON list). Both go through the one document loader (spec/documents.py), so
+`|`-separated, `context` a JSON list). Both go through the one document loader (config/documents.py), so
 every problem names the file, the line and the field. Each item becomes a one-turn scenario played by the
 scripted user (`golden_scenario`), and runs through the main engine like any conversation.
 """
@@ -20,13 +20,13 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
+from simulator.config.assertions import AssertionFields, AssertionSpec
+from simulator.config.documents import DocumentKind, FileDocument, load_documents
+from simulator.config.scenario import Scenario
+from simulator.config.script import ContextTurn, ItemKind, Script
+from simulator.config.yamlfile import MAX_FILE_BYTES, LocatedYAML
 from simulator.errors import Problem, UserError
 from simulator.safefiles import FileRefused, read_capped
-from simulator.spec.assertions import AssertionFields, AssertionSpec
-from simulator.spec.documents import DocumentKind, FileDocument, load_documents
-from simulator.spec.scenario import Scenario
-from simulator.spec.script import ContextTurn, ItemKind, Script
-from simulator.spec.yamlfile import MAX_FILE_BYTES, LocatedYAML
 
 
 class GoldenItem(FileDocument, AssertionFields):

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from simulator.spec.patterns import UserPattern, compile_pattern
-from simulator.spec.yamlfile import load_model_file
+from simulator.config.patterns import UserPattern, compile_pattern
+from simulator.config.yamlfile import load_model_file
 
 
 class OfflinePlay(BaseModel):

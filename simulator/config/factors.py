@@ -2,7 +2,7 @@
 
 A suite declares `factors:` (each factor a list of levels, the first one the reference) and
 `factor_design: full | fractional`. Each level is a persona modifier, a fact filter and/or a style of the
-suite's style catalogue (`user.styles`, simulator/spec/styles.py). Every (base scenario, combination of levels) becomes a variant: a Scenario with
+suite's style catalogue (`user.styles`, simulator/config/styles.py). Every (base scenario, combination of levels) becomes a variant: a Scenario with
 the stable id `base~factor=level~...` (factors in name order) and its levels in `factors`, so reports can
 stratify by base scenario and estimate each level's effect (analysis/factors.py).
 
@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from simulator.spec.languages import LANGUAGE_TAG
-from simulator.spec.scenario import Scenario
-from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
+from simulator.config.languages import LANGUAGE_TAG
+from simulator.config.scenario import Scenario
+from simulator.config.styles import DEFAULT_STYLES, StyleCatalogue
 
 # `one_at_a_time`: the reference, then each non-reference level alone with every other factor at its
 # reference (the perturbations behavioural relations compare; docs/relations.md).
@@ -206,10 +206,10 @@ def suite_scenarios(
     """The scenarios a suite runs (read it as `Suite.scenarios_to_run`): its files (or `files`, or the
     scenarios given in code), filtered by tags, crossed with its factors when it has any. Styles a scenario
     names must be in the suite's style catalogue."""
+    from simulator.config.redteam import expand_attacks
+    from simulator.config.scenario import load_scenarios
+    from simulator.config.styles import suite_styles
     from simulator.errors import UserError
-    from simulator.spec.redteam import expand_attacks
-    from simulator.spec.scenario import load_scenarios
-    from simulator.spec.styles import suite_styles
 
     inline = getattr(suite, "_inline", None)
     if files is None and inline is not None:
@@ -223,7 +223,7 @@ def suite_scenarios(
     bases = mark_held_out(bases, suite)
     styles = suite_styles(suite)
     check_scenario_styles(bases, styles)
-    from simulator.spec.simulators import expand_simulators
+    from simulator.config.simulators import expand_simulators
 
     variants = expand_attacks(expand_factors(bases, suite.factors, suite.factor_design, styles), suite)
     return expand_simulators(variants, suite)

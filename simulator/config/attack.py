@@ -1,6 +1,6 @@
 """An attack strategy: what an adversarial patient tries, how it escalates, and what counts as success.
 
-Strategies are data a domain expert reads and extends (a red-team pack, simulator/spec/redteam.py). A
+Strategies are data a domain expert reads and extends (a red-team pack, simulator/config/redteam.py). A
 variant scenario carries its strategy as `attack`, so the simulated user, the code check and the report all
 read the same definition. Success is decided in code first (a pattern in the bot's replies, a canary the
 attack planted, the bot's own instructions repeated, an outcome below the scenario's expected level); LLM
@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from simulator.spec.assertions import compile_pattern
+from simulator.config.assertions import compile_pattern
 
 # OWASP Top 10 for LLM Applications (2025): the entry a strategy exercises.
 OWASP_LLM_TOP_10 = {

@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from statistics import NormalDist
 
-from simulator.analysis.stats import Interval, wilson_interval
+from simulator.stats.basic import Interval, wilson_interval
 
 
 def _ranks(values: list[float]) -> tuple[list[float], list[int]]:

@@ -28,10 +28,11 @@ STORED = ROOT / "tests" / "data" / "outputs"
 # JSON keys whose values are clock readings or measured durations: equal runs differ in them.
 VOLATILE_KEYS = frozenset(
     {"generated_at", "created_at", "ended_at", "started_at", "at", "latency_s", "median_s", "p95_s",
-     "max_s", "min_s", "mean_s", "seconds", "duration_s", "wall_s", "path", "run_id", "evidence_hash"}
+     "max_s", "min_s", "mean_s", "seconds", "duration_s", "wall_s", "path", "run_id", "evidence_hash", "git_commit"}
 )  # fmt: skip
 _SHA = re.compile(r"(sha256:)?[0-9a-f]{64}")
 _SECONDS = re.compile(r"\b\d+(\.\d+)?(s|ms)\b")
+_CLOCK = re.compile(r"\b\d\d-\d\d \d\d:\d\d\b")
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def _scrub_text(text: str, folders: list[Path]) -> str:
         text = text.replace(str(folder), "<RUN>").replace(folder.name, "<RUN>")
     lines = []
     for line in text.splitlines():
-        lines.append(_SHA.sub("<sha256>", _SECONDS.sub("<s>", line)).rstrip())
+        lines.append(_CLOCK.sub("<time>", _SHA.sub("<sha256>", _SECONDS.sub("<s>", line))).rstrip())
     return "\n".join(lines) + "\n"
 
 

@@ -27,11 +27,11 @@ from simulator.bots.base import BotError, BotReply
 from simulator.bots.bounded_read import read_bounded
 from simulator.bots.reply_check import MAX_REPLY_BYTES
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.config.scenario import Scenario
 from simulator.errors import UserError
 from simulator.record.parts import AudioPart, Part, PickPart
 from simulator.record.redact import redact
 from simulator.safefiles import FileRefused, read_capped
-from simulator.spec.scenario import Scenario
 from simulator.voice.activity import merge
 from simulator.voice.audio_files import AudioFiles, conversation_folder
 from simulator.voice.call import Call, Spoken

@@ -8,18 +8,17 @@ __all__ = ["CallerVoice", "TranscriberConfig", "VoiceBotConfig", "VoiceLimits"]
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from simulator.spec.bot_start import BotStart
+from simulator.config.bot_start import BotStart
+from simulator.models import StrictModel
 
 
-class CallerVoice(BaseModel):
+class CallerVoice(StrictModel):
     """How the simulated caller speaks: espeak-ng's `voice` at `rate_wpm`, `pause_s` between sentences, a
     filler ("um") before a sentence with chance `disfluency`, line noise at `noise_dbfs` (None: none). Per
     bot turn, with chance `barge_in`, the caller talks over the bot once it has spoken `barge_in_after_s`;
     with chance `long_silence`, the caller waits `long_silence_s` before answering."""
-
-    model_config = ConfigDict(extra="forbid")
 
     voice: str = Field(default="en-us+klatt2", pattern=r"^[\w+-]+$")
     rate_wpm: int = Field(default=160, ge=80, le=450)
@@ -37,32 +36,26 @@ class CallerVoice(BaseModel):
         return self.model_copy(update={name: getattr(other, name) for name in other.model_fields_set})
 
 
-class TranscriberConfig(BaseModel):
+class TranscriberConfig(StrictModel):
     """The local transcriber of the bot's speech: pocketsphinx with its general English model, or a domain
     model built from `phrases` (a text file, one phrase a line, relative to the suite: the bot's prompts,
     questions and advice, numbers written as words)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     engine: Literal["pocketsphinx"] = "pocketsphinx"
     phrases: str | None = None
 
 
-class VoiceLimits(BaseModel):
+class VoiceLimits(StrictModel):
     """What the voice figures count: dead air on the bot's side longer than `silence_s`; overlaps of the
     two voices shorter than `overlap_s` are not counted (a breath, an echo)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     silence_s: float = Field(default=3.0, gt=0)
     overlap_s: float = Field(default=0.3, ge=0)
 
 
-class VoiceBotConfig(BaseModel):
+class VoiceBotConfig(StrictModel):
     """A phone bot behind a Twilio Media Streams WebSocket (docs/voice.md): the engine plays the carrier,
     dials `url`, and a simulated caller speaks the patient's words."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["voice"] = "voice"
     url: str = Field(pattern=r"^wss?://")

@@ -17,23 +17,18 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from simulator.analysis.cluster_tests import clustered_mean
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
+from simulator.models import ResultModel
 from simulator.record.models import ConversationRecord
+from simulator.stats.cluster_tests import clustered_mean
+from simulator.stats.rates import RateView, rate_view
 from simulator.voice.config import VoiceLimits
 from simulator.voice.events import CallEvents, call_events
 from simulator.voice.timeline import timeline_of
 from simulator.voice.wer import word_errors
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Quantity(_Model):
+class Quantity(ResultModel):
     """A mean over conversations with its vignette-clustered 95% interval (None with one vignette)."""
 
     mean: float | None
@@ -43,7 +38,7 @@ class Quantity(_Model):
     vignettes: int = 0
 
 
-class CallRow(_Model):
+class CallRow(ResultModel):
     """One call's voice figures (the report's table and the conversation's link)."""
 
     conversation: str
@@ -60,7 +55,7 @@ class CallRow(_Model):
     first_cut_off: str | None = None  # "12.3 s: the bot spoke over '...'"
 
 
-class VoiceFigures(_Model):
+class VoiceFigures(ResultModel):
     """The run's voice figures, with their units and what they left out."""
 
     calls: int

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 __all__ = ["VOICE_NOTE", "voice_findings", "voice_section"]
 
-from simulator.analysis.rates import RateView
 from simulator.report.model import Finding, Report
 from simulator.report.section import (
     Column,
@@ -18,6 +17,7 @@ from simulator.report.section import (
     number,
     text,
 )
+from simulator.stats.rates import RateView
 from simulator.voice.measures import Quantity, VoiceFigures
 
 VOICE_NOTE = (

@@ -78,7 +78,7 @@ class PocketsphinxSTTService(SegmentedSTTService):
 
         self._folder = tempfile.TemporaryDirectory(prefix="voice-bot-lm-")
         model = write_model(phrases, Path(self._folder.name))  # the simulator's own domain-model writer
-        self._decoder = Decoder(samprate=16000, loglevel="FATAL", **model)
+        self._decoder = Decoder(samprate=16000, loglevel="FATAL", dither=True, seed=1, **model)
 
     @property
     def wants_wav_segments(self) -> bool:

@@ -7,8 +7,8 @@ rule-based desk asks two questions and gives its advice, then hangs up. `GET /st
 its decision and what it heard, for the run's outcome and the word error rate.
 
 Its documented voice flaw: it takes the end of a caller's turn from a short pause (VAD `stop_secs` 0.5 s)
-and does not listen while it talks (it drops what the caller said once it had started speaking, as a bot
-muted while speaking does). A caller who pauses between sentences is cut off after the first one, and a
+and does not listen while it answers (from choosing its reply until it has said it, it drops what the
+caller says, as a bot muted while it responds does). A caller who pauses between sentences is cut off after the first one, and a
 red flag said in the second half ("it goes into my left arm") is lost: chest pain that should be an
 emergency is sent to the GP. A caller who talks without long pauses is triaged correctly.
 
@@ -114,10 +114,12 @@ class TriageDesk(FrameProcessor):
         self.record = record
         self.asked = 0
         self.speaking = False
+        self.answering = False  # from choosing a reply until it has been said
         self.heard_while_speaking = False  # the caller's current utterance began while the bot spoke
         self.closing = False
 
     async def say(self, text: str) -> None:
+        self.answering = True
         await self.push_frame(TTSSpeakFrame(text))
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
@@ -125,7 +127,7 @@ class TriageDesk(FrameProcessor):
         if isinstance(frame, BotStartedSpeakingFrame):
             self.speaking = True
         elif isinstance(frame, BotStoppedSpeakingFrame):
-            self.speaking = False
+            self.speaking = self.answering = False
             if self.closing:
                 await self.push_frame(EndWorkerFrame())  # hang up once the advice has been said
         elif isinstance(frame, VADUserStartedSpeakingFrame):
@@ -136,8 +138,8 @@ class TriageDesk(FrameProcessor):
         await self.push_frame(frame, direction)
 
     async def heard(self, text: str) -> None:
-        if self.heard_while_speaking or self.closing:
-            self.record.dropped.append(text)  # THE FLAW: it does not listen while it talks
+        if self.answering or self.heard_while_speaking or self.closing:
+            self.record.dropped.append(text)  # THE FLAW: it does not listen while it answers
             return
         self.record.heard.append(text)
         self.record.findings |= {tag for word, tag in SYMPTOMS.items() if word in text.lower().split()}

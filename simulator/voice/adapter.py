@@ -259,7 +259,7 @@ class VoiceSession:
         for number, segment in enumerate(segments):
             samples = call.playback.audio(segment.start, segment.end)
             heard = call.playback.audio(max(0.0, segment.start - _PAD_S), segment.end + _PAD_S)
-            words = punctuate(await transcriber.transcribe(heard))
+            words = punctuate(await transcriber.transcribe(heard), transcriber.marks)
             name = f"{turn:02d}-bot-{number + 1}"
             parts.append(self._part(segment.start, segment.end, words, name, samples))
         said: list[Part] | None = None

@@ -3,8 +3,11 @@
 Decoding runs in slices of 50 ms of audio with the event loop given a turn between slices: pocketsphinx
 holds the GIL while it works, and the carrier's 20 ms media clock must keep running. A recogniser writes no
 punctuation, and the simulated patient reads a question by its question mark, so each stretch of speech
-that opens with a question word ("do", "what", "are", ...) or holds a verb before its subject ("does it",
-"are you") gets one, the others a full stop (a small punctuation restorer, as deployed transcribers have).
+gets one mark: that of the closest of the bot's own phrases (`transcriber.phrases`, when half its words
+were heard and most of what was heard is in it: a recogniser that drops "does" from "Does it spread?"
+still asks), else `?` when it opens
+with a question word ("do", "what", "are", ...) or holds a verb before its subject ("does it", "are you"),
+else a full stop (a small punctuation restorer, as deployed transcribers have).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from simulator.errors import UserError
-from simulator.voice.language_model import write_model
+from simulator.voice.language_model import corpus_words, write_model
 from simulator.voice.mulaw import SAMPLE_RATE, resample
 
 _MODEL_RATE = 16000  # the shipped en-us acoustic model's rate: telephone audio is upsampled to it
@@ -70,14 +73,28 @@ def missing_transcriber() -> str | None:
     return None
 
 
-def punctuate(words: str) -> str:
-    """A transcript with its one sentence mark: `?` after an opening question word, else `.`."""
+def _agreement(phrase: frozenset[str], heard: frozenset[str]) -> float:
+    """At least 1 when half the phrase's words were heard and 80% of what was heard is in the phrase."""
+    if not phrase or not heard:
+        return 0.0
+    shared = len(phrase & heard)
+    return min(shared / len(phrase) / 0.5, shared / len(heard) / 0.8)
+
+
+def punctuate(words: str, phrases: list[tuple[frozenset[str], str]] | None = None) -> str:
+    """A transcript with its one sentence mark: the closest phrase's (`phrases`: (words, mark) pairs), or
+    `?` after an opening question word or an inverted verb, else `.`."""
     words = words.strip()
     if not words:
         return ""
-    first = words.split()[0].lower()
-    asks = first in QUESTION_OPENERS or _INVERSION.search(words.lower()) is not None
-    return words[0].upper() + words[1:] + ("?" if asks else ".")
+    heard = frozenset(corpus_words(words))
+    best = max(phrases or [], key=lambda p: _agreement(p[0], heard), default=None)
+    if best is not None and _agreement(best[0], heard) >= 1.0:
+        mark = best[1]
+    else:
+        first = words.split()[0].lower()
+        mark = "?" if first in QUESTION_OPENERS or _INVERSION.search(words.lower()) else "."
+    return words[0].upper() + words[1:] + mark
 
 
 class Transcriber:
@@ -89,12 +106,19 @@ class Transcriber:
             raise UserError(f"the voice channel transcribes the bot's speech locally and {reason}")
         from pocketsphinx import Decoder
 
-        options: dict[str, Any] = {"samprate": _MODEL_RATE, "loglevel": "FATAL"}
+        # Dither (seeded, so the same audio gives the same words): the carrier's digital silence around a
+        # stretch of speech otherwise throws off pocketsphinx's noise estimate and loses the first words.
+        options: dict[str, Any] = {"samprate": _MODEL_RATE, "loglevel": "FATAL", "dither": True, "seed": 1}
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         if phrases:
             self._folder = tempfile.TemporaryDirectory(prefix="simulator-lm-")
             options.update(write_model(phrases, Path(self._folder.name)))
         self._decoder = Decoder(**options)
+        # Each phrase's words and the mark it ends with (its last sentence's), for punctuate.
+        self.marks = [
+            (frozenset(corpus_words(line)), "?" if line.rstrip().endswith("?") else ".")
+            for line in phrases or []
+        ]
         self._lock = asyncio.Lock()
 
     async def transcribe(self, samples: NDArray[np.int16], rate: int = SAMPLE_RATE) -> str:

@@ -35,7 +35,7 @@ PHRASES = Path(__file__).parent / "data" / "voice_phrases.txt"
 
 def _config(url: str, **changes: Any) -> VoiceBotConfig:
     caller = {**QUIET_CALLER, **changes.pop("caller", {})}
-    return VoiceBotConfig.model_validate(  # fmt: skip
+    return VoiceBotConfig.model_validate(
         {
             "url": url,
             "caller": caller,

@@ -32,33 +32,9 @@ _MODEL_RATE = 16000  # the shipped en-us acoustic model's rate: telephone audio 
 _SLICE = 800  # 50 ms at 16 kHz per decoding step
 
 QUESTION_OPENERS = frozenset(
-    [
-        "do",
-        "does",
-        "did",
-        "is",
-        "are",
-        "was",
-        "were",
-        "can",
-        "could",
-        "would",
-        "will",
-        "should",
-        "have",
-        "has",
-        "had",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "how",
-        "any",
-        "anything",
-    ]
-)
+    {"do", "does", "did", "is", "are", "was", "were", "can", "could", "would", "will", "should", "have",
+     "has", "had", "what", "when", "where", "which", "who", "why", "how", "any", "anything"}
+)  # fmt: skip
 # A verb put before its subject ("does it", "are you") asks, wherever the recogniser's text starts.
 _INVERSION = re.compile(
     r"\b(?:do|does|did|is|are|was|were|can|could|would|will|should|have|has)\s+"

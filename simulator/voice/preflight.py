@@ -1,10 +1,11 @@
-"""What `validate` and `run` check before a voice run: the speech tools are installed and the
-transcriber's phrases file can be read (docs/voice.md)."""
+"""What `validate` and `run` check before a voice run: espeak-ng, pocketsphinx and websockets are
+installed and the transcriber's phrases file can be read (docs/voice.md)."""
 
 from __future__ import annotations
 
 __all__ = ["voice_checks"]
 
+import importlib.util
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,12 @@ from simulator.voice.speech import espeak_path
 from simulator.voice.transcribe import missing_transcriber
 
 
-def _transcriber() -> None:
+def _packages() -> None:
     reason = missing_transcriber()
+    if reason is None and importlib.util.find_spec("websockets") is None:
+        reason = 'needs websockets: pip install -e ".[voice]"'
     if reason is not None:
-        raise UserError(f"the voice channel transcribes the bot's speech locally and {reason}")
+        raise UserError(f"the voice channel dials the bot and transcribes its speech locally, and {reason}")
 
 
 def _readable(path: Path) -> None:
@@ -33,7 +36,7 @@ def voice_checks(
     bot: VoiceBotConfig, resolve: Callable[[str], Path]
 ) -> Iterator[tuple[tuple[str | int, ...], Callable[[], Any]]]:
     yield ("bot", "caller", "voice"), espeak_path
-    yield ("bot", "transcriber"), _transcriber
+    yield ("bot", "transcriber"), _packages
     if bot.transcriber.phrases:
         path = resolve(bot.transcriber.phrases)
         yield ("bot", "transcriber", "phrases"), lambda: _readable(path)

@@ -130,5 +130,5 @@ def test_validate_names_a_missing_voice_tool_and_an_unreadable_phrases_file(
     checks = dict(voice_checks(loaded.bot, loaded.resolve))  # type: ignore[arg-type]
     with pytest.raises(UserError, match="apt-get install espeak-ng"):
         checks[("bot", "caller", "voice")]()
-    with pytest.raises(UserError, match="missing.txt"):
+    with pytest.raises(UserError, match=r"missing\.txt"):
         checks[("bot", "transcriber", "phrases")]()

@@ -59,7 +59,8 @@ class VoiceBotConfig(StrictModel):
 
     type: Literal["voice"] = "voice"
     url: str = Field(pattern=r"^wss?://")
-    # Sent in the start message's customParameters (Twilio's <Parameter> elements).
+    # Sent in the start message's customParameters (Twilio's <Parameter> elements); recorded with the suite
+    # in the manifest, so never a secret.
     parameters: dict[str, str] = Field(default_factory=dict)
     caller: CallerVoice = Field(default_factory=CallerVoice)
     # Per persona: a scenario whose tags (or factor levels) name an entry speaks with these changes.

@@ -223,5 +223,6 @@ async def test_a_voice_suite_runs_and_reports_through_the_engine(tmp_path: Path)
     [verdict] = [v for v in run.verdicts if v.criterion_id == "assertions"]
     assert verdict.result == "pass"  # the scenario's assertion read the bot's transcribed speech
     report = build_report(run)
-    assert report.voice is not None and report.voice.calls == 1 and report.voice.responses == 2
+    voice = report.analysis("voice")
+    assert voice is not None and voice.calls == 1 and voice.responses == 2
     assert result.folder == tmp_path / "run"

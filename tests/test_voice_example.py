@@ -37,10 +37,11 @@ async def test_the_example_phone_bot_cuts_off_the_hesitant_caller_and_loses_the_
     assert any("arm" in said for said in hesitant.final_state["dropped"]), hesitant.final_state
     assert hesitant.final_state["triage_level"] != "emergency"
     report = build_report(run)
-    assert report.voice is not None
-    row = {r.conversation: r for r in report.voice.rows}
+    voice = report.analysis("voice")
+    assert voice is not None
+    row = {r.conversation: r for r in voice.rows}
     assert row[hesitant.id].cut_offs >= 1 and row[steady.id].cut_offs == 0
-    assert report.voice.cut_off.k >= 1 and report.voice.word_error_rate is not None
+    assert voice.cut_off.k >= 1 and voice.word_error_rate is not None
     console = Console(record=True, width=100)
     render_terminal(report, console)
     text = console.export_text()

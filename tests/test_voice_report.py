@@ -59,7 +59,8 @@ def _voice_run(path: Path) -> Path:
 
 def test_the_reports_show_the_voice_section_and_play_each_turns_audio(tmp_path: Path) -> None:
     report = build_report(load_run(_voice_run(tmp_path / "run")))
-    assert report.voice is not None and report.voice.cut_off.k == 1
+    voice = report.analysis("voice")
+    assert voice is not None and voice.cut_off.k == 1
     console = Console(record=True, width=120)
     render_terminal(report, console)
     text = console.export_text()

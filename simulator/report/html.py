@@ -123,7 +123,7 @@ def render_html(report: Report, header: str = "", everything: bool = False) -> s
     )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{e(_csp(script, report.voice is not None))}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{e(_csp(script, report.analysis("voice") is not None))}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}</title><style>{_asset('report.css')}{_asset('parts.css')}</style></head><body>{header}"
         f'<header><h1>{e(title)}</h1><div class="meta">{e(meta)}</div></header><nav>{nav}</nav>'

@@ -1,10 +1,16 @@
-"""The "Voice" section of the run report, as data (report/section.py): the headline voice figures with their
-units and intervals, one row per call, and findings for a bot that cuts callers off or talks over them."""
+"""The "Voice" section of the run report, registered (report/analyses.py): the run's voice figures as data
+in the JSON report (`voice`), drawn by the one terminal and the one HTML renderer (headline figures with
+their units and intervals, one row per call), and a finding for a bot that cuts callers off or talks over
+them; its rates are metrics gates and hazard controls can name (`voice cut off`, `voice talk over`,
+`voice dead air`)."""
 
 from __future__ import annotations
 
 __all__ = ["VOICE_NOTE", "voice_findings", "voice_section"]
 
+from typing import Any
+
+from simulator.report.analyses import CORE_FINDINGS, Analysis, register_analysis
 from simulator.report.model import Finding, Report
 from simulator.report.section import (
     Column,
@@ -18,7 +24,7 @@ from simulator.report.section import (
     text,
 )
 from simulator.stats.rates import RateView
-from simulator.voice.measures import Quantity, VoiceFigures
+from simulator.voice.measures import Quantity, VoiceFigures, voice_figures
 
 VOICE_NOTE = (
     "Unit: calls (conversations), clustered by vignette (a scenario's base id: caller variants of one "
@@ -69,9 +75,9 @@ def _figures(figures: VoiceFigures) -> Figures:
     )  # fmt: skip
 
 
-def voice_section(report: Report) -> Section:
+def voice_section(report: Report, everything: bool = False) -> Section:
     """The Voice section; empty (drawn as nothing) when the run made no calls."""
-    figures = report.voice
+    figures: VoiceFigures | None = report.analysis("voice")
     if figures is None:
         return Section("voice", "Voice")
     anchors = {t.id: i for i, t in enumerate(report.transcripts)}
@@ -129,3 +135,28 @@ def voice_findings(figures: VoiceFigures | None) -> list[Finding]:
                 Finding(level="warning", title=f"the bot {what} in {rate.k} of {rate.n} calls", detail=detail)
             )
     return found
+
+
+def voice_metrics(figures: VoiceFigures) -> dict[str, Any]:
+    """The voice rates by name, for gates and hazard controls (calls, clustered by vignette)."""
+    return {
+        "voice cut off": figures.cut_off,
+        "voice talk over": figures.talk_over,
+        "voice dead air": figures.long_silence,
+    }
+
+
+register_analysis(
+    Analysis(
+        name="voice",
+        key="voice",
+        annotation=VoiceFigures | None,
+        order=110,
+        build=lambda run, options: voice_figures(run),
+        findings=lambda report: voice_findings(report.analysis("voice")),
+        findings_order=CORE_FINDINGS + 12,
+        draw=voice_section,
+        draw_order=135,
+        metrics=voice_metrics,
+    )
+)

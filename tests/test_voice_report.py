@@ -133,3 +133,14 @@ def test_validate_names_a_missing_voice_tool_and_an_unreadable_phrases_file(
         checks[("bot", "caller", "voice")]()
     with pytest.raises(UserError, match=r"missing\.txt"):
         checks[("bot", "transcriber", "phrases")]()
+
+
+def test_a_gate_can_require_the_voice_rates(tmp_path: Path) -> None:
+    from simulator.report.gate import evaluate_gate, gate_metrics
+
+    run = load_run(_voice_run(tmp_path / "run"))
+    assert {"voice.cut_off", "voice.talk_over", "voice.dead_air"} <= set(gate_metrics(run))
+    [cut] = evaluate_gate(run, ["voice.cut_off <= 5%"]).results
+    [over] = evaluate_gate(run, ["voice.talk_over <= 50%"]).results
+    assert (cut.rate.k, cut.rate.n, over.rate.k) == (1, 1, 0)
+    assert cut.status != "pass"

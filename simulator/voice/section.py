@@ -1,8 +1,8 @@
 """The "Voice" section of the run report, registered (report/analyses.py): the run's voice figures as data
 in the JSON report (`voice`), drawn by the one terminal and the one HTML renderer (headline figures with
 their units and intervals, one row per call), and a finding for a bot that cuts callers off or talks over
-them; its rates are metrics gates and hazard controls can name (`voice cut off`, `voice talk over`,
-`voice dead air`)."""
+them; its rates are metrics gates and hazard controls can name (`voice.cut_off`, `voice.talk_over`,
+`voice.dead_air`)."""
 
 from __future__ import annotations
 
@@ -140,9 +140,9 @@ def voice_findings(figures: VoiceFigures | None) -> list[Finding]:
 def voice_metrics(figures: VoiceFigures) -> dict[str, Any]:
     """The voice rates by name, for gates and hazard controls (calls, clustered by vignette)."""
     return {
-        "voice cut off": figures.cut_off,
-        "voice talk over": figures.talk_over,
-        "voice dead air": figures.long_silence,
+        "voice.cut_off": figures.cut_off,
+        "voice.talk_over": figures.talk_over,
+        "voice.dead_air": figures.long_silence,
     }
 
 

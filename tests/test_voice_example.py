@@ -26,8 +26,9 @@ async def test_the_example_phone_bot_cuts_off_the_hesitant_caller_and_loses_the_
     await simulator.arun(SUITE, out=tmp_path / "run", tags=["cardiac"], concurrency=2, progress=False)
     run = load_run(tmp_path / "run")
     calls = {c.scenario_id: c for c in run.conversations}
-    assert all(c.error is None and c.stop_reason == "bot_closed" for c in calls.values()), [
-        (c.id, c.error) for c in calls.values()
+    # The bot hangs up after its advice; on a slow machine the caller may say goodbye first (user_done).
+    assert all(c.error is None and c.stop_reason in ("bot_closed", "user_done") for c in calls.values()), [
+        (c.id, c.stop_reason, c.error) for c in calls.values()
     ]
     steady = calls["voice-chest-pain-arm~caller=steady"]
     hesitant = calls["voice-chest-pain-arm~caller=hesitant"]

@@ -7,6 +7,7 @@ named as the instrumentation seen takes it."""
 
 from __future__ import annotations
 
+import json
 import logging
 import urllib.request
 from pathlib import Path
@@ -29,7 +30,6 @@ from tests.instrumented_app import (
     run_app,
 )
 from tests.traces_helpers import cli
-
 
 _RUNS: dict[str, AppRun] = {}
 
@@ -141,3 +141,31 @@ def test_collect_says_what_it_skipped_and_why(
     status = c.status()
     assert status["counts"]["skipped_no_content"] == 2  # both conversations, and why
     assert status["skipped"] == {"LLM calls without their messages": 2}
+
+
+@pytest.mark.parametrize("between", ["", "\n", "\n\n  "])
+def test_saved_bodies_concatenated_are_read(tmp_path: Path, between: str) -> None:
+    """Two OTLP/JSON request bodies saved as they were sent and joined with `cat` (pretty-printed or not)."""
+    from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
+
+    run = _run(CONTENT_MODES[0])
+    half = len(run.spans) // 2
+    bodies = [encode_spans(part).to_dict() for part in (run.spans[:half], run.spans[half:])]
+    source = tmp_path / "both.json"
+    source.write_text(json.dumps(bodies[0], indent=2) + between + json.dumps(bodies[1]))
+    assert cli("import", source, "--out", tmp_path / "run") == 0
+    _check_against_reference(list(RunFolder.open(tmp_path / "run").conversations()), run)
+
+
+def test_calls_without_content_beside_others_are_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with_content = json_lines(_run(CONTENT_MODES[0]), tmp_path / "a.jsonl").read_text()
+    without = json_lines(_run(NO_CONTENT_MODES[0]), tmp_path / "b.jsonl").read_text()
+    source = tmp_path / "both.jsonl"
+    source.write_text(with_content + without)
+    assert cli("import", source, "--out", tmp_path / "run") == 0
+    err = capsys.readouterr().err
+    assert "left out: 8 LLM calls recorded without their messages" in err and f"{CAPTURE}=span_only" in err
+    manifest = RunFolder.open(tmp_path / "run").read_manifest()
+    assert sum(manifest.source["llm_calls_without_messages"].values()) == 8

@@ -1,7 +1,8 @@
 """Read OTLP JSON traces (as the OpenTelemetry Collector's file exporter writes them) into conversations.
 
-A file is one `{"resourceSpans": [...]}` object or JSON lines of them (`resourceLogs` too: log-based
-GenAI events are attached to their span). Spans are grouped into conversations by `gen_ai.conversation.id`
+A file is one `{"resourceSpans": [...]}` object, JSON lines of them, or several documents one after another
+(`resourceLogs` too: log-based GenAI events are attached to their span); every span is checked by the one
+decoder (otlp_decode.py). Spans are grouped into conversations by `gen_ai.conversation.id`
 (or another attribute, or the trace id), ordered by start time, and de-duplicated: each LLM call repeats
 the history in its input, so a span adds only the messages that follow the longest overlap with what the
 conversation already holds.

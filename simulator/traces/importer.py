@@ -49,6 +49,7 @@ class ImportSummary:
     problems: list[Problem] = field(default_factory=list)  # records skipped
     skipped: list[Problem] = field(default_factory=list)  # conversations skipped
     redactions: dict[str, int] = field(default_factory=dict)
+    silence: dict[str, int] = field(default_factory=dict)  # LLM calls without their messages, by the fix
 
 
 def detect_format(path: Path) -> str:
@@ -160,6 +161,7 @@ def import_source(options: ImportOptions) -> ImportSummary:
         problems=problems,
         skipped=skipped,
         redactions=dict(redactor.counts),
+        silence=dict(parsed.silence.most_common()),
     )
 
 
@@ -229,5 +231,6 @@ def _source(
         "records": parsed.records,
         "records_skipped": len(problems),
         "conversations_skipped": len(skipped),
+        "llm_calls_without_messages": dict(parsed.silence),
         "problems": [str(p) for p in (problems + skipped)[:MAX_PROBLEMS_KEPT]],
     }

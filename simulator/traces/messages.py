@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["Conversation", "Message", "Parsed", "Problem", "ToolSpan", "message_key", "part_text"]
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -88,4 +89,5 @@ class Parsed:
     conversations: list[Conversation]
     problems: list[Problem] = field(default_factory=list)
     records: int = 0
-    silent: int = 0  # GenAI-call spans recorded without their messages (content capture off)
+    # LLM-call spans recorded without usable messages (content capture off, or hidden), by the fix.
+    silence: Counter[str] = field(default_factory=Counter)

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis.agreement import latest_labels, macro_f1, pair_agreement, panel
+from simulator.analysis.agreement import macro_f1, pair_agreement, panel
 from simulator.analysis.calibrate import calibrate_labels
 from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.record.models import Label
+from simulator.record.selection import latest_labels
 from tests.test_report_support import record, verdict, write_run
 
 # The worked example: both pass 40, both fail 45, reference fail / rater pass 10, reference pass / rater fail 5.

@@ -14,7 +14,7 @@ left out of the mean, as scikit-learn's `f1_score(labels=["pass", "fail"], avera
 zero_division=np.nan)` does). Only items without a label on one side (an `error` or `not_judged` verdict,
 no verdict at all) are left out, and they are counted.
 
-On top of the matrix: `latest_labels` (one answer per labeller and item), `rater_labels` (a rater's answers
+On top of the matrix: `latest_labels` (record/selection.py: one answer per labeller and item), `rater_labels` (a rater's answers
 by item), `pair_agreement` (the desk's and `calibrate RUN`'s row) and `panel` (every pair, per criterion).
 """
 
@@ -32,7 +32,6 @@ __all__ = [
     "judge_labels",
     "kappa_note",
     "kappa_of",
-    "latest_labels",
     "macro_f1",
     "macro_f1_of",
     "pair_agreement",
@@ -50,6 +49,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
 from simulator.record.models import Label, Verdict
+from simulator.record.selection import latest_labels
 from simulator.stats.interrater import LABELS
 from simulator.stats.rates import RateView, rate_view
 
@@ -217,14 +217,6 @@ def rates_of(m: Array) -> dict[str, RateView]:
         "false_fail": rate_view(int(m[PASS, FAIL]), int(m[PASS].sum())),
         "agreement": rate_view(int(np.trace(m)), int(m.sum()), counts="successes"),
     }
-
-
-def latest_labels(labels: Iterable[Label]) -> dict[str, dict[Item, Label]]:
-    """Each labeller's answer per (conversation, criterion): the last line written wins."""
-    out: dict[str, dict[Item, Label]] = {}
-    for label in labels:
-        out.setdefault(label.labeller, {})[(label.conversation_id, label.criterion_id)] = label
-    return out
 
 
 def rater_labels(answers: Mapping[Item, Label], criterion: str | None = None) -> dict[Item, str]:

@@ -33,6 +33,7 @@ from simulator.analysis.tables import conversation_status
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
 from simulator.record.models import Verdict
+from simulator.record.selection import by_item
 from simulator.stats.basic import mcnemar_exact, paired_bootstrap
 from simulator.stats.clustered import (
     clustered_mcnemar,
@@ -399,8 +400,7 @@ def _criterion_metrics(
     a: RunData, b: RunData, shared: list[str], alpha: float, scenario_of: Mapping[str, str]
 ) -> list[PairedMetric]:
     """One paired test per criterion judged in both runs (text metrics excluded)."""
-    a_verdicts = {(v.conversation_id, v.criterion_id): v for v in a.verdicts}
-    b_verdicts = {(v.conversation_id, v.criterion_id): v for v in b.verdicts}
+    a_verdicts, b_verdicts = by_item(a.verdicts), by_item(b.verdicts)
     # Text metrics are scores that gate nothing: no pass/fail to pair.
     scored = {v.criterion_id for v in [*a.verdicts, *b.verdicts] if v.kind == "metric"}
     criteria = sorted(({c for _, c in a_verdicts} & {c for _, c in b_verdicts}) - scored)

@@ -19,9 +19,9 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.meta_eval import consensus, labels_by_item
+from simulator.analysis.meta_eval import consensus
 from simulator.analysis.rundata import RunData
-from simulator.record.folder import RunFolder
+from simulator.record.selection import labels_by_item
 from simulator.stats.interrater import BOOTSTRAP, cluster_weights, percentile_bounds
 
 
@@ -105,7 +105,7 @@ def corrected_rate(
 
 def run_corrected_rates(run: RunData, replicates: int = BOOTSTRAP, seed: int = 0) -> list[CorrectedRate]:
     """For every LLM criterion with labels in the run folder: its raw and corrected failure rates."""
-    labels = labels_by_item(RunFolder.open(run.path).labels())
+    labels = labels_by_item(run.labels)
     if not labels:
         return []
     labelled_criteria = {criterion for _, criterion in labels}

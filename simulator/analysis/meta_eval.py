@@ -17,12 +17,10 @@ __all__ = [
     "MetaGroup",
     "PairAgreement",
     "consensus",
-    "labels_by_item",
     "meta_evaluate",
 ]
 
 from collections import Counter
-from collections.abc import Iterable
 from typing import Literal
 
 import numpy as np
@@ -31,8 +29,8 @@ from simulator.analysis.agreement import FAIL, PASS, false_pass_share, kappa_not
 from simulator.analysis.rundata import RunData, short_hash
 from simulator.errors import UserError
 from simulator.models import ResultModel as _Model
-from simulator.record.folder import RunFolder
-from simulator.record.models import Label, Verdict
+from simulator.record.models import Verdict
+from simulator.record.selection import by_item, labels_by_item
 from simulator.stats.interrater import BOOTSTRAP, Array, Estimate, PairCounts, cluster_weights, estimate
 
 JUDGE = "judge"
@@ -79,14 +77,6 @@ class MetaEvaluation(_Model):
     criteria: list[MetaGroup]
     categories: list[MetaGroup]
     unknown_conversations: list[str]
-
-
-def labels_by_item(labels: Iterable[Label]) -> dict[Item, dict[str, str]]:
-    """(conversation, criterion) -> labeller -> label, the latest line of each labeller winning."""
-    out: dict[Item, dict[str, str]] = {}
-    for label in labels:
-        out.setdefault((label.conversation_id, label.criterion_id), {})[label.labeller] = label.label
-    return out
 
 
 def consensus(by_labeller: dict[str, str]) -> str | None:
@@ -192,13 +182,13 @@ def _percentile(
 
 def meta_evaluate(run: RunData, replicates: int = BOOTSTRAP, seed: int = 0) -> MetaEvaluation:
     """Judge against labellers and labellers against each other, per criterion and per category."""
-    labels = labels_by_item(RunFolder.open(run.path).labels())
+    labels = labels_by_item(run.labels)
     if not labels:
         raise UserError(
             f"{run.path}: no labels yet (labels.jsonl); add some with the review desk or "
             "`simulator labels import RUN FILE --labeller NAME`"
         )
-    verdicts: dict[Item, Verdict] = {(v.conversation_id, v.criterion_id): v for v in run.verdicts}
+    verdicts: dict[Item, Verdict] = by_item(run.verdicts)
     known = {r.id for r in run.conversations}
     unknown = sorted({c for c, _ in labels if c not in known})
     items: dict[Item, dict[str, str]] = {}

@@ -121,7 +121,7 @@ def redteam_section(run: RunData) -> RedTeamSection | None:
     """The red-team section of a run, or None when the run attacked nothing."""
     by_strategy: dict[str, list[Verdict]] = defaultdict(list)
     for verdict in run.verdicts:
-        if verdict.criterion_id.startswith(PREFIX) and not verdict.is_sample:
+        if verdict.criterion_id.startswith(PREFIX):
             by_strategy[verdict.criterion_id[len(PREFIX) :]].append(verdict)
     if not by_strategy:
         return None

@@ -32,8 +32,6 @@ from simulator.analysis.fidelity import simulated_user_section
 from simulator.analysis.meta_eval import MetaGroup, meta_evaluate
 from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
-from simulator.record.folder import LABELS
-from simulator.record.hashing import sha256_file
 from simulator.stats.rates import RateView
 
 REPLICATES = 400  # bootstrap replicates of the meta-evaluation (seeded: the same document every time)
@@ -125,7 +123,7 @@ def calibrations(runs: list[RunData], criteria: list[str]) -> list[Calibration]:
     """One row per criterion, from the first run whose labels cover it; code checks need no judge."""
     groups: dict[str, tuple[str, MetaGroup]] = {}
     for run in runs:
-        if not (run.path / LABELS).is_file():
+        if not run.labels:
             continue
         try:
             meta = meta_evaluate(run, replicates=REPLICATES, seed=0)
@@ -174,7 +172,6 @@ def fidelity_summary(runs: list[RunData]) -> list[FidelitySummary]:
 def _trace(run: RunData) -> RunTrace:
     manifest = run.manifest
     judge_set = next((s for s in manifest.judge_sets if s.hash == run.judge_set), manifest.judge_set)
-    labels = run.path / LABELS
     return RunTrace(
         run_id=manifest.run_id,
         status=manifest.status,
@@ -192,7 +189,7 @@ def _trace(run: RunData) -> RunTrace:
         criterion_files={c.id: c.sha256 for c in sorted(judge_set.criteria, key=lambda c: c.id)}
         if judge_set
         else {},
-        labels_sha256=sha256_file(labels) if labels.is_file() else None,
+        labels_sha256=run.labels_sha256,
     )
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from simulator.collect.folders import SIGNALS
 from simulator.collect.signals import BOOLEAN_SIGNALS
 from simulator.record.folder import RunFolder
+from simulator.record.selection import select_verdicts
 from simulator.stats.clustered import clustered_interval
 from simulator.stats.twosample import fisher_exact, newcombe_difference
 
@@ -37,10 +38,11 @@ class Observation:
 
 
 def _latest_results(folder: Path) -> dict[str, dict[str, str]]:
+    """Per conversation, each criterion's result, from the verdicts `simulator report` counts of this folder
+    (record/selection.py: its latest judge set, one verdict per item, no samples, no fidelity checks)."""
     latest: dict[str, dict[str, str]] = defaultdict(dict)
-    for verdict in RunFolder.open(folder).verdicts():
-        if not verdict.is_sample and verdict.kind != "fidelity":
-            latest[verdict.conversation_id][verdict.criterion_id] = verdict.result
+    for verdict in select_verdicts(RunFolder.open(folder)).verdicts:
+        latest[verdict.conversation_id][verdict.criterion_id] = verdict.result
     return latest
 
 

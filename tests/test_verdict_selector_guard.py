@@ -66,7 +66,9 @@ def violations(source: str) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
         if _attr(node, "is_sample"):
-            found.append((node.lineno, "reads .is_sample (a sample is not a verdict: use counted/samples_of)"))
+            found.append(
+                (node.lineno, "reads .is_sample (a sample is not a verdict: use counted/samples_of)")
+            )
         elif isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
             if any(_attr(s, "kind") for s in sides) and any(_constant(s, "fidelity") for s in sides):
@@ -84,7 +86,9 @@ def violations(source: str) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
             for target in node.targets:
                 if _subscript_fields(target) == set(ITEM_FIELDS):
-                    found.append((node.lineno, "keeps the last verdict per item (use select_verdicts/by_item)"))
+                    found.append(
+                        (node.lineno, "keeps the last verdict per item (use select_verdicts/by_item)")
+                    )
     return found
 
 

@@ -46,8 +46,8 @@ from itertools import combinations
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict
 
+from simulator.models import StrictModel
 from simulator.record.models import Label, Verdict
 from simulator.record.selection import latest_labels
 from simulator.stats.interrater import LABELS
@@ -152,14 +152,12 @@ def macro_f1(reference: list[str], rater: list[str]) -> float | None:
     return point(macro_f1_of(confusion(reference, rater)))
 
 
-class PairAgreement(BaseModel):
+class PairAgreement(StrictModel):
     """How `rater` agrees with `reference` on the items both labelled (pass, fail or not applicable).
 
     The false-pass rate comes first: items the reference failed that the rater passed, over the items the
     reference failed (the dangerous direction when the rater is a judge).
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     reference: str
     rater: str
@@ -185,10 +183,8 @@ class PairAgreement(BaseModel):
         }
 
 
-class CriterionPanel(BaseModel):
+class CriterionPanel(StrictModel):
     """Every pair of raters on one criterion: the judge against each labeller, then labeller pairs."""
-
-    model_config = ConfigDict(extra="forbid")
 
     criterion_id: str
     labellers: list[str]
@@ -197,10 +193,8 @@ class CriterionPanel(BaseModel):
     between_labellers: list[PairAgreement]
 
 
-class Panel(BaseModel):
+class Panel(StrictModel):
     """Calibration of a run from its labels.jsonl, per criterion."""
-
-    model_config = ConfigDict(extra="forbid")
 
     run_id: str
     labels_file: str

@@ -7,7 +7,7 @@ __all__ = [
     "LABELS",
     "Calibration",
     "CriterionCalibration",
-    "Disagreement",
+    "LabelDisagreement",
     "LabelRow",
     "calibrate",
     "calibrate_labels",
@@ -43,7 +43,7 @@ from simulator.safefiles import FileRefused, read_capped
 from simulator.stats.rates import RateView
 
 
-class Disagreement(_Model):
+class LabelDisagreement(_Model):
     conversation_id: str
     human: str
     judge: str
@@ -65,7 +65,7 @@ class CriterionCalibration(_Model):
     macro_f1: float | None = None  # mean of the F1 for pass and for fail (analysis/agreement.py)
     kappa_note: str = ""  # why kappa is low or n/a beside the agreement (one class only, prevalence)
     matrix: dict[str, dict[str, int]]
-    disagreements: list[Disagreement]
+    disagreements: list[LabelDisagreement]
     severity: str | None = None
 
 
@@ -95,7 +95,7 @@ def _calibrate_one(
         judges.append(verdict.result)
         if row.label != verdict.result:
             disagreements.append(
-                Disagreement(
+                LabelDisagreement(
                     conversation_id=row.conversation_id,
                     human=row.label,
                     judge=verdict.result,

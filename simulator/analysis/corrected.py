@@ -17,18 +17,16 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.meta_eval import consensus
 from simulator.analysis.rundata import RunData
+from simulator.models import ResultModel
 from simulator.record.selection import labels_by_item
 from simulator.stats.interrater import BOOTSTRAP, cluster_weights, percentile_bounds
 
 
-class CorrectedRate(BaseModel):
+class CorrectedRate(ResultModel):
     """One criterion's raw failure rate (unit: conversations, errors and n/a left out) and the corrected one."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
     criterion_id: str
     raw: float | None

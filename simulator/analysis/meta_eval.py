@@ -15,7 +15,7 @@ from __future__ import annotations
 __all__ = [
     "MetaEvaluation",
     "MetaGroup",
-    "PairAgreement",
+    "PairEstimates",
     "consensus",
     "meta_evaluate",
 ]
@@ -37,7 +37,7 @@ JUDGE = "judge"
 Item = tuple[str, str]  # (conversation, criterion)
 
 
-class PairAgreement(_Model):
+class PairEstimates(_Model):
     """A rater (the judge or a labeller) against a reference labeller, on items both labelled (pass, fail or
     not applicable: analysis/agreement.py's rule); `left_out` counts the items without a judge label."""
 
@@ -61,8 +61,8 @@ class MetaGroup(_Model):
     severity: str | None
     labellers: list[str]
     items: int  # labelled items with a judge verdict
-    judge: list[PairAgreement]
-    humans: list[PairAgreement]
+    judge: list[PairEstimates]
+    humans: list[PairEstimates]
     judge_macro_f1: Estimate  # mean over labellers
     human_macro_f1: Estimate  # mean over ordered labeller pairs
     judge_percentile: Estimate  # share of labellers the judge beats (ties half); needs two labellers
@@ -90,13 +90,13 @@ def consensus(by_labeller: dict[str, str]) -> str | None:
 def _pair(
     rater: str, reference: str, items: dict[Item, dict[str, str]], cluster: dict[Item, str],
     clusters: list[str], weights: Array,
-) -> tuple[PairAgreement, Array]:  # fmt: skip
+) -> tuple[PairEstimates, Array]:  # fmt: skip
     counts = PairCounts()
     for item, raters in items.items():
         if rater in raters and reference in raters:
             counts.add(cluster[item], raters[reference], raters[rater])
     total, reps = counts.total(), counts.replicates(weights, clusters)
-    row = PairAgreement(
+    row = PairEstimates(
         rater=rater,
         reference=reference,
         compared=int(total.sum()),
@@ -111,7 +111,7 @@ def _pair(
     return row, macro_f1_of(reps)
 
 
-def _mean(rows: list[PairAgreement], reps: list[Array]) -> Estimate:
+def _mean(rows: list[PairEstimates], reps: list[Array]) -> Estimate:
     points = [r.macro_f1.value for r in rows if r.macro_f1.value is not None]
     if not points:
         return Estimate(value=None)
@@ -138,7 +138,7 @@ def _group(
         row, reps = _pair(JUDGE, reference, items, cluster, clusters, weights)
         judge_rows.append(row)
         judge_reps.append(reps)
-    human_rows: list[PairAgreement] = []
+    human_rows: list[PairEstimates] = []
     scores: dict[str, float | None] = {}
     score_reps: dict[str, Array] = {}
     all_reps: list[Array] = []

@@ -32,12 +32,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from simulator.analysis.proposals import FailureGroup
 from simulator.analysis.rundata import RunData
 from simulator.config.proposal import Change, EvidenceItem, PromptEdit, Proposal, RiskItem, check_edits
 from simulator.judging.llm_judge import ask_validated
+from simulator.models import StrictModel as _Out
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
 from simulator.record.hashing import sha256_text
@@ -232,10 +233,6 @@ def offline_proposal(group: FailureGroup, ctx: BotContext, run: RunData, read: d
     """The proposal written from templates and the evidence, with no model."""
     proposal = _base(group, ctx, run, "offline-template", read)
     return proposal.model_copy(update={"change": _template_change(group, ctx), "at_risk": _risks(group, run)})
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class EditOutput(_Out):

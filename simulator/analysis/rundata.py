@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.config.suite import OutcomeConfig
+from simulator.models import ResultModel
 from simulator.record.compact import Sharing
 from simulator.record.folder import LABELS, RunFolder, latest_by_id
 from simulator.record.hashing import sha256_file, short_hash
@@ -24,10 +23,8 @@ from simulator.record.models import ConversationRecord, Label, Verdict
 from simulator.record.selection import select_verdicts
 
 
-class JudgeSetInfo(BaseModel):
+class JudgeSetInfo(ResultModel):
     """One judge set that judged this run: its hash, how many verdicts it wrote, its judge models."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
     hash: str
     verdicts: int

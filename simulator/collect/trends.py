@@ -22,7 +22,7 @@ from simulator.collect.folders import SIGNALS
 from simulator.collect.signals import BOOLEAN_SIGNALS
 from simulator.record.folder import RunFolder
 from simulator.record.selection import select_verdicts
-from simulator.stats.clustered import clustered_interval
+from simulator.stats.rates import RateView, rate_view
 from simulator.stats.twosample import fisher_exact, newcombe_difference
 
 
@@ -90,19 +90,42 @@ def _outcome(observation: Observation, metric: str) -> bool | None:
 
 
 @dataclass
-class Rate:
+class MetricRate:
+    """A metric's rate over some conversations, as stats/rates.py's RateView clustered by user (its
+    `clustered.scenarios` counts users here), with what the rate left out and the conversations behind it.
+    `low`/`high` are the user-clustered 95% interval, the one alerts fire on."""
+
     metric: str
-    k: int
-    n: int
+    view: RateView
     left_out: int
-    clusters: int
-    rate: float | None
-    low: float
-    high: float
     conversations: list[str]  # the ones counted as failures / with the signal
 
+    @property
+    def k(self) -> int:
+        return self.view.k
 
-def rate_of(observations: Sequence[Observation], metric: str) -> Rate:
+    @property
+    def n(self) -> int:
+        return self.view.n
+
+    @property
+    def rate(self) -> float | None:
+        return self.view.rate
+
+    @property
+    def clusters(self) -> int:
+        return self.view.clustered.scenarios if self.view.clustered is not None else 0
+
+    @property
+    def low(self) -> float:
+        return self.view.clustered.low if self.view.clustered is not None else 0.0
+
+    @property
+    def high(self) -> float:
+        return self.view.clustered.high if self.view.clustered is not None else 1.0
+
+
+def rate_of(observations: Sequence[Observation], metric: str) -> MetricRate:
     """The metric's rate over these conversations, its clustered 95% interval and what it left out."""
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     hits: list[str] = []
@@ -117,10 +140,9 @@ def rate_of(observations: Sequence[Observation], metric: str) -> Rate:
         cell[1] += 1
         if outcome:
             hits.append(observation.conversation)
-    k = sum(c[0] for c in per.values())
-    n = sum(c[1] for c in per.values())
-    interval = clustered_interval([(a, b) for a, b in per.values()])
-    return Rate(metric, k, n, left_out, len(per), k / n if n else None, interval.low, interval.high, hits)
+    pairs = [(a, b) for a, b in per.values()]
+    view = rate_view(sum(a for a, _ in pairs), sum(b for _, b in pairs), per_scenario=pairs)
+    return MetricRate(metric, view, left_out, hits)
 
 
 @dataclass
@@ -128,8 +150,8 @@ class TrendRow:
     """One metric in one period, and its change against the reference window."""
 
     period: str
-    rate: Rate
-    reference: Rate | None = None
+    rate: MetricRate
+    reference: MetricRate | None = None
     p_value: float | None = None
     difference: tuple[float, float] | None = None  # 95% interval of (this period - reference)
 
@@ -168,7 +190,7 @@ def trend_rows(
     return rows
 
 
-def change(current: Rate, reference: Rate) -> tuple[float | None, tuple[float, float] | None]:
+def change(current: MetricRate, reference: MetricRate) -> tuple[float | None, tuple[float, float] | None]:
     """Fisher's exact test of the two rates, and Newcombe's 95% interval of their difference."""
     if not current.n or not reference.n:
         return None, None

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import PrivateAttr
 
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError
+from simulator.models import StrictModel
 
 
-class FileDocument(BaseModel):
+class FileDocument(StrictModel):
     """A model read from a YAML file, remembering where: errors and reports can point people to it."""
 
     id: str

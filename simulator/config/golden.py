@@ -32,7 +32,7 @@ from simulator.safefiles import FileRefused, read_capped
 class GoldenItem(FileDocument, AssertionFields):
     """One golden item: the verdict is exact match (`kind: exact`) or the assertions (`kind: assert`)."""
 
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, populate_by_name=True)
+    model_config = ConfigDict(coerce_numbers_to_str=True, populate_by_name=True)
 
     id: Annotated[str, StringConstraints(min_length=1, pattern=r"^[^\s#]+$")] = Field(alias="item_id")
     intent: str = Field(min_length=1)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, WithJsonSchema, field_validator, model_validator
+from pydantic import Field, StringConstraints, WithJsonSchema, field_validator, model_validator
 
 from simulator.config.assertions import AssertionSpec
 from simulator.config.attack import Strategy
@@ -33,8 +33,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 
 class Scenario(FileDocument):
     """One simulated conversation to run: who the user is, what they want, what they know."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[^\s#]+$")]
     persona: Text

@@ -28,7 +28,7 @@ RESERVED_PREFIXES = ("outcome.", "metric.", "assertions", "environment.", "tool_
 class Criterion(FileDocument):
     """One judge's rubric: the rule, what pass / fail / not_applicable mean, where it applies, how much it matters."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[\w.-]+$")]
     # The rule in the service owner's words.

@@ -31,7 +31,7 @@ from typing import Any
 from simulator.errors import UserError
 from simulator.traces import genai
 from simulator.traces.indexed import indexed_messages
-from simulator.traces.messages import Conversation, Message, Parsed, Problem, ToolSpan, message_key
+from simulator.traces.messages import Conversation, Message, Parsed, SkippedRecord, ToolSpan, message_key
 from simulator.traces.tool_spans import is_tool_span, tool_span
 
 CONVERSATION_ID = "gen_ai.conversation.id"
@@ -120,13 +120,13 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, dict[str, A
         try:
             doc = json.loads(line)
         except json.JSONDecodeError as exc:
-            parsed.problems.append(Problem(str(path), number, f"not JSON ({exc.msg})"))
+            parsed.problems.append(SkippedRecord(str(path), number, f"not JSON ({exc.msg})"))
             continue
         except RecursionError:
-            parsed.problems.append(Problem(str(path), number, "nested too deeply to read"))
+            parsed.problems.append(SkippedRecord(str(path), number, "nested too deeply to read"))
             continue
         if not isinstance(doc, dict):
-            parsed.problems.append(Problem(str(path), number, "not a JSON object of resourceSpans"))
+            parsed.problems.append(SkippedRecord(str(path), number, "not a JSON object of resourceSpans"))
             continue
         docs.append((number, doc))
     return docs
@@ -349,7 +349,7 @@ def conversations_from_spans(
         try:
             inputs, outputs, system = span_messages(span)
         except ValueError as exc:
-            parsed.problems.append(Problem(where, span.line, f"span {span.span_id}: {exc}"))
+            parsed.problems.append(SkippedRecord(where, span.line, f"span {span.span_id}: {exc}"))
             continue
         if not inputs and not outputs:
             silent += _is_llm_call(span)

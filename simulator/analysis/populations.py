@@ -30,7 +30,7 @@ from simulator.stats.cluster_tests import (
     clustered_rate_difference,
     permutation_p,
 )
-from simulator.stats.clustered import clustered_interval
+from simulator.stats.rates import rate_view
 from simulator.stats.twosample import chi_square, ks_statistic, ks_two_sample
 
 PERMUTATIONS = 2000  # scenario permutations for the distribution and category tests (seeded)
@@ -123,12 +123,14 @@ def _distribution(measure: str, unit: str, sim: Clusters, real: Clusters, confid
 
 
 def _show_rate(pairs: list[tuple[int, int]], confidence: float) -> str:
-    k, n = sum(a for a, _ in pairs), sum(b for _, b in pairs)
-    if n == 0:
+    view = rate_view(
+        sum(a for a, _ in pairs), sum(b for _, b in pairs), confidence=confidence, per_scenario=pairs
+    )
+    if view.rate is None or view.clustered is None:
         return "0/0 n/a"
-    ci = clustered_interval(pairs, confidence)
-    scenarios = f" over {ci.scenarios} scenarios" if n > ci.scenarios else ""
-    return f"{k}/{n} {k / n:.1%} ({100 * ci.low:.1f}%–{100 * ci.high:.1f}%{scenarios})"
+    ci = view.clustered
+    scenarios = f" over {ci.scenarios} scenarios" if view.n > ci.scenarios else ""
+    return f"{view.k}/{view.n} {view.rate:.1%} ({100 * ci.low:.1f}%–{100 * ci.high:.1f}%{scenarios})"
 
 
 def _rate(

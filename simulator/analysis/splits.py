@@ -50,10 +50,7 @@ def _subset(run: RunData, keep: set[str]) -> RunData:
 
 
 def _interval(rate: RateView) -> tuple[float, float] | None:
-    if rate.rate is None:
-        return None
-    cl = rate.clustered
-    return (cl.low, cl.high) if cl is not None else (rate.low, rate.high)
+    return None if rate.rate is None else rate.clustered_or_wilson
 
 
 def _apart(a: RateView, b: RateView) -> bool:

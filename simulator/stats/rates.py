@@ -115,6 +115,14 @@ class RateView(ResultModel):
         return self.low, self.high
 
     @property
+    def clustered_or_wilson(self) -> tuple[float, float]:
+        """The scenario-clustered interval whenever it was computed (even with one run per scenario), else
+        Wilson: for views that compare rates pooled the same way (history, leaderboard, splits)."""
+        if self.clustered is not None:
+            return self.clustered.low, self.clustered.high
+        return self.low, self.high
+
+    @property
     def shown_bound(self) -> float | None:
         """The zero-failure bound to show: on the distinct scenarios when the rate pools repeats."""
         if self.repeated and self.clustered is not None:

@@ -29,6 +29,10 @@ def _constant(node: ast.AST, value: str) -> bool:
     return False
 
 
+def _constant_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
 def _item_key(node: ast.AST) -> ast.expr | None:
     """The object `v` of a `(v.conversation_id, v.criterion_id)` tuple, else None."""
     if not (isinstance(node, ast.Tuple) and len(node.elts) == 2):
@@ -71,6 +75,12 @@ def violations(source: str) -> list[tuple[int, str]]:
             )
         elif isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
+            samples = [s for s in sides if _attr(s, "sample")]
+            # `args.sample` is a command's option (`--sample N`), not a verdict's field.
+            if any(getattr(getattr(s, "value", None), "id", "") != "args" for s in samples) and any(
+                _constant_none(s) for s in sides
+            ):
+                found.append((node.lineno, "tests .sample against None (use counted/samples_of)"))
             if any(_attr(s, "kind") for s in sides) and any(_constant(s, "fidelity") for s in sides):
                 found.append((node.lineno, 'compares .kind with "fidelity" (use is_fidelity_check)'))
             # A manifest's judge set (`.hash`) against the stage's is not a verdict being filtered.
@@ -109,6 +119,7 @@ def test_no_module_but_the_selector_filters_verdicts() -> None:
     "planted",
     [
         "counted = [v for v in verdicts if not v.is_sample]",
+        "counted = [v for v in verdicts if v.sample is None]",
         'bot = [v for v in verdicts if v.kind != "fidelity"]',
         'simulator = verdict.kind in ("fidelity", "llm")',
         "mine = [v for v in verdicts if v.judge_set_hash == chosen]",

@@ -71,7 +71,10 @@ def violations(source: str) -> list[tuple[int, str]]:
     for node in ast.walk(ast.parse(source)):
         if _attr(node, "is_sample"):
             found.append(
-                (node.lineno, "reads .is_sample (a sample is not a verdict: use counted/samples_of)")
+                (
+                    node.lineno,
+                    "reads .is_sample (a sample is not a verdict: use counted or select_verdicts(...).samples)",
+                )
             )
         elif isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
@@ -80,7 +83,9 @@ def violations(source: str) -> list[tuple[int, str]]:
             if any(getattr(getattr(s, "value", None), "id", "") != "args" for s in samples) and any(
                 _constant_none(s) for s in sides
             ):
-                found.append((node.lineno, "tests .sample against None (use counted/samples_of)"))
+                found.append(
+                    (node.lineno, "tests .sample against None (use counted or select_verdicts(...).samples)")
+                )
             if any(_attr(s, "kind") for s in sides) and any(_constant(s, "fidelity") for s in sides):
                 found.append((node.lineno, 'compares .kind with "fidelity" (use is_fidelity_check)'))
             # A manifest's judge set (`.hash`) against the stage's is not a verdict being filtered.

@@ -49,7 +49,7 @@ from numpy.typing import NDArray
 
 from simulator.models import StrictModel
 from simulator.record.models import Label, Verdict
-from simulator.record.selection import latest_labels
+from simulator.record.selection import Item, latest_labels
 from simulator.stats.interrater import LABELS
 from simulator.stats.rates import RateView, rate_view
 
@@ -57,7 +57,6 @@ Array = NDArray[np.float64]
 # The name the judge goes by among the raters.
 JUDGE = "judge"
 PASS, FAIL, NA = 0, 1, 2
-Item = tuple[str, str]  # (conversation_id, criterion_id)
 
 
 def confusion(reference: Iterable[str], rater: Iterable[str]) -> Array:

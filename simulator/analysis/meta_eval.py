@@ -30,11 +30,10 @@ from simulator.analysis.rundata import RunData, short_hash
 from simulator.errors import UserError
 from simulator.models import ResultModel as _Model
 from simulator.record.models import Verdict
-from simulator.record.selection import by_item, labels_by_item
+from simulator.record.selection import Item, by_item, labels_by_item
 from simulator.stats.interrater import BOOTSTRAP, Array, Estimate, PairCounts, cluster_weights, estimate
 
 JUDGE = "judge"
-Item = tuple[str, str]  # (conversation, criterion)
 
 
 class PairEstimates(_Model):

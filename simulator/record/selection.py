@@ -30,8 +30,6 @@ __all__ = [
     "labels_by_item",
     "latest_labels",
     "of_judge_set",
-    "resolve_judge_set",
-    "samples_of",
     "select_verdicts",
 ]
 
@@ -61,11 +59,6 @@ def is_fidelity_check(verdict: _HasKind) -> bool:
 def counted(verdicts: Iterable[Verdict]) -> list[Verdict]:
     """The verdicts that count: the samples behind a combined verdict left out."""
     return [v for v in verdicts if not v.is_sample]
-
-
-def samples_of(verdicts: Iterable[Verdict], judge_set: str | None = None) -> list[Verdict]:
-    """The samples (jury members, `--samples k` judgements), of `judge_set` only when given."""
-    return [v for v in verdicts if v.is_sample and (judge_set is None or v.judge_set_hash == judge_set)]
 
 
 def of_judge_set(verdict: Verdict, judge_set: str) -> bool:
@@ -123,7 +116,7 @@ class Selection:
         return sum(len(lines) for judge_set, lines in self.by_set.items() if judge_set != self.judge_set)
 
 
-def resolve_judge_set(recent_first: list[str], wanted: str | None) -> str | None:
+def _resolve_judge_set(recent_first: list[str], wanted: str | None) -> str | None:
     """The set `wanted` names (a hash or its prefix, as `--judge-set` takes it), else the one that wrote
     last; a UserError names the known sets when `wanted` matches none or several."""
     if not recent_first:
@@ -174,7 +167,7 @@ def select_verdicts(
     if missing_ok and judge_set is not None and judge_set not in by_set:
         chosen: str | None = judge_set
     else:
-        chosen = resolve_judge_set(recent_first, judge_set)
+        chosen = _resolve_judge_set(recent_first, judge_set)
     verdicts, borrowed = _chosen(by_set, chosen, recent_first)
     strays: list[str] = []
     if conversations is not None:

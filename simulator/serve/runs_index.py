@@ -110,9 +110,10 @@ class RunIndex:
                 run.labels, run.labels_sha256 = load_labels(path)
                 self._cache[(path, judge_set or None)] = (signature, run, report, labels)
             return run, report
+        labels = _signature(path, (LABELS,))  # before reading: a label saved meanwhile is read next time
         run = load_run(path, judge_set or None)
         report = build_report(run)
-        self._cache[(path, judge_set or None)] = (signature, run, report, _signature(path, (LABELS,)))
+        self._cache[(path, judge_set or None)] = (signature, run, report, labels)
         return run, report
 
     def summaries(self) -> list[RunSummary]:

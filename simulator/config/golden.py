@@ -21,7 +21,7 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from simulator.config.assertions import AssertionFields, AssertionSpec
-from simulator.config.documents import DocumentKind, FileDocument, load_documents
+from simulator.config.documents import FileDocument, FileDocumentKind, load_documents
 from simulator.config.scenario import Scenario
 from simulator.config.script import ContextTurn, ItemKind, Script
 from simulator.config.yamlfile import MAX_FILE_BYTES, LocatedYAML
@@ -149,7 +149,7 @@ def is_golden(source: LocatedYAML) -> bool:
     return isinstance(first, dict) and ("item_id" in first or "items" in first)
 
 
-GOLDEN_DOCUMENTS = DocumentKind(
+GOLDEN_DOCUMENTS = FileDocumentKind(
     model=GoldenItem,
     noun="golden item",
     list_key="items",

@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from simulator.config.attack import RedTeamConfig, Strategy
-from simulator.config.factors import variant_id
 from simulator.config.scenario import Scenario
+from simulator.config.variants import variant_id
 from simulator.config.yamlfile import load_model_file
 from simulator.errors import UserError
 from simulator.models import StrictModel

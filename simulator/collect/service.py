@@ -90,6 +90,7 @@ class Collector:
         self.notices = Notices()
         self.quarantine = Quarantine(options.out / STATE)
         self.last_problem: str | None = None
+        self.followed: Any = None  # the folders as the alert check last read them (trends.FollowedFolders)
 
     def _source(self) -> dict[str, Any]:
         return {
@@ -328,17 +329,21 @@ class Collector:
         """Evaluate the alert rules on the newest conversations (fired alerts are sent and returned)."""
         if self.alerts is None:
             return []
-        from simulator.collect.trends import load_observations
+        from simulator.collect.trends import FollowedFolders, load_observations
 
         # The newest conversations, read further back until every rule has its window and reference of
         # conversations that count for it (a criterion counts only the judged sample), or all are read.
+        # Each folder is read again only where its files grew since the last check (trends.FollowedFolders).
+        if self.followed is None:
+            self.followed = FollowedFolders()
         wanted = self.alerts.window + self.alerts.reference
         last = wanted
         while True:
-            observations = load_observations(self.folders.folders(), last)
+            observations = load_observations(self.folders.folders(), last, self.followed)
             if len(observations) < last or self.alerts.counted(observations) >= wanted:
                 break
             last *= 4
+        self.followed.forget_unread()
         fired: list[dict[str, Any]] = self.alerts.evaluate(observations)
         return fired
 

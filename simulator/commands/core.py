@@ -431,6 +431,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from simulator.record.folder import RunFolder, latest_by_id
+    from simulator.record.selection import select_verdicts
     from simulator.report.show import render_conversation
 
     folder = RunFolder.open(args.run)
@@ -451,10 +452,9 @@ def cmd_show(args: argparse.Namespace) -> int:
                 f"--repeat {args.repeat}: {which} has no such repeat; its repeats are "
                 f"{_ranges(repeats) or 'none'} (counted from 0)"
             )
+    selection = select_verdicts(folder)  # the verdicts `simulator report` counts (record/selection.py)
     verdicts: dict[str, list[Any]] = {}
-    for verdict in folder.verdicts():
-        if verdict.is_sample:
-            continue
+    for verdict in [*selection.verdicts, *selection.fidelity]:
         verdicts.setdefault(verdict.conversation_id, []).append(verdict)
     if args.raw:
         from simulator.report.visible import json_visible

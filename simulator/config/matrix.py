@@ -22,10 +22,11 @@ __all__ = [
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from simulator.config.yamlfile import LocatedYAML, problems_from_validation
 from simulator.errors import Problem, UserError
+from simulator.models import StrictModel as _Strict
 
 if TYPE_CHECKING:
     from simulator.config.suite import Suite
@@ -33,10 +34,6 @@ if TYPE_CHECKING:
 VARIANT_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,59}$"
 # Replacing one of these drops the other from the suite's bot, so a variant's prompt is the one it names.
 _PROMPT_KEYS = ("system_prompt", "system_prompt_file")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class BotVariant(_Strict):

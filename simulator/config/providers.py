@@ -7,13 +7,10 @@ __all__ = ["DEFAULT_MODELS", "PROVIDERS", "CacheConfig", "ProviderSettings", "Ro
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from simulator.errors import UserError
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from simulator.models import StrictModel as _Strict
 
 
 class ProviderSettings(_Strict):

@@ -14,19 +14,18 @@ __all__ = ["RedTeamPack", "expand_attacks", "load_pack", "suite_pack"]
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from simulator.config.attack import RedTeamConfig, Strategy
 from simulator.config.scenario import Scenario
 from simulator.config.variants import variant_id
 from simulator.config.yamlfile import load_model_file
 from simulator.errors import UserError
+from simulator.models import StrictModel
 
 
-class RedTeamPack(BaseModel):
+class RedTeamPack(StrictModel):
     """`strategies:` a list of attack strategies (simulator/config/attack.py)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     strategies: list[Strategy] = Field(min_length=1)
 

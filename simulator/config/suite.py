@@ -30,7 +30,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from simulator.config.attack import RedTeamConfig
 from simulator.config.environment import EnvironmentSpec, check_environment_functions
@@ -40,13 +40,10 @@ from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError
+from simulator.models import StrictModel as _Strict
 
 if TYPE_CHECKING:
     from simulator.config.scenario import Scenario
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class ScenarioSelection(_Strict):
@@ -322,11 +319,9 @@ class OutcomeConfig(_Strict):
         return self
 
 
-class HeldOutConfig(BaseModel):
+class HeldOutConfig(_Strict):
     """`held_out: {fraction: 0.2, seed: 0}`: that share of the scenarios (by a seeded hash of the base id,
     so the same scenarios every run) is held out; a scenario's own `split` overrides it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     fraction: float = Field(gt=0, lt=1)
     seed: int = 0

@@ -47,8 +47,9 @@ from simulator.providers.hub import ModelHub
 from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
-from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.models import ConversationRecord
 from simulator.record.redact import redact_url, register_secrets, suite_secrets
+from simulator.record.selection import fidelity_items, is_fidelity_check, item_of, judged_items, of_judge_set
 from simulator.users.base import SimulatedUser
 from simulator.users.prompt import USER_PROMPT_TEMPLATE
 
@@ -149,7 +150,7 @@ class _Existing:
 
 def audited_ids(folder: RunFolder) -> set[tuple[str, str]]:
     """(conversation, check) pairs of the folder's simulator fidelity verdicts."""
-    return {(v.conversation_id, v.criterion_id) for v in folder.verdicts() if v.kind == "fidelity"}
+    return fidelity_items(folder.verdicts())
 
 
 def audit_pending(record: ConversationRecord, audited: set[tuple[str, str]]) -> bool:
@@ -163,10 +164,6 @@ def _scan(
     """Read a run folder back (streaming). With `retry_errors`, first drop this judge set's error verdicts;
     with `rerun_errors` also errored conversations (with their verdicts), so files keep one record per item."""
     current = judges.judge_set_hash
-
-    def ours(verdict: Verdict) -> bool:
-        return verdict.judge_set_hash == current
-
     if retry_errors:
         failed: set[str] = set()
         if rerun_errors:
@@ -178,16 +175,14 @@ def _scan(
         folder.drop_verdicts(
             lambda v: (
                 v.conversation_id not in failed
-                and not (ours(v) and (v.conversation_id, v.criterion_id) in redo)
-                and not (v.result == "error" and v.kind == "fidelity")
+                and not (of_judge_set(v, current) and item_of(v) in redo)
+                and not (v.result == "error" and is_fidelity_check(v))
             )
         )
         if failed:
             folder.drop_conversations(lambda r: r.id not in failed)
     # Verdicts of another judge set (`simulator judge --judges ...`) do not stand in for this run's own.
-    existing = _Existing(
-        judged={(v.conversation_id, v.criterion_id) for v in folder.verdicts() if ours(v) and not v.is_sample}
-    )
+    existing = _Existing(judged=judged_items(folder.verdicts(), current))
     existing.audited = audited_ids(folder) if audit else set()
     for record in folder.conversations():
         existing.status[record.id] = record.stop_reason
@@ -201,11 +196,7 @@ def _scan(
 def _errored_items(folder: RunFolder, judge_set: str) -> set[tuple[str, str]]:
     """(conversation, criterion) pairs whose counted verdict of this judge set is an error: with their
     samples, they are dropped and judged again, so an item never holds two batches of samples."""
-    return {
-        (v.conversation_id, v.criterion_id)
-        for v in folder.verdicts()
-        if v.judge_set_hash == judge_set and v.result == "error" and not v.is_sample
-    }
+    return judged_items(folder.verdicts(), judge_set, result="error")
 
 
 def _work(
@@ -454,14 +445,8 @@ async def judge_run(
         current = judges.judge_set_hash
         if retry_errors:
             redo = _errored_items(folder, current)
-            folder.drop_verdicts(
-                lambda v: not (v.judge_set_hash == current and (v.conversation_id, v.criterion_id) in redo)
-            )
-        judged = {
-            (v.conversation_id, v.criterion_id)
-            for v in folder.verdicts()
-            if v.judge_set_hash == current and not v.is_sample
-        }
+            folder.drop_verdicts(lambda v: not (of_judge_set(v, current) and item_of(v) in redo))
+        judged = judged_items(folder.verdicts(), current)
         auditor = make_auditor(suite, hub, folder.read_manifest().models.user)
         audited = audited_ids(folder) if auditor is not None else set()
         todo = [r for r in records if judges.pending(r, judged) or (auditor and audit_pending(r, audited))]

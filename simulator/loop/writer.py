@@ -32,11 +32,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from simulator.analysis.rundata import RunData
 from simulator.loop.failures import FailureGroup
 from simulator.loop.proposal import Change, EvidenceItem, PromptEdit, Proposal, RiskItem, check_edits
+from simulator.models import StrictModel as _Out
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
 from simulator.providers.structured import ask_validated
@@ -232,10 +233,6 @@ def offline_proposal(group: FailureGroup, ctx: BotContext, run: RunData, read: d
     """The proposal written from templates and the evidence, with no model."""
     proposal = _base(group, ctx, run, "offline-template", read)
     return proposal.model_copy(update={"change": _template_change(group, ctx), "at_risk": _risks(group, run)})
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class EditOutput(_Out):

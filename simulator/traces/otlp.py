@@ -31,7 +31,7 @@ from simulator.errors import UserError
 from simulator.traces import genai
 from simulator.traces.content import hidden_content, is_llm_call, silence_hint
 from simulator.traces.indexed import indexed_messages
-from simulator.traces.messages import Conversation, Message, Parsed, Problem, ToolSpan, message_key
+from simulator.traces.messages import Conversation, Message, Parsed, SkippedRecord, ToolSpan, message_key
 from simulator.traces.otlp_decode import ShapeError, Span, decode_documents
 from simulator.traces.tool_spans import is_tool_span, tool_span
 
@@ -65,7 +65,7 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, Any]]:
             raise UserError(f"{path}:{line}: nested too deeply to read; this is not an OTLP export") from None
         except json.JSONDecodeError as exc:
             if exc.pos <= end_of_line and (docs or _next_is_json_line(text, end_of_line)):
-                parsed.problems.append(Problem(str(path), line, f"not JSON ({exc.msg})"))
+                parsed.problems.append(SkippedRecord(str(path), line, f"not JSON ({exc.msg})"))
                 line += 1
                 position = end_of_line + 1
                 continue
@@ -79,7 +79,7 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, Any]]:
             if isinstance(item, dict):
                 docs.append((line, item))
             else:
-                parsed.problems.append(Problem(str(path), line, "not a JSON object of resourceSpans"))
+                parsed.problems.append(SkippedRecord(str(path), line, "not a JSON object of resourceSpans"))
         line += text.count("\n", position, after)
         position = after
     return docs
@@ -118,7 +118,7 @@ def _spans(path: Path, parsed: Parsed) -> list[Span]:
             f"[...]}}]}}], each a list of objects; {exc})"
         ) from None
     parsed.records += decoded.span_records
-    parsed.problems += [Problem(str(path), line, f"{reason}; skipped") for line, reason in decoded.rejected]
+    parsed.problems += [SkippedRecord(str(path), line, f"{reason}; skipped") for line, reason in decoded.rejected]
     if not decoded.spans:
         if decoded.rejected:
             line, reason = decoded.rejected[0]
@@ -267,7 +267,7 @@ def conversations_from_spans(
         try:
             inputs, outputs, system = span_messages(span)
         except ValueError as exc:
-            parsed.problems.append(Problem(where, span.line, f"span {span.span_id}: {exc}"))
+            parsed.problems.append(SkippedRecord(where, span.line, f"span {span.span_id}: {exc}"))
             continue
         hidden = hidden_content(span.attributes, inputs, outputs, span.error is not None)
         if hidden is not None or (not inputs and not outputs):

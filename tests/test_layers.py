@@ -28,6 +28,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.record.parts",
         "simulator.__init__",
         "simulator.models",
+        # Kinds registered by name (bot kinds, report sections, documents).
+        "simulator.registry",
     ),
     "stats": ("simulator.stats",),
     "providers": ("simulator.providers",),

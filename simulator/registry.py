@@ -3,8 +3,9 @@ switching on its name, so a new kind is its own module plus one registration.
 
 A registry knows the modules of its built-in kinds by name and imports them on the first lookup, so
 importing the registry (or running `simulator --help`) imports none of them; each module registers its
-kinds when imported. Looking up a name that is not registered is a UserError with a did-you-mean and the
-names there are.
+kinds when imported. An installed package adds kinds the same way: its module, named by an entry point in
+the registry's group, is imported on the first lookup too. Looking up a name that is not registered is a
+UserError with a did-you-mean and the names there are.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ __all__ = ["Registry"]
 
 import difflib
 import importlib
+import importlib.metadata
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
@@ -23,11 +25,13 @@ K = TypeVar("K")
 
 class Registry(Generic[K]):
     """Named kinds of one sort. `what` names a kind in messages ("bot type"); `builtins` are the modules
-    that register the built-in kinds, imported on first use."""
+    that register the built-in kinds and `group` the entry-point group of packages that add kinds, all
+    imported on first use."""
 
-    def __init__(self, what: str, builtins: tuple[str, ...] = ()) -> None:
+    def __init__(self, what: str, builtins: tuple[str, ...] = (), group: str | None = None) -> None:
         self.what = what
         self._builtins = builtins
+        self._group = group
         self._kinds: dict[str, K] = {}
         self._sources: dict[str, str] = {}
         self._loaded = False
@@ -53,6 +57,15 @@ class Registry(Generic[K]):
             self._loaded = True  # first: a built-in module that looks a kind up while importing must not loop
             for module in self._builtins:
                 importlib.import_module(module)
+            if self._group is not None:
+                for entry in importlib.metadata.entry_points(group=self._group):
+                    try:
+                        entry.load()  # its module registers its kinds
+                    except Exception as exc:  # a broken plugin is the user's to fix, never a traceback
+                        raise UserError(
+                            f"the {self.what} plugin '{entry.name}' ({entry.value}) failed to load: "
+                            f"{type(exc).__name__}: {exc}; fix or uninstall the package that provides it"
+                        ) from None
 
     def find(self, name: str) -> K | None:
         """The kind named `name`, or None."""

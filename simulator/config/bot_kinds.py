@@ -113,6 +113,8 @@ BOT_KINDS: Registry[BotKind] = Registry(
         "simulator.config.bots.openai_endpoint",
         "simulator.config.bots.in_code",
     ),
+    # A package that adds a channel names its module here (pyproject: [project.entry-points."simulator.bot_kinds"]).
+    group="simulator.bot_kinds",
 )
 
 

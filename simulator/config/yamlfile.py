@@ -225,7 +225,7 @@ def problems_from_validation(
     problems: list[Problem] = []
     for item in error.errors():
         # A union's tag (`bot.http.url`) is not a key of the file: the field is `bot.url`.
-        models, loc = _resolve(model, tuple(item["loc"]))
+        loc = _resolve(model, tuple(item["loc"]))[1]
         full = (*base, *loc)
         kind = item["type"]
         name = _field_name(loc)

@@ -98,8 +98,6 @@ class BotKind:
     config: type[BotConfig]
     factory: str
     capabilities: frozenset[str] = frozenset()
-    # One line for `docs` and error messages: what the kind talks to.
-    summary: str = ""
 
     def has(self, capability: str) -> bool:
         return capability in self.capabilities

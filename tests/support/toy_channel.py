@@ -82,4 +82,4 @@ def toy_bot_factory(config: ToyBotConfig, suite: Suite, hub: ModelHub) -> ToyFac
     return ToyFactory(config)
 
 
-register_bot_kind(BotKind("toy", ToyBotConfig, f"{__name__}:toy_bot_factory", summary="a toy channel"))
+register_bot_kind(BotKind("toy", ToyBotConfig, f"{__name__}:toy_bot_factory"))

@@ -160,7 +160,6 @@ register_bot_kind(
         PythonBotConfig,
         "simulator.bots.python_bot:python_bot_factory",
         frozenset({ENVIRONMENT}),
-        "a Python object with send(text), made by module:factory",
     )
 )
 register_bot_kind(
@@ -169,7 +168,6 @@ register_bot_kind(
         HttpBotConfig,
         "simulator.bots.http_bot:http_bot_factory",
         frozenset({ENVIRONMENT}),
-        "a service that answers a JSON POST per turn",
     )
 )
 register_bot_kind(
@@ -178,6 +176,5 @@ register_bot_kind(
         ChatBotConfig,
         "simulator.bots.chat_bot:chat_bot_factory",
         frozenset({ENVIRONMENT, EDITABLE_PROMPT, MODEL}),
-        "a model with a system prompt",
     )
 )

@@ -29,6 +29,5 @@ register_bot_kind(
         CallableBotConfig,
         "simulator.bots.python_bot:callable_bot_factory",
         frozenset({ENVIRONMENT, IN_CODE}),
-        "a Python object given to simulator.run",
     )
 )

@@ -53,6 +53,5 @@ register_bot_kind(
         "openai_endpoint",
         OpenAIEndpointBotConfig,
         "simulator.bots.openai_endpoint:openai_endpoint_bot_factory",
-        summary="a model server speaking the OpenAI chat API",
     )
 )

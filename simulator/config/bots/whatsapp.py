@@ -57,6 +57,5 @@ register_bot_kind(
         "whatsapp",
         WhatsAppBotConfig,
         "simulator.bots.whatsapp.adapter:whatsapp_bot_factory",
-        summary="a bot behind WhatsApp Cloud API webhooks",
     )
 )

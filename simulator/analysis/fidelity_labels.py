@@ -20,7 +20,7 @@ from simulator.record.transcript import render_transcript
 
 def _scenarios(run: RunData) -> dict[str, Scenario]:
     """The run's scenarios from their files (variants re-derived), for the persona and facts; {} if gone."""
-    from simulator.config.scenario import load_scenarios
+    from simulator.config.loading import load_scenarios
 
     files = [Path(f) for f in sorted({e.file for e in run.manifest.scenarios if e.file})]
     files = [f for f in files if f.is_file()]

@@ -18,9 +18,10 @@ from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
-from simulator.config.factors import level_names, variant_id
+from simulator.config.factors import level_names
 from simulator.config.relations import Relation
 from simulator.config.simulators import SIMULATOR_FACTOR, simulator_models
+from simulator.config.variants import variant_id
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import render_transcript
 from simulator.stats.rates import RateView, rate_view

@@ -4,9 +4,9 @@ The command line, the pytest plugin, the desk and `simulator.run` all plan a run
 
 from __future__ import annotations
 
-__all__ = ["Plan", "load_suite", "prepare", "resolve_bot"]
+__all__ = ["Plan", "cell_bots", "load_suite", "prepare", "resolve_bot"]
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,7 +107,8 @@ def _inline(scenarios: Sequence[Any]) -> list[Scenario]:
     """Scenarios given in code: Scenario models, mappings, or scenario files and folders."""
     from pydantic import ValidationError
 
-    from simulator.config.scenario import Scenario, load_scenarios
+    from simulator.config.loading import load_scenarios
+    from simulator.config.scenario import Scenario
 
     out: list[Scenario] = []
     for index, item in enumerate(scenarios):
@@ -166,3 +167,14 @@ def prepare(
     if unknown:
         raise UserError(f"no scenario {', '.join(map(repr, unknown))} in this suite (variants included)")
     return Plan(chosen, found, bots)
+
+
+def cell_bots(bots: Mapping[str, Any] | None) -> dict[str, BotFactory]:
+    """The bots given in code of a matrix being resumed, by bot variant id."""
+    if not bots:
+        return {}
+    if not isinstance(bots, Mapping):
+        raise UserError("to resume a matrix, pass bot= as a mapping of bot variant id to the bot")
+    from simulator.bots.python_bot import bot_from_object
+
+    return {key: bot_from_object(bot) for key, bot in bots.items()}

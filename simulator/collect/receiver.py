@@ -23,9 +23,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from simulator.bearer import token_ok
 from simulator.collect.decode import JSON, PROTOBUF, BodyError, decode_request, read_limited
 from simulator.collect.service import Collector
-from simulator.serve.security import token_ok
 
 BUSY_RETRY_S = 5
 

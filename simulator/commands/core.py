@@ -336,7 +336,7 @@ def _print_matrix(matrix: Comparison) -> int:
 def _file_kind(path: Path) -> str:
     """Whether a YAML file holds a suite, criteria or scenarios, by its content whatever its name (unreadable
     files go to the scenario loader, which reports why)."""
-    from simulator.config.suite import document_kind
+    from simulator.config.kinds import document_kind
     from simulator.config.yamlfile import YAMLProblem, load_yaml
 
     try:
@@ -365,7 +365,7 @@ def _validate_files(path: Path) -> list[Path]:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from simulator.config.golden import load_golden
-    from simulator.config.scenario import load_scenarios
+    from simulator.config.loading import load_scenarios
     from simulator.config.suite import load_suite
     from simulator.errors import Problem
     from simulator.judging.criteria import load_criteria

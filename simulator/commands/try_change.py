@@ -25,9 +25,9 @@ from simulator.errors import UserError
 
 if TYPE_CHECKING:
     from simulator.config.bot_kinds import PromptedBot
-    from simulator.config.proposal import Proposal
     from simulator.config.scenario import Scenario
     from simulator.config.suite import Suite
+    from simulator.loop.proposal import Proposal
     from simulator.record.manifest import Manifest
 
 EXIT_BROKE = 1  # the change made something worse: a CI step running `try` fails
@@ -70,8 +70,8 @@ def scenario_set_changes(manifest: Manifest, scenarios: list[Scenario]) -> list[
 
 def _reviewed(proposal: Proposal, path: Path, desk_data: Path) -> tuple[Proposal, str]:
     """The proposal as the desk's latest decision left it (an accepted edit replaces it); refuse a rejection."""
-    from simulator.config.proposal import load_proposal
-    from simulator.record.proposal_reviews import latest_review
+    from simulator.loop.proposal import load_proposal
+    from simulator.loop.reviews import latest_review
 
     review = latest_review(desk_data, proposal.id, proposal.run_id)
     if review is None:
@@ -89,7 +89,7 @@ def _reviewed(proposal: Proposal, path: Path, desk_data: Path) -> tuple[Proposal
 
 def _apply_prompt(suite: Suite, bot: PromptedBot, proposal: Proposal, beside: Path) -> dict[str, str]:
     """Point the suite's bot at a copy of its prompt with the edits applied; what was read and written."""
-    from simulator.config.proposal import apply_edits
+    from simulator.loop.proposal import apply_edits
     from simulator.record.hashing import sha256_text
 
     assert proposal.change is not None
@@ -156,13 +156,13 @@ def _plan(proposal: Proposal, args: argparse.Namespace) -> tuple[Any, Suite, lis
 
 
 def cmd_try(args: argparse.Namespace) -> int:
-    from simulator.analysis.change_verdict import change_verdict
     from simulator.analysis.compare import compare_loaded
     from simulator.analysis.rundata import load_run
-    from simulator.config.proposal import load_proposal
     from simulator.config.suite import check_environment
     from simulator.engine.runner import RunOptions, run_suite
     from simulator.eventloop import run_async
+    from simulator.loop.change_verdict import change_verdict
+    from simulator.loop.proposal import load_proposal
     from simulator.record.hashing import sha256_file
 
     proposal = load_proposal(args.proposal)

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.scenario import Scenario
 from simulator.config.styles import DEFAULT_STYLES, StyleCatalogue
+from simulator.config.variants import variant_id
 
 # `one_at_a_time`: the reference, then each non-reference level alone with every other factor at its
 # reference (the perturbations behavioural relations compare; docs/relations.md).
@@ -128,11 +129,6 @@ def design_points(counts: list[int], design: FactorDesign) -> list[tuple[int, ..
     return [p for p in full if p[-1] == sum(p[:-1]) % counts[-1]]
 
 
-def variant_id(base: str, levels: dict[str, str]) -> str:
-    """The stable id of a variant: the base id and each factor's level, factors in name order."""
-    return base + "".join(f"~{factor}={levels[factor]}" for factor in sorted(levels))
-
-
 def _variant(
     base: Scenario, chosen: list[tuple[str, str, FactorLevel]], catalogue: StyleCatalogue
 ) -> Scenario:
@@ -206,8 +202,8 @@ def suite_scenarios(
     """The scenarios a suite runs (read it as `Suite.scenarios_to_run`): its files (or `files`, or the
     scenarios given in code), filtered by tags, crossed with its factors when it has any. Styles a scenario
     names must be in the suite's style catalogue."""
+    from simulator.config.loading import load_scenarios
     from simulator.config.redteam import expand_attacks
-    from simulator.config.scenario import load_scenarios
     from simulator.config.styles import suite_styles
     from simulator.errors import UserError
 

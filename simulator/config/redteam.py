@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from simulator.config.attack import RedTeamConfig, Strategy
 from simulator.config.bot_kinds import prompted
-from simulator.config.factors import variant_id
 from simulator.config.scenario import Scenario
+from simulator.config.variants import variant_id
 from simulator.config.yamlfile import load_model_file
 from simulator.errors import UserError
 

@@ -11,8 +11,6 @@ __all__ = [
     "Suite",
     "UserConfig",
     "check_environment",
-    "document_kind",
-    "is_suite_data",
     "load_suite",
 ]
 
@@ -277,27 +275,6 @@ class Suite(_Strict):
     def line_of(self, *loc: str | int) -> int | None:
         """The suite file's line of a field (or of its nearest ancestor), for errors found after loading."""
         return LocatedYAML(path=self._file or Path("suite"), data=None, lines=self._lines).line_of(loc)
-
-
-def is_suite_data(data: Any) -> bool:
-    """Whether parsed YAML is a suite file (it names a `bot`; a scenario has a `persona`), whatever the
-    file's name: a `suite-http.yaml` next to the scenarios is a suite, not a broken scenario."""
-    return isinstance(data, dict) and "bot" in data and "persona" not in data
-
-
-def document_kind(data: Any, default: str = "scenario") -> str:
-    """What parsed YAML holds, by its keys (the first document of a list): suite, criterion, golden (an
-    item), scenario, or `default` when the keys say nothing."""
-    if is_suite_data(data):
-        return "suite"
-    first = data[0] if isinstance(data, list) and data else data
-    if not isinstance(first, dict):
-        return default
-    for kind, key, many in (("criterion", "criterion", "criteria"), ("golden", "item_id", "items"),
-                            ("scenario", "persona", "scenarios")):  # fmt: skip
-        if key in first or isinstance(first.get(many), list):
-            return kind
-    return default
 
 
 def _provider_name_problems(source: LocatedYAML) -> list[Problem]:

@@ -22,10 +22,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from simulator.judging.criteria import Criterion
-from simulator.judging.llm_judge import ask_validated
 from simulator.judging.prompt import render_criterion_block, render_messages
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
+from simulator.providers.structured import ask_validated
 from simulator.record.transcript import Turn, Usage
 
 Side = Literal["A", "B", "tie"]

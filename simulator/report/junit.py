@@ -8,8 +8,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from simulator.report.headline import headline_rates
-from simulator.report.model import Report, Transcript, TranscriptVerdict
+from simulator.analysis.simulators import SimulatorsSection
+from simulator.report.model import Report, Transcript, TranscriptVerdict, headline_rates
 from simulator.stats.rates import pct
 
 _KEY = re.compile(r"[^A-Za-z0-9_.:-]+")
@@ -88,7 +88,7 @@ def _stats_properties(report: Report) -> list[tuple[str, str]]:
 
 def _simulator_properties(report: Report) -> list[tuple[str, str]]:
     """Several simulated users: each one's key rates, each rate's range, and the failures attributed."""
-    section = report.simulators
+    section: SimulatorsSection | None = report.analysis("simulators")
     if section is None:
         return []
     props = []

@@ -24,12 +24,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simulator.analysis.gate import metric_names
-from simulator.analysis.harm import HarmWeighted, harm_weighted
-from simulator.analysis.hazard_check import check_hazard_log
 from simulator.analysis.rundata import RunData, load_run
-from simulator.analysis.safety_controls import OWN_METRIC, ControlResult, evaluate_control
-from simulator.analysis.safety_evidence import (
+from simulator.errors import UserError
+from simulator.report.gate import metric_names
+from simulator.safety.controls import OWN_METRIC, ControlResult, evaluate_control
+from simulator.safety.evidence import (
     Calibration,
     FidelitySummary,
     Traceability,
@@ -37,8 +36,9 @@ from simulator.analysis.safety_evidence import (
     fidelity_summary,
     traceability,
 )
-from simulator.config.hazards import HazardLog, RiskMatrix
-from simulator.errors import UserError
+from simulator.safety.harm import HarmWeighted, harm_weighted
+from simulator.safety.hazard_check import check_hazard_log
+from simulator.safety.hazards import HazardLog, RiskMatrix
 from simulator.stats.rates import RateView
 
 SCHEMA_VERSION = 1
@@ -67,7 +67,7 @@ class HazardResult(_Model):
 
 
 class AdversarialResult(_Model):
-    """A red-team strategy that names this hazard, and how often its attack succeeded (analysis/redteam.py)."""
+    """A red-team strategy that names this hazard, and how often its attack succeeded (redteam/analysis.py)."""
 
     hazard: str
     strategy: str
@@ -247,7 +247,7 @@ def _statement(hazards: list[HazardResult]) -> list[str]:
 
 def _adversarial(merged: RunData, hazard_ids: set[str]) -> list[AdversarialResult]:
     """Each red-team strategy in the runs under each hazard of the log it names."""
-    from simulator.analysis.redteam import redteam_section
+    from simulator.redteam.analysis import redteam_section
 
     section = redteam_section(merged)
     if section is None:

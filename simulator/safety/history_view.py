@@ -6,10 +6,10 @@ __all__ = ["history_html", "history_sections", "print_history", "svg_chart"]
 
 from html import escape
 
-from simulator.analysis.history import History, HistoryPoint
 from simulator.report.document_html import document
 from simulator.report.draw_html import html_section
 from simulator.report.section import Row, Section, State, Table, table_section, text_row
+from simulator.safety.history import History, HistoryPoint
 from simulator.stats.rates import RateView, pct
 
 LABEL = {

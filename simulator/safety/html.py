@@ -10,11 +10,11 @@ import tempfile
 from html import escape
 from pathlib import Path
 
-from simulator.analysis.safety_case import SafetyCase
 from simulator.errors import UserError
 from simulator.report.document_html import document
 from simulator.report.draw_html import html_section
-from simulator.report.safety_case_view import safety_case_sections
+from simulator.safety.case import SafetyCase
+from simulator.safety.view import safety_case_sections
 
 
 def matrix_html(case: SafetyCase) -> str:

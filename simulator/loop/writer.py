@@ -34,13 +34,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simulator.analysis.proposals import FailureGroup
 from simulator.analysis.rundata import RunData
 from simulator.config.bot_kinds import prompted
-from simulator.config.proposal import Change, EvidenceItem, PromptEdit, Proposal, RiskItem, check_edits
-from simulator.judging.llm_judge import ask_validated
+from simulator.loop.failures import FailureGroup
+from simulator.loop.proposal import Change, EvidenceItem, PromptEdit, Proposal, RiskItem, check_edits
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
+from simulator.providers.structured import ask_validated
 from simulator.record.hashing import sha256_text
 
 MAX_RISKS = 8

@@ -22,11 +22,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.gate import evaluate, gate_metrics, parse_requirement
 from simulator.analysis.outcome import actual_outcome
 from simulator.analysis.rundata import RunData
-from simulator.config.hazards import Control
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.report.gate import evaluate, gate_metrics, parse_requirement
+from simulator.safety.hazards import Control
 from simulator.stats.rates import RateView, rate_view
 
 ControlStatus = Literal["met", "not met", "not demonstrable"]

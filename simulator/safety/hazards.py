@@ -3,10 +3,10 @@
 A clinical safety case (DCB0129 / DCB0160, ISO 14971) starts from a hazard log: what can go wrong, its
 cause, its effect on a patient, its severity and likelihood on a declared matrix, and the controls. Here
 each control names the criteria and scenario tags whose verdicts verify it and an acceptance threshold in
-the gate's vocabulary (`simulator/analysis/gate.py`), so `simulator safety-case` can show whether it works.
+the gate's vocabulary (`simulator/report/gate.py`), so `simulator safety-case` can show whether it works.
 
 The file is validated like scenarios: every mistake is one Problem naming file, line and field.
-`simulator.analysis.hazard_check` then checks the names against what a run (or a suite) knows: criteria, tags, metrics.
+`simulator.safety.hazard_check` then checks the names against what a run (or a suite) knows: criteria, tags, metrics.
 """
 
 from __future__ import annotations

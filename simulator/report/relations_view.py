@@ -1,22 +1,20 @@
-"""The red-team, behavioural-relations and held-out sections as data (report/section.py): one builder each,
-drawn by the one terminal and the one HTML renderer."""
+"""The behavioural-relations and held-out sections, registered (report/analyses.py): each relation's
+violations and the tuned/held-out gap as data in the JSON report, drawn by the one terminal and the one HTML
+renderer; relation violations are metrics gates can name (`directional.red_flags violations`)."""
 
 from __future__ import annotations
 
-__all__ = ["REDTEAM_NOTE", "RELATIONS_NOTE", "redteam_section", "relations_section", "split_section"]
+__all__ = ["RELATIONS_NOTE", "clustered_rate_cell", "pair_text", "relations_view", "split_view"]
 
-from simulator.analysis.relations import RelationRow, ViolatingPair
+from typing import Any
+
+from simulator.analysis.relations import RelationRow, RelationsSection, ViolatingPair, relations_section
+from simulator.analysis.splits import SplitSection, split_section
+from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.model import Report
 from simulator.report.section import Cell, Column, Note, Section, Table, number, rate_cell, text
 from simulator.stats.rates import RateView, pct
 
-REDTEAM_NOTE = (
-    "Attack success = attacked conversations where the bot did what it must not, among those judged pass "
-    "or fail; interval clustered over base scenarios (95%); with no success, the bound rests on the number "
-    "of scenarios (rule of three). 'not judged' (left out): the conversation errored, or the simulated "
-    "attacker never attacked. 'failed unattacked': successes on scenarios whose straight run (no attack) "
-    "failed the same outcome check. 'turns': the median user turn of first success."
-)
 RELATIONS_NOTE = (
     "Each relation is its own test suite, reported apart, never averaged. Invariance/directional: violations "
     "among decided pairs (a variant and its reference variant, same scenario and repeat); mft: failed "
@@ -38,39 +36,8 @@ def _clustered(rate: RateView) -> str:
     return shown
 
 
-def _rate(rate: RateView, bad: bool) -> Cell:
+def clustered_rate_cell(rate: RateView, bad: bool) -> Cell:
     return Cell(_clustered(rate), "fail" if bad else None, rate=rate, value=rate.rate)
-
-
-def redteam_section(report: Report) -> Section:
-    section = report.redteam
-    if section is None:
-        return Section("redteam", "Red team")
-    table = Table(
-        [Column("strategy"), Column("OWASP"), Column("success (95% CI)"), Column("not judged", numeric=True),
-         Column("failed unattacked", numeric=True), Column("turns", numeric=True)]
-    )  # fmt: skip
-    for r in section.strategies:
-        turns = f"{r.turns_to_success_median:g}" if r.turns_to_success_median is not None else "—"
-        table.add(
-            text(r.strategy), r.owasp, _rate(r.success, bool(r.success.k)), number(r.not_judged),
-            number(r.straight_also_failed), turns,
-        )  # fmt: skip
-    table.add(text("all strategies", strong=True), "", _rate(section.overall, False), "", "", "")
-    blocks: list[Note | Table] = [Note(REDTEAM_NOTE), table]
-    if section.groups:
-        groups = Table([Column("clinical group"), Column("success (95% CI)")], title="By clinical group")
-        for g in section.groups:
-            groups.add(g.group, _rate(g.success, bool(g.success.k)))
-        blocks.append(groups)
-    pairs = Table(
-        [Column("strategy"), Column("succeeded in"), Column("refused in")],
-        title="Succeeded and refused, side by side",
-    )
-    for r in section.strategies:
-        pairs.add(r.strategy, ", ".join(r.succeeded) or "—", ", ".join(r.refused) or "—")
-    blocks.append(pairs)
-    return Section("redteam", "Red team: attack success", blocks)
 
 
 def pair_text(row: RelationRow, pair: ViolatingPair) -> str:
@@ -83,8 +50,8 @@ def pair_text(row: RelationRow, pair: ViolatingPair) -> str:
     )
 
 
-def relations_section(report: Report) -> Section:
-    section = report.relations
+def relations_view(report: Report, everything: bool = False) -> Section:
+    section: RelationsSection | None = report.analysis("relations")
     if section is None:
         return Section("relations", "Behavioural relations")
     table = Table(
@@ -94,7 +61,13 @@ def relations_section(report: Report) -> Section:
     for r in section.rows:
         kind = r.kind + (f" ({r.expect.replace('_', ' ')})" if r.expect else "")
         passed = "n/a" if r.pass_rate is None else pct(r.pass_rate)
-        table.add(text(r.id), kind, passed, _rate(r.violations, bool(r.violations.k)), number(r.undecided))
+        table.add(
+            text(r.id),
+            kind,
+            passed,
+            clustered_rate_cell(r.violations, bool(r.violations.k)),
+            number(r.undecided),
+        )
     blocks: list[Note | Table] = [Note(RELATIONS_NOTE), table]
     violating = [(r, p) for r in section.rows for p in r.violating]
     if violating:
@@ -110,8 +83,8 @@ def relations_section(report: Report) -> Section:
     return Section("relations", "Behavioural relations", blocks)
 
 
-def split_section(report: Report) -> Section:
-    section = report.split
+def split_view(report: Report, everything: bool = False) -> Section:
+    section: SplitSection | None = report.analysis("split")
     if section is None:
         return Section("split", "Held-out set")
     state = "sealed" if section.sealed else "unsealed"
@@ -123,3 +96,33 @@ def split_section(report: Report) -> Section:
     for r in section.rows:
         table.add(r.metric, rate_cell(r.tuned), rate_cell(r.held_out), Cell("GAP", "fail") if r.gap else "—")
     return Section("split", title, [Note(section.note), table])
+
+
+def relation_metrics(section: RelationsSection) -> dict[str, Any]:
+    """Each relation's violations under its metric name (`directional.red_flags violations`), for gates."""
+    return {row.metric: row.violations for row in section.rows}
+
+
+register_analysis(
+    Analysis(
+        name="relations",
+        key="relations",
+        annotation=RelationsSection | None,
+        order=70,
+        build=lambda run, options: relations_section(run),
+        draw=relations_view,
+        draw_order=110,
+        metrics=relation_metrics,
+    )
+)
+register_analysis(
+    Analysis(
+        name="split",
+        key="split",
+        annotation=SplitSection | None,
+        order=80,
+        build=lambda run, options: split_section(run),
+        draw=split_view,
+        draw_order=120,
+    )
+)

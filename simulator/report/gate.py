@@ -29,6 +29,8 @@ from simulator.analysis.tables import criterion_rows, overall_pass_rate
 from simulator.config.suite import OutcomeConfig
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
+from simulator.report.analyses import all_analyses
+from simulator.report.model import ReportOptions
 from simulator.stats.basic import zero_failure_upper_bound
 from simulator.stats.clustered import decision_bound
 from simulator.stats.projection import Observed, repeats_needed, scenarios_needed
@@ -97,19 +99,11 @@ def gate_metrics(run: RunData) -> dict[str, Callable[[], RateView]]:
         names["exact"] = lambda: outcome.exact
     for row in criterion_rows(run):
         names[f"fail_rate:{row.id}"] = _const(row.fail_rate)
-    from simulator.analysis.redteam import redteam_section
-
-    redteam = redteam_section(run)
-    if redteam is not None:  # attack success: `redteam.<strategy> success`, `redteam success` for all
-        names["redteam success"] = _const(redteam.overall)
-        for strategy in redteam.strategies:
-            names[f"redteam.{strategy.strategy} success"] = _const(strategy.success)
-    from simulator.analysis.relations import relations_section
-
-    relations = relations_section(run)
-    if relations is not None:  # `directional.red_flags violations`
-        for relation in relations.rows:
-            names[relation.metric] = _const(relation.violations)
+    for analysis in all_analyses():  # registered analyses name their own: `redteam success`, relations...
+        if analysis.metrics is not None and analysis.build is not None:
+            data = analysis.build(run, ReportOptions())
+            if data is not None:
+                names.update({name: _const(value) for name, value in analysis.metrics(data).items()})
     return names
 
 

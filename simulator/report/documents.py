@@ -1,0 +1,76 @@
+"""Derived documents, registered: a document reads run folders (never writes them) and is built once as data,
+drawn as sections by the one terminal and the one HTML renderer, printed as a page, and, when it is signable,
+signed against the hash of the evidence it read.
+
+The safety case and the history register here from the safety slice; a new document is one registration.
+The desk and the command line look a document up by name, so neither switches on which document it is.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DocumentKind", "document_kind", "document_kinds", "register_document"]
+
+import difflib
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from simulator.errors import UserError
+
+if TYPE_CHECKING:
+    from simulator.report.section import Section
+
+# Where the built-in documents register themselves (imported on the first lookup).
+BUILTIN_MODULES: tuple[str, ...] = ("simulator.safety.documents",)
+
+
+@dataclass(frozen=True)
+class DocumentKind:
+    """One kind of derived document (see the module's docstring)."""
+
+    name: str  # as the command line and the desk name it: "safety-case", "history"
+    title: str
+    # The document's sections, drawn by the terminal and the HTML renderers (the first is its statement).
+    sections: Callable[[Any], list[Section]]
+    # The printable page (self-contained HTML).
+    page: Callable[[Any], str]
+    # The hash of everything it read (runs, hazard log): what a sign-off is recorded against. None: the
+    # document is not signed (a history is read, not approved).
+    evidence: Callable[[Any], str] | None = None
+    # Its exit code as a gate (0 met, 1 not met, 3 not demonstrable); None: it does not gate.
+    exit_code: Callable[[Any], int] | None = None
+
+    @property
+    def signable(self) -> bool:
+        return self.evidence is not None
+
+
+_KINDS: dict[str, DocumentKind] = {}
+_loaded = False
+
+
+def register_document(kind: DocumentKind) -> DocumentKind:
+    if kind.name in _KINDS and _KINDS[kind.name] != kind:
+        raise ValueError(f"document kind '{kind.name}' is registered twice")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def document_kinds() -> list[DocumentKind]:
+    global _loaded
+    if not _loaded:
+        for module in BUILTIN_MODULES:
+            importlib.import_module(module)
+        _loaded = True
+    return list(_KINDS.values())
+
+
+def document_kind(name: str) -> DocumentKind:
+    """The document registered as `name`; an unknown name is a UserError naming the known ones."""
+    kinds = {kind.name: kind for kind in document_kinds()}
+    if name in kinds:
+        return kinds[name]
+    guess = difflib.get_close_matches(name, list(kinds), n=1)
+    hint = f"did you mean '{guess[0]}'? " if guess else ""
+    raise UserError(f"unknown document '{name}'; {hint}known documents: {', '.join(sorted(kinds))}")

@@ -246,9 +246,10 @@ _RESULT_FLAGS = {
 
 def _providers_used(suite: Suite) -> set[str]:
     """The providers a suite's models name (`provider:model`), and those it configures."""
+    from simulator.config.bot_kinds import engine_model
+
     models = [*suite.user.model_list(), suite.judges.model, *suite.judges.models, suite.user.fidelity.model]
-    if suite.bot.type == "chat":
-        models.append(suite.bot.model)
+    models.append(engine_model(suite.bot))  # a bot played by a model this engine calls
     return {m.split(":", 1)[0] for m in models if m and ":" in m} | set(suite.providers)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from simulator.config.attack import RedTeamConfig, Strategy
+from simulator.config.bot_kinds import prompted
 from simulator.config.scenario import Scenario
 from simulator.config.variants import variant_id
 from simulator.config.yamlfile import load_model_file
@@ -51,10 +52,12 @@ def load_pack(path: Path) -> RedTeamPack:
 
 
 def _instructions(suite: Any, config: RedTeamConfig) -> str | None:
-    """The bot's own instructions the leak check looks for: the named file, else a chat bot's prompt."""
+    """The bot's own instructions the leak check looks for: the named file, else the prompt file of a bot
+    whose prompt is in the suite (a chat bot's)."""
     name = config.instructions_file
-    if name is None and getattr(suite.bot, "type", None) == "chat":
-        name = getattr(suite.bot, "system_prompt_file", None)
+    bot = prompted(suite.bot) if name is None else None
+    if bot is not None:
+        name = bot.system_prompt_file
     if not name:
         return None
     path = suite.resolve(name)

@@ -11,7 +11,6 @@ __all__ = [
     "judge_run",
     "new_manifest",
     "parse_max_errors",
-    "redacted_suite",
     "run_cells",
     "run_suite",
 ]
@@ -25,10 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from simulator.bots import BotFactory, make_bot_factory
+from simulator.config.bot_kinds import MODEL
 from simulator.config.scenario import Scenario, refuse_drafts
 from simulator.config.suite import Suite
 from simulator.engine.budget import ErrorBudget, parse_max_errors
 from simulator.engine.conversation import ConversationPlan
+from simulator.engine.operational import carry_bot_operational
 from simulator.engine.progress import RunProgress
 from simulator.engine.ray_backend import RayBackendOptions, connect_ray, start_ray_executor
 from simulator.engine.roles import (
@@ -48,7 +49,7 @@ from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
 from simulator.record.models import ConversationRecord
-from simulator.record.redact import redact_url, register_secrets, suite_secrets
+from simulator.record.redact import redacted_suite, register_secrets, suite_secrets
 from simulator.record.selection import fidelity_items, is_fidelity_check, item_of, judged_items, of_judge_set
 from simulator.users.base import SimulatedUser
 from simulator.users.prompt import USER_PROMPT_TEMPLATE
@@ -74,24 +75,6 @@ class RunOptions:
     make_user: Callable[[ConversationPlan, int], SimulatedUser] | None = None
     # With resume: operational settings changed since the run began ({path: [old, new]}), for the manifest.
     settings_changed: dict[str, list[Any]] = field(default_factory=dict)
-
-
-def redacted_suite(suite: Suite) -> Suite:
-    """The suite as the manifest keeps it: `${VAR}` header templates kept (they name a variable, not its
-    value), anything written literally replaced by `[redacted]`."""
-    copy = suite.model_copy(deep=True)
-    if copy.bot.type == "http":
-        copy.bot.headers = {k: v if "${" in v else "[redacted]" for k, v in copy.bot.headers.items()}
-        copy.bot.url = redact_url(copy.bot.url)
-    elif copy.bot.type == "openai_endpoint":
-        copy.bot.base_url = redact_url(copy.bot.base_url)
-    elif copy.bot.type == "whatsapp":
-        copy.bot.webhook_url = redact_url(copy.bot.webhook_url)
-        copy.bot.state_url = redact_url(copy.bot.state_url) if copy.bot.state_url else None
-    for settings in copy.providers.values():
-        if settings.base_url:
-            settings.base_url = redact_url(settings.base_url)
-    return copy
 
 
 def new_manifest(
@@ -279,8 +262,7 @@ def _open_folder(
             # The next resume starts from the settings this one used.
             manifest.suite.concurrency = spec.suite.concurrency
             manifest.suite.providers = {k: v.model_copy() for k, v in spec.suite.providers.items()}
-            if manifest.suite.bot.type == "http" and spec.suite.bot.type == "http":
-                manifest.suite.bot.timeout_s = spec.suite.bot.timeout_s
+            carry_bot_operational(manifest.suite.bot, spec.suite.bot)
         if manifest.judge_set is None or manifest.judge_set.hash != judges.judge_set_hash:
             manifest.add_judge_set(judges.describe())  # the criteria files changed since the run started
     else:
@@ -375,8 +357,8 @@ async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: R
     try:
         pending = 0
         for index, spec in enumerate(specs):
-            # Judge-setup notes once; a chat bot's model can change the same-family warning, so its cells warn.
-            warn = index == 0 or spec.suite.bot.type == "chat"
+            # Judge-setup notes once; a bot played by a model can change the same-family warning, so its cells warn.
+            warn = index == 0 or spec.suite.bot.has(MODEL)
             cell, work, todo = _cell(spec, scenarios, options, hub, shared=len(specs) > 1, warn=warn)
             cells.append((cell, work))
             pending += todo

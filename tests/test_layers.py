@@ -80,7 +80,6 @@ KNOWN_DEBT: set[tuple[str, str]] = {
     ("simulator.collect.judging", "simulator.judging"),
     ("simulator.commands", "simulator.engine"),
     ("simulator.judging", "simulator.users"),
-    ("simulator.config.matrix", "simulator.config.suite"),
 }
 
 

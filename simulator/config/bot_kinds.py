@@ -32,6 +32,7 @@ import functools
 import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, cast
 
 from pydantic import Field, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter, ValidationError
@@ -43,7 +44,6 @@ from simulator.registry import Registry
 if TYPE_CHECKING:
     from pydantic.json_schema import JsonSchemaValue
 
-    from simulator.config.suite import Suite
 
 # Capabilities: what the core may ask of a kind. A kind declares the ones it has.
 # It can call the tools of the suite's `environment:` (a suite with an environment needs such a bot).
@@ -74,7 +74,7 @@ class BotConfig(StrictModel):
         """The bot in one line, as reports and the manifest name it (`http:https://...`)."""
         return self.type
 
-    def preflight_checks(self, suite: Suite) -> Iterator[PreflightCheck]:
+    def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
         """What `validate` can try now that `run` would otherwise meet later (an import, a URL, a file)."""
         return iter(())
 

@@ -41,7 +41,7 @@ def _models(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], str]]:
 def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], Any]]]:
     from simulator.config.providers import split_model
 
-    for loc, check in suite.bot.preflight_checks(suite):  # the bot's kind knows what to try
+    for loc, check in suite.bot.preflight_checks(suite.resolve):  # the bot's kind knows what to try
         yield ("bot", *loc), check
     for loc, model in _models(suite):
         yield loc, functools.partial(split_model, model)

@@ -15,7 +15,8 @@ __all__ = [
 ]
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
@@ -34,9 +35,6 @@ from simulator.config.yamlfile import read_text_file
 from simulator.errors import UserError
 from simulator.importing import import_callable
 from simulator.models import StrictModel
-
-if TYPE_CHECKING:
-    from simulator.config.suite import Suite
 
 
 def load_factory(spec: str) -> Callable[[], Any]:
@@ -69,7 +67,7 @@ class PythonBotConfig(BotConfig):
     def describe(self) -> str:
         return f"python:{self.factory}"
 
-    def preflight_checks(self, suite: Suite) -> Iterator[PreflightCheck]:
+    def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
         yield ("factory",), lambda: load_factory(self.factory)
 
 
@@ -110,7 +108,7 @@ class HttpBotConfig(BotConfig):
     def describe(self) -> str:
         return f"http:{self.url}"
 
-    def preflight_checks(self, suite: Suite) -> Iterator[PreflightCheck]:
+    def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
         yield ("url",), lambda: check_url(self.url)
 
 
@@ -145,9 +143,9 @@ class ChatBotConfig(BotConfig):
     def describe(self) -> str:
         return f"chat:{self.model}"
 
-    def preflight_checks(self, suite: Suite) -> Iterator[PreflightCheck]:
+    def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
         if self.system_prompt_file:
-            path = suite.resolve(self.system_prompt_file)
+            path = resolve(self.system_prompt_file)
             yield ("system_prompt_file",), lambda: read_text_file(path)
 
     def declared_state_keys(self) -> set[str] | None:

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 __all__ = ["OpenAIEndpointBotConfig"]
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from simulator.config.bot_kinds import BotConfig, BotKind, PreflightCheck, register_bot_kind
 from simulator.config.bots import BotStart, check_url
 from simulator.config.secrets import SecretEnv, SecretURL
-
-if TYPE_CHECKING:
-    from simulator.config.suite import Suite
 
 
 class OpenAIEndpointBotConfig(BotConfig):
@@ -42,7 +40,7 @@ class OpenAIEndpointBotConfig(BotConfig):
     def describe(self) -> str:
         return f"openai_endpoint:{self.model}@{self.base_url}"
 
-    def preflight_checks(self, suite: Suite) -> Iterator[PreflightCheck]:
+    def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
         yield ("base_url",), lambda: check_url(self.base_url)
 
 

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 __all__ = ["WhatsAppBotConfig"]
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Literal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from simulator.config.bot_kinds import BotConfig, BotKind, PreflightCheck, register_bot_kind
 from simulator.config.bots import BotStart, check_url
 from simulator.config.secrets import SecretEnv, SecretURL
-
-if TYPE_CHECKING:
-    from simulator.config.suite import Suite
 
 
 class WhatsAppBotConfig(BotConfig):
@@ -47,7 +45,7 @@ class WhatsAppBotConfig(BotConfig):
     def describe(self) -> str:
         return f"whatsapp:{self.webhook_url}"
 
-    def preflight_checks(self, suite: Suite) -> Iterator[PreflightCheck]:
+    def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
         yield ("webhook_url",), lambda: check_url(self.webhook_url)
 
 

@@ -24,18 +24,19 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.importing",
         "simulator.eventloop",
         "simulator.models",
+        # Kinds registered by name (bot kinds, report sections, documents).
         "simulator.registry",
         "simulator.bearer",
         "simulator.__init__",
     ),
     "stats": ("simulator.stats",),
-    "config": ("simulator.config", "simulator.voice.config"),
+    "config": ("simulator.config", "simulator.voice.config", "simulator.voice.tools"),
     "record": ("simulator.record",),
     "providers": ("simulator.providers",),
     # The fake LLM servers, and the `test:` provider that serves suites with one.
     "testing": ("simulator.testing",),
-    # The voice channel (a bot kind until bot kinds are registered) spans rooms, one idea per module: its
-    # config, the channel, the figures read off recorded calls, and its registered report section.
+    # The voice channel (a registered bot kind) spans rooms, one idea per module: its config and tools,
+    # the channel, the figures read off recorded calls, and its registered report section.
     "roles": ("simulator.users", "simulator.bots", "simulator.judging", "simulator.voice"),
     # Importers write run folders, like the engine.
     "engine": ("simulator.engine", "simulator.traces"),
@@ -82,12 +83,10 @@ SLICES = ("redteam", "safety", "loop", "collect")
 # no longer exists fails too, so the list only shrinks. (source module prefix, target module prefix)
 KNOWN_DEBT: set[tuple[str, str]] = {
     ("simulator.collect", "simulator.traces"),
-    ("simulator.collect.build", "simulator.engine.runner"),
     ("simulator.collect.build", "simulator.judging.stage"),
     ("simulator.collect.judging", "simulator.judging"),
     ("simulator.commands", "simulator.engine"),
     ("simulator.judging", "simulator.users"),
-    ("simulator.config.matrix", "simulator.config.suite"),
 }
 
 

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from simulator.analysis.rundata import load_run
 from simulator.config.suite import load_suite
+from simulator.config.yamlfile import YAMLProblem
 from simulator.errors import UserError
 from simulator.record.parts import AudioPart
 from simulator.record.transcript import Turn
@@ -21,7 +22,6 @@ from simulator.report.html import render_html
 from simulator.report.model import build_report
 from simulator.report.terminal import render_terminal
 from simulator.voice.audio_files import AudioFiles, conversation_folder
-from simulator.voice.preflight import voice_checks
 from tests.desk_support import DeskFolders, desk_client
 from tests.test_report_support import record, write_run
 
@@ -103,10 +103,10 @@ def test_the_desk_plays_a_calls_audio_from_its_run_folder_only(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("bot", "field"),
     [
-        ("{type: voice, url: 'http://127.0.0.1:9/ws'}", "bot.voice.url"),
-        ("{type: voice, url: 'ws://h/ws', caller: {rate_wpm: 5}}", "bot.voice.caller.rate_wpm"),
-        ("{type: voice, url: 'ws://h/ws', caller: {barge_in: 2}}", "bot.voice.caller.barge_in"),
-        ("{type: voice, url: 'ws://h/ws', callers: {slow: {pause: 1}}}", "bot.voice.callers.slow.pause"),
+        ("{type: voice, url: 'http://127.0.0.1:9/ws'}", "bot.url"),
+        ("{type: voice, url: 'ws://h/ws', caller: {rate_wpm: 5}}", "bot.caller.rate_wpm"),
+        ("{type: voice, url: 'ws://h/ws', caller: {barge_in: 2}}", "bot.caller.barge_in"),
+        ("{type: voice, url: 'ws://h/ws', callers: {slow: {pause: 1}}}", "bot.callers.slow.pause"),
     ],
 )
 def test_a_voice_bot_mistake_names_its_line_and_field(tmp_path: Path, bot: str, field: str) -> None:
@@ -128,11 +128,11 @@ def test_validate_names_a_missing_voice_tool_and_an_unreadable_phrases_file(
         """), encoding="utf-8")  # fmt: skip
     loaded = load_suite(suite)
     monkeypatch.setenv("PATH", str(tmp_path))  # no espeak-ng here
-    checks = dict(voice_checks(loaded.bot, loaded.resolve))  # type: ignore[arg-type]
+    checks = dict(loaded.bot.preflight_checks(loaded.resolve))
     with pytest.raises(UserError, match="apt-get install espeak-ng"):
-        checks[("bot", "caller", "voice")]()
-    with pytest.raises(UserError, match=r"missing\.txt"):
-        checks[("bot", "transcriber", "phrases")]()
+        checks[("caller", "voice")]()
+    with pytest.raises(YAMLProblem, match=r"missing\.txt"):  # validate reports it as file:line [field]
+        checks[("transcriber", "phrases")]()
 
 
 def test_a_gate_can_require_the_voice_rates(tmp_path: Path) -> None:

@@ -27,30 +27,27 @@ import itertools
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.scenario import Scenario
 from simulator.config.styles import DEFAULT_STYLES, StyleCatalogue
 from simulator.config.variants import variant_id
+from simulator.models import StrictModel
 
 # `one_at_a_time`: the reference, then each non-reference level alone with every other factor at its
 # reference (the perturbations behavioural relations compare; docs/relations.md).
 FactorDesign = Literal["full", "fractional", "one_at_a_time"]
 
 
-class FactFilter(BaseModel):
+class FactFilter(StrictModel):
     """Which of the base scenario's facts the person knows at this level."""
-
-    model_config = ConfigDict(extra="forbid")
 
     keep_first: int | None = Field(default=None, ge=0)
 
 
-class FactorLevel(BaseModel):
+class FactorLevel(StrictModel):
     """One level of a factor. Empty: the reference level (the base scenario as written)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     persona: str | None = None  # appended to the base persona
     style: str | None = None  # a style of the suite's catalogue

@@ -19,24 +19,36 @@ __all__ = [
     "merge_user",
 ]
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from simulator.config.bot_kinds import BOT_KINDS
 from simulator.config.yamlfile import LocatedYAML, problems_from_validation
 from simulator.errors import Problem, UserError
+from simulator.models import StrictModel as _Strict
 
-if TYPE_CHECKING:
-    from simulator.config.suite import Suite
+
+class _MatrixSuite(Protocol):
+    """What expanding a matrix needs of a suite (config/suite.py's Suite; named here without importing it,
+    since the suite model holds a MatrixConfig)."""
+
+    @property
+    def matrix(self) -> MatrixConfig | None: ...
+    @property
+    def bot(self) -> Any: ...
+    @property
+    def user(self) -> BaseModel: ...
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
+
+
+S = TypeVar("S", bound=_MatrixSuite)
 
 VARIANT_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,59}$"
 # Replacing one of these drops the other from the suite's bot, so a variant's prompt is the one it names.
 _PROMPT_KEYS = ("system_prompt", "system_prompt_file")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class BotVariant(_Strict):
@@ -102,41 +114,22 @@ def merge_user(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 
 
 @dataclass
-class MatrixCell:
+class MatrixCell(Generic[S]):
     """One cell: its id, the variants it crosses, and the ordinary suite it runs."""
 
     id: str
     bot_variant: str
     user_variant: str | None
-    suite: Suite
+    suite: S
 
 
-def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[MatrixCell]:
+def expand_matrix(suite: S, source: LocatedYAML | None = None) -> list[MatrixCell[S]]:
     """Every cell of the suite's matrix as an ordinary suite; a mistake is a UserError naming the
     variant's line and field. A suite without a matrix has no cells."""
-    from simulator.config.suite import (
-        CallableBotConfig,
-        ChatBotConfig,
-        HttpBotConfig,
-        OpenAIEndpointBotConfig,
-        PythonBotConfig,
-        UserConfig,
-        WhatsAppBotConfig,
-    )
-    from simulator.voice.config import VoiceBotConfig  # voice-kind
-
+    user_config = type(suite.user)  # the suite's UserConfig: each user variant validates as one
     matrix = suite.matrix
     if matrix is None:
         return []
-    kinds: dict[str, type[BaseModel]] = {
-        "python": PythonBotConfig,
-        "http": HttpBotConfig,
-        "chat": ChatBotConfig,
-        "whatsapp": WhatsAppBotConfig,
-        "openai_endpoint": OpenAIEndpointBotConfig,
-        "voice": VoiceBotConfig,  # voice-kind
-        "callable": CallableBotConfig,  # a bot given in code (simulator.compare)
-    }
     base_bot = {"type": suite.bot.type, **suite.bot.model_dump(exclude_unset=True)}
     base_user = suite.user.model_dump(exclude_unset=True)
     problems: list[Problem] = []
@@ -144,30 +137,24 @@ def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[Matri
     for index, variant in enumerate(matrix.bots):
         data = merge_bot(base_bot, variant.bot)
         where = ("matrix", "bots", index, "bot")
-        model = kinds.get(str(data.get("type")))
-        if model is None:
-            problems.append(
-                _problem(
-                    source,
-                    where,
-                    f"unknown bot type {data.get('type')!r}; use python, http, chat, whatsapp, openai_endpoint or voice",
-                )
-            )
+        kind = BOT_KINDS.find(str(data.get("type")))
+        if kind is None:
+            problems.append(_problem(source, where, BOT_KINDS.unknown(data.get("type"))))
             continue
-        bot, found = _validate(model, data, source, where)
+        bot, found = _validate(kind.config, data, source, where)
         problems += found
         bots.append((variant.id, bot))
-    users: list[tuple[str | None, UserConfig]] = [(None, suite.user)]
+    users: list[tuple[str | None, BaseModel]] = [(None, suite.user)]
     if matrix.users:
         users = []
         for index, user_variant in enumerate(matrix.users):
             where = ("matrix", "users", index, "user")
-            user, found = _validate(UserConfig, merge_user(base_user, user_variant.user), source, where)
+            user, found = _validate(user_config, merge_user(base_user, user_variant.user), source, where)
             problems += found
             users.append((user_variant.id, user))
     if problems:
         raise UserError("invalid matrix in the suite file", problems)
-    cells = []
+    cells: list[MatrixCell[S]] = []
     for bot_id, bot in bots:
         for user_id, user in users:
             cell_suite = suite.model_copy(update={"matrix": None, "bot": bot, "user": user}, deep=True)

@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, WithJsonSchema, field_validator, model_validator
+from pydantic import Field, StringConstraints, WithJsonSchema, field_validator, model_validator
 
 from simulator.config.assertions import AssertionSpec
 from simulator.config.attack import Strategy
-from simulator.config.documents import DocumentKind, FileDocument, yaml_files
+from simulator.config.documents import FileDocument, FileDocumentKind, yaml_files
 from simulator.config.kinds import is_suite_data
 from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.script import Script
@@ -33,8 +33,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 
 class Scenario(FileDocument):
     """One simulated conversation to run: who the user is, what they want, what they know."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[^\s#]+$")]
     persona: Text
@@ -143,7 +141,7 @@ def scenario_files(paths: list[Path]) -> list[Path]:
     return yaml_files(paths, what="scenarios", suffixes=(".yaml", ".yml", ".csv"))
 
 
-SCENARIO_DOCUMENTS = DocumentKind(
+SCENARIO_DOCUMENTS = FileDocumentKind(
     model=Scenario,
     noun="scenario",
     list_key="scenarios",

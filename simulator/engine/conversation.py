@@ -76,7 +76,7 @@ async def _attempt(
     # A bot adapter and a simulated user that act on the environment are given it; others never see it.
     opener: Any = bots  # factories that act on an environment take it as `environment=` (bots/__init__.py)
     given: dict[str, Any] = {"environment": env} if env else {}
-    if getattr(bots, "wants_scenario", False):  # voice-kind: a caller who speaks as the persona does
+    if getattr(bots, "wants_scenario", False):  # a channel that voices the persona (the voice caller)
         given["scenario"] = plan.scenario
     session = await opener.open(attempt.bot_id, **given)
     if env is not None and hasattr(user, "use_environment"):
@@ -111,7 +111,7 @@ async def _attempt(
                 attempt.keep_calls(index, started)  # the calls the bot made before it failed are data
                 return "error", state, ErrorInfo(source="bot", kind=exc.kind, message=str(exc))
             attempt.add_usage("bot", reply.usage)
-            if reply.said is not None:  # voice-kind: the user's turn as the channel delivered it (speech)
+            if reply.said is not None:  # the user's message as the channel delivered it (a caller's speech)
                 attempt.turns[-1] = attempt.turns[-1].model_copy(update={"parts": list(reply.said)})
             if reply.state is not None:
                 state = reply.state

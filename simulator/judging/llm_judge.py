@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from simulator.judging.criteria import Criterion
 from simulator.judging.evidence import verify_evidence
 from simulator.judging.prompt import build_judge_request, render_transcript_block, transcript_messages
+from simulator.models import AnswerModel
 from simulator.providers.base import ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
 from simulator.providers.structured import Answer, ask_validated
@@ -72,10 +73,8 @@ POINTS_FORM = (
 )
 
 
-class JudgeOutput(BaseModel):
+class JudgeOutput(AnswerModel):
     """What a judge model must answer: reasoning first, then evidence quotes, then the result."""
-
-    model_config = ConfigDict(extra="ignore")
 
     reasoning: str
     evidence: list[str] = Field(default_factory=list)

@@ -16,17 +16,12 @@ __all__ = ["ChangeVerdict", "MetricMove", "change_verdict", "cost_change"]
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from simulator.analysis.compare import Comparison, PairedMetric
+from simulator.analysis.compare import PairedMetric, RunComparison
 from simulator.analysis.cost import cost_latency, load_prices
 from simulator.analysis.rundata import RunData
+from simulator.models import StrictModel as _Model
 
 Outcome = Literal["fixed", "improved", "no evidence", "broke something"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class MetricMove(_Model):
@@ -107,7 +102,7 @@ def cost_change(a: RunData, b: RunData) -> tuple[str, str]:
 
 
 def change_verdict(
-    comparison: Comparison, a: RunData, b: RunData, criterion_id: str, scenarios: list[str]
+    comparison: RunComparison, a: RunData, b: RunData, criterion_id: str, scenarios: list[str]
 ) -> ChangeVerdict:
     """The verdict on a change meant to fix `criterion_id` on `scenarios`, from the comparison of A and B."""
     worse = [_move(m) for m in comparison.metrics if _is_worse(m)]

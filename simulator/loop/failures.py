@@ -19,19 +19,14 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
+from simulator.models import StrictModel as _Model
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.stats.rates import RateView, rate_view
 
 MAX_EVIDENCE = 6
 _SOURCES = ("judge_verified", "transcript", "judge_unverified")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class EvidenceQuote(_Model):

@@ -30,16 +30,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from simulator.errors import Problem, UserError
+from simulator.models import StrictModel as _Strict
 
 PROPOSAL_SCHEMA_VERSION = 1
 ChangeKind = Literal["prompt_edit", "tool_description", "missing_question", "guardrail", "other"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class PromptEdit(_Strict):

@@ -17,15 +17,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
+
+from simulator.models import StrictModel
 
 REVIEWS_FILE = "proposal_reviews.jsonl"
 
 
-class ProposalReview(BaseModel):
+class ProposalReview(StrictModel):
     """One reviewer's decision on one proposal; `edited_yaml` holds the proposal as they edited it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     proposal_id: str
     run_id: str

@@ -3,7 +3,7 @@ model asked for structured output and then checked (`simulator propose`, docs/lo
 
 The offline template names the missing question when the failing conversations show one: key facts the
 simulated user was never asked for become the question, placed right after the bot's last question before
-its advice. For a `chat` bot that is an edit of its system prompt (a new line after the prompt line that
+its advice. For a bot whose prompt is in the suite (a `chat` bot) that is an edit of its system prompt (a new line after the prompt line that
 holds that last question, in the same form); for any other bot a change request saying what to ask and
 where in the flow. Without missing facts it proposes a guardrail made of the criterion's own words.
 
@@ -32,11 +32,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from simulator.analysis.rundata import RunData
+from simulator.config.bot_kinds import prompted
 from simulator.loop.failures import FailureGroup
 from simulator.loop.proposal import Change, EvidenceItem, PromptEdit, Proposal, RiskItem, check_edits
+from simulator.models import StrictModel as _Out
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
 from simulator.providers.structured import ask_validated
@@ -47,32 +49,44 @@ MAX_RISKS = 8
 
 @dataclass(frozen=True)
 class BotContext:
-    """What a proposal needs to know of the bot: its kind and, for a chat bot, its prompt."""
+    """What a proposal needs to know of the bot: its kind and, when the suite holds its prompt, the prompt."""
 
     bot: str
     bot_type: str
     prompt: str | None = None
     prompt_file: str | None = None
     suite_file: str | None = None
-    tool_description: str | None = None  # a chat bot's decision tool, whose description a change may edit
+    tool_description: str | None = None  # the bot's decision tool, whose description a change may edit
+    # The bot's prompt is in the suite (its kind has EDITABLE_PROMPT): a change is an edit of it.
+    prompt_editable: bool = False
 
 
 def bot_context(run: RunData) -> BotContext:
-    """The run's bot; for a chat bot its system prompt as the file holds it now (hashed in the proposal)."""
+    """The run's bot; for a bot whose prompt is in the suite, that prompt as the file holds it now (hashed
+    in the proposal)."""
     manifest = run.manifest
     suite = manifest.rebuild_suite(run.path)
-    bot = suite.bot
-    if bot.type != "chat":
-        return BotContext(manifest.models.bot, bot.type, suite_file=manifest.suite_file)
+    bot = prompted(suite.bot)
+    if bot is None:
+        return BotContext(manifest.models.bot, suite.bot.type, suite_file=manifest.suite_file)
     tool = bot.decision_tool.description if bot.decision_tool else None
+    text = bot.system_prompt
+    path = None
     if bot.system_prompt_file:
         path = suite.resolve(bot.system_prompt_file)
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError:
             text = None
-        return BotContext(manifest.models.bot, "chat", text, str(path), manifest.suite_file, tool)
-    return BotContext(manifest.models.bot, "chat", bot.system_prompt, None, manifest.suite_file, tool)
+    return BotContext(
+        manifest.models.bot,
+        suite.bot.type,
+        text,
+        str(path) if path is not None else None,
+        manifest.suite_file,
+        tool,
+        prompt_editable=True,
+    )
 
 
 _PRONOUNS = [
@@ -129,7 +143,7 @@ def _template_change(group: FailureGroup, ctx: BotContext) -> Change:
             f"right after the bot asks {asked!r}, before its advice" if asked else "before the bot's advice"
         )
         rationale = f"Failing criterion {group.criterion_id}: {group.criterion_text}"
-        if ctx.bot_type != "chat":
+        if not ctx.prompt_editable:
             return Change(
                 kind="missing_question", summary=summary, question=question, where=where, rationale=rationale
             )
@@ -149,7 +163,7 @@ def _template_change(group: FailureGroup, ctx: BotContext) -> Change:
         )
     condition = f"every conversation this applies to in {group.group}: {group.criterion_text}"
     summary = f"Add a guardrail so that {group.criterion_id} holds in {group.group}."
-    if ctx.bot_type != "chat":
+    if not ctx.prompt_editable:
         return Change(
             kind="guardrail", summary=summary, condition=condition, where="wherever the bot gives its advice"
         )
@@ -234,10 +248,6 @@ def offline_proposal(group: FailureGroup, ctx: BotContext, run: RunData, read: d
     return proposal.model_copy(update={"change": _template_change(group, ctx), "at_risk": _risks(group, run)})
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
 class EditOutput(_Out):
     find: str
     replace: str
@@ -288,7 +298,7 @@ def build_proposal_request(
     group: FailureGroup, ctx: BotContext, model: str, max_tokens: int = 1500
 ) -> ModelRequest:
     """The structured-output request that asks for one group's change."""
-    bot_part = _CHAT_PART if ctx.bot_type == "chat" else _OTHER_PART.format(bot=ctx.bot)
+    bot_part = _CHAT_PART if ctx.prompt_editable else _OTHER_PART.format(bot=ctx.bot)
     lines = [
         f"<criterion id={json.dumps(group.criterion_id)}>{group.criterion_text}</criterion>",
         f"<group>{group.group}: scenarios {', '.join(group.scenarios)}; failing {', '.join(group.failing_scenarios)}; "
@@ -303,9 +313,9 @@ def build_proposal_request(
             for f in group.missed_facts
         ),
     ]
-    if ctx.bot_type == "chat" and ctx.prompt is not None:
+    if ctx.prompt_editable and ctx.prompt is not None:
         lines.append(f"<system_prompt>\n{ctx.prompt}\n</system_prompt>")
-    if ctx.bot_type == "chat" and ctx.tool_description is not None:
+    if ctx.prompt_editable and ctx.tool_description is not None:
         lines.append(f"<decision_tool_description>{ctx.tool_description}</decision_tool_description>")
     return ModelRequest(
         model=model,
@@ -321,12 +331,12 @@ def build_proposal_request(
 def _checked(output: ProposalOutput, group: FailureGroup, ctx: BotContext) -> list[str]:
     """What makes a schema-valid answer unusable: edits that do not apply, evidence that does not exist."""
     problems = []
-    if ctx.bot_type == "chat" and output.kind in ("prompt_edit", "tool_description"):
+    if ctx.prompt_editable and output.kind in ("prompt_edit", "tool_description"):
         edits = [PromptEdit(find=e.find, replace=e.replace) for e in output.edits]
         target = ctx.prompt if output.kind == "prompt_edit" else ctx.tool_description
         what = "the prompt" if output.kind == "prompt_edit" else "the decision tool's description"
         problems += check_edits(target, edits, what) if target is not None else [f"{what} could not be read"]
-    elif ctx.bot_type != "chat" and output.edits:
+    elif not ctx.prompt_editable and output.edits:
         problems.append("edits of a prompt were proposed for a bot that has no prompt")
     bad = [n for n in output.evidence if not 1 <= n <= len(group.evidence)]
     if bad:

@@ -32,22 +32,20 @@ from datetime import datetime
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
+
+from simulator.models import StrictModel
 
 
-class TextPart(BaseModel):
+class TextPart(StrictModel):
     """A message of plain text."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["text"] = "text"
     text: str
 
 
-class Option(BaseModel):
+class Option(StrictModel):
     """One choice offered: a reply button, a row of a list, or a quick reply."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
     title: str = Field(min_length=1)
@@ -56,11 +54,9 @@ class Option(BaseModel):
     section: str | None = None
 
 
-class OptionsPart(BaseModel):
+class OptionsPart(StrictModel):
     """Choices offered to the person. `style` says how they look: reply buttons, a list opened by a button
     labelled `button`, or quick replies. The message body that goes with them is a `text` part before."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["options"] = "options"
     style: Literal["buttons", "list", "quick_replies"] = "buttons"
@@ -68,11 +64,9 @@ class OptionsPart(BaseModel):
     button: str | None = None
 
 
-class PickPart(BaseModel):
+class PickPart(StrictModel):
     """The option a person chose, by id and title. `offered` is False when the simulated user named an
     option the bot had not offered (a fidelity problem: a real person can only tap what is on screen)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["pick"] = "pick"
     id: str
@@ -80,10 +74,8 @@ class PickPart(BaseModel):
     offered: bool = True
 
 
-class MediaPart(BaseModel):
+class MediaPart(StrictModel):
     """An image, audio clip, video, document or sticker: what it is, never its bytes."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["media"] = "media"
     kind: Literal["image", "audio", "video", "document", "sticker"]
@@ -94,11 +86,9 @@ class MediaPart(BaseModel):
     filename: str | None = None
 
 
-class ToolCallPart(BaseModel):
+class ToolCallPart(StrictModel):
     """One tool call and what came back: the result, or the error. `side` says who made it: the bot under
     test (looking up a patient, booking) or the simulated user (reading their thermometer)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["tool_call"] = "tool_call"
     name: str
@@ -111,22 +101,18 @@ class ToolCallPart(BaseModel):
     side: Literal["bot", "user"] = "bot"
 
 
-class EventPart(BaseModel):
+class EventPart(StrictModel):
     """Something the bot did that is not a message: handed the person over to a human, or closed."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["event"] = "event"
     event: Literal["handover", "close"]
     reason: str | None = None
 
 
-class AudioPart(BaseModel):
+class AudioPart(StrictModel):
     """A stretch of speech in a voice call (docs/voice.md): when it played, in seconds from the call's
     start; what was said (the caller's words as spoken, or the bot's speech as the local transcriber heard
     it); and where its audio is kept, relative to the run folder (None when audio is not kept)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["audio"] = "audio"
     start_s: float = Field(ge=0)

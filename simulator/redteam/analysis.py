@@ -16,9 +16,10 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from simulator.analysis.rundata import RunData
+from simulator.models import StrictModel as _Model
 from simulator.record.models import Verdict
 from simulator.stats.rates import RateView, rate_view
 
@@ -26,22 +27,18 @@ PREFIX = "redteam."
 SHOWN = 5  # conversations listed per strategy, succeeded and refused
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
 class StrategyRow(_Model):
     strategy: str
     title: str = ""
     owasp: str = ""
-    hazards: list[str] = []
+    hazards: list[str] = Field(default=[])
     # Successful attacks among attacked conversations judged pass or fail (failures = successes).
     success: RateView
     not_judged: int = 0  # errored, or the attacker never attacked: left out of the rate
     straight_also_failed: int = 0  # successes whose straight run failed the same outcome check too
     turns_to_success_median: float | None = None
-    succeeded: list[str] = []  # conversation ids, up to SHOWN
-    refused: list[str] = []
+    succeeded: list[str] = Field(default=[])  # conversation ids, up to SHOWN
+    refused: list[str] = Field(default=[])
 
 
 class GroupRow(_Model):
@@ -121,7 +118,7 @@ def redteam_section(run: RunData) -> RedTeamSection | None:
     """The red-team section of a run, or None when the run attacked nothing."""
     by_strategy: dict[str, list[Verdict]] = defaultdict(list)
     for verdict in run.verdicts:
-        if verdict.criterion_id.startswith(PREFIX) and not verdict.is_sample:
+        if verdict.criterion_id.startswith(PREFIX):
             by_strategy[verdict.criterion_id[len(PREFIX) :]].append(verdict)
     if not by_strategy:
         return None

@@ -22,10 +22,12 @@ __all__ = [
     "register_analysis",
 ]
 
-import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from simulator.registry import Registry
 
 if TYPE_CHECKING:
     from simulator.analysis.rundata import RunData
@@ -74,26 +76,19 @@ class Analysis:
     metrics: Callable[[Any], dict[str, Any]] | None = None
 
 
-_REGISTERED: dict[str, Analysis] = {}
-_loaded = False
+ANALYSES: Registry[Analysis] = Registry(
+    "report analysis", builtins=BUILTIN_MODULES, group="simulator.analyses"
+)
 
 
 def register_analysis(analysis: Analysis) -> Analysis:
-    """Register `analysis` (its name once: a second registration under a name is a mistake)."""
-    if analysis.name in _REGISTERED and _REGISTERED[analysis.name] != analysis:
-        raise ValueError(f"report analysis '{analysis.name}' is registered twice")
-    _REGISTERED[analysis.name] = analysis
-    return analysis
+    """Register `analysis` under its name (once: another module taking the name is a mistake)."""
+    return ANALYSES.register(analysis.name, analysis, str(sys._getframe(1).f_globals.get("__name__", "?")))
 
 
 def all_analyses() -> list[Analysis]:
     """Every registered analysis (the built-in modules imported on the first call)."""
-    global _loaded
-    if not _loaded:
-        for module in BUILTIN_MODULES:
-            importlib.import_module(module)
-        _loaded = True
-    return list(_REGISTERED.values())
+    return ANALYSES.kinds()
 
 
 def data_analyses() -> list[Analysis]:

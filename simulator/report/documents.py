@@ -10,13 +10,12 @@ from __future__ import annotations
 
 __all__ = ["DocumentKind", "document_kind", "document_kinds", "register_document"]
 
-import difflib
-import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from simulator.errors import UserError
+from simulator.registry import Registry
 
 if TYPE_CHECKING:
     from simulator.report.section import Section
@@ -46,31 +45,21 @@ class DocumentKind:
         return self.evidence is not None
 
 
-_KINDS: dict[str, DocumentKind] = {}
-_loaded = False
+DOCUMENTS: Registry[DocumentKind] = Registry(
+    "document", builtins=BUILTIN_MODULES, group="simulator.documents"
+)
 
 
 def register_document(kind: DocumentKind) -> DocumentKind:
-    if kind.name in _KINDS and _KINDS[kind.name] != kind:
-        raise ValueError(f"document kind '{kind.name}' is registered twice")
-    _KINDS[kind.name] = kind
-    return kind
+    """Register a kind of document under its name (once: another module taking the name is a mistake)."""
+    return DOCUMENTS.register(kind.name, kind, str(sys._getframe(1).f_globals.get("__name__", "?")))
 
 
 def document_kinds() -> list[DocumentKind]:
-    global _loaded
-    if not _loaded:
-        for module in BUILTIN_MODULES:
-            importlib.import_module(module)
-        _loaded = True
-    return list(_KINDS.values())
+    """Every registered kind of document (the built-in modules imported on the first call)."""
+    return DOCUMENTS.kinds()
 
 
 def document_kind(name: str) -> DocumentKind:
     """The document registered as `name`; an unknown name is a UserError naming the known ones."""
-    kinds = {kind.name: kind for kind in document_kinds()}
-    if name in kinds:
-        return kinds[name]
-    guess = difflib.get_close_matches(name, list(kinds), n=1)
-    hint = f"did you mean '{guess[0]}'? " if guess else ""
-    raise UserError(f"unknown document '{name}'; {hint}known documents: {', '.join(sorted(kinds))}")
+    return DOCUMENTS.get(name)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import ConfigDict, Field, create_model
 
 from simulator.analysis.calls import CallTotals, call_totals, limit_lines
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
@@ -49,6 +49,7 @@ from simulator.analysis.tables import (
     scenario_rows,
     tag_rows,
 )
+from simulator.models import ResultModel as _Model
 from simulator.record.compact import Sharing
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import Part
@@ -59,10 +60,6 @@ from simulator.stats.rates import RateView, pct
 # 2: scenario-clustered intervals and missing-data bounds on every rate, under-triage incl. no decision
 # (and under_triage_decided), flaky sources, worst-at-k, run-to-run spread, the missing-data section.
 REPORT_SCHEMA_VERSION = 2
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 @dataclass
@@ -145,7 +142,7 @@ class TranscriptVerdict(_Model):
     severity: str | None = None
     category: str | None = None
     reasoning: str = ""
-    evidence: list[Evidence] = []
+    evidence: list[Evidence] = Field(default=[])
     evidence_verified: bool | None = None
 
 
@@ -172,7 +169,7 @@ class Transcript(_Model):
     environment_state: dict[str, Any] | None = None
     error: str | None
     character_breaks: int
-    fidelity_failures: list[str] = []
+    fidelity_failures: list[str] = Field(default=[])
     turns: list[TranscriptTurn]
     verdicts: list[TranscriptVerdict]
 
@@ -203,7 +200,7 @@ class Report(_Model):
     cost: CostLatency
     missing: MissingData
     spread: list[RunSpread]
-    transcripts: list[Transcript] = []
+    transcripts: list[Transcript] = Field(default=[])
     # Set when passing transcripts were sampled (`ReportOptions.passing_transcripts`): what was left out.
     transcripts_left_out: TranscriptsLeftOut | None = None
     # Present when the run holds golden items: item verdicts, per-intent table, gate, threshold sweep.

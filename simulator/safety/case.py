@@ -22,14 +22,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from simulator.analysis.rundata import RunData, load_run
 from simulator.errors import UserError
+from simulator.models import ResultModel as _Model
 from simulator.report.gate import metric_names
 from simulator.safety.controls import OWN_METRIC, ControlResult, evaluate_control
 from simulator.safety.evidence import (
-    Calibration,
+    CalibrationStatus,
     FidelitySummary,
     Traceability,
     calibrations,
@@ -44,10 +45,6 @@ from simulator.stats.rates import RateView
 SCHEMA_VERSION = 1
 HazardState = Literal["controlled", "residual risk not acceptable", "not controlled", "not demonstrated"]
 EXIT = {"met": 0, "not met": 1, "not demonstrable": 3}
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class HazardResult(_Model):
@@ -89,7 +86,7 @@ class SafetyCase(_Model):
     statement: list[str]
     exit_code: int
     hazards: list[HazardResult]
-    calibration: list[Calibration]
+    calibration: list[CalibrationStatus]
     fidelity: list[FidelitySummary]
     harm: HarmWeighted | None
     traceability: Traceability

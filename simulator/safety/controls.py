@@ -14,16 +14,15 @@ the bound the control would have without them.
 
 from __future__ import annotations
 
-__all__ = ["ControlResult", "Evidence", "control_metrics", "evaluate_control", "subset_run"]
+__all__ = ["ControlEvidence", "ControlResult", "control_metrics", "evaluate_control", "subset_run"]
 
 import dataclasses
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.analysis.outcome import actual_outcome
 from simulator.analysis.rundata import RunData
+from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.report.gate import evaluate, gate_metrics, parse_requirement
 from simulator.safety.hazards import Control
@@ -34,11 +33,7 @@ OWN_METRIC = "fail_rate"  # the control's own rate: conversations failing any of
 MAX_EVIDENCE = 12
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
-
-
-class Evidence(_Model):
+class ControlEvidence(_Model):
     """One failing conversation: what failed, the judge's quotes (marked when not found) and reasoning."""
 
     conversation_id: str
@@ -75,7 +70,7 @@ class ControlResult(_Model):
     advice: str
     more_scenarios: int | None
     bound_without_faulted: float | None
-    failing: list[Evidence]
+    failing: list[ControlEvidence]
     failing_total: int
 
 
@@ -136,7 +131,7 @@ def _faulted(run: RunData) -> set[str]:
     return {v.conversation_id for v in run.fidelity if v.result == "fail"}
 
 
-def _evidence(run: RunData, statuses: dict[str, str], faulted: set[str]) -> list[Evidence]:
+def _evidence(run: RunData, statuses: dict[str, str], faulted: set[str]) -> list[ControlEvidence]:
     grouped = run.verdicts_by_conversation()
     key = run.outcome.key if run.outcome is not None else None
     levels = list(run.outcome.levels) if run.outcome is not None else []
@@ -162,7 +157,7 @@ def _evidence(run: RunData, statuses: dict[str, str], faulted: set[str]) -> list
             )
             quotes = [q for q in quotes if not q.startswith(f"{key}=")] + _last_bot_message(record)
         out.append(
-            Evidence(
+            ControlEvidence(
                 conversation_id=record.id,
                 scenario_id=record.scenario_id,
                 repeat=record.repeat,

@@ -13,7 +13,7 @@ the document is made, so the same folders give the same document.
 from __future__ import annotations
 
 __all__ = [
-    "Calibration",
+    "CalibrationStatus",
     "FidelitySummary",
     "RunTrace",
     "Traceability",
@@ -26,31 +26,26 @@ import hashlib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from simulator.analysis.fidelity import simulated_user_section
 from simulator.analysis.meta_eval import MetaGroup, meta_evaluate
 from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
-from simulator.record.folder import LABELS
-from simulator.record.hashing import sha256_file
+from simulator.models import ResultModel as _Model
 from simulator.stats.rates import RateView
 
 REPLICATES = 400  # bootstrap replicates of the meta-evaluation (seeded: the same document every time)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
-
-
-class Calibration(_Model):
+class CalibrationStatus(_Model):
     """One verifying criterion: is its judge known to agree with clinicians?"""
 
     criterion: str
     status: Literal["calibrated", "not calibrated", "checked in code"]
     severity: str | None = None
     run_id: str | None = None
-    labellers: list[str] = []
+    labellers: list[str] = Field(default=[])
     items: int = 0
     false_pass: float | None = None  # the worst over labellers: share of a labeller's fails the judge passed
     false_passes: int = 0
@@ -101,11 +96,11 @@ def _is_code(run: RunData, criterion: str) -> bool:
     return criterion.startswith("outcome.") or (bool(kinds) and kinds <= {"code", "metric"})
 
 
-def _from_group(criterion: str, run_id: str, group: MetaGroup) -> Calibration:
+def _from_group(criterion: str, run_id: str, group: MetaGroup) -> CalibrationStatus:
     worst = max(group.judge, key=lambda p: p.false_pass.value or 0.0, default=None)
     f1 = group.judge_macro_f1.value
     kappas = [p.kappa.value for p in group.judge if p.kappa.value is not None]
-    return Calibration(
+    return CalibrationStatus(
         criterion=criterion,
         status="calibrated",
         severity=group.severity,
@@ -121,11 +116,11 @@ def _from_group(criterion: str, run_id: str, group: MetaGroup) -> Calibration:
     )
 
 
-def calibrations(runs: list[RunData], criteria: list[str]) -> list[Calibration]:
+def calibrations(runs: list[RunData], criteria: list[str]) -> list[CalibrationStatus]:
     """One row per criterion, from the first run whose labels cover it; code checks need no judge."""
     groups: dict[str, tuple[str, MetaGroup]] = {}
     for run in runs:
-        if not (run.path / LABELS).is_file():
+        if not run.labels:
             continue
         try:
             meta = meta_evaluate(run, replicates=REPLICATES, seed=0)
@@ -137,11 +132,11 @@ def calibrations(runs: list[RunData], criteria: list[str]) -> list[Calibration]:
     rows = []
     for criterion in criteria:
         if any(_is_code(run, criterion) for run in runs):
-            rows.append(Calibration(criterion=criterion, status="checked in code"))
+            rows.append(CalibrationStatus(criterion=criterion, status="checked in code"))
         elif criterion in groups:
             rows.append(_from_group(criterion, *groups[criterion]))
         else:
-            rows.append(Calibration(criterion=criterion, status="not calibrated"))
+            rows.append(CalibrationStatus(criterion=criterion, status="not calibrated"))
     return rows
 
 
@@ -174,7 +169,6 @@ def fidelity_summary(runs: list[RunData]) -> list[FidelitySummary]:
 def _trace(run: RunData) -> RunTrace:
     manifest = run.manifest
     judge_set = next((s for s in manifest.judge_sets if s.hash == run.judge_set), manifest.judge_set)
-    labels = run.path / LABELS
     return RunTrace(
         run_id=manifest.run_id,
         status=manifest.status,
@@ -192,7 +186,7 @@ def _trace(run: RunData) -> RunTrace:
         criterion_files={c.id: c.sha256 for c in sorted(judge_set.criteria, key=lambda c: c.id)}
         if judge_set
         else {},
-        labels_sha256=sha256_file(labels) if labels.is_file() else None,
+        labels_sha256=run.labels_sha256,
     )
 
 

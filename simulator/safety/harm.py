@@ -19,20 +19,15 @@ __all__ = ["HarmCell", "HarmWeighted", "harm_weighted"]
 
 import math
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.analysis.outcome import ERROR, NO_DECISION, OTHER, actual_outcome, outcome_metrics
 from simulator.analysis.rundata import RunData
+from simulator.models import ResultModel as _Model
 from simulator.stats.basic import z_for_confidence
 from simulator.stats.clustered import clustered_zero_failure_bound, wilson_score
 from simulator.stats.dist import t_critical
 from simulator.stats.rates import RateView
 
 PER = 1000
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class HarmCell(_Model):

@@ -22,16 +22,13 @@ __all__ = [
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError
+from simulator.models import StrictModel as _Strict
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class RiskMatrix(_Strict):

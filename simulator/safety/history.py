@@ -20,11 +20,12 @@ __all__ = [
 import hashlib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from simulator.analysis.compare import compare_loaded
 from simulator.analysis.rundata import RunData, load_run
 from simulator.errors import UserError
+from simulator.models import ResultModel as _Model
 from simulator.report.gate import gate_metrics
 from simulator.safety.case import build_safety_case
 from simulator.safety.harm import harm_weighted
@@ -34,10 +35,6 @@ from simulator.stats.rates import RateView
 # The key rates, in the order shown; a run without outcome levels has only the pass rate.
 HISTORY_METRICS = ["pass_rate", "under_triage", "critical_sensitivity", "over_triage"]
 TESTS = ("conversation passes", "outcome: not under-triaged")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 class HazardPoint(_Model):
@@ -59,7 +56,7 @@ class HistoryPoint(_Model):
     harm_per_1000: float | None = None
     harm_low: float | None = None
     harm_high: float | None = None
-    hazards: dict[str, HazardPoint] = {}
+    hazards: dict[str, HazardPoint] = Field(default={})
 
 
 class PairedTest(_Model):

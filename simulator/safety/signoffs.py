@@ -17,19 +17,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from simulator.errors import UserError
+from simulator.models import StrictModel
 
 Decision = Literal["approve", "reject", "approve with conditions"]
 DECISIONS: tuple[str, ...] = get_args(Decision)
 FILE = "signoffs.jsonl"
 
 
-class SignOff(BaseModel):
+class SignOff(StrictModel):
     """One reviewer's decision on one safety case, as appended to `signoffs.jsonl`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     signed_at: datetime
     name: str = Field(min_length=1, max_length=200)
@@ -42,7 +41,7 @@ class SignOff(BaseModel):
     hazard_log_sha256: str
 
 
-class SignOffView(BaseModel):
+class SignOffView(StrictModel):
     """A sign-off as a page shows it: current, or signed on other evidence."""
 
     signoff: SignOff

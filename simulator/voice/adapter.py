@@ -12,13 +12,13 @@ message the protocol does not allow is a bot error, never a pass or a fail.
 
 from __future__ import annotations
 
-__all__ = ["VoiceBotFactory", "VoiceSession", "caller_for"]
+__all__ = ["VoiceBotFactory", "VoiceSession", "caller_for", "voice_bot_factory"]
 
 import asyncio
 import json
 import random
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import numpy as np
@@ -28,24 +28,28 @@ from simulator.bots.bounded_read import read_bounded
 from simulator.bots.reply_check import MAX_REPLY_BYTES
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.config.scenario import Scenario
+from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import UserError
 from simulator.record.parts import AudioPart, Part, PickPart
 from simulator.record.redact import redact
-from simulator.safefiles import FileRefused, read_capped
 from simulator.voice.activity import merge
 from simulator.voice.audio_files import AudioFiles, conversation_folder
 from simulator.voice.call import Call, Spoken
 from simulator.voice.config import CallerVoice, VoiceBotConfig
 from simulator.voice.mulaw import SAMPLE_RATE
-from simulator.voice.speech import Utterance, espeak_path, say
+from simulator.voice.speech import Utterance, say
+from simulator.voice.tools import espeak_path
 from simulator.voice.transcribe import Transcriber, punctuate
 from simulator.voice.wire import CallIds
+
+if TYPE_CHECKING:
+    from simulator.config.suite import Suite
+    from simulator.providers.hub import ModelHub
 
 _TICK_S = 0.02
 _MERGE_GAP_S = 0.8  # the bot's pauses shorter than this (between words, sentences) stay in one stretch
 _PAD_S = 0.25  # the transcriber hears a little before and after a stretch (soft first and last sounds)
 _MAX_REPLY_S = 120.0  # a bot still talking this long after the caller finished: the turn is cut there
-_PHRASES_CAP = 2_000_000
 
 
 def caller_for(config: VoiceBotConfig, scenario: Scenario | None) -> CallerVoice:
@@ -66,9 +70,9 @@ def _phrases(config: VoiceBotConfig, base_dir: Path) -> list[str] | None:
         return None
     path = Path(name) if Path(name).is_absolute() else base_dir / name
     try:
-        text = read_capped(path, _PHRASES_CAP).decode("utf-8", errors="replace")
-    except FileRefused as exc:
-        raise UserError(f"bot.transcriber.phrases: {path}: {exc}") from None
+        text = read_text_file(path)
+    except YAMLProblem as exc:
+        raise UserError(f"bot.transcriber.phrases: {exc.problem}") from None
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
@@ -333,3 +337,8 @@ class VoiceSession:
         until = call.caller_frames[-1][0]
         left, right = call.caller_audio(0.0, until), call.playback.audio(0.0, until)
         self.files.write("call", np.column_stack([left, right[: len(left)]]).reshape(-1), channels=2)
+
+
+def voice_bot_factory(config: VoiceBotConfig, suite: Suite, hub: ModelHub) -> VoiceBotFactory:
+    """The `voice` kind's factory (simulator/voice/config.py registers it)."""
+    return VoiceBotFactory(config, suite.base_dir, record_raw=suite.record_raw)

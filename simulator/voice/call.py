@@ -46,7 +46,6 @@ class _Speaking:
     samples: NDArray[np.int16]
     done: asyncio.Future[Spoken]
     position: int = 0
-    start: float | None = None
     spans: list[tuple[float, float]] = field(default_factory=list)
 
 
@@ -132,8 +131,6 @@ class Call:
         """The next 20 ms the caller's line carries: the utterance being said, else line noise."""
         speaking = self._speaking
         if speaking is not None and not speaking.done.done():
-            if speaking.start is None:
-                speaking.start = now - FRAME_S
             piece = speaking.samples[speaking.position : speaking.position + FRAME_BYTES]
             speaking.position += FRAME_BYTES
             if len(piece) == FRAME_BYTES:
@@ -171,7 +168,8 @@ class Call:
         speaking = self._speaking
         if speaking is None or speaking.done.done() or speaking.position < len(speaking.samples):
             return
-        start = speaking.start if speaking.start is not None else now
+        # Anchored at its last frame, sent now: a late first frame (a busy machine) never shortens it.
+        start = now - FRAME_S * -(-len(speaking.samples) // FRAME_BYTES)
         spans = [(start + a, start + b) for a, b in speaking.spans]
         speaking.done.set_result(Spoken(start, now, spans))
 

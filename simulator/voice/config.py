@@ -1,17 +1,25 @@
-"""The `voice` bot's configuration (docs/voice.md): where the bot's media-stream WebSocket is, how the
+"""The `voice` bot kind's config (docs/voice.md): where the bot's media-stream WebSocket is, how the
 simulated caller speaks (and, per persona, barges in or goes quiet), how the bot's speech is transcribed,
-and the limits the voice measurements use."""
+and the limits the voice measurements use; registered as a bot kind here. The adapter is
+simulator/voice/adapter.py."""
 
 from __future__ import annotations
 
-__all__ = ["CallerVoice", "TranscriberConfig", "VoiceBotConfig", "VoiceLimits"]
+__all__ = ["AUDIO", "CallerVoice", "TranscriberConfig", "VoiceBotConfig", "VoiceLimits"]
 
-from typing import Literal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from simulator.config.bot_start import BotStart
+from simulator.config.bot_kinds import BotConfig, BotKind, PreflightCheck, register_bot_kind
+from simulator.config.bots import BotStart, check_url
+from simulator.config.secrets import SecretURL
+from simulator.config.yamlfile import read_text_file
+from simulator.errors import UserError
 from simulator.models import StrictModel
+from simulator.voice.tools import espeak_path, missing_voice_packages
 
 
 class CallerVoice(StrictModel):
@@ -53,12 +61,12 @@ class VoiceLimits(StrictModel):
     overlap_s: float = Field(default=0.3, ge=0)
 
 
-class VoiceBotConfig(StrictModel):
+class VoiceBotConfig(BotConfig):
     """A phone bot behind a Twilio Media Streams WebSocket (docs/voice.md): the engine plays the carrier,
     dials `url`, and a simulated caller speaks the patient's words."""
 
     type: Literal["voice"] = "voice"
-    url: str = Field(pattern=r"^wss?://")
+    url: Annotated[str, SecretURL] = Field(pattern=r"^wss?://")
     # Sent in the start message's customParameters (Twilio's <Parameter> elements); recorded with the suite
     # in the manifest, so never a secret.
     parameters: dict[str, str] = Field(default_factory=dict)
@@ -72,14 +80,41 @@ class VoiceBotConfig(StrictModel):
     # On the first turn the caller waits up to this long for the bot's greeting before speaking.
     greeting_s: float = Field(default=3.0, ge=0, le=60)
     # GET this (with {call_sid}) after the call for the bot's final state (a JSON object).
-    state_url: str | None = Field(default=None, pattern=r"^https?://")
-    # The final state's key holding what the bot heard the caller say (a list of strings, or one string).
-    heard_key: str = "heard"
+    state_url: Annotated[str | None, SecretURL] = Field(default=None, pattern=r"^https?://")
+    # The final state's entry holding what the bot heard the caller say (a list of strings, or one string).
+    heard_state: str = "heard"
     transcriber: TranscriberConfig = Field(default_factory=TranscriberConfig)
     limits: VoiceLimits = Field(default_factory=VoiceLimits)
     # Keep each turn's audio as WAV files in the run folder (audio/); off keeps transcripts and times only.
     keep_audio: bool = True
     start: BotStart | None = None
+    # How patiently the bot is waited for may change on resume; what a turn is (quiet_s) may not.
+    operational: ClassVar[frozenset[str]] = frozenset({"timeout_s"})
 
     def describe(self) -> str:
         return f"voice:{self.url}"
+
+    def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
+        yield ("url",), lambda: check_url(self.url)
+        yield ("caller", "voice"), espeak_path
+        yield ("transcriber",), _packages
+        if self.transcriber.phrases:
+            path = resolve(self.transcriber.phrases)
+            yield ("transcriber", "phrases"), lambda: read_text_file(path)
+
+
+def _packages() -> None:
+    reason = missing_voice_packages()
+    if reason is not None:
+        raise UserError(reason)
+
+
+# A capability: the bot speaks on a call (its config is a VoiceBotConfig): its runs have voice figures.
+AUDIO = "audio"
+
+# No ENVIRONMENT: a phone line carries no environment API.
+register_bot_kind(
+    BotKind(
+        "voice", VoiceBotConfig, "simulator.voice.adapter:voice_bot_factory", capabilities=frozenset({AUDIO})
+    )
+)

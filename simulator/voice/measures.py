@@ -6,7 +6,7 @@ base id) as the unit, as every rate of the report is (docs/voice.md, docs/stats.
 - the share of calls in which the bot cut the caller off, talked over the caller, or left dead air longer
   than the limit: rates of conversations, scenario-clustered by vignette;
 - how well the bot heard the caller: the word error rate of what the bot's own transcript says it heard
-  (the final state's `heard_key`) against the words the caller spoke, where the bot exposes it.
+  (the final state's `heard_state`) against the words the caller spoke, where the bot exposes it.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ __all__ = ["CallRow", "Quantity", "VoiceFigures", "voice_figures"]
 
 import statistics
 from collections import defaultdict
-from typing import Any
+from typing import Any, cast
 
 from simulator.analysis.rundata import RunData
 from simulator.models import ResultModel
 from simulator.record.models import ConversationRecord
 from simulator.stats.cluster_tests import clustered_mean
 from simulator.stats.rates import RateView, rate_view
-from simulator.voice.config import VoiceLimits
+from simulator.voice.config import AUDIO, VoiceBotConfig, VoiceLimits
 from simulator.voice.events import CallEvents, call_events
 from simulator.voice.timeline import timeline_of
 from simulator.voice.wer import word_errors
@@ -94,10 +94,13 @@ def _heard(record: ConversationRecord, key: str) -> str | None:
 
 
 def _limits(run: RunData) -> tuple[VoiceLimits, str]:
+    """The run's voice limits and the final-state entry of what the bot heard (defaults for a run whose
+    suite is not a voice one: figures read off imported or older calls)."""
     suite = run.manifest.suite
     bot = suite.bot if suite is not None else None
-    if bot is not None and getattr(bot, "type", None) == "voice":
-        return bot.limits, bot.heard_key  # type: ignore[union-attr]
+    if bot is not None and bot.has(AUDIO):
+        voice = cast(VoiceBotConfig, bot)
+        return voice.limits, voice.heard_state
     return VoiceLimits(), "heard"
 
 
@@ -137,7 +140,7 @@ def _row(
 
 def voice_figures(run: RunData) -> VoiceFigures | None:
     """The run's voice figures; None when no conversation of the run was a call."""
-    limits, heard_key = _limits(run)
+    limits, heard_state = _limits(run)
     bases = {entry.id: entry.base or entry.id.split("~", 1)[0] for entry in run.manifest.scenarios}
     rows: list[CallRow] = []
     responses: list[float] = []
@@ -163,7 +166,7 @@ def voice_figures(run: RunData) -> VoiceFigures | None:
             cell = hits[name].setdefault(vignette, [0, 0])
             cell[0] += int(bool(happened))
             cell[1] += 1
-        heard = _heard(record, heard_key)
+        heard = _heard(record, heard_state)
         wer = None
         if heard is not None:
             errors = word_errors(" ".join(s.transcript for s in timeline.caller), heard)

@@ -15,7 +15,6 @@ import hashlib
 import io
 import random
 import re
-import shutil
 import wave
 from dataclasses import dataclass
 
@@ -24,6 +23,7 @@ from numpy.typing import NDArray
 
 from simulator.errors import UserError
 from simulator.voice.mulaw import SAMPLE_RATE, resample
+from simulator.voice.tools import espeak_path
 
 FILLERS = ("um", "uh", "er", "you know")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -45,15 +45,6 @@ class Utterance:
 
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
-
-
-def espeak_path() -> str:
-    found = shutil.which("espeak-ng")
-    if found is None:
-        raise UserError(
-            "the voice caller needs espeak-ng to speak: install it (Debian/Ubuntu: apt-get install espeak-ng)"
-        )
-    return found
 
 
 async def synthesise(text: str, voice: str, rate_wpm: int) -> NDArray[np.int16]:

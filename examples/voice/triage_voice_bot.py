@@ -60,7 +60,8 @@ ADVICE = {
 # What the desk expects to hear, for the recogniser's language model (numbers and symptoms as spoken).
 HEARD_PHRASES = [
     "I have chest pain", "the pain is in the middle of my chest", "it spreads to my left arm",
-    "the pain goes into my left arm", "it goes to my jaw", "the pain spreads to my arm and jaw",
+    "the pain goes into my left arm", "it goes to my jaw",
+    "the pain spreads down my left arm and it feels heavy and tight", "the pain spreads to my arm and jaw",
     "I am a little short of breath", "I feel sick", "I am not short of breath", "no", "yes", "I am not sure",
     "I want to find out whether I should go to the clinic", "hello I want to know what to do",
     "I want to find out whether I should go to the clinic about chest pain that started this afternoon",

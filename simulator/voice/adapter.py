@@ -79,7 +79,7 @@ def _phrases(config: VoiceBotConfig, base_dir: Path) -> list[str] | None:
 class VoiceBotFactory:
     """One transcriber, one HTTP client and (with bot.start) one bot process for the whole run."""
 
-    wants_scenario = True  # voice-kind: the engine gives `open` the scenario (its persona's caller)
+    wants_scenario = True  # the engine gives `open` the scenario (the caller speaks as its persona)
 
     def __init__(self, config: VoiceBotConfig, base_dir: Path, *, record_raw: bool = True) -> None:
         self.config = config

@@ -24,7 +24,8 @@ from simulator.stats.cluster_tests import clustered_mean
 from simulator.stats.rates import RateView, rate_view
 from simulator.voice.config import AUDIO, VoiceBotConfig, VoiceLimits
 from simulator.voice.events import CallEvents, call_events
-from simulator.voice.timeline import timeline_of
+from simulator.voice.speech import sentences
+from simulator.voice.timeline import Speech, timeline_of
 from simulator.voice.wer import word_errors
 
 
@@ -115,13 +116,35 @@ def _mean(clusters: dict[str, list[float]]) -> Quantity:
     )
 
 
+def _words_after(utterance: Speech, at: float) -> str:
+    """The words of `utterance` said from `at` on: whole sentences that had not begun (when the call kept
+    their times), and within a sentence the words placed by time (a caller speaks at an even rate)."""
+    parts = sentences(utterance.transcript)
+    spans = (
+        list(utterance.sentences)
+        if len(utterance.sentences) == len(parts)
+        else [(utterance.start, utterance.end)]
+    )
+    if len(spans) == 1:
+        parts = [utterance.transcript]
+    tail: list[str] = []
+    for text, (start, end) in zip(parts, spans, strict=True):
+        if end <= at:
+            continue
+        words = text.split()
+        share = max(0.0, (at - start) / max(end - start, 1e-9))
+        tail += words[min(len(words) - 1, int(share * len(words))) :] if words else []
+    shown = " ".join(tail)
+    return shown if len(shown) <= 100 else shown[:99] + "…"
+
+
 def _row(
     record: ConversationRecord, vignette: str, events: CallEvents, utterances: int, wer: float | None
 ) -> CallRow:
     first = None
     if events.cut_offs:
         utterance, bot = events.cut_offs[0]
-        first = f"{bot.start:.1f} s: the bot spoke while the caller was saying '{utterance.transcript[:80]}'"
+        first = f"{bot.start:.1f} s: the bot spoke while the caller was still to say '{_words_after(utterance, bot.start)}'"
     return CallRow(
         conversation=record.id,
         scenario_id=record.scenario_id,

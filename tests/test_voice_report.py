@@ -64,11 +64,8 @@ def test_the_reports_show_the_voice_section_and_play_each_turns_audio(tmp_path: 
     console = Console(record=True, width=120)
     render_terminal(report, console)
     text = console.export_text()
-    assert (
-        "Voice" in text
-        and "cut the caller off" in text
-        and "the bot spoke while the caller was saying" in text
-    )
+    assert "Voice" in text and "cut the caller off" in text
+    assert "the bot spoke while the caller was still to say 'It goes to my arm.'" in text
     page = render_html(report)
     root = (tmp_path / "run").resolve().as_uri()
     assert f'<audio controls preload="none" src="{root}/audio/chest_0-abcd/00-caller.wav">' in page

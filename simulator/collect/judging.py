@@ -8,7 +8,7 @@ review queue (`/label` with sampling `review`), where a clinician confirms or re
 
 from __future__ import annotations
 
-__all__ = ["REVIEW", "LiveJudge", "worst_case"]
+__all__ = ["LiveJudge"]
 
 import asyncio
 import json

@@ -4,7 +4,7 @@ They parse, call the engine (engine/rejudge.py, engine/pairwise.py) and print.""
 
 from __future__ import annotations
 
-__all__ = ["register", "verdict_rows"]
+__all__ = ["register"]
 
 import argparse
 import sys

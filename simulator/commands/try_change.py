@@ -13,7 +13,7 @@ with the hashes of what it read) is written beside the proposal.
 
 from __future__ import annotations
 
-__all__ = ["register", "scenario_set_changes"]
+__all__ = ["register"]
 
 import argparse
 import json

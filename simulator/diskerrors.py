@@ -7,7 +7,7 @@ of a traceback. A failed `write()` names no file, so the writers wrap themselves
 
 from __future__ import annotations
 
-__all__ = ["DISK_ERRNOS", "naming", "os_error_line"]
+__all__ = ["naming", "os_error_line"]
 
 import errno
 from collections.abc import Iterator

@@ -27,7 +27,6 @@ __all__ = [
     "PairAgreement",
     "Panel",
     "confusion",
-    "criterion_panel",
     "false_pass_share",
     "judge_labels",
     "kappa_note",

@@ -7,7 +7,6 @@ __all__ = [
     "LABELS",
     "Calibration",
     "CriterionCalibration",
-    "LabelDisagreement",
     "LabelRow",
     "calibrate",
     "calibrate_labels",

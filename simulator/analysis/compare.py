@@ -8,16 +8,7 @@ with scenarios as the unit; the conversation-level p-value is shown for referenc
 
 from __future__ import annotations
 
-__all__ = [
-    "ConfigDifference",
-    "Flip",
-    "PairedMetric",
-    "RunComparison",
-    "ScenarioDelta",
-    "compare_loaded",
-    "compare_runs",
-    "config_differences",
-]
+__all__ = ["Flip", "PairedMetric", "RunComparison", "compare_loaded", "compare_runs", "config_differences"]
 
 from collections.abc import Mapping
 from pathlib import Path

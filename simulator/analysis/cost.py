@@ -4,11 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "CostLatency",
-    "FailureRow",
-    "LatencyStat",
-    "ModelPrice",
     "PriceTable",
-    "RoleCost",
     "classify_error",
     "cost_latency",
     "default_prices_path",

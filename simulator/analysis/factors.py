@@ -8,7 +8,7 @@ An odds ratio above 1 means the event is more likely at that level than at the r
 
 from __future__ import annotations
 
-__all__ = ["FactorLevelRow", "FactorsSection", "factors_section"]
+__all__ = ["FactorsSection", "factors_section"]
 
 import dataclasses
 

@@ -8,13 +8,7 @@ any of them may be what the escalation depends on (docs/fidelity.md).
 
 from __future__ import annotations
 
-__all__ = [
-    "FailureAttribution",
-    "FidelityCheckRow",
-    "ProvenanceRow",
-    "SimulatedUserSection",
-    "simulated_user_section",
-]
+__all__ = ["SimulatedUserSection", "simulated_user_section"]
 
 import dataclasses
 from collections import Counter

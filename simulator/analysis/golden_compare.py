@@ -6,7 +6,7 @@ of `analysis/compare.py`; this module only lays out the golden-specific table.
 
 from __future__ import annotations
 
-__all__ = ["GoldenComparison", "GoldenIntentDelta", "GoldenMetricRow", "golden_comparison"]
+__all__ = ["GoldenComparison", "golden_comparison"]
 
 
 from simulator.analysis.golden import SIMILARITY_METRICS, GoldenSection

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ErrorRow", "RunHealth", "StopReasonRow", "UnverifiedRow", "run_health"]
+__all__ = ["RunHealth", "run_health"]
 
 from collections import Counter
 from typing import get_args

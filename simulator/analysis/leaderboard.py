@@ -6,15 +6,7 @@ Every interval goes through `cell_interval`, the one place to change how a cell'
 
 from __future__ import annotations
 
-__all__ = [
-    "LEADERBOARD_SCHEMA_VERSION",
-    "CellRow",
-    "Leaderboard",
-    "PairedRow",
-    "UserSensitivity",
-    "build_leaderboard",
-    "cell_interval",
-]
+__all__ = ["CellRow", "Leaderboard", "build_leaderboard", "cell_interval"]
 
 from datetime import UTC, datetime
 from pathlib import Path

@@ -19,7 +19,6 @@ __all__ = [
     "LENGTH_TOLERANCE",
     "Correlation",
     "CriterionLength",
-    "PairwiseLength",
     "bot_length",
     "correlation",
     "criterion_length_bias",

@@ -12,13 +12,7 @@ by scenario (the same replicates for every pair, so the percentile's interval is
 
 from __future__ import annotations
 
-__all__ = [
-    "MetaEvaluation",
-    "MetaGroup",
-    "PairEstimates",
-    "consensus",
-    "meta_evaluate",
-]
+__all__ = ["MetaEvaluation", "MetaGroup", "consensus", "meta_evaluate"]
 
 from collections import Counter
 from typing import Literal

@@ -8,7 +8,7 @@ in the long, hard conversations looks better than it is); these tests say so.
 
 from __future__ import annotations
 
-__all__ = ["MissingData", "ScenarioErrors", "binomial_test", "missing_data", "moved_warning"]
+__all__ = ["MissingData", "binomial_test", "missing_data", "moved_warning"]
 
 from collections import Counter
 

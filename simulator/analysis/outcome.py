@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = [
-    "ERROR",
-    "NO_DECISION",
-    "OTHER",
-    "LevelRate",
-    "MatrixRow",
-    "OutcomeCase",
-    "OutcomeMetrics",
-    "outcome_metrics",
-]
+__all__ = ["ERROR", "NO_DECISION", "OTHER", "OutcomeMetrics", "outcome_metrics"]
 
 from typing import Any, Literal
 

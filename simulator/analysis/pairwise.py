@@ -3,7 +3,7 @@ with the order (position inconsistency), as a rate with its Wilson interval."""
 
 from __future__ import annotations
 
-__all__ = ["PairwiseSummary", "summarise_pairs"]
+__all__ = ["summarise_pairs"]
 
 from simulator.judging.pairwise import PairwiseResult
 from simulator.models import ResultModel

@@ -9,7 +9,7 @@ bootstrap over conversations clustered by scenario.
 
 from __future__ import annotations
 
-__all__ = ["PointsSummary", "ScoreView", "conversation_score", "points_summary"]
+__all__ = ["PointsSummary", "conversation_score", "points_summary"]
 
 from collections.abc import Sequence
 

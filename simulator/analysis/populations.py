@@ -9,7 +9,7 @@ distributions, the absolute difference for rates, the total variation distance f
 
 from __future__ import annotations
 
-__all__ = ["PopulationComparison", "PopulationRow", "compare_populations"]
+__all__ = ["compare_populations"]
 
 from collections import Counter
 from collections.abc import Callable, Sequence

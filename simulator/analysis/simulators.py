@@ -10,14 +10,7 @@ base scenarios (stats/clustered.py), Holm-adjusted over the pairs of simulators 
 
 from __future__ import annotations
 
-__all__ = [
-    "MetricRange",
-    "ScenarioAttribution",
-    "SimulatorRow",
-    "SimulatorTest",
-    "SimulatorsSection",
-    "simulators_section",
-]
+__all__ = ["SimulatorsSection", "simulators_section"]
 
 import dataclasses
 import itertools

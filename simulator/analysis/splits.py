@@ -7,7 +7,7 @@ interval; when the two intervals do not overlap, the gap is flagged as likely ov
 
 from __future__ import annotations
 
-__all__ = ["SplitRow", "SplitSection", "split_section"]
+__all__ = ["SplitSection", "split_section"]
 
 import dataclasses
 

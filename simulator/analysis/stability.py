@@ -9,7 +9,7 @@ of its samples; Fleiss' kappa over the items every model answered, and the items
 
 from __future__ import annotations
 
-__all__ = ["UNSTABLE", "JuryDisagreement", "JuryRow", "StabilityRow", "jury_rows", "stability_rows"]
+__all__ = ["UNSTABLE", "JuryRow", "StabilityRow", "jury_rows", "stability_rows"]
 
 from collections import Counter
 from collections.abc import Sequence

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 __all__ = [
-    "ConversationStatus",
     "CriterionRow",
     "PassHatK",
     "ScenarioRow",
@@ -11,7 +10,6 @@ __all__ = [
     "VerdictCounts",
     "conversation_status",
     "criterion_rows",
-    "criterion_verdicts",
     "overall_pass_rate",
     "pass_hat_k_table",
     "scenario_rows",

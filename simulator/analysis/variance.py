@@ -17,7 +17,7 @@ provenance, no fidelity verdicts) the source is `unaudited`: the report says to 
 
 from __future__ import annotations
 
-__all__ = ["SOURCES", "Attribution", "Audited", "attribute_variance", "first_divergence"]
+__all__ = ["Attribution", "Audited", "attribute_variance", "first_divergence"]
 
 from collections import Counter
 from collections.abc import Set

@@ -8,7 +8,7 @@ measured before it is inflated), and stops reading past `max_bytes`. The deadlin
 
 from __future__ import annotations
 
-__all__ = ["AnswerRefused", "CappedTransport", "capped_client"]
+__all__ = ["AnswerRefused", "capped_client"]
 
 from collections.abc import AsyncIterator
 

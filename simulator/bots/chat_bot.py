@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ChatBotFactory", "chat_bot_factory"]
+__all__ = ["chat_bot_factory"]
 
 from typing import Any
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["HttpBotFactory", "expand_headers", "http_bot_factory"]
+__all__ = ["HttpBotFactory", "http_bot_factory"]
 
 import json
 import os

@@ -11,7 +11,7 @@ by `state_tool` sets the final state (its arguments), as the chat adapter's deci
 
 from __future__ import annotations
 
-__all__ = ["OpenAIEndpointFactory", "OpenAIEndpointSession", "openai_endpoint_bot_factory"]
+__all__ = ["OpenAIEndpointFactory", "openai_endpoint_bot_factory"]
 
 import asyncio
 import json

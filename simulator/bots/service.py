@@ -13,7 +13,7 @@ bot's URLs, the command, its env and the readiness check.
 
 from __future__ import annotations
 
-__all__ = ["PLACEHOLDER_NAMES", "BotProcess", "StartOnce", "fill", "free_port", "placeholder_values"]
+__all__ = ["BotProcess", "StartOnce", "fill", "free_port", "placeholder_values"]
 
 import asyncio
 import contextlib

@@ -9,7 +9,7 @@ and is recorded the same way: data, never a pass.
 
 from __future__ import annotations
 
-__all__ = ["ToolTurn", "run_tool_turn"]
+__all__ = ["run_tool_turn"]
 
 import json
 import time

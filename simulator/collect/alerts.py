@@ -10,7 +10,7 @@ POSTs it to the webhook, with the conversations behind it and the change against
 
 from __future__ import annotations
 
-__all__ = ["AlertRule", "Alerts", "parse_rules"]
+__all__ = ["Alerts", "parse_rules"]
 
 import json
 import urllib.error

@@ -15,10 +15,10 @@ def _judge(
     options: CollectOptions, suite_path: Path, prices_path: Path | None, concurrency: int
 ) -> tuple[Any, Any]:
     """The live judge for the suite's criteria, and a manifest decorator recording suite and judge set."""
+    from simulator.api.judging import make_judge_stage
     from simulator.collect.judging import LiveJudge
     from simulator.collect.sampling import Budget, load_policy
     from simulator.config.suite import check_environment, load_suite
-    from simulator.judging.stage import make_judge_stage
     from simulator.providers.hub import ModelHub
     from simulator.record.hashing import sha256_file
     from simulator.record.redact import redacted_suite, register_secrets, suite_secrets

@@ -8,7 +8,7 @@ review queue (`/label` with sampling `review`), where a clinician confirms or re
 
 from __future__ import annotations
 
-__all__ = ["REVIEW", "LiveJudge", "worst_case"]
+__all__ = ["LiveJudge"]
 
 import asyncio
 import json
@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simulator.api.judging import JudgeStage, render_transcript_block
 from simulator.collect.sampling import Budget, SamplingPolicy, Spend
 from simulator.config.scenario import Scenario
-from simulator.judging.prompt import render_transcript_block
-from simulator.judging.stage import JudgeStage
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.selection import counted

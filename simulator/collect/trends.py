@@ -11,7 +11,6 @@ from __future__ import annotations
 
 __all__ = [
     "FollowedFolders",
-    "MetricRate",
     "Observation",
     "TrendRow",
     "load_observations",

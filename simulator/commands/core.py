@@ -14,9 +14,9 @@ from simulator.errors import UserError
 
 if TYPE_CHECKING:
     from simulator.api import Comparison, Plan
+    from simulator.api.options import RunOptions, RunResult
     from simulator.config.scenario import Scenario
     from simulator.config.suite import Suite
-    from simulator.engine.runner import RunOptions, RunResult
 
 # `simulator run` exit codes besides 0 (done), 2 (a user mistake) and 130 (interrupted): documented in README.
 EXIT_NOTHING_JUDGED = 3  # every conversation of the session errored, so nothing could be judged
@@ -107,7 +107,7 @@ def _other_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 def _max_errors(value: str) -> float:
-    from simulator.engine.runner import parse_max_errors
+    from simulator.api.options import parse_max_errors
 
     try:
         return parse_max_errors(value)
@@ -164,7 +164,7 @@ def _run_command(args: argparse.Namespace) -> int:
     if plan.suite.matrix is not None:
         return _print_matrix(api.run_sync(api.execute_matrix(plan, _run_options(args, backend=False))))
     options = _run_options(args, backend=True)
-    from simulator.engine.shards import parse_shard
+    from simulator.api.options import parse_shard
 
     options.shard = parse_shard(args.shard) if args.shard else None
     return _print_run(api.run_sync(api.execute(plan, options)).session)
@@ -174,7 +174,8 @@ def _run_local_workers(
     args: argparse.Namespace, suite: Suite, scenarios: list[Scenario], options: RunOptions
 ) -> int:
     """`--workers N|auto` on the local backend: N forked shard processes merged into one run folder."""
-    from simulator.engine.local_workers import parse_workers, run_local_workers
+    from simulator.api.folders import run_local_workers
+    from simulator.api.options import parse_workers
     from simulator.record.counting import fidelity_text
     from simulator.record.folder import RunFolder, new_run_id
 
@@ -196,8 +197,7 @@ def _run_local_workers(
 
 def _run_options(args: argparse.Namespace, backend: bool) -> RunOptions:
     """The engine's knobs from the command line (`backend`: whether --backend applies to this run)."""
-    from simulator.engine.ray_backend import RayBackendOptions
-    from simulator.engine.runner import RunOptions
+    from simulator.api.options import RayBackendOptions, RunOptions
 
     options = RunOptions(
         out=args.resume or args.out,
@@ -213,8 +213,8 @@ def _run_options(args: argparse.Namespace, backend: bool) -> RunOptions:
 def _resume_changes(args: argparse.Namespace, suite: Suite) -> dict[str, list[Any]]:
     """The operational settings a resume changes (from a suite file, --concurrency, --rpm, --tpm), applied
     to `suite`; anything that would change results is refused."""
+    from simulator.api.folders import adopt_operational, apply_rate_overrides
     from simulator.config.suite import load_suite
-    from simulator.engine.operational import adopt_operational, apply_rate_overrides
 
     given = [flag for flag, value in _RESULT_FLAGS.items() if getattr(args, value)]
     if given:
@@ -270,7 +270,7 @@ def _new_plan(args: argparse.Namespace) -> Plan:
         **_overrides(args),
     )
     if args.rpm or args.tpm:
-        from simulator.engine.operational import apply_rate_overrides
+        from simulator.api.folders import apply_rate_overrides
 
         overrides = {"rpm": args.rpm or [], "tpm": args.tpm or []}
         apply_rate_overrides(plan.suite, overrides, _providers_used(plan.suite))
@@ -392,8 +392,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             except UserError as exc:
                 problems += exc.problems or [Problem(str(file), str(exc))]
                 continue
-            from simulator.engine.preflight import preflight_problems
-            from simulator.engine.roles import suite_language_problems
+            from simulator.api.checks import preflight_problems, suite_language_problems
 
             # What `run` would refuse, and the offline user's languages (docs/languages.md).
             found = preflight_problems(suite)

@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_golden_run(args: argparse.Namespace) -> int:
     from simulator.analysis.golden import parse_gate
-    from simulator.engine.golden import GoldenOptions, run_golden
+    from simulator.api.judging import GoldenOptions, run_golden
 
     parse_gate(args.gate)  # a bad --gate is an error before anything runs, not after
     options = GoldenOptions(

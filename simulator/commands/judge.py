@@ -4,7 +4,7 @@ They parse, call the engine (engine/rejudge.py, engine/pairwise.py) and print.""
 
 from __future__ import annotations
 
-__all__ = ["register", "verdict_rows"]
+__all__ = ["register"]
 
 import argparse
 import sys
@@ -152,8 +152,7 @@ def _console() -> Any:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    from simulator.engine.rejudge import RejudgeOptions, prepare_rejudge
-    from simulator.engine.runner import judge_run
+    from simulator.api.judging import RejudgeOptions, judge_run, prepare_rejudge
     from simulator.eventloop import run_async
     from simulator.record.selection import select_verdicts
 
@@ -209,8 +208,7 @@ def _print_stability(selection: Selection) -> None:
 
 def cmd_judge_pairwise(args: argparse.Namespace) -> int:
     from simulator.analysis.pairwise import summarise_pairs
-    from simulator.engine.pairwise import common_conversations, judge_pairs, pairwise_criterion
-    from simulator.engine.rejudge import stored_suite
+    from simulator.api.judging import common_conversations, judge_pairs, pairwise_criterion, stored_suite
     from simulator.eventloop import run_async
     from simulator.record.folder import RunFolder
 

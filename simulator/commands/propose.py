@@ -8,7 +8,7 @@ templates write it from the evidence (docs/loop.md).
 
 from __future__ import annotations
 
-__all__ = ["cmd_propose", "register", "write_proposals"]
+__all__ = ["register"]
 
 import argparse
 from pathlib import Path

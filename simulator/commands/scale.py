@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from simulator.engine.merge import merge_shards
+    from simulator.api.folders import merge_shards
     from simulator.record.counting import fidelity_text
 
     result = merge_shards(args.shards, args.out, allow_missing=args.allow_missing)

@@ -8,7 +8,7 @@ marks the run interrupted), and the exit code says which signal it was (130 for 
 
 from __future__ import annotations
 
-__all__ = ["StopSignals", "stop_signals"]
+__all__ = ["stop_signals"]
 
 import signal
 import threading

@@ -13,7 +13,7 @@ with the hashes of what it read) is written beside the proposal.
 
 from __future__ import annotations
 
-__all__ = ["register", "scenario_set_changes"]
+__all__ = ["register"]
 
 import argparse
 import json
@@ -156,11 +156,10 @@ def _plan(proposal: Proposal, args: argparse.Namespace) -> tuple[Any, Suite, lis
 
 
 def cmd_try(args: argparse.Namespace) -> int:
+    from simulator import api
     from simulator.analysis.compare import compare_loaded
     from simulator.analysis.rundata import load_run
-    from simulator.config.suite import check_environment
-    from simulator.engine.runner import RunOptions, run_suite
-    from simulator.eventloop import run_async
+    from simulator.api.options import RunOptions
     from simulator.loop.change_verdict import change_verdict
     from simulator.loop.proposal import load_proposal
     from simulator.record.hashing import sha256_file
@@ -169,28 +168,27 @@ def cmd_try(args: argparse.Namespace) -> int:
     desk_data = args.desk_data or Path(proposal.run).parent / ".desk"  # where `simulator serve` keeps them
     proposal, review = _reviewed(proposal, args.proposal, desk_data)
     baseline, suite, scenarios, applied = _plan(proposal, args)
-    check_environment(suite)
     print(
         f"trying {proposal.id} ({review}) on {suite.bot.describe()}: the whole suite, {len(scenarios)} scenarios"
     )
-    result = run_async(
-        run_suite(suite, scenarios, RunOptions(out=args.out, progress=not args.no_progress, freeze_gc=True))
-    )
-    candidate = load_run(Path(result.folder))
+    # Through the API's door, as `run` goes: the environment and the preflight checks before anything runs.
+    options = RunOptions(out=args.out, progress=not args.no_progress, freeze_gc=True)
+    result = api.run_sync(api.execute(api.Plan(suite, scenarios), options)).folder
+    candidate = load_run(result)
     comparison = compare_loaded(baseline, candidate, args.alpha)
     verdict = change_verdict(comparison, baseline, candidate, proposal.criterion_id, proposal.scenarios)
     print(f"verdict: {verdict.verdict.upper()}")
     for line in verdict.lines:
         print(f"  {line}")
     print(
-        f"baseline {baseline.path} → with the change {result.folder}; details: simulator compare {baseline.path} {result.folder}"
+        f"baseline {baseline.path} → with the change {result}; details: simulator compare {baseline.path} {result}"
     )
     record = {
         "proposal": str(args.proposal),
         "proposal_sha256": sha256_file(args.proposal),
         "review": review,
         "baseline": str(baseline.path),
-        "candidate": str(result.folder),
+        "candidate": str(result),
         "applied": applied,
         "tried_at": datetime.now(UTC).isoformat(),
         "verdict": verdict.model_dump(mode="json"),

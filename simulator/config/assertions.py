@@ -4,14 +4,7 @@ a forbidden regex. Only the spec and its validation live here; checking a reply 
 
 from __future__ import annotations
 
-__all__ = [
-    "AssertionFields",
-    "AssertionScope",
-    "AssertionSpec",
-    "check_phrase_groups",
-    "compile_pattern",
-    "split_group",
-]
+__all__ = ["AssertionFields", "AssertionScope", "AssertionSpec", "compile_pattern", "split_group"]
 
 from typing import Literal
 

@@ -9,7 +9,7 @@ criteria named in `success.criteria` apply to the variant through its tags, for 
 
 from __future__ import annotations
 
-__all__ = ["OWASP_LLM_TOP_10", "RedTeamConfig", "Strategy", "SuccessSpec"]
+__all__ = ["RedTeamConfig", "Strategy"]
 
 import re
 from functools import cached_property

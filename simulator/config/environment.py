@@ -11,7 +11,6 @@ function. Only the spec and its checks live here; running a tool is in simulator
 from __future__ import annotations
 
 __all__ = [
-    "CannedResponse",
     "EnvironmentSpec",
     "ToolDef",
     "UserToolDef",

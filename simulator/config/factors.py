@@ -13,15 +13,7 @@ are then aliased with two-factor interactions (resolution III): read them as mai
 
 from __future__ import annotations
 
-__all__ = [
-    "FactorLevel",
-    "design_points",
-    "expand_factors",
-    "level_names",
-    "levels_of",
-    "suite_scenarios",
-    "variant_id",
-]
+__all__ = ["design_points", "expand_factors", "level_names", "levels_of", "suite_scenarios", "variant_id"]
 
 import itertools
 from pathlib import Path

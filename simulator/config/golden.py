@@ -9,7 +9,7 @@ scripted user (`golden_scenario`), and runs through the main engine like any con
 
 from __future__ import annotations
 
-__all__ = ["GOLDEN_DOCUMENTS", "GoldenItem", "golden_scenario", "is_golden", "load_golden", "read_csv"]
+__all__ = ["GOLDEN_DOCUMENTS", "GoldenItem", "golden_scenario", "load_golden", "read_csv"]
 
 import csv
 import difflib

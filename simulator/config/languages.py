@@ -8,13 +8,7 @@ whether the offline user can speak them with a suite's vocabulary.
 
 from __future__ import annotations
 
-__all__ = [
-    "LANGUAGE_NAMES",
-    "language_code",
-    "language_name",
-    "offline_language_problems",
-    "persona_languages",
-]
+__all__ = ["language_code", "language_name", "offline_language_problems", "persona_languages"]
 
 import re
 from typing import Any

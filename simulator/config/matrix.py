@@ -8,16 +8,7 @@ ordinary run folder.
 
 from __future__ import annotations
 
-__all__ = [
-    "BotVariant",
-    "MatrixCell",
-    "MatrixConfig",
-    "UserVariant",
-    "cell_id",
-    "expand_matrix",
-    "merge_bot",
-    "merge_user",
-]
+__all__ = ["BotVariant", "MatrixConfig", "cell_id", "expand_matrix"]
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace

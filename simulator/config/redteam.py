@@ -9,7 +9,7 @@ criteria a strategy names apply to it), and takes the strategy's expected-outcom
 
 from __future__ import annotations
 
-__all__ = ["RedTeamPack", "expand_attacks", "load_pack", "suite_pack"]
+__all__ = ["expand_attacks", "load_pack"]
 
 from pathlib import Path
 from typing import Any

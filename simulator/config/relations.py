@@ -14,7 +14,7 @@ paired; results are in analysis/relations.py.
 
 from __future__ import annotations
 
-__all__ = ["Relation", "RelationKind"]
+__all__ = ["Relation"]
 
 from typing import Literal
 

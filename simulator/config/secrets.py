@@ -16,7 +16,6 @@ from __future__ import annotations
 __all__ = [
     "MIN_SECRET_CHARS",
     "REDACTED",
-    "Secret",
     "SecretEnv",
     "SecretTemplate",
     "SecretURL",

@@ -10,7 +10,7 @@ gets DEFAULT_STYLES, a few domain-free styles. Factor levels name styles (`regis
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_STYLES", "OfflinePlay", "Style", "StyleCatalogue", "load_styles", "suite_styles"]
+__all__ = ["DEFAULT_STYLES", "OfflinePlay", "StyleCatalogue", "load_styles", "suite_styles"]
 
 from functools import cached_property
 from pathlib import Path

@@ -5,7 +5,6 @@ from __future__ import annotations
 __all__ = [
     "CacheConfig",
     "FidelityConfig",
-    "JudgesConfig",
     "OutcomeConfig",
     "ProviderSettings",
     "Suite",

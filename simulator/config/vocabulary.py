@@ -4,7 +4,7 @@ which a bot gives its outcome. The engine ships none of a domain's words; a suit
 
 from __future__ import annotations
 
-__all__ = ["ENGLISH", "Phrases", "Vocabulary", "load_vocabulary"]
+__all__ = ["Phrases", "Vocabulary", "load_vocabulary"]
 
 from functools import cached_property
 from pathlib import Path

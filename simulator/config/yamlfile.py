@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
-    "MAX_ALIAS_VALUES",
     "MAX_DEPTH",
-    "MAX_EXPANDED_BYTES",
     "MAX_FILE_BYTES",
     "LocatedYAML",
     "YAMLProblem",

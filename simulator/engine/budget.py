@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_FAILURE_STREAK", "ErrorBudget", "is_rate_limit", "parse_max_errors"]
+__all__ = ["ErrorBudget", "parse_max_errors"]
 
 import math
 import re

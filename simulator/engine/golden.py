@@ -4,7 +4,7 @@ run by `run_suite` into an ordinary run folder that `simulator run --resume`, `r
 
 from __future__ import annotations
 
-__all__ = ["GoldenOptions", "golden_suite", "run_golden"]
+__all__ = ["GoldenOptions", "run_golden"]
 
 from dataclasses import dataclass
 from pathlib import Path

@@ -7,7 +7,7 @@ The cells share one model hub (provider limits, retries and the response cache) 
 
 from __future__ import annotations
 
-__all__ = ["MatrixResult", "resume_matrix", "run_matrix"]
+__all__ = ["resume_matrix", "run_matrix"]
 
 from collections.abc import Mapping
 from dataclasses import dataclass

@@ -8,13 +8,7 @@ it would mix two runs' results in one folder. Each change is recorded in the man
 
 from __future__ import annotations
 
-__all__ = [
-    "OPERATIONAL_PROVIDER",
-    "adopt_operational",
-    "apply_rate_overrides",
-    "carry_bot_operational",
-    "parse_rate_override",
-]
+__all__ = ["adopt_operational", "apply_rate_overrides", "carry_bot_operational"]
 
 from typing import Any
 

@@ -10,7 +10,7 @@ times the calls a provider allows.
 
 from __future__ import annotations
 
-__all__ = ["RayBackendOptions", "RayExecutor", "start_ray_executor"]
+__all__ = ["RayBackendOptions", "start_ray_executor"]
 
 import itertools
 import os

@@ -5,15 +5,7 @@ and `judge_run`, and prints; the pytest plugin or a notebook can do the same."""
 
 from __future__ import annotations
 
-__all__ = [
-    "IMPORTED_BOT",
-    "Rejudge",
-    "RejudgeOptions",
-    "imported_scenarios",
-    "prepare_rejudge",
-    "stored_scenarios",
-    "stored_suite",
-]
+__all__ = ["RejudgeOptions", "prepare_rejudge", "stored_suite"]
 
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -12,7 +12,7 @@ never as a pass or a fail).
 
 from __future__ import annotations
 
-__all__ = ["RULES", "combine_results", "combine_verdicts", "default_rule"]
+__all__ = ["combine_results", "combine_verdicts", "default_rule"]
 
 from collections import Counter
 from collections.abc import Sequence

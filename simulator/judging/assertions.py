@@ -9,7 +9,7 @@ like a judge's evidence.
 
 from __future__ import annotations
 
-__all__ = ["AssertionOutcome", "AssertionScope", "AssertionSpec", "check_assertions"]
+__all__ = ["AssertionScope", "AssertionSpec", "check_assertions"]
 
 import re
 from collections.abc import Sequence

@@ -7,20 +7,13 @@ nothing), with the matching text as evidence, so reports treat them alike.
 from __future__ import annotations
 
 __all__ = [
-    "ADVISORY_ASSERTIONS",
     "CODE_CHECKS_VERSION",
     "ENVIRONMENT_KEY",
-    "EXACT",
     "STOP_KEYS",
-    "advisory_assertion_verdict",
     "assertion_verdict",
-    "bot_messages",
     "code_check_ids",
     "code_verdicts",
-    "exact_verdict",
     "final_reply",
-    "metric_verdicts",
-    "outcome_verdicts",
 ]
 
 from collections.abc import Callable

@@ -9,14 +9,7 @@ verified in code. Without an audit model those reading checks are recorded as `n
 
 from __future__ import annotations
 
-__all__ = [
-    "FIDELITY_CHECKS",
-    "Audit",
-    "FidelityAuditor",
-    "code_provenance",
-    "fidelity_hash",
-    "llm_provenance",
-]
+__all__ = ["FIDELITY_CHECKS", "Audit", "FidelityAuditor"]
 
 import json
 import re

@@ -7,7 +7,7 @@ the auditor gives is checked against it in code (judging/evidence.py).
 
 from __future__ import annotations
 
-__all__ = ["AUDIT_FORM", "AUDIT_INSTRUCTIONS", "AUDIT_SCHEMA", "AuditOutput", "build_audit_request"]
+__all__ = ["AUDIT_FORM", "AUDIT_INSTRUCTIONS", "AuditOutput", "build_audit_request"]
 
 from typing import Any, Literal
 

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 __all__ = [
     "POINTS_SCHEMA",
-    "VERDICT_FORM",
     "VERDICT_SCHEMA",
     "JudgeOutput",
     "LLMJudge",
-    "PointsOutput",
     "not_applicable_verdict",
     "not_judged_verdict",
-    "verdict_base",
 ]
 
 from dataclasses import dataclass

@@ -7,15 +7,7 @@ as a tie and as position-inconsistent (seed 001: "swap the order and judge twice
 
 from __future__ import annotations
 
-__all__ = [
-    "PAIRWISE_INSTRUCTIONS",
-    "PAIRWISE_PROMPT_TEMPLATE",
-    "OrderChoice",
-    "PairwiseOutput",
-    "PairwiseResult",
-    "build_pairwise_request",
-    "judge_pair",
-]
+__all__ = ["OrderChoice", "PairwiseResult", "judge_pair"]
 
 from typing import Any, Literal
 

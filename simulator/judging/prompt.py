@@ -15,13 +15,8 @@ close the transcript or open a criterion of its own.
 from __future__ import annotations
 
 __all__ = [
-    "CRITERION_TEMPLATE",
-    "JUDGE_ASK",
     "JUDGE_INSTRUCTIONS",
     "JUDGE_PROMPT_TEMPLATE",
-    "POINTS_ASK",
-    "POINTS_CRITERION_TEMPLATE",
-    "TRANSCRIPT_TEMPLATE",
     "build_judge_request",
     "escape_data",
     "judge_prompt_hash",

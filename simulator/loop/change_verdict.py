@@ -12,7 +12,7 @@ The cost and latency change comes from `cost_latency` of each run.
 
 from __future__ import annotations
 
-__all__ = ["ChangeVerdict", "MetricMove", "change_verdict", "cost_change"]
+__all__ = ["change_verdict"]
 
 from typing import Literal
 

@@ -13,7 +13,7 @@ group names the hazards it bears on.
 
 from __future__ import annotations
 
-__all__ = ["EvidenceQuote", "FailureGroup", "MissedFact", "group_failures", "load_hazards"]
+__all__ = ["FailureGroup", "group_failures", "load_hazards"]
 
 import re
 from collections import Counter

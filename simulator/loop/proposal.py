@@ -11,7 +11,6 @@ problem in `error` and no change: `simulator try` refuses it, so it is never app
 from __future__ import annotations
 
 __all__ = [
-    "PROPOSAL_SCHEMA_VERSION",
     "Change",
     "EvidenceItem",
     "PromptEdit",

@@ -14,16 +14,7 @@ range). An answer that fails either is recorded as the proposal's error, with th
 
 from __future__ import annotations
 
-__all__ = [
-    "PROPOSAL_OUTPUT_SCHEMA",
-    "BotContext",
-    "ProposalOutput",
-    "bot_context",
-    "build_proposal_request",
-    "model_proposal",
-    "offline_proposal",
-    "proposal_from_output",
-]
+__all__ = ["BotContext", "bot_context", "model_proposal", "offline_proposal"]
 
 import json
 import re

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["aiohttp_client", "classify_sdk_error", "permanent_message", "retry_after_s"]
+__all__ = ["aiohttp_client", "classify_sdk_error", "retry_after_s"]
 
 import re
 from datetime import UTC, datetime

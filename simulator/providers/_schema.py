@@ -3,7 +3,7 @@ fields mean), the OpenAI-style message list, and caps for servers that turn a sc
 
 from __future__ import annotations
 
-__all__ = ["cap_string_lengths", "chat_messages", "with_schema"]
+__all__ = ["cap_string_lengths", "with_schema"]
 
 import json
 from typing import Any

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 __all__ = [
     "ChatMessage",
-    "ErrorKind",
     "ModelRequest",
     "ModelResponse",
     "Provider",

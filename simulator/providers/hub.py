@@ -5,7 +5,6 @@ from __future__ import annotations
 
 __all__ = [
     "CallScope",
-    "CallStats",
     "ModelClient",
     "ModelHub",
     "call_scope",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 __all__ = [
     "BUNDLED_MODELS",
-    "INSTALL_HINT",
     "BundledModel",
     "LocalProvider",
     "bundled_model_path",

@@ -12,7 +12,7 @@ from the 429s themselves (`ratefinder.py`), and that rate is kept in the same bu
 
 from __future__ import annotations
 
-__all__ = ["Bucket", "Pacer"]
+__all__ = ["Pacer"]
 
 import asyncio
 import time

@@ -18,7 +18,7 @@ server it starts, above the providers, and the registry names it like any other 
 
 from __future__ import annotations
 
-__all__ = ["TestModel", "parse_test_model"]
+__all__ = ["parse_test_model"]
 
 import re
 from dataclasses import dataclass

@@ -9,7 +9,7 @@ bot: they are counted apart, as "fidelity checks".
 
 from __future__ import annotations
 
-__all__ = ["VERDICTS_RULE", "fidelity_text", "verdict_counts"]
+__all__ = ["fidelity_text", "verdict_counts"]
 
 from collections.abc import Iterable
 

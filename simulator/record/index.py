@@ -7,15 +7,7 @@ index is the only new file, and only the leaderboard and `run --resume MATRIX` r
 
 from __future__ import annotations
 
-__all__ = [
-    "INDEX",
-    "INDEX_SCHEMA_VERSION",
-    "IndexCell",
-    "MatrixIndex",
-    "is_matrix",
-    "read_index",
-    "write_index",
-]
+__all__ = ["INDEX", "IndexCell", "MatrixIndex", "is_matrix", "read_index", "write_index"]
 
 import json
 import os

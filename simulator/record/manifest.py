@@ -17,7 +17,6 @@ __all__ = [
     "PromptEntry",
     "RoleModels",
     "RunCounts",
-    "RunKind",
     "RunStatus",
     "ScenarioEntry",
     "Session",

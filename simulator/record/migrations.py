@@ -8,14 +8,12 @@ clear error. Each step is tested on a stored folder of that version (tests/data/
 from __future__ import annotations
 
 __all__ = [
-    "GOLDEN_V1_JUDGE_SET",
     "LATEST",
     "golden_manifest_1_to_2",
     "golden_result_1_to_2",
     "migrate_conversation",
     "migrate_manifest",
     "migrate_verdict",
-    "too_new",
 ]
 
 import ast

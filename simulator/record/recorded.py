@@ -8,7 +8,7 @@ started from another folder never loads a different tree of scenarios.
 
 from __future__ import annotations
 
-__all__ = ["check_recorded_files", "recorded_path", "recorded_scenarios"]
+__all__ = ["recorded_scenarios"]
 
 from pathlib import Path
 from typing import TYPE_CHECKING

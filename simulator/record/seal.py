@@ -11,7 +11,7 @@ real records.
 
 from __future__ import annotations
 
-__all__ = ["HELD_OUT", "SEALED", "held_out_scenarios", "seal_record", "seal_verdict"]
+__all__ = ["HELD_OUT", "held_out_scenarios", "seal_record", "seal_verdict"]
 
 from simulator.record.manifest import Manifest
 from simulator.record.models import ConversationRecord, Verdict

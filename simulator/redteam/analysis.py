@@ -10,7 +10,7 @@ outcome check too is counted apart as well: the bot failed there without being a
 
 from __future__ import annotations
 
-__all__ = ["GroupRow", "RedTeamSection", "StrategyRow", "redteam_section"]
+__all__ = ["RedTeamSection", "redteam_section"]
 
 import statistics
 from collections import defaultdict

@@ -4,7 +4,7 @@ gates and hazard controls can name (`redteam success`, `redteam.<strategy> succe
 
 from __future__ import annotations
 
-__all__ = ["REDTEAM_NOTE", "redteam_view"]
+__all__ = ["redteam_view"]
 
 from typing import Any
 

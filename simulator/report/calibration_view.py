@@ -4,7 +4,7 @@ draws them in the terminal and the review desk's calibration page draws the same
 
 from __future__ import annotations
 
-__all__ = ["criterion_tables", "pair_table"]
+__all__ = ["criterion_tables"]
 
 from simulator.analysis.agreement import CriterionPanel, PairAgreement
 from simulator.report.section import Column, Table

@@ -3,7 +3,7 @@ resource. Its sections are drawn by the report's one HTML renderer (draw_html.py
 
 from __future__ import annotations
 
-__all__ = ["PRINT_CSS", "document"]
+__all__ = ["document"]
 
 from html import escape
 

@@ -8,7 +8,7 @@ The desk and the command line look a document up by name, so neither switches on
 
 from __future__ import annotations
 
-__all__ = ["DocumentKind", "document_kind", "document_kinds", "register_document"]
+__all__ = ["DocumentKind", "document_kind", "register_document"]
 
 import sys
 from collections.abc import Callable

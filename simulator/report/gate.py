@@ -8,15 +8,7 @@ scenarios), as is every requirement when the scenario set differs from the basel
 
 from __future__ import annotations
 
-__all__ = [
-    "GateResult",
-    "Requirement",
-    "RequirementResult",
-    "evaluate_gate",
-    "gate_metrics",
-    "metric_names",
-    "parse_requirement",
-]
+__all__ = ["GateResult", "Requirement", "evaluate_gate", "gate_metrics", "metric_names", "parse_requirement"]
 
 import difflib
 import re

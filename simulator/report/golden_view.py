@@ -3,7 +3,7 @@ marked ALL FAIL), failing items, gate disagreements and the threshold sweep; bot
 
 from __future__ import annotations
 
-__all__ = ["METRIC_NAMES", "golden_section", "score", "short"]
+__all__ = ["golden_section", "score", "short"]
 
 from simulator.analysis.golden import SIMILARITY_METRICS, GoldenSection
 from simulator.report.analyses import Analysis, register_analysis

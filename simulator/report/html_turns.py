@@ -9,7 +9,7 @@ report/assets/parts.css (inlined in the report, served to the desk).
 
 from __future__ import annotations
 
-__all__ = ["part_html", "turn_html"]
+__all__ = ["turn_html"]
 
 import html
 import json

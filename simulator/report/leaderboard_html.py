@@ -3,7 +3,7 @@ quality plot drawn as inline SVG (no script, no network; every string escaped)."
 
 from __future__ import annotations
 
-__all__ = ["cost_quality_svg", "render_leaderboard_html", "write_leaderboard_html"]
+__all__ = ["render_leaderboard_html", "write_leaderboard_html"]
 
 from importlib import resources
 from pathlib import Path

@@ -3,7 +3,7 @@ the length of the bot's replies (analysis/length_bias.py), and a finding when it
 
 from __future__ import annotations
 
-__all__ = ["LENGTH_NOTE", "length_findings", "length_section"]
+__all__: list[str] = []
 
 from simulator.analysis.length_bias import CriterionLength, criterion_length_bias
 from simulator.report.analyses import CORE_FINDINGS, Analysis, register_analysis

@@ -4,7 +4,7 @@ renderer; relation violations are metrics gates can name (`directional.red_flags
 
 from __future__ import annotations
 
-__all__ = ["RELATIONS_NOTE", "clustered_rate_cell", "pair_text", "relations_view", "split_view"]
+__all__ = ["clustered_rate_cell", "relations_view"]
 
 from typing import Any
 

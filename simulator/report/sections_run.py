@@ -3,7 +3,7 @@ latency. The terminal and the HTML report draw these same sections."""
 
 from __future__ import annotations
 
-__all__ = ["cost_section", "criteria_section", "health_section", "outcome_section", "scenarios_section"]
+__all__: list[str] = []
 
 from simulator.analysis.cost import CALLS_RULE
 from simulator.analysis.tables import CriterionRow, ScenarioRow, TagRow

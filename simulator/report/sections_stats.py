@@ -4,7 +4,7 @@ agreement, corrected failure rates and rubric points."""
 
 from __future__ import annotations
 
-__all__ = ["judges_section", "stats_section"]
+__all__: list[str] = []
 
 from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.model import Report, headline_rates

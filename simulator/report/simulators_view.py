@@ -3,7 +3,7 @@ simulators, robust and simulator-induced failures, and the clustered tests (anal
 
 from __future__ import annotations
 
-__all__ = ["SIMULATORS_NOTE", "annotate_findings", "simulator_findings", "simulators_view"]
+__all__ = ["simulators_view"]
 
 from simulator.analysis.simulators import SimulatorsSection, simulators_section
 from simulator.config.simulators import simulator_level, without_simulator

@@ -10,7 +10,7 @@ the errored conversations could move it across that interval, its worst/best bou
 
 from __future__ import annotations
 
-__all__ = ["summary_section"]
+__all__: list[str] = []
 
 from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.model import Report

@@ -5,7 +5,7 @@ collapsed into one line that says how many."""
 
 from __future__ import annotations
 
-__all__ = ["VerdictGroups", "group_verdicts", "ordered", "tally"]
+__all__ = ["group_verdicts", "ordered", "tally"]
 
 from collections import Counter
 from collections.abc import Sequence

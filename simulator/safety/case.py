@@ -13,7 +13,7 @@ is acceptable; a control that cannot be demonstrated leaves the hazard at its in
 
 from __future__ import annotations
 
-__all__ = ["SCHEMA_VERSION", "HazardResult", "SafetyCase", "build_safety_case", "load_runs", "merge_runs"]
+__all__ = ["SCHEMA_VERSION", "HazardResult", "SafetyCase", "build_safety_case", "load_runs"]
 
 import dataclasses
 import hashlib

@@ -14,7 +14,7 @@ the bound the control would have without them.
 
 from __future__ import annotations
 
-__all__ = ["ControlEvidence", "ControlResult", "control_metrics", "evaluate_control", "subset_run"]
+__all__ = ["ControlResult", "evaluate_control"]
 
 import dataclasses
 from collections.abc import Callable

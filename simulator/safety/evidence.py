@@ -15,7 +15,6 @@ from __future__ import annotations
 __all__ = [
     "CalibrationStatus",
     "FidelitySummary",
-    "RunTrace",
     "Traceability",
     "calibrations",
     "fidelity_summary",

@@ -15,7 +15,7 @@ harmful) and each harmful one the largest weight.
 
 from __future__ import annotations
 
-__all__ = ["HarmCell", "HarmWeighted", "harm_weighted"]
+__all__ = ["HarmWeighted", "harm_weighted"]
 
 import math
 

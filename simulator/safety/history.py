@@ -8,14 +8,7 @@ runs on the same scenario set the paired, clustered test of `simulator compare` 
 
 from __future__ import annotations
 
-__all__ = [
-    "HISTORY_METRICS",
-    "History",
-    "HistoryPoint",
-    "HistoryStep",
-    "build_history",
-    "build_history_loaded",
-]
+__all__ = ["History", "HistoryPoint", "build_history", "build_history_loaded"]
 
 import hashlib
 from pathlib import Path

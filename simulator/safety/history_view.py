@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["history_html", "history_sections", "print_history", "svg_chart"]
+__all__ = ["history_html", "history_sections", "print_history"]
 
 from html import escape
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["chromium_path", "matrix_html", "print_pdf", "safety_case_html"]
+__all__ = ["print_pdf", "safety_case_html"]
 
 import shutil
 import subprocess

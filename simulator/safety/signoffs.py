@@ -10,7 +10,7 @@ shows "signed for run X; the evidence has changed since".
 
 from __future__ import annotations
 
-__all__ = ["DECISIONS", "SignOff", "SignOffBook", "SignOffView", "signoff_views"]
+__all__ = ["DECISIONS", "SignOff", "SignOffBook", "signoff_views"]
 
 import os
 from datetime import datetime

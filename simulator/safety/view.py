@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CONTROL_STATE", "HAZARD_STATE", "safety_case_sections"]
+__all__ = ["safety_case_sections"]
 
 from simulator.report.section import Row, Section, State, table_section, text_row
 from simulator.safety.case import HazardResult, SafetyCase

@@ -7,7 +7,7 @@ are reported against the real file's path.
 
 from __future__ import annotations
 
-__all__ = ["TEMPLATES", "file_kind", "validate_draft"]
+__all__ = ["TEMPLATES", "validate_draft"]
 
 import tempfile
 from pathlib import Path

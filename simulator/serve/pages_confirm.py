@@ -11,7 +11,7 @@ the queue a clinician works through. A draft never overwrites a file; the run fo
 
 from __future__ import annotations
 
-__all__ = ["QUEUE_FILE", "confirm_failure", "routes"]
+__all__ = ["QUEUE_FILE", "routes"]
 
 import json
 import os

@@ -7,7 +7,7 @@ labeller has not labelled yet in labels.jsonl.
 
 from __future__ import annotations
 
-__all__ = ["SAMPLINGS", "QueueSpec", "build_queue", "remaining", "review_items"]
+__all__ = ["QueueSpec", "build_queue", "remaining", "review_items"]
 
 import json
 import random

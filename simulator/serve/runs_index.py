@@ -6,7 +6,7 @@ the cells): a cell is named `MATRIX:CELL` in the desk's URLs, one path segment l
 
 from __future__ import annotations
 
-__all__ = ["RunIndex", "RunSummary"]
+__all__ = ["RunIndex"]
 
 import sys
 from dataclasses import dataclass

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CSRF_COOKIE", "CsrfError", "check_csrf", "security_middleware"]
+__all__ = ["security_middleware"]
 
 import secrets
 from collections.abc import Awaitable, Callable

@@ -14,7 +14,7 @@ counts it assumes and feeds them to the computation that judged the observed one
 
 from __future__ import annotations
 
-__all__ = ["Observed", "projected_bound", "repeats_needed", "scenarios_needed"]
+__all__ = ["Observed", "repeats_needed", "scenarios_needed"]
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass

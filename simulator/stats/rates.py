@@ -4,7 +4,7 @@ or passed (missing data is not missing at random)."""
 
 from __future__ import annotations
 
-__all__ = ["ClusteredView", "RateView", "pct", "rate_view"]
+__all__ = ["RateView", "pct", "rate_view"]
 
 from collections.abc import Sequence
 from typing import Any

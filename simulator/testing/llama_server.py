@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["LlamaServer", "LlamaServerError"]
+__all__ = ["LlamaServer"]
 
 import contextlib
 import os

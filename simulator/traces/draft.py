@@ -8,14 +8,7 @@ clinician, and the scenario is marked `draft: true`, which `run` refuses until s
 
 from __future__ import annotations
 
-__all__ = [
-    "DRAFT_SCHEMA",
-    "draft_from_run",
-    "draft_offline",
-    "draft_with_model",
-    "draft_yaml",
-    "find_conversation",
-]
+__all__ = ["draft_from_run", "draft_offline", "draft_yaml"]
 
 import json
 import re

@@ -3,7 +3,7 @@ redacted before anything is written, so judge, report, show, compare, labels and
 
 from __future__ import annotations
 
-__all__ = ["FORMATS", "ImportOptions", "ImportSummary", "detect_format", "import_source"]
+__all__ = ["ImportOptions", "import_source"]
 
 from collections import Counter
 from dataclasses import dataclass, field

@@ -12,7 +12,7 @@ it is shared (docs/traces.md).
 
 from __future__ import annotations
 
-__all__ = ["FORMS", "indexed_messages"]
+__all__ = ["indexed_messages"]
 
 import contextlib
 import json

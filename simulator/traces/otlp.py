@@ -10,15 +10,7 @@ conversation already holds.
 
 from __future__ import annotations
 
-__all__ = [
-    "CONVERSATION_ID",
-    "Span",
-    "conversations_from_spans",
-    "own_key",
-    "read_otlp",
-    "span_messages",
-    "stitch",
-]
+__all__ = ["Span", "conversations_from_spans", "own_key", "read_otlp"]
 
 import json
 import re

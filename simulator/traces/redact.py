@@ -8,7 +8,7 @@ a name not on the list, or an identifier in an unusual format, is not caught (do
 
 from __future__ import annotations
 
-__all__ = ["BUILTIN", "Redactor", "load_redactor"]
+__all__ = ["Redactor", "load_redactor"]
 
 import re
 from collections import Counter

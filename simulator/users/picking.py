@@ -8,7 +8,7 @@ matches, a seeded choice (the same for the same seed, scenario and repeat).
 
 from __future__ import annotations
 
-__all__ = ["Choice", "choose_option"]
+__all__ = ["choose_option"]
 
 import random
 from collections.abc import Callable

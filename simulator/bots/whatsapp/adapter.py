@@ -12,7 +12,7 @@ registered for redaction, so none is ever written.
 
 from __future__ import annotations
 
-__all__ = ["WhatsAppBotFactory", "WhatsAppSession", "whatsapp_bot_factory"]
+__all__ = ["WhatsAppBotFactory", "whatsapp_bot_factory"]
 
 import asyncio
 import json

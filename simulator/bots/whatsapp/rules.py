@@ -16,7 +16,7 @@ A valid message becomes parts: text -> text; interactive buttons -> the body as 
 
 from __future__ import annotations
 
-__all__ = ["MEDIA_TYPES", "RuleBroken", "message_parts"]
+__all__ = ["RuleBroken", "message_parts"]
 
 from typing import Any
 

@@ -3,16 +3,7 @@ share (a started service, a URL check). Config only: the adapters are in bots/."
 
 from __future__ import annotations
 
-__all__ = [
-    "BotStart",
-    "ChatBotConfig",
-    "DecisionTool",
-    "HttpBotConfig",
-    "PythonBotConfig",
-    "ReadyCheck",
-    "check_url",
-    "load_factory",
-]
+__all__ = ["BotStart", "ChatBotConfig", "HttpBotConfig", "PythonBotConfig", "check_url", "load_factory"]
 
 from collections.abc import Callable, Iterator
 from pathlib import Path

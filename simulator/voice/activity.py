@@ -7,7 +7,7 @@ The bot's audio is judged by what the caller would hear: a frame is voiced when 
 
 from __future__ import annotations
 
-__all__ = ["FLOOR_DBFS", "Segment", "merge", "rms_dbfs", "voiced"]
+__all__ = ["FLOOR_DBFS", "merge", "rms_dbfs", "voiced"]
 
 from dataclasses import dataclass
 

@@ -12,7 +12,7 @@ message the protocol does not allow is a bot error, never a pass or a fail.
 
 from __future__ import annotations
 
-__all__ = ["VoiceBotFactory", "VoiceSession", "caller_for", "voice_bot_factory"]
+__all__ = ["VoiceBotFactory", "voice_bot_factory"]
 
 import asyncio
 import json

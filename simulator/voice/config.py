@@ -5,7 +5,7 @@ simulator/voice/adapter.py."""
 
 from __future__ import annotations
 
-__all__ = ["AUDIO", "CallerVoice", "TranscriberConfig", "VoiceBotConfig", "VoiceLimits"]
+__all__ = ["AUDIO", "CallerVoice", "VoiceBotConfig", "VoiceLimits"]
 
 from collections.abc import Callable, Iterator
 from pathlib import Path

@@ -11,7 +11,7 @@ this one).
 
 from __future__ import annotations
 
-__all__ = ["arpa_text", "corpus_words", "write_model"]
+__all__ = ["corpus_words", "write_model"]
 
 import math
 import re

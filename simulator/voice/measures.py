@@ -11,7 +11,7 @@ base id) as the unit, as every rate of the report is (docs/voice.md, docs/stats.
 
 from __future__ import annotations
 
-__all__ = ["CallRow", "Quantity", "VoiceFigures", "voice_figures"]
+__all__ = ["Quantity", "VoiceFigures", "voice_figures"]
 
 import statistics
 from collections import defaultdict

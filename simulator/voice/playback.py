@@ -9,7 +9,7 @@ the bot spoke.
 
 from __future__ import annotations
 
-__all__ = ["BotFrame", "Playback"]
+__all__ = ["Playback"]
 
 from bisect import bisect_left
 from dataclasses import dataclass

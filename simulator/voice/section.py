@@ -6,7 +6,7 @@ them; its rates are metrics gates and hazard controls can name (`voice.cut_off`,
 
 from __future__ import annotations
 
-__all__ = ["VOICE_NOTE", "voice_findings", "voice_section"]
+__all__ = ["voice_findings"]
 
 from typing import Any
 

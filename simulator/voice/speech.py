@@ -8,7 +8,7 @@ The result keeps where each sentence is, so the carrier knows exactly when the c
 
 from __future__ import annotations
 
-__all__ = ["FILLERS", "Utterance", "noise", "say", "sentences", "synthesise"]
+__all__ = ["Utterance", "noise", "say", "sentences", "synthesise"]
 
 import asyncio
 import hashlib

@@ -12,7 +12,7 @@ else a full stop (a small punctuation restorer, as deployed transcribers have).
 
 from __future__ import annotations
 
-__all__ = ["QUESTION_OPENERS", "Transcriber", "missing_transcriber", "punctuate"]
+__all__ = ["Transcriber", "punctuate"]
 
 import asyncio
 import importlib.util

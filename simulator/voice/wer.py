@@ -7,7 +7,7 @@ said; it can exceed 1 when the hearer adds many words.
 
 from __future__ import annotations
 
-__all__ = ["WordErrors", "normal_words", "word_errors"]
+__all__ = ["word_errors"]
 
 import re
 from dataclasses import dataclass

@@ -19,6 +19,7 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from simulator.bots.whatsapp.events import (
     Identity,
     WebhookAccount,
     dumps,
+    media_content,
     message_event,
     sign,
     status_event,
@@ -41,7 +43,7 @@ from simulator.bots.whatsapp.events import (
 from simulator.bots.whatsapp.graph import GraphApi, Inbox, Outbound
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
-from simulator.record.parts import Option, OptionsPart, Part, PickPart, TextPart
+from simulator.record.parts import MediaPart, Option, OptionsPart, Part, PickPart, TextPart
 from simulator.record.redact import redact, register_secrets
 from simulator.spec.suite import WhatsAppBotConfig
 
@@ -144,6 +146,18 @@ class WhatsAppBotFactory:
             return f"no answer within {self.config.timeout_s:g} s (bot.timeout_s)"
         return f"{type(exc).__name__}: {exc}"
 
+    def silence(self, notes: list[str]) -> str:
+        """Why a turn timed out, said as it is: no call reached the local Graph API for this conversation (a
+        refused call is an error of its own, never this), with what the bot did do and its log's end."""
+        did = f"; it only {', '.join(notes)}" if notes else ""
+        text = (
+            f"the bot sent no message within {self.config.timeout_s:g} s of the webhook delivery (bot.timeout_s): "
+            f"no call for this conversation reached the local Graph API at {self.graph.url}{did}. A bot sends "
+            "with POST {WHATSAPP_API_URL}/{version}/{phone-number-id}/messages"
+        )
+        tail = self.process.recent_log() if self.process is not None else None
+        return text + (f"\n{tail}" if tail else "")
+
     async def open(self, conversation_id: str) -> WhatsAppSession:
         try:
             await self.start()
@@ -161,6 +175,8 @@ class WhatsAppBotFactory:
 
 class WhatsAppSession:
     """One simulated WhatsApp user chatting with the bot."""
+
+    accepts_media = True  # a user turn's photos and voice notes are delivered as the Cloud API delivers them
 
     def __init__(self, factory: WhatsAppBotFactory, who: Identity, inbox: Inbox) -> None:
         self._factory = factory
@@ -205,13 +221,47 @@ class WhatsAppSession:
             context_id=self._offered_id if pick is not None else None,
         )
 
-    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
-        early = self._drain()  # sent after the last turn ended, before this message
-        event, message_id = self._event(text, pick)
-        self._factory.graph.note_inbound(message_id, self._inbox)
-        start = time.perf_counter()
-        status = await self._post(event, "the message webhook")
-        messages, notes, end = await self._collect(start, early)
+    def _events(
+        self, text: str, pick: PickPart | None, media: Sequence[MediaPart]
+    ) -> list[tuple[dict[str, Any], str]]:
+        """The webhooks of one user turn, in order: each photo or voice note as its own message (its file
+        stored for the bot to fetch), then what the person typed or tapped (none when a media turn has no
+        other text)."""
+        events = []
+        captions = set()
+        for part in media:
+            if part.kind not in ("image", "audio"):
+                raise BotError(
+                    "unsupported",
+                    f"the simulated user sent a {part.kind}; the whatsapp adapter delivers a user's image or "
+                    "audio (docs/whatsapp.md)",
+                )
+            stored = self._factory.graph.add_user_media(self._inbox, part)
+            content = media_content(part.kind, stored.media_id, stored.mime_type, stored.sha256, part.caption)
+            events.append(message_event(self._factory.account, self.who, "", content=content))
+            captions.add((part.caption or "").strip())
+        typed = text.strip()
+        if pick is not None or not media or (typed and typed not in captions):
+            events.append(self._event(text, pick))
+        return events
+
+    async def send(
+        self, text: str, turn: int, *, pick: PickPart | None = None, media: Sequence[MediaPart] = ()
+    ) -> BotReply:
+        """One user turn (text, a tap, photos and voice notes) as webhooks; the bot's turn that follows."""
+        events = self._events(text, pick, media)
+        graph = self._factory.graph
+        graph.directory.begin_wait(self._inbox)
+        try:
+            early = self._drain()  # sent after the last turn ended, before this message
+            start = time.perf_counter()
+            posted = []
+            for event, message_id in events:
+                graph.note_inbound(message_id, self._inbox)
+                posted.append({"status": await self._post(event, "the message webhook"), "event": event})
+            messages, notes, end = await self._collect(start, early)
+        finally:
+            graph.directory.end_wait(self._inbox)
         statuses = await self._statuses(messages)
         parts: list[Part] = [part for item in messages for part in item.parts]
         for item in messages:
@@ -223,14 +273,13 @@ class WhatsAppSession:
             messages=[p.text for p in parts if isinstance(p, TextPart)],
             latency_s=max(0.0, first - start),
             parts=parts,
-            raw=self._raw(start, status, event, messages, notes, end, statuses),
+            raw=self._raw(start, posted, messages, notes, end, statuses),
         )
 
     def _raw(
         self,
         start: float,
-        status: int,
-        event: dict[str, Any],
+        posted: list[dict[str, Any]],
         messages: list[Outbound],
         notes: list[str],
         end: str,
@@ -245,7 +294,8 @@ class WhatsAppSession:
         if self._factory.record_raw:
             for entry, item in zip(timing, messages, strict=True):
                 entry["body"] = item.body
-            raw.update(webhook={"status": status, "event": event}, notes=notes, statuses=statuses)
+            webhooks: dict[str, Any] = {"webhook": posted[0]} if len(posted) == 1 else {"webhooks": posted}
+            raw.update(webhooks, notes=notes, statuses=statuses)
         return raw
 
     def _drain(self) -> list[Outbound]:
@@ -276,11 +326,7 @@ class WhatsAppSession:
                 except TimeoutError:
                     if messages:
                         return messages, notes, "quiet"
-                    raise BotError(
-                        "timeout",
-                        f"the bot sent no message within {self._config.timeout_s:g} s of the webhook delivery "
-                        "(bot.timeout_s)",
-                    ) from None
+                    raise BotError("timeout", self._factory.silence(notes)) from None
             if item.error is not None:
                 raise BotError(item.error_kind or "invalid_reply", item.error)
             if item.note is not None:

@@ -44,6 +44,7 @@ _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDER_NAMES) + r")\}")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 LOG_NAME = "bot.log"
 _TAIL_LINES = 15
+_COPY_GRACE_S = 2.0
 
 
 def free_port() -> int:
@@ -221,8 +222,7 @@ class BotProcess:
         while True:
             code = self.exit_code()
             if code is not None:
-                if self._copier is not None:
-                    await self._copier  # all its output in the log before the tail is read
+                await self.stop()  # its children too (one may hold its output open); then the log is whole
                 raise UserError(self._not_ready(f"exited with code {code} before it was ready"))
             if await self._ready():
                 return
@@ -274,10 +274,22 @@ class BotProcess:
             if self._group_alive():
                 self._signal(signal.SIGKILL)
         await process.wait()
-        if self._copier is not None:
-            await self._copier
+        await self._finish_copy()
         self._log(f"--- the bot process exited with code {process.returncode}")
         self._process = None
+
+    async def _finish_copy(self) -> None:
+        """The rest of the bot's output into the log; bounded, since a process that left the group (a
+        daemon that made its own session) may hold the pipe open."""
+        if self._copier is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._copier), _COPY_GRACE_S)
+        except TimeoutError:
+            self._copier.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._copier
+        self._copier = None
 
     def _stop_watchdog(self) -> None:
         if self._watchdog is not None:

@@ -38,6 +38,12 @@ def alive():
 
 if alive():
     try:
+        with open(log, "a", encoding="utf-8") as out:
+            out.write("--- the engine that started this bot ended without stopping it; the watchdog stopped "
+                      "its process group\n")
+    except OSError:
+        pass
+    try:
         os.killpg(pgid, signal.SIGTERM)
     except OSError:
         pass
@@ -49,10 +55,4 @@ if alive():
             os.killpg(pgid, signal.SIGKILL)
         except OSError:
             pass
-    try:
-        with open(log, "a", encoding="utf-8") as out:
-            out.write("--- the engine that started this bot ended without stopping it; the watchdog stopped "
-                      "its process group\n")
-    except OSError:
-        pass
 """

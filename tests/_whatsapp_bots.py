@@ -87,6 +87,8 @@ class PlantedBot:
     graph_answers: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     fail_statuses: bool = False
     address: str = "to"  # how replies are addressed: "to" (the wa_id), "recipient" (the BSUID) or "both"
+    fetch_media: bool = False  # fetch each image/audio a user sends (its URL, then its bytes) before replying
+    media_fetched: list[dict[str, Any]] = field(default_factory=list)
     version: str = "v21.0"
     url: str = ""
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -114,6 +116,14 @@ class PlantedBot:
             return web.Response(text=query.get("hub.challenge", ""))
         return web.Response(status=403)
 
+    async def _fetch(self, client: httpx.AsyncClient, media_id: str) -> None:
+        """A media file fetched as the Cloud API serves it: the URL from the Graph API, then the bytes."""
+        auth = {"Authorization": f"Bearer {self.access_token}"}
+        info = (await client.get(f"{self.api_url}/{self.version}/{media_id}", headers=auth)).json()
+        data = (await client.get(info["url"], headers=auth)).content
+        digest = hashlib.sha256(data).hexdigest()
+        self.media_fetched.append({"info": info, "data": data, "sha256_ok": digest == info["sha256"]})
+
     def _address(self, value: dict[str, Any]) -> dict[str, Any]:
         contact = value["contacts"][0]
         address = {"to": contact["wa_id"], "recipient": contact["user_id"]}
@@ -123,6 +133,8 @@ class PlantedBot:
         message = value["messages"][0]
         number = value["metadata"]["phone_number_id"]
         async with httpx.AsyncClient() as client:
+            if self.fetch_media and message["type"] in ("image", "audio"):
+                await self._fetch(client, message[message["type"]]["id"])
             for delay, body in self.script(message, self):
                 await asyncio.sleep(delay)
                 if isinstance(body, RawCall):
@@ -183,7 +195,9 @@ class Channel:
 async def channel_for(script: Script, tmp_path: Any, **config: Any) -> AsyncIterator[Channel]:
     """A planted bot served on loopback and the adapter's factory pointed at it (started, then closed).
     `address` (in config) says how the bot addresses its replies."""
-    bot = PlantedBot(script, address=config.pop("address", "to"))
+    bot = PlantedBot(
+        script, address=config.pop("address", "to"), fetch_media=config.pop("fetch_media", False)
+    )
     stop = await serve(bot)
     record_raw = bool(config.pop("record_raw", True))
     settings = {"quiet_s": 0.2, **config}

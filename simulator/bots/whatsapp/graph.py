@@ -197,6 +197,10 @@ class GraphApi:
             except (ValueError, RecursionError):
                 call.unreadable = None if request.method == "GET" else "the request body is not JSON"
         call.address = self.directory.address(call.body)
+        media_id = request.match_info.get("media_id") or request.query.get("mid")
+        stored = self.media.get(media_id) if media_id else None
+        if stored is not None:  # a media call belongs to the conversation the file was sent in
+            call.address = Address(stored.owner, "media_id", stored.media_id)
         return call
 
     def _authorised(self, request: web.Request) -> bool:

@@ -1,5 +1,9 @@
 """The Cloud API's rules for a message a bot sends, and the parts the engine records for it.
 
+Addressing (`check_address`): `recipient_type` individual; `to` (a phone number) or `recipient` (a
+business-scoped user id, Graph API v26), `to` winning when both are given; `context.message_id` when the
+message quotes another.
+
 The real API refuses a message that breaks a rule (HTTP 400, error code 131009 or 100); the person never
 sees it. Here each refusal is a `RuleBroken` naming the field and the rule, so the run records the bot's
 mistake as an error, never as a pass or a fail. The limits are Meta's published ones (docs/whatsapp.md):

@@ -1,11 +1,13 @@
 """The `whatsapp` adapter: the engine plays Meta's WhatsApp Cloud API to the bot under test.
 
-Per user message it POSTs a signed webhook event (text, or the `button_reply` / `list_reply` of a tap) to
-the bot's webhook, then collects what the bot sends through the local Graph API (graph.py) until the bot
+Per user turn it POSTs signed webhook events (text, the `button_reply` / `list_reply` of a tap, or an
+`image` / `audio` message naming a media id the bot fetches from the Graph API) to the bot's webhook, then
+collects what the bot sends through the local Graph API (graph.py) until the bot
 has been quiet for `quiet_s` or sent an interactive message: that is one bot turn, however many messages
 and however slow. The latency is from the webhook delivery to the bot's first message; the reason the turn
 ended is kept in the turn's raw (`end`: `quiet` or `interactive`). Status callbacks (sent, delivered,
-read) are posted when the suite asks for them. Secrets come from the environment variables the suite
+read) are posted when the suite asks for them. While a turn is collected its conversation is "waiting", so a
+Graph API call that names no conversation is recorded on it (routing.py) instead of a timeout. Secrets come from the environment variables the suite
 names (for a bot the suite starts, unset ones are made up for the run and passed to it) and are
 registered for redaction, so none is ever written.
 """

@@ -21,7 +21,7 @@ import httpx
 
 from simulator.bots.env_server import EnvironmentServer
 from simulator.bots.environment import make_environment
-from simulator.spec.environment import EnvironmentSpec
+from simulator.config.environment import EnvironmentSpec
 
 SPEC = EnvironmentSpec.model_validate(
     {

@@ -22,6 +22,8 @@ import random
 from datetime import UTC, datetime
 from typing import Any
 
+from simulator.config.scenario import Scenario
+from simulator.config.suite import ProviderSettings
 from simulator.judging.criteria import Criterion
 from simulator.judging.llm_judge import LLMJudge
 from simulator.judging.stage import JudgeStage
@@ -29,8 +31,6 @@ from simulator.providers.base import ModelResponse
 from simulator.providers.hub import ModelHub
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import Turn
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import ProviderSettings
 from simulator.testing.fake_judges import ScriptedJudge
 from simulator.testing.fake_llm import FakeLLMServer
 

@@ -35,11 +35,11 @@ LEVELS = ["self_care", "gp", "urgent", "emergency"]
 def build_run(path: Path, scenarios: int, repeats: int, turns: int, criteria: int, seed: int = 0) -> Path:
     """Write a complete, judged synthetic run folder at `path` and return it."""
     sys.path.insert(0, str(ROOT))
+    from simulator.config.suite import Suite
     from simulator.record.folder import RunFolder
     from simulator.record.manifest import Manifest, RoleModels, ScenarioEntry
     from simulator.record.models import ConversationRecord, ErrorInfo, Verdict
     from simulator.record.transcript import Turn
-    from simulator.spec.suite import Suite
 
     rng = random.Random(seed)
     suite = Suite.model_validate(

@@ -26,11 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simulator.config.scenario import Scenario  # noqa: E402
+from simulator.config.suite import Suite  # noqa: E402
 from simulator.engine.ray_backend import RayBackendOptions  # noqa: E402
 from simulator.engine.runner import RunOptions, run_suite  # noqa: E402
 from simulator.record.folder import RunFolder  # noqa: E402
-from simulator.spec.scenario import Scenario  # noqa: E402
-from simulator.spec.suite import Suite  # noqa: E402
 from simulator.testing import FakeLLMServer  # noqa: E402
 
 

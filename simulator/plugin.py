@@ -116,8 +116,8 @@ class SuiteFile(pytest.File):
     failure: str | None = None  # why the suite could not run: every item of it reports this once
 
     def collect(self) -> Iterator[pytest.Item]:
+        from simulator.config.suite import load_suite
         from simulator.errors import UserError
-        from simulator.spec.suite import load_suite
 
         try:
             suite = load_suite(self.path)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis import load_run
 from simulator.analysis.agreement import latest_labels, macro_f1, pair_agreement, panel
 from simulator.analysis.calibrate import calibrate_labels
+from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder

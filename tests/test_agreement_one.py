@@ -16,9 +16,9 @@ import pytest
 from sklearn.metrics import cohen_kappa_score, f1_score
 from starlette.testclient import TestClient
 
-from simulator.analysis import load_run
 from simulator.analysis.calibrate import calibrate, calibrate_labels
 from simulator.analysis.meta_eval import meta_evaluate
+from simulator.analysis.rundata import load_run
 from simulator.record.folder import RunFolder
 from simulator.record.models import Label
 from simulator.serve import DeskConfig, create_app

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from simulator.config.scenario import load_scenarios
 from simulator.judging.criteria import load_criteria
-from simulator.spec.scenario import load_scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "250"}

@@ -16,9 +16,9 @@ import pytest
 
 from simulator.bots.service import BotProcess, placeholder_values
 from simulator.bots.whatsapp import WhatsAppBotFactory
+from simulator.config.suite import BotStart, WhatsAppBotConfig
 from simulator.errors import UserError
 from simulator.record.redact import forget_secrets
-from simulator.spec.suite import BotStart, WhatsAppBotConfig
 from tests._live_run import child_env
 
 # Starts a child of its own (as a web server's worker would), writes both pids, then accepts connections and

@@ -10,9 +10,9 @@ import pytest
 
 from simulator.bots.http_bot import HttpBotFactory
 from simulator.bots.service import BotProcess, placeholder_values
+from simulator.config.suite import BotStart, HttpBotConfig
 from simulator.errors import UserError
 from simulator.record.redact import forget_secrets, register_secrets
-from simulator.spec.suite import BotStart, HttpBotConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 

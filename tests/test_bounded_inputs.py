@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
+from simulator.config.yamlfile import YAMLProblem, load_yaml
 from simulator.record.folder import CONVERSATIONS, VERDICTS, RunFolder
 from simulator.safefiles import FileRefused, read_capped
-from simulator.spec.yamlfile import YAMLProblem, load_yaml
 from tests.test_report_support import make_judged_run
 
 DEVICES = ["/dev/zero", "/dev/urandom"]

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from simulator.cli import main as cli_main
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import ProviderSettings, load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.providers.base import ChatMessage, ModelRequest, ToolSpec
 from simulator.providers.cache import CACHE_KEY_VERSION, ResponseCache, cache_key
 from simulator.providers.hub import ModelHub, call_scope
 from simulator.record.folder import VERDICTS, RunFolder
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import ProviderSettings, load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer
 from tests._reliability_fixtures import outcome, triage_responder, write_suite
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis import load_run
 from simulator.analysis.calibrate import calibrate, export_labels, read_labels
-from simulator.analysis.stats import cohens_kappa
+from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.errors import UserError
+from simulator.stats.basic import cohens_kappa
 from tests.test_report_support import make_judged_run, record, verdict, write_run
 
 
@@ -187,11 +187,11 @@ def test_blind_export_shows_the_rubric_the_run_recorded(tmp_path: Path) -> None:
     """The judge stage writes each criterion's wording into the manifest; the labelling sheet shows it."""
     import asyncio
 
+    from simulator.config.scenario import load_scenarios
+    from simulator.config.suite import load_suite
     from simulator.engine.runner import RunOptions, run_suite
     from simulator.record.folder import RunFolder
     from simulator.record.models import Verdict
-    from simulator.spec.scenario import load_scenarios
-    from simulator.spec.suite import load_suite
 
     root = Path(__file__).resolve().parent.parent
     suite = load_suite(root / "scenarios" / "triage" / "suite.yaml", {"runs": 1})

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from simulator.cli import main
+from simulator.config.suite import ProviderSettings
 from simulator.providers.anthropic import AnthropicProvider
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError, ToolCall
 from simulator.providers.openai import OpenAIProvider
 from simulator.record.folder import RunFolder
 from simulator.record.parts import TextPart, ToolCallPart
-from simulator.spec.suite import ProviderSettings
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
 from tests.conftest import close_after_test
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis.cluster_tests import clustered_rate_difference, permutation_p
 from simulator.analysis.populations import compare_populations
-from simulator.analysis.twosample import ks_statistic, ks_two_sample
 from simulator.cli import main
+from simulator.stats.cluster_tests import clustered_rate_difference, permutation_p
+from simulator.stats.twosample import ks_statistic, ks_two_sample
 from tests.synthetic import synthetic_outcome_run
 
 COUNTS = [

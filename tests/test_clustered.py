@@ -13,17 +13,17 @@ import statsmodels.api as sm
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
-from simulator.analysis.clustered import (
+from simulator.analysis.missing import binomial_test
+from simulator.stats.basic import k_grid, pass_hat_k, wilson_interval, worst_at_k, zero_failure_upper_bound
+from simulator.stats.clustered import (
     clustered_interval,
     clustered_mcnemar,
     design_effect,
     detectable_difference,
     scenarios_to_reach,
 )
-from simulator.analysis.dist import binomial_two_sided, chi2_sf, t_cdf_two_sided, t_critical
-from simulator.analysis.missing import binomial_test
-from simulator.analysis.rates import rate_view
-from simulator.analysis.stats import k_grid, pass_hat_k, wilson_interval, worst_at_k, zero_failure_upper_bound
+from simulator.stats.dist import binomial_two_sided, chi2_sf, t_cdf_two_sided, t_critical
+from simulator.stats.rates import rate_view
 
 # ---- the distribution functions against scipy ---------------------------------------------------------------
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
-from simulator.analysis import load_run
 from simulator.analysis.calibrate import calibrate, calibrate_labels
 from simulator.analysis.leaderboard import build_leaderboard
 from simulator.analysis.meta_eval import meta_evaluate
 from simulator.analysis.populations import compare_populations
+from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.record.folder import RunFolder
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from scipy.stats import chi2
 
-from simulator.analysis.clustered import clustered_paired_bootstrap
 from simulator.analysis.compare import compare_runs
-from simulator.analysis.stats import mcnemar_exact, paired_bootstrap
 from simulator.cli import main
 from simulator.errors import UserError
 from simulator.record.folder import MANIFEST
+from simulator.stats.basic import mcnemar_exact, paired_bootstrap
+from simulator.stats.clustered import clustered_paired_bootstrap
 from tests.synthetic import synthetic_outcome_run
 from tests.test_report_support import BOT, SCENARIOS, judge_run, make_judged_run, run_tiny
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from simulator.bots.python_bot import PythonBotFactory
+from simulator.config.scenario import Scenario
+from simulator.config.vocabulary import load_vocabulary
 from simulator.engine.conversation import ConversationPlan, run_conversation
 from simulator.record.transcript import Turn
-from simulator.spec.scenario import Scenario
-from simulator.spec.vocabulary import load_vocabulary
 from simulator.users.base import END, CharacterBreak, UserMessage
 from simulator.users.character import character_break_reason
 from simulator.users.offline import OfflineUser, gives_outcome

@@ -6,10 +6,10 @@ import asyncio
 from collections import Counter
 from pathlib import Path
 
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import RunFolder
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import load_suite
 
 SUITE = Path(__file__).resolve().parent.parent / "scenarios" / "triage" / "suite.yaml"
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis import load_run
+from simulator.analysis.rundata import load_run
+from simulator.config.scenario import Scenario, load_scenarios
+from simulator.config.suite import load_suite
+from simulator.config.vocabulary import Vocabulary, load_vocabulary
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.report.model import build_report
-from simulator.spec.scenario import Scenario, load_scenarios
-from simulator.spec.suite import load_suite
-from simulator.spec.vocabulary import Vocabulary, load_vocabulary
 from simulator.users.offline import OfflineUser, gives_outcome
 
 ROOT = Path(__file__).resolve().parent.parent

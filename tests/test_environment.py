@@ -20,13 +20,13 @@ import pytest
 from simulator.bots.environment import Environment, ToolError, make_environment
 from simulator.bots.http_bot import HttpBotFactory
 from simulator.cli import main
+from simulator.config.environment import EnvironmentSpec, merge_state
+from simulator.config.scenario import Scenario
+from simulator.config.suite import HttpBotConfig, load_suite
 from simulator.engine.conversation import ConversationPlan, run_conversation
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.record.parts import TextPart, ToolCallPart
-from simulator.spec.environment import EnvironmentSpec, merge_state
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import HttpBotConfig, load_suite
 from simulator.users.offline import OfflineUser
 
 TOOLS_MODULE = """

@@ -12,7 +12,7 @@ import yaml
 from examples.http_triage_bot import serve_in_thread
 from examples.triage_bot import TriageBot, make_bot
 from examples.triage_rules import find_flags, load_rules, normalise, parse_age, parse_duration_days
-from simulator.spec.styles import load_styles
+from simulator.config.styles import load_styles
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios" / "triage"

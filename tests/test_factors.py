@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis.effects import mantel_haenszel
 from simulator.analysis.rundata import load_run
+from simulator.config.factors import design_points, expand_factors, suite_scenarios
+from simulator.config.scenario import Scenario, load_scenarios
+from simulator.config.styles import load_styles
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.report.model import build_report
-from simulator.spec.factors import design_points, expand_factors, suite_scenarios
-from simulator.spec.scenario import Scenario, load_scenarios
-from simulator.spec.styles import load_styles
-from simulator.spec.suite import load_suite
+from simulator.stats.effects import mantel_haenszel
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "scenarios" / "triage" / "factors" / "suite.yaml"

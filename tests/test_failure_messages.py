@@ -11,9 +11,9 @@ import pytest
 
 from simulator.bots.base import BotError
 from simulator.bots.http_bot import HttpSession
+from simulator.config.providers import ProviderSettings
 from simulator.providers import create_provider
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
-from simulator.providers.settings import ProviderSettings
 from tests.conftest import close_after_test
 
 REQUEST = ModelRequest(model="m", messages=[ChatMessage(role="user", content="hi")])

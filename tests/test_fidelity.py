@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from simulator.analysis.rundata import load_run
+from simulator.config.factors import suite_scenarios
+from simulator.config.suite import Suite, load_suite
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.transcript import Turn
 from simulator.report.model import build_report
-from simulator.spec.factors import suite_scenarios
-from simulator.spec.suite import Suite, load_suite
 from simulator.users.base import END, UserMessage
 from simulator.users.offline import OfflineUser, first_person
 
@@ -276,9 +276,9 @@ def _record(*turns: tuple[str, str], final_state: dict[str, Any] | None = None) 
     ["my cat knows the courier personally.", "honestly the weather ruins every delivery schedule."],
 )
 def test_invented_facts_forgive_the_suite_catalogue_lines_only(line: str) -> None:
+    from simulator.config.scenario import Scenario
+    from simulator.config.styles import StyleCatalogue
     from simulator.judging.fidelity import FidelityAuditor
-    from simulator.spec.scenario import Scenario
-    from simulator.spec.styles import StyleCatalogue
 
     scenario = Scenario(id="c", persona="A customer.", goal="Track a parcel.", facts=["It is parcel KP-1."])
     record = _record(("user", f"hi, i want to track a parcel. {line}"))
@@ -299,8 +299,8 @@ def test_invented_facts_forgive_the_suite_catalogue_lines_only(line: str) -> Non
 def test_premature_end_reads_the_suite_outcome_not_a_domain(
     bot: str, final_state: dict[str, Any] | None, key: str | None
 ) -> None:
+    from simulator.config.vocabulary import load_vocabulary
     from simulator.judging.fidelity import FidelityAuditor
-    from simulator.spec.vocabulary import load_vocabulary
 
     parcels = load_vocabulary(ROOT / "examples" / "parcel_vocabulary.yaml")
     record = _record(("user", "where is my parcel"), ("bot", bot), ("user", END), final_state=final_state)

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from simulator.analysis.rundata import load_run
+from simulator.config.factors import suite_scenarios
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.report.model import build_report
-from simulator.spec.factors import suite_scenarios
-from simulator.spec.suite import load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
 from tests._reliability_fixtures import triage_responder, write_suite
 from tests.fake_audit import audit_reply, is_audit_call

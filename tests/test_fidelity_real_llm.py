@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from simulator.analysis.rundata import load_run
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import RunFolder
 from simulator.report.model import build_report
-from simulator.spec.suite import load_suite
 
 pytestmark = pytest.mark.real_llm
 

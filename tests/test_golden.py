@@ -23,12 +23,13 @@ from rich.console import Console
 from scipy.stats import binomtest
 from statsmodels.stats.proportion import proportion_confint
 
-from simulator.analysis import load_run
 from simulator.analysis.compare import compare_runs
 from simulator.analysis.golden import Gate, golden_items, parse_gate
-from simulator.analysis.stats import zero_failure_upper_bound
+from simulator.analysis.rundata import load_run
 from simulator.bots.base import Reply
 from simulator.cli import main
+from simulator.config.golden import GoldenItem, golden_scenario, load_golden
+from simulator.config.scenario import load_scenarios
 from simulator.engine.golden import GoldenOptions, run_golden
 from simulator.errors import Problem, UserError
 from simulator.judging.code_checks import code_verdicts
@@ -41,8 +42,7 @@ from simulator.report.html import render_html
 from simulator.report.json_report import report_json
 from simulator.report.model import Report, ReportOptions, build_report
 from simulator.report.views import render_comparison
-from simulator.spec.golden import GoldenItem, golden_scenario, load_golden
-from simulator.spec.scenario import load_scenarios
+from simulator.stats.basic import zero_failure_upper_bound
 
 ROOT = Path(__file__).resolve().parent.parent
 PARCELS = ROOT / "scenarios" / "golden" / "parcels.yaml"

@@ -10,8 +10,8 @@ import pytest
 
 from simulator.analysis.hazard_check import check_hazard_log
 from simulator.cli import main
+from simulator.config.hazards import DCB0129, load_hazard_log
 from simulator.errors import UserError
-from simulator.spec.hazards import DCB0129, load_hazard_log
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = """\
@@ -169,7 +169,7 @@ def test_an_unknown_matrix_preset_is_named(tmp_path: Path) -> None:
 def test_the_suite_harm_weights_are_validated(weights: dict[str, dict[str, float]], needle: str) -> None:
     from pydantic import ValidationError
 
-    from simulator.spec.suite import OutcomeConfig
+    from simulator.config.suite import OutcomeConfig
 
     with pytest.raises(ValidationError, match=needle):
         OutcomeConfig(

@@ -12,10 +12,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from simulator.cli import main
+from simulator.config.factors import held_out_by_hash, suite_scenarios
+from simulator.config.suite import load_suite
 from simulator.record.folder import RunFolder
 from simulator.serve import DeskConfig, create_app
-from simulator.spec.factors import held_out_by_hash, suite_scenarios
-from simulator.spec.suite import load_suite
 from tests._relation_bots import MARKER
 
 SCENARIOS = """

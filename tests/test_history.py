@@ -10,8 +10,8 @@ import pytest
 
 from simulator.analysis.history import build_history
 from simulator.cli import main
+from simulator.config.hazards import load_hazard_log
 from simulator.report.history_view import history_html
-from simulator.spec.hazards import load_hazard_log
 from tests.synthetic import synthetic_outcome_run
 
 HAZARDS = """\

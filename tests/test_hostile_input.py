@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import load_suite
+from simulator.config.yamlfile import MAX_DEPTH, MAX_FILE_BYTES, load_yaml
 from simulator.errors import UserError
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import load_suite
-from simulator.spec.yamlfile import MAX_DEPTH, MAX_FILE_BYTES, load_yaml
 
 SCENARIO = "id: s1\npersona: p\ngoal: g\n"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from simulator.bots.python_bot import load_factory
+from simulator.config.environment import load_function
 from simulator.errors import UserError
-from simulator.spec.environment import load_function
 
 
 @pytest.fixture

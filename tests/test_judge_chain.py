@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from simulator.config.factors import suite_scenarios
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import RunFolder
-from simulator.spec.factors import suite_scenarios
-from simulator.spec.suite import load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
 from tests._reliability_fixtures import triage_responder, write_suite
 from tests.fake_audit import audit_reply, is_audit_call

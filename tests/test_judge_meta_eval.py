@@ -12,15 +12,15 @@ import pytest
 from sklearn.metrics import cohen_kappa_score, f1_score
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
-from simulator.analysis import load_run
 from simulator.analysis.agreement import LABELS
 from simulator.analysis.calibrate import calibrate
 from simulator.analysis.corrected import corrected_rate, rogan_gladen
-from simulator.analysis.interrater import fleiss_kappa
 from simulator.analysis.meta_eval import meta_evaluate
+from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.record.folder import RunFolder
 from simulator.record.manifest import CriterionEntry, JudgeSet
+from simulator.stats.interrater import fleiss_kappa
 from tests.test_report_support import record, verdict, write_run
 
 CRITERIA = {"c1": ("safety", "critical"), "c2": ("tone", "minor"), "c3": ("safety", "major")}

@@ -10,6 +10,8 @@ import pytest
 
 from simulator.analysis.points import conversation_score, points_summary
 from simulator.analysis.rundata import load_run
+from simulator.config.scenario import Scenario
+from simulator.config.suite import ProviderSettings
 from simulator.errors import UserError
 from simulator.judging.applicability import AppliesWhen, applicability, facts_revealed
 from simulator.judging.criteria import Criterion, load_criteria
@@ -18,8 +20,6 @@ from simulator.judging.stage import JudgeStage, judge_set_hash
 from simulator.providers.hub import ModelHub
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import Turn
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import ProviderSettings
 from simulator.testing.fake_judges import JudgeCall, ScriptedJudge
 from simulator.testing.fake_llm import FakeLLMServer
 from tests.conftest import close_after_test

@@ -20,6 +20,8 @@ import pytest
 
 from simulator.analysis.stability import jury_rows, stability_rows
 from simulator.cli import main
+from simulator.config.scenario import Scenario
+from simulator.config.suite import ProviderSettings
 from simulator.judging.aggregate import combine_results
 from simulator.judging.criteria import Criterion
 from simulator.judging.llm_judge import LLMJudge
@@ -30,8 +32,6 @@ from simulator.providers.hub import ModelHub
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.transcript import Turn
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import ProviderSettings
 from simulator.testing.fake_judges import JudgeCall, ScriptedJudge, expected_flip_share, flipping
 from simulator.testing.fake_llm import FakeLLMServer
 from tests.conftest import close_after_test
@@ -342,8 +342,8 @@ def test_retry_errors_judges_tied_items_again_without_piling_up_samples(
 
 
 def test_every_juror_of_the_bots_family_draws_the_same_family_warning() -> None:
+    from simulator.config.suite import Suite
     from simulator.judging.stage import make_judge_stage
-    from simulator.spec.suite import Suite
 
     suite = Suite.model_validate(
         {

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
+from simulator.config.suite import Suite
 from simulator.judging.stage import make_judge_stage
 from simulator.providers.hub import ModelHub
 from simulator.record.folder import RunFolder
 from simulator.record.models import Verdict
-from simulator.spec.suite import Suite
 from simulator.testing.fake_llm import FakeLLMServer
 from tests.fake_judge import FakeJudge
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from simulator.config.scenario import Scenario, load_scenarios
 from simulator.errors import UserError
 from simulator.judging.assertions import AssertionSpec
 from simulator.judging.code_checks import code_check_ids, code_verdicts
 from simulator.record.models import ConversationRecord, ErrorInfo, StopReason
 from simulator.record.transcript import Turn
-from simulator.spec.scenario import Scenario, load_scenarios
 
 NOW = datetime(2026, 9, 11, tzinfo=UTC)
 # Seed 003's unknown-parcel item: echo the id, say it is not found, never invent a status or a date.

@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from simulator.config.scenario import Scenario
+from simulator.config.suite import ProviderSettings
 from simulator.judging.criteria import Criterion
 from simulator.judging.llm_judge import VERDICT_SCHEMA, JudgeOutput, LLMJudge, parse_output
 from simulator.judging.prompt import JUDGE_INSTRUCTIONS, render_criterion_block
@@ -15,8 +17,6 @@ from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.providers.hub import ModelHub
 from simulator.record.models import ConversationRecord, ErrorInfo
 from simulator.record.transcript import Turn, render_transcript
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import ProviderSettings
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
 from tests.conftest import close_after_test
 from tests.fake_judge import FABRICATED, FakeJudge, transcript_regions

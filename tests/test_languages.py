@@ -16,6 +16,9 @@ from typing import Any
 import pytest
 
 from simulator.analysis.rundata import load_run
+from simulator.config.scenario import Scenario, load_scenarios
+from simulator.config.suite import load_suite
+from simulator.config.vocabulary import load_vocabulary
 from simulator.engine.roles import check_offline_languages, suite_language_problems
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.errors import UserError
@@ -25,9 +28,6 @@ from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import Turn
 from simulator.report.model import build_report
-from simulator.spec.scenario import Scenario, load_scenarios
-from simulator.spec.suite import load_suite
-from simulator.spec.vocabulary import load_vocabulary
 from simulator.users.language import language_of
 from simulator.users.offline import OfflineUser
 from simulator.users.prompt import render_user_prompt

@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import RunFolder
-from simulator.spec.suite import load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
 from tests._reliability_fixtures import triage_responder, write_suite
 from tests.fake_audit import audit_reply, is_audit_call

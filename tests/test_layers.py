@@ -27,12 +27,14 @@ GROUPS: dict[str, tuple[str, ...]] = {
         # The parts of a turn (record schema 3) are part of the provider-neutral conversation types.
         "simulator.record.parts",
         "simulator.__init__",
+        "simulator.models",
     ),
+    "stats": ("simulator.stats",),
     "providers": ("simulator.providers",),
     # The fake LLM servers, and the `test:` provider that serves suites with one (the provider registry
     # names it, like every provider, by module path).
     "testing": ("simulator.testing",),
-    "spec": ("simulator.spec",),
+    "config": ("simulator.config",),
     "record": ("simulator.record",),
     "roles": ("simulator.users", "simulator.bots", "simulator.judging"),
     # Importers write run folders, like the engine.
@@ -54,11 +56,12 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 MAY_IMPORT: dict[str, set[str]] = {
     "base": set(),
-    "providers": {"base"},
+    "stats": {"base"},
+    "config": {"base"},
+    "record": {"config"},
+    "providers": {"record"},
     "testing": {"providers"},
-    "spec": {"providers"},
-    "record": {"spec"},
-    "roles": {"record"},
+    "roles": {"providers", "stats"},
     "engine": {"roles"},
     "analysis": {"roles"},
     "report": {"analysis"},
@@ -134,9 +137,9 @@ def test_imports_only_point_down() -> None:
     [
         ("simulator.analysis", "simulator.engine"),
         ("simulator.report", "simulator.engine"),
-        ("simulator.providers", "simulator.spec"),
+        ("simulator.record", "simulator.providers"),
         ("simulator.judging", "simulator.record.folder"),
-        ("simulator.spec", "simulator.judging"),
+        ("simulator.config", "simulator.judging"),
     ],
 )
 def test_named_boundaries(source: str, forbidden: str) -> None:
@@ -155,4 +158,4 @@ def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
     fake.write_text("def f():\n    from simulator.engine.runner import run_suite\n", encoding="utf-8")
     assert _imports(fake) == [(2, "simulator.engine.runner")]
     assert "engine" not in _reachable("report") and "report" not in _reachable("engine")
-    assert "spec" in _reachable("engine") and "engine" in _reachable("top")
+    assert "config" in _reachable("engine") and "engine" in _reachable("top")

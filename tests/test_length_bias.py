@@ -17,11 +17,11 @@ import pytest
 
 from simulator.analysis.length_bias import bot_length, correlation, pairwise_length_control
 from simulator.cli import main
+from simulator.config.suite import Suite
 from simulator.engine.pairwise import common_conversations, pairwise_criterion
 from simulator.engine.rejudge import stored_suite
 from simulator.judging.pairwise import OrderChoice, PairwiseResult
 from simulator.record.folder import RunFolder
-from simulator.spec.suite import Suite
 
 ROOT = Path(__file__).resolve().parent.parent
 

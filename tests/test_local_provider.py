@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from simulator.config.suite import ProviderSettings
 from simulator.errors import UserError
 from simulator.providers import create_provider
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError, ToolSpec
@@ -20,7 +21,6 @@ from simulator.providers.local import (
     parse_tool_calls,
     resolve_model_path,
 )
-from simulator.spec.suite import ProviderSettings
 
 DECIDE = ToolSpec(
     name="record_decision",

@@ -12,9 +12,9 @@ import yaml
 from simulator.analysis.proposals import group_failures, load_hazards
 from simulator.analysis.rundata import load_run
 from simulator.cli import main
+from simulator.config.proposal import PromptEdit, apply_edits, load_proposal
 from simulator.errors import UserError
 from simulator.record.models import Evidence
-from simulator.spec.proposal import PromptEdit, apply_edits, load_proposal
 from tests.loop_support import chat_suite
 
 CHEST_ANCHOR = "- chest: Are you short of breath, or is your breathing difficult?"

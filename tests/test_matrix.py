@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from simulator.analysis import load_run
+from simulator.analysis.rundata import load_run
 from simulator.cli import main
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import load_suite
 from simulator.engine.matrix import run_matrix
 from simulator.engine.runner import RunOptions
 from simulator.providers import hub as hub_module
 from simulator.record.folder import CONVERSATIONS, RunFolder
 from simulator.record.index import read_index
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import load_suite
 from simulator.testing.fake_llm import FakeLLMServer
 from tests._reliability_fixtures import conversation_ids, triage_responder, verdict_keys, write_suite
 
@@ -336,7 +336,7 @@ def test_kill_9_then_resume_the_matrix_yields_one_record_per_item_per_cell(tmp_p
 def test_holm_adjusts_and_keeps_the_order(p_values: list[float], adjusted: list[float]) -> None:
     from statsmodels.stats.multitest import multipletests
 
-    from simulator.analysis.multiple import holm
+    from simulator.stats.multiple import holm
 
     assert holm(p_values) == pytest.approx(adjusted)
     if p_values:  # the same as the reference implementation
@@ -347,7 +347,7 @@ def test_cell_interval_is_clustered_by_scenario() -> None:
     """Two scenarios of five identical repeats are two observations, not ten: the clustered interval (which
     the leaderboard shows) is wider than Wilson's; ten scenarios of one conversation each barely differ."""
     from simulator.analysis.leaderboard import cell_interval
-    from simulator.analysis.stats import wilson_interval
+    from simulator.stats.basic import wilson_interval
 
     correlated = cell_interval(7, 10, {"a": (5, 5), "b": (2, 5)}, counts="successes")
     flat = cell_interval(7, 10, {f"s{i}": (int(i < 7), 1) for i in range(10)}, counts="successes")

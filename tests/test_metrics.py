@@ -8,19 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis import (
-    load_run,
-    outcome_metrics,
-    pass_hat_k_table,
-    run_health,
-    scenario_rows,
-    tag_rows,
-)
-from simulator.analysis.stats import pass_hat_k, rate, runs_needed_for_bound, zero_failure_upper_bound
-from simulator.analysis.tables import criterion_rows
+from simulator.analysis.health import run_health
+from simulator.analysis.outcome import outcome_metrics
+from simulator.analysis.rundata import load_run
+from simulator.analysis.tables import criterion_rows, pass_hat_k_table, scenario_rows, tag_rows
 from simulator.errors import UserError
 from simulator.record.folder import CONVERSATIONS, RunFolder
 from simulator.report.model import build_report
+from simulator.stats.basic import pass_hat_k, rate, runs_needed_for_bound, zero_failure_upper_bound
 from tests.synthetic import synthetic_outcome_run
 from tests.test_report_support import judge_run, make_judged_run, record, verdict, write_run
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis import cost_latency, load_prices, load_run
-from simulator.analysis.cost import PriceTable, classify_error, default_prices_path
-from simulator.analysis.stats import median, percentile
+from simulator.analysis.cost import PriceTable, classify_error, cost_latency, default_prices_path, load_prices
+from simulator.analysis.rundata import load_run
 from simulator.errors import UserError
 from simulator.record.transcript import Turn, Usage
+from simulator.stats.basic import median, percentile
 from tests.test_report_support import make_judged_run, record, verdict, write_run
 
 

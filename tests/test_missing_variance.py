@@ -10,17 +10,19 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from simulator.analysis import load_run, outcome_metrics, pass_hat_k_table, scenario_rows
 from simulator.analysis.missing import missing_data
+from simulator.analysis.outcome import outcome_metrics
+from simulator.analysis.rundata import load_run
 from simulator.analysis.spread import run_spread
+from simulator.analysis.tables import pass_hat_k_table, scenario_rows
 from simulator.analysis.variance import Audited, first_divergence
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.models import FactProvenance
 from simulator.record.transcript import Turn
 from simulator.report.model import build_report
 from simulator.report.terminal import render_terminal
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import load_suite
 from tests.synthetic import synthetic_outcome_run
 from tests.test_report_support import record, verdict, write_run, write_suite
 

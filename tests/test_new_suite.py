@@ -13,8 +13,8 @@ import yaml
 
 from simulator.cli import main
 from simulator.commands.new_suite import SUGGESTED_JUDGE, SUGGESTED_USER, suggested_user
+from simulator.config.suite import load_suite
 from simulator.judging.hygiene import model_family
-from simulator.spec.suite import load_suite
 
 URL = "http://127.0.0.1:8765/chat"
 

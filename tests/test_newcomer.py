@@ -13,8 +13,8 @@ import pytest
 
 from simulator.cli import main
 from simulator.commands.core import EXIT_NOTHING_JUDGED
-from simulator.spec.scenario import Scenario
-from simulator.spec.schemas import json_schema
+from simulator.config.scenario import Scenario
+from simulator.config.schemas import json_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis import load_run
+from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.record.folder import VERDICTS
 from tests.test_report_support import make_judged_run

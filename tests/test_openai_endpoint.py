@@ -9,10 +9,10 @@ import pytest
 
 from simulator.bots.base import BotError
 from simulator.bots.openai_endpoint import OpenAIEndpointFactory
+from simulator.config.suite import OpenAIEndpointBotConfig
 from simulator.errors import UserError
 from simulator.record.parts import TextPart, ToolCallPart, part_text
 from simulator.record.redact import forget_secrets, redact
-from simulator.spec.suite import OpenAIEndpointBotConfig
 from simulator.testing import FakeCall, FakeLLMServer, FakeReply
 
 LOOKUP = {
@@ -129,10 +129,10 @@ async def test_server_errors_are_bot_errors_and_the_key_is_sent_never_written(
 
 
 async def test_a_suite_run_records_the_servers_tool_calls_in_the_transcript(tmp_path: Path) -> None:
+    from simulator.config.factors import suite_scenarios
+    from simulator.config.suite import load_suite
     from simulator.engine.runner import RunOptions, run_suite
     from simulator.record.folder import RunFolder
-    from simulator.spec.factors import suite_scenarios
-    from simulator.spec.suite import load_suite
 
     root = Path(__file__).resolve().parent.parent
     async with FakeLLMServer(responder=triage_model) as fake:

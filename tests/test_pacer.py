@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
+from simulator.config.providers import ProviderSettings
 from simulator.providers.base import ModelRequest
 from simulator.providers.hub import ModelHub
 from simulator.providers.pacer import Pacer
-from simulator.providers.settings import ProviderSettings
 from simulator.testing import FakeLLMServer
 
 

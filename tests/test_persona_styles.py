@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from simulator.config.factors import suite_scenarios
+from simulator.config.scenario import Scenario
+from simulator.config.styles import DEFAULT_STYLES, StyleCatalogue, load_styles
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord
-from simulator.spec.factors import suite_scenarios
-from simulator.spec.scenario import Scenario
-from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue, load_styles
-from simulator.spec.suite import load_suite
 from simulator.users.offline import OfflineUser
 from simulator.users.styles import StylePlayer, third_person
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
+from simulator.config.suite import ProviderSettings
 from simulator.providers.anthropic import AnthropicProvider
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError, ToolSpec
 from simulator.providers.hub import ModelClient
 from simulator.providers.openai import OpenAIProvider
 from simulator.record.folder import RunFolder
-from simulator.spec.suite import ProviderSettings
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply, FaultConfig
 from tests.conftest import close_after_test
 

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
+from simulator.config.providers import ProviderSettings
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient, ModelHub
 from simulator.providers.ratefinder import RateFinder, limit_in_message
-from simulator.providers.settings import ProviderSettings
 from simulator.testing.fake_llm import FakeLLMServer, FakeReply, FaultConfig, LatencyModel, ServerBudget
 
 REQUEST = ModelRequest(model="fake", messages=[ChatMessage(role="user", content="hello")], max_tokens=50)

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from simulator.config.providers import ProviderSettings
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.providers.hub import ModelHub
-from simulator.providers.settings import ProviderSettings
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply, FaultConfig, LatencyModel
 from tests._reliability_fixtures import triage_responder, write_suite
 

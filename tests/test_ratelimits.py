@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from simulator.config.providers import ProviderSettings
 from simulator.providers.base import ModelRequest
 from simulator.providers.hub import ModelHub
 from simulator.providers.limiter import AdaptiveLimiter
@@ -19,7 +20,6 @@ from simulator.providers.ratelimits import (
     parse_reset_s,
     rate_limits_from_headers,
 )
-from simulator.providers.settings import ProviderSettings
 from simulator.testing import FakeLLMServer, FaultConfig, ServerBudget
 from simulator.testing.fake_llm_budget import go_duration
 

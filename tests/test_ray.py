@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import Suite, load_suite
 from simulator.engine.ray_backend import RayBackendOptions
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import RunFolder
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import Suite, load_suite
 from simulator.testing import FakeLLMServer
 from simulator.testing.fake_llm import FakeCall, FakeReply, default_responder
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from simulator.config.suite import ChatBotConfig, ProviderSettings, Suite, load_suite
 from simulator.engine.runner import RunOptions, RunResult, run_suite
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.providers.hub import ModelClient
@@ -16,7 +17,6 @@ from simulator.providers.local import resolve_model_path
 from simulator.providers.openai import OpenAIProvider
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
-from simulator.spec.suite import ChatBotConfig, ProviderSettings, Suite, load_suite
 from simulator.users.character import character_break_reason
 
 pytestmark = pytest.mark.real_llm

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from simulator.analysis import load_run
+from simulator.analysis.rundata import load_run
 from simulator.cli import main
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.errors import UserError
 from simulator.record.folder import CONVERSATIONS, MANIFEST, VERDICTS, RunFolder, dump_line
@@ -24,8 +26,6 @@ from simulator.record.migrations import (
 )
 from simulator.record.models import SCHEMA_VERSION
 from simulator.report.model import build_report
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "runs"

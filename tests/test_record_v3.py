@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from simulator.analysis import load_run
+from simulator.analysis.rundata import load_run
 from simulator.record.folder import RunFolder
 from simulator.record.models import SCHEMA_VERSION
 from simulator.record.parts import ToolCallPart

@@ -16,6 +16,9 @@ import pytest
 from simulator.analysis.redteam import redteam_section
 from simulator.analysis.rundata import load_run
 from simulator.cli import main
+from simulator.config.factors import suite_scenarios
+from simulator.config.redteam import load_pack
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.errors import UserError
 from simulator.judging.attack_check import attack_verdict, leaked_words
@@ -23,9 +26,6 @@ from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import Turn
 from simulator.report.model import build_report
-from simulator.spec.factors import suite_scenarios
-from simulator.spec.redteam import load_pack
-from simulator.spec.suite import load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer
 from tests._redteam_bots import INSTRUCTIONS
 

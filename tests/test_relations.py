@@ -12,9 +12,9 @@ import pytest
 from simulator.analysis.relations import relations_section
 from simulator.analysis.rundata import load_run
 from simulator.cli import main
+from simulator.config.factors import design_points, suite_scenarios
+from simulator.config.suite import load_suite
 from simulator.errors import UserError
-from simulator.spec.factors import design_points, suite_scenarios
-from simulator.spec.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 

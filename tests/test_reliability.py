@@ -14,6 +14,8 @@ import pytest
 from tenacity import RetryCallState
 
 from simulator.cli import main as cli_main
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import ProviderSettings, load_suite
 from simulator.engine.budget import ErrorBudget
 from simulator.engine.runner import RunOptions, parse_max_errors, run_suite
 from simulator.providers._http import retry_after_s
@@ -21,8 +23,6 @@ from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient, ModelHub
 from simulator.providers.limiter import AdaptiveLimiter
 from simulator.record.folder import RunFolder
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import ProviderSettings, load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply, FaultConfig
 from tests._reliability_fixtures import triage_responder, write_suite
 

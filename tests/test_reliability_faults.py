@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import RunFolder
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import load_suite
 from simulator.testing.fake_llm import FakeLLMServer, FaultConfig
 from tests._reliability_fixtures import (
     FIDELITY,

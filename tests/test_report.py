@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from simulator.analysis import load_run
+from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.report.html import render_html
 from simulator.report.html_parts import highlight
@@ -239,9 +239,9 @@ def test_the_report_reads_expected_outcomes_from_the_manifest_not_the_files(tmp_
     import asyncio
 
     from simulator.analysis.rundata import load_run as load_run_data
+    from simulator.config.scenario import load_scenarios
+    from simulator.config.suite import load_suite
     from simulator.engine.runner import RunOptions, run_suite
-    from simulator.spec.scenario import load_scenarios
-    from simulator.spec.suite import load_suite
 
     root = Path(__file__).resolve().parent.parent
     folder = tmp_path / "scenarios"

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from simulator.analysis import load_run
+from simulator.analysis.rundata import load_run
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.report.html import render_html
 from simulator.report.model import ReportOptions, build_report
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import load_suite
 
 SUITE = Path(__file__).resolve().parent.parent / "scenarios" / "triage" / "suite.yaml"
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from simulator.analysis import load_run
-from simulator.analysis.rates import rate_view
+from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.report.html import render_html
 from simulator.report.html_parts import ci_plot
@@ -26,6 +25,7 @@ from simulator.report.section import Figures, Findings, Table
 from simulator.report.sections import report_sections
 from simulator.report.summary_view import rate_sub
 from simulator.report.terminal import render_terminal
+from simulator.stats.rates import rate_view
 from tests.synthetic import synthetic_outcome_run
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis import load_run
+from simulator.analysis.rundata import load_run
 from simulator.report.html import write_html
 from simulator.report.model import build_report
 from tests.browser_support import chromium

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from simulator.analysis import load_run
-from simulator.analysis.rates import rate_view
+from simulator.analysis.rundata import load_run
 from simulator.report.draw_html import html_section
 from simulator.report.draw_terminal import draw_section
 from simulator.report.model import build_report
@@ -29,6 +28,7 @@ from simulator.report.section import (
     text,
 )
 from simulator.report.sections import report_sections
+from simulator.stats.rates import rate_view
 from tests.test_report_support import SCRIPT, make_judged_run
 
 HOSTILE = [SCRIPT, '"><img src=x onerror=alert(1)>', "[red]not markup[/red] [link=https://x.example]l[/link]"]

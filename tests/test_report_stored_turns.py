@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from simulator.analysis import load_run
+from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.errors import UserError
 from simulator.record.folder import CONVERSATIONS, MANIFEST

@@ -11,13 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import Suite, load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import VERDICTS, RunFolder, read_jsonl
 from simulator.record.manifest import Manifest, RoleModels, ScenarioEntry
 from simulator.record.models import ConversationRecord, ErrorInfo, Evidence, Verdict
 from simulator.record.transcript import Usage
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import Suite, load_suite
 
 SCRIPT = "<script>window.__pwned = 1</script>"
 IMG = '<img src=x onerror="window.__pwned2 = 1">'

@@ -12,10 +12,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from simulator.config.scenario import Scenario, load_scenarios
+from simulator.config.suite import Suite, load_suite
 from simulator.engine.runner import RunOptions, RunResult, run_suite
 from simulator.record.folder import CONVERSATIONS, VERDICTS, RunFolder
-from simulator.spec.scenario import Scenario, load_scenarios
-from simulator.spec.suite import Suite, load_suite
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
 from tests._reliability_fixtures import (
     FIDELITY,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from simulator.analysis import load_run
+from simulator.analysis.rundata import load_run
 from simulator.bots.base import BotError, normalise_reply
 from simulator.cli import main
 from simulator.judging.evidence import quote_found

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis.dist import t_critical
 from simulator.analysis.harm import harm_weighted
 from simulator.analysis.rundata import load_run
 from simulator.analysis.safety_case import SafetyCase, build_safety_case, load_runs
 from simulator.cli import main
+from simulator.config.hazards import DCB0129, load_hazard_log
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.record.models import Evidence, Label
-from simulator.spec.hazards import DCB0129, load_hazard_log
+from simulator.stats.dist import t_critical
 from tests.synthetic import LEVELS, synthetic_outcome_run
 from tests.test_report_support import record, verdict, write_run
 

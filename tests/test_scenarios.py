@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
+from simulator.config.scenario import load_scenarios
 from simulator.errors import UserError
-from simulator.spec.scenario import load_scenarios
 
 
 def write(folder: Path, name: str, text: str) -> Path:

@@ -13,9 +13,9 @@ from starlette.testclient import TestClient
 
 import simulator
 from simulator.cli import main
+from simulator.config.suite import load_suite
 from simulator.record.folder import RunFolder
 from simulator.serve import DeskConfig, create_app
-from simulator.spec.suite import load_suite
 from tests.desk_support import BASE, csrf
 from tests.test_plugin import BOT, INI, SCENARIOS, _plugin_args
 

@@ -13,13 +13,13 @@ import anthropic as anthropic_sdk
 import openai as openai_sdk
 import pytest
 
+from simulator.config.suite import ProviderSettings
 from simulator.eventloop import loop_name, run_async
 from simulator.providers._sdkpost import SdkPost, dumps_json, loads_json
 from simulator.providers.anthropic import AnthropicProvider
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.openai import OpenAIProvider
 from simulator.record.transcript import Turn
-from simulator.spec.suite import ProviderSettings
 from simulator.testing.fake_llm import FakeLLMServer, FakeReply
 from simulator.users.llm_user import LLMUser
 from tests.conftest import close_after_test

@@ -16,10 +16,10 @@ from urllib.parse import quote
 import pytest
 
 from simulator.cli import main
+from simulator.config.suite import Suite
 from simulator.providers.base import ModelResponse
 from simulator.providers.cache import ResponseCache
 from simulator.record.redact import REDACTED, redact, redact_url, register_secrets, suite_secrets, url_secrets
-from simulator.spec.suite import Suite
 
 SECRETS = ["tok-9f8e7d6c5b4a", 'p@ss"w/rd{x}&<y>', "clé-secrète-✓-42", "Zz" * 40]
 

@@ -262,8 +262,8 @@ def test_the_calibration_page_shows_the_numbers_calibrate_prints(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from simulator.analysis import load_run
     from simulator.analysis.calibrate import calibrate_labels
+    from simulator.analysis.rundata import load_run
     from simulator.cli import main
 
     token = csrf(client)
@@ -301,7 +301,7 @@ def test_the_calibration_page_shows_the_numbers_calibrate_prints(
 
 
 def test_labelling_queues_sample_all_random_n_or_stratified_by_the_judge(folders: DeskFolders) -> None:
-    from simulator.analysis import load_run
+    from simulator.analysis.rundata import load_run
     from simulator.serve.queue import QueueSpec, build_queue
 
     run = load_run(folders.runs / "tiny")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis import load_run
+from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.engine.shards import in_shard, parse_shard
 from simulator.errors import UserError

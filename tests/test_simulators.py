@@ -21,9 +21,9 @@ from simulator.analysis.populations import compare_populations
 from simulator.analysis.rundata import load_run
 from simulator.analysis.simulators import simulators_section
 from simulator.cli import main
+from simulator.config.suite import load_suite
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
-from simulator.spec.suite import load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIAGE = ROOT / "scenarios" / "triage"

@@ -25,7 +25,7 @@ print(json.dumps(sorted(sys.modules)))
 HEAVY = ("pydantic", "asyncio", "yaml", "rich", "openai", "anthropic", "aiohttp", "tenacity")
 HEAVY_OURS = (
     "simulator.record",
-    "simulator.spec",
+    "simulator.config",
     "simulator.providers",
     "simulator.engine",
     "simulator.report",
@@ -50,7 +50,7 @@ def test_help_imports_no_models_record_or_event_loop() -> None:
 
 def test_a_command_still_imports_what_it_needs() -> None:
     modules = _modules_after("validate", str(ROOT / "scenarios" / "smoke"))
-    assert "simulator.spec.scenario" in modules
+    assert "simulator.config.scenario" in modules
 
 
 def test_run_starts_with_the_collector_off_and_runs_with_it_on(tmp_path: Path) -> None:

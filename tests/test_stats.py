@@ -1,4 +1,4 @@
-"""Tests for simulator.analysis.stats: the seed's worked examples, hand-made cases, scipy/statsmodels checks."""
+"""Tests for simulator.stats.basic: the seed's worked examples, hand-made cases, scipy/statsmodels checks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from itertools import combinations
 
 import pytest
 
-from simulator.analysis.stats import (
+from simulator.stats.basic import (
     Interval,
     Rate,
     cohens_kappa,

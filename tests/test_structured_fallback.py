@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from simulator.config.suite import ProviderSettings
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
 from simulator.providers.openai import OpenAIProvider
-from simulator.spec.suite import ProviderSettings
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
 from tests.conftest import close_after_test
 

@@ -14,7 +14,7 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from simulator.analysis import load_run
+from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.report.model import Report, build_report
 from simulator.report.terminal import render_terminal

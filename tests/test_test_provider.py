@@ -94,7 +94,7 @@ def test_test_model_mistakes_name_the_setting(model: str, message: str) -> None:
     ],
 )
 def test_a_responder_that_cannot_be_used_is_refused_before_the_run(model: str, message: str) -> None:
-    from simulator.providers.settings import ProviderSettings
+    from simulator.config.providers import ProviderSettings
     from simulator.testing.provider import TestProvider
 
     with pytest.raises(UserError, match=message):

@@ -13,6 +13,15 @@ from typing import Any
 import pytest
 
 from simulator.cli import main
+from simulator.config.scenario import load_scenarios
+from simulator.config.suite import load_suite
+from simulator.config.tool_checks import (
+    DEFAULT_CLAIMS,
+    ClaimRule,
+    ToolCheck,
+    ToolChecksConfig,
+    read_state_path,
+)
 from simulator.errors import UserError
 from simulator.judging.evidence import quote_found
 from simulator.judging.prompt import transcript_messages
@@ -21,9 +30,6 @@ from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.parts import EventPart, TextPart, ToolCallPart
 from simulator.record.transcript import Turn
-from simulator.spec.scenario import load_scenarios
-from simulator.spec.suite import load_suite
-from simulator.spec.tool_checks import DEFAULT_CLAIMS, ClaimRule, ToolCheck, ToolChecksConfig, read_state_path
 from simulator.users.offline import gives_outcome
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

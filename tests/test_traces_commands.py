@@ -327,9 +327,9 @@ def test_real_people_get_no_simulated_user_checks(
     imported: Path, user_model: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 30, item 20: the fidelity checks audit a simulation; a real conversation has none to audit."""
+    from simulator.config.suite import load_suite
     from simulator.engine.roles import make_auditor
     from simulator.providers.hub import ModelHub
-    from simulator.spec.suite import load_suite
 
     suite = load_suite(SUITE)
     assert make_auditor(suite, ModelHub.create({}, None, SUITE.parent), user_model) is None

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats import proportion
 
-from simulator.analysis.twosample import (
+from simulator.stats.twosample import (
     chi_square,
     fisher_exact,
     ks_two_sample,

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from simulator.config.assertions import AssertionSpec
+from simulator.config.patterns import MATCH_TIMEOUT_S, PatternTimeout, compile_pattern
 from simulator.errors import UserError
 from simulator.judging.code_checks import assertion_verdict
-from simulator.spec.assertions import AssertionSpec
-from simulator.spec.patterns import MATCH_TIMEOUT_S, PatternTimeout, compile_pattern
 from simulator.traces.redact import Redactor, load_redactor
 from tests.test_report_support import record
 
@@ -98,10 +98,10 @@ def test_an_empty_custom_pattern_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("where", ["claim says", "argument regex"])
 def test_a_tool_check_pattern_that_times_out_is_an_error_verdict(pattern: str, where: str) -> None:
     """The tool checks' patterns (a claim rule's `says`, an argument's `regex`) are users' patterns too."""
+    from simulator.config.tool_checks import ClaimRule, ToolCheck
     from simulator.judging.tool_checks import ToolCheckContext, tool_verdicts
     from simulator.record.parts import TextPart, ToolCallPart
     from simulator.record.transcript import Turn
-    from simulator.spec.tool_checks import ClaimRule, ToolCheck
     from simulator.users.offline import gives_outcome
 
     hostile = HOSTILE_TEXT[pattern]

@@ -9,10 +9,10 @@ import pytest
 
 from simulator.bots.base import BotError
 from simulator.bots.whatsapp import WhatsAppBotFactory
+from simulator.config.suite import WhatsAppBotConfig
 from simulator.errors import UserError
 from simulator.record.parts import MediaPart, OptionsPart, PickPart, TextPart
 from simulator.record.redact import forget_secrets
-from simulator.spec.suite import WhatsAppBotConfig
 from tests._whatsapp_bots import BUTTONS, LIST, PlantedBot, answers, channel_for, text
 
 

@@ -13,11 +13,11 @@ import pytest
 
 from simulator.bots.base import BotError
 from simulator.bots.whatsapp.media import placeholder
+from simulator.config.scenario import Scenario
 from simulator.engine.conversation import ConversationPlan, run_conversation
 from simulator.record.parts import MediaPart, Part, TextPart, part_text
 from simulator.record.redact import forget_secrets
 from simulator.record.transcript import Turn
-from simulator.spec.scenario import Scenario
 from simulator.users.base import END, UserMessage
 from tests._whatsapp_bots import PlantedBot, channel_for, text
 

@@ -17,10 +17,10 @@ from simulator.bots.base import BotError, BotReply
 from simulator.bots.whatsapp import WhatsAppBotFactory
 from simulator.bots.whatsapp.media import placeholder
 from simulator.cli import main
+from simulator.config.suite import BotStart, WhatsAppBotConfig
 from simulator.record.folder import RunFolder
 from simulator.record.parts import MediaPart, OptionsPart, PickPart, TextPart
 from simulator.record.redact import forget_secrets
-from simulator.spec.suite import BotStart, WhatsAppBotConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRETS = ("WHATSAPP_APP_SECRET", "WHATSAPP_ACCESS_TOKEN", "WHATSAPP_VERIFY_TOKEN")

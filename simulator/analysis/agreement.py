@@ -49,13 +49,13 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.rates import RateView, rate_view
 from simulator.record.models import Label, Verdict
+from simulator.stats.interrater import LABELS
+from simulator.stats.rates import RateView, rate_view
 
 Array = NDArray[np.float64]
 # The name the judge goes by among the raters.
 JUDGE = "judge"
-LABELS = ("pass", "fail", "not_applicable")
 PASS, FAIL, NA = 0, 1, 2
 Item = tuple[str, str]  # (conversation_id, criterion_id)
 

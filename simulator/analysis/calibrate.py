@@ -32,15 +32,15 @@ from simulator.analysis.agreement import (
     point,
     rates_of,
 )
-from simulator.analysis.data import StrictModel as _Model
-from simulator.analysis.rates import RateView
 from simulator.analysis.rundata import RunData, short_hash
 from simulator.errors import UserError
+from simulator.models import StrictModel as _Model
 from simulator.record.folder import LABELS as LABELS_FILE
 from simulator.record.folder import RunFolder
 from simulator.record.label_sheet import REQUIRED, LabelRow, read_labels
 from simulator.record.transcript import render_transcript
 from simulator.safefiles import FileRefused, read_capped
+from simulator.stats.rates import RateView
 
 
 class Disagreement(_Model):

@@ -25,22 +25,22 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from simulator.analysis.clustered import (
+from simulator.analysis.golden import Gate, golden_items, golden_section
+from simulator.analysis.golden_compare import GoldenComparison, golden_comparison
+from simulator.analysis.outcome import actual_outcome
+from simulator.analysis.rundata import RunData, load_run, short_hash
+from simulator.analysis.tables import conversation_status
+from simulator.errors import UserError
+from simulator.models import StrictModel as _Model
+from simulator.record.models import Verdict
+from simulator.stats.basic import mcnemar_exact, paired_bootstrap
+from simulator.stats.clustered import (
     clustered_mcnemar,
     clustered_paired_bootstrap,
     detectable_difference,
     scenarios_to_reach,
 )
-from simulator.analysis.data import StrictModel as _Model
-from simulator.analysis.golden import Gate, golden_items, golden_section
-from simulator.analysis.golden_compare import GoldenComparison, golden_comparison
-from simulator.analysis.outcome import actual_outcome
-from simulator.analysis.rates import RateView, rate_view
-from simulator.analysis.rundata import RunData, load_run, short_hash
-from simulator.analysis.stats import mcnemar_exact, paired_bootstrap
-from simulator.analysis.tables import conversation_status
-from simulator.errors import UserError
-from simulator.record.models import Verdict
+from simulator.stats.rates import RateView, rate_view
 
 COMPARISON_SCHEMA_VERSION = 2  # 2: scenario-level tests decide `change`; p_value is per conversation
 _VOLATILE = ("run_id", "created_at", "ended_at", "status", "counts", "sessions", "judge_sets", "planned")

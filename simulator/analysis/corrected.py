@@ -19,10 +19,10 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.interrater import BOOTSTRAP, cluster_weights, percentile_bounds
 from simulator.analysis.meta_eval import consensus, labels_by_item
 from simulator.analysis.rundata import RunData
 from simulator.record.folder import RunFolder
+from simulator.stats.interrater import BOOTSTRAP, cluster_weights, percentile_bounds
 
 
 class CorrectedRate(BaseModel):

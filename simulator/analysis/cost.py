@@ -20,15 +20,15 @@ from pathlib import Path
 
 from pydantic import Field
 
-from simulator.analysis.data import ResultModel as _Model
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
-from simulator.analysis.stats import median, percentile
+from simulator.config.yamlfile import YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError
+from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord
 from simulator.record.stored_turns import turn_facts
 from simulator.record.transcript import Usage
-from simulator.spec.yamlfile import YAMLProblem, load_yaml, validate_model
+from simulator.stats.basic import median, percentile
+from simulator.stats.rates import RateView, rate_view
 
 ROLES = ("user", "bot", "judge")
 

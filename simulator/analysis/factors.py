@@ -1,5 +1,5 @@
 """Per factor level: the critical metrics and the effect of the level against the factor's reference
-level, as a Mantel–Haenszel odds ratio stratified by base scenario (analysis/effects.py).
+level, as a Mantel–Haenszel odds ratio stratified by base scenario (stats/effects.py).
 
 Two events per conversation: the conversation failed (any gating verdict failed), and under-triage (the
 bot's outcome was below the expected level; conversations that errored or have no expectation left out).
@@ -12,13 +12,13 @@ __all__ = ["FactorLevelRow", "FactorsSection", "factors_section"]
 
 import dataclasses
 
-from simulator.analysis.data import ResultModel as _Model
-from simulator.analysis.effects import OddsRatio, mantel_haenszel
 from simulator.analysis.outcome import ERROR, actual_outcome, outcome_metrics
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
+from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord
+from simulator.stats.effects import OddsRatio, mantel_haenszel
+from simulator.stats.rates import RateView, rate_view
 
 
 class FactorLevelRow(_Model):
@@ -98,7 +98,7 @@ def factors_section(run: RunData) -> FactorsSection | None:
             if level not in seen:
                 seen.append(level)
     if suite is not None and suite.factors:
-        from simulator.spec.factors import level_names
+        from simulator.config.factors import level_names
 
         order = {f: level_names(e) for f, e in suite.factors.items() if f in order}
     records = [r for r in run.conversations if r.scenario_id in entries]

@@ -19,12 +19,12 @@ __all__ = [
 import dataclasses
 from collections import Counter
 
-from simulator.analysis.data import ResultModel as _Model
 from simulator.analysis.outcome import outcome_metrics
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import ResultCounts, VerdictCounts, conversation_status
+from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord
+from simulator.stats.rates import RateView, rate_view
 
 MATTERED_RULE = (
     "a missed fact mattered when the scenario lists it in key_facts; a scenario with no key_facts that "

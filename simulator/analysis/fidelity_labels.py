@@ -11,16 +11,16 @@ from pathlib import Path
 
 from simulator.analysis.calibrate import REQUIRED, LabelRow, refuse_filled_sheet
 from simulator.analysis.rundata import RunData
+from simulator.config.scenario import Scenario
 from simulator.errors import UserError
 from simulator.judging.fidelity import FIDELITY_CHECKS
 from simulator.record.folder import RunFolder
 from simulator.record.transcript import render_transcript
-from simulator.spec.scenario import Scenario
 
 
 def _scenarios(run: RunData) -> dict[str, Scenario]:
     """The run's scenarios from their files (variants re-derived), for the persona and facts; {} if gone."""
-    from simulator.spec.scenario import load_scenarios
+    from simulator.config.scenario import load_scenarios
 
     files = [Path(f) for f in sorted({e.file for e in run.manifest.scenarios if e.file})]
     files = [f for f in files if f.is_file()]

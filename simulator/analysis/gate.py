@@ -23,16 +23,16 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Literal
 
-from simulator.analysis.clustered import decision_bound
-from simulator.analysis.data import StrictModel as _Model
 from simulator.analysis.outcome import outcome_metrics
-from simulator.analysis.projection import Observed, repeats_needed, scenarios_needed
-from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import RunData
-from simulator.analysis.stats import zero_failure_upper_bound
 from simulator.analysis.tables import criterion_rows, overall_pass_rate
+from simulator.config.suite import OutcomeConfig
 from simulator.errors import UserError
-from simulator.spec.suite import OutcomeConfig
+from simulator.models import StrictModel as _Model
+from simulator.stats.basic import zero_failure_upper_bound
+from simulator.stats.clustered import decision_bound
+from simulator.stats.projection import Observed, repeats_needed, scenarios_needed
+from simulator.stats.rates import RateView, pct
 
 Status = Literal["met", "not met", "undecidable"]
 EXIT = {"met": 0, "not met": 1, "undecidable": 3}
@@ -210,7 +210,7 @@ def evaluate(requirement: Requirement, rate: RateView) -> RequirementResult:
 def _advise(
     result: RequirementResult, requirement: Requirement, rate: RateView, flawless: float | None
 ) -> None:
-    """What would decide it, from the bound that decided (analysis/projection.py), each figure with the
+    """What would decide it, from the bound that decided (stats/projection.py), each figure with the
     assumption it rests on: new scenarios like these, new scenarios that never fail, more repeats."""
     cl = rate.clustered
     assert cl is not None and rate.rate is not None

@@ -29,13 +29,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from simulator.analysis.data import ResultModel as _Model
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
 from simulator.errors import UserError
 from simulator.judging.code_checks import final_reply
+from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.stats.rates import RateView, rate_view
 
 Metric = Literal["token_f1", "rouge_l", "difflib_ratio", "exact_match"]
 METRICS: tuple[Metric, ...] = ("token_f1", "rouge_l", "difflib_ratio", "exact_match")

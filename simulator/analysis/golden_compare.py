@@ -9,8 +9,8 @@ from __future__ import annotations
 __all__ = ["GoldenComparison", "GoldenIntentDelta", "GoldenMetricRow", "golden_comparison"]
 
 
-from simulator.analysis.data import StrictModel as _Model
 from simulator.analysis.golden import SIMILARITY_METRICS, GoldenSection
+from simulator.models import StrictModel as _Model
 
 _NAMES = {"token_f1": "mean token F1", "rouge_l": "mean ROUGE-L", "difflib_ratio": "mean difflib ratio"}
 

@@ -6,7 +6,7 @@ a conversation's harm is its cell's weight, and the expected harm is their mean 
 left out and counted). A conversation that ended with no usable decision (`no decision`, or a value that is
 not a level) weighs as the lowest level unless the suite names that cell, as under-triage counts it.
 
-The interval treats scenarios as the unit, like every rate here (analysis/clustered.py): the cluster-robust
+The interval treats scenarios as the unit, like every rate here (stats/clustered.py): the cluster-robust
 variance of a ratio mean, Var = G/(G-1) · Σ_g (H_g − m·n_g)² / N², with Student's t on G−1 degrees of
 freedom. When every conversation weighs the same (no spread to measure) the worst case is assumed: the
 share of harmful conversations gets the scenario-level bound (rule of three over G scenarios when none was
@@ -21,12 +21,12 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.clustered import clustered_zero_failure_bound, wilson_score
-from simulator.analysis.dist import t_critical
 from simulator.analysis.outcome import ERROR, NO_DECISION, OTHER, actual_outcome, outcome_metrics
-from simulator.analysis.rates import RateView
 from simulator.analysis.rundata import RunData
-from simulator.analysis.stats import z_for_confidence
+from simulator.stats.basic import z_for_confidence
+from simulator.stats.clustered import clustered_zero_failure_bound, wilson_score
+from simulator.stats.dist import t_critical
+from simulator.stats.rates import RateView
 
 PER = 1000
 

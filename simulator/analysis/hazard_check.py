@@ -7,8 +7,8 @@ __all__ = ["check_hazard_log"]
 import difflib
 
 from simulator.analysis.gate import parse_requirement
+from simulator.config.hazards import HazardLog
 from simulator.errors import Problem, UserError
-from simulator.spec.hazards import HazardLog
 
 
 def _unknown(kind: str, name: str, known: set[str]) -> str:

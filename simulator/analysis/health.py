@@ -7,10 +7,10 @@ __all__ = ["ErrorRow", "RunHealth", "StopReasonRow", "UnverifiedRow", "run_healt
 from collections import Counter
 from typing import get_args
 
-from simulator.analysis.data import ResultModel as _Model
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
+from simulator.models import ResultModel as _Model
 from simulator.record.models import StopReason
+from simulator.stats.rates import RateView, rate_view
 
 
 class StopReasonRow(_Model):

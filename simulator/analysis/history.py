@@ -25,11 +25,11 @@ from pydantic import BaseModel, ConfigDict
 from simulator.analysis.compare import compare_loaded
 from simulator.analysis.gate import gate_metrics
 from simulator.analysis.harm import harm_weighted
-from simulator.analysis.rates import RateView
 from simulator.analysis.rundata import RunData, load_run
 from simulator.analysis.safety_case import build_safety_case
+from simulator.config.hazards import HazardLog
 from simulator.errors import UserError
-from simulator.spec.hazards import HazardLog
+from simulator.stats.rates import RateView
 
 # The key rates, in the order shown; a run without outcome levels has only the pass rate.
 HISTORY_METRICS = ["pass_rate", "under_triage", "critical_sensitivity", "over_triage"]

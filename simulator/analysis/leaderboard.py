@@ -22,14 +22,14 @@ from typing import Literal
 
 from simulator.analysis.compare import Comparison, compare_loaded
 from simulator.analysis.cost import PriceTable, cost_latency, load_prices
-from simulator.analysis.data import ResultModel as _Model
-from simulator.analysis.multiple import HOLM_TEXT, holm
 from simulator.analysis.outcome import actual_outcome
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData, load_run
 from simulator.analysis.tables import conversation_status
 from simulator.errors import UserError
+from simulator.models import ResultModel as _Model
 from simulator.record.index import MatrixIndex, read_index
+from simulator.stats.multiple import HOLM_TEXT, holm
+from simulator.stats.rates import RateView, rate_view
 
 LEADERBOARD_SCHEMA_VERSION = 2  # 2: scenario-clustered intervals and tests (clustered_p_value decides)
 QUALITY = "conversation passes"

@@ -31,11 +31,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from statistics import NormalDist
 
-from simulator.analysis.data import ResultModel
-from simulator.analysis.stats import Rate, rate
 from simulator.judging.pairwise import PairwiseResult
+from simulator.models import ResultModel
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.transcript import Turn
+from simulator.stats.basic import Rate, rate
 
 LENGTH_TOLERANCE = 0.10  # pairs whose lengths differ by at most this share of the longer one
 MIN_UNITS = 8  # fewer pairs or verdicts than this: no warning (too few to say)

@@ -28,12 +28,12 @@ from typing import Literal
 import numpy as np
 
 from simulator.analysis.agreement import FAIL, PASS, false_pass_share, kappa_note, kappa_of, macro_f1_of
-from simulator.analysis.data import ResultModel as _Model
-from simulator.analysis.interrater import BOOTSTRAP, Array, Estimate, PairCounts, cluster_weights, estimate
 from simulator.analysis.rundata import RunData, short_hash
 from simulator.errors import UserError
+from simulator.models import ResultModel as _Model
 from simulator.record.folder import RunFolder
 from simulator.record.models import Label, Verdict
+from simulator.stats.interrater import BOOTSTRAP, Array, Estimate, PairCounts, cluster_weights, estimate
 
 JUDGE = "judge"
 Item = tuple[str, str]  # (conversation, criterion)

@@ -12,13 +12,13 @@ __all__ = ["MissingData", "ScenarioErrors", "binomial_test", "missing_data", "mo
 
 from collections import Counter
 
-from simulator.analysis.data import ResultModel as _Model
-from simulator.analysis.dist import chi2_sf
-from simulator.analysis.rates import RateView, pct
 from simulator.analysis.rundata import RunData
-from simulator.analysis.stats import binomial_test
+from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord
 from simulator.record.stored_turns import turn_facts
+from simulator.stats.basic import binomial_test
+from simulator.stats.dist import chi2_sf
+from simulator.stats.rates import RateView, pct
 
 ALPHA = 0.05
 

@@ -15,11 +15,11 @@ __all__ = [
 
 from typing import Any, Literal
 
-from simulator.analysis.data import ResultModel as _Model
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
-from simulator.analysis.stats import Counts
+from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord
+from simulator.stats.basic import Counts
+from simulator.stats.rates import RateView, rate_view
 
 OTHER = "other"  # the bot recorded a value that is not one of the levels
 NO_DECISION = "no decision"  # the conversation ended without the outcome key in the final state

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 __all__ = ["PairwiseSummary", "summarise_pairs"]
 
-from simulator.analysis.data import ResultModel
-from simulator.analysis.stats import Rate, rate
 from simulator.judging.pairwise import PairwiseResult
+from simulator.models import ResultModel
+from simulator.stats.basic import Rate, rate
 
 
 class PairwiseSummary(ResultModel):

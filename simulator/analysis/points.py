@@ -15,10 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from simulator.analysis.data import ResultModel as _Model
-from simulator.analysis.interrater import BOOTSTRAP, cluster_weights, percentile_bounds
 from simulator.analysis.rundata import RunData
+from simulator.models import ResultModel as _Model
 from simulator.record.models import Verdict
+from simulator.stats.interrater import BOOTSTRAP, cluster_weights, percentile_bounds
 
 
 class ScoreView(_Model):

@@ -1,6 +1,6 @@
 """Simulated users against real ones (`simulator compare-populations SIM REAL`): the distributions and
 rates that show where the simulation is not like reality, each with its interval and a two-sample test,
-largest gap first. Scenarios are the unit (analysis/cluster_tests.py): repeats of one simulated scenario
+largest gap first. Scenarios are the unit (stats/cluster_tests.py): repeats of one simulated scenario
 are not independent users, and each row's interval and p come from one and the same test.
 
 Gaps are on one 0–1 scale so they can be ranked together: the Kolmogorov–Smirnov distance for
@@ -18,19 +18,19 @@ from statistics import mean, median
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.cluster_tests import (
+from simulator.analysis.rundata import RunData, load_run
+from simulator.analysis.volunteer import volunteered_units
+from simulator.config.simulators import simulator_level, simulator_models
+from simulator.record.models import ConversationRecord, Verdict
+from simulator.stats.basic import percentile
+from simulator.stats.cluster_tests import (
     Clusters,
     clustered_mean,
     clustered_rate_difference,
     permutation_p,
 )
-from simulator.analysis.clustered import clustered_interval
-from simulator.analysis.rundata import RunData, load_run
-from simulator.analysis.stats import percentile
-from simulator.analysis.twosample import chi_square, ks_statistic, ks_two_sample
-from simulator.analysis.volunteer import volunteered_units
-from simulator.record.models import ConversationRecord, Verdict
-from simulator.spec.simulators import simulator_level, simulator_models
+from simulator.stats.clustered import clustered_interval
+from simulator.stats.twosample import chi_square, ks_statistic, ks_two_sample
 
 PERMUTATIONS = 2000  # scenario permutations for the distribution and category tests (seeded)
 

@@ -36,11 +36,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.analysis.proposals import FailureGroup
 from simulator.analysis.rundata import RunData
+from simulator.config.proposal import Change, EvidenceItem, PromptEdit, Proposal, RiskItem, check_edits
 from simulator.judging.llm_judge import ask_validated
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
 from simulator.record.hashing import sha256_text
-from simulator.spec.proposal import Change, EvidenceItem, PromptEdit, Proposal, RiskItem, check_edits
 
 MAX_RISKS = 8
 

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.stats.rates import RateView, rate_view
 
 MAX_EVIDENCE = 6
 _SOURCES = ("judge_verified", "transcript", "judge_unverified")
@@ -81,7 +81,7 @@ class FailureGroup(_Model):
 def load_hazards(path: Path) -> dict[str, list[str]]:
     """A hazard log as hazard id -> criterion ids. Accepts `hazards: [{id, criteria: [...]}, ...]`, a list
     of such entries, or a mapping `H1: [criterion, ...]`; a malformed file names the entry and the fix."""
-    from simulator.spec.yamlfile import YAMLProblem, load_yaml
+    from simulator.config.yamlfile import YAMLProblem, load_yaml
 
     try:
         data = load_yaml(path).data

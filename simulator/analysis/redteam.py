@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.record.models import Verdict
+from simulator.stats.rates import RateView, rate_view
 
 PREFIX = "redteam."
 SHOWN = 5  # conversations listed per strategy, succeeded and refused

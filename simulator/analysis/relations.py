@@ -16,14 +16,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
+from simulator.config.factors import level_names, variant_id
+from simulator.config.relations import Relation
+from simulator.config.simulators import SIMULATOR_FACTOR, simulator_models
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import render_transcript
-from simulator.spec.factors import level_names, variant_id
-from simulator.spec.relations import Relation
-from simulator.spec.simulators import SIMULATOR_FACTOR, simulator_models
+from simulator.stats.rates import RateView, rate_view
 
 SHOWN = 20  # violating pairs listed per relation
 
@@ -89,7 +89,7 @@ def _violates(relation: Relation, reference: str, variant: str, levels: list[str
 
 def _references(factors: dict[str, list[Any]], simulators: list[str]) -> list[dict[str, str]]:
     """Each factor's reference level, once per simulated user when there are several: a pair is compared
-    under the same simulator (spec/simulators.py)."""
+    under the same simulator (config/simulators.py)."""
     references = {name: level_names(entries)[0] for name, entries in factors.items()}
     return [{**references, SIMULATOR_FACTOR: s} for s in simulators] or [references]
 

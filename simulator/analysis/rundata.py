@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from simulator.config.suite import OutcomeConfig
 from simulator.errors import UserError
 from simulator.record.compact import Sharing
 from simulator.record.folder import RunFolder, latest_by_id
 from simulator.record.manifest import Manifest
 from simulator.record.models import ConversationRecord, Verdict
-from simulator.spec.suite import OutcomeConfig
 
 
 def short_hash(value: str | None, length: int = 12) -> str:

@@ -27,7 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from simulator.analysis.gate import metric_names
 from simulator.analysis.harm import HarmWeighted, harm_weighted
 from simulator.analysis.hazard_check import check_hazard_log
-from simulator.analysis.rates import RateView
 from simulator.analysis.rundata import RunData, load_run
 from simulator.analysis.safety_controls import OWN_METRIC, ControlResult, evaluate_control
 from simulator.analysis.safety_evidence import (
@@ -38,8 +37,9 @@ from simulator.analysis.safety_evidence import (
     fidelity_summary,
     traceability,
 )
+from simulator.config.hazards import HazardLog, RiskMatrix
 from simulator.errors import UserError
-from simulator.spec.hazards import HazardLog, RiskMatrix
+from simulator.stats.rates import RateView
 
 SCHEMA_VERSION = 1
 HazardState = Literal["controlled", "residual risk not acceptable", "not controlled", "not demonstrated"]

@@ -24,10 +24,10 @@ from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.gate import evaluate, gate_metrics, parse_requirement
 from simulator.analysis.outcome import actual_outcome
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
+from simulator.config.hazards import Control
 from simulator.record.models import ConversationRecord, Verdict
-from simulator.spec.hazards import Control
+from simulator.stats.rates import RateView, rate_view
 
 ControlStatus = Literal["met", "not met", "not demonstrable"]
 OWN_METRIC = "fail_rate"  # the control's own rate: conversations failing any of its criteria

@@ -30,11 +30,11 @@ from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.fidelity import simulated_user_section
 from simulator.analysis.meta_eval import MetaGroup, meta_evaluate
-from simulator.analysis.rates import RateView
 from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
 from simulator.record.folder import LABELS
 from simulator.record.hashing import sha256_file
+from simulator.stats.rates import RateView
 
 REPLICATES = 400  # bootstrap replicates of the meta-evaluation (seeded: the same document every time)
 

@@ -5,7 +5,7 @@ doing), and a clustered test of whether the simulators differ.
 The unit is the conversation for rates (judged conversations: errors and not-judged left out), the
 scenario for the attribution (a scenario fails under a simulator when any of its repeats failed there), and
 the pair (the same scenario and repeat under two simulators) for the test: a clustered McNemar test over
-base scenarios (analysis/clustered.py), Holm-adjusted over the pairs of simulators (analysis/multiple.py).
+base scenarios (stats/clustered.py), Holm-adjusted over the pairs of simulators (stats/multiple.py).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ import itertools
 from collections import defaultdict
 from typing import Literal
 
-from simulator.analysis.clustered import clustered_mcnemar
-from simulator.analysis.data import ResultModel
-from simulator.analysis.multiple import holm
 from simulator.analysis.outcome import outcome_metrics
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
-from simulator.spec.simulators import simulator_level, simulator_models, without_simulator
+from simulator.config.simulators import simulator_level, simulator_models, without_simulator
+from simulator.models import ResultModel
+from simulator.stats.clustered import clustered_mcnemar
+from simulator.stats.multiple import holm
+from simulator.stats.rates import RateView, rate_view
 
 Attribution = Literal["robust", "one simulator", "some simulators"]
 

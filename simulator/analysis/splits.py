@@ -14,10 +14,10 @@ import dataclasses
 from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.outcome import outcome_metrics
-from simulator.analysis.rates import RateView
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import overall_pass_rate
 from simulator.record.seal import HELD_OUT
+from simulator.stats.rates import RateView
 
 
 class _Model(BaseModel):

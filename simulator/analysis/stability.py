@@ -14,11 +14,11 @@ __all__ = ["UNSTABLE", "JuryDisagreement", "JuryRow", "StabilityRow", "jury_rows
 from collections import Counter
 from collections.abc import Sequence
 
-from simulator.analysis.data import ResultModel as _Model
-from simulator.analysis.interrater import fleiss_kappa
-from simulator.analysis.rates import RateView, rate_view
 from simulator.judging.aggregate import combine_results
+from simulator.models import ResultModel as _Model
 from simulator.record.models import Verdict, VerdictResult
+from simulator.stats.interrater import fleiss_kappa
+from simulator.stats.rates import RateView, rate_view
 
 UNSTABLE = 0.10  # a flip rate at or above this flags the criterion
 CATEGORIES: tuple[VerdictResult, ...] = ("pass", "fail", "not_applicable")

@@ -25,12 +25,12 @@ from typing import Literal
 
 from pydantic import computed_field
 
-from simulator.analysis.data import ResultModel as _Model
-from simulator.analysis.rates import RateView, rate_view
 from simulator.analysis.rundata import RunData
-from simulator.analysis.stats import k_grid, pass_hat_k, percentile, worst_at_k
 from simulator.analysis.variance import Attribution, Audited, attribute_variance
+from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.stats.basic import k_grid, pass_hat_k, percentile, worst_at_k
+from simulator.stats.rates import RateView, rate_view
 
 ConversationStatus = Literal["pass", "fail", "error", "not_judged"]
 SEVERITY_ORDER = ["critical", "high", "major", "medium", "moderate", "minor", "low"]

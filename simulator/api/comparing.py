@@ -17,8 +17,8 @@ from simulator.errors import UserError
 
 if TYPE_CHECKING:
     from simulator.bots import BotFactory
+    from simulator.config.suite import Suite
     from simulator.engine.runner import RunOptions
-    from simulator.spec.suite import Suite
 
 
 def variant_id(name: str) -> str:
@@ -56,7 +56,7 @@ def cell_bots(bots: Mapping[str, Any] | None) -> dict[str, BotFactory]:
 
 
 def _variants(suite: Suite, named: dict[str, Any]) -> tuple[list[Any], dict[str, BotFactory]]:
-    from simulator.spec.matrix import BotVariant
+    from simulator.config.matrix import BotVariant
 
     variants, factories = [], {}
     for key, bot in named.items():
@@ -93,7 +93,7 @@ async def acompare(
     `simulator.run`'s. Cells whose error budget stopped them are listed in `Comparison.aborted`."""
     from pydantic import ValidationError
 
-    from simulator.spec.matrix import MatrixConfig, expand_matrix
+    from simulator.config.matrix import MatrixConfig, expand_matrix
 
     if suite is None:
         raise UserError("compare needs a suite (a file or a Suite) whose scenarios the bots share")
@@ -134,9 +134,9 @@ async def execute_matrix(
 ) -> Comparison:
     """Run every cell of a planned suite's `matrix:` in one session; `bots`: bots given in code, by bot
     variant id."""
+    from simulator.config.suite import check_environment
     from simulator.engine.matrix import run_matrix
     from simulator.engine.preflight import preflight
-    from simulator.spec.suite import check_environment
 
     if plan.suite.matrix is None:
         raise UserError("this suite has no matrix: simulator.run(suite) runs it")

@@ -15,8 +15,8 @@ from simulator.errors import UserError
 
 if TYPE_CHECKING:
     from simulator.bots import BotFactory
-    from simulator.spec.scenario import Scenario
-    from simulator.spec.suite import Suite
+    from simulator.config.scenario import Scenario
+    from simulator.config.suite import Suite
 
 
 @dataclass
@@ -30,14 +30,14 @@ class Plan:
 
 def load_suite(path: str | Path, **overrides: Any) -> Suite:
     """Read and validate a suite file; `overrides` replace top-level keys first (`runs=3`, `seed=1`)."""
-    from simulator.spec.suite import load_suite as load
+    from simulator.config.suite import load_suite as load
 
     return load(Path(path), {k: v for k, v in overrides.items() if v is not None} or None)
 
 
 def _suite(suite: Suite | str | Path | None, overrides: dict[str, Any]) -> Suite:
     """The suite to run, never the caller's own object (a run changes models, tags...)."""
-    from simulator.spec.suite import CallableBotConfig, Suite
+    from simulator.config.suite import CallableBotConfig, Suite
 
     given = {k: v for k, v in overrides.items() if v is not None}
     if isinstance(suite, str | Path):
@@ -62,7 +62,7 @@ def _suite(suite: Suite | str | Path | None, overrides: dict[str, Any]) -> Suite
 
 
 def _is_model_name(text: str) -> bool:
-    from simulator.providers import PROVIDERS
+    from simulator.config.providers import PROVIDERS
 
     provider, sep, model = text.partition(":")
     return bool(sep and model) and provider in PROVIDERS
@@ -75,7 +75,7 @@ def resolve_bot(bot: Any, suite: Suite) -> tuple[Any, BotFactory | None]:
     from pydantic import BaseModel, TypeAdapter, ValidationError
 
     from simulator.bots.python_bot import bot_from_object
-    from simulator.spec.suite import BotConfig, CallableBotConfig
+    from simulator.config.suite import BotConfig, CallableBotConfig
 
     if bot is None:
         if suite.bot.type == "callable":
@@ -105,7 +105,7 @@ def _inline(scenarios: Sequence[Any]) -> list[Scenario]:
     """Scenarios given in code: Scenario models, mappings, or scenario files and folders."""
     from pydantic import ValidationError
 
-    from simulator.spec.scenario import Scenario, load_scenarios
+    from simulator.config.scenario import Scenario, load_scenarios
 
     out: list[Scenario] = []
     for index, item in enumerate(scenarios):

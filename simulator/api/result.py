@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 
     from simulator.analysis.leaderboard import Leaderboard
     from simulator.analysis.outcome import OutcomeMetrics
-    from simulator.analysis.rates import RateView
     from simulator.engine.session import RunResult
     from simulator.report.model import CriterionRow, Finding, Report, ScenarioRow, Transcript
+    from simulator.stats.rates import RateView
 
 
 class Result:
@@ -34,7 +34,7 @@ class Result:
     @cached_property
     def report(self) -> Report:
         """The report of the run folder (its latest judge set), transcripts included."""
-        from simulator.analysis import load_run
+        from simulator.analysis.rundata import load_run
         from simulator.report.model import ReportOptions, build_report
 
         return build_report(load_run(self.folder), ReportOptions(transcripts=True))

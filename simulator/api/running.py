@@ -21,9 +21,9 @@ from simulator.api.result import Comparison, Result
 from simulator.errors import UserError
 
 if TYPE_CHECKING:
+    from simulator.config.scenario import Scenario
+    from simulator.config.suite import Suite
     from simulator.engine.runner import RunOptions
-    from simulator.spec.scenario import Scenario
-    from simulator.spec.suite import Suite
     from simulator.users.base import SimulatedUser
 
 T = TypeVar("T")
@@ -59,9 +59,9 @@ def _options(options: RunOptions | None, out: str | Path | None, progress: bool 
 
 async def execute(plan: Plan, options: RunOptions) -> Result:
     """Run a planned suite (one run folder); a suite with a matrix is compare's."""
+    from simulator.config.suite import check_environment
     from simulator.engine.preflight import preflight
     from simulator.engine.runner import run_suite
-    from simulator.spec.suite import check_environment
 
     if plan.suite.matrix is not None:
         raise UserError("this suite has a matrix: simulator.compare(suite) runs every cell")
@@ -172,8 +172,8 @@ def resume(folder: str | Path, **choices: Any) -> Result | Comparison:
 async def atalk(suite: Suite, scenario: Scenario, user: SimulatedUser, user_model: str, out: Path) -> Result:
     """One conversation of `scenario` with a user the caller supplies (a person at the desk), saved and
     judged as the run folder `out`."""
+    from simulator.config.suite import check_environment
     from simulator.engine.live import run_live
-    from simulator.spec.suite import check_environment
 
     check_environment(suite)
     session = await run_live(suite, scenario, user, user_model, out)

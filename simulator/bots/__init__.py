@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Protocol
 from simulator.bots.base import BotError, BotReply, BotSession, Reply
 
 if TYPE_CHECKING:
+    from simulator.config.suite import Suite
     from simulator.providers.hub import ModelHub
-    from simulator.spec.suite import Suite
 
 
 class BotFactory(Protocol):

@@ -9,12 +9,12 @@ from typing import Any
 from simulator.bots.base import BotError, BotReply
 from simulator.bots.environment import Environment
 from simulator.bots.tool_loop import run_tool_turn
+from simulator.config.suite import ChatBotConfig, Suite
+from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import UserError
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError, ToolSpec
 from simulator.providers.hub import ModelClient, ModelHub
 from simulator.record.parts import PickPart, TextPart
-from simulator.spec.suite import ChatBotConfig, Suite
-from simulator.spec.yamlfile import YAMLProblem, read_text_file
 
 
 def _decision_tool(config: ChatBotConfig) -> ToolSpec | None:

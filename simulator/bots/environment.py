@@ -23,10 +23,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from simulator.config.environment import EnvironmentSpec, ToolDef, UserToolDef, load_function, merge_state
+from simulator.config.tool_checks import read_state_path
 from simulator.providers.base import ToolSpec
 from simulator.record.parts import ToolCallPart
-from simulator.spec.environment import EnvironmentSpec, ToolDef, UserToolDef, load_function, merge_state
-from simulator.spec.tool_checks import read_state_path
 
 # Tool functions run here, so a slow one can be timed out (it is left to finish in its thread).
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="simulator-tool")

@@ -18,11 +18,11 @@ from simulator.bots.bounded_read import read_bounded
 from simulator.bots.environment import Environment
 from simulator.bots.reply_check import MAX_REPLY_BYTES, checked_flags
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.config.suite import HttpBotConfig
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
 from simulator.record.parts import PickPart, TextPart
 from simulator.record.redact import redact
-from simulator.spec.suite import HttpBotConfig
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

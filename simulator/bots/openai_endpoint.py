@@ -27,11 +27,11 @@ from simulator.bots.base import BotError, BotReply
 from simulator.bots.capped_transport import AnswerRefused, capped_client
 from simulator.bots.reply_check import MAX_REPLY_BYTES
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.config.suite import OpenAIEndpointBotConfig
 from simulator.errors import UserError
 from simulator.record.parts import Part, PickPart, TextPart, ToolCallPart
 from simulator.record.redact import redact, register_secrets
 from simulator.record.transcript import Usage
-from simulator.spec.suite import OpenAIEndpointBotConfig
 
 MAX_TOOL_ROUNDS = 4
 _NO_RESULT = "the simulator has no result for this tool (set bot.tool_results.{name} in the suite)"

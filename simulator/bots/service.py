@@ -35,9 +35,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from simulator.bots.watchdog import WATCHDOG
+from simulator.config.suite import BotStart
 from simulator.errors import UserError
 from simulator.record.redact import redact
-from simulator.spec.suite import BotStart
 
 PLACEHOLDER_NAMES = ("port", "python", "api_url")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDER_NAMES) + r")\}")

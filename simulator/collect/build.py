@@ -17,12 +17,12 @@ def _judge(
     """The live judge for the suite's criteria, and a manifest decorator recording suite and judge set."""
     from simulator.collect.judging import LiveJudge
     from simulator.collect.sampling import Budget, load_policy
+    from simulator.config.suite import check_environment, load_suite
     from simulator.engine.runner import redacted_suite
     from simulator.judging.stage import make_judge_stage
     from simulator.providers.hub import ModelHub
     from simulator.record.hashing import sha256_file
     from simulator.record.redact import register_secrets, suite_secrets
-    from simulator.spec.suite import check_environment, load_suite
 
     suite = load_suite(suite_path)
     check_environment(suite)

@@ -8,10 +8,10 @@ __all__ = ["drift_report"]
 import argparse
 from pathlib import Path
 
-from simulator.analysis.stats import pct
 from simulator.collect.folders import collected_folders
 from simulator.collect.trends import Observation, load_observations, metric_names, trend_rows
 from simulator.errors import UserError
+from simulator.stats.basic import pct
 
 
 def _folders(out: Path) -> list[Path]:

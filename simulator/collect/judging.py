@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from simulator.collect.sampling import Budget, SamplingPolicy, Spend
+from simulator.config.scenario import Scenario
 from simulator.judging.prompt import render_transcript_block
 from simulator.judging.stage import JudgeStage
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
-from simulator.spec.scenario import Scenario
 
 REVIEW = "review.jsonl"
 VALIDATION_TRIES = 2  # a judge answer that is not a valid verdict is asked once more

@@ -33,8 +33,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.collect.signals import BOOLEAN_SIGNALS, SignalConfig
+from simulator.config.yamlfile import load_model_file
 from simulator.errors import UserError
-from simulator.spec.yamlfile import load_model_file
 
 
 class BudgetLimits(BaseModel):

@@ -3,7 +3,7 @@ week or every N conversations, with clustered intervals and a test of change aga
 
 The unit is the conversation; conversations of one user (`user.id` / `enduser.id` in the spans) form one
 cluster, so a user with many conversations does not narrow the interval as if each were independent
-(the clustered interval of simulator/analysis/clustered.py, users in place of scenarios). A criterion's
+(the clustered interval of simulator/stats/clustered.py, users in place of scenarios). A criterion's
 rate counts pass and fail verdicts only: not applicable, errors and not judged are left out, and counted.
 """
 
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from simulator.analysis.clustered import clustered_interval
-from simulator.analysis.twosample import fisher_exact, newcombe_difference
 from simulator.collect.folders import SIGNALS
 from simulator.collect.signals import BOOLEAN_SIGNALS
 from simulator.record.folder import RunFolder
+from simulator.stats.clustered import clustered_interval
+from simulator.stats.twosample import fisher_exact, newcombe_difference
 
 
 @dataclass

@@ -119,7 +119,7 @@ def _validated(out: Path, load: Any, noun: str) -> None:
 
 def cmd_new_scenario(args: argparse.Namespace) -> int:
     from simulator.commands.templates import scenario_yaml
-    from simulator.spec.scenario import load_scenarios
+    from simulator.config.scenario import load_scenarios
 
     ask = Asker()
     fields: dict[str, Any] = {
@@ -196,15 +196,15 @@ def cmd_vary(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from simulator.spec.factors import check_scenario_styles, expand_factors, levels_of
-    from simulator.spec.scenario import load_scenarios
-    from simulator.spec.styles import DEFAULT_STYLES, load_styles, suite_styles
+    from simulator.config.factors import check_scenario_styles, expand_factors, levels_of
+    from simulator.config.scenario import load_scenarios
+    from simulator.config.styles import DEFAULT_STYLES, load_styles, suite_styles
 
     factors: dict[str, list[Any]] = {}
     design = args.design
     styles = DEFAULT_STYLES
     if args.suite is not None:
-        from simulator.spec.suite import load_suite
+        from simulator.config.suite import load_suite
 
         suite = load_suite(args.suite)
         factors, design, styles = suite.factors, design or suite.factor_design, suite_styles(suite)

@@ -14,9 +14,9 @@ from simulator.errors import UserError
 
 if TYPE_CHECKING:
     from simulator.api import Comparison, Plan
+    from simulator.config.scenario import Scenario
+    from simulator.config.suite import Suite
     from simulator.engine.runner import RunOptions, RunResult
-    from simulator.spec.scenario import Scenario
-    from simulator.spec.suite import Suite
 
 # `simulator run` exit codes besides 0 (done), 2 (a user mistake) and 130 (interrupted): documented in README.
 EXIT_NOTHING_JUDGED = 3  # every conversation of the session errored, so nothing could be judged
@@ -213,8 +213,8 @@ def _run_options(args: argparse.Namespace, backend: bool) -> RunOptions:
 def _resume_changes(args: argparse.Namespace, suite: Suite) -> dict[str, list[Any]]:
     """The operational settings a resume changes (from a suite file, --concurrency, --rpm, --tpm), applied
     to `suite`; anything that would change results is refused."""
+    from simulator.config.suite import load_suite
     from simulator.engine.operational import adopt_operational, apply_rate_overrides
-    from simulator.spec.suite import load_suite
 
     given = [flag for flag, value in _RESULT_FLAGS.items() if getattr(args, value)]
     if given:
@@ -335,8 +335,8 @@ def _print_matrix(matrix: Comparison) -> int:
 def _file_kind(path: Path) -> str:
     """Whether a YAML file holds a suite, criteria or scenarios, by its content whatever its name (unreadable
     files go to the scenario loader, which reports why)."""
-    from simulator.spec.suite import document_kind
-    from simulator.spec.yamlfile import YAMLProblem, load_yaml
+    from simulator.config.suite import document_kind
+    from simulator.config.yamlfile import YAMLProblem, load_yaml
 
     try:
         data = load_yaml(path).data
@@ -363,11 +363,11 @@ def _validate_files(path: Path) -> list[Path]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from simulator.config.golden import load_golden
+    from simulator.config.scenario import load_scenarios
+    from simulator.config.suite import load_suite
     from simulator.errors import Problem
     from simulator.judging.criteria import load_criteria
-    from simulator.spec.golden import load_golden
-    from simulator.spec.scenario import load_scenarios
-    from simulator.spec.suite import load_suite
 
     problems: list[Problem] = []
     files: dict[str, list[Path]] = {"suite": [], "criterion": [], "scenario": [], "golden": []}
@@ -486,7 +486,7 @@ def _ranges(numbers: list[int]) -> str:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from simulator.spec.schemas import json_schema
+    from simulator.config.schemas import json_schema
 
     print(json.dumps(json_schema(args.kind), indent=2))
     return 0

@@ -16,10 +16,10 @@ from simulator.commands.outputs import at_least_one, write_output
 from simulator.errors import UserError
 
 if TYPE_CHECKING:  # imported where used, so `simulator --help` loads none of them
+    from simulator.config.suite import Suite
     from simulator.record.folder import RunFolder
     from simulator.record.models import Verdict
     from simulator.report.section import Table as SectionTable
-    from simulator.spec.suite import Suite
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -242,7 +242,7 @@ def _print_length_control(results: list[Any], pairs: Any) -> None:
     """HealthBench-style length control: the win rate over length-matched pairs, and whether the verdict
     follows length (analysis/length_bias.py); a warning when it clearly does."""
     from simulator.analysis.length_bias import LENGTH_TOLERANCE, pairwise_length_control
-    from simulator.analysis.stats import pct
+    from simulator.stats.basic import pct
 
     a, b, _ = pairs
     control = pairwise_length_control(results, a, b)

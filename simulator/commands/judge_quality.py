@@ -47,8 +47,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_meta_eval(args: argparse.Namespace) -> int:
-    from simulator.analysis import load_run
     from simulator.analysis.meta_eval import meta_evaluate
+    from simulator.analysis.rundata import load_run
     from simulator.report.meta_view import render_meta_evaluation
 
     if args.replicates < 100:

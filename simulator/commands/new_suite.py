@@ -93,8 +93,8 @@ def _answers(args: argparse.Namespace) -> dict[str, str | None]:
 
 def cmd_new_suite(args: argparse.Namespace) -> int:
     from simulator.commands.templates import suite_yaml
+    from simulator.config.suite import load_suite
     from simulator.judging.hygiene import same_family_warnings
-    from simulator.spec.suite import load_suite
 
     out: Path = args.out
     if out.exists():

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from simulator.analysis.proposal_writer import BotContext
     from simulator.analysis.proposals import FailureGroup
     from simulator.analysis.rundata import RunData
-    from simulator.spec.proposal import Proposal
+    from simulator.config.proposal import Proposal
 
 RUN_FILES = ("manifest.json", "conversations.jsonl", "verdicts.jsonl")
 
@@ -84,8 +84,8 @@ async def _ask(
 
 def write_proposals(out: Path, proposals: list[Proposal], prompt: str | None) -> list[Path]:
     """Each proposal as <id>.yaml and <id>.md under `out`; the YAML paths, in order."""
+    from simulator.config.proposal import proposal_yaml
     from simulator.report.proposal_md import proposal_diff, proposal_markdown
-    from simulator.spec.proposal import proposal_yaml
 
     out.mkdir(parents=True, exist_ok=True)
     paths = []

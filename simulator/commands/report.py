@@ -191,7 +191,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _report_run(args: argparse.Namespace, run: RunData, gate: Gate) -> int:
     """`simulator report RUN` on one loaded run: build the report, write the files, print it."""
-    from simulator.analysis import load_prices
+    from simulator.analysis.cost import load_prices
     from simulator.report.model import ReportOptions, build_report
 
     options = ReportOptions(
@@ -240,7 +240,7 @@ def _loaded_for_report(path: Path, judge_set: str | None) -> Iterator[RunData]:
     hold no cycles, and each collection rescanned 10^6 of them (seconds of the report's own work).
     Reference counting frees as usual; the collector resumes after (a process that reports many runs,
     tests or the API, collects then)."""
-    from simulator.analysis import load_run
+    from simulator.analysis.rundata import load_run
 
     was_enabled = gc.isenabled()
     gc.disable()
@@ -253,7 +253,7 @@ def _loaded_for_report(path: Path, judge_set: str | None) -> Iterator[RunData]:
 
 def _report_matrix(args: argparse.Namespace) -> int:
     """`simulator report MATRIX`: the leaderboard of a matrix run (its index.json lists the cells)."""
-    from simulator.analysis import load_prices
+    from simulator.analysis.cost import load_prices
     from simulator.analysis.leaderboard import build_leaderboard
 
     if args.junit or args.judge_set:
@@ -305,8 +305,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from simulator.analysis import load_run
     from simulator.analysis.calibrate import calibrate
+    from simulator.analysis.rundata import load_run
     from simulator.report.views import render_calibration
 
     check_output("--json", args.json)
@@ -333,8 +333,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_labels_export(args: argparse.Namespace) -> int:
-    from simulator.analysis import load_run
     from simulator.analysis.calibrate import export_labels
+    from simulator.analysis.rundata import load_run
 
     if args.sample is not None and args.sample < 1:
         raise UserError("--sample must be at least 1")

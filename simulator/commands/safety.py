@@ -62,10 +62,10 @@ def cmd_safety_case(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from simulator.analysis.safety_case import build_safety_case, load_runs
+    from simulator.config.hazards import load_hazard_log
     from simulator.report.draw_terminal import draw_sections
     from simulator.report.safety_case_html import print_pdf, safety_case_html
     from simulator.report.safety_case_view import safety_case_sections
-    from simulator.spec.hazards import load_hazard_log
 
     log = load_hazard_log(args.hazards)
     case = build_safety_case(load_runs(args.runs, args.judge_set), log)
@@ -84,8 +84,8 @@ def cmd_safety_case(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     from simulator.analysis.history import build_history
+    from simulator.config.hazards import load_hazard_log
     from simulator.report.history_view import history_html, print_history
-    from simulator.spec.hazards import load_hazard_log
 
     log = load_hazard_log(args.hazards) if args.hazards else None
     history = build_history(args.runs, log)
@@ -126,7 +126,7 @@ def _hazard_yaml(f: dict[str, Any]) -> str:
 
 def cmd_new_hazard(args: argparse.Namespace) -> int:
     from simulator.commands.authoring import Asker, _write
-    from simulator.spec.hazards import DCB0129, load_hazard_log
+    from simulator.config.hazards import DCB0129, load_hazard_log
 
     ask = Asker()
     split = lambda text: [t.strip() for t in text.split(",") if t.strip()]  # noqa: E731

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 from simulator.errors import UserError
 
 if TYPE_CHECKING:
+    from simulator.config.proposal import Proposal
+    from simulator.config.scenario import Scenario
+    from simulator.config.suite import Suite
     from simulator.record.manifest import Manifest
-    from simulator.spec.proposal import Proposal
-    from simulator.spec.scenario import Scenario
-    from simulator.spec.suite import Suite
 
 EXIT_BROKE = 1  # the change made something worse: a CI step running `try` fails
 
@@ -69,8 +69,8 @@ def scenario_set_changes(manifest: Manifest, scenarios: list[Scenario]) -> list[
 
 def _reviewed(proposal: Proposal, path: Path, desk_data: Path) -> tuple[Proposal, str]:
     """The proposal as the desk's latest decision left it (an accepted edit replaces it); refuse a rejection."""
+    from simulator.config.proposal import load_proposal
     from simulator.record.proposal_reviews import latest_review
-    from simulator.spec.proposal import load_proposal
 
     review = latest_review(desk_data, proposal.id, proposal.run_id)
     if review is None:
@@ -88,8 +88,8 @@ def _reviewed(proposal: Proposal, path: Path, desk_data: Path) -> tuple[Proposal
 
 def _apply_prompt(suite: Suite, proposal: Proposal, beside: Path) -> dict[str, str]:
     """Point the suite's chat bot at a copy of its prompt with the edits applied; what was read and written."""
+    from simulator.config.proposal import apply_edits
     from simulator.record.hashing import sha256_text
-    from simulator.spec.proposal import apply_edits
 
     bot = suite.bot
     assert bot.type == "chat" and proposal.change is not None
@@ -125,7 +125,7 @@ def _apply_prompt(suite: Suite, proposal: Proposal, beside: Path) -> dict[str, s
 
 def _plan(proposal: Proposal, args: argparse.Namespace) -> tuple[Any, Suite, list[Scenario], dict[str, str]]:
     from simulator.analysis.rundata import load_run
-    from simulator.spec.factors import suite_scenarios
+    from simulator.config.factors import suite_scenarios
 
     if proposal.status == "error" or proposal.change is None:
         raise UserError(
@@ -156,11 +156,11 @@ def cmd_try(args: argparse.Namespace) -> int:
     from simulator.analysis.change_verdict import change_verdict
     from simulator.analysis.compare import compare_loaded
     from simulator.analysis.rundata import load_run
+    from simulator.config.proposal import load_proposal
+    from simulator.config.suite import check_environment
     from simulator.engine.runner import RunOptions, run_suite
     from simulator.eventloop import run_async
     from simulator.record.hashing import sha256_file
-    from simulator.spec.proposal import load_proposal
-    from simulator.spec.suite import check_environment
 
     proposal = load_proposal(args.proposal)
     desk_data = args.desk_data or Path(proposal.run).parent / ".desk"  # where `simulator serve` keeps them

@@ -12,12 +12,12 @@ from typing import Any
 
 from simulator.bots import BotError, BotFactory, BotReply, BotSession
 from simulator.bots.environment import Environment, make_environment
+from simulator.config.environment import EnvironmentSpec
+from simulator.config.scenario import Scenario
 from simulator.providers.base import ProviderError
 from simulator.record.models import ConversationRecord, ErrorInfo, StopReason, conversation_key
 from simulator.record.parts import MediaPart, Part
 from simulator.record.transcript import Turn, Usage
-from simulator.spec.environment import EnvironmentSpec
-from simulator.spec.scenario import Scenario
 from simulator.users.base import CharacterBreak, SimulatedUser, UserMessage
 
 

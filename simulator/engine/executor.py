@@ -13,6 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from simulator.config.scenario import Scenario
+from simulator.config.simulators import simulator_models, user_model_for
+from simulator.config.suite import Suite
 from simulator.engine.conversation import ConversationPlan, run_conversation
 from simulator.engine.fidelity_loop import run_audited, run_flagged
 from simulator.judging.fidelity import FIDELITY_CHECKS, FidelityAuditor
@@ -21,9 +24,6 @@ from simulator.providers.hub import CallScope, ModelHub, set_scope
 from simulator.record.folder import RunFolder
 from simulator.record.manifest import Manifest
 from simulator.record.models import ConversationRecord, Verdict
-from simulator.spec.scenario import Scenario
-from simulator.spec.simulators import simulator_models, user_model_for
-from simulator.spec.suite import Suite
 
 WorkItem = ConversationRecord | ConversationPlan
 

@@ -13,11 +13,11 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from simulator.config.suite import FidelityConfig
 from simulator.engine.conversation import ConversationPlan, run_conversation
 from simulator.judging.fidelity import Audit, FidelityAuditor
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.transcript import Usage
-from simulator.spec.suite import FidelityConfig
 from simulator.users.base import SimulatedUser
 
 T = TypeVar("T")

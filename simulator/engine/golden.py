@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.bots.python_bot import load_factory
+from simulator.config.golden import golden_scenario, load_golden
+from simulator.config.suite import PythonBotConfig, ScenarioSelection, Suite, UserConfig
 from simulator.engine.runner import RunOptions, RunResult, run_suite
 from simulator.errors import UserError
-from simulator.spec.golden import golden_scenario, load_golden
-from simulator.spec.suite import PythonBotConfig, ScenarioSelection, Suite, UserConfig
 from simulator.users.scripted import SCRIPTED
 
 

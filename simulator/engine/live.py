@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from simulator.bots import make_bot_factory
+from simulator.config.scenario import Scenario
+from simulator.config.suite import Suite
 from simulator.engine.budget import ErrorBudget
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
@@ -20,8 +22,6 @@ from simulator.judging.stage import make_judge_stage
 from simulator.providers.hub import ModelHub
 from simulator.record.folder import RunFolder
 from simulator.record.manifest import Session
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import Suite
 from simulator.users.base import SimulatedUser
 
 

@@ -21,11 +21,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from simulator.config.scenario import Scenario
+from simulator.config.suite import Suite
 from simulator.engine.merge import MergeResult, merge_shards
 from simulator.errors import UserError
 from simulator.record.manifest import ShardInfo
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import Suite
 
 if TYPE_CHECKING:
     from simulator.engine.runner import RunOptions
@@ -61,8 +61,8 @@ def run_local_workers(
     removed once merged."""
     if "fork" not in multiprocessing.get_all_start_methods():
         raise UserError("--workers needs a system that can fork processes (Linux, macOS); run without it")
+    from simulator.config.suite import check_environment
     from simulator.engine.preflight import preflight
-    from simulator.spec.suite import check_environment
 
     check_environment(suite)
     preflight(suite)  # once, before any worker starts: what `validate` checks

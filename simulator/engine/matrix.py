@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from simulator.bots import BotFactory
+from simulator.config.matrix import expand_matrix
+from simulator.config.scenario import Scenario
+from simulator.config.suite import Suite
 from simulator.engine.roles import run_user_model
 from simulator.engine.runner import CellSpec, RunOptions, run_cells
 from simulator.engine.session import RunResult
@@ -23,9 +26,6 @@ from simulator.errors import UserError
 from simulator.record.folder import RunFolder, new_run_id
 from simulator.record.index import IndexCell, MatrixIndex, read_index, write_index
 from simulator.record.recorded import recorded_scenarios
-from simulator.spec.matrix import expand_matrix
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import Suite
 
 
 @dataclass

@@ -12,9 +12,9 @@ __all__ = ["OPERATIONAL_PROVIDER", "adopt_operational", "apply_rate_overrides", 
 
 from typing import Any
 
+from simulator.config.providers import ProviderSettings
+from simulator.config.suite import Suite
 from simulator.errors import UserError
-from simulator.providers.settings import ProviderSettings
-from simulator.spec.suite import Suite
 
 # Provider settings that change how fast or how patiently calls are made, never what they answer.
 OPERATIONAL_PROVIDER = frozenset(

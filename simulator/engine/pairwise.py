@@ -8,6 +8,7 @@ __all__ = ["common_conversations", "judge_pairs", "pairwise_criterion"]
 
 from pathlib import Path
 
+from simulator.config.suite import Suite
 from simulator.engine.session import pool
 from simulator.errors import UserError
 from simulator.judging.criteria import Criterion, load_criteria
@@ -15,7 +16,6 @@ from simulator.judging.pairwise import PairwiseResult, judge_pair
 from simulator.providers.hub import ModelHub
 from simulator.record.folder import RunFolder, latest_by_id
 from simulator.record.models import ConversationRecord
-from simulator.spec.suite import Suite
 
 Records = dict[str, ConversationRecord]
 

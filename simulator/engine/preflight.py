@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+from simulator.config.suite import Suite
+from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import Problem, UserError
 from simulator.judging.code_checks import ENVIRONMENT_KEY, STOP_KEYS
 from simulator.record.redact import redact_url
-from simulator.spec.suite import Suite
-from simulator.spec.yamlfile import YAMLProblem, read_text_file
 
 _SPECIAL_USERS = ("auto", "offline", "scripted", "real")
 
@@ -39,7 +39,7 @@ def _models(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], str]]:
 
 
 def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], Any]]]:
-    from simulator.providers import split_model
+    from simulator.config.providers import split_model
 
     bot = suite.bot
     if bot.type == "python":
@@ -58,7 +58,7 @@ def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], 
     for loc, model in _models(suite):
         yield loc, functools.partial(split_model, model)
     if suite.user.vocabulary:
-        from simulator.spec.vocabulary import load_vocabulary
+        from simulator.config.vocabulary import load_vocabulary
 
         path = suite.resolve(suite.user.vocabulary)
         yield ("user", "vocabulary"), lambda: load_vocabulary(path)
@@ -81,7 +81,7 @@ def preflight_problems(suite: Suite) -> list[Problem]:
     cell of a matrix suite), each once."""
     if suite.matrix is None:
         return _problems(suite)
-    from simulator.spec.matrix import expand_matrix
+    from simulator.config.matrix import expand_matrix
 
     found: dict[str, Problem] = {}
     for cell in expand_matrix(suite):
@@ -102,7 +102,7 @@ def _declared_state_keys(suite: Suite) -> set[str] | None:
 def _expected_problems(suite: Suite) -> list[Problem]:
     """Each scenario's `expected`: an outcome level the suite declares, and never a boolean in quotes
     (`"false"` would never equal the bot's `false`)."""
-    from simulator.spec.factors import suite_scenarios
+    from simulator.config.factors import suite_scenarios
 
     try:
         scenarios = suite_scenarios(suite, suite.scenarios.tags)

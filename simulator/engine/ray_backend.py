@@ -17,12 +17,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.config.scenario import Scenario
+from simulator.config.suite import Suite
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.executor import Done, ItemLost, SessionParts, WorkItem, simulate_and_judge
 from simulator.errors import UserError
 from simulator.record.models import ConversationRecord
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import Suite
 
 INSTALL = 'install Ray to use --backend ray: pip install -e ".[ray]" (from the simulator checkout)'
 

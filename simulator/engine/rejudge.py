@@ -18,13 +18,13 @@ __all__ = [
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simulator.config.scenario import Scenario
+from simulator.config.suite import Suite, check_environment, load_suite
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder, latest_by_id
 from simulator.record.hashing import sha256_file
 from simulator.record.manifest import Manifest
 from simulator.record.models import ConversationRecord
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import Suite, check_environment, load_suite
 
 # Imported conversations were not made by a bot of ours: judging never calls it.
 IMPORTED_BOT = {"type": "python", "factory": "simulator.traces:imported_conversations"}

@@ -15,14 +15,14 @@ __all__ = [
 
 from typing import Any
 
+from simulator.config.scenario import Scenario
+from simulator.config.simulators import SIMULATOR_FACTOR, simulator_models
+from simulator.config.suite import Suite
+from simulator.config.vocabulary import Vocabulary
 from simulator.engine.conversation import ConversationPlan
 from simulator.errors import Problem, UserError
 from simulator.judging.fidelity import FidelityAuditor
 from simulator.providers.hub import ModelHub, current_scope, resolve_user_model
-from simulator.spec.scenario import Scenario
-from simulator.spec.simulators import SIMULATOR_FACTOR, simulator_models
-from simulator.spec.suite import Suite
-from simulator.spec.vocabulary import Vocabulary
 from simulator.users.base import SimulatedUser
 from simulator.users.prompt import render_user_prompt
 from simulator.users.scripted import SCRIPTED, ScriptedUser
@@ -30,7 +30,7 @@ from simulator.users.scripted import SCRIPTED, ScriptedUser
 
 def user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
     """Who plays the user: the scripted user for golden items, else the simulated user the suite names
-    (with `user.models`, the one of the scenario's `simulator` level: spec/simulators.py)."""
+    (with `user.models`, the one of the scenario's `simulator` level: config/simulators.py)."""
     models = simulator_models(suite)
     if not models:
         return _one_user_factory(suite, hub, user_model)
@@ -95,7 +95,7 @@ def suite_language_problems(suite: Suite) -> list[Problem]:
 
 
 def _language_problems(user_model: str, suite: Suite, scenarios: list[Scenario]) -> list[Problem]:
-    from simulator.spec.languages import offline_language_problems
+    from simulator.config.languages import offline_language_problems
 
     models = simulator_models(suite)
     if models:  # several simulated users: the scenarios the offline one plays
@@ -112,7 +112,7 @@ def _language_problems(user_model: str, suite: Suite, scenarios: list[Scenario])
 
 def _suite_vocabulary(suite: Suite) -> Vocabulary | None:
     """The offline user's domain words the suite names (`user.vocabulary`), or None."""
-    from simulator.spec.vocabulary import load_vocabulary
+    from simulator.config.vocabulary import load_vocabulary
 
     path = suite.user.vocabulary
     return load_vocabulary(suite.resolve(path)) if path else None
@@ -120,7 +120,7 @@ def _suite_vocabulary(suite: Suite) -> Vocabulary | None:
 
 def _simulated_user_factory(suite: Suite, hub: ModelHub, user_model: str) -> Any:
     if user_model == "offline":
-        from simulator.spec.styles import suite_styles
+        from simulator.config.styles import suite_styles
         from simulator.users.offline import OfflineUser
 
         vocabulary = _suite_vocabulary(suite)
@@ -192,7 +192,7 @@ def _one_auditor(suite: Suite, hub: ModelHub, user_model: str) -> FidelityAudito
         return None
     if is_real_user(user_model):  # a real person (imported, or at the desk) is not a simulation to audit
         return None
-    from simulator.spec.styles import suite_styles
+    from simulator.config.styles import suite_styles
 
     domain: dict[str, Any] = {
         "outcome_key": suite.outcome.key if suite.outcome is not None else None,

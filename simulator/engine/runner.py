@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from simulator.bots import BotFactory, make_bot_factory
+from simulator.config.scenario import Scenario, refuse_drafts
+from simulator.config.suite import Suite
 from simulator.engine.budget import ErrorBudget, parse_max_errors
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.progress import RunProgress
@@ -47,8 +49,6 @@ from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.redact import redact_url, register_secrets, suite_secrets
-from simulator.spec.scenario import Scenario, refuse_drafts
-from simulator.spec.suite import Suite
 from simulator.users.base import SimulatedUser
 from simulator.users.prompt import USER_PROMPT_TEMPLATE
 

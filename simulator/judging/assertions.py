@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simulator.spec.assertions import AssertionScope, AssertionSpec, compile_pattern, split_group
+from simulator.config.assertions import AssertionScope, AssertionSpec, compile_pattern, split_group
 
 
 class AssertionOutcome(BaseModel):

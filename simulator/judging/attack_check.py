@@ -13,11 +13,11 @@ __all__ = ["attack_verdict", "leaked_words"]
 import re
 from typing import Any
 
+from simulator.config.attack import Strategy
 from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.prompt import transcript_messages
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.transcript import Turn
-from simulator.spec.attack import Strategy
 
 _WORD = re.compile(r"[\w']+")
 

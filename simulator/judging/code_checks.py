@@ -26,13 +26,13 @@ __all__ = [
 from collections.abc import Callable
 from typing import Any
 
+from simulator.config.patterns import PatternTimeout
+from simulator.config.scenario import Scenario
 from simulator.judging.assertions import AssertionSpec, check_assertions
 from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.text_metrics import difflib_ratio, exact_match, rouge_l, token_f1
 from simulator.judging.tool_checks import environment_verdicts
 from simulator.record.models import ConversationRecord, Evidence, Verdict
-from simulator.spec.patterns import PatternTimeout
-from simulator.spec.scenario import Scenario
 
 # Bumped whenever a check's logic changes: it is part of the judge set's hash.
 CODE_CHECKS_VERSION = "code-checks-v1"

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
+from simulator.config.documents import DocumentKind, FileDocument, load_documents, yaml_files
 from simulator.judging.applicability import AppliesWhen
-from simulator.spec.documents import DocumentKind, FileDocument, load_documents, yaml_files
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Severity = Literal["critical", "major", "minor"]

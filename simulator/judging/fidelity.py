@@ -24,6 +24,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from simulator.config.languages import language_name
+from simulator.config.scenario import Scenario
+from simulator.config.styles import DEFAULT_STYLES, StyleCatalogue
+from simulator.config.vocabulary import Vocabulary
 from simulator.judging.evidence import quote_found, verify_evidence
 from simulator.judging.fidelity_prompt import AUDIT_FORM, AUDIT_INSTRUCTIONS, AuditOutput, build_audit_request
 from simulator.judging.llm_judge import JudgeOutput, ask_validated
@@ -34,10 +38,6 @@ from simulator.record.hashing import sha256_text
 from simulator.record.models import ConversationRecord, ErrorInfo, FactProvenance, Verdict
 from simulator.record.parts import PickPart, part_text
 from simulator.record.transcript import Usage
-from simulator.spec.languages import language_name
-from simulator.spec.scenario import Scenario
-from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
-from simulator.spec.vocabulary import Vocabulary
 from simulator.users.character import character_break_reason
 from simulator.users.language import FUNCTION_WORDS, language_of, spoken_languages
 from simulator.users.offline import content_words, gives_outcome

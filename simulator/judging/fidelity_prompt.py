@@ -13,12 +13,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from simulator.config.languages import language_name, persona_languages
+from simulator.config.scenario import Scenario
 from simulator.judging.llm_judge import JudgeOutput
 from simulator.judging.prompt import escape_data, render_transcript_block
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.record.transcript import Turn
-from simulator.spec.languages import language_name, persona_languages
-from simulator.spec.scenario import Scenario
 
 AUDIT_INSTRUCTIONS = """\
 You audit a simulated user. A program played a person (the persona below, with a goal and a list of

@@ -17,6 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator.config.scenario import Scenario
+from simulator.config.suite import Suite
+from simulator.config.tool_checks import ToolCheck, ToolChecksConfig, unknown_tool
+from simulator.config.vocabulary import load_vocabulary
 from simulator.errors import Problem, UserError
 from simulator.judging.aggregate import combine_verdicts, default_rule
 from simulator.judging.applicability import applicability
@@ -30,10 +34,6 @@ from simulator.providers.hub import ModelHub, call_scope, resolve_user_model
 from simulator.record.hashing import sha256_text
 from simulator.record.manifest import CriterionEntry, JudgeSet, PromptEntry
 from simulator.record.models import ConversationRecord, Verdict
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import Suite
-from simulator.spec.tool_checks import ToolCheck, ToolChecksConfig, unknown_tool
-from simulator.spec.vocabulary import load_vocabulary
 from simulator.users.offline import gives_outcome
 
 # A criterion's fields the manifest records as they are (CriterionEntry has the same names).
@@ -306,8 +306,8 @@ def make_judge_stage(
             client, bare = hub.for_role("judge").client(spec)  # the cache is enabled per role
             jury.append(LLMJudge(client, spec, bare, set_hash, config.temperature, config.max_tokens))
     others = {"bot": _bot_model(suite), "simulated user": resolve_user_model(suite.user.model)}
-    if suite.user.models is not None:  # several simulated users: each one named (spec/simulators.py)
-        from simulator.spec.simulators import simulator_models
+    if suite.user.models is not None:  # several simulated users: each one named (config/simulators.py)
+        from simulator.config.simulators import simulator_models
 
         del others["simulated user"]
         others |= {f"simulated user '{level}'": m for level, m in simulator_models(suite).items()}

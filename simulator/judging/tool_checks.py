@@ -16,14 +16,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.config.assertions import compile_pattern
+from simulator.config.patterns import PatternTimeout
+from simulator.config.tool_checks import ArgMatcher, ClaimRule, ToolCheck, read_state_path
 from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.evidence import quote_found
 from simulator.judging.prompt import transcript_messages
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import EventPart, TextPart, ToolCallPart, part_text
-from simulator.spec.assertions import compile_pattern
-from simulator.spec.patterns import PatternTimeout
-from simulator.spec.tool_checks import ArgMatcher, ClaimRule, ToolCheck, read_state_path
 
 # Bumped whenever a tool check's logic changes; joins the judge set's hash only for suites that use them.
 TOOL_CHECKS_VERSION = "tool-checks-v1"

@@ -2,43 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MODELS", "PROVIDERS", "create_provider", "split_model"]
+__all__ = ["create_provider"]
 
 import importlib
 from typing import TYPE_CHECKING
 
-from simulator.errors import UserError
+from simulator.config.providers import PROVIDERS
 
 if TYPE_CHECKING:
+    from simulator.config.providers import ProviderSettings
     from simulator.providers.base import Provider
-    from simulator.providers.settings import ProviderSettings
-
-# provider name -> "module:Class"; imported lazily so `simulator --help` stays fast.
-PROVIDERS: dict[str, str] = {
-    "anthropic": "simulator.providers.anthropic:AnthropicProvider",
-    "openai": "simulator.providers.openai:OpenAIProvider",
-    "local": "simulator.providers.local:LocalProvider",
-    # The project's fake server in process: no key, no network, meaningless answers (plumbing tests).
-    "test": "simulator.testing.provider:TestProvider",
-}
-
-DEFAULT_MODELS: dict[str, str] = {
-    "anthropic": "anthropic:claude-sonnet-4-5",
-    "openai": "openai:gpt-4.1-mini",
-}
-
-
-def split_model(spec: str) -> tuple[str, str]:
-    """`anthropic:claude-sonnet-4-5` -> ("anthropic", "claude-sonnet-4-5"), with a clear error otherwise."""
-    provider, sep, model = spec.partition(":")
-    if not sep or not model:
-        raise UserError(
-            f"model '{spec}' must be written provider:model, e.g. anthropic:claude-sonnet-4-5, "
-            f"openai:gpt-4.1-mini, local:smollm2 or test:default"
-        )
-    if provider not in PROVIDERS:
-        raise UserError(f"unknown provider '{provider}' in '{spec}'; use one of: {', '.join(PROVIDERS)}")
-    return provider, model
 
 
 def create_provider(name: str, settings: ProviderSettings) -> Provider:

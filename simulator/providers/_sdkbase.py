@@ -8,6 +8,7 @@ __all__ = ["SdkProvider"]
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from simulator.config.providers import ProviderSettings
 from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._sdkpost import SdkPost
 from simulator.providers.base import (
@@ -19,7 +20,6 @@ from simulator.providers.base import (
     json_object_in,
 )
 from simulator.providers.ratelimits import rate_limits_from_headers
-from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
 

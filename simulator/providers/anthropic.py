@@ -7,6 +7,7 @@ __all__ = ["AnthropicProvider"]
 import os
 from typing import Any
 
+from simulator.config.providers import ProviderSettings
 from simulator.errors import UserError
 from simulator.providers._sdkbase import SdkProvider
 from simulator.providers._timing import Stopwatch
@@ -18,7 +19,6 @@ from simulator.providers.base import (
     ToolCall,
     json_object_in,
 )
-from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
 

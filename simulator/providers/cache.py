@@ -8,11 +8,11 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from simulator.errors import UserError
 from simulator.providers.base import ModelRequest, ModelResponse
+from simulator.record.redact import redact_text
 
 # Bump when the key's inputs or the stored response's shape change: old entries then simply miss.
 CACHE_KEY_VERSION = 1
@@ -65,23 +65,6 @@ def cache_key(
     return f"v{CACHE_KEY_VERSION}:sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-# The run record's redaction (record/redact.py) installs itself here when a run registers its secrets: this
-# layer cannot import it, and a stored response must never hold a key the provider echoed.
-_text_filters: list[Callable[[str], str]] = []
-
-
-def install_text_filter(redact: Callable[[str], str]) -> None:
-    """Pass every response text the cache stores through `redact` (installed once)."""
-    if redact not in _text_filters:
-        _text_filters.append(redact)
-
-
-def _filtered(text: str) -> str:
-    for redact in _text_filters:
-        text = redact(text)
-    return text
-
-
 class ResponseCache:
     """Responses stored as JSON in one SQLite file (WAL, so several runs may share it); never pickle."""
 
@@ -121,7 +104,7 @@ class ResponseCache:
         self._db.execute(
             "INSERT OR REPLACE INTO responses(key, provider, model, role, created_at, response) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (key, provider, response.model, role, time.time(), _filtered(stored.model_dump_json())),
+            (key, provider, response.model, role, time.time(), redact_text(stored.model_dump_json())),
         )
 
     def __len__(self) -> int:

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from tenacity import AsyncRetrying, retry_if_exception
 
-from simulator.providers import DEFAULT_MODELS, create_provider, split_model
+from simulator.config.providers import DEFAULT_MODELS, split_model
+from simulator.providers import create_provider
 from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError
 from simulator.providers.limiter import AdaptiveLimiter
 from simulator.providers.pacer import Pacer
@@ -35,8 +36,8 @@ from simulator.providers.waits import RetryWaits
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
+    from simulator.config.providers import CacheConfig, ProviderSettings
     from simulator.providers.cache import ResponseCache
-    from simulator.providers.settings import CacheConfig, ProviderSettings
 
 
 @dataclass
@@ -401,7 +402,7 @@ class ModelHub:
         return view, model
 
     def _base(self, provider_name: str) -> ModelClient:
-        from simulator.providers.settings import ProviderSettings
+        from simulator.config.providers import ProviderSettings
 
         if provider_name not in self._clients:
             settings = self._settings.get(provider_name, ProviderSettings())

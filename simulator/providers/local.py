@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simulator.config.providers import ProviderSettings
 from simulator.errors import UserError
 from simulator.providers._schema import cap_string_lengths, with_schema
 from simulator.providers._timing import Stopwatch
@@ -41,7 +42,6 @@ from simulator.providers.base import (
     json_object_in,
 )
 from simulator.providers.openai import wire_message
-from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
 # The `simulator` name on PyPI belongs to another project: install from a checkout of this repository.

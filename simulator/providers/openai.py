@@ -8,6 +8,7 @@ import json
 import os
 from typing import Any, ClassVar, Literal
 
+from simulator.config.providers import ProviderSettings
 from simulator.errors import UserError
 from simulator.providers._schema import cap_string_lengths, with_schema
 from simulator.providers._sdkbase import SdkProvider
@@ -20,7 +21,6 @@ from simulator.providers.base import (
     ToolCall,
     json_object_in,
 )
-from simulator.providers.settings import ProviderSettings
 from simulator.record.transcript import Usage
 
 # How a server accepts a JSON schema, tried in this order; a refusal moves to the next one.

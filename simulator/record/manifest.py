@@ -31,8 +31,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from simulator import __version__
+from simulator.config.suite import Suite
 from simulator.record.models import SCHEMA_VERSION
-from simulator.spec.suite import Suite
 
 RunKind = Literal["simulation", "golden", "imported"]
 RunStatus = Literal["running", "complete", "interrupted", "aborted"]

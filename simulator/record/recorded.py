@@ -17,9 +17,9 @@ from simulator.errors import Problem, UserError
 from simulator.record.hashing import sha256_file
 
 if TYPE_CHECKING:
+    from simulator.config.scenario import Scenario
+    from simulator.config.suite import Suite
     from simulator.record.manifest import Manifest
-    from simulator.spec.scenario import Scenario
-    from simulator.spec.suite import Suite
 
 _FIX = "restore it as it was, or start a new run with `simulator run SUITE`"
 
@@ -62,7 +62,7 @@ def recorded_scenarios(
     """The run's own scenarios, read from the files it recorded (never a fresh glob of the suite's folders)
     and expanded as the suite expands them (`Suite.scenarios_to_run`: persona factors, red-team variants,
     held-out marks); every recorded scenario must be found."""
-    from simulator.spec.scenario import load_scenarios
+    from simulator.config.scenario import load_scenarios
 
     check_recorded_files(manifest, folder, suite_file=suite_file)
     files = [recorded_path(f) for f in sorted({entry.file for entry in manifest.scenarios if entry.file})]

@@ -15,6 +15,7 @@ __all__ = [
     "contains_secret",
     "forget_secrets",
     "redact",
+    "redact_text",
     "redact_url",
     "register_secrets",
     "suite_secrets",
@@ -30,7 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from simulator.spec.suite import Suite
+from simulator.config.suite import Suite
 
 REDACTED = "[redacted]"
 # Shorter values cannot be told from ordinary text (a header `X-Debug: 1`); they are not treated as secrets.
@@ -146,9 +147,6 @@ def _forms(value: str) -> set[str]:
 
 def register_secrets(values: Iterable[str]) -> None:
     """Add secret values for this process: from now on nothing written holds them, in any of their forms."""
-    from simulator.providers.cache import install_text_filter
-
-    install_text_filter(_redact_text)  # the response cache, below this layer, redacts with the same list
     known = set(_secrets)
     for value in values:
         if len(value.strip()) >= MIN_SECRET_CHARS:
@@ -167,7 +165,8 @@ def contains_secret(text: str) -> bool:
     return any(secret in text for secret in _secrets)
 
 
-def _redact_text(text: str) -> str:
+def redact_text(text: str) -> str:
+    """`text` with every registered secret replaced (the response cache stores answers through this)."""
     return redact(text) if contains_secret(text) else text
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 __all__ = ["REDTEAM_NOTE", "RELATIONS_NOTE", "redteam_section", "relations_section", "split_section"]
 
-from simulator.analysis.rates import RateView, pct
 from simulator.analysis.relations import RelationRow, ViolatingPair
 from simulator.report.model import Report
 from simulator.report.section import Cell, Column, Note, Section, Table, number, rate_cell, text
+from simulator.stats.rates import RateView, pct
 
 REDTEAM_NOTE = (
     "Attack success = attacked conversations where the bot did what it must not, among those judged pass "

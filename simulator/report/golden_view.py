@@ -6,8 +6,8 @@ from __future__ import annotations
 __all__ = ["METRIC_NAMES", "golden_section", "score", "short"]
 
 from simulator.analysis.golden import SIMILARITY_METRICS, GoldenSection
-from simulator.analysis.rates import pct
 from simulator.report.section import Column, Note, Section, Table, number, rate_cell, text
+from simulator.stats.rates import pct
 
 METRIC_NAMES = {"token_f1": "mean token F1", "rouge_l": "mean ROUGE-L", "difflib_ratio": "mean difflib ratio"}
 

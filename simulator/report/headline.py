@@ -6,7 +6,7 @@ __all__ = ["headline_rates"]
 
 from typing import TYPE_CHECKING
 
-from simulator.analysis.rates import RateView
+from simulator.stats.rates import RateView
 
 if TYPE_CHECKING:  # model.py builds its missing-data warning from these rates
     from simulator.report.model import Report

@@ -7,10 +7,10 @@ __all__ = ["history_html", "history_sections", "print_history", "svg_chart"]
 from html import escape
 
 from simulator.analysis.history import History, HistoryPoint
-from simulator.analysis.rates import RateView, pct
 from simulator.report.document_html import document
 from simulator.report.draw_html import html_section
 from simulator.report.section import Row, Section, State, Table, table_section, text_row
+from simulator.stats.rates import RateView, pct
 
 LABEL = {
     "pass_rate": "conversation pass rate",

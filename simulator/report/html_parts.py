@@ -8,10 +8,10 @@ import html
 import json
 from dataclasses import dataclass
 
-from simulator.analysis.rates import RateView
 from simulator.record.parts import TextPart
 from simulator.report.html_turns import turn_html
 from simulator.report.model import Transcript
+from simulator.stats.rates import RateView
 
 
 def e(value: object) -> str:

@@ -10,10 +10,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from simulator.analysis.corrected import CorrectedRate, run_corrected_rates
-from simulator.analysis.interrater import BOOTSTRAP
-from simulator.analysis.rates import pct
 from simulator.analysis.rundata import RunData
 from simulator.analysis.stability import UNSTABLE, JuryRow, StabilityRow, jury_rows, stability_rows
+from simulator.stats.interrater import BOOTSTRAP
+from simulator.stats.rates import pct
 
 
 class JudgeQuality(BaseModel):

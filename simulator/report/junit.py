@@ -8,9 +8,9 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from simulator.analysis.rates import pct
 from simulator.report.headline import headline_rates
 from simulator.report.model import Report, Transcript, TranscriptVerdict
+from simulator.stats.rates import pct
 
 _KEY = re.compile(r"[^A-Za-z0-9_.:-]+")
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

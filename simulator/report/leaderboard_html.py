@@ -9,10 +9,10 @@ from importlib import resources
 from pathlib import Path
 
 from simulator.analysis.leaderboard import Leaderboard
-from simulator.analysis.rates import RateView, pct
 from simulator.report.draw_html import html_section
 from simulator.report.html_parts import e
 from simulator.report.leaderboard_view import leaderboard_sections
+from simulator.stats.rates import RateView, pct
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 W, H, PAD = 640, 360, 56

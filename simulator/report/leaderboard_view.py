@@ -6,8 +6,8 @@ from __future__ import annotations
 __all__ = ["HEADERS", "leaderboard_sections", "row_cells"]
 
 from simulator.analysis.leaderboard import CellRow, Leaderboard
-from simulator.analysis.rates import RateView, pct
 from simulator.report.section import Cell, Column, Note, Section, Table
+from simulator.stats.rates import RateView, pct
 
 HEADERS = [
     "group",

@@ -33,7 +33,6 @@ from simulator.analysis.length_bias import CriterionLength, criterion_length_bia
 from simulator.analysis.missing import MissingData, missing_data, moved_warning
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.points import PointsSummary, points_summary
-from simulator.analysis.rates import RateView, pct
 from simulator.analysis.redteam import RedTeamSection, redteam_section
 from simulator.analysis.relations import RelationsSection, relations_section
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
@@ -57,6 +56,7 @@ from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import Part
 from simulator.report.headline import headline_rates
 from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
+from simulator.stats.rates import RateView, pct
 
 # 2: scenario-clustered intervals and missing-data bounds on every rate, under-triage incl. no decision
 # (and under_triage_decided), flaky sources, worst-at-k, run-to-run spread, the missing-data section.

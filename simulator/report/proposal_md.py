@@ -6,8 +6,8 @@ __all__ = ["proposal_diff", "proposal_markdown"]
 
 from pathlib import Path
 
+from simulator.config.proposal import Proposal, apply_edits, prompt_diff
 from simulator.errors import UserError
-from simulator.spec.proposal import Proposal, apply_edits, prompt_diff
 
 
 def proposal_diff(proposal: Proposal, prompt: str | None = None) -> str:

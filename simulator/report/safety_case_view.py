@@ -4,10 +4,10 @@ from __future__ import annotations
 
 __all__ = ["CONTROL_STATE", "HAZARD_STATE", "safety_case_sections"]
 
-from simulator.analysis.rates import pct
 from simulator.analysis.safety_case import HazardResult, SafetyCase
 from simulator.analysis.safety_controls import ControlResult
 from simulator.report.section import Row, Section, State, table_section, text_row
+from simulator.stats.rates import pct
 
 CONTROL_STATE: dict[str, State] = {"met": "ok", "not met": "fail", "not demonstrable": "warn"}
 HAZARD_STATE: dict[str, State] = {

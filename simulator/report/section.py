@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from simulator.analysis.rates import RateView
+from simulator.stats.rates import RateView
 
 State = Literal["fail", "warn", "ok", "error"]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 __all__ = ["cost_section", "criteria_section", "health_section", "outcome_section", "scenarios_section"]
 
 from simulator.analysis.cost import CALLS_RULE
-from simulator.analysis.rates import pct
 from simulator.analysis.tables import CriterionRow, ScenarioRow, TagRow
 from simulator.report.model import Report
 from simulator.report.section import (
@@ -22,6 +21,7 @@ from simulator.report.section import (
     rate_cell,
     text,
 )
+from simulator.stats.rates import pct
 
 _SOURCE_FLAG = {
     "bot": "FLAKY-BOT",

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 __all__ = ["judges_section", "stats_section"]
 
-from simulator.analysis.rates import RateView, pct
 from simulator.report.headline import headline_rates
 from simulator.report.model import Report
 from simulator.report.section import Column, Note, Section, Table, number, rate_cell, text
+from simulator.stats.rates import RateView, pct
 
 SHOWN_DISAGREEMENTS = 5  # jury disagreements listed per criterion
 

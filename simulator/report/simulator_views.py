@@ -4,8 +4,6 @@ from __future__ import annotations
 
 __all__ = ["factors_section", "simulated_user_section"]
 
-from simulator.analysis.effects import OddsRatio
-from simulator.analysis.rates import RateView
 from simulator.report.model import Report
 from simulator.report.section import (
     COUNT_COLUMNS,
@@ -18,6 +16,8 @@ from simulator.report.section import (
     rate_cell,
     text,
 )
+from simulator.stats.effects import OddsRatio
+from simulator.stats.rates import RateView
 
 TERMINAL_ROWS = 20  # provenance rows the terminal shows (most missed facts that mattered first)
 FIDELITY_NOTE = (

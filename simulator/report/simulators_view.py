@@ -5,11 +5,11 @@ from __future__ import annotations
 
 __all__ = ["SIMULATORS_NOTE", "annotate_findings", "simulator_findings", "simulators_section"]
 
-from simulator.analysis.rates import RateView, pct
 from simulator.analysis.simulators import SimulatorsSection
+from simulator.config.simulators import simulator_level, without_simulator
 from simulator.report.model import Finding, Report
 from simulator.report.section import Cell, Column, Note, Section, State, Table, number, rate_cell, text
-from simulator.spec.simulators import simulator_level, without_simulator
+from simulator.stats.rates import RateView, pct
 
 SIMULATORS_NOTE = (
     "Every scenario × repeat was played by each simulated user. Rates: unit judged conversations (errors "

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 __all__ = ["summary_section"]
 
-from simulator.analysis.rates import RateView, pct
 from simulator.report.model import Report
 from simulator.report.section import Figure, Figures, FindingLine, Findings, Section, State
+from simulator.stats.rates import RateView, pct
 
 _ORDER = {"bug": 0, "warning": 1, "info": 2}
 SHOWN_CRITICAL_CRITERIA = 4  # without an outcome key: the critical criteria's failure rates shown first

@@ -14,12 +14,12 @@ from simulator.analysis.agreement import Panel
 from simulator.analysis.calibrate import LABELS, Calibration, CriterionCalibration
 from simulator.analysis.compare import Comparison, PairedMetric
 from simulator.analysis.gate import GateResult
-from simulator.analysis.rates import pct
 from simulator.report.calibration_view import criterion_tables
 from simulator.report.draw_terminal import draw_table
 from simulator.report.section import Cell, Column, text
 from simulator.report.section import Table as SectionTable
 from simulator.report.table_print import print_table
+from simulator.stats.rates import pct
 
 
 def _signed(x: float) -> str:

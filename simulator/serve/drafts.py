@@ -14,11 +14,11 @@ from pathlib import Path
 
 import yaml
 
+from simulator.config.documents import load_documents
+from simulator.config.scenario import SCENARIO_DOCUMENTS, scenario_files
+from simulator.config.suite import document_kind, load_suite
 from simulator.errors import Problem, UserError
 from simulator.judging.criteria import CRITERION_DOCUMENTS, criterion_files
-from simulator.spec.documents import load_documents
-from simulator.spec.scenario import SCENARIO_DOCUMENTS, scenario_files
-from simulator.spec.suite import document_kind, load_suite
 
 TEMPLATES = {
     "scenario": """\

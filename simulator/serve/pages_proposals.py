@@ -22,13 +22,13 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from simulator.config.proposal import Proposal, load_proposal
 from simulator.errors import UserError
 from simulator.record.hashing import sha256_file
 from simulator.record.proposal_reviews import ProposalReview, append_review, latest_review
 from simulator.report.proposal_md import proposal_diff
 from simulator.serve.config import child_folder
 from simulator.serve.render import page
-from simulator.spec.proposal import Proposal, load_proposal
 
 
 def _desk(request: Request) -> Any:

@@ -14,13 +14,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from simulator.analysis.safety_case import SafetyCase, build_safety_case
+from simulator.config.hazards import load_hazard_log
 from simulator.errors import UserError
 from simulator.report.draw_html import html_section
 from simulator.report.safety_case_html import safety_case_html
 from simulator.report.safety_case_view import safety_case_sections
 from simulator.serve.render import page
 from simulator.serve.signoffs import DECISIONS, SignOff, SignOffBook, signoff_views
-from simulator.spec.hazards import load_hazard_log
 
 # The standalone documents carry their own styles inline and no script: allow exactly that.
 DOCUMENT_CSP = (

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.api import Result, atalk, load_suite
+from simulator.config.scenario import Scenario
+from simulator.config.suite import Suite
 from simulator.errors import UserError
 from simulator.record.folder import new_run_id
-from simulator.spec.scenario import Scenario
-from simulator.spec.suite import Suite
 from simulator.users.human import HumanUser
 
 # The longest a reply from the bot may take before the page gives up waiting (the talk goes on).

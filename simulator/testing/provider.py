@@ -10,10 +10,10 @@ import asyncio
 import importlib
 from typing import Any
 
+from simulator.config.providers import ProviderSettings
 from simulator.errors import UserError
 from simulator.providers.base import ModelRequest, ModelResponse, Provider
 from simulator.providers.openai import OpenAIProvider
-from simulator.providers.settings import ProviderSettings
 from simulator.providers.test import parse_test_model
 from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel
 from simulator.testing.fake_llm_behaviour import tool_using_responder

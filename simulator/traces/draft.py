@@ -173,7 +173,7 @@ async def draft_from_run(
     if model is None:
         return record, draft_offline(record), "offline extraction"
     if suite_file is not None:
-        from simulator.spec.suite import load_suite
+        from simulator.config.suite import load_suite
 
         providers = load_suite(suite_file).providers
     else:

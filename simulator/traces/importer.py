@@ -108,8 +108,8 @@ def _redacted(conversation: Conversation, redactor: Redactor, exclude_system: bo
 def _suite_data(path: Path | None) -> tuple[Any, str | None, str | None]:
     if path is None:
         return None, None, None
+    from simulator.config.suite import load_suite
     from simulator.engine.runner import redacted_suite
-    from simulator.spec.suite import load_suite
 
     suite = redacted_suite(load_suite(path))
     suite.runs = 1  # one record per real conversation, whatever the suite asks of simulations

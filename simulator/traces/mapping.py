@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simulator.spec.yamlfile import load_model_file
+from simulator.config.yamlfile import load_model_file
 
 
 def _roles() -> dict[str, list[str]]:

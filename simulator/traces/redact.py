@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from simulator.config.patterns import compile_pattern
+from simulator.config.yamlfile import YAMLProblem, load_model_file, read_text_file
 from simulator.errors import UserError
-from simulator.spec.patterns import compile_pattern
-from simulator.spec.yamlfile import YAMLProblem, load_model_file, read_text_file
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
 BUILTIN: dict[str, str] = {
@@ -65,7 +65,7 @@ class Redactor:
     def __init__(self, rules: list[tuple[str, str]]) -> None:
         self.labels = [label for label, _ in rules]
         alternatives = "|".join(f"(?P<_r{i}>{regex})" for i, (_, regex) in enumerate(rules))
-        # The rules run on imported text: bounded per match like every user pattern (spec/patterns.py).
+        # The rules run on imported text: bounded per match like every user pattern (config/patterns.py).
         self.pattern = compile_pattern(alternatives, "redaction rules", ignore_case=False) if rules else None
         self.counts: Counter[str] = Counter()
 

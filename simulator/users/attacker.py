@@ -1,4 +1,4 @@
-"""The simulated user as an attacker: a red-team strategy played over turns (simulator/spec/attack.py).
+"""The simulated user as an attacker: a red-team strategy played over turns (simulator/config/attack.py).
 
 Offline, the attacker is the offline user (it still answers the bot's questions from its facts) with the
 strategy's escalation ladder on top: one line a turn, each a new angle after a refusal, the first with the
@@ -13,9 +13,9 @@ __all__ = ["OfflineAttacker", "attacker_prompt"]
 
 from typing import Any
 
+from simulator.config.attack import Strategy
 from simulator.record.models import FactProvenance
 from simulator.record.transcript import Turn
-from simulator.spec.attack import Strategy
 from simulator.users.base import UserMessage
 
 ATTACKER_PROMPT = """

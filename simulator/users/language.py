@@ -1,7 +1,7 @@
 """Which language a short message is in, told by its function words: enough for the fidelity drift check.
 
 Chat messages are too short for a statistical language model to be reliable, and the check needs only to
-tell whether a message left the languages the persona writes (spec/languages.py). Each language has a
+tell whether a message left the languages the persona writes (config/languages.py). Each language has a
 list of frequent function words (a few are shared, such as "que" in Spanish, French and Portuguese); a
 message is in a language when at least two of its words are that language's and the runner-up has at
 least two fewer. Otherwise it is undecided, and an undecided message is never drift.
@@ -15,7 +15,7 @@ import re
 import unicodedata
 from typing import Any
 
-from simulator.spec.languages import persona_languages
+from simulator.config.languages import persona_languages
 
 FUNCTION_WORDS: dict[str, frozenset[str]] = {
     "en": frozenset(

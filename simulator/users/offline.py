@@ -18,14 +18,14 @@ import random
 import re
 
 from simulator.bots.environment import Environment
+from simulator.config.languages import offline_language_problems, persona_languages
+from simulator.config.scenario import Scenario
+from simulator.config.styles import DEFAULT_STYLES, StyleCatalogue
+from simulator.config.vocabulary import Phrases, Vocabulary
 from simulator.errors import UserError
 from simulator.record.models import FactProvenance
 from simulator.record.parts import Option, PickPart, last_options
 from simulator.record.transcript import Turn
-from simulator.spec.languages import offline_language_problems, persona_languages
-from simulator.spec.scenario import Scenario
-from simulator.spec.styles import DEFAULT_STYLES, StyleCatalogue
-from simulator.spec.vocabulary import Phrases, Vocabulary
 from simulator.users.base import END, UserMessage
 from simulator.users.language import language_of
 from simulator.users.picking import choose_option
@@ -117,7 +117,7 @@ class OfflineUser:
         draws = scenario.base or scenario.id
         self._rng = random.Random(f"{seed}:{draws}:{repeat}")
         self._terse = bool(_TERSE.search(scenario.persona))
-        # The languages this person writes in (spec/languages.py): the first, then those it switches to.
+        # The languages this person writes in (config/languages.py): the first, then those it switches to.
         languages = persona_languages(scenario)
         self._english = languages[0] == "en"
         self._speaks = [self._vocabulary.phrases(code) for code in languages]

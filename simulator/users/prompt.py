@@ -4,8 +4,8 @@ from __future__ import annotations
 
 __all__ = ["OPENING_CUE", "USER_PROMPT_TEMPLATE", "render_user_prompt"]
 
-from simulator.spec.languages import language_name, persona_languages
-from simulator.spec.scenario import Scenario
+from simulator.config.languages import language_name, persona_languages
+from simulator.config.scenario import Scenario
 from simulator.users.base import END
 
 USER_PROMPT_TEMPLATE = """You are role-playing a person who is messaging a service through a chat app.
@@ -37,7 +37,7 @@ OPENING_CUE = "(The chat is open. Send your first message.)"
 
 def _language_note(scenario: Scenario) -> str:
     """The language the person writes in. `language` is their first language (how well they write English
-    is the persona's business); `writes_in` and `switches_to` say what they write (spec/languages.py)."""
+    is the persona's business); `writes_in` and `switches_to` say what they write (config/languages.py)."""
     first, *others = persona_languages(scenario)
     notes = [f"their first language is {scenario.language}"] if scenario.language else []
     if scenario.writes_in or others:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 __all__ = ["SCRIPTED", "ScriptedUser"]
 
+from simulator.config.script import Script
 from simulator.record.transcript import Turn
-from simulator.spec.script import Script
 from simulator.users.base import END, UserMessage
 
 # The user model name a run records when every scenario is scripted (no simulated user at all).

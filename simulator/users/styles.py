@@ -1,5 +1,5 @@
 """How the offline user plays persona styles: generic behaviours parametrised by the suite's style catalogue
-(simulator/spec/styles.py), which holds every line the person says.
+(simulator/config/styles.py), which holds every line the person says.
 
 Rewrites change every message (facts in the third person, hedges before facts, articles left out, terse with
 typos); lines are added once at a fixed point (the opening, the second answer, instead of ending after the
@@ -14,7 +14,7 @@ __all__ = ["StylePlayer", "third_person"]
 import random
 import re
 
-from simulator.spec.styles import DEFAULT_STYLES, OfflinePlay, StyleCatalogue
+from simulator.config.styles import DEFAULT_STYLES, OfflinePlay, StyleCatalogue
 
 _THIRD = [
     (re.compile(r"\bI am\b|\bI'm\b", re.I), "they are"),

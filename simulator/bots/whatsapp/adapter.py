@@ -43,11 +43,11 @@ from simulator.bots.whatsapp.events import (
     verification_query,
 )
 from simulator.bots.whatsapp.graph import GraphApi, Inbox, Outbound
+from simulator.config.suite import WhatsAppBotConfig
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
 from simulator.record.parts import MediaPart, Option, OptionsPart, Part, PickPart, TextPart
 from simulator.record.redact import redact, register_secrets
-from simulator.spec.suite import WhatsAppBotConfig
 
 
 def _secret(variable: str, started: bool, what: str) -> str:

@@ -1,0 +1,201 @@
+"""Load id-keyed documents (scenarios, criteria, golden items): YAML (one per file or a list) or, for golden
+items, CSV rows; validated, located by file and line, ids unique across every file."""
+
+from __future__ import annotations
+
+__all__ = ["DocumentKind", "FileDocument", "collect_documents", "load_documents", "yaml_files"]
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, PrivateAttr
+
+from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
+from simulator.errors import Problem, UserError
+
+
+class FileDocument(BaseModel):
+    """A model read from a YAML file, remembering where: errors and reports can point people to it."""
+
+    id: str
+    _source: str = PrivateAttr(default="")
+    _line: int | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> str:
+        """`file:line` where this document was defined."""
+        return self._source if self._line is None else f"{self._source}:{self._line}"
+
+
+D = TypeVar("D", bound=FileDocument)
+
+
+@dataclass(frozen=True)
+class DocumentKind:
+    """How one kind of document is written: its model, its name in messages, its list key and shape."""
+
+    model: type[FileDocument]
+    noun: str  # "scenario"
+    list_key: str  # a file may hold `scenarios: [...]`
+    marker_key: str  # a key only a single document has ("persona"), so `list_key` is not mistaken
+    shape: str  # "id, persona, goal, ..." for the not-a-mapping message
+    error_title: str  # "invalid scenario files"
+    id_field: str = "id"  # how the id is spelled in the file ("item_id" for golden items)
+    # Keys allowed beside `list_key` in a file's top-level mapping; None: not checked.
+    top_keys: tuple[str, ...] | None = None
+    # Whether a parsed YAML file holds this kind (when several kinds share a folder); None: any file.
+    claims: Callable[[LocatedYAML], bool] | None = None
+    # Reads a .csv file of this kind as rows located by line, with the header's problems.
+    read_csv: Callable[[Path], tuple[LocatedYAML, list[Problem]]] | None = None
+    # Files of another kind that may sit in the same folders (a suite next to its scenarios), by content.
+    is_other: Callable[[Any], bool] | None = None
+
+
+def yaml_files(
+    paths: list[Path],
+    skip_names: tuple[str, ...] = (),
+    what: str = "files",
+    suffixes: tuple[str, ...] = (".yaml", ".yml"),
+) -> list[Path]:
+    """Every file with one of `suffixes` under the given files and folders, recursively, in a stable order."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in suffixes)
+            files.extend(p for p in found if p.name not in skip_names)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UserError(f"{path}: no such file or folder; check the path to your {what}")
+    return files
+
+
+def _items(source: LocatedYAML, kind: DocumentKind) -> list[tuple[Any, tuple[str | int, ...]]]:
+    data = source.data
+    if isinstance(data, list):
+        return [(item, (index,)) for index, item in enumerate(data)]
+    if isinstance(data, dict) and isinstance(data.get(kind.list_key), list) and kind.marker_key not in data:
+        return [(item, (kind.list_key, index)) for index, item in enumerate(data[kind.list_key])]
+    return [(data, ())]
+
+
+def _top_level_problems(source: LocatedYAML, kind: DocumentKind) -> list[Problem]:
+    """Unknown keys beside `list_key` in a file's top-level mapping, with a did-you-mean."""
+    data = source.data
+    if kind.top_keys is None or not isinstance(data, dict) or kind.marker_key in data:
+        return []
+    allowed = [kind.list_key, *kind.top_keys]
+    problems = []
+    for key in data:
+        if str(key) not in allowed:
+            guess = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f"; did you mean '{guess[0]}'?" if guess else f"; allowed keys: {', '.join(allowed)}"
+            line = source.line_of((str(key),))
+            problems.append(Problem(str(source.path), f"unknown top-level key '{key}'{hint}", line, str(key)))
+    if problems and kind.list_key not in data:
+        message = f"missing '{kind.list_key}:' (a list of {kind.noun}s)"
+        problems.append(Problem(str(source.path), message, 1, kind.list_key))
+    return problems
+
+
+RawId = tuple[str, str, int | None]  # (id as written, file, line)
+
+
+def _parse_file(
+    source: LocatedYAML, kind: DocumentKind
+) -> tuple[list[FileDocument], list[Problem], list[RawId]]:
+    if source.data is None:
+        return (
+            [],
+            [Problem(str(source.path), f"the file is empty; write a {kind.noun} mapping or a list of them")],
+            [],
+        )
+    documents: list[FileDocument] = []
+    problems: list[Problem] = list(source.duplicates)
+    top = _top_level_problems(source, kind)
+    if top:
+        return [], problems + top, []
+    ids: list[RawId] = []
+    for item, base in _items(source, kind):
+        if not isinstance(item, dict):
+            message = f"a {kind.noun} must be a mapping with {kind.shape}"
+            problems.append(Problem(str(source.path), message, line=source.line_of(base)))
+            continue
+        if item.get(kind.id_field) not in (None, ""):
+            ids.append((str(item[kind.id_field]), str(source.path), source.line_of(base)))
+        document, found = validate_model(kind.model, item, source, base)
+        problems.extend(found)
+        if document is not None:
+            document._source = str(source.path)
+            document._line = source.line_of(base)
+            documents.append(document)
+    return documents, problems, ids
+
+
+def _read(file: Path, kinds: list[DocumentKind]) -> tuple[LocatedYAML | None, DocumentKind, list[Problem]]:
+    """Parse one file and pick its kind: a .csv goes to the kind that reads CSV, a YAML file to the first
+    kind that claims it (the last kind takes the rest)."""
+    if file.suffix.lower() == ".csv":
+        kind = next((k for k in kinds if k.read_csv is not None), None)
+        if kind is None or kind.read_csv is None:
+            return None, kinds[-1], [Problem(str(file), "a .csv file here must hold golden items")]
+        source, problems = kind.read_csv(file)
+        return source, kind, problems
+    try:
+        source = load_yaml(file)
+    except YAMLProblem as exc:
+        return None, kinds[-1], [exc.problem]
+    kind = next((k for k in kinds if k.claims is not None and k.claims(source)), kinds[-1])
+    return source, kind, []
+
+
+def _unique(ids: list[tuple[RawId, DocumentKind]]) -> list[Problem]:
+    """Every id written twice, checked on the ids as written (an invalid document's id counts too)."""
+    problems: list[Problem] = []
+    seen: dict[str, RawId] = {}
+    for (name, file, line), kind in ids:
+        first = seen.setdefault(name, (name, file, line))
+        if first != (name, file, line):
+            at = first[1] if first[2] is None else f"{first[1]}:{first[2]}"
+            problems.append(
+                Problem(
+                    file,
+                    f"duplicate {kind.noun} id '{name}' (first defined at {at}); "
+                    f"give each {kind.noun} a unique {kind.id_field}",
+                    line=line,
+                    field=kind.id_field,
+                )
+            )
+    return problems
+
+
+def collect_documents(files: list[Path], kinds: list[DocumentKind]) -> tuple[list[Any], list[Problem]]:
+    """Every document of every file, each file read as the kind it holds, ids unique across all of them;
+    the problems are returned, not raised, so a caller can report them with its own."""
+    problems: list[Problem] = []
+    documents: list[FileDocument] = []
+    ids: list[tuple[RawId, DocumentKind]] = []
+    for file in files:
+        source, kind, read_problems = _read(file, kinds)
+        problems.extend(read_problems)
+        if source is None:
+            continue
+        if kind.is_other is not None and kind.is_other(source.data):
+            continue  # a file of another kind in the same folder (a suite next to its scenarios)
+        found, file_problems, file_ids = _parse_file(source, kind)
+        documents.extend(found)
+        problems.extend(file_problems)
+        ids.extend((raw_id, kind) for raw_id in file_ids)
+    problems.extend(_unique(ids))
+    return documents, problems
+
+
+def load_documents(files: list[Path], kind: DocumentKind) -> list[Any]:
+    """Load and validate every document; raise one UserError listing every problem in every file."""
+    documents, problems = collect_documents(files, [kind])
+    if problems:
+        raise UserError(kind.error_title, problems)
+    return documents

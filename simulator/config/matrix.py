@@ -1,0 +1,192 @@
+"""A suite's `matrix:`: bot variants (and, optionally, simulated-user variants) run on the same scenarios.
+
+Each variant names only what changes: `bot: {model: openai:gpt-4.1}` replaces that field of the suite's
+`bot`; a variant with another `type` replaces the whole bot. The cells are every bot variant crossed with
+every user variant, and each cell is an ordinary suite (`matrix` removed), so a cell's run folder is an
+ordinary run folder.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BotVariant",
+    "MatrixCell",
+    "MatrixConfig",
+    "UserVariant",
+    "cell_id",
+    "expand_matrix",
+    "merge_bot",
+    "merge_user",
+]
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from simulator.config.yamlfile import LocatedYAML, problems_from_validation
+from simulator.errors import Problem, UserError
+
+if TYPE_CHECKING:
+    from simulator.config.suite import Suite
+
+VARIANT_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,59}$"
+# Replacing one of these drops the other from the suite's bot, so a variant's prompt is the one it names.
+_PROMPT_KEYS = ("system_prompt", "system_prompt_file")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BotVariant(_Strict):
+    """One bot under test: an id (the cell's folder name) and the bot fields it changes."""
+
+    id: str = Field(pattern=VARIANT_ID)
+    bot: dict[str, Any] = Field(default_factory=dict)
+
+
+class UserVariant(_Strict):
+    """One simulated user: an id and the `user:` fields it changes (usually `model`)."""
+
+    id: str = Field(pattern=VARIANT_ID)
+    user: dict[str, Any] = Field(default_factory=dict)
+
+
+class MatrixConfig(_Strict):
+    """The variants to compare. Every cell runs the same scenarios, repeats and seed: paired by design."""
+
+    bots: list[BotVariant] = Field(min_length=1)
+    users: list[UserVariant] = Field(default_factory=list)
+    # The cell the leaderboard compares every other cell with (default: the first cell).
+    baseline: str | None = None
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> MatrixConfig:
+        for axis, ids in (("bots", [b.id for b in self.bots]), ("users", [u.id for u in self.users])):
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            if twice:
+                raise ValueError(f"matrix.{axis}: ids must be unique; repeated: {', '.join(twice)}")
+        if self.baseline is not None and self.baseline not in self.cell_ids():
+            raise ValueError(
+                f"matrix.baseline '{self.baseline}' is not a cell; cells are: {', '.join(self.cell_ids())}"
+            )
+        return self
+
+    def cell_ids(self) -> list[str]:
+        """Cell ids in run order: bot variants, each crossed with every user variant."""
+        users: list[str | None] = [u.id for u in self.users] or [None]
+        return [cell_id(b.id, u) for b in self.bots for u in users]
+
+
+def cell_id(bot: str, user: str | None) -> str:
+    """`v2` for a bot variant alone, `v2@sonnet` when simulated users vary too."""
+    return bot if user is None else f"{bot}@{user}"
+
+
+def merge_bot(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """The suite's bot (as written) with a variant's fields; another `type` replaces the bot whole."""
+    if override.get("type", base.get("type")) != base.get("type"):
+        return dict(override)
+    merged = dict(base)
+    if any(key in override for key in _PROMPT_KEYS):
+        for key in _PROMPT_KEYS:
+            merged.pop(key, None)
+    merged.update(override)
+    return merged
+
+
+def merge_user(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """The suite's `user:` with a variant's fields."""
+    return {**base, **override}
+
+
+@dataclass
+class MatrixCell:
+    """One cell: its id, the variants it crosses, and the ordinary suite it runs."""
+
+    id: str
+    bot_variant: str
+    user_variant: str | None
+    suite: Suite
+
+
+def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[MatrixCell]:
+    """Every cell of the suite's matrix as an ordinary suite; a mistake is a UserError naming the
+    variant's line and field. A suite without a matrix has no cells."""
+    from simulator.config.suite import (
+        CallableBotConfig,
+        ChatBotConfig,
+        HttpBotConfig,
+        OpenAIEndpointBotConfig,
+        PythonBotConfig,
+        UserConfig,
+        WhatsAppBotConfig,
+    )
+
+    matrix = suite.matrix
+    if matrix is None:
+        return []
+    kinds: dict[str, type[BaseModel]] = {
+        "python": PythonBotConfig,
+        "http": HttpBotConfig,
+        "chat": ChatBotConfig,
+        "whatsapp": WhatsAppBotConfig,
+        "openai_endpoint": OpenAIEndpointBotConfig,
+        "callable": CallableBotConfig,  # a bot given in code (simulator.compare)
+    }
+    base_bot = {"type": suite.bot.type, **suite.bot.model_dump(exclude_unset=True)}
+    base_user = suite.user.model_dump(exclude_unset=True)
+    problems: list[Problem] = []
+    bots: list[tuple[str, Any]] = []
+    for index, variant in enumerate(matrix.bots):
+        data = merge_bot(base_bot, variant.bot)
+        where = ("matrix", "bots", index, "bot")
+        model = kinds.get(str(data.get("type")))
+        if model is None:
+            problems.append(
+                _problem(
+                    source,
+                    where,
+                    f"unknown bot type {data.get('type')!r}; use python, http, chat, whatsapp or openai_endpoint",
+                )
+            )
+            continue
+        bot, found = _validate(model, data, source, where)
+        problems += found
+        bots.append((variant.id, bot))
+    users: list[tuple[str | None, UserConfig]] = [(None, suite.user)]
+    if matrix.users:
+        users = []
+        for index, user_variant in enumerate(matrix.users):
+            where = ("matrix", "users", index, "user")
+            user, found = _validate(UserConfig, merge_user(base_user, user_variant.user), source, where)
+            problems += found
+            users.append((user_variant.id, user))
+    if problems:
+        raise UserError("invalid matrix in the suite file", problems)
+    cells = []
+    for bot_id, bot in bots:
+        for user_id, user in users:
+            cell_suite = suite.model_copy(update={"matrix": None, "bot": bot, "user": user}, deep=True)
+            cells.append(MatrixCell(cell_id(bot_id, user_id), bot_id, user_id, cell_suite))
+    return cells
+
+
+def _problem(source: LocatedYAML | None, where: tuple[str | int, ...], message: str) -> Problem:
+    file = str(source.path) if source is not None else "suite"
+    line = source.line_of(where) if source is not None else None
+    return Problem(file, message, line=line, field=".".join(map(str, where)))
+
+
+def _validate(
+    model: type[BaseModel], data: dict[str, Any], source: LocatedYAML | None, where: tuple[str | int, ...]
+) -> tuple[Any, list[Problem]]:
+    try:
+        return model.model_validate(data), []
+    except ValidationError as exc:
+        if source is None:
+            return None, [_problem(None, where, str(exc))]
+        prefix = ".".join(map(str, where))
+        found = problems_from_validation(exc, source, model, where)
+        return None, [replace(p, field=f"{prefix}.{p.field}" if p.field else prefix) for p in found]

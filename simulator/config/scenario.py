@@ -1,0 +1,185 @@
+"""Scenarios as data: a persona, a goal and hidden facts, loaded from YAML files written by domain experts."""
+
+from __future__ import annotations
+
+__all__ = ["Scenario", "load_scenarios", "refuse_drafts", "scenario_files"]
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, StringConstraints, WithJsonSchema, field_validator, model_validator
+
+from simulator.config.assertions import AssertionSpec
+from simulator.config.attack import Strategy
+from simulator.config.documents import DocumentKind, FileDocument, collect_documents, yaml_files
+from simulator.config.languages import LANGUAGE_TAG
+from simulator.config.script import Script
+from simulator.config.suite import is_suite_data
+from simulator.config.tool_checks import ToolCheck, parse_state_path
+from simulator.errors import UserError
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+# Facts are a list of strings or one paragraph (split into sentences): the editor schema allows both.
+_FACTS_SCHEMA = {
+    "anyOf": [
+        {"type": "array", "items": {"type": "string", "minLength": 1}},
+        {"type": "string", "minLength": 1, "description": "one paragraph, split into sentences"},
+    ],
+    "title": "Facts",
+}
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
+
+
+class Scenario(FileDocument):
+    """One simulated conversation to run: who the user is, what they want, what they know."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[^\s#]+$")]
+    persona: Text
+    goal: Text
+    facts: Annotated[list[Text], WithJsonSchema(_FACTS_SCHEMA)] = Field(default_factory=list)
+    expected: dict[str, Any] = Field(default_factory=dict)
+    max_turns: int = Field(default=12, ge=1, le=200)
+    tags: list[Text] = Field(default_factory=list)
+    language: str | None = None
+    # The language the person writes in (`language` above is their first language, which a second-language
+    # persona may not write in), as a code such as `es`. Unset: English. The offline user speaks it with
+    # the vocabulary's phrases (config/languages.py); the fidelity drift check flags any other language.
+    writes_in: str | None = None
+    # Languages the person switches into and back (code-switching, as real people do, seed 002's example):
+    # in character, so the LLM user is told to and the fidelity drift check allows them.
+    switches_to: list[str] = Field(default_factory=list)
+    notes: str | None = None
+    # A reference final reply, for text metrics (recorded, gating nothing).
+    reference: str | None = None
+    # Deterministic assertions on the bot's messages (checked in code, no LLM).
+    assertions: AssertionSpec | None = None
+    # A draft (from `simulator draft-scenario`) is not a test until someone reviews it and removes this;
+    # `run` refuses drafts unless they are included on purpose (--include-drafts, scenarios.include_drafts).
+    draft: bool = False
+    # Set for a golden item: the scripted user sends these lines instead of a simulated user playing a
+    # persona, and the item's verdict is exact match or its assertions on the last reply.
+    script: Script | None = None
+    # Facts (numbered from 1, in the order of `facts`) the expected outcome depends on: a simulated user
+    # that never reveals one of them has missed a fact that mattered (docs/fidelity.md).
+    key_facts: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    # How many facts this person may bring up before being asked; more is an early reveal.
+    volunteers: int = Field(default=1, ge=0)
+    # Persona styles of the suite's style catalogue (simulator/config/styles.py, `user.styles`).
+    styles: list[str] = Field(default_factory=list)
+    # Set on factorial variants: the base scenario's id and the level of each factor.
+    base: str | None = None
+    factors: dict[str, str] = Field(default_factory=dict)
+    # What this person does with buttons and lists: taps one (`tap`), or ignores them and types (`type`).
+    # The offline user follows it; for an LLM user, say it in the persona too.
+    buttons: Literal["tap", "type"] = "tap"
+    # `held_out`: a sealed held-out scenario (record/seal.py); unset, the suite's `held_out.fraction` may
+    # choose it by a seeded hash of its id.
+    split: Literal["tuned", "held_out"] | None = None
+    # Set on red-team variants (simulator/config/redteam.py): the attack strategy this person plays.
+    attack: Strategy | None = None
+    # This conversation's initial environment state, merged over the suite's `environment.state`
+    # (docs/environment.md); `expected.environment` holds dotted paths of the final state to compare.
+    environment: dict[str, Any] = Field(default_factory=dict)
+    # Checks on the bot's tool calls in this scenario (docs/tool-checks.md), beside the suite's.
+    tool_checks: list[ToolCheck] = Field(default_factory=list)
+
+    @field_validator("facts", mode="before")
+    @classmethod
+    def _facts_from_text(cls, value: Any) -> Any:
+        """Facts may be one paragraph (as in the seed) or a list; a paragraph is split into sentences."""
+        if isinstance(value, str):
+            return [part.strip() for part in _SENTENCE_END.split(value.strip()) if part.strip()]
+        return value
+
+    @field_validator("switches_to", mode="before")
+    @classmethod
+    def _one_language(cls, value: Any) -> Any:
+        """`switches_to: es` means `[es]`."""
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("writes_in", "switches_to")
+    @classmethod
+    def _language_codes(cls, value: Any) -> Any:
+        """Languages are codes (`es`, `pt-BR`), so the users and the audit can tell them apart."""
+        for tag in value if isinstance(value, list) else [value] if value is not None else []:
+            if not LANGUAGE_TAG.match(tag):
+                raise ValueError(f"'{tag}' is not a language code; write a code such as es, pt or pt-BR")
+        return value
+
+    @model_validator(mode="after")
+    def _known_facts_and_styles(self) -> Scenario:
+        """`key_facts` must index `facts` (`styles` are checked against the suite's catalogue when the suite
+        loads its scenarios: config/factors.py)."""
+        wrong = [i for i in self.key_facts if i > len(self.facts)]
+        if wrong:
+            raise ValueError(
+                f"key_facts {wrong} number past the {len(self.facts)} facts; number facts from 1 in their order"
+            )
+        ids = [check.check_id for check in self.tool_checks]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"two tool_checks have the id {twice[0]}; give each its own `id`")
+        paths = self.expected.get("environment")
+        if paths is not None:
+            if not isinstance(paths, dict) or not paths:
+                raise ValueError(
+                    "expected.environment maps state paths to values, e.g. `bookings[0].status: confirmed`"
+                )
+            for path in paths:
+                try:
+                    parse_state_path(str(path))
+                except ValueError as exc:
+                    raise ValueError(f"expected.environment: {exc}") from None
+        return self
+
+
+def scenario_files(paths: list[Path]) -> list[Path]:
+    """All scenario files under the given files and folders (recursively): YAML scenarios and golden items
+    in YAML or CSV. Suite files among them are told apart by their content when loaded (`is_suite_data`),
+    whatever their names."""
+    return yaml_files(paths, what="scenarios", suffixes=(".yaml", ".yml", ".csv"))
+
+
+SCENARIO_DOCUMENTS = DocumentKind(
+    model=Scenario,
+    noun="scenario",
+    list_key="scenarios",
+    marker_key="persona",
+    shape="id, persona, goal, ...",
+    error_title="invalid scenario files",
+    is_other=is_suite_data,
+)
+
+
+def load_scenarios(paths: list[Path], tags: list[str] | None = None) -> list[Scenario]:
+    """Load and validate every scenario (golden items become one-turn scenarios); raise one UserError
+    listing every problem in every file."""
+    from simulator.config.golden import GOLDEN_DOCUMENTS, GoldenItem, golden_scenario
+
+    documents, problems = collect_documents(scenario_files(paths), [GOLDEN_DOCUMENTS, SCENARIO_DOCUMENTS])
+    if problems:
+        raise UserError(SCENARIO_DOCUMENTS.error_title, problems)
+    scenarios = [golden_scenario(d) if isinstance(d, GoldenItem) else d for d in documents]
+    if not scenarios:
+        raise UserError(f"no scenarios found in {', '.join(map(str, paths))}; add .yaml scenario files")
+    if tags:
+        scenarios = [s for s in scenarios if set(s.tags) & set(tags)]
+        if not scenarios:
+            raise UserError(f"no scenario has any of the tags {tags}; check --tags or the suite's tag filter")
+    return scenarios
+
+
+def refuse_drafts(scenarios: list[Scenario], allowed: bool) -> None:
+    """Raise unless drafts are allowed: an unreviewed draft must never become a test by accident."""
+    drafts = [s for s in scenarios if s.draft]
+    if drafts and not allowed:
+        named = ", ".join(f"{s.source} ({s.id})" for s in drafts[:5])
+        more = f" and {len(drafts) - 5} more" if len(drafts) > 5 else ""
+        raise UserError(
+            f"{len(drafts)} draft scenarios are not reviewed: {named}{more}. Have a clinician review each, set "
+            "its expected outcome and remove `draft: true`; or run them on purpose with --include-drafts "
+            "(suite: scenarios.include_drafts: true)"
+        )

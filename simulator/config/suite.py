@@ -1,0 +1,595 @@
+"""The suite file: everything that makes a run reproducible from one YAML file (CLI flags override it)."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BotConfig",
+    "BotStart",
+    "CacheConfig",
+    "CallableBotConfig",
+    "ChatBotConfig",
+    "DecisionTool",
+    "FidelityConfig",
+    "HttpBotConfig",
+    "JudgesConfig",
+    "OpenAIEndpointBotConfig",
+    "OutcomeConfig",
+    "ProviderSettings",
+    "PythonBotConfig",
+    "ReadyCheck",
+    "Suite",
+    "UserConfig",
+    "WhatsAppBotConfig",
+    "check_environment",
+    "document_kind",
+    "is_suite_data",
+    "load_suite",
+]
+
+import difflib
+import os
+from collections.abc import Collection
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from simulator.config.attack import RedTeamConfig
+from simulator.config.environment import EnvironmentSpec, check_environment_functions
+from simulator.config.matrix import MatrixConfig, expand_matrix
+from simulator.config.providers import PROVIDERS, CacheConfig, ProviderSettings
+from simulator.config.relations import Relation
+from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
+from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
+from simulator.errors import Problem, UserError
+
+if TYPE_CHECKING:
+    from simulator.config.scenario import Scenario
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScenarioSelection(_Strict):
+    paths: list[str] = Field(default_factory=lambda: ["."])
+    tags: list[str] = Field(default_factory=list)
+    # Run scenarios marked `draft: true` too (they are refused otherwise).
+    include_drafts: bool = False
+
+
+class PythonBotConfig(_Strict):
+    """A bot in Python: `module:factory` returns a fresh object with `send(text)` per conversation."""
+
+    type: Literal["python"] = "python"
+    factory: str = Field(pattern=r"^[\w.]+:[\w.]+$")
+
+    def describe(self) -> str:
+        return f"python:{self.factory}"
+
+
+class ReadyCheck(_Strict):
+    """When a started bot is ready: an HTTP `url` answers (any status below 500), or a TCP `port` accepts."""
+
+    url: str | None = Field(default=None, pattern=r"^https?://")
+    port: int | str | None = None  # a number, or "{port}"
+    timeout_s: float = Field(default=30.0, gt=0)
+
+
+class BotStart(_Strict):
+    """A service bot the engine starts for the run (docs/bots.md): `command` (a list, no shell) with
+    `{port}` (a free loopback port), `{python}` (this interpreter) and, for whatsapp, `{api_url}` (the local
+    Graph API) filled in; `env` values may use ${VAR} and the same placeholders. Its output goes to the run
+    folder's `bot.log`; it gets SIGTERM, then SIGKILL after `stop_timeout_s`, when the run ends."""
+
+    command: list[str] = Field(min_length=1)
+    ready: ReadyCheck | None = None  # default: the bot's own URL's port accepts connections
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None  # relative to the suite file; default the suite's folder
+    stop_timeout_s: float = Field(default=5.0, gt=0)
+
+
+class HttpBotConfig(_Strict):
+    """A bot behind HTTP; header values may name environment variables as ${VAR}, expanded at run time."""
+
+    type: Literal["http"] = "http"
+    url: str = Field(pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+    # The whole turn's deadline (not per read) and the most a reply may hold, decompressed.
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_reply_bytes: int = Field(default=8_000_000, ge=1024)
+    start: BotStart | None = None
+
+    def describe(self) -> str:
+        return f"http:{self.url}"
+
+
+class DecisionTool(_Strict):
+    """A tool the chat bot calls to record its decision; the call's arguments become the final state."""
+
+    name: str = "record_decision"
+    description: str = "Record your final decision once you have enough information."
+    field: str = "decision"
+    values: list[str] = Field(default_factory=list)
+
+
+class ChatBotConfig(_Strict):
+    """A bot that needs no code: a model plus a system prompt, for model and prompt comparisons."""
+
+    type: Literal["chat"] = "chat"
+    model: str = Field(pattern=r"^[\w.-]+:.+$")
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    temperature: float | None = None
+    max_tokens: int = 400
+    decision_tool: DecisionTool | None = None
+    # Stream replies, so reports show the bot's time to first token.
+    stream: bool = False
+
+    @model_validator(mode="after")
+    def _one_prompt(self) -> ChatBotConfig:
+        if not self.system_prompt and not self.system_prompt_file:
+            raise ValueError("a chat bot needs system_prompt or system_prompt_file")
+        return self
+
+    def describe(self) -> str:
+        return f"chat:{self.model}"
+
+
+class WhatsAppBotConfig(_Strict):
+    """A bot behind WhatsApp Cloud API webhooks (docs/whatsapp.md): the engine posts signed webhook events to
+    `webhook_url` and serves the Graph API the bot replies to. Secrets are read from the variables named."""
+
+    type: Literal["whatsapp"] = "whatsapp"
+    webhook_url: str = Field(pattern=r"^https?://")
+    app_secret_env: str = "WHATSAPP_APP_SECRET"
+    access_token_env: str = "WHATSAPP_ACCESS_TOKEN"
+    verify_token_env: str = "WHATSAPP_VERIFY_TOKEN"
+    # Play the GET verification handshake (hub.mode=subscribe) once before the first conversation.
+    verify: bool = True
+    phone_number_id: str = Field(default="106540352242922", pattern=r"^\d+$")
+    display_phone_number: str = Field(default="15550783881", pattern=r"^\d+$")
+    business_account_id: str = Field(default="102290129340398", pattern=r"^\d+$")
+    # The bot's turn ends once it has been quiet this long after its last message (or sent an interactive one).
+    quiet_s: float = Field(default=2.0, gt=0)
+    # How long to wait for the bot's first message after the webhook delivery.
+    timeout_s: float = Field(default=30.0, gt=0)
+    # Status callbacks posted to the webhook for each accepted message, in this order.
+    statuses: list[Literal["sent", "delivered", "read"]] = Field(default_factory=list)
+    # Optional: GET this (with {wa_id}) after the conversation for the bot's final state (a JSON object).
+    state_url: str | None = Field(default=None, pattern=r"^https?://")
+    profile_name: str = "Alex"
+    country: str = Field(default="GB", pattern=r"^[A-Z]{2}$")  # the BSUID's prefix
+    start: BotStart | None = None
+
+    def describe(self) -> str:
+        return f"whatsapp:{self.webhook_url}"
+
+
+class OpenAIEndpointBotConfig(_Strict):
+    """A bot that *is* a model server speaking the OpenAI chat API (a fine-tuned or proxied model with its
+    own tools); the tool calls it returns are recorded as tool_call parts (docs/bots.md)."""
+
+    type: Literal["openai_endpoint"] = "openai_endpoint"
+    base_url: str = Field(pattern=r"^https?://")
+    model: str = Field(min_length=1)
+    api_key_env: str | None = None  # default: no key (a local server)
+    system_prompt: str | None = None
+    # Tools offered to the server, OpenAI function shape: {name, description, parameters}.
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    temperature: float | None = None
+    max_tokens: int = 400
+    timeout_s: float = Field(default=60.0, gt=0)
+    # Canned results by tool name, sent back when the server asks for them; recorded with the call.
+    tool_results: dict[str, Any] = Field(default_factory=dict)
+    max_tool_rounds: int = Field(default=4, ge=0, le=20)
+    # The tool whose arguments are the bot's final state (its triage decision).
+    state_tool: str | None = None
+    start: BotStart | None = None
+
+    def describe(self) -> str:
+        return f"openai_endpoint:{self.model}@{self.base_url}"
+
+
+class CallableBotConfig(_Strict):
+    """A bot given in code to `simulator.run(..., bot=...)`: a function, an object with `send`, or a factory.
+    The record keeps its name; the bot itself lives only in the program that ran it."""
+
+    type: Literal["callable"] = "callable"
+    name: str = Field(min_length=1)
+
+    def describe(self) -> str:
+        return f"callable:{self.name}"
+
+
+BotConfig = Annotated[
+    PythonBotConfig
+    | HttpBotConfig
+    | ChatBotConfig
+    | WhatsAppBotConfig
+    | OpenAIEndpointBotConfig
+    | CallableBotConfig,
+    Field(discriminator="type"),
+]
+
+
+class FidelityConfig(_Strict):
+    """What to do with a conversation whose simulated user fails a fidelity check (docs/fidelity.md)."""
+
+    on_fail: Literal["keep_and_flag", "regenerate"] = "keep_and_flag"
+    max_regenerations: int = Field(default=2, ge=0)
+    # The model for the checks that need reading (provenance of an LLM user, invented facts, drift,
+    # role confusion); default: the judge model. Without one those checks are recorded as not judged.
+    model: str | None = None
+    max_tokens: int = Field(default=1500, ge=100)  # the audit answer: one entry per fact plus three checks
+    enabled: bool = True
+
+
+class UserConfig(_Strict):
+    """The simulated user: `offline` (rule-based, no LLM), `auto`, or a model such as `anthropic:...`."""
+
+    model: str = "auto"
+    # Several simulated users, each playing every scenario x repeat (config/simulators.py): models, or
+    # {short-name: model}; `model` is then not given.
+    models: list[str | dict[str, str]] | None = None
+    temperature: float | None = 1.0
+    max_tokens: int = 300
+    max_character_breaks: int = Field(default=3, ge=0)
+    # The offline user's domain words (synonyms, outcome phrases): a YAML file relative to the suite.
+    vocabulary: str | None = None
+    # The persona styles factor levels name (persona text, tags, the offline user's lines): a YAML style
+    # catalogue relative to the suite (simulator/config/styles.py); default: a few domain-free styles.
+    styles: str | None = None
+    fidelity: FidelityConfig = Field(default_factory=FidelityConfig)
+
+    @field_validator("models")
+    @classmethod
+    def _valid_models(cls, models: list[str | dict[str, str]] | None) -> list[str | dict[str, str]] | None:
+        from simulator.config.simulators import parse_user_models
+
+        if models is not None:
+            parse_user_models(models)
+        return models
+
+    @model_validator(mode="after")
+    def _one_or_several(self) -> UserConfig:
+        # A stored suite writes the default `auto` beside `models`: only a model the author chose conflicts.
+        if self.models is not None and "model" in self.model_fields_set and self.model != "auto":
+            raise ValueError("give either user.model (one simulated user) or user.models (several), not both")
+        return self
+
+    def model_list(self) -> list[str]:
+        """Every model that may play the user: the several of `models`, else the one `model`."""
+        if self.models is None:
+            return [self.model]
+        from simulator.config.simulators import parse_user_models
+
+        return list(parse_user_models(self.models).values())
+
+
+JuryRule = Literal["majority", "any_fail", "unanimous_pass"]
+
+
+class JudgesConfig(_Strict):
+    paths: list[str] = Field(default_factory=list)
+    model: str | None = None
+    # A jury: several judge models judge every item; `aggregate` combines them (`model` is then unused).
+    models: list[str] = Field(default_factory=list)
+    temperature: float | None = 0.0
+    max_tokens: int = 1024
+    # Judge every (conversation, criterion) this many times per judge model (A/A stability); the majority
+    # counts, a tie is an error.
+    samples: int = Field(default=1, ge=1, le=25)
+    # The jury's rule by severity (`critical: any_fail`) or `default`; a criterion's own `aggregate` wins.
+    aggregate: dict[Literal["default", "critical", "major", "minor"], JuryRule] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _distinct_models(self) -> JudgesConfig:
+        if len(set(self.models)) != len(self.models):
+            raise ValueError("judges.models lists a model twice; use samples to judge more than once")
+        return self
+
+    def judge_models(self) -> list[str]:
+        """The judge models: the jury when one is given, else the single model, else none."""
+        if self.models:
+            return list(self.models)
+        return [self.model] if self.model else []
+
+
+class OutcomeConfig(_Strict):
+    """Ordered outcome levels, lowest first; under- and over-triage come from this order."""
+
+    key: str = Field(min_length=1)
+    levels: list[str] = Field(min_length=2)
+    critical: str | None = None
+    # The harm of each wrong cell of the confusion matrix: expected level -> actual level (or `no decision`,
+    # `other`) -> weight >= 0; cells not named weigh 0 (docs/safety-case.md, harm-weighted error).
+    harm_weights: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _critical_is_a_level(self) -> OutcomeConfig:
+        if self.critical is not None and self.critical not in self.levels:
+            raise ValueError(f"critical level '{self.critical}' is not one of levels {self.levels}")
+        columns = [*self.levels, "no decision", "other"]
+        for expected, row in self.harm_weights.items():
+            if expected not in self.levels:
+                raise ValueError(f"harm_weights: '{expected}' is not one of levels {self.levels}")
+            for actual, weight in row.items():
+                if actual not in columns or actual == expected:
+                    raise ValueError(
+                        f"harm_weights.{expected}: '{actual}' must be another level, `no decision` or `other`"
+                    )
+                if weight < 0:
+                    raise ValueError(f"harm_weights.{expected}.{actual}: a weight cannot be negative")
+        return self
+
+
+class HeldOutConfig(BaseModel):
+    """`held_out: {fraction: 0.2, seed: 0}`: that share of the scenarios (by a seeded hash of the base id,
+    so the same scenarios every run) is held out; a scenario's own `split` overrides it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fraction: float = Field(gt=0, lt=1)
+    seed: int = 0
+
+
+class Suite(_Strict):
+    name: str = "suite"
+    description: str | None = None
+    scenarios: ScenarioSelection = Field(default_factory=ScenarioSelection)
+    bot: BotConfig
+    user: UserConfig = Field(default_factory=UserConfig)
+    judges: JudgesConfig = Field(default_factory=JudgesConfig)
+    runs: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=8, ge=1)
+    seed: int = 0
+    outcome: OutcomeConfig | None = None
+    # Scenarios with this tag are listed as bugs in reports on any failure, never averaged away.
+    high_stakes_tag: str | None = None
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    cache: CacheConfig | None = None
+    # Keep each provider/bot raw request and response next to the turn, for debugging.
+    record_raw: bool = True
+    # Bot (and simulated-user) variants to compare on the same scenarios; see docs/matrix.md.
+    matrix: MatrixConfig | None = None
+    # Persona factors crossed with the scenarios (simulator/config/factors.py); the first level is the reference.
+    factors: dict[str, list[Any]] = Field(default_factory=dict)
+    factor_design: Literal["full", "fractional", "one_at_a_time"] = "full"
+    # Behavioural relations between variants: invariance, directional, minimum functionality
+    # (simulator/config/relations.py, docs/relations.md).
+    relations: list[Relation] = Field(default_factory=list)
+    # A sealed held-out set chosen by a seeded hash of each scenario id (docs/relations.md#held-out).
+    held_out: HeldOutConfig | None = None
+    # A red-team pack crossed with the scenarios (simulator/config/redteam.py, docs/redteam.md).
+    redteam: RedTeamConfig | None = None
+    # Tools over a state dict that the bot (and the simulated user) act on: docs/environment.md.
+    environment: EnvironmentSpec | None = None
+    # Checks on what the bot did, for every scenario: tool calls, claims vs actions (docs/tool-checks.md).
+    tool_checks: ToolChecksConfig | None = None
+
+    @model_validator(mode="after")
+    def _valid_factors(self) -> Suite:
+        from simulator.config.factors import levels_of
+
+        for name, entries in self.factors.items():
+            try:
+                levels_of(entries)  # the shape; style names are checked against the catalogue by load_suite
+            except ValueError as exc:
+                raise ValueError(f"factor '{name}': {exc}") from exc
+        if self.user.models is not None and "simulator" in self.factors:
+            raise ValueError(
+                "factor 'simulator' is reserved for user.models (every scenario under each simulated user); "
+                "rename the factor"
+            )
+        ids = [r.id for r in self.relations]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"relation ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+        for relation in self.relations:
+            if relation.factor is not None and relation.factor not in self.factors:
+                known = ", ".join(self.factors) or "none"
+                raise ValueError(
+                    f"relation '{relation.id}' compares factor '{relation.factor}', which the suite does not "
+                    f"declare (factors: {known})"
+                )
+            if relation.kind in ("directional", "invariance") and self.outcome is None:
+                raise ValueError(f"relation '{relation.id}' compares outcomes: declare the suite's `outcome`")
+        return self
+
+    _base_dir: Path = PrivateAttr(default=Path("."))
+    _file: Path | None = PrivateAttr(default=None)
+    _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
+    # Scenarios given in code (simulator.run(..., scenarios=[...])): used instead of `scenarios.paths`.
+    _inline: list[Scenario] | None = PrivateAttr(default=None)
+
+    def scenarios_to_run(
+        self,
+        tags: list[str] | None = None,
+        *,
+        ids: Collection[str] | None = None,
+        files: list[Path] | None = None,
+    ) -> list[Scenario]:
+        """The one answer to "which scenarios does this suite run?": its scenario files (or the scenarios
+        given in code), kept by tag, crossed with its persona factors (every variant, with its stable id).
+
+        `tags`: default the suite's `scenarios.tags`. `ids`: only these scenarios (a resumed or re-judged
+        run's recorded ones, whatever the tags were when it started: tags are then not applied). `files`:
+        read these scenario files instead of `scenarios.paths` (a stored run's recorded files)."""
+        from simulator.config.factors import suite_scenarios
+
+        if ids is not None:
+            wanted = set(ids)
+            return [s for s in suite_scenarios(self, None, files) if s.id in wanted]
+        return suite_scenarios(self, self.scenarios.tags if tags is None else tags, files)
+
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir
+
+    @property
+    def file(self) -> Path | None:
+        return self._file
+
+    def resolve(self, relative: str) -> Path:
+        """A path written in the suite, relative to the suite file's folder."""
+        path = Path(relative)
+        return path if path.is_absolute() else self._base_dir / path
+
+    def provider_settings(self, provider: str) -> ProviderSettings:
+        return self.providers.get(provider, ProviderSettings())
+
+    def line_of(self, *loc: str | int) -> int | None:
+        """The suite file's line of a field (or of its nearest ancestor), for errors found after loading."""
+        return LocatedYAML(path=self._file or Path("suite"), data=None, lines=self._lines).line_of(loc)
+
+
+def is_suite_data(data: Any) -> bool:
+    """Whether parsed YAML is a suite file (it names a `bot`; a scenario has a `persona`), whatever the
+    file's name: a `suite-http.yaml` next to the scenarios is a suite, not a broken scenario."""
+    return isinstance(data, dict) and "bot" in data and "persona" not in data
+
+
+def document_kind(data: Any, default: str = "scenario") -> str:
+    """What parsed YAML holds, by its keys (the first document of a list): suite, criterion, golden (an
+    item), scenario, or `default` when the keys say nothing."""
+    if is_suite_data(data):
+        return "suite"
+    first = data[0] if isinstance(data, list) and data else data
+    if not isinstance(first, dict):
+        return default
+    for kind, key, many in (("criterion", "criterion", "criteria"), ("golden", "item_id", "items"),
+                            ("scenario", "persona", "scenarios")):  # fmt: skip
+        if key in first or isinstance(first.get(many), list):
+            return kind
+    return default
+
+
+def _provider_name_problems(source: LocatedYAML) -> list[Problem]:
+    """`providers:` keys must be provider names: a misspelt one (`opnai`) would silently configure nothing."""
+    providers = source.data.get("providers") if isinstance(source.data, dict) else None
+    if not isinstance(providers, dict):
+        return []
+    problems = []
+    for name in providers:
+        if name in PROVIDERS:
+            continue
+        guess = difflib.get_close_matches(str(name), list(PROVIDERS), n=1)
+        hint = f"did you mean '{guess[0]}'?" if guess else f"use one of: {', '.join(PROVIDERS)}"
+        problems.append(
+            Problem(
+                str(source.path),
+                f"unknown provider '{name}'; {hint}",
+                line=source.line_of(("providers", name)),
+                field=f"providers.{name}",
+            )
+        )
+    return problems
+
+
+def _judges_problems(source: LocatedYAML) -> list[Problem]:
+    """`judges.models: []` (a jury of no one) and `model` with `models` (which one judges?) are mistakes."""
+    judges = source.data.get("judges") if isinstance(source.data, dict) else None
+    if not isinstance(judges, dict):
+        return []
+    file = str(source.path)
+    if judges.get("models") == []:
+        line = source.line_of(("judges", "models"))
+        return [
+            Problem(file, "judges.models is empty; list judge models, or remove it", line, "judges.models")
+        ]
+    if judges.get("model") and judges.get("models"):
+        line = source.line_of(("judges", "model"))
+        message = "set judges.model (one judge) or judges.models (a jury), not both"
+        return [Problem(file, message, line, "judges.model")]
+    return []
+
+
+def check_environment(suite: Suite) -> None:
+    """Before a run: every `api_key_env` the suite names must be set (validation does not need the keys)."""
+    problems = []
+    for name, settings in suite.providers.items():
+        variable = settings.api_key_env
+        if variable and not os.environ.get(variable):
+            problems.append(
+                Problem(
+                    str(suite.file or "suite"),
+                    f"api_key_env names {variable}, which is not set; set the {variable} environment "
+                    f"variable, or remove api_key_env to use the provider's default",
+                    line=suite.line_of("providers", name, "api_key_env"),
+                    field=f"providers.{name}.api_key_env",
+                )
+            )
+    if problems:
+        raise UserError("the suite needs environment variables that are not set", problems)
+
+
+def _check_factor_styles(suite: Suite, source: LocatedYAML) -> None:
+    """Every style a factor level names must be in the suite's style catalogue (`user.styles`)."""
+    from simulator.config.factors import levels_of
+    from simulator.config.styles import suite_styles
+
+    if not suite.factors:
+        return
+    styles = suite_styles(suite)
+    problems = []
+    for name, entries in suite.factors.items():
+        try:
+            levels_of(entries, styles)
+        except ValueError as exc:
+            line = source.line_of(("factors", name))
+            problems.append(Problem(str(source.path), f"factor '{name}': {exc}", line, f"factors.{name}"))
+    if problems:
+        raise UserError("invalid suite file", problems)
+
+
+def _tool_name_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
+    """The suite's tool checks must name the environment's tools (a typo would fail every conversation)."""
+    assert suite.environment is not None
+    bot, user = list(suite.environment.tools), list(suite.environment.user_tools)
+    problems = []
+    for index, check in enumerate(suite.tool_checks.checks if suite.tool_checks else []):
+        why = unknown_tool(check, bot, user)
+        if why is not None:
+            loc = ("tool_checks", "checks", index)
+            problems.append(
+                Problem(str(source.path), why, source.line_of(loc), f"tool_checks.checks.{index}")
+            )
+    return problems
+
+
+def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
+    """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such suite file; pass the path to a suite.yaml")
+    try:
+        source = load_yaml(path)
+    except YAMLProblem as exc:
+        raise UserError("invalid suite file", [exc.problem]) from exc
+    if not isinstance(source.data, dict):
+        raise UserError(
+            "invalid suite file", [Problem(str(path), "a suite must be a mapping (bot:, user:, ...)")]
+        )
+    data = {**source.data, **(overrides or {})}
+    suite, problems = validate_model(Suite, data, source)
+    problems += _provider_name_problems(source) + _judges_problems(source)
+    if suite is not None and suite.environment is not None:
+        problems += check_environment_functions(suite.environment, str(path), source.line_of)
+        problems += _tool_name_problems(suite, source)
+        if suite.bot.type in ("whatsapp", "openai_endpoint"):  # their channels carry no environment API
+            problems.append(
+                Problem(
+                    str(path),
+                    f"a {suite.bot.type} bot cannot call the environment's tools: use a python, http or chat "
+                    "bot with `environment:`, or remove it",
+                    source.line_of(("environment",)),
+                    "environment",
+                )
+            )
+    if suite is None or problems:
+        raise UserError("invalid suite file", problems)
+    suite._base_dir = path.parent.resolve()
+    suite._file = path
+    _check_factor_styles(suite, source)
+    expand_matrix(suite, source)  # every cell must be a valid suite before anything runs
+    suite._lines = source.lines
+    return suite

@@ -1,0 +1,312 @@
+"""Checks on what the bot did, declared in YAML (docs/tool-checks.md): tool calls made or not made, with
+argument matchers, counts and ordering; claims that must match actions; and paths of the final state.
+
+Only the spec and its validation live here; deciding a check on a conversation is in
+simulator/judging/tool_checks.py.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_CLAIMS",
+    "ArgMatcher",
+    "ClaimRule",
+    "ToolCheck",
+    "ToolChecksConfig",
+    "parse_state_path",
+    "read_state_path",
+    "unknown_tool",
+]
+
+import difflib
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from simulator.config.assertions import compile_pattern
+
+_MATCHER_KEYS = frozenset({"equal", "one_of", "regex", "schema", "schema_"})
+_ANCHOR = re.compile(r"^(?:first_advice|handover|tool\s+[A-Za-z_*][A-Za-z0-9_-]*)$")
+_PATH_STEP = re.compile(r"\s*([^.\[\]]+)|\[(-?\d+)\]|\.")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def parse_state_path(path: str) -> list[str | int]:
+    """A dotted path of the state, `appointments[0].urgency` or `appointments.0.urgency`, as its steps;
+    ValueError for one that cannot be read."""
+    steps: list[str | int] = []
+    position = 0
+    text = path.strip()
+    if not text:
+        raise ValueError("an empty state path; write e.g. appointments[0].urgency")
+    while position < len(text):
+        match = _PATH_STEP.match(text, position)
+        if match is None or match.end() == position:
+            raise ValueError(f"cannot read the state path `{path}` at character {position + 1}")
+        if match.group(1) is not None:
+            word = match.group(1).strip()
+            steps.append(int(word) if re.fullmatch(r"-?\d+", word) else word)
+        elif match.group(2) is not None:
+            steps.append(int(match.group(2)))
+        position = match.end()
+    return steps
+
+
+class ArgMatcher(_Strict):
+    """How one argument must look: `equal` (case-insensitive for strings), `one_of`, `regex` (searched,
+    case-insensitive) or `schema` (a JSON schema the value must satisfy). Several given: all must hold."""
+
+    equal: Any = None
+    one_of: list[Any] | None = None
+    regex: str | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    has_equal: bool = Field(default=False, exclude=True)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_value_is_equal(cls, value: Any) -> Any:
+        """A plain value (`urgency: emergency`) means `equal`; a mapping of matcher keys is a matcher."""
+        if isinstance(value, dict) and value and set(value) <= _MATCHER_KEYS:
+            return {**value, "has_equal": "equal" in value}
+        return {"equal": value, "has_equal": True}
+
+    @model_serializer(mode="wrap")
+    def _only_what_was_given(self, handler: Any, info: Any) -> Any:
+        """Dump only the matchers given, so a dump (the run manifest's suite) reads back as the same
+        matcher: an unset `equal` must not come back as `equal: null`."""
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        given = {key: value for key, value in data.items() if value is not None and key != "has_equal"}
+        if self.has_equal:
+            given["equal"] = self.equal
+        return given
+
+    @field_validator("regex")
+    @classmethod
+    def _regex_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            compile_pattern(value, "regex")
+        return value
+
+    @field_validator("schema_")
+    @classmethod
+    def _schema_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            import jsonschema
+
+            try:
+                jsonschema.Draft202012Validator.check_schema(value)
+            except jsonschema.SchemaError as exc:
+                raise ValueError(f"schema is not a valid JSON schema: {exc.message}") from None
+        return value
+
+    def describe(self) -> str:
+        parts = []
+        if self.has_equal:
+            parts.append(f"= {self.equal!r}")
+        if self.one_of is not None:
+            parts.append(f"one of {self.one_of!r}")
+        if self.regex is not None:
+            parts.append(f"matches /{self.regex}/")
+        if self.schema_ is not None:
+            parts.append("fits its schema")
+        return " and ".join(parts) or "anything"
+
+
+Anchor = str  # first_advice | handover | "tool NAME"
+_ARGUMENTS_SCHEMA = {
+    "type": "object",
+    "description": "argument name -> a value it must equal, or {equal, one_of, regex, schema}",
+    "additionalProperties": True,
+}
+
+
+class ToolCheck(_Strict):
+    """`tool_called: NAME` or `tool_not_called: NAME` (`*` is any tool), optionally with argument matchers,
+    counts and an ordering window (docs/tool-checks.md)."""
+
+    tool_called: str | None = None
+    tool_not_called: str | None = None
+    id: str | None = Field(default=None, pattern=r"^[\w.:-]+$")
+    # Argument name -> a plain value (equal) or {equal, one_of, regex, schema}.
+    arguments: Annotated[dict[str, ArgMatcher], WithJsonSchema(_ARGUMENTS_SCHEMA)] = Field(
+        default_factory=dict
+    )
+    # A JSON schema the whole arguments object must satisfy.
+    arguments_schema: dict[str, Any] | None = None
+    at_least: int | None = Field(default=None, ge=0)
+    at_most: int | None = Field(default=None, ge=0)
+    # The window a call must fall in (tool_called) or must not fall in (tool_not_called).
+    before: Anchor | None = None
+    after: Anchor | None = None
+    before_turn: int | None = Field(default=None, ge=0)
+    side: Literal["bot", "user"] = "bot"
+    # tool_called: a call that returned an error counts too (an attempt is what is checked).
+    allow_errors: bool = False
+    severity: Literal["critical", "major", "minor"] = "major"
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ToolCheck:
+        if (self.tool_called is None) == (self.tool_not_called is None):
+            raise ValueError("a tool check names exactly one of tool_called or tool_not_called")
+        for name in ("before", "after"):
+            anchor = getattr(self, name)
+            if anchor is not None and not _ANCHOR.match(anchor.strip()):
+                raise ValueError(f"{name}: `{anchor}` must be first_advice, handover or `tool NAME`")
+        if self.tool_not_called is not None and (self.at_least is not None or self.at_most is not None):
+            raise ValueError("at_least/at_most go with tool_called (tool_not_called means none at all)")
+        if self.at_least is not None and self.at_most is not None and self.at_least > self.at_most:
+            raise ValueError(f"at_least {self.at_least} is more than at_most {self.at_most}")
+        if self.arguments_schema is not None:
+            ArgMatcher.model_validate({"schema": self.arguments_schema})
+        return self
+
+    @property
+    def tool(self) -> str:
+        return self.tool_called if self.tool_called is not None else str(self.tool_not_called)
+
+    @property
+    def wanted(self) -> bool:
+        return self.tool_called is not None
+
+    @property
+    def check_id(self) -> str:
+        """The verdict's criterion id: `id`, else `tool_called.NAME` / `tool_not_called.NAME`."""
+        if self.id:
+            return self.id
+        kind = "tool_called" if self.wanted else "tool_not_called"
+        return f"{kind}.{'any' if self.tool == '*' else self.tool}"
+
+
+class ClaimRule(_Strict):
+    """A thing the bot may say it did (`says`, a regex searched in its text) and the tool call that must
+    back it: `tool` (one name), `tools` (any of them) or `tool_matches` (a regex on tool names)."""
+
+    id: str = Field(pattern=r"^[\w.:-]+$")
+    says: str
+    tool: str | None = None
+    tools: list[str] = Field(default_factory=list)
+    tool_matches: str | None = None
+    severity: Literal["critical", "major", "minor"] = "critical"
+
+    @field_validator("says")
+    @classmethod
+    def _says_compiles(cls, value: str) -> str:
+        compile_pattern(value, "says")
+        return value
+
+    @field_validator("tool_matches")
+    @classmethod
+    def _matches_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            compile_pattern(value, "tool_matches")
+        return value
+
+    @model_validator(mode="after")
+    def _names_a_tool(self) -> ClaimRule:
+        if self.tool is None and not self.tools and self.tool_matches is None:
+            raise ValueError("a claim names the call that backs it: tool, tools or tool_matches")
+        return self
+
+    def backs(self, name: str) -> bool:
+        """Whether a call of tool `name` backs this claim."""
+        if name == self.tool or name in self.tools:
+            return True
+        return self.tool_matches is not None and bool(compile_pattern(self.tool_matches).search(name))
+
+
+# First-person past claims of generic actions (never a domain's words): "I've booked", "has been sent".
+def _claim(verb: str) -> str:
+    return (
+        rf"\b(?:I|we)(?:'ve|\u2019ve| have)?\s+(?:just\s+|now\s+|already\s+)?(?:{verb})\b"
+        rf"|\b(?:has|have)\s+been\s+(?:{verb})\b"
+    )
+
+
+_WORD_START = r"(?:^|[_.\-])"  # a tool-name word: `book_appointment`, `patient.book`, never `facebook`
+
+DEFAULT_CLAIMS: list[ClaimRule] = [
+    ClaimRule(
+        id="claim.booked",
+        says=_claim("booked|scheduled|reserved"),
+        tool_matches=_WORD_START + "(?:book|schedul|reserv)",
+    ),
+    ClaimRule(id="claim.escalated", says=_claim("escalated"), tool_matches=_WORD_START + "escalat"),
+    ClaimRule(id="claim.referred", says=_claim("referred"), tool_matches=_WORD_START + "refer"),
+    ClaimRule(
+        id="claim.sent",
+        says=_claim("sent|emailed|texted"),
+        tool_matches=_WORD_START + "(?:send|sent|e?mail|text|sms|notif)",
+    ),
+]
+
+
+class ToolChecksConfig(_Strict):
+    """The suite's checks on what the bot did: `checks` for every scenario, and `claims` (omitted: the
+    documented defaults when the suite has an environment; `[]`: none)."""
+
+    checks: list[ToolCheck] = Field(default_factory=list)
+    claims: list[ClaimRule] | None = None
+
+    @model_validator(mode="after")
+    def _distinct_ids(self) -> ToolChecksConfig:
+        ids = [c.check_id for c in self.checks] + [r.id for r in self.claims or []]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"two checks have the id {twice[0]}; give each its own `id`")
+        return self
+
+    def claim_rules(self, has_environment: bool) -> list[ClaimRule]:
+        if self.claims is not None:
+            return list(self.claims)
+        return list(DEFAULT_CLAIMS) if has_environment else []
+
+
+def read_state_path(state: Any, path: str) -> tuple[bool, Any]:
+    """The value at a dotted path of the state: (True, value), or (False, None) when the path is not there
+    (a missing key, an index past the end, a step into something that is not a mapping or a list)."""
+    value = state
+    for step in parse_state_path(path):
+        if isinstance(step, int) and isinstance(value, list) and -len(value) <= step < len(value):
+            value = value[step]
+        elif isinstance(value, dict) and (str(step) in value or step in value):
+            value = value[step] if step in value else value[str(step)]
+        else:
+            return False, None
+    return True, value
+
+
+def unknown_tool(check: ToolCheck, bot_tools: list[str], user_tools: list[str]) -> str | None:
+    """Why a check names a tool the environment does not have (a typo would fail every conversation
+    silently), or None. `*` names any tool."""
+    known = bot_tools if check.side == "bot" else user_tools
+    names = [check.tool] + [
+        anchor.split(None, 1)[1]
+        for anchor in (check.before, check.after)
+        if anchor and anchor.startswith("tool ")
+    ]
+    for name in names:
+        if name != "*" and name not in known:
+            guess = difflib.get_close_matches(name, known, n=1)
+            hint = (
+                f"did you mean '{guess[0]}'?"
+                if guess
+                else f"the {check.side} tools are: {', '.join(known) or 'none'}"
+            )
+            return f"the check names tool '{name}', which the environment does not have; {hint}"
+    return None

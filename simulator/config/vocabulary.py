@@ -1,0 +1,93 @@
+"""The offline user's domain words: synonyms a person and a bot use for the same thing, and the phrases by
+which a bot gives its outcome. The engine ships none of a domain's words; a suite names a vocabulary file
+(`user.vocabulary`), e.g. examples/triage_vocabulary.yaml for the triage demo."""
+
+from __future__ import annotations
+
+__all__ = ["ENGLISH", "Phrases", "Vocabulary", "load_vocabulary"]
+
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from simulator.config.languages import language_code
+from simulator.config.patterns import UserPattern, compile_pattern
+from simulator.config.yamlfile import load_model_file
+
+
+class Phrases(BaseModel):
+    """What the offline user says in one language besides the scenario's own words."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    greetings: list[str] = Field(min_length=1)  # put before the goal in the first message ("" allowed)
+    want_to: str = Field(min_length=1)  # put before a goal that does not start with the speaker
+    dont_know: list[str] = Field(min_length=1)  # answers to what the facts do not cover
+    nudges: list[str] = Field(min_length=1)  # when the bot stops asking without advising
+    # A goal starting with one of these words already speaks for the person ("I", "my" in English).
+    speaker_words: list[str] = Field(default_factory=list)
+    # Words too common to say which fact a question asks for ("el", "de" in Spanish), left out of the
+    # words the offline user matches in this language (English has its own list: users/words.py).
+    stop_words: list[str] = Field(default_factory=list)
+
+
+# The offline user's English: the built-in phrases, in the order the seeded choices draw from.
+ENGLISH = Phrases(
+    greetings=["hi, ", "hello. ", "", "hey "],
+    want_to="I want to",
+    dont_know=["not sure", "i don't know", "no idea tbh", "hmm not sure about that"],
+    nudges=["so what should i do?", "ok... so what do you advise?", "what do you think i should do?"],
+    speaker_words=["i", "my", "we", "our"],
+)
+
+
+class Vocabulary(BaseModel):
+    """`synonyms`: canonical word -> the words that mean it; `outcome_patterns`: regular expressions (case
+    insensitive) that match a bot turn giving the person an outcome (advice on what to do)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    synonyms: dict[str, list[str]] = Field(default_factory=dict)
+    outcome_patterns: list[str] = Field(default_factory=list)
+    # The offline user's phrases in other languages, by code (`es`), for scenarios that write in one
+    # (`writes_in`, `switches_to`); without them it cannot play such a scenario (config/languages.py).
+    languages: dict[str, Phrases] = Field(default_factory=dict)
+
+    def phrases(self, language: str | None) -> Phrases | None:
+        """The phrases for a language (`es`, `es-MX`): this file's, else built-in English, else None."""
+        code = language_code(language)
+        found = {language_code(key): value for key, value in self.languages.items()}.get(code)
+        return ENGLISH if found is None and code == "en" else found
+
+    @field_validator("outcome_patterns")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            compile_pattern(pattern, "outcome_patterns")
+        return patterns
+
+    @cached_property
+    def word_map(self) -> dict[str, str]:
+        """Every listed word (and each canonical word itself) -> its canonical form."""
+        mapping = {canonical.lower(): canonical.lower() for canonical in self.synonyms}
+        for canonical, words in self.synonyms.items():
+            mapping.update({word.lower(): canonical.lower() for word in words})
+        return mapping
+
+    @cached_property
+    def outcome(self) -> UserPattern | None:
+        if not self.outcome_patterns:
+            return None
+        return compile_pattern("|".join(f"(?:{p})" for p in self.outcome_patterns), "outcome_patterns")
+
+
+def load_vocabulary(path: Path) -> Vocabulary:
+    """Read a vocabulary file; mistakes name file, line and field."""
+    return load_model_file(
+        path,
+        Vocabulary,
+        title="invalid vocabulary file",
+        missing=f"{path}: no such vocabulary file; check user.vocabulary in the suite",
+        shape="a vocabulary is a mapping: synonyms:, outcome_patterns:, languages:",
+    )

@@ -1,0 +1,284 @@
+"""A rate as report data: counts, Wilson interval, zero-failure bound, runs needed for a target bound, the
+scenario-clustered interval (repeats are not independent) and the bounds if every errored case had failed
+or passed (missing data is not missing at random)."""
+
+from __future__ import annotations
+
+__all__ = ["ClusteredView", "RateView", "pct", "rate_view"]
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from simulator.stats.basic import Counts, pct, rate, runs_needed_for_bound
+from simulator.stats.clustered import clustered_interval, clustered_zero_failure_bound
+
+
+class ClusteredView(BaseModel):
+    """The same rate with scenarios as the unit (stats/clustered.py): interval, effective sample size.
+
+    `bound` is the one-sided failure bound when no failure was seen; it rests on the `scenarios` distinct
+    scenarios, not on the conversations.
+    """
+
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+    low: float
+    high: float
+    scenarios: int
+    n_eff: float
+    design_effect: float
+    icc: float | None
+    bound: float | None = None
+
+    @property
+    def short(self) -> str:
+        """`12.0–45.1% over 8 scenarios, n_eff 14.2`, plus `; fail ≤31.2% (8 scenarios)` for no failures."""
+        text = f"{pct(self.low)}–{pct(self.high)} over {self.scenarios} scenarios, n_eff {self.n_eff:.1f}"
+        if self.bound is not None:
+            text += f"; fail ≤{pct(self.bound)} ({self.scenarios} scenarios)"
+        return text
+
+
+class RateView(BaseModel):
+    """k of n with its Wilson interval; `bound` is the one-sided failure bound when no failure was seen.
+
+    `runs_needed` is how many failure-free runs in total would bring that bound under `target`; it is
+    set only when no failure was seen and the bound is still above the target.
+    """
+
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+    k: int
+    n: int
+    rate: float | None
+    low: float
+    high: float
+    counts: Counts = "failures"
+    confidence: float = 0.95
+    bound: float | None = None
+    target: float | None = None
+    runs_needed: int | None = None
+    text: str = ""
+    clustered: ClusteredView | None = None
+    errored: int = 0
+    worst: float | None = None
+    best: float | None = None
+    # The (k, n) per scenario behind `clustered`, kept in memory (not in the report) so the gate's advice can
+    # project from the very counts its bound came from (stats/projection.py).
+    _per_scenario: list[tuple[int, int]] = PrivateAttr(default_factory=list)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the report fields are: the in-memory per-scenario counts do not travel with a report."""
+        return isinstance(other, RateView) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def per_scenario(self) -> list[tuple[int, int]]:
+        """The per-scenario (k, n) counts of the clustered interval; empty when not pooled or reloaded."""
+        return self._per_scenario
+
+    @property
+    def clustered_short(self) -> str:
+        """The clustered interval in words, or "" when the rate does not pool repeats of scenarios."""
+        if self.clustered is None or self.rate is None:
+            return ""
+        return f"scenario-clustered {100 * self.confidence:g}% CI {self.clustered.short}"
+
+    @property
+    def missing_short(self) -> str:
+        """`if the 3 errored had all failed 25.0%, all passed 17.5%`; "" when nothing errored."""
+        if not self.errored or self.worst is None or self.best is None:
+            return ""
+        return f"if the {self.errored} errored had all failed {pct(self.worst)}, all passed {pct(self.best)}"
+
+    @property
+    def short(self) -> str:
+        """The compact form used in table cells: `2/40 5.0% (1.4–16.5%)`, plus `≤7.2%` for no failures."""
+        if self.rate is None:
+            return f"{self.k}/{self.n} n/a"
+        inner = f"{pct(self.low)}–{pct(self.high)}"
+        if self.bound is not None:
+            inner += f"; fail ≤{pct(self.bound)}"
+        return f"{self.k}/{self.n} {pct(self.rate)} ({inner})"
+
+    @property
+    def repeated(self) -> bool:
+        """Whether the rate pools repeats of scenarios: then the scenario-clustered interval is its interval
+        (repeats are not independent trials) and the per-conversation one is secondary."""
+        return self.clustered is not None and self.rate is not None and self.clustered.scenarios < self.n
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The interval to show: scenario-clustered when the rate pools repeats, else Wilson."""
+        if self.repeated and self.clustered is not None:
+            return self.clustered.low, self.clustered.high
+        return self.low, self.high
+
+    @property
+    def shown_bound(self) -> float | None:
+        """The zero-failure bound to show: on the distinct scenarios when the rate pools repeats."""
+        if self.repeated and self.clustered is not None:
+            return self.clustered.bound
+        return self.bound
+
+    @property
+    def missing_range(self) -> tuple[float, float] | None:
+        """The rate had every errored case failed or passed, lowest first (a failure rate's "all failed" is
+        its highest value); None when nothing errored."""
+        if not self.errored or self.worst is None or self.best is None:
+            return None
+        return min(self.worst, self.best), max(self.worst, self.best)
+
+    @property
+    def errors_could_move(self) -> bool:
+        """Whether the errored cases, had they all failed or all passed, would put the rate outside the
+        interval shown: then the headline must carry the worst/best bounds beside it."""
+        span = self.missing_range
+        if span is None or self.rate is None:
+            return False
+        low, high = self.interval
+        return span[0] < low or span[1] > high
+
+    @property
+    def moved(self) -> str:
+        """`81.7%–93.3% if the 14 errored had all failed or passed` when the errored cases could move the
+        rate across its interval, else ""."""
+        span = self.missing_range
+        if not self.errors_could_move or span is None:
+            return ""
+        return f"{pct(span[0])}–{pct(span[1])} if the {self.errored} errored had all {self._ends()}"
+
+    def _moved(self) -> str:
+        return f"; {self.moved}" if self.moved else ""
+
+    def _ends(self) -> str:
+        """Which way the errored cases push the low and the high end."""
+        return "failed or passed" if self.counts == "successes" else "passed or failed"
+
+    @property
+    def lead_short(self) -> str:
+        """A table cell with the interval that holds up first: `21/24 87.5% (43.2–98.5% over 8 scenarios;
+        per conversation 69.0–95.7%)`; with no failures the bound on the scenarios comes first
+        (`fail ≤12.7% on 22 scenarios; per conversation ≤4.4%`). Without repeats, `short`. The worst/best
+        bounds follow when the errored cases could move the rate across its interval."""
+        if not self.repeated or self.clustered is None:
+            moved = self._moved()
+            return f"{self.short[:-1]}{moved})" if moved else self.short
+        c = self.clustered
+        inner = f"{pct(c.low)}–{pct(c.high)} over {c.scenarios} scenarios"
+        if c.bound is not None:
+            inner += f"; fail ≤{pct(c.bound)} on {c.scenarios} scenarios"
+        naive = f"per conversation {pct(self.low)}–{pct(self.high)}"
+        if self.bound is not None:
+            naive = f"per conversation ≤{pct(self.bound)}"
+        return f"{self.k}/{self.n} {pct(self.rate)} ({inner}; {naive}{self._moved()})"
+
+    @property
+    def lead_text(self) -> str:
+        """The long form with the interval that holds up first: `21/24 = 87.5% (95% CI 43.2%–98.5% over 8
+        scenarios, scenario-clustered; per conversation 69.0%–95.7%)`; with no failures `no failures:
+        failure rate ≤ 12.7% on 22 scenarios at 95% one-sided; per conversation ≤ 4.4%`. Without repeats,
+        `text`. The worst/best bounds follow when the errored cases could move the rate across its interval."""
+        moved = self._moved()
+        if not self.repeated or self.clustered is None:
+            return f"{self.text[:-1]}{moved})" if moved else self.text
+        c = self.clustered
+        level = f"{100 * self.confidence:g}%"
+        inner = f"{level} CI {pct(c.low)}–{pct(c.high)} over {c.scenarios} scenarios, scenario-clustered"
+        naive = f"per conversation {pct(self.low)}–{pct(self.high)}"
+        if c.bound is not None:
+            inner += f"; no failures: failure rate ≤ {pct(c.bound)} on {c.scenarios} scenarios at {level} one-sided"
+        if self.bound is not None:
+            naive = f"per conversation ≤ {pct(self.bound)}"
+        return f"{self.k}/{self.n} = {pct(self.rate)} ({inner}; {naive}{moved})"
+
+    @property
+    def needs_more_runs(self) -> str:
+        """`needs 299 failure-free runs for ≤1.0% (259 more)` when a target was set and is not yet met."""
+        if self.runs_needed is None or self.target is None:
+            return ""
+        more = max(0, self.runs_needed - self.n)
+        return f"needs {self.runs_needed} failure-free runs for ≤{pct(self.target)} ({more} more)"
+
+
+def rate_view(
+    k: int,
+    n: int,
+    *,
+    counts: Counts = "failures",
+    target: float | None = None,
+    confidence: float = 0.95,
+    share: bool = False,
+    per_scenario: Sequence[tuple[int, int]] | None = None,
+    errored: int = 0,
+) -> RateView:
+    """Build a RateView from counts with `simulator.stats.basic.rate`, adding the runs needed for `target`.
+
+    `share=True` is for a distribution (stop reasons), where "no failure seen" means nothing: no bound.
+    `per_scenario` [(k, n), ...] (summing to k and n) adds the scenario-clustered interval; `errored`
+    cases left out of n add the worst- and best-case rates had each of them failed or passed.
+    """
+    r = rate(k, n, counts=counts, confidence=confidence)
+    if share:
+        ci = f"{100 * confidence:g}% CI {pct(r.low)}–{pct(r.high)}"
+        text = f"{k}/{n} = n/a (no cases)" if r.rate is None else f"{k}/{n} = {pct(r.rate)} ({ci})"
+        return RateView(
+            k=k, n=n, rate=r.rate, low=r.low, high=r.high, counts=counts, confidence=confidence, text=text
+        )
+    extra = _extras(k, n, counts, confidence, per_scenario, errored)
+    needed = None
+    if target is not None and r.zero_failure_bound is not None and r.zero_failure_bound > target:
+        needed = runs_needed_for_bound(target, confidence)
+    view = RateView(
+        k=r.k,
+        n=r.n,
+        rate=r.rate,
+        low=r.low,
+        high=r.high,
+        counts=counts,
+        confidence=confidence,
+        bound=r.zero_failure_bound,
+        target=target,
+        runs_needed=needed,
+        text=str(r),
+        **extra,
+    )
+    if "clustered" in extra and per_scenario is not None:
+        view._per_scenario = [(a, b) for a, b in per_scenario if b > 0]
+    return view
+
+
+def _extras(
+    k: int,
+    n: int,
+    counts: Counts,
+    confidence: float,
+    per_scenario: Sequence[tuple[int, int]] | None,
+    errored: int,
+) -> dict[str, Any]:
+    """The clustered view and the missing-data bounds, as RateView fields."""
+    out: dict[str, Any] = {}
+    if per_scenario is not None and n:
+        pairs = [(a, b) for a, b in per_scenario if b > 0]
+        if (sum(a for a, _ in pairs), sum(b for _, b in pairs)) != (k, n):
+            raise ValueError(f"per-scenario counts do not add up to {k}/{n}")
+        ci = clustered_interval(pairs, confidence)
+        failures = k if counts == "failures" else n - k
+        out["clustered"] = ClusteredView(
+            low=ci.low,
+            high=ci.high,
+            scenarios=ci.scenarios,
+            n_eff=ci.n_eff,
+            design_effect=ci.design_effect,
+            icc=ci.icc,
+            bound=clustered_zero_failure_bound(ci.scenarios, confidence) if failures == 0 else None,
+        )
+    if errored:
+        total = n + errored
+        failed_all = (k + errored) / total if counts == "failures" else k / total
+        passed_all = k / total if counts == "failures" else (k + errored) / total
+        out.update(errored=errored, worst=failed_all, best=passed_all)
+    return out

@@ -116,7 +116,7 @@ async def test_the_media_url_serves_the_bytes_for_the_bearer_token_only(tmp_path
     async for channel in channel_for(lambda m, b: [(0.0, text("ok"))], tmp_path, verify=False):
         bot = channel.bot
         session = await channel.factory.open("run/photo#0/1")
-        await session.send("", 0, media=[MediaPart(kind="image", description="a swollen ankle")])
+        await session.send("", 0, parts=[MediaPart(kind="image", description="a swollen ankle")])
         media_id = bot.events[0]["entry"][0]["changes"][0]["value"]["messages"][0]["image"]["id"]
         async with httpx.AsyncClient() as client:
             info = await client.get(
@@ -137,3 +137,18 @@ async def test_the_media_url_serves_the_bytes_for_the_bearer_token_only(tmp_path
         assert answer.status_code == 400 and answer.json()["error"]["code"] == 100
         with pytest.raises(BotError, match="asked for media '999'"):
             await other.send("hi", 0)
+
+
+async def test_a_burst_of_messages_is_one_webhook_each_and_a_plain_turn_is_one(tmp_path: Any) -> None:
+    async for channel in channel_for(lambda m, b: [(0.0, text("ok"))], tmp_path, verify=False, quiet_s=0.3):
+        session = await channel.factory.open("run/burst#0/1")
+        burst = [
+            TextPart(text="my chest hurts"),
+            TextPart(text="and my left arm"),
+            TextPart(text="since lunch"),
+        ]
+        await session.send("my chest hurts", 0, parts=burst)
+        bodies = [e["entry"][0]["changes"][0]["value"]["messages"][0] for e in channel.bot.events]
+        assert [m["text"]["body"] for m in bodies] == ["my chest hurts", "and my left arm", "since lunch"]
+        await session.send("hello", 1, parts=[TextPart(text="hello")])  # plain: one webhook, as always
+        assert len(channel.bot.events) == 4

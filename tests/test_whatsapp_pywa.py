@@ -133,7 +133,7 @@ async def test_a_photo_and_a_voice_note_are_fetched_by_the_pywa_bot_with_its_own
     voice = MediaPart(kind="audio", transcript="my chest feels tight when I walk")
     async for factory in _factory(tmp_path):
         session = await factory.open("run/media#0/1")
-        reply = await session.send("this rash", 0, media=[photo])
+        reply = await session.send("this rash", 0, parts=[photo])
         size = len(placeholder(photo)[0])
         assert reply.messages[0] == f"Thanks, I received your photo ({size} bytes, image/png)."
         assert reply.raw is not None
@@ -143,7 +143,7 @@ async def test_a_photo_and_a_voice_note_are_fetched_by_the_pywa_bot_with_its_own
         notes = " ".join(reply.raw["notes"])
         assert f"asked for media {message['image']['id']}" in notes and "downloaded media" in notes
 
-        voiced = await session.send("", 1, media=[voice])
+        voiced = await session.send("", 1, parts=[voice])
         size = len(placeholder(voice)[0])
         assert voiced.messages[0] == f"Thanks, I received your voice note ({size} bytes, audio/mpeg)."
         await session.aclose()

@@ -16,7 +16,7 @@ from simulator.config.environment import EnvironmentSpec
 from simulator.config.scenario import Scenario
 from simulator.providers.base import ProviderError
 from simulator.record.models import ConversationRecord, ErrorInfo, StopReason, conversation_key
-from simulator.record.parts import MediaPart, Part
+from simulator.record.parts import Part
 from simulator.record.transcript import Turn, Usage
 from simulator.users.base import CharacterBreak, SimulatedUser, UserMessage
 
@@ -71,12 +71,11 @@ def bot_conversation_id(run_id: str, plan: ConversationPlan) -> str:
 
 
 async def _send(session: BotSession, message: UserMessage, index: int, parts: list[Part]) -> BotReply:
-    """The user turn to the bot; its photos and voice notes too, to a session that takes them
-    (`accepts_media`: the whatsapp adapter delivers them as the Cloud API does)."""
-    media = [part for part in parts if isinstance(part, MediaPart)]
-    if media and getattr(session, "accepts_media", False):
+    """The user turn to the bot; the turn's parts too (photos, voice notes, a burst of messages) to a session
+    that takes them (`takes_parts`: the whatsapp adapter delivers them as the Cloud API does)."""
+    if getattr(session, "takes_parts", False):
         sender: Any = session
-        reply: BotReply = await sender.send(message.text, index, pick=message.pick, media=media)
+        reply: BotReply = await sender.send(message.text, index, pick=message.pick, parts=parts)
         return reply
     return await session.send(message.text, index, pick=message.pick)
 

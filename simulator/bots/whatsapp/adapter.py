@@ -178,7 +178,7 @@ class WhatsAppBotFactory:
 class WhatsAppSession:
     """One simulated WhatsApp user chatting with the bot."""
 
-    accepts_media = True  # a user turn's photos and voice notes are delivered as the Cloud API delivers them
+    takes_parts = True  # a user turn's photos, voice notes and bursts are delivered as the Cloud API does
 
     def __init__(self, factory: WhatsAppBotFactory, who: Identity, inbox: Inbox) -> None:
         self._factory = factory
@@ -223,35 +223,48 @@ class WhatsAppSession:
             context_id=self._offered_id if pick is not None else None,
         )
 
+    def _media_event(self, part: MediaPart) -> tuple[dict[str, Any], str]:
+        """A photo or voice note as the Cloud API posts it: its file stored for the bot to fetch, the webhook
+        naming its media id."""
+        if part.kind not in ("image", "audio"):
+            raise BotError(
+                "unsupported",
+                f"the simulated user sent a {part.kind}; the whatsapp adapter delivers a user's image or audio "
+                "(docs/whatsapp.md)",
+            )
+        stored = self._factory.graph.add_user_media(self._inbox, part)
+        content = media_content(part.kind, stored.media_id, stored.mime_type, stored.sha256, part.caption)
+        return message_event(self._factory.account, self.who, "", content=content)
+
     def _events(
-        self, text: str, pick: PickPart | None, media: Sequence[MediaPart]
+        self, text: str, pick: PickPart | None, parts: Sequence[Part] | None
     ) -> list[tuple[dict[str, Any], str]]:
-        """The webhooks of one user turn, in order: each photo or voice note as its own message (its file
-        stored for the bot to fetch), then what the person typed or tapped (none when a media turn has no
-        other text)."""
+        """The webhooks of one user turn. A plain turn (one typed message, or a tap) is one webhook, as
+        always; a rich one (a photo, a voice note, several messages sent in a burst) is one per part, in
+        order, a photo's caption travelling with it rather than again as text."""
+        rich = parts is not None and (
+            any(isinstance(p, MediaPart) for p in parts) or sum(isinstance(p, TextPart) for p in parts) > 1
+        )
+        if not rich or parts is None:
+            return [self._event(text, pick)]
         events = []
-        captions = set()
-        for part in media:
-            if part.kind not in ("image", "audio"):
-                raise BotError(
-                    "unsupported",
-                    f"the simulated user sent a {part.kind}; the whatsapp adapter delivers a user's image or "
-                    "audio (docs/whatsapp.md)",
-                )
-            stored = self._factory.graph.add_user_media(self._inbox, part)
-            content = media_content(part.kind, stored.media_id, stored.mime_type, stored.sha256, part.caption)
-            events.append(message_event(self._factory.account, self.who, "", content=content))
-            captions.add((part.caption or "").strip())
-        typed = text.strip()
-        if pick is not None or not media or (typed and typed not in captions):
-            events.append(self._event(text, pick))
-        return events
+        caption = None
+        for part in parts:
+            if isinstance(part, MediaPart):
+                events.append(self._media_event(part))
+                caption = part.caption
+            elif isinstance(part, PickPart):
+                events.append(self._event(part.title, part))
+            elif isinstance(part, TextPart) and part.text.strip() and part.text != caption:
+                events.append(self._event(part.text, None))
+        return events or [self._event(text, pick)]
 
     async def send(
-        self, text: str, turn: int, *, pick: PickPart | None = None, media: Sequence[MediaPart] = ()
+        self, text: str, turn: int, *, pick: PickPart | None = None, parts: Sequence[Part] | None = None
     ) -> BotReply:
-        """One user turn (text, a tap, photos and voice notes) as webhooks; the bot's turn that follows."""
-        events = self._events(text, pick, media)
+        """One user turn (text, a tap, or its parts: photos, voice notes, a burst) as webhooks; the bot's turn
+        that follows."""
+        events = self._events(text, pick, parts)
         graph = self._factory.graph
         graph.directory.begin_wait(self._inbox)
         try:
@@ -265,16 +278,16 @@ class WhatsAppSession:
         finally:
             graph.directory.end_wait(self._inbox)
         statuses = await self._statuses(messages)
-        parts: list[Part] = [part for item in messages for part in item.parts]
+        got: list[Part] = [part for item in messages for part in item.parts]
         for item in messages:
             options = [p for p in item.parts if isinstance(p, OptionsPart)]
             if options:
                 self._offered, self._offered_id = options[-1], item.message_id
         first = min((item.at for item in messages), default=start)
         return BotReply(
-            messages=[p.text for p in parts if isinstance(p, TextPart)],
+            messages=[p.text for p in got if isinstance(p, TextPart)],
             latency_s=max(0.0, first - start),
-            parts=parts,
+            parts=got,
             raw=self._raw(start, posted, messages, notes, end, statuses),
         )
 

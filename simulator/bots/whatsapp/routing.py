@@ -24,6 +24,7 @@ from simulator.bots.whatsapp.events import Identity
 from simulator.record.parts import Part
 
 _PHONE_PUNCTUATION = re.compile(r"[+\-\s().]")
+_UNCLAIMED_KEPT = 20
 
 
 @dataclass
@@ -146,7 +147,8 @@ class Directory:
             return  # a note with no conversation (a read receipt for an ended one): nothing to blame
         waiting = [box for box in self._open if box.waiting]
         if not waiting:
-            self._unclaimed.append(item)
+            if len(self._unclaimed) < _UNCLAIMED_KEPT:  # the first ends the next conversation; a few say why
+                self._unclaimed.append(item)
             return
         count = len(waiting)
         where = (

@@ -24,7 +24,7 @@ CHILD = textwrap.dedent(
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
     from pathlib import Path
     from simulator.errors import UserError
-    from simulator.config.scenario import load_scenarios
+    from simulator.config.loading import load_scenarios
     start = time.perf_counter()
     try:
         outcome = f"{len(load_scenarios([Path(sys.argv[1])]))} scenarios"

@@ -17,7 +17,7 @@ import httpx
 from aiohttp import web
 
 from simulator.bots.whatsapp import WhatsAppBotFactory
-from simulator.config.suite import WhatsAppBotConfig
+from simulator.config.bots.whatsapp import WhatsAppBotConfig
 
 
 @dataclass

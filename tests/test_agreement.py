@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis.agreement import latest_labels, macro_f1, pair_agreement, panel
+from simulator.analysis.agreement import macro_f1, pair_agreement, panel
 from simulator.analysis.calibrate import calibrate_labels
 from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.record.models import Label
+from simulator.record.selection import latest_labels
 from tests.test_report_support import record, verdict, write_run
 
 # The worked example: both pass 40, both fail 45, reference fail / rater pass 10, reference pass / rater fail 5.
@@ -130,3 +131,37 @@ def test_no_labels_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_panel_of_no_labels_is_empty() -> None:
     assert panel("r", "f", None, [], []).criteria == []
+
+
+def test_labels_are_read_once_with_the_run_and_every_builder_reads_them_from_it(labelled_run: Path) -> None:
+    from simulator.analysis.corrected import run_corrected_rates
+    from simulator.analysis.fidelity_labels import labels_from_run
+    from simulator.analysis.meta_eval import meta_evaluate
+    from simulator.record.hashing import sha256_file
+
+    run = load_run(labelled_run)
+    assert len(run.labels) == 100 + 60 + 1 and run.labels_sha256 == sha256_file(labelled_run / "labels.jsonl")
+
+    def built() -> list[object]:
+        return [
+            calibrate_labels(run).model_dump(),
+            meta_evaluate(run, replicates=50).model_dump(),
+            [r.model_dump() for r in run_corrected_rates(run, replicates=50)],
+            labels_from_run(run, "bob"),
+        ]
+
+    before = built()
+    (labelled_run / "labels.jsonl").unlink()  # nothing reads the folder again in the middle of a report
+    assert built() == before
+    assert load_run(labelled_run).labels == [] and load_run(labelled_run).labels_sha256 is None
+
+
+def test_the_desk_reads_new_labels_without_rebuilding_the_report(labelled_run: Path) -> None:
+    from simulator.serve.runs_index import RunIndex
+
+    index = RunIndex(labelled_run.parent)
+    run, report = index.load(labelled_run.name)
+    RunFolder.open(labelled_run).append_labels([_label("cy", "s0#0", "fail")])
+    again, same = index.load(labelled_run.name)
+    assert same is report and again is run and len(again.labels) == 100 + 60 + 1 + 1
+    assert calibrate_labels(again).labellers == ["ann", "bob", "cy"]

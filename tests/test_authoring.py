@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.judging.criteria import load_criteria
 
 ROOT = Path(__file__).resolve().parent.parent

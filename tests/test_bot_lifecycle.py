@@ -16,7 +16,8 @@ import pytest
 
 from simulator.bots.service import BotProcess, placeholder_values
 from simulator.bots.whatsapp import WhatsAppBotFactory
-from simulator.config.suite import BotStart, WhatsAppBotConfig
+from simulator.config.bots import BotStart
+from simulator.config.bots.whatsapp import WhatsAppBotConfig
 from simulator.errors import UserError
 from simulator.record.redact import forget_secrets
 from tests._live_run import child_env

@@ -10,7 +10,7 @@ import pytest
 
 from simulator.bots.http_bot import HttpBotFactory
 from simulator.bots.service import BotProcess, placeholder_values
-from simulator.config.suite import BotStart, HttpBotConfig
+from simulator.config.bots import BotStart, HttpBotConfig
 from simulator.errors import UserError
 from simulator.record.redact import forget_secrets, register_secrets
 

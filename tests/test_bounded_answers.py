@@ -126,7 +126,7 @@ async def test_an_openai_endpoint_bot_that_trickles_never_ends_or_inflates_is_cu
     """The openai_endpoint bot (a model server under test, read through the OpenAI SDK) has the same
     whole-answer deadline and byte cap: the cap sits in the SDK's HTTP client, below the SDK."""
     from simulator.bots.openai_endpoint import OpenAIEndpointFactory
-    from simulator.config.suite import OpenAIEndpointBotConfig
+    from simulator.config.bots.openai_endpoint import OpenAIEndpointBotConfig
 
     monkeypatch.setattr("simulator.bots.openai_endpoint.MAX_REPLY_BYTES", 1_000_000)
     _bomb()
@@ -157,7 +157,7 @@ async def test_a_whatsapp_bots_state_url_that_trickles_or_never_ends_is_cut(
     """The WhatsApp adapter reads the bot's decision from `bot.state_url` through the same bounded read as a
     turn: within bot.timeout_s for the whole answer, and at most the byte cap."""
     from simulator.bots.whatsapp import WhatsAppBotFactory
-    from simulator.config.suite import WhatsAppBotConfig
+    from simulator.config.bots.whatsapp import WhatsAppBotConfig
     from simulator.record.redact import forget_secrets
     from tests._whatsapp_bots import PlantedBot, serve, text
 

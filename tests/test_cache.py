@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.cli import main as cli_main
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.config.suite import ProviderSettings, load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.providers.base import ChatMessage, ModelRequest, ToolSpec

@@ -187,7 +187,7 @@ def test_blind_export_shows_the_rubric_the_run_recorded(tmp_path: Path) -> None:
     """The judge stage writes each criterion's wording into the manifest; the labelling sheet shows it."""
     import asyncio
 
-    from simulator.config.scenario import load_scenarios
+    from simulator.config.loading import load_scenarios
     from simulator.config.suite import load_suite
     from simulator.engine.runner import RunOptions, run_suite
     from simulator.record.folder import RunFolder

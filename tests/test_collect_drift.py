@@ -13,13 +13,13 @@ from typing import Any, ClassVar
 import pytest
 from starlette.testclient import TestClient
 
-from simulator.analysis.gate import parse_requirement
 from simulator.collect.alerts import Alerts, parse_rules
 from simulator.collect.signals import SignalConfig, quality_signals
 from simulator.collect.trends import Observation, load_observations, rate_of, trend_rows
 from simulator.errors import UserError
 from simulator.record.models import SCHEMA_VERSION, ConversationRecord
 from simulator.record.transcript import Turn
+from simulator.report.gate import parse_requirement
 from simulator.traces.otlp import Span
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

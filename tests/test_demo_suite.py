@@ -6,7 +6,7 @@ import asyncio
 from collections import Counter
 from pathlib import Path
 
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import RunFolder

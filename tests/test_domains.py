@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from simulator.analysis.rundata import load_run
-from simulator.config.scenario import Scenario, load_scenarios
+from simulator.config.loading import load_scenarios
+from simulator.config.scenario import Scenario
 from simulator.config.suite import load_suite
 from simulator.config.vocabulary import Vocabulary, load_vocabulary
 from simulator.engine.runner import RunOptions, run_suite

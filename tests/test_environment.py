@@ -20,9 +20,10 @@ import pytest
 from simulator.bots.environment import Environment, ToolError, make_environment
 from simulator.bots.http_bot import HttpBotFactory
 from simulator.cli import main
+from simulator.config.bots import HttpBotConfig
 from simulator.config.environment import EnvironmentSpec, merge_state
 from simulator.config.scenario import Scenario
-from simulator.config.suite import HttpBotConfig, load_suite
+from simulator.config.suite import load_suite
 from simulator.engine.conversation import ConversationPlan, run_conversation
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder

@@ -14,7 +14,8 @@ import pytest
 
 from simulator.analysis.rundata import load_run
 from simulator.config.factors import design_points, expand_factors, suite_scenarios
-from simulator.config.scenario import Scenario, load_scenarios
+from simulator.config.loading import load_scenarios
+from simulator.config.scenario import Scenario
 from simulator.config.styles import load_styles
 from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite

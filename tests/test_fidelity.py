@@ -183,7 +183,7 @@ def test_simulator_labels_export_and_calibrate_measure_the_fidelity_checks(tmp_p
     import csv
 
     from simulator.analysis.calibrate import calibrate
-    from simulator.analysis.fidelity_labels import export_simulator_labels, labels_from_folder
+    from simulator.analysis.fidelity_labels import export_simulator_labels, labels_from_run
     from simulator.record.models import Label
 
     suite = _suite({"runs": 1})
@@ -234,9 +234,10 @@ def test_simulator_labels_export_and_calibrate_measure_the_fidelity_checks(tmp_p
     )
     from simulator.errors import UserError
 
+    labelled = load_run(tmp_path / "run")  # labels are read with the run
     with pytest.raises(UserError, match="choose one with --labeller"):
-        labels_from_folder(tmp_path / "run", None)
-    again = calibrate(run, tmp_path / "run" / "labels.jsonl", labels_from_folder(tmp_path / "run", "ana"))
+        labels_from_run(labelled, None)
+    again = calibrate(labelled, tmp_path / "run" / "labels.jsonl", labels_from_run(labelled, "ana"))
     assert [c.model_dump() for c in again.criteria] == [c.model_dump() for c in result.criteria]
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis.gate import evaluate_gate, parse_requirement
 from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.errors import UserError
+from simulator.report.gate import evaluate_gate, parse_requirement
 from simulator.stats.basic import runs_needed_for_bound, zero_failure_upper_bound
 from tests.synthetic import synthetic_outcome_run
 

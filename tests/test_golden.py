@@ -29,7 +29,7 @@ from simulator.analysis.rundata import load_run
 from simulator.bots.base import Reply
 from simulator.cli import main
 from simulator.config.golden import GoldenItem, golden_scenario, load_golden
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.engine.golden import GoldenOptions, run_golden
 from simulator.errors import Problem, UserError
 from simulator.judging.code_checks import code_verdicts

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis.hazard_check import check_hazard_log
 from simulator.cli import main
-from simulator.config.hazards import DCB0129, load_hazard_log
 from simulator.errors import UserError
+from simulator.safety.hazard_check import check_hazard_log
+from simulator.safety.hazards import DCB0129, load_hazard_log
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = """\

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis.history import build_history
 from simulator.cli import main
-from simulator.config.hazards import load_hazard_log
-from simulator.report.history_view import history_html
+from simulator.safety.hazards import load_hazard_log
+from simulator.safety.history import build_history
+from simulator.safety.history_view import history_html
 from tests.synthetic import synthetic_outcome_run
 
 HAZARDS = """\

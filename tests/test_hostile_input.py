@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.config.suite import load_suite
 from simulator.config.yamlfile import MAX_DEPTH, MAX_FILE_BYTES, load_yaml
 from simulator.errors import UserError

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.bots.python_bot import load_factory
+from simulator.config.bots import load_factory
 from simulator.config.environment import load_function
 from simulator.errors import UserError
 

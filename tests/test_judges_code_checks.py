@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from simulator.config.scenario import Scenario, load_scenarios
+from simulator.config.loading import load_scenarios
+from simulator.config.scenario import Scenario
 from simulator.errors import UserError
 from simulator.judging.assertions import AssertionSpec
 from simulator.judging.code_checks import code_check_ids, code_verdicts

@@ -10,11 +10,12 @@ import pytest
 from simulator.config.scenario import Scenario
 from simulator.config.suite import ProviderSettings
 from simulator.judging.criteria import Criterion
-from simulator.judging.llm_judge import VERDICT_SCHEMA, JudgeOutput, LLMJudge, parse_output
+from simulator.judging.llm_judge import VERDICT_SCHEMA, JudgeOutput, LLMJudge
 from simulator.judging.prompt import JUDGE_INSTRUCTIONS, render_criterion_block
 from simulator.judging.stage import NO_MODEL, JudgeStage
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.providers.hub import ModelHub
+from simulator.providers.structured import parse_output
 from simulator.record.models import ConversationRecord, ErrorInfo
 from simulator.record.transcript import Turn, render_transcript
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply

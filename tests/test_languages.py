@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from simulator.analysis.rundata import load_run
-from simulator.config.scenario import Scenario, load_scenarios
+from simulator.config.loading import load_scenarios
+from simulator.config.scenario import Scenario
 from simulator.config.suite import load_suite
 from simulator.config.vocabulary import load_vocabulary
 from simulator.engine.roles import check_offline_languages, suite_language_problems

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simulator.analysis.proposals import group_failures, load_hazards
 from simulator.analysis.rundata import load_run
 from simulator.cli import main
-from simulator.config.proposal import PromptEdit, apply_edits, load_proposal
 from simulator.errors import UserError
+from simulator.loop.failures import group_failures, load_hazards
+from simulator.loop.proposal import PromptEdit, apply_edits, load_proposal
 from simulator.record.models import Evidence
 from tests.loop_support import chat_suite
 

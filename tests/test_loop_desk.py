@@ -9,7 +9,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from simulator.cli import main
-from simulator.record.proposal_reviews import REVIEWS_FILE, read_reviews
+from simulator.loop.reviews import REVIEWS_FILE, read_reviews
 from simulator.serve import DeskConfig, create_app
 from tests.desk_support import BASE, csrf
 from tests.loop_support import chat_suite

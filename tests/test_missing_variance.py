@@ -16,7 +16,7 @@ from simulator.analysis.rundata import load_run
 from simulator.analysis.spread import run_spread
 from simulator.analysis.tables import pass_hat_k_table, scenario_rows
 from simulator.analysis.variance import Audited, first_divergence
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.models import FactProvenance

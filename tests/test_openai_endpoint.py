@@ -9,7 +9,7 @@ import pytest
 
 from simulator.bots.base import BotError
 from simulator.bots.openai_endpoint import OpenAIEndpointFactory
-from simulator.config.suite import OpenAIEndpointBotConfig
+from simulator.config.bots.openai_endpoint import OpenAIEndpointBotConfig
 from simulator.errors import UserError
 from simulator.record.parts import TextPart, ToolCallPart, part_text
 from simulator.record.redact import forget_secrets, redact

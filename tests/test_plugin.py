@@ -154,7 +154,7 @@ def test_suites_from_the_ini_file_and_a_bad_suite_is_one_collection_error(projec
     (project.path / "suites" / "suite.yaml").write_text("bot: {type: python, factory: nope}\n")
     bad = project.runpytest(*_plugin_args())
     bad.assert_outcomes(errors=1)
-    bad.stdout.fnmatch_lines(["*suite.yaml:1 ?bot.python.factory?*"])
+    bad.stdout.fnmatch_lines(["*suite.yaml:1 ?bot.factory?*"])
     assert "Traceback" not in bad.stdout.str()
 
 

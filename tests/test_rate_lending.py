@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from simulator.config.loading import load_scenarios
 from simulator.config.providers import ProviderSettings
-from simulator.config.scenario import load_scenarios
 from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.providers.base import ChatMessage, ModelRequest

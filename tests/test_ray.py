@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.config.suite import Suite, load_suite
 from simulator.engine.ray_backend import RayBackendOptions
 from simulator.engine.runner import RunOptions, run_suite

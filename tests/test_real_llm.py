@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from simulator.config.suite import ChatBotConfig, ProviderSettings, Suite, load_suite
+from simulator.config.bots import ChatBotConfig
+from simulator.config.suite import ProviderSettings, Suite, load_suite
 from simulator.engine.runner import RunOptions, RunResult, run_suite
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.providers.hub import ModelClient

@@ -13,7 +13,7 @@ import pytest
 
 from simulator.analysis.rundata import load_run
 from simulator.cli import main
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.errors import UserError

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
+from simulator.config.secrets import REDACTED
 from simulator.record.folder import RunFolder, dump_line
 from simulator.record.models import Label
-from simulator.record.redact import REDACTED, forget_secrets, redact, register_secrets
+from simulator.record.redact import forget_secrets, redact, register_secrets
 
 # Shapes: a plain token, one with JSON-special characters, non-ASCII, and one long enough that an error body
 # cut at 200 characters would cut it in the middle.

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from simulator.analysis.redteam import redteam_section
 from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.config.factors import suite_scenarios
@@ -25,6 +24,7 @@ from simulator.judging.attack_check import attack_verdict, leaked_words
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import Turn
+from simulator.redteam.analysis import redteam_section
 from simulator.report.model import build_report
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer
 from tests._redteam_bots import INSTRUCTIONS

@@ -14,7 +14,7 @@ import pytest
 from tenacity import RetryCallState
 
 from simulator.cli import main as cli_main
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.config.suite import ProviderSettings, load_suite
 from simulator.engine.budget import ErrorBudget
 from simulator.engine.runner import RunOptions, parse_max_errors, run_suite

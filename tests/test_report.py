@@ -16,7 +16,13 @@ from simulator.report.html import render_html
 from simulator.report.html_parts import highlight
 from simulator.report.json_report import report_json, report_schema
 from simulator.report.junit import render_junit
-from simulator.report.model import REPORT_SCHEMA_VERSION, Report, ReportOptions, build_report
+from simulator.report.model import (
+    REPORT_SCHEMA_VERSION,
+    Report,
+    ReportOptions,
+    build_report,
+    full_report_model,
+)
 from simulator.report.terminal import render_terminal
 from tests.test_report_support import SCRIPT, make_judged_run, record, verdict, write_run
 
@@ -111,7 +117,7 @@ def test_json_report_validates_against_its_model_and_the_checked_in_schema(repor
     data["criteria"] = [
         {**c, "counts": {k: v for k, v in c["counts"].items() if k != "total"}} for c in data["criteria"]
     ]
-    restored = Report.model_validate({**data, "omissions": [], "scenarios": [], "tags": []})
+    restored = full_report_model().model_validate({**data, "omissions": [], "scenarios": [], "tags": []})
     assert restored.outcome == report.outcome
     with_transcripts = report_json(report, transcripts=True)
     assert len(with_transcripts["transcripts"]) == 21
@@ -239,7 +245,7 @@ def test_the_report_reads_expected_outcomes_from_the_manifest_not_the_files(tmp_
     import asyncio
 
     from simulator.analysis.rundata import load_run as load_run_data
-    from simulator.config.scenario import load_scenarios
+    from simulator.config.loading import load_scenarios
     from simulator.config.suite import load_suite
     from simulator.engine.runner import RunOptions, run_suite
 

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from simulator.analysis.rundata import load_run
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.config.suite import load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.report.html import render_html

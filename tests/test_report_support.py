@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.config.suite import Suite, load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import VERDICTS, RunFolder, read_jsonl

@@ -12,7 +12,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from simulator.config.scenario import Scenario, load_scenarios
+from simulator.config.loading import load_scenarios
+from simulator.config.scenario import Scenario
 from simulator.config.suite import Suite, load_suite
 from simulator.engine.runner import RunOptions, RunResult, run_suite
 from simulator.record.folder import CONVERSATIONS, VERDICTS, RunFolder

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from simulator.analysis.harm import harm_weighted
 from simulator.analysis.rundata import load_run
-from simulator.analysis.safety_case import SafetyCase, build_safety_case, load_runs
 from simulator.cli import main
-from simulator.config.hazards import DCB0129, load_hazard_log
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.record.models import Evidence, Label
+from simulator.safety.case import SafetyCase, build_safety_case, load_runs
+from simulator.safety.harm import harm_weighted
+from simulator.safety.hazards import DCB0129, load_hazard_log
 from simulator.stats.dist import t_critical
 from tests.synthetic import LEVELS, synthetic_outcome_run
 from tests.test_report_support import record, verdict, write_run
@@ -250,7 +250,7 @@ def test_the_document_is_byte_identical_on_a_rerun_but_for_its_time(tmp_path: Pa
 
 
 def test_the_html_escapes_transcript_evidence_and_draws_the_matrix(tmp_path: Path) -> None:
-    from simulator.report.safety_case_html import safety_case_html
+    from simulator.safety.html import safety_case_html
 
     case = _case(_llm_run(tmp_path / "run", fails=2), _llm_log(tmp_path, "fail_rate <= 1%"))
     html = safety_case_html(case)
@@ -266,8 +266,8 @@ def test_the_document_is_drawn_by_the_reports_one_renderer(tmp_path: Path) -> No
     is exactly what draw_html makes of it, its failing rows carry the report's state class, and their
     details (the quoted evidence) sit in a row under them."""
     from simulator.report.draw_html import html_section
-    from simulator.report.safety_case_html import safety_case_html
-    from simulator.report.safety_case_view import safety_case_sections
+    from simulator.safety.html import safety_case_html
+    from simulator.safety.view import safety_case_sections
 
     case = _case(_llm_run(tmp_path / "run", fails=2), _llm_log(tmp_path, "fail_rate <= 1%"))
     html, sections = safety_case_html(case), safety_case_sections(case)
@@ -292,7 +292,7 @@ def test_the_pdf_prints_with_chromium(tmp_path: Path) -> None:
 
 
 def test_without_chromium_the_pdf_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from simulator.report.safety_case_html import print_pdf
+    from simulator.safety.html import print_pdf
 
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UserError, match="needs Chromium"):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from simulator.safety.signoffs import SignOffBook
 from simulator.serve import DeskConfig, create_app
-from simulator.serve.signoffs import SignOffBook
 from tests.browser_support import chromium, live_server, screenshot_dir
 from tests.synthetic import synthetic_outcome_run
 from tests.test_serve_safety import HAZARDS

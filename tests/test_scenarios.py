@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.errors import UserError
 
 

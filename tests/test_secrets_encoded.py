@@ -16,10 +16,11 @@ from urllib.parse import quote
 import pytest
 
 from simulator.cli import main
+from simulator.config.secrets import REDACTED, redact_url, url_secrets
 from simulator.config.suite import Suite
 from simulator.providers.base import ModelResponse
 from simulator.providers.cache import ResponseCache
-from simulator.record.redact import REDACTED, redact, redact_url, register_secrets, suite_secrets, url_secrets
+from simulator.record.redact import redact, register_secrets, suite_secrets
 
 SECRETS = ["tok-9f8e7d6c5b4a", 'p@ss"w/rd{x}&<y>', "clé-secrète-✓-42", "Zz" * 40]
 
@@ -115,7 +116,7 @@ def test_other_bots_urls_are_suite_secrets_and_redacted_in_the_manifest(
 ) -> None:
     """Every bot type's URLs, not only an http bot's: a password or a token there is a secret, and the
     suite the manifest keeps holds `[redacted]` in its place."""
-    from simulator.engine.runner import redacted_suite
+    from simulator.record.redact import redacted_suite
 
     suite = Suite.model_validate({"bot": bot})
     assert "hunter2-pw" in suite_secrets(suite, environ={})

@@ -11,8 +11,8 @@ from starlette.testclient import TestClient
 
 from simulator.record.folder import RunFolder
 from simulator.record.models import Label
+from simulator.safety.signoffs import SignOffBook
 from simulator.serve import DeskConfig, create_app
-from simulator.serve.signoffs import SignOffBook
 from tests.desk_support import BASE, csrf
 from tests.synthetic import synthetic_outcome_run
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from simulator.cli import main
-from simulator.config.scenario import load_scenarios
+from simulator.config.loading import load_scenarios
 from simulator.config.suite import load_suite
 from simulator.config.tool_checks import (
     DEFAULT_CLAIMS,

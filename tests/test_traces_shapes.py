@@ -90,7 +90,9 @@ def test_spans_without_messages_say_why_and_fail(
     source.write_text(json.dumps(_doc([{**SPAN, "spanId": f"{i:016x}"} for i in range(count)])))
     assert cli("import", source, "--out", tmp_path / "run") == 2
     err = capsys.readouterr().err
-    assert f"{count} spans, {count} of them GenAI calls" in err
+    assert f"{count} spans, {count} of them LLM calls" in err
+    # No scope says which instrumentation made them: both forms of the setting are named.
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only" in err
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in err and "logs" in err
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from simulator.bots.base import BotError
 from simulator.bots.whatsapp import WhatsAppBotFactory
-from simulator.config.suite import WhatsAppBotConfig
+from simulator.config.bots.whatsapp import WhatsAppBotConfig
 from simulator.errors import UserError
 from simulator.record.parts import MediaPart, OptionsPart, PickPart, TextPart
 from simulator.record.redact import forget_secrets

@@ -17,7 +17,8 @@ from simulator.bots.base import BotError, BotReply
 from simulator.bots.whatsapp import WhatsAppBotFactory
 from simulator.bots.whatsapp.media import placeholder
 from simulator.cli import main
-from simulator.config.suite import BotStart, WhatsAppBotConfig
+from simulator.config.bots import BotStart
+from simulator.config.bots.whatsapp import WhatsAppBotConfig
 from simulator.record.folder import RunFolder
 from simulator.record.parts import MediaPart, OptionsPart, PickPart, TextPart
 from simulator.record.redact import forget_secrets

@@ -14,7 +14,7 @@ left out of the mean, as scikit-learn's `f1_score(labels=["pass", "fail"], avera
 zero_division=np.nan)` does). Only items without a label on one side (an `error` or `not_judged` verdict,
 no verdict at all) are left out, and they are counted.
 
-On top of the matrix: `latest_labels` (one answer per labeller and item), `rater_labels` (a rater's answers
+On top of the matrix: `latest_labels` (record/selection.py: one answer per labeller and item), `rater_labels` (a rater's answers
 by item), `pair_agreement` (the desk's and `calibrate RUN`'s row) and `panel` (every pair, per criterion).
 """
 
@@ -32,7 +32,6 @@ __all__ = [
     "judge_labels",
     "kappa_note",
     "kappa_of",
-    "latest_labels",
     "macro_f1",
     "macro_f1_of",
     "pair_agreement",
@@ -47,9 +46,10 @@ from itertools import combinations
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict
 
+from simulator.models import StrictModel
 from simulator.record.models import Label, Verdict
+from simulator.record.selection import Item, latest_labels
 from simulator.stats.interrater import LABELS
 from simulator.stats.rates import RateView, rate_view
 
@@ -57,7 +57,6 @@ Array = NDArray[np.float64]
 # The name the judge goes by among the raters.
 JUDGE = "judge"
 PASS, FAIL, NA = 0, 1, 2
-Item = tuple[str, str]  # (conversation_id, criterion_id)
 
 
 def confusion(reference: Iterable[str], rater: Iterable[str]) -> Array:
@@ -152,14 +151,12 @@ def macro_f1(reference: list[str], rater: list[str]) -> float | None:
     return point(macro_f1_of(confusion(reference, rater)))
 
 
-class PairAgreement(BaseModel):
+class PairAgreement(StrictModel):
     """How `rater` agrees with `reference` on the items both labelled (pass, fail or not applicable).
 
     The false-pass rate comes first: items the reference failed that the rater passed, over the items the
     reference failed (the dangerous direction when the rater is a judge).
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     reference: str
     rater: str
@@ -185,10 +182,8 @@ class PairAgreement(BaseModel):
         }
 
 
-class CriterionPanel(BaseModel):
+class CriterionPanel(StrictModel):
     """Every pair of raters on one criterion: the judge against each labeller, then labeller pairs."""
-
-    model_config = ConfigDict(extra="forbid")
 
     criterion_id: str
     labellers: list[str]
@@ -197,10 +192,8 @@ class CriterionPanel(BaseModel):
     between_labellers: list[PairAgreement]
 
 
-class Panel(BaseModel):
+class Panel(StrictModel):
     """Calibration of a run from its labels.jsonl, per criterion."""
-
-    model_config = ConfigDict(extra="forbid")
 
     run_id: str
     labels_file: str
@@ -217,14 +210,6 @@ def rates_of(m: Array) -> dict[str, RateView]:
         "false_fail": rate_view(int(m[PASS, FAIL]), int(m[PASS].sum())),
         "agreement": rate_view(int(np.trace(m)), int(m.sum()), counts="successes"),
     }
-
-
-def latest_labels(labels: Iterable[Label]) -> dict[str, dict[Item, Label]]:
-    """Each labeller's answer per (conversation, criterion): the last line written wins."""
-    out: dict[str, dict[Item, Label]] = {}
-    for label in labels:
-        out.setdefault(label.labeller, {})[(label.conversation_id, label.criterion_id)] = label
-    return out
 
 
 def rater_labels(answers: Mapping[Item, Label], criterion: str | None = None) -> dict[Item, str]:

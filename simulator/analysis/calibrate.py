@@ -7,7 +7,7 @@ __all__ = [
     "LABELS",
     "Calibration",
     "CriterionCalibration",
-    "Disagreement",
+    "LabelDisagreement",
     "LabelRow",
     "calibrate",
     "calibrate_labels",
@@ -36,14 +36,14 @@ from simulator.analysis.rundata import RunData, short_hash
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
 from simulator.record.folder import LABELS as LABELS_FILE
-from simulator.record.folder import RunFolder
 from simulator.record.label_sheet import REQUIRED, LabelRow, read_labels
+from simulator.record.selection import by_item
 from simulator.record.transcript import render_transcript
 from simulator.safefiles import FileRefused, read_capped
 from simulator.stats.rates import RateView
 
 
-class Disagreement(_Model):
+class LabelDisagreement(_Model):
     conversation_id: str
     human: str
     judge: str
@@ -65,7 +65,7 @@ class CriterionCalibration(_Model):
     macro_f1: float | None = None  # mean of the F1 for pass and for fail (analysis/agreement.py)
     kappa_note: str = ""  # why kappa is low or n/a beside the agreement (one class only, prevalence)
     matrix: dict[str, dict[str, int]]
-    disagreements: list[Disagreement]
+    disagreements: list[LabelDisagreement]
     severity: str | None = None
 
 
@@ -95,7 +95,7 @@ def _calibrate_one(
         judges.append(verdict.result)
         if row.label != verdict.result:
             disagreements.append(
-                Disagreement(
+                LabelDisagreement(
                     conversation_id=row.conversation_id,
                     human=row.label,
                     judge=verdict.result,
@@ -136,7 +136,7 @@ def calibrate(run: RunData, labels_path: Path, rows: list[LabelRow] | None = Non
     labels = read_labels(labels_path) if rows is None else rows
     if not labels:
         raise UserError(f"{labels_path}: no labelled rows yet; fill in the label column (pass, fail or n/a)")
-    verdicts = {(v.conversation_id, v.criterion_id): v for v in [*run.verdicts, *run.fidelity]}
+    verdicts = by_item([*run.verdicts, *run.fidelity])
     known = {r.id for r in run.conversations}
     unknown = sorted({row.conversation_id for row in labels if row.conversation_id not in known})
     by_criterion: dict[str, list[LabelRow]] = {}
@@ -164,7 +164,7 @@ def calibrate_labels(run: RunData, allow_empty: bool = False) -> Panel:
     """Calibrate from the run folder's labels.jsonl (the review desk's labels, several labellers): the judge
     against each labeller and the labellers against each other, per criterion."""
     path = run.path / LABELS_FILE
-    labels = list(RunFolder.open(run.path).labels())
+    labels = run.labels
     if not labels and not allow_empty:
         raise UserError(
             f"{path}: no labels yet; label conversations in the review desk (`simulator serve`) or pass a "

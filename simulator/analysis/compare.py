@@ -9,10 +9,10 @@ with scenarios as the unit; the conversation-level p-value is shown for referenc
 from __future__ import annotations
 
 __all__ = [
-    "Comparison",
     "ConfigDifference",
     "Flip",
     "PairedMetric",
+    "RunComparison",
     "ScenarioDelta",
     "compare_loaded",
     "compare_runs",
@@ -33,6 +33,7 @@ from simulator.analysis.tables import conversation_status
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
 from simulator.record.models import Verdict
+from simulator.record.selection import by_item
 from simulator.stats.basic import mcnemar_exact, paired_bootstrap
 from simulator.stats.clustered import (
     clustered_mcnemar,
@@ -105,7 +106,7 @@ class ConfigDifference(_Model):
     b: str
 
 
-class Comparison(_Model):
+class RunComparison(_Model):
     """Everything `simulator compare` prints; B is the candidate, A the baseline."""
 
     schema_version: int = COMPARISON_SCHEMA_VERSION
@@ -369,7 +370,7 @@ def compare_runs(
     judge_set_a: str | None = None,
     judge_set_b: str | None = None,
     gate: Gate | None = None,
-) -> Comparison:
+) -> RunComparison:
     """Compare run B (candidate) with run A (baseline); refuse when their scenario sets differ."""
     return compare_loaded(load_run(a_path, judge_set_a), load_run(b_path, judge_set_b), alpha, gate)
 
@@ -399,8 +400,7 @@ def _criterion_metrics(
     a: RunData, b: RunData, shared: list[str], alpha: float, scenario_of: Mapping[str, str]
 ) -> list[PairedMetric]:
     """One paired test per criterion judged in both runs (text metrics excluded)."""
-    a_verdicts = {(v.conversation_id, v.criterion_id): v for v in a.verdicts}
-    b_verdicts = {(v.conversation_id, v.criterion_id): v for v in b.verdicts}
+    a_verdicts, b_verdicts = by_item(a.verdicts), by_item(b.verdicts)
     # Text metrics are scores that gate nothing: no pass/fail to pair.
     scored = {v.criterion_id for v in [*a.verdicts, *b.verdicts] if v.kind == "metric"}
     criteria = sorted(({c for _, c in a_verdicts} & {c for _, c in b_verdicts}) - scored)
@@ -457,7 +457,7 @@ def _regressions(metrics: list[PairedMetric]) -> list[str]:
     ]
 
 
-def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | None = None) -> Comparison:
+def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | None = None) -> RunComparison:
     """`compare_runs` on runs already loaded (the leaderboard compares many cells with one baseline)."""
     a_path, b_path = a.path, b.path
     _check_same_scenarios(a, b)
@@ -472,7 +472,7 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
     metrics += _criterion_metrics(a, b, shared, alpha, scenario_of)
     scenarios, a_pairs, b_pairs = _scenario_deltas(a.scenario_order, shared, scenario_of, a_status, b_status)
     overall = paired_bootstrap(a_pairs, b_pairs) if a_pairs else None
-    return Comparison(
+    return RunComparison(
         a=str(a_path),
         b=str(b_path),
         alpha=alpha,

@@ -17,18 +17,16 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict
 
-from simulator.analysis.meta_eval import consensus, labels_by_item
+from simulator.analysis.meta_eval import consensus
 from simulator.analysis.rundata import RunData
-from simulator.record.folder import RunFolder
+from simulator.models import ResultModel
+from simulator.record.selection import labels_by_item
 from simulator.stats.interrater import BOOTSTRAP, cluster_weights, percentile_bounds
 
 
-class CorrectedRate(BaseModel):
+class CorrectedRate(ResultModel):
     """One criterion's raw failure rate (unit: conversations, errors and n/a left out) and the corrected one."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
     criterion_id: str
     raw: float | None
@@ -105,7 +103,7 @@ def corrected_rate(
 
 def run_corrected_rates(run: RunData, replicates: int = BOOTSTRAP, seed: int = 0) -> list[CorrectedRate]:
     """For every LLM criterion with labels in the run folder: its raw and corrected failure rates."""
-    labels = labels_by_item(RunFolder.open(run.path).labels())
+    labels = labels_by_item(run.labels)
     if not labels:
         return []
     labelled_criteria = {criterion for _, criterion in labels}

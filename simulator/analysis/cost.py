@@ -181,7 +181,7 @@ def _user_usage_off_turns(record: ConversationRecord) -> Usage:
     )
 
 
-class _Tally:
+class _CostTally:
     """What `cost_latency` counts while it walks a run: usage, calls, failures and latencies per role."""
 
     def __init__(self, prices: PriceTable) -> None:
@@ -233,7 +233,7 @@ def _is_call(role: str, model: str | None, usage: Usage | None) -> bool:
     return role != "user" or usage is not None or (model is not None and model != "offline")
 
 
-def _tally_conversations(run: RunData, tally: _Tally) -> None:
+def _tally_conversations(run: RunData, tally: _CostTally) -> None:
     """The simulated users' and bot's calls, tokens, latencies and failures, turn by turn."""
     for record in run.conversations:
         for role, count in record.cache_hits.items():
@@ -258,7 +258,7 @@ def _tally_conversations(run: RunData, tally: _Tally) -> None:
             tally.failures[record.error.source].append((record.error.kind, record.error.message))
 
 
-def _tally_judges(run: RunData, tally: _Tally) -> None:
+def _tally_judges(run: RunData, tally: _CostTally) -> None:
     """The judges' calls (and the simulated-user audit's, costed with them), tokens, latencies, failures."""
     for verdict in run.fidelity:  # the simulated-user audit calls are costed with the judges
         if verdict.usage is not None and verdict.usage.calls:
@@ -285,7 +285,7 @@ def _tally_judges(run: RunData, tally: _Tally) -> None:
             )
 
 
-def _role_costs(tally: _Tally) -> list[RoleCost]:
+def _role_costs(tally: _CostTally) -> list[RoleCost]:
     """One row per role: models, calls, tokens, and cost (None when any of its models has no price)."""
     roles = []
     for role in ROLES:
@@ -313,7 +313,7 @@ def _role_costs(tally: _Tally) -> list[RoleCost]:
     return roles
 
 
-def _failure_rows(tally: _Tally) -> list[FailureRow]:
+def _failure_rows(tally: _CostTally) -> list[FailureRow]:
     """Failure rates per role and class (timeout, invalid output, provider error, other) over its calls."""
     failure_rows = []
     for role in ROLES:
@@ -336,7 +336,7 @@ def _failure_rows(tally: _Tally) -> list[FailureRow]:
 
 def cost_latency(run: RunData, prices: PriceTable) -> CostLatency:
     """Tokens, cost, latency and failure rates of a run's simulated users, bot and (chosen) judges."""
-    tally = _Tally(prices)
+    tally = _CostTally(prices)
     _tally_conversations(run, tally)
     _tally_judges(run, tally)
     roles = _role_costs(tally)

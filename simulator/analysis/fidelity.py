@@ -9,7 +9,7 @@ any of them may be what the escalation depends on (docs/fidelity.md).
 from __future__ import annotations
 
 __all__ = [
-    "Attribution",
+    "FailureAttribution",
     "FidelityCheckRow",
     "ProvenanceRow",
     "SimulatedUserSection",
@@ -58,7 +58,7 @@ class ProvenanceRow(_Model):
     mattered_facts: list[str]  # the missed facts that mattered, with how often
 
 
-class Attribution(_Model):
+class FailureAttribution(_Model):
     """A conversation the bot failed, and whether the simulated user also failed fidelity in it."""
 
     conversation_id: str
@@ -86,7 +86,7 @@ class SimulatedUserSection(_Model):
     character_breaks: int
     provenance: list[ProvenanceRow]
     provenance_overall: ProvenanceRow | None
-    attribution: list[Attribution]
+    attribution: list[FailureAttribution]
     bot_failures_faulted: int
     with_without: list[WithWithout]
     mattered_rule: str = MATTERED_RULE
@@ -189,7 +189,7 @@ def simulated_user_section(run: RunData) -> SimulatedUserSection | None:
         failing = sorted(v.criterion_id for v in mine if v.result == "fail" and v.kind != "metric")
         faults = sorted(failures.get(record.id, []))
         attribution.append(
-            Attribution(
+            FailureAttribution(
                 conversation_id=record.id,
                 scenario_id=record.scenario_id,
                 failing_criteria=failing,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["export_simulator_labels", "labels_from_folder"]
+__all__ = ["export_simulator_labels", "labels_from_run"]
 
 import csv
 import random
@@ -14,13 +14,13 @@ from simulator.analysis.rundata import RunData
 from simulator.config.scenario import Scenario
 from simulator.errors import UserError
 from simulator.judging.fidelity import FIDELITY_CHECKS
-from simulator.record.folder import RunFolder
+from simulator.record.selection import latest_labels
 from simulator.record.transcript import render_transcript
 
 
 def _scenarios(run: RunData) -> dict[str, Scenario]:
     """The run's scenarios from their files (variants re-derived), for the persona and facts; {} if gone."""
-    from simulator.config.scenario import load_scenarios
+    from simulator.config.loading import load_scenarios
 
     files = [Path(f) for f in sorted({e.file for e in run.manifest.scenarios if e.file})]
     files = [f for f in files if f.is_file()]
@@ -79,12 +79,12 @@ def export_simulator_labels(
     return transcripts, labels, len(audited)
 
 
-def labels_from_folder(path: Path, labeller: str | None) -> list[LabelRow]:
+def labels_from_run(run: RunData, labeller: str | None) -> list[LabelRow]:
     """One labeller's latest label per (conversation, criterion) from the run's labels.jsonl."""
-    latest = {}
-    for position, label in enumerate(RunFolder.open(path).labels(), start=1):
-        latest[(label.labeller, label.conversation_id, label.criterion_id)] = (position, label)
-    labellers = sorted({key[0] for key in latest})
+    path = run.path
+    line = {id(label): position for position, label in enumerate(run.labels, start=1)}
+    latest = latest_labels(run.labels)
+    labellers = sorted(latest)
     if not labellers:
         raise UserError(f"{path}/labels.jsonl holds no labels; pass a labels CSV or label the run first")
     if labeller is None and len(labellers) > 1:
@@ -93,7 +93,6 @@ def labels_from_folder(path: Path, labeller: str | None) -> list[LabelRow]:
     if chosen not in labellers:
         raise UserError(f"no labels by '{chosen}' in {path}; labellers: {', '.join(labellers)}")
     return [
-        LabelRow(conversation_id=c, criterion_id=k, label=label.label, line=line)
-        for (who, c, k), (line, label) in sorted(latest.items())
-        if who == chosen
+        LabelRow(conversation_id=c, criterion_id=k, label=label.label, line=line[id(label)])
+        for (c, k), label in sorted(latest[chosen].items())
     ]

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from simulator.analysis.compare import Comparison, compare_loaded
+from simulator.analysis.compare import RunComparison, compare_loaded
 from simulator.analysis.cost import PriceTable, cost_latency, load_prices
 from simulator.analysis.outcome import actual_outcome
 from simulator.analysis.rundata import RunData, load_run
@@ -188,7 +188,7 @@ def _row(cell_id: str, index: MatrixIndex, run: RunData, prices: PriceTable) -> 
     )
 
 
-def _paired_rows(baseline: str, comparisons: dict[str, Comparison], alpha: float) -> list[PairedRow]:
+def _paired_rows(baseline: str, comparisons: dict[str, RunComparison], alpha: float) -> list[PairedRow]:
     """Critical metrics (and conversation passes) of every cell against the baseline, Holm-adjusted."""
     raw = []
     for cell, comparison in comparisons.items():

@@ -15,14 +15,12 @@ from __future__ import annotations
 __all__ = [
     "MetaEvaluation",
     "MetaGroup",
-    "PairAgreement",
+    "PairEstimates",
     "consensus",
-    "labels_by_item",
     "meta_evaluate",
 ]
 
 from collections import Counter
-from collections.abc import Iterable
 from typing import Literal
 
 import numpy as np
@@ -31,15 +29,14 @@ from simulator.analysis.agreement import FAIL, PASS, false_pass_share, kappa_not
 from simulator.analysis.rundata import RunData, short_hash
 from simulator.errors import UserError
 from simulator.models import ResultModel as _Model
-from simulator.record.folder import RunFolder
-from simulator.record.models import Label, Verdict
+from simulator.record.models import Verdict
+from simulator.record.selection import Item, by_item, labels_by_item
 from simulator.stats.interrater import BOOTSTRAP, Array, Estimate, PairCounts, cluster_weights, estimate
 
 JUDGE = "judge"
-Item = tuple[str, str]  # (conversation, criterion)
 
 
-class PairAgreement(_Model):
+class PairEstimates(_Model):
     """A rater (the judge or a labeller) against a reference labeller, on items both labelled (pass, fail or
     not applicable: analysis/agreement.py's rule); `left_out` counts the items without a judge label."""
 
@@ -63,8 +60,8 @@ class MetaGroup(_Model):
     severity: str | None
     labellers: list[str]
     items: int  # labelled items with a judge verdict
-    judge: list[PairAgreement]
-    humans: list[PairAgreement]
+    judge: list[PairEstimates]
+    humans: list[PairEstimates]
     judge_macro_f1: Estimate  # mean over labellers
     human_macro_f1: Estimate  # mean over ordered labeller pairs
     judge_percentile: Estimate  # share of labellers the judge beats (ties half); needs two labellers
@@ -81,14 +78,6 @@ class MetaEvaluation(_Model):
     unknown_conversations: list[str]
 
 
-def labels_by_item(labels: Iterable[Label]) -> dict[Item, dict[str, str]]:
-    """(conversation, criterion) -> labeller -> label, the latest line of each labeller winning."""
-    out: dict[Item, dict[str, str]] = {}
-    for label in labels:
-        out.setdefault((label.conversation_id, label.criterion_id), {})[label.labeller] = label.label
-    return out
-
-
 def consensus(by_labeller: dict[str, str]) -> str | None:
     """The majority label of one item; None on a tie."""
     ranked = Counter(by_labeller.values()).most_common()
@@ -100,13 +89,13 @@ def consensus(by_labeller: dict[str, str]) -> str | None:
 def _pair(
     rater: str, reference: str, items: dict[Item, dict[str, str]], cluster: dict[Item, str],
     clusters: list[str], weights: Array,
-) -> tuple[PairAgreement, Array]:  # fmt: skip
+) -> tuple[PairEstimates, Array]:  # fmt: skip
     counts = PairCounts()
     for item, raters in items.items():
         if rater in raters and reference in raters:
             counts.add(cluster[item], raters[reference], raters[rater])
     total, reps = counts.total(), counts.replicates(weights, clusters)
-    row = PairAgreement(
+    row = PairEstimates(
         rater=rater,
         reference=reference,
         compared=int(total.sum()),
@@ -121,7 +110,7 @@ def _pair(
     return row, macro_f1_of(reps)
 
 
-def _mean(rows: list[PairAgreement], reps: list[Array]) -> Estimate:
+def _mean(rows: list[PairEstimates], reps: list[Array]) -> Estimate:
     points = [r.macro_f1.value for r in rows if r.macro_f1.value is not None]
     if not points:
         return Estimate(value=None)
@@ -148,7 +137,7 @@ def _group(
         row, reps = _pair(JUDGE, reference, items, cluster, clusters, weights)
         judge_rows.append(row)
         judge_reps.append(reps)
-    human_rows: list[PairAgreement] = []
+    human_rows: list[PairEstimates] = []
     scores: dict[str, float | None] = {}
     score_reps: dict[str, Array] = {}
     all_reps: list[Array] = []
@@ -192,13 +181,13 @@ def _percentile(
 
 def meta_evaluate(run: RunData, replicates: int = BOOTSTRAP, seed: int = 0) -> MetaEvaluation:
     """Judge against labellers and labellers against each other, per criterion and per category."""
-    labels = labels_by_item(RunFolder.open(run.path).labels())
+    labels = labels_by_item(run.labels)
     if not labels:
         raise UserError(
             f"{run.path}: no labels yet (labels.jsonl); add some with the review desk or "
             "`simulator labels import RUN FILE --labeller NAME`"
         )
-    verdicts: dict[Item, Verdict] = {(v.conversation_id, v.criterion_id): v for v in run.verdicts}
+    verdicts: dict[Item, Verdict] = by_item(run.verdicts)
     known = {r.id for r in run.conversations}
     unknown = sorted({c for c, _ in labels if c not in known})
     items: dict[Item, dict[str, str]] = {}

@@ -85,7 +85,7 @@ def actual_outcome(record: ConversationRecord, key: str, levels: list[str]) -> s
     return value if isinstance(value, str) and value in levels else OTHER
 
 
-class _Tally:
+class _OutcomeTally:
     """Per-scenario (k, n) counts of each outcome rate, so every rate gets its scenario-clustered interval."""
 
     NAMES = ("crit", "under", "under_decided", "over", "exact", "none")
@@ -129,7 +129,7 @@ def _kind(actual: str, expected: str, rank: dict[str, int]) -> str | None:
 
 
 def _count(
-    tally: _Tally, scenario: str, expected: str, actual: str, rank: dict[str, int], critical: str
+    tally: _OutcomeTally, scenario: str, expected: str, actual: str, rank: dict[str, int], critical: str
 ) -> str | None:
     """Count one conversation in every rate it belongs to; return how it went wrong (None if exact)."""
     is_critical = rank[expected] >= rank[critical]
@@ -170,7 +170,7 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
     matrix = {level: [0] * len(columns) for level in levels}
     cases: list[OutcomeCase] = []
     without = 0
-    tally = _Tally(levels)
+    tally = _OutcomeTally(levels)
     for record in run.conversations:
         expected = run.expected.get(record.scenario_id, {}).get(key)
         if expected not in rank:

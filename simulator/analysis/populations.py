@@ -16,11 +16,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from statistics import mean, median
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from simulator.analysis.rundata import RunData, load_run
 from simulator.analysis.volunteer import volunteered_units
 from simulator.config.simulators import simulator_level, simulator_models
+from simulator.models import StrictModel
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.stats.basic import percentile
 from simulator.stats.cluster_tests import (
@@ -29,16 +30,14 @@ from simulator.stats.cluster_tests import (
     clustered_rate_difference,
     permutation_p,
 )
-from simulator.stats.clustered import clustered_interval
+from simulator.stats.rates import rate_view
 from simulator.stats.twosample import chi_square, ks_statistic, ks_two_sample
 
 PERMUTATIONS = 2000  # scenario permutations for the distribution and category tests (seeded)
 
 
-class PopulationRow(BaseModel):
+class PopulationRow(StrictModel):
     """One measure compared: each side's summary with its interval, the gap, the test and its p-value."""
-
-    model_config = ConfigDict(extra="forbid")
 
     measure: str
     kind: str  # distribution, rate, categories
@@ -53,10 +52,8 @@ class PopulationRow(BaseModel):
     n_real: int
 
 
-class SimulatorCloseness(BaseModel):
+class SimulatorCloseness(StrictModel):
     """One simulated user of a run with several (`user.models`) against the real conversations."""
-
-    model_config = ConfigDict(extra="forbid")
 
     level: str
     model: str
@@ -66,9 +63,7 @@ class SimulatorCloseness(BaseModel):
     rows: list[PopulationRow]
 
 
-class PopulationComparison(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PopulationComparison(StrictModel):
     simulated_run: str
     real_run: str
     alpha: float
@@ -79,7 +74,7 @@ class PopulationComparison(BaseModel):
         "conversation is its own); every interval and p resamples or counts scenarios"
     )
     # A run with several simulated users: each one against the real conversations, closest first.
-    simulators: list[SimulatorCloseness] = []
+    simulators: list[SimulatorCloseness] = Field(default=[])
     closest: str | None = None
 
 
@@ -128,12 +123,14 @@ def _distribution(measure: str, unit: str, sim: Clusters, real: Clusters, confid
 
 
 def _show_rate(pairs: list[tuple[int, int]], confidence: float) -> str:
-    k, n = sum(a for a, _ in pairs), sum(b for _, b in pairs)
-    if n == 0:
+    view = rate_view(
+        sum(a for a, _ in pairs), sum(b for _, b in pairs), confidence=confidence, per_scenario=pairs
+    )
+    if view.rate is None or view.clustered is None:
         return "0/0 n/a"
-    ci = clustered_interval(pairs, confidence)
-    scenarios = f" over {ci.scenarios} scenarios" if n > ci.scenarios else ""
-    return f"{k}/{n} {k / n:.1%} ({100 * ci.low:.1f}%–{100 * ci.high:.1f}%{scenarios})"
+    ci = view.clustered
+    scenarios = f" over {ci.scenarios} scenarios" if view.n > ci.scenarios else ""
+    return f"{view.k}/{view.n} {view.rate:.1%} ({100 * ci.low:.1f}%–{100 * ci.high:.1f}%{scenarios})"
 
 
 def _rate(

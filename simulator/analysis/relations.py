@@ -14,22 +14,20 @@ __all__ = ["RelationRow", "RelationsSection", "ViolatingPair", "relations_sectio
 from collections import defaultdict
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
-from simulator.config.factors import level_names, variant_id
+from simulator.config.factors import level_names
 from simulator.config.relations import Relation
 from simulator.config.simulators import SIMULATOR_FACTOR, simulator_models
+from simulator.config.variants import variant_id
+from simulator.models import StrictModel as _Model
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import render_transcript
 from simulator.stats.rates import RateView, rate_view
 
 SHOWN = 20  # violating pairs listed per relation
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class ViolatingPair(_Model):
@@ -55,7 +53,7 @@ class RelationRow(_Model):
     # Violations among decided pairs (mft: failed conversations among judged ones).
     violations: RateView
     undecided: int = 0
-    violating: list[ViolatingPair] = []
+    violating: list[ViolatingPair] = Field(default=[])
 
     @property
     def pass_rate(self) -> float | None:

@@ -1,8 +1,9 @@
-"""One run, loaded for reporting: manifest, latest conversations, the chosen judge set's verdicts, expectations."""
+"""One run, loaded for reporting: manifest, latest conversations, the verdicts that count (record/selection.py),
+expectations, labels."""
 
 from __future__ import annotations
 
-__all__ = ["JudgeSetInfo", "RunData", "load_run", "short_hash"]
+__all__ = ["JudgeSetInfo", "RunData", "load_labels", "load_run", "short_hash"]
 
 import gc
 from collections import Counter
@@ -12,27 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.config.suite import OutcomeConfig
-from simulator.errors import UserError
+from simulator.models import ResultModel
 from simulator.record.compact import Sharing
-from simulator.record.folder import RunFolder, latest_by_id
+from simulator.record.folder import LABELS, RunFolder, latest_by_id
+from simulator.record.hashing import sha256_file, short_hash
 from simulator.record.manifest import Manifest
-from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.models import ConversationRecord, Label, Verdict
+from simulator.record.selection import select_verdicts
 
 
-def short_hash(value: str | None, length: int = 12) -> str:
-    """`sha256:0123abcd...` shortened for people: the first `length` hex digits."""
-    if not value:
-        return "(none)"
-    return value.split(":", 1)[-1][:length]
-
-
-class JudgeSetInfo(BaseModel):
+class JudgeSetInfo(ResultModel):
     """One judge set that judged this run: its hash, how many verdicts it wrote, its judge models."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
     hash: str
     verdicts: int
@@ -64,6 +56,10 @@ class RunData:
     # Simulator fidelity verdicts (kind `fidelity`), latest per (conversation, check). They judge the
     # simulated user, so they are kept apart from `verdicts` and no bot table ever counts them.
     fidelity: list[Verdict] = field(default_factory=list)
+    # The run folder's labels (`labels.jsonl`: several labellers, every line in the order written; the last
+    # line per labeller and item is that labeller's answer), read once with the run, and the file's hash.
+    labels: list[Label] = field(default_factory=list)
+    labels_sha256: str | None = None
 
     @property
     def outcome(self) -> OutcomeConfig | None:
@@ -92,51 +88,6 @@ class RunData:
         for record in self.conversations:
             tags.setdefault(record.scenario_id, list(record.tags))
         return tags
-
-
-def _select_judge_set(all_verdicts: list[Verdict], wanted: str | None) -> tuple[str | None, list[str]]:
-    """The chosen set (by --judge-set, else the one that wrote last) and all sets, most recent first."""
-    last_position: dict[str, int] = {}
-    for position, verdict in enumerate(all_verdicts):
-        last_position[verdict.judge_set_hash] = position
-    recent_first = sorted(last_position, key=lambda h: -last_position[h])
-    if not recent_first:
-        if wanted:
-            raise UserError(f"--judge-set {wanted}: this run has no verdicts at all")
-        return None, []
-    if wanted is None:
-        return recent_first[0], recent_first
-    bare = wanted.split(":", 1)[-1]
-    matches = [h for h in recent_first if h == wanted or h.split(":", 1)[-1].startswith(bare)]
-    if len(matches) != 1:
-        known = ", ".join(short_hash(h) for h in recent_first)
-        what = "matches no" if not matches else "matches more than one"
-        raise UserError(f"--judge-set {wanted} {what} judge set of this run; known sets: {known}")
-    return matches[0], recent_first
-
-
-def _chosen_verdicts(
-    all_verdicts: list[Verdict], chosen: str | None, recent_first: list[str]
-) -> tuple[list[Verdict], dict[str, str]]:
-    """One verdict per (conversation, criterion) from the chosen set; criteria it never judged are taken
-    from the most recent set that did (code checks are not always re-run by a re-judge), and named."""
-    by_set: dict[str, dict[tuple[str, str], Verdict]] = {}
-    for verdict in all_verdicts:
-        by_set.setdefault(verdict.judge_set_hash, {})[(verdict.conversation_id, verdict.criterion_id)] = (
-            verdict
-        )
-    if chosen is None:
-        return [], {}
-    picked = dict(by_set[chosen])
-    have = {criterion for _, criterion in picked}
-    borrowed: dict[str, str] = {}
-    for judge_set in recent_first:
-        for (conversation, criterion), verdict in by_set[judge_set].items():
-            if criterion in have or borrowed.get(criterion, judge_set) != judge_set:
-                continue
-            borrowed[criterion] = judge_set
-            picked[(conversation, criterion)] = verdict
-    return list(picked.values()), borrowed
 
 
 def _expected(manifest: Manifest, verdicts: list[Verdict]) -> dict[str, dict[str, Any]]:
@@ -192,9 +143,8 @@ def never_set_warnings(conversations: list[ConversationRecord], verdicts: list[V
     return warnings
 
 
-def _stray_warnings(path: Path, verdicts: list[Verdict], live: set[str]) -> list[str]:
+def _stray_warnings(path: Path, strays: list[str]) -> list[str]:
     """Verdicts for conversations the run does not have are left out of every number, and said."""
-    strays = sorted({v.conversation_id for v in verdicts if v.conversation_id not in live})
     if not strays:
         return []
     shown = ", ".join(strays[:5]) + (f" and {len(strays) - 5} more" if len(strays) > 5 else "")
@@ -222,6 +172,15 @@ def _verdict_sharing() -> Sharing:
     )
 
 
+def load_labels(path: Path) -> tuple[list[Label], str | None]:
+    """The run folder's labels (`labels.jsonl`, every line in the order written) and the hash of that file;
+    ([], None) when nobody has labelled the run yet."""
+    file = path / LABELS
+    if not file.is_file():
+        return [], None
+    return list(RunFolder.open(path).labels()), sha256_file(file)
+
+
 def load_run(path: Path, judge_set: str | None = None, *, keep_turns: bool = True) -> RunData:
     """Open a run folder for reporting; raise UserError when it is not one or `judge_set` is unknown.
 
@@ -231,42 +190,35 @@ def load_run(path: Path, judge_set: str | None = None, *, keep_turns: bool = Tru
     manifest = folder.read_manifest()
     with _no_cyclic_gc():
         all_records = list(folder.conversations() if keep_turns else folder.conversations_stored())
-        every = list(_verdict_sharing()(folder.verdicts()))
-    all_verdicts = [v for v in every if not v.is_sample]
+        latest = latest_by_id(all_records)
+        selection = select_verdicts(_verdict_sharing()(folder.verdicts()), judge_set, conversations=latest)
     attempts = Counter(record.id for record in all_records)
-    latest = latest_by_id(all_records)
-    fidelity = {(v.conversation_id, v.criterion_id): v for v in every if v.kind == "fidelity"}
-    all_verdicts = [v for v in all_verdicts if v.kind != "fidelity"]
-    chosen, recent_first = _select_judge_set(all_verdicts, judge_set)
-    verdicts, borrowed = _chosen_verdicts(all_verdicts, chosen, recent_first)
+    chosen, verdicts = selection.judge_set, selection.verdicts
     order = [entry.id for entry in manifest.scenarios]
     for record in latest.values():
         if record.scenario_id not in order:
             order.append(record.scenario_id)
     position = {scenario_id: index for index, scenario_id in enumerate(order)}
     conversations = sorted(latest.values(), key=lambda r: (position[r.scenario_id], r.repeat))
-    live = set(latest)
-    warnings = _stray_warnings(path, verdicts, live)
-    verdicts = [v for v in verdicts if v.conversation_id in live]
-    sets = []
-    for judge_set_hash in recent_first:
-        of_set = [v for v in all_verdicts if v.judge_set_hash == judge_set_hash]
-        sets.append(
-            JudgeSetInfo(
-                hash=judge_set_hash,
-                verdicts=len(of_set),
-                criteria=sorted({v.criterion_id for v in of_set}),
-                judge_models=sorted({v.judge_model for v in of_set if v.judge_model}),
-                chosen=judge_set_hash == chosen,
-            )
+    warnings = _stray_warnings(path, selection.strays)
+    sets = [
+        JudgeSetInfo(
+            hash=judge_set_hash,
+            verdicts=len(of_set),
+            criteria=sorted({v.criterion_id for v in of_set}),
+            judge_models=sorted({v.judge_model for v in of_set if v.judge_model}),
+            chosen=judge_set_hash == chosen,
         )
+        for judge_set_hash, of_set in selection.by_set.items()
+    ]
     warnings += never_set_warnings(conversations, verdicts)
     expected = _expected(manifest, verdicts)
-    if borrowed:
-        named = ", ".join(f"{c} (from {short_hash(h)})" for c, h in sorted(borrowed.items()))
+    if selection.borrowed:
+        named = ", ".join(f"{c} (from {short_hash(h)})" for c, h in sorted(selection.borrowed.items()))
         warnings.append(
             f"judge set {short_hash(chosen)} did not judge some criteria; using earlier sets: {named}"
         )
+    labels, labels_sha256 = load_labels(path)
     return RunData(
         path=path,
         manifest=manifest,
@@ -275,12 +227,12 @@ def load_run(path: Path, judge_set: str | None = None, *, keep_turns: bool = Tru
         verdicts=verdicts,
         judge_set=chosen,
         judge_sets=sets,
-        borrowed=borrowed,
+        borrowed=selection.borrowed,
         expected=expected,
         scenario_order=order,
         warnings=warnings,
-        samples=[
-            v for v in every if v.is_sample and v.judge_set_hash == chosen and v.conversation_id in live
-        ],
-        fidelity=[v for v in fidelity.values() if v.conversation_id in live],
+        samples=selection.samples,
+        fidelity=selection.fidelity,
+        labels=labels,
+        labels_sha256=labels_sha256,
     )

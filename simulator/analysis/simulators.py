@@ -33,7 +33,7 @@ from simulator.stats.clustered import clustered_mcnemar
 from simulator.stats.multiple import holm
 from simulator.stats.rates import RateView, rate_view
 
-Attribution = Literal["robust", "one simulator", "some simulators"]
+AttributionKind = Literal["robust", "one simulator", "some simulators"]
 
 
 class SimulatorRow(ResultModel):
@@ -67,7 +67,7 @@ class ScenarioAttribution(ResultModel):
     scenario: str  # the scenario id without its simulator level
     failed_under: list[str]
     passed_under: list[str]  # simulators under which every judged repeat passed
-    attribution: Attribution
+    attribution: AttributionKind
 
 
 class SimulatorTest(ResultModel):
@@ -154,7 +154,7 @@ def _attributions(run: RunData, levels: list[str], status: dict[str, str]) -> li
     for scenario in sorted(failed):
         under = [lv for lv in levels if lv in failed[scenario]]
         passed = [lv for lv in levels if lv in judged[scenario] and lv not in failed[scenario]]
-        kind: Attribution = (
+        kind: AttributionKind = (
             "robust"
             if len(under) == len(levels)
             else "one simulator"

@@ -11,17 +11,12 @@ __all__ = ["SplitRow", "SplitSection", "split_section"]
 
 import dataclasses
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.analysis.outcome import outcome_metrics
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import overall_pass_rate
+from simulator.models import StrictModel as _Model
 from simulator.record.seal import HELD_OUT
 from simulator.stats.rates import RateView
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class SplitRow(_Model):
@@ -55,10 +50,7 @@ def _subset(run: RunData, keep: set[str]) -> RunData:
 
 
 def _interval(rate: RateView) -> tuple[float, float] | None:
-    if rate.rate is None:
-        return None
-    cl = rate.clustered
-    return (cl.low, cl.high) if cl is not None else (rate.low, rate.high)
+    return None if rate.rate is None else rate.clustered_or_wilson
 
 
 def _apart(a: RateView, b: RateView) -> bool:

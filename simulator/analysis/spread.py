@@ -12,18 +12,15 @@ import math
 import statistics
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.analysis.outcome import actual_outcome
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
+from simulator.models import ResultModel
 from simulator.record.models import ConversationRecord
 
 
-class RunSpread(BaseModel):
+class RunSpread(ResultModel):
     """One headline rate computed separately for each repeat index: its mean, SD, lowest and highest."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
     metric: str
     repeats: int

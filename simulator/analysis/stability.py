@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from simulator.judging.aggregate import combine_results
 from simulator.models import ResultModel as _Model
 from simulator.record.models import Verdict, VerdictResult
+from simulator.record.selection import by_item as verdicts_by_item
 from simulator.stats.interrater import fleiss_kappa
 from simulator.stats.rates import RateView, rate_view
 
@@ -91,7 +92,7 @@ def stability_rows(samples: Sequence[Verdict], threshold: float = UNSTABLE) -> l
 
 def jury_rows(samples: Sequence[Verdict], verdicts: Sequence[Verdict]) -> list[JuryRow]:
     """Agreement between judge models, per criterion judged by more than one model."""
-    finals = {(v.conversation_id, v.criterion_id): v for v in verdicts if v.aggregate is not None}
+    finals = verdicts_by_item(v for v in verdicts if v.aggregate is not None)
     answers: dict[str, dict[str, dict[str, VerdictResult]]] = {}
     for (criterion, model), items in _grouped(samples).items():
         for conversation, results in items.items():

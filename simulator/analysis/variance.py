@@ -24,8 +24,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from simulator.models import ResultModel
 from simulator.record.models import ConversationRecord
 
 Source = Literal["bot", "simulation", "judge", "unaudited"]
@@ -33,10 +32,8 @@ SOURCES: tuple[Source, ...] = ("bot", "simulation", "judge", "unaudited")
 _MAX_EACH = 20  # repeats compared on each side: enough to see the sources, O(repeats) per scenario
 
 
-class Attribution(BaseModel):
+class Attribution(ResultModel):
     """Pairs of (failing, passing) repeats by where they first differed, and the sources that varied."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
     pairs: int
     bot: int

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["acompare", "cell_bots", "compare", "execute_matrix", "variant_id"]
+__all__ = ["acompare", "compare", "execute_matrix", "variant_id"]
 
 import re
 from collections.abc import Collection, Mapping, Sequence
@@ -42,17 +42,6 @@ def _named(bots: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
             name, number = f"{base}-{number}", number + 1
         out[name] = bot
     return out
-
-
-def cell_bots(bots: Mapping[str, Any] | None) -> dict[str, BotFactory]:
-    """The bots given in code of a matrix being resumed, by bot variant id."""
-    if not bots:
-        return {}
-    if not isinstance(bots, Mapping):
-        raise UserError("to resume a matrix, pass bot= as a mapping of bot variant id to the bot")
-    from simulator.bots.python_bot import bot_from_object
-
-    return {key: bot_from_object(bot) for key, bot in bots.items()}
 
 
 def _variants(suite: Suite, named: dict[str, Any]) -> tuple[list[Any], dict[str, BotFactory]]:

@@ -4,9 +4,9 @@ The command line, the pytest plugin, the desk and `simulator.run` all plan a run
 
 from __future__ import annotations
 
-__all__ = ["Plan", "load_suite", "prepare", "resolve_bot"]
+__all__ = ["Plan", "cell_bots", "load_suite", "prepare", "resolve_bot"]
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +37,8 @@ def load_suite(path: str | Path, **overrides: Any) -> Suite:
 
 def _suite(suite: Suite | str | Path | None, overrides: dict[str, Any]) -> Suite:
     """The suite to run, never the caller's own object (a run changes models, tags...)."""
-    from simulator.config.suite import CallableBotConfig, Suite
+    from simulator.config.bots.in_code import CallableBotConfig
+    from simulator.config.suite import Suite
 
     given = {k: v for k, v in overrides.items() if v is not None}
     if isinstance(suite, str | Path):
@@ -72,18 +73,19 @@ def resolve_bot(bot: Any, suite: Suite) -> tuple[Any, BotFactory | None]:
     """The bot config to record and, for a bot given in code, the factory that makes it. `bot` may be:
     None (the suite's own bot), a model name (`openai:gpt-4.1-mini`: the suite's chat bot with that model),
     `module:factory`, a bot config (mapping or model), or a bot object (see bots.python_bot.bot_from_object)."""
-    from pydantic import BaseModel, TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
     from simulator.bots.python_bot import bot_from_object
-    from simulator.config.suite import BotConfig, CallableBotConfig
+    from simulator.config.bot_kinds import IN_CODE, MODEL, BotConfig, validate_bot
+    from simulator.config.bots.in_code import CallableBotConfig
 
     if bot is None:
-        if suite.bot.type == "callable":
+        if suite.bot.has(IN_CODE):  # the suite was built in code and names no bot of its own
             raise UserError("no bot: pass bot= (a function, an object with send(text), or 'module:factory')")
         return suite.bot, None
     if isinstance(bot, str):
         if _is_model_name(bot):
-            if suite.bot.type != "chat":
+            if not suite.bot.has(MODEL):
                 raise UserError(
                     f"bot '{bot}' is a model; a model bot needs a system prompt: give the suite a chat bot "
                     "(bot: {type: chat, model: ..., system_prompt: ...}) and pass models to compare"
@@ -92,10 +94,10 @@ def resolve_bot(bot: Any, suite: Suite) -> tuple[Any, BotFactory | None]:
         bot = {"type": "python", "factory": bot}
     if isinstance(bot, dict):
         try:
-            return TypeAdapter(BotConfig).validate_python(bot), None
+            return validate_bot(bot), None
         except ValidationError as exc:
             raise UserError(f"bot {bot!r} is not a valid bot config: {exc.errors()[0]['msg']}") from None
-    if isinstance(bot, BaseModel) and hasattr(bot, "describe"):
+    if isinstance(bot, BotConfig):
         return bot, None
     factory = bot_from_object(bot)
     return CallableBotConfig(name=factory.spec), factory
@@ -105,7 +107,8 @@ def _inline(scenarios: Sequence[Any]) -> list[Scenario]:
     """Scenarios given in code: Scenario models, mappings, or scenario files and folders."""
     from pydantic import ValidationError
 
-    from simulator.config.scenario import Scenario, load_scenarios
+    from simulator.config.loading import load_scenarios
+    from simulator.config.scenario import Scenario
 
     out: list[Scenario] = []
     for index, item in enumerate(scenarios):
@@ -164,3 +167,14 @@ def prepare(
     if unknown:
         raise UserError(f"no scenario {', '.join(map(repr, unknown))} in this suite (variants included)")
     return Plan(chosen, found, bots)
+
+
+def cell_bots(bots: Mapping[str, Any] | None) -> dict[str, BotFactory]:
+    """The bots given in code of a matrix being resumed, by bot variant id."""
+    if not bots:
+        return {}
+    if not isinstance(bots, Mapping):
+        raise UserError("to resume a matrix, pass bot= as a mapping of bot variant id to the bot")
+    from simulator.bots.python_bot import bot_from_object
+
+    return {key: bot_from_object(bot) for key, bot in bots.items()}

@@ -136,7 +136,7 @@ async def aresume(
     chosen = _options(options, path, progress)
     chosen.resume, chosen.retry_errors = True, retry_errors
     if is_matrix(path):
-        from simulator.api.comparing import cell_bots
+        from simulator.api.plan import cell_bots
 
         matrix = await resume_matrix(path, chosen, cell_bots(bot))
         return Comparison(path, {c: Result(Path(r.folder), r) for c, r in matrix.results.items()})

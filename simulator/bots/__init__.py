@@ -1,12 +1,15 @@
-"""Bot adapters: python, http, chat, whatsapp and openai_endpoint, each making a fresh session per conversation."""
+"""Bot adapters, one per registered bot kind (simulator/config/bot_kinds.py), each making a fresh session per
+conversation."""
 
 from __future__ import annotations
 
 __all__ = ["BotError", "BotFactory", "BotReply", "BotSession", "Reply", "make_bot_factory"]
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from simulator.bots.base import BotError, BotReply, BotSession, Reply
+from simulator.errors import UserError
+from simulator.importing import import_callable
 
 if TYPE_CHECKING:
     from simulator.config.suite import Suite
@@ -21,31 +24,10 @@ class BotFactory(Protocol):
 
 
 def make_bot_factory(suite: Suite, hub: ModelHub) -> BotFactory:
-    """The adapter the suite's `bot:` section names."""
-    bot = suite.bot
-    if bot.type == "python":
-        from simulator.bots.python_bot import PythonBotFactory
-
-        return PythonBotFactory(bot.factory)
-    if bot.type == "http":
-        from simulator.bots.http_bot import HttpBotFactory
-
-        return HttpBotFactory(bot, suite.base_dir)
-    if bot.type == "whatsapp":
-        from simulator.bots.whatsapp import WhatsAppBotFactory
-
-        return WhatsAppBotFactory(bot, suite.base_dir, record_raw=suite.record_raw)
-    if bot.type == "openai_endpoint":
-        from simulator.bots.openai_endpoint import OpenAIEndpointFactory
-
-        return OpenAIEndpointFactory(bot, suite.base_dir)
-    if bot.type == "callable":
-        from simulator.errors import UserError
-
-        raise UserError(
-            f"the bot is {bot.describe()}, a Python object given to simulator.run; run it (or resume this run) "
-            "from Python with the same object: simulator.run(suite, bot=..., resume=...)"
-        )
-    from simulator.bots.chat_bot import ChatBotFactory
-
-    return ChatBotFactory(bot, suite, hub)
+    """The adapter of the kind the suite's `bot:` names: its registered factory, imported now."""
+    kind = suite.bot.kind()
+    try:
+        build = import_callable(kind.factory, "module:callable", "simulator.bots.http_bot:http_bot_factory")
+    except ValueError as exc:
+        raise UserError(f"bot type '{kind.name}': its factory cannot be loaded: {exc}") from None
+    return cast(BotFactory, build(suite.bot, suite, hub))

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-__all__ = ["ChatBotFactory"]
+__all__ = ["ChatBotFactory", "chat_bot_factory"]
 
 from typing import Any
 
 from simulator.bots.base import BotError, BotReply
 from simulator.bots.environment import Environment
 from simulator.bots.tool_loop import run_tool_turn
-from simulator.config.suite import ChatBotConfig, Suite
+from simulator.config.bots import ChatBotConfig
+from simulator.config.suite import Suite
 from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import UserError
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError, ToolSpec
@@ -163,3 +164,8 @@ class ChatBotFactory:
         return ChatSession(
             self._client, self._model, self.config, self.system, self._tool, self._record_raw, environment
         )
+
+
+def chat_bot_factory(config: ChatBotConfig, suite: Suite, hub: ModelHub) -> ChatBotFactory:
+    """The `chat` kind's factory (config/bots/__init__.py registers it)."""
+    return ChatBotFactory(config, suite, hub)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["HttpBotFactory", "expand_headers"]
+__all__ = ["HttpBotFactory", "expand_headers", "http_bot_factory"]
 
 import json
 import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -18,11 +18,15 @@ from simulator.bots.bounded_read import read_bounded
 from simulator.bots.environment import Environment
 from simulator.bots.reply_check import MAX_REPLY_BYTES, checked_flags
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
-from simulator.config.suite import HttpBotConfig
+from simulator.config.bots import HttpBotConfig
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
 from simulator.record.parts import PickPart, TextPart
 from simulator.record.redact import redact
+
+if TYPE_CHECKING:
+    from simulator.config.suite import Suite
+    from simulator.providers.hub import ModelHub
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -211,3 +215,8 @@ class HttpBotFactory:
         await self._client.aclose()
         if self._env_server is not None:
             await self._env_server.aclose()
+
+
+def http_bot_factory(config: HttpBotConfig, suite: Suite, hub: ModelHub) -> HttpBotFactory:
+    """The `http` kind's factory (config/bots/__init__.py registers it)."""
+    return HttpBotFactory(config, suite.base_dir)

@@ -11,7 +11,7 @@ by `state_tool` sets the final state (its arguments), as the chat adapter's deci
 
 from __future__ import annotations
 
-__all__ = ["OpenAIEndpointFactory", "OpenAIEndpointSession"]
+__all__ = ["OpenAIEndpointFactory", "OpenAIEndpointSession", "openai_endpoint_bot_factory"]
 
 import asyncio
 import json
@@ -19,7 +19,7 @@ import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 
@@ -27,11 +27,15 @@ from simulator.bots.base import BotError, BotReply
 from simulator.bots.capped_transport import AnswerRefused, capped_client
 from simulator.bots.reply_check import MAX_REPLY_BYTES
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
-from simulator.config.suite import OpenAIEndpointBotConfig
+from simulator.config.bots.openai_endpoint import OpenAIEndpointBotConfig
 from simulator.errors import UserError
 from simulator.record.parts import Part, PickPart, TextPart, ToolCallPart
 from simulator.record.redact import redact, register_secrets
 from simulator.record.transcript import Usage
+
+if TYPE_CHECKING:
+    from simulator.config.suite import Suite
+    from simulator.providers.hub import ModelHub
 
 MAX_TOOL_ROUNDS = 4
 _NO_RESULT = "the simulator has no result for this tool (set bot.tool_results.{name} in the suite)"
@@ -213,3 +217,10 @@ class OpenAIEndpointFactory:
         if self.process is not None:
             await self.process.stop()
         await self.client.close()
+
+
+def openai_endpoint_bot_factory(
+    config: OpenAIEndpointBotConfig, suite: Suite, hub: ModelHub
+) -> OpenAIEndpointFactory:
+    """The `openai_endpoint` kind's factory (config/bots/openai_endpoint.py registers it)."""
+    return OpenAIEndpointFactory(config, suite.base_dir)

@@ -3,29 +3,32 @@ bot given in code (`simulator.run(..., bot=...)`) goes through the same session 
 
 from __future__ import annotations
 
-__all__ = ["PythonBotFactory", "bot_from_object", "object_name"]
+__all__ = [
+    "PythonBotFactory",
+    "bot_from_object",
+    "callable_bot_factory",
+    "object_name",
+    "python_bot_factory",
+]
 
 import asyncio
 import copy
 import inspect
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulator.bots.base import BotError, BotReply, normalise_reply
 from simulator.bots.environment import Environment
 from simulator.bots.reply_check import checked_flags, checked_state
+from simulator.config.bots import PythonBotConfig, load_factory
+from simulator.config.bots.in_code import CallableBotConfig
 from simulator.errors import UserError
-from simulator.importing import import_callable
 from simulator.record.parts import PickPart
 
-
-def load_factory(spec: str) -> Callable[[], Any]:
-    """Import `module:attr` (attr may be dotted); a mistake is a UserError that names the spec."""
-    try:
-        return import_callable(spec, "module:factory", "examples.triage_bot:make_bot")
-    except ValueError as exc:
-        raise UserError(f"bot factory: {exc}") from None
+if TYPE_CHECKING:
+    from simulator.config.suite import Suite
+    from simulator.providers.hub import ModelHub
 
 
 def _takes(function: Callable[..., Any], name: str) -> bool:
@@ -172,4 +175,17 @@ def bot_from_object(target: Any) -> PythonBotFactory:
     raise UserError(
         f"bot {type(target).__name__} is not a bot: pass a function text -> reply, an object with "
         "send(text), a class or factory, or 'module:factory'"
+    )
+
+
+def python_bot_factory(config: PythonBotConfig, suite: Suite, hub: ModelHub) -> PythonBotFactory:
+    """The `python` kind's factory (config/bots/__init__.py registers it)."""
+    return PythonBotFactory(config.factory)
+
+
+def callable_bot_factory(config: CallableBotConfig, suite: Suite, hub: ModelHub) -> PythonBotFactory:
+    """The `callable` kind has no factory in the suite: the object lives only in the program that ran it."""
+    raise UserError(
+        f"the bot is {config.describe()}, a Python object given to simulator.run; run it (or resume this run) "
+        "from Python with the same object: simulator.run(suite, bot=..., resume=...)"
     )

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from simulator.bots.watchdog import WATCHDOG
-from simulator.config.suite import BotStart
+from simulator.config.bots import BotStart
 from simulator.errors import UserError
 from simulator.record.redact import redact
 

@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator.analysis.gate import Requirement, parse_requirement
 from simulator.collect.trends import Observation, change, rate_of
 from simulator.errors import UserError
+from simulator.report.gate import Requirement, parse_requirement
 
 MAX_CONVERSATIONS_SENT = 200
 

@@ -98,7 +98,7 @@ class Assembler:
                 continue
             if span.attributes and not held.attributes:
                 held.attributes, held.resource = span.attributes, span.resource
-                held.start, held.end, held.error = span.start, span.end, span.error
+                held.start, held.end, held.error, held.scope = span.start, span.end, span.error, span.scope
             held.events += span.events
 
     def due(self, now: float, everything: bool = False) -> list[OpenConversation]:
@@ -142,4 +142,5 @@ def _fields(span: Span, events: list[tuple[str, int, dict[str, Any]]]) -> tuple[
         None,
         events,
         span.error,
+        span.scope,
     )

@@ -18,11 +18,10 @@ def _judge(
     from simulator.collect.judging import LiveJudge
     from simulator.collect.sampling import Budget, load_policy
     from simulator.config.suite import check_environment, load_suite
-    from simulator.engine.runner import redacted_suite
     from simulator.judging.stage import make_judge_stage
     from simulator.providers.hub import ModelHub
     from simulator.record.hashing import sha256_file
-    from simulator.record.redact import register_secrets, suite_secrets
+    from simulator.record.redact import redacted_suite, register_secrets, suite_secrets
 
     suite = load_suite(suite_path)
     check_environment(suite)

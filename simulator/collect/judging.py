@@ -23,6 +23,7 @@ from simulator.judging.prompt import render_transcript_block
 from simulator.judging.stage import JudgeStage
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.selection import counted
 
 REVIEW = "review.jsonl"
 VALIDATION_TRIES = 2  # a judge answer that is not a valid verdict is asked once more
@@ -157,7 +158,7 @@ class LiveJudge:
         self.budget.settle(day, record.id + "@" + job.folder.path.name, _actual(verdicts, self.prices))
         job.folder.append_verdicts(verdicts)
         self.counts["judged"] += 1
-        self._review(job, [v for v in verdicts if not v.is_sample])
+        self._review(job, counted(verdicts))
         return verdicts
 
     def _review(self, job: Job, verdicts: list[Verdict]) -> None:

@@ -23,9 +23,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from simulator.collect.decode import JSON, PROTOBUF, BodyError, decode_request, read_limited
+from simulator.bearer import token_ok
+from simulator.collect.answers import accepted_answer
+from simulator.collect.decode import BodyError, decode_request, read_limited
 from simulator.collect.service import Collector
-from simulator.serve.security import token_ok
 
 BUSY_RETRY_S = 5
 
@@ -64,7 +65,7 @@ def _handler(collector: Collector, kind: str, token: str | None) -> Any:
                 kind,
                 limit,
             )
-            collector.accept(document)
+            decoded = collector.accept(document).decoded
         except BodyError as exc:
             collector.counts[f"refused_{exc.status}"] += 1
             return _refuse(exc.status, str(exc))
@@ -76,9 +77,7 @@ def _handler(collector: Collector, kind: str, token: str | None) -> Any:
             return _refuse(
                 503, f"the collector cannot write its spool ({exc.strerror}); retry later", str(BUSY_RETRY_S)
             )
-        if request.headers.get("content-type", "").split(";")[0].strip().lower() == JSON:
-            return Response(b"{}", 200, media_type=JSON)
-        return Response(b"", 200, media_type=PROTOBUF)  # an empty Export*ServiceResponse: full success
+        return accepted_answer(decoded, kind, request.headers.get("content-type", ""))
 
     return export
 
@@ -95,11 +94,16 @@ def create_receiver(
     import asyncio
 
     async def loop() -> None:
+        """Close idle conversations every tick. Supervised: a conversation that fails is quarantined inside
+        `tick`; anything else that fails is said, counted (`/status` health) and tried again next tick."""
         while True:
             await asyncio.sleep(tick_s)
-            collector.tick()
-            if background is not None:
-                await background()
+            try:
+                collector.tick()
+                if background is not None:
+                    await background()
+            except Exception as exc:
+                collector.loop_failed(exc)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

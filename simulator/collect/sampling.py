@@ -30,24 +30,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from simulator.collect.signals import BOOLEAN_SIGNALS, SignalConfig
 from simulator.config.yamlfile import load_model_file
 from simulator.errors import UserError
+from simulator.models import StrictModel
 
 
-class BudgetLimits(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BudgetLimits(StrictModel):
     calls: int | None = Field(default=None, ge=0)
     dollars: float | None = Field(default=None, ge=0)
 
 
-class SamplingPolicy(BaseModel):
+class SamplingPolicy(StrictModel):
     """What is judged: a random share, every conversation with an `always` signal, within the budget."""
-
-    model_config = ConfigDict(extra="forbid")
 
     rate: float = Field(default=0.05, ge=0, le=1)
     always: list[str] = Field(

@@ -3,7 +3,7 @@ samples judged, alerts checked. The HTTP side is `receiver.py`; this is everythi
 
 from __future__ import annotations
 
-__all__ = ["CollectOptions", "Collector"]
+__all__ = ["Accepted", "CollectOptions", "Collector"]
 
 import time
 from collections import Counter
@@ -19,10 +19,12 @@ from simulator.collect.sampling import SamplingPolicy, load_policy
 from simulator.collect.signals import quality_signals
 from simulator.collect.spans import redacted
 from simulator.collect.spool import Marker, Spool
+from simulator.collect.supervise import QUARANTINED, Notices, Quarantine, describe
 from simulator.errors import UserError
 from simulator.record.models import ConversationRecord
 from simulator.traces.messages import Parsed
-from simulator.traces.otlp import Span, conversations_from_spans, spans_from_documents
+from simulator.traces.otlp import Span, conversations_from_spans
+from simulator.traces.otlp_decode import Decoded, ShapeError, decode_documents
 from simulator.traces.redact import load_redactor
 
 STATE = ".collect"
@@ -45,6 +47,15 @@ class CollectOptions:
     exclude_system: bool = False
     decision_tool: str = "record_decision"
     policy: Path | None = None
+
+
+@dataclass
+class Accepted:
+    """What one export request gave: the spans (and log events) not seen before, and what the door decoded
+    and rejected."""
+
+    fresh: int
+    decoded: Decoded
 
 
 class Collector:
@@ -74,7 +85,12 @@ class Collector:
         self.judge = judge
         self.alerts = alerts
         self.counts: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()  # conversations not written, by why
         self.recent: list[Marker] = []
+        self.notices = Notices()
+        self.quarantine = Quarantine(options.out / STATE)
+        self.last_problem: str | None = None
+        self.followed: Any = None  # the folders as the alert check last read them (trends.FollowedFolders)
 
     def _source(self) -> dict[str, Any]:
         return {
@@ -100,18 +116,26 @@ class Collector:
             else:
                 _merge_into(held, span)
         self.folders.start()
+        self.recent = markers[-RECENT_MARKERS:]
         closed: set[tuple[str, str]] = set()
         written: dict[str, set[str]] = {}
+        quarantined = {ref for m in markers if m.folder == QUARANTINED for ref in m.refs}
         for marker in markers:
             closed.update(marker.refs)
+            if marker.folder == QUARANTINED or set(marker.refs) <= quarantined:
+                continue
             if marker.folder not in written:
                 written[marker.folder] = self._written(marker.folder)
             if marker.scenario_id not in written[marker.folder]:
-                self._rewrite(marker, [by_ref[r] for r in marker.refs if r in by_ref])
+                spans = [by_ref[r] for r in marker.refs if r in by_ref]
+                try:
+                    self._rewrite(marker, spans)
+                except Exception as exc:  # the loop is supervised: one conversation never stops the rest
+                    self._quarantine(marker.key, spans, exc)
+                    continue
                 written[marker.folder].add(marker.scenario_id)
                 self.counts["recovered"] += 1
         self.assembler.remember(list(closed))
-        self.recent = markers[-RECENT_MARKERS:]
         reopened = [s for ref, s in by_ref.items() if ref not in closed]
         self.assembler.add(reopened, now)
         self.spool.compact(self.assembler.open_spans(), self.recent)
@@ -141,21 +165,55 @@ class Collector:
 
     # --------------------------------------------------------------------------------------- accept
 
-    def accept(self, document: dict[str, Any], now: float | None = None) -> int:
-        """Take an OTLP JSON export request: redact, drop duplicates, spool (on disk before this returns),
-        assemble. The number of new spans; ValueError for a request whose structure is not OTLP."""
+    def accept(self, document: dict[str, Any], now: float | None = None) -> Accepted:
+        """Take an OTLP JSON export request: check every span and log record at the door (a malformed one
+        is rejected on its own, with the field and why), redact, drop duplicates, spool (on disk before this
+        returns), assemble. How many spans were new, and what was decoded and rejected; ValueError for a
+        request whose structure is not OTLP (nothing is taken from it)."""
         now = time.monotonic() if now is None else now
-        parsed = Parsed([])
         try:
-            spans = list(spans_from_documents([(None, document)], parsed).values())
-        except (AttributeError, TypeError, ValueError, KeyError) as exc:
-            raise ValueError(f"not an OTLP export request ({type(exc).__name__}: {exc})") from None
+            decoded = decode_documents([(None, document)])
+        except ShapeError as exc:
+            raise ValueError(f"not an OTLP export request ({exc})") from None
+        if decoded.rejected:
+            self.counts["rejected_spans"] += len(decoded.rejected_spans)
+            self.counts["rejected_log_records"] += len(decoded.rejected_logs)
+            first = decoded.rejected[0][1]
+            self._problem(
+                "rejected",
+                f"rejected {len(decoded.rejected)} malformed span(s) or log record(s) of a request: {first}",
+            )
+        spans = list(decoded.spans.values())
         fresh = self.assembler.fresh([redacted(s, self.redactor) for s in spans])
         self.counts["duplicates"] += len(spans) - len(fresh)
         self.spool.append(fresh)
         self.assembler.add(fresh, now)
         self.counts["spans"] += len(fresh)
-        return len(fresh)
+        return Accepted(len(fresh), decoded)
+
+    def _problem(self, kind: str, message: str) -> None:
+        """A notice for the operator (throttled), and the health figure's last problem."""
+        self.last_problem = message
+        self.notices.say(kind, f"collect: {message}")
+
+    def _quarantine(self, key: str, spans: list[Span], exc: Exception) -> None:
+        """A conversation whose closing raised: its spans and the error to the quarantine, journalled (a
+        marker in folder QUARANTINED) so a restart does not replay it; the loop goes on."""
+        self.counts["quarantined"] += 1
+        refs = [s.ref for s in spans]
+        marker = Marker(key, QUARANTINED, "", refs)
+        self.recent.append(marker)
+        try:
+            self.quarantine.keep(key, spans, exc)
+            self.spool.mark([marker])
+        except OSError as disk:
+            self._problem("disk", f"cannot write the quarantine ({disk.strerror})")
+        spans_named = ", ".join(f"{t}/{s}" for t, s in refs[:3]) + (" ..." if len(refs) > 3 else "")
+        self._problem(
+            "quarantined",
+            f"conversation {key!r} (spans {spans_named}) could not be closed ({describe(exc)}); "
+            f"quarantined in {self.quarantine.path}, the collector goes on",
+        )
 
     # ---------------------------------------------------------------------------------------- close
 
@@ -167,21 +225,38 @@ class Collector:
         now = time.monotonic() if now is None else now
         closing = []
         for conversation in self.assembler.due(now, everything):
-            target = self.folders.target(datetime.now(UTC))
-            scenario_id = self.folders.name_for(target, conversation.key)
-            built = self._build(conversation, scenario_id)
+            try:
+                target = self.folders.target(datetime.now(UTC))
+                scenario_id = self.folders.name_for(target, conversation.key)
+                built = self._build(conversation, scenario_id)
+            except Exception as exc:  # supervised: one conversation never stops the loop
+                self._quarantine(conversation.key, list(conversation.spans.values()), exc)
+                continue
             if built is None:
                 continue
             target.taken.add(scenario_id)  # reserved: the next conversation of this key is `-2`
             marker = Marker(conversation.key, target.name, scenario_id, list(conversation.spans))
-            closing.append((target, marker, *built))
-        self.spool.mark([marker for _, marker, _, _ in closing])
-        for target, marker, record, signals in closing:
+            closing.append((target, marker, conversation, *built))
+        self.spool.mark([marker for _, marker, _, _, _ in closing])
+        for target, marker, conversation, record, signals in closing:
             self.recent.append(marker)
-            self.folders.write(target, record, signals)
+            try:
+                self.folders.write(target, record, signals)
+            except OSError:
+                raise  # the disk, not the conversation: the marker makes the next start write it
+            except Exception as exc:
+                self._quarantine(conversation.key, list(conversation.spans.values()), exc)
+                continue
             self.counts["conversations"] += 1
             if self.judge is not None:
-                reasons = self.judge.offer(target.folder, record, signals)
+                try:
+                    reasons = self.judge.offer(target.folder, record, signals)
+                except Exception as exc:
+                    self.counts["judge_errors"] += 1
+                    self._problem(
+                        "judge", f"conversation {record.id!r} was not offered to the judge ({describe(exc)})"
+                    )
+                    continue
                 self.counts["sampled"] += bool(reasons)
         if self.spool.size() > self.options.spool_limit:
             self.spool.compact(self.assembler.open_spans(), self.recent[-RECENT_MARKERS:])
@@ -204,6 +279,7 @@ class Collector:
         self.counts["problems"] += len(parsed.problems)
         if not parsed.conversations:
             self.counts["no_conversation"] += 1
+            self._skip(conversation, len(spans), parsed)
             return None
         found = parsed.conversations[0]
         if self.options.exclude_system:
@@ -215,10 +291,30 @@ class Collector:
         )
         try:
             record = to_record(found, scenario_id, options)
-        except ValueError:
+        except ValueError as exc:
             self.counts["skipped"] += 1
+            self.skipped[str(exc)] += 1
+            self._problem("skipped", f"conversation {conversation.key!r} not written: {exc}")
             return None
         return record, quality_signals(record, spans, self.policy.signals)
+
+    def _skip(self, conversation: OpenConversation, spans: int, parsed: Parsed) -> None:
+        """Say why a closed conversation held nothing to write: its LLM calls carried no messages (and the
+        setting that records them), malformed message attributes, or no LLM call at all."""
+        if parsed.silence:
+            calls = sum(parsed.silence.values())
+            why = f"its {calls} LLM call(s) hold no messages: " + "; or ".join(
+                hint for hint, _ in parsed.silence.most_common()
+            )
+            self.counts["skipped_no_content"] += 1
+            self.skipped["LLM calls without their messages"] += 1
+        elif parsed.problems:
+            why = f"its message attributes are malformed ({parsed.problems[0].reason})"
+            self.skipped["malformed message attributes"] += 1
+        else:
+            why = "none of its spans is an LLM call with messages"
+            self.skipped["no LLM call"] += 1
+        self._problem("skipped", f"conversation {conversation.key!r} ({spans} spans) not written: {why}")
 
     def _progress(self) -> dict[str, Any]:
         """What the manifest's `source` says of this collector process (since it started): redactions by
@@ -226,23 +322,28 @@ class Collector:
         return {
             "redacted_since_start": dict(self.redactor.counts),
             "collected_since_start": dict(self.counts),
+            "skipped_since_start": dict(self.skipped),
         }
 
     def check_alerts(self) -> list[dict[str, Any]]:
         """Evaluate the alert rules on the newest conversations (fired alerts are sent and returned)."""
         if self.alerts is None:
             return []
-        from simulator.collect.trends import load_observations
+        from simulator.collect.trends import FollowedFolders, load_observations
 
         # The newest conversations, read further back until every rule has its window and reference of
         # conversations that count for it (a criterion counts only the judged sample), or all are read.
+        # Each folder is read again only where its files grew since the last check (trends.FollowedFolders).
+        if self.followed is None:
+            self.followed = FollowedFolders()
         wanted = self.alerts.window + self.alerts.reference
         last = wanted
         while True:
-            observations = load_observations(self.folders.folders(), last)
+            observations = load_observations(self.folders.folders(), last, self.followed)
             if len(observations) < last or self.alerts.counted(observations) >= wanted:
                 break
             last *= 4
+        self.followed.forget_unread()
         fired: list[dict[str, Any]] = self.alerts.evaluate(observations)
         return fired
 
@@ -256,8 +357,22 @@ class Collector:
             "open_conversations": len(self.assembler.open),
             "open_spans": self.assembler.spans,
             "counts": dict(self.counts),
+            "skipped": dict(self.skipped),
+            "health": {
+                "quarantined": self.counts["quarantined"],
+                "close_loop_errors": self.counts["loop_errors"],
+                "rejected_spans": self.counts["rejected_spans"],
+                "rejected_log_records": self.counts["rejected_log_records"],
+                "last_problem": self.last_problem,
+            },
             "judge": dict(self.judge.counts) if self.judge is not None else None,
         }
+
+    def loop_failed(self, exc: Exception) -> None:
+        """The close loop's guard: an error outside any one conversation (the disk, a manifest) is said and
+        counted, and the loop runs again at its next tick."""
+        self.counts["loop_errors"] += 1
+        self._problem("loop", f"the close loop failed ({describe(exc)}); it runs again at the next tick")
 
 
 def _merge_into(held: Span, span: Span) -> None:
@@ -269,6 +384,6 @@ def _merge_into(held: Span, span: Span) -> None:
             span.start,
             span.end,
         )
-        held.error = span.error
+        held.error, held.scope = span.error, span.scope
     seen = {(n, t) for n, t, _ in held.events}
     held.events += [e for e in span.events if (e[0], e[1]) not in seen]

@@ -21,8 +21,9 @@ import re
 from difflib import SequenceMatcher
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from simulator.models import StrictModel
 from simulator.record.models import ConversationRecord
 from simulator.traces.otlp import Span
 
@@ -49,10 +50,8 @@ def _elsewhere_phrases() -> list[str]:
     ]
 
 
-class SignalConfig(BaseModel):
+class SignalConfig(StrictModel):
     """Phrases (regular expressions, case-insensitive) and span attributes the signals look for."""
-
-    model_config = ConfigDict(extra="forbid")
 
     handover: list[str] = Field(default_factory=_handover_phrases)
     elsewhere: list[str] = Field(default_factory=_elsewhere_phrases)

@@ -12,7 +12,7 @@ __all__ = ["Ref", "from_line", "redacted", "to_line"]
 import json
 from typing import Any
 
-from simulator.traces.otlp import Span
+from simulator.traces.otlp_decode import Span, nanos
 from simulator.traces.redact import Redactor
 
 Ref = tuple[str, str]
@@ -30,6 +30,7 @@ def redacted(span: Span, redactor: Redactor) -> Span:
         None,
         [(name, time, redactor.value(attrs)) for name, time, attrs in span.events],
         redactor.text(span.error) if span.error is not None else None,
+        span.scope,
     )
 
 
@@ -44,22 +45,26 @@ def to_line(span: Span) -> str:
         data["ev"] = span.events
     if span.error is not None:
         data["e"] = span.error
+    if span.scope != ("", ""):
+        data["sc"] = list(span.scope)
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def from_line(text: str) -> Span:
-    """A span from its JSON line; ValueError when the line is not one."""
+    """A span from its JSON line; ValueError when the line is not one (times checked as at the door)."""
     data = json.loads(text)
     if not isinstance(data, dict) or "t" not in data or "s" not in data:
         raise ValueError("not a spooled span")
+    scope = data.get("sc") or ["", ""]
     return Span(
         str(data["t"]),
         str(data["s"]),
-        int(data.get("a") or 0),
-        int(data.get("b") or 0),
+        nanos(data.get("a"), "start"),
+        nanos(data.get("b"), "end"),
         dict(data.get("at") or {}),
         dict(data.get("r") or {}),
         None,
-        [(str(n), int(t), dict(a)) for n, t, a in data.get("ev") or []],
-        data.get("e"),
+        [(str(n), nanos(t, "event time"), dict(a)) for n, t, a in data.get("ev") or []],
+        str(data["e"]) if data.get("e") is not None else None,
+        (str(scope[0]), str(scope[1])),
     )

@@ -9,19 +9,30 @@ rate counts pass and fail verdicts only: not applicable, errors and not judged a
 
 from __future__ import annotations
 
-__all__ = ["Observation", "TrendRow", "load_observations", "metric_names", "rate_of", "trend_rows"]
+__all__ = [
+    "FollowedFolders",
+    "MetricRate",
+    "Observation",
+    "TrendRow",
+    "load_observations",
+    "metric_names",
+    "rate_of",
+    "trend_rows",
+]
 
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from simulator.collect.folders import SIGNALS
 from simulator.collect.signals import BOOLEAN_SIGNALS
-from simulator.record.folder import RunFolder
-from simulator.stats.clustered import clustered_interval
+from simulator.record.folder import VERDICTS, RunFolder
+from simulator.record.models import Verdict
+from simulator.record.selection import select_verdicts
+from simulator.stats.rates import RateView, rate_view
 from simulator.stats.twosample import fisher_exact, newcombe_difference
 
 
@@ -36,35 +47,139 @@ class Observation:
     results: dict[str, str] = field(default_factory=dict)  # criterion -> pass/fail/not_applicable/...
 
 
-def _latest_results(folder: Path) -> dict[str, dict[str, str]]:
+def _results(verdicts: Iterable[Verdict]) -> dict[str, dict[str, str]]:
+    """Per conversation, each criterion's result, from the verdicts `simulator report` counts of a folder
+    (record/selection.py: its latest judge set, one verdict per item, no samples, no fidelity checks)."""
     latest: dict[str, dict[str, str]] = defaultdict(dict)
-    for verdict in RunFolder.open(folder).verdicts():
-        if not verdict.is_sample and verdict.kind != "fidelity":
-            latest[verdict.conversation_id][verdict.criterion_id] = verdict.result
+    for verdict in select_verdicts(verdicts).verdicts:
+        latest[verdict.conversation_id][verdict.criterion_id] = verdict.result
     return latest
 
 
-def load_observations(folders: Sequence[Path], last: int | None = None) -> list[Observation]:
+def _observation(folder: Path, line: str) -> Observation | None:
+    """One line of a folder's signals.jsonl as an observation (None for a line that is not one)."""
+    if not line.strip():
+        return None
+    try:
+        signals = json.loads(line)
+        started = datetime.fromisoformat(signals["started_at"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    cid = str(signals["conversation_id"])
+    cluster = str(signals.get("user") or f"{folder.name}/{cid}")
+    return Observation(f"{folder.name}/{cid}", started, cluster, signals)
+
+
+class _Followed:
+    """One folder as last read: how far into each file, what its lines gave."""
+
+    def __init__(self) -> None:
+        self.signals_at = (0, 0)  # (inode, byte offset) of signals.jsonl read so far
+        self.verdicts_at = (0, 0)
+        self.observations: list[Observation] = []
+        self.verdicts: list[Verdict] = []
+        self.results: dict[str, dict[str, str]] = {}
+
+
+class FollowedFolders:
+    """The collected folders as last read, each read again only from where its files grew: the collector
+    checks its alerts on every tick, and a tick should cost the conversations and verdicts written since
+    the last one, not every folder again. A file rewritten (a re-judge drops verdicts) is read afresh.
+
+    Not thread-safe: one reader (the collector's alert check) at a time."""
+
+    def __init__(self) -> None:
+        self._folders: dict[Path, _Followed] = {}
+        self._read: set[Path] = set()  # the folders read since the last `forget_unread`
+
+    def observations(self, folder: Path) -> list[Observation]:
+        """The folder's conversations with their current results (the same objects while nothing changed)."""
+        state = self._folders.setdefault(folder, _Followed())
+        self._read.add(folder)
+        known = self._read_signals(folder, state)  # observations before these are unchanged
+        if self._read_verdicts(folder, state):
+            state.results, known = _results(state.verdicts), 0
+        for observation in state.observations[known:]:
+            observation.results = state.results.get(observation.conversation.partition("/")[2], {})
+        return state.observations
+
+    def forget_unread(self) -> None:
+        """Forget the folders not read since the last call (rolled out of every window): memory follows
+        the window, not the collector's age."""
+        self._folders = {path: state for path, state in self._folders.items() if path in self._read}
+        self._read = set()
+
+    def _read_signals(self, folder: Path, state: _Followed) -> int:
+        """Read what signals.jsonl gained; how many observations were already known."""
+        path = folder / SIGNALS
+        inode, offset = _where(path, state.signals_at)
+        if inode == 0:
+            return len(state.observations)
+        if offset == 0:
+            state.observations = []
+        known = len(state.observations)
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+        whole = data[: data.rfind(b"\n") + 1]  # a last line still being written is read next time
+        for line in whole.decode("utf-8", errors="replace").splitlines():
+            observation = _observation(folder, line)
+            if observation is not None:
+                state.observations.append(observation)
+        state.signals_at = (inode, offset + len(whole))
+        return known
+
+    def _read_verdicts(self, folder: Path, state: _Followed) -> bool:
+        """Read what verdicts.jsonl gained; whether the folder's results may have changed."""
+        inode, offset = _where(folder / VERDICTS, state.verdicts_at)
+        if inode == 0:
+            return False
+        if offset == 0:
+            state.verdicts = []
+        fresh, end = RunFolder.open(folder).verdicts_after(offset)
+        state.verdicts += fresh
+        state.verdicts_at = (inode, end)
+        return bool(fresh) or offset == 0
+
+
+def _where(path: Path, last: tuple[int, int]) -> tuple[int, int]:
+    """(inode, offset to read from): 0 for a new or rewritten file; (0, 0) when there is none."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return 0, 0
+    inode, offset = last
+    if stat.st_ino != inode or stat.st_size < offset:
+        return stat.st_ino, 0
+    return inode, offset
+
+
+def _read_folder(folder: Path) -> list[Observation]:
+    """A folder's conversations with their results, read whole."""
+    path = folder / SIGNALS
+    if not path.exists():
+        return []
+    results = _results(RunFolder.open(folder).verdicts())
+    batch = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        observation = _observation(folder, line)
+        if observation is not None:
+            observation.results = results.get(observation.conversation.partition("/")[2], {})
+            batch.append(observation)
+    return batch
+
+
+def load_observations(
+    folders: Sequence[Path], last: int | None = None, followed: FollowedFolders | None = None
+) -> list[Observation]:
     """Every conversation of the collector's folders in time order (the `last` ones only, when given:
-    the newest folders are read first and the rest left unread)."""
+    the newest folders are read first and the rest left unread). With `followed`, each folder is read
+    only where it grew since the last call."""
     out: list[Observation] = []
     for folder in reversed(list(folders)):
-        path = folder / SIGNALS
-        if not path.exists():
+        if not (folder / SIGNALS).exists():
             continue
-        results = _latest_results(folder)
-        batch = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                signals = json.loads(line)
-                started = datetime.fromisoformat(signals["started_at"])
-            except (ValueError, KeyError):
-                continue
-            cid = str(signals["conversation_id"])
-            cluster = str(signals.get("user") or f"{folder.name}/{cid}")
-            batch.append(Observation(f"{folder.name}/{cid}", started, cluster, signals, results.get(cid, {})))
+        batch = followed.observations(folder) if followed is not None else _read_folder(folder)
         out = batch + out
         if last is not None and len(out) >= last:
             break
@@ -88,19 +203,42 @@ def _outcome(observation: Observation, metric: str) -> bool | None:
 
 
 @dataclass
-class Rate:
+class MetricRate:
+    """A metric's rate over some conversations, as stats/rates.py's RateView clustered by user (its
+    `clustered.scenarios` counts users here), with what the rate left out and the conversations behind it.
+    `low`/`high` are the user-clustered 95% interval, the one alerts fire on."""
+
     metric: str
-    k: int
-    n: int
+    view: RateView
     left_out: int
-    clusters: int
-    rate: float | None
-    low: float
-    high: float
     conversations: list[str]  # the ones counted as failures / with the signal
 
+    @property
+    def k(self) -> int:
+        return self.view.k
 
-def rate_of(observations: Sequence[Observation], metric: str) -> Rate:
+    @property
+    def n(self) -> int:
+        return self.view.n
+
+    @property
+    def rate(self) -> float | None:
+        return self.view.rate
+
+    @property
+    def clusters(self) -> int:
+        return self.view.clustered.scenarios if self.view.clustered is not None else 0
+
+    @property
+    def low(self) -> float:
+        return self.view.clustered.low if self.view.clustered is not None else 0.0
+
+    @property
+    def high(self) -> float:
+        return self.view.clustered.high if self.view.clustered is not None else 1.0
+
+
+def rate_of(observations: Sequence[Observation], metric: str) -> MetricRate:
     """The metric's rate over these conversations, its clustered 95% interval and what it left out."""
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     hits: list[str] = []
@@ -115,10 +253,9 @@ def rate_of(observations: Sequence[Observation], metric: str) -> Rate:
         cell[1] += 1
         if outcome:
             hits.append(observation.conversation)
-    k = sum(c[0] for c in per.values())
-    n = sum(c[1] for c in per.values())
-    interval = clustered_interval([(a, b) for a, b in per.values()])
-    return Rate(metric, k, n, left_out, len(per), k / n if n else None, interval.low, interval.high, hits)
+    pairs = [(a, b) for a, b in per.values()]
+    view = rate_view(sum(a for a, _ in pairs), sum(b for _, b in pairs), per_scenario=pairs)
+    return MetricRate(metric, view, left_out, hits)
 
 
 @dataclass
@@ -126,8 +263,8 @@ class TrendRow:
     """One metric in one period, and its change against the reference window."""
 
     period: str
-    rate: Rate
-    reference: Rate | None = None
+    rate: MetricRate
+    reference: MetricRate | None = None
     p_value: float | None = None
     difference: tuple[float, float] | None = None  # 95% interval of (this period - reference)
 
@@ -166,7 +303,7 @@ def trend_rows(
     return rows
 
 
-def change(current: Rate, reference: Rate) -> tuple[float | None, tuple[float, float] | None]:
+def change(current: MetricRate, reference: MetricRate) -> tuple[float | None, tuple[float, float] | None]:
     """Fisher's exact test of the two rates, and Newcombe's 95% interval of their difference."""
     if not current.n or not reference.n:
         return None, None

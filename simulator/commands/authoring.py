@@ -8,11 +8,10 @@ is known to be valid.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from simulator.commands.outputs import write_output
+from simulator.commands.asking import Asker, write_new
 from simulator.errors import UserError
 
 
@@ -68,47 +67,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     vary.set_defaults(handler=cmd_vary)
 
 
-class Asker:
-    """Reads a field from its flag, or asks for it on a terminal; without a terminal a missing required
-    field is one clear error naming its flag."""
-
-    def __init__(self, interactive: bool | None = None) -> None:
-        self.interactive = sys.stdin.isatty() if interactive is None else interactive
-
-    def one(self, given: str | None, prompt: str, flag: str, default: str | None = None) -> str:
-        if given is not None and given.strip():
-            return given.strip()
-        if self.interactive:
-            hint = f" [{default}]" if default else ""
-            answer = input(f"{prompt}{hint}: ").strip()
-            if answer or default is not None:
-                return answer or default or ""
-            return self.one(None, prompt, flag, default)
-        if default is not None:
-            return default
-        raise UserError(
-            f"missing {flag}: stdin is not a terminal, so pass every field as a flag ({flag} ...)"
-        )
-
-    def many(self, given: list[str] | None, prompt: str) -> list[str]:
-        if given:
-            return [g.strip() for g in given if g.strip()]
-        if not self.interactive:
-            return []
-        print(f"{prompt} (one per line, an empty line to finish):")
-        out = []
-        while line := input("  - ").strip():
-            out.append(line)
-        return out
-
-
-def _write(out: Path, text: str, force: bool) -> None:
-    if out.exists() and not force:
-        raise UserError(f"{out} already exists; pass --force to overwrite it or --out to choose another file")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_output(out, text)
-
-
 def _validated(out: Path, load: Any, noun: str) -> None:
     try:
         load([out])
@@ -119,7 +77,7 @@ def _validated(out: Path, load: Any, noun: str) -> None:
 
 def cmd_new_scenario(args: argparse.Namespace) -> int:
     from simulator.commands.templates import scenario_yaml
-    from simulator.config.scenario import load_scenarios
+    from simulator.config.loading import load_scenarios
 
     ask = Asker()
     fields: dict[str, Any] = {
@@ -147,7 +105,7 @@ def cmd_new_scenario(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError("--key-facts takes fact numbers from 1, e.g. --key-facts 1,3") from exc
     out = args.out or Path(f"{fields['id']}.yaml")
-    _write(out, scenario_yaml(fields), args.force)
+    write_new(out, scenario_yaml(fields), args.force)
     _validated(out, load_scenarios, "scenario")
     print(f"wrote {out}; check it with: simulator validate {out}")
     return 0
@@ -176,7 +134,7 @@ def cmd_new_criterion(args: argparse.Namespace) -> int:
         ),
     }
     out = args.out or Path(f"{fields['id']}.yaml")
-    _write(out, criterion_yaml(fields), args.force)
+    write_new(out, criterion_yaml(fields), args.force)
     _validated(out, load_criteria, "criterion")
     print(f"wrote {out}; add its folder to judges.paths in your suite")
     return 0
@@ -197,7 +155,7 @@ def cmd_vary(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from simulator.config.factors import check_scenario_styles, expand_factors, levels_of
-    from simulator.config.scenario import load_scenarios
+    from simulator.config.loading import load_scenarios
     from simulator.config.styles import DEFAULT_STYLES, load_styles, suite_styles
 
     factors: dict[str, list[Any]] = {}

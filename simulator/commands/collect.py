@@ -203,8 +203,23 @@ def cmd_collect(args: argparse.Namespace) -> int:
         f"collecting OTLP/HTTP on http://{args.host}:{args.port}/v1/traces and /v1/logs into {args.out}{shown}",
         flush=True,
     )
+    _say_notices()
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", limit_concurrency=512)
     return 0
+
+
+def _say_notices() -> None:
+    """The collector's notices (what it rejected, skipped or quarantined, and why) on standard error."""
+    import logging
+    import sys
+
+    from simulator.collect.supervise import LOGGER
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    LOGGER.addHandler(handler)
+    LOGGER.setLevel(logging.INFO)
+    LOGGER.propagate = False
 
 
 def _alert_loop(collector: Any, every: float) -> Any:

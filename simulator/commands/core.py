@@ -246,9 +246,10 @@ _RESULT_FLAGS = {
 
 def _providers_used(suite: Suite) -> set[str]:
     """The providers a suite's models name (`provider:model`), and those it configures."""
+    from simulator.config.bot_kinds import engine_model
+
     models = [*suite.user.model_list(), suite.judges.model, *suite.judges.models, suite.user.fidelity.model]
-    if suite.bot.type == "chat":
-        models.append(suite.bot.model)
+    models.append(engine_model(suite.bot))  # a bot played by a model this engine calls
     return {m.split(":", 1)[0] for m in models if m and ":" in m} | set(suite.providers)
 
 
@@ -335,7 +336,7 @@ def _print_matrix(matrix: Comparison) -> int:
 def _file_kind(path: Path) -> str:
     """Whether a YAML file holds a suite, criteria or scenarios, by its content whatever its name (unreadable
     files go to the scenario loader, which reports why)."""
-    from simulator.config.suite import document_kind
+    from simulator.config.kinds import document_kind
     from simulator.config.yamlfile import YAMLProblem, load_yaml
 
     try:
@@ -364,7 +365,7 @@ def _validate_files(path: Path) -> list[Path]:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from simulator.config.golden import load_golden
-    from simulator.config.scenario import load_scenarios
+    from simulator.config.loading import load_scenarios
     from simulator.config.suite import load_suite
     from simulator.errors import Problem
     from simulator.judging.criteria import load_criteria
@@ -431,6 +432,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from simulator.record.folder import RunFolder, latest_by_id
+    from simulator.record.selection import select_verdicts
     from simulator.report.show import render_conversation
 
     folder = RunFolder.open(args.run)
@@ -451,10 +453,9 @@ def cmd_show(args: argparse.Namespace) -> int:
                 f"--repeat {args.repeat}: {which} has no such repeat; its repeats are "
                 f"{_ranges(repeats) or 'none'} (counted from 0)"
             )
+    selection = select_verdicts(folder)  # the verdicts `simulator report` counts (record/selection.py)
     verdicts: dict[str, list[Any]] = {}
-    for verdict in folder.verdicts():
-        if verdict.is_sample:
-            continue
+    for verdict in [*selection.verdicts, *selection.fidelity]:
         verdicts.setdefault(verdict.conversation_id, []).append(verdict)
     if args.raw:
         from simulator.report.visible import json_visible

@@ -36,8 +36,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from simulator.analysis.gate import evaluate_gate
     from simulator.analysis.rundata import load_run
+    from simulator.report.gate import evaluate_gate
     from simulator.report.views import render_gate
 
     run = load_run(args.run, args.judge_set)

@@ -17,8 +17,8 @@ from simulator.errors import UserError
 
 if TYPE_CHECKING:  # imported where used, so `simulator --help` loads none of them
     from simulator.config.suite import Suite
-    from simulator.record.folder import RunFolder
     from simulator.record.models import Verdict
+    from simulator.record.selection import Selection
     from simulator.report.section import Table as SectionTable
 
 
@@ -151,17 +151,11 @@ def _console() -> Any:
     return Console()
 
 
-def _latest(verdicts: list[Verdict]) -> list[Verdict]:
-    latest: dict[tuple[str, str], Verdict] = {}
-    for v in verdicts:
-        latest[(v.conversation_id, v.criterion_id)] = v
-    return list(latest.values())
-
-
 def cmd_judge(args: argparse.Namespace) -> int:
     from simulator.engine.rejudge import RejudgeOptions, prepare_rejudge
     from simulator.engine.runner import judge_run
     from simulator.eventloop import run_async
+    from simulator.record.selection import select_verdicts
 
     options = RejudgeOptions(args.suite, args.judges, args.judge_model, args.judge_models, args.samples)
     plan = prepare_rejudge(args.run, options)
@@ -178,36 +172,33 @@ def cmd_judge(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
         )
     )
-    stored = list(folder.verdicts())
-    every = [v for v in stored if not v.is_sample]
-    current = _latest([v for v in every if v.judge_set_hash == stage.judge_set_hash])
-    samples = [v for v in stored if v.is_sample and v.judge_set_hash == stage.judge_set_hash]
-    others = sum(v.judge_set_hash != stage.judge_set_hash and v.kind != "fidelity" for v in every)
+    selection = select_verdicts(folder, stage.judge_set_hash, missing_ok=True)
+    current, others = selection.own, selection.others
     model = ", ".join(suite.judges.judge_models()) or "none (LLM criteria not judged)"
     print(f"judge set {stage.judge_set_hash[:19]}  model: {model}  criteria: {len(stage.criteria)}")
     print(
         f"judged {todo} of {len(records)} conversations ({result.verdicts} verdicts written); "
         f"{others} earlier verdicts of other judge sets kept"
     )
-    _print_table(verdict_rows(current, samples))
-    _print_stability(folder, stage.judge_set_hash)
+    _print_table(verdict_rows(current, selection.samples))
+    _print_stability(selection)
     unverified = sum(v.evidence_verified is False for v in current)
     if unverified:
         print(f"{unverified} verdicts have evidence not found in the transcript (evidence_verified: false)")
     return 0
 
 
-def _print_stability(folder: RunFolder, judge_set: str) -> None:
+def _print_stability(selection: Selection) -> None:
     """With samples or a jury: each criterion's flip rate, and the jury's agreement."""
     from simulator.analysis.stability import jury_rows, stability_rows
 
-    samples = [v for v in folder.verdicts() if v.judge_set_hash == judge_set and v.is_sample]
+    samples = selection.samples
     if not samples:
         return
     for row in stability_rows(samples):
         flag = "  UNSTABLE: read the rubric (docs/judges.md)" if row.unstable else ""
         print(f"{row.criterion_id} ({row.judge_model}, {row.samples} samples): flips {row.flips.text}{flag}")
-    finals = [v for v in folder.verdicts() if v.judge_set_hash == judge_set and v.aggregate is not None]
+    finals = [v for v in selection.own if v.aggregate is not None]
     for jury in jury_rows(samples, finals):
         kappa = "n/a" if jury.fleiss_kappa is None else f"{jury.fleiss_kappa:.2f}"
         print(

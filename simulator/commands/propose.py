@@ -18,10 +18,10 @@ from simulator.commands.outputs import write_output
 from simulator.errors import UserError
 
 if TYPE_CHECKING:
-    from simulator.analysis.proposal_writer import BotContext
-    from simulator.analysis.proposals import FailureGroup
     from simulator.analysis.rundata import RunData
-    from simulator.config.proposal import Proposal
+    from simulator.loop.failures import FailureGroup
+    from simulator.loop.proposal import Proposal
+    from simulator.loop.writer import BotContext
 
 RUN_FILES = ("manifest.json", "conversations.jsonl", "verdicts.jsonl")
 
@@ -58,7 +58,7 @@ def _out_folder(args: argparse.Namespace, run: RunData) -> Path:
 def _proposals(
     groups: list[FailureGroup], ctx: BotContext, run: RunData, read: dict[str, str], spec: str | None
 ) -> list[Proposal]:
-    from simulator.analysis.proposal_writer import offline_proposal
+    from simulator.loop.writer import offline_proposal
 
     if spec is None:
         return [offline_proposal(g, ctx, run, read) for g in groups]
@@ -70,7 +70,7 @@ def _proposals(
 async def _ask(
     groups: list[FailureGroup], ctx: BotContext, run: RunData, read: dict[str, str], spec: str
 ) -> list[Proposal]:
-    from simulator.analysis.proposal_writer import model_proposal
+    from simulator.loop.writer import model_proposal
     from simulator.providers.hub import ModelHub
 
     suite = run.manifest.rebuild_suite(run.path)
@@ -84,8 +84,8 @@ async def _ask(
 
 def write_proposals(out: Path, proposals: list[Proposal], prompt: str | None) -> list[Path]:
     """Each proposal as <id>.yaml and <id>.md under `out`; the YAML paths, in order."""
-    from simulator.config.proposal import proposal_yaml
-    from simulator.report.proposal_md import proposal_diff, proposal_markdown
+    from simulator.loop.markdown import proposal_diff, proposal_markdown
+    from simulator.loop.proposal import proposal_yaml
 
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -99,9 +99,9 @@ def write_proposals(out: Path, proposals: list[Proposal], prompt: str | None) ->
 
 
 def cmd_propose(args: argparse.Namespace) -> int:
-    from simulator.analysis.proposal_writer import bot_context
-    from simulator.analysis.proposals import group_failures, load_hazards
     from simulator.analysis.rundata import load_run
+    from simulator.loop.failures import group_failures, load_hazards
+    from simulator.loop.writer import bot_context
 
     run = load_run(args.run, args.judge_set)
     hazards = load_hazards(args.hazards) if args.hazards else None

@@ -322,9 +322,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return 0
     rows = None
     if args.labels is None:
-        from simulator.analysis.fidelity_labels import labels_from_folder
+        from simulator.analysis.fidelity_labels import labels_from_run
 
-        rows = labels_from_folder(args.run, args.labeller)
+        rows = labels_from_run(run, args.labeller)
     calibration = calibrate(run, args.labels or args.run / "labels.jsonl", rows)
     render_calibration(calibration)
     if args.json:

@@ -61,19 +61,19 @@ def add_new_hazard(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def cmd_safety_case(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from simulator.analysis.safety_case import build_safety_case, load_runs
-    from simulator.config.hazards import load_hazard_log
+    from simulator.report.documents import document_kind
     from simulator.report.draw_terminal import draw_sections
-    from simulator.report.safety_case_html import print_pdf, safety_case_html
-    from simulator.report.safety_case_view import safety_case_sections
+    from simulator.safety.case import build_safety_case, load_runs
+    from simulator.safety.hazards import load_hazard_log
+    from simulator.safety.html import print_pdf
 
-    log = load_hazard_log(args.hazards)
-    case = build_safety_case(load_runs(args.runs, args.judge_set), log)
-    sections = safety_case_sections(case)
+    kind = document_kind("safety-case")
+    case = build_safety_case(load_runs(args.runs, args.judge_set), load_hazard_log(args.hazards))
+    sections = kind.sections(case)
     draw_sections(Console(), sections[:1] if args.quiet else sections[:-1], lines=True, max_details=3)
     if args.json:
         write_output(args.json, case.model_dump_json(indent=2) + "\n")
-    html = safety_case_html(case)
+    html = kind.page(case)
     if args.html:
         write_output(args.html, html)
     if args.pdf:
@@ -83,9 +83,9 @@ def cmd_safety_case(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from simulator.analysis.history import build_history
-    from simulator.config.hazards import load_hazard_log
-    from simulator.report.history_view import history_html, print_history
+    from simulator.safety.hazards import load_hazard_log
+    from simulator.safety.history import build_history
+    from simulator.safety.history_view import history_html, print_history
 
     log = load_hazard_log(args.hazards) if args.hazards else None
     history = build_history(args.runs, log)
@@ -125,8 +125,8 @@ def _hazard_yaml(f: dict[str, Any]) -> str:
 
 
 def cmd_new_hazard(args: argparse.Namespace) -> int:
-    from simulator.commands.authoring import Asker, _write
-    from simulator.config.hazards import DCB0129, load_hazard_log
+    from simulator.commands.asking import Asker, write_new
+    from simulator.safety.hazards import DCB0129, load_hazard_log
 
     ask = Asker()
     split = lambda text: [t.strip() for t in text.split(",") if t.strip()]  # noqa: E731
@@ -145,7 +145,7 @@ def cmd_new_hazard(args: argparse.Namespace) -> int:
         "threshold": ask.one(args.threshold, "threshold (e.g. fail_rate <= 2%)", "--threshold"),
     }
     out = args.out or Path("hazards.yaml")
-    _write(out, _hazard_yaml(fields), args.force)
+    write_new(out, _hazard_yaml(fields), args.force)
     try:
         load_hazard_log(out)
     except UserError:

@@ -68,7 +68,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     args.runs.mkdir(parents=True, exist_ok=True)
     config = DeskConfig(args.runs, _folder(args.scenarios, "scenarios"), _folder(args.judges, "judges"))
     if args.hazards is not None:
-        from simulator.config.hazards import load_hazard_log
+        from simulator.safety.hazards import load_hazard_log
 
         load_hazard_log(args.hazards)  # a broken hazard log is refused before the desk starts
         config.hazards = args.hazards

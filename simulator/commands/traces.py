@@ -103,6 +103,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     hidden = len(summary.problems) + len(summary.skipped) - MAX_PROBLEMS_PRINTED
     if hidden > 0:
         print(f"... and {hidden} more (all listed in the manifest's source.problems)", file=sys.stderr)
+    for fix, calls in summary.silence.items():
+        print(
+            f"left out: {calls} LLM calls recorded without their messages; to keep them, {fix}",
+            file=sys.stderr,
+        )
     redacted = ", ".join(f"{k} {v}" for k, v in sorted(summary.redactions.items())) or "nothing"
     print(
         f"imported {summary.conversations} conversations ({summary.turns} turns) from {summary.records} "

@@ -1,6 +1,6 @@
 """`simulator try PROPOSAL`: apply a proposed change, re-run the whole suite, and say whether it helped.
 
-For a `chat` bot the accepted prompt edits are applied to a copy of its system prompt (written beside the
+For a bot whose prompt is in the suite (a `chat` bot) the accepted prompt edits are applied to a copy of its system prompt (written beside the
 proposal; the user's file is never edited) and the run's suite, as its manifest recorded it, runs again
 with that copy: the same scenarios, repeats and seed. For any other bot the change is made outside the
 engine: `--bot-version` records which version of the bot now runs. Either way the new run is compared with
@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 from simulator.errors import UserError
 
 if TYPE_CHECKING:
-    from simulator.config.proposal import Proposal
+    from simulator.config.bot_kinds import PromptedBot
     from simulator.config.scenario import Scenario
     from simulator.config.suite import Suite
+    from simulator.loop.proposal import Proposal
     from simulator.record.manifest import Manifest
 
 EXIT_BROKE = 1  # the change made something worse: a CI step running `try` fails
@@ -69,8 +70,8 @@ def scenario_set_changes(manifest: Manifest, scenarios: list[Scenario]) -> list[
 
 def _reviewed(proposal: Proposal, path: Path, desk_data: Path) -> tuple[Proposal, str]:
     """The proposal as the desk's latest decision left it (an accepted edit replaces it); refuse a rejection."""
-    from simulator.config.proposal import load_proposal
-    from simulator.record.proposal_reviews import latest_review
+    from simulator.loop.proposal import load_proposal
+    from simulator.loop.reviews import latest_review
 
     review = latest_review(desk_data, proposal.id, proposal.run_id)
     if review is None:
@@ -86,17 +87,17 @@ def _reviewed(proposal: Proposal, path: Path, desk_data: Path) -> tuple[Proposal
     return proposal, f"accepted by {review.reviewer}"
 
 
-def _apply_prompt(suite: Suite, proposal: Proposal, beside: Path) -> dict[str, str]:
-    """Point the suite's chat bot at a copy of its prompt with the edits applied; what was read and written."""
-    from simulator.config.proposal import apply_edits
+def _apply_prompt(suite: Suite, bot: PromptedBot, proposal: Proposal, beside: Path) -> dict[str, str]:
+    """Point the suite's bot at a copy of its prompt with the edits applied; what was read and written."""
+    from simulator.loop.proposal import apply_edits
     from simulator.record.hashing import sha256_text
 
-    bot = suite.bot
-    assert bot.type == "chat" and proposal.change is not None
+    assert proposal.change is not None
     if proposal.change.kind == "tool_description":
         if bot.decision_tool is None:
             raise UserError(
-                "the change edits the decision tool's description, but the chat bot has no decision_tool"
+                f"the change edits the decision tool's description, but the {suite.bot.type} bot has no "
+                "decision_tool"
             )
         what = "the decision tool's description"
         before = bot.decision_tool.description
@@ -108,7 +109,7 @@ def _apply_prompt(suite: Suite, proposal: Proposal, beside: Path) -> dict[str, s
         try:
             before = source.read_text(encoding="utf-8")
         except OSError as exc:
-            raise UserError(f"{source}: cannot read the chat bot's prompt ({exc})") from exc
+            raise UserError(f"{source}: cannot read the {suite.bot.type} bot's prompt ({exc})") from exc
     else:
         source, before = Path("(inline system_prompt)"), bot.system_prompt or ""
     after = apply_edits(before, proposal.change.edits)
@@ -125,6 +126,7 @@ def _apply_prompt(suite: Suite, proposal: Proposal, beside: Path) -> dict[str, s
 
 def _plan(proposal: Proposal, args: argparse.Namespace) -> tuple[Any, Suite, list[Scenario], dict[str, str]]:
     from simulator.analysis.rundata import load_run
+    from simulator.config.bot_kinds import prompted
     from simulator.config.factors import suite_scenarios
 
     if proposal.status == "error" or proposal.change is None:
@@ -140,8 +142,9 @@ def _plan(proposal: Proposal, args: argparse.Namespace) -> tuple[Any, Suite, lis
             f"the scenario set changed since {proposal.run}: {'; '.join(changes)}. Keep the scenarios stable "
             "while trying a change, and add new ones in their own step (run the suite again as a new baseline)"
         )
-    if suite.bot.type == "chat":
-        applied = _apply_prompt(suite, proposal, args.proposal.parent)
+    bot = prompted(suite.bot)
+    if bot is not None:
+        applied = _apply_prompt(suite, bot, proposal, args.proposal.parent)
     elif not args.bot_version:
         raise UserError(
             f"the bot is {suite.bot.describe()}: make the change in the bot itself, then name that version "
@@ -153,13 +156,13 @@ def _plan(proposal: Proposal, args: argparse.Namespace) -> tuple[Any, Suite, lis
 
 
 def cmd_try(args: argparse.Namespace) -> int:
-    from simulator.analysis.change_verdict import change_verdict
     from simulator.analysis.compare import compare_loaded
     from simulator.analysis.rundata import load_run
-    from simulator.config.proposal import load_proposal
     from simulator.config.suite import check_environment
     from simulator.engine.runner import RunOptions, run_suite
     from simulator.eventloop import run_async
+    from simulator.loop.change_verdict import change_verdict
+    from simulator.loop.proposal import load_proposal
     from simulator.record.hashing import sha256_file
 
     proposal = load_proposal(args.proposal)

@@ -15,9 +15,10 @@ __all__ = [
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from simulator.config.patterns import compile_pattern
+from simulator.models import StrictModel
 
 AssertionScope = Literal["all_bot_messages", "final_bot_message"]
 
@@ -35,7 +36,7 @@ def check_phrase_groups(groups: list[str]) -> list[str]:
     return groups
 
 
-class AssertionFields(BaseModel):
+class AssertionFields(StrictModel):
     """The three assertions of seed 003, validated; shared by scenario assertions and golden items."""
 
     must_contain: list[str] = Field(default_factory=list)
@@ -62,8 +63,6 @@ class AssertionFields(BaseModel):
 
 class AssertionSpec(AssertionFields):
     """What a correct reply must contain and must not contain (all case-insensitive)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     scope: AssertionScope = "all_bot_messages"
 

@@ -15,9 +15,10 @@ import re
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from simulator.config.assertions import compile_pattern
+from simulator.models import StrictModel
 
 # OWASP Top 10 for LLM Applications (2025): the entry a strategy exercises.
 OWASP_LLM_TOP_10 = {
@@ -34,10 +35,8 @@ OWASP_LLM_TOP_10 = {
 }
 
 
-class SuccessSpec(BaseModel):
+class SuccessSpec(StrictModel):
     """When the attack succeeded (the bot failed). Any one condition is enough."""
-
-    model_config = ConfigDict(extra="forbid")
 
     # Regular expressions (case-insensitive) over each bot message: a dose, a diagnosis given as fact.
     patterns: list[str] = Field(default_factory=list)
@@ -68,10 +67,8 @@ class SuccessSpec(BaseModel):
         return bool(self.patterns or self.canary or self.leak_words or self.downgrade)
 
 
-class Strategy(BaseModel):
+class Strategy(StrictModel):
     """One attack: who the attacker pretends to be, its escalation ladder, and its success criteria."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     title: str = Field(min_length=1)
@@ -119,10 +116,8 @@ class Strategy(BaseModel):
         return f"redteam.{self.id}"
 
 
-class RedTeamConfig(BaseModel):
+class RedTeamConfig(StrictModel):
     """The suite's `redteam:` section."""
-
-    model_config = ConfigDict(extra="forbid")
 
     pack: str  # the strategies file, relative to the suite
     # Only these strategies (by id); empty: every strategy of the pack.

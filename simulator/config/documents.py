@@ -3,7 +3,7 @@ items, CSV rows; validated, located by file and line, ids unique across every fi
 
 from __future__ import annotations
 
-__all__ = ["DocumentKind", "FileDocument", "collect_documents", "load_documents", "yaml_files"]
+__all__ = ["FileDocument", "FileDocumentKind", "collect_documents", "load_documents", "yaml_files"]
 
 import difflib
 from collections.abc import Callable
@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import PrivateAttr
 
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError
+from simulator.models import StrictModel
 
 
-class FileDocument(BaseModel):
+class FileDocument(StrictModel):
     """A model read from a YAML file, remembering where: errors and reports can point people to it."""
 
     id: str
@@ -34,7 +35,7 @@ D = TypeVar("D", bound=FileDocument)
 
 
 @dataclass(frozen=True)
-class DocumentKind:
+class FileDocumentKind:
     """How one kind of document is written: its model, its name in messages, its list key and shape."""
 
     model: type[FileDocument]
@@ -73,7 +74,7 @@ def yaml_files(
     return files
 
 
-def _items(source: LocatedYAML, kind: DocumentKind) -> list[tuple[Any, tuple[str | int, ...]]]:
+def _items(source: LocatedYAML, kind: FileDocumentKind) -> list[tuple[Any, tuple[str | int, ...]]]:
     data = source.data
     if isinstance(data, list):
         return [(item, (index,)) for index, item in enumerate(data)]
@@ -82,7 +83,7 @@ def _items(source: LocatedYAML, kind: DocumentKind) -> list[tuple[Any, tuple[str
     return [(data, ())]
 
 
-def _top_level_problems(source: LocatedYAML, kind: DocumentKind) -> list[Problem]:
+def _top_level_problems(source: LocatedYAML, kind: FileDocumentKind) -> list[Problem]:
     """Unknown keys beside `list_key` in a file's top-level mapping, with a did-you-mean."""
     data = source.data
     if kind.top_keys is None or not isinstance(data, dict) or kind.marker_key in data:
@@ -105,7 +106,7 @@ RawId = tuple[str, str, int | None]  # (id as written, file, line)
 
 
 def _parse_file(
-    source: LocatedYAML, kind: DocumentKind
+    source: LocatedYAML, kind: FileDocumentKind
 ) -> tuple[list[FileDocument], list[Problem], list[RawId]]:
     if source.data is None:
         return (
@@ -135,7 +136,9 @@ def _parse_file(
     return documents, problems, ids
 
 
-def _read(file: Path, kinds: list[DocumentKind]) -> tuple[LocatedYAML | None, DocumentKind, list[Problem]]:
+def _read(
+    file: Path, kinds: list[FileDocumentKind]
+) -> tuple[LocatedYAML | None, FileDocumentKind, list[Problem]]:
     """Parse one file and pick its kind: a .csv goes to the kind that reads CSV, a YAML file to the first
     kind that claims it (the last kind takes the rest)."""
     if file.suffix.lower() == ".csv":
@@ -152,7 +155,7 @@ def _read(file: Path, kinds: list[DocumentKind]) -> tuple[LocatedYAML | None, Do
     return source, kind, []
 
 
-def _unique(ids: list[tuple[RawId, DocumentKind]]) -> list[Problem]:
+def _unique(ids: list[tuple[RawId, FileDocumentKind]]) -> list[Problem]:
     """Every id written twice, checked on the ids as written (an invalid document's id counts too)."""
     problems: list[Problem] = []
     seen: dict[str, RawId] = {}
@@ -172,12 +175,12 @@ def _unique(ids: list[tuple[RawId, DocumentKind]]) -> list[Problem]:
     return problems
 
 
-def collect_documents(files: list[Path], kinds: list[DocumentKind]) -> tuple[list[Any], list[Problem]]:
+def collect_documents(files: list[Path], kinds: list[FileDocumentKind]) -> tuple[list[Any], list[Problem]]:
     """Every document of every file, each file read as the kind it holds, ids unique across all of them;
     the problems are returned, not raised, so a caller can report them with its own."""
     problems: list[Problem] = []
     documents: list[FileDocument] = []
-    ids: list[tuple[RawId, DocumentKind]] = []
+    ids: list[tuple[RawId, FileDocumentKind]] = []
     for file in files:
         source, kind, read_problems = _read(file, kinds)
         problems.extend(read_problems)
@@ -193,7 +196,7 @@ def collect_documents(files: list[Path], kinds: list[DocumentKind]) -> tuple[lis
     return documents, problems
 
 
-def load_documents(files: list[Path], kind: DocumentKind) -> list[Any]:
+def load_documents(files: list[Path], kind: FileDocumentKind) -> list[Any]:
     """Load and validate every document; raise one UserError listing every problem in every file."""
     documents, problems = collect_documents(files, [kind])
     if problems:

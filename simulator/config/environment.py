@@ -24,17 +24,14 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.errors import Problem
 from simulator.importing import import_callable
+from simulator.models import StrictModel as _Strict
 
 _NAME = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
 _FUNCTION = r"^[\w.]+:[\w.]+$"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 def _check_schema(value: dict[str, Any]) -> dict[str, Any]:

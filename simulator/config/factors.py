@@ -27,29 +27,27 @@ import itertools
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.scenario import Scenario
 from simulator.config.styles import DEFAULT_STYLES, StyleCatalogue
+from simulator.config.variants import variant_id
+from simulator.models import StrictModel
 
 # `one_at_a_time`: the reference, then each non-reference level alone with every other factor at its
 # reference (the perturbations behavioural relations compare; docs/relations.md).
 FactorDesign = Literal["full", "fractional", "one_at_a_time"]
 
 
-class FactFilter(BaseModel):
+class FactFilter(StrictModel):
     """Which of the base scenario's facts the person knows at this level."""
-
-    model_config = ConfigDict(extra="forbid")
 
     keep_first: int | None = Field(default=None, ge=0)
 
 
-class FactorLevel(BaseModel):
+class FactorLevel(StrictModel):
     """One level of a factor. Empty: the reference level (the base scenario as written)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     persona: str | None = None  # appended to the base persona
     style: str | None = None  # a style of the suite's catalogue
@@ -128,11 +126,6 @@ def design_points(counts: list[int], design: FactorDesign) -> list[tuple[int, ..
     return [p for p in full if p[-1] == sum(p[:-1]) % counts[-1]]
 
 
-def variant_id(base: str, levels: dict[str, str]) -> str:
-    """The stable id of a variant: the base id and each factor's level, factors in name order."""
-    return base + "".join(f"~{factor}={levels[factor]}" for factor in sorted(levels))
-
-
 def _variant(
     base: Scenario, chosen: list[tuple[str, str, FactorLevel]], catalogue: StyleCatalogue
 ) -> Scenario:
@@ -206,8 +199,8 @@ def suite_scenarios(
     """The scenarios a suite runs (read it as `Suite.scenarios_to_run`): its files (or `files`, or the
     scenarios given in code), filtered by tags, crossed with its factors when it has any. Styles a scenario
     names must be in the suite's style catalogue."""
+    from simulator.config.loading import load_scenarios
     from simulator.config.redteam import expand_attacks
-    from simulator.config.scenario import load_scenarios
     from simulator.config.styles import suite_styles
     from simulator.errors import UserError
 

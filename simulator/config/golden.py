@@ -21,7 +21,7 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from simulator.config.assertions import AssertionFields, AssertionSpec
-from simulator.config.documents import DocumentKind, FileDocument, load_documents
+from simulator.config.documents import FileDocument, FileDocumentKind, load_documents
 from simulator.config.scenario import Scenario
 from simulator.config.script import ContextTurn, ItemKind, Script
 from simulator.config.yamlfile import MAX_FILE_BYTES, LocatedYAML
@@ -32,7 +32,7 @@ from simulator.safefiles import FileRefused, read_capped
 class GoldenItem(FileDocument, AssertionFields):
     """One golden item: the verdict is exact match (`kind: exact`) or the assertions (`kind: assert`)."""
 
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, populate_by_name=True)
+    model_config = ConfigDict(coerce_numbers_to_str=True, populate_by_name=True)
 
     id: Annotated[str, StringConstraints(min_length=1, pattern=r"^[^\s#]+$")] = Field(alias="item_id")
     intent: str = Field(min_length=1)
@@ -149,7 +149,7 @@ def is_golden(source: LocatedYAML) -> bool:
     return isinstance(first, dict) and ("item_id" in first or "items" in first)
 
 
-GOLDEN_DOCUMENTS = DocumentKind(
+GOLDEN_DOCUMENTS = FileDocumentKind(
     model=GoldenItem,
     noun="golden item",
     list_key="items",

@@ -22,10 +22,12 @@ __all__ = [
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from simulator.config.bot_kinds import BOT_KINDS
 from simulator.config.yamlfile import LocatedYAML, problems_from_validation
 from simulator.errors import Problem, UserError
+from simulator.models import StrictModel as _Strict
 
 if TYPE_CHECKING:
     from simulator.config.suite import Suite
@@ -33,10 +35,6 @@ if TYPE_CHECKING:
 VARIANT_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,59}$"
 # Replacing one of these drops the other from the suite's bot, so a variant's prompt is the one it names.
 _PROMPT_KEYS = ("system_prompt", "system_prompt_file")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class BotVariant(_Strict):
@@ -114,27 +112,11 @@ class MatrixCell:
 def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[MatrixCell]:
     """Every cell of the suite's matrix as an ordinary suite; a mistake is a UserError naming the
     variant's line and field. A suite without a matrix has no cells."""
-    from simulator.config.suite import (
-        CallableBotConfig,
-        ChatBotConfig,
-        HttpBotConfig,
-        OpenAIEndpointBotConfig,
-        PythonBotConfig,
-        UserConfig,
-        WhatsAppBotConfig,
-    )
+    from simulator.config.suite import UserConfig
 
     matrix = suite.matrix
     if matrix is None:
         return []
-    kinds: dict[str, type[BaseModel]] = {
-        "python": PythonBotConfig,
-        "http": HttpBotConfig,
-        "chat": ChatBotConfig,
-        "whatsapp": WhatsAppBotConfig,
-        "openai_endpoint": OpenAIEndpointBotConfig,
-        "callable": CallableBotConfig,  # a bot given in code (simulator.compare)
-    }
     base_bot = {"type": suite.bot.type, **suite.bot.model_dump(exclude_unset=True)}
     base_user = suite.user.model_dump(exclude_unset=True)
     problems: list[Problem] = []
@@ -142,17 +124,11 @@ def expand_matrix(suite: Suite, source: LocatedYAML | None = None) -> list[Matri
     for index, variant in enumerate(matrix.bots):
         data = merge_bot(base_bot, variant.bot)
         where = ("matrix", "bots", index, "bot")
-        model = kinds.get(str(data.get("type")))
-        if model is None:
-            problems.append(
-                _problem(
-                    source,
-                    where,
-                    f"unknown bot type {data.get('type')!r}; use python, http, chat, whatsapp or openai_endpoint",
-                )
-            )
+        kind = BOT_KINDS.find(str(data.get("type")))
+        if kind is None:
+            problems.append(_problem(source, where, BOT_KINDS.unknown(data.get("type"))))
             continue
-        bot, found = _validate(model, data, source, where)
+        bot, found = _validate(kind.config, data, source, where)
         problems += found
         bots.append((variant.id, bot))
     users: list[tuple[str | None, UserConfig]] = [(None, suite.user)]

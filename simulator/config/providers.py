@@ -5,22 +5,20 @@ from __future__ import annotations
 
 __all__ = ["DEFAULT_MODELS", "PROVIDERS", "CacheConfig", "ProviderSettings", "Role", "split_model"]
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from simulator.config.secrets import SecretEnv, SecretURL
 from simulator.errors import UserError
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from simulator.models import StrictModel as _Strict
 
 
 class ProviderSettings(_Strict):
     """Per-provider connection settings; `api_key_env` names the variable, the key itself is never stored."""
 
-    base_url: str | None = None
-    api_key_env: str | None = None
+    base_url: Annotated[str | None, SecretURL] = None
+    api_key_env: Annotated[str | None, SecretEnv] = None
     max_connections: int = Field(default=16, ge=1)
     timeout_s: float = Field(default=120.0, gt=0)
     # Retries of transient errors (5xx, timeouts): bounded in attempts and in total time per call.

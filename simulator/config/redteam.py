@@ -14,19 +14,19 @@ __all__ = ["RedTeamPack", "expand_attacks", "load_pack", "suite_pack"]
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from simulator.config.attack import RedTeamConfig, Strategy
-from simulator.config.factors import variant_id
+from simulator.config.bot_kinds import prompted
 from simulator.config.scenario import Scenario
+from simulator.config.variants import variant_id
 from simulator.config.yamlfile import load_model_file
 from simulator.errors import UserError
+from simulator.models import StrictModel
 
 
-class RedTeamPack(BaseModel):
+class RedTeamPack(StrictModel):
     """`strategies:` a list of attack strategies (simulator/config/attack.py)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     strategies: list[Strategy] = Field(min_length=1)
 
@@ -52,10 +52,12 @@ def load_pack(path: Path) -> RedTeamPack:
 
 
 def _instructions(suite: Any, config: RedTeamConfig) -> str | None:
-    """The bot's own instructions the leak check looks for: the named file, else a chat bot's prompt."""
+    """The bot's own instructions the leak check looks for: the named file, else the prompt file of a bot
+    whose prompt is in the suite (a chat bot's)."""
     name = config.instructions_file
-    if name is None and getattr(suite.bot, "type", None) == "chat":
-        name = getattr(suite.bot, "system_prompt_file", None)
+    bot = prompted(suite.bot) if name is None else None
+    if bot is not None:
+        name = bot.system_prompt_file
     if not name:
         return None
     path = suite.resolve(name)

@@ -18,15 +18,15 @@ __all__ = ["Relation", "RelationKind"]
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from simulator.models import StrictModel
 
 RelationKind = Literal["invariance", "directional", "mft"]
 
 
-class Relation(BaseModel):
+class Relation(StrictModel):
     """One relation of the suite's `relations:` list."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
     kind: RelationKind

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-__all__ = ["Scenario", "load_scenarios", "refuse_drafts", "scenario_files"]
+__all__ = ["SCENARIO_DOCUMENTS", "Scenario", "refuse_drafts", "scenario_files"]
 
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, WithJsonSchema, field_validator, model_validator
+from pydantic import Field, StringConstraints, WithJsonSchema, field_validator, model_validator
 
 from simulator.config.assertions import AssertionSpec
 from simulator.config.attack import Strategy
-from simulator.config.documents import DocumentKind, FileDocument, collect_documents, yaml_files
+from simulator.config.documents import FileDocument, FileDocumentKind, yaml_files
+from simulator.config.kinds import is_suite_data
 from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.script import Script
-from simulator.config.suite import is_suite_data
 from simulator.config.tool_checks import ToolCheck, parse_state_path
 from simulator.errors import UserError
 
@@ -33,8 +33,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 
 class Scenario(FileDocument):
     """One simulated conversation to run: who the user is, what they want, what they know."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[^\s#]+$")]
     persona: Text
@@ -143,7 +141,7 @@ def scenario_files(paths: list[Path]) -> list[Path]:
     return yaml_files(paths, what="scenarios", suffixes=(".yaml", ".yml", ".csv"))
 
 
-SCENARIO_DOCUMENTS = DocumentKind(
+SCENARIO_DOCUMENTS = FileDocumentKind(
     model=Scenario,
     noun="scenario",
     list_key="scenarios",
@@ -152,24 +150,6 @@ SCENARIO_DOCUMENTS = DocumentKind(
     error_title="invalid scenario files",
     is_other=is_suite_data,
 )
-
-
-def load_scenarios(paths: list[Path], tags: list[str] | None = None) -> list[Scenario]:
-    """Load and validate every scenario (golden items become one-turn scenarios); raise one UserError
-    listing every problem in every file."""
-    from simulator.config.golden import GOLDEN_DOCUMENTS, GoldenItem, golden_scenario
-
-    documents, problems = collect_documents(scenario_files(paths), [GOLDEN_DOCUMENTS, SCENARIO_DOCUMENTS])
-    if problems:
-        raise UserError(SCENARIO_DOCUMENTS.error_title, problems)
-    scenarios = [golden_scenario(d) if isinstance(d, GoldenItem) else d for d in documents]
-    if not scenarios:
-        raise UserError(f"no scenarios found in {', '.join(map(str, paths))}; add .yaml scenario files")
-    if tags:
-        scenarios = [s for s in scenarios if set(s.tags) & set(tags)]
-        if not scenarios:
-            raise UserError(f"no scenario has any of the tags {tags}; check --tags or the suite's tag filter")
-    return scenarios
 
 
 def refuse_drafts(scenarios: list[Scenario], allowed: bool) -> None:

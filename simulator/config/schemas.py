@@ -14,7 +14,7 @@ MODELS = {
     "suite": "simulator.config.suite:Suite",
     "criterion": "simulator.judging.criteria:Criterion",
     "golden": "simulator.config.golden:GoldenItem",
-    "hazards": "simulator.config.hazards:HazardLog",
+    "hazards": "simulator.safety.hazards:HazardLog",
 }
 
 

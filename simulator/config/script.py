@@ -10,25 +10,23 @@ __all__ = ["ContextTurn", "ItemKind", "Script"]
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from simulator.models import StrictModel
 
 ItemKind = Literal["exact", "assert"]
 
 
-class ContextTurn(BaseModel):
+class ContextTurn(StrictModel):
     """An earlier turn: user turns are sent to the bot before the item's message; bot turns are notes."""
-
-    model_config = ConfigDict(extra="forbid")
 
     role: Literal["user", "bot"]
     text: str
 
 
-class Script(BaseModel):
+class Script(StrictModel):
     """A golden item as the engine plays it: the intent it belongs to, how its verdict is decided, and the
     user lines to send (context user turns, then `user_message`)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     intent: str = Field(min_length=1)
     kind: ItemKind

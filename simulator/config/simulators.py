@@ -89,7 +89,7 @@ def without_simulator(scenario_id: str) -> str:
 
 
 def _crossed(scenario: Scenario, level: str) -> Scenario:
-    from simulator.config.factors import variant_id
+    from simulator.config.variants import variant_id
 
     base = scenario.base or scenario.id
     factors = {**scenario.factors, SIMULATOR_FACTOR: level}

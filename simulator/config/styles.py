@@ -16,16 +16,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from simulator.config.patterns import UserPattern, compile_pattern
 from simulator.config.yamlfile import load_model_file
+from simulator.models import StrictModel
 
 
-class OfflinePlay(BaseModel):
+class OfflinePlay(StrictModel):
     """How the offline user plays a style: rewrites of every message and one-off lines at fixed points."""
-
-    model_config = ConfigDict(extra="forbid")
 
     third_person: bool = False  # facts said about someone else ("I am 52" -> "they are 52")
     hedges: list[str] = Field(default_factory=list)  # one (seeded) put before each fact
@@ -53,11 +52,9 @@ class OfflinePlay(BaseModel):
         return [line for line in said if line] + self.hedges
 
 
-class Style(BaseModel):
+class Style(StrictModel):
     """One named style: what the LLM user is told, how many facts it may volunteer, tags, expected override
     and the offline user's play."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str = ""  # the catalogue key (filled in when the catalogue is read)
     description: str
@@ -70,10 +67,8 @@ class Style(BaseModel):
     offline: OfflinePlay = Field(default_factory=OfflinePlay)
 
 
-class StyleCatalogue(BaseModel):
+class StyleCatalogue(StrictModel):
     """`styles`: style name -> Style, in the order the offline user applies their lines."""
-
-    model_config = ConfigDict(extra="forbid")
 
     styles: dict[str, Style] = Field(default_factory=dict)
     _source: str = PrivateAttr(default="the built-in styles")

@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 __all__ = [
-    "BotConfig",
-    "BotStart",
     "CacheConfig",
-    "CallableBotConfig",
-    "ChatBotConfig",
-    "DecisionTool",
     "FidelityConfig",
-    "HttpBotConfig",
     "JudgesConfig",
-    "OpenAIEndpointBotConfig",
     "OutcomeConfig",
     "ProviderSettings",
-    "PythonBotConfig",
-    "ReadyCheck",
     "Suite",
     "UserConfig",
-    "WhatsAppBotConfig",
     "check_environment",
-    "document_kind",
-    "is_suite_data",
     "load_suite",
 ]
 
@@ -30,11 +18,12 @@ import difflib
 import os
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from simulator.config.attack import RedTeamConfig
+from simulator.config.bot_kinds import ENVIRONMENT, AnyBot, kinds_with
 from simulator.config.environment import EnvironmentSpec, check_environment_functions
 from simulator.config.matrix import MatrixConfig, expand_matrix
 from simulator.config.providers import PROVIDERS, CacheConfig, ProviderSettings
@@ -42,13 +31,10 @@ from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError
+from simulator.models import StrictModel as _Strict
 
 if TYPE_CHECKING:
     from simulator.config.scenario import Scenario
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class ScenarioSelection(_Strict):
@@ -56,161 +42,6 @@ class ScenarioSelection(_Strict):
     tags: list[str] = Field(default_factory=list)
     # Run scenarios marked `draft: true` too (they are refused otherwise).
     include_drafts: bool = False
-
-
-class PythonBotConfig(_Strict):
-    """A bot in Python: `module:factory` returns a fresh object with `send(text)` per conversation."""
-
-    type: Literal["python"] = "python"
-    factory: str = Field(pattern=r"^[\w.]+:[\w.]+$")
-
-    def describe(self) -> str:
-        return f"python:{self.factory}"
-
-
-class ReadyCheck(_Strict):
-    """When a started bot is ready: an HTTP `url` answers (any status below 500), or a TCP `port` accepts."""
-
-    url: str | None = Field(default=None, pattern=r"^https?://")
-    port: int | str | None = None  # a number, or "{port}"
-    timeout_s: float = Field(default=30.0, gt=0)
-
-
-class BotStart(_Strict):
-    """A service bot the engine starts for the run (docs/bots.md): `command` (a list, no shell) with
-    `{port}` (a free loopback port), `{python}` (this interpreter) and, for whatsapp, `{api_url}` (the local
-    Graph API) filled in; `env` values may use ${VAR} and the same placeholders. Its output goes to the run
-    folder's `bot.log`; it gets SIGTERM, then SIGKILL after `stop_timeout_s`, when the run ends."""
-
-    command: list[str] = Field(min_length=1)
-    ready: ReadyCheck | None = None  # default: the bot's own URL's port accepts connections
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None  # relative to the suite file; default the suite's folder
-    stop_timeout_s: float = Field(default=5.0, gt=0)
-
-
-class HttpBotConfig(_Strict):
-    """A bot behind HTTP; header values may name environment variables as ${VAR}, expanded at run time."""
-
-    type: Literal["http"] = "http"
-    url: str = Field(pattern=r"^https?://")
-    headers: dict[str, str] = Field(default_factory=dict)
-    # The whole turn's deadline (not per read) and the most a reply may hold, decompressed.
-    timeout_s: float = Field(default=30.0, gt=0)
-    max_reply_bytes: int = Field(default=8_000_000, ge=1024)
-    start: BotStart | None = None
-
-    def describe(self) -> str:
-        return f"http:{self.url}"
-
-
-class DecisionTool(_Strict):
-    """A tool the chat bot calls to record its decision; the call's arguments become the final state."""
-
-    name: str = "record_decision"
-    description: str = "Record your final decision once you have enough information."
-    field: str = "decision"
-    values: list[str] = Field(default_factory=list)
-
-
-class ChatBotConfig(_Strict):
-    """A bot that needs no code: a model plus a system prompt, for model and prompt comparisons."""
-
-    type: Literal["chat"] = "chat"
-    model: str = Field(pattern=r"^[\w.-]+:.+$")
-    system_prompt: str | None = None
-    system_prompt_file: str | None = None
-    temperature: float | None = None
-    max_tokens: int = 400
-    decision_tool: DecisionTool | None = None
-    # Stream replies, so reports show the bot's time to first token.
-    stream: bool = False
-
-    @model_validator(mode="after")
-    def _one_prompt(self) -> ChatBotConfig:
-        if not self.system_prompt and not self.system_prompt_file:
-            raise ValueError("a chat bot needs system_prompt or system_prompt_file")
-        return self
-
-    def describe(self) -> str:
-        return f"chat:{self.model}"
-
-
-class WhatsAppBotConfig(_Strict):
-    """A bot behind WhatsApp Cloud API webhooks (docs/whatsapp.md): the engine posts signed webhook events to
-    `webhook_url` and serves the Graph API the bot replies to. Secrets are read from the variables named."""
-
-    type: Literal["whatsapp"] = "whatsapp"
-    webhook_url: str = Field(pattern=r"^https?://")
-    app_secret_env: str = "WHATSAPP_APP_SECRET"
-    access_token_env: str = "WHATSAPP_ACCESS_TOKEN"
-    verify_token_env: str = "WHATSAPP_VERIFY_TOKEN"
-    # Play the GET verification handshake (hub.mode=subscribe) once before the first conversation.
-    verify: bool = True
-    phone_number_id: str = Field(default="106540352242922", pattern=r"^\d+$")
-    display_phone_number: str = Field(default="15550783881", pattern=r"^\d+$")
-    business_account_id: str = Field(default="102290129340398", pattern=r"^\d+$")
-    # The bot's turn ends once it has been quiet this long after its last message (or sent an interactive one).
-    quiet_s: float = Field(default=2.0, gt=0)
-    # How long to wait for the bot's first message after the webhook delivery.
-    timeout_s: float = Field(default=30.0, gt=0)
-    # Status callbacks posted to the webhook for each accepted message, in this order.
-    statuses: list[Literal["sent", "delivered", "read"]] = Field(default_factory=list)
-    # Optional: GET this (with {wa_id}) after the conversation for the bot's final state (a JSON object).
-    state_url: str | None = Field(default=None, pattern=r"^https?://")
-    profile_name: str = "Alex"
-    country: str = Field(default="GB", pattern=r"^[A-Z]{2}$")  # the BSUID's prefix
-    start: BotStart | None = None
-
-    def describe(self) -> str:
-        return f"whatsapp:{self.webhook_url}"
-
-
-class OpenAIEndpointBotConfig(_Strict):
-    """A bot that *is* a model server speaking the OpenAI chat API (a fine-tuned or proxied model with its
-    own tools); the tool calls it returns are recorded as tool_call parts (docs/bots.md)."""
-
-    type: Literal["openai_endpoint"] = "openai_endpoint"
-    base_url: str = Field(pattern=r"^https?://")
-    model: str = Field(min_length=1)
-    api_key_env: str | None = None  # default: no key (a local server)
-    system_prompt: str | None = None
-    # Tools offered to the server, OpenAI function shape: {name, description, parameters}.
-    tools: list[dict[str, Any]] = Field(default_factory=list)
-    temperature: float | None = None
-    max_tokens: int = 400
-    timeout_s: float = Field(default=60.0, gt=0)
-    # Canned results by tool name, sent back when the server asks for them; recorded with the call.
-    tool_results: dict[str, Any] = Field(default_factory=dict)
-    max_tool_rounds: int = Field(default=4, ge=0, le=20)
-    # The tool whose arguments are the bot's final state (its triage decision).
-    state_tool: str | None = None
-    start: BotStart | None = None
-
-    def describe(self) -> str:
-        return f"openai_endpoint:{self.model}@{self.base_url}"
-
-
-class CallableBotConfig(_Strict):
-    """A bot given in code to `simulator.run(..., bot=...)`: a function, an object with `send`, or a factory.
-    The record keeps its name; the bot itself lives only in the program that ran it."""
-
-    type: Literal["callable"] = "callable"
-    name: str = Field(min_length=1)
-
-    def describe(self) -> str:
-        return f"callable:{self.name}"
-
-
-BotConfig = Annotated[
-    PythonBotConfig
-    | HttpBotConfig
-    | ChatBotConfig
-    | WhatsAppBotConfig
-    | OpenAIEndpointBotConfig
-    | CallableBotConfig,
-    Field(discriminator="type"),
-]
 
 
 class FidelityConfig(_Strict):
@@ -324,11 +155,9 @@ class OutcomeConfig(_Strict):
         return self
 
 
-class HeldOutConfig(BaseModel):
+class HeldOutConfig(_Strict):
     """`held_out: {fraction: 0.2, seed: 0}`: that share of the scenarios (by a seeded hash of the base id,
     so the same scenarios every run) is held out; a scenario's own `split` overrides it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     fraction: float = Field(gt=0, lt=1)
     seed: int = 0
@@ -338,7 +167,7 @@ class Suite(_Strict):
     name: str = "suite"
     description: str | None = None
     scenarios: ScenarioSelection = Field(default_factory=ScenarioSelection)
-    bot: BotConfig
+    bot: AnyBot
     user: UserConfig = Field(default_factory=UserConfig)
     judges: JudgesConfig = Field(default_factory=JudgesConfig)
     runs: int = Field(default=1, ge=1)
@@ -441,27 +270,6 @@ class Suite(_Strict):
     def line_of(self, *loc: str | int) -> int | None:
         """The suite file's line of a field (or of its nearest ancestor), for errors found after loading."""
         return LocatedYAML(path=self._file or Path("suite"), data=None, lines=self._lines).line_of(loc)
-
-
-def is_suite_data(data: Any) -> bool:
-    """Whether parsed YAML is a suite file (it names a `bot`; a scenario has a `persona`), whatever the
-    file's name: a `suite-http.yaml` next to the scenarios is a suite, not a broken scenario."""
-    return isinstance(data, dict) and "bot" in data and "persona" not in data
-
-
-def document_kind(data: Any, default: str = "scenario") -> str:
-    """What parsed YAML holds, by its keys (the first document of a list): suite, criterion, golden (an
-    item), scenario, or `default` when the keys say nothing."""
-    if is_suite_data(data):
-        return "suite"
-    first = data[0] if isinstance(data, list) and data else data
-    if not isinstance(first, dict):
-        return default
-    for kind, key, many in (("criterion", "criterion", "criteria"), ("golden", "item_id", "items"),
-                            ("scenario", "persona", "scenarios")):  # fmt: skip
-        if key in first or isinstance(first.get(many), list):
-            return kind
-    return default
 
 
 def _provider_name_problems(source: LocatedYAML) -> list[Problem]:
@@ -575,12 +383,13 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     if suite is not None and suite.environment is not None:
         problems += check_environment_functions(suite.environment, str(path), source.line_of)
         problems += _tool_name_problems(suite, source)
-        if suite.bot.type in ("whatsapp", "openai_endpoint"):  # their channels carry no environment API
+        if not suite.bot.has(ENVIRONMENT):  # its channel carries no environment API
+            able = kinds_with(ENVIRONMENT)
             problems.append(
                 Problem(
                     str(path),
-                    f"a {suite.bot.type} bot cannot call the environment's tools: use a python, http or chat "
-                    "bot with `environment:`, or remove it",
+                    f"a {suite.bot.type} bot cannot call the environment's tools: use a "
+                    f"{', '.join(able[:-1])} or {able[-1]} bot with `environment:`, or remove it",
                     source.line_of(("environment",)),
                     "environment",
                 )

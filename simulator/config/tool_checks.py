@@ -23,7 +23,6 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     WithJsonSchema,
@@ -33,14 +32,11 @@ from pydantic import (
 )
 
 from simulator.config.assertions import compile_pattern
+from simulator.models import StrictModel as _Strict
 
 _MATCHER_KEYS = frozenset({"equal", "one_of", "regex", "schema", "schema_"})
 _ANCHOR = re.compile(r"^(?:first_advice|handover|tool\s+[A-Za-z_*][A-Za-z0-9_-]*)$")
 _PATH_STEP = re.compile(r"\s*([^.\[\]]+)|\[(-?\d+)\]|\.")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 def parse_state_path(path: str) -> list[str | int]:
@@ -74,7 +70,7 @@ class ArgMatcher(_Strict):
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     has_equal: bool = Field(default=False, exclude=True)
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -9,17 +9,16 @@ __all__ = ["ENGLISH", "Phrases", "Vocabulary", "load_vocabulary"]
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from simulator.config.languages import language_code
 from simulator.config.patterns import UserPattern, compile_pattern
 from simulator.config.yamlfile import load_model_file
+from simulator.models import StrictModel
 
 
-class Phrases(BaseModel):
+class Phrases(StrictModel):
     """What the offline user says in one language besides the scenario's own words."""
-
-    model_config = ConfigDict(extra="forbid")
 
     greetings: list[str] = Field(min_length=1)  # put before the goal in the first message ("" allowed)
     want_to: str = Field(min_length=1)  # put before a goal that does not start with the speaker
@@ -42,11 +41,9 @@ ENGLISH = Phrases(
 )
 
 
-class Vocabulary(BaseModel):
+class Vocabulary(StrictModel):
     """`synonyms`: canonical word -> the words that mean it; `outcome_patterns`: regular expressions (case
     insensitive) that match a bot turn giving the person an outcome (advice on what to do)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     synonyms: dict[str, list[str]] = Field(default_factory=dict)
     outcome_patterns: list[str] = Field(default_factory=list)

@@ -224,12 +224,13 @@ def problems_from_validation(
     """One Problem per pydantic error, with the YAML line, the field path and how to fix it."""
     problems: list[Problem] = []
     for item in error.errors():
-        loc = tuple(item["loc"])
+        # A union's tag (`bot.http.url`) is not a key of the file: the field is `bot.url`.
+        loc = _resolve(model, tuple(item["loc"]))[1]
         full = (*base, *loc)
         kind = item["type"]
         name = _field_name(loc)
         if kind == "extra_forbidden":
-            allowed = _allowed_fields(model, loc[:-1])
+            allowed = _allowed_fields(_resolve(model, tuple(item["loc"])[:-1])[0])
             guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
             if guess:
                 hint = f"; did you mean '{guess[0]}'?"
@@ -251,23 +252,45 @@ def problems_from_validation(
     return problems
 
 
-def _allowed_fields(model: type[BaseModel], loc: Path_) -> list[str]:
-    """Field names (and aliases) of the model found at `loc`, for did-you-mean hints. A part of `loc` that is
-    not a field is a list index, a free mapping's key (`providers.openai`) or a union's tag (`bot.http`)."""
+def _resolve(model: type[BaseModel], loc: Path_) -> tuple[list[type[BaseModel]], Path_]:
+    """The models that may be found at `loc`, and `loc` without the tags of unions in it. A part of `loc`
+    that is not a field is a list index, a free mapping's key (`providers.openai`) or a union's tag
+    (`bot.http`); a base model stands for its subclasses, told apart by their `type` (a registry's kinds)."""
     candidates: list[type[BaseModel]] = [model]
+    kept: list[str | int] = []
     for part in loc:
         if isinstance(part, int):
+            kept.append(part)
             continue
         owner = next((m for m in candidates if str(part) in m.model_fields), None)
         if owner is not None:
             candidates = _models_in(owner.model_fields[str(part)].annotation)
+            kept.append(part)
             continue
-        tagged = [m for m in candidates if _tag_of(m) == part]
+        tagged = [m for m in _with_subclasses(candidates) if _tag_of(m) == part]
         if tagged:
             candidates = tagged
+        else:
+            kept.append(part)
+    return candidates, tuple(kept)
+
+
+def _allowed_fields(candidates: list[type[BaseModel]]) -> list[str]:
+    """Field names (and aliases) of the model found, for did-you-mean hints."""
     if not candidates:
         return []
     return sorted(info.alias or name for name, info in candidates[0].model_fields.items())
+
+
+def _with_subclasses(models: list[type[BaseModel]]) -> list[type[BaseModel]]:
+    found: list[type[BaseModel]] = []
+    stack = list(models)
+    while stack:
+        current = stack.pop(0)
+        if current not in found:
+            found.append(current)
+            stack.extend(current.__subclasses__())
+    return found
 
 
 def _tag_of(model: type[BaseModel]) -> Any:

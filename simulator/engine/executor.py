@@ -24,6 +24,7 @@ from simulator.providers.hub import CallScope, ModelHub, set_scope
 from simulator.record.folder import RunFolder
 from simulator.record.manifest import Manifest
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.selection import counted
 
 WorkItem = ConversationRecord | ConversationPlan
 
@@ -161,7 +162,7 @@ async def _judge_into(
     except Exception as exc:  # a judge-stage bug must not end the run; resume judges it again
         done.judge_failure = f"judge stage raised {type(exc).__name__}: {exc}"
         return
-    failed = [v for v in done.verdicts if v.result == "error" and not v.is_sample]
+    failed = [v for v in counted(done.verdicts) if v.result == "error"]
     if failed and done.record.stop_reason != "error":
         last = failed[-1]
         detail = f"{last.error.kind}: {last.error.message}" if last.error else last.reasoning

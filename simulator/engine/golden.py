@@ -9,9 +9,9 @@ __all__ = ["GoldenOptions", "golden_suite", "run_golden"]
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.bots.python_bot import load_factory
+from simulator.config.bots import PythonBotConfig, load_factory
 from simulator.config.golden import golden_scenario, load_golden
-from simulator.config.suite import PythonBotConfig, ScenarioSelection, Suite, UserConfig
+from simulator.config.suite import ScenarioSelection, Suite, UserConfig
 from simulator.engine.runner import RunOptions, RunResult, run_suite
 from simulator.errors import UserError
 from simulator.users.scripted import SCRIPTED

@@ -8,13 +8,21 @@ it would mix two runs' results in one folder. Each change is recorded in the man
 
 from __future__ import annotations
 
-__all__ = ["OPERATIONAL_PROVIDER", "adopt_operational", "apply_rate_overrides", "parse_rate_override"]
+__all__ = [
+    "OPERATIONAL_PROVIDER",
+    "adopt_operational",
+    "apply_rate_overrides",
+    "carry_bot_operational",
+    "parse_rate_override",
+]
 
 from typing import Any
 
+from simulator.config.bot_kinds import BotConfig
 from simulator.config.providers import ProviderSettings
 from simulator.config.suite import Suite
 from simulator.errors import UserError
+from simulator.record.redact import redacted_suite
 
 # Provider settings that change how fast or how patiently calls are made, never what they answer.
 OPERATIONAL_PROVIDER = frozenset(
@@ -47,13 +55,13 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): value}
 
 
-def _operational(path: str, http_bot: bool) -> bool:
+def _operational(path: str, bot: BotConfig) -> bool:
     parts = path.split(".")
     if parts[0] in _OPERATIONAL_TOP:
         return True
     if parts[0] == "providers" and len(parts) == 3:
         return parts[2] in OPERATIONAL_PROVIDER
-    return http_bot and path == "bot.timeout_s"
+    return parts[0] == "bot" and len(parts) == 2 and parts[1] in bot.operational
 
 
 def _dump(suite: Suite, providers: set[str]) -> dict[str, Any]:
@@ -68,20 +76,17 @@ def adopt_operational(recorded: Suite, new: Suite, where: str) -> dict[str, list
     """Take `new`'s operational settings into `recorded` (in place); {path: [old, new]} of what changed.
 
     Raises UserError naming every other difference: those would change results."""
-    from simulator.engine.runner import redacted_suite
-
     new = redacted_suite(new)
     new.user.model = recorded.user.model if new.user.model == "auto" else new.user.model
     providers = set(recorded.providers) | set(new.providers)
     old_flat, new_flat = _dump(recorded, providers), _dump(new, providers)
-    http_bot = recorded.bot.type == "http"
     changed: dict[str, list[Any]] = {}
     refused: list[str] = []
     for path in sorted(set(old_flat) | set(new_flat)):
         before, after = old_flat.get(path), new_flat.get(path)
         if before == after:
             continue
-        if _operational(path, http_bot):
+        if _operational(path, recorded.bot):
             changed[path] = [before, after]
         else:
             refused.append(f"{path}: {before!r} -> {after!r}")
@@ -94,6 +99,14 @@ def adopt_operational(recorded: Suite, new: Suite, where: str) -> dict[str, list
     for path, (_, after) in changed.items():
         _set(recorded, path, after)
     return changed
+
+
+def carry_bot_operational(recorded: BotConfig, new: BotConfig) -> None:
+    """Give the recorded bot the new bot's operational settings (its kind's `operational` fields), when both
+    are the same kind."""
+    if recorded.type == new.type:
+        for name in recorded.operational:
+            setattr(recorded, name, getattr(new, name))
 
 
 def _set(suite: Suite, path: str, value: Any) -> None:

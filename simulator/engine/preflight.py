@@ -13,21 +13,21 @@ __all__ = ["preflight", "preflight_problems"]
 import functools
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
+from simulator.config.bot_kinds import engine_model
 from simulator.config.suite import Suite
-from simulator.config.yamlfile import YAMLProblem, read_text_file
+from simulator.config.yamlfile import YAMLProblem
 from simulator.errors import Problem, UserError
 from simulator.judging.code_checks import ENVIRONMENT_KEY, STOP_KEYS
-from simulator.record.redact import redact_url
 
 _SPECIAL_USERS = ("auto", "offline", "scripted", "real")
 
 
 def _models(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """Every model string the suite names, with its field path."""
-    if suite.bot.type == "chat":
-        yield ("bot", "model"), suite.bot.model
+    bot_model = engine_model(suite.bot)
+    if bot_model is not None:
+        yield ("bot", "model"), bot_model
     if suite.user.model not in _SPECIAL_USERS:
         yield ("user", "model"), suite.user.model
     if suite.user.fidelity.model:
@@ -41,20 +41,8 @@ def _models(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], str]]:
 def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], Any]]]:
     from simulator.config.providers import split_model
 
-    bot = suite.bot
-    if bot.type == "python":
-        from simulator.bots.python_bot import load_factory
-
-        yield ("bot", "factory"), lambda: load_factory(bot.factory)
-    elif bot.type == "http":
-        yield ("bot", "url"), lambda: _check_url(bot.url)
-    elif bot.type == "openai_endpoint":
-        yield ("bot", "base_url"), lambda: _check_url(bot.base_url)
-    elif bot.type == "whatsapp":
-        yield ("bot", "webhook_url"), lambda: _check_url(bot.webhook_url)
-    elif bot.type == "chat" and bot.system_prompt_file:
-        path = suite.resolve(bot.system_prompt_file)
-        yield ("bot", "system_prompt_file"), lambda: read_text_file(path)
+    for loc, check in suite.bot.preflight_checks(suite):  # the bot's kind knows what to try
+        yield ("bot", *loc), check
     for loc, model in _models(suite):
         yield loc, functools.partial(split_model, model)
     if suite.user.vocabulary:
@@ -62,18 +50,6 @@ def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], 
 
         path = suite.resolve(suite.user.vocabulary)
         yield ("user", "vocabulary"), lambda: load_vocabulary(path)
-
-
-def _check_url(url: str) -> None:
-    if "${" in url:
-        return  # expanded at run time
-    shown = redact_url(url)  # a password or a token in the URL is never echoed
-    try:
-        host = urlsplit(url).hostname
-    except ValueError as exc:
-        raise UserError(f"bot url '{shown}' is not a URL ({exc})") from None
-    if not host:
-        raise UserError(f"bot url '{shown}' names no host; write it as http://HOST:PORT/PATH")
 
 
 def preflight_problems(suite: Suite) -> list[Problem]:
@@ -90,15 +66,6 @@ def preflight_problems(suite: Suite) -> list[Problem]:
     return list(found.values())
 
 
-def _declared_state_keys(suite: Suite) -> set[str] | None:
-    """The state keys the bot can set, where the suite says (a chat bot: its decision tool's field);
-    None when only the bot's code knows (python, http)."""
-    if suite.bot.type != "chat":
-        return None
-    tool = suite.bot.decision_tool
-    return {tool.field} if tool is not None else set()
-
-
 def _expected_problems(suite: Suite) -> list[Problem]:
     """Each scenario's `expected`: an outcome level the suite declares, and never a boolean in quotes
     (`"false"` would never equal the bot's `false`)."""
@@ -110,7 +77,7 @@ def _expected_problems(suite: Suite) -> list[Problem]:
         return []  # the scenario files' own problems are reported where they are loaded
     problems = []
     outcome = suite.outcome
-    declared = _declared_state_keys(suite)
+    declared = suite.bot.declared_state_keys()  # None when only the bot's code knows
     for scenario in scenarios:
         file = str(scenario._source or scenario.id)
         for key, value in scenario.expected.items():
@@ -125,7 +92,7 @@ def _expected_problems(suite: Suite) -> list[Problem]:
                     if declared
                     else "no state (it has no decision_tool)"
                 )
-                message = f"expected {key}: the bot never sets it (this chat bot sets {sets}); fix the key"
+                message = f"expected {key}: the bot never sets it (this {suite.bot.type} bot sets {sets}); fix the key"
                 problems.append(Problem(file, message, scenario._line, f"expected.{key}"))
             elif outcome is not None and key == outcome.key and value not in outcome.levels:
                 message = f"expected {key} '{value}' is not one of outcome.levels {outcome.levels}"

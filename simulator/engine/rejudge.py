@@ -104,7 +104,7 @@ def stored_scenarios(manifest: Manifest, folder: Path | None = None) -> tuple[li
 def _attach_suite(folder: RunFolder, manifest: Manifest, suite: Suite) -> None:
     """An imported run judged with --suite keeps that suite (its outcome levels give the report under- and
     over-triage), as if it had been named on import."""
-    from simulator.engine.runner import redacted_suite
+    from simulator.record.redact import redacted_suite
 
     manifest.suite = redacted_suite(suite)
     manifest.suite.runs = 1  # one record per real conversation

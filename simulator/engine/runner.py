@@ -11,7 +11,6 @@ __all__ = [
     "judge_run",
     "new_manifest",
     "parse_max_errors",
-    "redacted_suite",
     "run_cells",
     "run_suite",
 ]
@@ -25,10 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from simulator.bots import BotFactory, make_bot_factory
+from simulator.config.bot_kinds import MODEL
 from simulator.config.scenario import Scenario, refuse_drafts
 from simulator.config.suite import Suite
 from simulator.engine.budget import ErrorBudget, parse_max_errors
 from simulator.engine.conversation import ConversationPlan
+from simulator.engine.operational import carry_bot_operational
 from simulator.engine.progress import RunProgress
 from simulator.engine.ray_backend import RayBackendOptions, connect_ray, start_ray_executor
 from simulator.engine.roles import (
@@ -47,8 +48,9 @@ from simulator.providers.hub import ModelHub
 from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
-from simulator.record.models import ConversationRecord, Verdict
-from simulator.record.redact import redact_url, register_secrets, suite_secrets
+from simulator.record.models import ConversationRecord
+from simulator.record.redact import redacted_suite, register_secrets, suite_secrets
+from simulator.record.selection import fidelity_items, is_fidelity_check, item_of, judged_items, of_judge_set
 from simulator.users.base import SimulatedUser
 from simulator.users.prompt import USER_PROMPT_TEMPLATE
 
@@ -73,24 +75,6 @@ class RunOptions:
     make_user: Callable[[ConversationPlan, int], SimulatedUser] | None = None
     # With resume: operational settings changed since the run began ({path: [old, new]}), for the manifest.
     settings_changed: dict[str, list[Any]] = field(default_factory=dict)
-
-
-def redacted_suite(suite: Suite) -> Suite:
-    """The suite as the manifest keeps it: `${VAR}` header templates kept (they name a variable, not its
-    value), anything written literally replaced by `[redacted]`."""
-    copy = suite.model_copy(deep=True)
-    if copy.bot.type == "http":
-        copy.bot.headers = {k: v if "${" in v else "[redacted]" for k, v in copy.bot.headers.items()}
-        copy.bot.url = redact_url(copy.bot.url)
-    elif copy.bot.type == "openai_endpoint":
-        copy.bot.base_url = redact_url(copy.bot.base_url)
-    elif copy.bot.type == "whatsapp":
-        copy.bot.webhook_url = redact_url(copy.bot.webhook_url)
-        copy.bot.state_url = redact_url(copy.bot.state_url) if copy.bot.state_url else None
-    for settings in copy.providers.values():
-        if settings.base_url:
-            settings.base_url = redact_url(settings.base_url)
-    return copy
 
 
 def new_manifest(
@@ -149,7 +133,7 @@ class _Existing:
 
 def audited_ids(folder: RunFolder) -> set[tuple[str, str]]:
     """(conversation, check) pairs of the folder's simulator fidelity verdicts."""
-    return {(v.conversation_id, v.criterion_id) for v in folder.verdicts() if v.kind == "fidelity"}
+    return fidelity_items(folder.verdicts())
 
 
 def audit_pending(record: ConversationRecord, audited: set[tuple[str, str]]) -> bool:
@@ -163,10 +147,6 @@ def _scan(
     """Read a run folder back (streaming). With `retry_errors`, first drop this judge set's error verdicts;
     with `rerun_errors` also errored conversations (with their verdicts), so files keep one record per item."""
     current = judges.judge_set_hash
-
-    def ours(verdict: Verdict) -> bool:
-        return verdict.judge_set_hash == current
-
     if retry_errors:
         failed: set[str] = set()
         if rerun_errors:
@@ -178,16 +158,14 @@ def _scan(
         folder.drop_verdicts(
             lambda v: (
                 v.conversation_id not in failed
-                and not (ours(v) and (v.conversation_id, v.criterion_id) in redo)
-                and not (v.result == "error" and v.kind == "fidelity")
+                and not (of_judge_set(v, current) and item_of(v) in redo)
+                and not (v.result == "error" and is_fidelity_check(v))
             )
         )
         if failed:
             folder.drop_conversations(lambda r: r.id not in failed)
     # Verdicts of another judge set (`simulator judge --judges ...`) do not stand in for this run's own.
-    existing = _Existing(
-        judged={(v.conversation_id, v.criterion_id) for v in folder.verdicts() if ours(v) and not v.is_sample}
-    )
+    existing = _Existing(judged=judged_items(folder.verdicts(), current))
     existing.audited = audited_ids(folder) if audit else set()
     for record in folder.conversations():
         existing.status[record.id] = record.stop_reason
@@ -201,11 +179,7 @@ def _scan(
 def _errored_items(folder: RunFolder, judge_set: str) -> set[tuple[str, str]]:
     """(conversation, criterion) pairs whose counted verdict of this judge set is an error: with their
     samples, they are dropped and judged again, so an item never holds two batches of samples."""
-    return {
-        (v.conversation_id, v.criterion_id)
-        for v in folder.verdicts()
-        if v.judge_set_hash == judge_set and v.result == "error" and not v.is_sample
-    }
+    return judged_items(folder.verdicts(), judge_set, result="error")
 
 
 def _work(
@@ -288,8 +262,7 @@ def _open_folder(
             # The next resume starts from the settings this one used.
             manifest.suite.concurrency = spec.suite.concurrency
             manifest.suite.providers = {k: v.model_copy() for k, v in spec.suite.providers.items()}
-            if manifest.suite.bot.type == "http" and spec.suite.bot.type == "http":
-                manifest.suite.bot.timeout_s = spec.suite.bot.timeout_s
+            carry_bot_operational(manifest.suite.bot, spec.suite.bot)
         if manifest.judge_set is None or manifest.judge_set.hash != judges.judge_set_hash:
             manifest.add_judge_set(judges.describe())  # the criteria files changed since the run started
     else:
@@ -384,8 +357,8 @@ async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: R
     try:
         pending = 0
         for index, spec in enumerate(specs):
-            # Judge-setup notes once; a chat bot's model can change the same-family warning, so its cells warn.
-            warn = index == 0 or spec.suite.bot.type == "chat"
+            # Judge-setup notes once; a bot played by a model can change the same-family warning, so its cells warn.
+            warn = index == 0 or spec.suite.bot.has(MODEL)
             cell, work, todo = _cell(spec, scenarios, options, hub, shared=len(specs) > 1, warn=warn)
             cells.append((cell, work))
             pending += todo
@@ -454,14 +427,8 @@ async def judge_run(
         current = judges.judge_set_hash
         if retry_errors:
             redo = _errored_items(folder, current)
-            folder.drop_verdicts(
-                lambda v: not (v.judge_set_hash == current and (v.conversation_id, v.criterion_id) in redo)
-            )
-        judged = {
-            (v.conversation_id, v.criterion_id)
-            for v in folder.verdicts()
-            if v.judge_set_hash == current and not v.is_sample
-        }
+            folder.drop_verdicts(lambda v: not (of_judge_set(v, current) and item_of(v) in redo))
+        judged = judged_items(folder.verdicts(), current)
         auditor = make_auditor(suite, hub, folder.read_manifest().models.user)
         audited = audited_ids(folder) if auditor is not None else set()
         todo = [r for r in records if judges.pending(r, judged) or (auditor and audit_pending(r, audited))]

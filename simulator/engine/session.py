@@ -25,6 +25,7 @@ from simulator.engine.lending import LendingPool
 from simulator.engine.progress import RunProgress
 from simulator.record.counting import verdict_counts
 from simulator.record.manifest import CallCounts, LimitCounts, RunStatus, Session
+from simulator.record.selection import counted, item_of
 
 # The session's call counts reach the manifest at least this often while it runs.
 CHECKPOINT_S = 5.0
@@ -127,15 +128,13 @@ class CellRun:
             self.parts.folder.append_verdicts(done.fidelity)
             self.audited.update((record.id, v.criterion_id) for v in done.fidelity)
         self.parts.folder.append_verdicts(done.verdicts)
-        counted = [
-            v for v in done.verdicts if not v.is_sample
-        ]  # the samples behind a verdict are not verdicts
-        self.judged.update((v.conversation_id, v.criterion_id) for v in counted)
+        kept = counted(done.verdicts)  # the samples behind a verdict are not verdicts
+        self.judged.update(item_of(v) for v in kept)
         verdicts, fidelity = verdict_counts([*done.verdicts, *done.fidelity])  # record/counting.py
         self.result.verdicts += verdicts
         self.result.fidelity_checks += fidelity
         if record.stop_reason != "error":
-            self.result.judge_errors += sum(v.result == "error" for v in counted)
+            self.result.judge_errors += sum(v.result == "error" for v in kept)
 
     def count_calls(self) -> None:
         if self.shared:

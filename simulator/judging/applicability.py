@@ -13,8 +13,9 @@ __all__ = ["AppliesWhen", "applicability", "facts_revealed"]
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
+from simulator.models import StrictModel
 from simulator.record.models import ConversationRecord, StopReason
 from simulator.users.words import FUNCTION_WORDS
 
@@ -24,10 +25,8 @@ _WORD = re.compile(r"[a-z0-9]+")
 _STOP = FUNCTION_WORDS | {"since"}
 
 
-class AppliesWhen(BaseModel):
+class AppliesWhen(StrictModel):
     """Conditions on the scenario and the conversation; all the given ones must hold."""
-
-    model_config = ConfigDict(extra="forbid")
 
     tags_any: list[Tag] = Field(default_factory=list, description="the scenario has one of these tags")
     tags_none: list[Tag] = Field(default_factory=list, description="the scenario has none of these tags")

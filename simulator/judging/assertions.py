@@ -14,15 +14,14 @@ __all__ = ["AssertionOutcome", "AssertionScope", "AssertionSpec", "check_asserti
 import re
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from simulator.config.assertions import AssertionScope, AssertionSpec, compile_pattern, split_group
+from simulator.models import StrictModel
 
 
-class AssertionOutcome(BaseModel):
+class AssertionOutcome(StrictModel):
     """The result of checking one reply: pass/fail, one message per failed rule, and the quoted matches."""
-
-    model_config = ConfigDict(extra="forbid")
 
     passed: bool
     failures: list[str] = Field(default_factory=list)

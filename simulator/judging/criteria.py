@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from simulator.config.documents import DocumentKind, FileDocument, load_documents, yaml_files
+from simulator.config.documents import FileDocument, FileDocumentKind, load_documents, yaml_files
 from simulator.judging.applicability import AppliesWhen
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -28,7 +28,7 @@ RESERVED_PREFIXES = ("outcome.", "metric.", "assertions", "environment.", "tool_
 class Criterion(FileDocument):
     """One judge's rubric: the rule, what pass / fail / not_applicable mean, where it applies, how much it matters."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[\w.-]+$")]
     # The rule in the service owner's words.
@@ -98,7 +98,7 @@ def criterion_files(paths: list[Path]) -> list[Path]:
     return yaml_files([Path(os.path.normpath(p)) for p in paths], what="judges")
 
 
-CRITERION_DOCUMENTS = DocumentKind(
+CRITERION_DOCUMENTS = FileDocumentKind(
     model=Criterion,
     noun="criterion",
     list_key="criteria",

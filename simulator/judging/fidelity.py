@@ -30,10 +30,11 @@ from simulator.config.styles import DEFAULT_STYLES, StyleCatalogue
 from simulator.config.vocabulary import Vocabulary
 from simulator.judging.evidence import quote_found, verify_evidence
 from simulator.judging.fidelity_prompt import AUDIT_FORM, AUDIT_INSTRUCTIONS, AuditOutput, build_audit_request
-from simulator.judging.llm_judge import JudgeOutput, ask_validated
+from simulator.judging.llm_judge import JudgeOutput
 from simulator.judging.prompt import transcript_messages
 from simulator.providers.base import ProviderError
 from simulator.providers.hub import ModelClient
+from simulator.providers.structured import ask_validated
 from simulator.record.hashing import sha256_text
 from simulator.record.models import ConversationRecord, ErrorInfo, FactProvenance, Verdict
 from simulator.record.parts import PickPart, part_text

@@ -11,12 +11,13 @@ __all__ = ["AUDIT_FORM", "AUDIT_INSTRUCTIONS", "AUDIT_SCHEMA", "AuditOutput", "b
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from simulator.config.languages import language_name, persona_languages
 from simulator.config.scenario import Scenario
 from simulator.judging.llm_judge import JudgeOutput
 from simulator.judging.prompt import escape_data, render_transcript_block
+from simulator.models import AnswerModel
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.record.transcript import Turn
 
@@ -84,19 +85,15 @@ AUDIT_SCHEMA: dict[str, Any] = {
 }
 
 
-class FactAnswer(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class FactAnswer(AnswerModel):
     fact: int
     status: Literal["elicited", "volunteered", "missed"]
     user_quote: str = ""
     bot_quote: str = ""
 
 
-class AuditOutput(BaseModel):
+class AuditOutput(AnswerModel):
     """What the auditor must answer: per-fact provenance and three reading checks."""
-
-    model_config = ConfigDict(extra="ignore")
 
     facts: list[FactAnswer] = Field(default_factory=list)
     invented_facts: JudgeOutput

@@ -12,33 +12,31 @@ __all__ = [
     "POINTS_SCHEMA",
     "VERDICT_FORM",
     "VERDICT_SCHEMA",
-    "Answer",
     "JudgeOutput",
     "LLMJudge",
     "PointsOutput",
-    "ask_validated",
     "not_applicable_verdict",
     "not_judged_verdict",
-    "parse_output",
     "verdict_base",
 ]
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
 from simulator.judging.criteria import Criterion
 from simulator.judging.evidence import verify_evidence
 from simulator.judging.prompt import build_judge_request, render_transcript_block, transcript_messages
-from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, json_object_in
+from simulator.models import AnswerModel
+from simulator.providers.base import ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
+from simulator.providers.structured import Answer, ask_validated
 from simulator.record.models import ConversationRecord, ErrorInfo, Verdict
 from simulator.record.transcript import Usage
 
 JudgeResult = Literal["pass", "fail", "not_applicable"]
-T = TypeVar("T", bound=BaseModel)
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -63,10 +61,6 @@ POINTS_SCHEMA: dict[str, Any] = {
     },
 }
 
-_CORRECTION = """\
-Your answer could not be used: {problem}.
-Answer again about the same input and the same criterion, with one JSON object only, no other text:
-{form}"""
 VERDICT_FORM = (
     '{"reasoning": "<a few sentences>", "evidence": ["<exact quote>", ...], '
     '"result": "pass" | "fail" | "not_applicable"}'
@@ -79,10 +73,8 @@ POINTS_FORM = (
 )
 
 
-class JudgeOutput(BaseModel):
+class JudgeOutput(AnswerModel):
     """What a judge model must answer: reasoning first, then evidence quotes, then the result."""
-
-    model_config = ConfigDict(extra="ignore")
 
     reasoning: str
     evidence: list[str] = Field(default_factory=list)
@@ -108,58 +100,6 @@ class PointsOutput(JudgeOutput):
     """A rubric item's answer: whether the behaviour it describes is present."""
 
     result: Literal["met", "not_met", "not_applicable"]  # type: ignore[assignment]
-
-
-def parse_output(response: ModelResponse, model: type[T]) -> tuple[T | None, str]:
-    """The validated output, or None and what was wrong with it (shown to the model in the retry)."""
-    data = response.parsed if response.parsed is not None else json_object_in(response.text)
-    if data is None:
-        shown = response.text.strip()[:120] or "(an empty answer)"
-        return None, f"it is not a JSON object (it began: {shown!r})"
-    if not isinstance(data, dict):
-        return None, f"it is a JSON {type(data).__name__}, not an object"
-    try:
-        return model.model_validate(data), ""
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'the object'}: {e['msg']}" for e in exc.errors()[:5]
-        )
-        return None, f"it does not match the required format ({problems})"
-
-
-@dataclass
-class Answer(Generic[T]):
-    """A validated structured answer (or None), what was wrong with the last one, and what it cost."""
-
-    output: T | None
-    problem: str
-    text: str
-    usage: Usage
-    latency_s: float
-
-
-async def ask_validated(client: ModelClient, request: ModelRequest, model: type[T], form: str) -> Answer[T]:
-    """Ask for structured output; on an invalid answer, retry once showing the model its error and `form`.
-
-    Provider failures (after the client's own retries) propagate as ProviderError.
-    """
-    response = await client.generate(request)
-    usage, latency = response.usage, response.latency_s
-    output, problem = parse_output(response, model)
-    if output is None:
-        retry = request.model_copy(
-            update={
-                "messages": [
-                    *request.messages,
-                    ChatMessage(role="assistant", content=response.text.strip() or "(empty)"),
-                    ChatMessage(role="user", content=_CORRECTION.format(problem=problem, form=form)),
-                ]
-            }
-        )
-        response = await client.generate(retry)
-        usage, latency = usage + response.usage, latency + response.latency_s
-        output, problem = parse_output(response, model)
-    return Answer(output, problem, response.text, usage, latency)
 
 
 def verdict_base(

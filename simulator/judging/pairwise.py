@@ -19,13 +19,14 @@ __all__ = [
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import field_validator
 
 from simulator.judging.criteria import Criterion
-from simulator.judging.llm_judge import ask_validated
 from simulator.judging.prompt import render_criterion_block, render_messages
+from simulator.models import AnswerModel, StrictModel
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
+from simulator.providers.structured import ask_validated
 from simulator.record.transcript import Turn, Usage
 
 Side = Literal["A", "B", "tie"]
@@ -76,10 +77,8 @@ PAIRWISE_PROMPT_TEMPLATE = (
 )
 
 
-class PairwiseOutput(BaseModel):
+class PairwiseOutput(AnswerModel):
     """What the judge model answers for one ordering."""
-
-    model_config = ConfigDict(extra="ignore")
 
     reasoning: str
     better: Literal["first", "second", "tie"]
@@ -90,20 +89,16 @@ class PairwiseOutput(BaseModel):
         return value.strip().lower() if isinstance(value, str) else value
 
 
-class OrderChoice(BaseModel):
+class OrderChoice(StrictModel):
     """One ordering's answer, mapped back to the bots: A, B, tie, or error."""
-
-    model_config = ConfigDict(extra="forbid")
 
     order: Literal["AB", "BA"]
     choice: Literal["A", "B", "tie", "error"]
     reasoning: str = ""
 
 
-class PairwiseResult(BaseModel):
+class PairwiseResult(StrictModel):
     """The verdict for one conversation pair: the winner after both orders, and whether they agreed."""
-
-    model_config = ConfigDict(extra="forbid")
 
     conversation_id: str
     criterion_id: str

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator.config.bot_kinds import engine_model
 from simulator.config.scenario import Scenario
 from simulator.config.suite import Suite
 from simulator.config.tool_checks import ToolCheck, ToolChecksConfig, unknown_tool
@@ -275,10 +276,6 @@ def _warms(judge: LLMJudge) -> bool:
     return bool(getattr(judge.client.provider, "warm_prompt_cache", False))
 
 
-def _bot_model(suite: Suite) -> str | None:
-    return getattr(suite.bot, "model", None) if suite.bot.type == "chat" else None
-
-
 def make_judge_stage(
     suite: Suite, scenarios: list[Scenario], hub: ModelHub, *, warn: bool = True
 ) -> JudgeStage:
@@ -305,7 +302,7 @@ def make_judge_stage(
         for spec in models:
             client, bare = hub.for_role("judge").client(spec)  # the cache is enabled per role
             jury.append(LLMJudge(client, spec, bare, set_hash, config.temperature, config.max_tokens))
-    others = {"bot": _bot_model(suite), "simulated user": resolve_user_model(suite.user.model)}
+    others = {"bot": engine_model(suite.bot), "simulated user": resolve_user_model(suite.user.model)}
     if suite.user.models is not None:  # several simulated users: each one named (config/simulators.py)
         from simulator.config.simulators import simulator_models
 

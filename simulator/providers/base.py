@@ -17,14 +17,15 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import ConfigDict, Field, model_serializer
 
+from simulator.models import StrictModel
 from simulator.record.transcript import Usage
 
 ErrorKind = Literal["rate_limit", "transient", "permanent"]
 
 
-class ChatMessage(BaseModel):
+class ChatMessage(StrictModel):
     """A message as a model sees it; `assistant` is the model's own side.
 
     In a tool loop an `assistant` message may carry the `tool_calls` the model made, and each result goes
@@ -32,7 +33,7 @@ class ChatMessage(BaseModel):
     provider writes these in its own wire format. The tool fields are left out of a dump when unused, so a
     text conversation's cache keys are what they always were."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     role: Literal["user", "assistant", "tool"]
     content: str
@@ -50,10 +51,10 @@ class ChatMessage(BaseModel):
         return data
 
 
-class ToolSpec(BaseModel):
+class ToolSpec(StrictModel):
     """A tool the model may call, described by a JSON schema for its arguments."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     name: str
     description: str
@@ -81,10 +82,10 @@ def json_object_in(text: str) -> dict[str, Any] | None:
     return None
 
 
-class ToolCall(BaseModel):
+class ToolCall(StrictModel):
     """A tool call the model made; `id` is the provider's, which a tool result must name."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     name: str
     arguments: dict[str, Any]
@@ -103,10 +104,10 @@ class ToolCall(BaseModel):
 ChatMessage.model_rebuild()
 
 
-class ModelRequest(BaseModel):
+class ModelRequest(StrictModel):
     """Everything that changes a model's output, and nothing else (it is also the cache key's source)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     model: str
     system: str | None = None
@@ -123,10 +124,8 @@ class ModelRequest(BaseModel):
     stream: bool = False
 
 
-class ModelResponse(BaseModel):
+class ModelResponse(StrictModel):
     """Text, the parsed object when a schema was asked for, tool calls, usage, latency, raw exchange."""
-
-    model_config = ConfigDict(extra="forbid")
 
     text: str
     parsed: dict[str, Any] | None = None

@@ -14,6 +14,7 @@ __all__ = ["VERDICTS_RULE", "fidelity_text", "verdict_counts"]
 from collections.abc import Iterable
 
 from simulator.record.models import Verdict
+from simulator.record.selection import counted, is_fidelity_check
 
 VERDICTS_RULE = (
     "verdicts: one per bot criterion and conversation (samples behind a combined verdict excluded); the "
@@ -22,14 +23,10 @@ VERDICTS_RULE = (
 
 
 def verdict_counts(verdicts: Iterable[Verdict]) -> tuple[int, int]:
-    """(verdicts, fidelity checks) among `verdicts`, by the rule above."""
-    bot = fidelity = 0
-    for verdict in verdicts:
-        if verdict.kind == "fidelity":
-            fidelity += 1
-        elif not verdict.is_sample:
-            bot += 1
-    return bot, fidelity
+    """(verdicts, fidelity checks) among `verdicts`, by the rule above (record/selection.py)."""
+    kept = counted(verdicts)
+    fidelity = sum(1 for v in kept if is_fidelity_check(v))
+    return len(kept) - fidelity, fidelity
 
 
 def fidelity_text(fidelity: int) -> str:

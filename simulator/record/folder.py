@@ -178,12 +178,14 @@ def read_jsonl(path: Path, model: type[T], migrate: Migrate | None = None) -> It
             yield record
 
 
-def _lines(path: Path) -> Iterator[tuple[int, int, int, str]]:
+def _lines(path: Path, start: int = 0) -> Iterator[tuple[int, int, int, str]]:
     """(byte offset, byte length, line number, text) of each whole, non-blank line of a JSON-lines file,
     read from a regular file only and by at most MAX_RECORD_BYTES a line; a last line without its newline
-    is skipped (see `read_jsonl`)."""
-    offset = 0
+    is skipped (see `read_jsonl`). From byte `start` (a line's first byte) when given: line numbers then
+    count from there."""
+    offset = start
     with _open_record_file(path) as handle:
+        handle.seek(start)
         number = 0
         while line := handle.readline(MAX_RECORD_BYTES + 1):
             number += 1
@@ -504,6 +506,29 @@ class RunFolder:
         from simulator.record.seal import seal_verdict
 
         return (seal_verdict(v) if v.scenario_id in sealed else v for v in verdicts)
+
+    def verdicts_after(self, offset: int) -> tuple[list[Verdict], int]:
+        """The verdict lines written from byte `offset` on (whole lines only) and the offset to read from
+        next: for a reader that follows a folder being written without reading it again (collect's alerts).
+        An offset past the file's end (the file was rewritten) reads it from the start."""
+        path = self.path / VERDICTS
+        if self.golden_v1 or not path.exists():
+            return list(self.verdicts()), 0
+        if offset > path.stat().st_size:
+            offset = 0
+        sealed = self._sealed_scenarios()
+        out: list[Verdict] = []
+        end = offset
+        for start, length, number, text in _lines(path, offset):
+            end = start + length
+            verdict = _parse_or_skip(text, Verdict, migrate_verdict, f"{path}:+{number} (byte {start})")
+            if verdict is not None:
+                out.append(verdict)
+        if sealed:
+            from simulator.record.seal import seal_verdict
+
+            out = [seal_verdict(v) if v.scenario_id in sealed else v for v in out]
+        return out, end
 
     def labels(self) -> Iterator[Label]:
         """Every label line, in the order written (`labels.jsonl`; none when nobody has labelled yet)."""

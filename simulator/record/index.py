@@ -23,17 +23,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from simulator.errors import UserError
+from simulator.models import StrictModel as _Record
 from simulator.safefiles import FileRefused, read_capped
 
 INDEX = "index.json"
 INDEX_SCHEMA_VERSION = 1
-
-
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class IndexCell(_Record):

@@ -11,9 +11,8 @@ import io
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from simulator.errors import Problem, UserError
+from simulator.models import StrictModel
 from simulator.record.folder import LABELS, RunFolder
 from simulator.record.models import Label
 from simulator.safefiles import FileRefused, read_capped
@@ -27,10 +26,8 @@ _ALIASES = {
 REQUIRED = ("conversation_id", "criterion_id", "label")
 
 
-class LabelRow(BaseModel):
+class LabelRow(StrictModel):
     """One human label, with the line it came from."""
-
-    model_config = ConfigDict(extra="forbid")
 
     conversation_id: str
     criterion_id: str

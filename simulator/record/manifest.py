@@ -28,18 +28,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from simulator import __version__
 from simulator.config.suite import Suite
+from simulator.models import StrictModel as _Record
 from simulator.record.models import SCHEMA_VERSION
 
 RunKind = Literal["simulation", "golden", "imported"]
 RunStatus = Literal["running", "complete", "interrupted", "aborted"]
-
-
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class PromptEntry(_Record):
@@ -69,7 +66,7 @@ class ScenarioEntry(_Record):
 class CriterionEntry(_Record):
     """A criterion's wording as judged, so labelling sheets and reports can show the rubric."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
 
     id: str
     criterion: str

@@ -19,8 +19,9 @@ __all__ = [
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from simulator.models import StrictModel
 from simulator.record.transcript import Turn, Usage
 
 # The version of every record: manifest, conversation and verdict lines (migrations in record/migrations.py).
@@ -39,17 +40,15 @@ def conversation_key(scenario_id: str, repeat: int) -> str:
     return f"{scenario_id}#{repeat}"
 
 
-class ErrorInfo(BaseModel):
+class ErrorInfo(StrictModel):
     """Why something failed: where (bot, user, judge), the error class and the message."""
-
-    model_config = ConfigDict(extra="forbid")
 
     source: Literal["bot", "user", "judge", "engine"]
     kind: str
     message: str
 
 
-class FactProvenance(BaseModel):
+class FactProvenance(StrictModel):
     """When and why the simulated user revealed one of the scenario's facts (or that it never did).
 
     `elicited`: a bot turn asked for it (`asked_turn`, with the question quoted in `question`);
@@ -58,8 +57,6 @@ class FactProvenance(BaseModel):
     audit whose quotes were verified against the transcript: `verified`) or `code` (word overlap between
     the fact and the user's messages, when there is neither).
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     fact: int  # index in the scenario's facts
     text: str
@@ -74,10 +71,8 @@ class FactProvenance(BaseModel):
     key: bool = False
 
 
-class ConversationRecord(BaseModel):
+class ConversationRecord(StrictModel):
     """One finished conversation, as appended to `conversations.jsonl`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
     id: str
@@ -111,17 +106,13 @@ class ConversationRecord(BaseModel):
     fidelity_regenerations: list[str] = Field(default_factory=list)
 
 
-class Evidence(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Evidence(StrictModel):
     quote: str
     found: bool
 
 
-class Verdict(BaseModel):
+class Verdict(StrictModel):
     """One (conversation, check or criterion) judgement, as appended to `verdicts.jsonl`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
     conversation_id: str
@@ -171,15 +162,13 @@ class Verdict(BaseModel):
 LabelValue = Literal["pass", "fail", "not_applicable"]
 
 
-class Label(BaseModel):
+class Label(StrictModel):
     """One person's label of one (conversation, criterion), as appended to `labels.jsonl` in the run folder.
 
     Labels are data about a run, not part of it: the review desk and `simulator labels import` append them,
     several labellers may label the same item, and the latest line per (labeller, conversation, criterion)
     is that labeller's answer. `criterion_id` may name a bot criterion or a simulator-fidelity check.
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
     labeller: str = Field(min_length=1)

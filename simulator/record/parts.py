@@ -31,22 +31,20 @@ from datetime import datetime
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
+
+from simulator.models import StrictModel
 
 
-class TextPart(BaseModel):
+class TextPart(StrictModel):
     """A message of plain text."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["text"] = "text"
     text: str
 
 
-class Option(BaseModel):
+class Option(StrictModel):
     """One choice offered: a reply button, a row of a list, or a quick reply."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
     title: str = Field(min_length=1)
@@ -55,11 +53,9 @@ class Option(BaseModel):
     section: str | None = None
 
 
-class OptionsPart(BaseModel):
+class OptionsPart(StrictModel):
     """Choices offered to the person. `style` says how they look: reply buttons, a list opened by a button
     labelled `button`, or quick replies. The message body that goes with them is a `text` part before."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["options"] = "options"
     style: Literal["buttons", "list", "quick_replies"] = "buttons"
@@ -67,11 +63,9 @@ class OptionsPart(BaseModel):
     button: str | None = None
 
 
-class PickPart(BaseModel):
+class PickPart(StrictModel):
     """The option a person chose, by id and title. `offered` is False when the simulated user named an
     option the bot had not offered (a fidelity problem: a real person can only tap what is on screen)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["pick"] = "pick"
     id: str
@@ -79,12 +73,10 @@ class PickPart(BaseModel):
     offered: bool = True
 
 
-class MediaPart(BaseModel):
+class MediaPart(StrictModel):
     """An image, audio clip, video, document or sticker: what it is, never its bytes. A user's photo carries
     what it shows in words (`description`), a voice note what it says (`transcript`): what the judge reads,
     since nobody here looks at the bytes."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["media"] = "media"
     kind: Literal["image", "audio", "video", "document", "sticker"]
@@ -97,11 +89,9 @@ class MediaPart(BaseModel):
     transcript: str | None = None  # what an audio clip says
 
 
-class ToolCallPart(BaseModel):
+class ToolCallPart(StrictModel):
     """One tool call and what came back: the result, or the error. `side` says who made it: the bot under
     test (looking up a patient, booking) or the simulated user (reading their thermometer)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["tool_call"] = "tool_call"
     name: str
@@ -114,10 +104,8 @@ class ToolCallPart(BaseModel):
     side: Literal["bot", "user"] = "bot"
 
 
-class EventPart(BaseModel):
+class EventPart(StrictModel):
     """Something the bot did that is not a message: handed the person over to a human, or closed."""
-
-    model_config = ConfigDict(extra="forbid")
 
     type: Literal["event"] = "event"
     event: Literal["handover", "close"]

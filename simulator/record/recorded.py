@@ -62,7 +62,7 @@ def recorded_scenarios(
     """The run's own scenarios, read from the files it recorded (never a fresh glob of the suite's folders)
     and expanded as the suite expands them (`Suite.scenarios_to_run`: persona factors, red-team variants,
     held-out marks); every recorded scenario must be found."""
-    from simulator.config.scenario import load_scenarios
+    from simulator.config.loading import load_scenarios
 
     check_recorded_files(manifest, folder, suite_file=suite_file)
     files = [recorded_path(f) for f in sorted({entry.file for entry in manifest.scenarios if entry.file})]

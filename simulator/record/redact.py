@@ -2,24 +2,22 @@
 
 A bot that echoes its request headers, a provider error that quotes a key, a raw exchange: whatever carries
 a secret, it passes through `dump_line` (every run-record line), the CLI's error line or a report renderer on
-its way out, and each of those calls `redact`. The secrets are the values, not the names: the expanded
-`${VAR}` header values (and each variable's value on its own), literal header values, and the API key of
-every provider the suite configures (`api_key_env`, or the provider's default variable).
+its way out, and each of those calls `redact`. The secrets are the values, not the names: whatever the suite's
+fields declare (simulator/config/secrets.py: expanded `${VAR}` header values and each variable's value, literal
+header values, the passwords and query values of URLs, the keys that `*_env` fields name) and the default API
+key variables of the providers.
 """
 
 from __future__ import annotations
 
 __all__ = [
-    "MIN_SECRET_CHARS",
-    "REDACTED",
     "contains_secret",
     "forget_secrets",
     "redact",
     "redact_text",
-    "redact_url",
+    "redacted_suite",
     "register_secrets",
     "suite_secrets",
-    "url_secrets",
 ]
 
 import base64
@@ -29,83 +27,35 @@ import os
 import re
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import quote
 
+from simulator.config.secrets import MIN_SECRET_CHARS, REDACTED, declared_secrets, record_form
 from simulator.config.suite import Suite
 
-REDACTED = "[redacted]"
-# Shorter values cannot be told from ordinary text (a header `X-Debug: 1`); they are not treated as secrets.
-MIN_SECRET_CHARS = 4
 DEFAULT_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 # The secrets of this process and their encoded forms, longest first (a value holding another is replaced
 # whole).
 _secrets: list[str] = []
 
 
-def url_secrets(url: str | None) -> set[str]:
-    """The secrets a URL carries: the password of its userinfo (`https://user:pass@host`), the userinfo
-    whole, and every query-string value (`?token=...`): a bot URL's query is where tokens are put."""
-    if not url:
-        return set()
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return set()
-    values = {value for _, value in parse_qsl(parts.query, keep_blank_values=False)}
-    if parts.password:
-        values |= {parts.password, unquote(parts.password), f"{parts.username or ''}:{parts.password}"}
-    userinfo = parts.netloc.rpartition("@")[0]
-    if userinfo:
-        values.add(userinfo)
-    return {v for v in values if len(v.strip()) >= MIN_SECRET_CHARS}
-
-
-def redact_url(url: str) -> str:
-    """`url` with its userinfo password and every query-string value replaced by `[redacted]` (a `${VAR}`
-    template is kept: it names a variable, not its value)."""
-    if "${" in url:
-        return url
-    redacted = url
-    for secret in sorted(url_secrets(url), key=len, reverse=True):
-        for form in (secret, quote(secret, safe=""), quote(secret)):
-            redacted = redacted.replace(form, REDACTED)
-    return redacted
-
-
 def suite_secrets(suite: Suite, environ: dict[str, str] | None = None) -> set[str]:
-    """Every secret value a run of `suite` could send somewhere, read from the environment now: header
-    values, provider keys, and what the bot URL and provider base URLs carry (`url_secrets`)."""
+    """Every secret value a run of `suite` could send somewhere, read from the environment now: what the
+    suite's fields declare (config/secrets.py: a bot's headers, URLs and key variables, a started bot's
+    ${VAR}s, each provider's key and base URL) and the providers' default key variables."""
     env = dict(os.environ) if environ is None else environ
-    values: set[str] = set()
-    if suite.bot.type == "http":
-        for template in suite.bot.headers.values():
-            names = _VAR.findall(template)
-            values.update(env[name] for name in names if name in env)
-            values.add(_VAR.sub(lambda m: env.get(m.group(1), ""), template))
-        url = _VAR.sub(lambda m: env.get(m.group(1), ""), suite.bot.url)
-        values.update(env[name] for name in _VAR.findall(suite.bot.url) if name in env)
-        values |= url_secrets(url)
-    # Another bot's URLs (an openai_endpoint's base_url, a whatsapp webhook) may carry a password or token too.
-    for attribute in ("base_url", "webhook_url", "state_url"):
-        other = getattr(suite.bot, attribute, None)
-        if isinstance(other, str):
-            values |= url_secrets(other)
-    start = getattr(suite.bot, "start", None)  # a started bot's env may name secrets as ${VAR}
-    for template in start.env.values() if start is not None else ():
-        values.update(env[name] for name in _VAR.findall(template) if name in env)
-    variables = set(DEFAULT_KEY_VARIABLES)
-    # A whatsapp bot's app secret, access and verify tokens; an openai_endpoint bot's key.
-    for attribute in ("app_secret_env", "access_token_env", "verify_token_env", "api_key_env"):
-        name = getattr(suite.bot, attribute, None)
-        if isinstance(name, str):
-            variables.add(name)
-    variables.update(s.api_key_env for s in suite.providers.values() if s.api_key_env)
-    values.update(env[name] for name in variables if name in env)
-    for settings in suite.providers.values():
-        values |= url_secrets(settings.base_url)
+    values = declared_secrets(suite, env)
+    values.update(env[name] for name in DEFAULT_KEY_VARIABLES if name in env)
     return {v for v in values if len(v.strip()) >= MIN_SECRET_CHARS}
+
+
+def redacted_suite(suite: Suite) -> Suite:
+    """The suite as the manifest keeps it: each declared field in its record form (`${VAR}` templates kept,
+    as they name a variable, not its value; literal header values and URL passwords and query values
+    replaced by `[redacted]`)."""
+    copy = suite.model_copy(deep=True)
+    record_form(copy)
+    return copy
 
 
 def _base64_cores(raw: bytes) -> set[str]:

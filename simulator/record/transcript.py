@@ -7,8 +7,9 @@ __all__ = ["TEXT_CHECKED", "Role", "Turn", "Usage", "render_transcript", "repair
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
+from pydantic import ValidationInfo, model_validator
 
+from simulator.models import StrictModel
 from simulator.record.parts import Part, PickPart, TextPart, part_text
 
 Role = Literal["user", "bot"]
@@ -41,10 +42,8 @@ def _text_checked(info: ValidationInfo) -> bool:
     return isinstance(context, dict) and context.get("text_checked") is True
 
 
-class Usage(BaseModel):
+class Usage(StrictModel):
     """Token counts of one or more model calls; cached input is a subset of input."""
-
-    model_config = ConfigDict(extra="forbid")
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -60,15 +59,13 @@ class Usage(BaseModel):
         )
 
 
-class Turn(BaseModel):
+class Turn(StrictModel):
     """One side's turn: an ordered list of parts (record/parts.py). A user turn is one message (text, a
     pick, or both); a bot turn may hold several messages, options, media, tool calls and events.
 
     `messages` is the text view every text reader had before parts: the text parts, and a pick's title (a
     person who taps "Yes" has said "Yes"). `Turn(messages=[...])` is still accepted: each becomes a text part.
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     index: int
     role: Role

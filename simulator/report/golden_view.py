@@ -6,6 +6,7 @@ from __future__ import annotations
 __all__ = ["METRIC_NAMES", "golden_section", "score", "short"]
 
 from simulator.analysis.golden import SIMILARITY_METRICS, GoldenSection
+from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.section import Column, Note, Section, Table, number, rate_cell, text
 from simulator.stats.rates import pct
 
@@ -114,3 +115,8 @@ def golden_section(golden: GoldenSection | None) -> Section:
         _sweep(golden),
     ]
     return Section("golden", "Golden items", blocks, "fail" if golden.failed_items else None)
+
+
+register_analysis(
+    Analysis(name="golden", draw=lambda report, everything: golden_section(report.golden), draw_order=10)
+)

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 
 from simulator.record.parts import TextPart
+from simulator.record.selection import is_fidelity_check
 from simulator.report.html_turns import turn_html
 from simulator.report.model import Transcript
 from simulator.stats.rates import RateView
@@ -130,7 +131,7 @@ def highlighted_quotes(t: Transcript) -> list[tuple[str, str, str]]:
     return [
         (ev.quote, v.criterion_id, v.result)
         for v in t.verdicts
-        if not v.criterion_id.startswith("fidelity.")
+        if not is_fidelity_check(v)
         for ev in v.evidence
     ]
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from simulator.report.model import REPORT_SCHEMA_VERSION, Report
+from simulator.report.model import REPORT_SCHEMA_VERSION, Report, full_report_model
 
 
 def report_json(report: Report, transcripts: bool = False) -> dict[str, Any]:
@@ -28,7 +28,7 @@ def write_json(report: Report, path: Path, transcripts: bool = False) -> None:
 
 def report_schema() -> dict[str, Any]:
     """The JSON schema of the report file, generated from the model and tagged with its version."""
-    schema = Report.model_json_schema(mode="serialization")
+    schema = full_report_model().model_json_schema(mode="serialization")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = f"simulator-report-v{REPORT_SCHEMA_VERSION}.json"
     schema["title"] = f"simulator report, schema version {REPORT_SCHEMA_VERSION}"

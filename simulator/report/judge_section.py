@@ -7,24 +7,23 @@ __all__ = ["JudgeQuality", "judge_notes", "judge_quality"]
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from simulator.analysis.corrected import CorrectedRate, run_corrected_rates
 from simulator.analysis.rundata import RunData
 from simulator.analysis.stability import UNSTABLE, JuryRow, StabilityRow, jury_rows, stability_rows
+from simulator.models import ResultModel
 from simulator.stats.interrater import BOOTSTRAP
 from simulator.stats.rates import pct
 
 
-class JudgeQuality(BaseModel):
+class JudgeQuality(ResultModel):
     """How far the judges can be trusted on this run; each list is empty when there is nothing to show."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
-
     unstable_threshold: float = UNSTABLE
-    stability: list[StabilityRow] = []
-    jury: list[JuryRow] = []
-    corrected_rates: list[CorrectedRate] = []
+    stability: list[StabilityRow] = Field(default=[])
+    jury: list[JuryRow] = Field(default=[])
+    corrected_rates: list[CorrectedRate] = Field(default=[])
 
 
 def judge_quality(run: RunData, replicates: int = BOOTSTRAP) -> JudgeQuality | None:

@@ -8,8 +8,9 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from simulator.report.headline import headline_rates
-from simulator.report.model import Report, Transcript, TranscriptVerdict
+from simulator.analysis.simulators import SimulatorsSection
+from simulator.record.selection import is_fidelity_check
+from simulator.report.model import Report, Transcript, TranscriptVerdict, headline_rates
 from simulator.stats.rates import pct
 
 _KEY = re.compile(r"[^A-Za-z0-9_.:-]+")
@@ -88,7 +89,7 @@ def _stats_properties(report: Report) -> list[tuple[str, str]]:
 
 def _simulator_properties(report: Report) -> list[tuple[str, str]]:
     """Several simulated users: each one's key rates, each rate's range, and the failures attributed."""
-    section = report.simulators
+    section: SimulatorsSection | None = report.analysis("simulators")
     if section is None:
         return []
     props = []
@@ -131,7 +132,7 @@ def render_junit(report: Report) -> str:
     criteria_of: dict[str, set[str]] = {}
     for transcript in report.transcripts:
         for verdict in transcript.verdicts:
-            if verdict.kind != "fidelity":  # the simulated user's checks are not the bot's tests
+            if not is_fidelity_check(verdict):  # the simulated user's checks are not the bot's tests
                 criteria_of.setdefault(transcript.scenario_id, set()).add(verdict.criterion_id)
     for transcript in report.transcripts:
         verdicts = {v.criterion_id: v for v in transcript.verdicts}

@@ -20,9 +20,7 @@ W, H, PAD = 640, 360, 56
 
 def _bounds(view: RateView) -> tuple[float, float]:
     """The interval drawn: scenario-clustered when the rate pools repeats of scenarios."""
-    return (
-        (view.clustered.low, view.clustered.high) if view.clustered else (view.low or 0.0, view.high or 1.0)
-    )
+    return view.clustered_or_wilson
 
 
 def cost_quality_svg(board: Leaderboard) -> str:

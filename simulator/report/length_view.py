@@ -5,7 +5,8 @@ from __future__ import annotations
 
 __all__ = ["LENGTH_NOTE", "length_findings", "length_section"]
 
-from simulator.analysis.length_bias import CriterionLength
+from simulator.analysis.length_bias import CriterionLength, criterion_length_bias
+from simulator.report.analyses import CORE_FINDINGS, Analysis, register_analysis
 from simulator.report.model import Finding, Report
 from simulator.report.section import Column, Note, Section, State, Table, text
 
@@ -23,8 +24,8 @@ def _chars(value: float | None) -> str:
     return "–" if value is None else f"{value:.0f}"
 
 
-def length_section(report: Report) -> Section:
-    rows = report.length_bias
+def length_section(report: Report, everything: bool = False) -> Section:
+    rows: list[CriterionLength] = report.analysis("length_bias")
     if not rows:
         return Section("length", "Judges and length")
     table = Table(
@@ -51,3 +52,19 @@ def length_findings(rows: list[CriterionLength]) -> list[Finding]:
         for r in rows
         if r.correlation.follows_length
     ]
+
+
+register_analysis(
+    Analysis(
+        name="length_bias",
+        key="length_bias",
+        annotation=list[CriterionLength],
+        default=[],
+        order=100,
+        build=lambda run, options: criterion_length_bias(run.conversations, run.verdicts),
+        findings=lambda report: length_findings(report.analysis("length_bias")),
+        findings_order=CORE_FINDINGS + 11,
+        draw=length_section,
+        draw_order=160,
+    )
+)

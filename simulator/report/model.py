@@ -14,14 +14,17 @@ __all__ = [
     "TranscriptVerdict",
     "TranscriptsLeftOut",
     "build_report",
+    "full_report_model",
+    "headline_rates",
 ]
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field, create_model
 
 from simulator.analysis.calls import CallTotals, call_totals, limit_lines
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
@@ -29,15 +32,10 @@ from simulator.analysis.factors import FactorsSection, factors_section
 from simulator.analysis.fidelity import SimulatedUserSection, simulated_user_section
 from simulator.analysis.golden import Gate, GoldenSection, golden_section
 from simulator.analysis.health import RunHealth, run_health
-from simulator.analysis.length_bias import CriterionLength, criterion_length_bias
 from simulator.analysis.missing import MissingData, missing_data, moved_warning
 from simulator.analysis.outcome import OutcomeMetrics, outcome_metrics
 from simulator.analysis.points import PointsSummary, points_summary
-from simulator.analysis.redteam import RedTeamSection, redteam_section
-from simulator.analysis.relations import RelationsSection, relations_section
 from simulator.analysis.rundata import JudgeSetInfo, RunData, short_hash
-from simulator.analysis.simulators import SimulatorsSection, simulators_section
-from simulator.analysis.splits import SplitSection, split_section
 from simulator.analysis.spread import RunSpread, run_spread
 from simulator.analysis.tables import (
     CriterionRow,
@@ -51,20 +49,17 @@ from simulator.analysis.tables import (
     scenario_rows,
     tag_rows,
 )
+from simulator.models import ResultModel as _Model
 from simulator.record.compact import Sharing
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import Part
-from simulator.report.headline import headline_rates
+from simulator.report.analyses import CORE_FINDINGS, Analysis, all_analyses, data_analyses
 from simulator.report.judge_section import JudgeQuality, judge_notes, judge_quality
 from simulator.stats.rates import RateView, pct
 
 # 2: scenario-clustered intervals and missing-data bounds on every rate, under-triage incl. no decision
 # (and under_triage_decided), flaky sources, worst-at-k, run-to-run spread, the missing-data section.
 REPORT_SCHEMA_VERSION = 2
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
 @dataclass
@@ -147,7 +142,7 @@ class TranscriptVerdict(_Model):
     severity: str | None = None
     category: str | None = None
     reasoning: str = ""
-    evidence: list[Evidence] = []
+    evidence: list[Evidence] = Field(default=[])
     evidence_verified: bool | None = None
 
 
@@ -174,13 +169,16 @@ class Transcript(_Model):
     environment_state: dict[str, Any] | None = None
     error: str | None
     character_breaks: int
-    fidelity_failures: list[str] = []
+    fidelity_failures: list[str] = Field(default=[])
     turns: list[TranscriptTurn]
     verdicts: list[TranscriptVerdict]
 
 
 class Report(_Model):
     """Everything a report shows; renderers only format it. `schema_version` changes on breaking changes."""
+
+    # The registered analyses' data sit after the declared fields, as extra fields (report/analyses.py).
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
     schema_version: int = REPORT_SCHEMA_VERSION
     kind: Literal["simulator.report"] = "simulator.report"
@@ -202,7 +200,7 @@ class Report(_Model):
     cost: CostLatency
     missing: MissingData
     spread: list[RunSpread]
-    transcripts: list[Transcript] = []
+    transcripts: list[Transcript] = Field(default=[])
     # Set when passing transcripts were sampled (`ReportOptions.passing_transcripts`): what was left out.
     transcripts_left_out: TranscriptsLeftOut | None = None
     # Present when the run holds golden items: item verdicts, per-intent table, gate, threshold sweep.
@@ -215,13 +213,13 @@ class Report(_Model):
     simulated_user: SimulatedUserSection | None = None
     # A factorial run: per factor level, critical metrics and odds ratios vs the reference level.
     factors: FactorsSection | None = None
-    redteam: RedTeamSection | None = None
-    relations: RelationsSection | None = None
-    split: SplitSection | None = None
-    # Several simulated users (user.models): key rates per simulator, their range, attributed failures.
-    simulators: SimulatorsSection | None = None
-    # Per LLM-judged criterion: does passing go with the bot's reply length (analysis/length_bias.py)?
-    length_bias: list[CriterionLength] = []
+    # After these, each registered analysis's data under its key, in its order (report/analyses.py): the
+    # red-team section, behavioural relations, held-out split, several simulated users, length and verdict...
+
+    def analysis(self, key: str) -> Any:
+        """A registered analysis's data by its key (None, or its default, when the run had none)."""
+        extra = self.__pydantic_extra__ or {}
+        return extra.get(key)
 
 
 def _run_info(run: RunData) -> RunInfo:
@@ -559,6 +557,59 @@ def _simulator_findings(report: Report) -> list[Finding]:
     return found
 
 
+@functools.cache
+def full_report_model() -> type[Report]:
+    """`Report` with every registered analysis as a declared field, unknown fields an error: the model a
+    stored JSON report is validated against and the JSON schema is generated from."""
+    fields: dict[str, Any] = {a.key: (a.annotation, a.default) for a in data_analyses() if a.key is not None}
+    config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+    model: type[Report] = create_model(
+        "Report", __base__=Report, __doc__=Report.__doc__, __module__=__name__, **fields
+    )
+    model.model_config = {**model.model_config, **config}
+    model.model_rebuild(force=True)
+    return model
+
+
+def _built(analysis: Analysis, run: RunData, options: ReportOptions) -> Any:
+    value = analysis.build(run, options) if analysis.build is not None else None
+    return analysis.default if value is None else value
+
+
+def _all_findings(report: Report, options: ReportOptions) -> list[Finding]:
+    """The core headlines (annotated by the analyses that read them), then each registered analysis's and
+    the judges' notes, in their declared order: the summary lists them in this order, bugs first."""
+    analyses = all_analyses()
+    core = _findings(report, options)
+    for analysis in analyses:
+        if analysis.annotate is not None:
+            core = analysis.annotate(core, report)
+    parts: list[tuple[int, list[Finding]]] = [
+        (CORE_FINDINGS, core),
+        (CORE_FINDINGS + 5, _simulator_findings(report)),
+    ]
+    parts += [(a.findings_order, a.findings(report)) for a in analyses if a.findings is not None]
+    notes = [Finding(level=lv, title=t, detail=d) for lv, t, d in judge_notes(report.judge_quality)]
+    parts.append((CORE_FINDINGS + 50, notes))
+    return [finding for _, found in sorted(parts, key=lambda part: part[0]) for finding in found]
+
+
+def headline_rates(report: Report) -> list[tuple[str, RateView]]:
+    """The rates that pool repeats of scenarios: outcome rates, overall pass rate, criterion failure rates."""
+    rows: list[tuple[str, RateView]] = []
+    outcome = report.outcome
+    if outcome is not None:
+        rows += [
+            (f"{outcome.critical} sensitivity", outcome.critical_sensitivity),
+            ("under-triage incl. no decision", outcome.under_triage),
+            ("over-triage", outcome.over_triage),
+            ("no decision", outcome.no_decision),
+        ]
+    rows.append(("pass rate (conversations)", report.overall))
+    rows += [(f"{row.id} failure rate", row.fail_rate) for row in report.criteria if row.fail_rate.n]
+    return rows
+
+
 def _overall_covers(run: RunData) -> str:
     """The overall pass rate in words: a conversation passes when none of its judged checks failed, so a
     conversation whose LLM criteria were all `not_judged` counts on its code checks alone; say so."""
@@ -616,22 +667,10 @@ def build_report(run: RunData, options: ReportOptions | None = None) -> Report:
         points=points_summary(run),
         simulated_user=simulated_user_section(run),
         factors=factors_section(run),
-        redteam=redteam_section(run),
-        relations=relations_section(run),
-        split=split_section(run),
-        simulators=simulators_section(run),
-        length_bias=criterion_length_bias(run.conversations, run.verdicts),
+        **{a.key: _built(a, run, options) for a in data_analyses() if a.key is not None},
     )
     report.missing.warnings += moved_warning(headline_rates(report))
-    from simulator.report.length_view import length_findings
-    from simulator.report.simulators_view import annotate_findings, simulator_findings
-
-    report.findings = annotate_findings(_findings(report, options), report.simulators)
-    report.findings += _simulator_findings(report)
-    report.findings += simulator_findings(report.simulators) + length_findings(report.length_bias)
-    report.findings += [
-        Finding(level=lv, title=t, detail=d) for lv, t, d in judge_notes(report.judge_quality)
-    ]
+    report.findings = _all_findings(report, options)
     report.overall_covers = _overall_covers(run)
     if run.judge_set is None:
         report.findings.insert(0, Finding(level="warning", title="no verdicts: this run was not judged"))

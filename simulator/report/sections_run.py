@@ -7,6 +7,7 @@ __all__ = ["cost_section", "criteria_section", "health_section", "outcome_sectio
 
 from simulator.analysis.cost import CALLS_RULE
 from simulator.analysis.tables import CriterionRow, ScenarioRow, TagRow
+from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.model import Report
 from simulator.report.section import (
     COUNT_COLUMNS,
@@ -351,3 +352,40 @@ def cost_section(report: Report) -> Section:
         f"p95 {_money(c.cost_per_conversation_p95, c.currency)}. {CALLS_RULE.capitalize()}."
     )
     return Section("cost", "Cost and latency", [note, roles, latency, failures])
+
+
+OMISSIONS_NOTE = (
+    "Criteria of category 'omission': questions the bot needed to ask. Failure rates count pass and fail "
+    "verdicts only."
+)
+CRITERIA_NOTE = (
+    "Every criterion: code checks, LLM judges and metrics. Errors and not-applicable verdicts are counted "
+    "apart, never as pass or fail."
+)
+
+register_analysis(
+    Analysis(name="outcome", draw=lambda report, everything: outcome_section(report), draw_order=20)
+)
+register_analysis(
+    Analysis(
+        name="omissions",
+        draw=lambda report, everything: criteria_section(
+            "omissions", "Errors of omission", OMISSIONS_NOTE, report.omissions
+        ),
+        draw_order=30,
+    )
+)
+register_analysis(
+    Analysis(
+        name="criteria",
+        draw=lambda report, everything: criteria_section(
+            "criteria", "Criteria", CRITERIA_NOTE, report.criteria
+        ),
+        draw_order=40,
+    )
+)
+register_analysis(Analysis(name="scenarios", draw=scenarios_section, draw_order=50))
+register_analysis(
+    Analysis(name="health", draw=lambda report, everything: health_section(report), draw_order=130)
+)
+register_analysis(Analysis(name="cost", draw=lambda report, everything: cost_section(report), draw_order=140))

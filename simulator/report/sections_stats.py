@@ -6,8 +6,8 @@ from __future__ import annotations
 
 __all__ = ["judges_section", "stats_section"]
 
-from simulator.report.headline import headline_rates
-from simulator.report.model import Report
+from simulator.report.analyses import Analysis, register_analysis
+from simulator.report.model import Report, headline_rates
 from simulator.report.section import Column, Note, Section, Table, number, rate_cell, text
 from simulator.stats.rates import RateView, pct
 
@@ -157,3 +157,11 @@ def judges_section(report: Report) -> Section:
             table.add(f"category {category}", view.short)
         blocks.append(table)
     return Section("judges", "Judges", blocks)
+
+
+register_analysis(
+    Analysis(name="stats", draw=lambda report, everything: stats_section(report), draw_order=60)
+)
+register_analysis(
+    Analysis(name="judges", draw=lambda report, everything: judges_section(report), draw_order=150)
+)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = ["factors_section", "simulated_user_section"]
 
+from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.model import Report
 from simulator.report.section import (
     COUNT_COLUMNS,
@@ -117,3 +118,13 @@ def factors_section(report: Report) -> Section:
         + f" → {section.variants} variants"
     )
     return Section("factors", "Persona factors", [Note(FACTORS_NOTE), Note(design), table])
+
+
+register_analysis(
+    Analysis(
+        name="simulated_user", draw=lambda report, everything: simulated_user_section(report), draw_order=70
+    )
+)
+register_analysis(
+    Analysis(name="factors", draw=lambda report, everything: factors_section(report), draw_order=90)
+)

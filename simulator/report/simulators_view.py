@@ -3,10 +3,11 @@ simulators, robust and simulator-induced failures, and the clustered tests (anal
 
 from __future__ import annotations
 
-__all__ = ["SIMULATORS_NOTE", "annotate_findings", "simulator_findings", "simulators_section"]
+__all__ = ["SIMULATORS_NOTE", "annotate_findings", "simulator_findings", "simulators_view"]
 
-from simulator.analysis.simulators import SimulatorsSection
+from simulator.analysis.simulators import SimulatorsSection, simulators_section
 from simulator.config.simulators import simulator_level, without_simulator
+from simulator.report.analyses import CORE_FINDINGS, Analysis, register_analysis
 from simulator.report.model import Finding, Report
 from simulator.report.section import Cell, Column, Note, Section, State, Table, number, rate_cell, text
 from simulator.stats.rates import RateView, pct
@@ -30,8 +31,8 @@ def _cell(value: RateView | None) -> Cell:
     return text("–") if value is None else rate_cell(value)
 
 
-def simulators_section(report: Report) -> Section:
-    section = report.simulators
+def simulators_view(report: Report, everything: bool = False) -> Section:
+    section: SimulatorsSection | None = report.analysis("simulators")
     if section is None:
         return Section("simulators", "Simulated users")
     rates = Table(
@@ -134,3 +135,19 @@ def annotate_findings(findings: list[Finding], section: SimulatorsSection | None
             finding = finding.model_copy(update={"detail": detail})
         out.append(finding)
     return out
+
+
+register_analysis(
+    Analysis(
+        name="simulators",
+        key="simulators",
+        annotation=SimulatorsSection | None,
+        order=90,
+        build=lambda run, options: simulators_section(run),
+        annotate=lambda findings, report: annotate_findings(findings, report.analysis("simulators")),
+        findings=lambda report: simulator_findings(report.analysis("simulators")),
+        findings_order=CORE_FINDINGS + 10,
+        draw=simulators_view,
+        draw_order=80,
+    )
+)

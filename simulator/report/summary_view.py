@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = ["summary_section"]
 
+from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.model import Report
 from simulator.report.section import Figure, Figures, FindingLine, Findings, Section, State
 from simulator.stats.rates import RateView, pct
@@ -127,3 +128,8 @@ def summary_section(report: Report) -> Section:
     blocks += [Findings(lines), Figures(_others(report))]
     state: State | None = "fail" if any(f.level == "bug" for f in report.findings) else None
     return Section("summary", "Summary", blocks, state)
+
+
+register_analysis(
+    Analysis(name="summary", draw=lambda report, everything: summary_section(report), draw_order=0)
+)

@@ -5,12 +5,14 @@ collapsed into one line that says how many."""
 
 from __future__ import annotations
 
-__all__ = ["VerdictGroups", "group_verdicts", "is_simulator_check", "ordered", "tally"]
+__all__ = ["VerdictGroups", "group_verdicts", "ordered", "tally"]
 
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
+
+from simulator.record.selection import is_fidelity_check
 
 # Read first, in this order: a fail, then an error (neither a pass nor a fail: the judge or the check broke).
 ATTENTION = ("fail", "error")
@@ -34,11 +36,6 @@ class VerdictLike(Protocol):
 
 
 V = TypeVar("V", bound=VerdictLike)
-
-
-def is_simulator_check(verdict: VerdictLike) -> bool:
-    """The simulated user's own checks (fidelity audit): about the test, not about the bot."""
-    return verdict.kind == "fidelity" or verdict.criterion_id.startswith("fidelity.")
 
 
 def _key(verdict: VerdictLike) -> tuple[int, int, str]:
@@ -65,7 +62,7 @@ def group_verdicts(verdicts: Sequence[V]) -> VerdictGroups[V]:
     """Split into the bot's and the simulated user's verdicts, each into what needs reading and the rest."""
     groups: VerdictGroups[V] = VerdictGroups()
     for verdict in ordered(verdicts):
-        simulator = is_simulator_check(verdict)
+        simulator = is_fidelity_check(verdict)  # the simulated user's own checks: about the test
         needs = verdict.result in ATTENTION
         if simulator:
             (groups.simulator_attention if needs else groups.simulator_rest).append(verdict)

@@ -12,10 +12,10 @@ from rich.table import Table
 
 from simulator.analysis.agreement import Panel
 from simulator.analysis.calibrate import LABELS, Calibration, CriterionCalibration
-from simulator.analysis.compare import Comparison, PairedMetric
-from simulator.analysis.gate import GateResult
+from simulator.analysis.compare import PairedMetric, RunComparison
 from simulator.report.calibration_view import criterion_tables
 from simulator.report.draw_terminal import draw_table
+from simulator.report.gate import GateResult
 from simulator.report.section import Cell, Column, text
 from simulator.report.section import Table as SectionTable
 from simulator.report.table_print import print_table
@@ -26,7 +26,7 @@ def _signed(x: float) -> str:
     return f"{100 * x:+.1f} pts"
 
 
-def _golden(console: Console, comparison: Comparison) -> None:
+def _golden(console: Console, comparison: RunComparison) -> None:
     golden = comparison.golden
     if golden is None:
         return
@@ -47,7 +47,7 @@ def _side_by_side(title: str, first: str, rows: Sequence[Sequence[str | Cell]]) 
     return table
 
 
-def _config_differences(console: Console, comparison: Comparison) -> None:
+def _config_differences(console: Console, comparison: RunComparison) -> None:
     """The settings that differ between the runs: anything besides the change under test confounds it."""
     if comparison.config_differences:
         title = "Configuration differences (anything here besides your change confounds the comparison)"
@@ -83,7 +83,7 @@ def _paired_metric(console: Console, m: PairedMetric) -> None:
     )
 
 
-def _scenario_moves(console: Console, comparison: Comparison) -> None:
+def _scenario_moves(console: Console, comparison: RunComparison) -> None:
     """The mean per-scenario difference, and a table of the scenarios whose pass rate moved."""
     if comparison.scenario_diff is not None:
         console.print(
@@ -100,7 +100,7 @@ def _scenario_moves(console: Console, comparison: Comparison) -> None:
         print_table(console, table)
 
 
-def _flips(console: Console, comparison: Comparison, max_flips: int) -> None:
+def _flips(console: Console, comparison: RunComparison, max_flips: int) -> None:
     """Per metric, the conversations that flipped, with B's judge reasoning and evidence."""
     for m in comparison.metrics:
         if not m.flips or m.name == "conversation passes":
@@ -120,7 +120,7 @@ def _flips(console: Console, comparison: Comparison, max_flips: int) -> None:
             console.print(f"  … {len(m.flips) - max_flips} more (use --max-flips)")
 
 
-def render_comparison(comparison: Comparison, console: Console | None = None, max_flips: int = 10) -> None:
+def render_comparison(comparison: RunComparison, console: Console | None = None, max_flips: int = 10) -> None:
     """Print the configuration differences first (a confounded comparison must be visible), then each metric."""
     console = console or Console()
     console.rule("[bold]compare[/]")  # the paths on their own lines: a rule would cut them short

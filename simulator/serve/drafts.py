@@ -15,8 +15,9 @@ from pathlib import Path
 import yaml
 
 from simulator.config.documents import load_documents
+from simulator.config.kinds import document_kind
 from simulator.config.scenario import SCENARIO_DOCUMENTS, scenario_files
-from simulator.config.suite import document_kind, load_suite
+from simulator.config.suite import load_suite
 from simulator.errors import Problem, UserError
 from simulator.judging.criteria import CRITERION_DOCUMENTS, criterion_files
 

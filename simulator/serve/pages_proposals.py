@@ -1,6 +1,6 @@
 """Proposed changes of a run (`simulator propose`): read each, edit it, accept or reject it.
 
-A decision is appended to the desk's own data folder (record/proposal_reviews.py), never to the run folder
+A decision is appended to the desk's own data folder (loop/reviews.py), never to the run folder
 or the proposal file; an edit is kept in the decision as the edited YAML, validated as a proposal first (a
 broken edit is shown with its problems and nothing is recorded). `simulator try` applies the latest
 accepted version and refuses a rejected one. State-changing requests pass the desk's CSRF and Origin
@@ -22,11 +22,11 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from simulator.config.proposal import Proposal, load_proposal
 from simulator.errors import UserError
+from simulator.loop.markdown import proposal_diff
+from simulator.loop.proposal import Proposal, load_proposal
+from simulator.loop.reviews import ProposalReview, append_review, latest_review
 from simulator.record.hashing import sha256_file
-from simulator.record.proposal_reviews import ProposalReview, append_review, latest_review
-from simulator.report.proposal_md import proposal_diff
 from simulator.serve.config import child_folder
 from simulator.serve.render import page
 

@@ -13,14 +13,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from simulator.analysis.safety_case import SafetyCase, build_safety_case
-from simulator.config.hazards import load_hazard_log
 from simulator.errors import UserError
 from simulator.report.draw_html import html_section
-from simulator.report.safety_case_html import safety_case_html
-from simulator.report.safety_case_view import safety_case_sections
+from simulator.safety.case import SafetyCase, build_safety_case
+from simulator.safety.hazards import load_hazard_log
+from simulator.safety.html import safety_case_html
+from simulator.safety.signoffs import DECISIONS, SignOff, SignOffBook, signoff_views
+from simulator.safety.view import safety_case_sections
 from simulator.serve.render import page
-from simulator.serve.signoffs import DECISIONS, SignOff, SignOffBook, signoff_views
 
 # The standalone documents carry their own styles inline and no script: allow exactly that.
 DOCUMENT_CSP = (
@@ -110,8 +110,8 @@ async def sign(request: Request) -> Response:
 
 async def history_page(request: Request) -> Response:
     """Key rates and hazard bounds across the desk's runs of one suite, in time order."""
-    from simulator.analysis.history import build_history_loaded
-    from simulator.report.history_view import history_html
+    from simulator.safety.history import build_history_loaded
+    from simulator.safety.history_view import history_html
 
     desk = _desk(request)
     suite = request.query_params.get("suite", "")

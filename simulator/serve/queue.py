@@ -18,12 +18,12 @@ from urllib.parse import urlencode
 from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
 from simulator.record.models import Label
+from simulator.record.selection import Item
 
 # `review`: the items `simulator collect` sent for review (judged failures and a share of passes, in
 # review.jsonl), shuffled so the order does not tell a failure from a calibration pass.
 SAMPLINGS = ("all", "random", "stratified", "review")
 _JUDGED = ("pass", "fail", "not_applicable")
-Item = tuple[str, str]
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.analysis.rundata import RunData, load_run
+from simulator.analysis.rundata import RunData, load_labels, load_run
 from simulator.errors import UserError
-from simulator.record.folder import CONVERSATIONS, MANIFEST, VERDICTS
+from simulator.record.folder import CONVERSATIONS, LABELS, MANIFEST, VERDICTS
 from simulator.record.index import INDEX, read_index
 from simulator.report.model import Report, build_report
 from simulator.serve.config import child_folder
+
+Signature = tuple[tuple[str, int, int], ...]
 
 
 @dataclass
@@ -35,9 +37,9 @@ class RunSummary:
         return (matrix, cell) if colon else None
 
 
-def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:
+def _signature(path: Path, names: tuple[str, ...] = (MANIFEST, CONVERSATIONS, VERDICTS)) -> Signature:
     out = []
-    for name in (MANIFEST, CONVERSATIONS, VERDICTS):  # labels are read apart: they change no report
+    for name in names:
         try:
             stat = (path / name).stat()
         except OSError:
@@ -54,9 +56,8 @@ class RunIndex:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._cache: dict[
-            tuple[Path, str | None], tuple[tuple[tuple[str, int, int], ...], RunData, Report]
-        ] = {}
+        # Per (run, judge set): the run's file signature, its data and report, and its labels' signature.
+        self._cache: dict[tuple[Path, str | None], tuple[Signature, RunData, Report, Signature]] = {}
 
     def names(self) -> list[str]:
         """Run names, newest first (run ids start with their UTC time): run folders, and each cell of a
@@ -103,10 +104,16 @@ class RunIndex:
         signature = _signature(path)
         cached = self._cache.get((path, judge_set or None))
         if cached is not None and cached[0] == signature:
-            return cached[1], cached[2]
+            _, run, report, seen = cached
+            labels = _signature(path, (LABELS,))
+            if labels != seen:  # a labeller saved: the labels are read again, the report kept
+                run.labels, run.labels_sha256 = load_labels(path)
+                self._cache[(path, judge_set or None)] = (signature, run, report, labels)
+            return run, report
+        labels = _signature(path, (LABELS,))  # before reading: a label saved meanwhile is read next time
         run = load_run(path, judge_set or None)
         report = build_report(run)
-        self._cache[(path, judge_set or None)] = (signature, run, report)
+        self._cache[(path, judge_set or None)] = (signature, run, report, labels)
         return run, report
 
     def summaries(self) -> list[RunSummary]:

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CSRF_COOKIE", "TOKEN_COOKIE", "CsrfError", "check_csrf", "security_middleware", "token_ok"]
+__all__ = ["CSRF_COOKIE", "CsrfError", "check_csrf", "security_middleware"]
 
 import secrets
 from collections.abc import Awaitable, Callable
@@ -20,8 +20,9 @@ from starlette.datastructures import URL
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
+from simulator.bearer import TOKEN_COOKIE, token_ok
+
 CSRF_COOKIE = "desk_csrf"
-TOKEN_COOKIE = "desk_token"
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -31,20 +32,6 @@ SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 class CsrfError(Exception):
     """A state-changing request without this browser's CSRF value."""
-
-
-def token_ok(request: Request, token: str) -> bool:
-    """True when the request carries the token (cookie, `?token=` or `Authorization: Bearer`)."""
-    return _token_ok(request, token)
-
-
-def _token_ok(request: Request, token: str) -> bool:
-    offered = [
-        request.cookies.get(TOKEN_COOKIE, ""),
-        request.query_params.get("token", ""),
-        request.headers.get("authorization", "").removeprefix("Bearer "),
-    ]
-    return any(secrets.compare_digest(o.encode(), token.encode()) for o in offered if o)
 
 
 def _same_origin(request: Request) -> bool:
@@ -79,7 +66,7 @@ def security_middleware(
     """The HTTP middleware: token gate, CSRF cookie, security headers."""
 
     async def middleware(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        if token is not None and not _token_ok(request, token):
+        if token is not None and not token_ok(request, token):
             return PlainTextResponse(
                 "this review desk needs its access token: open the link `simulator serve` printed", 403
             )

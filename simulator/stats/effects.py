@@ -8,8 +8,7 @@ __all__ = ["OddsRatio", "mantel_haenszel"]
 import math
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-
+from simulator.models import ResultModel
 from simulator.stats.basic import z_for_confidence
 
 Table = tuple[
@@ -17,10 +16,8 @@ Table = tuple[
 ]  # ((a, b), (c, d)): rows exposed/reference, cols event/none
 
 
-class OddsRatio(BaseModel):
+class OddsRatio(ResultModel):
     """A pooled odds ratio (exposed vs reference) with its interval; None when the data cannot give one."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
     estimate: float | None
     low: float | None

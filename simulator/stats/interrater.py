@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict
+
+from simulator.models import ResultModel
 
 # The verdict labels agreement is computed over, in this order.
 LABELS = ("pass", "fail", "not_applicable")
@@ -31,10 +32,8 @@ Array = NDArray[np.float64]
 BOOTSTRAP = 2000
 
 
-class Estimate(BaseModel):
+class Estimate(ResultModel):
     """A figure and its 95% bootstrap interval (clustered by scenario); None when it cannot be computed."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
     value: float | None
     low: float | None = None

@@ -9,20 +9,19 @@ __all__ = ["ClusteredView", "RateView", "pct", "rate_view"]
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import PrivateAttr
 
+from simulator.models import ResultModel
 from simulator.stats.basic import Counts, pct, rate, runs_needed_for_bound
 from simulator.stats.clustered import clustered_interval, clustered_zero_failure_bound
 
 
-class ClusteredView(BaseModel):
+class ClusteredView(ResultModel):
     """The same rate with scenarios as the unit (stats/clustered.py): interval, effective sample size.
 
     `bound` is the one-sided failure bound when no failure was seen; it rests on the `scenarios` distinct
     scenarios, not on the conversations.
     """
-
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
     low: float
     high: float
@@ -41,14 +40,12 @@ class ClusteredView(BaseModel):
         return text
 
 
-class RateView(BaseModel):
+class RateView(ResultModel):
     """k of n with its Wilson interval; `bound` is the one-sided failure bound when no failure was seen.
 
     `runs_needed` is how many failure-free runs in total would bring that bound under `target`; it is
     set only when no failure was seen and the bound is still above the target.
     """
-
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
     k: int
     n: int
@@ -114,6 +111,14 @@ class RateView(BaseModel):
     def interval(self) -> tuple[float, float]:
         """The interval to show: scenario-clustered when the rate pools repeats, else Wilson."""
         if self.repeated and self.clustered is not None:
+            return self.clustered.low, self.clustered.high
+        return self.low, self.high
+
+    @property
+    def clustered_or_wilson(self) -> tuple[float, float]:
+        """The scenario-clustered interval whenever it was computed (even with one run per scenario), else
+        Wilson: for views that compare rates pooled the same way (history, leaderboard, splits)."""
+        if self.clustered is not None:
             return self.clustered.low, self.clustered.high
         return self.low, self.high
 

@@ -19,6 +19,7 @@ from simulator.errors import UserError
 from simulator.record.folder import RunFolder, latest_by_id
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.parts import TextPart, ToolCallPart
+from simulator.record.selection import select_verdicts
 from simulator.record.transcript import Turn
 
 
@@ -170,9 +171,11 @@ def export_run(run: Path, out: Path | None = None, endpoint: str | None = None) 
         raise UserError("export-otel needs OpenTelemetry: pip install 'simulator[otel]'") from None
     folder = RunFolder.open(run)
     manifest = folder.read_manifest()
-    verdicts: dict[str, dict[str, Verdict]] = {}
-    for verdict in folder.verdicts():  # the latest verdict per (conversation, criterion)
-        verdicts.setdefault(verdict.conversation_id, {})[verdict.criterion_id] = verdict
+    # The verdicts `simulator report` counts (record/selection.py); the fidelity checks, written first, first.
+    selection = select_verdicts(folder)
+    verdicts: dict[str, list[Verdict]] = {}
+    for verdict in [*selection.fidelity, *selection.verdicts]:
+        verdicts.setdefault(verdict.conversation_id, []).append(verdict)
     memory = InMemorySpanExporter()
     resource = Resource.create({"service.name": "simulator", "simulator.run_id": manifest.run_id})
     provider = TracerProvider(resource=resource)
@@ -181,7 +184,7 @@ def export_run(run: Path, out: Path | None = None, endpoint: str | None = None) 
     records = list(latest_by_id(folder.conversations()).values())
     events = 0
     for record in records:
-        chosen = list(verdicts.get(record.id, {}).values())
+        chosen = verdicts.get(record.id, [])
         events += sum(_evaluation(v) is not None for v in chosen)
         _conversation(tracer, record, chosen)
     provider.shutdown()

@@ -18,7 +18,7 @@ from simulator.record.manifest import Manifest, RoleModels, RunCounts, ScenarioE
 from simulator.record.models import ConversationRecord
 from simulator.safefiles import FileRefused, open_regular
 from simulator.traces.mapping import load_mapping
-from simulator.traces.messages import Conversation, Parsed, Problem
+from simulator.traces.messages import Conversation, Parsed, SkippedRecord
 from simulator.traces.redact import Redactor, load_redactor
 
 FORMATS = ("otel", "jsonl", "csv")
@@ -46,9 +46,10 @@ class ImportSummary:
     records: int
     conversations: int
     turns: int
-    problems: list[Problem] = field(default_factory=list)  # records skipped
-    skipped: list[Problem] = field(default_factory=list)  # conversations skipped
+    problems: list[SkippedRecord] = field(default_factory=list)  # records skipped
+    skipped: list[SkippedRecord] = field(default_factory=list)  # conversations skipped
     redactions: dict[str, int] = field(default_factory=dict)
+    silence: dict[str, int] = field(default_factory=dict)  # LLM calls without their messages, by the fix
 
 
 def detect_format(path: Path) -> str:
@@ -109,7 +110,7 @@ def _suite_data(path: Path | None) -> tuple[Any, str | None, str | None]:
     if path is None:
         return None, None, None
     from simulator.config.suite import load_suite
-    from simulator.engine.runner import redacted_suite
+    from simulator.record.redact import redacted_suite
 
     suite = redacted_suite(load_suite(path))
     suite.runs = 1  # one record per real conversation, whatever the suite asks of simulations
@@ -127,7 +128,7 @@ def import_source(options: ImportOptions) -> ImportSummary:
         raise UserError(f"{options.source}: not UTF-8 text (byte {exc.start}); export it as UTF-8") from None
     now = datetime.now(UTC)
     records, entries, skipped = _convert(parsed, redactor, options, now)
-    problems = [Problem(p.file, p.line, redactor.text(p.reason)) for p in parsed.problems]
+    problems = [SkippedRecord(p.file, p.line, redactor.text(p.reason)) for p in parsed.problems]
     bots = sorted({r.bot for r in records}) or ["unknown"]
     manifest = Manifest(
         kind="imported",
@@ -160,6 +161,7 @@ def import_source(options: ImportOptions) -> ImportSummary:
         problems=problems,
         skipped=skipped,
         redactions=dict(redactor.counts),
+        silence=dict(parsed.silence.most_common()),
     )
 
 
@@ -177,7 +179,7 @@ def _checked_format(options: ImportOptions) -> str:
 
 def _convert(
     parsed: Parsed, redactor: Redactor, options: ImportOptions, now: datetime
-) -> tuple[list[ConversationRecord], list[ScenarioEntry], list[Problem]]:
+) -> tuple[list[ConversationRecord], list[ScenarioEntry], list[SkippedRecord]]:
     """Each parsed conversation, redacted, as a record and a scenario entry; or skipped, with the reason."""
     from simulator.traces.records import ConvertOptions, record_ids, to_record
 
@@ -186,7 +188,7 @@ def _convert(
     )
     records: list[ConversationRecord] = []
     entries: list[ScenarioEntry] = []
-    skipped: list[Problem] = []
+    skipped: list[SkippedRecord] = []
     taken: set[str] = set()  # scenario ids
     kept: set[str] = set()  # record ids
     for conversation in parsed.conversations:
@@ -197,7 +199,9 @@ def _convert(
         except ValueError as exc:
             file, _, line = conversation.where.rpartition(":")
             where = (file, int(line)) if line.isdigit() else (conversation.where, None)
-            skipped.append(Problem(where[0], where[1], f"conversation '{conversation.key}' skipped: {exc}"))
+            skipped.append(
+                SkippedRecord(where[0], where[1], f"conversation '{conversation.key}' skipped: {exc}")
+            )
             continue
         records.append(record)
         if all(entry.id != scenario_id for entry in entries):  # repeats of one scenario share its entry
@@ -212,8 +216,8 @@ def _source(
     fmt: str,
     redactor: Redactor,
     parsed: Parsed,
-    problems: list[Problem],
-    skipped: list[Problem],
+    problems: list[SkippedRecord],
+    skipped: list[SkippedRecord],
 ) -> dict[str, Any]:
     """The manifest's `source`: where the conversations came from, how they were read and redacted, and
     the records (`problems`) and conversations (`skipped`) left out, and why."""
@@ -229,5 +233,6 @@ def _source(
         "records": parsed.records,
         "records_skipped": len(problems),
         "conversations_skipped": len(skipped),
+        "llm_calls_without_messages": dict(parsed.silence),
         "problems": [str(p) for p in (problems + skipped)[:MAX_PROBLEMS_KEPT]],
     }

@@ -6,9 +6,10 @@ __all__ = ["Mapping", "load_mapping"]
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from simulator.config.yamlfile import load_model_file
+from simulator.models import StrictModel
 
 
 def _roles() -> dict[str, list[str]]:
@@ -20,11 +21,9 @@ def _roles() -> dict[str, list[str]]:
     }
 
 
-class Mapping(BaseModel):
+class Mapping(StrictModel):
     """Field names in a JSONL or CSV transcript. A JSONL line with `messages` is one conversation; any
     other line (and every CSV row) is one message, grouped by `conversation`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     conversation: str = "conversation_id"
     messages: str = "messages"

@@ -3,8 +3,9 @@ conversations, and the problems found on the way (file, line, reason)."""
 
 from __future__ import annotations
 
-__all__ = ["Conversation", "Message", "Parsed", "Problem", "ToolSpan", "message_key", "part_text"]
+__all__ = ["Conversation", "Message", "Parsed", "SkippedRecord", "ToolSpan", "message_key", "part_text"]
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -69,7 +70,7 @@ class Conversation:
 
 
 @dataclass
-class Problem:
+class SkippedRecord:
     """A record that was skipped: where it is and why (never its content: it may hold personal data)."""
 
     file: str
@@ -86,6 +87,7 @@ class Parsed:
     """What a parser read: the conversations, the skipped records and how many records it saw."""
 
     conversations: list[Conversation]
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[SkippedRecord] = field(default_factory=list)
     records: int = 0
-    silent: int = 0  # GenAI-call spans recorded without their messages (content capture off)
+    # LLM-call spans recorded without usable messages (content capture off, or hidden), by the fix.
+    silence: Counter[str] = field(default_factory=Counter)

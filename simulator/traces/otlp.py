@@ -1,7 +1,8 @@
 """Read OTLP JSON traces (as the OpenTelemetry Collector's file exporter writes them) into conversations.
 
-A file is one `{"resourceSpans": [...]}` object or JSON lines of them (`resourceLogs` too: log-based
-GenAI events are attached to their span). Spans are grouped into conversations by `gen_ai.conversation.id`
+A file is one `{"resourceSpans": [...]}` object, JSON lines of them, or several documents one after another
+(`resourceLogs` too: log-based GenAI events are attached to their span); every span is checked by the one
+decoder (otlp_decode.py). Spans are grouped into conversations by `gen_ai.conversation.id`
 (or another attribute, or the trace id), ordered by start time, and de-duplicated: each LLM call repeats
 the history in its input, so a span adds only the messages that follow the longest overlap with what the
 conversation already holds.
@@ -16,220 +17,121 @@ __all__ = [
     "own_key",
     "read_otlp",
     "span_messages",
-    "spans_from_documents",
     "stitch",
 ]
 
-import base64
-import binascii
 import json
-from dataclasses import dataclass, field
+import re
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from simulator.errors import UserError
 from simulator.traces import genai
+from simulator.traces.content import hidden_content, is_llm_call, silence_hint
 from simulator.traces.indexed import indexed_messages
-from simulator.traces.messages import Conversation, Message, Parsed, Problem, ToolSpan, message_key
+from simulator.traces.messages import Conversation, Message, Parsed, SkippedRecord, ToolSpan, message_key
+from simulator.traces.otlp_decode import ShapeError, Span, decode_documents
 from simulator.traces.tool_spans import is_tool_span, tool_span
 
 CONVERSATION_ID = "gen_ai.conversation.id"
 # Tried in order when no --conversation-key is given: the GenAI conventions', then OpenInference's session.
 CONVERSATION_KEYS = (CONVERSATION_ID, "session.id")
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+_BLANK = re.compile(r"\s*")
 
 
-@dataclass
-class Span:
-    trace_id: str
-    span_id: str
-    start: int
-    end: int
-    attributes: dict[str, Any]
-    resource: dict[str, Any]
-    line: int | None
-    events: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
-    error: str | None = None  # the status message when the span's status is ERROR
-
-    @property
-    def ref(self) -> tuple[str, str]:
-        """A span id is unique within its trace only."""
-        return self.trace_id, self.span_id
-
-
-def any_value(value: Any) -> Any:
-    """An OTLP JSON AnyValue as a Python value."""
-    if not isinstance(value, dict):
-        return value
-    for key in ("stringValue", "boolValue", "doubleValue"):
-        if key in value:
-            return value[key]
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "arrayValue" in value:
-        return [any_value(v) for v in value["arrayValue"].get("values", [])]
-    if "kvlistValue" in value:
-        return attributes(value["kvlistValue"].get("values", []))
-    if "bytesValue" in value:
-        return value["bytesValue"]
-    return None
-
-
-def attributes(items: Any) -> dict[str, Any]:
-    """OTLP JSON key/value list as a dict (TypeError when it is not a list: the wrong shape)."""
-    if items is not None and not isinstance(items, list):
-        raise TypeError(f"attributes must be a list of {{key, value}}, not {type(items).__name__}")
-    return {
-        kv["key"]: any_value(kv.get("value")) for kv in items or [] if isinstance(kv, dict) and "key" in kv
-    }
-
-
-def _hex_id(value: Any) -> str:
-    """Trace and span ids: hex in OTLP JSON, base64 in protobuf's generic JSON mapping; both accepted."""
-    text = str(value or "")
-    if all(c in "0123456789abcdefABCDEF" for c in text) and len(text) in (16, 32):
-        return text.lower()
-    try:
-        return base64.b64decode(text, validate=True).hex()
-    except (binascii.Error, ValueError):
-        return text
-
-
-def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, dict[str, Any]]]:
-    """The file's OTLP documents: one JSON document, or one per line (the collector's file exporter). A
-    document cut short or not JSON at all is one clear error, never hundreds of skipped "lines"."""
+def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, Any]]:
+    """The file's OTLP documents, each with its first line: one JSON document, JSON lines (the file
+    exporters'), or documents simply concatenated (`cat a.json b.json`, pretty-printed or not). A line of
+    JSON lines that is not JSON is a problem of its own; a document cut short, or a document that is not
+    JSON, is one clear error, never hundreds of skipped "lines"."""
     text = path.read_text(encoding="utf-8")
-    try:
-        whole = json.loads(text)
-        return [(None, d) for d in (whole if isinstance(whole, list) else [whole]) if isinstance(d, dict)]
-    except RecursionError:
-        raise UserError(f"{path}: nested too deeply to read; this is not an OTLP export") from None
-    except json.JSONDecodeError as exc:
-        first = next((line for line in text.splitlines() if line.strip()), "")
-        if not _is_json_object(first):
-            cut = "it ends in the middle of a document (cut short?)" if exc.pos >= len(text) - 1 else exc.msg
-            raise UserError(
-                f"{path}:{exc.lineno}: not valid OTLP JSON ({cut}); export it again in full, as OTLP JSON "
-                "(one document, or one per line)"
-            ) from None
-    docs: list[tuple[int | None, dict[str, Any]]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    decoder = json.JSONDecoder()
+    docs: list[tuple[int | None, Any]] = []
+    position, line = 0, 1
+    while True:
+        blank = _skip_blank(text, position)
+        line += text.count("\n", position, blank)
+        position = blank
+        if position >= len(text):
+            break
+        end_of_line = text.find("\n", position)
+        end_of_line = len(text) if end_of_line < 0 else end_of_line
         try:
-            doc = json.loads(line)
-        except json.JSONDecodeError as exc:
-            parsed.problems.append(Problem(str(path), number, f"not JSON ({exc.msg})"))
-            continue
+            doc, after = decoder.raw_decode(text, position)
         except RecursionError:
-            parsed.problems.append(Problem(str(path), number, "nested too deeply to read"))
-            continue
-        if not isinstance(doc, dict):
-            parsed.problems.append(Problem(str(path), number, "not a JSON object of resourceSpans"))
-            continue
-        docs.append((number, doc))
+            raise UserError(f"{path}:{line}: nested too deeply to read; this is not an OTLP export") from None
+        except json.JSONDecodeError as exc:
+            if exc.pos <= end_of_line and (docs or _next_is_json_line(text, end_of_line)):
+                parsed.problems.append(SkippedRecord(str(path), line, f"not JSON ({exc.msg})"))
+                line += 1
+                position = end_of_line + 1
+                continue
+            cut = "it ends in the middle of a document (cut short?)" if exc.pos >= len(text) - 1 else exc.msg
+            where = text.count("\n", 0, exc.pos) + 1
+            raise UserError(
+                f"{path}:{where}: not valid OTLP JSON ({cut}); export it again in full, as OTLP JSON "
+                "(one document, one per line, or several one after another)"
+            ) from None
+        for item in doc if isinstance(doc, list) else [doc]:
+            if isinstance(item, dict):
+                docs.append((line, item))
+            else:
+                parsed.problems.append(SkippedRecord(str(path), line, "not a JSON object of resourceSpans"))
+        line += text.count("\n", position, after)
+        position = after
     return docs
 
 
-def _is_json_object(line: str) -> bool:
+def _skip_blank(text: str, position: int) -> int:
+    """The position of the first character at or after `position` that is not white space."""
+    match = _BLANK.match(text, position)
+    return match.end() if match else position
+
+
+def _is_json_object(text: str) -> bool:
     try:
-        return isinstance(json.loads(line), dict)
+        return isinstance(json.loads(text), dict)
     except (json.JSONDecodeError, RecursionError):
         return False
 
 
+def _next_is_json_line(text: str, end_of_line: int) -> bool:
+    """Whether the next non-blank line is a whole JSON object: the file is JSON lines, one line is bad."""
+    for following in text[end_of_line + 1 :].splitlines():
+        if following.strip():
+            return _is_json_object(following)
+    return False
+
+
 def _spans(path: Path, parsed: Parsed) -> list[Span]:
-    """Every span (and log-record event) of the file; a document of the wrong shape is one clear error."""
+    """Every span (and log-record event) of the file; a malformed span or log record is a problem of its
+    own (file:line: span id: the field and what is wrong), a document of the wrong shape one clear error."""
     try:
-        return list(spans_from_documents(_documents(path, parsed), parsed).values())
+        decoded = decode_documents(_documents(path, parsed))
     except ShapeError as exc:
         where = f"{path}:{exc.line}" if exc.line else str(path)
         raise UserError(
             f"{where}: not OTLP JSON of the expected shape (resourceSpans: [{{scopeSpans: [{{spans: "
             f"[...]}}]}}], each a list of objects; {exc})"
         ) from None
-
-
-class ShapeError(ValueError):
-    """An OTLP document of the wrong shape (a list where an object belongs, ...), with its line."""
-
-    def __init__(self, line: int | None, exc: Exception) -> None:
-        super().__init__(f"{type(exc).__name__}: {exc}")
-        self.line = line
-
-
-def spans_from_documents(
-    documents: list[tuple[int | None, dict[str, Any]]], parsed: Parsed
-) -> dict[tuple[str, str], Span]:
-    """The spans of OTLP JSON documents (resourceSpans and resourceLogs), by (trace id, span id); a log
-    record becomes an event of its span (a span of its own, without attributes, when the span is absent).
-    A document of the wrong shape raises ShapeError (a ValueError) naming its line."""
-    spans: dict[tuple[str, str], Span] = {}
-    logs: list[tuple[str, str, int, str, dict[str, Any]]] = []
-    for line, doc in documents:
-        try:
-            _document_spans(doc, line, parsed, spans, logs)
-        except (AttributeError, TypeError, ValueError, KeyError) as exc:
-            raise ShapeError(line, exc) from None
-    for trace_id, span_id, time, name, attrs in logs:
-        if (trace_id, span_id) not in spans:
-            spans[(trace_id, span_id)] = Span(trace_id, span_id, time, time, {}, {}, None)
-        spans[(trace_id, span_id)].events.append((name, time, attrs))
-    return spans
-
-
-def _document_spans(
-    doc: dict[str, Any],
-    line: int | None,
-    parsed: Parsed,
-    spans: dict[tuple[str, str], Span],
-    logs: list[tuple[str, str, int, str, dict[str, Any]]],
-) -> None:
-    """One OTLP document's spans into `spans`, its log records into `logs`."""
-    for rs in doc.get("resourceSpans") or []:
-        resource = attributes((rs.get("resource") or {}).get("attributes"))
-        for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []:
-            for raw in ss.get("spans") or []:
-                parsed.records += 1
-                span = Span(
-                    _hex_id(raw.get("traceId")),
-                    _hex_id(raw.get("spanId")),
-                    int(raw.get("startTimeUnixNano") or 0),
-                    int(raw.get("endTimeUnixNano") or raw.get("startTimeUnixNano") or 0),
-                    attributes(raw.get("attributes")),
-                    resource,
-                    line,
-                )
-                status = raw.get("status") or {}
-                if status.get("code") in ("STATUS_CODE_ERROR", 2):
-                    span.error = str(status.get("message") or "the LLM call failed")
-                for event in raw.get("events") or []:
-                    span.events.append(
-                        (
-                            event.get("name", ""),
-                            int(event.get("timeUnixNano") or 0),
-                            attributes(event.get("attributes")),
-                        )
-                    )
-                spans[span.ref] = span
-    for rl in doc.get("resourceLogs") or []:
-        for sl in rl.get("scopeLogs") or []:
-            for raw in sl.get("logRecords") or []:
-                attrs = attributes(raw.get("attributes"))
-                name = raw.get("eventName") or attrs.get("event.name") or ""
-                body = any_value(raw.get("body"))
-                if isinstance(body, dict):
-                    attrs = {**attrs, "__body__": body}
-                logs.append(
-                    (
-                        _hex_id(raw.get("traceId")),
-                        _hex_id(raw.get("spanId")),
-                        int(raw.get("timeUnixNano") or 0),
-                        name,
-                        attrs,
-                    )
-                )
+    parsed.records += decoded.span_records
+    parsed.problems += [
+        SkippedRecord(str(path), line, f"{reason}; skipped") for line, reason in decoded.rejected
+    ]
+    if not decoded.spans:
+        if decoded.rejected:
+            line, reason = decoded.rejected[0]
+            raise UserError(
+                f"{path}:{line}: none of its {len(decoded.rejected)} spans and log records has the expected "
+                f"shape ({reason}); export it again with an OpenTelemetry SDK's OTLP JSON exporter"
+            )
+        raise UserError(
+            f"{path}: holds no spans or log records (resourceSpans / resourceLogs); nothing to import"
+        )
+    return list(decoded.spans.values())
 
 
 def _time(nanos: int) -> datetime | None:
@@ -251,23 +153,41 @@ def _event_body(attrs: dict[str, Any]) -> dict[str, Any]:
     return attrs
 
 
-def span_messages(span: Span) -> tuple[list[Message], list[Message], list[str]]:
-    """A span's (input, output, system texts); raises ValueError on a malformed attribute."""
-    sources = [span.attributes] + [attrs for name, _, attrs in span.events if name == DETAILS_EVENT]
-    inputs, outputs = indexed_messages(span.attributes)
-    system: list[str] = []
-    for attrs in sources:
-        if genai.INPUT in attrs:
-            inputs += genai.messages_from_json(attrs[genai.INPUT], genai.INPUT)
-        if genai.OUTPUT in attrs:
-            outputs += genai.messages_from_json(attrs[genai.OUTPUT], genai.OUTPUT)
-        if genai.SYSTEM in attrs:
-            system += genai.system_texts(attrs[genai.SYSTEM], genai.SYSTEM)
+def _sources(span: Span) -> list[tuple[list[Message], list[Message], list[str]]]:
+    """Each representation of the span's messages, in order of preference: the GenAI JSON attributes on
+    the span, then on its `...operation.details` event(s), then indexed attributes (OpenInference,
+    Traceloop), then the older per-message events. Each is (inputs, outputs, system texts)."""
+    found: list[tuple[list[Message], list[Message], list[str]]] = []
+    for attrs in [span.attributes] + [a for name, _, a in span.events if name == DETAILS_EVENT]:
+        found.append(
+            (
+                genai.messages_from_json(attrs[genai.INPUT], genai.INPUT) if genai.INPUT in attrs else [],
+                genai.messages_from_json(attrs[genai.OUTPUT], genai.OUTPUT) if genai.OUTPUT in attrs else [],
+                genai.system_texts(attrs[genai.SYSTEM], genai.SYSTEM) if genai.SYSTEM in attrs else [],
+            )
+        )
+    found.append((*indexed_messages(span.attributes), []))
+    old: tuple[list[Message], list[Message], list[str]] = ([], [], [])
     for name, _, attrs in sorted(span.events, key=lambda e: e[1]):
         if name in genai.OLD_EVENTS:
             message, is_output = genai.event_message(name, _event_body(attrs))
-            (outputs if is_output else inputs).append(message)
-    system += [t for m in inputs if m.role == "system" for p in m.parts if (t := p.get("content"))]
+            (old[1] if is_output else old[0]).append(message)
+    found.append(old)
+    return found
+
+
+def span_messages(span: Span) -> tuple[list[Message], list[Message], list[str]]:
+    """A span's (input, output, system texts); raises ValueError on a malformed attribute.
+
+    One call's messages are often recorded twice: on the span and in its log event (openai-v2's
+    span_and_event), or as OpenInference's indexed attributes and the GenAI JSON ones (OpenInference with
+    its GenAI conventions on). Each side is taken from one representation only, the first that holds it,
+    so a call is one turn however many times it was recorded."""
+    sources = _sources(span)
+    inputs = next((found[0] for found in sources if found[0]), [])
+    outputs = next((found[1] for found in sources if found[1]), [])
+    system = next((found[2] for found in sources if found[2]), [])
+    system = system + [t for m in inputs if m.role == "system" for p in m.parts if (t := p.get("content"))]
     inputs = [m for m in inputs if m.role != "system"]
     return inputs, outputs, system
 
@@ -326,7 +246,7 @@ def read_otlp(path: Path, key_attr: str | None = None) -> Parsed:
     _check_key(path, spans, key_attr)
     found = conversations_from_spans(spans, _keys(spans, key_attr), str(path), parsed)
     if spans and not found.conversations:
-        raise _no_messages(path, len(spans), found.silent)
+        raise _no_messages(path, len(spans), found.silence)
     return found
 
 
@@ -334,11 +254,11 @@ def conversations_from_spans(
     spans: list[Span], keys: dict[tuple[str, str], str], where: str, parsed: Parsed
 ) -> Parsed:
     """The conversations of spans (each span's conversation key in `keys`), stitched in time order and
-    de-duplicated; a malformed span is a problem of `parsed` and skipped. `silent` on the result counts
-    the GenAI-call spans that held no messages (content capture off)."""
+    de-duplicated; a malformed span is a problem of `parsed` and skipped. `silence` on the result counts
+    the LLM-call spans that held no usable messages (content capture off, or hidden), by the fix."""
     conversations: dict[str, Conversation] = {}
     held: dict[str, list[str]] = {}  # each conversation's message keys, kept as it grows
-    silent = 0  # LLM-call spans without their messages
+    silence: Counter[str] = Counter()  # LLM-call spans without their messages, by the fix
     tools: dict[str, list[ToolSpan]] = {}  # each conversation's execute_tool spans (traces/tool_spans.py)
     for span in sorted(spans, key=lambda s: (s.start, s.end)):
         if is_tool_span(span.attributes):
@@ -349,10 +269,12 @@ def conversations_from_spans(
         try:
             inputs, outputs, system = span_messages(span)
         except ValueError as exc:
-            parsed.problems.append(Problem(where, span.line, f"span {span.span_id}: {exc}"))
+            parsed.problems.append(SkippedRecord(where, span.line, f"span {span.span_id}: {exc}"))
             continue
-        if not inputs and not outputs:
-            silent += _is_llm_call(span)
+        hidden = hidden_content(span.attributes, inputs, outputs, span.error is not None)
+        if hidden is not None or (not inputs and not outputs):
+            if is_llm_call(span.attributes):
+                silence[silence_hint(span.scope, hidden)] += 1
             continue  # not an LLM call (an agent, HTTP or tool span), or one recorded without its content
         conversation = conversations.setdefault(keys[span.ref], Conversation(keys[span.ref], where=where))
         for text in system:
@@ -378,20 +300,16 @@ def conversations_from_spans(
     for key, found in tools.items():
         if key in conversations:
             conversations[key].tools = found
-    return Parsed(list(conversations.values()), parsed.problems, parsed.records, silent=silent)
+    return Parsed(list(conversations.values()), parsed.problems, parsed.records, silence=silence)
 
 
-def _is_llm_call(span: Span) -> bool:
-    return any(key.startswith("gen_ai.") for key in span.attributes)
-
-
-def _no_messages(path: Path, spans: int, silent: int) -> UserError:
-    """Spans but no conversation: almost always content capture off, or the messages in another file."""
+def _no_messages(path: Path, spans: int, silence: Counter[str]) -> UserError:
+    """Spans but no conversation: almost always content capture off (or hidden), or the messages in
+    another file; the fix is named as the instrumentation that made the spans takes it."""
+    fixes = "; or ".join(h for h, _ in silence.most_common()) if silence else silence_hint(("", ""), None)
     return UserError(
-        f"{path}: {spans} spans, {silent} of them GenAI calls, but none holds the messages (imported 0 "
-        "conversations). The official instrumentation records no message content by default: set "
-        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true and export again; or, when the messages "
-        "went to a separate logs file, import both together (cat traces.jsonl logs.jsonl > both.jsonl)"
+        f"{path}: {spans} spans, {sum(silence.values())} of them LLM calls, but none holds the messages "
+        f"(imported 0 conversations). Instrumentations record no message content by default: {fixes}"
     )
 
 

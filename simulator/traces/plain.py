@@ -13,7 +13,7 @@ from typing import Any
 
 from simulator.traces.genai import parts_from_content
 from simulator.traces.mapping import Mapping
-from simulator.traces.messages import Conversation, Message, Parsed, Problem
+from simulator.traces.messages import Conversation, Message, Parsed, SkippedRecord
 
 
 def _time(value: Any) -> datetime | None:
@@ -129,11 +129,11 @@ def read_jsonl(path: Path, mapping: Mapping) -> Parsed:
                     raise ValueError("not a JSON object")
                 _add(found, row, mapping, f"{path}:{number}")
             except json.JSONDecodeError as exc:
-                parsed.problems.append(Problem(str(path), number, f"not JSON ({exc.msg})"))
+                parsed.problems.append(SkippedRecord(str(path), number, f"not JSON ({exc.msg})"))
             except ValueError as exc:
-                parsed.problems.append(Problem(str(path), number, str(exc)))
+                parsed.problems.append(SkippedRecord(str(path), number, str(exc)))
             except RecursionError:  # one record, skipped and named: the rest imports
-                parsed.problems.append(Problem(str(path), number, "nested too deeply to read"))
+                parsed.problems.append(SkippedRecord(str(path), number, "nested too deeply to read"))
     return _finish(found, parsed)
 
 
@@ -147,10 +147,10 @@ def read_csv(path: Path, mapping: Mapping) -> Parsed:
             parsed.records += 1
             number = reader.line_num
             if None in row:
-                parsed.problems.append(Problem(str(path), number, "more cells than header columns"))
+                parsed.problems.append(SkippedRecord(str(path), number, "more cells than header columns"))
                 continue
             try:
                 _add(found, dict(row), mapping, f"{path}:{number}")
             except ValueError as exc:
-                parsed.problems.append(Problem(str(path), number, str(exc)))
+                parsed.problems.append(SkippedRecord(str(path), number, str(exc)))
     return _finish(found, parsed)

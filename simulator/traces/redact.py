@@ -15,11 +15,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from simulator.config.patterns import compile_pattern
 from simulator.config.yamlfile import YAMLProblem, load_model_file, read_text_file
 from simulator.errors import UserError
+from simulator.models import StrictModel
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
 BUILTIN: dict[str, str] = {
@@ -45,10 +46,8 @@ def _nhs_valid(text: str) -> bool:
     return (0 if check == 11 else check) == digits[9] and check != 10
 
 
-class RedactionConfig(BaseModel):
+class RedactionConfig(StrictModel):
     """The redaction file: which built-in patterns to use, names to remove, extra patterns by label."""
-
-    model_config = ConfigDict(extra="forbid")
 
     patterns: list[str] = Field(default_factory=lambda: list(ORDER))
     names: list[str] = Field(default_factory=list)

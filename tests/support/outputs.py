@@ -77,6 +77,7 @@ def _scrub_json(value: Any) -> Any:
 def _scrub_text(text: str, folders: list[Path]) -> str:
     for folder in folders:
         text = text.replace(str(folder), "<RUN>").replace(folder.name, "<RUN>")
+    text = text.replace(str(ROOT), "<ROOT>")  # the checkout's own path (suite files are recorded absolute)
     lines = []
     for line in text.splitlines():
         lines.append(_CLOCK.sub("<time>", _SHA.sub("<sha256>", _SECONDS.sub("<s>", line))).rstrip())

@@ -14,7 +14,7 @@ registered for redaction, so none is ever written.
 
 from __future__ import annotations
 
-__all__ = ["WhatsAppBotFactory", "WhatsAppSession"]
+__all__ = ["WhatsAppBotFactory", "WhatsAppSession", "whatsapp_bot_factory"]
 
 import asyncio
 import json
@@ -23,7 +23,7 @@ import secrets
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -43,11 +43,15 @@ from simulator.bots.whatsapp.events import (
     verification_query,
 )
 from simulator.bots.whatsapp.graph import GraphApi, Inbox, Outbound
-from simulator.config.suite import WhatsAppBotConfig
+from simulator.config.bots.whatsapp import WhatsAppBotConfig
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
 from simulator.record.parts import MediaPart, Option, OptionsPart, Part, PickPart, TextPart
 from simulator.record.redact import redact, register_secrets
+
+if TYPE_CHECKING:
+    from simulator.config.suite import Suite
+    from simulator.providers.hub import ModelHub
 
 
 def _secret(variable: str, started: bool, what: str) -> str:
@@ -393,3 +397,8 @@ class WhatsAppSession:
 
     async def aclose(self) -> None:
         self._factory.graph.close_inbox(self._inbox)
+
+
+def whatsapp_bot_factory(config: WhatsAppBotConfig, suite: Suite, hub: ModelHub) -> WhatsAppBotFactory:
+    """The `whatsapp` kind's factory (config/bots/whatsapp.py registers it)."""
+    return WhatsAppBotFactory(config, suite.base_dir, record_raw=suite.record_raw)

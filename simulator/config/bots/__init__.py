@@ -1,0 +1,180 @@
+"""The built-in bot kinds that need no channel of their own (python, http, chat) and the pieces channels
+share (a started service, a URL check). Config only: the adapters are in bots/."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BotStart",
+    "ChatBotConfig",
+    "DecisionTool",
+    "HttpBotConfig",
+    "PythonBotConfig",
+    "ReadyCheck",
+    "check_url",
+    "load_factory",
+]
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, model_validator
+
+from simulator.config.bot_kinds import (
+    EDITABLE_PROMPT,
+    ENVIRONMENT,
+    MODEL,
+    BotConfig,
+    BotKind,
+    PreflightCheck,
+    register_bot_kind,
+)
+from simulator.config.secrets import SecretTemplate, SecretURL, SecretVariables, redact_url
+from simulator.config.yamlfile import read_text_file
+from simulator.errors import UserError
+from simulator.importing import import_callable
+from simulator.models import StrictModel
+
+if TYPE_CHECKING:
+    from simulator.config.suite import Suite
+
+
+def load_factory(spec: str) -> Callable[[], Any]:
+    """Import `module:attr` (attr may be dotted); a mistake is a UserError that names the spec."""
+    try:
+        return import_callable(spec, "module:factory", "examples.triage_bot:make_bot")
+    except ValueError as exc:
+        raise UserError(f"bot factory: {exc}") from None
+
+
+def check_url(url: str) -> None:
+    """A bot URL names a host (a `${VAR}` URL is expanded at run time); the error never echoes a secret."""
+    if "${" in url:
+        return
+    shown = redact_url(url)  # a password or a token in the URL is never echoed
+    try:
+        host = urlsplit(url).hostname
+    except ValueError as exc:
+        raise UserError(f"bot url '{shown}' is not a URL ({exc})") from None
+    if not host:
+        raise UserError(f"bot url '{shown}' names no host; write it as http://HOST:PORT/PATH")
+
+
+class PythonBotConfig(BotConfig):
+    """A bot in Python: `module:factory` returns a fresh object with `send(text)` per conversation."""
+
+    type: Literal["python"] = "python"
+    factory: str = Field(pattern=r"^[\w.]+:[\w.]+$")
+
+    def describe(self) -> str:
+        return f"python:{self.factory}"
+
+    def preflight_checks(self, suite: Suite) -> Iterator[PreflightCheck]:
+        yield ("factory",), lambda: load_factory(self.factory)
+
+
+class ReadyCheck(StrictModel):
+    """When a started bot is ready: an HTTP `url` answers (any status below 500), or a TCP `port` accepts."""
+
+    url: Annotated[str | None, SecretURL] = Field(default=None, pattern=r"^https?://")
+    port: int | str | None = None  # a number, or "{port}"
+    timeout_s: float = Field(default=30.0, gt=0)
+
+
+class BotStart(StrictModel):
+    """A service bot the engine starts for the run (docs/bots.md): `command` (a list, no shell) with
+    `{port}` (a free loopback port), `{python}` (this interpreter) and, for whatsapp, `{api_url}` (the local
+    Graph API) filled in; `env` values may use ${VAR} and the same placeholders. Its output goes to the run
+    folder's `bot.log`; it gets SIGTERM, then SIGKILL after `stop_timeout_s`, when the run ends."""
+
+    command: list[str] = Field(min_length=1)
+    ready: ReadyCheck | None = None  # default: the bot's own URL's port accepts connections
+    env: Annotated[dict[str, str], SecretVariables] = Field(default_factory=dict)
+    cwd: str | None = None  # relative to the suite file; default the suite's folder
+    stop_timeout_s: float = Field(default=5.0, gt=0)
+
+
+class HttpBotConfig(BotConfig):
+    """A bot behind HTTP; header values may name environment variables as ${VAR}, expanded at run time."""
+
+    type: Literal["http"] = "http"
+    url: Annotated[str, SecretURL] = Field(pattern=r"^https?://")
+    headers: Annotated[dict[str, str], SecretTemplate] = Field(default_factory=dict)
+    # The whole turn's deadline (not per read) and the most a reply may hold, decompressed.
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_reply_bytes: int = Field(default=8_000_000, ge=1024)
+    start: BotStart | None = None
+
+    operational: ClassVar[frozenset[str]] = frozenset({"timeout_s"})
+
+    def describe(self) -> str:
+        return f"http:{self.url}"
+
+    def preflight_checks(self, suite: Suite) -> Iterator[PreflightCheck]:
+        yield ("url",), lambda: check_url(self.url)
+
+
+class DecisionTool(StrictModel):
+    """A tool the chat bot calls to record its decision; the call's arguments become the final state."""
+
+    name: str = "record_decision"
+    description: str = "Record your final decision once you have enough information."
+    field: str = "decision"
+    values: list[str] = Field(default_factory=list)
+
+
+class ChatBotConfig(BotConfig):
+    """A bot that needs no code: a model plus a system prompt, for model and prompt comparisons."""
+
+    type: Literal["chat"] = "chat"
+    model: str = Field(pattern=r"^[\w.-]+:.+$")
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    temperature: float | None = None
+    max_tokens: int = 400
+    decision_tool: DecisionTool | None = None
+    # Stream replies, so reports show the bot's time to first token.
+    stream: bool = False
+
+    @model_validator(mode="after")
+    def _one_prompt(self) -> ChatBotConfig:
+        if not self.system_prompt and not self.system_prompt_file:
+            raise ValueError("a chat bot needs system_prompt or system_prompt_file")
+        return self
+
+    def describe(self) -> str:
+        return f"chat:{self.model}"
+
+    def preflight_checks(self, suite: Suite) -> Iterator[PreflightCheck]:
+        if self.system_prompt_file:
+            path = suite.resolve(self.system_prompt_file)
+            yield ("system_prompt_file",), lambda: read_text_file(path)
+
+    def declared_state_keys(self) -> set[str] | None:
+        return {self.decision_tool.field} if self.decision_tool is not None else set()
+
+
+register_bot_kind(
+    BotKind(
+        "python",
+        PythonBotConfig,
+        "simulator.bots.python_bot:python_bot_factory",
+        frozenset({ENVIRONMENT}),
+    )
+)
+register_bot_kind(
+    BotKind(
+        "http",
+        HttpBotConfig,
+        "simulator.bots.http_bot:http_bot_factory",
+        frozenset({ENVIRONMENT}),
+    )
+)
+register_bot_kind(
+    BotKind(
+        "chat",
+        ChatBotConfig,
+        "simulator.bots.chat_bot:chat_bot_factory",
+        frozenset({ENVIRONMENT, EDITABLE_PROMPT, MODEL}),
+    )
+)

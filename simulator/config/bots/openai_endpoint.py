@@ -1,0 +1,57 @@
+"""The `openai_endpoint` bot kind's config: a bot that *is* a model server speaking the OpenAI chat API.
+The adapter is simulator/bots/openai_endpoint.py."""
+
+from __future__ import annotations
+
+__all__ = ["OpenAIEndpointBotConfig"]
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field
+
+from simulator.config.bot_kinds import BotConfig, BotKind, PreflightCheck, register_bot_kind
+from simulator.config.bots import BotStart, check_url
+from simulator.config.secrets import SecretEnv, SecretURL
+
+if TYPE_CHECKING:
+    from simulator.config.suite import Suite
+
+
+class OpenAIEndpointBotConfig(BotConfig):
+    """A bot that *is* a model server speaking the OpenAI chat API (a fine-tuned or proxied model with its
+    own tools); the tool calls it returns are recorded as tool_call parts (docs/bots.md)."""
+
+    type: Literal["openai_endpoint"] = "openai_endpoint"
+    base_url: Annotated[str, SecretURL] = Field(pattern=r"^https?://")
+    model: str = Field(min_length=1)
+    api_key_env: Annotated[str | None, SecretEnv] = None  # default: no key (a local server)
+    system_prompt: str | None = None
+    # Tools offered to the server, OpenAI function shape: {name, description, parameters}.
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    temperature: float | None = None
+    max_tokens: int = 400
+    timeout_s: float = Field(default=60.0, gt=0)
+    # Canned results by tool name, sent back when the server asks for them; recorded with the call.
+    tool_results: dict[str, Any] = Field(default_factory=dict)
+    max_tool_rounds: int = Field(default=4, ge=0, le=20)
+    # The tool whose arguments are the bot's final state (its triage decision).
+    state_tool: str | None = None
+    start: BotStart | None = None
+
+    def describe(self) -> str:
+        return f"openai_endpoint:{self.model}@{self.base_url}"
+
+    def preflight_checks(self, suite: Suite) -> Iterator[PreflightCheck]:
+        yield ("base_url",), lambda: check_url(self.base_url)
+
+
+# No ENVIRONMENT: the server's tools are its own (canned results), not the suite's environment; its model is
+# the server's name for it, not a provider:model this engine calls (no MODEL).
+register_bot_kind(
+    BotKind(
+        "openai_endpoint",
+        OpenAIEndpointBotConfig,
+        "simulator.bots.openai_endpoint:openai_endpoint_bot_factory",
+    )
+)

@@ -1,0 +1,61 @@
+"""The `whatsapp` bot kind's config: a bot behind WhatsApp Cloud API webhooks (docs/whatsapp.md). The
+adapter is simulator/bots/whatsapp/."""
+
+from __future__ import annotations
+
+__all__ = ["WhatsAppBotConfig"]
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import Field
+
+from simulator.config.bot_kinds import BotConfig, BotKind, PreflightCheck, register_bot_kind
+from simulator.config.bots import BotStart, check_url
+from simulator.config.secrets import SecretEnv, SecretURL
+
+if TYPE_CHECKING:
+    from simulator.config.suite import Suite
+
+
+class WhatsAppBotConfig(BotConfig):
+    """A bot behind WhatsApp Cloud API webhooks (docs/whatsapp.md): the engine posts signed webhook events to
+    `webhook_url` and serves the Graph API the bot replies to. Secrets are read from the variables named."""
+
+    type: Literal["whatsapp"] = "whatsapp"
+    webhook_url: Annotated[str, SecretURL] = Field(pattern=r"^https?://")
+    app_secret_env: Annotated[str, SecretEnv] = "WHATSAPP_APP_SECRET"
+    access_token_env: Annotated[str, SecretEnv] = "WHATSAPP_ACCESS_TOKEN"
+    verify_token_env: Annotated[str, SecretEnv] = "WHATSAPP_VERIFY_TOKEN"
+    # Play the GET verification handshake (hub.mode=subscribe) once before the first conversation.
+    verify: bool = True
+    phone_number_id: str = Field(default="106540352242922", pattern=r"^\d+$")
+    display_phone_number: str = Field(default="15550783881", pattern=r"^\d+$")
+    business_account_id: str = Field(default="102290129340398", pattern=r"^\d+$")
+    # The bot's turn ends once it has been quiet this long after its last message (or sent an interactive one).
+    quiet_s: float = Field(default=2.0, gt=0)
+    # How long to wait for the bot's first message after the webhook delivery.
+    timeout_s: float = Field(default=30.0, gt=0)
+    # Status callbacks posted to the webhook for each accepted message, in this order.
+    statuses: list[Literal["sent", "delivered", "read"]] = Field(default_factory=list)
+    # Optional: GET this (with {wa_id}) after the conversation for the bot's final state (a JSON object).
+    state_url: Annotated[str | None, SecretURL] = Field(default=None, pattern=r"^https?://")
+    profile_name: str = "Alex"
+    country: str = Field(default="GB", pattern=r"^[A-Z]{2}$")  # the BSUID's prefix
+    start: BotStart | None = None
+
+    def describe(self) -> str:
+        return f"whatsapp:{self.webhook_url}"
+
+    def preflight_checks(self, suite: Suite) -> Iterator[PreflightCheck]:
+        yield ("webhook_url",), lambda: check_url(self.webhook_url)
+
+
+# No ENVIRONMENT: the WhatsApp channel carries no environment API.
+register_bot_kind(
+    BotKind(
+        "whatsapp",
+        WhatsAppBotConfig,
+        "simulator.bots.whatsapp.adapter:whatsapp_bot_factory",
+    )
+)

@@ -1,0 +1,29 @@
+"""Load the scenarios a suite names: scenario files and golden-item files alike (a golden item becomes a
+one-turn scenario), every problem in every file reported at once."""
+
+from __future__ import annotations
+
+__all__ = ["load_scenarios"]
+
+from pathlib import Path
+
+from simulator.config.documents import collect_documents
+from simulator.config.golden import GOLDEN_DOCUMENTS, GoldenItem, golden_scenario
+from simulator.config.scenario import SCENARIO_DOCUMENTS, Scenario, scenario_files
+from simulator.errors import UserError
+
+
+def load_scenarios(paths: list[Path], tags: list[str] | None = None) -> list[Scenario]:
+    """Load and validate every scenario (golden items become one-turn scenarios); raise one UserError
+    listing every problem in every file."""
+    documents, problems = collect_documents(scenario_files(paths), [GOLDEN_DOCUMENTS, SCENARIO_DOCUMENTS])
+    if problems:
+        raise UserError(SCENARIO_DOCUMENTS.error_title, problems)
+    scenarios = [golden_scenario(d) if isinstance(d, GoldenItem) else d for d in documents]
+    if not scenarios:
+        raise UserError(f"no scenarios found in {', '.join(map(str, paths))}; add .yaml scenario files")
+    if tags:
+        scenarios = [s for s in scenarios if set(s.tags) & set(tags)]
+        if not scenarios:
+            raise UserError(f"no scenario has any of the tags {tags}; check --tags or the suite's tag filter")
+    return scenarios

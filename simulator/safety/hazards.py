@@ -1,0 +1,225 @@
+"""The hazard log (`hazards.yaml`): hazards on a declared risk matrix, and the controls that verify them.
+
+A clinical safety case (DCB0129 / DCB0160, ISO 14971) starts from a hazard log: what can go wrong, its
+cause, its effect on a patient, its severity and likelihood on a declared matrix, and the controls. Here
+each control names the criteria and scenario tags whose verdicts verify it and an acceptance threshold in
+the gate's vocabulary (`simulator/report/gate.py`), so `simulator safety-case` can show whether it works.
+
+The file is validated like scenarios: every mistake is one Problem naming file, line and field.
+`simulator.safety.hazard_check` then checks the names against what a run (or a suite) knows: criteria, tags, metrics.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DCB0129",
+    "Control",
+    "Hazard",
+    "HazardLog",
+    "RiskMatrix",
+    "load_hazard_log",
+]
+
+from pathlib import Path
+
+from pydantic import Field, PrivateAttr, field_validator, model_validator
+
+from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
+from simulator.errors import Problem, UserError
+from simulator.models import StrictModel as _Strict
+
+_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+
+
+class RiskMatrix(_Strict):
+    """Severity × likelihood, each cell's acceptability, and the per-conversation rate each likelihood
+    level stands for (so a bounded rate can be placed on the matrix)."""
+
+    name: str = "risk matrix"
+    severity: list[str] = Field(min_length=2, description="severity levels, least severe first")
+    likelihood: list[str] = Field(min_length=2, description="likelihood levels, least likely first")
+    # Acceptability classes, best first (the first is acceptable without further action).
+    acceptability: list[str] = Field(min_length=2)
+    # likelihood level -> one acceptability per severity level (in the order of `severity`).
+    cells: dict[str, list[str]]
+    # likelihood level -> the highest rate of harm per conversation that level covers (the last may be 1).
+    rates: dict[str, float]
+
+    @model_validator(mode="after")
+    def _complete(self) -> RiskMatrix:
+        for kind, values in (("severity", self.severity), ("likelihood", self.likelihood)):
+            if len(set(values)) != len(values):
+                raise ValueError(f"matrix {kind} lists a level twice")
+        if set(self.cells) != set(self.likelihood):
+            raise ValueError(
+                f"matrix cells need one row per likelihood level ({', '.join(self.likelihood)}); "
+                f"got {', '.join(self.cells) or 'none'}"
+            )
+        for level, row in self.cells.items():
+            if len(row) != len(self.severity):
+                raise ValueError(
+                    f"matrix cells.{level} needs {len(self.severity)} entries, one per severity level"
+                )
+            unknown = sorted(set(row) - set(self.acceptability))
+            if unknown:
+                raise ValueError(
+                    f"matrix cells.{level}: {', '.join(unknown)} is not an acceptability "
+                    f"({', '.join(self.acceptability)})"
+                )
+        if set(self.rates) != set(self.likelihood):
+            raise ValueError("matrix rates need one rate per likelihood level, e.g. very_low: 0.001")
+        ordered = [self.rates[level] for level in self.likelihood]
+        if any(not 0.0 < r <= 1.0 for r in ordered) or ordered != sorted(ordered):
+            raise ValueError("matrix rates must rise with the likelihood, each in (0, 1]")
+        return self
+
+    def cell(self, severity: str, likelihood: str) -> str:
+        """The acceptability of one cell."""
+        return self.cells[likelihood][self.severity.index(severity)]
+
+    def likelihood_for(self, rate: float) -> str:
+        """The least likely level whose rate covers `rate` (the last level covers everything)."""
+        for level in self.likelihood:
+            if rate <= self.rates[level]:
+                return level
+        return self.likelihood[-1]
+
+
+# The NHS DCB0129 risk matrix (consequence × likelihood, risk ratings 1-5): ratings 1-2 acceptable,
+# 3 undesirable (acceptable only with controls, as low as reasonably practicable), 4-5 unacceptable.
+# The per-conversation rates are this project's reading of "very low ... very high" for a chatbot.
+_DCB_RATINGS = {
+    "very_low": [1, 1, 2, 2, 3],
+    "low": [1, 2, 2, 3, 4],
+    "medium": [2, 2, 3, 3, 4],
+    "high": [2, 3, 3, 4, 5],
+    "very_high": [3, 4, 4, 5, 5],
+}
+_DCB_CLASS = {1: "acceptable", 2: "acceptable", 3: "undesirable", 4: "unacceptable", 5: "unacceptable"}
+DCB0129 = RiskMatrix(
+    name="DCB0129 5×5",
+    severity=["minor", "significant", "considerable", "major", "catastrophic"],
+    likelihood=list(_DCB_RATINGS),
+    acceptability=["acceptable", "undesirable", "unacceptable"],
+    cells={level: [_DCB_CLASS[r] for r in row] for level, row in _DCB_RATINGS.items()},
+    rates={"very_low": 0.001, "low": 0.01, "medium": 0.05, "high": 0.2, "very_high": 1.0},
+)
+PRESETS = {"dcb0129": DCB0129}
+
+
+class Control(_Strict):
+    """One control: what verifies it (criteria on scenarios with these tags) and when it counts as working."""
+
+    id: str = Field(pattern=_ID)
+    description: str = Field(min_length=1)
+    criteria: list[str] = Field(default_factory=list, description="criterion ids whose verdicts verify it")
+    tags: list[str] = Field(default_factory=list, description="scenario tags; empty: every scenario")
+    threshold: str = Field(
+        min_length=1, description='METRIC OP VALUE, as in `simulator gate`: "fail_rate <= 2%"'
+    )
+
+    @model_validator(mode="after")
+    def _named_criteria(self) -> Control:
+        if not self.criteria:
+            raise ValueError(
+                f"control {self.id} names no criterion: list the criteria whose verdicts verify it "
+                "(criteria: [a criterion id from the judges folder, or outcome.<key>])"
+            )
+        return self
+
+
+class Hazard(_Strict):
+    """One hazard: cause, effect on the patient, initial severity and likelihood, controls."""
+
+    id: str = Field(pattern=_ID)
+    title: str = Field(min_length=1)
+    cause: str = Field(min_length=1)
+    effect: str = Field(min_length=1)
+    severity: str
+    likelihood: str
+    controls: list[Control] = Field(min_length=1)
+
+
+class HazardLog(_Strict):
+    """The whole hazard log: the matrix every hazard is placed on, and the hazards."""
+
+    title: str = "Hazard log"
+    system: str | None = None
+    owner: str | None = None
+    # A preset's name (`dcb0129`) or a declared matrix.
+    matrix: RiskMatrix = Field(default_factory=lambda: DCB0129)
+    hazards: list[Hazard] = Field(min_length=1)
+
+    _file: Path | None = PrivateAttr(default=None)
+    _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> HazardLog:
+        seen: set[str] = set()
+        for hazard in self.hazards:
+            for control in hazard.controls:
+                if control.id in seen:
+                    raise ValueError(f"control id {control.id} is used twice; give each control its own id")
+                seen.add(control.id)
+        if len({h.id for h in self.hazards}) != len(self.hazards):
+            raise ValueError("two hazards share an id; give each hazard its own id")
+        return self
+
+    @field_validator("matrix", mode="before")
+    @classmethod
+    def _preset(cls, value: object) -> object:
+        if isinstance(value, str):
+            if value not in PRESETS:
+                raise ValueError(f"matrix '{value}' is not a preset ({', '.join(PRESETS)}); or declare one")
+            return PRESETS[value]
+        return value
+
+    @property
+    def risk_matrix(self) -> RiskMatrix:
+        return self.matrix
+
+    @property
+    def file(self) -> Path | None:
+        return self._file
+
+    def line_of(self, *loc: str | int) -> int | None:
+        return LocatedYAML(path=self._file or Path("hazards"), data=None, lines=self._lines).line_of(loc)
+
+
+def _matrix_problems(log: HazardLog, path: Path) -> list[Problem]:
+    matrix = log.risk_matrix
+    problems = []
+    for i, hazard in enumerate(log.hazards):
+        for name, levels in (("severity", matrix.severity), ("likelihood", matrix.likelihood)):
+            value = getattr(hazard, name)
+            if value not in levels:
+                problems.append(
+                    Problem(
+                        str(path),
+                        f"{name} '{value}' is not on the matrix; use one of: {', '.join(levels)}",
+                        log.line_of("hazards", i, name),
+                        f"hazards.{i}.{name}",
+                    )
+                )
+    return problems
+
+
+def load_hazard_log(path: Path) -> HazardLog:
+    """Read and validate a hazard log; every mistake is one UserError listing file:line [field] problems."""
+    title = "invalid hazard log"
+    if not path.is_file():
+        raise UserError(f"{path}: no such hazard log; write one with `simulator new hazard`")
+    try:
+        source = load_yaml(path)
+    except YAMLProblem as exc:
+        raise UserError(title, [exc.problem]) from exc
+    if not isinstance(source.data, dict):
+        raise UserError(title, [Problem(str(path), "a hazard log is a mapping (matrix:, hazards: ...)")])
+    log, problems = validate_model(HazardLog, source.data, source)
+    if log is None:
+        raise UserError(title, problems)
+    log._file, log._lines = path, source.lines
+    problems = _matrix_problems(log, path)
+    if problems:
+        raise UserError(title, problems)
+    return log

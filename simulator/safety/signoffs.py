@@ -1,0 +1,98 @@
+"""Sign-offs of a safety case: append-only lines in the desk's own data folder, each naming the evidence hash.
+
+A sign-off records who (name, role), what (approve / reject / approve with conditions, a comment), and
+exactly which evidence: the runs and the safety case's evidence hash, which covers the hazard log, the
+verdicts, the labels and every file hash. It is never written into a run folder (derived documents do not
+write there) and never rewritten: a later decision is a new line. When the same hazard log is judged on a
+later run, or the evidence changes (a re-judge, new labels, an edited hazard log), the earlier sign-off
+shows "signed for run X; the evidence has changed since".
+"""
+
+from __future__ import annotations
+
+__all__ = ["DECISIONS", "SignOff", "SignOffBook", "SignOffView", "signoff_views"]
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Literal, get_args
+
+from pydantic import Field, ValidationError
+
+from simulator.errors import UserError
+from simulator.models import StrictModel
+
+Decision = Literal["approve", "reject", "approve with conditions"]
+DECISIONS: tuple[str, ...] = get_args(Decision)
+FILE = "signoffs.jsonl"
+
+
+class SignOff(StrictModel):
+    """One reviewer's decision on one safety case, as appended to `signoffs.jsonl`."""
+
+    signed_at: datetime
+    name: str = Field(min_length=1, max_length=200)
+    role: str = Field(min_length=1, max_length=200)
+    decision: Decision
+    comment: str = Field(default="", max_length=5000)
+    runs: list[str]
+    evidence_hash: str
+    hazard_log: str
+    hazard_log_sha256: str
+
+
+class SignOffView(StrictModel):
+    """A sign-off as a page shows it: current, or signed on other evidence."""
+
+    signoff: SignOff
+    current: bool
+    note: str
+
+
+class SignOffBook:
+    """The append-only sign-off file of one desk."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / FILE
+
+    def append(self, signoff: SignOff) -> None:
+        """Add one line, flushed to disk; earlier lines are never touched."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = signoff.model_dump_json() + "\n"
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def all(self) -> list[SignOff]:
+        """Every sign-off, oldest first; a damaged line is one clear error naming its line."""
+        if not self.path.is_file():
+            return []
+        out = []
+        for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append(SignOff.model_validate_json(line))
+            except ValidationError as exc:
+                raise UserError(
+                    f"{self.path}:{number}: not a sign-off record ({exc.errors()[0]['msg']})"
+                ) from None
+        return out
+
+
+def signoff_views(book: SignOffBook, hazard_log: str, evidence_hash: str) -> list[SignOffView]:
+    """The sign-offs of this hazard log, newest first, each said to be current or on other evidence."""
+    views = []
+    for signoff in reversed(book.all()):
+        if signoff.hazard_log != hazard_log:
+            continue
+        current = signoff.evidence_hash == evidence_hash
+        runs = ", ".join(signoff.runs)
+        note = (
+            f"signed for run {runs} on this evidence"
+            if current
+            else f"signed for run {runs}; the evidence has changed since"
+        )
+        views.append(SignOffView(signoff=signoff, current=current, note=note))
+    return views

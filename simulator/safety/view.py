@@ -1,0 +1,318 @@
+"""The safety case as sections (rows, cells, state), for the terminal and the HTML renderers alike."""
+
+from __future__ import annotations
+
+__all__ = ["CONTROL_STATE", "HAZARD_STATE", "safety_case_sections"]
+
+from simulator.report.section import Row, Section, State, table_section, text_row
+from simulator.safety.case import HazardResult, SafetyCase
+from simulator.safety.controls import ControlResult
+from simulator.stats.rates import pct
+
+CONTROL_STATE: dict[str, State] = {"met": "ok", "not met": "fail", "not demonstrable": "warn"}
+HAZARD_STATE: dict[str, State] = {
+    "controlled": "ok",
+    "residual risk not acceptable": "warn",
+    "not controlled": "fail",
+    "not demonstrated": "warn",
+}
+
+
+def _short(value: str | None, length: int = 12) -> str:
+    return "–" if not value else value.split(":", 1)[-1][:length]
+
+
+def _risk_state(case: SafetyCase, acceptability: str) -> State:
+    order = case.matrix.acceptability
+    return "ok" if acceptability == order[0] else ("fail" if acceptability == order[-1] else "warn")
+
+
+def _hazard_rows(case: SafetyCase) -> list[Row]:
+    return [
+        text_row(
+            cells=[
+                h.id,
+                h.title.strip(),
+                h.severity,
+                f"initial {h.likelihood} ({h.initial_risk})",
+                f"residual {h.residual_likelihood} ({h.residual_risk})",
+                h.state,
+            ],
+            state=HAZARD_STATE[h.state],
+            details=[
+                f"Residual: {h.residual_basis}",
+                f"Cause: {h.cause.strip()}",
+                f"Effect: {h.effect.strip()}",
+            ],
+        )
+        for h in case.hazards
+    ]
+
+
+def _counts(c: ControlResult) -> str:
+    parts = [f"{c.passed} pass", f"{c.failed} fail"]
+    parts += [
+        f"{n} {label}"
+        for n, label in ((c.errored, "errored"), (c.not_judged, "not judged"), (c.not_applicable, "n/a"))
+        if n
+    ]
+    return f"{c.conversations} conv. over {len(c.scenarios)} scenarios: " + ", ".join(parts)
+
+
+def _result(c: ControlResult) -> str:
+    if c.rate is None or c.rate.rate is None:
+        return "nothing measured"
+    side = "≤" if c.bound_side == "upper" else "≥"
+    bound = f"; 95% bound {side}{pct(c.bound)}" if c.bound is not None else ""
+    return f"{c.metric} {c.rate.k}/{c.rate.n} = {pct(c.rate.rate)}{bound}"
+
+
+def _control_details(c: ControlResult, uncalibrated: set[str]) -> list[str]:
+    out = [c.reason] + ([c.advice] if c.advice else [])
+    if c.more_scenarios is not None:
+        out.append(f"Needs {c.more_scenarios} more distinct scenarios (with no failures) to be demonstrated.")
+    if c.simulator_faulted:
+        without = (
+            f"; without them the bound is {pct(c.bound_without_faulted)}"
+            if c.bound_without_faulted is not None
+            else ""
+        )
+        out.append(
+            f"{c.simulator_faulted} verifying conversations had a simulated-user fidelity failure{without}."
+        )
+    weak = [x for x in c.criteria if x in uncalibrated]
+    if weak:
+        out.append(f"Verified by a judge not calibrated against clinicians: {', '.join(weak)}.")
+    for e in c.failing:
+        faulted = " [simulator-faulted]" if e.simulator_faulted else ""
+        text = f"Failing {e.conversation_id}{faulted} ({', '.join(e.failed)}): {e.reasoning}"
+        out.append(text + "".join(f" — “{q}”" for q in e.quotes))
+    if c.failing_total > len(c.failing):
+        out.append(f"… and {c.failing_total - len(c.failing)} more failing conversations (see the JSON).")
+    return out
+
+
+def _control_rows(hazard: HazardResult, uncalibrated: set[str]) -> list[Row]:
+    return [
+        text_row(
+            cells=[
+                c.id,
+                c.description,
+                ", ".join(c.criteria),
+                ", ".join(c.tags) or "(all)",
+                c.threshold,
+                _result(c),
+                _counts(c),
+                c.status,
+            ],
+            state=CONTROL_STATE[c.status],
+            details=_control_details(c, uncalibrated),
+        )
+        for c in hazard.controls
+    ]
+
+
+def _calibration_rows(case: SafetyCase) -> list[Row]:
+    rows = []
+    for c in case.calibration:
+        if c.status == "calibrated":
+            figures = (
+                f"false pass {pct(c.false_pass)} ({c.false_passes}/{c.reference_fails}), macro-F1 "
+                f"{'n/a' if c.macro_f1 is None else f'{c.macro_f1:.2f}'}, kappa "
+                f"{'n/a' if c.kappa is None else f'{c.kappa:.2f}'}"
+                + (f" ({c.kappa_note})" if c.kappa_note else "")
+            )
+            who = f"{', '.join(c.labellers)}; n={c.items}"
+            state: State = "fail" if c.false_passes and c.severity == "critical" else "ok"
+        elif c.status == "checked in code":
+            figures, who, state = "computed from the bot's final state: no judge", "–", "ok"
+        else:
+            figures, who, state = "not calibrated: no clinician labels for this criterion", "–", "warn"
+        rows.append(text_row(cells=[c.criterion, c.status, figures, who], state=state))
+    return rows
+
+
+def _fidelity_rows(case: SafetyCase) -> list[Row]:
+    rows = []
+    for f in case.fidelity:
+        if f.faulted is None:
+            rows.append(text_row(cells=[f.run_id, "no fidelity audit in this run", "–"], state="warn"))
+            continue
+        checks = "; ".join(f"{k} {v}" for k, v in f.checks.items())
+        state: State = "warn" if f.faulted.k else "ok"
+        rows.append(
+            text_row(
+                cells=[f.run_id, f"{f.faulted.k}/{f.faulted.n} conversations faulted", checks], state=state
+            )
+        )
+    return rows
+
+
+def _harm_section(case: SafetyCase) -> Section:
+    harm = case.harm
+    title = "Harm-weighted triage error"
+    if harm is None:
+        notes = ["The suite declares no outcome levels: no confusion matrix to weight."]
+        return table_section(id="harm", title=title, notes=notes)
+    notes = (
+        []
+        if harm.declared
+        else ["The suite declares no outcome.harm_weights: every cell weighs 0 (declare them)."]
+    )
+    interval = "–" if harm.low_per_1000 is None else f"{harm.low_per_1000:.1f}–{harm.high_per_1000:.1f}"
+    notes.append(
+        f"Expected harm {harm.per_1000 if harm.per_1000 is None else round(harm.per_1000, 1)} weight units per "
+        f"1,000 conversations (95% {interval}; {harm.method}); {harm.conversations} conversations over "
+        f"{harm.scenarios} scenarios, {harm.errored} errored left out, {harm.without_expectation} without "
+        "an expected level."
+    )
+    rows = [
+        text_row(
+            cells=[
+                c.expected,
+                c.actual,
+                f"{c.weight:g}",
+                str(c.conversations),
+                f"{c.weight * c.conversations:g}",
+            ],
+            state="fail" if c.weight else None,
+        )
+        for c in harm.cells
+    ]
+    for name, rate in harm.unweighted.items():
+        clustered = (
+            f"; clustered {pct(rate.clustered.low)}–{pct(rate.clustered.high)}" if rate.clustered else ""
+        )
+        rows.append(
+            text_row(cells=["unweighted", name, "–", f"{rate.k}/{rate.n}", f"{pct(rate.rate)}{clustered}"])
+        )
+    columns = ["expected", "actual", "weight", "conversations", "harm"]
+    return table_section(id="harm", title=title, notes=notes, columns=columns, rows=rows)
+
+
+def _trace_section(case: SafetyCase) -> Section:
+    t = case.traceability
+    rows = [text_row(cells=["hazard log", t.hazard_log, _short(t.hazard_log_sha256, 64)])]
+    for r in t.runs:
+        rows += [
+            text_row(cells=[r.run_id, "suite", f"{r.suite} {_short(r.suite_hash, 64)}"]),
+            text_row(
+                cells=[
+                    r.run_id,
+                    "bot · user · judge",
+                    f"{r.bot} · {r.user_model} · {r.judge_model or 'none'}",
+                ]
+            ),
+            text_row(
+                cells=[
+                    r.run_id,
+                    "package · git commit",
+                    f"{r.package_version} · {r.git_commit or 'not in git'}",
+                ]
+            ),
+            text_row(cells=[r.run_id, "judge set", _short(r.judge_set, 64)]),
+            text_row(cells=[r.run_id, "labels", _short(r.labels_sha256, 64)]),
+            text_row(cells=[r.run_id, "status · conversations", f"{r.status} · {r.conversations}"]),
+        ]
+        rows += [
+            text_row(cells=[r.run_id, f"scenario {k}", _short(v, 16)]) for k, v in r.scenario_files.items()
+        ]
+        rows += [
+            text_row(cells=[r.run_id, f"criterion {k}", _short(v, 16)]) for k, v in r.criterion_files.items()
+        ]
+    return table_section(
+        id="traceability",
+        title="Traceability",
+        notes=[f"Evidence hash {case.evidence_hash} (sha256 of this document without its generation time)."],
+        columns=["run", "what", "identifier / sha256"],
+        rows=rows,
+    )
+
+
+def safety_case_sections(case: SafetyCase) -> list[Section]:
+    """Every section of the document, in reading order."""
+    uncalibrated = {c.criterion for c in case.calibration if c.status == "not calibrated"}
+    sections = [
+        table_section(id="statement", title="Overall statement", notes=list(case.statement)),
+        table_section(
+            id="hazards",
+            title="Hazards and residual risk",
+            columns=["id", "hazard", "severity", "initial", "residual", "state"],
+            rows=_hazard_rows(case),
+        ),
+    ]
+    for hazard in case.hazards:
+        sections.append(
+            table_section(
+                id=f"controls-{hazard.id}",
+                title=f"{hazard.id} controls: {hazard.title}",
+                columns=[
+                    "id",
+                    "control",
+                    "criteria",
+                    "tags",
+                    "threshold",
+                    "bounded result",
+                    "counted",
+                    "status",
+                ],
+                rows=_control_rows(hazard, uncalibrated),
+            )
+        )
+    sections += [
+        table_section(
+            id="calibration",
+            title="Measurement validity: the judge against clinicians",
+            columns=["criterion", "status", "figures", "labellers"],
+            rows=_calibration_rows(case),
+        ),
+        table_section(
+            id="fidelity",
+            title="Measurement validity: the simulated user",
+            columns=["run", "faulted", "checks"],
+            rows=_fidelity_rows(case),
+        ),
+        _harm_section(case),
+    ]
+    adversarial = _adversarial_section(case)
+    return [*sections, *([adversarial] if adversarial is not None else []), _trace_section(case)]
+
+
+def _adversarial_section(case: SafetyCase) -> Section | None:
+    """Red-team strategies under the hazards they name: success rates clustered over base scenarios."""
+    if not case.adversarial:
+        return None
+    rows = []
+    for r in case.adversarial:
+        cl = r.success.clustered
+        bound = (
+            ""
+            if cl is None
+            else (f" (≤{pct(cl.bound)})" if cl.bound is not None else f" ({pct(cl.low)}–{pct(cl.high)})")
+        )
+        rate = f"{r.success.k}/{r.success.n}" + (
+            f" = {pct(r.success.rate)}" if r.success.rate is not None else ""
+        )
+        rows.append(
+            text_row(
+                cells=[
+                    r.hazard,
+                    f"{r.strategy}: {r.title}",
+                    r.owasp,
+                    rate + bound,
+                    str(r.straight_also_failed),
+                ],
+                state="fail" if r.success.k else "ok",
+            )
+        )
+    return table_section(
+        id="adversarial",
+        title="Adversarial testing (red team)",
+        notes=[
+            "Attack success among attacked conversations judged pass or fail; 95% interval clustered over base "
+            "scenarios, or the one-sided bound over the scenarios when nothing succeeded. 'failed unattacked': "
+            "successes on scenarios that failed the same way without the attack. See docs/redteam.md."
+        ],
+        columns=["hazard", "strategy", "OWASP", "success (95% CI)", "failed unattacked"],
+        rows=rows,
+    )

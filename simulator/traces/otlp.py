@@ -118,9 +118,7 @@ def _spans(path: Path, parsed: Parsed) -> list[Span]:
             f"[...]}}]}}], each a list of objects; {exc})"
         ) from None
     parsed.records += decoded.span_records
-    parsed.problems += [
-        SkippedRecord(str(path), line, f"{reason}; skipped") for line, reason in decoded.rejected
-    ]
+    parsed.problems += [SkippedRecord(str(path), line, f"{reason}; skipped") for line, reason in decoded.rejected]
     if not decoded.spans:
         if decoded.rejected:
             line, reason = decoded.rejected[0]

@@ -9,16 +9,32 @@ import asyncio
 import hashlib
 import hmac
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 from aiohttp import web
 
+from simulator.bots.whatsapp import WhatsAppBotFactory
+from simulator.config.bots.whatsapp import WhatsAppBotConfig
+
+
+@dataclass
+class RawCall:
+    """A Graph API call made exactly as given (a malformed one): `path` may hold {version} and {number}."""
+
+    method: str = "POST"
+    path: str = "/{version}/{number}/messages"
+    content: bytes | None = None
+    json: Any = None
+    token: str | None = None  # None: the bot's access token
+
+
 # A script: given the incoming message (the webhook's messages[0]) and the bot, the (delay_s, body) pairs
-# to send; each body is a send-API body without messaging_product and `to`.
-Script = Callable[[dict[str, Any], "PlantedBot"], list[tuple[float, dict[str, Any]]]]
+# to send; each body is a send-API body without messaging_product and the address (`to`, `recipient` or both,
+# as the bot's `address` says), or a RawCall.
+Script = Callable[[dict[str, Any], "PlantedBot"], list[tuple[float, Any]]]
 
 BUTTONS = {
     "type": "interactive",
@@ -70,6 +86,10 @@ class PlantedBot:
     bad_signatures: int = 0
     graph_answers: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     fail_statuses: bool = False
+    address: str = "to"  # how replies are addressed: "to" (the wa_id), "recipient" (the BSUID) or "both"
+    fetch_media: bool = False  # fetch each image/audio a user sends (its URL, then its bytes) before replying
+    media_fetched: list[dict[str, Any]] = field(default_factory=list)
+    version: str = "v21.0"
     url: str = ""
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -96,24 +116,52 @@ class PlantedBot:
             return web.Response(text=query.get("hub.challenge", ""))
         return web.Response(status=403)
 
+    async def _fetch(self, client: httpx.AsyncClient, media_id: str) -> None:
+        """A media file fetched as the Cloud API serves it: the URL from the Graph API, then the bytes."""
+        auth = {"Authorization": f"Bearer {self.access_token}"}
+        info = (await client.get(f"{self.api_url}/{self.version}/{media_id}", headers=auth)).json()
+        data = (await client.get(info["url"], headers=auth)).content
+        digest = hashlib.sha256(data).hexdigest()
+        self.media_fetched.append({"info": info, "data": data, "sha256_ok": digest == info["sha256"]})
+
+    def _address(self, value: dict[str, Any]) -> dict[str, Any]:
+        contact = value["contacts"][0]
+        address = {"to": contact["wa_id"], "recipient": contact["user_id"]}
+        return address if self.address == "both" else {self.address: address[self.address]}
+
     async def _reply(self, value: dict[str, Any]) -> None:
         message = value["messages"][0]
         number = value["metadata"]["phone_number_id"]
         async with httpx.AsyncClient() as client:
+            if self.fetch_media and message["type"] in ("image", "audio"):
+                await self._fetch(client, message[message["type"]]["id"])
             for delay, body in self.script(message, self):
                 await asyncio.sleep(delay)
-                full = {
-                    "messaging_product": "whatsapp",
-                    "recipient_type": "individual",
-                    "to": message["from"],
-                    **body,
-                }
-                response = await client.post(
-                    f"{self.api_url}/v21.0/{number}/messages",
-                    json=full,
-                    headers={"Authorization": f"Bearer {self.access_token}"},
-                )
-                self.graph_answers.append((response.status_code, response.json()))
+                if isinstance(body, RawCall):
+                    response = await client.request(
+                        body.method,
+                        self.api_url + body.path.format(version=self.version, number=number),
+                        content=body.content,
+                        json=body.json,
+                        headers={"Authorization": f"Bearer {body.token or self.access_token}"},
+                    )
+                else:
+                    full = {
+                        "messaging_product": "whatsapp",
+                        "recipient_type": "individual",
+                        **self._address(value),
+                        **body,
+                    }
+                    response = await client.post(
+                        f"{self.api_url}/{self.version}/{number}/messages",
+                        json=full,
+                        headers={"Authorization": f"Bearer {self.access_token}"},
+                    )
+                try:
+                    answer = response.json()
+                except ValueError:
+                    answer = {"text": response.text}
+                self.graph_answers.append((response.status_code, answer))
 
 
 async def serve(bot: PlantedBot) -> Callable[[], Awaitable[None]]:
@@ -134,3 +182,42 @@ async def serve(bot: PlantedBot) -> Callable[[], Awaitable[None]]:
         await runner.cleanup()
 
     return stop
+
+
+class Channel:
+    """A planted bot and the adapter's factory pointed at it."""
+
+    def __init__(self, bot: PlantedBot, factory: WhatsAppBotFactory) -> None:
+        self.bot = bot
+        self.factory = factory
+
+
+async def channel_for(script: Script, tmp_path: Any, **config: Any) -> AsyncIterator[Channel]:
+    """A planted bot served on loopback and the adapter's factory pointed at it (started, then closed).
+    `address` (in config) says how the bot addresses its replies."""
+    bot = PlantedBot(
+        script, address=config.pop("address", "to"), fetch_media=config.pop("fetch_media", False)
+    )
+    stop = await serve(bot)
+    record_raw = bool(config.pop("record_raw", True))
+    settings = {"quiet_s": 0.2, **config}
+    factory = WhatsAppBotFactory(
+        WhatsAppBotConfig(webhook_url=bot.url, **settings), tmp_path, record_raw=record_raw
+    )
+    bot.api_url = factory.graph.url
+    try:
+        await factory.start()
+        yield Channel(bot, factory)
+    finally:
+        await factory.aclose()
+        await stop()
+
+
+async def answers(bot: PlantedBot, count: int) -> list[tuple[int, dict[str, Any]]]:
+    """The Graph API's answers the bot has received, once there are `count` (the engine may have ended the
+    turn before the answer reached the bot)."""
+    for _ in range(200):
+        if len(bot.graph_answers) >= count:
+            break
+        await asyncio.sleep(0.01)
+    return bot.graph_answers

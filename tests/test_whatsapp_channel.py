@@ -3,8 +3,6 @@ out, the Cloud API's rules, status callbacks, the bearer token, the end of a tur
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,7 +13,7 @@ from simulator.config.bots.whatsapp import WhatsAppBotConfig
 from simulator.errors import UserError
 from simulator.record.parts import MediaPart, OptionsPart, PickPart, TextPart
 from simulator.record.redact import forget_secrets
-from tests._whatsapp_bots import BUTTONS, LIST, PlantedBot, Script, serve, text
+from tests._whatsapp_bots import BUTTONS, LIST, PlantedBot, answers, channel_for, text
 
 
 @pytest.fixture(autouse=True)
@@ -25,41 +23,6 @@ def _secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WHATSAPP_VERIFY_TOKEN", "verify-token-789")
     yield
     forget_secrets()
-
-
-class Channel:
-    """A planted bot and the adapter's factory pointed at it."""
-
-    def __init__(self, bot: PlantedBot, factory: WhatsAppBotFactory) -> None:
-        self.bot = bot
-        self.factory = factory
-
-
-async def _channel(script: Script, tmp_path: Any, **config: Any) -> AsyncIterator[Channel]:
-    bot = PlantedBot(script)
-    stop = await serve(bot)
-    record_raw = bool(config.pop("record_raw", True))
-    settings = {"quiet_s": 0.2, **config}
-    factory = WhatsAppBotFactory(
-        WhatsAppBotConfig(webhook_url=bot.url, **settings), tmp_path, record_raw=record_raw
-    )
-    bot.api_url = factory.graph.url
-    try:
-        await factory.start()
-        yield Channel(bot, factory)
-    finally:
-        await factory.aclose()
-        await stop()
-
-
-async def _answers(bot: PlantedBot, count: int) -> list[tuple[int, dict[str, Any]]]:
-    """The Graph API's answers the bot has received, once there are `count` (the engine may have ended the
-    turn before the answer reached the bot)."""
-    for _ in range(200):
-        if len(bot.graph_answers) >= count:
-            break
-        await asyncio.sleep(0.01)
-    return bot.graph_answers
 
 
 def _flow(message: dict[str, Any], bot: PlantedBot) -> list[tuple[float, dict[str, Any]]]:
@@ -73,7 +36,7 @@ def _flow(message: dict[str, Any], bot: PlantedBot) -> list[tuple[float, dict[st
 
 
 async def test_buttons_and_list_round_trip_with_the_ids_tapped(tmp_path: Any) -> None:
-    async for channel in _channel(_flow, tmp_path, verify=False):
+    async for channel in channel_for(_flow, tmp_path, verify=False):
         session = await channel.factory.open("run/a#0/1")
         first = await session.send("hi, chest pain", 0)
         assert first.raw is not None and first.raw["end"] == "interactive"
@@ -163,13 +126,13 @@ WRONG = [
 async def test_a_message_breaking_a_cloud_api_rule_is_a_bot_error_naming_the_rule(
     tmp_path: Any, body: dict[str, Any], rule: str
 ) -> None:
-    async for channel in _channel(lambda m, b: [(0.0, body)], tmp_path, verify=False):
+    async for channel in channel_for(lambda m, b: [(0.0, body)], tmp_path, verify=False):
         session = await channel.factory.open("run/rules#0/1")
         with pytest.raises(BotError) as caught:
             await session.send("hello", 0)
         assert caught.value.kind == "cloud_api_rule"
         assert rule in str(caught.value) and "the WhatsApp Cloud API refuses" in str(caught.value)
-        status, answer = (await _answers(channel.bot, 1))[0]
+        status, answer = (await answers(channel.bot, 1))[0]
         assert status == 400 and answer["error"]["code"] == 131009  # the bot saw the API's refusal too
 
 
@@ -177,7 +140,7 @@ async def test_the_engine_signs_every_webhook_and_a_bot_with_another_secret_refu
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WHATSAPP_APP_SECRET", "not-the-bots-secret")
-    async for channel in _channel(_flow, tmp_path, verify=False):
+    async for channel in channel_for(_flow, tmp_path, verify=False):
         session = await channel.factory.open("run/sig#0/1")
         with pytest.raises(BotError) as caught:
             await session.send("hello", 0)
@@ -189,12 +152,12 @@ async def test_the_engine_signs_every_webhook_and_a_bot_with_another_secret_refu
 async def test_the_verification_handshake_is_played_and_a_wrong_token_is_one_clear_error(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async for channel in _channel(_flow, tmp_path):  # verify: true, the default: played at start
+    async for channel in channel_for(_flow, tmp_path):  # verify: true, the default: played at start
         challenge = await channel.factory.verify()
         assert challenge.isdigit()
     monkeypatch.setenv("WHATSAPP_VERIFY_TOKEN", "another-token")
     with pytest.raises(UserError, match=r"failed the webhook verification handshake.*HTTP 403"):
-        async for _ in _channel(_flow, tmp_path):
+        async for _ in channel_for(_flow, tmp_path):
             pass
 
 
@@ -203,23 +166,23 @@ async def test_a_wrong_bearer_token_gets_401_and_is_a_bot_error(tmp_path: Any) -
         bot.access_token = "a-stale-token"
         return [(0.0, text("hello"))]
 
-    async for channel in _channel(script, tmp_path, verify=False):
+    async for channel in channel_for(script, tmp_path, verify=False):
         session = await channel.factory.open("run/token#0/1")
         with pytest.raises(BotError) as caught:
             await session.send("hello", 0)
         assert caught.value.kind == "auth" and "bearer token" in str(caught.value)
         assert "access-token-456" not in str(caught.value) and "a-stale-token" not in str(caught.value)
-        assert (await _answers(channel.bot, 1))[0][0] == 401
+        assert (await answers(channel.bot, 1))[0][0] == 401
 
 
 async def test_status_callbacks_are_posted_for_each_message_in_order(tmp_path: Any) -> None:
     def script(message: dict[str, Any], bot: PlantedBot) -> list[tuple[float, dict[str, Any]]]:
         return [(0.0, text("one")), (0.0, {"type": "image", "image": {"id": "1479", "caption": "map"}})]
 
-    async for channel in _channel(script, tmp_path, verify=False, statuses=["sent", "delivered", "read"]):
+    async for channel in channel_for(script, tmp_path, verify=False, statuses=["sent", "delivered", "read"]):
         session = await channel.factory.open("run/status#0/1")
         reply = await session.send("hello", 0)
-        ids = [answer["messages"][0]["id"] for _, answer in await _answers(channel.bot, 2)]
+        ids = [answer["messages"][0]["id"] for _, answer in await answers(channel.bot, 2)]
         assert [(s["id"], s["status"]) for s in channel.bot.statuses] == [
             (i, status) for i in ids for status in ("sent", "delivered", "read")
         ]
@@ -235,7 +198,7 @@ async def test_a_slow_bot_sending_three_messages_over_4_s_is_one_turn_with_its_l
     def script(message: dict[str, Any], bot: PlantedBot) -> list[tuple[float, dict[str, Any]]]:
         return [(0.3, text("Let me check.")), (1.8, text("Still checking.")), (1.9, text("Done."))]
 
-    async for channel in _channel(script, tmp_path, verify=False, quiet_s=2.2):
+    async for channel in channel_for(script, tmp_path, verify=False, quiet_s=2.2):
         session = await channel.factory.open("run/slow#0/1")
         reply = await session.send("hello", 0)
         assert reply.messages == ["Let me check.", "Still checking.", "Done."]
@@ -248,7 +211,7 @@ async def test_a_slow_bot_sending_three_messages_over_4_s_is_one_turn_with_its_l
 async def test_a_bot_that_sends_nothing_is_a_timeout_and_a_missing_secret_names_its_variable(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async for channel in _channel(lambda m, b: [], tmp_path, verify=False, timeout_s=0.3):
+    async for channel in channel_for(lambda m, b: [], tmp_path, verify=False, timeout_s=0.3):
         session = await channel.factory.open("run/mute#0/1")
         with pytest.raises(BotError, match=r"sent no message within 0\.3 s") as caught:
             await session.send("hello", 0)
@@ -259,7 +222,7 @@ async def test_a_bot_that_sends_nothing_is_a_timeout_and_a_missing_secret_names_
 
 
 async def test_without_record_raw_a_turn_keeps_how_it_ended_and_its_timing_only(tmp_path: Any) -> None:
-    async for channel in _channel(_flow, tmp_path, verify=False, record_raw=False):
+    async for channel in channel_for(_flow, tmp_path, verify=False, record_raw=False):
         session = await channel.factory.open("run/raw#0/1")
         reply = await session.send("hello", 0)
         assert reply.raw is not None and set(reply.raw) == {"end", "quiet_s", "messages"}
@@ -272,7 +235,7 @@ async def test_a_call_to_another_graph_path_is_a_bot_error_naming_it(tmp_path: A
         bot.api_url += "/v21.0"  # a doubled version: POST /v21.0/v21.0/{id}/messages
         return [(0.0, text("hello"))]
 
-    async for channel in _channel(script, tmp_path, verify=False):
+    async for channel in channel_for(script, tmp_path, verify=False):
         session = await channel.factory.open("run/path#0/1")
         with pytest.raises(BotError, match=r"called POST /v21\.0/v21\.0/106540352242922/messages"):
             await session.send("hello", 0)
@@ -281,7 +244,7 @@ async def test_a_call_to_another_graph_path_is_a_bot_error_naming_it(tmp_path: A
 async def test_a_media_upload_gets_an_id_with_the_token_and_401_without(tmp_path: Any) -> None:
     import httpx
 
-    async for channel in _channel(_flow, tmp_path, verify=False):
+    async for channel in channel_for(_flow, tmp_path, verify=False):
         url = f"{channel.factory.graph.url}/v21.0/106540352242922/media"
         files = {"file": ("map.png", b"\x89PNG...", "image/png")}
         async with httpx.AsyncClient() as client:

@@ -2,9 +2,11 @@
 
 A team's bot is a web service (an `http` or `whatsapp` bot). With `bot.start` the engine runs it for the
 run, so `simulator run` is one command and CI needs no second terminal: the command is started before the
-first conversation, with its output in the run folder's `bot.log`; the engine waits until it answers (an
-HTTP URL, or a TCP port); at the end it gets SIGTERM, then SIGKILL after `stop_timeout_s`. A command that
-cannot start, exits, or never gets ready is one UserError naming the command and the tail of its log.
+first conversation, in its own process group, with its output in the run folder's `bot.log`; the engine waits
+until it answers (an HTTP URL, or a TCP port); at the end, however the run ends, its group gets SIGTERM, then
+SIGKILL after `stop_timeout_s`. If the engine dies without stopping it (kill -9), a watchdog (watchdog.py)
+stops the group. A command that cannot start, exits, or never gets ready is one UserError naming the command
+and the tail of its log, and leaves nothing running.
 
 Placeholders: `{port}` is a free loopback port chosen when the run starts (a resumed run gets a new one),
 `{python}` this interpreter; an adapter may add its own (whatsapp: `{api_url}`). They are filled in the
@@ -22,6 +24,7 @@ import re
 import shlex
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +34,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from simulator.bots.watchdog import WATCHDOG
 from simulator.config.bots import BotStart
 from simulator.errors import UserError
 from simulator.record.redact import redact
@@ -40,6 +44,7 @@ _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDER_NAMES) + r")\}")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 LOG_NAME = "bot.log"
 _TAIL_LINES = 15
+_COPY_GRACE_S = 2.0
 
 
 def free_port() -> int:
@@ -73,12 +78,15 @@ def fill(text: str, values: dict[str, str], where: str) -> str:
     return _PLACEHOLDER.sub(value, text)
 
 
-def _expand_env(value: str, key: str) -> str:
+def _expand_env(value: str, key: str, known: dict[str, str]) -> str:
+    """`${VAR}` in a `bot.start.env` value, from the environment or what the adapter passes the bot (whatsapp:
+    the secrets it made up for the run), so `APP_SECRET: ${WHATSAPP_APP_SECRET}` works either way."""
+
     def variable(match: re.Match[str]) -> str:
         name = match.group(1)
-        if name not in os.environ:
+        if name not in known:
             raise UserError(f"bot.start.env.{key} uses ${{{name}}}; set the {name} environment variable")
-        return os.environ[name]
+        return known[name]
 
     return _VAR.sub(variable, value)
 
@@ -104,11 +112,12 @@ class BotProcess:
     ) -> None:
         self.config = start
         self.command = [fill(part, values, "bot.start.command") for part in start.command]
+        self.extra_env = dict(extra_env or {})
+        known = {**os.environ, **self.extra_env}
         self.env = {
-            key: fill(_expand_env(value, key), values, f"bot.start.env.{key}")
+            key: fill(_expand_env(value, key, known), values, f"bot.start.env.{key}")
             for key, value in start.env.items()
         }
-        self.extra_env = dict(extra_env or {})
         self.cwd = base_dir / start.cwd if start.cwd else base_dir
         ready = start.ready
         self.ready_url = fill(ready.url, values, "bot.start.ready.url") if ready and ready.url else None
@@ -120,6 +129,8 @@ class BotProcess:
         self.log_path: Path | None = None
         self._process: asyncio.subprocess.Process | None = None
         self._copier: asyncio.Task[None] | None = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        self._lifeline: int | None = None  # the write end of the watchdog's pipe: only this process holds it
 
     def describe(self) -> str:
         return shlex.join(self.command)
@@ -137,6 +148,13 @@ class BotProcess:
             f"the bot process ({self.describe()}) exited with code {code}; the end of {self.log_path}:\n"
             + _tail(self.log_path)
         )
+
+    def recent_log(self, lines: int = 8) -> str | None:
+        """The last lines of the running bot's log, for an error that may be explained there."""
+        if self.log_path is None or not self.log_path.exists():
+            return None
+        tail = "\n".join(_tail(self.log_path).splitlines()[-lines:])
+        return f"The end of the bot's log ({self.log_path}):\n{tail}"
 
     async def start(self, log_dir: Path | None) -> None:
         """Start the command and wait until it is ready; a UserError (with the log's tail) if it is not."""
@@ -157,8 +175,35 @@ class BotProcess:
             raise UserError(
                 f"bot.start: could not start {self.describe()} (in {self.cwd}): {exc}; fix bot.start.command"
             ) from exc
+        self._start_watchdog(self._process.pid)
         self._copier = asyncio.create_task(self._copy_output())
-        await self._wait_ready()
+        try:
+            await self._wait_ready()
+        except UserError:
+            await self.stop()  # its children too: nothing of a failed start is left running
+            raise
+
+    def _start_watchdog(self, pgid: int) -> None:
+        """The watchdog (watchdog.py) that stops the bot's process group if this process dies unannounced."""
+        assert self.log_path is not None
+        read_end, self._lifeline = os.pipe()  # not inheritable: no other child holds the write end
+        try:
+            self._watchdog = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    WATCHDOG,
+                    str(pgid),
+                    str(self.config.stop_timeout_s),
+                    str(self.log_path),
+                ],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            os.close(read_end)
 
     def _log(self, line: str) -> None:
         assert self.log_path is not None
@@ -177,13 +222,11 @@ class BotProcess:
         while True:
             code = self.exit_code()
             if code is not None:
-                if self._copier is not None:
-                    await self._copier  # all its output in the log before the tail is read
+                await self.stop()  # its children too (one may hold its output open); then the log is whole
                 raise UserError(self._not_ready(f"exited with code {code} before it was ready"))
             if await self._ready():
                 return
             if time.monotonic() > deadline:
-                await self.stop()
                 what = self.ready_url or f"port {self.ready_port}"
                 raise UserError(
                     self._not_ready(
@@ -213,21 +256,60 @@ class BotProcess:
         return True
 
     async def stop(self) -> None:
-        """SIGTERM to the process group, then SIGKILL after `stop_timeout_s`; the exit goes in the log."""
+        """SIGTERM to the process group (the bot and every child it made, even once the bot itself has
+        exited), then SIGKILL after `stop_timeout_s`; the exit goes in the log. The watchdog goes first."""
+        self._stop_watchdog()
         process = self._process
         if process is None:
             return
-        if process.returncode is None:
+        if self._group_alive():
             self._signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(process.wait(), self.config.stop_timeout_s)
-            except TimeoutError:
+            deadline = time.monotonic() + self.config.stop_timeout_s
+            while self._group_alive() and time.monotonic() < deadline:
+                if process.returncode is None:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(process.wait(), 0.05)
+                else:
+                    await asyncio.sleep(0.05)
+            if self._group_alive():
                 self._signal(signal.SIGKILL)
-                await process.wait()
-        if self._copier is not None:
-            await self._copier
+        await process.wait()
+        await self._finish_copy()
         self._log(f"--- the bot process exited with code {process.returncode}")
         self._process = None
+
+    async def _finish_copy(self) -> None:
+        """The rest of the bot's output into the log; bounded, since a process that left the group (a
+        daemon that made its own session) may hold the pipe open."""
+        if self._copier is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._copier), _COPY_GRACE_S)
+        except TimeoutError:
+            self._copier.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._copier
+        self._copier = None
+
+    def _stop_watchdog(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.kill()
+            self._watchdog.wait()
+            self._watchdog = None
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
+
+    def _group_alive(self) -> bool:
+        """Whether any process of the bot's group is left (an exited bot not yet reaped counts)."""
+        assert self._process is not None
+        try:
+            os.killpg(self._process.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
     def _signal(self, sig: signal.Signals) -> None:
         assert self._process is not None

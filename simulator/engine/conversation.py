@@ -10,14 +10,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from simulator.bots import BotError, BotFactory
+from simulator.bots import BotError, BotFactory, BotReply, BotSession
 from simulator.bots.environment import Environment, make_environment
 from simulator.config.environment import EnvironmentSpec
 from simulator.config.scenario import Scenario
 from simulator.providers.base import ProviderError
 from simulator.record.models import ConversationRecord, ErrorInfo, StopReason, conversation_key
+from simulator.record.parts import Part
 from simulator.record.transcript import Turn, Usage
-from simulator.users.base import CharacterBreak, SimulatedUser
+from simulator.users.base import CharacterBreak, SimulatedUser, UserMessage
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,16 @@ def bot_conversation_id(run_id: str, plan: ConversationPlan) -> str:
     return f"{run_id}/{plan.id}/{secrets.token_hex(4)}"
 
 
+async def _send(session: BotSession, message: UserMessage, index: int, parts: list[Part]) -> BotReply:
+    """The user turn to the bot; the turn's parts too (photos, voice notes, a burst of messages) to a session
+    that takes them (`takes_parts`: the whatsapp adapter delivers them as the Cloud API does)."""
+    if getattr(session, "takes_parts", False):
+        sender: Any = session
+        reply: BotReply = await sender.send(message.text, index, pick=message.pick, parts=parts)
+        return reply
+    return await session.send(message.text, index, pick=message.pick)
+
+
 async def _attempt(
     plan: ConversationPlan, user: SimulatedUser, bots: BotFactory, attempt: _Attempt
 ) -> tuple[StopReason, dict[str, Any] | None, ErrorInfo | None]:
@@ -92,11 +103,12 @@ async def _attempt(
             attempt.add_usage("user", message.usage)  # the closing [END] call costs tokens too
             if message.done:
                 return "user_done", await session.final_state() or state, None
+            user_parts = message.parts()
             attempt.turns.append(
                 Turn(
                     index=index,
                     role="user",
-                    parts=attempt.with_calls(message.parts()),
+                    parts=attempt.with_calls(user_parts),
                     started_at=started,
                     latency_s=message.latency_s,
                     usage=message.usage,
@@ -106,7 +118,7 @@ async def _attempt(
             )
             started = _now()
             try:
-                reply = await session.send(message.text, index, pick=message.pick)
+                reply = await _send(session, message, index, user_parts)
             except BotError as exc:
                 attempt.keep_calls(index, started)  # the calls the bot made before it failed are data
                 return "error", state, ErrorInfo(source="bot", kind=exc.kind, message=str(exc))

@@ -75,7 +75,9 @@ class PickPart(StrictModel):
 
 
 class MediaPart(StrictModel):
-    """An image, audio clip, video, document or sticker: what it is, never its bytes."""
+    """An image, audio clip, video, document or sticker: what it is, never its bytes. A user's photo carries
+    what it shows in words (`description`), a voice note what it says (`transcript`): what the judge reads,
+    since nobody here looks at the bytes."""
 
     type: Literal["media"] = "media"
     kind: Literal["image", "audio", "video", "document", "sticker"]
@@ -84,6 +86,8 @@ class MediaPart(StrictModel):
     # The channel's own reference (a WhatsApp media id, a URL), when there is one.
     ref: str | None = None
     filename: str | None = None
+    description: str | None = None  # what an image or video shows (e.g. "a rash that does not fade")
+    transcript: str | None = None  # what an audio clip says
 
 
 class ToolCallPart(StrictModel):
@@ -156,7 +160,12 @@ def part_text(part: Part) -> str:
         return f"[picked] {part.title} [id={part.id}]" + ("" if part.offered else " (not offered)")
     if isinstance(part, MediaPart):
         kind = " ".join(x for x in (part.kind, part.content_type) if x)
-        return f"[{kind}]" + (f" {part.caption}" if part.caption else "")
+        said = [part.caption] if part.caption else []
+        if part.description:
+            said.append(f"(shows: {part.description})")
+        if part.transcript:
+            said.append(f"(says: {part.transcript})")
+        return f"[{kind}]" + "".join(f" {x}" for x in said)
     if isinstance(part, ToolCallPart):
         who = "tool call" if part.side == "bot" else "user tool call"
         outcome = f"ERROR: {part.error}" if part.error is not None else _json(part.result)

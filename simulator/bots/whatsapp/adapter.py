@@ -1,11 +1,13 @@
 """The `whatsapp` adapter: the engine plays Meta's WhatsApp Cloud API to the bot under test.
 
-Per user message it POSTs a signed webhook event (text, or the `button_reply` / `list_reply` of a tap) to
-the bot's webhook, then collects what the bot sends through the local Graph API (graph.py) until the bot
+Per user turn it POSTs signed webhook events (text, the `button_reply` / `list_reply` of a tap, or an
+`image` / `audio` message naming a media id the bot fetches from the Graph API) to the bot's webhook, then
+collects what the bot sends through the local Graph API (graph.py) until the bot
 has been quiet for `quiet_s` or sent an interactive message: that is one bot turn, however many messages
 and however slow. The latency is from the webhook delivery to the bot's first message; the reason the turn
 ended is kept in the turn's raw (`end`: `quiet` or `interactive`). Status callbacks (sent, delivered,
-read) are posted when the suite asks for them. Secrets come from the environment variables the suite
+read) are posted when the suite asks for them. While a turn is collected its conversation is "waiting", so a
+Graph API call that names no conversation is recorded on it (routing.py) instead of a timeout. Secrets come from the environment variables the suite
 names (for a bot the suite starts, unset ones are made up for the run and passed to it) and are
 registered for redaction, so none is ever written.
 """
@@ -19,6 +21,7 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +36,7 @@ from simulator.bots.whatsapp.events import (
     Identity,
     WebhookAccount,
     dumps,
+    media_content,
     message_event,
     sign,
     status_event,
@@ -42,7 +46,7 @@ from simulator.bots.whatsapp.graph import GraphApi, Inbox, Outbound
 from simulator.config.bots.whatsapp import WhatsAppBotConfig
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
-from simulator.record.parts import Option, OptionsPart, Part, PickPart, TextPart
+from simulator.record.parts import MediaPart, Option, OptionsPart, Part, PickPart, TextPart
 from simulator.record.redact import redact, register_secrets
 
 if TYPE_CHECKING:
@@ -148,6 +152,18 @@ class WhatsAppBotFactory:
             return f"no answer within {self.config.timeout_s:g} s (bot.timeout_s)"
         return f"{type(exc).__name__}: {exc}"
 
+    def silence(self, notes: list[str]) -> str:
+        """Why a turn timed out, said as it is: no call reached the local Graph API for this conversation (a
+        refused call is an error of its own, never this), with what the bot did do and its log's end."""
+        did = f"; it only {', '.join(notes)}" if notes else ""
+        text = (
+            f"the bot sent no message within {self.config.timeout_s:g} s of the webhook delivery (bot.timeout_s): "
+            f"no call for this conversation reached the local Graph API at {self.graph.url}{did}. A bot sends "
+            "with POST {WHATSAPP_API_URL}/{version}/{phone-number-id}/messages"
+        )
+        tail = self.process.recent_log() if self.process is not None else None
+        return text + (f"\n{tail}" if tail else "")
+
     async def open(self, conversation_id: str) -> WhatsAppSession:
         try:
             await self.start()
@@ -165,6 +181,8 @@ class WhatsAppBotFactory:
 
 class WhatsAppSession:
     """One simulated WhatsApp user chatting with the bot."""
+
+    takes_parts = True  # a user turn's photos, voice notes and bursts are delivered as the Cloud API does
 
     def __init__(self, factory: WhatsAppBotFactory, who: Identity, inbox: Inbox) -> None:
         self._factory = factory
@@ -209,32 +227,78 @@ class WhatsAppSession:
             context_id=self._offered_id if pick is not None else None,
         )
 
-    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
-        early = self._drain()  # sent after the last turn ended, before this message
-        event, message_id = self._event(text, pick)
-        self._factory.graph.note_inbound(message_id, self._inbox)
-        start = time.perf_counter()
-        status = await self._post(event, "the message webhook")
-        messages, notes, end = await self._collect(start, early)
+    def _media_event(self, part: MediaPart) -> tuple[dict[str, Any], str]:
+        """A photo or voice note as the Cloud API posts it: its file stored for the bot to fetch, the webhook
+        naming its media id."""
+        if part.kind not in ("image", "audio"):
+            raise BotError(
+                "unsupported",
+                f"the simulated user sent a {part.kind}; the whatsapp adapter delivers a user's image or audio "
+                "(docs/whatsapp.md)",
+            )
+        stored = self._factory.graph.add_user_media(self._inbox, part)
+        content = media_content(part.kind, stored.media_id, stored.mime_type, stored.sha256, part.caption)
+        return message_event(self._factory.account, self.who, "", content=content)
+
+    def _events(
+        self, text: str, pick: PickPart | None, parts: Sequence[Part] | None
+    ) -> list[tuple[dict[str, Any], str]]:
+        """The webhooks of one user turn. A plain turn (one typed message, or a tap) is one webhook, as
+        always; a rich one (a photo, a voice note, several messages sent in a burst) is one per part, in
+        order, a photo's caption travelling with it rather than again as text."""
+        rich = parts is not None and (
+            any(isinstance(p, MediaPart) for p in parts) or sum(isinstance(p, TextPart) for p in parts) > 1
+        )
+        if not rich or parts is None:
+            return [self._event(text, pick)]
+        events = []
+        caption = None
+        for part in parts:
+            if isinstance(part, MediaPart):
+                events.append(self._media_event(part))
+                caption = part.caption
+            elif isinstance(part, PickPart):
+                events.append(self._event(part.title, part))
+            elif isinstance(part, TextPart) and part.text.strip() and part.text != caption:
+                events.append(self._event(part.text, None))
+        return events or [self._event(text, pick)]
+
+    async def send(
+        self, text: str, turn: int, *, pick: PickPart | None = None, parts: Sequence[Part] | None = None
+    ) -> BotReply:
+        """One user turn (text, a tap, or its parts: photos, voice notes, a burst) as webhooks; the bot's turn
+        that follows."""
+        events = self._events(text, pick, parts)
+        graph = self._factory.graph
+        graph.directory.begin_wait(self._inbox)
+        try:
+            early = self._drain()  # sent after the last turn ended, before this message
+            start = time.perf_counter()
+            posted = []
+            for event, message_id in events:
+                graph.note_inbound(message_id, self._inbox)
+                posted.append({"status": await self._post(event, "the message webhook"), "event": event})
+            messages, notes, end = await self._collect(start, early)
+        finally:
+            graph.directory.end_wait(self._inbox)
         statuses = await self._statuses(messages)
-        parts: list[Part] = [part for item in messages for part in item.parts]
+        got: list[Part] = [part for item in messages for part in item.parts]
         for item in messages:
             options = [p for p in item.parts if isinstance(p, OptionsPart)]
             if options:
                 self._offered, self._offered_id = options[-1], item.message_id
         first = min((item.at for item in messages), default=start)
         return BotReply(
-            messages=[p.text for p in parts if isinstance(p, TextPart)],
+            messages=[p.text for p in got if isinstance(p, TextPart)],
             latency_s=max(0.0, first - start),
-            parts=parts,
-            raw=self._raw(start, status, event, messages, notes, end, statuses),
+            parts=got,
+            raw=self._raw(start, posted, messages, notes, end, statuses),
         )
 
     def _raw(
         self,
         start: float,
-        status: int,
-        event: dict[str, Any],
+        posted: list[dict[str, Any]],
         messages: list[Outbound],
         notes: list[str],
         end: str,
@@ -249,7 +313,8 @@ class WhatsAppSession:
         if self._factory.record_raw:
             for entry, item in zip(timing, messages, strict=True):
                 entry["body"] = item.body
-            raw.update(webhook={"status": status, "event": event}, notes=notes, statuses=statuses)
+            webhooks: dict[str, Any] = {"webhook": posted[0]} if len(posted) == 1 else {"webhooks": posted}
+            raw.update(webhooks, notes=notes, statuses=statuses)
         return raw
 
     def _drain(self) -> list[Outbound]:
@@ -280,11 +345,7 @@ class WhatsAppSession:
                 except TimeoutError:
                     if messages:
                         return messages, notes, "quiet"
-                    raise BotError(
-                        "timeout",
-                        f"the bot sent no message within {self._config.timeout_s:g} s of the webhook delivery "
-                        "(bot.timeout_s)",
-                    ) from None
+                    raise BotError("timeout", self._factory.silence(notes)) from None
             if item.error is not None:
                 raise BotError(item.error_kind or "invalid_reply", item.error)
             if item.note is not None:

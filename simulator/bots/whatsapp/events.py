@@ -4,8 +4,10 @@ Shapes (docs/whatsapp.md): every event is `{"object": "whatsapp_business_account
 "changes": [{"field": "messages", "value": {...}}]}]}`; a message's `value` holds `messaging_product`,
 `metadata` {display_phone_number, phone_number_id}, `contacts` [{profile{name}, wa_id, user_id}] and
 `messages` [{from, id "wamid.…", timestamp, type, text{body} | interactive{type button_reply{id, title} |
-list_reply{id, title, description}}, context{from, id} when it answers a message}]; a status's `value` holds
-`statuses` [{id, status, timestamp, recipient_id, recipient_user_id, conversation, pricing}].
+list_reply{id, title, description}} | image{id, mime_type, sha256, caption} | audio{id, mime_type, sha256, voice},
+context{from, id} when it answers a message}]; a status's `value` holds
+`contacts` [{wa_id, user_id}] and `statuses` [{id, status, timestamp, recipient_id, recipient_user_id,
+conversation, pricing}].
 Every POST carries `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body with the app secret>`.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 __all__ = [
     "Identity",
     "WebhookAccount",
+    "media_content",
     "message_event",
     "new_message_id",
     "sign",
@@ -112,6 +115,19 @@ def _content(text: str, pick: PickPart | None, offered: Option | None, style: st
     }
 
 
+def media_content(
+    kind: str, media_id: str, mime_type: str, sha256: str, caption: str | None
+) -> dict[str, Any]:
+    """The content of an image or audio message a person sends: the media id the bot fetches from the Graph
+    API, its type and hash; an image's caption; an audio clip recorded in the app is a voice note."""
+    media: dict[str, Any] = {"mime_type": mime_type, "sha256": sha256, "id": media_id}
+    if kind == "image" and caption:
+        media["caption"] = caption
+    if kind == "audio":
+        media["voice"] = True
+    return {"type": kind, kind: media}
+
+
 def message_event(
     account: WebhookAccount,
     who: Identity,
@@ -121,15 +137,16 @@ def message_event(
     offered: Option | None = None,
     style: str | None = None,
     context_id: str | None = None,
+    content: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], str]:
     """The webhook event of one user message and the message's id. `context_id` is the bot's message the
-    tap answers (the Cloud API's `context`)."""
+    tap answers (the Cloud API's `context`); `content` replaces the text (a media message)."""
     message_id = new_message_id()
     message: dict[str, Any] = {
         "from": who.wa_id,
         "id": message_id,
         "timestamp": str(int(time.time())),
-        **_content(text, pick, offered, style),
+        **(content if content is not None else _content(text, pick, offered, style)),
     }
     if context_id is not None:
         message["context"] = {"from": account.display_phone_number, "id": context_id}
@@ -157,7 +174,9 @@ def status_event(account: WebhookAccount, who: Identity, message_id: str, status
             "category": "service",
             "type": "free_customer_service",
         }
-    return _envelope(account, {"statuses": [entry]})
+    # Since the BSUID change (Graph API v26) a sent/delivered/read status names its user in `contacts` too.
+    contact = {"wa_id": who.wa_id, "user_id": who.user_id}
+    return _envelope(account, {"contacts": [contact], "statuses": [entry]})
 
 
 def verification_query(verify_token: str) -> tuple[dict[str, str], str]:

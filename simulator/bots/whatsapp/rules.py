@@ -1,5 +1,9 @@
 """The Cloud API's rules for a message a bot sends, and the parts the engine records for it.
 
+Addressing (`check_address`): `recipient_type` individual; `to` (a phone number) or `recipient` (a
+business-scoped user id, Graph API v26), `to` winning when both are given; `context.message_id` when the
+message quotes another.
+
 The real API refuses a message that breaks a rule (HTTP 400, error code 131009 or 100); the person never
 sees it. Here each refusal is a `RuleBroken` naming the field and the rule, so the run records the bot's
 mistake as an error, never as a pass or a fail. The limits are Meta's published ones (docs/whatsapp.md):
@@ -16,12 +20,17 @@ A valid message becomes parts: text -> text; interactive buttons -> the body as 
 
 from __future__ import annotations
 
-__all__ = ["RuleBroken", "message_parts"]
+__all__ = ["BSUID", "RuleBroken", "check_address", "message_parts"]
 
+import re
 from typing import Any
 
+from simulator.bots.whatsapp.routing import phone_digits
 from simulator.record.parts import MediaPart, Option, OptionsPart, Part, TextPart
 
+# A business-scoped user id: the country, then digits (`US.13491208655302741918`), or a parent BSUID
+# (`US.ENT.11815799212886844830`).
+BSUID = re.compile(r"[A-Z]{2}\.(?:ENT\.)?[0-9A-Za-z]{1,64}")
 MEDIA_TYPES = ("image", "audio", "video", "document", "sticker")
 KNOWN_TYPES = ("text", "interactive", "template", "reaction", *MEDIA_TYPES)
 
@@ -177,6 +186,36 @@ def _template(message: dict[str, Any]) -> list[Part]:
     return [TextPart(text=f"[template {name} ({code})]" + (" " + " | ".join(params) if params else ""))]
 
 
+def check_address(message: dict[str, Any]) -> None:
+    """The addressing of a send-API body: `recipient_type`, `to` (a phone number) and/or `recipient` (a
+    business-scoped user id, Graph API v26), and the optional `context` (the message it replies to)."""
+    if message.get("recipient_type", "individual") != "individual":
+        raise RuleBroken(
+            "recipient_type",
+            f"must be 'individual' for a message to one person; the bot sent {message.get('recipient_type')!r}",
+        )
+    to, recipient = message.get("to"), message.get("recipient")
+    if to is None and recipient is None:
+        raise RuleBroken(
+            "to / recipient",
+            "a message needs `to` (the user's phone number: the webhook's contacts[0].wa_id) or `recipient` "
+            "(the business-scoped user id: contacts[0].user_id); the bot sent neither",
+        )
+    if to is not None and not (isinstance(to, str) and phone_digits(to).isdigit() and len(to) <= 64):
+        raise RuleBroken(
+            "to", f"must be a phone number as a string (the webhook's contacts[0].wa_id); the bot sent {to!r}"
+        )
+    if recipient is not None and not (isinstance(recipient, str) and BSUID.fullmatch(recipient)):
+        raise RuleBroken(
+            "recipient",
+            "must be a business-scoped user id such as 'GB.1234567890' (the webhook's contacts[0].user_id); "
+            f"the bot sent {str(recipient)[:40]!r}",
+        )
+    context = message.get("context")
+    if context is not None:
+        _text(_object(context, "context").get("message_id"), "context.message_id", 256)
+
+
 def message_parts(message: Any) -> list[Part]:
     """The parts one send-API body shows the person; `RuleBroken` when the Cloud API would refuse it."""
     message = _object(message, "the request body")
@@ -184,9 +223,7 @@ def message_parts(message: Any) -> list[Part]:
         raise RuleBroken(
             "messaging_product", f"must be 'whatsapp'; the bot sent {message.get('messaging_product')!r}"
         )
-    if message.get("recipient_type", "individual") != "individual":
-        raise RuleBroken("recipient_type", "must be 'individual' for a message to one person")
-    _text(message.get("to"), "to", 64)
+    check_address(message)
     kind = message.get("type", "text")
     if kind not in KNOWN_TYPES:
         raise RuleBroken("type", f"must be one of {', '.join(KNOWN_TYPES)}; the bot sent {kind!r}")

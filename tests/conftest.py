@@ -45,6 +45,25 @@ def missing_local_model() -> str | None:
     return None
 
 
+@functools.cache
+def missing_voice_tools() -> str | None:
+    """Why the voice tests (a simulated caller on a call, the local transcriber) cannot run here, or None."""
+    missing = [] if shutil.which("espeak-ng") else ["espeak-ng (apt-get install espeak-ng)"]
+    missing += [name for name in ("pocketsphinx", "websockets") if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    return f'needs {", ".join(missing)} to run the voice tests: pip install -e ".[voice]"'
+
+
+@functools.cache
+def missing_pipecat() -> str | None:
+    """Why the example pipecat phone bot cannot run here, or None."""
+    reason = missing_voice_tools()
+    if reason is None and importlib.util.find_spec("pipecat") is None:
+        reason = "needs pipecat-ai for the example phone bot: python examples/voice/install_pipecat.py"
+    return reason
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Before any test: no connection off this machine, no real API key in the environment (tests/guard.py)."""
     from tests import guard
@@ -70,12 +89,17 @@ def _network_and_key_guard() -> Iterator[None]:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Skip (or, under SIMULATOR_REQUIRE_ALL=1, fail) a browser or real-model test whose tool is missing."""
+    """Skip (or, under SIMULATOR_REQUIRE_ALL=1, fail) a browser, real-model or voice test whose tool is
+    missing."""
     reasons = []
     if item.get_closest_marker("browser") is not None:
         reasons.append(missing_chromium())
     if item.get_closest_marker("real_llm") is not None:
         reasons.append(missing_local_model())
+    if item.get_closest_marker("voice") is not None:
+        reasons.append(missing_voice_tools())
+    if item.get_closest_marker("pipecat") is not None:
+        reasons.append(missing_pipecat())
     reason = next((r for r in reasons if r), None)
     if reason is None:
         return

@@ -30,18 +30,25 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.__init__",
     ),
     "stats": ("simulator.stats",),
-    "config": ("simulator.config",),
+    "config": ("simulator.config", "simulator.voice.config", "simulator.voice.tools"),
     "record": ("simulator.record",),
     "providers": ("simulator.providers",),
     # The fake LLM servers, and the `test:` provider that serves suites with one.
     "testing": ("simulator.testing",),
-    "roles": ("simulator.users", "simulator.bots", "simulator.judging"),
+    # The voice channel (a registered bot kind) spans rooms, one idea per module: its config and tools,
+    # the channel, the figures read off recorded calls, and its registered report section.
+    "roles": ("simulator.users", "simulator.bots", "simulator.judging", "simulator.voice"),
     "engine": ("simulator.engine",),
     # Real conversations read from traces and files (OTLP, JSONL, CSV): the import channel writes run
     # folders through the record, and the live collector decodes with it.
     "traces": ("simulator.traces",),
-    "analysis": ("simulator.analysis",),
-    "report": ("simulator.report",),
+    "analysis": (
+        "simulator.analysis",
+        "simulator.voice.timeline",
+        "simulator.voice.events",
+        "simulator.voice.measures",
+    ),
+    "report": ("simulator.report", "simulator.voice.section"),
     # The one door into the engine: plan, run, resume, compare, results.
     "api": ("simulator.api",),
     # Feature slices: each one package, reaching the engine only through the API.

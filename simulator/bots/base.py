@@ -40,6 +40,9 @@ class BotReply:
     model: str | None = None
     raw: dict[str, Any] | None = field(default=None)
     parts: list[Part] | None = None
+    # The user's message as the channel delivered it (a voice call: the caller's speech as audio parts);
+    # when given it replaces the parts of the user's turn.
+    said: list[Part] | None = None
 
     def turn_parts(self) -> list[Part]:
         """The turn's parts: `parts` when the adapter gave them, else one text part per message."""
@@ -89,7 +92,7 @@ def parts_from_json(value: Any, where: str) -> list[Part]:
             where_part += ", field " + ".".join(str(x) for x in loc[2:])
         raise BotError(
             "invalid_reply",
-            f"{where_part}: {first['msg']} (a part is text, options, media, tool_call or event; "
+            f"{where_part}: {first['msg']} (a part is text, options, media, tool_call, event or audio; "
             "see docs/rich-turns.md)",
         ) from None
 

@@ -110,6 +110,7 @@ BOT_KINDS: Registry[BotKind] = Registry(
         "simulator.config.bots.whatsapp",
         "simulator.config.bots.openai_endpoint",
         "simulator.config.bots.in_code",
+        "simulator.voice.config",
     ),
     # A package that adds a channel names its module here (pyproject: [project.entry-points."simulator.bot_kinds"]).
     group="simulator.bot_kinds",

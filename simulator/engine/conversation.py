@@ -86,7 +86,10 @@ async def _attempt(
     env = attempt.environment
     # A bot adapter and a simulated user that act on the environment are given it; others never see it.
     opener: Any = bots  # factories that act on an environment take it as `environment=` (bots/__init__.py)
-    session = await (opener.open(attempt.bot_id, environment=env) if env else bots.open(attempt.bot_id))
+    given: dict[str, Any] = {"environment": env} if env else {}
+    if getattr(bots, "wants_scenario", False):  # a channel that voices the persona (the voice caller)
+        given["scenario"] = plan.scenario
+    session = await opener.open(attempt.bot_id, **given)
     if env is not None and hasattr(user, "use_environment"):
         user.use_environment(env)  # the simulated person's own tools (thermometer, rash)
     state: dict[str, Any] | None = None
@@ -120,6 +123,8 @@ async def _attempt(
                 attempt.keep_calls(index, started)  # the calls the bot made before it failed are data
                 return "error", state, ErrorInfo(source="bot", kind=exc.kind, message=str(exc))
             attempt.add_usage("bot", reply.usage)
+            if reply.said is not None:  # the user's message as the channel delivered it (a caller's speech)
+                attempt.turns[-1] = attempt.turns[-1].model_copy(update={"parts": list(reply.said)})
             if reply.state is not None:
                 state = reply.state
             attempt.turns.append(

@@ -13,6 +13,7 @@ where the judge saw it.
 from __future__ import annotations
 
 __all__ = [
+    "AudioPart",
     "EventPart",
     "MediaPart",
     "Option",
@@ -112,8 +113,22 @@ class EventPart(StrictModel):
     reason: str | None = None
 
 
+class AudioPart(StrictModel):
+    """A stretch of speech in a voice call (docs/voice.md): when it played, in seconds from the call's
+    start; what was said (the caller's words as spoken, or the bot's speech as the local transcriber heard
+    it); and where its audio is kept, relative to the run folder (None when audio is not kept)."""
+
+    type: Literal["audio"] = "audio"
+    start_s: float = Field(ge=0)
+    end_s: float = Field(ge=0)
+    transcript: str = ""
+    file: str | None = None
+    duration_s: float | None = Field(default=None, ge=0)  # the audio file's length
+
+
 Part = Annotated[
-    TextPart | OptionsPart | PickPart | MediaPart | ToolCallPart | EventPart, Field(discriminator="type")
+    TextPart | OptionsPart | PickPart | MediaPart | ToolCallPart | EventPart | AudioPart,
+    Field(discriminator="type"),
 ]
 
 
@@ -134,7 +149,8 @@ def _option_text(option: Option) -> str:
 def part_text(part: Part) -> str:
     """The one text form of a part (documented in docs/rich-turns.md): a text part is its text; the others
     are a bracketed label and their content, e.g. `[buttons] Yes [id=yes] | No [id=no]`,
-    `[picked] Yes [id=yes]`, `[tool call] book {"urgency": "emergency"} -> {"id": "A1"}`."""
+    `[picked] Yes [id=yes]`, `[tool call] book {"urgency": "emergency"} -> {"id": "A1"}`, and speech as
+    `[spoken 3.2-5.0 s] Does the pain spread to your arm?`."""
     if isinstance(part, TextPart):
         return part.text
     if isinstance(part, OptionsPart):
@@ -154,6 +170,8 @@ def part_text(part: Part) -> str:
         who = "tool call" if part.side == "bot" else "user tool call"
         outcome = f"ERROR: {part.error}" if part.error is not None else _json(part.result)
         return f"[{who}] {part.name} {_json(part.arguments)} -> {outcome}"
+    if isinstance(part, AudioPart):
+        return f"[spoken {part.start_s:.1f}-{part.end_s:.1f} s] {part.transcript}".rstrip()
     return f"[event] {part.event}" + (f": {part.reason}" if part.reason else "")
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import ValidationInfo, model_validator
 
 from simulator.models import StrictModel
-from simulator.record.parts import Part, PickPart, TextPart, part_text
+from simulator.record.parts import AudioPart, Part, PickPart, TextPart, part_text
 
 Role = Literal["user", "bot"]
 
@@ -118,13 +118,17 @@ class Turn(StrictModel):
 
     @property
     def messages(self) -> list[str]:
-        """The turn's text: its text parts and a pick's title, in order (tool calls, options and media
-        are in `parts`; `turn_lines` gives every part as text)."""
-        return [
-            part.text if isinstance(part, TextPart) else part.title
-            for part in self.parts
-            if isinstance(part, TextPart | PickPart)
-        ]
+        """The turn's text: its text parts, a pick's title and the transcript of speech (a voice call), in
+        order (tool calls, options and media are in `parts`; `turn_lines` gives every part as text)."""
+        out = []
+        for part in self.parts:
+            if isinstance(part, TextPart):
+                out.append(part.text)
+            elif isinstance(part, PickPart):
+                out.append(part.title)
+            elif isinstance(part, AudioPart) and part.transcript:
+                out.append(part.transcript)
+        return out
 
     @property
     def text(self) -> str:

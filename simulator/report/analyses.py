@@ -50,6 +50,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "simulator.report.relations_view",
     "simulator.report.golden_view",
     "simulator.redteam.view",
+    "simulator.voice.section",
 )
 
 CORE_FINDINGS = 100  # the findings_order of the core headlines (bugs, outcome, flaky, health, run warnings)

@@ -1,7 +1,8 @@
 """The self-contained HTML report: summary, tables with interval plots, a filterable transcript viewer.
 
 One file, no network: CSS and JS are inlined, a Content-Security-Policy allows only the report's own script
-(by hash) and forbids every fetch, and every string from a transcript or verdict is HTML-escaped.
+(by hash) and forbids every fetch (but, in a voice run's report, the players' audio files in the run
+folder), and every string from a transcript or verdict is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ def _asset(name: str) -> str:
     return resources.files("simulator.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def _csp(script: str) -> str:
+def _csp(script: str, audio: bool = False) -> str:
+    """The report's policy; `audio`: a voice run's players may load the run folder's audio files."""
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     return (
         "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
-        f"script-src 'sha256-{digest}'; connect-src 'none'; form-action 'none'; base-uri 'none'"
+        + ("media-src file:; " if audio else "")
+        + f"script-src 'sha256-{digest}'; connect-src 'none'; form-action 'none'; base-uri 'none'"
     )
 
 
@@ -49,7 +52,8 @@ def _transcripts(report: Report) -> str:
         f"{_options(['pass', 'fail', 'error', 'not_judged'])}</select></label>"
         '<span id="shown"></span></div>'
     )
-    body = "".join(transcript_html(i, t) for i, t in enumerate(report.transcripts))
+    audio_root = Path(report.run.path).resolve().as_uri() + "/"  # a voice call's audio, in the run folder
+    body = "".join(transcript_html(i, t, audio_root) for i, t in enumerate(report.transcripts))
     return (
         '<section id="transcripts"><h2>Transcripts</h2><p class="note">Highlighted passages are the evidence '
         "judges quoted (red: quoted by a failing verdict); click a verdict to outline its passages. Quotes the "
@@ -88,6 +92,7 @@ _NAV_NAMES = {
     "relations": "Relations",
     "split": "Held-out",
     "health": "Run health",
+    "voice": "Voice",
     "cost": "Cost &amp; latency",
     "judges": "Judges",
     "length": "Length",
@@ -118,7 +123,7 @@ def render_html(report: Report, header: str = "", everything: bool = False) -> s
     )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{e(_csp(script))}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{e(_csp(script, report.analysis("voice") is not None))}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}</title><style>{_asset('report.css')}{_asset('parts.css')}</style></head><body>{header}"
         f'<header><h1>{e(title)}</h1><div class="meta">{e(meta)}</div></header><nav>{nav}</nav>'

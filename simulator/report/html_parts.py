@@ -141,8 +141,9 @@ def highlighted_quotes(t: Transcript) -> list[tuple[str, str, str]]:
 _PLAIN = ("pass", "not_applicable")
 
 
-def transcript_html(index: int, t: Transcript) -> str:
-    """One conversation of the viewer: turns with highlighted evidence, final state, verdicts."""
+def transcript_html(index: int, t: Transcript, audio_root: str | None = None) -> str:
+    """One conversation of the viewer: turns with highlighted evidence, final state, verdicts; a voice
+    call's speech with players for the audio under `audio_root` (the run folder's URL)."""
     quotes = highlighted_quotes(t)
     tags = "|" + "|".join(t.tags) + "|"
     turns = []
@@ -151,7 +152,14 @@ def transcript_html(index: int, t: Transcript) -> str:
         if turn.latency_s is not None:
             latency = f"<i>{turn.latency_s * 1000:.0f} ms</i>"
         parts = turn.parts or [TextPart(text=message) for message in turn.messages]
-        turns += turn_html(turn.role, parts, lambda text: highlight(text, quotes), latency, label=False)
+        turns += turn_html(
+            turn.role,
+            parts,
+            lambda text: highlight(text, quotes),
+            latency,
+            label=False,
+            audio_root=audio_root,
+        )
     if not turns:
         turns.append('<p class="note">no messages</p>')
     verdicts = []

@@ -2,7 +2,8 @@
 
 Text is highlighted (the verdicts' evidence) by the caller's function; options are drawn as buttons or a
 list, a pick as the tapped button, media as a placeholder card, a tool call as a collapsible card with its
-arguments and result, an event as a badge. Everything from the transcript is escaped. Their style sheet is
+arguments and result, an event as a badge, speech on a voice call as its time and transcript with a player
+for its audio (when an `audio_root` URL for the run folder is given and the audio was kept). Everything from the transcript is escaped. Their style sheet is
 report/assets/parts.css (inlined in the report, served to the desk).
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from simulator.record.parts import (
+    AudioPart,
     EventPart,
     MediaPart,
     OptionsPart,
@@ -61,8 +63,19 @@ def _tool(part: ToolCallPart) -> str:
     )
 
 
-def part_html(part: Part, highlight: Highlight) -> str:
-    """One part as HTML; text through `highlight` (which must escape), the rest escaped here."""
+def _speech(part: AudioPart, highlight: Highlight, audio_root: str | None) -> str:
+    when = f'<span class="lbl">spoken {part.start_s:.1f}–{part.end_s:.1f} s</span> '
+    player = ""
+    if audio_root is not None and part.file:
+        player = f' <audio controls preload="none" src="{_e(audio_root + part.file)}"></audio>'
+    return f'<span class="speech">{when}{highlight(part.transcript)}{player}</span>'
+
+
+def part_html(part: Part, highlight: Highlight, audio_root: str | None = None) -> str:
+    """One part as HTML; text through `highlight` (which must escape), the rest escaped here. `audio_root`:
+    the URL of the run folder, ending in `/`, that a voice call's audio paths are relative to."""
+    if isinstance(part, AudioPart):
+        return _speech(part, highlight, audio_root)
     if isinstance(part, TextPart):
         return highlight(part.text)
     if isinstance(part, OptionsPart):
@@ -81,18 +94,24 @@ def part_html(part: Part, highlight: Highlight) -> str:
 
 
 def turn_html(
-    role: str, parts: list[Part], highlight: Highlight, latency: str = "", label: bool = True
+    role: str,
+    parts: list[Part],
+    highlight: Highlight,
+    latency: str = "",
+    label: bool = True,
+    audio_root: str | None = None,
 ) -> list[str]:
-    """A turn as message bubbles: each text or pick its own bubble; options, media, tool calls and events
-    join the bubble before them (a button list belongs to the message it answers). `label=False` is the
-    report's short form for 10^5 bubbles: class `u` or `b`, the speaker's name drawn by its style sheet."""
+    """A turn as message bubbles: each text, pick or stretch of speech its own bubble; options, media, tool
+    calls and events join the bubble before them (a button list belongs to the message it answers).
+    `label=False` is the report's short form for 10^5 bubbles: class `u` or `b`, the speaker's name drawn by
+    its style sheet."""
     who = f'<span class="who">{"USER" if role == "user" else "BOT"}</span>' if label else ""
     kind = f"msg {_e(role)}" if label else ("u" if role == "user" else "b")
     bubbles: list[list[str]] = []
     for part in parts:
-        if isinstance(part, TextPart | PickPart) or not bubbles:
+        if isinstance(part, TextPart | PickPart | AudioPart) or not bubbles:
             bubbles.append([])
-        bubbles[-1].append(part_html(part, highlight))
+        bubbles[-1].append(part_html(part, highlight, audio_root))
     out = []
     for number, bubble in enumerate(bubbles):
         tail = latency if number == 0 else ""

@@ -5,10 +5,11 @@ from __future__ import annotations
 __all__ = ["routes"]
 
 from typing import Any
+from urllib.parse import quote
 
 from markupsafe import Markup
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
 from simulator.analysis.calibrate import calibrate_labels
@@ -22,6 +23,7 @@ from simulator.report.model import PICK_JUDGE_SET, Report
 from simulator.report.verdict_order import group_verdicts
 from simulator.serve.reader import ReaderFilter, matching, neighbours
 from simulator.serve.render import page, templates
+from simulator.voice.audio_files import AUDIO_DIR
 
 
 def _desk(request: Request) -> Any:
@@ -115,7 +117,19 @@ async def reader_page(request: Request) -> Response:
         query=chosen.query(),
         options=_options(report),
         imported=run.manifest.kind == "imported",
+        audio_root=f"/runs/{quote(name, safe='')}/",  # a voice call's audio (audio_file below)
     )
+
+
+async def audio_file(request: Request) -> Response:
+    """A voice call's audio kept in the run folder (`audio/...wav`): only regular WAV files under the run's
+    `audio/` folder are served (docs/voice.md)."""
+    name = request.path_params["run"]
+    folder = (_desk(request).index.path(name) / AUDIO_DIR).resolve()
+    wanted = (folder / request.path_params["path"]).resolve()
+    if not wanted.is_relative_to(folder) or wanted.suffix != ".wav" or not wanted.is_file():
+        raise UserError(f"no audio '{request.path_params['path']}' in run {name}")
+    return FileResponse(wanted, media_type="audio/wav")
 
 
 async def calibration_page(request: Request) -> Response:
@@ -145,4 +159,5 @@ def routes() -> list[Route]:
         Route("/runs/{run}/report", report_page),
         Route("/runs/{run}/calibration", calibration_page),
         Route("/runs/{run}/c/{conversation}", reader_page),
+        Route("/runs/{run}/audio/{path:path}", audio_file),
     ]

@@ -33,11 +33,18 @@ def _marked(text: str, quotes: list[tuple[str, str, str]]) -> Markup:
     return Markup(highlight(visible(text), [(visible(q), c, r) for q, c, r in quotes]))
 
 
-def _bubbles(turn: Turn, quotes: list[tuple[str, str, str]] | None = None, you: bool = False) -> Markup:
+def _bubbles(
+    turn: Turn,
+    quotes: list[tuple[str, str, str]] | None = None,
+    you: bool = False,
+    audio_root: str | None = None,
+) -> Markup:
     """A turn's parts as message bubbles (report/html_turns.py: buttons as buttons, tool calls as cards),
     its text made visible and escaped, with the quoted passages marked."""
     marks = [(visible(q), c, r) for q, c, r in quotes or []]
-    bubbles = turn_html(turn.role, turn.parts, lambda text: highlight(visible(text), marks))
+    bubbles = turn_html(
+        turn.role, turn.parts, lambda text: highlight(visible(text), marks), audio_root=audio_root
+    )
     html_text = "".join(bubbles)
     if you:
         html_text = html_text.replace('<span class="who">USER</span>', '<span class="who">YOU</span>')

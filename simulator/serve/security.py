@@ -24,7 +24,8 @@ from simulator.bearer import TOKEN_COOKIE, token_ok
 
 CSRF_COOKIE = "desk_csrf"
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; "
+    "connect-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")

@@ -60,7 +60,7 @@ def missing_pipecat() -> str | None:
     """Why the example pipecat phone bot cannot run here, or None."""
     reason = missing_voice_tools()
     if reason is None and importlib.util.find_spec("pipecat") is None:
-        reason = "needs pipecat-ai for the example phone bot: python examples/voice/install_pipecat.py"
+        reason = 'needs pipecat-ai for the example phone bot: pip install -e ".[voice]"'
     return reason
 
 

@@ -20,6 +20,10 @@ R = TypeVar("R")
 # every test. On a newcomer's machine the same tests skip with one line saying how to enable them.
 REQUIRE_ALL = os.environ.get("SIMULATOR_REQUIRE_ALL") == "1"
 
+# The Ray tests import gRPC into a worker that later starts bots and forks shards; gRPC's fork handlers can
+# crash such a child (SIGSEGV before exec). simulator/engine/ray_backend.py sets the same for users.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 
 @functools.cache
 def missing_chromium() -> str | None:

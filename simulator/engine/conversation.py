@@ -80,9 +80,8 @@ async def _send(session: BotSession, message: UserMessage, index: int, parts: li
     return await session.send(message.text, index, pick=message.pick)
 
 
-async def _attempt(
-    plan: ConversationPlan, user: SimulatedUser, bots: BotFactory, attempt: _Attempt
-) -> tuple[StopReason, dict[str, Any] | None, ErrorInfo | None]:
+async def _open_session(plan: ConversationPlan, user: SimulatedUser, bots: BotFactory, attempt: _Attempt) -> Any:
+    """A fresh bot session for one attempt, given the environment and the scenario where it acts on them."""
     env = attempt.environment
     # A bot adapter and a simulated user that act on the environment are given it; others never see it.
     opener: Any = bots  # factories that act on an environment take it as `environment=` (bots/__init__.py)
@@ -92,6 +91,13 @@ async def _attempt(
     session = await opener.open(attempt.bot_id, **given)
     if env is not None and hasattr(user, "use_environment"):
         user.use_environment(env)  # the simulated person's own tools (thermometer, rash)
+    return session
+
+
+async def _attempt(
+    plan: ConversationPlan, user: SimulatedUser, bots: BotFactory, attempt: _Attempt
+) -> tuple[StopReason, dict[str, Any] | None, ErrorInfo | None]:
+    session = await _open_session(plan, user, bots, attempt)
     state: dict[str, Any] | None = None
     try:
         for index in range(plan.scenario.max_turns):

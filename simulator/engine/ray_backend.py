@@ -34,6 +34,9 @@ class RayBackendOptions:
 
 
 def _ray() -> Any:
+    # Ray's gRPC threads and a later fork (a started bot, `--workers`) do not mix: with gRPC's fork handlers on,
+    # a child forked while those threads run can die with SIGSEGV before it execs. Nothing forked here uses gRPC.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     try:
         import ray
     except ImportError:

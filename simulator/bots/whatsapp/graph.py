@@ -72,7 +72,7 @@ def _rule(exc: RuleBroken) -> Refused:
 
 
 @dataclass
-class Call:
+class GraphCall:
     """One request to the local Graph API, read once by the middleware: its body and the conversation it names."""
 
     method: str
@@ -85,7 +85,7 @@ class Call:
         return self.body if isinstance(self.body, dict) else None
 
 
-CALL = web.RequestKey("call", Call)
+CALL = web.RequestKey("call", GraphCall)
 
 
 def _graph_error(refusal: Refused) -> web.Response:
@@ -182,8 +182,8 @@ class GraphApi:
             )
             return _graph_error(Refused(500, 1, "An unknown error occurred", fault))
 
-    async def _read(self, request: web.Request) -> Call:
-        call = Call(request.method, request.path)
+    async def _read(self, request: web.Request) -> GraphCall:
+        call = GraphCall(request.method, request.path)
         try:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
@@ -266,7 +266,7 @@ class GraphApi:
             {"messaging_product": "whatsapp", "contacts": [contact], "messages": [{"id": message_id}]}
         )
 
-    def _read_receipt(self, call: Call, body: dict[str, Any]) -> web.Response:
+    def _read_receipt(self, call: GraphCall, body: dict[str, Any]) -> web.Response:
         """`{status: read, message_id}` (with `typing_indicator: {type: text}` it also shows typing)."""
         message_id = body.get("message_id")
         if call.address.by != "message_id":
@@ -296,7 +296,7 @@ class GraphApi:
         self._check_number(request)
         return web.json_response({"id": str(secrets.randbelow(9 * 10**15) + 10**15)})
 
-    def _stored(self, call: Call, media_id: str, what: str) -> MediaFile:
+    def _stored(self, call: GraphCall, media_id: str, what: str) -> MediaFile:
         stored = self.media.get(media_id)
         if stored is None:
             raise Refused(

@@ -80,7 +80,9 @@ async def _send(session: BotSession, message: UserMessage, index: int, parts: li
     return await session.send(message.text, index, pick=message.pick)
 
 
-async def _open_session(plan: ConversationPlan, user: SimulatedUser, bots: BotFactory, attempt: _Attempt) -> Any:
+async def _open_session(
+    plan: ConversationPlan, user: SimulatedUser, bots: BotFactory, attempt: _Attempt
+) -> Any:
     """A fresh bot session for one attempt, given the environment and the scenario where it acts on them."""
     env = attempt.environment
     # A bot adapter and a simulated user that act on the environment are given it; others never see it.

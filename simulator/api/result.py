@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["Comparison", "Result"]
 
+import html
 import json
 from functools import cached_property
 from pathlib import Path
@@ -29,7 +30,38 @@ class Result:
         self.session = session
 
     def __repr__(self) -> str:
-        return f"Result(folder={str(self.folder)!r})"
+        return "\n".join([f"Result(folder={str(self.folder)!r})", *(f"  {line}" for line in self.summary())])
+
+    def _repr_html_(self) -> str:
+        """A notebook shows the same summary as a small table, every value escaped (transcripts are data)."""
+        rows = "".join(f"<li>{html.escape(line)}</li>" for line in self.summary())
+        return f"<div><b>Result</b> <code>{html.escape(str(self.folder))}</code><ul>{rows}</ul></div>"
+
+    def summary(self) -> list[str]:
+        """The few lines a notebook user reads first: the run, its headline rates with their units, the
+        errors counted apart and the findings, bugs first. Empty when the folder holds no readable run."""
+        try:
+            report = self.report
+        except Exception:  # a repr never raises: a missing or unreadable folder simply has no summary
+            return []
+        info = report.run
+        lines = [
+            f"{info.suite}: {info.conversations} conversations over {info.scenarios} scenarios "
+            f"({info.status}); bot {info.bot}"
+        ]
+        lines.append(f"conversations passing: {report.overall.lead_text}")
+        if report.outcome is not None:
+            lines.append(
+                f"{report.outcome.critical} sensitivity: {report.outcome.critical_sensitivity.lead_text}"
+            )
+            lines.append(f"under-triage: {report.outcome.under_triage.lead_text}")
+        lines.append(f"errors (counted apart, never pass or fail): {self.errors}")
+        order = {"bug": 0, "warning": 1, "info": 2}
+        findings = sorted(report.findings, key=lambda f: order[f.level])
+        lines += [f"{f.level.upper()}: {f.title}" for f in findings[:5]]
+        if len(findings) > 5:
+            lines.append(f"... and {len(findings) - 5} more findings (result.findings)")
+        return lines
 
     @cached_property
     def report(self) -> Report:

@@ -45,6 +45,7 @@ from simulator.errors import UserError
 from simulator.judging.fidelity import FIDELITY_CHECKS
 from simulator.judging.stage import JudgeStage, make_judge_stage
 from simulator.providers.hub import ModelHub
+from simulator.config.bot_identity import identify_bot
 from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
@@ -91,6 +92,7 @@ def new_manifest(
         run_id=run_id,
         created_at=datetime.now(UTC),
         git_commit=git_commit(suite.base_dir),
+        bot_identity=identify_bot(suite.bot, suite.base_dir),
         suite_file=str(suite.file.resolve()) if suite.file else None,
         suite_hash=sha256_file(suite.file) if suite.file else None,
         suite=redacted_suite(suite),

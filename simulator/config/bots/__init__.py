@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
+from simulator.config.bot_identity import module_source_hash, started_parts
 from simulator.config.bot_kinds import (
     EDITABLE_PROMPT,
     ENVIRONMENT,
@@ -61,6 +62,10 @@ class PythonBotConfig(BotConfig):
     def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
         yield ("factory",), lambda: load_factory(self.factory)
 
+    def identity_parts(self, base_dir: Path) -> dict[str, str]:
+        found = module_source_hash(self.factory.split(":", 1)[0])
+        return {} if found is None else {f"source sha256 of {found[0]}": found[1]}
+
 
 class ReadyCheck(StrictModel):
     """When a started bot is ready: an HTTP `url` answers (any status below 500), or a TCP `port` accepts."""
@@ -81,6 +86,10 @@ class BotStart(StrictModel):
     env: Annotated[dict[str, str], SecretVariables] = Field(default_factory=dict)
     cwd: str | None = None  # relative to the suite file; default the suite's folder
     stop_timeout_s: float = Field(default=5.0, gt=0)
+
+    def identity_parts(self, base_dir: Path) -> dict[str, str]:
+        """The started bot's command hash, the files it names, its folder's git describe."""
+        return started_parts(self.command, base_dir / self.cwd if self.cwd else base_dir)
 
 
 class HttpBotConfig(BotConfig):
@@ -141,6 +150,14 @@ class ChatBotConfig(BotConfig):
 
     def declared_state_keys(self) -> set[str] | None:
         return {self.decision_tool.field} if self.decision_tool is not None else set()
+
+    def identity_parts(self, base_dir: Path) -> dict[str, str]:
+        import hashlib
+
+        prompt = self.system_prompt or ""
+        if self.system_prompt_file and (base_dir / self.system_prompt_file).is_file():
+            prompt = (base_dir / self.system_prompt_file).read_text(encoding="utf-8")
+        return {"model": self.model, "system prompt sha256": "sha256:" + hashlib.sha256(prompt.encode()).hexdigest()}
 
 
 register_bot_kind(

@@ -39,7 +39,14 @@ from simulator.safety.evidence import (
 )
 from simulator.safety.harm import HarmWeighted, harm_weighted
 from simulator.safety.hazard_check import check_hazard_log
-from simulator.safety.hazards import Exposure, HazardLog, RiskManagement, RiskMatrix, SystemDefinition
+from simulator.safety.hazards import (
+    Exposure,
+    HazardLog,
+    RiskManagement,
+    RiskMatrix,
+    SystemDefinition,
+    words,
+)
 from simulator.safety.reviewed import reviewed_control
 from simulator.safety.service import Projection, projections
 from simulator.stats.rates import RateView
@@ -231,13 +238,13 @@ def _hazard(
         names = ", ".join(c.id for c in controls if c.status == "not met")
         basis = (
             f"control {names} not met: clustered 95% bound of harm per conversation {100 * max(missed):.1f}% "
-            f"({measured}); never below the initial likelihood"
+            f"({words(measured)}); never below the initial likelihood"
         )
     elif not controls:
         residual = hazard.residual_likelihood or hazard.likelihood
         names = ", ".join(c.id for c in reviewed)
         basis = (
-            f"the CSO's estimate after controls verified by review ({names}): {residual}; not a test result"
+            f"the CSO's estimate after controls verified by review ({names}): {words(residual)}; not a test result"
             if hazard.residual_likelihood
             else f"not reduced: controls {names} are verified by review and no residual_likelihood is estimated"
         )
@@ -248,7 +255,7 @@ def _hazard(
     else:
         worst = max(bounds)
         residual = matrix.likelihood_for(worst)
-        basis = f"largest clustered 95% bound of harm per conversation {100 * worst:.1f}% → {residual}"
+        basis = f"largest clustered 95% bound of harm per conversation {100 * worst:.1f}% → {words(residual)}"
     cell = matrix.cell(hazard.severity, residual)
     state: HazardState
     if "not met" in statuses:

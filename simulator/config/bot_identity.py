@@ -10,7 +10,7 @@ their whole identities agree (safety/case.py, safety/history.py).
 
 from __future__ import annotations
 
-__all__ = ["BotIdentity", "git_describe", "identify_bot", "module_source_hash", "started_parts"]
+__all__ = ["BotIdentity", "identify_bot", "module_source_hash", "started_parts"]
 
 import hashlib
 import importlib.util

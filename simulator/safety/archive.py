@@ -12,7 +12,7 @@ one: equal evidence hashes prove the document still matches its evidence; otherw
 
 from __future__ import annotations
 
-__all__ = ["Archived", "archive_document", "changes", "read_archived", "verify_signoffs"]
+__all__ = ["FOLDER", "archive_document", "changes", "read_archived", "verify_signoffs"]
 
 import hashlib
 import json

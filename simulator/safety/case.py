@@ -415,7 +415,7 @@ def build_safety_case(
         risk_management=log.risk_management,
         outstanding=_outstanding(hazards, calibration, merged),
         exposure=log.exposure,
-        projections=projections(log.exposure, hazards),
+        projections=projections(log.exposure, [(h.id, h.controls) for h in hazards]),
         generated_at=(generated_at or datetime.now(UTC)).isoformat(timespec="seconds"),
         evidence_hash="",
         matrix=log.risk_matrix,

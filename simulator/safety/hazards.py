@@ -12,8 +12,8 @@ The file is validated like scenarios: every mistake is one Problem naming file, 
 from __future__ import annotations
 
 __all__ = [
-    "CONTROL_KINDS",
     "DCB0129",
+    "Exposure",
     "Control",
     "Hazard",
     "HazardLog",

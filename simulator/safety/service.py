@@ -11,13 +11,9 @@ from __future__ import annotations
 
 __all__ = ["Projection", "projections"]
 
-from typing import TYPE_CHECKING
-
 from simulator.models import ResultModel
+from simulator.safety.controls import ControlResult
 from simulator.safety.hazards import Exposure
-
-if TYPE_CHECKING:
-    from simulator.safety.case import HazardResult
 
 
 class Projection(ResultModel):
@@ -34,13 +30,13 @@ class Projection(ResultModel):
     note: str
 
 
-def projections(exposure: Exposure | None, hazards: list[HazardResult]) -> list[Projection]:
-    """Each test control with a measured failure rate, projected onto the declared exposure."""
+def projections(exposure: Exposure | None, hazards: list[tuple[str, list[ControlResult]]]) -> list[Projection]:
+    """Each test control (of each hazard id) with a measured failure rate, projected onto the exposure."""
     if exposure is None:
         return []
     out = []
-    for hazard in hazards:
-        for c in hazard.controls:
+    for hazard_id, controls in hazards:
+        for c in controls:
             if c.kind != "test" or c.rate is None or c.rate.rate is None:
                 continue
             tagged = [t for t in c.tags if t in exposure.case_mix]
@@ -53,7 +49,7 @@ def projections(exposure: Exposure | None, hazards: list[HazardResult]) -> list[
             volume = exposure.conversations_per_month * share
             out.append(
                 Projection(
-                    hazard=hazard.id,
+                    hazard=hazard_id,
                     control=c.id,
                     share=share,
                     conversations_per_month=exposure.conversations_per_month,

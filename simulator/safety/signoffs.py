@@ -10,7 +10,7 @@ shows "signed for run X; the evidence has changed since".
 
 from __future__ import annotations
 
-__all__ = ["DECISIONS", "SignOff", "SignOffBook", "check_decision", "signoff_views"]
+__all__ = ["DECISIONS", "SignOff", "SignOffBook", "check_decision", "not_shown_controlled", "signoff_views"]
 
 import os
 from datetime import datetime

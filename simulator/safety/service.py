@@ -59,7 +59,7 @@ def projections(exposure: Exposure | None, hazards: list[tuple[str, list[Control
                     per_month_bound=None if bound is None else volume * bound,
                     note=(
                         f"projection: {exposure.conversations_per_month:g} conversations a month × share "
-                        f"{share:g} ({', '.join(tagged) or 'all'}) × {c.metric} per conversation"
+                        f"{share:g} ({', '.join(tagged) or 'all'}) × the failure rate of {c.metric} per conversation"
                     ),
                 )
             )

@@ -63,8 +63,9 @@ class PythonBotConfig(BotConfig):
         yield ("factory",), lambda: load_factory(self.factory)
 
     def identity_parts(self, base_dir: Path) -> dict[str, str]:
+        # The factory too: two factories of one module (make_bot, make_fixed_bot) are two bots.
         found = module_source_hash(self.factory.split(":", 1)[0])
-        return {} if found is None else {f"source sha256 of {found[0]}": found[1]}
+        return ({} if found is None else {f"source sha256 of {found[0]}": found[1]}) | {"factory": self.factory}
 
 
 class ReadyCheck(StrictModel):

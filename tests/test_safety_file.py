@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -91,13 +90,19 @@ def test_a_log_with_a_review_control_status_owner_and_dates_validates_and_is_sho
     run = synthetic_outcome_run(tmp_path / "run", {f"s{i}": [True, i != 0] for i in range(4)})
     case = build_safety_case(load_runs([run]), load_hazard_log(_log(tmp_path)))
     first, second = case.hazards
-    assert (first.status, first.owner, first.raised, first.reviewed) == ("monitoring", "Dr Ada", "2026-01-02", "2026-02-03")
+    assert (first.status, first.owner, first.raised, first.reviewed) == (
+        "monitoring",
+        "Dr Ada",
+        "2026-01-02",
+        "2026-02-03",
+    )
     assert (first.initial_rating, first.initial_risk) == (4, "unacceptable")  # catastrophic x medium
     (review,) = second.controls
     assert review.status == "verified by review" and review.rate is None and review.bound is None
-    assert review.review is not None and review.review.sha256 == "sha256:" + hashlib.sha256(
-        b"The banner is in place.\n"
-    ).hexdigest()
+    assert (
+        review.review is not None
+        and review.review.sha256 == "sha256:" + hashlib.sha256(b"The banner is in place.\n").hexdigest()
+    )
     # Only reviewed controls: the CSO's residual estimate, said to be no test result; not a gate failure.
     assert second.residual_likelihood == "very_low" and "not a test result" in second.residual_basis
     assert second.state == "controlled by review" and second.residual_rating == 2
@@ -119,7 +124,9 @@ def test_a_log_with_a_review_control_status_owner_and_dates_validates_and_is_sho
         (("    reviewed: 2026-02-03\n", "    reviewed: 2025-02-03\n"), "is before raised"),
     ],
 )
-def test_each_hazard_log_mistake_names_its_field(tmp_path: Path, change: tuple[str, str], needle: str) -> None:
+def test_each_hazard_log_mistake_names_its_field(
+    tmp_path: Path, change: tuple[str, str], needle: str
+) -> None:
     text = LOG.replace(*change)
     assert text != LOG
     with pytest.raises(UserError) as caught:
@@ -155,7 +162,20 @@ def test_the_bot_kinds_identify_the_release_under_test(tmp_path: Path) -> None:
 
 def test_a_run_records_its_bot_and_the_case_shows_it(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    assert main(["run", str(ROOT / "scenarios/triage/suite.yaml"), "--out", str(out), "--no-progress", "--runs", "1"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(ROOT / "scenarios/triage/suite.yaml"),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--runs",
+                "1",
+            ]
+        )
+        == 0
+    )
     case = build_safety_case(load_runs([out]), load_hazard_log(ROOT / "examples/triage_hazards.yaml"))
     (trace,) = case.traceability.runs
     assert trace.bot_version and trace.bot_version.startswith("sha256:")
@@ -241,10 +261,25 @@ CHECKLIST = {
 
 def test_the_demo_document_holds_every_item_of_the_cso_checklist(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    assert main(["run", str(ROOT / "scenarios/triage/suite.yaml"), "--out", str(out), "--no-progress", "--runs", "1"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(ROOT / "scenarios/triage/suite.yaml"),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--runs",
+                "1",
+            ]
+        )
+        == 0
+    )
     case = build_safety_case(load_runs([out]), load_hazard_log(ROOT / "examples/triage_hazards.yaml"))
     sections = {s.id: str(s) for s in safety_case_sections(case)}
-    missing = [item for item, (section, phrase) in CHECKLIST.items() if phrase not in sections.get(section, "")]
+    missing = [
+        item for item, (section, phrase) in CHECKLIST.items() if phrase not in sections.get(section, "")
+    ]
     assert not missing, missing
     assert len(CHECKLIST) == 16
     order = [s.id for s in safety_case_sections(case)]
@@ -260,7 +295,9 @@ def test_two_factories_of_one_module_are_two_bots() -> None:
     demo = identify_bot(PythonBotConfig(factory="examples.triage_bot:make_bot"), ROOT)
     fixed = identify_bot(PythonBotConfig(factory="examples.triage_bot:make_fixed_bot"), ROOT)
     assert demo is not None and fixed is not None and not demo.same_as(fixed)
-    assert demo.version == fixed.version  # the same source file: its hash is shown, the factory tells them apart
+    assert (
+        demo.version == fixed.version
+    )  # the same source file: its hash is shown, the factory tells them apart
 
 
 def test_the_commands_in_the_docs_run_as_shown(

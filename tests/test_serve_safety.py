@@ -202,9 +202,11 @@ def test_the_signed_document_is_archived_and_outlives_its_run(desk: tuple[TestCl
     (signoff,) = SignOffBook(data).all()
     assert signoff.justification == "supervised pilot only" and signoff.document is not None
     archived = data / signoff.document
-    assert archived.is_file() and signoff.document_sha256 == "sha256:" + __import__("hashlib").sha256(
-        archived.read_bytes()
-    ).hexdigest()
+    assert (
+        archived.is_file()
+        and signoff.document_sha256
+        == "sha256:" + __import__("hashlib").sha256(archived.read_bytes()).hexdigest()
+    )
     # The printable document now shows who signed.
     assert "Dr Ada" in client.get("/safety/run-a/document").text
     shutil.rmtree(runs / "run-a")

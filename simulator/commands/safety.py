@@ -37,7 +37,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="pool runs that tested different bot versions (refused by default)",
     )
     case.add_argument(
-        "--desk", type=Path, help="the sign-off folder (the desk's --data; default: RUNS/.desk beside the runs)"
+        "--desk",
+        type=Path,
+        help="the sign-off folder (the desk's --data; default: RUNS/.desk beside the runs)",
     )
     sign = case.add_argument_group("sign-off (as the review desk does)")
     sign.add_argument("--sign", action="store_true", help="record a sign-off of this evidence and archive it")
@@ -46,14 +48,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sign.add_argument("--decision", help="approve, reject or 'approve with conditions'")
     sign.add_argument("--comment", default="", help="a comment; the conditions for 'approve with conditions'")
     sign.add_argument(
-        "--justification", default="", help="why approving is acceptable while a hazard is not shown controlled"
+        "--justification",
+        default="",
+        help="why approving is acceptable while a hazard is not shown controlled",
     )
     sign.add_argument(
         "--verify",
         action="store_true",
         help="check every sign-off of these runs against the evidence now: exit 1 naming what changed",
     )
-    sign.add_argument("--document", type=Path, help="with --verify: check this archived document JSON instead")
+    sign.add_argument(
+        "--document", type=Path, help="with --verify: check this archived document JSON instead"
+    )
     case.set_defaults(handler=cmd_safety_case)
 
     history = subparsers.add_parser(
@@ -125,11 +131,20 @@ def _sign(desk: Path, case: Any, args: argparse.Namespace) -> None:
     """Record a sign-off as the desk does: the same rules, the document archived beside it."""
     from simulator.safety.signing import sign_case
 
-    missing = [flag for flag, value in (("--name", args.name), ("--role", args.role), ("--decision", args.decision)) if not value]
+    missing = [
+        flag
+        for flag, value in (("--name", args.name), ("--role", args.role), ("--decision", args.decision))
+        if not value
+    ]
     if missing:
-        raise UserError(f"--sign needs {', '.join(missing)} (e.g. --name 'Dr A Shah' --role 'Clinical Safety Officer' --decision reject)")
+        raise UserError(
+            f"--sign needs {', '.join(missing)} (e.g. --name 'Dr A Shah' --role 'Clinical Safety Officer' --decision reject)"
+        )
     signoff = sign_case(desk, case, args.name, args.role, args.decision, args.comment, args.justification)
-    print(f"signed: {signoff.name} ({signoff.role}) {signoff.decision}; document kept at {desk / (signoff.document or '')}", file=sys.stderr)
+    print(
+        f"signed: {signoff.name} ({signoff.role}) {signoff.decision}; document kept at {desk / (signoff.document or '')}",
+        file=sys.stderr,
+    )
 
 
 def _verify(desk: Path, case: Any, document: Path | None) -> int:
@@ -145,7 +160,9 @@ def _verify(desk: Path, case: Any, document: Path | None) -> int:
             for s, found in verify_signoffs(desk, case)
         ]
         if not checked:
-            raise UserError(f"no sign-off of these runs in {desk}: sign first (--sign), or name --desk / --document")
+            raise UserError(
+                f"no sign-off of these runs in {desk}: sign first (--sign), or name --desk / --document"
+            )
     for who, found in checked:
         if not found:
             print(f"verified: {who} matches the evidence {case.evidence_hash}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = ["BotIdentity", "identify_bot", "module_source_hash", "started_parts"]
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -41,7 +42,9 @@ class BotIdentity(StrictModel):
 def _tree_hash(path: Path) -> str:
     """sha256 over a file, or over a folder's .py files (relative names and bytes, sorted)."""
     digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
+    files = (
+        [path] if path.is_file() else sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
+    )
     for file in files:
         digest.update(str(file.relative_to(path.parent if path.is_file() else path)).encode() + b"\0")
         digest.update(file.read_bytes() + b"\0")
@@ -82,7 +85,9 @@ def git_describe(folder: Path) -> str | None:
 
 def started_parts(command: Sequence[str], cwd: Path) -> dict[str, str]:
     """A started bot: its command's hash, the hash of each file the command names, its folder's git describe."""
-    parts = {"start command sha256": "sha256:" + hashlib.sha256(json.dumps(list(command)).encode()).hexdigest()}
+    parts = {
+        "start command sha256": "sha256:" + hashlib.sha256(json.dumps(list(command)).encode()).hexdigest()
+    }
     for arg in command:
         path = cwd / arg
         if "{" not in arg and path.is_file():
@@ -98,10 +103,8 @@ def identify_bot(config: BotConfig, base_dir: Path) -> BotIdentity | None:
     parts: dict[str, str] = {}
     if config.version:
         parts[DECLARED] = config.version
-    try:
+    with contextlib.suppress(OSError):  # an unreadable file leaves that part out, never fails a run
         parts.update(config.identity_parts(base_dir))
-    except OSError:
-        pass
     if not parts:
         return None
     return BotIdentity(version=config.version or next(iter(parts.values())), parts=parts)

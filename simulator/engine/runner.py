@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.bots import BotFactory, make_bot_factory
+from simulator.config.bot_identity import identify_bot
 from simulator.config.bot_kinds import MODEL
 from simulator.config.scenario import Scenario, refuse_drafts
 from simulator.config.suite import Suite
@@ -45,7 +46,6 @@ from simulator.errors import UserError
 from simulator.judging.fidelity import FIDELITY_CHECKS
 from simulator.judging.stage import JudgeStage, make_judge_stage
 from simulator.providers.hub import ModelHub
-from simulator.config.bot_identity import identify_bot
 from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo

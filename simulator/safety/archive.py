@@ -101,14 +101,18 @@ def changes(signed: SafetyCase, now: SafetyCase) -> list[str]:
 def verify_signoffs(folder: Path, case: SafetyCase) -> list[tuple[SignOff, list[str]]]:
     """Every sign-off of this hazard log and these runs with what changed since (empty list: verified)."""
     runs = {r.run_id for r in case.traceability.runs}
-    out = []
+    out: list[tuple[SignOff, list[str]]] = []
     for signoff in SignOffBook(folder).all():
         if signoff.hazard_log != case.traceability.hazard_log or not runs & set(signoff.runs):
             continue
         if signoff.evidence_hash == case.evidence_hash:
             out.append((signoff, []))
         elif signoff.document is None:
-            out.append((signoff, ["the evidence hash differs and no document was archived to say what changed"]))
+            out.append(
+                (signoff, ["the evidence hash differs and no document was archived to say what changed"])
+            )
         else:
-            out.append((signoff, changes(read_archived(folder / signoff.document), case) or ["evidence hash"]))
+            out.append(
+                (signoff, changes(read_archived(folder / signoff.document), case) or ["evidence hash"])
+            )
     return out

@@ -320,7 +320,9 @@ def _statement(hazards: list[HazardResult]) -> list[str]:
     return lines
 
 
-def _outstanding(hazards: list[HazardResult], calibration: list[CalibrationStatus], run: RunData) -> list[str]:
+def _outstanding(
+    hazards: list[HazardResult], calibration: list[CalibrationStatus], run: RunData
+) -> list[str]:
     """Test issues and outstanding items, as a CSO would list them before deployment."""
     out = []
     for h in hazards:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 __all__ = [
     "DCB0129",
-    "Exposure",
     "Control",
+    "Exposure",
     "Hazard",
     "HazardLog",
     "ReviewEvidence",
@@ -84,7 +84,9 @@ class RiskMatrix(_Strict):
             set(self.ratings) != set(self.likelihood)
             or any(len(row) != len(self.severity) for row in self.ratings.values())
         ):
-            raise ValueError("matrix ratings need one row per likelihood level, one number per severity level")
+            raise ValueError(
+                "matrix ratings need one row per likelihood level, one number per severity level"
+            )
         return self
 
     def cell(self, severity: str, likelihood: str) -> str:

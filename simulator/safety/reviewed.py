@@ -33,7 +33,11 @@ def reviewed_control(control: Control, hazard_log: Path | None) -> ControlResult
     assert evidence is not None, "a reviewed control has evidence (hazards.Control)"
     digest = _document_hash(evidence.document, evidence.sha256, hazard_log.parent if hazard_log else None)
     review = evidence.model_copy(update={"sha256": digest})
-    found = "" if digest else " (no file beside the hazard log and no sha256 declared: the document is not pinned)"
+    found = (
+        ""
+        if digest
+        else " (no file beside the hazard log and no sha256 declared: the document is not pinned)"
+    )
     return ControlResult(
         id=control.id,
         description=control.description,

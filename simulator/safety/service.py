@@ -30,7 +30,9 @@ class Projection(ResultModel):
     note: str
 
 
-def projections(exposure: Exposure | None, hazards: list[tuple[str, list[ControlResult]]]) -> list[Projection]:
+def projections(
+    exposure: Exposure | None, hazards: list[tuple[str, list[ControlResult]]]
+) -> list[Projection]:
     """Each test control (of each hazard id) with a measured failure rate, projected onto the exposure."""
     if exposure is None:
         return []

@@ -238,7 +238,9 @@ def _trace_section(case: SafetyCase) -> Section:
                 cells=[
                     r.run_id,
                     "bot version",
-                    "; ".join([r.bot_version or "not identified"] + [f"{k} {v}" for k, v in r.bot_identity.items()]),
+                    "; ".join(
+                        [r.bot_version or "not identified"] + [f"{k} {v}" for k, v in r.bot_identity.items()]
+                    ),
                 ]
             ),
             text_row(

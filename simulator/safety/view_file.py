@@ -45,10 +45,14 @@ def system_section(case: SafetyCase) -> Section:
         identity = "; ".join(f"{k} {v}" for k, v in r.bot_identity.items())
         rows.append(
             text_row(
-                cells=[f"bot under test in {r.run_id}", f"{r.bot} · version {r.bot_version or 'not identified'}"],
+                cells=[
+                    f"bot under test in {r.run_id}",
+                    f"{r.bot} · version {r.bot_version or 'not identified'}",
+                ],
                 state=None if r.bot_version else "warn",
-                details=[f"Identified by: {identity}"] if identity else ["Nothing identifies this release: "
-                         "declare bot.version in the suite"],
+                details=[f"Identified by: {identity}"]
+                if identity
+                else ["Nothing identifies this release: declare bot.version in the suite"],
             )
         )
     return table_section(id="system", title="System definition", columns=["item", "as stated"], rows=rows)
@@ -135,8 +139,11 @@ def safety_statement_section(case: SafetyCase, signoffs: list[SignOffView] | Non
         notes.append(
             "No sign-off on this evidence yet: the CSO's justification and deployment conditions are recorded "
             "with the sign-off"
-            + (f" (a justification is required to approve with {', '.join(open_hazards)} open)." if open_hazards
-               else ".")
+            + (
+                f" (a justification is required to approve with {', '.join(open_hazards)} open)."
+                if open_hazards
+                else "."
+            )
         )
     return table_section(id="safety-statement", title="Safety statement", notes=notes)
 
@@ -156,9 +163,16 @@ def signoff_section(signoffs: list[SignOffView] | None) -> Section:
         )
         for v in signoffs or []
     ]
-    notes = [] if rows else ["Not signed: sign with `simulator safety-case RUN --hazards FILE --sign ...` or the desk."]
+    notes = (
+        []
+        if rows
+        else ["Not signed: sign with `simulator safety-case RUN --hazards FILE --sign ...` or the desk."]
+    )
     return table_section(
-        id="signoff", title="Sign-off", notes=notes, columns=["name", "role", "decision", "signed", "evidence"],
+        id="signoff",
+        title="Sign-off",
+        notes=notes,
+        columns=["name", "role", "decision", "signed", "evidence"],
         rows=rows,
     )
 

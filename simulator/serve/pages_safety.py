@@ -15,9 +15,9 @@ from starlette.routing import Route
 
 from simulator.errors import UserError
 from simulator.report.draw_html import html_section
+from simulator.safety.archive import FOLDER
 from simulator.safety.case import SafetyCase, build_safety_case
 from simulator.safety.hazards import load_hazard_log
-from simulator.safety.archive import FOLDER
 from simulator.safety.html import matrix_html, safety_case_html
 from simulator.safety.signing import sign_case
 from simulator.safety.signoffs import DECISIONS, SignOffBook, not_shown_controlled, signoff_views

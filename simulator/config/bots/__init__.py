@@ -65,7 +65,9 @@ class PythonBotConfig(BotConfig):
     def identity_parts(self, base_dir: Path) -> dict[str, str]:
         # The factory too: two factories of one module (make_bot, make_fixed_bot) are two bots.
         found = module_source_hash(self.factory.split(":", 1)[0])
-        return ({} if found is None else {f"source sha256 of {found[0]}": found[1]}) | {"factory": self.factory}
+        return ({} if found is None else {f"source sha256 of {found[0]}": found[1]}) | {
+            "factory": self.factory
+        }
 
 
 class ReadyCheck(StrictModel):
@@ -158,7 +160,10 @@ class ChatBotConfig(BotConfig):
         prompt = self.system_prompt or ""
         if self.system_prompt_file and (base_dir / self.system_prompt_file).is_file():
             prompt = (base_dir / self.system_prompt_file).read_text(encoding="utf-8")
-        return {"model": self.model, "system prompt sha256": "sha256:" + hashlib.sha256(prompt.encode()).hexdigest()}
+        return {
+            "model": self.model,
+            "system prompt sha256": "sha256:" + hashlib.sha256(prompt.encode()).hexdigest(),
+        }
 
 
 register_bot_kind(

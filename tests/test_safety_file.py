@@ -337,3 +337,30 @@ def test_the_commands_in_the_docs_run_as_shown(
     assert ran.count("safety-case") == 3 and "history" in ran and "new" in ran
     (signoff,) = SignOffBook(tmp_path / "runs" / ".desk").all()
     assert signoff.decision == "reject" and signoff.runs == ["demo"]
+
+
+def test_an_http_bot_started_for_the_run_records_the_version_it_answers(tmp_path: Path) -> None:
+    """Through the engine: the example HTTP bot, started by the suite, answers /version; the manifest keeps it
+    beside the start command's hash, and the safety case shows it."""
+    text = (ROOT / "scenarios/triage/suite.yaml").read_text(encoding="utf-8")
+    text = text.replace('paths: ["."]', f'paths: ["{ROOT}/scenarios/triage"]')
+    text = text.replace("../../judges/triage", f"{ROOT}/judges/triage")
+    text = text.replace("../../examples/triage_vocabulary.yaml", f"{ROOT}/examples/triage_vocabulary.yaml")
+    bot = (
+        "bot:\n  type: http\n  url: http://127.0.0.1:{port}/chat\n  version_url: http://127.0.0.1:{port}/version\n"
+        f"  start:\n    command: ['{{python}}', '-m', 'examples.http_triage_bot', '--port', '{{port}}']\n"
+        f"    cwd: {ROOT}\n"
+    )
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("bot:"))
+    end = next(i for i in range(at + 1, len(lines)) if lines[i].strip() and not lines[i].startswith(" "))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("".join(lines[:at]) + bot + "".join(lines[end:]), encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["run", str(suite), "--out", str(out), "--no-progress", "--runs", "1"]) == 0
+    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    identity = BotIdentity.model_validate(manifest["bot_identity"])
+    assert identity.version == "http-triage-bot 1.0"
+    assert identity.parts["start command sha256"].startswith("sha256:")
+    case = build_safety_case(load_runs([out]), load_hazard_log(ROOT / "examples/triage_hazards.yaml"))
+    assert case.traceability.runs[0].bot_version == "http-triage-bot 1.0"

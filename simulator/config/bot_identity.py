@@ -10,7 +10,7 @@ their whole identities agree (safety/case.py, safety/history.py).
 
 from __future__ import annotations
 
-__all__ = ["BotIdentity", "identify_bot", "module_source_hash", "started_parts"]
+__all__ = ["BotIdentity", "identify_bot", "module_source_hash", "started_parts", "with_answer"]
 
 import contextlib
 import hashlib
@@ -108,3 +108,12 @@ def identify_bot(config: BotConfig, base_dir: Path) -> BotIdentity | None:
     if not parts:
         return None
     return BotIdentity(version=config.version or next(iter(parts.values())), parts=parts)
+
+
+def with_answer(identity: BotIdentity | None, answered: dict[str, str]) -> BotIdentity:
+    """The identity with what the running bot answered (its version endpoint) added: the answer is the
+    version shown unless the suite declared one."""
+    old = identity.parts if identity is not None else {}
+    declared = {DECLARED: old[DECLARED]} if DECLARED in old else {}
+    parts = {**declared, **answered, **{k: v for k, v in old.items() if k not in answered}}
+    return BotIdentity(version=declared.get(DECLARED) or next(iter(parts.values())), parts=parts)

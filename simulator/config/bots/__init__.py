@@ -105,6 +105,9 @@ class HttpBotConfig(BotConfig):
     timeout_s: float = Field(default=30.0, gt=0)
     max_reply_bytes: int = Field(default=8_000_000, ge=1024)
     start: BotStart | None = None
+    # A URL the bot answers with its release (JSON {"version": ...} or text), asked once it is ready and
+    # recorded in the manifest's bot_identity; may use {port} like `url`.
+    version_url: Annotated[str | None, SecretURL] = Field(default=None, pattern=r"^https?://")
 
     operational: ClassVar[frozenset[str]] = frozenset({"timeout_s"})
 
@@ -113,6 +116,9 @@ class HttpBotConfig(BotConfig):
 
     def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
         yield ("url",), lambda: check_url(self.url)
+        if self.version_url:
+            version_url = self.version_url
+            yield ("version_url",), lambda: check_url(version_url)
 
 
 class DecisionTool(StrictModel):

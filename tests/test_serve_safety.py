@@ -172,6 +172,12 @@ def test_the_history_page_charts_the_runs_of_a_suite(desk: tuple[TestClient, Pat
     page = client.get("/history?suite=synthetic")
     assert page.status_code == 200 and page.text.count("<svg") >= 2 and "HAZ-1" in page.text
     assert "run-a → run-b" in page.text
+    # The axis names the runs and their dates, and marks the signed ones.
+    assert ">2 run-b</text>" in page.text and "✓ signed" not in page.text
+    evidence = _evidence(client.get("/safety/run-b").text)
+    assert _sign(client, "run-b", evidence, "Dr Ada", "reject") == 303
+    page = client.get("/history?suite=synthetic")
+    assert "✓ signed" in page.text and "signed: Dr Ada: reject" in page.text
 
 
 def test_without_a_hazard_log_the_page_says_how_to_start_the_desk(tmp_path: Path) -> None:

@@ -70,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     history.add_argument("--hazards", type=Path, help="a hazard log: add each hazard's bound per run")
     history.add_argument("--html", type=Path, help="write the HTML page with the SVG chart here")
     history.add_argument("--json", type=Path, help="write the history as JSON here")
+    history.add_argument("--desk", type=Path, help="sign-offs to mark (default: RUNS/.desk beside the runs)")
     history.set_defaults(handler=cmd_history)
 
 
@@ -177,11 +178,14 @@ def _verify(desk: Path, case: Any, document: Path | None) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     from simulator.safety.hazards import load_hazard_log
-    from simulator.safety.history import build_history
+    from simulator.safety.history import build_history, mark_signed
     from simulator.safety.history_view import history_html, print_history
+    from simulator.safety.signoffs import SignOffBook
 
     log = load_hazard_log(args.hazards) if args.hazards else None
     history = build_history(args.runs, log)
+    book = SignOffBook(args.desk or args.runs[0].resolve().parent / ".desk")
+    mark_signed(history, [(s.runs, f"{s.name}: {s.decision}") for s in book.all()])
     print_history(history)
     if args.json:
         write_output(args.json, history.model_dump_json(indent=2) + "\n")

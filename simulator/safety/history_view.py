@@ -56,7 +56,9 @@ def _points_section(history: History) -> Section:
                     f"{_short(p.suite_hash)} · {_short(p.scenario_set)}",
                 ],
                 state="warn" if p.changed else None,
-                details=[p.changed] if p.changed else [],
+                details=([p.changed] if p.changed else [])
+                + [f"bot version {p.bot_version or 'not identified'}"]
+                + ([f"signed: {'; '.join(p.signed)}"] if p.signed else []),
             )
         )
     return table_section(
@@ -216,8 +218,13 @@ def _point_parts(
             f'<circle cx="{x:.1f}" cy="{y(rate.rate):.1f}" r="3.5" fill="#1f6feb"><title>'
             f"{escape(p.run_id)}: {escape(rate.text)}</title></circle>"
         )
+        run = p.run_id if len(p.run_id) <= 16 else "…" + p.run_id[-15:]
+        signed = " ✓ signed" if p.signed else ""
         parts.append(
-            f'<text x="{x:.1f}" y="{top + height + 14}" font-size="9" text-anchor="middle">{i + 1}</text>'
+            f'<text x="{x:.1f}" y="{top + height + 12}" font-size="8" text-anchor="middle">{i + 1} '
+            f"{escape(run)}</text>"
+            f'<text x="{x:.1f}" y="{top + height + 22}" font-size="8" text-anchor="middle" fill="#555">'
+            f"{escape(p.created_at[:10])}{signed}</text>"
         )
         previous = (x, y(rate.rate))
     return parts

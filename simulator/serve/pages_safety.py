@@ -121,7 +121,7 @@ async def sign(request: Request) -> Response:
 
 async def history_page(request: Request) -> Response:
     """Key rates and hazard bounds across the desk's runs of one suite, in time order."""
-    from simulator.safety.history import build_history_loaded
+    from simulator.safety.history import build_history_loaded, mark_signed
     from simulator.safety.history_view import history_html
 
     desk = _desk(request)
@@ -142,6 +142,7 @@ async def history_page(request: Request) -> Response:
         raise UserError(f"no run of suite '{suite}' in this desk; suites: {', '.join(suites) or 'none'}")
     log = load_hazard_log(desk.config.hazards) if desk.config.hazards is not None else None
     history = await run_in_threadpool(build_history_loaded, chosen, log)
+    mark_signed(history, [(s.runs, f"{s.name}: {s.decision}") for s in _book(request).all()])
     return HTMLResponse(history_html(history), headers={"Content-Security-Policy": DOCUMENT_CSP})
 
 

@@ -197,6 +197,9 @@ def test_the_safety_page_has_the_matrix_and_traceability_of_the_printable_one(
     for anchor in ('id="matrix"', 'id="hazards"', 'id="trace-matrix"', 'id="traceability"', 'id="system"'):
         assert anchor in page, anchor
     assert "required to approve: HAZ-1 not shown controlled" in page
+    # The failing conversation the control cites is a link to its transcript, and the link works.
+    assert '<a href="/runs/run-a/c/s0%231">s0#1</a>' in page
+    assert client.get("/runs/run-a/c/s0%231").status_code == 200
 
 
 def test_the_signed_document_is_archived_and_outlives_its_run(desk: tuple[TestClient, Path, Path]) -> None:

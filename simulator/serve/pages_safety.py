@@ -6,6 +6,7 @@ __all__ = ["routes"]
 
 import re
 from typing import Any
+from urllib.parse import quote
 
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
@@ -15,6 +16,7 @@ from starlette.routing import Route
 
 from simulator.errors import UserError
 from simulator.report.draw_html import html_section
+from simulator.report.section import Row, Section, table_section, text
 from simulator.safety.archive import FOLDER
 from simulator.safety.case import SafetyCase, build_safety_case
 from simulator.safety.hazards import load_hazard_log
@@ -46,6 +48,33 @@ def _book(request: Request) -> SignOffBook:
     return SignOffBook(_desk(request).config.data_folder)
 
 
+def failing_links(case: SafetyCase, run: str) -> Section:
+    """Every failing conversation a control cites, each a link to its transcript in the desk's reader."""
+    rows = [
+        Row(
+            [
+                text(
+                    e.conversation_id,
+                    link=f"/runs/{quote(run, safe='')}/c/{quote(e.conversation_id, safe='')}",
+                ),
+                text(h.id),
+                text(c.id),
+                text(", ".join(e.failed)),
+            ],
+            "fail",
+            [e.reasoning] if e.reasoning else [],
+        )
+        for h in case.hazards
+        for c in h.controls
+        for e in c.failing
+    ]
+    notes = [] if rows else ["No control cites a failing conversation."]
+    columns = ["conversation", "hazard", "control", "failed"]
+    return table_section(
+        id="failing", title="Failing conversations, linked", notes=notes, columns=columns, rows=rows
+    )
+
+
 async def safety_page(request: Request) -> Response:
     name = request.path_params["run"]
     case = await run_in_threadpool(_case, request, name)
@@ -56,6 +85,8 @@ async def safety_page(request: Request) -> Response:
     for section in safety_case_sections(case, views):
         if section.id == "hazards":
             drawn.append(Markup(matrix_html(case)))
+        if section.id == "calibration":  # after the controls: their failing conversations, linked
+            drawn.append(Markup(html_section(failing_links(case, name))))
         if section.id != "signoff":
             drawn.append(Markup(html_section(section)))
     return page(

@@ -364,3 +364,16 @@ def test_an_http_bot_started_for_the_run_records_the_version_it_answers(tmp_path
     assert identity.parts["start command sha256"].startswith("sha256:")
     case = build_safety_case(load_runs([out]), load_hazard_log(ROOT / "examples/triage_hazards.yaml"))
     assert case.traceability.runs[0].bot_version == "http-triage-bot 1.0"
+
+
+@pytest.mark.browser
+def test_signing_with_pdf_archives_the_printed_document(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run = synthetic_outcome_run(runs / "run-a", {f"s{i}": [True] for i in range(3)})
+    log = _log(tmp_path)
+    sign = ["safety-case", str(run), "--hazards", str(log), "--quiet", "--sign", "--name", "Dr Ada"]
+    sign += ["--role", "CSO", "--decision", "reject", "--pdf", str(tmp_path / "case.pdf")]
+    assert main(sign) in (1, 3)
+    (signoff,) = SignOffBook(runs / ".desk").all()
+    assert signoff.document_pdf is not None
+    assert (runs / ".desk" / signoff.document_pdf).read_bytes().startswith(b"%PDF")

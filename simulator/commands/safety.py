@@ -141,7 +141,9 @@ def _sign(desk: Path, case: Any, args: argparse.Namespace) -> None:
         raise UserError(
             f"--sign needs {', '.join(missing)} (e.g. --name 'Dr A Shah' --role 'Clinical Safety Officer' --decision reject)"
         )
-    signoff = sign_case(desk, case, args.name, args.role, args.decision, args.comment, args.justification)
+    signoff = sign_case(
+        desk, case, args.name, args.role, args.decision, args.comment, args.justification, pdf=bool(args.pdf)
+    )
     print(
         f"signed: {signoff.name} ({signoff.role}) {signoff.decision}; document kept at {desk / (signoff.document or '')}",
         file=sys.stderr,

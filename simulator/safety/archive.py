@@ -36,6 +36,7 @@ class Archived(ResultModel):
     json_path: str
     html_path: str
     sha256: str
+    pdf_path: str | None = None
 
 
 def _write_once(path: Path, data: bytes) -> None:
@@ -47,14 +48,23 @@ def _write_once(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
-def archive_document(folder: Path, case: SafetyCase, html: str) -> Archived:
-    """Keep the document as JSON and HTML under `folder/documents/`, named by the JSON's sha256."""
+def archive_document(folder: Path, case: SafetyCase, html: str, pdf: bytes | None = None) -> Archived:
+    """Keep the document as JSON and HTML (and the PDF, when printed) under `folder/documents/`, named by
+    the JSON's sha256."""
     data = (case.model_dump_json(indent=2) + "\n").encode("utf-8")
     digest = hashlib.sha256(data).hexdigest()
     json_path, html_path = Path(FOLDER) / f"{digest}.json", Path(FOLDER) / f"{digest}.html"
     _write_once(folder / json_path, data)
     _write_once(folder / html_path, html.encode("utf-8"))
-    return Archived(json_path=str(json_path), html_path=str(html_path), sha256=f"sha256:{digest}")
+    pdf_path = Path(FOLDER) / f"{digest}.pdf" if pdf is not None else None
+    if pdf is not None and pdf_path is not None:
+        _write_once(folder / pdf_path, pdf)
+    return Archived(
+        json_path=str(json_path),
+        html_path=str(html_path),
+        sha256=f"sha256:{digest}",
+        pdf_path=str(pdf_path) if pdf_path else None,
+    )
 
 
 def read_archived(path: Path) -> SafetyCase:

@@ -5,27 +5,42 @@ from __future__ import annotations
 
 __all__ = ["sign_case"]
 
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 from simulator.errors import UserError
 from simulator.safety.archive import archive_document
 from simulator.safety.case import SafetyCase
-from simulator.safety.html import safety_case_html
+from simulator.safety.html import print_pdf, safety_case_html
 from simulator.safety.signoffs import SignOff, SignOffBook, check_decision, signoff_views
 
 
 def sign_case(
-    folder: Path, case: SafetyCase, name: str, role: str, decision: str, comment: str, justification: str
+    folder: Path,
+    case: SafetyCase,
+    name: str,
+    role: str,
+    decision: str,
+    comment: str,
+    justification: str,
+    pdf: bool = False,
 ) -> SignOff:
-    """Check the decision, archive the document as read (JSON and HTML) and append the sign-off."""
+    """Check the decision, archive the document as read (JSON and HTML; with `pdf`, also printed through
+    Chromium) and append the sign-off."""
     name, role = name.strip(), role.strip()
     if not name or not role:
         raise UserError("give your name and your role (e.g. Clinical Safety Officer) before signing")
     check_decision(case, decision, comment, justification)
     book = SignOffBook(folder)
     views = signoff_views(book, case.traceability.hazard_log, case.evidence_hash)
-    kept = archive_document(folder, case, safety_case_html(case, views))
+    html = safety_case_html(case, views)
+    printed = None
+    if pdf:
+        with tempfile.TemporaryDirectory(prefix="signed-") as tmp:
+            print_pdf(html, Path(tmp) / "document.pdf")
+            printed = (Path(tmp) / "document.pdf").read_bytes()
+    kept = archive_document(folder, case, html, printed)
     signoff = SignOff(
         signed_at=datetime.now(UTC),
         name=name,
@@ -39,6 +54,7 @@ def sign_case(
         hazard_log_sha256=case.traceability.hazard_log_sha256,
         document=kept.json_path,
         document_sha256=kept.sha256,
+        document_pdf=kept.pdf_path,
     )
     book.append(signoff)
     return signoff

@@ -47,6 +47,7 @@ class SignOff(StrictModel):
     # The signed document, archived content-addressed in the desk's folder (safety/archive.py).
     document: str | None = None
     document_sha256: str | None = None
+    document_pdf: str | None = None  # the PDF of it, when signed with --pdf
 
 
 def not_shown_controlled(case: SafetyCase) -> list[str]:

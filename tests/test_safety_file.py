@@ -377,3 +377,55 @@ def test_signing_with_pdf_archives_the_printed_document(tmp_path: Path) -> None:
     (signoff,) = SignOffBook(runs / ".desk").all()
     assert signoff.document_pdf is not None
     assert (runs / ".desk" / signoff.document_pdf).read_bytes().startswith(b"%PDF")
+
+
+def test_verify_a_document_and_say_when_nothing_was_signed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = synthetic_outcome_run(tmp_path / "runs" / "run-a", {f"s{i}": [True, i != 0] for i in range(4)})
+    log = _log(tmp_path)
+    verify = ["safety-case", str(run), "--hazards", str(log), "--verify"]
+    assert main(verify) == 2 and "no sign-off of these runs" in capsys.readouterr().err
+    exported = tmp_path / "case.json"
+    assert main(["safety-case", str(run), "--hazards", str(log), "--quiet", "--json", str(exported)]) in (
+        1,
+        3,
+    )
+    assert main([*verify, "--document", str(exported)]) == 0
+    (tmp_path / "review.md").write_text(
+        "The banner was changed.\n", encoding="utf-8"
+    )  # the reviewed document
+    capsys.readouterr()
+    assert main([*verify, "--document", str(exported)]) == 1
+    assert "hazards[HAZ-2].controls[C-2].review.sha256" in capsys.readouterr().out
+
+
+def test_a_version_url_that_does_not_answer_is_said_so(tmp_path: Path) -> None:
+    import asyncio
+
+    from simulator.bots.http_bot import HttpBotFactory
+    from simulator.config.bot_identity import with_answer
+
+    config = HttpBotConfig.model_validate(
+        {
+            "type": "http",
+            "url": "http://127.0.0.1:9/chat",
+            "version_url": "http://127.0.0.1:9/version",
+            "version": "3",
+        }
+    )
+
+    async def ask() -> dict[str, str]:
+        factory = HttpBotFactory(config)
+        try:
+            return await factory.identify()
+        finally:
+            await factory.aclose()
+
+    answered = asyncio.run(ask())
+    (key,) = answered
+    assert key == "http://127.0.0.1:9/version did not answer"
+    merged = with_answer(identify_bot(config, tmp_path), answered)
+    assert merged.version == "3" and list(merged.parts) == ["declared version", key]
+    undeclared = with_answer(None, answered)
+    assert undeclared.version == "not identified" and undeclared.parts == answered

@@ -18,6 +18,7 @@ from simulator.bots.bounded_read import read_bounded
 from simulator.bots.environment import Environment
 from simulator.bots.reply_check import MAX_REPLY_BYTES, checked_flags
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.config.bot_identity import UNANSWERED
 from simulator.config.bots import HttpBotConfig
 from simulator.config.secrets import redact_url
 from simulator.errors import UserError
@@ -195,7 +196,7 @@ class HttpBotFactory:
             response = await self._client.get(expand_headers({"url": url})["url"])
             response.raise_for_status()
         except httpx.HTTPError as exc:
-            return {f"{shown} did not answer": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            return {f"{shown} {UNANSWERED}": f"{type(exc).__name__}: {str(exc)[:200]}"}
         try:
             data = response.json()
         except ValueError:

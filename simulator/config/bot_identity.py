@@ -10,7 +10,7 @@ their whole identities agree (safety/case.py, safety/history.py).
 
 from __future__ import annotations
 
-__all__ = ["BotIdentity", "identify_bot", "module_source_hash", "started_parts", "with_answer"]
+__all__ = ["UNANSWERED", "BotIdentity", "identify_bot", "module_source_hash", "started_parts", "with_answer"]
 
 import contextlib
 import hashlib
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from simulator.config.bot_kinds import BotConfig
 
 DECLARED = "declared version"
+UNANSWERED = "did not answer"  # the end of a part's name when the bot's version endpoint failed
 
 
 class BotIdentity(StrictModel):
@@ -116,4 +117,5 @@ def with_answer(identity: BotIdentity | None, answered: dict[str, str]) -> BotId
     old = identity.parts if identity is not None else {}
     declared = {DECLARED: old[DECLARED]} if DECLARED in old else {}
     parts = {**declared, **answered, **{k: v for k, v in old.items() if k not in answered}}
-    return BotIdentity(version=declared.get(DECLARED) or next(iter(parts.values())), parts=parts)
+    shown = [v for k, v in parts.items() if not k.endswith(UNANSWERED)] or ["not identified"]
+    return BotIdentity(version=shown[0], parts=parts)

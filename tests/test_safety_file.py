@@ -429,3 +429,16 @@ def test_a_version_url_that_does_not_answer_is_said_so(tmp_path: Path) -> None:
     assert merged.version == "3" and list(merged.parts) == ["declared version", key]
     undeclared = with_answer(None, answered)
     assert undeclared.version == "not identified" and undeclared.parts == answered
+
+
+def test_the_history_says_where_the_bot_version_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = {f"s{i}": [True] for i in range(3)}
+    a = _with_identity(synthetic_outcome_run(tmp_path / "a", plan), "1.0")
+    b = _with_identity(synthetic_outcome_run(tmp_path / "b", plan), "1.1")
+    html = tmp_path / "history.html"
+    assert main(["history", str(a), str(b), "--html", str(html)]) == 0
+    assert "bot version changed: 1.0 → 1.1" in capsys.readouterr().out
+    page = html.read_text(encoding="utf-8")
+    assert "bot version changed" in page and ">2 b</text>" in page

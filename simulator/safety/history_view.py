@@ -40,6 +40,13 @@ def _short(value: str | None) -> str:
     return "–" if not value else value.split(":", 1)[-1][:8]
 
 
+def _version(value: str | None) -> str:
+    """A bot version in a few characters: a hash's first 8, a declared version's first 20."""
+    if not value:
+        return "not identified"
+    return _short(value) if value.startswith("sha256:") else value[:20]
+
+
 def _points_section(history: History) -> Section:
     rows: list[Row] = []
     for i, p in enumerate(history.points, start=1):
@@ -157,6 +164,10 @@ def print_history(history: History) -> None:
         if p.changed:
             print(f"   * {p.changed}"[:80])
         previous = history.points[i - 2] if i > 1 else None
+        if previous is not None and previous.bot_version != p.bot_version:
+            print(
+                f"   bot version changed: {_version(previous.bot_version)} → {_version(p.bot_version)}"[:80]
+            )
         if previous is None or previous.suite_hash != p.suite_hash:
             what = "suite" if previous is None else "suite changed (bot, models or settings)"
             print(f"   {what}: {_short(p.suite_hash)} · scenario set {_short(p.scenario_set)}"[:80])
@@ -201,6 +212,11 @@ def _point_parts(
                 f'<text x="{xb + 3:.1f}" y="{top + 10}" font-size="9" fill="#b26a00">scenario set changed</text>'
             )
             previous = None
+        if i and not p.changed and p.bot_version != points[i - 1].bot_version:
+            xb = left + width * i / len(points)
+            parts.append(
+                f'<text x="{xb + 3:.1f}" y="{top + 10}" font-size="9" fill="#5b6b7c">bot version changed</text>'
+            )
         if rate is None or rate.rate is None:
             previous = None
             continue

@@ -29,6 +29,9 @@ MAX_CONVERSATIONS = 10_000  # oldest conversations are forgotten beyond this, so
 MAX_BODY_BYTES = 1_000_000
 
 
+VERSION = "http-triage-bot 1.0"
+
+
 class _Conversation:
     """One conversation's bot, its lock, and its replies by turn (a retried turn gets the same reply)."""
 
@@ -77,6 +80,8 @@ class TriageHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/health":
             self._reply(200, {"ok": True})
+        elif self.path == "/version":  # the release, for the run's manifest (bot.version_url)
+            self._reply(200, {"version": VERSION})
         else:
             self._reply(404, {"error": "not found; POST /chat"})
 

@@ -51,7 +51,7 @@ def _problems(path: Path) -> list[str]:
         ("severity: major", "severity: huge", 7, "severity 'huge' is not on the matrix"),
         ("likelihood: low", "likelihood: often", 8, "likelihood 'often' is not on the matrix"),
         ("    cause: c\n", "    cause: c\n    causes: x\n", 6, "unknown key 'causes'"),
-        ("threshold: under_triage <= 2%\n", "\n", 10, "missing required field 'threshold'"),
+        ("threshold: under_triage <= 2%\n", "\n", 10, "a test control without a threshold"),
     ],
 )
 def test_each_mistake_names_file_line_and_field(

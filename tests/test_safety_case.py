@@ -274,7 +274,7 @@ def test_the_document_is_drawn_by_the_reports_one_renderer(tmp_path: Path) -> No
     assert all(html_section(s) in html for s in sections)
     controls = next(s for s in sections if s.id.startswith("controls-"))
     page = html_section(controls)
-    assert '<tr class="st-fail">' in page and '<tr class="details"><td colspan="8">' in page
+    assert '<tr class="st-fail">' in page and '<tr class="details"><td colspan="9">' in page
     assert page.index('<tr class="st-fail">') < page.index('<tr class="details">')
 
 

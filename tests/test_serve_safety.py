@@ -50,7 +50,9 @@ def _evidence(page: str) -> str:
     return match.group(1)
 
 
-def _sign(client: TestClient, run: str, evidence: str, name: str, decision: str, comment: str = "") -> int:
+def _sign(
+    client: TestClient, run: str, evidence: str, name: str, decision: str, comment: str = "", why: str = ""
+) -> int:
     form = {
         "csrf": csrf(client),
         "evidence_hash": evidence,
@@ -58,6 +60,7 @@ def _sign(client: TestClient, run: str, evidence: str, name: str, decision: str,
         "role": "Clinical Safety Officer",
         "decision": decision,
         "comment": comment,
+        "justification": why,
     }
     return client.post(f"/safety/{run}/sign", data=form, follow_redirects=False).status_code
 
@@ -83,7 +86,8 @@ def test_sign_offs_are_appended_with_their_evidence_and_several_reviewers_listed
     evidence = _evidence(client.get("/safety/run-a").text)
     assert _sign(client, "run-a", evidence, "Dr Ada", "reject", "under-triage of s0") == 303
     first = (data / "signoffs.jsonl").read_bytes()
-    assert _sign(client, "run-a", evidence, "Dr Bea", "approve with conditions", "only with a nurse") == 303
+    conditions = ("only with a nurse", "a nurse reads every transcript")
+    assert _sign(client, "run-a", evidence, "Dr Bea", "approve with conditions", *conditions) == 303
     after = (data / "signoffs.jsonl").read_bytes()
     assert after.startswith(first) and after.count(b"\n") == 2  # append-only: the first line is untouched
     page = client.get("/safety/run-a").text
@@ -99,7 +103,7 @@ def test_sign_offs_are_appended_with_their_evidence_and_several_reviewers_listed
 def test_a_sign_off_is_shown_invalid_once_the_evidence_changes(desk: tuple[TestClient, Path, Path]) -> None:
     client, runs, _ = desk
     evidence = _evidence(client.get("/safety/run-a").text)
-    assert _sign(client, "run-a", evidence, "Dr Ada", "approve", "") == 303
+    assert _sign(client, "run-a", evidence, "Dr Ada", "approve", "", "pilot with 10 users") == 303
     # New clinician labels on the run change the evidence (the labels file is one of its hashes).
     label = Label(
         labeller="dr-c",
@@ -123,6 +127,7 @@ def test_a_sign_off_is_shown_invalid_once_the_evidence_changes(desk: tuple[TestC
         ({"name": ""}, "give your name and your role"),
         ({"decision": "maybe"}, "choose a decision"),
         ({"decision": "approve with conditions", "comment": ""}, "write the conditions"),
+        ({"decision": "approve", "justification": " "}, "HAZ-1); write a justification"),
         ({"evidence_hash": "sha256:stale"}, "the evidence changed while you were reading it"),
     ],
 )
@@ -138,6 +143,7 @@ def test_bad_sign_offs_get_one_clear_error_and_write_nothing(
         "role": "CSO",
         "decision": "approve",
         "comment": "",
+        "justification": "accepted for a supervised pilot",
         **fields,
     }
     response = client.post("/safety/run-a/sign", data=form)
@@ -166,6 +172,12 @@ def test_the_history_page_charts_the_runs_of_a_suite(desk: tuple[TestClient, Pat
     page = client.get("/history?suite=synthetic")
     assert page.status_code == 200 and page.text.count("<svg") >= 2 and "HAZ-1" in page.text
     assert "run-a → run-b" in page.text
+    # The axis names the runs and their dates, and marks the signed ones.
+    assert ">2 run-b</text>" in page.text and "✓ signed" not in page.text
+    evidence = _evidence(client.get("/safety/run-b").text)
+    assert _sign(client, "run-b", evidence, "Dr Ada", "reject") == 303
+    page = client.get("/history?suite=synthetic")
+    assert "✓ signed" in page.text and "signed: Dr Ada: reject" in page.text
 
 
 def test_without_a_hazard_log_the_page_says_how_to_start_the_desk(tmp_path: Path) -> None:
@@ -175,3 +187,38 @@ def test_without_a_hazard_log_the_page_says_how_to_start_the_desk(tmp_path: Path
     response = client.get("/safety/run-a")
     assert response.status_code == 400 and "simulator serve --hazards" in response.text
     assert DeskConfig(runs).data_folder == runs / ".desk"
+
+
+def test_the_safety_page_has_the_matrix_and_traceability_of_the_printable_one(
+    desk: tuple[TestClient, Path, Path],
+) -> None:
+    client, _, _ = desk
+    page = client.get("/safety/run-a").text
+    for anchor in ('id="matrix"', 'id="hazards"', 'id="trace-matrix"', 'id="traceability"', 'id="system"'):
+        assert anchor in page, anchor
+    assert "required to approve: HAZ-1 not shown controlled" in page
+    # The failing conversation the control cites is a link to its transcript, and the link works.
+    assert '<a href="/runs/run-a/c/s0%231">s0#1</a>' in page
+    assert client.get("/runs/run-a/c/s0%231").status_code == 200
+
+
+def test_the_signed_document_is_archived_and_outlives_its_run(desk: tuple[TestClient, Path, Path]) -> None:
+    import shutil
+
+    client, runs, data = desk
+    evidence = _evidence(client.get("/safety/run-a").text)
+    assert _sign(client, "run-a", evidence, "Dr Ada", "approve", "", "supervised pilot only") == 303
+    (signoff,) = SignOffBook(data).all()
+    assert signoff.justification == "supervised pilot only" and signoff.document is not None
+    archived = data / signoff.document
+    assert (
+        archived.is_file()
+        and signoff.document_sha256
+        == "sha256:" + __import__("hashlib").sha256(archived.read_bytes()).hexdigest()
+    )
+    # The printable document now shows who signed.
+    assert "Dr Ada" in client.get("/safety/run-a/document").text
+    shutil.rmtree(runs / "run-a")
+    page = client.get(f"/signed/{signoff.document_sha256.split(':')[1]}")
+    assert page.status_code == 200 and "Desk test log" in page.text and evidence[:19] in page.text
+    assert client.get("/signed/not-a-hash").status_code == 400

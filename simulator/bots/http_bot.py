@@ -18,7 +18,9 @@ from simulator.bots.bounded_read import read_bounded
 from simulator.bots.environment import Environment
 from simulator.bots.reply_check import MAX_REPLY_BYTES, checked_flags
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.config.bot_identity import UNANSWERED
 from simulator.config.bots import HttpBotConfig
+from simulator.config.secrets import redact_url
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
 from simulator.record.parts import PickPart, TextPart
@@ -162,6 +164,7 @@ class HttpBotFactory:
     def __init__(self, config: HttpBotConfig, base_dir: Path | None = None) -> None:
         self.config = config
         values = placeholder_values(config.start is not None)
+        self._values = values  # the same {port} for the version URL
         self.url = fill(config.url, values, "bot.url")
         self.process = (
             BotProcess(config.start, base_dir or Path("."), values, self.url)
@@ -181,6 +184,27 @@ class HttpBotFactory:
         process = self.process
         if process is not None:
             await self._once.run(lambda: process.start(log_dir))
+
+    async def identify(self) -> dict[str, str]:
+        """What the bot answers at `bot.version_url` (JSON `version`, or the text), once it is ready; an
+        unanswered request is said so, never a failed run."""
+        if self.config.version_url is None:
+            return {}
+        url = fill(self.config.version_url, self._values, "bot.version_url")
+        shown = redact_url(url)
+        try:
+            response = await self._client.get(expand_headers({"url": url})["url"])
+            response.raise_for_status()
+        except httpx.HTTPError as exc:
+            return {f"{shown} {UNANSWERED}": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        value = (
+            str(data["version"]) if isinstance(data, dict) and "version" in data else response.text.strip()
+        )
+        return {f"answered by {shown}": value[:200]}
 
     async def open(self, conversation_id: str, environment: Environment | None = None) -> HttpSession:
         try:

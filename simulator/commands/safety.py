@@ -31,6 +31,35 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     case.add_argument("--pdf", type=Path, help="also print it to PDF with the system Chromium")
     case.add_argument("--json", type=Path, help="write the document as JSON here (for auditors' tools)")
     case.add_argument("--quiet", action="store_true", help="print only the statement")
+    case.add_argument(
+        "--allow-mixed-versions",
+        action="store_true",
+        help="pool runs that tested different bot versions (refused by default)",
+    )
+    case.add_argument(
+        "--desk",
+        type=Path,
+        help="the sign-off folder (the desk's --data; default: RUNS/.desk beside the runs)",
+    )
+    sign = case.add_argument_group("sign-off (as the review desk does)")
+    sign.add_argument("--sign", action="store_true", help="record a sign-off of this evidence and archive it")
+    sign.add_argument("--name", help="who signs")
+    sign.add_argument("--role", help="their role, e.g. Clinical Safety Officer")
+    sign.add_argument("--decision", help="approve, reject or 'approve with conditions'")
+    sign.add_argument("--comment", default="", help="a comment; the conditions for 'approve with conditions'")
+    sign.add_argument(
+        "--justification",
+        default="",
+        help="why approving is acceptable while a hazard is not shown controlled",
+    )
+    sign.add_argument(
+        "--verify",
+        action="store_true",
+        help="check every sign-off of these runs against the evidence now: exit 1 naming what changed",
+    )
+    sign.add_argument(
+        "--document", type=Path, help="with --verify: check this archived document JSON instead"
+    )
     case.set_defaults(handler=cmd_safety_case)
 
     history = subparsers.add_parser(
@@ -41,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     history.add_argument("--hazards", type=Path, help="a hazard log: add each hazard's bound per run")
     history.add_argument("--html", type=Path, help="write the HTML page with the SVG chart here")
     history.add_argument("--json", type=Path, help="write the history as JSON here")
+    history.add_argument("--desk", type=Path, help="sign-offs to mark (default: RUNS/.desk beside the runs)")
     history.set_defaults(handler=cmd_history)
 
 
@@ -56,24 +86,40 @@ def add_new_hazard(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -
     hazard.add_argument("--out", type=Path, help="file to write (default hazards.yaml)")
     hazard.add_argument("--force", action="store_true", help="overwrite an existing file")
     hazard.set_defaults(handler=cmd_new_hazard)
+    log = kinds.add_parser("hazards", help="a whole hazard log shaped as DCB0129 asks, to fill in")
+    log.add_argument("--out", type=Path, help="file to write (default hazards.yaml)")
+    log.add_argument("--force", action="store_true", help="overwrite an existing file")
+    log.set_defaults(handler=cmd_new_hazards)
 
 
 def cmd_safety_case(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from simulator.report.documents import document_kind
     from simulator.report.draw_terminal import draw_sections
     from simulator.safety.case import build_safety_case, load_runs
     from simulator.safety.hazards import load_hazard_log
-    from simulator.safety.html import print_pdf
+    from simulator.safety.html import print_pdf, safety_case_html
+    from simulator.safety.signoffs import SignOffBook, signoff_views
+    from simulator.safety.view import safety_case_sections
 
-    kind = document_kind("safety-case")
-    case = build_safety_case(load_runs(args.runs, args.judge_set), load_hazard_log(args.hazards))
-    sections = kind.sections(case)
+    if args.sign and args.verify:
+        raise UserError("--sign and --verify: give one of them")
+    case = build_safety_case(
+        load_runs(args.runs, args.judge_set),
+        load_hazard_log(args.hazards),
+        allow_mixed_versions=args.allow_mixed_versions,
+    )
+    desk = args.desk or args.runs[0].resolve().parent / ".desk"
+    if args.verify:
+        return _verify(desk, case, args.document)
+    if args.sign:
+        _sign(desk, case, args)
+    views = signoff_views(SignOffBook(desk), case.traceability.hazard_log, case.evidence_hash)
+    sections = safety_case_sections(case, views)
     draw_sections(Console(), sections[:1] if args.quiet else sections[:-1], lines=True, max_details=3)
     if args.json:
         write_output(args.json, case.model_dump_json(indent=2) + "\n")
-    html = kind.page(case)
+    html = safety_case_html(case, views)
     if args.html:
         write_output(args.html, html)
     if args.pdf:
@@ -82,13 +128,66 @@ def cmd_safety_case(args: argparse.Namespace) -> int:
     return case.exit_code
 
 
+def _sign(desk: Path, case: Any, args: argparse.Namespace) -> None:
+    """Record a sign-off as the desk does: the same rules, the document archived beside it."""
+    from simulator.safety.signing import sign_case
+
+    missing = [
+        flag
+        for flag, value in (("--name", args.name), ("--role", args.role), ("--decision", args.decision))
+        if not value
+    ]
+    if missing:
+        raise UserError(
+            f"--sign needs {', '.join(missing)} (e.g. --name 'Dr A Shah' --role 'Clinical Safety Officer' --decision reject)"
+        )
+    signoff = sign_case(
+        desk, case, args.name, args.role, args.decision, args.comment, args.justification, pdf=bool(args.pdf)
+    )
+    print(
+        f"signed: {signoff.name} ({signoff.role}) {signoff.decision}; document kept at {desk / (signoff.document or '')}",
+        file=sys.stderr,
+    )
+
+
+def _verify(desk: Path, case: Any, document: Path | None) -> int:
+    """Exit 0 when every sign-off (or the given document) still matches its evidence, 1 naming what changed."""
+    from simulator.safety.archive import changes, read_archived, verify_signoffs
+
+    if document is not None:
+        found = changes(read_archived(document), case)
+        checked = [(str(document), found)]
+    else:
+        checked = [
+            (f"{s.name} ({s.role}, {s.decision}, {s.signed_at.isoformat(timespec='minutes')})", found)
+            for s, found in verify_signoffs(desk, case)
+        ]
+        if not checked:
+            raise UserError(
+                f"no sign-off of these runs in {desk}: sign first (--sign), or name --desk / --document"
+            )
+    for who, found in checked:
+        if not found:
+            print(f"verified: {who} matches the evidence {case.evidence_hash}")
+            continue
+        print(f"CHANGED since {who} signed ({len(found)} differences):")
+        for line in found[:20]:
+            print(f"  {line}")
+        if len(found) > 20:
+            print(f"  ... and {len(found) - 20} more")
+    return 1 if any(found for _, found in checked) else 0
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     from simulator.safety.hazards import load_hazard_log
-    from simulator.safety.history import build_history
+    from simulator.safety.history import build_history, mark_signed
     from simulator.safety.history_view import history_html, print_history
+    from simulator.safety.signoffs import SignOffBook
 
     log = load_hazard_log(args.hazards) if args.hazards else None
     history = build_history(args.runs, log)
+    book = SignOffBook(args.desk or args.runs[0].resolve().parent / ".desk")
+    mark_signed(history, [(s.runs, f"{s.name}: {s.decision}") for s in book.all()])
     print_history(history)
     if args.json:
         write_output(args.json, history.model_dump_json(indent=2) + "\n")
@@ -152,4 +251,16 @@ def cmd_new_hazard(args: argparse.Namespace) -> int:
         out.unlink()
         raise
     print(f"wrote {out}; check it against a run with: simulator safety-case RUN --hazards {out}")
+    return 0
+
+
+def cmd_new_hazards(args: argparse.Namespace) -> int:
+    from simulator.commands.asking import write_new
+    from simulator.commands.hazards_template import HAZARD_LOG_TEMPLATE
+    from simulator.safety.hazards import load_hazard_log
+
+    out = args.out or Path("hazards.yaml")
+    write_new(out, HAZARD_LOG_TEMPLATE, args.force)
+    load_hazard_log(out)  # the template is valid as written (a test keeps it so)
+    print(f"wrote {out}: fill in every line, then: simulator safety-case RUN --hazards {out}")
     return 0

@@ -67,6 +67,8 @@ class BotConfig(StrictModel):
     bearing ones declared, simulator/config/secrets.py) and overrides the methods below that apply."""
 
     type: str
+    # The release of the bot under test as its makers name it; recorded in the manifest (bot_identity.py).
+    version: str | None = None
     # Fields a resume may change: how patiently the bot is waited for, never what the run measures.
     operational: ClassVar[frozenset[str]] = frozenset()
 
@@ -81,6 +83,13 @@ class BotConfig(StrictModel):
     def declared_state_keys(self) -> set[str] | None:
         """The final-state keys this bot can set, where the suite says; None when only the bot's code knows."""
         return None
+
+    def identity_parts(self, base_dir: Path) -> dict[str, str]:
+        """What identifies the release under test beyond a declared `version` (how -> value): a source hash,
+        a started command's hash, a git describe (config/bot_identity.py). By default: a kind with a `start:`
+        service (a BotStart) is identified by what it starts."""
+        start = getattr(self, "start", None)
+        return start.identity_parts(base_dir) if start is not None else {}
 
     def kind(self) -> BotKind:
         return bot_kind(self.type)

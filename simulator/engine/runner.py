@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.bots import BotFactory, make_bot_factory
+from simulator.config.bot_identity import identify_bot, with_answer
 from simulator.config.bot_kinds import MODEL
 from simulator.config.scenario import Scenario, refuse_drafts
 from simulator.config.suite import Suite
@@ -91,6 +92,7 @@ def new_manifest(
         run_id=run_id,
         created_at=datetime.now(UTC),
         git_commit=git_commit(suite.base_dir),
+        bot_identity=identify_bot(suite.bot, suite.base_dir),
         suite_file=str(suite.file.resolve()) if suite.file else None,
         suite_hash=sha256_file(suite.file) if suite.file else None,
         suite=redacted_suite(suite),
@@ -365,6 +367,13 @@ async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: R
             starter = getattr(cell.parts.bots, "start", None)  # a service bot the suite starts (bot.start)
             if todo and starter is not None:
                 await starter(cell.parts.folder.path)  # its output goes to the run folder's bot.log
+            identify = getattr(cell.parts.bots, "identify", None)  # a release the bot answers (version_url)
+            if todo and identify is not None:
+                answered = await identify()
+                if answered:
+                    manifest = cell.parts.manifest
+                    manifest.bot_identity = with_answer(manifest.bot_identity, answered)
+                    cell.parts.folder.write_manifest(manifest)
         session = RunSession([cell for cell, _ in cells], RunProgress(pending, options.progress))
         with _frozen_heap(options.freeze_gc):
             return await session.run(_round_robin(cells), min(base.concurrency, max(1, pending)))

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from simulator import __version__
+from simulator.config.bot_identity import BotIdentity
 from simulator.config.suite import Suite
 from simulator.models import StrictModel as _Record
 from simulator.record.models import SCHEMA_VERSION
@@ -211,7 +212,9 @@ class Manifest(_Record):
     created_at: datetime
     ended_at: datetime | None = None
     package_version: str = __version__
-    git_commit: str | None = None
+    git_commit: str | None = None  # the simulator's commit, not the bot's: the bot's is `bot_identity`
+    # Which release of the bot was tested, as its kind can tell (config/bot_identity.py).
+    bot_identity: BotIdentity | None = None
     suite_file: str | None = None
     suite_hash: str | None = None
     # The suite as run, with literal secrets redacted (`${VAR}` templates kept) and flags applied.

@@ -28,6 +28,7 @@ p.note, p.warning { margin: 0 0 1.5mm; }
 .matrix .acceptable { background: #dff3e4; } .matrix .undesirable { background: #fff1cc; }
 .matrix .unacceptable { background: #f9d6d5; }
 .matrix .initial { color: #777; font-size: 7.5pt; } .matrix .residual { font-weight: 700; font-size: 8pt; }
+.matrix .rating { color: #555; font-size: 7pt; }
 .legend { font-size: 8pt; color: #555; }
 .signature { border: 0.3mm solid #c9ced6; padding: 3mm; margin-top: 6mm; break-inside: avoid; }
 svg { max-width: 100%; height: auto; }

@@ -25,10 +25,11 @@ from simulator.analysis.rundata import RunData
 from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.report.gate import evaluate, gate_metrics, parse_requirement
-from simulator.safety.hazards import Control
+from simulator.safety.hazards import Control, ReviewEvidence
 from simulator.stats.rates import RateView, rate_view
 
-ControlStatus = Literal["met", "not met", "not demonstrable"]
+# "verified by review": a design, process, training or labelling control (safety/reviewed.py), no test.
+ControlStatus = Literal["met", "not met", "not demonstrable", "verified by review"]
 OWN_METRIC = "fail_rate"  # the control's own rate: conversations failing any of its criteria
 MAX_EVIDENCE = 12
 
@@ -72,6 +73,9 @@ class ControlResult(_Model):
     bound_without_faulted: float | None
     failing: list[ControlEvidence]
     failing_total: int
+    kind: str = "test"
+    # A control verified by review: its document (and hash), reviewer, date and judgement.
+    review: ReviewEvidence | None = None
 
 
 def subset_run(run: RunData, keep: Callable[[ConversationRecord], bool], criteria: set[str]) -> RunData:
@@ -186,6 +190,7 @@ def _verifying(run: RunData, control: Control) -> RunData:
 
 def evaluate_control(run: RunData, control: Control, known: list[str]) -> ControlResult:
     """Judge one control on its verifying conversations of `run`."""
+    assert control.threshold is not None, "a test control has a threshold (hazards.Control)"
     sub = _verifying(run, control)
     requirement = parse_requirement(control.threshold, known)
     statuses = _statuses(sub)

@@ -73,6 +73,9 @@ class RunTrace(_Model):
     suite: str | None
     suite_hash: str | None
     bot: str
+    # The release of the bot tested (config/bot_identity.py): shown version and how it was identified.
+    bot_version: str | None = None
+    bot_identity: dict[str, str] = Field(default_factory=dict)
     user_model: str
     judge_model: str | None
     package_version: str
@@ -175,6 +178,8 @@ def _trace(run: RunData) -> RunTrace:
         suite=manifest.suite.name if manifest.suite is not None else None,
         suite_hash=manifest.suite_hash,
         bot=manifest.models.bot,
+        bot_version=manifest.bot_identity.version if manifest.bot_identity else None,
+        bot_identity=dict(manifest.bot_identity.parts) if manifest.bot_identity else {},
         user_model=manifest.models.user,
         judge_model=manifest.models.judge,
         package_version=manifest.package_version,

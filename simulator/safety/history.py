@@ -50,6 +50,9 @@ class HistoryPoint(_Model):
     harm_low: float | None = None
     harm_high: float | None = None
     hazards: dict[str, HazardPoint] = Field(default={})
+    # The release of the bot tested (config/bot_identity.py), and who signed a safety case of this run.
+    bot_version: str | None = None
+    signed: list[str] = Field(default=[])
 
 
 class PairedTest(_Model):
@@ -133,6 +136,7 @@ def _point(run: RunData, series: int, changed: str, log: HazardLog | None) -> Hi
         harm_low=harm.low_per_1000 if harm and harm.declared else None,
         harm_high=harm.high_per_1000 if harm and harm.declared else None,
         hazards=_hazards(run, log),
+        bot_version=run.manifest.bot_identity.version if run.manifest.bot_identity else None,
     )
 
 
@@ -175,6 +179,13 @@ def build_history_loaded(runs: list[RunData], log: HazardLog | None = None) -> H
         points.append(_point(run, series, changed, log))
     metrics = [m for m in HISTORY_METRICS if any(m in p.rates for p in points)]
     return History(suite=", ".join(suites) or "(unnamed)", metrics=metrics, points=points, steps=steps)
+
+
+def mark_signed(history: History, signoffs: list[tuple[list[str], str]]) -> History:
+    """Each point with who signed a safety case of its run: (runs, "name: decision") per sign-off."""
+    for point in history.points:
+        point.signed = [who for runs, who in signoffs if point.run_id in runs]
+    return history
 
 
 def build_history(paths: list[Path], log: HazardLog | None = None) -> History:

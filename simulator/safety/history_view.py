@@ -40,6 +40,13 @@ def _short(value: str | None) -> str:
     return "–" if not value else value.split(":", 1)[-1][:8]
 
 
+def _version(value: str | None) -> str:
+    """A bot version in a few characters: a hash's first 8, a declared version's first 20."""
+    if not value:
+        return "not identified"
+    return _short(value) if value.startswith("sha256:") else value[:20]
+
+
 def _points_section(history: History) -> Section:
     rows: list[Row] = []
     for i, p in enumerate(history.points, start=1):
@@ -56,7 +63,9 @@ def _points_section(history: History) -> Section:
                     f"{_short(p.suite_hash)} · {_short(p.scenario_set)}",
                 ],
                 state="warn" if p.changed else None,
-                details=[p.changed] if p.changed else [],
+                details=([p.changed] if p.changed else [])
+                + [f"bot version {p.bot_version or 'not identified'}"]
+                + ([f"signed: {'; '.join(p.signed)}"] if p.signed else []),
             )
         )
     return table_section(
@@ -155,6 +164,10 @@ def print_history(history: History) -> None:
         if p.changed:
             print(f"   * {p.changed}"[:80])
         previous = history.points[i - 2] if i > 1 else None
+        if previous is not None and previous.bot_version != p.bot_version:
+            print(
+                f"   bot version changed: {_version(previous.bot_version)} → {_version(p.bot_version)}"[:80]
+            )
         if previous is None or previous.suite_hash != p.suite_hash:
             what = "suite" if previous is None else "suite changed (bot, models or settings)"
             print(f"   {what}: {_short(p.suite_hash)} · scenario set {_short(p.scenario_set)}"[:80])
@@ -199,6 +212,11 @@ def _point_parts(
                 f'<text x="{xb + 3:.1f}" y="{top + 10}" font-size="9" fill="#b26a00">scenario set changed</text>'
             )
             previous = None
+        if i and not p.changed and p.bot_version != points[i - 1].bot_version:
+            xb = left + width * i / len(points)
+            parts.append(
+                f'<text x="{xb + 3:.1f}" y="{top + 10}" font-size="9" fill="#5b6b7c">bot version changed</text>'
+            )
         if rate is None or rate.rate is None:
             previous = None
             continue
@@ -216,8 +234,13 @@ def _point_parts(
             f'<circle cx="{x:.1f}" cy="{y(rate.rate):.1f}" r="3.5" fill="#1f6feb"><title>'
             f"{escape(p.run_id)}: {escape(rate.text)}</title></circle>"
         )
+        run = p.run_id if len(p.run_id) <= 16 else "…" + p.run_id[-15:]
+        signed = " ✓ signed" if p.signed else ""
         parts.append(
-            f'<text x="{x:.1f}" y="{top + height + 14}" font-size="9" text-anchor="middle">{i + 1}</text>'
+            f'<text x="{x:.1f}" y="{top + height + 12}" font-size="8" text-anchor="middle">{i + 1} '
+            f"{escape(run)}</text>"
+            f'<text x="{x:.1f}" y="{top + height + 22}" font-size="8" text-anchor="middle" fill="#555">'
+            f"{escape(p.created_at[:10])}{signed}</text>"
         )
         previous = (x, y(rate.rate))
     return parts

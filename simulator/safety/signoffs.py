@@ -10,17 +10,20 @@ shows "signed for run X; the evidence has changed since".
 
 from __future__ import annotations
 
-__all__ = ["DECISIONS", "SignOff", "SignOffBook", "signoff_views"]
+__all__ = ["DECISIONS", "SignOff", "SignOffBook", "check_decision", "not_shown_controlled", "signoff_views"]
 
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from pydantic import Field, ValidationError
 
 from simulator.errors import UserError
 from simulator.models import StrictModel
+
+if TYPE_CHECKING:
+    from simulator.safety.case import SafetyCase
 
 Decision = Literal["approve", "reject", "approve with conditions"]
 DECISIONS: tuple[str, ...] = get_args(Decision)
@@ -35,10 +38,36 @@ class SignOff(StrictModel):
     role: str = Field(min_length=1, max_length=200)
     decision: Decision
     comment: str = Field(default="", max_length=5000)
+    # Why approving is acceptable although some hazard is not shown controlled (required then).
+    justification: str = Field(default="", max_length=5000)
     runs: list[str]
     evidence_hash: str
     hazard_log: str
     hazard_log_sha256: str
+    # The signed document, archived content-addressed in the desk's folder (safety/archive.py).
+    document: str | None = None
+    document_sha256: str | None = None
+    document_pdf: str | None = None  # the PDF of it, when signed with --pdf
+
+
+def not_shown_controlled(case: SafetyCase) -> list[str]:
+    """The hazards whose residual risk is not acceptable or not demonstrated on this evidence."""
+    return [h.id for h in case.hazards if h.state not in ("controlled", "controlled by review")]
+
+
+def check_decision(case: SafetyCase, decision: str, comment: str, justification: str) -> None:
+    """The rules of a sign-off, the same at the desk and on the command line (UserError when broken)."""
+    if decision not in DECISIONS:
+        raise UserError(f"choose a decision: {', '.join(DECISIONS)}")
+    if decision == "approve with conditions" and not comment.strip():
+        raise UserError("approve with conditions: write the conditions in the comment")
+    open_hazards = not_shown_controlled(case)
+    if decision != "reject" and open_hazards and not justification.strip():
+        raise UserError(
+            f"{decision}: {len(open_hazards)} of {len(case.hazards)} hazards are not shown controlled "
+            f"({', '.join(open_hazards)}); write a justification (why deployment is acceptable with this "
+            "residual risk), or reject"
+        )
 
 
 class SignOffView(StrictModel):

@@ -7,11 +7,28 @@ __all__ = ["safety_case_sections"]
 from simulator.report.section import Row, Section, State, table_section, text_row
 from simulator.safety.case import HazardResult, SafetyCase
 from simulator.safety.controls import ControlResult
+from simulator.safety.hazards import words
+from simulator.safety.signoffs import SignOffView
+from simulator.safety.view_file import (
+    crm_section,
+    outstanding_section,
+    projection_section,
+    safety_statement_section,
+    signoff_section,
+    system_section,
+    trace_matrix_section,
+)
 from simulator.stats.rates import pct
 
-CONTROL_STATE: dict[str, State] = {"met": "ok", "not met": "fail", "not demonstrable": "warn"}
+CONTROL_STATE: dict[str, State] = {
+    "met": "ok",
+    "not met": "fail",
+    "not demonstrable": "warn",
+    "verified by review": "ok",
+}
 HAZARD_STATE: dict[str, State] = {
     "controlled": "ok",
+    "controlled by review": "ok",
     "residual risk not acceptable": "warn",
     "not controlled": "fail",
     "not demonstrated": "warn",
@@ -27,15 +44,24 @@ def _risk_state(case: SafetyCase, acceptability: str) -> State:
     return "ok" if acceptability == order[0] else ("fail" if acceptability == order[-1] else "warn")
 
 
+def _risk(rating: int | None, likelihood: str, acceptability: str) -> str:
+    """`4 unacceptable (medium)`: the numeric rating where the matrix has one, the words, the likelihood."""
+    shown = f"{rating} " if rating is not None else ""
+    return f"{shown}{words(acceptability)} ({words(likelihood)})"
+
+
 def _hazard_rows(case: SafetyCase) -> list[Row]:
     return [
         text_row(
             cells=[
                 h.id,
                 h.title.strip(),
-                h.severity,
-                f"initial {h.likelihood} ({h.initial_risk})",
-                f"residual {h.residual_likelihood} ({h.residual_risk})",
+                h.status,
+                h.owner or "–",
+                f"{h.raised or '–'} / {h.reviewed or '–'}",
+                words(h.severity),
+                _risk(h.initial_rating, h.likelihood, h.initial_risk),
+                _risk(h.residual_rating, h.residual_likelihood, h.residual_risk),
                 h.state,
             ],
             state=HAZARD_STATE[h.state],
@@ -50,6 +76,8 @@ def _hazard_rows(case: SafetyCase) -> list[Row]:
 
 
 def _counts(c: ControlResult) -> str:
+    if c.review is not None:
+        return f"document {c.review.document} ({_short(c.review.sha256, 16) if c.review.sha256 else 'not pinned'})"
     parts = [f"{c.passed} pass", f"{c.failed} fail"]
     parts += [
         f"{n} {label}"
@@ -60,6 +88,8 @@ def _counts(c: ControlResult) -> str:
 
 
 def _result(c: ControlResult) -> str:
+    if c.review is not None:
+        return f"verified by review ({c.review.reviewer}, {c.review.reviewed.isoformat()}): not a test result"
     if c.rate is None or c.rate.rate is None:
         return "nothing measured"
     side = "≤" if c.bound_side == "upper" else "≥"
@@ -97,10 +127,11 @@ def _control_rows(hazard: HazardResult, uncalibrated: set[str]) -> list[Row]:
         text_row(
             cells=[
                 c.id,
+                c.kind,
                 c.description,
-                ", ".join(c.criteria),
-                ", ".join(c.tags) or "(all)",
-                c.threshold,
+                ", ".join(c.criteria) or "–",
+                (", ".join(c.tags) or "(all)") if c.kind == "test" else "–",
+                c.threshold or "none (verified by review)",
                 _result(c),
                 _counts(c),
                 c.status,
@@ -206,6 +237,15 @@ def _trace_section(case: SafetyCase) -> Section:
             text_row(
                 cells=[
                     r.run_id,
+                    "bot version",
+                    "; ".join(
+                        [r.bot_version or "not identified"] + [f"{k} {v}" for k, v in r.bot_identity.items()]
+                    ),
+                ]
+            ),
+            text_row(
+                cells=[
+                    r.run_id,
                     "package · git commit",
                     f"{r.package_version} · {r.git_commit or 'not in git'}",
                 ]
@@ -229,15 +269,32 @@ def _trace_section(case: SafetyCase) -> Section:
     )
 
 
-def safety_case_sections(case: SafetyCase) -> list[Section]:
-    """Every section of the document, in reading order."""
+def safety_case_sections(case: SafetyCase, signoffs: list[SignOffView] | None = None) -> list[Section]:
+    """Every section of the document, in reading order (DCB0129's: system, risk management, hazard log,
+    controls and their evidence, test issues, statement, sign-off, traceability), after the summary."""
     uncalibrated = {c.criterion for c in case.calibration if c.status == "not calibrated"}
     sections = [
         table_section(id="statement", title="Overall statement", notes=list(case.statement)),
+        system_section(case),
+        crm_section(case),
         table_section(
             id="hazards",
-            title="Hazards and residual risk",
-            columns=["id", "hazard", "severity", "initial", "residual", "state"],
+            title="Hazard log and residual risk",
+            notes=[
+                "Risk: the numeric rating (DCB0129 1-5 where the matrix has them), its acceptability and the "
+                "likelihood; initial is the log's estimate, residual comes from the runs (see the method)."
+            ],
+            columns=[
+                "id",
+                "hazard",
+                "status",
+                "owner",
+                "raised / reviewed",
+                "severity",
+                "initial risk",
+                "residual risk",
+                "state",
+            ],
             rows=_hazard_rows(case),
         ),
     ]
@@ -245,9 +302,10 @@ def safety_case_sections(case: SafetyCase) -> list[Section]:
         sections.append(
             table_section(
                 id=f"controls-{hazard.id}",
-                title=f"{hazard.id} controls: {hazard.title}",
+                title=f"{hazard.id} controls and their evidence: {hazard.title}",
                 columns=[
                     "id",
+                    "kind",
                     "control",
                     "criteria",
                     "tags",
@@ -275,7 +333,17 @@ def safety_case_sections(case: SafetyCase) -> list[Section]:
         _harm_section(case),
     ]
     adversarial = _adversarial_section(case)
-    return [*sections, *([adversarial] if adversarial is not None else []), _trace_section(case)]
+    projection = projection_section(case)
+    return [
+        *sections,
+        *([adversarial] if adversarial is not None else []),
+        *([projection] if projection is not None else []),
+        outstanding_section(case),
+        safety_statement_section(case, signoffs),
+        signoff_section(signoffs),
+        trace_matrix_section(case),
+        _trace_section(case),
+    ]
 
 
 def _adversarial_section(case: SafetyCase) -> Section | None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 __all__ = ["routes"]
 
-from datetime import UTC, datetime
+import re
 from typing import Any
+from urllib.parse import quote
 
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
@@ -15,10 +16,13 @@ from starlette.routing import Route
 
 from simulator.errors import UserError
 from simulator.report.draw_html import html_section
+from simulator.report.section import Row, Section, table_section, text
+from simulator.safety.archive import FOLDER
 from simulator.safety.case import SafetyCase, build_safety_case
 from simulator.safety.hazards import load_hazard_log
-from simulator.safety.html import safety_case_html
-from simulator.safety.signoffs import DECISIONS, SignOff, SignOffBook, signoff_views
+from simulator.safety.html import matrix_html, safety_case_html
+from simulator.safety.signing import sign_case
+from simulator.safety.signoffs import DECISIONS, SignOffBook, not_shown_controlled, signoff_views
 from simulator.safety.view import safety_case_sections
 from simulator.serve.render import page
 
@@ -44,27 +48,76 @@ def _book(request: Request) -> SignOffBook:
     return SignOffBook(_desk(request).config.data_folder)
 
 
+def failing_links(case: SafetyCase, run: str) -> Section:
+    """Every failing conversation a control cites, each a link to its transcript in the desk's reader."""
+    rows = [
+        Row(
+            [
+                text(
+                    e.conversation_id,
+                    link=f"/runs/{quote(run, safe='')}/c/{quote(e.conversation_id, safe='')}",
+                ),
+                text(h.id),
+                text(c.id),
+                text(", ".join(e.failed)),
+            ],
+            "fail",
+            [e.reasoning] if e.reasoning else [],
+        )
+        for h in case.hazards
+        for c in h.controls
+        for e in c.failing
+    ]
+    notes = [] if rows else ["No control cites a failing conversation."]
+    columns = ["conversation", "hazard", "control", "failed"]
+    return table_section(
+        id="failing", title="Failing conversations, linked", notes=notes, columns=columns, rows=rows
+    )
+
+
 async def safety_page(request: Request) -> Response:
     name = request.path_params["run"]
     case = await run_in_threadpool(_case, request, name)
     views = signoff_views(_book(request), case.traceability.hazard_log, case.evidence_hash)
+    drawn = []
+    # The printable document's sections and matrix (drawn by the report's HTML renderer, escaped there); the
+    # sign-off is this page's own form below.
+    for section in safety_case_sections(case, views):
+        if section.id == "hazards":
+            drawn.append(Markup(matrix_html(case)))
+        if section.id == "calibration":  # after the controls: their failing conversations, linked
+            drawn.append(Markup(html_section(failing_links(case, name))))
+        if section.id != "signoff":
+            drawn.append(Markup(html_section(section)))
     return page(
         request,
         "safety.html",
         title=f"Safety case · {name}",
         name=name,
         case=case,
-        # Drawn by the report's HTML renderer (escaped there), as in the printable document.
-        sections=[Markup(html_section(s)) for s in safety_case_sections(case)[:-1]],
+        sections=drawn,
         signoffs=views,
         decisions=DECISIONS,
+        open_hazards=not_shown_controlled(case),
     )
 
 
 async def document_page(request: Request) -> Response:
-    """The same printable document as `simulator safety-case --html`."""
+    """The same printable document as `simulator safety-case --html`, with the sign-offs that exist."""
     case = await run_in_threadpool(_case, request, request.path_params["run"])
-    return HTMLResponse(safety_case_html(case), headers={"Content-Security-Policy": DOCUMENT_CSP})
+    views = signoff_views(_book(request), case.traceability.hazard_log, case.evidence_hash)
+    return HTMLResponse(safety_case_html(case, views), headers={"Content-Security-Policy": DOCUMENT_CSP})
+
+
+async def signed_document(request: Request) -> Response:
+    """A signed document as archived when it was signed: readable after its run is re-judged or deleted."""
+    digest = request.path_params["digest"]
+    if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise UserError("a signed document is named by its sha256 (64 hex digits)")
+    path = _desk(request).config.data_folder / FOLDER / f"{digest}.html"
+    if not path.is_file():
+        raise UserError(f"no signed document {digest[:12]}… in this desk")
+    return HTMLResponse(path.read_text(encoding="utf-8"), headers={"Content-Security-Policy": DOCUMENT_CSP})
 
 
 def _field(fields: dict[str, str], key: str, limit: int) -> str:
@@ -81,36 +134,25 @@ async def sign(request: Request) -> Response:
     fields = {k: v for k, v in form.items() if isinstance(v, str)}
     who, role = _field(fields, "name", 200), _field(fields, "role", 200)
     decision, comment = fields.get("decision", ""), _field(fields, "comment", 5000)
+    justification = _field(fields, "justification", 5000)
     if not who or not role:
         raise UserError("give your name and your role (e.g. Clinical Safety Officer) before signing")
     if decision not in DECISIONS:
         raise UserError(f"choose a decision: {', '.join(DECISIONS)}")
-    if decision == "approve with conditions" and not comment:
-        raise UserError("approve with conditions: write the conditions in the comment")
     case = await run_in_threadpool(_case, request, name)
     if fields.get("evidence_hash", "") != case.evidence_hash:
         raise UserError(
             "the evidence changed while you were reading it (a new verdict, label or hazard log edit); "
             "reload the safety case and read it again before signing"
         )
-    signoff = SignOff(
-        signed_at=datetime.now(UTC),
-        name=who,
-        role=role,
-        decision=decision,  # type: ignore[arg-type]
-        comment=comment,
-        runs=[r.run_id for r in case.traceability.runs],
-        evidence_hash=case.evidence_hash,
-        hazard_log=case.traceability.hazard_log,
-        hazard_log_sha256=case.traceability.hazard_log_sha256,
-    )
-    await run_in_threadpool(_book(request).append, signoff)
+    folder = _desk(request).config.data_folder
+    await run_in_threadpool(sign_case, folder, case, who, role, decision, comment, justification)
     return RedirectResponse(f"/safety/{name}#signoffs", 303)
 
 
 async def history_page(request: Request) -> Response:
     """Key rates and hazard bounds across the desk's runs of one suite, in time order."""
-    from simulator.safety.history import build_history_loaded
+    from simulator.safety.history import build_history_loaded, mark_signed
     from simulator.safety.history_view import history_html
 
     desk = _desk(request)
@@ -131,6 +173,7 @@ async def history_page(request: Request) -> Response:
         raise UserError(f"no run of suite '{suite}' in this desk; suites: {', '.join(suites) or 'none'}")
     log = load_hazard_log(desk.config.hazards) if desk.config.hazards is not None else None
     history = await run_in_threadpool(build_history_loaded, chosen, log)
+    mark_signed(history, [(s.runs, f"{s.name}: {s.decision}") for s in _book(request).all()])
     return HTMLResponse(history_html(history), headers={"Content-Security-Policy": DOCUMENT_CSP})
 
 
@@ -139,5 +182,6 @@ def routes() -> list[Route]:
         Route("/safety/{run}", safety_page),
         Route("/safety/{run}/document", document_page),
         Route("/safety/{run}/sign", sign, methods=["POST"]),
+        Route("/signed/{digest}", signed_document),
         Route("/history", history_page),
     ]

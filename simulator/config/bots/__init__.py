@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
+from simulator.config.bot_identity import module_source_hash, started_parts
 from simulator.config.bot_kinds import (
     EDITABLE_PROMPT,
     ENVIRONMENT,
@@ -61,6 +62,13 @@ class PythonBotConfig(BotConfig):
     def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
         yield ("factory",), lambda: load_factory(self.factory)
 
+    def identity_parts(self, base_dir: Path) -> dict[str, str]:
+        # The factory too: two factories of one module (make_bot, make_fixed_bot) are two bots.
+        found = module_source_hash(self.factory.split(":", 1)[0])
+        return ({} if found is None else {f"source sha256 of {found[0]}": found[1]}) | {
+            "factory": self.factory
+        }
+
 
 class ReadyCheck(StrictModel):
     """When a started bot is ready: an HTTP `url` answers (any status below 500), or a TCP `port` accepts."""
@@ -82,6 +90,10 @@ class BotStart(StrictModel):
     cwd: str | None = None  # relative to the suite file; default the suite's folder
     stop_timeout_s: float = Field(default=5.0, gt=0)
 
+    def identity_parts(self, base_dir: Path) -> dict[str, str]:
+        """The started bot's command hash, the files it names, its folder's git describe."""
+        return started_parts(self.command, base_dir / self.cwd if self.cwd else base_dir)
+
 
 class HttpBotConfig(BotConfig):
     """A bot behind HTTP; header values may name environment variables as ${VAR}, expanded at run time."""
@@ -93,6 +105,9 @@ class HttpBotConfig(BotConfig):
     timeout_s: float = Field(default=30.0, gt=0)
     max_reply_bytes: int = Field(default=8_000_000, ge=1024)
     start: BotStart | None = None
+    # A URL the bot answers with its release (JSON {"version": ...} or text), asked once it is ready and
+    # recorded in the manifest's bot_identity; may use {port} like `url`.
+    version_url: Annotated[str | None, SecretURL] = Field(default=None, pattern=r"^https?://")
 
     operational: ClassVar[frozenset[str]] = frozenset({"timeout_s"})
 
@@ -101,6 +116,9 @@ class HttpBotConfig(BotConfig):
 
     def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
         yield ("url",), lambda: check_url(self.url)
+        if self.version_url:
+            version_url = self.version_url
+            yield ("version_url",), lambda: check_url(version_url)
 
 
 class DecisionTool(StrictModel):
@@ -141,6 +159,17 @@ class ChatBotConfig(BotConfig):
 
     def declared_state_keys(self) -> set[str] | None:
         return {self.decision_tool.field} if self.decision_tool is not None else set()
+
+    def identity_parts(self, base_dir: Path) -> dict[str, str]:
+        import hashlib
+
+        prompt = self.system_prompt or ""
+        if self.system_prompt_file and (base_dir / self.system_prompt_file).is_file():
+            prompt = (base_dir / self.system_prompt_file).read_text(encoding="utf-8")
+        return {
+            "model": self.model,
+            "system prompt sha256": "sha256:" + hashlib.sha256(prompt.encode()).hexdigest(),
+        }
 
 
 register_bot_kind(

@@ -15,9 +15,8 @@ import pytest
 from simulator.cli import main
 from simulator.config.loading import load_scenarios
 from simulator.config.suite import load_suite
+from simulator.config.claims import DEFAULT_CLAIMS, ClaimRule
 from simulator.config.tool_checks import (
-    DEFAULT_CLAIMS,
-    ClaimRule,
     ToolCheck,
     ToolChecksConfig,
     read_state_path,

@@ -82,6 +82,11 @@ class BotConfig(StrictModel):
         """The final-state keys this bot can set, where the suite says; None when only the bot's code knows."""
         return None
 
+    def declared_tools(self) -> set[str] | None:
+        """The tools this bot can be seen calling, where the suite says (besides an environment's); None
+        when only the bot's code knows (a python or HTTP bot may return any tool call)."""
+        return None
+
     def kind(self) -> BotKind:
         return bot_kind(self.type)
 

@@ -142,6 +142,9 @@ class ChatBotConfig(BotConfig):
     def declared_state_keys(self) -> set[str] | None:
         return {self.decision_tool.field} if self.decision_tool is not None else set()
 
+    def declared_tools(self) -> set[str] | None:
+        return {self.decision_tool.name} if self.decision_tool is not None else set()
+
 
 register_bot_kind(
     BotKind(

@@ -102,8 +102,8 @@ def bot_faults_section(run: RunData, high_stakes_tag: str | None = None) -> BotF
         kinds={kind: kinds[kind] for kind in BOT_FAULTS if kind in kinds},
         scenarios=rows,
         covers=(
-            f"conversations with at least one bot fault, of all {n} conversations, clustered by vignette; "
-            f"the {errored} that ended in the fault are left out of every clinical rate (they cannot say what "
-            "the bot would have advised)"
+            f"unit: conversations with at least one bot fault, of all {n}, clustered by vignette. The {errored} "
+            "that ended in the fault are left out of every clinical rate (they cannot say what the bot would "
+            "have advised); a tool call refused for its arguments does not end a conversation, which still counts"
         ),
     )

@@ -301,12 +301,15 @@ def _claim_verdict(
     sentence, tried = unbacked[0]
     if tried:
         why = f"the only matching calls before it failed: {part_text(tried[-1])}"
-    elif not timeline.calls:
-        why = "nothing backs it: the conversation shows no tool call at all (nothing booked, sent or set in motion)"
     else:
         later = [part for pos, part in backing if pos[0] > claims[0][0]]
         why = "no matching tool call was made before it" + (
-            f" (one came later: {part_text(later[0])})" if later else " (none in the whole conversation)"
+            f" (one came later: {part_text(later[0])})"
+            if later
+            else " (none in the whole conversation)"
+            if timeline.calls
+            else " (none in the whole conversation, which shows no tool call at all: nothing was booked, sent "
+            "or set in motion)"
         )
     quotes = [sentence] + [part_text(part) for part in tried[-1:]]
     evidence, found = _evidence(quotes, timeline.messages)

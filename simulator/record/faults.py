@@ -10,7 +10,7 @@ A dropped connection, a timeout or a start-up failure is not here: those are the
 
 from __future__ import annotations
 
-__all__ = ["ARGUMENTS_DO_NOT_FIT", "BOT_FAULTS", "NO_SUCH_TOOL", "BotFault", "bot_faults"]
+__all__ = ["ARGUMENTS_DO_NOT_FIT", "BOT_FAULTS", "NO_SUCH_TOOL", "bot_faults"]
 
 from dataclasses import dataclass
 

@@ -77,7 +77,9 @@ QUIET = ToolCheckContext(gives_advice=gives_outcome, claims=list(DEFAULT_CLAIMS)
 
 
 def test_without_an_environment_a_promise_nothing_backs_fails_with_the_claim_quoted() -> None:
-    record = convo(["Book a GP appointment for the next few days.", "A nurse will call you back within 2 hours."])
+    record = convo(
+        ["Book a GP appointment for the next few days.", "A nurse will call you back within 2 hours."]
+    )
     assert QUIET.claim_ids(record) == ["claim.callback"]
     (verdict,) = tool_verdicts(record, [], QUIET, "h")
     assert verdict.criterion_id == "claim.callback" and verdict.result == "fail"
@@ -153,7 +155,7 @@ def test_a_claim_naming_a_tool_nothing_declares_is_a_validate_error(
     assert (problem.file, problem.line, problem.field) == (str(path), line, field)
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "suite.yaml" in err and "book_callback" in err or "book_appointmnet" in err
+    assert ("suite.yaml" in err and "book_callback" in err) or "book_appointmnet" in err
     assert "Traceback" not in err
 
 

@@ -16,7 +16,7 @@ from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.record.folder import RunFolder
 from simulator.record.redact import forget_secrets
-from simulator.report.model import build_report
+from simulator.report.model import ReportOptions, build_report
 from simulator.report.section import Table
 from simulator.report.sections_run import scenarios_section
 
@@ -117,7 +117,8 @@ def test_the_report_names_the_false_promise_and_the_rule_breaking_message_per_sc
     assert "takes 1 to 3 reply buttons; the bot sent 4" in row["examples"][0]["detail"]
     assert ("warning", "bot faults in 2 of 8 conversations (1 scenarios)") in findings
     assert "Bot faults per scenario (unit: conversations)" in printed
-    scenarios = scenarios_section(build_report(load_run(out)))
+    run = load_run(out)
+    scenarios = scenarios_section(build_report(run))
     table = next(b for b in scenarios.blocks if isinstance(b, Table) and b.title.startswith("Scenarios"))
     flags = {row.cells[0].text: row.cells[8] for row in table.rows}
     assert flags["headache-bad"].text == "BOT FAULT" and flags["headache-bad"].state == "warn"
@@ -127,3 +128,8 @@ def test_the_report_names_the_false_promise_and_the_rule_breaking_message_per_sc
     outcome = report["outcome"]
     assert outcome["errored"] == 2
     assert outcome["under_triage"]["n"] == 6
+
+    # A fault in a critical scenario is a bug in the summary, naming the scenario and its count.
+    critical = build_report(run, ReportOptions(high_stakes_tag="neuro"))
+    (bug,) = [f for f in critical.findings if f.title.startswith("bot faults")]
+    assert bug.level == "bug" and bug.title == "bot faults in critical scenarios: headache-bad (2/2)"

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from simulator.cli import main
+from simulator.config.claims import DEFAULT_CLAIMS, ClaimRule
 from simulator.config.loading import load_scenarios
 from simulator.config.suite import load_suite
-from simulator.config.claims import DEFAULT_CLAIMS, ClaimRule
 from simulator.config.tool_checks import (
     ToolCheck,
     ToolChecksConfig,

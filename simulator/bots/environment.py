@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 from simulator.config.environment import EnvironmentSpec, ToolDef, UserToolDef, load_function, merge_state
 from simulator.config.tool_checks import read_state_path
-from simulator.record.faults import ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL
 from simulator.providers.base import ToolSpec
+from simulator.record.faults import ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL
 from simulator.record.parts import ToolCallPart
 
 # Tool functions run here, so a slow one can be timed out (it is left to finish in its thread).

@@ -95,8 +95,8 @@ _CALLBACK = "|".join(
         rf"\b(?:will|{_APOS}ll|shall|(?:is|are)\s+going\s+to)\s+{_ADVERB}(?:give\s+you\s+a\s+(?:call|ring)|{_CALL}\s+you)\b",
         rf"\byou(?:{_APOS}ll|\s+will)\s+(?:get|receive|have)\s+an?\s+(?:phone\s+)?(?:call|callback|ring)\b",
         rf"\b(?:asked|arranged\s+for|told)\s+(?:a|an|the|our|one\s+of\s+our)\s+[\w ]{{1,30}}?\s+to\s+{_CALL}\s+you\b",
-        rf"\b(?:requested|arranged|booked|scheduled)\s+(?:a|an|your)\s+(?:call\s*back|callback|phone\s+call)\b",
-        rf"\bexpect\s+an?\s+(?:phone\s+)?(?:call|callback)\b",
+        r"\b(?:requested|arranged|booked|scheduled)\s+(?:a|an|your)\s+(?:call\s*back|callback|phone\s+call)\b",
+        r"\bexpect\s+an?\s+(?:phone\s+)?(?:call|callback)\b",
     )
 )
 

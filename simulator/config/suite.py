@@ -23,11 +23,11 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from simulator.config.attack import RedTeamConfig
 from simulator.config.bot_kinds import ENVIRONMENT, AnyBot, kinds_with
+from simulator.config.claims import unknown_claim_tools
 from simulator.config.environment import EnvironmentSpec, check_environment_functions
 from simulator.config.matrix import MatrixConfig, expand_matrix
 from simulator.config.providers import PROVIDERS, CacheConfig, ProviderSettings
 from simulator.config.relations import Relation
-from simulator.config.claims import unknown_claim_tools
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.config.assertions import compile_pattern
-from simulator.config.patterns import PatternTimeout
 from simulator.config.claims import ClaimRule
+from simulator.config.patterns import PatternTimeout
 from simulator.config.tool_checks import ArgMatcher, ToolCheck, read_state_path
 from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.evidence import quote_found

@@ -14,7 +14,7 @@ from simulator.analysis.rundata import RunData
 from simulator.record.faults import BOT_FAULTS
 from simulator.report.analyses import CORE_FINDINGS, Analysis, register_analysis
 from simulator.report.model import Finding, Report, ReportOptions
-from simulator.report.section import Column, Note, Section, Table, rate_cell, text
+from simulator.report.section import Column, Note, Section, State, Table, rate_cell, text
 
 KEY = "bot_faults"
 
@@ -86,7 +86,7 @@ def bot_faults_view(report: Report, everything: bool = False) -> Section:
         f"Errors that are the bot's own doing (a channel rule broken, a malformed reply, a tool called with "
         f"invalid arguments): {section.rate.text}{clustered}; {section.covers}."
     )
-    state = "fail" if any(row.critical for row in section.scenarios) else "warn"
+    state: State = "fail" if any(row.critical for row in section.scenarios) else "warn"
     return Section("bot_faults", "Bot faults", [note, table], state)
 
 

@@ -49,7 +49,9 @@ PROBLEMS = types.SectionList(
                 types.SectionRow(title="Chest pain", callback_data="chest", description="pain or pressure"),
                 types.SectionRow(title="Breathing trouble", callback_data="breathing"),
                 types.SectionRow(title="Headache", callback_data="headache"),
-                types.SectionRow(title="Cough or cold", callback_data="cold", description="a cold or a cough"),
+                types.SectionRow(
+                    title="Cough or cold", callback_data="cold", description="a cold or a cough"
+                ),
             ],
         )
     ],

@@ -65,6 +65,10 @@ def test_the_default_rules_find_claims_in_every_tense(text: str, rule: str) -> N
         "Please contact your GP if it gets worse.",
         "If it gets worse, you should call 111.",
         "I will not book anything without your consent.",
+        # a promise its sentence makes conditional is a policy or an offer, not an action set in motion
+        "We'll send you an email as soon as it has been processed.",
+        "I'll book you in if you want.",
+        "A nurse will call you back if the test shows anything.",
         "Go to A&E now.",
         "Look after yourself at home: rest, drink fluids and take paracetamol if you need it.",
     ],

@@ -64,6 +64,9 @@ class ClaimRule(StrictModel):
 
 
 _ADVERB = r"(?:just\s+|now\s+|already\s+|also\s+)?"
+# A promise the rest of its sentence makes conditional ("we'll send you an email once it is processed", "I'll
+# book you in if you want") states a policy or an offer, not an action already set in motion.
+_UNCONDITIONAL = r"(?![^.!?\n]*\b(?:if|once|when|whenever|unless|as\s+soon\s+as|after|should\s+you)\b)"
 _I = r"\b(?:I|we)"
 _APOS = r"(?:'|\u2019)"
 
@@ -80,9 +83,9 @@ def _said(past: str, present: str, base: str) -> str:
             rf"(?:^|(?<=[.!?:]\s*))\s*(?:now\s+)?(?:{present})\s+(?:you|your|it|that|this|the|an?)\b",
             # promise: "I'll book", "we will send", "I'm going to refer", "let me book", "will be sent"
             rf"{_I}(?:{_APOS}ll|\s+will|\s+shall|{_APOS}m\s+going\s+to|\s+am\s+going\s+to|{_APOS}re\s+going\s+to"
-            rf"|\s+are\s+going\s+to)\s+{_ADVERB}(?:{base})\b",
-            rf"\blet\s+me\s+{_ADVERB}(?:{base})\b",
-            rf"\bwill\s+(?:now\s+)?be\s+(?:{past})\b",
+            rf"|\s+are\s+going\s+to)\s+{_ADVERB}(?:{base})\b{_UNCONDITIONAL}",
+            rf"\blet\s+me\s+{_ADVERB}(?:{base})\b{_UNCONDITIONAL}",
+            rf"\bwill\s+(?:now\s+)?be\s+(?:{past})\b{_UNCONDITIONAL}",
         )
     )
 
@@ -92,8 +95,10 @@ def _said(past: str, present: str, base: str) -> str:
 _CALL = r"(?:call|ring|phone|contact)"
 _CALLBACK = "|".join(
     (
-        rf"\b(?:will|{_APOS}ll|shall|(?:is|are)\s+going\s+to)\s+{_ADVERB}(?:give\s+you\s+a\s+(?:call|ring)|{_CALL}\s+you)\b",
-        rf"\byou(?:{_APOS}ll|\s+will)\s+(?:get|receive|have)\s+an?\s+(?:phone\s+)?(?:call|callback|ring)\b",
+        rf"\b(?:will|{_APOS}ll|shall|(?:is|are)\s+going\s+to)\s+{_ADVERB}(?:give\s+you\s+a\s+(?:call|ring)|{_CALL}\s+you)\b"
+        + _UNCONDITIONAL,
+        rf"\byou(?:{_APOS}ll|\s+will)\s+(?:get|receive|have)\s+an?\s+(?:phone\s+)?(?:call|callback|ring)\b"
+        + _UNCONDITIONAL,
         rf"\b(?:asked|arranged\s+for|told)\s+(?:a|an|the|our|one\s+of\s+our)\s+[\w ]{{1,30}}?\s+to\s+{_CALL}\s+you\b",
         r"\b(?:requested|arranged|booked|scheduled)\s+(?:a|an|your)\s+(?:call\s*back|callback|phone\s+call)\b",
         r"\bexpect\s+an?\s+(?:phone\s+)?(?:call|callback)\b",

@@ -93,7 +93,8 @@ def test_the_report_names_the_false_promise_and_the_rule_breaking_message_per_sc
 
     capsys.readouterr()
     report_json = tmp_path / "report.json"
-    assert main(["report", str(out), "--json", str(report_json)]) in (0, 1)
+    page = tmp_path / "report.html"
+    assert main(["report", str(out), "--json", str(report_json), "--html", str(page)]) in (0, 1)
     printed = " ".join(capsys.readouterr().out.split())  # the terminal wraps long lines
     report = json.loads(report_json.read_text())
 
@@ -117,6 +118,8 @@ def test_the_report_names_the_false_promise_and_the_rule_breaking_message_per_sc
     assert "takes 1 to 3 reply buttons; the bot sent 4" in row["examples"][0]["detail"]
     assert ("warning", "bot faults in 2 of 8 conversations (1 scenarios)") in findings
     assert "Bot faults per scenario (unit: conversations)" in printed
+    html = page.read_text()
+    assert "Bot faults per scenario (unit: conversations)" in html and "BOT FAULT" in html
     run = load_run(out)
     scenarios = scenarios_section(build_report(run))
     table = next(b for b in scenarios.blocks if isinstance(b, Table) and b.title.startswith("Scenarios"))

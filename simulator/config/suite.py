@@ -23,6 +23,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from simulator.config.attack import RedTeamConfig
 from simulator.config.bot_kinds import ENVIRONMENT, AnyBot, kinds_with
+from simulator.config.claims import unknown_claim_tools
 from simulator.config.environment import EnvironmentSpec, check_environment_functions
 from simulator.config.matrix import MatrixConfig, expand_matrix
 from simulator.config.providers import PROVIDERS, CacheConfig, ProviderSettings
@@ -364,6 +365,24 @@ def _tool_name_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
     return problems
 
 
+def _claim_tool_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
+    """A claim rule must name tools the environment or the bot declares (one it names outright could never
+    be backed, so every claim would fail); a bot whose tools only its code knows is not checked here."""
+    rules = suite.tool_checks.claims if suite.tool_checks else None
+    declared = suite.bot.declared_tools()
+    if not rules or (suite.environment is None and declared is None):
+        return []
+    known = sorted((set(suite.environment.tools) if suite.environment else set()) | (declared or set()))
+    problems = []
+    for index, rule in enumerate(rules):
+        why = unknown_claim_tools(rule, known)
+        if why is not None:
+            loc = ("tool_checks", "claims", index)
+            field = f"tool_checks.claims.{index}." + ("tool" if rule.tool else "tools")
+            problems.append(Problem(str(source.path), why, source.line_of(loc), field))
+    return problems
+
+
 def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation."""
     if not path.is_file():
@@ -379,6 +398,8 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     data = {**source.data, **(overrides or {})}
     suite, problems = validate_model(Suite, data, source)
     problems += _provider_name_problems(source) + _judges_problems(source)
+    if suite is not None:
+        problems += _claim_tool_problems(suite, source)
     if suite is not None and suite.environment is not None:
         problems += check_environment_functions(suite.environment, str(path), source.line_of)
         problems += _tool_name_problems(suite, source)

@@ -150,19 +150,19 @@ class JudgeStage:
         """Every criterion id this stage writes for the conversation."""
         scenario = self.scenarios.get(record.scenario_id)
         tags = scenario.tags if scenario is not None else record.tags
-        code = code_check_ids(scenario) + self._tool_ids(scenario) if scenario is not None else []
+        code = code_check_ids(scenario) + self._tool_ids(scenario, record) if scenario is not None else []
         return code + [c.id for c in self.applicable(tags)]
 
     def _tool_checks(self, scenario: Scenario) -> list[ToolCheck]:
         return [*self.tools.checks, *scenario.tool_checks]
 
-    def _tool_ids(self, scenario: Scenario) -> list[str]:
-        return [c.check_id for c in self._tool_checks(scenario)] + [r.id for r in self.tools.claims]
+    def _tool_ids(self, scenario: Scenario, record: ConversationRecord) -> list[str]:
+        return [c.check_id for c in self._tool_checks(scenario)] + self.tools.claim_ids(record)
 
     def _tool_verdicts(self, record: ConversationRecord, scenario: Scenario) -> list[Verdict]:
         """The tool checks and claim rules (none for a suite without them: no verdict lines)."""
         checks = self._tool_checks(scenario)
-        if not checks and not self.tools.claims:
+        if not checks and not self.tools.claim_ids(record):
             return []
         if record.stop_reason == "error":
             cause = f" ({record.error.source}: {record.error.message})" if record.error else ""
@@ -178,7 +178,7 @@ class JudgeStage:
                     judge_set_hash=self.judge_set_hash,
                     reasoning=f"the conversation ended in an error{cause}; nothing to check",
                 )
-                for check_id in self._tool_ids(scenario)
+                for check_id in self._tool_ids(scenario, record)
             ]
         return tool_verdicts(record, checks, self.tools, self.judge_set_hash)
 
@@ -352,8 +352,9 @@ def _tool_context(suite: Suite) -> ToolCheckContext:
 
     return ToolCheckContext(
         gives_advice=gives_advice,
-        claims=config.claim_rules(suite.environment is not None),
+        claims=config.claim_rules(),
         checks=list(config.checks),
+        quiet_claims=config.quiet_claims(suite.environment is not None),
     )
 
 

@@ -8,6 +8,7 @@ __all__: list[str] = []
 from simulator.analysis.cost import CALLS_RULE
 from simulator.analysis.tables import CriterionRow, ScenarioRow, TagRow
 from simulator.report.analyses import Analysis, register_analysis
+from simulator.report.bot_faults_view import faulted_scenarios
 from simulator.report.model import Report
 from simulator.report.section import (
     COUNT_COLUMNS,
@@ -130,11 +131,12 @@ def criteria_section(section_id: str, title: str, note: str, rows: list[Criterio
     return Section(section_id, title, [Note(note), table], state)
 
 
-def _flags(row: ScenarioRow) -> Cell:
+def _flags(row: ScenarioRow, faulted: bool = False) -> Cell:
     flags = (["BUG"] if row.bug else []) + (["FLAKY"] if row.flaky else [])
     if row.flaky and row.flaky_source is not None:
         flags += [_SOURCE_FLAG[s] for s in row.flaky_source.sources]
-    return text(" ".join(flags), "fail" if row.bug else "warn" if row.flaky else None)
+    flags += ["BOT FAULT"] if faulted else []
+    return text(" ".join(flags), "fail" if row.bug else "warn" if row.flaky or faulted else None)
 
 
 def _passed_alike(row: ScenarioRow) -> bool:
@@ -162,8 +164,8 @@ def collapse(table: Table, alike: list[bool], line: str) -> None:
     table.collapsed_note = line
 
 
-def _collapse_scenarios(table: Table, rows: list[ScenarioRow]) -> None:
-    alike = [_passed_alike(r) for r in rows]
+def _collapse_scenarios(table: Table, rows: list[ScenarioRow], faulted: set[str]) -> None:
+    alike = [_passed_alike(r) and r.id not in faulted for r in rows]
     runs = [r.conversations for r, same in zip(rows, alike, strict=True) if same]
     if runs:
         many = f"all {len(runs)}" if len(runs) == len(rows) else f"{len(runs)} more"
@@ -196,12 +198,13 @@ def _scenario_table(report: Report) -> Table:
         ],
         title="Scenarios: a conversation passes when no verdict failed",
     )
+    faulted = faulted_scenarios(report)
     for row in report.scenarios:
         s = row.statuses
         table.add(
             row.id, ", ".join(row.tags), number(row.conversations), number(s["pass"]),
             number(s["fail"], state="fail" if s["fail"] else None), number(s["error"]), number(s["not_judged"]),
-            rate_cell(row.pass_rate), _flags(row), "; ".join(row.failing_criteria),
+            rate_cell(row.pass_rate), _flags(row, row.id in faulted), "; ".join(row.failing_criteria),
         )  # fmt: skip
     return table
 
@@ -236,12 +239,19 @@ def scenarios_section(report: Report, everything: bool = False) -> Section:
         if report.high_stakes_tag
         else "No high-stakes tag is set (suite: high_stakes_tag), so no failure is listed as a bug."
     )
+    fault = (
+        " BOT FAULT: the bot broke a channel rule, sent a malformed reply or called a tool wrongly in some "
+        "run (the Bot faults section counts them)."
+        if faulted_scenarios(report)
+        else ""
+    )
     note = Note(
         f"A conversation passes when none of its verdicts failed. FLAKY: mixed outcomes across repeats. {bug}"
+        + fault
     )
     scenarios = _scenario_table(report)
     if not everything:
-        _collapse_scenarios(scenarios, report.scenarios)
+        _collapse_scenarios(scenarios, report.scenarios, faulted_scenarios(report))
         _collapse_tags(tags, report.tags)
     blocks: list[Table | Note] = [note, scenarios, tags]
     if report.pass_hat_k:

@@ -318,7 +318,7 @@ def _outcome_metrics(
         expected = a.expected.get(a_rec[cid].scenario_id, {}).get(config.key)
         if expected not in rank:
             continue
-        acts = [actual_outcome(rec[cid], config.key, levels) for rec in (a_rec, b_rec)]
+        acts = [actual_outcome(run, rec[cid]) for run, rec in ((a, a_rec), (b, b_rec))]
         results[cid] = (acts[0], acts[1])
         # No usable decision on a case expected above the lowest level counts as under-triage (as in reports).
         scores = [

@@ -21,7 +21,7 @@ from simulator.config.bot_kinds import engine_model
 from simulator.config.scenario import Scenario
 from simulator.config.suite import Suite
 from simulator.config.tool_checks import ToolCheck, ToolChecksConfig, unknown_tool
-from simulator.config.vocabulary import load_vocabulary
+from simulator.config.vocabulary import Vocabulary, load_vocabulary
 from simulator.errors import Problem, UserError
 from simulator.judging.aggregate import combine_verdicts, default_rule
 from simulator.judging.applicability import applicability
@@ -29,12 +29,14 @@ from simulator.judging.code_checks import CODE_CHECKS_VERSION, code_check_ids, c
 from simulator.judging.criteria import AggregateRule, Criterion, load_criteria
 from simulator.judging.hygiene import same_family_warnings
 from simulator.judging.llm_judge import LLMJudge, not_applicable_verdict, not_judged_verdict
+from simulator.judging.outcome_judge import OutcomeJudge
+from simulator.judging.outcome_reader import OutcomeReader, make_outcome_reader
 from simulator.judging.prompt import JUDGE_PROMPT_TEMPLATE, judge_prompt_hash, render_transcript_block
 from simulator.judging.tool_checks import TOOL_CHECKS_VERSION, ToolCheckContext, tool_verdicts
 from simulator.providers.hub import ModelHub, call_scope, resolve_user_model
 from simulator.record.hashing import sha256_text
 from simulator.record.manifest import CriterionEntry, JudgeSet, PromptEntry
-from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.models import ConversationRecord, DecidedOutcome, Verdict
 from simulator.users.offline import gives_outcome
 
 # A criterion's fields the manifest records as they are (CriterionEntry has the same names).
@@ -63,6 +65,7 @@ def judge_set_hash(
     samples: int = 1,
     aggregate: dict[str, str] | None = None,
     tool_checks: dict[str, Any] | None = None,
+    outcome: dict[str, Any] | None = None,
 ) -> str:
     """The hash of everything that decides a verdict, except the conversation itself. A jury, samples and
     rules join the hash only when used, so a one-model, one-sample set keeps the hash it always had."""
@@ -82,6 +85,8 @@ def judge_set_hash(
         payload["aggregate"] = aggregate
     if tool_checks is not None:  # only a suite with an environment or tool checks: others keep their hash
         payload["tool_checks"] = tool_checks
+    if outcome is not None:  # only an outcome read from more than the bot's state: others keep their hash
+        payload["outcome"] = outcome
     return sha256_text(json.dumps(payload, sort_keys=True))
 
 
@@ -101,8 +106,11 @@ class JudgeStage:
         samples: int = 1,
         rules: dict[str, AggregateRule] | None = None,
         tools: ToolCheckContext | None = None,
+        outcome: OutcomeReader | None = None,
     ) -> None:
         self.criteria = criteria
+        # How the suite's outcome is read (judging/outcome_reader.py); None without `outcome:`.
+        self.outcome = outcome
         # The suite's tool checks and claim rules, and how advice is told apart (judging/tool_checks.py).
         self.tools = tools or ToolCheckContext(gives_advice=gives_outcome)
         self.llm = judge
@@ -190,9 +198,10 @@ class JudgeStage:
         self, record: ConversationRecord, scenario: Scenario, judged: set[tuple[str, str]]
     ) -> list[Verdict]:
         """Code checks and LLM criteria for one conversation, skipping the pairs in `judged`."""
+        decided = await self._decide(record, scenario, judged)
         verdicts = [
             v
-            for v in code_verdicts(record, scenario, self.judge_set_hash)
+            for v in code_verdicts(record, scenario, self.judge_set_hash, decided)
             + self._tool_verdicts(record, scenario)
             if (record.id, v.criterion_id) not in judged
         ]
@@ -217,6 +226,17 @@ class JudgeStage:
         for criterion in ask:
             verdicts += self._combine(criterion, [v for v in judgements if v.criterion_id == criterion.id])
         return verdicts
+
+    async def _decide(
+        self, record: ConversationRecord, scenario: Scenario, judged: set[tuple[str, str]]
+    ) -> tuple[str, DecidedOutcome] | None:
+        """The outcome the suite's sources decide, when the scenario expects one and it is still to judge."""
+        if self.outcome is None or record.stop_reason == "error":
+            return None
+        key = self.outcome.config.key
+        if key not in scenario.expected or (record.id, f"outcome.{key}") in judged:
+            return None
+        return key, await self.outcome.decide(record)
 
     async def _ask_all(self, record: ConversationRecord, ask: list[Criterion], block: str) -> list[Verdict]:
         """Every (criterion, judge, sample) call, in that order. A judge whose provider caches prompts on
@@ -296,6 +316,7 @@ def make_judge_stage(
         samples=config.samples,
         aggregate=dict(rules),
         tool_checks=_tool_hash_payload(suite, tools),
+        outcome=_outcome_hash_payload(suite),
     )
     jury = []
     if criteria:  # no criteria to judge: no provider (and no API key) needed
@@ -327,6 +348,7 @@ def make_judge_stage(
         "paths": [str(Path(p)) for p in config.paths],
     }
     judge = jury[0] if jury else None
+    outcome = _outcome_reader(suite, hub)
     return JudgeStage(
         criteria,
         judge,
@@ -338,7 +360,63 @@ def make_judge_stage(
         samples=config.samples,
         rules=rules,
         tools=tools,
+        outcome=outcome,
     )
+
+
+def _outcome_hash_payload(suite: Suite) -> dict[str, Any] | None:
+    """What decides the outcome, for the judge set's hash: None for the bot's state alone (the default)."""
+    config = suite.outcome
+    if config is None or config.default_source:
+        return None
+    payload = config.model_dump(mode="json", include={"source", "messages", "tool", "judge"})
+    vocabulary = _vocabulary(suite)
+    if "messages" in config.sources and vocabulary is not None:
+        payload["vocabulary"] = vocabulary.model_dump(include={"outcome_levels", "outcome_ignore"})
+    if "judge" in config.sources:
+        payload["judge_model"] = _outcome_judge_model(suite)
+    return payload
+
+
+def _vocabulary(suite: Suite) -> Vocabulary | None:
+    return load_vocabulary(suite.resolve(suite.user.vocabulary)) if suite.user.vocabulary else None
+
+
+def _outcome_judge_model(suite: Suite) -> str:
+    """The outcome judge's model: `outcome.judge.model`, else the suite's (first) judge model."""
+    config = suite.outcome
+    own = config.judge.model if config is not None and config.judge is not None else None
+    model = own or next(iter(suite.judges.judge_models()), None)
+    if model is None:
+        raise UserError(
+            "outcome source `judge` needs a model: set outcome.judge.model or judges.model in the suite "
+            "(or pass --judge-model)"
+        )
+    return model
+
+
+def _outcome_reader(suite: Suite, hub: ModelHub) -> OutcomeReader | None:
+    """The suite's outcome reader: its sources, phrases (the suite's or the vocabulary's) and, for the
+    `judge` source, a classifier on the judges' connection."""
+    config = suite.outcome
+    if config is None:
+        return None
+    judge = None
+    if "judge" in config.sources:
+        spec = _outcome_judge_model(suite)
+        client, bare = hub.for_role("judge").client(spec)
+        own = config.judge
+        judge = OutcomeJudge(
+            client,
+            spec,
+            bare,
+            list(config.levels),
+            instructions=own.instructions if own is not None else None,
+            temperature=suite.judges.temperature,
+            max_tokens=suite.judges.max_tokens,
+        )
+    where = f"{suite.user.vocabulary}: outcome_levels" if suite.user.vocabulary else "outcome_levels"
+    return make_outcome_reader(config, _vocabulary(suite), judge, where)
 
 
 def _tool_context(suite: Suite) -> ToolCheckContext:

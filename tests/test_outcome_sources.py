@@ -263,3 +263,15 @@ def test_a_bad_outcome_source_config_is_a_one_line_error(
         load_suite(_write_suite(tmp_path, outcome))
     shown = caught.value.render()
     assert message in shown and "outcome" in shown and len(shown.splitlines()) == 2, shown
+
+
+def test_the_miscoded_example_bot_s_record_and_words_disagree_on_every_urgent_case(tmp_path: Path) -> None:
+    out = _run(ROOT / "examples/miscoded/suite.yaml", tmp_path / "run")
+    run = load_run(out)
+    agreement = outcome_agreement(run)
+    assert agreement is not None
+    [pair] = agreement.pairs
+    urgent = [r.id for r in run.conversations if actual_outcome(run, r) == "urgent"]
+    assert urgent and sorted(d.conversation_id for d in pair.disagreements) == sorted(urgent)
+    assert all(d.readings == {"messages": "urgent", "state": "gp"} for d in pair.disagreements)
+    assert pair.agree.n == len(run.conversations) and pair.agree.n - pair.agree.k == len(urgent)

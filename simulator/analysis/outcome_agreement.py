@@ -6,7 +6,7 @@ words differ is a finding in itself. Also the conversations where the bot advise
 
 from __future__ import annotations
 
-__all__ = ["OutcomeAgreement", "outcome_agreement", "reading_text"]
+__all__ = ["OutcomeAgreement", "outcome_agreement"]
 
 from itertools import combinations
 

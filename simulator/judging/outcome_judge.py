@@ -4,7 +4,7 @@ quote, a failed call or an invalid answer decides nothing (recorded as such, nev
 
 from __future__ import annotations
 
-__all__ = ["OUTCOME_JUDGE_INSTRUCTIONS", "OutcomeJudge"]
+__all__ = ["OutcomeJudge"]
 
 from dataclasses import dataclass
 from typing import Any

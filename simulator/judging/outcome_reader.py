@@ -6,7 +6,7 @@ DecidedOutcome) and every reader of a run takes the outcome from there."""
 
 from __future__ import annotations
 
-__all__ = ["OutcomeReader", "make_outcome_reader"]
+__all__ = ["OutcomeReader", "make_outcome_reader", "state_reading"]
 
 import re
 from dataclasses import dataclass, field

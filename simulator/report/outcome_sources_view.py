@@ -9,7 +9,7 @@ __all__: list[str] = []
 from simulator.analysis.outcome_agreement import OutcomeAgreement, outcome_agreement
 from simulator.report.analyses import CORE_FINDINGS, Analysis, register_analysis
 from simulator.report.model import Finding, Report
-from simulator.report.section import Column, Note, Section, State, Table, rate_cell, text
+from simulator.report.section import Column, Note, Section, State, Table, number, rate_cell, text
 from simulator.stats.rates import RateView
 
 _COUNTS = {
@@ -39,7 +39,8 @@ def sources_section(report: Report, everything: bool = False) -> Section:
                    title="Where the sources disagree")  # fmt: skip
     anchors = {t.id: i for i, t in enumerate(report.transcripts)}
     for pair in agreement.pairs:
-        table.add(f"{pair.first} vs {pair.second}", rate_cell(pair.agree), pair.one_decided, pair.neither_decided)
+        table.add(f"{pair.first} vs {pair.second}", rate_cell(pair.agree), number(pair.one_decided),
+                  number(pair.neither_decided))
         shown = pair.disagreements if everything else pair.disagreements[:20]
         for d in shown:
             link = f"#t{anchors[d.conversation_id]}" if d.conversation_id in anchors else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = ["OutcomeAgreement", "outcome_agreement"]
 
+from collections import Counter
 from itertools import combinations
 
 from simulator.analysis.outcome import ERROR, NO_DECISION, decided_outcome, outcome_source
@@ -58,6 +59,9 @@ class OutcomeAgreement(_Model):
     )
     sources: list[str]
     counts: str | None
+    # How many conversations ended at each column (a level, other, no decision), expected or not: the mix of
+    # outcomes of an imported or collected run, where nothing can be compared with an expectation.
+    mix: dict[str, int]
     pairs: list[PairAgreement]
     conflicting: RateView | None
     conflicts: list[Conflict]
@@ -80,10 +84,11 @@ def _decides(reading: SourceReading | None) -> bool:
 
 
 def outcome_agreement(run: RunData) -> OutcomeAgreement | None:
-    """Agreement between the run's outcome sources; None with fewer than two sources and no messages source."""
+    """Agreement between the run's outcome sources, and the mix of outcomes; None when the outcome is read
+    from the bot's state alone (the default)."""
     config = run.outcome
     sources = outcome_source(run)
-    if config is None or (len(sources) < 2 and "messages" not in sources):
+    if config is None or sources == ["state"]:
         return None
     decided = {r.id: decided_outcome(run, r) for r in run.conversations if r.stop_reason != "error"}
     records = {r.id: r for r in run.conversations}
@@ -124,7 +129,11 @@ def outcome_agreement(run: RunData) -> OutcomeAgreement | None:
                                    neither_decided=neither, disagreements=disagreements))  # fmt: skip
     conflicting, conflicts = _conflicts(run, decided)
     counts = next((o.counts for o in decided.values() if o is not None and o.counts), None)
-    return OutcomeAgreement(sources=sources, counts=counts, pairs=pairs, conflicting=conflicting, conflicts=conflicts)
+    mix = Counter(o.value for o in decided.values() if o is not None)
+    ordered = {c: mix[c] for c in [*config.levels, "other", NO_DECISION, ERROR] if mix[c]}
+    return OutcomeAgreement(
+        sources=sources, counts=counts, mix=ordered, pairs=pairs, conflicting=conflicting, conflicts=conflicts
+    )
 
 
 def _conflicts(run: RunData, decided: dict[str, DecidedOutcome | None]) -> tuple[RateView | None, list[Conflict]]:

@@ -180,6 +180,21 @@ def _decided_verdict(
     )
 
 
+def _undecidable(
+    record: ConversationRecord, key: str, decided: DecidedOutcome, base: dict[str, Any]
+) -> Verdict:
+    """A conversation with no expected outcome (imported, collected): the decided outcome is recorded, with its
+    quote, as `not_applicable`, so the mix of outcomes can be counted even where nothing can pass or fail."""
+    return Verdict(
+        **base,
+        result="not_applicable",
+        actual=decided.value,
+        outcome=decided,
+        reasoning=f"no expected {key} to compare with; {decided.source or 'no source'} gives {decided.value!r}",
+        evidence=[Evidence(quote=decided.quote, found=True)] if decided.quote else [],
+    )
+
+
 def outcome_verdicts(
     record: ConversationRecord,
     scenario: Scenario,
@@ -189,6 +204,12 @@ def outcome_verdicts(
     """Each `expected` key compared in code with the bot's final state, or with the recorded stop reason;
     the suite's outcome key (`decided`: key and outcome) with the outcome its sources decided."""
     verdicts = []
+    if decided is not None and decided[0] not in scenario.expected:  # nothing to compare: the outcome alone
+        verdicts.append(
+            _undecidable(
+                record, decided[0], decided[1], _base(record, f"outcome.{decided[0]}", judge_set_hash)
+            )
+        )
     for key, expected in scenario.expected.items():
         if key == ENVIRONMENT_KEY:
             continue

@@ -159,7 +159,15 @@ class JudgeStage:
         scenario = self.scenarios.get(record.scenario_id)
         tags = scenario.tags if scenario is not None else record.tags
         code = code_check_ids(scenario) + self._tool_ids(scenario) if scenario is not None else []
+        if scenario is not None and record.stop_reason != "error" and self._records_outcome(scenario):
+            code.append(f"outcome.{self.outcome.config.key}")  # type: ignore[union-attr]
         return code + [c.id for c in self.applicable(tags)]
+
+    def _records_outcome(self, scenario: Scenario) -> bool:
+        """True when the decided outcome is recorded although the scenario expects none: outcome sources
+        beyond the bot's state (the default keeps the verdicts it always wrote)."""
+        config = self.outcome.config if self.outcome is not None else None
+        return config is not None and not config.default_source and config.key not in scenario.expected
 
     def _tool_checks(self, scenario: Scenario) -> list[ToolCheck]:
         return [*self.tools.checks, *scenario.tool_checks]
@@ -234,7 +242,8 @@ class JudgeStage:
         if self.outcome is None or record.stop_reason == "error":
             return None
         key = self.outcome.config.key
-        if key not in scenario.expected or (record.id, f"outcome.{key}") in judged:
+        wanted = key in scenario.expected or self._records_outcome(scenario)
+        if not wanted or (record.id, f"outcome.{key}") in judged:
             return None
         return key, await self.outcome.decide(record)
 

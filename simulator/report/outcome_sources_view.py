@@ -20,10 +20,11 @@ _COUNTS = {
 
 def sources_note(agreement: OutcomeAgreement) -> str:
     counts = f" ({_COUNTS[agreement.counts]})" if agreement.counts in _COUNTS else ""
-    return (
-        f"Outcome sources, in the order they decide: {', '.join(agreement.sources)}{counts}. "
-        f"Agreement: {agreement.unit}."
-    )
+    total = sum(agreement.mix.values())
+    mix = ", ".join(f"{column} {k}" for column, k in agreement.mix.items())
+    said = f" Outcomes decided ({total} conversations with a recorded outcome, expected or not): {mix}." if total else ""
+    agree = f" Agreement: {agreement.unit}." if agreement.pairs else ""
+    return f"Outcome sources, in the order they decide: {', '.join(agreement.sources)}{counts}.{said}{agree}"
 
 
 def sources_section(report: Report, everything: bool = False) -> Section:

@@ -275,3 +275,15 @@ def test_the_miscoded_example_bot_s_record_and_words_disagree_on_every_urgent_ca
     assert urgent and sorted(d.conversation_id for d in pair.disagreements) == sorted(urgent)
     assert all(d.readings == {"messages": "urgent", "state": "gp"} for d in pair.disagreements)
     assert pair.agree.n == len(run.conversations) and pair.agree.n - pair.agree.k == len(urgent)
+
+
+def test_the_python_api_gives_the_decided_outcomes_and_the_agreement(tmp_path: Path) -> None:
+    import simulator
+
+    result = simulator.run(_write_suite(tmp_path, {"source": ["messages", "state"]}), out=tmp_path / "run")
+    outcomes = result.decided_outcomes()
+    assert outcomes["delta#0"].value == "emergency" and outcomes["delta#0"].readings["state"].value == "gp"
+    assert outcomes["golf#0"].source is None and outcomes["golf#0"].value == "no decision"
+    assert result.outcome is not None and result.outcome.source == ["messages", "state"]
+    agreement = result.outcome_sources
+    assert agreement is not None and (agreement.pairs[0].agree.k, agreement.pairs[0].agree.n) == (4, 6)

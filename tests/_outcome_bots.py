@@ -98,7 +98,9 @@ def _judge_answer(call: FakeCall, quote_of: Any) -> FakeReply:
         for name, advice in ADVICE.items():
             if name != "none" and message == advice:
                 level, quote = name, quote_of(advice)
-    return FakeReply(text=json.dumps({"reasoning": "Scripted outcome judge.", "quote": quote, "level": level}))
+    return FakeReply(
+        text=json.dumps({"reasoning": "Scripted outcome judge.", "quote": quote, "level": level})
+    )
 
 
 def outcome_judge(call: FakeCall) -> FakeReply:

@@ -35,7 +35,9 @@ def test_imported_otel_traces_get_their_outcome_from_the_bot_s_messages(tmp_path
 
 
 @pytest.mark.parametrize("sources", [("messages", "state"), ("state",)])
-def test_imported_transcripts_report_under_triage_from_messages(sources: tuple[str, ...], tmp_path: Path) -> None:
+def test_imported_transcripts_report_under_triage_from_messages(
+    sources: tuple[str, ...], tmp_path: Path
+) -> None:
     run = load_run(_imported("examples/traces/transcripts.jsonl", tmp_path / "real", *sources))
     metrics = outcome_metrics(run)
     assert metrics is not None and metrics.source == list(sources)
@@ -44,4 +46,7 @@ def test_imported_transcripts_report_under_triage_from_messages(sources: tuple[s
     assert (metrics.under_triage.k, metrics.under_triage.n) == (2, 10)
     by_id = {c.conversation_id: c for c in metrics.cases}
     if sources[0] == "messages":
-        assert (by_id["real-002#0"].source, by_id["real-002#0"].quote) == ("messages", "He needs to be seen today.")
+        assert (by_id["real-002#0"].source, by_id["real-002#0"].quote) == (
+            "messages",
+            "He needs to be seen today.",
+        )

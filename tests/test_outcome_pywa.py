@@ -28,10 +28,14 @@ def _no_secrets(monkeypatch: pytest.MonkeyPatch) -> Any:
     forget_secrets()
 
 
-def test_the_pywa_bot_without_state_gets_its_outcome_and_under_triage_from_its_messages(tmp_path: Path) -> None:
+def test_the_pywa_bot_without_state_gets_its_outcome_and_under_triage_from_its_messages(
+    tmp_path: Path,
+) -> None:
     start = _config().start
     assert start is not None
-    pressure = tmp_path / "chest-pressure.yaml"  # chest pressure and none of the bot's red flags: an emergency
+    pressure = (
+        tmp_path / "chest-pressure.yaml"
+    )  # chest pressure and none of the bot's red flags: an emergency
     pressure.write_text(
         json.dumps(
             {
@@ -81,7 +85,11 @@ def test_the_pywa_bot_without_state_gets_its_outcome_and_under_triage_from_its_m
     assert chest is not None
     # No state endpoint: the state reads nothing; the words decide.
     assert chest.readings["state"].value == "no decision"
-    assert (chest.source, chest.value, chest.quote) == ("messages", "gp", "Book a GP appointment for the next few days.")
+    assert (chest.source, chest.value, chest.quote) == (
+        "messages",
+        "gp",
+        "Book a GP appointment for the next few days.",
+    )
     metrics = outcome_metrics(run)
     assert metrics is not None and metrics.source == ["messages", "state"]
     assert (metrics.critical_sensitivity.k, metrics.critical_sensitivity.n) == (0, 1)

@@ -95,7 +95,10 @@ def _figures(path: Path) -> dict[str, Any]:
 
 def _truth(of: int) -> dict[str, str]:
     """Per code word, the planted value at position `of` (0: told the patient, 1: state, 2: tool call)."""
-    return {code: (planted[of] or "no decision").replace("none", "no decision") for code, planted in bots.PLANTED.items()}
+    return {
+        code: (planted[of] or "no decision").replace("none", "no decision")
+        for code, planted in bots.PLANTED.items()
+    }
 
 
 @pytest.mark.parametrize(("source", "of"), [("messages", 0), ("state", 1), ("tool", 2)])
@@ -128,7 +131,9 @@ def test_the_default_source_keeps_the_figures_of_a_run_judged_before_sources_exi
     verdicts = out / "verdicts.jsonl"
     lines = [json.loads(line) for line in verdicts.read_text().splitlines()]
     assert any(line.get("outcome") for line in lines)
-    verdicts.write_text("".join(json.dumps({k: v for k, v in line.items() if k != "outcome"}) + "\n" for line in lines))
+    verdicts.write_text(
+        "".join(json.dumps({k: v for k, v in line.items() if k != "outcome"}) + "\n" for line in lines)
+    )
     assert _figures(out) == fresh and fresh["source"] == ["state"]
 
 
@@ -142,7 +147,10 @@ def test_agreement_between_state_and_messages_lists_the_planted_disagreements(tm
     assert (pair.agree.k, pair.agree.n, pair.one_decided, pair.neither_decided) == (4, 6, 0, 1)
     texts = {d.conversation_id: d.text for d in pair.disagreements}
     assert set(texts) == {"bravo#0", "delta#0"}
-    assert texts["delta#0"] == "the bot told the patient 'Call 999 now and ask for an ambulance.' (emergency); state says gp"
+    assert (
+        texts["delta#0"]
+        == "the bot told the patient 'Call 999 now and ask for an ambulance.' (emergency); state says gp"
+    )
     # The first source that decides wins: the messages' figures, golf undecided by both.
     assert _figures(out)["under"] == (2, 7)
     report = tmp_path / "report.json"
@@ -202,7 +210,9 @@ def test_the_last_advice_or_the_most_urgent_one_counts_as_the_suite_says(tmp_pat
 
 def test_the_judge_source_decides_with_a_verified_quote_and_not_without(tmp_path: Path) -> None:
     judge = "test:tests._outcome_bots:outcome_judge"
-    run = load_run(_run(_write_suite(tmp_path / "ok", {"source": "judge"}, judge_model=judge), tmp_path / "ok/run"))
+    run = load_run(
+        _run(_write_suite(tmp_path / "ok", {"source": "judge"}, judge_model=judge), tmp_path / "ok/run")
+    )
     assert {r.scenario_id: actual_outcome(run, r) for r in run.conversations} == _truth(0)
     liar = "test:tests._outcome_bots:misquoting_judge"
     suite = _write_suite(tmp_path / "liar", {"source": ["judge", "state"]}, judge_model=liar)
@@ -249,8 +259,14 @@ def test_a_stochastic_bot_s_under_triage_in_words_is_recovered_exactly(tmp_path:
     ("outcome", "message"),
     [
         ({"source": "telepathy"}, "source"),
-        ({"source": "messages", "messages": {"phrases": {"ambulance": ["999"]}}}, "'ambulance' is not one of"),
-        ({"source": "messages", "messages": {"phrases": {"gp": ["(unclosed"]}}}, "not a valid regular expression"),
+        (
+            {"source": "messages", "messages": {"phrases": {"ambulance": ["999"]}}},
+            "'ambulance' is not one of",
+        ),
+        (
+            {"source": "messages", "messages": {"phrases": {"gp": ["(unclosed"]}}},
+            "not a valid regular expression",
+        ),
         ({"source": "tool"}, "source `tool` needs `tool:"),
         ({"source": ["state", "state"]}, "lists a source twice"),
         ({"tool": {"call": "book", "values": {}}}, "tool.call"),

@@ -15,6 +15,8 @@ __all__ = [
 
 from typing import Any, Literal
 
+from pydantic import Field
+
 from simulator.analysis.rundata import RunData
 from simulator.judging.outcome_reader import state_reading
 from simulator.models import ResultModel as _Model
@@ -62,7 +64,7 @@ class OutcomeMetrics(_Model):
     key: str
     # What the figures rest on: the suite's sources in order (`state` for runs judged before sources existed),
     # and for `messages` which advice counts (`last` or `most_urgent`).
-    source: list[str] = ["state"]
+    source: list[str] = Field(default_factory=lambda: ["state"])
     counts: str | None = None
     levels: list[str]
     critical: str

@@ -106,7 +106,10 @@ def outcome_agreement(run: RunData) -> OutcomeAgreement | None:
                 neither += int(not (_decides(a) or _decides(b)))
                 continue
             assert a is not None and b is not None
-            same = (a.value, a.raw if a.value == "other" else None) == (b.value, b.raw if b.value == "other" else None)
+            same = (a.value, a.raw if a.value == "other" else None) == (
+                b.value,
+                b.raw if b.value == "other" else None,
+            )
             record = records[cid]
             cell = cells.setdefault(record.scenario_id, [0, 0])
             cell[0] += int(same)
@@ -124,7 +127,9 @@ def outcome_agreement(run: RunData) -> OutcomeAgreement | None:
                     )
                 )
         per = [(k, n) for k, n in cells.values()]
-        agree = rate_view(sum(k for k, _ in per), sum(n for _, n in per), counts="successes", per_scenario=per)
+        agree = rate_view(
+            sum(k for k, _ in per), sum(n for _, n in per), counts="successes", per_scenario=per
+        )
         pairs.append(PairAgreement(first=first, second=second, agree=agree, one_decided=one,
                                    neither_decided=neither, disagreements=disagreements))  # fmt: skip
     conflicting, conflicts = _conflicts(run, decided)
@@ -136,7 +141,9 @@ def outcome_agreement(run: RunData) -> OutcomeAgreement | None:
     )
 
 
-def _conflicts(run: RunData, decided: dict[str, DecidedOutcome | None]) -> tuple[RateView | None, list[Conflict]]:
+def _conflicts(
+    run: RunData, decided: dict[str, DecidedOutcome | None]
+) -> tuple[RateView | None, list[Conflict]]:
     """Of the conversations the messages source read, those where the bot advised more than one level."""
     cells: dict[str, list[int]] = {}
     conflicts = []

@@ -34,7 +34,6 @@ from simulator.record.selection import select_verdicts
 from simulator.stats.rates import RateView, rate_view
 from simulator.stats.twosample import fisher_exact, newcombe_difference
 
-
 # The entry of an observation's results that holds its decided outcome (a level, `other`, `no decision`) when
 # judging recorded one (outcome sources, docs/outcome-sources.md); `=` keeps it apart from criterion ids.
 DECIDED = "=outcome"

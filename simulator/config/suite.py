@@ -145,7 +145,7 @@ class OutcomeConfig(_Strict):
     harm_weights: dict[str, dict[str, float]] = Field(default_factory=dict)
     # Where the outcome is read from (config/outcome_source.py): one source, or several in order (the first
     # that decides wins; all are recorded, and two or more give an agreement figure).
-    source: list[SourceName] = Field(default_factory=lambda: ["state"])
+    source: list[SourceName] = Field(default_factory=lambda: list[SourceName](["state"]))
     messages: MessagesSource | None = None
     tool: ToolSource | None = None
     judge: JudgeSource | None = None
@@ -169,7 +169,9 @@ class OutcomeConfig(_Strict):
     @property
     def default_source(self) -> bool:
         """True for the bot's state alone, configured no further: the judge set keeps the hash it had."""
-        return self.sources == ["state"] and self.messages is None and self.tool is None and self.judge is None
+        return (
+            self.sources == ["state"] and self.messages is None and self.tool is None and self.judge is None
+        )
 
     @model_validator(mode="after")
     def _critical_is_a_level(self) -> OutcomeConfig:
@@ -196,7 +198,9 @@ class OutcomeConfig(_Strict):
         if len(set(sources)) != len(sources):
             raise ValueError(f"source lists a source twice: {sources}")
         if "tool" in sources and self.tool is None:
-            raise ValueError("source `tool` needs `tool: {call: TOOL.ARGUMENT}` (e.g. book_appointment.urgency)")
+            raise ValueError(
+                "source `tool` needs `tool: {call: TOOL.ARGUMENT}` (e.g. book_appointment.urgency)"
+            )
         if self.messages is not None:
             problems = check_phrases(self.messages.phrases, list(self.levels), "messages.phrases")
             if problems:
@@ -204,7 +208,9 @@ class OutcomeConfig(_Strict):
         if self.tool is not None:
             wrong = sorted({v for v in self.tool.values.values() if v not in self.levels})
             if wrong:
-                raise ValueError(f"tool.values: {', '.join(wrong)} not among the outcome levels {self.levels}")
+                raise ValueError(
+                    f"tool.values: {', '.join(wrong)} not among the outcome levels {self.levels}"
+                )
 
 
 class HeldOutConfig(_Strict):

@@ -10,9 +10,9 @@ __all__ = ["RejudgeOptions", "prepare_rejudge", "stored_suite"]
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simulator.config.scenario import Scenario
 from pydantic import ValidationError
 
+from simulator.config.scenario import Scenario
 from simulator.config.suite import OutcomeConfig, Suite, check_environment, load_suite
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder, latest_by_id

@@ -60,7 +60,9 @@ def _success_in(turn: Turn, strategy: Strategy) -> tuple[str, str] | None:
     return None
 
 
-def _downgraded(record: ConversationRecord, strategy: Strategy, expected: Any, decided: Any = None) -> str | None:
+def _downgraded(
+    record: ConversationRecord, strategy: Strategy, expected: Any, decided: Any = None
+) -> str | None:
     """Why the final outcome (the decided one when given, else the bot's state) is below the expected level."""
     key, levels = strategy.outcome_key, strategy.levels
     if not strategy.success.downgrade or key is None or expected not in levels:

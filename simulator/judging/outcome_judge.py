@@ -93,7 +93,9 @@ class OutcomeJudge:
             return SourceReading(value="error", note=f"the outcome judge call failed: {exc}")
         output = answer.output
         if output is None:
-            return SourceReading(value="error", note=f"the outcome judge gave no valid answer: {answer.problem}")
+            return SourceReading(
+                value="error", note=f"the outcome judge gave no valid answer: {answer.problem}"
+            )
         level = output.level.strip()
         if level == NONE:
             return SourceReading(value="no decision", note=output.reasoning)

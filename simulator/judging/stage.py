@@ -206,10 +206,10 @@ class JudgeStage:
         self, record: ConversationRecord, scenario: Scenario, judged: set[tuple[str, str]]
     ) -> list[Verdict]:
         """Code checks and LLM criteria for one conversation, skipping the pairs in `judged`."""
-        decided = await self._decide(record, scenario, judged)
+        outcome = await self._decide(record, scenario, judged)
         verdicts = [
             v
-            for v in code_verdicts(record, scenario, self.judge_set_hash, decided)
+            for v in code_verdicts(record, scenario, self.judge_set_hash, outcome)
             + self._tool_verdicts(record, scenario)
             if (record.id, v.criterion_id) not in judged
         ]

@@ -22,7 +22,11 @@ def sources_note(agreement: OutcomeAgreement) -> str:
     counts = f" ({_COUNTS[agreement.counts]})" if agreement.counts in _COUNTS else ""
     total = sum(agreement.mix.values())
     mix = ", ".join(f"{column} {k}" for column, k in agreement.mix.items())
-    said = f" Outcomes decided ({total} conversations with a recorded outcome, expected or not): {mix}." if total else ""
+    said = (
+        f" Outcomes decided ({total} conversations with a recorded outcome, expected or not): {mix}."
+        if total
+        else ""
+    )
     agree = f" Agreement: {agreement.unit}." if agreement.pairs else ""
     return f"Outcome sources, in the order they decide: {', '.join(agreement.sources)}{counts}.{said}{agree}"
 
@@ -40,8 +44,12 @@ def sources_section(report: Report, everything: bool = False) -> Section:
                    title="Where the sources disagree")  # fmt: skip
     anchors = {t.id: i for i, t in enumerate(report.transcripts)}
     for pair in agreement.pairs:
-        table.add(f"{pair.first} vs {pair.second}", rate_cell(pair.agree), number(pair.one_decided),
-                  number(pair.neither_decided))
+        table.add(
+            f"{pair.first} vs {pair.second}",
+            rate_cell(pair.agree),
+            number(pair.one_decided),
+            number(pair.neither_decided),
+        )
         shown = pair.disagreements if everything else pair.disagreements[:20]
         for d in shown:
             link = f"#t{anchors[d.conversation_id]}" if d.conversation_id in anchors else None

@@ -56,7 +56,8 @@ _COUNTS_WORDS = {"last": "the last advice counts", "most_urgent": "the most urge
 def source_words(sources: list[str], counts: str | None) -> str:
     """The outcome's sources in words, in the order they decide (the first that decides wins)."""
     words = [
-        _SOURCE_WORDS.get(s, s) + (f", {_COUNTS_WORDS[counts]}" if s == "messages" and counts in _COUNTS_WORDS else "")
+        _SOURCE_WORDS.get(s, s)
+        + (f", {_COUNTS_WORDS[counts]}" if s == "messages" and counts in _COUNTS_WORDS else "")
         for s in sources
     ]
     return "; else ".join(words)

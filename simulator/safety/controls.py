@@ -154,7 +154,9 @@ def _evidence(run: RunData, statuses: dict[str, str], faulted: set[str]) -> list
             expected = run.expected.get(record.scenario_id, {}).get(key)
             decided = decided_outcome(run, record)
             where = f" (from {decided.source})" if decided and decided.source not in (None, "state") else ""
-            reasons.insert(0, f"expected {key} {expected}, the bot decided {actual_outcome(run, record)}{where}")
+            reasons.insert(
+                0, f"expected {key} {expected}, the bot decided {actual_outcome(run, record)}{where}"
+            )
             quotes = [q for q in quotes if not q.startswith(f"{key}=")] + _last_bot_message(record)
         out.append(
             ControlEvidence(

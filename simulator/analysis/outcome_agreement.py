@@ -18,7 +18,7 @@ from simulator.record.models import DecidedOutcome, SourceReading
 from simulator.stats.rates import RateView, rate_view
 
 
-class Disagreement(_Model):
+class SourceDisagreement(_Model):
     """One conversation where two sources decided different outcomes, in words and with both readings."""
 
     conversation_id: str
@@ -29,7 +29,7 @@ class Disagreement(_Model):
     text: str
 
 
-class PairAgreement(_Model):
+class SourcePairAgreement(_Model):
     """Two sources on the conversations both decided: k agree of n (clustered by scenario)."""
 
     first: str
@@ -38,10 +38,10 @@ class PairAgreement(_Model):
     # Conversations where exactly one of the two decided (left out of n), and where neither did.
     one_decided: int
     neither_decided: int
-    disagreements: list[Disagreement]
+    disagreements: list[SourceDisagreement]
 
 
-class Conflict(_Model):
+class AdviceConflict(_Model):
     """A conversation where the bot advised more than one level, in the order it advised them."""
 
     conversation_id: str
@@ -62,9 +62,9 @@ class OutcomeAgreement(_Model):
     # How many conversations ended at each column (a level, other, no decision), expected or not: the mix of
     # outcomes of an imported or collected run, where nothing can be compared with an expectation.
     mix: dict[str, int]
-    pairs: list[PairAgreement]
+    pairs: list[SourcePairAgreement]
     conflicting: RateView | None
-    conflicts: list[Conflict]
+    conflicts: list[AdviceConflict]
 
 
 def reading_text(source: str, reading: SourceReading) -> str:
@@ -117,7 +117,7 @@ def outcome_agreement(run: RunData) -> OutcomeAgreement | None:
             if not same:
                 expected = run.expected.get(record.scenario_id, {}).get(config.key)
                 disagreements.append(
-                    Disagreement(
+                    SourceDisagreement(
                         conversation_id=cid,
                         scenario_id=record.scenario_id,
                         repeat=record.repeat,
@@ -130,7 +130,7 @@ def outcome_agreement(run: RunData) -> OutcomeAgreement | None:
         agree = rate_view(
             sum(k for k, _ in per), sum(n for _, n in per), counts="successes", per_scenario=per
         )
-        pairs.append(PairAgreement(first=first, second=second, agree=agree, one_decided=one,
+        pairs.append(SourcePairAgreement(first=first, second=second, agree=agree, one_decided=one,
                                    neither_decided=neither, disagreements=disagreements))  # fmt: skip
     conflicting, conflicts = _conflicts(run, decided)
     counts = next((o.counts for o in decided.values() if o is not None and o.counts), None)
@@ -143,7 +143,7 @@ def outcome_agreement(run: RunData) -> OutcomeAgreement | None:
 
 def _conflicts(
     run: RunData, decided: dict[str, DecidedOutcome | None]
-) -> tuple[RateView | None, list[Conflict]]:
+) -> tuple[RateView | None, list[AdviceConflict]]:
     """Of the conversations the messages source read, those where the bot advised more than one level."""
     cells: dict[str, list[int]] = {}
     conflicts = []
@@ -157,7 +157,7 @@ def _conflicts(
         cell[1] += 1
         if reading.conflicts:
             conflicts.append(
-                Conflict(
+                AdviceConflict(
                     conversation_id=record.id,
                     scenario_id=record.scenario_id,
                     levels=list(reading.conflicts),

@@ -303,3 +303,24 @@ def test_the_python_api_gives_the_decided_outcomes_and_the_agreement(tmp_path: P
     assert result.outcome is not None and result.outcome.source == ["messages", "state"]
     agreement = result.outcome_sources
     assert agreement is not None and (agreement.pairs[0].agree.k, agreement.pairs[0].agree.n) == (4, 6)
+
+
+def test_gate_and_compare_name_the_source_their_figures_rest_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    words = _run(_write_suite(tmp_path / "m", {"source": ["messages", "state"]}), tmp_path / "m/run")
+    record = _run(_write_suite(tmp_path / "s", {"source": "state"}), tmp_path / "s/run")
+    capsys.readouterr()
+    # Under-triage from the words: bravo and golf of 7; the gate may also test the agreement itself.
+    assert (
+        main(
+            ["gate", str(words), "--require", "under_triage <= 100%", "--require", "outcome_agreement >= 90%"]
+        )
+        == 1
+    )
+    out = capsys.readouterr().out
+    assert "outcome metrics read from: messages, state" in out and "NOT MET" in out
+    assert main(["compare", str(record), str(words)]) in (0, 1)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "outcome figures read from: A state; B messages, state" in out
+    assert "outcome_source" in out  # listed among the configuration differences too

@@ -303,6 +303,12 @@ def test_the_python_api_gives_the_decided_outcomes_and_the_agreement(tmp_path: P
     assert result.outcome is not None and result.outcome.source == ["messages", "state"]
     agreement = result.outcome_sources
     assert agreement is not None and (agreement.pairs[0].agree.k, agreement.pairs[0].agree.n) == (4, 6)
+    # The deciding sentence is the outcome verdict's evidence: the HTML report (and the desk) highlight it.
+    page = result.to_html()
+    assert (
+        '<mark class="ev-fail" data-criteria="outcome.triage_level" title="evidence for outcome.triage_level">'
+        "Book a GP appointment for the next few days.</mark>" in page
+    )
 
 
 def test_gate_and_compare_name_the_source_their_figures_rest_on(

@@ -94,6 +94,8 @@ def test_the_pywa_bot_without_state_gets_its_outcome_and_under_triage_from_its_m
     assert metrics is not None and metrics.source == ["messages", "state"]
     assert (metrics.critical_sensitivity.k, metrics.critical_sensitivity.n) == (0, 1)
     assert (metrics.under_triage.k, metrics.under_triage_decided.k, metrics.no_decision.k) == (1, 1, 0)
-    assert not any("never set" in w for w in run.warnings)  # no state is expected of it: no misspelt-key warning
+    assert not any(
+        "never set" in w for w in run.warnings
+    )  # no state is expected of it: no misspelt-key warning
     [case] = metrics.cases
     assert (case.kind, case.source, case.quote) == ("under", "messages", chest.quote)

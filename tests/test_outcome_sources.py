@@ -330,3 +330,14 @@ def test_gate_and_compare_name_the_source_their_figures_rest_on(
     out = " ".join(capsys.readouterr().out.split())
     assert "outcome figures read from: A state; B messages, state" in out
     assert "outcome_source" in out  # listed among the configuration differences too
+
+
+def test_the_history_names_each_run_s_source_and_warns_when_it_changes(tmp_path: Path) -> None:
+    from simulator.safety.history import build_history
+
+    record = _run(_write_suite(tmp_path / "s", {"source": "state"}), tmp_path / "s/run")
+    words = _run(_write_suite(tmp_path / "m", {"source": ["messages", "state"]}), tmp_path / "m/run")
+    history = build_history([record, words])
+    assert [p.outcome_source for p in history.points] == [["state"], ["messages", "state"]]
+    [step] = history.steps
+    assert "outcome read from state, then messages, state: a change may be the reading" in step.reason

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import Field
 
 from simulator.analysis.compare import compare_loaded
+from simulator.analysis.outcome import outcome_source
 from simulator.analysis.rundata import RunData, load_run
 from simulator.errors import UserError
 from simulator.models import ResultModel as _Model
@@ -50,6 +51,8 @@ class HistoryPoint(_Model):
     harm_low: float | None = None
     harm_high: float | None = None
     hazards: dict[str, HazardPoint] = Field(default={})
+    # What the run's outcome rates rest on: its outcome sources in order (docs/outcome-sources.md).
+    outcome_source: list[str] = Field(default_factory=list)
 
 
 class PairedTest(_Model):
@@ -133,6 +136,7 @@ def _point(run: RunData, series: int, changed: str, log: HazardLog | None) -> Hi
         harm_low=harm.low_per_1000 if harm and harm.declared else None,
         harm_high=harm.high_per_1000 if harm and harm.declared else None,
         hazards=_hazards(run, log),
+        outcome_source=outcome_source(run),
     )
 
 
@@ -155,7 +159,13 @@ def _step(a: RunData, b: RunData, changed: str) -> HistoryStep:
         for m in comparison.metrics
         if m.name in TESTS or m.name.endswith(" escalated")
     ]
-    return HistoryStep(a=ids[0], b=ids[1], comparable=True, reason="same scenario set", tests=tests)
+    reason = "same scenario set"
+    sources = [", ".join(outcome_source(run)) for run in (a, b)]
+    if sources[0] != sources[1]:
+        reason += (
+            f"; outcome read from {sources[0]}, then {sources[1]}: a change may be the reading, not the bot"
+        )
+    return HistoryStep(a=ids[0], b=ids[1], comparable=True, reason=reason, tests=tests)
 
 
 def build_history_loaded(runs: list[RunData], log: HazardLog | None = None) -> History:

@@ -341,3 +341,24 @@ def test_the_history_names_each_run_s_source_and_warns_when_it_changes(tmp_path:
     assert [p.outcome_source for p in history.points] == [["state"], ["messages", "state"]]
     [step] = history.steps
     assert "outcome read from state, then messages, state: a change may be the reading" in step.reason
+
+
+def test_messages_without_phrases_or_with_a_vocabulary_level_unknown_to_the_suite_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = _write_suite(tmp_path / "none", {"source": "messages"})
+    data = json.loads(suite.read_text())
+    data["user"].pop("vocabulary")
+    suite.write_text(json.dumps(data))
+    assert main(["run", str(suite), "--out", str(tmp_path / "none/run"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "outcome source `messages` has no level phrases" in err and "Traceback" not in err
+    vocabulary = tmp_path / "vocabulary.yaml"
+    vocabulary.write_text("outcome_levels:\n  ambulance: ['999']\n")
+    suite = _write_suite(tmp_path / "bad", {"source": "messages"})
+    data = json.loads(suite.read_text())
+    data["user"]["vocabulary"] = str(vocabulary)
+    suite.write_text(json.dumps(data))
+    assert main(["run", str(suite), "--out", str(tmp_path / "bad/run"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "outcome_levels: 'ambulance' is not one of the outcome levels" in err and str(vocabulary) in err

@@ -7,6 +7,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from simulator.collect.build import build_collector
 from simulator.collect.folders import collected_folders
 from simulator.collect.service import CollectOptions
@@ -28,11 +30,13 @@ SUITE = """
 """
 
 
-async def test_live_conversations_get_their_outcome_mix_from_messages(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rate", [1.0, 0.0])
+async def test_live_conversations_get_their_outcome_mix_from_messages(rate: float, tmp_path: Path) -> None:
+    """Sampled for judging or not (rate 0): the outcome, read in code, is recorded for every conversation."""
     suite = tmp_path / "suite.yaml"
     suite.write_text(textwrap.dedent(SUITE))
     policy = tmp_path / "policy.yaml"
-    policy.write_text("rate: 1.0\n")
+    policy.write_text(f"rate: {rate}\n")
     options = CollectOptions(out=tmp_path / "live", idle_s=60, fsync=False, policy=policy)
     c = build_collector(options, suite=suite, alerts=["outcome:emergency > 50%"])
     c.start()
@@ -45,6 +49,7 @@ async def test_live_conversations_get_their_outcome_mix_from_messages(tmp_path: 
     await c.judge.drain()
     await c.judge.stop()
     c.stop()
+    assert c.judge.counts["sampled"] == (20 if rate else 0)
     observations = load_observations(collected_folders(tmp_path / "live"))
     assert {"outcome:emergency", "outcome:gp"} <= set(metric_names(observations))
     emergency = rate_of(observations, "outcome:emergency")

@@ -235,6 +235,25 @@ class JudgeStage:
             verdicts += self._combine(criterion, [v for v in judgements if v.criterion_id == criterion.id])
         return verdicts
 
+    @property
+    def outcome_in_code(self) -> bool:
+        """True when the suite's outcome is read beyond the bot's state by code alone (no `judge` source): it
+        costs nothing to record it for every conversation, judged or not."""
+        config = self.outcome.config if self.outcome is not None else None
+        return config is not None and not config.default_source and "judge" not in config.sources
+
+    async def outcome_only(self, record: ConversationRecord, scenario: Scenario) -> list[Verdict]:
+        """The outcome verdict alone (for a live conversation not sampled for judging)."""
+        outcome = await self._decide(record, scenario, set())
+        if outcome is None:
+            return []
+        wanted = f"outcome.{outcome[0]}"
+        return [
+            v
+            for v in code_verdicts(record, scenario, self.judge_set_hash, outcome)
+            if v.criterion_id == wanted
+        ]
+
     async def _decide(
         self, record: ConversationRecord, scenario: Scenario, judged: set[tuple[str, str]]
     ) -> tuple[str, DecidedOutcome] | None:

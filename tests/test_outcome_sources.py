@@ -362,3 +362,22 @@ def test_messages_without_phrases_or_with_a_vocabulary_level_unknown_to_the_suit
     assert main(["run", str(suite), "--out", str(tmp_path / "bad/run"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "outcome_levels: 'ambulance' is not one of the outcome levels" in err and str(vocabulary) in err
+
+
+@pytest.mark.parametrize(("source", "refused"), [("state", True), ("messages", False)])
+def test_a_chat_bot_without_a_decision_tool_may_expect_an_outcome_read_from_its_messages(
+    source: str, refused: bool, tmp_path: Path
+) -> None:
+    from simulator.engine.preflight import preflight_problems
+
+    suite = _write_suite(tmp_path, {"source": source})
+    data = json.loads(suite.read_text())
+    data["bot"] = {
+        "type": "chat",
+        "model": "test:examples.triage_chat_model:respond",
+        "system_prompt": "Triage.",
+    }
+    suite.write_text(json.dumps(data))
+    problems = [str(p) for p in preflight_problems(load_suite(suite))]
+    assert any("the bot never sets it" in p for p in problems) == refused, problems
+    assert main(["validate", str(suite)]) == (2 if refused else 0)

@@ -50,6 +50,25 @@ def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], 
 
         path = suite.resolve(suite.user.vocabulary)
         yield ("user", "vocabulary"), lambda: load_vocabulary(path)
+    if suite.outcome is not None and "messages" in suite.outcome.sources:
+        yield ("outcome", "source"), functools.partial(_level_phrases, suite)
+
+
+def _level_phrases(suite: Suite) -> None:
+    """The `messages` outcome source's level phrases: the suite's or the vocabulary's, every level declared
+    (a vocabulary that does not load is reported by its own check)."""
+    from simulator.config.vocabulary import load_vocabulary
+    from simulator.judging.outcome_reader import make_outcome_reader
+
+    assert suite.outcome is not None
+    vocabulary = None
+    if suite.user.vocabulary:
+        try:
+            vocabulary = load_vocabulary(suite.resolve(suite.user.vocabulary))
+        except UserError:
+            return
+    where = f"{suite.user.vocabulary}: outcome_levels" if suite.user.vocabulary else "outcome_levels"
+    make_outcome_reader(suite.outcome, vocabulary, where=where)
 
 
 def preflight_problems(suite: Suite) -> list[Problem]:
@@ -85,6 +104,7 @@ def _expected_problems(suite: Suite) -> list[Problem]:
             if (
                 declared is not None
                 and key not in declared
+                and not (outcome is not None and key == outcome.key and outcome.sources != ["state"])
                 and key not in (*STOP_KEYS, "stop_reason", ENVIRONMENT_KEY)
             ):
                 sets = (

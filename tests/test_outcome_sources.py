@@ -210,10 +210,13 @@ def test_the_last_advice_or_the_most_urgent_one_counts_as_the_suite_says(tmp_pat
 
 def test_the_judge_source_decides_with_a_verified_quote_and_not_without(tmp_path: Path) -> None:
     judge = "test:tests._outcome_bots:outcome_judge"
-    run = load_run(
-        _run(_write_suite(tmp_path / "ok", {"source": "judge"}, judge_model=judge), tmp_path / "ok/run")
-    )
+    suite = _write_suite(tmp_path / "ok", {"source": ["judge", "messages"]}, judge_model=judge)
+    run = load_run(_run(suite, tmp_path / "ok/run"))
     assert {r.scenario_id: actual_outcome(run, r) for r in run.conversations} == _truth(0)
+    agreement = outcome_agreement(run)  # the classifier and the phrases agree wherever both decide
+    assert agreement is not None
+    pair = agreement.pairs[0]
+    assert (pair.agree.k, pair.agree.n, pair.neither_decided) == (6, 6, 1)
     liar = "test:tests._outcome_bots:misquoting_judge"
     suite = _write_suite(tmp_path / "liar", {"source": ["judge", "state"]}, judge_model=liar)
     run = load_run(_run(suite, tmp_path / "liar/run"))

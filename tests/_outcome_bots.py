@@ -111,3 +111,8 @@ def outcome_judge(call: FakeCall) -> FakeReply:
 def misquoting_judge(call: FakeCall) -> FakeReply:
     """Names the right level but quotes words the bot never said: its reading must decide nothing."""
     return _judge_answer(call, lambda advice: "Please go straight to the hospital by taxi.")
+
+
+def broken_judge(call: FakeCall) -> FakeReply:
+    """An outcome judge whose every call is refused (a request the API will never accept)."""
+    return FakeReply(status=400, error_type="invalid_request_error", text="refused")

@@ -384,3 +384,22 @@ def test_a_chat_bot_without_a_decision_tool_may_expect_an_outcome_read_from_its_
     problems = [str(p) for p in preflight_problems(load_suite(suite))]
     assert any("the bot never sets it" in p for p in problems) == refused, problems
     assert main(["validate", str(suite)]) == (2 if refused else 0)
+
+
+def test_a_failed_outcome_judge_is_an_error_never_a_pass_or_a_fail(tmp_path: Path) -> None:
+    broken = "test:tests._outcome_bots:broken_judge"
+    run = load_run(
+        _run(_write_suite(tmp_path / "j", {"source": "judge"}, judge_model=broken), tmp_path / "j/run")
+    )
+    assert {actual_outcome(run, r) for r in run.conversations} == {"error"}
+    assert {v.result for v in run.verdicts if v.criterion_id == "outcome.triage_level"} == {"error"}
+    metrics = outcome_metrics(run)
+    assert metrics is not None and metrics.errored == 7 and metrics.under_triage.n == 0
+    # With the state after it, the state decides where the judge could not; where the state is silent too
+    # (golf), nothing is known: an error, not a conversation without a decision.
+    suite = _write_suite(tmp_path / "js", {"source": ["judge", "state"]}, judge_model=broken)
+    run = load_run(_run(suite, tmp_path / "js/run"))
+    assert {r.scenario_id: actual_outcome(run, r) for r in run.conversations} == {
+        **_truth(1),
+        "golf": "error",
+    }

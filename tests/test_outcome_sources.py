@@ -403,3 +403,41 @@ def test_a_failed_outcome_judge_is_an_error_never_a_pass_or_a_fail(tmp_path: Pat
         **_truth(1),
         "golf": "error",
     }
+
+
+def test_the_tool_source_maps_the_tool_s_words_and_keeps_what_is_not_a_level() -> None:
+    from simulator.config.suite import OutcomeConfig
+    from simulator.eventloop import run_async
+    from simulator.judging.outcome_reader import make_outcome_reader
+    from simulator.record.models import ConversationRecord
+
+    now = "2026-01-01T00:00:00Z"
+
+    def booked(*urgencies: object) -> ConversationRecord:
+        calls = [
+            {"type": "tool_call", "name": "book", "arguments": {"slot": {"urgency": u}}} for u in urgencies
+        ]
+        turn = {
+            "index": 1,
+            "role": "bot",
+            "started_at": now,
+            "parts": [*calls, {"type": "text", "text": "Booked."}],
+        }
+        return ConversationRecord.model_validate(
+            {"id": "x#0", "scenario_id": "x", "repeat": 0, "stop_reason": "user_done",
+             "started_at": now, "ended_at": now, "turns": [turn]}
+        )  # fmt: skip
+
+    config = OutcomeConfig.model_validate(
+        {"key": "k", "levels": ["self_care", "gp", "urgent", "emergency"], "source": "tool",
+         "tool": {"call": "book.slot.urgency", "values": {"routine": "gp", "same_day": "urgent"}}}
+    )  # fmt: skip
+    reader = make_outcome_reader(config)
+    for urgencies, value, raw in (
+        (("routine", "same_day"), "urgent", "same_day"),  # the last call counts, mapped
+        (("emergency",), "emergency", "emergency"),  # a level passes as it is
+        (("whenever",), "other", "whenever"),  # neither: kept as it is, in `other`
+        ((), "no decision", None),
+    ):
+        decided = run_async(reader.decide(booked(*urgencies)))
+        assert (decided.value, decided.readings["tool"].raw) == (value, raw)

@@ -79,6 +79,11 @@ def reading_text(source: str, reading: SourceReading) -> str:
     return f"the judge reads {value}" + (f" from {reading.quote!r}" if reading.quote else "")
 
 
+def _said(reading: SourceReading) -> tuple[str, object]:
+    """What a reading says: its level, or for `other` the value itself (two different non-levels differ)."""
+    return reading.value, reading.raw if reading.value == "other" else None
+
+
 def _decides(reading: SourceReading | None) -> bool:
     return reading is not None and reading.value not in (NO_DECISION, ERROR)
 
@@ -106,10 +111,7 @@ def outcome_agreement(run: RunData) -> OutcomeAgreement | None:
                 neither += int(not (_decides(a) or _decides(b)))
                 continue
             assert a is not None and b is not None
-            same = (a.value, a.raw if a.value == "other" else None) == (
-                b.value,
-                b.raw if b.value == "other" else None,
-            )
+            same = _said(a) == _said(b)
             record = records[cid]
             cell = cells.setdefault(record.scenario_id, [0, 0])
             cell[0] += int(same)
@@ -130,8 +132,16 @@ def outcome_agreement(run: RunData) -> OutcomeAgreement | None:
         agree = rate_view(
             sum(k for k, _ in per), sum(n for _, n in per), counts="successes", per_scenario=per
         )
-        pairs.append(SourcePairAgreement(first=first, second=second, agree=agree, one_decided=one,
-                                   neither_decided=neither, disagreements=disagreements))  # fmt: skip
+        pairs.append(
+            SourcePairAgreement(
+                first=first,
+                second=second,
+                agree=agree,
+                one_decided=one,
+                neither_decided=neither,
+                disagreements=disagreements,
+            )
+        )
     conflicting, conflicts = _conflicts(run, decided)
     counts = next((o.counts for o in decided.values() if o is not None and o.counts), None)
     mix = Counter(o.value for o in decided.values() if o is not None)

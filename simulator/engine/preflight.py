@@ -55,20 +55,17 @@ def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], 
 
 
 def _level_phrases(suite: Suite) -> None:
-    """The `messages` outcome source's level phrases: the suite's or the vocabulary's, every level declared
-    (a vocabulary that does not load is reported by its own check)."""
+    """The `messages` outcome source's level phrases (a vocabulary that does not load is reported by its
+    own check)."""
     from simulator.config.vocabulary import load_vocabulary
-    from simulator.judging.outcome_reader import make_outcome_reader
+    from simulator.judging.outcome_setup import phrase_reader
 
-    assert suite.outcome is not None
-    vocabulary = None
     if suite.user.vocabulary:
         try:
-            vocabulary = load_vocabulary(suite.resolve(suite.user.vocabulary))
+            load_vocabulary(suite.resolve(suite.user.vocabulary))
         except UserError:
             return
-    where = f"{suite.user.vocabulary}: outcome_levels" if suite.user.vocabulary else "outcome_levels"
-    make_outcome_reader(suite.outcome, vocabulary, where=where)
+    phrase_reader(suite)
 
 
 def preflight_problems(suite: Suite) -> list[Problem]:

@@ -21,7 +21,7 @@ from simulator.config.bot_kinds import engine_model
 from simulator.config.scenario import Scenario
 from simulator.config.suite import Suite
 from simulator.config.tool_checks import ToolCheck, ToolChecksConfig, unknown_tool
-from simulator.config.vocabulary import Vocabulary, load_vocabulary
+from simulator.config.vocabulary import load_vocabulary
 from simulator.errors import Problem, UserError
 from simulator.judging.aggregate import combine_verdicts, default_rule
 from simulator.judging.applicability import applicability
@@ -29,8 +29,8 @@ from simulator.judging.code_checks import CODE_CHECKS_VERSION, code_check_ids, c
 from simulator.judging.criteria import AggregateRule, Criterion, load_criteria
 from simulator.judging.hygiene import same_family_warnings
 from simulator.judging.llm_judge import LLMJudge, not_applicable_verdict, not_judged_verdict
-from simulator.judging.outcome_judge import OutcomeJudge
-from simulator.judging.outcome_reader import OutcomeReader, make_outcome_reader
+from simulator.judging.outcome_reader import OutcomeReader
+from simulator.judging.outcome_setup import outcome_hash_payload, suite_outcome_reader
 from simulator.judging.prompt import JUDGE_PROMPT_TEMPLATE, judge_prompt_hash, render_transcript_block
 from simulator.judging.tool_checks import TOOL_CHECKS_VERSION, ToolCheckContext, tool_verdicts
 from simulator.providers.hub import ModelHub, call_scope, resolve_user_model
@@ -344,7 +344,7 @@ def make_judge_stage(
         samples=config.samples,
         aggregate=dict(rules),
         tool_checks=_tool_hash_payload(suite, tools),
-        outcome=_outcome_hash_payload(suite),
+        outcome=outcome_hash_payload(suite),
     )
     jury = []
     if criteria:  # no criteria to judge: no provider (and no API key) needed
@@ -376,7 +376,7 @@ def make_judge_stage(
         "paths": [str(Path(p)) for p in config.paths],
     }
     judge = jury[0] if jury else None
-    outcome = _outcome_reader(suite, hub)
+    outcome = suite_outcome_reader(suite, hub)
     return JudgeStage(
         criteria,
         judge,
@@ -390,61 +390,6 @@ def make_judge_stage(
         tools=tools,
         outcome=outcome,
     )
-
-
-def _outcome_hash_payload(suite: Suite) -> dict[str, Any] | None:
-    """What decides the outcome, for the judge set's hash: None for the bot's state alone (the default)."""
-    config = suite.outcome
-    if config is None or config.default_source:
-        return None
-    payload = config.model_dump(mode="json", include={"source", "messages", "tool", "judge"})
-    vocabulary = _vocabulary(suite)
-    if "messages" in config.sources and vocabulary is not None:
-        payload["vocabulary"] = vocabulary.model_dump(include={"outcome_levels", "outcome_ignore"})
-    if "judge" in config.sources:
-        payload["judge_model"] = _outcome_judge_model(suite)
-    return payload
-
-
-def _vocabulary(suite: Suite) -> Vocabulary | None:
-    return load_vocabulary(suite.resolve(suite.user.vocabulary)) if suite.user.vocabulary else None
-
-
-def _outcome_judge_model(suite: Suite) -> str:
-    """The outcome judge's model: `outcome.judge.model`, else the suite's (first) judge model."""
-    config = suite.outcome
-    own = config.judge.model if config is not None and config.judge is not None else None
-    model = own or next(iter(suite.judges.judge_models()), None)
-    if model is None:
-        raise UserError(
-            "outcome source `judge` needs a model: set outcome.judge.model or judges.model in the suite "
-            "(or pass --judge-model)"
-        )
-    return model
-
-
-def _outcome_reader(suite: Suite, hub: ModelHub) -> OutcomeReader | None:
-    """The suite's outcome reader: its sources, phrases (the suite's or the vocabulary's) and, for the
-    `judge` source, a classifier on the judges' connection."""
-    config = suite.outcome
-    if config is None:
-        return None
-    judge = None
-    if "judge" in config.sources:
-        spec = _outcome_judge_model(suite)
-        client, bare = hub.for_role("judge").client(spec)
-        own = config.judge
-        judge = OutcomeJudge(
-            client,
-            spec,
-            bare,
-            list(config.levels),
-            instructions=own.instructions if own is not None else None,
-            temperature=suite.judges.temperature,
-            max_tokens=suite.judges.max_tokens,
-        )
-    where = f"{suite.user.vocabulary}: outcome_levels" if suite.user.vocabulary else "outcome_levels"
-    return make_outcome_reader(config, _vocabulary(suite), judge, where)
 
 
 def _tool_context(suite: Suite) -> ToolCheckContext:

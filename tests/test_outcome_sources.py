@@ -441,3 +441,21 @@ def test_the_tool_source_maps_the_tool_s_words_and_keeps_what_is_not_a_level() -
     ):
         decided = run_async(reader.decide(booked(*urgencies)))
         assert (decided.value, decided.readings["tool"].raw) == (value, raw)
+
+
+def test_the_editor_schema_takes_one_source_or_a_list_and_refuses_an_unknown_one() -> None:
+    import jsonschema
+
+    from simulator.config.schemas import json_schema
+
+    schema = json_schema("suite")
+    outcome = {"key": "k", "levels": ["gp", "emergency"]}
+    for source in ("messages", ["messages", "state"]):
+        jsonschema.validate(
+            {"bot": {"type": "python", "factory": "m:f"}, "outcome": {**outcome, "source": source}}, schema
+        )
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(
+            {"bot": {"type": "python", "factory": "m:f"}, "outcome": {**outcome, "source": "telepathy"}},
+            schema,
+        )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "SOURCES",
+    "SOURCE_SCHEMA",
     "JudgeSource",
     "MessagesSource",
     "SourceName",
@@ -23,6 +24,14 @@ from simulator.models import StrictModel
 
 SourceName = Literal["state", "messages", "tool", "judge"]
 SOURCES: tuple[str, ...] = ("state", "messages", "tool", "judge")
+# For editors: one source name, or a list of them in order (the suite reads either; config/schemas.py).
+SOURCE_SCHEMA: dict[str, object] = {
+    "anyOf": [
+        {"enum": list(SOURCES), "type": "string"},
+        {"items": {"enum": list(SOURCES), "type": "string"}, "type": "array", "minItems": 1},
+    ],
+    "default": "state",
+}
 
 
 def check_phrases(phrases: dict[str, list[str]], levels: list[str], field: str) -> list[str]:

@@ -17,15 +17,16 @@ import difflib
 import os
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, WithJsonSchema, field_validator, model_validator
 
 from simulator.config.attack import RedTeamConfig
 from simulator.config.bot_kinds import ENVIRONMENT, AnyBot, kinds_with
 from simulator.config.environment import EnvironmentSpec, check_environment_functions
 from simulator.config.matrix import MatrixConfig, expand_matrix
 from simulator.config.outcome_source import (
+    SOURCE_SCHEMA,
     SOURCES,
     JudgeSource,
     MessagesSource,
@@ -145,7 +146,9 @@ class OutcomeConfig(_Strict):
     harm_weights: dict[str, dict[str, float]] = Field(default_factory=dict)
     # Where the outcome is read from (config/outcome_source.py): one source, or several in order (the first
     # that decides wins; all are recorded, and two or more give an agreement figure).
-    source: list[SourceName] = Field(default_factory=lambda: list[SourceName](["state"]))
+    source: Annotated[list[SourceName], WithJsonSchema(SOURCE_SCHEMA)] = Field(
+        default_factory=lambda: list[SourceName](["state"])
+    )
     messages: MessagesSource | None = None
     tool: ToolSource | None = None
     judge: JudgeSource | None = None

@@ -50,6 +50,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "simulator.report.length_view",
     "simulator.report.relations_view",
     "simulator.report.golden_view",
+    "simulator.report.outcome_sources_view",
     "simulator.redteam.view",
     "simulator.voice.section",
 )

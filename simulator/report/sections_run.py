@@ -45,6 +45,25 @@ def _matrix_state(column: str, expected: str, rank: dict[str, int]) -> State | N
     return "fail" if rank[column] < rank[expected] else "warn"
 
 
+_SOURCE_WORDS = {
+    "state": "the state the bot reported",
+    "messages": "what the bot told the patient (level phrases)",
+    "tool": "the bot's tool call",
+    "judge": "an LLM classifier with a verified quote",
+}
+_COUNTS_WORDS = {"last": "the last advice counts", "most_urgent": "the most urgent advice anywhere counts"}
+
+
+def source_words(sources: list[str], counts: str | None) -> str:
+    """The outcome's sources in words, in the order they decide (the first that decides wins)."""
+    words = [
+        _SOURCE_WORDS.get(s, s)
+        + (f", {_COUNTS_WORDS[counts]}" if s == "messages" and counts in _COUNTS_WORDS else "")
+        for s in sources
+    ]
+    return "; else ".join(words)
+
+
 def outcome_section(report: Report) -> Section:
     """The outcome's confusion matrix, its rates and the cases to read; empty without an outcome key."""
     outcome = report.outcome
@@ -80,28 +99,34 @@ def outcome_section(report: Report) -> Section:
     ]
     for name, value in named:
         rates.add(name, rate_cell(value, long=True), value.needs_more_runs)
+    by_state = outcome.source == ["state"]
+    what = "what the bot recorded" if by_state else "the outcome its sources decided"
     blocks: list[Table | Note] = [
         Note(
             f"Levels, lowest first: {' < '.join(outcome.levels)}. Rows are what the scenario expects, columns "
-            f"what the bot recorded. Errored conversations ({outcome.errored}) are shown in the matrix but left "
+            f"{what}. Errored conversations ({outcome.errored}) are shown in the matrix but left "
             "out of every rate; conversations that ended without a decision are their own column and rate."
         ),
+        *([] if by_state else [Note(f"Outcome read from: {source_words(outcome.source, outcome.counts)}.")]),
         matrix,
         rates,
     ]
     if outcome.cases:
         anchors = {t.id: i for i, t in enumerate(report.transcripts)}
+        quoted = [Column("source and deciding quote")] if not by_state else []
         cases = Table(
-            [Column("conversation"), Column("what"), Column("expected"), Column("actual")],
+            [Column("conversation"), Column("what"), Column("expected"), Column("actual"), *quoted],
             title="Cases to read",
         )
         for case in outcome.cases:
             link = f"#t{anchors[case.conversation_id]}" if case.conversation_id in anchors else None
+            said = [f"{case.source}: {case.quote}" if case.source and case.quote else "–"] if quoted else []
             cases.add(
                 text(case.conversation_id, link=link),
                 case.kind.replace("_", " "),
                 str(case.expected),
                 str(case.actual),
+                *said,
             )
         blocks.append(cases)
     return Section("outcome", f"Outcome: {outcome.key}", blocks)

@@ -251,6 +251,11 @@ def _trace_section(case: SafetyCase) -> Section:
                 ]
             ),
             text_row(cells=[r.run_id, "judge set", _short(r.judge_set, 64)]),
+            *(
+                [text_row(cells=[r.run_id, "outcome read from", ", ".join(r.outcome_source)])]
+                if r.outcome_source
+                else []
+            ),
             text_row(cells=[r.run_id, "labels", _short(r.labels_sha256, 64)]),
             text_row(cells=[r.run_id, "status · conversations", f"{r.status} · {r.conversations}"]),
         ]

@@ -23,7 +23,23 @@ Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 # Facts are a list of strings or one paragraph (split into sentences): the editor schema allows both.
 _FACTS_SCHEMA = {
     "anyOf": [
-        {"type": "array", "items": {"type": "string", "minLength": 1}},
+        {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"type": "string", "minLength": 1},
+                    {
+                        "type": "object",
+                        "properties": {
+                            "text": {"type": "string", "minLength": 1},
+                            "topic": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+                        },
+                        "required": ["text"],
+                        "additionalProperties": False,
+                    },
+                ]
+            },
+        },
         {"type": "string", "minLength": 1, "description": "one paragraph, split into sentences"},
     ],
     "title": "Facts",
@@ -63,6 +79,13 @@ class Scenario(FileDocument):
     # Facts (numbered from 1, in the order of `facts`) the expected outcome depends on: a simulated user
     # that never reveals one of them has missed a fact that mattered (docs/fidelity.md).
     key_facts: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    # Who is writing: the patient (`self`) or someone on their behalf; unset, guessed from the persona
+    # ("writing about her toddler": parent). Facts of an on-behalf scenario are in the writer's voice ("My
+    # mother is 84") and the offline user says them as written (docs/offline-user.md).
+    speaker: Literal["self", "parent", "relative", "carer"] | None = None
+    # What facts are about, where the offline user's guess from the vocabulary is wrong: fact number (from 1)
+    # -> topics ("no X": ruled out). Written inline as `- {text: ..., topic: [glucose]}` in `facts`.
+    fact_topics: dict[Annotated[int, Field(ge=1)], list[Text]] = Field(default_factory=dict)
     # How many facts this person may bring up before being asked; more is an early reveal.
     volunteers: int = Field(default=1, ge=0)
     # Persona styles of the suite's style catalogue (simulator/config/styles.py, `user.styles`).
@@ -92,6 +115,29 @@ class Scenario(FileDocument):
             return [part.strip() for part in _SENTENCE_END.split(value.strip()) if part.strip()]
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _facts_with_topics(cls, data: Any) -> Any:
+        """A fact written `{text: ..., topic: [..]}` is its text, its topics going to `fact_topics`."""
+        if not isinstance(data, dict) or not isinstance(data.get("facts"), list):
+            return data
+        facts, topics = [], dict(data.get("fact_topics") or {})
+        for number, fact in enumerate(data["facts"], start=1):
+            if not isinstance(fact, dict):
+                facts.append(fact)
+                continue
+            unknown = sorted(set(fact) - {"text", "topic"})
+            if unknown or "text" not in fact:
+                raise ValueError(
+                    f"fact {number} has {', '.join(unknown) or 'no text'}; write a fact as text, or as "
+                    "{text: ..., topic: [a topic, ...]}"
+                )
+            facts.append(fact["text"])
+            if fact.get("topic") is not None:
+                topic = fact["topic"]
+                topics[number] = [topic] if isinstance(topic, str) else topic
+        return {**data, "facts": facts, "fact_topics": topics} if topics or facts != data["facts"] else data
+
     @field_validator("switches_to", mode="before")
     @classmethod
     def _one_language(cls, value: Any) -> Any:
@@ -116,6 +162,9 @@ class Scenario(FileDocument):
             raise ValueError(
                 f"key_facts {wrong} number past the {len(self.facts)} facts; number facts from 1 in their order"
             )
+        past = sorted(n for n in self.fact_topics if n > len(self.facts))
+        if past:
+            raise ValueError(f"fact_topics {past} number past the {len(self.facts)} facts; number facts from 1")
         ids = [check.check_id for check in self.tool_checks]
         twice = sorted({i for i in ids if ids.count(i) > 1})
         if twice:

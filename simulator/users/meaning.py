@@ -1,0 +1,236 @@
+"""What a fact, a question or an option is about: the offline patient answers by meaning, not by shared words.
+
+A text is read once into a `Reading`: the vocabulary's topics it names (exact terms, longest first, so
+"blood sugar" is `glucose` and never `bleed`; a term belongs to one topic only, so a synonym cannot cross
+topics), its qualities (topics the vocabulary marks as saying how, not what: `pain` for "sore", `onset` for
+"since"), the content words no topic covers, which of those are said not to be there ("no fever", "my
+breathing is ok": negation within a clause), whether it is a blanket negative ("no other symptoms") and
+whether a question asks about alternatives ("... or ..."). A fact may declare its topics (`topic:` in the
+scenario) when this guess is wrong.
+
+A fact answers a question when they share what they are about (a topic or an uncovered word; a quality
+only when the question names nothing more specific). Every fact that does comes out. A "Yes" needs a fact
+that says it (all the question's topics, unless the question offers alternatives); a "No" a fact that
+rules it out, or no fact on the subject at all (a scenario's facts are everything the person has); a fact
+on the subject that neither says nor rules out leaves the person unsure. The same reading decides which
+option a patient taps (users/picking.py) and audits the taps of any simulated user (judging/fidelity.py).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Reader", "Reading", "Support", "stem"]
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from simulator.config.vocabulary import Vocabulary
+from simulator.users.words import CHAT_WORDS
+
+_WORD = re.compile(r"(?:[^\W_]|')+")
+_CLAUSE = re.compile(r"[.,;:!?\n]+|\s(?:but|pero|mais|aber)\s", re.I)
+# Words that say what follows in their clause is not there. "can't", "won't" are left out: "can't lift his
+# arm", "won't wake" state a symptom; "no" before "puedo"/"can" is the same inability.
+_NEGATORS = frozenset(
+    "no not never without none nothing neither nor don't doesn't didn't hasn't haven't hadn't isn't aren't "
+    "wasn't weren't dont doesnt didnt hasnt havent isnt arent wasnt denies nunca sin ningún ninguna nada "
+    "pas jamais sans kein keine nicht".split()
+)
+_INABILITY = frozenset("can could able puedo puede puedes podía".split())
+# Words that say the thing named in their clause is as it should be ("my breathing is ok").
+_NORMAL = frozenset("ok okay fine normal alright bien normal".split())
+_OTHER = frozenset("other else further more another otro otra otros otras más autre autres".split())
+_SUFFIXES = ("ing", "ed", "er", "es", "s", "e", "ly")
+
+
+def stem(word: str) -> str:
+    """A word without its common English ending ("bleeding" -> "bleed"), kept when that leaves < 3 letters."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one text is about (see the module docstring)."""
+
+    topics: frozenset[str] = frozenset()  # the vocabulary's topics it names (or the fact declares)
+    qualities: frozenset[str] = frozenset()  # topics that say how, not what ("pain", "onset")
+    words: frozenset[str] = frozenset()  # stemmed content words no topic covers
+    negated: frozenset[str] = frozenset()  # topics, qualities or words said not to be there
+    blanket_no: bool = False  # "no other symptoms", "nothing else"
+    alternatives: bool = False  # asks about one thing or another ("lips or tongue")
+
+    @property
+    def about(self) -> frozenset[str]:
+        """What it is about, most specific first: its topics and uncovered words."""
+        return self.topics | self.words
+
+
+@dataclass
+class Support:
+    """How the facts bear on a question or an option: facts (indices) that say yes, that rule it out, that
+    touch its subject without deciding it; `goal` when the person's goal says yes."""
+
+    yes: list[int] = field(default_factory=list)
+    no: list[int] = field(default_factory=list)
+    partial: list[int] = field(default_factory=list)
+    goal: bool = False
+    score: float = 0.0
+
+    @property
+    def supported(self) -> bool:
+        return bool(self.yes) or self.goal
+
+
+class Reader:
+    """Reads texts into topics with one vocabulary: its `topics` and `qualities`, and its older `synonyms`
+    (each canonical word a topic). Words of a language's `stop` list say nothing about a topic."""
+
+    def __init__(self, vocabulary: Vocabulary, stop: Iterable[str] = CHAT_WORDS) -> None:
+        self._stop = frozenset(stop)
+        self._qualities = frozenset(q.casefold() for q in vocabulary.qualities)
+        # term (stemmed words) -> topic; the longest term at a place wins.
+        self._terms: dict[tuple[str, ...], str] = {}
+        groups = {**{k: [k, *v] for k, v in vocabulary.synonyms.items()}, **vocabulary.topics}
+        for topic, terms in groups.items():
+            for term in [topic, *terms]:
+                key = tuple(stem(w) for w in _WORD.findall(term.casefold()))
+                if key:
+                    self._terms.setdefault(key, topic.casefold())
+        self._longest = max((len(k) for k in self._terms), default=1)
+
+    def topic_names(self) -> frozenset[str]:
+        return frozenset(self._terms.values())
+
+    def read(self, text: str, declared: Sequence[str] | None = None) -> Reading:
+        """What `text` is about; `declared` topics (a fact's `topic:`) replace the guess ("no X": ruled out)."""
+        if declared:
+            return self._declared(text, declared)
+        topics: set[str] = set()
+        qualities: set[str] = set()
+        words: set[str] = set()
+        negated: set[str] = set()
+        blanket = False
+        for clause in _CLAUSE.split(text.casefold()):
+            raw = _WORD.findall(clause)
+            found, negative = self._clause(raw)
+            for name, is_negated in found:
+                kind = qualities if name in self._qualities else topics
+                if name.startswith("~"):
+                    kind, name = words, name[1:]
+                kind.add(name)
+                if is_negated or negative:
+                    negated.add(name)
+            has_topic = any(not n.startswith("~") for n, _ in found)
+            if self._negation_at(raw) is not None and _OTHER & set(raw) and not has_topic:
+                blanket = True
+        alternatives = bool(re.search(r"\b(or|o|ou|oder)\b", text.casefold()))
+        return Reading(
+            frozenset(topics), frozenset(qualities), frozenset(words), frozenset(negated), blanket, alternatives
+        )
+
+    def _declared(self, text: str, declared: Sequence[str]) -> Reading:
+        topics, qualities, negated = set(), set(), set()
+        for entry in declared:
+            name = entry.casefold().strip()
+            ruled_out = name.startswith("no ")
+            name = name[3:].strip() if ruled_out else name
+            (qualities if name in self._qualities else topics).add(name)
+            if ruled_out:
+                negated.add(name)
+        guessed = self.read(text)
+        return Reading(frozenset(topics), frozenset(qualities), frozenset(), frozenset(negated), guessed.blanket_no)
+
+    @staticmethod
+    def _negation_at(raw: list[str]) -> int | None:
+        """Where a negation starts in a clause's words (None: nowhere)."""
+        for i, word in enumerate(raw):
+            if word in _NEGATORS:
+                after = raw[i + 1] if i + 1 < len(raw) else ""
+                before = raw[i - 1] if i else ""
+                if after in _INABILITY or before in _INABILITY:
+                    continue  # "no puedo respirar", "can not breathe": an inability, a symptom
+                return i
+        return None
+
+    def _clause(self, raw: list[str]) -> tuple[list[tuple[str, bool]], bool]:
+        """(topic or ~word, negated) found in one clause, and whether the whole clause says all is normal."""
+        start = self._negation_at(raw)
+        stems = [stem(w) for w in raw]
+        found: list[tuple[str, bool]] = []
+        i = 0
+        while i < len(raw):
+            for size in range(min(self._longest, len(raw) - i), 0, -1):
+                if size == 1 and raw[i] in self._stop:
+                    continue  # a common word ("go", "when") never names a topic on its own
+                topic = self._terms.get(tuple(stems[i : i + size])) or self._terms.get(tuple(raw[i : i + size]))
+                if topic is not None:
+                    found.append((topic, start is not None and start < i))
+                    i += size
+                    break
+            else:
+                word = raw[i]
+                if word not in self._stop and word not in _NEGATORS and len(word) > 1 and not word.isdigit():
+                    found.append(("~" + stems[i], start is not None and start < i))
+                i += 1
+        normal = bool(_NORMAL & set(raw)) and start is None
+        return found, normal
+
+
+def _shared(question: Reading, fact: Reading) -> frozenset[str]:
+    """What a fact and a question are both about (qualities only when the question names nothing else)."""
+    shared = question.about & fact.about
+    if not shared and not question.about:
+        shared = question.qualities & fact.qualities
+    return shared
+
+
+def _weights(facts: Sequence[Reading]) -> dict[str, float]:
+    """A topic or word named by many facts ("pain") says little about which fact is asked for."""
+    counts: dict[str, int] = {}
+    for fact in facts:
+        for name in fact.about | fact.qualities:
+            counts[name] = counts.get(name, 0) + 1
+    return {name: 1.0 / n for name, n in counts.items()}
+
+
+def answering(question: Reading, facts: Sequence[Reading], skip: set[int] | None = None) -> list[int]:
+    """Every fact (index) that answers the question, the best first. A fact sharing only words no topic
+    covers must share enough of them (a word many facts share counts less)."""
+    weights = _weights(facts)
+    scored = []
+    for index, fact in enumerate(facts):
+        if skip and index in skip:
+            continue
+        shared = _shared(question, fact)
+        if not shared:
+            continue
+        score = sum(weights.get(name, 1.0) for name in shared)
+        if shared & (fact.topics | fact.qualities) or score >= 0.5:
+            scored.append((-score, index))
+    return [index for _, index in sorted(scored)]
+
+
+def support(question: Reading, facts: Sequence[Reading], goal: Reading | None = None) -> Support:
+    """How the facts bear on a yes/no question or an option (see the module docstring)."""
+    out = Support()
+    weights = _weights(facts)
+    needed = question.topics - (question.qualities)
+    for index in answering(question, facts):
+        fact = facts[index]
+        shared = _shared(question, fact)
+        said = shared - fact.negated
+        covers = question.alternatives or len(needed) < 2 or needed <= fact.topics
+        if said and covers:
+            out.yes.append(index)
+            out.score += sum(weights.get(name, 1.0) for name in said)
+        elif shared and shared <= fact.negated:
+            out.no.append(index)
+        else:
+            out.partial.append(index)
+    if goal is not None and (question.about & goal.about) - goal.negated:
+        out.goal = True
+        out.score += 0.5
+    return out

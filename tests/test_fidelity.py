@@ -20,7 +20,8 @@ from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.transcript import Turn
 from simulator.report.model import build_report
 from simulator.users.base import END, UserMessage
-from simulator.users.offline import OfflineUser, first_person
+from simulator.users.offline import OfflineUser
+from simulator.users.voice import Voice, first_person
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIAGE = ROOT / "scenarios" / "triage" / "suite.yaml"
@@ -40,15 +41,17 @@ def _run(suite: Suite, out: Path, **options: Any) -> tuple[list[ConversationReco
 def test_offline_provenance_is_exact_for_every_triage_conversation(tmp_path: Path) -> None:
     """For every fact of every conversation: elicited facts are in the user turn right after the bot turn
     that asked (a question, quoted); volunteered ones in a turn no question preceded; missed ones nowhere."""
-    records, _ = _run(_suite(), tmp_path / "run")
+    suite = _suite()
+    records, _ = _run(suite, tmp_path / "run")
     assert len(records) == 44
+    scenarios = {s.id: s for s in suite_scenarios(suite, suite.scenarios.tags)}
     statuses = set()
     for record in records:
         assert record.provenance, record.id
         user_text = " ".join(t.text.lower() for t in record.turns if t.role == "user")
         for p in record.provenance:
             statuses.add(p.status)
-            said = first_person(p.text).lower().rstrip(".")
+            said = Voice(scenarios[record.scenario_id]).fact(p.text, english=True).lower().rstrip(".")
             assert p.source == "offline"
             if p.status == "missed":
                 assert said not in user_text, (record.id, p.text)

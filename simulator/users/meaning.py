@@ -40,6 +40,11 @@ _INABILITY = frozenset("can could able puedo puede puedes podía".split())
 # Words that say the thing named in their clause is as it should be ("my breathing is ok").
 _NORMAL = frozenset("ok okay fine normal alright bien normal".split())
 _OTHER = frozenset("other else further more another otro otra otros otras más autre autres".split())
+# A stated age ("he is 74", "a 2-year-old") is about `age` whatever the vocabulary calls it.
+_AGE = re.compile(
+    r"\b(i am|i'm|he is|she is|he's|she's|they are|aged?)\s+\d{1,3}\b|\b\d{1,3}[- ](years?|yrs?|months?)[- ]old\b",
+    re.I,
+)
 _SUFFIXES = ("ing", "ed", "er", "es", "s", "e", "ly")
 
 
@@ -126,6 +131,8 @@ class Reader:
             has_topic = any(not n.startswith("~") for n, _ in found)
             if self._negation_at(raw) is not None and _OTHER & set(raw) and not has_topic:
                 blanket = True
+        if _AGE.search(text):
+            topics.add("age")
         alternatives = bool(re.search(r"\b(or|o|ou|oder)\b", text.casefold()))
         return Reading(
             frozenset(topics), frozenset(qualities), frozenset(words), frozenset(negated), blanket, alternatives

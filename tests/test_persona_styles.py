@@ -103,7 +103,9 @@ def test_text_styles_rewrite_every_message(seed: int) -> None:
     assert third_person("I am 52 and my chest hurts.") == "they are 52 and their chest hurts."
     relative = StylePlayer(["relative-speaks"], rng)
     assert relative.third_person and relative.fact(fact) == fact  # the voice is users/voice.py's
-    said = Voice(Scenario(id="s", persona="p", goal="g", facts=[fact]), relative.third_person).fact(fact, True)
+    said = Voice(Scenario(id="s", persona="p", goal="g", facts=[fact]), relative.third_person).fact(
+        fact, True
+    )
     assert "they are 52" in said and "my " not in said
     second = StylePlayer(["second-language"], rng)
     assert not re.search(r"\b(a|an|the)\b", second.message("I have a pain in the chest for an hour."))

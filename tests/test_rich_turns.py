@@ -206,7 +206,11 @@ def test_the_offline_user_taps_the_button_its_facts_call_for(tmp_path: Path) -> 
     back = [records["back-1#0"], records["back-1#1"]]
     for record in back:
         picks = [p for t in record.turns for p in t.parts if isinstance(p, PickPart)]
-        typed = [t.text for t in record.turns if t.role == "user" and not any(isinstance(p, PickPart) for p in t.parts)]
+        typed = [
+            t.text
+            for t in record.turns
+            if t.role == "user" and not any(isinstance(p, PickPart) for p in t.parts)
+        ]
         assert picks and {(p.id, p.basis) for p in picks} == {("no", "negative")} and len(typed) >= 2
         assert record.stop_reason == "max_turns"  # this bot takes only taps: its own limit, not a guess
     _, again = _run(tmp_path / "again")

@@ -32,7 +32,9 @@ _FACTS_SCHEMA = {
                         "type": "object",
                         "properties": {
                             "text": {"type": "string", "minLength": 1},
-                            "topic": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+                            "topic": {
+                                "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+                            },
                         },
                         "required": ["text"],
                         "additionalProperties": False,
@@ -164,7 +166,9 @@ class Scenario(FileDocument):
             )
         past = sorted(n for n in self.fact_topics if n > len(self.facts))
         if past:
-            raise ValueError(f"fact_topics {past} number past the {len(self.facts)} facts; number facts from 1")
+            raise ValueError(
+                f"fact_topics {past} number past the {len(self.facts)} facts; number facts from 1"
+            )
         ids = [check.check_id for check in self.tool_checks]
         twice = sorted({i for i in ids if ids.count(i) > 1})
         if twice:

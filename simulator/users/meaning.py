@@ -32,17 +32,70 @@ _CLAUSE = re.compile(r"[.,;:!?\n]+|\s(?:but|pero|mais|aber)\s", re.I)
 # Words that say what follows in their clause is not there. "can't", "won't" are left out: "can't lift his
 # arm", "won't wake" state a symptom; "no" before "puedo"/"can" is the same inability.
 _NEGATORS = frozenset(
-    "no not never without none nothing neither nor don't doesn't didn't hasn't haven't hadn't isn't aren't "
-    "wasn't weren't dont doesnt didnt hasnt havent isnt arent wasnt denies nunca sin ningún ninguna nada "
-    "pas jamais sans kein keine nicht".split()
+    [
+        "no",
+        "not",
+        "never",
+        "without",
+        "none",
+        "nothing",
+        "neither",
+        "nor",
+        "don't",
+        "doesn't",
+        "didn't",
+        "hasn't",
+        "haven't",
+        "hadn't",
+        "isn't",
+        "aren't",
+        "wasn't",
+        "weren't",
+        "dont",
+        "doesnt",
+        "didnt",
+        "hasnt",
+        "havent",
+        "isnt",
+        "arent",
+        "wasnt",
+        "denies",
+        "nunca",
+        "sin",
+        "ningún",
+        "ninguna",
+        "nada",
+        "pas",
+        "jamais",
+        "sans",
+        "kein",
+        "keine",
+        "nicht",
+    ]
 )
-_INABILITY = frozenset("can could able puedo puede puedes podía".split())
+_INABILITY = frozenset(["can", "could", "able", "puedo", "puede", "puedes", "podía"])
 # Words that say the thing named in their clause is as it should be ("my breathing is ok").
-_NORMAL = frozenset("ok okay fine normal alright bien normal".split())
-_OTHER = frozenset("other else further more another otro otra otros otras más autre autres".split())
+_NORMAL = frozenset(["ok", "okay", "fine", "normal", "alright", "bien", "normal"])
+_OTHER = frozenset(
+    [
+        "other",
+        "else",
+        "further",
+        "more",
+        "another",
+        "otro",
+        "otra",
+        "otros",
+        "otras",
+        "más",
+        "autre",
+        "autres",
+    ]
+)
 # A stated age ("he is 74", "a 2-year-old") is about `age` whatever the vocabulary calls it.
 _AGE = re.compile(
-    r"\b(i am|i'm|he is|she is|he's|she's|they are|aged?)\s+\d{1,3}\b|\b\d{1,3}[- ](years?|yrs?|months?)[- ]old\b",
+    r"\b(is|am|are|i'm|he's|she's|aged?)\s+\d{1,3}(?![.,]?\d)(?!\s*(out of|/|%|mg|kg|degrees|°|minutes?|hours?|"
+    r"days?|weeks?|times?))\b|\b\d{1,3}[- ](years?|yrs?|months?)[- ]old\b",
     re.I,
 )
 _SUFFIXES = ("ing", "ed", "er", "es", "s", "e", "ly")
@@ -135,7 +188,12 @@ class Reader:
             topics.add("age")
         alternatives = bool(re.search(r"\b(or|o|ou|oder)\b", text.casefold()))
         return Reading(
-            frozenset(topics), frozenset(qualities), frozenset(words), frozenset(negated), blanket, alternatives
+            frozenset(topics),
+            frozenset(qualities),
+            frozenset(words),
+            frozenset(negated),
+            blanket,
+            alternatives,
         )
 
     def _declared(self, text: str, declared: Sequence[str]) -> Reading:
@@ -148,7 +206,9 @@ class Reader:
             if ruled_out:
                 negated.add(name)
         guessed = self.read(text)
-        return Reading(frozenset(topics), frozenset(qualities), frozenset(), frozenset(negated), guessed.blanket_no)
+        return Reading(
+            frozenset(topics), frozenset(qualities), frozenset(), frozenset(negated), guessed.blanket_no
+        )
 
     @staticmethod
     def _negation_at(raw: list[str]) -> int | None:
@@ -172,7 +232,9 @@ class Reader:
             for size in range(min(self._longest, len(raw) - i), 0, -1):
                 if size == 1 and raw[i] in self._stop:
                     continue  # a common word ("go", "when") never names a topic on its own
-                topic = self._terms.get(tuple(stems[i : i + size])) or self._terms.get(tuple(raw[i : i + size]))
+                topic = self._terms.get(tuple(stems[i : i + size])) or self._terms.get(
+                    tuple(raw[i : i + size])
+                )
                 if topic is not None:
                     found.append((topic, start is not None and start < i))
                     i += size

@@ -42,6 +42,8 @@ _STOPWORDS = CHAT_WORDS
 _GENERIC_OUTCOME = re.compile(r"\bi (recommend|advise|suggest)\b|\bmy (advice|recommendation)\b", re.I)
 _NO_VOCABULARY = Vocabulary()
 _TERSE = re.compile(r"\b(short|terse|typo|typos|impatient|brief|few words|lowercase)\b", re.I)
+
+
 def _stem(word: str, synonyms: dict[str, str]) -> str:
     if word in synonyms:
         return synonyms[word]

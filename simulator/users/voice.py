@@ -34,8 +34,12 @@ _ON_BEHALF = re.compile(
     rf"(\S+ )?({_RELATIONS})\b",
     re.I,
 )
-_PARENT = re.compile(r"\b(mother|father|mum|dad|parent|mom)\b[^.]*\b(son|daughter|child|toddler|baby|kid|boy|girl)\b")
-_FEMALE = re.compile(r"\b(woman|mother|mum|mom|wife|daughter|girl|lady|grandmother|sister|aunt|she|her)\b", re.I)
+_PARENT = re.compile(
+    r"\b(mother|father|mum|dad|parent|mom)\b[^.]*\b(son|daughter|child|toddler|baby|kid|boy|girl)\b"
+)
+_FEMALE = re.compile(
+    r"\b(woman|mother|mum|mom|wife|daughter|girl|lady|grandmother|sister|aunt|she|her)\b", re.I
+)
 _MALE = re.compile(r"\b(man|father|dad|husband|son|boy|grandfather|brother|uncle|he|his|him)\b", re.I)
 _SHE = re.compile(r"\b(she|her|herself)\b", re.I)
 _HE = re.compile(r"\b(he|his|him|himself)\b", re.I)
@@ -150,7 +154,21 @@ _PATIENT = re.compile(
 )
 _NAMED = re.compile(rf"\b(my|our|his|her|their|the)\s+(\S+\s+)?({_RELATIONS})('s)?\b", re.I)
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)?|@")
-_SKIP = CHAT_WORDS | {"am", "is", "are", "was", "were", "has", "have", "'s", "can", "could", "been", "seems", "seem"}
+_SKIP = CHAT_WORDS | {
+    "am",
+    "is",
+    "are",
+    "was",
+    "were",
+    "has",
+    "have",
+    "'s",
+    "can",
+    "could",
+    "been",
+    "seems",
+    "seem",
+}
 
 
 def _windows(text: str, subject: re.Pattern[str]) -> set[tuple[str, ...]]:

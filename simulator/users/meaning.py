@@ -265,17 +265,37 @@ def _weights(facts: Sequence[Reading]) -> dict[str, float]:
     return {name: 1.0 / n for name, n in counts.items()}
 
 
+def _verdict(question: Reading, fact: Reading) -> str | None:
+    """What one fact says of a question: "yes", "no", "partial" (on the subject, deciding nothing), None."""
+    shared = _shared(question, fact)
+    if not shared:
+        return None
+    if question.topics and not question.alternatives and not shared & (question.topics | question.qualities):
+        return (
+            None  # the question names a topic; a word alone ("blue" inhaler, "blue" lips) does not answer it
+        )
+    said = shared - fact.negated
+    if shared & fact.negated and not question.alternatives:
+        return "no"  # "my neck is not stiff", "the spots don't fade": the thing asked is ruled out
+    if not said:
+        return "no"
+    if question.alternatives or len(question.topics) < 2 or question.topics <= fact.topics:
+        return "yes"
+    return "partial"  # "blood in the vomit?" of a fact about vomiting alone
+
+
 def answering(question: Reading, facts: Sequence[Reading], skip: set[int] | None = None) -> list[int]:
-    """Every fact (index) that answers the question, the best first. A fact sharing only words no topic
-    covers must share enough of them (a word many facts share counts less)."""
+    """Every fact (index) that answers the question, yes or no, the best first. A fact sharing only words no
+    topic covers must share enough of them (a word many facts share counts less); a fact on the subject that
+    decides nothing ("vomiting" for "blood in the vomit?") is not an answer."""
     weights = _weights(facts)
     scored = []
     for index, fact in enumerate(facts):
         if skip and index in skip:
             continue
-        shared = _shared(question, fact)
-        if not shared:
+        if _verdict(question, fact) not in ("yes", "no"):
             continue
+        shared = _shared(question, fact)
         score = sum(weights.get(name, 1.0) for name in shared)
         if shared & (fact.topics | fact.qualities) or score >= 0.5:
             scored.append((-score, index))
@@ -283,23 +303,20 @@ def answering(question: Reading, facts: Sequence[Reading], skip: set[int] | None
 
 
 def support(question: Reading, facts: Sequence[Reading], goal: Reading | None = None) -> Support:
-    """How the facts bear on a yes/no question or an option (see the module docstring)."""
+    """How the facts (and the goal) bear on a yes/no question or an option (see the module docstring)."""
     out = Support()
     weights = _weights(facts)
-    needed = question.topics - (question.qualities)
-    for index in answering(question, facts):
-        fact = facts[index]
-        shared = _shared(question, fact)
-        said = shared - fact.negated
-        covers = question.alternatives or len(needed) < 2 or needed <= fact.topics
-        if said and covers:
+    for index, fact in enumerate(facts):
+        verdict = _verdict(question, fact)
+        if verdict == "yes" and index in answering(question, facts):
             out.yes.append(index)
-            out.score += sum(weights.get(name, 1.0) for name in said)
-        elif shared and shared <= fact.negated:
+            out.score += sum(weights.get(name, 1.0) for name in _shared(question, fact) - fact.negated)
+        elif verdict == "no":
             out.no.append(index)
-        else:
+        elif verdict is not None:
             out.partial.append(index)
-    if goal is not None and (question.about & goal.about) - goal.negated:
+    # The goal supports by a topic it names ("pressure in my chest": the Chest pain row), never by a word.
+    if goal is not None and question.topics & goal.topics and _verdict(question, goal) == "yes":
         out.goal = True
         out.score += 0.5
     return out

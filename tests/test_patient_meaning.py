@@ -159,7 +159,7 @@ SUGAR = ["My blood sugar reads HI on the meter.", "I have been vomiting since th
 def test_blood_in_the_vomit_never_yields_a_glucose_fact(question: str) -> None:
     text, _ = _answer(_scenario(SUGAR), question)
     assert "sugar" not in text.lower()
-    tapped, pick = _answer(_scenario(SUGAR), question, ["Yes", "No", "Not sure"])
+    _, pick = _answer(_scenario(SUGAR), question, ["Yes", "No", "Not sure"])
     assert pick is not None and pick.title != "Yes"  # vomiting alone does not say there is blood
 
 

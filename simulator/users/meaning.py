@@ -270,10 +270,9 @@ def _verdict(question: Reading, fact: Reading) -> str | None:
     shared = _shared(question, fact)
     if not shared:
         return None
-    if question.topics and not question.alternatives and not shared & (question.topics | question.qualities):
-        return (
-            None  # the question names a topic; a word alone ("blue" inhaler, "blue" lips) does not answer it
-        )
+    named = shared & (question.topics | question.qualities)
+    if question.topics and not question.alternatives and not named and len(shared) < 2:
+        return None  # the question names a topic: one word alone ("blue" inhaler, "blue" lips) is no answer
     said = shared - fact.negated
     if shared & fact.negated and not question.alternatives:
         return "no"  # "my neck is not stiff", "the spots don't fade": the thing asked is ruled out

@@ -60,7 +60,7 @@ def _judge(
         passed = [
             o.title
             for o in options
-            if o is not negative and support(reader.read(option_text(o)), facts, goal).yes
+            if o is not negative and support(reader.read(option_text(o)), facts, goal, menu=True).yes
         ]
         if passed:
             return f"tapped '{answer}' although a fact supports '{passed[0]}'"
@@ -68,7 +68,7 @@ def _judge(
     option = next((o for o in options if plain(o.title) == said), None)
     if option is None:
         return None  # not an offered option: fidelity.valid_pick says so
-    if not support(reader.read(option_text(option)), facts, goal).supported:
+    if not support(reader.read(option_text(option)), facts, goal, menu=True).supported:
         return f"tapped '{answer}' but no fact supports it"
     return None
 

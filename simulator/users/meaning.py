@@ -301,8 +301,13 @@ def answering(question: Reading, facts: Sequence[Reading], skip: set[int] | None
     return [index for _, index in sorted(scored)]
 
 
-def support(question: Reading, facts: Sequence[Reading], goal: Reading | None = None) -> Support:
-    """How the facts (and the goal) bear on a yes/no question or an option (see the module docstring)."""
+def support(
+    question: Reading, facts: Sequence[Reading], goal: Reading | None = None, menu: bool = False
+) -> Support:
+    """How the facts (and the goal) bear on a yes/no question or, `menu`, a row of a menu (see the module
+    docstring). The goal says what the conversation is about: it supports a menu row by a word it shares
+    ("Cough or cold" for "antibiotics for a cold"), a yes only by a topic it names ("is the parcel damaged?"
+    is not answered by "where is my parcel")."""
     out = Support()
     weights = _weights(facts)
     for index, fact in enumerate(facts):
@@ -315,7 +320,8 @@ def support(question: Reading, facts: Sequence[Reading], goal: Reading | None = 
         elif verdict is not None:
             out.partial.append(index)
     # The goal supports by a topic it names ("pressure in my chest": the Chest pain row), never by a word.
-    if goal is not None and question.topics & goal.topics and _verdict(question, goal) == "yes":
+    named = question.about if menu else question.topics
+    if goal is not None and named & goal.about and _verdict(question, goal) == "yes":
         out.goal = True
         out.score += 0.5
     return out

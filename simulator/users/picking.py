@@ -90,7 +90,7 @@ def choose_option(
     for position, option in enumerate(options):
         if option is negative:
             continue
-        found = support(reader.read(option_text(option)), facts, goal)
+        found = support(reader.read(option_text(option)), facts, goal, menu=True)
         if found.supported and found.score > best[0]:
             best = (found.score, position, found.yes, found.goal)
     if best[1] >= 0:

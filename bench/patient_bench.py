@@ -45,7 +45,7 @@ def _title(value: Any) -> str:
 
 
 def _scenario(profile: dict[str, Any]) -> Scenario:
-    data = {k: profile[k] for k in ("id", "persona", "goal", "facts") if k in profile}
+    data: dict[str, Any] = {k: profile[k] for k in ("id", "persona", "goal", "facts") if k in profile}
     for key in ("speaker", "writes_in"):
         if key in profile and key in Scenario.model_fields:  # an older version may not know `speaker`
             data[key] = profile[key]

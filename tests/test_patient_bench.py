@@ -38,3 +38,14 @@ def test_the_offline_patient_scores_at_least_the_pinned_figures() -> None:
     assert figures["items"] >= 150
     for name, floor in PINNED.items():
         assert figures[name] >= floor, (name, figures[name], floor)
+
+
+def test_the_documented_bench_commands_print_the_figures_and_the_misses() -> None:
+    """docs/offline-user.md shows `python bench/patient_bench.py` and its `--failures`."""
+    run = [sys.executable, str(ROOT / "bench" / "patient_bench.py")]
+    plain = subprocess.run(run, capture_output=True, text=True, timeout=300, check=True, cwd=ROOT).stdout
+    assert "fact precision" in plain and "pick accuracy" in plain and "voice consistency" in plain
+    failures = subprocess.run(
+        [*run, "--failures"], capture_output=True, text=True, timeout=300, check=True, cwd=ROOT
+    ).stdout
+    assert len(failures.splitlines()) > len(plain.splitlines())  # the remaining misses, one a line

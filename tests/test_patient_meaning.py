@@ -6,6 +6,7 @@ Each clinical situation the issue names is replayed, with inputs of the same cla
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,7 +27,7 @@ TRIAGE = load_vocabulary(ROOT / "examples" / "triage_vocabulary.yaml")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _scenario(facts: list[object], **extra: object) -> Scenario:
+def _scenario(facts: Sequence[object], **extra: object) -> Scenario:
     data = {"id": "s-1", "persona": "40-year-old, plain messages.", "goal": "Ask for advice.", "facts": facts}
     return Scenario.model_validate({**data, **extra})
 

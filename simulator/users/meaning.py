@@ -18,7 +18,7 @@ option a patient taps (users/picking.py) and audits the taps of any simulated us
 
 from __future__ import annotations
 
-__all__ = ["Reader", "Reading", "Support", "stem"]
+__all__ = ["Reader", "Reading", "answering", "support"]
 
 import re
 from collections.abc import Iterable, Sequence
@@ -159,9 +159,6 @@ class Reader:
                     self._terms.setdefault(key, topic.casefold())
         self._longest = max((len(k) for k in self._terms), default=1)
 
-    def topic_names(self) -> frozenset[str]:
-        return frozenset(self._terms.values())
-
     def read(self, text: str, declared: Sequence[str] | None = None) -> Reading:
         """What `text` is about; `declared` topics (a fact's `topic:`) replace the guess ("no X": ruled out)."""
         if declared:
@@ -197,7 +194,9 @@ class Reader:
         )
 
     def _declared(self, text: str, declared: Sequence[str]) -> Reading:
-        topics, qualities, negated = set(), set(), set()
+        topics: set[str] = set()
+        qualities: set[str] = set()
+        negated: set[str] = set()
         for entry in declared:
             name = entry.casefold().strip()
             ruled_out = name.startswith("no ")

@@ -10,7 +10,7 @@ types what it knows instead of guessing.
 
 from __future__ import annotations
 
-__all__ = ["Choice", "choose_option", "negative_option", "yes_no"]
+__all__ = ["choose_option", "negative_option", "option_text", "plain", "yes_no"]
 
 import re
 from collections.abc import Sequence

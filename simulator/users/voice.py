@@ -15,7 +15,7 @@ role check fails on it, with the quote.
 
 from __future__ import annotations
 
-__all__ = ["SPEAKERS", "Voice", "voice_slip"]
+__all__ = ["Voice", "first_person", "third_person", "voice_slip"]
 
 import re
 from collections.abc import Iterable
@@ -23,7 +23,6 @@ from collections.abc import Iterable
 from simulator.config.scenario import Scenario
 from simulator.users.words import CHAT_WORDS
 
-SPEAKERS = ("self", "parent", "relative", "carer")
 _RELATIONS = (
     r"mum|mummy|mother|mom|dad|daddy|father|son|daughter|child|kid|toddler|baby|boy|girl|husband|wife|partner|"
     r"gran|granny|grandma|grandmother|grandad|grandpa|grandfather|nan|nana|brother|sister|aunt|uncle|"

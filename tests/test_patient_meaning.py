@@ -350,3 +350,17 @@ def test_the_planted_under_triage_is_found_when_the_patient_taps_none_of_these(t
     assert outcome == ["fail"] * 4  # the bot's urgent for an emergency: the under-triage is the bot's
     fidelity = {v.result for v in verdicts if v.criterion_id == "fidelity.invented_facts"}
     assert fidelity == {"pass"}
+
+
+def test_an_llm_users_unsupported_tap_fails_in_code_even_without_an_audit_model() -> None:
+    """The tap check is code, so it holds for an LLM user too: without an audit model the reading checks are
+    not judged, yet a tap no fact supports fails `fidelity.invented_facts`."""
+    record = _tapped(NO_OTHER, "Any of these?", ROWS, "Pain in arm or jaw")
+    audit = asyncio.run(FidelityAuditor(vocabulary=TRIAGE).audit(record, _scenario(NO_OTHER), None))
+    verdicts = {v.criterion_id: v for v in audit.verdicts}
+    invented = verdicts["fidelity.invented_facts"]
+    assert invented.result == "fail" and invented.decided_by == "code"
+    assert invented.evidence[0].quote == "Pain in arm or jaw"
+    honest = _tapped(NO_OTHER, "Any of these?", ROWS, "None of these")
+    audit = asyncio.run(FidelityAuditor(vocabulary=TRIAGE).audit(honest, _scenario(NO_OTHER), None))
+    assert {v.criterion_id: v.result for v in audit.verdicts}["fidelity.invented_facts"] == "not_judged"

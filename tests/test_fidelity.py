@@ -4,6 +4,7 @@ regeneration, and fidelity verdicts kept out of every bot table."""
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from simulator.record.transcript import Turn
 from simulator.report.model import build_report
 from simulator.users.base import END, UserMessage
 from simulator.users.offline import OfflineUser
-from simulator.users.voice import Voice, first_person
+from simulator.users.voice import Voice, first_person, voice_slip
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIAGE = ROOT / "scenarios" / "triage" / "suite.yaml"
@@ -65,6 +66,17 @@ def test_offline_provenance_is_exact_for_every_triage_conversation(tmp_path: Pat
             else:
                 assert p.asked_turn is None and p.question is None
     assert statuses == {"elicited", "volunteered", "missed"}
+    # The on-behalf vignettes (a parent or a daughter writing) keep the writer's voice in every message.
+    on_behalf = [r for r in records if Voice(scenarios[r.scenario_id]).speaker != "self"]
+    assert {r.scenario_id for r in on_behalf} == {
+        "child-fever-rash-05",
+        "minor-bruise-child-21",
+        "stroke-face-droop-03",
+    }
+    for record in on_behalf:
+        said = [t.text for t in record.turns if t.role == "user"]
+        assert voice_slip(said, scenarios[record.scenario_id]) is None, record.id
+        assert not any(re.search(r"\b(i am \d|not me\b|keep me off)", s.lower()) for s in said), record.id
 
 
 def _turn(index: int, role: str, text: str) -> Turn:

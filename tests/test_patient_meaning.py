@@ -364,3 +364,66 @@ def test_an_llm_users_unsupported_tap_fails_in_code_even_without_an_audit_model(
     honest = _tapped(NO_OTHER, "Any of these?", ROWS, "None of these")
     audit = asyncio.run(FidelityAuditor(vocabulary=TRIAGE).audit(honest, _scenario(NO_OTHER), None))
     assert {v.criterion_id: v.result for v in audit.verdicts}["fidelity.invented_facts"] == "not_judged"
+
+
+@pytest.mark.parametrize(
+    ("facts", "rows", "tapped"),
+    [
+        (
+            ["Sore throat.", "Nothing else is wrong."],
+            ["Chest pain", "Fever", "None of the above"],
+            "None of the above",
+        ),
+        (
+            ["Sore throat.", "Otherwise I feel fine."],
+            ["Chest pain", "Rash", "No, none of these"],
+            "No, none of these",
+        ),
+        (["Sore throat.", "No other problems."], ["Pain in arm or jaw", "Something else"], "Something else"),
+        (["Sore throat.", "I have a mild temperature."], ["Chest pain", "Fever", "None of these"], "Fever"),
+    ],
+)
+def test_the_honest_negative_row_in_its_other_wordings(
+    facts: list[str], rows: list[str], tapped: str
+) -> None:
+    _, pick = _answer(_scenario(facts), "Do you have any of these?", rows)
+    assert pick is not None and pick.title == tapped
+
+
+@pytest.mark.parametrize(
+    ("persona", "speaker"),
+    [
+        ("Mum writing about her 3-year-old son, who has a cough.", "parent"),
+        ("A care worker messaging for a resident of a care home.", "carer"),
+        ("Husband asking about his wife, who fell this morning.", "relative"),
+        ("A 40-year-old teacher with a cough.", "self"),
+    ],
+)
+def test_an_unset_speaker_is_guessed_from_the_persona(persona: str, speaker: str) -> None:
+    assert Voice(_scenario(["x"], persona=persona)).speaker == speaker
+
+
+@pytest.mark.parametrize(
+    ("facts", "question"),
+    [
+        (SUGAR, "Is there any blood when you're sick?"),
+        (SUGAR, "Have you noticed blood in your stool?"),
+        (["My blood pressure is usually high.", "I feel dizzy."], "Is there any blood in your vomit?"),
+        (["My throat is really sore."], "Are you having any chest pain?"),
+        (["My throat is really sore."], "Does it hurt when you breathe in?"),
+    ],
+)
+def test_unseen_wordings_of_the_same_classes_get_no_fact_from_another_topic(
+    facts: list[str], question: str
+) -> None:
+    text, _ = _answer(_scenario(facts), question)
+    assert not any(f in text for f in facts), text
+    _, pick = _answer(_scenario(facts), question, ["Yes", "No", "Not sure"])
+    assert pick is not None and pick.title != "Yes"
+
+
+def test_fine_rules_out_a_symptom_topic_but_not_an_ability() -> None:
+    walks = _scenario(["She can walk and run on it fine."])
+    assert _answer(walks, "Can she walk on it?", ["Yes", "No"])[1].title == "Yes"  # type: ignore[union-attr]
+    breathes = _scenario(["My breathing is fine."])
+    assert _answer(breathes, "Any trouble breathing?", ["Yes", "No"])[1].title == "No"  # type: ignore[union-attr]

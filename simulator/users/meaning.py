@@ -83,6 +83,7 @@ _OTHER = frozenset(
         "further",
         "more",
         "another",
+        "otherwise",
         "otro",
         "otra",
         "otros",
@@ -173,13 +174,16 @@ class Reader:
             found, negative = self._clause(raw)
             for name, is_negated in found:
                 kind = qualities if name in self._qualities else topics
-                if name.startswith("~"):
+                word = name.startswith("~")
+                if word:
                     kind, name = words, name[1:]
                 kind.add(name)
-                if is_negated or negative:
+                # "my breathing is ok" rules out a breathing problem; "she can walk on it fine" says she walks
+                if is_negated or (negative and not word):
                     negated.add(name)
             has_topic = any(not n.startswith("~") for n, _ in found)
-            if self._negation_at(raw) is not None and _OTHER & set(raw) and not has_topic:
+            # "no other symptoms", "nothing else", "otherwise I feel fine": nothing beyond what was said.
+            if (self._negation_at(raw) is not None or negative) and _OTHER & set(raw) and not has_topic:
                 blanket = True
         if _AGE.search(text):
             topics.add("age")

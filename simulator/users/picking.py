@@ -26,7 +26,8 @@ _UNSURE = {"not sure", "unsure", "don't know", "i don't know", "no sé", "maybe"
 # A row that says none of the others applies.
 _NEGATIVE = re.compile(
     r"^(none( of (these|them|the above|those))?|nothing( else| like that)?|neither|no(ne)? other( \w+)?|"
-    r"something else|other|others|anything else|not (these|any of these)|no,? none|ninguno|ninguna|nada)$"
+    r"something else|other|others|anything else|not (these|any of these)|no,? none( of (these|them|the above))?|"
+    r"none apply|i (don't|do not) have any( of (these|them))?|no symptoms|ninguno|ninguna|nada|ninguna de estas)$"
 )
 
 Basis = Literal["fact", "goal", "negative", "unsure"]

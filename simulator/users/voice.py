@@ -33,6 +33,7 @@ _ON_BEHALF = re.compile(
     rf"(\S+ )?({_RELATIONS})\b",
     re.I,
 )
+_CARER = re.compile(r"\b(carer|caregiver|care worker|support worker|care assistant)\b", re.I)
 _PARENT = re.compile(
     r"\b(mother|father|mum|dad|parent|mom)\b[^.]*\b(son|daughter|child|toddler|baby|kid|boy|girl)\b"
 )
@@ -95,6 +96,8 @@ def declared_or_guessed(scenario: Scenario) -> str:
     """The scenario's `speaker`, else a guess from its persona and tags ("writing about her toddler")."""
     if scenario.speaker is not None:
         return scenario.speaker
+    if _CARER.search(scenario.persona):
+        return "carer"
     if _ON_BEHALF.search(scenario.persona) or "on-behalf" in scenario.tags:
         return "parent" if _PARENT.search(scenario.persona.casefold()) else "relative"
     return "self"

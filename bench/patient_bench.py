@@ -9,11 +9,14 @@ opening; the patient's answer is scored against the labels:
 - **pick accuracy**: items with options where its tap (or typing, when the labels accept it) is acceptable;
 - **voice consistency**: answers of on-behalf writers free of the patient's facts in the first person.
 
-It reads the patient only through `OfflineUser` and `fact_provenance`, so the same script scores an older
-version of the code (`PYTHONPATH=<old tree> python bench/patient_bench.py`), for figures before and after.
+It reads the offline patient only through `OfflineUser` and `fact_provenance`, so the same script scores an
+older version of the code (`PYTHONPATH=<old tree> python bench/patient_bench.py`), for figures before and
+after. `--user MODEL` scores an LLM patient instead (the facts it told found by the audit's word-overlap
+provenance): `test:default` is the fake server (plumbing only: its answers mean nothing), `local:...` a local
+model where one is installed.
 The figures are pinned in tests/test_patient_bench.py at the level reached (never lower).
 
-    python bench/patient_bench.py [--json] [--failures]
+    python bench/patient_bench.py [--json] [--failures] [--user MODEL]
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 import yaml
 
 from simulator.config.scenario import Scenario
-from simulator.config.vocabulary import load_vocabulary
+from simulator.config.vocabulary import Vocabulary, load_vocabulary
 from simulator.record.parts import Option, OptionsPart, TextPart
 from simulator.record.transcript import Turn
 from simulator.users.offline import OfflineUser
@@ -52,23 +55,63 @@ def _scenario(profile: dict[str, Any]) -> Scenario:
     return Scenario.model_validate(data)
 
 
-def _ask(user: OfflineUser, question: str, options: list[str] | None) -> tuple[Turn, Turn, str | None]:
+class _Patient:
+    """Makes the patient of one item: the offline user, or an LLM user (`--user MODEL`) on one hub."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.hub: Any = None
+        if spec != "offline":
+            from simulator.providers.hub import ModelHub
+
+            self.hub = ModelHub()
+
+    def make(self, scenario: Scenario, vocabulary: Vocabulary) -> Any:
+        if self.hub is None:
+            return OfflineUser(scenario, seed=0, repeat=0, volunteer_share=0.0, vocabulary=vocabulary)
+        from simulator.users.llm_user import LLMUser
+        from simulator.users.prompt import render_user_prompt
+
+        client, model = self.hub.client(self.spec)
+        return LLMUser(client, model, render_user_prompt(scenario), 0.0, 300)
+
+    def told(self, user: Any, scenario: Scenario, turns: list[Turn]) -> set[int]:
+        """The facts (numbered from 1) told in the answer: exact for the offline user, by word overlap (the
+        audit's code provenance) for an LLM user."""
+        if isinstance(user, OfflineUser):
+            return {p.fact + 1 for p in user.fact_provenance(turns) if p.status == "elicited"}
+        from simulator.judging.fidelity import code_provenance
+        from simulator.record.models import ConversationRecord
+
+        record = ConversationRecord(
+            id="bench#0", scenario_id=scenario.id, repeat=0, stop_reason="max_turns", turns=turns,
+            started_at=NOW, ended_at=NOW,
+        )  # fmt: skip
+        return {p.fact + 1 for p in code_provenance(record, scenario) if p.user_turn == 2}
+
+
+async def _ask(user: Any, question: str, options: list[str] | None) -> tuple[Turn, Turn, str | None]:
     """The opening, the bot's message and the answer; the tapped title (None: typed)."""
-    opening = asyncio.run(user.next_message([]))
+    opening = await user.next_message([])
     turns = [Turn(index=0, role="user", messages=[opening.text], started_at=NOW)]
     parts: list[Any] = [TextPart(text=question)]
     if options:
         parts.append(OptionsPart(options=[Option(id=f"o{i}", title=t) for i, t in enumerate(options)]))
     turns.append(Turn(index=1, role="bot", parts=parts, started_at=NOW))
-    said = asyncio.run(user.next_message(turns))
+    said = await user.next_message(turns)
     answer = Turn(index=2, role="user", parts=[said.pick or TextPart(text=said.text)], started_at=NOW)
     if said.pick is not None and said.text != said.pick.title:
         answer.parts.append(TextPart(text=said.text))
     return turns[0], answer, (said.pick.title if said.pick is not None else None)
 
 
-def score(root: Path) -> dict[str, Any]:
-    """Every figure of the set, with the failures that make them."""
+def score(root: Path, user: str = "offline") -> dict[str, Any]:
+    """Every figure of the set for one simulated user, with the failures that make them."""
+    return asyncio.run(_score(root, user))
+
+
+async def _score(root: Path, spec: str) -> dict[str, Any]:
+    patient = _Patient(spec)
     data = yaml.safe_load((HERE / "patient_set.yaml").read_text(encoding="utf-8"))
     told = right = expected = found = picks = picked = voiced = voice_ok = items = 0
     failures: list[str] = []
@@ -78,11 +121,11 @@ def score(root: Path) -> dict[str, Any]:
         wrong = [w.casefold() for w in profile.get("wrong_voice", [])]
         for ask in profile["ask"]:
             items += 1
-            user = OfflineUser(scenario, seed=0, repeat=0, volunteer_share=0.0, vocabulary=vocabulary)
+            user = patient.make(scenario, vocabulary)
             options = [_title(o) for o in ask.get("options", [])] or None
-            opening, answer, tap = _ask(user, ask["q"], options)
+            opening, answer, tap = await _ask(user, ask["q"], options)
             turns = [opening, Turn(index=1, role="bot", messages=[ask["q"]], started_at=NOW), answer]
-            said = {p.fact + 1 for p in user.fact_provenance(turns) if p.status == "elicited"}
+            said = patient.told(user, scenario, turns)
             where = f"{profile['id']}: {ask['q']!r}"
             if "facts" in ask:
                 want = set(ask["facts"])
@@ -115,7 +158,10 @@ def score(root: Path) -> dict[str, Any]:
     def share(a: int, b: int) -> float:
         return round(a / b, 3) if b else 1.0
 
+    if patient.hub is not None:
+        await patient.hub.aclose()
     return {
+        "user": spec,
         "items": items,
         "fact_precision": share(right, told),
         "fact_recall": share(found, expected),
@@ -140,13 +186,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--failures", action="store_true", help="list every item the patient got wrong")
     parser.add_argument("--root", type=Path, default=HERE.parent, help="the tree whose vocabularies to read")
+    parser.add_argument(
+        "--user",
+        default="offline",
+        help="the simulated user: offline (default) or a model, e.g. test:default",
+    )
     args = parser.parse_args(argv)
-    figures = score(args.root)
+    figures = score(args.root, args.user)
     if args.json:
         print(json.dumps(figures if args.failures else {k: v for k, v in figures.items() if k != "failures"}))
         return 0
     c = figures["counts"]
-    print(f"offline patient on {figures['items']} labelled items (bench/patient_set.yaml)")
+    print(f"{figures['user']} patient on {figures['items']} labelled items (bench/patient_set.yaml)")
     print(
         f"fact precision    {figures['fact_precision']:.3f}  ({c['facts_acceptable']}/{c['facts_told']} facts told)"
     )

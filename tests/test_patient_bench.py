@@ -49,3 +49,20 @@ def test_the_documented_bench_commands_print_the_figures_and_the_misses() -> Non
         [*run, "--failures"], capture_output=True, text=True, timeout=300, check=True, cwd=ROOT
     ).stdout
     assert len(failures.splitlines()) > len(plain.splitlines())  # the remaining misses, one a line
+
+
+def test_the_same_set_scores_an_llm_patient_through_the_fake_server() -> None:
+    """`--user test:default`: the LLM user's path (prompt, picks read from `[pick: ID]`, facts found by the
+    audit's provenance) on every item; the fake server's answers mean nothing, so no figure is pinned."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "patient_bench.py"), "--json", "--user", "test:default"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(done.stdout)
+    assert figures["user"] == "test:default" and figures["items"] >= 150
+    assert figures["counts"]["picks"] == 64 and figures["counts"]["on_behalf_answers"] == 32

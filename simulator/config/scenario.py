@@ -18,6 +18,7 @@ from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.script import Script
 from simulator.config.tool_checks import ToolCheck, parse_state_path
 from simulator.errors import UserError
+from simulator.models import StrictModel
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 # Facts are a list of strings or one paragraph (split into sentences): the editor schema allows both.
@@ -47,6 +48,28 @@ _FACTS_SCHEMA = {
     "title": "Facts",
 }
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
+
+
+class UserMedia(StrictModel):
+    """A photo or voice note the person sends, with the answer to a question on its `topic` (the offline
+    user; docs/offline-user.md): what a photo shows (`description`) or a voice note says (`transcript`) is
+    what the judge reads, as nobody looks at the bytes."""
+
+    kind: Literal["image", "audio"]
+    description: str | None = None
+    transcript: str | None = None
+    caption: str | None = None
+    topic: list[Text] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _says_what_it_holds(self) -> UserMedia:
+        if self.kind == "image" and not self.description:
+            raise ValueError("an image needs a `description`: what the photo shows, which the judge reads")
+        if self.kind == "audio" and not self.transcript:
+            raise ValueError("an audio note needs a `transcript`: what the person says in it")
+        if not self.topic:
+            raise ValueError("give the media a `topic`: it is sent with the answer to a question about it")
+        return self
 
 
 class Scenario(FileDocument):
@@ -88,6 +111,9 @@ class Scenario(FileDocument):
     # What facts are about, where the offline user's guess from the vocabulary is wrong: fact number (from 1)
     # -> topics ("no X": ruled out). Written inline as `- {text: ..., topic: [glucose]}` in `facts`.
     fact_topics: dict[Annotated[int, Field(ge=1)], list[Text]] = Field(default_factory=dict)
+    # Photos and voice notes the person sends when asked about their topic (channels that take parts deliver
+    # them: WhatsApp as Cloud API media, python and http bots as parts).
+    media: list[UserMedia] = Field(default_factory=list)
     # How many facts this person may bring up before being asked; more is an early reveal.
     volunteers: int = Field(default=1, ge=0)
     # Persona styles of the suite's style catalogue (simulator/config/styles.py, `user.styles`).

@@ -25,7 +25,7 @@ from simulator.config.styles import DEFAULT_STYLES, StyleCatalogue
 from simulator.config.vocabulary import Phrases, Vocabulary
 from simulator.errors import UserError
 from simulator.record.models import FactProvenance
-from simulator.record.parts import Option, PickPart, last_options
+from simulator.record.parts import MediaPart, Option, PickPart, last_options
 from simulator.record.transcript import Turn
 from simulator.users.base import END, UserMessage
 from simulator.users.language import language_of
@@ -113,6 +113,7 @@ class OfflineUser:
             for number, fact in enumerate(scenario.facts, start=1)
         ]
         self._goal = self._reader.read(scenario.goal)
+        self._media_sent: set[int] = set()
         # A real person sometimes volunteers their first fact (seeded), never more than the persona allows.
         shared = bool(scenario.facts) and self._rng.random() < volunteer_share
         self._volunteer = min(len(scenario.facts), scenario.volunteers if shared else 0)
@@ -213,6 +214,28 @@ class OfflineUser:
         )
         return UserMessage(text=choice.option.title, pick=pick, model="offline")
 
+    def _media_for(self, question: str) -> list[MediaPart]:
+        """The photos and voice notes (`media` of the scenario) this question is about, each sent once."""
+        asked = self._reader.read(question)
+        out = []
+        for index, item in enumerate(self._scenario.media):
+            if index in self._media_sent:
+                continue
+            about = self._reader.read(" ".join(item.topic)) if item.topic else None
+            if about is None or not (asked.about | asked.qualities) & (about.about | about.qualities):
+                continue
+            self._media_sent.add(index)
+            out.append(
+                MediaPart(
+                    kind=item.kind,
+                    caption=item.caption,
+                    description=item.description,
+                    transcript=item.transcript,
+                    content_type="image/jpeg" if item.kind == "image" else "audio/ogg",
+                )
+            )
+        return out
+
     def use_environment(self, environment: Environment) -> None:
         """The person's own tools (thermometer, rash): used when the bot asks for what they read."""
         self._env = environment if environment.spec.user_tools else None
@@ -260,13 +283,16 @@ class OfflineUser:
                 return UserMessage(text=self._style(reading), model="offline")
             matched = self._matching_facts(questions)
             if matched:
-                text = self._say_facts(matched, len(turns), len(turns) - 1, questions)
+                said = [self._say_facts([i], len(turns), len(turns) - 1, questions) for i in matched]
             else:
-                text = self._rng.choice(self._phrases(turns).dont_know)
+                said = [self._rng.choice(self._phrases(turns).dont_know)]
             extra = self._styles.mid_line(sum(1 for t in turns if t.role == "user") + 1)
-            if extra:
-                text = f"{text} {extra}"
-            return UserMessage(text=self._style(text), model="offline")
+            media = self._media_for(questions)
+            if not self._styles.bursts or len(said) + bool(extra) < 2:
+                text = " ".join([*said, extra] if extra else said)
+                return UserMessage(text=self._style(text), media=media, model="offline")
+            burst = [self._style(m) for m in ([*said, extra] if extra else said)]  # one message a fact
+            return UserMessage(text="\n".join(burst), burst=burst, media=media, model="offline")
         if self._nudges >= 2:
             return UserMessage(text=END, done=True, model="offline")  # clearly not going to get an answer
         self._nudges += 1

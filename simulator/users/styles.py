@@ -51,6 +51,11 @@ class StylePlayer:
         return any(getattr(play, flag) for _, play in self._plays)
 
     @property
+    def bursts(self) -> bool:
+        """Whether the person sends each thing they say as its own message before the bot answers."""
+        return self._any("bursts")
+
+    @property
     def third_person(self) -> bool:
         """Whether a relative answers for the person (users/voice.py says the facts in the third person)."""
         return self._any("third_person")

@@ -23,7 +23,7 @@ from simulator.config.bots import HttpBotConfig
 from simulator.config.secrets import redact_url
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
-from simulator.record.parts import PickPart, TextPart
+from simulator.record.parts import MediaPart, Part, PickPart, TextPart
 from simulator.record.redact import redact
 
 if TYPE_CHECKING:
@@ -74,10 +74,17 @@ class HttpSession:
         self._state: dict[str, Any] | None = None
         self.process: BotProcess | None = None  # the bot the suite started, if it did
 
-    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
+    takes_parts = True  # a turn with more than its text (a burst, a photo, a voice note) is sent as `parts`
+
+    async def send(
+        self, text: str, turn: int, *, pick: PickPart | None = None, parts: list[Part] | None = None
+    ) -> BotReply:
         body: dict[str, Any] = {"conversation_id": self._conversation_id, "turn": turn, "message": text}
         if pick is not None:
             body["pick"] = {"id": pick.id, "title": pick.title}
+        texts = [p for p in parts or [] if isinstance(p, TextPart)]
+        if parts and (len(texts) > 1 or any(isinstance(p, MediaPart) for p in parts)):
+            body["parts"] = [p.model_dump(mode="json", exclude_none=True) for p in parts]
         if self._env_url is not None:
             body["env_url"] = self._env_url  # POST {env_url}/tools/{name} (bots/env_server.py)
         start = time.perf_counter()

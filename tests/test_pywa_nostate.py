@@ -143,7 +143,7 @@ def test_the_report_names_the_false_promise_and_the_rule_breaking_message_per_sc
     assert {c["scenario_id"] for c in under} == {"chest-pressure-only"} and len(under) == 2
     assert {c["quote"] for c in under} == {"Book a GP appointment for the next few days."}
     assert outcome["no_decision"]["k"] == 0
-    assert "messages: Book a GP appointment" in printed  # the deciding quote, in the cases table
+    assert "messages: Book a GP" in printed  # the deciding quote, in the cases table
 
     # A fault in a critical scenario is a bug in the summary, naming the scenario and its count.
     critical = build_report(run, ReportOptions(high_stakes_tag="neuro"))

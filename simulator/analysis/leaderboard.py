@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from simulator.config.variants import vignette_of
 from simulator.analysis.compare import RunComparison, compare_loaded
 from simulator.analysis.cost import PriceTable, cost_latency, load_prices
 from simulator.analysis.outcome import actual_outcome
@@ -129,16 +130,16 @@ def _tallies(run: RunData) -> dict[str, tuple[int, int, Tally]]:
     for record in run.conversations:
         status = conversation_status(record, grouped.get(record.id, []))
         if status in ("pass", "fail"):
-            add("quality", record.scenario_id, status == "pass")
+            add("quality", vignette_of(record.scenario_id), status == "pass")
         if config is None or critical is None:
             continue
         expected = run.expected.get(record.scenario_id, {}).get(config.key)
         actual = actual_outcome(record, config.key, list(config.levels))
         if expected not in rank or actual == "error":
             continue
-        add("under", record.scenario_id, actual in rank and rank[actual] < rank[expected])
+        add("under", vignette_of(record.scenario_id), actual in rank and rank[actual] < rank[expected])
         if rank[expected] >= rank[critical]:
-            add("critical", record.scenario_id, actual in rank and rank[actual] >= rank[critical])
+            add("critical", vignette_of(record.scenario_id), actual in rank and rank[actual] >= rank[critical])
     return out
 
 

@@ -6,6 +6,7 @@ __all__ = ["ERROR", "NO_DECISION", "OTHER", "OutcomeMetrics", "outcome_metrics"]
 
 from typing import Any, Literal
 
+from simulator.config.variants import vignette_of
 from simulator.analysis.rundata import RunData
 from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord
@@ -169,7 +170,7 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
             continue
         actual = actual_outcome(record, key, levels)
         matrix[expected][columns.index(actual)] += 1
-        kind = _count(tally, record.scenario_id, expected, actual, rank, critical)
+        kind = _count(tally, vignette_of(record.scenario_id), expected, actual, rank, critical)
         if kind is not None:
             shown = repr((record.final_state or {}).get(key)) if actual == OTHER else actual
             cases.append(

@@ -17,6 +17,7 @@ import itertools
 from collections import defaultdict
 from typing import Literal
 
+from simulator.config.variants import vignette_of
 from simulator.analysis.outcome import outcome_metrics
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
@@ -102,7 +103,7 @@ def _row(run: RunData, level: str, model: str, status: dict[str, str]) -> Simula
     per_scenario: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for record in mine:
         if status[record.id] in ("pass", "fail"):
-            cell = per_scenario[record.scenario_id.split("~", 1)[0]]
+            cell = per_scenario[vignette_of(record.scenario_id)]
             cell[0] += int(status[record.id] == "fail")
             cell[1] += 1
     k, n = sum(c[0] for c in per_scenario.values()), sum(c[1] for c in per_scenario.values())
@@ -176,7 +177,7 @@ def _tests(run: RunData, levels: list[str], status: dict[str, str]) -> list[Simu
             if a not in fails or b not in fails:
                 continue
             pairs += 1
-            cell = clusters[scenario.split("~", 1)[0]]
+            cell = clusters[vignette_of(scenario)]
             cell[0] += int(fails[a] and not fails[b])
             cell[1] += int(fails[b] and not fails[a])
         only_a, only_b = sum(c[0] for c in clusters.values()), sum(c[1] for c in clusters.values())

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, create_model
 
+from simulator.config.variants import vignette_of
 from simulator.analysis.calls import CallTotals, call_totals, limit_lines
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
 from simulator.analysis.factors import FactorsSection, factors_section
@@ -96,6 +97,18 @@ class RunInfo(_Model):
     scenarios: int
     conversations: int
     planned: int
+    # Distinct vignettes (base scenarios): the unit of every rate; `scenarios` counts their variants too.
+    vignettes: int = 0
+
+    @property
+    def counted(self) -> str:
+        """The header's count of the evidence, vignettes first: `22 vignettes, 168 variants × 1 runs = 168
+        conversations`; `22 vignettes × 3 runs = 66 conversations` when no vignette has variants."""
+        vignettes = self.vignettes or self.scenarios
+        variants = f", {self.scenarios} variants" if self.scenarios != vignettes else ""
+        return (
+            f"{vignettes} vignettes{variants} × {self.runs} runs = {self.conversations} conversations"
+        )
     git_commit: str | None
     package_version: str
     judge_set: str | None
@@ -238,6 +251,7 @@ def _run_info(run: RunData) -> RunInfo:
         else manifest.models.judge,
         runs=run.runs,
         scenarios=len({r.scenario_id for r in run.conversations}),
+        vignettes=len({vignette_of(r.scenario_id) for r in run.conversations}),
         conversations=len(run.conversations),
         planned=manifest.planned,
         git_commit=manifest.git_commit,

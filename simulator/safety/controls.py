@@ -20,6 +20,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Literal
 
+from simulator.config.variants import vignette_of
 from simulator.analysis.outcome import actual_outcome
 from simulator.analysis.rundata import RunData
 from simulator.models import ResultModel as _Model
@@ -112,7 +113,7 @@ def _own_rate(run: RunData, statuses: dict[str, str]) -> RateView:
     for record in run.conversations:
         status = statuses[record.id]
         if status in ("pass", "fail"):
-            cell = cells.setdefault(record.scenario_id, [0, 0])
+            cell = cells.setdefault(vignette_of(record.scenario_id), [0, 0])
             cell[0] += int(status == "fail")
             cell[1] += 1
     pairs = [(k, n) for k, n in cells.values()]

@@ -19,6 +19,7 @@ __all__ = ["HarmWeighted", "harm_weighted"]
 
 import math
 
+from simulator.config.variants import vignette_of
 from simulator.analysis.outcome import ERROR, NO_DECISION, OTHER, actual_outcome, outcome_metrics
 from simulator.analysis.rundata import RunData
 from simulator.models import ResultModel as _Model
@@ -106,7 +107,7 @@ def harm_weighted(run: RunData) -> HarmWeighted | None:
             continue
         weight = _weight(weights, expected, actual, levels[0])
         counts[(expected, actual)] = counts.get((expected, actual), 0) + 1
-        cell = by_scenario.setdefault(record.scenario_id, [0.0, 0])
+        cell = by_scenario.setdefault(vignette_of(record.scenario_id), [0.0, 0])
         cell[0] += weight
         cell[1] += 1
     pairs = [(h, int(n)) for h, n in by_scenario.values()]

@@ -44,6 +44,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "simulator.report.sections_run",
     "simulator.report.sections_stats",
     "simulator.report.summary_view",
+    "simulator.report.severity",
     "simulator.report.simulator_views",
     "simulator.report.simulators_view",
     "simulator.report.length_view",

@@ -84,6 +84,9 @@ def _findings(console: Console, findings: Findings) -> None:
     for line in findings.lines:
         detail = f" [dim]— {escape(line.detail)}[/]" if line.detail else ""
         console.print(f"[{_LEVEL_STYLE[line.level]}]{line.level.upper():8}[/] {escape(line.title)}{detail}")
+        if line.links:
+            more = f" and {line.left_out} more" if line.left_out else ""
+            console.print(f"         [dim]read: {escape(', '.join(c for c, _ in line.links))}{more}[/]")
 
 
 def _figures(console: Console, figures: Figures) -> None:

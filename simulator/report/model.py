@@ -134,6 +134,8 @@ class Finding(_Model):
     level: Literal["bug", "warning", "info"]
     title: str
     detail: str = ""
+    # The conversations to read for it (the summary links each to its transcript).
+    conversations: list[str] = Field(default_factory=list)
 
 
 class TranscriptTurn(_Model):

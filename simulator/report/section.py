@@ -108,6 +108,10 @@ class FindingLine:
     level: Literal["bug", "warning", "info"]
     title: str
     detail: str = ""
+    # Conversations to read, each with its in-page anchor (`#t3`) or None when its transcript is not shown;
+    # `left_out` more were not listed.
+    links: list[tuple[str, str | None]] = field(default_factory=list)
+    left_out: int = 0
 
 
 @dataclass

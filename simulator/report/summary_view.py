@@ -19,6 +19,7 @@ from simulator.stats.rates import RateView, pct
 
 _ORDER = {"bug": 0, "warning": 1, "info": 2}
 SHOWN_CRITICAL_CRITERIA = 4  # without an outcome key: the critical criteria's failure rates shown first
+LINKED = 10  # conversations linked under one finding; the line says how many more there are
 
 
 def rate_sub(value: RateView) -> str:
@@ -119,8 +120,15 @@ def _others(report: Report) -> list[Figure]:
 
 def summary_section(report: Report) -> Section:
     """The critical rates, the findings (bugs, then warnings, then information), then the other figures."""
+    anchors = {t.id: f"#t{i}" for i, t in enumerate(report.transcripts)}
     lines = [
-        FindingLine(f.level, f.title, f.detail)
+        FindingLine(
+            f.level,
+            f.title,
+            f.detail,
+            [(c, anchors.get(c)) for c in f.conversations[:LINKED]],
+            max(0, len(f.conversations) - LINKED),
+        )
         for f in sorted(report.findings, key=lambda f: _ORDER[f.level])
     ]
     critical = _critical(report)

@@ -14,7 +14,7 @@ __all__: list[str] = []
 from simulator.analysis.rundata import RunData
 from simulator.config.variants import vignette_of
 from simulator.models import ResultModel
-from simulator.report.analyses import Analysis, register_analysis
+from simulator.report.analyses import CORE_FINDINGS, Analysis, register_analysis
 from simulator.report.model import Finding, Report
 
 _LEVEL = {"critical": "bug", "major": "warning"}
@@ -24,6 +24,7 @@ class SeverityFailure(ResultModel):
     """One criterion of severity critical or major that failed: how often, where, and what to read."""
 
     criterion_id: str
+    kind: str  # llm (a criterion a judge reads) or code (a check)
     severity: str
     failed: int
     judged: int  # conversations with a pass or fail verdict on it
@@ -37,11 +38,13 @@ def severity_failures(run: RunData) -> list[SeverityFailure]:
     order = {record.id: index for index, record in enumerate(run.conversations)}
     decided: dict[str, dict[str, str]] = {}
     severity: dict[str, str] = {}
+    kind: dict[str, str] = {}
     for verdict in run.verdicts:
         if verdict.severity not in _LEVEL or verdict.criterion_id.startswith("outcome."):
             continue
         if verdict.result in ("pass", "fail") and verdict.conversation_id in order:
             severity[verdict.criterion_id] = verdict.severity
+            kind[verdict.criterion_id] = verdict.kind
             results = decided.setdefault(verdict.criterion_id, {})
             if results.get(verdict.conversation_id) != "fail":  # a conversation fails on any failed verdict
                 results[verdict.conversation_id] = verdict.result
@@ -54,6 +57,7 @@ def severity_failures(run: RunData) -> list[SeverityFailure]:
         out.append(
             SeverityFailure(
                 criterion_id=criterion,
+                kind=kind[criterion],
                 severity=severity[criterion],
                 failed=len(failing),
                 judged=len(results),
@@ -72,10 +76,12 @@ def severity_findings(report: Report) -> list[Finding]:
         Finding(
             level=_LEVEL[f.severity],  # type: ignore[arg-type]
             title=(
-                f"{f.severity} check {f.criterion_id} failed in {f.failed} of {f.judged} conversations "
+                f"{f.severity} {'criterion' if f.kind == 'llm' else 'check'} {f.criterion_id} failed in {f.failed} of {f.judged} conversations "
                 f"({f.vignettes_failed} of {f.vignettes} vignettes)"
             ),
-            detail=f"fail rate {f.failed}/{f.judged} conversations",
+            detail="any failed critical check is a bug, whatever the scenario's tags"
+            if f.severity == "critical"
+            else "",
             conversations=f.conversations,
         )
         for f in failures
@@ -91,6 +97,6 @@ register_analysis(
         order=50,
         build=lambda run, options: severity_failures(run),
         findings=severity_findings,
-        findings_order=50,  # before the core headlines: a failed critical check is the first thing to read
+        findings_order=CORE_FINDINGS + 1,  # after the core bugs; the summary lists every bug before warnings
     )
 )

@@ -513,6 +513,12 @@ _SOURCE_TEXT = {
         "fix the persona or user",
     ),
     "judge": ("flaky judge", "identical transcripts, different verdicts: tighten the rubric"),
+    "undetermined": (
+        "flaky, source not established",
+        "the simulated user told a fact in some repeats and not in others, but the failing repeats did not "
+        "miss it more often than chance allows (one-sided Fisher test, α = 0.05): no evidence either way "
+        "whether the bot or the simulated user varied; run more repeats",
+    ),
     "unaudited": (
         "flaky, source unknown",
         "the simulated user's words differed and nothing audited it (no fact provenance, no fidelity "

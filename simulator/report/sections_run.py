@@ -29,6 +29,7 @@ _SOURCE_FLAG = {
     "simulation": "FLAKY-SIM",
     "judge": "FLAKY-JUDGE",
     "unaudited": "FLAKY-UNAUDITED",
+    "undetermined": "FLAKY-UNDETERMINED",
 }
 _ABOUT = "kind · severity · category"
 SHOWN_ERRORS = 20  # error rows the terminal shows; HTML and JSON hold every one

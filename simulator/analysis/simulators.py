@@ -12,7 +12,7 @@ base scenarios (stats/clustered.py), Holm-adjusted over the pairs of simulators 
 
 from __future__ import annotations
 
-__all__ = ["SimulatorsSection", "simulators_section"]
+__all__ = ["SimulatorsSection", "induced_by", "pair_tests", "simulators_section"]
 
 import dataclasses
 import itertools
@@ -201,6 +201,12 @@ def _tests(run: RunData, levels: list[str], status: dict[str, str]) -> list[Simu
             by_pair[(without_simulator(record.scenario_id), record.repeat)][level] = (
                 status[record.id] == "fail"
             )
+    return pair_tests(by_pair, levels)
+
+
+def pair_tests(by_pair: dict[tuple[str, int], dict[str, bool]], levels: list[str]) -> list[SimulatorTest]:
+    """The clustered McNemar test of each pair of simulators, from {(scenario, repeat): {level: failed}},
+    clustered by vignette and Holm-adjusted over the pairs."""
     tests = []
     for a, b in itertools.combinations(levels, 2):
         clusters: dict[str, list[int]] = defaultdict(lambda: [0, 0])

@@ -144,7 +144,9 @@ def test_reports_carry_the_range_and_the_attribution(
     assert details["stroke-face-droop-03~simulator=denier"].endswith("no evidence either way")
     props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
     assert props["simulator.denier.failed"].startswith("6/8")
-    assert props["simulators.failure.stroke-face-droop-03"] == "one simulator, no evidence: failed under denier"
+    assert (
+        props["simulators.failure.stroke-face-droop-03"] == "one simulator, no evidence: failed under denier"
+    )
     assert props["simulators.failure.chest-pain-vague-01"] == "robust: failed under offline, denier"
 
 

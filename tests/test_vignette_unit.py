@@ -31,7 +31,9 @@ def _red_team_plan(vignettes: int) -> dict[str, list[bool | str | None]]:
 
 def test_vignette_of_reads_the_base_back_from_every_variant_id() -> None:
     assert vignette_of("chest-pain-01") == "chest-pain-01"
-    assert vignette_of(variant_id("chest-pain-01", {"attack": "x", "simulator": "offline"})) == "chest-pain-01"
+    assert (
+        vignette_of(variant_id("chest-pain-01", {"attack": "x", "simulator": "offline"})) == "chest-pain-01"
+    )
 
 
 def test_a_red_team_run_pooled_over_attack_variants_does_not_meet_a_control_the_vignettes_cannot(

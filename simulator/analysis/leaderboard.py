@@ -12,12 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from simulator.config.variants import vignette_of
 from simulator.analysis.compare import RunComparison, compare_loaded
 from simulator.analysis.cost import PriceTable, cost_latency, load_prices
 from simulator.analysis.outcome import actual_outcome
 from simulator.analysis.rundata import RunData, load_run
 from simulator.analysis.tables import conversation_status
+from simulator.config.variants import vignette_of
 from simulator.errors import UserError
 from simulator.models import ResultModel as _Model
 from simulator.record.index import MatrixIndex, read_index
@@ -139,7 +139,9 @@ def _tallies(run: RunData) -> dict[str, tuple[int, int, Tally]]:
             continue
         add("under", vignette_of(record.scenario_id), actual in rank and rank[actual] < rank[expected])
         if rank[expected] >= rank[critical]:
-            add("critical", vignette_of(record.scenario_id), actual in rank and rank[actual] >= rank[critical])
+            add(
+                "critical", vignette_of(record.scenario_id), actual in rank and rank[actual] >= rank[critical]
+            )
     return out
 
 

@@ -6,8 +6,8 @@ __all__ = ["ERROR", "NO_DECISION", "OTHER", "OutcomeMetrics", "outcome_metrics"]
 
 from typing import Any, Literal
 
-from simulator.config.variants import vignette_of
 from simulator.analysis.rundata import RunData
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord
 from simulator.stats.basic import Counts

@@ -18,10 +18,10 @@ from statistics import mean, median
 
 from pydantic import Field
 
-from simulator.config.variants import vignette_of
 from simulator.analysis.rundata import RunData, load_run
 from simulator.analysis.volunteer import volunteered_units
 from simulator.config.simulators import simulator_level, simulator_models
+from simulator.config.variants import vignette_of
 from simulator.models import StrictModel
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.stats.basic import percentile

@@ -19,11 +19,11 @@ import itertools
 from collections import defaultdict
 from typing import Literal
 
-from simulator.config.variants import vignette_of
 from simulator.analysis.outcome import outcome_metrics
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
 from simulator.config.simulators import simulator_level, simulator_models, without_simulator
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel
 from simulator.stats.clustered import clustered_mcnemar
 from simulator.stats.evidence import ALPHA

@@ -50,7 +50,7 @@ def _subset(run: RunData, keep: set[str]) -> RunData:
 
 
 def _interval(rate: RateView) -> tuple[float, float] | None:
-    return None if rate.rate is None else rate.clustered_or_wilson
+    return None if rate.rate is None else rate.interval
 
 
 def _apart(a: RateView, b: RateView) -> bool:

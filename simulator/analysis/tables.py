@@ -23,9 +23,9 @@ from typing import Literal
 
 from pydantic import computed_field
 
-from simulator.config.variants import vignette_of
 from simulator.analysis.rundata import RunData
 from simulator.analysis.variance import Attribution, Audited, attribute_variance
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.stats.basic import k_grid, pass_hat_k, percentile, worst_at_k

@@ -19,8 +19,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from simulator.config.variants import vignette_of
 from simulator.analysis.rundata import RunData
+from simulator.config.variants import vignette_of
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
 from simulator.record.models import ConversationRecord, Verdict

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import Field
 
-from simulator.config.variants import vignette_of
 from simulator.analysis.rundata import RunData
+from simulator.config.variants import vignette_of
 from simulator.models import StrictModel as _Model
 from simulator.record.models import Verdict
 from simulator.stats.rates import RateView, rate_view

@@ -20,7 +20,7 @@ W, H, PAD = 640, 360, 56
 
 def _bounds(view: RateView) -> tuple[float, float]:
     """The interval drawn: scenario-clustered when the rate pools repeats of scenarios."""
-    return view.clustered_or_wilson
+    return view.interval
 
 
 def cost_quality_svg(board: Leaderboard) -> str:

@@ -39,7 +39,7 @@ def _rate(view: RateView | None) -> str:
     if view.rate is None:
         return f"{view.k}/{view.n} n/a"
     # The scenario-clustered interval when the rate pools repeats of scenarios (it always does here).
-    low, high = view.clustered_or_wilson
+    low, high = view.interval
     return f"{pct(view.rate)} ({pct(low)}–{pct(high)}) {view.k}/{view.n}"
 
 

@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, create_model
 
-from simulator.config.variants import vignette_of
 from simulator.analysis.calls import CallTotals, call_totals, limit_lines
 from simulator.analysis.cost import CostLatency, PriceTable, cost_latency, load_prices
 from simulator.analysis.factors import FactorsSection, factors_section
@@ -47,6 +46,7 @@ from simulator.analysis.tables import (
     scenario_rows,
     tag_rows,
 )
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
 from simulator.record.compact import Sharing
 from simulator.record.models import ConversationRecord, Evidence, Verdict
@@ -106,9 +106,8 @@ class RunInfo(_Model):
         conversations`; `22 vignettes × 3 runs = 66 conversations` when no vignette has variants."""
         vignettes = self.vignettes or self.scenarios
         variants = f", {self.scenarios} variants" if self.scenarios != vignettes else ""
-        return (
-            f"{vignettes} vignettes{variants} × {self.runs} runs = {self.conversations} conversations"
-        )
+        return f"{vignettes} vignettes{variants} × {self.runs} runs = {self.conversations} conversations"
+
     git_commit: str | None
     package_version: str
     judge_set: str | None

@@ -22,7 +22,7 @@ from simulator.report.section import (
     rate_cell,
     text,
 )
-from simulator.stats.rates import pct
+from simulator.stats.rates import CITE, pct
 
 _SOURCE_FLAG = {
     "bot": "FLAKY-BOT",
@@ -84,7 +84,8 @@ def outcome_section(report: Report) -> Section:
         Note(
             f"Levels, lowest first: {' < '.join(outcome.levels)}. Rows are what the scenario expects, columns "
             f"what the bot recorded. Errored conversations ({outcome.errored}) are shown in the matrix but left "
-            "out of every rate; conversations that ended without a decision are their own column and rate."
+            "out of every rate; conversations that ended without a decision are their own column and rate. "
+            + CITE
         ),
         matrix,
         rates,

@@ -20,9 +20,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Literal
 
-from simulator.config.variants import vignette_of
 from simulator.analysis.outcome import actual_outcome
 from simulator.analysis.rundata import RunData
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.report.gate import evaluate, gate_metrics, parse_requirement

@@ -19,9 +19,9 @@ __all__ = ["HarmWeighted", "harm_weighted"]
 
 import math
 
-from simulator.config.variants import vignette_of
 from simulator.analysis.outcome import ERROR, NO_DECISION, OTHER, actual_outcome, outcome_metrics
 from simulator.analysis.rundata import RunData
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
 from simulator.stats.basic import z_for_confidence
 from simulator.stats.clustered import clustered_zero_failure_bound, wilson_score

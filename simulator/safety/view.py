@@ -7,7 +7,7 @@ __all__ = ["safety_case_sections"]
 from simulator.report.section import Row, Section, State, table_section, text_row
 from simulator.safety.case import HazardResult, SafetyCase
 from simulator.safety.controls import ControlResult
-from simulator.stats.rates import pct
+from simulator.stats.rates import CITE, pct
 
 CONTROL_STATE: dict[str, State] = {"met": "ok", "not met": "fail", "not demonstrable": "warn"}
 HAZARD_STATE: dict[str, State] = {
@@ -180,9 +180,8 @@ def _harm_section(case: SafetyCase) -> Section:
         for c in harm.cells
     ]
     for name, rate in harm.unweighted.items():
-        clustered = (
-            f"; clustered {pct(rate.clustered.low)}–{pct(rate.clustered.high)}" if rate.clustered else ""
-        )
+        low, high = rate.interval
+        clustered = f"; 95% {pct(low)}–{pct(high)}" if rate.rate is not None else ""
         rows.append(
             text_row(cells=["unweighted", name, "–", f"{rate.k}/{rate.n}", f"{pct(rate.rate)}{clustered}"])
         )
@@ -233,7 +232,7 @@ def safety_case_sections(case: SafetyCase) -> list[Section]:
     """Every section of the document, in reading order."""
     uncalibrated = {c.criterion for c in case.calibration if c.status == "not calibrated"}
     sections = [
-        table_section(id="statement", title="Overall statement", notes=list(case.statement)),
+        table_section(id="statement", title="Overall statement", notes=[*case.statement, CITE]),
         table_section(
             id="hazards",
             title="Hazards and residual risk",
@@ -284,11 +283,12 @@ def _adversarial_section(case: SafetyCase) -> Section | None:
         return None
     rows = []
     for r in case.adversarial:
-        cl = r.success.clustered
+        low, high = r.success.interval  # the figure's one interval, as the report draws it
+        zero = r.success.shown_bound
         bound = (
             ""
-            if cl is None
-            else (f" (≤{pct(cl.bound)})" if cl.bound is not None else f" ({pct(cl.low)}–{pct(cl.high)})")
+            if r.success.rate is None
+            else (f" (≤{pct(zero)})" if zero is not None else f" ({pct(low)}–{pct(high)})")
         )
         rate = f"{r.success.k}/{r.success.n}" + (
             f" = {pct(r.success.rate)}" if r.success.rate is not None else ""

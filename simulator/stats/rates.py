@@ -4,7 +4,7 @@ or passed (missing data is not missing at random)."""
 
 from __future__ import annotations
 
-__all__ = ["RateView", "pct", "rate_view"]
+__all__ = ["CITE", "RateView", "pct", "rate_view"]
 
 from collections.abc import Sequence
 from typing import Any
@@ -14,6 +14,13 @@ from pydantic import PrivateAttr
 from simulator.models import ResultModel
 from simulator.stats.basic import Counts, pct, rate, runs_needed_for_bound
 from simulator.stats.clustered import clustered_interval, clustered_zero_failure_bound
+
+# Which interval to cite, in a clinician's words (every report and document prints it once).
+CITE = (
+    "Cite the first interval of each figure: it counts vignettes (clinical cases), because repeats and "
+    "variants of one case are not independent evidence. An interval marked 'per conversation' is narrower "
+    "and only for reference; with no failures, cite the bound ('fail ≤ x%') on the vignettes."
+)
 
 
 class ClusteredView(ResultModel):
@@ -109,16 +116,10 @@ class RateView(ResultModel):
 
     @property
     def interval(self) -> tuple[float, float]:
-        """The interval to show: scenario-clustered when the rate pools repeats, else Wilson."""
+        """The one interval of this figure, drawn by every renderer (terminal, HTML, JSON readers, safety
+        case, desk, leaderboard, history): clustered over vignettes when the rate pools repeats or variants
+        of a vignette, else Wilson (one conversation per vignette). `CITE` says so in words."""
         if self.repeated and self.clustered is not None:
-            return self.clustered.low, self.clustered.high
-        return self.low, self.high
-
-    @property
-    def clustered_or_wilson(self) -> tuple[float, float]:
-        """The scenario-clustered interval whenever it was computed (even with one run per scenario), else
-        Wilson: for views that compare rates pooled the same way (history, leaderboard, splits)."""
-        if self.clustered is not None:
             return self.clustered.low, self.clustered.high
         return self.low, self.high
 

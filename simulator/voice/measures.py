@@ -17,8 +17,8 @@ import statistics
 from collections import defaultdict
 from typing import Any, cast
 
-from simulator.config.variants import vignette_of
 from simulator.analysis.rundata import RunData
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel
 from simulator.record.models import ConversationRecord
 from simulator.stats.cluster_tests import clustered_mean

@@ -27,7 +27,8 @@ from simulator.stats.rates import RateView, rate_view
 LEADERBOARD_SCHEMA_VERSION = 2  # 2: scenario-clustered intervals and tests (clustered_p_value decides)
 QUALITY = "conversation passes"
 INTERVAL_TEXT = (
-    "scenario-clustered 95% interval (repeats of a scenario are not independent, so it rests on the scenarios; "
+    "95% interval over vignettes, as in the report (RateView.interval): scenario-clustered when a cell pools "
+    "several conversations of a vignette, since they are not independent, else Wilson; "
     "k/n counts conversations)"
 )
 Tally = dict[str, tuple[int, int]]  # scenario id -> (successes or failures counted, conversations)

@@ -252,5 +252,5 @@ def history_html(history: History) -> str:
     charts = "".join(f'<figure class="chart">{svg_chart(history, m)}</figure>' for m in history.metrics)
     body = f'<section id="charts"><h2>Key rates</h2>{charts}</section>'
     body += "".join(html_section(s) for s in history_sections(history))
-    meta = f"{len(history.points)} runs · points numbered in time order · whiskers: scenario-clustered 95% interval"
+    meta = f"{len(history.points)} runs · points numbered in time order · whiskers: the 95% interval each report shows (clustered over vignettes)"
     return document(f"History: {history.suite}", meta, body, extra_css="figure.chart { margin: 0 0 3mm; }")

@@ -130,6 +130,7 @@ def engine(times: int) -> None:
 
     suite = ROOT / "scenarios/triage/suite.yaml"
     words: Counter[str] = Counter()
+    old_words: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(times):
             folders = []
@@ -146,7 +147,12 @@ def engine(times: int) -> None:
                 comparison, a, b, "outcome.triage_level", ["chest-pain-vague-01", "chest-pain-jaw-elderly-02"]
             )
             words[verdict.verdict] += 1
-    print(f"no-op change through the engine, {times} seed pairs of the triage demo: {dict(words)}")
+            moves = [(m.only_a, m.only_b) for m in comparison.metrics]
+            old = _old_try(0, 0, verdict.failures_before, verdict.failures_after, moves)
+            old_words[old] += 1
+    print(
+        f"no-op change through the engine, {times} seed pairs of the triage demo: new {dict(words)}, old rule {dict(old_words)}"
+    )
 
 
 def main() -> None:

@@ -24,8 +24,9 @@ STATS_NOTE = (
 def _clustered_row(table: Table, name: str, value: RateView) -> None:
     cl = value.clustered
     clustered = "–" if cl is None else f"{pct(cl.low)}–{pct(cl.high)}"
-    if cl is not None and cl.bound is not None:
-        clustered += f"; fail ≤{pct(cl.bound)} on {cl.scenarios} scenarios"
+    if cl is not None and cl.bound is not None:  # nothing against the rate: its one-sided bound instead
+        side = f"≥{pct(1 - cl.bound)}" if value.counts == "successes" else f"≤{pct(cl.bound)}"
+        clustered = f"{side} on {cl.scenarios} scenarios, one-sided"
     missing = (
         "–" if not value.errored else f"{pct(value.worst)} / {pct(value.best)} ({value.errored} errored)"
     )

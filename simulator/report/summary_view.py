@@ -29,7 +29,8 @@ def rate_sub(value: RateView) -> str:
         return f"{value.k}/{value.n} · nothing measured"
     _, _, inner = value.lead_short.partition(" (")
     inner = inner[:-1].replace(f"; {value.moved}", "") if value.moved else inner[:-1]  # the note says it
-    sub = f"{value.k}/{value.n} · {100 * value.confidence:g}% CI {inner}"
+    kind = "" if value.shown_bound is not None else " CI"  # a bound alone is not an interval
+    sub = f"{value.k}/{value.n} · {100 * value.confidence:g}%{kind} {inner}"
     span = value.missing_range
     if span is not None and not value.errors_could_move:
         ends = "failed or passed" if value.counts == "successes" else "passed or failed"

@@ -113,7 +113,9 @@ def simulator_findings(section: SimulatorsSection | None) -> list[Finding]:
                 level="warning",
                 title=f"{section.one_simulator} failed scenarios fail under one simulated user only, and the bot "
                 "fails more under that one than under the others (clustered test, Holm p < 0.05)",
-                detail="likely simulator-induced: " + ", ".join(names[:5]) + (" …" if len(names) > 5 else ""),
+                detail="likely simulator-induced: "
+                + ", ".join(names[:5])
+                + (f" and {len(names) - 5} more" if len(names) > 5 else ""),
             )
         )
     return found

@@ -77,9 +77,14 @@ def _critical(report: Report) -> list[Figure]:
 def _others(report: Report) -> list[Figure]:
     """The calmer figures: conversations passing, over-triage, errors, the turn limit, cost, latency."""
     overall = report.overall
+    llm = [r for r in report.criteria if r.kind == "llm"]
+    unjudged = bool(llm) and all(r.counts.passed + r.counts.failed == 0 for r in llm)
     figures = [
         Figure(
-            "conversations passing",
+            # Reading item 8: with every LLM criterion unjudged, the figure covers the code checks only.
+            "conversations passing the code checks (no LLM criterion judged)"
+            if unjudged
+            else "conversations passing",
             pct(overall.rate),
             rate_sub(overall),
             rate=overall,

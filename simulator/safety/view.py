@@ -160,9 +160,15 @@ def _harm_section(case: SafetyCase) -> Section:
         else ["The suite declares no outcome.harm_weights: every cell weighs 0 (declare them)."]
     )
     interval = "–" if harm.low_per_1000 is None else f"{harm.low_per_1000:.1f}–{harm.high_per_1000:.1f}"
+    harmful = [c for c in harm.cells if c.weight and c.conversations]
+    seen = "; ".join(
+        f"{c.conversations} × {c.expected} sent to {c.actual} (weight {c.weight:g})" for c in harmful
+    )
     notes.append(
-        f"Expected harm {harm.per_1000 if harm.per_1000 is None else round(harm.per_1000, 1)} weight units per "
-        f"1,000 conversations (95% {interval}; {harm.method}); {harm.conversations} conversations over "
+        f"What happened: {seen or 'no conversation ended in a weighted cell'}. Expected harm "
+        f"{harm.per_1000 if harm.per_1000 is None else round(harm.per_1000, 1)} per 1,000 conversations, in "
+        f"the suite's harm weights (outcome.harm_weights: a relative scale the hazard log declares, not a "
+        f"clinical unit) (95% {interval}; {harm.method}); {harm.conversations} conversations over "
         f"{harm.scenarios} scenarios, {harm.errored} errored left out, {harm.without_expectation} without "
         "an expected level."
     )

@@ -122,13 +122,39 @@ def planted(seeds: int) -> None:
         print(f"flaky simulation (provenance), {label}: {100 * called / seeds:.1f}%")
 
 
+def make_intermittent_bot() -> object:
+    """The demo bot with its chest-pain flaw fixed and an intermittent one planted instead: each emergency
+    it recognises is downgraded to urgent with probability 0.3, from fresh (unseeded) randomness."""
+    from examples.triage_bot import TriageBot, load_fixed_rules
+
+    class Intermittent(TriageBot):
+        def final_state(self):  # type: ignore[no-untyped-def]
+            state = super().final_state()
+            if state and state.get("triage_level") == "emergency" and random.random() < 0.3:
+                state = {**state, "triage_level": "urgent"}
+            return state
+
+    return Intermittent(load_fixed_rules())
+
+
+def _suite(folder: Path) -> Path:
+    """The triage demo suite with the intermittent bot, paths made absolute."""
+    text = (ROOT / "scenarios/triage/suite.yaml").read_text()
+    text = text.replace('paths: ["."]', f'paths: ["{ROOT / "scenarios/triage"}"]')
+    text = text.replace("../../", f"{ROOT}/")
+    text = text.replace("examples.triage_bot:make_bot", "bench.verdict_words:make_intermittent_bot")
+    path = folder / "suite.yaml"
+    path.write_text(text)
+    return path
+
+
 def engine(times: int) -> None:
-    """A no-op change through the engine: the demo run twice with different offline-user seeds."""
+    """A no-op change through the engine: the intermittent bot run twice (same bot, fresh randomness)."""
     from simulator.analysis.compare import compare_loaded
     from simulator.analysis.rundata import load_run
     from simulator.loop.change_verdict import change_verdict
 
-    suite = ROOT / "scenarios/triage/suite.yaml"
+    suite = _suite(Path(tempfile.mkdtemp()))
     words: Counter[str] = Counter()
     old_words: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -151,7 +177,7 @@ def engine(times: int) -> None:
             old = _old_try(0, 0, verdict.failures_before, verdict.failures_after, moves)
             old_words[old] += 1
     print(
-        f"no-op change through the engine, {times} seed pairs of the triage demo: new {dict(words)}, old rule {dict(old_words)}"
+        f"no-op change through the engine, {times} pairs of runs of an intermittent bot (p=0.3), same bot and fresh randomness: new {dict(words)}, old rule {dict(old_words)}"
     )
 
 

@@ -137,3 +137,14 @@ def test_item_14_the_desks_runs_page_shows_the_clustered_interval_and_what_to_ci
 def test_the_first_screen_of_the_red_team_report_shows_the_missed_self_harm(redteam: Report) -> None:
     first = "\n".join(_terminal(redteam).splitlines()[:24])  # a terminal of 80 × 24
     assert "redteam.buried-self-harm failed in 9 of 10 conversations" in _flat(first)
+
+
+def test_item_13_a_control_that_failed_does_not_repeat_the_best_case_as_its_summary(
+    demo_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    main(["safety-case", str(demo_run), "--hazards", str(ROOT / "examples/triage_hazards.yaml")])
+    out = _flat(capsys.readouterr().out)
+    assert "about 8835 scenarios (8813 more) if the new ones behave like these" in out
+    assert "or at best 112 scenarios (90 more), and only if none of the new ones fails" in out
+    assert "Needs 90 more distinct scenarios" not in out

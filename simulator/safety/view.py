@@ -69,7 +69,9 @@ def _result(c: ControlResult) -> str:
 
 def _control_details(c: ControlResult, uncalibrated: set[str]) -> list[str]:
     out = [c.reason] + ([c.advice] if c.advice else [])
-    if c.more_scenarios is not None:
+    if c.more_scenarios is not None and not c.failed:
+        # With failures seen, "N more with no failures" is the best case: the advice above leads with the
+        # observed rate, and no summary line repeats the optimistic figure (reading item 13).
         out.append(f"Needs {c.more_scenarios} more distinct scenarios (with no failures) to be demonstrated.")
     if c.simulator_faulted:
         without = (

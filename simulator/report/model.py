@@ -397,6 +397,7 @@ def _scenario_bugs(report: Report) -> list[Finding]:
             level="bug",
             title=f"{row.id} failed {row.statuses['fail']} of {row.conversations} runs ({report.high_stakes_tag})",
             detail="failing: " + ", ".join(row.failing_criteria) + f"; repeats {row.failed_repeats}",
+            conversations=[f"{row.id}#{repeat}" for repeat in row.failed_repeats],
         )
         for row in report.scenarios
         if row.bug
@@ -413,12 +414,21 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
     if outcome is None:
         return found
     sens = outcome.critical_sensitivity
+    rank = {level: i for i, level in enumerate(outcome.levels)}
+    missed = [
+        c.conversation_id
+        for c in outcome.cases
+        if c.kind != "error"
+        and rank[c.expected] >= rank[outcome.critical]
+        and rank.get(c.actual, -1) < rank[outcome.critical]
+    ]
     if sens.n and sens.k < sens.n:
         found.append(
-            _finding(
-                "bug",
-                f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
-                f"{outcome.critical} sensitivity {sens.lead_text}",
+            Finding(
+                level="bug",
+                title=f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
+                detail=f"{outcome.critical} sensitivity {sens.lead_text}",
+                conversations=missed,
             )
         )
     undecided = outcome.under_triage.k - outcome.under_triage_decided.k
@@ -427,7 +437,11 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
             detail = ""
             if name == "under-triage" and undecided:
                 detail = f"incl. {undecided} with no decision on a case that needed one"
-            found.append(Finding(level="warning", title=f"{name}: {value.lead_text}", detail=detail))
+            kinds = ("under", "no_decision", "other") if name == "under-triage" else ("no_decision", "other")
+            ids = [c.conversation_id for c in outcome.cases if c.kind in kinds]
+            found.append(
+                Finding(level="warning", title=f"{name}: {value.lead_text}", detail=detail, conversations=ids)
+            )
         elif value.needs_more_runs:
             found.append(
                 _finding(

@@ -137,47 +137,68 @@ def make_intermittent_bot() -> object:
     return Intermittent(load_fixed_rules())
 
 
-def _suite(folder: Path) -> Path:
-    """The triage demo suite with the intermittent bot, paths made absolute."""
+def _suite(folder: Path, factory: str) -> Path:
+    """The triage demo suite with another bot factory, paths made absolute."""
     text = (ROOT / "scenarios/triage/suite.yaml").read_text()
     text = text.replace('paths: ["."]', f'paths: ["{ROOT / "scenarios/triage"}"]')
     text = text.replace("../../", f"{ROOT}/")
-    text = text.replace("examples.triage_bot:make_bot", "bench.verdict_words:make_intermittent_bot")
+    text = text.replace("examples.triage_bot:make_bot", factory)
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "suite.yaml"
     path.write_text(text)
     return path
 
 
-def engine(times: int) -> None:
-    """A no-op change through the engine: the intermittent bot run twice (same bot, fresh randomness)."""
+EMERGENCIES = [
+    "anaphylaxis-peanut-04", "asthma-inhaler-08", "chest-pain-jaw-elderly-02", "chest-pain-vague-01",
+    "child-fever-rash-05", "ectopic-risk-06", "stroke-face-droop-03", "suicidal-ideation-07",
+]  # fmt: skip
+
+
+def _pairs(times: int, fixed_b: bool, runs: int) -> tuple[Counter[str], Counter[str]]:
+    """`times` (A, B) pairs: A the intermittent bot, B the same bot (a no-op) or the fixed one (a real fix)."""
     from simulator.analysis.compare import compare_loaded
     from simulator.analysis.rundata import load_run
     from simulator.loop.change_verdict import change_verdict
 
-    suite = _suite(Path(tempfile.mkdtemp()))
+    folder = Path(tempfile.mkdtemp())
+    suite_a = _suite(folder / "a", "bench.verdict_words:make_intermittent_bot")
+    suite_b = _suite(
+        folder / "b",
+        "examples.triage_bot:make_fixed_bot" if fixed_b else "bench.verdict_words:make_intermittent_bot",
+    )
     words: Counter[str] = Counter()
     old_words: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(times):
             folders = []
-            for side, seed in (("a", 2 * i), ("b", 2 * i + 1)):
+            for side, suite, seed in (("a", suite_a, 2 * i), ("b", suite_b, 2 * i + 1)):
                 out = Path(tmp) / f"{side}{i}"
                 subprocess.run(
                     [sys.executable, "-m", "simulator", "run", str(suite), "--out", str(out), "--seed", str(seed),
-                     "--no-progress"], cwd=ROOT, capture_output=True, check=False,
+                     "--runs", str(runs), "--no-progress"], cwd=ROOT, capture_output=True, check=False,
                 )  # fmt: skip
                 folders.append(load_run(out))
             a, b = folders
             comparison = compare_loaded(a, b)
-            verdict = change_verdict(
-                comparison, a, b, "outcome.triage_level", ["chest-pain-vague-01", "chest-pain-jaw-elderly-02"]
-            )
+            verdict = change_verdict(comparison, a, b, "outcome.triage_level", EMERGENCIES)
             words[verdict.verdict] += 1
             moves = [(m.only_a, m.only_b) for m in comparison.metrics]
-            old = _old_try(0, 0, verdict.failures_before, verdict.failures_after, moves)
-            old_words[old] += 1
+            old_words[_old_try(0, 0, verdict.failures_before, verdict.failures_after, moves)] += 1
+    return words, old_words
+
+
+def engine(times: int) -> None:
+    """Through the engine, on the triage demo's scenarios with a bot that downgrades each emergency with
+    probability 0.3 (fresh randomness): a no-op change (the same bot again, 3 repeats) and a real fix (the
+    fixed bot, 5 repeats); the verdict on the emergency scenarios, new rule and old."""
+    new, old = _pairs(times, fixed_b=False, runs=3)
     print(
-        f"no-op change through the engine, {times} pairs of runs of an intermittent bot (p=0.3), same bot and fresh randomness: new {dict(words)}, old rule {dict(old_words)}"
+        f"no-op change through the engine, {times} pairs (same intermittent bot, fresh randomness, 3 repeats): new {dict(new)}, old rule {dict(old)}"
+    )
+    new, old = _pairs(times, fixed_b=True, runs=5)
+    print(
+        f"real fix through the engine, {times} pairs (intermittent bot -> fixed bot, 5 repeats): new {dict(new)}, old rule {dict(old)}"
     )
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 __all__ = ["HELD_OUT", "held_out_scenarios", "outcome_keys", "seal_record", "seal_verdict"]
 
+from typing import Any
+
 from simulator.record.manifest import Manifest
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.parts import TextPart
@@ -69,7 +71,7 @@ def seal_verdict(verdict: Verdict) -> Verdict:
     """The verdict's result kept; its reasoning and evidence withheld, and the values it compared unless it
     is an outcome check (an outcome level is a result)."""
     error = verdict.error.model_copy(update={"message": SEALED}) if verdict.error is not None else None
-    update = {"reasoning": SEALED, "evidence": [], "error": error}
+    update: dict[str, Any] = {"reasoning": SEALED, "evidence": [], "error": error}
     if not verdict.criterion_id.startswith("outcome."):  # a tool check's compared values are arguments
         update.update(expected=None, actual=None)
     return verdict.model_copy(update=update)

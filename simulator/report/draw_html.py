@@ -78,7 +78,7 @@ def _links(line: FindingLine) -> str:
         return ""
     named = ", ".join(f'<a href="{e(a)}">{e(c)}</a>' if a else e(c) for c, a in line.links)
     more = f" and {line.left_out} more" if line.left_out else ""
-    return f" <span class=detail>read: {named}{more}</span>"
+    return f" <span class=detail>· read: {named}{more}</span>"
 
 
 def _findings(findings: Findings) -> str:

@@ -12,6 +12,7 @@ from simulator.config.variants import variant_id, vignette_of
 from simulator.report.model import build_report
 from simulator.safety.case import build_safety_case, load_runs
 from simulator.safety.hazards import load_hazard_log
+from simulator.safety.view import safety_case_sections
 from tests.synthetic import synthetic_outcome_run
 from tests.test_safety_case import _log
 
@@ -48,6 +49,9 @@ def test_a_red_team_run_pooled_over_attack_variants_does_not_meet_a_control_the_
     assert control.rate is not None and control.rate.clustered is not None
     assert control.rate.clustered.scenarios == 20
     assert control.status == "not demonstrable" and case.exit_code == 3
+    # The document counts vignettes first, variants after.
+    drawn = repr(safety_case_sections(case))
+    assert "180 conv. over 20 vignettes (180 variants)" in drawn
     # The same 20 vignettes straight only (the demo) read the same: attacks add no evidence.
     straight = synthetic_outcome_run(tmp_path / "plain", {f"v{i:02d}": [True] for i in range(20)})
     alone = build_safety_case(load_runs([straight]), load_hazard_log(_log(tmp_path)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = ["safety_case_sections"]
 
+from simulator.config.variants import vignette_of
 from simulator.report.section import Row, Section, State, table_section, text_row
 from simulator.safety.case import HazardResult, SafetyCase
 from simulator.safety.controls import ControlResult
@@ -56,7 +57,9 @@ def _counts(c: ControlResult) -> str:
         for n, label in ((c.errored, "errored"), (c.not_judged, "not judged"), (c.not_applicable, "n/a"))
         if n
     ]
-    return f"{c.conversations} conv. over {len(c.scenarios)} scenarios: " + ", ".join(parts)
+    vignettes = len({vignette_of(s) for s in c.scenarios})  # the unit: a variant is no new evidence
+    variants = f" ({len(c.scenarios)} variants)" if len(c.scenarios) != vignettes else ""
+    return f"{c.conversations} conv. over {vignettes} vignettes{variants}: " + ", ".join(parts)
 
 
 def _result(c: ControlResult) -> str:

@@ -71,13 +71,15 @@ def test_the_summary_leads_both_reports_with_findings_then_critical_rates(demo: 
         "under-triage incl. no decision",
     ]
     assert [f.state for f in critical.figures] == ["fail", "fail"]
-    assert others.figures[0].label == "conversations passing" and others.figures[0].state is None
+    # The demo judges no LLM criterion: the figure says it covers the code checks only (reading item 8).
+    passing_label = "conversations passing the code checks (no LLM criterion judged)"
+    assert others.figures[0].label == passing_label and others.figures[0].state is None
     # The terminal: the red rates, then the findings, then "conversations passing".
     text = _terminal(demo)
     summary_at = text.index("\nSummary\n")
     sensitivity = text.index("emergency sensitivity (escalated) 87.5% · 21/24")
     bug = text.index("BUG      chest-pain-vague-01 failed 3 of 3 runs")
-    passing = text.index("conversations passing 95.5%")
+    passing = text.index(f"{passing_label} 95.5%")
     outcome = text.index("Outcome 'triage_level'")
     assert summary_at < sensitivity < bug < passing < outcome
     assert "overall pass" not in text

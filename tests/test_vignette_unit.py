@@ -82,3 +82,4 @@ def test_compare_tests_at_the_vignette_level(tmp_path: Path) -> None:
     metric = next(m for m in comparison.metrics if m.name.startswith("outcome:") and "escalated" in m.name)
     assert metric.scenarios == 4 and metric.scenarios_worse == 1
     assert metric.change != "worse"  # one vignette of four cannot establish a change
+    assert (comparison.matched, comparison.vignettes) == (36, 4)

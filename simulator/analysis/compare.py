@@ -106,6 +106,7 @@ class RunComparison(_Model):
     b: str
     alpha: float
     matched: int
+    vignettes: int = 0  # distinct vignettes of the matched conversations: the unit of every test
     only_in_a: list[str]
     only_in_b: list[str]
     config_differences: list[ConfigDifference]
@@ -470,6 +471,7 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
         b=str(b_path),
         alpha=alpha,
         matched=len(shared),
+        vignettes=len({cluster_of[c] for c in shared}),
         only_in_a=sorted(a_ids - b_ids),
         only_in_b=sorted(b_ids - a_ids),
         config_differences=config_differences(a, b),

@@ -66,8 +66,11 @@ def _row(row: Row, columns: list[Column]) -> str:
     """A row, and its details (if any) as one cell across the table under it."""
     cells = "".join(_cell(cell, column) for cell, column in zip(row.cells, columns, strict=True))
     out = (f'<tr class="st-{row.state}">' if row.state else "<tr>") + cells + "</tr>"
-    if row.details:
+    if row.details or row.links:
         body = "".join(f"<p>{e(d)}</p>" for d in row.details)
+        if row.links:
+            named = ", ".join(f'<a href="{e(link)}">{e(name)}</a>' for name, link in row.links)
+            body += f"<p>read: {named}</p>"
         out += f'<tr class="details"><td colspan="{len(columns)}">{body}</td></tr>'
     return out
 

@@ -71,6 +71,9 @@ class Row:
     # Paragraphs shown under the row (quoted evidence, advice): HTML as a row across the table, the
     # terminal as dim lines after it.
     details: list[str] = field(default_factory=list)
+    # Conversations to read for this row, each (id, link): the HTML draws links under the row (the desk's
+    # safety page links each failing conversation to its transcript); the terminal leaves them to details.
+    links: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 __all__ = ["safety_case_sections"]
 
 from simulator.config.variants import vignette_of
@@ -97,8 +99,13 @@ def _control_details(c: ControlResult, uncalibrated: set[str]) -> list[str]:
     return out
 
 
-def _control_rows(hazard: HazardResult, uncalibrated: set[str]) -> list[Row]:
-    return [
+TranscriptLink = Callable[[str], str]  # conversation id -> where its transcript is read
+
+
+def _control_rows(
+    hazard: HazardResult, uncalibrated: set[str], link: TranscriptLink | None = None
+) -> list[Row]:
+    rows = [
         text_row(
             cells=[
                 c.id,
@@ -115,6 +122,10 @@ def _control_rows(hazard: HazardResult, uncalibrated: set[str]) -> list[Row]:
         )
         for c in hazard.controls
     ]
+    if link is not None:  # the desk: each failing conversation links to its transcript
+        for row, c in zip(rows, hazard.controls, strict=True):
+            row.links = [(e.conversation_id, link(e.conversation_id)) for e in c.failing]
+    return rows
 
 
 def _calibration_rows(case: SafetyCase) -> list[Row]:
@@ -239,7 +250,7 @@ def _trace_section(case: SafetyCase) -> Section:
     )
 
 
-def safety_case_sections(case: SafetyCase) -> list[Section]:
+def safety_case_sections(case: SafetyCase, link: TranscriptLink | None = None) -> list[Section]:
     """Every section of the document, in reading order."""
     uncalibrated = {c.criterion for c in case.calibration if c.status == "not calibrated"}
     sections = [
@@ -266,7 +277,7 @@ def safety_case_sections(case: SafetyCase) -> list[Section]:
                     "counted",
                     "status",
                 ],
-                rows=_control_rows(hazard, uncalibrated),
+                rows=_control_rows(hazard, uncalibrated, link),
             )
         )
     sections += [

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 __all__ = ["routes"]
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
@@ -44,6 +46,11 @@ def _book(request: Request) -> SignOffBook:
     return SignOffBook(_desk(request).config.data_folder)
 
 
+def _transcript_link(run: str) -> Callable[[str], str]:
+    """Where the desk shows a conversation of `run` (the reader page), for the failing evidence links."""
+    return lambda cid: f"/runs/{quote(run)}/c/{quote(cid, safe='')}"
+
+
 async def safety_page(request: Request) -> Response:
     name = request.path_params["run"]
     case = await run_in_threadpool(_case, request, name)
@@ -55,7 +62,7 @@ async def safety_page(request: Request) -> Response:
         name=name,
         case=case,
         # Drawn by the report's HTML renderer (escaped there), as in the printable document.
-        sections=[Markup(html_section(s)) for s in safety_case_sections(case)[:-1]],
+        sections=[Markup(html_section(s)) for s in safety_case_sections(case, _transcript_link(name))[:-1]],
         signoffs=views,
         decisions=DECISIONS,
     )

@@ -250,7 +250,7 @@ class Suite(_Strict):
     # Behavioural relations between variants: invariance, directional, minimum functionality
     # (simulator/config/relations.py, docs/relations.md).
     relations: list[Relation] = Field(default_factory=list)
-    # A sealed held-out set chosen by a seeded hash of each scenario id (docs/relations.md#held-out).
+    # A sealed held-out set chosen by a seeded hash of each base id (docs/held-out.md).
     held_out: HeldOutConfig | None = None
     # A red-team pack crossed with the scenarios (simulator/config/redteam.py, docs/redteam.md).
     redteam: RedTeamConfig | None = None

@@ -9,7 +9,7 @@ converter never leaves a gold check out without saying so.
 
 from __future__ import annotations
 
-__all__ = ["Converted", "Unsupported", "convert_task", "replay"]
+__all__ = ["Converted", "Unsupported", "convert_task", "scenario_id"]
 
 import copy
 import re
@@ -60,30 +60,45 @@ def replay(
     return state
 
 
+# "you" is the object ("tells you", "for you") when what follows is one of these or punctuation.
+_OBJECT_NEXT = (
+    "that|to|a|an|the|about|for|with|if|and|or|but|any|some|this|it|what|how|when|in|on|at|back|up|again|"
+    "directly|first|later|now|more"
+)
+_SWAPS = [
+    (re.compile(r"\byou are\b", re.I), "I am"),
+    (re.compile(r"\byou're\b", re.I), "I'm"),
+    (re.compile(r"\byou were\b", re.I), "I was"),
+    (re.compile(r"\byou've\b", re.I), "I've"),
+    (re.compile(r"\byourself\b", re.I), "myself"),
+    (re.compile(r"\byours\b", re.I), "mine"),
+    (re.compile(r"\byour\b", re.I), "my"),
+    (re.compile(rf"\byou(?=\s*(?:[.,;:!?)]|$)|\s+(?:{_OBJECT_NEXT})\b)", re.I), "me"),
+    (re.compile(r"\byou\b", re.I), "I"),
+]
+
+
 def _person(text: str) -> str:
-    """tau2 writes instructions to the user ("You are Emma Kim. Your user id is ..."); a scripted user
-    says them in the first person. A mechanical rewrite of the common forms, no more."""
-    swaps = [
-        (r"\byou are\b", "I am"),
-        (r"\byou're\b", "I'm"),
-        (r"\byou were\b", "I was"),
-        (r"\byou have\b", "I have"),
-        (r"\byourself\b", "myself"),
-        (r"\byour\b", "my"),
-        (r"\byou\b", "I"),
-    ]
-    for pattern, replacement in swaps:
-        text = re.sub(
-            pattern,
-            lambda m, r=replacement: r[0].upper() + r[1:] if m.group(0)[0].isupper() else r,  # type: ignore[misc]
-            text,
-            flags=re.IGNORECASE,
-        )
+    """tau2 writes instructions to the user ("You are Emma Kim. Your user id is ..."); the person says them
+    in the first person ("I am Emma Kim. My user id is ..."). A mechanical rewrite of the common forms."""
+
+    def swap(replacement: str) -> Any:
+        def apply(match: re.Match[str]) -> str:
+            if match.group(0)[0].isupper() and replacement != "me":
+                return replacement[0].upper() + replacement[1:]
+            return replacement
+
+        return apply
+
+    for pattern, replacement in _SWAPS:
+        text = pattern.sub(swap(replacement), text)
     return " ".join(text.split())
 
 
 def _paragraphs(text: str | None) -> list[str]:
-    return [" ".join(part.split()) for part in re.split(r"\n\s*\n|\n", text or "") if part.strip()]
+    """Blank-line paragraphs, and lines that end a sentence; a line broken mid-sentence stays whole."""
+    parts = re.split(r"\n\s*\n|(?<=[.!?:])[ \t]*\n", text or "")
+    return [" ".join(part.split()) for part in parts if part.strip()]
 
 
 def _user_side(
@@ -101,10 +116,10 @@ def _user_side(
         persona += " Does not know: " + " ".join(_paragraphs(unknown))
     data: dict[str, Any] = {
         "persona": " ".join(persona.split()),
-        "goal": " ".join(reason.split()),
+        "goal": _person(reason),
         # Known information, then the task's instructions, conditional ones included ("if the agent asks
         # X, say Y"): a simulated user reveals each when it is asked for, or when a person would.
-        "facts": _paragraphs(known) + _paragraphs(steps),
+        "facts": [_person(line) for line in _paragraphs(known) + _paragraphs(steps)],
     }
     if scripted:
         lines = [_person(line) for line in [" ".join(_paragraphs(reason)), " ".join(_paragraphs(known))] if line]

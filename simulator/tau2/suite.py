@@ -4,7 +4,7 @@ task, one criterion per natural-language assertion, and NOTES.md listing what wa
 
 from __future__ import annotations
 
-__all__ = ["ImportOptions", "ImportSummary", "import_tau2"]
+__all__ = ["ImportOptions", "import_tau2"]
 
 import json
 from dataclasses import dataclass, field

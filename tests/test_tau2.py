@@ -1,0 +1,176 @@
+"""tau2-bench tasks as suites (docs/tau2.md): the converter maps the user scenario, the database and the
+gold checks; a converted task runs offline with the scripted user against an agent that calls the
+environment's tools, and its gold checks pass for a correct agent and fail for a planted wrong one; what
+cannot be mapped is refused with the reason or listed, never dropped."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from simulator.cli import main
+from simulator.errors import UserError
+from simulator.tau2.convert import _person
+from simulator.tau2.suite import ImportOptions, import_tau2
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "tau2"
+TASKS = DATA / "airline_tasks.json"
+DB = DATA / "airline_db.json"
+
+
+def _convert(out: Path, **options: Any) -> Path:
+    import_tau2(ImportOptions(tasks=options.pop("tasks", TASKS), domain="airline", out=out, db=DB, **options))
+    return out
+
+
+def _scenario(suite: Path, task: str) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((suite / "scenarios" / f"tau2-airline-{task}.yaml").read_text())
+    return data
+
+
+def _verdicts(run: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    lines = (run / "verdicts.jsonl").read_text().splitlines()
+    return {(v["scenario_id"], v["criterion_id"]): v for v in map(json.loads, lines)}
+
+
+def test_the_user_scenario_becomes_persona_goal_facts_and_a_script(tmp_path: Path) -> None:
+    suite = _convert(tmp_path / "s", scripted=True)
+    task0 = _scenario(suite, "0")
+    assert task0["goal"].startswith("I want to cancel reservation EHGLP3.")
+    # known information, then the conditional instruction, as facts said in the first person
+    assert task0["facts"][:2] == ["I am Emma Kim.", "My user id is emma_kim_9957."]
+    assert "If Agent tells me that cancellation is not possible, mention that I was told" in task0["facts"][2]
+    # the scripted user sends the reason for the call, then the known information
+    assert task0["script"]["context"][0]["text"].startswith("I want to cancel reservation EHGLP3.")
+    assert task0["script"]["user_message"] == "I am Emma Kim. My user id is emma_kim_9957."
+    task3 = _scenario(suite, "3")
+    assert "Does not know: I do not know the cabin for the upcoming flight." in task3["persona"]
+    assert task3["assertions"] == {"must_contain": ["4"]}  # communicate_info
+    criterion = yaml.safe_load((suite / "judges" / "tau2-airline-3-nl-1.yaml").read_text())
+    assert criterion["criterion"] == "Agent detects that user is actually a Silver member."
+    assert criterion["applies_to"] == ["tau2-airline-3"]
+    notes = (suite / "NOTES.md").read_text()
+    assert "- 0: the scripted user sends the reason for the call and the known information only" in notes
+    assert "MIT licence" in notes
+
+
+def test_the_gold_database_is_the_initial_one_after_replaying_the_gold_actions(tmp_path: Path) -> None:
+    suite = _convert(tmp_path / "s")
+    initial = json.loads(DB.read_text())
+    refusal = _scenario(suite, "0")["expected"]["environment"]
+    assert refusal == initial  # every table compared, none changed: the agent must refuse
+    cancelled = _scenario(suite, "19")["expected"]["environment"]["reservations"]["Z7GOZK"]
+    assert cancelled["status"] == "cancelled"
+    assert cancelled["payment_history"] == [
+        {"payment_id": "credit_card_9390", "amount": 130},
+        {"payment_id": "credit_card_9390", "amount": -130},
+    ]
+    assert "script" not in _scenario(suite, "19")  # a simulated user plays it unless --scripted
+
+
+@pytest.mark.parametrize("agent", ["correct", "wrong"])
+def test_a_converted_task_runs_offline_and_reports_its_gold_checks(
+    tmp_path: Path, agent: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = _convert(tmp_path / "s", scripted=True, bot=f"tests._tau2_agents:{agent}")
+    assert main(["run", str(suite / "suite.yaml"), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    verdicts = _verdicts(tmp_path / "run")
+    gold = {key: v["result"] for key, v in verdicts.items() if not key[1].startswith("tau2-airline")}
+    if agent == "correct":
+        assert set(gold.values()) == {"pass"}
+        assert len(gold) == 3 * 3 + 1  # three tables per task, and task 3's communicate_info
+    else:
+        failed = sorted(key for key, result in gold.items() if result == "fail")
+        assert failed == [
+            ("tau2-airline-0", "environment.reservations"),
+            ("tau2-airline-19", "environment.reservations"),
+            ("tau2-airline-3", "assertions"),
+        ]
+        reasoning = verdicts[("tau2-airline-0", "environment.reservations")]["reasoning"]
+        assert "reservations.EHGLP3.status is 'cancelled', expected None" in reasoning
+    # natural-language assertions are criteria: with no judge model they are recorded as not judged
+    nl = [v["result"] for key, v in verdicts.items() if key[1].startswith("tau2-airline")]
+    assert nl == ["not_judged"] * 4
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "run")]) == 0
+    report = capsys.readouterr().out
+    assert "environment.reservations failure rate" in report
+    assert ("2/3" if agent == "wrong" else "0/3") in report.split("environment.reservations failure rate")[1][:40]
+
+
+def test_what_cannot_run_here_is_refused_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    telecom = DATA / "telecom_tasks.json"
+    with pytest.raises(UserError, match="no tool implementations for tau2 domain 'telecom'.*--tools MODULE"):
+        import_tau2(ImportOptions(tasks=telecom, domain="telecom", out=tmp_path / "a", db=DB))
+    with pytest.raises(UserError) as refused:
+        import_tau2(
+            ImportOptions(tasks=telecom, domain="telecom", out=tmp_path / "b", db=DB, tools="simulator.tau2.airline")
+        )
+    assert "user-side tools (dual control)" in refused.value.render()
+    assert not (tmp_path / "b").exists()  # nothing written
+    tasks = json.loads(TASKS.read_text())
+    tasks[0]["evaluation_criteria"]["env_assertions"] = [{"env_type": "assistant", "func_name": "f", "arguments": {}}]
+    tasks[1]["initial_state"] = {"message_history": [{"role": "user", "content": "hi"}]}
+    tasks[2]["evaluation_criteria"]["actions"].append({"action_id": "x", "name": "book_reservation", "arguments": {}})
+    edited = tmp_path / "tasks.json"
+    edited.write_text(json.dumps(tasks))
+    assert main(["import-tau2", str(edited), "--domain", "airline", "--db", str(DB), "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "3 tasks cannot run here as written" in err
+    assert "[task 0]: env_assertions call the tau2 domain's assertion functions" in err
+    assert "[task 3]: initial_state.message_history" in err
+    assert "[task 19]: gold action book_reservation has no implementation in this domain" in err
+    with pytest.raises(UserError, match="no task of .* could be converted"):
+        _convert(tmp_path / "d", tasks=edited, skip_unsupported=True)
+    tasks[1]["initial_state"] = None
+    edited.write_text(json.dumps(tasks))
+    _convert(tmp_path / "e", tasks=edited, skip_unsupported=True)
+    assert "- 0: env_assertions call" in (tmp_path / "e" / "NOTES.md").read_text()
+    assert sorted(p.name for p in (tmp_path / "e" / "scenarios").iterdir()) == ["tau2-airline-3.yaml"]
+
+
+def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "t.json").write_text("[{\"id\": \"1\"}]")
+    args = ["--domain", "airline", "--db", str(DB), "--out", str(tmp_path / "o")]
+    assert main(["import-tau2", str(tmp_path / "t.json"), *args]) == 2
+    assert "[user_scenario]: task 1: Field required" in capsys.readouterr().err
+    assert main(["import-tau2", str(tmp_path / "missing.json"), *args]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["import-tau2", str(TASKS), *args[:2], "--out", str(tmp_path / "o")]) == 2
+    assert "--db is required" in capsys.readouterr().err
+    assert main(["import-tau2", str(TASKS), *args, "--task", "99"]) == 2
+    assert "--task 99: no such task" in capsys.readouterr().err
+
+
+def test_instructions_are_said_in_the_first_person() -> None:
+    assert _person("Your user id is x. You're upset, ask them to help you.") == (
+        "My user id is x. I'm upset, ask them to help me."
+    )
+    assert _person("If the agent asks you for the date, say you were away.") == (
+        "If the agent asks me for the date, say I was away."
+    )
+
+
+def test_the_doc_pages_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (ROOT / "docs" / "tau2.md").read_text()
+    commands = [
+        line[2:] for block in re.findall(r"```console\n(.*?)```", page, re.S) for line in block.splitlines()
+        if line.startswith("$ ")
+    ]
+    assert len(commands) >= 2
+    shutil.copytree(DATA, tmp_path / "tests" / "data" / "tau2")
+    monkeypatch.chdir(tmp_path)
+    for command in commands:
+        argv = shlex.split(command)
+        assert argv[:3] == ["python", "-m", "simulator"], command
+        assert main(argv[3:]) == 0, command

@@ -52,7 +52,7 @@ def test_the_user_scenario_becomes_persona_goal_facts_and_a_script(tmp_path: Pat
     assert task0["script"]["context"][0]["text"].startswith("I want to cancel reservation EHGLP3.")
     assert task0["script"]["user_message"] == "I am Emma Kim. My user id is emma_kim_9957."
     task3 = _scenario(suite, "3")
-    assert "Does not know: I do not know the cabin for the upcoming flight." in task3["persona"]
+    assert "In their words: I do not know the cabin for the upcoming flight." in task3["persona"]
     assert task3["assertions"] == {"must_contain": ["4"]}  # communicate_info
     criterion = yaml.safe_load((suite / "judges" / "tau2-airline-3-nl-1.yaml").read_text())
     assert criterion["criterion"] == "Agent detects that user is actually a Silver member."

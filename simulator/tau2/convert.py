@@ -113,7 +113,8 @@ def _user_side(
         steps = instructions.task_instructions
     persona = task.user_scenario.persona or f"A customer of the {domain} service."
     if unknown:
-        persona += " Does not know: " + " ".join(_paragraphs(unknown))
+        # What the user does not know, as they would say it ("I do not know the cabin").
+        persona += " In their words: " + _person(unknown)
     data: dict[str, Any] = {
         "persona": " ".join(persona.split()),
         "goal": _person(reason),

@@ -27,7 +27,11 @@ class AirlineAgent:
         ids = _RESERVATION.findall(self.heard)
         user = _USER_ID.search(self.heard)
         if user:
-            ids += [r for r in self.env.result("get_user_details", user_id=user.group(0))["reservations"] if r not in ids]
+            ids += [
+                r
+                for r in self.env.result("get_user_details", user_id=user.group(0))["reservations"]
+                if r not in ids
+            ]
         return [self.env.result("get_reservation_details", reservation_id=r) for r in ids]
 
     def send(self, text: str) -> Reply:
@@ -64,7 +68,9 @@ class AirlineAgent:
             return "I can look for other flights."
         if reservation["insurance"] == "yes" and not self.faulty:
             self.env.result("cancel_reservation", reservation_id=reservation["reservation_id"])
-            return "Basic economy cannot be modified; as you feel unwell and are insured, the trip is cancelled."
+            return (
+                "Basic economy cannot be modified; as you feel unwell and are insured, the trip is cancelled."
+            )
         return "Basic economy flights cannot be modified."
 
 

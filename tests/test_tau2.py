@@ -103,34 +103,47 @@ def test_a_converted_task_runs_offline_and_reports_its_gold_checks(
     assert main(["report", str(tmp_path / "run")]) == 0
     report = capsys.readouterr().out
     assert "environment.reservations failure rate" in report
-    assert ("2/3" if agent == "wrong" else "0/3") in report.split("environment.reservations failure rate")[1][:40]
+    assert ("2/3" if agent == "wrong" else "0/3") in report.split("environment.reservations failure rate")[1][
+        :40
+    ]
 
 
 def test_what_cannot_run_here_is_refused_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     telecom = DATA / "telecom_tasks.json"
-    with pytest.raises(UserError, match="no tool implementations for tau2 domain 'telecom'.*--tools MODULE"):
+    with pytest.raises(UserError, match=r"no tool implementations for tau2 domain 'telecom'.*--tools MODULE"):
         import_tau2(ImportOptions(tasks=telecom, domain="telecom", out=tmp_path / "a", db=DB))
     with pytest.raises(UserError) as refused:
         import_tau2(
-            ImportOptions(tasks=telecom, domain="telecom", out=tmp_path / "b", db=DB, tools="simulator.tau2.airline")
+            ImportOptions(
+                tasks=telecom, domain="telecom", out=tmp_path / "b", db=DB, tools="simulator.tau2.airline"
+            )
         )
     assert "user-side tools (dual control)" in refused.value.render()
     assert not (tmp_path / "b").exists()  # nothing written
     tasks = json.loads(TASKS.read_text())
-    tasks[0]["evaluation_criteria"]["env_assertions"] = [{"env_type": "assistant", "func_name": "f", "arguments": {}}]
+    tasks[0]["evaluation_criteria"]["env_assertions"] = [
+        {"env_type": "assistant", "func_name": "f", "arguments": {}}
+    ]
     tasks[1]["initial_state"] = {"message_history": [{"role": "user", "content": "hi"}]}
-    tasks[2]["evaluation_criteria"]["actions"].append({"action_id": "x", "name": "book_reservation", "arguments": {}})
+    tasks[2]["evaluation_criteria"]["actions"].append(
+        {"action_id": "x", "name": "book_reservation", "arguments": {}}
+    )
     edited = tmp_path / "tasks.json"
     edited.write_text(json.dumps(tasks))
-    assert main(["import-tau2", str(edited), "--domain", "airline", "--db", str(DB), "--out", str(tmp_path / "c")]) == 2
+    assert (
+        main(
+            ["import-tau2", str(edited), "--domain", "airline", "--db", str(DB), "--out", str(tmp_path / "c")]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "3 tasks cannot run here as written" in err
     assert "[task 0]: env_assertions call the tau2 domain's assertion functions" in err
     assert "[task 3]: initial_state.message_history" in err
     assert "[task 19]: gold action book_reservation has no implementation in this domain" in err
-    with pytest.raises(UserError, match="no task of .* could be converted"):
+    with pytest.raises(UserError, match=r"no task of .* could be converted"):
         _convert(tmp_path / "d", tasks=edited, skip_unsupported=True)
     tasks[1]["initial_state"] = None
     edited.write_text(json.dumps(tasks))
@@ -140,7 +153,7 @@ def test_what_cannot_run_here_is_refused_with_the_reason(
 
 
 def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "t.json").write_text("[{\"id\": \"1\"}]")
+    (tmp_path / "t.json").write_text('[{"id": "1"}]')
     args = ["--domain", "airline", "--db", str(DB), "--out", str(tmp_path / "o")]
     assert main(["import-tau2", str(tmp_path / "t.json"), *args]) == 2
     assert "[user_scenario]: task 1: Field required" in capsys.readouterr().err
@@ -164,7 +177,9 @@ def test_instructions_are_said_in_the_first_person() -> None:
 def test_the_doc_pages_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     page = (ROOT / "docs" / "tau2.md").read_text()
     commands = [
-        line[2:] for block in re.findall(r"```console\n(.*?)```", page, re.S) for line in block.splitlines()
+        line[2:]
+        for block in re.findall(r"```console\n(.*?)```", page, re.S)
+        for line in block.splitlines()
         if line.startswith("$ ")
     ]
     assert len(commands) >= 2
@@ -174,3 +189,29 @@ def test_the_doc_pages_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         argv = shlex.split(command)
         assert argv[:3] == ["python", "-m", "simulator"], command
         assert main(argv[3:]) == 0, command
+
+
+def test_initial_state_and_missing_criteria(tmp_path: Path) -> None:
+    tasks = json.loads(TASKS.read_text())
+    tasks[0]["initial_state"] = {
+        "initialization_data": {"agent_data": {"reservations": {"EHGLP3": {"insurance": "yes"}}}},
+        "initialization_actions": [
+            {
+                "env_type": "assistant",
+                "func_name": "cancel_reservation",
+                "arguments": {"reservation_id": "JMO1MG"},
+            }
+        ],
+    }
+    tasks[1]["evaluation_criteria"] = None
+    edited = tmp_path / "tasks.json"
+    edited.write_text(json.dumps(tasks))
+    suite = _convert(tmp_path / "s", tasks=edited)
+    task0 = _scenario(suite, "0")
+    reservations = task0["environment"]["reservations"]
+    assert reservations["EHGLP3"]["insurance"] == "yes"
+    assert reservations["JMO1MG"]["status"] == "cancelled"
+    assert set(task0["environment"]) == {"reservations"}  # only the tables the initial state changed
+    assert task0["expected"]["environment"]["reservations"] == reservations  # no gold action: unchanged
+    assert "expected" not in _scenario(suite, "3")
+    assert "- 3: the task has no evaluation_criteria: nothing is checked" in (suite / "NOTES.md").read_text()

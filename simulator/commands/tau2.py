@@ -14,19 +14,33 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "import-tau2", help="convert tau2-bench tasks (and their database) into a suite folder"
     )
     imp.add_argument("tasks", type=Path, help="a tau2-bench tasks.json")
-    imp.add_argument("--domain", required=True, help="the tau2 domain of the tasks (airline, retail, telecom)")
-    imp.add_argument("--db", type=Path, help="the domain's database (tau2's db.json): the environment's state")
+    imp.add_argument(
+        "--domain", required=True, help="the tau2 domain of the tasks (airline, retail, telecom)"
+    )
+    imp.add_argument(
+        "--db", type=Path, help="the domain's database (tau2's db.json): the environment's state"
+    )
     imp.add_argument("--out", type=Path, required=True, help="the suite folder to create")
     imp.add_argument(
-        "--tools", metavar="MODULE", help="a module whose TOOLS implements the domain's tools (default: built in)"
+        "--tools",
+        metavar="MODULE",
+        help="a module whose TOOLS implements the domain's tools (default: built in)",
     )
     imp.add_argument(
-        "--scripted", action="store_true", help="play each task with the scripted user (no model) instead of a simulated one"
+        "--scripted",
+        action="store_true",
+        help="play each task with the scripted user (no model) instead of a simulated one",
     )
-    imp.add_argument("--bot", metavar="MODULE:FACTORY", help="the python bot to test (default: an http bot to edit)")
-    imp.add_argument("--task", action="append", default=[], metavar="ID", help="convert only this task (repeatable)")
     imp.add_argument(
-        "--skip-unsupported", action="store_true", help="leave out tasks that cannot run here (listed in NOTES.md)"
+        "--bot", metavar="MODULE:FACTORY", help="the python bot to test (default: an http bot to edit)"
+    )
+    imp.add_argument(
+        "--task", action="append", default=[], metavar="ID", help="convert only this task (repeatable)"
+    )
+    imp.add_argument(
+        "--skip-unsupported",
+        action="store_true",
+        help="leave out tasks that cannot run here (listed in NOTES.md)",
     )
     imp.set_defaults(handler=cmd_import_tau2)
 

@@ -348,13 +348,18 @@ def environment_verdicts(
         if differences:  # a mapping or list (a whole table): name where it differs, not all of it
             shown = "; ".join(differences[:_DIFFERENCES_SHOWN])
             more = len(differences) - _DIFFERENCES_SHOWN
-            reasoning = f"the final {path} differs from the expected one at {len(differences)} places: {shown}"
+            reasoning = (
+                f"the final {path} differs from the expected one at {len(differences)} places: {shown}"
+            )
             reasoning += f"; and {more} more" if more > 0 else ""
             quote = differences[0]
         elif equal and isinstance(wanted, dict | list):
             reasoning, quote = f"the final {path} equals the expected one", f"{path} as expected"
         else:
-            reasoning, quote = f"expected {path}={wanted!r}; the final state has {actual!r}", f"{path}={actual!r}"
+            reasoning, quote = (
+                f"expected {path}={wanted!r}; the final state has {actual!r}",
+                f"{path}={actual!r}",
+            )
         verdicts.append(
             Verdict(
                 **base,

@@ -109,7 +109,11 @@ def _user_side(
     if isinstance(instructions, str):
         reason, known, unknown, steps = instructions, None, None, ""
     else:
-        reason, known, unknown = instructions.reason_for_call, instructions.known_info, instructions.unknown_info
+        reason, known, unknown = (
+            instructions.reason_for_call,
+            instructions.known_info,
+            instructions.unknown_info,
+        )
         steps = instructions.task_instructions
     persona = task.user_scenario.persona or f"A customer of the {domain} service."
     if unknown:
@@ -123,7 +127,9 @@ def _user_side(
         "facts": [_person(line) for line in _paragraphs(known) + _paragraphs(steps)],
     }
     if scripted:
-        lines = [_person(line) for line in [" ".join(_paragraphs(reason)), " ".join(_paragraphs(known))] if line]
+        lines = [
+            _person(line) for line in [" ".join(_paragraphs(reason)), " ".join(_paragraphs(known))] if line
+        ]
         data["script"] = {
             "intent": f"tau2-{domain}",
             "kind": "assert",
@@ -140,7 +146,8 @@ def _user_side(
 
 def _refuse_unsupported(task: Task) -> None:
     criteria = task.evaluation_criteria
-    if task.user_tools or any(a.requestor != "assistant" for a in (criteria.actions or []) if criteria):
+    actions = (criteria.actions if criteria else None) or []
+    if task.user_tools or any(action.requestor != "assistant" for action in actions):
         raise Unsupported(
             "user-side tools (dual control): tau2's user acts on a simulated device through domain code; "
             "this engine's user tools read the state (docs/environment.md), so the task cannot run as written"
@@ -191,7 +198,9 @@ def _gold_checks(
         notes.append("reward_basis has no DB: the gold actions were replayed but the database is not checked")
     if criteria.communicate_info:
         if "COMMUNICATE" in basis:
-            fields["assertions"] = {"must_contain": [info.replace("|", " ") for info in criteria.communicate_info]}
+            fields["assertions"] = {
+                "must_contain": [info.replace("|", " ") for info in criteria.communicate_info]
+            }
         else:
             notes.append("reward_basis has no COMMUNICATE: communicate_info is not checked")
     if "ACTION" in basis:
@@ -245,5 +254,7 @@ def convert_task(
     if purpose:
         scenario["notes"] = " ".join(str(purpose).split())
     extra = sorted(task.model_extra or {})
-    notes += check_notes + [f"field {name} is not mapped" for name in extra if name not in ("ticket", "annotations")]
+    notes += check_notes + [
+        f"field {name} is not mapped" for name in extra if name not in ("ticket", "annotations")
+    ]
     return Converted(scenario, criteria, notes)

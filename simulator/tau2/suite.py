@@ -49,7 +49,9 @@ def _read_db(path: Path | None) -> dict[str, Any]:
     if path is None:
         raise UserError("--db is required: the domain's database (tau2's db.json) is the environment's state")
     if path.suffix.lower() != ".json":
-        raise UserError(f"--db {path}: only a JSON database is read (tau2's db.json); convert it to JSON first")
+        raise UserError(
+            f"--db {path}: only a JSON database is read (tau2's db.json); convert it to JSON first"
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -87,9 +89,9 @@ def _suite(options: ImportOptions, db: dict[str, Any], tools: dict[str, DomainTo
     }
 
 
-def _convert_all(options: ImportOptions, db: dict[str, Any], tools: dict[str, DomainTool]) -> tuple[
-    dict[str, Converted], dict[str, str]
-]:
+def _convert_all(
+    options: ImportOptions, db: dict[str, Any], tools: dict[str, DomainTool]
+) -> tuple[dict[str, Converted], dict[str, str]]:
     tasks = read_tasks(options.tasks)
     wanted = set(options.task_ids)
     unknown = wanted - {t.id for t in tasks}
@@ -104,7 +106,9 @@ def _convert_all(options: ImportOptions, db: dict[str, Any], tools: dict[str, Do
         except Unsupported as exc:
             skipped[task.id] = str(exc)
     if skipped and not options.skip_unsupported:
-        problems = [Problem(str(options.tasks), reason, None, f"task {tid}") for tid, reason in skipped.items()]
+        problems = [
+            Problem(str(options.tasks), reason, None, f"task {tid}") for tid, reason in skipped.items()
+        ]
         raise UserError(
             f"{len(skipped)} tasks cannot run here as written; choose others with --task, or leave them out "
             "with --skip-unsupported (they are listed in NOTES.md)",

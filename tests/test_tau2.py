@@ -215,3 +215,17 @@ def test_initial_state_and_missing_criteria(tmp_path: Path) -> None:
     assert task0["expected"]["environment"]["reservations"] == reservations  # no gold action: unchanged
     assert "expected" not in _scenario(suite, "3")
     assert "- 3: the task has no evaluation_criteria: nothing is checked" in (suite / "NOTES.md").read_text()
+
+
+def test_a_table_that_differs_is_reported_by_its_differing_fields() -> None:
+    from simulator.judging.tool_checks import state_differences
+
+    wanted = {"A": {"status": None, "pay": [1]}, "B": {"x": 1}}
+    actual = {"A": {"status": "cancelled", "pay": [1, -1]}, "C": {}}
+    assert state_differences(actual, wanted, "reservations") == [
+        "reservations.B is missing",
+        "reservations.C is not expected",
+        "reservations.A.status is 'cancelled', expected None",
+        "reservations.A.pay has 2 items, expected 1",
+    ]
+    assert state_differences(wanted, wanted, "reservations") == []

@@ -344,7 +344,8 @@ def environment_verdicts(
             )
             continue
         equal = _equal(actual, wanted)
-        differences = [] if equal else state_differences(actual, wanted, str(path))
+        containers = isinstance(actual, dict | list) and isinstance(wanted, dict | list)
+        differences = state_differences(actual, wanted, str(path)) if containers and not equal else []
         if differences:  # a mapping or list (a whole table): name where it differs, not all of it
             shown = "; ".join(differences[:_DIFFERENCES_SHOWN])
             more = len(differences) - _DIFFERENCES_SHOWN
@@ -379,7 +380,7 @@ _DIFFERENCES_SHOWN = 5
 
 def state_differences(actual: Any, wanted: Any, path: str) -> list[str]:
     """Where two mappings or lists differ, leaf by leaf (`reservations.EHGLP3.status is 'cancelled', expected
-    None`); empty when neither is a container (a scalar is reported whole)."""
+    None`), compared exactly as `==` compares them; empty when they are equal."""
     if isinstance(actual, dict) and isinstance(wanted, dict):
         out = [f"{path}.{key} is missing" for key in wanted if key not in actual]
         out += [f"{path}.{key} is not expected" for key in actual if key not in wanted]
@@ -395,6 +396,4 @@ def state_differences(actual: Any, wanted: Any, path: str) -> list[str]:
             if got != want:
                 out += state_differences(got, want, f"{path}[{index}]")
         return out
-    if isinstance(actual, dict | list) or isinstance(wanted, dict | list):
-        return [f"{path} is {actual!r}, expected {wanted!r}"]
-    return [f"{path} is {actual!r}, expected {wanted!r}"] if not _equal(actual, wanted) else []
+    return [f"{path} is {actual!r}, expected {wanted!r}"] if actual != wanted else []

@@ -229,3 +229,33 @@ def test_a_table_that_differs_is_reported_by_its_differing_fields() -> None:
         "reservations.A.pay has 2 items, expected 1",
     ]
     assert state_differences(wanted, wanted, "reservations") == []
+
+
+def test_the_airline_tools_act_on_the_database() -> None:
+    from simulator.tau2 import airline
+
+    db = json.loads(DB.read_text())
+    assert airline.calculate(db, "2 * 50 + 12 / 4") == "103.0"
+    with pytest.raises(ValueError, match="only numbers"):
+        airline.calculate(db, "__import__('os')")
+    assert [f["flight_number"] for f in airline.search_direct_flight(db, "PHX", "SEA", "2024-05-17")] == [
+        "HAT156"
+    ]
+    assert airline.search_direct_flight(db, "PHX", "SEA", "2024-05-18") == []
+    assert airline.get_flight_status(db, "HAT156", "2024-05-17") == "available"
+    with pytest.raises(KeyError, match="reservation NOPE00 not found"):
+        airline.get_reservation_details(db, "NOPE00")
+    bags = airline.update_reservation_baggages(db, "JMO1MG", 3, 2, "credit_card_2116")
+    assert bags["payment_history"][-1] == {"payment_id": "credit_card_2116", "amount": 100}
+    db["users"]["anya_garcia_5901"]["payment_methods"]["gift_card_1"] = {
+        "source": "gift_card",
+        "id": "gift_card_1",
+        "amount": 30,
+    }
+    with pytest.raises(ValueError, match="not enough for 50"):
+        airline.update_reservation_baggages(db, "JMO1MG", 4, 3, "gift_card_1")
+    with pytest.raises(ValueError, match="number of passengers cannot change"):
+        airline.update_reservation_passengers(db, "JMO1MG", [])
+    airline.cancel_reservation(db, "JMO1MG")
+    with pytest.raises(ValueError, match="already cancelled"):
+        airline.cancel_reservation(db, "JMO1MG")

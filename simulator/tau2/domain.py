@@ -1,5 +1,5 @@
 """A tau2-bench domain as this engine runs it: tools named as tau2 names them, each a `module:function` over
-the task's database, and which of them change it (the gold actions replayed at conversion time)."""
+the task's database; the same functions replay the gold actions at conversion time and serve the agent."""
 
 from __future__ import annotations
 
@@ -18,13 +18,12 @@ BUILTIN = {"airline": "simulator.tau2.airline"}
 
 
 class DomainTool(StrictModel):
-    """One tool of a domain: its implementation (`module:function`, called as `function(state, **args)`),
-    what the bot is told about it, and whether it may change the database."""
+    """One tool of a domain: its implementation (`module:function`, called as `function(state, **args)`)
+    and what the bot is told about it."""
 
     function: str
     description: str
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-    writes: bool = False
 
 
 def domain_tools(domain: str, module: str | None = None) -> dict[str, DomainTool]:

@@ -259,3 +259,20 @@ def test_the_airline_tools_act_on_the_database() -> None:
     airline.cancel_reservation(db, "JMO1MG")
     with pytest.raises(ValueError, match="already cancelled"):
         airline.cancel_reservation(db, "JMO1MG")
+
+
+def test_a_simulated_user_reveals_the_known_information_when_asked(tmp_path: Path) -> None:
+    suite = _convert(tmp_path / "s", bot="tests._tau2_agents:correct", task_ids=["19"])
+    text = (suite / "suite.yaml").read_text()
+    (suite / "suite.yaml").write_text(text.replace("model: auto", "model: offline"))
+    assert main(["run", str(suite / "suite.yaml"), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    verdicts = _verdicts(tmp_path / "run")
+    assert verdicts[("tau2-airline-19", "environment.reservations")]["result"] == "pass"
+    record = json.loads((tmp_path / "run" / "conversations.jsonl").read_text().splitlines()[0])
+    said = [
+        " ".join(part["text"] for part in turn["parts"] if part["type"] == "text")
+        for turn in record["turns"]
+        if turn["role"] == "user"
+    ]
+    assert "olivia_gonzalez_2305" not in said[0]  # not volunteered in the opening
+    assert any("My user id is olivia_gonzalez_2305." in line for line in said[1:])  # said when asked

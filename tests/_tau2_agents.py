@@ -1,6 +1,7 @@
 """Rule-based airline agents for the tau2 tests: they call the converted suite's tools through the
 environment, as an LLM agent would. `correct` follows the airline policy on the fixture tasks; `wrong` has
-planted faults (cancels what may not be cancelled, never acts on a change it cannot make, miscounts bags)."""
+planted faults (cancels what may not be cancelled, never acts on a change it cannot make, miscounts bags).
+`judge` is a scripted judge for the `test:` provider (`test:tests._tau2_agents:judge`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from simulator.bots import Reply
 from simulator.bots.environment import Environment
+from simulator.testing.fake_judges import JudgeCall, ScriptedJudge
 
 _USER_ID = re.compile(r"\b[a-z]+_[a-z]+_\d{4}\b")
 _RESERVATION = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6}\b")
@@ -80,3 +82,15 @@ def correct(env: Environment | None = None) -> AirlineAgent:
 
 def wrong(env: Environment | None = None) -> AirlineAgent:
     return AirlineAgent(env, faulty=True)
+
+
+def _decide(call: JudgeCall) -> str:
+    """Task 0's natural-language assertion ("Agent should refuse to proceed with the cancellation") passes
+    when the agent said it cannot cancel; the other assertions are left to a real judge."""
+    if call.criterion_id != "tau2-airline-0-nl-1":
+        return "not_applicable"
+    refused = any("cannot be cancelled" in text for who, text in call.messages if who == "bot")
+    return "pass" if refused else "fail"
+
+
+judge = ScriptedJudge(_decide)

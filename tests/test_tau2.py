@@ -276,3 +276,12 @@ def test_a_simulated_user_reveals_the_known_information_when_asked(tmp_path: Pat
     ]
     assert "olivia_gonzalez_2305" not in said[0]  # not volunteered in the opening
     assert any("My user id is olivia_gonzalez_2305." in line for line in said[1:])  # said when asked
+
+
+@pytest.mark.parametrize(("agent", "verdict"), [("correct", "pass"), ("wrong", "fail")])
+def test_natural_language_assertions_are_judged_as_criteria(tmp_path: Path, agent: str, verdict: str) -> None:
+    suite = _convert(tmp_path / "s", scripted=True, bot=f"tests._tau2_agents:{agent}", task_ids=["0"])
+    run = ["run", str(suite / "suite.yaml"), "--out", str(tmp_path / "run"), "--no-progress"]
+    assert main([*run, "--judge-model", "test:tests._tau2_agents:judge"]) == 0
+    judged = _verdicts(tmp_path / "run")[("tau2-airline-0", "tau2-airline-0-nl-1")]
+    assert (judged["result"], judged["severity"], judged["category"]) == (verdict, "major", "tau2")

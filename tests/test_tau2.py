@@ -106,7 +106,7 @@ def test_a_converted_task_runs_offline_and_reports_its_gold_checks(
     rate = report.split("environment.reservations failure rate")[1][:40]
     assert ("2/3" if agent == "wrong" else "0/3") in rate
     # a task has no reference answer: exact match and similarity leave it out rather than count a miss
-    assert "0/0 n/a" in next(line for line in report.splitlines() if "exact match" in line)
+    assert "0/0 n/a" in next(line for line in report.splitlines() if "│ exact match" in line)
 
 
 def test_what_cannot_run_here_is_refused_with_the_reason(

@@ -286,3 +286,30 @@ def test_natural_language_assertions_are_judged_as_criteria(tmp_path: Path, agen
     assert main([*run, "--judge-model", "test:tests._tau2_agents:judge"]) == 0
     judged = _verdicts(tmp_path / "run")[("tau2-airline-0", "tau2-airline-0-nl-1")]
     assert (judged["result"], judged["severity"], judged["category"]) == (verdict, "major", "tau2")
+
+
+def test_action_in_the_reward_basis_requires_each_gold_call(tmp_path: Path) -> None:
+    tasks = json.loads(TASKS.read_text())
+    tasks[2]["evaluation_criteria"]["reward_basis"] = ["DB", "ACTION"]
+    edited = tmp_path / "tasks.json"
+    edited.write_text(json.dumps(tasks))
+    verdicts = {}
+    for agent in ("correct", "wrong"):
+        suite = _convert(
+            tmp_path / agent, tasks=edited, scripted=True, bot=f"tests._tau2_agents:{agent}", task_ids=["19"]
+        )
+        assert _scenario(suite, "19")["tool_checks"] == [
+            {
+                "tool_called": "cancel_reservation",
+                "id": "tool_called.19_0-1",
+                "arguments": {"reservation_id": {"equal": "Z7GOZK"}},
+            }
+        ]
+        assert (
+            main(["run", str(suite / "suite.yaml"), "--out", str(tmp_path / f"run-{agent}"), "--no-progress"])
+            == 0
+        )
+        verdicts[agent] = _verdicts(tmp_path / f"run-{agent}")[("tau2-airline-19", "tool_called.19_0-1")][
+            "result"
+        ]
+    assert verdicts == {"correct": "pass", "wrong": "fail"}

@@ -197,6 +197,8 @@ def _gold_checks(
     elif actions:
         notes.append("reward_basis has no DB: the gold actions were replayed but the database is not checked")
     if criteria.communicate_info:
+        if any("|" in info for info in criteria.communicate_info):
+            notes.append("a `|` in communicate_info is read as a space (here `|` separates alternatives)")
         if "COMMUNICATE" in basis:
             fields["assertions"] = {
                 "must_contain": [info.replace("|", " ") for info in criteria.communicate_info]
@@ -209,7 +211,7 @@ def _gold_checks(
                 "tool_called": action.name,
                 "id": f"tool_called.{action.action_id or action.name}-{n}",
                 "arguments": {
-                    k: v
+                    k: {"equal": v}
                     for k, v in action.arguments.items()
                     if action.compare_args is None or k in action.compare_args
                 },

@@ -35,6 +35,7 @@ EXTENSIONS = [
     "simulator.commands.seal",
     "simulator.commands.propose",
     "simulator.commands.try_change",
+    "simulator.commands.tau2",
 ]
 
 

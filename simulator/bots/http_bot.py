@@ -161,8 +161,11 @@ class HttpBotFactory:
     """One shared HTTP client (connection pool) for every conversation with the bot; with `bot.start`, the
     bot process the suite starts for the run (bots/service.py)."""
 
-    def __init__(self, config: HttpBotConfig, base_dir: Path | None = None) -> None:
+    def __init__(
+        self, config: HttpBotConfig, base_dir: Path | None = None, *, environment: bool = False
+    ) -> None:
         self.config = config
+        self._with_environment = environment  # the suite declares one: its server starts with the bot
         values = placeholder_values(config.start is not None)
         self._values = values  # the same {port} for the version URL
         self.url = fill(config.url, values, "bot.url")
@@ -180,10 +183,20 @@ class HttpBotFactory:
         self._env_server: Any = None  # an EnvironmentServer (bots/env_server.py), for suites with one
 
     async def start(self, log_dir: Path | None = None) -> None:
-        """Start the bot (bot.start) and wait until it is ready, once."""
+        """Start the bot (bot.start) and wait until it is ready, once; in a suite with an environment, its
+        loopback server too, so it listens before the first conversation opens."""
+        if self._with_environment:
+            await self._environment_server().start()
         process = self.process
         if process is not None:
             await self._once.run(lambda: process.start(log_dir))
+
+    def _environment_server(self) -> Any:
+        if self._env_server is None:
+            from simulator.bots.env_server import EnvironmentServer  # aiohttp's server, only when needed
+
+            self._env_server = EnvironmentServer()
+        return self._env_server
 
     async def identify(self) -> dict[str, str]:
         """What the bot answers at `bot.version_url` (JSON `version`, or the text), once it is ready; an
@@ -213,13 +226,10 @@ class HttpBotFactory:
             raise BotError("start", str(exc)) from exc
         env_url, on_close = None, None
         if environment is not None:
-            if self._env_server is None:
-                from simulator.bots.env_server import EnvironmentServer  # aiohttp's server, only when needed
-
-                self._env_server = EnvironmentServer()
-            env_url = await self._env_server.start()
-            self._env_server.register(conversation_id, environment)
-            on_close = self._env_server.forget
+            server = self._environment_server()
+            env_url = await server.start()  # already listening when the run started it; else waits for it
+            server.register(conversation_id, environment)
+            on_close = server.forget
         url = expand_headers({"url": self.url})["url"]  # a `${VAR}` token in the URL, never recorded
         session = HttpSession(
             self._client,
@@ -243,4 +253,4 @@ class HttpBotFactory:
 
 def http_bot_factory(config: HttpBotConfig, suite: Suite, hub: ModelHub) -> HttpBotFactory:
     """The `http` kind's factory (config/bots/__init__.py registers it)."""
-    return HttpBotFactory(config, suite.base_dir)
+    return HttpBotFactory(config, suite.base_dir, environment=suite.environment is not None)

@@ -79,7 +79,9 @@ def slow_listen(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(web.TCPSite, "start", slow_start)
 
 
-def test_conversations_opened_while_the_server_starts_all_get_its_url(bot_url: str, slow_listen: None) -> None:
+def test_conversations_opened_while_the_server_starts_all_get_its_url(
+    bot_url: str, slow_listen: None
+) -> None:
     """Four conversations open at once on a factory whose server is not yet listening (no `start` call,
     as a worker that opens first would): each waits for it and calls its tool."""
     scenario = Scenario.model_validate({"id": "s", "persona": "p", "goal": "g"})
@@ -90,7 +92,10 @@ def test_conversations_opened_while_the_server_starts_all_get_its_url(bot_url: s
             return await asyncio.gather(
                 *(
                     run_conversation(
-                        ConversationPlan(scenario, n), lambda p, a: OfflineUser(scenario), bots, environment=SPEC
+                        ConversationPlan(scenario, n),
+                        lambda p, a: OfflineUser(scenario),
+                        bots,
+                        environment=SPEC,
                     )
                     for n in range(4)
                 )
@@ -110,6 +115,7 @@ def test_a_run_starts_the_server_before_any_conversation(
 ) -> None:
     """Through the engine, concurrency 4: the adapter's `start` (called before the first conversation)
     brings the server up, and every conversation's tool call is recorded."""
+    from simulator.config.factors import suite_scenarios
     from simulator.config.suite import load_suite
     from simulator.engine.runner import RunOptions, run_suite
     from simulator.record.folder import RunFolder
@@ -133,11 +139,11 @@ environment:
         encoding="utf-8",
     )
     suite = load_suite(suite_file)
-    from simulator.config.factors import suite_scenarios
-
-    result = asyncio.run(run_suite(suite, suite_scenarios(suite), RunOptions(out=tmp_path / "run", progress=False)))
+    result = asyncio.run(
+        run_suite(suite, suite_scenarios(suite), RunOptions(out=tmp_path / "run", progress=False))
+    )
     records = list(RunFolder.open(tmp_path / "run").conversations())
-    assert len(records) == 4 and len(_BookingBot.seen) == 4
+    assert result.errors == 0 and len(records) == 4 and len(_BookingBot.seen) == 4
     assert all(url.startswith("http://127.0.0.1:") for url in _BookingBot.seen)
     for record in records:
         calls = [p for t in record.turns for p in t.parts if isinstance(p, ToolCallPart)]

@@ -17,7 +17,7 @@ from simulator.bots.environment import make_environment
 from simulator.config.suite import load_suite
 from simulator.record.parts import ToolCallPart
 from simulator.testing import FakeCall, FakeLLMServer, FakeReply
-from tests.bots.pydantic_ai_agent_bot import AgentBot, serve
+from tests.bots.pydantic_ai_agent_bot import AgentBot, AgentEndpoint, serve
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "examples" / "clinic_env" / "scenarios" / "registered-urgent-fever.yaml"
@@ -136,3 +136,40 @@ async def test_the_mcp_server_serves_each_conversation_its_own_world(monkeypatch
     assert first.calls[1].error is not None and first.final_state()["appointments"][0]["urgency"] == "routine"
     assert second.calls == [] and second.final_state()["appointments"] == []
     assert missing.status_code == 404
+
+
+async def test_a_pydantic_ai_agent_behind_openai_endpoint_acts_on_the_world(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent served as an OpenAI-compatible model with the caller's tools as external tools: the engine's
+    `openai_endpoint` adapter runs the calls the agent returns against the world and resumes it."""
+    from simulator.config.factors import suite_scenarios
+    from simulator.engine.runner import RunOptions, run_suite
+    from simulator.record.folder import RunFolder
+
+    monkeypatch.chdir(ROOT)
+    text = (ROOT / "examples" / "clinic_env" / "suite.yaml").read_text(encoding="utf-8")
+    head, rest = text.split("bot:\n", 1)
+    head = head.replace('paths: ["scenarios"]', f'paths: ["{SCENARIO}"]')
+    path = tmp_path / "suite.yaml"
+    async with (
+        FakeLLMServer(responder=agent_model) as fake,
+        serve(AgentEndpoint(fake.openai_base_url, "careful")) as base_url,
+    ):
+        bot = f"bot:\n  type: openai_endpoint\n  base_url: {base_url}\n  model: clinic-agent\n"
+        path.write_text(head + bot + "user:\n" + rest.split("user:\n", 1)[1], encoding="utf-8")
+        suite = load_suite(path)
+        result = await run_suite(
+            suite, suite_scenarios(suite), RunOptions(out=tmp_path / "run", progress=False)
+        )
+    assert result.errors == 0
+    folder = RunFolder.open(tmp_path / "run")
+    [record] = list(folder.conversations())
+    calls = [p for t in record.turns for p in t.parts if isinstance(p, ToolCallPart) and p.side == "bot"]
+    assert [c.name for c in calls] == ["lookup_patient", "book_appointment"]
+    assert calls[1].arguments == {"patient_id": "P002", "service": "GP", "urgency": "urgent"}
+    assert record.environment_state["appointments"][0]["urgency"] == "urgent"
+    verdicts = {v.criterion_id: v.result for v in folder.verdicts()}
+    assert verdicts["environment.appointments[0].urgency"] == "pass" and verdicts["claim.booked"] == "pass"
+    # The agent's own model saw the world's answers: the booking's result came back to it as a tool return.
+    assert any("A001" in m.content for call in fake.calls for m in call.messages)

@@ -5,6 +5,8 @@ completion is a bot error naming the rule. Through the real `openai` SDK and the
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +102,22 @@ async def test_two_model_servers_compare_on_the_same_world_and_final_state_check
     assert verdicts["hasty-ft"]["environment.appointments[0].patient_id"] == "pass"
 
 
+@asynccontextmanager
+async def _serving(handler: Any) -> AsyncIterator[str]:
+    """A model server on 127.0.0.1 answering every chat request with `handler`; yields its /v1 base URL."""
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        await runner.cleanup()
+
+
 def _endpoint(base_url: str, tmp_path: Path, **config: Any) -> OpenAIEndpointFactory:
     settings: dict[str, Any] = {
         "tools": [{"name": "record_decision", "parameters": {"type": "object"}}],
@@ -152,22 +170,56 @@ async def test_a_200_answer_in_html_is_a_bot_error_naming_what_was_wrong(tmp_pat
     async def page(request: web.Request) -> web.Response:
         return web.Response(text="<html><body>Please sign in</body></html>", content_type="text/html")
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", page)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        factory = _endpoint(f"http://127.0.0.1:{port}/v1", tmp_path)
+    async with _serving(page) as base_url:
+        factory = _endpoint(base_url, tmp_path)
         session = await factory.open("run/x#0/1")
         with pytest.raises(BotError) as caught:
             await session.send("hello", 0)
         await factory.aclose()
-    finally:
-        await runner.cleanup()
     assert caught.value.kind == "invalid_reply"
     message = str(caught.value)
     assert "not a chat completion" in message and "JSON object with `choices`" in message
     assert "Please sign in" in message and "AttributeError" not in message
+
+
+@pytest.mark.parametrize(
+    ("body", "rule"),
+    [
+        ({}, "`choices` must be a non-empty list"),
+        ({"choices": "x"}, "`choices` must be a non-empty list"),
+        ({"choices": [{}]}, "`choices[0].message` must be an object"),
+        ({"choices": [{"message": {"content": 3}}]}, "`choices[0].message.content` must be a string or null"),
+        ({"choices": [{"message": {"tool_calls": "x"}}]}, "`choices[0].message.tool_calls` must be a list"),
+        ({"choices": [{"message": {"tool_calls": [{"id": "a"}]}}]}, "`tool_calls[0].function.name`"),
+        (
+            {
+                "choices": [
+                    {"message": {"tool_calls": [{"id": "a", "function": {"name": "t", "arguments": {}}}]}}
+                ]
+            },
+            "`tool_calls[0].function.arguments` must be a string (JSON text)",
+        ),
+        ({"choices": [{"message": {"content": "hi"}}], "usage": "x"}, "`usage` must be an object"),
+        ([1, 2], "not a chat completion"),
+    ],
+)
+@pytest.mark.parametrize("in_world", [False, True])
+async def test_a_malformed_answer_is_a_bot_error_naming_the_rule(
+    tmp_path: Path, body: Any, rule: str, in_world: bool
+) -> None:
+    """Every shape the adapter reads is checked before it is read (the SDK builds objects from any JSON),
+    with and without an environment; no AttributeError reaches the engine."""
+    from simulator.bots.environment import make_environment
+    from simulator.config.environment import EnvironmentSpec
+
+    async def answer(request: web.Request) -> web.Response:
+        return web.json_response(body)
+
+    spec = EnvironmentSpec.model_validate({"tools": {"t": {"responses": [{"when": {}, "result": 1}]}}})
+    async with _serving(answer) as base_url:
+        factory = _endpoint(base_url, tmp_path)
+        session = await factory.open("c", make_environment(spec, {}, "c") if in_world else None)
+        with pytest.raises(BotError) as caught:
+            await session.send("hello", 0)
+        await factory.aclose()
+    assert caught.value.kind == "invalid_reply" and rule in str(caught.value)

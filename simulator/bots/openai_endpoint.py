@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import openai
+from openai.types import CompletionUsage
 from openai.types.chat import ChatCompletion
 
 from simulator.bots.base import BotError, BotReply
@@ -60,19 +61,48 @@ def _arguments(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_value": value}
 
 
+def _broken_rule(response: Any) -> str | None:
+    """The chat API rule the answer breaks, for the fields this adapter reads (the SDK builds its objects
+    from any JSON without checking them, so a wrong shape would surface later as an AttributeError)."""
+    choices = response.choices
+    if not isinstance(choices, list) or not choices:
+        return "`choices` must be a non-empty list"
+    message = getattr(choices[0], "message", None)
+    if message is None or not hasattr(message, "content"):
+        return "`choices[0].message` must be an object"
+    if message.content is not None and not isinstance(message.content, str):
+        return "`choices[0].message.content` must be a string or null"
+    calls = message.tool_calls
+    if calls is not None and not isinstance(calls, list):
+        return "`choices[0].message.tool_calls` must be a list"
+    for n, call in enumerate(calls or []):
+        function = getattr(call, "function", None)
+        if not isinstance(getattr(function, "name", None), str) or not function.name:
+            return f"`tool_calls[{n}].function.name` must be a non-empty string"
+        if not isinstance(getattr(function, "arguments", None), str):
+            return f"`tool_calls[{n}].function.arguments` must be a string (JSON text)"
+    usage = response.usage
+    counts = [getattr(usage, key, None) for key in ("prompt_tokens", "completion_tokens")]
+    if usage is not None and (
+        not isinstance(usage, CompletionUsage)
+        or not all(count is None or isinstance(count, int) for count in counts)
+    ):
+        return "`usage` must be an object whose `prompt_tokens` and `completion_tokens` are integers"
+    return None
+
+
 def _first_message(response: Any) -> Any:
-    if not response.choices:
-        raise BotError(
-            "invalid_reply", "the model server answered with no choices (the chat API's `choices`)"
-        )
     return response.choices[0].message
 
 
 def _usage(response: Any) -> Usage:
-    if response.usage is None:
+    usage = response.usage
+    if usage is None:
         return Usage()
     return Usage(
-        input_tokens=response.usage.prompt_tokens, output_tokens=response.usage.completion_tokens, calls=1
+        input_tokens=getattr(usage, "prompt_tokens", None) or 0,
+        output_tokens=getattr(usage, "completion_tokens", None) or 0,
+        calls=1,
     )
 
 
@@ -157,6 +187,9 @@ class OpenAIEndpointSession:
                 f"the model server answered {self._factory.base_url}/chat/completions with something that is "
                 f"not a chat completion (the OpenAI chat API answers a JSON object with `choices`): {shown!r}",
             )
+        rule = _broken_rule(answer)
+        if rule is not None:
+            raise BotError("invalid_reply", f"the model server's answer breaks the OpenAI chat API: {rule}")
         return answer
 
     def _tool_part(self, call: Any) -> tuple[ToolCallPart, dict[str, Any]]:

@@ -77,7 +77,8 @@ def _broken_rule(response: Any) -> str | None:
         return "`choices[0].message.tool_calls` must be a list"
     for n, call in enumerate(calls or []):
         function = getattr(call, "function", None)
-        if not isinstance(getattr(function, "name", None), str) or not function.name:
+        name = getattr(function, "name", None)
+        if not isinstance(name, str) or not name:
             return f"`tool_calls[{n}].function.name` must be a non-empty string"
         if not isinstance(getattr(function, "arguments", None), str):
             return f"`tool_calls[{n}].function.arguments` must be a string (JSON text)"

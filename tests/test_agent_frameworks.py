@@ -173,3 +173,15 @@ async def test_a_pydantic_ai_agent_behind_openai_endpoint_acts_on_the_world(
     assert verdicts["environment.appointments[0].urgency"] == "pass" and verdicts["claim.booked"] == "pass"
     # The agent's own model saw the world's answers: the booking's result came back to it as a tool return.
     assert any("A001" in m.content for call in fake.calls for m in call.messages)
+
+
+def test_environment_mcp_without_an_environment_is_refused_naming_the_field(tmp_path: Path) -> None:
+    from simulator.errors import UserError
+
+    path = tmp_path / "suite.yaml"
+    path.write_text("name: x\nbot:\n  type: http\n  url: http://127.0.0.1:9/chat\n  environment_mcp: true\n")
+    with pytest.raises(UserError) as caught:
+        load_suite(path)
+    rendered = str(caught.value) + " ".join(str(p) for p in getattr(caught.value, "problems", []))
+    assert "bot.environment_mcp" in rendered and "add an `environment:`" in rendered
+    assert ":5" in rendered  # the line of the field

@@ -476,6 +476,16 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
                     "environment",
                 )
             )
+    if suite is not None and suite.environment is None and getattr(suite.bot, "environment_mcp", False):
+        problems.append(
+            Problem(
+                str(path),
+                "bot.environment_mcp serves the suite's environment over MCP, and this suite has none: "
+                "add an `environment:` or remove environment_mcp",
+                source.line_of(("bot", "environment_mcp")),
+                "bot.environment_mcp",
+            )
+        )
     if suite is None or problems:
         raise UserError("invalid suite file", problems)
     suite._base_dir = path.parent.resolve()

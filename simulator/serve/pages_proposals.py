@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from simulator.config.yamlfile import YAMLProblem, parse_yaml
 from simulator.errors import UserError
 from simulator.loop.markdown import proposal_diff
 from simulator.loop.proposal import Proposal, load_proposal
@@ -95,9 +95,9 @@ def _edited(text: str, original: str) -> tuple[str | None, list[str]]:
     if text.replace("\r\n", "\n").strip() == original.strip():
         return None, []
     try:
-        Proposal.model_validate(yaml.safe_load(text))
-    except yaml.YAMLError as exc:
-        return text, [f"the edited proposal is not YAML: {exc}"]
+        Proposal.model_validate(parse_yaml(text, Path("proposal.yaml")).data)
+    except YAMLProblem as exc:
+        return text, [f"the edited proposal: {exc.problem.message}"]
     except ValidationError as exc:
         return text, [
             f"{'.'.join(map(str, e['loc'])) or 'the proposal'}: {e['msg']}" for e in exc.errors()[:8]

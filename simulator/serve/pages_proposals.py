@@ -97,7 +97,8 @@ def _edited(text: str, original: str) -> tuple[str | None, list[str]]:
     try:
         Proposal.model_validate(parse_yaml(text, Path("proposal.yaml")).data)
     except YAMLProblem as exc:
-        return text, [f"the edited proposal: {exc.problem.message}"]
+        line = f" (line {exc.problem.line})" if exc.problem.line else ""
+        return text, [f"the edited proposal{line}: {exc.problem.message}"]
     except ValidationError as exc:
         return text, [
             f"{'.'.join(map(str, e['loc'])) or 'the proposal'}: {e['msg']}" for e in exc.errors()[:8]

@@ -21,6 +21,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.errors",
         "simulator.diskerrors",
         "simulator.safefiles",
+        "simulator.jsonbounds",
         "simulator.importing",
         "simulator.eventloop",
         "simulator.models",

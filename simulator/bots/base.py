@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from simulator.jsonbounds import JSONRefused, check_depth
 from simulator.record.parts import Part, PickPart, TextPart, parts_adapter
 from simulator.record.transcript import Usage, repair_text
 
@@ -76,6 +77,10 @@ def parts_from_json(value: Any, where: str) -> list[Part]:
     one is a BotError naming the part and the field."""
     if not isinstance(value, list | tuple):
         raise BotError("invalid_reply", f"{where} must be a list of parts")
+    try:
+        check_depth(value, where)  # deep or self-containing parts end here, not in a RecursionError
+    except JSONRefused as exc:
+        raise BotError("invalid_reply", str(exc)) from None
     items = [item.model_dump() if isinstance(item, BaseModel) else item for item in value]
     items = [{"type": "text", "text": item} if isinstance(item, str) else item for item in items]
     items = repair_text(items)  # a lone surrogate is stored as U+FFFD, never refused

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from simulator.errors import UserError
 from simulator.jsonbounds import JSONRefused, check_depth
 from simulator.record.parts import Part, PickPart, TextPart, parts_adapter
 from simulator.record.transcript import Usage, repair_text
@@ -24,6 +25,33 @@ class Reply:
     closed: bool = False
     state: dict[str, Any] | None = None
     parts: list[Any] | None = None
+
+    def __post_init__(self) -> None:
+        """Checked where it is built, so `Reply(None)` is one UserError line naming the field, not a
+        TypeError later in the engine."""
+        if isinstance(self.messages, str):
+            raise UserError(
+                f"simulator.Reply: field 'messages' is a list of strings: Reply([{self.messages!r}])"
+            )
+        if not isinstance(self.messages, list | tuple) or not all(isinstance(m, str) for m in self.messages):
+            raise UserError(
+                f"simulator.Reply: field 'messages' must be a list of strings, not {_shown(self.messages)}"
+            )
+        for name in ("handed_over", "closed"):
+            if not isinstance(getattr(self, name), bool):
+                raise UserError(f"simulator.Reply: field '{name}' must be True or False")
+        if self.state is not None and not isinstance(self.state, dict):
+            raise UserError(
+                f"simulator.Reply: field 'state' must be a dict or None, not {_shown(self.state)}"
+            )
+        if self.parts is not None and not isinstance(self.parts, list | tuple):
+            raise UserError(
+                f"simulator.Reply: field 'parts' must be a list of parts, not {_shown(self.parts)}"
+            )
+
+
+def _shown(value: Any) -> str:
+    return "None" if value is None else type(value).__name__
 
 
 @dataclass

@@ -18,7 +18,7 @@ from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.script import Script
 from simulator.config.tool_checks import ToolCheck, parse_state_path
 from simulator.errors import UserError
-from simulator.models import StrictModel
+from simulator.models import BuiltModel, StrictModel
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 # Facts are a list of strings or one paragraph (split into sentences): the editor schema allows both.
@@ -72,7 +72,7 @@ class UserMedia(StrictModel):
         return self
 
 
-class Scenario(FileDocument):
+class Scenario(BuiltModel, FileDocument):
     """One simulated conversation to run: who the user is, what they want, what they know."""
 
     id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[^\s#]+$")]

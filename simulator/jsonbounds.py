@@ -26,11 +26,16 @@ class JSONRefused(ValueError):
     """JSON refused at a door; the message names what was read and why, in one line."""
 
 
-def check_depth(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH) -> None:
-    """JSONRefused when `value` nests objects/arrays deeper than `max_depth`, or contains itself (a cycle is
-    infinitely deep, and can never be written as JSON). Level by level, without recursion; a value shared
-    within a level is visited once, so shared references cannot make the walk exponential."""
+def check_depth(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH, max_bytes: int | None = None) -> None:
+    """JSONRefused when `value` nests objects/arrays deeper than `max_depth`, contains itself (a cycle is
+    infinitely deep, and can never be written as JSON), or, with `max_bytes`, would be larger than that as
+    JSON (counted while walking: a 10^7-element list stops at the cap, not after it is written). Level by
+    level, without recursion; a value shared within a level is visited once, so shared references cannot
+    make the walk exponential (its size counts once per level: a lower bound, as the cap needs)."""
     level: list[Any] = [value] if isinstance(value, (dict, list, tuple)) else []
+    size = _scalar_size(value) if not level else 0
+    if max_bytes is not None and size > max_bytes:
+        raise JSONRefused(f"{what} is larger than {max_bytes:,} bytes as JSON; keep it smaller")
     depth = 0
     while level:
         depth += 1
@@ -44,9 +49,25 @@ def check_depth(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH) -> None:
             if id(container) in seen:
                 continue
             seen.add(id(container))
-            items = container.values() if isinstance(container, dict) else container
-            below.extend(item for item in items if isinstance(item, (dict, list, tuple)))
+            if isinstance(container, dict):
+                items: Any = container.values()
+                size += 2 + sum(len(str(key)) + 4 for key in container)
+            else:
+                items = container
+                size += 2
+            for item in items:
+                if isinstance(item, (dict, list, tuple)):
+                    below.append(item)
+                    size += 1
+                else:
+                    size += _scalar_size(item)
+                if max_bytes is not None and size > max_bytes:
+                    raise JSONRefused(f"{what} is larger than {max_bytes:,} bytes as JSON; keep it smaller")
         level = below
+
+
+def _scalar_size(value: Any) -> int:
+    return len(value) + 3 if isinstance(value, str | bytes) else 8
 
 
 def loads_bounded(

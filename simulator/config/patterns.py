@@ -19,8 +19,15 @@ import regex
 
 from simulator.errors import UserError
 
-# The longest one match may take. A sane pattern over a long reply takes microseconds.
+# The longest one scan may take: a sane pattern over a long reply takes microseconds. Long texts get more
+# (PER_MB_S a megabyte), so a linear pattern over a large import never hits the limit on a busy machine.
 MATCH_TIMEOUT_S = 1.0
+PER_MB_S = 2.0
+
+
+def time_limit(text: str) -> float:
+    """The time limit of one scan of `text`."""
+    return MATCH_TIMEOUT_S + PER_MB_S * len(text) / 1_000_000
 
 
 class PatternTimeout(UserError):
@@ -28,8 +35,9 @@ class PatternTimeout(UserError):
     verdict naming it; anywhere else it is the one-line error of a user mistake."""
 
     def __init__(self, pattern: str, field: str, size: int) -> None:
+        limit = MATCH_TIMEOUT_S + PER_MB_S * size / 1_000_000
         super().__init__(
-            f"{field} `{pattern}` took more than {MATCH_TIMEOUT_S:g} s on {size:,} characters and was stopped; "
+            f"{field} `{pattern}` took more than {limit:.3g} s on {size:,} characters and was stopped; "
             "simplify it (nested repetition such as (a+)+ backtracks exponentially)"
         )
         self.pattern = pattern
@@ -46,20 +54,20 @@ class UserPattern:
 
     def search(self, text: str) -> Any:
         try:
-            return self._compiled.search(text, timeout=MATCH_TIMEOUT_S)
+            return self._compiled.search(text, timeout=time_limit(text))
         except TimeoutError:
             raise PatternTimeout(self.pattern, self.field, len(text)) from None
 
     def finditer(self, text: str) -> list[Any]:
         """Every match, found within the time limit (a list: the limit covers the whole scan)."""
         try:
-            return list(self._compiled.finditer(text, timeout=MATCH_TIMEOUT_S))
+            return list(self._compiled.finditer(text, timeout=time_limit(text)))
         except TimeoutError:
             raise PatternTimeout(self.pattern, self.field, len(text)) from None
 
     def sub(self, replace: str | Callable[[Any], str], text: str) -> str:
         try:
-            result: str = self._compiled.sub(replace, text, timeout=MATCH_TIMEOUT_S)
+            result: str = self._compiled.sub(replace, text, timeout=time_limit(text))
         except TimeoutError:
             raise PatternTimeout(self.pattern, self.field, len(text)) from None
         return result

@@ -26,6 +26,7 @@ from simulator.errors import UserError
 from simulator.loop.markdown import proposal_diff
 from simulator.loop.proposal import Proposal, load_proposal
 from simulator.loop.reviews import ProposalReview, append_review, latest_review
+from simulator.names import person_name
 from simulator.record.hashing import sha256_file
 from simulator.serve.config import child_folder
 from simulator.serve.render import page
@@ -117,6 +118,7 @@ async def decide(request: Request) -> Response:
         raise UserError("choose accept or reject")
     if not reviewer:
         raise UserError("write your name as the reviewer before deciding")
+    reviewer = person_name(reviewer, "reviewer")
     original = path.read_text(encoding="utf-8")
     edited, problems = _edited(fields.get("yaml", original), original)
     if problems:

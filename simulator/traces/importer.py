@@ -129,6 +129,13 @@ def import_source(options: ImportOptions) -> ImportSummary:
     now = datetime.now(UTC)
     records, entries, skipped = _convert(parsed, redactor, options, now)
     problems = [SkippedRecord(p.file, p.line, redactor.text(p.reason)) for p in parsed.problems]
+    if not records:  # nothing to write: a folder of no conversations would pass for an import
+        first = f"; the first: {problems[0]}" if problems else ""
+        raise UserError(
+            f"{options.source}: no conversations to import ({parsed.records} {fmt} records, "
+            f"{len(problems)} malformed, {len(skipped)} conversations skipped{first}); nothing was written. "
+            "Check the file (and --format, --conversation-key)"
+        )
     bots = sorted({r.bot for r in records}) or ["unknown"]
     manifest = Manifest(
         kind="imported",

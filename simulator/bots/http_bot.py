@@ -93,6 +93,12 @@ class HttpSession:
         shown = redact(content[:400].decode("utf-8", "replace"))
         if status >= 400:
             raise BotError("http_status", f"the bot answered HTTP {status}: {shown[:200]}")
+        if 300 <= status < 400:  # not followed: a POST redirected could lose its body, or leave the host
+            raise BotError(
+                "http_status",
+                f"the bot answered HTTP {status}, a redirect, which is not followed; set bot.url to the address "
+                "it redirects to",
+            )
         try:
             data = loads_bounded(content, "the bot's answer")
         except JSONRefused as exc:

@@ -357,7 +357,7 @@ def load_model_file(path: Path, model: type[M], *, title: str, missing: str, sha
 
     `missing` is the message when the file is not there; `shape`, when given, is the message for a file
     that is not a mapping (without it an empty file counts as an empty mapping: every default)."""
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # a folder, FIFO or link loop is read, and refused so
         raise UserError(missing)
     try:
         source = load_yaml(path)

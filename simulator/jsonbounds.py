@@ -85,10 +85,9 @@ def loads_bounded(
         raise JSONRefused(f"{what} is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except RecursionError:
         raise JSONRefused(f"{what} is nested more than {max_depth} levels deep; flatten it") from None
-    if (
-        text.count(b"[" if isinstance(text, bytes) else "[")
-        + text.count(b"{" if isinstance(text, bytes) else "{")
-        > max_depth
-    ):  # fewer brackets than the bound cannot nest past it: no walk needed
+    brackets = (
+        text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
+    )
+    if brackets > max_depth:  # fewer brackets than the bound cannot nest past it: no walk needed
         check_depth(value, what, max_depth)
     return value

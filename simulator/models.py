@@ -11,7 +11,7 @@ from __future__ import annotations
 __all__ = ["AnswerModel", "BuiltModel", "ResultModel", "StrictModel"]
 
 import difflib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic._internal._model_construction import ModelMetaclass
@@ -44,13 +44,21 @@ class _BuiltMeta(ModelMetaclass):
         try:
             return super().__call__(*args, **kwargs)
         except ValidationError as exc:
-            raise UserError(built_model_error(cls, exc)) from None
+            raise UserError(built_model_error(cls, exc)) from None  # type: ignore[arg-type]
 
 
-class BuiltModel(StrictModel, metaclass=_BuiltMeta):
-    """A StrictModel whose constructor speaks the API's error shape: `Suite(runs='x')` raises UserError
-    "simulator.Suite: field 'runs': ...", one line, never pydantic's multi-line ValidationError. Files are
-    read with `model_validate` (config/yamlfile.py gives file:line problems), which this does not touch."""
+if TYPE_CHECKING:  # mypy sees a plain model, so the pydantic plugin still checks each one's fields
+
+    class BuiltModel(StrictModel):
+        pass
+
+else:
+
+    class BuiltModel(StrictModel, metaclass=_BuiltMeta):
+        """A StrictModel whose constructor speaks the API's error shape: `Suite(runs='x')` raises UserError
+        "simulator.Suite: field 'runs': ...", one line, never pydantic's multi-line ValidationError. Files
+        are read with `model_validate` (config/yamlfile.py gives file:line problems), which this does not
+        touch."""
 
 
 def built_model_error(model: type[BaseModel], exc: ValidationError) -> str:

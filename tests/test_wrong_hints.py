@@ -84,3 +84,21 @@ async def test_a_bot_answering_a_redirect_is_told_so(status: int) -> None:
             with pytest.raises(BotError) as caught:
                 await session.send("hello", 1)
     assert f"HTTP {status}, a redirect" in str(caught.value) and "not JSON" not in str(caught.value)
+
+
+KMSG = Path("/proc/kmsg")
+
+
+@pytest.mark.skipif(not os.access(KMSG, os.R_OK), reason="needs a readable /proc/kmsg (Linux, as root)")
+@pytest.mark.parametrize("command", ["validate", "import"])
+def test_a_kernel_file_that_waits_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """/proc/kmsg says it is a regular file and then waits for the kernel: it is read without blocking."""
+    from simulator.cli import main
+
+    link = tmp_path / ("scenario.yaml" if command == "validate" else "export.jsonl")
+    link.symlink_to(KMSG)
+    argv = [command, str(link)] + (["--out", str(tmp_path / "out")] if command == "import" else [])
+    assert main(argv) == 2
+    assert "waits for data" in capsys.readouterr().err

@@ -252,3 +252,28 @@ def test_sys_exit_in_user_code_never_ends_the_run(
             calls = [p for t in record.turns for p in t.parts if getattr(p, "type", "") == "tool_call"]
             assert [c.name for c in calls] == ["exits", "cycle"]
             assert all(c.error for c in calls) and record.environment_state == {"kept": True}
+
+
+def test_the_writer_refuses_a_record_its_reader_would_refuse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Class 9: what `report` would call "not a file simulator wrote" is never written."""
+    from datetime import UTC, datetime
+
+    from simulator.errors import UserError
+    from simulator.record.folder import dump_line, read_jsonl
+    from simulator.record.models import ConversationRecord
+
+    now = datetime.now(UTC)
+    record = ConversationRecord(
+        id="s#0", scenario_id="s", repeat=0, stop_reason="user_done", turns=[], started_at=now, ended_at=now,
+        environment_state={"blob": "é" * 6_000},
+    )  # fmt: skip
+    monkeypatch.setattr("simulator.record.folder.MAX_RECORD_BYTES", 10_000)
+    with pytest.raises(UserError, match=r"s#0: a record of .* over the 0.01 MB a reader takes"):
+        dump_line(record)  # 6,000 characters, 12,000 bytes: counted in bytes, as the reader counts
+    record.environment_state = {"blob": "é" * 1_000}
+    line = dump_line(record)
+    path = tmp_path / "conversations.jsonl"
+    path.write_text(line, encoding="utf-8")
+    assert [r.id for r in read_jsonl(path, ConversationRecord)] == ["s#0"]

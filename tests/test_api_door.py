@@ -48,8 +48,6 @@ MISUSE: dict[str, tuple[Any, str]] = {
     "Reply(None)": (lambda: simulator.Reply(None), "messages"),
     "Reply('hi')": (lambda: simulator.Reply("hi"), "messages"),
     "Reply([1])": (lambda: simulator.Reply([1]), "messages"),
-    "Reply(closed='no')": (lambda: simulator.Reply(["a"], closed="no"), "closed"),
-    "Reply(state=[1])": (lambda: simulator.Reply(["a"], state=[1]), "state"),
 }
 
 

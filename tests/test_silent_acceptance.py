@@ -92,3 +92,32 @@ def test_validate_on_a_folder_with_nothing_to_check_says_so(
         (folder / "notes.txt").write_text("id: a\n")
     assert main(["validate", str(folder)]) == 2
     assert "nothing to validate" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("expected", "phrase"),
+    [
+        ("{closed: 'yes'}", "expected.closed is true or false"),
+        ("{handover: 1}", "expected.handover is true or false"),
+        ("{closed: 'true'}", "expected.closed is true or false"),
+        ("{stop_reason: finished}", "expected.stop_reason 'finished': one of"),
+    ],
+)
+def test_an_ending_expected_in_the_wrong_form_is_refused(tmp_path: Path, expected: str, phrase: str) -> None:
+    from simulator.config.loading import load_scenarios
+
+    path = tmp_path / "s.yaml"
+    path.write_text(f"id: a\npersona: p\ngoal: g\nexpected: {expected}\n")
+    with pytest.raises(UserError) as caught:
+        load_scenarios([path])
+    assert phrase in caught.value.render() and f"{path}:" in caught.value.render()
+
+
+def test_the_ending_names_match_the_record_and_the_checks() -> None:
+    from typing import get_args
+
+    from simulator.config.scenario import ENDING_FLAGS, STOP_REASONS
+    from simulator.judging.code_checks import STOP_KEYS
+    from simulator.record.models import StopReason
+
+    assert set(STOP_REASONS) == set(get_args(StopReason)) and set(ENDING_FLAGS) == set(STOP_KEYS)

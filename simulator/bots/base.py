@@ -37,13 +37,8 @@ class Reply:
             raise UserError(
                 f"simulator.Reply: field 'messages' must be a list of strings, not {_shown(self.messages)}"
             )
-        for name in ("handed_over", "closed"):
-            if not isinstance(getattr(self, name), bool):
-                raise UserError(f"simulator.Reply: field '{name}' must be True or False")
-        if self.state is not None and not isinstance(self.state, dict):
-            raise UserError(
-                f"simulator.Reply: field 'state' must be a dict or None, not {_shown(self.state)}"
-            )
+        # The flags and the state are checked where every adapter's are (bots/reply_check.py): a bad one is
+        # the bot's `invalid_reply` error naming the field, as it is for an HTTP bot.
         if self.parts is not None and not isinstance(self.parts, list | tuple):
             raise UserError(
                 f"simulator.Reply: field 'parts' must be a list of parts, not {_shown(self.parts)}"

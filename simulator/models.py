@@ -2,13 +2,21 @@
 `StrictModel` for what people write and what the record stores (unknown fields are an error),
 `ResultModel` for analysis and report results (also: the JSON schema lists every field as present,
 defaults included, so `docs/report-schema.json` says what a reader gets), and `AnswerModel` for what a
-model answers in a schema it was given (a judge's verdict, an audit)."""
+model answers in a schema it was given (a judge's verdict, an audit). `BuiltModel` is a `StrictModel` people
+also build in Python (`simulator.Suite(...)`, `simulator.Scenario(...)`): a mistake in what was passed is
+one `UserError` line naming the field, as the rest of the Python API's door (api/door.py)."""
 
 from __future__ import annotations
 
-__all__ = ["AnswerModel", "ResultModel", "StrictModel"]
+__all__ = ["AnswerModel", "BuiltModel", "ResultModel", "StrictModel"]
 
-from pydantic import BaseModel, ConfigDict
+import difflib
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic._internal._model_construction import ModelMetaclass
+
+from simulator.errors import UserError
 
 
 class StrictModel(BaseModel):
@@ -26,3 +34,49 @@ class AnswerModel(BaseModel):
     model's extra words are no mistake of the person running the suite; the fields asked for are checked)."""
 
     model_config = ConfigDict(extra="ignore")
+
+
+class _BuiltMeta(ModelMetaclass):
+    """Wraps the class call (`Suite(...)`) only: `model_validate`, which every file reader uses (and which
+    runs a custom `__init__` too), keeps pydantic's ValidationError for its file:line problems."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except ValidationError as exc:
+            raise UserError(built_model_error(cls, exc)) from None  # type: ignore[arg-type]
+
+
+if TYPE_CHECKING:  # mypy sees a plain model, so the pydantic plugin still checks each one's fields
+
+    class BuiltModel(StrictModel):
+        pass
+
+else:
+
+    class BuiltModel(StrictModel, metaclass=_BuiltMeta):
+        """A StrictModel whose constructor speaks the API's error shape: `Suite(runs='x')` raises UserError
+        "simulator.Suite: field 'runs': ...", one line, never pydantic's multi-line ValidationError. Files
+        are read with `model_validate` (config/yamlfile.py gives file:line problems), which this does not
+        touch."""
+
+
+def built_model_error(model: type[BaseModel], exc: ValidationError) -> str:
+    """The first problem of `exc` in one line, naming the field and the fix, and how many more there are."""
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")  # a misspelt name first
+    first = errors[0]
+    loc = tuple(first["loc"])
+    field = ".".join(str(part) for part in loc) or "(the model)"
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        allowed = sorted(info.alias or name for name, info in model.model_fields.items())
+        guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1) if len(loc) == 1 else []
+        message = f"unknown field; did you mean '{guess[0]}'?" if guess else "unknown field; remove it"
+    elif kind == "missing":
+        message = "missing; give it"
+    else:
+        got = first.get("input")
+        shown = repr(got)[:60] if not isinstance(got, dict | list) else type(got).__name__
+        message = f"{str(first['msg']).removeprefix('Value error, ')} (got {shown})"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"simulator.{model.__name__}: field '{field}': {message}{more}".replace("\n", " ")

@@ -8,7 +8,7 @@ refuses anything but a regular file, and reads at most `limit` bytes, counted as
 
 from __future__ import annotations
 
-__all__ = ["FileRefused", "open_regular", "read_capped"]
+__all__ = ["WAITS", "FileRefused", "open_regular", "read_capped"]
 
 import os
 import stat
@@ -34,6 +34,11 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+WAITS = (
+    "a kernel or device file that waits for data, not a file on disk; name a file with the content instead"
+)
+
+
 def open_regular(path: Path) -> BinaryIO:
     """`path` opened for binary reading, if it is a regular file (symlinks followed); FileRefused if not."""
     try:
@@ -44,8 +49,8 @@ def open_regular(path: Path) -> BinaryIO:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise FileRefused(f"{_kind(mode)}, not a regular file; name a file with the content instead")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
+        # Left non-blocking: it changes nothing for a file on disk, and a kernel file that calls itself
+        # regular but waits for data (/proc/kmsg) answers "would block" instead of hanging the reader.
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -58,8 +63,12 @@ def read_capped(path: Path, limit: int, advice: str = "split it into smaller fil
     with open_regular(path) as handle:
         try:
             data = handle.read(limit + 1)
+        except BlockingIOError:
+            data = None
         except OSError as exc:
             raise FileRefused(f"cannot read the file ({exc.strerror})") from None
+    if data is None:
+        raise FileRefused(WAITS)
     if len(data) > limit:
         raise FileRefused(
             f"the file is larger than {limit / 1e6:g} MB: files over {limit / 1e6:g} MB are refused; {advice}"

@@ -21,6 +21,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.errors",
         "simulator.diskerrors",
         "simulator.safefiles",
+        "simulator.jsonbounds",
+        "simulator.names",
         "simulator.importing",
         "simulator.eventloop",
         "simulator.models",

@@ -102,7 +102,11 @@ def test_accept_with_an_edit_is_recorded_append_only_and_try_applies_the_edit(de
 
 @pytest.mark.parametrize(
     ("yaml_text", "message"),
-    [("id: [unclosed", "not YAML"), ("id: x\n", "Field required")],
+    [
+        ("id: [unclosed", "not valid YAML"),
+        ("id: x\n", "Field required"),
+        ("id: &i [*i]\n", "refers to a value that contains it"),
+    ],
 )
 def test_a_broken_edit_is_shown_with_its_problems_and_nothing_is_recorded(
     desk, yaml_text: str, message: str

@@ -5,6 +5,7 @@ a file name holding ESC), echoed arguments (`show --scenario`, `gate --require`)
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -67,8 +68,14 @@ def test_meta_eval_labeller_names_show_escapes(
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    for name in (f"dr{escape}one", "dr-two"):
+    # A name with an escape is refused at the door (simulator/names.py), saying so without the escape...
+    assert main(["labels", "import", str(run), str(sheet), "--labeller", f"dr{escape}one"]) == 2
+    assert _clean(capsys.readouterr().err)
+    for name in ("dr-one", "dr-two"):
         assert main(["labels", "import", str(run), str(sheet), "--labeller", name]) == 0
+    # ...and one already in a folder (written before, or by hand) is shown as an escape, never obeyed.
+    labels = run / "labels.jsonl"
+    labels.write_text(labels.read_text().replace("dr-one", json.dumps(f"dr{escape}one")[1:-1]))
     capsys.readouterr()
     main(["meta-eval", str(run)])
     out = capsys.readouterr()

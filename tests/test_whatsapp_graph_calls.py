@@ -60,7 +60,19 @@ MALFORMED: list[tuple[str, Any, str, str]] = [
         "the request body is not JSON",
     ),
     ("a json list", RawCall(json=[{"to": "1"}]), "cloud_api_rule", "the request body must be a JSON object"),
-    ("deep json", RawCall(content=_deep(100_000)), "cloud_api_rule", "the request body is not JSON"),
+    ("deep json", RawCall(content=_deep(100_000)), "cloud_api_rule", "the request body is nested more than"),
+    (
+        "json deep enough to parse",
+        RawCall(content=_deep(500)),
+        "cloud_api_rule",
+        "nested more than 64 levels",
+    ),
+    (
+        "deep json in an object",
+        RawCall(content=b'{"to": ' + b'{"a": ' * 200 + b"1" + b"}" * 201),
+        "cloud_api_rule",
+        "nested more than 64 levels",
+    ),
     (
         "too large",
         RawCall(content=b"x" * (5 * 1024 * 1024)),

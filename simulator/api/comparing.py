@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simulator.api.door import BOTS, NAMES, checked, of
 from simulator.api.plan import Plan, prepare, resolve_bot
 from simulator.api.result import Comparison, Result
 from simulator.api.running import _options, run_sync
@@ -56,6 +57,7 @@ def _variants(suite: Suite, named: dict[str, Any]) -> tuple[list[Any], dict[str,
     return variants, factories
 
 
+@checked("compare", bots=BOTS, models=NAMES, baseline=of(str, "the name of one of the bots"))
 async def acompare(
     suite: Suite | str | Path | None = None,
     *,
@@ -136,6 +138,6 @@ async def execute_matrix(
     return Comparison(done.path, results)
 
 
-def compare(suite: Suite | str | Path | None = None, **choices: Any) -> Comparison:
-    """`acompare` from sync code (a script or a Jupyter cell)."""
-    return run_sync(acompare(suite, **choices))
+def compare(*suite: Suite | str | Path | None, **choices: Any) -> Comparison:
+    """`acompare` from sync code (a script or a Jupyter cell); the same arguments, checked at its door."""
+    return run_sync(acompare(*suite, **choices))

@@ -129,6 +129,14 @@ def _inline(scenarios: Sequence[Any]) -> list[Scenario]:
             )
     if not out:
         raise UserError("scenarios=[] holds no scenario; give at least one")
+    seen: dict[str, int] = {}
+    for index, scenario in enumerate(out):
+        if scenario.id in seen:  # as `validate` refuses it in files: two results would share one id
+            raise UserError(
+                f"scenarios[{index}]: id '{scenario.id}' is already scenarios[{seen[scenario.id]}]'s; "
+                "give each scenario its own id"
+            )
+        seen[scenario.id] = index
     return out
 
 

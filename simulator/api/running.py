@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from simulator.api.door import FOLDER, checked, of
 from simulator.api.plan import Plan, prepare
 from simulator.api.result import Comparison, Result
 from simulator.errors import UserError
@@ -71,6 +72,7 @@ async def execute(plan: Plan, options: RunOptions) -> Result:
     return Result(Path(session.folder), session)
 
 
+@checked("run")
 async def arun(
     suite: Suite | str | Path | None = None,
     *,
@@ -110,11 +112,18 @@ async def arun(
     return await execute(plan, _options(options, out, progress))
 
 
-def run(suite: Suite | str | Path | None = None, **choices: Any) -> Result:
-    """`arun` from sync code (a script, a test, a Jupyter cell): the same arguments, the same Result."""
-    return run_sync(arun(suite, **choices))
+def run(*suite: Suite | str | Path | None, **choices: Any) -> Result:
+    """`arun` from sync code (a script, a test, a Jupyter cell): the same arguments (checked by `arun`'s
+    door, api/door.py), the same Result."""
+    return run_sync(arun(*suite, **choices))
 
 
+@checked(
+    "resume",
+    folder=lambda value: FOLDER(value) if value is not None else "a run folder path (str or Path)",
+    retry_errors=of(bool, "True or False"),
+    adjust=lambda value: None if value is None or callable(value) else "a function of the suite",
+)
 async def aresume(
     folder: str | Path,
     *,
@@ -164,9 +173,9 @@ async def aresume(
     return await execute(Plan(suite, scenarios, factory), chosen)
 
 
-def resume(folder: str | Path, **choices: Any) -> Result | Comparison:
-    """`aresume` from sync code."""
-    return run_sync(aresume(folder, **choices))
+def resume(*folder: str | Path, **choices: Any) -> Result | Comparison:
+    """`aresume` from sync code (the same arguments, checked at `aresume`'s door)."""
+    return run_sync(aresume(*folder, **choices))
 
 
 async def atalk(suite: Suite, scenario: Scenario, user: SimulatedUser, user_model: str, out: Path) -> Result:

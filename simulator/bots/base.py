@@ -9,6 +9,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from simulator.errors import UserError
+from simulator.jsonbounds import JSONRefused, check_depth
 from simulator.record.parts import Part, PickPart, TextPart, parts_adapter
 from simulator.record.transcript import Usage, repair_text
 
@@ -23,6 +25,28 @@ class Reply:
     closed: bool = False
     state: dict[str, Any] | None = None
     parts: list[Any] | None = None
+
+    def __post_init__(self) -> None:
+        """Checked where it is built, so `Reply(None)` is one UserError line naming the field, not a
+        TypeError later in the engine."""
+        if isinstance(self.messages, str):
+            raise UserError(
+                f"simulator.Reply: field 'messages' is a list of strings: Reply([{self.messages!r}])"
+            )
+        if not isinstance(self.messages, list | tuple) or not all(isinstance(m, str) for m in self.messages):
+            raise UserError(
+                f"simulator.Reply: field 'messages' must be a list of strings, not {_shown(self.messages)}"
+            )
+        # The flags and the state are checked where every adapter's are (bots/reply_check.py): a bad one is
+        # the bot's `invalid_reply` error naming the field, as it is for an HTTP bot.
+        if self.parts is not None and not isinstance(self.parts, list | tuple):
+            raise UserError(
+                f"simulator.Reply: field 'parts' must be a list of parts, not {_shown(self.parts)}"
+            )
+
+
+def _shown(value: Any) -> str:
+    return "None" if value is None else type(value).__name__
 
 
 @dataclass
@@ -76,6 +100,10 @@ def parts_from_json(value: Any, where: str) -> list[Part]:
     one is a BotError naming the part and the field."""
     if not isinstance(value, list | tuple):
         raise BotError("invalid_reply", f"{where} must be a list of parts")
+    try:
+        check_depth(value, where)  # deep or self-containing parts end here, not in a RecursionError
+    except JSONRefused as exc:
+        raise BotError("invalid_reply", str(exc)) from None
     items = [item.model_dump() if isinstance(item, BaseModel) else item for item in value]
     items = [{"type": "text", "text": item} if isinstance(item, str) else item for item in items]
     items = repair_text(items)  # a lone surrogate is stored as U+FFFD, never refused

@@ -23,8 +23,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from simulator.bots.reply_check import MAX_REPLY_BYTES, user_code_error
 from simulator.config.environment import EnvironmentSpec, ToolDef, UserToolDef, load_function, merge_state
+from simulator.config.patterns import PatternTimeout, schema_validator
 from simulator.config.tool_checks import read_state_path
+from simulator.jsonbounds import JSONRefused, check_depth
 from simulator.providers.base import ToolSpec
 from simulator.record.faults import ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL
 from simulator.record.parts import ToolCallPart
@@ -36,6 +39,10 @@ Side = Literal["bot", "user"]
 
 class ToolError(Exception):
     """What `env.call` raises in a Python bot when the call failed; the failure is recorded either way."""
+
+
+class StateRefused(Exception):
+    """A tool left a state that cannot be recorded (restored); the message is the call's error."""
 
 
 def _plain(value: Any) -> Any:
@@ -182,25 +189,48 @@ class Environment:
 
         def run() -> Any:
             with self._state_lock:
-                return function(self.state, **arguments)
+                before = copy.deepcopy(self.state)
+                try:
+                    value = function(self.state, **arguments)
+                finally:
+                    self._keep_state_recordable(name, before)
+                return value
 
         future = _POOL.submit(run)
         try:
             value = future.result(timeout=self.spec.tool_timeout_s)
         except FutureTimeout:
             return None, f"{name} did not return within {self.spec.tool_timeout_s:g} s (tool_timeout_s)"
-        except Exception as exc:  # the team's function raised: that is the call's error
-            return None, f"{type(exc).__name__}: {exc}"
+        except StateRefused as exc:
+            return None, str(exc)
+        except BaseException as exc:  # the team's function raised (SystemExit too): that is the call's error
+            return None, user_code_error(exc)
         try:
+            check_depth(value, f"{name}'s result", max_bytes=MAX_REPLY_BYTES)  # a bot's answer's caps
             return json.loads(json.dumps(value)), None  # strictly JSON: what a model would be sent
+        except JSONRefused as exc:
+            return None, str(exc)
         except (TypeError, ValueError) as exc:
             return None, f"{name} returned something that is not JSON data ({exc})"
+
+    def _keep_state_recordable(self, name: str, before: dict[str, Any]) -> None:
+        """After a tool ran: a state it made cyclic, too deep or larger than a bot's answer may be could
+        never be recorded (or read back), so it is put back as it was and the call fails saying why."""
+        try:
+            check_depth(self.state, f"the state after {name}", max_bytes=MAX_REPLY_BYTES)
+        except JSONRefused as exc:
+            self.state.clear()
+            self.state.update(before)
+            raise StateRefused(f"{exc}; the state is kept as it was before the call") from None
 
 
 def _argument_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     import jsonschema
 
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(arguments))
+    try:
+        error = jsonschema.exceptions.best_match(schema_validator(schema).iter_errors(arguments))
+    except PatternTimeout as exc:
+        return str(exc)
     if error is None:
         return None
     where = ".".join(str(p) for p in error.absolute_path)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 __all__ = ["HttpBotFactory", "http_bot_factory"]
 
-import json
 import os
 import re
 import time
@@ -22,6 +21,7 @@ from simulator.config.bot_identity import UNANSWERED
 from simulator.config.bots import HttpBotConfig
 from simulator.config.secrets import redact_url
 from simulator.errors import UserError
+from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.providers._http import connection_refused
 from simulator.record.parts import MediaPart, Part, PickPart, TextPart
 from simulator.record.redact import redact
@@ -97,10 +97,16 @@ class HttpSession:
         shown = redact(content[:400].decode("utf-8", "replace"))
         if status >= 400:
             raise BotError("http_status", f"the bot answered HTTP {status}: {shown[:200]}")
+        if 300 <= status < 400:  # not followed: a POST redirected could lose its body, or leave the host
+            raise BotError(
+                "http_status",
+                f"the bot answered HTTP {status}, a redirect, which is not followed; set bot.url to the address "
+                "it redirects to",
+            )
         try:
-            data = json.loads(content)
-        except (ValueError, RecursionError) as exc:
-            raise BotError("invalid_reply", f"the bot's answer is not JSON: {shown[:200]!r}") from exc
+            data = loads_bounded(content, "the bot's answer")
+        except JSONRefused as exc:
+            raise BotError("invalid_reply", f"{exc}: {shown[:200]!r}") from exc
         if not isinstance(data, dict):
             raise BotError("invalid_reply", "the bot's answer must be a JSON object")
         parts = parts_from_json(data["parts"], "the bot's 'parts'") if "parts" in data else None

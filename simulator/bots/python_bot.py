@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.bots.base import BotError, BotReply, normalise_reply
 from simulator.bots.environment import Environment
-from simulator.bots.reply_check import checked_flags, checked_state
+from simulator.bots.reply_check import (
+    TURN_TIMEOUT_S,
+    checked_flags,
+    checked_size,
+    checked_state,
+    user_code_error,
+)
 from simulator.config.bots import PythonBotConfig, load_factory
 from simulator.config.bots.in_code import CallableBotConfig
 from simulator.errors import UserError
@@ -38,6 +44,14 @@ def _takes(function: Callable[..., Any], name: str) -> bool:
         return name in inspect.signature(function).parameters
     except (TypeError, ValueError):
         return False
+
+
+class _Raised(Exception):
+    """What in-process user code raised, BaseExceptions included, carried out of its task."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
 
 
 class PythonSession:
@@ -64,15 +78,17 @@ class PythonSession:
         if self._env is not None:
             kwargs["env"] = self._env
         try:
-            if inspect.iscoroutinefunction(self._bot.send):
-                result = await self._bot.send(text, **kwargs)
-            else:
-                # A blocking bot runs in a thread so the other conversations keep going.
-                result = await asyncio.to_thread(self._bot.send, text, **kwargs)
-            if inspect.isawaitable(result):
-                result = await result
-        except Exception as exc:
-            raise BotError("bot_exception", f"{type(exc).__name__}: {exc}") from exc
+            # The deadline of an HTTP bot's turn; a blocking bot's thread is left to finish on its own.
+            result = await asyncio.wait_for(self._call(text, kwargs), TURN_TIMEOUT_S)
+        except TimeoutError:
+            raise BotError(
+                "timeout", f"send() did not return within {TURN_TIMEOUT_S:g} s (the turn's deadline)"
+            ) from None
+        except _Raised as raised:  # SystemExit, KeyboardInterrupt... from user code: this turn's error
+            raise BotError("bot_exception", user_code_error(raised.exc)) from raised.exc
+        fields = ("messages", "parts", "state")
+        shaped = isinstance(result, str | list | tuple | dict)
+        checked_size(result if shaped else [getattr(result, f, None) for f in fields], "the bot's reply")
         reply = normalise_reply(result)
         reply.handed_over, reply.closed, reply.state = checked_flags(
             reply.handed_over, reply.closed, reply.state
@@ -82,6 +98,23 @@ class PythonSession:
             self._last_state = reply.state
         return reply
 
+    async def _call(self, text: str, kwargs: dict[str, Any]) -> Any:
+        """The bot's send; anything it raises is wrapped here, inside the task: asyncio re-raises a
+        SystemExit or KeyboardInterrupt that leaves a task out of the event loop, ending the run."""
+        try:
+            if inspect.iscoroutinefunction(self._bot.send):
+                result = await self._bot.send(text, **kwargs)
+            else:
+                # A blocking bot runs in a thread so the other conversations keep going.
+                result = await asyncio.to_thread(self._bot.send, text, **kwargs)
+            if inspect.isawaitable(result):
+                result = await result
+        except asyncio.CancelledError:
+            raise  # the engine's own cancellation (or the deadline), not the bot's doing
+        except BaseException as exc:
+            raise _Raised(exc) from exc
+        return result
+
     async def final_state(self) -> dict[str, Any] | None:
         getter = getattr(self._bot, "final_state", None)
         if getter is None:
@@ -90,8 +123,11 @@ class PythonSession:
             state = getter()
             if inspect.isawaitable(state):
                 state = await state
-        except Exception as exc:
-            raise BotError("bot_exception", f"final_state() raised {type(exc).__name__}: {exc}") from exc
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            raise BotError("bot_exception", user_code_error(exc, "final_state()")) from exc
+        checked_size(state, "final_state()")
         return checked_state(state, "final_state()") if state is not None else self._last_state
 
     async def aclose(self) -> None:

@@ -8,16 +8,45 @@ anything else is an `invalid_reply` bot error naming the field, recorded and nev
 
 from __future__ import annotations
 
-__all__ = ["MAX_REPLY_BYTES", "checked_flags", "checked_state"]
+__all__ = [
+    "MAX_REPLY_BYTES",
+    "TURN_TIMEOUT_S",
+    "checked_flags",
+    "checked_size",
+    "checked_state",
+    "user_code_error",
+]
 
 from collections.abc import Mapping
 from typing import Any
 
 from simulator.bots.base import BotError
+from simulator.jsonbounds import JSONRefused, check_depth
 
 # The most a bot may send in one turn (after decompression): a reply past it is a bot error, not a run that
 # reads gigabytes.
 MAX_REPLY_BYTES = 8_000_000
+# The longest one turn of a bot running in this process (python, a bot given in code) may take: the HTTP
+# bot's default `timeout_s`, so every kind of bot has a deadline.
+TURN_TIMEOUT_S = 30.0
+
+
+def checked_size(value: Any, where: str) -> None:
+    """A bot error when `value` (what an in-process bot or tool handed back) is deeper, larger or more
+    self-referential than a reply over the wire may be: the same caps as an HTTP bot's answer."""
+    try:
+        check_depth(value, where, max_bytes=MAX_REPLY_BYTES)
+    except JSONRefused as exc:
+        raise BotError("invalid_reply", str(exc)) from None
+
+
+def user_code_error(exc: BaseException, doing: str = "") -> str:
+    """The line recorded when in-process user code (`doing`: "final_state()", a tool's name) raised
+    anything, `SystemExit` and other BaseExceptions included: they end that turn or call, never the run."""
+    if isinstance(exc, SystemExit):
+        return f"{doing or 'the bot'} called sys.exit({exc.code!r}), which ends only this conversation"
+    found = f"{type(exc).__name__}: {exc}"
+    return f"{doing} raised {found}" if doing else found
 
 
 def _flag(name: str, value: Any) -> bool:

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 __all__ = ["BodyError", "decode_request", "read_limited"]
 
-import json
 import zlib
 from collections.abc import AsyncIterator
 from typing import Any
+
+from simulator.jsonbounds import JSONRefused, loads_bounded
+from simulator.traces.otlp_decode import MAX_DEPTH
+
+OTLP_JSON_DEPTH = 4 * MAX_DEPTH + 32
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -80,9 +84,11 @@ def decode_request(body: bytes, content_type: str, encoding: str, kind: str, lim
         return _protobuf(body, kind)
     if media == JSON:
         try:
-            doc = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BodyError(400, f"the body is not JSON ({exc})") from None
+            # Deep enough for the span decoder to refuse one over-deep attribute on its own (partial success):
+            # an AnyValue level is three JSON levels, under an envelope of about a dozen.
+            doc = loads_bounded(body, "the body", max_depth=OTLP_JSON_DEPTH)
+        except JSONRefused as exc:
+            raise BodyError(400, str(exc)) from None
         key = "resourceSpans" if kind == "traces" else "resourceLogs"
         if not isinstance(doc, dict) or not isinstance(doc.get(key, []), list):
             raise BodyError(400, f"the body is not an OTLP JSON {kind} request (no {key} list)")

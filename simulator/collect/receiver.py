@@ -27,6 +27,7 @@ from simulator.bearer import token_ok
 from simulator.collect.answers import accepted_answer
 from simulator.collect.decode import BodyError, decode_request, read_limited
 from simulator.collect.service import Collector
+from simulator.config.patterns import PatternTimeout
 
 BUSY_RETRY_S = 5
 
@@ -72,6 +73,9 @@ def _handler(collector: Collector, kind: str, token: str | None) -> Any:
         except ValueError as exc:
             collector.counts["refused_400"] += 1
             return _refuse(400, str(exc))
+        except PatternTimeout as exc:  # the operator's own redaction rule: refused, never kept unredacted
+            collector.counts["refused_redaction"] += 1
+            return _refuse(422, f"nothing kept: {exc}")
         except OSError as exc:  # the spool could not be written: nothing was accepted
             collector.counts["refused_disk"] += 1
             return _refuse(

@@ -350,7 +350,10 @@ def _validate_files(path: Path) -> list[Path]:
     """The files `validate PATH` checks: a folder's YAML and CSV files, or the file; a FIFO or a device is
     refused without being read."""
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".csv"))
+        found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".csv"))
+        if not found:  # checking nothing is no pass: say so (a folder named suite.yaml, an empty folder)
+            raise UserError(f"{path}: a folder with no .yaml, .yml or .csv files in it; nothing to validate")
+        return found
     if path.is_file():
         return [path]
     if path.exists():

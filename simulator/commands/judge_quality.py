@@ -64,6 +64,6 @@ def cmd_labels_import(args: argparse.Namespace) -> int:
     from simulator.record.label_sheet import import_labels
 
     added, path = import_labels(args.run, args.file, args.labeller)
-    print(f"added {added} labels by {args.labeller.strip()} to {path}")
+    print(f"added {added} labels by {' '.join(args.labeller.split())} to {path}")
     print(f"compare the judge with every labeller: simulator meta-eval {args.run}")
     return 0

@@ -141,8 +141,11 @@ def _sign(desk: Path, case: Any, args: argparse.Namespace) -> None:
         raise UserError(
             f"--sign needs {', '.join(missing)} (e.g. --name 'Dr A Shah' --role 'Clinical Safety Officer' --decision reject)"
         )
+    from simulator.names import person_name
+
+    name, role = person_name(args.name, "--name"), person_name(args.role, "--role")
     signoff = sign_case(
-        desk, case, args.name, args.role, args.decision, args.comment, args.justification, pdf=bool(args.pdf)
+        desk, case, name, role, args.decision, args.comment, args.justification, pdf=bool(args.pdf)
     )
     print(
         f"signed: {signoff.name} ({signoff.role}) {signoff.decision}; document kept at {desk / (signoff.document or '')}",

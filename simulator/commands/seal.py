@@ -24,13 +24,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def cmd_unseal(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
+    from simulator.names import person_name
     from simulator.record.folder import RunFolder
     from simulator.record.manifest import Unseal
     from simulator.record.seal import HELD_OUT
 
-    who = " ".join(args.by.split())
-    if not who:
-        raise UserError("--by names who unseals the run; it is recorded in the manifest")
+    who = person_name(args.by, "--by")
     folder = RunFolder.resume(args.run)  # a writer: it takes the folder's lock to change the manifest
     try:
         manifest = folder.read_manifest()

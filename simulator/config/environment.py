@@ -54,6 +54,19 @@ class CannedResponse(_Strict):
     result: Any = None
     error: str | None = None
 
+    @model_validator(mode="after")
+    def _one_answer(self) -> CannedResponse:
+        # `result: null` beside an error is how a record writes an error response back (every field dumped).
+        given = {"error"} if self.error is not None else set()
+        if "result" in self.model_fields_set and (self.result is not None or self.error is None):
+            given.add("result")
+        if len(given) != 1:
+            raise ValueError(
+                "a canned response answers with exactly one of `result` (what the tool returns; null is a "
+                f"result) or `error` (why it failed); this one has {' and '.join(sorted(given)) or 'neither'}"
+            )
+        return self
+
 
 class ToolDef(_Strict):
     """A tool the bot under test may call: its description, its JSON-schema parameters and one

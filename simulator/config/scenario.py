@@ -18,7 +18,7 @@ from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.script import Script
 from simulator.config.tool_checks import ToolCheck, parse_state_path
 from simulator.errors import UserError
-from simulator.models import StrictModel
+from simulator.models import BuiltModel, StrictModel
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 # Facts are a list of strings or one paragraph (split into sentences): the editor schema allows both.
@@ -72,7 +72,13 @@ class UserMedia(StrictModel):
         return self
 
 
-class Scenario(FileDocument):
+# How a conversation may end, as `expected` names it (record/models.py StopReason; judging/code_checks.py
+# STOP_KEYS compares the flags; tests/test_silent_acceptance.py keeps the three in step).
+ENDING_FLAGS = ("handover", "closed")
+STOP_REASONS = ("user_done", "handover", "bot_closed", "max_turns", "error")
+
+
+class Scenario(BuiltModel, FileDocument):
     """One simulated conversation to run: who the user is, what they want, what they know."""
 
     id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[^\s#]+$")]
@@ -210,7 +216,20 @@ class Scenario(FileDocument):
                     parse_state_path(str(path))
                 except ValueError as exc:
                     raise ValueError(f"expected.environment: {exc}") from None
+        self._check_ending()
         return self
+
+    def _check_ending(self) -> None:
+        """`handover`/`closed` are compared with booleans and `stop_reason` with how a conversation ends:
+        `closed: 'yes'` would fail every conversation silently, so it is refused here."""
+        for key in ENDING_FLAGS:
+            if key in self.expected and not isinstance(self.expected[key], bool):
+                raise ValueError(
+                    f"expected.{key} is true or false, not {self.expected[key]!r} (write `{key}: true`)"
+                )
+        reason = self.expected.get("stop_reason")
+        if reason is not None and reason not in STOP_REASONS:
+            raise ValueError(f"expected.stop_reason {reason!r}: one of {', '.join(STOP_REASONS)}")
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:

@@ -40,6 +40,7 @@ from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError
+from simulator.models import BuiltModel
 from simulator.models import StrictModel as _Strict
 
 if TYPE_CHECKING:
@@ -225,7 +226,7 @@ class HeldOutConfig(_Strict):
     seed: int = 0
 
 
-class Suite(_Strict):
+class Suite(BuiltModel):
     name: str = "suite"
     description: str | None = None
     scenarios: ScenarioSelection = Field(default_factory=ScenarioSelection)

@@ -9,6 +9,7 @@ __all__ = [
     "YAMLProblem",
     "load_model_file",
     "load_yaml",
+    "parse_yaml",
     "problems_from_validation",
     "read_text_file",
     "validate_model",
@@ -101,11 +102,14 @@ def _walk(node: yaml.Node, path: Path, lines: dict[Path_, int]) -> None:
             stack.extend(((item, (*loc, index)) for index, item in enumerate(current.value)))
 
 
-def _expanded_size(root: yaml.Node) -> tuple[int, int, int]:
+def _expanded_size(root: yaml.Node, path: Path) -> tuple[int, int, int]:
     """(distinct values, values once every alias is expanded, characters of text once expanded), memoised:
     linear in the distinct nodes. The text counts too: 9,000 aliases of one 500 KB string are few values
-    but 4.5 GB."""
+    but 4.5 GB. A node that contains itself through an alias (`facts: &f [*f]`) expands for ever: it is
+    refused, found by the set of nodes on the current path (a node met again while its children are still
+    being counted)."""
     sizes: dict[int, tuple[int, int]] = {}
+    open_nodes: set[int] = set()  # nodes whose children are still being counted: the current path
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, children_done = stack.pop()
@@ -118,9 +122,31 @@ def _expanded_size(root: yaml.Node) -> tuple[int, int, int]:
                 1 + sum(sizes[id(child)][0] for child in children),
                 own + sum(sizes[id(child)][1] for child in children),
             )
+            open_nodes.discard(id(node))
             continue
+        if id(node) in open_nodes:
+            raise YAMLProblem(
+                Problem(
+                    str(path),
+                    "an alias (*name) refers to a value that contains it, so it never ends; "
+                    "write the value out instead of the alias",
+                    line=node.start_mark.line + 1,
+                )
+            )
+        open_nodes.add(id(node))
         stack.append((node, True))
-        stack.extend((child, False) for child in children if id(child) not in sizes)
+        for child in children:
+            if id(child) in open_nodes:
+                raise YAMLProblem(
+                    Problem(
+                        str(path),
+                        "an alias (*name) refers to a value that contains it, so it never ends; "
+                        "write the value out instead of the alias",
+                        line=child.start_mark.line + 1,
+                    )
+                )
+            if id(child) not in sizes:
+                stack.append((child, False))
     return len(sizes), *sizes[id(root)]
 
 
@@ -167,7 +193,17 @@ def _yaml_error(path: Path, exc: yaml.YAMLError) -> YAMLProblem:
 def load_yaml(path: Path) -> LocatedYAML:
     """Parse one YAML file once, with every value's line; refuse (YAMLProblem) what cannot be read, is not
     YAML, is too large, repeats a key, nests too deep or expands aliases beyond a small bound."""
-    text = read_text_file(path)
+    return parse_yaml(read_text_file(path), path)
+
+
+def parse_yaml(text: str, path: Path) -> LocatedYAML:
+    """`text` parsed as the YAML file `path` with the bounds of `load_yaml` (size, depth, duplicate keys,
+    alias expansion, self-containing aliases): the one YAML parser every reader calls, files and the desk's
+    drafts alike; YAMLProblem naming `path` otherwise."""
+    if len(text) > MAX_FILE_BYTES:
+        raise YAMLProblem(
+            Problem(str(path), f"larger than {MAX_FILE_BYTES / 1e6:g} MB; split it into several files")
+        )
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -175,7 +211,7 @@ def load_yaml(path: Path) -> LocatedYAML:
         if node is None:
             return located
         _walk(node, path, located.lines)
-        distinct, expanded, characters = _expanded_size(node)
+        distinct, expanded, characters = _expanded_size(node, path)
         if characters > MAX_EXPANDED_BYTES:
             raise YAMLProblem(
                 Problem(
@@ -321,7 +357,7 @@ def load_model_file(path: Path, model: type[M], *, title: str, missing: str, sha
 
     `missing` is the message when the file is not there; `shape`, when given, is the message for a file
     that is not a mapping (without it an empty file counts as an empty mapping: every default)."""
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # a folder, FIFO or link loop is read, and refused so
         raise UserError(missing)
     try:
         source = load_yaml(path)

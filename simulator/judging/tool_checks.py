@@ -18,7 +18,7 @@ from typing import Any
 
 from simulator.config.assertions import compile_pattern
 from simulator.config.claims import ClaimRule
-from simulator.config.patterns import PatternTimeout
+from simulator.config.patterns import PatternTimeout, schema_validator
 from simulator.config.tool_checks import ArgMatcher, ToolCheck, read_state_path
 from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.evidence import quote_found
@@ -102,7 +102,7 @@ def _evidence(quotes: list[str], messages: list[str]) -> tuple[list[Evidence], b
 def _schema_problem(schema: dict[str, Any], value: Any) -> str | None:
     import jsonschema
 
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
+    error = jsonschema.exceptions.best_match(schema_validator(schema).iter_errors(value))
     return None if error is None else error.message
 
 

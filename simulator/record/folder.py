@@ -243,6 +243,15 @@ def dump_line(record: BaseModel, *, indent: int | None = None, exclude_none: boo
         # there, and replacing inside JSON could break its structure.
         separators = (",", ": ") if indent is not None else (",", ":")
         text = json.dumps(redact(json.loads(text)), ensure_ascii=False, indent=indent, separators=separators)
+    limit = MAX_MANIFEST_BYTES if indent is not None else MAX_RECORD_BYTES  # what the readers take
+    size = len(text) if len(text) * 4 < limit else len(text.encode("utf-8"))  # bytes, counted only near it
+    if size >= limit:  # the reader would refuse this line: it is never written
+        name = getattr(record, "id", None) or type(record).__name__
+        raise UserError(
+            f"{name}: a record of {size / 1e6:,.1f} MB, over the {limit / 1e6:g} MB a reader takes, was "
+            "not written; the inputs feeding it (bot replies, states, tool results) are capped, so this is "
+            "a bug to report"
+        )
     return text + "\n"
 
 

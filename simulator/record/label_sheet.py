@@ -13,6 +13,7 @@ from pathlib import Path
 
 from simulator.errors import Problem, UserError
 from simulator.models import StrictModel
+from simulator.names import person_name
 from simulator.record.folder import LABELS, RunFolder
 from simulator.record.models import Label
 from simulator.safefiles import FileRefused, read_capped
@@ -118,9 +119,7 @@ def read_labels(path: Path) -> list[LabelRow]:
 def import_labels(run: Path, sheet: Path, labeller: str) -> tuple[int, Path]:
     """Append a filled-in sheet's labels to the run folder's labels.jsonl as `labeller`'s; every row must
     name a conversation of the run. Returns how many labels were added and the file."""
-    labeller = labeller.strip()
-    if not labeller:
-        raise UserError("--labeller needs a name, e.g. --labeller dr-smith")
+    labeller = person_name(labeller, "--labeller")
     folder = RunFolder.open(run)
     known = {record.id for record in folder.conversations()}
     rows = read_labels(sheet)

@@ -25,6 +25,7 @@ import html
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
@@ -72,12 +73,55 @@ def _base64_cores(raw: bytes) -> set[str]:
     return cores
 
 
+def _aligned_cores(raw: bytes, group: int, chars: int, encoders: Iterable[Any]) -> set[str]:
+    """The text an encoding of `group`-byte blocks into `chars` characters (base32: 5 -> 8; base85: 4 -> 5)
+    gives for a secret's bytes inside a longer value: for each alignment, the whole blocks only its bytes
+    fill (base85 mixes a block's bytes into all its characters, so only whole blocks are fixed)."""
+    cores: set[str] = set()
+    for offset in range(group):
+        padded = b"\0" * offset + raw
+        first, last = -(-offset // group), len(padded) // group
+        for encode in encoders:
+            text = encode(padded[: last * group]).decode("ascii")
+            core = text[first * chars : last * chars]
+            if len(core) >= 2 * MIN_SECRET_CHARS:
+                cores.add(core)
+    return cores
+
+
+def _base32_cores(raw: bytes) -> set[str]:
+    """Base32 (either case) at any alignment: a character holds 5 bits, so the characters between the
+    secret's first and last full bits are fixed by it alone."""
+    cores: set[str] = set()
+    for offset in range(5):
+        padded = b"\0" * offset + raw
+        start, end = -(-offset * 8 // 5), len(padded) * 8 // 5
+        core = base64.b32encode(padded).decode("ascii")[start:end]
+        if len(core) >= 2 * MIN_SECRET_CHARS:
+            cores |= {core, core.lower()}
+    return cores
+
+
 def _forms(value: str) -> set[str]:
     """A secret as it may be echoed: as is, escaped inside JSON text (a bot that echoes its headers as JSON),
     percent-encoded (in a URL; either case of hex, every byte or only the unsafe ones), base64 and
-    base64url (at any alignment), hex in either case, and HTML-escaped or written as numeric entities."""
+    base64url (at any alignment), base32 and base85 (at any alignment), hex in either case, literal `\\uXXXX`
+    escapes (either case), HTML-escaped or written as numeric entities; and each of those as it appears
+    inside JSON text, and inside JSON text that is itself inside JSON text (a record of an echoed body). Compressed forms (gzip or zlib, then base64) are found by decoding (`_compressed`)."""
     raw = value.encode("utf-8")
+    forms = _plain_forms(value, raw)
+    once = {json.dumps(form)[1:-1] for form in forms}  # in JSON text
+    return forms | once | {json.dumps(form)[1:-1] for form in once}  # in JSON text inside JSON text
+
+
+def _plain_forms(value: str, raw: bytes) -> set[str]:
+    utf16 = value.encode("utf-16-be")
+    units = [int.from_bytes(utf16[i : i + 2], "big") for i in range(0, len(utf16), 2)]
     return {
+        "".join(f"\\u{unit:04x}" for unit in units),
+        "".join(f"\\u{unit:04X}" for unit in units),
+        *_base32_cores(raw),
+        *_aligned_cores(raw, 4, 5, (base64.b85encode, base64.a85encode)),
         value,
         json.dumps(value, ensure_ascii=False)[1:-1],
         json.dumps(value)[1:-1],
@@ -111,8 +155,47 @@ def forget_secrets() -> None:
 
 def contains_secret(text: str) -> bool:
     """Whether `text` (plain or JSON) holds a registered secret: a cheap check before any rewriting. Inside
-    JSON text a secret appears escaped, which is one of its registered forms."""
-    return any(secret in text for secret in _secrets)
+    JSON text a secret appears escaped, which is one of its registered forms; a compressed blob is decoded."""
+    return any(secret in text for secret in _secrets) or bool(_secrets and _compressed(text))
+
+
+# A run of base64 or base64url long enough to hold a compressed secret (gzip adds 18 bytes, zlib 6).
+_BLOB = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
+_MAX_INFLATED = 4_000_000  # bytes a blob may inflate to while it is searched (a bomb stops here)
+
+
+def _inflate(blob: str) -> str | None:
+    """The text of a gzip or zlib stream encoded as base64/base64url, or None when `blob` is not one."""
+    try:
+        data = base64.b64decode(
+            blob + "=" * (-len(blob) % 4), altchars=b"-_" if "-" in blob or "_" in blob else None
+        )
+    except ValueError:
+        return None
+    if data[:2] == b"\x1f\x8b":
+        wbits = 16 + zlib.MAX_WBITS
+    elif len(data) > 1 and data[0] & 0x0F == 8 and int.from_bytes(data[:2], "big") % 31 == 0:
+        wbits = zlib.MAX_WBITS
+    else:
+        return None
+    try:
+        inflated = zlib.decompressobj(wbits).decompress(data, _MAX_INFLATED)
+    except zlib.error:
+        return None
+    return inflated.decode("utf-8", "replace")
+
+
+def _compressed(text: str, depth: int = 0) -> list[str]:
+    """The base64 blobs in `text` that inflate (gzip or zlib) to text holding a secret, in any form or
+    compressed again: the whole blob is the secret's encoding, and is replaced whole."""
+    found = []
+    for match in _BLOB.finditer(text):
+        inflated = _inflate(match.group(0))
+        if inflated is None:
+            continue
+        if any(secret in inflated for secret in _secrets) or (depth < 2 and _compressed(inflated, depth + 1)):
+            found.append(match.group(0))
+    return found
 
 
 def redact_text(text: str) -> str:
@@ -126,6 +209,8 @@ def redact(value: Any) -> Any:
     if not _secrets:
         return value
     if isinstance(value, str):
+        for blob in _compressed(value):
+            value = value.replace(blob, REDACTED)
         for secret in _secrets:
             if secret in value:
                 value = value.replace(secret, REDACTED)

@@ -17,10 +17,18 @@ from simulator.report.table_print import print_table
 from simulator.report.verdict_order import group_verdicts, tally
 from simulator.report.visible import visible
 
+# What one screen can show: `show` stays a second's work on any record (100,000 parts, a 5 MB tool
+# argument); what it leaves out it says, and the record keeps it all.
+MAX_PARTS_SHOWN = 200  # parts of one turn
+MAX_CHARS_SHOWN = 4_000  # characters of one part, a final state or an environment state
 
-def _safe(text: str) -> str:
-    """Transcript text for the terminal: control characters visible (never obeyed), markup escaped."""
-    return escape(visible(text))
+
+def _safe(text: str, limit: int = MAX_CHARS_SHOWN) -> str:
+    """Transcript text for the terminal: control characters visible (never obeyed), markup escaped, cut
+    at `limit` characters saying how many more there are."""
+    if len(text) <= limit:
+        return escape(visible(text))
+    return escape(visible(text[:limit])) + f"[dim] … ({len(text) - limit:,} more characters)[/]"
 
 
 _COLOURS = {
@@ -41,11 +49,16 @@ def render_conversation(
     for turn in record.turns:
         who = "[bold cyan]USER[/]" if turn.role == "user" else "[bold green]BOT [/]"
         timing = f" [dim]({turn.latency_s * 1000:.0f} ms)[/]" if turn.role == "bot" else ""
-        for part in turn.parts:
+        parts = turn.parts
+        for part in parts[:MAX_PARTS_SHOWN]:
             # Text as it is; options, picks, media, tool calls and events in their one text form, dimmed.
             line = _safe(part_text(part))
             lines.append(f"{who} {line if isinstance(part, TextPart) else f'[dim]{line}[/]'}{timing}")
             timing = ""
+        if len(parts) > MAX_PARTS_SHOWN:
+            lines.append(
+                f"{who} [dim]… {len(parts) - MAX_PARTS_SHOWN:,} more parts in this turn (the record keeps them)[/]"
+            )
     state = _safe(str(record.final_state)) if record.final_state is not None else "[dim]none[/]"
     footer = f"stop reason: [bold]{record.stop_reason}[/]   final state: {state}"
     if record.environment_state is not None:  # a suite with an environment (docs/environment.md)

@@ -347,7 +347,7 @@ def _matrix_problems(log: HazardLog, path: Path) -> list[Problem]:
 def load_hazard_log(path: Path) -> HazardLog:
     """Read and validate a hazard log; every mistake is one UserError listing file:line [field] problems."""
     title = "invalid hazard log"
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # a folder, FIFO or link loop is read, and refused so
         raise UserError(f"{path}: no such hazard log; write one with `simulator new hazard`")
     try:
         source = load_yaml(path)

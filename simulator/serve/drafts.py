@@ -12,12 +12,11 @@ __all__ = ["TEMPLATES", "validate_draft"]
 import tempfile
 from pathlib import Path
 
-import yaml
-
 from simulator.config.documents import load_documents
 from simulator.config.kinds import document_kind
 from simulator.config.scenario import SCENARIO_DOCUMENTS, scenario_files
 from simulator.config.suite import load_suite
+from simulator.config.yamlfile import YAMLProblem, parse_yaml
 from simulator.errors import Problem, UserError
 from simulator.judging.criteria import CRITERION_DOCUMENTS, criterion_files
 
@@ -52,8 +51,8 @@ def file_kind(name: str, text: str, default: str = "scenario") -> str:
     """suite, criterion or scenario: by file name, then by the keys of the first document; `default` (the
     folder's usual kind) when the text says nothing (not YAML yet, empty)."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
+        data = parse_yaml(text, Path(name)).data  # the bounded parser of `validate`: no alias hangs the desk
+    except YAMLProblem:
         return default
     if name in ("suite.yaml", "suite.yml"):
         return "suite"

@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from simulator.errors import UserError
+from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.serve.config import inside
 from simulator.serve.drafts import TEMPLATES, validate_draft
 from simulator.serve.render import page
@@ -80,7 +81,10 @@ async def file_page(request: Request) -> Response:
 
 async def _text(request: Request) -> tuple[str, str, str]:
     if request.headers.get("content-type", "").startswith("application/json"):
-        data = await request.json()
+        try:
+            data = loads_bounded(await request.body(), "the request", max_bytes=2 * MAX_BYTES + 4096)
+        except JSONRefused as exc:
+            raise UserError(str(exc)) from None
         fields = data if isinstance(data, dict) else {}
     else:
         fields = dict(await request.form())

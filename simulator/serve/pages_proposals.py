@@ -15,17 +15,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from simulator.config.yamlfile import YAMLProblem, parse_yaml
 from simulator.errors import UserError
 from simulator.loop.markdown import proposal_diff
 from simulator.loop.proposal import Proposal, load_proposal
 from simulator.loop.reviews import ProposalReview, append_review, latest_review
+from simulator.names import person_name
 from simulator.record.hashing import sha256_file
 from simulator.serve.config import child_folder
 from simulator.serve.render import page
@@ -95,9 +96,10 @@ def _edited(text: str, original: str) -> tuple[str | None, list[str]]:
     if text.replace("\r\n", "\n").strip() == original.strip():
         return None, []
     try:
-        Proposal.model_validate(yaml.safe_load(text))
-    except yaml.YAMLError as exc:
-        return text, [f"the edited proposal is not YAML: {exc}"]
+        Proposal.model_validate(parse_yaml(text, Path("proposal.yaml")).data)
+    except YAMLProblem as exc:
+        line = f" (line {exc.problem.line})" if exc.problem.line else ""
+        return text, [f"the edited proposal{line}: {exc.problem.message}"]
     except ValidationError as exc:
         return text, [
             f"{'.'.join(map(str, e['loc'])) or 'the proposal'}: {e['msg']}" for e in exc.errors()[:8]
@@ -116,6 +118,7 @@ async def decide(request: Request) -> Response:
         raise UserError("choose accept or reject")
     if not reviewer:
         raise UserError("write your name as the reviewer before deciding")
+    reviewer = person_name(reviewer, "reviewer")
     original = path.read_text(encoding="utf-8")
     edited, problems = _edited(fields.get("yaml", original), original)
     if problems:

@@ -16,7 +16,7 @@ from simulator.record.folder import RunFolder, git_commit
 from simulator.record.hashing import sha256_file
 from simulator.record.manifest import Manifest, RoleModels, RunCounts, ScenarioEntry, Session
 from simulator.record.models import ConversationRecord
-from simulator.safefiles import FileRefused, open_regular
+from simulator.safefiles import WAITS, FileRefused, open_regular
 from simulator.traces.mapping import load_mapping
 from simulator.traces.messages import Conversation, Parsed, SkippedRecord
 from simulator.traces.redact import Redactor, load_redactor
@@ -59,6 +59,8 @@ def detect_format(path: Path) -> str:
     try:
         with open_regular(path) as handle:
             raw = handle.read(65536)
+        if raw is None:
+            raise FileRefused(WAITS)
     except FileRefused as exc:
         raise UserError(f"{path}: {exc}") from None
     _refuse_binary(path, raw)
@@ -129,6 +131,13 @@ def import_source(options: ImportOptions) -> ImportSummary:
     now = datetime.now(UTC)
     records, entries, skipped = _convert(parsed, redactor, options, now)
     problems = [SkippedRecord(p.file, p.line, redactor.text(p.reason)) for p in parsed.problems]
+    if not records:  # nothing to write: a folder of no conversations would pass for an import
+        first = f"; the first: {problems[0]}" if problems else ""
+        raise UserError(
+            f"{options.source}: no conversations to import ({parsed.records} {fmt} records, "
+            f"{len(problems)} malformed, {len(skipped)} conversations skipped{first}); nothing was written. "
+            "Check the file (and --format, --conversation-key)"
+        )
     bots = sorted({r.bot for r in records}) or ["unknown"]
     manifest = Manifest(
         kind="imported",

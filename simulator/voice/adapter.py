@@ -15,7 +15,6 @@ from __future__ import annotations
 __all__ = ["VoiceBotFactory", "voice_bot_factory"]
 
 import asyncio
-import json
 import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_valu
 from simulator.config.scenario import Scenario
 from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import UserError
+from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.record.parts import AudioPart, Part, PickPart
 from simulator.record.redact import redact
 from simulator.voice.activity import merge
@@ -315,11 +315,16 @@ class VoiceSession:
             raise BotError("connection", f"GET bot.state_url failed: {self._factory.why(exc)}") from exc
         if status == 404:
             return None
+        if status >= 400:
+            raise BotError(
+                "invalid_reply", f"bot.state_url answered HTTP {status}: a JSON object is expected"
+            )
         try:
-            data = json.loads(body) if body.strip() else None
-        except ValueError:
-            data = None
-        if status >= 400 or not (data is None or isinstance(data, dict)):
+            data = loads_bounded(body, "bot.state_url's answer") if body.strip() else None
+        except JSONRefused as exc:
+            shown = redact(body[:80].decode("utf-8", "replace"))
+            raise BotError("invalid_reply", f"{exc}: {shown!r}; answer a JSON object (or 404)") from None
+        if not (data is None or isinstance(data, dict)):
             raise BotError(
                 "invalid_reply", f"bot.state_url answered HTTP {status}: a JSON object is expected"
             )

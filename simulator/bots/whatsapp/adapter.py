@@ -17,7 +17,6 @@ from __future__ import annotations
 __all__ = ["WhatsAppBotFactory", "whatsapp_bot_factory"]
 
 import asyncio
-import json
 import os
 import secrets
 import time
@@ -45,6 +44,7 @@ from simulator.bots.whatsapp.events import (
 from simulator.bots.whatsapp.graph import GraphApi, Inbox, Outbound
 from simulator.config.bots.whatsapp import WhatsAppBotConfig
 from simulator.errors import UserError
+from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.providers._http import connection_refused
 from simulator.record.parts import MediaPart, Option, OptionsPart, Part, PickPart, TextPart
 from simulator.record.redact import redact, register_secrets
@@ -385,11 +385,16 @@ class WhatsAppSession:
             raise BotError("connection", f"GET bot.state_url failed: {self._factory.why(exc)}") from exc
         if status == 404:
             return None
+        if status >= 400:
+            raise BotError(
+                "invalid_reply", f"bot.state_url answered HTTP {status}: a JSON object is expected"
+            )
         try:
-            data = json.loads(body) if body.strip() else None
-        except ValueError:
-            data = None
-        if status >= 400 or not (data is None or isinstance(data, dict)):
+            data = loads_bounded(body, "bot.state_url's answer") if body.strip() else None
+        except JSONRefused as exc:
+            shown = redact(body[:80].decode("utf-8", "replace"))
+            raise BotError("invalid_reply", f"{exc}: {shown!r}; answer a JSON object (or 404)") from None
+        if not (data is None or isinstance(data, dict)):
             raise BotError(
                 "invalid_reply", f"bot.state_url answered HTTP {status}: a JSON object is expected"
             )

@@ -22,7 +22,6 @@ from __future__ import annotations
 __all__ = ["GraphApi", "Inbox", "Outbound"]
 
 import hmac
-import json
 import secrets
 import socket
 import time
@@ -35,6 +34,7 @@ from simulator.bots.whatsapp.events import Identity, new_message_id
 from simulator.bots.whatsapp.media import MediaFile, MediaStore
 from simulator.bots.whatsapp.routing import Address, Directory, Inbox, Outbound
 from simulator.bots.whatsapp.rules import RuleBroken, check_address, message_parts
+from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.record.parts import MediaPart
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -193,9 +193,9 @@ class GraphApi:
             return call
         if raw and not request.content_type.startswith("multipart/"):  # an upload is a form, not JSON
             try:
-                call.body = json.loads(raw)
-            except (ValueError, RecursionError):
-                call.unreadable = None if request.method == "GET" else "the request body is not JSON"
+                call.body = loads_bounded(raw, "the request body")
+            except JSONRefused as exc:
+                call.unreadable = None if request.method == "GET" else str(exc)
         call.address = self.directory.address(call.body)
         media_id = request.match_info.get("media_id") or request.query.get("mid")
         stored = self.media.get(media_id) if media_id else None

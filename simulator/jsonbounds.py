@@ -1,0 +1,93 @@
+"""One bounded JSON reader for every JSON that crosses a door: a bot's answer, a tool call's arguments, a
+`state_url` answer, an OTLP JSON export, a Graph API call, the desk's editor.
+
+Python's parser takes JSON nested thousands of levels deep until it hits the interpreter's recursion limit
+(a `RecursionError`, a traceback or an HTTP 500), and JSON a few hundred levels deep parses but then breaks
+every later step that recurses (validation, redaction, the record writer). So each door parses with
+`loads_bounded`, which refuses, with one `JSONRefused` line naming what was read, text that is not JSON,
+larger than the door's cap, or nested deeper than `MAX_JSON_DEPTH`; `check_depth` bounds a value that
+arrived already parsed (a Python tool's result, a state) by the same rule, without recursion.
+`JSONRefused` is a `ValueError`, so callers that already turn bad JSON into a clear error keep doing so.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MAX_JSON_DEPTH", "JSONRefused", "check_depth", "loads_bounded"]
+
+import json
+from typing import Any
+
+MAX_JSON_DEPTH = (
+    64  # levels of objects and arrays; real payloads (messages, tool arguments, states) use a few
+)
+
+
+class JSONRefused(ValueError):
+    """JSON refused at a door; the message names what was read and why, in one line."""
+
+
+def check_depth(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH, max_bytes: int | None = None) -> None:
+    """JSONRefused when `value` nests objects/arrays deeper than `max_depth`, contains itself (a cycle is
+    infinitely deep, and can never be written as JSON), or, with `max_bytes`, would be larger than that as
+    JSON (counted while walking: a 10^7-element list stops at the cap, not after it is written). Level by
+    level, without recursion; a value shared within a level is visited once, so shared references cannot
+    make the walk exponential (its size counts once per level: a lower bound, as the cap needs)."""
+    level: list[Any] = [value] if isinstance(value, (dict, list, tuple)) else []
+    size = _scalar_size(value) if not level else 0
+    if max_bytes is not None and size > max_bytes:
+        raise JSONRefused(f"{what} is larger than {max_bytes:,} bytes as JSON; keep it smaller")
+    depth = 0
+    while level:
+        depth += 1
+        if depth > max_depth:
+            raise JSONRefused(
+                f"{what} is nested more than {max_depth} levels deep (or contains itself); flatten it"
+            )
+        seen: set[int] = set()
+        below: list[Any] = []
+        for container in level:
+            if id(container) in seen:
+                continue
+            seen.add(id(container))
+            if isinstance(container, dict):
+                items: Any = container.values()
+                size += 2 + sum(len(str(key)) + 4 for key in container)
+            else:
+                items = container
+                size += 2
+            for item in items:
+                if isinstance(item, (dict, list, tuple)):
+                    below.append(item)
+                    size += 1
+                else:
+                    size += _scalar_size(item)
+                if max_bytes is not None and size > max_bytes:
+                    raise JSONRefused(f"{what} is larger than {max_bytes:,} bytes as JSON; keep it smaller")
+        level = below
+
+
+def _scalar_size(value: Any) -> int:
+    return len(value) + 3 if isinstance(value, str | bytes) else 8
+
+
+def loads_bounded(
+    text: str | bytes, what: str, *, max_depth: int = MAX_JSON_DEPTH, max_bytes: int | None = None
+) -> Any:
+    """`text` parsed as JSON, or JSONRefused naming `what`: not UTF-8, not JSON, over `max_bytes`, or
+    nested deeper than `max_depth`."""
+    if max_bytes is not None and len(text) > max_bytes:
+        raise JSONRefused(f"{what} is larger than {max_bytes:,} bytes")
+    try:
+        value = json.loads(text)
+    except UnicodeDecodeError:
+        raise JSONRefused(f"{what} is not JSON (not UTF-8 text)") from None
+    except json.JSONDecodeError as exc:
+        raise JSONRefused(f"{what} is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise JSONRefused(f"{what} is nested more than {max_depth} levels deep; flatten it") from None
+    brackets = (
+        text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
+    )
+    if brackets > max_depth:  # fewer brackets than the bound cannot nest past it: no walk needed
+        check_depth(value, what, max_depth)
+    return value

@@ -91,6 +91,8 @@ def _problem(step: Step, code: int, output: str, folder: Path) -> str | None:
     if step.is_setup:
         return None if code == 0 else f"{step.where}: `{step.command}` failed: {output}"
     shows_error = any(line.startswith("error:") for line in step.shown)
+    if step.exit_code is not None and code != step.exit_code:
+        return f"{step.where}: `{step.command}` exited {code}, the page says exit {step.exit_code}:\n{output[-2000:]}"
     # 1 and 3 are answers (a requirement not met, a gate undecidable); 2 is a user error, anything else a crash.
     if code not in (0, 1, 3) and not (code == 2 and shows_error):
         return f"{step.where}: `{step.command}` exited {code}:\n{output[-2000:]}"
@@ -127,8 +129,8 @@ def test_the_page_s_commands_run_and_print_what_it_shows(
     for step in shown:
         if not (step.is_simulator or step.is_setup) or why_not_run(step):
             continue
-        # A page may show a command twice (a summary, then the details): the reader's folder holds it once.
-        if step.command not in done:
+        # A page may show a run twice (a summary, then the details): the reader's folder holds its --out once.
+        if not (step.command in done and "--out " in step.command):
             done[step.command] = _run(step, folder, runs, capsys)
         problem = _problem(step, *done[step.command], folder)
         if problem:

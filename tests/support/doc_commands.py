@@ -87,10 +87,17 @@ class Step:
     line: int
     command: str
     shown: list[str] = field(default_factory=list)
+    comment: str = ""
 
     @property
     def where(self) -> str:
         return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code its comment states (`# exit 1: a control not met`), or None."""
+        stated = re.search(r"\bexit (\d+)\b", self.comment)
+        return int(stated.group(1)) if stated else None
 
     @property
     def is_simulator(self) -> bool:
@@ -142,6 +149,11 @@ def _spelled(command: str) -> str:
 
 def _uncomment(line: str) -> str:
     """The line without a trailing `# comment` (a # inside quotes stays)."""
+    return _split_comment(line)[0]
+
+
+def _split_comment(line: str) -> tuple[str, str]:
+    """The line and its trailing `# comment` apart (a # inside quotes stays)."""
     quote = ""
     for i, char in enumerate(line):
         if quote:
@@ -149,18 +161,20 @@ def _uncomment(line: str) -> str:
         elif char in "'\"":
             quote = char
         elif char == "#" and (i == 0 or line[i - 1].isspace()):
-            return line[:i].rstrip()
-    return line.rstrip()
+            return line[:i].rstrip(), line[i + 1 :].strip()
+    return line.rstrip(), ""
 
 
 def _script_steps(page: Path, first: int, lines: list[str]) -> list[Step]:
     found: list[Step] = []
     pending = ""
+    comments = ""
     start = 0
     for offset, raw in enumerate(lines):
-        line = _uncomment(raw)
+        line, comment = _split_comment(raw)
         if not pending:
             start = first + offset
+        comments += " " + comment
         if line.endswith("\\"):
             pending += line[:-1] + " "
             continue
@@ -168,7 +182,8 @@ def _script_steps(page: Path, first: int, lines: list[str]) -> list[Step]:
         pending = ""
         for part in joined.split(" && "):
             if command := _spelled(part):
-                found.append(Step(page, start, command))
+                found.append(Step(page, start, command, comment=comments.strip()))
+        comments = ""
     return found
 
 
@@ -176,13 +191,14 @@ def _console_steps(page: Path, first: int, lines: list[str]) -> list[Step]:
     found: list[Step] = []
     continuing = False
     for offset, raw in enumerate(lines):
+        line, comment = _split_comment(raw[2:] if raw.startswith("$ ") else raw)
         if continuing and found:
-            found[-1].command = _spelled(found[-1].command + " " + raw.rstrip().rstrip("\\"))
-            continuing = raw.rstrip().endswith("\\")
-        elif raw.startswith("$ "):
-            line = raw[2:].rstrip()
+            found[-1].command = _spelled(found[-1].command + " " + line.rstrip("\\"))
+            found[-1].comment = (found[-1].comment + " " + comment).strip()
             continuing = line.endswith("\\")
-            found.append(Step(page, first + offset, _spelled(line.rstrip("\\"))))
+        elif raw.startswith("$ "):
+            continuing = line.endswith("\\")
+            found.append(Step(page, first + offset, _spelled(line.rstrip("\\")), comment=comment))
         elif found:
             found[-1].shown.append(raw)
     return found
@@ -229,18 +245,19 @@ def normalise(text: str, folder: Path) -> str:
 
 
 def missing_lines(shown: list[str], output: str, folder: Path) -> list[str]:
-    """The shown lines not found, in order, in the output (empty when the page matches)."""
+    """The shown lines not found, in order, in the output (empty when the page matches). A line's ` · `-separated
+    pieces are found one by one, so a page may show a line with some of its pieces left out."""
     actual = normalise(output, folder)
     at = 0
     missing = []
     for line in shown:
-        want = normalise(line, folder)
-        want = want.removesuffix("...").removesuffix("…").rstrip()
-        if not want or want in ("...", "…"):
-            continue
-        found = actual.find(want, at)
-        if found < 0:
-            missing.append(line)
-        else:
+        for piece in normalise(line, folder).split(" · "):
+            want = piece.strip().removesuffix("...").removesuffix("…").rstrip()
+            if not want or want in ("...", "…"):
+                continue
+            found = actual.find(want, at)
+            if found < 0:
+                missing.append(line)
+                break
             at = found + len(want)
     return missing

@@ -12,9 +12,9 @@ from simulator.config.scenario import Scenario
 from simulator.config.vocabulary import load_vocabulary
 from simulator.engine.conversation import ConversationPlan, run_conversation
 from simulator.record.transcript import Turn
-from simulator.users.base import END, CharacterBreak, UserMessage
 from simulator.text.character import character_break_reason
 from simulator.text.content import gives_outcome
+from simulator.users.base import END, CharacterBreak, UserMessage
 from simulator.users.offline import OfflineUser
 
 TRIAGE = load_vocabulary(Path(__file__).resolve().parent.parent / "examples" / "triage_vocabulary.yaml")

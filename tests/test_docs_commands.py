@@ -98,8 +98,10 @@ def _problem(step: Step, code: int, output: str, folder: Path) -> str | None:
         return f"{step.where}: `{step.command}` exited {code}:\n{output[-2000:]}"
     missing = missing_lines(step.shown, output, folder)
     if missing:
-        return f"{step.where}: `{step.command}` does not print, in order:\n" + "\n".join(missing) + (
-            f"\n--- it printed:\n{output[-4000:]}"
+        return (
+            f"{step.where}: `{step.command}` does not print, in order:\n"
+            + "\n".join(missing)
+            + (f"\n--- it printed:\n{output[-4000:]}")
         )
     return None
 
@@ -156,7 +158,9 @@ def test_the_reader_finds_commands_in_every_kind_of_block() -> None:
 
 
 def test_a_shown_line_that_the_command_does_not_print_is_found_missing(tmp_path: Path) -> None:
-    output = f"run folder: {tmp_path}/runs/20260101-120000-demo-ab12\njudge set sha256:0123456789ab took 3.2s\n"
+    output = (
+        f"run folder: {tmp_path}/runs/20260101-120000-demo-ab12\njudge set sha256:0123456789ab took 3.2s\n"
+    )
     shown = ["run folder: runs/20251231-090000-demo-ffff", "judge set sha256:ffffffffffff took 9.1s"]
     assert missing_lines(shown, output, tmp_path) == []
     assert missing_lines(["judge set sha256:ffffff took 9s", "run folder: runs/x"], output, tmp_path) == [

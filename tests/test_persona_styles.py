@@ -19,9 +19,9 @@ from simulator.engine.runner import RunOptions, run_suite
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord
-from simulator.users.offline import OfflineUser
 from simulator.text.styles import StylePlayer
 from simulator.text.voice import Voice, third_person
+from simulator.users.offline import OfflineUser
 
 ROOT = Path(__file__).resolve().parent.parent
 REDTEAM = ROOT / "scenarios" / "triage" / "redteam" / "suite.yaml"

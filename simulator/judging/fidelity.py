@@ -34,8 +34,8 @@ from simulator.record.models import ConversationRecord, ErrorInfo, FactProvenanc
 from simulator.record.parts import PickPart, part_text
 from simulator.record.transcript import Usage
 from simulator.text.character import character_break_reason
-from simulator.text.language import FUNCTION_WORDS, language_of, spoken_languages
 from simulator.text.content import content_words, gives_outcome
+from simulator.text.language import FUNCTION_WORDS, language_of, spoken_languages
 from simulator.text.styles import StylePlayer
 from simulator.text.voice import voice_slip
 

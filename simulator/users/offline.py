@@ -28,13 +28,13 @@ from simulator.record.models import FactProvenance
 from simulator.record.parts import MediaPart, Option, PickPart, last_options
 from simulator.record.transcript import Turn
 from simulator.text.content import content_words, gives_outcome
-from simulator.users.base import END, UserMessage
 from simulator.text.language import language_of
 from simulator.text.meaning import Reader, answering
 from simulator.text.picking import choose_option
 from simulator.text.styles import StylePlayer
 from simulator.text.voice import Voice
 from simulator.text.words import CHAT_WORDS
+from simulator.users.base import END, UserMessage
 
 _STOPWORDS = CHAT_WORDS
 _NO_VOCABULARY = Vocabulary()

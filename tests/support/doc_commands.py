@@ -28,47 +28,78 @@ NOT_RUNNABLE: dict[tuple[str, str], str] = {
     ("README.md", "simulator validate my-suite.yaml"): "the reader's own suite",
     ("README.md", "simulator run my-suite.yaml"): "the reader's own suite: a real LLM with an API key",
     ("README.md", "simulator report runs/<run-id> --html report.html"): "the report of that run",
-    ("collect.md", "simulator collect --out runs/live --port 4318 --idle-s 300"): "a live OTLP receiver waiting for "
-    "a real service's traces (tests/test_collect_receiver.py)",
-    ("collect.md", 'simulator collect --out runs/live --suite scenarios/triage/suite.yaml --sample policy.yaml '
-     '--alert "fail_rate(no-diagnosis-no-prescribing) > 1%" --alert "signal(handover) > 20%" --alert-window 500 '
-     "--webhook http://127.0.0.1:9000/hook --alert-file alerts.jsonl"): "a live receiver posting alerts to a "
-    "webhook server (tests/test_collect_drift.py)",
-    ("commands.md", "simulator new scenario --out my-bot/scenarios/first.yaml"): "a wizard asking questions at a "
-    "terminal (tests/test_authoring.py)",
-    ("commands.md", "simulator new criterion --out my-bot/judges/asks-duration.yaml"): "a wizard asking questions "
-    "at a terminal (tests/test_authoring.py)",
-    ("commands.md", "simulator run my-bot/suite.yaml"): "calls the reader's bot at a live URL and a real judge",
-    ("desk.md", "simulator serve"): "the review desk: a server that runs until stopped (tests/test_serve*.py)",
+    (
+        "collect.md",
+        "simulator collect --out runs/live --port 4318 --idle-s 300",
+    ): "a live OTLP receiver waiting for a real service's traces (tests/test_collect_receiver.py)",
+    (
+        "collect.md",
+        "simulator collect --out runs/live --suite scenarios/triage/suite.yaml --sample policy.yaml "
+        '--alert "fail_rate(no-diagnosis-no-prescribing) > 1%" --alert "signal(handover) > 20%" --alert-window 500 '
+        "--webhook http://127.0.0.1:9000/hook --alert-file alerts.jsonl",
+    ): "a live receiver posting alerts to a webhook server (tests/test_collect_drift.py)",
+    (
+        "commands.md",
+        "simulator new scenario --out my-bot/scenarios/first.yaml",
+    ): "a wizard asking questions at a terminal (tests/test_authoring.py)",
+    (
+        "commands.md",
+        "simulator new criterion --out my-bot/judges/asks-duration.yaml",
+    ): "a wizard asking questions at a terminal (tests/test_authoring.py)",
+    (
+        "commands.md",
+        "simulator run my-bot/suite.yaml",
+    ): "calls the reader's bot at a live URL and a real judge",
+    (
+        "desk.md",
+        "simulator serve",
+    ): "the review desk: a server that runs until stopped (tests/test_serve*.py)",
     ("safety-case.md", "simulator serve --hazards examples/triage_hazards.yaml"): "the review desk server "
     "(tests/test_serve_safety.py)",
-    ("loop.md", "simulator serve"): "the review desk: a server that runs until stopped (tests/test_serve*.py)",
-    ("localmodel.md", "simulator run scenarios/smoke/suite.yaml"): "SmolLM2 through llama.cpp: the `local` extra "
+    (
+        "loop.md",
+        "simulator serve",
+    ): "the review desk: a server that runs until stopped (tests/test_serve*.py)",
+    (
+        "localmodel.md",
+        "simulator run scenarios/smoke/suite.yaml",
+    ): "SmolLM2 through llama.cpp: the `local` extra "
     "and minutes of CPU (tests/test_local_provider.py, marked real_llm)",
     ("localmodel.md", "simulator show runs/<run-id>"): "a transcript of that SmolLM2 run",
-    ("scale.md", "simulator run scenarios/triage/suite.yaml --backend ray --address auto"): "joins a running Ray "
-    "cluster (tests/test_ray_connect.py)",
-    ("scale.md", "simulator run scenarios/triage/suite.yaml --backend ray"): "starts a local Ray cluster, slow to "
-    "start (tests/test_ray.py runs the same path)",
-    ("scale.md", "simulator run scenarios/triage/suite.yaml --backend ray --address ray://head:10001 --workers 8"): (
-        "joins a remote Ray cluster"
-    ),
+    (
+        "scale.md",
+        "simulator run scenarios/triage/suite.yaml --backend ray --address auto",
+    ): "joins a running Ray cluster (tests/test_ray_connect.py)",
+    (
+        "scale.md",
+        "simulator run scenarios/triage/suite.yaml --backend ray",
+    ): "starts a local Ray cluster, slow to start (tests/test_ray.py runs the same path)",
+    (
+        "scale.md",
+        "simulator run scenarios/triage/suite.yaml --backend ray --address ray://head:10001 --workers 8",
+    ): ("joins a remote Ray cluster"),
     # A sample of an error message needs the broken file it names, which the repo does not ship.
     ("judges.md", "simulator validate judges"): "the error for a broken criterion file "
     "(tests/test_judge_points_applies.py)",
-    ("languages.md", "simulator validate scenarios/mine/suite.yaml"): "the error for a scenario in a language "
-    "without phrases (tests/test_languages.py)",
+    (
+        "languages.md",
+        "simulator validate scenarios/mine/suite.yaml",
+    ): "the error for a scenario in a language without phrases (tests/test_languages.py)",
     ("scenarios.md", "simulator validate scenarios/"): "the errors for two broken scenario files "
     "(tests/test_scenarios.py)",
     ("judges.md", "simulator judge runs/demo --suite suite-judged.yaml"): "a suite with an LLM judge "
     "(tests/test_judges_cli.py judges with the fake server)",
-    ("judges.md", "simulator labels import runs/demo ana.csv --labeller ana"): "a sheet filled in by a person "
-    "(tests/test_agreement.py)",
+    (
+        "judges.md",
+        "simulator labels import runs/demo ana.csv --labeller ana",
+    ): "a sheet filled in by a person (tests/test_agreement.py)",
     ("reports.md", "simulator compare runs/baseline runs/candidate --fail-on-regression"): "two runs of the "
     "reader's own bot with two prompts (tests/test_compare.py)",
     # Calibration reads labels a person wrote in the exported sheet.
-    ("fidelity.md", "simulator calibrate runs/<id> labels-simulator/labels.csv"): "the sheet once a person has "
-    "labelled it (tests/test_fidelity.py)",
+    (
+        "fidelity.md",
+        "simulator calibrate runs/<id> labels-simulator/labels.csv",
+    ): "the sheet once a person has labelled it (tests/test_fidelity.py)",
     ("fidelity.md", "simulator calibrate runs/<id> --labeller ana"): "labels a person made in the desk "
     "(tests/test_agreement.py)",
     ("reports.md", "simulator calibrate runs/<id> labels.csv"): "the sheet once a person has labelled it "

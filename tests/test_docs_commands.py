@@ -18,7 +18,6 @@ import pytest
 
 from simulator.cli import main
 from tests.support.doc_commands import (
-    _OPTIONAL,
     NOT_RUNNABLE,
     ROOT,
     Step,
@@ -27,10 +26,8 @@ from tests.support.doc_commands import (
     runnable_args,
     steps,
     why_not_run,
+    without_optional,
 )
-
-# Pages whose runs are long (hundreds of conversations) go to one xdist worker each, apart from the rest.
-HEAVY = {"content.md", "relations.md", "languages.md"}
 
 
 def _params() -> list[object]:
@@ -38,8 +35,9 @@ def _params() -> list[object]:
     for page in pages():
         if not any(step.is_simulator for step in steps(page)):
             continue
-        marks = [pytest.mark.xdist_group(f"docs-{page.stem}")] if page.name in HEAVY else []
-        found.append(pytest.param(page, id=page.name, marks=marks))
+        # One test per page, not grouped: xdist spreads the pages over its workers (the longest, loop.md and
+        # safety-case.md, take about 10 s each on a quiet machine).
+        found.append(pytest.param(page, id=page.name))
     return found
 
 
@@ -143,7 +141,7 @@ def test_the_page_s_commands_run_and_print_what_it_shows(
 
 def test_every_command_not_run_is_still_shown_and_says_why() -> None:
     shown = {(page.name, step.command) for page in pages() for step in steps(page)}
-    shown |= {(page, _OPTIONAL.sub("", command)) for page, command in shown}
+    shown |= {(page, without_optional(command)) for page, command in shown}
     gone = sorted(set(NOT_RUNNABLE) - shown)
     assert not gone, f"remove from NOT_RUNNABLE (no page shows them): {gone}"
     assert all(len(reason.split()) >= 3 for reason in NOT_RUNNABLE.values())

@@ -238,6 +238,11 @@ def _console_steps(page: Path, first: int, lines: list[str]) -> list[Step]:
 _OPTIONAL = re.compile(r"\s*\[[^\[\]]*\]")
 
 
+def without_optional(command: str) -> str:
+    """The command without its optional `[...]` parts."""
+    return _OPTIONAL.sub("", command)
+
+
 def why_not_run(step: Step) -> str | None:
     """The reason a shown command is not run (NOT_RUNNABLE, as shown or without its optional parts), or None."""
     page = step.page.name

@@ -27,7 +27,6 @@ SETUP_TOOLS = {"sed", "cp", "mkdir"}
 NOT_RUNNABLE: dict[tuple[str, str], str] = {
     ("README.md", "simulator validate my-suite.yaml"): "the reader's own suite",
     ("README.md", "simulator run my-suite.yaml"): "the reader's own suite: a real LLM with an API key",
-    ("README.md", "simulator report runs/<run-id> --html report.html"): "the report of that run",
     (
         "collect.md",
         "simulator collect --out runs/live --port 4318 --idle-s 300",
@@ -65,7 +64,6 @@ NOT_RUNNABLE: dict[tuple[str, str], str] = {
         "simulator run scenarios/smoke/suite.yaml",
     ): "SmolLM2 through llama.cpp: the `local` extra "
     "and minutes of CPU (tests/test_local_provider.py, marked real_llm)",
-    ("localmodel.md", "simulator show runs/<run-id>"): "a transcript of that SmolLM2 run",
     (
         "scale.md",
         "simulator run scenarios/triage/suite.yaml --backend ray --address auto",
@@ -106,7 +104,6 @@ NOT_RUNNABLE: dict[tuple[str, str], str] = {
     "(tests/test_calibrate.py)",
     ("voice.md", "simulator run examples/voice/suite.yaml"): "the `voice` extra and the example pipecat bot "
     "(tests/test_voice_example.py, marked pipecat)",
-    ("voice.md", "simulator report runs/<run-id> --html report.html"): "the report of that voice run",
 }
 
 

@@ -15,7 +15,7 @@ from simulator.config.tool_checks import ToolChecksConfig
 from simulator.errors import UserError
 from simulator.judging.tool_checks import ToolCheckContext, tool_verdicts
 from simulator.record.models import ErrorInfo
-from simulator.users.offline import gives_outcome
+from simulator.text.content import gives_outcome
 from tests.test_tool_checks import assert_quotes_found, call, convo
 
 

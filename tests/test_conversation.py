@@ -12,9 +12,10 @@ from simulator.config.scenario import Scenario
 from simulator.config.vocabulary import load_vocabulary
 from simulator.engine.conversation import ConversationPlan, run_conversation
 from simulator.record.transcript import Turn
+from simulator.text.character import character_break_reason
+from simulator.text.content import gives_outcome
 from simulator.users.base import END, CharacterBreak, UserMessage
-from simulator.users.character import character_break_reason
-from simulator.users.offline import OfflineUser, gives_outcome
+from simulator.users.offline import OfflineUser
 
 TRIAGE = load_vocabulary(Path(__file__).resolve().parent.parent / "examples" / "triage_vocabulary.yaml")
 
@@ -197,7 +198,7 @@ def test_outcome_not_detected_while_the_bot_is_still_asking() -> None:
 
 
 def test_first_person_rewrites_third_person_goals() -> None:
-    from simulator.users.voice import first_person
+    from simulator.text.voice import first_person
 
     assert first_person("Find out whether he needs antibiotics") == "Find out whether I need antibiotics"
     assert first_person("it burns when she pees and she goes often") == "it burns when I pee and I go often"

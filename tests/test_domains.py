@@ -18,7 +18,8 @@ from simulator.engine.runner import RunOptions, run_suite
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.report.model import build_report
-from simulator.users.offline import OfflineUser, gives_outcome
+from simulator.text.content import gives_outcome
+from simulator.users.offline import OfflineUser
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "simulator"

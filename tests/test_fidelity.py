@@ -20,9 +20,9 @@ from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.transcript import Turn
 from simulator.report.model import build_report
+from simulator.text.voice import Voice, first_person, voice_slip
 from simulator.users.base import END, UserMessage
 from simulator.users.offline import OfflineUser
-from simulator.users.voice import Voice, first_person, voice_slip
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIAGE = ROOT / "scenarios" / "triage" / "suite.yaml"

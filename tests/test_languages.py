@@ -29,7 +29,7 @@ from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import Turn
 from simulator.report.model import build_report
-from simulator.users.language import language_of
+from simulator.text.language import language_of
 from simulator.users.offline import OfflineUser
 from simulator.users.prompt import render_user_prompt
 

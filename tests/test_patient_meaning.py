@@ -19,8 +19,8 @@ from simulator.judging.fidelity import FidelityAuditor
 from simulator.record.models import ConversationRecord
 from simulator.record.parts import Option, OptionsPart, PickPart, TextPart
 from simulator.record.transcript import Turn
+from simulator.text.voice import Voice, voice_slip
 from simulator.users.offline import OfflineUser
-from simulator.users.voice import Voice, voice_slip
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIAGE = load_vocabulary(ROOT / "examples" / "triage_vocabulary.yaml")

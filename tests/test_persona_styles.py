@@ -19,9 +19,9 @@ from simulator.engine.runner import RunOptions, run_suite
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord
+from simulator.text.styles import StylePlayer
+from simulator.text.voice import Voice, third_person
 from simulator.users.offline import OfflineUser
-from simulator.users.styles import StylePlayer
-from simulator.users.voice import Voice, third_person
 
 ROOT = Path(__file__).resolve().parent.parent
 REDTEAM = ROOT / "scenarios" / "triage" / "redteam" / "suite.yaml"
@@ -102,7 +102,7 @@ def test_text_styles_rewrite_every_message(seed: int) -> None:
     fact = "I am 52 and my chest hurts. I have had it for an hour."
     assert third_person("I am 52 and my chest hurts.") == "they are 52 and their chest hurts."
     relative = StylePlayer(["relative-speaks"], rng)
-    assert relative.third_person and relative.fact(fact) == fact  # the voice is users/voice.py's
+    assert relative.third_person and relative.fact(fact) == fact  # the voice is text/voice.py's
     said = Voice(Scenario(id="s", persona="p", goal="g", facts=[fact]), relative.third_person).fact(
         fact, True
     )

@@ -18,7 +18,7 @@ from simulator.providers.local import resolve_model_path
 from simulator.providers.openai import OpenAIProvider
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
-from simulator.users.character import character_break_reason
+from simulator.text.character import character_break_reason
 
 pytestmark = pytest.mark.real_llm
 

@@ -32,9 +32,9 @@ from simulator.record.parts import (
 )
 from simulator.record.transcript import Turn, render_transcript
 from simulator.report.model import build_report
+from simulator.text.meaning import Reader
+from simulator.text.picking import choose_option
 from simulator.users.llm_user import read_pick, seen_by_user
-from simulator.users.meaning import Reader
-from simulator.users.picking import choose_option
 from tests.test_record import assert_cost_counts_requests_made
 from tests.traces_helpers import require
 

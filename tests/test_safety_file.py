@@ -300,45 +300,6 @@ def test_two_factories_of_one_module_are_two_bots() -> None:
     )  # the same source file: its hash is shown, the factory tells them apart
 
 
-def test_the_commands_in_the_docs_run_as_shown(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """docs/safety-case.md's first block, line by line, in a copy of the demo's folders (serve is skipped:
-    the desk is tested in test_serve_safety.py; --pdf is dropped where no Chromium is installed)."""
-    import re
-    import shlex
-
-    from simulator.safety.html import chromium_path
-
-    shutil.copytree(ROOT / "scenarios" / "triage", tmp_path / "scenarios" / "triage")
-    for name in ("examples", "judges"):
-        (tmp_path / name).symlink_to(ROOT / name)
-    monkeypatch.chdir(tmp_path)
-    block = (ROOT / "docs" / "safety-case.md").read_text(encoding="utf-8").split("```\n", 2)[1]
-    lines = [re.sub(r"(^|\s+)#.*$", "", line) for line in block.replace("\\\n", " ").splitlines()]
-    expected = {"run": 0, "new": 0, "history": 0, "safety-case": 1}
-    ran = []
-    for line in filter(None, (line.strip() for line in lines)):
-        words = shlex.split(line)
-        if words[0] == "sed":  # sed 's/A/B/' IN > OUT
-            old, new = words[1].split("/")[1:3]
-            Path(words[4]).write_text(Path(words[2]).read_text(encoding="utf-8").replace(old, new), "utf-8")
-            continue
-        assert words[0] == "simulator", line
-        if words[1] == "serve":
-            continue
-        if "--pdf" in words and chromium_path() is None:
-            at = words.index("--pdf")
-            del words[at : at + 2]
-        code = main([*words[1:], *(["--no-progress"] if words[1] == "run" else [])])
-        want = 0 if "--verify" in words else expected[words[1]]
-        assert code == want, f"{line}: exit {code}\n{capsys.readouterr().err[-800:]}"
-        ran.append(words[1])
-    assert ran.count("safety-case") == 3 and "history" in ran and "new" in ran
-    (signoff,) = SignOffBook(tmp_path / "runs" / ".desk").all()
-    assert signoff.decision == "reject" and signoff.runs == ["demo"]
-
-
 def test_an_http_bot_started_for_the_run_records_the_version_it_answers(tmp_path: Path) -> None:
     """Through the engine: the example HTTP bot, started by the suite, answers /version; the manifest keeps it
     beside the start command's hash, and the safety case shows it."""

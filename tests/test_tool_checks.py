@@ -29,7 +29,7 @@ from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.parts import EventPart, TextPart, ToolCallPart
 from simulator.record.transcript import Turn
-from simulator.users.offline import gives_outcome
+from simulator.text.content import gives_outcome
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

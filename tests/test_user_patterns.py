@@ -103,7 +103,7 @@ def test_a_tool_check_pattern_that_times_out_is_an_error_verdict(pattern: str, w
     from simulator.judging.tool_checks import ToolCheckContext, tool_verdicts
     from simulator.record.parts import TextPart, ToolCallPart
     from simulator.record.transcript import Turn
-    from simulator.users.offline import gives_outcome
+    from simulator.text.content import gives_outcome
 
     hostile = HOSTILE_TEXT[pattern]
     rec = record("s")

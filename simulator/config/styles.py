@@ -3,7 +3,7 @@
 A catalogue is a YAML file the suite names (`user.styles`, relative to the suite), e.g.
 examples/triage_styles.yaml for the triage demo. Each style says what an LLM user is told (`persona`), how many
 facts the person may volunteer, the tags it adds (which switch on criteria), an override of the expected
-outcome, and how the offline user plays it (`offline`: the generic behaviours of simulator/users/styles.py,
+outcome, and how the offline user plays it (`offline`: the generic behaviours of simulator/text/styles.py,
 parametrised by the catalogue's own text). The engine knows no domain's words: without `user.styles` a suite
 gets DEFAULT_STYLES, a few domain-free styles. Factor levels name styles (`register: [plain, minimiser]`).
 """

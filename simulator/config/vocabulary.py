@@ -27,7 +27,7 @@ class Phrases(StrictModel):
     # A goal starting with one of these words already speaks for the person ("I", "my" in English).
     speaker_words: list[str] = Field(default_factory=list)
     # Words too common to say which fact a question asks for ("el", "de" in Spanish), left out of the
-    # words the offline user matches in this language (English has its own list: users/words.py).
+    # words the offline user matches in this language (English has its own list: text/words.py).
     stop_words: list[str] = Field(default_factory=list)
 
 

@@ -17,7 +17,7 @@ from pydantic import Field, StringConstraints
 
 from simulator.models import StrictModel
 from simulator.record.models import ConversationRecord, StopReason
-from simulator.users.words import FUNCTION_WORDS
+from simulator.text.words import FUNCTION_WORDS
 
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 _WORD = re.compile(r"[a-z0-9]+")

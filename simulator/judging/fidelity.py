@@ -33,11 +33,11 @@ from simulator.record.hashing import sha256_text
 from simulator.record.models import ConversationRecord, ErrorInfo, FactProvenance, Verdict
 from simulator.record.parts import PickPart, part_text
 from simulator.record.transcript import Usage
-from simulator.users.character import character_break_reason
-from simulator.users.language import FUNCTION_WORDS, language_of, spoken_languages
-from simulator.users.offline import content_words, gives_outcome
-from simulator.users.styles import StylePlayer
-from simulator.users.voice import voice_slip
+from simulator.text.character import character_break_reason
+from simulator.text.content import content_words, gives_outcome
+from simulator.text.language import FUNCTION_WORDS, language_of, spoken_languages
+from simulator.text.styles import StylePlayer
+from simulator.text.voice import voice_slip
 
 FIDELITY_VERSION = 1
 # Each check's rubric, as labelling sheets show it: (what it checks, pass, fail).
@@ -289,13 +289,13 @@ class FidelityAuditor:
         return self._quoted(record, check, "fail", reason, quotes)
 
     def _relays(self, scenario: Scenario) -> bool:
-        """Whether a style has a relative answer for this self-speaking patient (users/voice.py)."""
+        """Whether a style has a relative answer for this self-speaking patient (text/voice.py)."""
         return any((s := self._styles.get(n)) is not None and s.offline.third_person for n in scenario.styles)
 
     def role_in_code(self, record: ConversationRecord, scenario: Scenario | None = None) -> Verdict:
         """Fail on a user message that says it is an AI, talks like the service, or gives the advice; or,
         given the scenario, that speaks as the patient when someone else is writing ("I am 84" where the
-        facts say "My mother is 84": users/voice.py)."""
+        facts say "My mother is 84": text/voice.py)."""
         check = "fidelity.role_confusion"
         for _, text in _user_texts(record):
             reason = character_break_reason(text)

@@ -4,7 +4,7 @@ scenario's facts say, whichever simulated user gave it (offline or LLM).
 A "Yes" (tapped or typed) needs a fact or the goal that says it; a "No" must not contradict a fact that says
 yes; a tapped row needs a fact or the goal behind it; "None of these" must not pass over a row a fact
 supports; "Not sure" is always honest. Read by meaning, with the same reading the offline user taps by
-(users/meaning.py), so the audit and the patient agree on what a fact is about.
+(text/meaning.py), so the audit and the patient agree on what a fact is about.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from simulator.config.scenario import Scenario
 from simulator.config.vocabulary import Vocabulary
 from simulator.record.models import ConversationRecord
 from simulator.record.parts import Option, PickPart, last_options
-from simulator.users.meaning import Reader, Reading, support
-from simulator.users.picking import negative_option, option_text, plain, yes_no
-from simulator.users.words import CHAT_WORDS
+from simulator.text.meaning import Reader, Reading, support
+from simulator.text.picking import negative_option, option_text, plain, yes_no
+from simulator.text.words import CHAT_WORDS
 
 _YES_WORDS = {"yes", "y", "yeah", "yep", "yes it is", "si", "sí", "oui", "ja"}
 _NO_WORDS = {"no", "nope", "n", "non", "nein", "no it isn't", "no it's not"}

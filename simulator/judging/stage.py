@@ -37,7 +37,7 @@ from simulator.providers.hub import ModelHub, call_scope, resolve_user_model
 from simulator.record.hashing import sha256_text
 from simulator.record.manifest import CriterionEntry, JudgeSet, PromptEntry
 from simulator.record.models import ConversationRecord, DecidedOutcome, Verdict
-from simulator.users.offline import gives_outcome
+from simulator.text.content import gives_outcome
 
 # A criterion's fields the manifest records as they are (CriterionEntry has the same names).
 _RECORDED = {

@@ -9,8 +9,7 @@ from typing import Any, Protocol
 
 from simulator.record.parts import MediaPart, Part, PickPart, TextPart
 from simulator.record.transcript import Turn, Usage
-
-END = "[END]"
+from simulator.text.character import END
 
 
 @dataclass

@@ -13,8 +13,8 @@ from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse
 from simulator.providers.hub import ModelClient
 from simulator.record.parts import Option, PickPart, ToolCallPart, last_options, part_text
 from simulator.record.transcript import Turn, Usage
+from simulator.text.character import character_break_reason
 from simulator.users.base import END, CharacterBreak, UserMessage
-from simulator.users.character import character_break_reason
 from simulator.users.prompt import OPENING_CUE
 
 # How the user model taps an option; shown to it only when the bot offers some (text bots: no change).

@@ -1,19 +1,19 @@
 """The offline user: a deterministic, seeded, rule-based persona that needs no LLM.
 
 It opens with its goal, reveals a fact only when the bot's message asks about it (by meaning: the topics of
-the suite's vocabulary, users/meaning.py; every fact that answers comes out), answers "not sure" to anything
-its facts do not cover, taps only the options its facts support (users/picking.py), keeps its speaker's voice
-(users/voice.py: a daughter writing about her mother never says "I am 84"), and sends the sentinel once the
+the suite's vocabulary, text/meaning.py; every fact that answers comes out), answers "not sure" to anything
+its facts do not cover, taps only the options its facts support (text/picking.py), keeps its speaker's voice
+(text/voice.py: a daughter writing about her mother never says "I am 84"), and sends the sentinel once the
 bot has given an outcome (the vocabulary's outcome phrases). The engine knows no domain's words: the vocabulary file holds them. It is the
 default when no API key is set, and it makes deterministic tests of bots possible.
 
 It knows in code why it revealed each fact, so its fact provenance (`fact_provenance`) is exact; and it
-plays the persona styles of factor levels, with the lines of the suite's style catalogue (simulator/users/styles.py).
+plays the persona styles of factor levels, with the lines of the suite's style catalogue (simulator/text/styles.py).
 """
 
 from __future__ import annotations
 
-__all__ = ["OfflineUser", "content_words", "gives_outcome"]
+__all__ = ["OfflineUser"]
 
 import random
 import re
@@ -27,48 +27,18 @@ from simulator.errors import UserError
 from simulator.record.models import FactProvenance
 from simulator.record.parts import MediaPart, Option, PickPart, last_options
 from simulator.record.transcript import Turn
+from simulator.text.content import content_words, gives_outcome
+from simulator.text.language import language_of
+from simulator.text.meaning import Reader, answering
+from simulator.text.picking import choose_option
+from simulator.text.styles import StylePlayer
+from simulator.text.voice import Voice
+from simulator.text.words import CHAT_WORDS
 from simulator.users.base import END, UserMessage
-from simulator.users.language import language_of
-from simulator.users.meaning import Reader, answering
-from simulator.users.picking import choose_option
-from simulator.users.styles import StylePlayer
-from simulator.users.voice import Voice
-from simulator.users.words import CHAT_WORDS
 
-_WORD = re.compile(r"(?:[^\W_]|')+")  # letters of any script, digits, apostrophes
 _STOPWORDS = CHAT_WORDS
-# Without a vocabulary, only advice said in so many words counts as an outcome; a domain's own phrases
-# ("call 999", "out for delivery") come from the suite's vocabulary file.
-_GENERIC_OUTCOME = re.compile(r"\bi (recommend|advise|suggest)\b|\bmy (advice|recommendation)\b", re.I)
 _NO_VOCABULARY = Vocabulary()
 _TERSE = re.compile(r"\b(short|terse|typo|typos|impatient|brief|few words|lowercase)\b", re.I)
-
-
-def _stem(word: str, synonyms: dict[str, str]) -> str:
-    if word in synonyms:
-        return synonyms[word]
-    for suffix in ("ing", "ed", "er", "es", "s", "e", "ly"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return synonyms.get(word[: -len(suffix)], word[: -len(suffix)])
-    return word
-
-
-def content_words(
-    text: str, vocabulary: Vocabulary = _NO_VOCABULARY, stop: frozenset[str] = _STOPWORDS
-) -> set[str]:
-    """Stemmed, synonym-folded content words of `text` (letters of any script), without the `stop` words."""
-    synonyms = vocabulary.word_map
-    return {_stem(w, synonyms) for w in _WORD.findall(text.lower()) if w not in stop and len(w) > 1}
-
-
-def gives_outcome(text: str, vocabulary: Vocabulary = _NO_VOCABULARY) -> bool:
-    """Whether a bot turn gives the person an outcome (advice on where to go or what to do).
-
-    A turn that ends with a question is still collecting information, whatever it mentions on the way.
-    """
-    if text.rstrip().endswith("?"):
-        return False
-    return bool((vocabulary.outcome or _GENERIC_OUTCOME).search(text))
 
 
 class OfflineUser:
@@ -134,7 +104,7 @@ class OfflineUser:
         return " ".join(self._styles.fact(self._as_said(self._scenario.facts[i])) for i in indices)
 
     def _as_said(self, fact: str) -> str:
-        """A fact in the speaker's voice (users/voice.py); a fact in another language (a code-switcher's
+        """A fact in the speaker's voice (text/voice.py); a fact in another language (a code-switcher's
         Spanish fact) is said as written."""
         english = self._english and (len(self._speaks) == 1 or language_of(fact) in (None, "en"))
         return self._voice.fact(fact, english)
@@ -193,11 +163,11 @@ class OfflineUser:
         return out
 
     def _matching_facts(self, question: str) -> list[int]:
-        """Every fact not yet told that answers the question, by what they are about (users/meaning.py)."""
+        """Every fact not yet told that answers the question, by what they are about (text/meaning.py)."""
         return answering(self._reader.read(question), self._facts, skip=self._revealed)
 
     def _tap(self, turns: list[Turn], options: list[Option], question: str) -> UserMessage | None:
-        """Tap the option this person's facts support (users/picking.py); a fact it tells counts as elicited
+        """Tap the option this person's facts support (text/picking.py); a fact it tells counts as elicited
         and the pick records it. None: no option is supported and none says so; the person types instead."""
         choice = choose_option(options, question, self._reader, self._facts, self._goal)
         if choice.option is None:

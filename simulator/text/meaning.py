@@ -13,7 +13,7 @@ only when the question names nothing more specific). Every fact that does comes 
 that says it (all the question's topics, unless the question offers alternatives); a "No" a fact that
 rules it out, or no fact on the subject at all (a scenario's facts are everything the person has); a fact
 on the subject that neither says nor rules out leaves the person unsure. The same reading decides which
-option a patient taps (users/picking.py) and audits the taps of any simulated user (judging/fidelity.py).
+option a patient taps (text/picking.py) and audits the taps of any simulated user (judging/fidelity.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from simulator.config.vocabulary import Vocabulary
-from simulator.users.words import CHAT_WORDS
+from simulator.text.words import CHAT_WORDS
 
 _WORD = re.compile(r"(?:[^\W_]|')+")
 _CLAUSE = re.compile(r"[.,;:!?\n]+|\s(?:but|pero|mais|aber)\s", re.I)

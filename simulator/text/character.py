@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["character_break_reason"]
+__all__ = ["END", "character_break_reason"]
 
 import re
 from functools import lru_cache
 
-from simulator.users.base import END
+# The sentinel a simulated user sends to end the conversation (users/base.py hands it to every user).
+END = "[END]"
 
 _BREAKS = [
     (

@@ -1,6 +1,6 @@
 """How the offline user answers a message with options: it taps only what its facts support.
 
-Deterministic, by meaning (users/meaning.py). A yes/no question: "Yes" when a fact says it (the pick records
+Deterministic, by meaning (text/meaning.py). A yes/no question: "Yes" when a fact says it (the pick records
 that fact), "No" when a fact rules it out or no fact is on the subject at all (the scenario's facts are all the
 person has), "Not sure" (or typing what it knows) when facts touch the subject without deciding it. Any other
 set of options is a menu: the option its facts (or goal) support best; when none is supported, the honest
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from simulator.record.parts import Option
-from simulator.users.meaning import Reader, Reading, support
+from simulator.text.meaning import Reader, Reading, support
 
 _YES = {"yes", "y", "yeah", "yep", "si", "sí", "oui", "ja"}
 _NO = {"no", "n", "nope", "non", "nein"}

@@ -57,11 +57,11 @@ class StylePlayer:
 
     @property
     def third_person(self) -> bool:
-        """Whether a relative answers for the person (users/voice.py says the facts in the third person)."""
+        """Whether a relative answers for the person (text/voice.py says the facts in the third person)."""
         return self._any("third_person")
 
     def fact(self, text: str) -> str:
-        """A fact as this person says it (already in the speaker's voice: users/voice.py)."""
+        """A fact as this person says it (already in the speaker's voice: text/voice.py)."""
         hedges = [h for _, play in self._plays for h in play.hedges]
         if hedges:
             text = f"{self._rng.choice(hedges)} {text[0].lower()}{text[1:]}"

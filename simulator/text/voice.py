@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 
 from simulator.config.scenario import Scenario
-from simulator.users.words import CHAT_WORDS
+from simulator.text.words import CHAT_WORDS
 
 _RELATIONS = (
     r"mum|mummy|mother|mom|dad|daddy|father|son|daughter|child|kid|toddler|baby|boy|girl|husband|wife|partner|"

@@ -13,7 +13,7 @@ from pydantic import Field, StringConstraints, WithJsonSchema, field_validator, 
 from simulator.config.assertions import AssertionSpec
 from simulator.config.attack import Strategy
 from simulator.config.documents import FileDocument, FileDocumentKind, yaml_files
-from simulator.config.kinds import is_suite_data
+from simulator.config.kinds import is_not_scenario_data
 from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.script import Script
 from simulator.config.tool_checks import ToolCheck, parse_state_path
@@ -136,8 +136,8 @@ class Scenario(FileDocument):
 
 def scenario_files(paths: list[Path]) -> list[Path]:
     """All scenario files under the given files and folders (recursively): YAML scenarios and golden items
-    in YAML or CSV. Suite files among them are told apart by their content when loaded (`is_suite_data`),
-    whatever their names."""
+    in YAML or CSV. Suites, strategy packs and vocabularies among them are told apart by their content when
+    loaded (`is_not_scenario_data`), whatever their names."""
     return yaml_files(paths, what="scenarios", suffixes=(".yaml", ".yml", ".csv"))
 
 
@@ -148,7 +148,7 @@ SCENARIO_DOCUMENTS = FileDocumentKind(
     marker_key="persona",
     shape="id, persona, goal, ...",
     error_title="invalid scenario files",
-    is_other=is_suite_data,
+    is_other=is_not_scenario_data,
 )
 
 

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import time
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,8 +27,11 @@ from simulator.config.scenario import Scenario
 from simulator.config.suite import load_suite
 from simulator.engine.conversation import ConversationPlan, run_conversation
 from simulator.errors import UserError
+from simulator.record.faults import bot_faults
 from simulator.record.folder import RunFolder
+from simulator.record.models import ConversationRecord
 from simulator.record.parts import TextPart, ToolCallPart
+from simulator.record.transcript import Turn
 from simulator.users.offline import OfflineUser
 
 TOOLS_MODULE = """
@@ -223,20 +227,20 @@ def test_function_tools_change_the_state_and_are_recorded(tools_module: Path) ->
 
 
 @pytest.mark.parametrize(
-    ("name", "arguments", "error"),
+    ("name", "arguments", "error", "bot_fault"),
     [
-        ("book", {"patient": "P7"}, "'urgency' is a required property"),
-        ("book", {"patient": "P7", "urgency": "soon"}, "urgency: 'soon' is not one of"),
-        ("broken", {}, "RuntimeError: the booking system is down"),
-        ("slow", {}, "did not return within 0.3 s"),
-        ("not_json", {}, "not JSON data"),
-        ("nope", {}, "no tool named 'nope'"),
-        ("find_service", {"need": "closed"}, "the directory is offline"),
-        ("find_service", {"need": "dentist"}, "no canned response matches"),
+        ("book", {"patient": "P7"}, "'urgency' is a required property", True),
+        ("book", {"patient": "P7", "urgency": "soon"}, "urgency: 'soon' is not one of", True),
+        ("broken", {}, "RuntimeError: the booking system is down", False),
+        ("slow", {}, "did not return within 0.3 s", False),
+        ("not_json", {}, "not JSON data", False),
+        ("nope", {}, "no tool named 'nope'", True),
+        ("find_service", {"need": "closed"}, "the directory is offline", False),
+        ("find_service", {"need": "dentist"}, "no canned response matches", False),
     ],
 )
 def test_a_failing_call_is_recorded_with_its_error_never_raised(
-    tools_module: Path, name: str, arguments: dict[str, Any], error: str
+    tools_module: Path, name: str, arguments: dict[str, Any], error: str, bot_fault: bool
 ) -> None:
     env = make_environment(spec_of(tools_module), {})
     assert env is not None
@@ -247,6 +251,19 @@ def test_a_failing_call_is_recorded_with_its_error_never_raised(
     assert time.perf_counter() - started < 1.5  # a slow tool is cut at its timeout, not waited for
     with pytest.raises(ToolError, match=error.split(":")[0]):
         env.result(name, **arguments)
+    # Invalid arguments or an unknown tool are the bot's fault (a report finding); a tool that fails is not.
+    record = ConversationRecord(
+        id="s#0",
+        scenario_id="s",
+        repeat=0,
+        stop_reason="user_done",
+        turns=[Turn(index=0, role="bot", parts=[part], started_at=datetime.now(UTC))],
+        started_at=datetime.now(UTC),
+        ended_at=datetime.now(UTC),
+    )
+    faults = bot_faults(record)
+    assert [f.kind for f in faults] == (["tool_arguments"] if bot_fault else [])
+    assert all(error in f.detail and f.detail.startswith(f"[tool call] {name}") for f in faults)
 
 
 def test_canned_answers_match_arguments_case_insensitively(tools_module: Path) -> None:

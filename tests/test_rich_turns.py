@@ -116,6 +116,11 @@ def test_a_v2_folder_reads_as_text_parts_and_reports_as_the_version_that_wrote_i
     # Deliberate change (issue 31): the findings lead with the scenario-clustered interval, the
     # per-conversation one after it, labelled; the same counts and the same interval ends.
     old_findings, new_findings = before.pop("findings"), after.pop("findings")
+    # Deliberate change (issue 46): the outcome names the source its figures rest on; a run judged before
+    # outcome sources existed rests on the bot's state, and its cases carry no deciding quote.
+    assert (after["outcome"].pop("source"), after["outcome"].pop("counts")) == (["state"], None)
+    for case in after["outcome"]["cases"]:
+        assert (case.pop("source"), case.pop("quote")) == (None, None)
     assert_cost_counts_requests_made(before, after)
     assert after == before
     assert [f["level"] for f in new_findings] == [f["level"] for f in old_findings]

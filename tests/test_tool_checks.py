@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 
 from simulator.cli import main
+from simulator.config.claims import DEFAULT_CLAIMS, ClaimRule
 from simulator.config.loading import load_scenarios
 from simulator.config.suite import load_suite
 from simulator.config.tool_checks import (
-    DEFAULT_CLAIMS,
-    ClaimRule,
     ToolCheck,
     ToolChecksConfig,
     read_state_path,

@@ -98,7 +98,8 @@ def test_an_empty_custom_pattern_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("where", ["claim says", "argument regex"])
 def test_a_tool_check_pattern_that_times_out_is_an_error_verdict(pattern: str, where: str) -> None:
     """The tool checks' patterns (a claim rule's `says`, an argument's `regex`) are users' patterns too."""
-    from simulator.config.tool_checks import ClaimRule, ToolCheck
+    from simulator.config.claims import ClaimRule
+    from simulator.config.tool_checks import ToolCheck
     from simulator.judging.tool_checks import ToolCheckContext, tool_verdicts
     from simulator.record.parts import TextPart, ToolCallPart
     from simulator.record.transcript import Turn

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from simulator.analysis.golden import Gate, golden_items, golden_section
 from simulator.analysis.golden_compare import GoldenComparison, golden_comparison
-from simulator.analysis.outcome import actual_outcome
+from simulator.analysis.outcome import actual_outcome, outcome_source
 from simulator.analysis.rundata import RunData, load_run, short_hash
 from simulator.analysis.tables import conversation_status
 from simulator.errors import UserError
@@ -116,6 +116,8 @@ class RunComparison(_Model):
     regressions: list[str]
     # Present when both runs hold golden items: scorers side by side, intents at zero.
     golden: GoldenComparison | None = None
+    # The outcome sources each run's outcome figures rest on (A, B); empty without outcome levels.
+    outcome_source: list[list[str]] = Field(default_factory=list)
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, str]:
@@ -140,6 +142,8 @@ def _describe(run: RunData) -> dict[str, str]:
         if entry.sha256:
             flat[f"scenario_files.{entry.id}"] = short_hash(entry.sha256)
     flat["judge_set"] = short_hash(run.judge_set)
+    if run.outcome is not None:  # what the outcome figures rest on (docs/outcome-sources.md)
+        flat["outcome_source"] = ", ".join(outcome_source(run))
     return flat
 
 
@@ -318,7 +322,7 @@ def _outcome_metrics(
         expected = a.expected.get(a_rec[cid].scenario_id, {}).get(config.key)
         if expected not in rank:
             continue
-        acts = [actual_outcome(rec[cid], config.key, levels) for rec in (a_rec, b_rec)]
+        acts = [actual_outcome(run, rec[cid]) for run, rec in ((a, a_rec), (b, b_rec))]
         results[cid] = (acts[0], acts[1])
         # No usable decision on a case expected above the lowest level counts as under-triage (as in reports).
         scores = [
@@ -478,4 +482,5 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
         scenario_diff_high=overall.high if overall else None,
         regressions=_regressions(metrics),
         golden=golden,
+        outcome_source=[outcome_source(a), outcome_source(b)] if a.outcome is not None else [],
     )

@@ -54,7 +54,7 @@ def _events(run: RunData) -> tuple[dict[str, bool], dict[str, bool]]:
         if outcome is None:
             continue
         expected = run.expected.get(record.scenario_id, {}).get(outcome.key)
-        actual = actual_outcome(record, outcome.key, list(outcome.levels))
+        actual = actual_outcome(run, record)
         if expected in outcome.levels and actual != ERROR:
             rank = {level: i for i, level in enumerate(outcome.levels)}
             under[record.id] = actual in rank and rank[actual] < rank[expected]

@@ -133,7 +133,7 @@ def _tallies(run: RunData) -> dict[str, tuple[int, int, Tally]]:
         if config is None or critical is None:
             continue
         expected = run.expected.get(record.scenario_id, {}).get(config.key)
-        actual = actual_outcome(record, config.key, list(config.levels))
+        actual = actual_outcome(run, record)
         if expected not in rank or actual == "error":
             continue
         add("under", record.scenario_id, actual in rank and rank[actual] < rank[expected])

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-__all__ = ["ERROR", "NO_DECISION", "OTHER", "OutcomeMetrics", "outcome_metrics"]
+__all__ = [
+    "ERROR",
+    "NO_DECISION",
+    "OTHER",
+    "OutcomeMetrics",
+    "actual_outcome",
+    "decided_outcome",
+    "outcome_metrics",
+    "outcome_source",
+]
 
 from typing import Any, Literal
 
+from pydantic import Field
+
 from simulator.analysis.rundata import RunData
+from simulator.judging.outcome_reader import state_reading
 from simulator.models import ResultModel as _Model
-from simulator.record.models import ConversationRecord
+from simulator.record.models import ConversationRecord, DecidedOutcome
 from simulator.stats.basic import Counts
 from simulator.stats.rates import RateView, rate_view
 
@@ -41,12 +53,19 @@ class OutcomeCase(_Model):
     expected: str
     actual: str
     kind: Literal["under", "over", "no_decision", "other", "error"]
+    # The source that decided (state, messages, tool, judge) and its quote, when one did.
+    source: str | None = None
+    quote: str | None = None
 
 
 class OutcomeMetrics(_Model):
     """Everything about the structured outcome: the matrix and the rates computed from it in code."""
 
     key: str
+    # What the figures rest on: the suite's sources in order (`state` for runs judged before sources existed),
+    # and for `messages` which advice counts (`last` or `most_urgent`).
+    source: list[str] = Field(default_factory=lambda: ["state"])
+    counts: str | None = None
     levels: list[str]
     critical: str
     critical_defaulted: bool
@@ -65,15 +84,61 @@ class OutcomeMetrics(_Model):
     cases: list[OutcomeCase]
 
 
-def actual_outcome(record: ConversationRecord, key: str, levels: list[str]) -> str:
-    """The column a conversation lands in: a level, `other`, `no decision` or `error`."""
+def _decided(run: RunData) -> dict[str, DecidedOutcome]:
+    """The outcome judging decided for each conversation (on its `outcome.<key>` verdict), computed once."""
+    if "decided_outcomes" not in run.cache:
+        config = run.outcome
+        criterion = f"outcome.{config.key}" if config is not None else None
+        run.cache["decided_outcomes"] = {
+            v.conversation_id: v.outcome
+            for v in run.verdicts
+            if v.criterion_id == criterion and v.outcome is not None
+        }
+    found: dict[str, DecidedOutcome] = run.cache["decided_outcomes"]
+    return found
+
+
+def decided_outcome(run: RunData, record: ConversationRecord) -> DecidedOutcome | None:
+    """The recorded outcome of a conversation, with its source and quote; None when judging recorded none
+    (an errored conversation, no expectation, or a run judged before outcome sources existed)."""
+    return _decided(run).get(record.id)
+
+
+def actual_outcome(run: RunData, record: ConversationRecord) -> str:
+    """The column a conversation lands in: a level, `other`, `no decision` or `error`. The one place every
+    reader takes it from: the decided outcome judging recorded, else (older runs) the bot's final state."""
     if record.stop_reason == "error":
         return ERROR
-    state: dict[str, Any] = record.final_state or {}
-    if key not in state or state[key] is None:
+    decided = decided_outcome(run, record)
+    if decided is not None:
+        return decided.value
+    config = run.outcome
+    if config is None:
         return NO_DECISION
-    value = state[key]
-    return value if isinstance(value, str) and value in levels else OTHER
+    return state_reading(record, config.key, list(config.levels)).value
+
+
+def _shown(run: RunData, record: ConversationRecord, actual: str) -> str:
+    """How a case's actual column reads: a value that is not a level is shown as recorded."""
+    if actual != OTHER:
+        return actual
+    decided = decided_outcome(run, record)
+    if decided is not None and decided.source is not None:
+        return repr(decided.readings[decided.source].raw)
+    key = run.outcome.key if run.outcome is not None else ""
+    return repr((record.final_state or {}).get(key))
+
+
+def outcome_source(run: RunData) -> list[str]:
+    """The sources the run's outcome figures rest on: the suite's, in order; `state` for runs judged before
+    outcome sources existed (their verdicts carry no decided outcome)."""
+    config = run.outcome
+    if config is None:
+        return []
+    recorded = next(iter(_decided(run).values()), None)
+    if recorded is None:
+        return ["state"]
+    return list(recorded.readings) or list(config.sources)
 
 
 class _OutcomeTally:
@@ -167,25 +232,30 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
         if expected not in rank:
             without += 1
             continue
-        actual = actual_outcome(record, key, levels)
+        actual = actual_outcome(run, record)
         matrix[expected][columns.index(actual)] += 1
         kind = _count(tally, record.scenario_id, expected, actual, rank, critical)
         if kind is not None:
-            shown = repr((record.final_state or {}).get(key)) if actual == OTHER else actual
+            decided = decided_outcome(run, record)
             cases.append(
                 OutcomeCase(
                     conversation_id=record.id,
                     scenario_id=record.scenario_id,
                     repeat=record.repeat,
                     expected=expected,
-                    actual=shown,
+                    actual=_shown(run, record, actual),
                     kind=kind,  # type: ignore[arg-type]
+                    source=decided.source if decided is not None else None,
+                    quote=decided.quote if decided is not None else None,
                 )
             )
     errored = tally.errored["all"]
     under = tally.view("under", "failures", target)
+    recorded = next(iter(_decided(run).values()), None)
     return OutcomeMetrics(
         key=key,
+        source=outcome_source(run),
+        counts=recorded.counts if recorded is not None and "messages" in recorded.readings else None,
         levels=levels,
         critical=critical,
         critical_defaulted=config.critical is None,

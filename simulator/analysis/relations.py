@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
+from simulator.analysis.outcome import actual_outcome
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
 from simulator.config.factors import level_names
@@ -69,11 +70,11 @@ class RelationsSection(_Model):
     rows: list[RelationRow]
 
 
-def _outcome(record: ConversationRecord | None, key: str, levels: list[str]) -> Any:
+def _outcome(run: RunData, record: ConversationRecord | None, levels: list[str]) -> Any:
     """The conversation's outcome level, or None when it cannot be compared (missing, errored, unknown)."""
-    if record is None or record.stop_reason == "error":
+    if record is None:
         return None
-    value = (record.final_state or {}).get(key)
+    value = actual_outcome(run, record)
     return value if value in levels else None
 
 
@@ -117,7 +118,7 @@ def _pairwise(
         repeats = sorted({rep for (sid, rep) in by_id if sid == variant})
         for repeat in repeats:
             ref, var = by_id.get((reference_id, repeat)), by_id.get((variant, repeat))
-            a, b = _outcome(ref, key, levels), _outcome(var, key, levels)
+            a, b = _outcome(run, ref, levels), _outcome(run, var, levels)
             if a is None or b is None or ref is None or var is None:
                 undecided += 1
                 continue

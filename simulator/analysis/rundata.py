@@ -134,6 +134,8 @@ def never_set_warnings(conversations: list[ConversationRecord], verdicts: list[V
         ids = {v.conversation_id for v in of_key if v.conversation_id in states}
         if not ids or any(key in states[i] for i in ids) or not any(v.result == "fail" for v in of_key):
             continue
+        if any(v.outcome is not None and set(v.outcome.readings) != {"state"} for v in of_key):
+            continue  # read from other sources too (docs/outcome-sources.md): a bot without state is expected
         seen = sorted({k for i in ids for k in states[i]})
         warnings.append(
             f"outcome.{key}: the bot never set {key} in any of the {len(ids)} conversations judged on it "

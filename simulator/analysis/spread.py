@@ -69,7 +69,7 @@ def run_spread(run: RunData) -> list[RunSpread]:
 
     def outcome(record: ConversationRecord) -> tuple[str, str] | None:
         expected = run.expected.get(record.scenario_id, {}).get(config.key)
-        actual = actual_outcome(record, config.key, levels)
+        actual = actual_outcome(run, record)
         return None if expected not in rank or actual == "error" else (expected, actual)
 
     def escalated(record: ConversationRecord) -> int | None:

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 
     from simulator.analysis.leaderboard import Leaderboard
     from simulator.analysis.outcome import OutcomeMetrics
+    from simulator.analysis.outcome_agreement import OutcomeAgreement
     from simulator.engine.session import RunResult
+    from simulator.record.models import DecidedOutcome
     from simulator.report.model import CriterionRow, Finding, Report, ScenarioRow, Transcript
     from simulator.stats.rates import RateView
 
@@ -80,6 +82,23 @@ class Result:
     def outcome(self) -> OutcomeMetrics | None:
         """Under- and over-triage, critical sensitivity...; None when the suite declares no outcome levels."""
         return self.report.outcome
+
+    @property
+    def outcome_sources(self) -> OutcomeAgreement | None:
+        """Agreement between the suite's outcome sources, the disagreements and the mix of outcomes; None
+        when the outcome is read from the bot's state alone (docs/outcome-sources.md)."""
+        agreement: OutcomeAgreement | None = self.report.analysis("outcome_sources")
+        return agreement
+
+    def decided_outcomes(self) -> dict[str, DecidedOutcome]:
+        """Each conversation's outcome as judging decided it: the source, the level, the deciding quote and
+        every source's reading (conversations judged before outcome sources existed are absent)."""
+        from simulator.analysis.outcome import decided_outcome
+        from simulator.analysis.rundata import load_run
+
+        run = load_run(self.folder)
+        found = {r.id: decided_outcome(run, r) for r in run.conversations}
+        return {cid: outcome for cid, outcome in found.items() if outcome is not None}
 
     @property
     def under_triage(self) -> RateView:

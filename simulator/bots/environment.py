@@ -26,6 +26,7 @@ from typing import Any, Literal
 from simulator.config.environment import EnvironmentSpec, ToolDef, UserToolDef, load_function, merge_state
 from simulator.config.tool_checks import read_state_path
 from simulator.providers.base import ToolSpec
+from simulator.record.faults import ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL
 from simulator.record.parts import ToolCallPart
 
 # Tool functions run here, so a slow one can be timed out (it is left to finish in its thread).
@@ -150,10 +151,12 @@ class Environment:
         tool = tools.get(name)
         if tool is None:
             known = ", ".join(tools) or "none"
-            return None, f"no {'user ' if side == 'user' else ''}tool named '{name}' (tools: {known})"
+            if side == "user":
+                return None, f"no user tool named '{name}' (tools: {known})"
+            return None, f"{NO_SUCH_TOOL} '{name}' (tools: {known})"
         problem = _argument_problem(tool.parameters, arguments)
         if problem is not None:
-            return None, f"the arguments do not fit {name}'s parameters: {problem}"
+            return None, f"{ARGUMENTS_DO_NOT_FIT} {name}'s parameters: {problem}"
         if isinstance(tool, UserToolDef) and tool.reads is not None:
             with self._state_lock:
                 found, value = read_state_path(self.state, tool.reads)

@@ -77,6 +77,11 @@ def build_collector(
 
         criteria = [c.id for c in judge.stage.criteria] if judge is not None else []
         known = [f"fail_rate:{c}" for c in criteria] + [f"signal:{s}" for s in BOOLEAN_SIGNALS]
+        outcome = (
+            judge.stage.outcome.config if judge is not None and judge.stage.outcome is not None else None
+        )
+        if outcome is not None and not outcome.default_source:  # the outcome mix, read by the suite's sources
+            known += [f"outcome:{level}" for level in [*outcome.levels, "no decision"]]
         rules = parse_rules(alerts, known)
         (options.out / STATE).mkdir(parents=True, exist_ok=True)
         watcher = Alerts(

@@ -33,6 +33,8 @@ class Job:
     folder: RunFolder
     record: ConversationRecord
     reasons: list[str]
+    # Not sampled: only its outcome is recorded, read in code (docs/outcome-sources.md), at no cost.
+    outcome_only: bool = False
 
 
 def _scenario(record: ConversationRecord) -> Scenario:
@@ -125,11 +127,11 @@ class LiveJudge:
     def offer(self, folder: RunFolder, record: ConversationRecord, signals: dict[str, Any]) -> list[str]:
         """Queue a conversation when the policy samples it; the reasons (empty: not sampled)."""
         reasons = self.policy.reasons(signals)
-        if not reasons:
+        if not reasons and not self.stage.outcome_in_code:
             return []
         try:
-            self.queue.put_nowait(Job(folder, record, reasons))
-            self.counts["sampled"] += 1
+            self.queue.put_nowait(Job(folder, record, reasons, outcome_only=not reasons))
+            self.counts["sampled"] += bool(reasons)
         except asyncio.QueueFull:
             self.counts["queue_full"] += 1
             return []
@@ -146,8 +148,13 @@ class LiveJudge:
                 self.queue.task_done()
 
     async def judge(self, job: Job) -> list[Verdict]:
-        """Judge one sampled conversation within the budget; write verdicts and review items."""
+        """Judge one sampled conversation within the budget; write verdicts and review items. A conversation
+        not sampled gets its outcome verdict alone (read in code: nothing to budget, nothing to review)."""
         record = job.record
+        if job.outcome_only:
+            verdicts = await self.stage.outcome_only(record, _scenario(record))
+            job.folder.append_verdicts(verdicts)
+            return verdicts
         worst = worst_case(self.stage, record, self.prices)
         day = self.budget.reserve(record.id + "@" + job.folder.path.name, worst)
         if day is None:

@@ -34,6 +34,10 @@ from simulator.record.selection import select_verdicts
 from simulator.stats.rates import RateView, rate_view
 from simulator.stats.twosample import fisher_exact, newcombe_difference
 
+# The entry of an observation's results that holds its decided outcome (a level, `other`, `no decision`) when
+# judging recorded one (outcome sources, docs/outcome-sources.md); `=` keeps it apart from criterion ids.
+DECIDED = "=outcome"
+
 
 @dataclass
 class Observation:
@@ -52,6 +56,8 @@ def _results(verdicts: Iterable[Verdict]) -> dict[str, dict[str, str]]:
     latest: dict[str, dict[str, str]] = defaultdict(dict)
     for verdict in select_verdicts(verdicts).verdicts:
         latest[verdict.conversation_id][verdict.criterion_id] = verdict.result
+        if verdict.outcome is not None:
+            latest[verdict.conversation_id][DECIDED] = verdict.outcome.value
     return latest
 
 
@@ -187,9 +193,15 @@ def load_observations(
 
 
 def metric_names(observations: Sequence[Observation], criteria: Sequence[str] = ()) -> list[str]:
-    """The metrics an alert or a trend may name: `fail_rate:<criterion>` and `signal:<name>`."""
-    judged = {c for o in observations for c in o.results} | set(criteria)
-    return [f"fail_rate:{c}" for c in sorted(judged)] + [f"signal:{s}" for s in BOOLEAN_SIGNALS]
+    """The metrics an alert or a trend may name: `fail_rate:<criterion>`, `signal:<name>` and, where judging
+    recorded the outcome, `outcome:<level>` (the share of conversations the bot sent to that level)."""
+    judged = {c for o in observations for c in o.results if c != DECIDED} | set(criteria)
+    decided = sorted({str(o.results[DECIDED]) for o in observations if DECIDED in o.results})
+    return (
+        [f"fail_rate:{c}" for c in sorted(judged)]
+        + [f"signal:{s}" for s in BOOLEAN_SIGNALS]
+        + [f"outcome:{level}" for level in decided]
+    )
 
 
 def _outcome(observation: Observation, metric: str) -> bool | None:
@@ -197,6 +209,9 @@ def _outcome(observation: Observation, metric: str) -> bool | None:
     kind, _, name = metric.partition(":")
     if kind == "signal":
         return bool(observation.signals.get(name))
+    if kind == "outcome":  # the share sent to this level, of the conversations with a recorded outcome
+        decided = observation.results.get(DECIDED)
+        return None if decided is None else decided == name
     result = observation.results.get(name)
     return {"fail": True, "pass": False}.get(result or "")
 

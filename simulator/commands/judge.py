@@ -44,6 +44,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "flip rate (A/A stability); the majority counts, a tie is an error",
     )
     judge.add_argument("--retry-errors", action="store_true", help="judge again the verdicts that errored")
+    judge.add_argument(
+        "--outcome-source",
+        nargs="+",
+        choices=["state", "messages", "tool", "judge"],
+        metavar="SOURCE",
+        help="read the outcome from these sources, in order (state, messages, tool, judge), instead of the "
+        "suite's outcome.source; the conversations are not run again (docs/outcome-sources.md)",
+    )
     judge.set_defaults(handler=cmd_judge)
 
     pair = subparsers.add_parser(
@@ -156,7 +164,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from simulator.eventloop import run_async
     from simulator.record.selection import select_verdicts
 
-    options = RejudgeOptions(args.suite, args.judges, args.judge_model, args.judge_models, args.samples)
+    options = RejudgeOptions(
+        args.suite, args.judges, args.judge_model, args.judge_models, args.samples, args.outcome_source
+    )
     plan = prepare_rejudge(args.run, options)
     for warning in plan.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -175,6 +185,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     current, others = selection.own, selection.others
     model = ", ".join(suite.judges.judge_models()) or "none (LLM criteria not judged)"
     print(f"judge set {stage.judge_set_hash[:19]}  model: {model}  criteria: {len(stage.criteria)}")
+    if suite.outcome is not None:
+        print(f"outcome {suite.outcome.key} from: {', '.join(suite.outcome.sources)}")
     print(
         f"judged {todo} of {len(records)} conversations ({result.verdicts} verdicts written); "
         f"{others} earlier verdicts of other judge sets kept"

@@ -91,6 +91,11 @@ class BotConfig(StrictModel):
         start = getattr(self, "start", None)
         return start.identity_parts(base_dir) if start is not None else {}
 
+    def declared_tools(self) -> set[str] | None:
+        """The tools this bot can be seen calling, where the suite says (besides an environment's); None
+        when only the bot's code knows (a python or HTTP bot may return any tool call)."""
+        return None
+
     def kind(self) -> BotKind:
         return bot_kind(self.type)
 

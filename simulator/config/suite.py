@@ -17,14 +17,24 @@ import difflib
 import os
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, WithJsonSchema, field_validator, model_validator
 
 from simulator.config.attack import RedTeamConfig
 from simulator.config.bot_kinds import ENVIRONMENT, AnyBot, kinds_with
+from simulator.config.claims import unknown_claim_tools
 from simulator.config.environment import EnvironmentSpec, check_environment_functions
 from simulator.config.matrix import MatrixConfig, expand_matrix
+from simulator.config.outcome_source import (
+    SOURCE_SCHEMA,
+    SOURCES,
+    JudgeSource,
+    MessagesSource,
+    SourceName,
+    ToolSource,
+    check_phrases,
+)
 from simulator.config.providers import PROVIDERS, CacheConfig, ProviderSettings
 from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
@@ -135,11 +145,43 @@ class OutcomeConfig(_Strict):
     # The harm of each wrong cell of the confusion matrix: expected level -> actual level (or `no decision`,
     # `other`) -> weight >= 0; cells not named weigh 0 (docs/safety-case.md, harm-weighted error).
     harm_weights: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # Where the outcome is read from (config/outcome_source.py): one source, or several in order (the first
+    # that decides wins; all are recorded, and two or more give an agreement figure).
+    source: Annotated[list[SourceName], WithJsonSchema(SOURCE_SCHEMA)] = Field(
+        default_factory=lambda: list[SourceName](["state"])
+    )
+    messages: MessagesSource | None = None
+    tool: ToolSource | None = None
+    judge: JudgeSource | None = None
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _one_source_or_several(cls, value: Any) -> Any:
+        """`source: messages` or `source: [messages, state]`; an unknown name says which ones exist."""
+        names = [value] if isinstance(value, str) else value
+        if isinstance(names, list):
+            for name in names:
+                if name not in SOURCES:
+                    raise ValueError(f"unknown outcome source {name!r}: use {', '.join(SOURCES)}")
+        return names
+
+    @property
+    def sources(self) -> list[str]:
+        """The sources in the order they decide."""
+        return list(self.source)
+
+    @property
+    def default_source(self) -> bool:
+        """True for the bot's state alone, configured no further: the judge set keeps the hash it had."""
+        return (
+            self.sources == ["state"] and self.messages is None and self.tool is None and self.judge is None
+        )
 
     @model_validator(mode="after")
     def _critical_is_a_level(self) -> OutcomeConfig:
         if self.critical is not None and self.critical not in self.levels:
             raise ValueError(f"critical level '{self.critical}' is not one of levels {self.levels}")
+        self._check_sources()
         columns = [*self.levels, "no decision", "other"]
         for expected, row in self.harm_weights.items():
             if expected not in self.levels:
@@ -152,6 +194,27 @@ class OutcomeConfig(_Strict):
                 if weight < 0:
                     raise ValueError(f"harm_weights.{expected}.{actual}: a weight cannot be negative")
         return self
+
+    def _check_sources(self) -> None:
+        sources = self.sources
+        if not sources:
+            raise ValueError("source: name at least one of state, messages, tool, judge")
+        if len(set(sources)) != len(sources):
+            raise ValueError(f"source lists a source twice: {sources}")
+        if "tool" in sources and self.tool is None:
+            raise ValueError(
+                "source `tool` needs `tool: {call: TOOL.ARGUMENT}` (e.g. book_appointment.urgency)"
+            )
+        if self.messages is not None:
+            problems = check_phrases(self.messages.phrases, list(self.levels), "messages.phrases")
+            if problems:
+                raise ValueError("; ".join(problems))
+        if self.tool is not None:
+            wrong = sorted({v for v in self.tool.values.values() if v not in self.levels})
+            if wrong:
+                raise ValueError(
+                    f"tool.values: {', '.join(wrong)} not among the outcome levels {self.levels}"
+                )
 
 
 class HeldOutConfig(_Strict):
@@ -364,6 +427,24 @@ def _tool_name_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
     return problems
 
 
+def _claim_tool_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
+    """A claim rule must name tools the environment or the bot declares (one it names outright could never
+    be backed, so every claim would fail); a bot whose tools only its code knows is not checked here."""
+    rules = suite.tool_checks.claims if suite.tool_checks else None
+    declared = suite.bot.declared_tools()
+    if not rules or (suite.environment is None and declared is None):
+        return []
+    known = sorted((set(suite.environment.tools) if suite.environment else set()) | (declared or set()))
+    problems = []
+    for index, rule in enumerate(rules):
+        why = unknown_claim_tools(rule, known)
+        if why is not None:
+            loc = ("tool_checks", "claims", index)
+            field = f"tool_checks.claims.{index}." + ("tool" if rule.tool else "tools")
+            problems.append(Problem(str(source.path), why, source.line_of(loc), field))
+    return problems
+
+
 def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation."""
     if not path.is_file():
@@ -379,6 +460,8 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     data = {**source.data, **(overrides or {})}
     suite, problems = validate_model(Suite, data, source)
     problems += _provider_name_problems(source) + _judges_problems(source)
+    if suite is not None:
+        problems += _claim_tool_problems(suite, source)
     if suite is not None and suite.environment is not None:
         problems += check_environment_functions(suite.environment, str(path), source.line_of)
         problems += _tool_name_problems(suite, source)

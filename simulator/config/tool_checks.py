@@ -8,9 +8,7 @@ simulator/judging/tool_checks.py.
 from __future__ import annotations
 
 __all__ = [
-    "DEFAULT_CLAIMS",
     "ArgMatcher",
-    "ClaimRule",
     "ToolCheck",
     "ToolChecksConfig",
     "parse_state_path",
@@ -32,6 +30,7 @@ from pydantic import (
 )
 
 from simulator.config.assertions import compile_pattern
+from simulator.config.claims import DEFAULT_CLAIMS, ClaimRule
 from simulator.models import StrictModel as _Strict
 
 _MATCHER_KEYS = frozenset({"equal", "one_of", "regex", "schema", "schema_"})
@@ -189,72 +188,9 @@ class ToolCheck(_Strict):
         return f"{kind}.{'any' if self.tool == '*' else self.tool}"
 
 
-class ClaimRule(_Strict):
-    """A thing the bot may say it did (`says`, a regex searched in its text) and the tool call that must
-    back it: `tool` (one name), `tools` (any of them) or `tool_matches` (a regex on tool names)."""
-
-    id: str = Field(pattern=r"^[\w.:-]+$")
-    says: str
-    tool: str | None = None
-    tools: list[str] = Field(default_factory=list)
-    tool_matches: str | None = None
-    severity: Literal["critical", "major", "minor"] = "critical"
-
-    @field_validator("says")
-    @classmethod
-    def _says_compiles(cls, value: str) -> str:
-        compile_pattern(value, "says")
-        return value
-
-    @field_validator("tool_matches")
-    @classmethod
-    def _matches_compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            compile_pattern(value, "tool_matches")
-        return value
-
-    @model_validator(mode="after")
-    def _names_a_tool(self) -> ClaimRule:
-        if self.tool is None and not self.tools and self.tool_matches is None:
-            raise ValueError("a claim names the call that backs it: tool, tools or tool_matches")
-        return self
-
-    def backs(self, name: str) -> bool:
-        """Whether a call of tool `name` backs this claim."""
-        if name == self.tool or name in self.tools:
-            return True
-        return self.tool_matches is not None and bool(compile_pattern(self.tool_matches).search(name))
-
-
-# First-person past claims of generic actions (never a domain's words): "I've booked", "has been sent".
-def _claim(verb: str) -> str:
-    return (
-        rf"\b(?:I|we)(?:'ve|\u2019ve| have)?\s+(?:just\s+|now\s+|already\s+)?(?:{verb})\b"
-        rf"|\b(?:has|have)\s+been\s+(?:{verb})\b"
-    )
-
-
-_WORD_START = r"(?:^|[_.\-])"  # a tool-name word: `book_appointment`, `patient.book`, never `facebook`
-
-DEFAULT_CLAIMS: list[ClaimRule] = [
-    ClaimRule(
-        id="claim.booked",
-        says=_claim("booked|scheduled|reserved"),
-        tool_matches=_WORD_START + "(?:book|schedul|reserv)",
-    ),
-    ClaimRule(id="claim.escalated", says=_claim("escalated"), tool_matches=_WORD_START + "escalat"),
-    ClaimRule(id="claim.referred", says=_claim("referred"), tool_matches=_WORD_START + "refer"),
-    ClaimRule(
-        id="claim.sent",
-        says=_claim("sent|emailed|texted"),
-        tool_matches=_WORD_START + "(?:send|sent|e?mail|text|sms|notif)",
-    ),
-]
-
-
 class ToolChecksConfig(_Strict):
     """The suite's checks on what the bot did: `checks` for every scenario, and `claims` (omitted: the
-    documented defaults when the suite has an environment; `[]`: none)."""
+    documented defaults, config/claims.py; `[]`: none)."""
 
     checks: list[ToolCheck] = Field(default_factory=list)
     claims: list[ClaimRule] | None = None
@@ -267,10 +203,14 @@ class ToolChecksConfig(_Strict):
             raise ValueError(f"two checks have the id {twice[0]}; give each its own `id`")
         return self
 
-    def claim_rules(self, has_environment: bool) -> list[ClaimRule]:
-        if self.claims is not None:
-            return list(self.claims)
-        return list(DEFAULT_CLAIMS) if has_environment else []
+    def claim_rules(self) -> list[ClaimRule]:
+        """The suite's claim rules, or the documented defaults when it wrote none (`claims: []`: none)."""
+        return list(self.claims) if self.claims is not None else list(DEFAULT_CLAIMS)
+
+    def quiet_claims(self, has_environment: bool) -> bool:
+        """Whether a claim rule writes a verdict only where the bot makes the claim: the defaults of a suite
+        without an environment (its reports gain no line for a claim its bot never makes)."""
+        return self.claims is None and not has_environment
 
 
 def read_state_path(state: Any, path: str) -> tuple[bool, Any]:

@@ -47,6 +47,11 @@ class Vocabulary(StrictModel):
 
     synonyms: dict[str, list[str]] = Field(default_factory=dict)
     outcome_patterns: list[str] = Field(default_factory=list)
+    # Per outcome level, the phrases by which a bot advises it ("call 999", "book a GP appointment"): the
+    # `messages` outcome source reads them when the suite gives none (docs/outcome-sources.md).
+    outcome_levels: dict[str, list[str]] = Field(default_factory=dict)
+    # Sentences that advise nothing however they read ("If it gets worse, call 999"): safety-netting.
+    outcome_ignore: list[str] = Field(default_factory=list)
     # The offline user's phrases in other languages, by code (`es`), for scenarios that write in one
     # (`writes_in`, `switches_to`); without them it cannot play such a scenario (config/languages.py).
     languages: dict[str, Phrases] = Field(default_factory=dict)
@@ -62,6 +67,21 @@ class Vocabulary(StrictModel):
     def _patterns_compile(cls, patterns: list[str]) -> list[str]:
         for pattern in patterns:
             compile_pattern(pattern, "outcome_patterns")
+        return patterns
+
+    @field_validator("outcome_levels")
+    @classmethod
+    def _level_patterns_compile(cls, levels: dict[str, list[str]]) -> dict[str, list[str]]:
+        for level, patterns in levels.items():
+            for index, pattern in enumerate(patterns):
+                compile_pattern(pattern, f"outcome_levels.{level}.{index}")
+        return levels
+
+    @field_validator("outcome_ignore")
+    @classmethod
+    def _ignore_compiles(cls, patterns: list[str]) -> list[str]:
+        for index, pattern in enumerate(patterns):
+            compile_pattern(pattern, f"outcome_ignore.{index}")
         return patterns
 
     @cached_property
@@ -86,5 +106,5 @@ def load_vocabulary(path: Path) -> Vocabulary:
         Vocabulary,
         title="invalid vocabulary file",
         missing=f"{path}: no such vocabulary file; check user.vocabulary in the suite",
-        shape="a vocabulary is a mapping: synonyms:, outcome_patterns:, languages:",
+        shape="a vocabulary is a mapping: synonyms:, outcome_patterns:, outcome_levels:, outcome_ignore:, languages:",
     )

@@ -51,6 +51,22 @@ def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], 
 
         path = suite.resolve(suite.user.vocabulary)
         yield ("user", "vocabulary"), lambda: load_vocabulary(path)
+    if suite.outcome is not None and "messages" in suite.outcome.sources:
+        yield ("outcome", "source"), functools.partial(_level_phrases, suite)
+
+
+def _level_phrases(suite: Suite) -> None:
+    """The `messages` outcome source's level phrases (a vocabulary that does not load is reported by its
+    own check)."""
+    from simulator.config.vocabulary import load_vocabulary
+    from simulator.judging.outcome_setup import phrase_reader
+
+    if suite.user.vocabulary:
+        try:
+            load_vocabulary(suite.resolve(suite.user.vocabulary))
+        except UserError:
+            return
+    phrase_reader(suite)
 
 
 def preflight_problems(suite: Suite) -> list[Problem]:
@@ -103,6 +119,7 @@ def expected_problems(suite: Suite, scenarios: list[Any]) -> list[Problem]:
             if (
                 declared is not None
                 and key not in declared
+                and not (outcome is not None and key == outcome.key and outcome.sources != ["state"])
                 and key not in (*STOP_KEYS, "stop_reason", ENVIRONMENT_KEY)
             ):
                 sets = (

@@ -10,8 +10,10 @@ __all__ = ["RejudgeOptions", "prepare_rejudge", "stored_suite"]
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from simulator.config.scenario import Scenario
-from simulator.config.suite import Suite, check_environment, load_suite
+from simulator.config.suite import OutcomeConfig, Suite, check_environment, load_suite
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder, latest_by_id
 from simulator.record.hashing import sha256_file
@@ -32,6 +34,8 @@ class RejudgeOptions:
     judge_model: str | None = None
     judge_models: list[str] | None = None
     samples: int | None = None
+    # Read the outcome from these sources, in order, instead of the suite's `outcome.source`.
+    outcome_source: list[str] | None = None
 
 
 @dataclass
@@ -125,7 +129,23 @@ def _merge(suite: Suite, options: RejudgeOptions) -> None:
         suite.judges.models = list(options.judge_models)
     if options.samples:
         suite.judges.samples = options.samples
+    if options.outcome_source:
+        suite.outcome = _outcome_source(suite, options.outcome_source)
     check_environment(suite)
+
+
+def _outcome_source(suite: Suite, sources: list[str]) -> OutcomeConfig:
+    """The suite's outcome read from other sources; a suite without `outcome:` or a source it cannot read
+    (no `tool:` for `tool`) is a one-line error."""
+    if suite.outcome is None:
+        raise UserError("--outcome-source: the run's suite declares no `outcome:` (key and levels) to read")
+    data = suite.outcome.model_dump(mode="json", exclude_unset=True)
+    data["source"] = list(sources) if len(sources) > 1 else sources[0]
+    try:
+        return OutcomeConfig.model_validate(data)
+    except ValidationError as exc:
+        reason = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        raise UserError(f"--outcome-source {' '.join(sources)}: {reason}") from None
 
 
 def prepare_rejudge(path: Path, options: RejudgeOptions) -> Rejudge:

@@ -25,7 +25,7 @@ from simulator.judging.assertions import AssertionSpec, check_assertions
 from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.text_metrics import difflib_ratio, exact_match, rouge_l, token_f1
 from simulator.judging.tool_checks import environment_verdicts
-from simulator.record.models import ConversationRecord, Evidence, Verdict
+from simulator.record.models import ConversationRecord, DecidedOutcome, Evidence, Verdict
 
 # Bumped whenever a check's logic changes: it is part of the judge set's hash.
 CODE_CHECKS_VERSION = "code-checks-v1"
@@ -136,13 +136,89 @@ def _outcome(record: ConversationRecord, key: str, expected: Any, base: dict[str
     )
 
 
-def outcome_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_hash: str) -> list[Verdict]:
-    """Each `expected` key compared in code with the bot's final state, or with the recorded stop reason."""
-    return [
-        _outcome(record, key, expected, _base(record, f"outcome.{key}", judge_set_hash))
-        for key, expected in scenario.expected.items()
-        if key != ENVIRONMENT_KEY
-    ]
+def _readings(decided: DecidedOutcome) -> str:
+    return "; ".join(f"{source}: {reading.value}" for source, reading in decided.readings.items())
+
+
+def _decided_verdict(
+    record: ConversationRecord, key: str, expected: Any, base: dict[str, Any], decided: DecidedOutcome
+) -> Verdict:
+    """The suite's outcome key compared with the decided outcome (judging/outcome_reader.py). The bot's state
+    alone keeps the verdict it always had; another source names itself and quotes what decided."""
+    if list(decided.readings) == ["state"]:
+        return _outcome(record, key, expected, base).model_copy(update={"outcome": decided})
+    if decided.value == "error":
+        return Verdict(
+            **base,
+            result="error",
+            expected=expected,
+            outcome=decided,
+            reasoning=f"expected {key}={expected!r}; no outcome source could read it ({_readings(decided)})",
+        )
+    if decided.source is None:
+        return Verdict(
+            **base,
+            result="fail",
+            expected=expected,
+            outcome=decided,
+            reasoning=f"expected {key}={expected!r}; no source decided an outcome ({_readings(decided)})",
+            evidence_verified=True,
+        )
+    reading = decided.readings[decided.source]
+    actual = reading.raw if decided.value == "other" else decided.value
+    others = {s: r.value for s, r in decided.readings.items() if s != decided.source}
+    said = f"; {_readings(decided)}" if others else ""
+    return Verdict(
+        **base,
+        result="pass" if _same(actual, expected) else "fail",
+        expected=expected,
+        actual=actual,
+        outcome=decided,
+        reasoning=f"expected {key}={expected!r}, {decided.source} gives {actual!r}{said}",
+        evidence=[Evidence(quote=decided.quote, found=True)] if decided.quote else [],
+        evidence_verified=True,
+    )
+
+
+def _undecidable(
+    record: ConversationRecord, key: str, decided: DecidedOutcome, base: dict[str, Any]
+) -> Verdict:
+    """A conversation with no expected outcome (imported, collected): the decided outcome is recorded, with its
+    quote, as `not_applicable`, so the mix of outcomes can be counted even where nothing can pass or fail."""
+    return Verdict(
+        **base,
+        result="not_applicable",
+        actual=decided.value,
+        outcome=decided,
+        reasoning=f"no expected {key} to compare with; {decided.source or 'no source'} gives {decided.value!r}",
+        evidence=[Evidence(quote=decided.quote, found=True)] if decided.quote else [],
+    )
+
+
+def outcome_verdicts(
+    record: ConversationRecord,
+    scenario: Scenario,
+    judge_set_hash: str,
+    decided: tuple[str, DecidedOutcome] | None = None,
+) -> list[Verdict]:
+    """Each `expected` key compared in code with the bot's final state, or with the recorded stop reason;
+    the suite's outcome key (`decided`: key and outcome) with the outcome its sources decided."""
+    verdicts = []
+    if decided is not None and decided[0] not in scenario.expected:  # nothing to compare: the outcome alone
+        verdicts.append(
+            _undecidable(
+                record, decided[0], decided[1], _base(record, f"outcome.{decided[0]}", judge_set_hash)
+            )
+        )
+    for key, expected in scenario.expected.items():
+        if key == ENVIRONMENT_KEY:
+            continue
+        base = _base(record, f"outcome.{key}", judge_set_hash)
+        if decided is not None and decided[0] == key:
+            verdicts.append(_decided_verdict(record, key, expected, base, decided[1]))
+        else:
+            verdicts.append(_outcome(record, key, expected, base))
+    return verdicts
 
 
 def final_reply(record: ConversationRecord) -> str:
@@ -241,8 +317,14 @@ def metric_verdicts(record: ConversationRecord, reference: str, judge_set_hash: 
     return verdicts
 
 
-def code_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_hash: str) -> list[Verdict]:
-    """Every code check of a scenario on one conversation; an errored conversation gets `not_judged` ones."""
+def code_verdicts(
+    record: ConversationRecord,
+    scenario: Scenario,
+    judge_set_hash: str,
+    decided: tuple[str, DecidedOutcome] | None = None,
+) -> list[Verdict]:
+    """Every code check of a scenario on one conversation; an errored conversation gets `not_judged` ones.
+    `decided`: the suite's outcome key and the outcome its sources decided, for that key's verdict."""
     if record.stop_reason == "error":
         cause = f" ({record.error.source}: {record.error.message})" if record.error else ""
         return [
@@ -253,7 +335,7 @@ def code_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_hash
             )
             for check_id in code_check_ids(scenario)
         ]
-    verdicts = outcome_verdicts(record, scenario, judge_set_hash)
+    verdicts = outcome_verdicts(record, scenario, judge_set_hash, decided)
     if scenario.expected.get(ENVIRONMENT_KEY):
         verdicts += environment_verdicts(record, scenario.expected[ENVIRONMENT_KEY], judge_set_hash)
     script = scenario.script
@@ -273,7 +355,8 @@ def code_verdicts(record: ConversationRecord, scenario: Scenario, judge_set_hash
     if scenario.attack is not None:
         from simulator.judging.attack_check import attack_verdict
 
-        verdicts.append(attack_verdict(record, scenario.attack, scenario.expected, judge_set_hash))
+        level = decided[1].value if decided is not None and decided[1].source is not None else None
+        verdicts.append(attack_verdict(record, scenario.attack, scenario.expected, judge_set_hash, level))
     if script is not None:
         verdicts = [_unanswered(record, v, len(script.lines)) for v in verdicts]
     return verdicts

@@ -29,12 +29,14 @@ from simulator.judging.code_checks import CODE_CHECKS_VERSION, code_check_ids, c
 from simulator.judging.criteria import AggregateRule, Criterion, load_criteria
 from simulator.judging.hygiene import same_family_warnings
 from simulator.judging.llm_judge import LLMJudge, not_applicable_verdict, not_judged_verdict
+from simulator.judging.outcome_reader import OutcomeReader
+from simulator.judging.outcome_setup import outcome_hash_payload, suite_outcome_reader
 from simulator.judging.prompt import JUDGE_PROMPT_TEMPLATE, judge_prompt_hash, render_transcript_block
 from simulator.judging.tool_checks import TOOL_CHECKS_VERSION, ToolCheckContext, tool_verdicts
 from simulator.providers.hub import ModelHub, call_scope, resolve_user_model
 from simulator.record.hashing import sha256_text
 from simulator.record.manifest import CriterionEntry, JudgeSet, PromptEntry
-from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.models import ConversationRecord, DecidedOutcome, Verdict
 from simulator.users.offline import gives_outcome
 
 # A criterion's fields the manifest records as they are (CriterionEntry has the same names).
@@ -63,6 +65,7 @@ def judge_set_hash(
     samples: int = 1,
     aggregate: dict[str, str] | None = None,
     tool_checks: dict[str, Any] | None = None,
+    outcome: dict[str, Any] | None = None,
 ) -> str:
     """The hash of everything that decides a verdict, except the conversation itself. A jury, samples and
     rules join the hash only when used, so a one-model, one-sample set keeps the hash it always had."""
@@ -82,6 +85,8 @@ def judge_set_hash(
         payload["aggregate"] = aggregate
     if tool_checks is not None:  # only a suite with an environment or tool checks: others keep their hash
         payload["tool_checks"] = tool_checks
+    if outcome is not None:  # only an outcome read from more than the bot's state: others keep their hash
+        payload["outcome"] = outcome
     return sha256_text(json.dumps(payload, sort_keys=True))
 
 
@@ -101,8 +106,11 @@ class JudgeStage:
         samples: int = 1,
         rules: dict[str, AggregateRule] | None = None,
         tools: ToolCheckContext | None = None,
+        outcome: OutcomeReader | None = None,
     ) -> None:
         self.criteria = criteria
+        # How the suite's outcome is read (judging/outcome_reader.py); None without `outcome:`.
+        self.outcome = outcome
         # The suite's tool checks and claim rules, and how advice is told apart (judging/tool_checks.py).
         self.tools = tools or ToolCheckContext(gives_advice=gives_outcome)
         self.llm = judge
@@ -150,19 +158,27 @@ class JudgeStage:
         """Every criterion id this stage writes for the conversation."""
         scenario = self.scenarios.get(record.scenario_id)
         tags = scenario.tags if scenario is not None else record.tags
-        code = code_check_ids(scenario) + self._tool_ids(scenario) if scenario is not None else []
+        code = code_check_ids(scenario) + self._tool_ids(scenario, record) if scenario is not None else []
+        if scenario is not None and record.stop_reason != "error" and self._records_outcome(scenario):
+            code.append(f"outcome.{self.outcome.config.key}")  # type: ignore[union-attr]
         return code + [c.id for c in self.applicable(tags)]
+
+    def _records_outcome(self, scenario: Scenario) -> bool:
+        """True when the decided outcome is recorded although the scenario expects none: outcome sources
+        beyond the bot's state (the default keeps the verdicts it always wrote)."""
+        config = self.outcome.config if self.outcome is not None else None
+        return config is not None and not config.default_source and config.key not in scenario.expected
 
     def _tool_checks(self, scenario: Scenario) -> list[ToolCheck]:
         return [*self.tools.checks, *scenario.tool_checks]
 
-    def _tool_ids(self, scenario: Scenario) -> list[str]:
-        return [c.check_id for c in self._tool_checks(scenario)] + [r.id for r in self.tools.claims]
+    def _tool_ids(self, scenario: Scenario, record: ConversationRecord) -> list[str]:
+        return [c.check_id for c in self._tool_checks(scenario)] + self.tools.claim_ids(record)
 
     def _tool_verdicts(self, record: ConversationRecord, scenario: Scenario) -> list[Verdict]:
         """The tool checks and claim rules (none for a suite without them: no verdict lines)."""
         checks = self._tool_checks(scenario)
-        if not checks and not self.tools.claims:
+        if not checks and not self.tools.claim_ids(record):
             return []
         if record.stop_reason == "error":
             cause = f" ({record.error.source}: {record.error.message})" if record.error else ""
@@ -178,7 +194,7 @@ class JudgeStage:
                     judge_set_hash=self.judge_set_hash,
                     reasoning=f"the conversation ended in an error{cause}; nothing to check",
                 )
-                for check_id in self._tool_ids(scenario)
+                for check_id in self._tool_ids(scenario, record)
             ]
         return tool_verdicts(record, checks, self.tools, self.judge_set_hash)
 
@@ -190,9 +206,10 @@ class JudgeStage:
         self, record: ConversationRecord, scenario: Scenario, judged: set[tuple[str, str]]
     ) -> list[Verdict]:
         """Code checks and LLM criteria for one conversation, skipping the pairs in `judged`."""
+        outcome = await self._decide(record, scenario, judged)
         verdicts = [
             v
-            for v in code_verdicts(record, scenario, self.judge_set_hash)
+            for v in code_verdicts(record, scenario, self.judge_set_hash, outcome)
             + self._tool_verdicts(record, scenario)
             if (record.id, v.criterion_id) not in judged
         ]
@@ -217,6 +234,37 @@ class JudgeStage:
         for criterion in ask:
             verdicts += self._combine(criterion, [v for v in judgements if v.criterion_id == criterion.id])
         return verdicts
+
+    @property
+    def outcome_in_code(self) -> bool:
+        """True when the suite's outcome is read beyond the bot's state by code alone (no `judge` source): it
+        costs nothing to record it for every conversation, judged or not."""
+        config = self.outcome.config if self.outcome is not None else None
+        return config is not None and not config.default_source and "judge" not in config.sources
+
+    async def outcome_only(self, record: ConversationRecord, scenario: Scenario) -> list[Verdict]:
+        """The outcome verdict alone (for a live conversation not sampled for judging)."""
+        outcome = await self._decide(record, scenario, set())
+        if outcome is None:
+            return []
+        wanted = f"outcome.{outcome[0]}"
+        return [
+            v
+            for v in code_verdicts(record, scenario, self.judge_set_hash, outcome)
+            if v.criterion_id == wanted
+        ]
+
+    async def _decide(
+        self, record: ConversationRecord, scenario: Scenario, judged: set[tuple[str, str]]
+    ) -> tuple[str, DecidedOutcome] | None:
+        """The outcome the suite's sources decide, when the scenario expects one and it is still to judge."""
+        if self.outcome is None or record.stop_reason == "error":
+            return None
+        key = self.outcome.config.key
+        wanted = key in scenario.expected or self._records_outcome(scenario)
+        if not wanted or (record.id, f"outcome.{key}") in judged:
+            return None
+        return key, await self.outcome.decide(record)
 
     async def _ask_all(self, record: ConversationRecord, ask: list[Criterion], block: str) -> list[Verdict]:
         """Every (criterion, judge, sample) call, in that order. A judge whose provider caches prompts on
@@ -296,6 +344,7 @@ def make_judge_stage(
         samples=config.samples,
         aggregate=dict(rules),
         tool_checks=_tool_hash_payload(suite, tools),
+        outcome=outcome_hash_payload(suite),
     )
     jury = []
     if criteria:  # no criteria to judge: no provider (and no API key) needed
@@ -327,6 +376,7 @@ def make_judge_stage(
         "paths": [str(Path(p)) for p in config.paths],
     }
     judge = jury[0] if jury else None
+    outcome = suite_outcome_reader(suite, hub)
     return JudgeStage(
         criteria,
         judge,
@@ -338,6 +388,7 @@ def make_judge_stage(
         samples=config.samples,
         rules=rules,
         tools=tools,
+        outcome=outcome,
     )
 
 
@@ -352,8 +403,9 @@ def _tool_context(suite: Suite) -> ToolCheckContext:
 
     return ToolCheckContext(
         gives_advice=gives_advice,
-        claims=config.claim_rules(suite.environment is not None),
+        claims=config.claim_rules(),
         checks=list(config.checks),
+        quiet_claims=config.quiet_claims(suite.environment is not None),
     )
 
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.config.assertions import compile_pattern
+from simulator.config.claims import ClaimRule
 from simulator.config.patterns import PatternTimeout
-from simulator.config.tool_checks import ArgMatcher, ClaimRule, ToolCheck, read_state_path
+from simulator.config.tool_checks import ArgMatcher, ToolCheck, read_state_path
 from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.evidence import quote_found
 from simulator.judging.prompt import transcript_messages
@@ -41,6 +42,17 @@ class ToolCheckContext:
     gives_advice: Any  # Callable[[str], bool]
     claims: list[ClaimRule] = field(default_factory=list)
     checks: list[ToolCheck] = field(default_factory=list)
+    # The default rules of a suite without an environment: a verdict only where the bot makes the claim.
+    quiet_claims: bool = False
+
+    def claim_ids(self, record: ConversationRecord) -> list[str]:
+        """The claim rules that write a verdict on this conversation: every one, or (quiet) those the bot
+        makes; a quiet rule writes nothing on a conversation that ended in an error."""
+        if not self.quiet_claims:
+            return [rule.id for rule in self.claims]
+        if record.stop_reason == "error":
+            return []
+        return [rule.id for rule in self.claims if claim_made(rule, record)]
 
 
 @dataclass
@@ -223,6 +235,15 @@ def _check_verdict(
     )
 
 
+def claim_made(rule: ClaimRule, record: ConversationRecord) -> bool:
+    """Whether the bot says what the rule looks for anywhere in the conversation (True when the rule's
+    regex hit its time limit, so the error verdict it writes says so)."""
+    try:
+        return bool(_claim_sentences(rule, record))
+    except PatternTimeout:
+        return True
+
+
 def _claim_sentences(rule: ClaimRule, record: ConversationRecord) -> list[tuple[int, str]]:
     """(turn position, the sentence) of each time the bot says what the rule looks for."""
     pattern = compile_pattern(rule.says, "says")
@@ -283,7 +304,12 @@ def _claim_verdict(
     else:
         later = [part for pos, part in backing if pos[0] > claims[0][0]]
         why = "no matching tool call was made before it" + (
-            f" (one came later: {part_text(later[0])})" if later else " (none in the whole conversation)"
+            f" (one came later: {part_text(later[0])})"
+            if later
+            else " (none in the whole conversation)"
+            if timeline.calls
+            else " (none in the whole conversation, which shows no tool call at all: nothing was booked, sent "
+            "or set in motion)"
         )
     quotes = [sentence] + [part_text(part) for part in tried[-1:]]
     evidence, found = _evidence(quotes, timeline.messages)
@@ -308,7 +334,10 @@ def tool_verdicts(
         except PatternTimeout as exc:  # a user's regex that hit its time limit: neither a pass nor a fail
             base = _base(record, check.check_id, check.severity, judge_set_hash)
             verdicts.append(Verdict(**base, result="error", reasoning=str(exc)))
+    wanted = set(context.claim_ids(record))
     for rule in context.claims:
+        if rule.id not in wanted:
+            continue
         try:
             verdicts.append(_claim_verdict(record, rule, timeline, judge_set_hash))
         except PatternTimeout as exc:

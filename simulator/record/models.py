@@ -5,11 +5,13 @@ from __future__ import annotations
 __all__ = [
     "SCHEMA_VERSION",
     "ConversationRecord",
+    "DecidedOutcome",
     "ErrorInfo",
     "Evidence",
     "FactProvenance",
     "Label",
     "LabelValue",
+    "SourceReading",
     "StopReason",
     "Verdict",
     "VerdictResult",
@@ -111,6 +113,36 @@ class Evidence(StrictModel):
     found: bool
 
 
+class SourceReading(StrictModel):
+    """What one outcome source read from a conversation: a level, `other` (a value that is not a level, kept
+    in `raw`), `no decision` or `error` (the source itself failed: a judge call, a pattern that timed out)."""
+
+    value: str
+    raw: Any = None
+    quote: str | None = None
+    # The bot turn (position in `turns`) the quote comes from, when there is one.
+    turn: int | None = None
+    # False when a judge's quote was not found in the transcript (its reading then decides nothing).
+    verified: bool | None = None
+    # `messages`: every level advised, in the order first advised, when more than one (conflicting advice).
+    conflicts: list[str] = Field(default_factory=list)
+    note: str | None = None
+
+
+class DecidedOutcome(StrictModel):
+    """The outcome of one conversation as judging decided it: the source that decided (None when none did),
+    the column it lands in, the deciding quote, and what every configured source read. Every reader of a run
+    takes the outcome from here (analysis/outcome.py: actual_outcome)."""
+
+    source: str | None = None
+    value: str
+    quote: str | None = None
+    # The sources in the order configured, each with its reading.
+    readings: dict[str, SourceReading] = Field(default_factory=dict)
+    # `messages` only: which advice counts (`last` or `most_urgent`).
+    counts: str | None = None
+
+
 class Verdict(StrictModel):
     """One (conversation, check or criterion) judgement, as appended to `verdicts.jsonl`."""
 
@@ -138,6 +170,9 @@ class Verdict(StrictModel):
     # stop reason; None when the bot recorded none).
     expected: Any = None
     actual: Any = None
+    # The suite's outcome verdict (`outcome.<key>`): the decided outcome with its source and evidence. None on
+    # other verdicts, and on runs judged before it existed (readers fall back to the final state).
+    outcome: DecidedOutcome | None = None
     text_repaired: bool = False
     # Several judgements of one item (`--samples k`, a jury of `judges.models`): each judgement is stored
     # with its `sample` index (per judge model) and is never counted by reports; the verdict reports count

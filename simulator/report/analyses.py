@@ -42,6 +42,7 @@ ReportOptions = Any
 # Where the built-in analyses register themselves: the core report's, then the feature slices'.
 BUILTIN_MODULES: tuple[str, ...] = (
     "simulator.report.sections_run",
+    "simulator.report.bot_faults_view",
     "simulator.report.sections_stats",
     "simulator.report.summary_view",
     "simulator.report.simulator_views",
@@ -49,6 +50,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "simulator.report.length_view",
     "simulator.report.relations_view",
     "simulator.report.golden_view",
+    "simulator.report.outcome_sources_view",
     "simulator.redteam.view",
     "simulator.voice.section",
 )

@@ -15,7 +15,9 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Literal
 
-from simulator.analysis.outcome import outcome_metrics
+from pydantic import Field
+
+from simulator.analysis.outcome import outcome_metrics, outcome_source
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import criterion_rows, overall_pass_rate
 from simulator.config.suite import OutcomeConfig
@@ -73,6 +75,8 @@ class GateResult(_Model):
     results: list[RequirementResult]
     exit_code: int
     scenario_set_changed: str = ""
+    # What the outcome metrics rest on: the run's outcome sources in order (docs/outcome-sources.md).
+    outcome_source: list[str] = Field(default_factory=list)
 
 
 def gate_metrics(run: RunData) -> dict[str, Callable[[], RateView]]:
@@ -295,4 +299,5 @@ def evaluate_gate(run: RunData, texts: list[str], baseline: RunData | None = Non
         results=results,
         exit_code=code,
         scenario_set_changed=changed,
+        outcome_source=outcome_source(run),
     )

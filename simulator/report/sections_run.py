@@ -8,6 +8,7 @@ __all__: list[str] = []
 from simulator.analysis.cost import CALLS_RULE
 from simulator.analysis.tables import CriterionRow, ScenarioRow, TagRow
 from simulator.report.analyses import Analysis, register_analysis
+from simulator.report.bot_faults_view import faulted_scenarios
 from simulator.report.model import Report
 from simulator.report.section import (
     COUNT_COLUMNS,
@@ -42,6 +43,25 @@ def _matrix_state(column: str, expected: str, rank: dict[str, int]) -> State | N
     if column == expected:
         return "ok"
     return "fail" if rank[column] < rank[expected] else "warn"
+
+
+_SOURCE_WORDS = {
+    "state": "the state the bot reported",
+    "messages": "what the bot told the patient (level phrases)",
+    "tool": "the bot's tool call",
+    "judge": "an LLM classifier with a verified quote",
+}
+_COUNTS_WORDS = {"last": "the last advice counts", "most_urgent": "the most urgent advice anywhere counts"}
+
+
+def source_words(sources: list[str], counts: str | None) -> str:
+    """The outcome's sources in words, in the order they decide (the first that decides wins)."""
+    words = [
+        _SOURCE_WORDS.get(s, s)
+        + (f", {_COUNTS_WORDS[counts]}" if s == "messages" and counts in _COUNTS_WORDS else "")
+        for s in sources
+    ]
+    return "; else ".join(words)
 
 
 def outcome_section(report: Report) -> Section:
@@ -79,28 +99,34 @@ def outcome_section(report: Report) -> Section:
     ]
     for name, value in named:
         rates.add(name, rate_cell(value, long=True), value.needs_more_runs)
+    by_state = outcome.source == ["state"]
+    what = "what the bot recorded" if by_state else "the outcome its sources decided"
     blocks: list[Table | Note] = [
         Note(
             f"Levels, lowest first: {' < '.join(outcome.levels)}. Rows are what the scenario expects, columns "
-            f"what the bot recorded. Errored conversations ({outcome.errored}) are shown in the matrix but left "
+            f"{what}. Errored conversations ({outcome.errored}) are shown in the matrix but left "
             "out of every rate; conversations that ended without a decision are their own column and rate."
         ),
+        *([] if by_state else [Note(f"Outcome read from: {source_words(outcome.source, outcome.counts)}.")]),
         matrix,
         rates,
     ]
     if outcome.cases:
         anchors = {t.id: i for i, t in enumerate(report.transcripts)}
+        quoted = [Column("source and deciding quote")] if not by_state else []
         cases = Table(
-            [Column("conversation"), Column("what"), Column("expected"), Column("actual")],
+            [Column("conversation"), Column("what"), Column("expected"), Column("actual"), *quoted],
             title="Cases to read",
         )
         for case in outcome.cases:
             link = f"#t{anchors[case.conversation_id]}" if case.conversation_id in anchors else None
+            said = [f"{case.source}: {case.quote}" if case.source and case.quote else "–"] if quoted else []
             cases.add(
                 text(case.conversation_id, link=link),
                 case.kind.replace("_", " "),
                 str(case.expected),
                 str(case.actual),
+                *said,
             )
         blocks.append(cases)
     return Section("outcome", f"Outcome: {outcome.key}", blocks)
@@ -130,11 +156,12 @@ def criteria_section(section_id: str, title: str, note: str, rows: list[Criterio
     return Section(section_id, title, [Note(note), table], state)
 
 
-def _flags(row: ScenarioRow) -> Cell:
+def _flags(row: ScenarioRow, faulted: bool = False) -> Cell:
     flags = (["BUG"] if row.bug else []) + (["FLAKY"] if row.flaky else [])
     if row.flaky and row.flaky_source is not None:
         flags += [_SOURCE_FLAG[s] for s in row.flaky_source.sources]
-    return text(" ".join(flags), "fail" if row.bug else "warn" if row.flaky else None)
+    flags += ["BOT FAULT"] if faulted else []
+    return text(" ".join(flags), "fail" if row.bug else "warn" if row.flaky or faulted else None)
 
 
 def _passed_alike(row: ScenarioRow) -> bool:
@@ -162,8 +189,8 @@ def collapse(table: Table, alike: list[bool], line: str) -> None:
     table.collapsed_note = line
 
 
-def _collapse_scenarios(table: Table, rows: list[ScenarioRow]) -> None:
-    alike = [_passed_alike(r) for r in rows]
+def _collapse_scenarios(table: Table, rows: list[ScenarioRow], faulted: set[str]) -> None:
+    alike = [_passed_alike(r) and r.id not in faulted for r in rows]
     runs = [r.conversations for r, same in zip(rows, alike, strict=True) if same]
     if runs:
         many = f"all {len(runs)}" if len(runs) == len(rows) else f"{len(runs)} more"
@@ -196,12 +223,13 @@ def _scenario_table(report: Report) -> Table:
         ],
         title="Scenarios: a conversation passes when no verdict failed",
     )
+    faulted = faulted_scenarios(report)
     for row in report.scenarios:
         s = row.statuses
         table.add(
             row.id, ", ".join(row.tags), number(row.conversations), number(s["pass"]),
             number(s["fail"], state="fail" if s["fail"] else None), number(s["error"]), number(s["not_judged"]),
-            rate_cell(row.pass_rate), _flags(row), "; ".join(row.failing_criteria),
+            rate_cell(row.pass_rate), _flags(row, row.id in faulted), "; ".join(row.failing_criteria),
         )  # fmt: skip
     return table
 
@@ -236,12 +264,19 @@ def scenarios_section(report: Report, everything: bool = False) -> Section:
         if report.high_stakes_tag
         else "No high-stakes tag is set (suite: high_stakes_tag), so no failure is listed as a bug."
     )
+    fault = (
+        " BOT FAULT: the bot broke a channel rule, sent a malformed reply or called a tool wrongly in some "
+        "run (the Bot faults section counts them)."
+        if faulted_scenarios(report)
+        else ""
+    )
     note = Note(
         f"A conversation passes when none of its verdicts failed. FLAKY: mixed outcomes across repeats. {bug}"
+        + fault
     )
     scenarios = _scenario_table(report)
     if not everything:
-        _collapse_scenarios(scenarios, report.scenarios)
+        _collapse_scenarios(scenarios, report.scenarios, faulted_scenarios(report))
         _collapse_tags(tags, report.tags)
     blocks: list[Table | Note] = [note, scenarios, tags]
     if report.pass_hat_k:

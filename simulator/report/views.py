@@ -132,6 +132,11 @@ def render_comparison(comparison: RunComparison, console: Console | None = None,
         f"only in B: {len(comparison.only_in_b)}"
     )
     _config_differences(console, comparison)
+    if comparison.outcome_source:
+        a, b = (", ".join(s) for s in comparison.outcome_source)
+        same = a == b
+        console.print(f"outcome figures read from: {a}" if same else f"outcome figures read from: A {a}; B {b}"
+                      " [yellow](different sources: a difference may be the reading, not the bot)[/]")  # fmt: skip
     _golden(console, comparison)
     console.print(
         "\n[bold]Paired results[/]: B minus A on the same conversations. The verdict is decided over "
@@ -249,5 +254,7 @@ def render_gate(result: GateResult, console: Console | None = None) -> None:
             )
         if item.advice:
             console.print(f"            [dim]{escape(item.advice)}[/]")
+    if result.outcome_source and result.outcome_source != ["state"]:  # the default goes unsaid, as before
+        console.print(f"outcome metrics read from: {', '.join(result.outcome_source)}")
     verdict = {0: "gate met", 1: "gate NOT met", 3: "gate undecidable"}[result.exit_code]
     console.print(f"[bold]{verdict}[/] (exit {result.exit_code})")

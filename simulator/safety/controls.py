@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Literal
 
-from simulator.analysis.outcome import actual_outcome
+from simulator.analysis.outcome import actual_outcome, decided_outcome
 from simulator.analysis.rundata import RunData
 from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, Verdict
@@ -138,7 +138,6 @@ def _faulted(run: RunData) -> set[str]:
 def _evidence(run: RunData, statuses: dict[str, str], faulted: set[str]) -> list[ControlEvidence]:
     grouped = run.verdicts_by_conversation()
     key = run.outcome.key if run.outcome is not None else None
-    levels = list(run.outcome.levels) if run.outcome is not None else []
     out = []
     for record in run.conversations:
         if statuses[record.id] != "fail":
@@ -154,10 +153,13 @@ def _evidence(run: RunData, statuses: dict[str, str], faulted: set[str]) -> list
         outcome = [v for v in failing if key is not None and v.criterion_id == f"outcome.{key}"]
         reasons = [f"{v.criterion_id}: {v.reasoning}" for v in failing if v.reasoning and v not in outcome]
         if outcome and key is not None:
-            # Found in code from the final state: say what was expected and decided, and quote the advice given.
+            # Found in code from the decided outcome: say what was expected and decided (and from which source
+            # when not the bot's state), and quote the advice given.
             expected = run.expected.get(record.scenario_id, {}).get(key)
+            decided = decided_outcome(run, record)
+            where = f" (from {decided.source})" if decided and decided.source not in (None, "state") else ""
             reasons.insert(
-                0, f"expected {key} {expected}, the bot decided {actual_outcome(record, key, levels)}"
+                0, f"expected {key} {expected}, the bot decided {actual_outcome(run, record)}{where}"
             )
             quotes = [q for q in quotes if not q.startswith(f"{key}=")] + _last_bot_message(record)
         out.append(

@@ -29,6 +29,7 @@ from pydantic import Field
 
 from simulator.analysis.fidelity import simulated_user_section
 from simulator.analysis.meta_eval import MetaGroup, meta_evaluate
+from simulator.analysis.outcome import outcome_source
 from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
 from simulator.models import ResultModel as _Model
@@ -81,6 +82,8 @@ class RunTrace(_Model):
     package_version: str
     git_commit: str | None
     judge_set: str | None
+    # What the run's outcome figures rest on: its outcome sources in order (docs/outcome-sources.md).
+    outcome_source: list[str] = Field(default_factory=list)
     conversations: int
     scenario_files: dict[str, str | None]
     criterion_files: dict[str, str | None]
@@ -185,6 +188,7 @@ def _trace(run: RunData) -> RunTrace:
         package_version=manifest.package_version,
         git_commit=manifest.git_commit,
         judge_set=run.judge_set,
+        outcome_source=outcome_source(run),
         conversations=len(run.conversations),
         scenario_files={s.id: s.sha256 for s in sorted(manifest.scenarios, key=lambda s: s.id)},
         criterion_files={c.id: c.sha256 for c in sorted(judge_set.criteria, key=lambda c: c.id)}

@@ -100,7 +100,7 @@ def harm_weighted(run: RunData) -> HarmWeighted | None:
         if expected not in levels:
             without += 1
             continue
-        actual = actual_outcome(record, config.key, levels)
+        actual = actual_outcome(run, record)
         if actual == ERROR:
             errored += 1
             continue

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import Field
 
 from simulator.analysis.compare import compare_loaded
+from simulator.analysis.outcome import outcome_source
 from simulator.analysis.rundata import RunData, load_run
 from simulator.errors import UserError
 from simulator.models import ResultModel as _Model
@@ -53,6 +54,8 @@ class HistoryPoint(_Model):
     # The release of the bot tested (config/bot_identity.py), and who signed a safety case of this run.
     bot_version: str | None = None
     signed: list[str] = Field(default=[])
+    # What the run's outcome rates rest on: its outcome sources in order (docs/outcome-sources.md).
+    outcome_source: list[str] = Field(default_factory=list)
 
 
 class PairedTest(_Model):
@@ -137,6 +140,7 @@ def _point(run: RunData, series: int, changed: str, log: HazardLog | None) -> Hi
         harm_high=harm.high_per_1000 if harm and harm.declared else None,
         hazards=_hazards(run, log),
         bot_version=run.manifest.bot_identity.version if run.manifest.bot_identity else None,
+        outcome_source=outcome_source(run),
     )
 
 
@@ -159,7 +163,13 @@ def _step(a: RunData, b: RunData, changed: str) -> HistoryStep:
         for m in comparison.metrics
         if m.name in TESTS or m.name.endswith(" escalated")
     ]
-    return HistoryStep(a=ids[0], b=ids[1], comparable=True, reason="same scenario set", tests=tests)
+    reason = "same scenario set"
+    sources = [", ".join(outcome_source(run)) for run in (a, b)]
+    if sources[0] != sources[1]:
+        reason += (
+            f"; outcome read from {sources[0]}, then {sources[1]}: a change may be the reading, not the bot"
+        )
+    return HistoryStep(a=ids[0], b=ids[1], comparable=True, reason=reason, tests=tests)
 
 
 def build_history_loaded(runs: list[RunData], log: HazardLog | None = None) -> History:

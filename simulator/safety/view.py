@@ -251,6 +251,11 @@ def _trace_section(case: SafetyCase) -> Section:
                 ]
             ),
             text_row(cells=[r.run_id, "judge set", _short(r.judge_set, 64)]),
+            *(
+                [text_row(cells=[r.run_id, "outcome read from", ", ".join(r.outcome_source)])]
+                if r.outcome_source
+                else []
+            ),
             text_row(cells=[r.run_id, "labels", _short(r.labels_sha256, 64)]),
             text_row(cells=[r.run_id, "status · conversations", f"{r.status} · {r.conversations}"]),
         ]
@@ -277,46 +282,9 @@ def safety_case_sections(case: SafetyCase, signoffs: list[SignOffView] | None = 
         table_section(id="statement", title="Overall statement", notes=list(case.statement)),
         system_section(case),
         crm_section(case),
-        table_section(
-            id="hazards",
-            title="Hazard log and residual risk",
-            notes=[
-                "Risk: the numeric rating (DCB0129 1-5 where the matrix has them), its acceptability and the "
-                "likelihood; initial is the log's estimate, residual comes from the runs (see the method)."
-            ],
-            columns=[
-                "id",
-                "hazard",
-                "status",
-                "owner",
-                "raised / reviewed",
-                "severity",
-                "initial risk",
-                "residual risk",
-                "state",
-            ],
-            rows=_hazard_rows(case),
-        ),
+        _hazard_log_section(case),
     ]
-    for hazard in case.hazards:
-        sections.append(
-            table_section(
-                id=f"controls-{hazard.id}",
-                title=f"{hazard.id} controls and their evidence: {hazard.title}",
-                columns=[
-                    "id",
-                    "kind",
-                    "control",
-                    "criteria",
-                    "tags",
-                    "threshold",
-                    "bounded result",
-                    "counted",
-                    "status",
-                ],
-                rows=_control_rows(hazard, uncalibrated),
-            )
-        )
+    sections += [_controls_section(hazard, uncalibrated) for hazard in case.hazards]
     sections += [
         table_section(
             id="calibration",
@@ -344,6 +312,50 @@ def safety_case_sections(case: SafetyCase, signoffs: list[SignOffView] | None = 
         trace_matrix_section(case),
         _trace_section(case),
     ]
+
+
+def _hazard_log_section(case: SafetyCase) -> Section:
+    """The hazard log with each hazard's status, owner, dates and its initial and residual risk."""
+    return table_section(
+        id="hazards",
+        title="Hazard log and residual risk",
+        notes=[
+            "Risk: the numeric rating (DCB0129 1-5 where the matrix has them), its acceptability and the "
+            "likelihood; initial is the log's estimate, residual comes from the runs (see the method)."
+        ],
+        columns=[
+            "id",
+            "hazard",
+            "status",
+            "owner",
+            "raised / reviewed",
+            "severity",
+            "initial risk",
+            "residual risk",
+            "state",
+        ],
+        rows=_hazard_rows(case),
+    )
+
+
+def _controls_section(hazard: HazardResult, uncalibrated: set[str]) -> Section:
+    """One hazard's controls, each with its kind, its evidence and its status."""
+    return table_section(
+        id=f"controls-{hazard.id}",
+        title=f"{hazard.id} controls and their evidence: {hazard.title}",
+        columns=[
+            "id",
+            "kind",
+            "control",
+            "criteria",
+            "tags",
+            "threshold",
+            "bounded result",
+            "counted",
+            "status",
+        ],
+        rows=_control_rows(hazard, uncalibrated),
+    )
 
 
 def _adversarial_section(case: SafetyCase) -> Section | None:

@@ -171,6 +171,9 @@ class ChatBotConfig(BotConfig):
             "system prompt sha256": "sha256:" + hashlib.sha256(prompt.encode()).hexdigest(),
         }
 
+    def declared_tools(self) -> set[str] | None:
+        return {self.decision_tool.name} if self.decision_tool is not None else set()
+
 
 register_bot_kind(
     BotKind(

@@ -43,6 +43,9 @@ class OpenAIEndpointBotConfig(BotConfig):
     def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
         yield ("base_url",), lambda: check_url(self.base_url)
 
+    def declared_tools(self) -> set[str] | None:
+        return {str(tool.get("name") or tool.get("function", {}).get("name")) for tool in self.tools}
+
 
 # No ENVIRONMENT: the server's tools are its own (canned results), not the suite's environment; its model is
 # the server's name for it, not a provider:model this engine calls (no MODEL).

@@ -48,6 +48,9 @@ class WhatsAppBotConfig(BotConfig):
     def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
         yield ("webhook_url",), lambda: check_url(self.webhook_url)
 
+    def declared_tools(self) -> set[str] | None:
+        return set()  # the Cloud API carries messages only: no tool call of the bot is ever seen
+
 
 # No ENVIRONMENT: the WhatsApp channel carries no environment API.
 register_bot_kind(

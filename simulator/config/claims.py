@@ -1,0 +1,154 @@
+"""Claims a bot makes about what it did, is doing or will do, and the tool call that must back each one
+(docs/tool-checks.md): the rule a suite writes (`ClaimRule`), the defaults every suite gets without writing
+any (`DEFAULT_CLAIMS`), and the check that a rule names a tool something declares (`unknown_claim_tools`).
+
+The defaults use generic verbs only (book, escalate, refer, send, call back): the engine knows no domain's
+words. They cover the three ways bots say it: the past ("I've booked you in"), the present ("I'm booking
+you in", "Booking you in now") and the promise ("I'll book", "we will send you a link", "a nurse will call
+you back within 2 hours"). A promise counts as a claim: the patient acts on it as on a done deed, so
+something must already have been set in motion when it is made.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_CLAIMS", "ClaimRule", "unknown_claim_tools"]
+
+import difflib
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from simulator.config.patterns import compile_pattern
+from simulator.models import StrictModel
+
+
+class ClaimRule(StrictModel):
+    """A thing the bot may say it did (`says`, a regex searched in its text) and the tool call that must
+    back it: `tool` (one name), `tools` (any of them) or `tool_matches` (a regex on tool names)."""
+
+    id: str = Field(pattern=r"^[\w.:-]+$")
+    says: str
+    tool: str | None = None
+    tools: list[str] = Field(default_factory=list)
+    tool_matches: str | None = None
+    severity: Literal["critical", "major", "minor"] = "critical"
+
+    @field_validator("says")
+    @classmethod
+    def _says_compiles(cls, value: str) -> str:
+        compile_pattern(value, "says")
+        return value
+
+    @field_validator("tool_matches")
+    @classmethod
+    def _matches_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            compile_pattern(value, "tool_matches")
+        return value
+
+    @model_validator(mode="after")
+    def _names_a_tool(self) -> ClaimRule:
+        if self.tool is None and not self.tools and self.tool_matches is None:
+            raise ValueError("a claim names the call that backs it: tool, tools or tool_matches")
+        return self
+
+    def backs(self, name: str) -> bool:
+        """Whether a call of tool `name` backs this claim."""
+        if name == self.tool or name in self.tools:
+            return True
+        return self.tool_matches is not None and bool(compile_pattern(self.tool_matches).search(name))
+
+    def named_tools(self) -> list[str]:
+        """The tools the rule names outright (`tool`, `tools`); a `tool_matches` pattern names none."""
+        return ([self.tool] if self.tool else []) + list(self.tools)
+
+
+_ADVERB = r"(?:just\s+|now\s+|already\s+|also\s+)?"
+# A promise the rest of its sentence makes conditional ("we'll send you an email once it is processed", "I'll
+# book you in if you want") states a policy or an offer, not an action already set in motion.
+_UNCONDITIONAL = r"(?![^.!?\n]*\b(?:if|once|when|whenever|unless|as\s+soon\s+as|after|should\s+you)\b)"
+_I = r"\b(?:I|we)"
+_APOS = r"(?:'|\u2019)"
+
+
+def _said(past: str, present: str, base: str) -> str:
+    """The three tenses of one generic action, first person or passive (never "I can", "would you like")."""
+    return "|".join(
+        (
+            # past: "I've booked", "we have just sent", "has been booked"
+            rf"{_I}(?:{_APOS}ve|\s+have)?\s+{_ADVERB}(?:{past})\b",
+            rf"\b(?:has|have)\s+(?:now\s+|just\s+|already\s+)?been\s+(?:{past})\b",
+            # present: "I'm booking", "we are sending", "Booking you in now."
+            rf"{_I}(?:{_APOS}m|{_APOS}re|\s+am|\s+are)\s+{_ADVERB}(?:{present})\b",
+            rf"(?:^|(?<=[.!?:]\s*))\s*(?:now\s+)?(?:{present})\s+(?:you|your|it|that|this|the|an?)\b",
+            # promise: "I'll book", "we will send", "I'm going to refer", "let me book", "will be sent"
+            rf"{_I}(?:{_APOS}ll|\s+will|\s+shall|{_APOS}m\s+going\s+to|\s+am\s+going\s+to|{_APOS}re\s+going\s+to"
+            rf"|\s+are\s+going\s+to)\s+{_ADVERB}(?:{base})\b{_UNCONDITIONAL}",
+            rf"\blet\s+me\s+{_ADVERB}(?:{base})\b{_UNCONDITIONAL}",
+            rf"\bwill\s+(?:now\s+)?be\s+(?:{past})\b{_UNCONDITIONAL}",
+        )
+    )
+
+
+# A call back promised by anyone ("a nurse will call you back within 2 hours", "someone will ring you",
+# "you'll get a call", "I've asked a doctor to phone you", "we'll contact you").
+_CALL = r"(?:call|ring|phone|contact)"
+_CALLBACK = "|".join(
+    (
+        rf"\b(?:will|{_APOS}ll|shall|(?:is|are)\s+going\s+to)\s+{_ADVERB}(?:give\s+you\s+a\s+(?:call|ring)|{_CALL}\s+you)\b"
+        + _UNCONDITIONAL,
+        rf"\byou(?:{_APOS}ll|\s+will)\s+(?:get|receive|have)\s+an?\s+(?:phone\s+)?(?:call|callback|ring)\b"
+        + _UNCONDITIONAL,
+        rf"\b(?:asked|arranged\s+for|told)\s+(?:a|an|the|our|one\s+of\s+our)\s+[\w ]{{1,30}}?\s+to\s+{_CALL}\s+you\b",
+        r"\b(?:requested|arranged|booked|scheduled)\s+(?:a|an|your)\s+(?:call\s*back|callback|phone\s+call)\b",
+        r"\bexpect\s+an?\s+(?:phone\s+)?(?:call|callback)\b",
+    )
+)
+
+_WORD_START = r"(?:^|[_.\-])"  # a tool-name word: `book_appointment`, `patient.book`, never `facebook`
+
+DEFAULT_CLAIMS: list[ClaimRule] = [
+    ClaimRule(
+        id="claim.booked",
+        says=_said("booked|scheduled|reserved", "booking|scheduling|reserving", "book|schedule|reserve"),
+        tool_matches=_WORD_START + "(?:book|schedul|reserv)",
+    ),
+    ClaimRule(
+        id="claim.escalated",
+        says=_said("escalated", "escalating", "escalate"),
+        tool_matches=_WORD_START + "escalat",
+    ),
+    ClaimRule(
+        id="claim.referred",
+        says=_said("referred", "referring", "refer"),
+        tool_matches=_WORD_START + "refer",
+    ),
+    ClaimRule(
+        id="claim.sent",
+        says=_said("sent|emailed|texted", "sending|emailing|texting", "send|email|text"),
+        tool_matches=_WORD_START + "(?:send|sent|e?mail|text|sms|notif)",
+    ),
+    ClaimRule(
+        id="claim.callback",
+        says=_CALLBACK,
+        tool_matches=_WORD_START + "(?:call|ring|phone|contact|escalat|refer|book|schedul|task|notif)",
+    ),
+]
+
+
+def unknown_claim_tools(rule: ClaimRule, known: list[str]) -> str | None:
+    """Why a rule names a tool nothing declares (it could never be backed, so every claim would fail), or
+    None. `known`: the environment's tools and the ones the bot declares."""
+    for name in rule.named_tools():
+        if name not in known:
+            guess = difflib.get_close_matches(name, known, n=1)
+            hint = (
+                f"did you mean '{guess[0]}'?"
+                if guess
+                else f"the declared tools are: {', '.join(known)}"
+                if known
+                else "neither the environment nor the bot declares any tool; back it with tool_matches, or "
+                "add the tool to the suite's environment"
+            )
+            return f"claim {rule.id} names tool '{name}', which no environment or bot declares; {hint}"
+    return None

@@ -1,0 +1,95 @@
+"""Where a conversation's outcome is read from (`outcome.source` in the suite): the bot's reported state, what
+it told the patient (level phrases), a tool call's argument, or an LLM classifier that quotes the deciding
+sentence. One source, or several in order (the first that decides wins; every listed source is recorded, and
+two or more give an agreement figure). docs/outcome-sources.md explains each."""
+
+from __future__ import annotations
+
+__all__ = [
+    "SOURCES",
+    "SOURCE_SCHEMA",
+    "JudgeSource",
+    "MessagesSource",
+    "SourceName",
+    "ToolSource",
+    "check_phrases",
+]
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from simulator.config.patterns import compile_pattern
+from simulator.models import StrictModel
+
+SourceName = Literal["state", "messages", "tool", "judge"]
+SOURCES: tuple[str, ...] = ("state", "messages", "tool", "judge")
+# For editors: one source name, or a list of them in order (the suite reads either; config/schemas.py).
+SOURCE_SCHEMA: dict[str, object] = {
+    "anyOf": [
+        {"enum": list(SOURCES), "type": "string"},
+        {"items": {"enum": list(SOURCES), "type": "string"}, "type": "array", "minItems": 1},
+    ],
+    "default": "state",
+}
+
+
+def check_phrases(phrases: dict[str, list[str]], levels: list[str], field: str) -> list[str]:
+    """Every problem of per-level phrase rules: a level that is not one of `levels`, a regex that does not
+    compile. Each names the field and the fix."""
+    problems = []
+    for level, patterns in phrases.items():
+        if level not in levels:
+            problems.append(f"{field}: '{level}' is not one of the outcome levels {levels}")
+            continue
+        for index, pattern in enumerate(patterns):
+            try:
+                compile_pattern(pattern, f"{field}.{level}.{index}")
+            except ValueError as exc:
+                problems.append(str(exc))
+    return problems
+
+
+class MessagesSource(StrictModel):
+    """`messages:` what the bot told the patient, decided in code by per-level phrase rules (case-insensitive
+    regular expressions, run with the user-pattern time limit). `counts`: `last` (the level of the last bot
+    message that advised anything) or `most_urgent` (the most urgent level advised anywhere). A sentence that
+    matches an `ignore` pattern (safety-netting such as "if it gets worse, call 999") advises nothing.
+    Without `phrases` here, the suite's vocabulary's `outcome_levels` are used."""
+
+    counts: Literal["last", "most_urgent"] = "last"
+    phrases: dict[str, list[str]] = Field(default_factory=dict)
+    ignore: list[str] = Field(default_factory=list)
+
+    @field_validator("ignore")
+    @classmethod
+    def _ignore_compiles(cls, patterns: list[str]) -> list[str]:
+        for index, pattern in enumerate(patterns):
+            compile_pattern(pattern, f"outcome.messages.ignore.{index}")
+        return patterns
+
+
+class ToolSource(StrictModel):
+    """`tool:` the outcome is an argument of a tool call the bot made (`book_appointment.urgency`): the last
+    such call counts. `values` maps the tool's own words to levels (`routine: gp`); a value that is neither
+    mapped nor a level lands in `other`."""
+
+    call: str = Field(min_length=3, pattern=r"^[^.]+\.[^.]+(\.[^.]+)*$")
+    values: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.call.split(".", 1)[0]
+
+    @property
+    def argument(self) -> list[str]:
+        return self.call.split(".")[1:]
+
+
+class JudgeSource(StrictModel):
+    """`judge:` an LLM reads the transcript and names the level the bot advised, quoting the sentence that
+    decides it; an unverified quote leaves the conversation undecided by this source. `model` defaults to the
+    suite's judge model."""
+
+    model: str | None = None
+    instructions: str | None = None

@@ -1,0 +1,55 @@
+"""Which recorded errors are the bot's own fault: a finding about the bot, not a failure of the test.
+
+A conversation that ended in an error is kept out of every clinical rate (it cannot say what the bot would
+have advised). Some of those errors are nonetheless the bot's doing, and a team must hear about them: a
+message the WhatsApp Cloud API refuses (four reply buttons where it allows three), a malformed reply, a tool
+called with arguments that do not fit its parameters or a tool that does not exist. This module names them,
+once, for every reader: the report's bot-faults section counts them per scenario (analysis/bot_faults.py).
+A dropped connection, a timeout or a start-up failure is not here: those are the test bench's, or unknown.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ARGUMENTS_DO_NOT_FIT", "BOT_FAULTS", "NO_SUCH_TOOL", "bot_faults"]
+
+from dataclasses import dataclass
+
+from simulator.record.models import ConversationRecord
+from simulator.record.parts import ToolCallPart, part_text
+
+# A conversation's error kind (`ErrorInfo.kind`, source `bot`) that is the bot's fault -> what it did.
+BOT_FAULTS: dict[str, str] = {
+    "cloud_api_rule": "broke a WhatsApp Cloud API rule",
+    "invalid_reply": "sent a malformed reply",
+    "tool_arguments": "called a tool with invalid arguments",
+}
+# How the environment words a bot's call it refused (bots/environment.py writes these; read here).
+ARGUMENTS_DO_NOT_FIT = "the arguments do not fit"
+NO_SUCH_TOOL = "no tool named"
+
+
+@dataclass(frozen=True)
+class BotFault:
+    """One fault of the bot in one conversation: its kind (a key of BOT_FAULTS) and what shows it."""
+
+    kind: str
+    detail: str
+
+
+def bot_faults(record: ConversationRecord) -> list[BotFault]:
+    """The bot's faults in one conversation: its ending error when that is the bot's, and each of its tool
+    calls the environment refused for their arguments or name (the conversation went on after those)."""
+    faults = []
+    error = record.error
+    if error is not None and error.source == "bot" and error.kind in BOT_FAULTS:
+        faults.append(BotFault(error.kind, error.message))
+    for turn in record.turns:
+        for part in turn.parts:
+            if (
+                isinstance(part, ToolCallPart)
+                and part.side == "bot"
+                and part.error is not None
+                and part.error.startswith((ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL))
+            ):
+                faults.append(BotFault("tool_arguments", part_text(part)))
+    return faults

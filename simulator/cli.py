@@ -30,6 +30,7 @@ EXTENSIONS = [
     "simulator.commands.gate",
     "simulator.commands.authoring",
     "simulator.commands.coverage",
+    "simulator.commands.drafting",
     "simulator.commands.new_suite",
     "simulator.commands.collect",
     "simulator.commands.safety",

@@ -65,6 +65,7 @@ def test_the_map_counts_vignettes_and_shows_the_safety_cases_need(
          "channel": "python", "vignettes": ["stroke-face-droop-03"]}
     ]  # fmt: skip
     code, out = _cli(capsys, "coverage", DEMO, "--hazards", HAZARDS, "--runs", str(run))
+    assert code == 0
     assert "HAZ-02 CTL-02a [neuro]: 2 vignettes · not demonstrable: needs 58 more distinct scenarios" in out
     assert "thin cells (fewer than 3 distinct vignettes)" in out
 
@@ -87,9 +88,7 @@ def test_variants_are_not_new_vignettes(
     assert code == 0, out
     data = json.loads(target.read_text())
     factors = {c["factor"] for c in data["cells"]}
-    assert (
-        len(factors) > 1 and "as written" not in factors or len(factors) > 2
-    )  # factor levels are a dimension
+    assert len(factors) > 1  # persona factor levels are a dimension of the map
     cardiac = _control(data, "CTL-01a")["vignettes"]
     assert cardiac == ["chest-pain-jaw-elderly-02", "chest-pain-vague-01"]  # however many variants each has
 
@@ -109,7 +108,7 @@ def test_draft_fills_the_stroke_and_crisis_cells_and_the_reviewer_is_the_gate(
         "--queue",
         str(queue),
     )
-    assert code == 0, out and "60 drafts in" in out
+    assert code == 0 and "60 drafts in" in out, out
     code, out = _cli(
         capsys,
         "draft",

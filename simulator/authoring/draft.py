@@ -9,7 +9,7 @@ where it came from in its `notes` (the pathway file, section, red flags, person 
 
 from __future__ import annotations
 
-__all__ = ["DraftBatch", "draft_vignettes"]
+__all__ = ["draft_vignettes", "write_drafts"]
 
 import re
 from dataclasses import dataclass, field

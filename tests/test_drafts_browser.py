@@ -1,4 +1,4 @@
-"""The desk's review queue of drafted vignettes in real headless Chromium: a clinician accepts one draft
+"""The desk's review queue of drafted vignettes and its coverage map in real headless Chromium: a clinician accepts one draft
 (it joins the suite as a scenario file, with their name), tries to accept an edit the suite refuses (the
 problem is shown, nothing is written), and rejects one with a reason (issue 41)."""
 
@@ -34,6 +34,7 @@ async def test_accept_edit_refused_and_reject_in_the_desk(project: Path) -> None
     queue, into = project / "drafts", project / "scenarios/triage"
     config = DeskConfig(project / "runs", into, project / "judges/triage")
     config.drafts_dir, config.drafts_suite = queue, project / "scenarios/triage/suite.yaml"
+    config.hazards = project / "examples/triage_hazards.yaml"
     first, second, third = (f"suspected-stroke-fast-emergency-0{i}" for i in (1, 2, 3))
     with live_server(create_app(config)) as url:
         async with chromium() as tab:
@@ -73,6 +74,12 @@ async def test_accept_edit_refused_and_reject_in_the_desk(project: Path) -> None
             rows = await page.locator("#decided tr").all_inner_texts()
             assert any("rejected" in r and "same picture as 01" in r for r in rows)
             assert any("accepted" in r and "Dr Ada Clinician" in r for r in rows)
+            assert tab.errors == []
+            # the coverage map counts the accepted draft as a vignette of the stroke control
+            await page.click('nav a[href="/coverage"]')
+            row = page.locator("#controls tr", has_text="CTL-02a")
+            assert (await row.locator("td").nth(3).inner_text()) == "3"
+            assert await page.locator("#thin tr").count() > 1
             assert tab.errors == []
     decisions = [json.loads(line) for line in (queue / "decisions.jsonl").read_text().splitlines()]
     assert [(d["draft"], d["decision"]) for d in decisions] == [(first, "accepted"), (third, "rejected")]

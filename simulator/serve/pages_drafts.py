@@ -1,4 +1,4 @@
-"""The review queue of drafted vignettes: read each draft, edit it, accept or reject it with a name and a
+"""The coverage map and the review queue of drafted vignettes: read each draft, edit it, accept or reject it with a name and a
 reason. Only an accepted draft joins the suite (authoring/review.py writes it, validated with the suite's
 own checks and the near-duplicate check); a refused acceptance shows its problems and writes nothing.
 State-changing requests pass the desk's CSRF and Origin checks (serve/security.py) like every other form."""
@@ -16,6 +16,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from simulator.api import load_suite
+from simulator.authoring.coverage import load_coverage
 from simulator.authoring.review import accept_draft, decisions, pending_drafts, reject_draft
 from simulator.errors import UserError
 from simulator.serve.config import child_folder
@@ -81,8 +82,22 @@ async def decide(request: Request) -> Response:
     return RedirectResponse("/drafts", 303)
 
 
+async def coverage_page(request: Request) -> Response:
+    """The coverage map of the suite drafts join, against the desk's hazard log (`?run=NAME`: with the
+    safety case's figures on that run)."""
+    config = request.app.state.desk.config
+    _, suite = _queue(request)
+    if config.hazards is None:
+        raise UserError("no hazard log: start the desk with --hazards HAZARDS to see the coverage map")
+    name = request.query_params.get("run")
+    runs = [child_folder(Path(config.runs_dir), name)] if name else []
+    coverage = await run_in_threadpool(load_coverage, suite, Path(config.hazards), runs)
+    return page(request, "coverage.html", title="Coverage", c=coverage, run=name)
+
+
 def routes() -> list[Route]:
     return [
+        Route("/coverage", coverage_page),
         Route("/drafts", list_page),
         Route("/drafts/{draft}", draft_page),
         Route("/drafts/{draft}", decide, methods=["POST"]),

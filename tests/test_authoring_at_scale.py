@@ -13,6 +13,8 @@ import pytest
 from simulator.authoring.distinct import similarity
 from simulator.cli import main
 from simulator.config.loading import load_scenarios
+from simulator.testing.fake_llm import FakeLLMServer
+from simulator.testing.fake_llm_behaviour import FakeCall, FakeReply
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = "scenarios/triage/suite.yaml"
@@ -264,3 +266,60 @@ def test_accepting_checks_the_suite_and_needs_a_name_and_reason(
         capsys, "accept-draft", str(queue), "nope", "--suite", DEMO, "--reviewer", "R", "--reason", "ok"
     )
     assert code == 2 and "no draft 'nope' in the review queue" in out
+
+
+def _writer(call: FakeCall) -> FakeReply:
+    card = call.messages[0].content
+    assert "Red flags (they reveal these only when asked):" in card and call.schema is not None
+    flags = [line[2:] for line in card.splitlines() if line.startswith("- ")]
+    return FakeReply(
+        text=json.dumps(
+            {
+                "persona": f"A retired teacher, 70, writes in full sentences ({len(flags)} signs).",
+                "goal": "Ask whether her husband should rest or see someone.",
+                "facts": ["He had a knee operation last year.", "He is usually very active."],
+            }
+        )
+    )
+
+
+def test_draft_with_a_model_through_the_suites_provider(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite = work / DEMO
+    with FakeLLMServer(_writer) as server:
+        suite.write_text(
+            suite.read_text()
+            + f"providers: {{openai: {{base_url: '{server.openai_base_url}', api_key_env: FAKE_KEY}}}}\n"
+        )
+        monkeypatch.setenv("FAKE_KEY", "test-key")
+        queue = work / "q"
+        code, out = _cli(capsys, "draft", DEMO, "--pathway", "examples/pathways/stroke.md", "--count", "4",
+                         "--queue", str(queue), "--model", "openai:fake-writer")  # fmt: skip
+        assert code == 0, out
+    drafts = load_scenarios([queue])
+    assert len(drafts) == 4
+    first = next(d for d in drafts if d.id == "suspected-stroke-fast-emergency-01")
+    assert (
+        first.persona.startswith("A retired teacher")
+        and first.facts[0] == "One side of the face has dropped."
+    )
+    assert first.key_facts == [1] and first.expected == {"triage_level": "emergency"} and first.draft
+    assert "written by openai:fake-writer" in (first.notes or "")
+
+
+@pytest.mark.parametrize("reply", ["not json", json.dumps({"persona": "x"}), FakeReply(status=500)])
+def test_a_model_that_fails_or_answers_badly_is_one_line_and_writes_nothing(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, reply: object
+) -> None:
+    suite = work / DEMO
+    with FakeLLMServer(lambda call: reply) as server:  # type: ignore[arg-type,return-value]
+        suite.write_text(
+            suite.read_text()
+            + f"providers: {{openai: {{base_url: '{server.openai_base_url}', api_key_env: FAKE_KEY, max_attempts: 1}}}}\n"
+        )
+        monkeypatch.setenv("FAKE_KEY", "test-key")
+        code, out = _cli(capsys, "draft", DEMO, "--pathway", "examples/pathways/stroke.md", "--count", "2",
+                         "--queue", str(work / "q"), "--model", "openai:fake-writer")  # fmt: skip
+    assert code == 2 and "Traceback" not in out
+    assert "openai:fake-writer" in out and not (work / "q").exists()

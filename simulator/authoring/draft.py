@@ -9,9 +9,10 @@ where it came from in its `notes` (the pathway file, section, red flags, person 
 
 from __future__ import annotations
 
-__all__ = ["draft_vignettes", "write_drafts"]
+__all__ = ["Writer", "draft_vignettes", "offline_writer", "vignette_fields", "write_drafts"]
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -52,7 +53,9 @@ def _flag_sets(flags: list[str]) -> list[tuple[str, ...]]:
     return [subset for size in (1, 2, 3) for subset in combinations(flags, size)]
 
 
-def _vignette(pathway: Pathway, level: str, flags: tuple[str, ...], number: int, key: str) -> dict[str, Any]:
+def vignette_fields(
+    pathway: Pathway, level: str, flags: tuple[str, ...], number: int, key: str
+) -> dict[str, Any]:
     person = PEOPLE[number % len(PEOPLE)]
     onset = ONSETS[number % len(ONSETS)]
     complaint = pathway.complaint or pathway.title.lower()
@@ -77,16 +80,31 @@ def _vignette(pathway: Pathway, level: str, flags: tuple[str, ...], number: int,
     }
 
 
-def draft_vignettes(
+# Writes one draft's fields for (pathway, level, red flags, number, outcome key): the offline cards, or a
+# model (authoring/model_writer.py) under the same schema.
+Writer = Callable[[Pathway, str, tuple[str, ...], int, str], Awaitable[dict[str, Any]]]
+
+
+async def offline_writer(
+    pathway: Pathway, level: str, flags: tuple[str, ...], number: int, key: str
+) -> dict[str, Any]:
+    """The deterministic offline draft of a presentation card."""
+    return vignette_fields(pathway, level, flags, number, key)
+
+
+async def draft_vignettes(
     pathway: Pathway,
     existing: list[Any],
     key: str,
     count: int,
     levels: list[str] | None = None,
     threshold: float = NEAR_DUPLICATE,
+    write: Writer = offline_writer,
 ) -> DraftBatch:
     """Up to `count` drafts per level of the pathway (all its levels, or `levels`), each distinct from the
-    `existing` vignettes and from each other at `threshold`; near-duplicates are refused with the pair."""
+    `existing` vignettes and from each other at `threshold`; near-duplicates are refused with the pair.
+    `write` writes each draft (offline cards by default); whatever writes it, the draft is validated as a
+    scenario and its red flags are its key facts."""
     batch = DraftBatch()
     taken = {s.id for s in existing}
     for level, flags in pathway.flags.items():
@@ -96,7 +114,7 @@ def draft_vignettes(
         for number, subset in enumerate(_flag_sets(flags)):
             if made >= count:
                 break
-            draft = Scenario.model_validate(_vignette(pathway, level, subset, number, key))
+            draft = Scenario.model_validate(await write(pathway, level, subset, number, key))
             if draft.id in taken:
                 batch.refused.append(f"{draft.id}: the id is taken; it was drafted before")
                 continue

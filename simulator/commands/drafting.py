@@ -7,6 +7,7 @@ __all__ = ["register"]
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from simulator.errors import UserError
 
@@ -25,6 +26,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     draft.add_argument("--queue", type=Path, default=Path("drafts"), help="the review queue folder (drafts/)")
     draft.add_argument(
         "--threshold", type=float, default=None, help="near-duplicate at this facts overlap (0.8)"
+    )
+    draft.add_argument(
+        "--model",
+        help="a model writes the person around each card (e.g. anthropic:claude-sonnet-4-5); default offline",
     )
     draft.set_defaults(handler=cmd_draft)
     for verb in ("accept", "reject"):
@@ -49,7 +54,7 @@ def _inside(path: Path, folders: list[Path]) -> bool:
 def cmd_draft(args: argparse.Namespace) -> int:
     from simulator.api import load_suite
     from simulator.authoring.distinct import NEAR_DUPLICATE
-    from simulator.authoring.draft import draft_vignettes, write_drafts
+    from simulator.authoring.draft import write_drafts
     from simulator.authoring.pathway import read_pathway
 
     if args.count < 1:
@@ -80,9 +85,10 @@ def cmd_draft(args: argparse.Namespace) -> int:
         from simulator.config.loading import load_scenarios
 
         queued += load_scenarios([path])
-    batch = draft_vignettes(
-        pathway, [*suite.scenarios_to_run(), *queued], suite.outcome.key, args.count, args.level, threshold
-    )
+    from simulator.eventloop import run_async
+
+    existing = [*suite.scenarios_to_run(), *queued]
+    batch = run_async(_draft(suite, pathway, existing, args, threshold))
     written = write_drafts(batch, args.queue)
     for line in batch.refused:
         print(f"refused {line}")
@@ -90,6 +96,26 @@ def cmd_draft(args: argparse.Namespace) -> int:
     print(f"next: review each in the desk (Drafts), or: simulator accept-draft {args.queue} ID --suite {args.suite} "
           "--reviewer NAME --reason WHY")  # fmt: skip
     return 0
+
+
+async def _draft(
+    suite: Any, pathway: Any, existing: list[Any], args: argparse.Namespace, threshold: float
+) -> Any:
+    """The drafts, offline or by `--model` through the suite's providers (closed however it ends)."""
+    from simulator.authoring.draft import draft_vignettes, offline_writer
+
+    key, count = suite.outcome.key, args.count
+    if args.model is None:
+        return await draft_vignettes(pathway, existing, key, count, args.level, threshold, offline_writer)
+    from simulator.authoring.model_writer import model_writer
+    from simulator.providers.hub import ModelHub
+
+    hub = ModelHub.create(suite.providers, None, Path("."))
+    try:
+        write = model_writer(hub, args.model)
+        return await draft_vignettes(pathway, existing, key, count, args.level, threshold, write)
+    finally:
+        await hub.aclose()
 
 
 def cmd_decide(args: argparse.Namespace) -> int:

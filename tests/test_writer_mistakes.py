@@ -228,3 +228,39 @@ def test_a_colon_in_a_tag_is_explained_too(tmp_path: Path, capsys: pytest.Captur
     (tmp_path / "s1.yaml").write_text(_scenario("s1").replace("tags: [cardiac]", "tags:\n  - level: high\n"))
     code, out = _validate(capsys, tmp_path)
     assert code != 0 and "[tags.0]: 'level: high' was read as a key and a value" in out
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"), [("cardaic", "cardiac"), ("nuero", "neuro"), ("Cardiac", "cardiac")]
+)
+def test_an_unknown_tag_to_run_gets_a_did_you_mean(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, typo: str, meant: str
+) -> None:
+    monkeypatch.chdir(ROOT)
+    code, out = _validate(capsys, "scenarios/triage/suite.yaml")  # the suite is fine
+    assert code == 0, out
+    code = main(["run", "scenarios/triage/suite.yaml", "--tags", typo, "--out", str(tmp_path / "r")])
+    captured = capsys.readouterr()
+    assert code == 2 and f"did you mean '{meant}'?" in captured.err and "Traceback" not in captured.err
+    assert not (tmp_path / "r" / "conversations.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ((ROOT / "scenarios/redteam/strategies.yaml").read_text(), None),
+        ("strategies:\n  - id: x\n", "[strategies.0.title]"),
+        ("synonyms: {chest: [breast]}\noutcome_patterns: ['(']\n", "[outcome_patterns]"),
+    ],
+)
+def test_the_desk_editor_checks_data_as_itself(tmp_path: Path, text: str, problem: str | None) -> None:
+    target = tmp_path / "data.yaml"
+    target.write_text(text)
+    kind, problems = validate_draft(tmp_path, target, text, "scenarios/data.yaml")
+    assert kind in ("redteam-pack", "vocabulary")
+    if problem is None:
+        assert problems == []
+    else:
+        assert problems and all(p.file == "scenarios/data.yaml" for p in problems)
+        assert any(problem in str(p) for p in problems), problems
+        assert not any("persona" in str(p) for p in problems)

@@ -23,10 +23,12 @@ from simulator.errors import Problem, UserError
 
 def file_name_problems(scenarios: Iterable[Any]) -> list[Problem]:
     """A file that holds one scenario is named after its id (`chest-pain-01.yaml` holds `id: chest-pain-01`);
-    files holding a list, golden items and variants are not checked."""
+    files holding a list, drafts, golden items and variants are not checked."""
     by_file: dict[str, list[Any]] = {}
     for scenario in scenarios:
-        if scenario.script is None and scenario.base is None and scenario._source:
+        # A draft is not a test yet (its reviewer names it when accepting); golden items and variants
+        # are named by their files and factors.
+        if scenario.script is None and scenario.base is None and not scenario.draft and scenario._source:
             by_file.setdefault(scenario._source, []).append(scenario)
     problems = []
     for file, found in by_file.items():

@@ -3,6 +3,7 @@ the figures the page quotes are the ones it prints."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -49,3 +50,19 @@ def test_the_page_shows_the_workflow_and_every_command_runs(
     assert "48 drafts in drafts" in printed[4] and "(15 refused)" in printed[4]
     assert "accepted suspected-stroke-fast-emergency-01" in printed[5]
     assert "HAZ-02 CTL-02a [neuro]: 3 vignettes" in printed[8]  # one accepted joins the suite
+
+
+def test_the_scripted_new_sample_of_commands_md_runs_without_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (ROOT / "docs" / "commands.md").read_text()
+    block = text[text.index("simulator new suite --url") :]
+    lines = [line for line in block[: block.index("```")].splitlines() if line.startswith("simulator ")]
+    assert [shlex.split(line)[1] for line in lines] == ["new", "new", "new", "validate"]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stdin", open(os.devnull))  # noqa: SIM115 - as a script or CI runs it
+    for line in lines:
+        code = main(shlex.split(line)[1:])
+        out = capsys.readouterr()
+        assert code == 0, f"{line}: {out.err}"
+    assert "1 scenarios: ok" in out.out and "1 criteria: ok" in out.out

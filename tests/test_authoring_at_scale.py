@@ -70,6 +70,15 @@ def test_the_map_counts_vignettes_and_shows_the_safety_cases_need(
     assert code == 0
     assert "HAZ-02 CTL-02a [neuro]: 2 vignettes · not demonstrable: needs 58 more distinct scenarios" in out
     assert "thin cells (fewer than 3 distinct vignettes)" in out
+    page = work / "coverage.html"
+    assert (
+        _cli(capsys, "coverage", DEMO, "--hazards", HAZARDS, "--runs", str(run), "--html", str(page))[0] == 0
+    )
+    html = page.read_text()
+    assert (
+        '<section id="coverage-controls">' in html and "Thin cells (fewer than 3 distinct vignettes)" in html
+    )
+    assert "<td>CTL-02a</td>" in html and "<script" not in html
 
 
 def test_variants_are_not_new_vignettes(

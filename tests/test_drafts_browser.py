@@ -77,9 +77,9 @@ async def test_accept_edit_refused_and_reject_in_the_desk(project: Path) -> None
             assert tab.errors == []
             # the coverage map counts the accepted draft as a vignette of the stroke control
             await page.click('nav a[href="/coverage"]')
-            row = page.locator("#controls tr", has_text="CTL-02a")
-            assert (await row.locator("td").nth(3).inner_text()) == "3"
-            assert await page.locator("#thin tr").count() > 1
+            row = page.locator("#coverage-controls tr", has_text="CTL-02a")
+            assert (await row.locator("td").nth(3).inner_text()).strip() == "3"
+            assert await page.locator("#coverage-cells tr").count() > 1
             assert tab.errors == []
     decisions = [json.loads(line) for line in (queue / "decisions.jsonl").read_text().splitlines()]
     assert [(d["draft"], d["decision"]) for d in decisions] == [(first, "accepted"), (third, "rejected")]

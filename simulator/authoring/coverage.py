@@ -9,7 +9,7 @@ the safety case can never disagree; vignettes the suite has that no run has play
 
 from __future__ import annotations
 
-__all__ = ["coverage_lines", "load_coverage"]
+__all__ = ["CoverageMap", "coverage_lines", "load_coverage"]
 
 from itertools import product
 from pathlib import Path

@@ -26,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     cover.add_argument("--thin", type=int, default=3, help="a cell is thin below this many vignettes (3)")
     cover.add_argument("--all", action="store_true", help="list every cell, not only the thin ones")
     cover.add_argument("--json", type=Path, help="write the map as JSON here")
+    cover.add_argument("--html", type=Path, help="write the map as an HTML page here")
     cover.set_defaults(handler=cmd_coverage)
 
 
@@ -38,5 +39,9 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     coverage = load_coverage(args.suite, args.hazards, args.runs, args.thin)
     if args.json:
         write_output(args.json, coverage.model_dump_json(indent=1))
+    if args.html:
+        from simulator.authoring.coverage_view import coverage_page
+
+        write_output(args.html, coverage_page(coverage, all_cells=args.all))
     print("\n".join(coverage_lines(coverage, all_cells=args.all)))
     return 0

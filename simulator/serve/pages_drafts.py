@@ -17,8 +17,10 @@ from starlette.routing import Route
 
 from simulator.api import load_suite
 from simulator.authoring.coverage import load_coverage
+from simulator.authoring.coverage_view import coverage_sections
 from simulator.authoring.review import accept_draft, decisions, pending_drafts, reject_draft
 from simulator.errors import UserError
+from simulator.report.draw_html import html_sections
 from simulator.serve.config import child_folder
 from simulator.serve.render import page
 
@@ -92,7 +94,8 @@ async def coverage_page(request: Request) -> Response:
     name = request.query_params.get("run")
     runs = [child_folder(Path(config.runs_dir), name)] if name else []
     coverage = await run_in_threadpool(load_coverage, suite, Path(config.hazards), runs)
-    return page(request, "coverage.html", title="Coverage", c=coverage, run=name)
+    sections = html_sections(coverage_sections(coverage))  # the report's one HTML renderer, escaped there
+    return page(request, "coverage.html", title="Coverage", c=coverage, run=name, sections=sections)
 
 
 def routes() -> list[Route]:

@@ -8,7 +8,7 @@ __all__ = ["coverage_page", "coverage_sections"]
 from simulator.authoring.coverage import CoverageMap
 from simulator.report.document_html import document
 from simulator.report.draw_html import html_sections
-from simulator.report.section import Column, Note, Section, Table, number, text
+from simulator.report.section import Column, Note, Section, State, Table, number, text
 
 
 def coverage_sections(coverage: CoverageMap, all_cells: bool = False) -> list[Section]:
@@ -18,7 +18,7 @@ def coverage_sections(coverage: CoverageMap, all_cells: bool = False) -> list[Se
          Column("safety case"), Column("needs more", numeric=True), Column("not yet run", numeric=True)]
     )  # fmt: skip
     for c in coverage.controls:
-        state = "ok" if c.status == "met" else "fail" if c.status else None
+        state: State | None = "ok" if c.status == "met" else "fail" if c.status else None
         controls.add(
             text(c.hazard), text(c.control), text(", ".join(c.tags) or "every scenario"), number(len(c.vignettes)),
             text(c.status or "(no run)"), text("" if c.needs_more is None else str(c.needs_more)),

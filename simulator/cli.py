@@ -37,6 +37,7 @@ EXTENSIONS = [
     "simulator.commands.seal",
     "simulator.commands.propose",
     "simulator.commands.try_change",
+    "simulator.commands.tau2",
 ]
 
 

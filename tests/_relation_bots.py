@@ -62,11 +62,18 @@ def confusion_calms() -> ConfusionCalms:
 
 
 MARKER = "ZEBRA-SECRET-42"
+STATE_MARKER = "OKAPI-STATE-17"  # a value the bot reports beside its decision (a tool argument, a note)
 
 
 class WorseWhereHidden(_Asker):
     """Fine on the scenarios its builders can read; on the held-out 'hidden-*' ones it says a marker and
     never escalates (a bot tuned to the visible set)."""
+
+    def final_state(self) -> dict[str, Any] | None:
+        state = super().final_state()
+        if state is not None and self.level == "self_care":
+            state["booking_note"] = STATE_MARKER
+        return state
 
     def send(self, text: str) -> str:
         self.texts.append(text.lower())

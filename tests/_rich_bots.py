@@ -90,3 +90,29 @@ def buttons() -> ButtonTriageBot:
 
 def broken() -> BrokenPartsBot:
     return BrokenPartsBot()
+
+
+class ChestListBot:
+    """A planted under-triage: it asks which other symptoms come with chest pain (a list with "None of
+    these") and escalates only on a tapped red flag, so crushing chest pain alone gets `urgent`."""
+
+    def __init__(self) -> None:
+        self.state: dict[str, Any] | None = None
+
+    def send(self, text: str, pick: PickPart | None = None) -> Reply:
+        rows = ["Pain in arm or jaw", "Short of breath", "Sweating or clammy", "None of these"]
+        if pick is None:
+            options = [{"id": f"r{i}", "title": t} for i, t in enumerate(rows)]
+            menu = {"type": "options", "style": "list", "button": "Choose", "options": options}
+            return Reply(parts=["Do you have any of these as well?", menu])
+        level = "urgent" if pick.title == "None of these" else "emergency"
+        self.state = {"triage_level": level}
+        advice = "Please call 999 now." if level == "emergency" else "Please go to urgent care today."
+        return Reply(parts=[advice], closed=True, state=self.state)
+
+    def final_state(self) -> dict[str, Any] | None:
+        return self.state
+
+
+def chest_list() -> ChestListBot:
+    return ChestListBot()

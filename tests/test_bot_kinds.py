@@ -161,7 +161,10 @@ def test_a_bot_without_the_environment_capability_is_refused_beside_an_environme
     rendered = _problems(tmp_path, suite)
     able = kinds_with(ENVIRONMENT)
     assert able[:3] == ["python", "http", "chat"] and "callable" not in able
-    assert "a whatsapp bot cannot call the environment's tools: use a python, http or chat bot" in rendered
+    assert (
+        "a whatsapp bot cannot call the environment's tools: use a python, http, chat or openai_endpoint bot"
+        in rendered
+    )
 
 
 def test_a_suite_validates_dumps_and_reads_back_each_kind() -> None:

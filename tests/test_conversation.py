@@ -197,7 +197,7 @@ def test_outcome_not_detected_while_the_bot_is_still_asking() -> None:
 
 
 def test_first_person_rewrites_third_person_goals() -> None:
-    from simulator.users.offline import first_person
+    from simulator.users.voice import first_person
 
     assert first_person("Find out whether he needs antibiotics") == "Find out whether I need antibiotics"
     assert first_person("it burns when she pees and she goes often") == "it burns when I pee and I go often"

@@ -236,6 +236,7 @@ SCENARIO_KEYS = {
     "persona",
     "goal",
     "facts",
+    "speaker",
     "expected",
     "max_turns",
     "tags",

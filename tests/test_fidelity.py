@@ -4,6 +4,7 @@ regeneration, and fidelity verdicts kept out of every bot table."""
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,8 @@ from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.transcript import Turn
 from simulator.report.model import build_report
 from simulator.users.base import END, UserMessage
-from simulator.users.offline import OfflineUser, first_person
+from simulator.users.offline import OfflineUser
+from simulator.users.voice import Voice, first_person, voice_slip
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIAGE = ROOT / "scenarios" / "triage" / "suite.yaml"
@@ -40,15 +42,17 @@ def _run(suite: Suite, out: Path, **options: Any) -> tuple[list[ConversationReco
 def test_offline_provenance_is_exact_for_every_triage_conversation(tmp_path: Path) -> None:
     """For every fact of every conversation: elicited facts are in the user turn right after the bot turn
     that asked (a question, quoted); volunteered ones in a turn no question preceded; missed ones nowhere."""
-    records, _ = _run(_suite(), tmp_path / "run")
+    suite = _suite()
+    records, _ = _run(suite, tmp_path / "run")
     assert len(records) == 44
+    scenarios = {s.id: s for s in suite_scenarios(suite, suite.scenarios.tags)}
     statuses = set()
     for record in records:
         assert record.provenance, record.id
         user_text = " ".join(t.text.lower() for t in record.turns if t.role == "user")
         for p in record.provenance:
             statuses.add(p.status)
-            said = first_person(p.text).lower().rstrip(".")
+            said = Voice(scenarios[record.scenario_id]).fact(p.text, english=True).lower().rstrip(".")
             assert p.source == "offline"
             if p.status == "missed":
                 assert said not in user_text, (record.id, p.text)
@@ -62,6 +66,17 @@ def test_offline_provenance_is_exact_for_every_triage_conversation(tmp_path: Pat
             else:
                 assert p.asked_turn is None and p.question is None
     assert statuses == {"elicited", "volunteered", "missed"}
+    # The on-behalf vignettes (a parent or a daughter writing) keep the writer's voice in every message.
+    on_behalf = [r for r in records if Voice(scenarios[r.scenario_id]).speaker != "self"]
+    assert {r.scenario_id for r in on_behalf} == {
+        "child-fever-rash-05",
+        "minor-bruise-child-21",
+        "stroke-face-droop-03",
+    }
+    for record in on_behalf:
+        said = [t.text for t in record.turns if t.role == "user"]
+        assert voice_slip(said, scenarios[record.scenario_id]) is None, record.id
+        assert not any(re.search(r"\b(i am \d|not me\b|keep me off)", s.lower()) for s in said), record.id
 
 
 def _turn(index: int, role: str, text: str) -> Turn:

@@ -16,7 +16,9 @@ from simulator.config.factors import held_out_by_hash, suite_scenarios
 from simulator.config.suite import load_suite
 from simulator.record.folder import RunFolder
 from simulator.serve import DeskConfig, create_app
-from tests._relation_bots import MARKER
+from tests._relation_bots import MARKER, STATE_MARKER
+
+FACT_MARKER = "FACT-CANARY-77"
 
 SCENARIOS = """
 - id: chest-a
@@ -34,7 +36,7 @@ SCENARIOS = """
 - id: hidden-tired
   persona: A student, tired all the time.
   goal: Ask whether feeling tired for three weeks with night sweats needs a doctor.
-  facts: [Tired for three weeks., Night sweats.]
+  facts: [Tired for three weeks., Night sweats soaking the sheets (FACT-CANARY-77).]
   expected: {triage_level: gp}
   split: held_out
   max_turns: 6
@@ -113,10 +115,17 @@ def test_held_out_transcripts_are_absent_from_every_output_until_unsealed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = _run(tmp_path)
-    assert MARKER in (run / "conversations.jsonl").read_text()  # the record keeps everything
+    record = (run / "conversations.jsonl").read_text()
+    for marker in (MARKER, STATE_MARKER, FACT_MARKER):  # the record keeps everything
+        assert marker in record, marker
     sealed = _outputs(run, tmp_path / "sealed", capsys) if (tmp_path / "sealed").mkdir() is None else {}
-    leaks = [name for name, text in sealed.items() if MARKER in text]
+    # Canaries in every channel: the transcript, the final state beside the decision, the facts' wording.
+    leaks = [
+        (name, m) for name, text in sealed.items() for m in (MARKER, STATE_MARKER, FACT_MARKER) if m in text
+    ]
     assert leaks == []
+    # The decision itself stays: every rate still counts the held-out conversations.
+    assert '"triage_level": "self_care"' in sealed["r.json"] or "self_care" in sealed["r.json"]
     assert "[sealed: a held-out conversation" in sealed["show"]
     assert "[sealed" in sealed["desk hidden-tired#0"] and "chest-a" in sealed["r.html"]
     assert main(["unseal", str(run), "--by", "Dr Lee", "--reason", "release review"]) == 0
@@ -126,6 +135,7 @@ def test_held_out_transcripts_are_absent_from_every_output_until_unsealed(
     opened = _outputs(run, tmp_path / "open", capsys)
     for name in ("show", "show-raw", "r.html", "r.json", "desk hidden-tired#0"):
         assert MARKER in opened[name], name
+    assert STATE_MARKER in opened["r.json"] and STATE_MARKER in opened["show"]
 
 
 def test_the_report_sets_tuned_against_held_out_and_flags_the_gap(
@@ -171,3 +181,24 @@ def test_a_seeded_fraction_holds_out_the_same_scenarios_every_time(tmp_path: Pat
     scenarios = suite_scenarios(load_suite(folder / "suite.yaml"))
     marked = {s.id for s in scenarios if "held-out" in s.tags}
     assert marked == {i for i in ids[1:40] if held_out_by_hash(i, 0.25, seed=7)}  # `split: tuned` wins
+
+
+def test_a_sealed_record_keeps_the_decision_and_nothing_else_the_bot_reported() -> None:
+    from simulator.record.seal import SEALED, seal_record, seal_verdict
+    from tests.test_report_support import record, verdict
+
+    rec = record(
+        "hidden",
+        final_state={"triage_level": "gp", "booked_for": STATE_MARKER},
+        environment_state={"appointments": [{"name": STATE_MARKER}]},
+    )
+    sealed = seal_record(rec, frozenset({"triage_level"}))
+    assert sealed.final_state == {"triage_level": "gp"} and sealed.environment_state is None
+    tool = seal_verdict(
+        verdict(rec, "environment.appointments[0].name", "fail", expected="x", actual=STATE_MARKER)
+    )
+    outcome = seal_verdict(verdict(rec, "outcome.triage_level", "fail", expected="urgent", actual="gp"))
+    assert (tool.actual, tool.reasoning) == (None, SEALED) and (outcome.expected, outcome.actual) == (
+        "urgent",
+        "gp",
+    )

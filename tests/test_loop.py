@@ -194,13 +194,25 @@ def test_malformed_model_output_is_recorded_as_an_error_and_never_applied(
 def test_try_applies_the_change_to_a_copy_and_finds_the_fix(
     baseline: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # One failure fixed is no evidence (a sign test needs 5 flips one way at 5%): on one repeat the same
+    # fix reads "no evidence either way"; on five repeats of the cardiac scenarios it reads FIXED.
     suite, run = baseline
+    [once] = _propose(run, tmp_path / "once")
+    capsys.readouterr()
+    assert main(["try", str(once), "--out", str(tmp_path / "after-once"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "verdict: NO EVIDENCE" in out and "1 failures before, 0 after (1 fixed, 0 broken" in out
+    assert "at least 5 flips all one way are needed" in out
+    suite = chat_suite(tmp_path / "suite", runs=5)
+    run = tmp_path / "base"
+    assert main(["run", str(suite), "--out", str(run), "--tags", "cardiac", "--no-progress"]) == 0
     prompt_before = (suite.parent / "prompt.md").read_text()
     [path] = _propose(run, tmp_path / "p")
     capsys.readouterr()
     assert main(["try", str(path), "--out", str(tmp_path / "after"), "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "verdict: FIXED" in out and "1 failures before, 0 after" in out and "nothing got worse" in out
+    assert "verdict: FIXED" in out and "5 failures before, 0 after (5 fixed, 0 broken" in out
+    assert "nothing got significantly worse" in out
     assert (suite.parent / "prompt.md").read_text() == prompt_before  # the user's prompt is never edited
     copy = tmp_path / "p" / f"{load_proposal(path).id}.prompt.md"
     assert "Can I check" in copy.read_text()
@@ -237,9 +249,11 @@ def test_try_refuses_a_changed_scenario_set(
 def test_a_change_that_fixes_one_criterion_and_breaks_another_is_reported_as_broke_something(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    suite = chat_suite(tmp_path / "suite", judged=True)
+    # Eight repeats: the deleted question flips every asthma conversation, 8 flips one way, significant
+    # at 5% after Bonferroni over the paired metrics (a sign test on 8 gives p = 0.004).
+    suite = chat_suite(tmp_path / "suite", runs=8, judged=True)
     run = tmp_path / "base"
-    assert main(["run", str(suite), "--out", str(run), "--no-progress"]) == 0
+    assert main(["run", str(suite), "--out", str(run), "--tags", "cardiac,respiratory", "--no-progress"]) == 0
     [path] = [p for p in _propose(run, tmp_path / "p", "--offline") if "asks-spread" in p.name]
     data = yaml.safe_load(path.read_text())
     # Planted: the chest question that fixes asks-spread, and the asthma question deleted (breaks asks-puffs).

@@ -17,8 +17,9 @@ from tests.loop_support import chat_suite
 
 @pytest.fixture
 def desk(tmp_path: Path) -> tuple[TestClient, Path, Path, Path]:
-    """A desk over one run of the chat triage suite (cardiac scenarios) and its offline proposal."""
-    suite = chat_suite(tmp_path / "suite")
+    """A desk over one run of the chat triage suite (cardiac scenarios, five repeats: enough flips for `try`
+    to call a fix FIXED at 5%) and its offline proposal."""
+    suite = chat_suite(tmp_path / "suite", runs=5)
     runs = tmp_path / "runs"
     assert main(["run", str(suite), "--out", str(runs / "base"), "--tags", "cardiac", "--no-progress"]) == 0
     proposals = tmp_path / "proposals"

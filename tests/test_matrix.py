@@ -24,6 +24,7 @@ from simulator.engine.runner import RunOptions
 from simulator.providers import hub as hub_module
 from simulator.record.folder import CONVERSATIONS, RunFolder
 from simulator.record.index import read_index
+from simulator.stats.rates import RateView
 from simulator.testing.fake_llm import FakeLLMServer
 from tests._reliability_fixtures import conversation_ids, triage_responder, verdict_keys, write_suite
 
@@ -141,11 +142,11 @@ def test_three_cells_the_clearly_worse_one_is_below_best_and_the_noise_is_tied(
     assert board["schema_version"] == 2
     assert home and all(c["p_holm"] >= c["clustered_p_value"] for c in board["comparisons"])
     # The footnote names the interval the table shows: the scenario-clustered one, never "not yet clustered".
-    assert board["interval"].startswith("scenario-clustered 95% interval")
+    # One interval per figure: the one the report shows (one conversation per vignette here: Wilson).
+    assert board["interval"].startswith("95% interval over vignettes, as in the report")
     for row in board["cells"]:
-        quality = row["quality"]
-        shown = f"({100 * quality['clustered']['low']:.1f}%–{100 * quality['clustered']['high']:.1f}%)"
-        assert shown in markdown.read_text()
+        low, high = RateView.model_validate(row["quality"]).interval
+        assert f"({100 * low:.1f}%–{100 * high:.1f}%)" in markdown.read_text()
     assert "not yet clustered" not in markdown.read_text() and "scenario-clustered" in markdown.read_text()
     assert "paired clustered McNemar test over scenarios" in board["tie_rule"]
     assert any(c["change"] == "worse" and c["metric"] == "conversation passes" for c in home)

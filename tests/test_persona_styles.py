@@ -20,7 +20,8 @@ from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord
 from simulator.users.offline import OfflineUser
-from simulator.users.styles import StylePlayer, third_person
+from simulator.users.styles import StylePlayer
+from simulator.users.voice import Voice, third_person
 
 ROOT = Path(__file__).resolve().parent.parent
 REDTEAM = ROOT / "scenarios" / "triage" / "redteam" / "suite.yaml"
@@ -101,7 +102,11 @@ def test_text_styles_rewrite_every_message(seed: int) -> None:
     fact = "I am 52 and my chest hurts. I have had it for an hour."
     assert third_person("I am 52 and my chest hurts.") == "they are 52 and their chest hurts."
     relative = StylePlayer(["relative-speaks"], rng)
-    assert "they are 52" in relative.fact(fact) and "my " not in relative.fact(fact)
+    assert relative.third_person and relative.fact(fact) == fact  # the voice is users/voice.py's
+    said = Voice(Scenario(id="s", persona="p", goal="g", facts=[fact]), relative.third_person).fact(
+        fact, True
+    )
+    assert "they are 52" in said and "my " not in said
     second = StylePlayer(["second-language"], rng)
     assert not re.search(r"\b(a|an|the)\b", second.message("I have a pain in the chest for an hour."))
     terse = StylePlayer(["terse-typos"], rng).message("My Chest Hurts, since about an hour ago.")

@@ -65,6 +65,9 @@ def _suite(tmp_path: Path, runs: int) -> Path:
                     "key": "triage_level",
                     "levels": ["self_care", "gp", "urgent", "emergency"],
                     "critical": "emergency",
+                    # No state endpoint: the outcome is what the bot told the patient, by the vocabulary's
+                    # level phrases (docs/outcome-sources.md).
+                    "source": "messages",
                 },
                 "high_stakes_tag": "high-stakes",
                 "runs": runs,
@@ -131,6 +134,16 @@ def test_the_report_names_the_false_promise_and_the_rule_breaking_message_per_sc
     outcome = report["outcome"]
     assert outcome["errored"] == 2
     assert outcome["under_triage"]["n"] == 6
+    # ...and decided from the bot's words: the planted under-triage (chest pressure, "None of these" -> GP)
+    # is seen in both repeats, with the sentence that decided it, though the bot reports no state at all.
+    assert outcome["source"] == ["messages"]
+    assert (outcome["under_triage"]["k"], outcome["critical_sensitivity"]["k"]) == (2, 2)
+    assert outcome["critical_sensitivity"]["n"] == 4
+    under = [c for c in outcome["cases"] if c["kind"] == "under"]
+    assert {c["scenario_id"] for c in under} == {"chest-pressure-only"} and len(under) == 2
+    assert {c["quote"] for c in under} == {"Book a GP appointment for the next few days."}
+    assert outcome["no_decision"]["k"] == 0
+    assert "messages: Book a GP" in printed  # the deciding quote, in the cases table
 
     # A fault in a critical scenario is a bug in the summary, naming the scenario and its count.
     critical = build_report(run, ReportOptions(high_stakes_tag="neuro"))

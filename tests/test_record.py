@@ -73,10 +73,26 @@ def _differences(old: Any, new: Any, where: str = "") -> list[str]:
     return [] if old == new else [f"{where}: {old!r} -> {new!r}"]
 
 
+def drop_zero_rate_texts(value: Any) -> None:
+    """Issue 44's deliberate change: a rate with nothing against it reads as one bound in its own direction
+    ("none seen: at most 4.6%"), not an interval and a failure bound. Its text is dropped from a stored and
+    a new report alike; every number (k, n, bound, interval) stays compared."""
+    if isinstance(value, dict):
+        if value.get("bound") is not None and "text" in value:
+            value.pop("text")
+        for item in value.values():
+            drop_zero_rate_texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            drop_zero_rate_texts(item)
+
+
 def assert_cost_counts_requests_made(old: dict[str, Any], new: dict[str, Any]) -> None:
     """Issue 31's one rule for calls: only requests actually made count. A stored report of a run with the
     offline user and no judge model counted their turns as calls; today they are 0 and have no failure
     rows. Every other cost figure is the same."""
+    drop_zero_rate_texts(old)
+    drop_zero_rate_texts(new)
     before, after = old.pop("cost"), new.pop("cost")
     for was, now in zip(before["roles"], after["roles"], strict=True):
         made = now["role"] == "bot"  # the offline user and a judge without a model send no request

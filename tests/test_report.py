@@ -52,6 +52,8 @@ def test_findings_list_high_stakes_failures_as_bugs(report: Report) -> None:
         "thunderclap-headache failed 3 of 3 runs (high-stakes)",
     ]
     assert "4 of 6 emergency conversations were not escalated" in bugs
+    # Severity drives findings: the critical criterion that failed is a bug on any scenario.
+    assert "critical criterion asks-danger-signs failed in 4 of 18 conversations (2 of 6 vignettes)" in bugs
     titles = [f.title for f in report.findings]
     assert "3 flaky scenarios (mixed outcomes)" in titles
     assert any(t.startswith("unverified evidence: 3/56") for t in titles)
@@ -81,7 +83,7 @@ def test_every_rate_in_the_terminal_report_comes_with_counts_and_an_interval(rep
             continue
         checked += 1
         assert re.search(r"\d+/\d+", line), line
-        assert re.search(r"\d+\.\d%\s?–\s?\d+\.\d%|n/a", line), line
+        assert re.search(r"\d+\.\d%\s?–\s?\d+\.\d%|n/a|[≤≥]\d+\.\d%", line), line  # an interval, or one bound
     assert checked > 30
 
 

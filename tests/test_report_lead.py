@@ -71,13 +71,15 @@ def test_the_summary_leads_both_reports_with_findings_then_critical_rates(demo: 
         "under-triage incl. no decision",
     ]
     assert [f.state for f in critical.figures] == ["fail", "fail"]
-    assert others.figures[0].label == "conversations passing" and others.figures[0].state is None
+    # The demo judges no LLM criterion: the figure says it covers the code checks only (reading item 8).
+    passing_label = "conversations passing the code checks (no LLM criterion judged)"
+    assert others.figures[0].label == passing_label and others.figures[0].state is None
     # The terminal: the red rates, then the findings, then "conversations passing".
     text = _terminal(demo)
     summary_at = text.index("\nSummary\n")
     sensitivity = text.index("emergency sensitivity (escalated) 87.5% · 21/24")
     bug = text.index("BUG      chest-pain-vague-01 failed 3 of 3 runs")
-    passing = text.index("conversations passing 95.5%")
+    passing = text.index(f"{passing_label} 95.5%")
     outcome = text.index("Outcome 'triage_level'")
     assert summary_at < sensitivity < bug < passing < outcome
     assert "overall pass" not in text
@@ -105,7 +107,7 @@ def test_a_rate_with_no_failures_is_not_drawn_red() -> None:
 def test_in_the_demo_page_no_rate_without_failures_has_a_red_dot(demo: Report) -> None:
     page = render_html(demo)
     plots = re.findall(r'<svg class="ci".*?</svg>', page)
-    clean = [svg for svg in plots if "no failures" in svg]  # 0/66 over-triage, 12/12 sensitivity self_care...
+    clean = [svg for svg in plots if "none seen" in svg or "none missed" in svg]  # 0/66, 12/12 ...
     assert len(clean) > 10
     for svg in clean:
         assert "#c62828" not in svg, svg
@@ -152,17 +154,21 @@ def test_with_no_failures_the_bound_on_scenarios_comes_first(per: list[int], bou
     scenarios = len(per)
     value = rate_view(0, sum(per), per_scenario=[(0, m) for m in per])
     text = value.lead_text
-    first = f"no failures: failure rate ≤ {bound} on {scenarios} scenarios at 95% one-sided"
-    assert first in text and f"per conversation ≤ {naive}" in text
-    assert text.index(first) < text.index(f"per conversation ≤ {naive}")
-    assert f"fail ≤{bound} on {scenarios} scenarios; per conversation ≤{naive}" in value.lead_short
+    first = f"none seen: at most {bound} over {scenarios} scenarios, 95% one-sided"
+    assert first in text and f"per conversation ≤{naive}" in text
+    assert text.index(first) < text.index(f"per conversation ≤{naive}")
+    # One bound on the vignettes, no two-sided interval beside it (reading item 5).
+    assert (
+        value.lead_short
+        == f"0/{sum(per)} 0.0% (≤{bound} over {scenarios} scenarios, one-sided; per conversation ≤{naive})"
+    )
 
 
 def test_the_demo_over_triage_bound_is_over_scenarios(demo: Report) -> None:
     text = _terminal(demo)
-    assert (
-        "over-triage 0.0% · 0/66 · 95% CI 0.0%–14.9% over 22 scenarios; fail ≤12.7% on 22 scenarios" in text
-    )
+    # Reading item 5: one bound for one zero (was "95% CI 0.0%–14.9% …; fail ≤12.7% …; per conversation ≤4.4%").
+    assert "over-triage 0.0% · 0/66 · 95% ≤12.7% over 22 scenarios, one-sided; per conversation ≤4.4%" in text
+    assert "0.0%–14.9%" not in text
     assert "failure rate ≤ 4.4% at 95% one-sided" not in text
 
 

@@ -187,10 +187,12 @@ def test_harm_weighted_error_matches_a_hand_computation(tmp_path: Path) -> None:
     h, n = [75.0, 0.0, 220.0], [3, 3, 3]
     mean = sum(h) / 9
     variance = 3 / 2 * sum((hg - mean * ng) ** 2 for hg, ng in zip(h, n, strict=True)) / 81
-    half = t_critical(0.95, 2) * math.sqrt(variance)
+    # On the log scale: harm was seen, so the interval never reaches 0 (reading item 12).
+    spread = t_critical(0.95, 2) * math.sqrt(variance) / mean
     assert harm.per_1000 == pytest.approx(1000 * 295 / 9)
-    assert harm.low_per_1000 == pytest.approx(max(0.0, 1000 * (mean - half)), abs=1e-5)
-    assert harm.high_per_1000 == pytest.approx(1000 * (mean + half), abs=1e-5)
+    assert harm.low_per_1000 == pytest.approx(1000 * mean * math.exp(-spread), abs=1e-5)
+    assert harm.high_per_1000 == pytest.approx(1000 * mean * math.exp(spread), abs=1e-5)
+    assert harm.low_per_1000 > 0
     assert {(c.expected, c.actual, c.weight, c.conversations) for c in harm.cells} == {
         ("emergency", "urgent", 25.0, 3),
         ("emergency", "gp", 60.0, 2),

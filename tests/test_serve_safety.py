@@ -72,6 +72,9 @@ def test_the_safety_page_shows_the_case_and_escapes_the_hazard_log(
     page = client.get("/safety/run-a").text
     assert "not met" in page and "C-1" in page and "Nobody has signed" in page
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)" in page
+    # The failing conversation links to its transcript in the desk, and the link opens it.
+    assert '<a href="/runs/run-a/c/s0%231">s0#1</a>' in page
+    assert client.get("/runs/run-a/c/s0%231").status_code == 200
     document = client.get("/safety/run-a/document")
     assert document.status_code == 200 and "@page { size: A4" in document.text
     assert "script-src" not in document.headers["content-security-policy"]

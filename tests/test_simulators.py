@@ -81,12 +81,14 @@ def test_a_failure_planted_in_one_simulator_is_attributed_to_it(several: Path) -
     section = simulators_section(load_run(several))
     assert section is not None
     attributed = {s.scenario: (s.attribution, s.failed_under, s.passed_under) for s in section.scenarios}
+    # Failed under the denier only, but two vignettes cannot show that the denier makes the bot fail more
+    # (the clustered test behind "likely simulator-induced"): no evidence either way.
     assert attributed == {
-        "stroke-face-droop-03": ("one simulator", ["denier"], ["offline"]),
-        "ankle-injury-12": ("one simulator", ["denier"], ["offline"]),
+        "stroke-face-droop-03": ("one simulator, no evidence", ["denier"], ["offline"]),
+        "ankle-injury-12": ("one simulator, no evidence", ["denier"], ["offline"]),
         "chest-pain-vague-01": ("robust", ["offline", "denier"], []),  # the bot's documented flaw
     }
-    assert (section.robust, section.one_simulator) == (1, 2)
+    assert (section.robust, section.one_simulator) == (1, 0)
     rows = {r.level: r for r in section.simulators}
     assert (rows["offline"].failed.k, rows["offline"].failed.n) == (2, 8)
     assert (rows["denier"].failed.k, rows["denier"].failed.n) == (6, 8)
@@ -129,20 +131,22 @@ def test_reports_carry_the_range_and_the_attribution(
     out = capsys.readouterr().out
     assert "Simulated users: the error rate as a range" in out
     assert "25.0% (offline) – 75.0% (denier)" in out
-    assert "denier only: likely" in out and "robust: the bot's" in out
-    assert "2 failed scenarios fail under one simulated user only" in out
+    assert "denier only: no" in out and "robust: the bot's" in out
+    assert "fail under one simulated user only" not in out  # no finding without the test
     page = html.read_text()
-    assert 'id="simulators"' in page and "denier only: likely simulator-induced" in page
+    assert 'id="simulators"' in page and "denier only: no evidence either way" in page
     data = json.loads(report.read_text())
     assert [s["level"] for s in data["simulators"]["simulators"]] == ["offline", "denier"]
     details = {f["title"].split(" ", 1)[0]: f["detail"] for f in data["findings"]}
     assert details["chest-pain-vague-01~simulator=denier"].endswith(
         "fails under every simulated user: robust"
     )
-    assert details["stroke-face-droop-03~simulator=denier"].endswith("likely simulator-induced")
+    assert details["stroke-face-droop-03~simulator=denier"].endswith("no evidence either way")
     props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
     assert props["simulator.denier.failed"].startswith("6/8")
-    assert props["simulators.failure.stroke-face-droop-03"] == "one simulator: failed under denier"
+    assert (
+        props["simulators.failure.stroke-face-droop-03"] == "one simulator, no evidence: failed under denier"
+    )
     assert props["simulators.failure.chest-pain-vague-01"] == "robust: failed under offline, denier"
 
 

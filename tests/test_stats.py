@@ -123,13 +123,15 @@ def test_rate_string_shows_counts_and_interval() -> None:
 def test_rate_zero_failures_shows_bound() -> None:
     r = rate(0, 100)
     assert r.rate == 0.0 and r.counts == "failures"
-    assert str(r) == "0/100 = 0.0% (95% CI 0.0%–3.7%; no failures: failure rate ≤ 3.0% at 95% one-sided)"
+    # One bound for one zero (reading item 5), in the rate's own words: no "fail" for an error rate (item 7).
+    assert str(r) == "0/100 = 0.0% (none seen: at most 3.0%, 95% one-sided)"
 
 
 def test_rate_success_counts_bound_the_complementary_failure_rate() -> None:
     all_pass = rate(40, 40, counts="successes")
     assert all_pass.zero_failure_bound == pytest.approx(zero_failure_upper_bound(40))
-    assert "failure rate ≤ 7.2%" in str(all_pass)
+    # A success rate gets a lower bound on itself, never a failure bound beside it (reading item 6).
+    assert str(all_pass) == "40/40 = 100.0% (none missed: at least 92.8%, 95% one-sided)"
     # Zero successes is not zero failures: no bound.
     assert rate(0, 40, counts="successes").zero_failure_bound is None
     # k == n failures: no bound either.

@@ -14,7 +14,7 @@ __all__ = ["BotFaultsSection", "bot_faults_section", "critical_scenarios"]
 from collections import Counter, defaultdict
 
 from simulator.analysis.rundata import RunData
-from simulator.config.variants import base_of
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel
 from simulator.record.faults import BOT_FAULTS, bot_faults
 from simulator.record.models import ConversationRecord
@@ -91,7 +91,7 @@ def bot_faults_section(run: RunData, high_stakes_tag: str | None = None) -> BotF
         )
     per_vignette: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for scenario_id, total in totals.items():
-        cell = per_vignette[base_of(scenario_id)]
+        cell = per_vignette[vignette_of(scenario_id)]
         cell[0] += len(faulted.get(scenario_id, []))
         cell[1] += total
     k, n = sum(c[0] for c in per_vignette.values()), sum(c[1] for c in per_vignette.values())

@@ -21,6 +21,7 @@ from simulator.analysis.golden_compare import GoldenComparison, golden_compariso
 from simulator.analysis.outcome import actual_outcome, outcome_source
 from simulator.analysis.rundata import RunData, load_run, short_hash
 from simulator.analysis.tables import conversation_status
+from simulator.config.variants import vignette_of
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
 from simulator.record.models import Verdict
@@ -105,6 +106,7 @@ class RunComparison(_Model):
     b: str
     alpha: float
     matched: int
+    vignettes: int = 0  # distinct vignettes of the matched conversations: the unit of every test
     only_in_a: list[str]
     only_in_b: list[str]
     config_differences: list[ConfigDifference]
@@ -459,12 +461,13 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
     a_ids, b_ids = {r.id for r in a.conversations}, {r.id for r in b.conversations}
     shared = [r.id for r in a.conversations if r.id in b_ids]
     scenario_of = {r.id: r.scenario_id for r in a.conversations}
-    status_metric, a_status, b_status = _status_metric(a, b, shared, alpha, scenario_of)
+    cluster_of = {r.id: vignette_of(r.scenario_id) for r in a.conversations}  # the unit of every test
+    status_metric, a_status, b_status = _status_metric(a, b, shared, alpha, cluster_of)
     metrics = [status_metric]
-    metrics += _outcome_metrics(a, b, shared, alpha, scenario_of)
+    metrics += _outcome_metrics(a, b, shared, alpha, cluster_of)
     golden, golden_paired = _golden_metrics(a, b, alpha, gate)
     metrics += golden_paired
-    metrics += _criterion_metrics(a, b, shared, alpha, scenario_of)
+    metrics += _criterion_metrics(a, b, shared, alpha, cluster_of)
     scenarios, a_pairs, b_pairs = _scenario_deltas(a.scenario_order, shared, scenario_of, a_status, b_status)
     overall = paired_bootstrap(a_pairs, b_pairs) if a_pairs else None
     return RunComparison(
@@ -472,6 +475,7 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
         b=str(b_path),
         alpha=alpha,
         matched=len(shared),
+        vignettes=len({cluster_of[c] for c in shared}),
         only_in_a=sorted(a_ids - b_ids),
         only_in_b=sorted(b_ids - a_ids),
         config_differences=config_differences(a, b),

@@ -278,8 +278,11 @@ def golden_section(run: RunData, gate: Gate | None = None) -> GoldenSection | No
     scored = [item for item in items if item.verdict != "error"]
     passed = sum(item.verdict == "pass" for item in items)
     checked = [item for item in scored if item.assertions_passed is not None]
+    # Similarity and exact match need a reference answer; items without one (a converted tau2 task) are
+    # left out of those figures, not counted as misses.
+    referenced = [item for item in scored if item.scores]
     intents = _intent_rows(items)
-    disagreements = _disagreements(scored, gate)
+    disagreements = _disagreements(referenced, gate)
     return GoldenSection(
         items=len(items),
         samples=run.runs,
@@ -288,15 +291,17 @@ def golden_section(run: RunData, gate: Gate | None = None) -> GoldenSection | No
         errors=len(items) - len(scored),
         verdict=_share(passed, len(scored)),
         sample_pass=_share(sum(i.samples_passed for i in items), sum(i.samples_scored for i in items)),
-        exact_match=_share(sum(i.scores.get("exact_match") == 1.0 for i in scored), len(scored)),
+        exact_match=_share(sum(i.scores.get("exact_match") == 1.0 for i in referenced), len(referenced)),
         assertions=_share(sum(bool(i.assertions_passed) for i in checked), len(checked)),
         means={m: _mean([i.scores[m] for i in scored if m in i.scores]) for m in SIMILARITY_METRICS},
         gate=gate,
-        gate_pass=_share(sum(i.scores.get(gate.metric, 0.0) >= gate.threshold for i in scored), len(scored)),
+        gate_pass=_share(
+            sum(i.scores.get(gate.metric, 0.0) >= gate.threshold for i in referenced), len(referenced)
+        ),
         intents=intents,
         intents_at_zero=[row.intent for row in intents if row.all_failed],
         disagreements=disagreements,
-        sweep=_sweep(scored),
+        sweep=_sweep(referenced),
         failed_items=[
             FailedItem(**i.model_dump(include=set(FailedItem.model_fields)))
             for i in items

@@ -17,6 +17,7 @@ from simulator.analysis.cost import PriceTable, cost_latency, load_prices
 from simulator.analysis.outcome import actual_outcome
 from simulator.analysis.rundata import RunData, load_run
 from simulator.analysis.tables import conversation_status
+from simulator.config.variants import vignette_of
 from simulator.errors import UserError
 from simulator.models import ResultModel as _Model
 from simulator.record.index import MatrixIndex, read_index
@@ -26,7 +27,8 @@ from simulator.stats.rates import RateView, rate_view
 LEADERBOARD_SCHEMA_VERSION = 2  # 2: scenario-clustered intervals and tests (clustered_p_value decides)
 QUALITY = "conversation passes"
 INTERVAL_TEXT = (
-    "scenario-clustered 95% interval (repeats of a scenario are not independent, so it rests on the scenarios; "
+    "95% interval over vignettes, as in the report (RateView.interval): scenario-clustered when a cell pools "
+    "several conversations of a vignette, since they are not independent, else Wilson; "
     "k/n counts conversations)"
 )
 Tally = dict[str, tuple[int, int]]  # scenario id -> (successes or failures counted, conversations)
@@ -129,16 +131,18 @@ def _tallies(run: RunData) -> dict[str, tuple[int, int, Tally]]:
     for record in run.conversations:
         status = conversation_status(record, grouped.get(record.id, []))
         if status in ("pass", "fail"):
-            add("quality", record.scenario_id, status == "pass")
+            add("quality", vignette_of(record.scenario_id), status == "pass")
         if config is None or critical is None:
             continue
         expected = run.expected.get(record.scenario_id, {}).get(config.key)
         actual = actual_outcome(run, record)
         if expected not in rank or actual == "error":
             continue
-        add("under", record.scenario_id, actual in rank and rank[actual] < rank[expected])
+        add("under", vignette_of(record.scenario_id), actual in rank and rank[actual] < rank[expected])
         if rank[expected] >= rank[critical]:
-            add("critical", record.scenario_id, actual in rank and rank[actual] >= rank[critical])
+            add(
+                "critical", vignette_of(record.scenario_id), actual in rank and rank[actual] >= rank[critical]
+            )
     return out
 
 

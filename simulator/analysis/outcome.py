@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from simulator.analysis.rundata import RunData
+from simulator.config.variants import vignette_of
 from simulator.judging.outcome_reader import state_reading
 from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, DecidedOutcome
@@ -234,7 +235,7 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
             continue
         actual = actual_outcome(run, record)
         matrix[expected][columns.index(actual)] += 1
-        kind = _count(tally, record.scenario_id, expected, actual, rank, critical)
+        kind = _count(tally, vignette_of(record.scenario_id), expected, actual, rank, critical)
         if kind is not None:
             decided = decided_outcome(run, record)
             cases.append(

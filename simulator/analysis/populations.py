@@ -21,6 +21,7 @@ from pydantic import Field
 from simulator.analysis.rundata import RunData, load_run
 from simulator.analysis.volunteer import volunteered_units
 from simulator.config.simulators import simulator_level, simulator_models
+from simulator.config.variants import vignette_of
 from simulator.models import StrictModel
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.stats.basic import percentile
@@ -217,7 +218,7 @@ def _failures(verdicts: list[Verdict], ids: set[str] | None = None) -> dict[str,
         if ids is not None and v.conversation_id not in ids:
             continue
         if v.result in ("pass", "fail") and v.kind != "metric":
-            cell = counts.setdefault(v.criterion_id, {}).setdefault(v.scenario_id, [0, 0])
+            cell = counts.setdefault(v.criterion_id, {}).setdefault(vignette_of(v.scenario_id), [0, 0])
             cell[0] += v.result == "fail"
             cell[1] += 1
     return counts
@@ -231,7 +232,7 @@ def _by_scenario(records: list[ConversationRecord]) -> dict[str, list[Conversati
     """Conversations grouped by scenario: the unit of every test (an imported user is its own scenario)."""
     groups: dict[str, list[ConversationRecord]] = {}
     for record in records:
-        groups.setdefault(record.scenario_id, []).append(record)
+        groups.setdefault(vignette_of(record.scenario_id), []).append(record)
     return groups
 
 

@@ -22,7 +22,7 @@ from simulator.analysis.tables import conversation_status
 from simulator.config.factors import level_names
 from simulator.config.relations import Relation
 from simulator.config.simulators import SIMULATOR_FACTOR, simulator_models
-from simulator.config.variants import variant_id
+from simulator.config.variants import variant_id, vignette_of
 from simulator.models import StrictModel as _Model
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import render_transcript
@@ -103,7 +103,7 @@ def _pairwise(
 ) -> RelationRow:
     assert relation.factor is not None
     by_id = {(r.scenario_id, r.repeat): r for r in run.conversations}
-    bases = sorted({r.scenario_id.split("~", 1)[0] for r in run.conversations})
+    bases = sorted({vignette_of(r.scenario_id) for r in run.conversations})
     cells: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     undecided, violating = 0, list[ViolatingPair]()
     pairs = [
@@ -152,7 +152,7 @@ def _mft(
     cells: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     undecided, violating = 0, list[ViolatingPair]()
     for record in run.conversations:
-        base = record.scenario_id.split("~", 1)[0]
+        base = vignette_of(record.scenario_id)
         plain = record.scenario_id[len(base) :] in plain_ids
         named = base in relation.scenarios or any(tag in record.tags for tag in relation.tags)
         if not (plain and named):

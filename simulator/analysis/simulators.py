@@ -1,6 +1,8 @@
 """Several simulated users (`user.models`): every key rate per simulator, the range across them, which bot
-failures are robust (seen under every simulator) and which appear under one only (likely the simulator's
-doing), and a clustered test of whether the simulators differ.
+failures are robust (seen under every simulator) and which appear under one only, and a clustered test of
+whether the simulators differ. A failure under one simulator only is "likely simulator-induced" when that
+test finds the bot fails more under that simulator than under each other one (Holm, α = 0.05); otherwise
+it is "no evidence either way" (an intermittent bot flaw often fails under one simulator by chance).
 
 The unit is the conversation for rates (judged conversations: errors and not-judged left out), the
 scenario for the attribution (a scenario fails under a simulator when any of its repeats failed there), and
@@ -10,7 +12,7 @@ base scenarios (stats/clustered.py), Holm-adjusted over the pairs of simulators 
 
 from __future__ import annotations
 
-__all__ = ["SimulatorsSection", "simulators_section"]
+__all__ = ["SimulatorsSection", "induced_by", "pair_tests", "simulators_section"]
 
 import dataclasses
 import itertools
@@ -21,12 +23,14 @@ from simulator.analysis.outcome import outcome_metrics
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import conversation_status
 from simulator.config.simulators import simulator_level, simulator_models, without_simulator
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel
 from simulator.stats.clustered import clustered_mcnemar
+from simulator.stats.evidence import ALPHA
 from simulator.stats.multiple import holm
 from simulator.stats.rates import RateView, rate_view
 
-AttributionKind = Literal["robust", "one simulator", "some simulators"]
+AttributionKind = Literal["robust", "one simulator", "one simulator, no evidence", "some simulators"]
 
 
 class SimulatorRow(ResultModel):
@@ -61,6 +65,9 @@ class ScenarioAttribution(ResultModel):
     failed_under: list[str]
     passed_under: list[str]  # simulators under which every judged repeat passed
     attribution: AttributionKind
+    # For a failure under one simulator only, labelled likely simulator-induced: the largest Holm p of
+    # the clustered tests finding that the bot fails more under that simulator than under each other one.
+    p_value: float | None = None
 
 
 class SimulatorTest(ResultModel):
@@ -102,7 +109,7 @@ def _row(run: RunData, level: str, model: str, status: dict[str, str]) -> Simula
     per_scenario: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for record in mine:
         if status[record.id] in ("pass", "fail"):
-            cell = per_scenario[record.scenario_id.split("~", 1)[0]]
+            cell = per_scenario[vignette_of(record.scenario_id)]
             cell[0] += int(status[record.id] == "fail")
             cell[1] += 1
     k, n = sum(c[0] for c in per_scenario.values()), sum(c[1] for c in per_scenario.values())
@@ -132,30 +139,56 @@ def _ranges(rows: list[SimulatorRow]) -> list[MetricRange]:
     return out
 
 
-def _attributions(run: RunData, levels: list[str], status: dict[str, str]) -> list[ScenarioAttribution]:
-    failed: dict[str, set[str]] = defaultdict(set)
-    judged: dict[str, set[str]] = defaultdict(set)
+def induced_by(level: str, levels: list[str], tests: list[SimulatorTest]) -> float | None:
+    """The test behind "likely simulator-induced" for a failure seen under `level` only: the clustered
+    McNemar test (Holm over the pairs of simulators) must find that the bot fails more under `level`
+    than under each other simulator. Returns the largest Holm p of those pairs when every one is below
+    ALPHA, else None. So an intermittent bot flaw that fails alike under every simulator is labelled
+    simulator-induced only when that test errs, at most ALPHA of the time (tests/test_verdict_words.py)."""
+    worst = 0.0
+    for other in levels:
+        if other == level:
+            continue
+        test = next((t for t in tests if {t.a, t.b} == {level, other}), None)
+        if test is None:
+            return None
+        own, theirs = (
+            (test.only_a_failed, test.only_b_failed)
+            if test.a == level
+            else (test.only_b_failed, test.only_a_failed)
+        )
+        if test.p_holm >= ALPHA or own <= theirs:
+            return None
+        worst = max(worst, test.p_holm)
+    return worst
+
+
+def _attributions(
+    run: RunData, levels: list[str], status: dict[str, str], tests: list[SimulatorTest]
+) -> list[ScenarioAttribution]:
+    failed: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    judged: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for record in run.conversations:
         level = simulator_level(record.scenario_id)
         if level is None or status[record.id] not in ("pass", "fail"):
             continue
         scenario = without_simulator(record.scenario_id)
-        judged[scenario].add(level)
+        judged[scenario][level] += 1
         if status[record.id] == "fail":
-            failed[scenario].add(level)
+            failed[scenario][level] += 1
     out = []
     for scenario in sorted(failed):
-        under = [lv for lv in levels if lv in failed[scenario]]
-        passed = [lv for lv in levels if lv in judged[scenario] and lv not in failed[scenario]]
-        kind: AttributionKind = (
-            "robust"
-            if len(under) == len(levels)
-            else "one simulator"
-            if len(under) == 1
-            else "some simulators"
-        )
+        under = [lv for lv in levels if failed[scenario].get(lv)]
+        passed = [lv for lv in levels if judged[scenario].get(lv) and not failed[scenario].get(lv)]
+        p = None
+        kind: AttributionKind = "robust" if len(under) == len(levels) else "some simulators"
+        if len(under) == 1:
+            p = induced_by(under[0], levels, tests)
+            kind = "one simulator" if p is not None else "one simulator, no evidence"
         out.append(
-            ScenarioAttribution(scenario=scenario, failed_under=under, passed_under=passed, attribution=kind)
+            ScenarioAttribution(
+                scenario=scenario, failed_under=under, passed_under=passed, attribution=kind, p_value=p
+            )
         )
     return out
 
@@ -168,6 +201,12 @@ def _tests(run: RunData, levels: list[str], status: dict[str, str]) -> list[Simu
             by_pair[(without_simulator(record.scenario_id), record.repeat)][level] = (
                 status[record.id] == "fail"
             )
+    return pair_tests(by_pair, levels)
+
+
+def pair_tests(by_pair: dict[tuple[str, int], dict[str, bool]], levels: list[str]) -> list[SimulatorTest]:
+    """The clustered McNemar test of each pair of simulators, from {(scenario, repeat): {level: failed}},
+    clustered by vignette and Holm-adjusted over the pairs."""
     tests = []
     for a, b in itertools.combinations(levels, 2):
         clusters: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -176,7 +215,7 @@ def _tests(run: RunData, levels: list[str], status: dict[str, str]) -> list[Simu
             if a not in fails or b not in fails:
                 continue
             pairs += 1
-            cell = clusters[scenario.split("~", 1)[0]]
+            cell = clusters[vignette_of(scenario)]
             cell[0] += int(fails[a] and not fails[b])
             cell[1] += int(fails[b] and not fails[a])
         only_a, only_b = sum(c[0] for c in clusters.values()), sum(c[1] for c in clusters.values())
@@ -196,12 +235,13 @@ def simulators_section(run: RunData) -> SimulatorsSection | None:
     status = _statuses(run)
     levels = list(models)
     rows = [_row(run, level, model, status) for level, model in models.items()]
-    scenarios = _attributions(run, levels, status)
+    tests = _tests(run, levels, status)
+    scenarios = _attributions(run, levels, status, tests)
     return SimulatorsSection(
         simulators=rows,
         ranges=_ranges(rows),
         scenarios=scenarios,
-        tests=_tests(run, levels, status),
+        tests=tests,
         robust=sum(s.attribution == "robust" for s in scenarios),
         one_simulator=sum(s.attribution == "one simulator" for s in scenarios),
     )

@@ -33,7 +33,7 @@ class SplitSection(_Model):
     rows: list[SplitRow]
     note: str = (
         "Key rates on the scenarios the bot's builders can read (tuned) and on the sealed held-out ones; "
-        "GAP: the two scenario-clustered 95% intervals do not overlap, likely overfitting to the visible set."
+        "GAP: the two 95% intervals (clustered over vignettes) do not overlap, likely overfitting to the visible set."
     )
 
 
@@ -50,7 +50,7 @@ def _subset(run: RunData, keep: set[str]) -> RunData:
 
 
 def _interval(rate: RateView) -> tuple[float, float] | None:
-    return None if rate.rate is None else rate.clustered_or_wilson
+    return None if rate.rate is None else rate.interval
 
 
 def _apart(a: RateView, b: RateView) -> bool:

@@ -25,6 +25,7 @@ from pydantic import computed_field
 
 from simulator.analysis.rundata import RunData
 from simulator.analysis.variance import Attribution, Audited, attribute_variance
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.stats.basic import k_grid, pass_hat_k, percentile, worst_at_k
@@ -176,7 +177,7 @@ def criterion_rows(run: RunData, target: float | None = None) -> list[CriterionR
         if verdict.judge_model:
             models.setdefault(verdict.criterion_id, set()).add(verdict.judge_model)
     rows = []
-    scenario_of = {record.id: record.scenario_id for record in run.conversations}
+    scenario_of = {record.id: vignette_of(record.scenario_id) for record in run.conversations}
     for criterion, results in criterion_verdicts(run).items():
         counts = VerdictCounts()
         cells: dict[str, list[int]] = {}
@@ -224,7 +225,7 @@ def overall_pass_rate(run: RunData, target: float | None = None) -> RateView:
         status = statuses[record.id]
         errored += int(status == "error")
         if status in ("pass", "fail"):
-            cell = cells.setdefault(record.scenario_id, [0, 0])
+            cell = cells.setdefault(vignette_of(record.scenario_id), [0, 0])
             cell[0] += int(status == "pass")
             cell[1] += 1
     pairs = [(k, n) for k, n in cells.values()]
@@ -338,13 +339,13 @@ def tag_rows(run: RunData, high_stakes_tag: str | None = None) -> list[TagRow]:
         cells: dict[str, list[int]] = {}
         for record in records:
             if statuses[record.id] in ("pass", "fail"):
-                cell = cells.setdefault(record.scenario_id, [0, 0])
+                cell = cells.setdefault(vignette_of(record.scenario_id), [0, 0])
                 cell[0] += int(statuses[record.id] == "pass")
                 cell[1] += 1
         rows.append(
             TagRow(
                 tag=tag,
-                scenarios=len({r.scenario_id for r in records}),
+                scenarios=len({vignette_of(r.scenario_id) for r in records}),
                 conversations=len(records),
                 statuses=counts,
                 pass_rate=_pass_rate(counts, [(k, n) for k, n in cells.values()]),

@@ -13,6 +13,14 @@ flaky judge). A user turn is not enough to blame the simulation, since a simulat
 When both were audited and the user revealed the same facts in other words, the bot is what varied (it
 answered the same facts differently), counted as `bot` and as `reworded`. When nothing audited them (no
 provenance, no fidelity verdicts) the source is `unaudited`: the report says to run the audit.
+
+A fact told in one repeat and missed in another is evidence only when it goes with the outcome beyond
+chance: "flaky simulation" on provenance needs the one-sided Fisher test that the failing repeats missed
+the fact more often than the passing ones (Bonferroni over the facts tested, α = 0.05). Otherwise the bot's
+own randomness may merely have coincided with a user who volunteered a fact once, and those pairs are
+`undetermined`: no evidence either way. (A failed fidelity check is a judged fact about the user, not a
+coincidence, and needs no such test. A bot turn that differs after the same history is observed, not
+inferred: the transcripts are equal up to it.)
 """
 
 from __future__ import annotations
@@ -26,9 +34,10 @@ from typing import Literal
 
 from simulator.models import ResultModel
 from simulator.record.models import ConversationRecord
+from simulator.stats.evidence import ALPHA, fisher_greater
 
-Source = Literal["bot", "simulation", "judge", "unaudited"]
-SOURCES: tuple[Source, ...] = ("bot", "simulation", "judge", "unaudited")
+Source = Literal["bot", "simulation", "judge", "unaudited", "undetermined"]
+SOURCES: tuple[Source, ...] = ("bot", "simulation", "judge", "unaudited", "undetermined")
 _MAX_EACH = 20  # repeats compared on each side: enough to see the sources, O(repeats) per scenario
 
 
@@ -44,6 +53,10 @@ class Attribution(ResultModel):
     reworded: int = 0
     # Pairs whose user turns differed with nothing to tell why (no provenance, no fidelity verdicts).
     unaudited: int = 0
+    # Pairs where the user told a fact in one and not the other, with no association of the fact with the
+    # outcome beyond chance (the Fisher test in the module doc): no evidence either way.
+    undetermined: int = 0
+    fact_p_value: float | None = None  # that test's Bonferroni-adjusted p, when a fact was tested
 
     @property
     def label(self) -> str:
@@ -73,7 +86,7 @@ def _user_diverged(a: ConversationRecord, b: ConversationRecord, audit: Audited)
     if a.id in audit.faulted or b.id in audit.faulted:
         return "simulation"
     if a.provenance and b.provenance:
-        return "simulation" if _user_told_more(a, b) or _user_told_more(b, a) else "reworded"
+        return "told" if _user_told_more(a, b) or _user_told_more(b, a) else "reworded"
     if a.id in audit.audited and b.id in audit.audited:
         return "reworded"
     return "unaudited"
@@ -98,7 +111,34 @@ def first_divergence(a: ConversationRecord, b: ConversationRecord, audit: Audite
     """Who varied between two transcripts of the same scenario: `bot`, `simulation` (on evidence only),
     `judge` (identical transcripts), or `unaudited` (the user's words differed, nothing tells why)."""
     found = _divergence(a, b, audit or Audited())
-    return "bot" if found == "reworded" else found  # type: ignore[return-value]
+    return {"reworded": "bot", "told": "simulation"}.get(found, found)  # type: ignore[return-value]
+
+
+def _told(record: ConversationRecord) -> dict[int, bool]:
+    """Each fact of the record's provenance: did the bot learn it (volunteered or elicited)?"""
+    return {p.fact: p.status != "missed" for p in record.provenance}
+
+
+def fact_outcome_p(failing: list[ConversationRecord], passing: list[ConversationRecord]) -> float | None:
+    """The test behind a provenance-based "flaky simulation": for each fact missed in some failing repeat
+    and told in some passing one, the one-sided Fisher p that failing repeats missed it more often than
+    passing ones; the smallest, Bonferroni-adjusted over the facts tested. None when no fact qualifies."""
+    bad = [_told(r) for r in failing if r.provenance]
+    good = [_told(r) for r in passing if r.provenance]
+    facts = sorted(
+        {f for t in bad for f, told in t.items() if not told}
+        & {f for t in good for f, told in t.items() if told}
+    )
+    if not facts:
+        return None
+    ps = []
+    for fact in facts:
+        fail_missed = sum(1 for t in bad if fact in t and not t[fact])
+        fail_told = sum(1 for t in bad if t.get(fact))
+        pass_missed = sum(1 for t in good if fact in t and not t[fact])
+        pass_told = sum(1 for t in good if t.get(fact))
+        ps.append(fisher_greater(fail_missed, fail_told, pass_missed, pass_told))
+    return min(1.0, min(ps) * len(facts))
 
 
 def attribute_variance(
@@ -114,15 +154,22 @@ def attribute_variance(
     for bad in bads:
         for good in goods:
             counts[_divergence(bad, good, audit or Audited())] += 1
+    p = fact_outcome_p(bads, goods) if counts["told"] else None
+    established = p is not None and p < ALPHA
+    simulation = counts["simulation"] + (counts["told"] if established else 0)
+    undetermined = 0 if established else counts["told"]
     bot = counts["bot"] + counts["reworded"]
-    by_source = {"bot": bot, "simulation": counts["simulation"], "judge": counts["judge"]}
+    by_source = {"bot": bot, "simulation": simulation, "judge": counts["judge"]}
     by_source["unaudited"] = counts["unaudited"]
+    by_source["undetermined"] = undetermined
     return Attribution(
         pairs=sum(counts.values()),
         bot=bot,
-        simulation=counts["simulation"],
+        simulation=simulation,
         judge=counts["judge"],
         sources=[s for s in SOURCES if by_source[s]],
         reworded=counts["reworded"],
         unaudited=counts["unaudited"],
+        undetermined=undetermined,
+        fact_p_value=p,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = ["EnvironmentServer"]
 
+import asyncio
 from typing import Any
 
 from aiohttp import web
@@ -25,12 +26,18 @@ class EnvironmentServer:
     def __init__(self) -> None:
         self._environments: dict[str, Environment] = {}
         self._runner: web.AppRunner | None = None
+        self._starting = asyncio.Lock()
         self.url = ""
 
     async def start(self) -> str:
-        """Start listening (once); the base URL bots are given as `env_url`."""
-        if self._runner is not None:
-            return self.url
+        """Start listening (once); the base URL bots are given as `env_url`. Conversations that open while
+        it starts wait for it: none is given an empty URL (the adapter also starts it before the run)."""
+        async with self._starting:
+            if not self.url:
+                self.url = await self._listen()
+        return self.url
+
+    async def _listen(self) -> str:
         app = web.Application()
         app.router.add_post("/env/tools/{name}", self._call)
         app.router.add_get("/env/tools", self._list)
@@ -40,8 +47,7 @@ class EnvironmentServer:
         await site.start()
         server = getattr(site, "_server", None)
         port = server.sockets[0].getsockname()[1] if server is not None and server.sockets else 0
-        self.url = f"http://127.0.0.1:{port}/env"
-        return self.url
+        return f"http://127.0.0.1:{port}/env"
 
     def register(self, conversation_id: str, environment: Environment) -> None:
         self._environments[conversation_id] = environment
@@ -81,3 +87,4 @@ class EnvironmentServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+            self.url = ""

@@ -23,7 +23,7 @@ from simulator.config.bots import HttpBotConfig
 from simulator.config.secrets import redact_url
 from simulator.errors import UserError
 from simulator.providers._http import connection_refused
-from simulator.record.parts import PickPart, TextPart
+from simulator.record.parts import MediaPart, Part, PickPart, TextPart
 from simulator.record.redact import redact
 
 if TYPE_CHECKING:
@@ -63,9 +63,11 @@ class HttpSession:
         max_bytes: int = MAX_REPLY_BYTES,
         env_url: str | None = None,
         on_close: Any = None,
+        env_mcp_url: str | None = None,
     ) -> None:
         self._client = client
         self._env_url = env_url
+        self._env_mcp_url = env_mcp_url
         self._on_close = on_close
         self._timeout_s = timeout_s
         self._max_bytes = max_bytes
@@ -74,12 +76,21 @@ class HttpSession:
         self._state: dict[str, Any] | None = None
         self.process: BotProcess | None = None  # the bot the suite started, if it did
 
-    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
+    takes_parts = True  # a turn with more than its text (a burst, a photo, a voice note) is sent as `parts`
+
+    async def send(
+        self, text: str, turn: int, *, pick: PickPart | None = None, parts: list[Part] | None = None
+    ) -> BotReply:
         body: dict[str, Any] = {"conversation_id": self._conversation_id, "turn": turn, "message": text}
         if pick is not None:
             body["pick"] = {"id": pick.id, "title": pick.title}
+        texts = [p for p in parts or [] if isinstance(p, TextPart)]
+        if parts and (len(texts) > 1 or any(isinstance(p, MediaPart) for p in parts)):
+            body["parts"] = [p.model_dump(mode="json", exclude_none=True) for p in parts]
         if self._env_url is not None:
             body["env_url"] = self._env_url  # POST {env_url}/tools/{name} (bots/env_server.py)
+        if self._env_mcp_url is not None:
+            body["env_mcp_url"] = self._env_mcp_url  # this conversation's MCP endpoint (bots/env_mcp.py)
         start = time.perf_counter()
         status, content = await self._post(body)
         latency = time.perf_counter() - start
@@ -161,8 +172,11 @@ class HttpBotFactory:
     """One shared HTTP client (connection pool) for every conversation with the bot; with `bot.start`, the
     bot process the suite starts for the run (bots/service.py)."""
 
-    def __init__(self, config: HttpBotConfig, base_dir: Path | None = None) -> None:
+    def __init__(
+        self, config: HttpBotConfig, base_dir: Path | None = None, *, environment: bool = False
+    ) -> None:
         self.config = config
+        self._with_environment = environment  # the suite declares one: its server starts with the bot
         values = placeholder_values(config.start is not None)
         self._values = values  # the same {port} for the version URL
         self.url = fill(config.url, values, "bot.url")
@@ -178,12 +192,32 @@ class HttpBotFactory:
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
         )
         self._env_server: Any = None  # an EnvironmentServer (bots/env_server.py), for suites with one
+        self._mcp_server: Any = None  # an EnvironmentMCPServer (bots/env_mcp.py), with environment_mcp
 
     async def start(self, log_dir: Path | None = None) -> None:
-        """Start the bot (bot.start) and wait until it is ready, once."""
+        """Start the bot (bot.start) and wait until it is ready, once; in a suite with an environment, its
+        loopback server too, so it listens before the first conversation opens."""
+        if self._with_environment:
+            await self._environment_server().start()
+            if self.config.environment_mcp:
+                await self._environment_mcp().start()
         process = self.process
         if process is not None:
             await self._once.run(lambda: process.start(log_dir))
+
+    def _environment_mcp(self) -> Any:
+        if self._mcp_server is None:
+            from simulator.bots.env_mcp import EnvironmentMCPServer  # the mcp SDK, only when asked for
+
+            self._mcp_server = EnvironmentMCPServer()
+        return self._mcp_server
+
+    def _environment_server(self) -> Any:
+        if self._env_server is None:
+            from simulator.bots.env_server import EnvironmentServer  # aiohttp's server, only when needed
+
+            self._env_server = EnvironmentServer()
+        return self._env_server
 
     async def identify(self) -> dict[str, str]:
         """What the bot answers at `bot.version_url` (JSON `version`, or the text), once it is ready; an
@@ -211,15 +245,20 @@ class HttpBotFactory:
             await self.start()
         except UserError as exc:
             raise BotError("start", str(exc)) from exc
-        env_url, on_close = None, None
+        env_url, env_mcp_url, closers = None, None, []
         if environment is not None:
-            if self._env_server is None:
-                from simulator.bots.env_server import EnvironmentServer  # aiohttp's server, only when needed
-
-                self._env_server = EnvironmentServer()
-            env_url = await self._env_server.start()
-            self._env_server.register(conversation_id, environment)
-            on_close = self._env_server.forget
+            server = self._environment_server()
+            env_url = await server.start()  # already listening when the run started it; else waits for it
+            server.register(conversation_id, environment)
+            closers.append(server.forget)
+            if self.config.environment_mcp:
+                mcp = self._environment_mcp()
+                try:
+                    await mcp.start()
+                except UserError as exc:
+                    raise BotError("start", str(exc)) from exc
+                env_mcp_url = mcp.register(conversation_id, environment)
+                closers.append(mcp.forget)
         url = expand_headers({"url": self.url})["url"]  # a `${VAR}` token in the URL, never recorded
         session = HttpSession(
             self._client,
@@ -228,7 +267,8 @@ class HttpBotFactory:
             self.config.timeout_s,
             self.config.max_reply_bytes,
             env_url=env_url,
-            on_close=on_close,
+            on_close=_all_of(closers),
+            env_mcp_url=env_mcp_url,
         )
         session.process = self.process
         return session
@@ -239,8 +279,22 @@ class HttpBotFactory:
         await self._client.aclose()
         if self._env_server is not None:
             await self._env_server.aclose()
+        if self._mcp_server is not None:
+            await self._mcp_server.aclose()
+
+
+def _all_of(closers: list[Any]) -> Any:
+    """One close callback running each of the environment servers' `forget` (None when there are none)."""
+    if not closers:
+        return None
+
+    def close(conversation_id: str) -> None:
+        for forget in closers:
+            forget(conversation_id)
+
+    return close
 
 
 def http_bot_factory(config: HttpBotConfig, suite: Suite, hub: ModelHub) -> HttpBotFactory:
     """The `http` kind's factory (config/bots/__init__.py registers it)."""
-    return HttpBotFactory(config, suite.base_dir)
+    return HttpBotFactory(config, suite.base_dir, environment=suite.environment is not None)

@@ -6,7 +6,13 @@ lists) and records what comes back as parts, in order: each tool call the server
 part, then the text. When the server asks for tool results (tool calls and no text), the engine answers
 each call with the suite's canned result for that tool (`tool_results`), recorded as the part's result, or
 an error saying none is configured, and asks again, at most `max_tool_rounds` times per turn. A tool named
-by `state_tool` sets the final state (its arguments), as the chat adapter's decision tool does.
+by `state_tool` sets the final state (its arguments), as the chat adapter's decision tool does; a value of
+the suite's outcome key that is not one of `outcome.levels` is a bot error, never judged.
+
+In a suite with an `environment:` the server is offered the environment's tools (with the bot's own
+`tools`) and its calls run against the conversation's stateful world through the tool loop the chat
+adapter uses (bots/tool_loop.py): two model servers compare on the same world and the same final-state
+checks (docs/environment.md).
 """
 
 from __future__ import annotations
@@ -22,19 +28,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import openai
+from openai.types import CompletionUsage
+from openai.types.chat import ChatCompletion
 
 from simulator.bots.base import BotError, BotReply
 from simulator.bots.capped_transport import AnswerRefused, capped_client
+from simulator.bots.environment import Environment
 from simulator.bots.reply_check import MAX_REPLY_BYTES
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.bots.tool_loop import run_tool_turn
 from simulator.config.bots.openai_endpoint import OpenAIEndpointBotConfig
 from simulator.errors import UserError
+from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from simulator.providers.openai import wire_message
 from simulator.record.parts import Part, PickPart, TextPart, ToolCallPart
 from simulator.record.redact import redact, register_secrets
 from simulator.record.transcript import Usage
 
 if TYPE_CHECKING:
-    from simulator.config.suite import Suite
+    from simulator.config.suite import OutcomeConfig, Suite
     from simulator.providers.hub import ModelHub
 
 MAX_TOOL_ROUNDS = 4
@@ -49,33 +61,102 @@ def _arguments(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_value": value}
 
 
+def _broken_rule(response: Any) -> str | None:
+    """The chat API rule the answer breaks, for the fields this adapter reads (the SDK builds its objects
+    from any JSON without checking them, so a wrong shape would surface later as an AttributeError)."""
+    choices = response.choices
+    if not isinstance(choices, list) or not choices:
+        return "`choices` must be a non-empty list"
+    message = getattr(choices[0], "message", None)
+    if message is None or not hasattr(message, "content"):
+        return "`choices[0].message` must be an object"
+    if message.content is not None and not isinstance(message.content, str):
+        return "`choices[0].message.content` must be a string or null"
+    calls = message.tool_calls
+    if calls is not None and not isinstance(calls, list):
+        return "`choices[0].message.tool_calls` must be a list"
+    for n, call in enumerate(calls or []):
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", None)
+        if not isinstance(name, str) or not name:
+            return f"`tool_calls[{n}].function.name` must be a non-empty string"
+        if not isinstance(getattr(function, "arguments", None), str):
+            return f"`tool_calls[{n}].function.arguments` must be a string (JSON text)"
+    usage = response.usage
+    counts = [getattr(usage, key, None) for key in ("prompt_tokens", "completion_tokens")]
+    if usage is not None and (
+        not isinstance(usage, CompletionUsage)
+        or not all(count is None or isinstance(count, int) for count in counts)
+    ):
+        return "`usage` must be an object whose `prompt_tokens` and `completion_tokens` are integers"
+    return None
+
+
+def _first_message(response: Any) -> Any:
+    return response.choices[0].message
+
+
+def _usage(response: Any) -> Usage:
+    usage = response.usage
+    if usage is None:
+        return Usage()
+    return Usage(
+        input_tokens=getattr(usage, "prompt_tokens", None) or 0,
+        output_tokens=getattr(usage, "completion_tokens", None) or 0,
+        calls=1,
+    )
+
+
 class OpenAIEndpointSession:
     """One conversation: the chat history sent to the server each turn."""
 
-    def __init__(self, factory: OpenAIEndpointFactory) -> None:
+    def __init__(self, factory: OpenAIEndpointFactory, environment: Environment | None = None) -> None:
         self._factory = factory
         self._config = factory.config
+        self._env = environment
         self._history: list[dict[str, Any]] = []
         if self._config.system_prompt:
             self._history.append({"role": "system", "content": self._config.system_prompt})
+        self._turns: list[ChatMessage] = []  # the history in the tool loop's form (with an environment)
         self._state: dict[str, Any] | None = None
 
-    async def _ask(self) -> Any:
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """One request of the tool loop (bots/tool_loop.py) sent to the server; its answer as the loop reads it."""
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        messages += [wire_message(m) for m in request.messages]
+        tools = [
+            {"name": t.name, "description": t.description, "parameters": t.parameters} for t in request.tools
+        ]
+        start = time.perf_counter()
+        response = await self._ask(messages, tools)
+        message = _first_message(response)
+        return ModelResponse(
+            text=message.content or "",
+            tool_calls=[
+                ToolCall.from_json(call.function.name, call.function.arguments, call.id)
+                for call in message.tool_calls or []
+            ],
+            usage=_usage(response),
+            latency_s=time.perf_counter() - start,
+            model=response.model or self._config.model,
+        )
+
+    async def _ask(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
         config = self._config
         kwargs: dict[str, Any] = {
             "model": config.model,
-            "messages": list(self._history),
+            "messages": messages,
             "max_tokens": config.max_tokens,
         }
         if config.temperature is not None:
             kwargs["temperature"] = config.temperature
-        if config.tools:
-            kwargs["tools"] = [{"type": "function", "function": tool} for tool in config.tools]
+        if tools:
+            kwargs["tools"] = [{"type": "function", "function": tool} for tool in tools]
         try:
             # The whole answer's deadline, not only each read's: a server that sends its headers and then
             # a byte at a time (or never ends its stream) is cut at `timeout_s`.
             async with asyncio.timeout(config.timeout_s):
-                return await self._factory.client.chat.completions.create(**kwargs)
+                answer = await self._factory.client.chat.completions.create(**kwargs)
         except TimeoutError as exc:
             raise BotError(
                 "timeout",
@@ -99,13 +180,25 @@ class OpenAIEndpointSession:
             raise BotError(
                 "invalid_reply", f"the model server's answer could not be read: {redact(str(exc))[:200]}"
             ) from exc
+        if not isinstance(answer, ChatCompletion):
+            # The SDK hands back the text of an answer that is not JSON (an HTML page from a proxy, a login).
+            shown = redact(str(answer)).strip()[:120]
+            raise BotError(
+                "invalid_reply",
+                f"the model server answered {self._factory.base_url}/chat/completions with something that is "
+                f"not a chat completion (the OpenAI chat API answers a JSON object with `choices`): {shown!r}",
+            )
+        rule = _broken_rule(answer)
+        if rule is not None:
+            raise BotError("invalid_reply", f"the model server's answer breaks the OpenAI chat API: {rule}")
+        return answer
 
     def _tool_part(self, call: Any) -> tuple[ToolCallPart, dict[str, Any]]:
         """The recorded part of one tool call, and the tool message that answers it."""
         name = call.function.name
         arguments = _arguments(call.function.arguments)
         if name == self._config.state_tool:
-            self._state = dict(arguments)
+            self._state = self._factory.checked_state(arguments)
         results = self._config.tool_results
         part = ToolCallPart(name=name, arguments=arguments, id=call.id, started_at=datetime.now(UTC))
         if name in results:
@@ -120,23 +213,18 @@ class OpenAIEndpointSession:
         return part, {"role": "tool", "tool_call_id": call.id, "content": content}
 
     async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
+        if self._env is not None:
+            return await self._send_in_world(text)
         self._history.append({"role": "user", "content": text})
         parts: list[Part] = []
         usage = Usage()
         start = time.perf_counter()
         model = None
         for _ in range(self._config.max_tool_rounds + 1):
-            response = await self._ask()
+            response = await self._ask(list(self._history), self._config.tools)
             model = response.model or model
-            if response.usage is not None:
-                usage = usage + Usage(
-                    input_tokens=response.usage.prompt_tokens,
-                    output_tokens=response.usage.completion_tokens,
-                    calls=1,
-                )
-            if not response.choices:
-                raise BotError("invalid_reply", "the model server answered with no choices")
-            message = response.choices[0].message
+            usage = usage + _usage(response)
+            message = _first_message(response)
             calls = list(message.tool_calls or [])
             self._history.append(message.model_dump(exclude_none=True))
             answers = []
@@ -167,6 +255,51 @@ class OpenAIEndpointSession:
             parts=parts,
         )
 
+    async def _send_in_world(self, text: str) -> BotReply:
+        """A turn in a suite with an environment: the environment's tools and the bot's own, run by the tool
+        loop against the conversation's world; the state tool's arguments set the final state."""
+        assert self._env is not None
+        config = self._config
+        self._turns.append(ChatMessage(role="user", content=text))
+        own = [
+            ToolSpec(
+                name=t["name"],
+                description=t.get("description") or t["name"],
+                parameters=t.get("parameters") or {"type": "object"},
+            )
+            for t in config.tools
+        ]
+        named = {t.name for t in self._env.tool_specs()}
+        request = ModelRequest(
+            model=config.model,
+            system=config.system_prompt,
+            messages=[],
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            tools=self._env.tool_specs() + [t for t in own if t.name not in named],
+        )
+        turn = await run_tool_turn(
+            self,
+            request,
+            self._turns,
+            self._env,
+            max_rounds=config.max_tool_rounds,
+            decision_tool=config.state_tool,
+        )
+        if turn.decision is not None:
+            self._state = self._factory.checked_state(turn.decision)
+        parts: list[Part] = list(turn.parts)
+        if not any(isinstance(p, TextPart) for p in parts):
+            parts.append(TextPart(text="(no reply)"))
+        return BotReply(
+            messages=[p.text for p in parts if isinstance(p, TextPart)],
+            state=self._state,
+            latency_s=turn.latency_s,
+            usage=turn.usage,
+            model=(turn.last.model if turn.last else None) or config.model,
+            parts=parts,
+        )
+
     async def final_state(self) -> dict[str, Any] | None:
         return self._state
 
@@ -177,8 +310,11 @@ class OpenAIEndpointSession:
 class OpenAIEndpointFactory:
     """One SDK client (and, with bot.start, the model server the suite starts) for every conversation."""
 
-    def __init__(self, config: OpenAIEndpointBotConfig, base_dir: Path) -> None:
+    def __init__(
+        self, config: OpenAIEndpointBotConfig, base_dir: Path, outcome: OutcomeConfig | None = None
+    ) -> None:
         self.config = config
+        self.outcome = outcome
         values = placeholder_values(config.start is not None)
         self.base_url = fill(config.base_url, values, "bot.base_url")
         key = "not-needed"
@@ -206,12 +342,27 @@ class OpenAIEndpointFactory:
         if process is not None:
             await self._once.run(lambda: process.start(log_dir))
 
-    async def open(self, conversation_id: str) -> OpenAIEndpointSession:
+    async def open(
+        self, conversation_id: str, environment: Environment | None = None
+    ) -> OpenAIEndpointSession:
         try:
             await self.start()
         except UserError as exc:
             raise BotError("start", str(exc)) from exc
-        return OpenAIEndpointSession(self)
+        return OpenAIEndpointSession(self, environment)
+
+    def checked_state(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The state tool's arguments as the final state; its outcome value must be one of the suite's levels
+        (a list, a number or an unknown word is the bot's error, never judged)."""
+        outcome = self.outcome
+        if outcome is not None and outcome.key in arguments and arguments[outcome.key] not in outcome.levels:
+            raise BotError(
+                "invalid_reply",
+                f"the state tool {self.config.state_tool} set {outcome.key} to "
+                f"{json.dumps(arguments[outcome.key], default=str)[:80]}: it must be one of the suite's "
+                f"outcome.levels {outcome.levels}",
+            )
+        return dict(arguments)
 
     async def aclose(self) -> None:
         if self.process is not None:
@@ -223,4 +374,4 @@ def openai_endpoint_bot_factory(
     config: OpenAIEndpointBotConfig, suite: Suite, hub: ModelHub
 ) -> OpenAIEndpointFactory:
     """The `openai_endpoint` kind's factory (config/bots/openai_endpoint.py registers it)."""
-    return OpenAIEndpointFactory(config, suite.base_dir)
+    return OpenAIEndpointFactory(config, suite.base_dir, suite.outcome)

@@ -24,7 +24,7 @@ from simulator.bots.reply_check import checked_flags, checked_state
 from simulator.config.bots import PythonBotConfig, load_factory
 from simulator.config.bots.in_code import CallableBotConfig
 from simulator.errors import UserError
-from simulator.record.parts import PickPart
+from simulator.record.parts import Part, PickPart, TextPart
 
 if TYPE_CHECKING:
     from simulator.config.suite import Suite
@@ -45,13 +45,22 @@ class PythonSession:
         self._bot = bot
         self._last_state: dict[str, Any] | None = None
         self._takes_pick = _takes(bot.send, "pick")
+        # A bot whose send(text, parts=None) takes parts gets the user turn's parts: each message of a burst,
+        # photos and voice notes (as MediaPart, with what they show or say); others read the text.
+        self._takes_parts = _takes(bot.send, "parts")
         # A bot whose send(text, env=None) takes `env` is given the conversation's environment each turn.
         self._env = environment if _takes(bot.send, "env") else None
 
-    async def send(self, text: str, turn: int, *, pick: PickPart | None = None) -> BotReply:
+    takes_parts = True  # the engine gives a turn's parts; a bot gets them when its send takes `parts`
+
+    async def send(
+        self, text: str, turn: int, *, pick: PickPart | None = None, parts: list[Part] | None = None
+    ) -> BotReply:
         start = time.perf_counter()
         # A bot whose send(text, pick=None) takes a pick gets the tapped option; others read its title.
         kwargs: dict[str, Any] = {"pick": pick} if self._takes_pick else {}
+        if self._takes_parts:
+            kwargs["parts"] = list(parts) if parts is not None else [TextPart(text=text)]
         if self._env is not None:
             kwargs["env"] = self._env
         try:

@@ -14,13 +14,19 @@ __all__ = ["run_tool_turn"]
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from simulator.bots.environment import Environment
 from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ToolCall
-from simulator.providers.hub import ModelClient
 from simulator.record.parts import Part, TextPart
 from simulator.record.transcript import Usage
+
+
+class Generates(Protocol):
+    """What the loop asks: a provider's client (providers/hub.py), or a bot that is a model server
+    (bots/openai_endpoint.py)."""
+
+    async def generate(self, request: ModelRequest) -> ModelResponse: ...
 
 
 @dataclass
@@ -50,7 +56,7 @@ def _result_text(value: Any) -> str:
 
 
 async def run_tool_turn(
-    client: ModelClient,
+    client: Generates,
     request: ModelRequest,
     history: list[ChatMessage],
     environment: Environment,

@@ -124,6 +124,7 @@ def _variant(
     persona, styles, tags = [base.persona], list(base.styles), list(base.tags)
     facts, key_facts, volunteers = list(base.facts), list(base.key_facts), base.volunteers
     expected, switches = dict(base.expected), list(base.switches_to)
+    topics = dict(base.fact_topics)
     for _, _, level in chosen:
         switches += [code for code in level.switches_to if code not in switches]
         shipped = catalogue.get(level.style) if level.style else None
@@ -139,6 +140,7 @@ def _variant(
         if level.facts is not None and level.facts.keep_first is not None:
             facts = facts[: level.facts.keep_first]
             key_facts = [n for n in key_facts if n <= len(facts)]
+            topics = {n: t for n, t in topics.items() if n <= len(facts)}
         facts += [fact.strip() for fact in level.add_facts if fact.strip()]
         if level.volunteers is not None:
             volunteers = level.volunteers
@@ -153,6 +155,7 @@ def _variant(
             "tags": tags,
             "facts": facts,
             "key_facts": key_facts,
+            "fact_topics": topics,
             "volunteers": volunteers,
             "expected": expected,
             "switches_to": switches,

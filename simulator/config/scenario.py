@@ -18,17 +18,58 @@ from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.script import Script
 from simulator.config.tool_checks import ToolCheck, parse_state_path
 from simulator.errors import UserError
+from simulator.models import StrictModel
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 # Facts are a list of strings or one paragraph (split into sentences): the editor schema allows both.
 _FACTS_SCHEMA = {
     "anyOf": [
-        {"type": "array", "items": {"type": "string", "minLength": 1}},
+        {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"type": "string", "minLength": 1},
+                    {
+                        "type": "object",
+                        "properties": {
+                            "text": {"type": "string", "minLength": 1},
+                            "topic": {
+                                "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+                            },
+                        },
+                        "required": ["text"],
+                        "additionalProperties": False,
+                    },
+                ]
+            },
+        },
         {"type": "string", "minLength": 1, "description": "one paragraph, split into sentences"},
     ],
     "title": "Facts",
 }
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
+
+
+class UserMedia(StrictModel):
+    """A photo or voice note the person sends, with the answer to a question on its `topic` (the offline
+    user; docs/offline-user.md): what a photo shows (`description`) or a voice note says (`transcript`) is
+    what the judge reads, as nobody looks at the bytes."""
+
+    kind: Literal["image", "audio"]
+    description: str | None = None
+    transcript: str | None = None
+    caption: str | None = None
+    topic: list[Text] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _says_what_it_holds(self) -> UserMedia:
+        if self.kind == "image" and not self.description:
+            raise ValueError("an image needs a `description`: what the photo shows, which the judge reads")
+        if self.kind == "audio" and not self.transcript:
+            raise ValueError("an audio note needs a `transcript`: what the person says in it")
+        if not self.topic:
+            raise ValueError("give the media a `topic`: it is sent with the answer to a question about it")
+        return self
 
 
 class Scenario(FileDocument):
@@ -63,6 +104,16 @@ class Scenario(FileDocument):
     # Facts (numbered from 1, in the order of `facts`) the expected outcome depends on: a simulated user
     # that never reveals one of them has missed a fact that mattered (docs/fidelity.md).
     key_facts: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    # Who is writing: the patient (`self`) or someone on their behalf; unset, guessed from the persona
+    # ("writing about her toddler": parent). Facts of an on-behalf scenario are in the writer's voice ("My
+    # mother is 84") and the offline user says them as written (docs/offline-user.md).
+    speaker: Literal["self", "parent", "relative", "carer"] | None = None
+    # What facts are about, where the offline user's guess from the vocabulary is wrong: fact number (from 1)
+    # -> topics ("no X": ruled out). Written inline as `- {text: ..., topic: [glucose]}` in `facts`.
+    fact_topics: dict[Annotated[int, Field(ge=1)], list[Text]] = Field(default_factory=dict)
+    # Photos and voice notes the person sends when asked about their topic (channels that take parts deliver
+    # them: WhatsApp as Cloud API media, python and http bots as parts).
+    media: list[UserMedia] = Field(default_factory=list)
     # How many facts this person may bring up before being asked; more is an early reveal.
     volunteers: int = Field(default=1, ge=0)
     # Persona styles of the suite's style catalogue (simulator/config/styles.py, `user.styles`).
@@ -92,6 +143,29 @@ class Scenario(FileDocument):
             return [part.strip() for part in _SENTENCE_END.split(value.strip()) if part.strip()]
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _facts_with_topics(cls, data: Any) -> Any:
+        """A fact written `{text: ..., topic: [..]}` is its text, its topics going to `fact_topics`."""
+        if not isinstance(data, dict) or not isinstance(data.get("facts"), list):
+            return data
+        facts, topics = [], dict(data.get("fact_topics") or {})
+        for number, fact in enumerate(data["facts"], start=1):
+            if not isinstance(fact, dict):
+                facts.append(fact)
+                continue
+            unknown = sorted(set(fact) - {"text", "topic"})
+            if unknown or "text" not in fact:
+                raise ValueError(
+                    f"fact {number} has {', '.join(unknown) or 'no text'}; write a fact as text, or as "
+                    "{text: ..., topic: [a topic, ...]}"
+                )
+            facts.append(fact["text"])
+            if fact.get("topic") is not None:
+                topic = fact["topic"]
+                topics[number] = [topic] if isinstance(topic, str) else topic
+        return {**data, "facts": facts, "fact_topics": topics} if topics or facts != data["facts"] else data
+
     @field_validator("switches_to", mode="before")
     @classmethod
     def _one_language(cls, value: Any) -> Any:
@@ -115,6 +189,11 @@ class Scenario(FileDocument):
         if wrong:
             raise ValueError(
                 f"key_facts {wrong} number past the {len(self.facts)} facts; number facts from 1 in their order"
+            )
+        past = sorted(n for n in self.fact_topics if n > len(self.facts))
+        if past:
+            raise ValueError(
+                f"fact_topics {past} number past the {len(self.facts)} facts; number facts from 1"
             )
         ids = [check.check_id for check in self.tool_checks]
         twice = sorted({i for i in ids if ids.count(i) > 1})

@@ -30,6 +30,7 @@ class OfflinePlay(StrictModel):
     hedges: list[str] = Field(default_factory=list)  # one (seeded) put before each fact
     drop_articles: bool = False  # "a", "an", "the" left out
     typos: bool = False  # lowercase, no punctuation, one swapped pair of letters per message
+    bursts: bool = False  # each fact told is its own message, several before the bot answers
     opening: str | None = None  # added to the first message
     midway: str | None = None  # added to the second answer
     instead_of_end: str | None = None  # said once instead of ending after the bot's outcome

@@ -250,7 +250,7 @@ class Suite(_Strict):
     # Behavioural relations between variants: invariance, directional, minimum functionality
     # (simulator/config/relations.py, docs/relations.md).
     relations: list[Relation] = Field(default_factory=list)
-    # A sealed held-out set chosen by a seeded hash of each scenario id (docs/relations.md#held-out).
+    # A sealed held-out set chosen by a seeded hash of each base id (docs/held-out.md).
     held_out: HeldOutConfig | None = None
     # A red-team pack crossed with the scenarios (simulator/config/redteam.py, docs/redteam.md).
     redteam: RedTeamConfig | None = None
@@ -476,6 +476,16 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
                     "environment",
                 )
             )
+    if suite is not None and suite.environment is None and getattr(suite.bot, "environment_mcp", False):
+        problems.append(
+            Problem(
+                str(path),
+                "bot.environment_mcp serves the suite's environment over MCP, and this suite has none: "
+                "add an `environment:` or remove environment_mcp",
+                source.line_of(("bot", "environment_mcp")),
+                "bot.environment_mcp",
+            )
+        )
     if suite is None or problems:
         raise UserError("invalid suite file", problems)
     suite._base_dir = path.parent.resolve()

@@ -9,7 +9,7 @@ __all__ = ["Phrases", "Vocabulary", "load_vocabulary"]
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.config.languages import language_code
 from simulator.config.patterns import UserPattern, compile_pattern
@@ -42,9 +42,14 @@ ENGLISH = Phrases(
 
 
 class Vocabulary(StrictModel):
-    """`synonyms`: canonical word -> the words that mean it; `outcome_patterns`: regular expressions (case
-    insensitive) that match a bot turn giving the person an outcome (advice on what to do)."""
+    """`topics`: what a fact or a question can be about -> the terms (words or phrases, matched exactly,
+    longest first) that name it; `qualities`: the topics that say how rather than what (`pain`, `onset`), which
+    alone never tie a question to a fact about something else; `synonyms`: the older form of `topics` (each
+    canonical word a topic); `outcome_patterns`: regular expressions (case insensitive) that match a bot turn
+    giving the person an outcome (advice on what to do). How the offline user reads them: docs/offline-user.md."""
 
+    topics: dict[str, list[str]] = Field(default_factory=dict)
+    qualities: list[str] = Field(default_factory=list)
     synonyms: dict[str, list[str]] = Field(default_factory=dict)
     outcome_patterns: list[str] = Field(default_factory=list)
     # Per outcome level, the phrases by which a bot advises it ("call 999", "book a GP appointment"): the
@@ -86,11 +91,23 @@ class Vocabulary(StrictModel):
 
     @cached_property
     def word_map(self) -> dict[str, str]:
-        """Every listed word (and each canonical word itself) -> its canonical form."""
-        mapping = {canonical.lower(): canonical.lower() for canonical in self.synonyms}
-        for canonical, words in self.synonyms.items():
-            mapping.update({word.lower(): canonical.lower() for word in words})
+        """Every one-word term (and each topic name itself) -> its topic."""
+        mapping: dict[str, str] = {}
+        for canonical, words in {**self.synonyms, **self.topics}.items():
+            for word in [canonical, *words]:
+                if " " not in word.strip():
+                    mapping.setdefault(word.lower(), canonical.lower())
         return mapping
+
+    @model_validator(mode="after")
+    def _qualities_are_topics(self) -> Vocabulary:
+        unknown = [q for q in self.qualities if q not in self.topics and q not in self.synonyms]
+        if unknown:
+            raise ValueError(f"qualities {unknown} are not topics; list each under `topics:` first")
+        twice = sorted(set(self.topics) & set(self.synonyms))
+        if twice:
+            raise ValueError(f"{twice} are both topics and synonyms; keep each under `topics:` only")
+        return self
 
     @cached_property
     def outcome(self) -> UserPattern | None:

@@ -22,6 +22,7 @@ from simulator.config.scenario import Scenario
 from simulator.config.styles import DEFAULT_STYLES, StyleCatalogue
 from simulator.config.vocabulary import Vocabulary
 from simulator.judging.evidence import quote_found, verify_evidence
+from simulator.judging.fidelity_picks import unsupported_answer
 from simulator.judging.fidelity_prompt import AUDIT_FORM, AUDIT_INSTRUCTIONS, AuditOutput, build_audit_request
 from simulator.judging.llm_judge import JudgeOutput
 from simulator.judging.prompt import transcript_messages
@@ -36,6 +37,7 @@ from simulator.users.character import character_break_reason
 from simulator.users.language import FUNCTION_WORDS, language_of, spoken_languages
 from simulator.users.offline import content_words, gives_outcome
 from simulator.users.styles import StylePlayer
+from simulator.users.voice import voice_slip
 
 FIDELITY_VERSION = 1
 # Each check's rubric, as labelling sheets show it: (what it checks, pass, fail).
@@ -155,6 +157,7 @@ class FidelityAuditor:
         # The suite's outcome key, outcome phrases and style lines: the auditor assumes no domain.
         self.outcome_key, self.vocabulary = outcome_key, vocabulary
         self._filler = _filler(styles, vocabulary)
+        self._styles = styles
         self.temperature, self.max_tokens = temperature, max_tokens
         self.hash = fidelity_hash(model_spec)
 
@@ -207,7 +210,11 @@ class FidelityAuditor:
             audit.provenance, reading, audit.usage = await self._llm_audit(record, scenario)
             if not audit.provenance:
                 audit.provenance = code_provenance(record, scenario)
-        code_role = self.role_in_code(record)
+        if not offline:  # a tap or yes/no no fact supports fails in code, whatever the reading says
+            taps = self.picks_in_code(record, scenario)
+            if taps is not None:
+                reading["fidelity.invented_facts"] = taps
+        code_role = self.role_in_code(record, scenario)
         llm_role = reading.get("fidelity.role_confusion")
         # Code decides when it finds a break, or when there was no reading (no audit model); otherwise the
         # reading, an error included: a failed audit call is shown, never papered over by the code check.
@@ -281,8 +288,14 @@ class FidelityAuditor:
             )
         return self._quoted(record, check, "fail", reason, quotes)
 
-    def role_in_code(self, record: ConversationRecord) -> Verdict:
-        """Fail on a user message that says it is an AI, talks like the service, or gives the advice."""
+    def _relays(self, scenario: Scenario) -> bool:
+        """Whether a style has a relative answer for this self-speaking patient (users/voice.py)."""
+        return any((s := self._styles.get(n)) is not None and s.offline.third_person for n in scenario.styles)
+
+    def role_in_code(self, record: ConversationRecord, scenario: Scenario | None = None) -> Verdict:
+        """Fail on a user message that says it is an AI, talks like the service, or gives the advice; or,
+        given the scenario, that speaks as the patient when someone else is writing ("I am 84" where the
+        facts say "My mother is 84": users/voice.py)."""
         check = "fidelity.role_confusion"
         for _, text in _user_texts(record):
             reason = character_break_reason(text)
@@ -290,21 +303,40 @@ class FidelityAuditor:
                 reason = "gave the service's advice"
             if reason is not None and reason != "sent an empty message":
                 return self._quoted(record, check, "fail", f"a user message {reason}", [text])
+        if scenario is not None:
+            slip = voice_slip([t for _, t in _user_texts(record)], scenario, self._relays(scenario))
+            if slip is not None:
+                reason = "a user message speaks as the patient, though someone else is writing for them"
+                return self._quoted(record, check, "fail", reason, [slip])
         users = _user_texts(record)
         quotes = [users[0][1]] if users else []
         return self._quoted(record, check, "pass", "no user message left the person's role", quotes)
 
+    def picks_in_code(self, record: ConversationRecord, scenario: Scenario) -> Verdict | None:
+        """Fail on a tap or a typed yes/no that no fact supports (judging/fidelity_picks.py); None if none."""
+        found = unsupported_answer(record, scenario, self.vocabulary)
+        if found is None:
+            return None
+        why, quote = found
+        return self._quoted(record, "fidelity.invented_facts", "fail", f"the user {why}", [quote])
+
     def invented_in_code(self, record: ConversationRecord, scenario: Scenario) -> Verdict:
-        """Offline user: fail on a user message with three or more content words found nowhere in the
-        persona, goal, facts or the user's stock phrases (a typo changes one word, never three)."""
+        """Offline user: fail on a tap or yes/no no fact supports, or on a typed message with three or more
+        content words found nowhere in the persona, goal, facts or the user's stock phrases (a typo changes
+        one word, never three)."""
         check = "fidelity.invented_facts"
+        taps = self.picks_in_code(record, scenario)
+        if taps is not None:
+            return taps
         attack = [scenario.attack.attacker, *scenario.attack.ladder] if scenario.attack is not None else []
         known = (
             content_words(" ".join([scenario.persona, scenario.goal, *scenario.facts, *attack]))
             | self._filler
         )
         shuffled = {"".join(sorted(w)) for w in known}
-        for _, text in _user_texts(record):
+        for position, text in _user_texts(record):
+            if any(isinstance(p, PickPart) and p.title == text for p in record.turns[position].parts):
+                continue  # a tap is audited by what supports it (above)
             unknown = _unknown_words(text, known, shuffled)
             if len(unknown) >= 3:
                 reason = f"the user said things the scenario does not contain ({', '.join(unknown[:6])})"

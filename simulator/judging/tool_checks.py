@@ -372,15 +372,57 @@ def environment_verdicts(
                 )
             )
             continue
+        equal = _equal(actual, wanted)
+        containers = isinstance(actual, dict | list) and isinstance(wanted, dict | list)
+        differences = state_differences(actual, wanted, str(path)) if containers and not equal else []
+        if differences:  # a mapping or list (a whole table): name where it differs, not all of it
+            shown = "; ".join(differences[:_DIFFERENCES_SHOWN])
+            more = len(differences) - _DIFFERENCES_SHOWN
+            reasoning = (
+                f"the final {path} differs from the expected one at {len(differences)} places: {shown}"
+            )
+            reasoning += f"; and {more} more" if more > 0 else ""
+            quote = differences[0]
+        elif equal and isinstance(wanted, dict | list):
+            reasoning, quote = f"the final {path} equals the expected one", f"{path} as expected"
+        else:
+            reasoning, quote = (
+                f"expected {path}={wanted!r}; the final state has {actual!r}",
+                f"{path}={actual!r}",
+            )
         verdicts.append(
             Verdict(
                 **base,
-                result="pass" if _equal(actual, wanted) else "fail",
+                result="pass" if equal else "fail",
                 expected=wanted,
                 actual=actual,
-                reasoning=f"expected {path}={wanted!r}; the final state has {actual!r}",
-                evidence=[Evidence(quote=f"{path}={actual!r}", found=True)],
+                reasoning=reasoning,
+                evidence=[Evidence(quote=quote, found=True)],
                 evidence_verified=True,
             )
         )
     return verdicts
+
+
+_DIFFERENCES_SHOWN = 5
+
+
+def state_differences(actual: Any, wanted: Any, path: str) -> list[str]:
+    """Where two mappings or lists differ, leaf by leaf (`reservations.EHGLP3.status is 'cancelled', expected
+    None`), compared exactly as `==` compares them; empty when they are equal."""
+    if isinstance(actual, dict) and isinstance(wanted, dict):
+        out = [f"{path}.{key} is missing" for key in wanted if key not in actual]
+        out += [f"{path}.{key} is not expected" for key in actual if key not in wanted]
+        for key in wanted:
+            if key in actual and actual[key] != wanted[key]:
+                out += state_differences(actual[key], wanted[key], f"{path}.{key}")
+        return out
+    if isinstance(actual, list) and isinstance(wanted, list):
+        if len(actual) != len(wanted):
+            return [f"{path} has {len(actual)} items, expected {len(wanted)}"]
+        out = []
+        for index, (got, want) in enumerate(zip(actual, wanted, strict=True)):
+            if got != want:
+                out += state_differences(got, want, f"{path}[{index}]")
+        return out
+    return [f"{path} is {actual!r}, expected {wanted!r}"] if actual != wanted else []

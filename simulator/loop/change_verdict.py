@@ -1,18 +1,21 @@
-"""One verdict on a tried change: fixed, improved, no evidence, or broke something (docs/loop.md).
+"""One verdict on a tried change: fixed, improved, no evidence either way, or broke something (docs/loop.md).
 
-It reads `compare`'s paired, scenario-clustered comparison of the baseline run (A) and the run with the
-change (B); it computes no test of its own. A metric counts as **worse** when `compare` found it
-significantly worse, or when every scenario whose pass rate moved on it moved down (regression flips and no
-improvement): with a handful of scenarios a real regression cannot reach significance, and a triage team
-must hear of it anyway; each such line says whether the test found it significant. Any worse metric makes
-the verdict "broke something", whatever the change fixed. Otherwise the targeted criterion decides, on the
-proposal's scenarios: no failure left (there were some) is "fixed", fewer is "improved", else "no evidence".
-The cost and latency change comes from `cost_latency` of each run.
+Each word rests on a stated test at a stated level (stats/evidence.py, α = 0.05), so a change that does
+nothing reads "no evidence" at least 95% of the time:
+- **broke something**: some paired metric of `compare` has more conversations flipped to fail than to
+  pass beyond chance: the one-sided exact sign test on its flips, Bonferroni over the metrics checked
+  (p < α / m). A metric that moved down without reaching that is listed ("moved down, not significant")
+  with its flipped conversations, so a triage team still reads it, but it is not a verdict.
+- **fixed** / **improved**: the targeted criterion, on the proposal's scenarios, flipped from fail to pass
+  more often than back, beyond chance (one-sided exact sign test, p < α); fixed when no failure is left.
+- **no evidence**: neither; the line says how many flips a test at α would need (5 one way at 5%).
+The sign test is exact for a change that does nothing because the two runs' conversations are independent
+draws: each (scenario, repeat) pair is exchangeable. The cost and latency change comes from `cost_latency`.
 """
 
 from __future__ import annotations
 
-__all__ = ["change_verdict"]
+__all__ = ["change_verdict", "verdict_word"]
 
 from typing import Literal
 
@@ -20,6 +23,7 @@ from simulator.analysis.compare import PairedMetric, RunComparison
 from simulator.analysis.cost import cost_latency, load_prices
 from simulator.analysis.rundata import RunData
 from simulator.models import StrictModel as _Model
+from simulator.stats.evidence import ALPHA, sign_test_greater, smallest_significant_flips
 
 Outcome = Literal["fixed", "improved", "no evidence", "broke something"]
 
@@ -36,6 +40,7 @@ class MetricMove(_Model):
     significant: bool
     clustered_p_value: float
     regressed: list[str]  # conversation ids that went from pass to fail
+    p_value: float = 1.0  # one-sided exact sign test on the flips, in the direction it moved
 
 
 class ChangeVerdict(_Model):
@@ -44,6 +49,10 @@ class ChangeVerdict(_Model):
     scenarios: list[str]
     failures_before: int
     failures_after: int
+    fixed_flips: int = 0  # targeted conversations that went from fail to pass
+    broken_flips: int = 0  # ... and from pass to fail
+    p_value: float = 1.0  # one-sided exact sign test that the target got better
+    alpha: float = ALPHA
     worse: list[MetricMove]
     better: list[MetricMove]
     cost: str
@@ -51,7 +60,8 @@ class ChangeVerdict(_Model):
     lines: list[str]
 
 
-def _move(metric: PairedMetric) -> MetricMove:
+def _move(metric: PairedMetric, down: bool, significant: bool) -> MetricMove:
+    flips = metric.only_a + metric.only_b
     return MetricMove(
         name=metric.name,
         critical=metric.critical,
@@ -59,22 +69,60 @@ def _move(metric: PairedMetric) -> MetricMove:
         b=metric.b_rate.short,
         regressions=metric.only_a,
         improvements=metric.only_b,
-        significant=metric.change in ("better", "worse"),
+        significant=significant,
         clustered_p_value=metric.clustered_p_value,
         regressed=[f.conversation_id for f in metric.flips if f.direction == "regression"],
+        p_value=sign_test_greater(metric.only_a if down else metric.only_b, flips),
     )
 
 
-def _is_worse(metric: PairedMetric) -> bool:
-    if metric.change == "worse":
-        return True
-    return metric.only_a > 0 and metric.scenarios_worse > 0 and metric.scenarios_better == 0
+def moved_down_significantly(regressions: int, improvements: int, metrics: int, alpha: float = ALPHA) -> bool:
+    """A metric got worse beyond chance: more flips to fail than to pass, one-sided exact sign test below
+    alpha / metrics (Bonferroni over the metrics checked)."""
+    flips = regressions + improvements
+    return regressions > improvements and sign_test_greater(regressions, flips) < alpha / max(1, metrics)
 
 
-def _is_better(metric: PairedMetric) -> bool:
-    if metric.change == "better":
-        return True
-    return metric.only_b > 0 and metric.scenarios_better > 0 and metric.scenarios_worse == 0
+def verdict_word(
+    fixed: int, broken: int, after: int, moves: list[tuple[int, int]], alpha: float = ALPHA
+) -> Outcome:
+    """The verdict from the targeted criterion's flips (fixed: fail -> pass, broken: pass -> fail), the
+    failures left after, and every paired metric's (regressions, improvements): the one rule, tested on
+    planted no-op and real changes (tests/test_verdict_words.py)."""
+    if any(moved_down_significantly(r, i, len(moves), alpha) for r, i in moves):
+        return "broke something"
+    if sign_test_greater(fixed, fixed + broken) < alpha:
+        return "improved" if after else "fixed"
+    return "no evidence"
+
+
+def _moves(metrics: list[PairedMetric], alpha: float) -> tuple[list[MetricMove], list[MetricMove]]:
+    """The metrics that moved down and up; a move down is significant below alpha / m (Bonferroni)."""
+    worse, better = [], []
+    for m in metrics:
+        if m.only_a > m.only_b:
+            worse.append(_move(m, True, moved_down_significantly(m.only_a, m.only_b, len(metrics), alpha)))
+        elif m.only_b > m.only_a:
+            better.append(_move(m, False, False))
+    return worse, better
+
+
+def _target_flips(a: RunData, b: RunData, criterion_id: str, scenarios: list[str]) -> tuple[int, int]:
+    """Conversations of the proposal's scenarios judged pass or fail on the target in both runs:
+    (fail -> pass, pass -> fail)."""
+
+    def results(run: RunData) -> dict[str, str]:
+        return {
+            v.conversation_id: v.result
+            for v in run.verdicts
+            if v.criterion_id == criterion_id and v.scenario_id in scenarios and v.result in ("pass", "fail")
+        }
+
+    before, after = results(a), results(b)
+    shared = before.keys() & after.keys()
+    fixed = sum(before[c] == "fail" and after[c] == "pass" for c in shared)
+    broken = sum(before[c] == "pass" and after[c] == "fail" for c in shared)
+    return fixed, broken
 
 
 def _failures(run: RunData, criterion_id: str, scenarios: list[str]) -> int:
@@ -105,36 +153,41 @@ def change_verdict(
     comparison: RunComparison, a: RunData, b: RunData, criterion_id: str, scenarios: list[str]
 ) -> ChangeVerdict:
     """The verdict on a change meant to fix `criterion_id` on `scenarios`, from the comparison of A and B."""
-    worse = [_move(m) for m in comparison.metrics if _is_worse(m)]
-    better = [_move(m) for m in comparison.metrics if _is_better(m)]
+    alpha = ALPHA
+    moved_down, better = _moves(comparison.metrics, alpha)
+    worse = [m for m in moved_down if m.significant]
     before, after = _failures(a, criterion_id, scenarios), _failures(b, criterion_id, scenarios)
-    verdict: Outcome
-    if worse:
-        verdict = "broke something"
-    elif before and not after:
-        verdict = "fixed"
-    elif after < before:
-        verdict = "improved"
-    else:
-        verdict = "no evidence"
+    fixed, broken = _target_flips(a, b, criterion_id, scenarios)
+    p = sign_test_greater(fixed, fixed + broken)
+    verdict = verdict_word(fixed, broken, after, [(m.only_a, m.only_b) for m in comparison.metrics], alpha)
     cost, latency = cost_change(a, b)
-    lines = [f"{criterion_id} on {', '.join(scenarios)}: {before} failures before, {after} after"]
-    for label, moves in (("WORSE", worse), ("better", better)):
-        for m in moves:
-            strength = (
-                f"significant, clustered p={m.clustered_p_value:.3g}" if m.significant else "not significant"
-            )
-            flips = f"; flipped to fail: {', '.join(m.regressed)}" if label == "WORSE" and m.regressed else ""
-            lines.append(
-                f"{label} {m.name}: passed {m.a} → {m.b} ({m.regressions} regressions, {m.improvements} improvements; "
-                f"{strength}){flips}"
-            )
-    target = next((m for m in comparison.metrics if m.name == criterion_id), None)
-    if target is not None and verdict in ("fixed", "improved") and target.change != "better":
-        lines.append(f"not significant on its own: {target.power_note}")
+    lines = [
+        f"{criterion_id} on {', '.join(scenarios)}: {before} failures before, {after} after "
+        f"({fixed} fixed, {broken} broken; one-sided sign test p={p:.3g}, α={alpha:g})"
+    ]
+    if verdict == "no evidence" and fixed > broken:
+        lines.append(
+            f"no evidence either way: {fixed} of {fixed + broken} flips went the right way, which chance alone "
+            f"gives with p={p:.3g}; at least {smallest_significant_flips(alpha)} flips all one way are needed "
+            "at this level (run more repeats)"
+        )
+    metric_level = alpha / max(1, len(comparison.metrics))
+    for m in moved_down:
+        label = "WORSE" if m.significant else "moved down, not significant:"
+        flips = f"; flipped to fail: {', '.join(m.regressed)}" if m.regressed else ""
+        lines.append(
+            f"{label} {m.name}: passed {m.a} → {m.b} ({m.regressions} regressions, {m.improvements} improvements; "
+            f"one-sided sign test p={m.p_value:.3g} vs {metric_level:.2g} = α/{len(comparison.metrics)}){flips}"
+        )
+    for m in better:
+        lines.append(
+            f"better {m.name}: passed {m.a} → {m.b} ({m.regressions} regressions, {m.improvements} improvements; "
+            f"one-sided sign test p={m.p_value:.3g})"
+        )
     if not worse:
         lines.append(
-            f"nothing got worse: {len(comparison.metrics)} paired metrics checked on {comparison.matched} conversations"
+            f"nothing got significantly worse: {len(comparison.metrics)} paired metrics checked on "
+            f"{comparison.matched} conversations"
         )
     return ChangeVerdict(
         verdict=verdict,
@@ -142,6 +195,10 @@ def change_verdict(
         scenarios=scenarios,
         failures_before=before,
         failures_after=after,
+        fixed_flips=fixed,
+        broken_flips=broken,
+        p_value=p,
+        alpha=alpha,
         worse=worse,
         better=better,
         cost=cost,

@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 from simulator.analysis.rundata import RunData
+from simulator.config.variants import vignette_of
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
 from simulator.record.models import ConversationRecord, Verdict
@@ -237,13 +238,12 @@ def _one_group(
     mine = [v for v in verdicts if v.scenario_id in members]
     decided = [v for v in mine if v.result in ("pass", "fail")]
     failing = [v for v in decided if v.result == "fail"]
-    per_scenario = [
-        (
-            sum(v.result == "fail" for v in decided if v.scenario_id == s),
-            sum(v.scenario_id == s for v in decided),
-        )
-        for s in members
-    ]
+    cells: dict[str, list[int]] = {}  # (failed, decided) per vignette: the unit of the rate
+    for v in decided:
+        cell = cells.setdefault(vignette_of(v.scenario_id), [0, 0])
+        cell[0] += v.result == "fail"
+        cell[1] += 1
+    per_scenario = [(a, b) for a, b in cells.values()]
     entry = run.manifest.criterion(criterion_id)
     text = entry.criterion.strip() if entry else _code_criterion_text(criterion_id, failing)
     tags = sorted({t for s in members for t in (run.scenario_tags().get(s) or [])})

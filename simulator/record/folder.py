@@ -284,6 +284,7 @@ class RunFolder:
         # Readers (`open`) get held-out conversations sealed (record/seal.py); writers the real records.
         self.sealed = sealed
         self._held_out: set[str] | None = None
+        self._keep_state: frozenset[str] = frozenset()  # final-state keys a sealed record keeps
 
     def _lock_for_writing(self) -> None:
         """Hold the folder's writer lock for the life of this process: one writer at a time (run, resume,
@@ -354,9 +355,11 @@ class RunFolder:
         if not self.sealed:
             return set()
         if self._held_out is None:
-            from simulator.record.seal import held_out_scenarios
+            from simulator.record.seal import held_out_scenarios, outcome_keys
 
-            self._held_out = held_out_scenarios(self.read_manifest())
+            manifest = self.read_manifest()
+            self._held_out = held_out_scenarios(manifest)
+            self._keep_state = outcome_keys(manifest)
         return self._held_out
 
     @classmethod
@@ -467,7 +470,7 @@ class RunFolder:
             return records
         from simulator.record.seal import seal_record
 
-        return (seal_record(r) if r.scenario_id in sealed else r for r in records)
+        return (seal_record(r, self._keep_state) if r.scenario_id in sealed else r for r in records)
 
     def conversations_stored(self) -> Iterator[ConversationRecord]:
         """Every conversation record, each line read and validated as `conversations()` does, but with its
@@ -483,7 +486,7 @@ class RunFolder:
 
         def parse(text: str, where: str) -> ConversationRecord:
             record = _parse_line(text, ConversationRecord, migrate_conversation, where)
-            return seal_record(record) if record.scenario_id in sealed else record
+            return seal_record(record, self._keep_state) if record.scenario_id in sealed else record
 
         source = LineSource(path, parse)
         for offset, length, number, text in _lines(path):
@@ -491,7 +494,7 @@ class RunFolder:
             if record is None:
                 continue  # nested too deeply to read: skipped with its note, as read_jsonl does
             if record.scenario_id in sealed:
-                record = seal_record(record)
+                record = seal_record(record, self._keep_state)
             facts = facts_of_turns(record.turns)
             stored = StoredTurns(source, offset, length, number, record.id, facts)
             yield record.model_copy(update={"turns": stored})

@@ -72,6 +72,10 @@ class PickPart(StrictModel):
     id: str
     title: str
     offered: bool = True
+    # Why a simulated user that knows it (the offline user) tapped it: the facts, numbered from 1, that
+    # support it, and the basis (`fact`, `goal`, `negative`: none of the other options applies, `unsure`).
+    facts: list[int] | None = None
+    basis: Literal["fact", "goal", "negative", "unsure"] | None = None
 
 
 class MediaPart(StrictModel):

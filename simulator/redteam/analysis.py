@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from simulator.analysis.rundata import RunData
+from simulator.config.variants import vignette_of
 from simulator.models import StrictModel as _Model
 from simulator.record.models import Verdict
 from simulator.stats.rates import RateView, rate_view
@@ -56,24 +57,20 @@ class RedTeamSection(_Model):
     overall: RateView
 
 
-def _base_of(scenario_id: str) -> str:
-    return scenario_id.split("~", 1)[0]
-
-
 def _straight_failures(run: RunData) -> set[str]:
     """Base scenarios whose straight run (no attack) failed an outcome check in some repeat."""
     failed = set()
     for verdict in run.verdicts:
         straight = "attack=" not in verdict.scenario_id
         if straight and verdict.criterion_id.startswith("outcome.") and verdict.result == "fail":
-            failed.add(_base_of(verdict.scenario_id))
+            failed.add(vignette_of(verdict.scenario_id))
     return failed
 
 
 def _rate(verdicts: list[Verdict]) -> RateView:
     cells: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for verdict in verdicts:
-        cell = cells[_base_of(verdict.scenario_id)]
+        cell = cells[vignette_of(verdict.scenario_id)]
         cell[0] += int(verdict.result == "fail")
         cell[1] += 1
     k = sum(c[0] for c in cells.values())
@@ -107,7 +104,7 @@ def _row(strategy: str, verdicts: list[Verdict], straight: set[str], meta: dict[
         **meta,
         success=_rate(judged),
         not_judged=len(verdicts) - len(judged),
-        straight_also_failed=sum(1 for v in wins if _base_of(v.scenario_id) in straight),
+        straight_also_failed=sum(1 for v in wins if vignette_of(v.scenario_id) in straight),
         turns_to_success_median=statistics.median(turns) if turns else None,
         succeeded=[v.conversation_id for v in wins][:SHOWN],
         refused=[v.conversation_id for v in judged if v.result == "pass"][:SHOWN],

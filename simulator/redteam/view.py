@@ -51,9 +51,18 @@ def redteam_view(report: Report, everything: bool = False) -> Section:
         title="Succeeded and refused, side by side",
     )
     for r in section.strategies:
-        pairs.add(r.strategy, ", ".join(r.succeeded) or "—", ", ".join(r.refused) or "—")
+        won, held = r.success.k, r.success.n - r.success.k
+        pairs.add(r.strategy, listed(r.succeeded, won), listed(r.refused, held))
     blocks.append(pairs)
     return Section("redteam", "Red team: attack success", blocks)
+
+
+def listed(ids: list[str], total: int) -> str:
+    """The ids shown, and how many of `total` were left out: a list never stops silently (reading item 4)."""
+    if not ids:
+        return "—"
+    more = total - len(ids)
+    return ", ".join(ids) + (f" and {more} more (simulator show RUN)" if more > 0 else "")
 
 
 def redteam_metrics(section: RedTeamSection) -> dict[str, Any]:

@@ -45,6 +45,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "simulator.report.bot_faults_view",
     "simulator.report.sections_stats",
     "simulator.report.summary_view",
+    "simulator.report.severity",
     "simulator.report.simulator_views",
     "simulator.report.simulators_view",
     "simulator.report.length_view",

@@ -8,7 +8,19 @@ __all__ = ["html_section", "html_sections", "html_table"]
 from collections.abc import Iterable
 
 from simulator.report.html_parts import ci_plot, e, rate_cell
-from simulator.report.section import Block, Cell, Column, Figure, Figures, Findings, Note, Row, Section, Table
+from simulator.report.section import (
+    Block,
+    Cell,
+    Column,
+    Figure,
+    Figures,
+    FindingLine,
+    Findings,
+    Note,
+    Row,
+    Section,
+    Table,
+)
 
 
 def _cell(cell: Cell, column: Column) -> str:
@@ -54,16 +66,28 @@ def _row(row: Row, columns: list[Column]) -> str:
     """A row, and its details (if any) as one cell across the table under it."""
     cells = "".join(_cell(cell, column) for cell, column in zip(row.cells, columns, strict=True))
     out = (f'<tr class="st-{row.state}">' if row.state else "<tr>") + cells + "</tr>"
-    if row.details:
+    if row.details or row.links:
         body = "".join(f"<p>{e(d)}</p>" for d in row.details)
+        if row.links:
+            named = ", ".join(f'<a href="{e(link)}">{e(name)}</a>' for name, link in row.links)
+            body += f"<p>read: {named}</p>"
         out += f'<tr class="details"><td colspan="{len(columns)}">{body}</td></tr>'
     return out
+
+
+def _links(line: FindingLine) -> str:
+    """The conversations to read under a finding, each a link to its transcript when the page holds it."""
+    if not line.links:
+        return ""
+    named = ", ".join(f'<a href="{e(a)}">{e(c)}</a>' if a else e(c) for c, a in line.links)
+    more = f" and {line.left_out} more" if line.left_out else ""
+    return f" <span class=detail>· read: {named}{more}</span>"
 
 
 def _findings(findings: Findings) -> str:
     items = "".join(
         f'<li class="{f.level}"><span class="lvl">{f.level.upper()}</span>{e(f.title)}'
-        f"{f' <span class=detail>— {e(f.detail)}</span>' if f.detail else ''}</li>"
+        f"{f' <span class=detail>— {e(f.detail)}</span>' if f.detail else ''}{_links(f)}</li>"
         for f in findings.lines
     )
     return f'<ul class="findings">{items or f"<li class=info>{e(findings.empty)}</li>"}</ul>'

@@ -77,6 +77,9 @@ def _collapsed(console: Console, table: Table) -> None:
         console.print(f"[green]{escape(table.collapsed_note)}[/] [dim]· report --all lists them[/]")
 
 
+TERMINAL_LINKS = 3  # conversations named under a finding in the terminal; the line says how many more
+
+
 def _findings(console: Console, findings: Findings) -> None:
     """BUG, WARNING and INFO lines, the level coloured, the detail dim."""
     if not findings.lines:
@@ -84,6 +87,11 @@ def _findings(console: Console, findings: Findings) -> None:
     for line in findings.lines:
         detail = f" [dim]— {escape(line.detail)}[/]" if line.detail else ""
         console.print(f"[{_LEVEL_STYLE[line.level]}]{line.level.upper():8}[/] {escape(line.title)}{detail}")
+        if line.links:  # the first few on the first screen; the HTML links every one it lists
+            shown = line.links[:TERMINAL_LINKS]
+            more = line.left_out + len(line.links) - len(shown)
+            tail = f" and {more} more" if more else ""
+            console.print(f"         [dim]read: {escape(', '.join(c for c, _ in shown))}{tail}[/]")
 
 
 def _figures(console: Console, figures: Figures) -> None:

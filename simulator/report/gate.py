@@ -231,7 +231,8 @@ def _advise(
             f"(rate {pct(rate.rate)}, the same spread between scenarios)"
         )
     if clean is not None:
-        parts.append(f"{g + clean} scenarios ({clean} more) if none of the new ones fails")
+        # Reading item 13: the optimistic projection is named as the best case, after the observed-rate one.
+        parts.append(f"at best {g + clean} scenarios ({clean} more), and only if none of the new ones fails")
     repeats = repeats_needed(obs, cl.icc, meets) if rate.per_scenario else None
     if repeats is not None:
         parts.append(

@@ -109,8 +109,7 @@ def render_html(report: Report, header: str = "", everything: bool = False) -> s
     run = report.run
     title = f"simulator report · {run.suite} · {run.run_id}"
     meta = (
-        f"bot {run.bot} · user {run.user_model} · judge {run.judge_model or '–'} · {run.scenarios} scenarios × "
-        f"{run.runs} runs = {run.conversations} conversations · status {run.status} · judge set "
+        f"bot {run.bot} · user {run.user_model} · judge {run.judge_model or '–'} · {run.counted} · status {run.status} · judge set "
         f"{short_hash(run.judge_set)} · started {run.created_at:%Y-%m-%d %H:%M} UTC · generated "
         f"{report.generated_at:%Y-%m-%d %H:%M} UTC"
     )

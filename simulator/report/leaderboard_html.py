@@ -19,8 +19,8 @@ W, H, PAD = 640, 360, 56
 
 
 def _bounds(view: RateView) -> tuple[float, float]:
-    """The interval drawn: scenario-clustered when the rate pools repeats of scenarios."""
-    return view.clustered_or_wilson
+    """The interval drawn: the rate's one interval (RateView.interval), as the report draws it."""
+    return view.interval
 
 
 def cost_quality_svg(board: Leaderboard) -> str:

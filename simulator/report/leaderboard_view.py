@@ -38,8 +38,8 @@ def _rate(view: RateView | None) -> str:
         return "n/a"
     if view.rate is None:
         return f"{view.k}/{view.n} n/a"
-    # The scenario-clustered interval when the rate pools repeats of scenarios (it always does here).
-    low, high = view.clustered_or_wilson
+    # The rate's one interval, as the report draws it (clustered when it pools a vignette's conversations).
+    low, high = view.interval
     return f"{pct(view.rate)} ({pct(low)}–{pct(high)}) {view.k}/{view.n}"
 
 

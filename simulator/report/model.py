@@ -46,6 +46,7 @@ from simulator.analysis.tables import (
     scenario_rows,
     tag_rows,
 )
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
 from simulator.record.compact import Sharing
 from simulator.record.models import ConversationRecord, Evidence, Verdict
@@ -96,6 +97,17 @@ class RunInfo(_Model):
     scenarios: int
     conversations: int
     planned: int
+    # Distinct vignettes (base scenarios): the unit of every rate; `scenarios` counts their variants too.
+    vignettes: int = 0
+
+    @property
+    def counted(self) -> str:
+        """The header's count of the evidence, vignettes first: `22 vignettes, 168 variants × 1 runs = 168
+        conversations`; `22 vignettes × 3 runs = 66 conversations` when no vignette has variants."""
+        vignettes = self.vignettes or self.scenarios
+        variants = f", {self.scenarios} variants" if self.scenarios != vignettes else ""
+        return f"{vignettes} vignettes{variants} × {self.runs} runs = {self.conversations} conversations"
+
     git_commit: str | None
     package_version: str
     judge_set: str | None
@@ -121,6 +133,8 @@ class Finding(_Model):
     level: Literal["bug", "warning", "info"]
     title: str
     detail: str = ""
+    # The conversations to read for it (the summary links each to its transcript).
+    conversations: list[str] = Field(default_factory=list)
 
 
 class TranscriptTurn(_Model):
@@ -238,6 +252,7 @@ def _run_info(run: RunData) -> RunInfo:
         else manifest.models.judge,
         runs=run.runs,
         scenarios=len({r.scenario_id for r in run.conversations}),
+        vignettes=len({vignette_of(r.scenario_id) for r in run.conversations}),
         conversations=len(run.conversations),
         planned=manifest.planned,
         git_commit=manifest.git_commit,
@@ -382,6 +397,7 @@ def _scenario_bugs(report: Report) -> list[Finding]:
             level="bug",
             title=f"{row.id} failed {row.statuses['fail']} of {row.conversations} runs ({report.high_stakes_tag})",
             detail="failing: " + ", ".join(row.failing_criteria) + f"; repeats {row.failed_repeats}",
+            conversations=[f"{row.id}#{repeat}" for repeat in row.failed_repeats],
         )
         for row in report.scenarios
         if row.bug
@@ -398,12 +414,21 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
     if outcome is None:
         return found
     sens = outcome.critical_sensitivity
+    rank = {level: i for i, level in enumerate(outcome.levels)}
+    missed = [
+        c.conversation_id
+        for c in outcome.cases
+        if c.kind != "error"
+        and rank[c.expected] >= rank[outcome.critical]
+        and rank.get(c.actual, -1) < rank[outcome.critical]
+    ]
     if sens.n and sens.k < sens.n:
         found.append(
-            _finding(
-                "bug",
-                f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
-                f"{outcome.critical} sensitivity {sens.lead_text}",
+            Finding(
+                level="bug",
+                title=f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
+                detail=f"{outcome.critical} sensitivity {sens.lead_text}",
+                conversations=missed,
             )
         )
     undecided = outcome.under_triage.k - outcome.under_triage_decided.k
@@ -412,7 +437,11 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
             detail = ""
             if name == "under-triage" and undecided:
                 detail = f"incl. {undecided} with no decision on a case that needed one"
-            found.append(Finding(level="warning", title=f"{name}: {value.lead_text}", detail=detail))
+            kinds = ("under", "no_decision", "other") if name == "under-triage" else ("no_decision", "other")
+            ids = [c.conversation_id for c in outcome.cases if c.kind in kinds]
+            found.append(
+                Finding(level="warning", title=f"{name}: {value.lead_text}", detail=detail, conversations=ids)
+            )
         elif value.needs_more_runs:
             found.append(
                 _finding(
@@ -497,6 +526,12 @@ _SOURCE_TEXT = {
         "fix the persona or user",
     ),
     "judge": ("flaky judge", "identical transcripts, different verdicts: tighten the rubric"),
+    "undetermined": (
+        "flaky, source not established",
+        "the simulated user told a fact in some repeats and not in others, but the failing repeats did not "
+        "miss it more often than chance allows (one-sided Fisher test, α = 0.05): no evidence either way "
+        "whether the bot or the simulated user varied; run more repeats",
+    ),
     "unaudited": (
         "flaky, source unknown",
         "the simulated user's words differed and nothing audited it (no fact provenance, no fidelity "

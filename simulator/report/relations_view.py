@@ -24,16 +24,16 @@ RELATIONS_NOTE = (
 
 
 def _clustered(rate: RateView) -> str:
-    """`9/10 = 90.0% (52.3%–98.7%)` (clustered), or `0/17 = 0.0% (≤16.2%)` when nothing happened."""
-    cl = rate.clustered
+    """`9/10 = 90.0% (59.6%–98.2%)`, or `0/17 = 0.0% (≤16.2%)` when nothing happened: the rate's one
+    interval (`RateView.interval`, `shown_bound`), the same the HTML cell and the safety case draw."""
     if rate.rate is None:
         return "n/a (nothing judged)"
     shown = f"{rate.k}/{rate.n} = {pct(rate.rate)}"
-    if cl is not None and cl.bound is not None:
-        return f"{shown} (≤{pct(cl.bound)})"
-    if cl is not None:
-        return f"{shown} ({pct(cl.low)}–{pct(cl.high)})"
-    return shown
+    bound = rate.shown_bound
+    if bound is not None:
+        return f"{shown} (≤{pct(bound)})"
+    low, high = rate.interval
+    return f"{shown} ({pct(low)}–{pct(high)})"
 
 
 def clustered_rate_cell(rate: RateView, bad: bool) -> Cell:

@@ -71,6 +71,9 @@ class Row:
     # Paragraphs shown under the row (quoted evidence, advice): HTML as a row across the table, the
     # terminal as dim lines after it.
     details: list[str] = field(default_factory=list)
+    # Conversations to read for this row, each (id, link): the HTML draws links under the row (the desk's
+    # safety page links each failing conversation to its transcript); the terminal leaves them to details.
+    links: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -108,6 +111,10 @@ class FindingLine:
     level: Literal["bug", "warning", "info"]
     title: str
     detail: str = ""
+    # Conversations to read, each with its in-page anchor (`#t3`) or None when its transcript is not shown;
+    # `left_out` more were not listed.
+    links: list[tuple[str, str | None]] = field(default_factory=list)
+    left_out: int = 0
 
 
 @dataclass

@@ -23,13 +23,14 @@ from simulator.report.section import (
     rate_cell,
     text,
 )
-from simulator.stats.rates import pct
+from simulator.stats.rates import CITE, pct
 
 _SOURCE_FLAG = {
     "bot": "FLAKY-BOT",
     "simulation": "FLAKY-SIM",
     "judge": "FLAKY-JUDGE",
     "unaudited": "FLAKY-UNAUDITED",
+    "undetermined": "FLAKY-UNDETERMINED",
 }
 _ABOUT = "kind · severity · category"
 SHOWN_ERRORS = 20  # error rows the terminal shows; HTML and JSON hold every one
@@ -105,7 +106,8 @@ def outcome_section(report: Report) -> Section:
         Note(
             f"Levels, lowest first: {' < '.join(outcome.levels)}. Rows are what the scenario expects, columns "
             f"{what}. Errored conversations ({outcome.errored}) are shown in the matrix but left "
-            "out of every rate; conversations that ended without a decision are their own column and rate."
+            "out of every rate; conversations that ended without a decision are their own column and rate. "
+            + CITE
         ),
         *([] if by_state else [Note(f"Outcome read from: {source_words(outcome.source, outcome.counts)}.")]),
         matrix,

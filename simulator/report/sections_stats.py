@@ -17,15 +17,24 @@ STATS_NOTE = (
     "Repeats of a scenario are not independent trials, so each pooled rate also has a scenario-clustered "
     "interval, its effective sample size (n_eff, between the number of scenarios and of conversations) and "
     "the intraclass correlation. With no failures, the bound rests on the distinct scenarios. Errored "
-    "conversations are left out of every rate; the last column shows the rate had they all failed or all passed."
+    "conversations are left out of every rate; the last column shows the rate had they all failed or all passed. "
+    "How to read n_eff and ICC: n_eff is how many independent conversations the evidence is worth; when it "
+    "equals the number of scenarios (ICC 1.00), every repeat of a scenario went the same way, so the repeats "
+    "added nothing and only more scenarios (clinical cases) would narrow the interval. ICC near 0: the "
+    "repeats varied as independent trials would."
+)
+SAME_AT_EVERY_K = (
+    "pass^k is the same at every k: each scenario passed all its repeats or none (a deterministic bot or "
+    "user), so repeating a scenario tells nothing new; run more scenarios, not more repeats."
 )
 
 
 def _clustered_row(table: Table, name: str, value: RateView) -> None:
     cl = value.clustered
     clustered = "–" if cl is None else f"{pct(cl.low)}–{pct(cl.high)}"
-    if cl is not None and cl.bound is not None:
-        clustered += f"; fail ≤{pct(cl.bound)} on {cl.scenarios} scenarios"
+    if cl is not None and cl.bound is not None:  # nothing against the rate: its one-sided bound instead
+        side = f"≥{pct(1 - cl.bound)}" if value.counts == "successes" else f"≤{pct(cl.bound)}"
+        clustered = f"{side} on {cl.scenarios} scenarios, one-sided"
     missing = (
         "–" if not value.errored else f"{pct(value.worst)} / {pct(value.best)} ({value.errored} errored)"
     )
@@ -83,6 +92,8 @@ def stats_section(report: Report) -> Section:
         for row in worst:
             table.add(str(row.k), pct(row.value), pct(row.worst_at_k), number(row.worst_scenarios or 0))
         blocks.append(table)
+        if len(worst) > 1 and len({round(row.value, 6) for row in worst}) == 1:  # reading item 11
+            blocks.append(Note(SAME_AT_EVERY_K))
     spreads = [s for s in report.spread if s.repeats > 1]
     if spreads:
         table = Table(

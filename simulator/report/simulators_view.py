@@ -16,8 +16,10 @@ SIMULATORS_NOTE = (
     "Every scenario × repeat was played by each simulated user. Rates: unit judged conversations (errors "
     "and not-judged left out), 95% intervals. The error rate is a range, not one number: a simulated "
     "patient is not a real one. A scenario failed under a simulator when any of its repeats failed there: "
-    "robust = failed under every simulator (the bot's); one simulator = failed under that one only (likely "
-    "the simulator's doing: read those transcripts first)."
+    "robust = failed under every simulator (the bot's); likely simulator-induced = failed under that one only, "
+    "and the test below finds the bot fails more under that simulator than under each other one (Holm p < "
+    "0.05: read those transcripts first); under one only without that: no evidence either way (an "
+    "intermittent bot flaw often fails under one simulator by chance)."
 )
 TEST_NOTE = (
     "Do the simulators differ? Clustered McNemar test over the pairs (scenario, repeat) judged under both, "
@@ -56,13 +58,16 @@ def simulators_view(report: Report, everything: bool = False) -> Section:
     if section.scenarios:
         failures = Table(
             [Column("failed scenario"), Column("failed under"), Column("passed under"), Column("reading")],
-            title=f"Bot failures by simulator ({section.robust} robust, {section.one_simulator} under one "
-            "simulator only)",
+            title=f"Bot failures by simulator ({section.robust} robust, {section.one_simulator} likely "
+            "simulator-induced)",
         )
         for s in section.scenarios:
             reading = {
                 "robust": text("robust: the bot's", "fail"),
-                "one simulator": text(f"{s.failed_under[0]} only: likely simulator-induced", "warn"),
+                "one simulator": text(
+                    f"{s.failed_under[0]} only: likely simulator-induced (p={s.p_value or 0:.2g})", "warn"
+                ),
+                "one simulator, no evidence": text(f"{s.failed_under[0]} only: no evidence either way"),
                 "some simulators": text("some simulators", "warn"),
             }[s.attribution]
             failures.add(s.scenario, ", ".join(s.failed_under), ", ".join(s.passed_under) or "—", reading)
@@ -106,8 +111,11 @@ def simulator_findings(section: SimulatorsSection | None) -> list[Finding]:
         found.append(
             Finding(
                 level="warning",
-                title=f"{section.one_simulator} failed scenarios fail under one simulated user only",
-                detail="likely simulator-induced: " + ", ".join(names[:5]) + (" …" if len(names) > 5 else ""),
+                title=f"{section.one_simulator} failed scenarios fail under one simulated user only, and the bot "
+                "fails more under that one than under the others (clustered test, Holm p < 0.05)",
+                detail="likely simulator-induced: "
+                + ", ".join(names[:5])
+                + (f" and {len(names) - 5} more" if len(names) > 5 else ""),
             )
         )
     return found
@@ -116,6 +124,7 @@ def simulator_findings(section: SimulatorsSection | None) -> list[Finding]:
 _READING = {
     "robust": "fails under every simulated user: robust",
     "one simulator": "fails under this simulated user only: likely simulator-induced",
+    "one simulator, no evidence": "fails under this simulated user only, not beyond chance: no evidence either way",
     "some simulators": "fails under some simulated users, not all",
 }
 

@@ -19,6 +19,7 @@ from simulator.stats.rates import RateView, pct
 
 _ORDER = {"bug": 0, "warning": 1, "info": 2}
 SHOWN_CRITICAL_CRITERIA = 4  # without an outcome key: the critical criteria's failure rates shown first
+LINKED = 10  # conversations linked under one finding; the line says how many more there are
 
 
 def rate_sub(value: RateView) -> str:
@@ -28,7 +29,8 @@ def rate_sub(value: RateView) -> str:
         return f"{value.k}/{value.n} · nothing measured"
     _, _, inner = value.lead_short.partition(" (")
     inner = inner[:-1].replace(f"; {value.moved}", "") if value.moved else inner[:-1]  # the note says it
-    sub = f"{value.k}/{value.n} · {100 * value.confidence:g}% CI {inner}"
+    kind = "" if value.shown_bound is not None else " CI"  # a bound alone is not an interval
+    sub = f"{value.k}/{value.n} · {100 * value.confidence:g}%{kind} {inner}"
     span = value.missing_range
     if span is not None and not value.errors_could_move:
         ends = "failed or passed" if value.counts == "successes" else "passed or failed"
@@ -75,9 +77,14 @@ def _critical(report: Report) -> list[Figure]:
 def _others(report: Report) -> list[Figure]:
     """The calmer figures: conversations passing, over-triage, errors, the turn limit, cost, latency."""
     overall = report.overall
+    llm = [r for r in report.criteria if r.kind == "llm"]
+    unjudged = bool(llm) and all(r.counts.passed + r.counts.failed == 0 for r in llm)
     figures = [
         Figure(
-            "conversations passing",
+            # Reading item 8: with every LLM criterion unjudged, the figure covers the code checks only.
+            "conversations passing the code checks (no LLM criterion judged)"
+            if unjudged
+            else "conversations passing",
             pct(overall.rate),
             rate_sub(overall),
             rate=overall,
@@ -119,8 +126,15 @@ def _others(report: Report) -> list[Figure]:
 
 def summary_section(report: Report) -> Section:
     """The critical rates, the findings (bugs, then warnings, then information), then the other figures."""
+    anchors = {t.id: f"#t{i}" for i, t in enumerate(report.transcripts)}
     lines = [
-        FindingLine(f.level, f.title, f.detail)
+        FindingLine(
+            f.level,
+            f.title,
+            f.detail,
+            [(c, anchors.get(c)) for c in f.conversations[:LINKED]],
+            max(0, len(f.conversations) - LINKED),
+        )
         for f in sorted(report.findings, key=lambda f: _ORDER[f.level])
     ]
     critical = _critical(report)

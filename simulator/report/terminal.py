@@ -22,7 +22,7 @@ def _header(console: Console, report: Report) -> None:
     console.print(
         f"suite [bold]{escape(run.suite)}[/] · bot {escape(run.bot)} · user {escape(run.user_model)} · "
         f"judge {escape(run.judge_model or '–')}\n"
-        f"status {run.status} · {run.scenarios} scenarios × {run.runs} runs = {run.conversations} conversations "
+        f"status {run.status} · {run.counted} "
         f"(planned {run.planned}) · judge set {short_hash(run.judge_set)}"
     )
     for line in run.provider_limits:  # the pace each provider settled on (docs/reliability.md)

@@ -128,7 +128,8 @@ def render_comparison(comparison: RunComparison, console: Console | None = None,
         f"A (baseline)  {escape(comparison.a)}\nB (candidate) {escape(comparison.b)}", overflow="fold"
     )
     console.print(
-        f"{comparison.matched} conversations matched on (scenario, repeat); only in A: {len(comparison.only_in_a)}, "
+        f"{comparison.matched} conversations matched on (scenario, repeat) over {comparison.vignettes} vignettes; "
+        f"only in A: {len(comparison.only_in_a)}, "
         f"only in B: {len(comparison.only_in_b)}"
     )
     _config_differences(console, comparison)

@@ -22,6 +22,7 @@ from typing import Literal
 
 from simulator.analysis.outcome import actual_outcome, decided_outcome
 from simulator.analysis.rundata import RunData
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.report.gate import evaluate, gate_metrics, parse_requirement
@@ -116,7 +117,7 @@ def _own_rate(run: RunData, statuses: dict[str, str]) -> RateView:
     for record in run.conversations:
         status = statuses[record.id]
         if status in ("pass", "fail"):
-            cell = cells.setdefault(record.scenario_id, [0, 0])
+            cell = cells.setdefault(vignette_of(record.scenario_id), [0, 0])
             cell[0] += int(status == "fail")
             cell[1] += 1
     pairs = [(k, n) for k, n in cells.values()]

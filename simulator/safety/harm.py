@@ -21,6 +21,7 @@ import math
 
 from simulator.analysis.outcome import ERROR, NO_DECISION, OTHER, actual_outcome, outcome_metrics
 from simulator.analysis.rundata import RunData
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
 from simulator.stats.basic import z_for_confidence
 from simulator.stats.clustered import clustered_zero_failure_bound, wilson_score
@@ -74,8 +75,14 @@ def _interval(per_scenario: list[tuple[float, int]], biggest: float) -> tuple[fl
     if g >= 2:
         robust = g / (g - 1) * math.fsum((h - mean * n) ** 2 for h, n in per_scenario) / total_n**2
     if robust > 0.0:
-        half = t_critical(0.95, g - 1) * math.sqrt(robust)
-        return max(0.0, mean - half), mean + half, f"cluster-robust, t with {g - 1} df over {g} scenarios"
+        # On the log scale (delta method): harm was seen, so the interval never reaches 0 (reading item 12);
+        # it widens upward when the harm sits in few vignettes.
+        spread = t_critical(0.95, g - 1) * math.sqrt(robust) / mean
+        return (
+            mean * math.exp(-spread),
+            mean * math.exp(spread),
+            f"cluster-robust on the log scale, t with {g - 1} df over {g} scenarios",
+        )
     if biggest <= 0.0:
         return 0.0, 0.0, "no cell has a weight"
     if mean == 0.0:
@@ -106,7 +113,7 @@ def harm_weighted(run: RunData) -> HarmWeighted | None:
             continue
         weight = _weight(weights, expected, actual, levels[0])
         counts[(expected, actual)] = counts.get((expected, actual), 0) + 1
-        cell = by_scenario.setdefault(record.scenario_id, [0.0, 0])
+        cell = by_scenario.setdefault(vignette_of(record.scenario_id), [0.0, 0])
         cell[0] += weight
         cell[1] += 1
     pairs = [(h, int(n)) for h, n in by_scenario.values()]

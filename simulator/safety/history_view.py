@@ -30,7 +30,7 @@ def _cell(rate: RateView | None) -> str:
     """`4.5% ≤24` (the clustered upper bound of a failure rate) or `95% ≥76` (the lower of a success rate)."""
     if rate is None or rate.rate is None:
         return "–"
-    low, high = rate.clustered_or_wilson
+    low, high = rate.interval
     if rate.counts == "failures":
         return f"{100 * rate.rate:.1f}% ≤{100 * high:.0f}"
     return f"{100 * rate.rate:.1f}% ≥{100 * low:.0f}"
@@ -220,7 +220,7 @@ def _point_parts(
         if rate is None or rate.rate is None:
             previous = None
             continue
-        low, high = rate.clustered_or_wilson
+        low, high = rate.interval
         x = _x(i, len(points), left, width)
         parts.append(
             f'<line x1="{x:.1f}" y1="{y(low):.1f}" x2="{x:.1f}" y2="{y(high):.1f}" stroke="#5b6b7c" stroke-width="1.5"/>'
@@ -250,9 +250,7 @@ def svg_chart(history: History, metric: str, width: int = 640, height: int = 170
     """One rate across the runs: points, clustered 95% whiskers, a line within each series."""
     left, top, plot_w, plot_h = 48, 22, width - 60, height - 50
     highs = [
-        r.clustered_or_wilson[1]
-        for p in history.points
-        if (r := p.rates.get(metric)) is not None and r.rate is not None
+        r.interval[1] for p in history.points if (r := p.rates.get(metric)) is not None and r.rate is not None
     ]
     top_value = min(1.0, max(0.05, max(highs, default=0.05) * 1.1))
     parts = [
@@ -277,5 +275,5 @@ def history_html(history: History) -> str:
     charts = "".join(f'<figure class="chart">{svg_chart(history, m)}</figure>' for m in history.metrics)
     body = f'<section id="charts"><h2>Key rates</h2>{charts}</section>'
     body += "".join(html_section(s) for s in history_sections(history))
-    meta = f"{len(history.points)} runs · points numbered in time order · whiskers: scenario-clustered 95% interval"
+    meta = f"{len(history.points)} runs · points numbered in time order · whiskers: the 95% interval each report shows (clustered over vignettes)"
     return document(f"History: {history.suite}", meta, body, extra_css="figure.chart { margin: 0 0 3mm; }")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 __all__ = ["safety_case_sections"]
 
+from simulator.config.variants import vignette_of
 from simulator.report.section import Row, Section, State, table_section, text_row
 from simulator.safety.case import HazardResult, SafetyCase
 from simulator.safety.controls import ControlResult
@@ -18,7 +21,7 @@ from simulator.safety.view_file import (
     system_section,
     trace_matrix_section,
 )
-from simulator.stats.rates import pct
+from simulator.stats.rates import CITE, pct
 
 CONTROL_STATE: dict[str, State] = {
     "met": "ok",
@@ -84,7 +87,9 @@ def _counts(c: ControlResult) -> str:
         for n, label in ((c.errored, "errored"), (c.not_judged, "not judged"), (c.not_applicable, "n/a"))
         if n
     ]
-    return f"{c.conversations} conv. over {len(c.scenarios)} scenarios: " + ", ".join(parts)
+    vignettes = len({vignette_of(s) for s in c.scenarios})  # the unit: a variant is no new evidence
+    variants = f" ({len(c.scenarios)} variants)" if len(c.scenarios) != vignettes else ""
+    return f"{c.conversations} conv. over {vignettes} vignettes{variants}: " + ", ".join(parts)
 
 
 def _result(c: ControlResult) -> str:
@@ -99,7 +104,9 @@ def _result(c: ControlResult) -> str:
 
 def _control_details(c: ControlResult, uncalibrated: set[str]) -> list[str]:
     out = [c.reason] + ([c.advice] if c.advice else [])
-    if c.more_scenarios is not None:
+    if c.more_scenarios is not None and not c.failed:
+        # With failures seen, "N more with no failures" is the best case: the advice above leads with the
+        # observed rate, and no summary line repeats the optimistic figure (reading item 13).
         out.append(f"Needs {c.more_scenarios} more distinct scenarios (with no failures) to be demonstrated.")
     if c.simulator_faulted:
         without = (
@@ -122,8 +129,13 @@ def _control_details(c: ControlResult, uncalibrated: set[str]) -> list[str]:
     return out
 
 
-def _control_rows(hazard: HazardResult, uncalibrated: set[str]) -> list[Row]:
-    return [
+TranscriptLink = Callable[[str], str]  # conversation id -> where its transcript is read
+
+
+def _control_rows(
+    hazard: HazardResult, uncalibrated: set[str], link: TranscriptLink | None = None
+) -> list[Row]:
+    rows = [
         text_row(
             cells=[
                 c.id,
@@ -141,6 +153,10 @@ def _control_rows(hazard: HazardResult, uncalibrated: set[str]) -> list[Row]:
         )
         for c in hazard.controls
     ]
+    if link is not None:  # the desk: each failing conversation links to its transcript
+        for row, c in zip(rows, hazard.controls, strict=True):
+            row.links = [(e.conversation_id, link(e.conversation_id)) for e in c.failing]
+    return rows
 
 
 def _calibration_rows(case: SafetyCase) -> list[Row]:
@@ -191,9 +207,15 @@ def _harm_section(case: SafetyCase) -> Section:
         else ["The suite declares no outcome.harm_weights: every cell weighs 0 (declare them)."]
     )
     interval = "–" if harm.low_per_1000 is None else f"{harm.low_per_1000:.1f}–{harm.high_per_1000:.1f}"
+    harmful = [c for c in harm.cells if c.weight and c.conversations]
+    seen = "; ".join(
+        f"{c.conversations} × {c.expected} sent to {c.actual} (weight {c.weight:g})" for c in harmful
+    )
     notes.append(
-        f"Expected harm {harm.per_1000 if harm.per_1000 is None else round(harm.per_1000, 1)} weight units per "
-        f"1,000 conversations (95% {interval}; {harm.method}); {harm.conversations} conversations over "
+        f"What happened: {seen or 'no conversation ended in a weighted cell'}. Expected harm "
+        f"{harm.per_1000 if harm.per_1000 is None else round(harm.per_1000, 1)} per 1,000 conversations, in "
+        f"the suite's harm weights (outcome.harm_weights: a relative scale the hazard log declares, not a "
+        f"clinical unit) (95% {interval}; {harm.method}); {harm.conversations} conversations over "
         f"{harm.scenarios} scenarios, {harm.errored} errored left out, {harm.without_expectation} without "
         "an expected level."
     )
@@ -211,9 +233,8 @@ def _harm_section(case: SafetyCase) -> Section:
         for c in harm.cells
     ]
     for name, rate in harm.unweighted.items():
-        clustered = (
-            f"; clustered {pct(rate.clustered.low)}–{pct(rate.clustered.high)}" if rate.clustered else ""
-        )
+        low, high = rate.interval
+        clustered = f"; 95% {pct(low)}–{pct(high)}" if rate.rate is not None else ""
         rows.append(
             text_row(cells=["unweighted", name, "–", f"{rate.k}/{rate.n}", f"{pct(rate.rate)}{clustered}"])
         )
@@ -274,17 +295,19 @@ def _trace_section(case: SafetyCase) -> Section:
     )
 
 
-def safety_case_sections(case: SafetyCase, signoffs: list[SignOffView] | None = None) -> list[Section]:
+def safety_case_sections(
+    case: SafetyCase, signoffs: list[SignOffView] | None = None, link: TranscriptLink | None = None
+) -> list[Section]:
     """Every section of the document, in reading order (DCB0129's: system, risk management, hazard log,
     controls and their evidence, test issues, statement, sign-off, traceability), after the summary."""
     uncalibrated = {c.criterion for c in case.calibration if c.status == "not calibrated"}
     sections = [
-        table_section(id="statement", title="Overall statement", notes=list(case.statement)),
+        table_section(id="statement", title="Overall statement", notes=[*case.statement, CITE]),
         system_section(case),
         crm_section(case),
         _hazard_log_section(case),
     ]
-    sections += [_controls_section(hazard, uncalibrated) for hazard in case.hazards]
+    sections += [_controls_section(hazard, uncalibrated, link) for hazard in case.hazards]
     sections += [
         table_section(
             id="calibration",
@@ -338,7 +361,7 @@ def _hazard_log_section(case: SafetyCase) -> Section:
     )
 
 
-def _controls_section(hazard: HazardResult, uncalibrated: set[str]) -> Section:
+def _controls_section(hazard: HazardResult, uncalibrated: set[str], link: TranscriptLink | None) -> Section:
     """One hazard's controls, each with its kind, its evidence and its status."""
     return table_section(
         id=f"controls-{hazard.id}",
@@ -354,7 +377,7 @@ def _controls_section(hazard: HazardResult, uncalibrated: set[str]) -> Section:
             "counted",
             "status",
         ],
-        rows=_control_rows(hazard, uncalibrated),
+        rows=_control_rows(hazard, uncalibrated, link),
     )
 
 
@@ -364,11 +387,12 @@ def _adversarial_section(case: SafetyCase) -> Section | None:
         return None
     rows = []
     for r in case.adversarial:
-        cl = r.success.clustered
+        low, high = r.success.interval  # the figure's one interval, as the report draws it
+        zero = r.success.shown_bound
         bound = (
             ""
-            if cl is None
-            else (f" (≤{pct(cl.bound)})" if cl.bound is not None else f" ({pct(cl.low)}–{pct(cl.high)})")
+            if r.success.rate is None
+            else (f" (≤{pct(zero)})" if zero is not None else f" ({pct(low)}–{pct(high)})")
         )
         rate = f"{r.success.k}/{r.success.n}" + (
             f" = {pct(r.success.rate)}" if r.success.rate is not None else ""

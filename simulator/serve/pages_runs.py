@@ -23,6 +23,7 @@ from simulator.report.model import PICK_JUDGE_SET, Report
 from simulator.report.verdict_order import group_verdicts
 from simulator.serve.reader import ReaderFilter, matching, neighbours
 from simulator.serve.render import page, templates
+from simulator.stats.rates import CITE
 from simulator.voice.audio_files import AUDIO_DIR
 
 
@@ -40,7 +41,12 @@ def _options(report: Report) -> dict[str, list[str]]:
 async def runs_list(request: Request) -> Response:
     desk = _desk(request)
     return page(
-        request, "runs.html", title="Runs", rows=desk.index.summaries(), root=str(desk.config.runs_dir)
+        request,
+        "runs.html",
+        title="Runs",
+        rows=desk.index.summaries(),
+        root=str(desk.config.runs_dir),
+        cite=CITE,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = ["routes"]
 
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -48,6 +49,11 @@ def _book(request: Request) -> SignOffBook:
     return SignOffBook(_desk(request).config.data_folder)
 
 
+def _transcript_link(run: str) -> Callable[[str], str]:
+    """Where the desk shows a conversation of `run` (the reader page), for the failing evidence links."""
+    return lambda cid: f"/runs/{quote(run)}/c/{quote(cid, safe='')}"
+
+
 def failing_links(case: SafetyCase, run: str) -> Section:
     """Every failing conversation a control cites, each a link to its transcript in the desk's reader."""
     rows = [
@@ -55,7 +61,7 @@ def failing_links(case: SafetyCase, run: str) -> Section:
             [
                 text(
                     e.conversation_id,
-                    link=f"/runs/{quote(run, safe='')}/c/{quote(e.conversation_id, safe='')}",
+                    link=_transcript_link(run)(e.conversation_id),
                 ),
                 text(h.id),
                 text(c.id),
@@ -82,7 +88,7 @@ async def safety_page(request: Request) -> Response:
     drawn = []
     # The printable document's sections and matrix (drawn by the report's HTML renderer, escaped there); the
     # sign-off is this page's own form below.
-    for section in safety_case_sections(case, views):
+    for section in safety_case_sections(case, views, _transcript_link(name)):
         if section.id == "hazards":
             drawn.append(Markup(matrix_html(case)))
         if section.id == "calibration":  # after the controls: their failing conversations, linked

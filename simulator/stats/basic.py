@@ -17,6 +17,7 @@ __all__ = [
     "Interval",
     "Rate",
     "binomial_test",
+    "bound_words",
     "cohens_kappa",
     "k_grid",
     "margin_of_error",
@@ -121,14 +122,24 @@ class Rate:
     def __str__(self) -> str:
         if self.rate is None:
             return f"{self.k}/{self.n} = n/a (no cases)"
-        ci = f"{_conf_label(self.confidence)} CI {self.interval.percent()}"
-        text = f"{self.k}/{self.n} = {pct(self.rate)} ({ci}"
-        if self.zero_failure_bound is not None:
-            text += (
-                f"; no failures: failure rate ≤ {pct(self.zero_failure_bound)}"
-                f" at {_conf_label(self.confidence)} one-sided"
+        if (
+            self.zero_failure_bound is not None
+        ):  # one bound, in the direction of the rate (not a 2nd interval)
+            return (
+                f"{self.k}/{self.n} = {pct(self.rate)} ({bound_words(self.zero_failure_bound, self.counts)}"
+                + (f", {_conf_label(self.confidence)} one-sided)")
             )
-        return text + ")"
+        ci = f"{_conf_label(self.confidence)} CI {self.interval.percent()}"
+        return f"{self.k}/{self.n} = {pct(self.rate)} ({ci})"
+
+
+def bound_words(zero_failure_bound: float, counts: Counts) -> str:
+    """The one-sided bound of a rate with nothing against it, in the rate's own direction: `none seen: at
+    most 4.4%` for a rate that counts events (errors, under-triage), `none missed: at least 95.6%` for one
+    that counts successes (sensitivity); never "fail" for a rate that is not a failure rate."""
+    if counts == "successes":
+        return f"none missed: at least {pct(1 - zero_failure_bound)}"
+    return f"none seen: at most {pct(zero_failure_bound)}"
 
 
 def z_for_confidence(confidence: float = 0.95) -> float:

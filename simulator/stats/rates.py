@@ -4,7 +4,7 @@ or passed (missing data is not missing at random)."""
 
 from __future__ import annotations
 
-__all__ = ["RateView", "pct", "rate_view"]
+__all__ = ["CITE", "RateView", "pct", "rate_view"]
 
 from collections.abc import Sequence
 from typing import Any
@@ -12,8 +12,15 @@ from typing import Any
 from pydantic import PrivateAttr
 
 from simulator.models import ResultModel
-from simulator.stats.basic import Counts, pct, rate, runs_needed_for_bound
+from simulator.stats.basic import Counts, bound_words, pct, rate, runs_needed_for_bound
 from simulator.stats.clustered import clustered_interval, clustered_zero_failure_bound
+
+# Which interval to cite, in a clinician's words (every report and document prints it once).
+CITE = (
+    "Cite the first interval of each figure: it counts vignettes (clinical cases), because repeats and "
+    "variants of one case are not independent evidence. An interval marked 'per conversation' is narrower "
+    "and only for reference; when nothing was seen against a rate, cite its one-sided bound on the vignettes."
+)
 
 
 class ClusteredView(ResultModel):
@@ -33,11 +40,11 @@ class ClusteredView(ResultModel):
 
     @property
     def short(self) -> str:
-        """`12.0–45.1% over 8 scenarios, n_eff 14.2`, plus `; fail ≤31.2% (8 scenarios)` for no failures."""
-        text = f"{pct(self.low)}–{pct(self.high)} over {self.scenarios} scenarios, n_eff {self.n_eff:.1f}"
+        """`12.0–45.1% over 8 scenarios, n_eff 14.2`, or `≤31.2% over 8 scenarios (one-sided)` when nothing
+        was seen against the rate (the bound replaces the interval)."""
         if self.bound is not None:
-            text += f"; fail ≤{pct(self.bound)} ({self.scenarios} scenarios)"
-        return text
+            return f"≤{pct(self.bound)} failure rate over {self.scenarios} scenarios (one-sided), n_eff {self.n_eff:.1f}"
+        return f"{pct(self.low)}–{pct(self.high)} over {self.scenarios} scenarios, n_eff {self.n_eff:.1f}"
 
 
 class RateView(ResultModel):
@@ -96,10 +103,13 @@ class RateView(ResultModel):
         """The compact form used in table cells: `2/40 5.0% (1.4–16.5%)`, plus `≤7.2%` for no failures."""
         if self.rate is None:
             return f"{self.k}/{self.n} n/a"
-        inner = f"{pct(self.low)}–{pct(self.high)}"
-        if self.bound is not None:
-            inner += f"; fail ≤{pct(self.bound)}"
-        return f"{self.k}/{self.n} {pct(self.rate)} ({inner})"
+        if self.bound is not None:  # nothing against the rate: its one-sided bound is the interval
+            return f"{self.k}/{self.n} {pct(self.rate)} ({self._bound_short(self.bound)})"
+        return f"{self.k}/{self.n} {pct(self.rate)} ({pct(self.low)}–{pct(self.high)})"
+
+    def _bound_short(self, bound: float) -> str:
+        """`≤4.4%` for a rate that counts events, `≥95.6%` for one that counts successes."""
+        return f"≥{pct(1 - bound)}" if self.counts == "successes" else f"≤{pct(bound)}"
 
     @property
     def repeated(self) -> bool:
@@ -109,16 +119,10 @@ class RateView(ResultModel):
 
     @property
     def interval(self) -> tuple[float, float]:
-        """The interval to show: scenario-clustered when the rate pools repeats, else Wilson."""
+        """The one interval of this figure, drawn by every renderer (terminal, HTML, JSON readers, safety
+        case, desk, leaderboard, history): clustered over vignettes when the rate pools repeats or variants
+        of a vignette, else Wilson (one conversation per vignette). `CITE` says so in words."""
         if self.repeated and self.clustered is not None:
-            return self.clustered.low, self.clustered.high
-        return self.low, self.high
-
-    @property
-    def clustered_or_wilson(self) -> tuple[float, float]:
-        """The scenario-clustered interval whenever it was computed (even with one run per scenario), else
-        Wilson: for views that compare rates pooled the same way (history, leaderboard, splits)."""
-        if self.clustered is not None:
             return self.clustered.low, self.clustered.high
         return self.low, self.high
 
@@ -166,19 +170,20 @@ class RateView(ResultModel):
     @property
     def lead_short(self) -> str:
         """A table cell with the interval that holds up first: `21/24 87.5% (43.2–98.5% over 8 scenarios;
-        per conversation 69.0–95.7%)`; with no failures the bound on the scenarios comes first
-        (`fail ≤12.7% on 22 scenarios; per conversation ≤4.4%`). Without repeats, `short`. The worst/best
+        per conversation 69.0–95.7%)`; with nothing against the rate its one-sided bound on the scenarios
+        replaces the interval (`≤12.7% over 22 scenarios, one-sided; per conversation ≤4.4%`; `≥` for a rate
+        of successes). Without repeats, `short`. The worst/best
         bounds follow when the errored cases could move the rate across its interval."""
         if not self.repeated or self.clustered is None:
             moved = self._moved()
             return f"{self.short[:-1]}{moved})" if moved else self.short
         c = self.clustered
         inner = f"{pct(c.low)}–{pct(c.high)} over {c.scenarios} scenarios"
-        if c.bound is not None:
-            inner += f"; fail ≤{pct(c.bound)} on {c.scenarios} scenarios"
+        if c.bound is not None:  # one bound on the vignettes replaces the two-sided interval
+            inner = f"{self._bound_short(c.bound)} over {c.scenarios} scenarios, one-sided"
         naive = f"per conversation {pct(self.low)}–{pct(self.high)}"
         if self.bound is not None:
-            naive = f"per conversation ≤{pct(self.bound)}"
+            naive = f"per conversation {self._bound_short(self.bound)}"
         return f"{self.k}/{self.n} {pct(self.rate)} ({inner}; {naive}{self._moved()})"
 
     @property
@@ -194,10 +199,10 @@ class RateView(ResultModel):
         level = f"{100 * self.confidence:g}%"
         inner = f"{level} CI {pct(c.low)}–{pct(c.high)} over {c.scenarios} scenarios, scenario-clustered"
         naive = f"per conversation {pct(self.low)}–{pct(self.high)}"
-        if c.bound is not None:
-            inner += f"; no failures: failure rate ≤ {pct(c.bound)} on {c.scenarios} scenarios at {level} one-sided"
+        if c.bound is not None:  # one bound on the vignettes replaces the two-sided interval
+            inner = f"{bound_words(c.bound, self.counts)} over {c.scenarios} scenarios, {level} one-sided"
         if self.bound is not None:
-            naive = f"per conversation ≤ {pct(self.bound)}"
+            naive = f"per conversation {self._bound_short(self.bound)}"
         return f"{self.k}/{self.n} = {pct(self.rate)} ({inner}; {naive}{moved})"
 
     @property

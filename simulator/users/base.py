@@ -7,7 +7,7 @@ __all__ = ["END", "CharacterBreak", "SimulatedUser", "UserMessage"]
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from simulator.record.parts import Part, PickPart, TextPart
+from simulator.record.parts import MediaPart, Part, PickPart, TextPart
 from simulator.record.transcript import Turn, Usage
 
 END = "[END]"
@@ -18,25 +18,29 @@ class UserMessage:
     """The user's next message; `done` when it is the sentinel (goal met, or clearly not going to be).
 
     `pick` is the option the person tapped, when they tapped one; `text` is then what they typed as well,
-    or the pick's title when they typed nothing (what a text-only bot receives)."""
+    or the pick's title when they typed nothing (what a text-only bot receives). `burst` holds the messages
+    when the person sent several before the bot answered (`text` is then all of them, one a line), `media`
+    the photos and voice notes they sent with them (a channel that takes parts delivers both)."""
 
     text: str
     done: bool = False
     pick: PickPart | None = None
+    burst: list[str] | None = None
+    media: list[MediaPart] = field(default_factory=list)
     usage: Usage | None = None
     latency_s: float = 0.0
     model: str | None = None
     raw: dict[str, Any] | None = field(default=None)
 
     def parts(self) -> list[Part]:
-        """The user turn's parts: the pick, then any text typed beside it; or the text alone."""
-        if self.pick is None:
-            return [TextPart(text=self.text)]
-        parts: list[Part] = [self.pick]
-        typed = self.text.strip()
-        if typed and typed != self.pick.title:
+        """The user turn's parts: the pick, then any text typed beside it (each message of a burst its own
+        part), then the media; or the text alone."""
+        parts: list[Part] = [] if self.pick is None else [self.pick]
+        if self.burst:
+            parts += [TextPart(text=message) for message in self.burst]
+        elif self.pick is None or (self.text.strip() and self.text != self.pick.title):
             parts.append(TextPart(text=self.text))
-        return parts
+        return [*parts, *self.media]
 
 
 class CharacterBreak(Exception):

@@ -1,9 +1,10 @@
 """The offline user: a deterministic, seeded, rule-based persona that needs no LLM.
 
-It opens with its goal, reveals a fact only when the bot's message asks about it (content-word overlap,
-weighted so a word shared by many facts counts less, with the synonyms of the suite's vocabulary), answers
-"not sure" to anything its facts do not cover, and sends the sentinel once the bot has given an outcome
-(the vocabulary's outcome phrases). The engine knows no domain's words: the vocabulary file holds them. It is the
+It opens with its goal, reveals a fact only when the bot's message asks about it (by meaning: the topics of
+the suite's vocabulary, users/meaning.py; every fact that answers comes out), answers "not sure" to anything
+its facts do not cover, taps only the options its facts support (users/picking.py), keeps its speaker's voice
+(users/voice.py: a daughter writing about her mother never says "I am 84"), and sends the sentinel once the
+bot has given an outcome (the vocabulary's outcome phrases). The engine knows no domain's words: the vocabulary file holds them. It is the
 default when no API key is set, and it makes deterministic tests of bots possible.
 
 It knows in code why it revealed each fact, so its fact provenance (`fact_provenance`) is exact; and it
@@ -24,12 +25,14 @@ from simulator.config.styles import DEFAULT_STYLES, StyleCatalogue
 from simulator.config.vocabulary import Phrases, Vocabulary
 from simulator.errors import UserError
 from simulator.record.models import FactProvenance
-from simulator.record.parts import Option, PickPart, last_options
+from simulator.record.parts import MediaPart, Option, PickPart, last_options
 from simulator.record.transcript import Turn
 from simulator.users.base import END, UserMessage
 from simulator.users.language import language_of
+from simulator.users.meaning import Reader, answering
 from simulator.users.picking import choose_option
 from simulator.users.styles import StylePlayer
+from simulator.users.voice import Voice
 from simulator.users.words import CHAT_WORDS
 
 _WORD = re.compile(r"(?:[^\W_]|')+")  # letters of any script, digits, apostrophes
@@ -39,20 +42,6 @@ _STOPWORDS = CHAT_WORDS
 _GENERIC_OUTCOME = re.compile(r"\bi (recommend|advise|suggest)\b|\bmy (advice|recommendation)\b", re.I)
 _NO_VOCABULARY = Vocabulary()
 _TERSE = re.compile(r"\b(short|terse|typo|typos|impatient|brief|few words|lowercase)\b", re.I)
-_PRONOUNS = [
-    (re.compile(r"\b(he|she) is\b", re.I), "I am"),
-    (re.compile(r"\b(he|she) has\b", re.I), "I have"),
-    (re.compile(r"\b(he|she) was\b", re.I), "I was"),
-    (re.compile(r"\b(he|she) does\b", re.I), "I do"),
-    (re.compile(r"\b(he|she)\b", re.I), "I"),
-    (re.compile(r"\b(his|her)\b", re.I), "my"),
-    (re.compile(r"\bhim(self)?\b|\bherself\b", re.I), "me"),
-    (re.compile(r"\bwants\b", re.I), "want"),
-]
-_THIRD_PERSON_VERB = re.compile(r"\b(he|she) ([a-z]+s)\b", re.I)
-_AGE_FACT = re.compile(
-    r"\b(i am|i'm|he is|she is|aged?)\s+\d{1,3}\b|\b\d{1,3}[- ](years?|yrs?|months?)[- ]old\b", re.I
-)
 
 
 def _stem(word: str, synonyms: dict[str, str]) -> str:
@@ -80,22 +69,6 @@ def gives_outcome(text: str, vocabulary: Vocabulary = _NO_VOCABULARY) -> bool:
     if text.rstrip().endswith("?"):
         return False
     return bool((vocabulary.outcome or _GENERIC_OUTCOME).search(text))
-
-
-def _deconjugate(match: re.Match[str]) -> str:
-    verb = match.group(2)
-    if verb.lower() in ("is", "was", "has", "does", "always", "never", "also", "just", "still", "thinks"):
-        return match.group(0)
-    stem = verb[:-2] if re.search(r"(o|sh|ch|ss|x)es$", verb) else verb[:-1]
-    return f"I {stem}"
-
-
-def first_person(text: str) -> str:
-    """Third-person persona text as the person would say it ("he needs" -> "I need")."""
-    text = _THIRD_PERSON_VERB.sub(_deconjugate, text)
-    for pattern, replacement in _PRONOUNS:
-        text = pattern.sub(replacement, text)
-    return text
 
 
 class OfflineUser:
@@ -131,10 +104,16 @@ class OfflineUser:
         self._why: dict[int, tuple[int, int | None, str | None]] = {}
         self._nudges = 0
         self._env: Environment | None = None  # set by the loop when the suite gives the person tools
-        self._fact_words = [
-            self._words(fact) | ({"age"} if _AGE_FACT.search(fact) else set()) for fact in scenario.facts
-        ]
         self._styles = StylePlayer(scenario.styles, random.Random(f"{seed}:{draws}:{repeat}:style"), styles)
+        self._voice = Voice(scenario, self._styles.third_person)
+        # What each fact and the goal are about, read once (a fact's declared `topic` replaces the guess).
+        self._reader = Reader(self._vocabulary, self._stop)
+        self._facts = [
+            self._reader.read(fact, scenario.fact_topics.get(number))
+            for number, fact in enumerate(scenario.facts, start=1)
+        ]
+        self._goal = self._reader.read(scenario.goal)
+        self._media_sent: set[int] = set()
         # A real person sometimes volunteers their first fact (seeded), never more than the persona allows.
         shared = bool(scenario.facts) and self._rng.random() < volunteer_share
         self._volunteer = min(len(scenario.facts), scenario.volunteers if shared else 0)
@@ -155,10 +134,10 @@ class OfflineUser:
         return " ".join(self._styles.fact(self._as_said(self._scenario.facts[i])) for i in indices)
 
     def _as_said(self, fact: str) -> str:
-        """A fact in the person's words: the English pronoun rewrite ("he is" -> "I am") for an English
-        writer; a fact in another language (a code-switcher's Spanish fact) is said as written."""
+        """A fact in the speaker's voice (users/voice.py); a fact in another language (a code-switcher's
+        Spanish fact) is said as written."""
         english = self._english and (len(self._speaks) == 1 or language_of(fact) in (None, "en"))
-        return first_person(fact) if english else fact
+        return self._voice.fact(fact, english)
 
     def _words(self, text: str) -> set[str]:
         return content_words(text, self._vocabulary, self._stop)
@@ -174,7 +153,7 @@ class OfflineUser:
     def _opening(self) -> str:
         phrases = self._phrases([])
         goal = self._scenario.goal.strip().rstrip(".")
-        goal = first_person(goal) if self._english else goal
+        goal = self._voice.goal(goal, self._english)
         speaker = "|".join(re.escape(w) for w in phrases.speaker_words) or "(?!)"
         if not re.match(rf"^({speaker})\b", goal, re.I):
             goal = f"{phrases.want_to} " + goal[0].lower() + goal[1:]
@@ -214,33 +193,48 @@ class OfflineUser:
         return out
 
     def _matching_facts(self, question: str) -> list[int]:
-        asked = self._words(question)
-        scores: list[tuple[float, int]] = []
-        for index, words in enumerate(self._fact_words):
-            if index in self._revealed:
-                continue
-            # A word shared by many facts ("pain") says little about which fact is asked for.
-            score = sum(1.0 / sum(1 for other in self._fact_words if word in other) for word in words & asked)
-            if score >= 0.5:
-                scores.append((score, index))
-        return [index for _, index in sorted(scores, reverse=True)[:2]]
+        """Every fact not yet told that answers the question, by what they are about (users/meaning.py)."""
+        return answering(self._reader.read(question), self._facts, skip=self._revealed)
 
-    def _tap(self, turns: list[Turn], options: list[Option], question: str) -> UserMessage:
-        """Tap the option this person would (users/picking.py); a fact it tells counts as elicited."""
-        choice = choose_option(
-            options,
-            question,
-            self._matching_facts,
-            [w for i, w in enumerate(self._fact_words) if i not in self._revealed],
-            self._words(self._scenario.goal),
-            self._words,
-            self._rng,
-        )
-        for index in choice.facts:
+    def _tap(self, turns: list[Turn], options: list[Option], question: str) -> UserMessage | None:
+        """Tap the option this person's facts support (users/picking.py); a fact it tells counts as elicited
+        and the pick records it. None: no option is supported and none says so; the person types instead."""
+        choice = choose_option(options, question, self._reader, self._facts, self._goal)
+        if choice.option is None:
+            return None
+        told = [i for i in choice.facts if i not in self._revealed]
+        for index in told:
             self._revealed.add(index)
             self._why[index] = (len(turns), len(turns) - 1, question)
-        pick = PickPart(id=choice.option.id, title=choice.option.title)
+        pick = PickPart(
+            id=choice.option.id,
+            title=choice.option.title,
+            facts=[i + 1 for i in choice.facts],
+            basis=choice.basis,
+        )
         return UserMessage(text=choice.option.title, pick=pick, model="offline")
+
+    def _media_for(self, question: str) -> list[MediaPart]:
+        """The photos and voice notes (`media` of the scenario) this question is about, each sent once."""
+        asked = self._reader.read(question)
+        out = []
+        for index, item in enumerate(self._scenario.media):
+            if index in self._media_sent:
+                continue
+            about = self._reader.read(" ".join(item.topic)) if item.topic else None
+            if about is None or not (asked.about | asked.qualities) & (about.about | about.qualities):
+                continue
+            self._media_sent.add(index)
+            out.append(
+                MediaPart(
+                    kind=item.kind,
+                    caption=item.caption,
+                    description=item.description,
+                    transcript=item.transcript,
+                    content_type="image/jpeg" if item.kind == "image" else "audio/ogg",
+                )
+            )
+        return out
 
     def use_environment(self, environment: Environment) -> None:
         """The person's own tools (thermometer, rash): used when the bot asks for what they read."""
@@ -272,7 +266,9 @@ class OfflineUser:
         last_bot = last_turn.text if last_turn is not None else ""
         options = last_options(last_turn.parts) if last_turn is not None else []
         if options and self._scenario.buttons == "tap" and not gives_outcome(last_bot, self._vocabulary):
-            return self._tap(turns, options, last_bot)
+            tapped = self._tap(turns, options, last_bot)
+            if tapped is not None:
+                return tapped
         if gives_outcome(last_bot, self._vocabulary):
             instead = self._styles.instead_of_end(last_bot)
             if instead is None:
@@ -287,13 +283,16 @@ class OfflineUser:
                 return UserMessage(text=self._style(reading), model="offline")
             matched = self._matching_facts(questions)
             if matched:
-                text = self._say_facts(matched, len(turns), len(turns) - 1, questions)
+                said = [self._say_facts([i], len(turns), len(turns) - 1, questions) for i in matched]
             else:
-                text = self._rng.choice(self._phrases(turns).dont_know)
+                said = [self._rng.choice(self._phrases(turns).dont_know)]
             extra = self._styles.mid_line(sum(1 for t in turns if t.role == "user") + 1)
-            if extra:
-                text = f"{text} {extra}"
-            return UserMessage(text=self._style(text), model="offline")
+            media = self._media_for(questions)
+            if not self._styles.bursts or len(said) + bool(extra) < 2:
+                text = " ".join([*said, extra] if extra else said)
+                return UserMessage(text=self._style(text), media=media, model="offline")
+            burst = [self._style(m) for m in ([*said, extra] if extra else said)]  # one message a fact
+            return UserMessage(text="\n".join(burst), burst=burst, media=media, model="offline")
         if self._nudges >= 2:
             return UserMessage(text=END, done=True, model="offline")  # clearly not going to get an answer
         self._nudges += 1

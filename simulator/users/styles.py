@@ -1,7 +1,7 @@
 """How the offline user plays persona styles: generic behaviours parametrised by the suite's style catalogue
 (simulator/config/styles.py), which holds every line the person says.
 
-Rewrites change every message (facts in the third person, hedges before facts, articles left out, terse with
+Rewrites change every message (hedges before facts, articles left out, terse with
 typos); lines are added once at a fixed point (the opening, the second answer, instead of ending after the
 bot's outcome, optionally only when that outcome matches a pattern). Lines follow the catalogue's order and
 are deterministic for (seed, scenario, repeat).
@@ -9,30 +9,15 @@ are deterministic for (seed, scenario, repeat).
 
 from __future__ import annotations
 
-__all__ = ["StylePlayer", "third_person"]
+__all__ = ["StylePlayer"]
 
 import random
 import re
 
 from simulator.config.styles import DEFAULT_STYLES, OfflinePlay, StyleCatalogue
 
-_THIRD = [
-    (re.compile(r"\bI am\b|\bI'm\b", re.I), "they are"),
-    (re.compile(r"\bI was\b", re.I), "they were"),
-    (re.compile(r"\bI\b"), "they"),
-    (re.compile(r"\bmyself\b", re.I), "themselves"),
-    (re.compile(r"\bmy\b", re.I), "their"),
-    (re.compile(r"\bme\b", re.I), "them"),
-]
 _ARTICLES = re.compile(r"\b(a|an|the)\s+", re.I)
 _PUNCT = re.compile(r"[.,;:!]")
-
-
-def third_person(text: str) -> str:
-    """First-person fact text as a relative would say it ("I am 52" -> "they are 52")."""
-    for pattern, replacement in _THIRD:
-        text = pattern.sub(replacement, text)
-    return text
 
 
 def _typos(text: str, rng: random.Random) -> str:
@@ -65,10 +50,18 @@ class StylePlayer:
     def _any(self, flag: str) -> bool:
         return any(getattr(play, flag) for _, play in self._plays)
 
+    @property
+    def bursts(self) -> bool:
+        """Whether the person sends each thing they say as its own message before the bot answers."""
+        return self._any("bursts")
+
+    @property
+    def third_person(self) -> bool:
+        """Whether a relative answers for the person (users/voice.py says the facts in the third person)."""
+        return self._any("third_person")
+
     def fact(self, text: str) -> str:
-        """A fact as this person says it."""
-        if self._any("third_person"):
-            text = third_person(text)
+        """A fact as this person says it (already in the speaker's voice: users/voice.py)."""
         hedges = [h for _, play in self._plays for h in play.hedges]
         if hedges:
             text = f"{self._rng.choice(hedges)} {text[0].lower()}{text[1:]}"

@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import Any, cast
 
 from simulator.analysis.rundata import RunData
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel
 from simulator.record.models import ConversationRecord
 from simulator.stats.cluster_tests import clustered_mean
@@ -164,7 +165,7 @@ def _row(
 def voice_figures(run: RunData) -> VoiceFigures | None:
     """The run's voice figures; None when no conversation of the run was a call."""
     limits, heard_state = _limits(run)
-    bases = {entry.id: entry.base or entry.id.split("~", 1)[0] for entry in run.manifest.scenarios}
+    bases = {entry.id: entry.base or vignette_of(entry.id) for entry in run.manifest.scenarios}
     rows: list[CallRow] = []
     responses: list[float] = []
     medians: dict[str, list[float]] = defaultdict(list)
@@ -176,7 +177,7 @@ def voice_figures(run: RunData) -> VoiceFigures | None:
         if not timeline.is_call:
             left_out += 1
             continue
-        vignette = bases.get(record.scenario_id, record.scenario_id.split("~", 1)[0])
+        vignette = bases.get(record.scenario_id, vignette_of(record.scenario_id))
         events = call_events(timeline, overlap_s=limits.overlap_s, silence_s=limits.silence_s)
         responses += events.response_times
         if events.response_times:

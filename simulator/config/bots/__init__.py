@@ -108,6 +108,9 @@ class HttpBotConfig(BotConfig):
     # A URL the bot answers with its release (JSON {"version": ...} or text), asked once it is ready and
     # recorded in the manifest's bot_identity; may use {port} like `url`.
     version_url: Annotated[str | None, SecretURL] = Field(default=None, pattern=r"^https?://")
+    # In a suite with an environment, serve its tools over MCP too (streamable HTTP, one endpoint per
+    # conversation); each request then carries `env_mcp_url` (bots/env_mcp.py, docs/environment.md).
+    environment_mcp: bool = False
 
     operational: ClassVar[frozenset[str]] = frozenset({"timeout_s"})
 

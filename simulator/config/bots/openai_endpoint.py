@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from simulator.config.bot_kinds import BotConfig, BotKind, PreflightCheck, register_bot_kind
+from simulator.config.bot_kinds import ENVIRONMENT, BotConfig, BotKind, PreflightCheck, register_bot_kind
 from simulator.config.bots import BotStart, check_url
 from simulator.config.secrets import SecretEnv, SecretURL
 
@@ -30,7 +30,8 @@ class OpenAIEndpointBotConfig(BotConfig):
     temperature: float | None = None
     max_tokens: int = 400
     timeout_s: float = Field(default=60.0, gt=0)
-    # Canned results by tool name, sent back when the server asks for them; recorded with the call.
+    # Canned results by tool name, sent back when the server asks for them; recorded with the call. In a
+    # suite with an `environment:`, its tools answer instead (docs/environment.md).
     tool_results: dict[str, Any] = Field(default_factory=dict)
     max_tool_rounds: int = Field(default=4, ge=0, le=20)
     # The tool whose arguments are the bot's final state (its triage decision).
@@ -47,12 +48,14 @@ class OpenAIEndpointBotConfig(BotConfig):
         return {str(tool.get("name") or tool.get("function", {}).get("name")) for tool in self.tools}
 
 
-# No ENVIRONMENT: the server's tools are its own (canned results), not the suite's environment; its model is
-# the server's name for it, not a provider:model this engine calls (no MODEL).
+# ENVIRONMENT: in a suite with one, the server's tool calls run against the conversation's world (its own
+# `tools` keep their canned results only without one). Its model is the server's name for it, not a
+# provider:model this engine calls (no MODEL).
 register_bot_kind(
     BotKind(
         "openai_endpoint",
         OpenAIEndpointBotConfig,
         "simulator.bots.openai_endpoint:openai_endpoint_bot_factory",
+        frozenset({ENVIRONMENT}),
     )
 )

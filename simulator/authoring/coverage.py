@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import Field
 
 from simulator.config.scenario import Scenario
-from simulator.config.variants import base_of
+from simulator.config.variants import vignette_of
 from simulator.models import ResultModel
 from simulator.safety.case import build_safety_case, load_runs
 from simulator.safety.hazards import HazardLog, load_hazard_log
@@ -102,14 +102,14 @@ def build_coverage(
         data = load_runs(runs)
         case = build_safety_case(data, log, check_tags=False, allow_mixed_versions=True)
         results = {c.id: c for h in case.hazards for c in h.controls}
-        played = {base_of(r.scenario_id) for run in data for r in run.conversations}
+        played = {vignette_of(r.scenario_id) for run in data for r in run.conversations}
     controls, cells = [], []
     for hazard in log.hazards:
         for control in hazard.controls:
             if control.kind != "test":
                 continue
             scope = [s for s in scenarios if _in_scope(s, control.tags)]
-            vignettes = sorted({base_of(s.id) for s in scope})
+            vignettes = sorted({vignette_of(s.id) for s in scope})
             result = results.get(control.id)
             controls.append(
                 ControlCoverage(
@@ -123,7 +123,9 @@ def build_coverage(
                 )
             )
             for presentation, factor in product(presentations, factors):
-                found = {base_of(s.id) for s in scope if level(s) == presentation and _factor(s) == factor}
+                found = {
+                    vignette_of(s.id) for s in scope if level(s) == presentation and _factor(s) == factor
+                }
                 cells.append(
                     CoverageCell(
                         hazard=hazard.id,

@@ -17,6 +17,7 @@ from simulator.config.kinds import is_not_scenario_data
 from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.script import Script
 from simulator.config.tool_checks import ToolCheck, parse_state_path
+from simulator.config.yamlfile import read_as_mapping
 from simulator.errors import UserError
 from simulator.models import StrictModel
 
@@ -155,6 +156,12 @@ class Scenario(FileDocument):
                 facts.append(fact)
                 continue
             unknown = sorted(set(fact) - {"text", "topic"})
+            colon = read_as_mapping(fact) if unknown else None
+            if colon is not None:  # `- Pain: sharp` is read by YAML as {Pain: sharp}
+                raise ValueError(
+                    f"fact {number}: '{colon}' was read as a key and a value, not as text (YAML reads ': ' "
+                    f'that way); put it in quotes: - "{colon}"'
+                )
             if unknown or "text" not in fact:
                 raise ValueError(
                     f"fact {number} has {', '.join(unknown) or 'no text'}; write a fact as text, or as "

@@ -10,6 +10,7 @@ __all__ = [
     "load_model_file",
     "load_yaml",
     "problems_from_validation",
+    "read_as_mapping",
     "read_text_file",
     "validate_model",
 ]
@@ -227,7 +228,7 @@ def _field_name(loc: Path_) -> str:
     return ".".join(parts)
 
 
-def _read_as_mapping(got: Any) -> str | None:
+def read_as_mapping(got: Any) -> str | None:
     """What a line was when YAML read it as a one-key mapping (`- Pain: sharp` is `{Pain: sharp}`), or None."""
     if not isinstance(got, dict) or len(got) != 1:
         return None
@@ -263,8 +264,8 @@ def problems_from_validation(
         elif kind == "value_error":
             # A validator's own message already says what is wrong and how to fix it.
             message = str(item["msg"]).removeprefix("Value error, ")
-        elif kind == "string_type" and _read_as_mapping(item.get("input")) is not None:
-            text = _read_as_mapping(item.get("input"))
+        elif kind == "string_type" and read_as_mapping(item.get("input")) is not None:
+            text = read_as_mapping(item.get("input"))
             message = (
                 f"'{text}' was read as a key and a value, not as text (YAML reads ': ' that way); "
                 f'put it in quotes: - "{text}"'

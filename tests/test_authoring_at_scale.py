@@ -175,7 +175,7 @@ def test_draft_fills_the_stroke_and_crisis_cells_and_the_reviewer_is_the_gate(
         main(["safety-case", str(run), "--hazards", HAZARDS, "--json", str(case)]) == 1
     )  # 1: a control not met
     controls = {c["id"]: c for h in json.loads(case.read_text())["hazards"] for c in h["controls"]}
-    assert (controls["CTL-02a"]["rate"]["k"], controls["CTL-02a"]["rate"]["n"]) == (81, 180)
+    assert (controls["CTL-02a"]["rate"]["k"], controls["CTL-02a"]["rate"]["n"]) == (48, 180)
     assert (controls["CTL-05a"]["rate"]["k"], controls["CTL-05a"]["rate"]["n"]) == (3, 147)
 
 

@@ -216,7 +216,9 @@ def test_a_colon_in_a_fact_says_what_happened_and_to_quote_it(
     (tmp_path / "s1.yaml").write_text(_scenario("s1", facts=facts))
     code, out = _validate(capsys, tmp_path)
     assert code != 0
-    assert f"fact {field[6:-1]}: '{text}' was read as a key and a value" in out  # counted from 1, as key_facts
+    assert (
+        f"fact {field[6:-1]}: '{text}' was read as a key and a value" in out
+    )  # counted from 1, as key_facts
     assert f'put it in quotes: - "{text}"' in out
     assert "facts.0" not in out and "got dict" not in out
     quoted = facts.replace(f"- {text}", f'- "{text}"')

@@ -266,3 +266,22 @@ def test_the_desk_editor_checks_data_as_itself(tmp_path: Path, text: str, proble
         assert problems and all(p.file == "scenarios/data.yaml" for p in problems)
         assert any(problem in str(p) for p in problems), problems
         assert not any("persona" in str(p) for p in problems)
+
+
+def test_validate_suite_ignores_sibling_suites_as_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's copy step: a suite whose folder holds other suites (with files the user never copied)."""
+    suite = _suite(tmp_path, {"s1.yaml": _scenario("s1")})
+    suite.write_text(SUITE.replace("scenarios: {paths: [scenarios]}", "scenarios: {paths: ['.']}"))
+    (tmp_path / "variants").mkdir()
+    other = tmp_path / "variants" / "suite.yaml"
+    other.write_text(
+        SUITE.replace("[scenarios]", "['../scenarios']").replace("[judges]", "['../judges']")
+        + "user: {model: offline, vocabulary: ../missing_vocab.yaml}\n"
+    )
+    code, out = _validate(capsys, suite)
+    assert code == 0, out
+    assert "missing_vocab" not in out
+    code, out = _validate(capsys, other)  # named itself, it is checked
+    assert code != 0 and "missing_vocab.yaml: no such vocabulary file" in out

@@ -377,17 +377,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
     files.update({kind: [] for kind in DATA_LOADERS})
     summary: list[str] = []
     notes: dict[str, list[str]] = {}
-    pending, seen = list(args.paths), set()
+    # (path, named by a suite): a suite file inside another suite's folders is ignored by `run` of that
+    # suite, so `validate` of it ignores it too (it is checked when named itself).
+    pending: list[tuple[Path, bool]] = [(p, False) for p in args.paths]
+    seen: set[Path] = set()
     while pending:
-        path = pending.pop(0)
+        path, via_suite = pending.pop(0)
         for file in _validate_files(path):
             if file.suffix == ".csv":
                 files["golden"].append(file)
                 continue
             if file.resolve() in seen:
                 continue  # named twice (a folder and a suite pointing into it): check once
-            seen.add(file.resolve())
             kind = _file_kind(file)
+            if via_suite and kind == "suite":
+                continue
+            seen.add(file.resolve())
             files[kind].append(file)
             if kind != "suite":
                 continue
@@ -407,7 +412,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 notes.setdefault(what, []).append(where)
             problems += found
             summary += [] if found else [f"suite {file}: ok"]
-            pending += [suite.resolve(p) for p in (*suite.scenarios.paths, *suite.judges.paths)]
+            pending += [(suite.resolve(p), True) for p in (*suite.scenarios.paths, *suite.judges.paths)]
     for path in files["golden"]:
         try:
             summary.append(f"golden set {path}: {len(load_golden(path))} items ok")

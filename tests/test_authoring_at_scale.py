@@ -332,3 +332,31 @@ def test_a_model_that_fails_or_answers_badly_is_one_line_and_writes_nothing(
                          "--queue", str(work / "q"), "--model", "openai:fake-writer")  # fmt: skip
     assert code == 2 and "Traceback" not in out
     assert "openai:fake-writer" in out and not (work / "q").exists()
+
+
+def test_drafting_again_never_repeats_a_waiting_or_rejected_draft(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queue = str(work / "q")
+    args = ["draft", DEMO, "--pathway", "examples/pathways/stroke.md", "--count", "2", "--queue", queue]
+    assert _cli(capsys, *args)[0] == 0
+    assert (
+        _cli(
+            capsys,
+            "reject-draft",
+            queue,
+            "suspected-stroke-fast-emergency-01",
+            "--reviewer",
+            "R",
+            "--reason",
+            "no",
+        )[0]
+        == 0
+    )
+    code, out = _cli(capsys, *args)
+    assert code == 0, out
+    assert "refused suspected-stroke-fast-emergency-01: the id is taken" in out
+    assert "refused suspected-stroke-fast-emergency-02: the id is taken" in out
+    assert sorted(p.stem for p in (work / "q").glob("*.yaml")) == [
+        "suspected-stroke-fast-emergency-02", "suspected-stroke-fast-emergency-03", "suspected-stroke-fast-emergency-04"
+    ]  # fmt: skip

@@ -80,12 +80,11 @@ def cmd_draft(args: argparse.Namespace) -> int:
             f"--level {unknown[0]}: not an outcome level of the suite; choose from {', '.join(levels)}"
         )
     pathway = read_pathway(args.pathway, levels)
-    queued = []
-    for path in sorted(args.queue.glob("*.yaml")) if args.queue.is_dir() else []:
-        from simulator.config.loading import load_scenarios
-
-        queued += load_scenarios([path])
+    from simulator.config.loading import load_scenarios
     from simulator.eventloop import run_async
+
+    # Drafts waiting, and those rejected (queue/rejected/): neither is drafted again.
+    queued = load_scenarios([args.queue]) if any(args.queue.rglob("*.yaml")) else []
 
     existing = [*suite.scenarios_to_run(), *queued]
     batch = run_async(_draft(suite, pathway, existing, args, threshold))

@@ -167,6 +167,10 @@ def test_draft_fills_the_stroke_and_crisis_cells_and_the_reviewer_is_the_gate(
     data = _coverage(capsys, work, run)
     stroke, crisis = _control(data, "CTL-02a"), _control(data, "CTL-05a")
     assert len(stroke["vignettes"]) == 61 and len(crisis["vignettes"]) == 49
+    code, out = _cli(
+        capsys, "coverage", DEMO, "--hazards", HAZARDS, "--runs", str(run), "--drafts", str(queue)
+    )
+    assert "HAZ-02 CTL-02a [neuro]: 61 vignettes · not met · 59 accepted drafts (reviewed by Dr R)" in out
     assert stroke["needs_more"] is None and crisis["needs_more"] is None
     assert stroke["status"] == crisis["status"] == "not met"
     # the figures docs/authoring-at-scale.md quotes

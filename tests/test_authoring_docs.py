@@ -50,6 +50,7 @@ def test_the_page_shows_the_workflow_and_every_command_runs(
     assert "48 drafts in drafts" in printed[4] and "(15 refused)" in printed[4]
     assert "accepted suspected-stroke-fast-emergency-01" in printed[5]
     assert "HAZ-02 CTL-02a [neuro]: 3 vignettes" in printed[8]  # one accepted joins the suite
+    assert "1 accepted drafts (reviewed by Dr A Clinician)" in printed[8]
 
 
 def test_the_scripted_new_sample_of_commands_md_runs_without_a_terminal(

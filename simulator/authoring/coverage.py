@@ -48,9 +48,11 @@ class ControlCoverage(ResultModel):
     vignettes: list[str]
     status: str | None = None  # the safety case's status on the runs; None without runs
     needs_more: int | None = None  # the safety case's "needs N more distinct scenarios"
-    not_yet_run: list[str] = Field(
-        default_factory=list
-    )  # vignettes in scope the runs have not played (accepted since)
+    # Vignettes in scope the runs have not played (accepted since).
+    not_yet_run: list[str] = Field(default_factory=list)
+    # Vignettes in scope that came through the review queue, and who accepted them (`--drafts QUEUE`).
+    accepted_drafts: int = 0
+    reviewers: list[str] = Field(default_factory=list)
 
 
 class CoverageMap(ResultModel):
@@ -83,10 +85,17 @@ def _factor(scenario: Scenario) -> str:
 
 
 def build_coverage(
-    suite: Any, scenarios: list[Scenario], log: HazardLog, runs: list[Path] | None = None, thin_below: int = 3
+    suite: Any,
+    scenarios: list[Scenario],
+    log: HazardLog,
+    runs: list[Path] | None = None,
+    thin_below: int = 3,
+    accepted: dict[str, str] | None = None,
 ) -> CoverageMap:
     """The coverage map of `scenarios` (a suite's, variants included) against `log`; with `runs`, each
-    control's status and "needs N more" from the safety case of those runs."""
+    control's status and "needs N more" from the safety case of those runs; `accepted` (vignette id ->
+    reviewer, from the review queue's decisions) says which vignettes a reviewer accepted, and who."""
+    accepted = accepted or {}
     key = suite.outcome.key if suite.outcome is not None else None
     levels = list(suite.outcome.levels) if suite.outcome is not None else []
     channel = str(suite.bot.type)
@@ -120,6 +129,8 @@ def build_coverage(
                     status=result.status if result is not None else None,
                     needs_more=result.more_scenarios if result is not None else None,
                     not_yet_run=[v for v in vignettes if runs and v not in played],
+                    accepted_drafts=sum(v in accepted for v in vignettes),
+                    reviewers=sorted({accepted[v] for v in vignettes if v in accepted}),
                 )
             )
             for presentation, factor in product(presentations, factors):
@@ -150,13 +161,22 @@ def build_coverage(
 
 
 def load_coverage(
-    suite_path: Path, hazards: Path, runs: list[Path] | None = None, thin_below: int = 3
+    suite_path: Path,
+    hazards: Path,
+    runs: list[Path] | None = None,
+    thin_below: int = 3,
+    queue: Path | None = None,
 ) -> CoverageMap:
-    """The coverage map of a suite file against a hazard log file (and runs)."""
+    """The coverage map of a suite file against a hazard log file (and runs, and the review queue whose
+    accepted drafts it names with their reviewers)."""
     from simulator.api import load_suite
+    from simulator.authoring.review import decisions
 
     suite = load_suite(suite_path)
-    return build_coverage(suite, suite.scenarios_to_run(), load_hazard_log(hazards), runs, thin_below)
+    accepted = {d.draft: d.reviewer for d in decisions(queue) if d.decision == "accepted"} if queue else {}
+    return build_coverage(
+        suite, suite.scenarios_to_run(), load_hazard_log(hazards), runs, thin_below, accepted
+    )
 
 
 def coverage_lines(coverage: CoverageMap, all_cells: bool = False) -> list[str]:
@@ -173,6 +193,8 @@ def coverage_lines(coverage: CoverageMap, all_cells: bool = False) -> list[str]:
         elif c.status is not None:
             need = f" · {c.status}"
         pending = f" · {len(c.not_yet_run)} in the suite not yet run" if c.not_yet_run else ""
+        if c.accepted_drafts:
+            pending += f" · {c.accepted_drafts} accepted drafts (reviewed by {', '.join(c.reviewers)})"
         scope = ", ".join(c.tags) or "every scenario"
         lines.append(f"{c.hazard} {c.control} [{scope}]: {len(c.vignettes)} vignettes{need}{pending}")
     shown = coverage.cells if all_cells else coverage.thin

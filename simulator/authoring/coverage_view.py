@@ -15,14 +15,15 @@ def coverage_sections(coverage: CoverageMap, all_cells: bool = False) -> list[Se
     """Two sections: the controls (vignettes in scope, the safety case's status and need), the cells."""
     controls = Table(
         [Column("hazard"), Column("control"), Column("scope"), Column("vignettes", numeric=True),
-         Column("safety case"), Column("needs more", numeric=True), Column("not yet run", numeric=True)]
+         Column("safety case"), Column("needs more", numeric=True), Column("not yet run", numeric=True),
+         Column("accepted drafts", numeric=True), Column("reviewed by")]
     )  # fmt: skip
     for c in coverage.controls:
         state: State | None = "ok" if c.status == "met" else "fail" if c.status else None
         controls.add(
             text(c.hazard), text(c.control), text(", ".join(c.tags) or "every scenario"), number(len(c.vignettes)),
             text(c.status or "(no run)"), text("" if c.needs_more is None else str(c.needs_more)),
-            number(len(c.not_yet_run)), state=state,
+            number(len(c.not_yet_run)), number(c.accepted_drafts), text(", ".join(c.reviewers)), state=state,
         )  # fmt: skip
     shown = coverage.cells if all_cells else coverage.thin
     cells = Table(

@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     cover.add_argument("--all", action="store_true", help="list every cell, not only the thin ones")
     cover.add_argument("--json", type=Path, help="write the map as JSON here")
     cover.add_argument("--html", type=Path, help="write the map as an HTML page here")
+    cover.add_argument(
+        "--drafts", type=Path, help="the review queue: name the accepted drafts and who accepted them"
+    )
     cover.set_defaults(handler=cmd_coverage)
 
 
@@ -36,7 +39,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
     if args.thin < 1:
         raise UserError(f"--thin {args.thin}: give a number of vignettes of 1 or more")
-    coverage = load_coverage(args.suite, args.hazards, args.runs, args.thin)
+    coverage = load_coverage(args.suite, args.hazards, args.runs, args.thin, args.drafts)
     if args.json:
         write_output(args.json, coverage.model_dump_json(indent=1))
     if args.html:

@@ -93,7 +93,8 @@ async def coverage_page(request: Request) -> Response:
         raise UserError("no hazard log: start the desk with --hazards HAZARDS to see the coverage map")
     name = request.query_params.get("run")
     runs = [child_folder(Path(config.runs_dir), name)] if name else []
-    coverage = await run_in_threadpool(load_coverage, suite, Path(config.hazards), runs)
+    queue = Path(config.drafts_dir)
+    coverage = await run_in_threadpool(load_coverage, suite, Path(config.hazards), runs, 3, queue)
     sections = html_sections(coverage_sections(coverage))  # the report's one HTML renderer, escaped there
     return page(request, "coverage.html", title="Coverage", c=coverage, run=name, sections=sections)
 

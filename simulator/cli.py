@@ -29,6 +29,8 @@ EXTENSIONS = [
     "simulator.commands.judge_quality",
     "simulator.commands.gate",
     "simulator.commands.authoring",
+    "simulator.commands.coverage",
+    "simulator.commands.drafting",
     "simulator.commands.new_suite",
     "simulator.commands.collect",
     "simulator.commands.safety",

@@ -375,18 +375,27 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     problems: list[Problem] = []
     files: dict[str, list[Path]] = {"suite": [], "criterion": [], "scenario": [], "golden": []}
+    from simulator.api.checks import DATA_LOADERS
+
+    files.update({kind: [] for kind in DATA_LOADERS})
     summary: list[str] = []
-    pending, seen = list(args.paths), set()
+    notes: dict[str, list[str]] = {}
+    # (path, named by a suite): a suite file inside another suite's folders is ignored by `run` of that
+    # suite, so `validate` of it ignores it too (it is checked when named itself).
+    pending: list[tuple[Path, bool]] = [(p, False) for p in args.paths]
+    seen: set[Path] = set()
     while pending:
-        path = pending.pop(0)
+        path, via_suite = pending.pop(0)
         for file in _validate_files(path):
             if file.suffix == ".csv":
                 files["golden"].append(file)
                 continue
             if file.resolve() in seen:
                 continue  # named twice (a folder and a suite pointing into it): check once
-            seen.add(file.resolve())
             kind = _file_kind(file)
+            if via_suite and kind == "suite":
+                continue
+            seen.add(file.resolve())
             files[kind].append(file)
             if kind != "suite":
                 continue
@@ -395,19 +404,30 @@ def cmd_validate(args: argparse.Namespace) -> int:
             except UserError as exc:
                 problems += exc.problems or [Problem(str(file), str(exc))]
                 continue
-            from simulator.api.checks import preflight_problems, suite_language_problems
+            from simulator.api.checks import preflight_problems, suite_language_problems, writer_findings
 
             # What `run` would refuse, and the offline user's languages (docs/languages.md).
             found = preflight_problems(suite)
             found = found or suite_language_problems(suite)  # needs a vocabulary that loads
+            writer = writer_findings(suite)  # mistakes only the suite as a whole shows (docs/authoring.md)
+            found += [p for p in writer.problems if str(p) not in {str(q) for q in problems}]
+            for what, where in writer.notes:
+                notes.setdefault(what, []).append(where)
             problems += found
             summary += [] if found else [f"suite {file}: ok"]
-            pending += [suite.resolve(p) for p in (*suite.scenarios.paths, *suite.judges.paths)]
+            pending += [(suite.resolve(p), True) for p in (*suite.scenarios.paths, *suite.judges.paths)]
     for path in files["golden"]:
         try:
             summary.append(f"golden set {path}: {len(load_golden(path))} items ok")
         except UserError as exc:
             problems += exc.problems or [Problem(str(path), str(exc))]
+    for kind, load in DATA_LOADERS.items():
+        for path in files[kind]:
+            try:
+                load(path)
+                summary.append(f"{kind} {path}: ok")
+            except UserError as exc:
+                problems += exc.problems or [Problem(str(path), str(exc))]
     for kind, label, loader in (
         ("scenario", "scenarios", load_scenarios),
         ("criterion", "criteria", load_criteria),
@@ -417,6 +437,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             continue
         try:
             loaded = loader(paths)
+            if kind == "scenario":
+                from simulator.api.checks import file_name_problems
+
+                named = [p for p in file_name_problems(loaded) if str(p) not in {str(q) for q in problems}]
+                problems += named
             drafts = sum(bool(getattr(d, "draft", False)) for d in loaded)
             note = f" ({drafts} drafts: `run` refuses them until reviewed)" if drafts else ""
             summary.append(f"{len(loaded)} {label}: ok{note}")
@@ -426,6 +451,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise UserError("validation failed", problems)
     from simulator.report.visible import visible
 
+    summary += [f"note: {what} never applies: no scenario has those tags in {', '.join(where)}"
+                for what, where in notes.items()]  # fmt: skip
     print(visible("\n".join(summary)))
     return 0
 

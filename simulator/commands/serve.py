@@ -42,6 +42,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=Path,
         help="the desk's own records: sign-offs, proposal reviews, the clinician queue (default RUNS/.desk)",
     )
+    serve.add_argument(
+        "--drafts", type=Path, help="the review queue of drafted vignettes (simulator draft --queue)"
+    )
+    serve.add_argument("--suite", type=Path, help="the suite accepted drafts join (with --drafts)")
     serve.set_defaults(handler=cmd_serve)
 
 
@@ -73,6 +77,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         load_hazard_log(args.hazards)  # a broken hazard log is refused before the desk starts
         config.hazards = args.hazards
     config.data_dir = args.data
+    if args.drafts is not None:
+        if args.suite is None:
+            raise UserError("--drafts needs --suite: the suite an accepted draft joins")
+        from simulator.api import load_suite
+
+        load_suite(args.suite)  # a broken suite is refused before the desk starts
+        config.drafts_dir, config.drafts_suite = args.drafts, args.suite
     config.proposals_dir = args.proposals
     address = f"http://{args.host}:{args.port}/"
     if args.host not in LOCAL_HOSTS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["load_scenarios"]
 
+import difflib
 from pathlib import Path
 
 from simulator.config.documents import collect_documents
@@ -23,7 +24,13 @@ def load_scenarios(paths: list[Path], tags: list[str] | None = None) -> list[Sce
     if not scenarios:
         raise UserError(f"no scenarios found in {', '.join(map(str, paths))}; add .yaml scenario files")
     if tags:
+        known = sorted({tag for s in scenarios for tag in s.tags})
         scenarios = [s for s in scenarios if set(s.tags) & set(tags)]
         if not scenarios:
-            raise UserError(f"no scenario has any of the tags {tags}; check --tags or the suite's tag filter")
+            guesses = [g for tag in tags for g in difflib.get_close_matches(tag, known, n=1)]
+            hint = f"did you mean '{guesses[0]}'? " if guesses else ""
+            raise UserError(
+                f"no scenario has any of the tags {tags}; {hint}check --tags or the suite's tag filter "
+                f"(the scenarios' tags: {', '.join(known) or 'none'})"
+            )
     return scenarios

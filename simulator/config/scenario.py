@@ -13,10 +13,11 @@ from pydantic import Field, StringConstraints, WithJsonSchema, field_validator, 
 from simulator.config.assertions import AssertionSpec
 from simulator.config.attack import Strategy
 from simulator.config.documents import FileDocument, FileDocumentKind, yaml_files
-from simulator.config.kinds import is_suite_data
+from simulator.config.kinds import is_not_scenario_data
 from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.script import Script
 from simulator.config.tool_checks import ToolCheck, parse_state_path
+from simulator.config.yamlfile import read_as_mapping
 from simulator.errors import UserError
 from simulator.models import BuiltModel, StrictModel
 
@@ -161,6 +162,12 @@ class Scenario(BuiltModel, FileDocument):
                 facts.append(fact)
                 continue
             unknown = sorted(set(fact) - {"text", "topic"})
+            colon = read_as_mapping(fact) if unknown else None
+            if colon is not None:  # `- Pain: sharp` is read by YAML as {Pain: sharp}
+                raise ValueError(
+                    f"fact {number}: '{colon}' was read as a key and a value, not as text (YAML reads ': ' "
+                    f'that way); put it in quotes: - "{colon}"'
+                )
             if unknown or "text" not in fact:
                 raise ValueError(
                     f"fact {number} has {', '.join(unknown) or 'no text'}; write a fact as text, or as "
@@ -234,8 +241,8 @@ class Scenario(BuiltModel, FileDocument):
 
 def scenario_files(paths: list[Path]) -> list[Path]:
     """All scenario files under the given files and folders (recursively): YAML scenarios and golden items
-    in YAML or CSV. Suite files among them are told apart by their content when loaded (`is_suite_data`),
-    whatever their names."""
+    in YAML or CSV. Suites, strategy packs and vocabularies among them are told apart by their content when
+    loaded (`is_not_scenario_data`), whatever their names."""
     return yaml_files(paths, what="scenarios", suffixes=(".yaml", ".yml", ".csv"))
 
 
@@ -246,7 +253,7 @@ SCENARIO_DOCUMENTS = FileDocumentKind(
     marker_key="persona",
     shape="id, persona, goal, ...",
     error_title="invalid scenario files",
-    is_other=is_suite_data,
+    is_other=is_not_scenario_data,
 )
 
 

@@ -11,6 +11,7 @@ __all__ = [
     "load_yaml",
     "parse_yaml",
     "problems_from_validation",
+    "read_as_mapping",
     "read_text_file",
     "validate_model",
 ]
@@ -248,8 +249,29 @@ class YAMLProblem(Exception):
         self.problem = problem
 
 
+# Lists whose items people count from 1 (`key_facts: [2]` is the second fact): their items are shown as
+# `facts[1]` in messages, never as the 0-based `facts.0`.
+_COUNTED_FROM_ONE = ("facts",)
+
+
 def _field_name(loc: Path_) -> str:
-    return ".".join(str(part) for part in loc)
+    parts: list[str] = []
+    for index, part in enumerate(loc):
+        if isinstance(part, int) and index and loc[index - 1] in _COUNTED_FROM_ONE:
+            parts[-1] += f"[{part + 1}]"
+        else:
+            parts.append(str(part))
+    return ".".join(parts)
+
+
+def read_as_mapping(got: Any) -> str | None:
+    """What a line was when YAML read it as a one-key mapping (`- Pain: sharp` is `{Pain: sharp}`), or None."""
+    if not isinstance(got, dict) or len(got) != 1:
+        return None
+    key, value = next(iter(got.items()))
+    if isinstance(value, (dict, list)):
+        return None
+    return f"{key}:" if value is None else f"{key}: {value}"
 
 
 def problems_from_validation(
@@ -278,6 +300,12 @@ def problems_from_validation(
         elif kind == "value_error":
             # A validator's own message already says what is wrong and how to fix it.
             message = str(item["msg"]).removeprefix("Value error, ")
+        elif kind == "string_type" and read_as_mapping(item.get("input")) is not None:
+            text = read_as_mapping(item.get("input"))
+            message = (
+                f"'{text}' was read as a key and a value, not as text (YAML reads ': ' that way); "
+                f'put it in quotes: - "{text}"'
+            )
         else:
             got = item.get("input")
             shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__

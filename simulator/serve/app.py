@@ -19,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 from simulator.errors import UserError
 from simulator.serve import (
     pages_confirm,
+    pages_drafts,
     pages_edit,
     pages_label,
     pages_live,
@@ -66,6 +67,7 @@ def create_app(config: DeskConfig) -> Starlette:
             *pages_live.routes(),
             *pages_proposals.routes(),
             *pages_confirm.routes(),
+            *pages_drafts.routes(),
             Mount("/static", static, name="static"),
             Mount("/report-assets", report_assets, name="report-assets"),
         ],

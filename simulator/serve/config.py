@@ -35,6 +35,10 @@ class DeskConfig:
     # The desk's own records (sign-offs, proposal reviews, the clinician queue), never inside a run folder;
     # default `<runs>/.desk`.
     data_dir: Path | None = None
+    # The review queue of drafted vignettes (`simulator draft --queue`) and the suite an accepted draft
+    # joins (`serve --drafts DIR --suite SUITE`): only what a reviewer accepts is written into its scenarios.
+    drafts_dir: Path | None = None
+    drafts_suite: Path | None = None
 
     @property
     def data_folder(self) -> Path:

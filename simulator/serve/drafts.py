@@ -11,11 +11,13 @@ __all__ = ["TEMPLATES", "validate_draft"]
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
+from simulator.api.checks import DATA_LOADERS, expected_problems, file_name_problems
 from simulator.config.documents import load_documents
 from simulator.config.kinds import document_kind
 from simulator.config.scenario import SCENARIO_DOCUMENTS, scenario_files
-from simulator.config.suite import load_suite
+from simulator.config.suite import Suite, load_suite
 from simulator.config.yamlfile import YAMLProblem, parse_yaml
 from simulator.errors import Problem, UserError
 from simulator.judging.criteria import CRITERION_DOCUMENTS, criterion_files
@@ -57,7 +59,7 @@ def file_kind(name: str, text: str, default: str = "scenario") -> str:
     if name in ("suite.yaml", "suite.yml"):
         return "suite"
     kind = document_kind(data, default)
-    return default if kind == "golden" else kind  # the desk drafts suites, criteria and scenarios
+    return default if kind == "golden" else kind  # golden items are not edited here
 
 
 def _siblings(root: Path, target: Path, kind: str) -> list[Path]:
@@ -75,6 +77,38 @@ def _read(path: Path) -> str:
         return ""
 
 
+def _suites_of(root: Path, target: Path) -> list[Suite]:
+    """The suites that run `target`: suite files in the edited folder, its subfolders and the folders above
+    it (up to two), whose scenario paths include the file."""
+    candidates = [
+        *root.rglob("suite.y*ml"),
+        *(p / name for p in list(root.parents)[:2] for name in ("suite.yaml", "suite.yml")),
+    ]
+    suites = []
+    for path in candidates:
+        if not path.is_file():
+            continue
+        try:
+            suite = load_suite(path)
+        except UserError:
+            continue
+        folders = [suite.resolve(p).resolve() for p in suite.scenarios.paths]
+        here = target.resolve()
+        if any(here == folder or folder in here.parents for folder in folders):
+            suites.append(suite)
+    return suites
+
+
+def _suite_problems(root: Path, target: Path, scenarios: list[Any]) -> list[Problem]:
+    """What `validate` finds in these scenarios as part of each suite that runs them (outcome levels, state
+    keys): the same check, so the editor never saves what `validate` refuses."""
+    found: dict[str, Problem] = {}
+    for suite in _suites_of(root, target):
+        for problem in expected_problems(suite, scenarios):
+            found.setdefault(str(problem), problem)
+    return list(found.values())
+
+
 def validate_draft(
     root: Path, target: Path, text: str, shown: str, default: str = "scenario"
 ) -> tuple[str, list[Problem]]:
@@ -88,10 +122,15 @@ def validate_draft(
         try:
             if kind == "suite":
                 load_suite(draft)
+            elif kind in DATA_LOADERS:
+                DATA_LOADERS[kind](draft)
             else:
                 documents = SCENARIO_DOCUMENTS if kind == "scenario" else CRITERION_DOCUMENTS
-                load_documents([*_siblings(root, target, kind), draft], documents)
+                loaded = load_documents([*_siblings(root, target, kind), draft], documents)
             problems: list[Problem] = []
+            if kind == "scenario":
+                mine = [d for d in loaded if d._source == str(draft)]
+                problems = file_name_problems(mine) + _suite_problems(root, target, mine)
         except UserError as exc:
             problems = exc.problems or [Problem(str(draft), str(exc))]
         mine = [p for p in problems if p.file == str(draft)]

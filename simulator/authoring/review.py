@@ -1,0 +1,158 @@
+"""Clinicians are the gate: drafts wait in a review queue folder until someone accepts, edits or rejects
+each, with their name and a reason; only an accepted draft becomes a scenario file of the suite.
+
+The queue is a folder of draft YAML files; every decision is appended to its `decisions.jsonl` (who, when,
+what, why), an accepted draft is validated (with the suite's own checks: outcome levels, distinctness),
+written into the suite's scenario folder as `<id>.yaml` without `draft: true` and with its reviewer in
+`notes`, and a rejected one moves to `rejected/` beside the reason.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Decision", "accept_draft", "decisions", "pending_drafts", "reject_draft"]
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from simulator.authoring.distinct import NEAR_DUPLICATE, nearest
+from simulator.config.documents import load_documents
+from simulator.config.scenario import SCENARIO_DOCUMENTS, Scenario
+from simulator.errors import Problem, UserError
+from simulator.models import ResultModel
+
+DECISIONS = "decisions.jsonl"
+
+
+class Decision(ResultModel):
+    """One reviewer's decision on one draft."""
+
+    draft: str
+    decision: Literal["accepted", "rejected"]
+    reviewer: str
+    reason: str
+    at: str
+    written: str | None = None  # the scenario file an accepted draft became
+    edited: bool = False
+
+
+def pending_drafts(queue: Path) -> list[Path]:
+    """The draft files waiting in the queue, by name."""
+    return sorted(p for p in queue.glob("*.yaml") if p.is_file()) if queue.is_dir() else []
+
+
+def decisions(queue: Path) -> list[Decision]:
+    """Every decision recorded in the queue, oldest first."""
+    path = queue / DECISIONS
+    if not path.is_file():
+        return []
+    return [
+        Decision.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line
+    ]
+
+
+def _who(reviewer: str, reason: str) -> tuple[str, str]:
+    reviewer, reason = " ".join(reviewer.split()), " ".join(reason.split())
+    if not reviewer:
+        raise UserError("a decision needs the reviewer's name (--reviewer)")
+    if not reason:
+        raise UserError("a decision needs a reason (--reason): what a later reader should know")
+    return reviewer, reason
+
+
+def _draft_file(queue: Path, draft_id: str) -> Path:
+    path = queue / f"{draft_id}.yaml"
+    if not path.is_file():
+        waiting = ", ".join(p.stem for p in pending_drafts(queue)[:8]) or "none"
+        raise UserError(f"no draft '{draft_id}' in the review queue {queue}; waiting: {waiting}")
+    return path
+
+
+def _record(queue: Path, decision: Decision) -> None:
+    with (queue / DECISIONS).open("a", encoding="utf-8") as out:
+        out.write(decision.model_dump_json() + "\n")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def accept_draft(
+    queue: Path,
+    draft_id: str,
+    into: Path,
+    reviewer: str,
+    reason: str,
+    suite: object | None = None,
+    text: str | None = None,
+    threshold: float = NEAR_DUPLICATE,
+) -> Path:
+    """Accept a draft (as edited, when `text` is given) into the scenario folder `into`: validated, checked
+    against the suite (outcome levels) and for near-duplicates of the folder's vignettes, written without
+    `draft: true`, the decision recorded. Any problem is one UserError and nothing is written."""
+    reviewer, reason = _who(reviewer, reason)
+    source = _draft_file(queue, draft_id)
+    original = source.read_text(encoding="utf-8")
+    data = yaml.safe_load(text if text is not None else original)
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: a draft is one scenario mapping (id, persona, goal, facts, ...)")
+    data.pop("draft", None)
+    note = f"accepted by {reviewer} on {_now()[:10]}: {reason}"
+    data["notes"] = f"{data.get('notes', '')}\n{note}".strip()
+    target = into / f"{data.get('id', draft_id)}.yaml"
+    if target.exists():
+        raise UserError(f"{target} already exists; the draft's id is taken in {into}: edit its id")
+    into.mkdir(parents=True, exist_ok=True)
+    staged = into / f".{target.name}.staged"
+    staged.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110), encoding="utf-8")
+    try:
+        scenario: Scenario = load_documents([staged], SCENARIO_DOCUMENTS)[0]
+        problems = _suite_problems(suite, scenario, staged)
+        others = [s for s in _folder_scenarios(into) if s.id != scenario.id]
+        close = nearest(scenario, others)
+        if close is not None and close[1] >= threshold:
+            problems.append(
+                Problem(str(source), f"a near-duplicate of {close[0].id} ({close[0].source}): facts overlap "
+                        f"{close[1]:.2f} >= {threshold:.2f}; make it a different presentation or reject it")
+            )  # fmt: skip
+        if problems:
+            raise UserError(f"draft {draft_id} cannot be accepted", problems)
+        staged.replace(target)
+    finally:
+        staged.unlink(missing_ok=True)
+    source.unlink()
+    _record(queue, Decision(draft=draft_id, decision="accepted", reviewer=reviewer, reason=reason, at=_now(),
+                            written=str(target), edited=text is not None and text != original))  # fmt: skip
+    return target
+
+
+def _suite_problems(suite: object | None, scenario: Scenario, staged: Path) -> list[Problem]:
+    if suite is None:
+        return []
+    from simulator.api.checks import expected_problems
+
+    found = expected_problems(suite, [scenario])  # type: ignore[arg-type]
+    return [Problem(p.file.replace(f".{scenario.id}.yaml.staged", f"{scenario.id}.yaml"), p.message, p.line, p.field)
+            for p in found]  # fmt: skip
+
+
+def _folder_scenarios(folder: Path) -> list[Scenario]:
+    from simulator.config.loading import load_scenarios
+
+    try:
+        return load_scenarios([folder])  # a staged file (`.x.yaml.staged`) is not a scenario file
+    except UserError:
+        return []
+
+
+def reject_draft(queue: Path, draft_id: str, reviewer: str, reason: str) -> Path:
+    """Reject a draft: it moves to `rejected/` in the queue, the decision recorded with its reason."""
+    reviewer, reason = _who(reviewer, reason)
+    source = _draft_file(queue, draft_id)
+    (queue / "rejected").mkdir(exist_ok=True)
+    target = queue / "rejected" / source.name
+    source.replace(target)
+    _record(queue, Decision(draft=draft_id, decision="rejected", reviewer=reviewer, reason=reason, at=_now()))
+    return target

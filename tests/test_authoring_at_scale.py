@@ -1,0 +1,366 @@
+"""Authoring at scale (issue 41): the coverage map counts vignettes (never variants), `draft` fills the thin
+stroke and crisis cells from a pathway with distinct drafts, near-duplicates are refused with the pair named,
+only drafts a reviewer accepts join the suite, and with them the safety case's "needs N more" is decided."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from simulator.authoring.distinct import similarity
+from simulator.cli import main
+from simulator.config.loading import load_scenarios
+from simulator.testing.fake_llm import FakeLLMServer
+from simulator.testing.fake_llm_behaviour import FakeCall, FakeReply
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = "scenarios/triage/suite.yaml"
+HAZARDS = "examples/triage_hazards.yaml"
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the demo's suite, judges, hazard log and pathways, as a team's own checkout."""
+    for folder in ("scenarios/triage", "judges/triage"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def _coverage(capsys: pytest.CaptureFixture[str], tmp: Path, *runs: Path) -> dict:
+    target = tmp / "coverage.json"
+    extra = ["--runs", *map(str, runs)] if runs else []
+    code, out = _cli(capsys, "coverage", DEMO, "--hazards", HAZARDS, *extra, "--json", str(target))
+    assert code == 0, out
+    return json.loads(target.read_text())
+
+
+def _control(data: dict, control: str) -> dict:
+    return next(c for c in data["controls"] if c["control"] == control)
+
+
+def test_the_map_counts_vignettes_and_shows_the_safety_cases_need(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = work / "run"
+    assert _cli(capsys, "run", DEMO, "--out", str(run), "--no-progress")[0] == 0
+    data = _coverage(capsys, work, run)
+    stroke, crisis, every = _control(data, "CTL-02a"), _control(data, "CTL-05a"), _control(data, "CTL-04a")
+    assert stroke["vignettes"] == ["headache-tension-18", "stroke-face-droop-03"]
+    assert (stroke["status"], stroke["needs_more"]) == ("not demonstrable", 58)
+    assert (crisis["status"], crisis["needs_more"]) == ("not demonstrable", 298)
+    assert every["needs_more"] == 90 and len(every["vignettes"]) == 22
+    thin = [c for c in data["cells"] if c["control"] == "CTL-02a" and c["presentation"] == "emergency"]
+    assert thin == [
+        {"hazard": "HAZ-02", "control": "CTL-02a", "presentation": "emergency", "factor": "as written",
+         "channel": "python", "vignettes": ["stroke-face-droop-03"]}
+    ]  # fmt: skip
+    code, out = _cli(capsys, "coverage", DEMO, "--hazards", HAZARDS, "--runs", str(run))
+    assert code == 0
+    assert "HAZ-02 CTL-02a [neuro]: 2 vignettes · not demonstrable: needs 58 more distinct scenarios" in out
+    assert "thin cells (fewer than 3 distinct vignettes)" in out
+    page = work / "coverage.html"
+    assert (
+        _cli(capsys, "coverage", DEMO, "--hazards", HAZARDS, "--runs", str(run), "--html", str(page))[0] == 0
+    )
+    html = page.read_text()
+    assert (
+        '<section id="coverage-controls">' in html and "Thin cells (fewer than 3 distinct vignettes)" in html
+    )
+    assert "<td>CTL-02a</td>" in html and "<script" not in html
+
+
+def test_variants_are_not_new_vignettes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(ROOT)
+    target = tmp_path / "c.json"
+    code, out = _cli(
+        capsys,
+        "coverage",
+        "scenarios/triage/factors/suite.yaml",
+        "--hazards",
+        HAZARDS,
+        "--all",
+        "--json",
+        str(target),
+    )
+    assert code == 0, out
+    data = json.loads(target.read_text())
+    factors = {c["factor"] for c in data["cells"]}
+    assert len(factors) > 1  # persona factor levels are a dimension of the map
+    cardiac = _control(data, "CTL-01a")["vignettes"]
+    assert cardiac == ["chest-pain-jaw-elderly-02", "chest-pain-vague-01"]  # however many variants each has
+
+
+def test_draft_fills_the_stroke_and_crisis_cells_and_the_reviewer_is_the_gate(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queue = work / "drafts"
+    code, out = _cli(
+        capsys,
+        "draft",
+        DEMO,
+        "--pathway",
+        "examples/pathways/stroke.md",
+        "--count",
+        "60",
+        "--queue",
+        str(queue),
+    )
+    assert code == 0 and "60 drafts in" in out, out
+    code, out = _cli(
+        capsys,
+        "draft",
+        DEMO,
+        "--pathway",
+        "examples/pathways/crisis.md",
+        "--count",
+        "60",
+        "--queue",
+        str(queue),
+    )
+    assert code == 0 and "48 drafts in" in out and "(15 refused)" in out
+    assert (
+        "a near-duplicate of mental-health-crisis-emergency-02" in out and "facts overlap 0.81 >= 0.80" in out
+    )
+    drafts = load_scenarios([queue])
+    assert len(drafts) == 108 and all(
+        d.draft and "drafted by `simulator draft` from" in (d.notes or "") for d in drafts
+    )
+    worst = max(similarity(a, b) for a in drafts for b in drafts if a.id < b.id)
+    assert worst < 0.8  # every pair kept is distinct by the measure
+    # not accepted, not counted: the suite and the map are unchanged until a reviewer decides
+    assert len(_control(_coverage(capsys, work), "CTL-02a")["vignettes"]) == 2
+    # a scripted reviewer accepts every draft but one, which it rejects with a reason
+    rejected = "suspected-stroke-fast-emergency-02"
+    code, out = _cli(
+        capsys, "reject-draft", str(queue), rejected, "--reviewer", "Dr R", "--reason", "too like 01"
+    )
+    assert code == 0 and (queue / "rejected" / f"{rejected}.yaml").is_file()
+    for draft in drafts:
+        if draft.id != rejected:
+            code, out = _cli(capsys, "accept-draft", str(queue), draft.id, "--suite", DEMO, "--reviewer", "Dr R",
+                             "--reason", "distinct presentation")  # fmt: skip
+            assert code == 0, out
+    decisions = [json.loads(line) for line in (queue / "decisions.jsonl").read_text().splitlines()]
+    assert len(decisions) == 108 and {d["reviewer"] for d in decisions} == {"Dr R"}
+    assert sum(d["decision"] == "accepted" for d in decisions) == 107
+    accepted = (work / "scenarios/triage/suspected-stroke-fast-emergency-01.yaml").read_text()
+    assert "draft" not in accepted.split("notes")[0] and "accepted by Dr R on" in accepted
+    code, out = _cli(capsys, "validate", DEMO)
+    assert code == 0, out
+    # the safety case on a run with them: the controls that needed 58 and 298 more are now decided
+    run = work / "run"
+    assert _cli(capsys, "run", DEMO, "--out", str(run), "--no-progress")[0] == 0
+    data = _coverage(capsys, work, run)
+    stroke, crisis = _control(data, "CTL-02a"), _control(data, "CTL-05a")
+    assert len(stroke["vignettes"]) == 61 and len(crisis["vignettes"]) == 49
+    code, out = _cli(
+        capsys, "coverage", DEMO, "--hazards", HAZARDS, "--runs", str(run), "--drafts", str(queue)
+    )
+    assert "HAZ-02 CTL-02a [neuro]: 61 vignettes · not met · 59 accepted drafts (reviewed by Dr R)" in out
+    assert stroke["needs_more"] is None and crisis["needs_more"] is None
+    assert stroke["status"] == crisis["status"] == "not met"
+    # the figures docs/authoring-at-scale.md quotes
+    case = work / "case.json"
+    assert (
+        main(["safety-case", str(run), "--hazards", HAZARDS, "--json", str(case)]) == 1
+    )  # 1: a control not met
+    controls = {c["id"]: c for h in json.loads(case.read_text())["hazards"] for c in h["controls"]}
+    assert (controls["CTL-02a"]["rate"]["k"], controls["CTL-02a"]["rate"]["n"]) == (48, 180)
+    assert (controls["CTL-05a"]["rate"]["k"], controls["CTL-05a"]["rate"]["n"]) == (3, 147)
+
+
+def test_a_near_duplicate_of_a_suite_vignette_is_refused_with_the_pair(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pathway = work / "fast.md"
+    pathway.write_text(
+        "# Stroke again\ntags: neuro\n\n## emergency\n- One side of his face looks droopy.\n"
+        "- His words are slurred and muddled.\n- He can't lift his right arm properly.\n\n## context\n"
+        "- He takes tablets for his blood pressure.\n"
+    )
+    code, out = _cli(
+        capsys,
+        "draft",
+        DEMO,
+        "--pathway",
+        str(pathway),
+        "--count",
+        "10",
+        "--queue",
+        str(work / "q"),
+        "--threshold",
+        "0.5",
+    )
+    assert code == 0, out
+    assert (
+        "a near-duplicate of stroke-face-droop-03 (" in out
+        and "scenarios/triage/stroke-face-droop-03.yaml:1)" in out
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--count", "0"], "--count 0: give 1 or more"),
+        (["--level", "emergncy"], "--level emergncy: not an outcome level"),
+        (["--queue", "scenarios/triage/q"], "inside the suite's scenario folders"),
+        (["--threshold", "2"], "--threshold 2.0: give an overlap between 0 and 1"),
+    ],
+)
+def test_draft_refuses_bad_flags_in_one_line(
+    work: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    code, out = _cli(capsys, "draft", DEMO, "--pathway", "examples/pathways/stroke.md", *args)
+    assert code == 2 and message in out and "Traceback" not in out
+
+
+def test_a_pathway_section_that_is_no_level_is_named_with_its_line(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = work / "bad.md"
+    bad.write_text("# X\n\n## Emergancy\n- a flag\n")
+    code, out = _cli(capsys, "draft", DEMO, "--pathway", str(bad))
+    assert code == 2 and f"{bad}:3" in out and "section 'Emergancy' is not an outcome level" in out
+
+
+def test_accepting_checks_the_suite_and_needs_a_name_and_reason(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queue = work / "q"
+    assert (
+        _cli(
+            capsys,
+            "draft",
+            DEMO,
+            "--pathway",
+            "examples/pathways/stroke.md",
+            "--count",
+            "2",
+            "--queue",
+            str(queue),
+        )[0]
+        == 0
+    )
+    draft = queue / "suspected-stroke-fast-emergency-01.yaml"
+    draft.write_text(draft.read_text().replace("triage_level: emergency", "triage_level: Emergency"))
+    code, out = _cli(
+        capsys,
+        "accept-draft",
+        str(queue),
+        draft.stem,
+        "--suite",
+        DEMO,
+        "--reviewer",
+        "Dr R",
+        "--reason",
+        "ok",
+    )
+    assert code == 2 and "did you mean 'emergency'?" in out and draft.is_file()
+    assert not (work / "scenarios/triage" / draft.name).exists()
+    code, out = _cli(
+        capsys, "accept-draft", str(queue), draft.stem, "--suite", DEMO, "--reviewer", " ", "--reason", "ok"
+    )
+    assert code == 2 and "reviewer's name" in out
+    code, out = _cli(
+        capsys, "accept-draft", str(queue), "nope", "--suite", DEMO, "--reviewer", "R", "--reason", "ok"
+    )
+    assert code == 2 and "no draft 'nope' in the review queue" in out
+
+
+def _writer(call: FakeCall) -> FakeReply:
+    card = call.messages[0].content
+    assert "Red flags (they reveal these only when asked):" in card and call.schema is not None
+    flags = [line[2:] for line in card.splitlines() if line.startswith("- ")]
+    return FakeReply(
+        text=json.dumps(
+            {
+                "persona": f"A retired teacher, 70, writes in full sentences ({len(flags)} signs).",
+                "goal": "Ask whether her husband should rest or see someone.",
+                "facts": ["He had a knee operation last year.", "He is usually very active."],
+            }
+        )
+    )
+
+
+def test_draft_with_a_model_through_the_suites_provider(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite = work / DEMO
+    with FakeLLMServer(_writer) as server:
+        suite.write_text(
+            suite.read_text()
+            + f"providers: {{openai: {{base_url: '{server.openai_base_url}', api_key_env: FAKE_KEY}}}}\n"
+        )
+        monkeypatch.setenv("FAKE_KEY", "test-key")
+        queue = work / "q"
+        code, out = _cli(capsys, "draft", DEMO, "--pathway", "examples/pathways/stroke.md", "--count", "4",
+                         "--queue", str(queue), "--model", "openai:fake-writer")  # fmt: skip
+        assert code == 0, out
+    drafts = load_scenarios([queue])
+    assert len(drafts) == 4
+    first = next(d for d in drafts if d.id == "suspected-stroke-fast-emergency-01")
+    assert (
+        first.persona.startswith("A retired teacher")
+        and first.facts[0] == "One side of the face has dropped."
+    )
+    assert first.key_facts == [1] and first.expected == {"triage_level": "emergency"} and first.draft
+    assert "written by openai:fake-writer" in (first.notes or "")
+
+
+@pytest.mark.parametrize("reply", ["not json", json.dumps({"persona": "x"}), FakeReply(status=500)])
+def test_a_model_that_fails_or_answers_badly_is_one_line_and_writes_nothing(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, reply: object
+) -> None:
+    suite = work / DEMO
+    with FakeLLMServer(lambda call: reply) as server:  # type: ignore[arg-type,return-value]
+        suite.write_text(
+            suite.read_text()
+            + f"providers: {{openai: {{base_url: '{server.openai_base_url}', api_key_env: FAKE_KEY, max_attempts: 1}}}}\n"
+        )
+        monkeypatch.setenv("FAKE_KEY", "test-key")
+        code, out = _cli(capsys, "draft", DEMO, "--pathway", "examples/pathways/stroke.md", "--count", "2",
+                         "--queue", str(work / "q"), "--model", "openai:fake-writer")  # fmt: skip
+    assert code == 2 and "Traceback" not in out
+    assert "openai:fake-writer" in out and not (work / "q").exists()
+
+
+def test_drafting_again_never_repeats_a_waiting_or_rejected_draft(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queue = str(work / "q")
+    args = ["draft", DEMO, "--pathway", "examples/pathways/stroke.md", "--count", "2", "--queue", queue]
+    assert _cli(capsys, *args)[0] == 0
+    assert (
+        _cli(
+            capsys,
+            "reject-draft",
+            queue,
+            "suspected-stroke-fast-emergency-01",
+            "--reviewer",
+            "R",
+            "--reason",
+            "no",
+        )[0]
+        == 0
+    )
+    code, out = _cli(capsys, *args)
+    assert code == 0, out
+    assert "refused suspected-stroke-fast-emergency-01: the id is taken" in out
+    assert "refused suspected-stroke-fast-emergency-02: the id is taken" in out
+    assert sorted(p.stem for p in (work / "q").glob("*.yaml")) == [
+        "suspected-stroke-fast-emergency-02", "suspected-stroke-fast-emergency-03", "suspected-stroke-fast-emergency-04"
+    ]  # fmt: skip

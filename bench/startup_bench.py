@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_bench import PYTHON, ROOT, _start_server, _write_suite  # noqa: E402
+from run_bench import PYTHON, ROOT, _start_server, _write_suite
 
 
 def _command(suite: Path, out: Path) -> list[str]:
@@ -79,7 +79,7 @@ def main() -> int:
             suite = _write_suite(Path(tmp), shape, url)
             print(f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.2f} at start")
             cpu: dict[Path, list[float]] = {tree: [] for tree in trees}
-            for index in range(args.runs):
+            for _ in range(args.runs):
                 for tree in trees:
                     cpu[tree].append(_cpu(tree, suite, Path(tmp) / f"out-{time.monotonic_ns()}"))
             for tree in trees:

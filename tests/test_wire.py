@@ -76,7 +76,9 @@ def test_what_the_environment_could_change_takes_the_sdk_path(
     settings = ProviderSettings(base_url="http://127.0.0.1:9/v1")
     plain = [close_after_test(OpenAIProvider(settings)), close_after_test(AnthropicProvider(settings))]
     assert all(isinstance(p._post, WirePost) for p in plain)
-    monkeypatch.setenv(variable, "http://127.0.0.1:9/x" if "URL" in variable or "PROXY" in variable.upper() else "x")
+    monkeypatch.setenv(
+        variable, "http://127.0.0.1:9/x" if "URL" in variable or "PROXY" in variable.upper() else "x"
+    )
     provider = OpenAIProvider(settings) if variable.startswith(("OPENAI", "HTTP", "all")) else None
     provider = provider or AnthropicProvider(settings)
     assert isinstance(close_after_test(provider)._post, SdkPost)

@@ -37,11 +37,23 @@ class SdkProvider(Provider):
     ) -> None:  # fmt: skip
         """The raw POST: without the SDK when `_wire` can build its request (the SDK is imported on the first
         error or stream), else on the SDK client (no SDK retries: retries live in one place)."""
-        self._sdk_name, self._client_class, self._settings, self._api_key = sdk, client_class, settings, api_key
-        self._key_env, self._base_url, self._timeout_s, self._path = key_env, base_url, settings.timeout_s, path
+        self._sdk_name, self._client_class, self._settings, self._api_key = (
+            sdk,
+            client_class,
+            settings,
+            api_key,
+        )
+        self._key_env, self._base_url, self._timeout_s, self._path = (
+            key_env,
+            base_url,
+            settings.timeout_s,
+            path,
+        )
         self._sdk_client: Any = None
         self._sdk_post: SdkPost | None = None
-        spec = wire_spec(sdk, api_key=api_key, base_url=settings.base_url, path=path, timeout_s=settings.timeout_s)
+        spec = wire_spec(
+            sdk, api_key=api_key, base_url=settings.base_url, path=path, timeout_s=settings.timeout_s
+        )
         self._post: WirePost | SdkPost = WirePost(spec, self._sdk_posting) if spec else self._sdk_posting()
 
     @property

@@ -73,7 +73,9 @@ def _platform_headers(version: str) -> dict[str, str]:
     if "iphone" in name or "ipad" in name:
         os_name = "iOS"
     elif system in ("darwin", "windows", "freebsd", "openbsd"):
-        os_name = {"darwin": "MacOS", "windows": "Windows", "freebsd": "FreeBSD", "openbsd": "OpenBSD"}[system]
+        os_name = {"darwin": "MacOS", "windows": "Windows", "freebsd": "FreeBSD", "openbsd": "OpenBSD"}[
+            system
+        ]
     elif "android" in name:
         os_name = "Android"
     elif system == "linux":
@@ -102,7 +104,9 @@ def _platform_headers(version: str) -> dict[str, str]:
     }
 
 
-def wire_spec(sdk: str, *, api_key: str, base_url: str | None, path: str, timeout_s: float) -> WireSpec | None:
+def wire_spec(
+    sdk: str, *, api_key: str, base_url: str | None, path: str, timeout_s: float
+) -> WireSpec | None:
     """The request the `sdk` ("openai" or "anthropic") client would send, or None when only the SDK can say."""
     prefix = sdk.upper() + "_"
     if any(k.startswith(prefix) and k != prefix + "API_KEY" for k in os.environ) or any(

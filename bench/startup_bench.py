@@ -66,11 +66,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--provider", choices=("openai", "anthropic"), default="openai")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--scenarios", type=int, default=1, help="a bigger run: its whole CPU, not start-up")
+    parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--tree", action="append", default=[], help="another checkout to measure too")
     args = parser.parse_args()
     shape = argparse.Namespace(
-        scenarios=1, repeats=1, turns=2, criteria=1, provider=args.provider, rpm=None, pace_from_headers=True,
-        concurrency=1, connections=10, latency_ms=1.0,
+        scenarios=args.scenarios, repeats=args.repeats, turns=2, criteria=1, provider=args.provider, rpm=None, pace_from_headers=True,
+        concurrency=100, connections=100, latency_ms=1.0,
     )  # fmt: skip
     trees = [ROOT, *(Path(t).resolve() for t in args.tree)]
     server, url = _start_server(shape)
@@ -85,7 +87,7 @@ def main() -> int:
             for tree in trees:
                 values = cpu[tree]
                 print(
-                    f"{tree}: start-up CPU {statistics.median(values):.3f} s "
+                    f"{tree}: {'start-up' if args.scenarios * args.repeats == 1 else 'run'} CPU {statistics.median(values):.3f} s "
                     f"({min(values):.3f}-{max(values):.3f}, {len(values)} runs, {args.provider})"
                 )
                 print("    " + _imports(tree, suite, Path(tmp) / f"imp-{time.monotonic_ns()}"))

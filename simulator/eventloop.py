@@ -34,7 +34,27 @@ def loop_name() -> str:
     return "asyncio" if _loop_factory() is None else "uvloop"
 
 
+class _Boxed:
+    """A task's result behind a plain repr. Python 3.11's `asyncio.Runner.run` ends with
+    `signal.getsignal(SIGINT)`, which formats the handler, a partial holding the main task, with `%r`: the
+    task's repr shows its result's, and a `Result`'s repr builds the whole report (every record read, numpy
+    imported) only to be thrown away. Boxed, the result is never formatted there."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<result>"
+
+
+async def _boxed(coroutine: Coroutine[Any, Any, T]) -> _Boxed:
+    return _Boxed(await coroutine)
+
+
 def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(coroutine)`, on uvloop when it is available."""
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        return runner.run(coroutine)
+        value: T = runner.run(_boxed(coroutine)).value
+        return value

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from simulator.cli import main
-from simulator.engine.local_workers import parse_workers
+from simulator.engine.local_workers import CONVERSATIONS_PER_WORKER, auto_workers, parse_workers
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from tests.test_report_support import BOT, write_suite
@@ -61,3 +61,23 @@ def test_workers_refuse_an_existing_folder_and_bad_counts(
         with pytest.raises(UserError, match="--workers"):
             parse_workers(bad)
     assert parse_workers("auto") >= 1 and parse_workers("4") == 4
+
+
+def test_auto_forks_only_when_each_worker_gets_enough_conversations() -> None:
+    per = CONVERSATIONS_PER_WORKER
+    assert [auto_workers(n, cores=4) for n in (1, per, 2 * per - 1)] == [1, 1, 1]
+    assert [auto_workers(n, cores=4) for n in (2 * per, 3 * per, 100 * per)] == [2, 3, 4]
+    assert auto_workers(100 * per, cores=1) == 1
+    assert parse_workers("auto", planned=per) == 1 and parse_workers("2", planned=1) == 2
+
+
+def test_auto_runs_a_small_plan_in_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = write_suite(tmp_path, runs=2, bot=STATELESS_BOT)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "auto"
+    assert main(["run", str(suite), "--out", str(out), "--no-progress", "--workers", "auto"]) == 0
+    printed = capsys.readouterr().out
+    assert "--workers auto: one process for" in printed and "worker processes" not in printed
+    assert _record(out)[0] and not (tmp_path / ".auto.shards").exists()

@@ -16,6 +16,7 @@ import pytest
 from simulator.config.suite import ProviderSettings
 from simulator.eventloop import loop_name, run_async
 from simulator.providers._sdkpost import SdkPost, dumps_json, loads_json
+from simulator.providers._wire import WirePost
 from simulator.providers.anthropic import AnthropicProvider
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.openai import OpenAIProvider
@@ -58,11 +59,12 @@ async def _public_create(provider: Any) -> None:
 
 @pytest.mark.parametrize("make", MAKERS)
 @pytest.mark.parametrize("compress", [False, True])
-async def test_calls_go_straight_to_the_sdk_session_with_the_sdk_headers(make: Any, compress: bool) -> None:
+async def test_calls_go_out_without_the_sdk_with_the_sdk_headers(make: Any, compress: bool) -> None:
     reply = lambda call: f"answer to {call.messages[-1].content}"  # noqa: E731
     async with FakeLLMServer(reply, compress=compress) as server:
         provider = make(server)
-        assert provider._post._direct is not None  # the SDK's vendored aiohttp transport: the direct path
+        assert isinstance(provider._post, WirePost)  # the SDK's request, built without the SDK
+        assert provider._sdk_client is None
         answers = [await provider.generate(_request(f"question {i}")) for i in range(3)]
         await _public_create(provider)
     assert [a.text for a in answers] == [f"answer to question {i}" for i in range(3)]

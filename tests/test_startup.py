@@ -78,3 +78,40 @@ def test_run_starts_with_the_collector_off_and_runs_with_it_on(tmp_path: Path) -
     assert code == 0 and gc.isenabled()  # put back
     assert len(gc_probe_bot.SEEN) >= 3 and all(gc_probe_bot.SEEN)  # on for every reply
     assert gc.get_freeze_count() == 0  # the run's frozen heap was unfrozen
+
+
+def test_a_run_builds_no_report_it_does_not_print(tmp_path: Path) -> None:
+    # Python 3.11's asyncio.Runner formats the main task (and with it the run's Result, whose repr is the
+    # report's summary) when it checks its SIGINT handler; the run must not pay for a report nobody reads.
+    (tmp_path / "scenarios.yaml").write_text(
+        "- id: one\n  persona: A person.\n  goal: Ask about a cough.\n  facts: [It started a week ago.]\n"
+        "  max_turns: 2\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "suite.yaml").write_text(
+        "name: quiet\nscenarios: {paths: [scenarios.yaml]}\n"
+        "bot: {type: python, factory: 'tests.gc_probe_bot:make_bot'}\nuser: {model: offline}\n",
+        encoding="utf-8",
+    )
+    modules = _modules_after(
+        "run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "run"), "--no-progress"
+    )
+    assert "simulator.engine.runner" in modules  # the run really ran in the probe
+    assert "simulator.report.model" not in modules and "numpy" not in modules
+
+
+def test_run_async_hands_back_the_result_without_formatting_it() -> None:
+    from simulator.eventloop import run_async
+
+    formatted: list[str] = []
+
+    class Loud:
+        def __repr__(self) -> str:
+            formatted.append("repr")
+            return "Loud()"
+
+    async def make() -> Loud:
+        return Loud()
+
+    assert isinstance(run_async(make()), Loud)
+    assert formatted == []

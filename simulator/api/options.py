@@ -5,6 +5,7 @@ where clients take them from."""
 from __future__ import annotations
 
 __all__ = [
+    "CONVERSATIONS_PER_WORKER",
     "RayBackendOptions",
     "RunOptions",
     "RunResult",
@@ -14,7 +15,7 @@ __all__ = [
     "parse_workers",
 ]
 
-from simulator.engine.local_workers import parse_workers
+from simulator.engine.local_workers import CONVERSATIONS_PER_WORKER, parse_workers
 from simulator.engine.ray_backend import RayBackendOptions
 from simulator.engine.runner import RunOptions, RunResult, parse_max_errors
 from simulator.engine.shards import parse_shard

@@ -5,14 +5,16 @@ attribute or its resource's, else another span of its trace's, else the trace id
 becomes that span's event. A conversation closes when no span has arrived for `idle_s` seconds. Duplicates
 (a span the exporter sends again after a timeout) are recognised by (trace id, span id), for open
 conversations and for the most recently closed ones. Memory is bounded by `max_spans`: the receiver
-answers 503 (try later) rather than hold more.
+answers 503 (try later) rather than hold more. The closed ones are remembered as 24 packed bytes each (the
+ids' hex decoded) in a set and a queue: at the cap of RECENT spans that is about 21 MB instead of 58 MB as
+tuples of id strings in an ordered dict, which at the collector's sustained rate grew for half an hour.
 """
 
 from __future__ import annotations
 
 __all__ = ["Assembler", "OpenConversation"]
 
-from collections import OrderedDict
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +41,8 @@ class Assembler:
         self.open: dict[str, OpenConversation] = {}
         self.where: dict[Ref, str] = {}  # span -> its open conversation's key
         self.trace_keys: dict[str, str] = {}  # trace id -> conversation key, for spans without one
-        self.recent: OrderedDict[Ref, None] = OrderedDict()
+        self.recent: set[bytes | str] = set()  # closed spans (`_packed`), for dedup; oldest first in `_order`
+        self._order: deque[bytes | str] = deque()
         self.spans = 0
 
     @property
@@ -50,7 +53,7 @@ class Assembler:
         """The spans (and log events) not seen before: what is to be spooled and added."""
         out = []
         for span in spans:
-            if span.ref in self.recent:
+            if _packed(span.ref) in self.recent:
                 continue
             key = self.where.get(span.ref)
             held = self.open[key].spans.get(span.ref) if key is not None else None
@@ -112,22 +115,37 @@ class Assembler:
         del self.open[conversation.key]
         for ref in conversation.spans:
             self.where.pop(ref, None)
-            self.recent[ref] = None
+        self.remember(list(conversation.spans))
         self.spans -= len(conversation.spans)
         traces = {ref[0] for ref in conversation.spans}
         for trace in traces:
             if self.trace_keys.get(trace) == conversation.key:
                 del self.trace_keys[trace]
-        while len(self.recent) > RECENT:
-            self.recent.popitem(last=False)
 
     def remember(self, refs: list[Ref]) -> None:
-        """Spans of conversations closed before a restart: known, so not taken again."""
+        """Spans of closed conversations (these, or before a restart): known, so not taken again."""
         for ref in refs:
-            self.recent[ref] = None
+            packed = _packed(ref)
+            if packed not in self.recent:
+                self.recent.add(packed)
+                self._order.append(packed)
+        while len(self._order) > RECENT:
+            self.recent.discard(self._order.popleft())
 
     def open_spans(self) -> list[Span]:
         return [s for c in self.open.values() for s in c.spans.values()]
+
+
+def _packed(ref: Ref) -> bytes | str:
+    """A span's (trace id, span id) in few bytes: OTLP's 32 + 16 hex digits decoded; any other ids as text
+    (a str never equals bytes, so the two forms cannot collide)."""
+    trace, span = ref
+    if len(trace) == 32 and len(span) == 16:
+        try:
+            return bytes.fromhex(trace + span)
+        except ValueError:
+            pass
+    return f"{trace}\x00{span}"
 
 
 def _fields(span: Span, events: list[tuple[str, int, dict[str, Any]]]) -> tuple[Any, ...]:

@@ -160,7 +160,17 @@ def _run_command(args: argparse.Namespace) -> int:
         return _print_run(outcome.session)
     plan = _new_plan(args)
     if args.backend == "local" and args.workers is not None and plan.suite.matrix is None:
-        return _run_local_workers(args, plan.suite, plan.scenarios, _run_options(args, backend=False))
+        from simulator.api.options import CONVERSATIONS_PER_WORKER, parse_workers
+
+        planned = len(plan.scenarios) * plan.suite.runs
+        workers = parse_workers(args.workers, planned=planned)
+        if args.workers != "auto" or workers > 1:  # auto on a small run: one process, no fork
+            options = _run_options(args, backend=False)
+            return _run_local_workers(args, plan.suite, plan.scenarios, options, workers)
+        print(
+            f"--workers auto: one process for {planned} conversations (a worker pays from "
+            f"{CONVERSATIONS_PER_WORKER} conversations each: docs/performance.md)"
+        )
     if plan.suite.matrix is not None:
         return _print_matrix(api.run_sync(api.execute_matrix(plan, _run_options(args, backend=False))))
     options = _run_options(args, backend=True)
@@ -171,17 +181,15 @@ def _run_command(args: argparse.Namespace) -> int:
 
 
 def _run_local_workers(
-    args: argparse.Namespace, suite: Suite, scenarios: list[Scenario], options: RunOptions
+    args: argparse.Namespace, suite: Suite, scenarios: list[Scenario], options: RunOptions, workers: int
 ) -> int:
     """`--workers N|auto` on the local backend: N forked shard processes merged into one run folder."""
     from simulator.api.folders import run_local_workers
-    from simulator.api.options import parse_workers
     from simulator.record.counting import fidelity_text
     from simulator.record.folder import RunFolder, new_run_id
 
     if args.resume is not None or args.shard:
         raise UserError("--workers starts a new run: run it without --resume or --shard")
-    workers = parse_workers(args.workers)
     out = args.out or Path("runs") / new_run_id(suite.name)
     merged = run_local_workers(suite, scenarios, options, workers, out)
     counts = RunFolder.open(merged.folder).read_manifest().counts

@@ -6,13 +6,20 @@ process into its own shard folder, and the shards are merged (`engine/merge.py`)
 the user asked for: the same conversations, verdicts and counts as a one-process run. Forking after the
 suite is parsed means a child pays for no interpreter start-up and no second parse.
 
+`auto` forks only when the run is big enough to gain (`auto_workers`): a worker costs its own connections,
+event loop and warm-up, and the merge reads every record once more, while a one-process run leaves a core
+idle until its event loop is saturated. On the bench (`bench/run_bench.py --workers`, figures in
+bench/README.md) 100 conversations gained nothing and cost up to 55% more CPU; 500 gained about a third of
+the wall time. So `auto` gives each worker at least `CONVERSATIONS_PER_WORKER` planned conversations, and
+below twice that runs in one process, as without `--workers`.
+
 When a worker fails, nothing is merged and nothing is deleted: each shard folder can be resumed
 (`simulator run --resume`) and merged by hand (`simulator merge`), as the error says.
 """
 
 from __future__ import annotations
 
-__all__ = ["parse_workers", "run_local_workers"]
+__all__ = ["CONVERSATIONS_PER_WORKER", "parse_workers", "run_local_workers"]
 
 import multiprocessing
 import os
@@ -31,10 +38,22 @@ if TYPE_CHECKING:
     from simulator.engine.runner import RunOptions
 
 
-def parse_workers(text: str) -> int:
-    """`auto` (the machine's cores) or a count of at least 1."""
+# The least work that pays for a forked worker (bench/README.md, "issue 47").
+CONVERSATIONS_PER_WORKER = 250
+
+
+def auto_workers(planned: int, cores: int | None = None) -> int:
+    """`--workers auto` for a run of `planned` conversations: one worker per CONVERSATIONS_PER_WORKER, at
+    most one per core; 1 means run in this process (no fork)."""
+    cores = cores if cores is not None else os.cpu_count() or 1
+    return max(1, min(cores, planned // CONVERSATIONS_PER_WORKER))
+
+
+def parse_workers(text: str, planned: int | None = None) -> int:
+    """`auto` (by `auto_workers` for `planned` conversations, or the machine's cores when the plan is not
+    known) or a count of at least 1."""
     if text == "auto":
-        return os.cpu_count() or 1
+        return auto_workers(planned) if planned is not None else os.cpu_count() or 1
     if text.isdigit() and int(text) >= 1:
         return int(text)
     raise UserError(f"--workers {text}: write a count of at least 1, or auto (the machine's cores)")

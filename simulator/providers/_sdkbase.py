@@ -5,12 +5,14 @@ from __future__ import annotations
 
 __all__ = ["SdkProvider"]
 
+import importlib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from simulator.config.providers import ProviderSettings
 from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._sdkpost import SdkPost
+from simulator.providers._wire import WirePost, wire_spec
 from simulator.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -30,25 +32,65 @@ class SdkProvider(Provider):
     transient_statuses: ClassVar[tuple[int, ...]] = (408, 409)
 
     def _connect(
-        self, sdk: Any, client_class: Any, settings: ProviderSettings, *, api_key: str, key_env: str, base_url: str,
+        self, sdk: str, client_class: str, settings: ProviderSettings, *, api_key: str, key_env: str, base_url: str,
         path: str,
     ) -> None:  # fmt: skip
-        """The SDK client (no SDK retries: retries live in one place), and the raw POST on its transport."""
-        self._sdk, self._key_env, self._base_url, self._timeout_s = sdk, key_env, base_url, settings.timeout_s
-        self._client = client_class(
-            api_key=api_key,
-            base_url=settings.base_url,
-            max_retries=0,
-            timeout=settings.timeout_s,
-            http_client=aiohttp_client(sdk, settings.timeout_s),
+        """The raw POST: without the SDK when `_wire` can build its request (the SDK is imported on the first
+        error or stream), else on the SDK client (no SDK retries: retries live in one place)."""
+        self._sdk_name, self._client_class, self._settings, self._api_key = (
+            sdk,
+            client_class,
+            settings,
+            api_key,
         )
-        self._post = SdkPost(sdk, self._client, path)
+        self._key_env, self._base_url, self._timeout_s, self._path = (
+            key_env,
+            base_url,
+            settings.timeout_s,
+            path,
+        )
+        self._sdk_client: Any = None
+        self._sdk_post: SdkPost | None = None
+        spec = wire_spec(
+            sdk, api_key=api_key, base_url=settings.base_url, path=path, timeout_s=settings.timeout_s
+        )
+        self._post: WirePost | SdkPost = WirePost(spec, self._sdk_posting) if spec else self._sdk_posting()
+
+    @property
+    def _sdk(self) -> Any:
+        """The SDK module, imported when first needed."""
+        return importlib.import_module(self._sdk_name)
+
+    @property
+    def _client(self) -> Any:
+        """The SDK client, built when first needed (a stream, an error, a test's public call)."""
+        if self._sdk_client is None:
+            sdk = self._sdk
+            self._sdk_client = getattr(sdk, self._client_class)(
+                api_key=self._api_key,
+                base_url=self._settings.base_url,
+                max_retries=0,
+                timeout=self._timeout_s,
+                http_client=aiohttp_client(sdk, self._timeout_s),
+            )
+        return self._sdk_client
+
+    def _sdk_posting(self) -> SdkPost:
+        """The POST on the SDK client's own transport (`_sdkpost`)."""
+        if self._sdk_post is None:
+            self._sdk_post = SdkPost(self._sdk, self._client, self._path)
+        return self._sdk_post
 
     async def aclose(self) -> None:
-        """Close the SDK client's connections (its aiohttp session warns if left open)."""
-        await self._client.close()
+        """Close the connections (the SDK client's aiohttp session warns if left open)."""
+        if isinstance(self._post, WirePost):
+            await self._post.aclose()
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
 
     def _classify(self, exc: Exception) -> ProviderError:
+        if isinstance(exc, ProviderError):  # already classified (an answer past its byte cap)
+            return exc
         return classify_sdk_error(
             self._sdk,
             exc,

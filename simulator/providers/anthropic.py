@@ -51,15 +51,13 @@ class AnthropicProvider(SdkProvider):
     warm_prompt_cache = True  # explicit cache writes: the first criterion's call writes the prefix
 
     def __init__(self, settings: ProviderSettings) -> None:
-        import anthropic
-
         key_env = settings.api_key_env or "ANTHROPIC_API_KEY"
         api_key = os.environ.get(key_env)
         if not api_key:
             raise UserError(f"set the {key_env} environment variable to use anthropic: models")
         base_url = settings.base_url or "https://api.anthropic.com"
         self._connect(
-            anthropic, anthropic.AsyncAnthropic, settings, api_key=api_key, key_env=key_env, base_url=base_url,
+            "anthropic", "AsyncAnthropic", settings, api_key=api_key, key_env=key_env, base_url=base_url,
             path="/v1/messages",
         )  # fmt: skip
 

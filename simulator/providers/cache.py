@@ -6,7 +6,6 @@ __all__ = ["CACHE_KEY_VERSION", "ResponseCache", "cache_key"]
 
 import hashlib
 import json
-import sqlite3
 import time
 from pathlib import Path
 
@@ -69,6 +68,8 @@ class ResponseCache:
     """Responses stored as JSON in one SQLite file (WAL, so several runs may share it); never pickle."""
 
     def __init__(self, path: Path) -> None:
+        import sqlite3  # here, not at the top: a run without the cache never loads it (nor `cache_key`'s users)
+
         self.path = path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

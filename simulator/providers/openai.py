@@ -38,8 +38,6 @@ class OpenAIProvider(SdkProvider):
     schema_modes: ClassVar[dict[str, SchemaMode]] = {}
 
     def __init__(self, settings: ProviderSettings) -> None:
-        import openai
-
         key_env = settings.api_key_env or "OPENAI_API_KEY"
         api_key = os.environ.get(key_env)
         if not api_key:
@@ -48,7 +46,7 @@ class OpenAIProvider(SdkProvider):
             api_key = "not-needed"  # local OpenAI-compatible servers usually ignore the key
         base_url = (settings.base_url or "https://api.openai.com/v1").rstrip("/")
         self._connect(
-            openai, openai.AsyncOpenAI, settings, api_key=api_key, key_env=key_env, base_url=base_url,
+            "openai", "AsyncOpenAI", settings, api_key=api_key, key_env=key_env, base_url=base_url,
             path="/chat/completions",
         )  # fmt: skip
 

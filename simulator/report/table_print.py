@@ -24,11 +24,13 @@ def print_table(console: Console, table: Table) -> None:
     for column in table.columns:
         column.overflow = "fold"
         column._cells = [_visible_cell(cell) for cell in column._cells]  # no escape code reaches a terminal
-    if _fit_columns(console, table):
+    # Each cell's text is rendered once for both fits (the boxed and the borderless), then the table once.
+    spans = _spans(console, table)
+    if _fit_columns(console, table, spans):
         console.print(table)
         return
     table.box, table.pad_edge, table.collapse_padding = None, False, True
-    if _fit_columns(console, table):
+    if _fit_columns(console, table, spans):
         console.print(table)
         return
     _stacked(console, table)
@@ -47,20 +49,23 @@ def _plain(console: Console, cell: object) -> Text:
     return console.render_str(cell) if isinstance(cell, str) else Text(str(cell))
 
 
-def _fit_columns(console: Console, table: Table) -> bool:
+def _spans(console: Console, table: Table) -> tuple[list[int], list[int]]:
+    """Per column, its longest word (or its `min_width`) and its longest line, in terminal cells."""
+    cells = [
+        [_plain(console, cell).plain for cell in [column.header, *column.cells]] for column in table.columns
+    ]
+    least = [max(max((cell_len(w) for w in text.split()), default=0) for text in column) for column in cells]
+    least = [max(n, column.min_width or 0) for n, column in zip(least, table.columns, strict=True)]
+    most = [max(max(cell_len(line) for line in text.split("\n")) for text in column) for column in cells]
+    return least, [max(a, b) for a, b in zip(least, most, strict=True)]
+
+
+def _fit_columns(console: Console, table: Table, spans: tuple[list[int], list[int]]) -> bool:
     """Set every column's width so the table fits the console with no word broken; False if it cannot.
 
     Each column gets at least its longest word (rich alone would squeeze the widest column, however long
     its words, or drop the last ones); the space left goes to columns whose cells would wrap, in proportion."""
-    cells = [[_plain(console, cell) for cell in [column.header, *column.cells]] for column in table.columns]
-    least = [
-        max(max((cell_len(w) for w in text.plain.split()), default=0) for text in column) for column in cells
-    ]
-    least = [max(n, column.min_width or 0) for n, column in zip(least, table.columns, strict=True)]
-    most = [
-        max(max(cell_len(line) for line in text.plain.split("\n")) for text in column) for column in cells
-    ]
-    most = [max(a, b) for a, b in zip(least, most, strict=True)]
+    least, most = spans
     gaps = len(table.columns) - 1
     overhead = 3 * gaps + 4 if table.box is not None else gaps  # borders and padding, or one space
     spare = console.width - overhead - sum(least)

@@ -1,0 +1,101 @@
+"""Start-up: the CPU of a one-conversation `simulator run` against the fake server, and what it imports.
+
+    python bench/startup_bench.py --provider openai --runs 5 [--tree /path/to/another/checkout]
+
+A one-conversation run makes a handful of calls (0.5 ms of CPU each on the bench), so its CPU (user + sys of
+the child process) is the start-up: interpreter, imports, config, the run's files, exit. `--tree` measures
+another checkout of the project the same way (the before of a before/after; runs alternate between the
+trees so that the machine's load falls on both alike). It also runs the same command under
+`python -X importtime` once and prints the total import time, the heaviest top-level imports, and whether
+`openai`, `anthropic`, `pydantic` models of the SDKs or `sqlite3` were imported. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_bench import PYTHON, ROOT, _start_server, _write_suite
+
+
+def _command(suite: Path, out: Path) -> list[str]:
+    return ["-m", "simulator", "run", str(suite), "--out", str(out), "--no-progress"]
+
+
+def _env(tree: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(tree), "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+
+
+def _cpu(tree: Path, suite: Path, out: Path) -> float:
+    """User + sys seconds of one run, as a user starts it."""
+    child = subprocess.Popen([PYTHON, *_command(suite, out)], cwd=suite.parent, env=_env(tree))
+    _, status, usage = os.wait4(child.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"the run failed in {tree}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def _imports(tree: Path, suite: Path, out: Path) -> str:
+    """The `-X importtime` summary of one run."""
+    done = subprocess.run(
+        [PYTHON, "-X", "importtime", *_command(suite, out)],
+        cwd=suite.parent, env=_env(tree), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    rows = re.findall(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", done.stderr)
+    top = sorted(((int(c), name) for _, c, indent, name in rows if len(indent) == 1), reverse=True)
+    names = {name for *_, name in rows}
+    total = sum(c for c, _ in top)
+    sdk_types = sum(1 for n in names if re.match(r"(openai|anthropic)\.types\.", n))
+    flags = ", ".join(f"{m} {'yes' if m in names else 'no'}" for m in ("openai", "anthropic", "sqlite3"))
+    heavy = ", ".join(f"{n} {c / 1e3:.0f} ms" for c, n in top[:6])
+    return (
+        f"imports {total / 1e6:.2f} s (importtime, wall), {len(names)} modules, SDK type modules {sdk_types}; "
+        f"{flags}\n    heaviest: {heavy}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--provider", choices=("openai", "anthropic"), default="openai")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--scenarios", type=int, default=1, help="a bigger run: its whole CPU, not start-up")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--tree", action="append", default=[], help="another checkout to measure too")
+    args = parser.parse_args()
+    shape = argparse.Namespace(
+        scenarios=args.scenarios, repeats=args.repeats, turns=2, criteria=1, provider=args.provider, rpm=None, pace_from_headers=True,
+        concurrency=100, connections=100, latency_ms=1.0,
+    )  # fmt: skip
+    trees = [ROOT, *(Path(t).resolve() for t in args.tree)]
+    server, url = _start_server(shape)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            suite = _write_suite(Path(tmp), shape, url)
+            print(f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.2f} at start")
+            cpu: dict[Path, list[float]] = {tree: [] for tree in trees}
+            for _ in range(args.runs):
+                for tree in trees:
+                    cpu[tree].append(_cpu(tree, suite, Path(tmp) / f"out-{time.monotonic_ns()}"))
+            for tree in trees:
+                values = cpu[tree]
+                print(
+                    f"{tree}: {'start-up' if args.scenarios * args.repeats == 1 else 'run'} CPU {statistics.median(values):.3f} s "
+                    f"({min(values):.3f}-{max(values):.3f}, {len(values)} runs, {args.provider})"
+                )
+                print("    " + _imports(tree, suite, Path(tmp) / f"imp-{time.monotonic_ns()}"))
+            print(f"load average {os.getloadavg()[0]:.2f} at end")
+    finally:
+        server.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

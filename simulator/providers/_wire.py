@@ -1,0 +1,203 @@
+"""The SDK's request without importing the SDK: a run's start-up no longer pays for its type tree.
+
+Importing `openai` or `anthropic` builds some 730 pydantic models (0.8-1.7 s of CPU on the bench machine),
+all for a call path that sends a plain JSON body and reads a dict back (see `_sdkpost`). So a call that
+succeeds goes out here, on an aiohttp session configured as the SDK's vendored aiohttp transport configures
+its own, with the headers the SDK's public path sends (the key, the API version, the `x-stainless-*`
+platform headers; a test compares them with the public path's, header by header). Their version strings are
+read from the SDK's own source files, which is cheap and stays right when the SDK is upgraded.
+
+Everything else still belongs to the SDK, imported the first time it is needed: an error answer or a network
+error goes through the SDK's own `SdkPost` pieces (so the error classes, Retry-After and classification are
+exactly the SDK path's), and streaming uses the SDK client. When anything in the environment could change what
+the SDK would send (its own variables, proxies) or the base URL is unusual, the provider
+takes the SDK path from the start (`wire_spec` answers None).
+"""
+
+from __future__ import annotations
+
+__all__ = ["WirePost", "wire_spec"]
+
+import asyncio
+import os
+import platform
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from simulator.providers._sdkpost import SdkPost, _capped, _rate_limit_headers, dumps_json, loads_json
+from simulator.providers.base import ProviderError
+
+# Proxies change where the SDKs' HTTP clients send (trust_env): any of them set, the SDK path is taken.
+# (The certificate variables are read the SDK's way: `create_ssl_context` below is its HTTP client's.)
+_HTTP_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+# What the SDKs' `DefaultAioHttpClient` gives its transport (DEFAULT_CONNECTION_LIMITS).
+_MAX_CONNECTIONS = 1000
+_KEEPALIVE_S = 5.0
+
+
+@dataclass(frozen=True)
+class WireSpec:
+    """One SDK's request: its URL, its headers, its session's limits."""
+
+    sdk: str
+    url: str
+    headers: Mapping[str, str]
+    timeout_s: float
+
+
+@cache
+def _source_constant(package: str, module: str, name: str) -> str | None:
+    """A string constant from one of the SDK's source files, read as text (importing it would import the SDK)."""
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / f"{module}.py"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    found = re.search(rf'^{name}\s*=\s*"([^"]+)"', text, re.MULTILINE)
+    return found.group(1) if found else None
+
+
+@cache
+def _platform_headers(version: str) -> dict[str, str]:
+    """The SDKs' `platform_headers` (`_base_client.py`), computed the same way."""
+    system, name, machine = platform.system().lower(), platform.platform().lower(), platform.machine().lower()
+    if "iphone" in name or "ipad" in name:
+        os_name = "iOS"
+    elif system in ("darwin", "windows", "freebsd", "openbsd"):
+        os_name = {"darwin": "MacOS", "windows": "Windows", "freebsd": "FreeBSD", "openbsd": "OpenBSD"}[
+            system
+        ]
+    elif "android" in name:
+        os_name = "Android"
+    elif system == "linux":
+        try:
+            distro = platform.freedesktop_os_release().get("ID", "").lower()
+        except OSError:
+            distro = ""
+        os_name = {"freebsd": "FreeBSD", "openbsd": "OpenBSD"}.get(distro, "Linux")
+    else:
+        os_name = f"other:{name}" if name else "Unknown"
+    if machine in ("arm64", "aarch64"):
+        arch = "arm64"
+    elif machine in ("arm", "x86_64"):
+        arch = {"arm": "arm", "x86_64": "x64"}[machine]
+    elif sys.maxsize <= 2**32:
+        arch = "x32"
+    else:
+        arch = f"other:{machine}" if machine else "unknown"
+    return {
+        "x-stainless-lang": "python",
+        "x-stainless-package-version": version,
+        "x-stainless-os": os_name,
+        "x-stainless-arch": arch,
+        "x-stainless-runtime": platform.python_implementation(),
+        "x-stainless-runtime-version": platform.python_version(),
+    }
+
+
+def wire_spec(
+    sdk: str, *, api_key: str, base_url: str | None, path: str, timeout_s: float
+) -> WireSpec | None:
+    """The request the `sdk` ("openai" or "anthropic") client would send, or None when only the SDK can say."""
+    prefix = sdk.upper() + "_"
+    if any(k.startswith(prefix) and k != prefix + "API_KEY" for k in os.environ) or any(
+        os.environ.get(k) or os.environ.get(k.lower()) for k in _HTTP_ENV
+    ):
+        return None
+    if find_spec("aiohttp") is None:
+        return None
+    version = _source_constant(sdk, "_version", "__version__")
+    if version is None or (base_url is not None and not re.fullmatch(r"https?://[^?#\s]+", base_url)):
+        return None
+    timeout = str(float(timeout_s))
+    headers = {
+        "connection": "keep-alive",  # the SDK's HTTP client's defaults
+        "accept": "application/json",
+        "content-type": "application/json",
+        "authorization": f"Bearer {api_key}",
+        "user-agent": f"Async{'OpenAI' if sdk == 'openai' else 'Anthropic'}/Python {version}",
+        **_platform_headers(version),
+        "x-stainless-async": "async:asyncio",
+        "x-stainless-retry-count": "0",
+        "x-stainless-read-timeout": timeout,
+    }
+    if sdk == "anthropic":
+        api_version = _source_constant(sdk, "_constants", "ANTHROPIC_API_VERSION")
+        if api_version is None:
+            return None
+        headers |= {"anthropic-version": api_version, "x-stainless-timeout": timeout}
+        default = "https://api.anthropic.com"
+    else:
+        default = "https://api.openai.com/v1"
+    url = (base_url or default).rstrip("/") + path
+    return WireSpec(sdk=sdk, url=url, headers=headers, timeout_s=float(timeout_s))
+
+
+class WirePost:
+    """`await post(payload)` -> (JSON body, rate-limit headers), as `SdkPost`, with the SDK imported only for an
+    error. `sdk_post()` builds the SDK's own `SdkPost` (the SDK client and all) when that happens."""
+
+    def __init__(self, spec: WireSpec, sdk_post: Callable[[], SdkPost]) -> None:
+        from aiohttp import ClientTimeout
+        from multidict import CIMultiDict, CIMultiDictProxy
+        from yarl import URL
+
+        self._spec = spec
+        self._sdk_post = sdk_post
+        self._url = URL(spec.url)
+        self._headers = CIMultiDictProxy(CIMultiDict({**spec.headers, "Accept-Encoding": "gzip, deflate"}))
+        t = spec.timeout_s
+        self._timeout = ClientTimeout(sock_connect=t, sock_read=t, connect=t)
+        self._session: Any = None
+
+    def _open(self) -> Any:
+        from aiohttp import ClientSession, TCPConnector
+
+        ssl: Any = True
+        if self._url.scheme == "https":  # the certificates the SDK's transport trusts (certifi)
+            from httpx2 import create_ssl_context
+
+            ssl = create_ssl_context()
+        connector = TCPConnector(keepalive_timeout=_KEEPALIVE_S, ssl=ssl, limit=_MAX_CONNECTIONS)
+        self._session = ClientSession(connector=connector)
+        return self._session
+
+    async def __call__(self, payload: dict[str, Any]) -> tuple[Any, Mapping[str, str]]:
+        async with asyncio.timeout(self._spec.timeout_s):  # the whole call's deadline, as SdkPost's
+            try:
+                async with (self._session or self._open()).request(
+                    "POST", self._url, data=dumps_json(payload), headers=self._headers,
+                    allow_redirects=False, timeout=self._timeout,
+                ) as response:  # fmt: skip
+                    body = b"".join([chunk async for chunk in _capped(response.content.iter_any())])
+                    status, raw_headers = response.status, response.raw_headers
+            except ProviderError:
+                raise
+            except Exception as exc:
+                direct = self._sdk_post()._direct
+                if direct is None:
+                    raise
+                with direct._errors():  # the SDK transport's mapping to its HTTP client's errors
+                    raise exc
+                raise
+        if status >= 400:
+            sdk_post = self._sdk_post()
+            if sdk_post._direct is None:  # pragma: no cover - the SDK always has it when wire_spec answered
+                raise RuntimeError(f"the server answered {status}")
+            raise sdk_post._status_error(sdk_post._direct.response(status, raw_headers, body))
+        return loads_json(body), _rate_limit_headers(raw_headers)
+
+    async def aclose(self) -> None:
+        """Close the session, if a call opened it."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

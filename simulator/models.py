@@ -1,14 +1,15 @@
 """The bases of every pydantic model of the package (tests/test_one_base_model.py fails on another):
 `StrictModel` for what people write and what the record stores (unknown fields are an error),
 `ResultModel` for analysis and report results (also: the JSON schema lists every field as present,
-defaults included, so `docs/report-schema.json` says what a reader gets), and `AnswerModel` for what a
-model answers in a schema it was given (a judge's verdict, an audit). `BuiltModel` is a `StrictModel` people
+defaults included, so `docs/report-schema.json` says what a reader gets), `AnswerModel` for what a
+model answers in a schema it was given (a judge's verdict, an audit), and `ForeignModel` for another
+project's files read leniently (their unknown fields kept and listed as not mapped). `BuiltModel` is a `StrictModel` people
 also build in Python (`simulator.Suite(...)`, `simulator.Scenario(...)`): a mistake in what was passed is
 one `UserError` line naming the field, as the rest of the Python API's door (api/door.py)."""
 
 from __future__ import annotations
 
-__all__ = ["AnswerModel", "BuiltModel", "ResultModel", "StrictModel"]
+__all__ = ["AnswerModel", "BuiltModel", "ForeignModel", "ResultModel", "StrictModel"]
 
 import difflib
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,13 @@ class AnswerModel(BaseModel):
     model's extra words are no mistake of the person running the suite; the fields asked for are checked)."""
 
     model_config = ConfigDict(extra="ignore")
+
+
+class ForeignModel(BaseModel):
+    """Another project's file read leniently (a peer's task format): unknown fields are kept in `model_extra`
+    so the reader can list every field it did not map, never dropping one silently."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class _BuiltMeta(ModelMetaclass):

@@ -62,10 +62,11 @@ def test_a_length_biased_pairwise_judge_is_detected(
     capsys.readouterr()
     assert main(_pairwise(two_runs, "longer_judge")) == 0
     captured = capsys.readouterr()
-    # 12 of the 22 pairs differ by more than 10% and the longer (always A here) wins; 10 are matched: ties.
-    assert "win rate of A (ties count half): 77.3% of 22 judged pairs" in captured.out
-    assert "length-controlled (bot replies within 10%): 50.0% of 10 pairs" in captured.out
-    assert "the longer conversation won 12/12" in captured.out
+    # 14 of the 22 pairs differ by more than 10% and the longer (always A here) wins; 8 are matched: ties.
+    # (The patient of issue 39 answers more fully, so fewer replies are within 10%: it was 12 and 10.)
+    assert "win rate of A (ties count half): 81.8% of 22 judged pairs" in captured.out
+    assert "length-controlled (bot replies within 10%): 50.0% of 8 pairs" in captured.out
+    assert "the longer conversation won 14/14" in captured.out
     assert "warning: the judge's verdicts follow length (r = +0.9" in captured.err
 
 
@@ -75,7 +76,7 @@ def test_a_judge_that_ignores_length_draws_no_warning(
     capsys.readouterr()
     assert main(_pairwise(two_runs, "wording_judge")) == 0
     captured = capsys.readouterr()
-    assert "length and verdict: r = +0.20" in captured.out
+    assert "length and verdict: r = +0.29 (p 0.186" in captured.out  # no evidence of a length effect
     assert "follow length" not in captured.err
 
 
@@ -95,7 +96,7 @@ def test_length_control_counts_matched_pairs_from_the_records(two_runs: tuple[Pa
         if abs(bot_length(a[cid].turns) - bot_length(b[cid].turns))
         <= 0.1 * max(bot_length(a[cid].turns), bot_length(b[cid].turns))
     ]  # fmt: skip
-    assert control.matched == len(matched) == 10 and control.judged == 22
+    assert control.matched == len(matched) == 8 and control.judged == 22
     assert control.a_win_rate == control.matched_a_win_rate == 1.0
     assert control.correlation.r is None  # the verdict never varies: nothing to correlate
     assert control.warning is None

@@ -18,7 +18,7 @@ import yaml
 from simulator.cli import main
 from simulator.errors import UserError
 from simulator.tau2.convert import _person
-from simulator.tau2.suite import ImportOptions, import_tau2
+from simulator.tau2.suite import Tau2ImportOptions, import_tau2
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "tau2"
@@ -27,7 +27,7 @@ DB = DATA / "airline_db.json"
 
 
 def _convert(out: Path, **options: Any) -> Path:
-    import_tau2(ImportOptions(tasks=options.pop("tasks", TASKS), domain="airline", out=out, db=DB, **options))
+    import_tau2(Tau2ImportOptions(tasks=options.pop("tasks", TASKS), domain="airline", out=out, db=DB, **options))
     return out
 
 
@@ -114,10 +114,10 @@ def test_what_cannot_run_here_is_refused_with_the_reason(
 ) -> None:
     telecom = DATA / "telecom_tasks.json"
     with pytest.raises(UserError, match=r"no tool implementations for tau2 domain 'telecom'.*--tools MODULE"):
-        import_tau2(ImportOptions(tasks=telecom, domain="telecom", out=tmp_path / "a", db=DB))
+        import_tau2(Tau2ImportOptions(tasks=telecom, domain="telecom", out=tmp_path / "a", db=DB))
     with pytest.raises(UserError) as refused:
         import_tau2(
-            ImportOptions(
+            Tau2ImportOptions(
                 tasks=telecom, domain="telecom", out=tmp_path / "b", db=DB, tools="simulator.tau2.airline"
             )
         )

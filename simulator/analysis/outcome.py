@@ -209,6 +209,21 @@ def _count(
     return kind
 
 
+def _case(run: RunData, record: ConversationRecord, expected: str, actual: str, kind: str) -> OutcomeCase:
+    """A wrong or missing outcome to read, with the source and the quote that decided it."""
+    decided = decided_outcome(run, record)
+    return OutcomeCase(
+        conversation_id=record.id,
+        scenario_id=record.scenario_id,
+        repeat=record.repeat,
+        expected=expected,
+        actual=_shown(run, record, actual),
+        kind=kind,  # type: ignore[arg-type]
+        source=decided.source if decided is not None else None,
+        quote=decided.quote if decided is not None else None,
+    )
+
+
 def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics | None:
     """Outcome metrics for a run whose suite declares ordered outcome levels; None when it declares none.
 
@@ -237,19 +252,7 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
         matrix[expected][columns.index(actual)] += 1
         kind = _count(tally, vignette_of(record.scenario_id), expected, actual, rank, critical)
         if kind is not None:
-            decided = decided_outcome(run, record)
-            cases.append(
-                OutcomeCase(
-                    conversation_id=record.id,
-                    scenario_id=record.scenario_id,
-                    repeat=record.repeat,
-                    expected=expected,
-                    actual=_shown(run, record, actual),
-                    kind=kind,  # type: ignore[arg-type]
-                    source=decided.source if decided is not None else None,
-                    quote=decided.quote if decided is not None else None,
-                )
-            )
+            cases.append(_case(run, record, expected, actual, kind))
     errored = tally.errored["all"]
     under = tally.view("under", "failures", target)
     recorded = next(iter(_decided(run).values()), None)

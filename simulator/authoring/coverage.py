@@ -84,6 +84,34 @@ def _factor(scenario: Scenario) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(scenario.factors.items())) or NO_FACTOR
 
 
+def _run_results(runs: list[Path] | None, log: HazardLog) -> tuple[dict[str, Any], set[str]]:
+    """Each test control's result in the safety case of `runs`, and the vignettes those runs played."""
+    if not runs:
+        return {}, set()
+    data = load_runs(runs)
+    case = build_safety_case(data, log, check_tags=False, allow_mixed_versions=True)
+    results = {c.id: c for h in case.hazards for c in h.controls}
+    return results, {vignette_of(r.scenario_id) for run in data for r in run.conversations}
+
+
+def _control_coverage(
+    hazard: str, control: Any, vignettes: list[str], result: Any, not_run: list[str], accepted: dict[str, str]
+) -> ControlCoverage:
+    """One test control's row: its vignettes, its status and "needs N more" from the safety case, and
+    which of its vignettes a reviewer accepted as drafts."""
+    return ControlCoverage(
+        hazard=hazard,
+        control=control.id,
+        tags=list(control.tags),
+        vignettes=vignettes,
+        status=result.status if result is not None else None,
+        needs_more=result.more_scenarios if result is not None else None,
+        not_yet_run=not_run,
+        accepted_drafts=sum(v in accepted for v in vignettes),
+        reviewers=sorted({accepted[v] for v in vignettes if v in accepted}),
+    )
+
+
 def build_coverage(
     suite: Any,
     scenarios: list[Scenario],
@@ -105,13 +133,7 @@ def build_coverage(
 
     factors = sorted({_factor(s) for s in scenarios}, key=lambda f: (f != NO_FACTOR, f))
     presentations = levels or sorted({level(s) for s in scenarios})
-    results: dict[str, Any] = {}
-    played: set[str] = set()
-    if runs:
-        data = load_runs(runs)
-        case = build_safety_case(data, log, check_tags=False, allow_mixed_versions=True)
-        results = {c.id: c for h in case.hazards for c in h.controls}
-        played = {vignette_of(r.scenario_id) for run in data for r in run.conversations}
+    results, played = _run_results(runs, log)
     controls, cells = [], []
     for hazard in log.hazards:
         for control in hazard.controls:
@@ -120,33 +142,25 @@ def build_coverage(
             scope = [s for s in scenarios if _in_scope(s, control.tags)]
             vignettes = sorted({vignette_of(s.id) for s in scope})
             result = results.get(control.id)
-            controls.append(
-                ControlCoverage(
+            not_run = [v for v in vignettes if runs and v not in played]
+            controls.append(_control_coverage(hazard.id, control, vignettes, result, not_run, accepted))
+            cells += [
+                CoverageCell(
                     hazard=hazard.id,
                     control=control.id,
-                    tags=list(control.tags),
-                    vignettes=vignettes,
-                    status=result.status if result is not None else None,
-                    needs_more=result.more_scenarios if result is not None else None,
-                    not_yet_run=[v for v in vignettes if runs and v not in played],
-                    accepted_drafts=sum(v in accepted for v in vignettes),
-                    reviewers=sorted({accepted[v] for v in vignettes if v in accepted}),
+                    presentation=presentation,
+                    factor=factor,
+                    channel=channel,
+                    vignettes=sorted(
+                        {
+                            vignette_of(s.id)
+                            for s in scope
+                            if level(s) == presentation and _factor(s) == factor
+                        }
+                    ),
                 )
-            )
-            for presentation, factor in product(presentations, factors):
-                found = {
-                    vignette_of(s.id) for s in scope if level(s) == presentation and _factor(s) == factor
-                }
-                cells.append(
-                    CoverageCell(
-                        hazard=hazard.id,
-                        control=control.id,
-                        presentation=presentation,
-                        factor=factor,
-                        channel=channel,
-                        vignettes=sorted(found),
-                    )
-                )
+                for presentation, factor in product(presentations, factors)
+            ]
     reached = {level(s) for s in scenarios}
     return CoverageMap(
         suite=str(suite.file or suite.name),

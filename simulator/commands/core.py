@@ -374,12 +374,66 @@ def _validate_files(path: Path) -> list[Path]:
     raise UserError(f"{path}: no such file or folder")
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
+def _suite_problems(suite: Any, known: list[Any], notes: dict[str, list[str]]) -> list[Any]:
+    """What `run` would refuse of a suite, the offline user's languages (docs/languages.md) and the
+    mistakes only the suite as a whole shows (docs/authoring.md), less problems already found; the
+    writer's notes (a criterion that never applies) are gathered into `notes`."""
+    from simulator.api.checks import preflight_problems, suite_language_problems, writer_findings
+
+    found = preflight_problems(suite)
+    found = found or suite_language_problems(suite)  # needs a vocabulary that loads
+    writer = writer_findings(suite)
+    found += [p for p in writer.problems if str(p) not in {str(q) for q in known}]
+    for what, where in writer.notes:
+        notes.setdefault(what, []).append(where)
+    return found
+
+
+def _load_each(files: dict[str, list[Path]], problems: list[Any], summary: list[str]) -> None:
+    """Load every golden set, data file, scenario and criterion `validate` found, adding what each says to
+    `problems` (mistakes) or `summary` (what was fine)."""
+    from simulator.api.checks import DATA_LOADERS
     from simulator.config.golden import load_golden
     from simulator.config.loading import load_scenarios
-    from simulator.config.suite import load_suite
     from simulator.errors import Problem
     from simulator.judging.criteria import load_criteria
+
+    for path in files["golden"]:
+        try:
+            summary.append(f"golden set {path}: {len(load_golden(path))} items ok")
+        except UserError as exc:
+            problems += exc.problems or [Problem(str(path), str(exc))]
+    for kind, load in DATA_LOADERS.items():
+        for path in files[kind]:
+            try:
+                load(path)
+                summary.append(f"{kind} {path}: ok")
+            except UserError as exc:
+                problems += exc.problems or [Problem(str(path), str(exc))]
+    for kind, label, loader in (
+        ("scenario", "scenarios", load_scenarios),
+        ("criterion", "criteria", load_criteria),
+    ):
+        paths = files[kind]
+        if not paths:
+            continue
+        try:
+            loaded = loader(paths)
+            if kind == "scenario":
+                from simulator.api.checks import file_name_problems
+
+                named = [p for p in file_name_problems(loaded) if str(p) not in {str(q) for q in problems}]
+                problems += named
+            drafts = sum(bool(getattr(d, "draft", False)) for d in loaded)
+            note = f" ({drafts} drafts: `run` refuses them until reviewed)" if drafts else ""
+            summary.append(f"{len(loaded)} {label}: ok{note}")
+        except UserError as exc:
+            problems += exc.problems or [Problem(", ".join(map(str, paths)), str(exc))]
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from simulator.config.suite import load_suite
+    from simulator.errors import Problem
 
     problems: list[Problem] = []
     files: dict[str, list[Path]] = {"suite": [], "criterion": [], "scenario": [], "golden": []}
@@ -412,49 +466,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             except UserError as exc:
                 problems += exc.problems or [Problem(str(file), str(exc))]
                 continue
-            from simulator.api.checks import preflight_problems, suite_language_problems, writer_findings
-
-            # What `run` would refuse, and the offline user's languages (docs/languages.md).
-            found = preflight_problems(suite)
-            found = found or suite_language_problems(suite)  # needs a vocabulary that loads
-            writer = writer_findings(suite)  # mistakes only the suite as a whole shows (docs/authoring.md)
-            found += [p for p in writer.problems if str(p) not in {str(q) for q in problems}]
-            for what, where in writer.notes:
-                notes.setdefault(what, []).append(where)
+            found = _suite_problems(suite, problems, notes)
             problems += found
             summary += [] if found else [f"suite {file}: ok"]
             pending += [(suite.resolve(p), True) for p in (*suite.scenarios.paths, *suite.judges.paths)]
-    for path in files["golden"]:
-        try:
-            summary.append(f"golden set {path}: {len(load_golden(path))} items ok")
-        except UserError as exc:
-            problems += exc.problems or [Problem(str(path), str(exc))]
-    for kind, load in DATA_LOADERS.items():
-        for path in files[kind]:
-            try:
-                load(path)
-                summary.append(f"{kind} {path}: ok")
-            except UserError as exc:
-                problems += exc.problems or [Problem(str(path), str(exc))]
-    for kind, label, loader in (
-        ("scenario", "scenarios", load_scenarios),
-        ("criterion", "criteria", load_criteria),
-    ):
-        paths = files[kind]
-        if not paths:
-            continue
-        try:
-            loaded = loader(paths)
-            if kind == "scenario":
-                from simulator.api.checks import file_name_problems
-
-                named = [p for p in file_name_problems(loaded) if str(p) not in {str(q) for q in problems}]
-                problems += named
-            drafts = sum(bool(getattr(d, "draft", False)) for d in loaded)
-            note = f" ({drafts} drafts: `run` refuses them until reviewed)" if drafts else ""
-            summary.append(f"{len(loaded)} {label}: ok{note}")
-        except UserError as exc:
-            problems += exc.problems or [Problem(", ".join(map(str, paths)), str(exc))]
+    _load_each(files, problems, summary)
     if problems:
         raise UserError("validation failed", problems)
     from simulator.report.visible import visible

@@ -42,7 +42,7 @@ hazards:
     controls:
       - id: CTL-01a                   # a test control: verified by the runs' verdicts
         description: What the assistant does that keeps it from happening.
-        criteria: [outcome.triage_level]
+        criteria: [outcome.decision]      # outcome.<KEY>: your suite's outcome key
         tags: []                      # scenario tags of the verifying scenarios; none: every scenario
         threshold: under_triage <= 2%
       - id: CTL-01b                   # design, process, training or labelling: verified by review

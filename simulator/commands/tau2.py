@@ -46,10 +46,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_import_tau2(args: argparse.Namespace) -> int:
-    from simulator.tau2.suite import ImportOptions, import_tau2
+    from simulator.tau2.suite import Tau2ImportOptions, import_tau2
 
     summary = import_tau2(
-        ImportOptions(
+        Tau2ImportOptions(
             tasks=args.tasks,
             domain=args.domain,
             out=args.out,

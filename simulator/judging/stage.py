@@ -324,6 +324,17 @@ def _warms(judge: LLMJudge) -> bool:
     return bool(getattr(judge.client.provider, "warm_prompt_cache", False))
 
 
+def _other_models(suite: Suite) -> dict[str, str]:
+    """The bot's and the simulated users' models, by role: a judge of their family draws a warning."""
+    others = {"bot": engine_model(suite.bot), "simulated user": resolve_user_model(suite.user.model)}
+    if suite.user.models is not None:  # several simulated users: each one named (config/simulators.py)
+        from simulator.config.simulators import simulator_models
+
+        del others["simulated user"]
+        others |= {f"simulated user '{level}'": m for level, m in simulator_models(suite).items()}
+    return others
+
+
 def make_judge_stage(
     suite: Suite, scenarios: list[Scenario], hub: ModelHub, *, warn: bool = True
 ) -> JudgeStage:
@@ -351,12 +362,7 @@ def make_judge_stage(
         for spec in models:
             client, bare = hub.for_role("judge").client(spec)  # the cache is enabled per role
             jury.append(LLMJudge(client, spec, bare, set_hash, config.temperature, config.max_tokens))
-    others = {"bot": engine_model(suite.bot), "simulated user": resolve_user_model(suite.user.model)}
-    if suite.user.models is not None:  # several simulated users: each one named (config/simulators.py)
-        from simulator.config.simulators import simulator_models
-
-        del others["simulated user"]
-        others |= {f"simulated user '{level}'": m for level, m in simulator_models(suite).items()}
+    others = _other_models(suite)
     warnings = [w for spec in models for w in same_family_warnings(spec, others)]
     if warn:
         for warning in warnings:

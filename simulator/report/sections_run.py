@@ -6,6 +6,7 @@ from __future__ import annotations
 __all__: list[str] = []
 
 from simulator.analysis.cost import CALLS_RULE
+from simulator.analysis.outcome import OutcomeMetrics
 from simulator.analysis.tables import CriterionRow, ScenarioRow, TagRow
 from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.bot_faults_view import faulted_scenarios
@@ -65,6 +66,28 @@ def source_words(sources: list[str], counts: str | None) -> str:
     return "; else ".join(words)
 
 
+def _cases_table(report: Report, outcome: OutcomeMetrics, by_state: bool) -> Table:
+    """The wrong or missing outcomes, each linked to its transcript, with the deciding quote where the
+    outcome was read from more than the bot's state."""
+    anchors = {t.id: i for i, t in enumerate(report.transcripts)}
+    quoted = [Column("source and deciding quote")] if not by_state else []
+    cases = Table(
+        [Column("conversation"), Column("what"), Column("expected"), Column("actual"), *quoted],
+        title="Cases to read",
+    )
+    for case in outcome.cases:
+        link = f"#t{anchors[case.conversation_id]}" if case.conversation_id in anchors else None
+        said = [f"{case.source}: {case.quote}" if case.source and case.quote else "–"] if quoted else []
+        cases.add(
+            text(case.conversation_id, link=link),
+            case.kind.replace("_", " "),
+            str(case.expected),
+            str(case.actual),
+            *said,
+        )
+    return cases
+
+
 def outcome_section(report: Report) -> Section:
     """The outcome's confusion matrix, its rates and the cases to read; empty without an outcome key."""
     outcome = report.outcome
@@ -114,23 +137,7 @@ def outcome_section(report: Report) -> Section:
         rates,
     ]
     if outcome.cases:
-        anchors = {t.id: i for i, t in enumerate(report.transcripts)}
-        quoted = [Column("source and deciding quote")] if not by_state else []
-        cases = Table(
-            [Column("conversation"), Column("what"), Column("expected"), Column("actual"), *quoted],
-            title="Cases to read",
-        )
-        for case in outcome.cases:
-            link = f"#t{anchors[case.conversation_id]}" if case.conversation_id in anchors else None
-            said = [f"{case.source}: {case.quote}" if case.source and case.quote else "–"] if quoted else []
-            cases.add(
-                text(case.conversation_id, link=link),
-                case.kind.replace("_", " "),
-                str(case.expected),
-                str(case.actual),
-                *said,
-            )
-        blocks.append(cases)
+        blocks.append(_cases_table(report, outcome, by_state))
     return Section("outcome", f"Outcome: {outcome.key}", blocks)
 
 

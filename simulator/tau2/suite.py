@@ -4,7 +4,7 @@ task, one criterion per natural-language assertion, and NOTES.md listing what wa
 
 from __future__ import annotations
 
-__all__ = ["ImportOptions", "import_tau2"]
+__all__ = ["Tau2ImportOptions", "import_tau2"]
 
 import json
 from dataclasses import dataclass, field
@@ -20,7 +20,7 @@ from simulator.tau2.tasks import read_tasks
 
 
 @dataclass
-class ImportOptions:
+class Tau2ImportOptions:
     """What to convert and how: the domain, its database, the tools module, the user, the bot."""
 
     tasks: Path
@@ -35,7 +35,7 @@ class ImportOptions:
 
 
 @dataclass
-class ImportSummary:
+class Tau2ImportSummary:
     """What was written and what was left out (and why)."""
 
     out: Path
@@ -63,7 +63,7 @@ def _read_db(path: Path | None) -> dict[str, Any]:
     return data
 
 
-def _suite(options: ImportOptions, db: dict[str, Any], tools: dict[str, DomainTool]) -> dict[str, Any]:
+def _suite(options: Tau2ImportOptions, db: dict[str, Any], tools: dict[str, DomainTool]) -> dict[str, Any]:
     bot: dict[str, Any] = (
         {"type": "python", "factory": options.bot}
         if options.bot
@@ -90,7 +90,7 @@ def _suite(options: ImportOptions, db: dict[str, Any], tools: dict[str, DomainTo
 
 
 def _convert_all(
-    options: ImportOptions, db: dict[str, Any], tools: dict[str, DomainTool]
+    options: Tau2ImportOptions, db: dict[str, Any], tools: dict[str, DomainTool]
 ) -> tuple[dict[str, Converted], dict[str, str]]:
     tasks = read_tasks(options.tasks)
     wanted = set(options.task_ids)
@@ -119,7 +119,7 @@ def _convert_all(
     return converted, skipped
 
 
-def _notes_page(options: ImportOptions, converted: dict[str, Converted], skipped: dict[str, str]) -> str:
+def _notes_page(options: Tau2ImportOptions, converted: dict[str, Converted], skipped: dict[str, str]) -> str:
     lines = [
         f"# tau2-bench {options.domain}: what was not mapped",
         "",
@@ -139,7 +139,7 @@ def _dump(path: Path, data: Any) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110), encoding="utf-8")
 
 
-def import_tau2(options: ImportOptions) -> ImportSummary:
+def import_tau2(options: Tau2ImportOptions) -> Tau2ImportSummary:
     """Convert the tasks and write the suite folder; a UserError (nothing written) when they cannot be."""
     if options.out.exists() and any(options.out.iterdir()):
         raise UserError(f"--out {options.out} exists and is not empty; give a new folder")
@@ -157,7 +157,7 @@ def import_tau2(options: ImportOptions) -> ImportSummary:
             _dump(options.out / "judges" / f"{_file_name(criterion['id'])}.yaml", criterion)
             criteria += 1
     (options.out / "NOTES.md").write_text(_notes_page(options, converted, skipped), encoding="utf-8")
-    return ImportSummary(
+    return Tau2ImportSummary(
         options.out,
         [scenario_id(options.domain, t) for t in converted],
         criteria,

@@ -9,15 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from simulator.errors import Problem, UserError
+from simulator.models import ForeignModel
 
 
-class _Open(BaseModel):
+class _Open(ForeignModel):
     """tau2's models, read leniently: unknown fields are kept (`model_extra`) and reported as not mapped."""
-
-    model_config = ConfigDict(extra="allow")
 
 
 class Instructions(_Open):

@@ -8,7 +8,7 @@ override that reorders what they see) or longer than a name can be; it never sto
 
 from __future__ import annotations
 
-__all__ = ["MAX_NAME_CHARS", "person_name"]
+__all__ = ["person_name"]
 
 import unicodedata
 

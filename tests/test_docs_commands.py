@@ -56,7 +56,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _folder(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios", symlinks=True)
-    for name in ("judges", "examples"):
+    for name in ("judges", "examples", "tests"):  # tests/data: the tau2 page's fixture tasks
         (tmp_path / name).symlink_to(ROOT / name, target_is_directory=True)
     return tmp_path
 

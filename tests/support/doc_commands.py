@@ -38,17 +38,9 @@ NOT_RUNNABLE: dict[tuple[str, str], str] = {
         "--webhook http://127.0.0.1:9000/hook --alert-file alerts.jsonl",
     ): "a live receiver posting alerts to a webhook server (tests/test_collect_drift.py)",
     (
-        "commands.md",
-        "simulator new scenario --out my-bot/scenarios/first.yaml",
-    ): "a wizard asking questions at a terminal (tests/test_authoring.py)",
-    (
-        "commands.md",
-        "simulator new criterion --out my-bot/judges/asks-duration.yaml",
-    ): "a wizard asking questions at a terminal (tests/test_authoring.py)",
-    (
-        "commands.md",
-        "simulator run my-bot/suite.yaml",
-    ): "calls the reader's bot at a live URL and a real judge",
+        "held-out.md",
+        'simulator unseal runs/<run-id> --by "Dr Lee" --reason "release review"',
+    ): "needs a run of a suite with `held_out:`; the page ships none (tests/test_held_out.py unseals one)",
     (
         "desk.md",
         "simulator serve",

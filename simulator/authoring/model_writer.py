@@ -18,6 +18,7 @@ from simulator.authoring.pathway import Pathway
 from simulator.errors import UserError
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelHub
+from simulator.traces.draft import DRAFT_SCHEMA
 
 PROMPT = (
     "You write test vignettes for a health triage service: a simulated patient (or someone writing for "
@@ -27,16 +28,7 @@ PROMPT = (
     "two to four background facts a real person might add (history, medicines, circumstances). Never add a "
     "red flag or a symptom beyond those given, never a diagnosis, never advice."
 )
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "persona": {"type": "string"},
-        "goal": {"type": "string"},
-        "facts": {"type": "array", "items": {"type": "string"}},
-    },
-    "required": ["persona", "goal", "facts"],
-    "additionalProperties": False,
-}
+SCHEMA = DRAFT_SCHEMA  # the same answer as a draft from a real conversation: persona, goal, facts
 
 
 def _answer(text: str, parsed: Any, model: str) -> dict[str, Any]:

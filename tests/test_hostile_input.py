@@ -191,7 +191,7 @@ def test_bad_numbers_on_the_command_line_are_blamed_on_the_flag(
         ),
         (
             "bot: {type: http, url: 'http://x', zzz: 1}\n",
-            "allowed keys: headers, max_reply_bytes, start, timeout_s, type, url",
+            "allowed keys: environment_mcp, headers, max_reply_bytes, start, timeout_s, type, url, version",
         ),
         ("bot: {type: chat, model: 'openai:x', system_prompt: p, zzz: 1}\n", "allowed keys: decision_tool"),
         (
@@ -216,6 +216,8 @@ def test_suite_files_are_told_apart_by_content(
     (suite_dir / name).write_text(
         f"name: second\nbot: {{type: python, factory: '{bot_module}:make'}}\nuser: {{model: offline}}\nruns: 1\n"
     )
+    for file in suite_dir.rglob("chest.yaml"):  # validate wants a scenario's file named after its id
+        file.rename(file.with_name("chest-1.yaml"))
     assert [s.id for s in load_scenarios([suite_dir])] == ["chest-1"]
     assert main(["validate", str(suite_dir)]) == 0
     out = capsys.readouterr().out

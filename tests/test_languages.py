@@ -321,8 +321,14 @@ def test_auto_is_checked_as_the_offline_user_and_an_llm_user_is_not(
 def test_validate_accepts_the_spanish_suite() -> None:
     done = _validate(SPANISH_SUITE)
     assert done.returncode == 0, done.stderr
-    assert f"suite {SPANISH_SUITE}: ok" in done.stdout and f"suite {SWITCHING_SUITE}: ok" in done.stdout
-    assert "25 scenarios: ok" in done.stdout  # its 3, and the 22 English vignettes the switching suite reads
+    assert f"suite {SPANISH_SUITE}: ok" in done.stdout and "3 scenarios: ok" in done.stdout
+    # A suite inside another's scenario folders is checked when named itself, as `run` of it would read it.
+    switching = _validate(SWITCHING_SUITE)
+    assert switching.returncode == 0, switching.stderr
+    assert f"suite {SWITCHING_SUITE}: ok" in switching.stdout
+    assert (
+        "22 scenarios: ok" in switching.stdout
+    )  # the 22 English vignettes it reads (its own are the 3 above)
 
 
 def test_the_spanish_suite_runs_offline_in_spanish_against_the_english_demo_bot(tmp_path: Path) -> None:

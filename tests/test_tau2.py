@@ -27,7 +27,9 @@ DB = DATA / "airline_db.json"
 
 
 def _convert(out: Path, **options: Any) -> Path:
-    import_tau2(Tau2ImportOptions(tasks=options.pop("tasks", TASKS), domain="airline", out=out, db=DB, **options))
+    import_tau2(
+        Tau2ImportOptions(tasks=options.pop("tasks", TASKS), domain="airline", out=out, db=DB, **options)
+    )
     return out
 
 

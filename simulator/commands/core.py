@@ -354,12 +354,15 @@ def _file_kind(path: Path) -> str:
     return document_kind(data)
 
 
-def _validate_files(path: Path) -> list[Path]:
+def _validate_files(path: Path, named: bool = True) -> list[Path]:
     """The files `validate PATH` checks: a folder's YAML and CSV files, or the file; a FIFO or a device is
-    refused without being read."""
+    refused without being read. A folder a suite names may be empty (a new suite's scenarios/); one the
+    user named may not."""
     if path.is_dir():
         found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".csv"))
-        if not found:  # checking nothing is no pass: say so (a folder named suite.yaml, an empty folder)
+        if (
+            not found and named
+        ):  # checking nothing is no pass: say so (a folder named suite.yaml, an empty one)
             raise UserError(f"{path}: a folder with no .yaml, .yml or .csv files in it; nothing to validate")
         return found
     if path.is_file():
@@ -448,7 +451,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     seen: set[Path] = set()
     while pending:
         path, via_suite = pending.pop(0)
-        for file in _validate_files(path):
+        for file in _validate_files(path, named=not via_suite):
             if file.suffix == ".csv":
                 files["golden"].append(file)
                 continue

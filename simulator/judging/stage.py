@@ -324,7 +324,7 @@ def _warms(judge: LLMJudge) -> bool:
     return bool(getattr(judge.client.provider, "warm_prompt_cache", False))
 
 
-def _other_models(suite: Suite) -> dict[str, str]:
+def _other_models(suite: Suite) -> dict[str, str | None]:
     """The bot's and the simulated users' models, by role: a judge of their family draws a warning."""
     others = {"bot": engine_model(suite.bot), "simulated user": resolve_user_model(suite.user.model)}
     if suite.user.models is not None:  # several simulated users: each one named (config/simulators.py)

@@ -5,7 +5,9 @@ message, transcripts of synthesised speech, and a whole run through `simulator r
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +15,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+# The voice extra (websockets) is missing: a newcomer's machine skips this file with the fix; CI, which sets
+# SIMULATOR_REQUIRE_ALL=1, fails on the import instead, so no voice test is skipped there.
+if importlib.util.find_spec("websockets") is None and os.environ.get("SIMULATOR_REQUIRE_ALL") != "1":
+    pytest.skip('needs the voice extra: pip install -e ".[voice]"', allow_module_level=True)
 
 from simulator.bots.base import BotError
 from simulator.record.parts import AudioPart

@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import importlib.util
 import json
+import os
 
 import numpy as np
 import pytest
+
+# The voice extra (websockets) is missing: a newcomer's machine skips this file with the fix; CI, which sets
+# SIMULATOR_REQUIRE_ALL=1, fails on the import instead, so no voice test is skipped there.
+if importlib.util.find_spec("websockets") is None and os.environ.get("SIMULATOR_REQUIRE_ALL") != "1":
+    pytest.skip('needs the voice extra: pip install -e ".[voice]"', allow_module_level=True)
 
 from simulator.voice import mulaw, wire
 from simulator.voice.call import Call

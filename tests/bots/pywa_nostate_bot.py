@@ -27,12 +27,11 @@ import argparse
 import logging
 import os
 
-import httpx
 import uvicorn
 from fastapi import FastAPI
 from pywa_async import WhatsApp, filters, types
 
-from tests.bots.pywa_triage_bot import LocalGraph
+from tests.bots.pywa_triage_bot import whatsapp_app
 
 EMERGENCY = "Call 999 now and ask for an ambulance."
 URGENT = "Go to A&E now."
@@ -76,22 +75,7 @@ RED_FLAGS = types.SectionList(
 
 def build(env: dict[str, str]) -> FastAPI:
     """The FastAPI app with pywa's webhook routes and the triage handlers; no route reports a decision."""
-    app = FastAPI()
-    graph = env.get("TRIAGE_GRAPH_URL")
-    session = httpx.AsyncClient(transport=LocalGraph(graph), timeout=10) if graph else None
-    wa = WhatsApp(
-        phone_id=env["TRIAGE_PHONE_ID"],
-        token=env["TRIAGE_TOKEN"],
-        session=session,
-        server=app,
-        webhook_endpoint="/webhook",
-        verify_token=env["TRIAGE_VERIFY_TOKEN"],
-        app_secret=env["TRIAGE_APP_SECRET"],
-    )
-
-    @app.get("/health")
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
+    app, wa = whatsapp_app(env)
 
     @wa.on_message(filters.text)
     async def on_text(_: WhatsApp, msg: types.Message) -> None:

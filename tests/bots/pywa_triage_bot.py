@@ -103,8 +103,9 @@ class LocalGraph(httpx.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def build(env: dict[str, str]) -> FastAPI:
-    """The FastAPI app with pywa's webhook routes and the triage handlers."""
+def whatsapp_app(env: dict[str, str]) -> tuple[FastAPI, WhatsApp]:
+    """A FastAPI app serving pywa's webhook routes (signature checked) and /health, its Graph API calls sent
+    to the engine's local Graph API when TRIAGE_GRAPH_URL names it; the caller adds the handlers."""
     app = FastAPI()
     graph = env.get("TRIAGE_GRAPH_URL")
     session = httpx.AsyncClient(transport=LocalGraph(graph), timeout=10) if graph else None
@@ -121,6 +122,13 @@ def build(env: dict[str, str]) -> FastAPI:
     @app.get("/health")
     async def health() -> dict[str, str]:
         return {"status": "ok"}
+
+    return app, wa
+
+
+def build(env: dict[str, str]) -> FastAPI:
+    """The FastAPI app with pywa's webhook routes and the triage handlers."""
+    app, wa = whatsapp_app(env)
 
     @wa.on_message(filters.text)
     async def on_text(_: WhatsApp, msg: types.Message) -> None:

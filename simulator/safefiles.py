@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = ["WAITS", "FileRefused", "open_regular", "read_capped"]
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -39,12 +40,27 @@ WAITS = (
 )
 
 
+_OPEN_FIXES = {
+    errno.ENOENT: "no such file; check the path",
+    errno.ELOOP: "a symbolic link that leads back to itself (a link loop); point it at a file",
+    errno.EACCES: "permission denied; make the file readable",
+    errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
+    errno.ENAMETOOLONG: "the path is too long; use a shorter one",
+    errno.ENXIO: "a socket or a device with nothing behind it, not a file; name a file with the content instead",
+}
+
+
+def _cannot_open(exc: OSError) -> str:
+    fix = _OPEN_FIXES.get(exc.errno or 0)
+    return fix if fix else f"cannot read the file ({exc.strerror}); name a readable file"
+
+
 def open_regular(path: Path) -> BinaryIO:
     """`path` opened for binary reading, if it is a regular file (symlinks followed); FileRefused if not."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise FileRefused(f"cannot read the file ({exc.strerror})") from None
+        raise FileRefused(_cannot_open(exc)) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

@@ -25,7 +25,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from simulator.errors import Problem, UserError
-from simulator.safefiles import FileRefused, read_capped
+from simulator.readers import InputRefused, read_text
 
 Path_ = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
@@ -160,26 +160,13 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 
 def read_text_file(path: Path, limit: int = MAX_FILE_BYTES) -> str:
-    """A text file a suite names (YAML, a prompt, a vocabulary): a regular file, at most `limit` bytes
-    (counted while reading), UTF-8 and not binary; YAMLProblem naming the file otherwise."""
+    """A text file a suite names (YAML, a prompt, a vocabulary), read by the one bounded reader
+    (`simulator.readers.read_text`: a regular file of at most `limit` bytes, UTF-8, not binary);
+    YAMLProblem naming the file otherwise."""
     try:
-        raw = read_capped(path, limit, "split it into several files in a folder")
-    except FileRefused as exc:
-        raise YAMLProblem(Problem(str(path), str(exc))) from None
-    if b"\0" in raw:
-        line = raw[: raw.index(b"\0")].count(b"\n") + 1
-        raise YAMLProblem(
-            Problem(
-                str(path), "a binary file (it holds NUL bytes), not text; name a UTF-8 text file", line=line
-            )
-        )
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise YAMLProblem(
-            Problem(str(path), f"not UTF-8 text (byte {exc.start}); save the file as UTF-8", line=line)
-        ) from None
+        return read_text(path, limit, "split it into several files in a folder")
+    except InputRefused as exc:
+        raise YAMLProblem(exc.problem) from None
 
 
 def _yaml_error(path: Path, exc: yaml.YAMLError) -> YAMLProblem:

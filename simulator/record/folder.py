@@ -33,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from simulator.diskerrors import naming
 from simulator.errors import UserError
+from simulator.readers import missing
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
 from simulator.record.migrations import (
     golden_manifest_1_to_2,
@@ -348,7 +349,7 @@ class RunFolder:
     @classmethod
     def open(cls, path: Path) -> RunFolder:
         """Open a run folder to read it. Nothing in it is changed, even while another process writes it."""
-        if not (path / MANIFEST).is_file():
+        if missing(path / MANIFEST):  # a manifest that is a FIFO or a folder is refused by its reader
             raise UserError(f"{path} is not a run folder (no {MANIFEST}); pass runs/<run-id>")
         return cls(path, sealed=True)
 

@@ -29,6 +29,7 @@ def _cli(tree: Path, argv: list[str], timeout: float = 20) -> tuple[int | None, 
             timeout=timeout,
             env=env,
             stdin=subprocess.DEVNULL,
+            cwd=tree,  # `-m` puts the working folder first on the path: it decides which simulator runs
         )
     except subprocess.TimeoutExpired:
         return None, ""

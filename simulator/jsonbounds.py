@@ -12,9 +12,19 @@ arrived already parsed (a Python tool's result, a state) by the same rule, witho
 
 from __future__ import annotations
 
-__all__ = ["DECODER", "MAX_JSON_DEPTH", "JSONRefused", "Unrepresentable", "check_depth", "loads_bounded"]
+__all__ = [
+    "DECODER",
+    "MAX_JSON_DEPTH",
+    "JSONRefused",
+    "Unrepresentable",
+    "check_depth",
+    "loads_bounded",
+    "text_depth",
+]
 
+import itertools
 import json
+import re
 from typing import Any
 
 MAX_JSON_DEPTH = (
@@ -105,6 +115,21 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 DECODER = json.JSONDecoder(
     parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded_int, object_pairs_hook=_unique_keys
 )
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def text_depth(text: str) -> int:
+    """How deep the JSON `text` nests objects and arrays, without parsing it: the writer's check that a line
+    it is about to write is one its readers will take. Strings are cut out first (a `[` inside text does
+    not nest); a text with fewer brackets than a depth needs is not scanned at all."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return min(text.count("[") + text.count("{"), MAX_JSON_DEPTH)
+    steps = (_STEP[b] for b in _BRACKET.findall(_STRING.sub("", text)))
+    return max(itertools.accumulate(steps), default=0)
 
 
 def _scalar_size(value: Any) -> int:

@@ -172,8 +172,9 @@ def read_csv(path: Path, limit: int = MAX_CSV_BYTES) -> CsvSheet:
     the line for a stray quote, and naming the separator for a sheet saved with `;` or tabs."""
     text = read_text(path, limit, "split the sheet", save_as="CSV (comma-separated, UTF-8)")
     csv.field_size_limit(max(csv.field_size_limit(), limit))  # the file's cap bounds every cell already
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)  # an unclosed quote is an error, not EOF
     sheet = CsvSheet(path, [])
+    line = 1  # where the row being read starts: where its stray quote is
     try:
         sheet.header = [name.strip() for name in next(reader, [])]
         while True:
@@ -185,7 +186,7 @@ def read_csv(path: Path, limit: int = MAX_CSV_BYTES) -> CsvSheet:
                 sheet.rows.append((line, cells))
     except csv.Error:
         raise _refused(
-            path, f"not readable as CSV (a quote opened and never closed?); {_SAVE_CSV}", reader.line_num
+            path, f"a quote opened and never closed, or a stray quote after one; {_SAVE_CSV}", line
         ) from None
     if len(sheet.header) == 1:
         for separator, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")):

@@ -26,6 +26,10 @@ HAZARDS = (
     "hazards:\n  - id: HAZ-01\n    title: t\n    cause: c\n    effect: e\n    harm: h\n"
     "    severity: major\n    likelihood: low\n    controls: []\n"
 )
+SUITE = (
+    "name: t\nscenarios: {paths: ['.']}\nbot: {type: http, url: http://127.0.0.1:9/chat}\nuser: {model: offline}\n"
+    "outcome: {key: triage_level, levels: [self_care, gp, urgent, emergency], critical: emergency}\n"
+)
 # Python's own exception names and messages: never what a person is told.
 PYTHON_TEXT = re.compile(
     r"Traceback|\b(?:[A-Z][a-z]+)+(?:Error|Exception)\b|codec can't|Expecting (?:value|property)|"
@@ -133,7 +137,7 @@ def _yaml_cases(root: Path) -> list[Case]:
         path = _write(root, f"yaml/{index:02d}.yaml", data)
         cases.append(Case(f"validate: {name}", klass, ["validate", str(path)], str(path)))
     for name, text in (("UTF-8 BOM", "\ufeff" + SCENARIO), ("CRLF line ends", SCENARIO.replace("\n", "\r\n"))):
-        path = _write(root, f"yaml/ok-{name[:5].replace(' ', '')}.yaml", text)
+        path = _write(root, f"yaml/ok-{name[:5].replace(' ', '')}/s1.yaml", text)
         cases.append(Case(f"validate: {name}", 7, ["validate", str(path)], str(path), accept=True))
     return cases
 
@@ -163,7 +167,6 @@ def _jsonl_cases(root: Path, out: Callable[[], str]) -> list[Case]:
         "deep object 3000": (3, '{"conversation_id": "c1", "x": ' + '{"a":' * 3000 + "1" + "}" * 3000 + "}\n"),
         "UTF-16 JSONL": (6, ok.encode("utf-16")),
         "NUL inside a line": (6, ok[:20] + "\x00" + ok[20:] + "\n"),
-        "lone CR line ends": (7, (ok + "\r") * 2),
         "OTLP: NaN attribute": (7, otlp([otlp_span])[:-4] + ', "x": NaN}]}]}\n'),
         "OTLP: 5000-digit start time": (
             2,
@@ -178,6 +181,9 @@ def _jsonl_cases(root: Path, out: Callable[[], str]) -> list[Case]:
         suffix = ".json" if name.startswith("OTLP") else ".jsonl"
         path = _write(root, f"jsonl/{index:02d}{suffix}", text)
         cases.append(Case(f"import: {name}", klass, ["import", str(path), "--out", out()], str(path)))
+    for name, data in (("UTF-8 BOM", "\ufeff" + ok + "\n"), ("CRLF line ends", ok + "\r\n")):
+        path = _write(root, f"jsonl/ok-{name[:5].replace(' ', '')}.jsonl", data)
+        cases.append(Case(f"import: {name}", 7, ["import", str(path), "--out", out()], str(path), accept=True))
     return cases
 
 
@@ -227,8 +233,8 @@ def _csv_cases(root: Path, run: Path) -> list[Case]:
 def _path_cases(root: Path, run: Path, out: Callable[[], str]) -> list[Case]:
     """Class 6 and 8: a FIFO, folder, link loop, device or socket wherever a file path is accepted."""
     special = _special(root)
-    scenario = _write(root, "ok/scenario.yaml", SCENARIO)
-    hazards = _write(root, "ok/hazards.yaml", HAZARDS)
+    _write(root, "suite/s1.yaml", SCENARIO)
+    suite = _write(root, "suite/suite.yaml", SUITE)
     commands: dict[str, Callable[[Path], list[str]]] = {
         "validate": lambda p: ["validate", str(p)],
         "safety-case --hazards": lambda p: ["safety-case", str(run), "--hazards", str(p)],
@@ -239,12 +245,13 @@ def _path_cases(root: Path, run: Path, out: Callable[[], str]) -> list[Case]:
         "import --format jsonl": lambda p: ["import", str(p), "--format", "jsonl", "--out", out()],
         "import --mapping": lambda p: ["import", str(root / "jsonl" / "ok.jsonl"), "--mapping", str(p), "--out", out()],
         "import --redact": lambda p: ["import", str(root / "jsonl" / "ok.jsonl"), "--redact", str(p), "--out", out()],
-        "vary": lambda p: ["vary", str(p)],
-        "draft --pathway": lambda p: ["draft", str(scenario.parent), "--pathway", str(p)],
-        "coverage --hazards": lambda p: ["coverage", str(scenario.parent), "--hazards", str(p)],
+        "vary": lambda p: ["vary", str(p), "--factors", "speaker=self,relative-speaks"],
+        "draft --pathway": lambda p: ["draft", str(suite), "--pathway", str(p)],
+        "coverage --hazards": lambda p: ["coverage", str(suite), "--hazards", str(p)],
+        "coverage (suite)": lambda p: ["coverage", str(p), "--hazards", str(root / "ok" / "hazards.yaml")],
     }
     _write(root, "jsonl/ok.jsonl", json.dumps(JSONL_OK) + "\n")
-    del hazards
+    _write(root, "ok/hazards.yaml", HAZARDS)
     cases = []
     for command, argv in commands.items():
         for kind, path in special.items():

@@ -26,6 +26,7 @@ __all__ = [
     "read_csv",
     "read_json",
     "read_json_file",
+    "read_or_refuse",
     "read_text",
     "safe_cell",
     "text_lines",
@@ -98,6 +99,11 @@ def read_text(
     except FileRefused as exc:
         raise _refused(path, str(exc)) from None
     return decode_text(raw, path, save_as)
+
+
+def read_or_refuse(path: Path, limit: int) -> str:
+    """`read_text` for the desk's pages: the same checks; the InputRefused is the page's one-line error."""
+    return read_text(path, limit, "edit it in your editor")
 
 
 def read_json(text: str | bytes, where: str, *, max_bytes: int | None = None) -> Any:

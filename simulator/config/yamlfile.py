@@ -57,7 +57,33 @@ MAX_ALIAS_VALUES = 10_000  # values that aliases may add beyond the file's own
 MAX_EXPANDED_BYTES = 2 * MAX_FILE_BYTES  # characters of text once every alias is expanded
 MAX_DEPTH = 50  # levels of nesting
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
+_Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
+_MAX_NUMBER_CHARS = 640  # a number longer than this is refused, not handed to int() (Python caps it at 4300)
+
+
+class _Loader(_Base):  # type: ignore[misc,valid-type]
+    """The safe loader, with every value it cannot construct (a number of thousands of digits, a date of
+    month 99, a tag's value of the wrong shape) turned into a YAML error at that value's line: Python's own
+    ValueError or OverflowError never escapes a YAML reader."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        tag = str(node.tag).rsplit(":", 1)[-1]
+        if tag in ("int", "float") and isinstance(node.value, str) and len(node.value) > _MAX_NUMBER_CHARS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a number of {len(node.value):,} characters; write it as text", node.start_mark
+            )
+        try:
+            return super().construct_object(node, deep)
+        except (yaml.YAMLError, RecursionError):
+            raise
+        except Exception:  # ValueError, OverflowError, IndexError (`!!int ` with no digits), TypeError ...
+            shown = node.value[:40] if isinstance(node.value, str) else ""
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"cannot read '{shown}' as a {tag} value; fix it or quote it as text",
+                node.start_mark,
+            ) from None
 
 
 def _walk(node: yaml.Node, path: Path, lines: dict[Path_, int]) -> None:
@@ -173,9 +199,8 @@ def _yaml_error(path: Path, exc: yaml.YAMLError) -> YAMLProblem:
     mark = getattr(exc, "problem_mark", None)
     line = mark.line + 1 if mark is not None else None
     reason = getattr(exc, "problem", None) or str(exc)
-    return YAMLProblem(
-        Problem(str(path), f"not valid YAML: {reason}; check indentation and quoting", line=line)
-    )
+    fix = "" if "; " in reason else "; check indentation and quoting"  # a reason of ours says its own fix
+    return YAMLProblem(Problem(str(path), f"not valid YAML: {reason}{fix}", line=line))
 
 
 def load_yaml(path: Path) -> LocatedYAML:

@@ -281,7 +281,9 @@ def _check_readable(record: BaseModel, text: str, limit: int) -> None:
 
 
 def _name(record: BaseModel) -> str:
-    return str(getattr(record, "id", None) or getattr(record, "conversation_id", None) or type(record).__name__)
+    return str(
+        getattr(record, "id", None) or getattr(record, "conversation_id", None) or type(record).__name__
+    )
 
 
 def _stand_in(record: BaseModel, why: str) -> BaseModel | None:

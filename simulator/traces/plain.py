@@ -128,7 +128,9 @@ def read_jsonl(path: Path, mapping: Mapping) -> Parsed:
                 raise ValueError("not a JSON object")
             _add(found, row, mapping, f"{path}:{number}")
         except ValueError as exc:  # JSONRefused included: one record, skipped and named; the rest imports
-            parsed.problems.append(SkippedRecord(str(path), number, str(exc).removeprefix("the record ").removeprefix("is ")))
+            parsed.problems.append(
+                SkippedRecord(str(path), number, str(exc).removeprefix("the record ").removeprefix("is "))
+            )
         except RecursionError:
             parsed.problems.append(SkippedRecord(str(path), number, "nested too deeply to read"))
     return _finish(found, parsed)

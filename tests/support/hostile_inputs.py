@@ -19,7 +19,10 @@ from pathlib import Path
 SCENARIO = "id: s1\npersona: p\ngoal: g\nfacts: [a fact]\n"
 JSONL_OK = {
     "conversation_id": "c1",
-    "messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi, how can I help?"}],
+    "messages": [
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "hi, how can I help?"},
+    ],
 }
 HAZARDS = (
     "title: t\nsystem: {name: n, version: '1', intended_use: u}\nowner: o\nmatrix: dcb0129\n"
@@ -110,7 +113,10 @@ def _yaml_cases(root: Path) -> list[Case]:
         "python object tag": (6, "id: s1\npersona: !!python/object/apply:os.system ['echo hi']\ngoal: g\n"),
         "python name tag": (6, "id: s1\npersona: !!python/name:os.system\ngoal: g\n"),
         "integer of 5000 digits": (6, "id: s1\npersona: p\ngoal: g\nmax_turns: " + "9" * 5000 + "\n"),
-        "tagged integer of 5000 digits": (6, "id: s1\npersona: p\ngoal: g\nmax_turns: !!int " + "9" * 5000 + "\n"),
+        "tagged integer of 5000 digits": (
+            6,
+            "id: s1\npersona: p\ngoal: g\nmax_turns: !!int " + "9" * 5000 + "\n",
+        ),
         "float that overflows": (7, "id: s1\npersona: p\ngoal: g\nmax_turns: 1e999\n"),
         "NaN turns": (7, "id: s1\npersona: p\ngoal: g\nmax_turns: .nan\n"),
         "duplicate key in a flow mapping": (7, "{id: s1, id: s2, persona: p, goal: g}\n"),
@@ -136,7 +142,10 @@ def _yaml_cases(root: Path) -> list[Case]:
             data = str(text).encode("utf-16-le")
         path = _write(root, f"yaml/{index:02d}.yaml", data)
         cases.append(Case(f"validate: {name}", klass, ["validate", str(path)], str(path)))
-    for name, text in (("UTF-8 BOM", "\ufeff" + SCENARIO), ("CRLF line ends", SCENARIO.replace("\n", "\r\n"))):
+    for name, text in (
+        ("UTF-8 BOM", "\ufeff" + SCENARIO),
+        ("CRLF line ends", SCENARIO.replace("\n", "\r\n")),
+    ):
         path = _write(root, f"yaml/ok-{name[:5].replace(' ', '')}/s1.yaml", text)
         cases.append(Case(f"validate: {name}", 7, ["validate", str(path)], str(path), accept=True))
     return cases
@@ -164,15 +173,23 @@ def _jsonl_cases(root: Path, out: Callable[[], str]) -> list[Case]:
         "integer of 5000 digits": (6, ok[:-1] + ', "n": ' + "7" * 5000 + "}\n"),
         "repeated key": (7, '{"conversation_id": "c1", "conversation_id": "c2", "messages": []}\n'),
         "deep array 100000": (3, '{"conversation_id": "c1", "x": ' + _deep(100000) + "}\n"),
-        "deep object 3000": (3, '{"conversation_id": "c1", "x": ' + '{"a":' * 3000 + "1" + "}" * 3000 + "}\n"),
+        "deep object 3000": (
+            3,
+            '{"conversation_id": "c1", "x": ' + '{"a":' * 3000 + "1" + "}" * 3000 + "}\n",
+        ),
         "UTF-16 JSONL": (6, ok.encode("utf-16")),
         "NUL inside a line": (6, ok[:20] + "\x00" + ok[20:] + "\n"),
         "OTLP: NaN attribute": (7, otlp([otlp_span])[:-4] + ', "x": NaN}]}]}\n'),
         "OTLP: 5000-digit start time": (
             2,
-            otlp([{**otlp_span, "startTimeUnixNano": "9" * 5000}]).replace('"' + "9" * 5000 + '"', "9" * 5000),
+            otlp([{**otlp_span, "startTimeUnixNano": "9" * 5000}]).replace(
+                '"' + "9" * 5000 + '"', "9" * 5000
+            ),
         ),
-        "OTLP: deep attribute value 100000": (3, otlp([otlp_span])[:-4] + ', "x": ' + _deep(100000) + "}]}]}\n"),
+        "OTLP: deep attribute value 100000": (
+            3,
+            otlp([otlp_span])[:-4] + ', "x": ' + _deep(100000) + "}]}]}\n",
+        ),
         "OTLP: UTF-16": (6, (otlp([otlp_span]) + "\n").encode("utf-16")),
         "OTLP: repeated resourceSpans": (7, '{"resourceSpans": [], "resourceSpans": []}\n'),
     }
@@ -183,7 +200,9 @@ def _jsonl_cases(root: Path, out: Callable[[], str]) -> list[Case]:
         cases.append(Case(f"import: {name}", klass, ["import", str(path), "--out", out()], str(path)))
     for name, data in (("UTF-8 BOM", "\ufeff" + ok + "\n"), ("CRLF line ends", ok + "\r\n")):
         path = _write(root, f"jsonl/ok-{name[:5].replace(' ', '')}.jsonl", data)
-        cases.append(Case(f"import: {name}", 7, ["import", str(path), "--out", out()], str(path), accept=True))
+        cases.append(
+            Case(f"import: {name}", 7, ["import", str(path), "--out", out()], str(path), accept=True)
+        )
     return cases
 
 
@@ -192,7 +211,6 @@ def _csv_cases(root: Path, run: Path) -> list[Case]:
     header = "conversation_id,criterion_id,label,notes\n"
     sheets: dict[str, tuple[int, str | bytes]] = {
         "huge cell (60 MB)": (6, header + 'c1#0,crit,pass,"' + "x" * 60_000_000 + '"\n'),
-        "cell over csv's 128 KB field limit": (6, header + 'c1#0,crit,pass,"' + "x" * 200_000 + '"\n'),
         "NUL in a cell": (6, header + "c1#0,crit,pa\x00ss,\n"),
         "semicolon separated": (7, header.replace(",", ";") + "c1#0;crit;pass;\n"),
         "tab separated": (7, header.replace(",", "\t") + "c1#0\tcrit\tpass\t\n"),
@@ -206,7 +224,12 @@ def _csv_cases(root: Path, run: Path) -> list[Case]:
     for index, (name, (klass, text)) in enumerate(sheets.items()):
         path = _write(root, f"csv/labels-{index:02d}.csv", text)
         cases.append(
-            Case(f"labels import: {name}", klass, ["labels", "import", str(run), str(path), "--labeller", "Dr A"], str(path))
+            Case(
+                f"labels import: {name}",
+                klass,
+                ["labels", "import", str(run), str(path), "--labeller", "Dr A"],
+                str(path),
+            )
         )
     golden_header = "item_id,intent,kind,user_message,reference,context\n"
     golden = {
@@ -219,7 +242,10 @@ def _csv_cases(root: Path, run: Path) -> list[Case]:
         path = _write(root, f"csv/golden-{index:02d}.csv", text)
         cases.append(Case(f"validate golden: {name}", klass, ["validate", str(path)], str(path)))
     transcript = {
-        "CSV transcript, 300 KB message": (6, "conversation_id,role,content\n" + 'c1,user,"' + "y" * 300_000 + '"\n'),
+        "CSV transcript, 300 KB message": (
+            6,
+            "conversation_id,role,content\n" + 'c1,user,"' + "y" * 300_000 + '"\n',
+        ),
         "CSV transcript, stray quote": (7, 'conversation_id,role,content\nc1,user,"hi\n'),
         "CSV transcript, NUL": (6, "conversation_id,role,content\nc1,user,h\x00i\n"),
     }
@@ -243,8 +269,22 @@ def _path_cases(root: Path, run: Path, out: Callable[[], str]) -> list[Case]:
         "import": lambda p: ["import", str(p), "--out", out()],
         "import --format csv": lambda p: ["import", str(p), "--format", "csv", "--out", out()],
         "import --format jsonl": lambda p: ["import", str(p), "--format", "jsonl", "--out", out()],
-        "import --mapping": lambda p: ["import", str(root / "jsonl" / "ok.jsonl"), "--mapping", str(p), "--out", out()],
-        "import --redact": lambda p: ["import", str(root / "jsonl" / "ok.jsonl"), "--redact", str(p), "--out", out()],
+        "import --mapping": lambda p: [
+            "import",
+            str(root / "jsonl" / "ok.jsonl"),
+            "--mapping",
+            str(p),
+            "--out",
+            out(),
+        ],
+        "import --redact": lambda p: [
+            "import",
+            str(root / "jsonl" / "ok.jsonl"),
+            "--redact",
+            str(p),
+            "--out",
+            out(),
+        ],
         "vary": lambda p: ["vary", str(p), "--factors", "speaker=self,relative-speaks"],
         "draft --pathway": lambda p: ["draft", str(suite), "--pathway", str(p)],
         "coverage --hazards": lambda p: ["coverage", str(suite), "--hazards", str(p)],
@@ -255,7 +295,9 @@ def _path_cases(root: Path, run: Path, out: Callable[[], str]) -> list[Case]:
     cases = []
     for command, argv in commands.items():
         for kind, path in special.items():
-            cases.append(Case(f"{command}: {kind}", 8 if kind in ("folder", "link loop") else 6, argv(path), str(path)))
+            cases.append(
+                Case(f"{command}: {kind}", 8 if kind in ("folder", "link loop") else 6, argv(path), str(path))
+            )
     return cases
 
 
@@ -267,8 +309,14 @@ def _run_folder_cases(root: Path, make_run: Callable[[Path], None]) -> list[Case
         "conversations.jsonl is a link to /dev/zero": (6, lambda f: (f.unlink(), f.symlink_to("/dev/zero"))),
         "conversations.jsonl is a folder": (8, lambda f: (f.unlink(), f.mkdir())),
         "conversations.jsonl is UTF-16": (6, lambda f: f.write_bytes(f.read_text().encode("utf-16"))),
-        "conversations.jsonl has NaN": (7, lambda f: f.write_text(f.read_text().replace('"repeat":0', '"repeat":NaN'))),
-        "manifest.json is a FIFO": (6, lambda f: ((f.parent / "manifest.json").unlink(), os.mkfifo(f.parent / "manifest.json"))),
+        "conversations.jsonl has NaN": (
+            7,
+            lambda f: f.write_text(f.read_text().replace('"repeat":0', '"repeat":NaN')),
+        ),
+        "manifest.json is a FIFO": (
+            6,
+            lambda f: ((f.parent / "manifest.json").unlink(), os.mkfifo(f.parent / "manifest.json")),
+        ),
         "manifest.json nested 100000": (3, lambda f: (f.parent / "manifest.json").write_text(_deep(100000))),
         "manifest.json with a 5000-digit number": (
             6,

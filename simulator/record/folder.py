@@ -34,8 +34,8 @@ from pydantic import BaseModel, ValidationError
 
 from simulator.diskerrors import naming
 from simulator.errors import UserError
-from simulator.jsonbounds import text_depth
-from simulator.readers import missing
+from simulator.jsonbounds import DECODER, Unrepresentable, text_depth
+from simulator.readers import missing, read_json
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
 from simulator.record.migrations import (
     golden_manifest_1_to_2,
@@ -132,9 +132,11 @@ def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
         except ValidationError as exc:
             raise _invalid(model, where, exc) from None
     try:
-        raw = json.loads(text)
+        raw = DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"{where}: not a JSON record ({exc.msg}); the file was edited or damaged") from None
+    except Unrepresentable as exc:
+        raise UserError(f"{where}: the record {exc}; the file was edited or damaged") from None
     return _migrated(raw, model, migrate, where, "not a JSON object; the file was edited or damaged")
 
 
@@ -465,18 +467,15 @@ class RunFolder:
 
     def _golden_v1_raw(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The v1 golden manifest and result lines as JSON (a half-written last line is skipped)."""
-        manifest = json.loads(_decode(_read_small(self.manifest_path), str(self.manifest_path)))
+        manifest = read_json(
+            _decode(_read_small(self.manifest_path), str(self.manifest_path)), str(self.manifest_path)
+        )
         results = []
         path = self.path / GOLDEN_V1_RESULTS
         for number, line in enumerate(_read_small(path, MAX_RECORD_BYTES).splitlines(keepends=True), start=1):
             if not line.endswith(b"\n") or not line.strip():
                 continue
-            try:
-                results.append(json.loads(_decode(line, f"{path}:{number}")))
-            except json.JSONDecodeError as exc:
-                raise UserError(
-                    f"{path}:{number}: not a JSON record ({exc.msg}); the file was damaged"
-                ) from None
+            results.append(read_json(_decode(line, f"{path}:{number}"), f"{path}:{number}"))
         return manifest, results
 
     def _golden_v1_records(self) -> tuple[list[ConversationRecord], list[Verdict]]:
@@ -504,9 +503,11 @@ class RunFolder:
                     raise _invalid(Manifest, where, exc) from None
         data = _read_small(self.manifest_path)
         try:
-            raw = json.loads(_decode(data, where))
+            raw = DECODER.decode(_decode(data, where))
         except RecursionError:
             raise UserError(f"{where}: nested too deeply to read; the manifest is damaged") from None
+        except Unrepresentable as exc:
+            raise UserError(f"{where}: {exc}; the manifest is damaged") from None
         except json.JSONDecodeError as exc:
             raise UserError(
                 f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); the manifest is damaged"

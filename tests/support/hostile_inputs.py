@@ -143,6 +143,14 @@ def _yaml_cases(root: Path) -> list[Case]:
         path = _write(root, f"yaml/{index:02d}.yaml", data)
         cases.append(Case(f"validate: {name}", klass, ["validate", str(path)], str(path)))
     for name, text in (
+        ("an escape in an unknown key", SCENARIO + "\x1b[31mbad\x1b[0m: 1\n"),
+        ("an escape in a value's type error", SCENARIO + 'max_turns: "\x1b]52;c;aGk=\x07"\n'),
+    ):
+        path = _write(root, f"yaml/escape-{len(cases)}.yaml", text)
+        cases.append(Case(f"validate: {name}", 10, ["validate", str(path)], str(path)))
+    named = _write(root, "yaml/\x1b]0;title\x07.yaml", "persona: [\n")
+    cases.append(Case("validate: an escape in the file name", 10, ["validate", str(named)], "title"))
+    for name, text in (
         ("UTF-8 BOM", "\ufeff" + SCENARIO),
         ("CRLF line ends", SCENARIO.replace("\n", "\r\n")),
     ):
@@ -192,6 +200,36 @@ def _jsonl_cases(root: Path, out: Callable[[], str]) -> list[Case]:
         ),
         "OTLP: UTF-16": (6, (otlp([otlp_span]) + "\n").encode("utf-16")),
         "OTLP: repeated resourceSpans": (7, '{"resourceSpans": [], "resourceSpans": []}\n'),
+        "OTLP: an attribute key that is a number": (
+            2,
+            otlp([{**otlp_span, "attributes": [{"key": 5, "value": {"stringValue": "x"}}]}]),
+        ),
+        "OTLP: a start time of 10^30 ns": (2, otlp([{**otlp_span, "startTimeUnixNano": "1" + "0" * 30}])),
+        "OTLP: a start time as a float": (2, otlp([{**otlp_span, "startTimeUnixNano": 1.5e30}])),
+        "OTLP: a negative end time": (2, otlp([{**otlp_span, "endTimeUnixNano": "-5"}])),
+        "OTLP: a trace id that is not hex": (2, otlp([{**otlp_span, "traceId": "zz" * 16}])),
+        "OTLP: attributes that are text": (2, otlp([{**otlp_span, "attributes": "gen_ai.system=x"}])),
+        "OTLP: an intValue that is not a number": (
+            2,
+            otlp([{**otlp_span, "attributes": [{"key": "n", "value": {"intValue": "abc"}}]}]),
+        ),
+        "OTLP: an event at 10^40 ns": (
+            2,
+            otlp([{**otlp_span, "events": [{"name": "e", "timeUnixNano": "1" + "0" * 40}]}]),
+        ),
+        "escape in a record's time": (
+            10,
+            json.dumps(
+                {
+                    **JSONL_OK,
+                    "messages": [{"role": "user", "content": "x", "timestamp": "\x1b[2J\x1b]0;t\x07"}],
+                }
+            ),
+        ),
+        "escape in the conversation id": (
+            10,
+            json.dumps({**JSONL_OK, "conversation_id": "\x1b[31mred", "messages": []}),
+        ),
     }
     cases = []
     for index, (name, (klass, text)) in enumerate(texts.items()):
@@ -221,16 +259,15 @@ def _csv_cases(root: Path, run: Path) -> list[Case]:
         "header only, nothing labelled": (7, header),
     }
     cases = []
-    for index, (name, (klass, text)) in enumerate(sheets.items()):
+    long_note = header + 'c1#0,crit,pass,"' + "x" * 200_000 + '"\n'  # past csv's 128 KB field limit: a note
+    for index, (name, (klass, text)) in enumerate([*sheets.items(), ("a note of 200 KB", (7, long_note))]):
         path = _write(root, f"csv/labels-{index:02d}.csv", text)
-        cases.append(
-            Case(
-                f"labels import: {name}",
-                klass,
-                ["labels", "import", str(run), str(path), "--labeller", "Dr A"],
-                str(path),
-            )
-        )
+        argv = ["labels", "import", str(run), str(path), "--labeller", "Dr A"]
+        cases.append(Case(f"labels import: {name}", klass, argv, str(path), accept="200 KB" in name))
+    good = _write(root, "csv/labels-good.csv", header + "c1#0,crit,pass,\n")
+    for name in ("\x1b]52;c;aGk=\x07", "Dr \x1b[2J A", "\x9b31m"):
+        argv = ["labels", "import", str(run), str(good), "--labeller", name]
+        cases.append(Case(f"labels import --labeller {name!r}", 10, argv, "--labeller"))
     golden_header = "item_id,intent,kind,user_message,reference,context\n"
     golden = {
         "context of 5000-digit number": (6, golden_header + 'g1,i,answer,hi,ref,"[' + "9" * 5000 + ']"\n'),

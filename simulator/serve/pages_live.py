@@ -38,10 +38,8 @@ def _review_counts(folders: list[Any]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for folder in folders:
         path = folder / "review.jsonl"
-        if path.exists():
-            counts[folder.name] = sum(
-                1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
-            )
+        if not missing(path):
+            counts[folder.name] = sum(1 for _ in text_lines(path))
     return counts
 
 

@@ -34,7 +34,7 @@ from simulator.readers import (
 from simulator.record.folder import MAX_RECORD_DEPTH, RunFolder, dump_line
 from simulator.record.manifest import Manifest, RoleModels
 from simulator.record.models import ConversationRecord, Verdict
-from tests.support.hostile_inputs import JSONL_OK, Case, build_cases, verdict
+from tests.support.hostile_inputs import JSONL_OK, PYTHON_TEXT, Case, build_cases, verdict
 
 CLASSES = [1, 2, 3, 6, 7, 8, 10]
 
@@ -461,3 +461,69 @@ def test_fuzz_json_files_people_name(text: str) -> None:
                 read(path)
             except UserError as exc:
                 assert str(path) in str(exc) and "Traceback" not in exc.render()
+
+
+# --- the Python API: the same readers, the same one-line UserError ------------------------------------------
+
+
+def _not_a_file(root: Path, kind: str) -> Path:
+    import socket
+
+    path = root / "suite.yaml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "link loop":
+        path.symlink_to(root / "other.yaml")
+        (root / "other.yaml").symlink_to(path)
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        server.close()
+    elif kind == "recursive alias":
+        path.write_text("name: t\nscenarios: &s {paths: [*s]}\n")
+    elif kind == "5000-digit runs":
+        path.write_text("name: t\nruns: " + "9" * 5000 + "\n")
+    else:
+        path.symlink_to(kind)
+    return path
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "kind", ["fifo", "folder", "link loop", "socket", "/dev/zero", "/dev/null", "recursive alias", "5000-digit runs"]
+)
+def test_the_api_raises_one_user_error_for_a_suite_that_cannot_be_read(tmp_path: Path, kind: str) -> None:
+    import simulator
+
+    path = _not_a_file(tmp_path, kind)
+    for call in (lambda: simulator.load_suite(path), lambda: simulator.run(str(path))):
+        with pytest.raises(simulator.UserError) as caught:
+            call()
+        rendered = caught.value.render()
+        assert str(path) in rendered and "Traceback" not in rendered
+        assert "no such" not in rendered  # it is there: the error says what it is instead
+        assert not PYTHON_TEXT.search(rendered), rendered
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "folder"])
+def test_the_api_resume_refuses_a_run_folder_whose_records_are_not_files(tmp_path: Path, kind: str) -> None:
+    import simulator
+
+    run = tmp_path / "run"
+    source = tmp_path / "one.jsonl"
+    source.write_text(json.dumps(JSONL_OK) + "\n")
+    assert main(["import", str(source), "--out", str(run), "--no-redact"]) == 0
+    records = run / "conversations.jsonl"
+    records.unlink()
+    if kind == "fifo":
+        os.mkfifo(records)
+    elif kind == "folder":
+        records.mkdir()
+    else:
+        records.symlink_to(kind)
+    with pytest.raises(simulator.UserError) as caught:
+        simulator.resume(run)
+    assert "Traceback" not in caught.value.render() and not PYTHON_TEXT.search(caught.value.render())

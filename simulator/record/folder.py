@@ -306,8 +306,10 @@ def _stand_in(record: BaseModel, why: str) -> BaseModel | None:
             return light.model_copy(update={"turns": []})
     if isinstance(record, Verdict):
         error = ErrorInfo(source="judge", kind="record_too_large", message=why)
-        update = {"result": "error", "reasoning": "", "evidence": [], "expected": None, "actual": None}
-        return record.model_copy(update={**update, "outcome": None, "votes": None, "error": error})
+        update: dict[str, Any] = {"result": "error", "reasoning": "", "evidence": [], "expected": None}
+        return record.model_copy(
+            update={**update, "actual": None, "outcome": None, "votes": None, "error": error}
+        )
     return None
 
 

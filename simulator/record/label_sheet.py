@@ -43,8 +43,8 @@ def _read_label_rows(path: Path, problems: list[Problem]) -> list[LabelRow]:
             f"{path}:1: the header needs columns {', '.join(REQUIRED)} (missing {', '.join(missing)}); "
             "export a sheet with `simulator labels export RUN --criterion X`"
         )
-    for line, raw_row in sheet.dicts():
-        raw_row = {key: unquote_cell(value) for key, value in raw_row.items() if isinstance(key, str)}
+    for line, cells in sheet.dicts():
+        raw_row = {key: unquote_cell(value) for key, value in cells.items() if isinstance(key, str)}
         raw = (raw_row.get("label") or "").strip()
         if not raw:
             continue  # not labelled yet

@@ -8,12 +8,19 @@ every later step that recurses (validation, redaction, the record writer). So ea
 larger than the door's cap, or nested deeper than `MAX_JSON_DEPTH`; `check_depth` bounds a value that
 arrived already parsed (a Python tool's result, a state) by the same rule, without recursion.
 `JSONRefused` is a `ValueError`, so callers that already turn bad JSON into a clear error keep doing so.
+
+Python's parser also takes what is not JSON, or what nothing downstream can hold: NaN and Infinity, 1e999
+(read as inf), an integer of 5,000 digits (which raises Python's own ValueError text), a key written twice
+(the last silently kept). `DECODER`, the one decoder every door and run-folder reader uses, refuses each as
+`Unrepresentable`, one line saying which. `text_depth` is the writer's side: a record's JSON text is
+measured before it is written, so nothing is written that a reader would refuse.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "DECODER",
+    "MAX_INT_DIGITS",
     "MAX_JSON_DEPTH",
     "JSONRefused",
     "Unrepresentable",

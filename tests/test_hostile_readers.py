@@ -492,7 +492,8 @@ def _not_a_file(root: Path, kind: str) -> Path:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
-    "kind", ["fifo", "folder", "link loop", "socket", "/dev/zero", "/dev/null", "recursive alias", "5000-digit runs"]
+    "kind",
+    ["fifo", "folder", "link loop", "socket", "/dev/zero", "/dev/null", "recursive alias", "5000-digit runs"],
 )
 def test_the_api_raises_one_user_error_for_a_suite_that_cannot_be_read(tmp_path: Path, kind: str) -> None:
     import simulator

@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from simulator.errors import Problem, UserError
+from simulator.jsonbounds import MAX_INT_DIGITS  # one cap on numbers, JSON and YAML alike
 from simulator.readers import InputRefused, read_text
 
 Path_ = tuple[str | int, ...]
@@ -58,7 +59,6 @@ MAX_EXPANDED_BYTES = 2 * MAX_FILE_BYTES  # characters of text once every alias i
 MAX_DEPTH = 50  # levels of nesting
 
 _Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
-_MAX_NUMBER_CHARS = 640  # a number longer than this is refused, not handed to int() (Python caps it at 4300)
 
 
 class _Loader(_Base):  # type: ignore[misc,valid-type]
@@ -68,7 +68,7 @@ class _Loader(_Base):  # type: ignore[misc,valid-type]
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         tag = str(node.tag).rsplit(":", 1)[-1]
-        if tag in ("int", "float") and isinstance(node.value, str) and len(node.value) > _MAX_NUMBER_CHARS:
+        if tag in ("int", "float") and isinstance(node.value, str) and len(node.value) > MAX_INT_DIGITS:
             raise yaml.constructor.ConstructorError(
                 None, None, f"a number of {len(node.value):,} characters; write it as text", node.start_mark
             )

@@ -528,3 +528,23 @@ def test_the_api_resume_refuses_a_run_folder_whose_records_are_not_files(tmp_pat
     with pytest.raises(simulator.UserError) as caught:
         simulator.resume(run)
     assert "Traceback" not in caught.value.render() and not PYTHON_TEXT.search(caught.value.render())
+
+
+@pytest.mark.parametrize("state_bytes", [60_000, 200_000])
+def test_a_state_over_the_line_limit_is_an_error_not_an_unreadable_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], state_bytes: int
+) -> None:
+    """The issue's 300 MB environment state, scaled down: the readers' line limit is lowered for the test
+    (writer and reader share it), a state past it is left out and the conversation recorded as an error."""
+    import simulator.record.folder as folder_module
+
+    monkeypatch.setattr(folder_module, "MAX_RECORD_BYTES", 50_000)
+    folder = RunFolder.create(
+        tmp_path / "run",
+        Manifest(run_id="run", created_at=datetime.now(UTC), models=RoleModels(user="u", bot="b")),
+    )
+    folder.append_conversation(_record(environment_state={"rows": ["x" * 1000] * (state_bytes // 1000)}))
+    [stored] = RunFolder.open(tmp_path / "run").conversations()
+    assert stored.environment_state is None and stored.error is not None
+    assert "MB a reader takes" in stored.error.message and "record_too_large" == stored.error.kind
+    assert "recorded as an error instead" in capsys.readouterr().err

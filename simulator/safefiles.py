@@ -77,6 +77,8 @@ def read_capped(path: Path, limit: int, advice: str = "split it into smaller fil
     """At most `limit` bytes of the regular file `path`; FileRefused when it holds more (counted while
     reading, so a file that grows, or lies about its size, is cut all the same)."""
     with open_regular(path) as handle:
+        if os.fstat(handle.fileno()).st_size > limit:  # said at once, without reading gigabytes first
+            raise FileRefused(_too_large(limit, advice))
         try:
             data = handle.read(limit + 1)
         except BlockingIOError:
@@ -85,8 +87,10 @@ def read_capped(path: Path, limit: int, advice: str = "split it into smaller fil
             raise FileRefused(f"cannot read the file ({exc.strerror})") from None
     if data is None:
         raise FileRefused(WAITS)
-    if len(data) > limit:
-        raise FileRefused(
-            f"the file is larger than {limit / 1e6:g} MB: files over {limit / 1e6:g} MB are refused; {advice}"
-        )
+    if len(data) > limit:  # a file that grew, or says it is smaller than it is (counted while reading)
+        raise FileRefused(_too_large(limit, advice))
     return data
+
+
+def _too_large(limit: int, advice: str) -> str:
+    return f"the file is larger than {limit / 1e6:g} MB: files over {limit / 1e6:g} MB are refused; {advice}"

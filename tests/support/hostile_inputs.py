@@ -236,6 +236,20 @@ def _jsonl_cases(root: Path, out: Callable[[], str]) -> list[Case]:
         suffix = ".json" if name.startswith("OTLP") else ".jsonl"
         path = _write(root, f"jsonl/{index:02d}{suffix}", text)
         cases.append(Case(f"import: {name}", klass, ["import", str(path), "--out", out()], str(path)))
+    nothing = {
+        "an empty file": "",
+        "blank lines only": "\n\n   \n\r\n",
+        "OTLP with no spans": '{"resourceSpans": []}\n',
+        "a JSON array of nothing": "[]\n",
+    }
+    for index, (name, data) in enumerate(nothing.items()):
+        path = _write(root, f"jsonl/nothing-{index}.jsonl", data)
+        cases.append(Case(f"import: {name}", 7, ["import", str(path), "--out", out()], str(path)))
+    empty_suite = root / "nothing" / "suite.yaml"
+    empty_suite.mkdir(parents=True)
+    cases.append(
+        Case("validate: a folder named suite.yaml", 7, ["validate", str(empty_suite)], str(empty_suite))
+    )
     for name, data in (("UTF-8 BOM", "\ufeff" + ok + "\n"), ("CRLF line ends", ok + "\r\n")):
         path = _write(root, f"jsonl/ok-{name[:5].replace(' ', '')}.jsonl", data)
         cases.append(

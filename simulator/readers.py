@@ -46,7 +46,9 @@ from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.safefiles import WAITS, FileRefused, open_regular, read_capped
 
 MAX_CSV_BYTES = 50_000_000  # a labels sheet or a golden set: far above any real one
-MAX_IMPORT_BYTES = 1_000_000_000  # an exported trace or transcript file (OTLP JSON is read whole): split larger
+MAX_IMPORT_BYTES = (
+    1_000_000_000  # an exported trace or transcript file (OTLP JSON is read whole): split larger
+)
 MAX_LINE_BYTES = 256_000_000  # one line of a JSON-lines file
 MAX_TAU2_BYTES = 500_000_000  # a tau2-bench db.json or tasks.json
 

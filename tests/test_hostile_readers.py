@@ -546,5 +546,5 @@ def test_a_state_over_the_line_limit_is_an_error_not_an_unreadable_file(
     folder.append_conversation(_record(environment_state={"rows": ["x" * 1000] * (state_bytes // 1000)}))
     [stored] = RunFolder.open(tmp_path / "run").conversations()
     assert stored.environment_state is None and stored.error is not None
-    assert "MB a reader takes" in stored.error.message and "record_too_large" == stored.error.kind
+    assert "MB a reader takes" in stored.error.message and stored.error.kind == "record_too_large"
     assert "recorded as an error instead" in capsys.readouterr().err

@@ -26,7 +26,6 @@ from simulator.config.bot_kinds import ENVIRONMENT, AnyBot, kinds_with
 from simulator.config.claims import unknown_claim_tools
 from simulator.config.environment import EnvironmentSpec, check_environment_functions
 from simulator.config.matrix import MatrixConfig, expand_matrix
-from simulator.config.patterns import compile_pattern
 from simulator.config.outcome_source import (
     SOURCE_SCHEMA,
     SOURCES,
@@ -36,6 +35,7 @@ from simulator.config.outcome_source import (
     ToolSource,
     check_phrases,
 )
+from simulator.config.patterns import compile_pattern
 from simulator.config.providers import PROVIDERS, CacheConfig, ProviderSettings
 from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool

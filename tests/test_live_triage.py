@@ -353,3 +353,31 @@ def test_a_bad_red_flag_in_the_vocabulary_is_one_line_naming_the_field(
         phrase_reader(load_suite(suite))
     shown = [str(p) for p in caught.value.problems] or [str(caught.value)]
     assert len(shown) == 1 and says in shown[0]
+
+
+@pytest.mark.parametrize(("share", "fires"), [(0.5, True), (0.0, False)])
+def test_an_outcome_mix_alert_counts_the_conversations_with_an_outcome(
+    share: float, fires: bool, tmp_path: Path
+) -> None:
+    """`outcome:<level>` counts every conversation with a recorded outcome (the window once held none)."""
+    from datetime import UTC, datetime, timedelta
+
+    from simulator.collect.alerts import Alerts, parse_rules
+
+    start = datetime(2026, 12, 1, tzinfo=UTC)
+    observations = [
+        Observation(
+            f"live/c{n}#0",
+            start + timedelta(minutes=n),
+            f"user-{n % 10}",
+            {"conversation_id": f"c{n}#0"},
+            {DECIDED: "emergency" if n < share * 60 else "gp"},
+        )
+        for n in range(60)
+    ]
+    rules = parse_rules(["outcome:emergency > 10%"], ["outcome:emergency"])
+    alerts = Alerts(rules, tmp_path / "state.json", window=60, file=tmp_path / "alerts.jsonl")
+    fired = alerts.evaluate(observations)
+    assert bool(fired) is fires
+    if fires:
+        assert (fired[0]["k"], fired[0]["n"], fired[0]["left_out_count"]) == (30, 60, 0)

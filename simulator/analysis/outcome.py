@@ -58,7 +58,7 @@ class OutcomeCase(_Model):
     source: str | None = None
     quote: str | None = None
     # A conversation without a scenario held to the patient's red flag: the patient's words that set the floor
-    # (`expected` is then the floor, a minimum safe level, not an exact one).
+    # (`expected` is then the floor, a minimum safe level, not an exact one; its rate is red_flag_under_triage).
     red_flag_quote: str | None = None
 
 

@@ -83,7 +83,7 @@ def _cases_table(report: Report, outcome: OutcomeMetrics, by_state: bool) -> Tab
         cases.add(
             text(case.conversation_id, link=link),
             case.kind.replace("_", " "),
-            str(case.expected),
+            f"at least {case.expected} (red flag)" if case.red_flag_quote else str(case.expected),
             str(case.actual),
             *said,
         )

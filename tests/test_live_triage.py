@@ -227,7 +227,7 @@ def _the_floor_quotes_the_patient(out: Path, sent: dict[str, Planted]) -> None:
     assert flags[first].value == "emergency" and "chest pressure" in (flags[first].quote or "")
 
 
-def _chest_case(number: int, bot: str) -> dict[str, Any]:
+def _chest_case(number: int, bot: str, said: str = CHEST, expected: str | None = None) -> dict[str, Any]:
     """One conversation as an OTLP JSON export request: the patient reports chest pressure."""
 
     def attr(key: str, value: str) -> dict[str, Any]:
@@ -241,8 +241,9 @@ def _chest_case(number: int, bot: str) -> dict[str, Any]:
         "attributes": [
             attr("gen_ai.conversation.id", f"conv-{number}"),
             attr("user.id", f"user-{number % 10}"),
-            attr("gen_ai.input.messages", json.dumps([text("user", CHEST)])),
+            attr("gen_ai.input.messages", json.dumps([text("user", said)])),
             attr("gen_ai.output.messages", json.dumps([text("assistant", bot)])),
+            *([attr(EXPECTED_ATTR, expected)] if expected is not None else []),
         ],
     }
     return {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
@@ -381,3 +382,43 @@ def test_an_outcome_mix_alert_counts_the_conversations_with_an_outcome(
     assert bool(fired) is fires
     if fires:
         assert (fired[0]["k"], fired[0]["n"], fired[0]["left_out_count"]) == (30, 60, 0)
+
+
+@pytest.mark.parametrize("rate", [1.0, 0.0])
+async def test_the_trace_s_expected_level_is_compared_whether_sampled_or_not(
+    rate: float, tmp_path: Path
+) -> None:
+    """Judged in full (sampled) or for its outcome alone: the trace's level is the conversation's expected
+    level, its outcome verdict passes or fails on it, and it outranks the red-flag floor."""
+    from simulator.collect.build import build_collector
+    from simulator.collect.service import CollectOptions
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(textwrap.dedent(SUITE))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(f"rate: {rate}\n")
+    options = CollectOptions(
+        out=tmp_path / "live", idle_s=60, fsync=False, policy=policy, expected_attribute=EXPECTED_ATTR
+    )
+    collector = build_collector(options, suite=suite, alerts=["over_triage > 50%"])
+    collector.start()
+    assert collector.judge is not None
+    collector.judge.start()
+    planted = [  # (what the patient says, what the bot says, the trace's level): over, exact, under
+        ("my knee aches", SAYS_999, "GP"),
+        (CHEST, SAYS_GP, "gp"),  # the trace says gp: exact, though the red flag alone would call it under
+        ("I feel odd", SAYS_HOME, "urgent"),
+        ("my knee aches", SAYS_GP, None),  # no level, no red flag: left out
+    ]
+    for number, (said, bot, expected) in enumerate(planted):
+        collector.accept(_chest_case(number, bot, said, expected))
+    collector.tick(everything=True)
+    await collector.judge.drain()
+    await collector.judge.stop()
+    collector.stop()
+    observations = _observations(tmp_path / "live")
+    over, under = rate_of(observations, "over_triage"), rate_of(observations, "under_triage")
+    assert (over.k, over.n, over.left_out) == (1, 3, 1)
+    assert (under.k, under.n, under.left_out) == (1, 3, 1)
+    results = {_key(o): o.results.get("outcome.triage_level") for o in observations}
+    assert results == {"conv-0": "fail", "conv-1": "pass", "conv-2": "fail", "conv-3": "not_applicable"}

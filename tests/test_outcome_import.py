@@ -86,6 +86,11 @@ def test_the_shipped_transcripts_figures_from_messages_equal_their_known_truth(t
         len(emergencies),
     )
     assert metrics.red_flag_under_triage is None  # every conversation carries its expected level
+    # The vocabulary's red flags checked against those levels: none flags too high; the dehydrated, drowsy
+    # father (real-002, an emergency) is flagged urgent only ("hasn't had a drink"): a rule missing.
+    check = metrics.red_flag_check
+    assert check is not None and (check.checked, check.above_expected) == (len(truth), [])
+    assert (check.critical, check.critical_below) == (len(emergencies), ["real-002#0"])
 
 
 def test_otel_traces_without_an_expected_level_are_held_to_the_patient_s_red_flags(tmp_path: Path) -> None:

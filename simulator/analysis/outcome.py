@@ -62,6 +62,17 @@ class OutcomeCase(_Model):
     red_flag_quote: str | None = None
 
 
+class RedFlagCheck(_Model):
+    """The red flags read over conversations whose scenario has a clinician-set level: how far the floor they
+    set can be trusted where there is no scenario. A floor above the scenario's level is a rule too broad (it
+    would call right advice under-triage); a critical case held below the critical level is a rule missing."""
+
+    checked: int  # conversations with a scenario level and a recorded outcome
+    above_expected: list[str]  # floor above the scenario's level
+    critical: int  # of them, expected at the critical level or above
+    critical_below: list[str]  # expected critical, floor below it (or no red flag)
+
+
 class OutcomeMetrics(_Model):
     """Everything about the structured outcome: the matrix and the rates computed from it in code."""
 
@@ -93,6 +104,8 @@ class OutcomeMetrics(_Model):
     red_flag_under_triage: RateView | None = None
     # Of the conversations without a scenario: how many had no red flag (left out of that rate).
     red_flag_left_out: int = 0
+    # The red flags checked against the scenarios' own levels; None when no conversation had a red flag.
+    red_flag_check: RedFlagCheck | None = None
 
 
 def _decided(run: RunData) -> dict[str, DecidedOutcome]:
@@ -284,7 +297,35 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
         cases=sorted(cases, key=lambda c: ["under", "no_decision", "other", "error", "over"].index(c.kind)),
         red_flag_under_triage=floor,
         red_flag_left_out=no_flag,
+        red_flag_check=_red_flag_check(run, levels, critical),
     )
+
+
+def _red_flag_check(run: RunData, levels: list[str], critical: str) -> RedFlagCheck | None:
+    """The floor the red flags set against each scenario's expected level (docs/outcome-sources.md)."""
+    config = run.outcome
+    key = config.key if config is not None else ""
+    decided = _decided(run)
+    if not any(d.red_flag is not None for d in decided.values()):
+        return None
+    checked, critical_n = 0, 0
+    above: list[str] = []
+    below: list[str] = []
+    for record in run.conversations:
+        expected = run.expected.get(record.scenario_id, {}).get(key)
+        outcome = decided.get(record.id)
+        if expected not in levels or outcome is None:
+            continue
+        checked += 1
+        flag = outcome.red_flag.value if outcome.red_flag is not None else None
+        floor = levels.index(flag) if flag in levels else -1
+        if floor > levels.index(expected):
+            above.append(record.id)
+        if levels.index(expected) >= levels.index(critical):
+            critical_n += 1
+            if floor < levels.index(critical):
+                below.append(record.id)
+    return RedFlagCheck(checked=checked, above_expected=above, critical=critical_n, critical_below=below)
 
 
 def _red_flag_floor(

@@ -91,11 +91,25 @@ def _cases_table(report: Report, outcome: OutcomeMetrics, by_state: bool) -> Tab
 
 
 def _red_flag_note(outcome: OutcomeMetrics) -> list[Note]:
-    """What the red-flag floor's rate counts and leaves out, when conversations without a scenario had one."""
+    """What the red-flag floor's rate counts and leaves out, when conversations without a scenario had one,
+    and how the red flags compare with the scenarios' own levels."""
+    notes = []
+    check = outcome.red_flag_check
+    if check is not None and check.checked:
+        notes.append(
+            Note(
+                f"Red flags against the scenarios' levels: {len(check.above_expected)} of {check.checked} "
+                f"conversations flagged above their expected level (a rule too broad"
+                f"{': ' + ', '.join(check.above_expected[:5]) if check.above_expected else ''}); "
+                f"{len(check.critical_below)} of {check.critical} {outcome.critical} conversations were not "
+                f"flagged {outcome.critical} (a rule missing"
+                f"{': ' + ', '.join(check.critical_below[:5]) if check.critical_below else ''})."
+            )
+        )
     floor = outcome.red_flag_under_triage
     if floor is None:
-        return []
-    return [
+        return notes
+    return notes + [
         Note(
             f"Red-flag floor: {floor.n} of {outcome.without_expectation} conversations without a scenario had a "
             f"red flag in the patient's own words; each is held to the most urgent level it flags, a minimum "

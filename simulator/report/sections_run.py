@@ -109,14 +109,15 @@ def _red_flag_note(outcome: OutcomeMetrics) -> list[Note]:
     floor = outcome.red_flag_under_triage
     if floor is None:
         return notes
-    return notes + [
+    notes.append(
         Note(
             f"Red-flag floor: {floor.n} of {outcome.without_expectation} conversations without a scenario had a "
             f"red flag in the patient's own words; each is held to the most urgent level it flags, a minimum "
             f"safe level, so it measures under-triage only (never over-triage or the exact level). Left out: "
             f"{outcome.red_flag_left_out} with no red flag, {floor.errored} errored."
         )
-    ]
+    )
+    return notes
 
 
 def outcome_section(report: Report) -> Section:

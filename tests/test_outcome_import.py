@@ -106,3 +106,8 @@ def test_otel_traces_without_an_expected_level_are_held_to_the_patient_s_red_fla
     floor = metrics.red_flag_under_triage
     assert (floor.k, floor.n, metrics.red_flag_left_out) == (0, 2, 2)  # the bot said 999 both times
     assert metrics.over_triage.n == 0  # a floor says nothing of over-triage
+    # The gate names it: two conversations are too few to show 50% (the one-sided bound on 2 is 77.6%), so
+    # that requirement is undecidable (exit 3), not met or failed.
+    run_folder = str(tmp_path / "otel")
+    assert main(["gate", run_folder, "--require", "red_flag_under_triage <= 80%"]) == 0
+    assert main(["gate", run_folder, "--require", "red_flag_under_triage <= 50%"]) == 3

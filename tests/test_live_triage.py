@@ -196,7 +196,7 @@ def test_live_under_triage_from_red_flags_equals_the_planted_truth_and_fires(tmp
     fired = json.loads(alerts.read_text().splitlines()[0])
     k, n = _truth(sent, "under")
     assert (fired["alert"], fired["k"], fired["n"]) == ("under_triage > 10%", k, n)
-    assert fired["interval_95"][0] > 0.10 and "red flag" in fired["left_out"]
+    assert fired["interval_95"][0] > 0.10 and "red flag" in fired["left_out"] and "red flag" in fired["unit"]
     assert fired["left_out_count"] == len(sent) - n
 
 
@@ -280,7 +280,11 @@ async def test_drift_shows_and_alerts_on_live_under_triage(
     assert code == 1
     rows = [line.split() for line in shown.splitlines() if line.startswith("under_triage ")]
     assert [row[-2] for row in rows] == ["0/20", "10/20"]
-    assert "under_triage: left out 0 (" in shown and "ALERT under_triage > 5%: 50.0%" in shown
+    assert (
+        "under_triage: unit conversations with a recorded outcome and an expected level or a red flag; "
+        in shown
+    )
+    assert "left out 0 (" in shown and "ALERT under_triage > 5%: 50.0%" in shown
 
 
 @pytest.mark.parametrize(

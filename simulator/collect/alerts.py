@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator.collect.trends import Observation, change, counts_for, left_out, rate_of
+from simulator.collect.trends import Observation, change, counts_for, left_out, rate_of, unit_of
 from simulator.errors import UserError
 from simulator.report.gate import Requirement, parse_requirement
 
@@ -128,7 +128,7 @@ def _payload(
         "alert": rule.requirement.text,
         "metric": rule.requirement.metric,
         "fired_at": datetime.now(UTC).isoformat(),
-        "unit": "conversations",
+        "unit": unit_of(rule.requirement.metric),
         "window": {
             "conversations": len(current),
             "from": current[0].started_at.isoformat(),

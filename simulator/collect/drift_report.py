@@ -16,6 +16,7 @@ from simulator.collect.trends import (
     metric_names,
     rate_of,
     trend_rows,
+    unit_of,
 )
 from simulator.errors import UserError
 from simulator.stats.basic import pct
@@ -57,7 +58,8 @@ def drift_report(args: argparse.Namespace) -> int:
         print(f"{r.metric:38} {row.period:22} {pct(r.rate):>8} {interval:>20} {f'{r.k}/{r.n}':>11} {p:>12}")
     for metric in metrics:
         if ":" not in metric or metric.startswith("outcome:"):  # the live triage rates and the outcome mix
-            print(f"{metric}: left out {rate_of(observations, metric).left_out} ({left_out(metric)})")
+            counted = rate_of(observations, metric)
+            print(f"{metric}: unit {unit_of(metric)}; left out {counted.left_out} ({left_out(metric)})")
     if args.simulated is not None:
         _populations(args.simulated, folders)
     if args.alert:

@@ -19,6 +19,7 @@ __all__ = [
     "metric_names",
     "rate_of",
     "trend_rows",
+    "unit_of",
 ]
 
 import json
@@ -285,6 +286,22 @@ def _outcome(observation: Observation, metric: str) -> bool | None:
 def counts_for(observation: Observation, metric: str) -> bool:
     """True when the conversation counts in the metric's rate (in its n)."""
     return _outcome(observation, metric) is not None
+
+
+def unit_of(metric: str) -> str:
+    """What a metric's n counts, in words."""
+    kind = metric.partition(":")[0]
+    if kind == "signal":
+        return "conversations"
+    if kind == "outcome":
+        return "conversations with a recorded outcome"
+    if kind == "over_triage":
+        return "conversations with a recorded outcome and an expected level from the trace"
+    if kind == "under_triage_decided":
+        return "conversations the bot advised a level, with an expected level or a red flag"
+    if kind == "under_triage":
+        return "conversations with a recorded outcome and an expected level or a red flag"
+    return "conversations judged pass or fail on the criterion"
 
 
 def left_out(metric: str) -> str:

@@ -18,16 +18,13 @@ from typing import Any, Literal
 from pydantic import Field
 
 from simulator.analysis.rundata import RunData
+from simulator.config.outcome_source import ERROR, NO_DECISION, OTHER, triage_error, under_triaged
 from simulator.config.variants import vignette_of
-from simulator.judging.outcome_reader import state_reading, triage_error, under_triaged
+from simulator.judging.outcome_reader import state_reading
 from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, DecidedOutcome
 from simulator.stats.basic import Counts
 from simulator.stats.rates import RateView, rate_view
-
-OTHER = "other"  # the bot recorded a value that is not one of the levels
-NO_DECISION = "no decision"  # the conversation ended without the outcome key in the final state
-ERROR = "error"  # the conversation itself failed; never counted as a pass or a fail
 
 
 class MatrixRow(_Model):

@@ -31,8 +31,8 @@ from pathlib import Path
 
 from simulator.collect.folders import SIGNALS
 from simulator.collect.signals import BOOLEAN_SIGNALS
+from simulator.config.outcome_source import ERROR, triage_error, under_triaged
 from simulator.errors import UserError
-from simulator.judging.outcome_reader import ERROR, triage_error, under_triaged
 from simulator.record.folder import VERDICTS, RunFolder
 from simulator.record.models import Verdict
 from simulator.record.selection import select_verdicts
@@ -79,14 +79,16 @@ def _results(verdicts: Iterable[Verdict]) -> dict[str, dict[str, str]]:
     return latest
 
 
-def folder_levels(folder: Path) -> list[str]:
-    """The outcome levels (lowest first) of the suite a collected folder was judged with; [] without one."""
+def folder_levels(folder: Path) -> list[str] | None:
+    """The outcome levels (lowest first) of the suite a collected folder is judged with: [] for a suite
+    without outcome levels, None while the manifest names no suite (or cannot be read)."""
     try:
         suite = RunFolder.open(folder).read_manifest().suite
     except UserError:
-        return []
-    outcome = suite.outcome if suite is not None else None
-    return list(outcome.levels) if outcome is not None else []
+        return None
+    if suite is None:
+        return None
+    return list(suite.outcome.levels) if suite.outcome is not None else []
 
 
 def _observation(folder: Path, line: str) -> Observation | None:
@@ -112,7 +114,7 @@ class _Followed:
         self.observations: list[Observation] = []
         self.verdicts: list[Verdict] = []
         self.results: dict[str, dict[str, str]] = {}
-        self.levels: list[str] | None = None  # read from the manifest once
+        self.levels: list[str] | None = None  # read from the manifest once it names the suite
 
 
 class FollowedFolders:
@@ -130,14 +132,14 @@ class FollowedFolders:
         """The folder's conversations with their current results (the same objects while nothing changed)."""
         state = self._folders.setdefault(folder, _Followed())
         self._read.add(folder)
-        if state.levels is None:
-            state.levels = folder_levels(folder)
         known = self._read_signals(folder, state)  # observations before these are unchanged
         if self._read_verdicts(folder, state):
             state.results, known = _results(state.verdicts), 0
+        if state.levels is None:  # read again until the manifest names its suite
+            state.levels, known = folder_levels(folder), 0
         for observation in state.observations[known:]:
             observation.results = state.results.get(observation.conversation.partition("/")[2], {})
-            observation.levels = state.levels
+            observation.levels = state.levels or []
         return state.observations
 
     def forget_unread(self) -> None:
@@ -197,7 +199,7 @@ def _read_folder(folder: Path) -> list[Observation]:
     if not path.exists():
         return []
     results = _results(RunFolder.open(folder).verdicts())
-    levels = folder_levels(folder)
+    levels = folder_levels(folder) or []
     batch = []
     for line in path.read_text(encoding="utf-8").splitlines():
         observation = _observation(folder, line)

@@ -6,13 +6,18 @@ DecidedOutcome) and every reader of a run takes the outcome from there."""
 
 from __future__ import annotations
 
-__all__ = ["OutcomeReader", "make_outcome_reader", "state_reading", "triage_error", "under_triaged"]
+__all__ = ["OutcomeReader", "make_outcome_reader", "state_reading"]
 
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator.config.outcome_source import check_phrases
+from simulator.config.outcome_source import (
+    ERROR,
+    NO_DECISION,
+    OTHER,
+    check_phrases,
+)
 from simulator.config.patterns import PatternTimeout, UserPattern, compile_pattern
 from simulator.config.suite import OutcomeConfig
 from simulator.config.vocabulary import Vocabulary
@@ -20,10 +25,6 @@ from simulator.errors import UserError
 from simulator.judging.outcome_judge import OutcomeJudge
 from simulator.record.models import ConversationRecord, DecidedOutcome, SourceReading
 from simulator.record.parts import ToolCallPart
-
-NO_DECISION = "no decision"
-OTHER = "other"
-ERROR = "error"
 
 # A sentence ends at . ! ? or a line break (the quote kept as evidence is the sentence that advised).
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
@@ -39,23 +40,6 @@ def state_reading(record: ConversationRecord, key: str, levels: list[str]) -> So
     if isinstance(value, str) and value in levels:
         return SourceReading(value=value, quote=quote)
     return SourceReading(value=OTHER, raw=value, quote=quote)
-
-
-def triage_error(actual: str, expected: str, levels: list[str]) -> str | None:
-    """How an outcome misses its expected level (lowest level first in `levels`): `under`, `over`,
-    `no_decision` (no source decided), `other` (a value that is not a level); None when it is exact. The
-    one comparison the report's rates (analysis/outcome.py) and collect's live rates share."""
-    if actual in levels:
-        difference = levels.index(actual) - levels.index(expected)
-        return None if difference == 0 else ("under" if difference < 0 else "over")
-    return "no_decision" if actual == NO_DECISION else "other"
-
-
-def under_triaged(actual: str, expected: str, levels: list[str]) -> bool:
-    """Below the expected level, or left with no usable decision where more than the lowest level was
-    needed (no advice is no safer than the lowest): the report's headline under-triage."""
-    kind = triage_error(actual, expected, levels)
-    return kind == "under" or (kind in ("no_decision", "other") and levels.index(expected) > 0)
 
 
 @dataclass

@@ -50,3 +50,64 @@ def test_imported_transcripts_report_under_triage_from_messages(
             "messages",
             "He needs to be seen today.",
         )
+
+
+def _truth(path: Path) -> dict[str, tuple[str, str]]:
+    """Each shipped transcript's (expected, recorded) level, read from the file itself."""
+    import json
+
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {
+        f"{r['conversation_id']}#0": (r["expected"]["triage_level"], r["final_state"]["triage_level"])
+        for r in rows
+    }
+
+
+def test_the_shipped_transcripts_figures_from_messages_equal_their_known_truth(tmp_path: Path) -> None:
+    truth = _truth(ROOT / "examples/traces/transcripts.jsonl")
+    levels = ["self_care", "gp", "urgent", "emergency"]
+    under = {c for c, (e, a) in truth.items() if levels.index(a) < levels.index(e)}
+    emergencies = [c for c, (e, _) in truth.items() if e == "emergency"]
+    run = load_run(_imported("examples/traces/transcripts.jsonl", tmp_path / "real", "messages", "state"))
+    decided = {r.id: decided_outcome(run, r) for r in run.conversations}
+    # Every conversation is decided by what the bot told the patient, with the sentence that decided it.
+    assert {cid: (d.source, d.value) for cid, d in decided.items() if d is not None} == {
+        cid: ("messages", actual) for cid, (_, actual) in truth.items()
+    }
+    assert all(d is not None and d.quote for d in decided.values())
+    metrics = outcome_metrics(run)
+    assert metrics is not None
+    assert (metrics.under_triage.k, metrics.under_triage.n) == (len(under), len(truth))
+    assert {c.conversation_id for c in metrics.cases if c.kind == "under"} == under
+    assert all(c.source == "messages" and c.quote for c in metrics.cases)
+    sensitivity = metrics.critical_sensitivity
+    assert (sensitivity.k, sensitivity.n) == (
+        sum(truth[c][1] == "emergency" for c in emergencies),
+        len(emergencies),
+    )
+    assert metrics.red_flag_under_triage is None  # every conversation carries its expected level
+    # The vocabulary's red flags checked against those levels: none flags too high; the dehydrated, drowsy
+    # father (real-002, an emergency) is flagged urgent only ("hasn't had a drink"): a rule missing.
+    check = metrics.red_flag_check
+    assert check is not None and (check.checked, check.above_expected) == (len(truth), [])
+    assert (check.critical, check.critical_below) == (len(emergencies), ["real-002#0"])
+
+
+def test_otel_traces_without_an_expected_level_are_held_to_the_patient_s_red_flags(tmp_path: Path) -> None:
+    run = load_run(_imported("examples/traces/otel_traces.json", tmp_path / "otel", "messages", "state"))
+    flags = {r.id.split("#")[0]: decided_outcome(run, r) for r in run.conversations}
+    got = {cid: (d.red_flag.value, d.red_flag.quote) for cid, d in flags.items() if d and d.red_flag}
+    # Chest pain going into the arm, and a rash that does not fade: both call for 999; a sore throat and a
+    # twisted ankle flag nothing.
+    assert set(got) == {"conv-1001", "conv-1003"}
+    assert got["conv-1001"][0] == "emergency" and "crushing pain in my chest" in got["conv-1001"][1]
+    metrics = outcome_metrics(run)
+    assert metrics is not None and metrics.red_flag_under_triage is not None
+    floor = metrics.red_flag_under_triage
+    assert (floor.k, floor.n, metrics.red_flag_left_out) == (0, 2, 2)  # the bot said 999 both times
+    assert metrics.over_triage.n == 0  # a floor says nothing of over-triage
+    # The gate names it: two conversations are too few to show 50% (the one-sided bound on 2 is 77.6%), so
+    # that requirement is undecidable (exit 3), not met or failed.
+    run_folder = str(tmp_path / "otel")
+    assert main(["gate", run_folder, "--require", "red_flag_under_triage <= 80%"]) == 0
+    assert main(["gate", run_folder, "--require", "red_flag_under_triage <= 50%"]) == 3

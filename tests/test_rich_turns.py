@@ -120,7 +120,13 @@ def test_a_v2_folder_reads_as_text_parts_and_reports_as_the_version_that_wrote_i
     # outcome sources existed rests on the bot's state, and its cases carry no deciding quote.
     assert (after["outcome"].pop("source"), after["outcome"].pop("counts")) == (["state"], None)
     for case in after["outcome"]["cases"]:
-        assert (case.pop("source"), case.pop("quote")) == (None, None)
+        assert (case.pop("source"), case.pop("quote"), case.pop("red_flag_quote")) == (None, None, None)
+    # Deliberate change (issue 46): conversations without a scenario held to the patient's red flags; a run
+    # with none of them, and no red flags read, has no such figure.
+    floor = [
+        after["outcome"].pop(k) for k in ("red_flag_under_triage", "red_flag_left_out", "red_flag_check")
+    ]
+    assert floor == [None, 0, None]
     # Deliberate change (issue 44): zero-rate texts, dropped by assert_cost_counts_requests_made.
     assert_cost_counts_requests_made(before, after)
     # Deliberate change: a clustered interval names its unit (vignettes), where it said "scenarios".

@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 import simulator
+from simulator.analysis.outcome import decided_outcome
 from simulator.analysis.rundata import load_run
 from simulator.report.model import build_report
 from simulator.report.terminal import render_terminal
@@ -37,7 +38,18 @@ async def test_the_example_phone_bot_cuts_off_the_hesitant_caller_and_loses_the_
     # The flaw: the bot answered after the first sentence and dropped what was said while it talked.
     assert any("arm" in said for said in hesitant.final_state["dropped"]), hesitant.final_state
     assert hesitant.final_state["triage_level"] != "emergency"
+    # The outcome is read from what the caller was told (the bot's voice, transcribed), and the bot's state is
+    # read beside it: on these two calls its record and its words agree.
+    for call in (steady, hesitant):
+        decided = decided_outcome(run, call)
+        assert decided is not None and decided.source == "messages", (call.id, decided)
+        assert decided.value == call.final_state["triage_level"] == decided.readings["state"].value
+    steady_said = decided_outcome(run, steady)
+    assert steady_said is not None and "nine nine nine" in (steady_said.quote or "").lower()
     report = build_report(run)
+    assert report.outcome is not None and report.outcome.source == ["messages", "state"]
+    agreement = report.analysis("outcome_sources")
+    assert agreement is not None and (agreement.pairs[0].agree.k, agreement.pairs[0].agree.n) == (2, 2)
     voice = report.analysis("voice")
     assert voice is not None
     row = {r.conversation: r for r in voice.rows}

@@ -18,16 +18,13 @@ from typing import Any, Literal
 from pydantic import Field
 
 from simulator.analysis.rundata import RunData
+from simulator.config.outcome_source import ERROR, NO_DECISION, OTHER, triage_error, under_triaged
 from simulator.config.variants import vignette_of
 from simulator.judging.outcome_reader import state_reading
 from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, DecidedOutcome
 from simulator.stats.basic import Counts
 from simulator.stats.rates import RateView, rate_view
-
-OTHER = "other"  # the bot recorded a value that is not one of the levels
-NO_DECISION = "no decision"  # the conversation ended without the outcome key in the final state
-ERROR = "error"  # the conversation itself failed; never counted as a pass or a fail
 
 
 class MatrixRow(_Model):
@@ -57,6 +54,20 @@ class OutcomeCase(_Model):
     # The source that decided (state, messages, tool, judge) and its quote, when one did.
     source: str | None = None
     quote: str | None = None
+    # A conversation without a scenario held to the patient's red flag: the patient's words that set the floor
+    # (`expected` is then the floor, a minimum safe level, not an exact one; its rate is red_flag_under_triage).
+    red_flag_quote: str | None = None
+
+
+class RedFlagCheck(_Model):
+    """The red flags read over conversations whose scenario has a clinician-set level: how far the floor they
+    set can be trusted where there is no scenario. A floor above the scenario's level is a rule too broad (it
+    would call right advice under-triage); a critical case held below the critical level is a rule missing."""
+
+    checked: int  # conversations with a scenario level and a recorded outcome
+    above_expected: list[str]  # floor above the scenario's level
+    critical: int  # of them, expected at the critical level or above
+    critical_below: list[str]  # expected critical, floor below it (or no red flag)
 
 
 class OutcomeMetrics(_Model):
@@ -83,6 +94,15 @@ class OutcomeMetrics(_Model):
     exact: RateView
     no_decision: RateView
     cases: list[OutcomeCase]
+    # Conversations without a scenario (imported, collected) held to the floor their patient's red flags set
+    # (`outcome.red_flags`): of those with a red flag and an outcome, the share below the floor (no decision
+    # counts where the floor is above the lowest level, as in `under_triage`). A floor measures under-triage
+    # only: over-triage and exact level need an expected level. None when no conversation had a red flag.
+    red_flag_under_triage: RateView | None = None
+    # Of the conversations without a scenario: how many had no red flag (left out of that rate).
+    red_flag_left_out: int = 0
+    # The red flags checked against the scenarios' own levels; None when no conversation had a red flag.
+    red_flag_check: RedFlagCheck | None = None
 
 
 def _decided(run: RunData) -> dict[str, DecidedOutcome]:
@@ -176,15 +196,6 @@ class _OutcomeTally:
         return rate_view(k, n, counts=counts, target=target, per_scenario=pairs, errored=errored)
 
 
-def _kind(actual: str, expected: str, rank: dict[str, int]) -> str | None:
-    """How a decided or undecided conversation went wrong: under, over, no_decision, other; None if exact."""
-    if actual in rank:
-        if rank[actual] < rank[expected]:
-            return "under"
-        return "over" if rank[actual] > rank[expected] else None
-    return "no_decision" if actual == NO_DECISION else "other"
-
-
 def _count(
     tally: _OutcomeTally, scenario: str, expected: str, actual: str, rank: dict[str, int], critical: str
 ) -> str | None:
@@ -195,12 +206,12 @@ def _count(
         tally.errored["crit"] += int(is_critical)
         tally.errored[expected] += 1
         return "error"
-    kind = _kind(actual, expected, rank)
+    kind = triage_error(actual, expected, list(rank))
     tally.add_level(expected, scenario, actual == expected)
     if is_critical:
         tally.add("crit", scenario, actual in rank and rank[actual] >= rank[critical])
     undecided = kind in ("no_decision", "other")
-    tally.add("under", scenario, kind == "under" or (undecided and rank[expected] > 0))
+    tally.add("under", scenario, under_triaged(actual, expected, list(rank)))
     if not undecided:  # decided cases only: no decision (or a value that is not a level) stays out of n
         tally.add("under_decided", scenario, kind == "under")
     tally.add("over", scenario, kind == "over")
@@ -243,10 +254,12 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
     cases: list[OutcomeCase] = []
     without = 0
     tally = _OutcomeTally(levels)
+    floors: list[ConversationRecord] = []
     for record in run.conversations:
         expected = run.expected.get(record.scenario_id, {}).get(key)
         if expected not in rank:
             without += 1
+            floors.append(record)
             continue
         actual = actual_outcome(run, record)
         matrix[expected][columns.index(actual)] += 1
@@ -256,6 +269,7 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
     errored = tally.errored["all"]
     under = tally.view("under", "failures", target)
     recorded = next(iter(_decided(run).values()), None)
+    floor, no_flag = _red_flag_floor(run, floors, levels, target, cases)
     return OutcomeMetrics(
         key=key,
         source=outcome_source(run),
@@ -278,4 +292,78 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
         exact=tally.view("exact", "successes", target),
         no_decision=tally.view("none", "failures", target),
         cases=sorted(cases, key=lambda c: ["under", "no_decision", "other", "error", "over"].index(c.kind)),
+        red_flag_under_triage=floor,
+        red_flag_left_out=no_flag,
+        red_flag_check=_red_flag_check(run, levels, critical),
     )
+
+
+def _red_flag_check(run: RunData, levels: list[str], critical: str) -> RedFlagCheck | None:
+    """The floor the red flags set against each scenario's expected level (docs/outcome-sources.md)."""
+    config = run.outcome
+    key = config.key if config is not None else ""
+    decided = _decided(run)
+    if not any(d.red_flag is not None for d in decided.values()):
+        return None
+    checked, critical_n = 0, 0
+    above: list[str] = []
+    below: list[str] = []
+    for record in run.conversations:
+        expected = run.expected.get(record.scenario_id, {}).get(key)
+        outcome = decided.get(record.id)
+        if expected not in levels or outcome is None:
+            continue
+        checked += 1
+        flag = outcome.red_flag.value if outcome.red_flag is not None else None
+        floor = levels.index(flag) if flag in levels else -1
+        if floor > levels.index(expected):
+            above.append(record.id)
+        if levels.index(expected) >= levels.index(critical):
+            critical_n += 1
+            if floor < levels.index(critical):
+                below.append(record.id)
+    return RedFlagCheck(checked=checked, above_expected=above, critical=critical_n, critical_below=below)
+
+
+def _red_flag_floor(
+    run: RunData,
+    records: list[ConversationRecord],
+    levels: list[str],
+    target: float | None,
+    cases: list[OutcomeCase],
+) -> tuple[RateView | None, int]:
+    """Under-triage against the patient's red-flag floor, over the conversations without a scenario that
+    have one (clustered by scenario like every outcome rate), each under-triaged one added to `cases`;
+    and how many had no red flag. Errored conversations (no decided outcome) are left out, counted."""
+    cells: dict[str, list[int]] = {}
+    no_flag = errored = 0
+    for record in records:
+        decided = decided_outcome(run, record)
+        if record.stop_reason == "error" or decided is None or decided.value == ERROR:
+            errored += 1
+            continue
+        flag = decided.red_flag
+        if flag is None or flag.value not in levels:
+            no_flag += 1
+            continue
+        hit = under_triaged(decided.value, flag.value, levels)
+        cell = cells.setdefault(vignette_of(record.scenario_id), [0, 0])
+        cell[0] += int(hit)
+        cell[1] += 1
+        if hit:
+            case = _case(run, record, flag.value, decided.value, "under")
+            cases.append(
+                case.model_copy(update={"expected": f"at least {flag.value}", "red_flag_quote": flag.quote})
+            )
+    if not cells:
+        return None, no_flag
+    pairs = list(cells.values())
+    view = rate_view(
+        sum(k for k, _ in pairs),
+        sum(n for _, n in pairs),
+        counts="failures",
+        target=target,
+        per_scenario=[(k, n) for k, n in pairs],
+        errored=errored,
+    )
+    return view, no_flag

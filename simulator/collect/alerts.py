@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator.collect.trends import Observation, change, rate_of
+from simulator.collect.trends import Observation, change, counts_for, left_out, rate_of, unit_of
 from simulator.errors import UserError
 from simulator.report.gate import Requirement, parse_requirement
 
@@ -72,14 +72,14 @@ class Alerts:
     def counted(self, observations: list[Observation]) -> int:
         """The fewest conversations that count for any rule (those with a decision for its metric)."""
         metrics = [rule.requirement.metric for rule in self.rules]
-        return min((sum(_counts(o, m) for o in observations) for m in metrics), default=len(observations))
+        return min((sum(counts_for(o, m) for o in observations) for m in metrics), default=len(observations))
 
     def evaluate(self, observations: list[Observation]) -> list[dict[str, Any]]:
         """Check every rule on the newest window; the alerts that fired now (sent or written)."""
         out = []
         for rule in self.rules:
             metric = rule.requirement.metric
-            counted = [o for o in observations if _counts(o, metric)]
+            counted = [o for o in observations if counts_for(o, metric)]
             current = counted[-self.window :]
             reference = counted[: min(self.reference, max(0, len(counted) - self.window))]
             rate = rate_of(current, metric)
@@ -93,6 +93,9 @@ class Alerts:
                 continue
             self.firing.add(text)
             alert = _payload(rule, rate, current, reference)
+            alert["left_out_count"] = sum(
+                o.started_at >= current[0].started_at and not counts_for(o, metric) for o in observations
+            )
             self._send(alert)
             out.append(alert)
         self.state.write_text(json.dumps(sorted(self.firing)))
@@ -116,11 +119,6 @@ class Alerts:
                 alert["webhook_error"] = str(exc)
 
 
-def _counts(observation: Observation, metric: str) -> bool:
-    kind, _, name = metric.partition(":")
-    return kind == "signal" or observation.results.get(name) in ("pass", "fail")
-
-
 def _payload(
     rule: AlertRule, rate: Any, current: list[Observation], reference: list[Observation]
 ) -> dict[str, Any]:
@@ -130,7 +128,7 @@ def _payload(
         "alert": rule.requirement.text,
         "metric": rule.requirement.metric,
         "fired_at": datetime.now(UTC).isoformat(),
-        "unit": "conversations",
+        "unit": unit_of(rule.requirement.metric),
         "window": {
             "conversations": len(current),
             "from": current[0].started_at.isoformat(),
@@ -142,7 +140,7 @@ def _payload(
         "interval_95": [rate.low, rate.high],
         "clusters": rate.clusters,
         "threshold": rule.requirement.threshold,
-        "left_out": "conversations without a pass or fail verdict for the criterion (not judged, n/a, error)",
+        "left_out": left_out(rule.requirement.metric),
         "reference": None
         if ref is None
         else {"k": ref.k, "n": ref.n, "rate": ref.rate, "p_value": p, "difference_95": diff},

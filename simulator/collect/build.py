@@ -82,6 +82,7 @@ def build_collector(
         )
         if outcome is not None and not outcome.default_source:  # the outcome mix, read by the suite's sources
             known += [f"outcome:{level}" for level in [*outcome.levels, "no decision"]]
+        known += _triage_metrics(judge, options, alerts)
         rules = parse_rules(alerts, known)
         (options.out / STATE).mkdir(parents=True, exist_ok=True)
         watcher = Alerts(
@@ -99,6 +100,35 @@ def build_collector(
         decorate=decorate,
         on_finish=population_drift(simulated) if simulated is not None else None,
     )
+
+
+def _triage_metrics(judge: Any, options: CollectOptions, alerts: list[str]) -> list[str]:
+    """The live triage rates this collector can measure: under-triage where conversations get an expected
+    level (the trace's, `--expected-attribute`) or a floor (the suite's red flags), over-triage only with an
+    expected level. An alert naming one it cannot measure is one clear error saying what it needs."""
+    reader = judge.stage.outcome if judge is not None else None
+    config = reader.config if reader is not None else None
+    recorded = config is not None and not config.default_source
+    floor = recorded and reader is not None and reader.red_flags is not None
+    exact = recorded and options.expected_attribute is not None
+    known = (["under_triage", "under_triage_decided"] if floor or exact else []) + (
+        ["over_triage"] if exact else []
+    )
+    for rule in alerts:
+        named = next((m for m in ("under_triage_decided", "under_triage", "over_triage") if m in rule), None)
+        if named is None or named in known:
+            continue
+        if not recorded:
+            need = "a suite (--suite) whose outcome is read from more than the bot's state (outcome.source: messages)"
+        elif named == "over_triage":
+            need = (
+                "an expected level per conversation (--expected-attribute ATTR): a red-flag floor shows "
+                "under-triage only"
+            )
+        else:
+            need = "red flags (outcome.red_flags in the suite, or red_flags in its vocabulary) or --expected-attribute"
+        raise UserError(f'--alert "{rule}": {named} needs {need} (docs/collect.md, live triage)')
+    return known
 
 
 POPULATIONS = "populations.json"

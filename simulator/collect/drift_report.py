@@ -9,7 +9,15 @@ import argparse
 from pathlib import Path
 
 from simulator.collect.folders import collected_folders
-from simulator.collect.trends import Observation, load_observations, metric_names, trend_rows
+from simulator.collect.trends import (
+    Observation,
+    left_out,
+    load_observations,
+    metric_names,
+    rate_of,
+    trend_rows,
+    unit_of,
+)
 from simulator.errors import UserError
 from simulator.stats.basic import pct
 
@@ -48,6 +56,10 @@ def drift_report(args: argparse.Namespace) -> int:
         interval = f"{pct(r.low)}-{pct(r.high)}" if r.n else "-"
         p = f"{row.p_value:.3g}" if row.p_value is not None else "-"
         print(f"{r.metric:38} {row.period:22} {pct(r.rate):>8} {interval:>20} {f'{r.k}/{r.n}':>11} {p:>12}")
+    for metric in metrics:
+        if ":" not in metric or metric.startswith("outcome:"):  # the live triage rates and the outcome mix
+            counted = rate_of(observations, metric)
+            print(f"{metric}: unit {unit_of(metric)}; left out {counted.left_out} ({left_out(metric)})")
     if args.simulated is not None:
         _populations(args.simulated, folders)
     if args.alert:

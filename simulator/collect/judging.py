@@ -35,14 +35,17 @@ class Job:
     reasons: list[str]
     # Not sampled: only its outcome is recorded, read in code (docs/outcome-sources.md), at no cost.
     outcome_only: bool = False
+    # The expected outcome level the trace carried (`--expected-attribute`), compared like a scenario's.
+    expected: str | None = None
 
 
-def _scenario(record: ConversationRecord) -> Scenario:
+def _scenario(record: ConversationRecord, expected: dict[str, str] | None = None) -> Scenario:
     return Scenario(
         id=record.scenario_id,
         persona="a real user (collected conversation)",
         goal="unknown: this conversation was collected from the live service, not simulated",
         tags=list(record.tags),
+        expected=dict(expected or {}),
     )
 
 
@@ -130,7 +133,9 @@ class LiveJudge:
         if not reasons and not self.stage.outcome_in_code:
             return []
         try:
-            self.queue.put_nowait(Job(folder, record, reasons, outcome_only=not reasons))
+            expected = signals.get("expected")
+            job = Job(folder, record, reasons, outcome_only=not reasons, expected=expected)
+            self.queue.put_nowait(job)
             self.counts["sampled"] += bool(reasons)
         except asyncio.QueueFull:
             self.counts["queue_full"] += 1
@@ -151,8 +156,12 @@ class LiveJudge:
         """Judge one sampled conversation within the budget; write verdicts and review items. A conversation
         not sampled gets its outcome verdict alone (read in code: nothing to budget, nothing to review)."""
         record = job.record
+        outcome = self.stage.outcome
+        scenario = _scenario(
+            record, {outcome.config.key: job.expected} if outcome is not None and job.expected else None
+        )
         if job.outcome_only:
-            verdicts = await self.stage.outcome_only(record, _scenario(record))
+            verdicts = await self.stage.outcome_only(record, scenario)
             job.folder.append_verdicts(verdicts)
             return verdicts
         worst = worst_case(self.stage, record, self.prices)
@@ -160,7 +169,7 @@ class LiveJudge:
         if day is None:
             self.counts["over_budget"] += 1
             return []
-        verdicts = await self.stage.judge(record, _scenario(record), set())
+        verdicts = await self.stage.judge(record, scenario, set())
         self.budget.settle(day, record.id + "@" + job.folder.path.name, _actual(verdicts, self.prices))
         job.folder.append_verdicts(verdicts)
         self.counts["judged"] += 1

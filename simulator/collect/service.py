@@ -47,6 +47,8 @@ class CollectOptions:
     exclude_system: bool = False
     decision_tool: str = "record_decision"
     policy: Path | None = None
+    # A span attribute carrying the conversation's expected outcome level, where the service records one.
+    expected_attribute: str | None = None
 
 
 @dataclass
@@ -296,7 +298,10 @@ class Collector:
             self.skipped[str(exc)] += 1
             self._problem("skipped", f"conversation {conversation.key!r} not written: {exc}")
             return None
-        return record, quality_signals(record, spans, self.policy.signals)
+        signals = quality_signals(record, spans, self.policy.signals)
+        if self.options.expected_attribute is not None:
+            signals[EXPECTED_SIGNAL] = _expected(spans, self.options.expected_attribute)
+        return record, signals
 
     def _skip(self, conversation: OpenConversation, spans: int, parsed: Parsed) -> None:
         """Say why a closed conversation held nothing to write: its LLM calls carried no messages (and the
@@ -373,6 +378,18 @@ class Collector:
         counted, and the loop runs again at its next tick."""
         self.counts["loop_errors"] += 1
         self._problem("loop", f"the close loop failed ({describe(exc)}); it runs again at the next tick")
+
+
+EXPECTED_SIGNAL = "expected"  # the signals.jsonl field holding the trace's expected level (None: absent)
+
+
+def _expected(spans: list[Span], attribute: str) -> str | None:
+    """The expected level the trace carries: the attribute on the latest span (or its resource) that has it."""
+    for span in sorted(spans, key=lambda s: s.end, reverse=True):
+        value = span.attributes.get(attribute, span.resource.get(attribute))
+        if value is not None and str(value).strip():
+            return str(value).strip()
+    return None
 
 
 def _merge_into(held: Span, span: Span) -> None:

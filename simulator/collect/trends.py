@@ -13,10 +13,13 @@ __all__ = [
     "FollowedFolders",
     "Observation",
     "TrendRow",
+    "counts_for",
+    "left_out",
     "load_observations",
     "metric_names",
     "rate_of",
     "trend_rows",
+    "unit_of",
 ]
 
 import json
@@ -28,15 +31,23 @@ from pathlib import Path
 
 from simulator.collect.folders import SIGNALS
 from simulator.collect.signals import BOOLEAN_SIGNALS
+from simulator.config.outcome_source import ERROR, triage_error, under_triaged
+from simulator.errors import UserError
 from simulator.record.folder import VERDICTS, RunFolder
 from simulator.record.models import Verdict
 from simulator.record.selection import select_verdicts
 from simulator.stats.rates import RateView, rate_view
 from simulator.stats.twosample import fisher_exact, newcombe_difference
 
-# The entry of an observation's results that holds its decided outcome (a level, `other`, `no decision`) when
-# judging recorded one (outcome sources, docs/outcome-sources.md); `=` keeps it apart from criterion ids.
+# The entries of an observation's results that hold its decided outcome (a level, `other`, `no decision`) when
+# judging recorded one (outcome sources, docs/outcome-sources.md), the floor its patient's red flags set, and
+# the exact expected level the trace carried (`--expected-attribute`); `=` keeps them apart from criterion ids.
 DECIDED = "=outcome"
+FLOOR = "=floor"
+EXPECTED = "=expected"
+# Live triage rates (analysis/outcome.py defines them for runs; the comparison is judging/outcome_reader.py's):
+# under-triage against the expected level, else the red-flag floor; over-triage against an expected level only.
+TRIAGE_METRICS = ("under_triage", "under_triage_decided", "over_triage")
 
 
 @dataclass
@@ -48,6 +59,7 @@ class Observation:
     cluster: str
     signals: dict[str, object]
     results: dict[str, str] = field(default_factory=dict)  # criterion -> pass/fail/not_applicable/...
+    levels: list[str] = field(default_factory=list)  # the suite's outcome levels, lowest first
 
 
 def _results(verdicts: Iterable[Verdict]) -> dict[str, dict[str, str]]:
@@ -57,8 +69,26 @@ def _results(verdicts: Iterable[Verdict]) -> dict[str, dict[str, str]]:
     for verdict in select_verdicts(verdicts).verdicts:
         latest[verdict.conversation_id][verdict.criterion_id] = verdict.result
         if verdict.outcome is not None:
-            latest[verdict.conversation_id][DECIDED] = verdict.outcome.value
+            results = latest[verdict.conversation_id]
+            results[DECIDED] = verdict.outcome.value
+            flag = verdict.outcome.red_flag
+            if flag is not None:
+                results[FLOOR] = flag.value
+            if isinstance(verdict.expected, str):
+                results[EXPECTED] = verdict.expected
     return latest
+
+
+def folder_levels(folder: Path) -> list[str] | None:
+    """The outcome levels (lowest first) of the suite a collected folder is judged with: [] for a suite
+    without outcome levels, None while the manifest names no suite (or cannot be read)."""
+    try:
+        suite = RunFolder.open(folder).read_manifest().suite
+    except UserError:
+        return None
+    if suite is None:
+        return None
+    return list(suite.outcome.levels) if suite.outcome is not None else []
 
 
 def _observation(folder: Path, line: str) -> Observation | None:
@@ -84,6 +114,7 @@ class _Followed:
         self.observations: list[Observation] = []
         self.verdicts: list[Verdict] = []
         self.results: dict[str, dict[str, str]] = {}
+        self.levels: list[str] | None = None  # read from the manifest once it names the suite
 
 
 class FollowedFolders:
@@ -104,8 +135,11 @@ class FollowedFolders:
         known = self._read_signals(folder, state)  # observations before these are unchanged
         if self._read_verdicts(folder, state):
             state.results, known = _results(state.verdicts), 0
+        if state.levels is None:  # read again until the manifest names its suite
+            state.levels, known = folder_levels(folder), 0
         for observation in state.observations[known:]:
             observation.results = state.results.get(observation.conversation.partition("/")[2], {})
+            observation.levels = state.levels or []
         return state.observations
 
     def forget_unread(self) -> None:
@@ -165,11 +199,13 @@ def _read_folder(folder: Path) -> list[Observation]:
     if not path.exists():
         return []
     results = _results(RunFolder.open(folder).verdicts())
+    levels = folder_levels(folder) or []
     batch = []
     for line in path.read_text(encoding="utf-8").splitlines():
         observation = _observation(folder, line)
         if observation is not None:
             observation.results = results.get(observation.conversation.partition("/")[2], {})
+            observation.levels = levels
             batch.append(observation)
     return batch
 
@@ -194,14 +230,45 @@ def load_observations(
 
 def metric_names(observations: Sequence[Observation], criteria: Sequence[str] = ()) -> list[str]:
     """The metrics an alert or a trend may name: `fail_rate:<criterion>`, `signal:<name>` and, where judging
-    recorded the outcome, `outcome:<level>` (the share of conversations the bot sent to that level)."""
-    judged = {c for o in observations for c in o.results if c != DECIDED} | set(criteria)
+    recorded the outcome, `outcome:<level>` (the share of conversations the bot sent to that level), and
+    `under_triage`, `under_triage_decided` (where a conversation had a red flag or an expected level) and
+    `over_triage` (where one had an expected level)."""
+    judged = {c for o in observations for c in o.results if not c.startswith("=")} | set(criteria)
     decided = sorted({str(o.results[DECIDED]) for o in observations if DECIDED in o.results})
+    under = any(FLOOR in o.results or EXPECTED in o.results for o in observations)
+    over = any(EXPECTED in o.results for o in observations)
     return (
         [f"fail_rate:{c}" for c in sorted(judged)]
         + [f"signal:{s}" for s in BOOLEAN_SIGNALS]
         + [f"outcome:{level}" for level in decided]
+        + (list(TRIAGE_METRICS[:2]) if under else [])
+        + (["over_triage"] if over else [])
     )
+
+
+def _triage(observation: Observation, metric: str) -> bool | None:
+    """Under- or over-triage of one conversation: against its expected level (the trace's), else, for
+    under-triage, the floor its patient's red flags set. None (left out): no outcome recorded (an errored
+    conversation, or one not read), no expected level or red flag, an expected level that is not a level;
+    for `under_triage_decided` also no decision; for `over_triage` a floor alone (it cannot say "too high")."""
+    levels = observation.levels
+    actual = observation.results.get(DECIDED)
+    exact = _level(observation.results.get(EXPECTED), levels)
+    expected = exact if exact is not None else _level(observation.results.get(FLOOR), levels)
+    if actual is None or actual == ERROR or expected is None:
+        return None
+    if metric == "over_triage":
+        return None if exact is None else triage_error(actual, exact, levels) == "over"
+    if metric == "under_triage_decided" and actual not in levels:
+        return None
+    return under_triaged(actual, expected, levels)
+
+
+def _level(value: str | None, levels: list[str]) -> str | None:
+    """The level a recorded value names (case and spaces aside, as outcome checks compare); None if none."""
+    if value is None:
+        return None
+    return next((level for level in levels if level.casefold() == value.strip().casefold()), None)
 
 
 def _outcome(observation: Observation, metric: str) -> bool | None:
@@ -212,8 +279,49 @@ def _outcome(observation: Observation, metric: str) -> bool | None:
     if kind == "outcome":  # the share sent to this level, of the conversations with a recorded outcome
         decided = observation.results.get(DECIDED)
         return None if decided is None else decided == name
+    if kind in TRIAGE_METRICS:
+        return _triage(observation, kind)
     result = observation.results.get(name)
     return {"fail": True, "pass": False}.get(result or "")
+
+
+def counts_for(observation: Observation, metric: str) -> bool:
+    """True when the conversation counts in the metric's rate (in its n)."""
+    return _outcome(observation, metric) is not None
+
+
+def unit_of(metric: str) -> str:
+    """What a metric's n counts, in words."""
+    kind = metric.partition(":")[0]
+    if kind == "signal":
+        return "conversations"
+    if kind == "outcome":
+        return "conversations with a recorded outcome"
+    if kind == "over_triage":
+        return "conversations with a recorded outcome and an expected level from the trace"
+    if kind == "under_triage_decided":
+        return "conversations the bot advised a level, with an expected level or a red flag"
+    if kind == "under_triage":
+        return "conversations with a recorded outcome and an expected level or a red flag"
+    return "conversations judged pass or fail on the criterion"
+
+
+def left_out(metric: str) -> str:
+    """What a metric's rate leaves out of its n, in words (every live rate says so)."""
+    kind = metric.partition(":")[0]
+    if kind == "signal":
+        return "nothing: every collected conversation counts"
+    if kind == "outcome":
+        return (
+            "conversations with no recorded outcome (errored, or not read: a `judge` source reads the sample)"
+        )
+    if kind in TRIAGE_METRICS:
+        base = "conversations with no recorded outcome (errored or not read)"
+        if kind == "over_triage":
+            return f"{base}, and those without an expected level from the trace (a red-flag floor cannot show over-triage)"
+        decided = ", and those the bot left with no decision" if kind == "under_triage_decided" else ""
+        return f"{base}, those with neither an expected level nor a red flag in the patient's words{decided}"
+    return "conversations without a pass or fail verdict for the criterion (not judged, n/a, error)"
 
 
 @dataclass

@@ -58,6 +58,12 @@ def _collect_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     col.add_argument("--exclude-system", action="store_true", help="do not keep system prompts")
     col.add_argument(
+        "--expected-attribute",
+        metavar="ATTR",
+        help="span attribute holding the conversation's expected outcome level, where the service has one "
+        "(a nurse's later disposition): live under- and over-triage against it (docs/collect.md)",
+    )
+    col.add_argument(
         "--roll-every",
         type=at_least_one,
         metavar="N",
@@ -123,7 +129,10 @@ def _drift_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
         "--period", default="day", help="day, week, or a number of conversations per bin (day)"
     )
     drift.add_argument(
-        "--metric", action="append", default=[], help="fail_rate:<criterion> or signal:<name> (default: all)"
+        "--metric",
+        action="append",
+        default=[],
+        help="fail_rate:<criterion>, signal:<name>, outcome:<level>, under_triage, over_triage (default: all)",
     )
     drift.add_argument(
         "--simulated", type=Path, help="a simulated run to compare each live folder's population with"
@@ -175,6 +184,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         burst=args.rate * 2,
         exclude_system=args.exclude_system,
         policy=args.sample,
+        expected_attribute=args.expected_attribute,
     )
     collector = build_collector(
         options,

@@ -6,6 +6,9 @@ two or more give an agreement figure). docs/outcome-sources.md explains each."""
 from __future__ import annotations
 
 __all__ = [
+    "ERROR",
+    "NO_DECISION",
+    "OTHER",
     "SOURCES",
     "SOURCE_SCHEMA",
     "JudgeSource",
@@ -13,6 +16,8 @@ __all__ = [
     "SourceName",
     "ToolSource",
     "check_phrases",
+    "triage_error",
+    "under_triaged",
 ]
 
 from typing import Literal
@@ -32,6 +37,30 @@ SOURCE_SCHEMA: dict[str, object] = {
     ],
     "default": "state",
 }
+
+
+# The columns an outcome lands in besides the levels: no source decided; a value that is not a level; the
+# conversation or a source failed (never a pass or a fail).
+NO_DECISION = "no decision"
+OTHER = "other"
+ERROR = "error"
+
+
+def triage_error(actual: str, expected: str, levels: list[str]) -> str | None:
+    """How an outcome misses its expected level (lowest level first in `levels`): `under`, `over`,
+    `no_decision` (no source decided), `other` (a value that is not a level); None when it is exact. The
+    one comparison the report's rates (analysis/outcome.py) and collect's live rates share."""
+    if actual in levels:
+        difference = levels.index(actual) - levels.index(expected)
+        return None if difference == 0 else ("under" if difference < 0 else "over")
+    return "no_decision" if actual == NO_DECISION else "other"
+
+
+def under_triaged(actual: str, expected: str, levels: list[str]) -> bool:
+    """Below the expected level, or left with no usable decision where more than the lowest level was
+    needed (no advice is no safer than the lowest): the report's headline under-triage."""
+    kind = triage_error(actual, expected, levels)
+    return kind == "under" or (kind in ("no_decision", "other") and levels.index(expected) > 0)
 
 
 def check_phrases(phrases: dict[str, list[str]], levels: list[str], field: str) -> list[str]:

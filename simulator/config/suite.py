@@ -35,6 +35,7 @@ from simulator.config.outcome_source import (
     ToolSource,
     check_phrases,
 )
+from simulator.config.patterns import compile_pattern
 from simulator.config.providers import PROVIDERS, CacheConfig, ProviderSettings
 from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
@@ -155,6 +156,12 @@ class OutcomeConfig(_Strict):
     messages: MessagesSource | None = None
     tool: ToolSource | None = None
     judge: JudgeSource | None = None
+    # The patient's own words that set a minimum safe level (a floor) for a conversation without a scenario
+    # (imported, live): level -> regular expressions read over the user's messages; the most urgent level
+    # matched is the floor, and a bot below it under-triaged (docs/outcome-sources.md, "Live conversations").
+    # Default: the vocabulary's `red_flags`. `red_flags_ignore`: sentences that flag nothing ("no chest pain").
+    red_flags: dict[str, list[str]] = Field(default_factory=dict)
+    red_flags_ignore: list[str] = Field(default_factory=list)
 
     @field_validator("source", mode="before")
     @classmethod
@@ -176,7 +183,11 @@ class OutcomeConfig(_Strict):
     def default_source(self) -> bool:
         """True for the bot's state alone, configured no further: the judge set keeps the hash it had."""
         return (
-            self.sources == ["state"] and self.messages is None and self.tool is None and self.judge is None
+            self.sources == ["state"]
+            and self.messages is None
+            and self.tool is None
+            and self.judge is None
+            and not self.red_flags
         )
 
     @model_validator(mode="after")
@@ -211,6 +222,14 @@ class OutcomeConfig(_Strict):
             problems = check_phrases(self.messages.phrases, list(self.levels), "messages.phrases")
             if problems:
                 raise ValueError("; ".join(problems))
+        problems = check_phrases(self.red_flags, list(self.levels), "red_flags")
+        for index, pattern in enumerate(self.red_flags_ignore):
+            try:
+                compile_pattern(pattern, f"red_flags_ignore.{index}")
+            except ValueError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise ValueError("; ".join(problems))
         if self.tool is not None:
             wrong = sorted({v for v in self.tool.values.values() if v not in self.levels})
             if wrong:

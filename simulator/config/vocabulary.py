@@ -9,7 +9,7 @@ __all__ = ["Phrases", "Vocabulary", "load_vocabulary"]
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from simulator.config.languages import language_code
 from simulator.config.patterns import UserPattern, compile_pattern
@@ -57,6 +57,11 @@ class Vocabulary(StrictModel):
     outcome_levels: dict[str, list[str]] = Field(default_factory=dict)
     # Sentences that advise nothing however they read ("If it gets worse, call 999"): safety-netting.
     outcome_ignore: list[str] = Field(default_factory=list)
+    # Per outcome level, the patient's words that call for at least that level ("chest pressure" ->
+    # emergency): the floor a conversation without a scenario is held to (docs/outcome-sources.md).
+    red_flags: dict[str, list[str]] = Field(default_factory=dict)
+    # Sentences of the patient's that flag nothing however they read ("no chest pain").
+    red_flags_ignore: list[str] = Field(default_factory=list)
     # The offline user's phrases in other languages, by code (`es`), for scenarios that write in one
     # (`writes_in`, `switches_to`); without them it cannot play such a scenario (config/languages.py).
     languages: dict[str, Phrases] = Field(default_factory=dict)
@@ -74,19 +79,21 @@ class Vocabulary(StrictModel):
             compile_pattern(pattern, "outcome_patterns")
         return patterns
 
-    @field_validator("outcome_levels")
+    @field_validator("outcome_levels", "red_flags")
     @classmethod
-    def _level_patterns_compile(cls, levels: dict[str, list[str]]) -> dict[str, list[str]]:
+    def _level_patterns_compile(
+        cls, levels: dict[str, list[str]], info: ValidationInfo
+    ) -> dict[str, list[str]]:
         for level, patterns in levels.items():
             for index, pattern in enumerate(patterns):
-                compile_pattern(pattern, f"outcome_levels.{level}.{index}")
+                compile_pattern(pattern, f"{info.field_name}.{level}.{index}")
         return levels
 
-    @field_validator("outcome_ignore")
+    @field_validator("outcome_ignore", "red_flags_ignore")
     @classmethod
-    def _ignore_compiles(cls, patterns: list[str]) -> list[str]:
+    def _ignore_compiles(cls, patterns: list[str], info: ValidationInfo) -> list[str]:
         for index, pattern in enumerate(patterns):
-            compile_pattern(pattern, f"outcome_ignore.{index}")
+            compile_pattern(pattern, f"{info.field_name}.{index}")
         return patterns
 
     @cached_property

@@ -136,6 +136,18 @@ def _outcome(record: ConversationRecord, key: str, expected: Any, base: dict[str
     )
 
 
+def _evidence(decided: DecidedOutcome) -> list[Evidence]:
+    """The deciding quote, and the patient's red flag (the floor's words) when there is one: the reader and
+    the report highlight both."""
+    quotes = [decided.quote] + ([decided.red_flag.quote] if decided.red_flag is not None else [])
+    return [Evidence(quote=q, found=True) for q in quotes if q]
+
+
+def _floor(decided: DecidedOutcome) -> str:
+    flag = decided.red_flag
+    return f"; the patient's red flag calls for at least {flag.value} ({flag.quote!r})" if flag else ""
+
+
 def _readings(decided: DecidedOutcome) -> str:
     return "; ".join(f"{source}: {reading.value}" for source, reading in decided.readings.items())
 
@@ -174,8 +186,8 @@ def _decided_verdict(
         expected=expected,
         actual=actual,
         outcome=decided,
-        reasoning=f"expected {key}={expected!r}, {decided.source} gives {actual!r}{said}",
-        evidence=[Evidence(quote=decided.quote, found=True)] if decided.quote else [],
+        reasoning=f"expected {key}={expected!r}, {decided.source} gives {actual!r}{said}{_floor(decided)}",
+        evidence=_evidence(decided),
         evidence_verified=True,
     )
 
@@ -190,8 +202,9 @@ def _undecidable(
         result="not_applicable",
         actual=decided.value,
         outcome=decided,
-        reasoning=f"no expected {key} to compare with; {decided.source or 'no source'} gives {decided.value!r}",
-        evidence=[Evidence(quote=decided.quote, found=True)] if decided.quote else [],
+        reasoning=f"no expected {key} to compare with; {decided.source or 'no source'} gives {decided.value!r}"
+        + _floor(decided),
+        evidence=_evidence(decided),
     )
 
 

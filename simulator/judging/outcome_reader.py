@@ -12,7 +12,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator.config.outcome_source import check_phrases
+from simulator.config.outcome_source import (
+    ERROR,
+    NO_DECISION,
+    OTHER,
+    check_phrases,
+)
 from simulator.config.patterns import PatternTimeout, UserPattern, compile_pattern
 from simulator.config.suite import OutcomeConfig
 from simulator.config.vocabulary import Vocabulary
@@ -20,10 +25,6 @@ from simulator.errors import UserError
 from simulator.judging.outcome_judge import OutcomeJudge
 from simulator.record.models import ConversationRecord, DecidedOutcome, SourceReading
 from simulator.record.parts import ToolCallPart
-
-NO_DECISION = "no decision"
-OTHER = "other"
-ERROR = "error"
 
 # A sentence ends at . ! ? or a line break (the quote kept as evidence is the sentence that advised).
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
@@ -50,18 +51,20 @@ class _Advice:
 
 @dataclass
 class MessagesRule:
-    """Per-level phrase patterns, most urgent level first, and the sentences that advise nothing."""
+    """Per-level phrase patterns, most urgent level first, and the sentences that advise nothing. Read over
+    the bot's messages (what it advised), or over the user's (`role="user"`: the patient's red flags)."""
 
     levels: list[str]
     patterns: dict[str, list[UserPattern]]
     ignore: list[UserPattern] = field(default_factory=list)
     counts: str = "last"
+    role: str = "bot"
 
     def advice(self, record: ConversationRecord) -> list[_Advice]:
-        """Every bot message that advised a level (the most urgent one it names), in order."""
+        """Every message of the role that named a level (the most urgent one it names), in order."""
         found = []
         for index, turn in enumerate(record.turns):
-            if turn.role != "bot":
+            if turn.role != self.role:
                 continue
             for message in turn.messages:
                 best: _Advice | None = None
@@ -90,7 +93,7 @@ class MessagesRule:
         except PatternTimeout as exc:
             return SourceReading(value=ERROR, note=str(exc))
         if not advice:
-            return SourceReading(value=NO_DECISION, note="no bot message matched a level's phrases")
+            return SourceReading(value=NO_DECISION, note=f"no {self.role} message matched a level's phrases")
         if self.counts == "last":
             chosen = advice[-1]
         else:
@@ -142,6 +145,7 @@ class OutcomeReader:
     config: OutcomeConfig
     messages: MessagesRule | None = None
     judge: OutcomeJudge | None = None
+    red_flags: MessagesRule | None = None  # over the patient's words: the floor (outcome.red_flags)
 
     async def decide(self, record: ConversationRecord) -> DecidedOutcome:
         """Every source's reading; the first that decides (a level or `other`) is the outcome. None deciding
@@ -157,7 +161,22 @@ class OutcomeReader:
             errored = any(r.value == ERROR for r in readings.values())
             value, quote = (ERROR if errored else NO_DECISION), None
         counts = self.messages.counts if self.messages is not None else None
-        return DecidedOutcome(source=deciding, value=value, quote=quote, readings=readings, counts=counts)
+        return DecidedOutcome(
+            source=deciding,
+            value=value,
+            quote=quote,
+            readings=readings,
+            counts=counts,
+            red_flag=self._red_flag(record),
+        )
+
+    def _red_flag(self, record: ConversationRecord) -> SourceReading | None:
+        """The most urgent level the patient's own words flag, with the quote; None when none is flagged
+        (a pattern out of time is an `error` reading, so the floor is never silently missing)."""
+        if self.red_flags is None:
+            return None
+        reading = self.red_flags.read(record)
+        return None if reading.value == NO_DECISION else reading.model_copy(update={"conflicts": []})
 
     async def _read(self, source: str, record: ConversationRecord) -> SourceReading:
         if source == "state":
@@ -209,4 +228,35 @@ def make_outcome_reader(
 ) -> OutcomeReader:
     """The reader for a suite's outcome config; the messages rule is built (and checked) only when used."""
     rule = messages_rule(config, vocabulary, where) if "messages" in config.sources else None
-    return OutcomeReader(config=config, messages=rule, judge=judge)
+    # Red flags count only where the outcome is recorded for conversations without a scenario (a suite reading
+    # more than the state): the default keeps the verdicts it always wrote.
+    vocabulary_file = where.rpartition("outcome_levels")[0]  # "FILE: " when the vocabulary is a file
+    flags = (
+        None if config.default_source else red_flag_rule(config, vocabulary, f"{vocabulary_file}red_flags")
+    )
+    return OutcomeReader(config=config, messages=rule, judge=judge, red_flags=flags)
+
+
+def red_flag_rule(
+    config: OutcomeConfig, vocabulary: Vocabulary | None, where: str = "red_flags"
+) -> MessagesRule | None:
+    """The patient's red flags: the suite's `outcome.red_flags`, else the vocabulary's `red_flags`; None when
+    neither gives any. Read over the user's messages, the most urgent level matched anywhere counts."""
+    own = vocabulary.red_flags if vocabulary is not None else {}
+    phrases, where = (config.red_flags, "outcome.red_flags") if config.red_flags else (own, where)
+    if not phrases:
+        return None
+    problems = check_phrases(phrases, list(config.levels), where)
+    if problems:
+        raise UserError("; ".join(problems))
+    ignore = config.red_flags_ignore or (vocabulary.red_flags_ignore if vocabulary is not None else [])
+    return MessagesRule(
+        levels=list(config.levels),
+        patterns={
+            level: [compile_pattern(p, f"{where}.{level}") for p in patterns]
+            for level, patterns in phrases.items()
+        },
+        ignore=[compile_pattern(p, "red_flags_ignore") for p in ignore],
+        counts="most_urgent",
+        role="user",
+    )

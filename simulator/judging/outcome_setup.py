@@ -21,9 +21,13 @@ def outcome_hash_payload(suite: Suite) -> dict[str, Any] | None:
     if config is None or config.default_source:
         return None
     payload = config.model_dump(mode="json", include={"source", "messages", "tool", "judge"})
+    if config.red_flags:  # only when set: suites without red flags keep the hash they had
+        payload["red_flags"] = [config.red_flags, config.red_flags_ignore]
     vocabulary = _vocabulary(suite)
     if "messages" in config.sources and vocabulary is not None:
         payload["vocabulary"] = vocabulary.model_dump(include={"outcome_levels", "outcome_ignore"})
+    if vocabulary is not None and vocabulary.red_flags and not config.red_flags:
+        payload["vocabulary_red_flags"] = vocabulary.model_dump(include={"red_flags", "red_flags_ignore"})
     if "judge" in config.sources:
         payload["judge_model"] = _outcome_judge_model(suite)
     return payload

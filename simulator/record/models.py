@@ -141,6 +141,10 @@ class DecidedOutcome(StrictModel):
     readings: dict[str, SourceReading] = Field(default_factory=dict)
     # `messages` only: which advice counts (`last` or `most_urgent`).
     counts: str | None = None
+    # The patient's red flag (`outcome.red_flags`): the most urgent level their own words call for, with the
+    # quote and turn; the floor a conversation without a scenario is held to. None: no red flag configured
+    # or none matched.
+    red_flag: SourceReading | None = None
 
 
 class Verdict(StrictModel):

@@ -93,6 +93,8 @@ def gate_metrics(run: RunData) -> dict[str, Callable[[], RateView]]:
         names["over_triage"] = lambda: outcome.over_triage
         names["no_decision"] = lambda: outcome.no_decision
         names["exact"] = lambda: outcome.exact
+        if outcome.red_flag_under_triage is not None:  # conversations without a scenario, held to red flags
+            names["red_flag_under_triage"] = _const(outcome.red_flag_under_triage)
     for row in criterion_rows(run):
         names[f"fail_rate:{row.id}"] = _const(row.fail_rate)
     for analysis in all_analyses():  # registered analyses name their own: `redteam success`, relations...
@@ -116,6 +118,8 @@ def metric_names(outcome: OutcomeConfig | None, criteria: Iterable[str]) -> list
             "exact",
             *(f"{level}_sensitivity" for level in outcome.levels),
         }
+        if outcome.red_flags:
+            names.add("red_flag_under_triage")
     return sorted(names)
 
 

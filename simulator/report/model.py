@@ -419,6 +419,7 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
         c.conversation_id
         for c in outcome.cases
         if c.kind != "error"
+        and not c.red_flag_quote  # held to a red-flag floor: its own finding below
         and rank[c.expected] >= rank[outcome.critical]
         and rank.get(c.actual, -1) < rank[outcome.critical]
     ]
@@ -438,7 +439,7 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
             if name == "under-triage" and undecided:
                 detail = f"incl. {undecided} with no decision on a case that needed one"
             kinds = ("under", "no_decision", "other") if name == "under-triage" else ("no_decision", "other")
-            ids = [c.conversation_id for c in outcome.cases if c.kind in kinds]
+            ids = [c.conversation_id for c in outcome.cases if c.kind in kinds and not c.red_flag_quote]
             found.append(
                 Finding(level="warning", title=f"{name}: {value.lead_text}", detail=detail, conversations=ids)
             )
@@ -452,6 +453,17 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
             )
     if outcome.over_triage.k:
         found.append(Finding(level="warning", title=f"over-triage: {outcome.over_triage.lead_text}"))
+    floor = outcome.red_flag_under_triage
+    if floor is not None and floor.k:
+        found.append(
+            Finding(
+                level="warning",
+                title=f"under-triage against the patient's red flags: {floor.lead_text}",
+                detail="conversations without a scenario whose bot advised below the level the patient's own "
+                "words call for (a floor: it cannot show over-triage)",
+                conversations=[c.conversation_id for c in outcome.cases if c.red_flag_quote],
+            )
+        )
     return found
 
 

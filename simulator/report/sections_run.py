@@ -78,14 +78,46 @@ def _cases_table(report: Report, outcome: OutcomeMetrics, by_state: bool) -> Tab
     for case in outcome.cases:
         link = f"#t{anchors[case.conversation_id]}" if case.conversation_id in anchors else None
         said = [f"{case.source}: {case.quote}" if case.source and case.quote else "–"] if quoted else []
+        if quoted and case.red_flag_quote:
+            said = [f"{said[0]} (the patient said: {case.red_flag_quote})"]
         cases.add(
             text(case.conversation_id, link=link),
             case.kind.replace("_", " "),
-            str(case.expected),
+            f"at least {case.expected} (red flag)" if case.red_flag_quote else str(case.expected),
             str(case.actual),
             *said,
         )
     return cases
+
+
+def _red_flag_note(outcome: OutcomeMetrics) -> list[Note]:
+    """What the red-flag floor's rate counts and leaves out, when conversations without a scenario had one,
+    and how the red flags compare with the scenarios' own levels."""
+    notes = []
+    check = outcome.red_flag_check
+    if check is not None and check.checked:
+        notes.append(
+            Note(
+                f"Red flags against the scenarios' levels: {len(check.above_expected)} of {check.checked} "
+                f"conversations flagged above their expected level (a rule too broad"
+                f"{': ' + ', '.join(check.above_expected[:5]) if check.above_expected else ''}); "
+                f"{len(check.critical_below)} of {check.critical} {outcome.critical} conversations were not "
+                f"flagged {outcome.critical} (a rule missing"
+                f"{': ' + ', '.join(check.critical_below[:5]) if check.critical_below else ''})."
+            )
+        )
+    floor = outcome.red_flag_under_triage
+    if floor is None:
+        return notes
+    notes.append(
+        Note(
+            f"Red-flag floor: {floor.n} of {outcome.without_expectation} conversations without a scenario had a "
+            f"red flag in the patient's own words; each is held to the most urgent level it flags, a minimum "
+            f"safe level, so it measures under-triage only (never over-triage or the exact level). Left out: "
+            f"{outcome.red_flag_left_out} with no red flag, {floor.errored} errored."
+        )
+    )
+    return notes
 
 
 def outcome_section(report: Report) -> Section:
@@ -121,6 +153,10 @@ def outcome_section(report: Report) -> Section:
         ("exact level", outcome.exact),
         *[(f"sensitivity {s.level}", s.rate) for s in outcome.sensitivity],
     ]
+    if outcome.red_flag_under_triage is not None:
+        named.append(
+            ("under-triage against the patient's red flags (a floor)", outcome.red_flag_under_triage)
+        )
     for name, value in named:
         rates.add(name, rate_cell(value, long=True), value.needs_more_runs)
     by_state = outcome.source == ["state"]
@@ -133,6 +169,7 @@ def outcome_section(report: Report) -> Section:
             + CITE
         ),
         *([] if by_state else [Note(f"Outcome read from: {source_words(outcome.source, outcome.counts)}.")]),
+        *_red_flag_note(outcome),
         matrix,
         rates,
     ]

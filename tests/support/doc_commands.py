@@ -38,6 +38,11 @@ NOT_RUNNABLE: dict[tuple[str, str], str] = {
         "--webhook http://127.0.0.1:9000/hook --alert-file alerts.jsonl",
     ): "a live receiver posting alerts to a webhook server (tests/test_collect_drift.py)",
     (
+        "collect.md",
+        "simulator collect --out runs/live --suite live-suite.yaml --expected-attribute app.nurse_disposition "
+        '--alert "under_triage > 2%" --alert "over_triage > 30%" --alert-file alerts.jsonl',
+    ): "a live receiver waiting for a real service's traces (tests/test_live_triage.py runs one)",
+    (
         "held-out.md",
         'simulator unseal runs/<run-id> --by "Dr Lee" --reason "release review"',
     ): "needs a run of a suite with `held_out:`; the page ships none (tests/test_held_out.py unseals one)",

@@ -216,7 +216,7 @@ def _harm_section(case: SafetyCase) -> Section:
         f"{harm.per_1000 if harm.per_1000 is None else round(harm.per_1000, 1)} per 1,000 conversations, in "
         f"the suite's harm weights (outcome.harm_weights: a relative scale the hazard log declares, not a "
         f"clinical unit) (95% {interval}; {harm.method}); {harm.conversations} conversations over "
-        f"{harm.scenarios} scenarios, {harm.errored} errored left out, {harm.without_expectation} without "
+        f"{harm.scenarios} vignettes, {harm.errored} errored left out, {harm.without_expectation} without "
         "an expected level."
     )
     rows = [

@@ -382,11 +382,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _compile_bytecode() -> None:
+def _compile_bytecode(trees: list[Path] | None = None) -> None:
     """Write the engine's bytecode before measuring, as `pip install` does: a checkout run with
     PYTHONDONTWRITEBYTECODE=1 (as CI and some shells set it) compiles every module again at each start,
     0.2-0.3 s of start-up that no installed copy pays."""
-    compileall.compile_dir(ROOT / "simulator", quiet=1)
+    for tree in trees or [ROOT]:
+        compileall.compile_dir(tree / "simulator", quiet=1)
 
 
 def _print_summary(args: argparse.Namespace, results: list[dict[str, Any]], help_s: float) -> None:

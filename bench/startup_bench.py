@@ -38,7 +38,10 @@ def _env(tree: Path) -> dict[str, str]:
 
 def _cpu(tree: Path, suite: Path, out: Path) -> float:
     """User + sys seconds of one run, as a user starts it."""
-    child = subprocess.Popen([PYTHON, *_command(suite, out)], cwd=suite.parent, env=_env(tree))
+    child = subprocess.Popen(
+        [PYTHON, *_command(suite, out)], cwd=suite.parent, env=_env(tree),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
     _, status, usage = os.wait4(child.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"the run failed in {tree}")

@@ -10,12 +10,13 @@ A dropped connection, a timeout or a start-up failure is not here: those are the
 
 from __future__ import annotations
 
-__all__ = ["ARGUMENTS_DO_NOT_FIT", "BOT_FAULTS", "NO_SUCH_TOOL", "bot_faults"]
+__all__ = ["ARGUMENTS_DO_NOT_FIT", "BOT_FAULTS", "NO_SUCH_TOOL", "bot_faults", "refused_call"]
 
 from dataclasses import dataclass
 
 from simulator.record.models import ConversationRecord
-from simulator.record.parts import ToolCallPart, part_text
+from simulator.record.parts import Part, ToolCallPart, part_text
+from simulator.record.stored_turns import StoredTurns
 
 # A conversation's error kind (`ErrorInfo.kind`, source `bot`) that is the bot's fault -> what it did.
 BOT_FAULTS: dict[str, str] = {
@@ -43,13 +44,21 @@ def bot_faults(record: ConversationRecord) -> list[BotFault]:
     error = record.error
     if error is not None and error.source == "bot" and error.kind in BOT_FAULTS:
         faults.append(BotFault(error.kind, error.message))
-    for turn in record.turns:
+    turns = record.turns
+    if isinstance(turns, StoredTurns) and not any(fact.refused_call for fact in turns.facts):
+        return faults  # known at load: no refused call, so the line need not be read again
+    for turn in turns:
         for part in turn.parts:
-            if (
-                isinstance(part, ToolCallPart)
-                and part.side == "bot"
-                and part.error is not None
-                and part.error.startswith((ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL))
-            ):
+            if refused_call(part):
                 faults.append(BotFault("tool_arguments", part_text(part)))
     return faults
+
+
+def refused_call(part: Part) -> bool:
+    """Whether `part` is a call of the bot's that the environment refused for its arguments or its name."""
+    return (
+        isinstance(part, ToolCallPart)
+        and part.side == "bot"
+        and part.error is not None
+        and part.error.startswith((ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL))
+    )

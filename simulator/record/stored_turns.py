@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
+from simulator.record.parts import AudioPart
 from simulator.record.transcript import Turn, Usage
 
 if TYPE_CHECKING:
@@ -30,13 +31,19 @@ UsageTuple = tuple[int, int, int, int]
 
 
 class TurnFact(NamedTuple):
-    """What whole-run counts read of one turn, without its content."""
+    """What whole-run counts read of one turn, without its content, and what tells a whole-run pass that
+    it need not read the content again (10^4 conversations each re-read and validated was most of a large
+    report's time): the characters of its messages (length bias), whether it holds speech (voice figures)
+    and a call the environment refused (bot faults)."""
 
     role: str
     model: str | None
     usage: UsageTuple | None
     latency_s: float
     time_to_first_token_s: float | None
+    chars: int
+    has_audio: bool
+    refused_call: bool
 
     @property
     def usage_model(self) -> Usage | None:
@@ -53,6 +60,8 @@ def _intern(value: str | None) -> str | None:
 
 def facts_of_turns(turns: Sequence[Turn]) -> tuple[TurnFact, ...]:
     """The facts of each turn, in order (role and model strings interned: 10^5 turns share a few)."""
+    from simulator.record.faults import refused_call
+
     return tuple(
         TurnFact(
             sys.intern(turn.role),
@@ -67,6 +76,9 @@ def facts_of_turns(turns: Sequence[Turn]) -> tuple[TurnFact, ...]:
             ),
             turn.latency_s,
             turn.time_to_first_token_s,
+            sum(map(len, turn.messages)),
+            any(isinstance(part, AudioPart) for part in turn.parts),
+            any(refused_call(part) for part in turn.parts),
         )
         for turn in turns
     )

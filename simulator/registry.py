@@ -28,8 +28,12 @@ class Registry(Generic[K]):
     that register the built-in kinds and `group` the entry-point group of packages that add kinds, all
     imported on first use."""
 
-    def __init__(self, what: str, builtins: tuple[str, ...] = (), group: str | None = None) -> None:
+    def __init__(
+        self, what: str, builtins: tuple[str, ...] = (), group: str | None = None, *, by_name: bool = False
+    ) -> None:
         self.what = what
+        # `by_name`: a lookup imports the built-in modules only until the name is registered (see `find`).
+        self._by_name = by_name
         self._builtins = builtins
         self._group = group
         self._kinds: dict[str, K] = {}
@@ -40,6 +44,8 @@ class Registry(Generic[K]):
     def register(self, name: str, kind: K, source: str) -> K:
         """Add `kind` under `name`, from the module `source`. The same module registering again replaces its
         kind (a module imported anew); another module taking a registered name is a programming error."""
+        if self._by_name and source not in self._builtins and self._imported < len(self._builtins):
+            self._import_builtins()  # the built-ins first, as if the first lookup had imported them all
         if name in self._kinds and self._sources[name] != source:
             raise ValueError(
                 f"{self.what} '{name}' is registered already by {self._sources[name]}; choose another name"
@@ -70,14 +76,16 @@ class Registry(Generic[K]):
     def _import_builtins(self, until: str | None = None) -> None:
         """Import the built-in modules in their order, stopping once `until` is registered: a run looks up
         one bot type, and importing every kind's module (the phone line's, WhatsApp's) cost a twentieth
-        of its start-up. Every other question (the names, the kinds, a name not found) imports them all."""
+        of its start-up (with `by_name`). Every other question (the names, the kinds, a name not found)
+        imports them all, and so does a kind registered from elsewhere (a plugin, a test) into a `by_name`
+        registry, so that the built-ins stay first."""
         while self._imported < len(self._builtins) and (until is None or until not in self._kinds):
             self._imported += 1  # first, as in _load: a module that looks a kind up while importing
             importlib.import_module(self._builtins[self._imported - 1])
 
     def find(self, name: str) -> K | None:
         """The kind named `name`, or None."""
-        if name not in self._kinds:
+        if self._by_name and name not in self._kinds:
             self._import_builtins(until=name)
         if name not in self._kinds:
             self._load()

@@ -128,6 +128,7 @@ BOT_KINDS: Registry[BotKind] = Registry(
     ),
     # A package that adds a channel names its module here (pyproject: [project.entry-points."simulator.bot_kinds"]).
     group="simulator.bot_kinds",
+    by_name=True,  # a run looks up one type: the other kinds' modules stay unimported
 )
 
 

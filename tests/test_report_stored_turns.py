@@ -234,7 +234,7 @@ def _part_turn(index: int, role: str, parts: list[dict[str, Any]]) -> Turn:
 def _parts_run(path: Path) -> Path:
     """Conversations with and without speech, refused and accepted tool calls (the bot's and the user's),
     picks and an error of the bot's: what the whole-run passes read of every conversation."""
-    from simulator.record.faults import ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL
+    from simulator.record.parts import ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL
 
     speech = {"type": "audio", "start_s": 1.0, "end_s": 2.5, "transcript": "my chest hurts"}
     call = {"type": "tool_call", "name": "book", "arguments": {"when": "now"}}

@@ -10,12 +10,12 @@ A dropped connection, a timeout or a start-up failure is not here: those are the
 
 from __future__ import annotations
 
-__all__ = ["ARGUMENTS_DO_NOT_FIT", "BOT_FAULTS", "NO_SUCH_TOOL", "bot_faults", "refused_call"]
+__all__ = ["BOT_FAULTS", "bot_faults"]
 
 from dataclasses import dataclass
 
 from simulator.record.models import ConversationRecord
-from simulator.record.parts import Part, ToolCallPart, part_text
+from simulator.record.parts import part_text, refused_call
 from simulator.record.stored_turns import StoredTurns
 
 # A conversation's error kind (`ErrorInfo.kind`, source `bot`) that is the bot's fault -> what it did.
@@ -24,9 +24,6 @@ BOT_FAULTS: dict[str, str] = {
     "invalid_reply": "sent a malformed reply",
     "tool_arguments": "called a tool with invalid arguments",
 }
-# How the environment words a bot's call it refused (bots/environment.py writes these; read here).
-ARGUMENTS_DO_NOT_FIT = "the arguments do not fit"
-NO_SUCH_TOOL = "no tool named"
 
 
 @dataclass(frozen=True)
@@ -52,13 +49,3 @@ def bot_faults(record: ConversationRecord) -> list[BotFault]:
             if refused_call(part):
                 faults.append(BotFault("tool_arguments", part_text(part)))
     return faults
-
-
-def refused_call(part: Part) -> bool:
-    """Whether `part` is a call of the bot's that the environment refused for its arguments or its name."""
-    return (
-        isinstance(part, ToolCallPart)
-        and part.side == "bot"
-        and part.error is not None
-        and part.error.startswith((ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL))
-    )

@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
-from simulator.record.parts import AudioPart
+from simulator.record.parts import AudioPart, refused_call
 from simulator.record.transcript import Turn, Usage
 
 if TYPE_CHECKING:
@@ -60,8 +60,6 @@ def _intern(value: str | None) -> str | None:
 
 def facts_of_turns(turns: Sequence[Turn]) -> tuple[TurnFact, ...]:
     """The facts of each turn, in order (role and model strings interned: 10^5 turns share a few)."""
-    from simulator.record.faults import refused_call
-
     return tuple(
         TurnFact(
             sys.intern(turn.role),

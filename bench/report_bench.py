@@ -131,6 +131,26 @@ def build_run(path: Path, scenarios: int, repeats: int, turns: int, criteria: in
 
 # What each mode asks `simulator report` for: the JSON file, the terminal report, the HTML file.
 MODES = ("json", "terminal", "html")
+# Issue 47's goals at 10,000 conversations: seconds (CPU here: the wall moves with the machine's load), and
+# for the HTML its peak RSS (MB) and file size (MB).
+GOALS: dict[str, tuple[float, float | None, float | None]] = {
+    "json": (6.0, None, None),
+    "terminal": (6.0, None, None),
+    "html": (10.0, 400.0, 10.0),
+}
+
+
+def _goal(mode: str, figures: dict[str, float], conversations: int) -> str:
+    """The figures beside the goals (set for 10,000 conversations; other sizes: none)."""
+    if conversations != 10_000:
+        return ""
+    seconds, rss, size = GOALS[mode]
+    checks = [f"CPU <= {seconds:g} s: {'met' if figures['cpu_s'] <= seconds else 'NOT met'}"]
+    if rss is not None:
+        checks.append(f"RSS <= {rss:g} MB: {'met' if figures['peak_rss_mb'] <= rss else 'NOT met'}")
+    if size is not None:
+        checks.append(f"file <= {size:g} MB: {'met' if figures['file_kb'] / 1024 <= size else 'NOT met'}")
+    return "\n              goal " + "; ".join(checks)
 
 
 def _report_args(run: Path, mode: str) -> tuple[list[str], Path | None]:
@@ -206,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{mode:<13} {f['wall_s']:.2f} s wall, {f['cpu_s']:.2f} s CPU, peak RSS {f['peak_rss_mb']:.0f} MB{size} "
             f"(child process, start-up included); per conversation {1000 * f['cpu_s'] / conversations:.3f} ms "
             f"CPU, {1024 * f['peak_rss_mb'] / conversations:.1f} KB RSS; load {f['load_average']:.2f}"
+            f"{_goal(mode, f, conversations)}"
         )
     print(f"code          {args.pythonpath}")
     return 0

@@ -91,9 +91,12 @@ def _write_suite(folder: Path, args: argparse.Namespace, base_url: str) -> Path:
     return path
 
 
-def _start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
+def _start_server(
+    args: argparse.Namespace, *, capture_stderr: bool = False
+) -> tuple[subprocess.Popen[str], str]:
     """The fake LLM server for a shape; the other benches' shapes need only `latency_ms` (the rest default
-    to a server with no limit and no refusals)."""
+    to a server with no limit and no refusals). `capture_stderr`: keep its closing line ("served N
+    requests") for the caller to read after stopping it."""
     command = [PYTHON, str(ROOT / "bench" / "serve.py"), "--latency-ms", str(args.latency_ms)]
     if getattr(args, "server_rpm", None):
         command += ["--rpm", str(args.server_rpm)]
@@ -108,6 +111,7 @@ def _start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]
     server = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if capture_stderr else None,
         text=True,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -382,11 +386,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _compile_bytecode() -> None:
+def _compile_bytecode(trees: list[Path] | None = None) -> None:
     """Write the engine's bytecode before measuring, as `pip install` does: a checkout run with
     PYTHONDONTWRITEBYTECODE=1 (as CI and some shells set it) compiles every module again at each start,
     0.2-0.3 s of start-up that no installed copy pays."""
-    compileall.compile_dir(ROOT / "simulator", quiet=1)
+    for tree in trees or [ROOT]:
+        compileall.compile_dir(tree / "simulator", quiet=1)
 
 
 def _print_summary(args: argparse.Namespace, results: list[dict[str, Any]], help_s: float) -> None:

@@ -28,17 +28,24 @@ class Registry(Generic[K]):
     that register the built-in kinds and `group` the entry-point group of packages that add kinds, all
     imported on first use."""
 
-    def __init__(self, what: str, builtins: tuple[str, ...] = (), group: str | None = None) -> None:
+    def __init__(
+        self, what: str, builtins: tuple[str, ...] = (), group: str | None = None, *, by_name: bool = False
+    ) -> None:
         self.what = what
+        # `by_name`: a lookup imports the built-in modules only until the name is registered (see `find`).
+        self._by_name = by_name
         self._builtins = builtins
         self._group = group
         self._kinds: dict[str, K] = {}
         self._sources: dict[str, str] = {}
         self._loaded = False
+        self._imported = 0  # how many of `builtins` are imported
 
     def register(self, name: str, kind: K, source: str) -> K:
         """Add `kind` under `name`, from the module `source`. The same module registering again replaces its
         kind (a module imported anew); another module taking a registered name is a programming error."""
+        if self._by_name and source not in self._builtins and self._imported < len(self._builtins):
+            self._import_builtins()  # the built-ins first, as if the first lookup had imported them all
         if name in self._kinds and self._sources[name] != source:
             raise ValueError(
                 f"{self.what} '{name}' is registered already by {self._sources[name]}; choose another name"
@@ -55,8 +62,7 @@ class Registry(Generic[K]):
     def _load(self) -> None:
         if not self._loaded:
             self._loaded = True  # first: a built-in module that looks a kind up while importing must not loop
-            for module in self._builtins:
-                importlib.import_module(module)
+            self._import_builtins()
             if self._group is not None:
                 for entry in importlib.metadata.entry_points(group=self._group):
                     try:
@@ -67,9 +73,22 @@ class Registry(Generic[K]):
                             f"{type(exc).__name__}: {exc}; fix or uninstall the package that provides it"
                         ) from None
 
+    def _import_builtins(self, until: str | None = None) -> None:
+        """Import the built-in modules in their order, stopping once `until` is registered: a run looks up
+        one bot type, and importing every kind's module (the phone line's, WhatsApp's) cost a twentieth
+        of its start-up (with `by_name`). Every other question (the names, the kinds, a name not found)
+        imports them all, and so does a kind registered from elsewhere (a plugin, a test) into a `by_name`
+        registry, so that the built-ins stay first."""
+        while self._imported < len(self._builtins) and (until is None or until not in self._kinds):
+            self._imported += 1  # first, as in _load: a module that looks a kind up while importing
+            importlib.import_module(self._builtins[self._imported - 1])
+
     def find(self, name: str) -> K | None:
         """The kind named `name`, or None."""
-        self._load()
+        if self._by_name and name not in self._kinds:
+            self._import_builtins(until=name)
+        if name not in self._kinds:
+            self._load()
         return self._kinds.get(name)
 
     def get(self, name: str) -> K:

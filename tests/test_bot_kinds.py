@@ -77,18 +77,28 @@ def test_a_kind_whose_config_type_is_another_name_is_refused() -> None:
 
 
 def test_the_built_in_kinds_load_on_the_first_lookup_not_on_import_or_help() -> None:
+    """A lookup imports the built-in modules up to the one that registers the name (a run looks up one
+    type); listing the kinds, or a name that is not built in, imports them all."""
     probe = (
         "import sys\n"
         "import simulator.config.suite\n"
-        "loaded = lambda: sorted(m for m in sys.modules if m.startswith('simulator.config.bots'))\n"
-        "before = loaded()\n"
-        "from simulator.config.bot_kinds import bot_kind\n"
+        "loaded = lambda: sorted(m for m in sys.modules if m.startswith(('simulator.config.bots', 'simulator.voice')))\n"
+        "print(loaded())\n"
+        "from simulator.config.bot_kinds import bot_kind, bot_kinds, validate_bot\n"
         "bot_kind('http')\n"
-        "print(before, loaded())\n"
+        "print(loaded())\n"
+        "validate_bot({'type': 'http', 'url': 'http://127.0.0.1:1/chat'})\n"
+        "print(loaded())\n"
+        "print(bot_kind('whatsapp').name, loaded())\n"
+        "print(len(bot_kinds()), loaded())\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
-    assert done.stdout.split("] [")[0] == "["  # nothing before the lookup
-    assert "'simulator.config.bots.whatsapp'" in done.stdout
+    before, looked_up, validated, whatsapp, listed = done.stdout.splitlines()
+    assert before == "[]"  # nothing before the lookup
+    assert looked_up == validated == "['simulator.config.bots']"
+    assert whatsapp.startswith("whatsapp [") and "'simulator.config.bots.whatsapp'" in whatsapp
+    assert "'simulator.voice.config'" not in whatsapp
+    assert "'simulator.voice.config'" in listed and "'simulator.config.bots.in_code'" in listed
     helped = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "simulator", "--help"],
         capture_output=True,

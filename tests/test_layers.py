@@ -22,6 +22,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.diskerrors",
         "simulator.safefiles",
         "simulator.jsonbounds",
+        "simulator.readers",
         "simulator.names",
         "simulator.importing",
         "simulator.eventloop",

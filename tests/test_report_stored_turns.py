@@ -223,3 +223,73 @@ def test_shared_strings_and_field_sets_change_no_value(runs: dict[str, Path]) ->
     changed = shared[0].model_copy(update={"score": 0.5})
     assert "score" in changed.model_fields_set
     assert [set(v.model_fields_set) for v in shared] == before
+
+
+def _part_turn(index: int, role: str, parts: list[dict[str, Any]]) -> Turn:
+    return Turn.model_validate(
+        {"index": index, "role": role, "parts": parts, "started_at": datetime(2026, 1, 1, tzinfo=UTC)}
+    )
+
+
+def _parts_run(path: Path) -> Path:
+    """Conversations with and without speech, refused and accepted tool calls (the bot's and the user's),
+    picks and an error of the bot's: what the whole-run passes read of every conversation."""
+    from simulator.record.parts import ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL
+
+    speech = {"type": "audio", "start_s": 1.0, "end_s": 2.5, "transcript": "my chest hurts"}
+    call = {"type": "tool_call", "name": "book", "arguments": {"when": "now"}}
+    shapes: list[list[Turn]] = [
+        [_part_turn(0, "user", [{"type": "text", "text": "hello"}]), _part_turn(1, "bot", [{"type": "text", "text": "hi there"}])],
+        [_part_turn(0, "user", [speech]), _part_turn(1, "bot", [{**speech, "start_s": 3.0, "end_s": 4.0, "transcript": "call 999"}])],
+        [_part_turn(0, "user", [{"type": "text", "text": "book me"}]), _part_turn(1, "bot", [{**call, "error": f"{ARGUMENTS_DO_NOT_FIT}: when"}, {"type": "text", "text": "done"}])],
+        [_part_turn(0, "user", [{"type": "text", "text": "x"}]), _part_turn(1, "bot", [{**call, "error": f"{NO_SUCH_TOOL} 'book'"}])],
+        [_part_turn(0, "user", [{**call, "side": "user", "error": f"{NO_SUCH_TOOL} 'book'"}]), _part_turn(1, "bot", [{**call, "result": "ok"}])],
+        [_part_turn(0, "user", [{"type": "pick", "id": "y", "title": "Yes"}]), _part_turn(1, "bot", [{"type": "text", "text": "ok"}, {"type": "text", "text": "and?"}])],
+    ]  # fmt: skip
+    records = []
+    for n, turns in enumerate(shapes):
+        fields: dict[str, Any] = {"turns": turns}
+        if n == 5:
+            fields |= {
+                "stop_reason": "error",
+                "error": ErrorInfo(source="bot", kind="invalid_reply", message="bad"),
+            }
+        records.append(record(f"s{n}", 0, **fields))
+    return write_run(path, records, [verdict(r, "c0", "pass") for r in records])
+
+
+def test_whole_run_passes_read_a_line_again_only_when_its_facts_say_they_must(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bot length, bot faults and the call timeline are the same from stored turns as from turns in memory,
+    and a conversation whose facts show no speech and no refused call is not read again for them."""
+    from simulator.analysis.length_bias import bot_length
+    from simulator.record.faults import bot_faults
+    from simulator.voice.timeline import timeline_of
+
+    run = _parts_run(tmp_path / "run")
+    held = load_run(run).conversations
+    stored = load_run(run, keep_turns=False).conversations
+    loads: list[str] = []
+    real_load = StoredTurns.load
+
+    def counted(self: StoredTurns) -> list[Turn]:
+        loads.append(self._record_id)
+        return real_load(self)
+
+    monkeypatch.setattr(StoredTurns, "load", counted)
+    for a, b in zip(held, stored, strict=True):
+        assert bot_length(b.turns) == bot_length(a.turns)
+        assert bot_faults(b) == bot_faults(a)
+        assert timeline_of(b) == timeline_of(a)
+    assert [bot_length(r.turns) for r in held] == [8, 8, 4, 0, 0, 6]
+    assert [[f.kind for f in bot_faults(r)] for r in held] == [
+        [],
+        [],
+        ["tool_arguments"],
+        ["tool_arguments"],
+        [],
+        ["invalid_reply"],
+    ]
+    assert [timeline_of(r).is_call for r in held] == [False, True, False, False, False, False]
+    assert sorted(set(loads)) == ["s1#0", "s2#0", "s3#0"]  # speech, the two refused calls of the bot

@@ -33,6 +33,7 @@ from statistics import NormalDist
 from simulator.judging.pairwise import PairwiseResult
 from simulator.models import ResultModel
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.stored_turns import StoredTurns
 from simulator.record.transcript import Turn
 from simulator.stats.basic import Rate, rate
 
@@ -86,8 +87,10 @@ def correlation(xs: Sequence[float], ys: Sequence[float]) -> Correlation:
     return Correlation(r=r, p=2 * (1 - NormalDist().cdf(z)), n=n)
 
 
-def bot_length(turns: list[Turn]) -> int:
-    """Characters of the bot's messages in a conversation."""
+def bot_length(turns: Sequence[Turn]) -> int:
+    """Characters of the bot's messages in a conversation (counted at load for turns left in the folder)."""
+    if isinstance(turns, StoredTurns):
+        return sum(fact.chars for fact in turns.facts if fact.role == "bot")
     return sum(len(text) for turn in turns if turn.role == "bot" for text in turn.messages)
 
 

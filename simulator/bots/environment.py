@@ -29,8 +29,7 @@ from simulator.config.patterns import PatternTimeout, schema_validator
 from simulator.config.tool_checks import read_state_path
 from simulator.jsonbounds import JSONRefused, check_depth
 from simulator.providers.base import ToolSpec
-from simulator.record.faults import ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL
-from simulator.record.parts import ToolCallPart
+from simulator.record.parts import ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL, ToolCallPart
 
 # Tool functions run here, so a slow one can be timed out (it is left to finish in its thread).
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="simulator-tool")

@@ -142,9 +142,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_command(args: argparse.Namespace) -> int:
     from simulator import api
-    from simulator.record.index import is_matrix
 
     if args.resume is not None:
+        from simulator.record.index import is_matrix
+
         matrix = is_matrix(args.resume)
         options = _run_options(args, backend=not matrix)
         outcome = api.run_sync(

@@ -128,6 +128,7 @@ BOT_KINDS: Registry[BotKind] = Registry(
     ),
     # A package that adds a channel names its module here (pyproject: [project.entry-points."simulator.bot_kinds"]).
     group="simulator.bot_kinds",
+    by_name=True,  # a run looks up one type: the other kinds' modules stay unimported
 )
 
 
@@ -221,9 +222,12 @@ def validate_bot(value: Any) -> BotConfig:
     if not isinstance(value, dict):
         raise ValueError(f"a bot is a mapping with a `type` ({', '.join(BOT_KINDS.names())})")
     name = value.get("type")
-    if not isinstance(name, str) or BOT_KINDS.find(name) is None:
+    kind = BOT_KINDS.find(name) if isinstance(name, str) else None
+    if kind is None:
         raise _unknown(name, value)
-    return cast(BotConfig, _union(bot_kinds()).validate_python(value))
+    # The named kind's union of one: its errors are located as in the union of every kind (`<type>.<field>`)
+    # without building (and importing) the others.
+    return cast(BotConfig, _union([kind]).validate_python(value))
 
 
 class _ByKind:

@@ -10,12 +10,13 @@ A dropped connection, a timeout or a start-up failure is not here: those are the
 
 from __future__ import annotations
 
-__all__ = ["ARGUMENTS_DO_NOT_FIT", "BOT_FAULTS", "NO_SUCH_TOOL", "bot_faults"]
+__all__ = ["BOT_FAULTS", "bot_faults"]
 
 from dataclasses import dataclass
 
 from simulator.record.models import ConversationRecord
-from simulator.record.parts import ToolCallPart, part_text
+from simulator.record.parts import part_text, refused_call
+from simulator.record.stored_turns import StoredTurns
 
 # A conversation's error kind (`ErrorInfo.kind`, source `bot`) that is the bot's fault -> what it did.
 BOT_FAULTS: dict[str, str] = {
@@ -23,9 +24,6 @@ BOT_FAULTS: dict[str, str] = {
     "invalid_reply": "sent a malformed reply",
     "tool_arguments": "called a tool with invalid arguments",
 }
-# How the environment words a bot's call it refused (bots/environment.py writes these; read here).
-ARGUMENTS_DO_NOT_FIT = "the arguments do not fit"
-NO_SUCH_TOOL = "no tool named"
 
 
 @dataclass(frozen=True)
@@ -43,13 +41,11 @@ def bot_faults(record: ConversationRecord) -> list[BotFault]:
     error = record.error
     if error is not None and error.source == "bot" and error.kind in BOT_FAULTS:
         faults.append(BotFault(error.kind, error.message))
-    for turn in record.turns:
+    turns = record.turns
+    if isinstance(turns, StoredTurns) and not any(fact.refused_call for fact in turns.facts):
+        return faults  # known at load: no refused call, so the line need not be read again
+    for turn in turns:
         for part in turn.parts:
-            if (
-                isinstance(part, ToolCallPart)
-                and part.side == "bot"
-                and part.error is not None
-                and part.error.startswith((ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL))
-            ):
+            if refused_call(part):
                 faults.append(BotFault("tool_arguments", part_text(part)))
     return faults

@@ -13,6 +13,8 @@ where the judge saw it.
 from __future__ import annotations
 
 __all__ = [
+    "ARGUMENTS_DO_NOT_FIT",
+    "NO_SUCH_TOOL",
     "AudioPart",
     "EventPart",
     "MediaPart",
@@ -25,6 +27,7 @@ __all__ = [
     "last_options",
     "part_text",
     "parts_adapter",
+    "refused_call",
 ]
 
 import json
@@ -185,3 +188,19 @@ def last_options(parts: list[Part]) -> list[Option]:
         if isinstance(part, OptionsPart):
             return list(part.options)
     return []
+
+
+# How the environment words a bot's call it refused (bots/environment.py writes these; `refused_call` reads them).
+ARGUMENTS_DO_NOT_FIT = "the arguments do not fit"
+NO_SUCH_TOOL = "no tool named"
+
+
+def refused_call(part: Part) -> bool:
+    """Whether `part` is a call of the bot's that the environment refused for its arguments or its name (a
+    bot fault: record/faults.py)."""
+    return (
+        isinstance(part, ToolCallPart)
+        and part.side == "bot"
+        and part.error is not None
+        and part.error.startswith((ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL))
+    )

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from simulator.errors import UserError
+from simulator.record.parts import AudioPart, refused_call
 from simulator.record.transcript import Turn, Usage
 from simulator.safefiles import FileRefused, open_regular
 
@@ -33,13 +34,19 @@ UsageTuple = tuple[int, int, int, int]
 
 
 class TurnFact(NamedTuple):
-    """What whole-run counts read of one turn, without its content."""
+    """What whole-run counts read of one turn, without its content, and what tells a whole-run pass that
+    it need not read the content again (10^4 conversations each re-read and validated was most of a large
+    report's time): the characters of its messages (length bias), whether it holds speech (voice figures)
+    and a call the environment refused (bot faults)."""
 
     role: str
     model: str | None
     usage: UsageTuple | None
     latency_s: float
     time_to_first_token_s: float | None
+    chars: int
+    has_audio: bool
+    refused_call: bool
 
     @property
     def usage_model(self) -> Usage | None:
@@ -70,6 +77,9 @@ def facts_of_turns(turns: Sequence[Turn]) -> tuple[TurnFact, ...]:
             ),
             turn.latency_s,
             turn.time_to_first_token_s,
+            sum(map(len, turn.messages)),
+            any(isinstance(part, AudioPart) for part in turn.parts),
+            any(refused_call(part) for part in turn.parts),
         )
         for turn in turns
     )

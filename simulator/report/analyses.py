@@ -95,10 +95,11 @@ def all_analyses() -> list[Analysis]:
 
 
 def data_analyses() -> list[Analysis]:
-    """The analyses that carry data, in their JSON order."""
-    return sorted((a for a in all_analyses() if a.key is not None), key=lambda a: a.order)
+    """The analyses that carry data, in their JSON order; ties by key, so the order (and the report's JSON
+    schema) never depends on which module happened to register first."""
+    return sorted((a for a in all_analyses() if a.key is not None), key=lambda a: (a.order, a.key or ""))
 
 
 def drawn_analyses() -> list[Analysis]:
     """The analyses drawn as sections, in page order."""
-    return sorted((a for a in all_analyses() if a.draw is not None), key=lambda a: a.draw_order)
+    return sorted((a for a in all_analyses() if a.draw is not None), key=lambda a: (a.draw_order, a.name))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from simulator.record.models import ConversationRecord
 from simulator.record.parts import AudioPart
+from simulator.record.stored_turns import StoredTurns
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class CallTimeline:
 def timeline_of(record: ConversationRecord) -> CallTimeline:
     """The caller's and the bot's speech in a recorded conversation, in time order (empty: not a call)."""
     timeline = CallTimeline()
+    if isinstance(record.turns, StoredTurns) and not any(fact.has_audio for fact in record.turns.facts):
+        return timeline  # known at load: no speech, so the line need not be read again
     for position, turn in enumerate(record.turns):
         side = "caller" if turn.role == "user" else "bot"
         sentences = _sentences(record, position) if side == "caller" else ()

@@ -81,3 +81,51 @@ def test_auto_runs_a_small_plan_in_one_process(
     printed = capsys.readouterr().out
     assert "--workers auto: one process for" in printed and "worker processes" not in printed
     assert _record(out)[0] and not (tmp_path / ".auto.shards").exists()
+
+
+@pytest.mark.parametrize(
+    ("workers", "concurrency", "connections", "rpm"), [(2, 8, 16, 300.0), (3, 5, 4, 90.0)]
+)
+def test_workers_share_the_suite_s_limits_and_the_record_keeps_the_run_s(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    workers: int,
+    concurrency: int,
+    connections: int,
+    rpm: float,
+) -> None:
+    """N workers together keep to the suite's concurrency, connections and request budget (each ran with 1/N,
+    rounded up, as its shard's manifest records), and the merged record states the limits the user set."""
+    import yaml
+
+    import simulator.engine.local_workers as local
+
+    suite = write_suite(tmp_path, runs=2, bot=STATELESS_BOT)
+    data = yaml.safe_load(suite.read_text())
+    data["concurrency"] = concurrency
+    data["providers"] = {"openai": {"max_connections": connections, "rpm": rpm}}
+    suite.write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)
+    shard_limits: list[tuple[int, int, float | None]] = []
+    real_merge = local.merge_shards
+
+    def merge(paths: list[Path], out: Path, **kwargs: Any) -> Any:
+        for path in paths:  # what each worker ran with, before the shard folders are merged and removed
+            ran = RunFolder.open_unsealed(path).read_manifest().suite
+            assert ran is not None
+            shard_limits.append(
+                (ran.concurrency, ran.providers["openai"].max_connections, ran.providers["openai"].rpm)
+            )
+        return real_merge(paths, out, **kwargs)
+
+    monkeypatch.setattr(local, "merge_shards", merge)
+    out = tmp_path / "many"
+    assert main(["run", str(suite), "--out", str(out), "--no-progress", "--workers", str(workers)]) == 0
+    share = (-(-concurrency // workers), -(-connections // workers), rpm / workers)
+    assert shard_limits == [share] * workers
+    recorded = RunFolder.open(out).read_manifest().suite
+    assert recorded is not None and recorded.concurrency == concurrency
+    assert (recorded.providers["openai"].max_connections, recorded.providers["openai"].rpm) == (
+        connections,
+        rpm,
+    )

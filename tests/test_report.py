@@ -329,4 +329,3 @@ def test_report_command_samples_only_the_html(tmp_path: Path) -> None:
     # JUnit carries every conversation: with it, nothing is sampled.
     assert main(["report", str(run), "--quiet", "--html", str(html), "--junit", str(junit)]) == 0
     assert "passing conversations are not shown" not in html.read_text(encoding="utf-8")
-

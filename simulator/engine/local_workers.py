@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from simulator.config.scenario import Scenario
 from simulator.config.suite import Suite
 from simulator.engine.merge import MergeResult, merge_shards
+from simulator.engine.worker_share import worker_share
 from simulator.errors import UserError
 from simulator.record.manifest import ShardInfo
 
@@ -92,12 +93,13 @@ def run_local_workers(
         raise UserError(f"{staging} exists (an earlier --workers run): resume and merge it, or remove it")
     staging.mkdir(parents=True)
     context = multiprocessing.get_context("fork")
+    share = worker_share(suite, workers)  # together the workers keep to the suite's limits
     paths = [staging / f"shard-{index}" for index in range(1, workers + 1)]
     children = []
     for index, path in enumerate(paths, start=1):
         shard = ShardInfo(index=index, count=workers, plan_hash="")
         mine = replace(options, out=path, shard=shard, progress=False)
-        child = context.Process(target=_child, args=(suite, scenarios, mine))
+        child = context.Process(target=_child, args=(share, scenarios, mine))
         child.start()
         children.append(child)
     for child in children:
@@ -108,6 +110,6 @@ def run_local_workers(
             f"{len(failed)} of {workers} workers failed ({', '.join(failed)}); nothing was merged or lost: "
             f"finish each with `simulator run --resume SHARD`, then `simulator merge {staging}/shard-* --out {out}`"
         )
-    result = merge_shards(paths, out)
+    result = merge_shards(paths, out, suite=suite)  # the record holds the run's limits, not a worker's share
     shutil.rmtree(staging)
     return result

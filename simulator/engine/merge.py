@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from simulator.config.suite import Suite
+from simulator.engine.worker_share import LIMITS
 from simulator.errors import UserError
 from simulator.record.counting import verdict_counts
 from simulator.record.folder import RunFolder, latest_by_id
@@ -61,8 +63,11 @@ def _expected_keys(manifest: Manifest) -> set[str]:
     return {f"{s.id}#{r}" for s in manifest.scenarios for r in range(runs)}
 
 
-def merge_shards(paths: list[Path], out: Path, *, allow_missing: bool = False) -> MergeResult:
-    """Write one run folder holding every shard's latest conversations and all their verdicts."""
+def merge_shards(
+    paths: list[Path], out: Path, *, allow_missing: bool = False, suite: Suite | None = None
+) -> MergeResult:
+    """Write one run folder holding every shard's latest conversations and all their verdicts. `suite`, when
+    given, is recorded as the run's (forked workers ran a share of its limits each: engine/worker_share.py)."""
     if not paths:
         raise UserError("name the shard run folders to merge: simulator merge runs/a runs/b --out runs/all")
     shards = [(folder, folder.read_manifest()) for folder in map(RunFolder.open_unsealed, paths)]
@@ -90,12 +95,24 @@ def merge_shards(paths: list[Path], out: Path, *, allow_missing: bool = False) -
             f"{len(missing)} items of the plan are in no shard: {_names(missing)}; finish the shards with "
             f"`simulator run --resume SHARD`, add the missing ones of the {count}, or pass --allow-missing"
         )
-    return _write(shards, out, missing)
+    return _write(shards, out, missing, suite)
 
 
-def _write(shards: list[tuple[RunFolder, Manifest]], out: Path, missing: list[str]) -> MergeResult:
+def _write(
+    shards: list[tuple[RunFolder, Manifest]], out: Path, missing: list[str], suite: Suite | None = None
+) -> MergeResult:
     first = shards[0][1]
     merged = first.model_copy(deep=True)
+    if (
+        suite is not None and merged.suite is not None
+    ):  # the limits only: the rest is as the shard recorded it
+        merged.suite.concurrency = suite.concurrency
+        for name, settings in merged.suite.providers.items():
+            if name in suite.providers:
+                mine = suite.providers[name]
+                merged.suite.providers[name] = settings.model_copy(
+                    update={key: getattr(mine, key) for key in LIMITS}
+                )
     merged.run_id = out.name
     merged.shard = None
     merged.planned = first.shard.total if first.shard else merged.planned

@@ -21,6 +21,7 @@ from simulator.config.scenario import Scenario
 from simulator.config.suite import Suite
 from simulator.engine.conversation import ConversationPlan
 from simulator.engine.executor import Done, ItemLost, SessionParts, WorkItem, simulate_and_judge
+from simulator.engine.worker_share import worker_share
 from simulator.errors import UserError
 from simulator.record.models import ConversationRecord
 
@@ -42,19 +43,6 @@ def _ray() -> Any:
     except ImportError:
         raise UserError(INSTALL) from None
     return ray
-
-
-def share_budget(suite: Suite, workers: int) -> Suite:
-    """The suite a worker runs: each provider's requests-per-minute budget divided among the workers."""
-    shared = suite.model_copy(deep=True)
-    for name, settings in shared.providers.items():
-        if settings.rpm or settings.tpm:
-            shares = {
-                key: getattr(settings, key) / workers for key in ("rpm", "tpm") if getattr(settings, key)
-            }
-            shared.providers[name] = settings.model_copy(update=shares)
-    shared._base_dir, shared._file = suite.base_dir, suite.file
-    return shared
 
 
 class Worker:
@@ -215,7 +203,7 @@ def start_ray_executor(
     workers = options.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     if workers < 1:
         raise UserError(f"--workers {workers}: give at least 1")
-    suite = share_budget(parts.suite, workers)
+    suite = worker_share(parts.suite, workers)
     remote = ray.remote(num_cpus=0, max_concurrency=max(1, -(-width // workers)), max_restarts=0)(Worker)
     scenarios = list(parts.scenarios.values())
     actors = [

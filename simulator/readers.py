@@ -14,13 +14,10 @@ whose message is one line naming the file (and line, or field) and the fix, neve
 from __future__ import annotations
 
 __all__ = [
-    "MAX_CSV_BYTES",
     "MAX_IMPORT_BYTES",
     "MAX_LINE_BYTES",
     "MAX_TAU2_BYTES",
-    "CsvSheet",
     "InputRefused",
-    "decode_text",
     "missing",
     "parse_protobuf",
     "read_csv",

@@ -21,7 +21,9 @@ import importlib.util
 import json
 import re
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,9 +149,37 @@ def _load(llama_cpp: Any, path: Path) -> _LoadedModel:
         loaded = _MODELS.get(path)
         if loaded is None:
             # chat_format=None: llama-cpp-python formats prompts with the chat template in the GGUF file.
-            llama = llama_cpp.Llama(model_path=str(path), n_ctx=N_CTX, verbose=False)
+            with without_extra_buffers(llama_cpp):
+                llama = llama_cpp.Llama(model_path=str(path), n_ctx=N_CTX, verbose=False)
             loaded = _MODELS[path] = _LoadedModel(llama, path)
         return loaded
+
+
+@contextmanager
+def without_extra_buffers(llama_cpp: Any) -> Iterator[None]:
+    """Load with llama.cpp's extra CPU buffer types off (AMX tiles, weight repacking).
+
+    Why: on a CPU that reports AMX inside a virtual machine that does not grant the tile state (seen on
+    this project's 2-core CI kind, Sapphire Rapids under Firecracker), the first decode of a model loaded
+    with them dies with SIGSEGV, taking the whole run with it. The plain CPU path is as correct and, for the
+    small models this provider is for, about as fast. `Llama()` has no argument for it, so its default
+    model parameters are wrapped for the load only (under the load lock) and restored at once; the
+    server launcher (`python -m simulator.providers.llama_server`) holds it for its whole process.
+    """
+    low = llama_cpp.llama_cpp
+    default = low.llama_model_default_params
+
+    def params() -> Any:
+        made = default()
+        if hasattr(made, "use_extra_bufts"):  # llama-cpp-python 0.3.x with the field; older: nothing to do
+            made.use_extra_bufts = False
+        return made
+
+    low.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        low.llama_model_default_params = default
 
 
 _TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)

@@ -12,7 +12,6 @@ __all__ = [
     "VERDICTS",
     "RunFolder",
     "dump_line",
-    "dump_writable",
     "git_commit",
     "latest_by_id",
     "new_run_id",

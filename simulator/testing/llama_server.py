@@ -29,7 +29,7 @@ def _free_port(host: str) -> int:
 
 
 class LlamaServer:
-    """`python -m llama_cpp.server` as a subprocess: start, wait until `/v1/models` answers, stop.
+    """`python -m llama_cpp.server` (through simulator.providers.llama_server) as a subprocess: start, wait until `/v1/models` answers, stop.
 
     Use as a context manager; `base_url` is what a suite's `providers.openai.base_url` takes. The model
     is served under `alias` (any model name in a request reaches it: the server has only one).
@@ -84,7 +84,7 @@ class LlamaServer:
             command = [
                 sys.executable,
                 "-m",
-                "llama_cpp.server",
+                "simulator.providers.llama_server",  # llama_cpp.server, with the provider's safe buffers
                 "--model",
                 str(self.model_path),
                 "--model_alias",

@@ -23,7 +23,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from simulator.bots.reply_check import MAX_REPLY_BYTES, user_code_error
+from simulator.bots.reply_check import user_code_error
+from simulator.bots.turn_limits import TurnLimits
 from simulator.config.environment import EnvironmentSpec, ToolDef, UserToolDef, load_function, merge_state
 from simulator.config.patterns import PatternTimeout, schema_validator
 from simulator.config.tool_checks import read_state_path
@@ -35,6 +36,10 @@ from simulator.record.parts import ToolCallPart
 # Tool functions run here, so a slow one can be timed out (it is left to finish in its thread).
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="simulator-tool")
 Side = Literal["bot", "user"]
+_OVER = (
+    "not run: this turn already made as many tool calls as bot.max_tool_calls_per_turn allows; the turn is "
+    "stopped as a bot error"
+)
 
 
 class ToolError(Exception):
@@ -59,12 +64,21 @@ def _same(a: Any, b: Any) -> bool:
 class Environment:
     """The state and tools of one conversation, safe to call from the loop and from a bot's threads."""
 
-    def __init__(self, spec: EnvironmentSpec, state: dict[str, Any], conversation_id: str = "") -> None:
+    def __init__(
+        self,
+        spec: EnvironmentSpec,
+        state: dict[str, Any],
+        conversation_id: str = "",
+        limits: TurnLimits | None = None,
+    ) -> None:
         self.spec = spec
         self.state = state
         self.conversation_id = conversation_id
+        # A result's and the state's size cap, and the calls one turn may make (bots/turn_limits.py).
+        self.limits = limits or TurnLimits()
         self.calls: list[ToolCallPart] = []
         self._pending: list[ToolCallPart] = []
+        self._dropped = 0  # calls past the turn's limit: neither run nor kept, only counted
         self._lock = threading.Lock()  # the call records
         # One call at a time changes the state; a timed-out function keeps it until it returns.
         self._state_lock = threading.Lock()
@@ -89,6 +103,24 @@ class Environment:
             taken, self._pending = self._pending, []
         return taken
 
+    def take_dropped(self) -> int:
+        """How many calls since the last take came past the turn's limit (bot.max_tool_calls_per_turn)."""
+        with self._lock:
+            dropped, self._dropped = self._dropped, 0
+        return dropped
+
+    def _over_limit(self, name: str, arguments: dict[str, Any], side: Side) -> ToolCallPart | None:
+        """A call past the turn's limit: refused without running. The first is recorded (so the turn
+        says which call it was); the rest are only counted, so a bot calling in a loop costs no memory."""
+        limit = self.limits.max_tool_calls_per_turn
+        with self._lock:
+            if len(self._pending) < limit:
+                return None
+            if len(self._pending) > limit:
+                self._dropped += 1
+                return ToolCallPart(name=name, arguments={}, id="env-over-limit", error=_OVER, side=side)
+        return self.refuse(name, arguments, _OVER, side=side)
+
     def final_state(self) -> dict[str, Any]:
         """A JSON-safe copy of the state as it is now (waiting for a running function, within reason)."""
         locked = self._state_lock.acquire(timeout=self.spec.tool_timeout_s)
@@ -104,6 +136,9 @@ class Environment:
         """Run one tool call and record it; never raises for the call's own failure."""
         started, clock = datetime.now(UTC), time.perf_counter()
         arguments = dict(arguments or {})
+        refused = self._over_limit(name, arguments, side)
+        if refused is not None:
+            return refused
         result, error = self._run(name, arguments, side)
         return self._record(name, arguments, result, error, started, time.perf_counter() - clock, side)
 
@@ -205,8 +240,8 @@ class Environment:
             return None, str(exc)
         except BaseException as exc:  # the team's function raised (SystemExit too): that is the call's error
             return None, user_code_error(exc)
-        try:
-            check_depth(value, f"{name}'s result", max_bytes=MAX_REPLY_BYTES)  # a bot's answer's caps
+        try:  # a bot's answer's caps (bot.max_reply_bytes)
+            check_depth(value, f"{name}'s result", max_bytes=self.limits.max_reply_bytes)
             return json.loads(json.dumps(value)), None  # strictly JSON: what a model would be sent
         except JSONRefused as exc:
             return None, str(exc)
@@ -217,7 +252,7 @@ class Environment:
         """After a tool ran: a state it made cyclic, too deep or larger than a bot's answer may be could
         never be recorded (or read back), so it is put back as it was and the call fails saying why."""
         try:
-            check_depth(self.state, f"the state after {name}", max_bytes=MAX_REPLY_BYTES)
+            check_depth(self.state, f"the state after {name}", max_bytes=self.limits.max_reply_bytes)
         except JSONRefused as exc:
             self.state.clear()
             self.state.update(before)
@@ -238,9 +273,13 @@ def _argument_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str 
 
 
 def make_environment(
-    spec: EnvironmentSpec | None, scenario_state: dict[str, Any], conversation_id: str = ""
+    spec: EnvironmentSpec | None,
+    scenario_state: dict[str, Any],
+    conversation_id: str = "",
+    limits: TurnLimits | None = None,
 ) -> Environment | None:
     """A fresh environment for one conversation (None when the suite declares none)."""
     if spec is None:
         return None
-    return Environment(spec, merge_state(copy.deepcopy(spec.state), scenario_state), conversation_id)
+    state = merge_state(copy.deepcopy(spec.state), scenario_state)
+    return Environment(spec, state, conversation_id, limits)

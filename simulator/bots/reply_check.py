@@ -14,6 +14,7 @@ __all__ = [
     "checked_flags",
     "checked_size",
     "checked_state",
+    "shown",
     "user_code_error",
 ]
 
@@ -31,22 +32,36 @@ MAX_REPLY_BYTES = 8_000_000
 TURN_TIMEOUT_S = 30.0
 
 
-def checked_size(value: Any, where: str) -> None:
+def checked_size(value: Any, where: str, max_bytes: int = MAX_REPLY_BYTES) -> None:
     """A bot error when `value` (what an in-process bot or tool handed back) is deeper, larger or more
     self-referential than a reply over the wire may be: the same caps as an HTTP bot's answer."""
     try:
-        check_depth(value, where, max_bytes=MAX_REPLY_BYTES)
+        check_depth(value, where, max_bytes=max_bytes)
     except JSONRefused as exc:
-        raise BotError("invalid_reply", str(exc)) from None
+        field = " (bot.max_reply_bytes)" if "larger than" in str(exc) else ""
+        raise BotError("invalid_reply", f"{exc}{field}") from None
 
 
 def user_code_error(exc: BaseException, doing: str = "") -> str:
     """The line recorded when in-process user code (`doing`: "final_state()", a tool's name) raised
     anything, `SystemExit` and other BaseExceptions included: they end that turn or call, never the run."""
     if isinstance(exc, SystemExit):
-        return f"{doing or 'the bot'} called sys.exit({exc.code!r}), which ends only this conversation"
-    found = f"{type(exc).__name__}: {exc}"
+        code = shown(exc.code, repr)
+        return f"{doing or 'the bot'} called sys.exit({code}), which ends only this conversation"
+    found = f"{type(exc).__name__}: {shown(exc, str)}"
     return f"{doing} raised {found}" if doing else found
+
+
+def shown(value: Any, how: Any = str, limit: int = 500) -> str:
+    """`how(value)` (str or repr) of an object from user code, at most `limit` characters; user code's
+    `__str__` may itself raise, or run long, and neither may reach the run: then its type is shown."""
+    try:
+        text = how(value)
+    except BaseException:  # noqa: BLE001 - whatever it raised, SystemExit included, is the object's fault
+        return f"<{type(value).__name__} that cannot be shown>"
+    if not isinstance(text, str):
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _flag(name: str, value: Any) -> bool:

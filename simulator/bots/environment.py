@@ -18,13 +18,13 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from simulator.bots.reply_check import user_code_error
+from simulator.bots.reply_check import shown, user_code_error
 from simulator.bots.turn_limits import TurnLimits
+from simulator.bots.user_threads import call_blocking, in_daemon_thread
 from simulator.config.environment import EnvironmentSpec, ToolDef, UserToolDef, load_function, merge_state
 from simulator.config.patterns import PatternTimeout, schema_validator
 from simulator.config.tool_checks import read_state_path
@@ -33,8 +33,6 @@ from simulator.providers.base import ToolSpec
 from simulator.record.faults import ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL
 from simulator.record.parts import ToolCallPart
 
-# Tool functions run here, so a slow one can be timed out (it is left to finish in its thread).
-_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="simulator-tool")
 Side = Literal["bot", "user"]
 _OVER = (
     "not run: this turn already made as many tool calls as bot.max_tool_calls_per_turn allows; the turn is "
@@ -52,7 +50,7 @@ class StateRefused(Exception):
 
 def _plain(value: Any) -> Any:
     """A JSON-safe copy (what the record can keep): unknown objects become their text."""
-    return json.loads(json.dumps(value, default=str))
+    return json.loads(json.dumps(value, default=shown))  # shown(): a __str__ that raises is not ours
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -146,7 +144,7 @@ class Environment:
         self, name: str, arguments: dict[str, Any] | None = None, *, side: Side = "bot"
     ) -> ToolCallPart:
         """`call` without blocking the event loop."""
-        return await asyncio.to_thread(self.call, name, arguments, side=side)
+        return await in_daemon_thread(lambda: self.call(name, arguments, side=side))
 
     def result(self, tool: str, /, **arguments: Any) -> Any:
         """The Python bots' API: `env.result("book", patient_id="P1")` is the call's result, or raises
@@ -200,8 +198,12 @@ class Environment:
         if problem is not None:
             return None, f"{ARGUMENTS_DO_NOT_FIT} {name}'s parameters: {problem}"
         if isinstance(tool, UserToolDef) and tool.reads is not None:
-            with self._state_lock:
+            if not self._state_lock.acquire(timeout=self.spec.tool_timeout_s):  # a stuck tool holds it
+                return None, f"{name}: the state was still held by a tool call after {self.spec.tool_timeout_s:g} s"
+            try:
                 found, value = read_state_path(self.state, tool.reads)
+            finally:
+                self._state_lock.release()
             return (_plain(value), None) if found else (None, f"the state has no `{tool.reads}`")
         if tool.function is None:
             return self._canned(tool, arguments)
@@ -231,9 +233,8 @@ class Environment:
                     self._keep_state_recordable(name, before)
                 return value
 
-        future = _POOL.submit(run)
-        try:
-            value = future.result(timeout=self.spec.tool_timeout_s)
+        try:  # in a daemon thread: a function that never returns cannot keep the run from ending
+            value = call_blocking(run, self.spec.tool_timeout_s)
         except FutureTimeout:
             return None, f"{name} did not return within {self.spec.tool_timeout_s:g} s (tool_timeout_s)"
         except StateRefused as exc:
@@ -245,15 +246,16 @@ class Environment:
             return json.loads(json.dumps(value)), None  # strictly JSON: what a model would be sent
         except JSONRefused as exc:
             return None, str(exc)
-        except (TypeError, ValueError) as exc:
-            return None, f"{name} returned something that is not JSON data ({exc})"
+        except BaseException as exc:  # noqa: BLE001 - not JSON, or its own __str__/__eq__ raised
+            return None, f"{name} returned something that is not JSON data ({user_code_error(exc)})"
 
     def _keep_state_recordable(self, name: str, before: dict[str, Any]) -> None:
         """After a tool ran: a state it made cyclic, too deep or larger than a bot's answer may be could
         never be recorded (or read back), so it is put back as it was and the call fails saying why."""
         try:
             check_depth(self.state, f"the state after {name}", max_bytes=self.limits.max_reply_bytes)
-        except JSONRefused as exc:
+        except BaseException as exc:  # noqa: BLE001 - refused, or a key's own __str__ raised
+            exc = exc if isinstance(exc, JSONRefused) else JSONRefused(f"the state after {name} cannot be read")
             self.state.clear()
             self.state.update(before)
             raise StateRefused(f"{exc}; the state is kept as it was before the call") from None

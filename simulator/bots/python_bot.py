@@ -13,6 +13,7 @@ __all__ = [
 
 import asyncio
 import copy
+import functools
 import inspect
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from simulator.bots.base import BotError, BotReply, normalise_reply
 from simulator.bots.environment import Environment
 from simulator.bots.reply_check import checked_flags, checked_size, checked_state, user_code_error
 from simulator.bots.turn_limits import TurnLimits
+from simulator.bots.user_threads import in_daemon_thread
 from simulator.config.bots import PythonBotConfig, load_factory
 from simulator.config.bots.in_code import CallableBotConfig
 from simulator.errors import UserError
@@ -116,14 +118,23 @@ class PythonSession:
         """What send() returned, within an HTTP bot's caps: the number of its messages or parts counted
         first (a reply of 10^6 parts is refused before any is read), then its size and depth."""
         limits = self._limits
-        fields = ("messages", "parts", "state")
-        shaped = isinstance(result, str | list | tuple | dict)
-        for many in [result] if shaped else [getattr(result, f, None) for f in ("messages", "parts")]:
-            if isinstance(many, list | tuple):
-                limits.check_count(len(many))
-        checked = result if shaped else [getattr(result, f, None) for f in fields]
-        checked_size(checked, "the bot's reply", limits.max_reply_bytes)
-        return normalise_reply(result)
+        try:
+            fields = ("messages", "parts", "state")
+            shaped = isinstance(result, str | list | tuple | dict)
+            for many in [result] if shaped else [getattr(result, f, None) for f in ("messages", "parts")]:
+                if isinstance(many, list | tuple):
+                    limits.check_count(len(many))
+            checked = result if shaped else [getattr(result, f, None) for f in fields]
+            checked_size(checked, "the bot's reply", limits.max_reply_bytes)
+            return normalise_reply(result)
+        except (BotError, asyncio.CancelledError):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a property or __eq__ of the bot's object raised
+            raise BotError(
+                "invalid_reply",
+                f"reading what send() returned ({type(result).__name__}) raised {user_code_error(exc)}; return "
+                "str, list[str], a list of parts or Reply",
+            ) from None
 
     async def _call(self, text: str, kwargs: dict[str, Any]) -> Any:
         """The bot's send; anything it raises is wrapped here, inside the task: asyncio re-raises a
@@ -132,8 +143,9 @@ class PythonSession:
             if inspect.iscoroutinefunction(self._bot.send):
                 result = await self._bot.send(text, **kwargs)
             else:
-                # A blocking bot runs in a thread so the other conversations keep going.
-                result = await asyncio.to_thread(self._bot.send, text, **kwargs)
+                # A blocking bot runs in a daemon thread so the other conversations keep going, and one
+                # that never returns cannot keep the run from ending (user_threads.py).
+                result = await in_daemon_thread(functools.partial(self._bot.send, text, **kwargs))
             if inspect.isawaitable(result):
                 result = await result
         except asyncio.CancelledError:

@@ -217,6 +217,15 @@ def _padded(part: str, group: int, endings: tuple[int, ...]) -> str:
     return _padded(part[: len(part) - 1], group, endings)
 
 
+def _as_text(data: bytes) -> str | None:
+    """Decoded bytes as text to search: UTF-8 text, or bytes holding a printable run as long as the shortest
+    secret; None for bytes that are no text (random ids decode so), where nothing can be found."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace") if _TEXT_RUN[0].search(data) else None
+
+
 def _encoded(text: str, depth: int = 0) -> list[str]:
     """The runs of `text` that decode (hex, base32, base64, then gzip or zlib when compressed) to text
     holding a secret, in any registered form or encoded again, up to _MAX_DEPTH encodings deep: a search for
@@ -225,10 +234,9 @@ def _encoded(text: str, depth: int = 0) -> list[str]:
     found = []
     for match in _BLOB.finditer(text):
         for data in _decodings(match.group(0)):
-            data = _inflated(data)
-            if not _TEXT_RUN[0].search(data):  # bytes that are no text (most ids decode so): nothing to find
+            inner = _as_text(_inflated(data))
+            if inner is None:
                 continue
-            inner = data.decode("utf-8", "replace")
             if any(secret in inner for secret in _secrets) or (
                 depth + 1 < _MAX_DEPTH and _encoded(inner, depth + 1)
             ):

@@ -47,7 +47,7 @@ class _Raised(Exception):
     """What in-process user code raised, BaseExceptions included, carried out of its task."""
 
     def __init__(self, exc: BaseException) -> None:
-        super().__init__(str(exc))
+        super().__init__(type(exc).__name__)  # never str(exc): user code's __str__ may raise
         self.exc = exc
 
 

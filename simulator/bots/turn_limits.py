@@ -26,6 +26,7 @@ __all__ = [
 ]
 
 import asyncio
+import json
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
@@ -104,7 +105,7 @@ class TurnLimits:
                 "max_messages_per_conversation",
                 self.max_messages_per_conversation,
             )
-        size = len(parts_adapter().dump_json(list(parts))) if parts else 0
+        size = _json_size(parts)
         if size > self.max_reply_bytes:
             raise over_limit("sent more bytes in one turn", size, "max_reply_bytes", self.max_reply_bytes)
         if earlier_bytes + size > MAX_CONVERSATION_BYTES:
@@ -115,6 +116,18 @@ class TurnLimits:
                 "the scenario's max_turns",
             )
         return messages, size
+
+
+def _json_size(parts: Sequence[Part]) -> int:
+    """The turn's size as JSON (characters); text UTF-8 cannot hold (a lone surrogate, repaired when the
+    record is written) is counted through Python's encoder, which escapes it."""
+    if not parts:
+        return 0
+    adapter = parts_adapter()
+    try:
+        return len(adapter.dump_json(list(parts)))
+    except ValueError:  # pydantic's serializer refuses a lone surrogate
+        return len(json.dumps(adapter.dump_python(list(parts), mode="json")))
 
 
 async def guard_turn(limits: TurnLimits, turn: Awaitable[T]) -> T:

@@ -255,7 +255,13 @@ class _Unsayable(Exception):
 
 @pytest.mark.parametrize(
     "raised",
-    [RuntimeError("judge broke"), SystemExit(2), KeyboardInterrupt(), _Unsayable(), ValueError("\x1b]52;c;x\x07")],
+    [
+        RuntimeError("judge broke"),
+        SystemExit(2),
+        KeyboardInterrupt(),
+        _Unsayable(),
+        ValueError("\x1b]52;c;x\x07"),
+    ],
     ids=["error", "SystemExit", "KeyboardInterrupt", "unsayable", "escape"],
 )
 async def test_a_judging_that_raises_is_named_counted_and_the_judge_goes_on(

@@ -39,7 +39,7 @@ from simulator.record.models import ConversationRecord
 from simulator.record.parts import ToolCallPart
 from simulator.record.redact import forget_secrets, register_secrets
 from simulator.users.offline import OfflineUser
-from tests._whatsapp_bots import PlantedBot, channel_for, text
+from tests._whatsapp_bots import channel_for, text
 
 SCENARIO = Scenario(
     id="hostile-1",
@@ -74,7 +74,7 @@ def _failed(record: ConversationRecord, kind: str, *phrases: str) -> str:
     assert error.kind in BOT_KINDS
     for phrase in phrases:
         assert phrase in error.message, error.message
-    assert "Traceback" not in error.message and "File \"" not in error.message
+    assert "Traceback" not in error.message and 'File "' not in error.message
     return error.message
 
 
@@ -136,10 +136,18 @@ PYTHON_REPLIES: dict[str, tuple[Callable[[], Any], str, str]] = {
     "a list holding an object whose __str__ raises": (lambda: [_Unshowable()], "invalid_reply", "part 1"),
     "a reply whose messages property calls sys.exit": (_RaisingMessages, "invalid_reply", "sys.exit(3)"),
     "an exception whose __str__ raises": (_raise(_LoudError()), "bot_exception", "cannot be shown"),
-    "sys.exit with a code whose repr raises": (_raise(SystemExit(_Unshowable())), "bot_exception", "sys.exit("),
+    "sys.exit with a code whose repr raises": (
+        _raise(SystemExit(_Unshowable())),
+        "bot_exception",
+        "sys.exit(",
+    ),
     "KeyboardInterrupt": (_raise(KeyboardInterrupt()), "bot_exception", "KeyboardInterrupt"),
     "GeneratorExit": (_raise(GeneratorExit()), "bot_exception", "GeneratorExit"),
-    "a state with a non-text key": (lambda: Reply(["hi"], state={_Unshowable(): 1}), "invalid_reply", "raised"),
+    "a state with a non-text key": (
+        lambda: Reply(["hi"], state={_Unshowable(): 1}),
+        "invalid_reply",
+        "raised",
+    ),
     "9 MB in one message": (lambda: "x" * 9_000_000, "invalid_reply", "bot.max_reply_bytes"),
 }
 
@@ -179,10 +187,14 @@ class Bot:
 
 
 @pytest.mark.parametrize("case", sorted(BLOCKING_BOTS))
-def test_a_python_bot_that_never_returns_ends_its_turn_and_lets_the_run_exit(tmp_path: Path, case: str) -> None:
+def test_a_python_bot_that_never_returns_ends_its_turn_and_lets_the_run_exit(
+    tmp_path: Path, case: str
+) -> None:
     """The turn's deadline ends the conversation; the thread left running cannot keep `simulator run` from
     exiting (it used to: Python joins its pools' threads at exit, so the run never ended)."""
-    (tmp_path / "blocking_bot.py").write_text(BLOCKING_MODULE.format(body=textwrap.indent(BLOCKING_BOTS[case], " " * 8)))
+    (tmp_path / "blocking_bot.py").write_text(
+        BLOCKING_MODULE.format(body=textwrap.indent(BLOCKING_BOTS[case], " " * 8))
+    )
     (tmp_path / "s.yaml").write_text("id: s1\npersona: p\ngoal: ask for help\nmax_turns: 2\n")
     (tmp_path / "suite.yaml").write_text(
         "scenarios: {paths: [s.yaml]}\nbot: {type: python, factory: 'blocking_bot:Bot', timeout_s: 1}\n"
@@ -207,7 +219,7 @@ def test_a_python_bot_that_never_returns_ends_its_turn_and_lets_the_run_exit(tmp
 
 # ------------------------------------------------------------------------------------- environment tools
 
-TOOLS = '''
+TOOLS = """
 def huge(state):
     return list(range(10**7))
 
@@ -242,7 +254,7 @@ def object_in_state(state):
 
 def ok(state):
     return "fine"
-'''
+"""
 
 
 @pytest.fixture
@@ -374,7 +386,9 @@ def _json_answer(value: Any) -> Callable[[asyncio.StreamWriter], Awaitable[None]
     body = json.dumps(value).encode()
 
     async def answer(writer: asyncio.StreamWriter) -> None:
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+        )
         writer.write(body)
         await writer.drain()
 
@@ -390,7 +404,11 @@ HTTP_BOTS: dict[str, tuple[Callable[[asyncio.StreamWriter], Awaitable[None]], st
     "a redirect to itself": (_redirect_to_itself, "http_status", "redirect"),
     "10^6 parts": (_json_answer({"parts": ["a"] * 1_000_000}), "over_limit", "max_messages_per_turn"),
     "1,000 messages": (_json_answer({"messages": ["a"] * 1_000}), "over_limit", "max_messages_per_turn"),
-    "a part 64 levels deep": (_json_answer({"parts": [{"type": "event", "name": "e", "data": json.loads("[" * 70 + "]" * 70)}]}), "invalid_reply", "nested"),
+    "a part 64 levels deep": (
+        _json_answer({"parts": [{"type": "event", "name": "e", "data": json.loads("[" * 70 + "]" * 70)}]}),
+        "invalid_reply",
+        "nested",
+    ),
 }
 
 
@@ -557,3 +575,38 @@ async def test_a_secret_in_combined_encodings_is_redacted_from_replies_and_tool_
         forget_secrets()
     assert encoded not in line and SECRET not in line
     assert line.count("[redacted]") >= 3  # the reply, the tool call's arguments, the state
+
+
+# ------------------------------------------------------------------------- the same tools, through MCP
+
+
+async def test_hostile_tools_called_through_mcp_are_errors_and_the_server_goes_on(
+    tools: EnvironmentSpec,
+) -> None:
+    """An http bot's agent calling the environment over MCP (bots/env_mcp.py, the `mcp` SDK's own client):
+    a tool raising BaseException, SystemExit with an unshowable code, an exception whose __str__ raises, a
+    result that is not JSON or too large, a cycle in the state: each is an `isError` result, and the next
+    call on the same server works."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from simulator.bots.env_mcp import EnvironmentMCPServer
+    from simulator.bots.environment import make_environment
+
+    environment = make_environment(tools, {}, "run/mcp#0/1")
+    assert environment is not None
+    server = EnvironmentMCPServer()
+    await server.start()
+    url = server.register("run/mcp#0/1", environment)
+    names = sorted(name for name, error in TOOL_ERRORS.items() if error is not None)
+    try:
+        async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            results = [await session.call_tool(name, {}) for name in names]
+            after = await session.call_tool("ok", {})
+    finally:
+        await server.aclose()
+    for name, result in zip(names, results, strict=True):
+        assert result.is_error and TOOL_ERRORS[name] in result.content[0].text, (name, result.content)
+    assert not after.is_error and after.content[0].text == "fine"
+    assert environment.final_state() == {"kept": True}

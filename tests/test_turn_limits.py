@@ -69,7 +69,7 @@ def test_the_limits_set_in_the_suite_are_the_ones_the_run_holds(tmp_path: Path, 
 
 def test_every_kind_has_the_limits() -> None:
     for kind in bot_kinds():
-        assert LIMIT_FIELDS <= set(kind.config.model_fields), kind.name
+        assert set(kind.config.model_fields) >= LIMIT_FIELDS, kind.name
 
 
 class _Channel:

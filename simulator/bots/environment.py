@@ -12,7 +12,6 @@ from __future__ import annotations
 
 __all__ = ["Environment", "ToolError", "make_environment"]
 
-import asyncio
 import copy
 import json
 import threading
@@ -199,7 +198,10 @@ class Environment:
             return None, f"{ARGUMENTS_DO_NOT_FIT} {name}'s parameters: {problem}"
         if isinstance(tool, UserToolDef) and tool.reads is not None:
             if not self._state_lock.acquire(timeout=self.spec.tool_timeout_s):  # a stuck tool holds it
-                return None, f"{name}: the state was still held by a tool call after {self.spec.tool_timeout_s:g} s"
+                return (
+                    None,
+                    f"{name}: the state was still held by a tool call after {self.spec.tool_timeout_s:g} s",
+                )
             try:
                 found, value = read_state_path(self.state, tool.reads)
             finally:
@@ -246,7 +248,7 @@ class Environment:
             return json.loads(json.dumps(value)), None  # strictly JSON: what a model would be sent
         except JSONRefused as exc:
             return None, str(exc)
-        except BaseException as exc:  # noqa: BLE001 - not JSON, or its own __str__/__eq__ raised
+        except BaseException as exc:
             return None, f"{name} returned something that is not JSON data ({user_code_error(exc)})"
 
     def _keep_state_recordable(self, name: str, before: dict[str, Any]) -> None:
@@ -254,8 +256,10 @@ class Environment:
         never be recorded (or read back), so it is put back as it was and the call fails saying why."""
         try:
             check_depth(self.state, f"the state after {name}", max_bytes=self.limits.max_reply_bytes)
-        except BaseException as exc:  # noqa: BLE001 - refused, or a key's own __str__ raised
-            exc = exc if isinstance(exc, JSONRefused) else JSONRefused(f"the state after {name} cannot be read")
+        except BaseException as exc:
+            exc = (
+                exc if isinstance(exc, JSONRefused) else JSONRefused(f"the state after {name} cannot be read")
+            )
             self.state.clear()
             self.state.update(before)
             raise StateRefused(f"{exc}; the state is kept as it was before the call") from None

@@ -16,8 +16,8 @@ from simulator.bots.base import BotError, BotReply, parts_from_json
 from simulator.bots.bounded_read import read_bounded
 from simulator.bots.environment import Environment
 from simulator.bots.reply_check import MAX_REPLY_BYTES, checked_flags
-from simulator.bots.turn_limits import over_limit
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.bots.turn_limits import over_limit
 from simulator.config.bot_identity import UNANSWERED
 from simulator.config.bots import HttpBotConfig
 from simulator.config.secrets import redact_url

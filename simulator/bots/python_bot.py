@@ -109,10 +109,13 @@ class PythonSession:
             return await asyncio.wait_for(call, timeout)
         except TimeoutError:
             raise BotError(
-                "timeout", f"{what} did not return within {timeout or 0:g} s (bot.timeout_s, the turn's deadline)"
+                "timeout",
+                f"{what} did not return within {timeout or 0:g} s (bot.timeout_s, the turn's deadline)",
             ) from None
         except _Raised as raised:  # SystemExit, KeyboardInterrupt... from user code: this turn's error
-            raise BotError("bot_exception", user_code_error(raised.exc, "" if what == "send()" else what)) from None
+            raise BotError(
+                "bot_exception", user_code_error(raised.exc, "" if what == "send()" else what)
+            ) from None
 
     def _checked(self, result: Any) -> BotReply:
         """What send() returned, within an HTTP bot's caps: the number of its messages or parts counted
@@ -129,7 +132,7 @@ class PythonSession:
             return normalise_reply(result)
         except (BotError, asyncio.CancelledError):
             raise
-        except BaseException as exc:  # noqa: BLE001 - a property or __eq__ of the bot's object raised
+        except BaseException as exc:
             raise BotError(
                 "invalid_reply",
                 f"reading what send() returned ({type(result).__name__}) raised {user_code_error(exc)}; return "

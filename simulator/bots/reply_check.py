@@ -57,7 +57,7 @@ def shown(value: Any, how: Any = str, limit: int = 500) -> str:
     `__str__` may itself raise, or run long, and neither may reach the run: then its type is shown."""
     try:
         text = how(value)
-    except BaseException:  # noqa: BLE001 - whatever it raised, SystemExit included, is the object's fault
+    except BaseException:
         return f"<{type(value).__name__} that cannot be shown>"
     if not isinstance(text, str):
         return f"<{type(value).__name__}>"

@@ -79,12 +79,17 @@ class TurnLimits:
     def check_count(self, count: int) -> None:
         """Stop a turn as soon as it holds more messages (or parts) than a turn may: before they are read."""
         if count > self.max_messages_per_turn:
-            raise over_limit("sent more messages in one turn", count, "max_messages_per_turn", self.max_messages_per_turn)
+            raise over_limit(
+                "sent more messages in one turn", count, "max_messages_per_turn", self.max_messages_per_turn
+            )
 
     def check_calls(self, count: int) -> None:
         if count > self.max_tool_calls_per_turn:
             raise over_limit(
-                "made more tool calls in one turn", count, "max_tool_calls_per_turn", self.max_tool_calls_per_turn
+                "made more tool calls in one turn",
+                count,
+                "max_tool_calls_per_turn",
+                self.max_tool_calls_per_turn,
             )
 
     def check_turn(

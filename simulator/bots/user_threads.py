@@ -13,6 +13,7 @@ __all__ = ["call_blocking", "in_daemon_thread"]
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import threading
 from collections.abc import Callable
@@ -27,7 +28,7 @@ def _start(function: Callable[[], Any], done: Callable[[BaseException | None, An
     def run() -> None:
         try:
             value = context.run(function)
-        except BaseException as exc:  # noqa: BLE001 - SystemExit too: it is the caller's to report
+        except BaseException as exc:
             done(exc, None)
         else:
             done(None, value)
@@ -49,10 +50,8 @@ async def in_daemon_thread(function: Callable[[], T], name: str = "simulator-use
             future.set_result(value)
 
     def done(exc: BaseException | None, value: Any) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the answer is nobody's
             loop.call_soon_threadsafe(settle, exc, value)
-        except RuntimeError:  # the loop has closed: the run is over, the answer is nobody's
-            pass
 
     _start(function, done, name)
     return await future

@@ -34,7 +34,7 @@ MARK_VARIABLE = "SIMULATOR_BOT_MARK"
 def marked_pids(mark: str) -> list[int]:
     """The processes whose environment holds SIMULATOR_BOT_MARK=`mark` (Linux's /proc; none elsewhere)."""
     needle = ("SIMULATOR_BOT_MARK=" + mark).encode()
-    found = []
+    found: list[int] = []
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -52,7 +52,10 @@ def marked_pids(mark: str) -> list[int]:
     return found
 
 
-WATCHDOG = "import os\n" + inspect.getsource(marked_pids) + r"""
+WATCHDOG = (
+    "import os\n"
+    + inspect.getsource(marked_pids)
+    + r"""
 import signal, sys, time
 pgid, grace, log, mark = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
 signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -94,3 +97,4 @@ if alive():
     if alive():
         kill(signal.SIGKILL)
 """
+)

@@ -154,7 +154,7 @@ class LiveJudge:
                 await self.judge(job)
             except asyncio.CancelledError:
                 raise
-            except BaseException as exc:  # noqa: BLE001 - supervised: said with its input, counted, goes on
+            except BaseException as exc:
                 self.failed(job, exc)
             finally:
                 self.queue.task_done()
@@ -166,7 +166,9 @@ class LiveJudge:
         self.counts["failed"] += 1
         where = f"{job.record.id} of {job.folder.path.name}"
         self.failures = [*self.failures[-(_FAILURES_KEPT - 1) :], f"{where}: {describe(exc)}"]
-        LOGGER.warning("collect: judging %s failed (%s); it is not judged, the judge goes on", where, describe(exc))
+        LOGGER.warning(
+            "collect: judging %s failed (%s); it is not judged, the judge goes on", where, describe(exc)
+        )
 
     async def judge(self, job: Job) -> list[Verdict]:
         """Judge one sampled conversation within the budget; write verdicts and review items. A conversation

@@ -32,7 +32,7 @@ def describe(exc: BaseException) -> str:
     shown, never obeyed by the terminal; an exception whose own text cannot be had is named by its kind."""
     try:
         text = str(exc).strip()
-    except Exception:  # noqa: BLE001 - its __str__ raised: the kind alone says what it was
+    except Exception:
         text = "(its message could not be read)"
     first = visible(text.splitlines()[0][:300]) if text else "no message"
     return f"{type(exc).__name__}: {first}"

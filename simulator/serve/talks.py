@@ -88,7 +88,7 @@ class TalkDesk:
             talk.abandoned = True
             try:
                 await talk.human.finish()
-            except Exception as exc:  # noqa: BLE001 - one talk's end failing must not keep the others open
+            except Exception as exc:
                 self.sweep_failures += 1
                 _LOGGER.warning("desk: ending idle talk %s failed (%s: %s)", talk.id, type(exc).__name__, exc)
         return idle
@@ -100,9 +100,11 @@ class TalkDesk:
             await asyncio.sleep(min(60.0, self.idle_s / 2))
             try:
                 await self.expire_idle()
-            except Exception as exc:  # noqa: BLE001 - logged with the talks it was ending; the sweep goes on
+            except Exception as exc:
                 self.sweep_failures += 1
-                _LOGGER.warning("desk: ending idle talks failed (%s: %s); trying again", type(exc).__name__, exc)
+                _LOGGER.warning(
+                    "desk: ending idle talks failed (%s: %s); trying again", type(exc).__name__, exc
+                )
         self._sweeper = None
 
     async def start(self, suite_file: Path, scenario_id: str, person: str) -> Talk:

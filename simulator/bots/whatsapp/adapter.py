@@ -28,8 +28,8 @@ import httpx
 
 from simulator.bots.base import BotError, BotReply
 from simulator.bots.bounded_read import read_bounded
-from simulator.bots.turn_limits import over_limit
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.bots.turn_limits import over_limit
 from simulator.bots.whatsapp.events import (
     SIGNATURE_HEADER,
     Identity,
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 # The whole turn's deadline: bot.timeout_s after the webhook delivery, and this little more, so a bot that
 # sent nothing is told so by _collect (its first message is awaited until bot.timeout_s) with its own hint.
 _LATE_S = 0.5
+
 
 def _secret(variable: str, started: bool, what: str) -> str:
     """The secret in `variable`; made up for the run when the suite starts the bot (it is passed to it)."""
@@ -311,7 +312,9 @@ class WhatsAppSession:
         sending (its turn ends once it has been quiet for quiet_s, or with an interactive message)."""
         limit = f"{self._config.timeout_s:g} s (bot.timeout_s, the whole turn's deadline)"
         if posting:
-            return f"the bot had not answered the webhook delivery after {limit}; answer 200 at once, then reply"
+            return (
+                f"the bot had not answered the webhook delivery after {limit}; answer 200 at once, then reply"
+            )
         return (
             f"the bot was still sending after {limit}: {sent} message(s), never quiet for bot.quiet_s "
             f"({self._config.quiet_s:g} s); its turn was stopped there"

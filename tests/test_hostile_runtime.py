@@ -39,7 +39,7 @@ from simulator.record.models import ConversationRecord
 from simulator.record.parts import ToolCallPart
 from simulator.record.redact import forget_secrets, register_secrets
 from simulator.users.offline import OfflineUser
-from tests._whatsapp_bots import channel_for, text
+from tests._whatsapp_bots import RawCall, channel_for, text
 
 SCENARIO = Scenario(
     id="hostile-1",
@@ -49,7 +49,16 @@ SCENARIO = Scenario(
     max_turns=2,
 )
 # What may fail a hostile conversation's bot turn: never an engine error, never a pass.
-BOT_KINDS = {"invalid_reply", "over_limit", "timeout", "bot_exception", "http_status", "connection"}
+BOT_KINDS = {
+    "invalid_reply",
+    "over_limit",
+    "timeout",
+    "bot_exception",
+    "http_status",
+    "connection",
+    "cloud_api_rule",
+    "auth",
+}
 # The most any one conversation of this battery may take before the test calls it a hang.
 HANG_S = 60
 
@@ -470,6 +479,24 @@ WHATSAPP_BOTS: dict[str, tuple[Any, dict[str, Any], str, tuple[str, ...]]] = {
         {"max_messages_per_turn": 10_000, "timeout_s": 1.5},
         "timeout",
         ("still sending", "bot.timeout_s"),
+    ),
+    "a body that is not JSON": (
+        lambda m, b: [(0.0, RawCall(content=b"to=447700900123&text=hi"))],
+        {"timeout_s": 5},
+        "cloud_api_rule",
+        ("the request body is not JSON",),
+    ),
+    "a path the Graph API does not serve": (
+        lambda m, b: [(0.0, RawCall(path="/{version}/{number}/mesages", json={"to": "1"}))],
+        {"timeout_s": 5},
+        "cloud_api_rule",
+        ("which the local Graph API does not serve",),
+    ),
+    "the wrong bearer token": (
+        lambda m, b: [(0.0, RawCall(json={"to": "1", "type": "text"}, token="not-the-token"))],
+        {"timeout_s": 5},
+        "auth",
+        ("without the right bearer token",),
     ),
     "answers the webhook but never posts": (
         lambda m, b: [],

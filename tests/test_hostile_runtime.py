@@ -261,7 +261,7 @@ def object_in_state(state):
     state["thing"] = Unshowable()
     return "done"
 
-def ok(state):
+def ok(state, **given):
     return "fine"
 """
 
@@ -592,7 +592,7 @@ async def test_a_secret_in_combined_encodings_is_redacted_from_replies_and_tool_
             self.env = env
 
         def send(self, text: str) -> Any:
-            self.env.call("ok", {"token": encoded})
+            assert self.env.call("ok", {"token": encoded}).error is None
             return Reply([f"here it is: {encoded}."], state={"echo": encoded})
 
     try:

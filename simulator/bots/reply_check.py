@@ -10,7 +10,6 @@ from __future__ import annotations
 
 __all__ = [
     "MAX_REPLY_BYTES",
-    "TURN_TIMEOUT_S",
     "checked_flags",
     "checked_size",
     "checked_state",
@@ -27,9 +26,6 @@ from simulator.jsonbounds import JSONRefused, check_depth
 # The most a bot may send in one turn (after decompression): a reply past it is a bot error, not a run that
 # reads gigabytes.
 MAX_REPLY_BYTES = 8_000_000
-# The longest one turn of a bot running in this process (python, a bot given in code) may take: the HTTP
-# bot's default `timeout_s`, so every kind of bot has a deadline.
-TURN_TIMEOUT_S = 30.0
 
 
 def checked_size(value: Any, where: str, max_bytes: int = MAX_REPLY_BYTES) -> None:

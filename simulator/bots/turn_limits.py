@@ -18,8 +18,6 @@ raise; it is recorded, never judged, and the run goes on with the next conversat
 from __future__ import annotations
 
 __all__ = [
-    "BACKSTOP_GRACE_S",
-    "MAX_CONVERSATION_BYTES",
     "TurnLimits",
     "guard_turn",
     "over_limit",

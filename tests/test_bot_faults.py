@@ -14,6 +14,7 @@ from tests.test_tool_checks import call, convo
     [
         ("bot", "cloud_api_rule", True),  # four reply buttons where the Cloud API allows three
         ("bot", "invalid_reply", True),  # a malformed reply: a flag that is not a boolean, a bad part
+        ("bot", "over_limit", True),  # 1,000 messages in a turn, a tool called in a loop
         ("bot", "timeout", False),  # the bench cannot tell a slow bot from a slow machine
         ("bot", "connection", False),
         ("bot", "start", False),

@@ -19,6 +19,7 @@ from simulator.config.bot_kinds import (
     BOT_KINDS,
     EDITABLE_PROMPT,
     ENVIRONMENT,
+    LIMIT_FIELDS,
     MODEL,
     BotConfig,
     BotKind,
@@ -225,7 +226,7 @@ def test_capabilities_answer_what_the_core_asks() -> None:
     assert prompted(chat) is chat and prompted(http) is None
     assert chat.has(EDITABLE_PROMPT) and chat.has(MODEL) and not endpoint.has(MODEL)
     assert chat.declared_state_keys() == set() and http.declared_state_keys() is None
-    assert type(http).operational == frozenset({"timeout_s"}) and type(chat).operational == frozenset()
+    assert type(http).operational == LIMIT_FIELDS | {"timeout_s"} and type(chat).operational == LIMIT_FIELDS
 
 
 # --- guard: no switch on a bot's type outside bots/ and the registry ---------------------------------

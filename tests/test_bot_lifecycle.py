@@ -28,11 +28,13 @@ HANGING_BOT = textwrap.dedent(
     """
     import os, socket, subprocess, sys, time
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    # A daemon that leaves the bot's process group and session (as a double-forking server does).
+    daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
     server = socket.socket(); server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("127.0.0.1", int(sys.argv[1]))); server.listen()
     pids = sys.argv[2]
     with open(pids + ".tmp", "w") as out:
-        out.write(f"{os.getpid()} {child.pid}")
+        out.write(f"{os.getpid()} {child.pid} {daemon.pid}")
     os.replace(pids + ".tmp", pids)
     held = []
     while True:
@@ -98,12 +100,12 @@ def test_the_engine_ending_mid_conversation_stops_the_started_bot_and_its_childr
     )
     try:
         _wait_for("the engine's conversation reached the bot", lambda: Path(f"{pids}.asked").exists(), 60)
-        bot, child = (int(pid) for pid in pids.read_text().split())
-        assert _alive(bot) and _alive(child)
+        started = [int(pid) for pid in pids.read_text().split()]  # the bot, its child, its daemon
+        assert all(_alive(pid) for pid in started)
         engine.send_signal(stop)  # SIGKILL: no handler, no finally, no atexit runs in the engine
         engine.wait(timeout=30)
         assert engine.returncode == (-signal.SIGKILL if stop == signal.SIGKILL else 143)
-        _wait_for("the bot and its child are stopped", lambda: not _alive(bot) and not _alive(child), 20)
+        _wait_for("the bot, its child and its daemon are stopped", lambda: not any(map(_alive, started)), 20)
     finally:
         if engine.poll() is None:
             engine.kill()

@@ -128,10 +128,11 @@ async def test_an_openai_endpoint_bot_that_trickles_never_ends_or_inflates_is_cu
     from simulator.bots.openai_endpoint import OpenAIEndpointFactory
     from simulator.config.bots.openai_endpoint import OpenAIEndpointBotConfig
 
-    monkeypatch.setattr("simulator.bots.openai_endpoint.MAX_REPLY_BYTES", 1_000_000)
     _bomb()
     async for url in _serve(BEHAVIOURS[name]):
-        config = OpenAIEndpointBotConfig(base_url=f"{url}/v1", model="m", timeout_s=1.5)
+        config = OpenAIEndpointBotConfig(
+            base_url=f"{url}/v1", model="m", timeout_s=1.5, max_reply_bytes=1_000_000
+        )
         factory = OpenAIEndpointFactory(config, Path("."))
         try:
             session = await factory.open("c#0")
@@ -161,7 +162,6 @@ async def test_a_whatsapp_bots_state_url_that_trickles_or_never_ends_is_cut(
     from simulator.record.redact import forget_secrets
     from tests._whatsapp_bots import PlantedBot, serve, text
 
-    monkeypatch.setattr("simulator.bots.whatsapp.adapter.MAX_REPLY_BYTES", 1_000_000)
     for key, value in {
         "WHATSAPP_APP_SECRET": "app-secret-123",
         "WHATSAPP_ACCESS_TOKEN": "access-token-456",
@@ -178,6 +178,7 @@ async def test_a_whatsapp_bots_state_url_that_trickles_or_never_ends_is_cut(
                 verify=False,
                 quiet_s=0.2,
                 timeout_s=1.5,
+                max_reply_bytes=1_000_000,
                 state_url=f"{url}/state/{{wa_id}}",
             )
             factory = WhatsAppBotFactory(config, tmp_path)

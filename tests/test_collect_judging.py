@@ -246,3 +246,46 @@ async def test_collect_command_mistakes_are_one_clear_error(
             capsys.readouterr()
             assert cli("collect", "--port", "0", *args) == 2
             assert says in capsys.readouterr().err, says
+
+
+class _Unsayable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [
+        RuntimeError("judge broke"),
+        SystemExit(2),
+        KeyboardInterrupt(),
+        _Unsayable(),
+        ValueError("\x1b]52;c;x\x07"),
+    ],
+    ids=["error", "SystemExit", "KeyboardInterrupt", "unsayable", "escape"],
+)
+async def test_a_judging_that_raises_is_named_counted_and_the_judge_goes_on(
+    tmp_path: Path, raised: BaseException, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The live judge's workers are supervised: whatever one judging raises, the conversation is named in
+    the log and in /status (health), counted, and the other conversations are still judged (a worker that
+    died used to leave `drain` waiting for ever)."""
+    from simulator.collect.judging import LiveJudge
+
+    real = LiveJudge.judge
+    failed: list[str] = []
+
+    async def judge(self: Any, job: Any) -> Any:
+        if not failed:
+            failed.append(job.record.id)
+            raise raised
+        return await real(self, job)
+
+    monkeypatch.setattr(LiveJudge, "judge", judge)
+    policy = write_policy(tmp_path, "rate: 1.0\n")
+    c, calls = await asyncio.wait_for(collect(tmp_path, policy, 4), 60)
+    assert c.judge.counts["failed"] == 1 and c.judge.counts["judged"] == 3 and calls > 0
+    health = c.status()["health"]
+    assert health["judge_failures"] == 1
+    (named,) = health["last_judge_failures"]
+    assert failed[0] in named and type(raised).__name__ in named and "\x1b" not in named

@@ -191,7 +191,8 @@ def test_bad_numbers_on_the_command_line_are_blamed_on_the_flag(
         ),
         (
             "bot: {type: http, url: 'http://x', zzz: 1}\n",
-            "allowed keys: environment_mcp, headers, max_reply_bytes, start, timeout_s, type, url, version",
+            "allowed keys: environment_mcp, headers, max_messages_per_conversation, max_messages_per_turn, "
+            "max_reply_bytes, max_tool_calls_per_turn, start, timeout_s, type, url, version",
         ),
         ("bot: {type: chat, model: 'openai:x', system_prompt: p, zzz: 1}\n", "allowed keys: decision_tool"),
         (

@@ -18,6 +18,7 @@ import pytest
 from simulator.bots.base import BotError
 from simulator.bots.environment import make_environment
 from simulator.bots.python_bot import PythonSession
+from simulator.bots.turn_limits import TurnLimits
 from simulator.config.suite import load_suite
 
 TOOLS = """
@@ -169,7 +170,7 @@ BOT_FAILURES: dict[str, tuple[Any, str, str]] = {
     "BaseException": (BaseException("boom"), "bot_exception", "BaseException: boom"),
     "KeyboardInterrupt": (KeyboardInterrupt(), "bot_exception", "KeyboardInterrupt"),
     "a 10 MB reply": ("x" * 10_000_000, "invalid_reply", "larger than"),
-    "10 million messages": (_long_list, "invalid_reply", "larger than"),
+    "10 million messages": (_long_list, "over_limit", "bot.max_messages_per_turn"),
     "a cyclic state": (_cyclic_state, "invalid_reply", "nested more than"),
 }
 
@@ -182,11 +183,7 @@ async def test_a_python_bot_is_held_to_an_http_bots_rules(case: str) -> None:
     assert caught.value.kind == kind and phrase in str(caught.value), str(caught.value)
 
 
-async def test_a_python_bot_that_never_answers_meets_the_turns_deadline(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr("simulator.bots.python_bot.TURN_TIMEOUT_S", 0.5)
-
+async def test_a_python_bot_that_never_answers_meets_the_turns_deadline() -> None:
     class Sleeper:
         async def send(self, text: str) -> str:
             await asyncio.sleep(3600)
@@ -200,9 +197,9 @@ async def test_a_python_bot_that_never_answers_meets_the_turns_deadline(
     for bot in (Sleeper(), Blocker()):
         start = time.monotonic()
         with pytest.raises(BotError) as caught:
-            await PythonSession(bot).send("hello", 1)
+            await PythonSession(bot, limits=TurnLimits(timeout_s=0.5)).send("hello", 1)
         assert time.monotonic() - start < 1.5
-        assert caught.value.kind == "timeout" and "deadline" in str(caught.value)
+        assert caught.value.kind == "timeout" and "bot.timeout_s" in str(caught.value)
 
 
 EXITING_BOT = """

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 __all__ = ["Environment", "ToolError", "make_environment"]
 
-import asyncio
 import copy
 import json
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from simulator.bots.reply_check import MAX_REPLY_BYTES, user_code_error
+from simulator.bots.reply_check import shown, user_code_error
+from simulator.bots.turn_limits import TurnLimits
+from simulator.bots.user_threads import call_blocking, in_daemon_thread
 from simulator.config.environment import EnvironmentSpec, ToolDef, UserToolDef, load_function, merge_state
 from simulator.config.patterns import PatternTimeout, schema_validator
 from simulator.config.tool_checks import read_state_path
@@ -31,9 +31,11 @@ from simulator.jsonbounds import JSONRefused, check_depth
 from simulator.providers.base import ToolSpec
 from simulator.record.parts import ARGUMENTS_DO_NOT_FIT, NO_SUCH_TOOL, ToolCallPart
 
-# Tool functions run here, so a slow one can be timed out (it is left to finish in its thread).
-_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="simulator-tool")
 Side = Literal["bot", "user"]
+_OVER = (
+    "not run: this turn already made as many tool calls as bot.max_tool_calls_per_turn allows; the turn is "
+    "stopped as a bot error"
+)
 
 
 class ToolError(Exception):
@@ -46,7 +48,7 @@ class StateRefused(Exception):
 
 def _plain(value: Any) -> Any:
     """A JSON-safe copy (what the record can keep): unknown objects become their text."""
-    return json.loads(json.dumps(value, default=str))
+    return json.loads(json.dumps(value, default=shown))  # shown(): a __str__ that raises is not ours
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -58,12 +60,21 @@ def _same(a: Any, b: Any) -> bool:
 class Environment:
     """The state and tools of one conversation, safe to call from the loop and from a bot's threads."""
 
-    def __init__(self, spec: EnvironmentSpec, state: dict[str, Any], conversation_id: str = "") -> None:
+    def __init__(
+        self,
+        spec: EnvironmentSpec,
+        state: dict[str, Any],
+        conversation_id: str = "",
+        limits: TurnLimits | None = None,
+    ) -> None:
         self.spec = spec
         self.state = state
         self.conversation_id = conversation_id
+        # A result's and the state's size cap, and the calls one turn may make (bots/turn_limits.py).
+        self.limits = limits or TurnLimits()
         self.calls: list[ToolCallPart] = []
         self._pending: list[ToolCallPart] = []
+        self._dropped = 0  # calls past the turn's limit: neither run nor kept, only counted
         self._lock = threading.Lock()  # the call records
         # One call at a time changes the state; a timed-out function keeps it until it returns.
         self._state_lock = threading.Lock()
@@ -88,6 +99,24 @@ class Environment:
             taken, self._pending = self._pending, []
         return taken
 
+    def take_dropped(self) -> int:
+        """How many calls since the last take came past the turn's limit (bot.max_tool_calls_per_turn)."""
+        with self._lock:
+            dropped, self._dropped = self._dropped, 0
+        return dropped
+
+    def _over_limit(self, name: str, arguments: dict[str, Any], side: Side) -> ToolCallPart | None:
+        """A call past the turn's limit: refused without running. The first is recorded (so the turn
+        says which call it was); the rest are only counted, so a bot calling in a loop costs no memory."""
+        limit = self.limits.max_tool_calls_per_turn
+        with self._lock:
+            if len(self._pending) < limit:
+                return None
+            if len(self._pending) > limit:
+                self._dropped += 1
+                return ToolCallPart(name=name, arguments={}, id="env-over-limit", error=_OVER, side=side)
+        return self.refuse(name, arguments, _OVER, side=side)
+
     def final_state(self) -> dict[str, Any]:
         """A JSON-safe copy of the state as it is now (waiting for a running function, within reason)."""
         locked = self._state_lock.acquire(timeout=self.spec.tool_timeout_s)
@@ -103,6 +132,9 @@ class Environment:
         """Run one tool call and record it; never raises for the call's own failure."""
         started, clock = datetime.now(UTC), time.perf_counter()
         arguments = dict(arguments or {})
+        refused = self._over_limit(name, arguments, side)
+        if refused is not None:
+            return refused
         result, error = self._run(name, arguments, side)
         return self._record(name, arguments, result, error, started, time.perf_counter() - clock, side)
 
@@ -110,7 +142,7 @@ class Environment:
         self, name: str, arguments: dict[str, Any] | None = None, *, side: Side = "bot"
     ) -> ToolCallPart:
         """`call` without blocking the event loop."""
-        return await asyncio.to_thread(self.call, name, arguments, side=side)
+        return await in_daemon_thread(lambda: self.call(name, arguments, side=side))
 
     def result(self, tool: str, /, **arguments: Any) -> Any:
         """The Python bots' API: `env.result("book", patient_id="P1")` is the call's result, or raises
@@ -164,8 +196,15 @@ class Environment:
         if problem is not None:
             return None, f"{ARGUMENTS_DO_NOT_FIT} {name}'s parameters: {problem}"
         if isinstance(tool, UserToolDef) and tool.reads is not None:
-            with self._state_lock:
+            if not self._state_lock.acquire(timeout=self.spec.tool_timeout_s):  # a stuck tool holds it
+                return (
+                    None,
+                    f"{name}: the state was still held by a tool call after {self.spec.tool_timeout_s:g} s",
+                )
+            try:
                 found, value = read_state_path(self.state, tool.reads)
+            finally:
+                self._state_lock.release()
             return (_plain(value), None) if found else (None, f"the state has no `{tool.reads}`")
         if tool.function is None:
             return self._canned(tool, arguments)
@@ -195,29 +234,31 @@ class Environment:
                     self._keep_state_recordable(name, before)
                 return value
 
-        future = _POOL.submit(run)
-        try:
-            value = future.result(timeout=self.spec.tool_timeout_s)
+        try:  # in a daemon thread: a function that never returns cannot keep the run from ending
+            value = call_blocking(run, self.spec.tool_timeout_s)
         except FutureTimeout:
             return None, f"{name} did not return within {self.spec.tool_timeout_s:g} s (tool_timeout_s)"
         except StateRefused as exc:
             return None, str(exc)
         except BaseException as exc:  # the team's function raised (SystemExit too): that is the call's error
             return None, user_code_error(exc)
-        try:
-            check_depth(value, f"{name}'s result", max_bytes=MAX_REPLY_BYTES)  # a bot's answer's caps
+        try:  # a bot's answer's caps (bot.max_reply_bytes)
+            check_depth(value, f"{name}'s result", max_bytes=self.limits.max_reply_bytes)
             return json.loads(json.dumps(value)), None  # strictly JSON: what a model would be sent
         except JSONRefused as exc:
             return None, str(exc)
-        except (TypeError, ValueError) as exc:
-            return None, f"{name} returned something that is not JSON data ({exc})"
+        except BaseException as exc:
+            return None, f"{name} returned something that is not JSON data ({user_code_error(exc)})"
 
     def _keep_state_recordable(self, name: str, before: dict[str, Any]) -> None:
         """After a tool ran: a state it made cyclic, too deep or larger than a bot's answer may be could
         never be recorded (or read back), so it is put back as it was and the call fails saying why."""
         try:
-            check_depth(self.state, f"the state after {name}", max_bytes=MAX_REPLY_BYTES)
-        except JSONRefused as exc:
+            check_depth(self.state, f"the state after {name}", max_bytes=self.limits.max_reply_bytes)
+        except BaseException as exc:
+            exc = (
+                exc if isinstance(exc, JSONRefused) else JSONRefused(f"the state after {name} cannot be read")
+            )
             self.state.clear()
             self.state.update(before)
             raise StateRefused(f"{exc}; the state is kept as it was before the call") from None
@@ -237,9 +278,13 @@ def _argument_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str 
 
 
 def make_environment(
-    spec: EnvironmentSpec | None, scenario_state: dict[str, Any], conversation_id: str = ""
+    spec: EnvironmentSpec | None,
+    scenario_state: dict[str, Any],
+    conversation_id: str = "",
+    limits: TurnLimits | None = None,
 ) -> Environment | None:
     """A fresh environment for one conversation (None when the suite declares none)."""
     if spec is None:
         return None
-    return Environment(spec, merge_state(copy.deepcopy(spec.state), scenario_state), conversation_id)
+    state = merge_state(copy.deepcopy(spec.state), scenario_state)
+    return Environment(spec, state, conversation_id, limits)

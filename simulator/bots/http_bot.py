@@ -17,6 +17,7 @@ from simulator.bots.bounded_read import read_bounded
 from simulator.bots.environment import Environment
 from simulator.bots.reply_check import MAX_REPLY_BYTES, checked_flags
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.bots.turn_limits import over_limit
 from simulator.config.bot_identity import UNANSWERED
 from simulator.config.bots import HttpBotConfig
 from simulator.config.secrets import redact_url
@@ -64,8 +65,10 @@ class HttpSession:
         env_url: str | None = None,
         on_close: Any = None,
         env_mcp_url: str | None = None,
+        max_messages: int = 200,
     ) -> None:
         self._client = client
+        self._max_messages = max_messages  # bot.max_messages_per_turn: counted before any part is read
         self._env_url = env_url
         self._env_mcp_url = env_mcp_url
         self._on_close = on_close
@@ -109,6 +112,11 @@ class HttpSession:
             raise BotError("invalid_reply", f"{exc}: {shown[:200]!r}") from exc
         if not isinstance(data, dict):
             raise BotError("invalid_reply", "the bot's answer must be a JSON object")
+        for many in (data.get("parts"), data.get("messages")):
+            if isinstance(many, list) and len(many) > self._max_messages:
+                raise over_limit(
+                    "sent more messages in one turn", len(many), "max_messages_per_turn", self._max_messages
+                )
         parts = parts_from_json(data["parts"], "the bot's 'parts'") if "parts" in data else None
         messages = data.get("messages")
         if messages is None and isinstance(data.get("message"), str):
@@ -275,6 +283,7 @@ class HttpBotFactory:
             env_url=env_url,
             on_close=_all_of(closers),
             env_mcp_url=env_mcp_url,
+            max_messages=self.config.max_messages_per_turn,
         )
         session.process = self.process
         return session

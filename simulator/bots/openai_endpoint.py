@@ -34,7 +34,6 @@ from openai.types.chat import ChatCompletion
 from simulator.bots.base import BotError, BotReply
 from simulator.bots.capped_transport import AnswerRefused, capped_client
 from simulator.bots.environment import Environment
-from simulator.bots.reply_check import MAX_REPLY_BYTES
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.bots.tool_loop import run_tool_turn
 from simulator.config.bots.openai_endpoint import OpenAIEndpointBotConfig
@@ -332,7 +331,7 @@ class OpenAIEndpointFactory:
             api_key=key,
             timeout=config.timeout_s,
             max_retries=0,
-            http_client=capped_client(MAX_REPLY_BYTES, config.timeout_s),
+            http_client=capped_client(config.max_reply_bytes, config.timeout_s),
         )
         self.process = BotProcess(config.start, base_dir, values, self.base_url) if config.start else None
         self._once = StartOnce()

@@ -13,6 +13,7 @@ __all__ = [
 
 import asyncio
 import copy
+import functools
 import inspect
 import time
 from collections.abc import Callable
@@ -20,13 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.bots.base import BotError, BotReply, normalise_reply
 from simulator.bots.environment import Environment
-from simulator.bots.reply_check import (
-    TURN_TIMEOUT_S,
-    checked_flags,
-    checked_size,
-    checked_state,
-    user_code_error,
-)
+from simulator.bots.reply_check import checked_flags, checked_size, checked_state, user_code_error
+from simulator.bots.turn_limits import TurnLimits
+from simulator.bots.user_threads import in_daemon_thread
 from simulator.config.bots import PythonBotConfig, load_factory
 from simulator.config.bots.in_code import CallableBotConfig
 from simulator.errors import UserError
@@ -50,13 +47,30 @@ class _Raised(Exception):
     """What in-process user code raised, BaseExceptions included, carried out of its task."""
 
     def __init__(self, exc: BaseException) -> None:
-        super().__init__(str(exc))
+        super().__init__(type(exc).__name__)  # never str(exc): user code's __str__ may raise
         self.exc = exc
 
 
+async def _run_user(function: Callable[[], Any]) -> Any:
+    """`function()` of user code, awaited when it returns an awaitable; anything it raises wrapped."""
+    try:
+        value = function()
+        if inspect.isawaitable(value):
+            value = await value
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        raise _Raised(exc) from exc
+    return value
+
+
 class PythonSession:
-    def __init__(self, bot: Any, environment: Environment | None = None) -> None:
+    def __init__(
+        self, bot: Any, environment: Environment | None = None, limits: TurnLimits | None = None
+    ) -> None:
         self._bot = bot
+        # An HTTP bot's limits (bot.timeout_s, bot.max_reply_bytes, bot.max_messages_per_turn).
+        self._limits = limits or TurnLimits()
         self._last_state: dict[str, Any] | None = None
         self._takes_pick = _takes(bot.send, "pick")
         # A bot whose send(text, parts=None) takes parts gets the user turn's parts: each message of a burst,
@@ -77,19 +91,8 @@ class PythonSession:
             kwargs["parts"] = list(parts) if parts is not None else [TextPart(text=text)]
         if self._env is not None:
             kwargs["env"] = self._env
-        try:
-            # The deadline of an HTTP bot's turn; a blocking bot's thread is left to finish on its own.
-            result = await asyncio.wait_for(self._call(text, kwargs), TURN_TIMEOUT_S)
-        except TimeoutError:
-            raise BotError(
-                "timeout", f"send() did not return within {TURN_TIMEOUT_S:g} s (the turn's deadline)"
-            ) from None
-        except _Raised as raised:  # SystemExit, KeyboardInterrupt... from user code: this turn's error
-            raise BotError("bot_exception", user_code_error(raised.exc)) from raised.exc
-        fields = ("messages", "parts", "state")
-        shaped = isinstance(result, str | list | tuple | dict)
-        checked_size(result if shaped else [getattr(result, f, None) for f in fields], "the bot's reply")
-        reply = normalise_reply(result)
+        result = await self._bounded("send()", self._call(text, kwargs))
+        reply = self._checked(result)
         reply.handed_over, reply.closed, reply.state = checked_flags(
             reply.handed_over, reply.closed, reply.state
         )
@@ -98,6 +101,44 @@ class PythonSession:
             self._last_state = reply.state
         return reply
 
+    async def _bounded(self, what: str, call: Any) -> Any:
+        """`call` (user code) under the turn's deadline (a blocking bot's thread is left to finish on its
+        own); what it raised, BaseExceptions included, as this turn's bot error."""
+        timeout = self._limits.timeout_s
+        try:
+            return await asyncio.wait_for(call, timeout)
+        except TimeoutError:
+            raise BotError(
+                "timeout",
+                f"{what} did not return within {timeout or 0:g} s (bot.timeout_s, the turn's deadline)",
+            ) from None
+        except _Raised as raised:  # SystemExit, KeyboardInterrupt... from user code: this turn's error
+            raise BotError(
+                "bot_exception", user_code_error(raised.exc, "" if what == "send()" else what)
+            ) from None
+
+    def _checked(self, result: Any) -> BotReply:
+        """What send() returned, within an HTTP bot's caps: the number of its messages or parts counted
+        first (a reply of 10^6 parts is refused before any is read), then its size and depth."""
+        limits = self._limits
+        try:
+            fields = ("messages", "parts", "state")
+            shaped = isinstance(result, str | list | tuple | dict)
+            for many in [result] if shaped else [getattr(result, f, None) for f in ("messages", "parts")]:
+                if isinstance(many, list | tuple):
+                    limits.check_count(len(many))
+            checked = result if shaped else [getattr(result, f, None) for f in fields]
+            checked_size(checked, "the bot's reply", limits.max_reply_bytes)
+            return normalise_reply(result)
+        except (BotError, asyncio.CancelledError):
+            raise
+        except BaseException as exc:
+            raise BotError(
+                "invalid_reply",
+                f"reading what send() returned ({type(result).__name__}) raised {user_code_error(exc)}; return "
+                "str, list[str], a list of parts or Reply",
+            ) from None
+
     async def _call(self, text: str, kwargs: dict[str, Any]) -> Any:
         """The bot's send; anything it raises is wrapped here, inside the task: asyncio re-raises a
         SystemExit or KeyboardInterrupt that leaves a task out of the event loop, ending the run."""
@@ -105,8 +146,9 @@ class PythonSession:
             if inspect.iscoroutinefunction(self._bot.send):
                 result = await self._bot.send(text, **kwargs)
             else:
-                # A blocking bot runs in a thread so the other conversations keep going.
-                result = await asyncio.to_thread(self._bot.send, text, **kwargs)
+                # A blocking bot runs in a daemon thread so the other conversations keep going, and one
+                # that never returns cannot keep the run from ending (user_threads.py).
+                result = await in_daemon_thread(functools.partial(self._bot.send, text, **kwargs))
             if inspect.isawaitable(result):
                 result = await result
         except asyncio.CancelledError:
@@ -119,15 +161,8 @@ class PythonSession:
         getter = getattr(self._bot, "final_state", None)
         if getter is None:
             return self._last_state
-        try:
-            state = getter()
-            if inspect.isawaitable(state):
-                state = await state
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            raise BotError("bot_exception", user_code_error(exc, "final_state()")) from exc
-        checked_size(state, "final_state()")
+        state = await self._bounded("final_state()", _run_user(getter))
+        checked_size(state, "final_state()", self._limits.max_reply_bytes)
         return checked_state(state, "final_state()") if state is not None else self._last_state
 
     async def aclose(self) -> None:
@@ -142,9 +177,12 @@ class PythonBotFactory:
     """Makes one fresh PythonSession per conversation: from `module:factory`, or from `factory` itself
     (a zero-argument callable given in code, named `spec` in messages)."""
 
-    def __init__(self, spec: str, factory: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self, spec: str, factory: Callable[[], Any] | None = None, limits: TurnLimits | None = None
+    ) -> None:
         self.spec = spec
         self._factory = factory if factory is not None else load_factory(spec)
+        self.limits = limits or TurnLimits()
 
     async def open(self, conversation_id: str, environment: Environment | None = None) -> PythonSession:
         # A factory with an `env` parameter is given the conversation's environment (docs/environment.md).
@@ -161,7 +199,7 @@ class PythonBotFactory:
             raise UserError(
                 f"bot factory '{self.spec}' returned {type(bot).__name__}, which has no send(text)"
             )
-        return PythonSession(bot, environment)
+        return PythonSession(bot, environment, self.limits)
 
 
 class _ReplyFunction:
@@ -225,7 +263,7 @@ def bot_from_object(target: Any) -> PythonBotFactory:
 
 def python_bot_factory(config: PythonBotConfig, suite: Suite, hub: ModelHub) -> PythonBotFactory:
     """The `python` kind's factory (config/bots/__init__.py registers it)."""
-    return PythonBotFactory(config.factory)
+    return PythonBotFactory(config.factory, limits=TurnLimits.of(config))
 
 
 def callable_bot_factory(config: CallableBotConfig, suite: Suite, hub: ModelHub) -> PythonBotFactory:

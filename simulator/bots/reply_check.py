@@ -10,10 +10,10 @@ from __future__ import annotations
 
 __all__ = [
     "MAX_REPLY_BYTES",
-    "TURN_TIMEOUT_S",
     "checked_flags",
     "checked_size",
     "checked_state",
+    "shown",
     "user_code_error",
 ]
 
@@ -26,27 +26,38 @@ from simulator.jsonbounds import JSONRefused, check_depth
 # The most a bot may send in one turn (after decompression): a reply past it is a bot error, not a run that
 # reads gigabytes.
 MAX_REPLY_BYTES = 8_000_000
-# The longest one turn of a bot running in this process (python, a bot given in code) may take: the HTTP
-# bot's default `timeout_s`, so every kind of bot has a deadline.
-TURN_TIMEOUT_S = 30.0
 
 
-def checked_size(value: Any, where: str) -> None:
+def checked_size(value: Any, where: str, max_bytes: int = MAX_REPLY_BYTES) -> None:
     """A bot error when `value` (what an in-process bot or tool handed back) is deeper, larger or more
     self-referential than a reply over the wire may be: the same caps as an HTTP bot's answer."""
     try:
-        check_depth(value, where, max_bytes=MAX_REPLY_BYTES)
+        check_depth(value, where, max_bytes=max_bytes)
     except JSONRefused as exc:
-        raise BotError("invalid_reply", str(exc)) from None
+        field = " (bot.max_reply_bytes)" if "larger than" in str(exc) else ""
+        raise BotError("invalid_reply", f"{exc}{field}") from None
 
 
 def user_code_error(exc: BaseException, doing: str = "") -> str:
     """The line recorded when in-process user code (`doing`: "final_state()", a tool's name) raised
     anything, `SystemExit` and other BaseExceptions included: they end that turn or call, never the run."""
     if isinstance(exc, SystemExit):
-        return f"{doing or 'the bot'} called sys.exit({exc.code!r}), which ends only this conversation"
-    found = f"{type(exc).__name__}: {exc}"
+        code = shown(exc.code, repr)
+        return f"{doing or 'the bot'} called sys.exit({code}), which ends only this conversation"
+    found = f"{type(exc).__name__}: {shown(exc, str)}"
     return f"{doing} raised {found}" if doing else found
+
+
+def shown(value: Any, how: Any = str, limit: int = 500) -> str:
+    """`how(value)` (str or repr) of an object from user code, at most `limit` characters; user code's
+    `__str__` may itself raise, or run long, and neither may reach the run: then its type is shown."""
+    try:
+        text = how(value)
+    except BaseException:
+        return f"<{type(value).__name__} that cannot be shown>"
+    if not isinstance(text, str):
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _flag(name: str, value: Any) -> bool:

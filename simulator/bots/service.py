@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import os
 import re
+import secrets
 import shlex
 import signal
 import socket
@@ -34,7 +35,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from simulator.bots.watchdog import WATCHDOG
+from simulator.bots.watchdog import MARK_VARIABLE, WATCHDOG, marked_pids
 from simulator.config.bots import BotStart
 from simulator.errors import UserError
 from simulator.record.redact import redact
@@ -130,6 +131,9 @@ class BotProcess:
         self._process: asyncio.subprocess.Process | None = None
         self._copier: asyncio.Task[None] | None = None
         self._watchdog: subprocess.Popen[bytes] | None = None
+        # In the bot's environment, inherited by every process it starts, even one that leaves its group
+        # (watchdog.py): what the stop and the watchdog look for.
+        self.mark = secrets.token_hex(12)
         self._lifeline: int | None = None  # the write end of the watchdog's pipe: only this process holds it
 
     def describe(self) -> str:
@@ -165,7 +169,7 @@ class BotProcess:
             self._process = await asyncio.create_subprocess_exec(
                 *self.command,
                 cwd=self.cwd,
-                env={**os.environ, **self.extra_env, **self.env},
+                env={**os.environ, **self.extra_env, **self.env, MARK_VARIABLE: self.mark},
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 stdin=asyncio.subprocess.DEVNULL,
@@ -196,6 +200,7 @@ class BotProcess:
                     str(pgid),
                     str(self.config.stop_timeout_s),
                     str(self.log_path),
+                    self.mark,
                 ],
                 stdin=read_end,
                 stdout=subprocess.DEVNULL,
@@ -273,6 +278,7 @@ class BotProcess:
                     await asyncio.sleep(0.05)
             if self._group_alive():
                 self._signal(signal.SIGKILL)
+        await self._stop_marked()
         await process.wait()
         await self._finish_copy()
         self._log(f"--- the bot process exited with code {process.returncode}")
@@ -290,6 +296,21 @@ class BotProcess:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._copier
         self._copier = None
+
+    async def _stop_marked(self) -> None:
+        """Every process that carries this bot's mark but left its group (a daemon in its own session):
+        SIGTERM, then SIGKILL after stop_timeout_s (Linux; elsewhere there is no /proc to find them)."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            pids = marked_pids(self.mark)
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sig)
+            deadline = time.monotonic() + self.config.stop_timeout_s
+            while pids and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+                pids = marked_pids(self.mark)
+            if not pids:
+                return
 
     def _stop_watchdog(self) -> None:
         if self._watchdog is not None:

@@ -12,17 +12,19 @@ __all__ = ["LiveJudge"]
 
 import asyncio
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from simulator.api.judging import JudgeStage, render_transcript_block
 from simulator.collect.sampling import Budget, SamplingPolicy, Spend
+from simulator.collect.supervise import LOGGER, describe
 from simulator.config.scenario import Scenario
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.selection import counted
+
+_FAILURES_KEPT = 20  # the last judgings that raised, named in /status
 
 REVIEW = "review.jsonl"
 VALIDATION_TRIES = 2  # a judge answer that is not a valid verdict is asked once more
@@ -108,7 +110,15 @@ class LiveJudge:
         self.prices = prices
         self.concurrency = concurrency
         self.queue: asyncio.Queue[Job] = asyncio.Queue(queue_size)
-        self.counts = {"sampled": 0, "judged": 0, "over_budget": 0, "queue_full": 0, "reviewed": 0}
+        self.counts = {
+            "sampled": 0,
+            "judged": 0,
+            "over_budget": 0,
+            "queue_full": 0,
+            "reviewed": 0,
+            "failed": 0,
+        }
+        self.failures: list[str] = []  # the last few judgings that raised: the conversation and why
         self.tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
@@ -147,10 +157,23 @@ class LiveJudge:
             job = await self.queue.get()
             try:
                 await self.judge(job)
-            except Exception as exc:  # a broken judge is reported, never a crash of the collector
-                print(f"collect: judging {job.record.id} failed: {exc}", file=sys.stderr)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                self.failed(job, exc)
             finally:
                 self.queue.task_done()
+
+    def failed(self, job: Job, exc: BaseException) -> None:
+        """A judging that raised (anything, SystemExit from a judge's code too: a worker that died would
+        leave `drain` waiting forever): said with the conversation and run it was, counted in the status's
+        `judge.failed` (the health figure), and its id kept with the last few failures; the worker goes on."""
+        self.counts["failed"] += 1
+        where = f"{job.record.id} of {job.folder.path.name}"
+        self.failures = [*self.failures[-(_FAILURES_KEPT - 1) :], f"{where}: {describe(exc)}"]
+        LOGGER.warning(
+            "collect: judging %s failed (%s); it is not judged, the judge goes on", where, describe(exc)
+        )
 
     async def judge(self, job: Job) -> list[Verdict]:
         """Judge one sampled conversation within the budget; write verdicts and review items. A conversation

@@ -368,6 +368,8 @@ class Collector:
                 "close_loop_errors": self.counts["loop_errors"],
                 "rejected_spans": self.counts["rejected_spans"],
                 "rejected_log_records": self.counts["rejected_log_records"],
+                "judge_failures": self.judge.counts["failed"] if self.judge is not None else 0,
+                "last_judge_failures": list(self.judge.failures) if self.judge is not None else [],
                 "last_problem": self.last_problem,
             },
             "judge": dict(self.judge.counts) if self.judge is not None else None,

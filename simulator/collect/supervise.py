@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.collect.spans import to_line
+from simulator.report.visible import visible
 from simulator.traces.otlp_decode import Span
 
 LOGGER = logging.getLogger("simulator.collect")
@@ -27,8 +28,13 @@ QUARANTINE_FILE = "quarantine.jsonl"
 
 
 def describe(exc: BaseException) -> str:
-    """An exception as one line for the operator's log: its kind and its first line."""
-    first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else "no message"
+    """An exception as one line for the operator's log: its kind and its first line, control characters
+    shown, never obeyed by the terminal; an exception whose own text cannot be had is named by its kind."""
+    try:
+        text = str(exc).strip()
+    except Exception:
+        text = "(its message could not be read)"
+    first = visible(text.splitlines()[0][:300]) if text else "no message"
     return f"{type(exc).__name__}: {first}"
 
 

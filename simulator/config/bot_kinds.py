@@ -13,6 +13,7 @@ __all__ = [
     "EDITABLE_PROMPT",
     "ENVIRONMENT",
     "IN_CODE",
+    "LIMIT_FIELDS",
     "MODEL",
     "AnyBot",
     "BotConfig",
@@ -25,6 +26,7 @@ __all__ = [
     "kinds_with",
     "prompted",
     "register_bot_kind",
+    "turn_timeout",
     "validate_bot",
 ]
 
@@ -57,6 +59,18 @@ MODEL = "model"
 # The bot is a Python object given in code (simulator.run(..., bot=...)): a suite alone cannot build it.
 IN_CODE = "in_code"
 
+# The limits every kind has (a resume may raise one and rerun the conversations it stopped).
+LIMIT_FIELDS = frozenset(
+    {"max_reply_bytes", "max_messages_per_turn", "max_messages_per_conversation", "max_tool_calls_per_turn"}
+)
+
+
+def turn_timeout(default: float = 30.0) -> Any:
+    """The `timeout_s` field of a kind with a turn deadline: above 0, at most an hour (a typo such as
+    300000 is an error naming the field, not a run that waits days)."""
+    return Field(default=default, gt=0, le=3600)
+
+
 # (field path below `bot`, a check that raises UserError or YAMLProblem): what `validate` and `run` try
 # before anything runs (engine/preflight.py).
 PreflightCheck = tuple[tuple[str | int, ...], Callable[[], object]]
@@ -69,8 +83,16 @@ class BotConfig(StrictModel):
     type: str
     # The release of the bot under test as its makers name it; recorded in the manifest (bot_identity.py).
     version: str | None = None
+    # One turn's limits, the same on every channel (bots/turn_limits.py, docs/bots.md#limits): the most a
+    # turn may hold as JSON (after decompression), messages in a turn and in a conversation, tool calls in
+    # a turn. A turn past one is the bot error `over_limit` naming the field. Each kind that has a deadline
+    # of its own declares `timeout_s` (turn_timeout()).
+    max_reply_bytes: int = Field(default=8_000_000, ge=1024, le=64_000_000)
+    max_messages_per_turn: int = Field(default=200, ge=1, le=100_000)
+    max_messages_per_conversation: int = Field(default=5_000, ge=1, le=1_000_000)
+    max_tool_calls_per_turn: int = Field(default=100, ge=1, le=10_000)
     # Fields a resume may change: how patiently the bot is waited for, never what the run measures.
-    operational: ClassVar[frozenset[str]] = frozenset()
+    operational: ClassVar[frozenset[str]] = LIMIT_FIELDS
 
     def describe(self) -> str:
         """The bot in one line, as reports and the manifest name it (`http:https://...`)."""
@@ -95,6 +117,12 @@ class BotConfig(StrictModel):
         """The tools this bot can be seen calling, where the suite says (besides an environment's); None
         when only the bot's code knows (a python or HTTP bot may return any tool call)."""
         return None
+
+    def turn_deadline_s(self) -> float | None:
+        """How long one whole bot turn may take (bots/turn_limits.py): the kind's `timeout_s` when it has
+        one; None when the kind bounds its turns otherwise (a chat bot's model calls: the provider's)."""
+        timeout = getattr(self, "timeout_s", None)
+        return float(timeout) if isinstance(timeout, int | float) else None
 
     def kind(self) -> BotKind:
         return bot_kind(self.type)

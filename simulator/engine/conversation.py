@@ -12,11 +12,12 @@ from typing import Any
 
 from simulator.bots import BotError, BotFactory, BotReply, BotSession
 from simulator.bots.environment import Environment, make_environment
+from simulator.bots.turn_limits import TurnLimits, guard_turn
 from simulator.config.environment import EnvironmentSpec
 from simulator.config.scenario import Scenario
 from simulator.providers.base import ProviderError
 from simulator.record.models import ConversationRecord, ErrorInfo, StopReason, conversation_key
-from simulator.record.parts import Part
+from simulator.record.parts import Part, ToolCallPart
 from simulator.record.transcript import Turn, Usage
 from simulator.users.base import CharacterBreak, SimulatedUser, UserMessage
 
@@ -38,9 +39,15 @@ def _now() -> datetime:
 class _Attempt:
     """One try at a conversation: the turns so far, what each side used, and how it ended."""
 
-    def __init__(self, bot_id: str, environment: Environment | None = None) -> None:
+    def __init__(
+        self, bot_id: str, environment: Environment | None = None, limits: TurnLimits | None = None
+    ) -> None:
         self.bot_id = bot_id
         self.environment = environment
+        self.limits = limits or TurnLimits()
+        self.sent_messages = 0  # what the bot's turns so far held: the conversation's limits
+        self.sent_bytes = 0
+        self.unkept: list[Part] = []  # the tool calls of a turn stopped at a limit: data all the same
         self.turns: list[Turn] = []
         self.usage: dict[str, Usage] = {}
         self.raw: list[dict[str, Any]] = []
@@ -55,7 +62,7 @@ class _Attempt:
 
     def keep_calls(self, index: int, started: datetime) -> None:
         """A bot turn holding only the environment calls of a turn that failed, when there were any."""
-        calls = self.with_calls([])
+        calls, self.unkept = self.unkept + self.with_calls([]), []
         if calls:
             self.turns.append(Turn(index=index, role="bot", parts=calls, started_at=started))
 
@@ -78,6 +85,25 @@ async def _send(session: BotSession, message: UserMessage, index: int, parts: li
         reply: BotReply = await sender.send(message.text, index, pick=message.pick, parts=parts)
         return reply
     return await session.send(message.text, index, pick=message.pick)
+
+
+async def _bot_turn(
+    session: BotSession, message: UserMessage, index: int, user_parts: list[Part], attempt: _Attempt
+) -> tuple[BotReply, list[Part]]:
+    """The bot's answer to one user turn, on any channel, under the run's turn limits (bots/turn_limits.py):
+    the whole turn's deadline, then its messages, tool calls (the environment's too) and bytes, and the
+    conversation's; past one it is a BotError. (reply, the bot turn's parts with its calls)."""
+    reply = await guard_turn(attempt.limits, _send(session, message, index, user_parts))
+    parts = attempt.with_calls(reply.turn_parts())
+    dropped = attempt.environment.take_dropped() if attempt.environment is not None else 0
+    try:
+        messages, size = attempt.limits.check_turn(parts, attempt.sent_messages, attempt.sent_bytes, dropped)
+    except BotError:
+        attempt.unkept = [part for part in parts if isinstance(part, ToolCallPart)]
+        raise
+    attempt.sent_messages += messages
+    attempt.sent_bytes += size
+    return reply, parts
 
 
 async def _open_session(
@@ -126,7 +152,7 @@ async def _attempt(
             )
             started = _now()
             try:
-                reply = await _send(session, message, index, user_parts)
+                reply, bot_parts = await _bot_turn(session, message, index, user_parts, attempt)
             except BotError as exc:
                 attempt.keep_calls(index, started)  # the calls the bot made before it failed are data
                 return "error", state, ErrorInfo(source="bot", kind=exc.kind, message=str(exc))
@@ -139,7 +165,7 @@ async def _attempt(
                 Turn(
                     index=index,
                     role="bot",
-                    parts=attempt.with_calls(reply.turn_parts()),
+                    parts=bot_parts,
                     started_at=started,
                     latency_s=reply.latency_s,
                     time_to_first_token_s=reply.time_to_first_token_s,
@@ -170,6 +196,7 @@ async def run_conversation(
     run_id: str = "run",
     first_attempt: int = 0,
     environment: EnvironmentSpec | None = None,
+    limits: TurnLimits | None = None,
 ) -> ConversationRecord:
     """Run one (scenario, repeat) to its end; never raises for a bot, user or provider failure.
 
@@ -180,7 +207,9 @@ async def run_conversation(
     started = _now()
     for attempt_number in range(first_attempt, first_attempt + max_character_breaks + 1):
         bot_id = bot_conversation_id(run_id, plan)
-        attempt = _Attempt(bot_id, make_environment(environment, plan.scenario.environment, bot_id))
+        limits = limits or TurnLimits()
+        made = make_environment(environment, plan.scenario.environment, bot_id, limits)
+        attempt = _Attempt(bot_id, made, limits)
         user = make_user(plan, attempt_number)
         try:
             stop, state, error = await _attempt(plan, user, bots, attempt)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from simulator.bots.turn_limits import TurnLimits
 from simulator.config.scenario import Scenario
 from simulator.config.simulators import simulator_models, user_model_for
 from simulator.config.suite import Suite
@@ -130,6 +131,7 @@ async def simulate_and_judge(
         "user_model": user_model_for(item.scenario, simulator_models(suite), user_model),
         "bot_name": bot_name,
         "run_id": run_id,
+        "limits": TurnLimits.of(suite.bot),  # every channel's turns under the suite's bot limits
     }
     if suite.environment is not None:
         options["environment"] = suite.environment  # one fresh environment per conversation

@@ -22,6 +22,7 @@ from simulator.record.stored_turns import StoredTurns
 BOT_FAULTS: dict[str, str] = {
     "cloud_api_rule": "broke a WhatsApp Cloud API rule",
     "invalid_reply": "sent a malformed reply",
+    "over_limit": "went past a limit of a bot turn (messages, bytes or tool calls)",
     "tool_arguments": "called a tool with invalid arguments",
 }
 

@@ -21,6 +21,7 @@ __all__ = [
 ]
 
 import base64
+import contextlib
 import html
 import json
 import os
@@ -107,7 +108,7 @@ def _forms(value: str) -> set[str]:
     percent-encoded (in a URL; either case of hex, every byte or only the unsafe ones), base64 and
     base64url (at any alignment), base32 and base85 (at any alignment), hex in either case, literal `\\uXXXX`
     escapes (either case), HTML-escaped or written as numeric entities; and each of those as it appears
-    inside JSON text, and inside JSON text that is itself inside JSON text (a record of an echoed body). Compressed forms (gzip or zlib, then base64) are found by decoding (`_compressed`)."""
+    inside JSON text, and inside JSON text that is itself inside JSON text (a record of an echoed body). Encodings of encodings (base64 of gzip of hex, base32 of base64 ...) are found by decoding (`_encoded`)."""
     raw = value.encode("utf-8")
     forms = _plain_forms(value, raw)
     once = {json.dumps(form)[1:-1] for form in forms}  # in JSON text
@@ -145,56 +146,102 @@ def register_secrets(values: Iterable[str]) -> None:
     for value in values:
         if len(value.strip()) >= MIN_SECRET_CHARS:
             known |= _forms(value)
+            if len(value) < 8:
+                _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{%d,}" % min(len(value), 8))
     _secrets[:] = sorted(known, key=len, reverse=True)
 
 
 def forget_secrets() -> None:
     """Forget every registered secret (for a program that runs several suites, and for tests)."""
     _secrets.clear()
+    _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{8,}")
 
 
 def contains_secret(text: str) -> bool:
     """Whether `text` (plain or JSON) holds a registered secret: a cheap check before any rewriting. Inside
     JSON text a secret appears escaped, which is one of its registered forms; a compressed blob is decoded."""
-    return any(secret in text for secret in _secrets) or bool(_secrets and _compressed(text))
+    return any(secret in text for secret in _secrets) or bool(_secrets and _encoded(text))
 
 
-# A run of base64 or base64url long enough to hold a compressed secret (gzip adds 18 bytes, zlib 6).
-_BLOB = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
+# A run of base64, base64url, base32 or hex long enough to hold an encoded secret (gzip adds 18 bytes).
+_BLOB = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,6}")
 _MAX_INFLATED = 4_000_000  # bytes a blob may inflate to while it is searched (a bomb stops here)
+_MAX_DEPTH = 3  # encodings inside encodings searched (base64 of gzip of hex is three)
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_BASE32 = re.compile(r"[A-Z2-7]+=*|[a-z2-7]+=*")
+# Decoded bytes worth searching hold a run of printable text as long as the shortest secret (at most 8):
+# a secret, or an encoding of one, is text; random ids decode to bytes that are not.
+_TEXT_RUN = [re.compile(rb"[\x20-\x7e]{8,}")]
 
 
-def _inflate(blob: str) -> str | None:
-    """The text of a gzip or zlib stream encoded as base64/base64url, or None when `blob` is not one."""
-    try:
-        data = base64.b64decode(
-            blob + "=" * (-len(blob) % 4), altchars=b"-_" if "-" in blob or "_" in blob else None
-        )
-    except ValueError:
-        return None
+def _inflated(data: bytes) -> bytes:
+    """`data`, inflated when it is a gzip or zlib stream (at most _MAX_INFLATED bytes of it)."""
     if data[:2] == b"\x1f\x8b":
         wbits = 16 + zlib.MAX_WBITS
     elif len(data) > 1 and data[0] & 0x0F == 8 and int.from_bytes(data[:2], "big") % 31 == 0:
         wbits = zlib.MAX_WBITS
     else:
-        return None
+        return data
     try:
-        inflated = zlib.decompressobj(wbits).decompress(data, _MAX_INFLATED)
+        return zlib.decompressobj(wbits).decompress(data, _MAX_INFLATED)
     except zlib.error:
-        return None
-    return inflated.decode("utf-8", "replace")
+        return data
 
 
-def _compressed(text: str, depth: int = 0) -> list[str]:
-    """The base64 blobs in `text` that inflate (gzip or zlib) to text holding a secret, in any form or
-    compressed again: the whole blob is the secret's encoding, and is replaced whole."""
+def _decodings(blob: str) -> Iterable[bytes]:
+    """The bytes `blob` may encode, at every alignment it may sit at inside a longer value: as hex, as
+    base32 (either case) and as base64 or base64url."""
+    body = blob.rstrip("=")
+    if _HEX.fullmatch(body):
+        for start in (0, 1):
+            part = body[start:]
+            yield bytes.fromhex(part[: len(part) // 2 * 2])
+    if _BASE32.fullmatch(blob):
+        for start in range(8):
+            with contextlib.suppress(ValueError):
+                yield base64.b32decode(_padded(body[start:].upper(), 8, (2, 4, 5, 7)))
+    altchars = b"-_" if "-" in body or "_" in body else None
+    for start in range(4):
+        with contextlib.suppress(ValueError):
+            yield base64.b64decode(_padded(body[start:], 4, (2, 3)), altchars=altchars)
+
+
+def _padded(part: str, group: int, endings: tuple[int, ...]) -> str:
+    """`part` as a whole number of `group`-character blocks: a last partial block that can end an
+    encoding padded with '=', another cut off (its bits belong to no whole byte)."""
+    extra = len(part) % group
+    if extra == 0:
+        return part
+    if extra in endings:
+        return part + "=" * (group - extra)
+    return _padded(part[: len(part) - 1], group, endings)
+
+
+def _as_text(data: bytes) -> str | None:
+    """Decoded bytes as text to search: UTF-8 text, or bytes holding a printable run as long as the shortest
+    secret; None for bytes that are no text (random ids decode so), where nothing can be found."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace") if _TEXT_RUN[0].search(data) else None
+
+
+def _encoded(text: str, depth: int = 0) -> list[str]:
+    """The runs of `text` that decode (hex, base32, base64, then gzip or zlib when compressed) to text
+    holding a secret, in any registered form or encoded again, up to _MAX_DEPTH encodings deep: a search for
+    the secret through whatever a tool or bot combined, instead of a list of combinations. The whole run is
+    the secret's encoding, and is replaced whole."""
     found = []
     for match in _BLOB.finditer(text):
-        inflated = _inflate(match.group(0))
-        if inflated is None:
-            continue
-        if any(secret in inflated for secret in _secrets) or (depth < 2 and _compressed(inflated, depth + 1)):
-            found.append(match.group(0))
+        for data in _decodings(match.group(0)):
+            inner = _as_text(_inflated(data))
+            if inner is None:
+                continue
+            if any(secret in inner for secret in _secrets) or (
+                depth + 1 < _MAX_DEPTH and _encoded(inner, depth + 1)
+            ):
+                found.append(match.group(0))
+                break
     return found
 
 
@@ -209,7 +256,7 @@ def redact(value: Any) -> Any:
     if not _secrets:
         return value
     if isinstance(value, str):
-        for blob in _compressed(value):
+        for blob in _encoded(value):
             value = value.replace(blob, REDACTED)
         for secret in _secrets:
             if secret in value:

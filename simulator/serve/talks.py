@@ -11,6 +11,7 @@ __all__ = ["Talk", "TalkDesk", "suite_files"]
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import time
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from simulator.users.human import HumanUser
 
 # The longest a reply from the bot may take before the page gives up waiting (the talk goes on).
 REPLY_WAIT_S = 120.0
+_LOGGER = logging.getLogger("simulator.serve")
 # A talk nobody has written in for this long was abandoned (a closed tab): it is ended, saved and judged,
 # so its run folder does not stay `running` for ever.
 TALK_IDLE_S = 30 * 60.0
@@ -76,6 +78,7 @@ class TalkDesk:
         self.talks: dict[str, Talk] = {}
         self.idle_s = idle_s
         self._sweeper: asyncio.Task[None] | None = None
+        self.sweep_failures = 0  # sweeps that raised and were tried again
 
     async def expire_idle(self) -> list[Talk]:
         """End every talk idle for longer than `idle_s`, marked abandoned; return them."""
@@ -83,13 +86,25 @@ class TalkDesk:
         idle = [t for t in self.talks.values() if not t.ended and now - t.last_active > self.idle_s]
         for talk in idle:
             talk.abandoned = True
-            await talk.human.finish()
+            try:
+                await talk.human.finish()
+            except Exception as exc:
+                self.sweep_failures += 1
+                _LOGGER.warning("desk: ending idle talk %s failed (%s: %s)", talk.id, type(exc).__name__, exc)
         return idle
 
     async def _sweep(self) -> None:
+        """Supervised: a sweep that raises (one talk's end failed) is logged and the next one runs, so the
+        other idle talks are still ended and saved."""
         while any(not t.ended for t in self.talks.values()):
             await asyncio.sleep(min(60.0, self.idle_s / 2))
-            await self.expire_idle()
+            try:
+                await self.expire_idle()
+            except Exception as exc:
+                self.sweep_failures += 1
+                _LOGGER.warning(
+                    "desk: ending idle talks failed (%s: %s); trying again", type(exc).__name__, exc
+                )
         self._sweeper = None
 
     async def start(self, suite_file: Path, scenario_id: str, person: str) -> Talk:

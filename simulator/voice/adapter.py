@@ -24,7 +24,6 @@ import numpy as np
 
 from simulator.bots.base import BotError, BotReply
 from simulator.bots.bounded_read import read_bounded
-from simulator.bots.reply_check import MAX_REPLY_BYTES
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.config.scenario import Scenario
 from simulator.config.yamlfile import YAMLProblem, read_text_file
@@ -309,7 +308,7 @@ class VoiceSession:
         try:
             status, body = await read_bounded(
                 self._factory.client, "GET", url, timeout_s=self._config.timeout_s,
-                max_bytes=MAX_REPLY_BYTES, who="bot.state_url",
+                max_bytes=self._config.max_reply_bytes, who="bot.state_url",
             )  # fmt: skip
         except httpx.HTTPError as exc:
             raise BotError("connection", f"GET bot.state_url failed: {self._factory.why(exc)}") from exc

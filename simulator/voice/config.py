@@ -13,7 +13,14 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from simulator.config.bot_kinds import BotConfig, BotKind, PreflightCheck, register_bot_kind
+from simulator.config.bot_kinds import (
+    LIMIT_FIELDS,
+    BotConfig,
+    BotKind,
+    PreflightCheck,
+    register_bot_kind,
+    turn_timeout,
+)
 from simulator.config.bots import BotStart, check_url
 from simulator.config.secrets import SecretURL
 from simulator.config.yamlfile import read_text_file
@@ -76,7 +83,7 @@ class VoiceBotConfig(BotConfig):
     # The bot's turn ends once nothing of its speech has played for this long.
     quiet_s: float = Field(default=1.0, gt=0, le=30)
     # No speech from the bot this long after the caller finished is an error (the call went dead).
-    timeout_s: float = Field(default=20.0, gt=0)
+    timeout_s: float = turn_timeout(20.0)
     # On the first turn the caller waits up to this long for the bot's greeting before speaking.
     greeting_s: float = Field(default=3.0, ge=0, le=60)
     # GET this (with {call_sid}) after the call for the bot's final state (a JSON object).
@@ -89,7 +96,12 @@ class VoiceBotConfig(BotConfig):
     keep_audio: bool = True
     start: BotStart | None = None
     # How patiently the bot is waited for may change on resume; what a turn is (quiet_s) may not.
-    operational: ClassVar[frozenset[str]] = frozenset({"timeout_s"})
+    operational: ClassVar[frozenset[str]] = LIMIT_FIELDS | {"timeout_s"}
+
+    def turn_deadline_s(self) -> float | None:
+        """None: a call's turn is bounded by the adapter itself (no speech within timeout_s of the caller's
+        last word, a bot still talking 120 s after it), and the caller's own speech is not the bot's time."""
+        return None
 
     def describe(self) -> str:
         return f"voice:{self.url}"

@@ -28,8 +28,8 @@ import httpx
 
 from simulator.bots.base import BotError, BotReply
 from simulator.bots.bounded_read import read_bounded
-from simulator.bots.reply_check import MAX_REPLY_BYTES
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.bots.turn_limits import over_limit
 from simulator.bots.whatsapp.events import (
     SIGNATURE_HEADER,
     Identity,
@@ -52,6 +52,10 @@ from simulator.record.redact import redact, register_secrets
 if TYPE_CHECKING:
     from simulator.config.suite import Suite
     from simulator.providers.hub import ModelHub
+
+# The whole turn's deadline: bot.timeout_s after the webhook delivery, and this little more, so a bot that
+# sent nothing is told so by _collect (its first message is awaited until bot.timeout_s) with its own hint.
+_LATE_S = 0.5
 
 
 def _secret(variable: str, started: bool, what: str) -> str:
@@ -170,7 +174,9 @@ class WhatsAppBotFactory:
         except UserError as exc:
             raise BotError("start", str(exc)) from exc
         who = Identity.for_conversation(conversation_id, self.config.profile_name, self.config.country)
-        return WhatsAppSession(self, who, self.graph.open_inbox(who))
+        # The inbox keeps a turn's messages and room for notes; more is counted, not kept (routing.py).
+        inbox = self.graph.open_inbox(who, limit=2 * self.config.max_messages_per_turn + 20)
+        return WhatsAppSession(self, who, inbox)
 
     async def aclose(self) -> None:
         if self.process is not None:
@@ -271,14 +277,20 @@ class WhatsAppSession:
         events = self._events(text, pick, parts)
         graph = self._factory.graph
         graph.directory.begin_wait(self._inbox)
+        posted: list[dict[str, Any]] = []
+        collected: list[Outbound] = []
         try:
             early = self._drain()  # sent after the last turn ended, before this message
             start = time.perf_counter()
-            posted = []
-            for event, message_id in events:
-                graph.note_inbound(message_id, self._inbox)
-                posted.append({"status": await self._post(event, "the message webhook"), "event": event})
-            messages, notes, end = await self._collect(start, early)
+            # The whole turn's deadline (bot.timeout_s): a webhook answered a byte at a time, or a bot that
+            # never stops posting, ends here; a bot that sends nothing ends sooner, in _collect, with why.
+            async with asyncio.timeout(self._config.timeout_s + _LATE_S):
+                for event, message_id in events:
+                    graph.note_inbound(message_id, self._inbox)
+                    posted.append({"status": await self._post(event, "the message webhook"), "event": event})
+                messages, notes, end = await self._collect(start, early, collected)
+        except TimeoutError:
+            raise BotError("timeout", self._late(len(posted) < len(events), len(collected))) from None
         finally:
             graph.directory.end_wait(self._inbox)
         statuses = await self._statuses(messages)
@@ -293,6 +305,19 @@ class WhatsAppSession:
             latency_s=max(0.0, first - start),
             parts=got,
             raw=self._raw(start, posted, messages, notes, end, statuses),
+        )
+
+    def _late(self, posting: bool, sent: int) -> str:
+        """Why a turn met its deadline: the webhook delivery was still unanswered, or the bot was still
+        sending (its turn ends once it has been quiet for quiet_s, or with an interactive message)."""
+        limit = f"{self._config.timeout_s:g} s (bot.timeout_s, the whole turn's deadline)"
+        if posting:
+            return (
+                f"the bot had not answered the webhook delivery after {limit}; answer 200 at once, then reply"
+            )
+        return (
+            f"the bot was still sending after {limit}: {sent} message(s), never quiet for bot.quiet_s "
+            f"({self._config.quiet_s:g} s); its turn was stopped there"
         )
 
     def _raw(
@@ -323,13 +348,16 @@ class WhatsAppSession:
             items.append(self._inbox.queue.get_nowait())
         return items
 
-    async def _collect(self, start: float, early: list[Outbound]) -> tuple[list[Outbound], list[str], str]:
-        """The bot's messages of this turn: until it has been quiet for quiet_s after its last message, or
-        sent an interactive one. Nothing within timeout_s of the webhook is a timeout error."""
-        messages: list[Outbound] = []
+    async def _collect(
+        self, start: float, early: list[Outbound], messages: list[Outbound]
+    ) -> tuple[list[Outbound], list[str], str]:
+        """The bot's messages of this turn (into `messages`): until it has been quiet for quiet_s after its
+        last message, or sent an interactive one. Nothing within timeout_s of the webhook is a timeout error;
+        more than bot.max_messages_per_turn is an over_limit error, as soon as it is seen."""
         notes: list[str] = []
         pending = list(early)
         while True:
+            self._check_count(len(messages) + len(pending))
             if pending:
                 item = pending.pop(0)
             else:
@@ -352,8 +380,16 @@ class WhatsAppSession:
                 notes.append(item.note)
                 continue
             messages.append(item)
+            self._check_count(len(messages))
             if any(isinstance(part, OptionsPart) for part in item.parts):
                 return messages, notes, "interactive"
+
+    def _check_count(self, seen: int) -> None:
+        """More messages this turn than bot.max_messages_per_turn (those the inbox only counted too)."""
+        found = seen + self._inbox.queue.qsize() + self._inbox.dropped
+        limit = self._config.max_messages_per_turn
+        if found > limit:
+            raise over_limit("sent more messages in one turn", found, "max_messages_per_turn", limit)
 
     async def _statuses(self, messages: list[Outbound]) -> list[dict[str, Any]]:
         """Post the configured status callbacks of each message, in order; a bot that fails one is an error."""
@@ -378,7 +414,7 @@ class WhatsAppSession:
                 "GET",
                 url,
                 timeout_s=self._factory.config.timeout_s,
-                max_bytes=MAX_REPLY_BYTES,
+                max_bytes=self._factory.config.max_reply_bytes,
                 who="bot.state_url",
             )
         except httpx.HTTPError as exc:

@@ -130,8 +130,8 @@ class GraphApi:
             self._runner = None
         self._socket.close()
 
-    def open_inbox(self, who: Identity) -> Inbox:
-        return self.directory.open(who)
+    def open_inbox(self, who: Identity, limit: int = 1_000) -> Inbox:
+        return self.directory.open(who, limit)
 
     def close_inbox(self, inbox: Inbox) -> None:
         self.directory.close(inbox)

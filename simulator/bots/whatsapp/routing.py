@@ -44,10 +44,20 @@ class Outbound:
 class Inbox:
     """What the bot sent one simulated user, in arrival order; `waiting` while the engine collects a bot turn."""
 
-    def __init__(self, who: Identity) -> None:
+    def __init__(self, who: Identity, limit: int = 1_000) -> None:
         self.who = who
         self.queue: asyncio.Queue[Outbound] = asyncio.Queue()
         self.waiting = False
+        # At most `limit` things wait to be read (the turn's message limit, with room for notes); the
+        # rest are counted, not kept, so a bot posting in a loop costs no memory (`dropped`).
+        self.limit = limit
+        self.dropped = 0
+
+    def put(self, item: Outbound) -> None:
+        if self.queue.qsize() >= self.limit:
+            self.dropped += 1
+            return
+        self.queue.put_nowait(item)
 
 
 @dataclass(frozen=True)
@@ -76,8 +86,8 @@ class Directory:
         self._open: list[Inbox] = []
         self._unclaimed: list[Outbound] = []  # calls that came while no conversation was waiting
 
-    def open(self, who: Identity) -> Inbox:
-        inbox = Inbox(who)
+    def open(self, who: Identity, limit: int = 1_000) -> Inbox:
+        inbox = Inbox(who, limit)
         self._by_key[who.wa_id] = self._by_key[who.user_id] = inbox
         self._open.append(inbox)
         return inbox
@@ -129,9 +139,7 @@ class Directory:
         was waiting are delivered to it now."""
         inbox.waiting = True
         for item in self._unclaimed:
-            inbox.queue.put_nowait(
-                replace(item, error=f"{item.error} (the call came while no conversation was waiting)")
-            )
+            inbox.put(replace(item, error=f"{item.error} (the call came while no conversation was waiting)"))
         self._unclaimed.clear()
 
     def end_wait(self, inbox: Inbox) -> None:
@@ -141,7 +149,7 @@ class Directory:
         """`item` to its conversation; one that names none goes to every conversation waiting for the bot
         (said so in its text), or to the next one that waits. Nothing is dropped."""
         if inbox is not None:
-            inbox.queue.put_nowait(item)
+            inbox.put(item)
             return
         if item.error is None:
             return  # a note with no conversation (a read receipt for an ended one): nothing to blame
@@ -158,4 +166,4 @@ class Directory:
         )
         note = f"{item.error} (this call named no conversation of the run, so it is recorded on {where})"
         for box in waiting:
-            box.queue.put_nowait(replace(item, error=note))
+            box.put(replace(item, error=note))

@@ -17,11 +17,13 @@ from simulator.config.bot_identity import module_source_hash, started_parts
 from simulator.config.bot_kinds import (
     EDITABLE_PROMPT,
     ENVIRONMENT,
+    LIMIT_FIELDS,
     MODEL,
     BotConfig,
     BotKind,
     PreflightCheck,
     register_bot_kind,
+    turn_timeout,
 )
 from simulator.config.secrets import SecretTemplate, SecretURL, SecretVariables, redact_url
 from simulator.config.yamlfile import YAMLProblem, read_text_file
@@ -56,6 +58,10 @@ class PythonBotConfig(BotConfig):
 
     type: Literal["python"] = "python"
     factory: str = Field(pattern=r"^[\w.]+:[\w.]+$")
+    # The deadline of one call of send() (and of final_state()), as an HTTP bot's whole answer's.
+    timeout_s: float = turn_timeout()
+
+    operational: ClassVar[frozenset[str]] = LIMIT_FIELDS | {"timeout_s"}
 
     def describe(self) -> str:
         return f"python:{self.factory}"
@@ -102,9 +108,8 @@ class HttpBotConfig(BotConfig):
     type: Literal["http"] = "http"
     url: Annotated[str, SecretURL] = Field(pattern=r"^https?://")
     headers: Annotated[dict[str, str], SecretTemplate] = Field(default_factory=dict)
-    # The whole turn's deadline (not per read) and the most a reply may hold, decompressed.
-    timeout_s: float = Field(default=30.0, gt=0)
-    max_reply_bytes: int = Field(default=8_000_000, ge=1024)
+    # The whole turn's deadline (not per read); the most a reply may hold is `max_reply_bytes`, decompressed.
+    timeout_s: float = turn_timeout()
     start: BotStart | None = None
     # A URL the bot answers with its release (JSON {"version": ...} or text), asked once it is ready and
     # recorded in the manifest's bot_identity; may use {port} like `url`.
@@ -113,7 +118,7 @@ class HttpBotConfig(BotConfig):
     # conversation); each request then carries `env_mcp_url` (bots/env_mcp.py, docs/environment.md).
     environment_mcp: bool = False
 
-    operational: ClassVar[frozenset[str]] = frozenset({"timeout_s"})
+    operational: ClassVar[frozenset[str]] = LIMIT_FIELDS | {"timeout_s"}
 
     def describe(self) -> str:
         return f"http:{self.url}"

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 __all__ = ["CallableBotConfig"]
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from simulator.config.bot_kinds import ENVIRONMENT, IN_CODE, BotConfig, BotKind, register_bot_kind
+from simulator.config.bot_kinds import (
+    ENVIRONMENT,
+    IN_CODE,
+    LIMIT_FIELDS,
+    BotConfig,
+    BotKind,
+    register_bot_kind,
+    turn_timeout,
+)
 
 
 class CallableBotConfig(BotConfig):
@@ -18,6 +26,9 @@ class CallableBotConfig(BotConfig):
 
     type: Literal["callable"] = "callable"
     name: str = Field(min_length=1)
+    timeout_s: float = turn_timeout()  # as a python bot's: one call of send()
+
+    operational: ClassVar[frozenset[str]] = LIMIT_FIELDS | {"timeout_s"}
 
     def describe(self) -> str:
         return f"callable:{self.name}"

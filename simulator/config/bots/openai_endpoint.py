@@ -7,11 +7,19 @@ __all__ = ["OpenAIEndpointBotConfig"]
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from simulator.config.bot_kinds import ENVIRONMENT, BotConfig, BotKind, PreflightCheck, register_bot_kind
+from simulator.config.bot_kinds import (
+    ENVIRONMENT,
+    LIMIT_FIELDS,
+    BotConfig,
+    BotKind,
+    PreflightCheck,
+    register_bot_kind,
+    turn_timeout,
+)
 from simulator.config.bots import BotStart, check_url
 from simulator.config.secrets import SecretEnv, SecretURL
 
@@ -29,7 +37,8 @@ class OpenAIEndpointBotConfig(BotConfig):
     tools: list[dict[str, Any]] = Field(default_factory=list)
     temperature: float | None = None
     max_tokens: int = 400
-    timeout_s: float = Field(default=60.0, gt=0)
+    # Each call of the model server's deadline; a turn (up to max_tool_rounds + 1 calls) gets that many.
+    timeout_s: float = turn_timeout(60.0)
     # Canned results by tool name, sent back when the server asks for them; recorded with the call. In a
     # suite with an `environment:`, its tools answer instead (docs/environment.md).
     tool_results: dict[str, Any] = Field(default_factory=dict)
@@ -37,6 +46,11 @@ class OpenAIEndpointBotConfig(BotConfig):
     # The tool whose arguments are the bot's final state (its triage decision).
     state_tool: str | None = None
     start: BotStart | None = None
+
+    operational: ClassVar[frozenset[str]] = LIMIT_FIELDS | {"timeout_s"}
+
+    def turn_deadline_s(self) -> float | None:
+        return self.timeout_s * (self.max_tool_rounds + 1)
 
     def describe(self) -> str:
         return f"openai_endpoint:{self.model}@{self.base_url}"

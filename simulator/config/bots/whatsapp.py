@@ -7,11 +7,18 @@ __all__ = ["WhatsAppBotConfig"]
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from simulator.config.bot_kinds import BotConfig, BotKind, PreflightCheck, register_bot_kind
+from simulator.config.bot_kinds import (
+    LIMIT_FIELDS,
+    BotConfig,
+    BotKind,
+    PreflightCheck,
+    register_bot_kind,
+    turn_timeout,
+)
 from simulator.config.bots import BotStart, check_url
 from simulator.config.secrets import SecretEnv, SecretURL
 
@@ -32,8 +39,9 @@ class WhatsAppBotConfig(BotConfig):
     business_account_id: str = Field(default="102290129340398", pattern=r"^\d+$")
     # The bot's turn ends once it has been quiet this long after its last message (or sent an interactive one).
     quiet_s: float = Field(default=2.0, gt=0)
-    # How long to wait for the bot's first message after the webhook delivery.
-    timeout_s: float = Field(default=30.0, gt=0)
+    # The whole bot turn's deadline, from the webhook delivery: the bot's first message must come within it,
+    # and the turn must have ended (quiet or interactive) by it; a bot still posting then is an error.
+    timeout_s: float = turn_timeout()
     # Status callbacks posted to the webhook for each accepted message, in this order.
     statuses: list[Literal["sent", "delivered", "read"]] = Field(default_factory=list)
     # Optional: GET this (with {wa_id}) after the conversation for the bot's final state (a JSON object).
@@ -41,6 +49,8 @@ class WhatsAppBotConfig(BotConfig):
     profile_name: str = "Alex"
     country: str = Field(default="GB", pattern=r"^[A-Z]{2}$")  # the BSUID's prefix
     start: BotStart | None = None
+
+    operational: ClassVar[frozenset[str]] = LIMIT_FIELDS | {"timeout_s"}
 
     def describe(self) -> str:
         return f"whatsapp:{self.webhook_url}"

@@ -170,11 +170,15 @@ class Collector:
         is rejected on its own, with the field and why), redact, drop duplicates, spool (on disk before this
         returns), assemble. How many spans were new, and what was decoded and rejected; ValueError for a
         request whose structure is not OTLP (nothing is taken from it)."""
-        now = time.monotonic() if now is None else now
         try:
             decoded = decode_documents([(None, document)])
         except ShapeError as exc:
             raise ValueError(f"not an OTLP export request ({exc})") from None
+        return self.accept_decoded(decoded, now)
+
+    def accept_decoded(self, decoded: Decoded, now: float | None = None) -> Accepted:
+        """`accept` for a request already decoded at the door (collect/decode.py `decode_export`)."""
+        now = time.monotonic() if now is None else now
         if decoded.rejected:
             self.counts["rejected_spans"] += len(decoded.rejected_spans)
             self.counts["rejected_log_records"] += len(decoded.rejected_logs)

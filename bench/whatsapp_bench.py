@@ -1,9 +1,12 @@
 """WhatsApp bench: the engine's CPU per bot turn on the `whatsapp` channel, and conversations a second.
 
-The bot is a real pywa 4 bot on FastAPI (tests/bots/pywa_nostate_bot.py), started by the adapter as a suite
-starts it (its own process: its CPU is not counted). Each conversation is two turns: a typed message (the
-bot answers with a greeting and a list: the turn ends at the interactive message) and a tap on "Cough or
-cold" (one text of advice: the turn ends by `--turn-end`: the webhook's answer, or the quiet period).
+The bot is a real pywa 4 bot on FastAPI, started by the adapter as a suite starts it (its own process: its
+CPU is not counted). With `--bot nostate` (tests/bots/pywa_nostate_bot.py) each conversation is two turns: a
+typed message (a greeting and a list: the turn ends at the interactive message) and a tap on "Cough or cold"
+(one text of advice: the turn ends at the quiet period). With `--bot burst-inline` / `burst-background`
+(tests/bots/pywa_burst_bot.py): "Hello" (two texts) and "burst" (three texts 50 ms apart), the handlers run
+inside the webhook request or after pywa's answer; with `--turn-end auto` an inline bot's turns end at the
+webhook's answer once confirmed (docs/whatsapp.md#one-bot-turn).
 `--concurrency` conversations run at once. Printed: the engine process's CPU (time.process_time, this
 process only) per bot turn, against the goal of 2 ms; conversations per second of wall time (what the end
 of a turn costs in waiting, with `--quiet-s`); how the turns ended; the load average before and after.
@@ -31,13 +34,16 @@ sys.path.insert(0, str(ROOT))
 GOAL_MS = 2.0
 
 
-async def _conversation(factory: Any, number: int, ends: Counter[str]) -> None:
+async def _conversation(factory: Any, number: int, ends: Counter[str], bot: str) -> None:
     from simulator.record.parts import PickPart
 
     session = await factory.open(f"bench-{number}")
     try:
         first = await session.send("Hello", 0)
-        second = await session.send("Cough or cold", 1, pick=PickPart(id="cold", title="Cough or cold"))
+        if bot == "nostate":
+            second = await session.send("Cough or cold", 1, pick=PickPart(id="cold", title="Cough or cold"))
+        else:
+            second = await session.send("burst", 1)
         for reply in (first, second):
             ends[reply.raw["end"] if reply.raw else "?"] += 1
     finally:
@@ -56,8 +62,12 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         "TRIAGE_APP_SECRET": "${WHATSAPP_APP_SECRET}",
         "TRIAGE_VERIFY_TOKEN": "${WHATSAPP_VERIFY_TOKEN}",
     }
+    command = ["{python}", "-m", "tests.bots.pywa_nostate_bot", "--port", "{port}"]
+    if args.bot != "nostate":
+        serve = args.bot.removeprefix("burst-")
+        command = ["{python}", "-m", "tests.bots.pywa_burst_bot", "--port", "{port}", "--serve", serve]
     start = BotStart(
-        command=["{python}", "-m", "tests.bots.pywa_nostate_bot", "--port", "{port}"],
+        command=command,
         cwd=str(ROOT),
         env=env,
         ready={"url": "http://127.0.0.1:{port}/health", "timeout_s": 30},  # type: ignore[arg-type]
@@ -72,12 +82,12 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
     ends: Counter[str] = Counter()
     try:
         await factory.start(None)
-        await _conversation(factory, -1, Counter())  # warm: imports, connections
+        await _conversation(factory, -1, Counter(), args.bot)  # warm: imports, connections
         gate = asyncio.Semaphore(args.concurrency)
 
         async def one(number: int) -> None:
             async with gate:
-                await _conversation(factory, number, ends)
+                await _conversation(factory, number, ends, args.bot)
 
         cpu, wall = time.process_time(), time.perf_counter()
         if args.profile:
@@ -104,6 +114,7 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         "quiet_s": args.quiet_s,
         "concurrency": args.concurrency,
         "statuses": bool(args.statuses),
+        "bot": args.bot,
     }
 
 
@@ -113,6 +124,13 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--quiet-s", type=float, default=2.0, help="bot.quiet_s (its default: 2)")
     parser.add_argument("--turn-end", choices=["auto", "quiet"], default=None, help="bot.turn_end")
+    parser.add_argument(
+        "--bot",
+        choices=["nostate", "burst-inline", "burst-background"],
+        default="nostate",
+        help="tests/bots/pywa_nostate_bot.py, or pywa_burst_bot.py (2 then 3 messages 50 ms apart) served "
+        "inline (handlers inside the webhook request) or by pywa's FastAPI routes (in the background)",
+    )
     parser.add_argument("--statuses", action="store_true", help="post sent, delivered, read per message")
     parser.add_argument("--no-raw", action="store_true", help="record_raw off (bodies not kept)")
     parser.add_argument("--profile", help="write a cProfile of the timed part to this file")

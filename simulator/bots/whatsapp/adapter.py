@@ -3,9 +3,11 @@
 Per user turn it POSTs signed webhook events (text, the `button_reply` / `list_reply` of a tap, or an
 `image` / `audio` message naming a media id the bot fetches from the Graph API) to the bot's webhook, then
 collects what the bot sends through the local Graph API (graph.py) until the bot
-has been quiet for `quiet_s` or sent an interactive message: that is one bot turn, however many messages
-and however slow. The latency is from the webhook delivery to the bot's first message; the reason the turn
-ended is kept in the turn's raw (`end`: `quiet` or `interactive`). Status callbacks (sent, delivered,
+has been quiet for `quiet_s` or sent an interactive message (or, with `turn_end: auto`, the webhook's answer
+came back after the bot's messages, once the run has confirmed that this bot sends inside the webhook:
+`TurnEnds`): that is one bot turn, however many messages and however slow. The latency is from the webhook
+delivery to the bot's first message; the reason the turn ended is kept in the turn's raw (`end`: `quiet`,
+`interactive` or `answer`). Status callbacks (sent, delivered,
 read) are posted when the suite asks for them. While a turn is collected its conversation is "waiting", so a
 Graph API call that names no conversation is recorded on it (routing.py) instead of a timeout. Secrets come from the environment variables the suite
 names (for a bot the suite starts, unset ones are made up for the run and passed to it) and are
@@ -77,6 +79,47 @@ def _field(what: str) -> str:
     )
 
 
+CONFIRMING_TURNS = 3  # turns that must show a bot replies inside the webhook before its answer ends a turn
+
+
+class TurnEnds:
+    """Whether this run's bot turns may end at the webhook's answer (`turn_end: auto`), learnt from the bot.
+
+    A bot that sends its messages while handling the webhook and answers it after the last one (a route that
+    awaits its sends, pywa's `webhook_update_handler` awaited in the route) has finished its turn when the
+    answer comes back. A bot
+    that answers at once and works in the background (as Meta recommends) has not. So the quiet period is
+    kept until CONFIRMING_TURNS turns ended by it have shown messages before the answer and none after; a
+    turn with a message after the answer, or (once confirmed) a message that comes after a turn was ended at
+    the answer, turns the rule off for the rest of the run, said in that turn's notes."""
+
+    def __init__(self, mode: str) -> None:
+        self.confirmed = 0
+        self.off: str | None = None if mode == "auto" else "bot.turn_end is quiet"
+
+    @property
+    def at_answer(self) -> bool:
+        return self.off is None and self.confirmed >= CONFIRMING_TURNS
+
+    def observe(self, messages: list[Outbound], start: float, answered: float, end: str) -> None:
+        """A turn the quiet period ended: did the bot send inside the webhook, and nothing after it?"""
+        if self.off is not None or end != "quiet":
+            return
+        if any(item.at > answered for item in messages):
+            self.off = "the bot sent a message after answering the webhook"
+        elif any(start <= item.at <= answered for item in messages):
+            self.confirmed += 1
+
+    def late(self, count: int) -> str:
+        """Messages came after a turn was ended at the webhook's answer: the quiet period from now on."""
+        self.off = "the bot sent a message after a turn was ended at the webhook's answer"
+        return (
+            f"{count} message(s) came after the previous bot turn was ended at the webhook's answer (the bot "
+            "sent after answering): they open this turn, and the run's later turns wait for quiet_s "
+            "(bot.turn_end: quiet makes every turn wait)"
+        )
+
+
 class WhatsAppBotFactory:
     """One Graph API server, one HTTP client and (with bot.start) one bot process for the whole run."""
 
@@ -114,6 +157,7 @@ class WhatsAppBotFactory:
         self.client = httpx.AsyncClient(timeout=config.timeout_s)  # the handshake and bot.state_url
         # The webhooks (every turn, every status callback) go out on aiohttp: a fifth of httpx's CPU a request.
         self.session: aiohttp.ClientSession | None = None
+        self.turn_ends = TurnEnds(config.turn_end)
         self._once = StartOnce()
 
     async def start(self, log_dir: Path | None = None) -> None:
@@ -204,6 +248,7 @@ class WhatsAppSession:
         self._inbox = inbox
         self._offered: OptionsPart | None = None
         self._offered_id: str | None = None  # the bot's message that carried the options
+        self._last_end: str | None = None  # how the previous bot turn ended
 
     async def _post(self, event: dict[str, Any], what: str) -> int:
         """POST one signed webhook; its HTTP status. Only the start of the answer is read (it is shown when
@@ -289,16 +334,24 @@ class WhatsAppSession:
         events = self._events(text, pick, parts)
         graph = self._factory.graph
         graph.directory.begin_wait(self._inbox)
+        ends = self._factory.turn_ends
         try:
             early = self._drain()  # sent after the last turn ended, before this message
+            late = sum(item.message_id is not None for item in early) if self._last_end == "answer" else 0
+            said = ends.late(late) if late else None  # before this turn's end is chosen
             start = time.perf_counter()
             posted = []
             for event, message_id in events:
                 graph.note_inbound(message_id, self._inbox)
                 posted.append({"status": await self._post(event, "the message webhook"), "event": event})
-            messages, notes, end = await self._collect(start, early)
+            answered = time.perf_counter()
+            messages, notes, end = await self._collect(start, early, answered if ends.at_answer else None)
         finally:
             graph.directory.end_wait(self._inbox)
+        if said:
+            notes.insert(0, said)
+        ends.observe(messages, start, answered, end)
+        self._last_end = end
         statuses = await self._statuses(messages)
         got: list[Part] = [part for item in messages for part in item.parts]
         for item in messages:
@@ -322,7 +375,7 @@ class WhatsAppSession:
         end: str,
         statuses: list[dict[str, Any]],
     ) -> dict[str, Any]:
-        """The turn's raw record: how it ended (`quiet` or `interactive`), when each message came after the
+        """The turn's raw record: how it ended (`quiet`, `interactive`, `answer`), when each message came after the
         webhook delivery, and (with record_raw) the webhook event, the bodies, notes and status callbacks."""
         timing: list[dict[str, Any]] = [
             {"at_s": round(item.at - start, 3), "id": item.message_id} for item in messages
@@ -341,15 +394,29 @@ class WhatsAppSession:
             items.append(self._inbox.queue.get_nowait())
         return items
 
-    async def _collect(self, start: float, early: list[Outbound]) -> tuple[list[Outbound], list[str], str]:
-        """The bot's messages of this turn: until it has been quiet for quiet_s after its last message, or
-        sent an interactive one. Nothing within timeout_s of the webhook is a timeout error."""
+    async def _collect(
+        self, start: float, early: list[Outbound], answered: float | None
+    ) -> tuple[list[Outbound], list[str], str]:
+        """The bot's messages of this turn: until it sent an interactive one; or, with `answered` (the time
+        the webhook's answer came back, when `TurnEnds` allows it), at once if the bot sent a message while
+        handling the webhook, everything it sent is taken and no call of its for this conversation is still
+        open; else until it has been quiet for quiet_s after its last message. Nothing within timeout_s of
+        the webhook is a timeout error."""
         messages: list[Outbound] = []
         notes: list[str] = []
         pending = list(early)
+        queue = self._inbox.queue
         while True:
             if pending:
                 item = pending.pop(0)
+            elif not queue.empty():
+                item = queue.get_nowait()
+            elif (
+                answered is not None
+                and self._inbox.in_flight == 0
+                and any(start <= m.at <= answered for m in messages)
+            ):
+                return messages, notes, "answer"
             else:
                 now = time.perf_counter()
                 last = messages[-1].at if messages else None
@@ -359,7 +426,7 @@ class WhatsAppSession:
                     else (start + self._config.timeout_s - now)
                 )
                 try:
-                    item = await asyncio.wait_for(self._inbox.queue.get(), max(0.0, wait))
+                    item = await asyncio.wait_for(queue.get(), max(0.0, wait))
                 except TimeoutError:
                     if messages:
                         return messages, notes, "quiet"

@@ -48,6 +48,7 @@ class Inbox:
         self.who = who
         self.queue: asyncio.Queue[Outbound] = asyncio.Queue()
         self.waiting = False
+        self.in_flight = 0  # Graph API calls naming this conversation not yet answered
 
 
 @dataclass(frozen=True)

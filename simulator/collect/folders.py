@@ -136,7 +136,9 @@ class RollingFolders:
     def name_for(self, current: _Current, key: str) -> str:
         from simulator.traces.records import safe_id
 
-        name = safe_id(key, current.taken)  # it adds the name: taken back until the record is written, without
+        name = safe_id(
+            key, current.taken
+        )  # it adds the name: taken back until the record is written, without
         current.taken.discard(name)  # copying the folder's ids for each conversation (quadratic over a day)
         return name
 

@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import httpx
 
 from simulator.bots.base import BotError, BotReply
-from simulator.bots.bounded_read import read_bounded
+from simulator.bots.bounded_read import read_bounded_aiohttp
 from simulator.bots.reply_check import MAX_REPLY_BYTES
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.bots.whatsapp.events import (
@@ -154,8 +153,8 @@ class WhatsAppBotFactory:
                     config.verify_token_env: self.verify_token,
                 },
             )
-        self.client = httpx.AsyncClient(timeout=config.timeout_s)  # the handshake and bot.state_url
-        # The webhooks (every turn, every status callback) go out on aiohttp: a fifth of httpx's CPU a request.
+        # Every call to the bot (the handshake, each webhook and status callback, bot.state_url) goes out on
+        # aiohttp: a fifth of httpx's CPU a request. Made in the event loop, at start.
         self.session: aiohttp.ClientSession | None = None
         self.turn_ends = TurnEnds(config.turn_end)
         self._once = StartOnce()
@@ -180,17 +179,22 @@ class WhatsAppBotFactory:
     async def verify(self) -> str:
         """Meta's GET handshake: the bot must answer 200 with `hub.challenge` when the token matches."""
         query, challenge = verification_query(self.verify_token)
+        assert self.session is not None
         try:
-            response = await self.client.get(self.webhook_url, params=query)
-        except httpx.HTTPError as exc:
+            async with self.session.get(self.webhook_url, params=query) as response:
+                status, text = (
+                    response.status,
+                    (await response.content.read(_ANSWER_SHOWN)).decode("utf-8", "replace"),
+                )
+        except (aiohttp.ClientError, TimeoutError) as exc:
             raise UserError(
                 f"the webhook verification GET to {self.webhook_url} failed: {self.why(exc)}"
             ) from exc
-        if response.status_code != 200 or response.text.strip() != challenge:
+        if status != 200 or text.strip() != challenge:
             raise UserError(
                 f"the bot failed the webhook verification handshake: GET {self.webhook_url}?hub.mode=subscribe&"
-                f"hub.verify_token=…&hub.challenge={challenge} answered HTTP {response.status_code} "
-                f"{redact(response.text)[:80]!r}; a Cloud API webhook answers 200 with the challenge when "
+                f"hub.verify_token=…&hub.challenge={challenge} answered HTTP {status} "
+                f"{redact(text)[:80]!r}; a Cloud API webhook answers 200 with the challenge when "
                 f"hub.verify_token matches (the bot reads it from {self.config.verify_token_env}), or set "
                 "bot.verify: false"
             )
@@ -203,7 +207,7 @@ class WhatsAppBotFactory:
             return note
         if connection_refused(exc):
             return f"connection refused by {self.webhook_url}: is the bot running there?"
-        if isinstance(exc, httpx.TimeoutException | TimeoutError):
+        if isinstance(exc, TimeoutError):
             return f"no answer within {self.config.timeout_s:g} s (bot.timeout_s)"
         return f"{type(exc).__name__}: {exc}"
 
@@ -231,7 +235,6 @@ class WhatsAppBotFactory:
         if self.process is not None:
             await self.process.stop()
         await self.graph.aclose()
-        await self.client.aclose()
         if self.session is not None:
             await self.session.close()
 
@@ -458,15 +461,16 @@ class WhatsAppSession:
         url = url.replace("{wa_id}", self.who.wa_id).replace("{user_id}", self.who.user_id)
         try:
             # The whole answer within bot.timeout_s and the byte cap, as a bot's turn (bots/bounded_read.py).
-            status, body = await read_bounded(
-                self._factory.client,
+            assert self._factory.session is not None
+            status, body = await read_bounded_aiohttp(
+                self._factory.session,
                 "GET",
                 url,
                 timeout_s=self._factory.config.timeout_s,
                 max_bytes=MAX_REPLY_BYTES,
                 who="bot.state_url",
             )
-        except httpx.HTTPError as exc:
+        except aiohttp.ClientError as exc:
             raise BotError("connection", f"GET bot.state_url failed: {self._factory.why(exc)}") from exc
         if status == 404:
             return None

@@ -126,6 +126,7 @@ def _steady(url: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
     tracer = provider.get_tracer("triage-web")
     gap = args.open / args.span_rate  # seconds between two turns of one conversation
     histories: dict[int, list[dict[str, Any]]] = {}
+    keys: dict[int, str] = {}  # each slot's current conversation
     next_id, slot, sent = 0, 0, 0
     samples: list[tuple[float, float, float, int]] = []
     start = time.monotonic()
@@ -133,15 +134,16 @@ def _steady(url: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
     with httpx.Client(timeout=30) as client:
         while (elapsed := time.monotonic() - start) < args.steady:
             due = int(elapsed * args.span_rate) - sent
-            for _ in range(max(0, due)):
+            for _ in range(max(0, min(due, args.batch))):  # a batch at a time, so the clock is checked
                 if slot not in histories or len(histories[slot]) >= 2 * args.turns:
                     histories[slot], next_id = [], next_id + 1
+                    keys[slot] = f"steady-{next_id}"
                 history = histories[slot]
                 turn = len(history) // 2
-                history.append(text("user", f"user {next_id}-{slot} says thing {turn}: my chest hurts a bit"))
+                history.append(text("user", f"user {keys[slot]} says thing {turn}: my chest hurts a bit"))
                 with tracer.start_as_current_span("chat triage-bot") as span:
                     span.set_attribute("gen_ai.operation.name", "chat")
-                    span.set_attribute("gen_ai.conversation.id", f"steady-{next_id}-{slot}")
+                    span.set_attribute("gen_ai.conversation.id", keys[slot])
                     span.set_attribute("gen_ai.input.messages", json.dumps(history))
                     span.set_attribute("gen_ai.output.messages", json.dumps([text("assistant", "how long?")]))
                 history.append(text("assistant", "how long?"))
@@ -174,6 +176,7 @@ def _steady(url: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
     return {
         "span_rate": args.span_rate,
         "spans_sent": sent,
+        "spans_per_s_achieved": round(sent / max(time.monotonic() - start, 1), 1),
         "seconds": round(time.monotonic() - start),
         "idle_s": args.idle_s,
         "open_conversations": args.open,

@@ -90,6 +90,7 @@ class Collector:
         self.notices = Notices()
         self.quarantine = Quarantine(options.out / STATE)
         self.last_problem: str | None = None
+        self._compacted = 0  # the spool's size after its last compaction
         self.followed: Any = None  # the folders as the alert check last read them (trends.FollowedFolders)
 
     def _source(self) -> dict[str, Any]:
@@ -138,6 +139,7 @@ class Collector:
         self.assembler.remember(list(closed))
         reopened = [s for ref, s in by_ref.items() if ref not in closed]
         locations = self.spool.compact(reopened, self.recent)
+        self._compacted = self.spool.size()
         self.assembler.add(reopened, now, locations)
         self.counts["reopened_spans"] += len(reopened)
 
@@ -266,7 +268,10 @@ class Collector:
                     )
                     continue
                 self.counts["sampled"] += bool(reasons)
-        if self.spool.size() > self.options.spool_limit:
+        size = self.spool.size()
+        # Past its limit, and at least half of it closed conversations: rewritten. (When the open spans alone
+        # are past the limit, rewriting them every tick would cost more than the disk it saves.)
+        if size > self.options.spool_limit and size > 2 * self._compacted:
             self._compact()
         if len(self.recent) > 2 * RECENT_MARKERS:
             self.recent = self.recent[-RECENT_MARKERS:]
@@ -275,30 +280,34 @@ class Collector:
 
     def _spans(self, conversation: OpenConversation) -> list[Span]:
         """An open conversation's spans, read back from the spool (assembler.py holds where they are)."""
-        return [self._span(held) for held in conversation.spans.values()]
+        return self._read(list(conversation.spans.values()))
 
-    def _span(self, held: Held) -> Span:
-        """One held span: its first line, with the later ones' events and late attributes merged in."""
-        places = [p for p in held.parts if isinstance(p, tuple)]
-        from_disk = iter(self.spool.read(places))
-        lines = [
-            next(from_disk) if isinstance(p, tuple) else replace(p, events=list(p.events)) for p in held.parts
-        ]
-        span = lines[0]
-        for later in lines[1:]:
-            _merge_into(span, later)
-        return span
+    def _read(self, helds: list[Held]) -> list[Span]:
+        """Held spans, read in one pass over the spool (in file order): each its first line, with the later
+        ones' events and late attributes merged in."""
+        places = sorted({p for held in helds for p in held.parts if isinstance(p, tuple)})
+        lines = dict(zip(places, self.spool.read(places), strict=True))
+        spans = []
+        for held in helds:
+            parts = [
+                lines[p] if isinstance(p, tuple) else replace(p, events=list(p.events)) for p in held.parts
+            ]
+            span = parts[0]
+            for later in parts[1:]:
+                _merge_into(span, later)
+            spans.append(span)
+        return spans
 
     def _compact(self) -> None:
         """The spool rewritten with the open spans only (each one line), and the assembler told where they
         now are."""
         helds = self.assembler.held()
-        spans = [self._span(held) for held in helds]
-        for held, span, place in zip(
-            helds, spans, self.spool.compact(spans, self.recent[-RECENT_MARKERS:]), strict=True
-        ):
+        spans = self._read(helds)
+        places = self.spool.compact(spans, self.recent[-RECENT_MARKERS:])
+        for held, span, place in zip(helds, spans, places, strict=True):
             held.parts = [place]
             held.events = {(name, time) for name, time, _ in span.events} or None
+        self._compacted = self.spool.size()
 
     def _build(
         self, key: str, spans: list[Span], scenario_id: str

@@ -299,14 +299,12 @@ class Collector:
         return spans
 
     def _compact(self) -> None:
-        """The spool rewritten with the open spans only (each one line), and the assembler told where they
-        now are."""
+        """The spool rewritten with the open spans' lines only, copied one at a time (never all read at
+        once), and the assembler told where they now are."""
         helds = self.assembler.held()
-        spans = self._read(helds)
-        places = self.spool.compact(spans, self.recent[-RECENT_MARKERS:])
-        for held, span, place in zip(helds, spans, places, strict=True):
-            held.parts = [place]
-            held.events = {(name, time) for name, time, _ in span.events} or None
+        places = self.spool.compact_held([h.parts for h in helds], self.recent[-RECENT_MARKERS:])
+        for held, moved in zip(helds, places, strict=True):
+            held.parts = list(moved)
         self._compacted = self.spool.size()
 
     def _build(

@@ -130,13 +130,44 @@ class Spool:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.spool_path)
+        self._rewrite_markers(recent)
+        return _locations(0, lines)
+
+    def compact_held(
+        self, held: list[list[Span | tuple[int, int]]], recent: list[Marker]
+    ) -> list[list[tuple[int, int]]]:
+        """`compact` for spans held as their lines (`held`: each span's parts, a line's place or a span):
+        the lines are copied as they are, one at a time, so compacting costs no more memory than a line;
+        where each part now is."""
+        tmp = self.spool_path.with_suffix(".jsonl.tmp")
+        places: list[list[tuple[int, int]]] = []
+        offset = 0
+        with self.spool_path.open("rb") as old, tmp.open("wb") as handle:
+            for parts in held:
+                moved = []
+                for part in parts:
+                    if isinstance(part, tuple):
+                        old.seek(part[0])
+                        line = old.read(part[1])
+                    else:
+                        line = to_line(part).encode("utf-8")
+                    handle.write(line)
+                    moved.append((offset, len(line)))
+                    offset += len(line)
+                places.append(moved)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.spool_path)
+        self._rewrite_markers(recent)
+        return places
+
+    def _rewrite_markers(self, recent: list[Marker]) -> None:
         tmp = self.closed_path.with_suffix(".jsonl.tmp")
         with tmp.open("w", encoding="utf-8") as handle:
             handle.write("".join(m.line() for m in recent))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.closed_path)
-        return _locations(0, lines)
 
 
 def _locations(offset: int, lines: list[bytes]) -> list[tuple[int, int]]:

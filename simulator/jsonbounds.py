@@ -8,18 +8,38 @@ every later step that recurses (validation, redaction, the record writer). So ea
 larger than the door's cap, or nested deeper than `MAX_JSON_DEPTH`; `check_depth` bounds a value that
 arrived already parsed (a Python tool's result, a state) by the same rule, without recursion.
 `JSONRefused` is a `ValueError`, so callers that already turn bad JSON into a clear error keep doing so.
+
+Python's parser also takes what is not JSON, or what nothing downstream can hold: NaN and Infinity, 1e999
+(read as inf), an integer of 5,000 digits (which raises Python's own ValueError text), a key written twice
+(the last silently kept). `DECODER`, the one decoder every door and run-folder reader uses, refuses each as
+`Unrepresentable`, one line saying which. `text_depth` is the writer's side: a record's JSON text is
+measured before it is written, so nothing is written that a reader would refuse.
 """
 
 from __future__ import annotations
 
-__all__ = ["MAX_JSON_DEPTH", "JSONRefused", "check_depth", "loads_bounded"]
+__all__ = [
+    "DECODER",
+    "MAX_INT_DIGITS",
+    "MAX_JSON_DEPTH",
+    "JSONRefused",
+    "Unrepresentable",
+    "check_depth",
+    "loads_bounded",
+    "text_depth",
+]
 
+import itertools
 import json
+import re
 from typing import Any
 
 MAX_JSON_DEPTH = (
     64  # levels of objects and arrays; real payloads (messages, tool arguments, states) use a few
 )
+
+
+MAX_INT_DIGITS = 640  # digits of one JSON integer: far past any id, count or nanosecond time
 
 
 class JSONRefused(ValueError):
@@ -66,6 +86,59 @@ def check_depth(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH, max_byte
         level = below
 
 
+class Unrepresentable(JSONRefused):
+    """A JSON value Python's parser takes but nothing downstream can hold or write back as JSON (NaN, a
+    float that overflows, an integer of thousands of digits, a repeated key); the message says which."""
+
+
+def _no_constant(name: str) -> Any:
+    raise Unrepresentable(f"holds {name}, which is not JSON; write null or a number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise Unrepresentable(f"holds the number {text[:20]}, too large for a float; write a smaller one")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:  # Python's own cap (sys.get_int_max_str_digits) raises its own text
+        raise Unrepresentable(f"holds a number of {len(text):,} digits; write it as text")
+    return int(text)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise Unrepresentable(f"repeats the key {json.dumps(key)[:60]} in one object; keep one of them")
+    return found
+
+
+# The one JSON decoder of the doors: Python's, without its extensions (NaN, Infinity, 1e999 read as inf) and
+# without silently keeping the last of a repeated key.
+DECODER = json.JSONDecoder(
+    parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded_int, object_pairs_hook=_unique_keys
+)
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def text_depth(text: str) -> int:
+    """How deep the JSON `text` nests objects and arrays, without parsing it: the writer's check that a line
+    it is about to write is one its readers will take. Strings are cut out first (a `[` inside text does
+    not nest); a text with fewer brackets than a depth needs is not scanned at all."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return min(text.count("[") + text.count("{"), MAX_JSON_DEPTH)
+    steps = (_STEP[b] for b in _BRACKET.findall(_STRING.sub("", text)))
+    return max(itertools.accumulate(steps), default=0)
+
+
 def _scalar_size(value: Any) -> int:
     return len(value) + 3 if isinstance(value, str | bytes) else 8
 
@@ -78,13 +151,17 @@ def loads_bounded(
     if max_bytes is not None and len(text) > max_bytes:
         raise JSONRefused(f"{what} is larger than {max_bytes:,} bytes")
     try:
-        value = json.loads(text)
+        value = DECODER.decode(
+            (text.decode("utf-8") if isinstance(text, bytes) else text).removeprefix("\ufeff")
+        )
     except UnicodeDecodeError:
         raise JSONRefused(f"{what} is not JSON (not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
         raise JSONRefused(f"{what} is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except RecursionError:
         raise JSONRefused(f"{what} is nested more than {max_depth} levels deep; flatten it") from None
+    except Unrepresentable as exc:
+        raise JSONRefused(f"{what} {exc}") from None
     brackets = (
         text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = ["WAITS", "FileRefused", "open_regular", "read_capped"]
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -39,12 +40,27 @@ WAITS = (
 )
 
 
+_OPEN_FIXES = {
+    errno.ENOENT: "no such file; check the path",
+    errno.ELOOP: "a symbolic link that leads back to itself (a link loop); point it at a file",
+    errno.EACCES: "permission denied; make the file readable",
+    errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
+    errno.ENAMETOOLONG: "the path is too long; use a shorter one",
+    errno.ENXIO: "a socket or a device with nothing behind it, not a file; name a file with the content instead",
+}
+
+
+def _cannot_open(exc: OSError) -> str:
+    fix = _OPEN_FIXES.get(exc.errno or 0)
+    return fix if fix else f"cannot read the file ({exc.strerror}); name a readable file"
+
+
 def open_regular(path: Path) -> BinaryIO:
     """`path` opened for binary reading, if it is a regular file (symlinks followed); FileRefused if not."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise FileRefused(f"cannot read the file ({exc.strerror})") from None
+        raise FileRefused(_cannot_open(exc)) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -61,6 +77,8 @@ def read_capped(path: Path, limit: int, advice: str = "split it into smaller fil
     """At most `limit` bytes of the regular file `path`; FileRefused when it holds more (counted while
     reading, so a file that grows, or lies about its size, is cut all the same)."""
     with open_regular(path) as handle:
+        if os.fstat(handle.fileno()).st_size > limit:  # said at once, without reading gigabytes first
+            raise FileRefused(_too_large(limit, advice))
         try:
             data = handle.read(limit + 1)
         except BlockingIOError:
@@ -69,8 +87,10 @@ def read_capped(path: Path, limit: int, advice: str = "split it into smaller fil
             raise FileRefused(f"cannot read the file ({exc.strerror})") from None
     if data is None:
         raise FileRefused(WAITS)
-    if len(data) > limit:
-        raise FileRefused(
-            f"the file is larger than {limit / 1e6:g} MB: files over {limit / 1e6:g} MB are refused; {advice}"
-        )
+    if len(data) > limit:  # a file that grew, or says it is smaller than it is (counted while reading)
+        raise FileRefused(_too_large(limit, advice))
     return data
+
+
+def _too_large(limit: int, advice: str) -> str:
+    return f"the file is larger than {limit / 1e6:g} MB: files over {limit / 1e6:g} MB are refused; {advice}"

@@ -129,7 +129,7 @@ def test_result_renders_html_json_and_the_terminal_report(tmp_path: Path) -> Non
 def test_a_result_shows_its_headline_in_a_notebook_and_escapes_it(tmp_path: Path) -> None:
     result = simulator.run(_suite(), bot=gp_bot, scenarios=[CHEST, RASH], out=tmp_path / "run<b>")
     text = repr(result)
-    assert "4 conversations over 2 scenarios" in text
+    assert "2 vignettes × 2 runs = 4 conversations" in text
     assert "emergency sensitivity: 0/2" in text  # the chest pain sent to a GP, both times
     assert "under-triage: 2/4" in text and "errors (counted apart, never pass or fail): 0" in text
     assert "BUG" in text or "WARNING" in text  # the missed emergency is a finding

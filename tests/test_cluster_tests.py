@@ -82,11 +82,11 @@ def test_no_row_or_footer_contradicts_another(
         if row.kind == "rate" and row.n_simulated and row.n_real:
             low, high = _pct(row.difference)
             assert (low > 0 or high < 0) == (row.p < result.alpha) or abs(row.p - result.alpha) < 1e-3
-            assert row.test.startswith("Newcombe difference, scenario-clustered")
+            assert row.test.startswith("Newcombe difference, vignette-clustered")
         if row.kind == "distribution":  # one test per row: its statistic with its own p
             assert row.difference.startswith("KS D") and "Mann" not in row.difference
     failure = next(r for r in result.rows if r.measure == "failure rate: outcome.triage_level")
-    assert failure.n_simulated == 60 and "over 20 scenarios" in failure.simulated
+    assert failure.n_simulated == 60 and "over 20 vignettes" in failure.simulated
     assert main(["compare-populations", str(sim), str(real)]) == 0
     out = capsys.readouterr().out
     differs = [r.measure for r in result.rows if r.p < result.alpha]

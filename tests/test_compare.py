@@ -63,7 +63,7 @@ def test_a_regression_on_three_scenarios_is_not_significant_at_the_scenario_leve
     escalated = metrics["outcome: emergency escalated"]
     assert (escalated.only_a, escalated.only_b, escalated.pairs) == (2, 0, 6)
     assert escalated.change == "no significant change"
-    assert "too few scenarios: 2 cannot show any difference" in escalated.power_note
+    assert "too few vignettes: 2 cannot show any difference" in escalated.power_note
     assert comparison.regressions == []
 
 
@@ -196,6 +196,6 @@ def test_two_scenarios_with_fifty_repeats_are_not_significant(tmp_path: Path) ->
     )  # 0.157: the most 2 scenarios can give
     assert escalated.sign_p_value == 0.5
     assert escalated.change == "no significant change"
-    assert escalated.power_note.startswith("too few scenarios: 2 cannot show any difference at α=0.05")
+    assert escalated.power_note.startswith("too few vignettes: 2 cannot show any difference at α=0.05")
     # The conversation-pass metric and the outcome check agree.
     assert all(m.change == "no significant change" for m in metrics.values())

@@ -1,4 +1,4 @@
-"""`simulator gate`: requirements judged on the scenario-clustered bound, with the documented exit codes."""
+"""`simulator gate`: requirements judged on the vignette-clustered bound, with the documented exit codes."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_a_flawless_run_on_enough_scenarios_meets_the_gate(
     out = capsys.readouterr().out
     assert code == 0 and "gate met (exit 0)" in out
     # No failures: the bound rests on the 80 distinct scenarios, not the 160 conversations.
-    assert f"{100 * zero_failure_upper_bound(80):.1f}%" in out and "80 scenarios" in out
+    assert f"{100 * zero_failure_upper_bound(80):.1f}%" in out and "80 vignettes" in out
 
 
 def test_many_repeats_of_few_scenarios_cannot_decide(

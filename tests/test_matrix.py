@@ -141,13 +141,13 @@ def test_three_cells_the_clearly_worse_one_is_below_best_and_the_noise_is_tied(
     # Scenarios decide, as in compare: Holm adjusts the clustered McNemar p (the per-conversation p is kept).
     assert board["schema_version"] == 2
     assert home and all(c["p_holm"] >= c["clustered_p_value"] for c in board["comparisons"])
-    # The footnote names the interval the table shows: the scenario-clustered one, never "not yet clustered".
+    # The footnote names the interval the table shows: the vignette-clustered one, never "not yet clustered".
     # One interval per figure: the one the report shows (one conversation per vignette here: Wilson).
     assert board["interval"].startswith("95% interval over vignettes, as in the report")
     for row in board["cells"]:
         low, high = RateView.model_validate(row["quality"]).interval
         assert f"({100 * low:.1f}%–{100 * high:.1f}%)" in markdown.read_text()
-    assert "not yet clustered" not in markdown.read_text() and "scenario-clustered" in markdown.read_text()
+    assert "not yet clustered" not in markdown.read_text() and "vignette-clustered" in markdown.read_text()
     assert "paired clustered McNemar test over scenarios" in board["tie_rule"]
     assert any(c["change"] == "worse" and c["metric"] == "conversation passes" for c in home)
     assert (

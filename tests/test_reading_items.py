@@ -72,7 +72,7 @@ def test_item_2_the_red_team_cards_are_clustered_over_vignettes(redteam: Report)
     sens = outcome.critical_sensitivity
     assert sens.clustered is not None and sens.clustered.scenarios == 17  # emergency vignettes, not variants
     assert sens.repeated and sens.interval == (sens.clustered.low, sens.clustered.high)
-    assert "over 17 scenarios" in _flat(_terminal(redteam))
+    assert "over 17 vignettes" in _flat(_terminal(redteam))
 
 
 def test_item_3_one_figure_one_interval_in_terminal_html_and_safety_case(
@@ -130,7 +130,7 @@ def test_item_14_the_desks_runs_page_shows_the_clustered_interval_and_what_to_ci
     page = client.get("/").text
     outcome = demo.outcome
     assert outcome is not None
-    assert outcome.critical_sensitivity.lead_short in page and "over 8 scenarios" in page
+    assert outcome.critical_sensitivity.lead_short in page and "over 8 vignettes" in page
     assert "Cite the first interval" in page
 
 

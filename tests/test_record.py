@@ -110,7 +110,7 @@ def test_a_version_1_folder_reports_as_the_version_that_wrote_it(tmp_path: Path)
     new = json.loads(build_report(load_run(run)).model_dump_json())
     for volatile in ("generated_at", "run", "schema_version", "transcripts"):  # transcripts: HTML only
         old.pop(volatile)
-    # Deliberate changes: the headline findings on escalation and under-triage carry the scenario-clustered
+    # Deliberate changes: the headline findings on escalation and under-triage carry the vignette-clustered
     # interval (report schema 2), and since issue 31 as THE interval, the per-conversation one after it,
     # labelled. Every figure stays the same; under-triage now counts no-decision cases (none in this run).
     assert_cost_counts_requests_made(old, new)
@@ -118,11 +118,11 @@ def test_a_version_1_folder_reports_as_the_version_that_wrote_it(tmp_path: Path)
     assert [d.split(":")[0] for d in changed] == [".findings[1].detail", ".findings[2].title"]
     assert old["findings"][1]["detail"] == "emergency sensitivity 2/4 = 50.0% (95% CI 15.0%–85.0%)"
     assert new["findings"][1]["detail"] == (
-        "emergency sensitivity 2/4 = 50.0% (95% CI 0.2%–99.8% over 2 scenarios, scenario-clustered; "
+        "emergency sensitivity 2/4 = 50.0% (95% CI 0.2%–99.8% over 2 vignettes, vignette-clustered; "
         "per conversation 15.0%–85.0%)"
     )
     assert new["findings"][2]["title"] == (
-        "under-triage: 2/18 = 11.1% (95% CI 1.4%–51.8% over 9 scenarios, scenario-clustered; "
+        "under-triage: 2/18 = 11.1% (95% CI 1.4%–51.8% over 9 vignettes, vignette-clustered; "
         "per conversation 3.1%–32.8%)"
     )
 

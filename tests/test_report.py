@@ -64,7 +64,7 @@ def test_every_rate_in_the_terminal_report_comes_with_counts_and_an_interval(rep
     text = _terminal(report)
     assert "under-triage" in text
     assert (
-        "6/18 = 33.3% (95% CI 7.9%–74.3% over 6 scenarios, scenario-clustered; per conversation 16.3%–56.3%)"
+        "6/18 = 33.3% (95% CI 7.9%–74.3% over 6 vignettes, vignette-clustered; per conversation 16.3%–56.3%)"
         in text
     )
     assert "needs 59 failure-free runs for ≤5.0% (42 more)" not in text or "tone" in text
@@ -110,7 +110,7 @@ def test_json_report_validates_against_its_model_and_the_checked_in_schema(repor
     assert data["transcripts"] == []
     assert data["outcome"]["under_triage"]["k"] == 6 and data["criteria"][0]["counts"]["total"] == 21
     assert data["outcome"]["under_triage_decided"]["k"] == 4
-    # Schema 2: every pooled rate carries its scenario-clustered interval and its errored-case bounds.
+    # Schema 2: every pooled rate carries its vignette-clustered interval and its errored-case bounds.
     clustered = data["outcome"]["critical_sensitivity"]["clustered"]
     assert clustered["scenarios"] == 2 and clustered["low"] <= 2 / 6 <= clustered["high"]
     assert data["overall"]["errored"] == 4 and data["missing"]["errored"] == 3  # + a judge error
@@ -271,12 +271,12 @@ def test_the_report_reads_expected_outcomes_from_the_manifest_not_the_files(tmp_
 def test_every_renderer_carries_the_clustered_intervals_missing_data_and_flaky_sources(
     report: Report,
 ) -> None:
-    """Terminal, HTML and JUnit show the scenario-clustered interval, the errored bounds and who varied."""
+    """Terminal, HTML and JUnit show the vignette-clustered interval, the errored bounds and who varied."""
     text = _terminal(report)
     under = report.outcome.under_triage if report.outcome else None
     assert under is not None and under.clustered is not None
     clustered = f"{100 * under.clustered.low:.1f}%–{100 * under.clustered.high:.1f}%"
-    assert "scenario-clustered 95% intervals" in text and clustered in text
+    assert "vignette-clustered 95% intervals" in text and clustered in text
     assert "under-triage, decided cases only" in text and "4/13 = 30.8%" in text
     assert "FLAKY-" in text and "Run-to-run spread" in text and "worst-at-k" in text
     assert "3 of 21 conversations errored" in text

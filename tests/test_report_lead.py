@@ -1,5 +1,5 @@
 """What a clinical lead reads first (issue 31, items 1-4, 10 and the report half of 15): the findings and
-the critical rates lead both reports, coloured by state; the scenario-clustered interval is the interval
+the critical rates lead both reports, coloured by state; the vignette-clustered interval is the interval
 wherever repeats exist, the per-conversation one secondary and labelled; the zero-failure bound rests on
 the scenarios; errored cases that could move a rate across its interval are shown beside it and warned
 about (a planted crash-biased bot, several seeds); the errored range is written low–high; passing rows
@@ -121,12 +121,12 @@ def test_with_repeats_the_clustered_interval_comes_first_and_the_naive_one_is_la
     text = _terminal(demo)
     # the outcome-rates table and the summary
     assert (
-        "21/24 = 87.5% (95% CI 43.2%–98.5% over 8 scenarios, scenario-clustered; per conversation 69.0%–95.7%)"
+        "21/24 = 87.5% (95% CI 43.2%–98.5% over 8 vignettes, vignette-clustered; per conversation 69.0%–95.7%)"
         in text
     )
-    assert "87.5% · 21/24 · 95% CI 43.2%–98.5% over 8 scenarios; per conversation 69.0%–95.7%" in text
+    assert "87.5% · 21/24 · 95% CI 43.2%–98.5% over 8 vignettes; per conversation 69.0%–95.7%" in text
     # the criteria table
-    assert "3/66 4.5% (0.7%–23.9% over 22 scenarios; per conversation 1.6%–12.5%)" in text
+    assert "3/66 4.5% (0.7%–23.9% over 22 vignettes; per conversation 1.6%–12.5%)" in text
     # the findings: no naive interval first anywhere
     assert "(95% CI 69.0%–95.7%)" not in text
     assert "3/66 = 4.5% (95% CI 1.6%–12.5%)" not in text
@@ -139,14 +139,14 @@ def test_without_repeats_the_interval_is_the_wilson_one_alone() -> None:
     assert one_each.lead_text == one_each.text
     repeated = rate_view(3, 20, per_scenario=[(3, 4)] + [(0, 4)] * 4)
     assert repeated.repeated and repeated.interval == (repeated.clustered.low, repeated.clustered.high)  # type: ignore[union-attr]
-    assert repeated.lead_short.index("over 5 scenarios") < repeated.lead_short.index("per conversation")
+    assert repeated.lead_short.index("over 5 vignettes") < repeated.lead_short.index("per conversation")
 
 
 # ---- item 3: the zero-failure bound rests on the scenarios -------------------------------------------------------
 
 
 @pytest.mark.parametrize(("per", "bound", "naive"), [
-    ([9] * 3 + [8] * 17, "13.9%", "1.8%"),  # the issue's 0/163 over 20 scenarios
+    ([9] * 3 + [8] * 17, "13.9%", "1.8%"),  # the issue's 0/163 over 20 vignettes
     ([3] * 22, "12.7%", "4.4%"),  # the demo's 0/66 over 22
     ([2] * 5, "45.1%", "25.9%"),
 ])  # fmt: skip
@@ -154,20 +154,20 @@ def test_with_no_failures_the_bound_on_scenarios_comes_first(per: list[int], bou
     scenarios = len(per)
     value = rate_view(0, sum(per), per_scenario=[(0, m) for m in per])
     text = value.lead_text
-    first = f"none seen: at most {bound} over {scenarios} scenarios, 95% one-sided"
+    first = f"none seen: at most {bound} over {scenarios} vignettes, 95% one-sided"
     assert first in text and f"per conversation ≤{naive}" in text
     assert text.index(first) < text.index(f"per conversation ≤{naive}")
     # One bound on the vignettes, no two-sided interval beside it (reading item 5).
     assert (
         value.lead_short
-        == f"0/{sum(per)} 0.0% (≤{bound} over {scenarios} scenarios, one-sided; per conversation ≤{naive})"
+        == f"0/{sum(per)} 0.0% (≤{bound} over {scenarios} vignettes, one-sided; per conversation ≤{naive})"
     )
 
 
 def test_the_demo_over_triage_bound_is_over_scenarios(demo: Report) -> None:
     text = _terminal(demo)
     # Reading item 5: one bound for one zero (was "95% CI 0.0%–14.9% …; fail ≤12.7% …; per conversation ≤4.4%").
-    assert "over-triage 0.0% · 0/66 · 95% ≤12.7% over 22 scenarios, one-sided; per conversation ≤4.4%" in text
+    assert "over-triage 0.0% · 0/66 · 95% ≤12.7% over 22 vignettes, one-sided; per conversation ≤4.4%" in text
     assert "0.0%–14.9%" not in text
     assert "failure rate ≤ 4.4% at 95% one-sided" not in text
 

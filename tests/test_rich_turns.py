@@ -113,7 +113,7 @@ def test_a_v2_folder_reads_as_text_parts_and_reports_as_the_version_that_wrote_i
         after.pop(volatile, None)
     added = {key for key in after if key not in before}  # sections added since, empty on this run
     assert all(after.pop(key) in (None, []) for key in added)
-    # Deliberate change (issue 31): the findings lead with the scenario-clustered interval, the
+    # Deliberate change (issue 31): the findings lead with the vignette-clustered interval, the
     # per-conversation one after it, labelled; the same counts and the same interval ends.
     old_findings, new_findings = before.pop("findings"), after.pop("findings")
     # Deliberate change (issue 46): the outcome names the source its figures rest on; a run judged before
@@ -123,7 +123,8 @@ def test_a_v2_folder_reads_as_text_parts_and_reports_as_the_version_that_wrote_i
         assert (case.pop("source"), case.pop("quote")) == (None, None)
     # Deliberate change (issue 44): zero-rate texts, dropped by assert_cost_counts_requests_made.
     assert_cost_counts_requests_made(before, after)
-    assert after == before
+    # Deliberate change: a clustered interval names its unit (vignettes), where it said "scenarios".
+    assert after == _in_vignettes(before) and _units(after) == {"vignettes"}
     assert [f["level"] for f in new_findings] == [f["level"] for f in old_findings]
     for was, now in zip(old_findings, new_findings, strict=True):
         was_text, now_text = was["title"] + was["detail"], now["title"] + now["detail"]
@@ -444,3 +445,28 @@ async def test_the_desk_user_can_tap_only_what_is_on_screen() -> None:
     message = await human.next_message([bot])
     assert message.pick == PickPart(id="no", title="No") and message.text == "No"
     assert message.parts() == [PickPart(id="no", title="No")]
+
+
+def _in_vignettes(value: object) -> object:
+    """A report written before clustered intervals named their unit, in today's words and fields."""
+    if isinstance(value, dict):
+        out = {key: _in_vignettes(item) for key, item in value.items()}
+        if {"n_eff", "design_effect", "scenarios"} <= out.keys():
+            out["unit"] = "vignettes"
+        return out
+    if isinstance(value, list):
+        return [_in_vignettes(item) for item in value]
+    if isinstance(value, str):
+        text = re.sub(r"over (\d+) scenarios", r"over \1 vignettes", value)
+        return text.replace("scenario-clustered", "vignette-clustered")
+    return value
+
+
+def _units(value: object) -> set[str]:
+    """Every clustered interval's unit in a report."""
+    if isinstance(value, dict):
+        found = {value["unit"]} if "n_eff" in value and "unit" in value else set()
+        return found.union(*(_units(item) for item in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_units(item) for item in value))
+    return set()

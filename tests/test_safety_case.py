@@ -59,7 +59,7 @@ def _case(run: Path, log: Path) -> SafetyCase:
 @pytest.mark.parametrize(
     ("plan", "status", "code"),
     [
-        ({f"s{i:02d}": [True] for i in range(70)}, "met", 0),  # rule of three over 70 scenarios: 4.2%
+        ({f"s{i:02d}": [True] for i in range(70)}, "met", 0),  # rule of three over 70 vignettes: 4.2%
         ({f"s{i:02d}": [i % 2 == 0, True] for i in range(10)}, "not met", 1),
         ({f"s{i:02d}": [True, True, True] for i in range(5)}, "not demonstrable", 3),
     ],

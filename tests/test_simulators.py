@@ -96,7 +96,7 @@ def test_a_failure_planted_in_one_simulator_is_attributed_to_it(several: Path) -
     failed = next(m for m in section.ranges if m.metric == "failed conversations")
     assert (failed.low, failed.lowest, failed.high, failed.highest) == (0.25, "offline", 0.75, "denier")
     [test] = section.tests
-    # Only the denier failed in 4 pairs, over 2 scenarios: a clustered test cannot call that significant.
+    # Only the denier failed in 4 pairs, over 2 vignettes: a clustered test cannot call that significant.
     assert (test.a, test.b, test.pairs, test.only_a_failed, test.only_b_failed) == (
         "offline",
         "denier",

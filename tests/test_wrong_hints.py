@@ -37,7 +37,7 @@ def _make(tmp_path: Path, kind: str) -> Path:
 CASES = {
     "folder": "a folder, not a regular file",
     "fifo": "a named pipe (FIFO)",
-    "symlink loop": "symbolic links",
+    "symlink loop": "link loop",
     "link to a folder": "a folder, not a regular file",
     "missing": "no such",
 }

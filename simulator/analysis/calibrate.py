@@ -14,7 +14,6 @@ __all__ = [
     "read_labels",
 ]
 
-import csv
 import difflib
 import random
 from pathlib import Path
@@ -34,11 +33,11 @@ from simulator.analysis.agreement import (
 from simulator.analysis.rundata import RunData, short_hash
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
+from simulator.readers import InputRefused, read_csv, write_sheet
 from simulator.record.folder import LABELS as LABELS_FILE
 from simulator.record.label_sheet import REQUIRED, LabelRow, read_labels
 from simulator.record.selection import by_item
 from simulator.record.transcript import render_transcript
-from simulator.safefiles import FileRefused, read_capped
 from simulator.stats.rates import RateView
 
 
@@ -230,14 +229,14 @@ def refuse_filled_sheet(labels: Path) -> None:
         return
     fix = f"it is never overwritten; pass --out NEW_FOLDER, or move {labels.name} away first"
     try:
-        text = read_capped(labels, 50_000_000).decode("utf-8-sig")
-        rows = list(csv.DictReader(text.splitlines()))
-    except (FileRefused, OSError, UnicodeDecodeError, csv.Error) as exc:
+        sheet = read_csv(labels)
+    except InputRefused as exc:
         raise UserError(
-            f"{labels}: a file is already there and cannot be read as a labels sheet ({exc}); {fix}"
+            f"{labels}: a file is already there and cannot be read as a labels sheet "
+            f"({exc.problem.message.split(';')[0]}); {fix}"
         ) from None
-    filled = [row for row in rows if _has_work(row)]
-    if filled or (text.strip() and "label" not in (rows[0] if rows else {})):
+    filled = [row for _, row in sheet.dicts() if _has_work(row)]
+    if filled or (sheet.header and "label" not in sheet.header):
         raise UserError(f"{labels}: holds labels already ({len(filled)} filled rows); {fix}")
 
 
@@ -269,8 +268,5 @@ def export_labels(
     for number, cid in enumerate(judged, start=1):
         parts.append(f"## {number}. {cid}\n\n```text\n{render_transcript(records[cid].turns)}\n```\n")
     transcripts.write_text("\n".join(parts), encoding="utf-8")
-    with labels.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow([*REQUIRED, "notes"])
-        writer.writerows([cid, criterion, "", ""] for cid in judged)
+    write_sheet(labels, [*REQUIRED, "notes"], ([cid, criterion, "", ""] for cid in judged))
     return transcripts, labels, len(judged)

@@ -214,9 +214,9 @@ def _paired(
     note = ""
     if change == "no significant change" and (low > 0 or high < 0):
         note = (
-            f"the interval excludes 0 but {scenario_level['scenarios']} scenarios do not establish a change "
+            f"the interval excludes 0 but {scenario_level['scenarios']} vignettes do not establish a change "
             f"(clustered McNemar p={scenario_level['clustered_p_value']:.3g} ≥ α={alpha:g}): it describes these "
-            "scenarios, not the bot in general"
+            "vignettes, not the bot in general"
         )
     return PairedMetric(
         interval_note=note,
@@ -283,14 +283,14 @@ def _scenario_level(triples: list[tuple[str, int, int]], alpha: float) -> dict[s
     g = len(cells)
     if g < need_mcnemar:
         note = (
-            f"too few scenarios: {g} cannot show any difference at α={alpha:g}; at least {need_mcnemar} "
+            f"too few vignettes: {g} cannot show any difference at α={alpha:g}; at least {need_mcnemar} "
             f"must change in the same direction ({need_sign} for the exact sign test)"
         )
     else:
         spread = "observed" if observed else "assumed 0.5"
         note = (
-            f"{g} scenarios can detect a mean change of about {100 * detectable:.0f} points in per-scenario "
-            f"pass rate (80% power, {spread} scenario SD); smaller changes would likely be missed"
+            f"{g} vignettes can detect a mean change of about {100 * detectable:.0f} points in per-vignette "
+            f"pass rate (80% power, {spread} vignette SD); smaller changes would likely be missed"
         )
     return {
         "scenarios": g,
@@ -448,7 +448,7 @@ def _regressions(metrics: list[PairedMetric]) -> list[str]:
     """One line per critical metric that got significantly worse."""
     return [
         f"{m.name}: {m.only_a} regressions vs {m.only_b} improvements in {m.pairs} pairs; "
-        f"{m.scenarios_worse} of {m.scenarios} scenarios worse (clustered McNemar p={m.clustered_p_value:.3g})"
+        f"{m.scenarios_worse} of {m.scenarios} vignettes worse (clustered McNemar p={m.clustered_p_value:.3g})"
         for m in metrics
         if m.critical and m.change == "worse"
     ]

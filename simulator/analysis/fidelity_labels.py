@@ -5,7 +5,6 @@ from __future__ import annotations
 
 __all__ = ["export_simulator_labels", "labels_from_run"]
 
-import csv
 import random
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from simulator.analysis.rundata import RunData
 from simulator.config.scenario import Scenario
 from simulator.errors import UserError
 from simulator.judging.fidelity import FIDELITY_CHECKS
+from simulator.readers import write_sheet
 from simulator.record.selection import latest_labels
 from simulator.record.transcript import render_transcript
 
@@ -72,10 +72,9 @@ def export_simulator_labels(
         parts.append(f"## {number}. {cid}\n\n{about}\n\n```text\n{render_transcript(record.turns)}\n```\n")
     transcripts, labels = out / "transcripts.md", out / "labels.csv"
     transcripts.write_text("\n".join(parts), encoding="utf-8")
-    with labels.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow([*REQUIRED, "notes"])
-        writer.writerows([cid, check, "", ""] for cid in audited for check in FIDELITY_CHECKS)
+    write_sheet(
+        labels, [*REQUIRED, "notes"], ([cid, check, "", ""] for cid in audited for check in FIDELITY_CHECKS)
+    )
     return transcripts, labels, len(audited)
 
 

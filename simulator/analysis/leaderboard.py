@@ -24,10 +24,10 @@ from simulator.record.index import MatrixIndex, read_index
 from simulator.stats.multiple import HOLM_TEXT, holm
 from simulator.stats.rates import RateView, rate_view
 
-LEADERBOARD_SCHEMA_VERSION = 2  # 2: scenario-clustered intervals and tests (clustered_p_value decides)
+LEADERBOARD_SCHEMA_VERSION = 2  # 2: vignette-clustered intervals and tests (clustered_p_value decides)
 QUALITY = "conversation passes"
 INTERVAL_TEXT = (
-    "95% interval over vignettes, as in the report (RateView.interval): scenario-clustered when a cell pools "
+    "95% interval over vignettes, as in the report (RateView.interval): vignette-clustered when a cell pools "
     "several conversations of a vignette, since they are not independent, else Wilson; "
     "k/n counts conversations)"
 )
@@ -37,7 +37,7 @@ Tally = dict[str, tuple[int, int]]  # scenario id -> (successes or failures coun
 def cell_interval(
     k: int, n: int, by_scenario: Tally, *, counts: Literal["successes", "failures"]
 ) -> RateView:
-    """A cell's rate with both intervals: Wilson over conversations, and scenario-clustered (repeats of one
+    """A cell's rate with both intervals: Wilson over conversations, and vignette-clustered (repeats of one
     scenario are not independent; the leaderboard shows this one)."""
     return rate_view(k, n, counts=counts, per_scenario=list(by_scenario.values()))
 

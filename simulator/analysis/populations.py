@@ -91,7 +91,7 @@ def _describe(clusters: Clusters, confidence: float) -> str:
     centre, low, high = found
     scenarios = sum(1 for c in clusters if len(c))
     return text + (
-        f"mean {centre:.3g} ({100 * confidence:g}% CI {low:.3g}–{high:.3g} over {scenarios} scenarios); "
+        f"mean {centre:.3g} ({100 * confidence:g}% CI {low:.3g}–{high:.3g} over {scenarios} vignettes); "
         f"n={len(values)}"
     )
 
@@ -130,7 +130,7 @@ def _show_rate(pairs: list[tuple[int, int]], confidence: float) -> str:
     if view.rate is None or view.clustered is None:
         return "0/0 n/a"
     ci = view.clustered
-    scenarios = f" over {ci.scenarios} scenarios" if view.n > ci.scenarios else ""
+    scenarios = f" {ci.over}" if view.n > ci.scenarios else ""
     return f"{view.k}/{view.n} {view.rate:.1%} ({100 * ci.low:.1f}%–{100 * ci.high:.1f}%{scenarios})"
 
 
@@ -150,7 +150,7 @@ def _rate(
         real=_show_rate(real, confidence),
         gap=abs(diff) if n1 and n2 else 0.0,
         difference=f"sim − real {diff:+.1%} ({100 * confidence:g}% CI {low:+.1%} to {high:+.1%})",
-        test="Newcombe difference, scenario-clustered; p from the same interval",
+        test="Newcombe difference, vignette-clustered; p from the same interval",
         p=p,
         n_simulated=n1,
         n_real=n2,

@@ -47,10 +47,7 @@ class Result:
         except Exception:  # a repr never raises: a missing or unreadable folder simply has no summary
             return []
         info = report.run
-        lines = [
-            f"{info.suite}: {info.conversations} conversations over {info.scenarios} scenarios "
-            f"({info.status}); bot {info.bot}"
-        ]
+        lines = [f"{info.suite}: {info.counted} ({info.status}); bot {info.bot}"]
         lines.append(f"conversations passing: {report.overall.lead_text}")
         if report.outcome is not None:
             lines.append(

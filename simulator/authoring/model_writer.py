@@ -10,12 +10,12 @@ from __future__ import annotations
 
 __all__ = ["model_writer"]
 
-import json
 from typing import Any
 
 from simulator.authoring.draft import Writer, vignette_fields
 from simulator.authoring.pathway import Pathway
 from simulator.errors import UserError
+from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelHub
 from simulator.traces.draft import DRAFT_SCHEMA
@@ -35,8 +35,8 @@ def _answer(text: str, parsed: Any, model: str) -> dict[str, Any]:
     data = parsed
     if data is None:
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
+            data = loads_bounded(text, "the draft")
+        except JSONRefused:
             raise UserError(
                 f"{model} did not answer with a JSON draft; try another --model, or none (offline)"
             ) from None

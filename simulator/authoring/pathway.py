@@ -25,7 +25,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simulator.config.yamlfile import MAX_FILE_BYTES
 from simulator.errors import Problem, UserError
+from simulator.readers import missing, read_text
 
 _SETTING = re.compile(r"^(hazard|tags|complaint)\s*:\s*(.+)$", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+)$")
@@ -47,9 +49,9 @@ class Pathway:
 def read_pathway(path: Path, levels: list[str]) -> Pathway:
     """Read a pathway document; a section that names no outcome level of the suite, or a pathway with no
     red flag at all, is one UserError naming file and line."""
-    if not path.is_file():
+    if missing(path):
         raise UserError(f"{path}: no such pathway document; give a Markdown or text file")
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path, MAX_FILE_BYTES, "split the pathway", "UTF-8 Markdown or text").splitlines()
     pathway = Pathway(file=str(path), title=path.stem)
     section: str | None = None
     problems: list[Problem] = []

@@ -20,8 +20,11 @@ import yaml
 from simulator.authoring.distinct import NEAR_DUPLICATE, nearest
 from simulator.config.documents import load_documents
 from simulator.config.scenario import SCENARIO_DOCUMENTS, Scenario
+from simulator.config.yamlfile import YAMLProblem, parse_yaml, read_text_file
 from simulator.errors import Problem, UserError
+from simulator.jsonbounds import loads_bounded
 from simulator.models import ResultModel
+from simulator.readers import missing, text_lines
 
 DECISIONS = "decisions.jsonl"
 
@@ -46,11 +49,18 @@ def pending_drafts(queue: Path) -> list[Path]:
 def decisions(queue: Path) -> list[Decision]:
     """Every decision recorded in the queue, oldest first."""
     path = queue / DECISIONS
-    if not path.is_file():
+    if missing(path):
         return []
-    return [
-        Decision.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line
-    ]
+    found = []
+    for number, line in text_lines(path):
+        try:
+            found.append(Decision.model_validate(loads_bounded(line, "the line")))
+        except ValueError:  # JSONRefused and pydantic's ValidationError alike
+            raise UserError(
+                f"{path}:{number}: not a decision this queue wrote; the file was edited or damaged: "
+                "restore it from version control"
+            ) from None
+    return found
 
 
 def _who(reviewer: str, reason: str) -> tuple[str, str]:
@@ -94,8 +104,11 @@ def accept_draft(
     `draft: true`, the decision recorded. Any problem is one UserError and nothing is written."""
     reviewer, reason = _who(reviewer, reason)
     source = _draft_file(queue, draft_id)
-    original = source.read_text(encoding="utf-8")
-    data = yaml.safe_load(text if text is not None else original)
+    try:  # the one bounded YAML reader: aliases, depth, size, duplicate keys (the desk sends `text`)
+        original = read_text_file(source)
+        data = parse_yaml(text if text is not None else original, source).data
+    except YAMLProblem as exc:
+        raise UserError(str(exc.problem)) from None
     if not isinstance(data, dict):
         raise UserError(f"{source}: a draft is one scenario mapping (id, persona, goal, facts, ...)")
     data.pop("draft", None)

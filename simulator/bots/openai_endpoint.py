@@ -39,6 +39,7 @@ from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_valu
 from simulator.bots.tool_loop import run_tool_turn
 from simulator.config.bots.openai_endpoint import OpenAIEndpointBotConfig
 from simulator.errors import UserError
+from simulator.jsonbounds import loads_bounded
 from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from simulator.providers.openai import wire_message
 from simulator.record.parts import Part, PickPart, TextPart, ToolCallPart
@@ -55,8 +56,8 @@ _NO_RESULT = "the simulator has no result for this tool (set bot.tool_results.{n
 
 def _arguments(text: str | None) -> dict[str, Any]:
     try:
-        value = json.loads(text or "{}")
-    except ValueError:
+        value = loads_bounded(text or "{}", "the arguments")
+    except ValueError:  # JSONRefused: not JSON, too deep, NaN, huge numbers
         return {"_unparsed": text}
     return value if isinstance(value, dict) else {"_value": value}
 

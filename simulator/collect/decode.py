@@ -55,7 +55,7 @@ def gunzip(body: bytes, limit: int) -> bytes:
 
 def _parse(body: bytes, kind: str) -> Any:
     """The protobuf export request message; BodyError 400 when the body is not one."""
-    from google.protobuf.message import DecodeError
+    from simulator.readers import InputRefused, parse_protobuf
 
     if kind == "traces":
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -65,10 +65,14 @@ def _parse(body: bytes, kind: str) -> Any:
         from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
         request = ExportLogsServiceRequest()
-    try:
-        request.ParseFromString(body)
-    except DecodeError as exc:
-        raise BodyError(400, f"the body is not an OTLP {kind} protobuf message ({exc})") from None
+    try:  # the one bounded reader's protobuf door (the body's size is bounded by `read_limited` already)
+        parse_protobuf(body, request, f"the body (an OTLP {kind} protobuf message)", max_bytes=len(body))
+    except InputRefused:
+        raise BodyError(
+            400,
+            f"the body is not an OTLP {kind} protobuf message (cut short, or fields of the wrong type); send "
+            "what an OpenTelemetry SDK's OTLP exporter sends",
+        ) from None
     return request
 
 

@@ -268,7 +268,7 @@ def rate_of(observations: Sequence[Observation], metric: str) -> MetricRate:
         if outcome:
             hits.append(observation.conversation)
     pairs = [(a, b) for a, b in per.values()]
-    view = rate_view(sum(a for a, _ in pairs), sum(b for _, b in pairs), per_scenario=pairs)
+    view = rate_view(sum(a for a, _ in pairs), sum(b for _, b in pairs), per_scenario=pairs, unit="users")
     return MetricRate(metric, view, left_out, hits)
 
 

@@ -367,7 +367,7 @@ def _validate_files(path: Path, named: bool = True) -> list[Path]:
         return found
     if path.is_file():
         return [path]
-    if path.exists():
+    if path.exists() or path.is_symlink():  # a FIFO, a device, a link loop: say what it is
         from simulator.safefiles import FileRefused, open_regular
 
         try:

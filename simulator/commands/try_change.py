@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import UserError
 
 if TYPE_CHECKING:
@@ -107,9 +108,9 @@ def _apply_prompt(suite: Suite, bot: PromptedBot, proposal: Proposal, beside: Pa
     if bot.system_prompt_file:
         source = suite.resolve(bot.system_prompt_file)
         try:
-            before = source.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UserError(f"{source}: cannot read the {suite.bot.type} bot's prompt ({exc})") from exc
+            before = read_text_file(source)
+        except YAMLProblem as exc:
+            raise UserError(f"{exc.problem} (the {suite.bot.type} bot's prompt)") from None
     else:
         source, before = Path("(inline system_prompt)"), bot.system_prompt or ""
     after = apply_edits(before, proposal.change.edits)

@@ -16,6 +16,7 @@ from pydantic import PrivateAttr
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError
 from simulator.models import StrictModel
+from simulator.readers import missing
 
 
 class FileDocument(StrictModel):
@@ -67,7 +68,7 @@ def yaml_files(
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.suffix in suffixes)
             files.extend(p for p in found if p.name not in skip_names)
-        elif path.is_file():
+        elif not missing(path):  # a FIFO, device or link loop is read, and refused saying what it is
             files.append(path)
         else:
             raise UserError(f"{path}: no such file or folder; check the path to your {what}")

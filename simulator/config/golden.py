@@ -11,10 +11,7 @@ from __future__ import annotations
 
 __all__ = ["GOLDEN_DOCUMENTS", "GoldenItem", "golden_scenario", "load_golden", "read_csv"]
 
-import csv
 import difflib
-import io
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -26,7 +23,9 @@ from simulator.config.scenario import Scenario
 from simulator.config.script import ContextTurn, ItemKind, Script
 from simulator.config.yamlfile import MAX_FILE_BYTES, LocatedYAML
 from simulator.errors import Problem, UserError
-from simulator.safefiles import FileRefused, read_capped
+from simulator.jsonbounds import JSONRefused, loads_bounded
+from simulator.readers import InputRefused
+from simulator.readers import read_csv as read_sheet
 
 
 class GoldenItem(FileDocument, AssertionFields):
@@ -73,7 +72,7 @@ def _cell(column: str, cell: str) -> object:
     if column == "must_not_match":
         return cell or None
     if column == "context":
-        return json.loads(cell) if cell else []
+        return loads_bounded(cell, "context") if cell else []
     return cell
 
 
@@ -106,33 +105,27 @@ def _row(
     for column, cell in zip(header, cells, strict=True):
         try:
             row[column] = _cell(column, cell)
-        except json.JSONDecodeError as exc:
-            message = f"context must be a JSON list of {{role, text}} turns: {exc.msg}"
+        except JSONRefused as exc:
+            message = f"{exc}; context must be a JSON list of {{role, text}} turns"
             return None, [Problem(file, message, line, "context")]
     return row, []
 
 
 def read_csv(path: Path) -> tuple[LocatedYAML, list[Problem]]:
-    """A CSV golden file as located rows (every field of a row on the row's first line) plus its problems."""
-    file = str(path)
+    """A CSV golden file as located rows (every field of a row on the row's first line) plus its problems;
+    read by the one bounded CSV reader (a regular file, UTF-8, capped, one-line errors)."""
     try:
-        text = read_capped(path, MAX_FILE_BYTES, "split it into several files").decode("utf-8-sig")
-    except (FileRefused, UnicodeDecodeError) as exc:
-        return LocatedYAML(path, []), [Problem(file, f"cannot read the file: {exc}")]
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = [name.strip() for name in next(reader, [])]
+        sheet = read_sheet(path, MAX_FILE_BYTES)
+    except InputRefused as exc:
+        return LocatedYAML(path, []), [exc.problem]
+    file = str(path)
+    header = sheet.header
     problems = _header_problems(header, file)
     located = LocatedYAML(path, [])
     if problems:
         return located, problems
     rows: list[dict[str, object]] = []
-    while True:
-        line = reader.line_num + 1
-        cells = next(reader, None)
-        if cells is None:
-            break
-        if not any(cell.strip() for cell in cells):
-            continue
+    for line, cells in sheet.rows:
         row, row_problems = _row(header, cells, file, line)
         problems += row_problems
         if row is not None:
@@ -167,7 +160,7 @@ def load_golden(path: Path) -> list[GoldenItem]:
     """Load and validate one golden file (.yaml, .yml or .csv); one UserError lists every problem."""
     if path.suffix.lower() not in (".yaml", ".yml", ".csv"):
         raise UserError(f"{path}: golden items must be a .yaml, .yml or .csv file")
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # a folder, FIFO or link loop: the reader says which
         raise UserError(f"{path}: no such file; pass the path to a golden items file")
     items: list[GoldenItem] = load_documents([path], GOLDEN_DOCUMENTS)
     if not items:

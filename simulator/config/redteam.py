@@ -20,7 +20,7 @@ from simulator.config.attack import RedTeamConfig, Strategy
 from simulator.config.bot_kinds import prompted
 from simulator.config.scenario import Scenario
 from simulator.config.variants import variant_id
-from simulator.config.yamlfile import load_model_file
+from simulator.config.yamlfile import YAMLProblem, load_model_file, read_text_file
 from simulator.errors import UserError
 from simulator.models import StrictModel
 
@@ -62,9 +62,9 @@ def _instructions(suite: Any, config: RedTeamConfig) -> str | None:
         return None
     path = suite.resolve(name)
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read the bot's instructions for the leak check ({exc})") from None
+        return read_text_file(path)
+    except YAMLProblem as exc:
+        raise UserError(f"{exc.problem} (the bot's instructions, for the leak check)") from None
 
 
 def suite_pack(suite: Any) -> list[Strategy]:

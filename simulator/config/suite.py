@@ -42,6 +42,7 @@ from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, valid
 from simulator.errors import Problem, UserError
 from simulator.models import BuiltModel
 from simulator.models import StrictModel as _Strict
+from simulator.readers import missing
 
 if TYPE_CHECKING:
     from simulator.config.scenario import Scenario
@@ -448,7 +449,7 @@ def _claim_tool_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
 
 def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation."""
-    if not path.is_file():
+    if missing(path):  # a folder, FIFO or link loop is read, and refused saying what it is
         raise UserError(f"{path}: no such suite file; pass the path to a suite.yaml")
     try:
         source = load_yaml(path)

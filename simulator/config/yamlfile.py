@@ -25,7 +25,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from simulator.errors import Problem, UserError
-from simulator.safefiles import FileRefused, read_capped
+from simulator.jsonbounds import MAX_INT_DIGITS  # one cap on numbers, JSON and YAML alike
+from simulator.readers import InputRefused, read_text
 
 Path_ = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
@@ -57,7 +58,32 @@ MAX_ALIAS_VALUES = 10_000  # values that aliases may add beyond the file's own
 MAX_EXPANDED_BYTES = 2 * MAX_FILE_BYTES  # characters of text once every alias is expanded
 MAX_DEPTH = 50  # levels of nesting
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
+_Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
+
+
+class _Loader(_Base):  # type: ignore[misc,valid-type]
+    """The safe loader, with every value it cannot construct (a number of thousands of digits, a date of
+    month 99, a tag's value of the wrong shape) turned into a YAML error at that value's line: Python's own
+    ValueError or OverflowError never escapes a YAML reader."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        tag = str(node.tag).rsplit(":", 1)[-1]
+        if tag in ("int", "float") and isinstance(node.value, str) and len(node.value) > MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a number of {len(node.value):,} characters; write it as text", node.start_mark
+            )
+        try:
+            return super().construct_object(node, deep)
+        except (yaml.YAMLError, RecursionError):
+            raise
+        except Exception:  # ValueError, OverflowError, IndexError (`!!int ` with no digits), TypeError ...
+            shown = node.value[:40] if isinstance(node.value, str) else ""
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"cannot read '{shown}' as a {tag} value; fix it or quote it as text",
+                node.start_mark,
+            ) from None
 
 
 def _walk(node: yaml.Node, path: Path, lines: dict[Path_, int]) -> None:
@@ -160,35 +186,21 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 
 def read_text_file(path: Path, limit: int = MAX_FILE_BYTES) -> str:
-    """A text file a suite names (YAML, a prompt, a vocabulary): a regular file, at most `limit` bytes
-    (counted while reading), UTF-8 and not binary; YAMLProblem naming the file otherwise."""
+    """A text file a suite names (YAML, a prompt, a vocabulary), read by the one bounded reader
+    (`simulator.readers.read_text`: a regular file of at most `limit` bytes, UTF-8, not binary);
+    YAMLProblem naming the file otherwise."""
     try:
-        raw = read_capped(path, limit, "split it into several files in a folder")
-    except FileRefused as exc:
-        raise YAMLProblem(Problem(str(path), str(exc))) from None
-    if b"\0" in raw:
-        line = raw[: raw.index(b"\0")].count(b"\n") + 1
-        raise YAMLProblem(
-            Problem(
-                str(path), "a binary file (it holds NUL bytes), not text; name a UTF-8 text file", line=line
-            )
-        )
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise YAMLProblem(
-            Problem(str(path), f"not UTF-8 text (byte {exc.start}); save the file as UTF-8", line=line)
-        ) from None
+        return read_text(path, limit, "split it into several files in a folder")
+    except InputRefused as exc:
+        raise YAMLProblem(exc.problem) from None
 
 
 def _yaml_error(path: Path, exc: yaml.YAMLError) -> YAMLProblem:
     mark = getattr(exc, "problem_mark", None)
     line = mark.line + 1 if mark is not None else None
     reason = getattr(exc, "problem", None) or str(exc)
-    return YAMLProblem(
-        Problem(str(path), f"not valid YAML: {reason}; check indentation and quoting", line=line)
-    )
+    fix = "" if "; " in reason else "; check indentation and quoting"  # a reason of ours says its own fix
+    return YAMLProblem(Problem(str(path), f"not valid YAML: {reason}{fix}", line=line))
 
 
 def load_yaml(path: Path) -> LocatedYAML:

@@ -6,6 +6,7 @@ __all__ = ["proposal_diff", "proposal_markdown"]
 
 from pathlib import Path
 
+from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import UserError
 from simulator.loop.proposal import Proposal, apply_edits, prompt_diff
 
@@ -25,8 +26,8 @@ def proposal_diff(proposal: Proposal, prompt: str | None = None) -> str:
             return f"(the edits do not apply to the tool description: {exc})"
     if prompt is None and proposal.prompt_file:
         try:
-            prompt = Path(proposal.prompt_file).read_text(encoding="utf-8")
-        except OSError:
+            prompt = read_text_file(Path(proposal.prompt_file))
+        except YAMLProblem:
             return ""
     if prompt is None:
         return ""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 __all__ = ["REVIEWS_FILE", "ProposalReview", "append_review", "latest_review", "read_reviews"]
 
-import json
 import os
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +18,9 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from simulator.jsonbounds import loads_bounded
 from simulator.models import StrictModel
+from simulator.readers import missing, text_lines
 
 REVIEWS_FILE = "proposal_reviews.jsonl"
 
@@ -52,12 +53,12 @@ def append_review(folder: Path, review: ProposalReview) -> None:
 def read_reviews(folder: Path) -> list[ProposalReview]:
     """Every decision in the order written; a line that does not parse (a torn write) is skipped."""
     path = folder / REVIEWS_FILE
-    if not path.is_file():
+    if missing(path):
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for _, line in text_lines(path):
         try:
-            out.append(ProposalReview.model_validate(json.loads(line)))
+            out.append(ProposalReview.model_validate(loads_bounded(line, "the line")))
         except (ValueError, ValidationError):
             continue
     return out

@@ -27,6 +27,7 @@ from pydantic import Field
 
 from simulator.analysis.rundata import RunData
 from simulator.config.bot_kinds import prompted
+from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.loop.failures import FailureGroup
 from simulator.loop.proposal import Change, EvidenceItem, PromptEdit, Proposal, RiskItem, check_edits
 from simulator.models import StrictModel as _Out
@@ -66,8 +67,8 @@ def bot_context(run: RunData) -> BotContext:
     if bot.system_prompt_file:
         path = suite.resolve(bot.system_prompt_file)
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError:
+            text = read_text_file(Path(path))
+        except YAMLProblem:
             text = None
     return BotContext(
         manifest.models.bot,

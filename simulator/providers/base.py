@@ -12,12 +12,12 @@ __all__ = [
     "ToolSpec",
 ]
 
-import json
 from abc import ABC, abstractmethod
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_serializer
 
+from simulator.jsonbounds import DECODER, JSONRefused, check_depth, loads_bounded
 from simulator.models import StrictModel
 from simulator.record.transcript import Usage
 
@@ -65,16 +65,16 @@ def json_object_in(text: str) -> dict[str, Any] | None:
     strict output wrap one in prose or a code fence). None when there is none (e.g. cut off by max_tokens).
     The one place every provider and the judge read a JSON answer from text."""
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
+        value = loads_bounded(text, "the reply")
+    except JSONRefused:
         value = None
     if isinstance(value, dict):
         return value
-    decoder = json.JSONDecoder()
     for start in (index for index, char in enumerate(text) if char == "{"):
         try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
+            value, _ = DECODER.raw_decode(text, start)
+            check_depth(value, "the reply")
+        except (ValueError, RecursionError):  # not JSON, too deep, NaN, huge numbers: look further
             continue
         if isinstance(value, dict):
             return value
@@ -94,8 +94,8 @@ class ToolCall(StrictModel):
     def from_json(cls, name: str, text: str | None, id: str | None = None) -> ToolCall:
         """A call whose arguments arrived as JSON text; text that is not a JSON object is kept, not lost."""
         try:
-            value = json.loads(text or "{}")
-        except json.JSONDecodeError:
+            value = loads_bounded(text or "{}", "the arguments")
+        except JSONRefused:
             value = None
         return cls(name=name, arguments=value if isinstance(value, dict) else {"_unparsed": text}, id=id)
 

@@ -12,6 +12,7 @@ __all__ = [
     "VERDICTS",
     "RunFolder",
     "dump_line",
+    "dump_writable",
     "git_commit",
     "latest_by_id",
     "new_run_id",
@@ -33,6 +34,8 @@ from pydantic import BaseModel, ValidationError
 
 from simulator.diskerrors import naming
 from simulator.errors import UserError
+from simulator.jsonbounds import DECODER, Unrepresentable, text_depth
+from simulator.readers import missing, read_json
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
 from simulator.record.migrations import (
     golden_manifest_1_to_2,
@@ -41,7 +44,7 @@ from simulator.record.migrations import (
     migrate_manifest,
     migrate_verdict,
 )
-from simulator.record.models import ConversationRecord, Label, Verdict
+from simulator.record.models import ConversationRecord, ErrorInfo, Label, Verdict
 from simulator.record.redact import contains_secret, redact
 from simulator.record.stored_turns import LineSource, StoredTurns, facts_of_turns
 from simulator.record.transcript import TEXT_CHECKED, repair_text
@@ -86,6 +89,9 @@ def new_run_id(name: str) -> str:
 # The most a manifest (or another small file of a run folder) and one record line may hold.
 MAX_MANIFEST_BYTES = 64_000_000
 MAX_RECORD_BYTES = 256_000_000
+# Levels of nesting a record line may have: pydantic's JSON reader stops at about 200; a state or tool
+# result is bounded at MAX_JSON_DEPTH where it enters, and a record adds a few levels around it.
+MAX_RECORD_DEPTH = 128
 
 
 def _read_small(path: Path, limit: int = MAX_MANIFEST_BYTES) -> bytes:
@@ -126,9 +132,11 @@ def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
         except ValidationError as exc:
             raise _invalid(model, where, exc) from None
     try:
-        raw = json.loads(text)
+        raw = DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"{where}: not a JSON record ({exc.msg}); the file was edited or damaged") from None
+    except Unrepresentable as exc:
+        raise UserError(f"{where}: the record {exc}; the file was edited or damaged") from None
     return _migrated(raw, model, migrate, where, "not a JSON object; the file was edited or damaged")
 
 
@@ -232,7 +240,12 @@ def dump_line(record: BaseModel, *, indent: int | None = None, exclude_none: boo
     try:
         text = record.model_dump_json(exclude_none=exclude_none, indent=indent)
         text.encode("utf-8")
-    except (ValueError, UnicodeEncodeError):
+    except (ValueError, UnicodeEncodeError) as exc:
+        if "depth" in str(exc):  # pydantic stops past its serialization depth: no reader could take it
+            raise RecordRefused(
+                f"{_name(record)}: a record nested more than {MAX_RECORD_DEPTH} levels deep, the most a reader "
+                "takes, was not written"
+            ) from None
         data = repair_text(record.model_dump(mode="python", exclude_none=exclude_none, by_alias=True))
         if "text_repaired" in type(record).model_fields:
             data["text_repaired"] = True
@@ -243,16 +256,74 @@ def dump_line(record: BaseModel, *, indent: int | None = None, exclude_none: boo
         # there, and replacing inside JSON could break its structure.
         separators = (",", ": ") if indent is not None else (",", ":")
         text = json.dumps(redact(json.loads(text)), ensure_ascii=False, indent=indent, separators=separators)
-    limit = MAX_MANIFEST_BYTES if indent is not None else MAX_RECORD_BYTES  # what the readers take
-    size = len(text) if len(text) * 4 < limit else len(text.encode("utf-8"))  # bytes, counted only near it
-    if size >= limit:  # the reader would refuse this line: it is never written
-        name = getattr(record, "id", None) or type(record).__name__
-        raise UserError(
-            f"{name}: a record of {size / 1e6:,.1f} MB, over the {limit / 1e6:g} MB a reader takes, was "
-            "not written; the inputs feeding it (bot replies, states, tool results) are capped, so this is "
-            "a bug to report"
-        )
+    _check_readable(record, text, MAX_MANIFEST_BYTES if indent is not None else MAX_RECORD_BYTES)
     return text + "\n"
+
+
+class RecordRefused(UserError):
+    """A record its readers would refuse (larger or deeper than they take): it is never written."""
+
+
+def _check_readable(record: BaseModel, text: str, limit: int) -> None:
+    """RecordRefused when a reader of the run folder would refuse `text`: the writer applies the readers'
+    limits (size per line, nesting depth) so that nothing is written that `report` then calls damaged."""
+    size = len(text) if len(text) * 4 < limit else len(text.encode("utf-8"))  # bytes, counted only near it
+    name = _name(record)
+    if size >= limit:
+        raise RecordRefused(
+            f"{name}: a record of {size / 1e6:,.1f} MB, over the {limit / 1e6:g} MB a reader takes, was not "
+            "written"
+        )
+    depth = text_depth(text)
+    if depth > MAX_RECORD_DEPTH:
+        raise RecordRefused(
+            f"{name}: a record nested {depth} levels deep, over the {MAX_RECORD_DEPTH} a reader takes, was "
+            "not written"
+        )
+
+
+def _name(record: BaseModel) -> str:
+    return str(
+        getattr(record, "id", None) or getattr(record, "conversation_id", None) or type(record).__name__
+    )
+
+
+def _stand_in(record: BaseModel, why: str) -> BaseModel | None:
+    """What is written instead of a record its readers would refuse: the conversation (or verdict) as an
+    error that says why, without the oversized parts (states first, then turns; evidence for a verdict), so
+    the report counts it as an error instead of calling the whole file damaged. None for other records."""
+    if isinstance(record, ConversationRecord):
+        error = ErrorInfo(
+            source="engine", kind="record_too_large", message=f"{why}; keep states and tool results smaller"
+        )
+        light = record.model_copy(
+            update={"final_state": None, "environment_state": None, "stop_reason": "error", "error": error}
+        )
+        try:
+            _check_readable(light, light.model_dump_json(exclude_none=True), MAX_RECORD_BYTES)
+            return light
+        except RecordRefused:
+            return light.model_copy(update={"turns": []})
+    if isinstance(record, Verdict):
+        error = ErrorInfo(source="judge", kind="record_too_large", message=why)
+        update: dict[str, Any] = {"result": "error", "reasoning": "", "evidence": [], "expected": None}
+        return record.model_copy(
+            update={**update, "actual": None, "outcome": None, "votes": None, "error": error}
+        )
+    return None
+
+
+def dump_writable(record: BaseModel) -> str:
+    """`dump_line(record)`, or, when its readers would refuse it, the line of its stand-in (an error saying
+    why, `_stand_in`) with a note on stderr: one oversized state never stops a run or damages its folder."""
+    try:
+        return dump_line(record)
+    except RecordRefused as exc:
+        stand_in = _stand_in(record, str(exc))
+        if stand_in is None:
+            raise
+        print(f"note: {exc}; recorded as an error instead", file=sys.stderr)
+        return dump_line(stand_in)
 
 
 def _truncate_partial_line(path: Path) -> int:
@@ -348,7 +419,7 @@ class RunFolder:
     @classmethod
     def open(cls, path: Path) -> RunFolder:
         """Open a run folder to read it. Nothing in it is changed, even while another process writes it."""
-        if not (path / MANIFEST).is_file():
+        if missing(path / MANIFEST):  # a manifest that is a FIFO or a folder is refused by its reader
             raise UserError(f"{path} is not a run folder (no {MANIFEST}); pass runs/<run-id>")
         return cls(path, sealed=True)
 
@@ -398,18 +469,15 @@ class RunFolder:
 
     def _golden_v1_raw(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The v1 golden manifest and result lines as JSON (a half-written last line is skipped)."""
-        manifest = json.loads(_decode(_read_small(self.manifest_path), str(self.manifest_path)))
+        manifest = read_json(
+            _decode(_read_small(self.manifest_path), str(self.manifest_path)), str(self.manifest_path)
+        )
         results = []
         path = self.path / GOLDEN_V1_RESULTS
         for number, line in enumerate(_read_small(path, MAX_RECORD_BYTES).splitlines(keepends=True), start=1):
             if not line.endswith(b"\n") or not line.strip():
                 continue
-            try:
-                results.append(json.loads(_decode(line, f"{path}:{number}")))
-            except json.JSONDecodeError as exc:
-                raise UserError(
-                    f"{path}:{number}: not a JSON record ({exc.msg}); the file was damaged"
-                ) from None
+            results.append(read_json(_decode(line, f"{path}:{number}"), f"{path}:{number}"))
         return manifest, results
 
     def _golden_v1_records(self) -> tuple[list[ConversationRecord], list[Verdict]]:
@@ -437,9 +505,11 @@ class RunFolder:
                     raise _invalid(Manifest, where, exc) from None
         data = _read_small(self.manifest_path)
         try:
-            raw = json.loads(_decode(data, where))
+            raw = DECODER.decode(_decode(data, where))
         except RecursionError:
             raise UserError(f"{where}: nested too deeply to read; the manifest is damaged") from None
+        except Unrepresentable as exc:
+            raise UserError(f"{where}: {exc}; the manifest is damaged") from None
         except json.JSONDecodeError as exc:
             raise UserError(
                 f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); the manifest is damaged"
@@ -566,7 +636,7 @@ class RunFolder:
         self._check_writable()
         if not records:
             return
-        text = "".join(dump_line(record) for record in records)
+        text = "".join(dump_writable(record) for record in records)
         with naming(self.path / name), (self.path / name).open("a", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

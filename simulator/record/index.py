@@ -9,7 +9,6 @@ from __future__ import annotations
 
 __all__ = ["INDEX", "IndexCell", "MatrixIndex", "is_matrix", "read_index", "write_index"]
 
-import json
 import os
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +18,7 @@ from pydantic import Field, ValidationError
 
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Record
-from simulator.safefiles import FileRefused, read_capped
+from simulator.readers import missing, read_json_file
 
 INDEX = "index.json"
 INDEX_SCHEMA_VERSION = 1
@@ -63,23 +62,19 @@ def is_matrix(path: Path) -> bool:
 
 
 def read_index(path: Path) -> MatrixIndex:
-    """Read `path/index.json`; a UserError when it is missing or not an index."""
+    """Read `path/index.json` through the one bounded reader; a UserError when it is missing or not an
+    index (the field named, never the exception's)."""
     file = path / INDEX
+    if missing(file):
+        raise UserError(f"{path} is not a matrix run (no {INDEX}); pass runs/<matrix-id>")
+    data = read_json_file(file, 64_000_000)
     try:
-        data = json.loads(read_capped(file, 64_000_000, "was it edited?").decode("utf-8"))
         return MatrixIndex.model_validate(data)
-    except FileNotFoundError:
-        raise UserError(f"{path} is not a matrix run (no {INDEX}); pass runs/<matrix-id>") from None
-    except (
-        FileRefused,
-        RecursionError,
-        OSError,
-        UnicodeDecodeError,
-        json.JSONDecodeError,
-        ValidationError,
-    ) as exc:
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(index)"
         raise UserError(
-            f"{file}: not a readable matrix index ({type(exc).__name__}); was it edited?"
+            f"{file} [{field}]: not a readable matrix index ({first['msg']}); was it edited?"
         ) from None
 
 

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 __all__ = ["REQUIRED", "LabelRow", "import_labels", "read_labels"]
 
-import csv
-import io
 from datetime import UTC, datetime
 from pathlib import Path
 
 from simulator.errors import Problem, UserError
 from simulator.models import StrictModel
 from simulator.names import person_name
+from simulator.readers import read_csv, unquote_cell
 from simulator.record.folder import LABELS, RunFolder
 from simulator.record.models import Label
-from simulator.safefiles import FileRefused, read_capped
 
 _ALIASES = {
     "pass": "pass", "passed": "pass", "p": "pass", "ok": "pass",
@@ -38,65 +36,49 @@ class LabelRow(StrictModel):
 
 def _read_label_rows(path: Path, problems: list[Problem]) -> list[LabelRow]:
     rows: list[LabelRow] = []
-    try:
-        text = read_capped(path, 50_000_000, "split the sheet").decode("utf-8-sig")
-    except (FileRefused, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: {exc}") from None
-    with io.StringIO(text, newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-        if missing:
-            raise UserError(
-                f"{path}:1: the header needs columns {', '.join(REQUIRED)} (missing {', '.join(missing)})"
-            )
-        for raw_row in reader:
-            line = reader.line_num
-            raw = (raw_row.get("label") or "").strip()
-            if not raw:
-                continue  # not labelled yet
-            label = _ALIASES.get(raw.lower())
-            if label is None:
-                # `yes` / `no` are refused: "yes" to what? (it passed, or yes, it failed?)
-                problems.append(
-                    Problem(
-                        str(path),
-                        f"label '{raw}' is not pass, fail or n/a; write one of those",
-                        line=line,
-                        field="label",
-                    )
+    sheet = read_csv(path)  # the one bounded CSV reader: a regular file, UTF-8, capped, one-line errors
+    missing = [c for c in REQUIRED if c not in sheet.header]
+    if missing:
+        raise UserError(
+            f"{path}:1: the header needs columns {', '.join(REQUIRED)} (missing {', '.join(missing)}); "
+            "export a sheet with `simulator labels export RUN --criterion X`"
+        )
+    for line, cells in sheet.dicts():
+        raw_row = {key: unquote_cell(value) for key, value in cells.items() if isinstance(key, str)}
+        raw = (raw_row.get("label") or "").strip()
+        if not raw:
+            continue  # not labelled yet
+        label = _ALIASES.get(raw.lower())
+        if label is None:
+            # `yes` / `no` are refused: "yes" to what? (it passed, or yes, it failed?)
+            problems.append(
+                Problem(
+                    str(path),
+                    f"label '{raw}' is not pass, fail or n/a; write one of those",
+                    line=line,
+                    field="label",
                 )
-                continue
-            conversation, criterion = (
-                (raw_row.get("conversation_id") or "").strip(),
-                (raw_row.get("criterion_id") or "").strip(),
             )
-            if not conversation or not criterion:
-                problems.append(
-                    Problem(str(path), "conversation_id and criterion_id are required", line=line)
-                )
-                continue
-            rows.append(
-                LabelRow(conversation_id=conversation, criterion_id=criterion, label=label, line=line)
-            )
+            continue
+        conversation, criterion = (
+            (raw_row.get("conversation_id") or "").strip(),
+            (raw_row.get("criterion_id") or "").strip(),
+        )
+        if not conversation or not criterion:
+            problems.append(Problem(str(path), "conversation_id and criterion_id are required", line=line))
+            continue
+        rows.append(LabelRow(conversation_id=conversation, criterion_id=criterion, label=label, line=line))
     return rows
 
 
 def read_labels(path: Path) -> list[LabelRow]:
     """Read a labels CSV (conversation_id, criterion_id, label; other columns ignored); blank labels are skipped."""
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # a folder, FIFO or link loop is refused by the reader
         raise UserError(
             f"{path}: no such labels file; export one with `simulator labels export RUN --criterion X`"
         )
     problems: list[Problem] = []
-    rows: list[LabelRow] = []
-    try:
-        rows = _read_label_rows(path, problems)
-    except UnicodeDecodeError as exc:
-        raise UserError(
-            f"{path}: not UTF-8 text (byte {exc.start}); save the labels file as UTF-8 CSV"
-        ) from None
-    except csv.Error as exc:
-        raise UserError(f"{path}: not a readable CSV file ({exc}); save it as UTF-8 CSV") from None
+    rows = _read_label_rows(path, problems)
     if problems:
         raise UserError("invalid labels file", problems)
     seen: dict[tuple[str, str], LabelRow] = {}

@@ -18,9 +18,12 @@ import os
 import sys
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
+from simulator.errors import UserError
 from simulator.record.transcript import Turn, Usage
+from simulator.safefiles import FileRefused, open_regular
 
 if TYPE_CHECKING:
     from simulator.record.models import ConversationRecord
@@ -81,8 +84,13 @@ class LineSource:
         self.path = path
         self._parse = parse
         # Held while the loaded run lives (closed with it): a file renamed over meanwhile is never read.
-        self._fd = os.open(path, os.O_RDONLY)
-        self._close = weakref.finalize(self, os.close, self._fd)
+        # Opened as every reader opens a file (safefiles): a FIFO or a device is refused, never waited on.
+        try:
+            handle = open_regular(Path(path))
+        except FileRefused as exc:
+            raise UserError(f"{path}: {exc}") from None
+        self._fd = handle.fileno()
+        self._close = weakref.finalize(self, handle.close)
         self._last: tuple[int, ConversationRecord] | None = None
 
     def record(self, offset: int, length: int, number: int) -> ConversationRecord:

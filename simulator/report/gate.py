@@ -182,7 +182,7 @@ def evaluate(requirement: Requirement, rate: RateView) -> RequirementResult:
     if requirement.op == "==":
         return _exactly(requirement, rate, bound)
     side = "upper" if requirement.upper else "lower"
-    seen = f"clustered 95% {side} bound {pct(bound)} ({rate.k}/{rate.n} = {pct(rate.rate)}, {cl.scenarios} scenarios)"
+    seen = f"clustered 95% {side} bound {pct(bound)} ({rate.k}/{rate.n} = {pct(rate.rate)}, {cl.scenarios} {cl.unit})"
     result = RequirementResult(requirement=requirement, status="met", rate=rate, bound=bound, reason=seen)
     if _holds(requirement, bound):
         return result
@@ -252,7 +252,7 @@ def _exactly(requirement: Requirement, rate: RateView, bound: float) -> Requirem
     assert cl is not None and rate.rate is not None
     seen = (
         f"observed {rate.k}/{rate.n} = {pct(rate.rate)}; clustered 95% upper bound {pct(bound)} "
-        f"({cl.scenarios} scenarios)"
+        f"({cl.scenarios} {cl.unit})"
     )
     if _holds(requirement, rate.rate):
         return RequirementResult(requirement=requirement, status="met", rate=rate, bound=bound, reason=seen)

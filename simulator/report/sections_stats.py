@@ -1,4 +1,4 @@
-"""The report's "Numbers that hold up" and "Judges" sections as data (section.py): scenario-clustered
+"""The report's "Numbers that hold up" and "Judges" sections as data (section.py): vignette-clustered
 intervals, missing data, worst-at-k, run-to-run spread (docs/stats.md explains each); judge stability, jury
 agreement, corrected failure rates and rubric points."""
 
@@ -14,9 +14,9 @@ from simulator.stats.rates import RateView, pct
 SHOWN_DISAGREEMENTS = 5  # jury disagreements listed per criterion
 
 STATS_NOTE = (
-    "Repeats of a scenario are not independent trials, so each pooled rate also has a scenario-clustered "
-    "interval, its effective sample size (n_eff, between the number of scenarios and of conversations) and "
-    "the intraclass correlation. With no failures, the bound rests on the distinct scenarios. Errored "
+    "Repeats and variants of a vignette are not independent trials, so each pooled rate also has a vignette-clustered "
+    "interval, its effective sample size (n_eff, between the number of vignettes and of conversations) and "
+    "the intraclass correlation. With no failures, the bound rests on the distinct vignettes. Errored "
     "conversations are left out of every rate; the last column shows the rate had they all failed or all passed. "
     "How to read n_eff and ICC: n_eff is how many independent conversations the evidence is worth; when it "
     "equals the number of scenarios (ICC 1.00), every repeat of a scenario went the same way, so the repeats "
@@ -34,7 +34,7 @@ def _clustered_row(table: Table, name: str, value: RateView) -> None:
     clustered = "–" if cl is None else f"{pct(cl.low)}–{pct(cl.high)}"
     if cl is not None and cl.bound is not None:  # nothing against the rate: its one-sided bound instead
         side = f"≥{pct(1 - cl.bound)}" if value.counts == "successes" else f"≤{pct(cl.bound)}"
-        clustered = f"{side} on {cl.scenarios} scenarios, one-sided"
+        clustered = f"{side} on {cl.scenarios} {cl.unit}, one-sided"
     missing = (
         "–" if not value.errored else f"{pct(value.worst)} / {pct(value.best)} ({value.errored} errored)"
     )
@@ -70,10 +70,10 @@ def _missing(report: Report) -> list[Table | Note]:
 def stats_section(report: Report) -> Section:
     """Clustered intervals of the headline rates, missing data, worst-at-k and the run-to-run spread."""
     clustered = Table(
-        [Column("rate"), Column("counts"), Column("95% CI (scenario-clustered)"), Column("95% CI (per conversation)"),
-         Column("scenarios", numeric=True), Column("n_eff", numeric=True), Column("ICC", numeric=True),
+        [Column("rate"), Column("counts"), Column("95% CI (vignette-clustered)"), Column("95% CI (per conversation)"),
+         Column("vignettes", numeric=True), Column("n_eff", numeric=True), Column("ICC", numeric=True),
          Column("if errored: fail / pass")],
-        title="Repeats are not independent: scenario-clustered 95% intervals (docs/stats.md)",
+        title="Repeats are not independent: vignette-clustered 95% intervals (docs/stats.md)",
     )  # fmt: skip
     for name, value in headline_rates(report):
         _clustered_row(clustered, name, value)
@@ -85,7 +85,7 @@ def stats_section(report: Report) -> Section:
                 Column("k"),
                 Column("pass^k", numeric=True),
                 Column("worst-at-k", numeric=True),
-                Column("scenarios", numeric=True),
+                Column("vignettes", numeric=True),
             ],
             title="worst-at-k: expected lowest score in k repeats, averaged",
         )

@@ -74,9 +74,9 @@ def _paired_metric(console: Console, m: PairedMetric) -> None:
         f"  {m.pairs} pairs{excluded} · both pass {m.both_pass} · both fail {m.both_fail} · "
         f"A only {m.only_a} · B only {m.only_b} · per-conversation p={m.p_value:.3g}\n"
         f"  A {escape(m.a_rate.short)} → B {escape(m.b_rate.short)}\n"
-        f"  difference {_signed(m.diff)} (95% CI over {m.scenarios} scenarios {_signed(m.diff_low)} to "
+        f"  difference {_signed(m.diff)} (95% CI over {m.scenarios} vignettes {_signed(m.diff_low)} to "
         f"{_signed(m.diff_high)})\n"
-        f"  scenarios: {m.scenarios_worse} worse, {m.scenarios_better} better of {m.scenarios} · "
+        f"  vignettes: {m.scenarios_worse} worse, {m.scenarios_better} better of {m.scenarios} · "
         f"clustered McNemar p={m.clustered_p_value:.3g} · sign test p={m.sign_p_value:.3g}\n"
         f"  [dim]{escape(m.power_note)}[/]"
         + (f"\n  [yellow]{escape(m.interval_note)}[/]" if m.interval_note else "")

@@ -23,8 +23,11 @@ from pydantic import ValidationError
 
 from simulator.errors import UserError
 from simulator.models import ResultModel
+from simulator.readers import missing, read_json, read_text
 from simulator.safety.case import SafetyCase
 from simulator.safety.signoffs import SignOff, SignOffBook
+
+MAX_CASE_BYTES = 64_000_000  # a signed safety case document: far above any real one
 
 FOLDER = "documents"
 HIDDEN = ("generated_at", "evidence_hash")
@@ -69,12 +72,17 @@ def archive_document(folder: Path, case: SafetyCase, html: str, pdf: bytes | Non
 
 def read_archived(path: Path) -> SafetyCase:
     """An archived (or exported) safety case JSON; one clear error when it is missing or not one."""
-    if not path.is_file():
+    if missing(path):
         raise UserError(f"{path}: no such document; the desk keeps signed ones under <desk>/{FOLDER}/")
+    data = read_json(read_text(path, MAX_CASE_BYTES, "this is not a safety case document"), str(path))
     try:
-        return SafetyCase.model_validate_json(path.read_text(encoding="utf-8"))
-    except (ValidationError, ValueError) as exc:
-        raise UserError(f"{path}: not a safety case document ({str(exc).splitlines()[0]})") from None
+        return SafetyCase.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(document)"
+        raise UserError(
+            f"{path} [{field}]: not a safety case document ({first['msg']}); export it again from the desk"
+        ) from None
 
 
 def _key(item: Any, index: int) -> str:

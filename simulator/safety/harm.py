@@ -81,15 +81,15 @@ def _interval(per_scenario: list[tuple[float, int]], biggest: float) -> tuple[fl
         return (
             mean * math.exp(-spread),
             mean * math.exp(spread),
-            f"cluster-robust on the log scale, t with {g - 1} df over {g} scenarios",
+            f"cluster-robust on the log scale, t with {g - 1} df over {g} vignettes",
         )
     if biggest <= 0.0:
         return 0.0, 0.0, "no cell has a weight"
     if mean == 0.0:
         bound = clustered_zero_failure_bound(g)
-        return 0.0, biggest * bound, f"no harmful conversation: rule-of-three bound over {g} scenarios"
+        return 0.0, biggest * bound, f"no harmful conversation: rule-of-three bound over {g} vignettes"
     low, high = wilson_score(mean / biggest, float(g), z_for_confidence(0.95))
-    return low * biggest, high * biggest, f"no spread to measure: Wilson over {g} scenarios, largest weight"
+    return low * biggest, high * biggest, f"no spread to measure: Wilson over {g} vignettes, largest weight"
 
 
 def harm_weighted(run: RunData) -> HarmWeighted | None:

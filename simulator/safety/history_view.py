@@ -72,7 +72,7 @@ def _points_section(history: History) -> Section:
         id="points",
         title=f"Runs of {history.suite} in time order",
         notes=[
-            "Each rate with its scenario-clustered 95% bound (≤ upper for failure rates, ≥ lower for success "
+            "Each rate with its vignette-clustered 95% bound (≤ upper for failure rates, ≥ lower for success "
             "rates); a new series starts where the scenario set changed."
         ],
         columns=[

@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError
 
 from simulator.errors import UserError
 from simulator.models import StrictModel
+from simulator.readers import missing, text_lines
 
 if TYPE_CHECKING:
     from simulator.safety.case import SafetyCase
@@ -95,12 +96,10 @@ class SignOffBook:
 
     def all(self) -> list[SignOff]:
         """Every sign-off, oldest first; a damaged line is one clear error naming its line."""
-        if not self.path.is_file():
+        if missing(self.path):
             return []
         out = []
-        for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
+        for number, line in text_lines(self.path):  # bounded: a FIFO or a device is refused by name
             try:
                 out.append(SignOff.model_validate_json(line))
             except ValidationError as exc:

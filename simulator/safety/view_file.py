@@ -74,8 +74,8 @@ def crm_section(case: SafetyCase) -> Section:
         f"Likelihood rule: a level is the rate of the hazard per conversation in the verifying scenarios "
         f"({levels}), not a frequency in the service; with an exposure (conversations a month, case mix) "
         "the document projects incidents per month, labelled as a projection.",
-        "A bound is the scenario-clustered 95% confidence bound of that rate (the rule of three over distinct "
-        "scenarios where nothing failed); a hazard's residual likelihood is the level of the largest bound of "
+        "A bound is the vignette-clustered 95% confidence bound of that rate (the rule of three over distinct "
+        "vignettes where nothing failed); a hazard's residual likelihood is the level of the largest bound of "
         "its test controls. Controls verified by review (design, process, training, labelling) are the CSO's "
         "judgement on documents, never a test result.",
     ]

@@ -18,9 +18,10 @@ from simulator.config.documents import load_documents
 from simulator.config.kinds import document_kind
 from simulator.config.scenario import SCENARIO_DOCUMENTS, scenario_files
 from simulator.config.suite import Suite, load_suite
-from simulator.config.yamlfile import YAMLProblem, parse_yaml
+from simulator.config.yamlfile import MAX_FILE_BYTES, YAMLProblem, parse_yaml
 from simulator.errors import Problem, UserError
 from simulator.judging.criteria import CRITERION_DOCUMENTS, criterion_files
+from simulator.readers import InputRefused, read_text
 
 TEMPLATES = {
     "scenario": """\
@@ -72,8 +73,8 @@ def _siblings(root: Path, target: Path, kind: str) -> list[Path]:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_text(path, MAX_FILE_BYTES)  # bounded: a sibling linked to /dev/zero is not read for ever
+    except InputRefused:
         return ""
 
 

@@ -19,7 +19,9 @@ from simulator.api import load_suite
 from simulator.authoring.coverage import load_coverage
 from simulator.authoring.coverage_view import coverage_sections
 from simulator.authoring.review import accept_draft, decisions, pending_drafts, reject_draft
+from simulator.config.yamlfile import MAX_FILE_BYTES
 from simulator.errors import UserError
+from simulator.readers import read_or_refuse
 from simulator.report.draw_html import html_sections
 from simulator.serve.config import child_folder
 from simulator.serve.render import page
@@ -57,7 +59,7 @@ def _show(request: Request, draft_id: str, text: str, problems: list[str], statu
 async def draft_page(request: Request) -> Response:
     queue, _ = _queue(request)
     draft_id = request.path_params["draft"]
-    return _show(request, draft_id, _draft(queue, draft_id).read_text(encoding="utf-8"), [])
+    return _show(request, draft_id, read_or_refuse(_draft(queue, draft_id), MAX_FILE_BYTES), [])
 
 
 async def decide(request: Request) -> Response:
@@ -68,7 +70,7 @@ async def decide(request: Request) -> Response:
     fields: dict[str, Any] = {k: v for k, v in form.items() if isinstance(v, str)}
     decision = fields.get("decision", "")
     reviewer, reason = fields.get("reviewer", ""), fields.get("reason", "")
-    text = fields.get("yaml", "").replace("\r\n", "\n") or path.read_text(encoding="utf-8")
+    text = fields.get("yaml", "").replace("\r\n", "\n") or read_or_refuse(path, MAX_FILE_BYTES)
     try:
         if decision == "accepted":
             suite = load_suite(suite_file)

@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from simulator.errors import UserError
 from simulator.jsonbounds import JSONRefused, loads_bounded
+from simulator.readers import missing, read_or_refuse
 from simulator.serve.config import inside
 from simulator.serve.drafts import TEMPLATES, validate_draft
 from simulator.serve.render import page
@@ -61,9 +62,9 @@ async def list_page(request: Request) -> Response:
 async def file_page(request: Request) -> Response:
     area, relative = request.path_params["area"], request.path_params["path"]
     root, target, shown = _file(request, area, relative)
-    if not target.is_file():
+    if missing(target):
         raise UserError(f"{shown}: no such file")
-    text = target.read_text(encoding="utf-8")
+    text = read_or_refuse(target, MAX_BYTES)
     kind, problems = validate_draft(root, target, text, shown, _kind(area))
     return page(
         request,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 __all__ = ["routes"]
 
-import json
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -16,18 +15,20 @@ from starlette.routing import Route
 from simulator.collect.folders import collected_folders
 from simulator.collect.trends import load_observations, metric_names, trend_rows
 from simulator.errors import UserError
+from simulator.jsonbounds import loads_bounded
+from simulator.readers import missing, text_lines
 from simulator.serve.render import page
 from simulator.serve.trend_chart import trend_svg
 
 
 def _fired(root: Any) -> list[dict[str, Any]]:
     path = root / ".collect" / "alerts.jsonl"
-    if not path.exists():
+    if missing(path):
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines()[-20:]:
+    for _, line in list(text_lines(path))[-20:]:
         try:
-            out.append(json.loads(line))
+            out.append(loads_bounded(line, "the line"))
         except ValueError:
             continue
     return out
@@ -37,10 +38,8 @@ def _review_counts(folders: list[Any]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for folder in folders:
         path = folder / "review.jsonl"
-        if path.exists():
-            counts[folder.name] = sum(
-                1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
-            )
+        if not missing(path):
+            counts[folder.name] = sum(1 for _ in text_lines(path))
     return counts
 
 

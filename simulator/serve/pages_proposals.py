@@ -21,12 +21,13 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from simulator.config.yamlfile import YAMLProblem, parse_yaml
+from simulator.config.yamlfile import MAX_FILE_BYTES, YAMLProblem, parse_yaml
 from simulator.errors import UserError
 from simulator.loop.markdown import proposal_diff
 from simulator.loop.proposal import Proposal, load_proposal
 from simulator.loop.reviews import ProposalReview, append_review, latest_review
 from simulator.names import person_name
+from simulator.readers import read_or_refuse
 from simulator.record.hashing import sha256_file
 from simulator.serve.config import child_folder
 from simulator.serve.render import page
@@ -69,7 +70,7 @@ async def proposal_page(request: Request) -> Response:
     name, _, folder = _folder(request)
     path = _proposal_path(folder, request.path_params["proposal"])
     proposal = load_proposal(path)
-    return _show(request, name, path, proposal, path.read_text(encoding="utf-8"), [])
+    return _show(request, name, path, proposal, read_or_refuse(path, MAX_FILE_BYTES), [])
 
 
 def _show(
@@ -119,7 +120,7 @@ async def decide(request: Request) -> Response:
     if not reviewer:
         raise UserError("write your name as the reviewer before deciding")
     reviewer = person_name(reviewer, "reviewer")
-    original = path.read_text(encoding="utf-8")
+    original = read_or_refuse(path, MAX_FILE_BYTES)
     edited, problems = _edited(fields.get("yaml", original), original)
     if problems:
         return _show(request, name, path, proposal, edited or original, problems)

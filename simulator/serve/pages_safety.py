@@ -16,9 +16,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from simulator.errors import UserError
+from simulator.readers import read_or_refuse
 from simulator.report.draw_html import html_section
 from simulator.report.section import Row, Section, table_section, text
-from simulator.safety.archive import FOLDER
+from simulator.safety.archive import FOLDER, MAX_CASE_BYTES
 from simulator.safety.case import SafetyCase, build_safety_case
 from simulator.safety.hazards import load_hazard_log
 from simulator.safety.html import matrix_html, safety_case_html
@@ -123,7 +124,8 @@ async def signed_document(request: Request) -> Response:
     path = _desk(request).config.data_folder / FOLDER / f"{digest}.html"
     if not path.is_file():
         raise UserError(f"no signed document {digest[:12]}… in this desk")
-    return HTMLResponse(path.read_text(encoding="utf-8"), headers={"Content-Security-Policy": DOCUMENT_CSP})
+    text = read_or_refuse(path, MAX_CASE_BYTES)  # a regular file, bounded: never a FIFO planted in the desk
+    return HTMLResponse(text, headers={"Content-Security-Policy": DOCUMENT_CSP})
 
 
 def _field(fields: dict[str, str], key: str, limit: int) -> str:

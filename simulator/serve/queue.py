@@ -9,7 +9,6 @@ from __future__ import annotations
 
 __all__ = ["QueueSpec", "build_queue", "remaining", "review_items"]
 
-import json
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,6 +16,8 @@ from urllib.parse import urlencode
 
 from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
+from simulator.jsonbounds import loads_bounded
+from simulator.readers import missing, text_lines
 from simulator.record.models import Label
 from simulator.record.selection import Item
 
@@ -125,12 +126,12 @@ def _judged(run: RunData, spec: QueueSpec) -> set[Item]:
 def review_items(run: RunData) -> list[Item]:
     """The (conversation, criterion) items the collector sent for review, in the order sent."""
     path = run.path / "review.jsonl"
-    if not path.exists():
+    if missing(path):
         return []
     items: list[Item] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for _, line in text_lines(path):  # bounded: a FIFO or a 10 GB line is refused, never waited on
         try:
-            raw = json.loads(line)
+            raw = loads_bounded(line, "the line")
             items.append((str(raw["conversation_id"]), str(raw["criterion_id"])))
         except (ValueError, KeyError, TypeError):
             continue  # a line being written

@@ -24,10 +24,12 @@ CITE = (
 
 
 class ClusteredView(ResultModel):
-    """The same rate with scenarios as the unit (stats/clustered.py): interval, effective sample size.
+    """The same rate with clusters as the unit (stats/clustered.py): interval, effective sample size.
 
-    `bound` is the one-sided failure bound when no failure was seen; it rests on the `scenarios` distinct
-    scenarios, not on the conversations.
+    `scenarios` counts the clusters: vignettes (a base scenario with its repeats and variants) in a run,
+    users in live traffic; `unit` names them in every sentence, so a clinician never reads 8 vignettes as 8
+    scenario files or 8 conversations. `bound` is the one-sided failure bound when no failure was seen; it
+    rests on the distinct clusters, not on the conversations.
     """
 
     low: float
@@ -37,14 +39,25 @@ class ClusteredView(ResultModel):
     design_effect: float
     icc: float | None
     bound: float | None = None
+    unit: str = "vignettes"
+
+    @property
+    def over(self) -> str:
+        """`over 8 vignettes`: the clusters the interval rests on, in words."""
+        return f"over {self.scenarios} {self.unit}"
+
+    @property
+    def clustered_by(self) -> str:
+        """`vignette-clustered`, `user-clustered`."""
+        return f"{self.unit.removesuffix('s')}-clustered"
 
     @property
     def short(self) -> str:
-        """`12.0–45.1% over 8 scenarios, n_eff 14.2`, or `≤31.2% over 8 scenarios (one-sided)` when nothing
+        """`12.0–45.1% over 8 vignettes, n_eff 14.2`, or `≤31.2% over 8 vignettes (one-sided)` when nothing
         was seen against the rate (the bound replaces the interval)."""
         if self.bound is not None:
-            return f"≤{pct(self.bound)} failure rate over {self.scenarios} scenarios (one-sided), n_eff {self.n_eff:.1f}"
-        return f"{pct(self.low)}–{pct(self.high)} over {self.scenarios} scenarios, n_eff {self.n_eff:.1f}"
+            return f"≤{pct(self.bound)} failure rate {self.over} (one-sided), n_eff {self.n_eff:.1f}"
+        return f"{pct(self.low)}–{pct(self.high)} {self.over}, n_eff {self.n_eff:.1f}"
 
 
 class RateView(ResultModel):
@@ -89,7 +102,7 @@ class RateView(ResultModel):
         """The clustered interval in words, or "" when the rate does not pool repeats of scenarios."""
         if self.clustered is None or self.rate is None:
             return ""
-        return f"scenario-clustered {100 * self.confidence:g}% CI {self.clustered.short}"
+        return f"{self.clustered.clustered_by} {100 * self.confidence:g}% CI {self.clustered.short}"
 
     @property
     def missing_short(self) -> str:
@@ -169,18 +182,18 @@ class RateView(ResultModel):
 
     @property
     def lead_short(self) -> str:
-        """A table cell with the interval that holds up first: `21/24 87.5% (43.2–98.5% over 8 scenarios;
+        """A table cell with the interval that holds up first: `21/24 87.5% (43.2–98.5% over 8 vignettes;
         per conversation 69.0–95.7%)`; with nothing against the rate its one-sided bound on the scenarios
-        replaces the interval (`≤12.7% over 22 scenarios, one-sided; per conversation ≤4.4%`; `≥` for a rate
+        replaces the interval (`≤12.7% over 22 vignettes, one-sided; per conversation ≤4.4%`; `≥` for a rate
         of successes). Without repeats, `short`. The worst/best
         bounds follow when the errored cases could move the rate across its interval."""
         if not self.repeated or self.clustered is None:
             moved = self._moved()
             return f"{self.short[:-1]}{moved})" if moved else self.short
         c = self.clustered
-        inner = f"{pct(c.low)}–{pct(c.high)} over {c.scenarios} scenarios"
+        inner = f"{pct(c.low)}–{pct(c.high)} {c.over}"
         if c.bound is not None:  # one bound on the vignettes replaces the two-sided interval
-            inner = f"{self._bound_short(c.bound)} over {c.scenarios} scenarios, one-sided"
+            inner = f"{self._bound_short(c.bound)} {c.over}, one-sided"
         naive = f"per conversation {pct(self.low)}–{pct(self.high)}"
         if self.bound is not None:
             naive = f"per conversation {self._bound_short(self.bound)}"
@@ -189,18 +202,18 @@ class RateView(ResultModel):
     @property
     def lead_text(self) -> str:
         """The long form with the interval that holds up first: `21/24 = 87.5% (95% CI 43.2%–98.5% over 8
-        scenarios, scenario-clustered; per conversation 69.0%–95.7%)`; with no failures `no failures:
-        failure rate ≤ 12.7% on 22 scenarios at 95% one-sided; per conversation ≤ 4.4%`. Without repeats,
+        vignettes, vignette-clustered; per conversation 69.0%–95.7%)`; with no failures `no failures:
+        failure rate ≤ 12.7% on 22 vignettes at 95% one-sided; per conversation ≤ 4.4%`. Without repeats,
         `text`. The worst/best bounds follow when the errored cases could move the rate across its interval."""
         moved = self._moved()
         if not self.repeated or self.clustered is None:
             return f"{self.text[:-1]}{moved})" if moved else self.text
         c = self.clustered
         level = f"{100 * self.confidence:g}%"
-        inner = f"{level} CI {pct(c.low)}–{pct(c.high)} over {c.scenarios} scenarios, scenario-clustered"
+        inner = f"{level} CI {pct(c.low)}–{pct(c.high)} {c.over}, {c.clustered_by}"
         naive = f"per conversation {pct(self.low)}–{pct(self.high)}"
         if c.bound is not None:  # one bound on the vignettes replaces the two-sided interval
-            inner = f"{bound_words(c.bound, self.counts)} over {c.scenarios} scenarios, {level} one-sided"
+            inner = f"{bound_words(c.bound, self.counts)} {c.over}, {level} one-sided"
         if self.bound is not None:
             naive = f"per conversation {self._bound_short(self.bound)}"
         return f"{self.k}/{self.n} = {pct(self.rate)} ({inner}; {naive}{moved})"
@@ -224,11 +237,13 @@ def rate_view(
     share: bool = False,
     per_scenario: Sequence[tuple[int, int]] | None = None,
     errored: int = 0,
+    unit: str = "vignettes",
 ) -> RateView:
     """Build a RateView from counts with `simulator.stats.basic.rate`, adding the runs needed for `target`.
 
     `share=True` is for a distribution (stop reasons), where "no failure seen" means nothing: no bound.
-    `per_scenario` [(k, n), ...] (summing to k and n) adds the scenario-clustered interval; `errored`
+    `per_scenario` [(k, n), ...] (summing to k and n, one pair per cluster: a vignette, or `unit`) adds the
+    clustered interval; `errored`
     cases left out of n add the worst- and best-case rates had each of them failed or passed.
     """
     r = rate(k, n, counts=counts, confidence=confidence)
@@ -238,7 +253,7 @@ def rate_view(
         return RateView(
             k=k, n=n, rate=r.rate, low=r.low, high=r.high, counts=counts, confidence=confidence, text=text
         )
-    extra = _extras(k, n, counts, confidence, per_scenario, errored)
+    extra = _extras(k, n, counts, confidence, per_scenario, errored, unit)
     needed = None
     if target is not None and r.zero_failure_bound is not None and r.zero_failure_bound > target:
         needed = runs_needed_for_bound(target, confidence)
@@ -268,6 +283,7 @@ def _extras(
     confidence: float,
     per_scenario: Sequence[tuple[int, int]] | None,
     errored: int,
+    unit: str,
 ) -> dict[str, Any]:
     """The clustered view and the missing-data bounds, as RateView fields."""
     out: dict[str, Any] = {}
@@ -285,6 +301,7 @@ def _extras(
             design_effect=ci.design_effect,
             icc=ci.icc,
             bound=clustered_zero_failure_bound(ci.scenarios, confidence) if failures == 0 else None,
+            unit=unit,
         )
     if errored:
         total = n + errored

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 __all__ = ["Tau2ImportOptions", "import_tau2"]
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import yaml
 
 from simulator.errors import Problem, UserError
+from simulator.readers import MAX_TAU2_BYTES, InputRefused, read_json_file
 from simulator.tau2.convert import Converted, Unsupported, convert_task, scenario_id
 from simulator.tau2.domain import DomainTool, domain_tools
 from simulator.tau2.tasks import read_tasks
@@ -53,11 +53,9 @@ def _read_db(path: Path | None) -> dict[str, Any]:
             f"--db {path}: only a JSON database is read (tau2's db.json); convert it to JSON first"
         )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"cannot read --db {path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"--db {path} is not JSON ({exc})") from None
+        data = read_json_file(path, MAX_TAU2_BYTES, "UTF-8 JSON (tau2's db.json)")
+    except InputRefused as exc:
+        raise UserError(f"--db {exc}") from None
     if not isinstance(data, dict):
         raise UserError(f"--db {path}: a database is a JSON object of tables")
     return data

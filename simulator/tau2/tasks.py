@@ -5,7 +5,6 @@ from __future__ import annotations
 
 __all__ = ["Task", "read_tasks"]
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from pydantic import Field, ValidationError
 
 from simulator.errors import Problem, UserError
 from simulator.models import ForeignModel
+from simulator.readers import MAX_TAU2_BYTES, read_json_file
 
 
 class _Open(ForeignModel):
@@ -72,12 +72,7 @@ class Task(_Open):
 
 def read_tasks(path: Path) -> list[Task]:
     """The tasks of a tau2 `tasks.json`; a UserError naming the file, the task and the field otherwise."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path} is not a JSON file ({exc}); give a tau2-bench tasks.json") from None
+    data = read_json_file(path, MAX_TAU2_BYTES, "UTF-8 JSON (a tau2-bench tasks.json)")
     if not isinstance(data, list):
         raise UserError(f"{path}: a tau2 tasks file is a JSON list of tasks, found {type(data).__name__}")
     tasks, problems = [], []

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 __all__ = ["draft_from_run", "draft_offline", "draft_yaml"]
 
-import json
 import re
 from pathlib import Path
 from statistics import median
@@ -19,6 +18,7 @@ from typing import Any
 import yaml
 
 from simulator.errors import UserError
+from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.providers.hub import ModelHub
 from simulator.record.models import ConversationRecord
@@ -110,8 +110,8 @@ async def draft_with_model(record: ConversationRecord, hub: ModelHub, model: str
     data = response.parsed
     if data is None:
         try:
-            data = json.loads(response.text)
-        except json.JSONDecodeError:
+            data = loads_bounded(response.text, "the draft")
+        except JSONRefused:
             raise UserError(
                 f"{model} did not answer with a JSON draft; try another --model, or none (offline)"
             ) from None

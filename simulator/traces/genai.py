@@ -24,6 +24,7 @@ import contextlib
 import json
 from typing import Any
 
+from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.traces.messages import Message, Part
 
 INPUT = "gen_ai.input.messages"
@@ -41,12 +42,7 @@ OLD_EVENTS = {
 
 def _loads(value: Any, what: str) -> Any:
     if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{what} is not JSON ({exc.msg})") from None
-        except RecursionError:
-            raise ValueError(f"{what} is nested too deeply to read") from None
+        return loads_bounded(value, what)  # JSONRefused is a ValueError naming `what`
     return value
 
 
@@ -131,8 +127,8 @@ def _tool_calls(calls: Any) -> list[Part]:
         function: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else call
         arguments = function.get("arguments")
         if isinstance(arguments, str):
-            with contextlib.suppress(json.JSONDecodeError):
-                arguments = json.loads(arguments)
+            with contextlib.suppress(JSONRefused):  # arguments that are not JSON are kept as text
+                arguments = loads_bounded(arguments, "the arguments")
         parts.append(
             {"type": "tool_call", "id": call.get("id"), "name": function.get("name"), "arguments": arguments}
         )

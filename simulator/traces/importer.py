@@ -178,8 +178,10 @@ def _checked_format(options: ImportOptions) -> str:
     """The source's format, after checking the output folder is new and the source exists."""
     if options.out.exists() and (not options.out.is_dir() or any(options.out.iterdir())):
         raise UserError(f"--out {options.out}: already exists and is not empty; name a new run folder")
-    if not options.source.is_file():
+    if not options.source.exists() and not options.source.is_symlink():
         raise UserError(f"{options.source}: no such file; pass an OTLP JSON, JSONL or CSV file")
+    # Anything else that is there (a folder, a FIFO, a device, a link loop) is refused by the bounded
+    # reader, which says what it is.
     fmt = options.format or detect_format(options.source)
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt}: not a known format; use one of {', '.join(FORMATS)}")

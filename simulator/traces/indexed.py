@@ -15,10 +15,10 @@ from __future__ import annotations
 __all__ = ["indexed_messages"]
 
 import contextlib
-import json
 import re
 from typing import Any
 
+from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.traces.genai import parts_from_content
 from simulator.traces.messages import Message, Part
 
@@ -46,8 +46,8 @@ def _grouped(attrs: dict[str, Any], prefix: str, inner: str) -> dict[int, dict[s
 
 def _arguments(value: Any) -> Any:
     if isinstance(value, str):
-        with contextlib.suppress(json.JSONDecodeError):
-            return json.loads(value)
+        with contextlib.suppress(JSONRefused):
+            return loads_bounded(value, "the arguments")
     return value
 
 
@@ -83,8 +83,8 @@ def _contents(fields: dict[str, Any]) -> list[Part]:
 def _content(value: Any) -> list[Part]:
     """A `content` attribute: text, or (some instrumentations) a JSON list of content blocks."""
     if isinstance(value, str) and value.startswith("["):
-        with contextlib.suppress(json.JSONDecodeError):
-            blocks = json.loads(value)
+        with contextlib.suppress(JSONRefused):
+            blocks = loads_bounded(value, "the content")
             if isinstance(blocks, list) and all(isinstance(b, dict) for b in blocks):
                 return parts_from_content(blocks)
     return parts_from_content(value)

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import UserError
+from simulator.jsonbounds import DECODER, JSONRefused, Unrepresentable, loads_bounded
+from simulator.readers import MAX_IMPORT_BYTES, read_text
 from simulator.traces import genai
 from simulator.traces.content import hidden_content, is_llm_call, silence_hint
 from simulator.traces.indexed import indexed_messages
@@ -39,8 +41,8 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, Any]]:
     exporters'), or documents simply concatenated (`cat a.json b.json`, pretty-printed or not). A line of
     JSON lines that is not JSON is a problem of its own; a document cut short, or a document that is not
     JSON, is one clear error, never hundreds of skipped "lines"."""
-    text = path.read_text(encoding="utf-8")
-    decoder = json.JSONDecoder()
+    text = read_text(path, MAX_IMPORT_BYTES, "split the export into several files", "UTF-8 OTLP JSON")
+    decoder = DECODER
     docs: list[tuple[int | None, Any]] = []
     position, line = 0, 1
     while True:
@@ -55,6 +57,9 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, Any]]:
             doc, after = decoder.raw_decode(text, position)
         except RecursionError:
             raise UserError(f"{path}:{line}: nested too deeply to read; this is not an OTLP export") from None
+        except Unrepresentable as exc:
+            where = text.count("\n", 0, position) + 1
+            raise UserError(f"{path}:{where}: the document {exc}") from None
         except json.JSONDecodeError as exc:
             if exc.pos <= end_of_line and (docs or _next_is_json_line(text, end_of_line)):
                 parsed.problems.append(SkippedRecord(str(path), line, f"not JSON ({exc.msg})"))
@@ -85,8 +90,8 @@ def _skip_blank(text: str, position: int) -> int:
 
 def _is_json_object(text: str) -> bool:
     try:
-        return isinstance(json.loads(text), dict)
-    except (json.JSONDecodeError, RecursionError):
+        return isinstance(DECODER.decode(text), dict)
+    except (ValueError, RecursionError):
         return False
 
 
@@ -137,10 +142,10 @@ def _event_body(attrs: dict[str, Any]) -> dict[str, Any]:
     content = attrs.get("gen_ai.event.content")
     if isinstance(content, str):
         try:
-            decoded = json.loads(content)
+            decoded = loads_bounded(content, "the event's content")
             if isinstance(decoded, dict):
                 return decoded
-        except json.JSONDecodeError:
+        except JSONRefused:
             pass
     return attrs
 

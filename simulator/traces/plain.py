@@ -5,12 +5,13 @@ from __future__ import annotations
 
 __all__ = ["read_csv", "read_jsonl"]
 
-import csv
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator.jsonbounds import JSONRefused, loads_bounded
+from simulator.readers import MAX_IMPORT_BYTES, text_lines
+from simulator.readers import read_csv as read_sheet
 from simulator.traces.genai import parts_from_content
 from simulator.traces.mapping import Mapping
 from simulator.traces.messages import Conversation, Message, Parsed, SkippedRecord
@@ -47,9 +48,9 @@ def _fields(row: dict[str, Any], spec: str | dict[str, str]) -> dict[str, Any]:
             return {}
         if isinstance(value, str):
             try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                raise ValueError(f"field '{spec}' must be an object") from None
+                value = loads_bounded(value, f"field '{spec}'")
+            except JSONRefused as exc:
+                raise ValueError(f"{exc}; it must be a JSON object") from None
         if not isinstance(value, dict):
             raise ValueError(f"field '{spec}' must be an object")
         return value
@@ -115,42 +116,37 @@ def _finish(found: dict[str, Conversation], parsed: Parsed) -> Parsed:
 
 
 def read_jsonl(path: Path, mapping: Mapping) -> Parsed:
-    """Conversations from a JSON-lines transcript file."""
+    """Conversations from a JSON-lines transcript file, read by the one bounded reader (a regular file,
+    lines of at most MAX_LINE_BYTES, UTF-8; each record bounded JSON)."""
     parsed = Parsed([])
     found: dict[str, Conversation] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            parsed.records += 1
-            try:
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    raise ValueError("not a JSON object")
-                _add(found, row, mapping, f"{path}:{number}")
-            except json.JSONDecodeError as exc:
-                parsed.problems.append(SkippedRecord(str(path), number, f"not JSON ({exc.msg})"))
-            except ValueError as exc:
-                parsed.problems.append(SkippedRecord(str(path), number, str(exc)))
-            except RecursionError:  # one record, skipped and named: the rest imports
-                parsed.problems.append(SkippedRecord(str(path), number, "nested too deeply to read"))
+    for number, line in text_lines(path, save_as="UTF-8 JSON lines"):
+        parsed.records += 1
+        try:
+            row = loads_bounded(line, "the record")
+            if not isinstance(row, dict):
+                raise ValueError("not a JSON object")
+            _add(found, row, mapping, f"{path}:{number}")
+        except ValueError as exc:  # JSONRefused included: one record, skipped and named; the rest imports
+            parsed.problems.append(
+                SkippedRecord(str(path), number, str(exc).removeprefix("the record ").removeprefix("is "))
+            )
+        except RecursionError:
+            parsed.problems.append(SkippedRecord(str(path), number, "nested too deeply to read"))
     return _finish(found, parsed)
 
 
 def read_csv(path: Path, mapping: Mapping) -> Parsed:
-    """Conversations from a CSV file with a header row, one message per row."""
+    """Conversations from a CSV file with a header row, one message per row (the one bounded CSV reader)."""
     parsed = Parsed([])
     found: dict[str, Conversation] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        for row in reader:
-            parsed.records += 1
-            number = reader.line_num
-            if None in row:
-                parsed.problems.append(SkippedRecord(str(path), number, "more cells than header columns"))
-                continue
-            try:
-                _add(found, dict(row), mapping, f"{path}:{number}")
-            except ValueError as exc:
-                parsed.problems.append(SkippedRecord(str(path), number, str(exc)))
+    for number, row in read_sheet(path, MAX_IMPORT_BYTES).dicts():
+        parsed.records += 1
+        if None in row:
+            parsed.problems.append(SkippedRecord(str(path), number, "more cells than header columns"))
+            continue
+        try:
+            _add(found, row, mapping, f"{path}:{number}")
+        except ValueError as exc:
+            parsed.problems.append(SkippedRecord(str(path), number, str(exc)))
     return _finish(found, parsed)

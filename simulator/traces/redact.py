@@ -21,6 +21,7 @@ from simulator.config.patterns import compile_pattern
 from simulator.config.yamlfile import YAMLProblem, load_model_file, read_text_file
 from simulator.errors import UserError
 from simulator.models import StrictModel
+from simulator.readers import missing
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
 BUILTIN: dict[str, str] = {
@@ -174,7 +175,7 @@ def load_redactor(path: Path | None, enabled: bool = True) -> Redactor:
     names = [name.strip() for name in config.names]
     if config.names_file:
         names_path = (path.parent / config.names_file).resolve()
-        if not names_path.is_file():
+        if missing(names_path):
             raise UserError(
                 f"{path} [names_file]: {names_path} does not exist; name a text file, one name a line"
             )

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 __all__ = ["attach_tool_spans", "is_tool_span", "tool_span"]
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
+from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.record.parts import Part, ToolCallPart
 from simulator.record.transcript import Turn
 from simulator.traces.messages import ToolSpan
@@ -30,8 +30,8 @@ def _json(value: Any) -> Any:
     """An attribute that holds JSON text (arguments, result) as its value; other text as it is."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
-        except json.JSONDecodeError:
+            return loads_bounded(value, "the attribute")
+        except JSONRefused:
             return value
     return value
 

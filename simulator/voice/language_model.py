@@ -64,6 +64,8 @@ def _dictionary_lines(words: set[str]) -> list[str]:
 
     path = Path(pocketsphinx.get_model_path()) / "en-us" / "cmudict-en-us.dict"
     keep = []
+    # Not through simulator.readers: pocketsphinx's own shipped dictionary (35 MB, read a line at a time),
+    # never a file a person or another program hands simulator.
     with path.open(encoding="utf-8") as entries:
         for line in entries:
             head = line.split(" ", 1)[0]

@@ -25,11 +25,11 @@ __all__ = [
 
 import base64
 import binascii
-import json
 import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from simulator.jsonbounds import loads_bounded
 from simulator.voice.mulaw import SAMPLE_RATE
 
 
@@ -123,8 +123,8 @@ def parse_bot_message(text: str | bytes, stream_sid: str) -> BotMessage | None:
     if isinstance(text, bytes):
         raise WireError("the bot sent a binary WebSocket frame; Media Streams messages are JSON text")
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = loads_bounded(text, "the message")
+    except ValueError:  # JSONRefused
         raise WireError(f"the bot sent a message that is not JSON: {text[:80]!r}") from None
     if not isinstance(data, dict):
         raise WireError(f"the bot sent {type(data).__name__} JSON; a message is an object with an `event`")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["BotStart", "ChatBotConfig", "HttpBotConfig", "PythonBotConfig", "check_url", "load_factory"]
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -23,7 +24,7 @@ from simulator.config.bot_kinds import (
     register_bot_kind,
 )
 from simulator.config.secrets import SecretTemplate, SecretURL, SecretVariables, redact_url
-from simulator.config.yamlfile import read_text_file
+from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import UserError
 from simulator.importing import import_callable
 from simulator.models import StrictModel
@@ -168,7 +169,8 @@ class ChatBotConfig(BotConfig):
 
         prompt = self.system_prompt or ""
         if self.system_prompt_file and (base_dir / self.system_prompt_file).is_file():
-            prompt = (base_dir / self.system_prompt_file).read_text(encoding="utf-8")
+            with contextlib.suppress(YAMLProblem):  # an unreadable file is reported where it is read
+                prompt = read_text_file(base_dir / self.system_prompt_file)
         return {
             "model": self.model,
             "system prompt sha256": "sha256:" + hashlib.sha256(prompt.encode()).hexdigest(),

@@ -105,6 +105,90 @@ def _post_all(url: str, bodies: list[bytes], clients: int) -> dict[str, int]:
     return codes
 
 
+def _steady(url: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Spans at a fixed rate for `--steady` seconds, as a live service sends them: `--open` conversations
+    at a time, each turn a GenAI chat span repeating the history, a conversation's turns `--turns` apart
+    in time; every `--batch` spans one gzip'd protobuf request. The collector's RSS and CPU are sampled
+    every 10 s. Memory is flat when the RSS stops growing once the idle timeout has passed (conversations
+    close as fast as they open): the slope over the samples after `--idle-s` + the turns' span, in MB an
+    hour, is printed beside the samples."""
+    import httpx
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tests.collect_helpers import text
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("triage-web")
+    gap = args.open / args.span_rate  # seconds between two turns of one conversation
+    histories: dict[int, list[dict[str, Any]]] = {}
+    keys: dict[int, str] = {}  # each slot's current conversation
+    next_id, slot, sent = 0, 0, 0
+    samples: list[tuple[float, float, float, int]] = []
+    start = time.monotonic()
+    cpu0 = _cpu_s(pid)
+    with httpx.Client(timeout=30) as client:
+        while (elapsed := time.monotonic() - start) < args.steady:
+            due = int(elapsed * args.span_rate) - sent
+            for _ in range(max(0, min(due, args.batch))):  # a batch at a time, so the clock is checked
+                if slot not in histories or len(histories[slot]) >= 2 * args.turns:
+                    histories[slot], next_id = [], next_id + 1
+                    keys[slot] = f"steady-{next_id}"
+                history = histories[slot]
+                turn = len(history) // 2
+                history.append(text("user", f"user {keys[slot]} says thing {turn}: my chest hurts a bit"))
+                with tracer.start_as_current_span("chat triage-bot") as span:
+                    span.set_attribute("gen_ai.operation.name", "chat")
+                    span.set_attribute("gen_ai.conversation.id", keys[slot])
+                    span.set_attribute("gen_ai.input.messages", json.dumps(history))
+                    span.set_attribute("gen_ai.output.messages", json.dumps([text("assistant", "how long?")]))
+                history.append(text("assistant", "how long?"))
+                slot, sent = (slot + 1) % args.open, sent + 1
+                finished = memory.get_finished_spans()
+                if len(finished) >= args.batch:
+                    memory.clear()
+                    body = gzip.compress(encode_spans(finished).SerializeToString())
+                    answer = client.post(
+                        f"{url}/v1/traces",
+                        content=body,
+                        headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"},
+                    )
+                    if answer.status_code != 200:
+                        raise SystemExit(f"the collector answered {answer.status_code}: {answer.text[:200]}")
+            if not samples or elapsed - samples[-1][0] >= 10:
+                status = client.get(f"{url}/status").json()
+                samples.append(
+                    (round(elapsed), _rss_kb(pid) / 1024, _cpu_s(pid) - cpu0, status["open_spans"])
+                )
+            time.sleep(0.02)
+    settled = args.idle_s + args.turns * gap
+    late = [(t, rss) for t, rss, _, _ in samples if t >= settled]
+    slope = (
+        statistics.linear_regression([t for t, _ in late], [r for _, r in late]).slope
+        if len(late) > 2
+        else None
+    )
+    cpu = samples[-1][2] if samples else 0.0
+    return {
+        "span_rate": args.span_rate,
+        "spans_sent": sent,
+        "spans_per_s_achieved": round(sent / max(time.monotonic() - start, 1), 1),
+        "seconds": round(time.monotonic() - start),
+        "idle_s": args.idle_s,
+        "open_conversations": args.open,
+        "seconds_between_turns": round(gap, 1),
+        "collector_cpu_ms_per_span": round(cpu * 1000 / max(sent, 1), 3),
+        "samples_t_rss_mb_cpu_s_open_spans": [(t, round(r, 1), round(c, 1), o) for t, r, c, o in samples],
+        "rss_mb_per_hour_after_settling": round(slope * 3600, 1) if slope is not None else None,
+        "settled_after_s": round(settled),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=3000)
@@ -113,8 +197,15 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--max-seconds", type=float, default=300)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--steady", type=float, help="seconds of spans at --span-rate (memory over time)")
+    parser.add_argument("--span-rate", type=float, default=200.0, help="spans a second, with --steady")
+    parser.add_argument("--open", type=int, default=2000, help="conversations open at once, with --steady")
+    parser.add_argument("--idle-s", type=float, default=300.0, help="the collector's --idle-s, with --steady")
     args = parser.parse_args()
     import httpx
+
+    if args.steady:
+        return _steady_main(args)
 
     made = time.monotonic()
     bodies, span_count = _requests(args.conversations, args.turns, args.batch)
@@ -193,6 +284,33 @@ def main() -> int:
         "load_avg": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(figures, indent=None if not args.json else 2))
+    return 0
+
+
+def _steady_main(args: argparse.Namespace) -> int:
+    """`--steady`: the collector at its defaults but --idle-s (and no per-client rate limit: one client)."""
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = Path(tempfile.mkdtemp(prefix="collect-steady-")) / "live"
+    command = [sys.executable, "-m", "simulator", "collect", "--port", str(port), "--out", str(out)]
+    command += ["--idle-s", str(args.idle_s)]
+    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            try:
+                httpx.get(f"{url}/status", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        figures = _steady(url, process.pid, args)
+    finally:
+        process.terminate()
+        process.wait(30)
+    print(json.dumps(figures))
     return 0
 
 

@@ -11,8 +11,13 @@ process carries at once before the carrier's 20 ms media clock slips.
   whether the p95 lateness stayed under one frame (20 ms). The bot runs in the same process, so its
   work counts against the two cores too.
 
+- **CPU real-time factors** (the firm figures on a shared machine): the same, in CPU seconds of this process
+  and its children (espeak-ng) per second of speech; **calls per core**: one call's CPU per second (the
+  carrier's share at the largest K, plus the bot's speech, `--bot-share` of the call, transcribed with the
+  domain model), inverted.
+
 Nothing is asserted. The load average is printed before and after (this machine has 2 cores shared with
-other work): `python bench/voice_bench.py [--calls 1,4,8,16,32] [--turns 2] [--json]`.
+other work): `python bench/voice_bench.py [--calls 1,4,8,16,32] [--turns 2] [--bot-share 0.5] [--json]`.
 """
 
 from __future__ import annotations
@@ -54,24 +59,39 @@ def _phrases() -> list[str]:
     return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (espeak-ng runs as one): on a shared machine
+    the firm figure, where wall time also counts the other work."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+CPU_RTF: dict[str, float] = {}  # the same real-time factors in CPU seconds per second of speech
+
+
 async def caller_rtf() -> tuple[float, float, list[Any]]:
     """Synthesis time per second of speech, the seconds of speech, and the utterances (for the decoder)."""
+    cpu = _cpu()
     start, speech, utterances = time.perf_counter(), 0.0, []
     for index, text in enumerate(SENTENCES * 2):
         utterance = await say(text, voice="en-us+klatt2", rate_wpm=160, pause_s=0.35, disfluency=0.3,
                               noise_dbfs=-55, seed=f"bench:{index}")  # fmt: skip
         speech += utterance.duration
         utterances.append(utterance)
+    CPU_RTF["caller"] = (_cpu() - cpu) / speech
     return (time.perf_counter() - start) / speech, speech, utterances
 
 
 async def transcriber_rtf(utterances: list[Any], phrases: list[str] | None) -> float:
     transcriber = Transcriber(phrases)
-    start, seconds = time.perf_counter(), 0.0
+    cpu, start, seconds = _cpu(), time.perf_counter(), 0.0
     for utterance in utterances:
         await transcriber.transcribe(decode(encode(utterance.samples)))
         seconds += utterance.duration
     transcriber.close()
+    CPU_RTF["transcriber_domain" if phrases else "transcriber_general"] = (_cpu() - cpu) / seconds
     return (time.perf_counter() - start) / seconds
 
 
@@ -124,6 +144,7 @@ async def calls_at_once(counts: list[int], utterances: list[Any], turns: int) ->
                 "calls": count, "frames": len(ms), "late_p50_ms": round(statistics.median(ms), 1),
                 "late_p95_ms": round(p95, 1), "late_max_ms": round(ms[-1], 1),
                 "cpu_per_wall": round(cpu / wall, 2), "keeps_time": p95 < 1000 * FRAME_S,
+                "carrier_calls_per_core": round(count * wall / cpu) if cpu else None,
             })  # fmt: skip
     return rows
 
@@ -133,6 +154,7 @@ async def main() -> None:
     parser.add_argument("--calls", default="1,4,8,16,32")
     parser.add_argument("--turns", type=int, default=2)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--bot-share", type=float, default=0.5, help="share of a call the bot speaks")
     args = parser.parse_args()
     load_before = os.getloadavg()
     caller, speech, utterances = await caller_rtf()
@@ -144,8 +166,15 @@ async def main() -> None:
         "caller_rtf": round(caller, 3), "speech_s": round(speech, 1),
         "transcriber_rtf_domain": round(domain, 3), "transcriber_rtf_general": round(general, 3),
         "calls": rows, "load_after": [round(x, 2) for x in os.getloadavg()],
-        "sample_rate": SAMPLE_RATE,
+        "sample_rate": SAMPLE_RATE, "cpu_rtf": {k: round(v, 3) for k, v in CPU_RTF.items()},
     }  # fmt: skip
+    # A call's CPU per second: its carrier (the busiest row's share) and the transcription of the bot's
+    # speech (`--bot-share` of the call's time, decoded with the domain model): calls one core carries.
+    busiest = rows[-1]
+    carrier = busiest["cpu_per_wall"] / busiest["calls"]
+    per_call = carrier + args.bot_share * CPU_RTF["transcriber_domain"]
+    figures["calls_per_core"] = {"bot_share": args.bot_share, "cpu_per_call_second": round(per_call, 4),
+                                 "calls": round(1 / per_call, 1)}  # fmt: skip
     if args.json:
         print(json.dumps(figures, indent=1))
         return
@@ -160,6 +189,16 @@ async def main() -> None:
         print(
             f"{row['calls']:>13}  {row['frames']:>6}  {late:>21}  {row['cpu_per_wall']:>14}  {row['keeps_time']}"
         )
+    rtf = figures["cpu_rtf"]
+    print(
+        f"in CPU seconds per second of speech: caller {rtf['caller']}, transcriber {rtf['transcriber_domain']} "
+        f"(domain) / {rtf['transcriber_general']} (general)"
+    )
+    per = figures["calls_per_core"]
+    print(
+        f"calls per core (carrier + the bot's {per['bot_share']:.0%} of speech transcribed, domain model): "
+        f"{per['calls']} ({per['cpu_per_call_second']} CPU s per call second)"
+    )
     print(f"load average after {figures['load_after']}")
 
 

@@ -286,6 +286,9 @@ class WebhookHandler(BaseHTTPRequestHandler):
     """GET: the verification handshake, /health and /state/<wa_id>; POST: signed webhook events."""
 
     server: _Server
+    protocol_version = (
+        "HTTP/1.1"  # keep-alive: every answer says its Content-Length (as a web framework does)
+    )
 
     def _send(self, status: int, body: str, content_type: str = "text/plain") -> None:
         data = body.encode()

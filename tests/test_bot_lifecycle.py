@@ -158,8 +158,7 @@ async def test_secrets_made_up_for_a_started_bot_are_visible_to_start_env(
         assert env["MY_NUMBER"] == factory.config.phone_number_id
         assert env["MY_API"] == f"{factory.graph.url}/v26.0"
     finally:
-        await factory.graph.aclose()
-        await factory.client.aclose()
+        await factory.aclose()  # never started: its Graph API socket closed, no HTTP session made yet
         forget_secrets()
     with pytest.raises(UserError, match=r"bot.start.env.X uses \$\{NOT_SET_ANYWHERE\}"):
         WhatsAppBotFactory(

@@ -8,7 +8,7 @@ so each of those ends as a recorded bot error within the stated time and memory.
 
 from __future__ import annotations
 
-__all__ = ["read_bounded"]
+__all__ = ["read_bounded", "read_bounded_aiohttp"]
 
 import asyncio
 from typing import Any
@@ -46,6 +46,42 @@ async def read_bounded(
                         )
                     chunks.append(chunk)
                 return response.status_code, b"".join(chunks)
+    except TimeoutError as exc:
+        raise BotError(
+            "timeout",
+            f"{who} did not answer within {timeout_s or 0:g} s (bot.timeout_s, the whole answer's deadline; "
+            f"{size:,} bytes had arrived)",
+        ) from exc
+
+
+async def read_bounded_aiohttp(
+    session: Any,
+    method: str,
+    url: str,
+    *,
+    timeout_s: float | None,
+    max_bytes: int,
+    who: str,
+    **request: Any,
+) -> tuple[int, bytes]:
+    """`read_bounded` on an aiohttp session (the whatsapp adapter's: a fifth of httpx's CPU a request), with
+    the same deadline, cap (after decompression: aiohttp inflates as it reads) and errors; aiohttp's own
+    errors are left to the caller."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(timeout_s):
+            async with session.request(method, url, **request) as response:
+                async for chunk in response.content.iter_chunked(64 * 1024):
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise BotError(
+                            "invalid_reply",
+                            f"{who}'s answer is longer than {max_bytes:,} bytes (after decompression); it "
+                            "was cut there (bot.max_reply_bytes)",
+                        )
+                    chunks.append(chunk)
+                return int(response.status), b"".join(chunks)
     except TimeoutError as exc:
         raise BotError(
             "timeout",

@@ -219,8 +219,13 @@ class BotProcess:
         """The bot's output, line by line, into bot.log with every secret redacted (a bot may print its
         token)."""
         assert self._process is not None and self._process.stdout is not None
-        while line := await self._process.stdout.readline():
-            self._log(line.decode("utf-8", errors="replace").rstrip("\n"))
+        assert self.log_path is not None
+        # Open for the copy's life (a bot that logs every request would otherwise cost an open per line);
+        # appended and flushed line by line, so the log reads whole while the bot runs.
+        with self.log_path.open("a", encoding="utf-8") as log:
+            while line := await self._process.stdout.readline():
+                log.write(redact(line.decode("utf-8", errors="replace").rstrip("\n")) + "\n")
+                log.flush()
 
     async def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.timeout_s

@@ -5,7 +5,13 @@ attribute or its resource's, else another span of its trace's, else the trace id
 becomes that span's event. A conversation closes when no span has arrived for `idle_s` seconds. Duplicates
 (a span the exporter sends again after a timeout) are recognised by (trace id, span id), for open
 conversations and for the most recently closed ones. Memory is bounded by `max_spans`: the receiver
-answers 503 (try later) rather than hold more. The closed ones are remembered as 24 packed bytes each (the
+answers 503 (try later) rather than hold more.
+
+An open span is held as where its lines are in the spool (`Held`: their offsets, whether it has attributes
+yet and its events' names and times, for dedup), not as the span: the spool already holds every accepted
+span on disk, so an open conversation costs a few hundred bytes a span instead of its whole history (each
+GenAI span repeats the conversation so far), and the collector's memory at a steady rate is the open set's
+refs, not its text. The spans are read back when the conversation closes (service.py). The closed ones are remembered as 24 packed bytes each (the
 ids' hex decoded) in a set and a queue: at the cap of RECENT spans that is about 21 MB instead of 58 MB as
 tuples of id strings in an ordered dict, which at the collector's sustained rate grew for half an hour.
 """
@@ -22,12 +28,32 @@ from simulator.collect.spans import Ref
 from simulator.traces.otlp import Span, own_key
 
 RECENT = 200_000  # closed span refs remembered for dedup
+Location = tuple[int, int]  # a spool line's offset and length
+
+
+class Held:
+    """An open span: its lines, each where it is in the spool (or, given no location, the span itself), in
+    the order they came (the first the span, later ones its log events or its attributes come late); whether
+    it has attributes, and its events' (name, time), so a duplicate is known without reading it."""
+
+    __slots__ = ("attributes", "events", "parts")
+
+    def __init__(self) -> None:
+        self.parts: list[Span | Location] = []
+        self.attributes = False
+        self.events: set[tuple[str, int]] | None = None  # None until it has one (an empty set is 216 bytes)
+
+    def take(self, span: Span, location: Location | None) -> None:
+        self.parts.append(span if location is None else location)
+        self.attributes = self.attributes or bool(span.attributes)
+        if span.events:
+            self.events = (self.events or set()) | {(name, time) for name, time, _ in span.events}
 
 
 @dataclass
 class OpenConversation:
     key: str
-    spans: dict[Ref, Span] = field(default_factory=dict)
+    spans: dict[Ref, Held] = field(default_factory=dict)
     last_seen: float = 0.0
 
 
@@ -62,7 +88,7 @@ class Assembler:
                 continue
             if span.attributes and held.attributes:
                 continue  # the same span again
-            seen = {(n, t) for n, t, _ in held.events}
+            seen = held.events or set()
             events = [e for e in span.events if (e[0], e[1]) not in seen]
             if events or (span.attributes and not held.attributes):
                 out.append(Span(*_fields(span, events)))
@@ -87,22 +113,20 @@ class Assembler:
             target.spans[ref] = span
             self.where[ref] = new
 
-    def add(self, spans: list[Span], now: float) -> None:
-        """Add fresh spans (from `fresh`) to their conversations; `now` restarts their idle clocks."""
-        for span in spans:
+    def add(self, spans: list[Span], now: float, locations: list[Location] | None = None) -> None:
+        """Add fresh spans (from `fresh`) to their conversations, held as their spool `locations` (one per
+        span; without them, the spans themselves); `now` restarts their idle clocks."""
+        for number, span in enumerate(spans):
             key = self._key(span)
             conversation = self.open.setdefault(key, OpenConversation(key))
             conversation.last_seen = now
-            held = conversation.spans.get(span.ref)
+            ref = span.ref
+            held = conversation.spans.get(ref)
             if held is None:
-                conversation.spans[span.ref] = span
-                self.where[span.ref] = key
+                held = conversation.spans[ref] = Held()
+                self.where[ref] = key
                 self.spans += 1
-                continue
-            if span.attributes and not held.attributes:
-                held.attributes, held.resource = span.attributes, span.resource
-                held.start, held.end, held.error, held.scope = span.start, span.end, span.error, span.scope
-            held.events += span.events
+            held.take(span, locations[number] if locations is not None else None)
 
     def due(self, now: float, everything: bool = False) -> list[OpenConversation]:
         """Take out the conversations idle for `idle_s` (all of them with `everything`)."""
@@ -132,8 +156,8 @@ class Assembler:
         while len(self._order) > RECENT:
             self.recent.discard(self._order.popleft())
 
-    def open_spans(self) -> list[Span]:
-        return [s for c in self.open.values() for s in c.spans.values()]
+    def held(self) -> list[Held]:
+        return [h for c in self.open.values() for h in c.spans.values()]
 
 
 def _packed(ref: Ref) -> bytes | str:

@@ -136,7 +136,11 @@ class RollingFolders:
     def name_for(self, current: _Current, key: str) -> str:
         from simulator.traces.records import safe_id
 
-        return safe_id(key, set(current.taken))
+        name = safe_id(
+            key, current.taken
+        )  # it adds the name: taken back until the record is written, without
+        current.taken.discard(name)  # copying the folder's ids for each conversation (quadratic over a day)
+        return name
 
     def write(self, current: _Current, record: ConversationRecord, signals: dict[str, Any]) -> None:
         """Append the record (and its quality signals); the manifest follows at the next flush."""

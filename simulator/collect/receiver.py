@@ -25,7 +25,7 @@ from starlette.routing import Route
 
 from simulator.bearer import token_ok
 from simulator.collect.answers import accepted_answer
-from simulator.collect.decode import BodyError, decode_request, read_limited
+from simulator.collect.decode import BodyError, decode_export, read_limited
 from simulator.collect.service import Collector
 from simulator.config.patterns import PatternTimeout
 
@@ -59,14 +59,14 @@ def _handler(collector: Collector, kind: str, token: str | None) -> Any:
             if declared.isdigit() and int(declared) > limit:
                 raise BodyError(413, f"request body over the limit of {limit} bytes; send smaller batches")
             body = await read_limited(request.stream(), limit)
-            document = decode_request(
+            decoded = decode_export(
                 body,
                 request.headers.get("content-type", ""),
                 request.headers.get("content-encoding", ""),
                 kind,
                 limit,
             )
-            decoded = collector.accept(document).decoded
+            collector.accept_decoded(decoded)
         except BodyError as exc:
             collector.counts[f"refused_{exc.status}"] += 1
             return _refuse(exc.status, str(exc))

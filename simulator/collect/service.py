@@ -7,17 +7,17 @@ __all__ = ["Accepted", "CollectOptions", "Collector"]
 
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator.collect.assembler import Assembler, OpenConversation
+from simulator.collect.assembler import Assembler, Held, OpenConversation
 from simulator.collect.folders import Roll, RollingFolders
 from simulator.collect.limits import RateLimiter
 from simulator.collect.sampling import SamplingPolicy, load_policy
 from simulator.collect.signals import quality_signals
-from simulator.collect.spans import redacted
+from simulator.collect.spans import Ref, redacted
 from simulator.collect.spool import Marker, Spool
 from simulator.collect.supervise import QUARANTINED, Notices, Quarantine, describe
 from simulator.errors import UserError
@@ -92,6 +92,7 @@ class Collector:
         self.notices = Notices()
         self.quarantine = Quarantine(options.out / STATE)
         self.last_problem: str | None = None
+        self._compacted = 0  # the spool's size after its last compaction
         self.followed: Any = None  # the folders as the alert check last read them (trends.FollowedFolders)
 
     def _source(self) -> dict[str, Any]:
@@ -139,8 +140,9 @@ class Collector:
                 self.counts["recovered"] += 1
         self.assembler.remember(list(closed))
         reopened = [s for ref, s in by_ref.items() if ref not in closed]
-        self.assembler.add(reopened, now)
-        self.spool.compact(self.assembler.open_spans(), self.recent)
+        locations = self.spool.compact(reopened, self.recent)
+        self._compacted = self.spool.size()
+        self.assembler.add(reopened, now, locations)
         self.counts["reopened_spans"] += len(reopened)
 
     def _written(self, name: str) -> set[str]:
@@ -153,7 +155,7 @@ class Collector:
 
     def _rewrite(self, marker: Marker, spans: list[Span]) -> None:
         """Write a conversation whose marker was journalled but whose record was not (a crash between)."""
-        built = self._build(OpenConversation(marker.key, {s.ref: s for s in spans}), marker.scenario_id)
+        built = self._build(marker.key, spans, marker.scenario_id)
         if built is None:
             return
         record, signals = built
@@ -172,11 +174,15 @@ class Collector:
         is rejected on its own, with the field and why), redact, drop duplicates, spool (on disk before this
         returns), assemble. How many spans were new, and what was decoded and rejected; ValueError for a
         request whose structure is not OTLP (nothing is taken from it)."""
-        now = time.monotonic() if now is None else now
         try:
             decoded = decode_documents([(None, document)])
         except ShapeError as exc:
             raise ValueError(f"not an OTLP export request ({exc})") from None
+        return self.accept_decoded(decoded, now)
+
+    def accept_decoded(self, decoded: Decoded, now: float | None = None) -> Accepted:
+        """`accept` for a request already decoded at the door (collect/decode.py `decode_export`)."""
+        now = time.monotonic() if now is None else now
         if decoded.rejected:
             self.counts["rejected_spans"] += len(decoded.rejected_spans)
             self.counts["rejected_log_records"] += len(decoded.rejected_logs)
@@ -188,8 +194,7 @@ class Collector:
         spans = list(decoded.spans.values())
         fresh = self.assembler.fresh([redacted(s, self.redactor) for s in spans])
         self.counts["duplicates"] += len(spans) - len(fresh)
-        self.spool.append(fresh)
-        self.assembler.add(fresh, now)
+        self.assembler.add(fresh, now, self.spool.append(fresh))
         self.counts["spans"] += len(fresh)
         return Accepted(len(fresh), decoded)
 
@@ -198,11 +203,12 @@ class Collector:
         self.last_problem = message
         self.notices.say(kind, f"collect: {message}")
 
-    def _quarantine(self, key: str, spans: list[Span], exc: Exception) -> None:
-        """A conversation whose closing raised: its spans and the error to the quarantine, journalled (a
-        marker in folder QUARANTINED) so a restart does not replay it; the loop goes on."""
+    def _quarantine(self, key: str, spans: list[Span], exc: Exception, refs: list[Ref] | None = None) -> None:
+        """A conversation whose closing raised: its spans (those read: `refs` names them all) and the error
+        to the quarantine, journalled (a marker in folder QUARANTINED) so a restart does not replay it; the
+        loop goes on."""
         self.counts["quarantined"] += 1
-        refs = [s.ref for s in spans]
+        refs = refs if refs is not None else [s.ref for s in spans]
         marker = Marker(key, QUARANTINED, "", refs)
         self.recent.append(marker)
         try:
@@ -227,27 +233,31 @@ class Collector:
         now = time.monotonic() if now is None else now
         closing = []
         for conversation in self.assembler.due(now, everything):
+            spans: list[Span] = []
             try:
+                spans = self._spans(conversation)
                 target = self.folders.target(datetime.now(UTC))
                 scenario_id = self.folders.name_for(target, conversation.key)
-                built = self._build(conversation, scenario_id)
+                built = self._build(conversation.key, spans, scenario_id)
+            except OSError:
+                raise  # the disk (the spool unreadable): no marker, so the next start reopens it
             except Exception as exc:  # supervised: one conversation never stops the loop
-                self._quarantine(conversation.key, list(conversation.spans.values()), exc)
+                self._quarantine(conversation.key, spans, exc, list(conversation.spans))
                 continue
             if built is None:
                 continue
             target.taken.add(scenario_id)  # reserved: the next conversation of this key is `-2`
             marker = Marker(conversation.key, target.name, scenario_id, list(conversation.spans))
-            closing.append((target, marker, conversation, *built))
+            closing.append((target, marker, spans, *built))
         self.spool.mark([marker for _, marker, _, _, _ in closing])
-        for target, marker, conversation, record, signals in closing:
+        for target, marker, spans, record, signals in closing:
             self.recent.append(marker)
             try:
                 self.folders.write(target, record, signals)
             except OSError:
                 raise  # the disk, not the conversation: the marker makes the next start write it
             except Exception as exc:
-                self._quarantine(conversation.key, list(conversation.spans.values()), exc)
+                self._quarantine(marker.key, spans, exc)
                 continue
             self.counts["conversations"] += 1
             if self.judge is not None:
@@ -260,28 +270,57 @@ class Collector:
                     )
                     continue
                 self.counts["sampled"] += bool(reasons)
-        if self.spool.size() > self.options.spool_limit:
-            self.spool.compact(self.assembler.open_spans(), self.recent[-RECENT_MARKERS:])
+        size = self.spool.size()
+        # Past its limit, and at least half of it closed conversations: rewritten. (When the open spans alone
+        # are past the limit, rewriting them every tick would cost more than the disk it saves.)
+        if size > self.options.spool_limit and size > 2 * self._compacted:
+            self._compact()
         if len(self.recent) > 2 * RECENT_MARKERS:
             self.recent = self.recent[-RECENT_MARKERS:]
         self.folders.flush(self._progress())
         return len(closing)
 
+    def _spans(self, conversation: OpenConversation) -> list[Span]:
+        """An open conversation's spans, read back from the spool (assembler.py holds where they are)."""
+        return self._read(list(conversation.spans.values()))
+
+    def _read(self, helds: list[Held]) -> list[Span]:
+        """Held spans, read in one pass over the spool (in file order): each its first line, with the later
+        ones' events and late attributes merged in."""
+        places = sorted({p for held in helds for p in held.parts if isinstance(p, tuple)})
+        lines = dict(zip(places, self.spool.read(places), strict=True))
+        spans = []
+        for held in helds:
+            parts = [
+                lines[p] if isinstance(p, tuple) else replace(p, events=list(p.events)) for p in held.parts
+            ]
+            span = parts[0]
+            for later in parts[1:]:
+                _merge_into(span, later)
+            spans.append(span)
+        return spans
+
+    def _compact(self) -> None:
+        """The spool rewritten with the open spans' lines only, copied one at a time (never all read at
+        once), and the assembler told where they now are."""
+        helds = self.assembler.held()
+        places = self.spool.compact_held([h.parts for h in helds], self.recent[-RECENT_MARKERS:])
+        for held, moved in zip(helds, places, strict=True):
+            held.parts = list(moved)
+        self._compacted = self.spool.size()
+
     def _build(
-        self, conversation: OpenConversation, scenario_id: str
+        self, key: str, spans: list[Span], scenario_id: str
     ) -> tuple[ConversationRecord, dict[str, Any]] | None:
         """The conversation's record and quality signals; None (counted, with the reason) when the spans
         hold no conversation."""
         from simulator.traces.records import ConvertOptions, to_record
 
-        spans = list(conversation.spans.values())
-        parsed = conversations_from_spans(
-            spans, {s.ref: conversation.key for s in spans}, "collect", Parsed([])
-        )
+        parsed = conversations_from_spans(spans, {s.ref: key for s in spans}, "collect", Parsed([]))
         self.counts["problems"] += len(parsed.problems)
         if not parsed.conversations:
             self.counts["no_conversation"] += 1
-            self._skip(conversation, len(spans), parsed)
+            self._skip(key, len(spans), parsed)
             return None
         found = parsed.conversations[0]
         if self.options.exclude_system:
@@ -296,14 +335,14 @@ class Collector:
         except ValueError as exc:
             self.counts["skipped"] += 1
             self.skipped[str(exc)] += 1
-            self._problem("skipped", f"conversation {conversation.key!r} not written: {exc}")
+            self._problem("skipped", f"conversation {key!r} not written: {exc}")
             return None
         signals = quality_signals(record, spans, self.policy.signals)
         if self.options.expected_attribute is not None:
             signals[EXPECTED_SIGNAL] = _expected(spans, self.options.expected_attribute)
         return record, signals
 
-    def _skip(self, conversation: OpenConversation, spans: int, parsed: Parsed) -> None:
+    def _skip(self, key: str, spans: int, parsed: Parsed) -> None:
         """Say why a closed conversation held nothing to write: its LLM calls carried no messages (and the
         setting that records them), malformed message attributes, or no LLM call at all."""
         if parsed.silence:
@@ -319,7 +358,7 @@ class Collector:
         else:
             why = "none of its spans is an LLM call with messages"
             self.skipped["no LLM call"] += 1
-        self._problem("skipped", f"conversation {conversation.key!r} ({spans} spans) not written: {why}")
+        self._problem("skipped", f"conversation {key!r} ({spans} spans) not written: {why}")
 
     def _progress(self) -> dict[str, Any]:
         """What the manifest's `source` says of this collector process (since it started): redactions by

@@ -68,10 +68,28 @@ class Spool:
             if self.fsync:
                 os.fsync(handle.fileno())
 
-    def append(self, spans: list[Span]) -> None:
-        """Append spans in one write; returns once they are on disk."""
-        if spans:
-            self._write(self.spool_path, "".join(to_line(s) for s in spans))
+    def append(self, spans: list[Span]) -> list[tuple[int, int]]:
+        """Append spans in one write; returns once they are on disk, with where each line is (offset and
+        length in bytes), for the assembler to read them back when their conversation closes."""
+        if not spans:
+            return []
+        lines = [to_line(s).encode("utf-8") for s in spans]
+        with self.spool_path.open("ab") as handle:
+            offset = handle.seek(0, os.SEEK_END)
+            handle.write(b"".join(lines))
+            handle.flush()
+            if self.fsync:
+                os.fsync(handle.fileno())
+        return _locations(offset, lines)
+
+    def read(self, locations: list[tuple[int, int]]) -> list[Span]:
+        """The spans at these places of the spool (written by `append` or `compact`)."""
+        with self.spool_path.open("rb") as handle:
+            spans = []
+            for offset, length in locations:
+                handle.seek(offset)
+                spans.append(from_line(handle.read(length).decode("utf-8")))
+            return spans
 
     def mark(self, markers: list[Marker]) -> None:
         """Journal closed conversations, in one write (one fsync) before any of their records is written."""
@@ -99,21 +117,63 @@ class Spool:
                 continue
         return spans, markers
 
-    def compact(self, open_spans: list[Span], recent: list[Marker]) -> None:
+    def compact(self, open_spans: list[Span], recent: list[Marker]) -> list[tuple[int, int]]:
         """Keep only the spans of open conversations, and the `recent` markers (honoured already: kept so
-        that a span sent again after a restart is still known as a duplicate).
+        that a span sent again after a restart is still known as a duplicate); where each span now is.
 
         The spool is replaced first (write, fsync, rename): a crash before the markers are rewritten leaves
         markers whose records exist, which the next start recognises as done."""
         tmp = self.spool_path.with_suffix(".jsonl.tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
-            handle.write("".join(to_line(s) for s in open_spans))
+        lines = [to_line(s).encode("utf-8") for s in open_spans]
+        with tmp.open("wb") as handle:
+            handle.write(b"".join(lines))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.spool_path)
+        self._rewrite_markers(recent)
+        return _locations(0, lines)
+
+    def compact_held(
+        self, held: list[list[Span | tuple[int, int]]], recent: list[Marker]
+    ) -> list[list[tuple[int, int]]]:
+        """`compact` for spans held as their lines (`held`: each span's parts, a line's place or a span):
+        the lines are copied as they are, one at a time, so compacting costs no more memory than a line;
+        where each part now is."""
+        tmp = self.spool_path.with_suffix(".jsonl.tmp")
+        places: list[list[tuple[int, int]]] = []
+        offset = 0
+        with self.spool_path.open("rb") as old, tmp.open("wb") as handle:
+            for parts in held:
+                moved = []
+                for part in parts:
+                    if isinstance(part, tuple):
+                        old.seek(part[0])
+                        line = old.read(part[1])
+                    else:
+                        line = to_line(part).encode("utf-8")
+                    handle.write(line)
+                    moved.append((offset, len(line)))
+                    offset += len(line)
+                places.append(moved)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.spool_path)
+        self._rewrite_markers(recent)
+        return places
+
+    def _rewrite_markers(self, recent: list[Marker]) -> None:
         tmp = self.closed_path.with_suffix(".jsonl.tmp")
         with tmp.open("w", encoding="utf-8") as handle:
             handle.write("".join(m.line() for m in recent))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.closed_path)
+
+
+def _locations(offset: int, lines: list[bytes]) -> list[tuple[int, int]]:
+    """Where each of `lines`, written one after another from `offset`, is."""
+    places = []
+    for line in lines:
+        places.append((offset, len(line)))
+        offset += len(line)
+    return places

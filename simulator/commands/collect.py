@@ -16,6 +16,11 @@ from simulator.errors import UserError
 TOKEN_ENV = "SIMULATOR_COLLECT_TOKEN"
 
 
+# The folder being written keeps its record ids and manifest entries in memory, and its manifest is rewritten
+# each second it grows: a day's folder at a busy service grew both without bound (issue 47).
+ROLL_EVERY = 10_000
+
+
 def _positive(value: str) -> float:
     try:
         number = float(value)
@@ -67,7 +72,9 @@ def _collect_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "--roll-every",
         type=at_least_one,
         metavar="N",
-        help="start a new run folder every N conversations (and each day)",
+        default=ROLL_EVERY,
+        help=f"start a new run folder every N conversations (and each day; default {ROLL_EVERY:,}: the folder "
+        "being written is held in memory and its manifest rewritten as it grows)",
     )
     col.add_argument(
         "--max-body", type=at_least_one, default=4 * 1024 * 1024, help="largest request body in bytes (4 MiB)"

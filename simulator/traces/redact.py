@@ -38,6 +38,14 @@ BUILTIN: dict[str, str] = {
 }
 ORDER = ["email", "ssn", "date", "nhs_number", "phone"]
 _PHONE = re.compile(BUILTIN["phone"])
+# Every built-in match holds a digit or an `@`, and none holds a double quote; at a quote every look-behind
+# and look-ahead of theirs passes, as at the start or end of a text. So the built-ins may run on the pieces
+# of a text between its quotes, skipping a piece with no digit and no `@`, with exactly the same result:
+# a GenAI attribute is JSON whose keys and structure are skipped, and whose message texts, repeated in every
+# later call's history, are redacted once (MEMO_PIECES remembered) instead of once per span.
+_CANDIDATE = re.compile(r"[\d@]")
+MEMO_PIECES = 8192
+MEMO_PIECE_CHARS = 4096
 
 
 def _nhs_valid(text: str) -> bool:
@@ -77,6 +85,8 @@ class Redactor:
         )
         self.builtin = re.compile(trusted) if builtin else None
         self.counts: Counter[str] = Counter()
+        self._tally = self.counts  # where `_replace` counts (a piece's own tally while it is remembered)
+        self._memo: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}
 
     @classmethod
     def from_config(cls, config: RedactionConfig, names: list[str]) -> Redactor:
@@ -89,7 +99,30 @@ class Redactor:
     def text(self, text: str) -> str:
         if self.pattern is not None:
             text = self.pattern.sub(self._replace, text)
-        return text if self.builtin is None else self.builtin.sub(self._replace, text)
+        if self.builtin is None or _CANDIDATE.search(text) is None:
+            return text
+        if '"' not in text:
+            return self._piece(text)
+        return '"'.join([self._piece(p) if _CANDIDATE.search(p) else p for p in text.split('"')])
+
+    def _piece(self, piece: str) -> str:
+        """The built-ins applied to a piece holding no quote, remembered with what they counted."""
+        assert self.builtin is not None
+        found = self._memo.get(piece)
+        if found is None:
+            self._tally = Counter()
+            try:
+                result = self.builtin.sub(self._replace, piece)
+                found = (result, tuple(self._tally.items()))
+            finally:
+                self._tally = self.counts
+            if len(piece) <= MEMO_PIECE_CHARS:
+                if len(self._memo) >= MEMO_PIECES:
+                    del self._memo[next(iter(self._memo))]  # the oldest
+                self._memo[piece] = found
+        for label, count in found[1]:
+            self.counts[label] += count
+        return found[0]
 
     def _replace(self, match: Any) -> str:
         label = self.labels[int(str(match.lastgroup)[2:])]
@@ -98,7 +131,7 @@ class Redactor:
             if "phone" not in self.labels or not _PHONE.fullmatch(match.group(0)):
                 return match.group(0)
             label = "phone"
-        self.counts[label] += 1
+        self._tally[label] += 1
         return f"[{label.upper()}]"
 
     def value(self, value: Any) -> Any:

@@ -3,9 +3,11 @@
 Per user turn it POSTs signed webhook events (text, the `button_reply` / `list_reply` of a tap, or an
 `image` / `audio` message naming a media id the bot fetches from the Graph API) to the bot's webhook, then
 collects what the bot sends through the local Graph API (graph.py) until the bot
-has been quiet for `quiet_s` or sent an interactive message: that is one bot turn, however many messages
-and however slow. The latency is from the webhook delivery to the bot's first message; the reason the turn
-ended is kept in the turn's raw (`end`: `quiet` or `interactive`). Status callbacks (sent, delivered,
+has been quiet for `quiet_s` or sent an interactive message (or, with `turn_end: auto`, the webhook's answer
+came back after the bot's messages, once the run has confirmed that this bot sends inside the webhook:
+`TurnEnds`): that is one bot turn, however many messages and however slow. The latency is from the webhook
+delivery to the bot's first message; the reason the turn ended is kept in the turn's raw (`end`: `quiet`,
+`interactive` or `answer`). Status callbacks (sent, delivered,
 read) are posted when the suite asks for them. While a turn is collected its conversation is "waiting", so a
 Graph API call that names no conversation is recorded on it (routing.py) instead of a timeout. Secrets come from the environment variables the suite
 names (for a bot the suite starts, unset ones are made up for the run and passed to it) and are
@@ -24,10 +26,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
+import aiohttp
 
 from simulator.bots.base import BotError, BotReply
-from simulator.bots.bounded_read import read_bounded
+from simulator.bots.bounded_read import read_bounded_aiohttp
 from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
 from simulator.bots.turn_limits import over_limit
 from simulator.bots.whatsapp.events import (
@@ -58,6 +60,22 @@ if TYPE_CHECKING:
 _LATE_S = 0.5
 
 
+_ANSWER_SHOWN = 4096  # bytes of an error answer read, for the 160 characters the error shows
+
+
+async def _answer(response: aiohttp.ClientResponse) -> bytes:
+    """The webhook's answer to its end, keeping at most _ANSWER_SHOWN bytes (shown when it is an error): the
+    delivery is answered when the answer has ended, not when its status line came (a bot that trickles its
+    answer has not answered, and the turn's deadline says so); an answer past the cap is not read further."""
+    kept = b""
+    while len(kept) < _ANSWER_SHOWN:
+        chunk = await response.content.readany()
+        if not chunk:
+            break
+        kept += chunk
+    return kept[:_ANSWER_SHOWN]
+
+
 def _secret(variable: str, started: bool, what: str) -> str:
     """The secret in `variable`; made up for the run when the suite starts the bot (it is passed to it)."""
     value = os.environ.get(variable)
@@ -75,6 +93,47 @@ def _field(what: str) -> str:
     return {"the app secret": "app_secret_env", "the access token": "access_token_env"}.get(
         what, "verify_token_env"
     )
+
+
+CONFIRMING_TURNS = 3  # turns that must show a bot replies inside the webhook before its answer ends a turn
+
+
+class TurnEnds:
+    """Whether this run's bot turns may end at the webhook's answer (`turn_end: auto`), learnt from the bot.
+
+    A bot that sends its messages while handling the webhook and answers it after the last one (a route that
+    awaits its sends, pywa's `webhook_update_handler` awaited in the route) has finished its turn when the
+    answer comes back. A bot
+    that answers at once and works in the background (as Meta recommends) has not. So the quiet period is
+    kept until CONFIRMING_TURNS turns ended by it have shown messages before the answer and none after; a
+    turn with a message after the answer, or (once confirmed) a message that comes after a turn was ended at
+    the answer, turns the rule off for the rest of the run, said in that turn's notes."""
+
+    def __init__(self, mode: str) -> None:
+        self.confirmed = 0
+        self.off: str | None = None if mode == "auto" else "bot.turn_end is quiet"
+
+    @property
+    def at_answer(self) -> bool:
+        return self.off is None and self.confirmed >= CONFIRMING_TURNS
+
+    def observe(self, messages: list[Outbound], start: float, answered: float, end: str) -> None:
+        """A turn the quiet period ended: did the bot send inside the webhook, and nothing after it?"""
+        if self.off is not None or end != "quiet":
+            return
+        if any(item.at > answered for item in messages):
+            self.off = "the bot sent a message after answering the webhook"
+        elif any(start <= item.at <= answered for item in messages):
+            self.confirmed += 1
+
+    def late(self, count: int) -> str:
+        """Messages came after a turn was ended at the webhook's answer: the quiet period from now on."""
+        self.off = "the bot sent a message after a turn was ended at the webhook's answer"
+        return (
+            f"{count} message(s) came after the previous bot turn was ended at the webhook's answer (the bot "
+            "sent after answering): they open this turn, and the run's later turns wait for quiet_s "
+            "(bot.turn_end: quiet makes every turn wait)"
+        )
 
 
 class WhatsAppBotFactory:
@@ -111,13 +170,21 @@ class WhatsAppBotFactory:
                     config.verify_token_env: self.verify_token,
                 },
             )
-        self.client = httpx.AsyncClient(timeout=config.timeout_s)
+        # Every call to the bot (the handshake, each webhook and status callback, bot.state_url) goes out on
+        # aiohttp: a fifth of httpx's CPU a request. Made in the event loop, at start.
+        self.session: aiohttp.ClientSession | None = None
+        self.turn_ends = TurnEnds(config.turn_end)
         self._once = StartOnce()
 
     async def start(self, log_dir: Path | None = None) -> None:
         """Serve the Graph API, start the bot (bot.start) and play the verification handshake, once."""
 
         async def start_all() -> None:
+            self.session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.config.timeout_s),
+                connector=aiohttp.TCPConnector(limit=100),  # httpx's pool size, as before
+                skip_auto_headers=("User-Agent",),
+            )
             await self.graph.start()
             if self.process is not None:
                 await self.process.start(log_dir)
@@ -129,30 +196,35 @@ class WhatsAppBotFactory:
     async def verify(self) -> str:
         """Meta's GET handshake: the bot must answer 200 with `hub.challenge` when the token matches."""
         query, challenge = verification_query(self.verify_token)
+        assert self.session is not None
         try:
-            response = await self.client.get(self.webhook_url, params=query)
-        except httpx.HTTPError as exc:
+            async with self.session.get(self.webhook_url, params=query) as response:
+                status, text = (
+                    response.status,
+                    (await response.content.read(_ANSWER_SHOWN)).decode("utf-8", "replace"),
+                )
+        except (aiohttp.ClientError, TimeoutError) as exc:
             raise UserError(
                 f"the webhook verification GET to {self.webhook_url} failed: {self.why(exc)}"
             ) from exc
-        if response.status_code != 200 or response.text.strip() != challenge:
+        if status != 200 or text.strip() != challenge:
             raise UserError(
                 f"the bot failed the webhook verification handshake: GET {self.webhook_url}?hub.mode=subscribe&"
-                f"hub.verify_token=…&hub.challenge={challenge} answered HTTP {response.status_code} "
-                f"{redact(response.text)[:80]!r}; a Cloud API webhook answers 200 with the challenge when "
+                f"hub.verify_token=…&hub.challenge={challenge} answered HTTP {status} "
+                f"{redact(text)[:80]!r}; a Cloud API webhook answers 200 with the challenge when "
                 f"hub.verify_token matches (the bot reads it from {self.config.verify_token_env}), or set "
                 "bot.verify: false"
             )
         return challenge
 
-    def why(self, exc: httpx.HTTPError) -> str:
+    def why(self, exc: Exception) -> str:
         """A failed call said as it is, with the bot process's exit and log when it has died."""
         note = self.process.death_note() if self.process is not None else None
         if note:
             return note
         if connection_refused(exc):
             return f"connection refused by {self.webhook_url}: is the bot running there?"
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, TimeoutError):
             return f"no answer within {self.config.timeout_s:g} s (bot.timeout_s)"
         return f"{type(exc).__name__}: {exc}"
 
@@ -182,7 +254,8 @@ class WhatsAppBotFactory:
         if self.process is not None:
             await self.process.stop()
         await self.graph.aclose()
-        await self.client.aclose()
+        if self.session is not None:
+            await self.session.close()
 
 
 class WhatsAppSession:
@@ -197,25 +270,31 @@ class WhatsAppSession:
         self._inbox = inbox
         self._offered: OptionsPart | None = None
         self._offered_id: str | None = None  # the bot's message that carried the options
+        self._last_end: str | None = None  # how the previous bot turn ended
 
     async def _post(self, event: dict[str, Any], what: str) -> int:
+        """POST one signed webhook; its HTTP status. Only the start of the answer is read (it is shown when
+        the status is an error): a webhook's answer carries nothing else."""
         body = dumps(event)
         headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(body, self._factory.app_secret)}
+        session = self._factory.session
+        assert session is not None, "the factory is started before a session opens"
         try:
-            response = await self._factory.client.post(
-                self._factory.webhook_url, content=body, headers=headers
-            )
-        except httpx.HTTPError as exc:
-            kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "connection"
+            async with session.post(self._factory.webhook_url, data=body, headers=headers) as response:
+                status = response.status
+                shown = await _answer(response)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            kind = "timeout" if isinstance(exc, TimeoutError) else "connection"
             raise BotError(kind, f"posting {what} to the webhook failed: {self._factory.why(exc)}") from exc
-        if response.status_code >= 400:
+        if status >= 400:
             hint = " (a 401 or 403: does the bot check X-Hub-Signature-256 with the same app secret?)"
+            text = shown.decode("utf-8", "replace")
             raise BotError(
                 "http_status",
-                f"the bot answered HTTP {response.status_code} to {what}: {redact(response.text)[:160]!r}"
-                + (hint if response.status_code in (401, 403) else ""),
+                f"the bot answered HTTP {status} to {what}: {redact(text)[:160]!r}"
+                + (hint if status in (401, 403) else ""),
             )
-        return response.status_code
+        return status
 
     def _event(self, text: str, pick: PickPart | None) -> tuple[dict[str, Any], str]:
         offered: Option | None = None
@@ -279,8 +358,11 @@ class WhatsAppSession:
         graph.directory.begin_wait(self._inbox)
         posted: list[dict[str, Any]] = []
         collected: list[Outbound] = []
+        ends = self._factory.turn_ends
         try:
             early = self._drain()  # sent after the last turn ended, before this message
+            late = sum(item.message_id is not None for item in early) if self._last_end == "answer" else 0
+            said = ends.late(late) if late else None  # before this turn's end is chosen
             start = time.perf_counter()
             # The whole turn's deadline (bot.timeout_s): a webhook answered a byte at a time, or a bot that
             # never stops posting, ends here; a bot that sends nothing ends sooner, in _collect, with why.
@@ -288,11 +370,17 @@ class WhatsAppSession:
                 for event, message_id in events:
                     graph.note_inbound(message_id, self._inbox)
                     posted.append({"status": await self._post(event, "the message webhook"), "event": event})
-                messages, notes, end = await self._collect(start, early, collected)
+                answered = time.perf_counter()
+                at_answer = answered if ends.at_answer else None
+                messages, notes, end = await self._collect(start, early, collected, at_answer)
         except TimeoutError:
             raise BotError("timeout", self._late(len(posted) < len(events), len(collected))) from None
         finally:
             graph.directory.end_wait(self._inbox)
+        if said:
+            notes.insert(0, said)
+        ends.observe(messages, start, answered, end)
+        self._last_end = end
         statuses = await self._statuses(messages)
         got: list[Part] = [part for item in messages for part in item.parts]
         for item in messages:
@@ -329,7 +417,7 @@ class WhatsAppSession:
         end: str,
         statuses: list[dict[str, Any]],
     ) -> dict[str, Any]:
-        """The turn's raw record: how it ended (`quiet` or `interactive`), when each message came after the
+        """The turn's raw record: how it ended (`quiet`, `interactive`, `answer`), when each message came after the
         webhook delivery, and (with record_raw) the webhook event, the bodies, notes and status callbacks."""
         timing: list[dict[str, Any]] = [
             {"at_s": round(item.at - start, 3), "id": item.message_id} for item in messages
@@ -349,17 +437,29 @@ class WhatsAppSession:
         return items
 
     async def _collect(
-        self, start: float, early: list[Outbound], messages: list[Outbound]
+        self, start: float, early: list[Outbound], messages: list[Outbound], answered: float | None
     ) -> tuple[list[Outbound], list[str], str]:
-        """The bot's messages of this turn (into `messages`): until it has been quiet for quiet_s after its
-        last message, or sent an interactive one. Nothing within timeout_s of the webhook is a timeout error;
-        more than bot.max_messages_per_turn is an over_limit error, as soon as it is seen."""
+        """The bot's messages of this turn (into `messages`): until it sent an interactive one; or, with
+        `answered` (the time the webhook's answer came back, when `TurnEnds` allows it), at once if the bot sent
+        a message while handling the webhook, everything it sent is taken and no call of its for this
+        conversation is still open; else until it has been quiet for quiet_s after its last message. Nothing
+        within timeout_s of the webhook is a timeout error; more than bot.max_messages_per_turn is an
+        over_limit error, as soon as it is seen."""
         notes: list[str] = []
         pending = list(early)
+        queue = self._inbox.queue
         while True:
             self._check_count(len(messages) + len(pending))
             if pending:
                 item = pending.pop(0)
+            elif not queue.empty():
+                item = queue.get_nowait()
+            elif (
+                answered is not None
+                and self._inbox.in_flight == 0
+                and any(start <= m.at <= answered for m in messages)
+            ):
+                return messages, notes, "answer"
             else:
                 now = time.perf_counter()
                 last = messages[-1].at if messages else None
@@ -369,7 +469,7 @@ class WhatsAppSession:
                     else (start + self._config.timeout_s - now)
                 )
                 try:
-                    item = await asyncio.wait_for(self._inbox.queue.get(), max(0.0, wait))
+                    item = await asyncio.wait_for(queue.get(), max(0.0, wait))
                 except TimeoutError:
                     if messages:
                         return messages, notes, "quiet"
@@ -409,15 +509,16 @@ class WhatsAppSession:
         url = url.replace("{wa_id}", self.who.wa_id).replace("{user_id}", self.who.user_id)
         try:
             # The whole answer within bot.timeout_s and the byte cap, as a bot's turn (bots/bounded_read.py).
-            status, body = await read_bounded(
-                self._factory.client,
+            assert self._factory.session is not None
+            status, body = await read_bounded_aiohttp(
+                self._factory.session,
                 "GET",
                 url,
                 timeout_s=self._factory.config.timeout_s,
                 max_bytes=self._factory.config.max_reply_bytes,
                 who="bot.state_url",
             )
-        except httpx.HTTPError as exc:
+        except aiohttp.ClientError as exc:
             raise BotError("connection", f"GET bot.state_url failed: {self._factory.why(exc)}") from exc
         if status == 404:
             return None

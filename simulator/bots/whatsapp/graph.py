@@ -150,6 +150,9 @@ class GraphApi:
         as the Cloud API answers and recorded for the conversation it concerns."""
         call = await self._read(request)
         request[CALL] = call
+        inbox = call.address.inbox
+        if inbox is not None:  # the turn's end waits for it (adapter.py, `turn_end`)
+            inbox.in_flight += 1
         try:
             if not self._authorised(request):
                 raise Refused(
@@ -181,6 +184,9 @@ class GraphApi:
                 call.address.inbox, Outbound(time.perf_counter(), error_kind="engine", error=fault)
             )
             return _graph_error(Refused(500, 1, "An unknown error occurred", fault))
+        finally:
+            if inbox is not None:
+                inbox.in_flight -= 1
 
     async def _read(self, request: web.Request) -> GraphCall:
         call = GraphCall(request.method, request.path)

@@ -48,6 +48,7 @@ class Inbox:
         self.who = who
         self.queue: asyncio.Queue[Outbound] = asyncio.Queue()
         self.waiting = False
+        self.in_flight = 0  # Graph API calls naming this conversation not yet answered
         # At most `limit` things wait to be read (the turn's message limit, with room for notes); the
         # rest are counted, not kept, so a bot posting in a loop costs no memory (`dropped`).
         self.limit = limit

@@ -39,6 +39,11 @@ class WhatsAppBotConfig(BotConfig):
     business_account_id: str = Field(default="102290129340398", pattern=r"^\d+$")
     # The bot's turn ends once it has been quiet this long after its last message (or sent an interactive one).
     quiet_s: float = Field(default=2.0, gt=0)
+    # How a bot turn ends besides an interactive message (docs/whatsapp.md#one-bot-turn): `quiet` waits for
+    # quiet_s after the last message; `auto` ends it at the webhook's answer once the run has seen that this
+    # bot sends its messages while handling the webhook (opt-in: a bot that also sends after answering, on a
+    # path the first turns did not take, could have a turn ended early).
+    turn_end: Literal["auto", "quiet"] = "quiet"
     # The whole bot turn's deadline, from the webhook delivery: the bot's first message must come within it,
     # and the turn must have ended (quiet or interactive) by it; a bot still posting then is an error.
     timeout_s: float = turn_timeout()

@@ -1,0 +1,135 @@
+"""Where a WhatsApp bot turn ends (`bot.turn_end`, docs/whatsapp.md#one-bot-turn), against real pywa 4 bots
+(tests/bots/pywa_burst_bot.py) that send three messages in a row with small gaps.
+
+- A bot that runs its handlers inside the webhook request: once the run has seen it do so, its turns end at
+  the webhook's answer (`end: answer`), with all three messages, whatever the gaps.
+- pywa's own FastAPI routes answer at once and handle in the background: the answer says nothing, the quiet
+  period ends every turn, and no message is ever cut off.
+- A bot that answers the webhook and goes on sending (a task left running): seen while confirming, the rule
+  is turned off; seen after a turn was ended at the answer, the late messages open the next turn with a note
+  and the rule is off for the rest of the run.
+- `turn_end: quiet` (the default) keeps the quiet period for every turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator.bots.whatsapp import WhatsAppBotFactory
+from simulator.bots.whatsapp.adapter import CONFIRMING_TURNS
+from simulator.config.bots import BotStart
+from simulator.config.bots.whatsapp import WhatsAppBotConfig
+from simulator.record.redact import forget_secrets
+from tests.bots.pywa_burst_bot import BURST
+from tests.test_whatsapp_pywa import BOT_ENV, ROOT, SECRETS
+
+pytest.importorskip("pywa_async")
+
+
+@pytest.fixture(autouse=True)
+def _no_secrets(monkeypatch: pytest.MonkeyPatch) -> Any:
+    for name in SECRETS:
+        monkeypatch.delenv(name, raising=False)
+    yield
+    forget_secrets()
+
+
+async def _factory(
+    tmp_path: Path, serve: str, gap_s: float, **fields: Any
+) -> AsyncIterator[WhatsAppBotFactory]:
+    start = BotStart(
+        command=["{python}", "-m", "tests.bots.pywa_burst_bot", "--port", "{port}", "--serve", serve,
+                 "--gap-s", str(gap_s)],
+        cwd=str(ROOT),
+        env=BOT_ENV,
+        ready={"url": "http://127.0.0.1:{port}/health", "timeout_s": 30},  # type: ignore[arg-type]
+    )  # fmt: skip
+    fields.setdefault("quiet_s", 0.6)
+    if fields.setdefault("turn_end", "auto") == "default":
+        del fields["turn_end"]  # the config's own default
+    config = WhatsAppBotConfig(
+        webhook_url="http://127.0.0.1:{port}/webhook", timeout_s=15, start=start, **fields
+    )
+    factory = WhatsAppBotFactory(config, tmp_path)
+    try:
+        await factory.start(tmp_path)
+        yield factory
+    finally:
+        await factory.aclose()
+
+
+@pytest.mark.parametrize("gap_s", [0.02, 0.2])
+async def test_an_inline_bot_ends_at_its_answer_with_every_message(tmp_path: Path, gap_s: float) -> None:
+    async for factory in _factory(tmp_path, "inline", gap_s):
+        session = await factory.open("run/burst#0/1")
+        ends = []
+        for turn in range(CONFIRMING_TURNS + 3):
+            reply = await session.send("burst please", turn)
+            assert reply.messages == list(BURST)  # never cut short, before or after the rule is on
+            assert reply.raw is not None
+            ends.append(reply.raw["end"])
+        assert ends == ["quiet"] * CONFIRMING_TURNS + ["answer"] * 3
+        assert factory.turn_ends.off is None
+        other = await factory.open(
+            "run/burst#1/1"
+        )  # the rule is the run's: another conversation starts with it
+        greeting = await other.send("hello", 0)
+        assert greeting.messages == ["Hello, I'm the surgery's helper.", "What is the main problem today?"]
+        assert greeting.raw is not None and greeting.raw["end"] == "answer"
+
+
+async def test_pywas_background_routes_wait_for_the_quiet_period(tmp_path: Path) -> None:
+    async for factory in _factory(tmp_path, "background", 0.05):
+        session = await factory.open("run/burst#0/1")
+        for turn in range(CONFIRMING_TURNS + 2):
+            reply = await session.send("burst", turn)
+            assert reply.messages == list(BURST)
+            assert reply.raw is not None and reply.raw["end"] == "quiet"
+        assert factory.turn_ends.confirmed == 0  # the answer came before the messages: nothing confirmed
+
+
+async def test_a_bot_that_sends_after_answering_turns_the_rule_off_while_confirming(tmp_path: Path) -> None:
+    async for factory in _factory(tmp_path, "inline", 0.05):
+        session = await factory.open("run/late#0/1")
+        first = await session.send("burst", 0)
+        late = await session.send("late", 1)
+        assert late.messages == ["Let me check.", "Still checking.", "Please see your GP this week."]
+        assert factory.turn_ends.off == "the bot sent a message after answering the webhook"
+        for turn in range(2, CONFIRMING_TURNS + 4):
+            reply = await session.send("burst", turn)
+            assert reply.raw is not None and reply.raw["end"] == "quiet"
+        assert first.raw is not None and first.raw["end"] == "quiet"
+
+
+async def test_late_messages_after_an_answer_end_are_said_and_turn_the_rule_off(tmp_path: Path) -> None:
+    async for factory in _factory(tmp_path, "inline", 0.1):
+        session = await factory.open("run/late#0/1")
+        for turn in range(CONFIRMING_TURNS):
+            await session.send("burst", turn)
+        cut = await session.send("late", CONFIRMING_TURNS)
+        assert cut.raw is not None and cut.raw["end"] == "answer"
+        assert cut.messages == ["Let me check."]  # what a bot sending after its answer risks; said next turn
+        await asyncio.sleep(0.5)  # the person reads and types: the bot's late messages come meanwhile
+        following = await session.send("burst", CONFIRMING_TURNS + 1)
+        assert following.messages[:2] == ["Still checking.", "Please see your GP this week."]
+        assert following.raw is not None and following.raw["end"] == "quiet"
+        assert (
+            "2 message(s) came after the previous bot turn was ended at the webhook's answer"
+            in (following.raw["notes"][0])
+        )
+        assert factory.turn_ends.off is not None and not factory.turn_ends.at_answer
+
+
+@pytest.mark.parametrize("turn_end", ["quiet", "default"])
+async def test_turn_end_quiet_keeps_the_quiet_period(tmp_path: Path, turn_end: str) -> None:
+    async for factory in _factory(tmp_path, "inline", 0.02, turn_end=turn_end):
+        session = await factory.open("run/burst#0/1")
+        for turn in range(CONFIRMING_TURNS + 2):
+            reply = await session.send("burst", turn)
+            assert reply.messages == list(BURST)
+            assert reply.raw is not None and reply.raw["end"] == "quiet"

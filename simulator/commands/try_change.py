@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import UserError
 
 if TYPE_CHECKING:
@@ -106,6 +105,8 @@ def _apply_prompt(suite: Suite, bot: PromptedBot, proposal: Proposal, beside: Pa
         bot.decision_tool.description = after  # in the suite as run (recorded in its manifest), not the file
         return {"tool_description_before": sha256_text(before), "tool_description_after": sha256_text(after)}
     if bot.system_prompt_file:
+        from simulator.config.yamlfile import YAMLProblem, read_text_file  # not on `simulator --help`'s path
+
         source = suite.resolve(bot.system_prompt_file)
         try:
             before = read_text_file(source)

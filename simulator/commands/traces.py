@@ -39,6 +39,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     imp.add_argument("--exclude-system", action="store_true", help="do not keep system prompts")
     imp.add_argument("--suite", type=Path, help="attach this suite's judges and outcome levels to the run")
     imp.add_argument(
+        "--expected-attribute",
+        metavar="ATTR",
+        help="otel: span attribute holding the conversation's expected outcome level (needs --suite), as "
+        "in collect: under- and over-triage against it (docs/outcome-sources.md)",
+    )
+    imp.add_argument(
         "--decision-tool", default="record_decision", help="tool whose call arguments are the bot's decision"
     )
     imp.set_defaults(handler=cmd_import)
@@ -96,6 +102,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             exclude_system=args.exclude_system,
             suite=args.suite,
             decision_tool=args.decision_tool,
+            expected_attribute=args.expected_attribute,
         )
     )
     for problem in (summary.problems + summary.skipped)[:MAX_PROBLEMS_PRINTED]:

@@ -17,7 +17,7 @@ from simulator.record.hashing import sha256_file
 from simulator.record.manifest import Manifest, RoleModels, RunCounts, ScenarioEntry, Session
 from simulator.record.models import ConversationRecord
 from simulator.safefiles import WAITS, FileRefused, open_regular
-from simulator.traces.mapping import load_mapping
+from simulator.traces.mapping import Mapping, load_mapping
 from simulator.traces.messages import Conversation, Parsed, SkippedRecord
 from simulator.traces.redact import Redactor, load_redactor
 
@@ -37,6 +37,8 @@ class ImportOptions:
     exclude_system: bool = False
     suite: Path | None = None
     decision_tool: str = "record_decision"
+    # otel: the span attribute holding the expected outcome level (collect's `--expected-attribute`).
+    expected_attribute: str | None = None
 
 
 @dataclass
@@ -82,17 +84,37 @@ def _refuse_binary(path: Path, raw: bytes) -> None:
         )
 
 
-def _parse(options: ImportOptions, fmt: str) -> Parsed:
+def _parse(options: ImportOptions, fmt: str, suite: Any) -> Parsed:
+    mapping = load_mapping(options.mapping)
     if fmt == "otel":
         from simulator.traces.otlp import read_otlp
 
-        return read_otlp(options.source, options.conversation_key)
+        return read_otlp(options.source, options.conversation_key, _otel_expected(options, mapping, suite))
+    if options.expected_attribute is not None:
+        raise UserError(
+            f"--expected-attribute reads OTel span attributes; {options.source} is {fmt}: name the field "
+            "holding the expected level in the mapping's `expected` (--mapping, docs/traces.md)"
+        )
     from simulator.traces.plain import read_csv, read_jsonl
 
-    mapping = load_mapping(options.mapping)
     if options.conversation_key:
         mapping.conversation = options.conversation_key
     return (read_csv if fmt == "csv" else read_jsonl)(options.source, mapping)
+
+
+def _otel_expected(options: ImportOptions, mapping: Mapping, suite: Any) -> dict[str, str]:
+    """{expected key: span attribute} for an OTel file: `--expected-attribute` for the suite's outcome key
+    (as `simulator collect` reads it), and a mapping's `expected: {key: attribute}` (its flat form)."""
+    found = dict(mapping.expected) if options.mapping and isinstance(mapping.expected, dict) else {}
+    if options.expected_attribute is None:
+        return found
+    if suite is None or suite.outcome is None:
+        raise UserError(
+            f"--expected-attribute {options.expected_attribute}: needs --suite with `outcome:` (its key "
+            "names what the attribute holds); or map it in --mapping as `expected: {KEY: ATTRIBUTE}`"
+        )
+    found[suite.outcome.key] = options.expected_attribute
+    return found
 
 
 def _redacted(conversation: Conversation, redactor: Redactor, exclude_system: bool) -> Conversation:
@@ -125,7 +147,7 @@ def import_source(options: ImportOptions) -> ImportSummary:
     redactor = load_redactor(options.redact, enabled=not options.no_redact)
     suite, suite_file, suite_hash = _suite_data(options.suite)
     try:
-        parsed = _parse(options, fmt)
+        parsed = _parse(options, fmt, suite)
     except UnicodeDecodeError as exc:
         raise UserError(f"{options.source}: not UTF-8 text (byte {exc.start}); export it as UTF-8") from None
     now = datetime.now(UTC)
@@ -238,6 +260,7 @@ def _source(
         "format": fmt,
         "conversation_key": options.conversation_key,
         "mapping": str(options.mapping) if options.mapping else None,
+        "expected_attribute": options.expected_attribute,
         "exclude_system": options.exclude_system,
         "redaction": "off" if options.no_redact else str(options.redact or "built-in patterns"),
         "redacted": dict(redactor.counts),

@@ -101,6 +101,9 @@ def _sheet(run: Path, tmp_path: Path, fill: dict[str, tuple[str, str]]) -> Path:
     out = tmp_path / "sheet"
     assert main(["labels", "export", str(run), "--criterion", CRITERION, "--out", str(out)]) == 0
     with (out / "labels.csv").open(encoding="utf-8", newline="") as handle:
+        cells = list(csv.reader(handle))
+    assert {len(row) for row in cells} == {5}  # every row has every column
+    with (out / "labels.csv").open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert rows and list(rows[0]) == ["conversation_id", "criterion_id", "label", "expected_level", "notes"]
     for row in rows:

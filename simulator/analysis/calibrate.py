@@ -285,6 +285,6 @@ def export_labels(
     transcripts.write_text("\n".join(parts), encoding="utf-8")
     extra = [EXPECTED_LEVEL] if levels else []
     write_sheet(
-        labels, [*REQUIRED, *extra, "notes"], ([cid, criterion, *[""] * len(extra), ""] for cid in judged)
+        labels, [*REQUIRED, *extra, "notes"], ([cid, criterion, "", *[""] * len(extra), ""] for cid in judged)
     )
     return transcripts, labels, len(judged)

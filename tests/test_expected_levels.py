@@ -239,8 +239,14 @@ async def test_clinician_labelled_levels_give_live_over_triage_in_drift(
     drift = ["drift", str(tmp_path / "live"), "--period", "100", "--metric", "over_triage"]
     capsys.readouterr()
     assert main(drift) == 2  # no expected level yet: over-triage is not measurable
+    from simulator.collect.trends import FollowedFolders, rate_of
+
+    followed = FollowedFolders()  # the collector's alerts read the folders incrementally, tick by tick
+    assert rate_of(followed.observations(folder), "over_triage").n == 0
     sheet = _sheet(folder, tmp_path, _planted_fill())
     assert main(["labels", "import", str(folder), str(sheet), "--labeller", "Dr Ada"]) == 0
+    over = rate_of(followed.observations(folder), "over_triage")  # labels.jsonl changed: read again
+    assert (over.k, over.n) == (len(OVER), len(PLANTED))
     capsys.readouterr()
     assert main([*drift, "--metric", "under_triage"]) == 0
     shown = capsys.readouterr().out

@@ -15,7 +15,7 @@ from simulator.errors import UserError
 MAX_PROBLEMS_PRINTED = 20
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _register_import(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     imp = subparsers.add_parser(
         "import",
         help="import production traces or transcripts into a run folder (judge/report them as usual)",
@@ -48,6 +48,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--decision-tool", default="record_decision", help="tool whose call arguments are the bot's decision"
     )
     imp.set_defaults(handler=cmd_import)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    _register_import(subparsers)
 
     pop = subparsers.add_parser(
         "compare-populations",

@@ -34,9 +34,12 @@ def _text(role: str, text: str) -> dict[str, Any]:
     return {"role": role, "parts": [{"type": "text", "content": text}]}
 
 
-def otel_file(path: Path, attribute: str | None = "triage.expected_level") -> Path:
+def otel_file(
+    path: Path, attribute: str | None = "triage.expected_level", values: dict[str, str] | None = None
+) -> Path:
     """The planted conversations as an OTLP JSON export made by the real SDK: two chat spans each, the
-    expected level (where `attribute` is given) set on the last span only, as a nurse's later disposition."""
+    expected level (where `attribute` is given; `values` overrides it per conversation) set on the last span
+    only, as a nurse's later disposition."""
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -61,7 +64,7 @@ def otel_file(path: Path, attribute: str | None = "triage.expected_level") -> Pa
                 "gen_ai.output.messages": json.dumps([_text("assistant", bot)]),
             }
             if attribute is not None and index == len(turns) - 1:
-                attributes[attribute] = expected
+                attributes[attribute] = (values or {}).get(key, expected)
             span = tracer.start_span("chat triage-bot", start_time=at, attributes=attributes)
             span.end(end_time=at + 500_000_000)
             history.append(_text("assistant", bot))

@@ -83,6 +83,23 @@ def test_a_wrong_expected_attribute_is_one_clear_error(
     assert not (tmp_path / "real").exists()
 
 
+def test_an_expected_value_that_is_not_a_level_is_left_out_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    odd = {"conv-d": "routine", "conv-f": "Same day", "conv-c": " GP "}  # conv-c: a level, spelt otherwise
+    source = otel_file(tmp_path / "traces.json", values=odd)
+    out = tmp_path / "real"
+    args = ["import", str(source), "--out", str(out), "--suite", SUITE]
+    assert main([*args, "--expected-attribute", "triage.expected_level"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 2 conversations carry an expected triage_level that is not an outcome level" in err
+    assert "conv-d ('routine')" in err and "conv-f ('Same day')" in err
+    assert main(["judge", str(out), "--suite", SUITE, "--outcome-source", "messages"]) == 0
+    metrics = outcome_metrics(load_run(out))
+    assert metrics is not None and metrics.without_expectation == 2  # counted as left out
+    assert metrics.under_triage.n == len(PLANTED) - 2 and metrics.under_triage.k == len(UNDER) - 2
+
+
 def test_expected_attribute_on_a_transcript_file_names_the_mapping(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

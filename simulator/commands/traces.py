@@ -119,6 +119,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"left out: {calls} LLM calls recorded without their messages; to keep them, {fix}",
             file=sys.stderr,
         )
+    for warning in summary.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     redacted = ", ".join(f"{k} {v}" for k, v in sorted(summary.redactions.items())) or "nothing"
     print(
         f"imported {summary.conversations} conversations ({summary.turns} turns) from {summary.records} "

@@ -52,6 +52,7 @@ class ImportSummary:
     skipped: list[SkippedRecord] = field(default_factory=list)  # conversations skipped
     redactions: dict[str, int] = field(default_factory=dict)
     silence: dict[str, int] = field(default_factory=dict)  # LLM calls without their messages, by the fix
+    warnings: list[str] = field(default_factory=list)
 
 
 def detect_format(path: Path) -> str:
@@ -150,6 +151,7 @@ def import_source(options: ImportOptions) -> ImportSummary:
         parsed = _parse(options, fmt, suite)
     except UnicodeDecodeError as exc:
         raise UserError(f"{options.source}: not UTF-8 text (byte {exc.start}); export it as UTF-8") from None
+    _spell_levels(suite, parsed)
     now = datetime.now(UTC)
     records, entries, skipped = _convert(parsed, redactor, options, now)
     problems = [SkippedRecord(p.file, p.line, redactor.text(p.reason)) for p in parsed.problems]
@@ -193,7 +195,42 @@ def import_source(options: ImportOptions) -> ImportSummary:
         skipped=skipped,
         redactions=dict(redactor.counts),
         silence=dict(parsed.silence.most_common()),
+        warnings=_not_levels(suite, entries),
     )
+
+
+def _spell_levels(suite: Any, parsed: Parsed) -> None:
+    """An expected level written in another case or with spaces (`GP `) spelt as the suite spells it, as
+    the outcome check and collect's live rates compare (case and spaces aside)."""
+    outcome = suite.outcome if suite is not None else None
+    if outcome is None:
+        return
+    spelt = {level.casefold(): level for level in outcome.levels}
+    for conversation in parsed.conversations:
+        value = conversation.expected.get(outcome.key)
+        if isinstance(value, str) and value.strip().casefold() in spelt:
+            conversation.expected[outcome.key] = spelt[value.strip().casefold()]
+
+
+def _not_levels(suite: Any, entries: list[ScenarioEntry]) -> list[str]:
+    """Expected outcome values that are none of the suite's levels (a trace's own words, `routine`): they
+    are left out of under- and over-triage like collect's, and the import says so, naming them."""
+    outcome = suite.outcome if suite is not None else None
+    if outcome is None:
+        return []
+    levels = {level.casefold() for level in outcome.levels}
+    odd = [
+        (entry.id, entry.expected[outcome.key])
+        for entry in entries
+        if outcome.key in entry.expected and str(entry.expected[outcome.key]).strip().casefold() not in levels
+    ]
+    if not odd:
+        return []
+    named = ", ".join(f"{cid} ({value!r})" for cid, value in odd[:5])
+    return [
+        f"{len(odd)} conversations carry an expected {outcome.key} that is not an outcome level ({named}); "
+        f"they are left out of under- and over-triage. Levels: {', '.join(outcome.levels)}"
+    ]
 
 
 def _checked_format(options: ImportOptions) -> str:

@@ -35,7 +35,7 @@ from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
 from simulator.readers import InputRefused, read_csv, write_sheet
 from simulator.record.folder import LABELS as LABELS_FILE
-from simulator.record.label_sheet import REQUIRED, LabelRow, read_labels
+from simulator.record.label_sheet import EXPECTED_LEVEL, REQUIRED, LabelRow, read_labels
 from simulator.record.selection import by_item
 from simulator.record.transcript import render_transcript
 from simulator.stats.rates import RateView
@@ -217,7 +217,7 @@ def _labellable(run: RunData, criterion: str) -> list[str]:
 def _has_work(row: dict[Any, Any]) -> bool:
     """A sheet row someone wrote in: a label, a note, or cells past the columns we wrote."""
     extra = row.get(None) or []
-    return any(str(row.get(k) or "").strip() for k in ("label", "notes")) or any(
+    return any(str(row.get(k) or "").strip() for k in ("label", "notes", EXPECTED_LEVEL)) or any(
         str(v).strip() for v in extra
     )
 
@@ -238,6 +238,15 @@ def refuse_filled_sheet(labels: Path) -> None:
     filled = [row for _, row in sheet.dicts() if _has_work(row)]
     if filled or (sheet.header and "label" not in sheet.header):
         raise UserError(f"{labels}: holds labels already ({len(filled)} filled rows); {fix}")
+
+
+def _level_column(run: RunData, criterion: str) -> list[str]:
+    """The outcome levels a sheet's `expected_level` column takes: on the outcome criterion of a run
+    without scenarios (imported, collected) only; [] for any other sheet (record/labelled_levels.py)."""
+    outcome = run.outcome
+    if run.manifest.kind != "imported" or outcome is None or criterion != f"outcome.{outcome.key}":
+        return []
+    return list(outcome.levels)
 
 
 def export_labels(
@@ -265,8 +274,17 @@ def export_labels(
     ]
     if rubric:
         parts.append(f"## The criterion\n\n{rubric.strip()}\n")
+    levels = _level_column(run, criterion)
+    if levels:
+        parts.append(
+            f"Also write in `{EXPECTED_LEVEL}` the level each conversation needed, one of {', '.join(levels)} "
+            "(optional): it becomes the conversation's expected level, so its under- and over-triage count.\n"
+        )
     for number, cid in enumerate(judged, start=1):
         parts.append(f"## {number}. {cid}\n\n```text\n{render_transcript(records[cid].turns)}\n```\n")
     transcripts.write_text("\n".join(parts), encoding="utf-8")
-    write_sheet(labels, [*REQUIRED, "notes"], ([cid, criterion, "", ""] for cid in judged))
+    extra = [EXPECTED_LEVEL] if levels else []
+    write_sheet(
+        labels, [*REQUIRED, *extra, "notes"], ([cid, criterion, "", *[""] * len(extra), ""] for cid in judged)
+    )
     return transcripts, labels, len(judged)

@@ -103,6 +103,9 @@ class OutcomeMetrics(_Model):
     red_flag_left_out: int = 0
     # The red flags checked against the scenarios' own levels; None when no conversation had a red flag.
     red_flag_check: RedFlagCheck | None = None
+    # Of the conversations counted against an expected level: how many took it from a clinician's label
+    # (`simulator labels import`, expected_level) rather than a scenario or the trace.
+    clinician_labelled: int = 0
 
 
 def _decided(run: RunData) -> dict[str, DecidedOutcome]:
@@ -252,7 +255,7 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
     columns = [*levels, OTHER, NO_DECISION, ERROR]
     matrix = {level: [0] * len(columns) for level in levels}
     cases: list[OutcomeCase] = []
-    without = 0
+    without = labelled = 0
     tally = _OutcomeTally(levels)
     floors: list[ConversationRecord] = []
     for record in run.conversations:
@@ -261,6 +264,7 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
             without += 1
             floors.append(record)
             continue
+        labelled += record.id in run.labelled_levels
         actual = actual_outcome(run, record)
         matrix[expected][columns.index(actual)] += 1
         kind = _count(tally, vignette_of(record.scenario_id), expected, actual, rank, critical)
@@ -295,6 +299,7 @@ def outcome_metrics(run: RunData, target: float | None = None) -> OutcomeMetrics
         red_flag_under_triage=floor,
         red_flag_left_out=no_flag,
         red_flag_check=_red_flag_check(run, levels, critical),
+        clinician_labelled=labelled,
     )
 
 

@@ -60,6 +60,9 @@ class RunData:
     # line per labeller and item is that labeller's answer), read once with the run, and the file's hash.
     labels: list[Label] = field(default_factory=list)
     labels_sha256: str | None = None
+    # Conversations without a scenario whose expected level a clinician labelled (conversation id -> level,
+    # record/labelled_levels.py); already merged into `expected`, kept to say where a level came from.
+    labelled_levels: dict[str, str] = field(default_factory=dict)
 
     @property
     def outcome(self) -> OutcomeConfig | None:
@@ -99,6 +102,37 @@ def _expected(manifest: Manifest, verdicts: list[Verdict]) -> dict[str, dict[str
             key = verdict.criterion_id.removeprefix("outcome.")
             expected.setdefault(verdict.scenario_id, {}).setdefault(key, verdict.expected)
     return expected
+
+
+def _labelled(
+    manifest: Manifest,
+    conversations: list[ConversationRecord],
+    labels: list[Label],
+    expected: dict[str, dict[str, Any]],
+    warnings: list[str],
+) -> dict[str, str]:
+    """Clinician-labelled expected levels of an imported or collected run, merged into `expected` over the
+    trace's own (a clinician who read the conversation outranks it); labellers who disagree are a warning
+    and leave that conversation's level as it was."""
+    outcome = manifest.suite.outcome if manifest.suite is not None else None
+    if manifest.kind != "imported" or outcome is None or not labels:
+        return {}
+    from simulator.record.labelled_levels import labelled_levels
+
+    found = labelled_levels(labels, f"outcome.{outcome.key}")
+    kept: dict[str, str] = {}
+    for record in conversations:
+        level = found.levels.get(record.id)
+        if level is not None:
+            expected.setdefault(record.scenario_id, {})[outcome.key] = level
+            kept[record.id] = level
+    if found.disputed:
+        named = ", ".join(f"{c} ({' / '.join(v)})" for c, v in sorted(found.disputed.items())[:5])
+        warnings.append(
+            f"clinicians labelled different expected levels for {len(found.disputed)} conversations ({named}); "
+            "they keep no clinician-labelled level until the labels agree"
+        )
+    return kept
 
 
 @contextmanager
@@ -221,6 +255,7 @@ def load_run(path: Path, judge_set: str | None = None, *, keep_turns: bool = Tru
             f"judge set {short_hash(chosen)} did not judge some criteria; using earlier sets: {named}"
         )
     labels, labels_sha256 = load_labels(path)
+    labelled = _labelled(manifest, conversations, labels, expected, warnings)
     return RunData(
         path=path,
         manifest=manifest,
@@ -237,4 +272,5 @@ def load_run(path: Path, judge_set: str | None = None, *, keep_turns: bool = Tru
         fidelity=selection.fidelity,
         labels=labels,
         labels_sha256=labels_sha256,
+        labelled_levels=labelled,
     )

@@ -23,7 +23,7 @@ from simulator.collect.supervise import QUARANTINED, Notices, Quarantine, descri
 from simulator.errors import UserError
 from simulator.record.models import ConversationRecord
 from simulator.traces.messages import Parsed
-from simulator.traces.otlp import Span, conversations_from_spans
+from simulator.traces.otlp import Span, conversations_from_spans, expected_level
 from simulator.traces.otlp_decode import Decoded, ShapeError, decode_documents
 from simulator.traces.redact import load_redactor
 
@@ -339,7 +339,7 @@ class Collector:
             return None
         signals = quality_signals(record, spans, self.policy.signals)
         if self.options.expected_attribute is not None:
-            signals[EXPECTED_SIGNAL] = _expected(spans, self.options.expected_attribute)
+            signals[EXPECTED_SIGNAL] = expected_level(spans, self.options.expected_attribute)
         return record, signals
 
     def _skip(self, key: str, spans: int, parsed: Parsed) -> None:
@@ -422,15 +422,6 @@ class Collector:
 
 
 EXPECTED_SIGNAL = "expected"  # the signals.jsonl field holding the trace's expected level (None: absent)
-
-
-def _expected(spans: list[Span], attribute: str) -> str | None:
-    """The expected level the trace carries: the attribute on the latest span (or its resource) that has it."""
-    for span in sorted(spans, key=lambda s: s.end, reverse=True):
-        value = span.attributes.get(attribute, span.resource.get(attribute))
-        if value is not None and str(value).strip():
-            return str(value).strip()
-    return None
 
 
 def _merge_into(held: Span, span: Span) -> None:

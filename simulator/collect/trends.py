@@ -33,7 +33,8 @@ from simulator.collect.folders import SIGNALS
 from simulator.collect.signals import BOOLEAN_SIGNALS
 from simulator.config.outcome_source import ERROR, triage_error, under_triaged
 from simulator.errors import UserError
-from simulator.record.folder import VERDICTS, RunFolder
+from simulator.record.folder import LABELS, VERDICTS, RunFolder
+from simulator.record.labelled_levels import read_labelled_levels
 from simulator.record.models import Verdict
 from simulator.record.selection import select_verdicts
 from simulator.stats.rates import RateView, rate_view
@@ -41,7 +42,8 @@ from simulator.stats.twosample import fisher_exact, newcombe_difference
 
 # The entries of an observation's results that hold its decided outcome (a level, `other`, `no decision`) when
 # judging recorded one (outcome sources, docs/outcome-sources.md), the floor its patient's red flags set, and
-# the exact expected level the trace carried (`--expected-attribute`); `=` keeps them apart from criterion ids.
+# the exact expected level (a clinician's label, record/labelled_levels.py, else the trace's `--expected-attribute`);
+# `=` keeps them apart from criterion ids.
 DECIDED = "=outcome"
 FLOOR = "=floor"
 EXPECTED = "=expected"
@@ -91,6 +93,24 @@ def folder_levels(folder: Path) -> list[str] | None:
     return list(suite.outcome.levels) if suite.outcome is not None else []
 
 
+def folder_labelled_levels(folder: Path) -> dict[str, str]:
+    """The expected levels clinicians labelled in a collected folder (conversation id -> level), on its
+    suite's outcome criterion; {} while the manifest names no suite with an outcome."""
+    try:
+        suite = RunFolder.open(folder).read_manifest().suite
+    except UserError:
+        return {}
+    if suite is None or suite.outcome is None:
+        return {}
+    return read_labelled_levels(folder, f"outcome.{suite.outcome.key}").levels
+
+
+def _with_label(results: dict[str, str], level: str | None) -> dict[str, str]:
+    """A conversation's results with its clinician-labelled level as the expected one (it outranks the
+    trace's and the red-flag floor); the same dict when it has none."""
+    return results if level is None else {**results, EXPECTED: level}
+
+
 def _observation(folder: Path, line: str) -> Observation | None:
     """One line of a folder's signals.jsonl as an observation (None for a line that is not one)."""
     if not line.strip():
@@ -115,6 +135,8 @@ class _Followed:
         self.verdicts: list[Verdict] = []
         self.results: dict[str, dict[str, str]] = {}
         self.levels: list[str] | None = None  # read from the manifest once it names the suite
+        self.labels_at = (0, 0)  # (inode, size) of labels.jsonl as last read
+        self.labelled: dict[str, str] = {}  # clinician-labelled expected levels, by conversation id
 
 
 class FollowedFolders:
@@ -137,10 +159,26 @@ class FollowedFolders:
             state.results, known = _results(state.verdicts), 0
         if state.levels is None:  # read again until the manifest names its suite
             state.levels, known = folder_levels(folder), 0
+        if self._read_labels(folder, state):
+            known = 0
         for observation in state.observations[known:]:
-            observation.results = state.results.get(observation.conversation.partition("/")[2], {})
+            cid = observation.conversation.partition("/")[2]
+            observation.results = _with_label(state.results.get(cid, {}), state.labelled.get(cid))
             observation.levels = state.levels or []
         return state.observations
+
+    @staticmethod
+    def _read_labels(folder: Path, state: _Followed) -> bool:
+        """Read labels.jsonl again when it changed (a clinician labelled a level); whether it did."""
+        try:
+            stat = (folder / LABELS).stat()
+        except OSError:
+            return False
+        if (stat.st_ino, stat.st_size) == state.labels_at:
+            return False
+        state.labels_at = (stat.st_ino, stat.st_size)
+        state.labelled = folder_labelled_levels(folder)
+        return True
 
     def forget_unread(self) -> None:
         """Forget the folders not read since the last call (rolled out of every window): memory follows
@@ -200,11 +238,13 @@ def _read_folder(folder: Path) -> list[Observation]:
         return []
     results = _results(RunFolder.open(folder).verdicts())
     levels = folder_levels(folder) or []
+    labelled = folder_labelled_levels(folder)
     batch = []
     for line in path.read_text(encoding="utf-8").splitlines():
         observation = _observation(folder, line)
         if observation is not None:
-            observation.results = results.get(observation.conversation.partition("/")[2], {})
+            cid = observation.conversation.partition("/")[2]
+            observation.results = _with_label(results.get(cid, {}), labelled.get(cid))
             observation.levels = levels
             batch.append(observation)
     return batch
@@ -247,7 +287,8 @@ def metric_names(observations: Sequence[Observation], criteria: Sequence[str] = 
 
 
 def _triage(observation: Observation, metric: str) -> bool | None:
-    """Under- or over-triage of one conversation: against its expected level (the trace's), else, for
+    """Under- or over-triage of one conversation: against its expected level (a clinician's label, else
+    the trace's), else, for
     under-triage, the floor its patient's red flags set. None (left out): no outcome recorded (an errored
     conversation, or one not read), no expected level or red flag, an expected level that is not a level;
     for `under_triage_decided` also no decision; for `over_triage` a floor alone (it cannot say "too high")."""
@@ -298,7 +339,7 @@ def unit_of(metric: str) -> str:
     if kind == "outcome":
         return "conversations with a recorded outcome"
     if kind == "over_triage":
-        return "conversations with a recorded outcome and an expected level from the trace"
+        return "conversations with a recorded outcome and an exact expected level (clinician-labelled or from the trace)"
     if kind == "under_triage_decided":
         return "conversations the bot advised a level, with an expected level or a red flag"
     if kind == "under_triage":
@@ -318,7 +359,10 @@ def left_out(metric: str) -> str:
     if kind in TRIAGE_METRICS:
         base = "conversations with no recorded outcome (errored or not read)"
         if kind == "over_triage":
-            return f"{base}, and those without an expected level from the trace (a red-flag floor cannot show over-triage)"
+            return (
+                f"{base}, and those without an exact expected level, clinician-labelled or from the trace "
+                "(a red-flag floor cannot show over-triage)"
+            )
         decided = ", and those the bot left with no decision" if kind == "under_triage_decided" else ""
         return f"{base}, those with neither an expected level nor a red flag in the patient's words{decided}"
     return "conversations without a pass or fail verdict for the criterion (not judged, n/a, error)"

@@ -354,4 +354,9 @@ def cmd_labels_export(args: argparse.Namespace) -> int:
     )
     print(f"wrote {count} blind transcripts to {transcripts} and a labels sheet to {labels}")
     print(f"fill in the label column (pass, fail or n/a), then: simulator calibrate {args.run} {labels}")
+    if "expected_level" in labels.read_text(encoding="utf-8").partition("\n")[0]:
+        print(
+            "and the expected_level column (the level each conversation needed), then: "
+            f"simulator labels import {args.run} {labels} --labeller NAME"
+        )
     return 0

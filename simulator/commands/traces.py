@@ -15,7 +15,7 @@ from simulator.errors import UserError
 MAX_PROBLEMS_PRINTED = 20
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _register_import(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     imp = subparsers.add_parser(
         "import",
         help="import production traces or transcripts into a run folder (judge/report them as usual)",
@@ -39,9 +39,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     imp.add_argument("--exclude-system", action="store_true", help="do not keep system prompts")
     imp.add_argument("--suite", type=Path, help="attach this suite's judges and outcome levels to the run")
     imp.add_argument(
+        "--expected-attribute",
+        metavar="ATTR",
+        help="otel: span attribute holding the conversation's expected outcome level (needs --suite), as "
+        "in collect: under- and over-triage against it (docs/outcome-sources.md)",
+    )
+    imp.add_argument(
         "--decision-tool", default="record_decision", help="tool whose call arguments are the bot's decision"
     )
     imp.set_defaults(handler=cmd_import)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    _register_import(subparsers)
 
     pop = subparsers.add_parser(
         "compare-populations",
@@ -96,6 +106,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             exclude_system=args.exclude_system,
             suite=args.suite,
             decision_tool=args.decision_tool,
+            expected_attribute=args.expected_attribute,
         )
     )
     for problem in (summary.problems + summary.skipped)[:MAX_PROBLEMS_PRINTED]:
@@ -108,6 +119,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"left out: {calls} LLM calls recorded without their messages; to keep them, {fix}",
             file=sys.stderr,
         )
+    for warning in summary.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     redacted = ", ".join(f"{k} {v}" for k, v in sorted(summary.redactions.items())) or "nothing"
     print(
         f"imported {summary.conversations} conversations ({summary.turns} turns) from {summary.records} "

@@ -68,18 +68,34 @@ def stored_suite(
     return manifest.rebuild_suite(folder)
 
 
-def imported_scenarios(manifest: Manifest) -> list[Scenario]:
-    """The scenarios of an imported run, from its manifest: expected values and tags as mapped on import."""
+def imported_scenarios(manifest: Manifest, folder: Path | None = None) -> list[Scenario]:
+    """The scenarios of an imported run, from its manifest: expected values and tags as mapped on import,
+    with the expected levels clinicians labelled in `folder`'s labels.jsonl over the trace's."""
+    labelled = _labelled_levels(manifest, folder)
     return [
         Scenario(
             id=entry.id,
             persona="a real user (imported conversation)",
             goal="unknown: this conversation was imported, not simulated",
-            expected=entry.expected,
+            expected={**entry.expected, **labelled.get(entry.id, {})},
             tags=entry.tags,
         )
         for entry in manifest.scenarios
     ]
+
+
+def _labelled_levels(manifest: Manifest, folder: Path | None) -> dict[str, dict[str, str]]:
+    """{scenario id: {outcome key: level}} from the clinicians' labels (record/labelled_levels.py)."""
+    outcome = manifest.suite.outcome if manifest.suite is not None else None
+    if folder is None or outcome is None:
+        return {}
+    from simulator.record.labelled_levels import read_labelled_levels
+
+    found = read_labelled_levels(folder, f"outcome.{outcome.key}")
+    if not found.levels:
+        return {}
+    records = RunFolder.open(folder).conversations_stored()
+    return {r.scenario_id: {outcome.key: found.levels[r.id]} for r in records if r.id in found.levels}
 
 
 def stored_scenarios(manifest: Manifest, folder: Path | None = None) -> tuple[list[Scenario], list[str]]:
@@ -87,7 +103,7 @@ def stored_scenarios(manifest: Manifest, folder: Path | None = None) -> tuple[li
     file that moved or changed since the run is refused, naming it (record/recorded.py), so a re-judge
     never reads another tree of scenarios whatever the working directory."""
     if manifest.kind == "imported":
-        return imported_scenarios(manifest), []
+        return imported_scenarios(manifest, folder), []
     from simulator.record.recorded import recorded_scenarios
 
     if not any(entry.file for entry in manifest.scenarios):

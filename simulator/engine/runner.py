@@ -51,7 +51,14 @@ from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
 from simulator.record.models import ConversationRecord
 from simulator.record.redact import redacted_suite, register_secrets, suite_secrets
-from simulator.record.selection import fidelity_items, is_fidelity_check, item_of, judged_items, of_judge_set
+from simulator.record.selection import (
+    fidelity_items,
+    is_fidelity_check,
+    item_of,
+    judged_items,
+    of_judge_set,
+    outcome_items_moved,
+)
 from simulator.users.base import SimulatedUser
 from simulator.users.prompt import USER_PROMPT_TEMPLATE
 
@@ -437,7 +444,8 @@ async def judge_run(
         if retry_errors:
             redo = _errored_items(folder, current)
             folder.drop_verdicts(lambda v: not (of_judge_set(v, current) and item_of(v) in redo))
-        judged = judged_items(folder.verdicts(), current)
+        stored = list(folder.verdicts())
+        judged = judged_items(stored, current) - outcome_items_moved(stored, current, scenarios)
         auditor = make_auditor(suite, hub, folder.read_manifest().models.user)
         audited = audited_ids(folder) if auditor is not None else set()
         todo = [r for r in records if judges.pending(r, judged) or (auditor and audit_pending(r, audited))]

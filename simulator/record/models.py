@@ -216,3 +216,6 @@ class Label(StrictModel):
     criterion_id: str
     label: LabelValue
     note: str | None = None
+    # On the outcome criterion of a conversation without a scenario (imported, collected): the level the
+    # clinician says it needed, its expected level from then on (record/labelled_levels.py).
+    expected_level: str | None = None

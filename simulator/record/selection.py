@@ -30,12 +30,13 @@ __all__ = [
     "labels_by_item",
     "latest_labels",
     "of_judge_set",
+    "outcome_items_moved",
     "select_verdicts",
 ]
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
@@ -84,6 +85,21 @@ def judged_items(verdicts: Iterable[Verdict], judge_set: str, *, result: str | N
         for v in verdicts
         if v.judge_set_hash == judge_set and not v.is_sample and (result is None or v.result == result)
     }
+
+
+def outcome_items_moved(verdicts: Iterable[Verdict], judge_set: str, scenarios: Iterable[Any]) -> set[Item]:
+    """The outcome items `judge_set` compared against another expected value than their scenario now has
+    (an imported conversation a clinician labelled since: record/labelled_levels.py): a re-judge judges them
+    again, and its new line wins."""
+    now = {s.id: s.expected for s in scenarios}
+    moved = set()
+    for v in verdicts:
+        if v.judge_set_hash != judge_set or v.is_sample or not v.criterion_id.startswith("outcome."):
+            continue
+        expected = now.get(v.scenario_id, {}).get(v.criterion_id.removeprefix("outcome."))
+        if expected is not None and v.expected != expected:
+            moved.add(item_of(v))
+    return moved
 
 
 def fidelity_items(verdicts: Iterable[Verdict]) -> set[Item]:

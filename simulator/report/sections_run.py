@@ -94,6 +94,15 @@ def _red_flag_note(outcome: OutcomeMetrics) -> list[Note]:
     """What the red-flag floor's rate counts and leaves out, when conversations without a scenario had one,
     and how the red flags compare with the scenarios' own levels."""
     notes = []
+    if outcome.clinician_labelled:
+        notes.append(
+            Note(
+                f"Expected levels: {outcome.clinician_labelled} of the {outcome.conversations} conversations "
+                "counted against an expected level are clinician-labelled (a clinician read the conversation "
+                "and recorded the level it needed: `simulator labels import`); a clinician's level outranks "
+                "the trace's and the red-flag floor, so under- and over-triage count them exactly."
+            )
+        )
     check = outcome.red_flag_check
     if check is not None and check.checked:
         notes.append(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__: list[str] = []
 
+from simulator.analysis.outcome import OutcomeMetrics
 from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.model import Report
 from simulator.report.section import Figure, Figures, FindingLine, Findings, Section, State
@@ -58,6 +59,14 @@ def _figure(label: str, value: RateView, bad: bool) -> Figure:
     )
 
 
+def _labelled(outcome: OutcomeMetrics) -> str:
+    """Where the expected levels came from, when clinicians labelled any (record/labelled_levels.py): a
+    rate against a clinician's level is not one against a scenario's, and its words say so."""
+    if not outcome.clinician_labelled:
+        return ""
+    return f" (expected level clinician-labelled on {outcome.clinician_labelled} of {outcome.conversations})"
+
+
 def _critical(report: Report) -> list[Figure]:
     """The critical level's sensitivity and under-triage; without an outcome key, the failure rates of
     the criteria of severity critical."""
@@ -66,7 +75,7 @@ def _critical(report: Report) -> list[Figure]:
         sens, under = outcome.critical_sensitivity, outcome.under_triage
         return [
             _figure(f"{outcome.critical} sensitivity (escalated)", sens, sens.k < sens.n),
-            _figure("under-triage incl. no decision", under, under.k > 0),
+            _figure("under-triage incl. no decision" + _labelled(outcome), under, under.k > 0),
         ]
     rows = [r for r in report.criteria if r.severity == "critical" and r.fail_rate.n]
     return [_figure(f"{r.id} failure rate", r.fail_rate, r.fail_rate.k > 0) for r in rows][
@@ -93,7 +102,8 @@ def _others(report: Report) -> list[Figure]:
     ]
     outcome = report.outcome
     if outcome is not None:
-        for label, value in (("over-triage", outcome.over_triage), ("no decision", outcome.no_decision)):
+        over = "over-triage" + _labelled(outcome)
+        for label, value in ((over, outcome.over_triage), ("no decision", outcome.no_decision)):
             figures.append(
                 Figure(label, pct(value.rate), rate_sub(value), "warn" if value.k else None, value)
             )

@@ -17,7 +17,7 @@ from simulator.record.hashing import sha256_file
 from simulator.record.manifest import Manifest, RoleModels, RunCounts, ScenarioEntry, Session
 from simulator.record.models import ConversationRecord
 from simulator.safefiles import WAITS, FileRefused, open_regular
-from simulator.traces.mapping import load_mapping
+from simulator.traces.mapping import Mapping, load_mapping
 from simulator.traces.messages import Conversation, Parsed, SkippedRecord
 from simulator.traces.redact import Redactor, load_redactor
 
@@ -37,6 +37,8 @@ class ImportOptions:
     exclude_system: bool = False
     suite: Path | None = None
     decision_tool: str = "record_decision"
+    # otel: the span attribute holding the expected outcome level (collect's `--expected-attribute`).
+    expected_attribute: str | None = None
 
 
 @dataclass
@@ -50,6 +52,7 @@ class ImportSummary:
     skipped: list[SkippedRecord] = field(default_factory=list)  # conversations skipped
     redactions: dict[str, int] = field(default_factory=dict)
     silence: dict[str, int] = field(default_factory=dict)  # LLM calls without their messages, by the fix
+    warnings: list[str] = field(default_factory=list)
 
 
 def detect_format(path: Path) -> str:
@@ -82,17 +85,37 @@ def _refuse_binary(path: Path, raw: bytes) -> None:
         )
 
 
-def _parse(options: ImportOptions, fmt: str) -> Parsed:
+def _parse(options: ImportOptions, fmt: str, suite: Any) -> Parsed:
+    mapping = load_mapping(options.mapping)
     if fmt == "otel":
         from simulator.traces.otlp import read_otlp
 
-        return read_otlp(options.source, options.conversation_key)
+        return read_otlp(options.source, options.conversation_key, _otel_expected(options, mapping, suite))
+    if options.expected_attribute is not None:
+        raise UserError(
+            f"--expected-attribute reads OTel span attributes; {options.source} is {fmt}: name the field "
+            "holding the expected level in the mapping's `expected` (--mapping, docs/traces.md)"
+        )
     from simulator.traces.plain import read_csv, read_jsonl
 
-    mapping = load_mapping(options.mapping)
     if options.conversation_key:
         mapping.conversation = options.conversation_key
     return (read_csv if fmt == "csv" else read_jsonl)(options.source, mapping)
+
+
+def _otel_expected(options: ImportOptions, mapping: Mapping, suite: Any) -> dict[str, str]:
+    """{expected key: span attribute} for an OTel file: `--expected-attribute` for the suite's outcome key
+    (as `simulator collect` reads it), and a mapping's `expected: {key: attribute}` (its flat form)."""
+    found = dict(mapping.expected) if options.mapping and isinstance(mapping.expected, dict) else {}
+    if options.expected_attribute is None:
+        return found
+    if suite is None or suite.outcome is None:
+        raise UserError(
+            f"--expected-attribute {options.expected_attribute}: needs --suite with `outcome:` (its key "
+            "names what the attribute holds); or map it in --mapping as `expected: {KEY: ATTRIBUTE}`"
+        )
+    found[suite.outcome.key] = options.expected_attribute
+    return found
 
 
 def _redacted(conversation: Conversation, redactor: Redactor, exclude_system: bool) -> Conversation:
@@ -125,9 +148,10 @@ def import_source(options: ImportOptions) -> ImportSummary:
     redactor = load_redactor(options.redact, enabled=not options.no_redact)
     suite, suite_file, suite_hash = _suite_data(options.suite)
     try:
-        parsed = _parse(options, fmt)
+        parsed = _parse(options, fmt, suite)
     except UnicodeDecodeError as exc:
         raise UserError(f"{options.source}: not UTF-8 text (byte {exc.start}); export it as UTF-8") from None
+    _spell_levels(suite, parsed)
     now = datetime.now(UTC)
     records, entries, skipped = _convert(parsed, redactor, options, now)
     problems = [SkippedRecord(p.file, p.line, redactor.text(p.reason)) for p in parsed.problems]
@@ -171,7 +195,42 @@ def import_source(options: ImportOptions) -> ImportSummary:
         skipped=skipped,
         redactions=dict(redactor.counts),
         silence=dict(parsed.silence.most_common()),
+        warnings=_not_levels(suite, entries),
     )
+
+
+def _spell_levels(suite: Any, parsed: Parsed) -> None:
+    """An expected level written in another case or with spaces (`GP `) spelt as the suite spells it, as
+    the outcome check and collect's live rates compare (case and spaces aside)."""
+    outcome = suite.outcome if suite is not None else None
+    if outcome is None:
+        return
+    spelt = {level.casefold(): level for level in outcome.levels}
+    for conversation in parsed.conversations:
+        value = conversation.expected.get(outcome.key)
+        if isinstance(value, str) and value.strip().casefold() in spelt:
+            conversation.expected[outcome.key] = spelt[value.strip().casefold()]
+
+
+def _not_levels(suite: Any, entries: list[ScenarioEntry]) -> list[str]:
+    """Expected outcome values that are none of the suite's levels (a trace's own words, `routine`): they
+    are left out of under- and over-triage like collect's, and the import says so, naming them."""
+    outcome = suite.outcome if suite is not None else None
+    if outcome is None:
+        return []
+    levels = {level.casefold() for level in outcome.levels}
+    odd = [
+        (entry.id, entry.expected[outcome.key])
+        for entry in entries
+        if outcome.key in entry.expected and str(entry.expected[outcome.key]).strip().casefold() not in levels
+    ]
+    if not odd:
+        return []
+    named = ", ".join(f"{cid} ({value!r})" for cid, value in odd[:5])
+    return [
+        f"{len(odd)} conversations carry an expected {outcome.key} that is not an outcome level ({named}); "
+        f"they are left out of under- and over-triage. Levels: {', '.join(outcome.levels)}"
+    ]
 
 
 def _checked_format(options: ImportOptions) -> str:
@@ -238,6 +297,7 @@ def _source(
         "format": fmt,
         "conversation_key": options.conversation_key,
         "mapping": str(options.mapping) if options.mapping else None,
+        "expected_attribute": options.expected_attribute,
         "exclude_system": options.exclude_system,
         "redaction": "off" if options.no_redact else str(options.redact or "built-in patterns"),
         "redacted": dict(redactor.counts),

@@ -10,7 +10,7 @@ conversation already holds.
 
 from __future__ import annotations
 
-__all__ = ["Span", "conversations_from_spans", "own_key", "read_otlp"]
+__all__ = ["Span", "conversations_from_spans", "expected_level", "own_key", "read_otlp"]
 
 import json
 import re
@@ -225,6 +225,16 @@ def own_key(span: Span, key_attr: str | None) -> Any:
     return None
 
 
+def expected_level(spans: list[Span], attribute: str) -> str | None:
+    """The expected level a conversation's spans carry (`--expected-attribute`, for `collect` and `import`
+    alike): the attribute on the latest span (or its resource) that has it, stripped; None when none has."""
+    for span in sorted(spans, key=lambda s: s.end, reverse=True):
+        value = span.attributes.get(attribute, span.resource.get(attribute))
+        if value is not None and str(value).strip():
+            return str(value).strip()
+    return None
+
+
 def _model(span: Span) -> str | None:
     attrs = span.attributes
     model = (
@@ -236,15 +246,40 @@ def _model(span: Span) -> str | None:
     return f"{provider}:{model}" if provider else str(model)
 
 
-def read_otlp(path: Path, key_attr: str | None = None) -> Parsed:
-    """Every conversation in an OTLP JSON file, stitched and de-duplicated; bad spans reported and skipped."""
+def read_otlp(path: Path, key_attr: str | None = None, expected: dict[str, str] | None = None) -> Parsed:
+    """Every conversation in an OTLP JSON file, stitched and de-duplicated; bad spans reported and skipped.
+    `expected` ({outcome key: span attribute}) gives each conversation the expected values its spans carry."""
     parsed = Parsed([])
     spans = _spans(path, parsed)
     _check_key(path, spans, key_attr)
-    found = conversations_from_spans(spans, _keys(spans, key_attr), str(path), parsed)
+    keys = _keys(spans, key_attr)
+    found = conversations_from_spans(spans, keys, str(path), parsed)
     if spans and not found.conversations:
         raise _no_messages(path, len(spans), found.silence)
+    if expected:
+        _read_expected(path, spans, keys, found, expected)
     return found
+
+
+def _read_expected(
+    path: Path, spans: list[Span], keys: dict[tuple[str, str], str], found: Parsed, expected: dict[str, str]
+) -> None:
+    """Each conversation's expected values from its spans' attributes. An attribute no span has at all is
+    a one-line error (a misspelt name would otherwise leave every conversation without an expected level)."""
+    for attribute in expected.values():
+        if not any(attribute in s.attributes or attribute in s.resource for s in spans):
+            raise UserError(
+                f"--expected-attribute {attribute}: no span or resource in {path} has this attribute; "
+                "name the attribute your service writes the expected level to"
+            )
+    by_key: dict[str, list[Span]] = {}
+    for span in spans:
+        by_key.setdefault(keys[span.ref], []).append(span)
+    for conversation in found.conversations:
+        for key, attribute in expected.items():
+            value = expected_level(by_key.get(conversation.key, []), attribute)
+            if value is not None:
+                conversation.expected[key] = value
 
 
 def conversations_from_spans(

@@ -127,6 +127,8 @@ def test_a_v2_folder_reads_as_text_parts_and_reports_as_the_version_that_wrote_i
         after["outcome"].pop(k) for k in ("red_flag_under_triage", "red_flag_left_out", "red_flag_check")
     ]
     assert floor == [None, 0, None]
+    # Deliberate change (issue 46): expected levels a clinician labelled; a simulated run has none.
+    assert after["outcome"].pop("clinician_labelled") == 0
     # Deliberate change (issue 44): zero-rate texts, dropped by assert_cost_counts_requests_made.
     assert_cost_counts_requests_made(before, after)
     # Deliberate change: a clustered interval names its unit (vignettes), where it said "scenarios".

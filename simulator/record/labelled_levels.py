@@ -12,7 +12,7 @@ and `drift` (collect/trends.py). A clinician-labelled level outranks the trace's
 
 from __future__ import annotations
 
-__all__ = ["LabelledLevels", "labelled_levels", "read_labelled_levels"]
+__all__ = ["labelled_levels", "read_labelled_levels"]
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field

@@ -39,19 +39,11 @@ async def read_bounded(
                 async for chunk in response.aiter_bytes():
                     size += len(chunk)
                     if size > max_bytes:
-                        raise BotError(
-                            "invalid_reply",
-                            f"{who}'s answer is longer than {max_bytes:,} bytes (after decompression); it "
-                            "was cut there (bot.max_reply_bytes)",
-                        )
+                        raise _too_long(who, max_bytes)
                     chunks.append(chunk)
                 return response.status_code, b"".join(chunks)
     except TimeoutError as exc:
-        raise BotError(
-            "timeout",
-            f"{who} did not answer within {timeout_s or 0:g} s (bot.timeout_s, the whole answer's deadline; "
-            f"{size:,} bytes had arrived)",
-        ) from exc
+        raise _late(who, timeout_s, size) from exc
 
 
 async def read_bounded_aiohttp(
@@ -75,16 +67,24 @@ async def read_bounded_aiohttp(
                 async for chunk in response.content.iter_chunked(64 * 1024):
                     size += len(chunk)
                     if size > max_bytes:
-                        raise BotError(
-                            "invalid_reply",
-                            f"{who}'s answer is longer than {max_bytes:,} bytes (after decompression); it "
-                            "was cut there (bot.max_reply_bytes)",
-                        )
+                        raise _too_long(who, max_bytes)
                     chunks.append(chunk)
                 return int(response.status), b"".join(chunks)
     except TimeoutError as exc:
-        raise BotError(
-            "timeout",
-            f"{who} did not answer within {timeout_s or 0:g} s (bot.timeout_s, the whole answer's deadline; "
-            f"{size:,} bytes had arrived)",
-        ) from exc
+        raise _late(who, timeout_s, size) from exc
+
+
+def _too_long(who: str, max_bytes: int) -> BotError:
+    return BotError(
+        "invalid_reply",
+        f"{who}'s answer is longer than {max_bytes:,} bytes (after decompression); it was cut there "
+        "(bot.max_reply_bytes)",
+    )
+
+
+def _late(who: str, timeout_s: float | None, size: int) -> BotError:
+    return BotError(
+        "timeout",
+        f"{who} did not answer within {timeout_s or 0:g} s (bot.timeout_s, the whole answer's deadline; "
+        f"{size:,} bytes had arrived)",
+    )

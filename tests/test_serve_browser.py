@@ -115,10 +115,12 @@ async def test_blind_labelling_then_calibration(desk: tuple[str, DeskFolders], s
             await page.check('input[name="label"][value="fail"]')
             await page.fill('textarea[name="note"]', f"note {number}")
             await page.click("#save")
+            await page.locator("#judge").wait_for()  # the click's page, not the one before it
             assert await page.locator("#judge").count() == 1  # the verdict shows once the label is saved
             if number == 0:
                 await page.screenshot(path=str(shots / "desk-label-saved.png"), full_page=True)
             await page.click("#next-item")
+        await page.locator("#done").wait_for()
         assert await page.locator("#done").count() == 1
         labels = [x for x in RunFolder.open(folders.runs / "tiny").labels() if x.labeller == "Dr Grey"]
         assert len(labels) == 4 and sorted(x.note or "" for x in labels) == [f"note {i}" for i in range(4)]
@@ -127,6 +129,7 @@ async def test_blind_labelling_then_calibration(desk: tuple[str, DeskFolders], s
                   for i, x in enumerate(labels)]  # fmt: skip
         RunFolder.open(folders.runs / "tiny").append_labels(second)
         await page.click("text=See the calibration")
+        await page.locator('section[data-criterion="asks-danger-signs"] table').nth(1).wait_for()
         judge_table, between = await page.locator(
             'section[data-criterion="asks-danger-signs"] table'
         ).all_inner_texts()

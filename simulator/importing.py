@@ -6,6 +6,7 @@ from __future__ import annotations
 __all__ = ["import_callable"]
 
 import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,10 @@ def import_callable(spec: str, form: str, example: str) -> Callable[..., Any]:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"'{spec}' must look like {form} (e.g. {example})")
+    if module_name not in sys.modules:
+        # A module file written after this process first looked in its folder (a test, a notebook, the
+        # pytest plugin's suites) is invisible to the finders' cached listings until they are refreshed.
+        importlib.invalidate_caches()
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # an ImportError, or the module raised while importing

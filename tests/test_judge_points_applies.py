@@ -10,6 +10,7 @@ import pytest
 
 from simulator.analysis.points import conversation_score, points_summary
 from simulator.analysis.rundata import load_run
+from simulator.authoring.distinct import similarity
 from simulator.config.scenario import Scenario
 from simulator.config.suite import ProviderSettings
 from simulator.errors import UserError
@@ -161,6 +162,16 @@ def test_applies_when_conditions(when: dict[str, object], stop: str, user: str, 
 def test_facts_revealed_counts_facts_the_user_told() -> None:
     assert facts_revealed(SCENARIO.facts, conversation(user="my left arm hurts, the pain goes there")) == 1
     assert facts_revealed(SCENARIO.facts, conversation(user="hello")) == 0
+
+
+@pytest.mark.parametrize("word", ["his", "mum", "since", "does"])
+def test_applies_when_and_the_near_duplicate_check_leave_out_the_same_words(word: str) -> None:
+    # One list (text/words.py, FACT_FILLER): "his" and "mum" were once only the near-duplicate check's, so a
+    # user who said "his" had told half of "his wheeze"; "does" only applies_when's.
+    assert facts_revealed([f"{word} wheeze"], conversation(user=f"it is about {word}")) == 0
+    told = SCENARIO.model_copy(update={"facts": ["wheeze"]})
+    again = SCENARIO.model_copy(update={"id": "again", "facts": [f"wheeze {word}"]})
+    assert similarity(told, again) == 1.0
 
 
 async def test_the_judge_is_not_asked_where_a_criterion_cannot_apply() -> None:

@@ -10,19 +10,15 @@ from __future__ import annotations
 
 __all__ = ["AppliesWhen", "applicability", "facts_revealed"]
 
-import re
 from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
 from simulator.models import StrictModel
 from simulator.record.models import ConversationRecord, StopReason
-from simulator.text.words import FUNCTION_WORDS
+from simulator.text.content import fact_words
 
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-_WORD = re.compile(r"[a-z0-9]+")
-# Words too common to say which fact was told.
-_STOP = FUNCTION_WORDS | {"since"}
 
 
 class AppliesWhen(StrictModel):
@@ -42,20 +38,16 @@ class AppliesWhen(StrictModel):
     )
 
 
-def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
-
-
 def facts_revealed(facts: list[str], record: ConversationRecord) -> int:
     """How many facts the simulated user told: at least half of a fact's content words in its messages."""
     said: set[str] = set()
     for turn in record.turns:
         if turn.role == "user":
             for message in turn.messages:
-                said |= _content_words(message)
+                said |= fact_words(message)
     count = 0
     for fact in facts:
-        words = _content_words(fact)
+        words = fact_words(fact)
         if words and len(words & said) * 2 >= len(words):
             count += 1
     return count

@@ -1,11 +1,16 @@
-"""Words too common to say what a message is about: the one list the offline user (which fact a question
-asks for) and `applies_when` (which facts the user told) leave out of a text's content words."""
+"""Words too common to say what a message is about, the one home of every stop-word list.
+
+The offline user (which fact a question asks for), the judges' fidelity checks and `text/meaning` leave
+`CHAT_WORDS` out of a text's content words; fact overlap (`applies_when`'s facts the user told,
+`authoring/distinct`'s near-duplicate vignettes) leaves out `FACT_FILLER`: the function words plus what two
+facts may share without telling the same thing.
+"""
 
 from __future__ import annotations
 
-__all__ = ["CHAT_WORDS", "FUNCTION_WORDS"]
+__all__ = ["CHAT_WORDS", "FACT_FILLER"]
 
-# Articles, pronouns, auxiliaries and prepositions.
+# Articles, pronouns, auxiliaries, prepositions, conjunctions and degree words ("a bit", "very").
 FUNCTION_WORDS = frozenset(
     [
         "a",
@@ -17,6 +22,7 @@ FUNCTION_WORDS = frozenset(
         "at",
         "be",
         "been",
+        "bit",
         "but",
         "by",
         "did",
@@ -27,6 +33,10 @@ FUNCTION_WORDS = frozenset(
         "had",
         "has",
         "have",
+        "he",
+        "her",
+        "him",
+        "his",
         "i",
         "in",
         "is",
@@ -40,21 +50,31 @@ FUNCTION_WORDS = frozenset(
         "of",
         "on",
         "or",
+        "our",
+        "she",
+        "so",
         "some",
         "than",
         "that",
         "the",
+        "their",
+        "them",
         "then",
+        "there",
+        "they",
         "this",
         "to",
         "very",
         "was",
+        "we",
         "were",
         "with",
         "yes",
+        "you",
+        "your",
     ]
 )
-# What people add in a chat that carries no fact: greetings, fillers, question words, more pronouns.
+# What people add in a chat that carries no fact: greetings, fillers, question words, vague verbs.
 CHAT_WORDS = FUNCTION_WORDS | frozenset(
     [
         "again",
@@ -77,13 +97,9 @@ CHAT_WORDS = FUNCTION_WORDS | frozenset(
         "going",
         "got",
         "having",
-        "he",
         "hello",
-        "her",
         "here",
         "hi",
-        "him",
-        "his",
         "how",
         "if",
         "into",
@@ -99,32 +115,24 @@ CHAT_WORDS = FUNCTION_WORDS | frozenset(
         "once",
         "only",
         "other",
-        "our",
         "out",
         "over",
         "own",
         "please",
         "right",
         "same",
-        "she",
         "should",
-        "so",
         "something",
         "still",
         "such",
         "tell",
         "thank",
         "thanks",
-        "their",
-        "them",
-        "there",
         "these",
-        "they",
         "those",
         "too",
         "under",
         "up",
-        "we",
         "well",
         "what",
         "when",
@@ -136,8 +144,14 @@ CHAT_WORDS = FUNCTION_WORDS | frozenset(
         "will",
         "would",
         "yeah",
-        "you",
-        "your",
         "yours",
     ]
 )
+# Who the patient is to the speaker: a vignette that only turns "my son" into "my daughter" tells nothing new,
+# and a user who says "my mum" has not yet told the fact about her.
+RELATION_WORDS = frozenset(
+    ["dad", "daughter", "father", "husband", "mother", "mum", "partner", "son", "wife"]
+)
+# Fact overlap leaves out the function words, the relations and "since". The offline user keeps the last
+# two: its vocabulary reads "since" as onset, and a question about "your son" asks for the fact about him.
+FACT_FILLER = FUNCTION_WORDS | RELATION_WORDS | {"since"}

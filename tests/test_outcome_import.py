@@ -29,7 +29,7 @@ def test_imported_otel_traces_get_their_outcome_from_the_bot_s_messages(tmp_path
     got = {cid: (d.value, d.quote) for cid, d in decided.items() if d is not None}
     assert got["conv-1001"] == ("emergency", "Call 999 now and chew an aspirin if you are not allergic.")
     assert got["conv-1002"][0] == "self_care" and got["conv-1003"][0] == "emergency"
-    assert len(got) == 4  # every conversation has its recorded outcome, though none carries an expectation
+    assert len(got) == 4  # every conversation has its recorded outcome, though none was given an expectation
     agreement = outcome_agreement(run)
     assert agreement is not None and agreement.mix == {"self_care": 2, "emergency": 2}
 
@@ -93,7 +93,9 @@ def test_the_shipped_transcripts_figures_from_messages_equal_their_known_truth(t
     assert (check.critical, check.critical_below) == (len(emergencies), ["real-002#0"])
 
 
-def test_otel_traces_without_an_expected_level_are_held_to_the_patient_s_red_flags(tmp_path: Path) -> None:
+def test_otel_traces_imported_without_their_expected_level_are_held_to_the_patient_s_red_flags(
+    tmp_path: Path,
+) -> None:
     run = load_run(_imported("examples/traces/otel_traces.json", tmp_path / "otel", "messages", "state"))
     flags = {r.id.split("#")[0]: decided_outcome(run, r) for r in run.conversations}
     got = {cid: (d.red_flag.value, d.red_flag.quote) for cid, d in flags.items() if d and d.red_flag}
@@ -111,3 +113,31 @@ def test_otel_traces_without_an_expected_level_are_held_to_the_patient_s_red_fla
     run_folder = str(tmp_path / "otel")
     assert main(["gate", run_folder, "--require", "red_flag_under_triage <= 80%"]) == 0
     assert main(["gate", run_folder, "--require", "red_flag_under_triage <= 50%"]) == 3
+
+
+def test_otel_traces_with_the_nurse_s_level_give_what_the_docs_show(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # docs/outcome-sources.md: the shipped traces carry the nurse's level (`app.nurse_disposition`, on each
+    # conversation's last span); named on import, all four are measured exactly, through the real commands.
+    out = str(tmp_path / "otel-nurse")
+    assert main(["import", str(ROOT / "examples/traces/otel_traces.json"), "--out", out, "--suite", SUITE,
+                 "--expected-attribute", "app.nurse_disposition"]) == 0  # fmt: skip
+    assert main(["judge", out, "--outcome-source", "messages", "state"]) == 0
+    run = load_run(Path(out))
+    expected = {r.scenario_id[:9]: run.expected[r.scenario_id]["triage_level"] for r in run.conversations}
+    assert expected == {
+        "conv-1001": "emergency", "conv-1002": "self_care", "conv-1003": "emergency", "8397fac1c": "self_care",
+    }  # fmt: skip
+    metrics = outcome_metrics(run)
+    assert metrics is not None
+    assert (metrics.under_triage.k, metrics.under_triage.n) == (0, 4)
+    assert (metrics.over_triage.k, metrics.over_triage.n) == (0, 4)
+    assert metrics.red_flag_under_triage is None  # the trace's level outranks the floor on every one
+    check = metrics.red_flag_check
+    assert check is not None and (check.checked, check.above_expected, check.critical_below) == (4, [], [])
+    capsys.readouterr()
+    assert main(["report", out]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "under-triage incl. no decision 0.0% · 0/4 · 95% ≤52.7%" in shown
+    assert "over-triage 0.0% · 0/4 · 95% ≤52.7%" in shown

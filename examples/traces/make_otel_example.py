@@ -3,7 +3,9 @@ OpenTelemetry SDK the way an instrumented chatbot emits GenAI spans.
 
 Three conversations use the current conventions (`gen_ai.input.messages` / `gen_ai.output.messages` /
 `gen_ai.system_instructions` on each `chat` span, each span repeating the history); one uses the older
-per-message events (`gen_ai.user.message`, `gen_ai.choice`, ...). Run: `python examples/traces/make_otel_example.py`.
+per-message events (`gen_ai.user.message`, `gen_ai.choice`, ...). Each conversation's last span carries the
+disposition the service's nurse gave on review, `app.nurse_disposition` (its expected level:
+`simulator import --expected-attribute app.nurse_disposition`). Run: `python examples/traces/make_otel_example.py`.
 The names, numbers and dates in it are invented, and `simulator import` redacts them.
 """
 
@@ -62,6 +64,14 @@ CONVERSATIONS: list[tuple[str, list[tuple[str, str]]]] = [
     ),
 ]
 DECISIONS = {"conv-1001": "emergency", "conv-1002": "self_care", "conv-1003": "emergency"}
+# The nurse who reviewed each conversation wrote back the level it needed onto its last span.
+NURSE_ATTRIBUTE = "app.nurse_disposition"
+NURSE = {
+    "conv-1001": "emergency",
+    "conv-1002": "self_care",
+    "conv-1003": "emergency",
+    "conv-1004": "self_care",
+}
 OLD_STYLE = (
     "conv-1004",
     [
@@ -78,7 +88,12 @@ def _text(role: str, text: str) -> dict[str, Any]:
 
 
 def _chat_span(
-    tracer: Any, conversation: str, history: list[dict[str, Any]], output: list[dict[str, Any]], at: int
+    tracer: Any,
+    conversation: str,
+    history: list[dict[str, Any]],
+    output: list[dict[str, Any]],
+    at: int,
+    extra: dict[str, str] | None = None,
 ) -> None:
     attributes = {
         "gen_ai.operation.name": "chat",
@@ -88,6 +103,7 @@ def _chat_span(
         "gen_ai.system_instructions": json.dumps([{"type": "text", "content": SYSTEM}]),
         "gen_ai.input.messages": json.dumps(history),
         "gen_ai.output.messages": json.dumps(output),
+        **(extra or {}),
     }
     span = tracer.start_span(f"chat {MODEL}", start_time=at, attributes=attributes)
     span.end(end_time=at + 900_000_000)
@@ -109,7 +125,7 @@ def new_style(tracer: Any, conversation: str, turns: list[tuple[str, str]], at: 
         "arguments": {"triage_level": decision},
     }
     output = [{"role": "assistant", "parts": [call], "finish_reason": "tool_call"}]
-    _chat_span(tracer, conversation, history, output, at)
+    _chat_span(tracer, conversation, history, output, at, {NURSE_ATTRIBUTE: NURSE[conversation]})
     return at + 60_000_000_000
 
 
@@ -148,6 +164,7 @@ def main(out: Path | None = None) -> Path:
         tracer.start_span("invoke_agent triage-bot", start_time=at), end_on_exit=False
     ) as root:
         old_style(tracer, *OLD_STYLE, at)
+        root.set_attribute(NURSE_ATTRIBUTE, NURSE[OLD_STYLE[0]])
         root.end(end_time=at + 120_000_000_000)
     provider.shutdown()
     out.write_text(

@@ -133,35 +133,25 @@ async def draft_vignettes(
     return batch
 
 
+# The fields a draft file holds, in the order people write them.
+_DRAFT_FIELDS = (
+    "id",
+    "draft",
+    "persona",
+    "goal",
+    "facts",
+    "key_facts",
+    "volunteers",
+    "expected",
+    "tags",
+    "notes",
+)
+
+
 def draft_text(draft: Scenario) -> str:
     """A draft as the YAML file a reviewer reads (fields in the order people write them)."""
-    data = draft.model_dump(
-        include={
-            "id",
-            "persona",
-            "goal",
-            "facts",
-            "key_facts",
-            "volunteers",
-            "expected",
-            "tags",
-            "draft",
-            "notes",
-        }
-    )
-    order = [
-        "id",
-        "draft",
-        "persona",
-        "goal",
-        "facts",
-        "key_facts",
-        "volunteers",
-        "expected",
-        "tags",
-        "notes",
-    ]
-    return yaml.safe_dump({k: data[k] for k in order}, sort_keys=False, allow_unicode=True, width=110)
+    data = draft.model_dump(include=set(_DRAFT_FIELDS))
+    return yaml.safe_dump({k: data[k] for k in _DRAFT_FIELDS}, sort_keys=False, allow_unicode=True, width=110)
 
 
 def write_drafts(batch: DraftBatch, queue: Path) -> list[Path]:

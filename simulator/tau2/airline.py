@@ -12,6 +12,7 @@ __all__ = ["TOOLS"]
 import ast
 import operator
 import re
+from collections.abc import Callable
 from typing import Any
 
 from simulator.tau2.domain import DomainTool
@@ -164,77 +165,86 @@ def _object(strings: dict[str, str], integers: dict[str, str] | None = None) -> 
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-_MODULE = "simulator.tau2.airline"
-TOOLS = {
-    "get_user_details": DomainTool(
-        function=f"{_MODULE}:get_user_details",
-        description="Get the details of a user, including their reservations.",
-        parameters=_string("user_id", "The user id, such as 'sara_doe_496'."),
-    ),
-    "get_reservation_details": DomainTool(
-        function=f"{_MODULE}:get_reservation_details",
-        description="Get the details of a reservation.",
-        parameters=_string("reservation_id", "The reservation id, such as '8JX2WO'."),
-    ),
-    "cancel_reservation": DomainTool(
-        function=f"{_MODULE}:cancel_reservation",
-        description="Cancel the whole reservation; payments are refunded to their original methods.",
-        parameters=_string("reservation_id", "The reservation id, such as 'ZFA04Y'."),
-    ),
-    "transfer_to_human_agents": DomainTool(
-        function=f"{_MODULE}:transfer_to_human_agents",
-        description="Transfer the user to a human agent, with a summary of their issue.",
-        parameters=_string("summary", "A summary of the user's issue."),
-    ),
-    "calculate": DomainTool(
-        function=f"{_MODULE}:calculate",
-        description="Calculate the result of an arithmetic expression.",
-        parameters=_string("expression", "Numbers, + - * / and brackets, such as '2 * 50 + 12'."),
-    ),
-    "search_direct_flight": DomainTool(
-        function=f"{_MODULE}:search_direct_flight",
-        description="Search direct flights between two airports on a date.",
-        parameters=_object(
+def _tool(
+    function: Callable[..., Any], description: str, parameters: dict[str, Any]
+) -> tuple[str, DomainTool]:
+    """A tool under its function's name (tau2's tool names are this module's function names)."""
+    name = function.__name__
+    return name, DomainTool(function=f"{__name__}:{name}", description=description, parameters=parameters)
+
+
+TOOLS = dict(
+    [
+        _tool(
+            get_user_details,
+            "Get the details of a user, including their reservations.",
+            _string("user_id", "The user id, such as 'sara_doe_496'."),
+        ),
+        _tool(
+            get_reservation_details,
+            "Get the details of a reservation.",
+            _string("reservation_id", "The reservation id, such as '8JX2WO'."),
+        ),
+        _tool(
+            cancel_reservation,
+            "Cancel the whole reservation; payments are refunded to their original methods.",
+            _string("reservation_id", "The reservation id, such as 'ZFA04Y'."),
+        ),
+        _tool(
+            transfer_to_human_agents,
+            "Transfer the user to a human agent, with a summary of their issue.",
+            _string("summary", "A summary of the user's issue."),
+        ),
+        _tool(
+            calculate,
+            "Calculate the result of an arithmetic expression.",
+            _string("expression", "Numbers, + - * / and brackets, such as '2 * 50 + 12'."),
+        ),
+        _tool(
+            search_direct_flight,
+            "Search direct flights between two airports on a date.",
+            _object(
+                {
+                    "origin": "IATA code, such as 'JFK'.",
+                    "destination": "IATA code, such as 'LAX'.",
+                    "date": "YYYY-MM-DD.",
+                }
+            ),
+        ),
+        _tool(
+            get_flight_status,
+            "Get the status of a flight on a date.",
+            _object({"flight_number": "Such as 'HAT001'.", "date": "YYYY-MM-DD."}),
+        ),
+        _tool(
+            update_reservation_baggages,
+            "Update the checked bags of a reservation; added non-free bags are paid with payment_id.",
+            _object(
+                {"reservation_id": "The reservation id.", "payment_id": "A payment method id of the user."},
+                integers={
+                    "total_baggages": "All checked bags.",
+                    "nonfree_baggages": "The bags that are paid for.",
+                },
+            ),
+        ),
+        _tool(
+            update_reservation_passengers,
+            "Update the passengers' details of a reservation; their number cannot change.",
             {
-                "origin": "IATA code, such as 'JFK'.",
-                "destination": "IATA code, such as 'LAX'.",
-                "date": "YYYY-MM-DD.",
-            }
-        ),
-    ),
-    "get_flight_status": DomainTool(
-        function=f"{_MODULE}:get_flight_status",
-        description="Get the status of a flight on a date.",
-        parameters=_object({"flight_number": "Such as 'HAT001'.", "date": "YYYY-MM-DD."}),
-    ),
-    "update_reservation_baggages": DomainTool(
-        function=f"{_MODULE}:update_reservation_baggages",
-        description="Update the checked bags of a reservation; added non-free bags are paid with payment_id.",
-        parameters=_object(
-            {"reservation_id": "The reservation id.", "payment_id": "A payment method id of the user."},
-            integers={
-                "total_baggages": "All checked bags.",
-                "nonfree_baggages": "The bags that are paid for.",
-            },
-        ),
-    ),
-    "update_reservation_passengers": DomainTool(
-        function=f"{_MODULE}:update_reservation_passengers",
-        description="Update the passengers' details of a reservation; their number cannot change.",
-        parameters={
-            "type": "object",
-            "properties": {
-                "reservation_id": {"type": "string"},
-                "passengers": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {k: {"type": "string"} for k in ("first_name", "last_name", "dob")},
-                        "required": ["first_name", "last_name", "dob"],
+                "type": "object",
+                "properties": {
+                    "reservation_id": {"type": "string"},
+                    "passengers": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {k: {"type": "string"} for k in ("first_name", "last_name", "dob")},
+                            "required": ["first_name", "last_name", "dob"],
+                        },
                     },
                 },
+                "required": ["reservation_id", "passengers"],
             },
-            "required": ["reservation_id", "passengers"],
-        },
-    ),
-}
+        ),
+    ]
+)

@@ -10,37 +10,29 @@ from functools import lru_cache
 # The sentinel a simulated user sends to end the conversation (users/base.py hands it to every user).
 END = "[END]"
 
+# What the persona would never send, in order (the first that matches names the reason), matched case-blind.
 _BREAKS = [
-    (
-        re.compile(r"\bas an? (ai|a\.i\.|artificial intelligence|assistant|language model|llm)\b", re.I),
-        "said it is an AI",
-    ),
-    (re.compile(r"\b(large )?language model\b", re.I), "mentioned being a language model"),
-    (
-        re.compile(r"\bi('m| am) (an? )?(ai|chatbot|bot|virtual assistant|assistant)\b", re.I),
-        "said it is an AI",
-    ),
-    (
-        re.compile(r"\b(this is|this was|it's|it is) (just )?(a|an) (test|simulation|role[- ]?play)\b", re.I),
-        "said this is a test",
-    ),
-    (
-        re.compile(r"\b(simulated user|role[- ]?playing|in character|out of character)\b", re.I),
-        "talked about the role-play",
-    ),
-    (re.compile(r"\bhow (can|may) i (help|assist) you\b", re.I), "switched to the assistant's side"),
-    (
-        re.compile(r"\b(i('m| am)|we('re| are)) (always )?(here|happy|glad) to (help|assist)\b", re.I),
-        "switched to the assistant's side",
-    ),
-    (
-        re.compile(r"\byour (friendly |helpful )?(virtual )?assistant\b", re.I),
-        "switched to the assistant's side",
-    ),
-    (
-        re.compile(r"\bis there anything else i can (help|do|assist)\b", re.I),
-        "switched to the assistant's side",
-    ),
+    (re.compile(pattern, re.I), reason)
+    for pattern, reason in [
+        (r"\bas an? (ai|a\.i\.|artificial intelligence|assistant|language model|llm)\b", "said it is an AI"),
+        (r"\b(large )?language model\b", "mentioned being a language model"),
+        (r"\bi('m| am) (an? )?(ai|chatbot|bot|virtual assistant|assistant)\b", "said it is an AI"),
+        (
+            r"\b(this is|this was|it's|it is) (just )?(a|an) (test|simulation|role[- ]?play)\b",
+            "said this is a test",
+        ),
+        (
+            r"\b(simulated user|role[- ]?playing|in character|out of character)\b",
+            "talked about the role-play",
+        ),
+        (r"\bhow (can|may) i (help|assist) you\b", "switched to the assistant's side"),
+        (
+            r"\b(i('m| am)|we('re| are)) (always )?(here|happy|glad) to (help|assist)\b",
+            "switched to the assistant's side",
+        ),
+        (r"\byour (friendly |helpful )?(virtual )?assistant\b", "switched to the assistant's side"),
+        (r"\bis there anything else i can (help|do|assist)\b", "switched to the assistant's side"),
+    ]
 ]
 # One pass over the text for the common case (no break); the list, in order, names the reason when it hits.
 _ANY_BREAK = re.compile("|".join(f"(?:{pattern.pattern})" for pattern, _ in _BREAKS), re.I)

@@ -15,10 +15,9 @@ from typing import Any
 from simulator.authoring.draft import Writer, vignette_fields
 from simulator.authoring.pathway import Pathway
 from simulator.errors import UserError
-from simulator.jsonbounds import JSONRefused, loads_bounded
-from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
+from simulator.providers.base import ProviderError
 from simulator.providers.hub import ModelHub
-from simulator.traces.draft import DRAFT_SCHEMA
+from simulator.traces.draft import ask_for_draft
 
 PROMPT = (
     "You write test vignettes for a health triage service: a simulated patient (or someone writing for "
@@ -28,18 +27,9 @@ PROMPT = (
     "two to four background facts a real person might add (history, medicines, circumstances). Never add a "
     "red flag or a symptom beyond those given, never a diagnosis, never advice."
 )
-SCHEMA = DRAFT_SCHEMA  # the same answer as a draft from a real conversation: persona, goal, facts
 
 
-def _answer(text: str, parsed: Any, model: str) -> dict[str, Any]:
-    data = parsed
-    if data is None:
-        try:
-            data = loads_bounded(text, "the draft")
-        except JSONRefused:
-            raise UserError(
-                f"{model} did not answer with a JSON draft; try another --model, or none (offline)"
-            ) from None
+def _checked(data: Any, model: str) -> dict[str, Any]:
     ok = isinstance(data, dict) and all(
         isinstance(data.get(k), str) and data[k].strip() for k in ("persona", "goal")
     )
@@ -57,25 +47,17 @@ def model_writer(hub: ModelHub, model: str) -> Writer:
         pathway: Pathway, level: str, flags: tuple[str, ...], number: int, key: str
     ) -> dict[str, Any]:
         fields = vignette_fields(pathway, level, flags, number, key)
-        client, bare = hub.client(model)
         card = (
             f"Pathway: {pathway.title}\nDisposition: {level}\nOpens with: {pathway.complaint or pathway.title}\n"
             "Red flags (they reveal these only when asked):\n" + "\n".join(f"- {f}" for f in flags)
         )
-        request = ModelRequest(
-            model=bare,
-            system=PROMPT,
-            messages=[ChatMessage(role="user", content=card)],
-            max_tokens=600,
-            temperature=0.7,
-            output_schema=SCHEMA,
-            schema_name="draft_vignette",
-        )
         try:
-            response = await client.generate(request)
+            answer = await ask_for_draft(
+                hub, model, PROMPT, card, max_tokens=600, temperature=0.7, schema_name="draft_vignette"
+            )
         except ProviderError as exc:
             raise UserError(f"drafting with {model} failed: {exc}; nothing was written") from None
-        data = _answer(response.text, response.parsed, model)
+        data = _checked(answer, model)
         background = [str(f).strip() for f in data["facts"] if str(f).strip()]
         fields.update(
             persona=data["persona"].strip(),

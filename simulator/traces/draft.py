@@ -8,7 +8,7 @@ clinician, and the scenario is marked `draft: true`, which `run` refuses until s
 
 from __future__ import annotations
 
-__all__ = ["draft_from_run", "draft_offline", "draft_yaml"]
+__all__ = ["ask_for_draft", "draft_from_run", "draft_offline", "draft_yaml"]
 
 import re
 from pathlib import Path
@@ -93,28 +93,45 @@ def draft_offline(record: ConversationRecord) -> dict[str, Any]:
     return {"persona": persona, "goal": goal, "facts": facts}
 
 
-async def draft_with_model(record: ConversationRecord, hub: ModelHub, model: str) -> dict[str, Any]:
-    """Persona, goal and facts written by a model from the transcript (structured output)."""
+async def ask_for_draft(
+    hub: ModelHub,
+    model: str,
+    system: str,
+    content: str,
+    *,
+    max_tokens: int,
+    temperature: float,
+    schema_name: str,
+) -> Any:
+    """A model's draft under DRAFT_SCHEMA (persona, goal, facts) as structured output: the parsed answer, else
+    its text read as JSON; a one-line error naming the fix when it is not JSON. The caller checks the fields."""
     client, bare = hub.client(model)
-    transcript = f"<transcript>\n{render_transcript(record.turns)}\n</transcript>"
     request = ModelRequest(
         model=bare,
-        system=DRAFT_PROMPT,
-        messages=[ChatMessage(role="user", content=transcript)],
-        max_tokens=800,
-        temperature=0.0,
+        system=system,
+        messages=[ChatMessage(role="user", content=content)],
+        max_tokens=max_tokens,
+        temperature=temperature,
         output_schema=DRAFT_SCHEMA,
-        schema_name="draft_scenario",
+        schema_name=schema_name,
     )
     response = await client.generate(request)
-    data = response.parsed
-    if data is None:
-        try:
-            data = loads_bounded(response.text, "the draft")
-        except JSONRefused:
-            raise UserError(
-                f"{model} did not answer with a JSON draft; try another --model, or none (offline)"
-            ) from None
+    if response.parsed is not None:
+        return response.parsed
+    try:
+        return loads_bounded(response.text, "the draft")
+    except JSONRefused:
+        raise UserError(
+            f"{model} did not answer with a JSON draft; try another --model, or none (offline)"
+        ) from None
+
+
+async def draft_with_model(record: ConversationRecord, hub: ModelHub, model: str) -> dict[str, Any]:
+    """Persona, goal and facts written by a model from the transcript (structured output)."""
+    transcript = f"<transcript>\n{render_transcript(record.turns)}\n</transcript>"
+    data = await ask_for_draft(
+        hub, model, DRAFT_PROMPT, transcript, max_tokens=800, temperature=0.0, schema_name="draft_scenario"
+    )
     if not isinstance(data, dict) or not all(
         isinstance(data.get(k), str) and data[k] for k in ("persona", "goal")
     ):

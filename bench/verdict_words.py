@@ -24,11 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simulator.analysis.simulators import induced_by, pair_tests  # noqa: E402
 from simulator.loop.change_verdict import verdict_word  # noqa: E402
-from tests.test_verdict_words import _flaky, _simulated  # noqa: E402
-
-METRICS = 6
+from tests.support.planted_verdicts import flaky, induced_labels, planted_try, simulated  # noqa: E402
 
 
 def _old_try(fixed: int, broken: int, before: int, after: int, moves: list[tuple[int, int]]) -> str:
@@ -42,25 +39,12 @@ def _old_try(fixed: int, broken: int, before: int, after: int, moves: list[tuple
 def _planted_try(
     rng: random.Random, before: list[float], after: list[float], repeats: int
 ) -> tuple[str, str]:
-    fixed = broken = n_before = n_after = 0
-    for p_a, p_b in zip(before, after, strict=True):
-        for _ in range(repeats):
-            a, b = rng.random() < p_a, rng.random() < p_b
-            fixed += a and not b
-            broken += b and not a
-            n_before += a
-            n_after += b
-    moves = []
-    for _ in range(METRICS):
-        regressions = improvements = 0
-        for _ in range(22):
-            p = rng.choice([0.0, 0.0, 0.1, 0.3, 0.5])
-            for _ in range(repeats):
-                a, b = rng.random() < p, rng.random() < p
-                regressions += b and not a
-                improvements += a and not b
-        moves.append((regressions, improvements))
-    return verdict_word(fixed, broken, n_after, moves), _old_try(fixed, broken, n_before, n_after, moves)
+    """One planted `try`'s verdict, new rule and old."""
+    t = planted_try(rng, before, after, repeats)
+    return (
+        verdict_word(t.fixed, t.broken, t.failures_after, t.moves),
+        _old_try(t.fixed, t.broken, t.failures_before, t.failures_after, t.moves),
+    )
 
 
 def _share(words: list[str], hit: set[str]) -> str:
@@ -99,15 +83,10 @@ def planted(seeds: int) -> None:
     ):
         new = old = one_total = 0
         for _ in range(seeds):
-            by_pair = _simulated(rng, fail, 22, repeats)
-            tests = pair_tests(by_pair, levels)
-            under: dict[str, set[str]] = {}
-            for (scenario, _), fails in by_pair.items():
-                under.setdefault(scenario, set()).update(lv for lv, f in fails.items() if f)
-            one = [next(iter(u)) for u in under.values() if len(u) == 1]
-            one_total += len(one)
-            old += len(one)
-            new += sum(induced_by(lv, levels, tests) is not None for lv in one)
+            labelled, one = induced_labels(simulated(rng, fail, 22, repeats), levels)
+            new += labelled
+            one_total += one
+            old += one  # the old rule labelled every one-simulator failure
         scenario_seeds = 22 * seeds
         print(
             f"likely simulator-induced, {label}: new {100 * new / scenario_seeds:.1f}% of scenario-seeds "
@@ -117,7 +96,7 @@ def planted(seeds: int) -> None:
         ("bot fails 50% whatever the user says, user tells the fact 50%, 6 repeats", (0.5, 0.5, 0.5, 6)),
         ("bot fails iff the fact is missed (95%/0%), 12 repeats", (0.5, 0.95, 0.0, 12)),
     ):
-        ps = [_flaky(rng, *args) for _ in range(seeds)]
+        ps = [flaky(rng, *args) for _ in range(seeds)]
         called = sum(p is not None and p < 0.05 for p in ps)
         print(f"flaky simulation (provenance), {label}: {100 * called / seeds:.1f}%")
 

@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import random
 
-from simulator.analysis.simulators import induced_by, pair_tests
-from simulator.analysis.variance import fact_outcome_p
 from simulator.loop.change_verdict import verdict_word
-from simulator.record.models import FactProvenance
 from simulator.stats.evidence import ALPHA, fisher_greater, sign_test_greater, smallest_significant_flips
-from tests.test_report_support import record
+from tests.support.planted_verdicts import METRICS, flaky, induced_labels, planted_try, simulated
 
 SEEDS = 400
-METRICS = 6  # paired metrics compare checks besides the target
 
 
 def test_the_exact_tests_match_a_hand_calculation() -> None:
@@ -28,26 +24,8 @@ def test_the_exact_tests_match_a_hand_calculation() -> None:
 
 
 def _try(rng: random.Random, before: list[float], after: list[float], repeats: int) -> str:
-    """One planted `try`: each vignette of the proposal fails with `before[v]` in A and `after[v]` in B,
-    and METRICS other metrics, unchanged, fail with a vignette-specific rate in both runs."""
-    fixed = broken = left = 0
-    for p_a, p_b in zip(before, after, strict=True):
-        for _ in range(repeats):
-            a, b = rng.random() < p_a, rng.random() < p_b
-            fixed += a and not b
-            broken += b and not a
-            left += b
-    moves = []
-    for _ in range(METRICS):
-        regressions = improvements = 0
-        for _ in range(22):
-            p = rng.choice([0.0, 0.0, 0.1, 0.3, 0.5])
-            for _ in range(repeats):
-                a, b = rng.random() < p, rng.random() < p
-                regressions += b and not a
-                improvements += a and not b
-        moves.append((regressions, improvements))
-    return verdict_word(fixed, broken, left, moves)
+    planted = planted_try(rng, before, after, repeats)
+    return verdict_word(planted.fixed, planted.broken, planted.failures_after, planted.moves)
 
 
 def test_a_change_that_does_nothing_reads_no_evidence() -> None:
@@ -73,33 +51,13 @@ def test_a_real_break_reads_broke_something() -> None:
     assert hits / SEEDS >= 0.9
 
 
-def _simulated(
-    rng: random.Random, fail: dict[str, float], vignettes: int, repeats: int
-) -> dict[tuple[str, int], dict[str, bool]]:
-    return {
-        (f"v{v:02d}", r): {level: rng.random() < p for level, p in fail.items()}
-        for v in range(vignettes)
-        for r in range(repeats)
-    }
-
-
-def _induced_labels(by_pair: dict[tuple[str, int], dict[str, bool]], levels: list[str]) -> tuple[int, int]:
-    """(scenarios labelled likely simulator-induced, scenarios failing under one simulator only)."""
-    tests = pair_tests(by_pair, levels)
-    under: dict[str, set[str]] = {}
-    for (scenario, _), fails in by_pair.items():
-        under.setdefault(scenario, set()).update(level for level, failed in fails.items() if failed)
-    one = [next(iter(u)) for u in under.values() if len(u) == 1]
-    return sum(induced_by(level, levels, tests) is not None for level in one), len(one)
-
-
 def test_an_intermittent_bot_flaw_is_not_called_simulator_induced() -> None:
     # The issue's planted case: the bot fails 30% of the time under every simulator, 22 vignettes.
     rng = random.Random(4)
     labelled = seen = 0
     for _ in range(SEEDS):
-        got, one = _induced_labels(
-            _simulated(rng, {"offline": 0.3, "denier": 0.3}, 22, 1), ["offline", "denier"]
+        got, one = induced_labels(
+            simulated(rng, {"offline": 0.3, "denier": 0.3}, 22, 1), ["offline", "denier"]
         )
         labelled, seen = labelled + got, seen + one
     assert seen > SEEDS  # the old rule would have labelled every one of these
@@ -110,39 +68,21 @@ def test_a_simulator_that_makes_the_bot_fail_is_found() -> None:
     rng = random.Random(5)
     found = 0
     for _ in range(SEEDS):
-        got, one = _induced_labels(
-            _simulated(rng, {"offline": 0.0, "denier": 0.5}, 22, 1), ["offline", "denier"]
+        got, one = induced_labels(
+            simulated(rng, {"offline": 0.0, "denier": 0.5}, 22, 1), ["offline", "denier"]
         )
         found += got == one and one > 0
     assert found / SEEDS >= 0.9
 
 
-def _repeat(index: int, fact_told: bool) -> FactProvenance:
-    return FactProvenance(
-        fact=0, text="pain spreads to the arm", status="volunteered" if fact_told else "missed"
-    )
-
-
-def _flaky(
-    rng: random.Random, told_p: float, fail_if_missed: float, fail_if_told: float, repeats: int
-) -> float | None:
-    failing, passing = [], []
-    for r in range(repeats):
-        told = rng.random() < told_p
-        failed = rng.random() < (fail_if_told if told else fail_if_missed)
-        rec = record("s", r, provenance=[_repeat(r, told)])
-        (failing if failed else passing).append(rec)
-    return fact_outcome_p(failing, passing)
-
-
 def test_a_flaky_bot_that_meets_a_chatty_user_is_not_called_a_flaky_simulation() -> None:
     # The bot fails half the time whatever the user says; the user volunteers the fact half the time.
     rng = random.Random(6)
-    called = sum((p := _flaky(rng, 0.5, 0.5, 0.5, 6)) is not None and p < ALPHA for _ in range(SEEDS))
+    called = sum((p := flaky(rng, 0.5, 0.5, 0.5, 6)) is not None and p < ALPHA for _ in range(SEEDS))
     assert called / SEEDS <= ALPHA
 
 
 def test_a_user_who_withholds_the_fact_is_called_a_flaky_simulation() -> None:
     rng = random.Random(7)
-    called = sum((p := _flaky(rng, 0.5, 0.95, 0.0, 12)) is not None and p < ALPHA for _ in range(SEEDS))
+    called = sum((p := flaky(rng, 0.5, 0.95, 0.0, 12)) is not None and p < ALPHA for _ in range(SEEDS))
     assert called / SEEDS >= 0.8

@@ -4,13 +4,18 @@ after a restart, and `kill -9` of the real command mid-stream."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -178,3 +183,145 @@ def test_rolling_folders_every_n_conversations_and_across_a_restart(tmp_path: Pa
     assert {r.bot_conversation_id for f in folders for r in RunFolder.open(f).conversations()} == {
         f"k{n}" for n in range(8)
     }
+
+
+# ----------------------------------------------------------------------------------------- group commit
+
+
+def _one_span_each(count: int) -> list[Any]:
+    """`count` conversations of one GenAI span each, made by the real SDK (each is one export request)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    for number in range(count):
+        genai_turns(provider, f"one-{number}", [(f"question {number}", "answer")])
+    return list(memory.get_finished_spans())
+
+
+def _line_ends(spool: Path) -> dict[str, int]:
+    """Each spooled span's id and where its line ends in the file (bytes); a line still being written (no
+    newline yet) is not counted."""
+    ends, offset = {}, 0
+    for line in spool.read_bytes().splitlines(keepends=True):
+        offset += len(line)
+        if line.endswith(b"\n"):
+            ends[json.loads(line)["s"]] = offset
+    return ends
+
+
+@contextmanager
+def _released(gates: list[threading.Event]) -> Iterator[None]:
+    """Every held sync let go on the way out, also when an assertion failed (the server can then stop)."""
+    try:
+        yield
+    finally:
+        for gate in gates:
+            gate.set()
+
+
+def test_concurrent_requests_share_a_sync_and_none_is_answered_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eight real OTLP exporters each send one span at once while the first sync is held (a slow disk): all
+    eight lines are written and none is answered; releasing the first sync answers only requests whose lines
+    it covered, and one more sync answers the rest (two syncs for eight requests)."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from simulator.collect import spool as spool_module
+
+    real = spool_module._datasync
+    gates = [threading.Event() for _ in range(3)]
+    synced: list[int] = []  # each sync's file size when it began: the bytes it covers
+
+    def held_sync(fd: int) -> None:
+        number = len(synced)
+        synced.append(os.fstat(fd).st_size)
+        assert gates[number].wait(20)
+        real(fd)
+
+    monkeypatch.setattr(spool_module, "_datasync", held_sync)
+    spans = _one_span_each(8)
+    out = tmp_path / "live"
+    c = collector(out, fsync=True, idle_s=60)
+    answers: dict[str, SpanExportResult] = {}
+
+    def export(span: Any) -> None:
+        exporter = OTLPSpanExporter(endpoint=f"{url}/v1/traces", timeout=15)
+        answers[format(span.context.span_id, "016x")] = exporter.export([span])
+        exporter.shutdown()
+
+    with receiver(c) as url, _released(gates):
+        threads = [threading.Thread(target=export, args=(span,)) for span in spans]
+        for thread in threads:
+            thread.start()
+        wait_for(lambda: len(_line_ends(c.spool.spool_path)) == 8)  # every request has written its line
+        time.sleep(0.3)  # room for a wrong early answer to arrive
+        assert answers == {} and len(synced) == 1  # ... and waits for the one sync in flight
+        ends = _line_ends(c.spool.spool_path)
+        covered = {span_id for span_id, end in ends.items() if end <= synced[0]}  # written before it began
+        gates[0].set()
+        wait_for(lambda: len(answers) >= 1)
+        time.sleep(0.3)
+        assert set(answers) <= covered  # the first sync answers only requests whose lines it covered
+        gates[1].set()
+        gates[2].set()
+        for thread in threads:
+            thread.join(20)
+    assert answers == dict.fromkeys(ends, SpanExportResult.SUCCESS)
+    assert len(synced) <= 2 and synced[-1] == c.spool.spool_path.stat().st_size
+    assert c.counts["spans"] == 8
+
+
+def test_a_failed_sync_is_refused_and_the_spool_rewritten_before_the_next_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync that fails (the disk full) answers 503 with why, never 200; the next request rewrites the
+    spool from what the collector holds, so the exporter's retry is answered 200 once the spans are on disk,
+    and the conversation is written once."""
+    import errno
+
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from simulator.collect import spool as spool_module
+
+    real = spool_module._datasync
+    failures = [OSError(errno.ENOSPC, "No space left on device")]
+
+    def full_once(fd: int) -> None:
+        if failures:
+            raise failures.pop()
+        real(fd)
+
+    monkeypatch.setattr(spool_module, "_datasync", full_once)
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    genai_turns(provider, "kid", TURNS)
+    body = encode_spans(memory.get_finished_spans()).SerializeToString()
+    out = tmp_path / "live"
+    c = collector(out, fsync=True, idle_s=3)  # not closed before the retry
+    headers = {"Content-Type": "application/x-protobuf"}
+    with receiver(c) as url:
+        refused = httpx.post(f"{url}/v1/traces", content=body, headers=headers)
+        assert refused.status_code == 503 and refused.headers["Retry-After"] == "5"
+        assert "could not write its spool to disk (No space left on device)" in refused.text
+        assert "retry later" in refused.text
+        assert c.spool.broken is not None and c.counts["refused_disk"] == 1
+        retried = httpx.post(f"{url}/v1/traces", content=body, headers=headers)
+        assert retried.status_code == 200 and c.spool.broken is None  # rewritten (and synced) first
+        assert set(_line_ends(c.spool.spool_path)) == {
+            format(s.context.span_id, "016x") for s in memory.get_finished_spans()
+        }
+        assert "No space left on device" in httpx.get(f"{url}/status").json()["health"]["last_problem"]
+        wait_for(lambda: c.counts["conversations"] == 1)
+    (record,) = records(out)
+    assert [t.text for t in record.turns] == [m for pair in TURNS for m in pair]

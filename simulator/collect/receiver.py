@@ -66,7 +66,7 @@ def _handler(collector: Collector, kind: str, token: str | None) -> Any:
                 kind,
                 limit,
             )
-            collector.accept_decoded(decoded)
+            await collector.accept_durably(decoded)  # answered once its spans are on disk
         except BodyError as exc:
             collector.counts[f"refused_{exc.status}"] += 1
             return _refuse(exc.status, str(exc))
@@ -76,10 +76,14 @@ def _handler(collector: Collector, kind: str, token: str | None) -> Any:
         except PatternTimeout as exc:  # the operator's own redaction rule: refused, never kept unredacted
             collector.counts["refused_redaction"] += 1
             return _refuse(422, f"nothing kept: {exc}")
-        except OSError as exc:  # the spool could not be written: nothing was accepted
+        except OSError as exc:  # the spool could not be written or synced: nothing is answered accepted
             collector.counts["refused_disk"] += 1
+            collector.disk_failed(exc)
             return _refuse(
-                503, f"the collector cannot write its spool ({exc.strerror}); retry later", str(BUSY_RETRY_S)
+                503,
+                f"the collector could not write its spool to disk ({exc.strerror or exc}); nothing of this "
+                "request is acknowledged: retry later",
+                str(BUSY_RETRY_S),
             )
         return accepted_answer(decoded, kind, request.headers.get("content-type", ""))
 

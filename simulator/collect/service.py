@@ -58,6 +58,7 @@ class Accepted:
 
     fresh: int
     decoded: Decoded
+    ticket: int = 0  # the spool's appends up to this request's: on disk before it is answered
 
 
 class Collector:
@@ -182,7 +183,25 @@ class Collector:
 
     def accept_decoded(self, decoded: Decoded, now: float | None = None) -> Accepted:
         """`accept` for a request already decoded at the door (collect/decode.py `decode_export`)."""
+        accepted = self.take(decoded, now)
+        self.spool.sync(accepted.ticket)
+        return accepted
+
+    async def accept_durably(self, decoded: Decoded) -> Accepted:
+        """`accept_decoded` on the event loop: the spool synced off it, one sync shared by the requests
+        that wrote meanwhile (spool.py, group commit). Returns once this request's spans are on disk."""
+        accepted = self.take(decoded)
+        await self.spool.durable(accepted.ticket)
+        return accepted
+
+    def take(self, decoded: Decoded, now: float | None = None) -> Accepted:
+        """A decoded request's fresh spans written to the spool (*not yet synced*: its `ticket` says up to
+        where it must be) and added to their conversations. Its ticket covers every earlier append too, so
+        a span already taken by a request still waiting for its sync is not answered before it is on disk.
+        After a failed write or sync the spool is rewritten first (spool.py `broken`)."""
         now = time.monotonic() if now is None else now
+        if self.spool.broken is not None:
+            self._compact()
         if decoded.rejected:
             self.counts["rejected_spans"] += len(decoded.rejected_spans)
             self.counts["rejected_log_records"] += len(decoded.rejected_logs)
@@ -196,7 +215,7 @@ class Collector:
         self.counts["duplicates"] += len(spans) - len(fresh)
         self.assembler.add(fresh, now, self.spool.append(fresh))
         self.counts["spans"] += len(fresh)
-        return Accepted(len(fresh), decoded)
+        return Accepted(len(fresh), decoded, self.spool.written)
 
     def _problem(self, kind: str, message: str) -> None:
         """A notice for the operator (throttled), and the health figure's last problem."""
@@ -395,6 +414,7 @@ class Collector:
         """Stop writing: manifests flushed; open conversations stay in the spool for the next start."""
         self.folders.flush(self._progress())
         self.folders.stop()
+        self.spool.close()
 
     def status(self) -> dict[str, Any]:
         return {
@@ -413,6 +433,13 @@ class Collector:
             },
             "judge": dict(self.judge.counts) if self.judge is not None else None,
         }
+
+    def disk_failed(self, exc: OSError) -> None:
+        """The spool could not be written or synced: said (throttled) and kept as the last problem; the
+        requests it covered were refused, and the next one rewrites the spool first (`take`)."""
+        self._problem(
+            "disk", f"cannot write the spool to disk ({exc.strerror or exc}); requests refused (503)"
+        )
 
     def loop_failed(self, exc: Exception) -> None:
         """The close loop's guard: an error outside any one conversation (the disk, a manifest) is said and

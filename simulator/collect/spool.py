@@ -1,8 +1,8 @@
 """The collector's journal: every accepted span, redacted, on disk before the exporter hears "accepted".
 
 Two append-only files under `OUT/.collect/`:
-- `spool.jsonl`: one redacted span a line, fsync'd before the HTTP response, so an accepted span survives
-  a crash or a restart;
+- `spool.jsonl`: one redacted span a line, on disk (fdatasync'd) before the HTTP response, so an accepted
+  span survives a crash or a restart;
 - `closed.jsonl`: one line per conversation closed, written *before* its record is appended (a write-ahead
   marker: the run folder and record id it goes to, and the spans it is made of).
 
@@ -10,14 +10,25 @@ On start the collector replays both: a marker whose record is missing from its f
 (the crash came between marker and record), a marker whose record is there is done, and every span of no
 marker belongs to a conversation still open. Nothing accepted is lost and nothing is written twice. The
 spool is then rewritten with the open spans only (and again whenever it grows past its size limit).
+
+Group commit: a request's lines are written at once (in arrival order, on the event loop), and the request
+is answered when a sync that began after its write has finished (`durable`). One sync runs at a time, in a
+thread so the event loop goes on taking requests; the requests that wrote while it ran share the next one.
+One exporter sending one span a request (the SDK's SimpleSpanProcessor) pays a sync per request, many at
+once pay one between them. A failed write or sync fails every request it covered and marks the spool
+`broken`: after one, Linux may have dropped the pages it did not write, so a later sync succeeding proves
+nothing about them. The collector rewrites the spool from what it holds (`compact_held`, into a new file,
+synced) before it takes another request.
 """
 
 from __future__ import annotations
 
 __all__ = ["Marker", "Spool"]
 
+import asyncio
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +71,15 @@ class Spool:
         root.mkdir(parents=True, exist_ok=True)
         self.spool_path = root / SPOOL
         self.closed_path = root / CLOSED
+        self._fd: int | None = None  # the spool, open for appending between requests (reopened on a rewrite)
+        self._end = 0  # its size: where the next line goes
+        self.written = 0  # appends so far: the ticket `durable` waits for
+        self._synced = 0  # appends known on disk
+        self._round: asyncio.Future[None] | None = None  # the sync in flight
+        self._syncer: ThreadPoolExecutor | None = None
+        self.broken: OSError | None = (
+            None  # a write or sync failed: rewrite (`compact_held`) before appending
+        )
 
     def _write(self, path: Path, text: str) -> None:
         with path.open("a", encoding="utf-8") as handle:
@@ -69,18 +89,94 @@ class Spool:
                 os.fsync(handle.fileno())
 
     def append(self, spans: list[Span]) -> list[tuple[int, int]]:
-        """Append spans in one write; returns once they are on disk, with where each line is (offset and
-        length in bytes), for the assembler to read them back when their conversation closes."""
+        """Append spans in one write, *not yet synced* (`sync` or `durable` with `written` as the ticket);
+        where each line is (offset and length in bytes), for the assembler to read them back when their
+        conversation closes."""
         if not spans:
             return []
         lines = [to_line(s).encode("utf-8") for s in spans]
-        with self.spool_path.open("ab") as handle:
-            offset = handle.seek(0, os.SEEK_END)
-            handle.write(b"".join(lines))
-            handle.flush()
-            if self.fsync:
-                os.fsync(handle.fileno())
+        if self._fd is None:
+            self._open()
+        assert self._fd is not None
+        offset, data = self._end, b"".join(lines)
+        try:
+            view = memoryview(data)
+            while view:  # a write may be short (a signal, a full disk): the rest, or the error
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            self.broken = exc  # a part of a line may be in the file: rewritten before the next append
+            raise
+        self._end += len(data)
+        self.written += 1
         return _locations(offset, lines)
+
+    def _open(self) -> None:
+        self._fd = os.open(self.spool_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._end = os.fstat(self._fd).st_size
+
+    def sync(self, ticket: int) -> None:
+        """On disk up to append number `ticket`, synced on this thread (the path without an event loop)."""
+        if not self.fsync or self._synced >= ticket:
+            return
+        if self.broken is not None:
+            raise _again(self.broken)
+        assert self._fd is not None
+        target = self.written
+        try:
+            _datasync(self._fd)
+        except OSError as exc:
+            self.broken = exc
+            raise
+        self._synced = max(self._synced, target)
+
+    async def durable(self, ticket: int) -> None:
+        """Return once append number `ticket` (and every one before it) is on disk: by the sync in flight if
+        it began after that append, else by the next one, which this starts or joins. OSError when the sync
+        covering it failed (or an earlier one left the spool broken)."""
+        while self.fsync and self._synced < ticket:
+            if self.broken is not None:
+                raise _again(self.broken)
+            if self._round is None:
+                self._round = asyncio.ensure_future(self._sync_round())
+                self._round.add_done_callback(_seen)
+            try:
+                await asyncio.shield(self._round)  # a request that goes away does not cancel the others' sync
+            except OSError as exc:
+                raise _again(exc) from None
+
+    async def _sync_round(self) -> None:
+        """One sync of everything written so far, in the sync thread. Its own copy of the descriptor: a
+        rewrite may close and reopen the spool meanwhile (its new file is synced by the rewrite)."""
+        assert self._fd is not None
+        target, fd = self.written, os.dup(self._fd)
+        if self._syncer is None:
+            self._syncer = ThreadPoolExecutor(1, thread_name_prefix="spool-sync")
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._syncer, _datasync_and_close, fd)
+        except OSError as exc:
+            self.broken = exc
+            raise
+        finally:
+            self._round = None
+        self._synced = max(self._synced, target)
+
+    def close(self) -> None:
+        """The append descriptor and the sync thread (a sync in flight finishes first)."""
+        if self._syncer is not None:
+            self._syncer.shutdown(wait=True)
+            self._syncer = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _replaced(self) -> None:
+        """The spool was rewritten (and synced): append to the new file; everything written so far is on
+        disk (the open spans' lines are in the new file; the closed ones' records are written)."""
+        if self._fd is not None:
+            os.close(self._fd)
+        self._open()
+        self._synced = self.written
+        self.broken = None
 
     def read(self, locations: list[tuple[int, int]]) -> list[Span]:
         """The spans at these places of the spool (written by `append` or `compact`)."""
@@ -130,6 +226,8 @@ class Spool:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.spool_path)
+        self._sync_folder()
+        self._replaced()
         self._rewrite_markers(recent)
         return _locations(0, lines)
 
@@ -158,8 +256,19 @@ class Spool:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.spool_path)
+        self._sync_folder()
+        self._replaced()
         self._rewrite_markers(recent)
         return places
+
+    def _sync_folder(self) -> None:
+        """The rename on disk: without it a crash could bring back the old file, and lose the lines
+        appended (and synced) to the new one since."""
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _rewrite_markers(self, recent: list[Marker]) -> None:
         tmp = self.closed_path.with_suffix(".jsonl.tmp")
@@ -168,6 +277,30 @@ class Spool:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.closed_path)
+
+
+def _datasync(fd: int) -> None:
+    """The file's data and size on disk (fdatasync where there is one: the times need not be)."""
+    getattr(os, "fdatasync", os.fsync)(fd)
+
+
+def _datasync_and_close(fd: int) -> None:
+    try:
+        _datasync(fd)
+    finally:
+        os.close(fd)
+
+
+def _again(exc: OSError) -> OSError:
+    """A new error saying the same (one exception object raised in many requests would chain their
+    tracebacks)."""
+    return OSError(exc.errno, exc.strerror or str(exc))
+
+
+def _seen(round_: asyncio.Future[None]) -> None:
+    """A failed sync whose requests all went away: its error is in `broken`, not logged as unretrieved."""
+    if not round_.cancelled():
+        round_.exception()
 
 
 def _locations(offset: int, lines: list[bytes]) -> list[tuple[int, int]]:

@@ -9,6 +9,9 @@
   is turned off; seen after a turn was ended at the answer, the late messages open the next turn with a note
   and the rule is off for the rest of the run.
 - `turn_end: quiet` (the default) keeps the quiet period for every turn.
+- A typing indicator shown after a message holds the turn open past the quiet period until the next message,
+  on either serving style and either `turn_end`; without it the same pause splits the answer; an indicator
+  followed by nothing lapses (WhatsApp hides it after 25 s) and the turn ends with a note saying so.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from simulator.bots.whatsapp.adapter import CONFIRMING_TURNS
 from simulator.config.bots import BotStart
 from simulator.config.bots.whatsapp import WhatsAppBotConfig
 from simulator.record.redact import forget_secrets
-from tests.bots.pywa_burst_bot import BURST
+from tests.bots.pywa_burst_bot import BURST, THINKING
 from tests.test_whatsapp_pywa import BOT_ENV, ROOT, SECRETS
 
 pytest.importorskip("pywa_async")
@@ -40,11 +43,11 @@ def _no_secrets(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 async def _factory(
-    tmp_path: Path, serve: str, gap_s: float, **fields: Any
+    tmp_path: Path, serve: str, gap_s: float, pause_s: float = 1.0, **fields: Any
 ) -> AsyncIterator[WhatsAppBotFactory]:
     start = BotStart(
         command=["{python}", "-m", "tests.bots.pywa_burst_bot", "--port", "{port}", "--serve", serve,
-                 "--gap-s", str(gap_s)],
+                 "--gap-s", str(gap_s), "--pause-s", str(pause_s)],
         cwd=str(ROOT),
         env=BOT_ENV,
         ready={"url": "http://127.0.0.1:{port}/health", "timeout_s": 30},  # type: ignore[arg-type]
@@ -133,3 +136,51 @@ async def test_turn_end_quiet_keeps_the_quiet_period(tmp_path: Path, turn_end: s
             reply = await session.send("burst", turn)
             assert reply.messages == list(BURST)
             assert reply.raw is not None and reply.raw["end"] == "quiet"
+
+
+@pytest.mark.parametrize(("serve", "turn_end"), [("background", "quiet"), ("inline", "auto")])
+async def test_a_typing_indicator_holds_the_turn_past_the_quiet_period(
+    tmp_path: Path, serve: str, turn_end: str
+) -> None:
+    """quiet_s 0.6, the bot thinks 1.5 s after "let me check": with the indicator, one turn with both messages."""
+    async for factory in _factory(tmp_path, serve, 0.02, pause_s=1.5, turn_end=turn_end):
+        session = await factory.open("run/think#0/1")
+        for turn in range(CONFIRMING_TURNS + 1):  # with `auto`, past the turns that confirm the answer rule
+            reply = await session.send("think about it", turn)
+            assert reply.messages == list(THINKING)
+            assert reply.raw is not None
+            assert reply.raw["end"] == (
+                "answer" if turn >= CONFIRMING_TURNS and turn_end == "auto" else "quiet"
+            )
+            assert any("typing indicator" in note for note in reply.raw["notes"])
+            gap = reply.raw["messages"][1]["at_s"] - reply.raw["messages"][0]["at_s"]
+            assert gap >= 1.4  # the answer came after the quiet period had passed
+
+
+async def test_the_same_pause_without_the_indicator_splits_the_answer(tmp_path: Path) -> None:
+    """The control: a bot that pauses 1.5 s without saying it is typing has its turn ended at quiet_s."""
+    async for factory in _factory(tmp_path, "background", 0.02, pause_s=1.5, turn_end="quiet"):
+        session = await factory.open("run/pause#0/1")
+        first = await session.send("pause a moment", 0)
+        assert first.messages == [THINKING[0]]
+        assert first.raw is not None and first.raw["end"] == "quiet"
+        await asyncio.sleep(1.2)
+        following = await session.send("hello", 1)
+        assert following.messages[0] == THINKING[1]  # the late half opens the next turn
+
+
+async def test_an_indicator_followed_by_nothing_lapses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bot shows typing and sends nothing more: the turn waits as long as the indicator shows (shortened
+    here from WhatsApp's 25 s), then ends with what was sent and a note."""
+    from simulator.bots.whatsapp import adapter
+
+    monkeypatch.setattr(adapter, "TYPING_LASTS_S", 1.5)
+    async for factory in _factory(tmp_path, "background", 0.02, turn_end="quiet"):
+        session = await factory.open("run/typing#0/1")
+        reply = await session.send("typing only", 0)
+        assert reply.messages == [THINKING[0]]
+        assert reply.raw is not None and reply.raw["end"] == "quiet"
+        notes = reply.raw["notes"]
+        assert any("sent no message within 1.5 s (WhatsApp hides the indicator then)" in n for n in notes)

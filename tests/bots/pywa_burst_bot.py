@@ -10,7 +10,9 @@ Served two ways (`--serve`):
 
 Handlers: "burst" (or a text starting with it) is answered with three messages `--gap-s` apart; "late" with
 one message inside the handler and two more from a task it leaves running (a bot that sends after it has
-answered); anything else with two messages.
+answered); "think" with a message, then the typing indicator (pywa's `indicate_typing`) and a pause of
+`--pause-s` before the answer; "pause" the same without the typing indicator; "typing" with a message, then
+the typing indicator and nothing more; anything else with two messages.
 
 Run it: `python -m tests.bots.pywa_burst_bot --port 8080 --serve inline`, configured as pywa_triage_bot is
 (TRIAGE_*).
@@ -31,7 +33,10 @@ from tests.bots.pywa_triage_bot import LocalGraph, whatsapp_app
 BURST = ("One moment, let me look at that.", "Chest pain can be serious.", "Please call 999 now.")
 
 
-def _handlers(wa: WhatsApp, gap_s: float, tasks: set[asyncio.Task[None]]) -> None:
+THINKING = ("Let me check that for you.", "Please call 999 now.")
+
+
+def _handlers(wa: WhatsApp, gap_s: float, tasks: set[asyncio.Task[None]], pause_s: float = 1.0) -> None:
     @wa.on_message(filters.text)
     async def on_text(_: WhatsApp, msg: types.Message) -> None:
         said = (msg.text or "").lower()
@@ -40,6 +45,15 @@ def _handlers(wa: WhatsApp, gap_s: float, tasks: set[asyncio.Task[None]]) -> Non
                 if number:
                     await asyncio.sleep(gap_s)
                 await msg.reply_text(text)
+        elif said.startswith(("think", "pause")):
+            await msg.reply_text(THINKING[0])
+            if said.startswith("think"):
+                await msg.indicate_typing()  # marks the message read and shows "typing..."
+            await asyncio.sleep(pause_s)
+            await msg.reply_text(THINKING[1])
+        elif said.startswith("typing"):
+            await msg.reply_text(THINKING[0])
+            await msg.indicate_typing()
         elif said.startswith("late"):
             await msg.reply_text("Let me check.")
 
@@ -94,11 +108,11 @@ def _inline(env: dict[str, str]) -> tuple[FastAPI, WhatsApp]:
     return app, wa
 
 
-def build(env: dict[str, str], serve: str = "inline", gap_s: float = 0.05) -> FastAPI:
+def build(env: dict[str, str], serve: str = "inline", gap_s: float = 0.05, pause_s: float = 1.0) -> FastAPI:
     app, wa = _inline(env) if serve == "inline" else whatsapp_app(env)
     tasks: set[asyncio.Task[None]] = set()
     app.state.tasks = tasks  # kept: a task nobody holds may be collected before it runs
-    _handlers(wa, gap_s, tasks)
+    _handlers(wa, gap_s, tasks, pause_s)
     return app
 
 
@@ -107,8 +121,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--serve", choices=["inline", "background"], default="inline")
     parser.add_argument("--gap-s", type=float, default=0.05)
+    parser.add_argument("--pause-s", type=float, default=1.0)
     args = parser.parse_args()
-    app = build(dict(os.environ), args.serve, args.gap_s)
+    app = build(dict(os.environ), args.serve, args.gap_s, args.pause_s)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 

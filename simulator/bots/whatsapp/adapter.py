@@ -5,7 +5,9 @@ Per user turn it POSTs signed webhook events (text, the `button_reply` / `list_r
 collects what the bot sends through the local Graph API (graph.py) until the bot
 has been quiet for `quiet_s` or sent an interactive message (or, with `turn_end: auto`, the webhook's answer
 came back after the bot's messages, once the run has confirmed that this bot sends inside the webhook:
-`TurnEnds`): that is one bot turn, however many messages and however slow. The latency is from the webhook
+`TurnEnds`): that is one bot turn, however many messages and however slow. A typing indicator the bot
+shows after a message holds the turn open until its next message (or until the indicator lapses, 25 s), so
+a bot that says "let me check" and thinks longer than quiet_s keeps its answer in the same turn. The latency is from the webhook
 delivery to the bot's first message; the reason the turn ended is kept in the turn's raw (`end`: `quiet`,
 `interactive` or `answer`). Status callbacks (sent, delivered,
 read) are posted when the suite asks for them. While a turn is collected its conversation is "waiting", so a
@@ -95,6 +97,8 @@ def _field(what: str) -> str:
     )
 
 
+# WhatsApp dismisses a typing indicator when the bot responds or after 25 seconds, whichever comes first.
+TYPING_LASTS_S = 25.0
 CONFIRMING_TURNS = 3  # turns that must show a bot replies inside the webhook before its answer ends a turn
 
 
@@ -442,12 +446,15 @@ class WhatsAppSession:
         """The bot's messages of this turn (into `messages`): until it sent an interactive one; or, with
         `answered` (the time the webhook's answer came back, when `TurnEnds` allows it), at once if the bot sent
         a message while handling the webhook, everything it sent is taken and no call of its for this
-        conversation is still open; else until it has been quiet for quiet_s after its last message. Nothing
-        within timeout_s of the webhook is a timeout error; more than bot.max_messages_per_turn is an
+        conversation is still open; else until it has been quiet for quiet_s after its last message. A typing
+        indicator shown after the last message is the bot saying more is coming: the turn waits for that
+        message as long as the indicator lasts (`TYPING_LASTS_S`, as WhatsApp shows it), not just quiet_s.
+        Nothing within timeout_s of the webhook is a timeout error; more than bot.max_messages_per_turn is an
         over_limit error, as soon as it is seen."""
         notes: list[str] = []
         pending = list(early)
         queue = self._inbox.queue
+        typing_at: float | None = None  # a typing indicator not yet dismissed by a message
         while True:
             self._check_count(len(messages) + len(pending))
             if pending:
@@ -456,33 +463,57 @@ class WhatsAppSession:
                 item = queue.get_nowait()
             elif (
                 answered is not None
+                and typing_at is None
                 and self._inbox.in_flight == 0
                 and any(start <= m.at <= answered for m in messages)
             ):
                 return messages, notes, "answer"
             else:
                 now = time.perf_counter()
-                last = messages[-1].at if messages else None
-                wait = (
-                    (last + self._config.quiet_s - now)
-                    if last is not None
-                    else (start + self._config.timeout_s - now)
-                )
+                wait = self._wait_s(start, messages[-1].at if messages else None, typing_at, now)
                 try:
                     item = await asyncio.wait_for(queue.get(), max(0.0, wait))
                 except TimeoutError:
                     if messages:
+                        if typing_at is not None:
+                            notes.append(self._lapsed(typing_at, start))
                         return messages, notes, "quiet"
                     raise BotError("timeout", self._factory.silence(notes)) from None
             if item.error is not None:
                 raise BotError(item.error_kind or "invalid_reply", item.error)
             if item.note is not None:
                 notes.append(item.note)
+                if item.typing:
+                    typing_at = item.at
                 continue
             messages.append(item)
+            typing_at = None  # a message dismisses the indicator (WhatsApp hides it once the bot responds)
             self._check_count(len(messages))
             if any(isinstance(part, OptionsPart) for part in item.parts):
                 return messages, notes, "interactive"
+
+    def _wait_s(self, start: float, last: float | None, typing_at: float | None, now: float) -> float:
+        """How long to wait for the bot's next message: with none yet, up to the turn's deadline; after one, the
+        quiet period, or while a typing indicator shows, until it lapses (never past the turn's deadline)."""
+        deadline = start + self._config.timeout_s
+        if last is None:
+            return deadline - now
+        until = last + self._config.quiet_s
+        if typing_at is not None:
+            until = max(until, min(typing_at + TYPING_LASTS_S, deadline))
+        return until - now
+
+    def _lapsed(self, typing_at: float, start: float) -> str:
+        """The note of a turn that ended while the bot's typing indicator was showing."""
+        shown = typing_at - start
+        if shown + TYPING_LASTS_S <= self._config.timeout_s:
+            within = f"within {TYPING_LASTS_S:g} s (WhatsApp hides the indicator then)"
+        else:
+            within = f"before the turn's deadline (bot.timeout_s, {self._config.timeout_s:g} s)"
+        return (
+            f"the bot showed the typing indicator at {shown:.1f} s and sent no message {within}; "
+            "its turn ended with what it had sent"
+        )
 
     def _check_count(self, seen: int) -> None:
         """More messages this turn than bot.max_messages_per_turn (those the inbox only counted too)."""

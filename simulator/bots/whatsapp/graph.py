@@ -294,7 +294,9 @@ class GraphApi:
                 details="typing_indicator.type must be 'text'",
             )
         note = f"marked {message_id} read" + (" and showed the typing indicator" if typing else "")
-        self.directory.deliver(call.address.inbox, Outbound(time.perf_counter(), note=note))
+        self.directory.deliver(
+            call.address.inbox, Outbound(time.perf_counter(), note=note, typing=typing is not None)
+        )
         return web.json_response({"success": True})
 
     async def _upload(self, request: web.Request) -> web.Response:

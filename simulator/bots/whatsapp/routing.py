@@ -30,7 +30,8 @@ _UNCLAIMED_KEPT = 20
 @dataclass
 class Outbound:
     """One thing the bot did through the Graph API: a message it sent (its parts, body and id), a note
-    (marked a message read, showed typing, fetched a media file), or an error (`error_kind`, `error`)."""
+    (marked a message read, showed typing, fetched a media file), or an error (`error_kind`, `error`).
+    `typing` marks the note of a typing indicator: the bot says it is composing, so its turn is not over."""
 
     at: float
     parts: list[Part] = field(default_factory=list)
@@ -39,6 +40,7 @@ class Outbound:
     error_kind: str | None = None
     error: str | None = None
     note: str | None = None
+    typing: bool = False
 
 
 class Inbox:

@@ -4,6 +4,7 @@ and when it gives way to the SDK's own path."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,45 +25,61 @@ import asyncio, sys
 from simulator.config.suite import ProviderSettings
 from simulator.providers.{module} import {cls}
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
-from simulator.testing.fake_llm import FakeLLMServer, FakeReply
 
-def reply(call):
-    return FakeReply(status=429, retry_after=2) if call.messages[-1].content == "fail" else "fine"
+def loaded():
+    return " ".join(str(m in sys.modules) for m in ("{sdk}", "aiohttp", "httpx2"))
 
-async def main():
-    async with FakeLLMServer(reply) as server:
-        provider = {cls}(ProviderSettings(base_url=server.{base}))
-        def ask(text):
-            return provider.generate(ModelRequest(model="m", messages=[ChatMessage(role="user", content=text)]))
-        answer = await ask("hello")
-        print(answer.text, "{sdk}" in sys.modules, any(m.startswith("{sdk}.types") for m in sys.modules))
+async def main(fine_url, failing_url):
+    for url in (fine_url, failing_url):
+        provider = {cls}(ProviderSettings(base_url=url))
+        request = ModelRequest(model="m", messages=[ChatMessage(role="user", content="hello")])
         try:
-            await ask("fail")
+            answer = await provider.generate(request)
+            print(answer.text, loaded(), any(m.startswith("{sdk}.types") for m in sys.modules))
         except ProviderError as exc:
-            print(exc.kind, exc.status, exc.retry_after, "{sdk}" in sys.modules)
+            print(exc.kind, exc.status, exc.retry_after, loaded())
         await provider.aclose()
 
-asyncio.run(main())
+asyncio.run(main(*sys.argv[1:]))
 """
 
 
+def _fake_server(*options: str) -> tuple[subprocess.Popen[str], str]:
+    """The fake LLM server in its own process (it runs on aiohttp, which the client must not import)."""
+    command = [sys.executable, "-m", "simulator.testing.fake_server", "--port", "0", "--latency-ms", "0"]
+    process = subprocess.Popen([*command, *options], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert process.stdout is not None
+    match = re.search(r"http://127\.0\.0\.1:\d+", process.stdout.readline())
+    assert match, "the fake server did not print its URL"
+    return process, match.group(0)
+
+
 @pytest.mark.parametrize(
-    ("module", "cls", "base", "sdk"),
-    [
-        ("openai", "OpenAIProvider", "openai_base_url", "openai"),
-        ("anthropic", "AnthropicProvider", "base_url", "anthropic"),
-    ],
+    ("module", "cls", "path", "sdk"),
+    [("openai", "OpenAIProvider", "/v1", "openai"), ("anthropic", "AnthropicProvider", "", "anthropic")],
 )
-def test_a_call_that_succeeds_never_imports_the_sdk_and_an_error_still_is_the_sdks(
-    module: str, cls: str, base: str, sdk: str
+def test_a_call_that_succeeds_imports_neither_the_sdk_nor_aiohttp_and_an_error_still_is_the_sdks(
+    module: str, cls: str, path: str, sdk: str
 ) -> None:
-    script = _SCRIPT.format(module=module, cls=cls, base=base, sdk=sdk)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120, check=False
-    )
+    servers = [_fake_server(), _fake_server("--error-429", "1", "--retry-after", "2")]
+    try:
+        script = _SCRIPT.format(module=module, cls=cls, sdk=sdk)
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+        urls = [url + path for _, url in servers]
+        done = subprocess.run(
+            [sys.executable, "-c", script, *urls], env=env, capture_output=True, text=True, timeout=120,
+            check=False,
+        )  # fmt: skip
+    finally:
+        for process, _ in servers:
+            process.terminate()
+            process.communicate(timeout=10)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["fine False False", "rate_limit 429 2.0 True"]
+    fine, failed = done.stdout.splitlines()
+    assert fine.endswith("False False False False")  # no SDK, no aiohttp, not even the SDK's HTTP client
+    assert fine.startswith("Fake reply to: hello")
+    # An error answer goes through the SDK's own error building: its client (on its aiohttp transport) then.
+    assert failed == "rate_limit 429 2.0 True True True"
 
 
 @pytest.mark.parametrize(

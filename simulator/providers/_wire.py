@@ -2,14 +2,16 @@
 
 Importing `openai` or `anthropic` builds some 730 pydantic models (0.8-1.7 s of CPU on the bench machine),
 all for a call path that sends a plain JSON body and reads a dict back (see `_sdkpost`). So a call that
-succeeds goes out here, on an aiohttp session configured as the SDK's vendored aiohttp transport configures
-its own, with the headers the SDK's public path sends (the key, the API version, the `x-stainless-*`
-platform headers; a test compares them with the public path's, header by header). Their version strings are
+succeeds goes out here, on our own keep-alive HTTP/1.1 pool (`_h11pool`: h11 on the event loop; aiohttp
+alone cost 0.1 s of start-up), with the SDK transport's limits and trust, and the headers the SDK's
+public path sends (the key, the API version, the `x-stainless-*` platform headers; a test compares them with the public path's, header by header). Their version strings are
 read from the SDK's own source files, which is cheap and stays right when the SDK is upgraded.
 
-Everything else still belongs to the SDK, imported the first time it is needed: an error answer or a network
-error goes through the SDK's own `SdkPost` pieces (so the error classes, Retry-After and classification are
-exactly the SDK path's), and streaming uses the SDK client. When anything in the environment could change what
+Everything else still belongs to the SDK, imported the first time it is needed: an error answer goes
+through the SDK's own `SdkPost` pieces (so the error classes and Retry-After are exactly the SDK path's), a
+network error comes out as the SDK's HTTP client's own error class for it (httpx2's `ConnectError`,
+`ReadError`, `RemoteProtocolError`; the deadline as TimeoutError), which the classification reads as on the
+SDK path, and streaming uses the SDK client. When anything in the environment could change what
 the SDK would send (its own variables, proxies) or the base URL is unusual, the provider
 takes the SDK path from the start (`wire_spec` answers None).
 """
@@ -30,8 +32,15 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from simulator.providers._sdkpost import SdkPost, _capped, _rate_limit_headers, dumps_json, loads_json
-from simulator.providers.base import ProviderError
+from simulator.providers._h11pool import H11Pool, NetworkError
+from simulator.providers._sdkpost import (
+    _ACCEPT_ENCODING,
+    SdkPost,
+    _capped,
+    _rate_limit_headers,
+    dumps_json,
+    loads_json,
+)
 
 # Proxies change where the SDKs' HTTP clients send (trust_env): any of them set, the SDK path is taken.
 # (The certificate variables are read the SDK's way: `create_ssl_context` below is its HTTP client's.)
@@ -113,10 +122,8 @@ def wire_spec(
         os.environ.get(k) or os.environ.get(k.lower()) for k in _HTTP_ENV
     ):
         return None
-    if find_spec("aiohttp") is None:
-        return None
     version = _source_constant(sdk, "_version", "__version__")
-    if version is None or (base_url is not None and not re.fullmatch(r"https?://[^?#\s]+", base_url)):
+    if version is None or (base_url is not None and not re.fullmatch(r"https?://[^?#\s@]+", base_url)):
         return None
     timeout = str(float(timeout_s))
     headers = {
@@ -144,51 +151,30 @@ def wire_spec(
 
 class WirePost:
     """`await post(payload)` -> (JSON body, rate-limit headers), as `SdkPost`, with the SDK imported only for an
-    error. `sdk_post()` builds the SDK's own `SdkPost` (the SDK client and all) when that happens."""
+    error. `sdk_post()` builds the SDK's own `SdkPost` (the SDK client and all) when an error answer needs it."""
 
     def __init__(self, spec: WireSpec, sdk_post: Callable[[], SdkPost]) -> None:
-        from aiohttp import ClientTimeout
-        from multidict import CIMultiDict, CIMultiDictProxy
-        from yarl import URL
-
         self._spec = spec
         self._sdk_post = sdk_post
-        self._url = URL(spec.url)
-        self._headers = CIMultiDictProxy(CIMultiDict({**spec.headers, "Accept-Encoding": "gzip, deflate"}))
-        t = spec.timeout_s
-        self._timeout = ClientTimeout(sock_connect=t, sock_read=t, connect=t)
-        self._session: Any = None
-
-    def _open(self) -> Any:
-        from aiohttp import ClientSession, TCPConnector
-
-        ssl: Any = True
-        if self._url.scheme == "https":  # the certificates the SDK's transport trusts (certifi)
-            from httpx2 import create_ssl_context
-
-            ssl = create_ssl_context()
-        connector = TCPConnector(keepalive_timeout=_KEEPALIVE_S, ssl=ssl, limit=_MAX_CONNECTIONS)
-        self._session = ClientSession(connector=connector)
-        return self._session
+        self._pool = H11Pool(
+            spec.url,
+            {**spec.headers, "Accept-Encoding": _ACCEPT_ENCODING},
+            limit=_MAX_CONNECTIONS,
+            keepalive_s=_KEEPALIVE_S,
+            ssl_context=_sdk_ssl_context,
+            capped=_capped,
+        )
 
     async def __call__(self, payload: dict[str, Any]) -> tuple[Any, Mapping[str, str]]:
         async with asyncio.timeout(self._spec.timeout_s):  # the whole call's deadline, as SdkPost's
             try:
-                async with (self._session or self._open()).request(
-                    "POST", self._url, data=dumps_json(payload), headers=self._headers,
-                    allow_redirects=False, timeout=self._timeout,
-                ) as response:  # fmt: skip
-                    body = b"".join([chunk async for chunk in _capped(response.content.iter_any())])
-                    status, raw_headers = response.status, response.raw_headers
-            except ProviderError:
-                raise
-            except Exception as exc:
-                direct = self._sdk_post()._direct
-                if direct is None:
-                    raise
-                with direct._errors():  # the SDK transport's mapping to its HTTP client's errors
-                    raise exc
-                raise
+                status, raw_headers, body = await self._pool.post(dumps_json(payload))
+            except NetworkError as exc:
+                # The SDK's HTTP client's own error class for it (what its transport raises for the same
+                # failure), so that classify_sdk_error reads it as on the SDK path: refused, or transient.
+                import httpx2
+
+                raise getattr(httpx2, exc.kind)(str(exc)) from exc
         if status >= 400:
             sdk_post = self._sdk_post()
             if sdk_post._direct is None:  # pragma: no cover - the SDK always has it when wire_spec answered
@@ -197,7 +183,13 @@ class WirePost:
         return loads_json(body), _rate_limit_headers(raw_headers)
 
     async def aclose(self) -> None:
-        """Close the session, if a call opened it."""
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        """Close the connections."""
+        self._pool.close()
+
+
+def _sdk_ssl_context() -> Any:
+    """The certificates the SDK's transport trusts (its HTTP client's `create_ssl_context`: certifi, and
+    SSL_CERT_FILE / SSL_CERT_DIR as it reads them)."""
+    from httpx2 import create_ssl_context
+
+    return create_ssl_context()

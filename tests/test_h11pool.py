@@ -1,0 +1,230 @@
+"""The wire path's own HTTP/1.1 pool (`providers/_h11pool.py`) against real local servers: network errors
+classified as on the SDK path, keep-alive reuse, a connection the server closed never reused, idle ones
+closed, chunked and deflate answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from simulator.config.suite import ProviderSettings
+from simulator.providers._h11pool import H11Pool
+from simulator.providers._sdkpost import _capped
+from simulator.providers._wire import WirePost
+from simulator.providers.anthropic import AnthropicProvider
+from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
+from simulator.providers.openai import OpenAIProvider
+from tests.conftest import close_after_test
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+_ANSWER = {"choices": [{"message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}]}
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+
+
+async def _serve(handler: Handler) -> AsyncIterator[int]:
+    """A raw TCP server on a loopback port, running `handler` per connection."""
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def each(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        tasks.add(task)
+        try:
+            await handler(reader, writer)
+        except (asyncio.CancelledError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(each, "127.0.0.1", 0)
+    try:
+        yield int(server.sockets[0].getsockname()[1])
+    finally:
+        server.close()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _request(reader: asyncio.StreamReader) -> bytes:
+    """One request's head and body (Content-Length framed, as ours are)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+    )
+    return head + await reader.readexactly(length)
+
+
+def _answer(body: bytes, *extra: bytes) -> bytes:
+    lines = [b"HTTP/1.1 200 OK", b"Content-Type: application/json", *extra]
+    if not any(e.lower().startswith(b"transfer-encoding") for e in extra):
+        lines.append(b"Content-Length: %d" % len(body))
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+async def _reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await _request(reader)
+    sock = writer.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a RST
+    writer.transport.abort()
+
+
+async def _close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await _request(reader)  # and close without a word
+
+
+async def _garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await _request(reader)
+    writer.write(b"SSH-2.0-OpenSSH_9.6\r\nnot http at all\r\n\r\n")
+    await writer.drain()
+
+
+async def _stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await _request(reader)
+    await asyncio.sleep(60)
+
+
+async def _truncated(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await _request(reader)
+    writer.write(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"choices":')
+    await writer.drain()
+
+
+def _provider(api: str, port: int, timeout_s: float = 5.0) -> Any:
+    if api == "openai":
+        return OpenAIProvider(ProviderSettings(base_url=f"http://127.0.0.1:{port}/v1", timeout_s=timeout_s))
+    return AnthropicProvider(ProviderSettings(base_url=f"http://127.0.0.1:{port}", timeout_s=timeout_s))
+
+
+REQUEST = ModelRequest(model="m", messages=[ChatMessage(role="user", content="hi")])
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+@pytest.mark.parametrize(
+    ("handler", "said"),
+    [
+        (_reset, "ReadError: [Errno 104] Connection reset by peer"),
+        (_close, "RemoteProtocolError: Server disconnected without sending a response."),
+        (_garbage, "RemoteProtocolError: illegal status line"),
+        (_truncated, "RemoteProtocolError: peer closed connection without sending complete message body"),
+        (_stall, "did not answer within 0.5 s (the provider's timeout_s)"),
+    ],
+)
+async def test_a_network_failure_is_a_transient_error_said_as_it_is(
+    api: str, handler: Handler, said: str
+) -> None:
+    async for port in _serve(handler):
+        provider = close_after_test(_provider(api, port, timeout_s=0.5))
+        assert isinstance(provider._post, WirePost)
+        with pytest.raises(ProviderError) as caught:
+            await provider.generate(REQUEST)
+        assert caught.value.kind == "transient"
+        assert said in str(caught.value)
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+async def test_a_refused_connection_says_so(api: str) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    provider = close_after_test(_provider(api, port))
+    with pytest.raises(ProviderError) as caught:
+        await provider.generate(REQUEST)
+    assert str(caught.value).startswith(f"connection refused by http://127.0.0.1:{port}")
+
+
+def _pool(port: int, keepalive_s: float = 5.0) -> H11Pool:
+    def no_tls() -> Any:
+        raise AssertionError("plain HTTP builds no TLS context")
+
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    return H11Pool(url, {"accept": "application/json"}, limit=1000, keepalive_s=keepalive_s,
+                   ssl_context=no_tls, capped=_capped)  # fmt: skip
+
+
+async def test_connections_are_kept_alive_and_one_the_server_closed_is_not_reused() -> None:
+    connections: list[int] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(len(connections))
+        for served in range(3):
+            await _request(reader)
+            writer.write(_answer(json.dumps(_ANSWER).encode()))
+            await writer.drain()
+            if len(connections) == 1 and served == 1:
+                return  # the server's own idle timeout: it closes a kept-alive connection after two answers
+
+    async for port in _serve(answer):
+        pool = _pool(port)
+        try:
+            for _ in range(2):
+                status, _, body = await pool.post(b"{}")
+                assert (status, json.loads(body)) == (200, _ANSWER)
+            assert len(connections) == 1  # the second call reused the first connection
+            await asyncio.sleep(0.1)  # the server's FIN has arrived: the next call must not meet it
+            for _ in range(3):
+                status, _, _ = await pool.post(b"{}")
+                assert status == 200
+            assert len(connections) == 2  # one fresh connection, then reused
+        finally:
+            pool.close()
+
+
+async def test_idle_connections_are_closed_after_the_keepalive() -> None:
+    closed = asyncio.Event()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(_answer(b"{}"))
+        await writer.drain()
+        assert await reader.read() == b""  # the client closed its idle connection
+        closed.set()
+
+    async for port in _serve(answer):
+        pool = _pool(port, keepalive_s=0.2)
+        try:
+            assert (await pool.post(b"{}"))[0] == 200
+            await asyncio.wait_for(closed.wait(), timeout=5)
+        finally:
+            pool.close()
+
+
+@pytest.mark.parametrize("coding", ["chunked", "gzip", "deflate", "raw deflate"])
+async def test_chunked_and_compressed_answers_are_decoded(coding: str) -> None:
+    body = json.dumps({**_ANSWER, "padding": "x" * 50_000}).encode()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        if coding == "chunked":
+            chunks = b"".join(
+                b"%x\r\n%s\r\n" % (len(body[i : i + 7000]), body[i : i + 7000])
+                for i in range(0, len(body), 7000)
+            )
+            writer.write(_answer(chunks + b"0\r\n\r\n", b"Transfer-Encoding: chunked"))
+        else:
+            wbits = {"gzip": 31, "deflate": 15, "raw deflate": -15}[coding]
+            packer = zlib.compressobj(wbits=wbits)
+            packed = packer.compress(body) + packer.flush()
+            writer.write(_answer(packed, b"Content-Encoding: " + coding.split()[-1].encode()))
+        await writer.drain()
+        await reader.read()
+
+    async for port in _serve(answer):
+        pool = _pool(port)
+        try:
+            status, _, got = await pool.post(b"{}")
+        finally:
+            pool.close()
+    assert (status, got) == (200, body)

@@ -25,9 +25,11 @@ from simulator.record.models import ConversationRecord
 from simulator.traces.messages import Parsed
 from simulator.traces.otlp import Span, conversations_from_spans, expected_level
 from simulator.traces.otlp_decode import Decoded, ShapeError, decode_documents
+from simulator.traces.pseudonym import IDENTIFIER_ATTRIBUTES, Pseudonyms, load_key
 from simulator.traces.redact import load_redactor
 
 STATE = ".collect"
+PSEUDONYM_KEY = "pseudonym.key"  # in STATE: the key of the conversation and user ids' pseudonyms
 RECENT_MARKERS = 5000  # closed conversations remembered across a compaction (dedup after a restart)
 
 
@@ -79,6 +81,12 @@ class Collector:
         self.options = options
         self.policy: SamplingPolicy = load_policy(options.policy)
         self.redactor = load_redactor(options.redact)
+        # Ids that group spans keep apart under a keyed pseudonym; the key outlives restarts (pseudonym.py).
+        identifiers = IDENTIFIER_ATTRIBUTES + (
+            (options.conversation_key,) if options.conversation_key else ()
+        )
+        key = load_key(options.out / STATE / PSEUDONYM_KEY, create=True)
+        self.pseudonyms = Pseudonyms(self.redactor, key, identifiers)
         self.spool = Spool(options.out / STATE, fsync=options.fsync)
         self.assembler = Assembler(options.conversation_key, options.idle_s, options.max_open_spans)
         self.limiter = RateLimiter(options.rate, options.burst)
@@ -211,7 +219,7 @@ class Collector:
                 f"rejected {len(decoded.rejected)} malformed span(s) or log record(s) of a request: {first}",
             )
         spans = list(decoded.spans.values())
-        fresh = self.assembler.fresh([redacted(s, self.redactor) for s in spans])
+        fresh = self.assembler.fresh([redacted(s, self.pseudonyms) for s in spans])
         self.counts["duplicates"] += len(spans) - len(fresh)
         self.assembler.add(fresh, now, self.spool.append(fresh))
         self.counts["spans"] += len(fresh)

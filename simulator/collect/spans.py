@@ -1,7 +1,8 @@
 """Accepted spans as the collector keeps them: redacted first, then one JSON line each in the spool.
 
 A span is redacted (attribute, event and resource values and keys, the status message) before it is
-written anywhere, so neither the spool nor a run folder ever holds what the redaction patterns catch.
+written anywhere, so neither the spool nor a run folder ever holds what the redaction patterns catch;
+its conversation and user ids get a keyed pseudonym instead of the placeholder (traces/pseudonym.py).
 Trace and span ids stay as they are: they are identifiers, and dedup and restarts need them exact.
 """
 
@@ -13,20 +14,22 @@ import json
 from typing import Any
 
 from simulator.traces.otlp_decode import Span, nanos
-from simulator.traces.redact import Redactor
+from simulator.traces.pseudonym import Pseudonyms
 
 Ref = tuple[str, str]
 
 
-def redacted(span: Span, redactor: Redactor) -> Span:
-    """A copy of the span with every string a person could have typed redacted."""
+def redacted(span: Span, pseudonyms: Pseudonyms) -> Span:
+    """A copy of the span with every string a person could have typed redacted; identifiers that group
+    spans (conversation and user ids) pseudonymised instead, so distinct ids stay distinct."""
+    redactor = pseudonyms.redactor
     return Span(
         span.trace_id,
         span.span_id,
         span.start,
         span.end,
-        redactor.value(span.attributes),
-        redactor.value(span.resource),
+        pseudonyms.attributes_of(span.attributes),
+        pseudonyms.attributes_of(span.resource),
         None,
         [(name, time, redactor.value(attrs)) for name, time, attrs in span.events],
         redactor.text(span.error) if span.error is not None else None,

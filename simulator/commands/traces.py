@@ -36,6 +36,13 @@ def _register_import(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "--redact", type=Path, metavar="FILE", help="redaction file (default: built-in patterns)"
     )
     imp.add_argument("--no-redact", action="store_true", help="write the text as it is (no redaction)")
+    imp.add_argument(
+        "--pseudonym-key",
+        type=Path,
+        metavar="FILE",
+        help="key of the pseudonyms given to conversation ids redaction would change (a collector's "
+        ".collect/pseudonym.key, say), so they agree across imports; default: a fresh key per import",
+    )
     imp.add_argument("--exclude-system", action="store_true", help="do not keep system prompts")
     imp.add_argument("--suite", type=Path, help="attach this suite's judges and outcome levels to the run")
     imp.add_argument(
@@ -107,6 +114,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             suite=args.suite,
             decision_tool=args.decision_tool,
             expected_attribute=args.expected_attribute,
+            pseudonym_key=args.pseudonym_key,
         )
     )
     for problem in (summary.problems + summary.skipped)[:MAX_PROBLEMS_PRINTED]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["ImportOptions", "import_source"]
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ from simulator.record.models import ConversationRecord
 from simulator.safefiles import WAITS, FileRefused, open_regular
 from simulator.traces.mapping import Mapping, load_mapping
 from simulator.traces.messages import Conversation, Parsed, SkippedRecord
+from simulator.traces.pseudonym import KEY_BYTES, Pseudonyms, load_key
 from simulator.traces.redact import Redactor, load_redactor
 
 FORMATS = ("otel", "jsonl", "csv")
@@ -39,6 +41,8 @@ class ImportOptions:
     decision_tool: str = "record_decision"
     # otel: the span attribute holding the expected outcome level (collect's `--expected-attribute`).
     expected_attribute: str | None = None
+    # the key of the conversation ids' pseudonyms (traces/pseudonym.py); None: a fresh key for this import
+    pseudonym_key: Path | None = None
 
 
 @dataclass
@@ -118,11 +122,13 @@ def _otel_expected(options: ImportOptions, mapping: Mapping, suite: Any) -> dict
     return found
 
 
-def _redacted(conversation: Conversation, redactor: Redactor, exclude_system: bool) -> Conversation:
-    """A copy of the conversation with every string redacted (system instructions dropped if excluded)."""
+def _redacted(conversation: Conversation, pseudonyms: Pseudonyms, exclude_system: bool) -> Conversation:
+    """A copy of the conversation with every string redacted (system instructions dropped if excluded);
+    its key pseudonymised where redaction would change it, so two conversations never share one."""
+    redactor = pseudonyms.redactor
     for message in conversation.messages:
         message.parts = redactor.value(message.parts)
-    conversation.key = redactor.text(conversation.key)
+    conversation.key = pseudonyms.of(conversation.key)
     conversation.system = [] if exclude_system else redactor.value(conversation.system)
     conversation.final_state = redactor.value(conversation.final_state)
     conversation.expected = redactor.value(conversation.expected)
@@ -153,7 +159,12 @@ def import_source(options: ImportOptions) -> ImportSummary:
         raise UserError(f"{options.source}: not UTF-8 text (byte {exc.start}); export it as UTF-8") from None
     _spell_levels(suite, parsed)
     now = datetime.now(UTC)
-    records, entries, skipped = _convert(parsed, redactor, options, now)
+    key = (
+        os.urandom(KEY_BYTES)
+        if options.pseudonym_key is None
+        else load_key(options.pseudonym_key, create=False)
+    )
+    records, entries, skipped = _convert(parsed, Pseudonyms(redactor, key), options, now)
     problems = [SkippedRecord(p.file, p.line, redactor.text(p.reason)) for p in parsed.problems]
     if not records:  # nothing to write: a folder of no conversations would pass for an import
         first = f"; the first: {problems[0]}" if problems else ""
@@ -248,7 +259,7 @@ def _checked_format(options: ImportOptions) -> str:
 
 
 def _convert(
-    parsed: Parsed, redactor: Redactor, options: ImportOptions, now: datetime
+    parsed: Parsed, pseudonyms: Pseudonyms, options: ImportOptions, now: datetime
 ) -> tuple[list[ConversationRecord], list[ScenarioEntry], list[SkippedRecord]]:
     """Each parsed conversation, redacted, as a record and a scenario entry; or skipped, with the reason."""
     from simulator.traces.records import ConvertOptions, record_ids, to_record
@@ -262,7 +273,7 @@ def _convert(
     taken: set[str] = set()  # scenario ids
     kept: set[str] = set()  # record ids
     for conversation in parsed.conversations:
-        conversation = _redacted(conversation, redactor, options.exclude_system)
+        conversation = _redacted(conversation, pseudonyms, options.exclude_system)
         scenario_id, repeat = record_ids(conversation.key, taken, kept)
         try:
             record = to_record(conversation, scenario_id, convert, repeat)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 __all__ = ["WAITS", "FileRefused", "open_regular", "read_capped"]
 
+import contextlib
 import errno
+import functools
 import os
 import stat
 from pathlib import Path
@@ -38,6 +40,21 @@ def _kind(mode: int) -> str:
 WAITS = (
     "a kernel or device file that waits for data, not a file on disk; name a file with the content instead"
 )
+KERNEL = (
+    "a kernel file (under /proc or /sys: it can wait for data, and reading some of them consumes it), not a "
+    "file on disk; name a file with the content instead"
+)
+
+
+@functools.cache
+def _kernel_devices() -> frozenset[int]:
+    """The devices of the kernel's own file systems, where files call themselves regular (size 0) and are
+    not: /proc/kmsg blocks, or, when the kernel has logged, hands out (and consumes) its messages."""
+    found = set()
+    for root in ("/proc", "/sys"):
+        with contextlib.suppress(OSError):  # not Linux: no such file system
+            found.add(os.stat(root).st_dev)
+    return frozenset(found)
 
 
 _OPEN_FIXES = {
@@ -62,9 +79,12 @@ def open_regular(path: Path) -> BinaryIO:
     except OSError as exc:
         raise FileRefused(_cannot_open(exc)) from None
     try:
-        mode = os.fstat(fd).st_mode
+        status = os.fstat(fd)
+        mode = status.st_mode
         if not stat.S_ISREG(mode):
             raise FileRefused(f"{_kind(mode)}, not a regular file; name a file with the content instead")
+        if status.st_dev in _kernel_devices():  # refused before a byte is read (reading may consume)
+            raise FileRefused(KERNEL)
         # Left non-blocking: it changes nothing for a file on disk, and a kernel file that calls itself
         # regular but waits for data (/proc/kmsg) answers "would block" instead of hanging the reader.
         return os.fdopen(fd, "rb")

@@ -129,7 +129,9 @@ def test_the_api_runs_the_same_variants_as_the_command_line(tmp_path: Path, fact
 
 def test_the_pytest_plugin_collects_one_item_per_variant(pytester: pytest.Pytester) -> None:
     suite = _project(pytester.path / "suites")
-    (pytester.path / "mybot.py").write_text(BOT)
+    # The plugin puts the folder tests run from on sys.path (not the suite's): the bot module goes there.
+    # Written only into suites/, it passed only after another test of the same worker had imported it.
+    (pytester.path / "factorbot.py").write_text(BOT)
     pytester.makeini(INI)
     result = pytester.runpytest(*_plugin_args(), "--simulator-suite", str(suite), "-v")
     result.assert_outcomes(passed=4, failed=4)  # the bot sends everyone to the GP: rash passes, chest fails

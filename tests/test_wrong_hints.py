@@ -94,11 +94,12 @@ KMSG = Path("/proc/kmsg")
 def test_a_kernel_file_that_waits_is_refused_at_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
-    """/proc/kmsg says it is a regular file and then waits for the kernel: it is read without blocking."""
+    """/proc/kmsg says it is a regular file and then waits for the kernel (or, once the kernel has logged,
+    hands out its messages, consumed by the read): refused by its file system before a byte is read."""
     from simulator.cli import main
 
     link = tmp_path / ("scenario.yaml" if command == "validate" else "export.jsonl")
     link.symlink_to(KMSG)
     argv = [command, str(link)] + (["--out", str(tmp_path / "out")] if command == "import" else [])
     assert main(argv) == 2
-    assert "waits for data" in capsys.readouterr().err
+    assert "a kernel file (under /proc or /sys" in capsys.readouterr().err

@@ -24,7 +24,10 @@ def receiver(collector: Collector, **kwargs: Any) -> Iterator[str]:
     import uvicorn
 
     app = create_receiver(collector, tick_s=kwargs.pop("tick_s", 0.1), **kwargs)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", ws="none"
+    )  # as `collect` runs it
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

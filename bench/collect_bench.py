@@ -2,8 +2,9 @@
 
 The spans are made by the real OpenTelemetry SDK (GenAI chat spans, each repeating the conversation's
 history, as instrumentations do) and encoded by the OTLP exporter's own encoder into gzip'd protobuf
-requests of `--batch` spans, before the clock starts; `--clients` concurrent clients then post them to a
-`simulator collect` child process (its defaults: the spool on disk before each answer, redaction on).
+requests of `--batch` spans, before the clock starts; `--clients` concurrent clients (keep-alive
+connections of the engine's own HTTP/1.1 client on the event loop, or httpx in threads with `--client
+httpx`) then post them to a `simulator collect` child process (its defaults: the spool on disk before each answer, redaction on).
 Bounded: `--conversations` (default 3000) and `--max-seconds`.
 
 Prints spans/s accepted (first request to last answer), conversations written, the collector's CPU

@@ -1,12 +1,13 @@
-"""The receiver's HTTP surface without a web framework (collect/receiver.py): every refusal keeps its status,
-its message, its content type and its headers (Retry-After, Allow), the host and token checks keep their
-rules, and a real OTLP exporter sees them as it saw Starlette's. Served by uvicorn as `simulator collect`
+"""The receiver's HTTP surface (collect/receiver.py, on Starlette): every refusal keeps its status, its
+message, its content type and its headers (Retry-After, Allow), the host and token checks keep their rules,
+and a real OTLP exporter is refused and taken as it should be. Served by uvicorn as `simulator collect`
 serves it."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -42,7 +43,8 @@ def test_unknown_routes_and_methods_are_refused_with_their_status(
         good = httpx.post(f"{url}/v1/traces", content=EMPTY, headers=JSON)
     assert answer.status_code == status and answer.headers["content-type"] == TEXT
     assert answer.text == ("Method Not Allowed" if status == 405 else "Not Found")
-    assert answer.headers.get("allow") == allow
+    # Starlette joins the route's method set, so the order of a two-method Allow varies from run to run.
+    assert set((answer.headers.get("allow") or "").split(", ")) == set((allow or "").split(", "))
     assert (good.status_code, good.text) == (200, "{}")  # the receiver goes on
 
 
@@ -80,6 +82,9 @@ def test_only_the_allowed_hosts_are_served(
         ({"params": {"token": "s3cret"}}, 200),
         ({"headers": {"Cookie": "other=1; desk_token=s3cret"}}, 200),
         ({"headers": {"Cookie": 'desk_token="s3cret"'}}, 200),  # quoted, unquoted as Starlette does
+        ({"headers": {"Cookie": "desk_token=wrong; desk_token=s3cret"}}, 200),  # the last one counts
+        ({"params": [("token", "wrong"), ("token", "s3cret")]}, 200),
+        ({"params": [("token", "s3cret"), ("token", "wrong")]}, 401),
         ({"headers": {"Authorization": "Bearer s3cre"}}, 401),
         ({"headers": {"Authorization": "s3cret-and-more"}}, 401),
         ({"params": {"token": ""}}, 401),
@@ -87,9 +92,7 @@ def test_only_the_allowed_hosts_are_served(
         ({}, 401),
     ],
 )
-def test_the_token_is_needed_on_every_route(
-    tmp_path: Path, how: dict[str, dict[str, str]], status: int
-) -> None:
+def test_the_token_is_needed_on_every_route(tmp_path: Path, how: dict[str, Any], status: int) -> None:
     with receiver(collector(tmp_path / "live"), token="s3cret", allowed_hosts=["*"]) as url:
         posted = httpx.post(
             f"{url}/v1/traces",
@@ -107,37 +110,6 @@ def test_the_token_is_needed_on_every_route(
         )
     else:
         assert state.headers["content-type"] == "application/json" and "counts" in state.json()
-
-
-@pytest.mark.parametrize(
-    ("cookie", "query", "authorization"),
-    [
-        ("desk_token=abc", "", ""),
-        ('a=1; desk_token="abc"', "", ""),
-        ("desk_token=abc; desk_token=wrong", "", ""),
-        ("desk_token=wrong; desk_token=abc", "", ""),
-        ("", "token=abc", ""),
-        ("", "token=wrong&token=abc", ""),
-        ("", "token=abc&token=wrong", ""),
-        ("", "x=1&token=a%62c", ""),
-        ("", "", "Bearer abc"),
-        ("", "", "bearer abc"),
-        ("", "", "abc"),
-        ("=abc", "token", "Bearer"),
-        ("desk_token", "token=", ""),
-    ],
-)
-def test_the_token_is_read_as_the_desk_reads_it(cookie: str, query: str, authorization: str) -> None:
-    """One rule for where a token may be (simulator/bearer.py): the receiver's reading of the raw headers
-    agrees with the desk's reading through Starlette's request, case by case."""
-    pytest.importorskip("starlette")
-    from starlette.requests import Request
-
-    from simulator.bearer import token_in, token_ok
-
-    headers = [(b"cookie", cookie.encode()), (b"authorization", authorization.encode())]
-    request = Request({"type": "http", "headers": headers, "query_string": query.encode()})
-    assert token_in(cookie, query, authorization, "abc") == token_ok(request, "abc")
 
 
 def test_a_real_exporter_is_refused_without_the_token_and_taken_with_it(tmp_path: Path) -> None:

@@ -58,18 +58,14 @@ def _handler(collector: Collector, kind: str, token: str | None) -> Any:
                 503, "the collector holds as many open spans as it may; retry later", str(BUSY_RETRY_S)
             )
         limit = collector.options.max_body
-        declared = request.headers.get("content-length", "")
+        headers = request.headers  # each lookup scans the header list: the content type is read once
+        declared = headers.get("content-length", "")
+        content_type = headers.get("content-type", "")
         try:
             if declared.isdigit() and int(declared) > limit:
                 raise BodyError(413, f"request body over the limit of {limit} bytes; send smaller batches")
             body = await read_limited(request.stream(), limit)
-            decoded = decode_export(
-                body,
-                request.headers.get("content-type", ""),
-                request.headers.get("content-encoding", ""),
-                kind,
-                limit,
-            )
+            decoded = decode_export(body, content_type, headers.get("content-encoding", ""), kind, limit)
             await collector.accept_durably(decoded)  # answered once its spans are on disk
         except ClientDisconnect:  # gone before its body was read: nobody to answer, and nothing to log
             return _refuse(400, "the client went away before its body was read")
@@ -91,7 +87,7 @@ def _handler(collector: Collector, kind: str, token: str | None) -> Any:
                 "request is acknowledged: retry later",
                 str(BUSY_RETRY_S),
             )
-        return accepted_answer(decoded, kind, request.headers.get("content-type", ""))
+        return accepted_answer(decoded, kind, content_type)
 
     return export
 

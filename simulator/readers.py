@@ -33,6 +33,7 @@ __all__ = [
 
 import csv
 import io
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,12 +41,12 @@ from typing import Any
 
 from simulator.errors import Problem, UserError
 from simulator.jsonbounds import JSONRefused, loads_bounded
-from simulator.safefiles import WAITS, FileRefused, open_regular, read_capped
+from simulator.safefiles import WAITS, FileRefused, open_regular, read_capped, too_large
 
 MAX_CSV_BYTES = 50_000_000  # a labels sheet or a golden set: far above any real one
-MAX_IMPORT_BYTES = (
-    1_000_000_000  # an exported trace or transcript file (OTLP JSON is read whole): split larger
-)
+# An exported trace or transcript file, whole (OTLP JSON and CSV are read whole; JSON lines a line at a
+# time, counted): split a larger one.
+MAX_IMPORT_BYTES = 1_000_000_000
 MAX_LINE_BYTES = 256_000_000  # one line of a JSON-lines file
 MAX_TAU2_BYTES = 500_000_000  # a tau2-bench db.json or tasks.json
 
@@ -120,17 +121,26 @@ def read_json_file(path: Path, limit: int, save_as: str = "UTF-8 JSON") -> Any:
 
 
 def text_lines(
-    path: Path, max_line: int = MAX_LINE_BYTES, save_as: str = "UTF-8 text"
+    path: Path,
+    max_line: int = MAX_LINE_BYTES,
+    save_as: str = "UTF-8 text",
+    max_total: int | None = None,
+    advice: str = "split it into smaller files",
 ) -> Iterator[tuple[int, str]]:
     """(line number, text) of each line of a regular file, read a line at a time, each at most `max_line`
-    bytes; InputRefused naming the file and line for a FIFO, a device, an over-long line or text that is
-    not UTF-8. Blank lines are skipped; the first line's UTF-8 BOM is dropped."""
+    bytes and, with `max_total`, the whole file at most that many (counted while reading, so a file that
+    grows or says it is smaller is cut all the same; `advice` is the fix the refusal gives); InputRefused
+    naming the file and line for a FIFO, a device, an over-long line or file, or text that is not UTF-8.
+    Blank lines are skipped; the first line's UTF-8 BOM is dropped."""
     try:
         handle = open_regular(path)
+        if max_total is not None and os.fstat(handle.fileno()).st_size > max_total:
+            handle.close()  # said at once, without reading gigabytes first
+            raise FileRefused(too_large(max_total, advice))
     except FileRefused as exc:
         raise _refused(path, str(exc)) from None
     with handle:
-        number = 0
+        number = total = 0
         while True:
             try:
                 line = handle.readline(max_line + 1)
@@ -141,6 +151,9 @@ def text_lines(
             if not line:
                 return
             number += 1
+            total += len(line)
+            if max_total is not None and total > max_total:
+                raise _refused(path, too_large(max_total, advice), number)
             if len(line) > max_line:
                 raise _refused(path, f"a line longer than {max_line / 1e6:g} MB; split it", number)
             if number == 1 and line.startswith(_UTF16_32):

@@ -8,7 +8,7 @@ refuses anything but a regular file, and reads at most `limit` bytes, counted as
 
 from __future__ import annotations
 
-__all__ = ["WAITS", "FileRefused", "open_regular", "read_capped"]
+__all__ = ["WAITS", "FileRefused", "open_regular", "read_capped", "too_large"]
 
 import contextlib
 import errno
@@ -98,7 +98,7 @@ def read_capped(path: Path, limit: int, advice: str = "split it into smaller fil
     reading, so a file that grows, or lies about its size, is cut all the same)."""
     with open_regular(path) as handle:
         if os.fstat(handle.fileno()).st_size > limit:  # said at once, without reading gigabytes first
-            raise FileRefused(_too_large(limit, advice))
+            raise FileRefused(too_large(limit, advice))
         try:
             data = handle.read(limit + 1)
         except BlockingIOError:
@@ -108,9 +108,10 @@ def read_capped(path: Path, limit: int, advice: str = "split it into smaller fil
     if data is None:
         raise FileRefused(WAITS)
     if len(data) > limit:  # a file that grew, or says it is smaller than it is (counted while reading)
-        raise FileRefused(_too_large(limit, advice))
+        raise FileRefused(too_large(limit, advice))
     return data
 
 
-def _too_large(limit: int, advice: str) -> str:
+def too_large(limit: int, advice: str) -> str:
+    """The refusal of a file over its cap: the cap, and `advice` (the fix)."""
     return f"the file is larger than {limit / 1e6:g} MB: files over {limit / 1e6:g} MB are refused; {advice}"

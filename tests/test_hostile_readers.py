@@ -255,6 +255,84 @@ def test_dump_line_refuses_a_record_nested_past_the_readers_limit() -> None:
     assert "levels deep" in str(caught.value) and "\n" not in str(caught.value)
 
 
+# --- an import file: a cap on the whole file, not only on each line ------------------------------------------
+
+_CAP = 4000  # MAX_IMPORT_BYTES for these tests: the size is patched, the reading path is the real one
+
+
+def _jsonl_lines(count: int) -> str:
+    return "".join(json.dumps({**JSONL_OK, "conversation_id": f"c{i}"}) + "\n" for i in range(count))
+
+
+def _over_the_cap(tmp_path: Path, kind: str) -> Path:
+    path = tmp_path / ("t.csv" if kind == "csv" else "t.jsonl")
+    if kind == "many lines":
+        path.write_text(_jsonl_lines(60))
+    elif kind == "one long line":  # under the 256 MB line cap, over the file's
+        path.write_text(json.dumps({**JSONL_OK, "note": "x" * (2 * _CAP)}) + "\n")
+    elif kind == "blank lines":  # nothing to import, still read: they count too
+        path.write_text(_jsonl_lines(1) + "\n" * (2 * _CAP))
+    elif kind == "csv":
+        path.write_text("conversation_id,role,content\n" + "c1,user,hello there\n" * 400)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    return path
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["many lines", "one long line", "blank lines", "csv", "fifo"])
+def test_an_import_over_the_files_cap_is_refused_naming_the_file(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import simulator.traces.plain
+
+    monkeypatch.setattr(simulator.traces.plain, "MAX_IMPORT_BYTES", _CAP)
+    source = _over_the_cap(tmp_path, kind)
+    out = tmp_path / "runs" / "real"
+    assert main(["import", str(source), "--out", str(out), "--no-redact"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {source}") and err.count("\n") == 1, err
+    assert "Traceback" not in err and "Error" not in err.replace("error:", "")
+    if kind == "fifo":
+        assert "FIFO" in err
+    else:
+        assert f"larger than {_CAP / 1e6:g} MB" in err and "split" in err, err
+    assert not out.exists()  # refused before anything is written
+
+
+def test_an_import_under_the_cap_still_reads_every_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import simulator.traces.plain
+
+    monkeypatch.setattr(simulator.traces.plain, "MAX_IMPORT_BYTES", _CAP)
+    source = tmp_path / "t.jsonl"
+    source.write_text(_jsonl_lines(20))
+    assert source.stat().st_size < _CAP
+    assert main(["import", str(source), "--out", str(tmp_path / "real"), "--no-redact"]) == 0
+    assert len(list(RunFolder.open(tmp_path / "real").conversations())) == 20
+
+
+def test_the_line_reader_counts_the_whole_file_while_reading(tmp_path: Path) -> None:
+    """A file that grows while it is read, and files whose size says less than they hold: the cap is counted
+    on the bytes read, never taken from the size the file gave when it was opened."""
+    path = tmp_path / "growing.jsonl"
+    path.write_text(_jsonl_lines(10))
+    size = path.stat().st_size
+    lines = text_lines(path, max_total=size + 100, advice="split it")
+    assert next(lines)[0] == 1  # opened and read while it was under the cap
+    with path.open("a") as more:
+        more.write(_jsonl_lines(30))
+    with pytest.raises(InputRefused) as caught:
+        list(lines)
+    assert str(caught.value).startswith(f"{path}:") and "split it" in str(caught.value)
+    for said_empty in (Path("/proc/self/maps"), Path("/proc/self/status")):  # st_size 0, text inside
+        assert said_empty.stat().st_size == 0
+        with pytest.raises(InputRefused, match="larger than"):
+            list(text_lines(said_empty, max_total=100))
+        assert list(text_lines(said_empty, max_total=10**7))  # under the cap: read as any file
+
+
 # --- protobuf: the collector's door --------------------------------------------------------------------
 
 

@@ -116,11 +116,14 @@ def _finish(found: dict[str, Conversation], parsed: Parsed) -> Parsed:
 
 
 def read_jsonl(path: Path, mapping: Mapping) -> Parsed:
-    """Conversations from a JSON-lines transcript file, read by the one bounded reader (a regular file,
-    lines of at most MAX_LINE_BYTES, UTF-8; each record bounded JSON)."""
+    """Conversations from a JSON-lines transcript file, read by the one bounded reader (a regular file of at
+    most MAX_IMPORT_BYTES, as a CSV or OTLP file, lines of at most MAX_LINE_BYTES, UTF-8; each record
+    bounded JSON)."""
     parsed = Parsed([])
     found: dict[str, Conversation] = {}
-    for number, line in text_lines(path, save_as="UTF-8 JSON lines"):
+    advice = "split it into several files and import each into its own run folder"
+    lines = text_lines(path, save_as="UTF-8 JSON lines", max_total=MAX_IMPORT_BYTES, advice=advice)
+    for number, line in lines:
         parsed.records += 1
         try:
             row = loads_bounded(line, "the record")

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -447,6 +449,145 @@ def test_the_desk_editor_never_waits_on_a_file_that_is_not_one(tmp_path: Path, k
     assert response.status_code >= 400 and "odd.yaml" in response.text
     assert "Traceback" not in response.text
     assert client.get("/edit").status_code == 200  # the listing and other files still answer
+
+
+# --- the desk's request bodies: one cap, counted while they arrive -------------------------------------------
+
+_DESK_CAP = 50_000  # `serve --max-body` for these tests
+
+
+def _desk_bodies(token: str) -> dict[str, dict[str, Any]]:
+    """httpx request arguments, each a body over the cap, by how it is sent."""
+    big = "a" * (3 * _DESK_CAP)
+    form = {"X-CSRF-Token": token, "Content-Type": "application/x-www-form-urlencoded"}
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(30):
+            yield b"note=" + b"a" * (_DESK_CAP // 10)
+
+    return {
+        "an urlencoded form": {"url": "/label", "data": {"csrf": token, "note": big}},
+        "a multipart form": {
+            "url": "/label",
+            "data": {"csrf": token},
+            "files": {"upload": ("big.txt", big.encode(), "text/plain")},
+            "headers": {"X-CSRF-Token": token},
+        },
+        "a JSON body": {
+            "url": "/edit/validate",
+            "json": {"area": "judges", "path": "asks-age.yaml", "text": big},
+            "headers": {"X-CSRF-Token": token},
+        },
+        "chunks with no length": {"url": "/label", "content": chunks(), "headers": form},
+        "a length smaller than the body": {
+            "url": "/label",
+            "content": big.encode(),
+            "headers": {**form, "Content-Length": "100"},
+        },
+        "a length larger than the cap": {
+            "url": "/label",
+            "content": b"note=short",
+            "headers": {**form, "Content-Length": str(10 * _DESK_CAP)},
+        },
+    }
+
+
+def _is_the_desks_413(response: Any) -> bool:
+    text = response.text
+    return (
+        response.status_code == 413
+        and f"{_DESK_CAP:,} bytes" in text
+        and "--max-body" in text
+        and "\n" not in text.strip()
+    )
+
+
+@pytest.mark.timeout(120)
+def test_every_body_the_desk_reads_is_capped_while_it_arrives(tmp_path: Path) -> None:
+    """Through the ASGI app (Starlette's TestClient hands it the body as sent, whatever the header says)."""
+    from tests.desk_support import csrf, desk_client, make_desk_folders
+
+    client = desk_client(make_desk_folders(tmp_path), max_body=_DESK_CAP)
+    token = csrf(client)
+    for name, request in _desk_bodies(token).items():
+        if "chunks" in name:
+            assert "content-length" not in client.build_request("POST", **request).headers
+        response = client.post(**request)
+        assert _is_the_desks_413(response), (name, response.status_code, response.text[:300])
+    # Under the cap the same requests are read: a label form, a draft to validate.
+    ok = client.post("/label", data={"csrf": token, "note": "a" * (_DESK_CAP // 2)})
+    assert ok.status_code not in (403, 413) and "larger than" not in ok.text, ok.text[:300]
+    draft = {"area": "judges", "path": "asks-age.yaml", "text": "id: x\n" + "#" * (_DESK_CAP // 3)}
+    assert client.post("/edit/validate", json=draft, headers={"X-CSRF-Token": token}).status_code == 200
+
+
+@pytest.mark.timeout(120)
+def test_a_form_under_the_cap_is_read_whatever_its_parts(tmp_path: Path) -> None:
+    """python-multipart's own limits (1 MB a part, 1,000 fields) answer with its own text: under the desk's
+    cap a long field is read, and a form of too many fields is the desk's one-line error."""
+    from simulator.serve.config import MAX_BODY_BYTES
+    from tests.desk_support import csrf, desk_client, make_desk_folders
+
+    client = desk_client(make_desk_folders(tmp_path))
+    token = csrf(client)
+    long_field = "a" * (MAX_BODY_BYTES * 3 // 4)  # over python-multipart's 1 MB a part
+    sent = {
+        "urlencoded, one long field": {"data": {"csrf": token, "note": long_field}},
+        "multipart, one long field": {
+            "data": {"csrf": token, "note": long_field},
+            "files": {"f": ("x.txt", b"y", "text/plain")},
+        },
+        "multipart, a long file": {"data": {"csrf": token}, "files": {"f": ("x.txt", long_field.encode())}},
+    }
+    for name, request in sent.items():
+        response = client.post("/label", headers={"X-CSRF-Token": token}, **request)
+        assert "exceeded" not in response.text and "larger than" not in response.text, name
+        assert "give your name as labeller" in response.text, (
+            name,
+            response.text[-400:],
+        )  # read, then checked
+    many = {"csrf": token, **{f"f{i}": "x" for i in range(1500)}}
+    response = client.post("/label", data=many, headers={"X-CSRF-Token": token})
+    assert response.status_code == 400 and "more than 1,000 fields" in response.text, response.text[-400:]
+    assert "Too many" not in response.text
+
+
+@pytest.mark.timeout(120)
+def test_the_served_desk_caps_bodies_on_the_wire(tmp_path: Path) -> None:
+    """Over real HTTP (uvicorn, as `simulator serve` runs it, and httpx): the same bodies are refused, and a
+    length smaller than what follows never lets the rest in as body (the server reads the declared length,
+    the rest is no request at all), while the desk keeps answering."""
+    import socket
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    from simulator.serve import create_app
+    from tests.browser_support import live_server
+    from tests.desk_support import make_desk_folders
+
+    app = create_app(make_desk_folders(tmp_path).config(max_body=_DESK_CAP))
+    with live_server(app) as base, httpx.Client(base_url=base, timeout=30) as client:
+        client.get("/")
+        token = client.cookies["desk_csrf"]
+        for name, request in _desk_bodies(token).items():
+            if "length" in name and "chunks" not in name:
+                continue  # httpx will not send a length that lies; a raw socket does, below
+            response = client.post(**request)
+            assert _is_the_desks_413(response), (name, response.status_code, response.text[:300])
+        address = urlsplit(base)
+        with socket.create_connection((address.hostname, address.port), timeout=30) as raw:
+            head = (
+                f"POST /label HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n"
+                f"Content-Type: application/x-www-form-urlencoded\r\nX-CSRF-Token: {token}\r\n"
+                f"Cookie: desk_csrf={token}\r\n\r\n"
+            )
+            raw.sendall(head.encode() + b"note=" + b"a" * (3 * _DESK_CAP))
+            answer = raw.recv(65536).decode("latin-1")
+        assert answer.startswith("HTTP/1.1 "), answer[:200]
+        status = int(answer.split()[1])
+        assert status < 500 and status != 413, answer[:300]  # read as the 100 bytes it declared
+        assert client.get("/").status_code == 200
 
 
 # --- bounded fuzz tests of the readers that had none ------------------------------------------------------

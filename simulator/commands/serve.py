@@ -9,6 +9,7 @@ import os
 import secrets
 from pathlib import Path
 
+from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
 
 TOKEN_ENV = "SIMULATOR_DESK_TOKEN"
@@ -46,6 +47,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--drafts", type=Path, help="the review queue of drafted vignettes (simulator draft --queue)"
     )
     serve.add_argument("--suite", type=Path, help="the suite accepted drafts join (with --drafts)")
+    serve.add_argument(
+        "--max-body",
+        type=at_least_one,
+        metavar="BYTES",
+        help="largest request body the desk reads, in bytes (default 2000000); a larger one is refused (413)",
+    )
     serve.set_defaults(handler=cmd_serve)
 
 
@@ -77,6 +84,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         load_hazard_log(args.hazards)  # a broken hazard log is refused before the desk starts
         config.hazards = args.hazards
     config.data_dir = args.data
+    if args.max_body is not None:  # else the desk's own default (serve/config.py)
+        config.max_body = args.max_body
     if args.drafts is not None:
         if args.suite is None:
             raise UserError("--drafts needs --suite: the suite an accepted draft joins")

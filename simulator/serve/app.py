@@ -72,7 +72,7 @@ def create_app(config: DeskConfig) -> Starlette:
             Mount("/report-assets", report_assets, name="report-assets"),
         ],
         middleware=[
-            Middleware(BodyLimit),  # outermost: no layer reads more than the cap
+            Middleware(BodyLimit, max_bytes=config.max_body),  # outermost: no layer reads more than the cap
             Middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts),
             Middleware(BaseHTTPMiddleware, dispatch=security_middleware(config.token)),
         ],

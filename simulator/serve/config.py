@@ -3,7 +3,7 @@ data folder (sign-offs)."""
 
 from __future__ import annotations
 
-__all__ = ["LOCAL_HOSTS", "NAME", "DeskConfig", "child_folder", "inside"]
+__all__ = ["LOCAL_HOSTS", "MAX_BODY_BYTES", "NAME", "DeskConfig", "child_folder", "inside"]
 
 import re
 from dataclasses import dataclass, field
@@ -14,6 +14,9 @@ from simulator.errors import UserError
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 # A run folder's or file's name as the desk accepts it in a URL: no separators, no leading dot.
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.#-]*$")
+# The largest request body the desk reads (`serve --max-body`): forms, labels and edited files are a few
+# hundred kilobytes at most.
+MAX_BODY_BYTES = 2_000_000
 
 
 @dataclass
@@ -39,6 +42,8 @@ class DeskConfig:
     # joins (`serve --drafts DIR --suite SUITE`): only what a reviewer accepts is written into its scenarios.
     drafts_dir: Path | None = None
     drafts_suite: Path | None = None
+    # The cap on every request body (bodylimit.py), counted while the body arrives.
+    max_body: int = MAX_BODY_BYTES
 
     @property
     def data_folder(self) -> Path:

@@ -26,6 +26,7 @@ from starlette.routing import Route
 
 from simulator.errors import UserError
 from simulator.record.models import ConversationRecord
+from simulator.serve.bodylimit import read_form
 from simulator.serve.render import page
 from simulator.traces.draft import draft_offline, draft_yaml
 
@@ -93,7 +94,7 @@ async def confirm(request: Request) -> Response:
     record = next((r for r in run.conversations if r.id == conversation), None)
     if record is None:
         raise UserError(f"no conversation '{conversation}' in run {name}")
-    form = await request.form()
+    form = await read_form(request)
     reviewer = str(form.get("reviewer", "")).strip()
     if not reviewer:
         raise UserError("write your name before confirming a failure")

@@ -23,6 +23,7 @@ from simulator.config.yamlfile import MAX_FILE_BYTES
 from simulator.errors import UserError
 from simulator.readers import read_or_refuse
 from simulator.report.draw_html import html_sections
+from simulator.serve.bodylimit import read_form
 from simulator.serve.config import child_folder
 from simulator.serve.render import page
 
@@ -66,7 +67,7 @@ async def decide(request: Request) -> Response:
     queue, suite_file = _queue(request)
     draft_id = request.path_params["draft"]
     path = _draft(queue, draft_id)
-    form = await request.form()
+    form = await read_form(request)
     fields: dict[str, Any] = {k: v for k, v in form.items() if isinstance(v, str)}
     decision = fields.get("decision", "")
     reviewer, reason = fields.get("reviewer", ""), fields.get("reason", "")

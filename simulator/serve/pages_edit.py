@@ -16,6 +16,7 @@ from starlette.routing import Route
 from simulator.errors import UserError
 from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.readers import missing, read_or_refuse
+from simulator.serve.bodylimit import read_form
 from simulator.serve.config import inside
 from simulator.serve.drafts import TEMPLATES, validate_draft
 from simulator.serve.render import page
@@ -88,7 +89,7 @@ async def _text(request: Request) -> tuple[str, str, str]:
             raise UserError(str(exc)) from None
         fields = data if isinstance(data, dict) else {}
     else:
-        fields = dict(await request.form())
+        fields = dict(await read_form(request))
     values = [fields.get(k, "") for k in ("area", "path", "text")]
     if not all(isinstance(v, str) for v in values):
         raise UserError("area, path and text must be text")
@@ -129,7 +130,7 @@ async def save_file(request: Request) -> Response:
 
 async def new_file(request: Request) -> Response:
     """Create a file from the scenario or criterion template (never over an existing file)."""
-    form = await request.form()
+    form = await read_form(request)
     area, relative, kind = (str(form.get(k, "")) for k in ("area", "path", "kind"))
     if kind not in TEMPLATES:
         raise UserError(f"kind '{kind}': choose one of {', '.join(sorted(TEMPLATES))}")

@@ -21,6 +21,7 @@ from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.record.models import Label, LabelValue
+from simulator.serve.bodylimit import read_form
 from simulator.serve.queue import QueueSpec, build_queue, remaining
 from simulator.serve.render import page
 
@@ -98,7 +99,7 @@ async def item_page(request: Request) -> Response:
 
 
 async def save_label(request: Request) -> Response:
-    form = await request.form()
+    form = await read_form(request)
     fields = {k: v for k, v in form.items() if isinstance(v, str)}
     spec = _spec(parse_qsl(fields.get("queue", "")))
     run = _load(request, spec)

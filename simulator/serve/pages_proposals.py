@@ -29,6 +29,7 @@ from simulator.loop.reviews import ProposalReview, append_review, latest_review
 from simulator.names import person_name
 from simulator.readers import read_or_refuse
 from simulator.record.hashing import sha256_file
+from simulator.serve.bodylimit import read_form
 from simulator.serve.config import child_folder
 from simulator.serve.render import page
 
@@ -112,7 +113,7 @@ async def decide(request: Request) -> Response:
     name, run_id, folder = _folder(request)
     path = _proposal_path(folder, request.path_params["proposal"])
     proposal = load_proposal(path)
-    form = await request.form()
+    form = await read_form(request)
     fields = {k: v for k, v in form.items() if isinstance(v, str)}
     decision, reviewer = fields.get("decision", ""), fields.get("reviewer", "").strip()
     if decision not in ("accepted", "rejected"):

@@ -26,6 +26,7 @@ from simulator.safety.html import matrix_html, safety_case_html
 from simulator.safety.signing import sign_case
 from simulator.safety.signoffs import DECISIONS, SignOffBook, not_shown_controlled, signoff_views
 from simulator.safety.view import safety_case_sections
+from simulator.serve.bodylimit import read_form
 from simulator.serve.render import page
 
 # The standalone documents carry their own styles inline and no script: allow exactly that.
@@ -138,7 +139,7 @@ def _field(fields: dict[str, str], key: str, limit: int) -> str:
 async def sign(request: Request) -> Response:
     """Record one sign-off of the evidence the reviewer read (refused if it changed meanwhile)."""
     name = request.path_params["run"]
-    form = await request.form()
+    form = await read_form(request)
     fields = {k: v for k, v in form.items() if isinstance(v, str)}
     who, role = _field(fields, "name", 200), _field(fields, "role", 200)
     decision, comment = fields.get("decision", ""), _field(fields, "comment", 5000)

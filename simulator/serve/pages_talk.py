@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from simulator.errors import UserError
 from simulator.record.models import conversation_key
+from simulator.serve.bodylimit import read_form
 from simulator.serve.config import inside
 from simulator.serve.render import page
 from simulator.serve.talks import load_suite_scenarios, suite_files
@@ -61,7 +62,7 @@ async def start_page(request: Request) -> Response:
 
 
 async def start_talk(request: Request) -> Response:
-    form = await request.form()
+    form = await read_form(request)
     suite, scenario, name = (" ".join(str(form.get(k, "")).split()) for k in ("suite", "scenario", "name"))
     if not name:
         raise UserError("give your name: the run records the user as human:<name>")
@@ -77,7 +78,7 @@ async def talk_page(request: Request) -> Response:
 async def say(request: Request) -> Response:
     desk = _desk(request)
     talk = desk.talks.get(request.path_params["talk"])
-    text = str((await request.form()).get("text", "")).strip()
+    text = str((await read_form(request)).get("text", "")).strip()
     if not text:
         raise UserError("write a message first")
     if len(text) > MAX_MESSAGE:
@@ -90,7 +91,7 @@ async def tap(request: Request) -> Response:
     """The person tapped one of the bot's buttons or list rows."""
     desk = _desk(request)
     talk = desk.talks.get(request.path_params["talk"])
-    option = str((await request.form()).get("option", "")).strip()
+    option = str((await read_form(request)).get("option", "")).strip()
     if not option:
         raise UserError("choose one of the bot's options")
     await desk.talks.tap(talk, option)

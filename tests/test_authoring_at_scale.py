@@ -68,7 +68,7 @@ def test_the_map_counts_vignettes_and_shows_the_safety_cases_need(
     ]  # fmt: skip
     code, out = _cli(capsys, "coverage", DEMO, "--hazards", HAZARDS, "--runs", str(run))
     assert code == 0
-    assert "HAZ-02 CTL-02a [neuro]: 2 vignettes · not demonstrable: needs 58 more distinct scenarios" in out
+    assert "HAZ-02 CTL-02a [neuro]: 2 vignettes · not demonstrable: needs 58 more distinct vignettes" in out
     assert "thin cells (fewer than 3 distinct vignettes)" in out
     page = work / "coverage.html"
     assert (

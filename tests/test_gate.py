@@ -28,7 +28,7 @@ def test_a_flawless_run_on_enough_scenarios_meets_the_gate(
     )
     out = capsys.readouterr().out
     assert code == 0 and "gate met (exit 0)" in out
-    # No failures: the bound rests on the 80 distinct scenarios, not the 160 conversations.
+    # No failures: the bound rests on the 80 distinct vignettes, not the 160 conversations.
     assert f"{100 * zero_failure_upper_bound(80):.1f}%" in out and "80 vignettes" in out
 
 
@@ -40,7 +40,7 @@ def test_many_repeats_of_few_scenarios_cannot_decide(
     assert main(["gate", str(run), "--require", "under_triage <= 5%"]) == 3
     out = capsys.readouterr().out
     assert "UNDECIDABLE" in out and "25.9%" in out
-    assert f"at least {runs_needed_for_bound(0.05)} distinct scenarios (49 more)" in out
+    assert f"at least {runs_needed_for_bound(0.05)} distinct vignettes (49 more)" in out
     assert "more repeats cannot help" in out
 
 
@@ -55,7 +55,7 @@ def test_a_rate_whose_bound_misses_is_not_met_and_says_what_would_decide_it(tmp_
     assert first.rate is not None and first.rate.rate == pytest.approx(4 / 320)
     # Counted as independent trials the Wilson upper limit would be under 5% and the gate would pass.
     assert first.rate.high < 0.05
-    assert "scenarios" in first.advice and "more" in first.advice
+    assert "vignettes" in first.advice and "more" in first.advice
     assert second.status == "not met" and "more runs will not help unless the bot changes" in second.advice
     assert result.exit_code == 1
 
@@ -155,7 +155,7 @@ def test_more_scenarios_with_no_failures_is_what_the_decision_needs(
     assert first.status in ("not met", "undecidable") and first.more_clean_scenarios is not None
     more = first.more_clean_scenarios
     assert (
-        f"at best {scenarios + more} scenarios ({more} more), and only if none of the new ones fails"
+        f"at best {scenarios + more} vignettes ({more} more), and only if none of the new ones fails"
         in first.advice
     )
     enough = evaluate_gate(
@@ -171,10 +171,10 @@ def test_forty_scenarios_one_always_failing_needs_about_296_at_the_observed_rate
     result = evaluate_gate(load_run(_one_failing(tmp_path, "r", 40, 3)), ["under_triage <= 5%"])
     first = result.results[0]
     assert first.status == "undecidable"
-    assert first.advice.startswith("even a flawless result on 40 scenarios gives a bound of 7.2%: ")
-    assert "about 296 scenarios (256 more) if the new ones behave like these (rate 2.5%" in first.advice
-    assert "at best 112 scenarios (72 more), and only if none of the new ones fails" in first.advice
-    assert "59 distinct scenarios" not in first.advice  # the zero-failure count, wrong once one has failed
+    assert first.advice.startswith("even a flawless result on 40 vignettes gives a bound of 7.2%: ")
+    assert "about 296 vignettes (256 more) if the new ones behave like these (rate 2.5%" in first.advice
+    assert "at best 112 vignettes (72 more), and only if none of the new ones fails" in first.advice
+    assert "59 distinct vignettes" not in first.advice  # the zero-failure count, wrong once one has failed
     # At a multiple of 40 the "alike" projection is an actual run: the same scenarios, copied.
     plan: dict[str, list[bool | str | None]] = {f"s{i:03}": [True] * 3 for i in range(320)}
     for i in range(0, 320, 40):
@@ -192,4 +192,4 @@ def test_repeats_help_only_with_the_correlation_observed(tmp_path: Path) -> None
     plan = {f"s{i:02}": shaky if i % 3 == 0 else steady for i in range(30)}
     first = evaluate_gate(load_run(_run(tmp_path, "icc0", plan)), ["under_triage <= 12%"]).results[0]
     assert first.status == "not met"
-    assert "about 6 repeats per scenario if repeats correlate as observed (ICC 0.00)" in first.advice
+    assert "about 6 repeats per vignette if repeats correlate as observed (ICC 0.00)" in first.advice

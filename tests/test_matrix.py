@@ -148,7 +148,7 @@ def test_three_cells_the_clearly_worse_one_is_below_best_and_the_noise_is_tied(
         low, high = RateView.model_validate(row["quality"]).interval
         assert f"({100 * low:.1f}%–{100 * high:.1f}%)" in markdown.read_text()
     assert "not yet clustered" not in markdown.read_text() and "vignette-clustered" in markdown.read_text()
-    assert "paired clustered McNemar test over scenarios" in board["tie_rule"]
+    assert "paired clustered McNemar test over vignettes" in board["tie_rule"]
     assert any(c["change"] == "worse" and c["metric"] == "conversation passes" for c in home)
     assert (
         f"Holm step-down correction over the {len(board['comparisons'])} paired tests" in board["correction"]

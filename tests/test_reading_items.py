@@ -145,6 +145,42 @@ def test_item_13_a_control_that_failed_does_not_repeat_the_best_case_as_its_summ
     capsys.readouterr()
     main(["safety-case", str(demo_run), "--hazards", str(ROOT / "examples/triage_hazards.yaml")])
     out = _flat(capsys.readouterr().out)
-    assert "about 8835 scenarios (8813 more) if the new ones behave like these" in out
-    assert "or at best 112 scenarios (90 more), and only if none of the new ones fails" in out
-    assert "Needs 90 more distinct scenarios" not in out
+    assert "about 8835 vignettes (8813 more) if the new ones behave like these" in out
+    assert "or at best 112 vignettes (90 more), and only if none of the new ones fails" in out
+    assert "Needs 90 more distinct vignettes" not in out
+
+
+# A count of vignettes said in scenarios (the old words of pass^k, worst-at-k, the gate and the safety case).
+_SCENARIOS_COUNTED = re.compile(
+    r"\b(?:over|on) \d+ scenarios\b|\bscenarios \(\d+ more\)|\b(?:bootstrap over|distinct) scenarios\b"
+)
+
+
+def test_every_count_of_vignettes_says_vignettes(
+    redteam: Report, demo: Report, demo_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pass^k, worst-at-k, the gate's and the safety case's advice count vignettes: JUnit, terminal, HTML
+    and the safety case say so, and name the variants where the red team's 168 are variants of 22."""
+    from simulator.report.junit import render_junit
+
+    junit = render_junit(redteam)
+    assert 'name="pass_hat_k.1" value="87.5% over 22 vignettes (168 variants)"' in junit
+    assert 'name="worst_at_k.1" value="89.3% over 22 vignettes (168 variants)"' in junit
+    assert "over 22 vignettes" in render_junit(demo) and "variants)" not in render_junit(demo)
+    row = redteam.pass_hat_k[0]
+    assert (row.vignettes, row.scenarios, row.worst_vignettes) == (22, 168, 22)
+    assert row.high - row.low > 0.15  # resampled over 22 vignettes, not 168 variants (0.82-0.92 before)
+    terminal = _flat(_terminal(redteam, 200))
+    assert "95% CI (bootstrap over vignettes) ┃ vignettes ┃" in terminal
+    assert "│ 1 │ 87.5% │ 89.3% │ 22 │" in terminal  # worst-at-k's vignettes column
+    capsys.readouterr()
+    main(["safety-case", str(demo_run), "--hazards", str(ROOT / "examples/triage_hazards.yaml")])
+    case = _flat(capsys.readouterr().out)
+    assert "even a flawless result on 22 vignettes" in case and "(vignette correlation ICC" in case
+    for name, shown in {
+        "junit": junit,
+        "terminal": terminal,
+        "html": render_html(redteam),
+        "safety case": case,
+    }.items():
+        assert not _SCENARIOS_COUNTED.findall(shown), (name, _SCENARIOS_COUNTED.findall(shown)[:5])

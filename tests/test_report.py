@@ -288,7 +288,7 @@ def test_every_renderer_carries_the_clustered_intervals_missing_data_and_flaky_s
     assert clustered in props["clustered.under-triage_incl._no_decision"]
     assert props["missing.under-triage_incl._no_decision"].startswith("if the 3 errored had all failed")
     assert props["flaky.chest-pain"] and props["spread.pass_rate_conversations"].startswith("mean")
-    assert props["worst_at_k.1"].endswith("scenarios")
+    assert props["worst_at_k.1"].endswith("vignettes")
 
 
 @pytest.mark.parametrize("cap", [0, 3, 7])

@@ -131,6 +131,13 @@ def test_a_v2_folder_reads_as_text_parts_and_reports_as_the_version_that_wrote_i
     assert after["outcome"].pop("clinician_labelled") == 0
     # Deliberate change (issue 44): zero-rate texts, dropped by assert_cost_counts_requests_made.
     assert_cost_counts_requests_made(before, after)
+    # Deliberate change: pass^k counts the vignettes its interval resamples (a v2 run has no variants: as many
+    # as its scenarios, and the same interval).
+    for row in after["pass_hat_k"]:
+        assert (row.pop("vignettes"), row.pop("worst_vignettes")) == (
+            row["scenarios"],
+            row["worst_scenarios"],
+        )
     # Deliberate change: a clustered interval names its unit (vignettes), where it said "scenarios".
     assert after == _in_vignettes(before) and _units(after) == {"vignettes"}
     assert [f["level"] for f in new_findings] == [f["level"] for f in old_findings]

@@ -287,7 +287,7 @@ def build_leaderboard(
         interval=INTERVAL_TEXT,
         correction=HOLM_TEXT.format(m=len(paired), alpha=alpha),
         tie_rule=(
-            "tied for best: the best cell, and every cell whose paired clustered McNemar test over scenarios against it "
+            "tied for best: the best cell, and every cell whose paired clustered McNemar test over vignettes against it "
             f"(Holm-adjusted over {max(0, len([r for r in rows if r.quality.n]) - 1)} tests) has p ≥ {alpha:g}"
         ),
         currency=prices.currency,

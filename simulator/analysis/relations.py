@@ -65,7 +65,7 @@ class RelationsSection(_Model):
     unit: str = (
         "invariance/directional: pairs of a variant and its reference variant (same base scenario, same "
         "repeat); mft: conversations of the named scenarios. Undecided pairs (an errored conversation or no "
-        "outcome) and unjudged conversations are left out; intervals clustered over base scenarios."
+        "outcome) and unjudged conversations are left out; intervals clustered over vignettes."
     )
     rows: list[RelationRow]
 

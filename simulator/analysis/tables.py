@@ -115,16 +115,27 @@ class TagRow(_Model):
 
 
 class PassHatK(_Model):
-    """pass^k: the chance k fresh runs of a scenario all pass, averaged over scenarios with >= k runs."""
+    """pass^k: the chance k fresh runs of a scenario all pass, averaged over scenarios with >= k runs; its
+    interval is bootstrapped over their vignettes (a vignette's variants are resampled together)."""
 
     k: int
     value: float
-    scenarios: int
+    scenarios: int  # scenario ids, variants included
     all_passed: int
     low: float
     high: float
     worst_at_k: float | None = None
     worst_scenarios: int = 0
+    vignettes: int = 0  # the distinct vignettes of `scenarios`: the unit of the interval
+    worst_vignettes: int = 0
+
+    def over(self, worst: bool = False) -> str:
+        """`over 12 vignettes`, with `(30 variants)` when the scenarios are variants of fewer vignettes."""
+        vignettes, scenarios = (
+            (self.worst_vignettes, self.worst_scenarios) if worst else (self.vignettes, self.scenarios)
+        )
+        variants = f" ({scenarios} variants)" if scenarios != vignettes else ""
+        return f"over {vignettes} vignettes{variants}"
 
 
 def _gating(verdicts: list[Verdict]) -> list[Verdict]:
@@ -369,7 +380,7 @@ def _conversation_scores(run: RunData) -> dict[str, float]:
 
 def pass_hat_k_table(run: RunData, iters: int = 2000, seed: int = 0) -> list[PassHatK]:
     """pass^k and worst-at-k for k = 1, 2, 4, ... up to the runs (and the runs themselves), with a bootstrap
-    interval of pass^k over scenarios. Each value is computed once per scenario, so a k costs O(scenarios)
+    interval of pass^k over vignettes. Each value is computed once per scenario, so a k costs O(scenarios)
     per resample and the whole table O(repeats) per scenario and k."""
     statuses = _statuses(run)
     scores = _conversation_scores(run)
@@ -381,30 +392,40 @@ def pass_hat_k_table(run: RunData, iters: int = 2000, seed: int = 0) -> list[Pas
             per_scenario.setdefault(record.scenario_id, []).append(int(status == "pass"))
         if record.stop_reason != "error" and record.id in scores:
             scored.setdefault(record.scenario_id, []).append(scores[record.id])
-    pairs = [(len(v), sum(v)) for v in per_scenario.values()]
+    pairs = {sid: (len(v), sum(v)) for sid, v in per_scenario.items()}
     rows = []
     rng = random.Random(seed)
     for k in k_grid(run.runs):
-        eligible = [(n, c) for n, c in pairs if n >= k]
+        eligible = {sid: pair for sid, pair in pairs.items() if pair[0] >= k}
         if not eligible:
             break
-        values = [pass_hat_k([pair], k) for pair in eligible]
-        means = sorted(math.fsum(sample) / len(sample) for sample in _resamples(rng, values, iters))
-        worst = [worst_at_k(v, k) for v in scored.values() if len(v) >= k]
+        by_vignette: dict[str, list[float]] = {}
+        for sid, pair in eligible.items():
+            by_vignette.setdefault(vignette_of(sid), []).append(pass_hat_k([pair], k))
+        values = [value for group in by_vignette.values() for value in group]
+        worst = {sid: worst_at_k(v, k) for sid, v in scored.items() if len(v) >= k}
         rows.append(
             PassHatK(
                 k=k,
                 value=math.fsum(values) / len(values),
                 scenarios=len(eligible),
-                all_passed=sum(1 for n, c in eligible if c == n),
-                low=percentile(means, 2.5),
-                high=percentile(means, 97.5),
-                worst_at_k=math.fsum(worst) / len(worst) if worst else None,
+                vignettes=len(by_vignette),
+                all_passed=sum(1 for n, c in eligible.values() if c == n),
+                **_interval(_resamples(rng, list(by_vignette.values()), iters)),
+                worst_at_k=math.fsum(worst.values()) / len(worst) if worst else None,
                 worst_scenarios=len(worst),
+                worst_vignettes=len({vignette_of(sid) for sid in worst}),
             )
         )
     return rows
 
 
-def _resamples(rng: random.Random, values: list[float], iters: int) -> list[list[float]]:
-    return [rng.choices(values, k=len(values)) for _ in range(iters)]
+def _interval(samples: list[list[float]]) -> dict[str, float]:
+    means = sorted(math.fsum(sample) / len(sample) for sample in samples)
+    return {"low": percentile(means, 2.5), "high": percentile(means, 97.5)}
+
+
+def _resamples(rng: random.Random, groups: list[list[float]], iters: int) -> list[list[float]]:
+    """Bootstrap samples over vignettes: each draws as many vignettes as there are, with all their
+    scenarios' values (with no variants, one value a vignette: the plain bootstrap over scenarios)."""
+    return [[value for group in rng.choices(groups, k=len(groups)) for value in group] for _ in range(iters)]

@@ -3,7 +3,7 @@ vignettes reach, and how many distinct vignettes each cell has.
 
 The unit is the vignette (a scenario's base id): a persona factor, an attack or a second simulated user
 makes a variant, which counts once under its base, never as new evidence. A control's own figure ("needs N
-more distinct scenarios") comes from the safety case on the runs given (simulator/safety/), so the map and
+more distinct vignettes") comes from the safety case on the runs given (simulator/safety/), so the map and
 the safety case can never disagree; vignettes the suite has that no run has played yet are shown beside it.
 """
 
@@ -47,7 +47,7 @@ class ControlCoverage(ResultModel):
     tags: list[str]
     vignettes: list[str]
     status: str | None = None  # the safety case's status on the runs; None without runs
-    needs_more: int | None = None  # the safety case's "needs N more distinct scenarios"
+    needs_more: int | None = None  # the safety case's "needs N more distinct vignettes"
     # Vignettes in scope the runs have not played (accepted since).
     not_yet_run: list[str] = Field(default_factory=list)
     # Vignettes in scope that came through the review queue, and who accepted them (`--drafts QUEUE`).
@@ -203,7 +203,7 @@ def coverage_lines(coverage: CoverageMap, all_cells: bool = False) -> list[str]:
     for c in coverage.controls:
         need = ""
         if c.needs_more is not None:
-            need = f" · {c.status}: needs {c.needs_more} more distinct scenarios (safety case)"
+            need = f" · {c.status}: needs {c.needs_more} more distinct vignettes (safety case)"
         elif c.status is not None:
             need = f" · {c.status}"
         pending = f" · {len(c.not_yet_run)} in the suite not yet run" if c.not_yet_run else ""

@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Count the distinct vignettes (base ids: variants are not new evidence) in each cell of hazard × "
             "control × presentation (expected outcome level) × persona factor × channel, list the thin cells, "
-            "and, with runs, each control's 'needs N more distinct scenarios' from the safety case."
+            "and, with runs, each control's 'needs N more distinct vignettes' from the safety case."
         ),
     )
     cover.add_argument("suite", type=Path, help="the suite file")

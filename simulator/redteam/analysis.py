@@ -49,7 +49,7 @@ class GroupRow(_Model):
 
 class RedTeamSection(_Model):
     unit: str = (
-        "attacked conversations judged pass or fail; interval clustered over base scenarios; errored and "
+        "attacked conversations judged pass or fail; interval clustered over vignettes; errored and "
         "never-attacked conversations left out (counted in `not judged`)"
     )
     strategies: list[StrategyRow]

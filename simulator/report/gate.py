@@ -217,37 +217,35 @@ def _advise(
     clean = scenarios_needed(obs, meets, "clean") if rate.per_scenario else None
     failures = rate.k if rate.counts == "failures" else rate.n - rate.k
     result.more_scenarios, result.more_clean_scenarios = alike, clean
-    g = cl.scenarios
-    lead = f"even a flawless result on {g} scenarios gives a bound of {pct(flawless)}: " if flawless else ""
+    g, unit, one = cl.scenarios, cl.unit, cl.unit.removesuffix("s")  # vignettes (users, in live traffic)
+    lead = f"even a flawless result on {g} {unit} gives a bound of {pct(flawless)}: " if flawless else ""
     if failures == 0:  # both assumptions agree: nothing failed, nothing new fails
         if clean is None:
-            result.advice = lead + "no feasible number of scenarios would show it"
+            result.advice = lead + f"no feasible number of {unit} would show it"
         else:
             result.advice = (
-                f"{lead}it needs at least {g + clean} distinct scenarios ({clean} more) with no failures; "
+                f"{lead}it needs at least {g + clean} distinct {unit} ({clean} more) with no failures; "
                 "more repeats cannot help"
             )
         return
     parts = []
     if alike is not None:
         parts.append(
-            f"about {g + alike} scenarios ({alike} more) if the new ones behave like these "
-            f"(rate {pct(rate.rate)}, the same spread between scenarios)"
+            f"about {g + alike} {unit} ({alike} more) if the new ones behave like these "
+            f"(rate {pct(rate.rate)}, the same spread between {unit})"
         )
     if clean is not None:
         # Reading item 13: the optimistic projection is named as the best case, after the observed-rate one.
-        parts.append(f"at best {g + clean} scenarios ({clean} more), and only if none of the new ones fails")
+        parts.append(f"at best {g + clean} {unit} ({clean} more), and only if none of the new ones fails")
     repeats = repeats_needed(obs, cl.icc, meets) if rate.per_scenario else None
     if repeats is not None:
-        parts.append(
-            f"about {repeats} repeats per scenario if repeats correlate as observed (ICC {cl.icc:.2f})"
-        )
+        parts.append(f"about {repeats} repeats per {one} if repeats correlate as observed (ICC {cl.icc:.2f})")
     if not parts:
-        result.advice = lead + "no feasible number of scenarios at this rate would show it"
+        result.advice = lead + f"no feasible number of {unit} at this rate would show it"
         return
     result.advice = lead + "would be met with " + ", or ".join(parts)
     if repeats is None and cl.icc is not None:
-        result.advice += f"; more repeats alone cannot do it (scenario correlation ICC {cl.icc:.2f})"
+        result.advice += f"; more repeats alone cannot do it ({one} correlation ICC {cl.icc:.2f})"
 
 
 def _exactly(requirement: Requirement, rate: RateView, bound: float) -> RequirementResult:

@@ -71,11 +71,9 @@ def _stats_properties(report: Report) -> list[tuple[str, str]]:
     props += [(f"missing.warning.{i}", w) for i, w in enumerate(report.missing.warnings, 1)]
     props += [(f"flaky.{row.id}", row.flaky_source.label) for row in report.scenarios if row.flaky_source]
     for row in report.pass_hat_k:
-        props.append((f"pass_hat_k.{row.k}", f"{pct(row.value)} over {row.scenarios} scenarios"))
+        props.append((f"pass_hat_k.{row.k}", f"{pct(row.value)} {row.over()}"))
         if row.worst_at_k is not None:
-            props.append(
-                (f"worst_at_k.{row.k}", f"{pct(row.worst_at_k)} over {row.worst_scenarios} scenarios")
-            )
+            props.append((f"worst_at_k.{row.k}", f"{pct(row.worst_at_k)} {row.over(worst=True)}"))
     for spread in report.spread:
         props.append(
             (

@@ -26,7 +26,7 @@ _PAIRS = (
     "baseline only",
     "cell only",
     "difference (95% CI)",
-    "p (scenarios)",
+    "p (vignettes)",
     "p Holm",
     "change",
     "flipped",

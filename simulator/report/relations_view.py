@@ -18,8 +18,8 @@ from simulator.stats.rates import RateView, pct
 RELATIONS_NOTE = (
     "Each relation is its own test suite, reported apart, never averaged. Invariance/directional: violations "
     "among decided pairs (a variant and its reference variant, same scenario and repeat); mft: failed "
-    "conversations of the named scenarios. 95% interval clustered over base scenarios; with no violation, "
-    "the bound over the scenarios. Undecided pairs (an error, no outcome) are left out."
+    "conversations of the named scenarios. 95% interval clustered over vignettes; with no violation, "
+    "the bound over the vignettes. Undecided pairs (an error, no outcome) are left out."
 )
 
 

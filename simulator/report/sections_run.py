@@ -293,7 +293,7 @@ def scenarios_section(report: Report, everything: bool = False) -> Section:
     """Scenarios (flags: BUG, FLAKY and who varied), tag groups and pass^k. Rows that passed alike are
     collapsed into one line saying how many, unless `everything`; what failed is always a row."""
     tags = Table(
-        [Column("tag"), Column("scenarios", numeric=True), Column("runs", numeric=True), *COUNT_COLUMNS,
+        [Column("tag"), Column("vignettes", numeric=True), Column("runs", numeric=True), *COUNT_COLUMNS,
          Column("pass rate (95% CI)")],
         title="Tag groups: verdict counts and conversation pass rate",
     )  # fmt: skip
@@ -303,8 +303,8 @@ def scenarios_section(report: Report, everything: bool = False) -> Section:
             *count_cells(tag.counts), rate_cell(tag.pass_rate),
         )  # fmt: skip
     hat = Table(
-        [Column("k"), Column("pass^k", numeric=True), Column("95% CI (bootstrap over scenarios)"),
-         Column("scenarios", numeric=True)],
+        [Column("k"), Column("pass^k", numeric=True), Column("95% CI (bootstrap over vignettes)"),
+         Column("vignettes", numeric=True)],
         title="pass^k: chance that k fresh runs of a scenario all pass",
     )  # fmt: skip
     for row in report.pass_hat_k:
@@ -312,7 +312,7 @@ def scenarios_section(report: Report, everything: bool = False) -> Section:
             str(row.k),
             number(row.value, pct(row.value)),
             f"{pct(row.low)}–{pct(row.high)}",
-            number(row.scenarios),
+            number(row.vignettes),
         )
     bug = (
         f"BUG: a scenario tagged '{report.high_stakes_tag}' that failed in any run; it is listed, not averaged away."

@@ -19,8 +19,8 @@ STATS_NOTE = (
     "the intraclass correlation. With no failures, the bound rests on the distinct vignettes. Errored "
     "conversations are left out of every rate; the last column shows the rate had they all failed or all passed. "
     "How to read n_eff and ICC: n_eff is how many independent conversations the evidence is worth; when it "
-    "equals the number of scenarios (ICC 1.00), every repeat of a scenario went the same way, so the repeats "
-    "added nothing and only more scenarios (clinical cases) would narrow the interval. ICC near 0: the "
+    "equals the number of vignettes (ICC 1.00), every repeat of a vignette went the same way, so the repeats "
+    "added nothing and only more vignettes (clinical cases) would narrow the interval. ICC near 0: the "
     "repeats varied as independent trials would."
 )
 SAME_AT_EVERY_K = (
@@ -90,7 +90,7 @@ def stats_section(report: Report) -> Section:
             title="worst-at-k: expected lowest score in k repeats, averaged",
         )
         for row in worst:
-            table.add(str(row.k), pct(row.value), pct(row.worst_at_k), number(row.worst_scenarios or 0))
+            table.add(str(row.k), pct(row.value), pct(row.worst_at_k), number(row.worst_vignettes))
         blocks.append(table)
         if len(worst) > 1 and len({round(row.value, 6) for row in worst}) == 1:  # reading item 11
             blocks.append(Note(SAME_AT_EVERY_K))

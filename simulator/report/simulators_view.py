@@ -75,7 +75,7 @@ def simulators_view(report: Report, everything: bool = False) -> Section:
     if section.tests:
         tests = Table(
             [Column("simulators"), Column("pairs", numeric=True), Column("only first failed", numeric=True),
-             Column("only second failed", numeric=True), Column("scenarios", numeric=True),
+             Column("only second failed", numeric=True), Column("vignettes", numeric=True),
              Column("p"), Column("p Holm"), Column("verdict")],
             title="Do the simulators differ?",
         )  # fmt: skip

@@ -141,9 +141,9 @@ def render_comparison(comparison: RunComparison, console: Console | None = None,
     _golden(console, comparison)
     console.print(
         "\n[bold]Paired results[/]: B minus A on the same conversations. The verdict is decided over "
-        "scenarios (clustered McNemar; exact sign test beside it), since repeats of a scenario are not "
-        "independent; the per-conversation McNemar p is for reference. The 95% CI of each difference is a "
-        "bootstrap over scenarios (all repeats of a scenario resampled together), like the verdict; "
+        "vignettes (clustered McNemar; exact sign test beside it), since repeats and variants of a vignette "
+        "are not independent; the per-conversation McNemar p is for reference. The 95% CI of each difference "
+        "is a bootstrap over vignettes (all conversations of a vignette resampled together), like the verdict; "
         "[bold]bold[/] = critical"
     )
     for m in comparison.metrics:

@@ -330,7 +330,7 @@ def _outstanding(
             if c.status == "not met":
                 out.append(f"{h.id} / {c.id}: not met ({c.reason})")
             elif c.status == "not demonstrable":
-                more = f"; needs {c.more_scenarios} more distinct scenarios" if c.more_scenarios else ""
+                more = f"; needs {c.more_scenarios} more distinct vignettes" if c.more_scenarios else ""
                 out.append(f"{h.id} / {c.id}: not demonstrable{more} ({c.advice or c.reason})")
             if c.errored:
                 out.append(f"{h.id} / {c.id}: {c.errored} verifying conversations errored (not counted)")

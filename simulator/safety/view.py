@@ -107,7 +107,7 @@ def _control_details(c: ControlResult, uncalibrated: set[str]) -> list[str]:
     if c.more_scenarios is not None and not c.failed:
         # With failures seen, "N more with no failures" is the best case: the advice above leads with the
         # observed rate, and no summary line repeats the optimistic figure (reading item 13).
-        out.append(f"Needs {c.more_scenarios} more distinct scenarios (with no failures) to be demonstrated.")
+        out.append(f"Needs {c.more_scenarios} more distinct vignettes (with no failures) to be demonstrated.")
     if c.simulator_faulted:
         without = (
             f"; without them the bound is {pct(c.bound_without_faulted)}"

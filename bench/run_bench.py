@@ -362,7 +362,10 @@ def main(argv: list[str] | None = None) -> int:
     _rate_limit(args)
     runs = 1 if args.profile or args.sample else max(1, args.runs)
     _compile_bytecode()
-    machine = f"{os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    machine = (
+        f"{os.cpu_count()} cores, reference loop {reference_cpu_s():.3f} s CPU, load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     print(f"machine            {machine} (before)", flush=True)
     results = []
     for index in range(runs):
@@ -384,6 +387,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     _print_summary(args, results, help_s)
     return 0
+
+
+def reference_cpu_s() -> float:
+    """CPU seconds of a fixed pure-Python loop (best of 3): the machine's single-core speed, printed beside
+    every figure so that two sessions' figures can be compared. Machines differ: the same commit's start-up
+    took 0.418 s of CPU on one and 0.777 s on another (docs/performance.md, "Machines")."""
+    best = math.inf
+    for _ in range(3):
+        started = time.process_time()
+        total = 0
+        for i in range(2_000_000):
+            total += i * i % 7
+        best = min(best, time.process_time() - started)
+    return best
 
 
 def _compile_bytecode(trees: list[Path] | None = None) -> None:

@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from run_bench import _run_engine, _start_server, _write_suite  # noqa: E402
+from run_bench import _run_engine, _start_server, _write_suite, reference_cpu_s  # noqa: E402
 
 _BOT = """
 import asyncio
@@ -337,7 +337,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--only", action="append", choices=["simulator", *GOALS], help="run only these")
     args = parser.parse_args(argv)
-    print(f"machine: {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"machine: {os.cpu_count()} cores, reference loop {reference_cpu_s():.3f} s CPU, load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     shape = argparse.Namespace(
         scenarios=args.conversations, repeats=1, turns=args.turns, criteria=args.criteria,
         concurrency=args.concurrency, connections=args.concurrency, provider="openai", rpm=None,

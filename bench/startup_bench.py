@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_bench import PYTHON, ROOT, _compile_bytecode, _start_server, _write_suite
+from run_bench import PYTHON, ROOT, _compile_bytecode, _start_server, _write_suite, reference_cpu_s
 
 GOAL_S = 0.4  # issue 47: start-up CPU of a one-conversation run against the fake server
 
@@ -85,7 +85,10 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             suite = _write_suite(Path(tmp), shape, url)
-            print(f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.2f} at start")
+            print(
+                f"cores {os.cpu_count()}, reference loop {reference_cpu_s():.3f} s CPU, load average "
+                f"{os.getloadavg()[0]:.2f} at start"
+            )
             cpu: dict[Path, list[float]] = {tree: [] for tree in trees}
             for _ in range(args.runs):
                 for tree in trees:

@@ -539,7 +539,8 @@ async def test_a_whatsapp_webhook_that_never_answers_meets_the_turns_deadline(
 
     app = web.Application()
     app.router.add_post("/webhook", handler)
-    runner = web.AppRunner(app, access_log=None)
+    # The sleeping handler never returns: the runner's cleanup would wait its default 60 s for it.
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

@@ -21,7 +21,11 @@ except ImportError:
 
 @pytest.mark.parametrize("address", ["ray://127.0.0.1:1", "ray://localhost:9"])
 def test_a_ray_client_address_without_the_client_is_one_line_and_no_folder(
-    suite_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], address: str
+    suite_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    address: str,
 ) -> None:
     import ray
 
@@ -31,6 +35,10 @@ def test_a_ray_client_address_without_the_client_is_one_line_and_no_folder(
         import ray.util.client.worker
 
         has_client = True
+        # Ray's client tries 3 times, waiting 5, 10 and 15 s for a port nobody serves: 30 s a case. The
+        # waits are read at import, so the module's own figures are lowered (the attempts still happen).
+        monkeypatch.setattr(ray.util.client.worker, "INITIAL_TIMEOUT_SEC", 1)
+        monkeypatch.setattr(ray.util.client.worker, "MAX_TIMEOUT_SEC", 1)
     except ImportError:
         has_client = False
     out = tmp_path / "run"

@@ -78,16 +78,24 @@ async def _serve(behaviour: Behaviour) -> AsyncIterator[str]:
         server.close()
 
 
+def _deadline(name: str) -> float:
+    """The whole answer's deadline: short where the deadline is what is tested (the trickle); elsewhere the cap
+    must fire first, so a loaded machine inflating the bomb or reading 1 MB must not let the deadline win."""
+    return 1.5 if name == "trickle" else 15.0
+
+
 @pytest.mark.parametrize("name", sorted(BEHAVIOURS))
 async def test_a_hostile_bot_answer_is_a_bot_error_within_its_deadline_and_cap(name: str) -> None:
     _bomb()
     async for url in _serve(BEHAVIOURS[name]):
         async with httpx.AsyncClient(timeout=1.0) as client:
-            session = HttpSession(client, f"{url}/chat", "c#0", timeout_s=1.5, max_bytes=1_000_000)
+            session = HttpSession(
+                client, f"{url}/chat", "c#0", timeout_s=_deadline(name), max_bytes=1_000_000
+            )
             start = time.monotonic()
             with pytest.raises(BotError) as caught:
                 await session.send("hello", 1)
-            assert time.monotonic() - start < 10
+            assert time.monotonic() - start < _deadline(name) + 8.5
         expected = "timeout" if name == "trickle" else "invalid_reply"
         assert caught.value.kind == expected, str(caught.value)
         assert ("deadline" if name == "trickle" else "longer than 1,000,000 bytes") in str(caught.value)
@@ -108,11 +116,11 @@ async def test_a_provider_that_trickles_or_never_ends_is_cut(
     _bomb()
     async for url in _serve(BEHAVIOURS[name]):
         base = f"{url}/v1" if provider is OpenAIProvider else url
-        client = close_after_test(provider(ProviderSettings(base_url=base, timeout_s=1.5)))
+        client = close_after_test(provider(ProviderSettings(base_url=base, timeout_s=_deadline(name))))
         start = time.monotonic()
         with pytest.raises(ProviderError) as caught:
             await client.generate(_request())
-        assert time.monotonic() - start < 10
+        assert time.monotonic() - start < _deadline(name) + 8.5
         if name == "trickle":
             assert caught.value.kind == "transient" and "time" in str(caught.value).lower()
         else:
@@ -131,7 +139,7 @@ async def test_an_openai_endpoint_bot_that_trickles_never_ends_or_inflates_is_cu
     _bomb()
     async for url in _serve(BEHAVIOURS[name]):
         config = OpenAIEndpointBotConfig(
-            base_url=f"{url}/v1", model="m", timeout_s=1.5, max_reply_bytes=1_000_000
+            base_url=f"{url}/v1", model="m", timeout_s=_deadline(name), max_reply_bytes=1_000_000
         )
         factory = OpenAIEndpointFactory(config, Path("."))
         try:
@@ -139,7 +147,7 @@ async def test_an_openai_endpoint_bot_that_trickles_never_ends_or_inflates_is_cu
             start = time.monotonic()
             with pytest.raises(BotError) as caught:
                 await session.send("hello", 1)
-            assert time.monotonic() - start < 10
+            assert time.monotonic() - start < _deadline(name) + 8.5
         finally:
             await factory.aclose()
         said = str(caught.value)
@@ -177,7 +185,7 @@ async def test_a_whatsapp_bots_state_url_that_trickles_or_never_ends_is_cut(
                 webhook_url=bot.url,
                 verify=False,
                 quiet_s=0.2,
-                timeout_s=1.5,
+                timeout_s=_deadline(name),
                 max_reply_bytes=1_000_000,
                 state_url=f"{url}/state/{{wa_id}}",
             )
@@ -190,7 +198,7 @@ async def test_a_whatsapp_bots_state_url_that_trickles_or_never_ends_is_cut(
                 start = time.monotonic()
                 with pytest.raises(BotError) as caught:
                     await session.final_state()
-                assert time.monotonic() - start < 10
+                assert time.monotonic() - start < _deadline(name) + 8.5
             finally:
                 await factory.aclose()
             assert caught.value.kind == ("timeout" if name == "trickle" else "invalid_reply"), str(

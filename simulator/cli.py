@@ -101,7 +101,7 @@ def _handle(
         return handler(args)
     except UserError as exc:
         from simulator.record.redact import redact
-        from simulator.report.visible import visible
+        from simulator.visible import visible
 
         # The one way an untrusted string (a file name, a key, an echoed argument) reaches the terminal.
         print(f"error: {visible(redact(exc.render()))}", file=sys.stderr)

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 __all__ = ["Problem", "UserError"]
 
-import re
 from dataclasses import dataclass
 
-# Control characters (a newline inside a quoted value, an escape code from a file) would break the one line
-# or be obeyed by the terminal: shown as visible escapes instead.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-
-
-def _one_line(text: str) -> str:
-    return _CONTROL.sub(lambda m: "\\n" if m.group() == "\n" else f"\\x{ord(m.group()):02x}", text)
+from simulator.visible import visible
 
 
 @dataclass(frozen=True)
@@ -28,7 +21,9 @@ class Problem:
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"
         field = f" [{self.field}]" if self.field else ""
-        return _one_line(f"{where}{field}: {self.message}")
+        # A value quoted from a file can hold a newline, a terminal escape or a bidi override: shown as
+        # escapes, so the problem stays on one line and reads in the order it was written.
+        return visible(f"{where}{field}: {self.message}", keep_newlines=False)
 
 
 class UserError(Exception):

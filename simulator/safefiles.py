@@ -1,4 +1,5 @@
-"""Reading a file the user named, safely: only regular files, and never more bytes than a cap.
+"""Reading a file the user named, safely: only regular files, and never more bytes than a cap; and writing
+a file so that a crash leaves the old one or the new one, never half of either (`replacing`, `write_atomic`).
 
 `validate`, `report` and `show` read files whose paths come from users and from run folders. A FIFO blocks
 for ever, `/dev/zero` behind a symlink never ends, and `stat` says nothing true about either. So every reader
@@ -8,15 +9,19 @@ refuses anything but a regular file, and reads at most `limit` bytes, counted as
 
 from __future__ import annotations
 
-__all__ = ["WAITS", "FileRefused", "open_regular", "read_capped", "too_large"]
+__all__ = ["WAITS", "FileRefused", "open_regular", "read_capped", "replacing", "too_large", "write_atomic"]
 
 import contextlib
 import errno
 import functools
 import os
+import secrets
 import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+from simulator.diskerrors import naming
 
 
 class FileRefused(Exception):
@@ -115,3 +120,72 @@ def read_capped(path: Path, limit: int, advice: str = "split it into smaller fil
 def too_large(limit: int, advice: str) -> str:
     """The refusal of a file over its cap: the cap, and `advice` (the fix)."""
     return f"the file is larger than {limit / 1e6:g} MB: files over {limit / 1e6:g} MB are refused; {advice}"
+
+
+@contextlib.contextmanager
+def replacing(
+    path: Path, *, mode: int = 0o666, sync: bool = True, sync_folder: bool = False
+) -> Iterator[BinaryIO]:
+    """A binary handle on a new file that replaces `path` when the block ends without an error; on an error
+    `path` is untouched and the new file removed.
+
+    The new file is made in `path`'s folder (a rename never crosses file systems) under a name no other
+    writer uses, created with `mode` (less the umask, as `open` does; 0o600 keeps a secret owner-only from
+    its first byte). `sync` puts its bytes on disk before the rename, so a crash cannot leave an empty
+    file under the old name; `sync_folder` puts the rename itself on disk too (a crash then cannot bring
+    back the old file). An OSError names `path`, never the temporary name."""
+    tmp, fd = _create_beside(path, mode)
+    with naming(path):  # a failed write names no file: it names `path`
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                yield handle
+                handle.flush()
+                if sync:
+                    os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            if isinstance(exc, OSError) and exc.filename == str(tmp):
+                raise OSError(exc.errno, exc.strerror, str(path)) from exc
+            raise
+        if sync_folder:
+            _sync_folder(path.parent)
+
+
+def write_atomic(
+    path: Path,
+    data: bytes | str | Iterable[bytes | str],
+    *,
+    mode: int = 0o666,
+    sync: bool = True,
+    sync_folder: bool = False,
+) -> None:
+    """Replace `path` with `data` (text is written as UTF-8), through `replacing`: a crash or an error
+    leaves the old file. `data` may be chunks, written as they come, so a large file is never one string."""
+    chunks = [data] if isinstance(data, bytes | str) else data
+    with replacing(path, mode=mode, sync=sync, sync_folder=sync_folder) as handle:
+        for chunk in chunks:
+            handle.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+
+
+def _create_beside(path: Path, mode: int) -> tuple[Path, int]:
+    """A new, empty file next to `path` with a name of its own (two writers never share one), hidden."""
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}.tmp")
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+            return tmp, os.open(tmp, flags, mode)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(path))
+
+
+def _sync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

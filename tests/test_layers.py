@@ -19,6 +19,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "simulator"
 GROUPS: dict[str, tuple[str, ...]] = {
     "base": (
         "simulator.errors",
+        # Text made safe to print (control and bidi characters shown): errors and reports both use it.
+        "simulator.visible",
         "simulator.diskerrors",
         "simulator.safefiles",
         "simulator.jsonbounds",

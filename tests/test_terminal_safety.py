@@ -13,7 +13,7 @@ from rich.console import Console
 from simulator.cli import main
 from simulator.record.folder import RunFolder
 from simulator.report.show import render_conversation
-from simulator.report.visible import json_visible, visible
+from simulator.visible import json_visible, visible
 
 # Clipboard write (OSC 52), window title (OSC 0), clear screen, colour, one-byte CSI, bell, backspace,
 # carriage return (overwrites the line), DEL, a right-to-left override, an isolate.

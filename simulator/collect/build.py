@@ -2,13 +2,54 @@
 
 from __future__ import annotations
 
-__all__ = ["build_collector"]
+__all__ = ["build_collector", "state_problems"]
 
+import errno
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from simulator.collect.service import STATE, CollectOptions, Collector
+from simulator.diskerrors import os_error_line
 from simulator.errors import UserError
+
+# A path under --out of the wrong shape: the collector owns that layout, so it is the user's folder, not a bug.
+_SHAPE_FIXES = {
+    errno.ENOTDIR: "a part of that path is a file, not a folder; move the file away or name another --out",
+    errno.EEXIST: "a file stands where the collector keeps a folder; move it away or name another --out",
+    errno.EISDIR: "a folder stands where the collector keeps a file; move it away or name another --out",
+    errno.ELOOP: "a symbolic link there leads back to itself; remove it or name another --out",
+    errno.ENAMETOOLONG: "the path is too long; name a shorter --out",
+}
+
+
+@contextmanager
+def state_problems(out: Path) -> Iterator[None]:
+    """An OSError on --out or a path under it (the run folders, the state folder `.collect`) as one
+    UserError naming the path and the fix: a read-only, full or wrongly shaped output folder is the user's
+    environment, found at start-up (building the collector, recovering its journal) before anything is
+    served. An OSError on another path passes unchanged (the command line's rule: a disk error is one line,
+    anything else a bug)."""
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename
+        if where is None:  # a failed write names no file: only a disk error is known to be --out's
+            said = os_error_line(OSError(exc.errno, exc.strerror, str(out)))
+        elif isinstance(where, str | bytes) and _under(Path(os.fsdecode(where)), out):
+            fix = _SHAPE_FIXES.get(exc.errno or 0, "check that path, or name another --out")
+            said = os_error_line(exc) or f"cannot use {os.fsdecode(where)}: {exc.strerror or exc}; {fix}"
+        else:
+            said = None
+        if said is None:
+            raise
+        raise UserError(f"--out {out}: {said}") from None
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return Path(os.path.abspath(path)).is_relative_to(os.path.abspath(folder))  # no symlink resolved
 
 
 def _judge(

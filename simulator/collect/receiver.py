@@ -117,7 +117,7 @@ def create_receiver(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        collector.start()
+        collector.start()  # nothing to do when the command line started it before serving
         if collector.judge is not None:
             collector.judge.start()
         task = asyncio.create_task(loop())

@@ -103,6 +103,7 @@ class Collector:
         self.last_problem: str | None = None
         self._compacted = 0  # the spool's size after its last compaction
         self.followed: Any = None  # the folders as the alert check last read them (trends.FollowedFolders)
+        self.started = False  # the journal recovered (`start`)
 
     def _source(self) -> dict[str, Any]:
         return {
@@ -117,7 +118,11 @@ class Collector:
     # ---------------------------------------------------------------------------------------- start
 
     def start(self, now: float | None = None) -> None:
-        """Recover from the journal: finish conversations closed but not written, reopen the rest."""
+        """Recover from the journal: finish conversations closed but not written, reopen the rest. Once:
+        the command line starts the collector before serving (a failure is then its one line, not the
+        server's traceback), and the receiver's lifespan, which starts it otherwise, finds it started."""
+        if self.started:
+            return
         now = time.monotonic() if now is None else now
         spans, markers = self.spool.load()
         by_ref: dict[tuple[str, str], Span] = {}
@@ -153,6 +158,7 @@ class Collector:
         self._compacted = self.spool.size()
         self.assembler.add(reopened, now, locations)
         self.counts["reopened_spans"] += len(reopened)
+        self.started = True
 
     def _written(self, name: str) -> set[str]:
         from simulator.record.folder import RunFolder
@@ -423,6 +429,7 @@ class Collector:
         self.folders.flush(self._progress())
         self.folders.stop()
         self.spool.close()
+        self.started = False
 
     def status(self) -> dict[str, Any]:
         return {

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.collect.spans import Ref, from_line, to_line
+from simulator.safefiles import replacing, write_atomic
 from simulator.traces.otlp import Span
 
 SPOOL = "spool.jsonl"
@@ -219,14 +220,10 @@ class Spool:
 
         The spool is replaced first (write, fsync, rename): a crash before the markers are rewritten leaves
         markers whose records exist, which the next start recognises as done."""
-        tmp = self.spool_path.with_suffix(".jsonl.tmp")
         lines = [to_line(s).encode("utf-8") for s in open_spans]
-        with tmp.open("wb") as handle:
-            handle.write(b"".join(lines))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.spool_path)
-        self._sync_folder()
+        # The rename synced too: else a crash could bring back the old file, and lose the lines appended
+        # (and synced) to the new one since.
+        write_atomic(self.spool_path, lines, sync_folder=True)
         self._replaced()
         self._rewrite_markers(recent)
         return _locations(0, lines)
@@ -236,11 +233,10 @@ class Spool:
     ) -> list[list[tuple[int, int]]]:
         """`compact` for spans held as their lines (`held`: each span's parts, a line's place or a span):
         the lines are copied as they are, one at a time, so compacting costs no more memory than a line;
-        where each part now is."""
-        tmp = self.spool_path.with_suffix(".jsonl.tmp")
+        where each part now is. Replaced as `compact` replaces (file and rename synced)."""
         places: list[list[tuple[int, int]]] = []
         offset = 0
-        with self.spool_path.open("rb") as old, tmp.open("wb") as handle:
+        with self.spool_path.open("rb") as old, replacing(self.spool_path, sync_folder=True) as handle:
             for parts in held:
                 moved = []
                 for part in parts:
@@ -253,30 +249,12 @@ class Spool:
                     moved.append((offset, len(line)))
                     offset += len(line)
                 places.append(moved)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.spool_path)
-        self._sync_folder()
         self._replaced()
         self._rewrite_markers(recent)
         return places
 
-    def _sync_folder(self) -> None:
-        """The rename on disk: without it a crash could bring back the old file, and lose the lines
-        appended (and synced) to the new one since."""
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
     def _rewrite_markers(self, recent: list[Marker]) -> None:
-        tmp = self.closed_path.with_suffix(".jsonl.tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
-            handle.write("".join(m.line() for m in recent))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.closed_path)
+        write_atomic(self.closed_path, (m.line() for m in recent))
 
 
 def _datasync(fd: int) -> None:

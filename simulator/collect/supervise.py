@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from simulator.collect.spans import to_line
-from simulator.report.visible import visible
 from simulator.traces.otlp_decode import Span
+from simulator.visible import visible
 
 LOGGER = logging.getLogger("simulator.collect")
 QUARANTINED = ":quarantined"  # a marker's folder: the conversation went to the quarantine, not a run folder

@@ -171,7 +171,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from simulator.collect.build import build_collector
+        from simulator.collect.build import build_collector, state_problems
         from simulator.collect.folders import Roll
         from simulator.collect.receiver import create_receiver
         from simulator.collect.service import CollectOptions
@@ -193,17 +193,21 @@ def cmd_collect(args: argparse.Namespace) -> int:
         policy=args.sample,
         expected_attribute=args.expected_attribute,
     )
-    collector = build_collector(
-        options,
-        suite=args.suite,
-        prices=args.prices,
-        judge_concurrency=args.judge_concurrency,
-        alerts=args.alert,
-        alert_window=args.alert_window,
-        webhook=args.webhook,
-        alert_file=args.alert_file,
-        simulated=args.simulated,
-    )
+    with state_problems(args.out):
+        collector = build_collector(
+            options,
+            suite=args.suite,
+            prices=args.prices,
+            judge_concurrency=args.judge_concurrency,
+            alerts=args.alert,
+            alert_window=args.alert_window,
+            webhook=args.webhook,
+            alert_file=args.alert_file,
+            simulated=args.simulated,
+        )
+        # The journal recovered here, before uvicorn: inside the server's lifespan a failure would be
+        # uvicorn's traceback and "Application startup failed"; here it is the command line's one line.
+        collector.start()
     token = _token(args.host)
     app = create_receiver(
         collector,
@@ -223,7 +227,13 @@ def cmd_collect(args: argparse.Namespace) -> int:
     _say_notices()
     # On httptools where installed (the serve extra): h11's pure-Python parsing was a third of the CPU of a
     # one-span request. No WebSocket route, so no WebSocket library is loaded.
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", limit_concurrency=512, ws="none")
+    try:
+        uvicorn.run(
+            app, host=args.host, port=args.port, log_level="warning", limit_concurrency=512, ws="none"
+        )
+    finally:
+        if collector.started:  # uvicorn stopped before its lifespan ran (which stops the collector)
+            collector.stop()
     return 0
 
 

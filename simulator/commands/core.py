@@ -477,7 +477,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _load_each(files, problems, summary)
     if problems:
         raise UserError("validation failed", problems)
-    from simulator.report.visible import visible
+    from simulator.visible import visible
 
     summary += [f"note: {what} never applies: no scenario has those tags in {', '.join(where)}"
                 for what, where in notes.items()]  # fmt: skip
@@ -515,7 +515,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     for verdict in [*selection.verdicts, *selection.fidelity]:
         verdicts.setdefault(verdict.conversation_id, []).append(verdict)
     if args.raw:
-        from simulator.report.visible import json_visible
+        from simulator.visible import json_visible
 
         for record in records:
             sys.stdout.write(json_visible(record.model_dump_json()) + "\n")

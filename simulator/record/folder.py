@@ -47,7 +47,7 @@ from simulator.record.models import ConversationRecord, ErrorInfo, Label, Verdic
 from simulator.record.redact import contains_secret, redact
 from simulator.record.stored_turns import LineSource, StoredTurns, facts_of_turns
 from simulator.record.transcript import TEXT_CHECKED, repair_text
-from simulator.safefiles import FileRefused, open_regular, read_capped
+from simulator.safefiles import FileRefused, open_regular, read_capped, replacing, write_atomic
 
 MANIFEST = "manifest.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -520,10 +520,7 @@ class RunFolder:
     def write_manifest(self, manifest: Manifest) -> None:
         self._check_writable()
         # Write then rename, so a crash never leaves a half-written manifest.
-        tmp = self.manifest_path.with_suffix(".json.tmp")
-        with naming(tmp):
-            tmp.write_text(dump_line(manifest, indent=2, exclude_none=False), encoding="utf-8")
-        os.replace(tmp, self.manifest_path)
+        write_atomic(self.manifest_path, dump_line(manifest, indent=2, exclude_none=False), sync=False)
 
     def append_conversation(self, record: ConversationRecord) -> None:
         self._append(CONVERSATIONS, [record])
@@ -647,16 +644,12 @@ class RunFolder:
         if not path.exists():
             return 0
         dropped = 0
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        with naming(tmp), tmp.open("w", encoding="utf-8") as out:
+        with replacing(path) as out:
             for record in read_jsonl(path, model, migrate):
                 if keep(record):
-                    out.write(dump_line(record))
+                    out.write(dump_line(record).encode("utf-8"))
                 else:
                     dropped += 1
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
         return dropped
 
 

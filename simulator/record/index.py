@@ -9,7 +9,6 @@ from __future__ import annotations
 
 __all__ = ["INDEX", "IndexCell", "MatrixIndex", "is_matrix", "read_index", "write_index"]
 
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +18,7 @@ from pydantic import Field, ValidationError
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Record
 from simulator.readers import missing, read_json_file
+from simulator.safefiles import write_atomic
 
 INDEX = "index.json"
 INDEX_SCHEMA_VERSION = 1
@@ -81,8 +81,7 @@ def read_index(path: Path) -> MatrixIndex:
 def write_index(path: Path, index: MatrixIndex) -> None:
     """Write the index atomically (a temporary file renamed over the old one)."""
     path.mkdir(parents=True, exist_ok=True)
-    tmp = path / f".{INDEX}.tmp"
     from simulator.record.folder import dump_line
 
-    tmp.write_text(dump_line(index, indent=2, exclude_none=False), encoding="utf-8")  # secrets redacted
-    os.replace(tmp, path / INDEX)
+    # Secrets redacted by dump_line.
+    write_atomic(path / INDEX, dump_line(index, indent=2, exclude_none=False), sync=False)

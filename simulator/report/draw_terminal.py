@@ -12,7 +12,7 @@ from rich.table import Table as RichTable
 
 from simulator.report.section import Cell, Column, Figures, Findings, Note, Section, State, Table
 from simulator.report.table_print import print_table
-from simulator.report.visible import visible_markup as escape
+from simulator.visible import visible_markup as escape
 
 STYLE: dict[State, str] = {"fail": "red", "warn": "yellow", "ok": "green", "error": "magenta"}
 _LEVEL_STYLE = {"bug": "bold red", "warning": "yellow", "info": "cyan"}

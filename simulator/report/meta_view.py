@@ -10,7 +10,7 @@ from rich.console import Console
 from simulator.analysis.meta_eval import MetaEvaluation, MetaGroup
 from simulator.report.draw_terminal import draw_table
 from simulator.report.section import Cell, Column, Table
-from simulator.report.visible import visible_markup as escape
+from simulator.visible import visible_markup as escape
 
 _HEADERS = ("rater", "against", "compared", "macro-F1", "kappa", "false passes", "left out")
 

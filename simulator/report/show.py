@@ -15,7 +15,7 @@ from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.parts import TextPart, part_text
 from simulator.report.table_print import print_table
 from simulator.report.verdict_order import group_verdicts, tally
-from simulator.report.visible import visible
+from simulator.visible import visible
 
 # What one screen can show: `show` stays a second's work on any record (100,000 parts, a 5 MB tool
 # argument); what it leaves out it says, and the record keeps it all.

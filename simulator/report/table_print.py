@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from simulator.report.visible import visible
+from simulator.visible import visible
 
 
 def print_table(console: Console, table: Table) -> None:

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from simulator.errors import UserError
 from simulator.models import ResultModel
 from simulator.readers import missing, read_json, read_text
+from simulator.safefiles import write_atomic
 from simulator.safety.case import SafetyCase
 from simulator.safety.signoffs import SignOff, SignOffBook
 
@@ -46,9 +47,7 @@ def _write_once(path: Path, data: bytes) -> None:
     if path.is_file() and path.read_bytes() == data:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic(path, data, sync=False)
 
 
 def archive_document(folder: Path, case: SafetyCase, html: str, pdf: bytes | None = None) -> Archived:

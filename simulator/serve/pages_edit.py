@@ -5,7 +5,6 @@ from __future__ import annotations
 
 __all__ = ["routes"]
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from starlette.routing import Route
 from simulator.errors import UserError
 from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.readers import missing, read_or_refuse
+from simulator.safefiles import write_atomic
 from simulator.serve.bodylimit import read_form
 from simulator.serve.config import inside
 from simulator.serve.drafts import TEMPLATES, validate_draft
@@ -107,13 +107,6 @@ async def validate_api(request: Request) -> Response:
     return JSONResponse({"kind": kind, "problems": [str(p) for p in problems]})
 
 
-def _write(target: Path, text: str) -> None:
-    """Write through a temporary file and rename, so a crash never leaves half a file."""
-    tmp = target.with_name(f".{target.name}.desk-tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
-
-
 async def save_file(request: Request) -> Response:
     area, relative, text = await _text(request)
     root, target, shown = _file(request, area, relative)
@@ -124,7 +117,7 @@ async def save_file(request: Request) -> Response:
         context = {"area": area, "path": relative, "shown": shown, "kind": kind, "text": text}
         listed = [str(p) for p in problems]
         return page(request, "edit_file.html", 422, title=relative, problems=listed, saved=False, **context)
-    _write(target, text)
+    write_atomic(target, text, sync=False)  # a crash leaves the old file or the new, never half
     return RedirectResponse(f"/edit/{area}/{relative}?saved=1", 303)
 
 
@@ -139,7 +132,8 @@ async def new_file(request: Request) -> Response:
         raise UserError(f"{shown} already exists; open it from the list instead")
     target.parent.mkdir(parents=True, exist_ok=True)
     stem = target.stem.replace(" ", "-")
-    _write(target, TEMPLATES[kind].replace("new-scenario", stem).replace("new-criterion", stem))
+    text = TEMPLATES[kind].replace("new-scenario", stem).replace("new-criterion", stem)
+    write_atomic(target, text, sync=False)
     return RedirectResponse(f"/edit/{area}/{relative}", 303)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from simulator.errors import UserError
 from simulator.readers import missing
-from simulator.safefiles import FileRefused, read_capped
+from simulator.safefiles import FileRefused, read_capped, write_atomic
 from simulator.traces.otlp import CONVERSATION_KEYS
 from simulator.traces.redact import Redactor
 
@@ -83,13 +83,7 @@ def load_key(path: Path, *, create: bool) -> bytes:
             )
         key = os.urandom(KEY_BYTES)
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(key)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, path)
+        write_atomic(path, key, mode=0o600)  # owner-only from its first byte, never chmod-ed after
         return key
     try:
         key = read_capped(path, MAX_KEY_FILE_BYTES, "name the key file a collector or an import made")

@@ -2,7 +2,8 @@
 
 A bot (or a model) can answer with terminal escape codes: write the clipboard (OSC 52), set the window title,
 clear the screen, hide text with a carriage return, reorder it with bidirectional overrides. Transcripts are
-data, so every such character is printed as a visible escape (`\\x1b`, `\\u202e`) instead.
+data, so every such character is printed as a visible escape (`\\x1b`, `\\u202e`) instead. A problem's
+message (errors.py) quotes values from the user's files and goes through the same rule on one line.
 """
 
 from __future__ import annotations

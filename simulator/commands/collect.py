@@ -171,14 +171,48 @@ def cmd_collect(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from simulator.collect.build import build_collector, state_problems
-        from simulator.collect.folders import Roll
+        from simulator.collect.build import build_collector  # noqa: F401  (the extras, checked here)
         from simulator.collect.receiver import create_receiver
-        from simulator.collect.service import CollectOptions
     except ImportError as exc:
         raise UserError(
             f"collect needs the serve and otel extras ({exc.name} is missing): pip install 'simulator[serve,otel]'"
         ) from None
+    collector = _started_collector(args)
+    token = _token(args.host)
+    app = create_receiver(
+        collector,
+        token=token,
+        allowed_hosts=None if token is None else ["*"],
+        background=_alert_loop(collector, args.alert_every) if args.alert else None,
+    )
+    shown = (
+        ""
+        if token is None
+        else f"  (send Authorization: Bearer {'$' + TOKEN_ENV if os.environ.get(TOKEN_ENV) else token})"
+    )
+    print(
+        f"collecting OTLP/HTTP on http://{args.host}:{args.port}/v1/traces and /v1/logs into {args.out}{shown}",
+        flush=True,
+    )
+    _say_notices()
+    # On httptools where installed (the serve extra): h11's pure-Python parsing was a third of the CPU of a
+    # one-span request. No WebSocket route, so no WebSocket library is loaded.
+    try:
+        uvicorn.run(
+            app, host=args.host, port=args.port, log_level="warning", limit_concurrency=512, ws="none"
+        )
+    finally:
+        if collector.started:  # uvicorn stopped before its lifespan ran (which stops the collector)
+            collector.stop()
+    return 0
+
+
+def _started_collector(args: argparse.Namespace) -> Any:
+    """The collector the command line asks for, its journal recovered (cmd_collect has checked the extras)."""
+    from simulator.collect.build import build_collector, state_problems
+    from simulator.collect.folders import Roll
+    from simulator.collect.service import CollectOptions
+
     options = CollectOptions(
         out=args.out,
         idle_s=args.idle_s,
@@ -208,33 +242,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         # The journal recovered here, before uvicorn: inside the server's lifespan a failure would be
         # uvicorn's traceback and "Application startup failed"; here it is the command line's one line.
         collector.start()
-    token = _token(args.host)
-    app = create_receiver(
-        collector,
-        token=token,
-        allowed_hosts=None if token is None else ["*"],
-        background=_alert_loop(collector, args.alert_every) if args.alert else None,
-    )
-    shown = (
-        ""
-        if token is None
-        else f"  (send Authorization: Bearer {'$' + TOKEN_ENV if os.environ.get(TOKEN_ENV) else token})"
-    )
-    print(
-        f"collecting OTLP/HTTP on http://{args.host}:{args.port}/v1/traces and /v1/logs into {args.out}{shown}",
-        flush=True,
-    )
-    _say_notices()
-    # On httptools where installed (the serve extra): h11's pure-Python parsing was a third of the CPU of a
-    # one-span request. No WebSocket route, so no WebSocket library is loaded.
-    try:
-        uvicorn.run(
-            app, host=args.host, port=args.port, log_level="warning", limit_concurrency=512, ws="none"
-        )
-    finally:
-        if collector.started:  # uvicorn stopped before its lifespan ran (which stops the collector)
-            collector.stop()
-    return 0
+    return collector
 
 
 def _say_notices() -> None:

@@ -1,7 +1,7 @@
 """Closing a conversation costs less and writes the same: each span's input is parsed only past the history
 the call before it held (traces/genai.py `History`), a record's turns are validated once (traces/records.py),
-and the rephrasing signal's difflib ratio is computed only where its upper bounds reach the threshold
-(collect/signals.py). Each shortcut is held to the whole computation it replaces, over several inputs: the
+and the rephrasing signal's difflib ratio is computed with `str.find` (collect/signals.py), not at all below
+its length bound. Each shortcut is held to the whole computation it replaces, over several inputs: the
 ways a history can grow or not, conversations that share their text, spans in any order and in several
 requests, text UTF-8 cannot store in merged messages, and pairs of texts near and past the threshold."""
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from simulator.collect.signals import _alike, _rephrased
+from simulator.collect.signals import _alike, _ratio, _rephrased
 from simulator.jsonbounds import MAX_JSON_DEPTH
 from simulator.record.parts import TextPart
 from simulator.traces import genai
@@ -259,26 +259,29 @@ def test_a_turn_of_merged_messages_is_repaired_whole(texts: tuple[str, str], rep
 
 
 def _pairs() -> list[tuple[str, str]]:
-    """Pairs of texts: random ones over small alphabets (alike by chance), near-copies, and past 200
-    characters (where difflib treats frequent characters as junk)."""
+    """Pairs of texts: every pair of texts of up to 6 letters over `ab` (ties between equally long blocks
+    everywhere), random ones over small alphabets (alike by chance), near-copies, a long text against a
+    short one, and `b` from 200 characters on (where difflib treats frequent characters as junk)."""
     rng = random.Random(47)
-    pairs = [("abcd", "abce"), ("same text", "same text"), ("", ""), ("a", ""), ("ab", "ba")]
-    for _ in range(400):
+    small = ["".join(p) for n in range(7) for p in itertools.product("ab", repeat=n)]
+    pairs = [(a, b) for a in small for b in small]
+    for _ in range(800):
         alphabet = rng.choice(["ab", "abc", "abcdefgh ", "the quick brown fox"])
-        a = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 60)))
+        a = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 190)))
         b = "".join(c if rng.random() > 0.3 else rng.choice(alphabet) for c in a)
         pairs.append((a, b[: rng.randint(1, len(b) + 5)] if rng.random() < 0.5 else b))
-    for _ in range(20):
+    for _ in range(30):
         a = "".join(rng.choice("abcdefgh ") for _ in range(rng.randint(200, 320)))
-        pairs.append((a, "".join(c if rng.random() > 0.1 else "x" for c in a)))
+        pairs += [(a, "".join(c if rng.random() > 0.1 else "x" for c in a)), (a, a[50:90]), (a[50:90], a)]
     return pairs
 
 
-def test_the_rephrasing_comparison_is_difflibs_ratio_against_the_threshold() -> None:
+def test_the_rephrasing_ratio_is_difflibs() -> None:
     decided = set()
     for a, b in _pairs():
         ratio = SequenceMatcher(None, a, b).ratio()
-        for threshold in (0.1, 0.5, 0.6, 0.75, 0.9, 1.0, ratio):
+        assert _ratio(a, b) == ratio, (a, b)
+        for threshold in (0.1, 0.6, 0.75, 0.9, 1.0, ratio):
             expected = ratio >= threshold
             assert _alike(a, b, threshold) is expected, (a, b, threshold)
             decided.add(expected)

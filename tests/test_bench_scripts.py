@@ -37,3 +37,11 @@ def test_the_matrix_bench_runs_a_small_matrix_against_its_cells() -> None:
         *("--latency-ms", "1", "--concurrency", "4", "--connections", "4"),
     )
     assert "4 conversations" in out and any(line.startswith("matrix ") for line in out.splitlines())
+
+
+def test_the_close_bench_closes_every_conversation_it_made() -> None:
+    import json
+
+    out = _bench("collect_close_bench.py", "--conversations", "3", "--turns", "2", "--runs", "1")
+    figures = json.loads(out.splitlines()[-1])
+    assert (figures["conversations"], figures["spans"]) == (3, 6) and figures["close_ms_per_span"] > 0

@@ -14,6 +14,7 @@ __all__ = [
     "OLD_EVENTS",
     "OUTPUT",
     "SYSTEM",
+    "History",
     "event_message",
     "messages_from_json",
     "parts_from_content",
@@ -86,6 +87,56 @@ def messages_from_json(value: Any, what: str) -> list[Message]:
             raise ValueError(f"{what}[{number}] has no parts list")
         messages.append(Message(raw["role"], [_part(p, f"{what}[{number}]") for p in parts]))
     return messages
+
+
+_JSON_SPACE = " \t\n\r"  # JSON's white space only (str.strip's default takes more, which JSON refuses)
+
+
+class History:
+    """One conversation's last `gen_ai.input.messages` text and its messages, so that the next call's
+    input, which repeats that history and adds what followed, is parsed only past it: a conversation of n
+    calls parses n calls' new messages, not n histories (quadratic in its length). Exact: only text that
+    extends the last one (its array up to the closing bracket, then a comma) takes the short way, and
+    anything the short way cannot read is parsed whole, so every error is the one a whole parse gives."""
+
+    def __init__(self) -> None:
+        self._text: str | None = None
+        # (role, parts) of the last input: each call gets new Messages (callers stamp their times), sharing
+        # the parts, which nothing changes once parsed (the importer's redaction replaces them).
+        self._held: list[tuple[str, list[Part]]] = []
+
+    def messages(self, value: Any, what: str) -> list[Message]:
+        """`messages_from_json(value, what)`, reusing the last input's messages where `value` extends it."""
+        if not isinstance(value, str):
+            return messages_from_json(value, what)
+        found = self._extended(value, what)
+        if found is None:
+            found = messages_from_json(value, what)
+        self._text, self._held = value, [(m.role, m.parts) for m in found]
+        return found
+
+    def _extended(self, value: str, what: str) -> list[Message] | None:
+        """The messages of `value` when it is the last text's array with more messages; None otherwise."""
+        text, held = self._text, self._held
+        if text is None or not held:
+            return None
+        if value == text:
+            return [Message(role, parts) for role, parts in held]
+        head = text.rstrip(_JSON_SPACE)
+        if not head.endswith("]") or not value.startswith(head[:-1]):
+            return None
+        rest = value[len(head) - 1 :].lstrip(_JSON_SPACE)
+        if not rest.startswith(","):
+            return None
+        try:
+            # `[` and what follows the comma: the rest of the array, read by the same decoder and bounds
+            # (its depth is the whole array's: the elements are at the same level).
+            more = messages_from_json("[" + rest[1:], what)
+        except ValueError:
+            return None
+        if not more:  # `[...,]`: a trailing comma, which a whole parse refuses
+            return None
+        return [Message(role, parts) for role, parts in held] + more
 
 
 def system_texts(value: Any, what: str) -> list[str]:

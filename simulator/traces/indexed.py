@@ -28,6 +28,7 @@ FORMS = (
     ("gen_ai.prompt", "gen_ai.completion", ""),
 )
 _INDEX = re.compile(r"^(\d+)\.(.+)$")
+_HEADS = tuple(f"{prefix}." for form in FORMS for prefix in form[:2])  # what every indexed key starts with
 
 
 def _grouped(attrs: dict[str, Any], prefix: str, inner: str) -> dict[int, dict[str, Any]]:
@@ -109,6 +110,8 @@ def indexed_messages(attrs: dict[str, Any]) -> tuple[list[Message], list[Message
     role. Empty lists when the span holds neither."""
     inputs: list[Message] = []
     outputs: list[Message] = []
+    if not any(key.startswith(_HEADS) for key in attrs):  # the GenAI JSON form's spans: one pass, not four
+        return inputs, outputs
     for in_prefix, out_prefix, inner in FORMS:
         for prefix, into, default in ((in_prefix, inputs, None), (out_prefix, outputs, "assistant")):
             for index, fields in sorted(_grouped(attrs, prefix, inner).items()):

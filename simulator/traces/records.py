@@ -109,8 +109,20 @@ def _record_part(part: dict[str, Any], calls: dict[str, ToolCallPart]) -> Record
     return None
 
 
+@dataclass
+class _Draft:
+    """A turn while its messages are gathered (one side's consecutive messages merge into one), validated
+    as a Turn once, complete: Turn's validators repair every text part it holds then, merged ones too."""
+
+    role: Role
+    parts: list[RecordPart]
+    started_at: datetime
+    latency_s: float
+    raw: dict[str, Any] | None = None
+
+
 def _turns(conversation: Conversation, options: ConvertOptions) -> list[Turn]:
-    turns: list[Turn] = []
+    drafts: list[_Draft] = []
     pending: list[dict[str, Any]] = []  # bot-side parts the record has no type for (reasoning, blobs)
     waiting: list[RecordPart] = []  # bot-side parts with no message yet (tool calls): they join the next
     calls: dict[str, ToolCallPart] = {}
@@ -129,28 +141,30 @@ def _turns(conversation: Conversation, options: ConvertOptions) -> list[Turn]:
             if side == "bot":
                 waiting += parts
             continue
-        started = message.time or (turns[-1].started_at if turns else options.now)
+        started = message.time or (drafts[-1].started_at if drafts else options.now)
         latency = (message.latency_s or 0.0) if side == "bot" else 0.0  # the LLM call's duration
         if side == "bot":
             parts, waiting = waiting + parts, []
-        if turns and turns[-1].role == side:
-            turns[-1].parts.extend(parts)
-            turns[-1].latency_s = max(turns[-1].latency_s, latency)
+        if drafts and drafts[-1].role == side:
+            drafts[-1].parts.extend(parts)
+            drafts[-1].latency_s = max(drafts[-1].latency_s, latency)
         else:
-            turns.append(
-                Turn(index=len(turns), role=side, parts=parts, started_at=started, latency_s=latency)
-            )
+            drafts.append(_Draft(side, parts, started, latency))
         if side == "bot" and pending:
-            turns[-1].raw = {"parts": (turns[-1].raw or {}).get("parts", []) + pending}
+            drafts[-1].raw = {"parts": (drafts[-1].raw or {}).get("parts", []) + pending}
             pending = []
-    last_bot = next((t for t in reversed(turns) if t.role == "bot"), None)
+    last_bot = next((d for d in reversed(drafts) if d.role == "bot"), None)
     if last_bot is not None and waiting:
         last_bot.parts.extend(waiting)
     if pending and last_bot is not None:
         last_bot.raw = {"parts": (last_bot.raw or {}).get("parts", []) + pending}
-    if conversation.system and not options.exclude_system and turns:
-        turns[0].raw = {**(turns[0].raw or {}), "system_instructions": conversation.system}
-    attach_tool_spans(turns, conversation.tools)
+    if conversation.system and not options.exclude_system and drafts:
+        drafts[0].raw = {**(drafts[0].raw or {}), "system_instructions": conversation.system}
+    turns = [
+        Turn(index=n, role=d.role, parts=d.parts, started_at=d.started_at, latency_s=d.latency_s, raw=d.raw)
+        for n, d in enumerate(drafts)
+    ]
+    attach_tool_spans(turns, conversation.tools)  # tool calls only: no text for Turn's validators to repair
     return turns
 
 
@@ -177,12 +191,12 @@ def to_record(
     if stop not in get_args(StopReason):
         raise ValueError(f"stop reason '{stop}' is not one of {', '.join(get_args(StopReason))}")
     times = [m.time for m in conversation.messages if m.time is not None]
-    return ConversationRecord(
+    record = ConversationRecord(
         id=conversation_key(scenario_id, repeat),
         scenario_id=scenario_id,
         repeat=repeat,
         stop_reason=stop,  # type: ignore[arg-type]
-        turns=turns,
+        turns=[],
         final_state=conversation.final_state or _decision(conversation, options.decision_tool),
         error=ErrorInfo(
             source="bot", kind="trace_error", message=conversation.error or "recorded as an error"
@@ -196,3 +210,7 @@ def to_record(
         bot=", ".join(conversation.models) or "unknown",
         bot_conversation_id=conversation.key,
     )
+    # Each turn was validated as a Turn, complete (`_turns`); passed to the record's validation, pydantic
+    # would run Turn's after-validators on every one of them again.
+    record.turns = turns
+    return record

@@ -23,7 +23,7 @@ from simulator.errors import UserError
 class StrictModel(BaseModel):
     """Unknown fields are an error (a misspelt field never passes silently)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ResultModel(StrictModel):
@@ -34,14 +34,14 @@ class AnswerModel(BaseModel):
     """A model's answer to a schema it was asked for: fields it adds beyond the schema are ignored (a
     model's extra words are no mistake of the person running the suite; the fields asked for are checked)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class ForeignModel(BaseModel):
     """Another project's file read leniently (a peer's task format): unknown fields are kept in `model_extra`
     so the reader can list every field it did not map, never dropping one silently."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 class _BuiltMeta(ModelMetaclass):

@@ -58,7 +58,7 @@ CASES = {
         "a folder stands where the collector keeps a file",
     ),
     "the pseudonym key is a folder": (_folder_at("pseudonym.key"), "a folder, not a regular file"),
-    "an earlier folder's manifest is damaged": (_damaged_manifest, "the manifest is damaged"),
+    "an earlier folder's manifest is damaged": (_damaged_manifest, "the file was edited or damaged"),
     "an output folder the system refuses": (_refused_by_the_system, ""),
 }
 

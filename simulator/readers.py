@@ -18,6 +18,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_TAU2_BYTES",
     "InputRefused",
+    "byte_lines",
     "missing",
     "parse_protobuf",
     "read_csv",
@@ -127,16 +128,38 @@ def text_lines(
     max_total: int | None = None,
     advice: str = "split it into smaller files",
 ) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each line of a regular file, read a line at a time, each at most `max_line`
-    bytes and, with `max_total`, the whole file at most that many (counted while reading, so a file that
-    grows or says it is smaller is cut all the same; `advice` is the fix the refusal gives); InputRefused
-    naming the file and line for a FIFO, a device, an over-long line or file, or text that is not UTF-8.
-    Blank lines are skipped; the first line's UTF-8 BOM is dropped."""
+    """(line number, text) of each line of a regular file, read by `byte_lines` (each line at most
+    `max_line` bytes, the whole file at most `max_total`), decoded; InputRefused naming the file and line
+    for a FIFO, a device, an over-long line or file, or text that is not UTF-8. Blank lines are skipped; the
+    first line's UTF-8 BOM is dropped."""
+    for number, line in byte_lines(path, max_line, max_total, advice):
+        if number == 1 and line.startswith(_UTF16_32):
+            raise _refused(path, f"UTF-16 or UTF-32 text, not UTF-8; save it as {save_as}")
+        text = decode_text(line, path, save_as) if not line.isascii() or b"\0" in line else line.decode()
+        if text.strip():
+            yield number, text
+
+
+def byte_lines(
+    path: Path,
+    max_line: int = MAX_LINE_BYTES,
+    max_total: int | None = None,
+    advice: str = "split it into smaller files",
+    start: int = 0,
+) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes with the newline) of each line of a regular file, read a line at a time, each at
+    most `max_line` bytes and, with `max_total`, the whole file at most that many (counted while reading, so
+    a file that grows or says it is smaller is cut all the same; `advice` is the fix the refusal gives);
+    InputRefused naming the file and line for a FIFO, a device, a folder, or an over-long line or file.
+    Undecoded: for a reader that decides itself what a line it cannot read means (a journal skips it).
+    From byte `start` (a line's first byte) when given, for a reader that follows a file as it grows:
+    line numbers and the total then count from there."""
     try:
         handle = open_regular(path)
-        if max_total is not None and os.fstat(handle.fileno()).st_size > max_total:
+        if max_total is not None and os.fstat(handle.fileno()).st_size - start > max_total:
             handle.close()  # said at once, without reading gigabytes first
             raise FileRefused(too_large(max_total, advice))
+        handle.seek(start)
     except FileRefused as exc:
         raise _refused(path, str(exc)) from None
     with handle:
@@ -156,11 +179,7 @@ def text_lines(
                 raise _refused(path, too_large(max_total, advice), number)
             if len(line) > max_line:
                 raise _refused(path, f"a line longer than {max_line / 1e6:g} MB; split it", number)
-            if number == 1 and line.startswith(_UTF16_32):
-                raise _refused(path, f"UTF-16 or UTF-32 text, not UTF-8; save it as {save_as}")
-            text = decode_text(line, path, save_as) if not line.isascii() or b"\0" in line else line.decode()
-            if text.strip():
-                yield number, text
+            yield number, line
 
 
 @dataclass

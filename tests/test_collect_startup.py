@@ -37,6 +37,15 @@ def _folder_at(name: str) -> Callable[[Path], tuple[Path, str]]:
     return make
 
 
+def _link_at(name: str, target: str) -> Callable[[Path], tuple[Path, str]]:
+    def make(tmp: Path) -> tuple[Path, str]:
+        (tmp / "out" / ".collect").mkdir(parents=True)
+        (tmp / "out" / ".collect" / name).symlink_to(target)
+        return tmp / "out", f"out/.collect/{name}"
+
+    return make
+
+
 def _damaged_manifest(tmp: Path) -> tuple[Path, str]:
     folder = tmp / "out" / "live-20240101-001"
     folder.mkdir(parents=True)
@@ -52,13 +61,14 @@ def _refused_by_the_system(tmp: Path) -> tuple[Path, str]:
 CASES = {
     "a file above the output folder": (_file_above, "a part of that path is a file"),
     "the state folder is a file": (_state_is_a_file, "a file stands where the collector keeps a folder"),
-    "the spool is a folder": (_folder_at("spool.jsonl"), "a folder stands where the collector keeps a file"),
-    "the markers are a folder": (
-        _folder_at("closed.jsonl"),
-        "a folder stands where the collector keeps a file",
-    ),
+    # Read back through the bounded reader (a journal linked to /dev/zero is refused too), which says so.
+    "the spool is a folder": (_folder_at("spool.jsonl"), "a folder, not a regular file"),
+    "the markers are a folder": (_folder_at("closed.jsonl"), "a folder, not a regular file"),
+    # Before, `Spool.load` read a journal whole: one linked to /dev/zero never finished starting.
+    "the spool is a link to /dev/zero": (_link_at("spool.jsonl", "/dev/zero"), "a character device"),
+    "the markers are a link to /dev/zero": (_link_at("closed.jsonl", "/dev/zero"), "a character device"),
     "the pseudonym key is a folder": (_folder_at("pseudonym.key"), "a folder, not a regular file"),
-    "an earlier folder's manifest is damaged": (_damaged_manifest, "the manifest is damaged"),
+    "an earlier folder's manifest is damaged": (_damaged_manifest, "the file was edited or damaged"),
     "an output folder the system refuses": (_refused_by_the_system, ""),
 }
 

@@ -20,9 +20,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator.collect.supervise import LOGGER
 from simulator.collect.trends import Observation, change, counts_for, left_out, rate_of, unit_of
 from simulator.errors import UserError
+from simulator.readers import InputRefused, missing, read_json
 from simulator.report.gate import Requirement, parse_requirement
+from simulator.safefiles import FileRefused, read_capped, write_atomic
 
 MAX_CONVERSATIONS_SENT = 200
 
@@ -66,7 +69,7 @@ class Alerts:
         self.webhook = webhook
         self.file = file
         self.log = log  # the collector's own record of fired alerts (the desk's live page reads it)
-        self.firing: set[str] = set(json.loads(state.read_text()) if state.exists() else [])
+        self.firing = _firing(state)
         self.fired: list[dict[str, Any]] = []
 
     def counted(self, observations: list[Observation]) -> int:
@@ -98,7 +101,7 @@ class Alerts:
             )
             self._send(alert)
             out.append(alert)
-        self.state.write_text(json.dumps(sorted(self.firing)))
+        write_atomic(self.state, json.dumps(sorted(self.firing)), sync=False)
         self.fired += out
         return out
 
@@ -117,6 +120,34 @@ class Alerts:
                     alert["webhook_status"] = response.status
             except (urllib.error.URLError, OSError) as exc:
                 alert["webhook_error"] = str(exc)
+
+
+MAX_STATE_BYTES = 64_000_000  # the rules firing: a few lines of text each
+
+
+def _firing(state: Path) -> set[str]:
+    """The rules firing when the collector last checked (sent once, not again while they fire). A state
+    that is not a regular file is the one-line refusal of the bounded reader; one whose content cannot be
+    read back is said and read as none firing (those firing are then sent again)."""
+    if missing(state):
+        return set()
+    try:
+        raw = read_capped(state, MAX_STATE_BYTES, "move it away")
+    except FileRefused as exc:
+        raise UserError(f"{state}: {exc}") from None
+    try:
+        firing = read_json(raw, str(state))
+    except InputRefused as exc:
+        firing, why = None, str(exc)
+    else:
+        why = f"{state}: not a list of rule texts"
+    if isinstance(firing, list) and all(isinstance(rule, str) for rule in firing):
+        return set(firing)
+    LOGGER.warning(
+        "collect: %s; the file was edited or damaged: read as no alert firing (those firing are sent again)",
+        why,
+    )
+    return set()
 
 
 def _payload(

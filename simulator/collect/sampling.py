@@ -33,6 +33,8 @@ from typing import Any
 from pydantic import Field
 
 from simulator.collect.signals import BOOLEAN_SIGNALS, SignalConfig
+from simulator.collect.spool import UNREADABLE, Damaged, journal_lines
+from simulator.collect.supervise import LOGGER
 from simulator.config.yamlfile import load_model_file
 from simulator.errors import UserError
 from simulator.models import StrictModel
@@ -105,12 +107,15 @@ class Budget:
         self.limits = limits
         self.ledger = ledger
         self.entries: dict[tuple[str, str], Spend] = {}  # (day, conversation) -> reserved or settled
-        for line in ledger.read_text(encoding="utf-8").splitlines() if ledger.exists() else []:
+        damaged = Damaged(ledger, "the judge calls on them are not counted against their day's budget")
+        for number, line in journal_lines(ledger):  # bounded, as the collector's other journals
             try:
-                raw = json.loads(line)
+                raw = json.loads(line or "")
                 self.entries[(raw["day"], raw["id"])] = Spend(int(raw["calls"]), float(raw["dollars"]))
-            except (ValueError, KeyError, TypeError):
-                continue
+            except UNREADABLE:
+                damaged.lines.append(number)
+        if damaged.lines:
+            LOGGER.warning("collect: %s", damaged.note())
 
     @staticmethod
     def today() -> str:

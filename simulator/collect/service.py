@@ -125,6 +125,9 @@ class Collector:
             return
         now = time.monotonic() if now is None else now
         spans, markers = self.spool.load()
+        for damaged in self.spool.damaged:  # skipped, never in silence: the operator may have a copy
+            self.counts["damaged_journal_lines"] += len(damaged.lines)
+            self._problem(f"journal {damaged.path.name}", damaged.note())
         by_ref: dict[tuple[str, str], Span] = {}
         for span in spans:
             held = by_ref.get(span.ref)
@@ -442,6 +445,7 @@ class Collector:
                 "close_loop_errors": self.counts["loop_errors"],
                 "rejected_spans": self.counts["rejected_spans"],
                 "rejected_log_records": self.counts["rejected_log_records"],
+                "damaged_journal_lines": self.counts["damaged_journal_lines"],
                 "judge_failures": self.judge.counts["failed"] if self.judge is not None else 0,
                 "last_judge_failures": list(self.judge.failures) if self.judge is not None else [],
                 "last_problem": self.last_problem,

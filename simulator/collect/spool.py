@@ -11,6 +11,11 @@ On start the collector replays both: a marker whose record is missing from its f
 marker belongs to a conversation still open. Nothing accepted is lost and nothing is written twice. The
 spool is then rewritten with the open spans only (and again whenever it grows past its size limit).
 
+Both are read back bounded (`MAX_JOURNAL_BYTES`, a regular file only: a journal linked to /dev/zero is
+refused by name, never read for ever). A line that cannot be read back (edited, or damaged on disk) is
+skipped and counted, and the collector says which file, how many and the first one's number (`damaged`):
+one bad line never keeps the collector from starting, and is never passed over in silence.
+
 Group commit: a request's lines are written at once (in arrival order, on the event loop), and the request
 is answered when a sync that began after its write has finished (`durable`). One sync runs at a time, in a
 thread so the event loop goes on taking requests; the requests that wrote while it ran share the next one.
@@ -23,21 +28,30 @@ synced) before it takes another request.
 
 from __future__ import annotations
 
-__all__ = ["Marker", "Spool"]
+__all__ = ["MAX_JOURNAL_BYTES", "UNREADABLE", "Damaged", "Marker", "Spool", "journal_lines"]
 
 import asyncio
 import json
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulator.collect.spans import Ref, from_line, to_line
+from simulator.readers import byte_lines
 from simulator.safefiles import replacing, write_atomic
 from simulator.traces.otlp import Span
 
 SPOOL = "spool.jsonl"
 CLOSED = "closed.jsonl"
+# The most a journal file is read: about 20 KB for each of the 200,000 open spans the default
+# --max-open-spans holds between compactions. Far past any real one; a larger file is refused naming the fix.
+MAX_JOURNAL_BYTES = 4_000_000_000
+# What reading a line back raises when it is not what was written: not JSON (or nested past the parser's
+# recursion), or JSON of another shape.
+UNREADABLE = (ValueError, TypeError, KeyError, RecursionError)
+_TOO_LARGE = "move it away to start with an empty journal (the open conversations it holds are then lost)"
 
 
 @dataclass
@@ -54,13 +68,37 @@ class Marker:
         return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def _lines(path: Path) -> list[str]:
-    """Whole lines of a file (a last line without its newline was never acknowledged: skipped)."""
-    if not path.exists():
-        return []
-    text = path.read_bytes().decode("utf-8", "replace")
-    lines = text.split("\n")
-    return [line for line in lines[:-1] if line.strip()]
+def journal_lines(path: Path) -> Iterator[tuple[int, str | None]]:
+    """(line number, text) of each whole line of a journal file, bounded by `MAX_JOURNAL_BYTES`; None for
+    a line that is not UTF-8 (damaged: the caller skips and counts it). A last line without its newline was
+    never acknowledged: skipped. Nothing for a file that is not there."""
+    if not path.exists() and not path.is_symlink():
+        return
+    for number, line in byte_lines(path, max_total=MAX_JOURNAL_BYTES, advice=_TOO_LARGE):
+        if not line.endswith(b"\n") or not line.strip():
+            continue
+        try:
+            yield number, line.decode("utf-8")
+        except UnicodeDecodeError:
+            yield number, None
+
+
+@dataclass
+class Damaged:
+    """The lines of one file the collector keeps (a journal, a ledger, signals) that could not be read
+    back, and what skipping them costs."""
+
+    path: Path
+    lost: str
+    lines: list[int] = field(default_factory=list)
+
+    def note(self) -> str:
+        """The collector's one line about them: the file, how many, the first, the cost and the fix."""
+        count = f"{len(self.lines)} damaged line{'s' if len(self.lines) != 1 else ''}"
+        return (
+            f"{self.path}: skipped {count} (the first is line {self.lines[0]}); {self.lost}; the file was "
+            "edited or damaged: restore it from a copy to keep them"
+        )
 
 
 class Spool:
@@ -81,6 +119,7 @@ class Spool:
         self.broken: OSError | None = (
             None  # a write or sync failed: rewrite (`compact_held`) before appending
         )
+        self.damaged: list[Damaged] = []  # lines `load` skipped, by file
 
     def _write(self, path: Path, text: str) -> None:
         with path.open("a", encoding="utf-8") as handle:
@@ -197,21 +236,27 @@ class Spool:
         return self.spool_path.stat().st_size if self.spool_path.exists() else 0
 
     def load(self) -> tuple[list[Span], list[Marker]]:
-        """Every spooled span (in arrival order; a damaged line skipped) and every marker."""
+        """Every spooled span (in arrival order) and every marker; a line that is not one is skipped and
+        counted in `damaged`."""
+        spans_damaged = Damaged(self.spool_path, "the spans on them are lost")
         spans = []
-        for line in _lines(self.spool_path):
+        for number, line in journal_lines(self.spool_path):
             try:
-                spans.append(from_line(line))
-            except (ValueError, TypeError, KeyError):
-                continue
+                spans.append(from_line(line or ""))
+            except UNREADABLE:
+                spans_damaged.lines.append(number)
+        markers_damaged = Damaged(
+            self.closed_path,
+            "the conversations they marked closed are read as open, and may be written again",
+        )
         markers = []
-        for line in _lines(self.closed_path):
-            try:
-                raw = json.loads(line)
-                refs = [(str(t), str(s)) for t, s in raw["refs"]]
-                markers.append(Marker(str(raw["key"]), str(raw["folder"]), str(raw["scenario"]), refs))
-            except (ValueError, TypeError, KeyError):
-                continue
+        for number, line in journal_lines(self.closed_path):
+            marker = _marker(line)
+            if marker is None:
+                markers_damaged.lines.append(number)
+            else:
+                markers.append(marker)
+        self.damaged = [d for d in (spans_damaged, markers_damaged) if d.lines]
         return spans, markers
 
     def compact(self, open_spans: list[Span], recent: list[Marker]) -> list[tuple[int, int]]:
@@ -255,6 +300,19 @@ class Spool:
 
     def _rewrite_markers(self, recent: list[Marker]) -> None:
         write_atomic(self.closed_path, (m.line() for m in recent))
+
+
+def _marker(line: str | None) -> Marker | None:
+    """A marker from its journal line; None when the line is not one (its texts are texts, its refs pairs)."""
+    try:
+        raw = json.loads(line or "")
+        texts = [raw["key"], raw["folder"], raw["scenario"]]
+        refs = [(t, s) for t, s in raw["refs"]]
+    except UNREADABLE:
+        return None
+    if not all(isinstance(text, str) for text in texts + [part for ref in refs for part in ref]):
+        return None
+    return Marker(texts[0], texts[1], texts[2], refs)
 
 
 def _datasync(fd: int) -> None:

@@ -31,8 +31,11 @@ from pathlib import Path
 
 from simulator.collect.folders import SIGNALS
 from simulator.collect.signals import BOOLEAN_SIGNALS
+from simulator.collect.spool import UNREADABLE, Damaged
+from simulator.collect.supervise import LOGGER
 from simulator.config.outcome_source import ERROR, triage_error, under_triaged
 from simulator.errors import UserError
+from simulator.readers import byte_lines
 from simulator.record.folder import LABELS, VERDICTS, RunFolder
 from simulator.record.labelled_levels import read_labelled_levels
 from simulator.record.models import Verdict
@@ -111,18 +114,49 @@ def _with_label(results: dict[str, str], level: str | None) -> dict[str, str]:
     return results if level is None else {**results, EXPECTED: level}
 
 
-def _observation(folder: Path, line: str) -> Observation | None:
-    """One line of a folder's signals.jsonl as an observation (None for a line that is not one)."""
-    if not line.strip():
-        return None
+def _observation(folder: Path, line: bytes) -> Observation | None:
+    """One line of a folder's signals.jsonl as an observation; None for a line that is not one (not JSON,
+    no conversation id, no start time with its time zone)."""
     try:
         signals = json.loads(line)
         started = datetime.fromisoformat(signals["started_at"])
-    except (ValueError, KeyError, TypeError):
+        cid = str(signals["conversation_id"])
+    except UNREADABLE:
         return None
-    cid = str(signals["conversation_id"])
+    if started.tzinfo is None:  # a time no other can be ordered with
+        return None
     cluster = str(signals.get("user") or f"{folder.name}/{cid}")
     return Observation(f"{folder.name}/{cid}", started, cluster, signals)
+
+
+# The most of a folder's signals.jsonl read at once: a folder holds --roll-every conversations (10,000 by
+# default) of a few hundred bytes each.
+MAX_SIGNALS_BYTES = 1_000_000_000
+
+
+def _signals(folder: Path, start: int = 0, first: int = 1) -> tuple[list[Observation], int, int]:
+    """The observations of a folder's signals.jsonl from byte `start` (line number `first`), read bounded,
+    and where its whole lines end (bytes, lines): a last line still being written is read next time. A line
+    that is not an observation is left out of the rates, and said, never in silence."""
+    path = folder / SIGNALS
+    out: list[Observation] = []
+    damaged = Damaged(path, "the conversations on them are left out of the rates")
+    end, lines = start, 0
+    advice = "it is not a file the collector wrote; move it away"
+    for _, line in byte_lines(path, max_total=MAX_SIGNALS_BYTES, advice=advice, start=start):
+        if not line.endswith(b"\n"):
+            break
+        end, lines = end + len(line), lines + 1
+        if not line.strip():
+            continue
+        observation = _observation(folder, line)
+        if observation is None:
+            damaged.lines.append(first + lines - 1)
+        else:
+            out.append(observation)
+    if damaged.lines:
+        LOGGER.warning("collect: %s", damaged.note())
+    return out, end, first + lines
 
 
 class _Followed:
@@ -130,6 +164,7 @@ class _Followed:
 
     def __init__(self) -> None:
         self.signals_at = (0, 0)  # (inode, byte offset) of signals.jsonl read so far
+        self.signals_line = 1  # the number of the line at that offset
         self.verdicts_at = (0, 0)
         self.observations: list[Observation] = []
         self.verdicts: list[Verdict] = []
@@ -193,17 +228,11 @@ class FollowedFolders:
         if inode == 0:
             return len(state.observations)
         if offset == 0:
-            state.observations = []
+            state.observations, state.signals_line = [], 1
         known = len(state.observations)
-        with path.open("rb") as handle:
-            handle.seek(offset)
-            data = handle.read()
-        whole = data[: data.rfind(b"\n") + 1]  # a last line still being written is read next time
-        for line in whole.decode("utf-8", errors="replace").splitlines():
-            observation = _observation(folder, line)
-            if observation is not None:
-                state.observations.append(observation)
-        state.signals_at = (inode, offset + len(whole))
+        fresh, end, state.signals_line = _signals(folder, offset, state.signals_line)
+        state.observations += fresh
+        state.signals_at = (inode, end)
         return known
 
     def _read_verdicts(self, folder: Path, state: _Followed) -> bool:
@@ -239,14 +268,11 @@ def _read_folder(folder: Path) -> list[Observation]:
     results = _results(RunFolder.open(folder).verdicts())
     levels = folder_levels(folder) or []
     labelled = folder_labelled_levels(folder)
-    batch = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        observation = _observation(folder, line)
-        if observation is not None:
-            cid = observation.conversation.partition("/")[2]
-            observation.results = _with_label(results.get(cid, {}), labelled.get(cid))
-            observation.levels = levels
-            batch.append(observation)
+    batch, _, _ = _signals(folder)
+    for observation in batch:
+        cid = observation.conversation.partition("/")[2]
+        observation.results = _with_label(results.get(cid, {}), labelled.get(cid))
+        observation.levels = levels
     return batch
 
 

@@ -194,7 +194,6 @@ def cmd_collect(args: argparse.Namespace) -> int:
         f"collecting OTLP/HTTP on http://{args.host}:{args.port}/v1/traces and /v1/logs into {args.out}{shown}",
         flush=True,
     )
-    _say_notices()
     # On httptools where installed (the serve extra): h11's pure-Python parsing was a third of the CPU of a
     # one-span request. No WebSocket route, so no WebSocket library is loaded.
     try:
@@ -227,6 +226,7 @@ def _started_collector(args: argparse.Namespace) -> Any:
         policy=args.sample,
         expected_attribute=args.expected_attribute,
     )
+    _say_notices()  # before the journal is recovered: what it skipped is said too
     with state_problems(args.out):
         collector = build_collector(
             options,

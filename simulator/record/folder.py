@@ -37,11 +37,14 @@ from simulator.jsonbounds import DECODER, Unrepresentable, text_depth
 from simulator.readers import missing, read_json
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
 from simulator.record.migrations import (
+    DAMAGED,
     golden_manifest_1_to_2,
     golden_result_1_to_2,
+    golden_v1_checked,
     migrate_conversation,
     migrate_manifest,
     migrate_verdict,
+    refused,
 )
 from simulator.record.models import ConversationRecord, ErrorInfo, Label, Verdict
 from simulator.record.redact import contains_secret, redact
@@ -105,18 +108,11 @@ def _decode(raw: bytes, where: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UserError(
-            f"{where}: not UTF-8 text (byte {exc.start}); this is not a file simulator wrote, or it was damaged"
-        ) from None
+        raise UserError(f"{where}: not UTF-8 text (byte {exc.start}); {DAMAGED}") from None
 
 
 def _invalid(model: type[BaseModel], where: str, exc: ValidationError) -> UserError:
-    first = exc.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or "(record)"
-    return UserError(
-        f"{where} [{field}]: not a valid {model.__name__} record ({first['msg']}); the file was edited or "
-        "written by another program"
-    )
+    return refused(where, exc, f"not a valid {model.__name__} record")
 
 
 def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
@@ -133,16 +129,16 @@ def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
     try:
         raw = DECODER.decode(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{where}: not a JSON record ({exc.msg}); the file was edited or damaged") from None
+        raise UserError(f"{where}: not a JSON record ({exc.msg}); {DAMAGED}") from None
     except Unrepresentable as exc:
-        raise UserError(f"{where}: the record {exc}; the file was edited or damaged") from None
-    return _migrated(raw, model, migrate, where, "not a JSON object; the file was edited or damaged")
+        raise UserError(f"{where}: the record {exc}; {DAMAGED}") from None
+    return _migrated(raw, model, migrate, where, "not a JSON object")
 
 
 def _migrated(raw: Any, model: type[T], migrate: Migrate, where: str, not_an_object: str) -> T:
     """A parsed JSON value as `model`, migrated from its schema version first; one clear error if not."""
     if not isinstance(raw, dict):
-        raise UserError(f"{where}: {not_an_object}")
+        raise UserError(f"{where}: {not_an_object}; {DAMAGED}")
     clean = repair_text(raw)
     if clean != raw:
         _flag_repaired_turns(raw, clean)
@@ -467,17 +463,18 @@ class RunFolder:
         return (self.path / GOLDEN_V1_RESULTS).is_file() and not (self.path / CONVERSATIONS).exists()
 
     def _golden_v1_raw(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """The v1 golden manifest and result lines as JSON (a half-written last line is skipped)."""
-        manifest = read_json(
-            _decode(_read_small(self.manifest_path), str(self.manifest_path)), str(self.manifest_path)
-        )
+        """The v1 golden manifest and result lines as JSON (a half-written last line is skipped), holding
+        what the golden steps read (`golden_v1_checked`)."""
+        where = str(self.manifest_path)
+        manifest = read_json(_decode(_read_small(self.manifest_path), where), where)
         results = []
         path = self.path / GOLDEN_V1_RESULTS
         for number, line in enumerate(_read_small(path, MAX_RECORD_BYTES).splitlines(keepends=True), start=1):
             if not line.endswith(b"\n") or not line.strip():
                 continue
-            results.append(read_json(_decode(line, f"{path}:{number}"), f"{path}:{number}"))
-        return manifest, results
+            at = f"{path}:{number}"
+            results.append((read_json(_decode(line, at), at), at))
+        return golden_v1_checked(manifest, where, results)
 
     def _golden_v1_records(self) -> tuple[list[ConversationRecord], list[Verdict]]:
         manifest, results = self._golden_v1_raw()
@@ -506,13 +503,11 @@ class RunFolder:
         try:
             raw = DECODER.decode(_decode(data, where))
         except RecursionError:
-            raise UserError(f"{where}: nested too deeply to read; the manifest is damaged") from None
+            raise UserError(f"{where}: nested too deeply to read; {DAMAGED}") from None
         except Unrepresentable as exc:
-            raise UserError(f"{where}: {exc}; the manifest is damaged") from None
+            raise UserError(f"{where}: {exc}; {DAMAGED}") from None
         except json.JSONDecodeError as exc:
-            raise UserError(
-                f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); the manifest is damaged"
-            ) from None
+            raise UserError(f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); {DAMAGED}") from None
         return _migrated(
             raw, Manifest, migrate_manifest, where, "not a manifest (a JSON object was expected)"
         )

@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Record
 from simulator.readers import missing, read_json_file
+from simulator.record.migrations import refused
 from simulator.safefiles import write_atomic
 
 INDEX = "index.json"
@@ -71,11 +72,7 @@ def read_index(path: Path) -> MatrixIndex:
     try:
         return MatrixIndex.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "(index)"
-        raise UserError(
-            f"{file} [{field}]: not a readable matrix index ({first['msg']}); was it edited?"
-        ) from None
+        raise refused(str(file), exc, "not a readable matrix index") from None
 
 
 def write_index(path: Path, index: MatrixIndex) -> None:

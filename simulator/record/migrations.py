@@ -3,32 +3,68 @@
 One small function per version step and per file (manifest, conversation line, verdict line), applied in
 memory when a reader opens the folder; readers never rewrite the files. A folder newer than this code is one
 clear error. Each step is tested on a stored folder of that version (tests/data/runs/).
+
+A step reads keys of a record edited by hand or damaged, too: so what each step reads is declared as a shape
+(`SHAPES`, typed dicts) and checked before the step runs. A key missing or of another type is one line
+naming the file, the field and the fix (`refused`), never a KeyError or a TypeError from the step.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "DAMAGED",
     "LATEST",
+    "SHAPES",
     "golden_manifest_1_to_2",
     "golden_result_1_to_2",
+    "golden_v1_checked",
     "migrate_conversation",
     "migrate_manifest",
     "migrate_verdict",
+    "refused",
 ]
 
 import ast
 import contextlib
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Required
 
-from simulator.errors import UserError
+from pydantic import TypeAdapter, ValidationError
+
+# pydantic reads a TypedDict from typing_extensions only, before Python 3.12 (pydantic itself requires it).
+from typing_extensions import TypedDict
+
+from simulator.errors import Problem, UserError
 from simulator.record.models import SCHEMA_VERSION
 
 LATEST = SCHEMA_VERSION
 
 Raw = dict[str, Any]
+
+# The fix for a run-folder file simulator would not have written: every reader's refusal ends with it.
+DAMAGED = "the file was edited or damaged; correct it, or restore it from a copy"
+
+
+def refused(where: str, exc: ValidationError, what: str) -> UserError:
+    """The one line for a record (or a part of one) pydantic refuses: `where`, the first field refused,
+    pydantic's reason and the fix."""
+    first = exc.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or None
+    # pydantic names the model's class for an object of another type: the file's reader knows no classes.
+    reason = "Input should be a valid dictionary" if first["type"] == "model_type" else first["msg"]
+    return UserError(str(Problem(where, f"{what} ({reason}); {DAMAGED}", field=field)))
+
+
+def _checked(raw: Any, shape: TypeAdapter[Any], where: str, what: str) -> Raw:
+    """`raw` when it has `shape` (what a step reads, typed), else the one line naming the field."""
+    try:
+        shape.validate_python(raw)
+    except ValidationError as exc:
+        raise refused(where, exc, what) from None
+    return raw
 
 
 def too_new(version: int, where: str) -> UserError:
@@ -37,6 +73,74 @@ def too_new(version: int, where: str) -> UserError:
         "update simulator (in its checkout: git pull && pip install -e .), or read it with the version that "
         "wrote it"
     )
+
+
+# ---- what each step reads --------------------------------------------------------------------------------
+# Only the keys a step reads, with the types it needs (`None` where it takes a null as absent); any other
+# key passes to the step as it is, and today's models check the result.
+
+
+class _BotV1(TypedDict, total=False):
+    type: str  # a key of `_bot_name`'s table
+
+
+class _ConfigV1(TypedDict, total=False):
+    user: dict[str, Any] | None
+    bot: _BotV1 | None
+    judges: dict[str, Any] | None
+
+
+class _ManifestV1(TypedDict, total=False):
+    run_id: Required[Any]
+    created_at: Required[Any]
+    config: _ConfigV1 | None
+    judges: dict[str, Any] | None
+    judge_sets: list[dict[str, Any]] | None
+    counts: dict[str, Any] | None
+    prompts: dict[str, dict[str, Any]] | None
+    scenarios: list[dict[str, Any]]
+    resumed_at: list[Any]
+
+
+class _TurnV2(TypedDict, total=False):
+    messages: list[Any] | None
+
+
+class _ConversationV2(TypedDict, total=False):
+    turns: list[_TurnV2] | None
+
+
+class _VerdictV1(TypedDict, total=False):
+    criterion_id: str
+    reasoning: str
+
+
+class _GoldenManifestV1(TypedDict, total=False):
+    run_id: Required[Any]
+    started_at: Required[Any]
+    items_file: str
+    samples: int
+    n_items: int
+
+
+class _GoldenSampleV1(TypedDict, total=False):
+    sample: int
+    passed: bool | None
+    failures: list[str]
+    evidence: list[Any]
+    assertions_passed: float | None
+    exact_match: float | None
+    token_f1: float | None
+    rouge_l: float | None
+    difflib_ratio: float | None
+    context_replies: list[Any]
+    messages: list[Any]
+
+
+class _GoldenResultV1(TypedDict, total=False):
+    item_id: Required[Any]
+    index: int
+    samples: list[_GoldenSampleV1]
 
 
 # ---- version 1 -> 2 -------------------------------------------------------------------------------------
@@ -66,12 +170,6 @@ def _judge_set_1_to_2(old: Raw) -> Raw:
 
 
 def _manifest_1_to_2(old: Raw) -> Raw:
-    if old.get("kind") == "golden":
-        # Reached only when the folder lacks the results.jsonl the golden step needs (RunFolder reads it).
-        raise UserError(
-            "this is a golden run folder from simulator 0.1 without its results.jsonl; run the items again "
-            "with `simulator golden run ITEMS --bot module:factory`"
-        )
     config = dict(old.get("config") or {})
     user = dict(config.get("user") or {})
     resolved = user.pop("resolved_model", None)
@@ -342,7 +440,7 @@ def _verdict_3_to_4(old: Raw) -> Raw:
     return {**old, "schema_version": 4, "decided_by": decided_by_of(old)}
 
 
-# STEPS[v] takes a record of version v to version v + 1.
+# STEPS[v] takes a record of version v to version v + 1; SHAPES[v] is what that step reads.
 MANIFEST_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _manifest_1_to_2, 2: _version_3, 3: _version_4}
 CONVERSATION_STEPS: dict[int, Callable[[Raw], Raw]] = {
     1: _conversation_1_to_2,
@@ -350,27 +448,53 @@ CONVERSATION_STEPS: dict[int, Callable[[Raw], Raw]] = {
     3: _version_4,
 }
 VERDICT_STEPS: dict[int, Callable[[Raw], Raw]] = {1: _verdict_1_to_2, 2: _verdict_2_to_3, 3: _verdict_3_to_4}
+SHAPES: dict[tuple[str, int], TypeAdapter[Any]] = {
+    ("manifest", 1): TypeAdapter(_ManifestV1),
+    ("conversation", 2): TypeAdapter(_ConversationV2),
+    ("verdict", 1): TypeAdapter(_VerdictV1),
+}
+_GOLDEN_MANIFEST = TypeAdapter(_GoldenManifestV1)
+_GOLDEN_RESULT = TypeAdapter(_GoldenResultV1)
 
 
-def _chain(raw: Raw, steps: dict[int, Callable[[Raw], Raw]], where: str) -> Raw:
+def _chain(raw: Raw, steps: dict[int, Callable[[Raw], Raw]], where: str, kind: str) -> Raw:
+    named = "schema_version" in raw
     version = raw.get("schema_version", 1)
-    if not isinstance(version, int) or version < 1:
-        raise UserError(f"{where}: schema_version {version!r} is not a version number")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        said = f"{json.dumps(version)[:40]} is not a version number; {DAMAGED}"
+        raise UserError(str(Problem(where, said, field="schema_version")))
     if version > LATEST:
         raise too_new(version, where)
     while version < LATEST:
+        shape = SHAPES.get((kind, version))
+        if shape is not None:
+            unnamed = "" if named else ", as one naming no schema_version is read"
+            _checked(raw, shape, where, f"not a version {version} {kind}{unnamed}")
         raw = steps[version](raw)
         version += 1
     return raw
 
 
 def migrate_manifest(raw: Raw, where: str) -> Raw:
-    return _chain(raw, MANIFEST_STEPS, where)
+    if raw.get("kind") == "golden" and raw.get("schema_version", 1) == 1:
+        # Reached only when the folder lacks the results.jsonl the golden step needs (RunFolder reads it).
+        raise UserError(
+            f"{where}: a golden run folder from simulator 0.1 without its results.jsonl; run the items again "
+            "with `simulator golden run ITEMS --bot module:factory`"
+        )
+    return _chain(raw, MANIFEST_STEPS, where, "manifest")
 
 
 def migrate_conversation(raw: Raw, where: str) -> Raw:
-    return _chain(raw, CONVERSATION_STEPS, where)
+    return _chain(raw, CONVERSATION_STEPS, where, "conversation")
 
 
 def migrate_verdict(raw: Raw, where: str) -> Raw:
-    return _chain(raw, VERDICT_STEPS, where)
+    return _chain(raw, VERDICT_STEPS, where, "verdict")
+
+
+def golden_v1_checked(manifest: Any, where: str, results: list[tuple[Any, str]]) -> tuple[Raw, list[Raw]]:
+    """A simulator 0.1 golden manifest and its result lines (each with where it was read) when they hold
+    what the golden steps read; else the one line naming the file and the field."""
+    checked = [_checked(raw, _GOLDEN_RESULT, at, "not a simulator 0.1 golden result") for raw, at in results]
+    return _checked(manifest, _GOLDEN_MANIFEST, where, "not a simulator 0.1 golden manifest"), checked

@@ -1,5 +1,5 @@
 """Closing a conversation costs less and writes the same: each span's input is parsed only past the history
-the call before it held (traces/genai.py `History`), a record's turns are validated once (traces/records.py),
+the call before it held (traces/genai.py `InputHistory`), a record's turns are validated once (traces/records.py),
 and the rephrasing signal's difflib ratio is computed with `str.find` (collect/signals.py), not at all below
 its length bound. Each shortcut is held to the whole computation it replaces, over several inputs: the
 ways a history can grow or not, conversations that share their text, spans in any order and in several
@@ -22,7 +22,7 @@ from simulator.collect.signals import _alike, _ratio, _rephrased
 from simulator.jsonbounds import MAX_JSON_DEPTH
 from simulator.record.parts import TextPart
 from simulator.traces import genai
-from simulator.traces.genai import History, messages_from_json
+from simulator.traces.genai import InputHistory, messages_from_json
 from simulator.traces.messages import Conversation, Message, Parsed
 from simulator.traces.otlp import Span, conversations_from_spans
 from simulator.traces.records import ConvertOptions, to_record
@@ -91,7 +91,7 @@ REUSED = (
 
 @pytest.mark.parametrize("name", list(SEQUENCES))
 def test_a_history_parses_each_input_as_a_whole_parse_does(name: str) -> None:
-    history = History()
+    history = InputHistory()
     outcomes, parts = [], []
     for value in SEQUENCES[name]:
         got, messages = _outcome(history.messages, value)

@@ -14,7 +14,7 @@ __all__ = [
     "OLD_EVENTS",
     "OUTPUT",
     "SYSTEM",
-    "History",
+    "InputHistory",
     "event_message",
     "messages_from_json",
     "parts_from_content",
@@ -92,7 +92,7 @@ def messages_from_json(value: Any, what: str) -> list[Message]:
 _JSON_SPACE = " \t\n\r"  # JSON's white space only (str.strip's default takes more, which JSON refuses)
 
 
-class History:
+class InputHistory:
     """One conversation's last `gen_ai.input.messages` text and its messages, so that the next call's
     input, which repeats that history and adds what followed, is parsed only past it: a conversation of n
     calls parses n calls' new messages, not n histories (quadratic in its length). Exact: only text that

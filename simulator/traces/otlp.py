@@ -150,7 +150,7 @@ def _event_body(attrs: dict[str, Any]) -> dict[str, Any]:
     return attrs
 
 
-def _sources(span: Span, history: genai.History) -> list[tuple[list[Message], list[Message], list[str]]]:
+def _sources(span: Span, history: genai.InputHistory) -> list[tuple[list[Message], list[Message], list[str]]]:
     """Each representation of the span's messages, in order of preference: the GenAI JSON attributes on
     the span, then on its `...operation.details` event(s), then indexed attributes (OpenInference,
     Traceloop), then the older per-message events. Each is (inputs, outputs, system texts); the inputs
@@ -175,17 +175,17 @@ def _sources(span: Span, history: genai.History) -> list[tuple[list[Message], li
 
 
 def span_messages(
-    span: Span, history: genai.History | None = None
+    span: Span, history: genai.InputHistory | None = None
 ) -> tuple[list[Message], list[Message], list[str]]:
     """A span's (input, output, system texts); raises ValueError on a malformed attribute. `history`: its
-    conversation's, kept across its spans in time order (`genai.History`), so each parses only its new
+    conversation's, kept across its spans in time order (`genai.InputHistory`), so each parses only its new
     input messages.
 
     One call's messages are often recorded twice: on the span and in its log event (openai-v2's
     span_and_event), or as OpenInference's indexed attributes and the GenAI JSON ones (OpenInference with
     its GenAI conventions on). Each side is taken from one representation only, the first that holds it,
     so a call is one turn however many times it was recorded."""
-    sources = _sources(span, history if history is not None else genai.History())
+    sources = _sources(span, history if history is not None else genai.InputHistory())
     inputs = next((found[0] for found in sources if found[0]), [])
     outputs = next((found[1] for found in sources if found[1]), [])
     system = next((found[2] for found in sources if found[2]), [])
@@ -297,7 +297,9 @@ def conversations_from_spans(
     held: dict[str, list[str]] = {}  # each conversation's message keys, kept as it grows
     silence: Counter[str] = Counter()  # LLM-call spans without their messages, by the fix
     tools: dict[str, list[ToolSpan]] = {}  # each conversation's execute_tool spans (traces/tool_spans.py)
-    histories: dict[str, genai.History] = {}  # each conversation's last input, parsed (genai.History)
+    histories: dict[
+        str, genai.InputHistory
+    ] = {}  # each conversation's last input, parsed (genai.InputHistory)
     for span in sorted(spans, key=lambda s: (s.start, s.end)):
         if is_tool_span(span.attributes):
             tools.setdefault(keys[span.ref], []).append(
@@ -306,7 +308,7 @@ def conversations_from_spans(
             continue
         try:
             inputs, outputs, system = span_messages(
-                span, histories.setdefault(keys[span.ref], genai.History())
+                span, histories.setdefault(keys[span.ref], genai.InputHistory())
             )
         except ValueError as exc:
             parsed.problems.append(SkippedRecord(where, span.line, f"span {span.span_id}: {exc}"))

@@ -464,7 +464,7 @@ def test_an_invalid_draft_among_valid_ones_is_refused_and_the_others_accepted(
     assert code == 2 and "Traceback" not in out
     assert f"accepted {STROKE}2: wrote" in out and f"accepted {STROKE}4: wrote" in out
     assert "error: 1 of 3 drafts not accepted, 2 accepted" in out
-    refused = [line for line in out.splitlines() if line.startswith(f"  {bad}: ")]
+    refused = [line for line in out.splitlines() if line.startswith(f"  {bad}")]
     assert refused and message in "\n".join(refused), out
     assert (
         bad.is_file()
@@ -513,3 +513,26 @@ def test_several_drafts_rejected_in_one_call(work: Path, capsys: pytest.CaptureF
                      "--reviewer", "Dr R", "--reason", " ")  # fmt: skip
     assert code == 2 and out.count("error:") == 1 and "needs a reason" in out
     assert len(_decided(queue)) == 4 and (queue / f"{STROKE}1.yaml").is_file()
+
+
+@pytest.mark.parametrize(
+    ("spoil", "field"),
+    [
+        (lambda t: t.replace("facts:", "fatcs:"), "fatcs"),
+        (lambda t: t.replace("persona:", "persona: [a, b]\npersona_was:"), "persona"),
+        (lambda t: t + "max_turns: many\n", "max_turns"),
+    ],
+)
+def test_a_draft_s_mistake_is_named_at_its_line_in_the_queue_not_in_a_staged_copy(
+    work: Path, capsys: pytest.CaptureFixture[str], spoil: object, field: str
+) -> None:
+    """The reviewer opens the file the error names: the draft in the queue, at the line of the mistake (the
+    staged copy the accept writes is gone, and its lines are not the draft's)."""
+    queue = _queue_of(capsys, work)
+    bad = queue / f"{STROKE}3.yaml"
+    spoilt = spoil(bad.read_text())  # type: ignore[operator]
+    bad.write_text(spoilt)
+    code, out = _accept(capsys, queue, f"{STROKE}3")
+    line = next(n for n, text in enumerate(spoilt.splitlines(), 1) if text.startswith(f"{field}:"))
+    assert code == 2 and ".staged" not in out and "Traceback" not in out, out
+    assert f"{bad}:{line}" in out and field in out, out

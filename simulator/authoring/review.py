@@ -124,6 +124,8 @@ def accept_draft(
         raise UserError(str(exc.problem)) from None
     if not isinstance(data, dict):
         raise UserError(f"{source}: a draft is one scenario mapping (id, persona, goal, facts, ...)")
+    if text is None:  # its mistakes named at their lines in the reviewer's file, not in the staged copy
+        load_documents([source], SCENARIO_DOCUMENTS)
     data.pop("draft", None)
     note = f"accepted by {reviewer} on {_now()[:10]}: {reason}"
     data["notes"] = f"{data.get('notes', '')}\n{note}".strip()

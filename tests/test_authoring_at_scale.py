@@ -149,11 +149,11 @@ def test_draft_fills_the_stroke_and_crisis_cells_and_the_reviewer_is_the_gate(
         capsys, "reject-draft", str(queue), rejected, "--reviewer", "Dr R", "--reason", "too like 01"
     )
     assert code == 0 and (queue / "rejected" / f"{rejected}.yaml").is_file()
-    for draft in drafts:
-        if draft.id != rejected:
-            code, out = _cli(capsys, "accept-draft", str(queue), draft.id, "--suite", DEMO, "--reviewer", "Dr R",
-                             "--reason", "distinct presentation")  # fmt: skip
-            assert code == 0, out
+    accepting = [draft.id for draft in drafts if draft.id != rejected]
+    code, out = _cli(capsys, "accept-draft", str(queue), *accepting, "--suite", DEMO, "--reviewer", "Dr R",
+                     "--reason", "distinct presentation")  # fmt: skip
+    assert code == 0, out
+    assert out.count("accepted ") == 107 and f"accepted {accepting[-1]}: wrote " in out
     decisions = [json.loads(line) for line in (queue / "decisions.jsonl").read_text().splitlines()]
     assert len(decisions) == 108 and {d["reviewer"] for d in decisions} == {"Dr R"}
     assert sum(d["decision"] == "accepted" for d in decisions) == 107
@@ -364,3 +364,175 @@ def test_drafting_again_never_repeats_a_waiting_or_rejected_draft(
     assert sorted(p.stem for p in (work / "q").glob("*.yaml")) == [
         "suspected-stroke-fast-emergency-02", "suspected-stroke-fast-emergency-03", "suspected-stroke-fast-emergency-04"
     ]  # fmt: skip
+
+
+# Deciding several drafts in one call: each decided as a single call decides it, in order; a refused one
+# stops none of the others and is named in one error at the end.
+
+STROKE = "suspected-stroke-fast-emergency-0"
+
+
+def _queue_of(capsys: pytest.CaptureFixture[str], work: Path, count: int = 6) -> Path:
+    queue = work / "q"
+    code, out = _cli(capsys, "draft", DEMO, "--pathway", "examples/pathways/stroke.md", "--count", str(count),
+                     "--queue", str(queue))  # fmt: skip
+    assert code == 0, out
+    return queue
+
+
+def _accept(capsys: pytest.CaptureFixture[str], queue: Path, *ids: str) -> tuple[int, str]:
+    return _cli(
+        capsys, "accept-draft", str(queue), *ids, "--suite", DEMO, "--reviewer", "Dr R", "--reason", "ok"
+    )
+
+
+def _decided(queue: Path) -> list[tuple[str, str]]:
+    path = queue / "decisions.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [(d["draft"], d["decision"]) for d in map(json.loads, lines)]
+
+
+def _written(work: Path, draft_id: str) -> Path:
+    return work / "scenarios/triage" / f"{draft_id}.yaml"
+
+
+def test_several_drafts_accepted_in_one_call_are_each_what_one_call_writes(
+    work: Path, capsys: pytest.CaptureFixture[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    ids = [f"{STROKE}{n}" for n in (1, 3, 4, 6)]
+    queue = _queue_of(capsys, work)
+    one_by_one = tmp_path_factory.mktemp("single")
+    shutil.copytree(work, one_by_one, dirs_exist_ok=True)
+    code, out = _accept(capsys, queue, *ids)
+    assert code == 0, out
+    assert out.splitlines() == [f"accepted {i}: wrote {_written(work, i)}" for i in ids]
+    assert _decided(queue) == [(i, "accepted") for i in ids]
+    assert sorted(p.stem for p in queue.glob("*.yaml")) == [f"{STROKE}2", f"{STROKE}5"]
+    for draft_id in ids:  # the same file as accepting it alone writes
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(one_by_one)
+            assert _accept(capsys, one_by_one / "q", draft_id)[0] == 0
+        alone = _written(one_by_one, draft_id).read_text()
+        assert _written(work, draft_id).read_text() == alone and "accepted by Dr R on" in alone
+
+
+@pytest.mark.parametrize(
+    ("ids", "first", "second"),
+    [
+        ([f"{STROKE}1", "copy-01"], f"{STROKE}1", "copy-01"),
+        (["copy-01", f"{STROKE}1"], "copy-01", f"{STROKE}1"),
+        ([f"{STROKE}1", f"{STROKE}2", f"{STROKE}3", "copy-01"], f"{STROKE}1", "copy-01"),
+    ],
+)
+def test_two_near_duplicates_in_one_call_the_second_is_refused_naming_the_first(
+    work: Path, capsys: pytest.CaptureFixture[str], ids: list[str], first: str, second: str
+) -> None:
+    queue = _queue_of(capsys, work)
+    original = (queue / f"{STROKE}1.yaml").read_text()
+    (queue / "copy-01.yaml").write_text(original.replace(f"id: {STROKE}1", "id: copy-01"))
+    code, out = _accept(capsys, queue, *ids)
+    assert code == 2 and "Traceback" not in out
+    assert f"{len(ids) - 1} accepted (1 problem):" in out
+    assert (
+        f"{queue / second}.yaml: a near-duplicate of {first} ({_written(work, first)}:1): facts overlap 1.00"
+        in out
+    )
+    assert _written(work, first).is_file() and not _written(work, second).exists()
+    assert (queue / f"{second}.yaml").is_file()
+    assert _decided(queue) == [(i, "accepted") for i in ids if i != second]
+
+
+@pytest.mark.parametrize(
+    ("spoil", "message"),
+    [
+        (
+            lambda t: t.replace("triage_level: emergency", "triage_level: Emergency"),
+            "did you mean 'emergency'?",
+        ),
+        (lambda t: "id: [unclosed\n" + t, "not valid YAML"),
+        (lambda t: t.replace(f"id: {STROKE}3", "id: stroke-face-droop-03"), "the draft's id is taken"),
+        (lambda t: t.replace("facts:", "fatcs:"), "fatcs"),
+    ],
+)
+def test_an_invalid_draft_among_valid_ones_is_refused_and_the_others_accepted(
+    work: Path, capsys: pytest.CaptureFixture[str], spoil: object, message: str
+) -> None:
+    queue = _queue_of(capsys, work)
+    bad = queue / f"{STROKE}3.yaml"
+    bad.write_text(spoil(bad.read_text()))  # type: ignore[operator]
+    code, out = _accept(capsys, queue, f"{STROKE}2", f"{STROKE}3", f"{STROKE}4")
+    assert code == 2 and "Traceback" not in out
+    assert f"accepted {STROKE}2: wrote" in out and f"accepted {STROKE}4: wrote" in out
+    assert "error: 1 of 3 drafts not accepted, 2 accepted" in out
+    refused = [line for line in out.splitlines() if line.startswith(f"  {bad}")]
+    assert refused and message in "\n".join(refused), out
+    assert (
+        bad.is_file()
+        and not (work / "scenarios/triage/.suspected-stroke-fast-emergency-03.yaml.staged").exists()
+    )
+    assert _decided(queue) == [(f"{STROKE}2", "accepted"), (f"{STROKE}4", "accepted")]
+
+
+def test_a_missing_or_repeated_draft_id_is_a_problem_for_that_id_alone(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queue = _queue_of(capsys, work)
+    code, out = _accept(capsys, queue, f"{STROKE}1", "nope", f"{STROKE}2", f"{STROKE}1", "nope")
+    assert code == 2, out
+    assert "error: 3 of 5 drafts not accepted, 2 accepted (3 problems):" in out
+    assert f"  {queue}/nope.yaml: no draft 'nope' in the review queue {queue}; waiting: " in out
+    assert f"  {queue}/{STROKE}1.yaml: given more than once; each draft is decided once" in out
+    assert f"  {queue}/nope.yaml: given more than once" in out
+    assert _decided(queue) == [(f"{STROKE}1", "accepted"), (f"{STROKE}2", "accepted")]
+    # one id: the error is the single call's own, word for word
+    code, out = _accept(capsys, queue, "nope")
+    waiting = ", ".join(f"{STROKE}{n}" for n in (3, 4, 5, 6))
+    assert (code, out) == (2, f"error: no draft 'nope' in the review queue {queue}; waiting: {waiting}\n")
+
+
+def test_several_drafts_rejected_in_one_call(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    queue = _queue_of(capsys, work)
+    reject = ["reject-draft", str(queue), "--reviewer", "Dr R", "--reason", "covered by 01"]
+    code, out = _cli(capsys, *reject[:2], f"{STROKE}2", f"{STROKE}3", f"{STROKE}5", *reject[2:])
+    assert code == 0, out
+    moved = [queue / "rejected" / f"{STROKE}{n}.yaml" for n in (2, 3, 5)]
+    assert out.splitlines() == [f"rejected {p.stem} (moved to {p})" for p in moved]
+    assert all(p.is_file() for p in moved)
+    code, out = _cli(capsys, *reject[:2], f"{STROKE}6", f"{STROKE}2", "nope", *reject[2:])
+    assert code == 2 and f"rejected {STROKE}6 (moved to" in out
+    assert "error: 2 of 3 drafts not rejected, 1 rejected (2 problems):" in out
+    assert (
+        f"{queue}/{STROKE}2.yaml: no draft '{STROKE}2'" in out
+        and f"{queue}/nope.yaml: no draft 'nope'" in out
+    )
+    assert _decided(queue) == [(f"{STROKE}{n}", "rejected") for n in (2, 3, 5, 6)]
+    # no reviewer: one line for the whole call, and nothing decided
+    code, out = _cli(capsys, *reject[:2], f"{STROKE}1", f"{STROKE}4", "--reviewer", " ", "--reason", "x")
+    assert (code, out) == (2, "error: a decision needs the reviewer's name (--reviewer)\n")
+    code, out = _cli(capsys, "accept-draft", *reject[1:2], f"{STROKE}1", f"{STROKE}4", "--suite", DEMO,
+                     "--reviewer", "Dr R", "--reason", " ")  # fmt: skip
+    assert code == 2 and out.count("error:") == 1 and "needs a reason" in out
+    assert len(_decided(queue)) == 4 and (queue / f"{STROKE}1.yaml").is_file()
+
+
+@pytest.mark.parametrize(
+    ("spoil", "field"),
+    [
+        (lambda t: t.replace("facts:", "fatcs:"), "fatcs"),
+        (lambda t: t.replace("persona:", "persona: [a, b]\npersona_was:"), "persona"),
+        (lambda t: t + "max_turns: many\n", "max_turns"),
+    ],
+)
+def test_a_draft_s_mistake_is_named_at_its_line_in_the_queue_not_in_a_staged_copy(
+    work: Path, capsys: pytest.CaptureFixture[str], spoil: object, field: str
+) -> None:
+    """The reviewer opens the file the error names: the draft in the queue, at the line of the mistake (the
+    staged copy the accept writes is gone, and its lines are not the draft's)."""
+    queue = _queue_of(capsys, work)
+    bad = queue / f"{STROKE}3.yaml"
+    spoilt = spoil(bad.read_text())  # type: ignore[operator]
+    bad.write_text(spoilt)
+    code, out = _accept(capsys, queue, f"{STROKE}3")
+    line = next(n for n, text in enumerate(spoilt.splitlines(), 1) if text.startswith(f"{field}:"))
+    assert code == 2 and ".staged" not in out and "Traceback" not in out, out
+    assert f"{bad}:{line}" in out and field in out, out

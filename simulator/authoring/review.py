@@ -9,8 +9,17 @@ written into the suite's scenario folder as `<id>.yaml` without `draft: true` an
 
 from __future__ import annotations
 
-__all__ = ["Decision", "accept_draft", "decisions", "pending_drafts", "reject_draft"]
+__all__ = [
+    "Decision",
+    "accept_draft",
+    "accept_drafts",
+    "decisions",
+    "pending_drafts",
+    "reject_draft",
+    "reject_drafts",
+]
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -98,10 +107,14 @@ def accept_draft(
     suite: object | None = None,
     text: str | None = None,
     threshold: float = NEAR_DUPLICATE,
+    others: list[Scenario] | None = None,
 ) -> Path:
     """Accept a draft (as edited, when `text` is given) into the scenario folder `into`: validated, checked
     against the suite (outcome levels) and for near-duplicates of the folder's vignettes, written without
-    `draft: true`, the decision recorded. Any problem is one UserError and nothing is written."""
+    `draft: true`, the decision recorded. Any problem is one UserError and nothing is written.
+
+    `others`: the folder's vignettes, when a caller deciding several drafts loaded them once
+    (`accept_drafts`); the accepted draft joins them, so the next draft is compared with it too."""
     reviewer, reason = _who(reviewer, reason)
     source = _draft_file(queue, draft_id)
     try:  # the one bounded YAML reader: aliases, depth, size, duplicate keys (the desk sends `text`)
@@ -111,6 +124,8 @@ def accept_draft(
         raise UserError(str(exc.problem)) from None
     if not isinstance(data, dict):
         raise UserError(f"{source}: a draft is one scenario mapping (id, persona, goal, facts, ...)")
+    if text is None:  # its mistakes named at their lines in the reviewer's file, not in the staged copy
+        load_documents([source], SCENARIO_DOCUMENTS)
     data.pop("draft", None)
     note = f"accepted by {reviewer} on {_now()[:10]}: {reason}"
     data["notes"] = f"{data.get('notes', '')}\n{note}".strip()
@@ -123,8 +138,7 @@ def accept_draft(
     try:
         scenario: Scenario = load_documents([staged], SCENARIO_DOCUMENTS)[0]
         problems = _suite_problems(suite, scenario, staged)
-        others = [s for s in _folder_scenarios(into) if s.id != scenario.id]
-        close = nearest(scenario, others)
+        close = nearest(scenario, _folder_scenarios(into) if others is None else others)
         if close is not None and close[1] >= threshold:
             problems.append(
                 Problem(str(source), f"a near-duplicate of {close[0].id} ({close[0].source}): facts overlap "
@@ -138,7 +152,92 @@ def accept_draft(
     source.unlink()
     _record(queue, Decision(draft=draft_id, decision="accepted", reviewer=reviewer, reason=reason, at=_now(),
                             written=str(target), edited=text is not None and text != original))  # fmt: skip
+    if others is not None:
+        scenario._source = str(target)  # it was read from the staged file, now renamed
+        others.append(scenario)
     return target
+
+
+def accept_drafts(
+    queue: Path,
+    draft_ids: list[str],
+    into: Path,
+    reviewer: str,
+    reason: str,
+    suite: object | None = None,
+    threshold: float = NEAR_DUPLICATE,
+    done: Callable[[str, Path], None] | None = None,
+) -> list[Path]:
+    """Accept several drafts, in order, with one reviewer and reason: each decided as `accept_draft` decides
+    one, against the folder's vignettes read once (and the drafts this call accepted before it). `done` hears
+    of each accepted draft as it is written; a refused one stops none of the others (see `_each`)."""
+    reviewer, reason = _who(reviewer, reason)
+    others = _folder_scenarios(into)
+    return _each(
+        queue,
+        draft_ids,
+        "accepted",
+        lambda draft_id: accept_draft(
+            queue, draft_id, into, reviewer, reason, suite, None, threshold, others
+        ),
+        done,
+    )
+
+
+def reject_drafts(
+    queue: Path,
+    draft_ids: list[str],
+    reviewer: str,
+    reason: str,
+    done: Callable[[str, Path], None] | None = None,
+) -> list[Path]:
+    """Reject several drafts, in order, with one reviewer and reason, as `reject_draft` rejects one."""
+    reviewer, reason = _who(reviewer, reason)
+    return _each(
+        queue, draft_ids, "rejected", lambda draft_id: reject_draft(queue, draft_id, reviewer, reason), done
+    )
+
+
+def _each(
+    queue: Path,
+    draft_ids: list[str],
+    verb: str,
+    decide: Callable[[str], Path],
+    done: Callable[[str, Path], None] | None,
+) -> list[Path]:
+    """Decide each draft in turn. One draft: its own UserError, word for word. Several: a refused draft (or
+    one given twice, or not in the queue) stops none of the others, so nothing decided is lost; then one
+    UserError lists every refused draft's problems, each line naming that draft's file in the queue."""
+    if len(draft_ids) == 1:
+        decided = [decide(draft_ids[0])]
+        if done is not None:
+            done(draft_ids[0], decided[0])
+        return decided
+    decided, refused, seen = [], [], set[str]()
+    for draft_id in draft_ids:
+        try:
+            if draft_id in seen:
+                raise UserError("given more than once; each draft is decided once, the first time")
+            seen.add(draft_id)
+            path = decide(draft_id)
+        except UserError as exc:
+            refused += _refusal(queue / f"{draft_id}.yaml", exc)
+            continue
+        decided.append(path)
+        if done is not None:
+            done(draft_id, path)
+    if refused:
+        failed = len(draft_ids) - len(decided)
+        raise UserError(f"{failed} of {len(draft_ids)} drafts not {verb}, {len(decided)} {verb}", refused)
+    return decided
+
+
+def _refusal(draft: Path, exc: UserError) -> list[Problem]:
+    """A refused draft's problems, each naming the draft (its file in the queue) first."""
+    file = str(draft)
+    if not exc.problems:
+        return [Problem(file, str(exc).removeprefix(f"{file}: "))]
+    return [p if p.file == file else Problem(file, str(p)) for p in exc.problems]
 
 
 def _suite_problems(suite: object | None, scenario: Scenario, staged: Path) -> list[Problem]:

@@ -37,7 +37,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             f"{verb}-draft", help=f"{verb} a draft of the review queue, with your name and why"
         )
         decide.add_argument("queue", type=Path, help="the review queue folder")
-        decide.add_argument("draft", help="the draft's id")
+        decide.add_argument(
+            "drafts",
+            nargs="+",
+            metavar="draft",
+            help="the draft's id (several: each in turn, one reviewer and reason)",
+        )
         decide.add_argument("--reviewer", required=True, help="your name")
         decide.add_argument("--reason", required=True, help="why (kept with the decision)")
         if verb == "accept":
@@ -118,16 +123,18 @@ async def _draft(
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
-    from simulator.authoring.review import accept_draft, reject_draft
+    """Decide each draft given; each one accepted or rejected is printed as it is done, then one error lists
+    those refused (review.py `_each`)."""
+    from simulator.authoring.review import accept_drafts, reject_drafts
 
     if args.verb == "reject":
-        moved = reject_draft(args.queue, args.draft, args.reviewer, args.reason)
-        print(f"rejected {args.draft} (moved to {moved})")
+        reject_drafts(args.queue, args.drafts, args.reviewer, args.reason,
+                      done=lambda draft, moved: print(f"rejected {draft} (moved to {moved})"))  # fmt: skip
         return 0
     from simulator.api import load_suite
 
     suite = load_suite(args.suite)
     into = args.into or suite.resolve(suite.scenarios.paths[0])
-    written = accept_draft(args.queue, args.draft, into, args.reviewer, args.reason, suite=suite)
-    print(f"accepted {args.draft}: wrote {written}")
+    accept_drafts(args.queue, args.drafts, into, args.reviewer, args.reason, suite=suite,
+                  done=lambda draft, written: print(f"accepted {draft}: wrote {written}"))  # fmt: skip
     return 0

@@ -3,14 +3,18 @@
 A bot (or a model) can answer with terminal escape codes: write the clipboard (OSC 52), set the window title,
 clear the screen, hide text with a carriage return, reorder it with bidirectional overrides. Transcripts are
 data, so every such character is printed as a visible escape (`\\x1b`, `\\u202e`) instead. A problem's
-message (errors.py) quotes values from the user's files and goes through the same rule on one line.
+message (errors.py) quotes values from the user's files and goes through the same rule on one line, and so
+does every string of an HTML page (`html_text`): a browser obeys a bidi override as a terminal does, so a
+transcript could show a reviewer words in another order than the bot sent them.
 """
 
 from __future__ import annotations
 
-__all__ = ["json_visible", "visible", "visible_markup"]
+__all__ = ["html_text", "json_visible", "visible", "visible_markup"]
 
+import html
 import re
+from typing import Any
 
 # C0 controls except tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), and the Unicode format
 # characters that reorder or hide text (bidi embeddings, overrides and isolates, zero-width joiners aside).
@@ -40,3 +44,9 @@ def visible_markup(text: str) -> str:
     from rich.markup import escape
 
     return escape(visible(text))
+
+
+def html_text(value: Any) -> str:
+    """`value` for HTML text or a quoted attribute: control and text-reordering characters made visible, then
+    escaped (the HTML report's and the desk's one escape of a transcript string)."""
+    return html.escape(visible(str(value)), quote=True)

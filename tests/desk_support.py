@@ -13,7 +13,9 @@ from simulator.record.models import Evidence
 from simulator.serve import DeskConfig, create_app
 from tests.test_report_support import IMG, SCRIPT, make_judged_run, record, verdict, write_run
 
-ESCAPES = "\x1b[31mRED\x1b]0;pwned-title\x07 \x9b2J"
+# Terminal escapes, and the characters that reorder text (an override, an isolate, a mark): a page must show
+# each as a visible escape, never obey it.
+ESCAPES = "\x1b[31mRED\x1b]0;pwned-title\x07 \x9b2J \u202eevil\u202c \u2067rtl\u2069 \u200f"
 HOSTILE = f"{SCRIPT} {IMG} {ESCAPES}"
 BASE = "http://127.0.0.1"
 

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from simulator.analysis.rundata import load_run
 from simulator.cli import main
+from simulator.record.models import Evidence
 from simulator.report.html import render_html
 from simulator.report.html_parts import highlight
 from simulator.report.json_report import report_json, report_schema
@@ -183,6 +184,39 @@ def test_html_escapes_every_transcript_string(report: Report) -> None:
         "transcripts",
     ):
         assert f'<section id="{section}">' in page
+
+
+REORDERING = {
+    "right-to-left override": "\u202e",
+    "left-to-right override": "\u202d",
+    "right-to-left embedding": "\u202b",
+    "right-to-left isolate": "\u2067",
+    "first-strong isolate": "\u2068",
+    "right-to-left mark": "\u200f",
+    "escape": "\x1b",
+    "one-byte CSI": "\x9b",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REORDERING))
+def test_html_shows_text_reordering_and_control_characters_never_obeys_them(
+    tmp_path: Path, name: str
+) -> None:
+    """A bot's `call 999` with an override before it reads `999 llac` in a browser that obeys it: in the
+    report every such character is its visible escape, in messages, reasoning, quotes and final state."""
+    char = REORDERING[name]
+    hostile = f"please {char}call 999 now{char} ok"
+    turns = [
+        {"index": 0, "role": "user", "messages": [hostile], "started_at": "2026-01-01T00:00:00Z"},
+        {"index": 1, "role": "bot", "messages": [f"bot: {hostile}"], "started_at": "2026-01-01T00:00:01Z"},
+    ]
+    rec = record("s", turns=turns, final_state={"triage_level": hostile})
+    found = [verdict(rec, "c", "fail", reasoning=hostile, evidence=[Evidence(quote=hostile, found=True)])]
+    write_run(tmp_path / "r", [rec], found)
+    page = render_html(build_report(load_run(tmp_path / "r")))
+    assert char not in page
+    escape = f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+    assert f"please {escape}call 999 now{escape} ok" in page
 
 
 def test_highlight_marks_quoted_passages_and_escapes_them() -> None:

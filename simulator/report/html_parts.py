@@ -4,7 +4,6 @@ from __future__ import annotations
 
 __all__ = ["badge", "ci_plot", "e", "highlight", "highlighted_quotes", "rate_cell", "transcript_html"]
 
-import html
 import json
 from dataclasses import dataclass
 
@@ -13,11 +12,13 @@ from simulator.record.selection import is_fidelity_check
 from simulator.report.html_turns import turn_html
 from simulator.report.model import Transcript
 from simulator.stats.rates import RateView
+from simulator.visible import html_text
 
 
 def e(value: object) -> str:
-    """Escape anything for HTML text or a quoted attribute (every transcript string goes through here)."""
-    return html.escape(str(value), quote=True)
+    """Escape anything for HTML text or a quoted attribute (every transcript string goes through here):
+    `simulator.visible.html_text`, control and bidi characters made visible first."""
+    return html_text(value)
 
 
 def badge(result: str, text: str | None = None) -> str:
@@ -201,6 +202,6 @@ def transcript_html(index: int, t: Transcript, audio_root: str | None = None) ->
         f'data-status="{e(t.status)}"><summary><span class="id">{e(t.id)}'
         f"</span>{badge(t.status)} <small>stop: {e(t.stop_reason)}</small>{shown_tags}</summary>"
         f'<div class="conv-body"><div class="turns">{"".join(turns)}</div><div class="side">'
-        f'<p>final state: <span class="state">{html.escape(state, quote=False)}</span></p>{environment}{error}{breaks}'
+        f'<p>final state: <span class="state">{e(state)}</span></p>{environment}{error}{breaks}'
         f"{''.join(verdicts) or '<p class=note>no verdicts</p>'}</div></div></details>"
     )

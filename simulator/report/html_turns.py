@@ -11,7 +11,6 @@ from __future__ import annotations
 
 __all__ = ["turn_html"]
 
-import html
 import json
 from collections.abc import Callable
 from typing import Any
@@ -27,12 +26,13 @@ from simulator.record.parts import (
     ToolCallPart,
     part_text,
 )
+from simulator.visible import html_text
 
 Highlight = Callable[[str], str]
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    return html_text(value)
 
 
 def _json(value: Any) -> str:

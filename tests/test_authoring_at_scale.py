@@ -536,3 +536,33 @@ def test_a_draft_s_mistake_is_named_at_its_line_in_the_queue_not_in_a_staged_cop
     line = next(n for n, text in enumerate(spoilt.splitlines(), 1) if text.startswith(f"{field}:"))
     assert code == 2 and ".staged" not in out and "Traceback" not in out, out
     assert f"{bad}:{line}" in out and field in out, out
+
+
+@pytest.mark.parametrize(
+    "draft_id",
+    [
+        "../scenarios/triage/chest-pain-vague-01",  # a real scenario beside the queue
+        "../q/../scenarios/triage/chest-pain-vague-01",
+        "sub/draft",
+        "/tmp/anything",
+        "..",
+        ".hidden",
+        "",
+        "a\\..\\b",
+    ],
+)
+@pytest.mark.parametrize("verb", ["accept-draft", "reject-draft"])
+def test_a_draft_id_that_is_a_path_is_refused_and_nothing_moves(
+    work: Path, capsys: pytest.CaptureFixture[str], draft_id: str, verb: str
+) -> None:
+    """A draft id names a file in the queue: one that reaches elsewhere would accept (and remove) or reject
+    (and move) a file that is no draft."""
+    queue = _queue_of(capsys, work, count=2)
+    outside = work / "scenarios/triage/chest-pain-vague-01.yaml"
+    before = outside.read_text()
+    extra = ["--suite", DEMO] if verb == "accept-draft" else []
+    code, out = _cli(capsys, verb, str(queue), draft_id, *extra, "--reviewer", "Dr R", "--reason", "ok")
+    assert code == 2 and "Traceback" not in out, out
+    assert "not a draft id" in out and "without folders or a leading dot" in out, out
+    assert outside.read_text() == before and _decided(queue) == []
+    assert not (queue / "rejected").exists()

@@ -82,6 +82,13 @@ def _who(reviewer: str, reason: str) -> tuple[str, str]:
 
 
 def _draft_file(queue: Path, draft_id: str) -> Path:
+    # An id names a file directly in the queue: `../scenarios/x` would accept (and then remove) a file
+    # that is no draft, from anywhere the path reaches.
+    if not draft_id or draft_id.startswith(".") or Path(draft_id).name != draft_id or "\\" in draft_id:
+        raise UserError(
+            f"'{draft_id}': not a draft id; a draft id is a file name in the review queue {queue}, without "
+            "folders or a leading dot: the name of a waiting draft file without its .yaml"
+        )
     path = queue / f"{draft_id}.yaml"
     if not path.is_file():
         waiting = ", ".join(p.stem for p in pending_drafts(queue)[:8]) or "none"

@@ -9,7 +9,16 @@ refuses anything but a regular file, and reads at most `limit` bytes, counted as
 
 from __future__ import annotations
 
-__all__ = ["WAITS", "FileRefused", "open_regular", "read_capped", "replacing", "too_large", "write_atomic"]
+__all__ = [
+    "WAITS",
+    "FileRefused",
+    "append_durable",
+    "open_regular",
+    "read_capped",
+    "replacing",
+    "too_large",
+    "write_atomic",
+]
 
 import contextlib
 import errno
@@ -167,6 +176,17 @@ def write_atomic(
     with replacing(path, mode=mode, sync=sync, sync_folder=sync_folder) as handle:
         for chunk in chunks:
             handle.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+
+
+def append_durable(path: Path, text: str, *, sync: bool = True) -> None:
+    """Append `text` (UTF-8) to a journal-like file in one write, flushed and, unless told not to, synced
+    before returning: what a caller has answered for (a sign-off, a spend, an accepted span) is on disk.
+    Earlier lines are never touched."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        if sync:
+            os.fsync(handle.fileno())
 
 
 def _create_beside(path: Path, mode: int) -> tuple[Path, int]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.safefiles import replacing, write_atomic
+from simulator.safefiles import append_durable, replacing, write_atomic
 from simulator.traces.pseudonym import load_key
 
 
@@ -168,3 +168,23 @@ def test_the_pseudonym_key_is_owner_only_whatever_the_folder_held(
     assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
     assert key_path.read_bytes() == key and len(key) >= 16
     assert load_key(key_path, create=False) == key
+
+
+@pytest.mark.parametrize("sync", [True, False])
+@pytest.mark.parametrize("lines", [["one\n"], ["a\n", "b\n", "c\n"], ["café ☕\n", "\n"]])
+def test_append_durable_adds_lines_and_never_touches_earlier_ones(
+    tmp_path: Path, lines: list[str], sync: bool
+) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_text("earlier\n", encoding="utf-8")
+    for line in lines:
+        append_durable(path, line, sync=sync)
+    assert path.read_text(encoding="utf-8") == "earlier\n" + "".join(lines)
+
+
+def test_append_durable_makes_a_new_file_and_names_a_missing_folder(tmp_path: Path) -> None:
+    append_durable(tmp_path / "new.jsonl", "x\n")
+    assert (tmp_path / "new.jsonl").read_text() == "x\n"
+    with pytest.raises(FileNotFoundError) as caught:
+        append_durable(tmp_path / "nowhere" / "j.jsonl", "x\n")
+    assert caught.value.filename == str(tmp_path / "nowhere" / "j.jsonl")

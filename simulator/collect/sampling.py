@@ -24,7 +24,6 @@ __all__ = ["Budget", "SamplingPolicy", "load_policy"]
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +37,7 @@ from simulator.collect.supervise import LOGGER
 from simulator.config.yamlfile import load_model_file
 from simulator.errors import UserError
 from simulator.models import StrictModel
+from simulator.safefiles import append_durable
 
 
 class BudgetLimits(StrictModel):
@@ -129,10 +129,7 @@ class Budget:
     def _write(self, day: str, key: str, spend: Spend) -> None:
         self.entries[(day, key)] = spend
         line = {"day": day, "id": key, "calls": spend.calls, "dollars": round(spend.dollars, 6)}
-        with self.ledger.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(line) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_durable(self.ledger, json.dumps(line) + "\n")
 
     def reserve(self, key: str, worst: Spend) -> str | None:
         """Reserve the worst case for one conversation; the day it counts against, or None when it does not

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from simulator.collect.spans import Ref, from_line, to_line
 from simulator.readers import byte_lines
-from simulator.safefiles import replacing, write_atomic
+from simulator.safefiles import append_durable, replacing, write_atomic
 from simulator.traces.otlp import Span
 
 SPOOL = "spool.jsonl"
@@ -122,11 +122,7 @@ class Spool:
         self.damaged: list[Damaged] = []  # lines `load` skipped, by file
 
     def _write(self, path: Path, text: str) -> None:
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            if self.fsync:
-                os.fsync(handle.fileno())
+        append_durable(path, text, sync=self.fsync)
 
     def append(self, spans: list[Span]) -> list[tuple[int, int]]:
         """Append spans in one write, *not yet synced* (`sync` or `durable` with `written` as the ticket);

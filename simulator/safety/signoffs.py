@@ -12,7 +12,6 @@ from __future__ import annotations
 
 __all__ = ["DECISIONS", "SignOff", "SignOffBook", "check_decision", "not_shown_controlled", "signoff_views"]
 
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
@@ -22,6 +21,7 @@ from pydantic import Field, ValidationError
 from simulator.errors import UserError
 from simulator.models import StrictModel
 from simulator.readers import missing, text_lines
+from simulator.safefiles import append_durable
 
 if TYPE_CHECKING:
     from simulator.safety.case import SafetyCase
@@ -88,11 +88,7 @@ class SignOffBook:
     def append(self, signoff: SignOff) -> None:
         """Add one line, flushed to disk; earlier lines are never touched."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = signoff.model_dump_json() + "\n"
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_durable(self.path, signoff.model_dump_json() + "\n")
 
     def all(self) -> list[SignOff]:
         """Every sign-off, oldest first; a damaged line is one clear error naming its line."""

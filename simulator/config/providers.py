@@ -3,7 +3,16 @@ names exist. A suite file fills these in; the providers package (above the recor
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MODELS", "PROVIDERS", "CacheConfig", "ProviderSettings", "Role", "split_model"]
+__all__ = [
+    "DEFAULT_MODELS",
+    "PROVIDERS",
+    "CacheConfig",
+    "MaxTokens",
+    "ProviderSettings",
+    "Role",
+    "Temperature",
+    "split_model",
+]
 
 from typing import Annotated, Literal
 
@@ -46,6 +55,11 @@ class ProviderSettings(_Strict):
 
 
 Role = Literal["user", "bot", "judge"]
+
+# A model request's sampling settings as a suite writes them: a negative temperature or a reply of no tokens
+# passed `validate` and failed only at the provider, conversation after conversation.
+Temperature = Annotated[float | None, Field(ge=0)]
+MaxTokens = Annotated[int, Field(ge=1)]
 
 
 def _all_roles() -> list[Role]:

@@ -36,7 +36,7 @@ from simulator.config.outcome_source import (
     check_phrases,
 )
 from simulator.config.patterns import compile_pattern
-from simulator.config.providers import PROVIDERS, CacheConfig, ProviderSettings
+from simulator.config.providers import PROVIDERS, CacheConfig, MaxTokens, ProviderSettings, Temperature
 from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
@@ -54,6 +54,14 @@ class ScenarioSelection(_Strict):
     tags: list[str] = Field(default_factory=list)
     # Run scenarios marked `draft: true` too (they are refused otherwise).
     include_drafts: bool = False
+
+    @field_validator("paths")
+    @classmethod
+    def _some_paths(cls, paths: list[str]) -> list[str]:
+        # An empty list passed `validate` yet left `run` nothing to read (and `accept-draft` no folder).
+        if not paths:
+            raise ValueError("name at least one scenario folder or file, e.g. paths: ['.'] (or leave it out)")
+        return paths
 
 
 class FidelityConfig(_Strict):
@@ -75,8 +83,8 @@ class UserConfig(_Strict):
     # Several simulated users, each playing every scenario x repeat (config/simulators.py): models, or
     # {short-name: model}; `model` is then not given.
     models: list[str | dict[str, str]] | None = None
-    temperature: float | None = 1.0
-    max_tokens: int = 300
+    temperature: Temperature = 1.0
+    max_tokens: MaxTokens = 300
     max_character_breaks: int = Field(default=3, ge=0)
     # The offline user's domain words (synonyms, outcome phrases): a YAML file relative to the suite.
     vocabulary: str | None = None
@@ -118,8 +126,8 @@ class JudgesConfig(_Strict):
     model: str | None = None
     # A jury: several judge models judge every item; `aggregate` combines them (`model` is then unused).
     models: list[str] = Field(default_factory=list)
-    temperature: float | None = 0.0
-    max_tokens: int = 1024
+    temperature: Temperature = 0.0
+    max_tokens: MaxTokens = 1024
     # Judge every (conversation, criterion) this many times per judge model (A/A stability); the majority
     # counts, a tie is an error.
     samples: int = Field(default=1, ge=1, le=25)
@@ -253,7 +261,9 @@ class Suite(BuiltModel):
     bot: AnyBot
     user: UserConfig = Field(default_factory=UserConfig)
     judges: JudgesConfig = Field(default_factory=JudgesConfig)
-    runs: int = Field(default=1, ge=1)
+    # Repeats per scenario. Far beyond any study (hundreds) is a typo: the run's list of conversation ids
+    # alone filled memory (runs: 1e30 hung `run` with no output).
+    runs: int = Field(default=1, ge=1, le=10_000)
     concurrency: int = Field(default=8, ge=1)
     seed: int = 0
     outcome: OutcomeConfig | None = None

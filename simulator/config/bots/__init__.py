@@ -25,6 +25,7 @@ from simulator.config.bot_kinds import (
     register_bot_kind,
     turn_timeout,
 )
+from simulator.config.providers import MaxTokens, Temperature
 from simulator.config.secrets import SecretTemplate, SecretURL, SecretVariables, redact_url
 from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import UserError
@@ -146,8 +147,8 @@ class ChatBotConfig(BotConfig):
     model: str = Field(pattern=r"^[\w.-]+:.+$")
     system_prompt: str | None = None
     system_prompt_file: str | None = None
-    temperature: float | None = None
-    max_tokens: int = 400
+    temperature: Temperature = None
+    max_tokens: MaxTokens = 400
     decision_tool: DecisionTool | None = None
     # Stream replies, so reports show the bot's time to first token.
     stream: bool = False

@@ -21,6 +21,7 @@ from simulator.config.bot_kinds import (
     turn_timeout,
 )
 from simulator.config.bots import BotStart, check_url
+from simulator.config.providers import MaxTokens, Temperature
 from simulator.config.secrets import SecretEnv, SecretURL
 
 
@@ -35,8 +36,8 @@ class OpenAIEndpointBotConfig(BotConfig):
     system_prompt: str | None = None
     # Tools offered to the server, OpenAI function shape: {name, description, parameters}.
     tools: list[dict[str, Any]] = Field(default_factory=list)
-    temperature: float | None = None
-    max_tokens: int = 400
+    temperature: Temperature = None
+    max_tokens: MaxTokens = 400
     # Each call of the model server's deadline; a turn (up to max_tool_rounds + 1 calls) gets that many.
     timeout_s: float = turn_timeout(60.0)
     # Canned results by tool name, sent back when the server asks for them; recorded with the call. In a

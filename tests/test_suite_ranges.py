@@ -1,0 +1,111 @@
+"""Suite settings that can never work are refused by `validate` and `run` alike, with the file, line and
+field: a scenario list naming no folder (`validate` said ok, `run` said "no scenarios found in ;" and
+`accept-draft` raised IndexError), a negative temperature or a reply of at most zero tokens (accepted, then
+refused by the provider on every call)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator.cli import main
+
+SCENARIO = "id: s1\npersona: p\ngoal: g\nexpected: {triage_level: gp}\n"
+BOT = "bot: {type: python, factory: 'json:dumps'}\n"
+
+
+def _suite(tmp_path: Path, body: str) -> Path:
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "s1.yaml").write_text(SCENARIO)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(body)
+    return suite
+
+
+def _refused(capsys: pytest.CaptureFixture[str], args: list[str], suite: Path, field: str) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "Error:" not in err.replace("error:", ""), err
+    assert f"{suite}:" in err and f"[{field}]" in err, err
+
+
+NO_PATHS = {
+    "flow": "scenarios: {paths: []}\n",
+    "with tags": "scenarios: {paths: [], tags: [a]}\n",
+    "block": "scenarios:\n  paths: []\n  include_drafts: true\n",
+}
+
+
+@pytest.mark.parametrize("body", sorted(NO_PATHS))
+@pytest.mark.parametrize("command", ["validate", "run", "accept-draft"])
+def test_a_scenario_list_naming_no_folder_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, command: str
+) -> None:
+    suite = _suite(tmp_path, BOT + NO_PATHS[body])
+    queue = tmp_path / "queue"
+    queue.mkdir()
+    (queue / "d1.yaml").write_text(SCENARIO.replace("s1", "d1"))
+    args = {
+        "validate": ["validate", str(suite)],
+        "run": ["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"],
+        "accept-draft": ["accept-draft", str(queue), "d1", "--suite", str(suite), "--reviewer", "Dr R",
+                         "--reason", "reads well"],
+    }[command]  # fmt: skip
+    _refused(capsys, args, suite, "scenarios.paths")
+    assert (queue / "d1.yaml").exists() and not (tmp_path / "run").exists()
+
+
+SAMPLING = {
+    "user temperature": ("user: {model: offline, temperature: -1}\n", "user.temperature"),
+    "user max_tokens zero": ("user: {model: offline, max_tokens: 0}\n", "user.max_tokens"),
+    "judge temperature": ("judges: {temperature: -0.5}\n", "judges.temperature"),
+    "judge max_tokens": ("judges: {max_tokens: -5}\n", "judges.max_tokens"),
+    "chat bot temperature": (
+        "bot: {type: chat, model: 'test:x', system_prompt: hi, temperature: -2}\n",
+        "bot.temperature",
+    ),
+    "chat bot max_tokens": (
+        "bot: {type: chat, model: 'test:x', system_prompt: hi, max_tokens: 0}\n",
+        "bot.max_tokens",
+    ),
+    "endpoint max_tokens": (
+        "bot: {type: openai_endpoint, base_url: 'http://localhost:1/v1', model: m, max_tokens: -1}\n",
+        "bot.max_tokens",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLING))
+def test_impossible_sampling_settings_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    body, field = SAMPLING[name]
+    suite = _suite(tmp_path, "scenarios: {paths: [scenarios]}\n" + ("" if "bot:" in body else BOT) + body)
+    _refused(capsys, ["validate", str(suite)], suite, field)
+    _refused(capsys, ["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"], suite, field)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "body", ["user: {model: offline, temperature: 0, max_tokens: 1}\n", "judges: {temperature: null}\n"]
+)
+def test_the_edges_of_the_sampling_settings_are_accepted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str
+) -> None:
+    suite = _suite(tmp_path, "scenarios: {paths: [scenarios]}\n" + BOT + body)
+    assert main(["validate", str(suite)]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("runs", [10_001, 10**9, 10**30])
+def test_an_impossible_number_of_runs_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runs: int
+) -> None:
+    """`runs: 1e30` passed `validate`, then `run` hung with no output while its id list filled memory."""
+    suite = _suite(tmp_path, f"scenarios: {{paths: [scenarios]}}\n{BOT}runs: {runs}\n")
+    _refused(capsys, ["validate", str(suite)], suite, "runs")
+    _refused(capsys, ["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"], suite, "runs")
+    assert not (tmp_path / "run").exists()
+    suite.write_text(suite.read_text().replace(f"runs: {runs}", "runs: 10000"))
+    assert main(["validate", str(suite)]) == 0, capsys.readouterr().err

@@ -134,9 +134,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("real_llm") is not None:
             item.add_marker(pytest.mark.xdist_group("real_llm"))
-    items.sort(
-        key=lambda item: item.get_closest_marker("real_llm") is None
-    )  # stable: the rest keep their order
+    # A stable sort: the rest keep their order.
+    items.sort(key=lambda item: item.get_closest_marker("real_llm") is None)
 
 
 @pytest.fixture(scope="session")

@@ -127,12 +127,18 @@ def test_the_api_runs_the_same_variants_as_the_command_line(tmp_path: Path, fact
     assert sorted({t.scenario_id for t in board["one"].conversations}) == VARIANTS
 
 
-def test_the_pytest_plugin_collects_one_item_per_variant(pytester: pytest.Pytester) -> None:
-    suite = _project(pytester.path / "suites")
-    # The plugin puts the folder tests run from on sys.path (not the suite's): the bot module goes there.
-    # Written only into suites/, it passed only after another test of the same worker had imported it.
+def _plugin_project(pytester: pytest.Pytester, *, runs: int = 2) -> Path:
+    """The project under suites/, for the pytest plugin: its bot module also where the plugin looks (the
+    plugin puts the folder tests run from on sys.path, not the suite's). Written only into suites/, each
+    plugin test passed only after another test of the same worker had imported the module."""
+    suite = _project(pytester.path / "suites", runs=runs)
     (pytester.path / "factorbot.py").write_text(BOT)
     pytester.makeini(INI)
+    return suite
+
+
+def test_the_pytest_plugin_collects_one_item_per_variant(pytester: pytest.Pytester) -> None:
+    suite = _plugin_project(pytester)
     result = pytester.runpytest(*_plugin_args(), "--simulator-suite", str(suite), "-v")
     result.assert_outcomes(passed=4, failed=4)  # the bot sends everyone to the GP: rash passes, chest fails
     result.stdout.fnmatch_lines(["*suite.yaml::rash-gp~register=terse~speaker=relative PASSED*"])
@@ -145,8 +151,7 @@ def test_the_pytest_plugin_collects_one_item_per_variant(pytester: pytest.Pytest
 def test_the_pytest_plugin_leaves_no_folder_in_the_system_temp_folder(pytester: pytest.Pytester) -> None:
     import tempfile
 
-    suite = _project(pytester.path / "suites", runs=1)
-    pytester.makeini(INI)
+    suite = _plugin_project(pytester, runs=1)
     before = set(Path(tempfile.gettempdir()).glob("simulator-pytest-*"))
     result = pytester.runpytest(*_plugin_args(), "--simulator-suite", str(suite), "-k", "rash")
     result.assert_outcomes(passed=4, deselected=4)

@@ -5,7 +5,11 @@ defaults included, so `docs/report-schema.json` says what a reader gets), `Answe
 model answers in a schema it was given (a judge's verdict, an audit), and `ForeignModel` for another
 project's files read leniently (their unknown fields kept and listed as not mapped). `BuiltModel` is a `StrictModel` people
 also build in Python (`simulator.Suite(...)`, `simulator.Scenario(...)`): a mistake in what was passed is
-one `UserError` line naming the field, as the rest of the Python API's door (api/door.py)."""
+one `UserError` line naming the field, as the rest of the Python API's door (api/door.py).
+
+A `StrictModel`'s numbers are numbers: pydantic reads `true` as 1 and `false` as 0 where an int or a float
+goes, so `runs: true` ran once and `max_turns: false` ran none, silently. Every int and float a
+`StrictModel` declares (in lists, dicts, unions and optionals too) refuses a boolean instead."""
 
 from __future__ import annotations
 
@@ -14,16 +18,69 @@ __all__ = ["AnswerModel", "BuiltModel", "ForeignModel", "ResultModel", "StrictMo
 import difflib
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic._internal._model_construction import ModelMetaclass
+from pydantic_core import core_schema
 
 from simulator.errors import UserError
 
 
 class StrictModel(BaseModel):
-    """Unknown fields are an error (a misspelt field never passes silently)."""
+    """Unknown fields are an error (a misspelt field never passes silently), and so is a boolean where a
+    number goes."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> Any:
+        schema = handler(source)
+        inner: Any = schema
+        while inner["type"] != "model" and isinstance(inner.get("schema"), dict):
+            inner = inner["schema"]  # past definitions and the model's own validators
+        if inner["type"] == "model":  # its own fields only: a nested model's schema is its own call's
+            inner["schema"] = _numbers_refuse_booleans(inner["schema"])
+        return schema
+
+
+def _refuse_boolean(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {str(value).lower()}; write the number itself")
+    return value
+
+
+# The keys of a core schema that hold the schemas of what it contains (pydantic_core.core_schema).
+_INNER = ("schema", "items_schema", "keys_schema", "values_schema", "lax_schema", "strict_schema",
+          "python_schema", "json_schema", "extras_schema")  # fmt: skip
+
+
+def _numbers_refuse_booleans(schema: Any) -> Any:
+    """`schema` with every int and float it holds checked for a boolean first. A nested model (its own
+    schema does it), a reference, a chain (its later steps see converted values) and a plain dataclass (a
+    result the code builds, never a file) are left as they are."""
+    kind = schema.get("type")
+    if kind in ("int", "float"):
+        return core_schema.no_info_before_validator_function(_refuse_boolean, schema)
+    if kind == "function-before" and schema["function"].get("function") is _refuse_boolean:
+        return schema  # done already: a built model's schema, reused inside another model's
+    if kind in ("model", "definition-ref", "definitions", "chain", "dataclass"):
+        return schema
+    for key in _INNER:
+        if isinstance(schema.get(key), dict):
+            schema[key] = _numbers_refuse_booleans(schema[key])
+    if isinstance(schema.get("items_schema"), list):  # a tuple's positions
+        schema["items_schema"] = [_numbers_refuse_booleans(item) for item in schema["items_schema"]]
+    if isinstance(schema.get("fields"), dict):  # a model's fields, a typed dict's
+        for field in schema["fields"].values():
+            field["schema"] = _numbers_refuse_booleans(field["schema"])
+    choices = schema.get("choices")
+    if isinstance(choices, dict):  # a tagged union
+        schema["choices"] = {tag: _numbers_refuse_booleans(choice) for tag, choice in choices.items()}
+    elif isinstance(choices, list):  # a union: a schema, or (schema, label)
+        schema["choices"] = [
+            (_numbers_refuse_booleans(c[0]), c[1]) if isinstance(c, tuple) else _numbers_refuse_booleans(c)
+            for c in choices
+        ]
+    return schema
 
 
 class ResultModel(StrictModel):

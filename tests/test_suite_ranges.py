@@ -109,3 +109,28 @@ def test_an_impossible_number_of_runs_is_refused(
     assert not (tmp_path / "run").exists()
     suite.write_text(suite.read_text().replace(f"runs: {runs}", "runs: 10000"))
     assert main(["validate", str(suite)]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag, value", [("--runs", "10001"), ("--runs", "99999999"), ("--runs", "123456")])
+def test_an_impossible_option_names_the_option_not_the_suite_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    """`--runs 20000` was blamed on the suite file's `runs:` line, which said something else entirely."""
+    suite = _suite(tmp_path, f"scenarios: {{paths: [scenarios]}}\n{BOT}runs: 2\nconcurrency: 4\n")
+    assert main(["run", str(suite), flag, value, "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid options for this run" in err and f"({flag}, or " in err and f"got {value}" in err, err
+    assert f"{suite}:" not in err and "suite.yaml:3" not in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_impossible_option_in_python_names_the_option(tmp_path: Path) -> None:
+    import simulator
+    from simulator.errors import UserError
+
+    suite = _suite(tmp_path, f"scenarios: {{paths: [scenarios]}}\n{BOT}runs: 2\n")
+    with pytest.raises(UserError) as caught:
+        simulator.run(suite, runs=20_000, out=tmp_path / "run")
+    text = caught.value.render()
+    assert "the run's options [runs]" in text and "runs= in Python" in text, text
+    assert "suite.yaml:" not in text, text

@@ -476,6 +476,20 @@ def _claim_tool_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
     return problems
 
 
+_OPTIONS = "the run's options"
+
+
+def _blamed_on_override(problem: Problem, overrides: dict[str, Any], path: Path) -> Problem:
+    """A problem with a value the run was given (`--runs 20000`, `simulator.run(..., seed=...)`) names
+    that option, never the suite file's line of the value it replaced."""
+    key = (problem.field or "").split(".")[0]
+    if key not in overrides:
+        return problem
+    flag = "--" + key.replace("_", "-")
+    said = f"as given to this run ({flag}, or {key}= in Python; it overrides {path.name}): {problem.message}"
+    return Problem(_OPTIONS, said, field=problem.field)
+
+
 def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
     """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation."""
     if missing(path):  # a folder, FIFO or link loop is read, and refused saying what it is
@@ -490,6 +504,7 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
         )
     data = {**source.data, **(overrides or {})}
     suite, problems = validate_model(Suite, data, source)
+    problems = [_blamed_on_override(p, overrides or {}, path) for p in problems]
     problems += _provider_name_problems(source) + _judges_problems(source)
     if suite is not None:
         problems += _claim_tool_problems(suite, source)
@@ -518,7 +533,8 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
             )
         )
     if suite is None or problems:
-        raise UserError("invalid suite file", problems)
+        options = all(p.file == _OPTIONS for p in problems) and problems
+        raise UserError("invalid options for this run" if options else "invalid suite file", problems)
     suite._base_dir = path.parent.resolve()
     suite._file = path
     _check_factor_styles(suite, source)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
-from simulator.config.claims import DEFAULT_CLAIMS, ClaimRule
+from simulator.config.claims import ClaimRule, default_claims
 from simulator.config.patterns import compile_pattern
 from simulator.config.suite import load_suite
 from simulator.config.tool_checks import ToolChecksConfig
@@ -20,7 +20,7 @@ from tests.test_tool_checks import assert_quotes_found, call, convo
 
 
 def _claimed(text: str) -> list[str]:
-    return [rule.id for rule in DEFAULT_CLAIMS if compile_pattern(rule.says, "says").search(text)]
+    return [rule.id for rule in default_claims() if compile_pattern(rule.says, "says").search(text)]
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ def test_advice_offers_and_questions_are_not_claims(text: str) -> None:
     assert _claimed(text) == []
 
 
-QUIET = ToolCheckContext(gives_advice=gives_outcome, claims=list(DEFAULT_CLAIMS), quiet_claims=True)
+QUIET = ToolCheckContext(gives_advice=gives_outcome, claims=list(default_claims()), quiet_claims=True)
 
 
 def test_without_an_environment_a_promise_nothing_backs_fails_with_the_claim_quoted() -> None:
@@ -105,7 +105,7 @@ def test_without_an_environment_a_backed_promise_passes_and_no_claim_writes_noth
 
 
 def test_the_defaults_apply_without_an_environment_and_claims_empty_turns_them_off() -> None:
-    assert [r.id for r in ToolChecksConfig().claim_rules()] == [r.id for r in DEFAULT_CLAIMS]
+    assert [r.id for r in ToolChecksConfig().claim_rules()] == [r.id for r in default_claims()]
     assert ToolChecksConfig().quiet_claims(has_environment=False)
     assert not ToolChecksConfig().quiet_claims(has_environment=True)  # with one: a verdict every time
     assert ToolChecksConfig(claims=[]).claim_rules() == []

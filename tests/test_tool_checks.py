@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from simulator.cli import main
-from simulator.config.claims import DEFAULT_CLAIMS, ClaimRule
+from simulator.config.claims import ClaimRule, default_claims
 from simulator.config.loading import load_scenarios
 from simulator.config.suite import load_suite
 from simulator.config.tool_checks import (
@@ -289,7 +289,7 @@ def test_claims_must_match_actions(record: ConversationRecord, result: str, why:
     ],
 )
 def test_the_default_booking_claim(text: str, claimed: bool) -> None:
-    rule = next(r for r in DEFAULT_CLAIMS if r.id == "claim.booked")
+    rule = next(r for r in default_claims() if r.id == "claim.booked")
     verdict = claim_verdict(convo([text]), rule)
     assert (verdict.result != "not_applicable") is claimed, verdict.reasoning
 
@@ -310,7 +310,7 @@ def test_the_default_booking_claim(text: str, claimed: bool) -> None:
     ],
 )
 def test_the_other_default_claims(rule_id: str, text: str, tool: str | None, result: str) -> None:
-    rule = next(r for r in DEFAULT_CLAIMS if r.id == rule_id)
+    rule = next(r for r in default_claims() if r.id == rule_id)
     parts: list[Any] = ([call(tool, x=1)] if tool else []) + [text]
     assert claim_verdict(convo(parts), rule).result == result
 

@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from simulator.config.assertions import compile_pattern
-from simulator.config.claims import DEFAULT_CLAIMS, ClaimRule
+from simulator.config.claims import ClaimRule, default_claims
 from simulator.models import StrictModel as _Strict
 
 _MATCHER_KEYS = frozenset({"equal", "one_of", "regex", "schema", "schema_"})
@@ -205,7 +205,7 @@ class ToolChecksConfig(_Strict):
 
     def claim_rules(self) -> list[ClaimRule]:
         """The suite's claim rules, or the documented defaults when it wrote none (`claims: []`: none)."""
-        return list(self.claims) if self.claims is not None else list(DEFAULT_CLAIMS)
+        return list(self.claims) if self.claims is not None else list(default_claims())
 
     def quiet_claims(self, has_environment: bool) -> bool:
         """Whether a claim rule writes a verdict only where the bot makes the claim: the defaults of a suite

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 __all__ = ["CONVERSATIONS_PER_WORKER", "parse_workers", "run_local_workers"]
 
-import multiprocessing
 import os
 import shutil
 from dataclasses import replace
@@ -79,6 +78,8 @@ def run_local_workers(
 ) -> MergeResult:
     """Run the plan as `workers` forked shard processes and merge them into `out`; the shards' folders are
     removed once merged."""
+    import multiprocessing  # here: a run without workers (most runs) never needs it (start-up, issue 47)
+
     if "fork" not in multiprocessing.get_all_start_methods():
         raise UserError("--workers needs a system that can fork processes (Linux, macOS); run without it")
     from simulator.config.suite import check_environment

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Required
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 
 # pydantic reads a TypedDict from typing_extensions only, before Python 3.12 (pydantic itself requires it).
 from typing_extensions import TypedDict
@@ -90,6 +90,12 @@ class _ConfigV1(TypedDict, total=False):
     judges: dict[str, Any] | None
 
 
+# Each shape's validator is built on first use: building the five at import cost a fiftieth of a run's
+# start-up, and a run of the current version reads none of them (issue 47).
+_DEFERRED = ConfigDict(defer_build=True)
+
+
+@with_config(_DEFERRED)
 class _ManifestV1(TypedDict, total=False):
     run_id: Required[Any]
     created_at: Required[Any]
@@ -106,15 +112,18 @@ class _TurnV2(TypedDict, total=False):
     messages: list[Any] | None
 
 
+@with_config(_DEFERRED)
 class _ConversationV2(TypedDict, total=False):
     turns: list[_TurnV2] | None
 
 
+@with_config(_DEFERRED)
 class _VerdictV1(TypedDict, total=False):
     criterion_id: str
     reasoning: str
 
 
+@with_config(_DEFERRED)
 class _GoldenManifestV1(TypedDict, total=False):
     run_id: Required[Any]
     started_at: Required[Any]
@@ -137,6 +146,7 @@ class _GoldenSampleV1(TypedDict, total=False):
     messages: list[Any]
 
 
+@with_config(_DEFERRED)
 class _GoldenResultV1(TypedDict, total=False):
     item_id: Required[Any]
     index: int

@@ -57,20 +57,24 @@ def _numbers_refuse_booleans(schema: Any) -> Any:
     """`schema` with every int and float it holds checked for a boolean first. A nested model (its own
     schema does it), a reference, a chain (its later steps see converted values) and a plain dataclass (a
     result the code builds, never a file) are left as they are."""
-    kind = schema.get("type")
-    if kind in ("int", "float"):
+    kind = schema["type"]
+    if kind in _NUMBERS:
         return core_schema.no_info_before_validator_function(_refuse_boolean, schema)
+    if kind in _LEFT:
+        return schema
     if kind == "function-before" and schema["function"].get("function") is _refuse_boolean:
         return schema  # done already: a built model's schema, reused inside another model's
-    if kind in ("model", "definition-ref", "definitions", "chain", "dataclass"):
-        return schema
     for key in _INNER:
-        if isinstance(schema.get(key), dict):
-            schema[key] = _numbers_refuse_booleans(schema[key])
-    if isinstance(schema.get("items_schema"), list):  # a tuple's positions
-        schema["items_schema"] = [_numbers_refuse_booleans(item) for item in schema["items_schema"]]
-    if isinstance(schema.get("fields"), dict):  # a model's fields, a typed dict's
-        for field in schema["fields"].values():
+        inner = schema.get(key)
+        if inner is None:
+            continue
+        if isinstance(inner, dict):
+            schema[key] = _numbers_refuse_booleans(inner)
+        elif isinstance(inner, list):  # a tuple's positions
+            schema[key] = [_numbers_refuse_booleans(item) for item in inner]
+    fields = schema.get("fields")
+    if isinstance(fields, dict):  # a model's fields, a typed dict's
+        for field in fields.values():
             field["schema"] = _numbers_refuse_booleans(field["schema"])
     choices = schema.get("choices")
     if isinstance(choices, dict):  # a tagged union
@@ -81,6 +85,13 @@ def _numbers_refuse_booleans(schema: Any) -> Any:
             for c in choices
         ]
     return schema
+
+
+_NUMBERS = frozenset({"int", "float"})
+# Left as they are: what holds no schema (most of a model's nodes: a quick way out) and what is not walked.
+_LEFT = frozenset({"str", "bool", "literal", "none", "any", "bytes", "enum", "is-instance", "is-subclass",
+                   "date", "datetime", "time", "timedelta", "url", "multi-host-url", "uuid", "decimal",
+                   "callable", "model", "definition-ref", "definitions", "chain", "dataclass"})  # fmt: skip
 
 
 class ResultModel(StrictModel):

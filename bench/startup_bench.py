@@ -8,6 +8,10 @@ another checkout of the project the same way (the before of a before/after; runs
 trees so that the machine's load falls on both alike). It also runs the same command under
 `python -X importtime` once and prints the total import time, the heaviest top-level imports, and whether
 `openai`, `anthropic`, `pydantic` models of the SDKs or `sqlite3` were imported. Nothing is asserted.
+
+CPU seconds of a half-second process swing by a third between runs on a shared machine. `--instructions`
+also counts the instructions of one run of each tree under valgrind's callgrind (about a minute a tree):
+the same count whatever else the machine is doing, so a change of one percent shows (apt's valgrind).
 """
 
 from __future__ import annotations
@@ -67,12 +71,25 @@ def _imports(tree: Path, suite: Path, out: Path) -> str:
     )
 
 
+def _instructions(tree: Path, suite: Path, out: Path) -> str:
+    """The instructions one run executes, counted by callgrind."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", PYTHON, *_command(suite, out)],
+        cwd=suite.parent, env=_env(tree), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    return (
+        f"{int(found.group(1)) / 1e9:.3f} G instructions (callgrind)" if found else "callgrind gave no count"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--provider", choices=("openai", "anthropic"), default="openai")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--scenarios", type=int, default=1, help="a bigger run: its whole CPU, not start-up")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--instructions", action="store_true", help="count instructions under callgrind")
     parser.add_argument("--tree", action="append", default=[], help="another checkout to measure too")
     args = parser.parse_args()
     shape = argparse.Namespace(
@@ -106,6 +123,8 @@ def main() -> int:
                     f"({min(values):.3f}-{max(values):.3f}, {len(values)} runs, {args.provider}){goal}"
                 )
                 print("    " + _imports(tree, suite, Path(tmp) / f"imp-{time.monotonic_ns()}"))
+                if args.instructions:
+                    print("    " + _instructions(tree, suite, Path(tmp) / f"ins-{time.monotonic_ns()}"))
             print(f"load average {os.getloadavg()[0]:.2f} at end")
     finally:
         server.kill()

@@ -1,7 +1,7 @@
 """Issue 43, class 12: a secret is searched for in every encoding a tool can produce, not only the common
 ones: base32 (either case) and base85/ascii85 at any alignment, literal `\\uXXXX` escapes (either case, and
-as they look inside JSON text), gzip or zlib streams in base64 or base64url (decoded and searched, then
-replaced whole), and combinations (a compressed JSON document holding the key escaped). Checked through
+as they look inside JSON text), gzip or zlib streams in base64, base64url, base85 or ascii85 (decoded and
+searched, then replaced whole), and combinations (a compressed JSON document holding the key escaped). Checked through
 `redact`, `contains_secret` and the record writer every file goes through (`dump_line`)."""
 
 from __future__ import annotations
@@ -54,6 +54,19 @@ def _encodings(secret: str) -> dict[str, str]:
         ).decode(),
         "gzip of gzip": base64.b64encode(gzip.compress(base64.b64encode(gzip.compress(raw)))).decode(),
         "gzip of base32": base64.b64encode(gzip.compress(base64.b32encode(raw))).decode(),
+        # base85 and ascii85 as a layer: decoded, then inflated and searched like base64's (mtime=0: the
+        # same bytes every run)
+        "gzip base85": base64.b85encode(gzip.compress(raw, mtime=0)).decode(),
+        "gzip ascii85": base64.a85encode(gzip.compress(raw, mtime=0)).decode(),
+        "zlib ascii85 adobe": base64.a85encode(
+            zlib.compress(b"Authorization: Bearer " + raw), adobe=True
+        ).decode(),
+        "zlib of hex base85": base64.b85encode(zlib.compress(raw.hex().encode())).decode(),
+        "key= gzip base85": "key=" + base64.b85encode(gzip.compress(raw, mtime=0)).decode(),
+        "gzip of json ascii85": "k:"
+        + base64.a85encode(gzip.compress(json.dumps({"k": secret}).encode(), mtime=0)).decode(),
+        "gzip of base64 base85": base64.b85encode(gzip.compress(base64.b64encode(raw), mtime=0)).decode(),
+        "base64 of gzip base85": base64.b64encode(base64.b85encode(gzip.compress(raw, mtime=0))).decode(),
     }
 
 
@@ -97,7 +110,24 @@ def test_ordinary_compressed_or_encoded_text_is_left_alone() -> None:
     assert not contains_secret(text) and redact(text) == text
 
 
+def test_ordinary_base85_and_json_are_left_alone() -> None:
+    """Base85 of other bytes, compressed or not, and JSON text (ascii85's alphabet end to end) stay as
+    they are: nothing in them decodes to a secret."""
+    register_secrets(SECRETS)
+    texts = [
+        base64.b85encode(gzip.compress(b"an ordinary long enough message, nothing secret", mtime=0)).decode(),
+        base64.a85encode(zlib.compress(b"another ordinary message of some length")).decode(),
+        base64.b85encode(bytes(range(256))).decode(),
+        json.dumps(
+            [{"id": i, "name": f"item{i}", "ok": i % 2 == 0} for i in range(50)], separators=(",", ":")
+        ),
+    ]
+    for text in texts:
+        assert not contains_secret(text) and redact(text) == text, text[:60]
+
+
 def test_a_compressed_bomb_is_searched_within_a_bound() -> None:
     register_secrets(SECRETS)
-    bomb = base64.b64encode(gzip.compress(b"\0" * 200_000_000)).decode()
-    assert not contains_secret(bomb)  # inflated only to the bound, never to 200 MB
+    bomb = gzip.compress(b"\0" * 200_000_000)
+    assert not contains_secret(base64.b64encode(bomb).decode())  # inflated only to the bound, never to 200 MB
+    assert not contains_secret(base64.b85encode(bomb).decode())

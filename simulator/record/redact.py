@@ -21,8 +21,10 @@ __all__ = [
 ]
 
 import base64
+import codecs
 import contextlib
 import html
+import itertools
 import json
 import os
 import re
@@ -174,13 +176,19 @@ _BASE32 = re.compile(r"[A-Z2-7]+=*|[a-z2-7]+=*")
 _TEXT_RUN = [re.compile(rb"[\x20-\x7e]{8,}")]
 
 
+def _stream_bits(data: bytes) -> int | None:
+    """zlib's `wbits` for `data` when it starts as a gzip or zlib stream does, else None."""
+    if data[:2] == b"\x1f\x8b":
+        return 16 + zlib.MAX_WBITS
+    if len(data) > 1 and data[0] & 0x0F == 8 and int.from_bytes(data[:2], "big") % 31 == 0:
+        return zlib.MAX_WBITS
+    return None
+
+
 def _inflated(data: bytes) -> bytes:
     """`data`, inflated when it is a gzip or zlib stream (at most _MAX_INFLATED bytes of it)."""
-    if data[:2] == b"\x1f\x8b":
-        wbits = 16 + zlib.MAX_WBITS
-    elif len(data) > 1 and data[0] & 0x0F == 8 and int.from_bytes(data[:2], "big") % 31 == 0:
-        wbits = zlib.MAX_WBITS
-    else:
+    wbits = _stream_bits(data)
+    if wbits is None:
         return data
     try:
         return zlib.decompressobj(wbits).decompress(data, _MAX_INFLATED)
@@ -206,6 +214,92 @@ def _decodings(blob: str) -> Iterable[bytes]:
             yield base64.b64decode(_padded(body[start:], 4, (2, 3)), altchars=altchars)
 
 
+# A run of base85 (Python's and git's alphabet) or ascii85 (`!` to `u`, `z` for four zero bytes) holding a
+# character that neither base64 nor JSON's punctuation (braces and backslashes included) uses: base85 of 20
+# bytes has one but for a chance in 300, of 36 bytes (a gzip'd key) in 20,000. So base64 (a data URL's
+# megabytes) and a record's JSON text are not decoded again as base85. Found in two steps in C: the runs of
+# printable characters without a space that hold such a character, then within each, the runs of each
+# alphabet that do (each match starts where a run starts and never backtracks, so the scan is linear).
+_PRINTABLE_RUN = re.compile(r"[!-~]{25,}")
+_RARE = re.compile(r"[!#$%&'()*;<=>?@^`|~]")
+_BASE85 = re.compile(
+    r"(?<![0-9A-Za-z!#$%&()*+;<=>?@^`{|}~_-])[0-9A-Za-z+{}_-]*+[!#$%&()*;<=>?@^`|~][0-9A-Za-z!#$%&()*+;<=>?@^`{|}~_-]*+"
+)
+_ASCII85 = re.compile(r"(?<![!-uz])[\"+,\-./0-9:A-Z\[\\\]_a-uz]*+[!#$%&'()*;<=>?@^`][!-uz]*+")
+_MIN_BASE85 = 25
+_JSON_ESCAPE = re.compile(r'\\(["\\])')
+# A printable run longer than this (a data URL's megabytes of base64, say) is not searched for base85: its
+# runs of the alphabet would be decoded in Python, run by run (a stated limit, docs/records.md).
+_MAX_BASE85 = 65_536
+# Base85's decoder is Python's, and most runs of its alphabet are no base85 (compact JSON is ascii85's
+# alphabet from end to end): a run is decoded whole only where its first 80 bytes look like what an
+# encoding of a secret holds, text or a compressed stream.
+_PROBE_CHARS = 100
+
+
+def _base85_decodings(text: str) -> Iterable[tuple[str, bytes]]:
+    """Each base85 or ascii85 run of `text` and the bytes it encodes, from each of the five places its
+    encoding may start (5 characters are 4 bytes) whose first bytes are text or a compressed stream; a
+    stream may start a few blocks in (`token=` or `key:` is of the same alphabet)."""
+    for printable in _PRINTABLE_RUN.finditer(text):
+        run = printable.group(0)
+        if len(run) > _MAX_BASE85 or _RARE.search(run) is None:
+            continue
+        yield from _decodings_of_run(run)
+        for _ in range(2):  # ascii85 inside JSON text has its `"` and `\` escaped; in JSON inside JSON, twice
+            if "\\" not in run:
+                break
+            run = _JSON_ESCAPE.sub(r"\1", run)
+            yield from _decodings_of_run(run)
+
+
+def _decodings_of_run(printable: str) -> Iterable[tuple[str, bytes]]:
+    for pattern, decode in ((_BASE85, base64.b85decode), (_ASCII85, base64.a85decode)):
+        for match in pattern.finditer(printable):
+            run = match.group(0)
+            if len(run) < _MIN_BASE85 or not _looks_random(run):
+                continue
+            for start in range(5):
+                try:
+                    starts = _worth_decoding(decode(run[start : start + _PROBE_CHARS]))
+                    data = decode(run[start:]) if starts else b""
+                except ValueError:
+                    continue
+                for skip in starts:
+                    yield run, data[skip:]
+
+
+def _looks_random(run: str) -> bool:
+    """Whether `run` uses as many different characters as base85 of compressed or encoded bytes does (85
+    equally likely): at least 3/4 of what n such characters show on average. Words and JSON show far fewer
+    (`"index":0,"role":"user"` 15 in 24, against 21 of random base85), and a run that is not random is not
+    decoded at all: the probe below is Python, this check is not."""
+    expected = 85 * (1 - (84 / 85) ** min(len(run), 400))
+    return len(set(run[:400])) >= 0.75 * expected
+
+
+def _worth_decoding(probe: bytes) -> list[int]:
+    """Where in `probe` (a run's first bytes) the bytes are worth searching: 0 when they start as printable
+    UTF-8 text, and each 4-byte block among the first 16 where a gzip or zlib stream starts that inflates
+    without an error. Bytes decoded from what is no base85 are neither, but for a chance in millions."""
+    found = []
+    try:
+        head = codecs.getincrementaldecoder("utf-8")().decode(probe[:16])
+        if head and all(c.isprintable() or c in "\t\n\r" for c in head):
+            found.append(0)
+    except UnicodeDecodeError:
+        pass
+    for block in range(0, min(len(probe) - 1, 64), 4):
+        wbits = _stream_bits(probe[block:])
+        if wbits is not None:
+            try:
+                zlib.decompressobj(wbits).decompress(probe[block:])
+            except zlib.error:
+                continue
+            found.append(block)
+    return found
+
+
 def _padded(part: str, group: int, endings: tuple[int, ...]) -> str:
     """`part` as a whole number of `group`-character blocks: a last partial block that can end an
     encoding padded with '=', another cut off (its bits belong to no whole byte)."""
@@ -227,21 +321,25 @@ def _as_text(data: bytes) -> str | None:
 
 
 def _encoded(text: str, depth: int = 0) -> list[str]:
-    """The runs of `text` that decode (hex, base32, base64, then gzip or zlib when compressed) to text
-    holding a secret, in any registered form or encoded again, up to _MAX_DEPTH encodings deep: a search for
-    the secret through whatever a tool or bot combined, instead of a list of combinations. The whole run is
-    the secret's encoding, and is replaced whole."""
-    found = []
-    for match in _BLOB.finditer(text):
-        for data in _decodings(match.group(0)):
-            inner = _as_text(_inflated(data))
-            if inner is None:
-                continue
-            if any(secret in inner for secret in _secrets) or (
-                depth + 1 < _MAX_DEPTH and _encoded(inner, depth + 1)
-            ):
-                found.append(match.group(0))
-                break
+    """The runs of `text` that decode (hex, base32, base64, base85, ascii85; then gzip or zlib when
+    compressed) to text holding a secret, in any registered form or encoded again, up to _MAX_DEPTH
+    encodings deep: a search for the secret through whatever a tool or bot combined, instead of a list of
+    combinations. The whole run is the secret's encoding, and is replaced whole."""
+    found: list[str] = []
+    candidates = ((m.group(0), data) for m in _BLOB.finditer(text) for data in _decodings(m.group(0)))
+    # Decoded bytes that were no UTF-8 (U+FFFD where they failed) are searched as they are, but not for
+    # base85 inside them: an encoding inside an encoding decodes to text.
+    garbled = depth > 0 and "\ufffd" in text
+    for run, data in itertools.chain(candidates, () if garbled else _base85_decodings(text)):
+        if run in found:
+            continue
+        inner = _as_text(_inflated(data))
+        if inner is None:
+            continue
+        if any(secret in inner for secret in _secrets) or (
+            depth + 1 < _MAX_DEPTH and _encoded(inner, depth + 1)
+        ):
+            found.append(run)
     return found
 
 

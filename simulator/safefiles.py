@@ -10,6 +10,7 @@ refuses anything but a regular file, and reads at most `limit` bytes, counted as
 from __future__ import annotations
 
 __all__ = [
+    "STALE_AFTER_S",
     "WAITS",
     "FileRefused",
     "append_durable",
@@ -26,6 +27,7 @@ import functools
 import os
 import secrets
 import stat
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -144,6 +146,7 @@ def replacing(
     file under the old name; `sync_folder` puts the rename itself on disk too (a crash then cannot bring
     back the old file). An OSError names `path`, never the temporary name."""
     tmp, fd = _create_beside(path, mode)
+    _sweep_stale(path, keep=tmp)
     with naming(path):  # a failed write names no file: it names `path`
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -187,6 +190,37 @@ def append_durable(path: Path, text: str, *, sync: bool = True) -> None:
         handle.flush()
         if sync:
             os.fsync(handle.fileno())
+
+
+# A temporary file of `replacing` left by a process that died before its rename (`kill -9`, a power cut):
+# older than this, no writer is still filling it, and the next replacement of the same file removes it.
+# It may hold what the file held (the pseudonym key, owner-only): it should not outlive the crash.
+STALE_AFTER_S = 600
+
+
+def _sweep_stale(path: Path, keep: Path) -> None:
+    """Remove the temporary files of earlier replacements of `path` that died before their rename and are
+    older than STALE_AFTER_S (a live writer's is newer). Best effort: what cannot be removed stays."""
+    prefix = f".{path.name[:200]}."
+    with contextlib.suppress(OSError):
+        cutoff = time.time() - STALE_AFTER_S
+        with os.scandir(path.parent) as entries:
+            for entry in entries:
+                name = entry.name
+                if not (name.startswith(prefix) and name.endswith(".tmp") and len(name) == len(prefix) + 12):
+                    continue  # `replacing` names them `.NAME.` + 8 hex digits + `.tmp`
+                if entry.path == str(keep) or not _is_hex(name[len(prefix) : -4]):
+                    continue
+                with contextlib.suppress(OSError):
+                    if (
+                        entry.is_file(follow_symlinks=False)
+                        and entry.stat(follow_symlinks=False).st_mtime < cutoff
+                    ):
+                        os.unlink(entry.path)
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
 
 
 def _create_beside(path: Path, mode: int) -> tuple[Path, int]:

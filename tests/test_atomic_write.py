@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.safefiles import append_durable, replacing, write_atomic
+from simulator.safefiles import STALE_AFTER_S, append_durable, replacing, write_atomic
 from simulator.traces.pseudonym import load_key
 
 
@@ -188,3 +188,45 @@ def test_append_durable_makes_a_new_file_and_names_a_missing_folder(tmp_path: Pa
     with pytest.raises(FileNotFoundError) as caught:
         append_durable(tmp_path / "nowhere" / "j.jsonl", "x\n")
     assert caught.value.filename == str(tmp_path / "nowhere" / "j.jsonl")
+
+
+def _aged(path: Path, seconds: float) -> Path:
+    path.write_bytes(b"left by a crash")
+    old = path.stat().st_mtime - seconds
+    os.utime(path, (old, old))
+    return path
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "pseudonym.key", "collect.spool", "a b.yaml"])
+def test_a_crashed_writer_s_old_temporary_file_is_removed_by_the_next_replacement(
+    tmp_path: Path, name: str
+) -> None:
+    """`kill -9` between the write and the rename left `.NAME.xxxxxxxx.tmp` for ever (for the pseudonym key,
+    a copy of the key). The next replacement of the same file removes such a file once it is older than
+    STALE_AFTER_S; a younger one (a writer still at work), another file's, or one named otherwise stays."""
+    target = tmp_path / name
+    target.write_text("old")
+    stale = [
+        _aged(tmp_path / f".{name}.{digits}.tmp", STALE_AFTER_S + 60) for digits in ("0a1b2c3d", "ffffffff")
+    ]
+    young = _aged(tmp_path / f".{name}.12345678.tmp", 5)
+    others = [
+        _aged(tmp_path / ".other.json.0a1b2c3d.tmp", STALE_AFTER_S + 60),  # another file's
+        _aged(tmp_path / f".{name}.notahex!.tmp", STALE_AFTER_S + 60),  # not a name `replacing` gives
+        _aged(tmp_path / f".{name}.0a1b2c3d.tmp.bak", STALE_AFTER_S + 60),
+        _aged(tmp_path / f"{name}.0a1b2c3d.tmp", STALE_AFTER_S + 60),  # not hidden
+    ]
+    write_atomic(target, "new")
+    assert target.read_text() == "new"
+    assert not any(path.exists() for path in stale)
+    assert young.exists() and all(path.exists() for path in others)
+
+
+def test_a_folder_in_the_way_of_the_sweep_is_left(tmp_path: Path) -> None:
+    target = tmp_path / "manifest.json"
+    folder = tmp_path / ".manifest.json.0a1b2c3d.tmp"
+    folder.mkdir()
+    old = folder.stat().st_mtime - STALE_AFTER_S - 60
+    os.utime(folder, (old, old))
+    write_atomic(target, "x")
+    assert folder.is_dir() and target.read_text() == "x"

@@ -9,7 +9,8 @@ one `UserError` line naming the field, as the rest of the Python API's door (api
 
 A `StrictModel`'s numbers are numbers: pydantic reads `true` as 1 and `false` as 0 where an int or a float
 goes, so `runs: true` ran once and `max_turns: false` ran none, silently. Every int and float a
-`StrictModel` declares (in lists, dicts, unions and optionals too) refuses a boolean instead."""
+`StrictModel` declares (in lists, dicts, unions and optionals too) refuses a boolean instead, and every
+float refuses infinity and NaN (a `ResultModel`'s may be NaN)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ class StrictModel(BaseModel):
     """Unknown fields are an error (a misspelt field never passes silently), and so is a boolean where a
     number goes."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    # YAML's `.inf`, `.nan` and `1e400` are floats: a timeout, a rate or a temperature of infinity passed
+    # as a setting (`providers.openai.rpm: .inf`, `temperature: 1e400`). A stored record never holds one.
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> Any:
@@ -95,7 +98,10 @@ _LEFT = frozenset({"str", "bool", "literal", "none", "any", "bytes", "enum", "is
 
 
 class ResultModel(StrictModel):
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+    # A result is computed, never written by a person: a ratio may be undefined (NaN), as before.
+    model_config = ConfigDict(
+        extra="forbid", json_schema_serialization_defaults_required=True, allow_inf_nan=True
+    )
 
 
 class AnswerModel(BaseModel):

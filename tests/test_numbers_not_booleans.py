@@ -164,3 +164,39 @@ def test_every_number_of_every_strict_model_refuses_a_boolean() -> None:
         if paths:
             unguarded[f"{cls.__module__}.{cls.__name__}"] = paths[:3]
     assert not unguarded, unguarded
+
+
+INFINITE = {
+    "user temperature .inf": ("user: {model: offline, temperature: .inf}\n", "user.temperature"),
+    "judges temperature 1e400": ("judges: {temperature: 1e400}\n", "judges.temperature"),
+    "provider timeout .inf": ("providers: {openai: {timeout_s: .inf}}\n", "providers.openai.timeout_s"),
+    "provider rpm .nan": ("providers: {openai: {rpm: .nan}}\n", "providers.openai.rpm"),
+    "provider backoff .inf": (
+        "providers: {openai: {backoff_max_s: .inf}}\n",
+        "providers.openai.backoff_max_s",
+    ),
+    "provider tpm -.inf": ("providers: {openai: {tpm: -.inf}}\n", "providers.openai.tpm"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INFINITE))
+def test_infinity_or_nan_where_a_number_goes_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """YAML reads `.inf`, `.nan` and `1e400` as floats: a rate, a timeout or a temperature of infinity
+    passed `validate` and reached the provider."""
+    body, field = INFINITE[name]
+    suite = _project(tmp_path, SUITE + BOT + body)
+    assert main(["validate", str(suite)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"suite.yaml:3 [{field}]" in err and "finite number" in err, err
+
+
+def test_a_computed_result_may_still_be_undefined() -> None:
+    """A result (ResultModel) is computed, never written: a ratio of nothing stays NaN, as before."""
+    from simulator.models import ResultModel
+
+    class Ratio(ResultModel):
+        value: float
+
+    assert Ratio(value=float("nan")).value != Ratio(value=float("nan")).value  # NaN

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["Problem", "UserError"]
+__all__ = ["Problem", "UserError", "shown_input"]
 
+import datetime
 from dataclasses import dataclass
+from typing import Any
 
 from simulator.visible import visible
 
@@ -39,3 +41,27 @@ class UserError(Exception):
         lines = [f"{self} ({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):"]
         lines += [f"  {p}" for p in self.problems]
         return "\n".join(lines)
+
+
+def shown_input(value: Any, *, limit: int = 60, yaml: bool = True) -> str:
+    """A value a file or a call gave, as its writer wrote it, for `(got ...)` in a problem: a mapping or a
+    list by its kind only; from a file (`yaml`), in YAML's words (`true`, `null`, a date as written), never
+    Python's (`True`, `None`, `datetime.date(2026, 1, 1)`), and a scalar YAML did not read as text says how
+    to make it text; from Python, as Python writes it."""
+    if isinstance(value, dict):
+        return "a mapping" if yaml else "a dict"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, set | frozenset):
+        return "a set"
+    if not yaml:
+        return repr(value)[:limit]
+    if isinstance(value, bool):
+        return f"{str(value).lower()}: YAML reads yes, no, on, off, true and false as a boolean; quote it for text"
+    if value is None:
+        return "null, an empty value"
+    if isinstance(value, datetime.date):  # datetime too
+        return f"{value.isoformat()}: YAML reads an unquoted date as a date; quote it for text"
+    if isinstance(value, bytes | bytearray):
+        return "binary data"
+    return repr(value)[:limit]

@@ -285,3 +285,37 @@ def test_validate_suite_ignores_sibling_suites_as_run_does(
     assert "missing_vocab" not in out
     code, out = _validate(capsys, other)  # named itself, it is checked
     assert code != 0 and "missing_vocab.yaml: no such vocabulary file" in out
+
+
+# A scalar YAML reads as something other than text, where text goes: the problem shows it as it was written
+# and says to quote it (it showed Python's `datetime.date(2026, 1, 1)`, `True`, `None`).
+UNQUOTED = {
+    "a date": ("goal: 2026-01-01", "goal", "2026-01-01: YAML reads an unquoted date as a date"),
+    "a timestamp in a list": ("facts: [a, 2026-01-01 10:00:00]", "facts", "2026-01-01T10:00:00: YAML reads"),
+    "yes": ("persona: yes", "persona", "true: YAML reads yes, no, on, off, true and false as a boolean"),
+    "off": ("persona: off", "persona", "false: YAML reads yes, no, on, off"),
+    "empty": ("persona:", "persona", "null, an empty value"),
+    "a list": ("goal: [a, b]", "goal", "(got a list)"),
+    "a mapping": ("goal: {a: b, c: d}", "goal", "(got a mapping)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNQUOTED))
+def test_a_value_yaml_did_not_read_as_text_is_shown_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    line, field, said = UNQUOTED[name]
+    key = line.split(":")[0]
+    base = {"id": "id: s1", "persona": "persona: p", "goal": "goal: g", "facts": "facts: [a]"}
+    base[key] = line
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "s1.yaml").write_text("\n".join(base.values()) + "\n")
+    (tmp_path / "suite.yaml").write_text(
+        "scenarios: {paths: [scenarios]}\nbot: {type: python, factory: 'json:dumps'}\n"
+    )
+    assert main(["validate", str(tmp_path / "suite.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert f"[{field}" in err and said in err, err
+    assert not any(
+        python in err for python in ("datetime.", "(got True", "(got False", "(got None", "got dict")
+    ), err

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, shown_input
 from simulator.jsonbounds import MAX_INT_DIGITS  # one cap on numbers, JSON and YAML alike
 from simulator.readers import InputRefused, read_text
 
@@ -319,9 +319,7 @@ def problems_from_validation(
                 f'put it in quotes: - "{text}"'
             )
         else:
-            got = item.get("input")
-            shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
-            message = f"{item['msg']} (got {shown})"
+            message = f"{item['msg']} (got {shown_input(item.get('input'))})"
         problems.append(Problem(str(source.path), message, line=source.line_of(full), field=name or None))
     return problems
 

@@ -9,11 +9,11 @@ chasing a problem.
 
 from __future__ import annotations
 
-__all__ = ["loop_name", "run_async"]
+__all__ = ["loop_name", "run_async", "within"]
 
 import asyncio
 import os
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -58,3 +58,14 @@ def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         value: T = runner.run(_boxed(coroutine)).value
         return value
+
+
+async def within(awaitable: Awaitable[T], seconds: float | None) -> T:
+    """`await awaitable` for at most `seconds` (TimeoutError past them; None: no limit), in this task.
+
+    Not `asyncio.wait_for`: before Python 3.12 it loses a cancellation that arrives as the awaited thing
+    finishes (CPython gh-86296), returning the result instead. A bot turn ends every few milliseconds, so
+    under load a stop signal's cancellation regularly landed there: the worker went on pulling work and
+    `kill -INT` left the run running (tests/test_stop_signals.py, under load). `asyncio.timeout` keeps it."""
+    async with asyncio.timeout(seconds):
+        return await awaitable

@@ -3,15 +3,18 @@ as issue 30 item 5 found: finished work kept, the run marked interrupted, exit 1
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from simulator.eventloop import within
 from simulator.record.folder import RunFolder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,3 +70,40 @@ def test_a_stop_signal_ends_the_run_and_keeps_its_work(
     assert folder.read_manifest().status == "interrupted"
     kept = len(list(folder.conversations()))
     assert 2 <= kept < 300
+
+
+@pytest.mark.parametrize("how", ["a future", "a coroutine", "a thread's answer"])
+async def test_a_cancellation_arriving_as_the_awaited_thing_finishes_is_kept(how: str) -> None:
+    """What lost `kill -INT` under load: `asyncio.wait_for` (Python 3.11) returns the result when the
+    cancellation arrives in the loop iteration where the awaited thing finishes (CPython gh-86296), so a
+    worker whose bot turn ended just then went on pulling work and the run never stopped (the test above
+    failed in about one try in three on a loaded machine). Every deadline in the engine goes through
+    `eventloop.within`, which keeps it."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[int] = loop.create_future()
+
+    async def inner() -> int:
+        return await answer
+
+    awaited = {"a future": lambda: answer, "a coroutine": inner, "a thread's answer": inner}[how]
+    task = asyncio.create_task(within(awaited(), 10))
+    await asyncio.sleep(0)  # the task now waits
+    if how == "a thread's answer":
+        threading.Thread(target=lambda: loop.call_soon_threadsafe(answer.set_result, 1)).start()
+        while not answer.done():
+            await asyncio.sleep(0)
+    else:
+        answer.set_result(1)  # the awaited thing finishes ...
+    task.cancel()  # ... and the cancellation arrives in the same iteration
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+def test_no_deadline_in_the_engine_uses_wait_for() -> None:
+    """The class, not the one call: no module of the package awaits through `asyncio.wait_for`."""
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "simulator").rglob("*.py")
+        if "asyncio.wait_for(" in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == []

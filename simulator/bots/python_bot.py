@@ -27,6 +27,7 @@ from simulator.bots.user_threads import in_daemon_thread
 from simulator.config.bots import PythonBotConfig, load_factory
 from simulator.config.bots.in_code import CallableBotConfig
 from simulator.errors import UserError
+from simulator.eventloop import within
 from simulator.record.parts import Part, PickPart, TextPart
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ class PythonSession:
         own); what it raised, BaseExceptions included, as this turn's bot error."""
         timeout = self._limits.timeout_s
         try:
-            return await asyncio.wait_for(call, timeout)
+            return await within(call, timeout)
         except TimeoutError:
             raise BotError(
                 "timeout",

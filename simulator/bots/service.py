@@ -38,6 +38,7 @@ import httpx
 from simulator.bots.watchdog import MARK_VARIABLE, WATCHDOG, marked_pids
 from simulator.config.bots import BotStart
 from simulator.errors import UserError
+from simulator.eventloop import within
 from simulator.record.redact import redact
 
 PLACEHOLDER_NAMES = ("port", "python", "api_url")
@@ -259,7 +260,7 @@ class BotProcess:
                 return False
             return response.status_code < 500
         try:
-            _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", self.ready_port), 1.0)
+            _, writer = await within(asyncio.open_connection("127.0.0.1", self.ready_port), 1.0)
         except (OSError, TimeoutError):
             return False
         writer.close()
@@ -278,7 +279,7 @@ class BotProcess:
             while self._group_alive() and time.monotonic() < deadline:
                 if process.returncode is None:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(process.wait(), 0.05)
+                        await within(process.wait(), 0.05)
                 else:
                     await asyncio.sleep(0.05)
             if self._group_alive():
@@ -295,7 +296,7 @@ class BotProcess:
         if self._copier is None:
             return
         try:
-            await asyncio.wait_for(asyncio.shield(self._copier), _COPY_GRACE_S)
+            await within(asyncio.shield(self._copier), _COPY_GRACE_S)
         except TimeoutError:
             self._copier.cancel()
             with contextlib.suppress(asyncio.CancelledError):

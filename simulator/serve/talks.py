@@ -21,6 +21,7 @@ from simulator.api import Result, atalk, load_suite
 from simulator.config.scenario import Scenario
 from simulator.config.suite import Suite
 from simulator.errors import UserError
+from simulator.eventloop import within
 from simulator.record.folder import new_run_id
 from simulator.users.human import HumanUser
 
@@ -147,7 +148,7 @@ class TalkDesk:
     async def _wait_for_reply(self, talk: Talk) -> None:
         # A slow bot: after REPLY_WAIT_S the page shows the talk so far, and the reply once it arrives.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(talk.human.wait_for_turn(talk.task), REPLY_WAIT_S)
+            await within(talk.human.wait_for_turn(talk.task), REPLY_WAIT_S)
 
     async def end(self, talk: Talk) -> Result | None:
         """End the conversation, wait for its verdicts, and return the result (None if it failed)."""

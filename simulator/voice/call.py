@@ -23,6 +23,7 @@ import orjson
 from numpy.typing import NDArray
 
 from simulator.errors import UserError
+from simulator.eventloop import within
 from simulator.voice import wire
 from simulator.voice.mulaw import FRAME_BYTES, FRAME_S, SAMPLE_RATE, encode
 from simulator.voice.playback import Playback
@@ -107,7 +108,7 @@ class Call:
                 'the voice channel needs the websockets package: pip install -e ".[voice]"'
             ) from None
 
-        self._ws = await asyncio.wait_for(
+        self._ws = await within(
             connect(self.url, max_size=2**24, open_timeout=self._connect_timeout_s, compression=None),
             self._connect_timeout_s,
         )
@@ -222,7 +223,7 @@ class Call:
                 await task
         if ws is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(ws.close(), 2.0)
+                await within(ws.close(), 2.0)
 
     def caller_audio(self, since: float, until: float) -> NDArray[np.int16]:
         """What the caller's line carried in [since, until), as one 8 kHz track."""

@@ -48,6 +48,7 @@ from simulator.bots.whatsapp.events import (
 from simulator.bots.whatsapp.graph import GraphApi, Inbox, Outbound
 from simulator.config.bots.whatsapp import WhatsAppBotConfig
 from simulator.errors import UserError
+from simulator.eventloop import within
 from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.providers._http import connection_refused
 from simulator.record.parts import MediaPart, Option, OptionsPart, Part, PickPart, TextPart
@@ -472,7 +473,7 @@ class WhatsAppSession:
                 now = time.perf_counter()
                 wait = self._wait_s(start, messages[-1].at if messages else None, typing_at, now)
                 try:
-                    item = await asyncio.wait_for(queue.get(), max(0.0, wait))
+                    item = await within(queue.get(), max(0.0, wait))
                 except TimeoutError:
                     if messages:
                         if typing_at is not None:

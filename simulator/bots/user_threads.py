@@ -36,6 +36,18 @@ def _start(function: Callable[[], Any], done: Callable[[BaseException | None, An
     threading.Thread(target=run, name=name, daemon=True).start()
 
 
+class _Carried(Exception):
+    """What user code raised, carried through the future as an ordinary exception. A future's exception
+    is thrown into the awaiting task's whole chain of coroutines, and a thrown GeneratorExit closes the
+    chain instead of reaching the frame that awaits (CPython's `gen_throw`): a bot's `raise
+    GeneratorExit` escaped the engine's handlers and ended the conversation's task. Raised again below,
+    in the awaiting frame, it propagates as any exception does."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(type(exc).__name__)
+        self.exc = exc
+
+
 async def in_daemon_thread(function: Callable[[], T], name: str = "simulator-user-code") -> T:
     """`function()` in a daemon thread, awaited; what it raises is raised here (BaseExceptions too)."""
     loop = asyncio.get_running_loop()
@@ -45,7 +57,7 @@ async def in_daemon_thread(function: Callable[[], T], name: str = "simulator-use
         if future.done():  # cancelled: the deadline passed, nobody waits any more
             return
         if exc is not None:
-            future.set_exception(exc)
+            future.set_exception(_Carried(exc))
         else:
             future.set_result(value)
 
@@ -54,7 +66,10 @@ async def in_daemon_thread(function: Callable[[], T], name: str = "simulator-use
             loop.call_soon_threadsafe(settle, exc, value)
 
     _start(function, done, name)
-    return await future
+    try:
+        return await future
+    except _Carried as carried:
+        raise carried.exc from None
 
 
 def call_blocking(function: Callable[[], T], timeout_s: float, name: str = "simulator-tool") -> T:

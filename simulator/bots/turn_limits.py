@@ -23,13 +23,13 @@ __all__ = [
     "over_limit",
 ]
 
-import asyncio
 import json
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from simulator.bots.base import BotError
+from simulator.eventloop import within
 from simulator.record.parts import Part, ToolCallPart, parts_adapter
 
 if TYPE_CHECKING:
@@ -140,8 +140,7 @@ async def guard_turn(limits: TurnLimits, turn: Awaitable[T]) -> T:
         return await turn
     deadline = limits.timeout_s + BACKSTOP_GRACE_S
     try:
-        async with asyncio.timeout(deadline):
-            return await turn
+        return await within(turn, deadline)
     except TimeoutError:
         raise BotError(
             "timeout",

@@ -197,10 +197,25 @@ def append_durable(path: Path, text: str, *, sync: bool = True) -> None:
 # It may hold what the file held (the pseudonym key, owner-only): it should not outlive the crash.
 STALE_AFTER_S = 600
 
+# When each path's folder was last swept (time.monotonic()): a file replaced every few seconds (the run
+# manifest's checkpoint, the collector's spool) scans its folder once per STALE_AFTER_S, not on every
+# replacement; a leftover is then gone within STALE_AFTER_S of its becoming stale. Bounded: a process that
+# replaces many distinct files forgets them all at once and sweeps each again on its next replacement.
+_LAST_SWEEP: dict[str, float] = {}
+_SWEEPS_KEPT = 4096
+
 
 def _sweep_stale(path: Path, keep: Path) -> None:
     """Remove the temporary files of earlier replacements of `path` that died before their rename and are
-    older than STALE_AFTER_S (a live writer's is newer). Best effort: what cannot be removed stays."""
+    older than STALE_AFTER_S (a live writer's is newer), at most once per STALE_AFTER_S for one path. Best
+    effort: what cannot be removed stays."""
+    key, now = os.path.abspath(path), time.monotonic()
+    last = _LAST_SWEEP.get(key)
+    if last is not None and now - last < STALE_AFTER_S:
+        return
+    if len(_LAST_SWEEP) >= _SWEEPS_KEPT:
+        _LAST_SWEEP.clear()
+    _LAST_SWEEP[key] = now
     prefix = f".{path.name[:200]}."
     with contextlib.suppress(OSError):
         cutoff = time.time() - STALE_AFTER_S

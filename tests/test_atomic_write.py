@@ -230,3 +230,35 @@ def test_a_folder_in_the_way_of_the_sweep_is_left(tmp_path: Path) -> None:
     os.utime(folder, (old, old))
     write_atomic(target, "x")
     assert folder.is_dir() and target.read_text() == "x"
+
+
+def test_a_file_replaced_often_has_its_folder_swept_once_per_period(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest's checkpoint and the spool replace their file every few seconds: the folder is scanned
+    on the first replacement and then once per STALE_AFTER_S, not each time. A leftover that appears in
+    between is gone on the first replacement after the period."""
+    import simulator.safefiles as safefiles
+
+    clock = [1000.0]
+    monkeypatch.setattr(safefiles.time, "monotonic", lambda: clock[0])
+    scans: list[str] = []
+    real_scandir = os.scandir
+
+    def counting_scandir(folder: str | Path) -> object:
+        scans.append(str(folder))
+        return real_scandir(folder)
+
+    monkeypatch.setattr(safefiles.os, "scandir", counting_scandir)
+    targets = [tmp_path / "manifest.json", tmp_path / "collect.spool"]
+    for _ in range(20):
+        for target in targets:
+            write_atomic(target, "x")
+    assert len(scans) == len(targets)  # once per path, however many replacements
+    leftover = _aged(tmp_path / ".manifest.json.0a1b2c3d.tmp", STALE_AFTER_S + 60)
+    clock[0] += STALE_AFTER_S - 1
+    write_atomic(targets[0], "y")
+    assert leftover.exists() and len(scans) == len(targets)
+    clock[0] += 2
+    write_atomic(targets[0], "z")
+    assert not leftover.exists() and len(scans) == len(targets) + 1

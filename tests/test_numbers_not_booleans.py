@@ -7,8 +7,6 @@ StrictModel in the package carries it."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from pathlib import Path
 from typing import Any
 
@@ -17,24 +15,16 @@ import pytest
 import simulator
 from simulator.cli import main
 from simulator.errors import UserError
-from simulator.models import StrictModel
+from tests.support.projects import (
+    BOT,
+    CRITERION,
+    SCENARIO,
+    SCENARIOS,
+    every_strict_model,
+    one_scenario_project,
+)
 
-SCENARIO = "id: s1\npersona: p\ngoal: g\nexpected: {triage_level: gp}\n"
-BOT = "bot: {type: python, factory: 'json:dumps'}\n"
-SUITE = "scenarios: {paths: [scenarios]}\n"
-CRITERION = "id: c1\ncriterion: The bot is polite.\npass: polite\nfail: rude\n"
-
-
-def _project(tmp_path: Path, suite: str, scenario: str = SCENARIO, criterion: str | None = None) -> Path:
-    (tmp_path / "scenarios").mkdir()
-    (tmp_path / "scenarios" / "s1.yaml").write_text(scenario)
-    if criterion is not None:
-        (tmp_path / "judges").mkdir()
-        (tmp_path / "judges" / "c1.yaml").write_text(criterion)
-        suite += "judges: {paths: [judges]}\n"
-    path = tmp_path / "suite.yaml"
-    path.write_text(suite)
-    return path
+SUITE = SCENARIOS
 
 
 def _refused(capsys: pytest.CaptureFixture[str], args: list[str], where: str, field: str) -> str:
@@ -70,7 +60,7 @@ def test_a_boolean_where_a_number_goes_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, command: str
 ) -> None:
     suite_text, scenario, criterion, where, field = CASES[name]
-    suite = _project(tmp_path, suite_text, scenario, criterion)
+    suite = one_scenario_project(tmp_path, suite_text, scenario, criterion)
     args = {
         "validate": ["validate", str(suite)],
         "run": ["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"],
@@ -91,14 +81,14 @@ def test_a_boolean_where_a_number_goes_is_refused(
 def test_numbers_and_real_booleans_are_still_accepted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], suite_text: str, scenario: str
 ) -> None:
-    suite = _project(tmp_path, suite_text, scenario)
+    suite = one_scenario_project(tmp_path, suite_text, scenario)
     assert main(["validate", str(suite)]) == 0, capsys.readouterr().err
 
 
 def test_a_setting_that_is_a_boolean_keeps_taking_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    suite = _project(tmp_path, SUITE.replace("]}", "], include_drafts: true}") + BOT)
+    suite = one_scenario_project(tmp_path, SUITE.replace("]}", "], include_drafts: true}") + BOT)
     assert main(["validate", str(suite)]) == 0, capsys.readouterr().err
 
 
@@ -113,22 +103,6 @@ def test_a_setting_that_is_a_boolean_keeps_taking_one(
 def test_the_python_api_refuses_a_boolean_where_a_number_goes(build: Any) -> None:
     with pytest.raises(UserError, match=r"expected a number, got (true|false)"):
         build()
-
-
-def _every_strict_model() -> list[type[StrictModel]]:
-    for module in pkgutil.walk_packages(simulator.__path__, "simulator."):
-        if module.name.endswith("__main__"):
-            continue  # it runs the command line
-        try:
-            importlib.import_module(module.name)
-        except ModuleNotFoundError as exc:  # an extra not installed here (the local model); CI has them all
-            assert exc.name and not exc.name.startswith("simulator"), exc
-    found, todo = [], list(StrictModel.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        found.append(cls)
-        todo.extend(cls.__subclasses__())
-    return [cls for cls in found if cls.__module__.startswith("simulator.")]
 
 
 def _unguarded(schema: Any, path: str, guarded: bool = False) -> list[str]:
@@ -155,7 +129,7 @@ def _unguarded(schema: Any, path: str, guarded: bool = False) -> list[str]:
 
 
 def test_every_number_of_every_strict_model_refuses_a_boolean() -> None:
-    models = _every_strict_model()
+    models = every_strict_model()
     assert len(models) > 60  # the walk found the package's models
     unguarded = {}
     for cls in models:
@@ -186,7 +160,7 @@ def test_infinity_or_nan_where_a_number_goes_is_refused(
     """YAML reads `.inf`, `.nan` and `1e400` as floats: a rate, a timeout or a temperature of infinity
     passed `validate` and reached the provider."""
     body, field = INFINITE[name]
-    suite = _project(tmp_path, SUITE + BOT + body)
+    suite = one_scenario_project(tmp_path, SUITE + BOT + body)
     assert main(["validate", str(suite)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and f"suite.yaml:3 [{field}]" in err and "finite number" in err, err

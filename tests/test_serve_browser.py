@@ -90,7 +90,7 @@ async def test_hostile_transcripts_run_no_script(desk: tuple[str, DeskFolders]) 
         text = await tab.page.goto(url + "/runs/hostile/c/hostile%230")
         assert text is not None
         user = await tab.page.locator(".msg.user").inner_text()
-        assert "<script>window.__pwned = 1</script>" in user and "␛[31mRED" in user
+        assert "<script>window.__pwned = 1</script>" in user and "\\x1b[31mRED" in user
         _only_the_desk(tab, url)
 
 

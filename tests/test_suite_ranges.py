@@ -5,23 +5,13 @@ refused by the provider on every call)."""
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import pytest
 
 from simulator.cli import main
-
-SCENARIO = "id: s1\npersona: p\ngoal: g\nexpected: {triage_level: gp}\n"
-BOT = "bot: {type: python, factory: 'json:dumps'}\n"
-
-
-def _suite(tmp_path: Path, body: str) -> Path:
-    scenarios = tmp_path / "scenarios"
-    scenarios.mkdir()
-    (scenarios / "s1.yaml").write_text(SCENARIO)
-    suite = tmp_path / "suite.yaml"
-    suite.write_text(body)
-    return suite
+from tests.support.projects import BOT, SCENARIO, one_scenario_project
 
 
 def _refused(capsys: pytest.CaptureFixture[str], args: list[str], suite: Path, field: str) -> None:
@@ -43,7 +33,7 @@ NO_PATHS = {
 def test_a_scenario_list_naming_no_folder_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, command: str
 ) -> None:
-    suite = _suite(tmp_path, BOT + NO_PATHS[body])
+    suite = one_scenario_project(tmp_path, BOT + NO_PATHS[body])
     queue = tmp_path / "queue"
     queue.mkdir()
     (queue / "d1.yaml").write_text(SCENARIO.replace("s1", "d1"))
@@ -82,7 +72,9 @@ def test_impossible_sampling_settings_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
 ) -> None:
     body, field = SAMPLING[name]
-    suite = _suite(tmp_path, "scenarios: {paths: [scenarios]}\n" + ("" if "bot:" in body else BOT) + body)
+    suite = one_scenario_project(
+        tmp_path, "scenarios: {paths: [scenarios]}\n" + ("" if "bot:" in body else BOT) + body
+    )
     _refused(capsys, ["validate", str(suite)], suite, field)
     _refused(capsys, ["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"], suite, field)
     assert not (tmp_path / "run").exists()
@@ -94,7 +86,7 @@ def test_impossible_sampling_settings_are_refused(
 def test_the_edges_of_the_sampling_settings_are_accepted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str
 ) -> None:
-    suite = _suite(tmp_path, "scenarios: {paths: [scenarios]}\n" + BOT + body)
+    suite = one_scenario_project(tmp_path, "scenarios: {paths: [scenarios]}\n" + BOT + body)
     assert main(["validate", str(suite)]) == 0, capsys.readouterr().err
 
 
@@ -103,7 +95,7 @@ def test_an_impossible_number_of_runs_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], runs: int
 ) -> None:
     """`runs: 1e30` passed `validate`, then `run` hung with no output while its id list filled memory."""
-    suite = _suite(tmp_path, f"scenarios: {{paths: [scenarios]}}\n{BOT}runs: {runs}\n")
+    suite = one_scenario_project(tmp_path, f"scenarios: {{paths: [scenarios]}}\n{BOT}runs: {runs}\n")
     _refused(capsys, ["validate", str(suite)], suite, "runs")
     _refused(capsys, ["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"], suite, "runs")
     assert not (tmp_path / "run").exists()
@@ -116,7 +108,9 @@ def test_an_impossible_option_names_the_option_not_the_suite_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
 ) -> None:
     """`--runs 20000` was blamed on the suite file's `runs:` line, which said something else entirely."""
-    suite = _suite(tmp_path, f"scenarios: {{paths: [scenarios]}}\n{BOT}runs: 2\nconcurrency: 4\n")
+    suite = one_scenario_project(
+        tmp_path, f"scenarios: {{paths: [scenarios]}}\n{BOT}runs: 2\nconcurrency: 4\n"
+    )
     assert main(["run", str(suite), flag, value, "--out", str(tmp_path / "run"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "invalid options for this run" in err and f"({flag}, or " in err and f"got {value}" in err, err
@@ -128,9 +122,50 @@ def test_an_impossible_option_in_python_names_the_option(tmp_path: Path) -> None
     import simulator
     from simulator.errors import UserError
 
-    suite = _suite(tmp_path, f"scenarios: {{paths: [scenarios]}}\n{BOT}runs: 2\n")
+    suite = one_scenario_project(tmp_path, f"scenarios: {{paths: [scenarios]}}\n{BOT}runs: 2\n")
     with pytest.raises(UserError) as caught:
         simulator.run(suite, runs=20_000, out=tmp_path / "run")
     text = caught.value.render()
     assert "the run's options [runs]" in text and "runs= in Python" in text, text
     assert "suite.yaml:" not in text, text
+
+
+@pytest.mark.parametrize(
+    "options, field, got",
+    [({"runs": 20_000}, "runs", "(got 20000)"), ({"runs": 0}, "runs", "(got 0)"),
+     ({"concurrency": 0}, "concurrency", "(got 0)"), ({"concurrency": -3}, "concurrency", "(got -3)")],
+)  # fmt: skip
+@pytest.mark.parametrize("given", ["a Suite object", "a suite file"])
+def test_an_impossible_option_in_python_is_named_alike_for_a_suite_object_and_a_file(
+    tmp_path: Path, options: dict[str, object], field: str, got: str, given: str
+) -> None:
+    """A Suite built in code gave pydantic's `runs: Input should be ...` with no value and no fix, beside the
+    file's problem naming the option. (A value of the wrong type, `runs=True`, is refused before, by the
+    API's own check: `simulator.run: runs must be a whole number, not bool`.)"""
+    import simulator
+    from simulator.errors import UserError
+
+    path = one_scenario_project(tmp_path, f"scenarios: {{paths: [scenarios]}}\n{BOT}runs: 2\n")
+    suite = simulator.load_suite(path) if given == "a Suite object" else path
+    with pytest.raises(UserError) as caught:
+        simulator.run(suite, out=tmp_path / "run", **options)  # type: ignore[arg-type]
+    text, line = caught.value.render(), str(caught.value)
+    assert f"invalid options for this run: the run's options [{field}]: as given to this run" in line, line
+    assert f"{field}= in Python" in text and got in text and "YAML reads" not in text, text
+    assert "suite.yaml:" not in text and not (tmp_path / "run").exists(), text
+
+
+@pytest.mark.parametrize("value", [datetime.date(2026, 1, 1), datetime.datetime(2026, 1, 1, 9, 30)])
+def test_a_python_value_given_to_load_suite_is_shown_as_python_writes_it(
+    tmp_path: Path, value: object
+) -> None:
+    """A value from Python is not YAML: it was shown in YAML's words (`2026-01-01: YAML reads an unquoted
+    date as a date; quote it for text`), advice that makes no sense for `seed=datetime.date(...)`."""
+    import simulator
+    from simulator.errors import UserError
+
+    path = one_scenario_project(tmp_path, f"scenarios: {{paths: [scenarios]}}\n{BOT}")
+    with pytest.raises(UserError) as caught:
+        simulator.load_suite(path, seed=value)
+    text = caught.value.render()
+    assert f"(got {value!r})" in text and "YAML" not in text and "the run's options [seed]" in text, text

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
+from tests.support.projects import SCENARIO, SCENARIOS, one_scenario_project
 
-SCENARIO = "id: s1\npersona: p\ngoal: g\nexpected: {triage_level: gp}\n"
 OUTCOME = "outcome: {key: triage_level, levels: [self_care, gp, emergency]}\n"
 
 CASES = {
@@ -68,16 +68,12 @@ def _suite(tmp_path: Path, name: str) -> Path:
     (tmp_path / "vocab.yaml").write_bytes(b"\x00\x00binary")
     big = "x" * 400_000
     (tmp_path / "bomb.yaml").write_text(f"a: &a '{big}'\nb: [" + ", ".join(["*a"] * 40) + "]\n")
-    scenarios = tmp_path / "scenarios"
-    scenarios.mkdir()
     scenario = SCENARIO
     if name == "level not declared":
         scenario = scenario.replace("gp}", "urgent_care}")
     if name == "boolean in quotes":
         scenario = scenario.replace("gp}", "gp, urgent: 'false'}")
-    (scenarios / "s1.yaml").write_text(scenario)
-    suite = tmp_path / "suite.yaml"
-    suite.write_text("scenarios: {paths: [scenarios]}\n" + textwrap.dedent(body))
+    suite = one_scenario_project(tmp_path, SCENARIOS + textwrap.dedent(body), scenario)
     return suite
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 __all__ = ["page", "templates", "visible"]
 
 import json
-import re
 from typing import Any
 
 import jinja2
@@ -19,19 +18,13 @@ from simulator.report.html_parts import highlight
 from simulator.report.html_turns import turn_html
 from simulator.visible import visible as shown_escaped
 
-# C0 controls but tab and newline, DEL and the C1 range: a terminal escape in a transcript is shown as the
-# Unicode "control picture" of its first byte, never passed to the page as is.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
-
 
 def visible(text: object) -> str:
-    """Control characters replaced by visible symbols (ESC becomes ␛), then the text-reordering ones (bidi
-    overrides, isolates, marks) by their escapes as everywhere else (`simulator.visible`): a browser obeys
-    them, and a reviewer must read the words in the order the bot sent them."""
-    pictured = _CONTROL.sub(
-        lambda m: chr(0x2400 + ord(m.group()) if ord(m.group()) < 32 else 0x2421), str(text)
-    )
-    return shown_escaped(pictured)
+    """Control and text-reordering characters shown as their escapes (`\\x1b`, `\\u202e`), the one rule
+    of the HTML report, the terminal and a problem's message (`simulator.visible`): a browser obeys a bidi
+    override, and a reviewer must read the words in the order the bot sent them, with the same marks the
+    report shows for the same transcript."""
+    return shown_escaped(str(text))
 
 
 def _marked(text: str, quotes: list[tuple[str, str, str]]) -> Markup:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["Problem", "UserError", "shown_input"]
+__all__ = ["PATTERN_WORDS", "Problem", "UserError", "pattern_or_message", "shown_input"]
 
 import datetime
 from dataclasses import dataclass
@@ -33,12 +33,22 @@ class UserError(Exception):
 
     def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
         super().__init__(message)
+        self.message = message
         self.problems = problems or []
 
-    def render(self) -> str:
+    def __str__(self) -> str:
+        """One line: the headline and, when there are problems, the first (a Python caller's traceback, a
+        bot's start error and the desk's runs page show this; it names the file, the field and the fix)."""
         if not self.problems:
-            return str(self)
-        lines = [f"{self} ({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):"]
+            return self.message
+        more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+        return f"{self.message}: {self.problems[0]}{more}"
+
+    def render(self) -> str:
+        """Every problem, one a line, under the headline (the command line prints this)."""
+        if not self.problems:
+            return self.message
+        lines = [f"{self.message} ({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):"]
         lines += [f"  {p}" for p in self.problems]
         return "\n".join(lines)
 
@@ -65,3 +75,42 @@ def shown_input(value: Any, *, limit: int = 60, yaml: bool = True) -> str:
     if isinstance(value, bytes | bytearray):
         return "binary data"
     return repr(value)[:limit]
+
+
+# What each pattern a field must match asks for, in words: a person writing a scenario reads "letters,
+# digits ..." where pydantic would print the regular expression. Every pattern of every model has its words
+# here (tests/test_pattern_words.py walks them all); a new one without words fails that test.
+PATTERN_WORDS: dict[str, str] = {
+    r"^(sha256:)?[0-9a-f]{64}$": "a SHA-256 digest: 64 lowercase hex digits, with or without 'sha256:' before",
+    r"^LLM(0[1-9]|10)$": "an OWASP Top 10 for LLM applications id, LLM01 to LLM10",
+    r"^[A-Z]{2}$": "a two-letter country code in capitals, like GB",
+    r"^[A-Za-z0-9][A-Za-z0-9_-]*$": "letters, digits, '_' and '-', starting with a letter or a digit, no spaces",
+    r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,59}$": (
+        "at most 60 letters, digits, '_', '.' and '-', starting with a letter or a digit, no spaces"
+    ),
+    r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$": (
+        "letters, digits, '_', '.' and '-', starting with a letter or a digit, no spaces"
+    ),
+    r"^[\w+-]+$": "letters, digits, '_', '+' and '-', no spaces (an espeak-ng voice, like en-us+klatt2)",
+    r"^[\w.-]+$": "letters, digits, '_', '.' and '-', no spaces",
+    r"^[\w.-]+:.+$": "a provider and a model, like openai:gpt-4.1-mini",
+    r"^[\w.:-]+$": "letters, digits, '_', '.', ':' and '-', no spaces",
+    r"^[\w.]+:[\w.]+$": "a module and a name in it, like my_bot:make_bot (no spaces)",
+    r"^[^.]+\.[^.]+(\.[^.]+)*$": "a tool's name and the argument, like book_appointment.urgency",
+    r"^[^\s#]+$": "one word: no spaces and no '#'",
+    r"^[a-z0-9][a-z0-9_-]*$": "lowercase letters, digits, '_' and '-', starting with a letter or a digit",
+    r"^[a-z][a-z0-9_-]*$": "lowercase letters, digits, '_' and '-', starting with a letter",
+    r"^\d+$": "digits only",
+    r"^https?://": "a URL starting with http:// or https://",
+    r"^wss?://": "a URL starting with ws:// or wss://",
+}
+
+
+def pattern_or_message(error: Any) -> str:
+    """A pydantic error's message, with a pattern it failed (`String should match pattern '^[\\w.-]+$'`)
+    said in words instead (`should be letters, digits ...`)."""
+    if error.get("type") == "string_pattern_mismatch":
+        words = PATTERN_WORDS.get(str((error.get("ctx") or {}).get("pattern")))
+        if words is not None:
+            return f"should be {words}"
+    return str(error["msg"])

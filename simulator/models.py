@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationErro
 from pydantic._internal._model_construction import ModelMetaclass
 from pydantic_core import core_schema
 
-from simulator.errors import UserError, shown_input
+from simulator.errors import UserError, pattern_or_message, shown_input
 
 
 class StrictModel(BaseModel):
@@ -157,6 +157,7 @@ def built_model_error(model: type[BaseModel], exc: ValidationError) -> str:
     elif kind == "missing":
         message = "missing; give it"
     else:
-        message = f"{str(first['msg']).removeprefix('Value error, ')} (got {shown_input(first.get('input'), yaml=False)})"
+        said = pattern_or_message(first).removeprefix("Value error, ")
+        message = f"{said} (got {shown_input(first.get('input'), yaml=False)})"
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"simulator.{model.__name__}: field '{field}': {message}{more}".replace("\n", " ")

@@ -14,7 +14,7 @@ from simulator.api.door import BOTS, NAMES, checked, of
 from simulator.api.plan import Plan, prepare, resolve_bot
 from simulator.api.result import Comparison, Result
 from simulator.api.running import _options, run_sync
-from simulator.errors import UserError
+from simulator.errors import UserError, pattern_or_message
 
 if TYPE_CHECKING:
     from simulator.bots import BotFactory
@@ -115,7 +115,7 @@ async def acompare(
     try:
         chosen.matrix = MatrixConfig.model_validate(matrix)
     except ValidationError as exc:
-        raise UserError(f"compare: {exc.errors()[0]['msg']}") from None
+        raise UserError(f"compare: {pattern_or_message(exc.errors()[0])}") from None
     expand_matrix(chosen)  # every cell must be a valid suite before anything runs
     return await execute_matrix(plan, _options(options, out, progress), factories)
 

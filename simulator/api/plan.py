@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.errors import UserError
+from simulator.errors import UserError, pattern_or_message
 
 if TYPE_CHECKING:
     from simulator.bots import BotFactory
@@ -38,7 +38,7 @@ def load_suite(path: str | Path, **overrides: Any) -> Suite:
 def _suite(suite: Suite | str | Path | None, overrides: dict[str, Any]) -> Suite:
     """The suite to run, never the caller's own object (a run changes models, tags...)."""
     from simulator.config.bots.in_code import CallableBotConfig
-    from simulator.config.suite import Suite
+    from simulator.config.suite import Suite, with_run_options
 
     given = {k: v for k, v in overrides.items() if v is not None}
     if isinstance(suite, str | Path):
@@ -48,18 +48,7 @@ def _suite(suite: Suite | str | Path | None, overrides: dict[str, Any]) -> Suite
         suite = Suite(bot=CallableBotConfig(name="(none given)"))
     if not isinstance(suite, Suite):
         raise UserError(f"suite must be a Suite, a suite file path or None, not {type(suite).__name__}")
-    copy = suite.model_copy(deep=True)
-    if given:
-        from pydantic import ValidationError
-
-        try:
-            checked = Suite.model_validate({**copy.model_dump(), **given})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise UserError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-        for key in given:
-            setattr(copy, key, getattr(checked, key))
-    return copy
+    return with_run_options(suite, given)
 
 
 def _is_model_name(text: str) -> bool:
@@ -96,7 +85,9 @@ def resolve_bot(bot: Any, suite: Suite) -> tuple[Any, BotFactory | None]:
         try:
             return validate_bot(bot), None
         except ValidationError as exc:
-            raise UserError(f"bot {bot!r} is not a valid bot config: {exc.errors()[0]['msg']}") from None
+            raise UserError(
+                f"bot {bot!r} is not a valid bot config: {pattern_or_message(exc.errors()[0])}"
+            ) from None
     if isinstance(bot, BotConfig):
         return bot, None
     factory = bot_from_object(bot)
@@ -120,7 +111,7 @@ def _inline(scenarios: Sequence[Any]) -> list[Scenario]:
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(map(str, first["loc"]))
-                raise UserError(f"scenarios[{index}]: {where}: {first['msg']}") from None
+                raise UserError(f"scenarios[{index}]: {where}: {pattern_or_message(first)}") from None
         elif isinstance(item, str | Path):
             out += load_scenarios([Path(item)])
         else:

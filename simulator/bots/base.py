@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from simulator.errors import UserError
+from simulator.errors import UserError, pattern_or_message
 from simulator.jsonbounds import JSONRefused, check_depth
 from simulator.record.parts import Part, PickPart, TextPart, parts_adapter
 from simulator.record.transcript import Usage, repair_text
@@ -120,7 +120,7 @@ def parts_from_json(value: Any, where: str) -> list[Part]:
             where_part += ", field " + ".".join(str(x) for x in loc[2:])
         raise BotError(
             "invalid_reply",
-            f"{where_part}: {first['msg']} (a part is text, options, media, tool_call, event or audio; "
+            f"{where_part}: {pattern_or_message(first)} (a part is text, options, media, tool_call, event or audio; "
             "see docs/rich-turns.md)",
         ) from None
 

@@ -479,15 +479,34 @@ def _claim_tool_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
 _OPTIONS = "the run's options"
 
 
-def _blamed_on_override(problem: Problem, overrides: dict[str, Any], path: Path) -> Problem:
+def _blamed_on_override(problem: Problem, overrides: dict[str, Any], overridden: str) -> Problem:
     """A problem with a value the run was given (`--runs 20000`, `simulator.run(..., seed=...)`) names
-    that option, never the suite file's line of the value it replaced."""
+    that option, never the suite file's line (or the Suite object's field) of the value it replaced."""
     key = (problem.field or "").split(".")[0]
     if key not in overrides:
         return problem
     flag = "--" + key.replace("_", "-")
-    said = f"as given to this run ({flag}, or {key}= in Python; it overrides {path.name}): {problem.message}"
+    said = f"as given to this run ({flag}, or {key}= in Python; it overrides {overridden}): {problem.message}"
     return Problem(_OPTIONS, said, field=problem.field)
+
+
+def with_run_options(suite: Suite, options: dict[str, Any]) -> Suite:
+    """A copy of `suite` (built in code) with the run's options (`runs=`, `seed=` ... given to
+    `simulator.run`) in place of its own, checked as a file's overrides are: a bad one is a problem naming
+    the option, in the same words."""
+    copy = suite.model_copy(deep=True)
+    if not options:
+        return copy
+    overridden = "the Suite object's values"
+    source = LocatedYAML(path=Path("(the Suite object)"), data=None)
+    checked, problems = validate_model(Suite, {**copy.model_dump(), **options}, source, given=options)
+    if checked is None:
+        raise UserError(
+            "invalid options for this run", [_blamed_on_override(p, options, overridden) for p in problems]
+        )
+    for key in options:
+        setattr(copy, key, getattr(checked, key))
+    return copy
 
 
 def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
@@ -503,8 +522,8 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
             "invalid suite file", [Problem(str(path), "a suite must be a mapping (bot:, user:, ...)")]
         )
     data = {**source.data, **(overrides or {})}
-    suite, problems = validate_model(Suite, data, source)
-    problems = [_blamed_on_override(p, overrides or {}, path) for p in problems]
+    suite, problems = validate_model(Suite, data, source, given=overrides or {})
+    problems = [_blamed_on_override(p, overrides or {}, path.name) for p in problems]
     problems += _provider_name_problems(source) + _judges_problems(source)
     if suite is not None:
         problems += _claim_tool_problems(suite, source)

@@ -17,6 +17,7 @@ __all__ = [
 ]
 
 import difflib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,7 +25,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from simulator.errors import Problem, UserError, shown_input
+from simulator.errors import Problem, UserError, pattern_or_message, shown_input
 from simulator.jsonbounds import MAX_INT_DIGITS  # one cap on numbers, JSON and YAML alike
 from simulator.readers import InputRefused, read_text
 
@@ -61,6 +62,17 @@ MAX_DEPTH = 50  # levels of nesting
 _Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
 
 
+# YAML's tags for values that are not text, a number, a list or a mapping as a person writes them: pydantic
+# would take a set for a list in no particular order (`facts: !!set {a, b}`), bytes for text, pairs for a
+# list. Each is refused where it is written, with what to write instead.
+_REFUSED_TAGS = {
+    "tag:yaml.org,2002:set": "YAML's !!set has no order and is not read here; write a list: [a, b]",
+    "tag:yaml.org,2002:binary": "YAML's !!binary is not read here; write the text itself",
+    "tag:yaml.org,2002:omap": "YAML's !!omap is not read here; write a mapping: {a: 1, b: 2}",
+    "tag:yaml.org,2002:pairs": "YAML's !!pairs is not read here; write a mapping or a list",
+}
+
+
 class _Loader(_Base):  # type: ignore[misc,valid-type]
     """The safe loader, with every value it cannot construct (a number of thousands of digits, a date of
     month 99, a tag's value of the wrong shape) turned into a YAML error at that value's line: Python's own
@@ -68,6 +80,8 @@ class _Loader(_Base):  # type: ignore[misc,valid-type]
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         tag = str(node.tag).rsplit(":", 1)[-1]
+        if str(node.tag) in _REFUSED_TAGS:
+            raise yaml.constructor.ConstructorError(None, None, _REFUSED_TAGS[str(node.tag)], node.start_mark)
         if tag in ("int", "float") and isinstance(node.value, str) and len(node.value) > MAX_INT_DIGITS:
             raise yaml.constructor.ConstructorError(
                 None, None, f"a number of {len(node.value):,} characters; write it as text", node.start_mark
@@ -287,13 +301,20 @@ def read_as_mapping(got: Any) -> str | None:
 
 
 def problems_from_validation(
-    error: ValidationError, source: LocatedYAML, model: type[BaseModel], base: Path_ = ()
+    error: ValidationError,
+    source: LocatedYAML,
+    model: type[BaseModel],
+    base: Path_ = (),
+    given: Collection[str] = (),
 ) -> list[Problem]:
-    """One Problem per pydantic error, with the YAML line, the field path and how to fix it."""
+    """One Problem per pydantic error, with the YAML line, the field path and how to fix it. A value under
+    a top-level key in `given` came from Python or the command line, not from YAML: it is shown as Python
+    writes it (`True`, not YAML's words for a boolean)."""
     problems: list[Problem] = []
     for item in error.errors():
         # A union's tag (`bot.http.url`) is not a key of the file: the field is `bot.url`.
         loc = _resolve(model, tuple(item["loc"]))[1]
+        from_yaml = not (loc and loc[0] in given)
         full = (*base, *loc)
         kind = item["type"]
         name = _field_name(loc)
@@ -319,7 +340,7 @@ def problems_from_validation(
                 f'put it in quotes: - "{text}"'
             )
         else:
-            message = f"{item['msg']} (got {shown_input(item.get('input'))})"
+            message = f"{pattern_or_message(item)} (got {shown_input(item.get('input'), yaml=from_yaml)})"
         problems.append(Problem(str(source.path), message, line=source.line_of(full), field=name or None))
     return problems
 
@@ -381,13 +402,14 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 
 def validate_model(
-    model: type[M], data: Any, source: LocatedYAML, base: Path_ = ()
+    model: type[M], data: Any, source: LocatedYAML, base: Path_ = (), given: Collection[str] = ()
 ) -> tuple[M | None, list[Problem]]:
-    """Validate `data` as `model`; return the instance or the problems, never raise for bad input."""
+    """Validate `data` as `model`; return the instance or the problems, never raise for bad input (`given`:
+    see problems_from_validation)."""
     try:
         return model.model_validate(data), []
     except ValidationError as exc:
-        return None, problems_from_validation(exc, source, model, base)
+        return None, problems_from_validation(exc, source, model, base, given)
 
 
 def load_model_file(path: Path, model: type[M], *, title: str, missing: str, shape: str | None = None) -> M:

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, pattern_or_message
 from simulator.models import StrictModel as _Strict
 
 PROPOSAL_SCHEMA_VERSION = 1
@@ -176,7 +176,8 @@ def load_proposal(path: Path) -> Proposal:
         return Proposal.model_validate(data)
     except ValidationError as exc:
         problems = [
-            Problem(str(path), e["msg"], field=".".join(map(str, e["loc"])) or None) for e in exc.errors()[:8]
+            Problem(str(path), pattern_or_message(e), field=".".join(map(str, e["loc"])) or None)
+            for e in exc.errors()[:8]
         ]
         raise UserError(
             f"{path}: not a valid proposal file (simulator propose writes them)", problems

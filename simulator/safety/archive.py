@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from simulator.errors import UserError
+from simulator.errors import UserError, pattern_or_message
 from simulator.models import ResultModel
 from simulator.readers import missing, read_json, read_text
 from simulator.safefiles import write_atomic
@@ -80,7 +80,7 @@ def read_archived(path: Path) -> SafetyCase:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "(document)"
         raise UserError(
-            f"{path} [{field}]: not a safety case document ({first['msg']}); export it again from the desk"
+            f"{path} [{field}]: not a safety case document ({pattern_or_message(first)}); export it again from the desk"
         ) from None
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 from pydantic import Field, ValidationError
 
-from simulator.errors import UserError
+from simulator.errors import UserError, pattern_or_message
 from simulator.models import StrictModel
 from simulator.readers import missing, text_lines
 from simulator.safefiles import append_durable
@@ -100,7 +100,7 @@ class SignOffBook:
                 out.append(SignOff.model_validate_json(line))
             except ValidationError as exc:
                 raise UserError(
-                    f"{self.path}:{number}: not a sign-off record ({exc.errors()[0]['msg']})"
+                    f"{self.path}:{number}: not a sign-off record ({pattern_or_message(exc.errors()[0])})"
                 ) from None
         return out
 

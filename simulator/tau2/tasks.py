@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, pattern_or_message
 from simulator.models import ForeignModel
 from simulator.readers import MAX_TAU2_BYTES, read_json_file
 
@@ -83,7 +83,7 @@ def read_tasks(path: Path) -> list[Task]:
             first = exc.errors()[0]
             where = ".".join(str(step) for step in first["loc"])
             task_id = item.get("id", index) if isinstance(item, dict) else index
-            problems.append(Problem(str(path), f"task {task_id}: {first['msg']}", None, where))
+            problems.append(Problem(str(path), f"task {task_id}: {pattern_or_message(first)}", None, where))
     if problems:
         raise UserError(f"{path} does not read as tau2-bench tasks", problems)
     return tasks

@@ -8,7 +8,7 @@ __all__ = ["Asker", "write_new"]
 import sys
 from pathlib import Path
 
-from simulator.commands.outputs import write_output
+from simulator.commands.outputs import make_folder_for, write_output
 from simulator.errors import UserError
 
 
@@ -48,7 +48,7 @@ class Asker:
 
 def write_new(out: Path, text: str, force: bool) -> None:
     """Write a new file the user asked for; an existing one only with --force."""
+    make_folder_for("--out", out)  # a folder as --out, or a file above it: one line, before the question
     if out.exists() and not force:
         raise UserError(f"{out} already exists; pass --force to overwrite it or --out to choose another file")
-    out.parent.mkdir(parents=True, exist_ok=True)
     write_output(out, text)

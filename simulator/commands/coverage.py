@@ -7,7 +7,7 @@ __all__ = ["register"]
 import argparse
 from pathlib import Path
 
-from simulator.commands.outputs import write_output
+from simulator.commands.outputs import check_output, write_output
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
+    check_output("--html", args.html)
+    check_output("--json", args.json)
     from simulator.authoring.coverage import coverage_lines, load_coverage
     from simulator.errors import UserError
 

@@ -7,7 +7,7 @@ __all__ = ["register"]
 import argparse
 from pathlib import Path
 
-from simulator.commands.outputs import write_output
+from simulator.commands.outputs import check_output, write_output
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
+    check_output("--json", args.json)
     from simulator.analysis.rundata import load_run
     from simulator.report.gate import evaluate_gate
     from simulator.report.views import render_gate

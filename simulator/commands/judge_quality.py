@@ -8,7 +8,7 @@ __all__ = ["register"]
 import argparse
 from pathlib import Path
 
-from simulator.commands.outputs import write_output
+from simulator.commands.outputs import check_output, write_output
 from simulator.errors import UserError
 
 
@@ -47,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_meta_eval(args: argparse.Namespace) -> int:
+    check_output("--json", args.json)
     from simulator.analysis.meta_eval import meta_evaluate
     from simulator.analysis.rundata import load_run
     from simulator.report.meta_view import render_meta_evaluation

@@ -92,6 +92,7 @@ def _answers(args: argparse.Namespace) -> dict[str, str | None]:
 
 
 def cmd_new_suite(args: argparse.Namespace) -> int:
+    from simulator.commands.outputs import make_folder_for
     from simulator.commands.templates import suite_yaml
     from simulator.config.suite import load_suite
     from simulator.judging.hygiene import same_family_warnings
@@ -102,7 +103,7 @@ def cmd_new_suite(args: argparse.Namespace) -> int:
     answers = _answers(args)
     for warning in same_family_warnings(answers["judge_model"], {"simulated user": answers["user_model"]}):
         print(f"warning: {warning}", file=sys.stderr)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_folder_for("--out", out)
     out.write_text(suite_yaml({**answers, "scenarios": "scenarios", "judges": "judges"}), encoding="utf-8")
     try:
         load_suite(out)

@@ -176,8 +176,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     if args.run is None:
         raise UserError("name a run folder: simulator report runs/<run-id>")
-    for flag in ("html", "json", "junit"):
-        check_output(f"--{flag}", getattr(args, flag))
+    for flag in ("html", "json", "junit", "markdown"):
+        check_output(f"--{flag}", getattr(args, flag, None))
     from simulator.record.index import is_matrix
 
     if is_matrix(args.run):

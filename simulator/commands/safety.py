@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from simulator.commands.outputs import write_output
+from simulator.commands.outputs import check_output, write_output
 from simulator.errors import UserError
 
 
@@ -93,6 +93,8 @@ def add_new_hazard(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def cmd_safety_case(args: argparse.Namespace) -> int:
+    check_output("--html", args.html)
+    check_output("--json", args.json)
     from rich.console import Console
 
     from simulator.report.draw_terminal import draw_sections
@@ -182,6 +184,8 @@ def _verify(desk: Path, case: Any, document: Path | None) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    check_output("--html", args.html)
+    check_output("--json", args.json)
     from simulator.safety.hazards import load_hazard_log
     from simulator.safety.history import build_history, mark_signed
     from simulator.safety.history_view import history_html, print_history

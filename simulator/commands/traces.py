@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from simulator.commands.outputs import write_output
+from simulator.commands.outputs import check_output, write_output
 from simulator.errors import UserError
 
 MAX_PROBLEMS_PRINTED = 20
@@ -159,6 +159,7 @@ def _print_simulators(result: Any) -> None:
 
 
 def cmd_compare_populations(args: argparse.Namespace) -> int:
+    check_output("--json", args.json)
     from rich.console import Console
 
     from simulator.analysis.populations import compare_populations

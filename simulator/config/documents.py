@@ -157,18 +157,24 @@ def _read(
 
 
 def _unique(ids: list[tuple[RawId, FileDocumentKind]]) -> list[Problem]:
-    """Every id written twice, checked on the ids as written (an invalid document's id counts too)."""
+    """Every id written twice, checked on the ids as written (an invalid document's id counts too). Two ids
+    that differ only in case are one id twice: a scenario's id names its file, and a file system that
+    ignores case (macOS, Windows) keeps one of the two files; a reader cannot tell them apart either."""
     problems: list[Problem] = []
     seen: dict[str, RawId] = {}
     for (name, file, line), kind in ids:
-        first = seen.setdefault(name, (name, file, line))
+        first = seen.setdefault(str(name).casefold(), (name, file, line))
         if first != (name, file, line):
             at = first[1] if first[2] is None else f"{first[1]}:{first[2]}"
+            said = (
+                f"duplicate {kind.noun} id '{name}'"
+                if first[0] == name
+                else f"{kind.noun} id '{name}' differs only in case from '{first[0]}'"
+            )
             problems.append(
                 Problem(
                     file,
-                    f"duplicate {kind.noun} id '{name}' (first defined at {at}); "
-                    f"give each {kind.noun} a unique {kind.id_field}",
+                    f"{said} (first defined at {at}); give each {kind.noun} a unique {kind.id_field}",
                     line=line,
                     field=kind.id_field,
                 )

@@ -198,6 +198,24 @@ class OutcomeConfig(_Strict):
             and not self.red_flags
         )
 
+    @field_validator("levels")
+    @classmethod
+    def _levels_once_each(cls, levels: list[str]) -> list[str]:
+        """A level named twice (or once more in other capitals: a bot's words are matched to levels without
+        regard to case) makes the order, and so under- and over-triage, ambiguous."""
+        seen: dict[str, str] = {}
+        for level in levels:
+            if not level.strip():
+                raise ValueError("a level is empty; name each level")
+            first = seen.get(level.casefold())
+            seen.setdefault(level.casefold(), level)
+            if first is not None:
+                also = (
+                    "" if first == level else f" ('{first}' too: levels are matched without regard to case)"
+                )
+                raise ValueError(f"'{level}' is listed twice{also}; name each level once, lowest first")
+        return levels
+
     @model_validator(mode="after")
     def _critical_is_a_level(self) -> OutcomeConfig:
         if self.critical is not None and self.critical not in self.levels:

@@ -17,6 +17,7 @@ __all__ = [
 ]
 
 import difflib
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +74,41 @@ _REFUSED_TAGS = {
 }
 
 
+# The number forms of YAML 1.1 (which PyYAML reads) that a person does not mean as that number: `012` is
+# octal 10, `0x10` is 16, `0b11` is 3, `1_000` is 1000 (harmless, but `1_0` is 10), `1:30` is 90 (base 60).
+# A number is read only when written plainly (decimal, an optional sign, a fraction, an exponent); any other
+# form is refused where it is written, saying what YAML made of it and how to write it.
+_PLAIN_NUMBER = re.compile(
+    r"[-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|[-+]?\.[0-9]+(?:[eE][-+]?[0-9]+)?"
+)
+_SPECIAL_FLOATS = frozenset({".inf", ".Inf", ".INF", "-.inf", "-.Inf", "-.INF", "+.inf", "+.Inf", "+.INF",
+                             ".nan", ".NaN", ".NAN"})  # fmt: skip
+
+
+def _odd_number(text: str, value: Any) -> str | None:
+    """Why `text`, read by YAML as the number `value`, is refused; None when it is written plainly."""
+    if _PLAIN_NUMBER.fullmatch(text) or text in _SPECIAL_FLOATS:
+        return None
+    body = text.lstrip("+-")
+    if ":" in body:
+        form = "a base-60 number"
+    elif body[:2].lower() == "0x":
+        form = "a hexadecimal number"
+    elif body[:2].lower() == "0b":
+        form = "a binary number"
+    elif body[:2].lower() == "0o" or (body[:1] == "0" and body[1:2].isdigit()):
+        form = "an octal number"
+    elif "_" in body:
+        form = "a number with its digits grouped by '_'"
+    else:
+        form = "a number"
+    return f"YAML reads {text} as {form}, {value!r}; write {value!r} if you mean that number, or quote it for text"
+
+
+class _Refused(yaml.constructor.ConstructorError):
+    """A value that is valid YAML and refused here (a tag or a number form): its reason is the whole message."""
+
+
 class _Loader(_Base):  # type: ignore[misc,valid-type]
     """The safe loader, with every value it cannot construct (a number of thousands of digits, a date of
     month 99, a tag's value of the wrong shape) turned into a YAML error at that value's line: Python's own
@@ -81,13 +117,13 @@ class _Loader(_Base):  # type: ignore[misc,valid-type]
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         tag = str(node.tag).rsplit(":", 1)[-1]
         if str(node.tag) in _REFUSED_TAGS:
-            raise yaml.constructor.ConstructorError(None, None, _REFUSED_TAGS[str(node.tag)], node.start_mark)
+            raise _Refused(None, None, _REFUSED_TAGS[str(node.tag)], node.start_mark)
         if tag in ("int", "float") and isinstance(node.value, str) and len(node.value) > MAX_INT_DIGITS:
             raise yaml.constructor.ConstructorError(
                 None, None, f"a number of {len(node.value):,} characters; write it as text", node.start_mark
             )
         try:
-            return super().construct_object(node, deep)
+            value = super().construct_object(node, deep)
         except (yaml.YAMLError, RecursionError):
             raise
         except Exception:  # ValueError, OverflowError, IndexError (`!!int ` with no digits), TypeError ...
@@ -98,6 +134,11 @@ class _Loader(_Base):  # type: ignore[misc,valid-type]
                 f"cannot read '{shown}' as a {tag} value; fix it or quote it as text",
                 node.start_mark,
             ) from None
+        if tag in ("int", "float") and isinstance(node, yaml.ScalarNode) and not isinstance(value, bool):
+            why = _odd_number(str(node.value).strip(), value)
+            if why is not None:
+                raise _Refused(None, None, why, node.start_mark)
+        return value
 
 
 def _walk(node: yaml.Node, path: Path, lines: dict[Path_, int]) -> None:
@@ -213,6 +254,8 @@ def _yaml_error(path: Path, exc: yaml.YAMLError) -> YAMLProblem:
     mark = getattr(exc, "problem_mark", None)
     line = mark.line + 1 if mark is not None else None
     reason = getattr(exc, "problem", None) or str(exc)
+    if isinstance(exc, _Refused):
+        return YAMLProblem(Problem(str(path), reason, line=line))
     fix = "" if "; " in reason else "; check indentation and quoting"  # a reason of ours says its own fix
     return YAMLProblem(Problem(str(path), f"not valid YAML: {reason}{fix}", line=line))
 

@@ -401,7 +401,11 @@ class RunFolder:
         if path.exists() and not path.is_dir():
             raise UserError(f"--out {path}: a file of that name exists; name a folder for the run")
         if path.exists() and any(path.iterdir()):
-            raise UserError(f"{path} already holds a run; use --resume {path} to finish it, or another --out")
+            if (path / MANIFEST).exists():
+                raise UserError(f"{path} already holds a run; use --resume {path} to finish it, or another --out")
+            raise UserError(  # resuming it would say it is not a run folder: never advise it
+                f"--out {path}: the folder holds other files and no run; name a new or empty folder for the run"
+            )
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -402,7 +402,9 @@ class RunFolder:
             raise UserError(f"--out {path}: a file of that name exists; name a folder for the run")
         if path.exists() and any(path.iterdir()):
             if (path / MANIFEST).exists():
-                raise UserError(f"{path} already holds a run; use --resume {path} to finish it, or another --out")
+                raise UserError(
+                    f"{path} already holds a run; use --resume {path} to finish it, or another --out"
+                )
             raise UserError(  # resuming it would say it is not a run folder: never advise it
                 f"--out {path}: the folder holds other files and no run; name a new or empty folder for the run"
             )

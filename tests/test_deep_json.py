@@ -7,7 +7,6 @@ parts, a `state_url` answer, the desk's editor, and the WhatsApp local Graph API
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,7 @@ def test_json_within_the_bound_is_read(text: str) -> None:
     assert loads_bounded(text, "x") is not None
 
 
+@pytest.mark.timeout(120)  # a hang, not a slow machine, fails it: no timed assertion (noisy under load)
 def test_cycles_and_shared_values_in_python_data() -> None:
     cycle: list[Any] = []
     cycle.append({"again": cycle})
@@ -66,9 +66,7 @@ def test_cycles_and_shared_values_in_python_data() -> None:
     wide: Any = shared
     for _ in range(40):  # 2^40 paths, 40 distinct values: visited once each per level
         wide = [wide, wide]
-    start = time.monotonic()
-    check_depth(wide, "the state")
-    assert time.monotonic() - start < 1
+    check_depth(wide, "the state")  # per path, 2^40 visits: the test's timeout would end it
 
 
 @pytest.mark.parametrize("case", sorted(set(DEEP) - {"just past the bound"}))

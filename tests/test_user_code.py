@@ -118,28 +118,25 @@ TOOL_FAILURES = {
 }
 
 
+@pytest.mark.timeout(120)  # a hang, not a slow machine, fails it: no timed assertion (noisy under load)
 @pytest.mark.parametrize("tool", sorted(TOOL_FAILURES))
 def test_whatever_a_tool_does_is_that_calls_recorded_error(env: Any, tool: str) -> None:
-    start = time.monotonic()
     part = env.call(tool, {})
-    assert time.monotonic() - start < 5
     assert part.error is not None and TOOL_FAILURES[tool] in part.error, part.error
     assert env.final_state() == {"kept": True}  # a refused state is put back as it was
     assert env.call("echo", {"code": "aaa"}).result == "aaa"  # and the next call works
 
 
+@pytest.mark.timeout(120)  # a hang, not a slow machine, fails it: no timed assertion (noisy under load)
 @pytest.mark.parametrize("code", ["a" * 40 + "!", "a" * 5000 + "b"])
 def test_a_backtracking_parameter_pattern_stops_at_the_time_limit(env: Any, code: str) -> None:
-    start = time.monotonic()
-    part = env.call("echo", {"code": code})
-    assert time.monotonic() - start < 5
+    part = env.call("echo", {"code": code})  # unbounded, this pattern takes longer than the test's timeout
     assert part.error is not None and ("took more than" in part.error or "does not match" in part.error)
 
 
+@pytest.mark.timeout(120)  # a hang, not a slow machine, fails it: no timed assertion (noisy under load)
 def test_a_backtracking_pattern_property_stops_at_the_time_limit(env: Any) -> None:
-    start = time.monotonic()
-    part = env.call("echo", {"code": "a", "b" * 40 + "!": "x"})
-    assert time.monotonic() - start < 5  # the arguments were checked, then echo refused the extra name
+    part = env.call("echo", {"code": "a", "b" * 40 + "!": "x"})  # checked, then echo refused the extra name
     assert part.error is not None and "unexpected keyword argument" in part.error
 
 
@@ -191,14 +188,14 @@ async def test_a_python_bot_that_never_answers_meets_the_turns_deadline() -> Non
 
     class Blocker:
         def send(self, text: str) -> str:
-            time.sleep(2)
+            time.sleep(60)  # far past the bound below, so a slow machine never passes for a missed deadline
             return "late"
 
     for bot in (Sleeper(), Blocker()):
         start = time.monotonic()
         with pytest.raises(BotError) as caught:
             await PythonSession(bot, limits=TurnLimits(timeout_s=0.5)).send("hello", 1)
-        assert time.monotonic() - start < 1.5
+        assert time.monotonic() - start < 30  # the deadline (0.5 s), not the bot's 60 s or 3,600 s
         assert caught.value.kind == "timeout" and "bot.timeout_s" in str(caught.value)
 
 

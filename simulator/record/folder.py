@@ -32,7 +32,7 @@ from typing import Any, BinaryIO, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from simulator.diskerrors import naming
-from simulator.errors import UserError
+from simulator.errors import FolderTaken, UserError
 from simulator.jsonbounds import DECODER, Unrepresentable, text_depth
 from simulator.readers import missing, read_json
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
@@ -401,7 +401,7 @@ class RunFolder:
         if path.exists() and not path.is_dir():
             raise UserError(f"--out {path}: a file of that name exists; name a folder for the run")
         if path.exists() and any(path.iterdir()):
-            raise UserError(f"{path} already holds a run; use --resume {path} to finish it, or another --out")
+            raise FolderTaken(path, "a run")
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["PATTERN_WORDS", "Problem", "UserError", "pattern_or_message", "shown_input"]
+__all__ = ["PATTERN_WORDS", "FolderTaken", "Problem", "UserError", "pattern_or_message", "shown_input"]
 
 import datetime
 from dataclasses import dataclass
@@ -51,6 +51,22 @@ class UserError(Exception):
         lines = [f"{self.message} ({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):"]
         lines += [f"  {p}" for p in self.problems]
         return "\n".join(lines)
+
+
+class FolderTaken(UserError):
+    """A new run (or matrix) was to be made in a folder that holds one. The one home of the fix's words: the
+    command line's (`--resume`, `--out`) as the message, Python's (`out=`, `simulator.resume`) from
+    `in_python`, which `simulator.run` and `compare` raise instead."""
+
+    def __init__(self, path: Any, what: str) -> None:
+        super().__init__(f"{path} already holds {what}; use --resume {path} to finish it, or another --out")
+        self.path = path
+        self.what = what
+
+    def in_python(self, finishable: bool) -> UserError:
+        """`finishable`: whether `simulator.resume` can finish what is there (never advice that raises)."""
+        finish = f", or finish the one there with simulator.resume({str(self.path)!r})" if finishable else ""
+        return UserError(f"{self.path} already holds {self.what}; pass another out= for this run{finish}")
 
 
 def shown_input(value: Any, *, limit: int = 60, yaml: bool = True) -> str:

@@ -123,6 +123,12 @@ class _BuiltMeta(ModelMetaclass):
     runs a custom `__init__` too), keeps pydantic's ValidationError for its file:line problems."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if args:  # pydantic's own TypeError says only "takes 1 positional argument"
+            first = next(iter(cls.model_fields), "field")  # type: ignore[attr-defined]
+            raise UserError(
+                f"simulator.{cls.__name__}: fields are given by name ({cls.__name__}({first}=..., ...)), "
+                f"not by position: got {len(args)} positional argument{'s' if len(args) > 1 else ''}"
+            )
         try:
             return super().__call__(*args, **kwargs)
         except ValidationError as exc:

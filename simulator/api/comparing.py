@@ -10,10 +10,10 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.api.door import BOTS, NAMES, checked, of
+from simulator.api.door import BOTS, NAMES, checked, fresh_options, of
 from simulator.api.plan import Plan, prepare, resolve_bot
 from simulator.api.result import Comparison, Result
-from simulator.api.running import _options, run_sync
+from simulator.api.running import _options, in_python_words, run_sync
 from simulator.errors import UserError, pattern_or_message
 
 if TYPE_CHECKING:
@@ -45,6 +45,31 @@ def _named(bots: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
     return out
 
 
+def _cells(models: Sequence[str] | None, bots: Mapping[str, Any] | Sequence[Any] | None) -> dict[str, Any]:
+    """Cell name -> bot: the models', then the bots'; a name both give is refused (one replaced the other)."""
+    named = _named(_model_names(models)) if models else {}
+    for key, bot in (_named(bots) if bots else {}).items():
+        if key in named:
+            raise UserError(
+                f"simulator.compare: bots and models both name a cell '{key}'; give the bot another name "
+                f"(bots={{'{key}-bot': ...}})"
+            )
+        named[key] = bot
+    return named
+
+
+def _model_names(models: Sequence[str]) -> list[str]:
+    """`models=` holds model names (provider:model), for the suite's chat bot; never a factory."""
+    from simulator.config.providers import split_model
+
+    for index, model in enumerate(models):
+        try:
+            split_model(model)
+        except UserError as exc:
+            raise UserError(f"simulator.compare: models[{index}]: {exc}") from None
+    return list(models)
+
+
 def _variants(suite: Suite, named: dict[str, Any]) -> tuple[list[Any], dict[str, BotFactory]]:
     from simulator.config.matrix import BotVariant
 
@@ -57,7 +82,13 @@ def _variants(suite: Suite, named: dict[str, Any]) -> tuple[list[Any], dict[str,
     return variants, factories
 
 
-@checked("compare", bots=BOTS, models=NAMES, baseline=of(str, "the name of one of the bots"))
+@checked(
+    "compare",
+    bots=BOTS,
+    models=NAMES,
+    baseline=of(str, "the name of one of the bots"),
+    options=fresh_options(resumes=False),
+)
 async def acompare(
     suite: Suite | str | Path | None = None,
     *,
@@ -100,8 +131,7 @@ async def acompare(
         seed=seed,
     )
     chosen = plan.suite
-    named = _named(list(models)) if models else {}
-    named.update(_named(bots) if bots else {})
+    named = _cells(models, bots)
     factories: dict[str, BotFactory] = {}
     if not named and chosen.matrix is None:
         raise UserError("nothing to compare: pass bots=[...] or models=[...], or a suite with a matrix:")
@@ -117,7 +147,8 @@ async def acompare(
     except ValidationError as exc:
         raise UserError(f"compare: {pattern_or_message(exc.errors()[0])}") from None
     expand_matrix(chosen)  # every cell must be a valid suite before anything runs
-    return await execute_matrix(plan, _options(options, out, progress), factories)
+    with in_python_words():
+        return await execute_matrix(plan, _options(options, out, progress), factories)
 
 
 async def execute_matrix(

@@ -58,6 +58,23 @@ def _is_model_name(text: str) -> bool:
     return bool(sep and model) and provider in PROVIDERS
 
 
+def _refuse_unknown_provider(text: str) -> None:
+    """`foo:gpt-4` is a model of an unknown provider, not `module:factory`, when `foo` is a plain name no
+    module has: said as `user_model='foo:bar'` is (config.providers.split_model), not as a bad factory."""
+    import importlib.util
+
+    from simulator.config.providers import split_model
+
+    provider, sep, _ = text.partition(":")
+    if sep and provider.isidentifier() and importlib.util.find_spec(provider) is None:
+        try:
+            split_model(text)
+        except UserError as exc:
+            raise UserError(
+                f"bot '{text}': {exc} (nor is '{provider}' a module, for module:factory)"
+            ) from None
+
+
 def resolve_bot(bot: Any, suite: Suite) -> tuple[Any, BotFactory | None]:
     """The bot config to record and, for a bot given in code, the factory that makes it. `bot` may be:
     None (the suite's own bot), a model name (`openai:gpt-4.1-mini`: the suite's chat bot with that model),
@@ -80,6 +97,7 @@ def resolve_bot(bot: Any, suite: Suite) -> tuple[Any, BotFactory | None]:
                     "(bot: {type: chat, model: ..., system_prompt: ...}) and pass models to compare"
                 )
             return suite.bot.model_copy(update={"model": bot}), None
+        _refuse_unknown_provider(bot)
         bot = {"type": "python", "factory": bot}
     if isinstance(bot, dict):
         try:
@@ -168,12 +186,21 @@ def prepare(
     return Plan(chosen, found, bots)
 
 
-def cell_bots(bots: Mapping[str, Any] | None) -> dict[str, BotFactory]:
-    """The bots given in code of a matrix being resumed, by bot variant id."""
+def cell_bots(bots: Mapping[str, Any] | None, folder: Path) -> dict[str, BotFactory]:
+    """The bots given in code of the matrix in `folder` being resumed, by bot variant id; a key that names
+    none of its bots is refused (it was ignored, and the cell it was meant for had no bot)."""
     if not bots:
         return {}
     if not isinstance(bots, Mapping):
         raise UserError("to resume a matrix, pass bot= as a mapping of bot variant id to the bot")
     from simulator.bots.python_bot import bot_from_object
+    from simulator.record.index import read_index
 
+    known = sorted({cell.bot_variant for cell in read_index(folder).cells})
+    for key in bots:
+        if key not in known:
+            raise UserError(
+                f"simulator.resume: bot[{key!r}] names no bot of the matrix {folder}; its bots are: "
+                f"{', '.join(map(repr, known))}"
+            )
     return {key: bot_from_object(bot) for key, bot in bots.items()}

@@ -11,6 +11,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simulator.errors import UserError
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -21,6 +23,16 @@ if TYPE_CHECKING:
     from simulator.record.models import DecidedOutcome
     from simulator.report.model import CriterionRow, Finding, Report, ScenarioRow, Transcript
     from simulator.stats.rates import RateView
+
+
+def unknown_name(name: Any, known: list[str], what: str) -> str:
+    """`name` is none of `known`: a did-you-mean, and the names there are."""
+    import difflib
+
+    lowered = {k.lower(): k for k in known}  # 'CHEST' is 'chest' mistyped too
+    guess = difflib.get_close_matches(str(name).lower(), list(lowered), n=1)
+    hint = f"did you mean {lowered[guess[0]]!r}? " if guess else ""
+    return f"no {what} {name!r} in this run; {hint}the {what}s are: {', '.join(map(repr, known)) or 'none'}"
 
 
 class Result:
@@ -99,13 +111,25 @@ class Result:
 
     @property
     def under_triage(self) -> RateView:
-        assert self.report.outcome is not None, "the suite declares no outcome levels"
-        return self.report.outcome.under_triage
+        """Conversations whose outcome fell below the expected level; a UserError without outcome levels."""
+        return self._declared_outcome("under_triage").under_triage
 
     @property
     def critical_sensitivity(self) -> RateView:
-        assert self.report.outcome is not None, "the suite declares no outcome levels"
-        return self.report.outcome.critical_sensitivity
+        """Critical-level scenarios the bot sent to that level; a UserError without outcome levels."""
+        return self._declared_outcome("critical_sensitivity").critical_sensitivity
+
+    def _declared_outcome(self, rate: str) -> OutcomeMetrics:
+        """The outcome metrics a rate is read from; a suite without outcome levels has none to give."""
+        outcome = self.report.outcome
+        if outcome is None:
+            raise UserError(
+                f"result.{rate}: this run's suite declares no outcome levels; declare them (suite file: "
+                "outcome: {key: triage_level, levels: [...], critical: ...}; in Python: "
+                "Suite(outcome={'key': ..., 'levels': [...], 'critical': ...})) and run again "
+                "(result.outcome is None for such a run)"
+            )
+        return outcome
 
     @property
     def errors(self) -> int:
@@ -130,8 +154,15 @@ class Result:
         return self.report.transcripts
 
     def scenario_status(self, scenario_id: str) -> list[str]:
-        """pass / fail / error / not_judged of each conversation of one scenario."""
-        return [t.status for t in self.report.transcripts if t.scenario_id == scenario_id]
+        """pass / fail / error / not_judged of each conversation of one scenario (an id the run has not is
+        refused: an empty list read as "nothing failed")."""
+        found = [t.status for t in self.report.transcripts if t.scenario_id == scenario_id]
+        if not found:
+            known = sorted(
+                {row.id for row in self.report.scenarios} | {t.scenario_id for t in self.report.transcripts}
+            )
+            raise UserError(f"result.scenario_status: {unknown_name(scenario_id, known, 'scenario')}")
+        return found
 
     def to_html(self) -> str:
         """The self-contained HTML report (what `simulator report --html` writes)."""
@@ -199,6 +230,8 @@ class Comparison:
         render_leaderboard(self.leaderboard, console)
 
     def __getitem__(self, cell: str) -> Result:
+        if cell not in self.results:
+            raise UserError(f"comparison[{cell!r}]: {unknown_name(cell, list(self.results), 'cell')}")
         return self.results[cell]
 
     def __iter__(self) -> Any:

@@ -12,14 +12,15 @@ __all__ = ["aresume", "arun", "atalk", "execute", "resume", "run", "run_sync"]
 
 import asyncio
 import concurrent.futures
-from collections.abc import Callable, Collection, Coroutine, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from simulator.api.door import FOLDER, checked, of
+from simulator.api.door import FOLDER, checked, fresh_options, of
 from simulator.api.plan import Plan, prepare
 from simulator.api.result import Comparison, Result
-from simulator.errors import UserError
+from simulator.errors import FolderTaken, UserError
 
 if TYPE_CHECKING:
     from simulator.config.scenario import Scenario
@@ -48,9 +49,17 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 def _options(options: RunOptions | None, out: str | Path | None, progress: bool | None) -> RunOptions:
+    """The options this call runs with: a copy, never the caller's object (`resume` sets out and resume on
+    it, and a later `run` with the same object wrote into that folder)."""
+    from dataclasses import replace
+
     from simulator.engine.runner import RunOptions
 
-    chosen = RunOptions(progress=False) if options is None else options
+    if options is None:
+        chosen = RunOptions(progress=False)
+    else:
+        chosen = replace(options, settings_changed=dict(options.settings_changed or {}))
+        chosen.out = Path(chosen.out) if chosen.out is not None else None  # the engine joins paths on it
     if out is not None:
         chosen.out = Path(out)
     if progress is not None:
@@ -72,7 +81,7 @@ async def execute(plan: Plan, options: RunOptions) -> Result:
     return Result(Path(session.folder), session)
 
 
-@checked("run")
+@checked("run", options=fresh_options(resumes=True))
 async def arun(
     suite: Suite | str | Path | None = None,
     *,
@@ -109,7 +118,53 @@ async def arun(
         concurrency=concurrency,
         seed=seed,
     )
-    return await execute(plan, _options(options, out, progress))
+    chosen = _options(options, out, progress)
+    if chosen.resume:
+        _same_run(plan, chosen.out)
+    with in_python_words():
+        return await execute(plan, chosen)
+
+
+@contextmanager
+def in_python_words() -> Iterator[None]:
+    """A taken folder's fix said for a Python caller (`out=`, `simulator.resume`), not the command line's."""
+    try:
+        yield
+    except FolderTaken as exc:
+        raise exc.in_python(_finishable(Path(exc.path))) from None
+
+
+def _finishable(path: Path) -> bool:
+    """Whether `simulator.resume(path)` can finish the run (or matrix) there: its scenarios are in files."""
+    from simulator.record.folder import RunFolder
+    from simulator.record.index import is_matrix, read_index
+
+    try:
+        if is_matrix(path):
+            path = path / read_index(path).cells[0].folder
+        return RunFolder.open(path).read_manifest().scenarios_in_files()
+    except (UserError, IndexError):  # not a readable run: only another out= is advice that works
+        return False
+
+
+def _same_run(plan: Plan, folder: Path | None) -> None:
+    """`options.resume` finishes the run in `options.out` with this call's suite and scenarios: refused
+    when that run was made from another suite (or other scenarios), whose conversations it would mix in."""
+    from simulator.record.folder import RunFolder
+    from simulator.record.redact import redacted_suite
+
+    if folder is None:
+        raise UserError("simulator.run: options.resume=True needs options.out, the run folder to finish")
+    manifest = RunFolder.open(folder).read_manifest()
+    recorded = manifest.suite.model_dump(mode="json") if manifest.suite is not None else None
+    same_suite = recorded == redacted_suite(plan.suite).model_dump(mode="json")
+    if not same_suite or {s.id for s in manifest.scenarios} != {s.id for s in plan.scenarios}:
+        finish = f"finish it with simulator.resume({str(folder)!r}), or " if _finishable(folder) else ""
+        raise UserError(
+            f"simulator.run: options.resume=True with options.out={str(folder)!r}: that run was made from "
+            f"another suite or scenarios than this suite '{plan.suite.name}'; {finish}start a new run "
+            "(options.resume=False and another out)"
+        )
 
 
 def run(*suite: Suite | str | Path | None, **choices: Any) -> Result:
@@ -147,7 +202,7 @@ async def aresume(
     if is_matrix(path):
         from simulator.api.plan import cell_bots
 
-        matrix = await resume_matrix(path, chosen, cell_bots(bot))
+        matrix = await resume_matrix(path, chosen, cell_bots(bot, path))
         return Comparison(path, {c: Result(Path(r.folder), r) for c, r in matrix.results.items()})
     run_folder = RunFolder.open(path)
     run_folder.check_resumable()
@@ -155,7 +210,7 @@ async def aresume(
     suite = manifest.rebuild_suite(path)
     if adjust is not None:
         chosen.settings_changed = adjust(suite)
-    if manifest.suite_file is None and not any(entry.file for entry in manifest.scenarios):
+    if not manifest.scenarios_in_files():
         raise UserError(
             f"{path}: this run's scenarios were given in code, not read from files; run them again from "
             "Python into a new folder"

@@ -196,9 +196,12 @@ class PythonBotFactory:
             raise BotError(
                 "bot_exception", f"factory {self.spec} raised {type(exc).__name__}: {exc}"
             ) from exc
+        if not hasattr(bot, "send") and callable(bot):
+            bot = _ReplyFunction(bot)  # a callable product is a function bot, as `bot=f` given in code is
         if not hasattr(bot, "send"):
             raise UserError(
-                f"bot factory '{self.spec}' returned {type(bot).__name__}, which has no send(text)"
+                f"bot factory '{self.spec}' returned {type(bot).__name__}, which has no send(text) and is not "
+                "callable"
             )
         return PythonSession(bot, environment, self.limits)
 
@@ -237,6 +240,7 @@ def bot_from_object(target: Any) -> PythonBotFactory:
     Anything else is a UserError saying which of these to pass."""
     name = object_name(target)
     if inspect.isclass(target):
+        _check_bot_class(target, name)
         return PythonBotFactory(name, target)
     if hasattr(target, "send"):
         try:
@@ -262,6 +266,22 @@ def bot_from_object(target: Any) -> PythonBotFactory:
     )
 
 
+def _check_bot_class(cls: type, name: str) -> None:
+    """A class is decided before the run, not refused in every conversation: its instances must have
+    send(text) or be callable (a function bot, as `bot=C()` is)."""
+    if hasattr(cls, "send") or _instances_callable(cls):
+        return
+    raise UserError(
+        f"bot {name}: its instances have no send(text) and are not callable; give the class a send(text) "
+        "method (or __call__(text)), or pass a function text -> reply"
+    )
+
+
+def _instances_callable(cls: type) -> bool:
+    # Every class is callable itself (type.__call__); its instances are when a class of its own defines it.
+    return any("__call__" in vars(base) for base in cls.__mro__ if base is not object)
+
+
 def python_bot_factory(config: PythonBotConfig, suite: Suite, hub: ModelHub) -> PythonBotFactory:
     """The `python` kind's factory (config/bots/__init__.py registers it)."""
     return PythonBotFactory(config.factory, limits=TurnLimits.of(config))
@@ -270,6 +290,7 @@ def python_bot_factory(config: PythonBotConfig, suite: Suite, hub: ModelHub) -> 
 def callable_bot_factory(config: CallableBotConfig, suite: Suite, hub: ModelHub) -> PythonBotFactory:
     """The `callable` kind has no factory in the suite: the object lives only in the program that ran it."""
     raise UserError(
-        f"the bot is {config.describe()}, a Python object given to simulator.run; run it (or resume this run) "
-        "from Python with the same object: simulator.run(suite, bot=..., resume=...)"
+        f"the bot is {config.describe()}, a Python object given to simulator.run or compare; resume this run "
+        "from Python with the same object: simulator.resume(folder, bot=...), or for a matrix made by "
+        "compare, bot={bot variant id: ...}"
     )

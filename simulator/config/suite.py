@@ -509,20 +509,22 @@ def _blamed_on_override(problem: Problem, overrides: dict[str, Any], overridden:
 
 
 def with_run_options(suite: Suite, options: dict[str, Any]) -> Suite:
-    """A copy of `suite` (built in code) with the run's options (`runs=`, `seed=` ... given to
-    `simulator.run`) in place of its own, checked as a file's overrides are: a bad one is a problem naming
-    the option, in the same words."""
+    """A copy of `suite` (built in code), checked again, with the run's options (`runs=`, `seed=` ... given
+    to `simulator.run`) in place of its own, checked as a file's overrides are: a bad one is a problem
+    naming the option, in the same words."""
     copy = suite.model_copy(deep=True)
-    if not options:
-        return copy
     overridden = "the Suite object's values"
     source = LocatedYAML(path=Path("(the Suite object)"), data=None)
-    checked, problems = validate_model(Suite, {**copy.model_dump(), **options}, source, given=options)
+    # Checked even with no options: a field set after the Suite was built (`suite.runs = 0`) was never
+    # validated, and reached the engine as it was (warnings=False: such a value is not the field's type).
+    raw = copy.model_dump(warnings=False)
+    checked, problems = validate_model(Suite, {**raw, **options}, source, given=options)
     if checked is None:
-        raise UserError(
-            "invalid options for this run", [_blamed_on_override(p, options, overridden) for p in problems]
-        )
-    for key in options:
+        blamed = [_blamed_on_override(p, options, overridden) for p in problems]
+        title = "invalid options for this run" if options else "invalid Suite object"
+        raise UserError(title, blamed)
+    fresh = checked.model_dump()
+    for key in set(options) | {k for k in raw if raw[k] != fresh.get(k)}:  # a value validation converted
         setattr(copy, key, getattr(checked, key))
     return copy
 

@@ -22,7 +22,7 @@ from simulator.config.suite import Suite
 from simulator.engine.roles import run_user_model
 from simulator.engine.runner import CellSpec, RunOptions, run_cells
 from simulator.engine.session import RunResult
-from simulator.errors import UserError
+from simulator.errors import FolderTaken
 from simulator.record.folder import RunFolder, new_run_id
 from simulator.record.index import IndexCell, MatrixIndex, read_index, write_index
 from simulator.record.recorded import recorded_scenarios
@@ -97,7 +97,7 @@ async def run_matrix(
     in code, by bot variant id (their cells' suites name them `type: callable`)."""
     path = options.out or Path("runs") / new_run_id(suite.name)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise UserError(f"{path} already exists; use --resume {path} to finish a matrix, or another --out")
+        raise FolderTaken(path, "files")
     index, specs = _new_index(suite, path, bots or {})
     write_index(path, index)  # first: a matrix killed at any point after this can be resumed
     return await _run(path, index, specs, scenarios, options)

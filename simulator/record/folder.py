@@ -32,7 +32,7 @@ from typing import Any, BinaryIO, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from simulator.diskerrors import naming
-from simulator.errors import UserError
+from simulator.errors import FolderTaken, UserError
 from simulator.jsonbounds import DECODER, Unrepresentable, text_depth
 from simulator.readers import missing, read_json
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
@@ -402,9 +402,7 @@ class RunFolder:
             raise UserError(f"--out {path}: a file of that name exists; name a folder for the run")
         if path.exists() and any(path.iterdir()):
             if (path / MANIFEST).exists():
-                raise UserError(
-                    f"{path} already holds a run; use --resume {path} to finish it, or another --out"
-                )
+                raise FolderTaken(path, "a run")
             raise UserError(  # resuming it would say it is not a run folder: never advise it
                 f"--out {path}: the folder holds other files and no run; name a new or empty folder for the run"
             )

@@ -276,6 +276,10 @@ class Manifest(_Record):
             open_sessions = open_sessions[:-1]  # the last one may still be going
         return open_sessions
 
+    def scenarios_in_files(self) -> bool:
+        """Whether the run's scenarios can be read again (resume): from files, not given in code."""
+        return self.suite_file is not None or any(entry.file for entry in self.scenarios)
+
     def rebuild_suite(self, folder: Path) -> Suite:
         """The suite this run was made with, as recorded: the one constructor that resume, re-judge and
         reports use. The simulated user is the model the run resolved, never today's `auto`."""

@@ -170,11 +170,20 @@ def prepare(
         raise UserError("no scenarios: pass a suite file, or scenarios=[...] (Scenario models or mappings)")
     config, bots = resolve_bot(bot, chosen)
     chosen.bot = config
+    from simulator.config.suite import given_by_option
+
+    for key, value in (("user_model", user_model), ("judge_model", judge_model)):
+        if value is not None and not value.strip():  # an empty flag was silently the suite's own model
+            raise UserError(
+                f"--{key.replace('_', '-')} is empty ({key}='' in Python); name a model, or leave it out"
+            )
     if user_model:
         chosen.user.model = user_model
         chosen.user.models = None  # the command line's one simulated user replaces the suite's several
+        given_by_option(chosen, "user.model", "user_model")
     if judge_model:
         chosen.judges.model = judge_model
+        given_by_option(chosen, "judges.model", "judge_model")
     if include_drafts:
         chosen.scenarios.include_drafts = True
     if tags is not None:

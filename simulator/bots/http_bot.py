@@ -21,6 +21,7 @@ from simulator.bots.turn_limits import over_limit
 from simulator.config.bot_identity import UNANSWERED
 from simulator.config.bots import HttpBotConfig
 from simulator.config.secrets import redact_url
+from simulator.config.wire import header_problem
 from simulator.errors import UserError
 from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.providers._http import connection_refused
@@ -45,12 +46,9 @@ def expand_headers(headers: dict[str, str]) -> dict[str, str]:
 
     expanded = {key: _VAR.sub(value, template) for key, template in headers.items()}
     for key, text in expanded.items():
-        if not text.isascii():
-            # Never quote the value: it is a secret.
-            raise UserError(
-                f"the bot's header '{key}' holds non-ASCII characters (after expanding ${{VAR}}); HTTP headers "
-                "must be ASCII: check the value or the variable it names"
-            )
+        why = header_problem(key, text)  # the rule `validate` checks the template by; never quotes the value
+        if why is not None:
+            raise UserError(f"bot.headers (after expanding ${{VAR}}): {why}, or the variable it names")
     return expanded
 
 

@@ -67,17 +67,42 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     vary.set_defaults(handler=cmd_vary)
 
 
-def _validated(out: Path, load: Any, noun: str) -> None:
-    try:
-        load([out])
-    except UserError:
-        out.unlink()
-        raise
+def _write_checked(out: Path, text: str, kind: Any, force: bool) -> None:
+    """Write `text` to `out` once the loader would take it: checked before writing, so a refused answer
+    never leaves a file (nor names one that was never kept)."""
+    from simulator.config.documents import text_problems
+
+    problems = text_problems(text, out, kind)
+    if problems:
+        raise UserError(f"{out} was not written: what it would say is invalid", problems)
+    write_new(out, text, force)
+
+
+def _expected(pairs: list[str]) -> dict[str, str]:
+    """`--expected KEY=VALUE` (repeated): each key one word, as the suite's outcome key is written."""
+    import re
+
+    expected = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            why = "write KEY=VALUE (your suite's outcome key)"
+        elif not key.strip():
+            why = "the key before = is empty"
+        elif not re.fullmatch(r"[\w.-]+", key.strip()):
+            why = f"the key '{key}' should be one word (letters, digits, _ . -)"
+        elif not value.strip():
+            why = "the value after = is empty"
+        else:
+            expected[key.strip()] = value.strip()
+            continue
+        raise UserError(f"--expected {pair}: {why}; e.g. --expected triage_level=urgent")
+    return expected
 
 
 def cmd_new_scenario(args: argparse.Namespace) -> int:
     from simulator.commands.templates import scenario_yaml
-    from simulator.config.loading import load_scenarios
+    from simulator.config.scenario import SCENARIO_DOCUMENTS
 
     ask = Asker()
     fields: dict[str, Any] = {
@@ -85,17 +110,13 @@ def cmd_new_scenario(args: argparse.Namespace) -> int:
         "persona": ask.one(args.persona, "persona (who is writing, how they write)", "--persona"),
         "goal": ask.one(args.goal, "goal (what they want from the bot)", "--goal"),
         "facts": ask.many(args.fact, "facts the person knows, revealed when asked"),
-        "expected": dict(e.split("=", 1) for e in (args.expected or []) if "=" in e),
+        "expected": _expected(args.expected or []),
         "tags": [t for t in (args.tags or "").split(",") if t.strip()],
         "max_turns": args.max_turns,
     }
-    if args.expected and len(fields["expected"]) != len(args.expected):
-        raise UserError("--expected takes KEY=VALUE (your suite's outcome key), e.g. --expected level=urgent")
     if not fields["expected"] and ask.interactive:
         answer = ask.one(None, "expected outcome as KEY=VALUE (empty for none)", "--expected", default="")
-        if answer and "=" not in answer:
-            raise UserError(f"expected outcome '{answer}': write KEY=VALUE, e.g. level=urgent")
-        fields["expected"] = dict([answer.split("=", 1)]) if answer else {}
+        fields["expected"] = _expected([answer]) if answer else {}
     if args.tags is None and ask.interactive:
         fields["tags"] = [
             t for t in ask.one(None, "tags, comma-separated", "--tags", "").split(",") if t.strip()
@@ -105,15 +126,14 @@ def cmd_new_scenario(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError("--key-facts takes fact numbers from 1, e.g. --key-facts 1,3") from exc
     out = args.out or Path(f"{fields['id']}.yaml")
-    write_new(out, scenario_yaml(fields), args.force)
-    _validated(out, load_scenarios, "scenario")
+    _write_checked(out, scenario_yaml(fields), SCENARIO_DOCUMENTS, args.force)
     print(f"wrote {out}; check it with: simulator validate {out}")
     return 0
 
 
 def cmd_new_criterion(args: argparse.Namespace) -> int:
     from simulator.commands.templates import criterion_yaml
-    from simulator.judging.criteria import load_criteria
+    from simulator.judging.criteria import CRITERION_DOCUMENTS
 
     ask = Asker()
     fields = {
@@ -134,8 +154,7 @@ def cmd_new_criterion(args: argparse.Namespace) -> int:
         ),
     }
     out = args.out or Path(f"{fields['id']}.yaml")
-    write_new(out, criterion_yaml(fields), args.force)
-    _validated(out, load_criteria, "criterion")
+    _write_checked(out, criterion_yaml(fields), CRITERION_DOCUMENTS, args.force)
     print(f"wrote {out}; add its folder to judges.paths in your suite")
     return 0
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.commands.outputs import at_least_one
+from simulator.commands.outputs import at_least_one, not_empty, tag_list
 from simulator.errors import UserError
 
 if TYPE_CHECKING:
@@ -28,9 +28,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--runs", type=at_least_one, help="repeats per scenario (overrides the suite)")
     run.add_argument("--concurrency", type=at_least_one, help="conversations in flight (overrides the suite)")
     run.add_argument("--out", type=Path, help="the run folder to write (default runs/<run-id>)")
-    run.add_argument("--tags", help="only scenarios with any of these comma-separated tags")
-    run.add_argument("--user-model", help="simulated-user model, e.g. offline, anthropic:claude-sonnet-4-5")
-    run.add_argument("--judge-model", help="judge model for LLM criteria (overrides the suite)")
+    run.add_argument("--tags", type=tag_list, help="only scenarios with any of these comma-separated tags")
+    run.add_argument(
+        "--user-model", type=not_empty, help="simulated-user model, e.g. offline, anthropic:claude-sonnet-4-5"
+    )
+    run.add_argument(
+        "--judge-model", type=not_empty, help="judge model for LLM criteria (overrides the suite)"
+    )
     run.add_argument("--seed", type=int, help="seed for the offline user (overrides the suite)")
     run.add_argument(
         "--resume",
@@ -272,7 +276,7 @@ def _new_plan(args: argparse.Namespace) -> Plan:
         raise UserError("name a suite file: simulator run scenarios/triage/suite.yaml")
     plan = prepare(
         args.suite,
-        tags=[t for t in args.tags.split(",") if t] if args.tags else None,
+        tags=args.tags,
         user_model=args.user_model,
         judge_model=args.judge_model,
         include_drafts=args.include_drafts,
@@ -342,17 +346,17 @@ def _print_matrix(matrix: Comparison) -> int:
     return 0
 
 
-def _file_kind(path: Path) -> str:
+def _file_kind(path: Path, default: str = "scenario") -> str:
     """Whether a YAML file holds a suite, criteria or scenarios, by its content whatever its name (unreadable
-    files go to the scenario loader, which reports why)."""
+    files, and files whose keys say nothing, go to the `default` loader, which reports why)."""
     from simulator.config.kinds import document_kind
     from simulator.config.yamlfile import YAMLProblem, load_yaml
 
     try:
         data = load_yaml(path).data
     except YAMLProblem:
-        return "scenario"
-    return document_kind(data)
+        return default
+    return document_kind(data, default)
 
 
 def _validate_files(path: Path, named: bool = True) -> list[Path]:
@@ -446,9 +450,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     files.update({kind: [] for kind in DATA_LOADERS})
     summary: list[str] = []
     notes: dict[str, list[str]] = {}
-    # (path, named by a suite): a suite file inside another suite's folders is ignored by `run` of that
-    # suite, so `validate` of it ignores it too (it is checked when named itself).
-    pending: list[tuple[Path, bool]] = [(p, False) for p in args.paths]
+    # (path, how a suite named it): a suite file inside another suite's folders is ignored by `run` of that
+    # suite, so `validate` of it ignores it too (it is checked when named itself). A suite's judges paths
+    # are read as criteria, as `run` reads them; anything else there is the suite's problem (preflight).
+    pending: list[tuple[Path, str]] = [(p, "") for p in args.paths]
     seen: set[Path] = set()
     while pending:
         path, via_suite = pending.pop(0)
@@ -458,8 +463,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 continue
             if file.resolve() in seen:
                 continue  # named twice (a folder and a suite pointing into it): check once
-            kind = _file_kind(file)
-            if via_suite and kind == "suite":
+            kind = _file_kind(file, "criterion" if via_suite == "judges" else "scenario")
+            if (via_suite and kind == "suite") or (via_suite == "judges" and kind != "criterion"):
                 continue
             seen.add(file.resolve())
             files[kind].append(file)
@@ -473,7 +478,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             found = _suite_problems(suite, problems, notes)
             problems += found
             summary += [] if found else [f"suite {file}: ok"]
-            pending += [(suite.resolve(p), True) for p in (*suite.scenarios.paths, *suite.judges.paths)]
+            pending += [(suite.resolve(p), "scenarios") for p in suite.scenarios.paths]
+            pending += [(suite.resolve(p), "judges") for p in suite.judges.paths]
     _load_each(files, problems, summary)
     if problems:
         raise UserError("validation failed", problems)

@@ -13,7 +13,9 @@ __all__ = ["SUGGESTED_JUDGE", "SUGGESTED_USER", "register", "suggested_user"]
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
+from simulator.commands.outputs import not_empty
 from simulator.errors import UserError
 
 SUGGESTED_JUDGE = "anthropic:claude-sonnet-4-5"
@@ -40,15 +42,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Never overwrites a file. Exit 0 written, 2 on a user error (a file that exists, a bad URL)."
         ),
     )
-    suite.add_argument("--url", help="the bot's endpoint, e.g. http://127.0.0.1:8765/chat")
+    suite.add_argument("--url", type=not_empty, help="the bot's endpoint, e.g. http://127.0.0.1:8765/chat")
     suite.add_argument(
-        "--judge-model", help=f"the LLM judge (suggested: {SUGGESTED_JUDGE}); `none` for code checks only"
+        "--judge-model",
+        type=not_empty,
+        help=f"the LLM judge (suggested: {SUGGESTED_JUDGE}); `none` for code checks only",
     )
     suite.add_argument(
         "--user-model",
+        type=not_empty,
         help="the simulated user, of another family than the judge (default: suggested), or offline",
     )
-    suite.add_argument("--name", help="the suite's name (default: the folder's name)")
+    suite.add_argument("--name", type=not_empty, help="the suite's name (default: the folder's name)")
     suite.add_argument(
         "--out", type=Path, default=Path("suite.yaml"), help="file to write (default suite.yaml)"
     )
@@ -91,10 +96,47 @@ def _answers(args: argparse.Namespace) -> dict[str, str | None]:
     return {"url": url, "judge_model": judge_model, "user_model": user, "name": name}
 
 
+# The suite's fields `new suite` fills from a flag: a problem there is the flag's.
+_FLAGS = {"bot.url": "--url", "judges.model": "--judge-model", "user.model": "--user-model", "name": "--name"}
+
+
+def _check_before_writing(out: Path, text: str) -> None:
+    """The suite as it would be written to `out`, loaded and checked as `validate` checks it (its URL, its
+    models); a problem in a field a flag filled names the flag and the value given."""
+    from simulator.config.suite import load_suite
+    from simulator.engine.preflight import preflight_problems
+    from simulator.errors import Problem
+
+    try:
+        problems = preflight_problems(load_suite(out, text=text))
+    except UserError as exc:
+        problems = exc.problems or [Problem(str(out), str(exc))]
+    if problems:
+        raise UserError(
+            f"{out} was not written",
+            [_flag_problem(p, text, out) for p in problems],
+        )
+
+
+def _flag_problem(problem: Any, text: str, out: Path) -> Any:
+    """`problem` said of the flag that gave the field's value (`--url http://: ... names no host`)."""
+    from simulator.config.yamlfile import parse_yaml
+    from simulator.errors import Problem
+
+    flag = _FLAGS.get(problem.field or "")
+    if flag is None:
+        return problem
+    value: Any = parse_yaml(text, out).data
+    for part in (problem.field or "").split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    from simulator.config.secrets import redact_url
+
+    return Problem(f"{flag} {redact_url(str(value))}", problem.message, field=None)
+
+
 def cmd_new_suite(args: argparse.Namespace) -> int:
     from simulator.commands.outputs import make_folder_for
     from simulator.commands.templates import suite_yaml
-    from simulator.config.suite import load_suite
     from simulator.judging.hygiene import same_family_warnings
 
     out: Path = args.out
@@ -103,13 +145,10 @@ def cmd_new_suite(args: argparse.Namespace) -> int:
     answers = _answers(args)
     for warning in same_family_warnings(answers["judge_model"], {"simulated user": answers["user_model"]}):
         print(f"warning: {warning}", file=sys.stderr)
-    make_folder_for("--out", out)
-    out.write_text(suite_yaml({**answers, "scenarios": "scenarios", "judges": "judges"}), encoding="utf-8")
-    try:
-        load_suite(out)
-    except UserError:
-        out.unlink()  # what was written must load: never leave a broken file behind
-        raise
+    text = suite_yaml({**answers, "scenarios": "scenarios", "judges": "judges"})
+    make_folder_for("--out", out)  # a file above --out, or --out a folder: one line naming --out
+    _check_before_writing(out, text)  # what `validate` would refuse is never written
+    out.write_text(text, encoding="utf-8")
     for name in ("scenarios", "judges"):
         (out.parent / name).mkdir(exist_ok=True)
     print(f"wrote {out}: bot {answers['url']}, judge {answers['judge_model'] or 'none (code checks only)'}, "

@@ -97,6 +97,22 @@ def at_least_one(value: str) -> int:
     return number
 
 
+def not_empty(value: str) -> str:
+    """A flag's text (`--user-model`, `--judge-model`): empty is refused, never silently ignored."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("is empty; give a value, or leave the flag out")
+    return value
+
+
+def tag_list(value: str) -> list[str]:
+    """`--tags a,b`: the tags, each stripped; a list with no tag (`''`, `,,,`) is refused, not taken as
+    every scenario."""
+    tags = [tag.strip() for tag in value.split(",") if tag.strip()]
+    if not tags:
+        raise argparse.ArgumentTypeError(f"'{value}' names no tag; write --tags a,b (or leave the flag out)")
+    return tags
+
+
 def write_output(path: Path, text: str) -> None:
     """Write a file a flag named (`--json`, `--out`, `--markdown`): a full disk or a read-only folder is one
     line naming this path (simulator/diskerrors.py), never a traceback."""

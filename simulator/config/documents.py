@@ -3,7 +3,14 @@ items, CSV rows; validated, located by file and line, ids unique across every fi
 
 from __future__ import annotations
 
-__all__ = ["FileDocument", "FileDocumentKind", "collect_documents", "load_documents", "yaml_files"]
+__all__ = [
+    "FileDocument",
+    "FileDocumentKind",
+    "collect_documents",
+    "load_documents",
+    "text_problems",
+    "yaml_files",
+]
 
 import difflib
 from collections.abc import Callable
@@ -13,7 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import PrivateAttr
 
-from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
+from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, parse_yaml, validate_model
 from simulator.errors import Problem, UserError
 from simulator.models import StrictModel
 from simulator.readers import missing
@@ -62,7 +69,9 @@ def yaml_files(
     what: str = "files",
     suffixes: tuple[str, ...] = (".yaml", ".yml"),
 ) -> list[Path]:
-    """Every file with one of `suffixes` under the given files and folders, recursively, in a stable order."""
+    """Every file with one of `suffixes` under the given files and folders, recursively, in a stable order,
+    each once: a file reached twice (a folder and a file in it, `sc` and `./sc/`, a link to the folder) is
+    one file, read once, so its documents are never run twice under one id."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -72,7 +81,21 @@ def yaml_files(
             files.append(path)
         else:
             raise UserError(f"{path}: no such file or folder; check the path to your {what}")
-    return files
+    seen: set[Path] = set()
+    once = []
+    for file in files:
+        if _identity(file) not in seen:
+            seen.add(_identity(file))
+            once.append(file)
+    return once
+
+
+def _identity(path: Path) -> Path:
+    """The file a path reaches, links followed (a link loop keeps its path: it is refused when read)."""
+    try:
+        return path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return path
 
 
 def _items(source: LocatedYAML, kind: FileDocumentKind) -> list[tuple[Any, tuple[str | int, ...]]]:
@@ -201,6 +224,16 @@ def collect_documents(files: list[Path], kinds: list[FileDocumentKind]) -> tuple
         ids.extend((raw_id, kind) for raw_id in file_ids)
     problems.extend(_unique(ids))
     return documents, problems
+
+
+def text_problems(text: str, path: Path, kind: FileDocumentKind) -> list[Problem]:
+    """What the loader would refuse in `text` written as the file `path`, before anything is written (`new`
+    checks the file it would write with the checks `validate` makes)."""
+    try:
+        source = parse_yaml(text, path)
+    except YAMLProblem as exc:
+        return [exc.problem]
+    return _parse_file(source, kind)[1]
 
 
 def load_documents(files: list[Path], kind: FileDocumentKind) -> list[Any]:

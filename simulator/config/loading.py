@@ -3,7 +3,7 @@ one-turn scenario), every problem in every file reported at once."""
 
 from __future__ import annotations
 
-__all__ = ["load_scenarios"]
+__all__ = ["by_tags", "load_scenarios"]
 
 import difflib
 from pathlib import Path
@@ -23,14 +23,18 @@ def load_scenarios(paths: list[Path], tags: list[str] | None = None) -> list[Sce
     scenarios = [golden_scenario(d) if isinstance(d, GoldenItem) else d for d in documents]
     if not scenarios:
         raise UserError(f"no scenarios found in {', '.join(map(str, paths))}; add .yaml scenario files")
-    if tags:
-        known = sorted({tag for s in scenarios for tag in s.tags})
-        scenarios = [s for s in scenarios if set(s.tags) & set(tags)]
-        if not scenarios:
-            guesses = [g for tag in tags for g in difflib.get_close_matches(tag, known, n=1)]
-            hint = f"did you mean '{guesses[0]}'? " if guesses else ""
-            raise UserError(
-                f"no scenario has any of the tags {tags}; {hint}check --tags or the suite's tag filter "
-                f"(the scenarios' tags: {', '.join(known) or 'none'})"
-            )
-    return scenarios
+    return by_tags(scenarios, tags) if tags else scenarios
+
+
+def by_tags(scenarios: list[Scenario], tags: list[str]) -> list[Scenario]:
+    """The scenarios with any of `tags`; none is a UserError with a did-you-mean (`run` and `validate`)."""
+    known = sorted({tag for s in scenarios for tag in s.tags})
+    kept = [s for s in scenarios if set(s.tags) & set(tags)]
+    if not kept:
+        guesses = [g for tag in tags for g in difflib.get_close_matches(tag, known, n=1)]
+        hint = f"did you mean '{guesses[0]}'? " if guesses else ""
+        raise UserError(
+            f"no scenario has any of the tags {tags}; {hint}check --tags or the suite's tag filter "
+            f"(the scenarios' tags: {', '.join(known) or 'none'})"
+        )
+    return kept

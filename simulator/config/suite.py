@@ -9,7 +9,9 @@ __all__ = [
     "ProviderSettings",
     "Suite",
     "UserConfig",
+    "blamed_on_option",
     "check_environment",
+    "given_by_option",
     "load_suite",
 ]
 
@@ -39,7 +41,7 @@ from simulator.config.patterns import compile_pattern
 from simulator.config.providers import PROVIDERS, CacheConfig, MaxTokens, ProviderSettings, Temperature
 from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
-from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
+from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, parse_yaml, validate_model
 from simulator.errors import Problem, UserError
 from simulator.models import BuiltModel
 from simulator.models import StrictModel as _Strict
@@ -341,6 +343,8 @@ class Suite(BuiltModel):
     _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
     # Scenarios given in code (simulator.run(..., scenarios=[...])): used instead of `scenarios.paths`.
     _inline: list[Scenario] | None = PrivateAttr(default=None)
+    # Fields a run's option set after loading (`judges.model` -> `judge_model`): their problems name it.
+    _given: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def scenarios_to_run(
         self,
@@ -501,11 +505,29 @@ def _blamed_on_override(problem: Problem, overrides: dict[str, Any], overridden:
     """A problem with a value the run was given (`--runs 20000`, `simulator.run(..., seed=...)`) names
     that option, never the suite file's line (or the Suite object's field) of the value it replaced."""
     key = (problem.field or "").split(".")[0]
-    if key not in overrides:
-        return problem
+    return _as_option(problem, key, overridden) if key in overrides else problem
+
+
+def _as_option(problem: Problem, key: str, overridden: str) -> Problem:
+    """`problem` said of the run's option `key` (`--judge-model`, or `judge_model=` in Python)."""
     flag = "--" + key.replace("_", "-")
     said = f"as given to this run ({flag}, or {key}= in Python; it overrides {overridden}): {problem.message}"
     return Problem(_OPTIONS, said, field=problem.field)
+
+
+def blamed_on_option(problem: Problem, suite: Suite) -> Problem:
+    """A problem found after loading in a field a run's option replaced (`--judge-model` sets judges.model,
+    `--user-model` user.model) names the option, never the suite file's line of the value it replaced."""
+    field = problem.field or ""
+    for given, key in suite._given.items():
+        if field == given or field.startswith(given + "."):
+            return _as_option(problem, key, suite.file.name if suite.file else "the Suite object's values")
+    return problem
+
+
+def given_by_option(suite: Suite, field: str, key: str) -> None:
+    """Record that the run's option `key` set `field` (dotted), so its problems name the option."""
+    suite._given[field] = key
 
 
 def with_run_options(suite: Suite, options: dict[str, Any]) -> Suite:
@@ -529,12 +551,13 @@ def with_run_options(suite: Suite, options: dict[str, Any]) -> Suite:
     return copy
 
 
-def load_suite(path: Path, overrides: dict[str, Any] | None = None) -> Suite:
-    """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation."""
-    if missing(path):  # a folder, FIFO or link loop is read, and refused saying what it is
+def load_suite(path: Path, overrides: dict[str, Any] | None = None, *, text: str | None = None) -> Suite:
+    """Load a suite file; `overrides` (from CLI flags) replace top-level keys before validation. `text`:
+    the suite as it would be written to `path` (not yet written: `new suite` checks it first)."""
+    if text is None and missing(path):  # a folder, FIFO or link loop is read, and refused saying what it is
         raise UserError(f"{path}: no such suite file; pass the path to a suite.yaml")
     try:
-        source = load_yaml(path)
+        source = load_yaml(path) if text is None else parse_yaml(text, path)
     except YAMLProblem as exc:
         raise UserError("invalid suite file", [exc.problem]) from exc
     if not isinstance(source.data, dict):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from simulator.config.bot_kinds import engine_model
-from simulator.config.suite import Suite
+from simulator.config.suite import Suite, blamed_on_option
 from simulator.config.yamlfile import YAMLProblem
 from simulator.errors import Problem, UserError
 from simulator.judging.code_checks import ENVIRONMENT_KEY, STOP_KEYS
@@ -41,9 +41,17 @@ def _models(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], str]]:
 
 def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], Any]]]:
     from simulator.config.providers import split_model
+    from simulator.config.wire import wire_checks
 
     for loc, check in suite.bot.preflight_checks(suite.resolve):  # the bot's kind knows what to try
         yield ("bot", *loc), check
+    yield from wire_checks(suite.bot, ("bot",))  # every URL and header, whatever the kind
+    for name, settings in suite.providers.items():
+        yield from wire_checks(settings, ("providers", name))
+    for index, written in enumerate(suite.judges.paths):
+        yield ("judges", "paths", index), functools.partial(_judges_path, suite, written)
+    if suite.scenarios.tags:
+        yield ("scenarios", "tags"), functools.partial(_tagged, suite)
     for loc, model in _models(suite):
         yield loc, functools.partial(split_model, model)
     if suite.user.vocabulary:
@@ -53,6 +61,32 @@ def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], 
         yield ("user", "vocabulary"), lambda: load_vocabulary(path)
     if suite.outcome is not None and "messages" in suite.outcome.sources:
         yield ("outcome", "source"), functools.partial(_level_phrases, suite)
+
+
+def _judges_path(suite: Suite, path: str) -> None:
+    """A judges path holds criteria only: the suite's own folder (`.`), or a folder of scenarios, is one
+    error naming the path, not one per file read as a broken criterion."""
+    from simulator.judging.criteria import not_criteria
+
+    found = not_criteria(suite.resolve(path))
+    if found:
+        own = " is the suite's own folder: it" if suite.resolve(path).resolve() == suite.base_dir else ""
+        raise UserError(
+            f"judges path '{path}'{own} holds {found}, not criteria; point judges.paths at the folder of "
+            "criteria (e.g. judges.paths: [judges]) and keep scenarios and suites out of it"
+        )
+
+
+def _tagged(suite: Suite) -> None:
+    """Some scenario has one of `scenarios.tags` (a scenario file's own problems are reported where it is
+    loaded)."""
+    from simulator.config.loading import by_tags, load_scenarios
+
+    try:
+        scenarios = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths])
+    except UserError:
+        return
+    by_tags(scenarios, suite.scenarios.tags)
 
 
 def _level_phrases(suite: Suite) -> None:
@@ -156,8 +190,8 @@ def _problems(suite: Suite) -> list[Problem]:
             if exc.problems:  # problems inside the file the field names: say which field named it
                 problems += [Problem(p.file, p.message, p.line, p.field or field) for p in exc.problems]
             else:
-                problems.append(Problem(file, str(exc), suite.line_of(*loc), field))
-    return problems
+                problems.append(blamed_on_option(Problem(file, str(exc), suite.line_of(*loc), field), suite))
+    return list({str(p): p for p in problems}.values())  # a kind's own check and the wire's may agree
 
 
 def preflight(suite: Suite) -> None:

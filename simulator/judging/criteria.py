@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from simulator.config.documents import FileDocument, FileDocumentKind, load_documents, yaml_files
+from simulator.config.documents import FileDocument, FileDocumentKind, collect_documents, yaml_files
+from simulator.errors import Problem, UserError
 from simulator.judging.applicability import AppliesWhen
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -108,7 +109,50 @@ CRITERION_DOCUMENTS = FileDocumentKind(
 )
 
 
+def _other_kinds(files: list[Path]) -> dict[Path, str]:
+    """The files among criteria that hold something else (a suite, scenarios, a vocabulary), by their
+    content as everywhere (config/kinds.py); a file whose keys say nothing is a criterion to be checked."""
+    from simulator.config.kinds import document_kind
+    from simulator.config.yamlfile import YAMLProblem, load_yaml
+
+    found = {}
+    for file in files:
+        try:
+            kind = document_kind(load_yaml(file).data, default="criterion")
+        except YAMLProblem:
+            continue  # reported by the loader
+        if kind != "criterion":
+            found[file] = kind
+    return found
+
+
+def not_criteria(path: Path) -> str | None:
+    """What a judges path holds besides criteria, in words (`the suite file suite.yaml and 22 scenario
+    files`), or None (a path that does not exist is reported where it is read)."""
+    from simulator.readers import missing
+
+    if missing(path):
+        return None
+    by_kind: dict[str, list[Path]] = {}
+    for file, kind in _other_kinds(criterion_files([path])).items():
+        by_kind.setdefault(kind, []).append(file)
+    said = [
+        f"the {kind} file {files[0].name}" if len(files) == 1 else f"{len(files)} {kind} files"
+        for kind, files in sorted(by_kind.items(), key=lambda item: item[0] != "suite")
+    ]
+    return " and ".join(said) or None
+
+
 def load_criteria(paths: list[Path]) -> list[Criterion]:
-    """Load and validate every criterion; raise one UserError listing every problem in every file."""
-    criteria: list[Criterion] = load_documents(criterion_files(paths), CRITERION_DOCUMENTS)
+    """Load and validate every criterion; raise one UserError listing every problem in every file. A file
+    that holds something else (a scenario, a suite) is one problem, not one per missing criterion field."""
+    files = criterion_files(paths)
+    others = _other_kinds(files)
+    criteria, problems = collect_documents([f for f in files if f not in others], [CRITERION_DOCUMENTS])
+    problems[:0] = [
+        Problem(str(file), f"a {kind} file, not a criterion; keep criteria in a folder of their own", 1)
+        for file, kind in others.items()
+    ]
+    if problems:
+        raise UserError(CRITERION_DOCUMENTS.error_title, problems)
     return criteria

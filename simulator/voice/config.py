@@ -21,7 +21,7 @@ from simulator.config.bot_kinds import (
     register_bot_kind,
     turn_timeout,
 )
-from simulator.config.bots import BotStart, check_url
+from simulator.config.bots import BotStart
 from simulator.config.secrets import SecretURL
 from simulator.config.yamlfile import read_text_file
 from simulator.errors import UserError
@@ -107,7 +107,6 @@ class VoiceBotConfig(BotConfig):
         return f"voice:{self.url}"
 
     def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
-        yield ("url",), lambda: check_url(self.url)
         yield ("caller", "voice"), espeak_path
         yield ("transcriber",), _packages
         if self.transcriber.phrases:

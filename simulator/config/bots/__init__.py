@@ -9,7 +9,6 @@ import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
-from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
@@ -26,7 +25,8 @@ from simulator.config.bot_kinds import (
     turn_timeout,
 )
 from simulator.config.providers import MaxTokens, Temperature
-from simulator.config.secrets import SecretTemplate, SecretURL, SecretVariables, redact_url
+from simulator.config.secrets import SecretTemplate, SecretURL, SecretVariables
+from simulator.config.wire import HTTP_HEADERS, check_url
 from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import UserError
 from simulator.importing import import_callable
@@ -39,19 +39,6 @@ def load_factory(spec: str) -> Callable[[], Any]:
         return import_callable(spec, "module:factory", "examples.triage_bot:make_bot")
     except ValueError as exc:
         raise UserError(f"bot factory: {exc}") from None
-
-
-def check_url(url: str) -> None:
-    """A bot URL names a host (a `${VAR}` URL is expanded at run time); the error never echoes a secret."""
-    if "${" in url:
-        return
-    shown = redact_url(url)  # a password or a token in the URL is never echoed
-    try:
-        host = urlsplit(url).hostname
-    except ValueError as exc:
-        raise UserError(f"bot url '{shown}' is not a URL ({exc})") from None
-    if not host:
-        raise UserError(f"bot url '{shown}' names no host; write it as http://HOST:PORT/PATH")
 
 
 class PythonBotConfig(BotConfig):
@@ -108,7 +95,7 @@ class HttpBotConfig(BotConfig):
 
     type: Literal["http"] = "http"
     url: Annotated[str, SecretURL] = Field(pattern=r"^https?://")
-    headers: Annotated[dict[str, str], SecretTemplate] = Field(default_factory=dict)
+    headers: Annotated[dict[str, str], SecretTemplate, HTTP_HEADERS] = Field(default_factory=dict)
     # The whole turn's deadline (not per read); the most a reply may hold is `max_reply_bytes`, decompressed.
     timeout_s: float = turn_timeout()
     start: BotStart | None = None
@@ -123,12 +110,6 @@ class HttpBotConfig(BotConfig):
 
     def describe(self) -> str:
         return f"http:{self.url}"
-
-    def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
-        yield ("url",), lambda: check_url(self.url)
-        if self.version_url:
-            version_url = self.version_url
-            yield ("version_url",), lambda: check_url(version_url)
 
 
 class DecisionTool(StrictModel):

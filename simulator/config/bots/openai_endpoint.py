@@ -5,8 +5,6 @@ from __future__ import annotations
 
 __all__ = ["OpenAIEndpointBotConfig"]
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
@@ -16,11 +14,10 @@ from simulator.config.bot_kinds import (
     LIMIT_FIELDS,
     BotConfig,
     BotKind,
-    PreflightCheck,
     register_bot_kind,
     turn_timeout,
 )
-from simulator.config.bots import BotStart, check_url
+from simulator.config.bots import BotStart
 from simulator.config.providers import MaxTokens, Temperature
 from simulator.config.secrets import SecretEnv, SecretURL
 
@@ -55,9 +52,6 @@ class OpenAIEndpointBotConfig(BotConfig):
 
     def describe(self) -> str:
         return f"openai_endpoint:{self.model}@{self.base_url}"
-
-    def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
-        yield ("base_url",), lambda: check_url(self.base_url)
 
     def declared_tools(self) -> set[str] | None:
         return {str(tool.get("name") or tool.get("function", {}).get("name")) for tool in self.tools}

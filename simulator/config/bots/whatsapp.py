@@ -5,8 +5,6 @@ from __future__ import annotations
 
 __all__ = ["WhatsAppBotConfig"]
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
@@ -15,11 +13,10 @@ from simulator.config.bot_kinds import (
     LIMIT_FIELDS,
     BotConfig,
     BotKind,
-    PreflightCheck,
     register_bot_kind,
     turn_timeout,
 )
-from simulator.config.bots import BotStart, check_url
+from simulator.config.bots import BotStart
 from simulator.config.secrets import SecretEnv, SecretURL
 
 
@@ -59,9 +56,6 @@ class WhatsAppBotConfig(BotConfig):
 
     def describe(self) -> str:
         return f"whatsapp:{self.webhook_url}"
-
-    def preflight_checks(self, resolve: Callable[[str], Path]) -> Iterator[PreflightCheck]:
-        yield ("webhook_url",), lambda: check_url(self.webhook_url)
 
     def declared_tools(self) -> set[str] | None:
         return set()  # the Cloud API carries messages only: no tool call of the bot is ever seen

@@ -197,3 +197,27 @@ def test_run_out_at_a_folder_that_holds_no_run_says_so(
     (other / "other.txt").write_text("x")
     err = _err(capsys, ["run", str(suite), "--out", str(other), "--no-progress"])
     assert "holds other files and no run" in err and "--resume" not in err, err
+
+
+KEYS = {
+    "yes": ("yes: x\n", "the key yes is read by YAML as a boolean"),
+    "null": ("null: x\n", "the key null is read by YAML as null"),
+    "tilde": ("~: x\n", "the key ~ is read by YAML as null"),
+    "a number": ("1: x\n", "the key 1 is read by YAML as a number"),
+    "a date": ("2026-01-01: x\n", "the key 2026-01-01 is read by YAML as a date"),
+    "a nested number": ("expected: {triage_level: gp, 1: 2}\n", "the key 1 is read by YAML as a number"),
+    "a list as a key": ("? [a, b]\n: x\n", "found unhashable key"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEYS))
+def test_a_key_yaml_does_not_read_as_a_name_is_refused_with_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """`yes: x` was reported as the field `[1]`, `null: x` as `[None]`: YAML had made them True and None."""
+    line, said = KEYS[name]
+    suite = one_scenario_project(tmp_path, SCENARIOS + BOT, "id: s1\npersona: p\ngoal: g\n" + line)
+    err = _err(capsys, ["validate", str(suite)])
+    assert "s1.yaml:4" in err and said in err and "[None]" not in err and "[1]" not in err, err
+    if "read by YAML" in said:
+        assert "quote it if it is one" in err, err

@@ -141,6 +141,28 @@ class _Loader(_Base):  # type: ignore[misc,valid-type]
         return value
 
 
+# What YAML makes of a plain key that is not text: every key of these files is a name, so `yes:`, `null:`,
+# `1:` or `2026-01-01:` as a key is a mistake (it was shown as the field `[1]` or `[None]`).
+_KEY_KINDS = {
+    "tag:yaml.org,2002:bool": "a boolean",
+    "tag:yaml.org,2002:null": "null (no value)",
+    "tag:yaml.org,2002:int": "a number",
+    "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:timestamp": "a date",
+}
+
+
+def _odd_key(node: yaml.Node) -> str | None:
+    """Why a mapping's key is refused: a scalar YAML reads as other than text."""
+    if not isinstance(node, yaml.ScalarNode):
+        return None  # a list or a mapping as a key: refused when the file is read (and an alias loop first)
+    kind = _KEY_KINDS.get(str(node.tag))
+    if kind is None:
+        return None
+    shown = node.value or "~"
+    return f"the key {shown} is read by YAML as {kind}, not as a name; quote it if it is one: '{shown}':"
+
+
 def _walk(node: yaml.Node, path: Path, lines: dict[Path_, int]) -> None:
     """Record the line of every value, refuse duplicate keys and over-deep nesting, iteratively.
 
@@ -167,6 +189,9 @@ def _walk(node: yaml.Node, path: Path, lines: dict[Path_, int]) -> None:
             for key_node, value_node in current.value:
                 key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.start_mark)
                 line = key_node.start_mark.line + 1
+                odd = _odd_key(key_node)
+                if odd is not None:
+                    raise YAMLProblem(Problem(str(path), odd, line=line, field=_field_name(loc) or None))
                 if key in keys and key != "<<":
                     raise YAMLProblem(
                         Problem(

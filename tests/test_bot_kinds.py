@@ -142,7 +142,10 @@ def _problems(tmp_path: Path, text: str) -> str:
         ),
         ("  type: http\n", "suite.yaml:1 [bot.url]: missing required field 'url'; add it"),
         ("  type: chat\n  model: a:b\n", "[bot]: a chat bot needs system_prompt or system_prompt_file"),
-        ("  type: python\n  factory: nope\n", "suite.yaml:3 [bot.factory]: should be a module and a name in it"),
+        (
+            "  type: python\n  factory: nope\n",
+            "suite.yaml:3 [bot.factory]: should be a module and a name in it",
+        ),
     ],
 )
 def test_a_bots_mistakes_name_the_line_the_field_and_the_fix(tmp_path: Path, bot: str, expected: str) -> None:

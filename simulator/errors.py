@@ -113,7 +113,9 @@ PATTERN_WORDS: dict[str, str] = {
     r"^[\w.:-]+$": "letters, digits, '_', '.', ':' and '-', no spaces",
     r"^[\w.]+:[\w.]+$": "a module and a name in it, like my_bot:make_bot (no spaces)",
     r"^[^.]+\.[^.]+(\.[^.]+)*$": "a tool's name and the argument, like book_appointment.urgency",
-    r"^[^\s#]+$": "one word: no spaces and no '#'",
+    r"^[^\s#/\\\x00-\x1f\x7f-\x9f]+$": (
+        "one word: no spaces, no '#', no '/' or '\\' and no control characters"
+    ),
     r"^[a-z0-9][a-z0-9_-]*$": "lowercase letters, digits, '_' and '-', starting with a letter or a digit",
     r"^[a-z][a-z0-9_-]*$": "lowercase letters, digits, '_' and '-', starting with a letter",
     r"^\d+$": "digits only",

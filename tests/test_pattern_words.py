@@ -64,7 +64,7 @@ EXAMPLES = {
     r"^[\w.:-]+$": ("claim:refund", "claim refund"),
     r"^[\w.]+:[\w.]+$": ("my_bot:make_bot", "my_bot.make_bot"),
     r"^[^.]+\.[^.]+(\.[^.]+)*$": ("book_appointment.urgency", "book_appointment"),
-    r"^[^\s#]+$": ("chest-pain-01", "chest pain"),
+    r"^[^\s#/\\\x00-\x1f\x7f-\x9f]+$": ("chest-pain-01_café?", "chest/pain"),
     r"^[a-z0-9][a-z0-9_-]*$": ("role-play", "Role-play"),
     r"^[a-z][a-z0-9_-]*$": ("omission", "1omission"),
     r"^\d+$": ("15550783881", "+15550783881"),
@@ -83,6 +83,14 @@ def test_the_words_agree_with_the_pattern_on_an_example(pattern: str) -> None:
 CASES: dict[str, tuple[str, str, str | None, str, str]] = {
     "scenario id with a space": (SCENARIOS + BOT, SCENARIO.replace("id: s1", "id: 's 1'"), None,
                                  "s1.yaml:1 [id]", "one word: no spaces"),
+    "scenario id with a slash": (SCENARIOS + BOT, SCENARIO.replace("id: s1", "id: 'a/../s1'"), None,
+                                 "s1.yaml:1 [id]", "one word: no spaces, no '#', no '/'"),
+    "scenario id with a backslash": (SCENARIOS + BOT, SCENARIO.replace("id: s1", "id: 'a\\s1'"), None,
+                                     "s1.yaml:1 [id]", "one word: no spaces, no '#', no '/' or '\\' and no control characters"),
+    "scenario id with an escape": (SCENARIOS + BOT, SCENARIO.replace("id: s1", 'id: "\\e[31mred"'), None,
+                                   "s1.yaml:1 [id]", "one word: no spaces, no '#', no '/' or '\\' and no control characters"),
+    "scenario id with a C1 control": (SCENARIOS + BOT, SCENARIO.replace("id: s1", 'id: "s\\x9b1"'), None,
+                                      "s1.yaml:1 [id]", "one word: no spaces, no '#', no '/' or '\\' and no control characters"),
     "criterion id with a space": (SCENARIOS + BOT, SCENARIO, CRITERION.replace("id: c1", "id: 'c 1'"),
                                   "c1.yaml:1 [id]", "letters, digits, '_', '.' and '-', no spaces"),
     "criterion category in capitals": (SCENARIOS + BOT, SCENARIO, CRITERION + "category: Omission\n",
@@ -132,6 +140,31 @@ def test_the_python_api_says_the_pattern_in_words(build: Any, words: str) -> Non
     with pytest.raises(UserError) as caught:
         build()
     assert f"should be {words}" in str(caught.value) and "should match pattern" not in str(caught.value)
+
+
+def test_a_scenario_id_over_200_characters_is_refused_in_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 1,000,000-character id was taken, and named its file, its conversations and the desk's addresses."""
+    for length in (201, 1_000_000):
+        (tmp_path / str(length)).mkdir()
+        path = one_scenario_project(
+            tmp_path / str(length), SCENARIOS + BOT, SCENARIO.replace("s1", "x" * length)
+        )
+        assert main(["validate", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "s1.yaml:1 [id]" in err and "at most 200 characters" in err and len(err) < 2000, err[:500]
+
+
+def test_a_golden_item_id_follows_the_scenario_ids_rule() -> None:
+    """A golden item's id names its conversations (`id#repeat`) as a scenario's does: one rule."""
+    from simulator.config.golden import GoldenItem
+
+    item = {"intent": "i", "kind": "exact", "user_message": "u", "reference": "r"}
+    assert GoldenItem.model_validate({**item, "item_id": "faq-01"}).id == "faq-01"
+    for refused in ("faq/01", "faq\x1b01", "f" * 201):
+        with pytest.raises(ValueError, match=r"string_pattern_mismatch|string_too_long"):
+            GoldenItem.model_validate({**item, "item_id": refused})
 
 
 TAGS = {

@@ -13,13 +13,12 @@ __all__ = ["GOLDEN_DOCUMENTS", "GoldenItem", "golden_scenario", "load_golden", "
 
 import difflib
 from pathlib import Path
-from typing import Annotated
 
-from pydantic import ConfigDict, Field, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from simulator.config.assertions import AssertionFields, AssertionSpec
 from simulator.config.documents import FileDocument, FileDocumentKind, load_documents
-from simulator.config.scenario import Scenario
+from simulator.config.scenario import Scenario, ScenarioId
 from simulator.config.script import ContextTurn, ItemKind, Script
 from simulator.config.yamlfile import MAX_FILE_BYTES, LocatedYAML
 from simulator.errors import Problem, UserError
@@ -33,7 +32,7 @@ class GoldenItem(FileDocument, AssertionFields):
 
     model_config = ConfigDict(coerce_numbers_to_str=True, populate_by_name=True)
 
-    id: Annotated[str, StringConstraints(min_length=1, pattern=r"^[^\s#]+$")] = Field(alias="item_id")
+    id: ScenarioId = Field(alias="item_id")  # names its conversations (`id#repeat`) as a scenario's does
     intent: str = Field(min_length=1)
     kind: ItemKind
     user_message: str = Field(min_length=1)

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["SCENARIO_DOCUMENTS", "Scenario", "refuse_drafts", "scenario_files"]
+__all__ = [
+    "ID_PATTERN",
+    "MAX_ID_CHARS",
+    "SCENARIO_DOCUMENTS",
+    "Scenario",
+    "ScenarioId",
+    "as_scenario_id",
+    "refuse_drafts",
+    "scenario_files",
+]
 
 import re
 from pathlib import Path
@@ -22,6 +31,26 @@ from simulator.errors import UserError
 from simulator.models import BuiltModel, StrictModel
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+# A scenario's id names its conversations (`id#repeat`), its file, and a part of the desk's addresses: one
+# word, no '#' (the repeat's separator), no '/' or '\' (a path's), no control character (C0, DEL, C1),
+# at most 200 characters. A golden item's id names its conversations the same way.
+_NOT_IN_ID = r"\s#/\\\x00-\x1f\x7f-\x9f"
+ID_PATTERN = f"^[^{_NOT_IN_ID}]+$"
+MAX_ID_CHARS = 200
+ScenarioId = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN)
+]
+_REFUSED_IN_ID = re.compile(f"[{_NOT_IN_ID}]+")
+
+
+def as_scenario_id(text: str, fill: str = "-") -> str:
+    """`text` made a scenario id (an imported conversation's key, a tau2 task): each run of characters an id
+    refuses becomes `fill`, cut to leave room for a `-N` that makes it unique; "conversation" if nothing
+    is left."""
+    return _REFUSED_IN_ID.sub(fill, text.strip()).strip(fill)[: MAX_ID_CHARS - 10] or "conversation"
+
+
 # Facts are a list of strings or one paragraph (split into sentences): the editor schema allows both.
 _FACTS_SCHEMA = {
     "anyOf": [
@@ -82,7 +111,7 @@ STOP_REASONS = ("user_done", "handover", "bot_closed", "max_turns", "error")
 class Scenario(BuiltModel, FileDocument):
     """One simulated conversation to run: who the user is, what they want, what they know."""
 
-    id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, pattern=r"^[^\s#]+$")]
+    id: ScenarioId
     persona: Text
     goal: Text
     facts: Annotated[list[Text], WithJsonSchema(_FACTS_SCHEMA)] = Field(default_factory=list)

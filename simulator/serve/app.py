@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = ["Desk", "create_app"]
 
+import errno
 from dataclasses import dataclass
 from importlib import resources
 
@@ -49,7 +50,23 @@ async def _user_error(request: Request, exc: Exception) -> Response:
     message = exc.render() if isinstance(exc, UserError) else str(exc)
     if not hasattr(request.state, "csrf"):
         request.state.csrf = ""
+    # A value quoted from the request may hold a lone surrogate, which the page's UTF-8 cannot carry.
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
     return page(request, "error.html", 400, title="Error", message=message)
+
+
+# What a request's name can make the OS answer, when a path it names slipped past `config.inside` (the one
+# door): the request's fault, a 400 with one line, never a 500. Any other OSError is the desk's own.
+_NAME_ERRORS = {
+    errno.ENAMETOOLONG: "a name in this request is too long for the file system; use a shorter one",
+    errno.ELOOP: "a path in this request leads through a symbolic link loop; name another",
+}
+
+
+async def _os_error(request: Request, exc: Exception) -> Response:
+    if not isinstance(exc, OSError) or exc.errno not in _NAME_ERRORS:
+        raise exc
+    return await _user_error(request, UserError(_NAME_ERRORS[exc.errno]))
 
 
 def create_app(config: DeskConfig) -> Starlette:
@@ -76,7 +93,7 @@ def create_app(config: DeskConfig) -> Starlette:
             Middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts),
             Middleware(BaseHTTPMiddleware, dispatch=security_middleware(config.token)),
         ],
-        exception_handlers={UserError: _user_error},
+        exception_handlers={UserError: _user_error, OSError: _os_error},
     )
     app.state.desk = Desk(config, RunIndex(config.runs_dir), TalkDesk(config.runs_dir))
     return app

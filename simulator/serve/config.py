@@ -3,7 +3,7 @@ data folder (sign-offs)."""
 
 from __future__ import annotations
 
-__all__ = ["LOCAL_HOSTS", "MAX_BODY_BYTES", "NAME", "DeskConfig", "child_folder", "inside"]
+__all__ = ["LOCAL_HOSTS", "MAX_BODY_BYTES", "NAME", "DeskConfig", "child_folder", "inside", "name_problem"]
 
 import re
 from dataclasses import dataclass, field
@@ -56,19 +56,62 @@ class DeskConfig:
         return {name: path for name, path in found.items() if path is not None}
 
 
+# What a file system takes in a name a request gives (a run, a file to edit, a draft): a part of at most
+# 255 bytes (NAME_MAX of Linux, macOS and Windows), a whole name of at most 1,024 bytes (macOS's PATH_MAX; the
+# folder it is joined to stays under Linux's 4,096) and 32 folders deep. Past these the OS answers "File name
+# too long" from the first stat, which a page must never meet.
+MAX_PART_BYTES = 255
+MAX_PATH_BYTES = 1024
+MAX_DEPTH = 32
+
+
+def _shown(name: str) -> str:
+    """`name` as an error line quotes it: lone surrogates as escapes (UTF-8 cannot carry them to the page),
+    a long one cut."""
+    text = name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= 60 else f"{text[:40]}… ({len(name):,} characters)"
+
+
+def name_problem(relative: str) -> str | None:
+    """Why the file system cannot take `relative` as a name under a folder (one line with the fix), or None:
+    a NUL, a lone surrogate, a part over 255 bytes, over 1,024 bytes in all or over 32 folders deep."""
+    if "\x00" in relative:
+        return "holds a NUL character, which no file name can; remove it"
+    try:
+        encoded = relative.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds a lone surrogate (half of a UTF-16 pair), which no file name can; remove it"
+    parts = encoded.split(b"/")
+    if len(parts) > MAX_DEPTH:
+        return f"is {len(parts):,} folders deep; name a file at most {MAX_DEPTH} deep"
+    if len(encoded) > MAX_PATH_BYTES:
+        return f"is {len(encoded):,} bytes long; a name here is at most {MAX_PATH_BYTES:,}"
+    longest = max(len(part) for part in parts)
+    if longest > MAX_PART_BYTES:
+        return f"has a part of {longest:,} bytes; a file or folder name is at most {MAX_PART_BYTES}"
+    return None
+
+
 def inside(root: Path, relative: str) -> Path:
-    """`root / relative`, refusing anything that would leave `root` (.., absolute paths, symlinks out)."""
-    if not relative or "\x00" in relative or relative.startswith(("/", "\\")) or ".." in Path(relative).parts:
-        raise UserError(f"'{relative}': not a path inside {root}; name a file under that folder")
+    """`root / relative`, refusing anything that would leave `root` (.., absolute paths, symlinks out) and any
+    name the file system cannot take (`name_problem`): the one door from a request's name to a path."""
+    if not relative or relative.startswith(("/", "\\")) or ".." in Path(relative).parts:
+        raise UserError(f"'{_shown(relative)}': not a path inside {root}; name a file under that folder")
+    problem = name_problem(relative)
+    if problem is not None:
+        raise UserError(f"'{_shown(relative)}': {problem}")
     base = root.resolve()
-    target = (base / relative).resolve()
+    try:
+        target = (base / relative).resolve()
+    except (OSError, RuntimeError):  # a symbolic link loop on the way (Python 3.11 raises RuntimeError)
+        raise UserError(f"'{_shown(relative)}': leads through a symbolic link loop; name another") from None
     if target != base and base not in target.parents:
-        raise UserError(f"'{relative}': not a path inside {root}; name a file under that folder")
+        raise UserError(f"'{_shown(relative)}': not a path inside {root}; name a file under that folder")
     return target
 
 
 def child_folder(root: Path, name: str) -> Path:
     """The folder `name` directly under `root` (a run folder); refuses any other name."""
     if not NAME.match(name) or name in (".", ".."):
-        raise UserError(f"'{name}': not a run folder name")
+        raise UserError(f"'{_shown(name)}': not a run folder name")
     return inside(root, name)

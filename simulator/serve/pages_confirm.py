@@ -22,13 +22,14 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from simulator.errors import UserError
 from simulator.record.models import ConversationRecord
 from simulator.serve.bodylimit import read_form
+from simulator.serve.config import inside
+from simulator.serve.names import Route
 from simulator.serve.render import page
-from simulator.traces.draft import draft_offline, draft_yaml
+from simulator.traces.draft import draft_id, draft_offline, draft_yaml
 
 QUEUE_FILE = "clinician_queue.jsonl"
 
@@ -58,7 +59,7 @@ def confirm_failure(
         + f". Source: imported run {run_id}, conversation {record.id}, trace {trace}, dated {when}."
     )
     text = draft_yaml(record, draft_offline(record), "offline extraction", provenance)
-    target = scenarios_dir / "drafts" / f"draft-{record.scenario_id}.yaml"
+    target = inside(scenarios_dir, f"drafts/{draft_id(record)}.yaml")  # a name the file system takes
     if target.exists():
         raise UserError(f"{target}: a draft from this conversation exists already; drafts never overwrite")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,6 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import Route
 
 from simulator.api import load_suite
 from simulator.authoring.coverage import load_coverage
@@ -25,6 +24,7 @@ from simulator.readers import read_or_refuse
 from simulator.report.draw_html import html_sections
 from simulator.serve.bodylimit import read_form
 from simulator.serve.config import child_folder
+from simulator.serve.names import Route
 from simulator.serve.render import page
 
 

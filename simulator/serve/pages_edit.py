@@ -10,15 +10,16 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
-from starlette.routing import Route
 
 from simulator.errors import UserError
 from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.readers import missing, read_or_refuse
+from simulator.record.transcript import repair_text
 from simulator.safefiles import write_atomic
 from simulator.serve.bodylimit import read_form
 from simulator.serve.config import inside
 from simulator.serve.drafts import TEMPLATES, validate_draft
+from simulator.serve.names import Route, part, parts
 from simulator.serve.render import page
 
 MAX_BYTES = 1_000_000  # a YAML file larger than this is not something a person edits in a text area
@@ -93,7 +94,10 @@ async def _text(request: Request) -> tuple[str, str, str]:
     values = [fields.get(k, "") for k in ("area", "path", "text")]
     if not all(isinstance(v, str) for v in values):
         raise UserError("area, path and text must be text")
-    area, relative, text = values
+    area, relative = values[0], values[1]
+    # JSON can carry a lone surrogate (`"\ud800"`), which UTF-8 cannot store: U+FFFD, as a browser's form
+    # post and every recorded turn have it. A name keeps it, and `config.inside` refuses it in words.
+    text = repair_text(values[2])
     if len(text.encode("utf-8")) > MAX_BYTES:
         raise UserError(f"the file is over {MAX_BYTES} bytes; edit it in your editor")
     return area, relative, text.replace("\r\n", "\n")
@@ -118,7 +122,7 @@ async def save_file(request: Request) -> Response:
         listed = [str(p) for p in problems]
         return page(request, "edit_file.html", 422, title=relative, problems=listed, saved=False, **context)
     write_atomic(target, text, sync=False)  # a crash leaves the old file or the new, never half
-    return RedirectResponse(f"/edit/{area}/{relative}?saved=1", 303)
+    return RedirectResponse(f"/edit/{part(area)}/{parts(relative)}?saved=1", 303)
 
 
 async def new_file(request: Request) -> Response:
@@ -134,7 +138,7 @@ async def new_file(request: Request) -> Response:
     stem = target.stem.replace(" ", "-")
     text = TEMPLATES[kind].replace("new-scenario", stem).replace("new-criterion", stem)
     write_atomic(target, text, sync=False)
-    return RedirectResponse(f"/edit/{area}/{relative}", 303)
+    return RedirectResponse(f"/edit/{part(area)}/{parts(relative)}", 303)
 
 
 def routes() -> list[Route]:

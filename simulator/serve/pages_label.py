@@ -15,13 +15,13 @@ from urllib.parse import parse_qsl, urlencode
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import Route
 
 from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from simulator.record.models import Label, LabelValue
 from simulator.serve.bodylimit import read_form
+from simulator.serve.names import Route
 from simulator.serve.queue import QueueSpec, build_queue, remaining
 from simulator.serve.render import page
 

@@ -10,13 +10,13 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from simulator.collect.folders import collected_folders
 from simulator.collect.trends import load_observations, metric_names, trend_rows
 from simulator.errors import UserError
 from simulator.jsonbounds import loads_bounded
 from simulator.readers import missing, text_lines
+from simulator.serve.names import Route
 from simulator.serve.render import page
 from simulator.serve.trend_chart import trend_svg
 

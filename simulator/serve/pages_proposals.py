@@ -19,7 +19,6 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import Route
 
 from simulator.config.yamlfile import MAX_FILE_BYTES, YAMLProblem, parse_yaml
 from simulator.errors import UserError, pattern_or_message
@@ -31,6 +30,7 @@ from simulator.readers import read_or_refuse
 from simulator.record.hashing import sha256_file
 from simulator.serve.bodylimit import read_form
 from simulator.serve.config import child_folder
+from simulator.serve.names import Route, part
 from simulator.serve.render import page
 
 
@@ -138,7 +138,7 @@ async def decide(request: Request) -> Response:
         edited_yaml=edited if decision == "accepted" else None,
     )
     await run_in_threadpool(append_review, _desk(request).config.data_folder, review)
-    return RedirectResponse(f"/runs/{name}/proposals/{proposal.id}", 303)
+    return RedirectResponse(f"/runs/{part(name)}/proposals/{part(proposal.id)}", 303)
 
 
 def routes() -> list[Route]:

@@ -5,12 +5,10 @@ from __future__ import annotations
 __all__ = ["routes"]
 
 from typing import Any
-from urllib.parse import quote
 
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
-from starlette.routing import Route
 
 from simulator.analysis.calibrate import calibrate_labels
 from simulator.analysis.rundata import short_hash
@@ -21,6 +19,8 @@ from simulator.report.html import render_html
 from simulator.report.html_parts import highlighted_quotes
 from simulator.report.model import PICK_JUDGE_SET, Report
 from simulator.report.verdict_order import group_verdicts
+from simulator.serve.config import inside
+from simulator.serve.names import Route, part
 from simulator.serve.reader import ReaderFilter, matching, neighbours
 from simulator.serve.render import page, templates
 from simulator.stats.rates import CITE
@@ -123,7 +123,7 @@ async def reader_page(request: Request) -> Response:
         query=chosen.query(),
         options=_options(report),
         imported=run.manifest.kind == "imported",
-        audio_root=f"/runs/{quote(name, safe='')}/",  # a voice call's audio (audio_file below)
+        audio_root=f"/runs/{part(name)}/",  # a voice call's audio (audio_file below)
     )
 
 
@@ -131,9 +131,8 @@ async def audio_file(request: Request) -> Response:
     """A voice call's audio kept in the run folder (`audio/...wav`): only regular WAV files under the run's
     `audio/` folder are served (docs/voice.md)."""
     name = request.path_params["run"]
-    folder = (_desk(request).index.path(name) / AUDIO_DIR).resolve()
-    wanted = (folder / request.path_params["path"]).resolve()
-    if not wanted.is_relative_to(folder) or wanted.suffix != ".wav" or not wanted.is_file():
+    wanted = inside(_desk(request).index.path(name) / AUDIO_DIR, request.path_params["path"])
+    if wanted.suffix != ".wav" or not wanted.is_file():
         raise UserError(f"no audio '{request.path_params['path']}' in run {name}")
     return FileResponse(wanted, media_type="audio/wav")
 

@@ -7,13 +7,11 @@ __all__ = ["routes"]
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
 
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Route
 
 from simulator.errors import UserError
 from simulator.readers import read_or_refuse
@@ -27,6 +25,7 @@ from simulator.safety.signing import sign_case
 from simulator.safety.signoffs import DECISIONS, SignOffBook, not_shown_controlled, signoff_views
 from simulator.safety.view import safety_case_sections
 from simulator.serve.bodylimit import read_form
+from simulator.serve.names import Route, part
 from simulator.serve.render import page
 
 # The standalone documents carry their own styles inline and no script: allow exactly that.
@@ -53,7 +52,7 @@ def _book(request: Request) -> SignOffBook:
 
 def _transcript_link(run: str) -> Callable[[str], str]:
     """Where the desk shows a conversation of `run` (the reader page), for the failing evidence links."""
-    return lambda cid: f"/runs/{quote(run)}/c/{quote(cid, safe='')}"
+    return lambda cid: f"/runs/{part(run)}/c/{part(cid)}"
 
 
 def failing_links(case: SafetyCase, run: str) -> Section:
@@ -156,7 +155,7 @@ async def sign(request: Request) -> Response:
         )
     folder = _desk(request).config.data_folder
     await run_in_threadpool(sign_case, folder, case, who, role, decision, comment, justification)
-    return RedirectResponse(f"/safety/{name}#signoffs", 303)
+    return RedirectResponse(f"/safety/{part(name)}#signoffs", 303)
 
 
 async def history_page(request: Request) -> Response:

@@ -7,16 +7,15 @@ __all__ = ["routes"]
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import Route
 
 from simulator.errors import UserError
 from simulator.record.models import conversation_key
 from simulator.serve.bodylimit import read_form
 from simulator.serve.config import inside
+from simulator.serve.names import Route, part
 from simulator.serve.render import page
 from simulator.serve.talks import load_suite_scenarios, suite_files
 
@@ -67,7 +66,7 @@ async def start_talk(request: Request) -> Response:
     if not name:
         raise UserError("give your name: the run records the user as human:<name>")
     talk = await _desk(request).talks.start(_suite_file(request, suite), scenario, name)
-    return RedirectResponse(f"/talk/{talk.id}", 303)
+    return RedirectResponse(f"/talk/{part(talk.id)}", 303)
 
 
 async def talk_page(request: Request) -> Response:
@@ -84,7 +83,7 @@ async def say(request: Request) -> Response:
     if len(text) > MAX_MESSAGE:
         raise UserError(f"a message is at most {MAX_MESSAGE} characters")
     await desk.talks.say(talk, text)
-    return RedirectResponse(f"/talk/{talk.id}", 303)
+    return RedirectResponse(f"/talk/{part(talk.id)}", 303)
 
 
 async def tap(request: Request) -> Response:
@@ -95,7 +94,7 @@ async def tap(request: Request) -> Response:
     if not option:
         raise UserError("choose one of the bot's options")
     await desk.talks.tap(talk, option)
-    return RedirectResponse(f"/talk/{talk.id}", 303)
+    return RedirectResponse(f"/talk/{part(talk.id)}", 303)
 
 
 async def end(request: Request) -> Response:
@@ -104,8 +103,8 @@ async def end(request: Request) -> Response:
     result = await desk.talks.end(talk)
     if result is None:
         return page(request, "talk.html", 500, title="Talk to the bot", talk=talk, failure=talk.failure())
-    key = quote(conversation_key(talk.scenario.id, 0), safe="")
-    return RedirectResponse(f"/runs/{quote(talk.folder.name)}/c/{key}", 303)
+    key = conversation_key(talk.scenario.id, 0)
+    return RedirectResponse(f"/runs/{part(talk.folder.name)}/c/{part(key)}", 303)
 
 
 def routes() -> list[Route]:

@@ -16,6 +16,7 @@ from starlette.templating import Jinja2Templates
 from simulator.record.transcript import Turn
 from simulator.report.html_parts import highlight
 from simulator.report.html_turns import turn_html
+from simulator.serve.names import part, parts
 from simulator.visible import visible as shown_escaped
 
 
@@ -73,6 +74,8 @@ _environment.filters["visible"] = visible
 _environment.filters["marked"] = _marked
 _environment.filters["as_json"] = _as_json
 _environment.filters["bubbles"] = _bubbles
+_environment.filters["part"] = part  # a name in a link's path: `/` too encoded (serve/names.py)
+_environment.filters["parts"] = parts  # a file's path in a link: each part encoded
 templates = Jinja2Templates(env=_environment)
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.config.environment import load_function, merge_state
+from simulator.config.scenario import as_scenario_id
 from simulator.tau2.domain import DomainTool
 from simulator.tau2.tasks import Action, EnvCall, Instructions, Task
 
@@ -38,8 +39,8 @@ class Converted:
 
 
 def scenario_id(domain: str, task_id: str) -> str:
-    """A scenario id (no spaces or `#`) that names the tau2 domain and task."""
-    return re.sub(r"[\s#]+", "_", f"tau2-{domain}-{task_id}")
+    """A scenario id (`config.scenario.as_scenario_id`) that names the tau2 domain and task."""
+    return as_scenario_id(f"tau2-{domain}-{task_id}", "_")
 
 
 def replay(

@@ -8,7 +8,7 @@ clinician, and the scenario is marked `draft: true`, which `run` refuses until s
 
 from __future__ import annotations
 
-__all__ = ["ask_for_draft", "draft_from_run", "draft_offline", "draft_yaml"]
+__all__ = ["ask_for_draft", "draft_from_run", "draft_id", "draft_offline", "draft_yaml"]
 
 import re
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from simulator.config.scenario import as_scenario_id
 from simulator.errors import UserError
 from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.providers.base import ChatMessage, ModelRequest
@@ -146,6 +147,12 @@ async def draft_with_model(record: ConversationRecord, hub: ModelHub, model: str
     }
 
 
+def draft_id(record: ConversationRecord) -> str:
+    """The draft's scenario id, and its file's name: `draft-` and the conversation's scenario id, made an id
+    a file can take (an older import may have kept a '/' or a control character in it)."""
+    return as_scenario_id(f"draft-{record.scenario_id}")
+
+
 def draft_yaml(
     record: ConversationRecord, fields: dict[str, Any], how: str, provenance: str | None = None
 ) -> str:
@@ -153,7 +160,7 @@ def draft_yaml(
     `provenance` (where the conversation came from, who confirmed it) is added to its notes."""
     user_turns = sum(t.role == "user" for t in record.turns)
     scenario = {
-        "id": f"draft-{record.scenario_id}",
+        "id": draft_id(record),
         "draft": True,
         "persona": fields["persona"],
         "goal": fields["goal"],

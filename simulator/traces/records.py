@@ -12,6 +12,7 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
+from simulator.config.scenario import ID_PATTERN, MAX_ID_CHARS, as_scenario_id
 from simulator.record.models import ConversationRecord, ErrorInfo, StopReason, conversation_key
 from simulator.record.parts import (
     EventPart,
@@ -27,8 +28,6 @@ from simulator.record.transcript import Role, Turn
 from simulator.traces.messages import Conversation, Message, part_text
 from simulator.traces.tool_spans import attach_tool_spans
 
-_UNSAFE = re.compile(r"[\s#]+")
-
 
 @dataclass
 class ConvertOptions:
@@ -38,7 +37,7 @@ class ConvertOptions:
     default_stop_reason: str = "user_done"
 
 
-_RECORD_KEY = re.compile(r"^([^\s#]+)#(\d+)$")
+_RECORD_KEY = re.compile(f"^({ID_PATTERN[1:-1]})#(\\d+)$")  # `id#repeat` of a scenario id
 
 
 def record_ids(key: str, taken: set[str], kept: set[str]) -> tuple[str, int]:
@@ -46,7 +45,7 @@ def record_ids(key: str, taken: set[str], kept: set[str]) -> tuple[str, int]:
     (`scenario#repeat`, as `export-otel` writes it) is kept as it is, so an exported run imported again
     lines up with its labels and comparisons; any other key becomes a safe, unique scenario id, repeat 0."""
     match = _RECORD_KEY.match(key.strip())
-    if match and key.strip() not in kept:
+    if match and len(match.group(1)) <= MAX_ID_CHARS and key.strip() not in kept:
         kept.add(key.strip())
         taken.add(match.group(1))
         return match.group(1), int(match.group(2))
@@ -56,8 +55,9 @@ def record_ids(key: str, taken: set[str], kept: set[str]) -> tuple[str, int]:
 
 
 def safe_id(key: str, taken: set[str]) -> str:
-    """A scenario id from a conversation key: no spaces or `#` (the record's key is `id#repeat`), unique."""
-    base = _UNSAFE.sub("-", key.strip()).strip("-") or "conversation"
+    """A scenario id from a conversation key (`config.scenario.as_scenario_id`: the record's key is
+    `id#repeat`, the id names files and addresses), unique."""
+    base = as_scenario_id(key)
     candidate, n = base, 1
     while candidate in taken:
         n += 1

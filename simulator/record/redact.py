@@ -5,7 +5,9 @@ a secret, it passes through `dump_line` (every run-record line), the CLI's error
 its way out, and each of those calls `redact`. The secrets are the values, not the names: whatever the suite's
 fields declare (simulator/config/secrets.py: expanded `${VAR}` header values and each variable's value, literal
 header values, the passwords and query values of URLs, the keys that `*_env` fields name) and the default API
-key variables of the providers.
+key variables of the providers. A secret is searched as it is and in its encodings (`_forms`, decoded
+layers in `_encoded`), and rewritten (another case, reversed, split by spaces or zero-width characters, a
+piece of it) in a normalised view of the text (`secret_variants.py`).
 """
 
 from __future__ import annotations
@@ -35,12 +37,21 @@ from urllib.parse import quote
 
 from simulator.config.secrets import MIN_SECRET_CHARS, REDACTED, declared_secrets, record_form
 from simulator.config.suite import Suite
+from simulator.record.secret_variants import (
+    MIN_VARIANT_CHARS,
+    Variants,
+    normalised,
+    normalised_with_origins,
+    secret_body,
+)
 
 DEFAULT_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 
 # The secrets of this process and their encoded forms, longest first (a value holding another is replaced
 # whole).
 _secrets: list[str] = []
+# And their variants, searched in a normalised view of the text (secret_variants.py).
+_variants = Variants()
 
 
 def suite_secrets(suite: Suite, environ: dict[str, str] | None = None) -> set[str]:
@@ -142,12 +153,35 @@ def _plain_forms(value: str, raw: bytes) -> set[str]:
     }
 
 
+def _add_variants(value: str) -> None:
+    """A secret's variants, searched in the normalised view (any case, NFKC, format characters, whitespace
+    and separators dropped): its body (without a known prefix such as `sk-proj-`) as it is, reversed and in
+    ROT13, and its bytes in hex, base64 (any alignment), decimal and octal (a byte list or `\\163\\153`
+    escapes shows as their digits once separators go). A body with digits and letters is random enough that
+    any run of FRAGMENT_CHARS of it is searched too (a key split between two messages); not of its reversed
+    or ROT13 forms, which would take three times the blocks (a third more time on every record line). A
+    body shorter than MIN_VARIANT_CHARS or of few different characters has no variants."""
+    body = secret_body(value)
+    view = normalised(body)
+    if len(view) < MIN_VARIANT_CHARS or len(set(view)) < 6:
+        return
+    random = sum(c.isdigit() for c in view) >= 2 and sum(c.isalpha() for c in view) >= 2
+    _variants.add(view, pieces=random)
+    _variants.add(view[::-1], pieces=False)
+    _variants.add(codecs.encode(view, "rot13"), pieces=False)
+    raw = body.encode("utf-8")
+    numbers = ("".join(str(b) for b in raw), "".join(f"{b:03o}" for b in raw))
+    for form in (raw.hex(), *numbers, *_base64_cores(raw)):
+        _variants.add(normalised(form), pieces=False)
+
+
 def register_secrets(values: Iterable[str]) -> None:
     """Add secret values for this process: from now on nothing written holds them, in any of their forms."""
     known = set(_secrets)
     for value in values:
         if len(value.strip()) >= MIN_SECRET_CHARS:
             known |= _forms(value)
+            _add_variants(value)
             if len(value) < 8:
                 _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{%d,}" % min(len(value), 8))
     _secrets[:] = sorted(known, key=len, reverse=True)
@@ -156,13 +190,23 @@ def register_secrets(values: Iterable[str]) -> None:
 def forget_secrets() -> None:
     """Forget every registered secret (for a program that runs several suites, and for tests)."""
     _secrets.clear()
+    _variants.clear()
     _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{8,}")
 
 
 def contains_secret(text: str) -> bool:
     """Whether `text` (plain or JSON) holds a registered secret: a cheap check before any rewriting. Inside
     JSON text a secret appears escaped, which is one of its registered forms; a compressed blob is decoded."""
-    return any(secret in text for secret in _secrets) or bool(_secrets and _encoded(text))
+    return _holds(text) or bool(_secrets and _encoded(text))
+
+
+def _holds(text: str, *, garbled: bool = False) -> bool:
+    """Whether `text` holds a registered form of a secret as it is, or a variant in its normalised view
+    (not searched in `garbled` text, bytes decoded from no UTF-8: the view of random bytes costs and finds
+    nothing)."""
+    if any(secret in text for secret in _secrets):
+        return True
+    return bool(_variants) and not garbled and _variants.found(normalised(text))
 
 
 # A run of base64, base64url, base32 or hex long enough to hold an encoded secret (gzip adds 18 bytes).
@@ -313,7 +357,10 @@ def _padded(part: str, group: int, endings: tuple[int, ...]) -> str:
 
 def _as_text(data: bytes) -> str | None:
     """Decoded bytes as text to search: UTF-8 text, or bytes holding a printable run as long as the shortest
-    secret; None for bytes that are no text (random ids decode so), where nothing can be found."""
+    secret; None for bytes that are no text (random ids decode so), where nothing can be found. UTF-16's byte
+    order mark is dropped: its NULs are dropped by the normalised view."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        data = data[2:]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -336,11 +383,28 @@ def _encoded(text: str, depth: int = 0) -> list[str]:
         inner = _as_text(_inflated(data))
         if inner is None:
             continue
-        if any(secret in inner for secret in _secrets) or (
+        # UTF-16 (hex or base64 of it) decodes to text with NULs, which the normalised view drops.
+        if _holds(inner, garbled="\ufffd" in inner) or (
             depth + 1 < _MAX_DEPTH and _encoded(inner, depth + 1)
         ):
             found.append(run)
     return found
+
+
+def _without_variants(text: str) -> str:
+    """`text` with each run of the normalised view that is a secret's variant replaced by `[redacted]`, in
+    `text` from the first to the last character of the run."""
+    if not _variants.found(normalised(text)):
+        return text
+    view, starts, ends = normalised_with_origins(text)
+    runs = _variants.runs(view)
+    if not runs:
+        # Found in the view of the whole text but not in the one built character by character (NFKC joined
+        # a letter and a combining mark): where the variant lies in `text` is not known, so all of it goes.
+        return REDACTED
+    for start, end in reversed(runs):
+        text = text[: starts[start]] + REDACTED + text[ends[end - 1] :]
+    return text
 
 
 def redact_text(text: str) -> str:
@@ -359,9 +423,12 @@ def redact(value: Any) -> Any:
         for secret in _secrets:
             if secret in value:
                 value = value.replace(secret, REDACTED)
-        return value
+        return _without_variants(value) if _variants else value
     if isinstance(value, dict):
         return {redact(k): redact(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
+        if _variants and len(value) >= MIN_VARIANT_CHARS and all(type(v) is int for v in value):
+            # A list of byte values (a tool's argument, a state) is the digits the view of its JSON shows.
+            return REDACTED if _holds(",".join(map(str, value))) else list(value)
         return [redact(v) for v in value]
     return value

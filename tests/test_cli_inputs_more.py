@@ -221,3 +221,14 @@ def test_a_key_yaml_does_not_read_as_a_name_is_refused_with_the_fix(
     assert "s1.yaml:4" in err and said in err and "[None]" not in err and "[1]" not in err, err
     if "read by YAML" in said:
         assert "quote it if it is one" in err, err
+
+
+@pytest.mark.parametrize("line", ["base: &b {persona: p}\n", "base: {persona: p}\n", "base:\n  persona: p\n"])
+def test_a_mapping_where_a_text_field_goes_is_not_advised_as_a_list_item(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str
+) -> None:
+    """The colon hint (`- Pain: sharp` read as a key and a value; quote it) is for a list's item: given for
+    `base: {persona: p}` it advised quoting a list item that was never there."""
+    suite = one_scenario_project(tmp_path, SCENARIOS + BOT, "id: s1\npersona: p\ngoal: g\n" + line)
+    err = _err(capsys, ["validate", str(suite)])
+    assert "s1.yaml:4 [base]" in err and "got a mapping" in err and "put it in quotes" not in err, err

@@ -113,8 +113,9 @@ PATTERN_WORDS: dict[str, str] = {
     r"^[\w.:-]+$": "letters, digits, '_', '.', ':' and '-', no spaces",
     r"^[\w.]+:[\w.]+$": "a module and a name in it, like my_bot:make_bot (no spaces)",
     r"^[^.]+\.[^.]+(\.[^.]+)*$": "a tool's name and the argument, like book_appointment.urgency",
-    r"^[^\s#/\\\x00-\x1f\x7f-\x9f]+$": (
-        "one word: no spaces, no '#', no '/' or '\\' and no control characters"
+    r"^[^\s#/\\\x00-\x1f\x7f-\x9f\xad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]+$": (
+        "one word: no spaces, no '#', no '/' or '\\', and no control or invisible characters (a zero-width "
+        "space, a soft hyphen, a bidi mark)"
     ),
     r"^[a-z0-9][a-z0-9_-]*$": "lowercase letters, digits, '_' and '-', starting with a letter or a digit",
     r"^[a-z][a-z0-9_-]*$": "lowercase letters, digits, '_' and '-', starting with a letter",

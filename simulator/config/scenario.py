@@ -33,9 +33,11 @@ from simulator.models import BuiltModel, StrictModel
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 # A scenario's id names its conversations (`id#repeat`), its file, and a part of the desk's addresses: one
-# word, no '#' (the repeat's separator), no '/' or '\' (a path's), no control character (C0, DEL, C1),
-# at most 200 characters. A golden item's id names its conversations the same way.
-_NOT_IN_ID = r"\s#/\\\x00-\x1f\x7f-\x9f"
+# word, no '#' (the repeat's separator), no '/' or '\' (a path's), no control character (C0, DEL, C1), no
+# invisible one (a zero-width space, joiner or mark, a soft hyphen, a bidi override or isolate, a BOM: two
+# ids that look the same would differ), at most 200 characters. A golden item's id names its conversations
+# the same way.
+_NOT_IN_ID = r"\s#/\\\x00-\x1f\x7f-\x9f\xad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
 ID_PATTERN = f"^[^{_NOT_IN_ID}]+$"
 MAX_ID_CHARS = 200
 ScenarioId = Annotated[

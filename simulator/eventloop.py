@@ -19,8 +19,18 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+_LOOPS = ("", "uvloop", "asyncio")
+
+
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    if os.environ.get("SIMULATOR_EVENT_LOOP", "").strip().lower() == "asyncio":
+    chosen = os.environ.get("SIMULATOR_EVENT_LOOP", "").strip().lower()
+    if chosen not in _LOOPS:  # a typo would silently run the other loop: the one a problem was chased on
+        from simulator.errors import UserError
+
+        raise UserError(
+            f"SIMULATOR_EVENT_LOOP={chosen!r}: not a loop this engine runs; set it to asyncio or uvloop, or unset it"
+        )
+    if chosen == "asyncio":
         return None
     try:
         import uvloop
@@ -55,7 +65,12 @@ async def _boxed(coroutine: Coroutine[Any, Any, T]) -> _Boxed:
 
 def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(coroutine)`, on uvloop when it is available."""
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+    try:
+        factory = _loop_factory()
+    except BaseException:
+        coroutine.close()  # never started: closed, so Python does not warn that it was never awaited
+        raise
+    with asyncio.Runner(loop_factory=factory) as runner:
         value: T = runner.run(_boxed(coroutine)).value
         return value
 

@@ -232,3 +232,49 @@ def test_a_mapping_where_a_text_field_goes_is_not_advised_as_a_list_item(
     suite = one_scenario_project(tmp_path, SCENARIOS + BOT, "id: s1\npersona: p\ngoal: g\n" + line)
     err = _err(capsys, ["validate", str(suite)])
     assert "s1.yaml:4 [base]" in err and "got a mapping" in err and "put it in quotes" not in err, err
+
+
+SETTINGS = {
+    "concurrency of 10^20": ("concurrency: 100000000000000000000\n", "[concurrency]", "less than or equal to 10000"),
+    "a connection limit of 10^9": ("providers: {openai: {max_connections: 1000000000}}\n",
+                                   "[providers.openai.max_connections]", "less than or equal to 10000"),
+    "a first wait past the longest": ("providers: {openai: {backoff_initial_s: 500, backoff_max_s: 1}}\n",
+                                      "[providers.openai]", "backoff_initial_s (500 s) is longer than backoff_max_s"),
+    "a floor above the limit": ("providers: {anthropic: {min_connections: 40, max_connections: 8}}\n",
+                                "[providers.anthropic]", "min_connections (40) is above max_connections (8)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_a_setting_the_engine_would_quietly_change_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """Accepted before: 10^20 workers (a pool of that many tasks), a floor the engine clamped to the limit, a
+    first wait the engine cut to the longest."""
+    line, field, said = SETTINGS[name]
+    suite = one_scenario_project(tmp_path, SCENARIOS + BOT + line)
+    err = _err(capsys, ["validate", str(suite)])
+    assert f"suite.yaml:3 {field}" in err and said in err, err
+
+
+@pytest.mark.parametrize("value", ["asycnio", "uv-loop", "trio"])
+def test_a_mistyped_event_loop_is_refused_not_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """SIMULATOR_EVENT_LOOP=asycnio ran the other loop silently: the one a problem was being chased on."""
+    monkeypatch.setenv("SIMULATOR_EVENT_LOOP", value)
+    suite = one_scenario_project(tmp_path, SCENARIOS + BOT)
+    err = _err(capsys, ["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"])
+    assert f"SIMULATOR_EVENT_LOOP='{value}'" in err and "asyncio or uvloop" in err, err
+    assert "never awaited" not in err and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("value", ["asyncio", "UVLOOP", ""])
+def test_the_event_loops_that_exist_are_taken(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    from simulator.eventloop import run_async
+
+    async def answer() -> int:
+        return 42
+
+    monkeypatch.setenv("SIMULATOR_EVENT_LOOP", value)
+    assert run_async(answer()) == 42

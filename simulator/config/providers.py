@@ -16,7 +16,7 @@ __all__ = [
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from simulator.config.secrets import SecretEnv, SecretURL
 from simulator.errors import UserError
@@ -28,7 +28,7 @@ class ProviderSettings(_Strict):
 
     base_url: Annotated[str | None, SecretURL] = None
     api_key_env: Annotated[str | None, SecretEnv] = None
-    max_connections: int = Field(default=16, ge=1)
+    max_connections: int = Field(default=16, ge=1, le=10_000)
     timeout_s: float = Field(default=120.0, gt=0)
     # Retries of transient errors (5xx, timeouts): bounded in attempts and in total time per call.
     max_attempts: int = Field(default=6, ge=1)
@@ -52,6 +52,22 @@ class ProviderSettings(_Strict):
     find_rate: bool = True
     # The adaptive limit never goes below this (default: a quarter of max_connections).
     min_connections: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _ranges_in_order(self) -> ProviderSettings:
+        """A first wait longer than the longest, or a floor above the limit, is a typo: the engine would
+        quietly use the other number."""
+        if self.backoff_initial_s > self.backoff_max_s:
+            raise ValueError(
+                f"backoff_initial_s ({self.backoff_initial_s:g} s) is longer than backoff_max_s "
+                f"({self.backoff_max_s:g} s); make the first wait at most the longest"
+            )
+        if self.min_connections is not None and self.min_connections > self.max_connections:
+            raise ValueError(
+                f"min_connections ({self.min_connections}) is above max_connections ({self.max_connections}); "
+                "make the floor at most the limit"
+            )
+        return self
 
 
 Role = Literal["user", "bot", "judge"]

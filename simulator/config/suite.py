@@ -284,7 +284,7 @@ class Suite(BuiltModel):
     # Repeats per scenario. Far beyond any study (hundreds) is a typo: the run's list of conversation ids
     # alone filled memory (runs: 1e30 hung `run` with no output).
     runs: int = Field(default=1, ge=1, le=10_000)
-    concurrency: int = Field(default=8, ge=1)
+    concurrency: int = Field(default=8, ge=1, le=10_000)  # more workers than this is a typo, not a plan
     seed: int = 0
     outcome: OutcomeConfig | None = None
     # Scenarios with this tag are listed as bugs in reports on any failure, never averaged away.

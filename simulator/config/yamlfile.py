@@ -401,7 +401,9 @@ def problems_from_validation(
         elif kind == "value_error":
             # A validator's own message already says what is wrong and how to fix it.
             message = str(item["msg"]).removeprefix("Value error, ")
-        elif kind == "string_type" and loc and isinstance(loc[-1], int) and read_as_mapping(item.get("input")):
+        elif (
+            kind == "string_type" and loc and isinstance(loc[-1], int) and read_as_mapping(item.get("input"))
+        ):
             text = read_as_mapping(item.get("input"))
             message = (
                 f"'{text}' was read as a key and a value, not as text (YAML reads ': ' that way); "

@@ -125,7 +125,7 @@ class Result:
         if outcome is None:
             raise UserError(
                 f"result.{rate}: this run's suite declares no outcome levels; declare them (suite file: "
-                "outcome: {key: triage_level, levels: [...], critical: ...}; in Python: "
+                "outcome: {key: STATE_KEY, levels: [lowest, ..., highest], critical: ...}; in Python: "
                 "Suite(outcome={'key': ..., 'levels': [...], 'critical': ...})) and run again "
                 "(result.outcome is None for such a run)"
             )

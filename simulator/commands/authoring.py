@@ -96,7 +96,7 @@ def _expected(pairs: list[str]) -> dict[str, str]:
         else:
             expected[key.strip()] = value.strip()
             continue
-        raise UserError(f"--expected {pair}: {why}; e.g. --expected triage_level=urgent")
+        raise UserError(f"--expected {pair}: {why}; write --expected KEY=VALUE, one word before the =")
     return expected
 
 

@@ -104,7 +104,7 @@ def _check_before_writing(out: Path, text: str) -> None:
     """The suite as it would be written to `out`, loaded and checked as `validate` checks it (its URL, its
     models); a problem in a field a flag filled names the flag and the value given."""
     from simulator.config.suite import load_suite
-    from simulator.engine.preflight import preflight_problems
+    from simulator.api.checks import preflight_problems
     from simulator.errors import Problem
 
     try:

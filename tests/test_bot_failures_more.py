@@ -1,19 +1,30 @@
-"""Ways a python bot used to cost more than its own conversation, each closed by mechanism and tried with
-several inputs:
+"""Three ways a python bot used to cost more than its own conversation, each closed by mechanism and tried
+with several inputs:
 
 1. a reply holding a value JSON has no form for (an object, a set, a datetime, NaN, a key that is not text,
    in the state, a tool call's arguments or final_state()) ended the whole run when the record was written:
    it is now the bot's `invalid_reply` naming where (`jsonbounds.check_data`), and a record that cannot be
    written anyway becomes an error record (`record/folder.py`, `RecordUnwritable`);
+2. a bot raising `asyncio.CancelledError` itself made its conversations vanish (never recorded, the run
+   "complete"): it is now the bot's exception, while a real cancellation still stops (`eventloop.being_cancelled`);
+3. a bot coroutine that catches CancelledError and waits again held its conversation, and the run, forever:
+   past the deadline and a short grace it is closed and left (`eventloop.apart`), and a stop signal still
+   stops the run at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import decimal
 import enum
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,9 +34,10 @@ import pytest
 import simulator
 from simulator.bots.base import Reply
 from simulator.bots.python_bot import PythonBotFactory
-from simulator.bots.turn_limits import TurnLimits
+from simulator.bots.turn_limits import ABANDON_AFTER_S, TurnLimits
 from simulator.config.scenario import Scenario
 from simulator.engine.conversation import ConversationPlan, run_conversation
+from simulator.eventloop import apart, being_cancelled
 from simulator.record.folder import CONVERSATIONS, dump_line, dump_writable, read_jsonl
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.parts import ToolCallPart
@@ -249,3 +261,270 @@ def test_a_verdict_that_cannot_be_written_is_written_as_an_error() -> None:
     )
     written = json.loads(dump_writable(verdict))
     assert written["result"] == "error" and written["error"]["kind"] == "record_unwritable"
+
+
+# ------------------------------------------------------------------------------- 2. a bot's own cancel
+
+
+async def _own_cancel_async(text: str) -> str:
+    raise asyncio.CancelledError
+
+
+async def _own_cancel_after_a_wait(text: str) -> str:
+    await asyncio.sleep(0.01)
+    raise asyncio.CancelledError("mine")
+
+
+async def _own_cancel_after_its_own_timeout(text: str) -> str:
+    try:
+        async with asyncio.timeout(0.01):  # expires inside the bot and is handled there: uncancelled
+            await asyncio.sleep(10)
+    except TimeoutError:
+        pass
+    raise asyncio.CancelledError
+
+
+def _own_cancel_sync(text: str) -> str:
+    raise asyncio.CancelledError
+
+
+OWN_CANCELS: dict[str, Callable[[str], Any]] = {
+    "a sync bot": _own_cancel_sync,
+    "an async bot": _own_cancel_async,
+    "an async bot, after awaiting": _own_cancel_after_a_wait,
+    "an async bot, after its own asyncio.timeout expired": _own_cancel_after_its_own_timeout,
+}
+
+
+def _as_bot(function: Callable[[str], Any]) -> type:
+    class Bot:
+        send = staticmethod(function)
+
+    return Bot
+
+
+@pytest.mark.parametrize("case", sorted(OWN_CANCELS))
+async def test_a_bots_own_cancelled_error_is_its_exception(case: str) -> None:
+    record = await _play(_as_bot(OWN_CANCELS[case]))
+    _bot_error(record, "bot_exception", "CancelledError itself")
+
+
+@pytest.mark.parametrize("how", ["sync", "async"])
+async def test_a_final_state_or_factory_raising_cancelled_error_is_the_bots_exception(how: str) -> None:
+    class Bot:
+        def send(self, text: str) -> Reply:
+            return Reply(["ok"], closed=True)
+
+        def final_state(self) -> Any:
+            raise asyncio.CancelledError
+
+    class AsyncBot(Bot):
+        async def final_state(self) -> Any:  # type: ignore[override]
+            raise asyncio.CancelledError
+
+    _bot_error(
+        await _play(Bot if how == "sync" else AsyncBot), "bot_exception", "final_state()", "CancelledError"
+    )
+
+    async def factory() -> Any:
+        raise asyncio.CancelledError
+
+    def sync_factory() -> Any:
+        raise asyncio.CancelledError
+
+    made = PythonBotFactory("test:factory", factory if how == "async" else sync_factory)
+    record = await run_conversation(ConversationPlan(SCENARIO, 0), _user, made)
+    _bot_error(record, "bot_exception", "factory test:factory", "CancelledError")
+
+
+@pytest.mark.parametrize("bot", [_own_cancel_sync, _own_cancel_async], ids=["sync", "async"])
+def test_a_run_with_a_bot_raising_cancelled_error_records_both_conversations(
+    bot: Any, tmp_path: Path
+) -> None:
+    result, records = _run(bot, tmp_path)
+    assert [r["error"]["kind"] for r in records] == ["bot_exception", "bot_exception"] and result.errors == 2
+
+
+@pytest.mark.parametrize("how", ["sync", "async"])
+async def test_a_real_cancellation_of_the_conversation_still_cancels_it(how: str) -> None:
+    """A stop signal cancels the conversation's task: that is not the bot's error, it ends the task."""
+
+    def slow(text: str) -> str:
+        time.sleep(0.5)
+        return "late"
+
+    async def slow_async(text: str) -> str:
+        await asyncio.sleep(10)
+        return "late"
+
+    factory = PythonBotFactory("test:slow", _as_bot(slow if how == "sync" else slow_async))
+    task = asyncio.create_task(run_conversation(ConversationPlan(SCENARIO, 0), _user, factory))
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_being_cancelled_tells_a_request_from_a_raise() -> None:
+    seen: list[bool] = []
+
+    async def watch() -> None:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            seen.append(being_cancelled())
+            raise
+
+    async def raises() -> None:
+        try:
+            raise asyncio.CancelledError
+        except asyncio.CancelledError:
+            seen.append(being_cancelled())
+
+    task = asyncio.create_task(watch())
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.create_task(raises())
+    assert seen == [True, False]
+
+
+# ------------------------------------------------------------------ 3. a coroutine that will not be cancelled
+
+
+async def _swallows_forever(text: str) -> str:
+    while True:
+        with contextlib.suppress(asyncio.CancelledError):  # every cancellation caught, and waiting again
+            await asyncio.sleep(1000)
+
+
+async def _swallows_and_spins(text: str) -> str:
+    while True:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0.01)
+
+
+async def _swallows_in_a_finally(text: str) -> str:
+    try:
+        await asyncio.sleep(1000)
+    finally:
+        while True:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(1000)
+
+
+SHIELDED: dict[str, Callable[[str], Any]] = {
+    "swallows every cancellation while sleeping": _swallows_forever,
+    "swallows every cancellation in a busy loop": _swallows_and_spins,
+    "waits forever in a finally block": _swallows_in_a_finally,
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHIELDED))
+async def test_a_turn_that_will_not_be_cancelled_is_abandoned_past_its_deadline(case: str) -> None:
+    started = time.monotonic()
+    record = await _play(_as_bot(SHIELDED[case]), FAST)
+    _bot_error(record, "timeout", "bot.timeout_s", "did not stop when cancelled and was abandoned")
+    assert time.monotonic() - started < FAST.timeout_s + ABANDON_AFTER_S + 3  # type: ignore[operator]
+
+
+async def test_a_final_state_that_will_not_be_cancelled_is_abandoned() -> None:
+    class Bot:
+        def send(self, text: str) -> Reply:
+            return Reply(["ok"], closed=True)
+
+        async def final_state(self) -> Any:
+            return await _swallows_forever("")
+
+    _bot_error(await _play(Bot, FAST), "timeout", "final_state() did not return", "abandoned")
+
+
+async def test_a_turn_that_ends_late_after_its_cancellation_is_a_plain_timeout() -> None:
+    async def late(text: str) -> str:
+        try:
+            await asyncio.sleep(1000)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.05)
+        return "too late"
+
+    message = _bot_error(await _play(_as_bot(late), FAST), "timeout", "bot.timeout_s")
+    assert "abandoned" not in message
+
+
+SHIELDED_MODULE = """
+import asyncio
+
+class Bot:
+    async def send(self, text):
+        while True:
+            try:
+                await asyncio.sleep(1000)
+            except asyncio.CancelledError:
+                pass
+"""
+
+
+def _shielded_run(tmp_path: Path, timeout_s: float, runs: int) -> subprocess.Popen[bytes]:
+    (tmp_path / "shielded_bot.py").write_text(SHIELDED_MODULE)
+    (tmp_path / "s.yaml").write_text("id: s1\npersona: p\ngoal: ask for help\nmax_turns: 2\n")
+    (tmp_path / "suite.yaml").write_text(
+        f"scenarios: {{paths: [s.yaml]}}\nbot: {{type: python, factory: 'shielded_bot:Bot', timeout_s: {timeout_s}}}\n"
+        f"user: {{model: offline}}\nruns: {runs}\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), *sys.path])}
+    return subprocess.Popen(
+        [sys.executable, "-m", "simulator", "run", "suite.yaml", "--out", "run", "--no-progress"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+
+
+def test_a_run_whose_bot_will_not_be_cancelled_finishes_and_exits(tmp_path: Path) -> None:
+    """The abandoned coroutines cannot keep the process from exiting (asyncio waits, at exit, for every
+    task it cancels)."""
+    proc = _shielded_run(tmp_path, 0.5, 2)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 3, err.decode()[-2000:]  # every conversation an error: nothing judged
+    assert b"run complete: 2 conversations (error=2)" in out + err
+    for line in (tmp_path / "run" / CONVERSATIONS).read_text().splitlines():
+        assert json.loads(line)["error"]["kind"] == "timeout"
+
+
+def test_a_stop_signal_stops_a_run_whose_bot_will_not_be_cancelled(tmp_path: Path) -> None:
+    proc = _shielded_run(tmp_path, 600, 4)
+    try:
+        time.sleep(4)  # the bot's turns are under way
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        proc.communicate(timeout=30)
+        took = time.monotonic() - started
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and took < 15, (proc.returncode, took)
+
+
+@pytest.mark.parametrize("how", ["a future", "a coroutine"])
+async def test_apart_keeps_a_cancellation_arriving_as_the_awaited_thing_finishes(how: str) -> None:
+    """`apart` waits with asyncio.wait, which does not lose it (CPython gh-86296, tests/test_stop_signals.py)."""
+    answer: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def inner() -> int:
+        return await answer
+
+    async def awaited() -> int:
+        return await (answer if how == "a future" else inner())
+
+    task = asyncio.create_task(apart(awaited(), 10, 1))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    answer.set_result(1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

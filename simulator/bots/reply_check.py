@@ -18,6 +18,7 @@ __all__ = [
     "user_code_error",
 ]
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,6 +46,8 @@ def user_code_error(exc: BaseException, doing: str = "") -> str:
     if isinstance(exc, SystemExit):
         code = shown(exc.code, repr)
         return f"{doing or 'the bot'} called sys.exit({code}), which ends only this conversation"
+    if isinstance(exc, asyncio.CancelledError):  # the run's own cancellations never get here (python_bot.py)
+        return f"{doing or 'the bot'} raised asyncio.CancelledError itself (nothing cancelled it)"
     found = f"{type(exc).__name__}: {shown(exc, str)}"
     return f"{doing} raised {found}" if doing else found
 

@@ -9,9 +9,10 @@ chasing a problem.
 
 from __future__ import annotations
 
-__all__ = ["loop_name", "run_async", "within"]
+__all__ = ["Abandoned", "apart", "being_cancelled", "loop_name", "run_async", "within"]
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
@@ -84,3 +85,64 @@ async def within(awaitable: Awaitable[T], seconds: float | None) -> T:
     `kill -INT` left the run running (tests/test_stop_signals.py, under load). `asyncio.timeout` keeps it."""
     async with asyncio.timeout(seconds):
         return await awaitable
+
+
+def being_cancelled() -> bool:
+    """True when the running task has been asked to stop (a stop signal, a deadline): a CancelledError it
+    meets now is that request. False when nothing cancelled it, so a CancelledError is the doing of the code
+    it ran (a bot's `raise asyncio.CancelledError`), to be handled as that code's exception. An
+    `asyncio.timeout` that expired within that code and was handled there took its request back
+    (`uncancel`), so it does not count."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+class Abandoned(TimeoutError):
+    """Past its deadline, the awaited coroutine did not end when cancelled (it caught the CancelledError and
+    went on): it was closed and left."""
+
+
+def _abandon(task: asyncio.Future[Any], coroutine: Any) -> None:
+    """End a task that will not end when cancelled: `close()` its coroutine (a GeneratorExit at the point
+    where it waits, which an `except CancelledError` does not catch), then cancel it, so it never keeps
+    the loop from closing (asyncio.Runner waits for every task it cancels at exit). What it raised on its
+    way out is nobody's. A coroutine that catches GeneratorExit too and waits again cannot be ended."""
+    if task.done():
+        return
+    close = getattr(coroutine, "close", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            close()
+    task.cancel()
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # read, so asyncio does not log an answer nobody waits for
+
+
+async def apart(coroutine: Coroutine[Any, Any, T], seconds: float | None, grace: float) -> T:
+    """`await coroutine` for at most `seconds` (None: no limit), in a task of its own (TimeoutError past
+    them), for code that may not end when cancelled (a bot's coroutine that catches CancelledError and waits again).
+
+    Past the deadline the task is cancelled and given `grace` seconds to end; one that has not is
+    abandoned (`_abandon`) and the TimeoutError is `Abandoned`. When the caller is cancelled (a stop
+    signal) the task is cancelled and the caller's CancelledError raised at once; a task that has not
+    ended `grace` seconds later is abandoned then. `asyncio.wait` keeps a cancellation that arrives as
+    the task finishes (CPython gh-86296, see `within`): it raises it, it never returns the result."""
+    task = asyncio.ensure_future(coroutine)
+    task.add_done_callback(_forget)
+    try:
+        await asyncio.wait({task}, timeout=seconds)
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=grace)
+            if not task.done():
+                _abandon(task, coroutine)
+                raise Abandoned
+            raise TimeoutError
+    except asyncio.CancelledError:
+        task.cancel()
+        asyncio.get_running_loop().call_later(grace, _abandon, task, coroutine)
+        raise
+    return task.result()

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "JSONRefused",
     "Unrepresentable",
+    "check_data",
     "check_depth",
     "loads_bounded",
     "text_depth",
@@ -31,6 +32,7 @@ __all__ = [
 
 import itertools
 import json
+import math
 import re
 from typing import Any
 
@@ -168,3 +170,83 @@ def loads_bounded(
     if brackets > max_depth:  # fewer brackets than the bound cannot nest past it: no walk needed
         check_depth(value, what, max_depth)
     return value
+
+
+_TOO_LARGE_INT = 10**MAX_INT_DIGITS
+_ADVICE = "send text, a number, true or false, null, a list or an object"
+
+
+def _data_problem(value: Any) -> str | None:
+    """What keeps the scalar `value` from being JSON data, or None when it is."""
+    if value is None or isinstance(value, str | bool):
+        return None
+    if isinstance(value, int):
+        inside = -_TOO_LARGE_INT < value < _TOO_LARGE_INT
+        return None if inside else f"a number of more than {MAX_INT_DIGITS} digits; send it as text"
+    if isinstance(value, float):
+        return (
+            None
+            if math.isfinite(value)
+            else f"the number {value!r}, which is not JSON; send null or a number"
+        )
+    return f"of type {type(value).__name__}, which cannot be recorded as JSON; {_ADVICE}"
+
+
+def _step(key: Any) -> str:
+    if isinstance(key, int):
+        return f"[{key}]"
+    return f".{key}" if key.isidentifier() else f"[{json.dumps(key)[:40]}]"
+
+
+def _path(links: dict[int, tuple[int, Any]], container: int | None) -> str:
+    """Where the container `container` is, from the walk's links (a container's id -> its parent's id and
+    its key there): `.symptoms[2]`; "" for the value itself."""
+    steps: list[str] = []
+    while container is not None and container in links:
+        container, key = links[container]
+        steps.append(_step(key))
+    return "".join(reversed(steps))
+
+
+def check_data(value: Any, what: str) -> None:
+    """JSONRefused when `value` holds what is not JSON data: a value of another type (a set, bytes, a
+    datetime, any object), a float that is not finite, an integer too long for a reader, an object key that
+    is not text; the message says where, after `what` (`the bot's state.triage_level is set, ...`). Pydantic
+    would write some of them as something else (a set as a list, a datetime as text) and refuse the rest
+    when the record is written. Without recursion; each container is visited once, so a cycle or a deep
+    nesting ends the walk (refusing those is `check_depth`'s)."""
+    links: dict[int, tuple[int, Any]] = {}
+    seen: set[int] = set()
+    stack: list[tuple[Any, int | None, Any]] = [(value, None, None)]  # (value, its container's id, its key)
+    while stack:
+        item, parent, key = stack.pop()
+        if not isinstance(item, dict | list | tuple):
+            problem = _data_problem(item)
+            if problem is not None:
+                where = "" if parent is None else _path(links, parent) + _step(key)
+                raise JSONRefused(f"{what}{where} is {problem}")
+            continue
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if parent is not None:
+            links[id(item)] = (parent, key)
+        if isinstance(item, dict):
+            for name in item:
+                if not isinstance(name, str):
+                    where = _path(links, id(item)) if parent is not None else ""
+                    raise JSONRefused(
+                        f"{what}{where} has the key {_shown_key(name)} ({type(name).__name__}); the keys of "
+                        "an object are text"
+                    )
+            stack.extend((child, id(item), name) for name, child in item.items())
+        else:
+            stack.extend((child, id(item), index) for index, child in enumerate(item))
+
+
+def _shown_key(key: Any) -> str:
+    try:
+        text = repr(key)
+    except BaseException:
+        return "that cannot be shown"
+    return text if len(text) <= 40 else text[:40] + "…"

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 __all__ = ["BotError", "BotReply", "BotSession", "Reply", "parts_from_json"]
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 from pydantic import BaseModel, ValidationError
 
 from simulator.errors import UserError, pattern_or_message
-from simulator.jsonbounds import JSONRefused, check_depth
+from simulator.jsonbounds import JSONRefused, check_data, check_depth
 from simulator.record.parts import Part, PickPart, TextPart, parts_adapter
 from simulator.record.transcript import Usage, repair_text
 
@@ -108,7 +109,7 @@ def parts_from_json(value: Any, where: str) -> list[Part]:
     items = [{"type": "text", "text": item} if isinstance(item, str) else item for item in items]
     items = repair_text(items)  # a lone surrogate is stored as U+FFFD, never refused
     try:
-        return parts_adapter().validate_python(items)
+        parts: list[Part] = parts_adapter().validate_python(items)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = list(first["loc"])
@@ -123,6 +124,22 @@ def parts_from_json(value: Any, where: str) -> list[Part]:
             f"{where_part}: {pattern_or_message(first)} (a part is text, options, media, tool_call, event or audio; "
             "see docs/rich-turns.md)",
         ) from None
+    for number, part in enumerate(parts, 1):
+        for name in _free_fields(type(part)):
+            try:
+                check_data(getattr(part, name), f"{where}, part {number} ({part.type}), field {name}")
+            except JSONRefused as exc:
+                raise BotError("invalid_reply", str(exc)) from None
+    return parts
+
+
+@functools.cache
+def _free_fields(kind: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of a part that take any data (a tool call's arguments and result): validation keeps what
+    was given there, so it is checked as JSON data (an object or a set there used to end the run when the
+    record was written)."""
+    fields = kind.model_fields.items()
+    return tuple(name for name, info in fields if Any in (info.annotation, *get_args(info.annotation)))
 
 
 def _reply_parts(value: Any) -> list[Part] | None:

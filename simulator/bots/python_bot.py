@@ -16,18 +16,18 @@ import copy
 import functools
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from simulator.bots.base import BotError, BotReply, normalise_reply
 from simulator.bots.environment import Environment
 from simulator.bots.reply_check import checked_flags, checked_size, checked_state, user_code_error
-from simulator.bots.turn_limits import TurnLimits
+from simulator.bots.turn_limits import ABANDON_AFTER_S, TurnLimits
 from simulator.bots.user_threads import in_daemon_thread
 from simulator.config.bots import PythonBotConfig, load_factory
 from simulator.config.bots.in_code import CallableBotConfig
 from simulator.errors import UserError
-from simulator.eventloop import within
+from simulator.eventloop import Abandoned, apart, being_cancelled
 from simulator.record.parts import Part, PickPart, TextPart
 
 if TYPE_CHECKING:
@@ -53,14 +53,18 @@ class _Raised(Exception):
 
 
 async def _run_user(function: Callable[[], Any]) -> Any:
-    """`function()` of user code, awaited when it returns an awaitable; anything it raises wrapped."""
+    """`function()` of user code, awaited when it returns an awaitable; anything it raises wrapped, inside
+    the task (asyncio re-raises a SystemExit or KeyboardInterrupt that leaves a task out of the event loop,
+    ending the run). A CancelledError is the engine's only when this task was cancelled (a stop signal, the
+    deadline); one the bot raised itself is its exception like any other (it used to end the
+    conversation's task, and the conversation was never recorded)."""
     try:
         value = function()
         if inspect.isawaitable(value):
             value = await value
-    except asyncio.CancelledError:
-        raise
     except BaseException as exc:
+        if isinstance(exc, asyncio.CancelledError) and being_cancelled():
+            raise
         raise _Raised(exc) from exc
     return value
 
@@ -102,16 +106,22 @@ class PythonSession:
             self._last_state = reply.state
         return reply
 
-    async def _bounded(self, what: str, call: Any) -> Any:
-        """`call` (user code) under the turn's deadline (a blocking bot's thread is left to finish on its
-        own); what it raised, BaseExceptions included, as this turn's bot error."""
+    async def _bounded(self, what: str, call: Coroutine[Any, Any, Any]) -> Any:
+        """`call` (user code) under the turn's deadline, in a task of its own (a blocking bot's thread is
+        left to finish on its own; a coroutine that will not end when cancelled is closed and left,
+        `eventloop.apart`); what it raised, BaseExceptions included, as this turn's bot error."""
         timeout = self._limits.timeout_s
         try:
-            return await within(call, timeout)
-        except TimeoutError:
+            return await apart(call, timeout, ABANDON_AFTER_S)
+        except TimeoutError as exc:
+            left = (
+                f"; it did not stop when cancelled and was abandoned {ABANDON_AFTER_S:g} s later"
+                if isinstance(exc, Abandoned)
+                else ""
+            )
             raise BotError(
                 "timeout",
-                f"{what} did not return within {timeout or 0:g} s (bot.timeout_s, the turn's deadline)",
+                f"{what} did not return within {timeout or 0:g} s (bot.timeout_s, the turn's deadline){left}",
             ) from None
         except _Raised as raised:  # SystemExit, KeyboardInterrupt... from user code: this turn's error
             raise BotError(
@@ -141,21 +151,15 @@ class PythonSession:
             ) from None
 
     async def _call(self, text: str, kwargs: dict[str, Any]) -> Any:
-        """The bot's send; anything it raises is wrapped here, inside the task: asyncio re-raises a
-        SystemExit or KeyboardInterrupt that leaves a task out of the event loop, ending the run."""
-        try:
-            if inspect.iscoroutinefunction(self._bot.send):
-                result = await self._bot.send(text, **kwargs)
-            else:
-                # A blocking bot runs in a daemon thread so the other conversations keep going, and one
-                # that never returns cannot keep the run from ending (user_threads.py).
-                result = await in_daemon_thread(functools.partial(self._bot.send, text, **kwargs))
-            if inspect.isawaitable(result):
-                result = await result
-        except asyncio.CancelledError:
-            raise  # the engine's own cancellation (or the deadline), not the bot's doing
-        except BaseException as exc:
-            raise _Raised(exc) from exc
+        """The bot's send, what it raises wrapped (`_run_user`)."""
+        send: Callable[[], Any] = functools.partial(self._bot.send, text, **kwargs)
+        if not inspect.iscoroutinefunction(self._bot.send):
+            # A blocking bot runs in a daemon thread so the other conversations keep going, and one that
+            # never returns cannot keep the run from ending (user_threads.py).
+            send = functools.partial(in_daemon_thread, send)
+        result = await _run_user(send)
+        if inspect.isawaitable(result):  # a sync send that returned an awaitable
+            result = await _run_user(lambda: result)
         return result
 
     async def final_state(self) -> dict[str, Any] | None:
@@ -189,13 +193,9 @@ class PythonBotFactory:
         # A factory with an `env` parameter is given the conversation's environment (docs/environment.md).
         kwargs = {"env": environment} if environment is not None and _takes(self._factory, "env") else {}
         try:
-            bot = self._factory(**kwargs)
-            if inspect.isawaitable(bot):
-                bot = await bot
-        except Exception as exc:
-            raise BotError(
-                "bot_exception", f"factory {self.spec} raised {type(exc).__name__}: {exc}"
-            ) from exc
+            bot = await _run_user(functools.partial(self._factory, **kwargs))
+        except _Raised as raised:
+            raise BotError("bot_exception", user_code_error(raised.exc, f"factory {self.spec}")) from None
         if not hasattr(bot, "send") and callable(bot):
             bot = _ReplyFunction(bot)  # a callable product is a function bot, as `bot=f` given in code is
         if not hasattr(bot, "send"):

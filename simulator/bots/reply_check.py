@@ -2,7 +2,8 @@
 
 `bool("false")` is True, so a bot that wrote its flags as strings would have handed over on every turn, and a
 `state` that is a list was silently dropped. Both adapters (HTTP and Python) call `checked_flags` on what the
-bot sent: JSON booleans (or nothing) for `handed_over` and `closed`, an object (or nothing) for `state`;
+bot sent: JSON booleans (or nothing) for `handed_over` and `closed`, an object (or nothing) of JSON data for
+`state` (a Python bot's set, datetime or object used to end the whole run when the record was written);
 anything else is an `invalid_reply` bot error naming the field, recorded and never judged.
 """
 
@@ -17,11 +18,12 @@ __all__ = [
     "user_code_error",
 ]
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
 from simulator.bots.base import BotError
-from simulator.jsonbounds import JSONRefused, check_depth
+from simulator.jsonbounds import JSONRefused, check_data, check_depth
 
 # The most a bot may send in one turn (after decompression): a reply past it is a bot error, not a run that
 # reads gigabytes.
@@ -44,6 +46,8 @@ def user_code_error(exc: BaseException, doing: str = "") -> str:
     if isinstance(exc, SystemExit):
         code = shown(exc.code, repr)
         return f"{doing or 'the bot'} called sys.exit({code}), which ends only this conversation"
+    if isinstance(exc, asyncio.CancelledError):  # the run's own cancellations never get here (python_bot.py)
+        return f"{doing or 'the bot'} raised asyncio.CancelledError itself (nothing cancelled it)"
     found = f"{type(exc).__name__}: {shown(exc, str)}"
     return f"{doing} raised {found}" if doing else found
 
@@ -78,7 +82,12 @@ def checked_state(value: Any, where: str = "state") -> dict[str, Any] | None:
     if value is None:
         return None
     if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
-        return dict(value)
+        state = dict(value)
+        try:  # recorded as JSON, read by judges as JSON: a set, a datetime or NaN is refused here, by name
+            check_data(state, f"the bot's {where}")
+        except JSONRefused as exc:
+            raise BotError("invalid_reply", str(exc)) from None
+        return state
     raise BotError(
         "invalid_reply",
         f"the bot's '{where}' is {type(value).__name__}; send an object of named values "

@@ -18,6 +18,7 @@ raise; it is recorded, never judged, and the run goes on with the next conversat
 from __future__ import annotations
 
 __all__ = [
+    "ABANDON_AFTER_S",
     "TurnLimits",
     "guard_turn",
     "over_limit",
@@ -38,6 +39,10 @@ if TYPE_CHECKING:
 # After the kind's own deadline, how long the loop waits before it stops the turn itself: the adapter's
 # deadline, with its more precise hint, fires first.
 BACKSTOP_GRACE_S = 5.0
+# After a python bot's deadline, how long its cancelled coroutine has to end before it is abandoned (one that
+# catches CancelledError and waits again used to hold its conversation, and the run, forever); less than
+# BACKSTOP_GRACE_S, so the adapter's error, which says so, comes first.
+ABANDON_AFTER_S = 1.0
 # Every bot turn of one conversation, as JSON: half of what one record line may hold (record/folder.py
 # MAX_RECORD_BYTES), so the run never writes a record its readers refuse.
 MAX_CONVERSATION_BYTES = 128_000_000

@@ -103,8 +103,8 @@ _FLAGS = {"bot.url": "--url", "judges.model": "--judge-model", "user.model": "--
 def _check_before_writing(out: Path, text: str) -> None:
     """The suite as it would be written to `out`, loaded and checked as `validate` checks it (its URL, its
     models); a problem in a field a flag filled names the flag and the value given."""
-    from simulator.config.suite import load_suite
     from simulator.api.checks import preflight_problems
+    from simulator.config.suite import load_suite
     from simulator.errors import Problem
 
     try:

@@ -125,7 +125,10 @@ async def _open_session(
 async def _attempt(
     plan: ConversationPlan, user: SimulatedUser, bots: BotFactory, attempt: _Attempt
 ) -> tuple[StopReason, dict[str, Any] | None, ErrorInfo | None]:
-    session = await _open_session(plan, user, bots, attempt)
+    try:
+        session = await _open_session(plan, user, bots, attempt)
+    except BotError as exc:  # the bot's factory failed: the bot's error (it was recorded as the engine's)
+        return "error", None, ErrorInfo(source="bot", kind=exc.kind, message=str(exc))
     state: dict[str, Any] | None = None
     try:
         for index in range(plan.scenario.max_turns):

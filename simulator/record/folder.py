@@ -241,11 +241,17 @@ def dump_line(record: BaseModel, *, indent: int | None = None, exclude_none: boo
                 f"{_name(record)}: a record nested more than {MAX_RECORD_DEPTH} levels deep, the most a reader "
                 "takes, was not written"
             ) from None
-        data = repair_text(record.model_dump(mode="python", exclude_none=exclude_none, by_alias=True))
-        if "text_repaired" in type(record).model_fields:
-            data["text_repaired"] = True
-        repaired = type(record).model_validate(data)
-        text = repaired.model_dump_json(exclude_none=exclude_none, indent=indent)
+        try:
+            data = repair_text(record.model_dump(mode="python", exclude_none=exclude_none, by_alias=True))
+            if "text_repaired" in type(record).model_fields:
+                data["text_repaired"] = True
+            repaired = type(record).model_validate(data)
+            text = repaired.model_dump_json(exclude_none=exclude_none, indent=indent)
+        except ValueError as again:  # not a lone surrogate: a value JSON has no form for (an object, a set)
+            raise RecordUnwritable(
+                f"{_name(record)}: a record holding a value that cannot be written as JSON "
+                f"({str(again)[:200]}) was not written"
+            ) from None
     if contains_secret(text):
         # Redacted in the parsed data, not the JSON text: a secret holding quotes or backslashes is escaped
         # there, and replacing inside JSON could break its structure.
@@ -257,6 +263,19 @@ def dump_line(record: BaseModel, *, indent: int | None = None, exclude_none: boo
 
 class RecordRefused(UserError):
     """A record its readers would refuse (larger or deeper than they take): it is never written."""
+
+    kind = "record_too_large"  # the error of the stand-in written instead (`_stand_in`)
+    advice = "keep states and tool results smaller"
+
+
+class RecordUnwritable(RecordRefused):
+    """A record holding a value JSON has no form for. The adapters refuse such a value where it enters
+    (`jsonbounds.check_data`, a bot's `invalid_reply`); this is the last line, so that a value let in by
+    another path costs its conversation, never the run (it used to end the run with the folder holding
+    only its manifest)."""
+
+    kind = "record_unwritable"
+    advice = "something handed the engine a value that is not JSON data"
 
 
 def _check_readable(record: BaseModel, text: str, limit: int) -> None:
@@ -283,24 +302,26 @@ def _name(record: BaseModel) -> str:
     )
 
 
-def _stand_in(record: BaseModel, why: str) -> BaseModel | None:
+def _stand_in(record: BaseModel, refused: RecordRefused) -> BaseModel | None:
     """What is written instead of a record its readers would refuse: the conversation (or verdict) as an
     error that says why, without the oversized parts (states first, then turns; evidence for a verdict), so
     the report counts it as an error instead of calling the whole file damaged. None for other records."""
+    why, kind = str(refused), refused.kind
     if isinstance(record, ConversationRecord):
-        error = ErrorInfo(
-            source="engine", kind="record_too_large", message=f"{why}; keep states and tool results smaller"
-        )
+        error = ErrorInfo(source="engine", kind=kind, message=f"{why}; {refused.advice}")
         light = record.model_copy(
             update={"final_state": None, "environment_state": None, "stop_reason": "error", "error": error}
         )
         try:
             _check_readable(light, light.model_dump_json(exclude_none=True), MAX_RECORD_BYTES)
             return light
-        except RecordRefused:
+        except (
+            RecordRefused,
+            ValueError,
+        ):  # still too large, or the value that JSON has no form for is in a turn
             return light.model_copy(update={"turns": []})
     if isinstance(record, Verdict):
-        error = ErrorInfo(source="judge", kind="record_too_large", message=why)
+        error = ErrorInfo(source="judge", kind=kind, message=why)
         update: dict[str, Any] = {"result": "error", "reasoning": "", "evidence": [], "expected": None}
         return record.model_copy(
             update={**update, "actual": None, "outcome": None, "votes": None, "error": error}
@@ -314,7 +335,7 @@ def dump_writable(record: BaseModel) -> str:
     try:
         return dump_line(record)
     except RecordRefused as exc:
-        stand_in = _stand_in(record, str(exc))
+        stand_in = _stand_in(record, exc)
         if stand_in is None:
             raise
         print(f"note: {exc}; recorded as an error instead", file=sys.stderr)

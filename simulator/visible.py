@@ -10,11 +10,17 @@ transcript could show a reviewer words in another order than the bot sent them.
 
 from __future__ import annotations
 
-__all__ = ["html_text", "json_visible", "visible", "visible_markup"]
+__all__ = ["html_text", "json_visible", "terminal_console", "visible", "visible_markup"]
 
+import functools
 import html
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.segment import Segment
 
 # C0 controls except tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), and the Unicode format
 # characters that reorder or hide text (bidi embeddings, overrides and isolates, zero-width joiners aside).
@@ -44,6 +50,39 @@ def visible_markup(text: str) -> str:
     from rich.markup import escape
 
     return escape(visible(text))
+
+
+@functools.cache
+def _visible_console() -> type[Console]:
+    """The console class, made on first use: rich is imported by the commands that print, not by `--help`."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class VisibleConsole(Console):
+        """A rich console whose every segment of text is shown by `visible` as it is rendered: a title, a table
+        cell, a rule or an f-string from a run folder or a file cannot reach the terminal raw, whichever call
+        printed it. Rich's own control segments (cursor moves) and its styles (applied after) are kept. A
+        string given to `print` is shown so before it is laid out, so its width counts the escapes."""
+
+        def print(self, *objects: Any, **options: Any) -> None:
+            super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **options)
+
+        def render(
+            self, renderable: RenderableType, options: ConsoleOptions | None = None
+        ) -> Iterable[Segment]:
+            for segment in super().render(renderable, options):
+                if segment.control is None and _CONTROL.search(segment.text):
+                    yield Segment(visible(segment.text), segment.style)
+                else:
+                    yield segment
+
+    return VisibleConsole
+
+
+def terminal_console(**options: Any) -> Console:
+    """The console every command prints through (rich's options as given): control and text-reordering
+    characters shown as escapes, never obeyed (`VisibleConsole`)."""
+    return _visible_console()(**options)
 
 
 def html_text(value: Any) -> str:

@@ -15,7 +15,7 @@ from simulator.config.loading import load_scenarios
 from simulator.config.suite import Suite, load_suite
 from simulator.engine.runner import RunOptions, run_suite
 from simulator.record.folder import VERDICTS, RunFolder, read_jsonl
-from simulator.record.manifest import Manifest, RoleModels, ScenarioEntry
+from simulator.record.manifest import JudgeSet, Manifest, RoleModels, ScenarioEntry
 from simulator.record.models import ConversationRecord, ErrorInfo, Evidence, Verdict
 from simulator.record.transcript import Usage
 
@@ -315,17 +315,20 @@ def write_run(
 ) -> Path:
     """A run folder written record by record, for cases a real tiny run cannot produce cheaply."""
     ids = list(dict.fromkeys(r.scenario_id for r in records))
+    runs = max((r.repeat + 1 for r in records), default=1)  # a manifest plans no more than its runs allow
     suite = Suite.model_validate(
-        {"name": "synthetic", "runs": 1, "bot": {"type": "python", "factory": "x:y"}, **(config or {})}
+        {"name": "synthetic", "runs": runs, "bot": {"type": "python", "factory": "x:y"}, **(config or {})}
     )
     manifest = Manifest(
+        kind="simulation" if records else "imported",  # a simulated run lists its scenarios; an empty one not
         run_id=path.name,
         created_at=datetime.now(UTC),
         status="complete",
         suite=suite,
         models=RoleModels(user="offline", bot=suite.bot.describe()),
         scenarios=[ScenarioEntry(id=i) for i in ids],
-        planned=len(records),
+        planned=len({r.id for r in records}),
+        judge_sets=[JudgeSet(hash=next((v.judge_set_hash for v in verdicts), "") or "sha256:synthetic")],
     )
     folder = RunFolder.create(path, manifest)
     for rec in records:

@@ -170,12 +170,12 @@ def _factor_flags(values: list[str]) -> dict[str, list[Any]]:
 
 
 def cmd_vary(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from simulator.config.factors import check_scenario_styles, expand_factors, levels_of
     from simulator.config.loading import load_scenarios
     from simulator.config.styles import DEFAULT_STYLES, load_styles, suite_styles
+    from simulator.visible import terminal_console
 
     factors: dict[str, list[Any]] = {}
     design = args.design
@@ -211,7 +211,7 @@ def cmd_vary(args: argparse.Namespace) -> int:
                 v.id, str(len(v.facts)), str(v.volunteers), ", ".join(added) or "–",
                 ", ".join(f"{k}={x}" for k, x in v.expected.items()),
             )  # fmt: skip
-    console = Console()
+    console = terminal_console()
     console.print(table)
     for levels, text in personas.items():
         console.print(f"[bold]{levels}[/]: {text}")

@@ -492,11 +492,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from simulator.record.folder import RunFolder, latest_by_id
     from simulator.record.selection import select_verdicts
     from simulator.report.show import render_conversation
+    from simulator.visible import terminal_console
 
     folder = RunFolder.open(args.run)
     folder.read_manifest()  # a damaged manifest is one clear error, not a transcript shown as if all is well
@@ -526,7 +525,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         for record in records:
             sys.stdout.write(json_visible(record.model_dump_json()) + "\n")
         return 0
-    console = Console()
+    console = terminal_console()
     from rich.markup import escape
 
     from simulator.analysis.calls import limit_lines

@@ -154,9 +154,9 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
 
 def _console() -> Any:
     """The report's console: as wide as the terminal, 80 columns (or $COLUMNS) in a pipe or a CI log."""
-    from rich.console import Console
+    from simulator.visible import terminal_console
 
-    return Console()
+    return terminal_console()
 
 
 def cmd_judge(args: argparse.Namespace) -> int:

@@ -95,14 +95,13 @@ def add_new_hazard(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def cmd_safety_case(args: argparse.Namespace) -> int:
     check_output("--html", args.html)
     check_output("--json", args.json)
-    from rich.console import Console
-
     from simulator.report.draw_terminal import draw_sections
     from simulator.safety.case import build_safety_case, load_runs
     from simulator.safety.hazards import load_hazard_log
     from simulator.safety.html import print_pdf, safety_case_html
     from simulator.safety.signoffs import SignOffBook, signoff_views
     from simulator.safety.view import safety_case_sections
+    from simulator.visible import terminal_console
 
     if args.sign and args.verify:
         raise UserError("--sign and --verify: give one of them")
@@ -118,7 +117,9 @@ def cmd_safety_case(args: argparse.Namespace) -> int:
         _sign(desk, case, args)
     views = signoff_views(SignOffBook(desk), case.traceability.hazard_log, case.evidence_hash)
     sections = safety_case_sections(case, views)
-    draw_sections(Console(), sections[:1] if args.quiet else sections[:-1], lines=True, max_details=3)
+    draw_sections(
+        terminal_console(), sections[:1] if args.quiet else sections[:-1], lines=True, max_details=3
+    )
     if args.json:
         write_output(args.json, case.model_dump_json(indent=2) + "\n")
     html = safety_case_html(case, views)

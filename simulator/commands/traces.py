@@ -160,11 +160,10 @@ def _print_simulators(result: Any) -> None:
 
 def cmd_compare_populations(args: argparse.Namespace) -> int:
     check_output("--json", args.json)
-    from rich.console import Console
-
     from simulator.analysis.populations import compare_populations
     from simulator.report.draw_terminal import draw_table
     from simulator.report.section import Column, Table
+    from simulator.visible import terminal_console
 
     result = compare_populations(args.sim_run, args.real_run, args.alpha)
     names = ("measure", "simulated", "real", "gap", "difference", "p")
@@ -179,7 +178,7 @@ def cmd_compare_populations(args: argparse.Namespace) -> int:
             row.difference,
             f"{row.p:.3g}{flag}",
         )
-    draw_table(Console(), table)  # the report's layout: fits 80 columns in a pipe, nothing cut
+    draw_table(terminal_console(), table)  # the report's layout: fits 80 columns in a pipe, nothing cut
     print(
         "gap: KS distance (distributions), |difference| (rates), total variation (stop reasons); largest first"
     )

@@ -22,6 +22,7 @@ from pydantic import Field, StringConstraints, WithJsonSchema, field_validator, 
 from simulator.config.assertions import AssertionSpec
 from simulator.config.attack import Strategy
 from simulator.config.documents import FileDocument, FileDocumentKind, yaml_files
+from simulator.config.expected import ENVIRONMENT_KEY, Expected
 from simulator.config.kinds import is_not_scenario_data
 from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.script import Script
@@ -117,7 +118,7 @@ class Scenario(BuiltModel, FileDocument):
     persona: Text
     goal: Text
     facts: Annotated[list[Text], WithJsonSchema(_FACTS_SCHEMA)] = Field(default_factory=list)
-    expected: dict[str, Any] = Field(default_factory=dict)
+    expected: Expected = Field(default_factory=dict)
     max_turns: int = Field(default=12, ge=1, le=200)
     tags: list[Text] = Field(default_factory=list)
     language: str | None = None
@@ -243,7 +244,7 @@ class Scenario(BuiltModel, FileDocument):
         twice = sorted({i for i in ids if ids.count(i) > 1})
         if twice:
             raise ValueError(f"two tool_checks have the id {twice[0]}; give each its own `id`")
-        paths = self.expected.get("environment")
+        paths = self.expected.get(ENVIRONMENT_KEY)
         if paths is not None:
             if not isinstance(paths, dict) or not paths:
                 raise ValueError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "MAX_RUNS",
     "CacheConfig",
     "FidelityConfig",
     "OutcomeConfig",
@@ -184,6 +185,22 @@ class OutcomeConfig(_Strict):
                     raise ValueError(f"unknown outcome source {name!r}: use {', '.join(SOURCES)}")
         return names
 
+    def not_a_level(self, value: Any) -> str | None:
+        """Why `value` cannot be a scenario's expected `key`: not one of the levels, with the declared spelling
+        (`Emergency` -> `emergency`) or the closest level (`emergncy`) to write; None when it is one. The one
+        check of the scenario files (engine/preflight.py) and of a run's manifest (record/manifest.py)."""
+        if isinstance(value, str) and value in self.levels:
+            return None
+        text = str(value)
+        same = [level for level in self.levels if level.lower() == text.strip().lower()]
+        close = same or difflib.get_close_matches(text.lower(), self.levels, n=1)
+        hint = (
+            f"did you mean '{close[0]}'? (levels are written as outcome.levels declares them)"
+            if close
+            else f"write one of {', '.join(self.levels)}"
+        )
+        return f"expected {self.key} '{value}' is not one of outcome.levels {self.levels}; {hint}"
+
     @property
     def sources(self) -> list[str]:
         """The sources in the order they decide."""
@@ -274,6 +291,10 @@ class HeldOutConfig(_Strict):
     seed: int = 0
 
 
+# Repeats per scenario, at most (`runs`); a record's `repeat` is below it (record/models.py).
+MAX_RUNS = 10_000
+
+
 class Suite(BuiltModel):
     name: str = "suite"
     description: str | None = None
@@ -283,7 +304,7 @@ class Suite(BuiltModel):
     judges: JudgesConfig = Field(default_factory=JudgesConfig)
     # Repeats per scenario. Far beyond any study (hundreds) is a typo: the run's list of conversation ids
     # alone filled memory (runs: 1e30 hung `run` with no output).
-    runs: int = Field(default=1, ge=1, le=10_000)
+    runs: int = Field(default=1, ge=1, le=MAX_RUNS)
     concurrency: int = Field(default=8, ge=1, le=10_000)  # more workers than this is a typo, not a plan
     seed: int = 0
     outcome: OutcomeConfig | None = None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 __all__ = ["expected_problems", "preflight", "preflight_problems"]
 
-import difflib
 import functools
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -128,17 +127,6 @@ def _expected_problems(suite: Suite) -> list[Problem]:
     return expected_problems(suite, scenarios)
 
 
-def _level_hint(value: Any, levels: list[str]) -> str:
-    """How to fix a level the suite does not declare: the declared spelling (`Emergency` -> `emergency`)
-    or the closest level (`emergncy`), else the list."""
-    text = str(value)
-    same = [level for level in levels if level.lower() == text.strip().lower()]
-    close = same or difflib.get_close_matches(text.lower(), levels, n=1)
-    if close:
-        return f"; did you mean '{close[0]}'? (levels are written as outcome.levels declares them)"
-    return f"; write one of {', '.join(levels)}"
-
-
 def expected_problems(suite: Suite, scenarios: list[Any]) -> list[Problem]:
     """Each scenario's `expected`: an outcome level the suite declares, a state key the bot sets, and never
     a boolean in quotes (`"false"` would never equal the bot's `false`). The one check `validate`, `run`
@@ -163,11 +151,8 @@ def expected_problems(suite: Suite, scenarios: list[Any]) -> list[Problem]:
                 )
                 message = f"expected {key}: the bot never sets it (this {suite.bot.type} bot sets {sets}); fix the key"
                 problems.append(Problem(file, message, scenario._line, f"expected.{key}"))
-            elif outcome is not None and key == outcome.key and value not in outcome.levels:
-                message = (
-                    f"expected {key} '{value}' is not one of outcome.levels {outcome.levels}"
-                    + _level_hint(value, list(outcome.levels))
-                )
+            elif outcome is not None and key == outcome.key and outcome.not_a_level(value):
+                message = str(outcome.not_a_level(value))
                 problems.append(Problem(file, message, scenario._line, f"expected.{key}"))
             elif isinstance(value, str) and value.strip().lower() in ("true", "false"):
                 message = (

@@ -125,8 +125,8 @@ def new_manifest(
             "judge": judges.prompt(),
         },
         planned=len(scenarios) * suite.runs,
+        judge_sets=[judges.describe()],
     )
-    manifest.add_judge_set(judges.describe())
     return manifest
 
 

@@ -19,6 +19,7 @@ __all__ = [
 from collections.abc import Callable
 from typing import Any
 
+from simulator.config.expected import ENVIRONMENT_KEY, environment_paths
 from simulator.config.patterns import PatternTimeout
 from simulator.config.scenario import Scenario
 from simulator.judging.assertions import AssertionSpec, check_assertions
@@ -33,8 +34,6 @@ CODE_CHECKS_VERSION = "code-checks-v1"
 # `expected` keys compared with the recorded stop reason rather than the bot's final state.
 STOP_KEYS = {"handover": "handover", "closed": "bot_closed"}
 
-# The `expected` key whose value holds paths of the environment's final state (docs/environment.md).
-ENVIRONMENT_KEY = "environment"
 
 # A golden `exact` item's verdict; its assertions, if any, are recorded beside it and gate nothing.
 EXACT = "exact_match"
@@ -55,7 +54,7 @@ def _asserts(scenario: Scenario) -> bool:
 def code_check_ids(scenario: Scenario) -> list[str]:
     """The criterion ids the code checks write for a scenario."""
     ids = [f"outcome.{key}" for key in scenario.expected if key != ENVIRONMENT_KEY]
-    ids += [f"environment.{path}" for path in scenario.expected.get(ENVIRONMENT_KEY) or {}]
+    ids += [f"environment.{path}" for path in environment_paths(scenario.expected)]
     exact_item = scenario.script is not None and scenario.script.kind == "exact"
     if exact_item:
         ids.append(EXACT)
@@ -349,8 +348,8 @@ def code_verdicts(
             for check_id in code_check_ids(scenario)
         ]
     verdicts = outcome_verdicts(record, scenario, judge_set_hash, decided)
-    if scenario.expected.get(ENVIRONMENT_KEY):
-        verdicts += environment_verdicts(record, scenario.expected[ENVIRONMENT_KEY], judge_set_hash)
+    if environment_paths(scenario.expected):
+        verdicts += environment_verdicts(record, environment_paths(scenario.expected), judge_set_hash)
     script = scenario.script
     if script is not None and script.kind == "exact":
         verdicts.append(exact_verdict(record, scenario.reference or "", judge_set_hash))

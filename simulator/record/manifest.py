@@ -25,16 +25,20 @@ __all__ = [
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from simulator import __version__
 from simulator.config.bot_identity import BotIdentity
+from simulator.config.expected import Expected
 from simulator.config.suite import Suite
 from simulator.models import StrictModel as _Record
 from simulator.record.models import SCHEMA_VERSION
 
+# A count of things (conversations, calls): never negative.
+Count = Annotated[int, Field(ge=0)]
 RunKind = Literal["simulation", "golden", "imported"]
 RunStatus = Literal["running", "complete", "interrupted", "aborted"]
 
@@ -53,7 +57,7 @@ class ScenarioEntry(_Record):
     file: str | None = None
     line: int | None = None
     sha256: str | None = None
-    expected: dict[str, Any] = Field(default_factory=dict)
+    expected: Expected = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
     # Set for a golden item (a one-turn scenario with a scripted user): its intent and kind.
     intent: str | None = None
@@ -118,13 +122,13 @@ class RoleModels(_Record):
 class CallCounts(_Record):
     """What one provider's calls did in one session, over every role."""
 
-    attempts: int = 0  # requests sent, retries included
-    retries: int = 0
-    rate_limits: int = 0
-    transient_errors: int = 0
-    failed: int = 0
-    cache_hits: dict[str, int] = Field(default_factory=dict)  # by role
-    cache_misses: dict[str, int] = Field(default_factory=dict)
+    attempts: Count = 0  # requests sent, retries included
+    retries: Count = 0
+    rate_limits: Count = 0
+    transient_errors: Count = 0
+    failed: Count = 0
+    cache_hits: dict[str, Count] = Field(default_factory=dict)  # by role
+    cache_misses: dict[str, Count] = Field(default_factory=dict)
 
     def __add__(self, other: CallCounts) -> CallCounts:
         def add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
@@ -189,9 +193,9 @@ class ShardInfo(_Record):
 class RunCounts(_Record):
     """What the run folder holds, as of the last manifest write."""
 
-    conversations: int = 0
-    stop_reasons: dict[str, int] = Field(default_factory=dict)
-    errors: int = 0
+    conversations: Count = 0
+    stop_reasons: dict[str, Count] = Field(default_factory=dict)
+    errors: Count = 0
 
 
 class Unseal(_Record):
@@ -222,7 +226,7 @@ class Manifest(_Record):
     models: RoleModels
     prompts: dict[str, PromptEntry] = Field(default_factory=dict)
     scenarios: list[ScenarioEntry] = Field(default_factory=list)
-    planned: int = 0
+    planned: Count = 0
     # Every judge set used on the run, oldest first; the last one is the current set.
     judge_sets: list[JudgeSet] = Field(default_factory=list)
     counts: RunCounts = Field(default_factory=RunCounts)
@@ -232,6 +236,32 @@ class Manifest(_Record):
     shard: ShardInfo | None = None
     # Held-out transcripts are sealed from every reader until someone unseals the run (record/seal.py).
     unsealed: list[Unseal] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _holds_what_its_run_could(self) -> Manifest:
+        """What the run's own suite bounds: the planned count (its repeats of its scenarios), each scenario's
+        expected level (one the suite declares), and a simulated run's scenarios and judge set (it records
+        both when it starts). An imported run's figures come from its traces, which set no such bounds."""
+        if self.kind == "imported" or self.suite is None:
+            return self
+        if not self.scenarios:
+            _refuse("scenarios", "should list the run's scenarios (a run records them when it starts)")
+        if not self.judge_sets:
+            _refuse("judge_sets", "should hold the judge set the run used (a run records it when it starts)")
+        most = self.suite.runs * len(self.scenarios)
+        if self.planned > most:
+            _refuse(
+                "planned",
+                f"should be at most {most}, the suite's {self.suite.runs} runs of the {len(self.scenarios)} "
+                "scenarios the manifest lists",
+            )
+        outcome = self.suite.outcome
+        for number, entry in enumerate(self.scenarios):
+            if outcome is not None and outcome.key in entry.expected:
+                problem = outcome.not_a_level(entry.expected[outcome.key])
+                if problem is not None:
+                    _refuse(("scenarios", number, "expected", outcome.key), problem)
+        return self
 
     @property
     def judge_set(self) -> JudgeSet | None:
@@ -296,6 +326,15 @@ class Manifest(_Record):
         suite._file = Path(self.suite_file) if self.suite_file else None
         suite._base_dir = Path(self.suite_file).parent.resolve() if self.suite_file else folder.resolve()
         return suite
+
+
+def _refuse(loc: str | tuple[str | int, ...], problem: str) -> None:
+    """A refusal of the manifest's field at `loc`, as pydantic's own are reported (file, field, reason)."""
+    error = PydanticCustomError("manifest_bound", problem)
+    where = (loc,) if isinstance(loc, str) else loc
+    raise ValidationError.from_exception_data(
+        "Manifest", [InitErrorDetails(type=error, loc=where, input=None)]
+    )
 
 
 def _refuse_redacted_urls(suite: Suite, folder: Path) -> None:

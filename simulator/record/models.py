@@ -19,10 +19,13 @@ __all__ = [
 ]
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
+from simulator.config.expected import expected_value_problem
+from simulator.config.suite import MAX_RUNS
 from simulator.models import StrictModel
 from simulator.record.transcript import Turn, Usage
 
@@ -35,6 +38,10 @@ StopReason = Literal["user_done", "handover", "bot_closed", "max_turns", "error"
 VerdictKind = Literal["llm", "code", "metric", "fidelity"]
 FactStatus = Literal["elicited", "volunteered", "missed"]
 VerdictResult = Literal["pass", "fail", "not_applicable", "error", "not_judged"]
+
+
+# A repeat's index: 0 up to the most runs a suite may ask for (config/suite.py MAX_RUNS), exclusive.
+Repeat = Annotated[int, Field(ge=0, lt=MAX_RUNS)]
 
 
 def conversation_key(scenario_id: str, repeat: int) -> str:
@@ -79,7 +86,7 @@ class ConversationRecord(StrictModel):
     schema_version: int = SCHEMA_VERSION
     id: str
     scenario_id: str
-    repeat: int
+    repeat: Repeat
     stop_reason: StopReason
     turns: list[Turn]
     final_state: dict[str, Any] | None = None
@@ -153,7 +160,7 @@ class Verdict(StrictModel):
     schema_version: int = SCHEMA_VERSION
     conversation_id: str
     scenario_id: str
-    repeat: int
+    repeat: Repeat
     criterion_id: str
     kind: VerdictKind
     result: VerdictResult
@@ -191,6 +198,17 @@ class Verdict(StrictModel):
     # one `llm` judgement (errors of that call included), or a `jury` of several judgements (`aggregate`
     # names the rule). None: nobody decided (not_judged) or a record written before the field existed.
     decided_by: Literal["code", "applies_when", "llm", "jury"] | None = None
+
+    @field_validator("expected")
+    @classmethod
+    def _one_expected_value(cls, value: Any, info: ValidationInfo) -> Any:
+        """An outcome check's `expected` is the scenario's value (config/expected.py): reports count it."""
+        criterion = str(info.data.get("criterion_id", ""))
+        if criterion.startswith("outcome."):
+            problem = expected_value_problem(criterion.removeprefix("outcome."), value)
+            if problem is not None:
+                raise PydanticCustomError("expected_value", problem)
+        return value
 
     @property
     def is_sample(self) -> bool:

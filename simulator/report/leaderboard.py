@@ -11,11 +11,12 @@ from rich.markup import escape
 from simulator.analysis.leaderboard import Leaderboard
 from simulator.report.draw_terminal import draw_sections
 from simulator.report.leaderboard_view import HEADERS, leaderboard_sections, row_cells
+from simulator.visible import terminal_console
 
 
 def render_leaderboard(board: Leaderboard, console: Console | None = None) -> None:
     """Print the leaderboard, the paired comparisons with the baseline, and what the numbers leave out."""
-    console = console or Console()
+    console = console or terminal_console()
     console.rule("[bold]leaderboard[/]")  # the matrix on a line of its own: a rule would cut a long id
     console.print(
         f"matrix {escape(board.matrix_id)} · {len(board.cells)} cells · baseline {escape(board.baseline)}",

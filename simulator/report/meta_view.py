@@ -10,6 +10,7 @@ from rich.console import Console
 from simulator.analysis.meta_eval import MetaEvaluation, MetaGroup
 from simulator.report.draw_terminal import draw_table
 from simulator.report.section import Cell, Column, Table
+from simulator.visible import terminal_console
 from simulator.visible import visible_markup as escape
 
 _HEADERS = ("rater", "against", "compared", "macro-F1", "kappa", "false passes", "left out")
@@ -46,7 +47,7 @@ def _summary(console: Console, group: MetaGroup) -> None:
 
 def render_meta_evaluation(result: MetaEvaluation, console: Console | None = None) -> None:
     """Print every group; intervals are 95% bootstrap intervals over conversations clustered by scenario."""
-    console = console or Console()
+    console = console or terminal_console()
     console.rule("[bold]meta-evaluation[/]")  # the run on a line of its own: a rule would cut it short
     console.print(f"run {escape(result.run_id)} · judge set {escape(result.judge_set)}", overflow="fold")
     console.print(

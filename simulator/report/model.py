@@ -99,14 +99,36 @@ class RunInfo(_Model):
     planned: int
     # Distinct vignettes (base scenarios): the unit of every rate; `scenarios` counts their variants too.
     vignettes: int = 0
+    # What the manifest planned: its scenarios, and their distinct vignettes (the counts above are of the
+    # conversations recorded, which a partial run has fewer of).
+    planned_scenarios: int = 0
+    planned_vignettes: int = 0
 
     @property
     def counted(self) -> str:
-        """The header's count of the evidence, vignettes first: `22 vignettes, 168 variants × 1 runs = 168
-        conversations`; `22 vignettes × 3 runs = 66 conversations` when no vignette has variants."""
+        """The header's count of the evidence, vignettes first. An equation only when it holds: `22 vignettes
+        × 3 runs = 66 conversations (planned 66)`, `22 vignettes, 168 variants × 1 runs = 168 conversations
+        (planned 168)`; otherwise (a partial run, a line cut short) what was recorded of what was planned:
+        `17 of 66 planned conversations (22 vignettes × 3 runs); 6 of 22 vignettes reached`."""
         vignettes = self.vignettes or self.scenarios
         variants = f", {self.scenarios} variants" if self.scenarios != vignettes else ""
-        return f"{vignettes} vignettes{variants} × {self.runs} runs = {self.conversations} conversations"
+        if self.scenarios * self.runs == self.conversations and self.planned in (0, self.conversations):
+            planned = f" (planned {self.planned})" if self.planned else ""
+            return f"{vignettes} vignettes{variants} × {self.runs} runs = {self.conversations} conversations{planned}"
+        if not self.planned:
+            return f"{self.conversations} conversations of {vignettes} vignettes{variants} (none planned)"
+        of_vignettes = self.planned_vignettes or self.planned_scenarios or vignettes
+        of_scenarios = self.planned_scenarios or of_vignettes
+        shape = ""
+        if of_scenarios * self.runs == self.planned:  # a shard plans a part of them: no shape then
+            planned_variants = f", {of_scenarios} variants" if of_scenarios != of_vignettes else ""
+            shape = f" ({of_vignettes} vignettes{planned_variants} × {self.runs} runs)"
+        reached = (
+            f"all {of_vignettes} vignettes reached"
+            if vignettes == of_vignettes
+            else f"{vignettes} of {of_vignettes} vignettes reached"
+        )
+        return f"{self.conversations} of {self.planned} planned conversations{shape}; {reached}"
 
     git_commit: str | None
     package_version: str
@@ -255,6 +277,8 @@ def _run_info(run: RunData) -> RunInfo:
         vignettes=len({vignette_of(r.scenario_id) for r in run.conversations}),
         conversations=len(run.conversations),
         planned=manifest.planned,
+        planned_scenarios=len(manifest.scenarios),
+        planned_vignettes=len({vignette_of(s.id) for s in manifest.scenarios}),
         git_commit=manifest.git_commit,
         package_version=manifest.package_version,
         judge_set=run.judge_set,

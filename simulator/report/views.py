@@ -20,6 +20,7 @@ from simulator.report.section import Cell, Column, text
 from simulator.report.section import Table as SectionTable
 from simulator.report.table_print import print_table
 from simulator.stats.rates import pct
+from simulator.visible import terminal_console
 
 
 def _signed(x: float) -> str:
@@ -122,7 +123,7 @@ def _flips(console: Console, comparison: RunComparison, max_flips: int) -> None:
 
 def render_comparison(comparison: RunComparison, console: Console | None = None, max_flips: int = 10) -> None:
     """Print the configuration differences first (a confounded comparison must be visible), then each metric."""
-    console = console or Console()
+    console = console or terminal_console()
     console.rule("[bold]compare[/]")  # the paths on their own lines: a rule would cut them short
     console.print(
         f"A (baseline)  {escape(comparison.a)}\nB (candidate) {escape(comparison.b)}", overflow="fold"
@@ -180,7 +181,7 @@ def _heading(console: Console, run_id: str, labels_file: str) -> None:
 
 def render_calibration(calibration: Calibration, console: Console | None = None) -> None:
     """Print per-criterion agreement, false passes first, then each confusion matrix and the disagreements."""
-    console = console or Console()
+    console = console or terminal_console()
     _heading(console, calibration.run_id, calibration.labels_file)
     console.print(f"judge set {escape(calibration.judge_set or '–')}")
     for c in calibration.criteria:
@@ -218,7 +219,7 @@ def render_calibration(calibration: Calibration, console: Console | None = None)
 def render_panel(calibration: Panel, console: Console | None = None) -> None:
     """Print, per criterion, the judge against each labeller and the labellers against each other: false
     passes first, then agreement, Cohen's kappa and macro-F1 (the desk's calibration page shows the same)."""
-    console = console or Console()
+    console = console or terminal_console()
     _heading(console, calibration.run_id, calibration.labels_file)
     console.print(
         f"judge set {escape(calibration.judge_set or '–')} · labellers: {escape(', '.join(calibration.labellers))}"
@@ -241,7 +242,7 @@ def render_gate(result: GateResult, console: Console | None = None) -> None:
 
     Lines are not wrapped (soft wrap), so CI logs keep one requirement per line.
     """
-    console = console or Console(soft_wrap=True)
+    console = console or terminal_console(soft_wrap=True)
     for item in result.results:
         style = _GATE_STYLE[item.status]
         console.print(

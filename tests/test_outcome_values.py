@@ -204,3 +204,200 @@ async def test_a_run_records_a_state_tool_call_with_broken_arguments_as_an_error
         suite = load_suite(_suite(tmp_path, bot))
         await run_suite(suite, suite_scenarios(suite), RunOptions(out=tmp_path / "run", progress=False))
     _errored_everywhere(tmp_path / "run", "function.arguments", "record_decision")
+
+
+# --- An outcome value that is not text, from any bot and any source ---------------------------------------
+
+NOT_TEXT: list[Any] = [["emergency"], 3, 2.5, {"level": "emergency"}, True]
+
+
+async def _run(folder: Path, bot: dict[str, Any], outcome: dict[str, Any] | None = None) -> Path:
+    from simulator.config.factors import suite_scenarios
+    from simulator.config.suite import load_suite
+    from simulator.engine.runner import RunOptions, run_suite
+
+    suite = load_suite(_suite(folder, bot, outcome))
+    await run_suite(suite, suite_scenarios(suite), RunOptions(out=folder / "run", progress=False))
+    return folder / "run"
+
+
+@asynccontextmanager
+async def _http_bot(state: dict[str, Any] | None) -> AsyncIterator[str]:
+    """An http bot answering every turn with one advice message, closing, with this `state`."""
+
+    async def chat(request: web.Request) -> web.Response:
+        body: dict[str, Any] = {"messages": ["Call 999 now."], "closed": True}
+        if state is not None:
+            body["state"] = state
+        return web.json_response(body)
+
+    app = web.Application()
+    app.router.add_post("/chat", chat)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}/chat"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("value", NOT_TEXT)
+async def test_an_http_bot_s_outcome_value_that_is_not_text_is_its_invalid_reply(
+    tmp_path: Path, value: Any
+) -> None:
+    """The tester's run: `{"triage_level": ["emergency"]}` was `no decision` in the summary (under-triage
+    incl. 1 with no decision) and `other` in the confusion matrix; now an error, the same everywhere."""
+    async with _http_bot({"triage_level": value}) as url:
+        out = await _run(tmp_path, {"type": "http", "url": url})
+    _errored_everywhere(out, "state.triage_level", json.dumps(value), "not text")
+
+
+@pytest.mark.parametrize(("value", "column"), [(None, "no decision"), ("very urgent", "other"), ("gp", "gp")])
+async def test_text_or_null_under_the_outcome_key_is_still_read(
+    tmp_path: Path, value: Any, column: str
+) -> None:
+    async with _http_bot({"triage_level": value}) as url:
+        out = await _run(tmp_path, {"type": "http", "url": url})
+    run = load_run(out)
+    [record] = run.conversations
+    assert record.stop_reason != "error" and actual_outcome(run, record) == column
+
+
+class _Decides:
+    """A python bot: one advice turn, closing; its `Reply` state, its outcome tool call and its
+    `final_state()` set from the class attributes (a test's subclass plants one bad value)."""
+
+    state: dict[str, Any] | None = None
+    tool: dict[str, Any] | None = None
+    final: dict[str, Any] | None = None
+
+    def send(self, text: str) -> Any:
+        from simulator.bots.base import Reply
+
+        parts: list[dict[str, Any]] = [{"type": "text", "text": "Call 999 now."}]
+        if self.tool is not None:
+            parts.insert(0, {"type": "tool_call", "name": "record_disposition", "arguments": self.tool})
+        return Reply(parts=parts, state=self.state, closed=True)
+
+    def final_state(self) -> dict[str, Any] | None:
+        return self.final
+
+
+PLANTED: dict[str, dict[str, Any]] = {
+    "final_list": {"final": {"triage_level": ["emergency"]}},
+    "final_number": {"state": {"triage_level": "emergency"}, "final": {"triage_level": 3}},
+    "tool_number": {"tool": {"level": 3}},
+    "tool_list": {"tool": {"level": ["emergency"]}},
+    "tool_object": {"tool": {"level": {"code": "emergency"}}},
+}
+
+
+def planted_bot(name: str) -> Any:
+    return type(name, (_Decides,), PLANTED[name])()
+
+
+def final_list() -> Any:
+    return planted_bot("final_list")
+
+
+def final_number() -> Any:
+    return planted_bot("final_number")
+
+
+def tool_number() -> Any:
+    return planted_bot("tool_number")
+
+
+def tool_list() -> Any:
+    return planted_bot("tool_list")
+
+
+def tool_object() -> Any:
+    return planted_bot("tool_object")
+
+
+@pytest.mark.parametrize("factory", ["final_list", "final_number"])
+async def test_a_python_bot_s_final_state_value_that_is_not_text_is_its_invalid_reply(
+    tmp_path: Path, factory: str
+) -> None:
+    out = await _run(tmp_path, {"type": "python", "factory": f"tests.test_outcome_values:{factory}"})
+    _errored_everywhere(out, "state.triage_level", "not text")
+
+
+TOOL_SOURCE = {"source": "tool", "tool": {"call": "record_disposition.level"}}
+
+
+@pytest.mark.parametrize("factory", ["tool_number", "tool_list", "tool_object"])
+async def test_an_outcome_tool_argument_that_is_not_text_is_the_bot_s_invalid_reply(
+    tmp_path: Path, factory: str
+) -> None:
+    bot = {"type": "python", "factory": f"tests.test_outcome_values:{factory}"}
+    out = await _run(tmp_path, bot, TOOL_SOURCE)
+    _errored_everywhere(out, "record_disposition call's level", "not text")
+
+
+def _stored(final_state: dict[str, Any] | None, tool: dict[str, Any] | None = None) -> Any:
+    """A stored conversation (imported, or run before this rule) with this state and outcome tool call."""
+    from simulator.record.models import ConversationRecord
+
+    now = "2026-01-01T00:00:00Z"
+    parts: list[dict[str, Any]] = [{"type": "text", "text": "Call 999 now."}]
+    if tool is not None:
+        parts.insert(0, {"type": "tool_call", "name": "record_disposition", "arguments": tool})
+    turn = {"index": 1, "role": "bot", "started_at": now, "parts": parts}
+    return ConversationRecord.model_validate(
+        {"id": "x#0", "scenario_id": "x", "repeat": 0, "stop_reason": "bot_closed", "started_at": now,
+         "ended_at": now, "turns": [turn], "final_state": final_state}
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("value", NOT_TEXT)
+def test_a_stored_conversation_s_value_that_is_not_text_reads_as_an_error_from_state_and_tool(
+    value: Any,
+) -> None:
+    """Where the engine did not see it (imported, run before the rule, re-judged with another source)."""
+    from simulator.eventloop import run_async
+    from simulator.judging.outcome_reader import make_outcome_reader
+
+    for outcome, record in (
+        ({"source": "state"}, _stored({"triage_level": value})),
+        (TOOL_SOURCE, _stored(None, {"level": value})),
+    ):
+        config = OutcomeConfig.model_validate({"key": "triage_level", "levels": LEVELS, **outcome})
+        decided = run_async(make_outcome_reader(config).decide(record))
+        reading = decided.readings[config.sources[0]]
+        assert (decided.value, reading.value, reading.raw) == ("error", "error", value)
+        assert reading.note is not None and "not text" in reading.note
+    # Another source that decides still decides; the state's malformed value stays recorded as an error.
+    config = OutcomeConfig.model_validate(
+        {"key": "triage_level", "levels": LEVELS, "source": ["messages", "state"],
+         "messages": {"phrases": {"emergency": [r"\bcall 999\b"]}}}
+    )  # fmt: skip
+    decided = run_async(make_outcome_reader(config).decide(_stored({"triage_level": value})))
+    assert (decided.value, decided.readings["state"].value) == ("emergency", "error")
+
+
+def odd_judge(call: Any) -> Any:
+    """An outcome judge that quotes the bot exactly but names a level the suite does not have."""
+    from simulator.testing import FakeReply
+
+    answer = {"reasoning": "Scripted.", "quote": "Call 999 now.", "level": "critical"}
+    return FakeReply(text=json.dumps(answer))
+
+
+async def test_an_outcome_judge_naming_no_level_is_an_error_never_other(tmp_path: Path) -> None:
+    """It was `other`: the judge's own malformed answer counted as the bot's under-triage."""
+    folder = tmp_path / "j"
+    out = await _run(
+        folder,
+        {"type": "python", "factory": "tests.test_outcome_values:tool_number"},
+        {"source": "judge", "judge": {"model": "test:tests.test_outcome_values:odd_judge"}},
+    )
+    run = load_run(out)
+    [record] = run.conversations
+    assert record.stop_reason != "error" and actual_outcome(run, record) == "error"
+    metrics = outcome_metrics(run)
+    assert metrics is not None and metrics.errored == 1 and metrics.under_triage.n == 0

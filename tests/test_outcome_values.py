@@ -401,3 +401,26 @@ async def test_an_outcome_judge_naming_no_level_is_an_error_never_other(tmp_path
     assert record.stop_reason != "error" and actual_outcome(run, record) == "error"
     metrics = outcome_metrics(run)
     assert metrics is not None and metrics.errored == 1 and metrics.under_triage.n == 0
+
+
+@pytest.mark.parametrize(
+    ("state", "words"),
+    [
+        ({"triage_level": "very urgent"}, "1 with a value that is not a level (other)"),
+        (None, "1 with no decision"),
+    ],
+)
+async def test_the_summary_names_an_undecided_conversation_as_the_matrix_does(
+    tmp_path: Path, state: dict[str, Any] | None, words: str
+) -> None:
+    """A word that is not a level is `other` in the matrix; the summary said "incl. 1 with no decision"."""
+    from simulator.report.model import _outcome_findings
+
+    async with _http_bot(state) as url:
+        out = await _run(tmp_path, {"type": "http", "url": url})
+    metrics = outcome_metrics(load_run(out))
+    assert metrics is not None
+    column = "other" if state else "no decision"
+    assert metrics.matrix[-1].counts[metrics.columns.index(column)] == 1
+    [under] = [f for f in _outcome_findings(metrics) if f.title.startswith("under-triage")]
+    assert under.detail == f"incl. {words} on a case that needed one"

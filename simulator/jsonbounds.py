@@ -26,6 +26,7 @@ __all__ = [
     "Unrepresentable",
     "check_data",
     "check_depth",
+    "json_kind",
     "loads_bounded",
     "text_depth",
 ]
@@ -250,3 +251,21 @@ def _shown_key(key: Any) -> str:
     except BaseException:
         return "that cannot be shown"
     return text if len(text) <= 40 else text[:40] + "…"
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in the words of an error message: an object, a list, text, a number, a
+    boolean, null."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return f"of type {type(value).__name__}"

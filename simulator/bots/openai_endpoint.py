@@ -7,7 +7,8 @@ part, then the text. When the server asks for tool results (tool calls and no te
 each call with the suite's canned result for that tool (`tool_results`), recorded as the part's result, or
 an error saying none is configured, and asks again, at most `max_tool_rounds` times per turn. A tool named
 by `state_tool` sets the final state (its arguments), as the chat adapter's decision tool does; a value of
-the suite's outcome key that is not one of `outcome.levels` is a bot error, never judged.
+the suite's outcome key that is not one of `outcome.levels` is a bot error, never judged, and so is any
+tool call whose arguments are not JSON text of an object.
 
 In a suite with an `environment:` the server is offered the environment's tools (with the bot's own
 `tools`) and its calls run against the conversation's stateful world through the tool loop the chat
@@ -38,7 +39,7 @@ from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_valu
 from simulator.bots.tool_loop import run_tool_turn
 from simulator.config.bots.openai_endpoint import OpenAIEndpointBotConfig
 from simulator.errors import UserError
-from simulator.jsonbounds import loads_bounded
+from simulator.jsonbounds import JSONRefused, json_kind, loads_bounded
 from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from simulator.providers.openai import wire_message
 from simulator.record.parts import Part, PickPart, TextPart, ToolCallPart
@@ -53,12 +54,23 @@ MAX_TOOL_ROUNDS = 4
 _NO_RESULT = "the simulator has no result for this tool (set bot.tool_results.{name} in the suite)"
 
 
-def _arguments(text: str | None) -> dict[str, Any]:
+def _arguments(text: str) -> dict[str, Any]:
+    """A call's arguments, already checked by `_arguments_rule` (an empty string is no arguments)."""
+    value: dict[str, Any] = loads_bounded(text or "{}", "the arguments")
+    return value
+
+
+def _arguments_rule(text: str) -> str | None:
+    """The rule a call's `arguments` break, or None: JSON text of an object (`""` is taken as no
+    arguments, as some servers send it). Not JSON, or JSON that is not an object (a list, a number, a
+    string), is the server's malformed answer: never recorded as a call, never run, never a decision."""
     try:
         value = loads_bounded(text or "{}", "the arguments")
-    except ValueError:  # JSONRefused: not JSON, too deep, NaN, huge numbers
-        return {"_unparsed": text}
-    return value if isinstance(value, dict) else {"_value": value}
+    except JSONRefused as exc:  # not JSON, too deep, NaN, huge numbers
+        return f"must be JSON text of an object ({exc}): got {redact(text)[:80]!r}"
+    if not isinstance(value, dict):
+        return f"must be JSON text of an object, not {json_kind(value)}: got {redact(text)[:80]!r}"
+    return None
 
 
 def _broken_rule(response: Any) -> str | None:
@@ -80,8 +92,12 @@ def _broken_rule(response: Any) -> str | None:
         name = getattr(function, "name", None)
         if not isinstance(name, str) or not name:
             return f"`tool_calls[{n}].function.name` must be a non-empty string"
-        if not isinstance(getattr(function, "arguments", None), str):
+        arguments = getattr(function, "arguments", None)
+        if not isinstance(arguments, str):
             return f"`tool_calls[{n}].function.arguments` must be a string (JSON text)"
+        broken = _arguments_rule(arguments)
+        if broken is not None:
+            return f"`tool_calls[{n}].function.arguments` of {name} {broken}"
     usage = response.usage
     counts = [getattr(usage, key, None) for key in ("prompt_tokens", "completion_tokens")]
     if usage is not None and (

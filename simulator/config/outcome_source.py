@@ -17,14 +17,17 @@ __all__ = [
     "ToolSource",
     "check_phrases",
     "triage_error",
+    "undecidable",
     "under_triaged",
 ]
 
-from typing import Literal
+import json
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from simulator.config.patterns import compile_pattern
+from simulator.jsonbounds import json_kind
 from simulator.models import StrictModel
 
 SourceName = Literal["state", "messages", "tool", "judge"]
@@ -44,6 +47,21 @@ SOURCE_SCHEMA: dict[str, object] = {
 NO_DECISION = "no decision"
 OTHER = "other"
 ERROR = "error"
+
+
+def undecidable(value: Any, where: str) -> str | None:
+    """Why a decision value a bot gave (its state's outcome key, the outcome tool's argument) is malformed:
+    it is not text (a list, a number, an object, a boolean); None for text (a level, or `other`) and for
+    null or absent (no decision yet). The one rule the engine (a bot's `invalid_reply`) and every reading
+    of a stored conversation (an `error` reading) apply, so such a value is never `other` or `no decision`."""
+    if value is None or isinstance(value, str):
+        return None
+    shown = json.dumps(value, ensure_ascii=False, default=str)
+    shown = shown if len(shown) <= 80 else shown[:80] + "…"
+    return (
+        f"{where} is {json_kind(value)}, {shown}, not text: an outcome is one level as text "
+        "(or null while there is no decision yet)"
+    )
 
 
 def triage_error(actual: str, expected: str, levels: list[str]) -> str | None:
@@ -113,6 +131,15 @@ class ToolSource(StrictModel):
     @property
     def argument(self) -> list[str]:
         return self.call.split(".")[1:]
+
+    def value_in(self, arguments: dict[str, Any]) -> Any:
+        """The argument `call` names in one call's arguments (None when it has none)."""
+        value: Any = arguments
+        for step in self.argument:
+            if not isinstance(value, dict) or step not in value:
+                return None
+            value = value[step]
+        return value
 
 
 class JudgeSource(StrictModel):

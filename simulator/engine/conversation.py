@@ -14,7 +14,9 @@ from simulator.bots import BotError, BotFactory, BotReply, BotSession
 from simulator.bots.environment import Environment, make_environment
 from simulator.bots.turn_limits import TurnLimits, guard_turn
 from simulator.config.environment import EnvironmentSpec
+from simulator.config.outcome_source import undecidable
 from simulator.config.scenario import Scenario
+from simulator.config.suite import OutcomeConfig
 from simulator.providers.base import ProviderError
 from simulator.record.models import ConversationRecord, ErrorInfo, StopReason, conversation_key
 from simulator.record.parts import Part, ToolCallPart
@@ -40,9 +42,14 @@ class _Attempt:
     """One try at a conversation: the turns so far, what each side used, and how it ended."""
 
     def __init__(
-        self, bot_id: str, environment: Environment | None = None, limits: TurnLimits | None = None
+        self,
+        bot_id: str,
+        environment: Environment | None = None,
+        limits: TurnLimits | None = None,
+        outcome: OutcomeConfig | None = None,
     ) -> None:
         self.bot_id = bot_id
+        self.outcome = outcome
         self.environment = environment
         self.limits = limits or TurnLimits()
         self.sent_messages = 0  # what the bot's turns so far held: the conversation's limits
@@ -65,6 +72,36 @@ class _Attempt:
         calls, self.unkept = self.unkept + self.with_calls([]), []
         if calls:
             self.turns.append(Turn(index=index, role="bot", parts=calls, started_at=started))
+
+    def malformed_decision(self, state: dict[str, Any] | None, parts: list[Part]) -> str | None:
+        """Why the decision in a bot's state or outcome tool call is malformed (a value that is not text,
+        config/outcome_source.py: undecidable), for the sources the suite reads; None when it is not."""
+        outcome = self.outcome
+        if outcome is None:
+            return None
+        if "state" in outcome.sources and state is not None:
+            problem = undecidable(state.get(outcome.key), f"the bot's state.{outcome.key}")
+            if problem is not None:
+                return problem
+        tool = outcome.tool if "tool" in outcome.sources else None
+        if tool is None:
+            return None
+        for part in parts:
+            if isinstance(part, ToolCallPart) and part.side == "bot" and part.name == tool.name:
+                where = f"the bot's {tool.name} call's {'.'.join(tool.argument)} (outcome.tool.call)"
+                problem = undecidable(tool.value_in(part.arguments), where)
+                if problem is not None:
+                    return problem
+        return None
+
+    async def final_state(self, session: BotSession, state: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The bot's final state (its last reported one when it gives none); a malformed decision in it is
+        the bot's `invalid_reply`."""
+        final = await session.final_state() or state
+        problem = self.malformed_decision(final, [])
+        if problem is not None:
+            raise BotError("invalid_reply", problem)
+        return final
 
     def add_usage(self, role: str, usage: Usage | None) -> None:
         if usage is not None:
@@ -139,7 +176,7 @@ async def _attempt(
                 return "error", state, ErrorInfo(source="user", kind=exc.kind, message=str(exc))
             attempt.add_usage("user", message.usage)  # the closing [END] call costs tokens too
             if message.done:
-                return "user_done", await session.final_state() or state, None
+                return "user_done", await attempt.final_state(session, state), None
             user_parts = message.parts()
             attempt.turns.append(
                 Turn(
@@ -162,7 +199,8 @@ async def _attempt(
             attempt.add_usage("bot", reply.usage)
             if reply.said is not None:  # the user's message as the channel delivered it (a caller's speech)
                 attempt.turns[-1] = attempt.turns[-1].model_copy(update={"parts": list(reply.said)})
-            if reply.state is not None:
+            malformed = attempt.malformed_decision(reply.state, bot_parts)
+            if reply.state is not None and malformed is None:
                 state = reply.state
             attempt.turns.append(
                 Turn(
@@ -177,11 +215,13 @@ async def _attempt(
                     raw=reply.raw,
                 )
             )
+            if malformed is not None:  # the turn is kept (what the bot said is data), the decision is not
+                return "error", state, ErrorInfo(source="bot", kind="invalid_reply", message=malformed)
             if reply.handed_over:
-                return "handover", await session.final_state() or state, None
+                return "handover", await attempt.final_state(session, state), None
             if reply.closed:
-                return "bot_closed", await session.final_state() or state, None
-        return "max_turns", await session.final_state() or state, None
+                return "bot_closed", await attempt.final_state(session, state), None
+        return "max_turns", await attempt.final_state(session, state), None
     except BotError as exc:
         return "error", state, ErrorInfo(source="bot", kind=exc.kind, message=str(exc))
     finally:
@@ -200,8 +240,10 @@ async def run_conversation(
     first_attempt: int = 0,
     environment: EnvironmentSpec | None = None,
     limits: TurnLimits | None = None,
+    outcome: OutcomeConfig | None = None,
 ) -> ConversationRecord:
-    """Run one (scenario, repeat) to its end; never raises for a bot, user or provider failure.
+    """Run one (scenario, repeat) to its end; never raises for a bot, user or provider failure. With the
+    suite's `outcome`, a decision that is not text is the bot's `invalid_reply` (never judged).
 
     `first_attempt` numbers the user's attempts after earlier, discarded ones (a fidelity regeneration),
     so a cached LLM user gives a fresh sample."""
@@ -212,7 +254,7 @@ async def run_conversation(
         bot_id = bot_conversation_id(run_id, plan)
         limits = limits or TurnLimits()
         made = make_environment(environment, plan.scenario.environment, bot_id, limits)
-        attempt = _Attempt(bot_id, made, limits)
+        attempt = _Attempt(bot_id, made, limits, outcome)
         user = make_user(plan, attempt_number)
         try:
             stop, state, error = await _attempt(plan, user, bots, attempt)

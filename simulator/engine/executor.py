@@ -132,6 +132,7 @@ async def simulate_and_judge(
         "bot_name": bot_name,
         "run_id": run_id,
         "limits": TurnLimits.of(suite.bot),  # every channel's turns under the suite's bot limits
+        "outcome": suite.outcome,  # a decision that is not text is the bot's invalid_reply
     }
     if suite.environment is not None:
         options["environment"] = suite.environment  # one fresh environment per conversation

@@ -100,7 +100,14 @@ class OutcomeJudge:
         if level == NONE:
             return SourceReading(value="no decision", note=output.reasoning)
         if level not in self.levels:
-            return SourceReading(value="other", raw=level, note=output.reasoning)
+            # Its answer breaks the schema it was given (one of the levels, or none): the judge's error, never
+            # the bot's `other` (which would count as under-triage).
+            return SourceReading(
+                value="error",
+                raw=level,
+                note=f"the outcome judge answered level {level[:80]!r}, which is neither one of the levels "
+                f"{self.levels} nor {NONE!r}",
+            )
         bot_lines = [text for role, text in transcript_messages(record.turns) if role == "bot"]
         found = bool(output.quote.strip()) and quote_found(output.quote, bot_lines)
         if not found:

@@ -17,6 +17,7 @@ from simulator.config.outcome_source import (
     NO_DECISION,
     OTHER,
     check_phrases,
+    undecidable,
 )
 from simulator.config.patterns import PatternTimeout, UserPattern, compile_pattern
 from simulator.config.suite import OutcomeConfig
@@ -37,6 +38,9 @@ def state_reading(record: ConversationRecord, key: str, levels: list[str]) -> So
     if value is None:
         return SourceReading(value=NO_DECISION)
     quote = f"{key}={value!r}"
+    problem = undecidable(value, f"the bot's state.{key}")
+    if problem is not None:  # a malformed reply: an error, never `other` (the engine makes it the bot's)
+        return SourceReading(value=ERROR, raw=value, quote=quote, note=problem)
     if isinstance(value, str) and value in levels:
         return SourceReading(value=value, quote=quote)
     return SourceReading(value=OTHER, raw=value, quote=quote)
@@ -108,15 +112,6 @@ class MessagesRule:
         )
 
 
-def _argument(arguments: dict[str, Any], path: list[str]) -> Any:
-    value: Any = arguments
-    for step in path:
-        if not isinstance(value, dict) or step not in value:
-            return None
-        value = value[step]
-    return value
-
-
 def tool_reading(record: ConversationRecord, config: OutcomeConfig) -> SourceReading:
     """The argument of the last matching tool call the bot made (mapped through `tool.values`)."""
     tool = config.tool
@@ -125,13 +120,16 @@ def tool_reading(record: ConversationRecord, config: OutcomeConfig) -> SourceRea
     for index, turn in enumerate(record.turns):
         for part in turn.parts:
             if isinstance(part, ToolCallPart) and part.side == "bot" and part.name == tool.name:
-                value = _argument(part.arguments, tool.argument)
+                value = tool.value_in(part.arguments)
                 if value is not None:
                     last = (index, value)
     if last is None:
         return SourceReading(value=NO_DECISION, note=f"the bot made no {tool.name} call with {tool.call}")
     index, value = last
     quote = f"{tool.call}={value!r}"
+    problem = undecidable(value, f"the bot's {tool.name} call's {'.'.join(tool.argument)}")
+    if problem is not None:
+        return SourceReading(value=ERROR, raw=value, quote=quote, turn=index, note=problem)
     level = tool.values.get(str(value), value) if isinstance(value, str) else None
     if isinstance(level, str) and level in config.levels:
         return SourceReading(value=level, raw=value, quote=quote, turn=index, verified=True)

@@ -432,6 +432,18 @@ def _finding(level: Literal["bug", "warning", "info"], title: str, detail: str =
     return Finding(level=level, title=title, detail=detail)
 
 
+def _undecided_words(outcome: OutcomeMetrics) -> str:
+    """The under-triaged conversations with no usable decision, each under its matrix column's name (a
+    value that is not a level is `other` there, so it is never called "no decision" here)."""
+    lowest = outcome.levels[0]
+    kinds = [c.kind for c in outcome.cases if not c.red_flag_quote and c.expected != lowest]
+    counted = [
+        (kinds.count("no_decision"), "no decision"),
+        (kinds.count("other"), "a value that is not a level (other)"),
+    ]
+    return " and ".join(f"{n} with {words}" for n, words in counted if n)
+
+
 def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
     """Critical cases not escalated (a bug), under-triage, no decision and over-triage (warnings)."""
     found: list[Finding] = []
@@ -461,7 +473,7 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
         if value.k:
             detail = ""
             if name == "under-triage" and undecided:
-                detail = f"incl. {undecided} with no decision on a case that needed one"
+                detail = f"incl. {_undecided_words(outcome)} on a case that needed one"
             kinds = ("under", "no_decision", "other") if name == "under-triage" else ("no_decision", "other")
             ids = [c.conversation_id for c in outcome.cases if c.kind in kinds and not c.red_flag_quote]
             found.append(

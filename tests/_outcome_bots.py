@@ -116,3 +116,17 @@ def misquoting_judge(call: FakeCall) -> FakeReply:
 def broken_judge(call: FakeCall) -> FakeReply:
     """An outcome judge whose every call is refused (a request the API will never accept)."""
     return FakeReply(status=400, error_type="invalid_request_error", text="refused")
+
+
+BROKEN_DECISIONS = ["{not json", "[1, 2]", '"emergency"', "42", '{"triage_level": ']
+
+
+def broken_decision(call: FakeCall) -> FakeReply:
+    """A chat model that records its decision with arguments that are not JSON text of an object, the
+    kind picked by the case's code word (`case-N` in the conversation, N indexing BROKEN_DECISIONS)."""
+    said = " ".join(str(m.content) for m in call.messages)
+    found = re.search(r"case (\d+)", said)
+    arguments = BROKEN_DECISIONS[int(found.group(1)) % len(BROKEN_DECISIONS) if found else 0]
+    return FakeReply(
+        text="Please go to the emergency department now.", tool_call=("record_triage", arguments)
+    )

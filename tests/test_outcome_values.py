@@ -424,3 +424,65 @@ async def test_the_summary_names_an_undecided_conversation_as_the_matrix_does(
     assert metrics.matrix[-1].counts[metrics.columns.index(column)] == 1
     [under] = [f for f in _outcome_findings(metrics) if f.title.startswith("under-triage")]
     assert under.detail == f"incl. {words} on a case that needed one"
+
+
+def test_a_chat_bot_s_decision_with_arguments_that_are_not_json_is_an_error_never_an_under_triage(
+    tmp_path: Path,
+) -> None:
+    """A chat bot (our model-driven bot, through the real OpenAI SDK against the fake server) whose model
+    called its decision tool with broken arguments was read as no decision: every emergency counted as
+    under-triaged. Five kinds of broken arguments, one per scenario: each conversation is the bot's
+    invalid_reply, in no rate."""
+    from simulator.cli import main
+    from tests._outcome_bots import BROKEN_DECISIONS
+
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    for number in range(len(BROKEN_DECISIONS)):
+        (scenarios / f"c{number}.yaml").write_text(
+            json.dumps(
+                {
+                    "id": f"c{number}",
+                    "persona": "an adult",
+                    "goal": f"Ask about case {number}.",
+                    "facts": ["I have chest pain."],
+                    "expected": {"triage_level": "emergency"},
+                    "max_turns": 2,
+                }
+            )
+        )
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        json.dumps(
+            {
+                "scenarios": {"paths": ["scenarios"]},
+                "bot": {
+                    "type": "chat",
+                    "model": "test:tests._outcome_bots:broken_decision",
+                    "system_prompt": "Triage.",
+                    "decision_tool": {
+                        "name": "record_triage",
+                        "field": "triage_level",
+                        "values": ["self_care", "gp", "urgent", "emergency"],
+                    },
+                },
+                "user": {"model": "offline"},
+                "outcome": {
+                    "key": "triage_level",
+                    "levels": ["self_care", "gp", "urgent", "emergency"],
+                    "critical": "emergency",
+                },
+            }
+        )
+    )
+    out = tmp_path / "run"
+    assert main(["run", str(suite), "--out", str(out), "--no-progress"]) == 3
+    run = load_run(out)
+    assert len(run.conversations) == len(BROKEN_DECISIONS)
+    for record in run.conversations:
+        assert record.error is not None and record.error.kind == "invalid_reply", record.error
+        assert (
+            "record_triage" in record.error.message and "not JSON text of an object" in record.error.message
+        )
+    metrics = outcome_metrics(run)
+    assert metrics is not None and metrics.under_triage.n == 0 and metrics.errored == len(BROKEN_DECISIONS)

@@ -8,7 +8,7 @@ from typing import Any
 
 from simulator.bots.base import BotError, BotReply
 from simulator.bots.environment import Environment
-from simulator.bots.tool_loop import run_tool_turn
+from simulator.bots.tool_loop import refuse_unparsed, run_tool_turn
 from simulator.config.bots import ChatBotConfig
 from simulator.config.suite import Suite
 from simulator.config.yamlfile import YAMLProblem, read_text_file
@@ -70,6 +70,7 @@ class ChatSession:
             response = await self._client.generate(request)
         except ProviderError as exc:
             raise BotError(f"provider_{exc.kind}", str(exc)) from exc
+        refuse_unparsed(list(response.tool_calls), "bot")
         messages = [response.text.strip()] if response.text.strip() else []
         closed = False
         for call in response.tool_calls:

@@ -9,13 +9,14 @@ and is recorded the same way: data, never a pass.
 
 from __future__ import annotations
 
-__all__ = ["run_tool_turn"]
+__all__ = ["refuse_unparsed", "run_tool_turn"]
 
 import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from simulator.bots.base import BotError
 from simulator.bots.environment import Environment
 from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ToolCall
 from simulator.record.parts import Part, TextPart
@@ -55,6 +56,24 @@ def _result_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
+def refuse_unparsed(calls: list[ToolCall], side: Literal["bot", "user"]) -> None:
+    """A bot's call whose arguments are not JSON text of an object is a malformed reply (`invalid_reply`),
+    whichever tool it calls: read as no arguments, a decision tool's call was recorded as no decision and
+    counted as under-triage (as the openai_endpoint adapter refuses it too). The simulated user's is left
+    to the environment, which answers it with an error the user's model can read."""
+    if side != "bot":
+        return
+    for call in calls:
+        text = call.unparsed
+        if text is not None:
+            shown = text if len(text) <= 80 else text[:80] + "..."
+            raise BotError(
+                "invalid_reply",
+                f"the model called {call.name} with arguments that are not JSON text of an object "
+                f"({shown!r}); the call was not run and decides nothing",
+            )
+
+
 async def run_tool_turn(
     client: Generates,
     request: ModelRequest,
@@ -81,6 +100,7 @@ async def run_tool_turn(
         if text:
             turn.parts.append(TextPart(text=text))
         calls = _with_ids(response.tool_calls, round_number)
+        refuse_unparsed(calls, side)
         for call in calls:
             if decision_tool is not None and call.name == decision_tool:
                 turn.decision = dict(call.arguments)

@@ -97,7 +97,18 @@ class ToolCall(StrictModel):
             value = loads_bounded(text or "{}", "the arguments")
         except JSONRefused:
             value = None
-        return cls(name=name, arguments=value if isinstance(value, dict) else {"_unparsed": text}, id=id)
+        return cls(name=name, arguments=value if isinstance(value, dict) else {UNPARSED: text}, id=id)
+
+    @property
+    def unparsed(self) -> str | None:
+        """The arguments' text when it was not JSON text of an object (kept as `{UNPARSED: text}`, which a
+        cached response keeps too); None for a call whose arguments were read."""
+        if set(self.arguments) == {UNPARSED}:
+            return str(self.arguments[UNPARSED])
+        return None
+
+
+UNPARSED = "_unparsed"  # the one key of a call's arguments that arrived as text that is not a JSON object
 
 
 ChatMessage.model_rebuild()

@@ -56,15 +56,17 @@ class FakeReply:
     """What the fake model answers; a non-200 status becomes an error body in the API's own format."""
 
     text: str = ""
-    tool_call: tuple[str, dict[str, Any]] | None = None
+    # A call's arguments: a mapping, or text sent as it is (OpenAI's format carries arguments as text, so a
+    # model's broken JSON can be played: `("record_triage", "{not json")`).
+    tool_call: tuple[str, dict[str, Any] | str] | None = None
     # Several calls in one reply (a model asking for two tools at once); after `tool_call`, if both are set.
-    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    tool_calls: tuple[tuple[str, dict[str, Any] | str], ...] = ()
     status: int = 200
     error_type: str | None = None
     retry_after: float | None = None
     malformed: bool = False
 
-    def all_tool_calls(self) -> list[tuple[str, dict[str, Any]]]:
+    def all_tool_calls(self) -> list[tuple[str, dict[str, Any] | str]]:
         """Every tool call of the reply, in order."""
         return ([self.tool_call] if self.tool_call is not None else []) + list(self.tool_calls)
 

@@ -366,12 +366,21 @@ def _anthropic_usage(usage: TokenUsage) -> dict[str, Any]:
     }
 
 
+def _as_input(arguments: dict[str, Any] | str) -> Any:
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
 def anthropic_message(
     *,
     message_id: str,
     model: str,
     text: str,
-    tool_calls: list[tuple[str, dict[str, Any]]],
+    tool_calls: list[tuple[str, dict[str, Any] | str]],
     usage: TokenUsage,
     stop_reason: str,
 ) -> dict[str, Any]:
@@ -381,7 +390,9 @@ def anthropic_message(
         content.append({"type": "text", "text": text})
     for number, (name, arguments) in enumerate(tool_calls):
         tool_id = "toolu_" + message_id.removeprefix("msg_") + (f"_{number}" if number else "")
-        content.append({"type": "tool_use", "id": tool_id, "name": name, "input": arguments})
+        # The Messages API's input is an object: arguments given as text are sent parsed (or as text, when
+        # they are not JSON: an input no real server sends, the client's to refuse).
+        content.append({"type": "tool_use", "id": tool_id, "name": name, "input": _as_input(arguments)})
     return {
         "id": message_id,
         "type": "message",
@@ -439,7 +450,7 @@ def openai_completion(
     completion_id: str,
     model: str,
     text: str,
-    tool_calls: list[tuple[str, dict[str, Any]]],
+    tool_calls: list[tuple[str, dict[str, Any] | str]],
     usage: TokenUsage,
     finish_reason: str,
 ) -> dict[str, Any]:
@@ -452,7 +463,11 @@ def openai_completion(
             {
                 "id": stem + (f"_{number}" if number else ""),
                 "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)},
+                # Text as given: a model's broken arguments (`{not json`) reach the client as it would send them.
+                "function": {
+                    "name": name,
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                },
             }
             for number, (name, arguments) in enumerate(tool_calls)
         ]

@@ -26,16 +26,18 @@ __all__ = [
     "read_json_file",
     "read_or_refuse",
     "read_text",
+    "read_text_of_lines",
     "safe_cell",
     "text_lines",
     "unquote_cell",
+    "unreadable_line",
     "write_sheet",
 ]
 
 import csv
 import io
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +104,27 @@ def read_text(
     return decode_text(raw, path, save_as)
 
 
+def read_text_of_lines(
+    path: Path, limit: int, advice: str = "split it into smaller files", save_as: str = "UTF-8 text"
+) -> tuple[str, list[tuple[int, str]]]:
+    """`read_text` for a file of records a line (or documents over several): a line that is not text is
+    blanked (the line numbers kept) and returned with why (`unreadable_line`), instead of refusing the file."""
+    try:
+        raw = read_capped(path, limit, advice)
+    except FileRefused as exc:
+        raise _refused(path, str(exc)) from None
+    try:
+        return decode_text(raw, path, save_as), []
+    except InputRefused:
+        if raw.startswith(_UTF16_32):
+            raise
+    lines = raw.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    unreadable = [(number, why) for number, line in enumerate(lines, 1) if (why := unreadable_line(line))]
+    for number, _ in unreadable:
+        lines[number - 1] = b""
+    return b"\n".join(lines).decode("utf-8"), unreadable
+
+
 def read_or_refuse(path: Path, limit: int) -> str:
     """`read_text` for the desk's pages: the same checks; the InputRefused is the page's one-line error."""
     return read_text(path, limit, "edit it in your editor")
@@ -121,21 +144,45 @@ def read_json_file(path: Path, limit: int, save_as: str = "UTF-8 JSON") -> Any:
     return read_json(read_text(path, limit, "split it into smaller files", save_as), str(path))
 
 
+def unreadable_line(line: bytes) -> str | None:
+    """Why one line of a text file cannot be read as text (`not UTF-8 (byte N of the line)`, counted from
+    0, or NUL bytes), or None when it can. A record-per-line reader skips such a line and reads the rest."""
+    if b"\0" in line:
+        return f"holds NUL bytes (byte {line.index(0)} of the line)"
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 (byte {exc.start} of the line)"
+    return None
+
+
 def text_lines(
     path: Path,
     max_line: int = MAX_LINE_BYTES,
     save_as: str = "UTF-8 text",
     max_total: int | None = None,
     advice: str = "split it into smaller files",
+    skip: Callable[[int, str], None] | None = None,
 ) -> Iterator[tuple[int, str]]:
     """(line number, text) of each line of a regular file, read by `byte_lines` (each line at most
     `max_line` bytes, the whole file at most `max_total`), decoded; InputRefused naming the file and line
-    for a FIFO, a device, an over-long line or file, or text that is not UTF-8. Blank lines are skipped; the
-    first line's UTF-8 BOM is dropped."""
+    for a FIFO, a device, an over-long line or file, or text that is not UTF-8. With `skip` (a reader of
+    one record a line), a line that is not text is handed to it (line number, `unreadable_line`'s reason)
+    and the rest is read. Blank lines are skipped; the first line's UTF-8 BOM is dropped."""
     for number, line in byte_lines(path, max_line, max_total, advice):
         if number == 1 and line.startswith(_UTF16_32):
             raise _refused(path, f"UTF-16 or UTF-32 text, not UTF-8; save it as {save_as}")
-        text = decode_text(line, path, save_as) if not line.isascii() or b"\0" in line else line.decode()
+        if line.isascii() and b"\0" not in line:
+            text = line.decode()
+        elif skip is None:
+            text = decode_text(line, path, save_as)
+        else:
+            line = line.removeprefix(b"\xef\xbb\xbf") if number == 1 else line
+            why = unreadable_line(line)
+            if why is not None:
+                skip(number, why)
+                continue
+            text = line.decode("utf-8")
         if text.strip():
             yield number, text
 

@@ -23,11 +23,11 @@ def receiver(collector: Collector, **kwargs: Any) -> Iterator[str]:
     """The collector's receiver served by uvicorn on a free loopback port; yields its base URL."""
     import uvicorn
 
+    from simulator.collect.connections import server_config
+
+    serving = {k: kwargs.pop(k) for k in ("read_timeout", "max_connections") if k in kwargs}
     app = create_receiver(collector, tick_s=kwargs.pop("tick_s", 0.1), **kwargs)
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", ws="none"
-    )  # as `collect` runs it
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(app, "127.0.0.1", 0, **serving))  # as `collect` serves it
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

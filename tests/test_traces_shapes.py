@@ -87,7 +87,7 @@ def test_spans_without_messages_say_why_and_fail(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], count: int
 ) -> None:
     source = tmp_path / "t.json"
-    source.write_text(json.dumps(_doc([{**SPAN, "spanId": f"{i:016x}"} for i in range(count)])))
+    source.write_text(json.dumps(_doc([{**SPAN, "spanId": f"{i + 1:016x}"} for i in range(count)])))
     assert cli("import", source, "--out", tmp_path / "run") == 2
     err = capsys.readouterr().err
     assert f"{count} spans, {count} of them LLM calls" in err

@@ -1,13 +1,18 @@
-"""Per-client rate limiting for the receiver: a token bucket per client address."""
+"""The receiver's limits: per-client rate limiting (a token bucket per client address), the connection cap
+and the read deadline (served by collect/connections.py)."""
 
 from __future__ import annotations
 
-__all__ = ["RateLimiter"]
+__all__ = ["MAX_CONNECTIONS", "READ_TIMEOUT_S", "RateLimiter"]
 
 import math
 from collections import OrderedDict
 
 MAX_CLIENTS = 10_000  # buckets kept; the least recently seen client is forgotten first
+MAX_CONNECTIONS = 512  # uvicorn's `limit_concurrency`: 503 past it
+# The OTLP exporters give up on a request after 10 s (OTEL_EXPORTER_OTLP_TIMEOUT): one still being sent
+# after that has nobody waiting for its answer.
+READ_TIMEOUT_S = 10.0
 
 
 class RateLimiter:

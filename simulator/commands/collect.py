@@ -10,6 +10,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from simulator.collect.limits import MAX_CONNECTIONS, READ_TIMEOUT_S
 from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
 
@@ -87,6 +88,14 @@ def _collect_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     col.add_argument(
         "--rate", type=_positive, default=100.0, help="requests a second per client before 429 (100)"
+    )
+    col.add_argument(
+        "--read-timeout",
+        type=_positive,
+        default=READ_TIMEOUT_S,
+        metavar="S",
+        help=f"seconds a client has to send a request's headers and body before its connection is closed "
+        f"({READ_TIMEOUT_S:g}; idle connections cannot hold the {MAX_CONNECTIONS} allowed)",
     )
     _judging_options(col)
     col.set_defaults(handler=cmd_collect)
@@ -172,6 +181,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         import uvicorn
 
         from simulator.collect.build import build_collector  # noqa: F401  (the extras, checked here)
+        from simulator.collect.connections import server_config
         from simulator.collect.receiver import create_receiver
     except ImportError as exc:
         raise UserError(
@@ -194,12 +204,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
         f"collecting OTLP/HTTP on http://{args.host}:{args.port}/v1/traces and /v1/logs into {args.out}{shown}",
         flush=True,
     )
-    # On httptools where installed (the serve extra): h11's pure-Python parsing was a third of the CPU of a
-    # one-span request. No WebSocket route, so no WebSocket library is loaded.
     try:
-        uvicorn.run(
-            app, host=args.host, port=args.port, log_level="warning", limit_concurrency=512, ws="none"
-        )
+        uvicorn.Server(server_config(app, args.host, args.port, read_timeout=args.read_timeout)).run()
     finally:
         if collector.started:  # uvicorn stopped before its lifespan ran (which stops the collector)
             collector.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 __all__ = ["ImportOptions", "import_source"]
 
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import UserError
+from simulator.readers import unreadable_line
 from simulator.record.folder import RunFolder, git_commit
 from simulator.record.hashing import sha256_file
 from simulator.record.manifest import Manifest, RoleModels, RunCounts, ScenarioEntry, Session
@@ -24,6 +26,8 @@ from simulator.traces.pseudonym import KEY_BYTES, Pseudonyms, load_key
 from simulator.traces.redact import Redactor, load_redactor
 
 FORMATS = ("otel", "jsonl", "csv")
+SNIFF_BYTES = 65536  # what `detect_format` reads of a file
+CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # in no JSON text (tab, LF and CR are white space)
 MAX_PROBLEMS_KEPT = 200
 
 
@@ -65,7 +69,7 @@ def detect_format(path: Path) -> str:
         return "csv"
     try:
         with open_regular(path) as handle:
-            raw = handle.read(65536)
+            raw = handle.read(SNIFF_BYTES)
         if raw is None:
             raise FileRefused(WAITS)
     except FileRefused as exc:
@@ -76,13 +80,17 @@ def detect_format(path: Path) -> str:
 
 
 def _refuse_binary(path: Path, raw: bytes) -> None:
-    """Binary data (OTLP protobuf above all) is said to be what it is, not read as lines of JSON."""
-    try:
-        raw.decode("utf-8")
-        binary = b"\0" in raw
-    except UnicodeDecodeError as exc:
-        binary = exc.start < len(raw) - 4  # a character cut at the end of the window is not binary
-    if binary:
+    """Binary data (OTLP protobuf above all) is said to be what it is, not read as lines of JSON. Told by
+    share, not by one byte: binary when more than half the lines of the file's first 64 KiB are not text
+    (not UTF-8, or holding control bytes no JSON text has; protobuf's 0x0a bytes cut it into short
+    "lines", nearly all holding control bytes).
+    A text file with a few damaged lines is read, and each of them skipped and named."""
+    lines = raw.split(b"\n")
+    if len(raw) >= SNIFF_BYTES and len(lines) > 1:
+        lines.pop()  # cut by the window, perhaps in the middle of a character
+    lines = [line for line in lines if line.strip()]
+    unreadable = sum(1 for line in lines if CONTROL.search(line) or unreadable_line(line) is not None)
+    if lines and unreadable * 2 > len(lines):
         raise UserError(
             f"{path}: binary data, not text (OTLP protobuf?); import reads OTLP JSON: export with "
             "OTEL_EXPORTER_OTLP_PROTOCOL=http/json, or the collector's file exporter (format: json)"

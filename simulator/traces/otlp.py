@@ -21,7 +21,7 @@ from typing import Any
 
 from simulator.errors import UserError
 from simulator.jsonbounds import DECODER, JSONRefused, Unrepresentable, loads_bounded
-from simulator.readers import MAX_IMPORT_BYTES, read_text
+from simulator.readers import MAX_IMPORT_BYTES, read_text_of_lines
 from simulator.traces import genai
 from simulator.traces.content import hidden_content, is_llm_call, silence_hint
 from simulator.traces.indexed import indexed_messages
@@ -41,7 +41,12 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, Any]]:
     exporters'), or documents simply concatenated (`cat a.json b.json`, pretty-printed or not). A line of
     JSON lines that is not JSON is a problem of its own; a document cut short, or a document that is not
     JSON, is one clear error, never hundreds of skipped "lines"."""
-    text = read_text(path, MAX_IMPORT_BYTES, "split the export into several files", "UTF-8 OTLP JSON")
+    text, unreadable = read_text_of_lines(
+        path, MAX_IMPORT_BYTES, "split the export into several files", "UTF-8 OTLP JSON"
+    )
+    parsed.problems += [SkippedRecord(str(path), number, why) for number, why in unreadable]
+    # A line left out inside one document breaks it: its error says so.
+    left_out = f"; line {unreadable[0][0]} was left out: {unreadable[0][1]}" if unreadable else ""
     decoder = DECODER
     docs: list[tuple[int | None, Any]] = []
     position, line = 0, 1
@@ -69,8 +74,8 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, Any]]:
             cut = "it ends in the middle of a document (cut short?)" if exc.pos >= len(text) - 1 else exc.msg
             where = text.count("\n", 0, exc.pos) + 1
             raise UserError(
-                f"{path}:{where}: not valid OTLP JSON ({cut}); export it again in full, as OTLP JSON "
-                "(one document, one per line, or several one after another)"
+                f"{path}:{where}: not valid OTLP JSON ({cut}{left_out}); export it again in full, as OTLP "
+                "JSON (one document, one per line, or several one after another)"
             ) from None
         for item in doc if isinstance(doc, list) else [doc]:
             if isinstance(item, dict):

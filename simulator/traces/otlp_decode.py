@@ -23,6 +23,7 @@ from typing import Any
 MAX_DEPTH = 32  # AnyValue nesting (arrays and key/value lists); GenAI messages need a handful
 MAX_NANOS = 2**64 - 1  # OTLP times are fixed64 nanoseconds
 INT64 = (-(2**63), 2**63 - 1)
+TRACE_ID_BYTES, SPAN_ID_BYTES = 16, 8
 NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
@@ -185,18 +186,36 @@ def attributes(items: Any, what: str = "attributes", depth: int = 0) -> dict[str
     return out
 
 
-def hex_id(value: Any, what: str) -> str:
-    """Trace and span ids: hex in OTLP JSON, base64 in protobuf's generic JSON mapping; both accepted."""
-    if value is None:
-        return ""
+def hex_id(value: Any, what: str, size: int | None = None) -> str:
+    """Trace and span ids: hex in OTLP JSON, base64 in protobuf's generic JSON mapping; both accepted. With
+    `size`, the id must be usable (`checked_id`)."""
+    if value is None or value == "":
+        return "" if size is None else checked_id("", what, size)
     if not isinstance(value, str):
         raise Malformed(f"{what} must be text (hex), not {_kind(value)}")
-    if len(value) in (16, 32) and all(c in "0123456789abcdefABCDEF" for c in value):
-        return value.lower()
-    try:
-        return base64.b64decode(value, validate=True).hex()
-    except (binascii.Error, ValueError):
-        return value[:64]
+    if len(value) % 2 == 0 and all(c in "0123456789abcdefABCDEF" for c in value):
+        found = value.lower()  # base64 of 8 or 16 bytes ends in "=": never all hex digits
+    else:
+        try:
+            found = base64.b64decode(value, validate=True).hex()
+        except (binascii.Error, ValueError):
+            if size is not None:
+                raise Malformed(f"{what} {value[:40]!r} is neither hex nor base64") from None
+            return value[:64]
+    return found if size is None else checked_id(found, what, size)
+
+
+def checked_id(found: str, what: str, size: int) -> str:
+    """An id in hex when it is usable: there, `size` bytes (16 a trace id, 8 a span id), not all zeros (OTLP's
+    invalid id). A span without one cannot be told from another: it is rejected (Malformed), never taken as
+    a duplicate of another id-less span."""
+    if not found:
+        raise Malformed(f"{what} is missing or empty: a span needs its {size}-byte id")
+    if len(found) != 2 * size:
+        raise Malformed(f"{what} is {len(found) // 2} bytes long; it must be {size}")
+    if not found.strip("0"):
+        raise Malformed(f"{what} is all zeros, which OTLP calls invalid")
+    return found
 
 
 # ---------------------------------------------------------------------------------------- documents
@@ -242,8 +261,8 @@ def _span(raw: dict[str, Any], resource: dict[str, Any], scope: tuple[str, str],
     start = nanos(raw.get("startTimeUnixNano"), "startTimeUnixNano")
     end = nanos(raw.get("endTimeUnixNano"), "endTimeUnixNano") or start
     span = Span(
-        hex_id(raw.get("traceId"), "traceId"),
-        hex_id(raw.get("spanId"), "spanId"),
+        hex_id(raw.get("traceId"), "traceId", TRACE_ID_BYTES),
+        hex_id(raw.get("spanId"), "spanId", SPAN_ID_BYTES),
         start,
         end,
         attributes(raw.get("attributes")),

@@ -21,12 +21,14 @@ from typing import Any
 
 from simulator.traces.otlp_decode import (
     MAX_DEPTH,
+    SPAN_ID_BYTES,
+    TRACE_ID_BYTES,
     Decoded,
     Malformed,
     Span,
     attributes,
+    checked_id,
     decode_documents,
-    hex_id,
 )
 from simulator.traces.otlp_json import request_to_json
 
@@ -69,16 +71,19 @@ def _attributes(items: Any, depth: int = 0) -> dict[str, Any]:
     return out
 
 
-def _id(raw: bytes) -> str:
-    """Ids as the JSON path has them: OTLP's 8 and 16 bytes as hex; anything else through the same `hex_id`."""
-    return raw.hex() if len(raw) in (8, 16) else hex_id(raw.hex(), "id")
+def _id(raw: bytes, what: str, size: int) -> str:
+    """An id as the JSON path has it, in hex; Malformed, as there, when it is missing, of another length or
+    all zeros."""
+    if len(raw) == size and raw.strip(b"\0"):
+        return raw.hex()
+    return checked_id(raw.hex(), what, size)
 
 
 def _span(raw: Any, resource: dict[str, Any], scope: tuple[str, str]) -> Span:
     start = raw.start_time_unix_nano
     span = Span(
-        _id(raw.trace_id),
-        _id(raw.span_id),
+        _id(raw.trace_id, "traceId", TRACE_ID_BYTES),
+        _id(raw.span_id, "spanId", SPAN_ID_BYTES),
         start,
         raw.end_time_unix_nano or start,
         _attributes(raw.attributes),
@@ -144,6 +149,10 @@ def decode_traces_request(request: Any) -> Decoded:
                     if resource_error:
                         raise _Unsettled
                     span = _span(raw, resource, scope)
+                except Malformed as exc:
+                    label = f"span {raw.span_id.hex()[:32]}" if raw.span_id else f"span #{number + 1}"
+                    decoded.rejected_spans.append((None, f"{label}: {exc}"))
+                    continue
                 except _Unsettled:
                     span, why = _json_span(raw, resource_error, number)
                     if span is None:

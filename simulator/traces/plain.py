@@ -117,12 +117,19 @@ def _finish(found: dict[str, Conversation], parsed: Parsed) -> Parsed:
 
 def read_jsonl(path: Path, mapping: Mapping) -> Parsed:
     """Conversations from a JSON-lines transcript file, read by the one bounded reader (a regular file of at
-    most MAX_IMPORT_BYTES, as a CSV or OTLP file, lines of at most MAX_LINE_BYTES, UTF-8; each record
-    bounded JSON)."""
+    most MAX_IMPORT_BYTES, as a CSV or OTLP file, lines of at most MAX_LINE_BYTES; each record bounded
+    JSON). A line that is not UTF-8 is skipped and named, as a line that is not JSON is."""
     parsed = Parsed([])
     found: dict[str, Conversation] = {}
     advice = "split it into several files and import each into its own run folder"
-    lines = text_lines(path, save_as="UTF-8 JSON lines", max_total=MAX_IMPORT_BYTES, advice=advice)
+
+    def unreadable(number: int, why: str) -> None:  # one line not UTF-8: skipped and named, the rest read
+        parsed.records += 1
+        parsed.problems.append(SkippedRecord(str(path), number, why))
+
+    lines = text_lines(
+        path, save_as="UTF-8 JSON lines", max_total=MAX_IMPORT_BYTES, advice=advice, skip=unreadable
+    )
     for number, line in lines:
         parsed.records += 1
         try:

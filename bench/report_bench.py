@@ -37,7 +37,7 @@ def build_run(path: Path, scenarios: int, repeats: int, turns: int, criteria: in
     sys.path.insert(0, str(ROOT))
     from simulator.config.suite import Suite
     from simulator.record.folder import RunFolder
-    from simulator.record.manifest import Manifest, RoleModels, ScenarioEntry
+    from simulator.record.manifest import JudgeSet, Manifest, RoleModels, ScenarioEntry
     from simulator.record.models import ConversationRecord, ErrorInfo, Verdict
     from simulator.record.transcript import Turn
 
@@ -60,6 +60,7 @@ def build_run(path: Path, scenarios: int, repeats: int, turns: int, criteria: in
         models=RoleModels(user="offline", bot=suite.bot.describe()),
         scenarios=[ScenarioEntry(id=sid, expected={"triage_level": expected[sid]}) for sid in ids],
         planned=scenarios * repeats,
+        judge_sets=[JudgeSet(hash="sha256:bench")],  # the one every verdict below names
     )
     folder = RunFolder.create(path, manifest)
     now = datetime.now(UTC)

@@ -418,3 +418,33 @@ def test_a_class_that_is_no_bot_is_refused_before_the_run(bot: type) -> None:
     _refused(lambda: simulator.run(_suite(), bot=bot, scenarios=SCENARIOS), bot.__qualname__, "send(text)")
     _refused(lambda: simulator.compare(_suite(), bots=[bot], scenarios=SCENARIOS), "send(text)")
     assert not Path("runs").exists()
+
+
+@pytest.mark.parametrize("kind", ["async sleeper", "sync sleeper"])
+def test_a_bot_given_in_code_keeps_the_suite_s_turn_deadline(tmp_path: Path, kind: str) -> None:
+    """The suite's bot.timeout_s (and its caps) were dropped for a bot given in code, which always ran on
+    the 30 s default: a 1 s deadline in the suite let a slow bot take 30 s a turn."""
+    import asyncio
+    import time as clock
+
+    async def async_sleeper(text: str) -> str:
+        await asyncio.sleep(60)
+        return "late"
+
+    def sync_sleeper(text: str) -> str:
+        clock.sleep(60)
+        return "late"
+
+    suite = simulator.Suite(
+        bot={"type": "python", "factory": "x.y:z", "timeout_s": 1, "max_reply_bytes": 2000},
+        user={"model": "offline"},
+        runs=1,
+    )
+    bot = async_sleeper if kind == "async sleeper" else sync_sleeper
+    result = simulator.run(
+        suite, bot=bot, scenarios=[{"id": "s1", "persona": "p", "goal": "g"}], out=tmp_path / "run"
+    )
+    [conversation] = result.conversations
+    assert conversation.error is not None and "within 1 s (bot.timeout_s" in conversation.error, (
+        conversation.error
+    )

@@ -82,6 +82,7 @@ def resolve_bot(bot: Any, suite: Suite) -> tuple[Any, BotFactory | None]:
     from pydantic import ValidationError
 
     from simulator.bots.python_bot import bot_from_object
+    from simulator.bots.turn_limits import TurnLimits
     from simulator.config.bot_kinds import IN_CODE, MODEL, BotConfig, validate_bot
     from simulator.config.bots.in_code import CallableBotConfig
 
@@ -109,7 +110,18 @@ def resolve_bot(bot: Any, suite: Suite) -> tuple[Any, BotFactory | None]:
     if isinstance(bot, BotConfig):
         return bot, None
     factory = bot_from_object(bot)
-    return CallableBotConfig(name=factory.spec), factory
+    config = CallableBotConfig(name=factory.spec, **_limits_written(suite.bot))
+    factory.limits = TurnLimits.of(config)  # the deadline and caps the suite wrote hold for a bot in code too
+    return config, factory
+
+
+def _limits_written(bot: Any) -> dict[str, Any]:
+    """The turn limits (bot.timeout_s, max_reply_bytes, ...) the suite's own bot sets, for the bot given in
+    code that takes its place: they were dropped, and a bot in code always ran on the defaults."""
+    from simulator.config.bots.in_code import CallableBotConfig
+
+    kept = CallableBotConfig.operational & set(CallableBotConfig.model_fields)
+    return {key: getattr(bot, key) for key in kept if key in bot.model_fields_set}
 
 
 def _inline(scenarios: Sequence[Any]) -> list[Scenario]:

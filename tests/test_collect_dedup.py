@@ -39,7 +39,7 @@ def test_ids_that_read_alike_when_joined_stay_apart() -> None:
 def test_the_memory_keeps_the_newest_closed_spans_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(assembler_module, "RECENT", 3)
     assembler = Assembler(None, idle_s=1.0, max_spans=100)
-    spans = [_span(f"{i:032x}", f"{i:016x}") for i in range(5)]
+    spans = [_span(f"{i:032x}", f"{i:016x}") for i in range(1, 6)]  # all-zero ids are invalid in OTLP
     _closed(assembler, spans)
     assert len(assembler.recent) == 3
     assert [len(assembler.fresh([s])) for s in spans] == [1, 1, 0, 0, 0]  # the two oldest forgotten

@@ -234,8 +234,8 @@ def _chest_case(number: int, bot: str, said: str = CHEST, expected: str | None =
         return {"key": key, "value": {"stringValue": value}}
 
     span = {
-        "traceId": f"{number:032x}",
-        "spanId": f"{number:016x}",
+        "traceId": f"{number + 1:032x}",  # all-zero ids are invalid in OTLP
+        "spanId": f"{number + 1:016x}",
         "startTimeUnixNano": str(1_700_000_000_000_000_000 + number * 1000),
         "endTimeUnixNano": str(1_700_000_000_000_000_000 + number * 1000 + 500),
         "attributes": [

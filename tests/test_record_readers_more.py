@@ -358,3 +358,23 @@ def test_a_partial_runs_header_and_json_say_what_was_recorded_of_what_was_planne
     assert (info["conversations"], info["planned"], info["planned_scenarios"], info["planned_vignettes"]) == (
         5, 14, 7, 7,
     )  # fmt: skip
+
+
+@pytest.mark.parametrize("value", ["s", "EMERGENCY", "", "no_decision"])
+@pytest.mark.parametrize("command", ["report", "gate"])
+def test_a_decided_outcome_that_is_no_column_of_the_run_is_one_line(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, command: str
+) -> None:
+    """A verdict's decided outcome edited to a value judging never writes ended the report in a ValueError
+    (`columns.index`): one line naming the verdicts file and the conversation now."""
+    folder = _copy(run, tmp_path)
+    edited: list[str] = []
+
+    def edit(number: int, line: dict[str, Any]) -> None:
+        if line.get("criterion_id") == "outcome.triage_level" and line.get("outcome") and not edited:
+            line["outcome"]["value"] = value
+            edited.append(line["conversation_id"])
+
+    _edit_lines(folder, VERDICTS, edit)
+    assert edited
+    _refused(folder, capsys, command, str(folder / VERDICTS), f"[outcome of {edited[0]}]", repr(value))

@@ -113,13 +113,31 @@ def _decided(run: RunData) -> dict[str, DecidedOutcome]:
     if "decided_outcomes" not in run.cache:
         config = run.outcome
         criterion = f"outcome.{config.key}" if config is not None else None
-        run.cache["decided_outcomes"] = {
+        decided = {
             v.conversation_id: v.outcome
             for v in run.verdicts
             if v.criterion_id == criterion and v.outcome is not None
         }
+        if config is not None:
+            _check_columns(run, decided, [*config.levels, OTHER, NO_DECISION, ERROR])
+        run.cache["decided_outcomes"] = decided
     found: dict[str, DecidedOutcome] = run.cache["decided_outcomes"]
     return found
+
+
+def _check_columns(run: RunData, decided: dict[str, DecidedOutcome], columns: list[str]) -> None:
+    """A decided outcome is a column of the run's matrix: judging writes nothing else, so another value is a
+    damaged or edited verdicts file, said in one line (it ended the report in a ValueError)."""
+    from simulator.errors import UserError
+    from simulator.record.folder import VERDICTS
+
+    for conversation_id, outcome in decided.items():
+        if outcome.value not in columns:
+            raise UserError(
+                f"{run.path / VERDICTS} [outcome of {conversation_id}]: {outcome.value!r} is not one of this "
+                f"run's outcome levels ({', '.join(columns[:-3])}) nor other, no decision or error; the file "
+                "was edited or damaged: restore it, or judge the run again (simulator judge)"
+            )
 
 
 def decided_outcome(run: RunData, record: ConversationRecord) -> DecidedOutcome | None:

@@ -118,3 +118,37 @@ def test_a_real_otlp_protobuf_export_is_still_refused_as_binary(
     assert cli("import", source, "--out", tmp_path / "run") == 2
     err = capsys.readouterr().err
     assert "binary data" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [b'{"resourceSpans": []}\n', b'{"conversation_id": "quoting", "messages": [{"role": "user", '
+     b'"content": "my log said \\"resourceSpans\\": []"}]}\n', b'{"resourceLogs": []}\n'],
+)  # fmt: skip
+def test_a_transcript_file_is_told_by_its_first_record_not_by_a_word_in_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], odd: bytes
+) -> None:
+    """A JSONL file with `"resourceSpans"` anywhere in its head (a stray OTLP line, a message quoting one)
+    was taken for OTLP and refused whole: 'holds no spans or log records'. Its first record decides."""
+    source = tmp_path / "t.jsonl"
+    source.write_bytes(_row("conv-0") + odd + _row("conv-1"))
+    assert cli("import", source, "--out", tmp_path / "run") == 0, capsys.readouterr().err
+    ids = sorted(r.bot_conversation_id for r in RunFolder.open(tmp_path / "run").conversations())
+    assert "conv-0" in ids and "conv-1" in ids
+
+
+@pytest.mark.parametrize("pretty", [False, True])
+def test_an_otlp_export_is_still_told_by_its_first_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pretty: bool
+) -> None:
+    """Compact lines and one pretty-printed document longer than the sniffed head are both OTLP."""
+    source = tmp_path / "t.json"
+    if pretty:
+        documents = [json.loads(_otlp_line(f"conv-{n}", n)) for n in range(300)]
+        merged = {"resourceSpans": [rs for d in documents for rs in d["resourceSpans"]]}
+        source.write_text(json.dumps(merged, indent=2))
+        assert source.stat().st_size > 65536
+    else:
+        source.write_bytes(b"".join(_otlp_line(f"conv-{n}", n) for n in range(3)))
+    assert cli("import", source, "--out", tmp_path / "run") == 0, capsys.readouterr().err
+    assert len(list(RunFolder.open(tmp_path / "run").conversations())) == (300 if pretty else 3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["ImportOptions", "import_source"]
 
+import json
 import os
 import re
 from collections import Counter
@@ -75,8 +76,25 @@ def detect_format(path: Path) -> str:
     except FileRefused as exc:
         raise UserError(f"{path}: {exc}") from None
     _refuse_binary(path, raw)
-    head = raw.decode("utf-8", "replace")
-    return "otel" if '"resourceSpans"' in head or '"resourceLogs"' in head else "jsonl"
+    return "otel" if _first_document_is_otlp(raw.decode("utf-8", "replace")) else "jsonl"
+
+
+_OTLP_KEYS = frozenset({"resourceSpans", "resourceLogs"})
+_FIRST_KEY = re.compile(r'\s*\{\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _first_document_is_otlp(head: str) -> bool:
+    """Whether the file's first JSON value is an OTLP export: its own keys decide, never the words
+    `"resourceSpans"` anywhere in the head (a transcript file with one such line, or quoting it in a
+    message, was taken for OTLP and refused whole). A first document longer than the head (a large
+    pretty-printed export) is told by its first key."""
+    text = head.lstrip("\ufeff \t\r\n")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text)
+    except ValueError:
+        first = _FIRST_KEY.match(text)
+        return first is not None and first.group(1) in _OTLP_KEYS
+    return isinstance(value, dict) and bool(_OTLP_KEYS & value.keys())
 
 
 def _refuse_binary(path: Path, raw: bytes) -> None:

@@ -528,3 +528,57 @@ async def test_apart_keeps_a_cancellation_arriving_as_the_awaited_thing_finishes
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+class _ClosesBadly:
+    """Answers and closes the chat; its close is the defect under test (`how`)."""
+
+    how = ""
+
+    def send(self, text: str) -> Any:
+        from simulator.bots.base import Reply
+
+        return Reply(["Please call 999 now."], closed=True, state={"triage_level": "emergency"})
+
+
+class _BlockingClose(_ClosesBadly):
+    def close(self) -> None:
+        time.sleep(60)
+
+
+class _NeverClosing(_ClosesBadly):
+    async def aclose(self) -> None:
+        await asyncio.Event().wait()
+
+
+class _ShieldedClose(_ClosesBadly):
+    async def aclose(self) -> None:
+        while True:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(1000)
+
+
+class _ExitingClose(_ClosesBadly):
+    def close(self) -> None:
+        raise SystemExit(3)
+
+
+@pytest.mark.timeout(120)  # a hang, not a slow machine, fails it
+@pytest.mark.parametrize("bot", [_BlockingClose, _NeverClosing, _ShieldedClose, _ExitingClose])
+def test_a_bot_whose_close_hangs_or_exits_leaves_the_run_finished(tmp_path: Path, bot: type) -> None:
+    """A bot's close() ran on the event loop with no deadline: one that blocked or never returned held its
+    conversation and the run for ever; one raising SystemExit ended the run. Now it is bounded by the turn's
+    deadline and what it does is left: the conversation keeps what the bot said."""
+    import simulator
+
+    suite = simulator.Suite(
+        bot={"type": "python", "factory": "x.y:z", "timeout_s": 1},
+        user={"model": "offline"},
+        outcome={"key": "triage_level", "levels": ["self_care", "gp", "urgent", "emergency"]},
+        runs=1,
+    )
+    scenarios = [{"id": f"s{n}", "persona": "p", "goal": "g", "expected": {"triage_level": "emergency"}}
+                 for n in range(2)]  # fmt: skip
+    result = simulator.run(suite, bot=bot, scenarios=scenarios, out=tmp_path / "run")
+    assert len(result.conversations) == 2
+    assert all(c.error is None and c.stop_reason == "bot_closed" for c in result.conversations)

@@ -12,6 +12,7 @@ __all__ = [
 ]
 
 import asyncio
+import contextlib
 import copy
 import functools
 import inspect
@@ -171,11 +172,18 @@ class PythonSession:
         return checked_state(state, "final_state()") if state is not None else self._last_state
 
     async def aclose(self) -> None:
+        """The bot's own `aclose()` or `close()`, once the conversation has ended, under the turn's deadline
+        and as user code (a blocking close in a thread): one that never returned held its conversation, and
+        the run, for ever. What it raises, or a close past the deadline, is left: the conversation's record
+        is already decided by what the bot said (a stop signal still stops the run)."""
         closer = getattr(self._bot, "aclose", None) or getattr(self._bot, "close", None)
-        if closer is not None:
-            result = closer()
-            if inspect.isawaitable(result):
-                await result
+        if closer is None:
+            return
+        call: Callable[[], Any] = closer
+        if not inspect.iscoroutinefunction(closer):
+            call = functools.partial(in_daemon_thread, closer)
+        with contextlib.suppress(BotError):
+            await self._bounded("close()", _run_user(call))
 
 
 class PythonBotFactory:

@@ -9,7 +9,7 @@ false (or null). Only `environment` holds a mapping, of paths of the environment
 
 from __future__ import annotations
 
-__all__ = ["ENVIRONMENT_KEY", "Expected", "ExpectedValue", "environment_paths", "expected_value_problem"]
+__all__ = ["ENVIRONMENT_KEY", "Expected", "environment_paths", "expected_value_problem"]
 
 from typing import Annotated, Any
 

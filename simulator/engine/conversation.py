@@ -8,7 +8,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from simulator.bots import BotError, BotFactory, BotReply, BotSession
 from simulator.bots.environment import Environment, make_environment
@@ -159,6 +159,21 @@ async def _open_session(
     return session
 
 
+def _turn(index: int, role: Literal["user", "bot"], parts: list[Any], started: datetime, said: Any) -> Turn:
+    """One turn as recorded, with what the user's message or the bot's reply (`said`) measured."""
+    return Turn(
+        index=index,
+        role=role,
+        parts=parts,
+        started_at=started,
+        latency_s=said.latency_s,
+        time_to_first_token_s=said.time_to_first_token_s if role == "bot" else None,
+        usage=said.usage,
+        model=said.model,
+        raw=said.raw,
+    )
+
+
 async def _attempt(
     plan: ConversationPlan, user: SimulatedUser, bots: BotFactory, attempt: _Attempt
 ) -> tuple[StopReason, dict[str, Any] | None, ErrorInfo | None]:
@@ -178,18 +193,7 @@ async def _attempt(
             if message.done:
                 return "user_done", await attempt.final_state(session, state), None
             user_parts = message.parts()
-            attempt.turns.append(
-                Turn(
-                    index=index,
-                    role="user",
-                    parts=attempt.with_calls(user_parts),
-                    started_at=started,
-                    latency_s=message.latency_s,
-                    usage=message.usage,
-                    model=message.model,
-                    raw=message.raw,
-                )
-            )
+            attempt.turns.append(_turn(index, "user", attempt.with_calls(user_parts), started, message))
             started = _now()
             try:
                 reply, bot_parts = await _bot_turn(session, message, index, user_parts, attempt)
@@ -202,19 +206,7 @@ async def _attempt(
             malformed = attempt.malformed_decision(reply.state, bot_parts)
             if reply.state is not None and malformed is None:
                 state = reply.state
-            attempt.turns.append(
-                Turn(
-                    index=index,
-                    role="bot",
-                    parts=bot_parts,
-                    started_at=started,
-                    latency_s=reply.latency_s,
-                    time_to_first_token_s=reply.time_to_first_token_s,
-                    usage=reply.usage,
-                    model=reply.model,
-                    raw=reply.raw,
-                )
-            )
+            attempt.turns.append(_turn(index, "bot", bot_parts, started, reply))
             if malformed is not None:  # the turn is kept (what the bot said is data), the decision is not
                 return "error", state, ErrorInfo(source="bot", kind="invalid_reply", message=malformed)
             if reply.handed_over:

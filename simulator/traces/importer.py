@@ -91,7 +91,7 @@ def _first_document_is_otlp(head: str) -> bool:
     text = head.lstrip("\ufeff \t\r\n")
     try:
         value, _ = json.JSONDecoder().raw_decode(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # cut at the head, not JSON, or nested past Python's stack
         first = _FIRST_KEY.match(text)
         return first is not None and first.group(1) in _OTLP_KEYS
     return isinstance(value, dict) and bool(_OTLP_KEYS & value.keys())

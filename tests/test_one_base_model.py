@@ -99,3 +99,36 @@ def test_each_class_name_means_one_class() -> None:
                 where[node.name].append(str(path.relative_to(PACKAGE.parent)))
     twice = {name: files for name, files in where.items() if len(files) > 1}
     assert not twice, "\n".join(f"{name}: {', '.join(files)}" for name, files in sorted(twice.items()))
+
+
+BUILT_IN_FACTORIES = ("list", "dict", "set", "frozenset", "tuple")
+
+
+def _built_in_factories(source: str) -> list[tuple[int, str]]:
+    """(line, factory) of each pydantic `Field(default_factory=list)` (or dict, set...): pydantic asks a
+    factory for its signature, which for a built-in type costs 0.14 ms (simulator/models.py: empty_list)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "Field":
+            for keyword in node.keywords:
+                factory = getattr(keyword.value, "id", "")
+                if keyword.arg == "default_factory" and factory in BUILT_IN_FACTORIES:
+                    found.append((node.lineno, factory))
+    return found
+
+
+def test_no_field_has_a_built_in_default_factory() -> None:
+    """`Field(default_factory=empty_list)`, never `list`: 150 fields were 3.5% of a run's start-up."""
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}: default_factory={factory}; use simulator.models.empty_{factory}"
+        for path in _modules()
+        for line, factory in _built_in_factories(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_guard_finds_a_built_in_factory() -> None:
+    assert _built_in_factories("class Row(StrictModel):\n    tags: list[str] = Field(default_factory=list)")
+    assert _built_in_factories("x: dict = pydantic.Field(description='d', default_factory=dict)")
+    assert not _built_in_factories("x: list[str] = Field(default_factory=empty_list)")
+    assert not _built_in_factories("x: list[str] = field(default_factory=list)")  # a dataclass: not inspected

@@ -24,6 +24,7 @@ from simulator.analysis.tables import conversation_status
 from simulator.config.variants import vignette_of
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
+from simulator.models import empty_list
 from simulator.record.models import Verdict
 from simulator.record.selection import by_item
 from simulator.stats.basic import mcnemar_exact, paired_bootstrap
@@ -48,8 +49,8 @@ class Flip(_Model):
     b_result: str
     a_reasoning: str = ""
     b_reasoning: str = ""
-    a_evidence: list[str] = Field(default_factory=list)
-    b_evidence: list[str] = Field(default_factory=list)
+    a_evidence: list[str] = Field(default_factory=empty_list)
+    b_evidence: list[str] = Field(default_factory=empty_list)
 
 
 class PairedMetric(_Model):
@@ -119,7 +120,7 @@ class RunComparison(_Model):
     # Present when both runs hold golden items: scorers side by side, intents at zero.
     golden: GoldenComparison | None = None
     # The outcome sources each run's outcome figures rest on (A, B); empty without outcome levels.
-    outcome_source: list[list[str]] = Field(default_factory=list)
+    outcome_source: list[list[str]] = Field(default_factory=empty_list)
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, str]:

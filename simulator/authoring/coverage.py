@@ -19,7 +19,7 @@ from pydantic import Field
 
 from simulator.config.scenario import Scenario
 from simulator.config.variants import vignette_of
-from simulator.models import ResultModel
+from simulator.models import ResultModel, empty_list
 from simulator.safety.case import build_safety_case, load_runs
 from simulator.safety.hazards import HazardLog, load_hazard_log
 
@@ -49,10 +49,10 @@ class ControlCoverage(ResultModel):
     status: str | None = None  # the safety case's status on the runs; None without runs
     needs_more: int | None = None  # the safety case's "needs N more distinct vignettes"
     # Vignettes in scope the runs have not played (accepted since).
-    not_yet_run: list[str] = Field(default_factory=list)
+    not_yet_run: list[str] = Field(default_factory=empty_list)
     # Vignettes in scope that came through the review queue, and who accepted them (`--drafts QUEUE`).
     accepted_drafts: int = 0
-    reviewers: list[str] = Field(default_factory=list)
+    reviewers: list[str] = Field(default_factory=empty_list)
 
 
 class CoverageMap(ResultModel):

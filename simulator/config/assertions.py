@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from simulator.config.patterns import compile_pattern
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_list
 
 AssertionScope = Literal["all_bot_messages", "final_bot_message"]
 
@@ -32,8 +32,8 @@ def check_phrase_groups(groups: list[str]) -> list[str]:
 class AssertionFields(StrictModel):
     """The three assertions of seed 003, validated; shared by scenario assertions and golden items."""
 
-    must_contain: list[str] = Field(default_factory=list)
-    must_not_contain: list[str] = Field(default_factory=list)
+    must_contain: list[str] = Field(default_factory=empty_list)
+    must_not_contain: list[str] = Field(default_factory=empty_list)
     must_not_match: str | None = None
 
     @field_validator("must_contain", "must_not_contain", mode="before")

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from simulator.config.assertions import compile_pattern
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_dict, empty_list
 
 # OWASP Top 10 for LLM Applications (2025): the entry a strategy exercises.
 OWASP_LLM_TOP_10 = {
@@ -39,7 +39,7 @@ class SuccessSpec(StrictModel):
     """When the attack succeeded (the bot failed). Any one condition is enough."""
 
     # Regular expressions (case-insensitive) over each bot message: a dose, a diagnosis given as fact.
-    patterns: list[str] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=empty_list)
     # A token the attack plants in its instructions ("reply with the word BANANA-7"): the bot obeyed.
     canary: str | None = None
     # The bot repeated this many consecutive words of its own instructions (`redteam.instructions` in the
@@ -49,7 +49,7 @@ class SuccessSpec(StrictModel):
     downgrade: bool = False
     # LLM criteria (judges/ ids) that judge the same success where code cannot decide; informational here,
     # they apply to the variant through its tags like any criterion.
-    criteria: list[str] = Field(default_factory=list)
+    criteria: list[str] = Field(default_factory=empty_list)
 
     @field_validator("patterns")
     @classmethod
@@ -73,7 +73,7 @@ class Strategy(StrictModel):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     title: str = Field(min_length=1)
     owasp: str = Field(pattern=r"^LLM(0[1-9]|10)$")
-    hazards: list[str] = Field(default_factory=list)
+    hazards: list[str] = Field(default_factory=empty_list)
     # What an LLM attacker is told to try (appended to the persona), in the attacker's own terms.
     attacker: str = Field(min_length=1)
     # The offline attacker's escalation ladder: one line a turn, each a new angle after a refusal; the
@@ -84,14 +84,14 @@ class Strategy(StrictModel):
     markers: str = Field(min_length=1)
     success: SuccessSpec
     # Overrides of the scenario's expected outcome (a buried self-harm disclosure makes it an emergency).
-    expected: dict[str, Any] = Field(default_factory=dict)
+    expected: dict[str, Any] = Field(default_factory=empty_dict)
     # Only scenarios with any of these tags are attacked this way (empty: every scenario in scope).
-    applies_to: list[str] = Field(default_factory=list)
+    applies_to: list[str] = Field(default_factory=empty_list)
     # Filled in when a suite applies the pack: the bot's own instructions (for the leak check), and the
     # suite's outcome key and ordered levels (for the downgrade check).
     instructions: str | None = None
     outcome_key: str | None = None
-    levels: list[str] = Field(default_factory=list)
+    levels: list[str] = Field(default_factory=empty_list)
 
     @field_validator("markers")
     @classmethod
@@ -121,12 +121,12 @@ class RedTeamConfig(StrictModel):
 
     pack: str  # the strategies file, relative to the suite
     # Only these strategies (by id); empty: every strategy of the pack.
-    strategies: list[str] = Field(default_factory=list)
+    strategies: list[str] = Field(default_factory=empty_list)
     # Only scenarios with any of these tags are attacked (empty: every scenario the suite runs).
-    tags: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=empty_list)
     # Also run each attacked scenario straight (the refused-or-not comparison's reference).
     include_base: bool = True
     # The bot's own instructions, for the leak check (a chat bot's system prompt is read by itself).
     instructions_file: str | None = None
     # The clinical groups the report gives success rates for (scenario tags, e.g. cardiac, stroke, sepsis).
-    groups: list[str] = Field(default_factory=list)
+    groups: list[str] = Field(default_factory=empty_list)

@@ -20,7 +20,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from simulator.config.patterns import compile_pattern
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_list
 
 
 class ClaimRule(StrictModel):
@@ -30,7 +30,7 @@ class ClaimRule(StrictModel):
     id: str = Field(pattern=r"^[\w.:-]+$")
     says: str
     tool: str | None = None
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=empty_list)
     tool_matches: str | None = None
     severity: Literal["critical", "major", "minor"] = "critical"
 

@@ -28,6 +28,7 @@ from pydantic import Field, field_validator, model_validator
 from simulator.errors import Problem
 from simulator.importing import import_callable
 from simulator.models import StrictModel as _Strict
+from simulator.models import empty_dict, empty_list
 
 _NAME = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
 _FUNCTION = r"^[\w.]+:[\w.]+$"
@@ -50,7 +51,7 @@ class CannedResponse(_Strict):
     """One canned answer: when the call's arguments include every key of `when` (equal values), answer
     `result`, or fail with `error`."""
 
-    when: dict[str, Any] = Field(default_factory=dict)
+    when: dict[str, Any] = Field(default_factory=empty_dict)
     result: Any = None
     error: str | None = None
 
@@ -75,7 +76,7 @@ class ToolDef(_Strict):
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     function: str | None = Field(default=None, pattern=_FUNCTION)
-    responses: list[CannedResponse] = Field(default_factory=list)
+    responses: list[CannedResponse] = Field(default_factory=empty_list)
     # The answer when no canned response matches (a `result` or an `error`); none: the call is an error.
     default: CannedResponse | None = None
 
@@ -104,7 +105,7 @@ class UserToolDef(_Strict):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     reads: str | None = Field(default=None, min_length=1)
     function: str | None = Field(default=None, pattern=_FUNCTION)
-    asked_by: list[str] = Field(default_factory=list)
+    asked_by: list[str] = Field(default_factory=empty_list)
     say: str = "I checked: {value}."
     # What the offline user says when the reading fails (the state has no such value).
     unavailable: str = "I can't check that right now."
@@ -124,9 +125,9 @@ class UserToolDef(_Strict):
 class EnvironmentSpec(_Strict):
     """The suite's environment: its tools, the default initial state, and the user-side tools."""
 
-    tools: dict[str, ToolDef] = Field(default_factory=dict)
-    state: dict[str, Any] = Field(default_factory=dict)
-    user_tools: dict[str, UserToolDef] = Field(default_factory=dict)
+    tools: dict[str, ToolDef] = Field(default_factory=empty_dict)
+    state: dict[str, Any] = Field(default_factory=empty_dict)
+    user_tools: dict[str, UserToolDef] = Field(default_factory=empty_dict)
     # The chat adapter's bound on model -> tool -> model rounds within one bot turn.
     max_tool_rounds: int = Field(default=5, ge=1, le=50)
     # A tool call that takes longer is recorded as an error (the function's thread is left to finish).

@@ -25,7 +25,7 @@ from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.scenario import Scenario
 from simulator.config.styles import DEFAULT_STYLES, StyleCatalogue
 from simulator.config.variants import variant_id
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_dict, empty_list
 
 # `one_at_a_time`: the reference, then each non-reference level alone with every other factor at its
 # reference (the perturbations behavioural relations compare; docs/relations.md).
@@ -45,12 +45,12 @@ class FactorLevel(StrictModel):
     style: str | None = None  # a style of the suite's catalogue
     facts: FactFilter | None = None
     # Facts this level adds to the base scenario's (a red flag, for a directional relation).
-    add_facts: list[str] = Field(default_factory=list)
+    add_facts: list[str] = Field(default_factory=empty_list)
     volunteers: int | None = Field(default=None, ge=0)
-    tags: list[str] = Field(default_factory=list)
-    expected: dict[str, Any] = Field(default_factory=dict)  # overrides the base's expected keys
+    tags: list[str] = Field(default_factory=empty_list)
+    expected: dict[str, Any] = Field(default_factory=empty_dict)  # overrides the base's expected keys
     # Languages the person switches into at this level (code-switching: docs/languages.md).
-    switches_to: list[str] = Field(default_factory=list)
+    switches_to: list[str] = Field(default_factory=empty_list)
 
     @field_validator("switches_to")
     @classmethod

@@ -23,6 +23,7 @@ from simulator.config.script import ContextTurn, ItemKind, Script
 from simulator.config.yamlfile import MAX_FILE_BYTES, LocatedYAML
 from simulator.errors import Problem, UserError
 from simulator.jsonbounds import JSONRefused, loads_bounded
+from simulator.models import empty_list
 from simulator.readers import InputRefused
 from simulator.readers import read_csv as read_sheet
 
@@ -37,7 +38,7 @@ class GoldenItem(FileDocument, AssertionFields):
     kind: ItemKind
     user_message: str = Field(min_length=1)
     reference: str
-    context: list[ContextTurn] = Field(default_factory=list)
+    context: list[ContextTurn] = Field(default_factory=empty_list)
 
     @model_validator(mode="after")
     def _items_decide_something(self) -> GoldenItem:

@@ -20,6 +20,7 @@ from simulator.config.bot_kinds import BOT_KINDS
 from simulator.config.yamlfile import LocatedYAML, problems_from_validation
 from simulator.errors import Problem, UserError
 from simulator.models import StrictModel as _Strict
+from simulator.models import empty_dict, empty_list
 
 
 class _MatrixSuite(Protocol):
@@ -46,21 +47,21 @@ class BotVariant(_Strict):
     """One bot under test: an id (the cell's folder name) and the bot fields it changes."""
 
     id: str = Field(pattern=VARIANT_ID)
-    bot: dict[str, Any] = Field(default_factory=dict)
+    bot: dict[str, Any] = Field(default_factory=empty_dict)
 
 
 class UserVariant(_Strict):
     """One simulated user: an id and the `user:` fields it changes (usually `model`)."""
 
     id: str = Field(pattern=VARIANT_ID)
-    user: dict[str, Any] = Field(default_factory=dict)
+    user: dict[str, Any] = Field(default_factory=empty_dict)
 
 
 class MatrixConfig(_Strict):
     """The variants to compare. Every cell runs the same scenarios, repeats and seed: paired by design."""
 
     bots: list[BotVariant] = Field(min_length=1)
-    users: list[UserVariant] = Field(default_factory=list)
+    users: list[UserVariant] = Field(default_factory=empty_list)
     # The cell the leaderboard compares every other cell with (default: the first cell).
     baseline: str | None = None
 

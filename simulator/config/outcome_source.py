@@ -28,7 +28,7 @@ from pydantic import Field, field_validator
 
 from simulator.config.patterns import compile_pattern
 from simulator.jsonbounds import json_kind
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_dict, empty_list
 
 SourceName = Literal["state", "messages", "tool", "judge"]
 SOURCES: tuple[str, ...] = ("state", "messages", "tool", "judge")
@@ -105,8 +105,8 @@ class MessagesSource(StrictModel):
     Without `phrases` here, the suite's vocabulary's `outcome_levels` are used."""
 
     counts: Literal["last", "most_urgent"] = "last"
-    phrases: dict[str, list[str]] = Field(default_factory=dict)
-    ignore: list[str] = Field(default_factory=list)
+    phrases: dict[str, list[str]] = Field(default_factory=empty_dict)
+    ignore: list[str] = Field(default_factory=empty_list)
 
     @field_validator("ignore")
     @classmethod
@@ -122,7 +122,7 @@ class ToolSource(StrictModel):
     mapped nor a level lands in `other`."""
 
     call: str = Field(min_length=3, pattern=r"^[^.]+\.[^.]+(\.[^.]+)*$")
-    values: dict[str, str] = Field(default_factory=dict)
+    values: dict[str, str] = Field(default_factory=empty_dict)
 
     @property
     def name(self) -> str:

@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_list
 
 RelationKind = Literal["invariance", "directional", "mft"]
 
@@ -36,8 +36,8 @@ class Relation(StrictModel):
     # directional: what the variant's outcome must be, compared with the reference's.
     expect: Literal["not_lower", "not_higher"] | None = None
     # mft: the scenarios (base ids) and/or tags that must pass.
-    scenarios: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
+    scenarios: list[str] = Field(default_factory=empty_list)
+    tags: list[str] = Field(default_factory=empty_list)
 
     @model_validator(mode="after")
     def _shape(self) -> Relation:

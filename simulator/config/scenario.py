@@ -29,7 +29,7 @@ from simulator.config.script import Script
 from simulator.config.tool_checks import ToolCheck, parse_state_path
 from simulator.config.yamlfile import read_as_mapping
 from simulator.errors import UserError
-from simulator.models import BuiltModel, StrictModel
+from simulator.models import BuiltModel, StrictModel, empty_dict, empty_list
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -92,7 +92,7 @@ class UserMedia(StrictModel):
     description: str | None = None
     transcript: str | None = None
     caption: str | None = None
-    topic: list[Text] = Field(default_factory=list)
+    topic: list[Text] = Field(default_factory=empty_list)
 
     @model_validator(mode="after")
     def _says_what_it_holds(self) -> UserMedia:
@@ -117,10 +117,10 @@ class Scenario(BuiltModel, FileDocument):
     id: ScenarioId
     persona: Text
     goal: Text
-    facts: Annotated[list[Text], WithJsonSchema(_FACTS_SCHEMA)] = Field(default_factory=list)
-    expected: Expected = Field(default_factory=dict)
+    facts: Annotated[list[Text], WithJsonSchema(_FACTS_SCHEMA)] = Field(default_factory=empty_list)
+    expected: Expected = Field(default_factory=empty_dict)
     max_turns: int = Field(default=12, ge=1, le=200)
-    tags: list[Text] = Field(default_factory=list)
+    tags: list[Text] = Field(default_factory=empty_list)
     language: str | None = None
     # The language the person writes in (`language` above is their first language, which a second-language
     # persona may not write in), as a code such as `es`. Unset: English. The offline user speaks it with
@@ -128,7 +128,7 @@ class Scenario(BuiltModel, FileDocument):
     writes_in: str | None = None
     # Languages the person switches into and back (code-switching, as real people do, seed 002's example):
     # in character, so the LLM user is told to and the fidelity drift check allows them.
-    switches_to: list[str] = Field(default_factory=list)
+    switches_to: list[str] = Field(default_factory=empty_list)
     notes: str | None = None
     # A reference final reply, for text metrics (recorded, gating nothing).
     reference: str | None = None
@@ -142,24 +142,24 @@ class Scenario(BuiltModel, FileDocument):
     script: Script | None = None
     # Facts (numbered from 1, in the order of `facts`) the expected outcome depends on: a simulated user
     # that never reveals one of them has missed a fact that mattered (docs/fidelity.md).
-    key_facts: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    key_facts: list[Annotated[int, Field(ge=1)]] = Field(default_factory=empty_list)
     # Who is writing: the patient (`self`) or someone on their behalf; unset, guessed from the persona
     # ("writing about her toddler": parent). Facts of an on-behalf scenario are in the writer's voice ("My
     # mother is 84") and the offline user says them as written (docs/offline-user.md).
     speaker: Literal["self", "parent", "relative", "carer"] | None = None
     # What facts are about, where the offline user's guess from the vocabulary is wrong: fact number (from 1)
     # -> topics ("no X": ruled out). Written inline as `- {text: ..., topic: [glucose]}` in `facts`.
-    fact_topics: dict[Annotated[int, Field(ge=1)], list[Text]] = Field(default_factory=dict)
+    fact_topics: dict[Annotated[int, Field(ge=1)], list[Text]] = Field(default_factory=empty_dict)
     # Photos and voice notes the person sends when asked about their topic (channels that take parts deliver
     # them: WhatsApp as Cloud API media, python and http bots as parts).
-    media: list[UserMedia] = Field(default_factory=list)
+    media: list[UserMedia] = Field(default_factory=empty_list)
     # How many facts this person may bring up before being asked; more is an early reveal.
     volunteers: int = Field(default=1, ge=0)
     # Persona styles of the suite's style catalogue (simulator/config/styles.py, `user.styles`).
-    styles: list[str] = Field(default_factory=list)
+    styles: list[str] = Field(default_factory=empty_list)
     # Set on factorial variants: the base scenario's id and the level of each factor.
     base: str | None = None
-    factors: dict[str, str] = Field(default_factory=dict)
+    factors: dict[str, str] = Field(default_factory=empty_dict)
     # What this person does with buttons and lists: taps one (`tap`), or ignores them and types (`type`).
     # The offline user follows it; for an LLM user, say it in the persona too.
     buttons: Literal["tap", "type"] = "tap"
@@ -170,9 +170,9 @@ class Scenario(BuiltModel, FileDocument):
     attack: Strategy | None = None
     # This conversation's initial environment state, merged over the suite's `environment.state`
     # (docs/environment.md); `expected.environment` holds dotted paths of the final state to compare.
-    environment: dict[str, Any] = Field(default_factory=dict)
+    environment: dict[str, Any] = Field(default_factory=empty_dict)
     # Checks on the bot's tool calls in this scenario (docs/tool-checks.md), beside the suite's.
-    tool_checks: list[ToolCheck] = Field(default_factory=list)
+    tool_checks: list[ToolCheck] = Field(default_factory=empty_list)
 
     @field_validator("facts", mode="before")
     @classmethod

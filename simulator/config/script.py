@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_list
 
 ItemKind = Literal["exact", "assert"]
 
@@ -31,7 +31,7 @@ class Script(StrictModel):
     intent: str = Field(min_length=1)
     kind: ItemKind
     user_message: str = Field(min_length=1)
-    context: list[ContextTurn] = Field(default_factory=list)
+    context: list[ContextTurn] = Field(default_factory=empty_list)
 
     @property
     def lines(self) -> list[str]:

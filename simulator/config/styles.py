@@ -20,14 +20,14 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from simulator.config.patterns import UserPattern, compile_pattern
 from simulator.config.yamlfile import load_model_file
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_dict, empty_list
 
 
 class OfflinePlay(StrictModel):
     """How the offline user plays a style: rewrites of every message and one-off lines at fixed points."""
 
     third_person: bool = False  # facts said about someone else ("I am 52" -> "they are 52")
-    hedges: list[str] = Field(default_factory=list)  # one (seeded) put before each fact
+    hedges: list[str] = Field(default_factory=empty_list)  # one (seeded) put before each fact
     drop_articles: bool = False  # "a", "an", "the" left out
     typos: bool = False  # lowercase, no punctuation, one swapped pair of letters per message
     bursts: bool = False  # each fact told is its own message, several before the bot answers
@@ -63,15 +63,15 @@ class Style(StrictModel):
     # Facts this person brings up unasked (None: the scenario's own); the offline user then volunteers
     # exactly that many instead of sometimes none.
     volunteers: int | None = Field(default=None, ge=0)
-    tags: list[str] = Field(default_factory=list)
-    expected: dict[str, Any] = Field(default_factory=dict)  # overrides the scenario's expected keys
+    tags: list[str] = Field(default_factory=empty_list)
+    expected: dict[str, Any] = Field(default_factory=empty_dict)  # overrides the scenario's expected keys
     offline: OfflinePlay = Field(default_factory=OfflinePlay)
 
 
 class StyleCatalogue(StrictModel):
     """`styles`: style name -> Style, in the order the offline user applies their lines."""
 
-    styles: dict[str, Style] = Field(default_factory=dict)
+    styles: dict[str, Style] = Field(default_factory=empty_dict)
     _source: str = PrivateAttr(default="the built-in styles")
 
     @property

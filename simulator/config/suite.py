@@ -44,7 +44,7 @@ from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, parse_yaml, validate_model
 from simulator.errors import Problem, UserError
-from simulator.models import BuiltModel
+from simulator.models import BuiltModel, empty_dict, empty_list
 from simulator.models import StrictModel as _Strict
 from simulator.readers import missing
 
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 class ScenarioSelection(_Strict):
     paths: list[str] = Field(default_factory=lambda: ["."])
-    tags: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=empty_list)
     # Run scenarios marked `draft: true` too (they are refused otherwise).
     include_drafts: bool = False
 
@@ -125,17 +125,19 @@ JuryRule = Literal["majority", "any_fail", "unanimous_pass"]
 
 
 class JudgesConfig(_Strict):
-    paths: list[str] = Field(default_factory=list)
+    paths: list[str] = Field(default_factory=empty_list)
     model: str | None = None
     # A jury: several judge models judge every item; `aggregate` combines them (`model` is then unused).
-    models: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=empty_list)
     temperature: Temperature = 0.0
     max_tokens: MaxTokens = 1024
     # Judge every (conversation, criterion) this many times per judge model (A/A stability); the majority
     # counts, a tie is an error.
     samples: int = Field(default=1, ge=1, le=25)
     # The jury's rule by severity (`critical: any_fail`) or `default`; a criterion's own `aggregate` wins.
-    aggregate: dict[Literal["default", "critical", "major", "minor"], JuryRule] = Field(default_factory=dict)
+    aggregate: dict[Literal["default", "critical", "major", "minor"], JuryRule] = Field(
+        default_factory=empty_dict
+    )
 
     @model_validator(mode="after")
     def _distinct_models(self) -> JudgesConfig:
@@ -158,7 +160,7 @@ class OutcomeConfig(_Strict):
     critical: str | None = None
     # The harm of each wrong cell of the confusion matrix: expected level -> actual level (or `no decision`,
     # `other`) -> weight >= 0; cells not named weigh 0 (docs/safety-case.md, harm-weighted error).
-    harm_weights: dict[str, dict[str, float]] = Field(default_factory=dict)
+    harm_weights: dict[str, dict[str, float]] = Field(default_factory=empty_dict)
     # Where the outcome is read from (config/outcome_source.py): one source, or several in order (the first
     # that decides wins; all are recorded, and two or more give an agreement figure).
     source: Annotated[list[SourceName], WithJsonSchema(SOURCE_SCHEMA)] = Field(
@@ -171,8 +173,8 @@ class OutcomeConfig(_Strict):
     # (imported, live): level -> regular expressions read over the user's messages; the most urgent level
     # matched is the floor, and a bot below it under-triaged (docs/outcome-sources.md, "Live conversations").
     # Default: the vocabulary's `red_flags`. `red_flags_ignore`: sentences that flag nothing ("no chest pain").
-    red_flags: dict[str, list[str]] = Field(default_factory=dict)
-    red_flags_ignore: list[str] = Field(default_factory=list)
+    red_flags: dict[str, list[str]] = Field(default_factory=empty_dict)
+    red_flags_ignore: list[str] = Field(default_factory=empty_list)
 
     @field_validator("source", mode="before")
     @classmethod
@@ -310,18 +312,18 @@ class Suite(BuiltModel):
     outcome: OutcomeConfig | None = None
     # Scenarios with this tag are listed as bugs in reports on any failure, never averaged away.
     high_stakes_tag: str | None = None
-    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    providers: dict[str, ProviderSettings] = Field(default_factory=empty_dict)
     cache: CacheConfig | None = None
     # Keep each provider/bot raw request and response next to the turn, for debugging.
     record_raw: bool = True
     # Bot (and simulated-user) variants to compare on the same scenarios; see docs/matrix.md.
     matrix: MatrixConfig | None = None
     # Persona factors crossed with the scenarios (simulator/config/factors.py); the first level is the reference.
-    factors: dict[str, list[Any]] = Field(default_factory=dict)
+    factors: dict[str, list[Any]] = Field(default_factory=empty_dict)
     factor_design: Literal["full", "fractional", "one_at_a_time"] = "full"
     # Behavioural relations between variants: invariance, directional, minimum functionality
     # (simulator/config/relations.py, docs/relations.md).
-    relations: list[Relation] = Field(default_factory=list)
+    relations: list[Relation] = Field(default_factory=empty_list)
     # A sealed held-out set chosen by a seeded hash of each base id (docs/held-out.md).
     held_out: HeldOutConfig | None = None
     # A red-team pack crossed with the scenarios (simulator/config/redteam.py, docs/redteam.md).

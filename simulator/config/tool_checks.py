@@ -32,6 +32,7 @@ from pydantic import (
 from simulator.config.assertions import compile_pattern
 from simulator.config.claims import ClaimRule, default_claims
 from simulator.models import StrictModel as _Strict
+from simulator.models import empty_dict, empty_list
 
 _MATCHER_KEYS = frozenset({"equal", "one_of", "regex", "schema", "schema_"})
 _ANCHOR = re.compile(r"^(?:first_advice|handover|tool\s+[A-Za-z_*][A-Za-z0-9_-]*)$")
@@ -140,7 +141,7 @@ class ToolCheck(_Strict):
     id: str | None = Field(default=None, pattern=r"^[\w.:-]+$")
     # Argument name -> a plain value (equal) or {equal, one_of, regex, schema}.
     arguments: Annotated[dict[str, ArgMatcher], WithJsonSchema(_ARGUMENTS_SCHEMA)] = Field(
-        default_factory=dict
+        default_factory=empty_dict
     )
     # A JSON schema the whole arguments object must satisfy.
     arguments_schema: dict[str, Any] | None = None
@@ -192,7 +193,7 @@ class ToolChecksConfig(_Strict):
     """The suite's checks on what the bot did: `checks` for every scenario, and `claims` (omitted: the
     documented defaults, config/claims.py; `[]`: none)."""
 
-    checks: list[ToolCheck] = Field(default_factory=list)
+    checks: list[ToolCheck] = Field(default_factory=empty_list)
     claims: list[ClaimRule] | None = None
 
     @model_validator(mode="after")

@@ -14,7 +14,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from simulator.config.languages import language_code
 from simulator.config.patterns import UserPattern, compile_pattern
 from simulator.config.yamlfile import load_model_file
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_dict, empty_list
 
 
 class Phrases(StrictModel):
@@ -25,10 +25,10 @@ class Phrases(StrictModel):
     dont_know: list[str] = Field(min_length=1)  # answers to what the facts do not cover
     nudges: list[str] = Field(min_length=1)  # when the bot stops asking without advising
     # A goal starting with one of these words already speaks for the person ("I", "my" in English).
-    speaker_words: list[str] = Field(default_factory=list)
+    speaker_words: list[str] = Field(default_factory=empty_list)
     # Words too common to say which fact a question asks for ("el", "de" in Spanish), left out of the
     # words the offline user matches in this language (English has its own list: text/words.py).
-    stop_words: list[str] = Field(default_factory=list)
+    stop_words: list[str] = Field(default_factory=empty_list)
 
 
 # The offline user's English: the built-in phrases, in the order the seeded choices draw from.
@@ -48,23 +48,23 @@ class Vocabulary(StrictModel):
     canonical word a topic); `outcome_patterns`: regular expressions (case insensitive) that match a bot turn
     giving the person an outcome (advice on what to do). How the offline user reads them: docs/offline-user.md."""
 
-    topics: dict[str, list[str]] = Field(default_factory=dict)
-    qualities: list[str] = Field(default_factory=list)
-    synonyms: dict[str, list[str]] = Field(default_factory=dict)
-    outcome_patterns: list[str] = Field(default_factory=list)
+    topics: dict[str, list[str]] = Field(default_factory=empty_dict)
+    qualities: list[str] = Field(default_factory=empty_list)
+    synonyms: dict[str, list[str]] = Field(default_factory=empty_dict)
+    outcome_patterns: list[str] = Field(default_factory=empty_list)
     # Per outcome level, the phrases by which a bot advises it ("call 999", "book a GP appointment"): the
     # `messages` outcome source reads them when the suite gives none (docs/outcome-sources.md).
-    outcome_levels: dict[str, list[str]] = Field(default_factory=dict)
+    outcome_levels: dict[str, list[str]] = Field(default_factory=empty_dict)
     # Sentences that advise nothing however they read ("If it gets worse, call 999"): safety-netting.
-    outcome_ignore: list[str] = Field(default_factory=list)
+    outcome_ignore: list[str] = Field(default_factory=empty_list)
     # Per outcome level, the patient's words that call for at least that level ("chest pressure" ->
     # emergency): the floor a conversation without a scenario is held to (docs/outcome-sources.md).
-    red_flags: dict[str, list[str]] = Field(default_factory=dict)
+    red_flags: dict[str, list[str]] = Field(default_factory=empty_dict)
     # Sentences of the patient's that flag nothing however they read ("no chest pain").
-    red_flags_ignore: list[str] = Field(default_factory=list)
+    red_flags_ignore: list[str] = Field(default_factory=empty_list)
     # The offline user's phrases in other languages, by code (`es`), for scenarios that write in one
     # (`writes_in`, `switches_to`); without them it cannot play such a scenario (config/languages.py).
-    languages: dict[str, Phrases] = Field(default_factory=dict)
+    languages: dict[str, Phrases] = Field(default_factory=empty_dict)
 
     def phrases(self, language: str | None) -> Phrases | None:
         """The phrases for a language (`es`, `es-MX`): this file's, else built-in English, else None."""

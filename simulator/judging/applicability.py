@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_dict, empty_list
 from simulator.record.models import ConversationRecord, StopReason
 from simulator.text.content import fact_words
 
@@ -24,14 +24,16 @@ Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 class AppliesWhen(StrictModel):
     """Conditions on the scenario and the conversation; all the given ones must hold."""
 
-    tags_any: list[Tag] = Field(default_factory=list, description="the scenario has one of these tags")
-    tags_none: list[Tag] = Field(default_factory=list, description="the scenario has none of these tags")
+    tags_any: list[Tag] = Field(default_factory=empty_list, description="the scenario has one of these tags")
+    tags_none: list[Tag] = Field(
+        default_factory=empty_list, description="the scenario has none of these tags"
+    )
     expected: dict[str, list[Any]] = Field(
-        default_factory=dict,
+        default_factory=empty_dict,
         description="expected outcome values, per outcome key: `level: [high, urgent]`",
     )
     stop_reason: list[StopReason] = Field(
-        default_factory=list, description="the conversation ended for one of these reasons"
+        default_factory=empty_list, description="the conversation ended for one of these reasons"
     )
     facts_revealed: int | None = Field(
         default=None, ge=0, description="at least this many of the scenario's facts appear in user messages"

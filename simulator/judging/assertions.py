@@ -17,16 +17,16 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from simulator.config.assertions import AssertionScope, AssertionSpec, compile_pattern, split_group
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_list
 
 
 class AssertionOutcome(StrictModel):
     """The result of checking one reply: pass/fail, one message per failed rule, and the quoted matches."""
 
     passed: bool
-    failures: list[str] = Field(default_factory=list)
+    failures: list[str] = Field(default_factory=empty_list)
     # Exact quotes from the reply: the alternative found for each group, each forbidden phrase or regex match.
-    evidence: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=empty_list)
 
 
 def _find(phrase: str, text: str) -> str | None:

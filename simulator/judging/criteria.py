@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field, StringConstraints, field_validator, mode
 from simulator.config.documents import FileDocument, FileDocumentKind, collect_documents, yaml_files
 from simulator.errors import Problem, UserError
 from simulator.judging.applicability import AppliesWhen
+from simulator.models import empty_list
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Severity = Literal["critical", "major", "minor"]
@@ -41,7 +42,7 @@ class Criterion(FileDocument):
         default=DEFAULT_NOT_APPLICABLE, description="when the criterion does not apply to a conversation"
     )
     # Scenario tags the criterion applies to; empty means every scenario.
-    applies_to: list[Text] = Field(default_factory=list)
+    applies_to: list[Text] = Field(default_factory=empty_list)
     severity: Severity = "major"
     # A free label; `omission` feeds the errors-of-omission rate, others (safety, tone, ...) group reports.
     category: Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[a-z][a-z0-9_-]*$")] = (

@@ -17,7 +17,7 @@ from simulator.config.languages import language_name, persona_languages
 from simulator.config.scenario import Scenario
 from simulator.judging.llm_judge import JudgeOutput
 from simulator.judging.prompt import escape_data, render_transcript_block
-from simulator.models import AnswerModel
+from simulator.models import AnswerModel, empty_list
 from simulator.providers.base import ChatMessage, ModelRequest
 from simulator.record.transcript import Turn
 
@@ -95,7 +95,7 @@ class FactAnswer(AnswerModel):
 class AuditOutput(AnswerModel):
     """What the auditor must answer: per-fact provenance and three reading checks."""
 
-    facts: list[FactAnswer] = Field(default_factory=list)
+    facts: list[FactAnswer] = Field(default_factory=empty_list)
     invented_facts: JudgeOutput
     role_confusion: JudgeOutput
     drift: JudgeOutput

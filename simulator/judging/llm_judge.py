@@ -26,7 +26,7 @@ from pydantic import Field, field_validator
 from simulator.judging.criteria import Criterion
 from simulator.judging.evidence import verify_evidence
 from simulator.judging.prompt import build_judge_request, render_transcript_block, transcript_messages
-from simulator.models import AnswerModel
+from simulator.models import AnswerModel, empty_list
 from simulator.providers.base import ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
 from simulator.providers.structured import Answer, ask_validated
@@ -74,7 +74,7 @@ class JudgeOutput(AnswerModel):
     """What a judge model must answer: reasoning first, then evidence quotes, then the result."""
 
     reasoning: str
-    evidence: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=empty_list)
     result: JudgeResult
 
     @field_validator("result", mode="before")

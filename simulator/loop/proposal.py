@@ -33,6 +33,7 @@ from pydantic import Field, ValidationError
 
 from simulator.errors import Problem, UserError, pattern_or_message
 from simulator.models import StrictModel as _Strict
+from simulator.models import empty_dict, empty_list
 
 PROPOSAL_SCHEMA_VERSION = 1
 ChangeKind = Literal["prompt_edit", "tool_description", "missing_question", "guardrail", "other"]
@@ -70,7 +71,7 @@ class Change(_Strict):
     where: str = ""
     question: str = ""
     condition: str = ""
-    edits: list[PromptEdit] = Field(default_factory=list)
+    edits: list[PromptEdit] = Field(default_factory=empty_list)
     rationale: str = ""
 
 
@@ -84,7 +85,9 @@ class Proposal(_Strict):
     author: str  # offline-template, or model:<provider:model>
     run: str  # the run folder read
     run_id: str
-    read: dict[str, str] = Field(default_factory=dict)  # file -> sha256 of what the proposal was built from
+    read: dict[str, str] = Field(
+        default_factory=empty_dict
+    )  # file -> sha256 of what the proposal was built from
     suite_file: str | None = None
     bot: str  # the bot as the run describes it (chat:..., python:..., http:...)
     bot_type: str
@@ -95,14 +98,14 @@ class Proposal(_Strict):
     criterion_text: str
     severity: str | None = None
     group: str
-    hazards: list[str] = Field(default_factory=list)
+    hazards: list[str] = Field(default_factory=empty_list)
     scenarios: list[str]
     failing_scenarios: list[str]
     failures: str  # "3/6 conversations failed (...)", with the clustered interval
-    evidence: list[EvidenceItem] = Field(default_factory=list)
-    missing_facts: list[str] = Field(default_factory=list)
+    evidence: list[EvidenceItem] = Field(default_factory=empty_list)
+    missing_facts: list[str] = Field(default_factory=empty_list)
     change: Change | None = None
-    at_risk: list[RiskItem] = Field(default_factory=list)
+    at_risk: list[RiskItem] = Field(default_factory=empty_list)
     error: str | None = None
     raw_output: str | None = None  # the model's answer, kept when it could not be used
 

@@ -31,6 +31,7 @@ from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.loop.failures import FailureGroup
 from simulator.loop.proposal import Change, EvidenceItem, PromptEdit, Proposal, RiskItem, check_edits
 from simulator.models import StrictModel as _Out
+from simulator.models import empty_list
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
 from simulator.providers.structured import ask_validated
@@ -258,9 +259,9 @@ class ProposalOutput(_Out):
     where: str = ""
     question: str = ""
     condition: str = ""
-    edits: list[EditOutput] = Field(default_factory=list)
-    evidence: list[int] = Field(default_factory=list)
-    at_risk: list[RiskOutput] = Field(default_factory=list)
+    edits: list[EditOutput] = Field(default_factory=empty_list)
+    evidence: list[int] = Field(default_factory=empty_list)
+    at_risk: list[RiskOutput] = Field(default_factory=empty_list)
     rationale: str = ""
 
 

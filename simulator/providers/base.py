@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_serializer
 
 from simulator.jsonbounds import DECODER, JSONRefused, check_depth, loads_bounded
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_dict, empty_list
 from simulator.record.transcript import Usage
 
 ErrorKind = Literal["rate_limit", "transient", "permanent"]
@@ -126,7 +126,7 @@ class ModelRequest(StrictModel):
     temperature: float | None = None
     output_schema: dict[str, Any] | None = None
     schema_name: str = "output"
-    tools: list[ToolSpec] = Field(default_factory=list)
+    tools: list[ToolSpec] = Field(default_factory=empty_list)
     # Number of leading messages that are identical across a batch of calls (judges of one
     # conversation): providers with explicit prompt caching mark the prefix cacheable.
     cacheable_prefix_messages: int = 0
@@ -139,12 +139,12 @@ class ModelResponse(StrictModel):
 
     text: str
     parsed: dict[str, Any] | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=empty_list)
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
     time_to_first_token_s: float | None = None  # set when the request was streamed
     model: str = ""
-    raw: dict[str, Any] = Field(default_factory=dict)
+    raw: dict[str, Any] = Field(default_factory=empty_dict)
     cached: bool = False
     # What the provider's headers said is left of its rate-limit budget (a `RateLimits`); for the pacer,
     # never stored.

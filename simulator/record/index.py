@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Record
+from simulator.models import empty_list
 from simulator.readers import missing, read_json_file
 from simulator.record.migrations import refused
 from simulator.safefiles import write_atomic
@@ -47,7 +48,7 @@ class MatrixIndex(_Record):
     baseline: str
     cells: list[IndexCell]
     # Provider call counts of the shared model hub, per session (cells share one hub, so no cell owns them).
-    calls: list[dict[str, Any]] = Field(default_factory=list)
+    calls: list[dict[str, Any]] = Field(default_factory=empty_list)
 
     def cell(self, cell_id: str) -> IndexCell:
         """A cell by id; a UserError listing the cells when there is none."""

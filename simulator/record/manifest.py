@@ -35,6 +35,7 @@ from simulator.config.bot_identity import BotIdentity
 from simulator.config.expected import Expected
 from simulator.config.suite import Suite
 from simulator.models import StrictModel as _Record
+from simulator.models import empty_dict, empty_list
 from simulator.record.models import SCHEMA_VERSION
 
 # A count of things (conversations, calls): never negative.
@@ -57,14 +58,14 @@ class ScenarioEntry(_Record):
     file: str | None = None
     line: int | None = None
     sha256: str | None = None
-    expected: Expected = Field(default_factory=dict)
-    tags: list[str] = Field(default_factory=list)
+    expected: Expected = Field(default_factory=empty_dict)
+    tags: list[str] = Field(default_factory=empty_list)
     # Set for a golden item (a one-turn scenario with a scripted user): its intent and kind.
     intent: str | None = None
     item_kind: str | None = None
     # A factorial variant: the base scenario it was derived from and its level of each factor.
     base: str | None = None
-    factors: dict[str, str] = Field(default_factory=dict)
+    factors: dict[str, str] = Field(default_factory=empty_dict)
 
 
 class CriterionEntry(_Record):
@@ -82,7 +83,7 @@ class CriterionEntry(_Record):
     sha256: str | None = None
     severity: str | None = None
     category: str | None = None
-    applies_to: list[str] = Field(default_factory=list)
+    applies_to: list[str] = Field(default_factory=empty_list)
     points: int | None = None
     applies_when: dict[str, Any] | None = None
     aggregate: str | None = None
@@ -94,16 +95,16 @@ class JudgeSet(_Record):
     hash: str
     model: str | None = None
     # A jury's models, samples per item and aggregation rules (absent: one model, one sample).
-    models: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=empty_list)
     samples: int = 1
-    aggregate: dict[str, str] = Field(default_factory=dict)
+    aggregate: dict[str, str] = Field(default_factory=empty_dict)
     temperature: float | None = None
     max_tokens: int | None = None
-    paths: list[str] = Field(default_factory=list)
+    paths: list[str] = Field(default_factory=empty_list)
     prompt_hash: str | None = None
     code_checks: int | str | None = None
-    criteria: list[CriterionEntry] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    criteria: list[CriterionEntry] = Field(default_factory=empty_list)
+    warnings: list[str] = Field(default_factory=empty_list)
     not_judged_reason: str | None = None
     judged_at: datetime | None = None
 
@@ -127,8 +128,8 @@ class CallCounts(_Record):
     rate_limits: Count = 0
     transient_errors: Count = 0
     failed: Count = 0
-    cache_hits: dict[str, Count] = Field(default_factory=dict)  # by role
-    cache_misses: dict[str, Count] = Field(default_factory=dict)
+    cache_hits: dict[str, Count] = Field(default_factory=empty_dict)  # by role
+    cache_misses: dict[str, Count] = Field(default_factory=empty_dict)
 
     def __add__(self, other: CallCounts) -> CallCounts:
         def add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
@@ -171,10 +172,10 @@ class Session(_Record):
     started_at: datetime
     checkpoint_at: datetime | None = None
     ended_at: datetime | None = None  # None after the run ended: the session was killed
-    calls: dict[str, CallCounts] = Field(default_factory=dict)  # by provider
-    limits: dict[str, LimitCounts] = Field(default_factory=dict)
+    calls: dict[str, CallCounts] = Field(default_factory=empty_dict)  # by provider
+    limits: dict[str, LimitCounts] = Field(default_factory=empty_dict)
     # Operational settings a resume changed ({"providers.openai.rpm": [null, 600]}): never a result's.
-    settings_changed: dict[str, list[Any]] = Field(default_factory=dict)
+    settings_changed: dict[str, list[Any]] = Field(default_factory=empty_dict)
     # The most conversations worked on at once: above `concurrency` while calls waited out a retry and
     # their conversations lent their places (optional; None in sessions that did not count it).
     most_open: int | None = None
@@ -194,7 +195,7 @@ class RunCounts(_Record):
     """What the run folder holds, as of the last manifest write."""
 
     conversations: Count = 0
-    stop_reasons: dict[str, Count] = Field(default_factory=dict)
+    stop_reasons: dict[str, Count] = Field(default_factory=empty_dict)
     errors: Count = 0
 
 
@@ -224,18 +225,18 @@ class Manifest(_Record):
     # The suite as run, with literal secrets redacted (`${VAR}` templates kept) and flags applied.
     suite: Suite | None = None
     models: RoleModels
-    prompts: dict[str, PromptEntry] = Field(default_factory=dict)
-    scenarios: list[ScenarioEntry] = Field(default_factory=list)
+    prompts: dict[str, PromptEntry] = Field(default_factory=empty_dict)
+    scenarios: list[ScenarioEntry] = Field(default_factory=empty_list)
     planned: Count = 0
     # Every judge set used on the run, oldest first; the last one is the current set.
-    judge_sets: list[JudgeSet] = Field(default_factory=list)
+    judge_sets: list[JudgeSet] = Field(default_factory=empty_list)
     counts: RunCounts = Field(default_factory=RunCounts)
-    sessions: list[Session] = Field(default_factory=list)
+    sessions: list[Session] = Field(default_factory=empty_list)
     # Free-form provenance for runs that were not simulated here (imported traces, merged shards).
-    source: dict[str, Any] = Field(default_factory=dict)
+    source: dict[str, Any] = Field(default_factory=empty_dict)
     shard: ShardInfo | None = None
     # Held-out transcripts are sealed from every reader until someone unseals the run (record/seal.py).
-    unsealed: list[Unseal] = Field(default_factory=list)
+    unsealed: list[Unseal] = Field(default_factory=empty_list)
 
     @model_validator(mode="after")
     def _holds_what_its_run_could(self) -> Manifest:

@@ -26,7 +26,7 @@ from pydantic_core import PydanticCustomError
 
 from simulator.config.expected import expected_value_problem
 from simulator.config.suite import MAX_RUNS
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_dict, empty_list
 from simulator.record.transcript import Turn, Usage
 
 # The version of every record: manifest, conversation and verdict lines (migrations in record/migrations.py).
@@ -94,25 +94,25 @@ class ConversationRecord(StrictModel):
     environment_state: dict[str, Any] | None = None
     error: ErrorInfo | None = None
     # Attempts discarded because the simulated user broke character, with the reason each time.
-    character_breaks: list[str] = Field(default_factory=list)
+    character_breaks: list[str] = Field(default_factory=empty_list)
     started_at: datetime
     ended_at: datetime
-    usage_by_role: dict[str, Usage] = Field(default_factory=dict)
-    tags: list[str] = Field(default_factory=list)
+    usage_by_role: dict[str, Usage] = Field(default_factory=empty_dict)
+    tags: list[str] = Field(default_factory=empty_list)
     user_model: str = ""
     bot: str = ""
     # Calls answered from the response cache, by role.
-    cache_hits: dict[str, int] = Field(default_factory=dict)
+    cache_hits: dict[str, int] = Field(default_factory=empty_dict)
     # The id the bot was given: unique per run and per attempt, so a bot that keeps sessions never answers
     # from another run's state. `id` (scenario#repeat) stays the record's key.
     bot_conversation_id: str | None = None
     # True when some text could not be stored as UTF-8 (a lone surrogate) and was replaced by U+FFFD.
     text_repaired: bool = False
     # Per fact of the scenario: elicited, volunteered or missed (empty when not audited).
-    provenance: list[FactProvenance] = Field(default_factory=list)
+    provenance: list[FactProvenance] = Field(default_factory=empty_list)
     # Attempts discarded because the simulated user failed a fidelity check (`user.fidelity.on_fail:
     # regenerate`), with the failed checks each time.
-    fidelity_regenerations: list[str] = Field(default_factory=list)
+    fidelity_regenerations: list[str] = Field(default_factory=empty_list)
 
 
 class Evidence(StrictModel):
@@ -132,7 +132,7 @@ class SourceReading(StrictModel):
     # False when a judge's quote was not found in the transcript (its reading then decides nothing).
     verified: bool | None = None
     # `messages`: every level advised, in the order first advised, when more than one (conflicting advice).
-    conflicts: list[str] = Field(default_factory=list)
+    conflicts: list[str] = Field(default_factory=empty_list)
     note: str | None = None
 
 
@@ -145,7 +145,7 @@ class DecidedOutcome(StrictModel):
     value: str
     quote: str | None = None
     # The sources in the order configured, each with its reading.
-    readings: dict[str, SourceReading] = Field(default_factory=dict)
+    readings: dict[str, SourceReading] = Field(default_factory=empty_dict)
     # `messages` only: which advice counts (`last` or `most_urgent`).
     counts: str | None = None
     # The patient's red flag (`outcome.red_flags`): the most urgent level their own words call for, with the
@@ -165,7 +165,7 @@ class Verdict(StrictModel):
     kind: VerdictKind
     result: VerdictResult
     reasoning: str = ""
-    evidence: list[Evidence] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=empty_list)
     # False when a quote was not found in the transcript, or a pass/fail came with no quote at all.
     evidence_verified: bool | None = None
     score: float | None = None

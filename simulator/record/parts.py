@@ -37,7 +37,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_dict
 
 
 class TextPart(StrictModel):
@@ -103,7 +103,7 @@ class ToolCallPart(StrictModel):
 
     type: Literal["tool_call"] = "tool_call"
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = Field(default_factory=empty_dict)
     id: str | None = None
     result: Any = None
     error: str | None = None

@@ -23,6 +23,7 @@ from simulator.analysis.tables import criterion_rows, overall_pass_rate
 from simulator.config.suite import OutcomeConfig
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
+from simulator.models import empty_list
 from simulator.report.analyses import all_analyses
 from simulator.report.model import ReportOptions
 from simulator.stats.basic import zero_failure_upper_bound
@@ -76,7 +77,7 @@ class GateResult(_Model):
     exit_code: int
     scenario_set_changed: str = ""
     # What the outcome metrics rest on: the run's outcome sources in order (docs/outcome-sources.md).
-    outcome_source: list[str] = Field(default_factory=list)
+    outcome_source: list[str] = Field(default_factory=empty_list)
 
 
 def gate_metrics(run: RunData) -> dict[str, Callable[[], RateView]]:

@@ -48,6 +48,7 @@ from simulator.analysis.tables import (
 )
 from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
+from simulator.models import empty_list
 from simulator.record.compact import Sharing
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import Part
@@ -142,7 +143,7 @@ class RunInfo(_Model):
     # Sessions killed (kill -9, a crash): their calls are counted only up to their last checkpoint.
     killed_sessions: int = 0
     # Per provider: the rate its calls were paced to and where it came from (`analysis.calls.limit_lines`).
-    provider_limits: list[str] = Field(default_factory=list)
+    provider_limits: list[str] = Field(default_factory=empty_list)
 
 
 # The advice of the finding "judge set X of N": a command-line flag (the review desk offers its own choice).
@@ -156,7 +157,7 @@ class Finding(_Model):
     title: str
     detail: str = ""
     # The conversations to read for it (the summary links each to its transcript).
-    conversations: list[str] = Field(default_factory=list)
+    conversations: list[str] = Field(default_factory=empty_list)
 
 
 class TranscriptTurn(_Model):
@@ -164,7 +165,7 @@ class TranscriptTurn(_Model):
     role: str
     # The text view (text parts and picks' titles); `parts` is the whole turn (record/parts.py).
     messages: list[str]
-    parts: list[Part] = Field(default_factory=list)
+    parts: list[Part] = Field(default_factory=empty_list)
     latency_s: float | None = None
 
 

@@ -27,6 +27,7 @@ from pydantic import Field
 from simulator.analysis.rundata import RunData, load_run
 from simulator.errors import UserError
 from simulator.models import ResultModel as _Model
+from simulator.models import empty_list
 from simulator.report.gate import metric_names
 from simulator.safety.controls import OWN_METRIC, ControlResult, evaluate_control
 from simulator.safety.evidence import (
@@ -104,9 +105,9 @@ class SafetyCase(_Model):
     system_definition: SystemDefinition | None = None
     risk_management: RiskManagement | None = None
     # What is still open: controls not met or not demonstrable, uncalibrated judges, errors, open hazards.
-    outstanding: list[str] = Field(default_factory=list)
+    outstanding: list[str] = Field(default_factory=empty_list)
     exposure: Exposure | None = None
-    projections: list[Projection] = Field(default_factory=list)
+    projections: list[Projection] = Field(default_factory=empty_list)
     generated_at: str
     evidence_hash: str
     matrix: RiskMatrix
@@ -118,7 +119,7 @@ class SafetyCase(_Model):
     harm: HarmWeighted | None
     traceability: Traceability
     # Red-team strategies run against the hazards they name (docs/redteam.md); empty without a red-team run.
-    adversarial: list[AdversarialResult] = Field(default_factory=list)
+    adversarial: list[AdversarialResult] = Field(default_factory=empty_list)
 
     def hashed_json(self) -> str:
         """The canonical JSON the evidence hash is taken over (everything but the generation time)."""

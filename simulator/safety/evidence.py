@@ -33,6 +33,7 @@ from simulator.analysis.outcome import outcome_source
 from simulator.analysis.rundata import RunData
 from simulator.errors import UserError
 from simulator.models import ResultModel as _Model
+from simulator.models import empty_dict, empty_list
 from simulator.stats.rates import RateView
 
 REPLICATES = 400  # bootstrap replicates of the meta-evaluation (seeded: the same document every time)
@@ -76,14 +77,14 @@ class RunTrace(_Model):
     bot: str
     # The release of the bot tested (config/bot_identity.py): shown version and how it was identified.
     bot_version: str | None = None
-    bot_identity: dict[str, str] = Field(default_factory=dict)
+    bot_identity: dict[str, str] = Field(default_factory=empty_dict)
     user_model: str
     judge_model: str | None
     package_version: str
     git_commit: str | None
     judge_set: str | None
     # What the run's outcome figures rest on: its outcome sources in order (docs/outcome-sources.md).
-    outcome_source: list[str] = Field(default_factory=list)
+    outcome_source: list[str] = Field(default_factory=empty_list)
     conversations: int
     scenario_files: dict[str, str | None]
     criterion_files: dict[str, str | None]

@@ -34,6 +34,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
 from simulator.errors import Problem, UserError
 from simulator.models import StrictModel as _Strict
+from simulator.models import empty_dict, empty_list
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 
@@ -163,8 +164,10 @@ class Control(_Strict):
     id: str = Field(pattern=_ID)
     description: str = Field(min_length=1)
     kind: ControlKind = "test"
-    criteria: list[str] = Field(default_factory=list, description="criterion ids whose verdicts verify it")
-    tags: list[str] = Field(default_factory=list, description="scenario tags; empty: every scenario")
+    criteria: list[str] = Field(
+        default_factory=empty_list, description="criterion ids whose verdicts verify it"
+    )
+    tags: list[str] = Field(default_factory=empty_list, description="scenario tags; empty: every scenario")
     threshold: str | None = Field(
         default=None,
         min_length=1,
@@ -234,9 +237,9 @@ class SystemDefinition(_Strict):
     version: str | None = None
     intended_use: str | None = None
     clinical_setting: str | None = None
-    users: list[str] = Field(default_factory=list)
-    interfaces: list[str] = Field(default_factory=list)
-    exclusions: list[str] = Field(default_factory=list)
+    users: list[str] = Field(default_factory=empty_list)
+    interfaces: list[str] = Field(default_factory=empty_list)
+    exclusions: list[str] = Field(default_factory=empty_list)
 
 
 class Role(_Strict):
@@ -248,7 +251,7 @@ class RiskManagement(_Strict):
     """The clinical risk management this log belongs to: the CRM plan it follows and who holds which role."""
 
     plan: str | None = Field(default=None, description="the clinical risk management plan's reference")
-    roles: list[Role] = Field(default_factory=list)
+    roles: list[Role] = Field(default_factory=empty_list)
     method: str | None = Field(default=None, description="anything the plan adds to the method shown")
 
 
@@ -257,7 +260,7 @@ class Exposure(_Strict):
     tag). Turns a control's rate per conversation into expected incidents per month, labelled a projection."""
 
     conversations_per_month: float = Field(gt=0)
-    case_mix: dict[str, float] = Field(default_factory=dict, description="scenario tag -> share, 0..1")
+    case_mix: dict[str, float] = Field(default_factory=empty_dict, description="scenario tag -> share, 0..1")
 
     @field_validator("case_mix")
     @classmethod

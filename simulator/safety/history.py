@@ -20,6 +20,7 @@ from simulator.analysis.outcome import outcome_source
 from simulator.analysis.rundata import RunData, load_run
 from simulator.errors import UserError
 from simulator.models import ResultModel as _Model
+from simulator.models import empty_list
 from simulator.report.gate import gate_metrics
 from simulator.safety.case import build_safety_case
 from simulator.safety.harm import harm_weighted
@@ -55,7 +56,7 @@ class HistoryPoint(_Model):
     bot_version: str | None = None
     signed: list[str] = Field(default=[])
     # What the run's outcome rates rest on: its outcome sources in order (docs/outcome-sources.md).
-    outcome_source: list[str] = Field(default_factory=list)
+    outcome_source: list[str] = Field(default_factory=empty_list)
 
 
 class PairedTest(_Model):

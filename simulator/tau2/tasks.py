@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from simulator.errors import Problem, UserError, pattern_or_message
-from simulator.models import ForeignModel
+from simulator.models import ForeignModel, empty_dict
 from simulator.readers import MAX_TAU2_BYTES, read_json_file
 
 
@@ -37,14 +37,14 @@ class Action(_Open):
     action_id: str = ""
     requestor: str = "assistant"
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = Field(default_factory=empty_dict)
     compare_args: list[str] | None = None
 
 
 class EnvCall(_Open):
     env_type: str = "assistant"
     func_name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = Field(default_factory=empty_dict)
 
 
 class InitialState(_Open):

@@ -20,7 +20,7 @@ from pydantic import Field
 from simulator.config.patterns import compile_pattern
 from simulator.config.yamlfile import YAMLProblem, load_model_file, read_text_file
 from simulator.errors import UserError
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_dict, empty_list
 from simulator.readers import missing
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
@@ -61,9 +61,9 @@ class RedactionConfig(StrictModel):
     """The redaction file: which built-in patterns to use, names to remove, extra patterns by label."""
 
     patterns: list[str] = Field(default_factory=lambda: list(ORDER))
-    names: list[str] = Field(default_factory=list)
+    names: list[str] = Field(default_factory=empty_list)
     names_file: str | None = None
-    custom: dict[str, str] = Field(default_factory=dict)
+    custom: dict[str, str] = Field(default_factory=empty_dict)
 
 
 class Redactor:

@@ -25,7 +25,7 @@ from simulator.config.bots import BotStart
 from simulator.config.secrets import SecretURL
 from simulator.config.yamlfile import read_text_file
 from simulator.errors import UserError
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_dict
 from simulator.voice.tools import espeak_path, missing_voice_packages
 
 
@@ -76,10 +76,10 @@ class VoiceBotConfig(BotConfig):
     url: Annotated[str, SecretURL] = Field(pattern=r"^wss?://")
     # Sent in the start message's customParameters (Twilio's <Parameter> elements); recorded with the suite
     # in the manifest, so never a secret.
-    parameters: dict[str, str] = Field(default_factory=dict)
+    parameters: dict[str, str] = Field(default_factory=empty_dict)
     caller: CallerVoice = Field(default_factory=CallerVoice)
     # Per persona: a scenario whose tags (or factor levels) name an entry speaks with these changes.
-    callers: dict[str, CallerVoice] = Field(default_factory=dict)
+    callers: dict[str, CallerVoice] = Field(default_factory=empty_dict)
     # The bot's turn ends once nothing of its speech has played for this long.
     quiet_s: float = Field(default=1.0, gt=0, le=30)
     # No speech from the bot this long after the caller finished is an error (the call went dead).

@@ -30,7 +30,7 @@ from simulator.config.wire import HTTP_HEADERS, check_url
 from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import UserError
 from simulator.importing import import_callable
-from simulator.models import StrictModel
+from simulator.models import StrictModel, empty_dict, empty_list
 
 
 def load_factory(spec: str) -> Callable[[], Any]:
@@ -81,7 +81,7 @@ class BotStart(StrictModel):
 
     command: list[str] = Field(min_length=1)
     ready: ReadyCheck | None = None  # default: the bot's own URL's port accepts connections
-    env: Annotated[dict[str, str], SecretVariables] = Field(default_factory=dict)
+    env: Annotated[dict[str, str], SecretVariables] = Field(default_factory=empty_dict)
     cwd: str | None = None  # relative to the suite file; default the suite's folder
     stop_timeout_s: float = Field(default=5.0, gt=0)
 
@@ -95,7 +95,7 @@ class HttpBotConfig(BotConfig):
 
     type: Literal["http"] = "http"
     url: Annotated[str, SecretURL] = Field(pattern=r"^https?://")
-    headers: Annotated[dict[str, str], SecretTemplate, HTTP_HEADERS] = Field(default_factory=dict)
+    headers: Annotated[dict[str, str], SecretTemplate, HTTP_HEADERS] = Field(default_factory=empty_dict)
     # The whole turn's deadline (not per read); the most a reply may hold is `max_reply_bytes`, decompressed.
     timeout_s: float = turn_timeout()
     start: BotStart | None = None
@@ -118,7 +118,7 @@ class DecisionTool(StrictModel):
     name: str = "record_decision"
     description: str = "Record your final decision once you have enough information."
     field: str = "decision"
-    values: list[str] = Field(default_factory=list)
+    values: list[str] = Field(default_factory=empty_list)
 
 
 class ChatBotConfig(BotConfig):

@@ -20,6 +20,7 @@ from simulator.config.bot_kinds import (
 from simulator.config.bots import BotStart
 from simulator.config.providers import MaxTokens, Temperature
 from simulator.config.secrets import SecretEnv, SecretURL
+from simulator.models import empty_dict, empty_list
 
 
 class OpenAIEndpointBotConfig(BotConfig):
@@ -32,14 +33,14 @@ class OpenAIEndpointBotConfig(BotConfig):
     api_key_env: Annotated[str | None, SecretEnv] = None  # default: no key (a local server)
     system_prompt: str | None = None
     # Tools offered to the server, OpenAI function shape: {name, description, parameters}.
-    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=empty_list)
     temperature: Temperature = None
     max_tokens: MaxTokens = 400
     # Each call of the model server's deadline; a turn (up to max_tool_rounds + 1 calls) gets that many.
     timeout_s: float = turn_timeout(60.0)
     # Canned results by tool name, sent back when the server asks for them; recorded with the call. In a
     # suite with an `environment:`, its tools answer instead (docs/environment.md).
-    tool_results: dict[str, Any] = Field(default_factory=dict)
+    tool_results: dict[str, Any] = Field(default_factory=empty_dict)
     max_tool_rounds: int = Field(default=4, ge=0, le=20)
     # The tool whose arguments are the bot's final state (its triage decision).
     state_tool: str | None = None

@@ -18,6 +18,7 @@ from simulator.config.bot_kinds import (
 )
 from simulator.config.bots import BotStart
 from simulator.config.secrets import SecretEnv, SecretURL
+from simulator.models import empty_list
 
 
 class WhatsAppBotConfig(BotConfig):
@@ -45,7 +46,7 @@ class WhatsAppBotConfig(BotConfig):
     # and the turn must have ended (quiet or interactive) by it; a bot still posting then is an error.
     timeout_s: float = turn_timeout()
     # Status callbacks posted to the webhook for each accepted message, in this order.
-    statuses: list[Literal["sent", "delivered", "read"]] = Field(default_factory=list)
+    statuses: list[Literal["sent", "delivered", "read"]] = Field(default_factory=empty_list)
     # Optional: GET this (with {wa_id}) after the conversation for the bot's final state (a JSON object).
     state_url: Annotated[str | None, SecretURL] = Field(default=None, pattern=r"^https?://")
     profile_name: str = "Alex"

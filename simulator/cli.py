@@ -16,6 +16,7 @@ from typing import NoReturn
 
 from simulator import __version__
 from simulator.errors import UserError
+from simulator.visible import TerminalParser, echo
 
 # Modules that add their own sub-commands with `register(subparsers)`; each keeps its imports lazy.
 EXTENSIONS = [
@@ -50,7 +51,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     importing and registering all nineteen modules cost about 40 ms of a run's start-up, and the parser of
     one command needs none of the others. A group of commands (`labels ...`), an unknown command, or none,
     registers all (a later module may add to a group; the help and the error list every command)."""
-    parser = argparse.ArgumentParser(
+    parser = TerminalParser(
         prog="simulator",
         description="Test LLM chatbots with simulated users, per-criterion judges and defensible error rates.",
     )
@@ -118,13 +119,12 @@ def _handle(
         return handler(args)
     except UserError as exc:
         from simulator.record.redact import redact
-        from simulator.visible import visible
 
-        # The one way an untrusted string (a file name, a key, an echoed argument) reaches the terminal.
-        print(f"error: {visible(redact(exc.render()))}", file=sys.stderr)
+        # A problem quotes the user's values (a file name, a key, an echoed argument): `echo` shows them.
+        echo(f"error: {redact(exc.render())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("\ninterrupted: everything finished so far is saved; resume with --resume", file=sys.stderr)
+        echo("\ninterrupted: everything finished so far is saved; resume with --resume", file=sys.stderr)
         return stop_code()
     except BrokenPipeError:
         # The reader of a pipe (`| head`) stopped reading: files were written first; stop quietly, and keep
@@ -141,7 +141,7 @@ def _handle(
         line = os_error_line(exc, hint)
         if line is None:
             raise
-        print(f"error: {line}", file=sys.stderr)
+        echo(f"error: {line}", file=sys.stderr)
         return 2
     except SystemExit as exc:
         if exc.code == 1 and _stdout_is_devnull():

@@ -6,19 +6,41 @@ data, so every such character is printed as a visible escape (`\\x1b`, `\\u202e`
 message (errors.py) quotes values from the user's files and goes through the same rule on one line, and so
 does every string of an HTML page (`html_text`): a browser obeys a bidi override as a terminal does, so a
 transcript could show a reviewer words in another order than the bot sent them.
+
+This module is the one home of text bound for the terminal: a command's plain line (`echo`), its JSON on
+standard output (`echo_json`), its rich output (`terminal_console`), argparse's usage and errors
+(`TerminalParser`) and the collector's and the desk's log lines (`terminal_log_handler`) all pass the rule
+above. A run folder's name, a scenario id, a model name or a bot's reply in an f-string is shown, never
+obeyed. tests/test_terminal_output.py fails on a `print` or a standard stream's `write` anywhere else.
 """
 
 from __future__ import annotations
 
-__all__ = ["html_text", "json_visible", "terminal_console", "visible", "visible_markup"]
+__all__ = [
+    "TerminalParser",
+    "echo",
+    "echo_json",
+    "html_text",
+    "json_visible",
+    "terminal_console",
+    "terminal_log_handler",
+    "visible",
+    "visible_markup",
+]
 
+import argparse
+import contextlib
 import functools
 import html
 import re
+import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import logging
+
+    from _typeshed import SupportsWrite
     from rich.console import Console, ConsoleOptions, RenderableType
     from rich.segment import Segment
 
@@ -42,6 +64,48 @@ def json_visible(text: str) -> str:
     """JSON text with the control characters JSON allows raw (C1, bidi) written as `\\uXXXX` escapes: the same
     JSON value, safe on a terminal."""
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def echo(
+    *objects: object,
+    sep: str = " ",
+    end: str = "\n",
+    file: IO[str] | None = None,
+    flush: bool = False,
+) -> None:
+    """`print` for the terminal: each object's text shown by `visible` (the line's own words are unchanged, a
+    value from a file, a run or a bot cannot move the cursor or retitle the window)."""
+    print(*(visible(str(o)) for o in objects), sep=sep, end=end, file=file, flush=flush)
+
+
+def echo_json(text: str, *, end: str = "\n", file: IO[str] | None = None) -> None:
+    """JSON text on standard output (or `file`), its raw C1, bidi and DEL characters written as `\\uXXXX`
+    escapes by `json_visible`: the same JSON value for a program, inert on a terminal."""
+    (file or sys.stdout).write(json_visible(text) + end)
+
+
+class TerminalParser(argparse.ArgumentParser):
+    """argparse's parser whose usage, help and errors are shown by `visible`: an error quotes the argument a
+    user typed (an unknown choice, a bad number), and a pasted argument can hold an escape code."""
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if message:
+            with contextlib.suppress(AttributeError, OSError):  # as argparse: no stream, or a closed one
+                (file or sys.stderr).write(visible(message))
+
+
+def terminal_log_handler(stream: IO[str] | None = None) -> logging.Handler:
+    """A logging handler for the terminal (standard error by default): each formatted record shown by
+    `visible`, so a logged value (a rejected request's field, an exception's message) is shown, not obeyed."""
+    import logging
+
+    class VisibleFormatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return visible(super().format(record))
+
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(VisibleFormatter("%(message)s"))
+    return handler
 
 
 def visible_markup(text: str) -> str:

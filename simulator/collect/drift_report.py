@@ -20,6 +20,7 @@ from simulator.collect.trends import (
 )
 from simulator.errors import UserError
 from simulator.stats.basic import pct
+from simulator.visible import echo
 
 
 def _folders(out: Path) -> list[Path]:
@@ -44,22 +45,22 @@ def drift_report(args: argparse.Namespace) -> int:
         rows = trend_rows(observations, metrics, args.period)
     except ValueError as exc:
         raise UserError(f"--period: {exc}") from None
-    print(
+    echo(
         f"{len(observations)} conversations in {len(folders)} folders; unit: conversations "
         "(a criterion counts pass and fail verdicts; n/a, errors and not judged are left out)"
     )
-    print(
+    echo(
         f"{'metric':38} {'period':22} {'rate':>8} {'95% CI (clustered)':>20} {'k/n':>11} {'vs first: p':>12}"
     )
     for row in rows:
         r = row.rate
         interval = f"{pct(r.low)}-{pct(r.high)}" if r.n else "-"
         p = f"{row.p_value:.3g}" if row.p_value is not None else "-"
-        print(f"{r.metric:38} {row.period:22} {pct(r.rate):>8} {interval:>20} {f'{r.k}/{r.n}':>11} {p:>12}")
+        echo(f"{r.metric:38} {row.period:22} {pct(r.rate):>8} {interval:>20} {f'{r.k}/{r.n}':>11} {p:>12}")
     for metric in metrics:
         if ":" not in metric or metric.startswith("outcome:"):  # the live triage rates and the outcome mix
             counted = rate_of(observations, metric)
-            print(f"{metric}: unit {unit_of(metric)}; left out {counted.left_out} ({left_out(metric)})")
+            echo(f"{metric}: unit {unit_of(metric)}; left out {counted.left_out} ({left_out(metric)})")
     if args.simulated is not None:
         _populations(args.simulated, folders)
     if args.alert:
@@ -72,12 +73,12 @@ def _populations(simulated: Path, folders: list[Path]) -> None:
 
     for folder in folders:
         comparison = compare_populations(simulated, folder)
-        print(f"\npopulation drift: {folder.name} vs simulated {simulated} (alpha {comparison.alpha})")
+        echo(f"\npopulation drift: {folder.name} vs simulated {simulated} (alpha {comparison.alpha})")
         for row in comparison.rows:
             flag = "DIFFERENT" if row.p < comparison.alpha else ""
-            print(f"  {row.measure:45} simulated {row.simulated:28} real {row.real:28} p={row.p:.3g} {flag}")
+            echo(f"  {row.measure:45} simulated {row.simulated:28} real {row.real:28} p={row.p:.3g} {flag}")
         for note in comparison.left_out:
-            print(f"  left out: {note}")
+            echo(f"  left out: {note}")
 
 
 def _alerts(args: argparse.Namespace, observations: list[Observation], known: list[str]) -> int:
@@ -97,10 +98,10 @@ def _alerts(args: argparse.Namespace, observations: list[Observation], known: li
         fired = alerts.evaluate(observations)
     for alert in fired:
         low, high = alert["interval_95"]
-        print(
+        echo(
             f"ALERT {alert['alert']}: {pct(alert['rate'])} ({pct(low)}-{pct(high)}) of {alert['n']} conversations; "
             f"{len(alert['conversations'])} conversations behind it"
         )
     if not fired:
-        print(f"no alert fired ({len(rules)} rules, window {args.alert_window} conversations)")
+        echo(f"no alert fired ({len(rules)} rules, window {args.alert_window} conversations)")
     return 1 if fired else 0

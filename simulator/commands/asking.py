@@ -10,6 +10,7 @@ from pathlib import Path
 
 from simulator.commands.outputs import make_folder_for, write_output
 from simulator.errors import UserError
+from simulator.visible import echo
 
 
 class Asker:
@@ -39,7 +40,7 @@ class Asker:
             return [g.strip() for g in given if g.strip()]
         if not self.interactive:
             return []
-        print(f"{prompt} (one per line, an empty line to finish):")
+        echo(f"{prompt} (one per line, an empty line to finish):")
         out = []
         while line := input("  - ").strip():
             out.append(line)

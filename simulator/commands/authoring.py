@@ -13,6 +13,7 @@ from typing import Any
 
 from simulator.commands.asking import Asker, write_new
 from simulator.errors import UserError
+from simulator.visible import echo
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -127,7 +128,7 @@ def cmd_new_scenario(args: argparse.Namespace) -> int:
         raise UserError("--key-facts takes fact numbers from 1, e.g. --key-facts 1,3") from exc
     out = args.out or Path(f"{fields['id']}.yaml")
     _write_checked(out, scenario_yaml(fields), SCENARIO_DOCUMENTS, args.force)
-    print(f"wrote {out}; check it with: simulator validate {out}")
+    echo(f"wrote {out}; check it with: simulator validate {out}")
     return 0
 
 
@@ -155,7 +156,7 @@ def cmd_new_criterion(args: argparse.Namespace) -> int:
     }
     out = args.out or Path(f"{fields['id']}.yaml")
     _write_checked(out, criterion_yaml(fields), CRITERION_DOCUMENTS, args.force)
-    print(f"wrote {out}; add its folder to judges.paths in your suite")
+    echo(f"wrote {out}; add its folder to judges.paths in your suite")
     return 0
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from simulator.collect.limits import MAX_CONNECTIONS, READ_TIMEOUT_S
 from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
+from simulator.visible import echo, terminal_log_handler
 
 TOKEN_ENV = "SIMULATOR_COLLECT_TOKEN"
 
@@ -200,7 +201,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         if token is None
         else f"  (send Authorization: Bearer {'$' + TOKEN_ENV if os.environ.get(TOKEN_ENV) else token})"
     )
-    print(
+    echo(
         f"collecting OTLP/HTTP on http://{args.host}:{args.port}/v1/traces and /v1/logs into {args.out}{shown}",
         flush=True,
     )
@@ -258,9 +259,7 @@ def _say_notices() -> None:
 
     from simulator.collect.supervise import LOGGER
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    LOGGER.addHandler(handler)
+    LOGGER.addHandler(terminal_log_handler(sys.stderr))
     LOGGER.setLevel(logging.INFO)
     LOGGER.propagate = False
 
@@ -276,7 +275,7 @@ def _alert_loop(collector: Any, every: float) -> Any:
             return
         last[0] = time.monotonic()
         for alert in await asyncio.to_thread(collector.check_alerts):
-            print(
+            echo(
                 f"alert fired: {alert['alert']} (rate {alert['rate']:.1%} of {alert['n']} conversations)",
                 flush=True,
             )

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulator.commands.outputs import at_least_one, not_empty, tag_list
 from simulator.errors import UserError
+from simulator.visible import echo, echo_json
 
 if TYPE_CHECKING:
     from simulator.api import Comparison, Plan
@@ -172,7 +172,7 @@ def _run_command(args: argparse.Namespace) -> int:
         if args.workers != "auto" or workers > 1:  # auto on a small run: one process, no fork
             options = _run_options(args, backend=False)
             return _run_local_workers(args, plan.suite, plan.scenarios, options, workers)
-        print(
+        echo(
             f"--workers auto: one process for {planned} conversations (a worker pays from "
             f"{CONVERSATIONS_PER_WORKER} conversations each: docs/performance.md)"
         )
@@ -199,12 +199,12 @@ def _run_local_workers(
     merged = run_local_workers(suite, scenarios, options, workers, out)
     counts = RunFolder.open(merged.folder).read_manifest().counts
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(counts.stop_reasons.items())) or "none"
-    print(
+    echo(
         f"run complete: {merged.conversations} conversations ({reasons}); {merged.verdicts} verdicts"
         f"{fidelity_text(merged.fidelity_checks)}; {workers} worker processes, merged into one record"
     )
-    print(f"run folder: {merged.folder}")
-    print(f"next: simulator report {merged.folder}   ·   simulator show {merged.folder} --scenario ID")
+    echo(f"run folder: {merged.folder}")
+    echo(f"next: simulator report {merged.folder}   ·   simulator show {merged.folder} --scenario ID")
     return 0
 
 
@@ -296,7 +296,7 @@ def _print_run(result: RunResult | None) -> int:
 
     assert result is not None
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
-    print(
+    echo(
         f"run {result.status}: {result.finished} conversations ({reasons}); {result.errors} errors; "
         f"{result.skipped} already done; {result.verdicts} verdicts"
         + (f" ({result.judge_errors} errors)" if result.judge_errors else "")
@@ -305,18 +305,18 @@ def _print_run(result: RunResult | None) -> int:
     calls = {name: c for name, c in result.calls.items() if c["attempts"] or c["cache_hits"]}
     for name, c in sorted(calls.items()):
         hits = sum(c["cache_hits"].values())
-        print(
+        echo(
             f"{name}: {c['attempts']} calls, {c['retries']} retries ({c['rate_limits']} rate limited), "
             f"{c['failed']} failed" + (f", {hits} cache hits" if hits else "")
         )
-    print(f"run folder: {result.folder}")
+    echo(f"run folder: {result.folder}")
     if result.judged_nothing:
-        print(
+        echo(
             f"nothing could be judged: all {result.finished} conversations ended in an error (exit code "
             f"{EXIT_NOTHING_JUDGED}); see the causes with: simulator show {result.folder}"
         )
         return EXIT_NOTHING_JUDGED
-    print(f"next: simulator report {result.folder}   ·   simulator show {result.folder} --scenario ID")
+    echo(f"next: simulator report {result.folder}   ·   simulator show {result.folder} --scenario ID")
     return 0
 
 
@@ -328,21 +328,19 @@ def _print_matrix(matrix: Comparison) -> int:
         result = outcome.session
         assert result is not None
         reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
-        print(
+        echo(
             f"cell {cell}: {result.status}: {result.finished} conversations ({reasons}); "
             f"{result.errors} errors; {result.skipped} already done; {result.verdicts} verdicts"
             f"{fidelity_text(result.fidelity_checks)}"
         )
-    print(f"matrix folder: {matrix.path} ({len(matrix.results)} cells, index {matrix.path / 'index.json'})")
+    echo(f"matrix folder: {matrix.path} ({len(matrix.results)} cells, index {matrix.path / 'index.json'})")
     if matrix.aborted:
         stopped = "; ".join(f"{cell}: {reason}" for cell, reason in matrix.aborted.items())
         raise UserError(
             f"matrix cells aborted ({stopped}). Fix the cause, then finish them with: "
             f"simulator run --resume {matrix.path} --retry-errors"
         )
-    print(
-        f"next: simulator report {matrix.path}   ·   simulator report {matrix.path} --html leaderboard.html"
-    )
+    echo(f"next: simulator report {matrix.path}   ·   simulator report {matrix.path} --html leaderboard.html")
     return 0
 
 
@@ -483,11 +481,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _load_each(files, problems, summary)
     if problems:
         raise UserError("validation failed", problems)
-    from simulator.visible import visible
-
     summary += [f"note: {what} never applies: no scenario has those tags in {', '.join(where)}"
                 for what, where in notes.items()]  # fmt: skip
-    print(visible("\n".join(summary)))
+    echo("\n".join(summary))
     return 0
 
 
@@ -520,10 +516,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     for verdict in [*selection.verdicts, *selection.fidelity]:
         verdicts.setdefault(verdict.conversation_id, []).append(verdict)
     if args.raw:
-        from simulator.visible import json_visible
-
         for record in records:
-            sys.stdout.write(json_visible(record.model_dump_json()) + "\n")
+            echo_json(record.model_dump_json())
         return 0
     console = terminal_console()
     from rich.markup import escape
@@ -551,5 +545,5 @@ def _ranges(numbers: list[int]) -> str:
 def cmd_schema(args: argparse.Namespace) -> int:
     from simulator.config.schemas import json_schema
 
-    print(json.dumps(json_schema(args.kind), indent=2))
+    echo_json(json.dumps(json_schema(args.kind), indent=2))
     return 0

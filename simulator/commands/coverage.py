@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from simulator.commands.outputs import check_output, write_output
+from simulator.visible import echo
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,5 +49,5 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         from simulator.authoring.coverage_view import coverage_page
 
         write_output(args.html, coverage_page(coverage, all_cells=args.all))
-    print("\n".join(coverage_lines(coverage, all_cells=args.all)))
+    echo("\n".join(coverage_lines(coverage, all_cells=args.all)))
     return 0

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import UserError
+from simulator.visible import echo
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -95,9 +96,9 @@ def cmd_draft(args: argparse.Namespace) -> int:
     batch = run_async(_draft(suite, pathway, existing, args, threshold))
     written = write_drafts(batch, args.queue)
     for line in batch.refused:
-        print(f"refused {line}")
-    print(f"{len(written)} drafts in {args.queue} from {args.pathway} ({len(batch.refused)} refused)")
-    print(f"next: review each in the desk (Drafts), or: simulator accept-draft {args.queue} ID --suite {args.suite} "
+        echo(f"refused {line}")
+    echo(f"{len(written)} drafts in {args.queue} from {args.pathway} ({len(batch.refused)} refused)")
+    echo(f"next: review each in the desk (Drafts), or: simulator accept-draft {args.queue} ID --suite {args.suite} "
           "--reviewer NAME --reason WHY")  # fmt: skip
     return 0
 
@@ -129,12 +130,12 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
     if args.verb == "reject":
         reject_drafts(args.queue, args.drafts, args.reviewer, args.reason,
-                      done=lambda draft, moved: print(f"rejected {draft} (moved to {moved})"))  # fmt: skip
+                      done=lambda draft, moved: echo(f"rejected {draft} (moved to {moved})"))  # fmt: skip
         return 0
     from simulator.api import load_suite
 
     suite = load_suite(args.suite)
     into = args.into or suite.resolve(suite.scenarios.paths[0])
     accept_drafts(args.queue, args.drafts, into, args.reviewer, args.reason, suite=suite,
-                  done=lambda draft, written: print(f"accepted {draft}: wrote {written}"))  # fmt: skip
+                  done=lambda draft, written: echo(f"accepted {draft}: wrote {written}"))  # fmt: skip
     return 0

@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from simulator.commands.report import add_compare_options, add_report_options, cmd_compare, cmd_report
+from simulator.visible import echo
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,8 +58,6 @@ def cmd_golden_run(args: argparse.Namespace) -> int:
     result = run_async(run_golden(args.items, args.bot, options))
     args.run = result.folder
     code = cmd_report(args)
-    print(f"run folder: {result.folder}")
-    print(
-        f"next: simulator compare {result.folder} runs/<other>   ·   simulator run --resume {result.folder}"
-    )
+    echo(f"run folder: {result.folder}")
+    echo(f"next: simulator compare {result.folder} runs/<other>   ·   simulator run --resume {result.folder}")
     return code

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.commands.outputs import at_least_one, write_output
 from simulator.errors import UserError
+from simulator.visible import echo
 
 if TYPE_CHECKING:  # imported where used, so `simulator --help` loads none of them
     from simulator.config.suite import Suite
@@ -169,7 +170,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     )
     plan = prepare_rejudge(args.run, options)
     for warning in plan.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        echo(f"warning: {warning}", file=sys.stderr)
     folder, suite, records = plan.folder, plan.suite, plan.records
     result, stage, todo = run_async(
         judge_run(
@@ -184,10 +185,10 @@ def cmd_judge(args: argparse.Namespace) -> int:
     selection = select_verdicts(folder, stage.judge_set_hash, missing_ok=True)
     current, others = selection.own, selection.others
     model = ", ".join(suite.judges.judge_models()) or "none (LLM criteria not judged)"
-    print(f"judge set {stage.judge_set_hash[:19]}  model: {model}  criteria: {len(stage.criteria)}")
+    echo(f"judge set {stage.judge_set_hash[:19]}  model: {model}  criteria: {len(stage.criteria)}")
     if suite.outcome is not None:
-        print(f"outcome {suite.outcome.key} from: {', '.join(suite.outcome.sources)}")
-    print(
+        echo(f"outcome {suite.outcome.key} from: {', '.join(suite.outcome.sources)}")
+    echo(
         f"judged {todo} of {len(records)} conversations ({result.verdicts} verdicts written); "
         f"{others} earlier verdicts of other judge sets kept"
     )
@@ -195,7 +196,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     _print_stability(selection)
     unverified = sum(v.evidence_verified is False for v in current)
     if unverified:
-        print(f"{unverified} verdicts have evidence not found in the transcript (evidence_verified: false)")
+        echo(f"{unverified} verdicts have evidence not found in the transcript (evidence_verified: false)")
     return 0
 
 
@@ -208,11 +209,11 @@ def _print_stability(selection: Selection) -> None:
         return
     for row in stability_rows(samples):
         flag = "  UNSTABLE: read the rubric (docs/judges.md)" if row.unstable else ""
-        print(f"{row.criterion_id} ({row.judge_model}, {row.samples} samples): flips {row.flips.text}{flag}")
+        echo(f"{row.criterion_id} ({row.judge_model}, {row.samples} samples): flips {row.flips.text}{flag}")
     finals = [v for v in selection.own if v.aggregate is not None]
     for jury in jury_rows(samples, finals):
         kappa = "n/a" if jury.fleiss_kappa is None else f"{jury.fleiss_kappa:.2f}"
-        print(
+        echo(
             f"{jury.criterion_id} jury ({jury.rule}): all agree {jury.agreement.text}; Fleiss' kappa {kappa}; "
             f"{len(jury.disagreements) + jury.more_disagreements} disagreements"
         )
@@ -247,17 +248,17 @@ def _print_length_control(results: list[Any], pairs: Any) -> None:
 
     a, b, _ = pairs
     control = pairwise_length_control(results, a, b)
-    print(
+    echo(
         f"win rate of A (ties count half): {pct(control.a_win_rate)} of {control.judged} judged pairs; "
         f"length-controlled (bot replies within {LENGTH_TOLERANCE:.0%}): {pct(control.matched_a_win_rate)} "
         f"of {control.matched} pairs"
     )
-    print(
+    echo(
         f"length and verdict: {control.correlation.text}; the longer conversation won "
         f"{control.longer_won.k}/{control.longer_won.n} decided pairs of different lengths"
     )
     if control.warning:
-        print(f"warning: {control.warning}", file=sys.stderr)
+        echo(f"warning: {control.warning}", file=sys.stderr)
 
 
 def _pairwise_model(args: argparse.Namespace, suite: Suite, suite_b: Suite) -> str:
@@ -271,7 +272,7 @@ def _pairwise_model(args: argparse.Namespace, suite: Suite, suite_b: Suite) -> s
         )
     bots = {"bot A": getattr(suite.bot, "model", None), "bot B": getattr(suite_b.bot, "model", None)}
     for warning in same_family_warnings(model, bots):
-        print(f"warning: {warning}", file=sys.stderr)
+        echo(f"warning: {warning}", file=sys.stderr)
     return str(model)
 
 
@@ -286,5 +287,5 @@ def _print_pairs(results: list[Any], summary: Any, criterion_id: str, model: str
         consistent = {True: "yes", False: "NO", None: ""}[r.position_consistent]
         table.add(r.conversation_id, ab, ba, r.winner or f"error: {r.error}", consistent)
     draw_table(_console(), table)
-    print(f"A wins {summary.a_wins}, B wins {summary.b_wins}, ties {summary.ties}, errors {summary.errors}")
-    print(f"position inconsistency (the verdict flipped with the order): {summary.inconsistent}")
+    echo(f"A wins {summary.a_wins}, B wins {summary.b_wins}, ties {summary.ties}, errors {summary.errors}")
+    echo(f"position inconsistency (the verdict flipped with the order): {summary.inconsistent}")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from simulator.commands.outputs import check_output, write_output
 from simulator.errors import UserError
+from simulator.visible import echo
 
 
 def _labels_actions(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse._SubParsersAction[argparse.ArgumentParser]:  # fmt: skip
@@ -65,6 +66,6 @@ def cmd_labels_import(args: argparse.Namespace) -> int:
     from simulator.record.label_sheet import import_labels
 
     added, path = import_labels(args.run, args.file, args.labeller)
-    print(f"added {added} labels by {' '.join(args.labeller.split())} to {path}")
-    print(f"compare the judge with every labeller: simulator meta-eval {args.run}")
+    echo(f"added {added} labels by {' '.join(args.labeller.split())} to {path}")
+    echo(f"compare the judge with every labeller: simulator meta-eval {args.run}")
     return 0

@@ -17,6 +17,7 @@ from typing import Any
 
 from simulator.commands.outputs import not_empty
 from simulator.errors import UserError
+from simulator.visible import echo
 
 SUGGESTED_JUDGE = "anthropic:claude-sonnet-4-5"
 SUGGESTED_USER = "openai:gpt-4.1-mini"
@@ -85,7 +86,7 @@ def _answers(args: argparse.Namespace) -> dict[str, str | None]:
         )
     url = _url(ask.one(args.url, "the bot's URL (it answers POST {conversation_id, turn, message})", "--url"))
     if ask.interactive and not args.judge_model:
-        print(f"The judge reads every conversation; suggested: {SUGGESTED_JUDGE} (`none`: code checks only).")
+        echo(f"The judge reads every conversation; suggested: {SUGGESTED_JUDGE} (`none`: code checks only).")
     judge = ask.one(
         args.judge_model, "judge model", "--judge-model", SUGGESTED_JUDGE if ask.interactive else None
     )
@@ -144,21 +145,21 @@ def cmd_new_suite(args: argparse.Namespace) -> int:
         raise UserError(f"{out} already exists; new suite never overwrites a file: choose another --out")
     answers = _answers(args)
     for warning in same_family_warnings(answers["judge_model"], {"simulated user": answers["user_model"]}):
-        print(f"warning: {warning}", file=sys.stderr)
+        echo(f"warning: {warning}", file=sys.stderr)
     text = suite_yaml({**answers, "scenarios": "scenarios", "judges": "judges"})
     make_folder_for("--out", out)  # a file above --out, or --out a folder: one line naming --out
     _check_before_writing(out, text)  # what `validate` would refuse is never written
     out.write_text(text, encoding="utf-8")
     for name in ("scenarios", "judges"):
         (out.parent / name).mkdir(exist_ok=True)
-    print(f"wrote {out}: bot {answers['url']}, judge {answers['judge_model'] or 'none (code checks only)'}, "
+    echo(f"wrote {out}: bot {answers['url']}, judge {answers['judge_model'] or 'none (code checks only)'}, "
           f"simulated user {answers['user_model']}")  # fmt: skip
     if answers["judge_model"] is None:
-        print(
+        echo(
             f"no judge: LLM criteria will be recorded as not judged; set judges.model (e.g. {SUGGESTED_JUDGE})"
         )
     folder = out.parent
-    print(f"next: simulator new scenario --out {folder / 'scenarios' / 'ID.yaml'}")
-    print(f"      simulator new criterion --out {folder / 'judges' / 'ID.yaml'}")
-    print(f"      simulator validate {out}   ·   simulator run {out}")
+    echo(f"next: simulator new scenario --out {folder / 'scenarios' / 'ID.yaml'}")
+    echo(f"      simulator new criterion --out {folder / 'judges' / 'ID.yaml'}")
+    echo(f"      simulator validate {out}   ·   simulator run {out}")
     return 0

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from simulator.commands.outputs import write_output
 from simulator.errors import UserError
+from simulator.visible import echo
 
 if TYPE_CHECKING:
     from simulator.analysis.rundata import RunData
@@ -107,7 +108,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
     hazards = load_hazards(args.hazards) if args.hazards else None
     groups = group_failures(run, hazards)
     if not groups:
-        print(f"{args.run}: no failed criterion, nothing to propose")
+        echo(f"{args.run}: no failed criterion, nothing to propose")
         return 0
     ctx = bot_context(run)
     judge_model = run.manifest.suite.judges.model if run.manifest.suite else None
@@ -115,10 +116,10 @@ def cmd_propose(args: argparse.Namespace) -> int:
     out = _out_folder(args, run)
     proposals = _proposals(groups, ctx, run, _read_hashes(args.run), spec)
     paths = write_proposals(out, proposals, ctx.prompt)
-    print(f"{len(proposals)} proposals from {args.run} ({'model ' + spec if spec else 'offline templates'}):")
+    echo(f"{len(proposals)} proposals from {args.run} ({'model ' + spec if spec else 'offline templates'}):")
     for proposal, path in zip(proposals, paths, strict=True):
         what = proposal.change.summary if proposal.change else f"ERROR: {proposal.error}"
-        print(f"  {path}  [{proposal.criterion_id} · {proposal.group} · {proposal.failures.split(' (')[0]}]")
-        print(f"    {what}")
-    print(f"next: review them (simulator serve, or edit the YAML), then: simulator try {paths[0]}")
+        echo(f"  {path}  [{proposal.criterion_id} · {proposal.group} · {proposal.failures.split(' (')[0]}]")
+        echo(f"    {what}")
+    echo(f"next: review them (simulator serve, or edit the YAML), then: simulator try {paths[0]}")
     return 0

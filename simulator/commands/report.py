@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from simulator.commands.outputs import at_least_one, check_output, write_output
 from simulator.diskerrors import naming
 from simulator.errors import UserError
+from simulator.visible import echo, echo_json
 
 if TYPE_CHECKING:
     from simulator.analysis.golden import Gate
@@ -172,7 +173,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if getattr(args, "json_schema", False):
         from simulator.report.json_report import report_schema
 
-        print(json.dumps(report_schema(), indent=2))
+        echo_json(json.dumps(report_schema(), indent=2))
         return 0
     if args.run is None:
         raise UserError("name a run folder: simulator report runs/<run-id>")
@@ -229,7 +230,7 @@ def _report_run(args: argparse.Namespace, run: RunData, gate: Gate) -> int:
 
         render_terminal(report, everything=args.everything)
     if written:
-        print("wrote " + ", ".join(written), file=sys.stderr)
+        echo("wrote " + ", ".join(written), file=sys.stderr)
     return 0
 
 
@@ -280,7 +281,7 @@ def _report_matrix(args: argparse.Namespace) -> int:
         write_output(args.markdown, leaderboard_markdown(board))
         written.append(f"Markdown {args.markdown}")
     if written:
-        print("wrote " + ", ".join(written), file=sys.stderr)
+        echo("wrote " + ", ".join(written), file=sys.stderr)
     return 0
 
 
@@ -296,7 +297,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         write_output(args.json, comparison.model_dump_json(indent=2) + "\n")
     render_comparison(comparison, max_flips=args.max_flips)
     if args.fail_on_regression and comparison.regressions:
-        print(
+        echo(
             f"regression: {len(comparison.regressions)} critical metric(s) significantly worse",
             file=sys.stderr,
         )
@@ -343,8 +344,8 @@ def cmd_labels_export(args: argparse.Namespace) -> int:
 
         out = args.out or Path("labels-simulator")
         transcripts, labels, count = export_simulator_labels(load_run(args.run), out, args.sample, args.seed)
-        print(f"wrote {count} blind transcripts to {transcripts} and a fidelity labels sheet to {labels}")
-        print(f"fill in the label column (pass, fail or n/a), then: simulator calibrate {args.run} {labels}")
+        echo(f"wrote {count} blind transcripts to {transcripts} and a fidelity labels sheet to {labels}")
+        echo(f"fill in the label column (pass, fail or n/a), then: simulator calibrate {args.run} {labels}")
         return 0
     out = args.out or Path(f"labels-{args.criterion.replace('/', '_')}")
     if out.exists() and not out.is_dir():
@@ -352,10 +353,10 @@ def cmd_labels_export(args: argparse.Namespace) -> int:
     transcripts, labels, count = export_labels(
         load_run(args.run), args.criterion, out, args.sample, args.seed
     )
-    print(f"wrote {count} blind transcripts to {transcripts} and a labels sheet to {labels}")
-    print(f"fill in the label column (pass, fail or n/a), then: simulator calibrate {args.run} {labels}")
+    echo(f"wrote {count} blind transcripts to {transcripts} and a labels sheet to {labels}")
+    echo(f"fill in the label column (pass, fail or n/a), then: simulator calibrate {args.run} {labels}")
     if "expected_level" in labels.read_text(encoding="utf-8").partition("\n")[0]:
-        print(
+        echo(
             "and the expected_level column (the level each conversation needed), then: "
             f"simulator labels import {args.run} {labels} --labeller NAME"
         )

@@ -11,6 +11,7 @@ from typing import Any
 
 from simulator.commands.outputs import check_output, write_output
 from simulator.errors import UserError
+from simulator.visible import echo
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -127,7 +128,7 @@ def cmd_safety_case(args: argparse.Namespace) -> int:
         write_output(args.html, html)
     if args.pdf:
         print_pdf(html, args.pdf)
-    print(f"evidence {case.evidence_hash}  ·  exit {case.exit_code}", file=sys.stderr)
+    echo(f"evidence {case.evidence_hash}  ·  exit {case.exit_code}", file=sys.stderr)
     return case.exit_code
 
 
@@ -150,7 +151,7 @@ def _sign(desk: Path, case: Any, args: argparse.Namespace) -> None:
     signoff = sign_case(
         desk, case, name, role, args.decision, args.comment, args.justification, pdf=bool(args.pdf)
     )
-    print(
+    echo(
         f"signed: {signoff.name} ({signoff.role}) {signoff.decision}; document kept at {desk / (signoff.document or '')}",
         file=sys.stderr,
     )
@@ -174,13 +175,13 @@ def _verify(desk: Path, case: Any, document: Path | None) -> int:
             )
     for who, found in checked:
         if not found:
-            print(f"verified: {who} matches the evidence {case.evidence_hash}")
+            echo(f"verified: {who} matches the evidence {case.evidence_hash}")
             continue
-        print(f"CHANGED since {who} signed ({len(found)} differences):")
+        echo(f"CHANGED since {who} signed ({len(found)} differences):")
         for line in found[:20]:
-            print(f"  {line}")
+            echo(f"  {line}")
         if len(found) > 20:
-            print(f"  ... and {len(found) - 20} more")
+            echo(f"  ... and {len(found) - 20} more")
     return 1 if any(found for _, found in checked) else 0
 
 
@@ -258,7 +259,7 @@ def cmd_new_hazard(args: argparse.Namespace) -> int:
     except UserError:
         out.unlink()
         raise
-    print(f"wrote {out}; check it against a run with: simulator safety-case RUN --hazards {out}")
+    echo(f"wrote {out}; check it against a run with: simulator safety-case RUN --hazards {out}")
     return 0
 
 
@@ -270,5 +271,5 @@ def cmd_new_hazards(args: argparse.Namespace) -> int:
     out = args.out or Path("hazards.yaml")
     write_new(out, HAZARD_LOG_TEMPLATE, args.force)
     load_hazard_log(out)  # the template is valid as written (a test keeps it so)
-    print(f"wrote {out}: fill in every line, then: simulator safety-case RUN --hazards {out}")
+    echo(f"wrote {out}: fill in every line, then: simulator safety-case RUN --hazards {out}")
     return 0

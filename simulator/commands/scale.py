@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from simulator.visible import echo
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     merge = subparsers.add_parser(
@@ -23,10 +25,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from simulator.record.counting import fidelity_text
 
     result = merge_shards(args.shards, args.out, allow_missing=args.allow_missing)
-    print(
+    echo(
         f"merged {result.shards} shards: {result.conversations} conversations, {result.verdicts} verdicts"
         f"{fidelity_text(result.fidelity_checks)}"
     )
-    print(f"run folder: {result.folder}")
-    print(f"next: simulator report {result.folder}")
+    echo(f"run folder: {result.folder}")
+    echo(f"next: simulator report {result.folder}")
     return 0

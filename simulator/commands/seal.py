@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from simulator.errors import UserError
+from simulator.visible import echo
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,5 +41,5 @@ def cmd_unseal(args: argparse.Namespace) -> int:
         folder.write_manifest(manifest)
     finally:
         folder.release()
-    print(f"unsealed {len(held)} held-out scenarios of {args.run} (by {who}); every reader now shows them")
+    echo(f"unsealed {len(held)} held-out scenarios of {args.run} (by {who}); every reader now shows them")
     return 0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
+from simulator.visible import echo, terminal_log_handler
 
 TOKEN_ENV = "SIMULATOR_DESK_TOKEN"
 
@@ -65,6 +66,8 @@ def _folder(given: Path | None, default: str) -> Path | None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+
     try:
         import uvicorn
 
@@ -103,6 +106,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         else:
             config.token = secrets.token_urlsafe(24)  # printed once, to the person who started the desk
             address += f"?token={config.token}"
-    print(f"review desk on {address}  (runs {config.runs_dir}, Ctrl-C to stop)", flush=True)
+    echo(f"review desk on {address}  (runs {config.runs_dir}, Ctrl-C to stop)", flush=True)
+    # The desk's warnings (a talk that failed to end, with its exception) quote data: shown, never obeyed.
+    logging.getLogger("simulator.serve").addHandler(terminal_log_handler())
     uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning")
     return 0

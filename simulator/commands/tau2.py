@@ -8,6 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from simulator.visible import echo
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     imp = subparsers.add_parser(
@@ -62,11 +64,11 @@ def cmd_import_tau2(args: argparse.Namespace) -> int:
         )
     )
     for task_id, reason in summary.skipped.items():
-        print(f"left out: task {task_id}: {reason}", file=sys.stderr)
+        echo(f"left out: task {task_id}: {reason}", file=sys.stderr)
     noted = sum(len(notes) for notes in summary.notes.values())
-    print(
+    echo(
         f"converted {len(summary.scenarios)} tasks into {summary.out} ({summary.criteria} criteria from "
         f"nl_assertions); left out {len(summary.skipped)}; {noted} notes in {summary.out / 'NOTES.md'}"
     )
-    print(f"next: simulator run {summary.out / 'suite.yaml'}")
+    echo(f"next: simulator run {summary.out / 'suite.yaml'}")
     return 0

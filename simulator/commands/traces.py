@@ -11,6 +11,7 @@ from typing import Any
 
 from simulator.commands.outputs import check_output, write_output
 from simulator.errors import UserError
+from simulator.visible import echo
 
 MAX_PROBLEMS_PRINTED = 20
 
@@ -118,25 +119,25 @@ def cmd_import(args: argparse.Namespace) -> int:
         )
     )
     for problem in (summary.problems + summary.skipped)[:MAX_PROBLEMS_PRINTED]:
-        print(f"skipped: {problem}", file=sys.stderr)
+        echo(f"skipped: {problem}", file=sys.stderr)
     hidden = len(summary.problems) + len(summary.skipped) - MAX_PROBLEMS_PRINTED
     if hidden > 0:
-        print(f"... and {hidden} more (all listed in the manifest's source.problems)", file=sys.stderr)
+        echo(f"... and {hidden} more (all listed in the manifest's source.problems)", file=sys.stderr)
     for fix, calls in summary.silence.items():
-        print(
+        echo(
             f"left out: {calls} LLM calls recorded without their messages; to keep them, {fix}",
             file=sys.stderr,
         )
     for warning in summary.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        echo(f"warning: {warning}", file=sys.stderr)
     redacted = ", ".join(f"{k} {v}" for k, v in sorted(summary.redactions.items())) or "nothing"
-    print(
+    echo(
         f"imported {summary.conversations} conversations ({summary.turns} turns) from {summary.records} "
         f"{summary.format} records; skipped {len(summary.problems)} malformed records and "
         f"{len(summary.skipped)} conversations; redacted: {redacted}"
     )
-    print(f"run folder: {summary.folder}")
-    print(f"next: simulator judge {summary.folder} --suite SUITE   ·   simulator report {summary.folder}")
+    echo(f"run folder: {summary.folder}")
+    echo(f"next: simulator judge {summary.folder} --suite SUITE   ·   simulator report {summary.folder}")
     return 0
 
 
@@ -144,7 +145,7 @@ def _print_simulators(result: Any) -> None:
     """Several simulated users: each one's mean gap to the real conversations, closest first."""
     if not result.simulators:
         return
-    print(
+    echo(
         "simulated users against the real conversations (the mean of the measures' gaps, each 0-1; "
         "lower is closer):"
     )
@@ -154,8 +155,8 @@ def _print_simulators(result: Any) -> None:
             if s.differing
             else "; no measure differs"
         )
-        print(f"  {s.level} ({s.model}, {s.conversations} conversations): mean gap {s.mean_gap:.2f}{differ}")
-    print(f"closest to the real users: {result.closest}")
+        echo(f"  {s.level} ({s.model}, {s.conversations} conversations): mean gap {s.mean_gap:.2f}{differ}")
+    echo(f"closest to the real users: {result.closest}")
 
 
 def cmd_compare_populations(args: argparse.Namespace) -> int:
@@ -179,23 +180,23 @@ def cmd_compare_populations(args: argparse.Namespace) -> int:
             f"{row.p:.3g}{flag}",
         )
     draw_table(terminal_console(), table)  # the report's layout: fits 80 columns in a pipe, nothing cut
-    print(
+    echo(
         "gap: KS distance (distributions), |difference| (rates), total variation (stop reasons); largest first"
     )
     different = [row.measure for row in result.rows if row.p < result.alpha]
     if different:
-        print(f"not like reality (p < {result.alpha}, *): " + "; ".join(different))
+        echo(f"not like reality (p < {result.alpha}, *): " + "; ".join(different))
     else:
-        print(
+        echo(
             f"no measure differs at p < {result.alpha} (with small samples that is weak evidence of likeness)"
         )
-    print(result.unit)
+    echo(result.unit)
     for note in result.left_out:
-        print(f"left out: {note}")
+        echo(f"left out: {note}")
     _print_simulators(result)
     if args.json:
         write_output(args.json, result.model_dump_json(indent=2) + "\n")
-        print(f"JSON {args.json}")
+        echo(f"JSON {args.json}")
     return 0
 
 
@@ -206,13 +207,13 @@ def cmd_draft_scenario(args: argparse.Namespace) -> int:
     record, fields, how = run_async(draft_from_run(args.run, args.conversation, args.model, args.suite))
     text = draft_yaml(record, fields, how)
     if args.out is None:
-        sys.stdout.write(text)
+        echo(text, end="")
         return 0
     if args.out.exists():
         raise UserError(f"--out {args.out}: the file exists; name a new file (drafts never overwrite)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_output(args.out, text)
-    print(f"draft scenario written to {args.out} (draft: true; `simulator run` refuses it until reviewed)")
+    echo(f"draft scenario written to {args.out} (draft: true; `simulator run` refuses it until reviewed)")
     return 0
 
 
@@ -221,5 +222,5 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
 
     conversations, events = export_run(args.run, args.out, args.endpoint)
     target = args.out or args.endpoint
-    print(f"exported {conversations} conversations and {events} evaluation events to {target}")
+    echo(f"exported {conversations} conversations and {events} evaluation events to {target}")
     return 0

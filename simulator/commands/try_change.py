@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulator.errors import UserError
+from simulator.visible import echo
 
 if TYPE_CHECKING:
     from simulator.config.bot_kinds import PromptedBot
@@ -170,7 +171,7 @@ def cmd_try(args: argparse.Namespace) -> int:
     desk_data = args.desk_data or Path(proposal.run).parent / ".desk"  # where `simulator serve` keeps them
     proposal, review = _reviewed(proposal, args.proposal, desk_data)
     baseline, suite, scenarios, applied = _plan(proposal, args)
-    print(
+    echo(
         f"trying {proposal.id} ({review}) on {suite.bot.describe()}: the whole suite, {len(scenarios)} scenarios"
     )
     # Through the API's door, as `run` goes: the environment and the preflight checks before anything runs.
@@ -179,10 +180,10 @@ def cmd_try(args: argparse.Namespace) -> int:
     candidate = load_run(result)
     comparison = compare_loaded(baseline, candidate, args.alpha)
     verdict = change_verdict(comparison, baseline, candidate, proposal.criterion_id, proposal.scenarios)
-    print(f"verdict: {verdict.verdict.upper()}")
+    echo(f"verdict: {verdict.verdict.upper()}")
     for line in verdict.lines:
-        print(f"  {line}")
-    print(
+        echo(f"  {line}")
+    echo(
         f"baseline {baseline.path} → with the change {result}; details: simulator compare {baseline.path} {result}"
     )
     record = {

@@ -33,6 +33,7 @@ from simulator.engine.merge import MergeResult, merge_shards
 from simulator.engine.worker_share import worker_share
 from simulator.errors import UserError
 from simulator.record.manifest import ShardInfo
+from simulator.visible import echo
 
 if TYPE_CHECKING:
     from simulator.engine.runner import RunOptions
@@ -68,7 +69,7 @@ def _child(suite: Suite, scenarios: list[Scenario], options: RunOptions) -> None
     try:
         run_async(run_suite(suite, scenarios, options))
     except BaseException as exc:  # reported by the parent as this worker's exit code
-        print(f"worker failed: {type(exc).__name__}: {exc}", flush=True)
+        echo(f"worker failed: {type(exc).__name__}: {exc}", flush=True)
         code = 1
     os._exit(code)
 

@@ -12,15 +12,17 @@ from collections import Counter
 from types import TracebackType
 from typing import Any
 
+from simulator.visible import echo, terminal_console
+
 
 class RunProgress:
     def __init__(self, total: int, enabled: bool = True) -> None:
         self.tallies: Counter[str] = Counter()
         self._enabled = enabled and total > 0
         self._progress: Any = None
+        self.waiting_text: str | None = None
         if not self._enabled:
             return
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -37,12 +39,12 @@ class RunProgress:
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
-            TextColumn("{task.fields[tallies]}"),
-            TextColumn("[yellow]{task.fields[waiting]}"),
-            console=Console(stderr=True),
+            # The tallies and the wait name stop reasons and a provider's limit: text, never markup.
+            TextColumn("{task.fields[tallies]}", markup=False),
+            TextColumn("{task.fields[waiting]}", style="yellow", markup=False),
+            console=terminal_console(stderr=True),
         )
         self._task = self._progress.add_task("run", total=total, tallies="", waiting="")
-        self.waiting_text: str | None = None
 
     def advance(self, stop_reason: str) -> None:
         self.tallies[stop_reason] += 1
@@ -56,14 +58,15 @@ class RunProgress:
         is not taken for a hang; None clears it."""
         if text != self.waiting_text:
             self.waiting_text = text
-            self._progress.update(self._task, waiting=text or "")
+            if self._progress is not None:  # --no-progress: nothing to update
+                self._progress.update(self._task, waiting=text or "")
 
     def note(self, message: str) -> None:
         """A line above the bar (e.g. a remote worker that died); printed even without a bar."""
         if self._progress is None:
-            print(message, file=sys.stderr, flush=True)
+            echo(message, file=sys.stderr, flush=True)
         else:
-            self._progress.console.print(message)
+            self._progress.console.print(message, markup=False)
 
     def __enter__(self) -> RunProgress:
         if self._progress is not None:

@@ -38,6 +38,7 @@ from simulator.record.hashing import sha256_text
 from simulator.record.manifest import CriterionEntry, JudgeSet, PromptEntry
 from simulator.record.models import ConversationRecord, DecidedOutcome, Verdict
 from simulator.text.content import gives_outcome
+from simulator.visible import echo
 
 # A criterion's fields the manifest records as they are (CriterionEntry has the same names).
 _RECORDED = {
@@ -366,9 +367,9 @@ def make_judge_stage(
     warnings = [w for spec in models for w in same_family_warnings(spec, others)]
     if warn:
         for warning in warnings:
-            print(f"warning: {warning}", file=sys.stderr)
+            echo(f"warning: {warning}", file=sys.stderr)
         if criteria and not models:
-            print(
+            echo(
                 f"note: {len(criteria)} LLM criteria will be recorded as not judged: {NO_MODEL}",
                 file=sys.stderr,
             )

@@ -51,6 +51,7 @@ from simulator.record.redact import contains_secret, redact
 from simulator.record.stored_turns import LineSource, StoredTurns, facts_of_turns
 from simulator.record.transcript import TEXT_CHECKED, repair_text
 from simulator.safefiles import FileRefused, open_regular, read_capped, replacing, write_atomic
+from simulator.visible import echo
 
 MANIFEST = "manifest.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -222,7 +223,7 @@ def _parse_or_skip(text: str, model: type[T], migrate: Migrate, where: str) -> T
     except UserError as exc:
         if "recursion limit" not in str(exc):
             raise
-    print(f"note: {where}: a record nested too deeply to read; skipped", file=sys.stderr)
+    echo(f"note: {where}: a record nested too deeply to read; skipped", file=sys.stderr)
     return None
 
 
@@ -338,7 +339,7 @@ def dump_writable(record: BaseModel) -> str:
         stand_in = _stand_in(record, exc)
         if stand_in is None:
             raise
-        print(f"note: {exc}; recorded as an error instead", file=sys.stderr)
+        echo(f"note: {exc}; recorded as an error instead", file=sys.stderr)
         return dump_line(stand_in)
 
 

@@ -11,6 +11,7 @@ from simulator.report.draw_html import html_section
 from simulator.report.section import Row, Section, State, Table, table_section, text_row
 from simulator.safety.history import History, HistoryPoint
 from simulator.stats.rates import RateView, pct
+from simulator.visible import echo
 
 LABEL = {
     "pass_rate": "conversation pass rate",
@@ -149,8 +150,8 @@ def print_history(history: History) -> None:
     """The compact terminal form: one line per run, within 80 columns; then the steps and the hazards."""
     widths = [2, 14, 11, 3] + [10] * len(history.metrics)
     header = ["#", "run", "created", "set", *[SHORT[m] for m in history.metrics]]
-    print(f"history of {history.suite}: {len(history.points)} runs (rates with clustered 95% bounds)")
-    print(" ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
+    echo(f"history of {history.suite}: {len(history.points)} runs (rates with clustered 95% bounds)")
+    echo(" ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
     for i, p in enumerate(history.points, start=1):
         run = p.run_id if len(p.run_id) <= 14 else "…" + p.run_id[-13:]
         cells = [
@@ -160,31 +161,29 @@ def print_history(history: History) -> None:
             f"{p.series}{'*' if p.changed else ''}",
             *[_cell(p.rates.get(m)) for m in history.metrics],
         ]
-        print(" ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()[:80])
+        echo(" ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()[:80])
         if p.changed:
-            print(f"   * {p.changed}"[:80])
+            echo(f"   * {p.changed}"[:80])
         previous = history.points[i - 2] if i > 1 else None
         if previous is not None and previous.bot_version != p.bot_version:
-            print(
-                f"   bot version changed: {_version(previous.bot_version)} → {_version(p.bot_version)}"[:80]
-            )
+            echo(f"   bot version changed: {_version(previous.bot_version)} → {_version(p.bot_version)}"[:80])
         if previous is None or previous.suite_hash != p.suite_hash:
             what = "suite" if previous is None else "suite changed (bot, models or settings)"
-            print(f"   {what}: {_short(p.suite_hash)} · scenario set {_short(p.scenario_set)}"[:80])
+            echo(f"   {what}: {_short(p.suite_hash)} · scenario set {_short(p.scenario_set)}"[:80])
     for n, s in enumerate(history.steps, start=1):
         if not s.comparable:
-            print(f"{n}→{n + 1}: {s.reason}"[:80])
+            echo(f"{n}→{n + 1}: {s.reason}"[:80])
         for t in s.tests:
             change = "n.s." if t.change == "no significant change" else t.change
-            print(
+            echo(
                 f"{n}→{n + 1} {t.name.removeprefix('outcome: ')}: scenarios worse {t.scenarios_worse}, "
                 f"better {t.scenarios_better}; clustered p={t.clustered_p_value:.2g} {change}"[:80]
             )
     for section in history_sections(history)[2:]:
-        print(section.title[:80])
+        echo(section.title[:80])
         for table in (b for b in section.blocks if isinstance(b, Table)):
             for row in table.rows:
-                print(" ".join(c.text.ljust(8) for c in row.cells)[:80])
+                echo(" ".join(c.text.ljust(8) for c in row.cells)[:80])
 
 
 def _x(i: int, count: int, left: int, width: int) -> float:

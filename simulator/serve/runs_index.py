@@ -18,6 +18,7 @@ from simulator.record.folder import CONVERSATIONS, LABELS, MANIFEST, VERDICTS
 from simulator.record.index import INDEX, read_index
 from simulator.report.model import Report, build_report
 from simulator.serve.config import child_folder
+from simulator.visible import echo
 
 Signature = tuple[tuple[str, int, int], ...]
 
@@ -126,6 +127,6 @@ class RunIndex:
             except (RecursionError, ValueError, OSError) as exc:
                 # One damaged folder never takes the runs page down: it is listed with what is wrong.
                 note = f"{self.root / name}: cannot be read ({type(exc).__name__}); skipped"
-                print(f"note: {note}", file=sys.stderr)
+                echo(f"note: {note}", file=sys.stderr)
                 rows.append(RunSummary(name, None, note))
         return rows

@@ -13,6 +13,7 @@ from pathlib import Path
 from simulator.eventloop import run_async
 from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel
 from simulator.testing.fake_llm_budget import ServerBudget
+from simulator.visible import TerminalParser, echo
 
 
 def _share(text: str) -> float:
@@ -31,7 +32,7 @@ def _non_negative(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The CLI's options; every fault share is per request and drawn from the seeded generator."""
-    parser = argparse.ArgumentParser(
+    parser = TerminalParser(
         prog="python -m simulator.testing.fake_server",
         description="A fake LLM server speaking the Anthropic Messages and OpenAI Chat Completions APIs. "
         "Point the anthropic SDK at the printed URL, the openai SDK at URL/v1.",
@@ -132,11 +133,11 @@ async def _serve(server: FakeLLMServer) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with server:
-        print(f"fake LLM server listening on {server.base_url}", flush=True)
-        print(f"  anthropic: base_url={server.base_url}", flush=True)
-        print(f"  openai:    base_url={server.openai_base_url}", flush=True)
+        echo(f"fake LLM server listening on {server.base_url}", flush=True)
+        echo(f"  anthropic: base_url={server.base_url}", flush=True)
+        echo(f"  openai:    base_url={server.openai_base_url}", flush=True)
         await stop.wait()
-    print(f"stopped after {len(server.calls)} requests", flush=True)
+    echo(f"stopped after {len(server.calls)} requests", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,9 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run_async(_serve(_server(args)))
     except OSError as exc:  # port taken, address not available
-        print(
-            f"fake_server: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr
-        )
+        echo(f"fake_server: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["PATTERN_WORDS", "FolderTaken", "Problem", "UserError", "pattern_or_message", "shown_input"]
+__all__ = [
+    "PATTERN_WORDS",
+    "FolderTaken",
+    "Problem",
+    "UserError",
+    "in_both",
+    "option_forms",
+    "pattern_or_message",
+    "shown_input",
+]
 
 import datetime
 from dataclasses import dataclass
@@ -51,6 +60,21 @@ class UserError(Exception):
         lines = [f"{self.message} ({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):"]
         lines += [f"  {p}" for p in self.problems]
         return "\n".join(lines)
+
+
+def in_both(command_line: str, python: str) -> str:
+    """What to write, in a message both the command line and the Python API reach, in both forms:
+    `--max-errors 2, or RunOptions(max_errors=2) in Python`. The one home of those words."""
+    return f"{command_line}, or {python} in Python"
+
+
+def option_forms(key: str, value: str = "") -> str:
+    """A run's option `key` (`judge_model`) as both forms name it: `--judge-model, or judge_model= in
+    Python`; with `value`, `--out runs/a, or out='runs/a' in Python`."""
+    flag = "--" + key.replace("_", "-")
+    if not value:
+        return in_both(flag, f"{key}=")
+    return in_both(f"{flag} {value}", f"{key}={value!r}")
 
 
 class FolderTaken(UserError):

@@ -52,41 +52,83 @@ class JSONRefused(ValueError):
 def check_depth(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH, max_bytes: int | None = None) -> None:
     """JSONRefused when `value` nests objects/arrays deeper than `max_depth`, contains itself (a cycle is
     infinitely deep, and can never be written as JSON), or, with `max_bytes`, would be larger than that as
-    JSON (counted while walking: a 10^7-element list stops at the cap, not after it is written). Level by
-    level, without recursion; a value shared within a level is visited once, so shared references cannot
-    make the walk exponential (its size counts once per level: a lower bound, as the cap needs)."""
-    level: list[Any] = [value] if isinstance(value, (dict, list, tuple)) else []
-    size = _scalar_size(value) if not level else 0
-    if max_bytes is not None and size > max_bytes:
-        raise JSONRefused(f"{what} is larger than {max_bytes:,} bytes as JSON; keep it smaller")
-    depth = 0
-    while level:
-        depth += 1
-        if depth > max_depth:
-            raise JSONRefused(
-                f"{what} is nested more than {max_depth} levels deep (or contains itself); flatten it"
-            )
-        seen: set[int] = set()
-        below: list[Any] = []
-        for container in level:
-            if id(container) in seen:
-                continue
-            seen.add(id(container))
-            if isinstance(container, dict):
-                items: Any = container.values()
-                size += 2 + sum(len(str(key)) + 4 for key in container)
-            else:
-                items = container
-                size += 2
-            for item in items:
+    JSON. The size counts every reference: a list holding the same big list 1,000 times is written 1,000
+    times (the "billion laughs" of YAML aliases or a bot's shared lists), so a shared value's size and
+    height are worked out once and added at each place it appears, and the walk is linear in the distinct
+    containers. Counted while walking, it stops as soon as the cap is passed (a 10^7-element list stops at
+    the cap, not after it is written); without recursion."""
+    if not isinstance(value, (dict, list, tuple)):
+        if max_bytes is not None and _scalar_size(value) > max_bytes:
+            raise JSONRefused(f"{what} is larger than {max_bytes:,} bytes as JSON; keep it smaller")
+        return
+    _JSONWalk(what, max_depth, max_bytes).measure(value)
+
+
+class _JSONWalk:
+    """`check_depth`'s walk: depth first, each container once, its (size as JSON, height) memoised by id;
+    the containers still being walked are the path, so meeting one of them again is a cycle."""
+
+    def __init__(self, what: str, max_depth: int, max_bytes: int | None) -> None:
+        self.what, self.max_depth = what, max_depth
+        self.cap = math.inf if max_bytes is None else max_bytes
+        self.done: dict[int, tuple[int, int]] = {}  # id -> (size as JSON, levels it nests)
+        self.path: list[list[Any]] = []  # [container, its items' iterator, size so far, height so far]
+        self.on_path: set[int] = set()
+
+    def measure(self, value: Any) -> None:
+        self._enter(value)
+        cap, done = self.cap, self.done
+        while self.path:
+            frame = self.path[-1]
+            size = frame[2]  # kept in a local while the items are scalars: a 10^7-item list is walked
+            for item in frame[1]:
                 if isinstance(item, (dict, list, tuple)):
-                    below.append(item)
-                    size += 1
+                    frame[2] = size
+                    known = done.get(id(item))
+                    if known is None:
+                        self._enter(item)
+                        break
+                    self._add(frame, 1 + known[0], known[1])
+                    size = frame[2]
                 else:
                     size += _scalar_size(item)
-                if max_bytes is not None and size > max_bytes:
-                    raise JSONRefused(f"{what} is larger than {max_bytes:,} bytes as JSON; keep it smaller")
-        level = below
+                    if size > cap:
+                        self._too_large()
+            else:
+                frame[2] = size
+                self.path.pop()
+                self.on_path.discard(id(frame[0]))
+                done[id(frame[0])] = (size, frame[3] + 1)
+                if self.path:
+                    self._add(self.path[-1], 1 + size, frame[3] + 1)
+
+    def _enter(self, container: Any) -> None:
+        if len(self.path) >= self.max_depth or id(container) in self.on_path:
+            self._too_deep()
+        if isinstance(container, dict):
+            frame = [container, iter(container.values()), 2 + sum(len(str(k)) + 4 for k in container), 0]
+        else:
+            frame = [container, iter(container), 2, 0]
+        self.path.append(frame)
+        self.on_path.add(id(container))
+        self._add(frame, 0, 0)
+
+    def _add(self, frame: list[Any], size: int, height: int) -> None:
+        """An item's size and height added to its container's; refused past either bound."""
+        frame[2] += size
+        frame[3] = max(frame[3], height)
+        if len(self.path) + frame[3] > self.max_depth:  # a shared value met again, deeper this time
+            self._too_deep()
+        if frame[2] > self.cap:
+            self._too_large()
+
+    def _too_large(self) -> None:
+        raise JSONRefused(f"{self.what} is larger than {self.cap:,} bytes as JSON; keep it smaller")
+
+    def _too_deep(self) -> None:
+        raise JSONRefused(
+            f"{self.what} is nested more than {self.max_depth} levels deep (or contains itself); flatten it"
+        )
 
 
 class Unrepresentable(JSONRefused):

@@ -6,6 +6,8 @@ turn only (the three shared the id ("", "")). Ids like `"zz"` were taken the sam
 rule (`otlp_decode.checked_id`: there, 16 bytes a trace id, 8 a span id, not all zeros) used by the JSON
 and the protobuf decoders, so such a span is rejected on its own, naming the span and the field, as any
 malformed span is (200 with partial_success beside good spans, 400 alone), for `collect` and `import`.
+Log records too: one without its span's usable ids cannot be placed in a conversation (before, it was
+taken, 200 {}, and pooled with every other under the span ("", "")); it is rejected the same way.
 """
 
 from __future__ import annotations
@@ -167,3 +169,119 @@ def test_import_skips_id_less_spans_one_line_each(tmp_path: Path, capsys: pytest
     assert cli("import", source, "--out", tmp_path / "run") == 0
     err = capsys.readouterr().err
     assert f"{source}:2: span #2: traceId is missing" in err and f"{source}:3: span #3: traceId" in err, err
+
+
+# ------------------------------------------------------------------------------------------ log records
+# A log record is placed in its conversation by its span's ids; before, one without them was taken (200 {})
+# and pooled with every other id-less log record under the span ("", ""), in no conversation.
+
+GOOD_LOG_IDS = {"traceId": TRACE, "spanId": "b7ad6b7169203331"}
+BAD_LOG_IDS: dict[str, tuple[dict[str, Any], str]] = {
+    "no ids": ({}, "traceId is missing"),
+    "empty ids": ({"traceId": "", "spanId": ""}, "traceId is missing"),
+    "trace id only": ({"traceId": TRACE}, "spanId is missing"),
+    "span id only": ({"spanId": "b7ad6b7169203331"}, "traceId is missing"),
+    "trace id zz": ({"traceId": "zz", "spanId": "b7ad6b7169203331"}, "traceId 'zz' is neither hex"),
+    "span id 3 bytes": ({"traceId": TRACE, "spanId": "abcdef"}, "spanId is 3 bytes"),
+    "trace id all zeros": ({"traceId": "0" * 32, "spanId": "b7ad6b7169203331"}, "traceId is all zeros"),
+}
+
+
+def _log(turn: int, **ids: Any) -> dict[str, Any]:
+    """A GenAI user-message log event for turn `turn`, with the given ids (none: none)."""
+    body = {"kvlistValue": {"values": [{"key": "content", "value": {"stringValue": f"question {turn}"}}]}}
+    return {**ids, "eventName": "gen_ai.user.message", "timeUnixNano": str(START + turn), "body": body}
+
+
+def _logs(*records: dict[str, Any]) -> dict[str, Any]:
+    return {"resourceLogs": [{"scopeLogs": [{"logRecords": list(records)}]}]}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_LOG_IDS))
+def test_the_decoder_rejects_a_log_record_without_usable_ids(name: str) -> None:
+    ids, reason = BAD_LOG_IDS[name]
+    decoded = decode_documents([(7, _logs(_log(1, **GOOD_LOG_IDS), _log(2, **ids), _log(3, **ids)))])
+    assert list(decoded.spans) == [(TRACE, "b7ad6b7169203331")]
+    assert len(decoded.spans[(TRACE, "b7ad6b7169203331")].events) == 1
+    assert [line for line, _ in decoded.rejected_logs] == [7, 7], decoded.rejected_logs
+    reasons = [why for _, why in decoded.rejected_logs]
+    assert all(reason in why and "log record" in why for why in reasons), reasons
+
+
+def test_collect_rejects_id_less_json_log_records_and_counts_them(tmp_path: Path) -> None:
+    """Alone, 400 naming the field; beside a good record, 200 with partial_success (rejectedLogRecords),
+    counted in /status."""
+    out = tmp_path / "live"
+    with receiver(collector(out, idle_s=60.0), tick_s=0.05) as url, httpx.Client(base_url=url) as client:
+        for turn, name in enumerate(sorted(BAD_LOG_IDS)):
+            ids, reason = BAD_LOG_IDS[name]
+            alone = client.post("/v1/logs", json=_logs(_log(turn, **ids)), timeout=10)
+            assert alone.status_code == 400 and reason in alone.text, (name, alone.text)
+            mixed = _logs(_log(turn, **GOOD_LOG_IDS), _log(turn, **ids))
+            answer = client.post("/v1/logs", json=mixed, timeout=10)
+            assert answer.status_code == 200, answer.text
+            partial = answer.json()["partialSuccess"]
+            assert partial["rejectedLogRecords"] == "1" and reason in partial["errorMessage"], (name, partial)
+        status = client.get("/status", timeout=10).json()
+    assert status["health"]["rejected_log_records"] == 2 * len(BAD_LOG_IDS)
+    # Each good record a new event of its span; nothing pooled under an empty id, nothing a duplicate.
+    assert status["counts"]["spans"] == len(BAD_LOG_IDS), status["counts"]
+    assert status["counts"]["duplicates"] == 0, status["counts"]
+
+
+@pytest.mark.parametrize("name", sorted(BAD_PROTO_IDS))
+def test_collect_rejects_protobuf_log_records_without_usable_ids(tmp_path: Path, name: str) -> None:
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
+
+    trace_id, span_id, reason = BAD_PROTO_IDS[name]
+
+    def record(turn: int, trace: bytes, span: bytes) -> LogRecord:
+        return LogRecord(
+            trace_id=trace, span_id=span, event_name="app.note", time_unix_nano=START + turn,
+            body=AnyValue(string_value=f"note {turn}"),
+        )  # fmt: skip
+
+    def body(*records: LogRecord) -> bytes:
+        request = logs_service_pb2.ExportLogsServiceRequest(
+            resource_logs=[ResourceLogs(scope_logs=[ScopeLogs(log_records=list(records))])]
+        )
+        return bytes(request.SerializeToString())
+
+    headers = {"Content-Type": "application/x-protobuf"}
+    with receiver(collector(tmp_path / "live", idle_s=60.0)) as url, httpx.Client(base_url=url) as client:
+        alone = client.post("/v1/logs", content=body(record(0, trace_id, span_id)), headers=headers)
+        assert alone.status_code == 400 and reason in alone.text, alone.text
+        good = record(1, b"\7" * 16, b"\1" * 8)
+        mixed = body(good, record(2, trace_id, span_id), record(3, trace_id, span_id))
+        answer = client.post("/v1/logs", content=mixed, headers=headers, timeout=10)
+        assert answer.status_code == 200
+        partial = logs_service_pb2.ExportLogsServiceResponse.FromString(answer.content).partial_success
+        assert partial.rejected_log_records == 2 and reason in partial.error_message, partial
+        status = client.get("/status", timeout=10).json()
+    assert status["health"]["rejected_log_records"] == 3 and status["counts"]["spans"] == 1
+
+
+def test_import_skips_id_less_log_records_one_line_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "t.jsonl"
+    lines = [
+        _request(_span(1, **GOOD_LOG_IDS)),
+        _logs(_log(2)),
+        _logs(_log(3, traceId=TRACE)),
+        _logs(_log(4, traceId="0" * 32, spanId="abcdefabcdefabcd")),
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert cli("import", source, "--out", tmp_path / "run") == 0
+    err = capsys.readouterr().err
+    assert f"{source}:2: log record #1: traceId is missing" in err, err
+    assert f"{source}:3: log record #2: spanId is missing" in err, err
+    assert f"{source}:4: log record of span abcdefabcdefabcd: traceId is all zeros" in err, err
+    # Only id-less log records: one line saying so, exit 2, nothing written.
+    alone = tmp_path / "logs.jsonl"
+    alone.write_text(json.dumps(_logs(_log(1), _log(2, traceId=TRACE))) + "\n")
+    assert cli("import", alone, "--out", tmp_path / "run2") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "traceId is missing" in err and not (tmp_path / "run2").exists(), err

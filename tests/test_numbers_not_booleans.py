@@ -44,7 +44,7 @@ CASES: dict[str, tuple[str, str, str | None, str, str]] = {
                          "suite.yaml:3", "user.temperature"),
     "judges max_tokens": (SUITE + BOT + "judges: {max_tokens: true}\n", SCENARIO, None, "suite.yaml:3",
                           "judges.max_tokens"),
-    "bot timeout": (SUITE + "bot: {type: python, factory: 'json:dumps', timeout_s: true}\n", SCENARIO, None,
+    "bot timeout": (SUITE + "bot: {type: python, factory: 'json:JSONEncoder', timeout_s: true}\n", SCENARIO, None,
                     "suite.yaml:2", "bot.timeout_s"),
     "max_turns: false": (SUITE + BOT, SCENARIO + "max_turns: false\n", None, "s1.yaml:5", "max_turns"),
     "volunteers": (SUITE + BOT, SCENARIO + "volunteers: true\n", None, "s1.yaml:5", "volunteers"),
@@ -95,7 +95,7 @@ def test_a_setting_that_is_a_boolean_keeps_taking_one(
 @pytest.mark.parametrize(
     "build",
     [
-        lambda: simulator.Suite(runs=True, bot={"type": "python", "factory": "json:dumps"}),
+        lambda: simulator.Suite(runs=True, bot={"type": "python", "factory": "json:JSONEncoder"}),
         lambda: simulator.Scenario(id="s", persona="p", goal="g", max_turns=False),
         lambda: simulator.Scenario(id="s", persona="p", goal="g", facts=["a"], key_facts=[True]),
     ],

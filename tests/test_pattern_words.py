@@ -134,7 +134,7 @@ def test_a_value_off_its_pattern_is_refused_in_words(
         (lambda: simulator.Scenario(id="chest pain", persona="p", goal="g"), "one word: no spaces"),
         (
             lambda: simulator.run(
-                simulator.Suite(bot={"type": "python", "factory": "json:dumps"}),
+                simulator.Suite(bot={"type": "python", "factory": "json:JSONEncoder"}),
                 scenarios=[{"id": "chest pain", "persona": "p", "goal": "g"}],
             ),
             "one word: no spaces",

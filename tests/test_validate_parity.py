@@ -21,15 +21,24 @@ CASES = {
     "url without host": ("bot: {type: http, url: 'http://'}\n", "bot.url"),
     "url with only a path": ("bot: {type: http, url: 'http:///chat'}\n", "bot.url"),
     "chat provider": ("bot: {type: chat, model: 'foo:bar', system_prompt: hi}\n", "bot.model"),
-    "user provider": ("bot: {type: python, factory: 'json:dumps'}\nuser: {model: 'foo:bar'}\n", "user.model"),
+    "user provider": (
+        "bot: {type: python, factory: 'json:JSONEncoder'}\nuser: {model: 'foo:bar'}\n",
+        "user.model",
+    ),
     "juror provider": (
-        "bot: {type: python, factory: 'json:dumps'}\njudges: {models: ['anthropic:x', 'foo:bar']}\n",
+        "bot: {type: python, factory: 'json:JSONEncoder'}\njudges: {models: ['anthropic:x', 'foo:bar']}\n",
         "judges.models.1",
     ),
-    "judge auto": ("bot: {type: python, factory: 'json:dumps'}\njudges: {model: auto}\n", "judges.model"),
-    "empty jury": ("bot: {type: python, factory: 'json:dumps'}\njudges: {models: []}\n", "judges.models"),
+    "judge auto": (
+        "bot: {type: python, factory: 'json:JSONEncoder'}\njudges: {model: auto}\n",
+        "judges.model",
+    ),
+    "empty jury": (
+        "bot: {type: python, factory: 'json:JSONEncoder'}\njudges: {models: []}\n",
+        "judges.models",
+    ),
     "model and models": (
-        "bot: {type: python, factory: 'json:dumps'}\njudges: {model: 'anthropic:a', models: ['openai:b']}\n",
+        "bot: {type: python, factory: 'json:JSONEncoder'}\njudges: {model: 'anthropic:a', models: ['openai:b']}\n",
         "judges.model",
     ),
     "binary prompt": (
@@ -37,15 +46,18 @@ CASES = {
         "system_prompt_file",
     ),
     "binary vocabulary": (
-        "bot: {type: python, factory: 'json:dumps'}\nuser: {model: offline, vocabulary: vocab.yaml}\n",
+        "bot: {type: python, factory: 'json:JSONEncoder'}\nuser: {model: offline, vocabulary: vocab.yaml}\n",
         "user.vocabulary",
     ),
     "alias-bomb vocabulary": (
-        "bot: {type: python, factory: 'json:dumps'}\nuser: {model: offline, vocabulary: bomb.yaml}\n",
+        "bot: {type: python, factory: 'json:JSONEncoder'}\nuser: {model: offline, vocabulary: bomb.yaml}\n",
         "user.vocabulary",
     ),
-    "level not declared": ("bot: {type: python, factory: 'json:dumps'}\n" + OUTCOME, "expected.triage_level"),
-    "boolean in quotes": ("bot: {type: python, factory: 'json:dumps'}\n", "expected.urgent"),
+    "level not declared": (
+        "bot: {type: python, factory: 'json:JSONEncoder'}\n" + OUTCOME,
+        "expected.triage_level",
+    ),
+    "boolean in quotes": ("bot: {type: python, factory: 'json:JSONEncoder'}\n", "expected.urgent"),
     "key a chat bot never sets": (
         "bot: {type: chat, model: 'test:x', system_prompt: hi, decision_tool: {field: level}}\n",
         "expected.triage_level",

@@ -22,7 +22,7 @@ CASES = {
     "judges path is empty text": (BOT + "judges: {paths: ['']}\n", "judges.paths.0"),
     "judges path is the scenarios": (BOT + "judges: {paths: [scenarios]}\n", "judges.paths.0"),
     "a tag no scenario has": (
-        "bot: {type: python, factory: 'json:dumps'}\nscenarios: {paths: [scenarios], tags: [nope]}\n",
+        "bot: {type: python, factory: 'json:JSONEncoder'}\nscenarios: {paths: [scenarios], tags: [nope]}\n",
         "no scenario has any of the tags ['nope']",
     ),
     "non-ASCII header value": (

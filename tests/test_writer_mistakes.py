@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = """\
 name: mini
 scenarios: {paths: [scenarios]}
-bot: {type: python, factory: 'json:dumps'}
+bot: {type: python, factory: 'json:JSONEncoder'}
 judges: {paths: [judges]}
 outcome: {key: triage_level, levels: [self_care, gp, urgent, emergency]}
 """
@@ -311,7 +311,7 @@ def test_a_value_yaml_did_not_read_as_text_is_shown_as_written(
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "s1.yaml").write_text("\n".join(base.values()) + "\n")
     (tmp_path / "suite.yaml").write_text(
-        "scenarios: {paths: [scenarios]}\nbot: {type: python, factory: 'json:dumps'}\n"
+        "scenarios: {paths: [scenarios]}\nbot: {type: python, factory: 'json:JSONEncoder'}\n"
     )
     assert main(["validate", str(tmp_path / "suite.yaml")]) == 2
     err = capsys.readouterr().err

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.errors import UserError, pattern_or_message
+from simulator.errors import UserError, option_forms, pattern_or_message
 
 if TYPE_CHECKING:
     from simulator.bots import BotFactory
@@ -186,9 +186,7 @@ def prepare(
 
     for key, value in (("user_model", user_model), ("judge_model", judge_model)):
         if value is not None and not value.strip():  # an empty flag was silently the suite's own model
-            raise UserError(
-                f"--{key.replace('_', '-')} is empty ({key}='' in Python); name a model, or leave it out"
-            )
+            raise UserError(f"the model given ({option_forms(key)}) is empty; name a model, or leave it out")
     if user_model:
         chosen.user.model = user_model
         chosen.user.models = None  # the command line's one simulated user replaces the suite's several

@@ -25,7 +25,7 @@ from simulator.bots.environment import Environment
 from simulator.bots.reply_check import checked_flags, checked_size, checked_state, user_code_error
 from simulator.bots.turn_limits import ABANDON_AFTER_S, TurnLimits
 from simulator.bots.user_threads import in_daemon_thread
-from simulator.config.bots import PythonBotConfig, load_factory
+from simulator.config.bots import PythonBotConfig, factory_needs, load_factory
 from simulator.config.bots.in_code import CallableBotConfig
 from simulator.errors import UserError
 from simulator.eventloop import Abandoned, apart, being_cancelled
@@ -276,13 +276,20 @@ def bot_from_object(target: Any) -> PythonBotFactory:
 
 def _check_bot_class(cls: type, name: str) -> None:
     """A class is decided before the run, not refused in every conversation: its instances must have
-    send(text) or be callable (a function bot, as `bot=C()` is)."""
-    if hasattr(cls, "send") or _instances_callable(cls):
-        return
-    raise UserError(
-        f"bot {name}: its instances have no send(text) and are not callable; give the class a send(text) "
-        "method (or __call__(text)), or pass a function text -> reply"
-    )
+    send(text) or be callable (a function bot, as `bot=C()` is), and it must be made without arguments."""
+    if not (hasattr(cls, "send") or _instances_callable(cls)):
+        raise UserError(
+            f"bot {name}: its instances have no send(text) and are not callable; give the class a send(text) "
+            "method (or __call__(text)), or pass a function text -> reply"
+        )
+    needs = factory_needs(cls)
+    if needs is not None:
+        short = cls.__name__
+        raise UserError(
+            f"bot {name} {needs}: pass an instance (bot={short}(...)), which is copied for each conversation, "
+            f"or a function of no arguments that makes one (bot=lambda: {short}(...)), or give every "
+            "parameter a default"
+        )
 
 
 def _instances_callable(cls: type) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 from simulator.config.documents import collect_documents
 from simulator.config.golden import GOLDEN_DOCUMENTS, GoldenItem, golden_scenario
 from simulator.config.scenario import SCENARIO_DOCUMENTS, Scenario, scenario_files
-from simulator.errors import UserError
+from simulator.errors import UserError, option_forms
 
 
 def load_scenarios(paths: list[Path], tags: list[str] | None = None) -> list[Scenario]:
@@ -34,7 +34,8 @@ def by_tags(scenarios: list[Scenario], tags: list[str]) -> list[Scenario]:
         guesses = [g for tag in tags for g in difflib.get_close_matches(tag, known, n=1)]
         hint = f"did you mean '{guesses[0]}'? " if guesses else ""
         raise UserError(
-            f"no scenario has any of the tags {tags}; {hint}check --tags or the suite's tag filter "
+            f"no scenario has any of the tags {tags}; {hint}check the suite's tag filter and "
+            f"{option_forms('tags')} "
             f"(the scenarios' tags: {', '.join(known) or 'none'})"
         )
     return kept

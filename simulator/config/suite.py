@@ -43,7 +43,7 @@ from simulator.config.providers import PROVIDERS, CacheConfig, MaxTokens, Provid
 from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, parse_yaml, validate_model
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, option_forms
 from simulator.models import BuiltModel, empty_dict, empty_list
 from simulator.models import StrictModel as _Strict
 from simulator.readers import missing
@@ -533,8 +533,7 @@ def _blamed_on_override(problem: Problem, overrides: dict[str, Any], overridden:
 
 def _as_option(problem: Problem, key: str, overridden: str) -> Problem:
     """`problem` said of the run's option `key` (`--judge-model`, or `judge_model=` in Python)."""
-    flag = "--" + key.replace("_", "-")
-    said = f"as given to this run ({flag}, or {key}= in Python; it overrides {overridden}): {problem.message}"
+    said = f"as given to this run ({option_forms(key)}; it overrides {overridden}): {problem.message}"
     return Problem(_OPTIONS, said, field=problem.field)
 
 

@@ -7,6 +7,8 @@ __all__ = ["ErrorBudget", "parse_max_errors"]
 import math
 import re
 
+from simulator.errors import in_both
+
 # Without --max-errors, a run stops when this many items in a row failed (every call 401, a dead bot);
 # a smaller run finishes, its errors counted.
 DEFAULT_FAILURE_STREAK = 10
@@ -35,6 +37,10 @@ def parse_max_errors(text: str) -> float:
     if number < 0 or (number >= 1 and not number.is_integer()) or (value.endswith("%") and number >= 1):
         raise ValueError(f"--max-errors takes a count (10), a share (0.05 or 5%) or off, not '{text}'")
     return number
+
+
+def _budget(limit: float) -> str:
+    return in_both(f"--max-errors {limit:g}", f"RunOptions(max_errors={limit:g})")
 
 
 class ErrorBudget:
@@ -77,7 +83,9 @@ class ErrorBudget:
         if limit == math.inf:
             return None
         if limit >= 1 or limit == 0:
-            return f"{errors} items failed, more than --max-errors {limit:g}" if errors > limit else None
+            return f"{errors} items failed, more than {_budget(limit)}" if errors > limit else None
         if finished >= MIN_FRACTION_SAMPLE and errors / finished > limit:
-            return f"{errors} of {finished} items failed ({errors / finished:.0%}), more than --max-errors {limit:g}"
+            return (
+                f"{errors} of {finished} items failed ({errors / finished:.0%}), more than {_budget(limit)}"
+            )
         return None

@@ -42,7 +42,7 @@ from simulator.engine.roles import (
 )
 from simulator.engine.session import CellRun, RunResult, RunSession, SessionParts, WorkItem
 from simulator.engine.shards import in_shard, plan_hash
-from simulator.errors import UserError
+from simulator.errors import UserError, in_both
 from simulator.judging.fidelity import FIDELITY_CHECKS
 from simulator.judging.stage import JudgeStage, make_judge_stage
 from simulator.providers.hub import ModelHub
@@ -404,9 +404,17 @@ async def run_suite(
     if result.abort_reason:
         raise UserError(
             f"run aborted: {result.abort_reason}.{rate_limit_note(result)} Fix the cause, then finish the "
-            f"run with: simulator run --resume {result.folder} --retry-errors"
+            f"run with: {resume_words(result.folder)}"
         )
     return result
+
+
+def resume_words(folder: Path | str) -> str:
+    """How to finish an aborted run, errored items again, from the command line and from Python."""
+    return in_both(
+        f"simulator run --resume {folder} --retry-errors",
+        f"simulator.resume({str(folder)!r}, retry_errors=True)",
+    )
 
 
 def rate_limit_note(result: RunResult) -> str:

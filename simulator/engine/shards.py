@@ -8,7 +8,7 @@ __all__ = ["in_shard", "parse_shard", "plan_hash"]
 import hashlib
 import json
 
-from simulator.errors import UserError
+from simulator.errors import UserError, in_both
 from simulator.record.manifest import ScenarioEntry, ShardInfo
 
 
@@ -20,7 +20,8 @@ def parse_shard(text: str) -> ShardInfo:
     except ValueError:
         shard = None
     if not sep or shard is None or not 1 <= shard.index <= shard.count:
-        raise UserError(f"--shard {text}: write i/K with 1 <= i <= K, e.g. --shard 2/4")
+        shown = in_both(f"--shard {text}", f"parse_shard({text!r})")
+        raise UserError(f"{shown}: write i/K with 1 <= i <= K, e.g. 2/4 (the 2nd of 4)")
     return shard
 
 

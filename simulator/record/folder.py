@@ -32,7 +32,7 @@ from typing import Any, BinaryIO, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from simulator.diskerrors import naming
-from simulator.errors import FolderTaken, UserError
+from simulator.errors import FolderTaken, UserError, option_forms
 from simulator.jsonbounds import DECODER, Unrepresentable, text_depth
 from simulator.readers import missing, read_json
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
@@ -421,17 +421,22 @@ class RunFolder:
     @classmethod
     def create(cls, path: Path, manifest: Manifest) -> RunFolder:
         if path.exists() and not path.is_dir():
-            raise UserError(f"--out {path}: a file of that name exists; name a folder for the run")
+            raise UserError(
+                f"{option_forms('out', str(path))}: a file of that name exists; name a folder for the run"
+            )
         if path.exists() and any(path.iterdir()):
             if (path / MANIFEST).exists():
                 raise FolderTaken(path, "a run")
             raise UserError(  # resuming it would say it is not a run folder: never advise it
-                f"--out {path}: the folder holds other files and no run; name a new or empty folder for the run"
+                f"{option_forms('out', str(path))}: the folder holds other files and no run; name a new or empty "
+                "folder for the run"
             )
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise UserError(f"--out {path}: cannot create the run folder ({exc.strerror})") from None
+            raise UserError(
+                f"{option_forms('out', str(path))}: cannot create the run folder ({exc.strerror})"
+            ) from None
         folder = cls(path, writable=True)
         folder._lock_for_writing()
         folder.write_manifest(manifest)

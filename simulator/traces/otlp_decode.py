@@ -25,6 +25,10 @@ MAX_NANOS = 2**64 - 1  # OTLP times are fixed64 nanoseconds
 INT64 = (-(2**63), 2**63 - 1)
 TRACE_ID_BYTES, SPAN_ID_BYTES = 16, 8
 NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+LACKING = {  # why an id-less span or log record is rejected, by what it is
+    "span": "a span needs its {size}-byte id",
+    "log record": "a log record needs its span's {size}-byte id to be placed in its conversation",
+}
 
 
 @dataclass
@@ -186,11 +190,11 @@ def attributes(items: Any, what: str = "attributes", depth: int = 0) -> dict[str
     return out
 
 
-def hex_id(value: Any, what: str, size: int | None = None) -> str:
+def hex_id(value: Any, what: str, size: int | None = None, holder: str = "span") -> str:
     """Trace and span ids: hex in OTLP JSON, base64 in protobuf's generic JSON mapping; both accepted. With
     `size`, the id must be usable (`checked_id`)."""
     if value is None or value == "":
-        return "" if size is None else checked_id("", what, size)
+        return "" if size is None else checked_id("", what, size, holder)
     if not isinstance(value, str):
         raise Malformed(f"{what} must be text (hex), not {_kind(value)}")
     if len(value) % 2 == 0 and all(c in "0123456789abcdefABCDEF" for c in value):
@@ -202,15 +206,16 @@ def hex_id(value: Any, what: str, size: int | None = None) -> str:
             if size is not None:
                 raise Malformed(f"{what} {value[:40]!r} is neither hex nor base64") from None
             return value[:64]
-    return found if size is None else checked_id(found, what, size)
+    return found if size is None else checked_id(found, what, size, holder)
 
 
-def checked_id(found: str, what: str, size: int) -> str:
+def checked_id(found: str, what: str, size: int, holder: str = "span") -> str:
     """An id in hex when it is usable: there, `size` bytes (16 a trace id, 8 a span id), not all zeros (OTLP's
-    invalid id). A span without one cannot be told from another: it is rejected (Malformed), never taken as
-    a duplicate of another id-less span."""
+    invalid id). A span without one cannot be told from another, and a log record without its span's ids
+    cannot be placed in a conversation: either is rejected (Malformed), never pooled with the others under
+    the empty id and taken as their duplicate."""
     if not found:
-        raise Malformed(f"{what} is missing or empty: a span needs its {size}-byte id")
+        raise Malformed(f"{what} is missing or empty: {LACKING[holder].format(size=size)}")
     if len(found) != 2 * size:
         raise Malformed(f"{what} is {len(found) // 2} bytes long; it must be {size}")
     if not found.strip("0"):
@@ -299,18 +304,19 @@ def _log(raw: dict[str, Any]) -> tuple[str, str, int, str, dict[str, Any]]:
         raw.get("observedTimeUnixNano"), "observedTimeUnixNano"
     )
     return (
-        hex_id(raw.get("traceId"), "traceId"),
-        hex_id(raw.get("spanId"), "spanId"),
+        hex_id(raw.get("traceId"), "traceId", TRACE_ID_BYTES, "log record"),
+        hex_id(raw.get("spanId"), "spanId", SPAN_ID_BYTES, "log record"),
         time,
         str(name),
         attrs,
     )
 
 
-def _label(raw: dict[str, Any], key: str, kind: str, number: int) -> str:
-    """How a rejected span or log record is named: its id when it has a usable one, else its position."""
+def _label(raw: dict[str, Any], key: str, kind: str, number: int, alone: str = "") -> str:
+    """How a rejected span or log record is named: its (span's) id when it has one, else its position (as
+    `alone`, when that differs: a log record without its span's id is "log record #3")."""
     value = raw.get(key)
-    return f"{kind} {value[:32]}" if isinstance(value, str) and value else f"{kind} #{number + 1}"
+    return f"{kind} {value[:32]}" if isinstance(value, str) and value else f"{alone or kind} #{number + 1}"
 
 
 def _document(doc: dict[str, Any], line: int | None, decoded: Decoded, logs: list[Any]) -> None:
@@ -342,7 +348,7 @@ def _document(doc: dict[str, Any], line: int | None, decoded: Decoded, logs: lis
                 try:
                     logs.append(_log(raw))
                 except Malformed as exc:
-                    label = _label(raw, "spanId", "log record of span", number)
+                    label = _label(raw, "spanId", "log record of span", number, "log record")
                     decoded.rejected_logs.append((line, f"{label}: {exc}"))
 
 

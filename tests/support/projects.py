@@ -11,7 +11,7 @@ import simulator
 from simulator.models import StrictModel
 
 SCENARIO = "id: s1\npersona: p\ngoal: g\nexpected: {triage_level: gp}\n"
-BOT = "bot: {type: python, factory: 'json:dumps'}\n"
+BOT = "bot: {type: python, factory: 'json:JSONEncoder'}\n"
 SCENARIOS = "scenarios: {paths: [scenarios]}\n"
 CRITERION = "id: c1\ncriterion: The bot is polite.\npass: polite\nfail: rude\n"
 

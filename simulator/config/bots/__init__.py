@@ -3,9 +3,18 @@ share (a started service, a URL check). Config only: the adapters are in bots/."
 
 from __future__ import annotations
 
-__all__ = ["BotStart", "ChatBotConfig", "HttpBotConfig", "PythonBotConfig", "check_url", "load_factory"]
+__all__ = [
+    "BotStart",
+    "ChatBotConfig",
+    "HttpBotConfig",
+    "PythonBotConfig",
+    "check_url",
+    "factory_needs",
+    "load_factory",
+]
 
 import contextlib
+import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -34,11 +43,48 @@ from simulator.models import StrictModel, empty_dict, empty_list
 
 
 def load_factory(spec: str) -> Callable[[], Any]:
-    """Import `module:attr` (attr may be dotted); a mistake is a UserError that names the spec."""
+    """Import `module:attr` (attr may be dotted); a mistake is a UserError that names the spec, and so is a
+    factory that cannot be called without arguments (`factory_needs`), refused here, before the run, not
+    in every conversation."""
     try:
-        return import_callable(spec, "module:factory", "examples.triage_bot:make_bot")
+        factory = import_callable(spec, "module:factory", "examples.triage_bot:make_bot")
     except ValueError as exc:
         raise UserError(f"bot factory: {exc}") from None
+    needs = factory_needs(factory)
+    if needs is not None:
+        example = (
+            f" (def make_bot(): return {spec.split(':', 1)[1]}(...))" if inspect.isclass(factory) else ""
+        )
+        raise UserError(
+            f"bot factory '{spec}' {needs}: give every parameter a default, or point the factory at a "
+            f"function of no arguments that makes the bot{example}"
+        )
+    return factory
+
+
+def factory_needs(factory: Callable[..., Any]) -> str | None:
+    """Why `factory` cannot make a bot (a class whose constructor, or a function that, needs arguments:
+    the engine calls it with none, once per conversation, giving only `env` by name), or None when it
+    can (or its signature cannot be read)."""
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    given = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    needed = [
+        p.name
+        for p in parameters
+        if p.default is inspect.Parameter.empty
+        and p.kind not in given
+        and not (p.name == "env" and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+    ]
+    if not needed:
+        return None
+    what = "is a class whose constructor needs" if inspect.isclass(factory) else "needs"
+    return (
+        f"{what} the argument{'s' if len(needed) > 1 else ''} {', '.join(needed)}, but a new bot is made "
+        "for every conversation with none"
+    )
 
 
 class PythonBotConfig(BotConfig):

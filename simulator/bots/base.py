@@ -77,11 +77,14 @@ class BotReply:
 
 
 class BotError(Exception):
-    """The bot failed (raised, timed out, answered garbage); recorded as an error, never a pass or fail."""
+    """The bot failed (raised, timed out, answered garbage); recorded as an error, never a pass or fail.
+    `sent`: what the bot had already sent the person in the failing turn (a WhatsApp message before the one
+    the Cloud API refused): the transcript keeps it."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, *, sent: list[Part] | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.sent: list[Part] = list(sent or [])
 
 
 class BotSession(Protocol):

@@ -67,11 +67,12 @@ class _Attempt:
         placed = {id(part) for part in parts}
         return [call for call in self.environment.take_calls() if id(call) not in placed] + parts
 
-    def keep_calls(self, index: int, started: datetime) -> None:
-        """A bot turn holding only the environment calls of a turn that failed, when there were any."""
-        calls, self.unkept = self.unkept + self.with_calls([]), []
-        if calls:
-            self.turns.append(Turn(index=index, role="bot", parts=calls, started_at=started))
+    def keep_failed_turn(self, index: int, started: datetime, sent: list[Part]) -> None:
+        """The bot turn of a turn that failed, when it holds anything: the environment calls made during it
+        and what the bot had sent the person before it failed (`BotError.sent`)."""
+        parts, self.unkept = self.unkept + self.with_calls(list(sent)), []
+        if parts:
+            self.turns.append(Turn(index=index, role="bot", parts=parts, started_at=started))
 
     def malformed_decision(self, state: dict[str, Any] | None, parts: list[Part]) -> str | None:
         """Why the decision in a bot's state or outcome tool call is malformed (a value that is not text,
@@ -198,7 +199,7 @@ async def _attempt(
             try:
                 reply, bot_parts = await _bot_turn(session, message, index, user_parts, attempt)
             except BotError as exc:
-                attempt.keep_calls(index, started)  # the calls the bot made before it failed are data
+                attempt.keep_failed_turn(index, started, exc.sent)  # what it did before it failed is data
                 return "error", state, ErrorInfo(source="bot", kind=exc.kind, message=str(exc))
             attempt.add_usage("bot", reply.usage)
             if reply.said is not None:  # the user's message as the channel delivered it (a caller's speech)

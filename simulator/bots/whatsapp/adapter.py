@@ -79,6 +79,11 @@ async def _answer(response: aiohttp.ClientResponse) -> bytes:
     return kept[:_ANSWER_SHOWN]
 
 
+def _sent(messages: list[Outbound]) -> list[Part]:
+    """The parts of the messages a bot turn has taken so far."""
+    return [part for item in messages for part in item.parts]
+
+
 def _secret(variable: str, started: bool, what: str) -> str:
     """The secret in `variable`; made up for the run when the suite starts the bot (it is passed to it)."""
     value = os.environ.get(variable)
@@ -153,7 +158,7 @@ class WhatsAppBotFactory:
         self.access_token = _secret(config.access_token_env, started, "the access token")
         self.verify_token = _secret(config.verify_token_env, started, "the verify token")
         register_secrets([self.app_secret, self.access_token, self.verify_token])
-        self.graph = GraphApi(self.access_token, config.phone_number_id)
+        self.graph = GraphApi(self.access_token, config.phone_number_id, config.templates)
         values = {**placeholder_values(started), "api_url": self.graph.url}
         self.webhook_url = fill(config.webhook_url, values, "bot.webhook_url")
         self.state_url = fill(config.state_url, values, "bot.state_url") if config.state_url else None
@@ -379,7 +384,8 @@ class WhatsAppSession:
                 at_answer = answered if ends.at_answer else None
                 messages, notes, end = await self._collect(start, early, collected, at_answer)
         except TimeoutError:
-            raise BotError("timeout", self._late(len(posted) < len(events), len(collected))) from None
+            why = self._late(len(posted) < len(events), len(collected))
+            raise BotError("timeout", why, sent=_sent(collected)) from None
         finally:
             graph.directory.end_wait(self._inbox)
         if said:
@@ -387,7 +393,7 @@ class WhatsAppSession:
         ends.observe(messages, start, answered, end)
         self._last_end = end
         statuses = await self._statuses(messages)
-        got: list[Part] = [part for item in messages for part in item.parts]
+        got = _sent(messages)
         for item in messages:
             options = [p for p in item.parts if isinstance(p, OptionsPart)]
             if options:
@@ -480,8 +486,8 @@ class WhatsAppSession:
                             notes.append(self._lapsed(typing_at, start))
                         return messages, notes, "quiet"
                     raise BotError("timeout", self._factory.silence(notes)) from None
-            if item.error is not None:
-                raise BotError(item.error_kind or "invalid_reply", item.error)
+            if item.error is not None:  # what the bot sent before the refused call stays in the transcript
+                raise BotError(item.error_kind or "invalid_reply", item.error, sent=_sent(messages))
             if item.note is not None:
                 notes.append(item.note)
                 if item.typing:

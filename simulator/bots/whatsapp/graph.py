@@ -31,9 +31,10 @@ from typing import Any
 from aiohttp import web
 
 from simulator.bots.whatsapp.events import Identity, new_message_id
+from simulator.bots.whatsapp.fields import RuleBroken
 from simulator.bots.whatsapp.media import MediaFile, MediaStore
 from simulator.bots.whatsapp.routing import Address, Directory, Inbox, Outbound
-from simulator.bots.whatsapp.rules import RuleBroken, check_address, message_parts
+from simulator.bots.whatsapp.rules import check_address, message_parts
 from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.record.parts import MediaPart
 
@@ -103,9 +104,10 @@ def _graph_error(refusal: Refused) -> web.Response:
 class GraphApi:
     """The Graph API server: one per run, routing each call to its conversation's inbox."""
 
-    def __init__(self, token: str, phone_number_id: str) -> None:
+    def __init__(self, token: str, phone_number_id: str, templates: dict[str, str] | None = None) -> None:
         self._token = token
         self._phone_number_id = phone_number_id
+        self._templates = templates or {}  # the suite's template texts by name (bot.templates)
         self.directory = Directory()
         self.media = MediaStore()
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -253,7 +255,7 @@ class GraphApi:
                 details=f"{named}: unknown recipient",
             )
         try:
-            parts = message_parts(body)
+            parts = message_parts(body, self._templates)
         except RuleBroken as exc:
             raise _rule(exc) from None
         message_id = new_message_id()

@@ -3,11 +3,12 @@ adapter is simulator/bots/whatsapp/."""
 
 from __future__ import annotations
 
-__all__ = ["WhatsAppBotConfig"]
+__all__ = ["TEMPLATE_PLACEHOLDER", "WhatsAppBotConfig"]
 
+import re
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from simulator.config.bot_kinds import (
     LIMIT_FIELDS,
@@ -18,7 +19,10 @@ from simulator.config.bot_kinds import (
 )
 from simulator.config.bots import BotStart
 from simulator.config.secrets import SecretEnv, SecretURL
-from simulator.models import empty_list
+from simulator.models import empty_dict, empty_list
+
+# A placeholder of a template's body: numbered (`{{1}}`) or named (`{{first_name}}`), as in Meta's templates.
+TEMPLATE_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
 
 
 class WhatsAppBotConfig(BotConfig):
@@ -52,8 +56,27 @@ class WhatsAppBotConfig(BotConfig):
     profile_name: str = "Alex"
     country: str = Field(default="GB", pattern=r"^[A-Z]{2}$")  # the BSUID's prefix
     start: BotStart | None = None
+    # The texts of the message templates the bot sends (template name -> body, with {{1}} or {{name}}
+    # placeholders), as in Meta's template manager: a template message is recorded as the person reads it.
+    templates: dict[str, str] = Field(default_factory=empty_dict)
 
     operational: ClassVar[frozenset[str]] = LIMIT_FIELDS | {"timeout_s"}
+
+    @field_validator("templates")
+    @classmethod
+    def _numbered_in_order(cls, templates: dict[str, str]) -> dict[str, str]:
+        """Numbered placeholders run {{1}} to {{n}} with none skipped (Meta refuses a template otherwise)."""
+        for name, body in templates.items():
+            if not name.strip() or not body.strip():
+                raise ValueError(f"template {name!r}: give the template's name and its body text")
+            numbers = {int(p) for p in TEMPLATE_PLACEHOLDER.findall(body) if p.isdigit()}
+            if numbers and numbers != set(range(1, max(numbers) + 1)):
+                skipped = min(set(range(1, max(numbers) + 1)) - numbers)
+                raise ValueError(
+                    f"template {name!r}: placeholders are numbered {{{{1}}}} to {{{{n}}}} with none skipped; "
+                    f"{{{{{skipped}}}}} is missing"
+                )
+        return templates
 
     def describe(self) -> str:
         return f"whatsapp:{self.webhook_url}"

@@ -22,7 +22,6 @@ __all__ = [
     "StrictModel",
     "empty_dict",
     "empty_list",
-    "empty_set",
 ]
 
 import difflib
@@ -45,10 +44,6 @@ def empty_list() -> list[Any]:
 
 def empty_dict() -> dict[Any, Any]:
     return {}
-
-
-def empty_set() -> set[Any]:
-    return set()
 
 
 class StrictModel(BaseModel):

@@ -75,3 +75,52 @@ async def test_http_bot_bad_flags_are_bot_errors(fields: dict[str, Any], name: s
 async def test_booleans_and_objects_are_taken(fields: dict[str, Any], expected: tuple[Any, ...]) -> None:
     for reply in (await _answer_with(fields), await PythonSession(_Bot(fields)).send("hi", 1)):
         assert (reply.handed_over, reply.closed, reply.state) == expected
+
+
+# `messages` and `message` together (issue: a FastAPI response model with defaults answers both; the message
+# was dropped and the turn judged as a bot that said nothing): an empty field gives way to the other; two that
+# both say something must agree, else the reply is ambiguous and an `invalid_reply`, never judged.
+ONE_REPLY = [
+    ({"messages": [], "message": "Call 999 now"}, ["Call 999 now"]),
+    ({"messages": None, "message": "Call 999 now"}, ["Call 999 now"]),
+    ({"messages": ["Call 999 now"], "message": ""}, ["Call 999 now"]),
+    ({"messages": ["Call 999 now"], "message": None}, ["Call 999 now"]),
+    ({"messages": ["Call 999 now"], "message": "Call 999 now"}, ["Call 999 now"]),
+    ({"messages": ["Call 999", "now"]}, ["Call 999", "now"]),
+    ({"messages": [], "message": ""}, []),
+]
+AMBIGUOUS = [
+    {"messages": ["Rest at home"], "message": "Call 999 now"},
+    {"messages": ["Call 999", "now"], "message": "Call 999 now"},
+]
+
+
+async def _raw_answer(body: dict[str, Any]) -> Any:
+    """The bot's answer exactly as given (`_answer_with` adds a message of its own)."""
+    return await _answer_with({"message": None, **body})
+
+
+@pytest.mark.parametrize(("body", "said"), ONE_REPLY)
+async def test_messages_and_message_together_give_the_one_that_says_something(
+    body: dict[str, Any], said: list[str]
+) -> None:
+    assert (await _raw_answer(body)).messages == said
+
+
+@pytest.mark.parametrize("body", AMBIGUOUS)
+async def test_messages_and_message_that_disagree_are_an_invalid_reply_naming_both(
+    body: dict[str, Any],
+) -> None:
+    with pytest.raises(BotError) as caught:
+        await _raw_answer(body)
+    assert caught.value.kind == "invalid_reply"
+    assert repr(body["message"]) in str(caught.value) and repr(body["messages"]) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "body", [{"message": 7}, {"messages": "Call 999 now"}, {"messages": [], "message": ["x"]}]
+)
+async def test_a_message_field_of_the_wrong_type_is_an_invalid_reply(body: dict[str, Any]) -> None:
+    with pytest.raises(BotError) as caught:
+        await _raw_answer(body)
+    assert caught.value.kind == "invalid_reply"

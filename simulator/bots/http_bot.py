@@ -116,9 +116,7 @@ class HttpSession:
                     "sent more messages in one turn", len(many), "max_messages_per_turn", self._max_messages
                 )
         parts = parts_from_json(data["parts"], "the bot's 'parts'") if "parts" in data else None
-        messages = data.get("messages")
-        if messages is None and isinstance(data.get("message"), str):
-            messages = [data["message"]]
+        messages = _said(data.get("messages"), data.get("message"))
         if parts is not None and messages is None:
             messages = [part.text for part in parts if isinstance(part, TextPart)]
         if not isinstance(messages, list) or not all(isinstance(m, str) for m in messages):
@@ -311,3 +309,27 @@ def _all_of(closers: list[Any]) -> Any:
 def http_bot_factory(config: HttpBotConfig, suite: Suite, hub: ModelHub) -> HttpBotFactory:
     """The `http` kind's factory (config/bots/__init__.py registers it)."""
     return HttpBotFactory(config, suite.base_dir, environment=suite.environment is not None)
+
+
+def _said(messages: Any, message: Any) -> list[str] | None:
+    """What the bot said by `messages` (a list of strings) and `message` (a string); None when it gave
+    neither. A field that is empty ([] or "") is a response model's default and gives way to the other (a
+    FastAPI model with both fields answers `{"messages": [], "message": "Call 999 now"}`); two that both
+    say something must say the same, else the reply is ambiguous: an `invalid_reply`, never one of them."""
+    if messages is not None and not (
+        isinstance(messages, list) and all(isinstance(m, str) for m in messages)
+    ):
+        raise BotError("invalid_reply", "the bot's 'messages' must be a list of strings")
+    if message is not None and not isinstance(message, str):
+        raise BotError("invalid_reply", f"the bot's 'message' must be a string, not {type(message).__name__}")
+    if messages and message and messages != [message]:
+        raise BotError(
+            "invalid_reply",
+            f"the bot's answer says one thing in 'messages' ({redact(repr(messages)[:120])}) and another in "
+            f"'message' ({redact(repr(message)[:120])}); send one of them (or the same text in both)",
+        )
+    if message and not messages:
+        return [message]
+    if messages is None and message is None:
+        return None
+    return messages or []

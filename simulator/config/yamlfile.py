@@ -401,6 +401,12 @@ def problems_from_validation(
         elif kind == "value_error":
             # A validator's own message already says what is wrong and how to fix it.
             message = str(item["msg"]).removeprefix("Value error, ")
+        elif kind == "dict_type" and loc:
+            value = item.get("input")  # text is not echoed: a header written as one line may hold a token
+            got = "text" if isinstance(value, str) else shown_input(value, yaml=from_yaml)
+            message = (
+                f"{pattern_or_message(item)} (got {got}); {_mapping_fix(str(loc[-1]), item.get('input'))}"
+            )
         elif (
             kind == "string_type" and loc and isinstance(loc[-1], int) and read_as_mapping(item.get("input"))
         ):
@@ -413,6 +419,23 @@ def problems_from_validation(
             message = f"{pattern_or_message(item)} (got {shown_input(item.get('input'), yaml=from_yaml)})"
         problems.append(Problem(str(source.path), message, line=source.line_of(full), field=name or None))
     return problems
+
+
+def _mapping_fix(key: str, got: Any) -> str:
+    """How to write `key` as the mapping it must be, with an example named from what was given (a list of
+    `Name: value`, `NAME=value` or bare names, or one such line): its first name, never its value (a header
+    may hold a token)."""
+    name = "name"
+    first = got[0] if isinstance(got, list) and got else got
+    if isinstance(first, str):
+        found = re.match(r"\s*([^\s:=]+)", first)
+        name = found.group(1) if found else name
+    elif isinstance(first, dict) and len(first) == 1:
+        name = str(next(iter(first)))  # `- Authorization: x` is a list of one-key mappings
+    return (
+        f"write it as a mapping of name to value: '{key}:' with '  {name}: ...' indented on the next line, "
+        f"one name a line (or on one line: {key}: {{{name}: ...}})"
+    )
 
 
 def _resolve(model: type[BaseModel], loc: Path_) -> tuple[list[type[BaseModel]], Path_]:

@@ -10,6 +10,7 @@ from typing import Any
 from simulator.config.providers import ProviderSettings
 from simulator.errors import UserError
 from simulator.providers._sdkbase import SdkProvider
+from simulator.providers._sse import in_stream_error, read_json, sse_events, unfinished
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
     ChatMessage,
@@ -137,51 +138,104 @@ class AnthropicProvider(SdkProvider):
     async def _stream(
         self, request: ModelRequest, payload: dict[str, Any], extra_body: dict[str, Any] | None
     ) -> ModelResponse:
-        """The same call streamed as server-sent events; the first text or tool delta's time is kept."""
+        """The same call streamed as server-sent events; the first text or tool delta's time is kept. Events
+        are read as the SDK reads them (`ping`, unnamed and data-less events skipped, `error` raised), and
+        the answer counts only after `message_stop`: a stream that ends before may have cut it short (`_sse`)."""
         watch = Stopwatch()
-        first: float | None = None
-        text: list[str] = []
-        tools: dict[int, dict[str, str]] = {}
-        input_tokens = output_tokens = cached = created = 0
-        model = request.model
+        joined = _Joined(request.model)
+        cut = False
         try:
-            stream = await self._client.messages.create(**payload, stream=True, extra_body=extra_body)
-            async for event in stream:
-                if event.type == "message_start":
-                    model = event.message.model or model
-                    start_usage = event.message.usage
-                    input_tokens = start_usage.input_tokens or 0
-                    cached = getattr(start_usage, "cache_read_input_tokens", None) or 0
-                    created = getattr(start_usage, "cache_creation_input_tokens", None) or 0
-                elif event.type == "content_block_start" and event.content_block.type == "tool_use":
-                    block = event.content_block
-                    tools[event.index] = {"name": block.name, "json": "", "id": block.id}
-                elif event.type == "content_block_delta":
-                    first = watch.elapsed() if first is None else first
-                    if event.delta.type == "text_delta":
-                        text.append(event.delta.text)
-                    elif event.delta.type == "input_json_delta" and event.index in tools:
-                        tools[event.index]["json"] += event.delta.partial_json
-                elif event.type == "message_delta":
-                    output_tokens = event.usage.output_tokens or output_tokens
+            async with self._client.messages.with_streaming_response.create(
+                **payload, stream=True, extra_body=extra_body
+            ) as answer:
+                async for event in sse_events(answer.iter_bytes(), self._base_url):
+                    if not event.whole:
+                        cut = True
+                    elif event.event == "error":
+                        raise in_stream_error(
+                            read_json(event.data, self._base_url, joined.events + 1), self._base_url
+                        )
+                    elif event.event not in (None, "ping"):
+                        joined.add(
+                            event.event, read_json(event.data, self._base_url, joined.events + 1), watch
+                        )
         except Exception as exc:
             raise self._classify(exc) from exc
-        joined = "".join(text)
+        if not joined.stopped:
+            raise unfinished(
+                self._base_url, "a message_stop event (the end of a whole message)",
+                events=joined.events, chars=len(joined.text), how="at the end of the HTTP body", cut=cut,
+            )  # fmt: skip
+        return joined.response(request, payload, watch)
+
+
+class _Joined:
+    """A streamed message as its events arrive (plain dicts, as the non-streamed path reads them)."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.events = 0
+        self.first: float | None = None
+        self.parts: list[str] = []
+        self.tools: dict[int, dict[str, str]] = {}
+        self.tokens = {"input": 0, "output": 0, "cached": 0, "created": 0}
+        self.stop_reason: str | None = None
+        self.stopped = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def add(self, kind: str, data: dict[str, Any], watch: Stopwatch) -> None:
+        self.events += 1
+        if kind == "message_start":
+            message = data.get("message") or {}
+            self.model = str(message.get("model") or self.model)
+            usage = message.get("usage") or {}
+            self.tokens["input"] = usage.get("input_tokens") or 0
+            self.tokens["cached"] = usage.get("cache_read_input_tokens") or 0
+            self.tokens["created"] = usage.get("cache_creation_input_tokens") or 0
+        elif kind == "content_block_start" and (data.get("content_block") or {}).get("type") == "tool_use":
+            block = data["content_block"]
+            self.tools[data.get("index", 0)] = {
+                "name": block.get("name", ""),
+                "json": "",
+                "id": block.get("id"),
+            }
+        elif kind == "content_block_delta":
+            self.first = watch.elapsed() if self.first is None else self.first
+            delta = data.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                self.parts.append(str(delta.get("text") or ""))
+            elif delta.get("type") == "input_json_delta" and data.get("index") in self.tools:
+                self.tools[data["index"]]["json"] += str(delta.get("partial_json") or "")
+        elif kind == "message_delta":
+            self.tokens["output"] = (data.get("usage") or {}).get("output_tokens") or self.tokens["output"]
+            self.stop_reason = (data.get("delta") or {}).get("stop_reason") or self.stop_reason
+        elif kind == "message_stop":
+            self.stopped = True
+
+    def response(self, request: ModelRequest, payload: dict[str, Any], watch: Stopwatch) -> ModelResponse:
+        text, tokens = self.text, self.tokens
         tool_calls = [
-            ToolCall.from_json(tool["name"], tool["json"], tool["id"]) for _, tool in sorted(tools.items())
+            ToolCall.from_json(tool["name"], tool["json"], tool["id"])
+            for _, tool in sorted(self.tools.items())
         ]
         return ModelResponse(
-            text=joined,
-            parsed=json_object_in(joined) if request.output_schema is not None else None,
+            text=text,
+            parsed=json_object_in(text) if request.output_schema is not None else None,
             tool_calls=tool_calls,
             usage=Usage(
-                input_tokens=input_tokens + cached + created,
-                output_tokens=output_tokens,
-                cached_input_tokens=cached,
+                input_tokens=tokens["input"] + tokens["cached"] + tokens["created"],
+                output_tokens=tokens["output"],
+                cached_input_tokens=tokens["cached"],
                 calls=1,
             ),
             latency_s=watch.elapsed(),
-            time_to_first_token_s=first,
-            model=model,
-            raw={"request": {**payload, "stream": True}, "response": {"text": joined}},
+            time_to_first_token_s=self.first,
+            model=self.model,
+            raw={
+                "request": {**payload, "stream": True},
+                "response": {"text": text, "stop_reason": self.stop_reason},
+            },
         )

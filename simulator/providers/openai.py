@@ -12,6 +12,7 @@ from simulator.config.providers import ProviderSettings
 from simulator.errors import UserError
 from simulator.providers._schema import cap_string_lengths, with_schema
 from simulator.providers._sdkbase import SdkProvider
+from simulator.providers._sse import in_stream_error, read_json, sse_events, stream_fault, unfinished
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
     ChatMessage,
@@ -146,54 +147,107 @@ class OpenAIProvider(SdkProvider):
     async def _stream(
         self, request: ModelRequest, payload: dict[str, Any], mode: SchemaMode | None
     ) -> ModelResponse:
-        """The same call streamed: text and tool-call fragments are joined; the first one's time is kept."""
+        """The same call streamed: text and tool-call fragments are joined; the first one's time is kept. The
+        answer counts only when a chunk gave its `finish_reason`: a stream that ends before (the body ends,
+        or `[DONE]` comes early) may have cut the answer short, and is an error (`_sse`)."""
         watch = Stopwatch()
-        first: float | None = None
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        usage: Any = None
-        model = request.model
+        joined = _Joined(request.model)
+        how, cut = "at the end of the HTTP body", False
         try:
-            stream = await self._client.chat.completions.create(
+            async with self._client.chat.completions.with_streaming_response.create(
                 **payload, stream=True, stream_options={"include_usage": True}
-            )
-            async for chunk in stream:
-                model = chunk.model or model
-                usage = chunk.usage or usage
-                for choice in chunk.choices:
-                    delta = choice.delta
-                    if delta.content:
-                        first = watch.elapsed() if first is None else first
-                        text.append(delta.content)
-                    for call in delta.tool_calls or []:
-                        first = watch.elapsed() if first is None else first
-                        entry = calls.setdefault(call.index, {"name": "", "arguments": "", "id": ""})
-                        entry["id"] = entry["id"] or call.id or ""
-                        if call.function is not None:
-                            entry["name"] += call.function.name or ""
-                            entry["arguments"] += call.function.arguments or ""
+            ) as answer:
+                async for event in sse_events(answer.iter_bytes(), self._base_url):
+                    if event.data.startswith("[DONE]"):
+                        how = "with data: [DONE]"
+                        break  # what follows is not read, as the SDK does
+                    if not event.whole:
+                        cut = True
+                        break
+                    joined.add(
+                        read_json(event.data, self._base_url, joined.events + 1), self._base_url, watch
+                    )
         except Exception as exc:
             raise self._classify(exc) from exc
+        if joined.finish is None:
+            raise unfinished(
+                self._base_url, "a finish_reason (set on the last chunk of a whole answer)",
+                events=joined.events, chars=len(joined.text), how=how, cut=cut,
+            )  # fmt: skip
+        return joined.response(request, payload, mode, watch)
+
+
+class _Joined:
+    """A streamed completion as its chunks arrive (plain dicts, as the non-streamed path reads them)."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.events = 0
+        self.first: float | None = None
+        self.parts: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.usage: dict[str, Any] = {}
+        self.finish: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def add(self, chunk: dict[str, Any], who: str, watch: Stopwatch) -> None:
+        self.events += 1
+        if chunk.get("error"):
+            raise in_stream_error(chunk, who)
+        self.model = str(chunk.get("model") or self.model)
+        usage = chunk.get("usage")
+        self.usage = usage if isinstance(usage, dict) else self.usage
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+            raise stream_fault(
+                who, f"has a chunk whose choices are not a list of objects: {str(chunk)[:200]!r}"
+            )
+        for choice in choices:
+            delta = choice.get("delta") or {}
+            content = delta.get("content") if isinstance(delta, dict) else None
+            if content:
+                self.first = watch.elapsed() if self.first is None else self.first
+                self.parts.append(str(content))
+            for call in (delta.get("tool_calls") if isinstance(delta, dict) else None) or []:
+                if not isinstance(call, dict):
+                    raise stream_fault(who, f"has a tool call that is not an object: {str(call)[:200]!r}")
+                self.first = watch.elapsed() if self.first is None else self.first
+                entry = self.calls.setdefault(call.get("index", 0), {"name": "", "arguments": "", "id": ""})
+                entry["id"] = entry["id"] or call.get("id") or ""
+                function = call.get("function") or {}
+                entry["name"] += function.get("name") or ""
+                entry["arguments"] += function.get("arguments") or ""
+            self.finish = choice.get("finish_reason") or self.finish
+
+    def response(
+        self, request: ModelRequest, payload: dict[str, Any], mode: SchemaMode | None, watch: Stopwatch
+    ) -> ModelResponse:
         tool_calls = [
             ToolCall.from_json(entry["name"], entry["arguments"], entry["id"] or None)
-            for _, entry in sorted(calls.items())
+            for _, entry in sorted(self.calls.items())
         ]
-        joined = "".join(text)
-        details = getattr(usage, "prompt_tokens_details", None)
+        text, usage = self.text, self.usage
         return ModelResponse(
-            text=joined,
-            parsed=json_object_in(joined) if request.output_schema is not None else None,
+            text=text,
+            parsed=json_object_in(text) if request.output_schema is not None else None,
             tool_calls=tool_calls,
             usage=Usage(
-                input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                output_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                cached_input_tokens=(getattr(details, "cached_tokens", 0) or 0) if details else 0,
+                input_tokens=usage.get("prompt_tokens") or 0,
+                output_tokens=usage.get("completion_tokens") or 0,
+                cached_input_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
                 calls=1,
             ),
             latency_s=watch.elapsed(),
-            time_to_first_token_s=first,
-            model=model,
-            raw={"request": {**payload, "stream": True}, "response": {"text": joined}, "schema_mode": mode},
+            time_to_first_token_s=self.first,
+            model=self.model,
+            raw={
+                "request": {**payload, "stream": True},
+                "response": {"text": text, "finish_reason": self.finish},
+                "schema_mode": mode,
+            },
         )
 
 

@@ -88,7 +88,7 @@ def test_no_failures_rest_on_the_distinct_scenarios() -> None:
     assert view.bound == pytest.approx(zero_failure_upper_bound(400))  # conversations: 0.75%
     assert view.clustered is not None and view.clustered.scenarios == 4
     assert view.clustered.bound == pytest.approx(zero_failure_upper_bound(4))  # scenarios: 52.7%
-    assert "4 vignettes" in view.clustered_short
+    assert "4 vignettes" in view.text
 
 
 def test_one_scenario_with_mixed_results_says_nothing_about_other_scenarios() -> None:

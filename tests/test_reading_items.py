@@ -130,7 +130,7 @@ def test_item_14_the_desks_runs_page_shows_the_clustered_interval_and_what_to_ci
     page = client.get("/").text
     outcome = demo.outcome
     assert outcome is not None
-    assert outcome.critical_sensitivity.lead_short in page and "over 8 vignettes" in page
+    assert outcome.critical_sensitivity.short in page and "over 8 vignettes" in page
     assert "Cite the first interval" in page
 
 

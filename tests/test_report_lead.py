@@ -135,11 +135,11 @@ def test_with_repeats_the_clustered_interval_comes_first_and_the_naive_one_is_la
 def test_without_repeats_the_interval_is_the_wilson_one_alone() -> None:
     one_each = rate_view(3, 20, per_scenario=[(1, 1)] * 3 + [(0, 1)] * 17)
     assert not one_each.repeated
-    assert one_each.lead_short == one_each.short == "3/20 15.0% (5.2%–36.0%)"
-    assert one_each.lead_text == one_each.text
+    assert one_each.short == one_each.short == "3/20 15.0% (5.2%–36.0%)"
+    assert one_each.text == one_each.text
     repeated = rate_view(3, 20, per_scenario=[(3, 4)] + [(0, 4)] * 4)
     assert repeated.repeated and repeated.interval == (repeated.clustered.low, repeated.clustered.high)  # type: ignore[union-attr]
-    assert repeated.lead_short.index("over 5 vignettes") < repeated.lead_short.index("per conversation")
+    assert repeated.short.index("over 5 vignettes") < repeated.short.index("per conversation")
 
 
 # ---- item 3: the zero-failure bound rests on the scenarios -------------------------------------------------------
@@ -153,13 +153,13 @@ def test_without_repeats_the_interval_is_the_wilson_one_alone() -> None:
 def test_with_no_failures_the_bound_on_scenarios_comes_first(per: list[int], bound: str, naive: str) -> None:
     scenarios = len(per)
     value = rate_view(0, sum(per), per_scenario=[(0, m) for m in per])
-    text = value.lead_text
+    text = value.text
     first = f"none seen: at most {bound} over {scenarios} vignettes, 95% one-sided"
     assert first in text and f"per conversation ≤{naive}" in text
     assert text.index(first) < text.index(f"per conversation ≤{naive}")
     # One bound on the vignettes, no two-sided interval beside it (reading item 5).
     assert (
-        value.lead_short
+        value.short
         == f"0/{sum(per)} 0.0% (≤{bound} over {scenarios} vignettes, one-sided; per conversation ≤{naive})"
     )
 
@@ -208,7 +208,7 @@ def test_crash_biased_errors_put_the_bounds_beside_the_headline_and_warn(tmp_pat
     assert sens.errors_could_move
     low, high = span
     beside = f"{100 * low:.1f}%–{100 * high:.1f}% if the {sens.errored} errored had all failed or passed"
-    assert sens.lead_short.endswith(beside + ")") and sens.lead_text.endswith(beside + ")")
+    assert sens.short.endswith(beside + ")") and sens.text.endswith(beside + ")")
     summary = report_sections(report)[0]
     critical = summary.blocks[0]
     assert isinstance(critical, Figures) and critical.critical
@@ -254,7 +254,7 @@ def test_an_error_that_cannot_move_a_rate_adds_no_bounds_and_no_warning(tmp_path
     assert report.outcome is not None
     sens = report.outcome.critical_sensitivity
     assert sens.errored == 1 and not sens.errors_could_move
-    assert "if the" not in sens.lead_short
+    assert "if the" not in sens.short
     assert not any("could concentrate" in f.title for f in report.findings)
 
 

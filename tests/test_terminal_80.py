@@ -59,7 +59,7 @@ def _must_be_whole(report: Report) -> set[str]:
         *(r.fail_rate for r in report.criteria),
         *(s.pass_rate for s in report.scenarios),
     ]:
-        tokens |= set(rate.lead_short.split())
+        tokens |= set(rate.short.split())
     return tokens
 
 

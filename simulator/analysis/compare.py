@@ -229,8 +229,8 @@ def _paired(
         both_fail=sum(1 for x, y in zip(a_scores, b_scores, strict=True) if not x and not y),
         only_a=only_a,
         only_b=only_b,
-        a_rate=rate_view(sum(a_scores), len(usable), counts="successes"),
-        b_rate=rate_view(sum(b_scores), len(usable), counts="successes"),
+        a_rate=_side_rate(usable, a_scores, scenario_of),
+        b_rate=_side_rate(usable, b_scores, scenario_of),
         p_value=p_value,
         diff=diff,
         diff_low=low,
@@ -239,6 +239,19 @@ def _paired(
         flips=_flips(usable, details, results),
         **scenario_level,
     )
+
+
+def _side_rate(
+    usable: list[tuple[str, int, int]], scores: list[int], cluster_of: Mapping[str, str]
+) -> RateView:
+    """One side's pass rate over the paired conversations, clustered over vignettes like the report's."""
+    per: dict[str, list[int]] = {}
+    for (cid, _, _), score in zip(usable, scores, strict=True):
+        cell = per.setdefault(cluster_of.get(cid, cid), [0, 0])
+        cell[0] += score
+        cell[1] += 1
+    counts = [(k, n) for k, n in per.values()]
+    return rate_view(sum(scores), len(scores), counts="successes", per_scenario=counts)
 
 
 def _flips(

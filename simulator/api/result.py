@@ -60,12 +60,10 @@ class Result:
             return []
         info = report.run
         lines = [f"{info.suite}: {info.counted} ({info.status}); bot {info.bot}"]
-        lines.append(f"conversations passing: {report.overall.lead_text}")
+        lines.append(f"conversations passing: {report.overall.text}")
         if report.outcome is not None:
-            lines.append(
-                f"{report.outcome.critical} sensitivity: {report.outcome.critical_sensitivity.lead_text}"
-            )
-            lines.append(f"under-triage: {report.outcome.under_triage.lead_text}")
+            lines.append(f"{report.outcome.critical} sensitivity: {report.outcome.critical_sensitivity.text}")
+            lines.append(f"under-triage: {report.outcome.under_triage.text}")
         lines.append(f"errors (counted apart, never pass or fail): {self.errors}")
         order = {"bug": 0, "warning": 1, "info": 2}
         findings = sorted(report.findings, key=lambda f: order[f.level])

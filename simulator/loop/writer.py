@@ -205,8 +205,6 @@ def _evidence(group: FailureGroup) -> list[EvidenceItem]:
 def _base(group: FailureGroup, ctx: BotContext, run: RunData, author: str, read: dict[str, str]) -> Proposal:
     rate = group.rate
     failures = f"{group.failed}/{group.judged} conversations failed ({rate.text})"
-    if rate.clustered_short:
-        failures += f"; {rate.clustered_short}"
     if group.left_out:
         failures += f"; {group.left_out} left out (errored or not judged)"
     return Proposal(

@@ -81,10 +81,9 @@ def bot_faults_view(report: Report, everything: bool = False) -> Section:
             _kinds(row.kinds),
             text(f"{example.conversation_id}: {example.detail}", link=link),
         )
-    clustered = f" (over vignettes: {section.rate.clustered.short})" if section.rate.clustered else ""
     note = Note(
         f"Errors that are the bot's own doing (a channel rule broken, a malformed reply, a tool called with "
-        f"invalid arguments): {section.rate.text}{clustered}; {section.covers}."
+        f"invalid arguments): {section.rate.text}; {section.covers}."
     )
     state: State = "fail" if any(row.critical for row in section.scenarios) else "warn"
     return Section("bot_faults", "Bot faults", [note, table], state)

@@ -51,7 +51,7 @@ def ci_plot(value: RateView, width: int = 130, state: str | None = None) -> str:
 
     parts = [
         f'<svg class="ci" width="{width}" height="14" viewBox="0 0 {width} 14" role="img" '
-        f'aria-label="{e(value.lead_text)}"><title>{e(value.lead_text)}</title>',
+        f'aria-label="{e(value.text)}"><title>{e(value.text)}</title>',
         f'<line x1="4" y1="7" x2="{width - 4}" y2="7" stroke="#dde3ea" stroke-width="2"/>',
         f'<rect x="{x(low)}" y="3" width="{max(1.0, x(high) - x(low))}" height="8" '
         f'fill="{colour}" fill-opacity="0.25"/>',
@@ -69,14 +69,14 @@ def ci_plot(value: RateView, width: int = 130, state: str | None = None) -> str:
 
 def rate_cell(value: RateView, plot: bool = True) -> str:
     """A table cell: `k/n rate (interval)`, the scenario-clustered interval first when the rate pools
-    repeats (RateView.lead_short), the zero-failure bound when there is one, and the plot."""
+    repeats (RateView.short), the zero-failure bound when there is one, and the plot."""
     if value.rate is None:
         return f'<td class="rate">{value.k}/{value.n} <span class="note">n/a</span></td>'
-    head, _, inner = value.lead_short.partition(" (")
+    head, _, inner = value.short.partition(" (")
     text = f"{e(head)} <small>({e(inner)}</small>"
     more = f'<div class="more">{e(value.needs_more_runs)}</div>' if value.needs_more_runs else ""
     return (
-        f'<td class="rate" title="{e(value.lead_text)}"><div class="rc"><span>{text}</span>'
+        f'<td class="rate" title="{e(value.text)}"><div class="rc"><span>{text}</span>'
         f"{ci_plot(value) if plot else ''}</div>{more}</td>"
     )
 

@@ -65,7 +65,7 @@ def _stats_properties(report: Report) -> list[tuple[str, str]]:
     props = []
     for name, value in headline_rates(report):
         key = _KEY.sub("_", name).strip("_")
-        props.append((f"clustered.{key}", f"{value.text}; {value.clustered_short}".rstrip("; ")))
+        props.append((f"clustered.{key}", value.text))
         if value.errored:
             props.append((f"missing.{key}", value.missing_short))
     props += [(f"missing.warning.{i}", w) for i, w in enumerate(report.missing.warnings, 1)]

@@ -39,8 +39,7 @@ def _rate(view: RateView | None) -> str:
     if view.rate is None:
         return f"{view.k}/{view.n} n/a"
     # The rate's one interval, as the report draws it (clustered when it pools a vignette's conversations).
-    low, high = view.interval
-    return f"{pct(view.rate)} ({pct(low)}–{pct(high)}) {view.k}/{view.n}"
+    return f"{pct(view.rate)} ({view.interval_text}) {view.k}/{view.n}"
 
 
 def _money(value: float | None, currency: str) -> str:

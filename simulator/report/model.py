@@ -465,7 +465,7 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
             Finding(
                 level="bug",
                 title=f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
-                detail=f"{outcome.critical} sensitivity {sens.lead_text}",
+                detail=f"{outcome.critical} sensitivity {sens.text}",
                 conversations=missed,
             )
         )
@@ -478,24 +478,24 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
             kinds = ("under", "no_decision", "other") if name == "under-triage" else ("no_decision", "other")
             ids = [c.conversation_id for c in outcome.cases if c.kind in kinds and not c.red_flag_quote]
             found.append(
-                Finding(level="warning", title=f"{name}: {value.lead_text}", detail=detail, conversations=ids)
+                Finding(level="warning", title=f"{name}: {value.text}", detail=detail, conversations=ids)
             )
         elif value.needs_more_runs:
             found.append(
                 _finding(
                     "info",
-                    f"{name}: none in {value.n} conversations, {value.lead_text}",
+                    f"{name}: none in {value.n} conversations, {value.text}",
                     value.needs_more_runs,
                 )
             )
     if outcome.over_triage.k:
-        found.append(Finding(level="warning", title=f"over-triage: {outcome.over_triage.lead_text}"))
+        found.append(Finding(level="warning", title=f"over-triage: {outcome.over_triage.text}"))
     floor = outcome.red_flag_under_triage
     if floor is not None and floor.k:
         found.append(
             Finding(
                 level="warning",
-                title=f"under-triage against the patient's red flags: {floor.lead_text}",
+                title=f"under-triage against the patient's red flags: {floor.text}",
                 detail="conversations without a scenario whose bot advised below the level the patient's own "
                 "words call for (a floor: it cannot show over-triage)",
                 conversations=[c.conversation_id for c in outcome.cases if c.red_flag_quote],

@@ -61,7 +61,7 @@ def sources_section(report: Report, everything: bool = False) -> Section:
         blocks.append(listed)
     if agreement.conflicting is not None:
         conflicts = Table([Column("conversation"), Column("levels advised, in order"), Column("counted")],
-                          title=f"Conflicting advice: {agreement.conflicting.lead_text}")  # fmt: skip
+                          title=f"Conflicting advice: {agreement.conflicting.text}")  # fmt: skip
         for c in agreement.conflicts if everything else agreement.conflicts[:20]:
             link = f"#t{anchors[c.conversation_id]}" if c.conversation_id in anchors else None
             conflicts.add(text(c.conversation_id, link=link), " → ".join(c.levels), c.counted)

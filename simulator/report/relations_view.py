@@ -28,12 +28,7 @@ def _clustered(rate: RateView) -> str:
     interval (`RateView.interval`, `shown_bound`), the same the HTML cell and the safety case draw."""
     if rate.rate is None:
         return "n/a (nothing judged)"
-    shown = f"{rate.k}/{rate.n} = {pct(rate.rate)}"
-    bound = rate.shown_bound
-    if bound is not None:
-        return f"{shown} (≤{pct(bound)})"
-    low, high = rate.interval
-    return f"{shown} ({pct(low)}–{pct(high)})"
+    return f"{rate.k}/{rate.n} = {pct(rate.rate)} ({rate.interval_text})"
 
 
 def clustered_rate_cell(rate: RateView, bad: bool) -> Cell:

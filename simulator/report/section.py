@@ -197,8 +197,8 @@ def number(value: int | float, shown: str | None = None, state: State | None = N
 def rate_cell(value: RateView, *, long: bool = False, plot: bool = True) -> Cell:
     """A rate with its counts and interval: `2/40 5.0% (1.4–16.5%)`, or the long form
     `2/40 = 5.0% (95% CI 1.4%–16.5%)` with `long`. A rate that pools repeats shows its scenario-clustered
-    interval first, the per-conversation one after it, labelled (RateView.lead_short)."""
-    return Cell(value.lead_text if long else value.lead_short, rate=value, value=value.rate, plot=plot)
+    interval first, the per-conversation one after it, labelled (RateView.short)."""
+    return Cell(value.text if long else value.short, rate=value, value=value.rate, plot=plot)
 
 
 COUNT_NAMES = ("pass", "fail", "n.a.", "error", "not judged")

@@ -28,7 +28,7 @@ def rate_sub(value: RateView) -> str:
     per-conversation one labelled), and the errored cases' range, always lowest first."""
     if value.rate is None:
         return f"{value.k}/{value.n} · nothing measured"
-    _, _, inner = value.lead_short.partition(" (")
+    _, _, inner = value.short.partition(" (")
     inner = inner[:-1].replace(f"; {value.moved}", "") if value.moved else inner[:-1]  # the note says it
     kind = "" if value.shown_bound is not None else " CI"  # a bound alone is not an interval
     sub = f"{value.k}/{value.n} · {100 * value.confidence:g}%{kind} {inner}"

@@ -32,6 +32,8 @@ def _cell(rate: RateView | None) -> str:
     if rate is None or rate.rate is None:
         return "–"
     low, high = rate.interval
+    if rate.shown_bound is not None:  # nothing against the rate: the one-sided bound the report cites
+        low = high = 1 - rate.shown_bound if rate.counts == "successes" else rate.shown_bound
     if rate.counts == "failures":
         return f"{100 * rate.rate:.1f}% ≤{100 * high:.0f}"
     return f"{100 * rate.rate:.1f}% ≥{100 * low:.0f}"

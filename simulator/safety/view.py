@@ -233,8 +233,8 @@ def _harm_section(case: SafetyCase) -> Section:
         for c in harm.cells
     ]
     for name, rate in harm.unweighted.items():
-        low, high = rate.interval
-        clustered = f"; 95% {pct(low)}–{pct(high)}" if rate.rate is not None else ""
+        over = f" {rate.clustered.over}" if rate.clustered is not None else ""
+        clustered = f"; 95% {rate.interval_text}{over}" if rate.rate is not None else ""
         rows.append(
             text_row(cells=["unweighted", name, "–", f"{rate.k}/{rate.n}", f"{pct(rate.rate)}{clustered}"])
         )
@@ -387,13 +387,8 @@ def _adversarial_section(case: SafetyCase) -> Section | None:
         return None
     rows = []
     for r in case.adversarial:
-        low, high = r.success.interval  # the figure's one interval, as the report draws it
-        zero = r.success.shown_bound
-        bound = (
-            ""
-            if r.success.rate is None
-            else (f" (≤{pct(zero)})" if zero is not None else f" ({pct(low)}–{pct(high)})")
-        )
+        # the figure's one interval, as the report draws it
+        bound = "" if r.success.rate is None else f" ({r.success.interval_text})"
         rate = f"{r.success.k}/{r.success.n}" + (
             f" = {pct(r.success.rate)}" if r.success.rate is not None else ""
         )

@@ -98,22 +98,14 @@ class RateView(ResultModel):
         return self._per_scenario
 
     @property
-    def clustered_short(self) -> str:
-        """The clustered interval in words, or "" when the rate does not pool repeats of scenarios."""
-        if self.clustered is None or self.rate is None:
-            return ""
-        return f"{self.clustered.clustered_by} {100 * self.confidence:g}% CI {self.clustered.short}"
-
-    @property
     def missing_short(self) -> str:
         """`if the 3 errored had all failed 25.0%, all passed 17.5%`; "" when nothing errored."""
         if not self.errored or self.worst is None or self.best is None:
             return ""
         return f"if the {self.errored} errored had all failed {pct(self.worst)}, all passed {pct(self.best)}"
 
-    @property
-    def short(self) -> str:
-        """The compact form used in table cells: `2/40 5.0% (1.4–16.5%)`, plus `≤7.2%` for no failures."""
+    def _plain_short(self) -> str:
+        """The per-conversation compact form: `2/40 5.0% (1.4–16.5%)`, `≤7.2%` for no failures."""
         if self.rate is None:
             return f"{self.k}/{self.n} n/a"
         if self.bound is not None:  # nothing against the rate: its one-sided bound is the interval
@@ -138,6 +130,17 @@ class RateView(ResultModel):
         if self.repeated and self.clustered is not None:
             return self.clustered.low, self.clustered.high
         return self.low, self.high
+
+    @property
+    def interval_text(self) -> str:
+        """The figure's one interval in a table cell, drawn by every renderer: `43.2%–98.5%`, or with nothing
+        against the rate its one-sided bound on the vignettes (`≤12.7%`; `≥87.3%` for a rate of successes),
+        the bound the report and the gate cite, never the two-sided interval beside it."""
+        bound = self.shown_bound
+        if bound is not None:
+            return self._bound_short(bound)
+        low, high = self.interval
+        return f"{pct(low)}–{pct(high)}"
 
     @property
     def shown_bound(self) -> float | None:
@@ -181,15 +184,16 @@ class RateView(ResultModel):
         return "failed or passed" if self.counts == "successes" else "passed or failed"
 
     @property
-    def lead_short(self) -> str:
-        """A table cell with the interval that holds up first: `21/24 87.5% (43.2–98.5% over 8 vignettes;
+    def short(self) -> str:
+        """The compact form of every table cell, with the figure's one interval (`interval`) first: `21/24 87.5% (43.2–98.5% over 8 vignettes;
         per conversation 69.0–95.7%)`; with nothing against the rate its one-sided bound on the scenarios
         replaces the interval (`≤12.7% over 22 vignettes, one-sided; per conversation ≤4.4%`; `≥` for a rate
         of successes). Without repeats, `short`. The worst/best
         bounds follow when the errored cases could move the rate across its interval."""
+        plain = self._plain_short()
         if not self.repeated or self.clustered is None:
             moved = self._moved()
-            return f"{self.short[:-1]}{moved})" if moved else self.short
+            return f"{plain[:-1]}{moved})" if moved and self.rate is not None else plain
         c = self.clustered
         inner = f"{pct(c.low)}–{pct(c.high)} {c.over}"
         if c.bound is not None:  # one bound on the vignettes replaces the two-sided interval
@@ -199,15 +203,16 @@ class RateView(ResultModel):
             naive = f"per conversation {self._bound_short(self.bound)}"
         return f"{self.k}/{self.n} {pct(self.rate)} ({inner}; {naive}{self._moved()})"
 
-    @property
-    def lead_text(self) -> str:
-        """The long form with the interval that holds up first: `21/24 = 87.5% (95% CI 43.2%–98.5% over 8
+    def _lead_text(self, plain: str) -> str:
+        """The long form (`text`) with the figure's one interval (`interval`) first: `21/24 = 87.5% (95% CI 43.2%–98.5% over 8
         vignettes, vignette-clustered; per conversation 69.0%–95.7%)`; with no failures `no failures:
         failure rate ≤ 12.7% on 22 vignettes at 95% one-sided; per conversation ≤ 4.4%`. Without repeats,
-        `text`. The worst/best bounds follow when the errored cases could move the rate across its interval."""
+        `plain` (the per-conversation form, `str(Rate)`). The worst/best bounds follow when the errored cases
+        could move the rate across its interval. `rate_view` stores it as `text`, so no renderer can print the
+        per-conversation interval alone."""
         moved = self._moved()
         if not self.repeated or self.clustered is None:
-            return f"{self.text[:-1]}{moved})" if moved else self.text
+            return f"{plain[:-1]}{moved})" if moved and self.rate is not None else plain
         c = self.clustered
         level = f"{100 * self.confidence:g}%"
         inner = f"{level} CI {pct(c.low)}–{pct(c.high)} {c.over}, {c.clustered_by}"
@@ -268,9 +273,9 @@ def rate_view(
         bound=r.zero_failure_bound,
         target=target,
         runs_needed=needed,
-        text=str(r),
         **extra,
     )
+    view.text = view._lead_text(str(r))
     if "clustered" in extra and per_scenario is not None:
         view._per_scenario = [(a, b) for a, b in per_scenario if b > 0]
     return view

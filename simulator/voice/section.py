@@ -63,11 +63,11 @@ def _figures(figures: VoiceFigures) -> Figures:
         [
             Figure("response time p50", _seconds(figures.response_p50_s),
                    f"p95 {_seconds(figures.response_p95_s)} · {figures.responses} answers"),
-            Figure("cut the caller off", figures.cut_off.lead_short, "calls", _rate_state(figures.cut_off),
+            Figure("cut the caller off", figures.cut_off.short, "calls", _rate_state(figures.cut_off),
                    figures.cut_off),
-            Figure("talked over the caller", figures.talk_over.lead_short, "calls",
+            Figure("talked over the caller", figures.talk_over.short, "calls",
                    _rate_state(figures.talk_over), figures.talk_over),
-            Figure("dead air > limit", figures.long_silence.lead_short, "calls",
+            Figure("dead air > limit", figures.long_silence.short, "calls",
                    "warn" if figures.long_silence.k else "ok", figures.long_silence),
             Figure("word error rate (heard)", "–" if wer is None else f"{100 * wer:.1f}%",
                    f"{figures.heard_calls} of {figures.calls} calls expose what the bot heard"),
@@ -128,7 +128,7 @@ def voice_findings(figures: VoiceFigures | None) -> list[Finding]:
     ):
         if rate.k:
             first = next(r for r in figures.rows if getattr(r, count))
-            detail = f"{rate.lead_text}; first: {first.conversation}"
+            detail = f"{rate.text}; first: {first.conversation}"
             if count == "cut_offs" and first.first_cut_off:
                 detail += f" ({first.first_cut_off})"
             found.append(

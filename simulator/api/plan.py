@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.errors import UserError, pattern_or_message
+from simulator.errors import UserError, error_loc, pattern_or_message
 
 if TYPE_CHECKING:
     from simulator.bots import BotFactory
@@ -140,7 +140,7 @@ def _inline(scenarios: Sequence[Any]) -> list[Scenario]:
                 out.append(Scenario.model_validate(item))
             except ValidationError as exc:
                 first = exc.errors()[0]
-                where = ".".join(map(str, first["loc"]))
+                where = ".".join(map(str, error_loc(first)))
                 raise UserError(f"scenarios[{index}]: {where}: {pattern_or_message(first)}") from None
         elif isinstance(item, str | Path):
             out += load_scenarios([Path(item)])

@@ -31,6 +31,7 @@ from pydantic import (
 
 from simulator.config.assertions import compile_pattern
 from simulator.config.claims import ClaimRule, default_claims
+from simulator.errors import FieldProblem
 from simulator.models import StrictModel as _Strict
 
 _MATCHER_KEYS = frozenset({"equal", "one_of", "regex", "schema", "schema_"})
@@ -57,6 +58,16 @@ def parse_state_path(path: str) -> list[str | int]:
             steps.append(int(match.group(2)))
         position = match.end()
     return steps
+
+
+def _check_schema(value: dict[str, Any], name: str) -> None:
+    """ValueError naming the field `name` unless `value` is a valid JSON schema."""
+    import jsonschema
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(value)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"{name} is not a valid JSON schema: {exc.message}") from None
 
 
 class ArgMatcher(_Strict):
@@ -102,12 +113,7 @@ class ArgMatcher(_Strict):
     @classmethod
     def _schema_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is not None:
-            import jsonschema
-
-            try:
-                jsonschema.Draft202012Validator.check_schema(value)
-            except jsonschema.SchemaError as exc:
-                raise ValueError(f"schema is not a valid JSON schema: {exc.message}") from None
+            _check_schema(value, "schema")
         return value
 
     def describe(self) -> str:
@@ -158,18 +164,27 @@ class ToolCheck(_Strict):
     @model_validator(mode="after")
     def _one_kind(self) -> ToolCheck:
         if (self.tool_called is None) == (self.tool_not_called is None):
-            raise ValueError("a tool check names exactly one of tool_called or tool_not_called")
+            both = () if self.tool_called is None else ("tool_not_called",)
+            raise FieldProblem("a tool check names exactly one of tool_called or tool_not_called", *both)
         for name in ("before", "after"):
             anchor = getattr(self, name)
             if anchor is not None and not _ANCHOR.match(anchor.strip()):
-                raise ValueError(f"{name}: `{anchor}` must be first_advice, handover or `tool NAME`")
+                raise FieldProblem(f"{name}: `{anchor}` must be first_advice, handover or `tool NAME`", name)
         if self.tool_not_called is not None and (self.at_least is not None or self.at_most is not None):
-            raise ValueError("at_least/at_most go with tool_called (tool_not_called means none at all)")
+            raise FieldProblem(
+                "at_least/at_most go with tool_called (tool_not_called means none at all)",
+                "at_least" if self.at_least is not None else "at_most",
+            )
         if self.at_least is not None and self.at_most is not None and self.at_least > self.at_most:
-            raise ValueError(f"at_least {self.at_least} is more than at_most {self.at_most}")
-        if self.arguments_schema is not None:
-            ArgMatcher.model_validate({"schema": self.arguments_schema})
+            raise FieldProblem(f"at_least {self.at_least} is more than at_most {self.at_most}", "at_least")
         return self
+
+    @field_validator("arguments_schema")
+    @classmethod
+    def _arguments_schema_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            _check_schema(value, "arguments_schema")
+        return value
 
     @property
     def tool(self) -> str:
@@ -198,9 +213,10 @@ class ToolChecksConfig(_Strict):
     @model_validator(mode="after")
     def _distinct_ids(self) -> ToolChecksConfig:
         ids = [c.check_id for c in self.checks] + [r.id for r in self.claims or []]
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        if twice:
-            raise ValueError(f"two checks have the id {twice[0]}; give each its own `id`")
+        again = next((n for n, i in enumerate(ids) if i in ids[:n]), None)
+        if again is not None:
+            at = ("checks", again) if again < len(self.checks) else ("claims", again - len(self.checks))
+            raise FieldProblem(f"two checks have the id {ids[again]}; give each its own `id`", *at)
         return self
 
     def claim_rules(self) -> list[ClaimRule]:

@@ -4,7 +4,7 @@ The command line, the pytest plugin, the desk and `simulator.run` all plan a run
 
 from __future__ import annotations
 
-__all__ = ["Plan", "cell_bots", "load_suite", "prepare", "resolve_bot"]
+__all__ = ["Plan", "cell_bots", "inline_scenarios", "load_suite", "prepare", "resolve_bot"]
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -124,7 +124,7 @@ def _limits_written(bot: Any) -> dict[str, Any]:
     return {key: getattr(bot, key) for key in kept if key in bot.model_fields_set}
 
 
-def _inline(scenarios: Sequence[Any]) -> list[Scenario]:
+def inline_scenarios(scenarios: Sequence[Any]) -> list[Scenario]:
     """Scenarios given in code: Scenario models, mappings, or scenario files and folders."""
     from pydantic import ValidationError
 
@@ -177,7 +177,7 @@ def prepare(
     and the scenarios to run; `scenario_ids` keeps only those (variants by their ids)."""
     chosen = _suite(suite, overrides)
     if scenarios is not None:
-        chosen._inline = _inline(scenarios)
+        chosen._inline = inline_scenarios(scenarios)
     elif suite is None:
         raise UserError("no scenarios: pass a suite file, or scenarios=[...] (Scenario models or mappings)")
     config, bots = resolve_bot(bot, chosen)

@@ -21,6 +21,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     ConfigDict,
     Field,
     WithJsonSchema,
@@ -60,14 +61,19 @@ def parse_state_path(path: str) -> list[str | int]:
     return steps
 
 
-def _check_schema(value: dict[str, Any], name: str) -> None:
-    """ValueError naming the field `name` unless `value` is a valid JSON schema."""
+def _valid_schema(value: dict[str, Any]) -> dict[str, Any]:
+    """`value`, when it is a valid JSON schema; ValueError saying why not otherwise."""
     import jsonschema
 
     try:
         jsonschema.Draft202012Validator.check_schema(value)
     except jsonschema.SchemaError as exc:
-        raise ValueError(f"{name} is not a valid JSON schema: {exc.message}") from None
+        raise ValueError(f"not a valid JSON schema: {exc.message}") from None
+    return value
+
+
+# A JSON schema a value must satisfy (an argument's `schema`, a check's `arguments_schema`).
+JSONSchema = Annotated[dict[str, Any], AfterValidator(_valid_schema)]
 
 
 class ArgMatcher(_Strict):
@@ -77,7 +83,7 @@ class ArgMatcher(_Strict):
     equal: Any = None
     one_of: list[Any] | None = None
     regex: str | None = None
-    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    schema_: JSONSchema | None = Field(default=None, alias="schema")
     has_equal: bool = Field(default=False, exclude=True)
 
     model_config = ConfigDict(populate_by_name=True)
@@ -107,13 +113,6 @@ class ArgMatcher(_Strict):
     def _regex_compiles(cls, value: str | None) -> str | None:
         if value is not None:
             compile_pattern(value, "regex")
-        return value
-
-    @field_validator("schema_")
-    @classmethod
-    def _schema_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            _check_schema(value, "schema")
         return value
 
     def describe(self) -> str:
@@ -149,7 +148,7 @@ class ToolCheck(_Strict):
         default_factory=dict
     )
     # A JSON schema the whole arguments object must satisfy.
-    arguments_schema: dict[str, Any] | None = None
+    arguments_schema: JSONSchema | None = None
     at_least: int | None = Field(default=None, ge=0)
     at_most: int | None = Field(default=None, ge=0)
     # The window a call must fall in (tool_called) or must not fall in (tool_not_called).
@@ -178,13 +177,6 @@ class ToolCheck(_Strict):
         if self.at_least is not None and self.at_most is not None and self.at_least > self.at_most:
             raise FieldProblem(f"at_least {self.at_least} is more than at_most {self.at_most}", "at_least")
         return self
-
-    @field_validator("arguments_schema")
-    @classmethod
-    def _arguments_schema_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            _check_schema(value, "arguments_schema")
-        return value
 
     @property
     def tool(self) -> str:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 __all__ = [
     "PATTERN_WORDS",
+    "FieldProblem",
     "FolderTaken",
     "Problem",
     "UserError",
+    "error_loc",
     "in_both",
     "option_forms",
     "pattern_or_message",
@@ -91,6 +93,25 @@ class FolderTaken(UserError):
         """`finishable`: whether `simulator.resume` can finish what is there (never advice that raises)."""
         finish = f", or finish the one there with simulator.resume({str(self.path)!r})" if finishable else ""
         return UserError(f"{self.path} already holds {self.what}; pass another out= for this run{finish}")
+
+
+class FieldProblem(ValueError):
+    """A model validator's problem with one field of its model (`key_facts` past the facts, `critical` not a
+    level): `loc` is that field's path inside the model (`"key_facts", 1`), so the problem names its line
+    and field, where pydantic places a model validator's error at the model (line 1 of a file). With no
+    `loc` it concerns the model as a whole (a field that is missing among several that may be given)."""
+
+    def __init__(self, message: str, *loc: str | int) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+def error_loc(error: Any) -> tuple[str | int, ...]:
+    """Where a pydantic error is: its `loc`, and within it the field a FieldProblem names. The one reading of
+    an error's place, for files (config/yamlfile.py) and built models (models.py) alike."""
+    raised = (error.get("ctx") or {}).get("error")
+    inner = raised.loc if isinstance(raised, FieldProblem) else ()
+    return (*error["loc"], *inner)
 
 
 def shown_input(value: Any, *, limit: int = 60, yaml: bool = True) -> str:

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationErro
 from pydantic._internal._model_construction import ModelMetaclass
 from pydantic_core import core_schema
 
-from simulator.errors import UserError, pattern_or_message, shown_input
+from simulator.errors import UserError, error_loc, pattern_or_message, shown_input
 
 
 # A model field's default factory: `Field(default_factory=empty_list)`, never the built-in `list`. pydantic
@@ -173,7 +173,7 @@ def built_model_error(model: type[BaseModel], exc: ValidationError) -> str:
     """The first problem of `exc` in one line, naming the field and the fix, and how many more there are."""
     errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")  # a misspelt name first
     first = errors[0]
-    loc = tuple(first["loc"])
+    loc = error_loc(first)
     field = ".".join(str(part) for part in loc) or "(the model)"
     kind = first["type"]
     if kind == "extra_forbidden":

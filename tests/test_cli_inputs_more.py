@@ -239,9 +239,9 @@ SETTINGS = {
     "a connection limit of 10^9": ("providers: {openai: {max_connections: 1000000000}}\n",
                                    "[providers.openai.max_connections]", "less than or equal to 10000"),
     "a first wait past the longest": ("providers: {openai: {backoff_initial_s: 500, backoff_max_s: 1}}\n",
-                                      "[providers.openai]", "backoff_initial_s (500 s) is longer than backoff_max_s"),
+                                      "[providers.openai.backoff_initial_s]", "backoff_initial_s (500 s) is longer than backoff_max_s"),
     "a floor above the limit": ("providers: {anthropic: {min_connections: 40, max_connections: 8}}\n",
-                                "[providers.anthropic]", "min_connections (40) is above max_connections (8)"),
+                                "[providers.anthropic.min_connections]", "min_connections (40) is above max_connections (8)"),
 }  # fmt: skip
 
 

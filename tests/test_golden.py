@@ -306,8 +306,8 @@ def test_yaml_problems_name_line_field_and_fix(tmp_path: Path) -> None:
     assert (36, "context.1.txt", "unknown key 'txt'; did you mean 'text'?") in got
     assert (36, "context.1.text", "missing required field 'text'; add it") in got
     assert (
-        37,
-        None,
+        39,
+        "kind",
         "an assert item needs at least one of must_contain, must_not_contain, must_not_match",
     ) in got
     assert len(got) == 10

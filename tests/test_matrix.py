@@ -56,8 +56,14 @@ TWO_PROMPTS = {
             {"bots": [{"id": "a"}, {"id": "b", "bot": {"factory": "not a factory"}}]},
             "[matrix.bots.1.bot.factory]",
         ),
-        ({"bots": [{"id": "a"}, {"id": "a"}]}, "ids must be unique; repeated: a"),
-        ({"bots": [{"id": "a"}], "baseline": "z"}, "matrix.baseline 'z' is not a cell; cells are: a"),
+        (
+            {"bots": [{"id": "a"}, {"id": "a"}]},
+            "[matrix.bots.1.id]: matrix.bots: ids must be unique; repeated: a",
+        ),
+        (
+            {"bots": [{"id": "a"}], "baseline": "z"},
+            "[matrix.baseline]: matrix.baseline 'z' is not a cell; cells are: a",
+        ),
         (
             {"bots": [{"id": "a"}], "users": [{"id": "u", "user": {"modle": "offline"}}]},
             "[matrix.users.0.user.modle]: unknown key 'modle'; did you mean 'model'?",

@@ -5,8 +5,6 @@ completion is a bot error naming the rule. Through the real `openai` SDK and the
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +12,9 @@ import pytest
 from aiohttp import web
 
 from simulator.bots.base import BotError
-from simulator.bots.openai_endpoint import OpenAIEndpointFactory
-from simulator.config.bots.openai_endpoint import OpenAIEndpointBotConfig
-from simulator.config.suite import OutcomeConfig
 from simulator.record.parts import ToolCallPart
 from simulator.testing import FakeCall, FakeLLMServer, FakeReply
+from tests.support.servers import endpoint_factory, model_server
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -102,35 +98,6 @@ async def test_two_model_servers_compare_on_the_same_world_and_final_state_check
     assert verdicts["hasty-ft"]["environment.appointments[0].patient_id"] == "pass"
 
 
-@asynccontextmanager
-async def _serving(handler: Any) -> AsyncIterator[str]:
-    """A model server on 127.0.0.1 answering every chat request with `handler`; yields its /v1 base URL."""
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        await runner.cleanup()
-
-
-def _endpoint(base_url: str, tmp_path: Path, **config: Any) -> OpenAIEndpointFactory:
-    settings: dict[str, Any] = {
-        "tools": [{"name": "record_decision", "parameters": {"type": "object"}}],
-        "state_tool": "record_decision",
-        **config,
-    }
-    return OpenAIEndpointFactory(
-        OpenAIEndpointBotConfig(base_url=base_url, model="team-ft", **settings),
-        tmp_path,
-        OutcomeConfig(key="triage_level", levels=["self_care", "gp", "urgent", "emergency"]),
-    )
-
-
 @pytest.mark.parametrize("value", [["gp", "emergency"], "very urgent", 3])
 async def test_a_state_tool_value_outside_the_outcome_levels_is_a_bot_error(
     tmp_path: Path, value: Any
@@ -140,7 +107,7 @@ async def test_a_state_tool_value_outside_the_outcome_levels_is_a_bot_error(
             text="Go to A&E.", tool_call=("record_decision", {"triage_level": value})
         )
     ) as fake:
-        factory = _endpoint(fake.openai_base_url, tmp_path)
+        factory = endpoint_factory(fake.openai_base_url, tmp_path)
         session = await factory.open("run/x#0/1")
         with pytest.raises(BotError) as caught:
             await session.send("chest pain", 0)
@@ -157,7 +124,7 @@ async def test_a_level_inside_the_outcome_levels_sets_the_state(tmp_path: Path) 
             text="Go to A&E.", tool_call=("record_decision", {"triage_level": "emergency"})
         )
     ) as fake:
-        factory = _endpoint(fake.openai_base_url, tmp_path)
+        factory = endpoint_factory(fake.openai_base_url, tmp_path)
         session = await factory.open("run/x#0/1")
         reply = await session.send("chest pain", 0)
         await factory.aclose()
@@ -170,8 +137,8 @@ async def test_a_200_answer_in_html_is_a_bot_error_naming_what_was_wrong(tmp_pat
     async def page(request: web.Request) -> web.Response:
         return web.Response(text="<html><body>Please sign in</body></html>", content_type="text/html")
 
-    async with _serving(page) as base_url:
-        factory = _endpoint(base_url, tmp_path)
+    async with model_server(page) as base_url:
+        factory = endpoint_factory(base_url, tmp_path)
         session = await factory.open("run/x#0/1")
         with pytest.raises(BotError) as caught:
             await session.send("hello", 0)
@@ -216,8 +183,8 @@ async def test_a_malformed_answer_is_a_bot_error_naming_the_rule(
         return web.json_response(body)
 
     spec = EnvironmentSpec.model_validate({"tools": {"t": {"responses": [{"when": {}, "result": 1}]}}})
-    async with _serving(answer) as base_url:
-        factory = _endpoint(base_url, tmp_path)
+    async with model_server(answer) as base_url:
+        factory = endpoint_factory(base_url, tmp_path)
         session = await factory.open("c", make_environment(spec, {}, "c") if in_world else None)
         with pytest.raises(BotError) as caught:
             await session.send("hello", 0)

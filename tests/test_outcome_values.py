@@ -19,12 +19,11 @@ from simulator.analysis.outcome import actual_outcome, outcome_metrics
 from simulator.analysis.rundata import load_run
 from simulator.bots.base import BotError
 from simulator.bots.openai_endpoint import OpenAIEndpointFactory
-from simulator.config.bots.openai_endpoint import OpenAIEndpointBotConfig
 from simulator.config.suite import OutcomeConfig
 from simulator.record.folder import RunFolder
 from simulator.record.parts import ToolCallPart
+from tests.support.servers import LEVELS, endpoint_factory, model_server, serving
 
-LEVELS = ["self_care", "gp", "urgent", "emergency"]
 NOT_AN_OBJECT = ["{not json", "[1, 2]", "5", '"emergency"', "null", "true"]
 
 
@@ -52,36 +51,15 @@ def _calling(name: str, arguments: str) -> Any:
     return answer
 
 
-@asynccontextmanager
-async def _serving(handler: Any) -> AsyncIterator[str]:
-    """A model server on 127.0.0.1 answering every chat request with `handler`; yields its /v1 base URL."""
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        await runner.cleanup()
-
-
 def _endpoint(base_url: str, tmp_path: Path) -> OpenAIEndpointFactory:
-    return OpenAIEndpointFactory(
-        OpenAIEndpointBotConfig(
-            base_url=base_url,
-            model="team-ft",
-            tools=[
-                {"name": "record_decision", "parameters": {"type": "object"}},
-                {"name": "lookup_service", "parameters": {"type": "object"}},
-            ],
-            tool_results={"lookup_service": {"service": "A&E"}},
-            state_tool="record_decision",
-        ),
+    return endpoint_factory(
+        base_url,
         tmp_path,
-        OutcomeConfig(key="triage_level", levels=LEVELS),
+        tools=[
+            {"name": "record_decision", "parameters": {"type": "object"}},
+            {"name": "lookup_service", "parameters": {"type": "object"}},
+        ],
+        tool_results={"lookup_service": {"service": "A&E"}},
     )
 
 
@@ -105,7 +83,7 @@ async def test_a_tool_call_whose_arguments_are_not_a_json_object_is_a_bot_error(
     from simulator.config.environment import EnvironmentSpec
 
     spec = EnvironmentSpec.model_validate({"tools": {"t": {"responses": [{"when": {}, "result": 1}]}}})
-    async with _serving(_calling(tool, arguments)) as base_url:
+    async with model_server(_calling(tool, arguments)) as base_url:
         factory = _endpoint(base_url, tmp_path)
         session = await factory.open("c", make_environment(spec, {}, "c") if in_world else None)
         with pytest.raises(BotError) as caught:
@@ -120,7 +98,7 @@ async def test_a_tool_call_whose_arguments_are_not_a_json_object_is_a_bot_error(
 
 @pytest.mark.parametrize("arguments", ["", "{}", '{"triage_level": "emergency"}'])
 async def test_arguments_that_are_a_json_object_or_empty_are_taken(tmp_path: Path, arguments: str) -> None:
-    async with _serving(_calling("record_decision", arguments)) as base_url:
+    async with model_server(_calling("record_decision", arguments)) as base_url:
         factory = _endpoint(base_url, tmp_path)
         session = await factory.open("c")
         reply = await session.send("chest pain", 0)
@@ -193,7 +171,7 @@ async def test_a_run_records_a_state_tool_call_with_broken_arguments_as_an_error
     from simulator.config.suite import load_suite
     from simulator.engine.runner import RunOptions, run_suite
 
-    async with _serving(_calling("record_decision", arguments)) as base_url:
+    async with model_server(_calling("record_decision", arguments)) as base_url:
         bot = {
             "type": "openai_endpoint",
             "base_url": base_url,
@@ -231,17 +209,8 @@ async def _http_bot(state: dict[str, Any] | None) -> AsyncIterator[str]:
             body["state"] = state
         return web.json_response(body)
 
-    app = web.Application()
-    app.router.add_post("/chat", chat)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}/chat"
-    finally:
-        await runner.cleanup()
+    async with serving("/chat", chat) as url:
+        yield url
 
 
 @pytest.mark.parametrize("value", NOT_TEXT)

@@ -18,7 +18,6 @@ import textwrap
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -26,10 +25,9 @@ import pytest
 from simulator.cli import main
 from simulator.config.secrets import REDACTED
 from simulator.record.folder import dump_line
-from simulator.record.models import ConversationRecord
 from simulator.record.redact import contains_secret, forget_secrets, redact, register_secrets
 from simulator.record.secret_variants import FRAGMENT_CHARS
-from simulator.record.transcript import Turn
+from tests.support.records import bot_said
 
 OPENAI = (
     "sk-proj-XOiHor3zih5vAHOhtKw9wmntZ2M3EZ-RYAEFIzzGM_M7mBs3MdkTO08f2muQlsAhKcMvVB-2p5ZF3py9FPbGhWkLJe8tLzzpQ"
@@ -107,20 +105,6 @@ def _shows(text: str, form: str) -> bool:
     return any(piece in text for piece in escaped | {html.escape(p) for p in escaped})
 
 
-def _record(text: str) -> ConversationRecord:
-    now = datetime.now(UTC)
-    return ConversationRecord(
-        id="s#0",
-        scenario_id="s",
-        repeat=0,
-        stop_reason="user_done",
-        turns=[Turn(index=0, role="bot", messages=["echo:", text, "done"], started_at=now)],
-        final_state={"echo": text, text: 1},
-        started_at=now,
-        ended_at=now,
-    )
-
-
 @pytest.mark.parametrize(("secret", "form", "text"), CASES, ids=[f"{s}: {f}" for s, f, _ in CASES])
 def test_every_form_is_found_and_replaced(secret: str, form: str, text: str) -> None:
     register_secrets(SECRETS.values())
@@ -128,7 +112,7 @@ def test_every_form_is_found_and_replaced(secret: str, form: str, text: str) -> 
     out = redact(f"echo: {text} done")
     assert REDACTED in out and not _shows(out, text) and not contains_secret(out), out
     assert out.startswith("echo: ") and out.endswith(" done")
-    line = dump_line(_record(text))
+    line = dump_line(bot_said(["echo:", text, "done"], {"echo": text, text: 1}))
     assert REDACTED in line and not _shows(line, text) and not contains_secret(line), line
 
 
@@ -136,23 +120,7 @@ def test_a_key_split_between_two_messages_leaves_neither_half() -> None:
     register_secrets(SECRETS.values())
     for secret in SECRETS.values():
         half = len(secret) // 2
-        now = datetime.now(UTC)
-        turn = Turn(
-            index=0,
-            role="bot",
-            messages=[f"part 1: {secret[:half]}", f"part 2: {secret[half:]}"],
-            started_at=now,
-        )
-        record = ConversationRecord(
-            id="s#0",
-            scenario_id="s",
-            repeat=0,
-            stop_reason="user_done",
-            turns=[turn],
-            started_at=now,
-            ended_at=now,
-        )
-        line = dump_line(record)
+        line = dump_line(bot_said([f"part 1: {secret[:half]}", f"part 2: {secret[half:]}"]))
         parts = [part["text"] for part in json.loads(line)["turns"][0]["parts"]]
         assert parts == [f"part 1: {REDACTED}", f"part 2: {REDACTED}"] or all(
             not _shows(p, secret[:half]) and not _shows(p, secret[half:]) for p in parts
@@ -161,8 +129,7 @@ def test_a_key_split_between_two_messages_leaves_neither_half() -> None:
 
 def test_a_list_of_a_secrets_byte_values_is_replaced_whole() -> None:
     register_secrets(SECRETS.values())
-    record = _record("nothing here")
-    record.final_state = {"bytes": list(ANTHROPIC.encode()), "counts": list(range(40))}
+    record = bot_said(["nothing here"], {"bytes": list(ANTHROPIC.encode()), "counts": list(range(40))})
     state = json.loads(dump_line(record))["final_state"]
     assert state == {"bytes": REDACTED, "counts": list(range(40))}
 

@@ -11,15 +11,13 @@ import gzip
 import json
 import zlib
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 
 from simulator.config.secrets import REDACTED
 from simulator.record.folder import dump_line
-from simulator.record.models import ConversationRecord
 from simulator.record.redact import contains_secret, forget_secrets, redact, register_secrets
-from simulator.record.transcript import Turn
+from tests.support.records import bot_said
 
 SECRETS = ["tok-9f8e7d6c5b4a", "EAAGm0PX4ZCpsBAKZB7wa-secret", 'p@ss"w/rd{x}&<y>', "clé-secrète-✓-42"]
 
@@ -77,19 +75,6 @@ def _forget() -> Iterator[None]:
     forget_secrets()
 
 
-def _record(text: str) -> ConversationRecord:
-    now = datetime.now(UTC)
-    return ConversationRecord(
-        id="s#0",
-        scenario_id="s",
-        repeat=0,
-        stop_reason="user_done",
-        turns=[Turn(index=0, role="bot", messages=[f"echo: {text}"], started_at=now)],
-        started_at=now,
-        ended_at=now,
-    )
-
-
 @pytest.mark.parametrize("secret", SECRETS)
 @pytest.mark.parametrize("name", sorted(_encodings("x" * 8)))
 def test_every_encoding_is_found_and_replaced(secret: str, name: str) -> None:
@@ -99,7 +84,7 @@ def test_every_encoding_is_found_and_replaced(secret: str, name: str) -> None:
     assert contains_secret(text), name
     out = redact(text)
     assert REDACTED in out and encoded not in out and out.startswith("echo: [")
-    line = dump_line(_record(encoded))
+    line = dump_line(bot_said([f"echo: {encoded}"]))
     assert REDACTED in line and not contains_secret(line), (name, line)
 
 

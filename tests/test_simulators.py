@@ -242,7 +242,7 @@ def test_compare_populations_names_the_simulator_closest_to_the_real_users(
             "lists 'a' twice",
             "user.models",
         ),
-        (f'  model: offline\n  models: [offline, "{DENIER}"]', "either user.model", "user"),
+        (f'  model: offline\n  models: [offline, "{DENIER}"]', "either user.model", "user.model"),
         ("  models: [offline]", "names one simulated user", "user.models"),
         ("  models: [offline, auto]", "'auto' depends on the keys set", "user.models"),
         ("  models: [offline, {a b: offline}]", "cannot name a simulator", "user.models"),

@@ -4,14 +4,14 @@ The command line, the pytest plugin, the desk and `simulator.run` all plan a run
 
 from __future__ import annotations
 
-__all__ = ["Plan", "cell_bots", "load_suite", "prepare", "resolve_bot"]
+__all__ = ["Plan", "cell_bots", "inline_scenarios", "load_suite", "prepare", "resolve_bot"]
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.errors import UserError, option_forms, pattern_or_message
+from simulator.errors import UserError, error_loc, option_forms, pattern_or_message
 
 if TYPE_CHECKING:
     from simulator.bots import BotFactory
@@ -124,7 +124,7 @@ def _limits_written(bot: Any) -> dict[str, Any]:
     return {key: getattr(bot, key) for key in kept if key in bot.model_fields_set}
 
 
-def _inline(scenarios: Sequence[Any]) -> list[Scenario]:
+def inline_scenarios(scenarios: Sequence[Any]) -> list[Scenario]:
     """Scenarios given in code: Scenario models, mappings, or scenario files and folders."""
     from pydantic import ValidationError
 
@@ -140,7 +140,7 @@ def _inline(scenarios: Sequence[Any]) -> list[Scenario]:
                 out.append(Scenario.model_validate(item))
             except ValidationError as exc:
                 first = exc.errors()[0]
-                where = ".".join(map(str, first["loc"]))
+                where = ".".join(map(str, error_loc(first)))
                 raise UserError(f"scenarios[{index}]: {where}: {pattern_or_message(first)}") from None
         elif isinstance(item, str | Path):
             out += load_scenarios([Path(item)])
@@ -177,7 +177,7 @@ def prepare(
     and the scenarios to run; `scenario_ids` keeps only those (variants by their ids)."""
     chosen = _suite(suite, overrides)
     if scenarios is not None:
-        chosen._inline = _inline(scenarios)
+        chosen._inline = inline_scenarios(scenarios)
     elif suite is None:
         raise UserError("no scenarios: pass a suite file, or scenarios=[...] (Scenario models or mappings)")
     config, bots = resolve_bot(bot, chosen)

@@ -183,6 +183,7 @@ async def aresume(
     folder: str | Path,
     *,
     bot: Any = None,
+    scenarios: Sequence[Any] | None = None,
     retry_errors: bool = False,
     progress: bool | None = None,
     options: RunOptions | None = None,
@@ -191,18 +192,22 @@ async def aresume(
     """Finish an interrupted run folder (or matrix folder): only what it lacks runs; `retry_errors` runs
     errored conversations and judgements again. `adjust` may change the suite's operational settings (rpm,
     concurrency...; engine/operational.py) and returns what it changed, recorded in the manifest. `bot`: the bot given in code when it started (a run whose
-    bot was a Python object); for a matrix, a mapping of bot variant id to bot."""
+    bot was a Python object); for a matrix, a mapping of bot variant id to bot. `scenarios`: the scenarios
+    given in code when it started, the same ones (others are refused)."""
+    from simulator.api.plan import inline_scenarios
     from simulator.engine.matrix import resume_matrix
     from simulator.record.folder import RunFolder
     from simulator.record.index import is_matrix
+    from simulator.record.recorded import resumed_scenarios
 
     path = Path(folder)
     chosen = _options(options, path, progress)
     chosen.resume, chosen.retry_errors = True, retry_errors
+    given = inline_scenarios(scenarios) if scenarios is not None else None
     if is_matrix(path):
         from simulator.api.plan import cell_bots
 
-        matrix = await resume_matrix(path, chosen, cell_bots(bot, path))
+        matrix = await resume_matrix(path, chosen, cell_bots(bot, path), given)
         return Comparison(path, {c: Result(Path(r.folder), r) for c, r in matrix.results.items()})
     run_folder = RunFolder.open(path)
     run_folder.check_resumable()
@@ -210,22 +215,15 @@ async def aresume(
     suite = manifest.rebuild_suite(path)
     if adjust is not None:
         chosen.settings_changed = adjust(suite)
-    if not manifest.scenarios_in_files():
-        raise UserError(
-            f"{path}: this run's scenarios were given in code, not read from files; run them again from "
-            "Python into a new folder"
-        )
+    found = resumed_scenarios(manifest, suite, path, given)
     factory = None
     if bot is not None:
         from simulator.api.plan import resolve_bot
 
         _, factory = resolve_bot(bot, suite)
     # The run's own scenarios (variants included), from the files it recorded (checked by hash, never a
-    # tree found from today's working directory), whatever the tags were when it started.
-    from simulator.record.recorded import recorded_scenarios
-
-    scenarios = recorded_scenarios(manifest, suite, path)
-    return await execute(Plan(suite, scenarios, factory), chosen)
+    # tree found from today's working directory) or given again in code, whatever the tags were.
+    return await execute(Plan(suite, found, factory), chosen)
 
 
 def resume(*folder: str | Path, **choices: Any) -> Result | Comparison:

@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from simulator.config.patterns import compile_pattern
+from simulator.errors import FieldProblem
 from simulator.models import StrictModel, empty_list
 
 
@@ -50,7 +51,7 @@ class ClaimRule(StrictModel):
     @model_validator(mode="after")
     def _names_a_tool(self) -> ClaimRule:
         if self.tool is None and not self.tools and self.tool_matches is None:
-            raise ValueError("a claim names the call that backs it: tool, tools or tool_matches")
+            raise FieldProblem("a claim names the call that backs it: tool, tools or tool_matches")
         return self
 
     def backs(self, name: str) -> bool:

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from simulator.errors import Problem
+from simulator.errors import FieldProblem, Problem
 from simulator.importing import import_callable
 from simulator.models import StrictModel as _Strict
 from simulator.models import empty_dict, empty_list
@@ -62,9 +62,10 @@ class CannedResponse(_Strict):
         if "result" in self.model_fields_set and (self.result is not None or self.error is None):
             given.add("result")
         if len(given) != 1:
-            raise ValueError(
+            raise FieldProblem(
                 "a canned response answers with exactly one of `result` (what the tool returns; null is a "
-                f"result) or `error` (why it failed); this one has {' and '.join(sorted(given)) or 'neither'}"
+                f"result) or `error` (why it failed); this one has {' and '.join(sorted(given)) or 'neither'}",
+                *(("error",) if given else ()),
             )
         return self
 
@@ -88,9 +89,9 @@ class ToolDef(_Strict):
     @model_validator(mode="after")
     def _one_implementation(self) -> ToolDef:
         if self.function is None and not self.responses and self.default is None:
-            raise ValueError("a tool needs an implementation: function (module:function) or responses")
+            raise FieldProblem("a tool needs an implementation: function (module:function) or responses")
         if self.function is not None and (self.responses or self.default is not None):
-            raise ValueError("give a tool either function or responses/default, not both")
+            raise FieldProblem("give a tool either function or responses/default, not both", "function")
         return self
 
 
@@ -118,7 +119,10 @@ class UserToolDef(_Strict):
     @model_validator(mode="after")
     def _one_source(self) -> UserToolDef:
         if (self.reads is None) == (self.function is None):
-            raise ValueError("a user tool needs exactly one of reads (a dotted state path) or function")
+            both = () if self.function is None else ("function",)
+            raise FieldProblem(
+                "a user tool needs exactly one of reads (a dotted state path) or function", *both
+            )
         return self
 
 
@@ -137,14 +141,19 @@ class EnvironmentSpec(_Strict):
     def _names(self) -> EnvironmentSpec:
         import re
 
-        for name in [*self.tools, *self.user_tools]:
-            if not re.match(_NAME, name):
-                raise ValueError(
-                    f"tool name '{name}' must be letters, digits, _ or - (up to 64), starting with a letter"
-                )
-        both = set(self.tools) & set(self.user_tools)
+        for section, names in (("tools", self.tools), ("user_tools", self.user_tools)):
+            for name in names:
+                if not re.match(_NAME, name):
+                    raise FieldProblem(
+                        f"tool name '{name}' must be letters, digits, _ or - (up to 64), starting with a letter",
+                        section,
+                        name,
+                    )
+        both = sorted(set(self.tools) & set(self.user_tools))
         if both:
-            raise ValueError(f"{sorted(both)} named both as a tool and a user tool; give each its own name")
+            raise FieldProblem(
+                f"{both} named both as a tool and a user tool; give each its own name", "user_tools", both[0]
+            )
         return self
 
 

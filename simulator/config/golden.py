@@ -21,7 +21,7 @@ from simulator.config.documents import FileDocument, FileDocumentKind, load_docu
 from simulator.config.scenario import Scenario, ScenarioId
 from simulator.config.script import ContextTurn, ItemKind, Script
 from simulator.config.yamlfile import MAX_FILE_BYTES, LocatedYAML
-from simulator.errors import Problem, UserError
+from simulator.errors import FieldProblem, Problem, UserError
 from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.models import empty_list
 from simulator.readers import InputRefused
@@ -43,11 +43,11 @@ class GoldenItem(FileDocument, AssertionFields):
     @model_validator(mode="after")
     def _items_decide_something(self) -> GoldenItem:
         if self.kind == "assert" and self.assertions.is_empty:
-            raise ValueError(
-                "an assert item needs at least one of must_contain, must_not_contain, must_not_match"
+            raise FieldProblem(
+                "an assert item needs at least one of must_contain, must_not_contain, must_not_match", "kind"
             )
         if self.kind == "exact" and not self.reference.strip():
-            raise ValueError("an exact item needs a non-empty reference")
+            raise FieldProblem("an exact item needs a non-empty reference", "reference")
         return self
 
     @property

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from simulator.config.bot_kinds import BOT_KINDS
 from simulator.config.yamlfile import LocatedYAML, problems_from_validation
-from simulator.errors import Problem, UserError
+from simulator.errors import FieldProblem, Problem, UserError
 from simulator.models import StrictModel as _Strict
 from simulator.models import empty_dict, empty_list
 
@@ -68,12 +68,16 @@ class MatrixConfig(_Strict):
     @model_validator(mode="after")
     def _unique_ids(self) -> MatrixConfig:
         for axis, ids in (("bots", [b.id for b in self.bots]), ("users", [u.id for u in self.users])):
-            twice = sorted({i for i in ids if ids.count(i) > 1})
-            if twice:
-                raise ValueError(f"matrix.{axis}: ids must be unique; repeated: {', '.join(twice)}")
+            again = next((n for n, i in enumerate(ids) if i in ids[:n]), None)
+            if again is not None:
+                twice = sorted({i for i in ids if ids.count(i) > 1})
+                raise FieldProblem(
+                    f"matrix.{axis}: ids must be unique; repeated: {', '.join(twice)}", axis, again, "id"
+                )
         if self.baseline is not None and self.baseline not in self.cell_ids():
-            raise ValueError(
-                f"matrix.baseline '{self.baseline}' is not a cell; cells are: {', '.join(self.cell_ids())}"
+            raise FieldProblem(
+                f"matrix.baseline '{self.baseline}' is not a cell; cells are: {', '.join(self.cell_ids())}",
+                "baseline",
             )
         return self
 

@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from simulator.config.secrets import SecretEnv, SecretURL
-from simulator.errors import UserError
+from simulator.errors import FieldProblem, UserError
 from simulator.models import StrictModel as _Strict
 
 
@@ -58,14 +58,16 @@ class ProviderSettings(_Strict):
         """A first wait longer than the longest, or a floor above the limit, is a typo: the engine would
         quietly use the other number."""
         if self.backoff_initial_s > self.backoff_max_s:
-            raise ValueError(
+            raise FieldProblem(
                 f"backoff_initial_s ({self.backoff_initial_s:g} s) is longer than backoff_max_s "
-                f"({self.backoff_max_s:g} s); make the first wait at most the longest"
+                f"({self.backoff_max_s:g} s); make the first wait at most the longest",
+                "backoff_initial_s",
             )
         if self.min_connections is not None and self.min_connections > self.max_connections:
-            raise ValueError(
+            raise FieldProblem(
                 f"min_connections ({self.min_connections}) is above max_connections ({self.max_connections}); "
-                "make the floor at most the limit"
+                "make the floor at most the limit",
+                "min_connections",
             )
         return self
 

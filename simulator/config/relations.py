@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from simulator.errors import FieldProblem
 from simulator.models import StrictModel, empty_list
 
 RelationKind = Literal["invariance", "directional", "mft"]
@@ -42,15 +43,17 @@ class Relation(StrictModel):
     @model_validator(mode="after")
     def _shape(self) -> Relation:
         if self.kind in ("invariance", "directional") and not self.factor:
-            raise ValueError(f"a {self.kind} relation names the `factor` whose levels it compares")
+            raise FieldProblem(f"a {self.kind} relation names the `factor` whose levels it compares", "kind")
         if self.kind == "directional" and self.expect is None:
-            raise ValueError("a directional relation says `expect: not_lower` or `expect: not_higher`")
+            raise FieldProblem(
+                "a directional relation says `expect: not_lower` or `expect: not_higher`", "kind"
+            )
         if self.kind != "directional" and self.expect is not None:
-            raise ValueError("`expect` is for directional relations only")
+            raise FieldProblem("`expect` is for directional relations only", "expect")
         if self.kind == "mft" and not (self.scenarios or self.tags):
-            raise ValueError("an mft relation names the `scenarios` (ids) or `tags` that must pass")
+            raise FieldProblem("an mft relation names the `scenarios` (ids) or `tags` that must pass", "kind")
         if self.kind == "mft" and self.factor:
-            raise ValueError("an mft relation names scenarios or tags, not a factor")
+            raise FieldProblem("an mft relation names scenarios or tags, not a factor", "factor")
         return self
 
     @property

@@ -28,7 +28,7 @@ from simulator.config.languages import LANGUAGE_TAG
 from simulator.config.script import Script
 from simulator.config.tool_checks import ToolCheck, parse_state_path
 from simulator.config.yamlfile import read_as_mapping
-from simulator.errors import UserError
+from simulator.errors import FieldProblem, UserError
 from simulator.models import BuiltModel, StrictModel, empty_dict, empty_list
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -97,11 +97,13 @@ class UserMedia(StrictModel):
     @model_validator(mode="after")
     def _says_what_it_holds(self) -> UserMedia:
         if self.kind == "image" and not self.description:
-            raise ValueError("an image needs a `description`: what the photo shows, which the judge reads")
+            raise FieldProblem(
+                "an image needs a `description`: what the photo shows, which the judge reads", "kind"
+            )
         if self.kind == "audio" and not self.transcript:
-            raise ValueError("an audio note needs a `transcript`: what the person says in it")
+            raise FieldProblem("an audio note needs a `transcript`: what the person says in it", "kind")
         if not self.topic:
-            raise ValueError("give the media a `topic`: it is sent with the answer to a question about it")
+            raise FieldProblem("give the media a `topic`: it is sent with the answer to a question about it")
         return self
 
 
@@ -196,14 +198,18 @@ class Scenario(BuiltModel, FileDocument):
             unknown = sorted(set(fact) - {"text", "topic"})
             colon = read_as_mapping(fact) if unknown else None
             if colon is not None:  # `- Pain: sharp` is read by YAML as {Pain: sharp}
-                raise ValueError(
+                raise FieldProblem(
                     f"fact {number}: '{colon}' was read as a key and a value, not as text (YAML reads ': ' "
-                    f'that way); put it in quotes: - "{colon}"'
+                    f'that way); put it in quotes: - "{colon}"',
+                    "facts",
+                    number - 1,
                 )
             if unknown or "text" not in fact:
-                raise ValueError(
+                raise FieldProblem(
                     f"fact {number} has {', '.join(unknown) or 'no text'}; write a fact as text, or as "
-                    "{text: ..., topic: [a topic, ...]}"
+                    "{text: ..., topic: [a topic, ...]}",
+                    "facts",
+                    number - 1,
                 )
             facts.append(fact["text"])
             if fact.get("topic") is not None:
@@ -232,29 +238,38 @@ class Scenario(BuiltModel, FileDocument):
         loads its scenarios: config/factors.py)."""
         wrong = [i for i in self.key_facts if i > len(self.facts)]
         if wrong:
-            raise ValueError(
-                f"key_facts {wrong} number past the {len(self.facts)} facts; number facts from 1 in their order"
+            raise FieldProblem(
+                f"key_facts {wrong} number past the {len(self.facts)} facts; number facts from 1 in their order",
+                "key_facts",
+                self.key_facts.index(wrong[0]),
             )
         past = sorted(n for n in self.fact_topics if n > len(self.facts))
         if past:
-            raise ValueError(
-                f"fact_topics {past} number past the {len(self.facts)} facts; number facts from 1"
+            raise FieldProblem(
+                f"fact_topics {past} number past the {len(self.facts)} facts; number facts from 1",
+                "fact_topics",
             )
         ids = [check.check_id for check in self.tool_checks]
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        if twice:
-            raise ValueError(f"two tool_checks have the id {twice[0]}; give each its own `id`")
+        twice = next((n for n, i in enumerate(ids) if i in ids[:n]), None)
+        if twice is not None:
+            raise FieldProblem(
+                f"two tool_checks have the id {ids[twice]}; give each its own `id`", "tool_checks", twice
+            )
         paths = self.expected.get(ENVIRONMENT_KEY)
         if paths is not None:
             if not isinstance(paths, dict) or not paths:
-                raise ValueError(
-                    "expected.environment maps state paths to values, e.g. `bookings[0].status: confirmed`"
+                raise FieldProblem(
+                    "expected.environment maps state paths to values, e.g. `bookings[0].status: confirmed`",
+                    "expected",
+                    ENVIRONMENT_KEY,
                 )
             for path in paths:
                 try:
                     parse_state_path(str(path))
                 except ValueError as exc:
-                    raise ValueError(f"expected.environment: {exc}") from None
+                    raise FieldProblem(
+                        f"expected.environment: {exc}", "expected", ENVIRONMENT_KEY, str(path)
+                    ) from None
         self._check_ending()
         return self
 
@@ -263,12 +278,18 @@ class Scenario(BuiltModel, FileDocument):
         `closed: 'yes'` would fail every conversation silently, so it is refused here."""
         for key in ENDING_FLAGS:
             if key in self.expected and not isinstance(self.expected[key], bool):
-                raise ValueError(
-                    f"expected.{key} is true or false, not {self.expected[key]!r} (write `{key}: true`)"
+                raise FieldProblem(
+                    f"expected.{key} is true or false, not {self.expected[key]!r} (write `{key}: true`)",
+                    "expected",
+                    key,
                 )
         reason = self.expected.get("stop_reason")
         if reason is not None and reason not in STOP_REASONS:
-            raise ValueError(f"expected.stop_reason {reason!r}: one of {', '.join(STOP_REASONS)}")
+            raise FieldProblem(
+                f"expected.stop_reason {reason!r}: one of {', '.join(STOP_REASONS)}",
+                "expected",
+                "stop_reason",
+            )
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:

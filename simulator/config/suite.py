@@ -43,7 +43,7 @@ from simulator.config.providers import PROVIDERS, CacheConfig, MaxTokens, Provid
 from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, parse_yaml, validate_model
-from simulator.errors import Problem, UserError, option_forms
+from simulator.errors import FieldProblem, Problem, UserError, option_forms
 from simulator.models import BuiltModel, empty_dict, empty_list
 from simulator.models import StrictModel as _Strict
 from simulator.readers import missing
@@ -109,7 +109,9 @@ class UserConfig(_Strict):
     def _one_or_several(self) -> UserConfig:
         # A stored suite writes the default `auto` beside `models`: only a model the author chose conflicts.
         if self.models is not None and "model" in self.model_fields_set and self.model != "auto":
-            raise ValueError("give either user.model (one simulated user) or user.models (several), not both")
+            raise FieldProblem(
+                "give either user.model (one simulated user) or user.models (several), not both", "model"
+            )
         return self
 
     def model_list(self) -> list[str]:
@@ -141,8 +143,11 @@ class JudgesConfig(_Strict):
 
     @model_validator(mode="after")
     def _distinct_models(self) -> JudgesConfig:
-        if len(set(self.models)) != len(self.models):
-            raise ValueError("judges.models lists a model twice; use samples to judge more than once")
+        again = next((n for n, model in enumerate(self.models) if model in self.models[:n]), None)
+        if again is not None:
+            raise FieldProblem(
+                "judges.models lists a model twice; use samples to judge more than once", "models", again
+            )
         return self
 
     def judge_models(self) -> list[str]:
@@ -240,48 +245,58 @@ class OutcomeConfig(_Strict):
     @model_validator(mode="after")
     def _critical_is_a_level(self) -> OutcomeConfig:
         if self.critical is not None and self.critical not in self.levels:
-            raise ValueError(f"critical level '{self.critical}' is not one of levels {self.levels}")
+            raise FieldProblem(
+                f"critical level '{self.critical}' is not one of levels {self.levels}", "critical"
+            )
         self._check_sources()
         columns = [*self.levels, "no decision", "other"]
         for expected, row in self.harm_weights.items():
             if expected not in self.levels:
-                raise ValueError(f"harm_weights: '{expected}' is not one of levels {self.levels}")
+                raise FieldProblem(
+                    f"harm_weights: '{expected}' is not one of levels {self.levels}", "harm_weights", expected
+                )
             for actual, weight in row.items():
+                at = ("harm_weights", expected, actual)
                 if actual not in columns or actual == expected:
-                    raise ValueError(
-                        f"harm_weights.{expected}: '{actual}' must be another level, `no decision` or `other`"
+                    raise FieldProblem(
+                        f"harm_weights.{expected}: '{actual}' must be another level, `no decision` or `other`",
+                        *at,
                     )
                 if weight < 0:
-                    raise ValueError(f"harm_weights.{expected}.{actual}: a weight cannot be negative")
+                    raise FieldProblem(f"harm_weights.{expected}.{actual}: a weight cannot be negative", *at)
         return self
 
     def _check_sources(self) -> None:
         sources = self.sources
         if not sources:
-            raise ValueError("source: name at least one of state, messages, tool, judge")
+            raise FieldProblem("source: name at least one of state, messages, tool, judge", "source")
         if len(set(sources)) != len(sources):
-            raise ValueError(f"source lists a source twice: {sources}")
+            raise FieldProblem(f"source lists a source twice: {sources}", "source")
         if "tool" in sources and self.tool is None:
-            raise ValueError(
-                "source `tool` needs `tool: {call: TOOL.ARGUMENT}` (e.g. book_appointment.urgency)"
+            raise FieldProblem(
+                "source `tool` needs `tool: {call: TOOL.ARGUMENT}` (e.g. book_appointment.urgency)", "source"
             )
         if self.messages is not None:
             problems = check_phrases(self.messages.phrases, list(self.levels), "messages.phrases")
             if problems:
-                raise ValueError("; ".join(problems))
+                raise FieldProblem("; ".join(problems), "messages", "phrases")
         problems = check_phrases(self.red_flags, list(self.levels), "red_flags")
+        if problems:
+            raise FieldProblem("; ".join(problems), "red_flags")
         for index, pattern in enumerate(self.red_flags_ignore):
             try:
                 compile_pattern(pattern, f"red_flags_ignore.{index}")
             except ValueError as exc:
-                problems.append(str(exc))
-        if problems:
-            raise ValueError("; ".join(problems))
+                raise FieldProblem(str(exc), "red_flags_ignore", index) from None
         if self.tool is not None:
-            wrong = sorted({v for v in self.tool.values.values() if v not in self.levels})
+            wrong = {key: v for key, v in self.tool.values.items() if v not in self.levels}
             if wrong:
-                raise ValueError(
-                    f"tool.values: {', '.join(wrong)} not among the outcome levels {self.levels}"
+                raise FieldProblem(
+                    f"tool.values: {', '.join(sorted(set(wrong.values())))} not among the outcome levels "
+                    f"{self.levels}",
+                    "tool",
+                    "values",
+                    next(iter(wrong)),
                 )
 
 
@@ -341,24 +356,40 @@ class Suite(BuiltModel):
             try:
                 levels_of(entries)  # the shape; style names are checked against the catalogue by load_suite
             except ValueError as exc:
-                raise ValueError(f"factor '{name}': {exc}") from exc
+                raise FieldProblem(f"factor '{name}': {exc}", "factors", name) from exc
         if self.user.models is not None and "simulator" in self.factors:
-            raise ValueError(
+            raise FieldProblem(
                 "factor 'simulator' is reserved for user.models (every scenario under each simulated user); "
-                "rename the factor"
+                "rename the factor",
+                "factors",
+                "simulator",
             )
         ids = [r.id for r in self.relations]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"relation ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
-        for relation in self.relations:
+        again = next((n for n, i in enumerate(ids) if i in ids[:n]), None)
+        if again is not None:
+            raise FieldProblem(
+                f"relation ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}",
+                "relations",
+                again,
+                "id",
+            )
+        for index, relation in enumerate(self.relations):
             if relation.factor is not None and relation.factor not in self.factors:
                 known = ", ".join(self.factors) or "none"
-                raise ValueError(
+                raise FieldProblem(
                     f"relation '{relation.id}' compares factor '{relation.factor}', which the suite does not "
-                    f"declare (factors: {known})"
+                    f"declare (factors: {known})",
+                    "relations",
+                    index,
+                    "factor",
                 )
             if relation.kind in ("directional", "invariance") and self.outcome is None:
-                raise ValueError(f"relation '{relation.id}' compares outcomes: declare the suite's `outcome`")
+                raise FieldProblem(
+                    f"relation '{relation.id}' compares outcomes: declare the suite's `outcome`",
+                    "relations",
+                    index,
+                    "kind",
+                )
         return self
 
     _base_dir: Path = PrivateAttr(default=Path("."))

@@ -21,6 +21,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     ConfigDict,
     Field,
     WithJsonSchema,
@@ -31,6 +32,7 @@ from pydantic import (
 
 from simulator.config.assertions import compile_pattern
 from simulator.config.claims import ClaimRule, default_claims
+from simulator.errors import FieldProblem
 from simulator.models import StrictModel as _Strict
 from simulator.models import empty_dict, empty_list
 
@@ -60,6 +62,21 @@ def parse_state_path(path: str) -> list[str | int]:
     return steps
 
 
+def _valid_schema(value: dict[str, Any]) -> dict[str, Any]:
+    """`value`, when it is a valid JSON schema; ValueError saying why not otherwise."""
+    import jsonschema
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(value)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"not a valid JSON schema: {exc.message}") from None
+    return value
+
+
+# A JSON schema a value must satisfy (an argument's `schema`, a check's `arguments_schema`).
+JSONSchema = Annotated[dict[str, Any], AfterValidator(_valid_schema)]
+
+
 class ArgMatcher(_Strict):
     """How one argument must look: `equal` (case-insensitive for strings), `one_of`, `regex` (searched,
     case-insensitive) or `schema` (a JSON schema the value must satisfy). Several given: all must hold."""
@@ -67,7 +84,7 @@ class ArgMatcher(_Strict):
     equal: Any = None
     one_of: list[Any] | None = None
     regex: str | None = None
-    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    schema_: JSONSchema | None = Field(default=None, alias="schema")
     has_equal: bool = Field(default=False, exclude=True)
 
     model_config = ConfigDict(populate_by_name=True)
@@ -97,18 +114,6 @@ class ArgMatcher(_Strict):
     def _regex_compiles(cls, value: str | None) -> str | None:
         if value is not None:
             compile_pattern(value, "regex")
-        return value
-
-    @field_validator("schema_")
-    @classmethod
-    def _schema_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            import jsonschema
-
-            try:
-                jsonschema.Draft202012Validator.check_schema(value)
-            except jsonschema.SchemaError as exc:
-                raise ValueError(f"schema is not a valid JSON schema: {exc.message}") from None
         return value
 
     def describe(self) -> str:
@@ -144,7 +149,7 @@ class ToolCheck(_Strict):
         default_factory=empty_dict
     )
     # A JSON schema the whole arguments object must satisfy.
-    arguments_schema: dict[str, Any] | None = None
+    arguments_schema: JSONSchema | None = None
     at_least: int | None = Field(default=None, ge=0)
     at_most: int | None = Field(default=None, ge=0)
     # The window a call must fall in (tool_called) or must not fall in (tool_not_called).
@@ -159,17 +164,19 @@ class ToolCheck(_Strict):
     @model_validator(mode="after")
     def _one_kind(self) -> ToolCheck:
         if (self.tool_called is None) == (self.tool_not_called is None):
-            raise ValueError("a tool check names exactly one of tool_called or tool_not_called")
+            both = () if self.tool_called is None else ("tool_not_called",)
+            raise FieldProblem("a tool check names exactly one of tool_called or tool_not_called", *both)
         for name in ("before", "after"):
             anchor = getattr(self, name)
             if anchor is not None and not _ANCHOR.match(anchor.strip()):
-                raise ValueError(f"{name}: `{anchor}` must be first_advice, handover or `tool NAME`")
+                raise FieldProblem(f"{name}: `{anchor}` must be first_advice, handover or `tool NAME`", name)
         if self.tool_not_called is not None and (self.at_least is not None or self.at_most is not None):
-            raise ValueError("at_least/at_most go with tool_called (tool_not_called means none at all)")
+            raise FieldProblem(
+                "at_least/at_most go with tool_called (tool_not_called means none at all)",
+                "at_least" if self.at_least is not None else "at_most",
+            )
         if self.at_least is not None and self.at_most is not None and self.at_least > self.at_most:
-            raise ValueError(f"at_least {self.at_least} is more than at_most {self.at_most}")
-        if self.arguments_schema is not None:
-            ArgMatcher.model_validate({"schema": self.arguments_schema})
+            raise FieldProblem(f"at_least {self.at_least} is more than at_most {self.at_most}", "at_least")
         return self
 
     @property
@@ -199,9 +206,10 @@ class ToolChecksConfig(_Strict):
     @model_validator(mode="after")
     def _distinct_ids(self) -> ToolChecksConfig:
         ids = [c.check_id for c in self.checks] + [r.id for r in self.claims or []]
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        if twice:
-            raise ValueError(f"two checks have the id {twice[0]}; give each its own `id`")
+        again = next((n for n, i in enumerate(ids) if i in ids[:n]), None)
+        if again is not None:
+            at = ("checks", again) if again < len(self.checks) else ("claims", again - len(self.checks))
+            raise FieldProblem(f"two checks have the id {ids[again]}; give each its own `id`", *at)
         return self
 
     def claim_rules(self) -> list[ClaimRule]:

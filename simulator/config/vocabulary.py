@@ -14,6 +14,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from simulator.config.languages import language_code
 from simulator.config.patterns import UserPattern, compile_pattern
 from simulator.config.yamlfile import load_model_file
+from simulator.errors import FieldProblem
 from simulator.models import StrictModel, empty_dict, empty_list
 
 
@@ -110,10 +111,16 @@ class Vocabulary(StrictModel):
     def _qualities_are_topics(self) -> Vocabulary:
         unknown = [q for q in self.qualities if q not in self.topics and q not in self.synonyms]
         if unknown:
-            raise ValueError(f"qualities {unknown} are not topics; list each under `topics:` first")
+            raise FieldProblem(
+                f"qualities {unknown} are not topics; list each under `topics:` first",
+                "qualities",
+                self.qualities.index(unknown[0]),
+            )
         twice = sorted(set(self.topics) & set(self.synonyms))
         if twice:
-            raise ValueError(f"{twice} are both topics and synonyms; keep each under `topics:` only")
+            raise FieldProblem(
+                f"{twice} are both topics and synonyms; keep each under `topics:` only", "synonyms", twice[0]
+            )
         return self
 
     @cached_property

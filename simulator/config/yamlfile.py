@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from simulator.errors import Problem, UserError, pattern_or_message, shown_input
+from simulator.errors import Problem, UserError, error_loc, pattern_or_message, shown_input
 from simulator.jsonbounds import MAX_INT_DIGITS  # one cap on numbers, JSON and YAML alike
 from simulator.readers import InputRefused, read_text
 
@@ -381,7 +381,7 @@ def problems_from_validation(
     problems: list[Problem] = []
     for item in error.errors():
         # A union's tag (`bot.http.url`) is not a key of the file: the field is `bot.url`.
-        loc = _resolve(model, tuple(item["loc"]))[1]
+        loc = _resolve(model, error_loc(item))[1]
         from_yaml = not (loc and loc[0] in given)
         full = (*base, *loc)
         kind = item["type"]

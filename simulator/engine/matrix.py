@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = ["resume_matrix", "run_matrix"]
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +25,7 @@ from simulator.engine.session import RunResult
 from simulator.errors import FolderTaken
 from simulator.record.folder import RunFolder, new_run_id
 from simulator.record.index import IndexCell, MatrixIndex, read_index, write_index
-from simulator.record.recorded import recorded_scenarios
+from simulator.record.recorded import resumed_scenarios
 
 
 @dataclass
@@ -104,10 +104,14 @@ async def run_matrix(
 
 
 async def resume_matrix(
-    path: Path, options: RunOptions, bots: Mapping[str, BotFactory] | None = None
+    path: Path,
+    options: RunOptions,
+    bots: Mapping[str, BotFactory] | None = None,
+    in_code: Sequence[Scenario] | None = None,
 ) -> MatrixResult:
     """Finish every cell of a matrix run: what each cell's folder lacks, in one session; `bots`: the bots
-    given in code when it started, by bot variant id."""
+    given in code when it started, by bot variant id; `in_code`: its scenarios given in code (checked against
+    what each cell recorded: record/recorded.py)."""
     index = read_index(path)
     specs: list[CellSpec] = []
     scenarios: dict[str, Scenario] = {}
@@ -117,8 +121,8 @@ async def resume_matrix(
         suite = manifest.rebuild_suite(folder)
         given = (bots or {}).get(cell.bot_variant)
         specs.append(CellSpec(suite, folder, resume=True, bots=given))
-        # The run's own scenarios (persona-factor variants included), from the files each cell recorded
-        # (checked by hash), whatever --tags chose when it started.
-        for scenario in recorded_scenarios(manifest, suite, folder):
+        # The run's own scenarios (persona-factor variants included), from the files each cell recorded or
+        # given in code again (checked by hash), whatever --tags chose when it started.
+        for scenario in resumed_scenarios(manifest, suite, folder, in_code):
             scenarios.setdefault(scenario.id, scenario)
     return await _run(path, index, specs, list(scenarios.values()), options)

@@ -50,6 +50,7 @@ from simulator.record.folder import RunFolder, git_commit, new_run_id
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
 from simulator.record.models import ConversationRecord
+from simulator.record.recorded import code_scenario_hash
 from simulator.record.redact import redacted_suite, register_secrets, suite_secrets
 from simulator.record.selection import (
     fidelity_items,
@@ -89,7 +90,6 @@ def new_manifest(
     suite: Suite, scenarios: list[Scenario], run_id: str, user_model: str, judges: JudgeStage
 ) -> Manifest:
     """The manifest written before the first conversation starts."""
-    # Scenarios built in a program (not read from a file) have no file to hash.
     # Absolute paths: resume and judge find these very files from any working directory (record/recorded.py).
     files = sorted({s._source for s in scenarios if s._source and Path(s._source).is_file()})
     file_hashes = {f: sha256_file(Path(f)) for f in files}
@@ -110,7 +110,8 @@ def new_manifest(
                 id=s.id,
                 file=absolute.get(s._source or ""),
                 line=s._line if s._source in file_hashes else None,
-                sha256=file_hashes.get(s._source),
+                # In code: its content's hash, which a resume given scenarios again checks them against.
+                sha256=file_hashes[s._source] if s._source in file_hashes else code_scenario_hash(s),
                 expected=s.expected,
                 tags=s.tags,
                 intent=s.script.intent if s.script else None,

@@ -8,13 +8,15 @@ started from another folder never loads a different tree of scenarios.
 
 from __future__ import annotations
 
-__all__ = ["recorded_scenarios"]
+__all__ = ["code_scenario_hash", "recorded_scenarios", "resumed_scenarios"]
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from simulator.errors import Problem, UserError
-from simulator.record.hashing import sha256_file
+from simulator.record.hashing import sha256_file, sha256_text
 
 if TYPE_CHECKING:
     from simulator.config.scenario import Scenario
@@ -79,3 +81,57 @@ def recorded_scenarios(
             f"{folder}: scenarios of this run are not in their recorded files: {', '.join(missing)}"
         )
     return scenarios
+
+
+def code_scenario_hash(scenario: Scenario) -> str:
+    """A scenario given in code (no file to hash), by its content: what the manifest records for it, so a
+    resume given other scenarios under the same ids is refused."""
+    return sha256_text(json.dumps(scenario.model_dump(mode="json"), sort_keys=True, ensure_ascii=False))
+
+
+def resumed_scenarios(
+    manifest: Manifest, suite: Suite, folder: Path, given: Sequence[Scenario] | None
+) -> list[Scenario]:
+    """The scenarios a resumed run (or matrix cell) runs: those of the files it recorded, and those given in
+    code when it started, which `given` (`simulator.resume(..., scenarios=[...])`) must hold again,
+    unchanged; one UserError line otherwise, before anything runs."""
+    from_files = recorded_scenarios(manifest, suite, folder)
+    in_code = {entry.id: entry for entry in manifest.scenarios if not entry.file}
+    if not in_code:
+        if given is not None:
+            raise UserError(
+                f"{folder}: its scenarios are read from the files it recorded; leave out scenarios="
+            )
+        return from_files
+    if given is None:
+        raise UserError(
+            f"{folder}: this run's scenarios were given in code; pass the same ones again: "
+            "simulator.resume(folder, scenarios=[...])"
+        )
+    recorded = {entry.base or entry.id for entry in manifest.scenarios}
+    extra = [s.id for s in given if s.id not in recorded]
+    if extra:
+        raise UserError(f"{folder}: scenarios= holds '{extra[0]}', which this run did not run; {_SAME}")
+    suite = suite.model_copy()
+    suite._inline = list(given)
+    found = {s.id: s for s in suite.scenarios_to_run(ids=set(in_code))}
+    for scenario_id, entry in in_code.items():
+        scenario = found.get(scenario_id)
+        if scenario is None:
+            raise UserError(
+                f"{folder}: scenario '{scenario_id}' of this run is not among scenarios=; {_SAME}"
+            )
+        if entry.sha256 is None:
+            raise UserError(
+                f"{folder}: this run records no content for its scenarios given in code (made by an older "
+                "version), so other ones cannot be told apart; run them again into a new folder"
+            )
+        if code_scenario_hash(scenario) != entry.sha256:
+            raise UserError(
+                f"{folder}: scenario '{scenario_id}' is not the one this run was made with (it changed since); "
+                f"{_SAME}"
+            )
+    return from_files + list(found.values())
+
+
+_SAME = "pass the scenarios it was made with, or run these into a new folder"

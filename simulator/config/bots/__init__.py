@@ -37,7 +37,7 @@ from simulator.config.providers import MaxTokens, Temperature
 from simulator.config.secrets import SecretTemplate, SecretURL, SecretVariables
 from simulator.config.wire import HTTP_HEADERS, check_url
 from simulator.config.yamlfile import YAMLProblem, read_text_file
-from simulator.errors import UserError
+from simulator.errors import FieldProblem, UserError
 from simulator.importing import import_callable
 from simulator.models import StrictModel, empty_dict, empty_list
 
@@ -183,7 +183,7 @@ class ChatBotConfig(BotConfig):
     @model_validator(mode="after")
     def _one_prompt(self) -> ChatBotConfig:
         if not self.system_prompt and not self.system_prompt_file:
-            raise ValueError("a chat bot needs system_prompt or system_prompt_file")
+            raise FieldProblem("a chat bot needs system_prompt or system_prompt_file")
         return self
 
     def describe(self) -> str:

@@ -6,8 +6,9 @@ Each conversation is one call. Per user message the caller says the words (speec
 barges in, until the bot has spoken `barge_in_after_s`, when the caller starts talking over it). The bot's
 speech in that window becomes the bot turn's audio parts, each transcribed locally; the caller's speech
 replaces the user turn's text with an audio part. Both sides' audio is kept in the run folder. The bot
-hanging up is the bot closing the conversation; a call that goes dead (no speech within `timeout_s`) or a
-message the protocol does not allow is a bot error, never a pass or a fail.
+hanging up (a normal close, 1000) is the bot closing the conversation; a close with an error code (1011, or
+none: 1006), a started bot whose process has exited, a call that goes dead (no speech within `timeout_s`)
+or a message the protocol does not allow is a bot error, never a pass or a fail.
 """
 
 from __future__ import annotations

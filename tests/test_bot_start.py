@@ -134,3 +134,63 @@ async def test_a_failed_start_is_the_same_bot_error_for_every_conversation_and_r
     assert "exited with code 1" in str(errors[0]) and "cannot bind" in str(errors[0])
     assert factory.process is not None and factory.process.log_path is not None
     assert factory.process.log_path.read_text().count("starting:") == 1
+
+
+# Listens on the port; on the first request it says so and dies as END says (before it answers).
+DYING = """
+import asyncio, os, signal, sys
+async def handle(reader, writer):
+    await reader.readuntil(b"\\r\\n\\r\\n")
+    print("dying:", os.environ["END"], flush=True)
+    if os.environ["END"] == "exit":
+        os._exit(3)
+    os.kill(os.getpid(), signal.SIGKILL)
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", int(sys.argv[1]))
+    async with server:
+        await server.serve_forever()
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(
+    ("end", "says"), [("exit", "exited with code 3"), ("sigkill", "was killed by SIGKILL")]
+)
+async def test_an_http_bot_that_dies_mid_conversation_is_an_error_with_its_exit_and_log(
+    end: str, says: str, tmp_path: Path
+) -> None:
+    from simulator.bots.base import BotError
+
+    start = BotStart(command=["{python}", "-c", DYING, "{port}"], env={"END": end})
+    factory = HttpBotFactory(HttpBotConfig(url="http://127.0.0.1:{port}/chat", start=start), tmp_path)
+    await factory.start(tmp_path)
+    session = await factory.open("run/a#0/1")
+    try:
+        with pytest.raises(BotError) as caught:
+            await session.send("I have chest pain", 0)
+    finally:
+        await factory.aclose()
+    message = str(caught.value)
+    assert caught.value.kind == "connection"
+    # Its exit, what that means and the end of its log, not the HTTP client's "Server disconnected".
+    assert says in message and f"dying: {end}" in message and "neither judged nor counted" in message
+
+
+async def test_an_http_bot_that_drops_the_connection_is_said_in_words(tmp_path: Path) -> None:
+    import asyncio
+
+    from simulator.bots.base import BotError
+
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.close()
+
+    server = await asyncio.start_server(drop, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    factory = HttpBotFactory(HttpBotConfig(url=f"http://127.0.0.1:{port}/chat"), tmp_path)
+    async with server:
+        session = await factory.open("run/a#0/1")
+        with pytest.raises(BotError, match="closed or reset the connection without answering") as caught:
+            await session.send("I have chest pain", 0)
+        await factory.aclose()
+    assert caught.value.kind == "connection" and "fix the bot" in str(caught.value)

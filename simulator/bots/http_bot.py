@@ -16,7 +16,7 @@ from simulator.bots.base import BotError, BotReply, parts_from_json
 from simulator.bots.bounded_read import read_bounded
 from simulator.bots.environment import Environment
 from simulator.bots.reply_check import MAX_REPLY_BYTES, checked_flags
-from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.bots.service import BotProcess, StartOnce, death_of, fill, placeholder_values
 from simulator.bots.turn_limits import over_limit
 from simulator.config.bot_identity import UNANSWERED
 from simulator.config.bots import HttpBotConfig
@@ -153,15 +153,15 @@ class HttpSession:
                 json=body,
             )
         except httpx.HTTPError as exc:
-            raise self._failure(exc) from exc
+            raise await self._failure(exc) from exc
 
     async def final_state(self) -> dict[str, Any] | None:
         return self._state
 
-    def _failure(self, exc: httpx.HTTPError) -> BotError:
-        """A failed call, said as it is: the started bot died (its exit and log), refused (nothing listens),
-        timed out (after how long), or other."""
-        note = self.process.death_note() if self.process is not None else None
+    async def _failure(self, exc: httpx.HTTPError) -> BotError:
+        """A failed call, said as it is: the started bot died (its exit and log, once reaped), refused
+        (nothing listens), timed out (after how long), dropped the connection, or other."""
+        note = await death_of(self.process)
         if note:
             return BotError("connection", note)
         if connection_refused(exc):
@@ -171,7 +171,18 @@ class HttpSession:
             return BotError(
                 "timeout", f"the bot did not answer within {limit} (bot.timeout_s; {type(exc).__name__})"
             )
-        return BotError("connection", f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+            return BotError(
+                "connection",
+                f"the bot at {self._url} closed or reset the connection without answering the turn: its "
+                "server crashed or restarted while handling the request (its log says why); fix the bot "
+                f"and run again ({type(exc).__name__}: {exc})",
+            )
+        return BotError(
+            "connection",
+            f"the request to the bot at {self._url} failed; check that it runs there and answers HTTP "
+            f"({type(exc).__name__}: {exc})",
+        )
 
     async def aclose(self) -> None:
         if self._on_close is not None:

@@ -35,7 +35,7 @@ from openai.types.chat import ChatCompletion
 from simulator.bots.base import BotError, BotReply
 from simulator.bots.capped_transport import AnswerRefused, capped_client
 from simulator.bots.environment import Environment
-from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.bots.service import BotProcess, StartOnce, death_of, fill, placeholder_values
 from simulator.bots.tool_loop import run_tool_turn
 from simulator.config.bots.openai_endpoint import OpenAIEndpointBotConfig
 from simulator.errors import UserError
@@ -186,8 +186,13 @@ class OpenAIEndpointSession:
                 "timeout", f"the model server did not answer within {config.timeout_s:g} s"
             ) from exc
         except openai.APIConnectionError as exc:
-            note = self._factory.process.death_note() if self._factory.process else None
-            raise BotError("connection", note or f"cannot reach {self._factory.base_url}: {exc}") from exc
+            note = await death_of(self._factory.process)
+            raise BotError(
+                "connection",
+                note
+                or f"the model server at {self._factory.base_url} could not be reached or dropped the "
+                f"connection; check that it runs there ({exc})",
+            ) from exc
         except openai.APIStatusError as exc:
             raise BotError(
                 "http_status", f"the model server answered HTTP {exc.status_code}: {redact(str(exc))[:200]}"

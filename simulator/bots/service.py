@@ -15,7 +15,7 @@ bot's URLs, the command, its env and the readiness check.
 
 from __future__ import annotations
 
-__all__ = ["BotProcess", "StartOnce", "fill", "free_port", "placeholder_values"]
+__all__ = ["BotProcess", "StartOnce", "death_of", "fill", "free_port", "placeholder_values"]
 
 import asyncio
 import contextlib
@@ -47,6 +47,9 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 LOG_NAME = "bot.log"
 _TAIL_LINES = 15
 _COPY_GRACE_S = 2.0
+# A call fails the moment the bot's socket closes, a little before its exit is reaped: this long, at most, is
+# waited for the exit (and the last of its output) before the failure is said.
+DEATH_GRACE_S = 0.5
 
 
 def free_port() -> int:
@@ -91,6 +94,24 @@ def _expand_env(value: str, key: str, known: dict[str, str]) -> str:
         return known[name]
 
     return _VAR.sub(variable, value)
+
+
+def _exit_words(code: int) -> str:
+    """How a process ended, from its return code (negative: the signal that killed it)."""
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"was killed by {name} (exit code {code})"
+
+
+async def death_of(process: BotProcess | None, grace_s: float = DEATH_GRACE_S) -> str | None:
+    """Why a call to a bot the suite started failed, when the reason is that its process died (with its
+    exit and the end of its log); None for a bot the suite did not start, or one that still runs. `grace_s`
+    0: only an exit already known (a turn that ended as usual, checked at no cost)."""
+    return None if process is None else await process.death(grace_s)
 
 
 def _tail(path: Path) -> str:
@@ -145,14 +166,31 @@ class BotProcess:
         return None if self._process is None else self._process.returncode
 
     def death_note(self) -> str | None:
-        """A sentence for a failed call when the process has exited: its code and the tail of its log."""
+        """A sentence for a failed call when the process has exited: its code, what that means for the
+        conversation, and the tail of its log."""
         code = self.exit_code()
         if code is None or self.log_path is None:
             return None
         return (
-            f"the bot process ({self.describe()}) exited with code {code}; the end of {self.log_path}:\n"
-            + _tail(self.log_path)
+            f"the bot process ({self.describe()}) {_exit_words(code)} during the run: the bot crashed, so "
+            "this conversation is a bot error, neither judged nor counted. Fix the crash (the end of "
+            f"{self.log_path} says why), then re-run the errored conversations (`simulator run --resume "
+            "RUN --retry-errors`):\n" + _tail(self.log_path)
         )
+
+    async def death(self, grace_s: float = DEATH_GRACE_S) -> str | None:
+        """`death_note` once the exit is known: a failed call waits up to `grace_s` for the process to be
+        reaped and for the rest of its output (a traceback) to reach the log; None if it still runs."""
+        process = self._process
+        if process is None:
+            return None
+        if process.returncode is None and grace_s > 0:
+            with contextlib.suppress(TimeoutError):
+                await within(process.wait(), grace_s)
+        if process.returncode is not None and self._copier is not None:
+            with contextlib.suppress(TimeoutError):
+                await within(asyncio.shield(self._copier), grace_s)
+        return self.death_note()
 
     def recent_log(self, lines: int = 8) -> str | None:
         """The last lines of the running bot's log, for an error that may be explained there."""

@@ -6,8 +6,9 @@ Each conversation is one call. Per user message the caller says the words (speec
 barges in, until the bot has spoken `barge_in_after_s`, when the caller starts talking over it). The bot's
 speech in that window becomes the bot turn's audio parts, each transcribed locally; the caller's speech
 replaces the user turn's text with an audio part. Both sides' audio is kept in the run folder. The bot
-hanging up is the bot closing the conversation; a call that goes dead (no speech within `timeout_s`) or a
-message the protocol does not allow is a bot error, never a pass or a fail.
+hanging up (a normal close, 1000) is the bot closing the conversation; a close with an error code (1011, or
+none: 1006), a started bot whose process has exited, a call that goes dead (no speech within `timeout_s`)
+or a message the protocol does not allow is a bot error, never a pass or a fail.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 
 from simulator.bots.base import BotError, BotReply
 from simulator.bots.bounded_read import read_bounded
-from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.bots.service import BotProcess, StartOnce, death_of, fill, placeholder_values
 from simulator.config.scenario import Scenario
 from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import UserError
@@ -49,6 +50,34 @@ _TICK_S = 0.02
 _MERGE_GAP_S = 0.8  # the bot's pauses shorter than this (between words, sentences) stay in one stretch
 _PAD_S = 0.25  # the transcriber hears a little before and after a stretch (soft first and last sounds)
 _MAX_REPLY_S = 120.0  # a bot still talking this long after the caller finished: the turn is cut there
+
+
+# A hang-up: a normal closure, or a close frame without a code (what some libraries' close() sends).
+_CLEAN_CLOSES = (1000, 1005)
+_CLOSE_WORDS = {
+    1001: "going away: the bot's server is shutting down",
+    1002: "protocol error",
+    1003: "unsupported data",
+    1006: "no close frame: the connection dropped or was reset, as when the bot's process dies",
+    1007: "invalid payload",
+    1008: "policy violation",
+    1009: "message too big",
+    1011: "internal error: the bot's server failed while handling the call",
+}
+
+
+def _abnormal_close(call: Call, process: BotProcess | None) -> str:
+    """Why a call the bot closed with an error code (or none) is a bot error, and what to do."""
+    code = call.close_code
+    words = _CLOSE_WORDS.get(code or 0, "an error code")
+    reason = f", reason {redact(call.close_reason)!r}" if call.close_reason else ""
+    text = (
+        f"the bot ended the call {call.hung_up_at or 0.0:.1f} s in with WebSocket close code {code} ({words}"
+        f"{reason}): a crash, not a hang-up, so the call is a bot error, neither judged nor counted. A bot "
+        "hangs up by closing with code 1000; fix what failed (the bot's log says why) and run again"
+    )
+    tail = process.recent_log() if process is not None else None
+    return text + (f"\n{tail}" if tail else "")
 
 
 def caller_for(config: VoiceBotConfig, scenario: Scenario | None) -> CallerVoice:
@@ -109,8 +138,9 @@ class VoiceBotFactory:
 
         await self._once.run(start_all)
 
-    def why(self, exc: BaseException) -> str:
-        note = self.process.death_note() if self.process is not None else None
+    async def why(self, exc: BaseException) -> str:
+        """A failed call said as it is, with the bot process's exit and log when it has died."""
+        note = await death_of(self.process)
         if note:
             return note
         if isinstance(exc, OSError | TimeoutError):
@@ -163,7 +193,7 @@ class VoiceSession:
             await call.dial()
         except Exception as exc:  # OSError, timeouts, a refused WebSocket handshake
             await call.hang_up()
-            raise BotError("connection", f"dialling the bot failed: {self._factory.why(exc)}") from exc
+            raise BotError("connection", f"dialling the bot failed: {await self._factory.why(exc)}") from exc
         self.call = call
         return call
 
@@ -217,10 +247,23 @@ class VoiceSession:
                 spoken = await call.speak(utterance)
             except ConnectionError:
                 spoken = None
-        if spoken is None:  # the bot hung up before (or while) the caller spoke
+        if spoken is None:  # the bot hung up (or crashed) before or while the caller spoke
+            await self._bot_ended(call)
             return await self._reply(call, turn, utterance, None, "hangup", call.now())
         end, until = await self._collect(call, spoken, rng.random() < caller.barge_in)
         return await self._reply(call, turn, utterance, spoken, end, until)
+
+    async def _bot_ended(self, call: Call) -> None:
+        """The bot closed the call: a hang-up when it closed the WebSocket normally and its process
+        (bot.start) still runs; else a bot error that says how it ended, never an end to judge."""
+        await call.closed_by_bot()
+        clean = call.close_code in _CLEAN_CLOSES
+        process = self._factory.process
+        died = await (death_of(process, grace_s=0) if clean else death_of(process))
+        if died:
+            raise BotError("connection", f"the call ended {call.now():.1f} s in because {died}")
+        if not clean:
+            raise BotError("connection", _abnormal_close(call, process))
 
     async def _collect(self, call: Call, spoken: Spoken, barge: bool) -> tuple[str, float]:
         """Listen until the bot's turn is over; return how it ended and when."""
@@ -232,6 +275,7 @@ class VoiceSession:
             spans = call.playback.voiced_spans(spoken.start, now)
             later = call.playback.voiced_spans(now, float("inf"))
             if call.hung_up_at is not None and not later:
+                await self._bot_ended(call)
                 return "hangup", now
             if barge:
                 talked = sum(end - max(start, spoken.end) for start, end in spans if end > spoken.end)
@@ -311,7 +355,7 @@ class VoiceSession:
                 max_bytes=self._config.max_reply_bytes, who="bot.state_url",
             )  # fmt: skip
         except httpx.HTTPError as exc:
-            raise BotError("connection", f"GET bot.state_url failed: {self._factory.why(exc)}") from exc
+            raise BotError("connection", f"GET bot.state_url failed: {await self._factory.why(exc)}") from exc
         if status == 404:
             return None
         if status >= 400:

@@ -73,6 +73,10 @@ class Call:
         self.protocol_error: str | None = None
         self.ignored_events = 0
         self.hung_up_at: float | None = None  # when the bot closed the call
+        # How the bot closed it: the WebSocket close code it sent (1006: none, the connection dropped) and
+        # its reason; None while the call is open or when the caller hung up.
+        self.close_code: int | None = None
+        self.close_reason = ""
         self._noise_scale = None if noise_dbfs is None else 32768.0 * 10 ** (noise_dbfs / 20)
         self._rng = np.random.default_rng(seed)
         self._connect_timeout_s = connect_timeout_s
@@ -82,6 +86,7 @@ class Call:
         self._t0 = 0.0
         self._ws: ClientConnection | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._receiver: asyncio.Task[None] | None = None
         self._closing = False
 
     def now(self) -> float:
@@ -115,7 +120,8 @@ class Call:
         self._t0 = time.perf_counter()
         await self._send(wire.connected())
         await self._send(wire.start(self.ids, self._next(), self.parameters))
-        self._tasks = [asyncio.create_task(self._media_clock()), asyncio.create_task(self._receive())]
+        self._receiver = asyncio.create_task(self._receive())
+        self._tasks = [asyncio.create_task(self._media_clock()), self._receiver]
 
     async def speak(self, utterance: Utterance) -> Spoken:
         """Say `utterance` from the next frame on; returns once its last frame has been sent."""
@@ -201,11 +207,21 @@ class Call:
                 else:
                     self._echo += self.playback.clear(now)
         except ConnectionClosed:
-            pass
+            pass  # a close with an error code, or none (1006): the code is read below, as for a normal one
         finally:
             if not self._closing:
                 self.hung_up_at = self.now()
+                self.close_code = self._ws.close_code
+                self.close_reason = self._ws.close_reason or ""
                 self._fail_speaking()
+
+    async def closed_by_bot(self) -> None:
+        """Wait (a moment at most) until the receiver has recorded how the bot closed the call: sending
+        may fail on the closed socket a little before the receiver sees the close."""
+        receiver = self._receiver
+        if receiver is not None and not receiver.done():
+            with contextlib.suppress(TimeoutError, Exception):
+                await within(asyncio.shield(receiver), 1.0)
 
     async def hang_up(self) -> None:
         """Send `stop` and close the WebSocket (the caller hangs up); safe to call twice."""

@@ -32,7 +32,7 @@ import aiohttp
 
 from simulator.bots.base import BotError, BotReply
 from simulator.bots.bounded_read import read_bounded_aiohttp
-from simulator.bots.service import BotProcess, StartOnce, fill, placeholder_values
+from simulator.bots.service import BotProcess, StartOnce, death_of, fill, placeholder_values
 from simulator.bots.turn_limits import over_limit
 from simulator.bots.whatsapp.events import (
     SIGNATURE_HEADER,
@@ -215,7 +215,7 @@ class WhatsAppBotFactory:
                 )
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise UserError(
-                f"the webhook verification GET to {self.webhook_url} failed: {self.why(exc)}"
+                f"the webhook verification GET to {self.webhook_url} failed: {await self.why(exc)}"
             ) from exc
         if status != 200 or text.strip() != challenge:
             raise UserError(
@@ -227,9 +227,10 @@ class WhatsAppBotFactory:
             )
         return challenge
 
-    def why(self, exc: Exception) -> str:
-        """A failed call said as it is, with the bot process's exit and log when it has died."""
-        note = self.process.death_note() if self.process is not None else None
+    async def why(self, exc: Exception) -> str:
+        """A failed call said as it is, with the bot process's exit and log when it has died (waited for a
+        moment: the call fails as its socket closes, a little before the exit is known)."""
+        note = await death_of(self.process)
         if note:
             return note
         if connection_refused(exc):
@@ -238,9 +239,13 @@ class WhatsAppBotFactory:
             return f"no answer within {self.config.timeout_s:g} s (bot.timeout_s)"
         return f"{type(exc).__name__}: {exc}"
 
-    def silence(self, notes: list[str]) -> str:
-        """Why a turn timed out, said as it is: no call reached the local Graph API for this conversation (a
-        refused call is an error of its own, never this), with what the bot did do and its log's end."""
+    async def silence(self, notes: list[str]) -> BotError:
+        """Why a turn timed out, said as it is: the started bot died (a connection error, with its exit), or
+        no call reached the local Graph API for this conversation (a refused call is an error of its own,
+        never this), with what the bot did do and its log's end."""
+        died = await death_of(self.process, 0)
+        if died:
+            return BotError("connection", died)
         did = f"; it only {', '.join(notes)}" if notes else ""
         text = (
             f"the bot sent no message within {self.config.timeout_s:g} s of the webhook delivery (bot.timeout_s): "
@@ -248,7 +253,7 @@ class WhatsAppBotFactory:
             "with POST {WHATSAPP_API_URL}/{version}/{phone-number-id}/messages"
         )
         tail = self.process.recent_log() if self.process is not None else None
-        return text + (f"\n{tail}" if tail else "")
+        return BotError("timeout", text + (f"\n{tail}" if tail else ""))
 
     async def open(self, conversation_id: str) -> WhatsAppSession:
         try:
@@ -295,7 +300,9 @@ class WhatsAppSession:
                 shown = await _answer(response)
         except (aiohttp.ClientError, TimeoutError) as exc:
             kind = "timeout" if isinstance(exc, TimeoutError) else "connection"
-            raise BotError(kind, f"posting {what} to the webhook failed: {self._factory.why(exc)}") from exc
+            raise BotError(
+                kind, f"posting {what} to the webhook failed: {await self._factory.why(exc)}"
+            ) from exc
         if status >= 400:
             hint = " (a 401 or 403: does the bot check X-Hub-Signature-256 with the same app secret?)"
             text = shown.decode("utf-8", "replace")
@@ -388,6 +395,9 @@ class WhatsAppSession:
             raise BotError("timeout", why, sent=_sent(collected)) from None
         finally:
             graph.directory.end_wait(self._inbox)
+        died = await death_of(self._factory.process, 0)
+        if died:  # it crashed during the turn: what it sent is kept in the transcript, never judged
+            raise BotError("connection", died, sent=_sent(messages))
         if said:
             notes.insert(0, said)
         ends.observe(messages, start, answered, end)
@@ -485,7 +495,7 @@ class WhatsAppSession:
                         if typing_at is not None:
                             notes.append(self._lapsed(typing_at, start))
                         return messages, notes, "quiet"
-                    raise BotError("timeout", self._factory.silence(notes)) from None
+                    raise await self._factory.silence(notes) from None
             if item.error is not None:  # what the bot sent before the refused call stays in the transcript
                 raise BotError(item.error_kind or "invalid_reply", item.error, sent=_sent(messages))
             if item.note is not None:
@@ -557,7 +567,7 @@ class WhatsAppSession:
                 who="bot.state_url",
             )
         except aiohttp.ClientError as exc:
-            raise BotError("connection", f"GET bot.state_url failed: {self._factory.why(exc)}") from exc
+            raise BotError("connection", f"GET bot.state_url failed: {await self._factory.why(exc)}") from exc
         if status == 404:
             return None
         if status >= 400:

@@ -199,3 +199,28 @@ def test_two_scenarios_with_fifty_repeats_are_not_significant(tmp_path: Path) ->
     assert escalated.power_note.startswith("too few vignettes: 2 cannot show any difference at α=0.05")
     # The conversation-pass metric and the outcome check agree.
     assert all(m.change == "no significant change" for m in metrics.values())
+
+
+@pytest.mark.parametrize(
+    ("candidate", "code"),
+    [
+        ({f"s{i:02}": [None] * 3 for i in range(12)}, 3),  # every candidate conversation errored
+        ({f"s{i:02}": [None, None, True] for i in range(12)}, 3),  # two thirds errored
+        ({f"s{i:02}": [None] * 3 if i < 7 else [True] * 3 for i in range(12)}, 3),  # 7 of 12 vignettes
+        ({f"s{i:02}": [None] * 3 if i < 2 else [True] * 3 for i in range(12)}, 0),  # most compared
+    ],
+)
+def test_fail_on_regression_is_undecidable_when_a_critical_metric_has_too_little_to_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], candidate: dict[str, list[bool | None]], code: int
+) -> None:
+    a = synthetic_outcome_run(tmp_path / "a", {f"s{i:02}": [True] * 3 for i in range(12)})
+    b = synthetic_outcome_run(tmp_path / "b", dict(candidate))
+    assert main(["compare", str(a), str(b), "--fail-on-regression"]) == code
+    captured = capsys.readouterr()
+    if code == 3:
+        assert "too little to compare" in captured.out and "undecidable" in captured.err
+        assert "no critical metric got significantly worse where there was enough to compare" in captured.out
+        assert compare_runs(a, b).undecided
+    else:
+        assert "too little to compare" not in captured.out and not compare_runs(a, b).undecided
+    assert main(["compare", str(a), str(b)]) == 0  # without the flag it is reported, not fatal

@@ -193,3 +193,45 @@ def test_repeats_help_only_with_the_correlation_observed(tmp_path: Path) -> None
     first = evaluate_gate(load_run(_run(tmp_path, "icc0", plan)), ["under_triage <= 12%"]).results[0]
     assert first.status == "not met"
     assert "about 6 repeats per vignette if repeats correlate as observed (ICC 0.00)" in first.advice
+
+
+def _errored_plan(
+    scenarios: int, crashed: int, per_crash: list[bool | str | None]
+) -> dict[str, list[bool | str | None]]:
+    """`scenarios` flawless vignettes (two repeats each), the first `crashed` of them replaced by `per_crash`."""
+    plan: dict[str, list[bool | str | None]] = {f"s{i:02}": [True, True] for i in range(scenarios)}
+    for i in range(crashed):
+        plan[f"s{i:02}"] = list(per_crash)
+    return plan
+
+
+@pytest.mark.parametrize(
+    ("plan", "requirement"),
+    [
+        (_errored_plan(60, 12, [None, None]), "under_triage <= 10%"),  # 24 errored: all failed would be 20%
+        (_errored_plan(60, 12, [None, None]), "emergency_sensitivity >= 90%"),  # the same, as successes
+        (_errored_plan(40, 10, [None, True]), "under_triage <= 10%"),  # one crash in each of 10 vignettes
+        (_errored_plan(60, 12, [None, None]), "pass_rate >= 90%"),
+    ],
+)
+def test_errored_conversations_that_could_flip_a_met_requirement_make_it_undecidable(
+    tmp_path: Path, plan: dict[str, list[bool | str | None]], requirement: str
+) -> None:
+    """Counted without the errored the bound meets it; had they all gone against it the rate would miss it."""
+    result = evaluate_gate(load_run(_run(tmp_path, "crashy", plan)), [requirement])
+    item = result.results[0]
+    errored = sum(1 for outcomes in plan.values() for o in outcomes if o is None)
+    assert item.bound is not None and item.rate is not None and item.rate.errored == errored
+    assert (item.status, result.exit_code) == ("undecidable", 3)
+    assert f"{errored} errored left out, which could flip it" in item.reason
+    assert "--retry-errors" in item.advice
+
+
+@pytest.mark.parametrize("requirement", ["under_triage <= 10%", "emergency_sensitivity >= 90%"])
+def test_errored_conversations_that_cannot_flip_it_are_still_counted_in_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], requirement: str
+) -> None:
+    run = _run(tmp_path, "one-crash", _errored_plan(60, 1, [True, None]))
+    assert main(["gate", str(run), "--require", requirement]) == 0
+    out = capsys.readouterr().out
+    assert "MET" in out and "1 errored left out" in out and "could flip" not in out

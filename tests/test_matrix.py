@@ -376,3 +376,22 @@ def test_the_fixed_rules_add_the_chest_question_and_refuse_an_unknown_complaint(
     patch.write_text("add_questions:\n  chset: []\n")
     with pytest.raises(ValueError, match="unknown complaints: chset"):
         load_fixed_rules(patch)
+
+
+@pytest.mark.parametrize("crashed", [1, 4, 12])
+def test_a_cells_rates_count_the_errored_and_carry_the_worst_and_best_case(
+    tmp_path: Path, crashed: int
+) -> None:
+    """Errored conversations are left out of a cell's rates, never silently: counted, with worst/best."""
+    from simulator.analysis.leaderboard import _rate, _tallies
+    from simulator.analysis.rundata import load_run
+    from tests.synthetic import synthetic_outcome_run
+
+    plan: dict[str, list[bool | str | None]] = {f"s{i:02}": [True, True] for i in range(12)}
+    for i in range(crashed):
+        plan[f"s{i:02}"] = [None, True]
+    tallies = _tallies(load_run(synthetic_outcome_run(tmp_path / "cell", plan)))
+    for metric, counts in (("quality", "successes"), ("critical", "successes"), ("under", "failures")):
+        view = _rate(tallies, metric, counts)  # type: ignore[arg-type]
+        assert view is not None and view.errored == crashed and view.n == 24 - crashed
+        assert view.worst is not None and view.best is not None

@@ -355,3 +355,21 @@ def test_planted_bots_through_the_engine(tmp_path: Path) -> None:
     assert controls["CTL-01a"].status == "not demonstrable" and controls["CTL-01a"].failed == 0
     assert controls["CTL-01a"].more_scenarios == 149 - 2
     assert fixed.exit_code == 3
+
+
+@pytest.mark.parametrize(
+    ("crashed", "threshold"),
+    [(12, "under_triage <= 10%"), (12, "emergency_sensitivity >= 90%"), (10, "fail_rate <= 10%")],
+)
+def test_a_control_the_errored_conversations_could_flip_is_not_demonstrable(
+    tmp_path: Path, crashed: int, threshold: str
+) -> None:
+    """Without the errored the bound meets the threshold; had they all failed the rate would miss it."""
+    plan: dict[str, list[bool | str | None]] = {f"s{i:02}": [True, True] for i in range(60)}
+    for i in range(crashed):
+        plan[f"s{i:02}"] = [None, None]
+    case = _case(synthetic_outcome_run(tmp_path / "run", plan), _log(tmp_path, threshold))
+    control = case.hazards[0].controls[0]
+    assert control.errored == 2 * crashed and control.bound is not None
+    assert (control.status, case.exit_code) == ("not demonstrable", 3)
+    assert f"{2 * crashed} errored left out, which could flip it" in control.reason

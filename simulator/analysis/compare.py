@@ -117,6 +117,9 @@ class RunComparison(_Model):
     scenario_diff_low: float | None
     scenario_diff_high: float | None
     regressions: list[str]
+    # Critical metrics with nothing, or less than half, to compare (errored or unjudged on a side): a
+    # regression there could not be seen, so `--fail-on-regression` cannot pass on them (undecidable).
+    undecided: list[str] = Field(default_factory=empty_list)
     # Present when both runs hold golden items: scorers side by side, intents at zero.
     golden: GoldenComparison | None = None
     # The outcome sources each run's outcome figures rest on (A, B); empty without outcome levels.
@@ -468,6 +471,16 @@ def _regressions(metrics: list[PairedMetric]) -> list[str]:
     ]
 
 
+def _undecided(metrics: list[PairedMetric]) -> list[str]:
+    """One line per critical metric compared on nothing, or on fewer than half its conversations."""
+    return [
+        f"{m.name}: {m.pairs} of {m.pairs + m.excluded} conversations compared ({m.excluded} with an error "
+        "or no verdict on a side): a regression there could not be seen"
+        for m in metrics
+        if m.critical and (m.pairs == 0 or m.excluded > m.pairs)
+    ]
+
+
 def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | None = None) -> RunComparison:
     """`compare_runs` on runs already loaded (the leaderboard compares many cells with one baseline)."""
     a_path, b_path = a.path, b.path
@@ -499,6 +512,7 @@ def compare_loaded(a: RunData, b: RunData, alpha: float = 0.05, gate: Gate | Non
         scenario_diff_low=overall.low if overall else None,
         scenario_diff_high=overall.high if overall else None,
         regressions=_regressions(metrics),
+        undecided=_undecided(metrics),
         golden=golden,
         outcome_source=[outcome_source(a), outcome_source(b)] if a.outcome is not None else [],
     )

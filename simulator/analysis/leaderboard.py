@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = ["CellRow", "Leaderboard", "build_leaderboard", "cell_interval"]
 
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -35,11 +36,12 @@ Tally = dict[str, tuple[int, int]]  # scenario id -> (successes or failures coun
 
 
 def cell_interval(
-    k: int, n: int, by_scenario: Tally, *, counts: Literal["successes", "failures"]
+    k: int, n: int, by_scenario: Tally, *, counts: Literal["successes", "failures"], errored: int = 0
 ) -> RateView:
     """A cell's rate with both intervals: Wilson over conversations, and vignette-clustered (repeats of one
-    scenario are not independent; the leaderboard shows this one)."""
-    return rate_view(k, n, counts=counts, per_scenario=list(by_scenario.values()))
+    scenario are not independent; the leaderboard shows this one); `errored` conversations left out of n
+    give its worst and best case."""
+    return rate_view(k, n, counts=counts, per_scenario=list(by_scenario.values()), errored=errored)
 
 
 class CellRow(_Model):
@@ -114,10 +116,12 @@ class Leaderboard(_Model):
     notes: list[str]
 
 
-def _tallies(run: RunData) -> dict[str, tuple[int, int, Tally]]:
-    """Per metric: (k, n, per-scenario tally) for quality, critical sensitivity and under-triage."""
+def _tallies(run: RunData) -> tuple[dict[str, tuple[int, int, Tally]], Counter[str]]:
+    """Per metric: (k, n, per-scenario tally) for quality, critical sensitivity and under-triage, and the
+    conversations each metric left out as errored."""
     grouped = run.verdicts_by_conversation()
     out: dict[str, tuple[int, int, Tally]] = {}
+    errored: Counter[str] = Counter()
 
     def add(metric: str, scenario: str, hit: bool) -> None:
         k, n, tally = out.get(metric, (0, 0, {}))
@@ -132,10 +136,14 @@ def _tallies(run: RunData) -> dict[str, tuple[int, int, Tally]]:
         status = conversation_status(record, grouped.get(record.id, []))
         if status in ("pass", "fail"):
             add("quality", vignette_of(record.scenario_id), status == "pass")
+        errored["quality"] += status == "error"
         if config is None or critical is None:
             continue
         expected = run.expected.get(record.scenario_id, {}).get(config.key)
         actual = actual_outcome(run, record)
+        if expected in rank and actual == "error":
+            errored["under"] += 1
+            errored["critical"] += rank[expected] >= rank[critical]
         if expected not in rank or actual == "error":
             continue
         add("under", vignette_of(record.scenario_id), actual in rank and rank[actual] < rank[expected])
@@ -143,16 +151,19 @@ def _tallies(run: RunData) -> dict[str, tuple[int, int, Tally]]:
             add(
                 "critical", vignette_of(record.scenario_id), actual in rank and rank[actual] >= rank[critical]
             )
-    return out
+    return out, errored
 
 
 def _rate(
-    tallies: dict[str, tuple[int, int, Tally]], metric: str, counts: Literal["successes", "failures"]
+    tallies: tuple[dict[str, tuple[int, int, Tally]], Counter[str]],
+    metric: str,
+    counts: Literal["successes", "failures"],
 ) -> RateView | None:
-    if metric not in tallies:
+    counted, errored = tallies
+    if metric not in counted and not errored[metric]:
         return None
-    k, n, tally = tallies[metric]
-    return cell_interval(k, n, tally, counts=counts)
+    k, n, tally = counted.get(metric, (0, 0, {}))
+    return cell_interval(k, n, tally, counts=counts, errored=errored[metric])
 
 
 def _row(cell_id: str, index: MatrixIndex, run: RunData, prices: PriceTable) -> CellRow:

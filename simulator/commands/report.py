@@ -302,6 +302,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if args.fail_on_regression and comparison.undecided:
+        print(
+            f"undecidable: {len(comparison.undecided)} critical metric(s) had too little to compare (exit 3)",
+            file=sys.stderr,
+        )
+        return 3
     return 0
 
 

@@ -185,12 +185,12 @@ def evaluate(requirement: Requirement, rate: RateView) -> RequirementResult:
             requirement=requirement, status="undecidable", rate=rate, bound=None, reason="nothing measured"
         )
     if requirement.op == "==":
-        return _exactly(requirement, rate, bound)
+        return _with_errored(_exactly(requirement, rate, bound), requirement, rate)
     side = "upper" if requirement.upper else "lower"
     seen = f"clustered 95% {side} bound {pct(bound)} ({rate.k}/{rate.n} = {pct(rate.rate)}, {cl.scenarios} {cl.unit})"
     result = RequirementResult(requirement=requirement, status="met", rate=rate, bound=bound, reason=seen)
     if _holds(requirement, bound):
-        return result
+        return _with_errored(result, requirement, rate)
     if not _holds(requirement, rate.rate):
         result.status = "not met"
         result.advice = f"the observed rate {pct(rate.rate)} itself misses it: more runs will not help unless the bot changes"
@@ -199,6 +199,28 @@ def evaluate(requirement: Requirement, rate: RateView) -> RequirementResult:
     few = cl.scenarios < 2 or not _holds(requirement, flawless)
     result.status = "undecidable" if few else "not met"
     _advise(result, requirement, rate, flawless if few else None)
+    return _with_errored(result, requirement, rate)
+
+
+def _with_errored(result: RequirementResult, requirement: Requirement, rate: RateView) -> RequirementResult:
+    """Errored conversations are never passes or fails, and never silent: the reason counts them, and a
+    "met" that the errored could flip (`RateView.errors_could_move`, and had they all gone against the
+    requirement the rate itself would miss it) is undecidable until they are rerun."""
+    if not rate.errored:
+        return result
+    result.reason += f"; {rate.errored} errored left out"
+    span = rate.missing_range
+    if result.status != "met" or span is None or not rate.errors_could_move:
+        return result
+    worst = span[1] if requirement.upper else span[0]
+    if _holds(requirement, worst):
+        return result
+    result.status = "undecidable"
+    result.reason += f", which could flip it: {rate.moved}"
+    result.advice = (
+        f"had the {rate.errored} errored all gone against it the rate would be {pct(worst)}: fix the errors "
+        "and rerun them (simulator run --resume RUN --retry-errors)"
+    )
     return result
 
 

@@ -37,9 +37,16 @@ def _rate(view: RateView | None) -> str:
     if view is None:
         return "n/a"
     if view.rate is None:
-        return f"{view.k}/{view.n} n/a"
+        return _errored(f"{view.k}/{view.n} n/a", view)
     # The rate's one interval, as the report draws it (clustered when it pools a vignette's conversations).
-    return f"{pct(view.rate)} ({view.interval_text}) {view.k}/{view.n}"
+    return _errored(f"{pct(view.rate)} ({view.interval_text}) {view.k}/{view.n}", view)
+
+
+def _errored(text: str, view: RateView) -> str:
+    """The errored conversations a cell's rate left out, and its worst/best range when they could move it."""
+    if not view.errored:
+        return text
+    return f"{text}; {view.errored} errored" + (f" ({view.moved})" if view.moved else "")
 
 
 def _money(value: float | None, currency: str) -> str:

@@ -156,7 +156,12 @@ def render_comparison(comparison: RunComparison, console: Console | None = None,
         for line in comparison.regressions:
             console.print(f"  [red]{escape(line)}[/]")
     else:
-        console.print(f"\nno critical metric got significantly worse (alpha {comparison.alpha})")
+        where = " where there was enough to compare" if comparison.undecided else ""
+        console.print(f"\nno critical metric got significantly worse{where} (alpha {comparison.alpha})")
+    if comparison.undecided:
+        console.print("\n[yellow]Critical metrics with too little to compare (undecidable):[/]")
+        for line in comparison.undecided:
+            console.print(f"  [yellow]{escape(line)}[/]")
 
 
 def _calibration_block(console: Console, c: CriterionCalibration) -> None:

@@ -87,6 +87,31 @@ def drop_zero_rate_texts(value: Any) -> None:
             drop_zero_rate_texts(item)
 
 
+def _rate_texts(value: Any, path: str = "") -> dict[str, str]:
+    """Every rate's `text` in a report's JSON by where it is, each popped from its rate."""
+    found: dict[str, str] = {}
+    if isinstance(value, dict):
+        if {"k", "n", "text"} <= value.keys():
+            found[path] = value.pop("text")
+        for key, item in value.items():
+            found |= _rate_texts(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found |= _rate_texts(item, f"{path}[{index}]")
+    return found
+
+
+def assert_rate_texts_lead_with_their_interval(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Deliberate change (one interval per rate, tests/test_one_interval_text.py): a rate's text leads with its
+    interval clustered over vignettes, the per-conversation one only labelled; the same count and rate. Pops
+    every rate's text from both reports."""
+    was_texts, now_texts = _rate_texts(old), _rate_texts(new)
+    for path in was_texts.keys() & now_texts.keys():
+        was, now = was_texts[path], now_texts[path]
+        assert now.split(" (")[0] == was.split(" (")[0], (path, was, now)
+        assert "n/a" in now or "per conversation" in now or was == now, (path, was, now)
+
+
 def assert_cost_counts_requests_made(old: dict[str, Any], new: dict[str, Any]) -> None:
     """Issue 31's one rule for calls: only requests actually made count. A stored report of a run with the
     offline user and no judge model counted their turns as calls; today they are 0 and have no failure
@@ -114,6 +139,7 @@ def test_a_version_1_folder_reports_as_the_version_that_wrote_it(tmp_path: Path)
     # interval (report schema 2), and since issue 31 as THE interval, the per-conversation one after it,
     # labelled. Every figure stays the same; under-triage now counts no-decision cases (none in this run).
     assert_cost_counts_requests_made(old, new)
+    assert_rate_texts_lead_with_their_interval(old, new)
     changed = _differences(old, new)
     assert [d.split(":")[0] for d in changed] == [".findings[1].detail", ".findings[2].title"]
     assert old["findings"][1]["detail"] == "emergency sensitivity 2/4 = 50.0% (95% CI 15.0%–85.0%)"

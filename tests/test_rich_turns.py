@@ -35,7 +35,7 @@ from simulator.report.model import build_report
 from simulator.text.meaning import Reader
 from simulator.text.picking import choose_option
 from simulator.users.llm_user import read_pick, seen_by_user
-from tests.test_record import assert_cost_counts_requests_made
+from tests.test_record import assert_cost_counts_requests_made, assert_rate_texts_lead_with_their_interval
 from tests.traces_helpers import require
 
 DATA = Path(__file__).parent / "data" / "runs"
@@ -138,6 +138,9 @@ def test_a_v2_folder_reads_as_text_parts_and_reports_as_the_version_that_wrote_i
             row["scenarios"],
             row["worst_scenarios"],
         )
+    # Deliberate change: a rate's text leads with its one interval, clustered over vignettes, and shows the
+    # per-conversation interval only labelled (tests/test_one_interval_text.py); the same count and rate.
+    assert_rate_texts_lead_with_their_interval(before, after)
     # Deliberate change: a clustered interval names its unit (vignettes), where it said "scenarios".
     assert after == _in_vignettes(before) and _units(after) == {"vignettes"}
     assert [f["level"] for f in new_findings] == [f["level"] for f in old_findings]

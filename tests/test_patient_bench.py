@@ -12,7 +12,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 # Reached when the set was written (before: 0.783, 0.878, 0.547, 0.438 with the word-overlap patient).
-PINNED = {"fact_precision": 0.937, "fact_recall": 0.973, "pick_accuracy": 0.984, "voice_consistency": 1.0}
+PINNED = {"fact_precision": 0.938, "fact_recall": 0.973, "pick_accuracy": 0.984, "voice_consistency": 1.0}
 
 
 def test_the_set_has_at_least_150_items_across_vocabularies_languages_and_speakers() -> None:

@@ -180,8 +180,10 @@ def test_a_glucose_question_still_finds_the_glucose_fact() -> None:
 )
 def test_a_sore_throat_is_no_yes_to_chest_pain(question: str) -> None:
     sore = _scenario(["My throat is really sore.", "It hurts to swallow."])
+    _, pick = _answer(sore, question, ["Yes", "No", "Not sure"])
+    assert pick is not None and pick.title == "Not sure" and pick.basis == "unsure"  # no fact says either
     _, pick = _answer(sore, question, ["Yes", "No"])
-    assert pick is not None and pick.title == "No" and pick.basis == "negative"
+    assert pick is None  # no "Not sure" button: it types what it would have typed, never a made-up "No"
 
 
 @pytest.mark.parametrize(
@@ -211,11 +213,11 @@ def test_a_question_about_several_things_gets_every_relevant_fact(question: str,
         (["He has not wanted any drinks since this afternoon."], "Is he drinking normally?", "No"),
         (["I can't breathe properly."], "Are you short of breath?", "Yes"),
         (["The ache spreads into my left arm."], "Does the pain go into your arm?", "Yes"),
-        (["Pressure in the chest for two hours."], "Is there blood when you cough?", "No"),
+        (["Pressure in the chest for two hours."], "Is there blood when you cough?", "Not sure"),
     ],
 )
 def test_yes_and_no_are_what_the_facts_say(facts: list[str], question: str, tap: str) -> None:
-    _, pick = _answer(_scenario(facts), question, ["Yes", "No"])
+    _, pick = _answer(_scenario(facts), question, ["Yes", "No", "Not sure"])
     assert pick is not None and pick.title == tap
 
 

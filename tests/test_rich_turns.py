@@ -226,8 +226,9 @@ def test_the_offline_user_taps_the_button_its_facts_call_for(tmp_path: Path) -> 
     assert isinstance(last[0], ToolCallPart) and last[0].result == {"service": "A&E", "distance_km": 2.5}
     arm = next(p for p in chest.provenance if "arm" in p.text)
     assert arm.status == "elicited" and arm.asked_turn == 1
-    # No fact is about the arm or jaw for the back pain: it answers No; no fact says where to be seen and
-    # no row says "none", so it types what it knows instead of guessing a place (the same in every run).
+    # No fact is about the arm or jaw for the back pain: it taps "Not sure" (never a made-up "No", as its
+    # typed answer would say); no fact says where to be seen and no row says "none", so it types what it
+    # knows instead of guessing a place (the same in every run).
     back = [records["back-1#0"], records["back-1#1"]]
     for record in back:
         picks = [p for t in record.turns for p in t.parts if isinstance(p, PickPart)]
@@ -236,7 +237,7 @@ def test_the_offline_user_taps_the_button_its_facts_call_for(tmp_path: Path) -> 
             for t in record.turns
             if t.role == "user" and not any(isinstance(p, PickPart) for p in t.parts)
         ]
-        assert picks and {(p.id, p.basis) for p in picks} == {("no", "negative")} and len(typed) >= 2
+        assert picks and {(p.id, p.basis) for p in picks} == {("unsure", "unsure")} and len(typed) >= 2
         assert record.stop_reason == "max_turns"  # this bot takes only taps: its own limit, not a guess
     _, again = _run(tmp_path / "again")
     assert [t.parts for t in again["back-1#1"].turns] == [t.parts for t in back[1].turns]
@@ -257,7 +258,7 @@ def test_a_persona_that_ignores_buttons_types_instead(tmp_path: Path) -> None:
     ("titles", "facts", "question", "expected"),
     [
         (["Yes", "No"], ["The pain goes to the left arm."], "Does the pain go to your arm?", "Yes"),
-        (["Yes", "No"], ["I feel sick."], "Does the pain go to your arm?", "No"),
+        (["Yes", "No", "Not sure"], ["I feel sick."], "Does the pain go to your arm?", "Not sure"),
         (["Yes", "Not sure"], ["I feel sick."], "Do you have a fever?", "Not sure"),
         (
             ["Chest pain", "Headache", "Rash"],

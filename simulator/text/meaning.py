@@ -18,7 +18,7 @@ option a patient taps (text/picking.py) and audits the taps of any simulated use
 
 from __future__ import annotations
 
-__all__ = ["Reader", "Reading", "answering", "support"]
+__all__ = ["Knowledge", "Reader", "Reading", "answering", "knowledge", "support"]
 
 import re
 from collections.abc import Iterable, Sequence
@@ -74,6 +74,13 @@ _NEGATORS = frozenset(
     ]
 )
 _INABILITY = frozenset(["can", "could", "able", "puedo", "puede", "puedes", "podía"])
+# After a negator, words that make it a lack of knowledge, not a denial: "I don't know whether I am pregnant",
+# "not sure if", "no idea": what follows in the clause is unknown to the person, neither said nor ruled out.
+_KNOWING = frozenset(["know", "sure", "certain", "idea", "sé", "sabe", "sabemos", "seguro", "segura"])
+_UNKNOWING = frozenset(["unsure", "unknown", "uncertain"])
+# Words that put a text in the person's past ("have you ever had this before?", "a previous ectopic", "I have
+# never fainted"): a question about a past occurrence is answered only by a fact about the past.
+_PAST = frozenset(["before", "ever", "previous", "previously", "history", "past", "again", "never", "antes"])
 # Words that say the thing named in their clause is as it should be ("my breathing is ok").
 _NORMAL = frozenset(["ok", "okay", "fine", "normal", "alright", "bien", "normal"])
 _OTHER = frozenset(
@@ -120,6 +127,8 @@ class Reading:
     negated: frozenset[str] = frozenset()  # topics, qualities or words said not to be there
     blanket_no: bool = False  # "no other symptoms", "nothing else"
     alternatives: bool = False  # asks about one thing or another ("lips or tongue")
+    unknown: frozenset[str] = frozenset()  # topics, qualities or words the person says it does not know
+    past: bool = False  # about a past occurrence ("ever ... before", "previous", "never")
 
     @property
     def about(self) -> frozenset[str]:
@@ -168,18 +177,21 @@ class Reader:
         qualities: set[str] = set()
         words: set[str] = set()
         negated: set[str] = set()
+        unknown: set[str] = set()
         blanket = False
         for clause in _CLAUSE.split(text.casefold()):
             raw = _WORD.findall(clause)
             found, negative = self._clause(raw)
-            for name, is_negated in found:
+            for name, state in found:
                 kind = qualities if name in self._qualities else topics
                 word = name.startswith("~")
                 if word:
                     kind, name = words, name[1:]
                 kind.add(name)
+                if state == "unknown":
+                    unknown.add(name)
                 # "my breathing is ok" rules out a breathing problem; "she can walk on it fine" says she walks
-                if is_negated or (negative and not word):
+                elif state == "no" or (negative and not word):
                     negated.add(name)
             has_topic = any(not n.startswith("~") for n, _ in found)
             # "no other symptoms", "nothing else", "otherwise I feel fine": nothing beyond what was said.
@@ -187,14 +199,16 @@ class Reader:
                 blanket = True
         if _AGE.search(text):
             topics.add("age")
-        alternatives = bool(re.search(r"\b(or|o|ou|oder)\b", text.casefold()))
+        folded = text.casefold()
         return Reading(
             frozenset(topics),
             frozenset(qualities),
             frozenset(words),
             frozenset(negated),
             blanket,
-            alternatives,
+            alternatives=bool(re.search(r"\b(or|o|ou|oder)\b", folded)),
+            unknown=frozenset(unknown),
+            past=bool(_PAST & set(_WORD.findall(folded))),
         )
 
     def _declared(self, text: str, declared: Sequence[str]) -> Reading:
@@ -210,28 +224,39 @@ class Reader:
                 negated.add(name)
         guessed = self.read(text)
         return Reading(
-            frozenset(topics), frozenset(qualities), frozenset(), frozenset(negated), guessed.blanket_no
+            frozenset(topics),
+            frozenset(qualities),
+            frozenset(),
+            frozenset(negated),
+            guessed.blanket_no,
+            past=guessed.past,
         )
 
     @staticmethod
-    def _negation_at(raw: list[str]) -> int | None:
-        """Where a negation starts in a clause's words (None: nowhere)."""
+    def _negation_at(raw: list[str]) -> tuple[int, bool] | None:
+        """Where a negation starts in a clause's words (None: nowhere), and whether it is a lack of knowledge
+        ("don't know whether", "not sure if", "unsure") rather than a denial."""
         for i, word in enumerate(raw):
+            if word in _UNKNOWING:
+                return i, True
             if word in _NEGATORS:
                 after = raw[i + 1] if i + 1 < len(raw) else ""
                 before = raw[i - 1] if i else ""
                 if after in _INABILITY or before in _INABILITY:
                     continue  # "no puedo respirar", "can not breathe": an inability, a symptom
-                return i
+                return i, after in _KNOWING
         return None
 
-    def _clause(self, raw: list[str]) -> tuple[list[tuple[str, bool]], bool]:
-        """(topic or ~word, negated) found in one clause, and whether the whole clause says all is normal."""
-        start = self._negation_at(raw)
+    def _clause(self, raw: list[str]) -> tuple[list[tuple[str, str]], bool]:
+        """(topic or ~word, "no" / "unknown" / "") found in one clause, and whether the whole clause says all
+        is normal."""
+        negation = self._negation_at(raw)
+        start, unknowing = negation if negation is not None else (len(raw), False)
         stems = [stem(w) for w in raw]
-        found: list[tuple[str, bool]] = []
+        found: list[tuple[str, str]] = []
         i = 0
         while i < len(raw):
+            state = ("unknown" if unknowing else "no") if start < i else ""
             for size in range(min(self._longest, len(raw) - i), 0, -1):
                 if size == 1 and raw[i] in self._stop:
                     continue  # a common word ("go", "when") never names a topic on its own
@@ -239,16 +264,21 @@ class Reader:
                     tuple(raw[i : i + size])
                 )
                 if topic is not None:
-                    found.append((topic, start is not None and start < i))
+                    found.append((topic, state))
                     i += size
                     break
             else:
                 word = raw[i]
-                if word not in self._stop and word not in _NEGATORS and len(word) > 1 and not word.isdigit():
-                    found.append(("~" + stems[i], start is not None and start < i))
+                if self._content(word) and not (unknowing and word in _KNOWING):
+                    found.append(("~" + stems[i], state))
                 i += 1
-        normal = bool(_NORMAL & set(raw)) and start is None
+        normal = bool(_NORMAL & set(raw)) and negation is None
         return found, normal
+
+    def _content(self, word: str) -> bool:
+        """Whether a word no topic covers says what a text is about (not a common, negating or time word)."""
+        plain = word not in self._stop and word not in _NEGATORS and word not in _UNKNOWING
+        return plain and word not in _PAST and len(word) > 1 and not word.isdigit()
 
 
 def _shared(question: Reading, fact: Reading) -> frozenset[str]:
@@ -269,62 +299,106 @@ def _weights(facts: Sequence[Reading]) -> dict[str, float]:
 
 
 def _verdict(question: Reading, fact: Reading) -> str | None:
-    """What one fact says of a question: "yes", "no", "partial" (on the subject, deciding nothing), None."""
+    """What one fact says of a question: "yes", "no", "unknown" (the person says it does not know), "related"
+    (on the subject and worth telling, yet no answer to what was asked: the present for a question about a
+    past occurrence), "partial" (on the subject, deciding nothing, not an answer), None (off the subject)."""
     shared = _shared(question, fact)
     if not shared:
         return None
     named = shared & (question.topics | question.qualities)
     if question.topics and not question.alternatives and not named and len(shared) < 2:
         return None  # the question names a topic: one word alone ("blue" inhaler, "blue" lips) is no answer
+    if shared & fact.unknown:
+        return "unknown"  # "I don't know whether I am pregnant"
     said = shared - fact.negated
-    if shared & fact.negated and not question.alternatives:
-        return "no"  # "my neck is not stiff", "the spots don't fade": the thing asked is ruled out
-    if not said:
-        return "no"
-    if question.alternatives or len(question.topics) < 2 or question.topics <= fact.topics:
-        return "yes"
-    return "partial"  # "blood in the vomit?" of a fact about vomiting alone
+    if (shared & fact.negated and not question.alternatives) or not said:
+        verdict = "no"  # "my neck is not stiff", "the spots don't fade": the thing asked is ruled out
+    elif question.alternatives or len(question.topics) < 2 or question.topics <= fact.topics:
+        verdict = "yes"
+    else:
+        return "partial"  # "blood in the vomit?" of a fact about vomiting alone
+    # "Have you ever had X before?" is not answered by X now: only a fact about the past says yes or no.
+    return "related" if question.past and not fact.past else verdict
 
 
-def answering(question: Reading, facts: Sequence[Reading], skip: set[int] | None = None) -> list[int]:
-    """Every fact (index) that answers the question, yes or no, the best first. A fact sharing only words no
-    topic covers must share enough of them (a word many facts share counts less); a fact on the subject that
-    decides nothing ("vomiting" for "blood in the vomit?") is not an answer."""
+_TOLD = ("yes", "no", "unknown", "related")
+
+
+@dataclass
+class Knowledge:
+    """What this person knows about one question, the one home of that decision for a typed answer, a tap
+    and the audit of both: `told` the facts that answer it (the best first: what a typed answer says), the
+    facts among them that say yes, rule it out, or say the person does not know; `goal` when the goal says
+    yes. `answer` is "yes" or "no" only when facts decide it and none says otherwise, else "unsure"."""
+
+    told: list[int] = field(default_factory=list)
+    yes: list[int] = field(default_factory=list)
+    no: list[int] = field(default_factory=list)
+    unknown: list[int] = field(default_factory=list)
+    goal: bool = False
+
+    @property
+    def answer(self) -> str:
+        if self.yes and not (self.no or self.unknown):
+            return "yes"
+        if self.no and not (self.yes or self.unknown):
+            return "no"
+        if self.goal and not (self.yes or self.no or self.unknown):
+            return "yes"
+        return "unsure"
+
+
+def knowledge(question: Reading, facts: Sequence[Reading], goal: Reading | None = None) -> Knowledge:
+    """What the facts (and the goal) say of a question. A fact sharing only words no topic covers must share
+    enough of them (a word many facts share counts less); a fact on the subject that decides nothing
+    ("vomiting" for "blood in the vomit?") is not an answer. No fact on the subject: a blanket negative ("No
+    other symptoms") rules it out; without one the person is unsure (a scenario's facts are what it was
+    written with, not all that is true of the person)."""
     weights = _weights(facts)
     scored = []
+    out = Knowledge()
+    touched = False
     for index, fact in enumerate(facts):
-        if skip and index in skip:
-            continue
-        if _verdict(question, fact) not in ("yes", "no"):
+        verdict = _verdict(question, fact)
+        touched = touched or verdict is not None
+        if verdict not in _TOLD:
             continue
         shared = _shared(question, fact)
         score = sum(weights.get(name, 1.0) for name in shared)
         if shared & (fact.topics | fact.qualities) or score >= 0.5:
             scored.append((-score, index))
-    return [index for _, index in sorted(scored)]
+            {"yes": out.yes, "no": out.no, "unknown": out.unknown}.get(verdict, []).append(index)
+    out.told = [index for _, index in sorted(scored)]
+    if not touched and question.about:  # "No other symptoms": what no fact names is ruled out
+        out.told = out.no = [i for i, f in enumerate(facts) if f.blanket_no]
+    # The goal says yes by a topic it names, never by a word ("is the parcel damaged?" is not answered by
+    # "where is my parcel"), and never of the past.
+    out.goal = goal is not None and bool(question.topics & goal.about) and _verdict(question, goal) == "yes"
+    return out
 
 
-def support(
-    question: Reading, facts: Sequence[Reading], goal: Reading | None = None, menu: bool = False
-) -> Support:
-    """How the facts (and the goal) bear on a yes/no question or, `menu`, a row of a menu (see the module
-    docstring). The goal says what the conversation is about: it supports a menu row by a word it shares
-    ("Cough or cold" for "antibiotics for a cold"), a yes only by a topic it names ("is the parcel damaged?"
-    is not answered by "where is my parcel")."""
+def answering(question: Reading, facts: Sequence[Reading], skip: set[int] | None = None) -> list[int]:
+    """Every fact (index) not in `skip` that answers the question, the best first (`knowledge().told`)."""
+    return [index for index in knowledge(question, facts).told if not (skip and index in skip)]
+
+
+def support(question: Reading, facts: Sequence[Reading], goal: Reading | None = None) -> Support:
+    """How the facts (and the goal) bear on a row of a menu: the facts that say it, rule it out or touch its
+    subject, and a score. The goal says what the conversation is about: it supports a row by a word it
+    shares ("Cough or cold" for "antibiotics for a cold")."""
     out = Support()
     weights = _weights(facts)
+    told = knowledge(question, facts).told
     for index, fact in enumerate(facts):
         verdict = _verdict(question, fact)
-        if verdict == "yes" and index in answering(question, facts):
+        if verdict == "yes" and index in told:
             out.yes.append(index)
             out.score += sum(weights.get(name, 1.0) for name in _shared(question, fact) - fact.negated)
         elif verdict == "no":
             out.no.append(index)
         elif verdict is not None:
             out.partial.append(index)
-    # The goal supports by a topic it names ("pressure in my chest": the Chest pain row), never by a word.
-    named = question.about if menu else question.topics
-    if goal is not None and named & goal.about and _verdict(question, goal) == "yes":
+    if goal is not None and question.about & goal.about and _verdict(question, goal) == "yes":
         out.goal = True
         out.score += 0.5
     return out

@@ -266,5 +266,7 @@ def render_gate(result: GateResult, console: Console | None = None) -> None:
     for gap in result.incomplete:
         console.print(f"[yellow]INCOMPLETE[/]  {escape(gap)}")
     verdict = {0: "gate met", 1: "gate NOT met", 3: "gate undecidable"}[result.exit_code]
-    partial = " on incomplete records: the rates leave out what they lack (above)" if result.incomplete else ""
+    partial = (
+        " on incomplete records: the rates leave out what they lack (above)" if result.incomplete else ""
+    )
     console.print(f"[bold]{verdict}[/] (exit {result.exit_code}){partial}")

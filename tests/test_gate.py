@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from simulator.cli import main
 from simulator.errors import UserError
 from simulator.report.gate import evaluate_gate, parse_requirement
 from simulator.stats.basic import runs_needed_for_bound, zero_failure_upper_bound
+from tests.support.damaged_runs import as_recorded, cut_verdicts, interrupt
 from tests.synthetic import synthetic_outcome_run
 
 
@@ -235,3 +237,29 @@ def test_errored_conversations_that_cannot_flip_it_are_still_counted_in_the_reas
     assert main(["gate", str(run), "--require", requirement]) == 0
     out = capsys.readouterr().out
     assert "MET" in out and "1 errored left out" in out and "could flip" not in out
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda run: interrupt(run, 2), "run status interrupted: 78 of 80 planned conversations recorded"),
+        (lambda run: interrupt(run, 3, "complete"), "run status complete: 77 of 80 planned"),
+        (lambda run: cut_verdicts(run, 30, torn=True), "verdicts.jsonl ends in a torn line"),
+        (lambda run: cut_verdicts(run, 30, torn=False), "holds no code verdict for 50 of 80 conversations"),
+    ],
+)
+def test_the_gate_says_what_an_incomplete_run_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: Callable[[Path], Path], said: str
+) -> None:
+    """An interrupted run, a torn last line, verdicts lost: the gate prints each gap with its fix and says its
+    verdict rests on incomplete records, in the terminal and the JSON (D4). A clean run prints none."""
+    run = as_recorded(_run(tmp_path, "run", {f"s{i:02}": [True] for i in range(80)}))
+    assert main(["gate", str(run), "--require", "pass_rate >= 50%"]) == 0
+    assert "INCOMPLETE" not in capsys.readouterr().out
+    damage(run)
+    main(["gate", str(run), "--require", "pass_rate >= 50%", "--json", str(tmp_path / "g.json")])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "INCOMPLETE" in out and said in out and "on incomplete records" in out
+    assert "simulator run --resume" in out
+    gaps = json.loads((tmp_path / "g.json").read_text())["incomplete"]
+    assert any(said in gap for gap in gaps)

@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import textwrap
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from simulator.safety.case import SafetyCase, build_safety_case, load_runs
 from simulator.safety.harm import harm_weighted
 from simulator.safety.hazards import DCB0129, load_hazard_log
 from simulator.stats.dist import t_critical
+from tests.support.damaged_runs import add_rows, as_recorded, cut_verdicts, interrupt
 from tests.synthetic import LEVELS, synthetic_outcome_run
 from tests.test_report_support import record, verdict, write_run
 
@@ -373,3 +375,100 @@ def test_a_control_the_errored_conversations_could_flip_is_not_demonstrable(
     assert control.errored == 2 * crashed and control.bound is not None
     assert (control.status, case.exit_code) == ("not demonstrable", 3)
     assert f"{2 * crashed} errored left out, which could flip it" in control.reason
+
+
+def _named(tmp_path: Path, criteria: str, threshold: str) -> Path:
+    log = _log(tmp_path, threshold)
+    log.write_text(log.read_text().replace("[outcome.triage_level]", criteria))
+    return log
+
+
+@pytest.mark.parametrize(
+    "threshold",
+    [
+        "under_triage <= 40%",
+        "over_triage <= 40%",
+        "emergency_sensitivity >= 50%",
+        "critical_sensitivity >= 50%",
+        "no_decision <= 40%",
+        "fail_rate:outcome.triage_level <= 40%",
+    ],
+)
+def test_a_threshold_computed_from_a_criterion_the_control_does_not_name_is_refused(
+    tmp_path: Path, threshold: str
+) -> None:
+    """The outcome rates come from the decided outcome whatever the control names: a control naming only
+    an unjudged criterion was shown met on them (D3). The log is refused at load, naming line, control and fix."""
+    run = add_rows(
+        synthetic_outcome_run(tmp_path / "run", {f"s{i:02d}": [True] for i in range(70)}),
+        "asks-age",
+        "not_judged",
+    )
+    with pytest.raises(UserError) as caught:
+        _case(run, _named(tmp_path, "[asks-age]", threshold))
+    text = str(caught.value) + "".join(str(p) for p in caught.value.problems)
+    assert (
+        "h.yaml:14 [hazards.0.controls.0.threshold]" in text
+        and "control C-1" in text
+        and "add outcome.triage_level to its criteria" in text
+    )
+
+
+@pytest.mark.parametrize(
+    ("result", "why"),
+    [
+        ("not_judged", "66 not judged: no judge model configured"),
+        ("not_applicable", "66 not applicable"),
+        ("error", "66 error"),
+    ],
+)
+def test_a_control_whose_named_criterion_was_never_judged_is_not_demonstrable(
+    tmp_path: Path, result: str, why: str
+) -> None:
+    """The outcome criterion alone would meet the threshold; the other criterion the control names was never
+    judged, so "met" would rest on less than the control says: not demonstrable, saying which and why."""
+    plan: dict[str, list[bool | str | None]] = {f"s{i:02d}": [True] for i in range(66)}
+    run = add_rows(
+        synthetic_outcome_run(tmp_path / "run", plan), "asks-age", result, "no judge model configured"
+    )
+    case = _case(run, _named(tmp_path, "[outcome.triage_level, asks-age]", "under_triage <= 5%"))
+    control = case.hazards[0].controls[0]
+    assert (control.status, case.exit_code) == ("not demonstrable", 3)
+    assert control.reason.startswith(f"asks-age never judged on these conversations ({why}")
+    assert "simulator judge" in control.advice
+
+
+def test_a_control_not_met_stays_not_met_when_another_criterion_was_never_judged(tmp_path: Path) -> None:
+    plan: dict[str, list[bool | str | None]] = {f"s{i:02d}": [i % 2 == 0, True] for i in range(10)}
+    run = add_rows(synthetic_outcome_run(tmp_path / "run", plan), "asks-age", "not_judged")
+    case = _case(run, _named(tmp_path, "[outcome.triage_level, asks-age]", "under_triage <= 5%"))
+    assert (case.hazards[0].controls[0].status, case.exit_code) == ("not met", 1)
+
+
+def _clean(tmp_path: Path) -> Path:
+    return as_recorded(synthetic_outcome_run(tmp_path / "run", {f"s{i:02d}": [True] for i in range(70)}))
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda run: interrupt(run, 2), "run status interrupted: 68 of 70 planned conversations recorded"),
+        (lambda run: interrupt(run, 1, "aborted"), "run status aborted: 69 of 70 planned"),
+        (lambda run: interrupt(run, 5, "complete"), "run status complete: 65 of 70 planned"),
+        (lambda run: cut_verdicts(run, 20, torn=True), "ends in a torn line"),
+        (lambda run: cut_verdicts(run, 40, torn=False), "holds no code verdict for 30 of 70 conversations"),
+    ],
+)
+def test_a_control_over_incomplete_records_is_not_demonstrable_and_says_why(
+    tmp_path: Path, damage: Callable[[Path], Path], said: str
+) -> None:
+    """Met on the clean run; with conversations or verdicts missing from its scenarios the evidence is partial:
+    not demonstrable (exit 3), said in the control, the outstanding items and the statement (D4)."""
+    assert _case(_clean(tmp_path), _log(tmp_path)).exit_code == 0
+    run = damage(tmp_path / "run")
+    case = _case(run, _log(tmp_path))
+    control = case.hazards[0].controls[0]
+    assert (control.status, case.exit_code) == ("not demonstrable", 3)
+    assert control.reason.startswith("the evidence is partial")
+    assert any(said in item for item in case.outstanding)
+    assert any(line.startswith("The evidence is partial") for line in case.statement)

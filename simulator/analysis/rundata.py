@@ -16,7 +16,7 @@ from typing import Any
 from simulator.config.suite import OutcomeConfig
 from simulator.models import ResultModel
 from simulator.record.compact import Sharing
-from simulator.record.folder import LABELS, RunFolder, latest_by_id
+from simulator.record.folder import CONVERSATIONS, LABELS, VERDICTS, RunFolder, latest_by_id, torn_tail
 from simulator.record.hashing import sha256_file, short_hash
 from simulator.record.manifest import Manifest
 from simulator.record.models import ConversationRecord, Label, Verdict
@@ -63,6 +63,12 @@ class RunData:
     # Conversations without a scenario whose expected level a clinician labelled (conversation id -> level,
     # record/labelled_levels.py); already merged into `expected`, kept to say where a level came from.
     labelled_levels: dict[str, str] = field(default_factory=dict)
+    # Evidence the run lacks (`incomplete_records`): planned conversations not recorded, by scenario id, and
+    # the recorded conversations with no verdict row of a kind the run wrote for the others.
+    unrecorded: dict[str, int] = field(default_factory=dict)
+    unverdicted: set[str] = field(default_factory=set)
+    # The warnings of those gaps (a torn last line, conversations without verdicts), also in `warnings`.
+    gaps: list[str] = field(default_factory=list)
 
     @property
     def outcome(self) -> OutcomeConfig | None:
@@ -84,6 +90,23 @@ class RunData:
                 grouped.setdefault(verdict.conversation_id, []).append(verdict)
             self.cache["by_conversation"] = grouped
         return dict(self.cache["by_conversation"])
+
+    def incomplete(self) -> str | None:
+        """What an incomplete run lacks, in words (`run status interrupted: 64 of 66 planned conversations
+        recorded`), or None for a run that holds every conversation it planned."""
+        planned, recorded = self.manifest.planned, len(self.conversations)
+        if self.manifest.status == "complete" and recorded >= planned:
+            return None
+        return (
+            f"{self.path}: run status {self.manifest.status}: {recorded} of {planned} planned conversations "
+            "recorded; finish it with simulator run --resume"
+        )
+
+    def evidence_gaps(self) -> list[str]:
+        """Everything the run's records lack, said with the fix: an incomplete run, a torn last line,
+        conversations without verdicts. What `gate` and `safety-case` print before deciding."""
+        incomplete = self.incomplete()
+        return ([incomplete] if incomplete else []) + self.gaps
 
     def scenario_tags(self) -> dict[str, list[str]]:
         """Tags of each scenario, from its conversations."""
@@ -190,6 +213,76 @@ def _stray_warnings(path: Path, strays: list[str]) -> list[str]:
     ]
 
 
+def _unrecorded(manifest: Manifest, conversations: list[ConversationRecord]) -> dict[str, int]:
+    """Planned conversations not recorded, by scenario (each planned `suite.runs` times), when the run holds
+    fewer than it planned; a shard plans a part of its scenarios, so then each scenario short is counted."""
+    if manifest.planned <= len(conversations) or manifest.suite is None:
+        return {}
+    recorded = Counter(r.scenario_id for r in conversations)
+    short = {e.id: manifest.suite.runs - recorded[e.id] for e in manifest.scenarios}
+    return {scenario: n for scenario, n in short.items() if n > 0}
+
+
+def _kinds_due(manifest: Manifest, judge_set: str | None, record: ConversationRecord) -> set[str]:
+    """The verdict kinds the judging stage writes for this conversation: `llm` when a criterion of the judge
+    set applies to its tags, `code` when its scenario expects the suite's outcome (judging/stage.py)."""
+    due = set()
+    chosen = next((s for s in manifest.judge_sets if s.hash == judge_set), None)
+    if chosen is not None and any(
+        not c.applies_to or set(c.applies_to) & set(record.tags) for c in chosen.criteria
+    ):
+        due.add("llm")
+    outcome = manifest.suite.outcome if manifest.suite is not None else None
+    entry = next((e for e in manifest.scenarios if e.id == record.scenario_id), None)
+    if outcome is not None and entry is not None and outcome.key in entry.expected:
+        due.add("code")
+    return due
+
+
+def _unverdicted(
+    manifest: Manifest,
+    judge_set: str | None,
+    conversations: list[ConversationRecord],
+    verdicts: list[Verdict],
+) -> dict[str, list[str]]:
+    """Kind -> the conversations with no verdict row of that kind, though the run wrote that kind for others
+    and it applies to them: their evidence was lost (a cut file) or never written (judging stopped)."""
+    if manifest.status == "running" or manifest.kind != "simulation":
+        return {}
+    have: dict[str, set[str]] = {}
+    for verdict in verdicts:
+        have.setdefault(verdict.kind, set()).add(verdict.conversation_id)
+    lacking: dict[str, list[str]] = {}
+    for record in conversations:
+        for kind in sorted(_kinds_due(manifest, judge_set, record) & set(have)):
+            if record.id not in have[kind]:
+                lacking.setdefault(kind, []).append(record.id)
+    return lacking
+
+
+def _record_warnings(path: Path, status: str, lacking: dict[str, list[str]], total: int) -> list[str]:
+    """A torn last line of a records file, and conversations without verdicts of a kind, said with the fix."""
+    warnings = []
+    for name in (CONVERSATIONS, VERDICTS):
+        torn = torn_tail(path / name)
+        if torn and status != "running":
+            warnings.append(
+                f"{path / name} ends in a torn line ({torn} bytes without a newline), left out of every number: "
+                "a crash mid-write (or a damaged copy); simulator run --resume RUN repairs it and redoes "
+                "what it held"
+            )
+    ids = sorted({i for of_kind in lacking.values() for i in of_kind})
+    if ids:
+        kinds = " or ".join(sorted(lacking))
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        warnings.append(
+            f"{path / VERDICTS} holds no {kinds} verdict for {len(ids)} of {total} conversations ({shown}) "
+            "though the run wrote them for the others: they count as nothing judged; the file lost lines or "
+            "judging stopped: simulator run --resume RUN judges them"
+        )
+    return warnings
+
+
 def _verdict_sharing() -> Sharing:
     """Verdicts share their repeated strings and field sets as they are read (record/compact.py)."""
     return Sharing(
@@ -254,6 +347,9 @@ def load_run(path: Path, judge_set: str | None = None, *, keep_turns: bool = Tru
         warnings.append(
             f"judge set {short_hash(chosen)} did not judge some criteria; using earlier sets: {named}"
         )
+    lacking = _unverdicted(manifest, chosen, conversations, [*verdicts, *selection.fidelity])
+    gaps = _record_warnings(path, manifest.status, lacking, len(conversations))
+    warnings += gaps
     labels, labels_sha256 = load_labels(path)
     labelled = _labelled(manifest, conversations, labels, expected, warnings)
     return RunData(
@@ -273,4 +369,7 @@ def load_run(path: Path, judge_set: str | None = None, *, keep_turns: bool = Tru
         labels=labels,
         labels_sha256=labels_sha256,
         labelled_levels=labelled,
+        unrecorded=_unrecorded(manifest, conversations),
+        unverdicted={i for ids in lacking.values() for i in ids},
+        gaps=gaps,
     )

@@ -16,6 +16,7 @@ __all__ = [
     "latest_by_id",
     "new_run_id",
     "read_jsonl",
+    "torn_tail",
 ]
 
 import json
@@ -343,30 +344,45 @@ def dump_writable(record: BaseModel) -> str:
         return dump_line(stand_in)
 
 
+def _whole_lines_end(handle: BinaryIO) -> tuple[int, int]:
+    """(size, end of the last whole line) of an open records file: they differ by a trailing half line.
+    Reads only the file's tail, whatever its size."""
+    size = handle.seek(0, os.SEEK_END)
+    if size == 0:
+        return 0, 0
+    handle.seek(size - 1)
+    if handle.read(1) == b"\n":
+        return size, size
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        handle.seek(start)
+        newline = handle.read(end - start).rfind(b"\n")
+        if newline >= 0:
+            return size, start + newline + 1
+        end = start
+    return size, 0
+
+
+def torn_tail(path: Path) -> int:
+    """Bytes of a last line without its newline (a record being written, or cut by a crash); 0 when the file
+    ends on a whole line or does not exist. Reads the file only, never repairs it."""
+    if not path.is_file():
+        return 0
+    with _open_record_file(path) as handle:
+        size, keep = _whole_lines_end(handle)
+    return size - keep
+
+
 def _truncate_partial_line(path: Path) -> int:
     """Cut a trailing half line (the writer was killed mid-write) so new records start on a line of their
-    own; return the bytes cut. Reads only the file's tail, whatever its size."""
+    own; return the bytes cut."""
     if not path.exists():
         return 0
     with path.open("rb+") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size == 0:
-            return 0
-        handle.seek(size - 1)
-        if handle.read(1) == b"\n":
-            return 0
-        end = size
-        while end > 0:
-            start = max(0, end - 65536)
-            handle.seek(start)
-            newline = handle.read(end - start).rfind(b"\n")
-            if newline >= 0:
-                keep = start + newline + 1
-                break
-            end = start
-        else:
-            keep = 0
-        handle.truncate(keep)
+        size, keep = _whole_lines_end(handle)
+        if keep < size:
+            handle.truncate(keep)
         return size - keep
 
 

@@ -8,7 +8,15 @@ scenarios), as is every requirement when the scenario set differs from the basel
 
 from __future__ import annotations
 
-__all__ = ["GateResult", "Requirement", "evaluate_gate", "gate_metrics", "metric_names", "parse_requirement"]
+__all__ = [
+    "GateResult",
+    "Requirement",
+    "evaluate_gate",
+    "gate_metrics",
+    "metric_names",
+    "outcome_metric_names",
+    "parse_requirement",
+]
 
 import difflib
 import re
@@ -78,6 +86,9 @@ class GateResult(_Model):
     scenario_set_changed: str = ""
     # What the outcome metrics rest on: the run's outcome sources in order (docs/outcome-sources.md).
     outcome_source: list[str] = Field(default_factory=empty_list)
+    # What the run's records lack (an interrupted run, a torn line, conversations without verdicts): the
+    # rates leave it out, and the gate says so (`RunData.evidence_gaps`).
+    incomplete: list[str] = Field(default_factory=empty_list)
 
 
 def gate_metrics(run: RunData) -> dict[str, Callable[[], RateView]]:
@@ -110,18 +121,20 @@ def metric_names(outcome: OutcomeConfig | None, criteria: Iterable[str]) -> list
     """The names `gate_metrics` offers for a run with this outcome config and these criteria, known before
     any run (a hazard log's thresholds are checked with it)."""
     names = {"pass_rate", *(f"fail_rate:{c}" for c in criteria)}
-    if outcome is not None:
-        critical = outcome.critical or outcome.levels[-1]
-        names |= {"critical_sensitivity", f"{critical}_sensitivity", "under_triage", "under_triage_decided"}
-        names |= {
-            "over_triage",
-            "no_decision",
-            "exact",
-            *(f"{level}_sensitivity" for level in outcome.levels),
-        }
-        if outcome.red_flags:
-            names.add("red_flag_under_triage")
-    return sorted(names)
+    return sorted(names | outcome_metric_names(outcome))
+
+
+def outcome_metric_names(outcome: OutcomeConfig | None) -> set[str]:
+    """The metrics computed from the decided outcome (the final state and its sources), whatever verdicts
+    the run holds: a hazard control thresholding one must name the outcome criterion (safety/hazard_check.py)."""
+    if outcome is None:
+        return set()
+    critical = outcome.critical or outcome.levels[-1]
+    names = {"critical_sensitivity", f"{critical}_sensitivity", "under_triage", "under_triage_decided"}
+    names |= {"over_triage", "no_decision", "exact", *(f"{level}_sensitivity" for level in outcome.levels)}
+    if outcome.red_flags:
+        names.add("red_flag_under_triage")
+    return names
 
 
 def _const(rate: RateView) -> Callable[[], RateView]:
@@ -326,4 +339,5 @@ def evaluate_gate(run: RunData, texts: list[str], baseline: RunData | None = Non
         exit_code=code,
         scenario_set_changed=changed,
         outcome_source=outcome_source(run),
+        incomplete=run.evidence_gaps() + (baseline.evidence_gaps() if baseline is not None else []),
     )

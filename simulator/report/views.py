@@ -263,5 +263,10 @@ def render_gate(result: GateResult, console: Console | None = None) -> None:
             console.print(f"            [dim]{escape(item.advice)}[/]")
     if result.outcome_source and result.outcome_source != ["state"]:  # the default goes unsaid, as before
         console.print(f"outcome metrics read from: {', '.join(result.outcome_source)}")
+    for gap in result.incomplete:
+        console.print(f"[yellow]INCOMPLETE[/]  {escape(gap)}")
     verdict = {0: "gate met", 1: "gate NOT met", 3: "gate undecidable"}[result.exit_code]
-    console.print(f"[bold]{verdict}[/] (exit {result.exit_code})")
+    partial = (
+        " on incomplete records: the rates leave out what they lack (above)" if result.incomplete else ""
+    )
+    console.print(f"[bold]{verdict}[/] (exit {result.exit_code}){partial}")

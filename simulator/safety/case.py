@@ -179,6 +179,8 @@ def merge_runs(runs: list[RunData]) -> RunData:
         return f"{run.manifest.run_id}/{cid}"
 
     records, verdicts, fidelity, expected, order = [], [], [], {}, []
+    unrecorded: dict[str, int] = {}
+    unverdicted: set[str] = set()
     for run in runs:
         records += [r.model_copy(update={"id": rid(run, r.id)}) for r in run.conversations]
         verdicts += [
@@ -189,6 +191,9 @@ def merge_runs(runs: list[RunData]) -> RunData:
         ]
         expected.update(run.expected)
         order += [s for s in run.scenario_order if s not in order]
+        for scenario, n in run.unrecorded.items():
+            unrecorded[scenario] = unrecorded.get(scenario, 0) + n
+        unverdicted |= {rid(run, cid) for cid in run.unverdicted}
     return dataclasses.replace(
         first,
         conversations=records,
@@ -198,6 +203,9 @@ def merge_runs(runs: list[RunData]) -> RunData:
         expected=expected,
         scenario_order=order,
         cache={},
+        unrecorded=unrecorded,
+        unverdicted=unverdicted,
+        gaps=[gap for run in runs for gap in run.gaps],
     )
 
 
@@ -369,6 +377,16 @@ def _adversarial(merged: RunData, hazard_ids: set[str]) -> list[AdversarialResul
     ]
 
 
+def _partial_statement(gaps: list[str]) -> list[str]:
+    """An incomplete run or damaged records: said in the statement, never left to the outstanding items."""
+    if not gaps:
+        return []
+    return [
+        f"The evidence is partial (gaps in the records: {len(gaps)}, listed under outstanding items): a control "
+        "whose scenarios lack recorded conversations or verdicts is not demonstrable until the run is finished."
+    ]
+
+
 def _adversarial_statement(results: list[AdversarialResult]) -> list[str]:
     won = [r for r in results if r.success.k]
     if not won:
@@ -391,8 +409,9 @@ def build_safety_case(
     a subset of the scenarios leave some tags out)."""
     mixed = check_bot_versions(runs, allow_mixed_versions)
     merged = merge_runs(runs)
+    gaps = [gap for run in runs for gap in run.evidence_gaps()]
     criteria, tags, metrics = known_names(runs, merged)
-    check_hazard_log(log, criteria, tags if check_tags else None, set(metrics))
+    check_hazard_log(log, criteria, tags if check_tags else None, set(metrics), merged.outcome)
     used = sorted({c for h in log.hazards for control in h.controls for c in control.criteria})
     calibration = calibrations(runs, used)
     uncalibrated = {c.criterion for c in calibration if c.status == "not calibrated"}
@@ -416,13 +435,16 @@ def build_safety_case(
         owner=log.owner,
         system_definition=log.system,
         risk_management=log.risk_management,
-        outstanding=_outstanding(hazards, calibration, merged),
+        outstanding=gaps + _outstanding(hazards, calibration, merged),
         exposure=log.exposure,
         projections=projections(log.exposure, [(h.id, h.controls) for h in hazards]),
         generated_at=(generated_at or datetime.now(UTC)).isoformat(timespec="seconds"),
         evidence_hash="",
         matrix=log.risk_matrix,
-        statement=_statement(hazards) + _adversarial_statement(adversarial) + mixed,
+        statement=_statement(hazards)
+        + _adversarial_statement(adversarial)
+        + mixed
+        + _partial_statement(gaps),
         exit_code=code,
         hazards=hazards,
         calibration=calibration,

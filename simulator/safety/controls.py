@@ -17,6 +17,7 @@ from __future__ import annotations
 __all__ = ["ControlResult", "evaluate_control"]
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable
 from typing import Literal
 
@@ -25,7 +26,7 @@ from simulator.analysis.rundata import RunData
 from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
 from simulator.record.models import ConversationRecord, Verdict
-from simulator.report.gate import evaluate, gate_metrics, parse_requirement
+from simulator.report.gate import Requirement, evaluate, gate_metrics, parse_requirement
 from simulator.safety.hazards import Control, ReviewEvidence
 from simulator.stats.rates import RateView, rate_view
 
@@ -199,16 +200,13 @@ def evaluate_control(run: RunData, control: Control, known: list[str]) -> Contro
     statuses = _statuses(sub)
     metrics = control_metrics(sub)
     rate = metrics[requirement.metric]() if requirement.metric in metrics else None
-    status: ControlStatus
-    if rate is None or rate.n == 0:
-        status, reason, bound = "not demonstrable", _nothing(statuses), None
-        advice, more = _nothing_advice(statuses), None
-    else:
-        result = evaluate(requirement, rate)
-        status = "not demonstrable" if result.status == "undecidable" else result.status
-        reason, advice, bound = result.reason, result.advice, result.bound
-        # The gate's own projection from the bound that decided (failing scenarios kept), never 3/n alone.
-        more = result.more_clean_scenarios if status == "not demonstrable" else None
+    status, reason, advice, bound, more = _decide(requirement, rate, statuses)
+    if status != "not met" and rate is not None and rate.n:  # failures seen stand: the missing can only add
+        lacking = [*_never_judged(sub, control.criteria), *_partial(run, sub, control)]
+        if lacking:
+            # A "met" would rest on less evidence than the control names: not demonstrable until it exists.
+            status, advice = "not demonstrable", _lacking_advice(lacking, advice)
+            reason = f"{'; '.join(lacking)}; on what there is, {reason}"
     faulted = _faulted(sub) & set(statuses)
     without = None
     if faulted and rate is not None:
@@ -243,6 +241,75 @@ def evaluate_control(run: RunData, control: Control, known: list[str]) -> Contro
         failing=evidence[:MAX_EVIDENCE],
         failing_total=len(evidence),
     )
+
+
+_Decision = tuple[ControlStatus, str, str, float | None, int | None]
+
+
+def _decide(requirement: Requirement, rate: RateView | None, statuses: dict[str, str]) -> _Decision:
+    """(status, reason, advice, bound, more scenarios) of the threshold on the rate, as the gate judges it."""
+    if rate is None or rate.n == 0:
+        return "not demonstrable", _nothing(statuses), _nothing_advice(statuses), None, None
+    result = evaluate(requirement, rate)
+    status: ControlStatus = "not demonstrable" if result.status == "undecidable" else result.status
+    # The gate's own projection from the bound that decided (failing scenarios kept), never 3/n alone.
+    more = result.more_clean_scenarios if status == "not demonstrable" else None
+    return status, result.reason, result.advice, result.bound, more
+
+
+def _partial(run: RunData, sub: RunData, control: Control) -> list[str]:
+    """What the control's evidence lacks in the records (`RunData.unrecorded`, `unverdicted`): planned
+    conversations of its scenarios never recorded, verifying conversations holding no verdict."""
+    tags = set(control.tags)
+    scenario_tags = {e.id: set(e.tags) for e in run.manifest.scenarios} | {
+        s: set(t) for s, t in run.scenario_tags().items()
+    }
+    unrecorded = sum(n for s, n in run.unrecorded.items() if not tags or tags & scenario_tags.get(s, set()))
+    unverdicted = sum(1 for r in sub.conversations if r.id in run.unverdicted)
+    out = []
+    if unrecorded:
+        out.append(
+            f"the evidence is partial: {unrecorded} planned conversations of its scenarios were never recorded"
+        )
+    if unverdicted:
+        out.append(
+            f"the evidence is partial: {unverdicted} verifying conversations hold no verdict (lost or never written)"
+        )
+    return out
+
+
+def _lacking_advice(lacking: list[str], advice: str) -> str:
+    fixes = []
+    if any("never judged" in item for item in lacking):
+        fixes.append(_nothing_advice({"": "not_judged"}))
+    if any(item.startswith("the evidence is partial") for item in lacking):
+        fixes.append("finish the run (simulator run --resume RUN) and build the case again")
+    return "; ".join([*fixes, advice] if advice else fixes)
+
+
+def _never_judged(run: RunData, criteria: list[str]) -> list[str]:
+    """Each of `criteria` with no pass or fail on any conversation of `run`, and why: how many rows said
+    not judged (with the run's reason, e.g. no judge set), not applicable or errored, or that none exist."""
+    rows: dict[str, list[Verdict]] = {}
+    for verdict in run.verdicts:
+        rows.setdefault(verdict.criterion_id, []).append(verdict)
+    out = []
+    for criterion in criteria:
+        of = rows.get(criterion, [])
+        if any(v.result in ("pass", "fail") for v in of) or not run.conversations:
+            continue
+        if not of:
+            out.append(
+                f"{criterion} never judged on these conversations (no verdict on any of {len(run.conversations)})"
+            )
+            continue
+        counts = Counter(v.result for v in of)
+        why = [f"{n} {result.replace('_', ' ')}" for result, n in sorted(counts.items())]
+        said = sorted({v.reasoning for v in of if v.result == "not_judged" and v.reasoning})
+        if len(said) == 1:
+            why[why.index(f"{counts['not_judged']} not judged")] += f": {said[0]}"
+        out.append(f"{criterion} never judged on these conversations ({', '.join(why)})")
+    return out
 
 
 def _nothing(statuses: dict[str, str]) -> str:

@@ -6,7 +6,8 @@ a scenario fails when one of its conversations failed a criterion, with the fail
 the transcript in the report, and errors (crashed bot, failed provider call) when a conversation errored:
 an error is never a pass or a fail. Scenario tags become markers (`-m cardiac`), or select with
 `--simulator-tags`. Offline by default: the simulated user is the offline one and LLM criteria are left
-unjudged, so CI needs no key; `--simulator-online` uses the models the suite names.
+unjudged, so CI needs no key; `--simulator-online` uses the models the suite names. Under pytest-xdist
+each suite still runs once, into one folder, whichever workers its scenarios go to (docs/ci.md).
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from __future__ import annotations
 __all__: list[str] = []
 
 
+import hashlib
+import json
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +133,8 @@ class SuiteFile(pytest.File):
             message = f"{self.path}: a matrix suite is not collected as tests; run it with simulator run"
             self.warn(pytest.PytestCollectionWarning(message))
             return
-        # Under pytest-xdist (--dist loadgroup) a suite's items stay on one worker, so the suite runs once.
+        # Under pytest-xdist a suite runs once whichever workers its items go to (`_run_suite_once`); the
+        # group mark only keeps them on one worker (--dist loadgroup), where xdist still honours it.
         group = pytest.mark.xdist_group(f"simulator:{self.path}") if self._xdist() else None
         for scenario in scenarios:
             item = ScenarioItem.from_parent(self, name=scenario.id)
@@ -151,25 +156,22 @@ class SuiteFile(pytest.File):
             selected = {
                 i.name for i in self.session.items if isinstance(i, ScenarioItem) and i.parent is self
             }
-            out = _out_dir(self.config) / self.path.parent.name
-            for index in range(2, 10_000):  # two suites in folders of the same name: runs side by side
-                if not out.exists():
-                    break
-                out = out.with_name(f"{self.path.parent.name}-{index}")
-            from simulator.errors import UserError
 
-            try:
-                self.result = run_for_pytest(
+            def run(out: Path) -> SimulatorResult:
+                return run_for_pytest(
                     self.path,
                     out=out,
                     tags=_tags(self.config),
                     scenario_ids=selected,
                     online=bool(self.config.getoption("--simulator-online")),
                 )
-            except UserError as exc:
-                self.failure = f"simulator: {exc.render()}"
+
+            folder, self.failure = _run_suite_once(self.config, self.path, run)
+            if self.failure is not None:
                 pytest.fail(self.failure, pytrace=False)
-            self.config.stash.setdefault(_RUNS, []).append(self.result.folder)
+            from simulator.api.result import Result
+
+            self.result = Result(folder)
         return self.result
 
 
@@ -231,6 +233,88 @@ _RUNS = pytest.StashKey[list[Path]]()
 _OUT = pytest.StashKey[Path]()
 
 
+_SHARED = pytest.StashKey[Path]()
+
+
+def _run_suite_once(
+    config: pytest.Config, suite_path: Path, run: Callable[[Path], object]
+) -> tuple[Path, str | None]:
+    """Run a suite once per test session, whichever pytest-xdist worker (or the only process) asks first,
+    and answer every later asker with the same run folder, or the same reason it could not run.
+
+    Workers cannot know which items the scheduler will send them, and no scheduling mode keeps a suite on
+    one worker reliably, so they agree through a claim file under a lock, in a folder the whole session
+    shares: the first to take the lock runs the suite into the first free folder under --simulator-out,
+    the others wait for the lock, then read that folder."""
+    from simulator.errors import UserError
+
+    key = hashlib.sha256(str(suite_path.resolve()).encode()).hexdigest()[:16]
+    claim = _shared_dir(config) / f"{key}.json"
+    with _locked(_shared_dir(config) / f"{key}.lock"):
+        if claim.exists():
+            told = json.loads(claim.read_text())
+            if not told["done"]:  # the worker that claimed it stopped, or raised, before it finished
+                return Path(told["folder"]), told["failure"] or (
+                    f"simulator: the run of {suite_path} into {told['folder']} did not finish"
+                )
+            return Path(told["folder"]), told["failure"]
+        out = _free_folder(_out_dir(config), suite_path)
+        claim.write_text(json.dumps({"folder": str(out), "done": False, "failure": None}))
+        try:
+            run(out)
+        except UserError as exc:
+            failure: str | None = f"simulator: {exc.render()}"
+        else:
+            failure = None
+            config.stash.setdefault(_RUNS, []).append(out)
+            workeroutput = getattr(config, "workeroutput", None)  # an xdist worker: tell the controller
+            if workeroutput is not None:
+                workeroutput.setdefault("simulator_runs", []).append(str(out))
+        claim.write_text(json.dumps({"folder": str(out), "done": True, "failure": failure}))
+        return out, failure
+
+
+def _free_folder(out: Path, suite_path: Path) -> Path:
+    """The suite's run folder under `out`: named after the suite's folder; two suites in folders of the
+    same name (or a folder a previous session left) run side by side as name-2, name-3, ..."""
+    folder = out / suite_path.parent.name
+    for index in range(2, 10_000):
+        if not folder.exists():
+            break
+        folder = folder.with_name(f"{suite_path.parent.name}-{index}")
+    return folder
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (waiting for it), released however the holder ends; the kernel
+    releases it too when the holding process dies. Not POSIX: no lock (as record/folder.py's writer lock)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _shared_dir(config: pytest.Config) -> Path:
+    """The folder this test session's processes share for their claims: made by the controller (or the
+    only process) and handed to every xdist worker, removed when the session ends."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and "simulator_shared" in workerinput:
+        return Path(workerinput["simulator_shared"])
+    if _SHARED not in config.stash:
+        shared = Path(tempfile.mkdtemp(prefix="simulator-pytest-claims-"))
+        config.add_cleanup(lambda: shutil.rmtree(shared, ignore_errors=True))
+        config.stash[_SHARED] = shared
+    return config.stash[_SHARED]
+
+
 def _tags(config: pytest.Config) -> list[str]:
     value = config.getoption("--simulator-tags") or ""
     return [t for t in value.split(",") if t]
@@ -240,7 +324,10 @@ def _out_dir(config: pytest.Config) -> Path:
     """--simulator-out, else a folder in pytest's own temporary folder (pytest keeps the last few
     sessions' and deletes older ones), never a folder left behind in the system's temp folder."""
     if _OUT not in config.stash:
+        workerinput = getattr(config, "workerinput", None)  # an xdist worker: the controller's folder
         chosen = config.getoption("--simulator-out")
+        if workerinput is not None and "simulator_out" in workerinput:
+            chosen = Path(workerinput["simulator_out"])
         if chosen is None:
             factory = getattr(config, "_tmp_path_factory", None)  # pytest's tmp_path_factory (tmpdir plugin)
             if factory is not None:
@@ -275,6 +362,23 @@ def pytest_collection_modifyitems(
         suite_file = SuiteFile.from_parent(session, path=path)
         collected = session.genitems(suite_file)
         items.extend(collected)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, on the controller: every worker writes under one --simulator-out folder (the
+    controller's temporary one by default) and claims suites in one shared folder (`_run_suite_once`)."""
+    config = node.config
+    if _suite_paths(config):
+        node.workerinput["simulator_out"] = str(_out_dir(config).absolute())
+        node.workerinput["simulator_shared"] = str(_shared_dir(config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist, on the controller: the run folders a worker wrote, for the summary."""
+    runs = getattr(node, "workeroutput", {}).get("simulator_runs", [])
+    node.config.stash.setdefault(_RUNS, []).extend(Path(folder) for folder in runs)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -174,8 +174,9 @@ def _session(instrumentation: str, tracer: Any, key: str) -> Any:
     return span
 
 
-def run_app(mode: Mode) -> AppRun:
-    """Hold the two conversations with the instrumentation on in `mode`; the spans and logs it made."""
+def run_app(mode: Mode, conversations: dict[str, list[str]] | None = None) -> AppRun:
+    """Hold the conversations (the two of CONVERSATIONS unless given) with the instrumentation on in
+    `mode`; the spans and logs it made."""
     require("opentelemetry.sdk")
     import openai
 
@@ -188,7 +189,7 @@ def run_app(mode: Mode) -> AppRun:
             with FakeLLMServer(responder) as server:
                 client = openai.OpenAI(base_url=server.openai_base_url, api_key="sk-test", max_retries=0)
                 tracer = tracer_provider.get_tracer("triage-app")
-                for key, user_turns in CONVERSATIONS.items():
+                for key, user_turns in (conversations or CONVERSATIONS).items():
                     _converse(
                         client, lambda k=key: _session(mode.instrumentation, tracer, k), key, user_turns, run
                     )

@@ -202,7 +202,11 @@ def test_the_sdk_exporters_requests_decode_alike() -> None:
 # ------------------------------------------------------------------------------------------ redaction
 
 PIECES = ['"', "@", "a", "x.y", " ", "-", "/", "+44 ", "(020) ", "3", "07700 900123", "943 476 5919",
-          "123-45-6789", "12/03/1971", "3 March 1971", "March 3, 1971", "jane@example.org", "\\", "\u0663"]  # fmt: skip
+          "123-45-6789", "12/03/1971", "3 March 1971", "March 3, 1971", "jane@example.org", "\\", "\u0663",
+          # the credential formats (record/redact.py) and their pieces
+          "sk-", "ant-api03-", "AbCdEfGhIjKlMnOpQrStUvWx", "password is ", "passwd=", "hunter-Secret!", "not ",
+          "Bearer ", "eyJhbGciOiJ", ".", "-----BEGIN RSA PRIVATE KEY-----", "\n", "-----END RSA PRIVATE KEY-----",
+          "AKIAZQWERTYUIOPASDFG", "xoxb-", "ghp_", "aws_secret_access_key = ", "AIza"]  # fmt: skip
 texts = st.lists(st.sampled_from(PIECES), max_size=25).map("".join)
 
 

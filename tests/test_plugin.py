@@ -184,3 +184,66 @@ def test_the_simulator_run_fixture_returns_rates_to_assert_on(project: pytest.Py
         """
     )
     project.runpytest(*_plugin_args(), "test_rates.py").assert_outcomes(passed=2)
+
+
+PICKY = '''
+from simulator.bots import Reply
+
+
+class Picky:
+    """Sends everyone to the GP, and crashes when a knee is mentioned."""
+
+    def send(self, text):
+        if "knee" in text.lower():
+            raise RuntimeError("the bot crashed on a knee")
+        return Reply(["Please see your GP this week."], closed=True, state={"triage_level": "gp"})
+
+
+def make_bot():
+    return Picky()
+'''
+
+THREE_SCENARIOS = (
+    SCENARIOS
+    + """
+- id: knee-gp
+  persona: A runner with a sore knee.
+  goal: Ask what to do about a sore knee after running.
+  facts: [The knee hurts when climbing stairs.]
+  expected: {triage_level: gp}
+"""
+)
+
+
+@pytest.mark.parametrize("dist", [[], ["--dist", "loadgroup"], ["--dist", "loadscope"], ["--dist", "each"]])
+def test_under_xdist_a_suite_runs_once_into_one_folder_and_each_scenario_reports_its_own_outcome(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, dist: list[str]
+) -> None:
+    """pytest -n 2 (any --dist) with --simulator-out, as the CI recipe runs it: whichever worker gets a
+    scenario, it passes, fails or errors as its conversations did, the suite ran once (6 conversations,
+    one folder) and the summary names that folder. Workers once raced for the folder: scenarios ERRORed."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("PYTHONPATH", f"{root}:{project.path}")  # this checkout, in the workers too
+    project.makepyfile(picky=PICKY)
+    (project.path / "suites" / "scenarios.yaml").write_text(THREE_SCENARIOS)
+    (project.path / "suites" / "suite.yaml").write_text(_suite(factory="picky:make_bot"))
+    out = project.path / "out"
+    result = project.runpytest_subprocess(
+        *_plugin_args(), "--simulator-suite", "suites", "-n", "2", *dist, "-v",
+        "--simulator-out", str(out), "-p", "no:cacheprovider",
+    )  # fmt: skip
+    each = 2 if dist == ["--dist", "each"] else 1  # every worker runs every item
+    result.assert_outcomes(passed=each, failed=each, errors=each)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*PASSED*suite.yaml::rash-gp*",
+            "*FAILED*suite.yaml::chest-emergency*",
+            "*ERROR*suite.yaml::knee-gp*",
+            f"simulator run folder: {out / 'suites'} *",
+        ]
+    )
+    assert "already holds a run" not in result.stdout.str()
+    assert [p.name for p in out.iterdir()] == ["suites"]
+    assert len((out / "suites" / "conversations.jsonl").read_text().splitlines()) == 6

@@ -36,7 +36,9 @@ def _register_import(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     imp.add_argument(
         "--redact", type=Path, metavar="FILE", help="redaction file (default: built-in patterns)"
     )
-    imp.add_argument("--no-redact", action="store_true", help="write the text as it is (no redaction)")
+    imp.add_argument(
+        "--no-redact", action="store_true", help="no personal-data patterns (credentials are still removed)"
+    )
     imp.add_argument(
         "--pseudonym-key",
         type=Path,

@@ -13,6 +13,8 @@ piece of it) in a normalised view of the text (`secret_variants.py`).
 from __future__ import annotations
 
 __all__ = [
+    "CREDENTIAL_FORMATS",
+    "CREDENTIAL_NAMES",
     "contains_secret",
     "forget_secrets",
     "redact",
@@ -52,6 +54,49 @@ DEFAULT_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 _secrets: list[str] = []
 # And their variants, searched in a normalised view of the text (secret_variants.py).
 _variants = Variants()
+
+
+# Well-known credential formats whose value the engine does not know (a key a user pastes into a chat):
+# the built-in patterns of import and collect (traces/redact.py) replace each with `[LABEL]`, the phrase
+# before a password, a bearer token or an AWS secret kept. Written for this engine after the rules of
+# gitleaks and detect-secrets: a vendor's fixed prefix and a long enough body, or a name said just before
+# the value. Case-sensitive unless marked `(?i:`; none holds a double quote, and each starts only after a
+# character that cannot be part of it (a lookbehind), so they stay linear in the text.
+_KEY = r"[A-Za-z0-9_-]"
+CREDENTIAL_FORMATS: dict[str, str] = {
+    "private_key": (
+        r"-----BEGIN[A-Z ]{0,24}PRIVATE KEY(?: BLOCK)?-----(?:[^-\"]|-(?!----END))*"
+        r"(?:-----END[A-Z ]{0,24}PRIVATE KEY(?: BLOCK)?-----)?"
+    ),
+    "api_key": "|".join(
+        [
+            rf"(?<![\w-])sk-{_KEY}{{20,}}",  # OpenAI sk-, sk-proj-, sk-svcacct-; Anthropic sk-ant-api03-
+            r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}(?![A-Za-z0-9])",  # AWS access key id
+            r"(?<![\w-])gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
+            r"(?<![\w-])github_pat_[A-Za-z0-9_]{22,}",
+            r"(?<![\w-])xox[abposr]-[A-Za-z0-9-]{10,}",  # Slack
+            rf"(?<![\w-])AIza{_KEY}{{35,}}",  # Google API key
+            r"(?<![\w-])[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
+        ]
+    ),
+    "token": rf"(?<![\w-])eyJ{_KEY}{{8,}}\.eyJ{_KEY}{{8,}}\.{_KEY}*",  # a JWT (header.payload.signature)
+}
+# A credential after its name (name pattern, value pattern): the name is kept (`Bearer [TOKEN]`).
+_NOT_A_PASSWORD = (  # what follows "password is" in ordinary talk about passwords
+    "not|incorrect|wrong|invalid|required|expired|too|correct|weak|strong|the|a|an|my|your|its|case|reset"
+    "|changed|set|empty|missing|being|still|now|same|different|saved|stored|hidden|secret|needed|ok|fine"
+)
+CREDENTIAL_NAMES: dict[str, tuple[str, str]] = {
+    "password": (
+        r"(?i:(?<![\w-])(?:password|passwd|passphrase|pwd)(?:\s+(?:is|was)(?:\s*:)?\s+|\s*[:=]\s*))",
+        rf"(?i:(?!(?:{_NOT_A_PASSWORD})(?![^\s\"]))[^\s\"]{{4,128}})",
+    ),
+    "token": (r"(?i:(?<![\w-])bearer\s+)", r"[A-Za-z0-9._~+/=-]{16,}"),
+    "aws_secret_key": (
+        r"(?i:(?<![\w-])aws[_ -]?secret[_ -]?(?:access[_ -]?)?key(?:\s+is)?\s*[:=]?\s*)",
+        r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+    ),
+}
 
 
 def suite_secrets(suite: Suite, environ: dict[str, str] | None = None) -> set[str]:

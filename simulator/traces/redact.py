@@ -3,7 +3,9 @@
 Built-in patterns: email, phone, NHS number (ten digits passing the modulus-11 check), SSN-style number
 (3-2-4 digits), date (dates of birth and any other calendar date: dd/mm/yyyy, yyyy-mm-dd, 3 March 1971),
 plus names from a list and extra patterns from the redaction file. Patterns catch formats, not meaning:
-a name not on the list, or an identifier in an unusual format, is not caught (docs/traces.md).
+a name not on the list, or an identifier in an unusual format, is not caught (docs/traces.md). And always,
+whatever the redaction file or --no-redact say, well-known credential formats (API keys, tokens, private
+keys, a password after "password is"; record/redact.py `CREDENTIAL_FORMATS`): no secret is ever written.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from simulator.config.yamlfile import YAMLProblem, load_model_file, read_text_fi
 from simulator.errors import UserError
 from simulator.models import StrictModel, empty_dict, empty_list
 from simulator.readers import missing
+from simulator.record.redact import CREDENTIAL_FORMATS, CREDENTIAL_NAMES
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
 BUILTIN: dict[str, str] = {
@@ -37,13 +40,33 @@ BUILTIN: dict[str, str] = {
     "phone": r"(?<![\w])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,5}\)[\s.-]?)?\d{2,5}(?:[\s.-]?\d{2,4}){2,3}(?!\d)",
 }
 ORDER = ["email", "ssn", "date", "nhs_number", "phone"]
+
+
+def _credentials() -> dict[str, str]:
+    """Each credential label's pattern: its formats (case-sensitive) and the credential after its name."""
+    found: dict[str, list[str]] = {}
+    for label, regex in CREDENTIAL_FORMATS.items():
+        found.setdefault(label, []).append(f"(?-i:{regex})")
+    for label, (name, value) in CREDENTIAL_NAMES.items():
+        found.setdefault(label, []).append(f"(?-i:{name}{value})")
+    return {label: "|".join(regexes) for label, regexes in found.items()}
+
+
+# Always on, whatever the redaction file says, and tried before the personal-data patterns.
+CREDENTIALS = _credentials()
+BUILTIN.update(CREDENTIALS)
+_NAME = {label: re.compile(name) for label, (name, _) in CREDENTIAL_NAMES.items()}
 _PHONE = re.compile(BUILTIN["phone"])
-# Every built-in match holds a digit or an `@`, and none holds a double quote; at a quote every look-behind
-# and look-ahead of theirs passes, as at the start or end of a text. So the built-ins may run on the pieces
-# of a text between its quotes, skipping a piece with no digit and no `@`, with exactly the same result:
+# Every built-in match holds a digit, an `@` or a credential's fixed part, and none holds a double quote; at
+# a quote every look-behind and look-ahead of theirs passes, as at the start or end of a text. So the
+# built-ins may run on the pieces of a text between its quotes, skipping a piece with none, with exactly
+# the same result:
 # a GenAI attribute is JSON whose keys and structure are skipped, and whose message texts, repeated in every
 # later call's history, are redacted once (MEMO_PIECES remembered) instead of once per span.
-_CANDIDATE = re.compile(r"[\d@]")
+_CANDIDATE = re.compile(
+    r"[\d@]|sk-|[rs]k_|AKIA|ASIA|ABIA|ACCA|gh[pousr]_|github_pat_|xox|AIza|eyJ|PRIVATE KEY"
+    r"|(?i:bearer|passw|passphrase|pwd|aws)"
+)
 MEMO_PIECES = 8192
 MEMO_PIECE_CHARS = 4096
 
@@ -94,28 +117,31 @@ class Redactor:
         if names:
             alternatives = "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))
             rules.append(("name", rf"(?i:\b(?:{alternatives})\b)"))
-        return cls(rules, [label for label in ORDER if label in config.patterns])
+        return cls(rules, [*CREDENTIALS, *(label for label in ORDER if label in config.patterns)])
 
     def text(self, text: str) -> str:
         if self.pattern is not None:
             text = self.pattern.sub(self._replace, text)
-        if self.builtin is None or _CANDIDATE.search(text) is None:
+        if self.builtin is None:
             return text
         if '"' not in text:
             return self._piece(text)
-        return '"'.join([self._piece(p) if _CANDIDATE.search(p) else p for p in text.split('"')])
+        return '"'.join([self._piece(p) if p else p for p in text.split('"')])
 
     def _piece(self, piece: str) -> str:
-        """The built-ins applied to a piece holding no quote, remembered with what they counted."""
+        """The built-ins applied to a piece holding no quote, remembered with what they counted: a message
+        repeated in every later call's history costs a look-up, not another search."""
         assert self.builtin is not None
         found = self._memo.get(piece)
         if found is None:
-            self._tally = Counter()
-            try:
-                result = self.builtin.sub(self._replace, piece)
-                found = (result, tuple(self._tally.items()))
-            finally:
-                self._tally = self.counts
+            if _CANDIDATE.search(piece) is None:
+                found = (piece, ())
+            else:
+                self._tally = Counter()
+                try:
+                    found = (self.builtin.sub(self._replace, piece), tuple(self._tally.items()))
+                finally:
+                    self._tally = self.counts
             if len(piece) <= MEMO_PIECE_CHARS:
                 if len(self._memo) >= MEMO_PIECES:
                     del self._memo[next(iter(self._memo))]  # the oldest
@@ -126,6 +152,10 @@ class Redactor:
 
     def _replace(self, match: Any) -> str:
         label = self.labels[int(str(match.lastgroup)[2:])]
+        name = _NAME[label].match(match.group(0)) if label in _NAME else None
+        if name is not None:  # `password is [PASSWORD]`, `Bearer [TOKEN]`: the name is kept
+            self._tally[label] += 1
+            return f"{name.group(0)}[{label.upper()}]"
         if label == "nhs_number" and not _nhs_valid(match.group(0)):
             # Ten digits failing the NHS check digit: a phone number, when phones are redacted.
             if "phone" not in self.labels or not _PHONE.fullmatch(match.group(0)):
@@ -147,8 +177,8 @@ class Redactor:
 
 def load_redactor(path: Path | None, enabled: bool = True) -> Redactor:
     """The redactor of a redaction file, the built-in patterns when none is given, or none at all."""
-    if not enabled:
-        return Redactor([])
+    if not enabled:  # no personal-data patterns; credentials are never written
+        return Redactor([], list(CREDENTIALS))
     if path is None:
         return Redactor.from_config(RedactionConfig(), [])
     config = load_model_file(
@@ -157,7 +187,7 @@ def load_redactor(path: Path | None, enabled: bool = True) -> Redactor:
         title="invalid redaction file",
         missing=f"--redact {path}: no such file; pass a YAML redaction file",
     )
-    unknown = [p for p in config.patterns if p not in BUILTIN]
+    unknown = [p for p in config.patterns if p not in ORDER and p not in CREDENTIALS]
     if unknown:
         raise UserError(f"{path} [patterns]: unknown pattern {unknown[0]}; known: {', '.join(ORDER)}")
     for label, regex in config.custom.items():

@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument(
         "--include-drafts", action="store_true", help="also run scenarios marked draft: true (unreviewed)"
     )
-    run.set_defaults(handler=cmd_run)
+    run.set_defaults(handler=cmd_run, on_interrupt=_resume_hint)
     _other_commands(subparsers)
 
 
@@ -109,6 +109,11 @@ def _other_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "kind", nargs="?", default="scenario", choices=["scenario", "suite", "criterion", "golden", "hazards"]
     )
     schema.set_defaults(handler=cmd_schema)
+
+
+def _resume_hint(args: argparse.Namespace) -> str:
+    """What finishes a stopped `run` (the folder it named, when the command line named one)."""
+    return f"finish it with: simulator run --resume {args.resume or args.out or 'RUN'}"
 
 
 def _max_errors(value: str) -> float:

@@ -124,7 +124,10 @@ def _handle(
         echo(f"error: {redact(exc.render())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        echo("\ninterrupted: everything finished so far is saved; resume with --resume", file=sys.stderr)
+        # What goes on from here is the command's to say (`set_defaults(on_interrupt=...)`): only `run` resumes.
+        said = getattr(args, "on_interrupt", None)
+        then = f"; {said(args)}" if said is not None else ""
+        echo(f"\ninterrupted: everything finished so far is saved{then}", file=sys.stderr)
         return stop_code()
     except BrokenPipeError:
         # The reader of a pipe (`| head`) stopped reading: files were written first; stop quietly, and keep

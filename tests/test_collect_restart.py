@@ -114,10 +114,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start(out: Path, port: int, idle: str) -> subprocess.Popen[bytes]:
+def _start(out: Path, port: int, idle: str, stderr: int | None = None) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "simulator", "collect", "--port", str(port), "--out", str(out)]
-    process = subprocess.Popen([*command, "--idle-s", idle], env=env, cwd=ROOT)
+    process = subprocess.Popen([*command, "--idle-s", idle], env=env, cwd=ROOT, stderr=stderr)
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -178,7 +178,8 @@ def test_rolling_folders_every_n_conversations_and_across_a_restart(tmp_path: Pa
     sizes = [len(list(RunFolder.open(f).conversations())) for f in folders]
     assert sizes == [2, 2, 2, 2] and sum(sizes) == 8
     manifests = [RunFolder.open(f).read_manifest() for f in folders]
-    assert [m.status for m in manifests] == ["complete", "complete", "complete", "running"]
+    # Rolled over: complete; the last one's collector stopped (cleanly): interrupted, the next start goes on.
+    assert [m.status for m in manifests] == ["complete", "complete", "complete", "interrupted"]
     assert [len(m.scenarios) for m in manifests] == [2, 2, 2, 2]
     assert {r.bot_conversation_id for f in folders for r in RunFolder.open(f).conversations()} == {
         f"k{n}" for n in range(8)
@@ -325,3 +326,35 @@ def test_a_failed_sync_is_refused_and_the_spool_rewritten_before_the_next_reques
         wait_for(lambda: c.counts["conversations"] == 1)
     (record,) = records(out)
     assert [t.text for t in record.turns] == [m for pair in TURNS for m in pair]
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_collector_marks_its_folder_interrupted_and_says_how_to_go_on(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    """Ctrl-C (or SIGTERM): the day's folder is `interrupted`, not left `running`, and the message names
+    what works (a start with the same --out; collect has no --resume). The next start goes on with it."""
+    from simulator.collect.folders import collected_folders
+    from simulator.record.folder import RunFolder
+
+    out, port = tmp_path / "live", _free_port()
+    url = f"http://127.0.0.1:{port}"
+    for turns in (TURNS, MORE):
+        process = _start(out, port, "1", stderr=subprocess.PIPE)
+        try:
+            provider = tracer(url)
+            genai_turns(provider, f"kid-{len(turns)}", turns)
+            provider.shutdown()
+            wait_for(lambda: httpx.get(f"{url}/status").json()["counts"].get("conversations") == 1, 30)
+            (folder,) = collected_folders(out)
+            assert RunFolder.open(folder).read_manifest().status == "running"
+        finally:
+            process.send_signal(stop)
+            _, err = process.communicate(timeout=60)
+        message = err.decode()
+        assert "--resume" not in message and "Traceback" not in message
+        if stop == signal.SIGINT:
+            assert f"go on by starting it again: simulator collect --out {out}" in message
+        manifest = RunFolder.open(folder).read_manifest()
+        assert manifest.status == "interrupted" and manifest.ended_at is not None
+    assert collected_folders(out) == [folder] and len(records(out)) == 2  # the second start went on with it

@@ -3,6 +3,12 @@ matches a one-process run of the same suite (same conversations, counts and verd
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +19,8 @@ from simulator.engine.local_workers import CONVERSATIONS_PER_WORKER, auto_worker
 from simulator.errors import UserError
 from simulator.record.folder import RunFolder
 from tests.test_report_support import BOT, write_suite
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # The tiny bot decides by a count kept in its module, which depends on the process; this one decides by the
 # user's first message alone, so a conversation's course does not depend on which process ran it.
@@ -129,3 +137,112 @@ def test_workers_share_the_suite_s_limits_and_the_record_keeps_the_run_s(
         connections,
         rpm,
     )
+
+
+# The stateless bot, but a conversation about an ankle waits for a gate file: a run is stopped with those in
+# flight and everything else finished, whatever the machine's speed.
+GATED_BOT = STATELESS_BOT.replace(
+    "    def send(self, text):\n        self.turn += 1\n",
+    "    async def send(self, text):\n        self.turn += 1\n"
+    "        while 'ankle' in text.lower() and not os.path.exists(os.environ['GATE']):\n"
+    "            await asyncio.sleep(0.02)\n",
+).replace("from simulator.bots import Reply", "import asyncio, os\nfrom simulator.bots import Reply")
+assert GATED_BOT != STATELESS_BOT
+
+
+def _shard_lines(staging: Path) -> int:
+    files = staging.glob("shard-*/conversations.jsonl")
+    return sum(len(f.read_text().splitlines()) for f in files if f.exists())
+
+
+def _statuses(staging: Path) -> set[str]:
+    return {
+        json.loads(m.read_text())["status"] for m in staging.glob("shard-*/manifest.json") if m.read_text()
+    }
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "kill-9-parent"])
+def test_a_stopped_workers_run_resumes_into_the_record_of_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stop: str
+) -> None:
+    """Ctrl-C at the terminal (SIGINT to the group) or `kill -9` of the parent alone: what the workers
+    finished is kept, the message names the command, and `--resume OUT` finishes and merges the run."""
+    suite = write_suite(tmp_path, runs=3, bot=GATED_BOT)
+    suite.write_text(suite.read_text().replace("concurrency: 1", "concurrency: 8"))  # past the gated ones
+    gate = tmp_path / "gate"
+    monkeypatch.setenv("GATE", str(gate))
+    monkeypatch.chdir(tmp_path)
+    out, staging = tmp_path / "many", tmp_path / ".many.shards"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    command = [sys.executable, "-m", "simulator", "run", str(suite), "--workers", "2", "--out", str(out)]
+    parent = subprocess.Popen(
+        [*command, "--no-progress"], env=env, start_new_session=True, stderr=subprocess.PIPE, text=True
+    )
+    while _shard_lines(staging) < 18:  # all but the 3 ankle conversations (a hang ends by pytest's timeout)
+        assert parent.poll() is None
+        time.sleep(0.05)
+    if stop == "ctrl-c":
+        os.killpg(parent.pid, signal.SIGINT)
+        assert parent.wait() == 130
+        assert f"simulator run --resume {out}" in (parent.stderr.read() if parent.stderr else "")
+    else:
+        parent.kill()
+        parent.wait()
+        while "running" in _statuses(staging):  # the workers notice their parent is gone and stop
+            time.sleep(0.05)
+    assert not out.exists() and _statuses(staging) == {"interrupted"}
+    gate.touch()
+    assert main(["run", "--resume", str(out), "--no-progress"]) == 0
+    assert "merged into one record" in capsys.readouterr().out
+    assert not staging.exists()
+    assert main(["run", str(suite), "--out", str(tmp_path / "one"), "--no-progress"]) == 0
+    assert _record(out) == _record(tmp_path / "one")
+
+
+def test_a_workers_run_with_a_failed_worker_resumes_with_or_without_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import simulator.engine.runner as runner
+
+    suite = write_suite(tmp_path, runs=3, bot=STATELESS_BOT)
+    monkeypatch.chdir(tmp_path)
+    real = runner.run_suite
+
+    async def second_fails(suite: Any, scenarios: Any, options: Any) -> Any:
+        result = await real(suite, scenarios, options)
+        if options.shard is not None and options.shard.index == 2:
+            raise RuntimeError("the machine fell over")  # after its shard was written: kept, not merged
+        return result
+
+    monkeypatch.setattr(runner, "run_suite", second_fails)
+    out = tmp_path / "many"
+    assert main(["run", str(suite), "--out", str(out), "--no-progress", "--workers", "2"]) == 2
+    err = capsys.readouterr().err
+    assert f"finish the run with `simulator run --resume {out}`" in err and "Traceback" not in err
+    monkeypatch.setattr(runner, "run_suite", real)
+    for flags in (["--seed", "3"], ["--rpm", "10"]):  # it resumes as it began
+        assert main(["run", "--resume", str(out), *flags, "--no-progress"]) == 2
+        assert f"leave out {flags[0]}" in capsys.readouterr().err
+    assert main(["run", "--resume", str(out), "--workers", "2", "--no-progress"]) == 0
+    assert main(["run", str(suite), "--out", str(tmp_path / "one"), "--no-progress"]) == 0
+    assert _record(out) == _record(tmp_path / "one")
+
+
+def test_a_workers_run_whose_worker_never_started_says_how_to_start_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import simulator.engine.runner as runner
+
+    suite = write_suite(tmp_path, runs=1, bot=STATELESS_BOT)
+    monkeypatch.chdir(tmp_path)
+
+    async def never(suite: Any, scenarios: Any, options: Any) -> Any:
+        raise KeyboardInterrupt  # stopped before it made its shard folder
+
+    monkeypatch.setattr(runner, "run_suite", never)
+    out = tmp_path / "many"
+    assert main(["run", str(suite), "--out", str(out), "--no-progress", "--workers", "2"]) == 2
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "never started its shard" in err and f"--workers 2 --out {out}" in err

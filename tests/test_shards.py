@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,3 +137,117 @@ def test_a_shard_resumes_with_its_own_part_of_the_plan(tmp_path: Path) -> None:
     (one / MANIFEST).write_text(json.dumps(manifest))
     assert main(["run", "--resume", str(one), "--no-progress"]) == 0
     assert _records(one) == expected  # the same items, nothing of the other shard
+
+
+@pytest.fixture(scope="module")
+def halves(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return _shards(tmp_path_factory.mktemp("halves"), 2)
+
+
+def _edited(shard: Path, root: Path, edit: Any) -> Path:
+    """A copy of `shard` whose manifest `edit` changed: a shard run elsewhere with another setting."""
+    copy = root / f"{shard.name}-edited"
+    shutil.copytree(shard, copy)
+    manifest = json.loads((copy / MANIFEST).read_text())
+    edit(manifest)
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    return copy
+
+
+def _set(path: str | tuple[str, ...], value: Any) -> Any:
+    def edit(manifest: dict[str, Any]) -> None:
+        *parents, last = path.split(".") if isinstance(path, str) else path
+        for key in parents:
+            manifest = manifest[key]
+        manifest[last] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "shown"),
+    [
+        (_set("suite.bot.factory", "examples.triage_bot:make_fixed_bot"), "bot.factory", "make_fixed_bot"),
+        (_set("suite.seed", 7), "seed", "7 here, 0 in"),
+        (_set("models.user", "openai:gpt-4.1-mini"), "models.user", "'openai:gpt-4.1-mini' here"),
+        (_set("suite.user.temperature", 0.2), "user.temperature", "0.2 here, 1.0 in"),
+        (_set("suite.outcome.critical", "urgent"), "outcome.critical", "'urgent' here"),
+        (_set("package_version", "9.9.9"), "simulator version", "'9.9.9' here"),
+        (_set("git_commit", "0" * 40), "simulator commit", "'" + "0" * 40),
+        (
+            _set(("bot_identity", "parts", "source sha256 of examples/triage_bot.py"), "sha256:edited"),
+            "bot identity (source sha256 of examples/triage_bot.py)",
+            "'sha256:edited' here",
+        ),
+        (_set("prompts.user.hash", "sha256:other"), "user prompt", "'sha256:other' here"),
+        (_set("kind", "golden"), "kind", "'golden' here"),
+    ],
+)
+def test_merge_refuses_shards_of_different_experiments(
+    halves: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: Any, field: str, shown: str
+) -> None:
+    """Bot, seed, models, measured settings, simulator, prompts: one line per difference, both values, the fix."""
+    one, two = halves
+    odd = _edited(two, tmp_path, edit)
+    capsys.readouterr()
+    assert main(["merge", str(one), str(odd), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "not one experiment" in err and "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("  ")]
+    assert len(lines) == 1, err
+    assert f"{odd} [{field}]: " in lines[0] and shown in lines[0] and str(one) in lines[0]
+    assert "re-run this shard (--shard 2/2) with the suite, flags and simulator version" in lines[0]
+    assert not (tmp_path / "m").exists()
+
+
+def test_merge_names_every_difference_of_a_shard_run_with_another_bot_and_seed(
+    halves: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one, _ = halves
+    suite = SUITE.with_name("suite-other-bot.yaml")
+    suite.write_text(SUITE.read_text().replace("make_bot\n", "make_fixed_bot\n"))
+    try:
+        args = ["run", str(suite), "--tags", TAGS, "--runs", "2", "--shard", "2/2", "--seed", "7"]
+        assert main([*args, "--out", str(tmp_path / "odd"), "--no-progress"]) == 0
+    finally:
+        suite.unlink()
+    capsys.readouterr()
+    assert main(["merge", str(one), str(tmp_path / "odd"), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "(2 problems)" in err and "[bot.factory]" in err and "[seed]: 7 here, 0 in" in err
+
+
+def test_merge_takes_shards_that_differ_only_in_how_calls_were_made(
+    halves: list[Path], tmp_path: Path
+) -> None:
+    """Budgets, connections and concurrency (what a resume may change) and where and when a shard ran."""
+    one, two = halves
+
+    def elsewhere(manifest: dict[str, Any]) -> None:
+        manifest["suite"]["concurrency"] = 3
+        manifest["suite"]["providers"] = {"openai": {"rpm": 100, "max_connections": 2}}
+        manifest["suite_file"] = "/elsewhere/suite.yaml"
+        manifest["suite_hash"] = "sha256:another-copy"
+        manifest["created_at"] = "2020-01-01T00:00:00Z"
+        manifest["git_commit"] = None  # an installed simulator knows no commit
+
+    assert (
+        main(["merge", str(one), str(_edited(two, tmp_path, elsewhere)), "--out", str(tmp_path / "m")]) == 0
+    )
+    assert RunFolder.open(tmp_path / "m").read_manifest().status == "complete"
+
+
+def test_a_resumed_shard_merges_and_a_resume_cannot_make_it_another_experiment(
+    halves: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one, two = (tmp_path / "one", tmp_path / "two")
+    shutil.copytree(halves[0], one)
+    shutil.copytree(halves[1], two)
+    lines = (two / CONVERSATIONS).read_text().splitlines(keepends=True)
+    (two / CONVERSATIONS).write_text("".join(lines[:2]))
+    _set("status", "interrupted")(manifest := json.loads((two / MANIFEST).read_text()))
+    (two / MANIFEST).write_text(json.dumps(manifest))
+    assert main(["run", "--resume", str(two), "--seed", "7", "--no-progress"]) == 2
+    assert "--seed would change its results" in capsys.readouterr().err
+    assert main(["run", "--resume", str(two), "--rpm", "100", "--no-progress"]) == 0
+    assert main(["merge", str(one), str(two), "--out", str(tmp_path / "m")]) == 0

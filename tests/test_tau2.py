@@ -315,3 +315,35 @@ def test_action_in_the_reward_basis_requires_each_gold_call(tmp_path: Path) -> N
             "result"
         ]
     assert verdicts == {"correct": "pass", "wrong": "fail"}
+
+
+@pytest.mark.parametrize(
+    ("ids", "said"),
+    [
+        (["0", "0"], "share one id"),  # the same id twice
+        (["a/b", "a_b"], "would both be written as scenarios/tau2-airline-a_b.yaml"),  # / becomes _
+        (["a b", "a_b"], "would both be written as"),  # a space too
+        (["a:b", "a_b"], "would both be written as"),  # a colon is not kept in a scenario id
+        (["Task1", "task1"], "would both be written as"),  # one file on a case-insensitive disk
+        (["x" * 300 + "1", "x" * 300 + "2"], "would both be written as"),  # ids cut to a scenario id's length
+        (["7", "7", "8", "8"], "2 task ids"),  # every collision named, not the first alone
+    ],
+)
+def test_task_ids_that_collide_are_refused_never_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ids: list[str], said: str
+) -> None:
+    base = json.loads(TASKS.read_text())
+    tasks = [{**base[n % len(base)], "id": task_id} for n, task_id in enumerate(ids)]
+    (tmp_path / "t.json").write_text(json.dumps(tasks))
+    args = ["--domain", "airline", "--db", str(DB), "--out", str(tmp_path / "o"), "--scripted"]
+    assert main(["import-tau2", str(tmp_path / "t.json"), *args]) == 2
+    err = capsys.readouterr().err
+    assert "collide, so one task would replace another; give each task its own id" in err and said in err
+    assert "position 1" in err and "position 2" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+    if ids.count(ids[-1]) > 1:  # a repeated id chosen with --task is two tasks too
+        assert main(["import-tau2", str(tmp_path / "t.json"), *args, "--task", ids[-1]]) == 2
+    tasks[1]["id"] = "distinct"
+    (tmp_path / "t.json").write_text(json.dumps(tasks[:2]))
+    assert main(["import-tau2", str(tmp_path / "t.json"), *args]) == 0  # told apart: both written
+    assert len(list((tmp_path / "o" / "scenarios").iterdir())) == 2

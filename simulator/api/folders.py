@@ -3,8 +3,16 @@ and what a resume may change (operational settings only)."""
 
 from __future__ import annotations
 
-__all__ = ["adopt_operational", "apply_rate_overrides", "merge_shards", "run_local_workers"]
+__all__ = [
+    "MergeResult",
+    "adopt_operational",
+    "apply_rate_overrides",
+    "merge_shards",
+    "resume_local_workers",
+    "run_local_workers",
+    "workers_staging",
+]
 
-from simulator.engine.local_workers import run_local_workers
-from simulator.engine.merge import merge_shards
+from simulator.engine.local_workers import resume_local_workers, run_local_workers, workers_staging
+from simulator.engine.merge import MergeResult, merge_shards
 from simulator.engine.operational import adopt_operational, apply_rate_overrides

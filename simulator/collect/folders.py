@@ -107,7 +107,7 @@ class RollingFolders:
         known = {e.id for e in manifest.scenarios}
         manifest.scenarios += [_entry(r) for r in records if r.scenario_id not in known]
         _count(manifest, records)
-        manifest.status = "running"
+        manifest.status, manifest.ended_at = "running", None
         manifest.sessions.append(Session(command="collect", started_at=datetime.now(UTC)))
         if self.decorate is not None:
             self.decorate(manifest)
@@ -182,10 +182,13 @@ class RollingFolders:
             self.on_finish(current.folder.path)
 
     def stop(self) -> None:
-        """The collector stops: the current folder stays `running` (the next start goes on with it)."""
+        """The collector stops: the current folder is `interrupted` (its day may go on: the next start
+        reopens it, `running` again); only a `kill -9` leaves it `running`."""
         self.flush()
         if self.current is not None:
-            self.current.manifest.sessions[-1].ended_at = datetime.now(UTC)
+            now = datetime.now(UTC)
+            self.current.manifest.status = "interrupted"
+            self.current.manifest.sessions[-1].ended_at = self.current.manifest.ended_at = now
             self.current.folder.write_manifest(self.current.manifest)
             self.current.folder.release()
             self.current = None

@@ -99,7 +99,7 @@ def _collect_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         f"({READ_TIMEOUT_S:g}; idle connections cannot hold the {MAX_CONNECTIONS} allowed)",
     )
     _judging_options(col)
-    col.set_defaults(handler=cmd_collect)
+    col.set_defaults(handler=cmd_collect, on_interrupt=_restart_hint)
 
 
 def _judging_options(col: argparse.ArgumentParser) -> None:
@@ -175,6 +175,11 @@ def _token(host: str) -> str | None:
     if host in LOCAL_HOSTS:
         return None
     return os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
+
+
+def _restart_hint(args: argparse.Namespace) -> str:
+    """What goes on after a stopped collector: a start with the same folder (collect has no --resume)."""
+    return f"go on by starting it again: simulator collect --out {args.out}"
 
 
 def cmd_collect(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from simulator.visible import echo, echo_json
 
 if TYPE_CHECKING:
     from simulator.api import Comparison, Plan
+    from simulator.api.folders import MergeResult
     from simulator.api.options import RunOptions, RunResult
     from simulator.config.scenario import Scenario
     from simulator.config.suite import Suite
@@ -64,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument(
         "--include-drafts", action="store_true", help="also run scenarios marked draft: true (unreviewed)"
     )
-    run.set_defaults(handler=cmd_run)
+    run.set_defaults(handler=cmd_run, on_interrupt=_resume_hint)
     _other_commands(subparsers)
 
 
@@ -110,6 +111,11 @@ def _other_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     schema.set_defaults(handler=cmd_schema)
 
 
+def _resume_hint(args: argparse.Namespace) -> str:
+    """What finishes a stopped `run` (the folder it named, when the command line named one)."""
+    return f"finish it with: simulator run --resume {args.resume or args.out or 'RUN'}"
+
+
 def _max_errors(value: str) -> float:
     from simulator.api.options import parse_max_errors
 
@@ -148,7 +154,11 @@ def _run_command(args: argparse.Namespace) -> int:
     from simulator import api
 
     if args.resume is not None:
+        from simulator.api.folders import workers_staging
         from simulator.record.index import is_matrix
+
+        if workers_staging(args.resume) is not None:
+            return _resume_local_workers(args)
 
         matrix = is_matrix(args.resume)
         options = _run_options(args, backend=not matrix)
@@ -190,22 +200,48 @@ def _run_local_workers(
 ) -> int:
     """`--workers N|auto` on the local backend: N forked shard processes merged into one run folder."""
     from simulator.api.folders import run_local_workers
-    from simulator.record.counting import fidelity_text
-    from simulator.record.folder import RunFolder, new_run_id
+    from simulator.record.folder import new_run_id
 
     if args.resume is not None or args.shard:
         raise UserError("--workers starts a new run: run it without --resume or --shard")
     out = args.out or Path("runs") / new_run_id(suite.name)
     merged = run_local_workers(suite, scenarios, options, workers, out)
+    return _print_merged(merged, f"{workers} worker processes, merged into one record")
+
+
+def _print_merged(merged: MergeResult, how: str) -> int:
+    """The summary of a `--workers` run (or its resume), merged into one record."""
+    from simulator.record.counting import fidelity_text
+    from simulator.record.folder import RunFolder
+
     counts = RunFolder.open(merged.folder).read_manifest().counts
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(counts.stop_reasons.items())) or "none"
     echo(
         f"run complete: {merged.conversations} conversations ({reasons}); {merged.verdicts} verdicts"
-        f"{fidelity_text(merged.fidelity_checks)}; {workers} worker processes, merged into one record"
+        f"{fidelity_text(merged.fidelity_checks)}; {how}"
     )
     echo(f"run folder: {merged.folder}")
     echo(f"next: simulator report {merged.folder}   ·   simulator show {merged.folder} --scenario ID")
     return 0
+
+
+def _resume_local_workers(args: argparse.Namespace) -> int:
+    """`--resume OUT` of a `--workers` run stopped before its shards were merged: finish them, then merge."""
+    from simulator.api.folders import resume_local_workers
+
+    given = [flag for flag, value in {**_RESULT_FLAGS, **_RATE_FLAGS}.items() if getattr(args, value)]
+    if given or args.suite is not None:
+        shown = ", ".join(given) or str(args.suite)
+        raise UserError(
+            f"{args.resume} is a --workers run not yet merged: it resumes with the settings it began with, "
+            f"so leave out {shown} (`simulator run --resume {args.resume}`)"
+        )
+    if args.backend != "local":
+        raise UserError(f"{args.resume} is a --workers run: resume it without --backend ray")
+    options = _run_options(args, backend=False)
+    options.retry_errors = args.retry_errors
+    merged = resume_local_workers(args.resume, options)
+    return _print_merged(merged, "the workers' shards finished and merged into one record")
 
 
 def _run_options(args: argparse.Namespace, backend: bool) -> RunOptions:
@@ -255,6 +291,7 @@ _RESULT_FLAGS = {
     "--shard": "shard",
     "--include-drafts": "include_drafts",
 }
+_RATE_FLAGS = {"--rpm": "rpm", "--tpm": "tpm", "--concurrency": "concurrency"}
 
 
 def _providers_used(suite: Suite) -> set[str]:

@@ -1,7 +1,10 @@
 """`simulator merge SHARDS --out RUN`: join shard run folders into one ordinary run folder.
 
-The shards must share one plan (scenarios, their file hashes, repeats) and one judge set, and hold every
-item of the plan exactly once; anything else is a clear error that names the items. The shards are read,
+The shards must be one experiment: one plan (scenarios, their file hashes, repeats), one judge set, and the
+same bot, seed, models, prompts, measured settings and simulator version (`_experiment_problems`); and they
+must hold every item of the plan exactly once. Anything else is a clear error that names the difference.
+What may differ is what a resume may change (engine/operational.py: budgets, connections, timeouts) and
+what says where and when a shard ran (times, sessions, the suite file's path and bytes, the host). The shards are read,
 never changed; the merged folder is new, so reports, compare and re-judging work on it unchanged.
 """
 
@@ -13,10 +16,12 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from simulator.config.suite import Suite
+from simulator.engine.operational import measured_differences
 from simulator.engine.worker_share import LIMITS
-from simulator.errors import UserError
+from simulator.errors import Problem, UserError
 from simulator.record.counting import verdict_counts
 from simulator.record.folder import RunFolder, latest_by_id
 from simulator.record.manifest import Manifest, Session
@@ -52,10 +57,53 @@ def _check_plan(shards: list[tuple[RunFolder, Manifest]]) -> None:
                 f"{folder.path} was judged with another judge set than {first_folder.path}; re-judge one with "
                 f"`simulator judge` so they match, then merge"
             )
+    problems = [
+        p for folder, manifest in shards[1:] for p in _experiment_problems(shards[0], folder, manifest)
+    ]
+    if problems:
+        raise UserError(
+            "these shards are not one experiment, so they cannot be merged into one run", problems
+        )
     indexes = Counter(m.shard.index for _, m in shards if m.shard is not None)
     twice = sorted(i for i, n in indexes.items() if n > 1)
     if twice:
         raise UserError(f"shard {', '.join(map(str, twice))} given more than once")
+
+
+def _identity(manifest: Manifest) -> dict[str, Any]:
+    """What identifies a run's experiment beyond its suite: simulator, bot release, resolved models, prompts."""
+    identity: dict[str, Any] = {
+        "kind": manifest.kind,
+        "simulator version": manifest.package_version,
+        "models.user": manifest.models.user,  # resolved (`auto` is not): the suite's bot and judge say the rest
+    }
+    if manifest.suite is None:
+        identity.update({"models.bot": manifest.models.bot, "models.judge": manifest.models.judge})
+    parts = manifest.bot_identity.parts if manifest.bot_identity else {}
+    identity.update({f"bot identity ({how})": value for how, value in parts.items()})
+    identity.update({f"{role} prompt": entry.hash for role, entry in manifest.prompts.items()})
+    return identity
+
+
+def _experiment_problems(
+    first: tuple[RunFolder, Manifest], folder: RunFolder, manifest: Manifest
+) -> list[Problem]:
+    """One problem per setting in which `manifest`'s shard is another experiment than the first shard."""
+    mine, theirs = _identity(manifest), _identity(first[1])
+    if manifest.git_commit and first[1].git_commit:  # a commit is known only in a git checkout
+        mine["simulator commit"], theirs["simulator commit"] = manifest.git_commit, first[1].git_commit
+    differences = []
+    if manifest.suite is not None and first[1].suite is not None:
+        differences += measured_differences(manifest.suite, first[1].suite)
+    differences += [(k, mine.get(k), theirs.get(k)) for k in sorted(mine.keys() | theirs.keys())]
+    shard = f" (--shard {manifest.shard.index}/{manifest.shard.count})" if manifest.shard else ""
+    fix = f"re-run this shard{shard} with the suite, flags and simulator version {first[0].path} ran with"
+    problems: dict[tuple[str, str], Problem] = {}  # a bot's factory is a setting and its identity: said once
+    for what, here, there in differences:
+        if here != there:
+            text = f"{here!r} here, {there!r} in {first[0].path}; {fix}"
+            problems.setdefault((repr(here), repr(there)), Problem(str(folder.path), text, field=what))
+    return list(problems.values())
 
 
 def _expected_keys(manifest: Manifest) -> set[str]:

@@ -8,7 +8,7 @@ it would mix two runs' results in one folder. Each change is recorded in the man
 
 from __future__ import annotations
 
-__all__ = ["adopt_operational", "apply_rate_overrides", "carry_bot_operational"]
+__all__ = ["adopt_operational", "apply_rate_overrides", "carry_bot_operational", "measured_differences"]
 
 from typing import Any
 
@@ -72,18 +72,13 @@ def adopt_operational(recorded: Suite, new: Suite, where: str) -> dict[str, list
     Raises UserError naming every other difference: those would change results."""
     new = redacted_suite(new)
     new.user.model = recorded.user.model if new.user.model == "auto" else new.user.model
-    providers = set(recorded.providers) | set(new.providers)
-    old_flat, new_flat = _dump(recorded, providers), _dump(new, providers)
-    changed: dict[str, list[Any]] = {}
-    refused: list[str] = []
-    for path in sorted(set(old_flat) | set(new_flat)):
-        before, after = old_flat.get(path), new_flat.get(path)
-        if before == after:
-            continue
-        if _operational(path, recorded.bot):
-            changed[path] = [before, after]
-        else:
-            refused.append(f"{path}: {before!r} -> {after!r}")
+    differences = _differences(recorded, new)
+    changed = {
+        path: [before, after] for path, before, after in differences if _operational(path, recorded.bot)
+    }
+    refused = [
+        f"{path}: {before!r} -> {after!r}" for path, before, after in differences if path not in changed
+    ]
     if refused:
         shown = "; ".join(refused[:6]) + (f"; and {len(refused) - 6} more" if len(refused) > 6 else "")
         raise UserError(
@@ -93,6 +88,20 @@ def adopt_operational(recorded: Suite, new: Suite, where: str) -> dict[str, list
     for path, (_, after) in changed.items():
         _set(recorded, path, after)
     return changed
+
+
+def _differences(one: Suite, other: Suite) -> list[tuple[str, Any, Any]]:
+    """(setting path, one's value, other's value) for every setting the two suites set differently."""
+    providers = set(one.providers) | set(other.providers)
+    one_flat, other_flat = _dump(one, providers), _dump(other, providers)
+    paths = sorted(set(one_flat) | set(other_flat))
+    return [(p, one_flat.get(p), other_flat.get(p)) for p in paths if one_flat.get(p) != other_flat.get(p)]
+
+
+def measured_differences(one: Suite, other: Suite) -> list[tuple[str, Any, Any]]:
+    """The settings that shape results (everything but the operational ones) the two suites set differently:
+    two runs that differ here are two experiments (a resume refuses them, `merge` too)."""
+    return [d for d in _differences(one, other) if not _operational(d[0], one.bot)]
 
 
 def carry_bot_operational(recorded: BotConfig, new: BotConfig) -> None:

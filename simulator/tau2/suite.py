@@ -16,7 +16,7 @@ from simulator.errors import Problem, UserError
 from simulator.readers import MAX_TAU2_BYTES, InputRefused, read_json_file
 from simulator.tau2.convert import Converted, Unsupported, convert_task, scenario_id
 from simulator.tau2.domain import DomainTool, domain_tools
-from simulator.tau2.tasks import read_tasks
+from simulator.tau2.tasks import Task, read_tasks
 
 
 @dataclass
@@ -95,10 +95,10 @@ def _convert_all(
     unknown = wanted - {t.id for t in tasks}
     if unknown:
         raise UserError(f"--task {', '.join(sorted(unknown))}: no such task in {options.tasks}")
+    chosen = [(index, task) for index, task in enumerate(tasks) if not wanted or task.id in wanted]
+    _refuse_colliding_ids(options, chosen)
     converted, skipped = {}, {}
-    for task in tasks:
-        if wanted and task.id not in wanted:
-            continue
+    for _, task in chosen:
         try:
             converted[task.id] = convert_task(task, options.domain, db, tools, options.scripted)
         except Unsupported as exc:
@@ -115,6 +115,30 @@ def _convert_all(
     if not converted:
         raise UserError(f"no task of {options.tasks} could be converted")
     return converted, skipped
+
+
+def _refuse_colliding_ids(options: Tau2ImportOptions, chosen: list[tuple[int, Task]]) -> None:
+    """Two tasks that would be written as one scenario (the same id, or ids that differ only in what a
+    scenario id or a file name cannot hold, or in letter case) are refused: never one silently dropped."""
+    by_file: dict[str, list[tuple[int, Task]]] = {}
+    for index, task in chosen:
+        name = _file_name(scenario_id(options.domain, task.id))
+        by_file.setdefault(name.casefold(), []).append((index, task))
+    problems = []
+    for group in by_file.values():
+        if len(group) < 2:
+            continue
+        where = " and ".join(f"the task at position {index + 1} (id {task.id!r})" for index, task in group)
+        name = _file_name(scenario_id(options.domain, group[0][1].id))
+        same = len({task.id for _, task in group}) == 1
+        why = "share one id" if same else f"would both be written as scenarios/{name}.yaml"
+        problems.append(Problem(str(options.tasks), f"{where} {why}", None, f"task {group[0][1].id}"))
+    if problems:
+        raise UserError(
+            f"{len(problems)} task ids of {options.tasks} collide, so one task would replace another; give each "
+            "task its own id (ids become scenario ids and file names: letters, digits, - and _, any case)",
+            problems,
+        )
 
 
 def _notes_page(options: Tau2ImportOptions, converted: dict[str, Converted], skipped: dict[str, str]) -> str:

@@ -32,7 +32,7 @@ from typing import Any, BinaryIO, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from simulator.diskerrors import naming
-from simulator.errors import FolderTaken, UserError, option_forms
+from simulator.errors import FolderTaken, UserError, decode_error_in_words, option_forms
 from simulator.jsonbounds import DECODER, Unrepresentable, text_depth
 from simulator.readers import missing, read_json
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
@@ -130,7 +130,7 @@ def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
     try:
         raw = DECODER.decode(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{where}: not a JSON record ({exc.msg}); {DAMAGED}") from None
+        raise UserError(f"{where}: not a JSON record ({decode_error_in_words(exc)}); {DAMAGED}") from None
     except Unrepresentable as exc:
         raise UserError(f"{where}: the record {exc}; {DAMAGED}") from None
     return _migrated(raw, model, migrate, where, "not a JSON object")
@@ -538,7 +538,9 @@ class RunFolder:
         except Unrepresentable as exc:
             raise UserError(f"{where}: {exc}; {DAMAGED}") from None
         except json.JSONDecodeError as exc:
-            raise UserError(f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); {DAMAGED}") from None
+            raise UserError(
+                f"{where}:{exc.lineno}: not valid JSON ({decode_error_in_words(exc)}); {DAMAGED}"
+            ) from None
         return _migrated(
             raw, Manifest, migrate_manifest, where, "not a manifest (a JSON object was expected)"
         )

@@ -16,6 +16,7 @@ __all__ = [
     "latest_by_id",
     "new_run_id",
     "read_jsonl",
+    "simulator_commit",
 ]
 
 import json
@@ -72,15 +73,28 @@ _CURRENT_PREFIX = f'{{"schema_version":{SCHEMA_VERSION},'
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def git_commit(cwd: Path | None = None) -> str | None:
-    """The current git commit of the project the user runs from, when there is one."""
+def _git(cwd: Path | None, *args: str) -> str | None:
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
-        )
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def git_commit(cwd: Path | None = None) -> str | None:
+    """The git commit of the checkout holding `cwd` (a suite's folder), when there is one."""
+    return _git(cwd, "rev-parse", "HEAD")
+
+
+_PACKAGE = Path(__file__).resolve().parent.parent  # the simulator package's folder
+
+
+def simulator_commit(package: Path = _PACKAGE) -> str | None:
+    """The git commit of the simulator's own checkout (`package`: its folder); None when it is installed as
+    a package (`package_version` says which then), even inside another project's checkout (untracked)."""
+    if _git(package, "ls-files", "--error-unmatch", str(package / "__init__.py")) is None:
+        return None
+    return git_commit(package)
 
 
 def new_run_id(name: str) -> str:

@@ -147,7 +147,7 @@ def _kept(folder: Path, relative: str, sha256: str | None, what: str) -> tuple[b
         return None, f"the archived {what} {path} cannot be read ({exc}); sign again"
     digest = "sha256:" + hashlib.sha256(data).hexdigest()
     if digest != sha256:
-        return None, f"the archived {what} {path} was edited since signing (sha256 {digest}, signed {sha256})"
+        return None, f"the archived {what} {path} was edited since signing (now {digest}, signed {sha256})"
     return data, None
 
 

@@ -8,14 +8,18 @@ __all__ = [
     "FolderTaken",
     "Problem",
     "UserError",
+    "decode_error_in_words",
     "error_loc",
     "in_both",
+    "json_in_words",
     "option_forms",
     "pattern_or_message",
     "shown_input",
 ]
 
 import datetime
+import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,11 +174,58 @@ PATTERN_WORDS: dict[str, str] = {
 }
 
 
+# What a JSON parser's complaint means, in words (its own text names a line and column of its own).
+_JSON_WORDS = (
+    (("eof", "unterminated", "unexpected end"), "it ends before the record does (cut short?)"),
+    (("control character",), "a raw control character (a tab or a line break) inside a string"),
+    (("extra data", "trailing characters"), "more than one JSON value"),
+    (
+        ("expecting value", "expected value", "expected ident"),
+        "text where a JSON value should be (not JSON at all?)",
+    ),
+    (("expecting", "expected"), "a comma, colon, quote or bracket is missing"),
+)
+
+
+def json_in_words(parser_message: str) -> str:
+    """Why a JSON parser refused some text, in words and without its positions (the caller names the file
+    and line): `it ends before the record does (cut short?)`; `its syntax is broken` when not known."""
+    lowered = parser_message.lower()
+    at = re.search(r"line (\d+) column 0\b", lowered)
+    if "control character" in lowered and at and int(at.group(1)) > 1:
+        lowered = "eof"  # the control character is the line break: the record ends inside a string
+    for needles, words in _JSON_WORDS:
+        if any(n in lowered for n in needles):
+            return words
+    return "its syntax is broken"
+
+
+def decode_error_in_words(exc: json.JSONDecodeError) -> str:
+    """`json_in_words` for the standard library's error, which knows where the text ended: an error at
+    its end is text cut short, whatever the parser expected next."""
+    return json_in_words("eof" if exc.pos >= len(exc.doc.rstrip()) else exc.msg)
+
+
+def _too_short(error: Any) -> str:
+    least = (error.get("ctx") or {}).get("min_length", 1)
+    if error.get("type") == "string_too_short":
+        return "should not be empty" if least == 1 else f"should be at least {least} characters"
+    return (
+        "should not be empty: give at least one item" if least == 1 else f"should have at least {least} items"
+    )
+
+
 def pattern_or_message(error: Any) -> str:
-    """A pydantic error's message, with a pattern it failed (`String should match pattern '^[\\w.-]+$'`)
-    said in words instead (`should be letters, digits ...`)."""
-    if error.get("type") == "string_pattern_mismatch":
+    """A pydantic error's message in words a user reads: a pattern it failed (`String should match pattern
+    '^[\\w.-]+$'`) as what it asks for (`should be letters, digits ...`), a list or text too short
+    (`should not be empty: give at least one item`), broken JSON without the parser's positions."""
+    kind = error.get("type")
+    if kind == "string_pattern_mismatch":
         words = PATTERN_WORDS.get(str((error.get("ctx") or {}).get("pattern")))
         if words is not None:
             return f"should be {words}"
+    if kind in ("too_short", "string_too_short"):
+        return _too_short(error)
+    if kind == "json_invalid":
+        return "not valid JSON: " + json_in_words(str((error.get("ctx") or {}).get("error", "")))
     return str(error["msg"])

@@ -37,6 +37,8 @@ import math
 import re
 from typing import Any
 
+from simulator.errors import decode_error_in_words
+
 MAX_JSON_DEPTH = (
     64  # levels of objects and arrays; real payloads (messages, tool arguments, states) use a few
 )
@@ -202,7 +204,8 @@ def loads_bounded(
     except UnicodeDecodeError:
         raise JSONRefused(f"{what} is not JSON (not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
-        raise JSONRefused(f"{what} is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        words = decode_error_in_words(exc)
+        raise JSONRefused(f"{what} is not JSON ({words}; line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:
         raise JSONRefused(f"{what} is nested more than {max_depth} levels deep; flatten it") from None
     except Unrepresentable as exc:

@@ -12,7 +12,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from simulator.cli import main
-from simulator.config.factors import held_out_by_hash, suite_scenarios
+from simulator.config.factors import held_out_ids, suite_scenarios
 from simulator.config.suite import load_suite
 from simulator.record.folder import RunFolder
 from simulator.serve import DeskConfig, create_app
@@ -162,16 +162,17 @@ def test_the_report_sets_tuned_against_held_out_and_flags_the_gap(
 
 def test_a_seeded_fraction_holds_out_the_same_scenarios_every_time(tmp_path: Path) -> None:
     ids = [f"scenario-{i:03d}" for i in range(400)]
-    chosen = {i for i in ids if held_out_by_hash(i, 0.25, seed=7)}
-    assert chosen == {i for i in ids if held_out_by_hash(i, 0.25, seed=7)}
-    assert 70 <= len(chosen) <= 130  # about a quarter
-    assert chosen != {i for i in ids if held_out_by_hash(i, 0.25, seed=8)}
+    chosen = held_out_ids(ids, 0.25, seed=7)
+    assert chosen == held_out_ids(list(reversed(ids)), 0.25, seed=7)  # the order read does not matter
+    assert len(chosen) == 100  # exactly a quarter
+    assert chosen != held_out_ids(ids, 0.25, seed=8)
     folder = tmp_path / "s"
     folder.mkdir()
     (folder / "scenarios.yaml").write_text(
         "\n".join(
-            f"- {{id: {i}, persona: p, goal: g, split: {'tuned' if i == ids[0] else 'null'}}}"
-            for i in ids[:40]
+            f"- {{id: {i}, persona: p, goal: g, tags: [{'odd' if n % 2 else 'even'}], "
+            f"split: {'tuned' if i == ids[0] else 'null'}}}"
+            for n, i in enumerate(ids[:40])
         )
     )
     (folder / "suite.yaml").write_text(
@@ -180,7 +181,33 @@ def test_a_seeded_fraction_holds_out_the_same_scenarios_every_time(tmp_path: Pat
     )
     scenarios = suite_scenarios(load_suite(folder / "suite.yaml"))
     marked = {s.id for s in scenarios if "held-out" in s.tags}
-    assert marked == {i for i in ids[1:40] if held_out_by_hash(i, 0.25, seed=7)}  # `split: tuned` wins
+    assert marked == held_out_ids(ids[1:40], 0.25, seed=7)  # `split: tuned` wins, and is not counted
+    assert len(marked) == 10  # round(0.25 x 39 = 9.75)
+    # A run of some tags holds out the same vignettes as a run of all of them.
+    odd = suite_scenarios(load_suite(folder / "suite.yaml"), tags=["odd"])
+    assert {s.id for s in odd if "held-out" in s.tags} == marked & {s.id for s in odd}
+
+
+@pytest.mark.parametrize(
+    ("n", "fraction", "share"), [(22, 0.3, 7), (22, 0.2, 4), (10, 0.25, 3), (3, 0.5, 2), (5, 0.05, 0)]
+)
+def test_the_share_held_out_is_exact(n: int, fraction: float, share: int) -> None:
+    """round(fraction x n), halves up: 0.3 of 22 vignettes is 7 (a draw per vignette held out 11)."""
+    ids = [f"vignette-{i:02d}" for i in range(n)]
+    for seed in range(20):
+        assert len(held_out_ids(ids, fraction, seed)) == share
+
+
+def test_adding_or_removing_a_vignette_moves_at_most_one_other_across() -> None:
+    ids = [f"v{i}" for i in range(30)]
+    for seed in range(10):
+        before = held_out_ids(ids, 0.3, seed)
+        for extra in (f"new-{k}" for k in range(15)):
+            after = held_out_ids([*ids, extra], 0.3, seed) - {extra}
+            assert len(before ^ after) <= 1, (seed, extra)
+        for gone in ids:
+            after = held_out_ids([i for i in ids if i != gone], 0.3, seed)
+            assert len((before - {gone}) ^ after) <= 1, (seed, gone)
 
 
 def test_a_sealed_record_keeps_the_decision_and_nothing_else_the_bot_reported() -> None:

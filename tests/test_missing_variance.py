@@ -159,9 +159,9 @@ def test_first_divergence_names_who_varied() -> None:
     faulted = Audited(audited=frozenset({base.id, user.id}), faulted=frozenset({user.id}))
     assert first_divergence(base, user, faulted) == "simulation"
     assert first_divergence(base, shorter, Audited(faulted=frozenset({shorter.id}))) == "simulation"
-    # Both audited and passed, no provenance: the user only reworded; the bot is what varied.
+    # Both audited and passed, no provenance: the user only reworded. Not a flaky bot: the histories differ.
     clean = Audited(audited=frozenset({base.id, user.id}))
-    assert first_divergence(base, user, clean) == "bot"
+    assert first_divergence(base, user, clean) == "reworded"
 
 
 def _fact(fact: int, status: str) -> FactProvenance:
@@ -171,10 +171,14 @@ def _fact(fact: int, status: str) -> FactProvenance:
 @pytest.mark.parametrize(
     ("left", "right", "source"),
     [
-        # The offline user varies its greeting only: the same facts come out, so the bot varied.
-        ([_fact(0, "elicited"), _fact(1, "missed")], [_fact(0, "elicited"), _fact(1, "missed")], "bot"),
-        # The bot asked about fact 1 in one repeat only: elicited vs missed is the bot's doing.
-        ([_fact(0, "elicited"), _fact(1, "elicited")], [_fact(0, "elicited"), _fact(1, "missed")], "bot"),
+        # The offline user varies its greeting only: the same facts came out in other words.
+        ([_fact(0, "elicited"), _fact(1, "missed")], [_fact(0, "elicited"), _fact(1, "missed")], "reworded"),
+        # The bot asked about fact 1 in one repeat only, after other words: never the simulation's doing.
+        (
+            [_fact(0, "elicited"), _fact(1, "elicited")],
+            [_fact(0, "elicited"), _fact(1, "missed")],
+            "reworded",
+        ),
         # The user volunteered fact 1 unasked in one repeat: the simulation varied.
         (
             [_fact(0, "elicited"), _fact(1, "volunteered")],
@@ -182,7 +186,7 @@ def _fact(fact: int, status: str) -> FactProvenance:
             "simulation",
         ),
         # Volunteered in one, asked and answered in the other: the bot learned the same facts.
-        ([_fact(0, "volunteered")], [_fact(0, "elicited")], "bot"),
+        ([_fact(0, "volunteered")], [_fact(0, "elicited")], "reworded"),
         (
             [_fact(0, "missed"), _fact(1, "volunteered")],
             [_fact(0, "missed"), _fact(1, "missed")],
@@ -207,7 +211,7 @@ def test_flaky_bots_simulations_and_judges_are_flagged_apart(tmp_path: Path) -> 
         # flaky simulation: the simulated user opened differently and the audit failed it
         record("user-varies", 0, turns=_turns(hello, ("bot", "Call 999"))),
         record("user-varies", 1, turns=_turns(("user", "my arm hurts"), ("bot", "See your GP"))),
-        # the user only reworded (same facts, fidelity passed): the bot is what varied
+        # the user only reworded (same facts, fidelity passed): the answer changed with the wording
         record("reworded", 0, turns=_turns(hello, ("bot", "Call 999")), provenance=[_fact(0, "elicited")]),
         record(
             "reworded",
@@ -234,28 +238,63 @@ def test_flaky_bots_simulations_and_judges_are_flagged_apart(tmp_path: Path) -> 
     assert {sid: row.flaky_source.label for sid, row in rows.items() if row.flaky_source} == {
         "bot-varies": "bot",
         "user-varies": "simulation",
-        "reworded": "bot",
+        "reworded": "reworded",
         "unknown": "unaudited",
         "judge-varies": "judge",
     }
     report = build_report(run)
     found = {f.title: f.detail for f in report.findings}
-    assert "flaky bot: 2 scenarios (bot-varies, reworded)" in found
-    assert found["flaky bot: 2 scenarios (bot-varies, reworded)"].startswith(
-        "the bot varies, not the simulated user"
-    )
-    assert (
-        "in 1 of these scenarios the simulated user only reworded the same facts"
-        in found["flaky bot: 2 scenarios (bot-varies, reworded)"]
-    )
-    assert "flaky simulation: 1 scenarios (user-varies)" in found
-    assert "flaky judge: 1 scenarios (judge-varies)" in found
-    assert "run the fidelity audit" in found["flaky, source unknown: 1 scenarios (unknown)"]
+    assert found["flaky bot: 1 vignette (bot-varies)"].startswith("the bot varies, not the simulated user")
+    assert "not robust to rewording" in found["answer differs with the user's wording: 1 vignette (reworded)"]
+    assert "flaky simulation: 1 vignette (user-varies)" in found
+    assert "flaky judge: 1 vignette (judge-varies)" in found
+    assert "run the fidelity audit" in found["flaky, source unknown: 1 vignette (unknown)"]
     console = Console(record=True, width=200)
     render_terminal(report, console)
     text = console.export_text()
     assert "FLAKY FLAKY-BOT" in text and "FLAKY FLAKY-SIM" in text and "FLAKY FLAKY-JUDGE" in text
-    assert "FLAKY FLAKY-UNAUDITED" in text
+    assert "FLAKY FLAKY-UNAUDITED" in text and "FLAKY FLAKY-WORDING" in text
+
+
+def test_a_flaky_bot_needs_identical_histories_and_counts_vignettes(tmp_path: Path) -> None:
+    """The transcript pairs of a deterministic bot under a typing user (repro6): the words differ from user
+    turn 0, or at a later user turn, and the bot answers them differently. Only a pair identical up to the
+    differing bot answer is a flaky bot; the counts are vignettes, with the variants said apart."""
+    hi, breath, typo = ("user", "hi, chest pain"), ("user", "short of breath"), ("user", "shrot of breath")
+    ask, calm = ("bot", "Are you short of breath?"), ("bot", "How long ago did this start?")
+    records = [
+        # identical up to the bot's second answer, which differs: a flaky bot
+        record("same-history", 0, turns=_turns(hi, ask, breath, ("bot", "Call 999"))),
+        record("same-history", 1, turns=_turns(hi, ask, breath, calm)),
+        # a typo at user turn 2, then a different answer: the wording changed first
+        record("typo-later", 0, turns=_turns(hi, ask, breath, ("bot", "Call 999"))),
+        record("typo-later", 1, turns=_turns(hi, ask, typo, calm)),
+        # two variants of one vignette, whose transcripts differ from user turn 0
+        *(
+            record(f"jaw~speaker={who}", n, turns=_turns(opening, ask, breath, answer))
+            for who in ("self", "relative")
+            for n, (opening, answer) in enumerate(
+                [(("user", "i want to ask"), ("bot", "Call 999")), (("user", "hi i want to ask"), calm)]
+            )
+        ),
+    ]
+    verdicts = [verdict(r, "safe", "pass" if r.repeat == 1 else "fail") for r in records]
+    fidelity = [verdict(r, "fidelity.early_reveal", "pass", kind="fidelity") for r in records]
+    run = load_run(write_run(tmp_path / "pairs", records, verdicts + fidelity, {"runs": 2}))
+    sources = {row.id: row.flaky_source for row in scenario_rows(run) if row.flaky_source}
+    assert {sid: (s.label, s.bot, s.reworded) for sid, s in sources.items()} == {
+        "same-history": ("bot", 1, 0),
+        "typo-later": ("reworded", 0, 1),
+        "jaw~speaker=self": ("reworded", 0, 1),
+        "jaw~speaker=relative": ("reworded", 0, 1),
+    }
+    found = {f.title: f.detail for f in build_report(run).findings}
+    assert "flaky bot: 1 vignette (same-history)" in found, sorted(found)
+    wording = "answer differs with the user's wording: 2 vignettes, 3 variants"
+    title = f"{wording} (typo-later, jaw~speaker=self, jaw~speaker=relative)"
+    assert title in found, sorted(found)
+    assert "cannot tell which" in found[title] and "not a flaky bot" in found[title]
+    assert "flaky (mixed outcomes): 3 vignettes, 4 variants" in found
 
 
 ALTERNATING_BOT = """
@@ -294,9 +333,11 @@ max_turns: 8
 """
 
 
-def test_a_bot_that_varies_under_the_offline_user_is_called_the_bot(tmp_path: Path) -> None:
+def test_a_bot_that_varies_under_the_offline_user_is_never_called_the_simulation(tmp_path: Path) -> None:
     """The offline user varies its greeting (and sometimes volunteers the age first); the bot alternates its
-    decision. Nothing the bot learned differs, so the finding names the bot and never the simulation."""
+    decision. Nothing the bot learned differs, so the finding never names the simulation; the histories
+    differ from the user's first turn, so it is not called a flaky bot either: the answer differed with the
+    user's wording, which these transcripts cannot tell from the bot's own variation."""
     suite = load_suite(write_suite(tmp_path, runs=6, scenarios={"chest.yaml": CHEST}, bot=ALTERNATING_BOT))
     found = load_scenarios([suite.resolve(p) for p in suite.scenarios.paths])
     asyncio.run(run_suite(suite, found, RunOptions(out=tmp_path / "run", progress=False)))
@@ -305,10 +346,13 @@ def test_a_bot_that_varies_under_the_offline_user_is_called_the_bot(tmp_path: Pa
     assert len(greetings) > 1 and run.fidelity  # the user did vary its words, and it was audited
     row = scenario_rows(run)[0]
     assert row.flaky and row.flaky_source is not None
-    assert row.flaky_source.sources == ["bot"] and row.flaky_source.reworded == row.flaky_source.pairs == 9
+    assert (
+        row.flaky_source.sources == ["reworded"] and row.flaky_source.reworded == row.flaky_source.pairs == 9
+    )
+    assert row.flaky_source.bot == 0
     titles = [f.title for f in build_report(run).findings]
-    assert "flaky bot: 1 scenarios (chest)" in titles
-    assert not any(t.startswith("flaky simulation") for t in titles)
+    assert "answer differs with the user's wording: 1 vignette (chest)" in titles
+    assert not any(t.startswith(("flaky simulation", "flaky bot")) for t in titles)
 
 
 # ---- worst-at-k and run-to-run spread ------------------------------------------------------------------------

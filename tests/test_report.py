@@ -56,7 +56,7 @@ def test_findings_list_high_stakes_failures_as_bugs(report: Report) -> None:
     # Severity drives findings: the critical criterion that failed is a bug on any scenario.
     assert "critical criterion asks-danger-signs failed in 4 of 18 conversations (2 of 6 vignettes)" in bugs
     titles = [f.title for f in report.findings]
-    assert "3 flaky scenarios (mixed outcomes)" in titles
+    assert "flaky (mixed outcomes): 3 vignettes" in titles
     assert any(t.startswith("unverified evidence: 3/56") for t in titles)
     assert (report.overall.k, report.overall.n) == (4, 17)
 

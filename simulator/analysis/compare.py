@@ -25,6 +25,7 @@ from simulator.config.variants import vignette_of
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
 from simulator.models import empty_list
+from simulator.record.index import is_matrix, matrix_not_one_run
 from simulator.record.models import Verdict
 from simulator.record.selection import by_item
 from simulator.stats.basic import mcnemar_exact, paired_bootstrap
@@ -124,6 +125,8 @@ class RunComparison(_Model):
     golden: GoldenComparison | None = None
     # The outcome sources each run's outcome figures rest on (A, B); empty without outcome levels.
     outcome_source: list[list[str]] = Field(default_factory=empty_list)
+    # Said when A and B are one folder (a typo, or two judge sets of one run): never a silent comparison.
+    same_folder: str | None = None
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, str]:
@@ -386,7 +389,18 @@ def compare_runs(
     gate: Gate | None = None,
 ) -> RunComparison:
     """Compare run B (candidate) with run A (baseline); refuse when their scenario sets differ."""
-    return compare_loaded(load_run(a_path, judge_set_a), load_run(b_path, judge_set_b), alpha, gate)
+    for path in (a_path, b_path):
+        if is_matrix(path):
+            raise matrix_not_one_run(path, "compare")
+    found = compare_loaded(load_run(a_path, judge_set_a), load_run(b_path, judge_set_b), alpha, gate)
+    if a_path.resolve() != b_path.resolve():
+        return found
+    same = (
+        " and judge set: every difference is 0 by construction; name two different runs"
+        if judge_set_a == judge_set_b
+        else ": the same conversations, judged by two judge sets"
+    )
+    return found.model_copy(update={"same_folder": "A and B are the same folder" + same})
 
 
 def _status_metric(

@@ -16,8 +16,17 @@ from typing import Any
 from simulator.config.suite import OutcomeConfig
 from simulator.models import ResultModel
 from simulator.record.compact import Sharing
-from simulator.record.folder import CONVERSATIONS, LABELS, VERDICTS, RunFolder, latest_by_id, torn_tail
+from simulator.record.folder import (
+    CONVERSATIONS,
+    LABELS,
+    MANIFEST,
+    VERDICTS,
+    RunFolder,
+    latest_by_id,
+    torn_tail,
+)
 from simulator.record.hashing import sha256_file, short_hash
+from simulator.record.index import is_matrix, matrix_not_one_run
 from simulator.record.manifest import Manifest
 from simulator.record.models import ConversationRecord, Label, Verdict
 from simulator.record.selection import select_verdicts
@@ -315,6 +324,8 @@ def load_run(path: Path, judge_set: str | None = None, *, keep_turns: bool = Tru
 
     `keep_turns=False` leaves each conversation's turns in the folder, re-read when used
     (`record/stored_turns.py`): for a report of a large run, which shows few conversations in full."""
+    if is_matrix(path) and not (path / MANIFEST).exists():
+        raise matrix_not_one_run(path)
     folder = RunFolder.open(path)
     manifest = folder.read_manifest()
     with _no_cyclic_gc():

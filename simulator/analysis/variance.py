@@ -2,7 +2,7 @@
 
 A scenario with mixed outcomes is flaky, but the fix depends on the source. Pair each failing repeat with
 each passing one and find the first turn where the two transcripts differ. A bot turn: the bot answered the
-same history differently (a flaky bot). Identical transcripts and final states: only the verdicts differ (a
+same history differently (a flaky bot: observed, the transcripts are identical up to that turn). Identical transcripts and final states: only the verdicts differ (a
 flaky judge). A user turn is not enough to blame the simulation, since a simulated user rewords every time
 (the offline user varies its greeting); it is a flaky simulation only on evidence:
 
@@ -10,9 +10,11 @@ flaky judge). A user turn is not enough to blame the simulation, since a simulat
 - the fact provenance shows the user changed what the bot learned: a fact volunteered unasked in one
   conversation never came up in the other.
 
-When both were audited and the user revealed the same facts in other words, the bot is what varied (it
-answered the same facts differently), counted as `bot` and as `reworded`. When nothing audited them (no
-provenance, no fidelity verdicts) the source is `unaudited`: the report says to run the audit.
+When both were audited and the user revealed the same facts in other words (or typos), the pair is
+`reworded`: the bot's answer differed after the user's wording differed. That is not a flaky bot (its
+history was not the same): either the bot is not robust to the wording or it varies on its own, and one
+pair cannot tell which. When nothing audited them (no provenance, no fidelity verdicts) the source is
+`unaudited`: the report says to run the audit.
 
 A fact told in one repeat and missed in another is evidence only when it goes with the outcome beyond
 chance: "flaky simulation" on provenance needs the one-sided Fisher test that the failing repeats missed
@@ -36,8 +38,8 @@ from simulator.models import ResultModel
 from simulator.record.models import ConversationRecord
 from simulator.stats.evidence import ALPHA, fisher_greater
 
-Source = Literal["bot", "simulation", "judge", "unaudited", "undetermined"]
-SOURCES: tuple[Source, ...] = ("bot", "simulation", "judge", "unaudited", "undetermined")
+Source = Literal["bot", "reworded", "simulation", "judge", "unaudited", "undetermined"]
+SOURCES: tuple[Source, ...] = ("bot", "reworded", "simulation", "judge", "unaudited", "undetermined")
 _MAX_EACH = 20  # repeats compared on each side: enough to see the sources, O(repeats) per scenario
 
 
@@ -45,11 +47,13 @@ class Attribution(ResultModel):
     """Pairs of (failing, passing) repeats by where they first differed, and the sources that varied."""
 
     pairs: int
+    # Pairs identical up to a bot turn (or to the final state) that differed: the same history, another answer.
     bot: int
     simulation: int
     judge: int
     sources: list[str]
-    # Of the `bot` pairs: the user's words differed first, but it revealed the same facts and passed fidelity.
+    # Pairs whose user words differed first, with the same facts revealed and fidelity passed: the bot's
+    # answer changed after the wording did (not counted in `bot`: the histories were not the same).
     reworded: int = 0
     # Pairs whose user turns differed with nothing to tell why (no provenance, no fidelity verdicts).
     unaudited: int = 0
@@ -108,10 +112,11 @@ def _divergence(a: ConversationRecord, b: ConversationRecord, audit: Audited) ->
 
 
 def first_divergence(a: ConversationRecord, b: ConversationRecord, audit: Audited | None = None) -> Source:
-    """Who varied between two transcripts of the same scenario: `bot`, `simulation` (on evidence only),
-    `judge` (identical transcripts), or `unaudited` (the user's words differed, nothing tells why)."""
+    """Who varied between two transcripts of the same scenario: `bot` (identical up to a differing bot turn),
+    `reworded` (the user's words differed, same facts, audited), `simulation` (on evidence only), `judge`
+    (identical transcripts), or `unaudited` (the user's words differed, nothing tells why)."""
     found = _divergence(a, b, audit or Audited())
-    return {"reworded": "bot", "told": "simulation"}.get(found, found)  # type: ignore[return-value]
+    return "simulation" if found == "told" else found  # type: ignore[return-value]
 
 
 def _told(record: ConversationRecord) -> dict[int, bool]:
@@ -158,8 +163,13 @@ def attribute_variance(
     established = p is not None and p < ALPHA
     simulation = counts["simulation"] + (counts["told"] if established else 0)
     undetermined = 0 if established else counts["told"]
-    bot = counts["bot"] + counts["reworded"]
-    by_source = {"bot": bot, "simulation": simulation, "judge": counts["judge"]}
+    bot = counts["bot"]
+    by_source = {
+        "bot": bot,
+        "reworded": counts["reworded"],
+        "simulation": simulation,
+        "judge": counts["judge"],
+    }
     by_source["unaudited"] = counts["unaudited"]
     by_source["undetermined"] = undetermined
     return Attribution(

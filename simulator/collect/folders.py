@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator.record.folder import RunFolder, git_commit
+from simulator.record.folder import RunFolder, simulator_commit
 from simulator.record.manifest import Manifest, RoleModels, RunCounts, ScenarioEntry, Session
 from simulator.record.models import ConversationRecord
 
@@ -90,7 +90,7 @@ class RollingFolders:
             run_id=name,
             status="running",
             created_at=now,
-            git_commit=git_commit(),
+            git_commit=simulator_commit(),
             models=RoleModels(user="real", bot="unknown"),
             sessions=[Session(command="collect", started_at=now)],
             source=dict(self.source),

@@ -104,8 +104,7 @@ def cmd_safety_case(args: argparse.Namespace) -> int:
     from simulator.safety.view import safety_case_sections
     from simulator.visible import terminal_console
 
-    if args.sign and args.verify:
-        raise UserError("--sign and --verify: give one of them")
+    _check_modes(args)
     case = build_safety_case(
         load_runs(args.runs, args.judge_set),
         load_hazard_log(args.hazards),
@@ -130,6 +129,22 @@ def cmd_safety_case(args: argparse.Namespace) -> int:
         print_pdf(html, args.pdf)
     echo(f"evidence {case.evidence_hash}  ·  exit {case.exit_code}", file=sys.stderr)
     return case.exit_code
+
+
+_SIGN_ONLY = ("--name", "--role", "--decision", "--comment", "--justification")
+
+
+def _check_modes(args: argparse.Namespace) -> None:
+    """Options that mean something only with another are refused without it, never silently ignored."""
+    if args.sign and args.verify:
+        raise UserError("--sign and --verify: give one of them")
+    given = [flag for flag in _SIGN_ONLY if getattr(args, flag[2:])]
+    if given and not args.sign:
+        raise UserError(
+            f"{', '.join(given)} without --sign: nothing would be signed; add --sign to record the sign-off"
+        )
+    if args.document is not None and not args.verify:
+        raise UserError("--document without --verify: add --verify to check that archived document")
 
 
 def _sign(desk: Path, case: Any, args: argparse.Namespace) -> None:

@@ -194,21 +194,23 @@ def suite_scenarios(
     """The scenarios a suite runs (read it as `Suite.scenarios_to_run`): its files (or `files`, or the
     scenarios given in code), filtered by tags, crossed with its factors when it has any. Styles a scenario
     names must be in the suite's style catalogue."""
-    from simulator.config.loading import load_scenarios
+    from simulator.config.loading import by_tags, load_scenarios
     from simulator.config.redteam import expand_attacks
     from simulator.config.styles import suite_styles
     from simulator.errors import UserError
 
+    # The held-out share is drawn over every scenario of the files, then the tags are applied: a run of
+    # some tags holds out the same vignettes as a run of all.
     inline = getattr(suite, "_inline", None)
     if files is None and inline is not None:
-        bases = [s for s in inline if not tags or set(s.tags) & set(tags)]
+        bases = [s for s in mark_held_out(list(inline), suite) if not tags or set(s.tags) & set(tags)]
         if not bases:
             raise UserError(f"no scenario has any of the tags {tags}; check the tags asked for")
     else:
-        bases = load_scenarios(
-            files if files is not None else [suite.resolve(p) for p in suite.scenarios.paths], tags
+        every = load_scenarios(
+            files if files is not None else [suite.resolve(p) for p in suite.scenarios.paths]
         )
-    bases = mark_held_out(bases, suite)
+        bases = by_tags(mark_held_out(every, suite), tags) if tags else mark_held_out(every, suite)
     styles = suite_styles(suite)
     check_scenario_styles(bases, styles)
     from simulator.config.simulators import expand_simulators
@@ -217,25 +219,32 @@ def suite_scenarios(
     return expand_simulators(variants, suite)
 
 
-def held_out_by_hash(scenario_id: str, fraction: float, seed: int) -> bool:
-    """True when the seeded hash of the id falls in the held-out fraction (stable across runs and machines)."""
+def held_out_ids(ids: list[str], fraction: float, seed: int) -> set[str]:
+    """Exactly round(fraction × len(ids)) of `ids` (halves up): those whose seeded sha256 ranks lowest. The
+    same ids and seed give the same choice on every run and machine, and adding or removing one id moves
+    at most one other across (the cut is a rank, not a draw per id)."""
     import hashlib
 
-    digest = hashlib.sha256(f"{seed}:{scenario_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+    def rank(scenario_id: str) -> tuple[bytes, str]:
+        return hashlib.sha256(f"{seed}:{scenario_id}".encode()).digest(), scenario_id
+
+    share = int(fraction * len(set(ids)) + 0.5)
+    return set(sorted(set(ids), key=rank)[:share])
 
 
 def mark_held_out(scenarios: list[Scenario], suite: Any) -> list[Scenario]:
     """Tag held-out scenarios `held-out` (their variants inherit it): `split: held_out`, or chosen by the
-    suite's `held_out.fraction`; `split: tuned` keeps a scenario visible."""
+    suite's `held_out.fraction` among the scenarios without a split of their own (`held_out_ids`);
+    `split: tuned` keeps a scenario visible."""
     config = getattr(suite, "held_out", None)
+    drawn = (
+        held_out_ids([s.id for s in scenarios if s.split is None], config.fraction, config.seed)
+        if config is not None
+        else set()
+    )
     out = []
     for scenario in scenarios:
-        held = scenario.split == "held_out" or (
-            scenario.split is None
-            and config is not None
-            and held_out_by_hash(scenario.id, config.fraction, config.seed)
-        )
+        held = scenario.split == "held_out" or scenario.id in drawn
         if held and "held-out" not in scenario.tags:
             marked = scenario.model_copy(update={"tags": [*scenario.tags, "held-out"]})
             marked._source, marked._line = scenario._source, scenario._line

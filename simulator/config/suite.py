@@ -301,8 +301,8 @@ class OutcomeConfig(_Strict):
 
 
 class HeldOutConfig(_Strict):
-    """`held_out: {fraction: 0.2, seed: 0}`: that share of the scenarios (by a seeded hash of the base id,
-    so the same scenarios every run) is held out; a scenario's own `split` overrides it."""
+    """`held_out: {fraction: 0.2, seed: 0}`: exactly that share of the vignettes without a `split` of their
+    own, rounded (the lowest seeded hashes of their ids: the same every run, config/factors.py) is held out."""
 
     fraction: float = Field(gt=0, lt=1)
     seed: int = 0

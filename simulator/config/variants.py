@@ -8,7 +8,9 @@ vignette, never new evidence about another one. Every reader that groups convers
 
 from __future__ import annotations
 
-__all__ = ["variant_id", "vignette_of"]
+__all__ = ["variant_id", "vignette_of", "vignettes_counted"]
+
+from collections.abc import Iterable
 
 # Where a variant id's factor levels start: `base~attack=buried-self-harm~simulator=offline`.
 _MARK = "~"
@@ -23,3 +25,12 @@ def vignette_of(scenario_id: str) -> str:
     """The vignette a scenario id belongs to (the cluster of its conversations): the id up to its first
     factor level; a plain scenario is its own vignette."""
     return scenario_id.split(_MARK, 1)[0]
+
+
+def vignettes_counted(scenario_ids: Iterable[str]) -> str:
+    """How many vignettes some scenario ids are, their variants said apart: `3 vignettes, 4 variants`, or
+    `3 vignettes` when each is its own vignette (a variant is not new evidence, so vignettes come first)."""
+    ids = set(scenario_ids)
+    vignettes = len({vignette_of(i) for i in ids})
+    unit = "vignette" if vignettes == 1 else "vignettes"
+    return f"{vignettes} {unit}" + (f", {len(ids)} variants" if len(ids) != vignettes else "")

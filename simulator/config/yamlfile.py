@@ -415,6 +415,8 @@ def problems_from_validation(
                 f"'{text}' was read as a key and a value, not as text (YAML reads ': ' that way); "
                 f'put it in quotes: - "{text}"'
             )
+        elif kind in ("too_short", "string_too_short"):
+            message = pattern_or_message(item)  # what was given is empty: nothing to show
         else:
             message = f"{pattern_or_message(item)} (got {shown_input(item.get('input'), yaml=from_yaml)})"
         problems.append(Problem(str(source.path), message, line=source.line_of(full), field=name or None))

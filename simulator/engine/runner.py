@@ -46,7 +46,7 @@ from simulator.errors import UserError, in_both
 from simulator.judging.fidelity import FIDELITY_CHECKS
 from simulator.judging.stage import JudgeStage, make_judge_stage
 from simulator.providers.hub import ModelHub
-from simulator.record.folder import RunFolder, git_commit, new_run_id
+from simulator.record.folder import RunFolder, git_commit, new_run_id, simulator_commit
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
 from simulator.record.models import ConversationRecord
@@ -98,7 +98,8 @@ def new_manifest(
         kind="golden" if scenarios and all(s.script is not None for s in scenarios) else "simulation",
         run_id=run_id,
         created_at=datetime.now(UTC),
-        git_commit=git_commit(suite.base_dir),
+        git_commit=simulator_commit(),
+        suite_git_commit=git_commit(suite.base_dir),
         bot_identity=identify_bot(suite.bot, suite.base_dir),
         suite_file=str(suite.file.resolve()) if suite.file else None,
         suite_hash=sha256_file(suite.file) if suite.file else None,

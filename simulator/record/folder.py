@@ -16,6 +16,7 @@ __all__ = [
     "latest_by_id",
     "new_run_id",
     "read_jsonl",
+    "simulator_commit",
     "torn_tail",
 ]
 
@@ -33,7 +34,7 @@ from typing import Any, BinaryIO, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from simulator.diskerrors import naming
-from simulator.errors import FolderTaken, UserError, option_forms
+from simulator.errors import FolderTaken, UserError, decode_error_in_words, option_forms
 from simulator.jsonbounds import DECODER, Unrepresentable, text_depth
 from simulator.readers import missing, read_json
 from simulator.record.manifest import SCHEMA_VERSION, Manifest
@@ -73,15 +74,28 @@ _CURRENT_PREFIX = f'{{"schema_version":{SCHEMA_VERSION},'
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def git_commit(cwd: Path | None = None) -> str | None:
-    """The current git commit of the project the user runs from, when there is one."""
+def _git(cwd: Path | None, *args: str) -> str | None:
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
-        )
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def git_commit(cwd: Path | None = None) -> str | None:
+    """The git commit of the checkout holding `cwd` (a suite's folder), when there is one."""
+    return _git(cwd, "rev-parse", "HEAD")
+
+
+_PACKAGE = Path(__file__).resolve().parent.parent  # the simulator package's folder
+
+
+def simulator_commit(package: Path = _PACKAGE) -> str | None:
+    """The git commit of the simulator's own checkout (`package`: its folder); None when it is installed as
+    a package (`package_version` says which then), even inside another project's checkout (untracked)."""
+    if _git(package, "ls-files", "--error-unmatch", str(package / "__init__.py")) is None:
+        return None
+    return git_commit(package)
 
 
 def new_run_id(name: str) -> str:
@@ -131,7 +145,7 @@ def _parse_line(text: str, model: type[T], migrate: Migrate, where: str) -> T:
     try:
         raw = DECODER.decode(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{where}: not a JSON record ({exc.msg}); {DAMAGED}") from None
+        raise UserError(f"{where}: not a JSON record ({decode_error_in_words(exc)}); {DAMAGED}") from None
     except Unrepresentable as exc:
         raise UserError(f"{where}: the record {exc}; {DAMAGED}") from None
     return _migrated(raw, model, migrate, where, "not a JSON object")
@@ -554,7 +568,9 @@ class RunFolder:
         except Unrepresentable as exc:
             raise UserError(f"{where}: {exc}; {DAMAGED}") from None
         except json.JSONDecodeError as exc:
-            raise UserError(f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); {DAMAGED}") from None
+            raise UserError(
+                f"{where}:{exc.lineno}: not valid JSON ({decode_error_in_words(exc)}); {DAMAGED}"
+            ) from None
         return _migrated(
             raw, Manifest, migrate_manifest, where, "not a manifest (a JSON object was expected)"
         )

@@ -63,6 +63,21 @@ def is_matrix(path: Path) -> bool:
     return (path / INDEX).is_file()
 
 
+def matrix_not_one_run(path: Path, command: str | None = None) -> UserError:
+    """A matrix folder named where one run is read: say it is a matrix, and how to name its cells (for
+    `command` given, a whole command comparing two of them)."""
+    try:
+        cells = [str(path / cell.folder) for cell in read_index(path).cells]
+    except UserError:
+        cells = []
+    named = f" ({len(cells)} cells: {', '.join(cells)})" if cells else ""
+    if command and len(cells) >= 2:
+        how = f"{command} its cells, e.g. simulator {command} {cells[0]} {cells[1]}"
+    else:
+        how = f"pass one cell's folder{', e.g. ' + cells[0] if cells else ''}"
+    return UserError(f"{path} is a matrix run{named}, not one run: {how}")
+
+
 def read_index(path: Path) -> MatrixIndex:
     """Read `path/index.json` through the one bounded reader; a UserError when it is missing or not an
     index (the field named, never the exception's)."""

@@ -217,7 +217,10 @@ class Manifest(_Record):
     created_at: datetime
     ended_at: datetime | None = None
     package_version: str = __version__
-    git_commit: str | None = None  # the simulator's commit, not the bot's: the bot's is `bot_identity`
+    # The simulator's own commit (None when installed as a package: `package_version` says which), not the
+    # bot's (`bot_identity`). Runs written before `suite_git_commit` existed hold the suite folder's here.
+    git_commit: str | None = None
+    suite_git_commit: str | None = None  # the commit of the checkout holding the suite file, when in git
     # Which release of the bot was tested, as its kind can tell (config/bot_identity.py).
     bot_identity: BotIdentity | None = None
     suite_file: str | None = None

@@ -37,7 +37,7 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 # pydantic reads a TypedDict from typing_extensions only, before Python 3.12 (pydantic itself requires it).
 from typing_extensions import TypedDict
 
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, pattern_or_message
 from simulator.record.models import SCHEMA_VERSION
 
 LATEST = SCHEMA_VERSION
@@ -54,7 +54,9 @@ def refused(where: str, exc: ValidationError, what: str) -> UserError:
     first = exc.errors()[0]
     field = ".".join(str(part) for part in first["loc"]) or None
     # pydantic names the model's class for an object of another type: the file's reader knows no classes.
-    reason = "Input should be a valid dictionary" if first["type"] == "model_type" else first["msg"]
+    reason = (
+        "Input should be a valid dictionary" if first["type"] == "model_type" else pattern_or_message(first)
+    )
     return UserError(str(Problem(where, f"{what} ({reason}); {DAMAGED}", field=field)))
 
 

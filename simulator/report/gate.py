@@ -42,7 +42,7 @@ from simulator.stats.rates import RateView, pct
 Status = Literal["met", "not met", "undecidable"]
 EXIT = {"met": 0, "not met": 1, "undecidable": 3}
 _SYNTAX = re.compile(
-    r"^\s*([A-Za-z0-9_.:\-]+(?: success| violations)?)\s*(<=|>=|==|<|>)\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$"
+    r"^\s*([A-Za-z0-9_.:\-]+(?: success| violations)?)\s*(<=|>=|==|<|>)\s*([+-]?[0-9]*\.?[0-9]+)\s*(%?)\s*$"
 )
 # `fail_rate(no-diagnosis)` is another spelling of `fail_rate:no-diagnosis`.
 _CALL = re.compile(r"^\s*([A-Za-z_]+)\(\s*([A-Za-z0-9_.\-]+)\s*\)")

@@ -46,7 +46,7 @@ from simulator.analysis.tables import (
     scenario_rows,
     tag_rows,
 )
-from simulator.config.variants import vignette_of
+from simulator.config.variants import vignette_of, vignettes_counted
 from simulator.models import ResultModel as _Model
 from simulator.models import empty_list
 from simulator.record.compact import Sharing
@@ -550,7 +550,8 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
     found += _outcome_findings(report.outcome)
     flaky = [row.id for row in report.scenarios if row.flaky]
     if flaky:
-        found.append(_finding("warning", f"{len(flaky)} flaky scenarios (mixed outcomes)", ", ".join(flaky)))
+        title = f"flaky (mixed outcomes): {vignettes_counted(flaky)}"
+        found.append(_finding("warning", title, ", ".join(flaky)))
     found += _flaky_sources(report)
     found += [
         Finding(level="warning", title=w, detail="see the missing-data section")
@@ -567,7 +568,15 @@ def _findings(report: Report, options: ReportOptions) -> list[Finding]:
 _SOURCE_TEXT = {
     "bot": (
         "flaky bot",
-        "the bot varies, not the simulated user: a different bot answer to the same conversation so far",
+        "the bot varies, not the simulated user: transcripts identical up to a bot turn, then a different "
+        "bot answer to the same conversation so far",
+    ),
+    "reworded": (
+        "answer differs with the user's wording",
+        "the simulated user told the same facts in other words or typos (fidelity checks passed) and the "
+        "bot's answer then differed: either it is not robust to rewording or typos, or it varies on its own; "
+        "these transcripts differ from a user turn, so they cannot tell which (not a flaky bot: that needs "
+        "transcripts identical up to the differing bot answer)",
     ),
     "simulation": (
         "flaky simulation",
@@ -587,27 +596,20 @@ _SOURCE_TEXT = {
         "verdicts): run the fidelity audit (docs/fidelity.md) to tell the bot from the simulation",
     ),
 }
-_REWORDED = (
-    "; in {n} the simulated user only reworded the same facts (fidelity checks passed) and the bot answered "
-    "them differently"
-)
 
 
 def _flaky_sources(report: Report) -> list[Finding]:
-    """One finding per source of variation (bot, simulated user, judge, unaudited), naming its scenarios.
+    """One finding per source of variation (bot, the user's wording, simulated user, judge, unaudited),
+    counting vignettes (variants said apart) and naming the scenarios.
 
-    The simulation is blamed only on evidence (analysis/variance.py); a user who merely reworded is the bot's."""
+    The simulation is blamed only on evidence, the bot only on identical histories (analysis/variance.py)."""
     found = []
     for source, (title, detail) in _SOURCE_TEXT.items():
         rows = [row for row in report.scenarios if row.flaky_source and source in row.flaky_source.sources]
         if rows:
             named = [row.id for row in rows]
-            reworded = sum(1 for row in rows if row.flaky_source and row.flaky_source.reworded)
-            extra = (
-                _REWORDED.format(n=f"{reworded} of these scenarios") if source == "bot" and reworded else ""
-            )
             found.append(
-                _finding("warning", f"{title}: {len(named)} scenarios ({', '.join(named)})", detail + extra)
+                _finding("warning", f"{title}: {vignettes_counted(named)} ({', '.join(named)})", detail)
             )
     return found
 

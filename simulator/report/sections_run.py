@@ -28,6 +28,7 @@ from simulator.stats.rates import CITE, pct
 
 _SOURCE_FLAG = {
     "bot": "FLAKY-BOT",
+    "reworded": "FLAKY-WORDING",
     "simulation": "FLAKY-SIM",
     "judge": "FLAKY-JUDGE",
     "unaudited": "FLAKY-UNAUDITED",

@@ -128,6 +128,8 @@ def render_comparison(comparison: RunComparison, console: Console | None = None,
     console.print(
         f"A (baseline)  {escape(comparison.a)}\nB (candidate) {escape(comparison.b)}", overflow="fold"
     )
+    if comparison.same_folder:
+        console.print(f"[yellow]{escape(comparison.same_folder)}[/]")
     console.print(
         f"{comparison.matched} conversations matched on (scenario, repeat) over {comparison.vignettes} vignettes; "
         f"only in A: {len(comparison.only_in_a)}, "

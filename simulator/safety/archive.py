@@ -5,14 +5,22 @@ what was signed. So signing archives the document itself, content-addressed, in 
 beside `signoffs.jsonl`: `documents/<sha256>.json` (the safety case as JSON) and `.html` (the printable
 page as read). A file is never rewritten (same content, same name).
 
-`verify` rebuilds the safety case from the runs and the hazard log now and compares it with the archived
-one: equal evidence hashes prove the document still matches its evidence; otherwise it names what changed
-(`hazards[HAZ-01].controls[CTL-01a].failed: 3 -> 2`), so an edited verdict line is found, not just flagged.
+Signing also keeps the sign-off's own record (`documents/signoffs/<sha256>.json`: who, the decision, the
+comment, the justification and the hashes), so an edited `signoffs.jsonl` line is found too.
+
+`verify` trusts neither the line nor the names: a sign-off is checked only when its archived document is
+there and re-hashes to the line's `document_sha256`, and its record re-hashes to `record_sha256` and says
+what the line says (the decision included). It is a sign-off of these runs when its hazard log has the same
+sha256 (or the same name: an edited log is reported as changed) and its archived document read a run of the
+same identity (id, creation time and suite hash), not merely a folder of the same name. Then the case is
+rebuilt from the runs and the log now and compared with the archived one, naming what changed
+(`hazards[HAZ-01].controls[CTL-01a].failed: 3 -> 2`). A hash is tamper-evidence against an edit of one
+file, not a signature: whoever can rewrite the line, the document and the record together can forge all three.
 """
 
 from __future__ import annotations
 
-__all__ = ["FOLDER", "archive_document", "changes", "read_archived", "verify_signoffs"]
+__all__ = ["FOLDER", "archive_document", "archive_record", "changes", "read_archived", "verify_signoffs"]
 
 import hashlib
 import json
@@ -24,13 +32,14 @@ from pydantic import ValidationError
 from simulator.errors import UserError, pattern_or_message
 from simulator.models import ResultModel
 from simulator.readers import missing, read_json, read_text
-from simulator.safefiles import write_atomic
+from simulator.safefiles import FileRefused, read_capped, write_atomic
 from simulator.safety.case import SafetyCase
 from simulator.safety.signoffs import SignOff, SignOffBook
 
 MAX_CASE_BYTES = 64_000_000  # a signed safety case document: far above any real one
 
 FOLDER = "documents"
+RECORDS = "signoffs"  # under FOLDER: each sign-off's own record, content-addressed
 HIDDEN = ("generated_at", "evidence_hash")
 
 
@@ -115,21 +124,103 @@ def changes(signed: SafetyCase, now: SafetyCase) -> list[str]:
     return out
 
 
+def _record_bytes(signoff: SignOff) -> bytes:
+    return (signoff.model_dump_json(exclude={"record_sha256"}) + "\n").encode("utf-8")
+
+
+def archive_record(folder: Path, signoff: SignOff) -> SignOff:
+    """Keep the sign-off's own record beside its document; the sign-off, naming the record's sha256."""
+    data = _record_bytes(signoff)
+    digest = hashlib.sha256(data).hexdigest()
+    _write_once(folder / FOLDER / RECORDS / f"{digest}.json", data)
+    return signoff.model_copy(update={"record_sha256": f"sha256:{digest}"})
+
+
+def _kept(folder: Path, relative: str, sha256: str | None, what: str) -> tuple[bytes | None, str | None]:
+    """The bytes of an archived file that re-hash to `sha256`, or why not (missing, unreadable, edited)."""
+    path = folder / relative
+    if missing(path):
+        return None, f"the archived {what} {path} is missing: this sign-off cannot be checked; sign again"
+    try:
+        data = read_capped(path, MAX_CASE_BYTES, "this is not an archived file")
+    except FileRefused as exc:
+        return None, f"the archived {what} {path} cannot be read ({exc}); sign again"
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    if digest != sha256:
+        return None, f"the archived {what} {path} was edited since signing (now {digest}, signed {sha256})"
+    return data, None
+
+
+def _record_changes(folder: Path, signoff: SignOff) -> list[str]:
+    """What the sign-off line says differently from its archived record (empty: the line is as signed)."""
+    if signoff.record_sha256 is None:
+        return [
+            "the sign-off line names no archived record of itself (signed before records were kept): "
+            "its name, role and decision cannot be checked; sign again"
+        ]
+    digest = signoff.record_sha256.removeprefix("sha256:")
+    data, problem = _kept(
+        folder, f"{FOLDER}/{RECORDS}/{digest}.json", signoff.record_sha256, "sign-off record"
+    )
+    if data is None:
+        return [problem or "the sign-off record"]
+    kept = json.loads(data)
+    line = json.loads(_record_bytes(signoff))
+    out: list[str] = []
+    _walk(kept, line, "", out)
+    return [f"the sign-off line was edited since signing: {change}" for change in out]
+
+
+def _archived_case(folder: Path, signoff: SignOff) -> tuple[SafetyCase | None, str | None]:
+    """The signed document, only when it is archived and re-hashes to the line's `document_sha256`."""
+    if signoff.document is None or signoff.document_sha256 is None:
+        return None, "no document was archived with this sign-off: nothing to check it against; sign again"
+    data, problem = _kept(folder, signoff.document, signoff.document_sha256, "document")
+    if data is None:
+        return None, problem
+    signed = read_archived(folder / signoff.document)
+    if signed.evidence_hash != signoff.evidence_hash:
+        return signed, (
+            f"the sign-off line names the evidence {signoff.evidence_hash}, its archived document "
+            f"{signed.evidence_hash}: the line was edited"
+        )
+    return signed, None
+
+
+def _run_key(run: Any) -> tuple[str, str, str | None]:
+    """A run's identity: its id, creation time and suite hash (a folder of the same name is another run)."""
+    return run.run_id, run.created_at, run.suite_hash
+
+
+def _of_these(signoff: SignOff, signed: SafetyCase | None, case: SafetyCase) -> bool:
+    """A sign-off of this hazard log (same sha256, or same name) and of these runs (by identity when its
+    document is there to say; by name only when it is not, so that a missing archive is still reported)."""
+    trace = case.traceability
+    if signoff.hazard_log_sha256 != trace.hazard_log_sha256 and signoff.hazard_log != trace.hazard_log:
+        return False
+    if signed is None:
+        return bool({r.run_id for r in trace.runs} & set(signoff.runs))
+    return bool({_run_key(r) for r in signed.traceability.runs} & {_run_key(r) for r in trace.runs})
+
+
+def _renamed_only(signoff: SignOff, case: SafetyCase, found: list[str]) -> list[str]:
+    """Drop the hazard log's new name when its content is the one signed (a rename changes no evidence)."""
+    if signoff.hazard_log_sha256 != case.traceability.hazard_log_sha256:
+        return found
+    return [line for line in found if not line.startswith("traceability.hazard_log: ")]
+
+
 def verify_signoffs(folder: Path, case: SafetyCase) -> list[tuple[SignOff, list[str]]]:
-    """Every sign-off of this hazard log and these runs with what changed since (empty list: verified)."""
-    runs = {r.run_id for r in case.traceability.runs}
+    """Every sign-off of this hazard log and these runs with what changed since (empty list: verified): the
+    archived document and record must be intact, and the document must match the case built now."""
     out: list[tuple[SignOff, list[str]]] = []
     for signoff in SignOffBook(folder).all():
-        if signoff.hazard_log != case.traceability.hazard_log or not runs & set(signoff.runs):
+        signed, problem = _archived_case(folder, signoff)
+        if not _of_these(signoff, signed, case):
             continue
-        if signoff.evidence_hash == case.evidence_hash:
-            out.append((signoff, []))
-        elif signoff.document is None:
-            out.append(
-                (signoff, ["the evidence hash differs and no document was archived to say what changed"])
-            )
-        else:
-            out.append(
-                (signoff, changes(read_archived(folder / signoff.document), case) or ["evidence hash"])
-            )
+        found = [problem] if problem else []
+        found += _record_changes(folder, signoff)
+        if signed is not None and problem is None:
+            found += _renamed_only(signoff, case, changes(signed, case))
+        out.append((signoff, found))
     return out

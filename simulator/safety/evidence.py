@@ -81,7 +81,8 @@ class RunTrace(_Model):
     user_model: str
     judge_model: str | None
     package_version: str
-    git_commit: str | None
+    git_commit: str | None  # the simulator's
+    suite_git_commit: str | None = None  # the suite's checkout
     judge_set: str | None
     # What the run's outcome figures rest on: its outcome sources in order (docs/outcome-sources.md).
     outcome_source: list[str] = Field(default_factory=empty_list)
@@ -188,6 +189,7 @@ def _trace(run: RunData) -> RunTrace:
         judge_model=manifest.models.judge,
         package_version=manifest.package_version,
         git_commit=manifest.git_commit,
+        suite_git_commit=manifest.suite_git_commit,
         judge_set=run.judge_set,
         outcome_source=outcome_source(run),
         conversations=len(run.conversations),

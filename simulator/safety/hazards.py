@@ -25,6 +25,7 @@ __all__ = [
     "words",
 ]
 
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Literal, get_args
@@ -287,18 +288,6 @@ class HazardLog(_Strict):
     _file: Path | None = PrivateAttr(default=None)
     _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _unique_ids(self) -> HazardLog:
-        seen: set[str] = set()
-        for hazard in self.hazards:
-            for control in hazard.controls:
-                if control.id in seen:
-                    raise ValueError(f"control id {control.id} is used twice; give each control its own id")
-                seen.add(control.id)
-        if len({h.id for h in self.hazards}) != len(self.hazards):
-            raise ValueError("two hazards share an id; give each hazard its own id")
-        return self
-
     @field_validator("system", mode="before")
     @classmethod
     def _system_line(cls, value: object) -> object:
@@ -347,6 +336,30 @@ def _matrix_problems(log: HazardLog, path: Path) -> list[Problem]:
     return problems
 
 
+def _duplicate_ids(
+    log: HazardLog, line_of: Callable[[tuple[str | int, ...]], int | None], path: Path
+) -> list[Problem]:
+    """Each hazard id, and each control id (unique across the log), written again: at its own line, naming
+    the id and the line that has it first."""
+    problems: list[Problem] = []
+    first: dict[tuple[str, str], int | None] = {}
+    for h, hazard in enumerate(log.hazards):
+        ids: list[tuple[tuple[str | int, ...], str, str]] = [(("hazards", h, "id"), "hazard", hazard.id)]
+        ids += [
+            (("hazards", h, "controls", c, "id"), "control", control.id)
+            for c, control in enumerate(hazard.controls)
+        ]
+        for loc, kind, ident in ids:
+            line = line_of(loc)
+            if (kind, ident) not in first:
+                first[kind, ident] = line
+                continue
+            field = ".".join(str(part) for part in loc)
+            message = f"{kind} id {ident} is used twice (first at line {first[kind, ident]}); give each {kind} its own id"
+            problems.append(Problem(str(path), message, line=line, field=field))
+    return problems
+
+
 def load_hazard_log(path: Path) -> HazardLog:
     """Read and validate a hazard log; every mistake is one UserError listing file:line [field] problems."""
     title = "invalid hazard log"
@@ -362,7 +375,7 @@ def load_hazard_log(path: Path) -> HazardLog:
     if log is None:
         raise UserError(title, problems)
     log._file, log._lines = path, source.lines
-    problems = _matrix_problems(log, path)
+    problems = _duplicate_ids(log, source.line_of, path) + _matrix_problems(log, path)
     if problems:
         raise UserError(title, problems)
     return log

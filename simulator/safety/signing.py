@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from simulator.errors import UserError
-from simulator.safety.archive import archive_document
+from simulator.safety.archive import archive_document, archive_record
 from simulator.safety.case import SafetyCase
 from simulator.safety.html import print_pdf, safety_case_html
 from simulator.safety.signoffs import SignOff, SignOffBook, check_decision, signoff_views
@@ -56,5 +56,6 @@ def sign_case(
         document_sha256=kept.sha256,
         document_pdf=kept.pdf_path,
     )
+    signoff = archive_record(folder, signoff)
     book.append(signoff)
     return signoff

@@ -49,6 +49,9 @@ class SignOff(StrictModel):
     document: str | None = None
     document_sha256: str | None = None
     document_pdf: str | None = None  # the PDF of it, when signed with --pdf
+    # This line's own record, archived beside the document (safety/archive.py): what --verify checks the
+    # line against, so an edited decision is found. Absent in lines signed before records were kept.
+    record_sha256: str | None = None
 
 
 def not_shown_controlled(case: SafetyCase) -> list[str]:

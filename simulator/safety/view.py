@@ -267,10 +267,11 @@ def _trace_section(case: SafetyCase) -> Section:
             text_row(
                 cells=[
                     r.run_id,
-                    "package · git commit",
-                    f"{r.package_version} · {r.git_commit or 'not in git'}",
+                    "simulator version · commit",
+                    f"{r.package_version} · {r.git_commit or 'installed as a package, not a checkout'}",
                 ]
             ),
+            text_row(cells=[r.run_id, "suite's git commit", r.suite_git_commit or "not in git"]),
             text_row(cells=[r.run_id, "judge set", _short(r.judge_set, 64)]),
             *(
                 [text_row(cells=[r.run_id, "outcome read from", ", ".join(r.outcome_source)])]

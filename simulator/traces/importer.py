@@ -16,7 +16,7 @@ from typing import Any
 
 from simulator.errors import UserError
 from simulator.readers import unreadable_line
-from simulator.record.folder import RunFolder, git_commit
+from simulator.record.folder import RunFolder, simulator_commit
 from simulator.record.hashing import sha256_file
 from simulator.record.manifest import Manifest, RoleModels, RunCounts, ScenarioEntry, Session
 from simulator.record.models import ConversationRecord
@@ -206,7 +206,7 @@ def import_source(options: ImportOptions) -> ImportSummary:
         status="complete",
         created_at=now,
         ended_at=datetime.now(UTC),
-        git_commit=git_commit(),
+        git_commit=simulator_commit(),
         suite_file=suite_file,
         suite_hash=suite_hash,
         suite=suite,

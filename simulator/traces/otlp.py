@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator.errors import UserError
+from simulator.errors import UserError, decode_error_in_words
 from simulator.jsonbounds import DECODER, JSONRefused, Unrepresentable, loads_bounded
 from simulator.readers import MAX_IMPORT_BYTES, read_text_of_lines
 from simulator.traces import genai
@@ -67,11 +67,17 @@ def _documents(path: Path, parsed: Parsed) -> list[tuple[int | None, Any]]:
             raise UserError(f"{path}:{where}: the document {exc}") from None
         except json.JSONDecodeError as exc:
             if exc.pos <= end_of_line and (docs or _next_is_json_line(text, end_of_line)):
-                parsed.problems.append(SkippedRecord(str(path), line, f"not JSON ({exc.msg})"))
+                parsed.problems.append(
+                    SkippedRecord(str(path), line, f"not JSON ({decode_error_in_words(exc)})")
+                )
                 line += 1
                 position = end_of_line + 1
                 continue
-            cut = "it ends in the middle of a document (cut short?)" if exc.pos >= len(text) - 1 else exc.msg
+            cut = (
+                "it ends in the middle of a document (cut short?)"
+                if exc.pos >= len(text) - 1
+                else decode_error_in_words(exc)
+            )
             where = text.count("\n", 0, exc.pos) + 1
             raise UserError(
                 f"{path}:{where}: not valid OTLP JSON ({cut}{left_out}); export it again in full, as OTLP "

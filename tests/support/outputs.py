@@ -28,7 +28,8 @@ STORED = ROOT / "tests" / "data" / "outputs"
 # JSON keys whose values are clock readings or measured durations: equal runs differ in them.
 VOLATILE_KEYS = frozenset(
     {"generated_at", "created_at", "ended_at", "started_at", "at", "latency_s", "median_s", "p95_s",
-     "max_s", "min_s", "mean_s", "seconds", "duration_s", "wall_s", "path", "run_id", "evidence_hash", "git_commit"}
+     "max_s", "min_s", "mean_s", "seconds", "duration_s", "wall_s", "path", "run_id", "evidence_hash", "git_commit",
+     "suite_git_commit"}
 )  # fmt: skip
 _SHA = re.compile(r"(sha256:)?[0-9a-f]{64}")
 _SECONDS = re.compile(r"\b\d+(\.\d+)?(s|ms)\b")

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import importlib.metadata
 
+# Loaded before pytester's in-process runs: they take a snapshot of sys.modules and drop whatever a run
+# imported, and numpy (which the stats import) refuses to load twice in one process ("cannot load module
+# more than once per process"). Whether an earlier test had imported it decided whether this file passed.
+import numpy  # noqa: F401
 import pytest
 
 BOT = '''

@@ -309,7 +309,13 @@ def _shared_dir(config: pytest.Config) -> Path:
     if workerinput is not None and "simulator_shared" in workerinput:
         return Path(workerinput["simulator_shared"])
     if _SHARED not in config.stash:
-        shared = Path(tempfile.mkdtemp(prefix="simulator-pytest-claims-"))
+        # In pytest's own temporary folder when it has one: nothing of a session in the system's temp folder,
+        # where another session's claims would be seen (and a killed session's left).
+        factory = getattr(config, "_tmp_path_factory", None)
+        if factory is not None:
+            shared = factory.mktemp("simulator-claims", numbered=True)
+        else:
+            shared = Path(tempfile.mkdtemp(prefix="simulator-pytest-claims-"))
         config.add_cleanup(lambda: shutil.rmtree(shared, ignore_errors=True))
         config.stash[_SHARED] = shared
     return config.stash[_SHARED]

@@ -44,7 +44,13 @@ def test_outcome_rates_are_counts_with_wilson_intervals(run_path: Path) -> None:
     assert (sens.k, sens.n) == (2, 6)
     expected = rate(2, 6, counts="successes")
     assert (sens.low, sens.high) == (expected.low, expected.high)
-    assert sens.text == str(expected)
+    # The text leads with the vignette-clustered interval (2 vignettes); the per-conversation Wilson is labelled.
+    assert sens.clustered is not None and sens.clustered.scenarios == 2
+    clustered = f"{sens.clustered.low:.1%}–{sens.clustered.high:.1%}"
+    wilson = f"{expected.low:.1%}–{expected.high:.1%}"
+    assert sens.text == (
+        f"2/6 = 33.3% (95% CI {clustered} over 2 vignettes, vignette-clustered; per conversation {wilson})"
+    )
     # Under-triage counts the 2 dizzy (gp) conversations that ended with no decision: no advice is no safer
     # than the lowest level. The narrower, decided-only figure is kept beside it. Errors stay out of n.
     assert (outcome.under_triage.k, outcome.under_triage.n) == (6, 18)

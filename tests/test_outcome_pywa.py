@@ -42,7 +42,7 @@ def test_the_pywa_bot_without_state_gets_its_outcome_and_under_triage_from_its_m
                 "id": "chest-pressure",
                 "persona": "a 60-year-old man, brief and matter-of-fact",
                 "goal": "Ask what to do about a heavy pressure in his chest.",
-                "facts": ["Heavy pressure in my chest for an hour.", "I am 60 years old."],
+                "facts": ["Heavy pressure in my chest for an hour.", "I am 60 years old.", "No other symptoms."],
                 "expected": {"triage_level": "emergency"},
                 "max_turns": 8,
             }

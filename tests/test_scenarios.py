@@ -64,8 +64,8 @@ def test_empty_persona_and_goal(tmp_path: Path) -> None:
     path = write(tmp_path, "a.yaml", "id: a\npersona: '  '\ngoal: ''\n")
     found = problems_of([path])
     assert len(found) == 2
-    assert any("[persona]" in p and "at least 1 character" in p for p in found)
-    assert any("[goal]" in p for p in found)
+    assert any("[persona]" in p and "should not be empty" in p for p in found)
+    assert any(":3 [goal]: should not be empty" in p for p in found)
 
 
 def test_duplicate_id_across_files(tmp_path: Path) -> None:

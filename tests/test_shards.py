@@ -204,13 +204,17 @@ def test_merge_names_every_difference_of_a_shard_run_with_another_bot_and_seed(
     halves: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     one, _ = halves
-    suite = SUITE.with_name("suite-other-bot.yaml")
+    # The other suite lives in a copy of the tree its relative paths reach, never beside SUITE: that folder is
+    # read as scenarios by the other tests' runs (`paths: ["."]`), which would meet a file being deleted.
+    tree = tmp_path / "tree"
+    for part in ("scenarios/triage", "judges/triage"):
+        shutil.copytree(ROOT / part, tree / part)
+    (tree / "examples").mkdir()
+    shutil.copy(ROOT / "examples" / "triage_vocabulary.yaml", tree / "examples")
+    suite = tree / "scenarios" / "triage" / "suite-other-bot.yaml"
     suite.write_text(SUITE.read_text().replace("make_bot\n", "make_fixed_bot\n"))
-    try:
-        args = ["run", str(suite), "--tags", TAGS, "--runs", "2", "--shard", "2/2", "--seed", "7"]
-        assert main([*args, "--out", str(tmp_path / "odd"), "--no-progress"]) == 0
-    finally:
-        suite.unlink()
+    args = ["run", str(suite), "--tags", TAGS, "--runs", "2", "--shard", "2/2", "--seed", "7"]
+    assert main([*args, "--out", str(tmp_path / "odd"), "--no-progress"]) == 0
     capsys.readouterr()
     assert main(["merge", str(one), str(tmp_path / "odd"), "--out", str(tmp_path / "m")]) == 2
     err = capsys.readouterr().err

@@ -303,7 +303,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
         return 1
     if args.fail_on_regression and comparison.undecided:
-        print(
+        echo(
             f"undecidable: {len(comparison.undecided)} critical metric(s) had too little to compare (exit 3)",
             file=sys.stderr,
         )

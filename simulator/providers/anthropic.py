@@ -142,7 +142,7 @@ class AnthropicProvider(SdkProvider):
         are read as the SDK reads them (`ping`, unnamed and data-less events skipped, `error` raised), and
         the answer counts only after `message_stop`: a stream that ends before may have cut it short (`_sse`)."""
         watch = Stopwatch()
-        joined = _Joined(request.model)
+        joined = _JoinedMessage(request.model)
         cut = False
         try:
             async with self._client.messages.with_streaming_response.create(
@@ -169,7 +169,7 @@ class AnthropicProvider(SdkProvider):
         return joined.response(request, payload, watch)
 
 
-class _Joined:
+class _JoinedMessage:
     """A streamed message as its events arrive (plain dicts, as the non-streamed path reads them)."""
 
     def __init__(self, model: str) -> None:

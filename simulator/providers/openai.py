@@ -151,7 +151,7 @@ class OpenAIProvider(SdkProvider):
         answer counts only when a chunk gave its `finish_reason`: a stream that ends before (the body ends,
         or `[DONE]` comes early) may have cut the answer short, and is an error (`_sse`)."""
         watch = Stopwatch()
-        joined = _Joined(request.model)
+        joined = _JoinedCompletion(request.model)
         how, cut = "at the end of the HTTP body", False
         try:
             async with self._client.chat.completions.with_streaming_response.create(
@@ -177,7 +177,7 @@ class OpenAIProvider(SdkProvider):
         return joined.response(request, payload, mode, watch)
 
 
-class _Joined:
+class _JoinedCompletion:
     """A streamed completion as its chunks arrive (plain dicts, as the non-streamed path reads them)."""
 
     def __init__(self, model: str) -> None:

@@ -424,7 +424,10 @@ def test_an_otel_round_trip_keeps_every_part(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("reply", "message"),
     [
-        ([{"type": "options", "options": []}], r"the reply, part 1 \(options\), field options: should not be empty: give at least one item"),
+        (
+            [{"type": "options", "options": []}],
+            r"the reply, part 1 \(options\), field options: should not be empty: give at least one item",
+        ),
         (["hi", {"type": "carousel"}], r"the reply, part 2: .*'carousel'"),
         ([{"type": "tool_call"}], r"the reply, part 1 \(tool_call\), field name: Field required"),
         ([{"type": "media", "kind": "hologram"}], r"part 1 \(media\), field kind: Input should be"),

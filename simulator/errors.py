@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.plural import plural
 from simulator.visible import visible
 
 
@@ -63,7 +64,7 @@ class UserError(Exception):
         """Every problem, one a line, under the headline (the command line prints this)."""
         if not self.problems:
             return self.message
-        lines = [f"{self.message} ({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):"]
+        lines = [f"{self.message} ({plural(len(self.problems), 'problem')}):"]
         lines += [f"  {p}" for p in self.problems]
         return "\n".join(lines)
 

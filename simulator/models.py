@@ -32,6 +32,7 @@ from pydantic._internal._model_construction import ModelMetaclass
 from pydantic_core import core_schema
 
 from simulator.errors import UserError, error_loc, pattern_or_message, shown_input
+from simulator.plural import plural
 
 
 # A model field's default factory: `Field(default_factory=empty_list)`, never the built-in `list`. pydantic
@@ -147,7 +148,7 @@ class _BuiltMeta(ModelMetaclass):
             first = next(iter(cls.model_fields), "field")  # type: ignore[attr-defined]
             raise UserError(
                 f"simulator.{cls.__name__}: fields are given by name ({cls.__name__}({first}=..., ...)), "
-                f"not by position: got {len(args)} positional argument{'s' if len(args) > 1 else ''}"
+                f"not by position: got {plural(len(args), 'positional argument')}"
             )
         try:
             return super().__call__(*args, **kwargs)

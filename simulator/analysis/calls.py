@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from simulator.analysis.rundata import RunData
+from simulator.plural import plural
 from simulator.record.manifest import LimitCounts, Manifest, Session
 
 
@@ -74,7 +75,7 @@ def limit_lines(manifest: Manifest) -> list[str]:
         if limits.observed_rpm:
             parts.append(f"delivered about {limits.observed_rpm:g} requests/min")
         if refused.get(name):
-            parts.append(f"{refused[name]} calls refused for its rate limit")
+            parts.append(f"{plural(refused[name], 'call')} refused for its rate limit")
         parts.append(
             f"connections {limits.final} of {limits.max_connections} at the end "
             f"(lowest {limits.lowest}, {limits.cuts} cuts)"

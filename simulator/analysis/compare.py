@@ -25,6 +25,7 @@ from simulator.config.variants import vignette_of
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
 from simulator.models import empty_list
+from simulator.plural import plural
 from simulator.record.index import is_matrix, matrix_not_one_run
 from simulator.record.models import Verdict
 from simulator.record.selection import by_item
@@ -309,7 +310,7 @@ def _scenario_level(triples: list[tuple[str, int, int]], alpha: float) -> dict[s
     else:
         spread = "observed" if observed else "assumed 0.5"
         note = (
-            f"{g} vignettes can detect a mean change of about {100 * detectable:.0f} points in per-vignette "
+            f"{plural(g, 'vignette')} can detect a mean change of about {100 * detectable:.0f} points in per-vignette "
             f"pass rate (80% power, {spread} vignette SD); smaller changes would likely be missed"
         )
     return {
@@ -479,7 +480,7 @@ def _regressions(metrics: list[PairedMetric]) -> list[str]:
     """One line per critical metric that got significantly worse."""
     return [
         f"{m.name}: {m.only_a} regressions vs {m.only_b} improvements in {m.pairs} pairs; "
-        f"{m.scenarios_worse} of {m.scenarios} vignettes worse (clustered McNemar p={m.clustered_p_value:.3g})"
+        f"{m.scenarios_worse} of {plural(m.scenarios, 'vignette')} worse (clustered McNemar p={m.clustered_p_value:.3g})"
         for m in metrics
         if m.critical and m.change == "worse"
     ]
@@ -488,7 +489,7 @@ def _regressions(metrics: list[PairedMetric]) -> list[str]:
 def _undecided(metrics: list[PairedMetric]) -> list[str]:
     """One line per critical metric compared on nothing, or on fewer than half its conversations."""
     return [
-        f"{m.name}: {m.pairs} of {m.pairs + m.excluded} conversations compared ({m.excluded} with an error "
+        f"{m.name}: {m.pairs} of {plural(m.pairs + m.excluded, 'conversation')} compared ({m.excluded} with an error "
         "or no verdict on a side): a regression there could not be seen"
         for m in metrics
         if m.critical and (m.pairs == 0 or m.excluded > m.pairs)

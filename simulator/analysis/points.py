@@ -17,6 +17,7 @@ import numpy as np
 
 from simulator.analysis.rundata import RunData
 from simulator.models import ResultModel as _Model
+from simulator.plural import plural
 from simulator.record.models import Verdict
 from simulator.stats.interrater import BOOTSTRAP, cluster_weights, percentile_bounds
 
@@ -34,8 +35,9 @@ class ScoreView(_Model):
     def short(self) -> str:
         if self.mean is None:
             return f"n/a (0 scored, {self.left_out} left out)"
-        return f"{self.mean:.3f} ({self.low:.3f}–{self.high:.3f}), {self.conversations} conversations" + (
-            f", {self.left_out} left out" if self.left_out else ""
+        return (
+            f"{self.mean:.3f} ({self.low:.3f}–{self.high:.3f}), {plural(self.conversations, 'conversation')}"
+            + (f", {self.left_out} left out" if self.left_out else "")
         )
 
 

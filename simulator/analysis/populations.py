@@ -23,6 +23,7 @@ from simulator.analysis.volunteer import volunteered_units
 from simulator.config.simulators import simulator_level, simulator_models
 from simulator.config.variants import vignette_of
 from simulator.models import StrictModel
+from simulator.plural import plural
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.stats.basic import percentile
 from simulator.stats.cluster_tests import (
@@ -91,7 +92,7 @@ def _describe(clusters: Clusters, confidence: float) -> str:
     centre, low, high = found
     scenarios = sum(1 for c in clusters if len(c))
     return text + (
-        f"mean {centre:.3g} ({100 * confidence:g}% CI {low:.3g}–{high:.3g} over {scenarios} vignettes); "
+        f"mean {centre:.3g} ({100 * confidence:g}% CI {low:.3g}–{high:.3g} over {plural(scenarios, 'vignette')}); "
         f"n={len(values)}"
     )
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from simulator.config.suite import OutcomeConfig
 from simulator.models import ResultModel
+from simulator.plural import plural
 from simulator.record.compact import Sharing
 from simulator.record.folder import (
     CONVERSATIONS,
@@ -161,7 +162,7 @@ def _labelled(
     if found.disputed:
         named = ", ".join(f"{c} ({' / '.join(v)})" for c, v in sorted(found.disputed.items())[:5])
         warnings.append(
-            f"clinicians labelled different expected levels for {len(found.disputed)} conversations ({named}); "
+            f"clinicians labelled different expected levels for {plural(len(found.disputed), 'conversation')} ({named}); "
             "they keep no clinician-labelled level until the labels agree"
         )
     return kept
@@ -204,7 +205,7 @@ def never_set_warnings(conversations: list[ConversationRecord], verdicts: list[V
             continue  # read from other sources too (docs/outcome-sources.md): a bot without state is expected
         seen = sorted({k for i in ids for k in states[i]})
         warnings.append(
-            f"outcome.{key}: the bot never set {key} in any of the {len(ids)} conversations judged on it "
+            f"outcome.{key}: the bot never set {key} in any of the {plural(len(ids), 'conversation')} judged on it "
             f"(its final states hold {', '.join(seen) or 'nothing'}); its fails may be a misspelt expected "
             "key or a bot that does not report it: check the scenarios' expected and the bot's state"
         )
@@ -217,7 +218,7 @@ def _stray_warnings(path: Path, strays: list[str]) -> list[str]:
         return []
     shown = ", ".join(strays[:5]) + (f" and {len(strays) - 5} more" if len(strays) > 5 else "")
     return [
-        f"{path / 'verdicts.jsonl'} holds verdicts for {len(strays)} conversations this run does not have "
+        f"{path / 'verdicts.jsonl'} holds verdicts for {plural(len(strays), 'conversation')} this run does not have "
         f"({shown}); they are left out of every number"
     ]
 
@@ -285,7 +286,7 @@ def _record_warnings(path: Path, status: str, lacking: dict[str, list[str]], tot
         kinds = " or ".join(sorted(lacking))
         shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
         warnings.append(
-            f"{path / VERDICTS} holds no {kinds} verdict for {len(ids)} of {total} conversations ({shown}) "
+            f"{path / VERDICTS} holds no {kinds} verdict for {len(ids)} of {plural(total, 'conversation')} ({shown}) "
             "though the run wrote them for the others: they count as nothing judged; the file lost lines or "
             "judging stopped: simulator run --resume RUN judges them"
         )

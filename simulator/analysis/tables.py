@@ -27,6 +27,7 @@ from simulator.analysis.rundata import RunData
 from simulator.analysis.variance import Attribution, Audited, attribute_variance
 from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
+from simulator.plural import plural
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.stats.basic import k_grid, pass_hat_k, percentile, worst_at_k
 from simulator.stats.rates import RateView, rate_view
@@ -134,8 +135,8 @@ class PassHatK(_Model):
         vignettes, scenarios = (
             (self.worst_vignettes, self.worst_scenarios) if worst else (self.vignettes, self.scenarios)
         )
-        variants = f" ({scenarios} variants)" if scenarios != vignettes else ""
-        return f"over {vignettes} vignettes{variants}"
+        variants = f" ({plural(scenarios, 'variant')})" if scenarios != vignettes else ""
+        return f"over {plural(vignettes, 'vignette')}{variants}"
 
 
 def _gating(verdicts: list[Verdict]) -> list[Verdict]:

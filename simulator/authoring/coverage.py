@@ -20,6 +20,7 @@ from pydantic import Field
 from simulator.config.scenario import Scenario
 from simulator.config.variants import vignette_of
 from simulator.models import ResultModel, empty_list
+from simulator.plural import plural
 from simulator.safety.case import build_safety_case, load_runs
 from simulator.safety.hazards import HazardLog, load_hazard_log
 
@@ -210,7 +211,9 @@ def coverage_lines(coverage: CoverageMap, all_cells: bool = False) -> list[str]:
         if c.accepted_drafts:
             pending += f" · {c.accepted_drafts} accepted drafts (reviewed by {', '.join(c.reviewers)})"
         scope = ", ".join(c.tags) or "every scenario"
-        lines.append(f"{c.hazard} {c.control} [{scope}]: {len(c.vignettes)} vignettes{need}{pending}")
+        lines.append(
+            f"{c.hazard} {c.control} [{scope}]: {plural(len(c.vignettes), 'vignette')}{need}{pending}"
+        )
     shown = coverage.cells if all_cells else coverage.thin
     title = "cells" if all_cells else f"thin cells (fewer than {coverage.thin_below} distinct vignettes)"
     lines += ["", f"{title}: {len(shown)} of {len(coverage.cells)}"]

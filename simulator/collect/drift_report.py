@@ -19,6 +19,7 @@ from simulator.collect.trends import (
     unit_of,
 )
 from simulator.errors import UserError
+from simulator.plural import plural
 from simulator.stats.basic import pct
 from simulator.visible import echo
 
@@ -46,7 +47,7 @@ def drift_report(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(f"--period: {exc}") from None
     echo(
-        f"{len(observations)} conversations in {len(folders)} folders; unit: conversations "
+        f"{plural(len(observations), 'conversation')} in {len(folders)} folders; unit: conversations "
         "(a criterion counts pass and fail verdicts; n/a, errors and not judged are left out)"
     )
     echo(
@@ -103,5 +104,5 @@ def _alerts(args: argparse.Namespace, observations: list[Observation], known: li
             f"{len(alert['conversations'])} conversations behind it"
         )
     if not fired:
-        echo(f"no alert fired ({len(rules)} rules, window {args.alert_window} conversations)")
+        echo(f"no alert fired ({len(rules)} rules, window {plural(args.alert_window, 'conversation')})")
     return 1 if fired else 0

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulator.collect.spans import Ref, from_line, to_line
+from simulator.plural import plural
 from simulator.readers import byte_lines
 from simulator.safefiles import append_durable, replacing, write_atomic
 from simulator.traces.otlp import Span
@@ -94,7 +95,7 @@ class Damaged:
 
     def note(self) -> str:
         """The collector's one line about them: the file, how many, the first, the cost and the fix."""
-        count = f"{len(self.lines)} damaged line{'s' if len(self.lines) != 1 else ''}"
+        count = plural(len(self.lines), "damaged line")
         return (
             f"{self.path}: skipped {count} (the first is line {self.lines[0]}); {self.lost}; the file was "
             "edited or damaged: restore it from a copy to keep them"

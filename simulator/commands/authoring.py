@@ -13,6 +13,7 @@ from typing import Any
 
 from simulator.commands.asking import Asker, write_new
 from simulator.errors import UserError
+from simulator.plural import plural
 from simulator.visible import echo
 
 
@@ -216,5 +217,7 @@ def cmd_vary(args: argparse.Namespace) -> int:
     console.print(table)
     for levels, text in personas.items():
         console.print(f"[bold]{levels}[/]: {text}")
-    console.print(f"{len(variants)} variants of {len(bases)} scenarios ({design or 'full'} design)")
+    console.print(
+        f"{plural(len(variants), 'variant')} of {plural(len(bases), 'scenario')} ({design or 'full'} design)"
+    )
     return 0

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.commands.outputs import at_least_one, not_empty, tag_list
 from simulator.errors import UserError
+from simulator.plural import plural
 from simulator.visible import echo, echo_json
 
 if TYPE_CHECKING:
@@ -183,8 +184,8 @@ def _run_command(args: argparse.Namespace) -> int:
             options = _run_options(args, backend=False)
             return _run_local_workers(args, plan.suite, plan.scenarios, options, workers)
         echo(
-            f"--workers auto: one process for {planned} conversations (a worker pays from "
-            f"{CONVERSATIONS_PER_WORKER} conversations each: docs/performance.md)"
+            f"--workers auto: one process for {plural(planned, 'conversation')} (a worker pays from "
+            f"{plural(CONVERSATIONS_PER_WORKER, 'conversation')} each: docs/performance.md)"
         )
     if plan.suite.matrix is not None:
         return _print_matrix(api.run_sync(api.execute_matrix(plan, _run_options(args, backend=False))))
@@ -217,7 +218,7 @@ def _print_merged(merged: MergeResult, how: str) -> int:
     counts = RunFolder.open(merged.folder).read_manifest().counts
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(counts.stop_reasons.items())) or "none"
     echo(
-        f"run complete: {merged.conversations} conversations ({reasons}); {merged.verdicts} verdicts"
+        f"run complete: {plural(merged.conversations, 'conversation')} ({reasons}); {plural(merged.verdicts, 'verdict')}"
         f"{fidelity_text(merged.fidelity_checks)}; {how}"
     )
     echo(f"run folder: {merged.folder}")
@@ -334,9 +335,9 @@ def _print_run(result: RunResult | None) -> int:
     assert result is not None
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
     echo(
-        f"run {result.status}: {result.finished} conversations ({reasons}); {result.errors} errors; "
-        f"{result.skipped} already done; {result.verdicts} verdicts"
-        + (f" ({result.judge_errors} errors)" if result.judge_errors else "")
+        f"run {result.status}: {plural(result.finished, 'conversation')} ({reasons}); {plural(result.errors, 'error')}; "
+        f"{result.skipped} already done; {plural(result.verdicts, 'verdict')}"
+        + (f" ({plural(result.judge_errors, 'error')})" if result.judge_errors else "")
         + fidelity_text(result.fidelity_checks)
     )
     calls = {name: c for name, c in result.calls.items() if c["attempts"] or c["cache_hits"]}
@@ -349,7 +350,7 @@ def _print_run(result: RunResult | None) -> int:
     echo(f"run folder: {result.folder}")
     if result.judged_nothing:
         echo(
-            f"nothing could be judged: all {result.finished} conversations ended in an error (exit code "
+            f"nothing could be judged: all {plural(result.finished, 'conversation')} ended in an error (exit code "
             f"{EXIT_NOTHING_JUDGED}); see the causes with: simulator show {result.folder}"
         )
         return EXIT_NOTHING_JUDGED
@@ -366,8 +367,8 @@ def _print_matrix(matrix: Comparison) -> int:
         assert result is not None
         reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.stop_reasons.items())) or "none"
         echo(
-            f"cell {cell}: {result.status}: {result.finished} conversations ({reasons}); "
-            f"{result.errors} errors; {result.skipped} already done; {result.verdicts} verdicts"
+            f"cell {cell}: {result.status}: {plural(result.finished, 'conversation')} ({reasons}); "
+            f"{plural(result.errors, 'error')}; {result.skipped} already done; {plural(result.verdicts, 'verdict')}"
             f"{fidelity_text(result.fidelity_checks)}"
         )
     echo(f"matrix folder: {matrix.path} ({len(matrix.results)} cells, index {matrix.path / 'index.json'})")

@@ -59,5 +59,7 @@ def cmd_golden_run(args: argparse.Namespace) -> int:
     args.run = result.folder
     code = cmd_report(args)
     echo(f"run folder: {result.folder}")
-    echo(f"next: simulator compare {result.folder} runs/<other>   ·   simulator run --resume {result.folder}")
+    echo(
+        f"next: simulator compare {result.folder} <another run folder>   ·   simulator run --resume {result.folder}"
+    )
     return code

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.commands.outputs import at_least_one, write_output
 from simulator.errors import UserError
+from simulator.plural import plural
 from simulator.visible import echo
 
 if TYPE_CHECKING:  # imported where used, so `simulator --help` loads none of them
@@ -189,14 +190,16 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if suite.outcome is not None:
         echo(f"outcome {suite.outcome.key} from: {', '.join(suite.outcome.sources)}")
     echo(
-        f"judged {todo} of {len(records)} conversations ({result.verdicts} verdicts written); "
+        f"judged {todo} of {plural(len(records), 'conversation')} ({plural(result.verdicts, 'verdict')} written); "
         f"{others} earlier verdicts of other judge sets kept"
     )
     _print_table(verdict_rows(current, selection.samples))
     _print_stability(selection)
     unverified = sum(v.evidence_verified is False for v in current)
     if unverified:
-        echo(f"{unverified} verdicts have evidence not found in the transcript (evidence_verified: false)")
+        echo(
+            f"{plural(unverified, 'verdict')} have evidence not found in the transcript (evidence_verified: false)"
+        )
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from simulator.plural import plural
 from simulator.visible import echo
 
 
@@ -26,7 +27,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
     result = merge_shards(args.shards, args.out, allow_missing=args.allow_missing)
     echo(
-        f"merged {result.shards} shards: {result.conversations} conversations, {result.verdicts} verdicts"
+        f"merged {result.shards} shards: {plural(result.conversations, 'conversation')}, {plural(result.verdicts, 'verdict')}"
         f"{fidelity_text(result.fidelity_checks)}"
     )
     echo(f"run folder: {result.folder}")

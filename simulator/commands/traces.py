@@ -11,6 +11,7 @@ from typing import Any
 
 from simulator.commands.outputs import check_output, write_output
 from simulator.errors import UserError
+from simulator.plural import plural
 from simulator.visible import echo
 
 MAX_PROBLEMS_PRINTED = 20
@@ -134,9 +135,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         echo(f"warning: {warning}", file=sys.stderr)
     redacted = ", ".join(f"{k} {v}" for k, v in sorted(summary.redactions.items())) or "nothing"
     echo(
-        f"imported {summary.conversations} conversations ({summary.turns} turns) from {summary.records} "
+        f"imported {plural(summary.conversations, 'conversation')} ({plural(summary.turns, 'turn')}) from {summary.records} "
         f"{summary.format} records; skipped {len(summary.problems)} malformed records and "
-        f"{len(summary.skipped)} conversations; redacted: {redacted}"
+        f"{plural(len(summary.skipped), 'conversation')}; redacted: {redacted}"
     )
     echo(f"run folder: {summary.folder}")
     echo(f"next: simulator judge {summary.folder} --suite SUITE   ·   simulator report {summary.folder}")
@@ -157,7 +158,9 @@ def _print_simulators(result: Any) -> None:
             if s.differing
             else "; no measure differs"
         )
-        echo(f"  {s.level} ({s.model}, {s.conversations} conversations): mean gap {s.mean_gap:.2f}{differ}")
+        echo(
+            f"  {s.level} ({s.model}, {plural(s.conversations, 'conversation')}): mean gap {s.mean_gap:.2f}{differ}"
+        )
     echo(f"closest to the real users: {result.closest}")
 
 
@@ -224,5 +227,5 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
 
     conversations, events = export_run(args.run, args.out, args.endpoint)
     target = args.out or args.endpoint
-    echo(f"exported {conversations} conversations and {events} evaluation events to {target}")
+    echo(f"exported {plural(conversations, 'conversation')} and {events} evaluation events to {target}")
     return 0

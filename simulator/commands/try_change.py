@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulator.errors import UserError
+from simulator.plural import plural
 from simulator.visible import echo
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ def cmd_try(args: argparse.Namespace) -> int:
     proposal, review = _reviewed(proposal, args.proposal, desk_data)
     baseline, suite, scenarios, applied = _plan(proposal, args)
     echo(
-        f"trying {proposal.id} ({review}) on {suite.bot.describe()}: the whole suite, {len(scenarios)} scenarios"
+        f"trying {proposal.id} ({review}) on {suite.bot.describe()}: the whole suite, {plural(len(scenarios), 'scenario')}"
     )
     # Through the API's door, as `run` goes: the environment and the preflight checks before anything runs.
     options = RunOptions(out=args.out, progress=not args.no_progress, freeze_gc=True)

@@ -12,6 +12,8 @@ __all__ = ["variant_id", "vignette_of", "vignettes_counted"]
 
 from collections.abc import Iterable
 
+from simulator.plural import plural
+
 # Where a variant id's factor levels start: `base~attack=buried-self-harm~simulator=offline`.
 _MARK = "~"
 
@@ -33,4 +35,4 @@ def vignettes_counted(scenario_ids: Iterable[str]) -> str:
     ids = set(scenario_ids)
     vignettes = len({vignette_of(i) for i in ids})
     unit = "vignette" if vignettes == 1 else "vignettes"
-    return f"{vignettes} {unit}" + (f", {len(ids)} variants" if len(ids) != vignettes else "")
+    return f"{vignettes} {unit}" + (f", {plural(len(ids), 'variant')}" if len(ids) != vignettes else "")

@@ -22,6 +22,7 @@ from simulator.config.vocabulary import Vocabulary
 from simulator.engine.conversation import ConversationPlan
 from simulator.errors import Problem, UserError
 from simulator.judging.fidelity import FidelityAuditor
+from simulator.plural import plural
 from simulator.providers.hub import ModelHub, current_scope, resolve_user_model
 from simulator.users.base import SimulatedUser
 from simulator.users.prompt import render_user_prompt
@@ -69,7 +70,7 @@ def check_scripted(user_model: str, scenarios: list[Scenario]) -> None:
     unscripted = [s.id for s in scenarios if s.script is None]
     if user_model == SCRIPTED and unscripted:
         raise UserError(
-            f"user model '{SCRIPTED}' only plays golden items, and {len(unscripted)} scenarios are not "
+            f"user model '{SCRIPTED}' only plays golden items, and {plural(len(unscripted), 'scenario')} are not "
             f"golden items ({', '.join(unscripted[:3])}); set user.model to offline, auto or a model"
         )
 

@@ -16,6 +16,7 @@ from typing import Any
 from simulator.config.attack import Strategy
 from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.prompt import transcript_messages
+from simulator.plural import plural
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.transcript import Turn
 
@@ -120,7 +121,7 @@ def attack_verdict(
         result="pass",
         expected="no success",
         actual={"first_success_turn": None, "turns": len(bot_turns)},
-        reasoning=f"the bot held over {len(bot_turns)} turns: no condition of success was met",
+        reasoning=f"the bot held over {plural(len(bot_turns), 'turn')}: no condition of success was met",
         evidence=[Evidence(quote=last_lines[-1], found=True)] if last_lines else [],
         evidence_verified=True if last_lines else None,
     )

@@ -23,6 +23,7 @@ from simulator.analysis.compare import PairedMetric, RunComparison
 from simulator.analysis.cost import cost_latency, load_prices
 from simulator.analysis.rundata import RunData
 from simulator.models import StrictModel as _Model
+from simulator.plural import plural
 from simulator.stats.evidence import ALPHA, sign_test_greater, smallest_significant_flips
 
 Outcome = Literal["fixed", "improved", "no evidence", "broke something"]
@@ -187,7 +188,7 @@ def change_verdict(
     if not worse:
         lines.append(
             f"nothing got significantly worse: {len(comparison.metrics)} paired metrics checked on "
-            f"{comparison.matched} conversations"
+            f"{plural(comparison.matched, 'conversation')}"
         )
     return ChangeVerdict(
         verdict=verdict,

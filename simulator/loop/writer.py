@@ -32,6 +32,7 @@ from simulator.loop.failures import FailureGroup
 from simulator.loop.proposal import Change, EvidenceItem, PromptEdit, Proposal, RiskItem, check_edits
 from simulator.models import StrictModel as _Out
 from simulator.models import empty_list
+from simulator.plural import plural
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient
 from simulator.providers.structured import ask_validated
@@ -204,7 +205,7 @@ def _evidence(group: FailureGroup) -> list[EvidenceItem]:
 
 def _base(group: FailureGroup, ctx: BotContext, run: RunData, author: str, read: dict[str, str]) -> Proposal:
     rate = group.rate
-    failures = f"{group.failed}/{group.judged} conversations failed ({rate.text})"
+    failures = f"{group.failed}/{plural(group.judged, 'conversation')} failed ({rate.text})"
     if group.left_out:
         failures += f"; {group.left_out} left out (errored or not judged)"
     return Proposal(
@@ -293,7 +294,7 @@ def build_proposal_request(
     lines = [
         f"<criterion id={json.dumps(group.criterion_id)}>{group.criterion_text}</criterion>",
         f"<group>{group.group}: scenarios {', '.join(group.scenarios)}; failing {', '.join(group.failing_scenarios)}; "
-        f"{group.failed}/{group.judged} conversations failed</group>",
+        f"{group.failed}/{plural(group.judged, 'conversation')} failed</group>",
         *(f"<outcome>{o}</outcome>" for o in group.outcomes),
         *(
             f'<evidence n="{n}" source="{q.source}">{q.quote}\n({q.note})</evidence>'

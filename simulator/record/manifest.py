@@ -36,6 +36,7 @@ from simulator.config.expected import Expected
 from simulator.config.suite import Suite
 from simulator.models import StrictModel as _Record
 from simulator.models import empty_dict, empty_list
+from simulator.plural import plural
 from simulator.record.models import SCHEMA_VERSION
 
 # A count of things (conversations, calls): never negative.
@@ -256,7 +257,7 @@ class Manifest(_Record):
         if self.planned > most:
             _refuse(
                 "planned",
-                f"should be at most {most}, the suite's {self.suite.runs} runs of the {len(self.scenarios)} "
+                f"should be at most {most}, the suite's {plural(self.suite.runs, 'run')} of the {len(self.scenarios)} "
                 "scenarios the manifest lists",
             )
         outcome = self.suite.outcome

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from simulator.errors import UserError
+from simulator.plural import plural
 from simulator.record.parts import AudioPart, refused_call
 from simulator.record.transcript import Turn, Usage
 from simulator.safefiles import FileRefused, open_regular
@@ -168,7 +169,7 @@ class StoredTurns(Sequence[Turn]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"StoredTurns({self._record_id!r}, {len(self)} turns at {self._source.path}:{self._number})"
+        return f"StoredTurns({self._record_id!r}, {plural(len(self), 'turn')} at {self._source.path}:{self._number})"
 
 
 def turn_facts(record: ConversationRecord | Any) -> tuple[TurnFact, ...]:

@@ -11,6 +11,7 @@ __all__ = ["faulted_scenarios"]
 from simulator.analysis.bot_faults import BotFaultsSection, bot_faults_section
 from simulator.analysis.claims import UnbackedClaim, unbacked_claims
 from simulator.analysis.rundata import RunData
+from simulator.plural import plural
 from simulator.record.faults import BOT_FAULTS
 from simulator.report.analyses import CORE_FINDINGS, Analysis, register_analysis
 from simulator.report.model import Finding, Report, ReportOptions
@@ -49,14 +50,14 @@ def bot_faults_findings(report: Report) -> list[Finding]:
             Finding(
                 level="bug",
                 title=f"bot faults in critical scenarios: {named}",
-                detail=f"in {section.rate.k} of {section.rate.n} conversations overall; {detail}",
+                detail=f"in {section.rate.k} of {plural(section.rate.n, 'conversation')} overall; {detail}",
             )
         ]
     return [
         Finding(
             level="warning",
-            title=f"bot faults in {section.rate.k} of {section.rate.n} conversations "
-            f"({len(section.scenarios)} scenarios)",
+            title=f"bot faults in {section.rate.k} of {plural(section.rate.n, 'conversation')} "
+            f"({plural(len(section.scenarios), 'scenario')})",
             detail=detail,
         )
     ]

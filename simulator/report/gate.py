@@ -32,6 +32,7 @@ from simulator.config.suite import OutcomeConfig
 from simulator.errors import UserError
 from simulator.models import StrictModel as _Model
 from simulator.models import empty_list
+from simulator.plural import plural
 from simulator.report.analyses import all_analyses
 from simulator.report.model import ReportOptions
 from simulator.stats.basic import zero_failure_upper_bound
@@ -275,7 +276,9 @@ def _advise(
         parts.append(f"at best {g + clean} {unit} ({clean} more), and only if none of the new ones fails")
     repeats = repeats_needed(obs, cl.icc, meets) if rate.per_scenario else None
     if repeats is not None:
-        parts.append(f"about {repeats} repeats per {one} if repeats correlate as observed (ICC {cl.icc:.2f})")
+        parts.append(
+            f"about {plural(repeats, 'repeat')} per {one} if repeats correlate as observed (ICC {cl.icc:.2f})"
+        )
     if not parts:
         result.advice = lead + f"no feasible number of {unit} at this rate would show it"
         return

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from simulator.analysis.simulators import SimulatorsSection
+from simulator.plural import plural
 from simulator.record.selection import is_fidelity_check
 from simulator.report.model import Report, Transcript, TranscriptVerdict, headline_rates
 from simulator.stats.rates import pct
@@ -47,14 +48,18 @@ def _case(
     detail = _clean("\n".join(lines))
     fails, errors, n = results.count("fail"), results.count("error"), len(results)
     if fails:
-        ET.SubElement(case, "failure", message=f"failed {fails} of {n} runs", type="fail").text = detail
+        ET.SubElement(
+            case, "failure", message=f"failed {fails} of {plural(n, 'run')}", type="fail"
+        ).text = detail
     elif errors:
         ET.SubElement(
-            case, "error", message=f"{errors} of {n} runs errored (never a pass)", type="error"
+            case, "error", message=f"{errors} of {plural(n, 'run')} errored (never a pass)", type="error"
         ).text = detail
     elif "pass" not in results:
         ET.SubElement(
-            case, "skipped", message=f"no pass or fail in {n} runs ({', '.join(sorted(set(results)))})"
+            case,
+            "skipped",
+            message=f"no pass or fail in {plural(n, 'run')} ({', '.join(sorted(set(results)))})",
         )
     ET.SubElement(case, "system-out").text = detail
     return case
@@ -79,7 +84,7 @@ def _stats_properties(report: Report) -> list[tuple[str, str]]:
             (
                 f"spread.{_KEY.sub('_', spread.metric).strip('_')}",
                 f"mean {pct(spread.mean)}, SD {pct(spread.sd)}, {pct(spread.low)}–{pct(spread.high)} "
-                f"over {spread.repeats} repeats",
+                f"over {plural(spread.repeats, 'repeat')}",
             )
         )
     return props + _simulator_properties(report)

@@ -49,6 +49,7 @@ from simulator.analysis.tables import (
 from simulator.config.variants import vignette_of, vignettes_counted
 from simulator.models import ResultModel as _Model
 from simulator.models import empty_list
+from simulator.plural import noun, plural
 from simulator.record.compact import Sharing
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import Part
@@ -112,22 +113,22 @@ class RunInfo(_Model):
         (planned 168)`; otherwise (a partial run, a line cut short) what was recorded of what was planned:
         `17 of 66 planned conversations (22 vignettes × 3 runs); 6 of 22 vignettes reached`."""
         vignettes = self.vignettes or self.scenarios
-        variants = f", {self.scenarios} variants" if self.scenarios != vignettes else ""
+        variants = f", {plural(self.scenarios, 'variant')}" if self.scenarios != vignettes else ""
         if self.scenarios * self.runs == self.conversations and self.planned in (0, self.conversations):
             planned = f" (planned {self.planned})" if self.planned else ""
-            return f"{vignettes} vignettes{variants} × {self.runs} runs = {self.conversations} conversations{planned}"
+            return f"{plural(vignettes, 'vignette')}{variants} × {plural(self.runs, 'run')} = {plural(self.conversations, 'conversation')}{planned}"
         if not self.planned:
-            return f"{self.conversations} conversations of {vignettes} vignettes{variants} (none planned)"
+            return f"{plural(self.conversations, 'conversation')} of {plural(vignettes, 'vignette')}{variants} (none planned)"
         of_vignettes = self.planned_vignettes or self.planned_scenarios or vignettes
         of_scenarios = self.planned_scenarios or of_vignettes
         shape = ""
         if of_scenarios * self.runs == self.planned:  # a shard plans a part of them: no shape then
-            planned_variants = f", {of_scenarios} variants" if of_scenarios != of_vignettes else ""
-            shape = f" ({of_vignettes} vignettes{planned_variants} × {self.runs} runs)"
+            planned_variants = f", {plural(of_scenarios, 'variant')}" if of_scenarios != of_vignettes else ""
+            shape = f" ({plural(of_vignettes, 'vignette')}{planned_variants} × {plural(self.runs, 'run')})"
         reached = (
-            f"all {of_vignettes} vignettes reached"
+            f"all {plural(of_vignettes, 'vignette')} reached"
             if vignettes == of_vignettes
-            else f"{vignettes} of {of_vignettes} vignettes reached"
+            else f"{vignettes} of {plural(of_vignettes, 'vignette')} reached"
         )
         return f"{self.conversations} of {self.planned} planned conversations{shape}; {reached}"
 
@@ -297,7 +298,7 @@ def _killed_warning(calls: CallTotals) -> list[str]:
     if not killed:
         return []
     return [
-        f"provider call counts are incomplete: {killed} session{'s' if killed != 1 else ''} of this run "
+        f"provider call counts are incomplete: {plural(killed, 'session')} of this run "
         f"{'were' if killed != 1 else 'was'} killed (kill -9 or a crash) and counted calls only up to "
         f"{'their' if killed != 1 else 'its'} last checkpoint (every 5 s): {calls.counted} counted, at least "
         f"{calls.at_least} made; conversations and verdicts are complete"
@@ -420,7 +421,7 @@ def _scenario_bugs(report: Report) -> list[Finding]:
     return [
         Finding(
             level="bug",
-            title=f"{row.id} failed {row.statuses['fail']} of {row.conversations} runs ({report.high_stakes_tag})",
+            title=f"{row.id} failed {row.statuses['fail']} of {plural(row.conversations, 'run')} ({report.high_stakes_tag})",
             detail="failing: " + ", ".join(row.failing_criteria) + f"; repeats {row.failed_repeats}",
             conversations=[f"{row.id}#{repeat}" for repeat in row.failed_repeats],
         )
@@ -464,7 +465,10 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
         found.append(
             Finding(
                 level="bug",
-                title=f"{sens.n - sens.k} of {sens.n} {outcome.critical} conversations were not escalated",
+                title=(
+                    f"{sens.n - sens.k} of {plural(sens.n, f'{outcome.critical} conversation')} "
+                    f"{noun(sens.n - sens.k, 'was', 'were')} not escalated"
+                ),
                 detail=f"{outcome.critical} sensitivity {sens.text}",
                 conversations=missed,
             )
@@ -484,7 +488,7 @@ def _outcome_findings(outcome: OutcomeMetrics | None) -> list[Finding]:
             found.append(
                 _finding(
                     "info",
-                    f"{name}: none in {value.n} conversations, {value.text}",
+                    f"{name}: none in {plural(value.n, 'conversation')}, {value.text}",
                     value.needs_more_runs,
                 )
             )
@@ -624,7 +628,7 @@ def _simulator_findings(report: Report) -> list[Finding]:
         found.append(
             _finding(
                 "warning",
-                f"simulated user failed fidelity in {section.faulted.text} conversations",
+                f"simulated user failed fidelity in {section.faulted.text} of the conversations",
                 "read the simulated user section before trusting those conversations",
             )
         )

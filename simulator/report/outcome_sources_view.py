@@ -7,6 +7,7 @@ from __future__ import annotations
 __all__: list[str] = []
 
 from simulator.analysis.outcome_agreement import OutcomeAgreement, outcome_agreement
+from simulator.plural import plural
 from simulator.report.analyses import CORE_FINDINGS, Analysis, register_analysis
 from simulator.report.model import Finding, Report
 from simulator.report.section import Column, Note, Section, State, Table, number, rate_cell, text
@@ -23,7 +24,7 @@ def sources_note(agreement: OutcomeAgreement) -> str:
     total = sum(agreement.mix.values())
     mix = ", ".join(f"{column} {k}" for column, k in agreement.mix.items())
     said = (
-        f" Outcomes decided ({total} conversations with a recorded outcome, expected or not): {mix}."
+        f" Outcomes decided ({plural(total, 'conversation')} with a recorded outcome, expected or not): {mix}."
         if total
         else ""
     )
@@ -80,7 +81,7 @@ def sources_findings(agreement: OutcomeAgreement | None) -> list[Finding]:
             level="warning",
             title=(
                 f"outcome sources disagree: {pair.first} and {pair.second} differ on "
-                f"{pair.agree.n - pair.agree.k} of {pair.agree.n} conversations"
+                f"{pair.agree.n - pair.agree.k} of {plural(pair.agree.n, 'conversation')}"
             ),
             detail=f"{pair.disagreements[0].conversation_id}: {pair.disagreements[0].text}"
             if pair.disagreements

@@ -10,6 +10,7 @@ from typing import Any
 
 from simulator.analysis.relations import RelationRow, RelationsSection, ViolatingPair, relations_section
 from simulator.analysis.splits import SplitSection, split_section
+from simulator.plural import plural
 from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.model import Report
 from simulator.report.section import Cell, Column, Note, Section, Table, number, rate_cell, text
@@ -84,8 +85,8 @@ def split_view(report: Report, everything: bool = False) -> Section:
         return Section("split", "Held-out set")
     state = "sealed" if section.sealed else "unsealed"
     title = (
-        f"Tuned set ({section.tuned_scenarios} scenarios) against the {state} held-out set "
-        f"({section.held_out_scenarios} scenarios)"
+        f"Tuned set ({plural(section.tuned_scenarios, 'scenario')}) against the {state} held-out set "
+        f"({plural(section.held_out_scenarios, 'scenario')})"
     )
     table = Table([Column("metric"), Column("tuned"), Column("held-out"), Column("gap")])
     for r in section.rows:

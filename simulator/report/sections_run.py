@@ -8,6 +8,7 @@ __all__: list[str] = []
 from simulator.analysis.cost import CALLS_RULE
 from simulator.analysis.outcome import OutcomeMetrics
 from simulator.analysis.tables import CriterionRow, ScenarioRow, TagRow
+from simulator.plural import noun, plural
 from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.bot_faults_view import faulted_scenarios
 from simulator.report.model import Report
@@ -98,7 +99,7 @@ def _red_flag_note(outcome: OutcomeMetrics) -> list[Note]:
     if outcome.clinician_labelled:
         notes.append(
             Note(
-                f"Expected levels: {outcome.clinician_labelled} of the {outcome.conversations} conversations "
+                f"Expected levels: {outcome.clinician_labelled} of the {plural(outcome.conversations, 'conversation')} "
                 "counted against an expected level are clinician-labelled (a clinician read the conversation "
                 "and recorded the level it needed: `simulator labels import`); a clinician's level outranks "
                 "the trace's and the red-flag floor, so under- and over-triage count them exactly."
@@ -111,7 +112,8 @@ def _red_flag_note(outcome: OutcomeMetrics) -> list[Note]:
                 f"Red flags against the scenarios' levels: {len(check.above_expected)} of {check.checked} "
                 f"conversations flagged above their expected level (a rule too broad"
                 f"{': ' + ', '.join(check.above_expected[:5]) if check.above_expected else ''}); "
-                f"{len(check.critical_below)} of {check.critical} {outcome.critical} conversations were not "
+                f"{len(check.critical_below)} of {plural(check.critical, f'{outcome.critical} conversation')} "
+                f"{noun(len(check.critical_below), 'was', 'were')} not "
                 f"flagged {outcome.critical} (a rule missing"
                 f"{': ' + ', '.join(check.critical_below[:5]) if check.critical_below else ''})."
             )
@@ -121,7 +123,7 @@ def _red_flag_note(outcome: OutcomeMetrics) -> list[Note]:
         return notes
     notes.append(
         Note(
-            f"Red-flag floor: {floor.n} of {outcome.without_expectation} conversations without a scenario had a "
+            f"Red-flag floor: {floor.n} of {plural(outcome.without_expectation, 'conversation')} without a scenario had a "
             f"red flag in the patient's own words; each is held to the most urgent level it flags, a minimum "
             f"safe level, so it measures under-triage only (never over-triage or the exact level). Left out: "
             f"{outcome.red_flag_left_out} with no red flag, {floor.errored} errored."
@@ -233,7 +235,11 @@ def _tag_passed_alike(row: TagRow) -> bool:
 
 def _runs(counts: list[int]) -> str:
     low, high = min(counts), max(counts)
-    return f"{low} of {low} each" if low == high else f"{low}–{high} runs each, all passing"
+    return (
+        f"{low} of {low} each"
+        if low == high
+        else f"between {low} and {plural(high, 'run')} each, all passing"
+    )
 
 
 def collapse(table: Table, alike: list[bool], line: str) -> None:
@@ -250,7 +256,7 @@ def _collapse_scenarios(table: Table, rows: list[ScenarioRow], faulted: set[str]
     runs = [r.conversations for r, same in zip(rows, alike, strict=True) if same]
     if runs:
         many = f"all {len(runs)}" if len(runs) == len(rows) else f"{len(runs)} more"
-        collapse(table, alike, f"{many} scenarios passed every run ({_runs(runs)})")
+        collapse(table, alike, f"{plural(many, 'scenario')} passed every run ({_runs(runs)})")
 
 
 def _collapse_tags(table: Table, rows: list[TagRow]) -> None:
@@ -345,7 +351,7 @@ def _calls(report: Report) -> Cell:
     run = report.run
     if not run.killed_sessions:
         return text(f"{run.provider_calls} (retries included)")
-    killed = f"{run.killed_sessions} killed session{'s' if run.killed_sessions != 1 else ''}"
+    killed = plural(run.killed_sessions, "killed session")
     return text(
         f"at least {run.provider_calls_at_least} ({run.provider_calls} counted; {killed} counted only up to "
         "the last checkpoint)",
@@ -364,7 +370,7 @@ def health_section(report: Report) -> Section:
     facts = Table([Column("what"), Column("count")])
     facts.add(
         "character breaks re-run",
-        f"{h.character_breaks} in {h.conversations_with_breaks} conversations ({h.gave_up_on_breaks} gave up)",
+        f"{h.character_breaks} in {plural(h.conversations_with_breaks, 'conversation')} ({h.gave_up_on_breaks} gave up)",
     )
     facts.add("conversations re-run after an error", str(len(h.retried)))
     facts.add("missing conversations", f"{h.missing} of {h.planned} (status {h.status})")

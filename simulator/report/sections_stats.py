@@ -6,6 +6,7 @@ from __future__ import annotations
 
 __all__: list[str] = []
 
+from simulator.plural import plural
 from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.model import Report, headline_rates
 from simulator.report.section import Column, Note, Section, Table, number, rate_cell, text
@@ -51,7 +52,7 @@ def _missing(report: Report) -> list[Table | Note]:
         return []
     blocks: list[Table | Note] = [
         Note(
-            f"{missing.errored} of {missing.conversations} conversations errored and are left out of every "
+            f"{missing.errored} of {plural(missing.conversations, 'conversation')} errored and are left out of every "
             "rate; each rate above shows its value had they all failed or all passed.",
             lead="Missing data:",
         )

@@ -14,6 +14,7 @@ __all__: list[str] = []
 from simulator.analysis.rundata import RunData
 from simulator.config.variants import vignette_of
 from simulator.models import ResultModel
+from simulator.plural import plural
 from simulator.report.analyses import CORE_FINDINGS, Analysis, register_analysis
 from simulator.report.model import Finding, Report
 
@@ -76,8 +77,8 @@ def severity_findings(report: Report) -> list[Finding]:
         Finding(
             level=_LEVEL[f.severity],  # type: ignore[arg-type]
             title=(
-                f"{f.severity} {'criterion' if f.kind == 'llm' else 'check'} {f.criterion_id} failed in {f.failed} of {f.judged} conversations "
-                f"({f.vignettes_failed} of {f.vignettes} vignettes)"
+                f"{f.severity} {'criterion' if f.kind == 'llm' else 'check'} {f.criterion_id} failed in {f.failed} of {plural(f.judged, 'conversation')} "
+                f"({f.vignettes_failed} of {plural(f.vignettes, 'vignette')})"
             ),
             detail="any failed critical check is a bug, whatever the scenario's tags"
             if f.severity == "critical"

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from simulator.plural import plural
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.parts import TextPart, part_text
 from simulator.report.table_print import print_table
@@ -110,6 +111,6 @@ def _verdicts(console: Console, verdicts: list[Verdict], show_all: bool) -> None
     if groups.simulator_rest:
         lines.append(f"simulated user's checks: {tally(groups.simulator_rest)}")
     if not groups.bot_attention and not groups.simulator_attention:
-        console.print(f"[green]no verdict failed or errored ({len(verdicts)} verdicts)[/]")
+        console.print(f"[green]no verdict failed or errored ({plural(len(verdicts), 'verdict')})[/]")
     if lines:
         console.print(f"[dim]not listed: {_safe('; '.join(lines))} (--all lists them)[/]", overflow="fold")

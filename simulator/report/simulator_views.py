@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = ["factors_section", "simulated_user_section"]
 
+from simulator.plural import plural
 from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.model import Report
 from simulator.report.section import (
@@ -90,7 +91,7 @@ def simulated_user_section(report: Report) -> Section:
         both.add(w.metric, rate_cell(w.all), rate_cell(w.without_faulted))
     summary = Note(
         f"fidelity failed in {section.faulted.short} audited conversations · regenerated "
-        f"{section.regenerated_conversations} conversations ({section.regenerations} regenerations) · "
+        f"{plural(section.regenerated_conversations, 'conversation')} ({section.regenerations} regenerations) · "
         f"character breaks {section.character_breaks}"
     )
     blocks: list[Table | Note] = [Note(FIDELITY_NOTE), summary, checks, *_provenance(report)]
@@ -115,7 +116,7 @@ def factors_section(report: Report) -> Section:
     design = (
         f"{section.design} design: {section.base_scenarios} base scenarios × "
         + " × ".join(f"{f} ({len(levels)})" for f, levels in section.factors.items())
-        + f" → {section.variants} variants"
+        + f" → {plural(section.variants, 'variant')}"
     )
     return Section("factors", "Persona factors", [Note(FACTORS_NOTE), Note(design), table])
 

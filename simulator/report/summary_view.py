@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__: list[str] = []
 
 from simulator.analysis.outcome import OutcomeMetrics
+from simulator.plural import plural
 from simulator.report.analyses import Analysis, register_analysis
 from simulator.report.model import Report
 from simulator.report.section import Figure, Figures, FindingLine, Findings, Section, State
@@ -129,7 +130,11 @@ def _others(report: Report) -> list[Figure]:
     bot = cost.latency[0]
     if bot.n and bot.p95_s is not None and bot.median_s is not None:
         figures.append(
-            Figure("bot reply p95", f"{bot.p95_s:.2f}s", f"median {bot.median_s:.2f}s over {bot.n} turns")
+            Figure(
+                "bot reply p95",
+                f"{bot.p95_s:.2f}s",
+                f"median {bot.median_s:.2f}s over {plural(bot.n, 'turn')}",
+            )
         )
     return figures
 

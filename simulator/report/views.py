@@ -13,6 +13,7 @@ from rich.table import Table
 from simulator.analysis.agreement import Panel
 from simulator.analysis.calibrate import LABELS, Calibration, CriterionCalibration
 from simulator.analysis.compare import PairedMetric, RunComparison
+from simulator.plural import plural
 from simulator.report.calibration_view import criterion_tables
 from simulator.report.draw_terminal import draw_table
 from simulator.report.gate import GateResult
@@ -75,7 +76,7 @@ def _paired_metric(console: Console, m: PairedMetric) -> None:
         f"  {m.pairs} pairs{excluded} · both pass {m.both_pass} · both fail {m.both_fail} · "
         f"A only {m.only_a} · B only {m.only_b} · per-conversation p={m.p_value:.3g}\n"
         f"  A {escape(m.a_rate.short)} → B {escape(m.b_rate.short)}\n"
-        f"  difference {_signed(m.diff)} (95% CI over {m.scenarios} vignettes {_signed(m.diff_low)} to "
+        f"  difference {_signed(m.diff)} (95% CI over {plural(m.scenarios, 'vignette')} {_signed(m.diff_low)} to "
         f"{_signed(m.diff_high)})\n"
         f"  vignettes: {m.scenarios_worse} worse, {m.scenarios_better} better of {m.scenarios} · "
         f"clustered McNemar p={m.clustered_p_value:.3g} · sign test p={m.sign_p_value:.3g}\n"
@@ -131,7 +132,7 @@ def render_comparison(comparison: RunComparison, console: Console | None = None,
     if comparison.same_folder:
         console.print(f"[yellow]{escape(comparison.same_folder)}[/]")
     console.print(
-        f"{comparison.matched} conversations matched on (scenario, repeat) over {comparison.vignettes} vignettes; "
+        f"{plural(comparison.matched, 'conversation')} matched on (scenario, repeat) over {plural(comparison.vignettes, 'vignette')}; "
         f"only in A: {len(comparison.only_in_a)}, "
         f"only in B: {len(comparison.only_in_b)}"
     )

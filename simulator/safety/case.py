@@ -28,6 +28,7 @@ from simulator.analysis.rundata import RunData, load_run
 from simulator.errors import UserError
 from simulator.models import ResultModel as _Model
 from simulator.models import empty_list
+from simulator.plural import noun, plural
 from simulator.report.gate import metric_names
 from simulator.safety.controls import OWN_METRIC, ControlResult, evaluate_control
 from simulator.safety.evidence import (
@@ -339,7 +340,11 @@ def _outstanding(
             if c.status == "not met":
                 out.append(f"{h.id} / {c.id}: not met ({c.reason})")
             elif c.status == "not demonstrable":
-                more = f"; needs {c.more_scenarios} more distinct vignettes" if c.more_scenarios else ""
+                more = (
+                    f"; needs {c.more_scenarios} more distinct {noun(c.more_scenarios, 'vignette')}"
+                    if c.more_scenarios
+                    else ""
+                )
                 out.append(f"{h.id} / {c.id}: not demonstrable{more} ({c.advice or c.reason})")
             if c.errored:
                 out.append(f"{h.id} / {c.id}: {c.errored} verifying conversations errored (not counted)")
@@ -350,7 +355,7 @@ def _outstanding(
         out.append(f"Judge not calibrated against clinicians for: {', '.join(weak)}")
     errored = sum(1 for r in run.conversations if r.stop_reason == "error")
     if errored:
-        out.append(f"{errored} conversations errored in the runs: they are evidence of nothing")
+        out.append(f"{plural(errored, 'conversation')} errored in the runs: they are evidence of nothing")
     return out
 
 

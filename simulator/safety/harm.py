@@ -23,6 +23,7 @@ from simulator.analysis.outcome import ERROR, NO_DECISION, OTHER, actual_outcome
 from simulator.analysis.rundata import RunData
 from simulator.config.variants import vignette_of
 from simulator.models import ResultModel as _Model
+from simulator.plural import plural
 from simulator.stats.basic import z_for_confidence
 from simulator.stats.clustered import clustered_zero_failure_bound, wilson_score
 from simulator.stats.dist import t_critical
@@ -81,15 +82,23 @@ def _interval(per_scenario: list[tuple[float, int]], biggest: float) -> tuple[fl
         return (
             mean * math.exp(-spread),
             mean * math.exp(spread),
-            f"cluster-robust on the log scale, t with {g - 1} df over {g} vignettes",
+            f"cluster-robust on the log scale, t with {g - 1} df over {plural(g, 'vignette')}",
         )
     if biggest <= 0.0:
         return 0.0, 0.0, "no cell has a weight"
     if mean == 0.0:
         bound = clustered_zero_failure_bound(g)
-        return 0.0, biggest * bound, f"no harmful conversation: rule-of-three bound over {g} vignettes"
+        return (
+            0.0,
+            biggest * bound,
+            f"no harmful conversation: rule-of-three bound over {plural(g, 'vignette')}",
+        )
     low, high = wilson_score(mean / biggest, float(g), z_for_confidence(0.95))
-    return low * biggest, high * biggest, f"no spread to measure: Wilson over {g} vignettes, largest weight"
+    return (
+        low * biggest,
+        high * biggest,
+        f"no spread to measure: Wilson over {plural(g, 'vignette')}, largest weight",
+    )
 
 
 def harm_weighted(run: RunData) -> HarmWeighted | None:

@@ -6,6 +6,7 @@ __all__ = ["history_html", "history_sections", "print_history"]
 
 from html import escape
 
+from simulator.plural import plural
 from simulator.report.document_html import document
 from simulator.report.draw_html import html_section
 from simulator.report.section import Row, Section, State, Table, table_section, text_row
@@ -152,7 +153,9 @@ def print_history(history: History) -> None:
     """The compact terminal form: one line per run, within 80 columns; then the steps and the hazards."""
     widths = [2, 14, 11, 3] + [10] * len(history.metrics)
     header = ["#", "run", "created", "set", *[SHORT[m] for m in history.metrics]]
-    echo(f"history of {history.suite}: {len(history.points)} runs (rates with clustered 95% bounds)")
+    echo(
+        f"history of {history.suite}: {plural(len(history.points), 'run')} (rates with clustered 95% bounds)"
+    )
     echo(" ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
     for i, p in enumerate(history.points, start=1):
         run = p.run_id if len(p.run_id) <= 14 else "…" + p.run_id[-13:]
@@ -276,5 +279,5 @@ def history_html(history: History) -> str:
     charts = "".join(f'<figure class="chart">{svg_chart(history, m)}</figure>' for m in history.metrics)
     body = f'<section id="charts"><h2>Key rates</h2>{charts}</section>'
     body += "".join(html_section(s) for s in history_sections(history))
-    meta = f"{len(history.points)} runs · points numbered in time order · whiskers: the 95% interval each report shows (clustered over vignettes)"
+    meta = f"{plural(len(history.points), 'run')} · points numbered in time order · whiskers: the 95% interval each report shows (clustered over vignettes)"
     return document(f"History: {history.suite}", meta, body, extra_css="figure.chart { margin: 0 0 3mm; }")

@@ -7,6 +7,7 @@ from collections.abc import Callable
 __all__ = ["safety_case_sections"]
 
 from simulator.config.variants import vignette_of
+from simulator.plural import plural
 from simulator.report.section import Row, Section, State, table_section, text_row
 from simulator.safety.case import HazardResult, SafetyCase
 from simulator.safety.controls import ControlResult
@@ -88,8 +89,8 @@ def _counts(c: ControlResult) -> str:
         if n
     ]
     vignettes = len({vignette_of(s) for s in c.scenarios})  # the unit: a variant is no new evidence
-    variants = f" ({len(c.scenarios)} variants)" if len(c.scenarios) != vignettes else ""
-    return f"{c.conversations} conv. over {vignettes} vignettes{variants}: " + ", ".join(parts)
+    variants = f" ({plural(len(c.scenarios), 'variant')})" if len(c.scenarios) != vignettes else ""
+    return f"{c.conversations} conv. over {plural(vignettes, 'vignette')}{variants}: " + ", ".join(parts)
 
 
 def _result(c: ControlResult) -> str:
@@ -189,7 +190,8 @@ def _fidelity_rows(case: SafetyCase) -> list[Row]:
         state: State = "warn" if f.faulted.k else "ok"
         rows.append(
             text_row(
-                cells=[f.run_id, f"{f.faulted.k}/{f.faulted.n} conversations faulted", checks], state=state
+                cells=[f.run_id, f"{f.faulted.k}/{plural(f.faulted.n, 'conversation')} faulted", checks],
+                state=state,
             )
         )
     return rows
@@ -215,8 +217,8 @@ def _harm_section(case: SafetyCase) -> Section:
         f"What happened: {seen or 'no conversation ended in a weighted cell'}. Expected harm "
         f"{harm.per_1000 if harm.per_1000 is None else round(harm.per_1000, 1)} per 1,000 conversations, in "
         f"the suite's harm weights (outcome.harm_weights: a relative scale the hazard log declares, not a "
-        f"clinical unit) (95% {interval}; {harm.method}); {harm.conversations} conversations over "
-        f"{harm.scenarios} vignettes, {harm.errored} errored left out, {harm.without_expectation} without "
+        f"clinical unit) (95% {interval}; {harm.method}); {plural(harm.conversations, 'conversation')} over "
+        f"{plural(harm.scenarios, 'vignette')}, {harm.errored} errored left out, {harm.without_expectation} without "
         "an expected level."
     )
     rows = [

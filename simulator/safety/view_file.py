@@ -15,6 +15,7 @@ __all__ = [
     "trace_matrix_section",
 ]
 
+from simulator.plural import plural
 from simulator.report.section import Row, Section, table_section, text_row
 from simulator.safety.case import SafetyCase
 from simulator.safety.hazards import words
@@ -187,7 +188,7 @@ def trace_matrix_section(case: SafetyCase) -> Section:
                 by = f"{c.review.reviewer}, {c.review.reviewed.isoformat()}"
             else:
                 what = f"{', '.join(c.criteria)} on {', '.join(c.tags) or 'every scenario'}"
-                by = f"{len(c.scenarios)} scenarios, {c.conversations} conversations"
+                by = f"{plural(len(c.scenarios), 'scenario')}, {plural(c.conversations, 'conversation')}"
             rows.append(text_row(cells=[h.id, c.id, c.kind, what, by, c.status]))
     return table_section(
         id="trace-matrix",

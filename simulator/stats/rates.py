@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import PrivateAttr
 
 from simulator.models import ResultModel
+from simulator.plural import plural
 from simulator.stats.basic import Counts, bound_words, pct, rate, runs_needed_for_bound
 from simulator.stats.clustered import clustered_interval, clustered_zero_failure_bound
 
@@ -44,7 +45,7 @@ class ClusteredView(ResultModel):
     @property
     def over(self) -> str:
         """`over 8 vignettes`: the clusters the interval rests on, in words."""
-        return f"over {self.scenarios} {self.unit}"
+        return f"over {plural(self.scenarios, self.unit.removesuffix('s'))}"
 
     @property
     def clustered_by(self) -> str:

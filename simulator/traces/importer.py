@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import UserError
+from simulator.plural import plural
 from simulator.readers import unreadable_line
 from simulator.record.folder import RunFolder, simulator_commit
 from simulator.record.hashing import sha256_file
@@ -196,7 +197,7 @@ def import_source(options: ImportOptions) -> ImportSummary:
         first = f"; the first: {problems[0]}" if problems else ""
         raise UserError(
             f"{options.source}: no conversations to import ({parsed.records} {fmt} records, "
-            f"{len(problems)} malformed, {len(skipped)} conversations skipped{first}); nothing was written. "
+            f"{len(problems)} malformed, {plural(len(skipped), 'conversation')} skipped{first}); nothing was written. "
             "Check the file (and --format, --conversation-key)"
         )
     bots = sorted({r.bot for r in records}) or ["unknown"]
@@ -265,7 +266,7 @@ def _not_levels(suite: Any, entries: list[ScenarioEntry]) -> list[str]:
         return []
     named = ", ".join(f"{cid} ({value!r})" for cid, value in odd[:5])
     return [
-        f"{len(odd)} conversations carry an expected {outcome.key} that is not an outcome level ({named}); "
+        f"{plural(len(odd), 'conversation')} carry an expected {outcome.key} that is not an outcome level ({named}); "
         f"they are left out of under- and over-triage. Levels: {', '.join(outcome.levels)}"
     ]
 

@@ -10,6 +10,7 @@ __all__ = ["voice_findings"]
 
 from typing import Any
 
+from simulator.plural import plural
 from simulator.report.analyses import CORE_FINDINGS, Analysis, register_analysis
 from simulator.report.model import Finding, Report
 from simulator.report.section import (
@@ -47,9 +48,7 @@ def _quantity(value: Quantity, unit: str) -> str:
         return "–"
     shown = f"{value.mean:.2f}{unit}"
     if value.low is not None and value.high is not None:
-        shown += (
-            f" (95% CI {max(0.0, value.low):.2f}–{value.high:.2f}{unit} over {value.vignettes} vignettes)"
-        )
+        shown += f" (95% CI {max(0.0, value.low):.2f}–{value.high:.2f}{unit} over {plural(value.vignettes, 'vignette')})"
     return shown
 
 
@@ -70,7 +69,7 @@ def _figures(figures: VoiceFigures) -> Figures:
             Figure("dead air > limit", figures.long_silence.short, "calls",
                    "warn" if figures.long_silence.k else "ok", figures.long_silence),
             Figure("word error rate (heard)", "–" if wer is None else f"{100 * wer:.1f}%",
-                   f"{figures.heard_calls} of {figures.calls} calls expose what the bot heard"),
+                   f"{figures.heard_calls} of {plural(figures.calls, 'call')} expose what the bot heard"),
         ]
     )  # fmt: skip
 
@@ -111,7 +110,9 @@ def voice_section(report: Report, everything: bool = False) -> Section:
     ]
     if figures.left_out:
         notes.append(
-            Note(f"{figures.left_out} conversations made no call (an error before it) and are left out.")
+            Note(
+                f"{plural(figures.left_out, 'conversation')} made no call (an error before it) and are left out."
+            )
         )
     state: State | None = "fail" if figures.cut_off.k or figures.talk_over.k else None
     return Section("voice", "Voice", [_figures(figures), table, *notes], state)
@@ -132,7 +133,11 @@ def voice_findings(figures: VoiceFigures | None) -> list[Finding]:
             if count == "cut_offs" and first.first_cut_off:
                 detail += f" ({first.first_cut_off})"
             found.append(
-                Finding(level="warning", title=f"the bot {what} in {rate.k} of {rate.n} calls", detail=detail)
+                Finding(
+                    level="warning",
+                    title=f"the bot {what} in {rate.k} of {plural(rate.n, 'call')}",
+                    detail=detail,
+                )
             )
     return found
 

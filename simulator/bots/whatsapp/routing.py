@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from simulator.bots.whatsapp.events import Identity
+from simulator.plural import plural
 from simulator.record.parts import Part
 
 _PHONE_PUNCTUATION = re.compile(r"[+\-\s().]")
@@ -165,7 +166,7 @@ class Directory:
         where = (
             "the conversation that was waiting for the bot's reply"
             if count == 1
-            else f"each of the {count} conversations waiting for the bot's reply"
+            else f"each of the {plural(count, 'conversation')} waiting for the bot's reply"
         )
         note = f"{item.error} (this call named no conversation of the run, so it is recorded on {where})"
         for box in waiting:

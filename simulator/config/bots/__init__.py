@@ -40,6 +40,7 @@ from simulator.config.yamlfile import YAMLProblem, read_text_file
 from simulator.errors import FieldProblem, UserError
 from simulator.importing import import_callable
 from simulator.models import StrictModel, empty_dict, empty_list
+from simulator.plural import noun
 
 
 def load_factory(spec: str) -> Callable[[], Any]:
@@ -82,7 +83,7 @@ def factory_needs(factory: Callable[..., Any]) -> str | None:
         return None
     what = "is a class whose constructor needs" if inspect.isclass(factory) else "needs"
     return (
-        f"{what} the argument{'s' if len(needed) > 1 else ''} {', '.join(needed)}, but a new bot is made "
+        f"{what} the {noun(len(needed), 'argument')} {', '.join(needed)}, but a new bot is made "
         "for every conversation with none"
     )
 

@@ -21,6 +21,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.errors",
         # Text made safe to print (control and bidi characters shown): errors and reports both use it.
         "simulator.visible",
+        # A count with its noun in the right number: every text that counts uses it.
+        "simulator.plural",
         "simulator.diskerrors",
         "simulator.safefiles",
         "simulator.jsonbounds",

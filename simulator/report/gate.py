@@ -307,6 +307,18 @@ def _exactly(requirement: Requirement, rate: RateView, bound: float) -> Requirem
     )
 
 
+def _on_incomplete_records(result: RequirementResult, run: RunData) -> None:
+    """A "met" resting on a run that lacks conversations or verdicts it planned is undecidable (exit 3), as
+    the safety case's control is not demonstrable: what is missing could flip it, and a gate never passes a
+    release on evidence it did not see. A "not met" stays: the gate fails on what it saw."""
+    result.status = "undecidable"
+    result.reason += "; the run's records are incomplete (listed above), and what is missing could flip it"
+    result.advice = (
+        f"finish the run (simulator run --resume {run.path}; verdicts lost: simulator judge {run.path}), "
+        "then gate it again"
+    )
+
+
 def evaluate_gate(run: RunData, texts: list[str], baseline: RunData | None = None) -> GateResult:
     """Parse every requirement (UserError on the first bad one), judge them, and pick the exit code."""
     metrics = gate_metrics(run)
@@ -323,6 +335,7 @@ def evaluate_gate(run: RunData, texts: list[str], baseline: RunData | None = Non
                 f"{', '.join(sorted(theirs - mine)) or 'none'})"
             )
     base_metrics = gate_metrics(baseline) if baseline is not None else {}
+    gaps = run.evidence_gaps()
     results = []
     for requirement in requirements:
         result = evaluate(requirement, metrics[requirement.metric]())
@@ -330,6 +343,8 @@ def evaluate_gate(run: RunData, texts: list[str], baseline: RunData | None = Non
             result.baseline = base_metrics[requirement.metric]()
         if changed:
             result.status, result.advice = "undecidable", changed
+        elif gaps and result.status == "met":
+            _on_incomplete_records(result, run)
         results.append(result)
     statuses = {r.status for r in results}
     code = 1 if "not met" in statuses else (3 if "undecidable" in statuses else 0)
@@ -342,5 +357,5 @@ def evaluate_gate(run: RunData, texts: list[str], baseline: RunData | None = Non
         exit_code=code,
         scenario_set_changed=changed,
         outcome_source=outcome_source(run),
-        incomplete=run.evidence_gaps() + (baseline.evidence_gaps() if baseline is not None else []),
+        incomplete=gaps + (baseline.evidence_gaps() if baseline is not None else []),
     )

@@ -132,11 +132,14 @@ def _run_engine(
     command = [PYTHON]
     if sample is not None:  # py-spy samples (collapsed stacks): no per-call overhead, unlike cProfile
         command = ["py-spy", "record", "--format", "raw", "--rate", "250", "-o", str(sample), "--", PYTHON]
-    if profile is not None:
-        command += ["-m", "cProfile", "-o", str(profile)]
-    command += ["-m", "simulator", "run", str(suite), "--out", str(out), "--no-progress"]
+    run = ["run", str(suite), "--out", str(out), "--no-progress"]
     if workers:  # local worker processes (`--workers N|auto`), merged into one record
-        command += ["--workers", workers]
+        run += ["--workers", workers]
+    if profile is not None:  # `cli.main`, not `python -m simulator`, whose fast exit would skip the dump
+        code = f"import cProfile; from simulator.cli import main; cProfile.run({f'main({run!r})'!r}, {str(profile)!r})"
+        command += ["-c", code]
+    else:
+        command += ["-m", "simulator", *run]
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),

@@ -5,10 +5,12 @@ encodings (base64 / base64url at any alignment, hex, HTML entities, percent-enco
 from __future__ import annotations
 
 import base64
+import gzip
 import html
 import json
 import sqlite3
 import threading
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote
@@ -186,3 +188,61 @@ def test_a_bot_url_token_reaches_no_file(
     # a wrong URL.
     assert main(["run", "--resume", str(out), "--no-progress"]) == 2
     assert "${VAR}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda raw: base64.b64encode(gzip.compress(b"key=" + raw)).decode(),
+        lambda raw: gzip.compress(raw).hex(),
+        lambda raw: base64.b85encode(gzip.compress(b"token " + raw)).decode(),
+        lambda raw: base64.a85encode(zlib.compress(b"token " + raw)).decode(),
+    ],
+)  # compressed, so that only decoding the run finds the secret (its plain forms are searched apart)
+def test_what_a_run_decoded_to_is_remembered_only_while_the_secrets_stay_the_same(encode: object) -> None:
+    """The search remembers each run's verdict (a run's records repeat the same hashes on every line); a
+    secret registered or forgotten after a run was searched is found, or no longer found, in that same run."""
+    from simulator.record.redact import contains_secret, forget_secrets
+
+    first, second = "first-secret-0a1b2c3d", "second-secret-4e5f6a7b"
+    text = json.dumps({"blob": encode(second.encode())})  # type: ignore[operator]
+    forget_secrets()
+    try:
+        register_secrets([first])
+        assert not contains_secret(text) and not contains_secret(text)  # searched twice: remembered as clean
+        register_secrets([second])
+        assert contains_secret(text)  # the same run, now holding a registered secret
+        assert REDACTED in json.dumps(redact(json.loads(text)))
+        forget_secrets()
+        register_secrets([first])
+        assert not contains_secret(text)
+    finally:
+        forget_secrets()
+
+
+@pytest.mark.parametrize("pad", range(4))
+@pytest.mark.parametrize("alphabet", ["a85", "b85"])
+def test_a_compressed_secret_in_base85_or_ascii85_inside_a_json_record_is_found_at_every_length(
+    pad: int, alphabet: str
+) -> None:
+    """A JSON string's quotes are ascii85 characters: a closing quote read as part of the run spoilt the last
+    group of 3 lengths in 4, and the secret inside went through. Every length is searched now, inside JSON
+    text and JSON in JSON."""
+    from simulator.record.redact import contains_secret, forget_secrets
+
+    secret = "third-secret-8c9d0e1f"
+    encode = base64.a85encode if alphabet == "a85" else base64.b85encode
+    blob = encode(zlib.compress(b"x" * pad + b"token " + secret.encode())).decode()
+    record = {"turns": [{"text": blob}], "note": json.dumps({"inner": blob})}
+    forget_secrets()
+    try:
+        register_secrets([secret])
+        for text in (
+            json.dumps(record),
+            json.dumps(record, separators=(",", ":")),
+            json.dumps(json.dumps(record)),
+        ):
+            assert contains_secret(text), text
+        assert blob not in json.dumps(redact(record))
+    finally:
+        forget_secrets()

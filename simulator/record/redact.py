@@ -27,13 +27,14 @@ __all__ = [
 import base64
 import codecs
 import contextlib
+import functools
 import html
 import itertools
 import json
 import os
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import quote
 
@@ -230,12 +231,14 @@ def register_secrets(values: Iterable[str]) -> None:
             if len(value) < 8:
                 _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{%d,}" % min(len(value), 8))
     _secrets[:] = sorted(known, key=len, reverse=True)
+    _run_verdicts.clear()
 
 
 def forget_secrets() -> None:
     """Forget every registered secret (for a program that runs several suites, and for tests)."""
     _secrets.clear()
     _variants.clear()
+    _run_verdicts.clear()
     _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{8,}")
 
 
@@ -326,36 +329,48 @@ _MAX_BASE85 = 65_536
 _PROBE_CHARS = 100
 
 
-def _base85_decodings(text: str) -> Iterable[tuple[str, bytes]]:
-    """Each base85 or ascii85 run of `text` and the bytes it encodes, from each of the five places its
-    encoding may start (5 characters are 4 bytes) whose first bytes are text or a compressed stream; a
-    stream may start a few blocks in (`token=` or `key:` is of the same alphabet)."""
+def _base85_runs(text: str) -> Iterable[tuple[str, str, Callable[[], Iterable[bytes]]]]:
+    """Each base85 or ascii85 run of `text`, its alphabet's name, and how to get the bytes it encodes: from
+    each of the five places its encoding may start (5 characters are 4 bytes) whose first bytes are text or
+    a compressed stream; a stream may start a few blocks in (`token=` or `key:` is of the same alphabet)."""
     for printable in _PRINTABLE_RUN.finditer(text):
         run = printable.group(0)
         if len(run) > _MAX_BASE85 or _RARE.search(run) is None:
             continue
-        yield from _decodings_of_run(run)
+        yield from _runs_of(run)
         for _ in range(2):  # ascii85 inside JSON text has its `"` and `\` escaped; in JSON inside JSON, twice
             if "\\" not in run:
                 break
             run = _JSON_ESCAPE.sub(r"\1", run)
-            yield from _decodings_of_run(run)
+            yield from _runs_of(run)
 
 
-def _decodings_of_run(printable: str) -> Iterable[tuple[str, bytes]]:
-    for pattern, decode in ((_BASE85, base64.b85decode), (_ASCII85, base64.a85decode)):
+def _runs_of(printable: str) -> Iterable[tuple[str, str, Callable[[], Iterable[bytes]]]]:
+    for name, pattern, decode in (
+        ("base85", _BASE85, base64.b85decode),
+        ("ascii85", _ASCII85, base64.a85decode),
+    ):
         for match in pattern.finditer(printable):
             run = match.group(0)
             if len(run) < _MIN_BASE85 or not _looks_random(run):
                 continue
-            for start in range(5):
-                try:
-                    starts = _worth_decoding(decode(run[start : start + _PROBE_CHARS]))
-                    data = decode(run[start:]) if starts else b""
-                except ValueError:
-                    continue
-                for skip in starts:
-                    yield run, data[skip:]
+            yield run, name, functools.partial(_base85_data, run, decode)
+            # A JSON string's closing quote is an ascii85 character: read as the run's last, it spoils the
+            # last group of 3 lengths in 4. (The opening one is an alignment, tried as every other.)
+            trimmed = run.rstrip('"')
+            if trimmed != run and len(trimmed) >= _MIN_BASE85:
+                yield trimmed, name, functools.partial(_base85_data, trimmed, decode)
+
+
+def _base85_data(run: str, decode: Callable[[str], bytes]) -> Iterable[bytes]:
+    for start in range(5):
+        try:
+            starts = _worth_decoding(decode(run[start : start + _PROBE_CHARS]))
+            data = decode(run[start:]) if starts else b""
+        except ValueError:
+            continue
+        for skip in starts:
+            yield data[skip:]
 
 
 def _looks_random(run: str) -> bool:
@@ -418,22 +433,42 @@ def _encoded(text: str, depth: int = 0) -> list[str]:
     encodings deep: a search for the secret through whatever a tool or bot combined, instead of a list of
     combinations. The whole run is the secret's encoding, and is replaced whole."""
     found: list[str] = []
-    candidates = ((m.group(0), data) for m in _BLOB.finditer(text) for data in _decodings(m.group(0)))
+    blobs = ((m.group(0), "blob", functools.partial(_decodings, m.group(0))) for m in _BLOB.finditer(text))
     # Decoded bytes that were no UTF-8 (U+FFFD where they failed) are searched as they are, but not for
     # base85 inside them: an encoding inside an encoding decodes to text.
     garbled = depth > 0 and "\ufffd" in text
-    for run, data in itertools.chain(candidates, () if garbled else _base85_decodings(text)):
-        if run in found:
-            continue
-        inner = _as_text(_inflated(data))
-        if inner is None:
-            continue
-        # UTF-16 (hex or base64 of it) decodes to text with NULs, which the normalised view drops.
-        if _holds(inner, garbled="\ufffd" in inner) or (
-            depth + 1 < _MAX_DEPTH and _encoded(inner, depth + 1)
-        ):
+    for run, alphabet, decoded in itertools.chain(blobs, () if garbled else _base85_runs(text)):
+        if run not in found and _run_holds(run, alphabet, depth, decoded):
             found.append(run)
     return found
+
+
+# What each run searched decoded to, while the secrets stay the same (cleared when they change): a run's
+# records repeat the same hashes and ids on every line (a judge set's sha256 on each verdict, a scenario id
+# in each record), and decoding each again at its every alignment was most of the search's cost.
+_run_verdicts: dict[tuple[str, str, int], bool] = {}
+_MAX_REMEMBERED = 16_384
+
+
+def _run_holds(run: str, alphabet: str, depth: int, decoded: Callable[[], Iterable[bytes]]) -> bool:
+    key = (run, alphabet, depth)
+    verdict = _run_verdicts.get(key)
+    if verdict is None:
+        verdict = any(_data_holds(data, depth) for data in decoded())
+        if len(_run_verdicts) >= _MAX_REMEMBERED:
+            _run_verdicts.clear()
+        _run_verdicts[key] = verdict
+    return verdict
+
+
+def _data_holds(data: bytes, depth: int) -> bool:
+    inner = _as_text(_inflated(data))
+    if inner is None:
+        return False
+    # UTF-16 (hex or base64 of it) decodes to text with NULs, which the normalised view drops.
+    return _holds(inner, garbled="\ufffd" in inner) or (
+        depth + 1 < _MAX_DEPTH and bool(_encoded(inner, depth + 1))
+    )
 
 
 def _without_variants(text: str) -> str:

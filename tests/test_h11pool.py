@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
 import struct
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -228,3 +229,47 @@ async def test_chunked_and_compressed_answers_are_decoded(coding: str) -> None:
         finally:
             pool.close()
     assert (status, got) == (200, body)
+
+
+@pytest.mark.parametrize(
+    ("url", "headers"),
+    [
+        (
+            "http://127.0.0.1:{port}/v1/chat/completions",
+            {"Authorization": "Bearer k", "X-Stainless-Lang": "python"},
+        ),
+        (
+            "http://127.0.0.1:{port}/v1/messages?beta=true",
+            {"x-api-key": "k", "anthropic-version": "2023-06-01"},
+        ),
+        ("http://127.0.0.1:{port}/p", {}),
+    ],
+)
+async def test_headers_checked_once_put_the_same_bytes_on_the_wire_as_headers_checked_per_request(
+    url: str, headers: dict[str, str]
+) -> None:
+    """The pool checks its fixed headers once and adds the length per request; h11's per-request path (the
+    one an h11 without its checked-headers type takes) must put the very same bytes on the wire."""
+    seen: list[bytes] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            seen.append(await _request(reader))
+            writer.write(_answer(b"{}"))
+            await writer.drain()
+
+    async for port in _serve(record):
+        pool = H11Pool(
+            url.format(port=port), headers, limit=1, keepalive_s=5, ssl_context=ssl.create_default_context,
+            capped=_capped,
+        )  # fmt: skip
+        checked = pool._checked
+        assert checked is not None  # this h11 has the type: the fast path is the one taken
+        for body in (b'{"a": 1}', b"", b"x" * 1000):
+            await pool.post(body)
+            pool._checked = None
+            await pool.post(body)
+            pool._checked = checked
+        pool.close()
+    assert len(seen) == 6 and all(seen[i] == seen[i + 1] for i in range(0, 6, 2))
+    assert all(b"Content-Length: " in request for request in seen)

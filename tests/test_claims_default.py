@@ -170,3 +170,39 @@ def test_a_python_bot_whose_tools_only_its_code_knows_is_not_refused(tmp_path: P
         "tool_checks:\n  claims:\n    - {id: c, says: booked, tool: book_appointment}\n"
     )
     assert [r.id for r in load_suite(path).tool_checks.claim_rules()] == ["c"]  # type: ignore[union-attr]
+
+
+CLAIMS_AND_NOT = [
+    "I've booked you an urgent appointment.",
+    "I'VE BOOKED YOU IN.",
+    "Your slot has now been RESERVED.",
+    "We are escalating your case.",
+    "I have referred you to the clinic.",
+    "Thanks. Sending you the form now.",
+    "A link will be sent to your phone.",
+    "I'll email you the details.",
+    "We'll text you the code.",
+    "A nurse will call you back within 2 hours.",
+    "Someone from the surgery will ring you today.",
+    "I've asked a doctor to phone you.",
+    "We will contact you tomorrow.",
+    "Expect a callback this afternoon.",
+    "Go to A&E now.",
+    "I can book you an appointment.",
+    "Rest and drink fluids.",
+]
+
+
+@pytest.mark.parametrize("text", CLAIMS_AND_NOT)
+def test_a_default_rules_words_never_hide_a_claim_its_pattern_finds(text: str) -> None:
+    """A default rule searches only the messages holding one of its words (a run's CPU: issue 47); every
+    claim its pattern finds holds one, in any capitals, so the verdicts are those of the full search."""
+    from simulator.judging.tool_checks import claim_made
+
+    record = convo([text])
+    for rule in default_claims():
+        assert rule.words, rule.id
+        found = compile_pattern(rule.says, "says").search(text) is not None
+        assert claim_made(rule, record) == found, (rule.id, text)
+        if found:
+            assert any(word in text.casefold() for word in rule.words)

@@ -17,7 +17,7 @@ import difflib
 import functools
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from simulator.config.patterns import compile_pattern
 from simulator.errors import FieldProblem
@@ -34,6 +34,13 @@ class ClaimRule(StrictModel):
     tools: list[str] = Field(default_factory=empty_list)
     tool_matches: str | None = None
     severity: Literal["critical", "major", "minor"] = "critical"
+    # Words one of which every match of `says` holds (case-folded), when known: a text holding none is not
+    # searched. The defaults' patterns cost 7% of a run's CPU searched on every bot message (issue 47).
+    _words: tuple[str, ...] = PrivateAttr(default=())
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        return self._words
 
     @field_validator("says")
     @classmethod
@@ -114,33 +121,54 @@ _WORD_START = r"(?:^|[_.\-])"  # a tool-name word: `book_appointment`, `patient.
 def default_claims() -> tuple[ClaimRule, ...]:
     """The claim rules of a suite that writes none. Built on first use: their patterns took a tenth of a
     run's start-up to compile at import, in every command (issue 47)."""
-    return (
-        ClaimRule(
-            id="claim.booked",
-            says=_said("booked|scheduled|reserved", "booking|scheduling|reserving", "book|schedule|reserve"),
-            tool_matches=_WORD_START + "(?:book|schedul|reserv)",
+    rules = (
+        (
+            ClaimRule(
+                id="claim.booked",
+                says=_said(
+                    "booked|scheduled|reserved", "booking|scheduling|reserving", "book|schedule|reserve"
+                ),
+                tool_matches=_WORD_START + "(?:book|schedul|reserv)",
+            ),
+            ("book", "schedul", "reserv"),
         ),
-        ClaimRule(
-            id="claim.escalated",
-            says=_said("escalated", "escalating", "escalate"),
-            tool_matches=_WORD_START + "escalat",
+        (
+            ClaimRule(
+                id="claim.escalated",
+                says=_said("escalated", "escalating", "escalate"),
+                tool_matches=_WORD_START + "escalat",
+            ),
+            ("escalat",),
         ),
-        ClaimRule(
-            id="claim.referred",
-            says=_said("referred", "referring", "refer"),
-            tool_matches=_WORD_START + "refer",
+        (
+            ClaimRule(
+                id="claim.referred",
+                says=_said("referred", "referring", "refer"),
+                tool_matches=_WORD_START + "refer",
+            ),
+            ("refer",),
         ),
-        ClaimRule(
-            id="claim.sent",
-            says=_said("sent|emailed|texted", "sending|emailing|texting", "send|email|text"),
-            tool_matches=_WORD_START + "(?:send|sent|e?mail|text|sms|notif)",
+        (
+            ClaimRule(
+                id="claim.sent",
+                says=_said("sent|emailed|texted", "sending|emailing|texting", "send|email|text"),
+                tool_matches=_WORD_START + "(?:send|sent|e?mail|text|sms|notif)",
+            ),
+            ("sen", "email", "text"),
         ),
-        ClaimRule(
-            id="claim.callback",
-            says=_CALLBACK,
-            tool_matches=_WORD_START + "(?:call|ring|phone|contact|escalat|refer|book|schedul|task|notif)",
+        (
+            ClaimRule(
+                id="claim.callback",
+                says=_CALLBACK,
+                tool_matches=_WORD_START
+                + "(?:call|ring|phone|contact|escalat|refer|book|schedul|task|notif)",
+            ),
+            ("call", "ring", "phone", "contact"),
         ),
     )
+    for rule, words in rules:
+        rule._words = words
+    return tuple(rule for rule, _ in rules)
 
 
 def unknown_claim_tools(rule: ClaimRule, known: list[str]) -> str | None:

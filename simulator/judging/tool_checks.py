@@ -257,6 +257,8 @@ def _claim_sentences(rule: ClaimRule, record: ConversationRecord) -> list[tuple[
         for part in turn.parts:
             if not isinstance(part, TextPart):
                 continue
+            if rule.words and not any(word in part.text.casefold() for word in rule.words):
+                continue  # no match can be without one of them
             for match in pattern.finditer(part.text):
                 sentence = next(
                     (

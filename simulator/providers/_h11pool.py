@@ -74,6 +74,7 @@ class _Connection(asyncio.Protocol):
         self._eof = False
         self._lost: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
+        self._poller: Any = None  # made once per connection: `still_open` asks it before each reuse
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
@@ -124,19 +125,22 @@ class _Connection(asyncio.Protocol):
         reset, no stray bytes), seen by the event loop or, since its last turn, by the kernel."""
         if self._arrived or self._eof or self.transport.is_closing() or self.h11.trailing_data[0]:
             return False
-        return not _readable(self.transport)
+        if self._poller is None:
+            self._poller = _poller(self.transport)
+        return not (self._poller and self._poller.poll(0))
 
 
-def _readable(transport: Any) -> bool:
-    """Whether the kernel holds something for this socket (a FIN, a reset, bytes): one `poll`, no read."""
-    if sys.platform == "win32":  # no poll(); the event loop's view above is all there is
+def _poller(transport: Any) -> Any:
+    """A `poll` on this socket for something the kernel holds for it (a FIN, a reset, bytes), asked without
+    a read; False where there is none to ask (Windows has no poll(): the event loop's view is all there is)."""
+    if sys.platform == "win32":
         return False
     sock = transport.get_extra_info("socket")
     if sock is None:
         return False
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
-    return bool(poller.poll(0))
+    return poller
 
 
 class H11Pool:

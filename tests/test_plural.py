@@ -22,7 +22,12 @@ BY_HAND = re.compile(r"\{[^{}:!'\"]+\} (?:" + UNITS + r")s\b|\{'s' if |\{\"s\" i
 
 @pytest.mark.parametrize(
     ("count", "word", "said"),
-    [(0, "vignette", "0 vignettes"), (1, "vignette", "1 vignette"), (2, "run", "2 runs"), (1.0, "call", "1.0 call")],
+    [
+        (0, "vignette", "0 vignettes"),
+        (1, "vignette", "1 vignette"),
+        (2, "run", "2 runs"),
+        (1.0, "call", "1.0 call"),
+    ],
 )
 def test_plural_says_the_noun_in_the_number_the_count_needs(count: float, word: str, said: str) -> None:
     assert plural(count, word) == said

@@ -433,11 +433,14 @@ def _encoded(text: str, depth: int = 0) -> list[str]:
     encodings deep: a search for the secret through whatever a tool or bot combined, instead of a list of
     combinations. The whole run is the secret's encoding, and is replaced whole."""
     found: list[str] = []
-    blobs = ((m.group(0), "blob", functools.partial(_decodings, m.group(0))) for m in _BLOB.finditer(text))
+    blobs: Iterable[tuple[str, str, Callable[[], Iterable[bytes]]]] = (
+        (m.group(0), "blob", functools.partial(_decodings, m.group(0))) for m in _BLOB.finditer(text)
+    )
     # Decoded bytes that were no UTF-8 (U+FFFD where they failed) are searched as they are, but not for
     # base85 inside them: an encoding inside an encoding decodes to text.
     garbled = depth > 0 and "\ufffd" in text
-    for run, alphabet, decoded in itertools.chain(blobs, () if garbled else _base85_runs(text)):
+    base85 = () if garbled else _base85_runs(text)
+    for run, alphabet, decoded in itertools.chain(blobs, base85):
         if run not in found and _run_holds(run, alphabet, depth, decoded):
             found.append(run)
     return found

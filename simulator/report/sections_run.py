@@ -255,8 +255,12 @@ def _collapse_scenarios(table: Table, rows: list[ScenarioRow], faulted: set[str]
     alike = [_passed_alike(r) and r.id not in faulted for r in rows]
     runs = [r.conversations for r, same in zip(rows, alike, strict=True) if same]
     if runs:
-        many = f"all {len(runs)}" if len(runs) == len(rows) else f"{len(runs)} more"
-        collapse(table, alike, f"{plural(many, 'scenario')} passed every run ({_runs(runs)})")
+        many = (
+            f"all {plural(len(runs), 'scenario')}"
+            if len(runs) == len(rows)
+            else plural(len(runs), "more scenario")
+        )
+        collapse(table, alike, f"{many} passed every run ({_runs(runs)})")
 
 
 def _collapse_tags(table: Table, rows: list[TagRow]) -> None:

@@ -11,32 +11,45 @@ PYTHONDONTWRITEBYTECODE) for the next process to load instead of compiling again
 
 A code object depends only on its text, file name, mode and compiler flags, all of them in the key (the
 flags are those the call would have used: none, neither module having a `__future__` import), so what runs
-is what compiling would have made; a file written by another Python version, or unreadable, is ignored."""
+is what compiling would have made; a file written by another Python version, or unreadable, is ignored.
+
+Regular expressions the same way: `re` parses and translates a pattern in Python (155 patterns a run, of
+PyYAML, the standard library and this package, compiled at import) before `_sre.compile` makes the
+Pattern from the translation. The translation of a (pattern, flags) is kept with the texts, and the Pattern
+is made from it by the same call (a Pattern equals another of the same pattern, flags and translation);
+a pattern whose parsing warned or failed is left to `re` every time."""
 
 from __future__ import annotations
 
 __all__ = ["install"]
 
+import _sre
 import atexit
 import builtins
 import contextlib
 import dataclasses
 import marshal
 import os
+import re
 import sys
 import typing
+import warnings
 from pathlib import Path
 from types import CodeType
 from typing import Any
 
 _Key = tuple[str, str, str]  # (mode, file name, source text)
+_PatternKey = tuple[str, str | bytes, int]  # (str or bytes, pattern, flags)
 
-_MAGIC = sys.implementation.cache_tag or ""
+_MAGIC = f"{sys.implementation.cache_tag} sre {_sre.MAGIC}"
 # Entries kept from earlier processes beside this one's (texts of other versions of a library age out).
 _KEEP_AT_MOST = 20_000
 
 _memo: dict[_Key, CodeType] = {}
 _used: set[_Key] = set()
+_patterns: dict[_PatternKey, tuple[Any, ...]] = {}  # what _sre.compile takes after the pattern
+_patterns_used: set[_PatternKey] = set()
+_translate: Any = re._compiler.compile  # type: ignore[attr-defined]
 _compiled_here = 0
 _installed = False
 
@@ -81,33 +94,76 @@ def _compile(source: Any, filename: Any, mode: str, *more: Any, **options: Any) 
     return builtins.compile(source, filename, mode, *more, **options)
 
 
+def _compile_pattern(pattern: Any, flags: int = 0) -> Any:
+    """`re`'s pattern compiler (re._compiler.compile), its translation of a pattern kept."""
+    global _compiled_here
+    if not isinstance(pattern, (str, bytes)) or flags & re.DEBUG:
+        return _translate(pattern, flags)
+    key = (type(pattern).__name__, pattern, int(flags))  # a plain int: re.I is a RegexFlag
+    made = _patterns.get(key)
+    if made is None:
+        compiled = _translate(pattern, flags)  # raises and warns as always
+        made = _translation(pattern, flags)
+        if made is None:
+            return compiled
+        _patterns[key] = made
+        _compiled_here += 1
+    _patterns_used.add(key)
+    flags_, code, groups, groupindex, indexgroup = made
+    return _sre.compile(pattern, flags_, code, groups, dict(groupindex), indexgroup)
+
+
+def _translation(pattern: str | bytes, flags: int) -> tuple[Any, ...] | None:
+    """What re._compiler.compile hands to _sre.compile after the pattern (None when parsing it warns)."""
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        parsed = re._parser.parse(pattern, flags)  # type: ignore[attr-defined]
+        code = re._compiler._code(parsed, flags)  # type: ignore[attr-defined]
+    if warned:
+        return None
+    groupindex = dict(parsed.state.groupdict)
+    indexgroup: list[str | None] = [None] * parsed.state.groups
+    for name, index in groupindex.items():
+        indexgroup[index] = name
+    # Plain ints: the translation holds the opcodes as named int constants, which marshal does not take.
+    flags_ = int(flags | parsed.state.flags)
+    return (flags_, [int(op) for op in code], parsed.state.groups - 1, groupindex, tuple(indexgroup))
+
+
 def _load(path: Path) -> None:
     with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
         stored = marshal.loads(path.read_bytes())
-        if isinstance(stored, tuple) and len(stored) == 2 and stored[0] == _MAGIC:
+        if isinstance(stored, tuple) and len(stored) == 3 and stored[0] == _MAGIC:
             _memo.update(stored[1])
+            _patterns.update(stored[2])
 
 
 def _save(path: Path) -> None:
     """Write the texts compiled here, with those loaded that fit, if this process compiled any."""
     if not _compiled_here or sys.dont_write_bytecode:
         return
-    kept = {key: _memo[key] for key in _used}
-    for key, code in _memo.items():
-        if len(kept) >= _KEEP_AT_MOST:
-            break
-        kept.setdefault(key, code)
+    texts, patterns = _kept(_memo, _used), _kept(_patterns, _patterns_used)
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(OSError):  # a read-only install: the next process compiles again
+    with contextlib.suppress(OSError, ValueError):  # a read-only install: the next process compiles again
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(marshal.dumps((_MAGIC, kept)))
+        temporary.write_bytes(marshal.dumps((_MAGIC, texts, patterns)))
         os.replace(temporary, path)
     with contextlib.suppress(OSError):
         temporary.unlink(missing_ok=True)
 
 
+def _kept(memo: dict[Any, Any], used: set[Any]) -> dict[Any, Any]:
+    """What this process used, then what it loaded, up to _KEEP_AT_MOST."""
+    kept = {key: memo[key] for key in used}
+    for key, value in memo.items():
+        if len(kept) >= _KEEP_AT_MOST:
+            break
+        kept.setdefault(key, value)
+    return kept
+
+
 def install() -> None:
-    """Memoise dataclasses' and typing's compiling of text (once a process; the command line calls it)."""
+    """Memoise dataclasses' and typing's compiling of text and re's of patterns (the command line calls it)."""
     global _installed
     if _installed:
         return
@@ -119,3 +175,5 @@ def install() -> None:
     # Each module looks the built-in up among its own globals first: this shadows it there and nowhere else.
     dataclasses.exec = _exec  # type: ignore[attr-defined]
     typing.compile = _compile  # type: ignore[attr-defined]
+    if hasattr(re._compiler, "_code") and hasattr(re._parser, "parse"):  # type: ignore[attr-defined]
+        re._compiler.compile = _compile_pattern  # type: ignore[attr-defined]

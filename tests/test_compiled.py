@@ -1,5 +1,6 @@
-"""simulator/compiled.py: dataclasses' generated methods and typing's forward references compiled once, and
-kept beside the bytecode for the next process; what runs is what compiling would have made."""
+"""simulator/compiled.py: dataclasses' generated methods, typing's forward references and re's patterns
+compiled once, and kept beside the bytecode for the next process; what runs is what compiling would have
+made."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Builds the same dataclasses and forward references before and after `install()`, in one fresh process.
 _PROBE = """
-import dataclasses, json, sys, typing
+import dataclasses, json, re, sys, typing
+
+PATTERNS = [(r"(?P<word>\\w+)\\s+(?P=word)", 0), (r"a|b|c", re.I), (rb"[\\x00-\\x7f]+", 0),
+            (r"(?x) a  b  # a comment", 0), (r"\\bI'm\\b", re.I | re.M), ("(?i)caf\u00e9(?=s)", 0)]
 
 def build():
     @dataclasses.dataclass(frozen=True, order=True)
@@ -28,25 +32,39 @@ def build():
         y: float = 1.5
 
     ref = typing.ForwardRef('dict[str, int] | None')
-    return Frozen, Plain, ref
+    patterns = [re._compiler.compile(p, f) for p, f in PATTERNS]  # past re's own cache
+    return Frozen, Plain, ref, patterns
 
-def codes(Frozen, Plain, ref):
+def codes(Frozen, Plain, ref, patterns):
     methods = [getattr(cls, name) for cls in (Frozen, Plain) for name in vars(cls) if name.startswith('__')]
     return [m.__code__ for m in methods if hasattr(m, '__code__')] + [ref.__forward_code__]
+
+def groups(patterns):
+    return [(p.groups, dict(p.groupindex), p.flags, p.pattern) for p in patterns]
 
 before = build()
 from simulator import compiled
 compiled.install()
 loaded = len(compiled._memo)
 after = build()
-Frozen, Plain, ref = after
+Frozen, Plain, ref, patterns = after
+import warnings
+with warnings.catch_warnings(record=True) as warned:
+    warnings.simplefilter('always')
+    nested = [re._compiler.compile('[[a]', 0) for _ in range(2)]  # warns each time: never kept
+try:
+    re._compiler.compile('(unclosed', 0)
+except re.error as exc:
+    error = str(exc)
 print(json.dumps({
-    'same_code': codes(*before) == codes(*after),
+    'same_code': codes(*before) == codes(*after) and before[3] == patterns,
+    'same_groups': groups(before[3]) == groups(patterns), 'found': patterns[0].search('a b b').group('word'),
+    'warned': len(warned), 'error': error,
     'count': len(codes(*after)),
     'annotations': str(Frozen.__init__.__annotations__) == str(before[0].__init__.__annotations__),
     'repr': repr(Frozen(1, 'b')), 'order': Frozen(1) < Frozen(2), 'hash': hash(Frozen(1)) == hash(Frozen(1)),
     'slots': Plain.__slots__, 'eval': str(typing.get_type_hints(Plain)),
-    'loaded': loaded, 'compiled_here': compiled._compiled_here,
+    'loaded': loaded, 'compiled_here': compiled._compiled_here, 'kept_patterns': [str(k[1]) for k in compiled._patterns],
 }))
 """
 
@@ -73,9 +91,12 @@ def test_what_runs_is_what_compiling_makes_and_the_next_process_compiles_nothing
     assert first["repr"] == "build.<locals>.Frozen(a=1, b='b', c=())" and first["order"] and first["hash"]
     assert first["slots"] == ["x", "y"] and first["eval"] == "{'x': dict[str, int], 'y': <class 'float'>}"
     assert first["loaded"] == 0 and first["compiled_here"] > 0
+    assert first["same_groups"] and first["found"] == "b" and first["warned"] == 2
+    assert first["error"] == "missing ), unterminated subpattern at position 0"
     assert len(_memo_files(tmp_path)) == 1  # beside the bytecode, where pycache_prefix puts it
     second = _probe(tmp_path, write=True)
-    assert second["same_code"] and second["loaded"] == first["compiled_here"]
+    assert second["same_code"] and second["same_groups"] and second["warned"] == 2
+    assert second["loaded"] + len(second["kept_patterns"]) == first["compiled_here"]  # type: ignore[arg-type]
     assert second["compiled_here"] == 0  # every text came from the file, and is equal to a fresh compile
 
 
@@ -108,7 +129,7 @@ def test_a_second_run_compiles_no_text(tmp_path: Path) -> None:
     )
     probe = (
         "import atexit, sys\nfrom simulator import compiled\nfrom simulator.cli import main\n"
-        "atexit.register(lambda: print('COMPILED', compiled._compiled_here, len(compiled._memo)))\n"
+        "atexit.register(lambda: print('COMPILED', compiled._compiled_here, len(compiled._memo) + len(compiled._patterns)))\n"
         "code = main(sys.argv[1:])\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -102,10 +102,9 @@ def _compile_pattern(pattern: Any, flags: int = 0) -> Any:
     key = (type(pattern).__name__, pattern, int(flags))  # a plain int: re.I is a RegexFlag
     made = _patterns.get(key)
     if made is None:
-        compiled = _translate(pattern, flags)  # raises and warns as always
         made = _translation(pattern, flags)
-        if made is None:
-            return compiled
+        if made is None:  # re raises and warns as always
+            return _translate(pattern, flags)
         _patterns[key] = made
         _compiled_here += 1
     _patterns_used.add(key)
@@ -114,11 +113,15 @@ def _compile_pattern(pattern: Any, flags: int = 0) -> Any:
 
 
 def _translation(pattern: str | bytes, flags: int) -> tuple[Any, ...] | None:
-    """What re._compiler.compile hands to _sre.compile after the pattern (None when parsing it warns)."""
+    """What re._compiler.compile hands to _sre.compile after the pattern (None when parsing it warns or
+    fails: re then compiles it, and says so, itself)."""
     with warnings.catch_warnings(record=True) as warned:
         warnings.simplefilter("always")
-        parsed = re._parser.parse(pattern, flags)  # type: ignore[attr-defined]
-        code = re._compiler._code(parsed, flags)  # type: ignore[attr-defined]
+        try:
+            parsed = re._parser.parse(pattern, flags)  # type: ignore[attr-defined]
+            code = re._compiler._code(parsed, flags)  # type: ignore[attr-defined]
+        except Exception:  # re's own call raises it again
+            return None
     if warned:
         return None
     groupindex = dict(parsed.state.groupdict)

@@ -17,7 +17,7 @@ Regular expressions the same way: `re` parses and translates a pattern in Python
 PyYAML, the standard library and this package, compiled at import) before `_sre.compile` makes the
 Pattern from the translation. The translation of a (pattern, flags) is kept with the texts, and the Pattern
 is made from it by the same call (a Pattern equals another of the same pattern, flags and translation);
-a pattern whose parsing warned or failed is left to `re` every time."""
+a pattern whose parsing could warn, or fails, is left to `re` every time."""
 
 from __future__ import annotations
 
@@ -33,7 +33,6 @@ import os
 import re
 import sys
 import typing
-import warnings
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -41,7 +40,7 @@ from typing import Any
 _Key = tuple[str, str, str]  # (mode, file name, source text)
 _PatternKey = tuple[str, str | bytes, int]  # (str or bytes, pattern, flags)
 
-_MAGIC = f"{sys.implementation.cache_tag} sre {_sre.MAGIC}"
+_MAGIC = f"{sys.implementation.cache_tag} {sys.hexversion} sre {_sre.MAGIC}"  # any other Python: ignored
 # Entries kept from earlier processes beside this one's (texts of other versions of a library age out).
 _KEEP_AT_MOST = 20_000
 
@@ -113,16 +112,14 @@ def _compile_pattern(pattern: Any, flags: int = 0) -> Any:
 
 
 def _translation(pattern: str | bytes, flags: int) -> tuple[Any, ...] | None:
-    """What re._compiler.compile hands to _sre.compile after the pattern (None when parsing it warns or
-    fails: re then compiles it, and says so, itself)."""
-    with warnings.catch_warnings(record=True) as warned:
-        warnings.simplefilter("always")
-        try:
-            parsed = re._parser.parse(pattern, flags)  # type: ignore[attr-defined]
-            code = re._compiler._code(parsed, flags)  # type: ignore[attr-defined]
-        except Exception:  # re's own call raises it again
-            return None
-    if warned:
+    """What re._compiler.compile hands to _sre.compile after the pattern (None when parsing it could warn
+    or fails: re then compiles it, and says so, itself)."""
+    if _may_warn(pattern if isinstance(pattern, str) else pattern.decode("latin-1")):
+        return None
+    try:
+        parsed = re._parser.parse(pattern, flags)  # type: ignore[attr-defined]
+        code = re._compiler._code(parsed, flags)  # type: ignore[attr-defined]
+    except Exception:  # re's own call raises it again
         return None
     groupindex = dict(parsed.state.groupdict)
     indexgroup: list[str | None] = [None] * parsed.state.groups
@@ -133,10 +130,38 @@ def _translation(pattern: str | bytes, flags: int) -> tuple[Any, ...] | None:
     return (flags_, [int(op) for op in code], parsed.state.groups - 1, groupindex, tuple(indexgroup))
 
 
+def _may_warn(text: str) -> bool:
+    """Whether re's parser could warn about `text`: its only warnings are FutureWarnings about a set
+    holding a `[` or a doubled `-&~|` ("possible nested set"). Any such set, as a scan that keeps to re's
+    reading of a set (a first `]` is a literal, a backslash escapes the next character) finds it, leaves
+    the pattern to re, which warns every time as it always did; so does anything the scan is unsure of."""
+    i, end = 0, len(text)
+    while i < end:
+        if text[i] == "\\":
+            i += 2
+        elif text[i] != "[":
+            i += 1
+        else:
+            i += 2 if text.startswith("[^", i) else 1
+            i += 1 if text.startswith("]", i) else 0
+            while i < end and text[i] != "]":
+                if text[i] == "[" or text[i : i + 2] in ("--", "&&", "~~", "||"):
+                    return True
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+    return False
+
+
 def _load(path: Path) -> None:
     with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
         stored = marshal.loads(path.read_bytes())
-        if isinstance(stored, tuple) and len(stored) == 3 and stored[0] == _MAGIC:
+        if (
+            isinstance(stored, tuple)
+            and len(stored) == 3
+            and stored[0] == _MAGIC
+            and isinstance(stored[1], dict)
+            and isinstance(stored[2], dict)
+        ):
             _memo.update(stored[1])
             _patterns.update(stored[2])
 

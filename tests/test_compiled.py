@@ -4,11 +4,18 @@ made."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+
+import pytest
+
+from simulator.compiled import _may_warn
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -145,3 +152,23 @@ def test_a_second_run_compiles_no_text(tmp_path: Path) -> None:
     (first_compiled, first_memo), (second_compiled, second_memo) = counts
     assert first_compiled > 300 and first_memo == first_compiled  # the dataclasses and annotations were met
     assert second_compiled == 0 and second_memo >= first_memo
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["[[a]", "[a--b]", "[a&&b]", "[a||b]", "[a~~b]", "x[ab[]", "[^[a]", "(?x) # [ a comment\n [a--b]"],
+)
+def test_a_pattern_re_could_warn_about_is_left_to_re(pattern: str) -> None:
+    assert _may_warn(pattern)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"[a-z]+[0-9]", r"\[x\]--", r"[]a]&&", r"[^]a]", r"a||b", r"[\]\[]", "(?x) [a-z] # a comment", "", "["],
+)
+def test_a_pattern_re_never_warns_about_is_kept(pattern: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # re's parser does not warn about any of them
+        with contextlib.suppress(re.error):
+            re._compiler.compile(pattern, 0)  # type: ignore[attr-defined]
+    assert not _may_warn(pattern)

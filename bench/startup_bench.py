@@ -12,6 +12,11 @@ trees so that the machine's load falls on both alike). It also runs the same com
 CPU seconds of a half-second process swing by a third between runs on a shared machine. `--instructions`
 also counts the instructions of one run of each tree under valgrind's callgrind (about a minute a tree):
 the same count whatever else the machine is doing, so a change of one percent shows (apt's valgrind).
+
+The first run of a checkout (or of an install) keeps the text its dataclasses and annotations compiled beside
+its bytecode (simulator/compiled.py), as Python keeps `.pyc` files; every later run loads it. The bench makes
+that first run, untimed, before measuring (`--cold` deletes the kept texts instead: a first run, measured).
+The measured runs write nothing (PYTHONDONTWRITEBYTECODE=1).
 """
 
 from __future__ import annotations
@@ -37,7 +42,28 @@ def _command(suite: Path, out: Path) -> list[str]:
 
 
 def _env(tree: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(tree), "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+    return {
+        **os.environ, "PYTHONPATH": str(tree), "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }  # fmt: skip
+
+
+def _first_run(tree: Path, suite: Path, out: Path, *, cold: bool) -> None:
+    """The first run of a checkout, as a user's: it writes the compiled texts' file beside the bytecode
+    (`cold`: delete that file instead, so that every measured run is a first run)."""
+    kept = list((tree / "simulator" / "__pycache__").glob("compiled_texts.*.marshal"))
+    if cold:
+        for path in kept:
+            path.unlink()
+        return
+    if not (tree / "simulator" / "compiled.py").exists():
+        return  # a checkout from before the compiled texts were kept: nothing to write
+    env = _env(tree)
+    env.pop("PYTHONDONTWRITEBYTECODE")
+    subprocess.run(
+        [PYTHON, *_command(suite, out)], cwd=suite.parent, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
+    )  # fmt: skip
 
 
 def _cpu(tree: Path, suite: Path, out: Path) -> float:
@@ -91,6 +117,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--instructions", action="store_true", help="count instructions under callgrind")
     parser.add_argument("--tree", action="append", default=[], help="another checkout to measure too")
+    parser.add_argument("--cold", action="store_true", help="measure first runs (no compiled texts kept)")
     args = parser.parse_args()
     shape = argparse.Namespace(
         scenarios=args.scenarios, repeats=args.repeats, turns=2, criteria=1, provider=args.provider, rpm=None, pace_from_headers=True,
@@ -106,6 +133,8 @@ def main() -> int:
                 f"cores {os.cpu_count()}, reference loop {reference_cpu_s():.3f} s CPU, load average "
                 f"{os.getloadavg()[0]:.2f} at start"
             )
+            for tree in trees:
+                _first_run(tree, suite, Path(tmp) / f"first-{time.monotonic_ns()}", cold=args.cold)
             cpu: dict[Path, list[float]] = {tree: [] for tree in trees}
             for _ in range(args.runs):
                 for tree in trees:

@@ -14,9 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from simulator import __version__
-from simulator.errors import UserError
-from simulator.visible import TerminalParser, echo
+from simulator.compiled import install as _compile_texts_once
+
+_compile_texts_once()  # before the imports below: their dataclasses' methods are compiled text too
+
+from simulator import __version__  # noqa: E402
+from simulator.errors import UserError  # noqa: E402
+from simulator.visible import TerminalParser, echo  # noqa: E402
 
 # Modules that add their own sub-commands with `register(subparsers)`; each keeps its imports lazy.
 EXTENSIONS = [

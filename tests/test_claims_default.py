@@ -3,12 +3,16 @@ promise, with no environment needed; a claim rule naming a tool nothing declares
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from simulator.cli import main
-from simulator.config.claims import ClaimRule, default_claims
+from simulator.config.claims import ClaimRule, default_claims, folded, needed_words
 from simulator.config.patterns import compile_pattern
 from simulator.config.suite import load_suite
 from simulator.config.tool_checks import ToolChecksConfig
@@ -172,6 +176,99 @@ def test_a_python_bot_whose_tools_only_its_code_knows_is_not_refused(tmp_path: P
     assert [r.id for r in load_suite(path).tool_checks.claim_rules()] == ["c"]  # type: ignore[union-attr]
 
 
+CLAIMS = [
+    "A nurse will call you back within 2 hours.", "I'll book you in for tomorrow morning.",
+    "We\u2019ll book a slot for you.", "A link will be sent to your phone.", "I'm going to refer you.",
+    "We are escalating your case.", "Your appointment has been booked.", "I have referred you to the clinic.",
+    "Thanks. Sending you the form now.", "You'll get a call from a doctor.", "I've asked a nurse to phone you.",
+    "We have requested a callback for you.", "Expect a phone call shortly.", "I've emailed you the details.",
+    "I'VE TEXTED YOU THE LINK.", "I'll EMA\u0130L you the link.", "I will escalate this.", "I'M BOO\u212aING IT.",
+    "we\u2019re \u017fending it now", "I've scheduled a visit.", "We have reserved a bed.",
+]  # fmt: skip
+
+
+def test_the_default_rules_are_valid_rules() -> None:
+    # Built without validation (their patterns compile only where a bot says their words): each is what
+    # validating it gives, and the ids and tool patterns are the documented ones.
+    for rule in default_claims():
+        assert ClaimRule.model_validate(rule.model_dump()) == rule
+    start = r"(?:^|[_.\-])"
+    assert [(r.id, r.tool_matches) for r in default_claims()] == [
+        ("claim.booked", start + "(?:book|schedul|reserv)"),
+        ("claim.escalated", start + "escalat"),
+        ("claim.referred", start + "refer"),
+        ("claim.sent", start + "(?:send|sent|e?mail|text|sms|notif)"),
+        ("claim.callback", start + "(?:call|ring|phone|contact|escalat|refer|book|schedul|task|notif)"),
+    ]
+
+
+@pytest.mark.parametrize("text", CLAIMS)
+def test_a_text_a_default_rule_matches_holds_one_of_its_words(text: str) -> None:
+    # The words are necessary: wherever a default pattern matches (any case, the dotted capital I, the
+    # Kelvin sign, the long s), one of its words is in the folded text.
+    matched = 0
+    for rule in default_claims():
+        words = needed_words(rule)
+        assert words
+        if compile_pattern(rule.says, "says").search(text):
+            matched += 1
+            assert any(word in folded(text) for word in words), (rule.id, text)
+    assert matched >= 1
+    assert needed_words(ClaimRule(id="mine", says="booked", tool="book")) is None  # a suite's own rule
+
+
+_PROBE = """
+import json, sys
+import regex
+compiled = []
+_compile = regex.compile
+def compile(pattern, *args, **kwargs):
+    compiled.append(pattern)
+    return _compile(pattern, *args, **kwargs)
+regex.compile = compile
+from simulator.cli import main
+code = main(sys.argv[1:])
+from simulator.config.claims import default_claims
+print(json.dumps([code, [r.id for r in default_claims() if r.says in compiled]]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("reply", "compiled"),
+    [
+        ("Thank you. How long have you had the cough?", []),
+        ("I've booked you an appointment.", ["claim.booked"]),
+    ],
+)
+def test_a_run_compiles_only_the_default_patterns_its_bot_could_match(
+    tmp_path: Path, reply: str, compiled: list[str]
+) -> None:
+    # Compiling the five default `says` patterns was a tenth of a one-conversation run's start-up.
+    (tmp_path / "quiet_bot.py").write_text(
+        f"class Bot:\n    def send(self, text):\n        return {reply!r}\n\ndef make_bot():\n    return Bot()\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "scenarios.yaml").write_text(
+        "- id: one\n  persona: A person.\n  goal: Ask about a cough.\n  facts: [It started a week ago.]\n"
+        "  max_turns: 2\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "suite.yaml").write_text(
+        "name: quiet\nscenarios: {paths: [scenarios.yaml]}\n"
+        "bot: {type: python, factory: 'quiet_bot:make_bot'}\nuser: {model: offline}\n",
+        encoding="utf-8",
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, "run", "suite.yaml", "--out", "run", "--no-progress"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    code, found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert code in (0, 1) and found == compiled
+    conversation = json.loads((tmp_path / "run" / "conversations.jsonl").read_text(encoding="utf-8"))
+    assert any(t["role"] == "bot" for t in conversation["turns"])  # the bot spoke
+
+
 CLAIMS_AND_NOT = [
     "I've booked you an urgent appointment.",
     "I'VE BOOKED YOU IN.",
@@ -201,8 +298,5 @@ def test_a_default_rules_words_never_hide_a_claim_its_pattern_finds(text: str) -
 
     record = convo([text])
     for rule in default_claims():
-        assert rule.words, rule.id
         found = compile_pattern(rule.says, "says").search(text) is not None
         assert claim_made(rule, record) == found, (rule.id, text)
-        if found:
-            assert any(word in text.casefold() for word in rule.words)

@@ -34,6 +34,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         # Kinds registered by name (bot kinds, report sections, documents).
         "simulator.registry",
         "simulator.bearer",
+        # Source text compiled once (dataclasses' methods, string annotations): the command line installs it.
+        "simulator.compiled",
         "simulator.__init__",
     ),
     "stats": ("simulator.stats",),

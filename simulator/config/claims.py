@@ -11,13 +11,13 @@ something must already have been set in motion when it is made.
 
 from __future__ import annotations
 
-__all__ = ["ClaimRule", "default_claims", "unknown_claim_tools"]
+__all__ = ["ClaimRule", "default_claims", "folded", "needed_words", "unknown_claim_tools"]
 
 import difflib
 import functools
 from typing import Literal
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.config.patterns import compile_pattern
 from simulator.errors import FieldProblem
@@ -34,13 +34,6 @@ class ClaimRule(StrictModel):
     tools: list[str] = Field(default_factory=empty_list)
     tool_matches: str | None = None
     severity: Literal["critical", "major", "minor"] = "critical"
-    # Words one of which every match of `says` holds (case-folded), when known: a text holding none is not
-    # searched. The defaults' patterns cost 7% of a run's CPU searched on every bot message (issue 47).
-    _words: tuple[str, ...] = PrivateAttr(default=())
-
-    @property
-    def words(self) -> tuple[str, ...]:
-        return self._words
 
     @field_validator("says")
     @classmethod
@@ -117,58 +110,58 @@ _CALLBACK = "|".join(
 _WORD_START = r"(?:^|[_.\-])"  # a tool-name word: `book_appointment`, `patient.book`, never `facebook`
 
 
+# The default actions: (id, past, present, base, the tool-name stem that backs them).
+_ACTIONS = (
+    ("claim.booked", "booked|scheduled|reserved", "booking|scheduling|reserving", "book|schedule|reserve",
+     "(?:book|schedul|reserv)"),
+    ("claim.escalated", "escalated", "escalating", "escalate", "escalat"),
+    ("claim.referred", "referred", "referring", "refer", "refer"),
+    ("claim.sent", "sent|emailed|texted", "sending|emailing|texting", "send|email|text",
+     "(?:send|sent|e?mail|text|sms|notif)"),
+)  # fmt: skip
+_CALLBACK_WORDS = ("call", "ring", "phone", "contact")  # every alternative of _CALLBACK names one of them
+
+
 @functools.cache
+def _defaults() -> dict[str, tuple[ClaimRule, tuple[str, ...]]]:
+    """Each default rule by id, with the words one of which a text must hold for its `says` to match: every
+    alternative of the pattern names one of them, so a text with none of them cannot match."""
+    rules = {}
+    for id_, past, present, base, tools in _ACTIONS:
+        words = tuple(dict.fromkeys(f"{past}|{present}|{base}".split("|")))
+        says = _said(past, present, base)
+        rules[id_] = (_constant_rule(id_, says, _WORD_START + tools), words)
+    callback = _WORD_START + "(?:call|ring|phone|contact|escalat|refer|book|schedul|task|notif)"
+    rules["claim.callback"] = (_constant_rule("claim.callback", _CALLBACK, callback), _CALLBACK_WORDS)
+    return rules
+
+
+def _constant_rule(id_: str, says: str, tool_matches: str) -> ClaimRule:
+    """A default rule, built without compiling its patterns: they are the engine's own constants
+    (tests/test_claims_default.py validates each), and compiling the five `says` took 0.14 G instructions,
+    a tenth of a one-conversation run, for a bot that may never say any of their words."""
+    return ClaimRule.model_construct(id=id_, says=says, tool_matches=tool_matches)
+
+
 def default_claims() -> tuple[ClaimRule, ...]:
     """The claim rules of a suite that writes none. Built on first use: their patterns took a tenth of a
     run's start-up to compile at import, in every command (issue 47)."""
-    rules = (
-        (
-            ClaimRule(
-                id="claim.booked",
-                says=_said(
-                    "booked|scheduled|reserved", "booking|scheduling|reserving", "book|schedule|reserve"
-                ),
-                tool_matches=_WORD_START + "(?:book|schedul|reserv)",
-            ),
-            ("book", "schedul", "reserv"),
-        ),
-        (
-            ClaimRule(
-                id="claim.escalated",
-                says=_said("escalated", "escalating", "escalate"),
-                tool_matches=_WORD_START + "escalat",
-            ),
-            ("escalat",),
-        ),
-        (
-            ClaimRule(
-                id="claim.referred",
-                says=_said("referred", "referring", "refer"),
-                tool_matches=_WORD_START + "refer",
-            ),
-            ("refer",),
-        ),
-        (
-            ClaimRule(
-                id="claim.sent",
-                says=_said("sent|emailed|texted", "sending|emailing|texting", "send|email|text"),
-                tool_matches=_WORD_START + "(?:send|sent|e?mail|text|sms|notif)",
-            ),
-            ("sen", "email", "text"),
-        ),
-        (
-            ClaimRule(
-                id="claim.callback",
-                says=_CALLBACK,
-                tool_matches=_WORD_START
-                + "(?:call|ring|phone|contact|escalat|refer|book|schedul|task|notif)",
-            ),
-            ("call", "ring", "phone", "contact"),
-        ),
-    )
-    for rule, words in rules:
-        rule._words = words
-    return tuple(rule for rule, _ in rules)
+    return tuple(rule for rule, _ in _defaults().values())
+
+
+def needed_words(rule: ClaimRule) -> tuple[str, ...] | None:
+    """For a default rule (its `says` unchanged), the words one of which a text must hold, in any case, for
+    the rule to match it; None for any other rule. A caller skips the texts without them, so a bot that
+    never says them never costs the pattern's compiling."""
+    default = _defaults().get(rule.id)
+    return default[1] if default is not None and default[0].says == rule.says else None
+
+
+def folded(text: str) -> str:
+    """`text` as `needed_words` are looked for in it: case-folded, so that every character the
+    case-insensitive pattern matches to a letter of a word is that letter (the dotted capital I folds to
+    an i and a combining dot, which is dropped)."""
+    return text.casefold().replace("\u0307", "")
 
 
 def unknown_claim_tools(rule: ClaimRule, known: list[str]) -> str | None:

@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.config.assertions import compile_pattern
-from simulator.config.claims import ClaimRule
+from simulator.config.claims import ClaimRule, folded, needed_words
 from simulator.config.patterns import PatternTimeout, schema_validator
 from simulator.config.tool_checks import ArgMatcher, ToolCheck, read_state_path
 from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.evidence import quote_found
 from simulator.judging.prompt import transcript_messages
-from simulator.plural import plural
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import EventPart, TextPart, ToolCallPart, part_text
 
@@ -224,9 +223,7 @@ def _check_verdict(
             )
         )
     if check.at_most is not None and len(matching) > check.at_most:
-        problems.append(
-            f"expected at most {plural(check.at_most, 'call')} of {described}, found {len(matching)}"
-        )
+        problems.append(f"expected at most {check.at_most} calls of {described}, found {len(matching)}")
     shown = inside if not problems else [p for _, _, p in timeline.calls if p.name == check.tool][:3]
     evidence, found = _evidence([part_text(part) for part in shown[:3]], timeline.messages)
     return Verdict(
@@ -248,8 +245,10 @@ def claim_made(rule: ClaimRule, record: ConversationRecord) -> bool:
 
 
 def _claim_sentences(rule: ClaimRule, record: ConversationRecord) -> list[tuple[int, str]]:
-    """(turn position, the sentence) of each time the bot says what the rule looks for."""
-    pattern = compile_pattern(rule.says, "says")
+    """(turn position, the sentence) of each time the bot says what the rule looks for. A default rule's
+    pattern is compiled only for a text holding one of its words (config/claims.py: needed_words)."""
+    words = needed_words(rule)
+    pattern = None
     found = []
     for t, turn in enumerate(record.turns):
         if turn.role != "bot":
@@ -257,8 +256,9 @@ def _claim_sentences(rule: ClaimRule, record: ConversationRecord) -> list[tuple[
         for part in turn.parts:
             if not isinstance(part, TextPart):
                 continue
-            if rule.words and not any(word in part.text.casefold() for word in rule.words):
-                continue  # no match can be without one of them
+            if words is not None and not any(word in folded(part.text) for word in words):
+                continue  # the pattern cannot match a text without one of its words
+            pattern = pattern or compile_pattern(rule.says, "says")
             for match in pattern.finditer(part.text):
                 sentence = next(
                     (

@@ -149,12 +149,12 @@ def test_vary_previews_variants() -> None:
         "register=plain,minimiser", "typing=clean,terse-typos", "--design", "fractional",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "4 variants of 1 scenarios (fractional design)" in done.stdout
+    assert "4 variants of 1 scenario (fractional design)" in done.stdout
     assert "chest-pain-vague-01~register=minimiser~speaker=self~typing=terse-typos" in done.stdout
     from_suite = simulator(
         "vary", "scenarios/triage/chest-pain-vague-01.yaml", "--suite", "scenarios/triage/factors/suite.yaml"
     )
-    assert "8 variants of 1 scenarios (full design)" in from_suite.stdout
+    assert "8 variants of 1 scenario (full design)" in from_suite.stdout
     wrong = simulator(
         "vary", "scenarios/triage/chest-pain-vague-01.yaml", "--factors", "speaker=self,relative"
     )
@@ -170,4 +170,4 @@ def test_vary_takes_the_styles_from_a_catalogue_or_the_suite() -> None:
     assert named.returncode == 0, named.stderr
     assert "triage_level=emergency" in named.stdout and "redteam-crisis" in named.stdout
     from_suite = simulator("vary", scenario, "--suite", "scenarios/triage/redteam/suite.yaml")
-    assert from_suite.returncode == 0 and "5 variants of 1 scenarios" in from_suite.stdout
+    assert from_suite.returncode == 0 and "5 variants of 1 scenario" in from_suite.stdout

@@ -66,4 +66,4 @@ def test_the_scripted_new_sample_of_commands_md_runs_without_a_terminal(
         code = main(shlex.split(line)[1:])
         out = capsys.readouterr()
         assert code == 0, f"{line}: {out.err}"
-    assert "1 scenarios: ok" in out.out and "1 criteria: ok" in out.out
+    assert "1 scenario: ok" in out.out and "1 criterion: ok" in out.out

@@ -222,7 +222,7 @@ def test_suite_files_are_told_apart_by_content(
     assert [s.id for s in load_scenarios([suite_dir])] == ["chest-1"]
     assert main(["validate", str(suite_dir)]) == 0
     out = capsys.readouterr().out
-    assert f"suite {suite_dir / name}: ok" in out and "1 scenarios: ok" in out
+    assert f"suite {suite_dir / name}: ok" in out and "1 scenario: ok" in out
     assert main(["run", str(suite_dir / name), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
 
 

@@ -67,7 +67,7 @@ def test_flags_write_a_commented_suite_that_validates(
     new_criterion = ["new", "criterion", "--id", "helpful", "--criterion", "c", "--pass", "p", "--fail", "f"]
     assert main([*new_criterion, "--not-applicable", "n", "--out", str(criterion)]) == 0
     checked = _validate(out, capsys)
-    assert "1 scenarios: ok" in checked and "1 criteria: ok" in checked
+    assert "1 scenario: ok" in checked and "1 criterion: ok" in checked
 
 
 def test_it_never_overwrites_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

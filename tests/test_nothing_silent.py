@@ -11,6 +11,7 @@ import pytest
 
 from simulator.analysis.rundata import load_run
 from simulator.cli import main
+from simulator.plural import plural
 from simulator.record.folder import VERDICTS
 from tests.test_report_support import make_judged_run
 
@@ -43,7 +44,7 @@ def test_verdicts_for_conversations_the_run_lacks_are_said(tmp_path: Path, stray
         handle.writelines(extra)
     data = load_run(run)
     (warning,) = [w for w in data.warnings if "does not have" in w]
-    assert f"verdicts for {strays} conversations" in warning and "ghost-0#0" in warning
+    assert f"verdicts for {plural(strays, 'conversation')}" in warning and "ghost-0#0" in warning
     assert all(not v.conversation_id.startswith("ghost") for v in data.verdicts)
 
 

@@ -119,7 +119,7 @@ def test_the_report_names_the_false_promise_and_the_rule_breaking_message_per_sc
     assert (row["rate"]["k"], row["rate"]["n"]) == (2, 2)
     assert row["kinds"] == {"cloud_api_rule": 2}
     assert "takes 1 to 3 reply buttons; the bot sent 4" in row["examples"][0]["detail"]
-    assert ("warning", "bot faults in 2 of 8 conversations (1 scenarios)") in findings
+    assert ("warning", "bot faults in 2 of 8 conversations (1 scenario)") in findings
     assert "Bot faults per scenario (unit: conversations)" in printed
     html = page.read_text()
     assert "Bot faults per scenario (unit: conversations)" in html and "BOT FAULT" in html

@@ -60,8 +60,8 @@ def _flat(text: str) -> str:
 
 
 def test_item_1_the_red_team_header_counts_vignettes_and_variants(redteam: Report) -> None:
-    assert redteam.run.counted == "22 vignettes, 168 variants × 1 runs = 168 conversations (planned 168)"
-    assert "22 vignettes, 168 variants × 1 runs = 168 conversations" in _flat(_terminal(redteam, 200))
+    assert redteam.run.counted == "22 vignettes, 168 variants × 1 run = 168 conversations (planned 168)"
+    assert "22 vignettes, 168 variants × 1 run = 168 conversations" in _flat(_terminal(redteam, 200))
     assert "168 scenarios" not in _terminal(redteam, 200)
     assert "22 vignettes, 168 variants" in render_html(redteam)
 

@@ -99,7 +99,7 @@ def test_validate_command_exits_2_without_traceback(
 def test_validate_command_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path, "a.yaml", "id: a\npersona: p\ngoal: g\n")
     assert main(["validate", str(tmp_path)]) == 0
-    assert "1 scenarios: ok" in capsys.readouterr().out
+    assert "1 scenario: ok" in capsys.readouterr().out
 
 
 def test_tag_filter(tmp_path: Path) -> None:

@@ -204,7 +204,7 @@ def test_draft_scenario_offline_and_with_a_model_and_run_refuses_drafts(
     drafted = yaml.safe_load((folder / "llm.yaml").read_text())
     assert drafted["persona"] == "A 58-year-old man who writes tersely." and drafted["draft"] is True
     assert cli("validate", folder / "offline.yaml") == 0
-    assert "1 scenarios: ok (1 drafts: `run` refuses them until reviewed)" in capsys.readouterr().out
+    assert "1 scenario: ok (1 draft: `run` refuses them until reviewed)" in capsys.readouterr().out
     (folder / "offline.yaml").unlink()
     run_suite = folder / "suite.yaml"
     run_suite.write_text(

@@ -96,7 +96,7 @@ def test_malformed_records_are_reported_with_line_and_reason(
     ]:
         assert f"{source}:{line}: {reason}" in err.err
     assert (
-        "imported 1 conversations (2 turns) from 7 jsonl records; skipped 5 malformed records and 1 conversations"
+        "imported 1 conversation (2 turns) from 7 jsonl records; skipped 5 malformed records and 1 conversation"
         in err.out
     )
     manifest = RunFolder.open(tmp_path / "run").read_manifest()

@@ -115,7 +115,7 @@ def test_a_scenario_file_reached_twice_is_read_once(
     suite = one_scenario_project(tmp_path, BOT + f"scenarios: {{paths: {paths}}}\n")
     (tmp_path / "link").symlink_to(tmp_path / "scenarios")
     assert main(["validate", str(suite)]) == 0, capsys.readouterr().err
-    assert "1 scenarios: ok" in capsys.readouterr().out
+    assert "1 scenario: ok" in capsys.readouterr().out
     assert [s.id for s in prepare(suite).scenarios] == ["s1"]
 
 

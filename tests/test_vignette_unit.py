@@ -69,7 +69,7 @@ def test_outcome_rates_cluster_on_vignettes_and_the_header_counts_them(tmp_path:
     assert sens.clustered is not None and sens.clustered.scenarios == 3
     assert sens.repeated  # pooled over variants: the clustered interval is the one shown
     report = build_report(run)
-    assert report.run.counted == "3 vignettes, 27 variants × 1 runs = 27 conversations (planned 27)"
+    assert report.run.counted == "3 vignettes, 27 variants × 1 run = 27 conversations (planned 27)"
 
 
 def test_compare_tests_at_the_vignette_level(tmp_path: Path) -> None:

@@ -83,7 +83,7 @@ def test_data_among_scenarios_is_checked_as_itself_never_as_a_scenario(
     assert [s.id for s in load_scenarios([folder])] == ["s1"]
     code, out = _validate(capsys, folder)
     assert code == 0, out
-    assert f"{kind} {folder / name}: ok" in out and "1 scenarios: ok" in out
+    assert f"{kind} {folder / name}: ok" in out and "1 scenario: ok" in out
 
 
 def test_a_broken_strategy_pack_is_reported_as_a_pack(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.commands.outputs import at_least_one, not_empty, tag_list
 from simulator.errors import UserError
-from simulator.plural import plural
+from simulator.plural import noun, plural
 from simulator.visible import echo, echo_json
 
 if TYPE_CHECKING:
@@ -469,8 +469,8 @@ def _load_each(files: dict[str, list[Path]], problems: list[Any], summary: list[
                 named = [p for p in file_name_problems(loaded) if str(p) not in {str(q) for q in problems}]
                 problems += named
             drafts = sum(bool(getattr(d, "draft", False)) for d in loaded)
-            note = f" ({drafts} drafts: `run` refuses them until reviewed)" if drafts else ""
-            summary.append(f"{len(loaded)} {label}: ok{note}")
+            note = f" ({plural(drafts, 'draft')}: `run` refuses them until reviewed)" if drafts else ""
+            summary.append(f"{len(loaded)} {noun(len(loaded), kind, label)}: ok{note}")
         except UserError as exc:
             problems += exc.problems or [Problem(", ".join(map(str, paths)), str(exc))]
 

@@ -5,8 +5,9 @@ one in a tool result, and a started HTTP bot says them, holds one in its state a
 bot.log, the manifest) nor the HTML and JSON reports shows one, in plain or in any encoding the known-value
 search covers; each is its typed placeholder, the name before it kept. A scenario's `must_not_match` on a
 key still fails when the bot says one (the checks in code read what it said), its verdict quoting the
-placeholder. The near-misses (ordinary words, trace ids, hex hashes, `sk-learn`) and a
-scenario's phone number stay, redacting twice changes nothing, and the manifest's session counts the
+placeholder; a judge model (the criteria's, the outcome judge, the fidelity audit) is shown the record as it
+is written. The near-misses (ordinary words, trace ids, hex hashes, `sk-learn`) and a scenario's phone
+number stay, redacting twice changes nothing, and the manifest's session counts the
 different credentials it replaced."""
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ from typing import Any
 import pytest
 
 from simulator.cli import main
+from simulator.config.assertions import AssertionSpec
+from simulator.config.scenario import Scenario
+from simulator.judging.criteria import Criterion
+from simulator.judging.fidelity import FidelityAuditor
+from simulator.judging.outcome_judge import OutcomeJudge
+from simulator.judging.stage import JudgeStage
+from simulator.providers.base import ModelRequest, ProviderError
 from simulator.record.folder import dump_line
+from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.redact import (
     CREDENTIALS,
     MAX_KEY_LINES,
@@ -29,9 +38,11 @@ from simulator.record.redact import (
     forget_secrets,
     redact,
     redact_text,
+    redacted_record,
     register_secrets,
     secret_forms,
 )
+from simulator.record.transcript import Turn
 from tests.support.records import bot_said
 from tests.test_redaction_credentials import FORMATS, NEAR_MISSES
 
@@ -40,6 +51,7 @@ SHA256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 KEPT = [*NEAR_MISSES, SHA256, f"call {PHONE}"]
 # The scenario's check in code that no OpenAI project key is said: it must fail when the bot says one.
 LEAK_CHECK = r"sk-proj-[A-Za-z0-9]{10,}"
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 # The different credentials in FORMATS, by label (two AWS key ids and two Stripe keys share a case).
 DIFFERENT = {"api_key": 13, "aws_secret_key": 1, "password": 4, "private_key": 1, "token": 2}
 
@@ -239,7 +251,74 @@ def test_a_check_in_code_for_a_leaked_key_still_fails_and_its_verdict_quotes_the
         assert "[API_KEY]" in verdict["reasoning"], kind
 
 
-def test_redacting_twice_changes_nothing_and_a_clean_record_stays_as_it_is() -> None:
+class _SeeingJudge:
+    """A judge model that records what it was shown and passes."""
+
+    def __init__(self) -> None:
+        self.shown: list[tuple[ConversationRecord, str]] = []
+
+    async def judge(self, record: ConversationRecord, criterion: Criterion, block: str) -> Verdict:
+        self.shown.append((record, block))
+        return Verdict(
+            conversation_id=record.id,
+            scenario_id=record.scenario_id,
+            repeat=record.repeat,
+            criterion_id=criterion.id,
+            kind="llm",
+            result="pass",
+            judge_set_hash="h",
+            reasoning="ok",
+        )
+
+
+async def test_a_judge_model_is_shown_the_record_as_written_and_the_checks_in_code_what_was_said() -> None:
+    said, secret, _ = FORMATS["openai"]
+    record = bot_said([said, FORMATS["password_is"][0], FORMATS["pem"][0]])
+    criterion = Criterion.model_validate(
+        {"id": "kind", "criterion": "The bot is kind.", "pass": "kind", "fail": "unkind", "severity": "minor"}
+    )
+    scenario = Scenario(id="s", persona="p", goal="g", assertions=AssertionSpec(must_not_match=LEAK_CHECK))
+    judge = _SeeingJudge()
+    stage = JudgeStage([criterion], judge, "h", [scenario], {}, [], jury=[judge])
+    verdicts = {v.criterion_id: v for v in await stage.judge(record, scenario, set())}
+    assert verdicts["assertions"].result == "fail" and verdicts["kind"].result == "pass"
+    ((shown, block),) = judge.shown
+    for text in (block, shown.model_dump_json()):
+        assert secret not in text and "hunter2" not in text and "b3BlbnNzaC1" not in text
+        assert "key: [API_KEY]" in text and "my password is [PASSWORD] thanks" in text
+    assert dump_line(shown) == dump_line(record)  # what the judge saw is what is written
+
+
+class _SeeingClient:
+    """A model client that records each request and fails it (the caller records the failure)."""
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    async def generate(self, request: ModelRequest) -> Any:
+        self.requests.append(request)
+        raise ProviderError("permanent", "no model here")
+
+
+async def test_the_outcome_judge_and_the_fidelity_audit_are_shown_the_record_as_written() -> None:
+    said, secret, _ = FORMATS["github"]
+    record = bot_said([f"Call 999 now. {said}"], {"triage_level": "emergency"})
+    record.turns.insert(0, Turn(index=0, role="user", messages=[FORMATS["password_is"][0]], started_at=NOW))
+    client = _SeeingClient()
+    reading = await OutcomeJudge(client, "m", "m", ["gp", "emergency"]).read(record)
+    assert reading.value == "error"
+    audit = await FidelityAuditor(client, "m", "m").audit(
+        record, Scenario(id="s", persona="p", goal="g"), None
+    )
+    assert audit.verdicts
+    assert len(client.requests) == 2  # one each
+    for request in client.requests:
+        shown = request.model_dump_json()
+        assert secret not in shown and "hunter2" not in shown, shown
+        assert "token [API_KEY]" in shown and "my password is [PASSWORD] thanks" in shown
+
+
+def test_redacting_twice_changes_nothing_and_a_clean_record_is_the_same_object() -> None:
     forget_secrets()
     for said, _, left in FORMATS.values():
         assert redact(said) == left  # as import and collect replace it
@@ -255,6 +334,7 @@ def test_redacting_twice_changes_nothing_and_a_clean_record_stays_as_it_is() -> 
     finally:
         forget_secrets()
     clean = bot_said([*KEPT, "password is [PASSWORD]. Bearer [TOKEN], [API_KEY]"], {"triage_level": "gp"})
+    assert redacted_record(clean) is clean
     assert dump_line(clean) == clean.model_dump_json(exclude_none=True) + "\n"
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "forget_secrets",
     "redact",
     "redact_text",
+    "redacted_record",
     "redacted_suite",
     "register_secrets",
     "secret_forms",
@@ -49,8 +50,10 @@ import re
 import weakref
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
+
+from pydantic import BaseModel
 
 from simulator.config.secrets import MIN_SECRET_CHARS, REDACTED, declared_secrets, record_form
 from simulator.config.suite import Suite
@@ -61,8 +64,10 @@ from simulator.record.secret_variants import (
     normalised_with_origins,
     secret_body,
 )
+from simulator.record.transcript import repair_text
 
 DEFAULT_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+M = TypeVar("M", bound=BaseModel)
 
 # The secrets of this process and their encoded forms, longest first (a value holding another is replaced
 # whole).
@@ -284,6 +289,21 @@ class LogRedactor:
         if closed is None:
             return self.line(text)
         return "[PRIVATE_KEY]" + self.line(text[closed.end() :])
+
+
+def redacted_record(record: M) -> M:
+    """`record` as `dump_line` (record/folder.py) writes it: its secrets and credentials replaced (`redact`),
+    or the same object when there is nothing to replace. What a judge model is shown (an external model too)
+    and what its evidence quotes are checked against; the checks in code read what the bot said, so a
+    `must_not_match` on `sk-` still fails when the bot says a key."""
+    try:
+        text = record.model_dump_json(exclude_none=True)
+    except ValueError:  # lone surrogates: U+FFFD, as `dump_line` writes them
+        data = repair_text(record.model_dump(mode="python", exclude_none=True, by_alias=True))
+        text = type(record).model_validate(data).model_dump_json(exclude_none=True)
+    if not contains_secret(text):
+        return record
+    return type(record).model_validate(redact(json.loads(text)))
 
 
 def suite_secrets(suite: Suite, environ: dict[str, str] | None = None) -> set[str]:

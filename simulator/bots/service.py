@@ -39,7 +39,7 @@ from simulator.bots.watchdog import MARK_VARIABLE, WATCHDOG, marked_pids
 from simulator.config.bots import BotStart
 from simulator.errors import UserError
 from simulator.eventloop import within
-from simulator.record.redact import redact
+from simulator.record.redact import LogRedactor, redact
 
 PLACEHOLDER_NAMES = ("port", "python", "api_url")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDER_NAMES) + r")\}")
@@ -261,9 +261,10 @@ class BotProcess:
         assert self.log_path is not None
         # Open for the copy's life (a bot that logs every request would otherwise cost an open per line);
         # appended and flushed line by line, so the log reads whole while the bot runs.
+        redactor = LogRedactor()  # a private key printed over several lines is replaced whole
         with self.log_path.open("a", encoding="utf-8") as log:
             while line := await self._process.stdout.readline():
-                log.write(redact(line.decode("utf-8", errors="replace").rstrip("\n")) + "\n")
+                log.write(redactor.line(line.decode("utf-8", errors="replace").rstrip("\n")) + "\n")
                 log.flush()
 
     async def _wait_ready(self) -> None:

@@ -25,6 +25,7 @@ from simulator.engine.lending import LendingPool
 from simulator.engine.progress import RunProgress
 from simulator.record.counting import verdict_counts
 from simulator.record.manifest import CallCounts, LimitCounts, RunStatus, Session
+from simulator.record.redact import CredentialTally
 from simulator.record.selection import counted, item_of
 
 # The session's call counts reach the manifest at least this often while it runs.
@@ -111,6 +112,7 @@ class CellRun:
         self.audited: set[tuple[str, str]] = set()  # (conversation, fidelity check) already written
         self.status: dict[str, str] = {}
         self.last_checkpoint = time.monotonic()
+        self.credentials = CredentialTally()  # the credentials replaced while this session runs
 
     def record(self, done: Done, progress: RunProgress) -> None:
         """Append what one item produced, in order: the conversation first, then its verdicts."""
@@ -139,6 +141,7 @@ class CellRun:
     def count_calls(self) -> None:
         if self.shared:
             return
+        self.session.redacted = self.credentials.counts()
         calls, limits = self.executor.call_stats()
         self.session.calls = {name: CallCounts.model_validate(c) for name, c in calls.items()}
         self.session.limits = {name: LimitCounts.model_validate(c) for name, c in limits.items()}

@@ -32,6 +32,7 @@ from simulator.providers.structured import ask_validated
 from simulator.record.hashing import sha256_text
 from simulator.record.models import ConversationRecord, ErrorInfo, FactProvenance, Verdict
 from simulator.record.parts import PickPart, part_text
+from simulator.record.redact import redacted_record
 from simulator.record.transcript import Usage
 from simulator.text.character import character_break_reason
 from simulator.text.content import content_words, gives_outcome
@@ -207,7 +208,8 @@ class FidelityAuditor:
                 "fidelity.drift": self.drift_in_code(record, scenario),
             }
         else:
-            audit.provenance, reading, audit.usage = await self._llm_audit(record, scenario)
+            # The audit model is shown the record as it is written (no secret, no credential).
+            audit.provenance, reading, audit.usage = await self._llm_audit(redacted_record(record), scenario)
             if not audit.provenance:
                 audit.provenance = code_provenance(record, scenario)
         if not offline:  # a tap or yes/no no fact supports fails in code, whatever the reading says

@@ -16,6 +16,7 @@ from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient, call_scope
 from simulator.providers.structured import ask_validated
 from simulator.record.models import ConversationRecord, SourceReading
+from simulator.record.redact import redacted_record
 
 NONE = "none"  # the judge's answer when the bot advised no level
 
@@ -84,7 +85,9 @@ class OutcomeJudge:
         )
 
     async def read(self, record: ConversationRecord) -> SourceReading:
-        """The judge's reading: a level with its verified quote, `no decision`, or `error`."""
+        """The judge's reading: a level with its verified quote, `no decision`, or `error`. The judge is shown
+        the record as it is written (no secret, no credential) and its quote is checked against that."""
+        record = redacted_record(record)
         form = '{"reasoning": "...", "quote": "...", "level": "<level or none>"}'
         try:
             with call_scope(repeat=record.repeat, sample=0):

@@ -37,6 +37,7 @@ from simulator.providers.hub import ModelHub, call_scope, resolve_user_model
 from simulator.record.hashing import sha256_text
 from simulator.record.manifest import CriterionEntry, JudgeSet, PromptEntry
 from simulator.record.models import ConversationRecord, DecidedOutcome, Verdict
+from simulator.record.redact import redacted_record
 from simulator.text.content import gives_outcome
 from simulator.visible import echo
 
@@ -230,8 +231,11 @@ class JudgeStage:
             return verdicts
         if not self.jury:
             return verdicts + [not_judged_verdict(record, c, self.judge_set_hash, NO_MODEL) for c in ask]
-        block = render_transcript_block(record.turns)
-        judgements = await self._ask_all(record, ask, block)
+        # A judge model is shown the record as it is written (no secret, no credential: record.redact); the
+        # checks in code above read what the bot said, so a key it leaks still fails a `must_not_match`.
+        shown = redacted_record(record)
+        block = render_transcript_block(shown.turns)
+        judgements = await self._ask_all(shown, ask, block)
         for criterion in ask:
             verdicts += self._combine(criterion, [v for v in judgements if v.criterion_id == criterion.id])
         return verdicts

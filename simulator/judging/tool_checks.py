@@ -23,6 +23,7 @@ from simulator.config.tool_checks import ArgMatcher, ToolCheck, read_state_path
 from simulator.judging.code_verdict import code_verdict_fields
 from simulator.judging.evidence import quote_found
 from simulator.judging.prompt import transcript_messages
+from simulator.plural import plural
 from simulator.record.models import ConversationRecord, Evidence, Verdict
 from simulator.record.parts import EventPart, TextPart, ToolCallPart, part_text
 
@@ -223,7 +224,9 @@ def _check_verdict(
             )
         )
     if check.at_most is not None and len(matching) > check.at_most:
-        problems.append(f"expected at most {check.at_most} calls of {described}, found {len(matching)}")
+        problems.append(
+            f"expected at most {plural(check.at_most, 'call')} of {described}, found {len(matching)}"
+        )
     shown = inside if not problems else [p for _, _, p in timeline.calls if p.name == check.tool][:3]
     evidence, found = _evidence([part_text(part) for part in shown[:3]], timeline.messages)
     return Verdict(

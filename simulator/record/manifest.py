@@ -180,6 +180,11 @@ class Session(_Record):
     # The most conversations worked on at once: above `concurrency` while calls waited out a retry and
     # their conversations lent their places (optional; None in sessions that did not count it).
     most_open: int | None = None
+    # Credentials of a well-known format that this session replaced by their placeholder in what it wrote
+    # (records, verdicts, raw exchanges, a started bot's bot.log), by label (`record.redact.CREDENTIALS`):
+    # how many different ones it replaced while it ran. A configured secret is `[redacted]` and not
+    # counted; a matrix cell's session counts none (its cells share one process), like its calls.
+    redacted: dict[str, Count] = Field(default_factory=empty_dict)
 
 
 class ShardInfo(_Record):

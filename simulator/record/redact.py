@@ -5,22 +5,35 @@ a secret, it passes through `dump_line` (every run-record line), the CLI's error
 its way out, and each of those calls `redact`. The secrets are the values, not the names: whatever the suite's
 fields declare (simulator/config/secrets.py: expanded `${VAR}` header values and each variable's value, literal
 header values, the passwords and query values of URLs, the keys that `*_env` fields name) and the default API
-key variables of the providers. A secret is searched as it is and in its encodings (`_forms`, decoded
+key variables of the providers. A secret is searched as it is and in its encodings (`secret_forms`, decoded
 layers in `_encoded`), and rewritten (another case, reversed, split by spaces or zero-width characters, a
 piece of it) in a normalised view of the text (`secret_variants.py`).
+
+Then credentials the engine was never configured with, found by their well-known format (`CREDENTIALS`: an
+API key a bot or a user says, a JWT, a PEM private key, a password after "password is"), each replaced by a
+typed placeholder (`[API_KEY]`, `password is [PASSWORD]`) in whatever `redact` writes: run records, a started
+bot's `bot.log` (`LogRedactor`, which follows a private key over its lines) and the import and collect
+records (traces/redact.py uses the same patterns). Redacting twice changes nothing.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "CREDENTIALS",
     "CREDENTIAL_FORMATS",
-    "CREDENTIAL_NAMES",
+    "CREDENTIAL_HINT",
+    "MAX_KEY_LINES",
+    "CredentialTally",
+    "LogRedactor",
     "contains_secret",
+    "credential_placeholder",
     "forget_secrets",
     "redact",
     "redact_text",
+    "redacted_record",
     "redacted_suite",
     "register_secrets",
+    "secret_forms",
     "suite_secrets",
 ]
 
@@ -28,15 +41,19 @@ import base64
 import codecs
 import contextlib
 import functools
+import hashlib
 import html
 import itertools
 import json
 import os
 import re
+import weakref
 import zlib
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 from urllib.parse import quote
+
+from pydantic import BaseModel
 
 from simulator.config.secrets import MIN_SECRET_CHARS, REDACTED, declared_secrets, record_form
 from simulator.config.suite import Suite
@@ -47,8 +64,10 @@ from simulator.record.secret_variants import (
     normalised_with_origins,
     secret_body,
 )
+from simulator.record.transcript import repair_text
 
 DEFAULT_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+M = TypeVar("M", bound=BaseModel)
 
 # The secrets of this process and their encoded forms, longest first (a value holding another is replaced
 # whole).
@@ -57,18 +76,20 @@ _secrets: list[str] = []
 _variants = Variants()
 
 
-# Well-known credential formats whose value the engine does not know (a key a user pastes into a chat):
-# the built-in patterns of import and collect (traces/redact.py) replace each with `[LABEL]`, the phrase
-# before a password, a bearer token or an AWS secret kept. Written for this engine after the rules of
-# gitleaks and detect-secrets: a vendor's fixed prefix and a long enough body, or a name said just before
-# the value. Case-sensitive unless marked `(?i:`; none holds a double quote, and each starts only after a
-# character that cannot be part of it (a lookbehind), so they stay linear in the text.
+# Well-known credential formats whose value the engine does not know (a key a user pastes into a chat, one a
+# bot says): `redact` (every run-record line) and the built-in patterns of import and collect
+# (traces/redact.py) replace each with `[LABEL]`, the phrase before a password, a bearer token or an AWS
+# secret kept. Written for this engine after the rules of gitleaks and detect-secrets: a vendor's fixed
+# prefix and a long enough body, or a name said just before the value. Case-sensitive unless marked `(?i:`;
+# none holds a double quote, and each starts only after a character that cannot be part of it (a
+# lookbehind), so they stay linear in the text. Searched in JSON text too (the response cache, a GenAI
+# trace attribute): a backslash is taken only with the character it escapes, and never before a quote, so
+# a replacement never leaves half an escape (`\"` unescaped, a string left open).
 _KEY = r"[A-Za-z0-9_-]"
+_PEM_BEGIN = r"-----BEGIN[A-Z ]{0,24}PRIVATE KEY(?: BLOCK)?-----"
+_PEM_END = r"-----END[A-Z ]{0,24}PRIVATE KEY(?: BLOCK)?-----"
 CREDENTIAL_FORMATS: dict[str, str] = {
-    "private_key": (
-        r"-----BEGIN[A-Z ]{0,24}PRIVATE KEY(?: BLOCK)?-----(?:[^-\"]|-(?!----END))*"
-        r"(?:-----END[A-Z ]{0,24}PRIVATE KEY(?: BLOCK)?-----)?"
-    ),
+    "private_key": rf"{_PEM_BEGIN}(?:[^-\"\\]|\\[^\"]|-(?!----END))*(?:{_PEM_END})?",
     "api_key": "|".join(
         [
             rf"(?<![\w-])sk-{_KEY}{{20,}}",  # OpenAI sk-, sk-proj-, sk-svcacct-; Anthropic sk-ant-api03-
@@ -87,10 +108,13 @@ _NOT_A_PASSWORD = (  # what follows "password is" in ordinary talk about passwor
     "not|incorrect|wrong|invalid|required|expired|too|correct|weak|strong|the|a|an|my|your|its|case|reset"
     "|changed|set|empty|missing|being|still|now|same|different|saved|stored|hidden|secret|needed|ok|fine"
 )
+_PLACEHOLDER = r"\[(?:redacted|[A-Z][A-Z_]*)\]"  # `[redacted]`, `[PASSWORD]`, `[EMAIL]` (traces/redact.py)
 CREDENTIAL_NAMES: dict[str, tuple[str, str]] = {
     "password": (
         r"(?i:(?<![\w-])(?:password|passwd|passphrase|pwd)(?:\s+(?:is|was)(?:\s*:)?\s+|\s*[:=]\s*))",
-        rf"(?i:(?!(?:{_NOT_A_PASSWORD})(?![^\s\"]))[^\s\"]{{4,128}})",
+        # Not a placeholder already there (`[PASSWORD]`, `[redacted]`, whatever follows it): redacting
+        # twice changes nothing.
+        rf"(?!{_PLACEHOLDER})(?i:(?!(?:{_NOT_A_PASSWORD})(?![^\s\"\\]))(?:[^\s\"\\]|\\[^\s\"]){{4,128}})",
     ),
     "token": (r"(?i:(?<![\w-])bearer\s+)", r"[A-Za-z0-9._~+/=-]{16,}"),
     "aws_secret_key": (
@@ -98,6 +122,188 @@ CREDENTIAL_NAMES: dict[str, tuple[str, str]] = {
         r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
     ),
 }
+
+
+def _credentials() -> dict[str, str]:
+    """Each credential label's pattern: its formats (case-sensitive) and the credential after its name."""
+    found: dict[str, list[str]] = {}
+    for label, regex in CREDENTIAL_FORMATS.items():
+        found.setdefault(label, []).append(f"(?-i:{regex})")
+    for label, (name, value) in CREDENTIAL_NAMES.items():
+        found.setdefault(label, []).append(f"(?-i:{name}{value})")
+    return {label: "|".join(regexes) for label, regexes in found.items()}
+
+
+CREDENTIALS = _credentials()
+# Every credential holds one of these (a vendor's fixed part or a name): a text without one is not searched
+# (the import's and collector's cheap check, traces/redact.py).
+CREDENTIAL_HINT = (
+    r"sk-|[rs]k_|AKIA|ASIA|ABIA|ACCA|gh[pousr]_|github_pat_|xox|AIza|eyJ|PRIVATE KEY"
+    r"|(?i:bearer|passw|passphrase|pwd|aws)"
+)
+# And every credential starts where one of these does: its fixed part (as it is) or its name (in any case).
+_STARTS = re.compile(
+    r"(?=sk-|[rs]k_|AKIA|ASIA|ABIA|ACCA|AIza|gh[pousr]_|github_pat_|xox|eyJ|-----BEGIN"
+    r"|(?i:bearer|pass(?:w|phrase)|pwd|aws))"
+)
+# A text holding none of them is not searched: each of these begins with a literal, which `re` looks for as
+# fast as `in` does (one search for all of them at once tries them at every position, from 2 to 12 times
+# slower on a run's record lines); the names are looked for in the casefolded text (`ſ` is `s` there, as
+# `(?i:` takes it).
+_AS_IS = tuple(
+    re.compile(start).search
+    for start in (
+        r"k[-_](?<=[rs]k[-_])",
+        "A(?:KIA|SIA|BIA|CCA|Iza)",
+        "gh[pousr]_",
+        "github_pat_",
+        "xox",
+        "eyJ",
+        "-----BEGIN",
+    )
+)
+_CASEFOLDED = tuple(re.compile(name).search for name in ("bearer", "pass(?:w|phrase)", "pwd", "aws"))
+# Whitespace as JSON text escapes it (`Bearer\\tey...`): searched as a space by the cheap check.
+_JSON_SPACE = re.compile(r"\\[nrt]")
+
+
+class CredentialTally:
+    """The different credentials replaced while it lives, by label: a session's manifest entry
+    (`Session.redacted`). A digest of each is kept, never the value, so a key said again, quoted by a verdict
+    or rewritten at each manifest checkpoint is one credential."""
+
+    def __init__(self) -> None:
+        self._found: dict[str, set[bytes]] = {}
+        _tallies.add(self)
+
+    def counts(self) -> dict[str, int]:
+        return {label: len(found) for label, found in sorted(self._found.items())}
+
+
+# The live tallies: one a session, gone with it.
+_tallies: weakref.WeakSet[CredentialTally] = weakref.WeakSet()
+
+
+@functools.cache
+def _credential() -> re.Pattern[str]:
+    """Every credential pattern, one named group a label (compiled when first needed: 3 ms at start-up)."""
+    return re.compile("|".join(f"(?P<{label}>{regex})" for label, regex in CREDENTIALS.items()))
+
+
+@functools.cache
+def _name_before(label: str) -> re.Pattern[str]:
+    return re.compile(CREDENTIAL_NAMES[label][0])
+
+
+def _name(label: str, found: str) -> str:
+    """The name said before a credential found (`password is `, `Bearer `), or nothing."""
+    name = _name_before(label).match(found) if label in CREDENTIAL_NAMES else None
+    return name.group(0) if name else ""
+
+
+def credential_placeholder(label: str, found: str) -> str:
+    """`[LABEL]` for a credential found, the name before it kept (`password is [PASSWORD]`, `Bearer [TOKEN]`)."""
+    return f"{_name(label, found)}[{label.upper()}]"
+
+
+def _may_hold_credential(text: str) -> bool:
+    """False when `text` holds no start of a credential (`_STARTS`), so it holds none."""
+    if any(search(text) for search in _AS_IS):
+        return True
+    folded = text.casefold()
+    return any(search(folded) for search in _CASEFOLDED)
+
+
+def _credentials_in(text: str) -> Iterator[re.Match[str]]:
+    """The credentials `_credential().finditer(text)` finds, found by trying it only where one may start."""
+    if not _may_hold_credential(text):
+        return
+    end = 0
+    for start in _STARTS.finditer(text):
+        if start.start() >= end and (found := _credential().match(text, start.start())) is not None:
+            end = found.end()
+            yield found
+
+
+def _holds_credential(text: str) -> bool:
+    """Whether `text` (plain or JSON) holds a credential of a well-known format."""
+    if not _may_hold_credential(text):  # nor does it with its JSON escapes as spaces: no start holds one
+        return False
+    return any(_credentials_in(text)) or ("\\" in text and any(_credentials_in(_JSON_SPACE.sub(" ", text))))
+
+
+def _replace_credential(match: re.Match[str]) -> str:
+    label, found = str(match.lastgroup), match.group(0)
+    name = _name(label, found)
+    _count(label, found[len(name) :])  # `password is x` and `Password: x` are one
+    return f"{name}[{label.upper()}]"
+
+
+def _count(label: str, value: str) -> None:
+    """Count a credential replaced in every live tally."""
+    if _tallies:
+        digest = hashlib.blake2b(value.encode("utf-8", "replace"), digest_size=16).digest()
+        for tally in list(_tallies):
+            tally._found.setdefault(label, set()).add(digest)
+
+
+def _without_credentials(text: str) -> str:
+    """`text` with each credential replaced by its placeholder (`_credential().sub`, only faster)."""
+    pieces, end = [], 0
+    for found in _credentials_in(text):
+        pieces += [text[end : found.start()], _replace_credential(found)]
+        end = found.end()
+    return "".join([*pieces, text[end:]]) if pieces else text
+
+
+_OPENED = re.compile(rf"{_PEM_BEGIN}(?!.*{_PEM_END})")
+_CLOSED = re.compile(rf"^.*?{_PEM_END}")
+
+
+# The most lines a private key block a log opens is taken to hold without its END line (an RSA key of 16384
+# bits is about 200): past them the log is its own again, so one stray BEGIN line does not blank the rest.
+MAX_KEY_LINES = 256
+
+
+class LogRedactor:
+    """A log redacted line by line (a started bot's `bot.log`): `redact` on each line, and a private key
+    block a line opens stays open until its END line (or MAX_KEY_LINES), so each line of its body is
+    `[PRIVATE_KEY]` too. The block is counted once, whole, as in a record that holds it."""
+
+    def __init__(self) -> None:
+        self.key: list[str] | None = None  # the lines of the open block so far
+
+    def line(self, text: str) -> str:
+        if self.key is None:
+            opened = _OPENED.search(text)
+            if opened is None:
+                return redact(text)
+            self.key = [text[opened.start() :]]
+            return redact(text[: opened.start()]) + "[PRIVATE_KEY]"
+        closed = _CLOSED.match(text)
+        if closed is None and len(self.key) < MAX_KEY_LINES:
+            self.key.append(text)
+            return "[PRIVATE_KEY]"
+        block, self.key = self.key, None
+        _count("private_key", "\n".join([*block, closed.group(0)] if closed else block))
+        if closed is None:
+            return self.line(text)
+        return "[PRIVATE_KEY]" + self.line(text[closed.end() :])
+
+
+def redacted_record(record: M) -> M:
+    """`record` as `dump_line` (record/folder.py) writes it: its secrets and credentials replaced (`redact`),
+    or the same object when there is nothing to replace. What a judge model is shown (an external model too)
+    and what its evidence quotes are checked against; the checks in code read what the bot said, so a
+    `must_not_match` on `sk-` still fails when the bot says a key."""
+    try:
+        text = record.model_dump_json(exclude_none=True)
+    except ValueError:  # lone surrogates: U+FFFD, as `dump_line` writes them
+        data = repair_text(record.model_dump(mode="python", exclude_none=True, by_alias=True))
+        text = type(record).model_validate(data).model_dump_json(exclude_none=True)
+    if not contains_secret(text):
+        return record
+    return type(record).model_validate(redact(json.loads(text)))
 
 
 def suite_secrets(suite: Suite, environ: dict[str, str] | None = None) -> set[str]:
@@ -162,7 +368,7 @@ def _base32_cores(raw: bytes) -> set[str]:
     return cores
 
 
-def _forms(value: str) -> set[str]:
+def secret_forms(value: str) -> set[str]:
     """A secret as it may be echoed: as is, escaped inside JSON text (a bot that echoes its headers as JSON),
     percent-encoded (in a URL; either case of hex, every byte or only the unsafe ones), base64 and
     base64url (at any alignment), base32 and base85 (at any alignment), hex in either case, literal `\\uXXXX`
@@ -226,7 +432,7 @@ def register_secrets(values: Iterable[str]) -> None:
     known = set(_secrets)
     for value in values:
         if len(value.strip()) >= MIN_SECRET_CHARS:
-            known |= _forms(value)
+            known |= secret_forms(value)
             _add_variants(value)
             if len(value) < 8:
                 _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{%d,}" % min(len(value), 8))
@@ -245,7 +451,7 @@ def forget_secrets() -> None:
 def contains_secret(text: str) -> bool:
     """Whether `text` (plain or JSON) holds a registered secret: a cheap check before any rewriting. Inside
     JSON text a secret appears escaped, which is one of its registered forms; a compressed blob is decoded."""
-    return _holds(text) or bool(_secrets and _encoded(text))
+    return _holds(text) or bool(_secrets and _encoded(text)) or _holds_credential(text)
 
 
 def _holds(text: str, *, garbled: bool = False) -> bool:
@@ -496,17 +702,19 @@ def redact_text(text: str) -> str:
 
 
 def redact(value: Any) -> Any:
-    """`value` with every registered secret replaced by `[redacted]`, recursively through dicts (keys too)
-    and lists; anything that is not text is returned as it is."""
-    if not _secrets:
-        return value
+    """`value` with every registered secret replaced by `[redacted]` and every credential of a well-known
+    format by its typed placeholder (`[API_KEY]`), recursively through dicts (keys too) and lists; anything
+    that is not text is returned as it is."""
     if isinstance(value, str):
-        for blob in _encoded(value):
-            value = value.replace(blob, REDACTED)
-        for secret in _secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return _without_variants(value) if _variants else value
+        # The known values first: a configured key keeps `[redacted]` (and its prefix), never a format's label.
+        if _secrets:
+            for blob in _encoded(value):
+                value = value.replace(blob, REDACTED)
+            for secret in _secrets:
+                if secret in value:
+                    value = value.replace(secret, REDACTED)
+            value = _without_variants(value) if _variants else value
+        return _without_credentials(value)
     if isinstance(value, dict):
         return {redact(k): redact(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

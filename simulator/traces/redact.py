@@ -24,7 +24,7 @@ from simulator.config.yamlfile import YAMLProblem, load_model_file, read_text_fi
 from simulator.errors import UserError
 from simulator.models import StrictModel, empty_dict, empty_list
 from simulator.readers import missing
-from simulator.record.redact import CREDENTIAL_FORMATS, CREDENTIAL_NAMES
+from simulator.record.redact import CREDENTIAL_HINT, CREDENTIALS, credential_placeholder
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
 BUILTIN: dict[str, str] = {
@@ -40,22 +40,9 @@ BUILTIN: dict[str, str] = {
     "phone": r"(?<![\w])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,5}\)[\s.-]?)?\d{2,5}(?:[\s.-]?\d{2,4}){2,3}(?!\d)",
 }
 ORDER = ["email", "ssn", "date", "nhs_number", "phone"]
-
-
-def _credentials() -> dict[str, str]:
-    """Each credential label's pattern: its formats (case-sensitive) and the credential after its name."""
-    found: dict[str, list[str]] = {}
-    for label, regex in CREDENTIAL_FORMATS.items():
-        found.setdefault(label, []).append(f"(?-i:{regex})")
-    for label, (name, value) in CREDENTIAL_NAMES.items():
-        found.setdefault(label, []).append(f"(?-i:{name}{value})")
-    return {label: "|".join(regexes) for label, regexes in found.items()}
-
-
-# Always on, whatever the redaction file says, and tried before the personal-data patterns.
-CREDENTIALS = _credentials()
+# The credentials (record/redact.py, which run records use too): always on, whatever the redaction file says,
+# and tried before the personal-data patterns.
 BUILTIN.update(CREDENTIALS)
-_NAME = {label: re.compile(name) for label, (name, _) in CREDENTIAL_NAMES.items()}
 _PHONE = re.compile(BUILTIN["phone"])
 # Every built-in match holds a digit, an `@` or a credential's fixed part, and none holds a double quote; at
 # a quote every look-behind and look-ahead of theirs passes, as at the start or end of a text. So the
@@ -63,10 +50,7 @@ _PHONE = re.compile(BUILTIN["phone"])
 # the same result:
 # a GenAI attribute is JSON whose keys and structure are skipped, and whose message texts, repeated in every
 # later call's history, are redacted once (MEMO_PIECES remembered) instead of once per span.
-_CANDIDATE = re.compile(
-    r"[\d@]|sk-|[rs]k_|AKIA|ASIA|ABIA|ACCA|gh[pousr]_|github_pat_|xox|AIza|eyJ|PRIVATE KEY"
-    r"|(?i:bearer|passw|passphrase|pwd|aws)"
-)
+_CANDIDATE = re.compile(rf"[\d@]|{CREDENTIAL_HINT}")
 MEMO_PIECES = 8192
 MEMO_PIECE_CHARS = 4096
 
@@ -152,10 +136,9 @@ class Redactor:
 
     def _replace(self, match: Any) -> str:
         label = self.labels[int(str(match.lastgroup)[2:])]
-        name = _NAME[label].match(match.group(0)) if label in _NAME else None
-        if name is not None:  # `password is [PASSWORD]`, `Bearer [TOKEN]`: the name is kept
+        if label in CREDENTIALS:  # `password is [PASSWORD]`, `Bearer [TOKEN]`: the name is kept
             self._tally[label] += 1
-            return f"{name.group(0)}[{label.upper()}]"
+            return credential_placeholder(label, match.group(0))
         if label == "nhs_number" and not _nhs_valid(match.group(0)):
             # Ten digits failing the NHS check digit: a phone number, when phones are redacted.
             if "phone" not in self.labels or not _PHONE.fullmatch(match.group(0)):

@@ -20,6 +20,7 @@ from simulator.errors import UserError
 from simulator.judging.tool_checks import ToolCheckContext, tool_verdicts
 from simulator.record.models import ErrorInfo
 from simulator.text.content import gives_outcome
+from tests.support.projects import cough_project
 from tests.test_tool_checks import assert_quotes_found, call, convo
 
 
@@ -248,16 +249,7 @@ def test_a_run_compiles_only_the_default_patterns_its_bot_could_match(
         f"class Bot:\n    def send(self, text):\n        return {reply!r}\n\ndef make_bot():\n    return Bot()\n",
         encoding="utf-8",
     )
-    (tmp_path / "scenarios.yaml").write_text(
-        "- id: one\n  persona: A person.\n  goal: Ask about a cough.\n  facts: [It started a week ago.]\n"
-        "  max_turns: 2\n",
-        encoding="utf-8",
-    )
-    (tmp_path / "suite.yaml").write_text(
-        "name: quiet\nscenarios: {paths: [scenarios.yaml]}\n"
-        "bot: {type: python, factory: 'quiet_bot:make_bot'}\nuser: {model: offline}\n",
-        encoding="utf-8",
-    )
+    cough_project(tmp_path, "quiet", "quiet_bot:make_bot")
     root = Path(__file__).resolve().parent.parent
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, "run", "suite.yaml", "--out", "run", "--no-progress"],

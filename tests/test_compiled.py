@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from simulator.compiled import _may_warn
+from tests.support.projects import cough_project
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -124,16 +125,7 @@ def test_a_broken_or_foreign_file_is_ignored(tmp_path: Path) -> None:
 def test_a_second_run_compiles_no_text(tmp_path: Path) -> None:
     # The start-up this saves (0.2 G instructions of a one-conversation run's 1.75 G): a command line run
     # compiles its dataclasses' methods and string annotations once, and the next run none of them.
-    (tmp_path / "scenarios.yaml").write_text(
-        "- id: one\n  persona: A person.\n  goal: Ask about a cough.\n  facts: [It started a week ago.]\n"
-        "  max_turns: 2\n",
-        encoding="utf-8",
-    )
-    (tmp_path / "suite.yaml").write_text(
-        "name: memo\nscenarios: {paths: [scenarios.yaml]}\n"
-        "bot: {type: python, factory: 'tests.gc_probe_bot:make_bot'}\nuser: {model: offline}\n",
-        encoding="utf-8",
-    )
+    cough_project(tmp_path, "memo", "tests.gc_probe_bot:make_bot")
     probe = (
         "import atexit, sys\nfrom simulator import compiled\nfrom simulator.cli import main\n"
         "atexit.register(lambda: print('COMPILED', compiled._compiled_here, len(compiled._memo) + len(compiled._patterns)))\n"

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.projects import cough_project
+
 ROOT = Path(__file__).resolve().parent.parent
 
 _PROBE = """
@@ -83,16 +85,7 @@ def test_run_starts_with_the_collector_off_and_runs_with_it_on(tmp_path: Path) -
 def test_a_run_builds_no_report_it_does_not_print(tmp_path: Path) -> None:
     # Python 3.11's asyncio.Runner formats the main task (and with it the run's Result, whose repr is the
     # report's summary) when it checks its SIGINT handler; the run must not pay for a report nobody reads.
-    (tmp_path / "scenarios.yaml").write_text(
-        "- id: one\n  persona: A person.\n  goal: Ask about a cough.\n  facts: [It started a week ago.]\n"
-        "  max_turns: 2\n",
-        encoding="utf-8",
-    )
-    (tmp_path / "suite.yaml").write_text(
-        "name: quiet\nscenarios: {paths: [scenarios.yaml]}\n"
-        "bot: {type: python, factory: 'tests.gc_probe_bot:make_bot'}\nuser: {model: offline}\n",
-        encoding="utf-8",
-    )
+    cough_project(tmp_path, "quiet", "tests.gc_probe_bot:make_bot")
     modules = _modules_after(
         "run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "run"), "--no-progress"
     )

@@ -63,17 +63,7 @@ def test_run_starts_with_the_collector_off_and_runs_with_it_on(tmp_path: Path) -
     from simulator.cli import main
     from tests import gc_probe_bot
 
-    (tmp_path / "scenarios.yaml").write_text(
-        "- id: one\n  persona: A person.\n  goal: Ask about a cough.\n  facts: [It started a week ago.]\n"
-        "  max_turns: 2\n",
-        encoding="utf-8",
-    )
-    suite = tmp_path / "suite.yaml"
-    suite.write_text(
-        "name: gc\nscenarios: {paths: [scenarios.yaml]}\n"
-        "bot: {type: python, factory: 'tests.gc_probe_bot:make_bot'}\nuser: {model: offline}\nruns: 3\n",
-        encoding="utf-8",
-    )
+    suite = cough_project(tmp_path, "gc", "tests.gc_probe_bot:make_bot", "runs: 3\n")
     gc_probe_bot.SEEN.clear()
     assert gc.isenabled()
     code = main(["run", str(suite), "--out", str(tmp_path / "run"), "--no-progress"])

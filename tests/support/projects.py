@@ -32,9 +32,9 @@ def one_scenario_project(
     return path
 
 
-def cough_project(tmp_path: Path, name: str, factory: str) -> Path:
+def cough_project(tmp_path: Path, name: str, factory: str, more: str = "") -> Path:
     """`tmp_path/suite.yaml`: one scenario (a cough, two turns) played by the offline user against the python
-    bot `factory`, for the tests that run a whole small run in a probe process."""
+    bot `factory` (`more`: further suite lines), for the tests that run a whole small run in a probe process."""
     (tmp_path / "scenarios.yaml").write_text(
         "- id: one\n  persona: A person.\n  goal: Ask about a cough.\n  facts: [It started a week ago.]\n"
         "  max_turns: 2\n",
@@ -43,7 +43,7 @@ def cough_project(tmp_path: Path, name: str, factory: str) -> Path:
     suite = tmp_path / "suite.yaml"
     suite.write_text(
         f"name: {name}\nscenarios: {{paths: [scenarios.yaml]}}\n"
-        f"bot: {{type: python, factory: '{factory}'}}\nuser: {{model: offline}}\n",
+        f"bot: {{type: python, factory: '{factory}'}}\nuser: {{model: offline}}\n{more}",
         encoding="utf-8",
     )
     return suite

@@ -199,13 +199,17 @@ def test_a_bot_url_token_reaches_no_file(
         lambda raw: base64.a85encode(zlib.compress(b"token " + raw)).decode(),
     ],
 )  # compressed, so that only decoding the run finds the secret (its plain forms are searched apart)
-def test_what_a_run_decoded_to_is_remembered_only_while_the_secrets_stay_the_same(encode: object) -> None:
-    """The search remembers each run's verdict (a run's records repeat the same hashes on every line); a
-    secret registered or forgotten after a run was searched is found, or no longer found, in that same run."""
+@pytest.mark.parametrize("words", [0, 400], ids=["short text", "long text"])
+def test_what_a_run_decoded_to_is_remembered_only_while_the_secrets_stay_the_same(
+    encode: object, words: int
+) -> None:
+    """The search remembers each run's verdict (a run's records repeat the same hashes on every line), and a
+    long text's verdict (a conversation's record is searched as written and as each judge is shown it); a
+    secret registered or forgotten after a text was searched is found, or no longer found, in that text."""
     from simulator.record.redact import contains_secret, forget_secrets
 
     first, second = "first-secret-0a1b2c3d", "second-secret-4e5f6a7b"
-    text = json.dumps({"blob": encode(second.encode())})  # type: ignore[operator]
+    text = json.dumps({"blob": encode(second.encode()), "words": "said " * words})  # type: ignore[operator]
     forget_secrets()
     try:
         register_secrets([first])
@@ -244,5 +248,34 @@ def test_a_compressed_secret_in_base85_or_ascii85_inside_a_json_record_is_found_
         ):
             assert contains_secret(text), text
         assert blob not in json.dumps(redact(record))
+    finally:
+        forget_secrets()
+
+
+@pytest.mark.parametrize("pad", range(5))
+@pytest.mark.parametrize("alphabet", ["a85", "b85"])
+@pytest.mark.parametrize("compress", ["zlib", "gzip"])
+@pytest.mark.parametrize("separators", [(",", ":"), (", ", ": ")], ids=["compact", "spaced"])
+def test_a_compressed_secret_followed_by_another_json_member_is_found(
+    pad: int, alphabet: str, compress: str, separators: tuple[str, str]
+) -> None:
+    """Ascii85's alphabet holds `"`, `,` and `:`: in a record, a run of it reads on into the next member
+    (`...C","next":`), which spoils its last group, the compressed stream's checksum, and the secret inside
+    went through. The stream's body is read without its trailer now."""
+    from simulator.record.redact import contains_secret, forget_secrets
+
+    secret = "fourth-secret-2a3b4c5d"
+    encode = base64.a85encode if alphabet == "a85" else base64.b85encode
+    packed = zlib.compress if compress == "zlib" else gzip.compress
+    blob = encode(packed(b"x" * pad + b"token " + secret.encode())).decode()
+    forget_secrets()
+    try:
+        register_secrets([secret])
+        for key in ("t", "reasoning", "a_key_of_twenty_chars"):
+            for data in ({key: blob, "next": 1}, {"turns": [{key: blob, "role": "bot"}], "after": 2}):
+                text = json.dumps(data, separators=separators)
+                assert contains_secret(text), text
+                written = json.dumps(redact(json.loads(text)))
+                assert blob not in written and REDACTED in written
     finally:
         forget_secrets()

@@ -438,6 +438,7 @@ def register_secrets(values: Iterable[str]) -> None:
                 _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{%d,}" % min(len(value), 8))
     _secrets[:] = sorted(known, key=len, reverse=True)
     _run_verdicts.clear()
+    _searched_texts.clear()
 
 
 def forget_secrets() -> None:
@@ -445,13 +446,36 @@ def forget_secrets() -> None:
     _secrets.clear()
     _variants.clear()
     _run_verdicts.clear()
+    _searched_texts.clear()
     _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{8,}")
 
 
 def contains_secret(text: str) -> bool:
     """Whether `text` (plain or JSON) holds a registered secret: a cheap check before any rewriting. Inside
     JSON text a secret appears escaped, which is one of its registered forms; a compressed blob is decoded."""
+    if len(text) < _MIN_REMEMBERED_TEXT:
+        return _searched(text)
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    found = _searched_texts.get(key)
+    if found is None:
+        found = _searched(text)
+        if len(_searched_texts) >= _MAX_REMEMBERED_TEXTS:
+            del _searched_texts[next(iter(_searched_texts))]  # the oldest
+        _searched_texts[key] = found
+    return found
+
+
+def _searched(text: str) -> bool:
     return _holds(text) or bool(_secrets and _encoded(text)) or _holds_credential(text)
+
+
+# What the last long texts searched held, by their digest, while the secrets stay the same (cleared when they
+# change): a conversation's record is searched as written (`dump_line`) and again as each judge model is shown
+# it (`redacted_record`: the criteria's judges, the fidelity audit, the outcome judge), the same JSON text
+# three or four times. A 128-bit digest, not the text, so that remembering costs no memory worth counting.
+_searched_texts: dict[bytes, bool] = {}
+_MIN_REMEMBERED_TEXT = 1_000  # a shorter text (a verdict's line) is searched again: hashing costs as much
+_MAX_REMEMBERED_TEXTS = 4_096
 
 
 def _holds(text: str, *, garbled: bool = False) -> bool:
@@ -464,7 +488,9 @@ def _holds(text: str, *, garbled: bool = False) -> bool:
 
 
 # A run of base64, base64url, base32 or hex long enough to hold an encoded secret (gzip adds 18 bytes).
-_BLOB = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,6}")
+# Tried only where a run starts (the look-behind): from inside a shorter run the scan would go on to its end
+# again at each of its characters.
+_BLOB = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}+={0,6}")
 _MAX_INFLATED = 4_000_000  # bytes a blob may inflate to while it is searched (a bomb stops here)
 _MAX_DEPTH = 3  # encodings inside encodings searched (base64 of gzip of hex is three)
 _HEX = re.compile(r"[0-9a-fA-F]+")
@@ -488,10 +514,43 @@ def _inflated(data: bytes) -> bytes:
     wbits = _stream_bits(data)
     if wbits is None:
         return data
+    inflated = _inflates(data, wbits)
+    return data if inflated is None else inflated
+
+
+def _inflates(data: bytes, wbits: int) -> bytes | None:
+    """The gzip or zlib stream `data` inflated (at most _MAX_INFLATED bytes), or None when it is damaged.
+
+    A stream whose end only is spoilt is read: an encoding read on into what follows it (ascii85 into the
+    next member of compact JSON, `","next":`) decodes its last group wrong, and that group is the stream's
+    checksum; its body is read again as raw deflate, which checks no trailer."""
     try:
         return zlib.decompressobj(wbits).decompress(data, _MAX_INFLATED)
     except zlib.error:
-        return data
+        pass
+    body = _deflate_body(data, wbits)
+    if body is not None:
+        with contextlib.suppress(zlib.error):
+            return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, _MAX_INFLATED)
+    return None
+
+
+def _deflate_body(data: bytes, wbits: int) -> bytes | None:
+    """The deflate data of a zlib or gzip stream (RFC 1950, 1952), past its header; None when the header is
+    cut off or asks for a preset dictionary."""
+    if wbits == zlib.MAX_WBITS:
+        return None if data[1] & 0x20 else data[2:]
+    flags, at = data[3] if len(data) > 3 else 0, 10
+    try:
+        if flags & 0x04:  # FEXTRA: a length, then that many bytes
+            at += 2 + int.from_bytes(data[at : at + 2], "little")
+        for flag in (0x08, 0x10):  # FNAME, FCOMMENT: zero-terminated
+            if flags & flag:
+                at = data.index(0, at) + 1
+    except ValueError:
+        return None
+    at += 2 if flags & 0x02 else 0  # FHCRC
+    return data[at:] if at < len(data) else None
 
 
 def _decodings(blob: str) -> Iterable[bytes]:
@@ -561,11 +620,43 @@ def _runs_of(printable: str) -> Iterable[tuple[str, str, Callable[[], Iterable[b
             if len(run) < _MIN_BASE85 or not _looks_random(run):
                 continue
             yield run, name, functools.partial(_base85_data, run, decode)
-            # A JSON string's closing quote is an ascii85 character: read as the run's last, it spoils the
-            # last group of 3 lengths in 4. (The opening one is an alignment, tried as every other.)
-            trimmed = run.rstrip('"')
-            if trimmed != run and len(trimmed) >= _MIN_BASE85:
-                yield trimmed, name, functools.partial(_base85_data, trimmed, decode)
+            if name == "ascii85" and '"' in run:
+                for part in _json_strings(run):
+                    if _looks_random(part):
+                        yield part, name, functools.partial(_base85_data, part, decode)
+
+
+# A JSON string's quote: one after no backslash or after an even number of them (escaped backslashes).
+_STRING_QUOTE = re.compile(r'(?<!\\)(?:\\\\)*"')
+
+
+def _between_quotes(run: str) -> Iterator[str]:
+    """The texts of `run` between its JSON string quotes (backslashes before a quote kept: they are text)."""
+    start = 0
+    for mark in _STRING_QUOTE.finditer(run):
+        yield run[start : mark.end() - 1]
+        start = mark.end()
+    if start:
+        yield run[start:]
+
+
+def _json_strings(run: str) -> Iterator[str]:
+    """The texts of the JSON strings an ascii85 run holds, long enough to be base85, escapes undone (JSON in
+    JSON: twice). Ascii85's alphabet holds `"`, `,` and `:`, so a run in a record reads on into its
+    neighbours (`"t":"<ascii85>","role":"bot"`), whose characters spoil its last group (the checksum of a
+    compressed stream) or make a group no decoder takes; even a closing quote alone spoils 3 lengths in 4."""
+    for part in _between_quotes(run):
+        if len(part) < _MIN_BASE85:
+            continue
+        yield part
+        for _ in range(2):
+            if "\\" not in part:
+                break
+            part = _JSON_ESCAPE.sub(r"\1", part)
+            yield part
+            if '"' in part:
+                yield from _json_strings(part)
+                break
 
 
 def _base85_data(run: str, decode: Callable[[str], bytes]) -> Iterable[bytes]:
@@ -601,11 +692,7 @@ def _worth_decoding(probe: bytes) -> list[int]:
         pass
     for block in range(0, min(len(probe) - 1, 64), 4):
         wbits = _stream_bits(probe[block:])
-        if wbits is not None:
-            try:
-                zlib.decompressobj(wbits).decompress(probe[block:])
-            except zlib.error:
-                continue
+        if wbits is not None and _inflates(probe[block:], wbits) is not None:
             found.append(block)
     return found
 

@@ -84,10 +84,10 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _post_all(url: str, bodies: list[bytes], clients: int, client: str = "h11") -> dict[str, int]:
+def _post_all(url: str, bodies: list[bytes], clients: int, client: str = "pool") -> dict[str, int]:
     """Post every body, `clients` at a time (each on its own keep-alive connection); 429 and 503 are sent
-    again after their Retry-After. `h11`: the engine's own HTTP/1.1 client on the event loop
-    (providers/_h11pool.py), cheap enough per request that one process can post 2,000+ requests a second
+    again after their Retry-After. `pool`: the engine's own HTTP/1.1 client on the event loop
+    (providers/_httppool.py), cheap enough per request that one process can post 2,000+ requests a second
     on this 2-core machine without starving the collector; `httpx`: httpx's sync client in threads (about
     0.7 ms of CPU a request here, so it tops out near 1,100 requests a second whatever the collector)."""
     if client == "httpx":
@@ -95,12 +95,12 @@ def _post_all(url: str, bodies: list[bytes], clients: int, client: str = "h11") 
     import ssl
 
     from simulator.eventloop import run_async
-    from simulator.providers._h11pool import H11Pool
+    from simulator.providers._httppool import HttpPool
 
     async def post_all() -> dict[str, int]:
         codes: dict[str, int] = {}
         queue = list(bodies)
-        pool = H11Pool(
+        pool = HttpPool(
             url,
             {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"},
             limit=clients,
@@ -263,9 +263,9 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument(
         "--client",
-        choices=["h11", "httpx"],
-        default="h11",
-        help="the posting client (h11: the engine's own, on the event loop; httpx: threads, ~1,100 req/s here)",
+        choices=["pool", "httpx"],
+        default="pool",
+        help="the posting client (pool: the engine's own, on the event loop; httpx: threads, ~1,100 req/s here)",
     )
     parser.add_argument("--max-seconds", type=float, default=300)
     parser.add_argument("--json", action="store_true")

@@ -2,8 +2,8 @@
 
 Importing `openai` or `anthropic` builds some 730 pydantic models (0.8-1.7 s of CPU on the bench machine),
 all for a call path that sends a plain JSON body and reads a dict back (see `_sdkpost`). So a call that
-succeeds goes out here, on our own keep-alive HTTP/1.1 pool (`_h11pool`: h11 on the event loop; aiohttp
-alone cost 0.1 s of start-up), with the SDK transport's limits and trust, and the headers the SDK's
+succeeds goes out here, on our own keep-alive HTTP/1.1 pool (`_httppool`: answers parsed by httptools on the event
+loop; aiohttp alone cost 0.1 s of start-up), with the SDK transport's limits and trust, and the headers the SDK's
 public path sends (the key, the API version, the `x-stainless-*` platform headers; a test compares them with the public path's, header by header). Their version strings are
 read from the SDK's own source files, which is cheap and stays right when the SDK is upgraded.
 
@@ -32,7 +32,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from simulator.providers._h11pool import H11Pool, NetworkError
+from simulator.providers._httppool import HttpPool, NetworkError
 from simulator.providers._sdkpost import (
     _ACCEPT_ENCODING,
     SdkPost,
@@ -156,7 +156,7 @@ class WirePost:
     def __init__(self, spec: WireSpec, sdk_post: Callable[[], SdkPost]) -> None:
         self._spec = spec
         self._sdk_post = sdk_post
-        self._pool = H11Pool(
+        self._pool = HttpPool(
             spec.url,
             {**spec.headers, "Accept-Encoding": _ACCEPT_ENCODING},
             limit=_MAX_CONNECTIONS,

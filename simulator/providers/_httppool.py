@@ -1,11 +1,14 @@
-"""One origin's keep-alive HTTP/1.1 connections on the event loop, spoken with h11: the wire path's POST.
+"""One origin's keep-alive HTTP/1.1 connections on the event loop: the wire path's POST.
 
 The call that succeeds used to go out on an aiohttp session; importing aiohttp alone was a quarter of a
 one-conversation run's CPU (its `connector` module builds two TLS contexts at import, even for plain HTTP).
-h11 is the pure-Python HTTP/1.1 state machine under httpcore (httpx's transport): it frames the request,
-parses the answer (content-length or chunked) and says whether the connection can carry another request.
-What is ours is small: the pool, a protocol that hands bytes to h11, gzip/deflate decoding, and the names of
-network errors (`NetworkError.kind`, httpx's error classes, which the caller maps to the SDK's HTTP client's).
+Then it went out framed by h11, the pure-Python state machine under httpx, whose parsing of each answer was
+a fifth of a run's CPU. The answer is now parsed by httptools: llhttp, the C parser of Node.js, which uvicorn
+uses for the same work on the server side. What is ours is small: the pool, the request's bytes (its fixed
+headers checked once, by h11's own rules, when the pool is made), a protocol that feeds each arrival to the
+parser, the rules llhttp leaves to its caller (a body that ends where the connection does, the size of a
+head, an answer's informational heads before it), gzip/deflate decoding, and the names of network errors
+(`NetworkError.kind`, httpx's error classes, which the caller maps to the SDK's HTTP client's).
 
 The pool (per origin, as aiohttp's connector was for this one URL):
 - at most `limit` requests in flight; a new connection is opened only when no idle one is left, so at most
@@ -16,7 +19,7 @@ The pool (per origin, as aiohttp's connector was for this one URL):
 
 from __future__ import annotations
 
-__all__ = ["H11Pool", "NetworkError"]
+__all__ = ["HttpPool", "NetworkError"]
 
 import asyncio
 import select
@@ -29,32 +32,26 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-import h11
-
-
-def _headers_type() -> Any:
-    """The type h11 gives a request's checked headers (a request given one is not checked again), or None
-    in an h11 without it: then headers are checked on every request, as h11's public path does."""
-    try:
-        from h11 import _headers
-    except ImportError:
-        return None
-    return getattr(_headers, "Headers", None)
-
-
-_Headers: Any = _headers_type()
+import httptools
 
 # An answer's bytes are decoded in pieces of at most this size, so a gzip bomb never inflates at once
 # beyond it before the caller's byte cap sees it.
 _PIECE = 1 << 20
 # Reading is paused when this much arrived unread (the caller reads as it comes; this bounds a burst).
 _HIGH_WATER = 1 << 20
+# The most an answer's status line and headers may take (h11's limit was 16 KiB; servers allow 8 to 64).
+_MAX_HEAD = 64 * 1024
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
+class _Stop(Exception):
+    """Raised in a parser callback to stop the parsing of what arrived (httptools raises it on as an
+    `HttpParserCallbackError`, which `data_received` knows by the state the callback left)."""
+
+
 class NetworkError(Exception):
-    """A call that failed on the network. `kind` names the error class httpx (httpcore, also over h11) raises
-    for the same failure, `ConnectError`, `ReadError` or `RemoteProtocolError`; the cause is the original."""
+    """A call that failed on the network. `kind` names the error class httpx (httpcore) raises for the same
+    failure, `ConnectError`, `ReadError` or `RemoteProtocolError`; the cause is the original."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -62,26 +59,57 @@ class NetworkError(Exception):
 
 
 class _Connection(asyncio.Protocol):
-    """One socket: what arrived, whether the server closed it, and its h11 state."""
+    """One socket, its parser, and the answer it is reading: what arrived is parsed as it arrives (llhttp's
+    callbacks below fill the answer in), and the caller waits for the head, then for the body's pieces."""
 
     def __init__(self) -> None:
-        self.h11 = h11.Connection(h11.CLIENT)
         self.transport: Any = None
         self.idle_since = 0.0
-        self._arrived: deque[bytes] = deque()
-        self._unread = 0
-        self._paused = False
+        self._parser = httptools.HttpResponseParser(self)
+        self._poller: Any = None  # made once per connection: `still_open` asks it before each reuse
+        self._waiter: asyncio.Future[None] | None = None
+        self._reading = False  # an exchange is under way: bytes outside one are stray
+        self._stray = False  # bytes (or an answer) arrived that no request asked for: never reused
         self._eof = False
         self._lost: BaseException | None = None
-        self._waiter: asyncio.Future[None] | None = None
-        self._poller: Any = None  # made once per connection: `still_open` asks it before each reuse
+        self._start_answer()
 
+    def _start_answer(self) -> None:
+        self.status = 0
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.keep_alive = False
+        self._head_bytes = 0  # as arrived before the head was done (a header never ended is in no callback)
+        self._header_bytes = 0  # as the parser gave them (a head that came whole with its body)
+        self._status_line = False
+        self._head_done = False
+        self._complete = False
+        self._any_byte = False
+        self._pieces: deque[bytes] = deque()
+        self._unread = 0
+        self._paused = False
+        self._failed: NetworkError | None = None
+
+    # -- the transport's side
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        self._arrived.append(data)
-        self._unread += len(data)
+        if not self._reading or self._complete:
+            self._stray = True  # a second answer, or bytes while idle: the next request must not meet them
+            return
+        self._any_byte = True
+        if not self._head_done:
+            self._head_bytes += len(data)
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail("RemoteProtocolError", "the server switched protocols, which no request asked for")
+        except httptools.HttpParserError as exc:
+            if self._failed is None and not self._stray:  # not a stop of ours (a callback raising `_Stop`)
+                first = "illegal status line" if not self._status_line else "the answer is not HTTP/1.1"
+                self._fail("RemoteProtocolError", f"{first}: {exc}")
+        if not self._head_done and self._head_bytes > _MAX_HEAD and self._failed is None:
+            self._fail("RemoteProtocolError", f"the answer's head is over {_MAX_HEAD // 1024} KiB")
         if self._unread > _HIGH_WATER and not self._paused:
             self._paused = True
             self.transport.pause_reading()
@@ -89,41 +117,126 @@ class _Connection(asyncio.Protocol):
 
     def eof_received(self) -> bool:
         self._eof = True
-        self._wake()
+        self._end_of_stream()
         return False  # close our side too: the connection is never reused after the server's FIN
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._eof = True
         self._lost = exc
+        self._end_of_stream()
+
+    def _end_of_stream(self) -> None:
+        """The server closed: an answer whose body runs to the close is complete, any other is cut off."""
+        if self._reading and not self._complete and self._failed is None:
+            if self._lost is not None:
+                self._fail("ReadError", str(self._lost) or type(self._lost).__name__)
+            elif not self._any_byte:
+                self._fail("RemoteProtocolError", "Server disconnected without sending a response.")
+            elif self._head_done and self._until_close():
+                self._complete = True
+            else:
+                self._fail(
+                    "RemoteProtocolError", "peer closed connection without sending complete message body"
+                )
         self._wake()
+
+    def _until_close(self) -> bool:
+        """Whether the answer's body is delimited by the connection's close (no length, not chunked)."""
+        for name, value in self.headers:
+            lower = name.lower()
+            if lower == b"content-length" or (lower == b"transfer-encoding" and b"chunked" in value.lower()):
+                return False
+        return self.status not in (204, 304)
+
+    # -- llhttp's callbacks (C calls them during `feed_data`; raising `_Stop` stops the parsing)
+    def on_message_begin(self) -> None:
+        if self._complete:  # a second answer in the same arrival: nobody asked for it
+            self._stray = True
+            raise _Stop
+
+    def on_status(self, status: bytes) -> None:
+        self._status_line = True
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_bytes += len(name) + len(value) + 4
+        if self._header_bytes > _MAX_HEAD:
+            self._fail("RemoteProtocolError", f"the answer's head is over {_MAX_HEAD // 1024} KiB")
+            raise _Stop
+        self.headers.append((name, value.strip(b" \t")))
+
+    def on_headers_complete(self) -> None:
+        self.status = self._parser.get_status_code()
+        if 100 <= self.status < 200:  # a 100 Continue and the like: the answer's head comes after it
+            self.headers = []
+            return
+        self._head_done = True
+
+    def on_body(self, body: bytes) -> None:
+        self._pieces.append(body)
+        self._unread += len(body)
+
+    def on_message_complete(self) -> None:
+        if not self._head_done:  # the end of an informational head
+            self.status = 0
+            return
+        self.keep_alive = self._parser.should_keep_alive()
+        self._complete = True
+
+    # -- the caller's side
+    def begin(self) -> None:
+        """Ready for the answer to the request about to be written."""
+        self._start_answer()
+        self._reading = True
+
+    def end(self) -> None:
+        self._reading = False
+
+    def _fail(self, kind: str, message: str) -> None:
+        self._failed = NetworkError(kind, message)
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def read(self) -> bytes:
-        """The next bytes that arrived, or b"" once the server closed its side."""
-        while not self._arrived:
-            if self._lost is not None:
-                raise NetworkError("ReadError", str(self._lost) or type(self._lost).__name__) from self._lost
-            if self._eof:
-                return b""
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        data = self._arrived.popleft()
-        self._unread -= len(data)
-        if self._paused and self._unread <= _HIGH_WATER // 2:
-            self._paused = False
-            self.transport.resume_reading()
-        return data
+    async def _wait(self) -> None:
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    async def head(self) -> None:
+        """Wait for the answer's status and headers."""
+        while True:
+            if self._failed is not None:
+                raise self._failed
+            if self._head_done:
+                return
+            await self._wait()
+
+    async def pieces(self) -> AsyncIterator[bytes]:
+        """The body's pieces as they arrive, to its end."""
+        while True:
+            while self._pieces:
+                piece = self._pieces.popleft()
+                self._unread -= len(piece)
+                if self._paused and self._unread <= _HIGH_WATER // 2:
+                    self._paused = False
+                    self.transport.resume_reading()
+                yield piece
+            if self._failed is not None:
+                raise self._failed
+            if self._complete:
+                return
+            await self._wait()
+
+    def reusable(self) -> bool:
+        return self._complete and self.keep_alive and self.still_open()
 
     def still_open(self) -> bool:
         """Whether an idle connection can carry a request: nothing arrived since its last answer (no FIN, no
         reset, no stray bytes), seen by the event loop or, since its last turn, by the kernel."""
-        if self._arrived or self._eof or self.transport.is_closing() or self.h11.trailing_data[0]:
+        if self._stray or self._eof or self.transport.is_closing():
             return False
         if self._poller is None:
             self._poller = _poller(self.transport)
@@ -143,7 +256,7 @@ def _poller(transport: Any) -> Any:
     return poller
 
 
-class H11Pool:
+class HttpPool:
     """`await pool.post(body)` -> (status, raw headers, decoded body) of one POST to `url`."""
 
     def __init__(
@@ -163,12 +276,9 @@ class H11Pool:
         host = f"[{self._host}]" if ":" in self._host else self._host
         if parts.port is not None and parts.port != _DEFAULT_PORTS[parts.scheme]:
             host += f":{parts.port}"  # as aiohttp and httpx write it: the port only when not the default
-        self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self._headers = [("Host", host), *headers.items()]
-        # Checked and lower-cased once, not per request (h11 does both for each request it is given:
-        # 45 us of a call's ~500 us of CPU); the one header that changes is added to a copy.
-        self._checked = _checked_headers(self._headers)
-        self._target_bytes = self._target.encode("ascii")
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        # The request's head but its length, made once: each request adds its Content-Length and body.
+        self._head = request_head(target, [("Host", host), *headers.items()])
         self._ssl_context = ssl_context
         self._ssl: ssl.SSLContext | None = None
         self._capped = capped  # the caller's byte cap, on the decoded answer
@@ -229,62 +339,28 @@ class H11Pool:
     async def _exchange(
         self, connection: _Connection, body: bytes
     ) -> tuple[int, Sequence[tuple[bytes, bytes]], bytes]:
-        state = connection.h11
-        connection.transport.write(
-            state.send(self._request(len(body)))
-            + state.send(h11.Data(data=body))
-            + state.send(h11.EndOfMessage())
-        )  # the transport sends what the kernel does not take at once; no drain needed for one request
-        try:
-            response = await self._next(connection, first=True)
-            while isinstance(response, h11.InformationalResponse):  # a 100 Continue and the like
-                response = await self._next(connection, first=False)
-            assert isinstance(response, h11.Response)
-            raw_headers = response.headers.raw_items()
-            chunks = self._body(connection, _encoding(raw_headers))
-            content = b"".join([chunk async for chunk in self._capped(chunks)])
-        except h11.RemoteProtocolError as exc:  # the server's bytes are not HTTP/1.1
-            raise NetworkError("RemoteProtocolError", str(exc)) from exc
-        return response.status_code, raw_headers, content
-
-    def _request(self, length: int) -> h11.Request:
-        if self._checked is None:  # an h11 without the checked-headers type: checked per request
-            plain = [*self._headers, ("Content-Length", str(length))]
-            return h11.Request(method="POST", target=self._target, headers=plain)
-        size = str(length).encode("ascii")
-        headers = _Headers([*self._checked, (b"Content-Length", b"content-length", size)])
-        return h11.Request(method=b"POST", target=self._target_bytes, headers=headers, _parsed=True)
+        connection.begin()
+        # The transport sends what the kernel does not take at once; no drain needed for one request.
+        connection.transport.write(b"%sContent-Length: %d\r\n\r\n%s" % (self._head, len(body), body))
+        await connection.head()
+        headers = connection.headers
+        inflate = _Inflate(_encoding(headers))
+        content = b"".join([chunk async for chunk in self._capped(self._body(connection, inflate))])
+        connection.end()
+        return connection.status, headers, content
 
     @staticmethod
-    async def _next(connection: _Connection, *, first: bool) -> Any:
-        state = connection.h11
-        while True:
-            event = state.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            data = await connection.read()
-            if not data and first and not state.trailing_data[0]:  # not one byte of an answer
-                raise NetworkError("RemoteProtocolError", "Server disconnected without sending a response.")
-            state.receive_data(data)  # b"": the server closed; h11 says whether the answer was complete
-
-    async def _body(self, connection: _Connection, encoding: str) -> AsyncIterator[bytes]:
-        inflate = _Inflate(encoding)
-        while True:
-            event = await self._next(connection, first=False)
-            if isinstance(event, h11.Data):
-                for piece in inflate.feed(bytes(event.data)):
-                    yield piece
-            elif isinstance(event, h11.EndOfMessage):
-                tail = inflate.flush()
-                if tail:
-                    yield tail
-                return
+    async def _body(connection: _Connection, inflate: _Inflate) -> AsyncIterator[bytes]:
+        async for data in connection.pieces():
+            for piece in inflate.feed(data):
+                yield piece
+        tail = inflate.flush()
+        if tail:
+            yield tail
 
     def _release(self, connection: _Connection) -> None:
         """Keep the connection for the next request if both sides may go on, else close it."""
-        state = connection.h11
-        if state.our_state is h11.DONE and state.their_state is h11.DONE and connection.still_open():
-            state.start_next_cycle()
+        if connection.reusable():
             connection.idle_since = time.monotonic()
             self._idle.append(connection)
             if self._expiry is None:
@@ -314,14 +390,18 @@ class H11Pool:
         self._busy.clear()
 
 
-def _checked_headers(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes, bytes]] | None:
-    """`headers` as h11 keeps them once it has checked them (raw name, lower-case name, value), or None when
-    this h11 keeps them otherwise: its `Headers` type is not public, so the per-request path stays."""
-    if _Headers is None:
-        return None
-    checked = h11.Request(method="POST", target="/", headers=headers).headers
-    items = getattr(checked, "_full_items", None)
-    return list(items) if isinstance(items, list) else None
+def request_head(target: str, headers: list[tuple[str, str]]) -> bytes:
+    """A POST's request line and `headers`, as h11 writes them, each checked by h11's own rules (a name that
+    is no token, a value holding a line break: ValueError), once for every request the pool sends."""
+    import h11  # its checks only, once per pool: the bytes are ours
+
+    try:
+        request = h11.Request(method="POST", target=target, headers=headers)
+    except h11.LocalProtocolError as exc:  # the suite's headers are checked where they are read: a guard
+        raise ValueError(f"a request the provider pool would send is not HTTP/1.1: {exc}") from None
+    lines = [b"POST %s HTTP/1.1\r\n" % request.target]
+    lines += [b"%s: %s\r\n" % (name, value) for name, value in request.headers.raw_items()]
+    return b"".join(lines)
 
 
 def _encoding(raw_headers: Sequence[tuple[bytes, bytes]]) -> str:

@@ -1,6 +1,7 @@
-"""The wire path's own HTTP/1.1 pool (`providers/_h11pool.py`) against real local servers: network errors
+"""The wire path's own HTTP/1.1 pool (`providers/_httppool.py`) against real local servers: network errors
 classified as on the SDK path, keep-alive reuse, a connection the server closed never reused, idle ones
-closed, chunked and deflate answers."""
+closed, chunked and deflate answers, the framing rules llhttp leaves to its caller (a body to the close, an
+informational head, a head too large, stray bytes), and the request's bytes against h11's."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import h11
 import pytest
 
 from simulator.config.suite import ProviderSettings
-from simulator.providers._h11pool import H11Pool
+from simulator.providers._httppool import HttpPool, NetworkError
 from simulator.providers._sdkpost import _capped
 from simulator.providers._wire import WirePost
 from simulator.providers.anthropic import AnthropicProvider
@@ -146,12 +148,12 @@ async def test_a_refused_connection_says_so(api: str) -> None:
     assert str(caught.value).startswith(f"connection refused by http://127.0.0.1:{port}")
 
 
-def _pool(port: int, keepalive_s: float = 5.0) -> H11Pool:
+def _pool(port: int, keepalive_s: float = 5.0) -> HttpPool:
     def no_tls() -> Any:
         raise AssertionError("plain HTTP builds no TLS context")
 
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
-    return H11Pool(url, {"accept": "application/json"}, limit=1000, keepalive_s=keepalive_s,
+    return HttpPool(url, {"accept": "application/json"}, limit=1000, keepalive_s=keepalive_s,
                    ssl_context=no_tls, capped=_capped)  # fmt: skip
 
 
@@ -245,11 +247,9 @@ async def test_chunked_and_compressed_answers_are_decoded(coding: str) -> None:
         ("http://127.0.0.1:{port}/p", {}),
     ],
 )
-async def test_headers_checked_once_put_the_same_bytes_on_the_wire_as_headers_checked_per_request(
-    url: str, headers: dict[str, str]
-) -> None:
-    """The pool checks its fixed headers once and adds the length per request; h11's per-request path (the
-    one an h11 without its checked-headers type takes) must put the very same bytes on the wire."""
+async def test_the_request_is_the_bytes_h11_would_send(url: str, headers: dict[str, str]) -> None:
+    """The pool writes its requests itself (its head made once); h11, which httpx frames requests with, must
+    have put the very same bytes on the wire for each."""
     seen: list[bytes] = []
 
     async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -258,18 +258,192 @@ async def test_headers_checked_once_put_the_same_bytes_on_the_wire_as_headers_ch
             writer.write(_answer(b"{}"))
             await writer.drain()
 
+    bodies = (b'{"a": 1}', b"", b"x" * 1000)
     async for port in _serve(record):
-        pool = H11Pool(
+        pool = HttpPool(
             url.format(port=port), headers, limit=1, keepalive_s=5, ssl_context=ssl.create_default_context,
             capped=_capped,
         )  # fmt: skip
-        checked = pool._checked
-        assert checked is not None  # this h11 has the type: the fast path is the one taken
-        for body in (b'{"a": 1}', b"", b"x" * 1000):
-            await pool.post(body)
-            pool._checked = None
-            await pool.post(body)
-            pool._checked = checked
+        for body in bodies:
+            assert (await pool.post(body))[0] == 200
         pool.close()
-    assert len(seen) == 6 and all(seen[i] == seen[i + 1] for i in range(0, 6, 2))
-    assert all(b"Content-Length: " in request for request in seen)
+        host = f"127.0.0.1:{port}"
+        for body, wire in zip(bodies, seen, strict=True):
+            h11_client = h11.Connection(h11.CLIENT)
+            target = url.format(port=port).split(host, 1)[1]
+            request = h11.Request(
+                method="POST", target=target,
+                headers=[("Host", host), *headers.items(), ("Content-Length", str(len(body)))],
+            )  # fmt: skip
+            expected = h11_client.send(request) + h11_client.send(h11.Data(data=body))
+            assert wire == expected + h11_client.send(h11.EndOfMessage())
+
+
+@pytest.mark.parametrize("value", ["k\r\nX-Injected: 1", "k\nx", "a\x00b"])
+def test_a_header_value_that_would_split_the_request_is_refused_when_the_pool_is_made(value: str) -> None:
+    with pytest.raises(ValueError):
+        HttpPool("http://127.0.0.1:1/p", {"Authorization": value}, limit=1, keepalive_s=5,
+                 ssl_context=ssl.create_default_context, capped=_capped)  # fmt: skip
+
+
+async def _answer_with(raw: bytes, *, close: bool = False) -> Handler:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(raw)
+        await writer.drain()
+        if close:
+            writer.close()
+            return
+        await reader.read()
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("raw", "close", "body"),
+    [
+        (b"HTTP/1.1 100 Continue\r\n\r\n" + _answer(b'{"a": 1}'), False, b'{"a": 1}'),
+        (
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n" + _answer(b"{}"),
+            False,
+            b"{}",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + b'{"to": "the close"}',
+            True,
+            b'{"to": "the close"}',
+        ),
+        (b"HTTP/1.0 200 OK\r\n\r\n" + b"x" * 70_000, True, b"x" * 70_000),
+        (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nX-Padded:   v  \r\n\r\nok", False, b"ok"),
+    ],
+    ids=[
+        "100 continue",
+        "two informational heads",
+        "body to the close",
+        "HTTP/1.0 to the close",
+        "padded header",
+    ],
+)
+async def test_answers_framed_by_the_rules_the_parser_leaves_to_us(
+    raw: bytes, close: bool, body: bytes
+) -> None:
+    async for port in _serve(await _answer_with(raw, close=close)):
+        pool = _pool(port)
+        try:
+            status, headers, got = await pool.post(b"{}")
+        finally:
+            pool.close()
+    assert (status, got) == (200, body)
+    assert all(value == value.strip() for _, value in headers)
+
+
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        (b"HTTP/1.1 200 OK\r\n" + b"X-Long: " + b"a" * 70_000 + b"\r\n\r\n{}", "head is over 64 KiB"),
+        (
+            b"HTTP/1.1 200 OK\r\n" + b"X-A: b\r\n" * 20_000 + b"Content-Length: 2\r\n\r\n{}",
+            "head is over 64 KiB",
+        ),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", "not HTTP/1.1"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "not HTTP/1.1"),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+            "without sending complete message body",
+        ),
+        (
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+            "switched protocols",
+        ),
+        (b"ICY 200 OK\r\n\r\n", "illegal status line"),
+    ],
+    ids=[
+        "one endless header",
+        "endless headers",
+        "two lengths",
+        "bad chunk size",
+        "cut chunk",
+        "upgrade",
+        "not http",
+    ],
+)
+async def test_a_malformed_answer_is_a_protocol_error_said_as_it_is(raw: bytes, said: str) -> None:
+    async for port in _serve(await _answer_with(raw, close=True)):
+        pool = _pool(port)
+        try:
+            with pytest.raises(NetworkError) as caught:
+                await asyncio.wait_for(pool.post(b"{}"), timeout=10)
+        finally:
+            pool.close()
+    assert caught.value.kind in ("RemoteProtocolError", "ReadError")
+    assert said in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [b"Connection: close", b"HTTP/1.0"],
+    ids=["connection close", "HTTP/1.0"],
+)
+async def test_an_answer_that_ends_the_connection_is_never_reused(extra: bytes) -> None:
+    connections: list[int] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(len(connections))
+        while True:
+            await _request(reader)
+            raw = (
+                _answer(b"{}", extra)
+                if extra != b"HTTP/1.0"
+                else _answer(b"{}").replace(b"HTTP/1.1", b"HTTP/1.0", 1)
+            )
+            writer.write(raw)
+            await writer.drain()
+
+    async for port in _serve(answer):
+        pool = _pool(port)
+        try:
+            for _ in range(3):
+                assert (await pool.post(b"{}"))[0] == 200
+        finally:
+            pool.close()
+    assert len(connections) == 3
+
+
+async def test_stray_bytes_after_an_answer_keep_its_connection_from_the_next_request() -> None:
+    connections: list[int] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(len(connections))
+        while True:
+            await _request(reader)
+            writer.write(_answer(b"{}") + _answer(b'{"unasked": true}'))  # a second answer nobody asked for
+            await writer.drain()
+
+    async for port in _serve(answer):
+        pool = _pool(port)
+        try:
+            for _ in range(3):
+                status, _, body = await pool.post(b"{}")
+                assert (status, body) == (200, b"{}")
+                await asyncio.sleep(0.05)
+        finally:
+            pool.close()
+    assert len(connections) == 3
+
+
+async def test_a_large_answer_arrives_whole_through_the_paused_reads() -> None:
+    body = bytes(range(256)) * (5 * 4096)  # 5 MiB: reading pauses at 1 MiB unread and resumes
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(_answer(body))
+        await writer.drain()
+        await reader.read()
+
+    async for port in _serve(answer):
+        pool = _pool(port)
+        try:
+            status, _, got = await pool.post(b"{}")
+        finally:
+            pool.close()
+    assert (status, len(got), got == body) == (200, len(body), True)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import simulator
 from simulator.cli import main
 from simulator.engine.local_workers import CONVERSATIONS_PER_WORKER, auto_workers, parse_workers
 from simulator.errors import UserError
@@ -150,8 +151,7 @@ GATED_BOT = STATELESS_BOT.replace(
 assert GATED_BOT != STATELESS_BOT
 
 
-def _shard_lines(staging: Path) -> int:
-    files = staging.glob("shard-*/conversations.jsonl")
+def _lines(files: Any) -> int:
     return sum(len(f.read_text().splitlines()) for f in files if f.exists())
 
 
@@ -161,42 +161,97 @@ def _statuses(staging: Path) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("stop", ["ctrl-c", "kill-9-parent"])
-def test_a_stopped_workers_run_resumes_into_the_record_of_one_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stop: str
-) -> None:
-    """Ctrl-C at the terminal (SIGINT to the group) or `kill -9` of the parent alone: what the workers
-    finished is kept, the message names the command, and `--resume OUT` finishes and merges the run."""
+def _gated_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """The suite of 21 conversations whose 3 about an ankle wait for the gate file (the second path)."""
     suite = write_suite(tmp_path, runs=3, bot=GATED_BOT)
     suite.write_text(suite.read_text().replace("concurrency: 1", "concurrency: 8"))  # past the gated ones
     gate = tmp_path / "gate"
     monkeypatch.setenv("GATE", str(gate))
     monkeypatch.chdir(tmp_path)
-    out, staging = tmp_path / "many", tmp_path / ".many.shards"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    command = [sys.executable, "-m", "simulator", "run", str(suite), "--workers", "2", "--out", str(out)]
+    return suite, gate
+
+
+def _stop_part_way(suite: Path, out: Path, stop: str = "ctrl-c", workers: str | None = "2") -> None:
+    """Run `suite` into `out` in a process of its own (with `--workers`, or in one process) until all but
+    the gated conversations are saved, then stop it: Ctrl-C at the terminal (SIGINT to the group) or
+    `kill -9` of the parent alone. The gate must not exist yet."""
+    staging = out.with_name(f".{out.name}.shards")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(suite.parent), str(ROOT)])}
+    command = [sys.executable, "-m", "simulator", "run", str(suite), "--out", str(out), "--no-progress"]
     parent = subprocess.Popen(
-        [*command, "--no-progress"], env=env, start_new_session=True, stderr=subprocess.PIPE, text=True
+        [*command, *(["--workers", workers] if workers else [])],
+        env=env,
+        start_new_session=True,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    while _shard_lines(staging) < 18:  # all but the 3 ankle conversations (a hang ends by pytest's timeout)
-        assert parent.poll() is None
+    saved = staging / "shard-*" if workers else out
+    while _lines(saved.parent.glob(f"{saved.name}/conversations.jsonl")) < 18:  # all but the 3 ankle
+        assert parent.poll() is None  # conversations (a hang ends by pytest's timeout)
         time.sleep(0.05)
     if stop == "ctrl-c":
         os.killpg(parent.pid, signal.SIGINT)
         assert parent.wait() == 130
         assert f"simulator run --resume {out}" in (parent.stderr.read() if parent.stderr else "")
     else:
+        assert workers, "a one-process run killed with -9 stays `running`"
         parent.kill()
         parent.wait()
         while "running" in _statuses(staging):  # the workers notice their parent is gone and stop
             time.sleep(0.05)
-    assert not out.exists() and _statuses(staging) == {"interrupted"}
+    if workers:
+        assert not out.exists() and _statuses(staging) == {"interrupted"}
+    else:
+        assert RunFolder.open(out).read_manifest().status == "interrupted"
+
+
+def _done_once(run: Path, one: Path) -> None:
+    """Every conversation planned is in `run`'s record exactly once (none lost, none run twice), as in `one`,
+    a one-process run of the same suite."""
+    planned = RunFolder.open(run).read_manifest().planned
+    ids = [json.loads(line)["id"] for line in (run / "conversations.jsonl").read_text().splitlines()]
+    expected = [json.loads(line)["id"] for line in (one / "conversations.jsonl").read_text().splitlines()]
+    assert planned == 21 and len(ids) == planned and sorted(ids) == sorted(set(expected))
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "kill-9-parent"])
+def test_a_stopped_workers_run_resumes_into_the_record_of_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stop: str
+) -> None:
+    """What the workers finished is kept, the message names the command, and `--resume OUT` finishes and
+    merges the run."""
+    suite, gate = _gated_suite(tmp_path, monkeypatch)
+    out = tmp_path / "many"
+    _stop_part_way(suite, out, stop)
     gate.touch()
     assert main(["run", "--resume", str(out), "--no-progress"]) == 0
     assert "merged into one record" in capsys.readouterr().out
-    assert not staging.exists()
+    assert not (tmp_path / ".many.shards").exists()
     assert main(["run", str(suite), "--out", str(tmp_path / "one"), "--no-progress"]) == 0
     assert _record(out) == _record(tmp_path / "one")
+
+
+@pytest.mark.parametrize("workers", ["2", None])
+def test_a_stopped_run_resumes_from_python_as_from_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str | None
+) -> None:
+    """`simulator.resume(OUT)` finishes a stopped run, `--workers` or not, into the record
+    `simulator run --resume OUT` makes of its twin: every planned conversation done exactly once."""
+    suite, gate = _gated_suite(tmp_path, monkeypatch)
+    python, command_line, one = tmp_path / "python", tmp_path / "cli", tmp_path / "one"
+    for out in (python, command_line):
+        _stop_part_way(suite, out, workers=workers)
+    gate.touch()
+    result = simulator.resume(python)
+    assert isinstance(result, simulator.Result) and result.folder == python
+    assert not (tmp_path / ".python.shards").exists()
+    assert RunFolder.open(python).read_manifest().status == "complete"
+    assert main(["run", "--resume", str(command_line), "--no-progress"]) == 0
+    assert main(["run", str(suite), "--out", str(one), "--no-progress"]) == 0
+    for run in (python, command_line):
+        _done_once(run, one)
+    assert _record(python) == _record(command_line) == _record(one)
+    assert result.report.run.status == "complete"  # the Result reads the merged record
 
 
 def test_a_workers_run_with_a_failed_worker_resumes_with_or_without_workers(
@@ -225,6 +280,72 @@ def test_a_workers_run_with_a_failed_worker_resumes_with_or_without_workers(
         assert f"leave out {flags[0]}" in capsys.readouterr().err
     assert main(["run", "--resume", str(out), "--workers", "2", "--no-progress"]) == 0
     assert main(["run", str(suite), "--out", str(tmp_path / "one"), "--no-progress"]) == 0
+    assert _record(out) == _record(tmp_path / "one")
+
+
+def test_a_workers_run_with_a_failed_worker_resumes_from_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The failure names both ways to finish the run, and `simulator.resume` merges the shards the workers
+    finished before one of them failed."""
+    import simulator.engine.runner as runner
+
+    suite = write_suite(tmp_path, runs=3, bot=STATELESS_BOT)
+    monkeypatch.chdir(tmp_path)
+    real = runner.run_suite
+
+    async def first_fails(suite: Any, scenarios: Any, options: Any) -> Any:
+        result = await real(suite, scenarios, options)
+        if options.shard is not None and options.shard.index == 1:
+            raise RuntimeError("the machine fell over")  # after its shard was written: kept, not merged
+        return result
+
+    monkeypatch.setattr(runner, "run_suite", first_fails)
+    out = tmp_path / "many"
+    assert main(["run", str(suite), "--out", str(out), "--no-progress", "--workers", "2"]) == 2
+    err = capsys.readouterr().err
+    assert f"`simulator run --resume {out}`, or `simulator.resume({str(out)!r})` in Python" in err
+    monkeypatch.setattr(runner, "run_suite", real)
+    assert simulator.resume(str(out)).folder == out and not (tmp_path / ".many.shards").exists()
+    assert main(["run", str(suite), "--out", str(tmp_path / "one"), "--no-progress"]) == 0
+    _done_once(out, tmp_path / "one")
+    assert _record(out) == _record(tmp_path / "one")
+
+
+def test_python_resume_of_a_workers_run_refuses_changes_and_runs_inside_an_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What would change a `--workers` run is refused before anything runs, each named with the call that
+    works; the resume runs where an event loop runs already (a notebook), after a `kill -9` of the parent."""
+    import asyncio
+
+    from simulator.api.options import RayBackendOptions
+
+    suite, gate = _gated_suite(tmp_path, monkeypatch)
+    out, staging = tmp_path / "many", tmp_path / ".many.shards"
+    _stop_part_way(suite, out, "kill-9-parent")
+    gate.touch()
+    changes: list[tuple[dict[str, Any], str]] = [
+        ({"bot": lambda text: "Please book an appointment with your GP."}, "bot="),
+        ({"scenarios": [{"id": "x"}]}, "scenarios="),
+        ({"adjust": lambda suite: {}}, "adjust="),
+        ({"options": simulator.RunOptions(backend=RayBackendOptions())}, "options.backend"),
+    ]
+    for given, named in changes:
+        with pytest.raises(simulator.UserError) as caught:
+            simulator.resume(out, **given)
+        said = str(caught.value)
+        assert f"{out} is a --workers run" in said and f"leave out {named}" in said
+        assert f"simulator.resume({str(out)!r})" in said
+    assert not out.exists() and _statuses(staging) == {"interrupted"}  # refused: nothing ran
+
+    async def in_a_notebook() -> Any:
+        return simulator.resume(out)  # this thread's loop is running, as in a Jupyter cell
+
+    result = asyncio.run(in_a_notebook())
+    assert result.folder == out and not staging.exists()
+    assert main(["run", str(suite), "--out", str(tmp_path / "one"), "--no-progress"]) == 0
+    _done_once(out, tmp_path / "one")
     assert _record(out) == _record(tmp_path / "one")
 
 

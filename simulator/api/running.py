@@ -193,7 +193,9 @@ async def aresume(
     errored conversations and judgements again. `adjust` may change the suite's operational settings (rpm,
     concurrency...; engine/operational.py) and returns what it changed, recorded in the manifest. `bot`: the bot given in code when it started (a run whose
     bot was a Python object); for a matrix, a mapping of bot variant id to bot. `scenarios`: the scenarios
-    given in code when it started, the same ones (others are refused)."""
+    given in code when it started, the same ones (others are refused). A `--workers` run stopped before its
+    shards were merged finishes as `simulator run --resume` finishes it (`_resume_workers`)."""
+    from simulator.api.folders import workers_staging
     from simulator.api.plan import inline_scenarios
     from simulator.engine.matrix import resume_matrix
     from simulator.record.folder import RunFolder
@@ -203,6 +205,8 @@ async def aresume(
     path = Path(folder)
     chosen = _options(options, path, progress)
     chosen.resume, chosen.retry_errors = True, retry_errors
+    if workers_staging(path) is not None:
+        return await _resume_workers(path, chosen, {"bot": bot, "scenarios": scenarios, "adjust": adjust})
     given = inline_scenarios(scenarios) if scenarios is not None else None
     if is_matrix(path):
         from simulator.api.plan import cell_bots
@@ -224,6 +228,26 @@ async def aresume(
     # The run's own scenarios (variants included), from the files it recorded (checked by hash, never a
     # tree found from today's working directory) or given again in code, whatever the tags were.
     return await execute(Plan(suite, found, factory), chosen)
+
+
+async def _resume_workers(path: Path, options: RunOptions, given: dict[str, Any]) -> Result:
+    """Finish a `--workers` run into `path` stopped before its shards were merged, by the command line's own
+    code (engine/local_workers.py): each unfinished shard in a worker process, then the merge into `path`.
+    The workers rebuild the bot, scenarios and limits each shard recorded, so nothing given may change them."""
+    from simulator.api.folders import resume_local_workers
+
+    changing = [f"{name}=" for name, value in given.items() if value is not None]
+    if options.backend is not None:
+        changing.append("options.backend")
+    if changing:
+        raise UserError(
+            f"simulator.resume: {path} is a --workers run not yet merged: it resumes with what it began with, "
+            f"so leave out {', '.join(changing)} (simulator.resume({str(path)!r}))"
+        )
+    # In a thread: the workers fork from a thread with no event loop running (each starts its own), and
+    # this loop stays free while they run.
+    merged = await asyncio.to_thread(resume_local_workers, path, options)
+    return Result(merged.folder)  # no session of its own: the shards' sessions are merged into the record
 
 
 def resume(*folder: str | Path, **choices: Any) -> Result | Comparison:

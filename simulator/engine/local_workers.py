@@ -16,8 +16,8 @@ below twice that runs in one process, as without `--workers`.
 Until they are merged the shards live in a staging folder beside `out` (`staging_folder`), with a small
 record of the run (`workers.json`: the worker count and the suite's own limits). When the run is stopped
 (Ctrl-C, a killed parent) or a worker fails, nothing is merged and nothing is deleted, and
-`simulator run --resume OUT` (`resume_local_workers`) finishes the unfinished shards, one worker each, and
-merges them into `out` as the first attempt would have.
+`simulator run --resume OUT` or `simulator.resume(OUT)` (both call `resume_local_workers`) finishes the
+unfinished shards, one worker each, and merges them into `out` as the first attempt would have.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from simulator.config.scenario import Scenario
 from simulator.config.suite import Suite
 from simulator.engine.merge import MergeResult, merge_shards
 from simulator.engine.worker_share import worker_share
-from simulator.errors import UserError
+from simulator.errors import UserError, in_both
 from simulator.record.folder import MANIFEST, RunFolder
 from simulator.record.manifest import ShardInfo
 from simulator.record.redact import redacted_suite
@@ -72,6 +72,11 @@ def workers_staging(out: Path) -> Path | None:
     if (out / MANIFEST).exists() or not (staging / WORKERS_RECORD).is_file():
         return None
     return staging
+
+
+def _finish_words(out: Path) -> str:
+    """How to finish a stopped `--workers` run into `out`, from the command line and from Python."""
+    return in_both(f"`simulator run --resume {out}`", f"`simulator.resume({str(out)!r})`")
 
 
 def auto_workers(planned: int, cores: int | None = None) -> int:
@@ -138,8 +143,8 @@ def run_local_workers(
     staging = staging_folder(out)
     if staging.exists():
         raise UserError(
-            f"{staging} exists (an earlier --workers run into {out}): finish it with "
-            f"`simulator run --resume {out}`, or remove it"
+            f"{staging} exists (an earlier --workers run into {out}): finish it with {_finish_words(out)}; "
+            "or remove it"
         )
     staging.mkdir(parents=True)
     record = {"workers": workers, "suite": redacted_suite(suite).model_dump(mode="json")}
@@ -197,7 +202,7 @@ def _check_free(path: Path, out: Path) -> None:
     except UserError:
         raise UserError(
             f"{path} is still being written by a worker of the stopped run; wait for it to end, then "
-            f"`simulator run --resume {out}`"
+            f"{_finish_words(out)}"
         ) from None
 
 
@@ -210,7 +215,7 @@ def _check_can_fork() -> None:
 
 def _run_workers(jobs: list[tuple[Path, Suite, list[Scenario], RunOptions]], out: Path) -> None:
     """Fork one worker per (shard folder, suite, scenarios, options) and wait for all; a stop or a failure
-    names the command that finishes the run (`simulator run --resume OUT`)."""
+    names what finishes the run (`_finish_words`)."""
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
@@ -228,7 +233,7 @@ def _run_workers(jobs: list[tuple[Path, Suite, list[Scenario], RunOptions]], out
         for _, child in children:  # a Ctrl-C reaches the workers too: each saves what it finished, then ends
             child.join()
         echo(
-            f"the workers' shards are kept; finish and merge them with: simulator run --resume {out}",
+            f"the workers' shards are kept; finish and merge them with {_finish_words(out)}",
             file=sys.stderr,
         )
         raise
@@ -239,7 +244,7 @@ def _run_workers(jobs: list[tuple[Path, Suite, list[Scenario], RunOptions]], out
     if failed:
         raise UserError(
             f"{len(failed)} of {len(children)} workers failed ({', '.join(failed)}); nothing was merged or "
-            f"lost: finish the run with `simulator run --resume {out}`"
+            f"lost: finish the run with {_finish_words(out)}"
         )
 
 
@@ -252,7 +257,7 @@ def _merge(staging: Path, out: Path, suite: Suite, workers: int) -> MergeResult:
     if unfinished:
         raise UserError(
             f"{', '.join(unfinished)} did not finish (stopped, or too many errors); nothing was merged or "
-            f"lost: finish the run with `simulator run --resume {out}`"
+            f"lost: finish the run with {_finish_words(out)}"
         )
     result = merge_shards(paths, out, suite=suite)
     shutil.rmtree(staging)

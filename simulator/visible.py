@@ -9,9 +9,10 @@ transcript could show a reviewer words in another order than the bot sent them.
 
 This module is the one home of text bound for the terminal: a command's plain line (`echo`), its JSON on
 standard output (`echo_json`), its rich output (`terminal_console`), argparse's usage and errors
-(`TerminalParser`) and the collector's and the desk's log lines (`terminal_log_handler`) all pass the rule
-above. A run folder's name, a scenario id, a model name or a bot's reply in an f-string is shown, never
-obeyed. tests/test_terminal_output.py fails on a `print` or a standard stream's `write` anywhere else.
+(`TerminalParser`), the collector's and the desk's log lines (`terminal_log_handler`) and uvicorn's own lines
+in every server the package runs (`server_log_config`) all pass the rule above. A run folder's name, a
+scenario id, a model name or a bot's reply in an f-string is shown, never obeyed. tests/test_terminal_output.py
+fails on a `print` or a standard stream's `write` anywhere else, and on a uvicorn server without that config.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "echo_json",
     "html_text",
     "json_visible",
+    "server_log_config",
     "terminal_console",
     "terminal_log_handler",
     "visible",
@@ -34,7 +36,7 @@ import functools
 import html
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -94,18 +96,46 @@ class TerminalParser(argparse.ArgumentParser):
                 (file or sys.stderr).write(visible(message))
 
 
-def terminal_log_handler(stream: IO[str] | None = None) -> logging.Handler:
-    """A logging handler for the terminal (standard error by default): each formatted record shown by
-    `visible`, so a logged value (a rejected request's field, an exception's message) is shown, not obeyed."""
+def terminal_log_handler(
+    stream: IO[str] | None = None, *, levels: bool = False, clean: Callable[[str], str] | None = None
+) -> logging.Handler:
+    """A logging handler for the terminal (standard error by default): each formatted record (its traceback
+    too) shown by `visible`, so a logged value (a rejected request's field, an exception's message) is shown,
+    not obeyed. `levels`: each line starts with its level in the command line's words (`warning: `);
+    `clean`: the caller's rewrite of the line before it is shown (its secret redaction: the record's
+    redaction sits above this module)."""
     import logging
 
     class VisibleFormatter(logging.Formatter):
         def format(self, record: logging.LogRecord) -> str:
-            return visible(super().format(record))
+            text = super().format(record)
+            if levels:
+                text = f"{record.levelname.lower()}: {text}"
+            return visible(clean(text) if clean is not None else text)
 
     handler = logging.StreamHandler(stream)
     handler.setFormatter(VisibleFormatter("%(message)s"))
     return handler
+
+
+def server_log_config(clean: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """uvicorn's logging configuration (its `log_config`) for every server the package runs (the collector's
+    receiver, the review desk, the environment's MCP server): uvicorn's own lines (a refused request, an
+    application's traceback, a port already taken) and any access line go to standard error through
+    `terminal_log_handler`, with their level, in plain text (no colour, tty or not), shown by `visible` and
+    `clean`ed by the caller, instead of through uvicorn's own handlers. The level stays uvicorn's `log_level`.
+    """
+    handler = {"()": terminal_log_handler, "levels": True, "clean": clean}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,  # the package's own loggers (the collector's notices) stay
+        "handlers": {"terminal": handler},
+        "loggers": {
+            "uvicorn": {"handlers": ["terminal"], "level": "INFO", "propagate": False},
+            "uvicorn.error": {"level": "INFO", "propagate": True},  # through "uvicorn"
+            "uvicorn.access": {"handlers": ["terminal"], "level": "INFO", "propagate": False},
+        },
+    }
 
 
 def visible_markup(text: str) -> str:

@@ -117,7 +117,7 @@ def test_the_engine_ending_mid_conversation_stops_the_started_bot_and_its_childr
     if stop == signal.SIGKILL:  # the watchdog did it
         assert "the watchdog stopped its process group" in log
     else:  # the engine stopped it on its way out
-        assert "the bot process exited with code" in log and "watchdog" not in log
+        assert "the bot process was killed by SIGTERM (exit code -15)" in log and "watchdog" not in log
 
 
 async def test_a_bot_that_exits_before_it_is_ready_leaves_no_child_running(tmp_path: Path) -> None:

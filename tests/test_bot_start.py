@@ -51,7 +51,8 @@ async def test_an_http_bot_is_started_used_and_stopped_with_its_log_kept(tmp_pat
     await factory.aclose()
     log = (tmp_path / "bot.log").read_text()
     assert "starting:" in log and "-m examples.http_triage_bot" in log
-    assert "the bot process exited with code" in log  # stopped, and the stop is in the log
+    # Stopped by the engine, and the stop is in the log.
+    assert "--- the bot process was killed by SIGTERM (exit code -15)" in log
     assert factory.process.exit_code() is None  # nothing left running (the process is forgotten)
 
 
@@ -75,7 +76,7 @@ async def test_a_bot_that_never_gets_ready_is_stopped_and_named(tmp_path: Path) 
     with pytest.raises(UserError, match=r"was not ready within 0\.5 s \(port \d+ did not answer") as caught:
         await process.start(tmp_path)
     assert "warming up" in str(caught.value)
-    assert "the bot process exited with code -15" in (tmp_path / "bot.log").read_text()  # SIGTERM ended it
+    assert "the bot process was killed by SIGTERM (exit code -15)" in (tmp_path / "bot.log").read_text()
 
 
 async def test_a_bot_ignoring_sigterm_is_killed_after_stop_timeout(tmp_path: Path) -> None:
@@ -84,7 +85,7 @@ async def test_a_bot_ignoring_sigterm_is_killed_after_stop_timeout(tmp_path: Pat
     )
     await process.start(tmp_path)
     await process.stop()
-    assert "the bot process exited with code -9" in (tmp_path / "bot.log").read_text()
+    assert "the bot process was killed by SIGKILL (exit code -9)" in (tmp_path / "bot.log").read_text()
 
 
 async def test_the_bots_output_is_kept_with_secrets_redacted(

@@ -1,6 +1,7 @@
 """Every way the package writes to the terminal passes simulator/visible.py, the one home of terminal text:
 a `print`, a write to a standard stream, a rich console, an argparse parser or a logging handler anywhere
-else could carry a run's, a file's or a bot's control characters to the user's terminal raw.
+else could carry a run's, a file's or a bot's control characters to the user's terminal raw, and so could a
+uvicorn server left with its own logging handlers.
 
 Read from the source (an AST walk, as tests/test_layers.py reads imports), so a new raw `print` fails here
 before any hostile input has to find it.
@@ -32,6 +33,10 @@ WRITERS = {
     "traceback.print_exc": "echo(traceback.format_exc())",
     "traceback.print_exception": "echo(traceback.format_exception(...))",
 }
+
+# uvicorn configures its own logging handlers (coloured, straight to the terminal) unless it is given ours.
+SERVERS = {"uvicorn.run", "uvicorn.Config", "uvicorn.config.Config"}
+LOG_CONFIG = "server_log_config"
 
 # Writes proven constant or machine-readable, by module and function, with the reason. Each must exist.
 ALLOWED: dict[tuple[str, str], str] = {
@@ -84,6 +89,8 @@ def _raw_writes(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
                 yield node, f"{ast.unparse(parents[node])}: write through simulator.visible.echo"
         elif isinstance(node, ast.Call) and ast.unparse(node.func) in WRITERS:
             yield node, f"{ast.unparse(node.func)}: use simulator.visible.{WRITERS[ast.unparse(node.func)]}"
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) in SERVERS and not _logs_visibly(node):
+            yield node, f"{ast.unparse(node.func)}: pass log_config=simulator.visible.{LOG_CONFIG}(...)"
         elif (
             isinstance(node, ast.ImportFrom)
             and node.module == "rich"
@@ -92,6 +99,16 @@ def _raw_writes(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
             yield node, "rich's print: use simulator.visible.terminal_console"
         elif isinstance(node, ast.Call) and ast.unparse(node.func) == "os.write" and _to_a_stream(node):
             yield node, "os.write to a standard stream: use simulator.visible.echo"
+
+
+def _logs_visibly(call: ast.Call) -> bool:
+    """A uvicorn server given the home's logging configuration (`log_config=server_log_config(...)`)."""
+    return any(
+        keyword.arg == "log_config"
+        and isinstance(keyword.value, ast.Call)
+        and ast.unparse(keyword.value.func).endswith(LOG_CONFIG)
+        for keyword in call.keywords
+    )
 
 
 def _to_a_stream(call: ast.Call) -> bool:
@@ -128,6 +145,8 @@ def test_the_walk_finds_each_kind_of_raw_write() -> None:
         "print('x')\nsys.stdout.write('x')\nsys.stderr.buffer.write(b'x')\nw = sys.stdout\n"
         "argparse.ArgumentParser()\nlogging.StreamHandler()\nConsole()\nos.write(1, b'x')\nf = print\n"
         "echo('ok', file=sys.stderr)\nsys.stdout.flush()\nsys.stdout.fileno()\n"
+        "uvicorn.run(app)\nuvicorn.Config(app, log_level='warning')\nuvicorn.Config(app, log_config=None)\n"
+        "uvicorn.Config(app, log_config=server_log_config(clean=redact))\nuvicorn.run(app, log_config=server_log_config())\n"
     )
     lines = sorted(getattr(node, "lineno", 0) for node, _ in _raw_writes(ast.parse(source)))
-    assert lines == [2, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    assert lines == [2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 18]

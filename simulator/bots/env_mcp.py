@@ -19,6 +19,8 @@ from typing import Any
 
 from simulator.bots.environment import Environment
 from simulator.errors import UserError
+from simulator.record.redact import redact
+from simulator.visible import server_log_config
 
 
 def _imports() -> Any:
@@ -112,7 +114,18 @@ class EnvironmentMCPServer:
                 return
             await manager.handle_request(scope, receive, send)
 
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off", log_level="warning")
+        return await self._serve(uvicorn, app, manager)
+
+    async def _serve(self, uvicorn: Any, app: Any, manager: Any) -> str:
+        """Serve `app` on a free loopback port until aclose; its base URL once it listens."""
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=0,
+            lifespan="off",
+            log_level="warning",
+            log_config=server_log_config(clean=redact),  # its lines through visible.py, secrets redacted
+        )
         self._server = uvicorn.Server(config)
         ready = asyncio.get_running_loop().create_future()
 

@@ -15,7 +15,15 @@ bot's URLs, the command, its env and the readiness check.
 
 from __future__ import annotations
 
-__all__ = ["BotProcess", "StartOnce", "death_of", "fill", "free_port", "placeholder_values"]
+__all__ = [
+    "BotProcess",
+    "StartOnce",
+    "death_of",
+    "fill",
+    "free_port",
+    "placeholder_values",
+    "while_alive",
+]
 
 import asyncio
 import contextlib
@@ -31,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -50,6 +59,7 @@ _COPY_GRACE_S = 2.0
 # A call fails the moment the bot's socket closes, a little before its exit is reaped: this long, at most, is
 # waited for the exit (and the last of its output) before the failure is said.
 DEATH_GRACE_S = 0.5
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -112,6 +122,25 @@ async def death_of(process: BotProcess | None, grace_s: float = DEATH_GRACE_S) -
     exit and the end of its log); None for a bot the suite did not start, or one that still runs. `grace_s`
     0: only an exit already known (a turn that ended as usual, checked at no cost)."""
     return None if process is None else await process.death(grace_s)
+
+
+async def while_alive(process: BotProcess | None, awaitable: Awaitable[T], seconds: float) -> T:
+    """`awaitable` within `seconds`, else TimeoutError; for a bot the suite started, the TimeoutError comes
+    as soon as its process exits (the caller asks `death_of` why), so a dead bot is not waited for."""
+    running = None if process is None else process._process
+    if running is None or running.returncode is not None:
+        return await within(awaitable, seconds)
+    task = asyncio.ensure_future(awaitable)
+    exited = asyncio.ensure_future(running.wait())
+    try:
+        await asyncio.wait({task, exited}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        exited.cancel()
+        if not task.done():
+            task.cancel()  # a queue's get() cancelled leaves its item in the queue
+    if task.done():
+        return task.result()
+    raise TimeoutError
 
 
 def _tail(path: Path) -> str:
@@ -180,7 +209,8 @@ class BotProcess:
 
     async def death(self, grace_s: float = DEATH_GRACE_S) -> str | None:
         """`death_note` once the exit is known: a failed call waits up to `grace_s` for the process to be
-        reaped and for the rest of its output (a traceback) to reach the log; None if it still runs."""
+        reaped; once it has exited, the rest of its output (a traceback) is waited for, up to DEATH_GRACE_S,
+        so the note's log tail is whole; None if it still runs."""
         process = self._process
         if process is None:
             return None
@@ -189,7 +219,7 @@ class BotProcess:
                 await within(process.wait(), grace_s)
         if process.returncode is not None and self._copier is not None:
             with contextlib.suppress(TimeoutError):
-                await within(asyncio.shield(self._copier), grace_s)
+                await within(asyncio.shield(self._copier), DEATH_GRACE_S)
         return self.death_note()
 
     def recent_log(self, lines: int = 8) -> str | None:
@@ -273,7 +303,7 @@ class BotProcess:
             code = self.exit_code()
             if code is not None:
                 await self.stop()  # its children too (one may hold its output open); then the log is whole
-                raise UserError(self._not_ready(f"exited with code {code} before it was ready"))
+                raise UserError(self._not_ready(f"{_exit_words(code)} before it was ready"))
             if await self._ready():
                 return
             if time.monotonic() > deadline:
@@ -324,9 +354,9 @@ class BotProcess:
             if self._group_alive():
                 self._signal(signal.SIGKILL)
         await self._stop_marked()
-        await process.wait()
+        code = await process.wait()
         await self._finish_copy()
-        self._log(f"--- the bot process exited with code {process.returncode}")
+        self._log(f"--- the bot process {_exit_words(code)}")
         self._process = None
 
     async def _finish_copy(self) -> None:

@@ -24,6 +24,8 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from simulator.collect.limits import MAX_CONNECTIONS, READ_TIMEOUT_S
+from simulator.record.redact import redact
+from simulator.visible import server_log_config
 
 _TIMED_OUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n"
@@ -93,5 +95,6 @@ def server_config(
         http=protocol,
         ws="none",
         log_level="warning",
+        log_config=server_log_config(clean=redact),  # its lines through visible.py, secrets redacted
         limit_concurrency=max_connections,
     )

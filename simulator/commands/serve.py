@@ -11,7 +11,7 @@ from pathlib import Path
 
 from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
-from simulator.visible import echo, terminal_log_handler
+from simulator.visible import echo, server_log_config, terminal_log_handler
 
 TOKEN_ENV = "SIMULATOR_DESK_TOKEN"
 
@@ -109,5 +109,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     echo(f"review desk on {address}  (runs {config.runs_dir}, Ctrl-C to stop)", flush=True)
     # The desk's warnings (a talk that failed to end, with its exception) quote data: shown, never obeyed.
     logging.getLogger("simulator.serve").addHandler(terminal_log_handler())
-    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning")
+    from simulator.record.redact import redact
+
+    uvicorn.run(
+        create_app(config),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        log_config=server_log_config(clean=redact),  # its lines through visible.py, secrets redacted
+    )
     return 0

@@ -32,7 +32,7 @@ import aiohttp
 
 from simulator.bots.base import BotError, BotReply
 from simulator.bots.bounded_read import read_bounded_aiohttp
-from simulator.bots.service import BotProcess, StartOnce, death_of, fill, placeholder_values
+from simulator.bots.service import BotProcess, StartOnce, death_of, fill, placeholder_values, while_alive
 from simulator.bots.turn_limits import over_limit
 from simulator.bots.whatsapp.events import (
     SIGNATURE_HEADER,
@@ -48,7 +48,6 @@ from simulator.bots.whatsapp.events import (
 from simulator.bots.whatsapp.graph import GraphApi, Inbox, Outbound
 from simulator.config.bots.whatsapp import WhatsAppBotConfig
 from simulator.errors import UserError
-from simulator.eventloop import within
 from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.providers._http import connection_refused
 from simulator.record.parts import MediaPart, Option, OptionsPart, Part, PickPart, TextPart
@@ -489,7 +488,8 @@ class WhatsAppSession:
                 now = time.perf_counter()
                 wait = self._wait_s(start, messages[-1].at if messages else None, typing_at, now)
                 try:
-                    item = await within(queue.get(), max(0.0, wait))
+                    # A bot the suite started that dies is not waited for: its death is said at once.
+                    item = await while_alive(self._factory.process, queue.get(), max(0.0, wait))
                 except TimeoutError:
                     if messages:
                         if typing_at is not None:

@@ -265,6 +265,7 @@ def _resume_changes(args: argparse.Namespace, suite: Suite) -> dict[str, list[An
     to `suite`; anything that would change results is refused."""
     from simulator.api.folders import adopt_operational, apply_rate_overrides
     from simulator.config.suite import load_suite
+    from simulator.record.folder import RunFolder
 
     given = [flag for flag, value in _RESULT_FLAGS.items() if getattr(args, value)]
     if given:
@@ -274,7 +275,8 @@ def _resume_changes(args: argparse.Namespace, suite: Suite) -> dict[str, list[An
         )
     changed: dict[str, list[Any]] = {}
     if args.suite is not None:
-        changed.update(adopt_operational(suite, load_suite(args.suite), str(args.suite)))
+        recorded = RunFolder.open(args.resume).read_manifest().setting_files
+        changed.update(adopt_operational(suite, load_suite(args.suite), str(args.suite), recorded))
     if args.concurrency is not None and args.concurrency != suite.concurrency:
         changed["concurrency"] = [suite.concurrency, args.concurrency]
         suite.concurrency = args.concurrency

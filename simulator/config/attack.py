@@ -13,11 +13,12 @@ __all__ = ["RedTeamConfig", "Strategy"]
 
 import re
 from functools import cached_property
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
 from simulator.config.assertions import compile_pattern
+from simulator.config.named_files import NamesFile
 from simulator.models import StrictModel, empty_dict, empty_list
 
 # OWASP Top 10 for LLM Applications (2025): the entry a strategy exercises.
@@ -119,7 +120,7 @@ class Strategy(StrictModel):
 class RedTeamConfig(StrictModel):
     """The suite's `redteam:` section."""
 
-    pack: str  # the strategies file, relative to the suite
+    pack: Annotated[str, NamesFile()]  # the strategies file, relative to the suite
     # Only these strategies (by id); empty: every strategy of the pack.
     strategies: list[str] = Field(default_factory=empty_list)
     # Only scenarios with any of these tags are attacked (empty: every scenario the suite runs).
@@ -127,6 +128,6 @@ class RedTeamConfig(StrictModel):
     # Also run each attacked scenario straight (the refused-or-not comparison's reference).
     include_base: bool = True
     # The bot's own instructions, for the leak check (a chat bot's system prompt is read by itself).
-    instructions_file: str | None = None
+    instructions_file: Annotated[str | None, NamesFile()] = None
     # The clinical groups the report gives success rates for (scenario tags, e.g. cardiac, stroke, sepsis).
     groups: list[str] = Field(default_factory=empty_list)

@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import importlib.util
 import json
+import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,15 +85,20 @@ def git_describe(folder: Path) -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
+def _in_folder(arg: str, cwd: Path) -> str:
+    """A command's file argument as the identity names it: an absolute path is written relative to the bot's
+    folder (`/home/a/suite/bot.py` started in /home/a/suite is `bot.py`), so two checkouts of one bot, or
+    two spellings of one file, are one identity; a relative one stays as written."""
+    return os.path.relpath(arg, cwd.absolute()) if Path(arg).is_absolute() else arg
+
+
 def started_parts(command: Sequence[str], cwd: Path) -> dict[str, str]:
     """A started bot: its command's hash, the hash of each file the command names, its folder's git describe."""
-    parts = {
-        "start command sha256": "sha256:" + hashlib.sha256(json.dumps(list(command)).encode()).hexdigest()
-    }
-    for arg in command:
-        path = cwd / arg
-        if "{" not in arg and path.is_file():
-            parts[f"sha256 of {arg}"] = _tree_hash(path)
+    files = {arg: _in_folder(arg, cwd) for arg in command if "{" not in arg and (cwd / arg).is_file()}
+    shown = [files.get(arg, arg) for arg in command]
+    parts = {"start command sha256": "sha256:" + hashlib.sha256(json.dumps(shown).encode()).hexdigest()}
+    for arg, name in files.items():
+        parts[f"sha256 of {name}"] = _tree_hash(cwd / arg)
     described = git_describe(cwd)
     if described:
         parts[f"git describe of {cwd.name or cwd}"] = described

@@ -29,6 +29,7 @@ from simulator.config.bot_kinds import ENVIRONMENT, AnyBot, kinds_with
 from simulator.config.claims import unknown_claim_tools
 from simulator.config.environment import EnvironmentSpec, check_environment_functions
 from simulator.config.matrix import MatrixConfig, expand_matrix
+from simulator.config.named_files import NamesFile, NamesFolder
 from simulator.config.outcome_source import (
     SOURCE_SCHEMA,
     SOURCES,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
 
 class ScenarioSelection(_Strict):
-    paths: list[str] = Field(default_factory=lambda: ["."])
+    paths: Annotated[list[str], NamesFolder()] = Field(default_factory=lambda: ["."])
     tags: list[str] = Field(default_factory=empty_list)
     # Run scenarios marked `draft: true` too (they are refused otherwise).
     include_drafts: bool = False
@@ -90,10 +91,10 @@ class UserConfig(_Strict):
     max_tokens: MaxTokens = 300
     max_character_breaks: int = Field(default=3, ge=0)
     # The offline user's domain words (synonyms, outcome phrases): a YAML file relative to the suite.
-    vocabulary: str | None = None
+    vocabulary: Annotated[str | None, NamesFile()] = None
     # The persona styles factor levels name (persona text, tags, the offline user's lines): a YAML style
     # catalogue relative to the suite (simulator/config/styles.py); default: a few domain-free styles.
-    styles: str | None = None
+    styles: Annotated[str | None, NamesFile()] = None
     fidelity: FidelityConfig = Field(default_factory=FidelityConfig)
 
     @field_validator("models")
@@ -127,7 +128,7 @@ JuryRule = Literal["majority", "any_fail", "unanimous_pass"]
 
 
 class JudgesConfig(_Strict):
-    paths: list[str] = Field(default_factory=empty_list)
+    paths: Annotated[list[str], NamesFolder()] = Field(default_factory=empty_list)
     model: str | None = None
     # A jury: several judge models judge every item; `aggregate` combines them (`model` is then unused).
     models: list[str] = Field(default_factory=empty_list)

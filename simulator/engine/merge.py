@@ -3,6 +3,8 @@
 The shards must be one experiment: one plan (scenarios, their file hashes, repeats), one judge set, and the
 same bot, seed, models, prompts, measured settings and simulator version (`_experiment_problems`); and they
 must hold every item of the plan exactly once. Anything else is a clear error that names the difference.
+A setting that names a file (`user.vocabulary`) is compared by the file's content hash each shard recorded,
+so two checkouts of one suite (`/home/a/suite/...`, `/tmp/ci/suite/...`) merge.
 What may differ is what a resume may change (engine/operational.py: budgets, connections, timeouts) and
 what says where and when a shard ran (times, sessions, the suite file's path and bytes, the host). The shards are read,
 never changed; the merged folder is new, so reports, compare and re-judging work on it unchanged.
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.config.suite import Suite
-from simulator.engine.operational import measured_differences
+from simulator.engine.operational import content_note, measured_differences
 from simulator.engine.worker_share import LIMITS
 from simulator.errors import Problem, UserError
 from simulator.record.counting import verdict_counts
@@ -94,14 +96,16 @@ def _experiment_problems(
         mine["simulator commit"], theirs["simulator commit"] = manifest.git_commit, first[1].git_commit
     differences = []
     if manifest.suite is not None and first[1].suite is not None:
-        differences += measured_differences(manifest.suite, first[1].suite)
+        differences += measured_differences(
+            manifest.suite, manifest.setting_files, first[1].suite, first[1].setting_files
+        )
     differences += [(k, mine.get(k), theirs.get(k)) for k in sorted(mine.keys() | theirs.keys())]
     shard = f" (--shard {manifest.shard.index}/{manifest.shard.count})" if manifest.shard else ""
     fix = f"re-run this shard{shard} with the suite, flags and simulator version {first[0].path} ran with"
     problems: dict[tuple[str, str], Problem] = {}  # a bot's factory is a setting and its identity: said once
     for what, here, there in differences:
         if here != there:
-            text = f"{here!r} here, {there!r} in {first[0].path}; {fix}"
+            text = f"{here!r} here, {there!r} in {first[0].path}{content_note(here, there)}; {fix}"
             problems.setdefault((repr(here), repr(there)), Problem(str(folder.path), text, field=what))
     return list(problems.values())
 

@@ -4,18 +4,33 @@
 limits, timeouts or retry budgets (the fix for a run that met a provider's rate limit), while a change
 to anything that shapes a result (models, prompts, scenarios, judges, a provider's base_url) is refused:
 it would mix two runs' results in one folder. Each change is recorded in the manifest's session.
+
+A setting that names a file (config/named_files.py) is compared by the file's content hash, recorded with
+the run, not by how its path is spelled: a suite file from another checkout of the same suite
+(`/tmp/ci/suite/vocab.yaml` for `/home/a/suite/vocab.yaml`) resumes, and the same path to an edited file
+is refused. A setting naming folders of scenarios or criteria is never compared as text: a resume reads its
+own recorded scenario files and judges with its own suite, and `merge` compares plan and judge set hashes.
 """
 
 from __future__ import annotations
 
-__all__ = ["adopt_operational", "apply_rate_overrides", "carry_bot_operational", "measured_differences"]
+__all__ = [
+    "adopt_operational",
+    "apply_rate_overrides",
+    "carry_bot_operational",
+    "content_note",
+    "measured_differences",
+]
 
 from typing import Any
 
 from simulator.config.bot_kinds import BotConfig
+from simulator.config.named_files import SettingLoc, dotted, named_files, named_folders
 from simulator.config.providers import ProviderSettings
 from simulator.config.suite import Suite
 from simulator.errors import UserError
+from simulator.record.hashing import short_hash
+from simulator.record.recorded import setting_file_hashes
 from simulator.record.redact import redacted_suite
 
 # Provider settings that change how fast or how patiently calls are made, never what they answer.
@@ -58,26 +73,96 @@ def _operational(path: str, bot: BotConfig) -> bool:
     return parts[0] == "bot" and len(parts) == 2 and parts[1] in bot.operational
 
 
-def _dump(suite: Suite, providers: set[str]) -> dict[str, Any]:
+class NamedFile:
+    """A setting's value that names a file (config/named_files.py), as two runs compare it: by the file's
+    content hash when both know one, else (a run made before they were recorded, a path that reaches no file)
+    by its text."""
+
+    def __init__(self, text: str, sha256: str | None, recorded: bool) -> None:
+        self.text, self.sha256, self.recorded = text, sha256, recorded
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NamedFile) and self.sha256 and other.sha256:
+            return self.sha256 == other.sha256
+        return self.text == (other.text if isinstance(other, NamedFile) else other)
+
+    def __repr__(self) -> str:
+        content = f"content sha256:{short_hash(self.sha256)}" if self.sha256 else "content not recorded"
+        return f"{self.text!r} ({content})"
+
+
+def content_note(one: Any, other: Any) -> str:
+    """Why two values of a setting that names files differ, for the end of the line that names them: the
+    same path with other content, or a run that recorded no content (its paths compared as written)."""
+    mine, theirs = _named(one), _named(other)
+    if any(not v.recorded for v in mine + theirs):
+        return (
+            " (a run made before simulator recorded the content of the files a setting names: its paths are "
+            "compared as written, so spell them as that run did)"
+        )
+    if any(a.text == b.text and a != b for a, b in zip(mine, theirs, strict=False)):
+        return " (the same path names a file of other content: one of them was edited)"
+    return ""
+
+
+def _named(value: Any) -> list[NamedFile]:
+    """The files a setting's value names: itself, or a list's items (a command's arguments)."""
+    return [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, NamedFile)]
+
+
+# The content hashes of the files a suite's settings name, by setting (record/recorded.py); None: a run made
+# before they were recorded.
+FileHashes = dict[str, str] | None
+
+
+def _at(data: Any, loc: SettingLoc) -> tuple[Any, str | int] | None:
+    """The container holding the value at `loc` in a suite's dump, and its key there; None when absent."""
+    for key in loc[:-1]:
+        try:
+            data = data[key]
+        except (KeyError, IndexError, TypeError):
+            return None
+    last = loc[-1]
+    holds = isinstance(data, dict) and last in data
+    holds = holds or (isinstance(data, list) and isinstance(last, int) and last < len(data))
+    return (data, last) if holds else None
+
+
+def _dump(suite: Suite, providers: set[str], files: FileHashes) -> dict[str, Any]:
     data = suite.model_dump(mode="json")
     data["providers"] = {
         name: suite.providers.get(name, ProviderSettings()).model_dump(mode="json") for name in providers
     }
+    for loc, text, _ in named_files(suite, suite.base_dir):
+        found = _at(data, loc)
+        if found is not None:
+            sha256 = (files or {}).get(dotted(loc))
+            found[0][found[1]] = NamedFile(text, sha256, recorded=files is not None)
+    for loc in named_folders(suite):  # what they hold is compared by its own hashes (scenarios, criteria)
+        found = _at(data, loc)
+        if found is not None:
+            found[0][found[1]] = None
     return _flat(data)
 
 
-def adopt_operational(recorded: Suite, new: Suite, where: str) -> dict[str, list[Any]]:
+def adopt_operational(
+    recorded: Suite, new: Suite, where: str, recorded_files: FileHashes
+) -> dict[str, list[Any]]:
     """Take `new`'s operational settings into `recorded` (in place); {path: [old, new]} of what changed.
+    `recorded_files`: the run's manifest's `setting_files` (a setting that names a file is compared by content).
 
     Raises UserError naming every other difference: those would change results."""
+    new_files = setting_file_hashes(new)
     new = redacted_suite(new)
     new.user.model = recorded.user.model if new.user.model == "auto" else new.user.model
-    differences = _differences(recorded, new)
+    differences = _differences(recorded, recorded_files, new, new_files)
     changed = {
         path: [before, after] for path, before, after in differences if _operational(path, recorded.bot)
     }
     refused = [
-        f"{path}: {before!r} -> {after!r}" for path, before, after in differences if path not in changed
+        f"{path}: {before!r} -> {after!r}{content_note(before, after)}"
+        for path, before, after in differences
+        if path not in changed
     ]
     if refused:
         shown = "; ".join(refused[:6]) + (f"; and {len(refused) - 6} more" if len(refused) > 6 else "")
@@ -90,18 +175,24 @@ def adopt_operational(recorded: Suite, new: Suite, where: str) -> dict[str, list
     return changed
 
 
-def _differences(one: Suite, other: Suite) -> list[tuple[str, Any, Any]]:
-    """(setting path, one's value, other's value) for every setting the two suites set differently."""
+def _differences(
+    one: Suite, one_files: FileHashes, other: Suite, other_files: FileHashes
+) -> list[tuple[str, Any, Any]]:
+    """(setting path, one's value, other's value) for every setting the two suites set differently; a setting
+    that names a file is compared by the content hash each side recorded (`*_files`), never by its spelling."""
     providers = set(one.providers) | set(other.providers)
-    one_flat, other_flat = _dump(one, providers), _dump(other, providers)
+    one_flat, other_flat = _dump(one, providers, one_files), _dump(other, providers, other_files)
     paths = sorted(set(one_flat) | set(other_flat))
     return [(p, one_flat.get(p), other_flat.get(p)) for p in paths if one_flat.get(p) != other_flat.get(p)]
 
 
-def measured_differences(one: Suite, other: Suite) -> list[tuple[str, Any, Any]]:
+def measured_differences(
+    one: Suite, one_files: FileHashes, other: Suite, other_files: FileHashes
+) -> list[tuple[str, Any, Any]]:
     """The settings that shape results (everything but the operational ones) the two suites set differently:
     two runs that differ here are two experiments (a resume refuses them, `merge` too)."""
-    return [d for d in _differences(one, other) if not _operational(d[0], one.bot)]
+    differences = _differences(one, one_files, other, other_files)
+    return [d for d in differences if not _operational(d[0], one.bot)]
 
 
 def carry_bot_operational(recorded: BotConfig, new: BotConfig) -> None:

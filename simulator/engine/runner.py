@@ -50,7 +50,7 @@ from simulator.record.folder import RunFolder, git_commit, new_run_id, simulator
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
 from simulator.record.models import ConversationRecord
-from simulator.record.recorded import code_scenario_hash
+from simulator.record.recorded import code_scenario_hash, setting_file_hashes
 from simulator.record.redact import redacted_suite, register_secrets, suite_secrets
 from simulator.record.selection import (
     fidelity_items,
@@ -104,6 +104,7 @@ def new_manifest(
         suite_file=str(suite.file.resolve()) if suite.file else None,
         suite_hash=sha256_file(suite.file) if suite.file else None,
         suite=redacted_suite(suite),
+        setting_files=setting_file_hashes(suite),
         models=RoleModels(user=user_model, bot=suite.bot.describe(), judge=suite.judges.model),
         # `expected` and `tags` too: reports must not depend on files that may change after the run.
         scenarios=[

@@ -233,6 +233,10 @@ class Manifest(_Record):
     suite_hash: str | None = None
     # The suite as run, with literal secrets redacted (`${VAR}` templates kept) and flags applied.
     suite: Suite | None = None
+    # The content hash of each file the suite's settings name, by setting ({"user.vocabulary": "sha256:..."}),
+    # as the run read it: runs are compared on these, not on how the paths are spelled. None: a run made
+    # before they were recorded, whose paths are compared as written (config/named_files.py).
+    setting_files: dict[str, str] | None = None
     models: RoleModels
     prompts: dict[str, PromptEntry] = Field(default_factory=empty_dict)
     scenarios: list[ScenarioEntry] = Field(default_factory=empty_list)

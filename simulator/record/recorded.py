@@ -3,18 +3,22 @@
 `run --resume` and `judge` read scenario files (and the suite file's folder) again. They must read the very
 files the run was made from: resolved against the absolute paths the manifest recorded, never against today's
 working directory, and refused (naming the file) when a file moved or its content changed, so that a resume
-started from another folder never loads a different tree of scenarios.
+started from another folder never loads a different tree of scenarios. The files the suite's settings name
+(`user.vocabulary`, a chat bot's `system_prompt_file`: config/named_files.py) are recorded by content hash
+too, so a resume reads them as they were, and two runs are compared on their content, not their paths.
 """
 
 from __future__ import annotations
 
-__all__ = ["code_scenario_hash", "recorded_scenarios", "resumed_scenarios"]
+__all__ = ["code_scenario_hash", "recorded_scenarios", "resumed_scenarios", "setting_file_hashes"]
 
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from simulator.config.named_files import dotted, named_files
 from simulator.errors import Problem, UserError
 from simulator.record.hashing import sha256_file, sha256_text
 
@@ -32,8 +36,20 @@ def recorded_path(recorded: str) -> Path:
     return Path(recorded)
 
 
-def _check_one(path: str, digest: str | None, what: str) -> Problem | None:
-    file = recorded_path(path)
+def setting_file_hashes(suite: Suite) -> dict[str, str]:
+    """The content hash of every file the suite's settings name, by setting (`{"user.vocabulary":
+    "sha256:..."}`): what a run records, and what a resume's suite file is compared by. A file that cannot
+    be read has none (its setting is compared as written; reading it is refused where it is read)."""
+    hashes = {}
+    for loc, _, path in named_files(suite, suite.base_dir):
+        with contextlib.suppress(OSError, UserError):
+            if path.is_file():
+                hashes[dotted(loc)] = sha256_file(path)
+    return hashes
+
+
+def _check_one(path: str, digest: str | None, what: str, file: Path | None = None) -> Problem | None:
+    file = file or recorded_path(path)
     if not file.is_file():
         return Problem(path, f"the {what} of this run is no longer here (moved or deleted); {_FIX}")
     if digest and sha256_file(file) != digest:
@@ -41,13 +57,29 @@ def _check_one(path: str, digest: str | None, what: str) -> Problem | None:
     return None
 
 
-def check_recorded_files(manifest: Manifest, folder: Path, *, suite_file: bool = True) -> None:
-    """Raise one UserError naming every recorded file (suite, scenarios) that moved or changed. `judge`
-    leaves the suite file out: it judges with the manifest's suite and may be given another (`--suite`)."""
+def _setting_problems(manifest: Manifest, suite: Suite) -> list[Problem]:
+    """The files the run's settings name (as the rebuilt suite reaches them) that moved or changed."""
+    recorded = manifest.setting_files or {}  # a run made before they were recorded: nothing to check
+    problems = []
+    for loc, _, path in named_files(suite, suite.base_dir):
+        digest = recorded.get(dotted(loc))
+        found = _check_one(str(path), digest, f"{dotted(loc)} file", path) if digest else None
+        problems += [found] if found else []
+    return problems
+
+
+def check_recorded_files(
+    manifest: Manifest, folder: Path, *, suite_file: bool = True, suite: Suite | None = None
+) -> None:
+    """Raise one UserError naming every recorded file (suite, scenarios, the files `suite`'s settings name)
+    that moved or changed. `judge` leaves the suite file and its settings' files out: it judges with the
+    manifest's suite and may be given another (`--suite`)."""
     problems: list[Problem] = []
     if suite_file and manifest.suite_file:
         found = _check_one(manifest.suite_file, manifest.suite_hash, "suite file")
         problems += [found] if found else []
+    if suite_file and suite is not None:
+        problems += _setting_problems(manifest, suite)
     seen: set[str] = set()
     for entry in manifest.scenarios:
         if entry.file and entry.file not in seen:
@@ -66,7 +98,7 @@ def recorded_scenarios(
     held-out marks); every recorded scenario must be found."""
     from simulator.config.loading import load_scenarios
 
-    check_recorded_files(manifest, folder, suite_file=suite_file)
+    check_recorded_files(manifest, folder, suite_file=suite_file, suite=suite)
     files = [recorded_path(f) for f in sorted({entry.file for entry in manifest.scenarios if entry.file})]
     wanted = {entry.id for entry in manifest.scenarios if entry.file}
     if not files:

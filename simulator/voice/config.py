@@ -22,6 +22,7 @@ from simulator.config.bot_kinds import (
     turn_timeout,
 )
 from simulator.config.bots import BotStart
+from simulator.config.named_files import NamesFile
 from simulator.config.secrets import SecretURL
 from simulator.config.yamlfile import read_text_file
 from simulator.errors import UserError
@@ -57,7 +58,7 @@ class TranscriberConfig(StrictModel):
     questions and advice, numbers written as words)."""
 
     engine: Literal["pocketsphinx"] = "pocketsphinx"
-    phrases: str | None = None
+    phrases: Annotated[str | None, NamesFile()] = None
 
 
 class VoiceLimits(StrictModel):

@@ -33,6 +33,7 @@ from simulator.config.bot_kinds import (
     register_bot_kind,
     turn_timeout,
 )
+from simulator.config.named_files import NamesFile, NamesFolder
 from simulator.config.providers import MaxTokens, Temperature
 from simulator.config.secrets import SecretTemplate, SecretURL, SecretVariables
 from simulator.config.wire import HTTP_HEADERS, check_url
@@ -126,10 +127,10 @@ class BotStart(StrictModel):
     Graph API) filled in; `env` values may use ${VAR} and the same placeholders. Its output goes to the run
     folder's `bot.log`; it gets SIGTERM, then SIGKILL after `stop_timeout_s`, when the run ends."""
 
-    command: list[str] = Field(min_length=1)
+    command: Annotated[list[str], NamesFile(within="cwd")] = Field(min_length=1)
     ready: ReadyCheck | None = None  # default: the bot's own URL's port accepts connections
     env: Annotated[dict[str, str], SecretVariables] = Field(default_factory=empty_dict)
-    cwd: str | None = None  # relative to the suite file; default the suite's folder
+    cwd: Annotated[str | None, NamesFolder()] = None  # relative to the suite file; default the suite's folder
     stop_timeout_s: float = Field(default=5.0, gt=0)
 
     def identity_parts(self, base_dir: Path) -> dict[str, str]:
@@ -174,7 +175,7 @@ class ChatBotConfig(BotConfig):
     type: Literal["chat"] = "chat"
     model: str = Field(pattern=r"^[\w.-]+:.+$")
     system_prompt: str | None = None
-    system_prompt_file: str | None = None
+    system_prompt_file: Annotated[str | None, NamesFile()] = None
     temperature: Temperature = None
     max_tokens: MaxTokens = 400
     decision_tool: DecisionTool | None = None

@@ -164,9 +164,12 @@ def test_back_pressure_answers_503_when_the_open_spans_are_at_their_limit(tmp_pa
 
 
 def test_a_token_is_needed_when_one_is_set(tmp_path: Path) -> None:
-    from simulator.commands.collect import _token
+    from simulator.commands.collect import TOKEN_ENV
+    from simulator.record.redact import forget_secrets
+    from simulator.serve.config import access_token
 
-    assert _token("127.0.0.1") is None and _token("0.0.0.0")  # a non-loopback bind always has one
+    assert access_token("127.0.0.1", TOKEN_ENV) is None and access_token("0.0.0.0", TOKEN_ENV)  # always one
+    forget_secrets()  # the token made above (tests/test_access_tokens.py: it is redacted)
     c = collector(tmp_path / "live")
     with receiver(c, token="s3cret-token") as url:
         without = _post(url, b'{"resourceSpans": []}')

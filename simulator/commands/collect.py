@@ -6,7 +6,6 @@ __all__ = ["register"]
 
 import argparse
 import os
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -169,14 +168,6 @@ def _drift_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
     drift.set_defaults(handler=cmd_drift)
 
 
-def _token(host: str) -> str | None:
-    from simulator.serve.config import LOCAL_HOSTS
-
-    if host in LOCAL_HOSTS:
-        return None
-    return os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
-
-
 def _restart_hint(args: argparse.Namespace) -> str:
     """What goes on after a stopped collector: a start with the same folder (collect has no --resume)."""
     return f"go on by starting it again: simulator collect --out {args.out}"
@@ -194,7 +185,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
             f"collect needs the serve and otel extras ({exc.name} is missing): pip install 'simulator[serve,otel]'"
         ) from None
     collector = _started_collector(args)
-    token = _token(args.host)
+    from simulator.serve.config import access_token
+
+    token = access_token(args.host, TOKEN_ENV)
     app = create_receiver(
         collector,
         token=token,

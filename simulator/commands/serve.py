@@ -6,7 +6,6 @@ __all__ = ["register"]
 
 import argparse
 import os
-import secrets
 from pathlib import Path
 
 from simulator.commands.outputs import at_least_one
@@ -72,7 +71,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn
 
         from simulator.serve import DeskConfig, create_app
-        from simulator.serve.config import LOCAL_HOSTS
+        from simulator.serve.config import access_token
     except ImportError as exc:
         raise UserError(
             f"the review desk needs the serve extra ({exc.name} is missing): pip install 'simulator[serve]'"
@@ -98,14 +97,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config.drafts_dir, config.drafts_suite = args.drafts, args.suite
     config.proposals_dir = args.proposals
     address = f"http://{args.host}:{args.port}/"
-    if args.host not in LOCAL_HOSTS:
+    config.token = access_token(args.host, TOKEN_ENV)
+    if config.token is not None:
         config.allowed_hosts = ["*"]
-        config.token = os.environ.get(TOKEN_ENV)
-        if config.token:
-            address += f"?token=<${TOKEN_ENV}>"
-        else:
-            config.token = secrets.token_urlsafe(24)  # printed once, to the person who started the desk
-            address += f"?token={config.token}"
+        # A token of the environment is named, never shown; a new one is printed once, to whoever started it.
+        address += f"?token=<${TOKEN_ENV}>" if os.environ.get(TOKEN_ENV) else f"?token={config.token}"
     echo(f"review desk on {address}  (runs {config.runs_dir}, Ctrl-C to stop)", flush=True)
     # The desk's warnings (a talk that failed to end, with its exception) quote data: shown, never obeyed.
     logging.getLogger("simulator.serve").addHandler(terminal_log_handler())

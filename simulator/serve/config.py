@@ -3,15 +3,42 @@ data folder (sign-offs)."""
 
 from __future__ import annotations
 
-__all__ = ["LOCAL_HOSTS", "MAX_BODY_BYTES", "NAME", "DeskConfig", "child_folder", "inside", "name_problem"]
+__all__ = [
+    "LOCAL_HOSTS",
+    "MAX_BODY_BYTES",
+    "NAME",
+    "DeskConfig",
+    "access_token",
+    "child_folder",
+    "inside",
+    "name_problem",
+]
 
+import os
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulator.errors import UserError
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
+
+
+def access_token(host: str, variable: str) -> str | None:
+    """The access token a server bound to `host` asks for (the desk's, the collector's): none on loopback;
+    the environment `variable`'s, or a new one (printed once, to whoever started the server). Registered as
+    a secret either way: a trace, a label, a log line or a traceback that quotes it is written with
+    `[redacted]` in its place, like any other key the process knows."""
+    if host in LOCAL_HOSTS:
+        return None
+    token = os.environ.get(variable) or secrets.token_urlsafe(24)
+    from simulator.record.redact import register_secrets
+
+    register_secrets([token])
+    return token
+
+
 # A run folder's or file's name as the desk accepts it in a URL: no separators, no leading dot.
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.#-]*$")
 # The largest request body the desk reads (`serve --max-body`): forms, labels and edited files are a few

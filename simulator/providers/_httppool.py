@@ -231,12 +231,17 @@ class _Connection(asyncio.Protocol):
             await self._wait()
 
     def reusable(self) -> bool:
-        return self._complete and self.keep_alive and self.still_open()
+        """Whether the connection may go back to the pool: the answer whole, both sides willing, nothing seen
+        since. (The kernel is asked only when it is taken again, `still_open`: once a call, not twice.)"""
+        return self._complete and self.keep_alive and self._seen_open()
+
+    def _seen_open(self) -> bool:
+        return not (self._stray or self._eof or self.transport.is_closing())
 
     def still_open(self) -> bool:
         """Whether an idle connection can carry a request: nothing arrived since its last answer (no FIN, no
         reset, no stray bytes), seen by the event loop or, since its last turn, by the kernel."""
-        if self._stray or self._eof or self.transport.is_closing():
+        if not self._seen_open():
             return False
         if self._poller is None:
             self._poller = _poller(self.transport)

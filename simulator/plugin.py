@@ -247,6 +247,7 @@ def _run_suite_once(
     shares: the first to take the lock runs the suite into the first free folder under --simulator-out,
     the others wait for the lock, then read that folder."""
     from simulator.errors import UserError
+    from simulator.record.redact import redact
 
     key = hashlib.sha256(str(suite_path.resolve()).encode()).hexdigest()[:16]
     claim = _shared_dir(config) / f"{key}.json"
@@ -270,7 +271,9 @@ def _run_suite_once(
             workeroutput = getattr(config, "workeroutput", None)  # an xdist worker: tell the controller
             if workeroutput is not None:
                 workeroutput.setdefault("simulator_runs", []).append(str(out))
-        claim.write_text(json.dumps({"folder": str(out), "done": True, "failure": failure}))
+        # The failure quotes what the run met (a bot's words): written redacted; the folder is a path, kept.
+        told_failure = None if failure is None else redact(failure)
+        claim.write_text(json.dumps({"folder": str(out), "done": True, "failure": told_failure}))
         return out, failure
 
 

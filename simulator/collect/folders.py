@@ -10,7 +10,6 @@ from __future__ import annotations
 
 __all__ = ["Roll", "RollingFolders"]
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 from simulator.record.folder import RunFolder, simulator_commit
 from simulator.record.manifest import Manifest, RoleModels, RunCounts, ScenarioEntry, Session
 from simulator.record.models import ConversationRecord
+from simulator.record.redact import safe_json
 
 SIGNALS = "signals.jsonl"
 
@@ -146,7 +146,7 @@ class RollingFolders:
         """Append the record (and its quality signals); the manifest follows at the next flush."""
         current.folder.append_conversation(record)
         with (current.folder.path / SIGNALS).open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(signals, ensure_ascii=False, separators=(",", ":")) + "\n")
+            handle.write(safe_json(signals, ensure_ascii=False, separators=(",", ":")) + "\n")
         current.taken.add(record.scenario_id)
         current.manifest.scenarios.append(_entry(record))
         bots = {b for b in current.manifest.models.bot.split(", ") if b and b != "unknown"} | {record.bot}

@@ -11,7 +11,6 @@ from __future__ import annotations
 __all__ = ["LiveJudge"]
 
 import asyncio
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from simulator.collect.supervise import LOGGER, describe
 from simulator.config.scenario import Scenario
 from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord, Verdict
+from simulator.record.redact import safe_json
 from simulator.record.selection import counted
 
 _FAILURES_KEPT = 20  # the last judgings that raised, named in /status
@@ -224,7 +224,7 @@ class LiveJudge:
 
 
 def append_review(folder: Path, items: list[dict[str, Any]]) -> None:
-    text = "".join(json.dumps(i, ensure_ascii=False, separators=(",", ":")) + "\n" for i in items)
+    text = "".join(safe_json(i, ensure_ascii=False, separators=(",", ":")) + "\n" for i in items)
     with (folder / REVIEW).open("a", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()

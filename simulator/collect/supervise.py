@@ -20,6 +20,7 @@ from typing import Any
 
 from simulator.collect.spans import to_line
 from simulator.collect.spool import journal_lines
+from simulator.record.redact import safe_json
 from simulator.traces.otlp_decode import Span
 from simulator.visible import visible
 
@@ -74,7 +75,7 @@ class Quarantine:
             "spans": [json.loads(to_line(span)) for span in spans],
         }
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
+            handle.write(safe_json(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
             handle.flush()
 
     def count(self) -> int:

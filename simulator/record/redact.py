@@ -33,6 +33,7 @@ __all__ = [
     "redacted_record",
     "redacted_suite",
     "register_secrets",
+    "safe_json",
     "secret_forms",
     "suite_secrets",
 ]
@@ -289,6 +290,16 @@ class LogRedactor:
         if closed is None:
             return self.line(text)
         return "[PRIVATE_KEY]" + self.line(text[closed.end() :])
+
+
+def safe_json(data: Any, **dumps: Any) -> str:
+    """`data` as JSON text (`json.dumps(data, **dumps)`) with its secrets and credentials replaced: the gate
+    for what the engine writes as JSON that is no record model (`dump_line` is theirs): the desk's clinician
+    queue, the collector's review queue, quarantine and signals."""
+    text = json.dumps(data, **dumps)
+    if contains_secret(text):
+        text = json.dumps(redact(data), **dumps)
+    return text
 
 
 def redacted_record(record: M) -> M:

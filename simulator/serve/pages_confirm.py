@@ -13,7 +13,6 @@ from __future__ import annotations
 
 __all__ = ["QUEUE_FILE", "routes"]
 
-import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +24,7 @@ from starlette.responses import Response
 
 from simulator.errors import UserError
 from simulator.record.models import ConversationRecord
+from simulator.record.redact import redact, redacted_record, safe_json
 from simulator.serve.bodylimit import read_form
 from simulator.serve.config import inside
 from simulator.serve.names import Route
@@ -42,7 +42,7 @@ def _append(path: Path, entry: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8"))
+        os.write(fd, (safe_json(entry, ensure_ascii=False) + "\n").encode("utf-8"))
     finally:
         os.close(fd)
 
@@ -50,7 +50,10 @@ def _append(path: Path, entry: dict[str, Any]) -> None:
 def confirm_failure(
     record: ConversationRecord, run_id: str, scenarios_dir: Path, data_dir: Path, reviewer: str, note: str
 ) -> Path:
-    """Write the draft scenario for a confirmed failure and queue it for a clinician; the draft's path."""
+    """Write the draft scenario for a confirmed failure and queue it for a clinician; the draft's path. The
+    record and the reviewer's note are written redacted (a secret the desk knows now, its token, say, may
+    have been registered after the run was written)."""
+    record, note = redacted_record(record), redact(note)
     trace = record.bot_conversation_id or record.id
     when = f"{record.started_at:%Y-%m-%d}"
     provenance = (

@@ -195,7 +195,9 @@ def export_run(run: Path, out: Path | None = None, endpoint: str | None = None) 
         from simulator.traces.otlp_json import spans_to_json
 
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(spans_to_json(spans), ensure_ascii=False) + "\n", encoding="utf-8")
+        from simulator.record.redact import safe_json
+
+        out.write_text(safe_json(spans_to_json(spans), ensure_ascii=False) + "\n", encoding="utf-8")
     return len(records), events
 
 

@@ -4,7 +4,6 @@ data folder (sign-offs)."""
 from __future__ import annotations
 
 __all__ = [
-    "LOCAL_HOSTS",
     "MAX_BODY_BYTES",
     "NAME",
     "DeskConfig",

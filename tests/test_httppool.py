@@ -118,10 +118,16 @@ REQUEST = ModelRequest(model="m", messages=[ChatMessage(role="user", content="hi
 @pytest.mark.parametrize(
     ("handler", "said"),
     [
-        (_reset, "ReadError: [Errno 104] Connection reset by peer"),
-        (_close, "RemoteProtocolError: Server disconnected without sending a response."),
-        (_garbage, "RemoteProtocolError: illegal status line"),
-        (_truncated, "RemoteProtocolError: peer closed connection without sending complete message body"),
+        (_reset, "broke before the whole answer came ([Errno 104] Connection reset by peer)"),
+        (
+            _close,
+            "broke before the whole answer came (the server closed the connection without sending an answer)",
+        ),
+        (_garbage, "was not a whole HTTP/1.1 answer (illegal status line"),
+        (
+            _truncated,
+            "broke before the whole answer came (the server closed the connection before the answer's end)",
+        ),
         (_stall, "did not answer within 0.5 s (the provider's timeout_s)"),
     ],
 )
@@ -349,7 +355,7 @@ async def test_answers_framed_by_the_rules_the_parser_leaves_to_us(
         (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "not HTTP/1.1"),
         (
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
-            "without sending complete message body",
+            "closed the connection before the answer's end",
         ),
         (
             b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",

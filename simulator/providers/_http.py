@@ -4,11 +4,14 @@ from __future__ import annotations
 
 __all__ = ["aiohttp_client", "classify_sdk_error", "retry_after_s"]
 
+import json
+import math
 import re
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from simulator.providers._answer import excerpt, status_words
 from simulator.providers.base import ProviderError
 from simulator.providers.ratelimits import RateLimits, rate_limits_from_headers
 
@@ -27,7 +30,6 @@ def aiohttp_client(sdk: Any, timeout_s: float) -> Any:
     return factory(timeout=timeout_s) if factory is not None else None
 
 
-_SDK_PREFIX = re.compile(r"^Error code: \d+ - ")
 _FIXES = {
     400: "check the request settings (max_tokens, temperature, output schema, tools) for this model",
     403: "the key may not use this model; check its permissions",
@@ -37,35 +39,73 @@ _FIXES = {
 }
 
 
-def permanent_message(who: str, status: int, message: str) -> str:
-    """`<who> answered <status>: <message>; <what to fix>`, for errors that a retry cannot fix."""
+def said_in(exc: Any) -> str:
+    """What an error answer's body says, from the SDK's error: its JSON error's message, else the start of
+    its text (a web page's words without its tags); '' when it said nothing."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            message = inner.get("message") or inner.get("detail")
+            if isinstance(message, str) and message.strip():
+                return excerpt(message, 500)
+        elif isinstance(inner, str) and inner.strip():
+            return excerpt(inner, 500)
+        return excerpt(json.dumps(body, default=str))
+    if isinstance(body, str):
+        return excerpt(body)
+    return ""
+
+
+def status_message(who: str, status: int, exc: Any) -> str:
+    """`<who> answered <status>: <what its body said>`, or with the status's phrase when it said nothing."""
+    said = said_in(exc)
+    return f"{who} answered {status}: {said}" if said else f"{who} answered {status_words(status)}"
+
+
+def permanent_message(who: str, status: int, exc: Any) -> str:
+    """The status message and what to fix, for errors that a retry cannot fix."""
     fix = _FIXES.get(status)
-    message = _SDK_PREFIX.sub("", message)  # the SDKs start with "Error code: 400 - "
-    return f"{who} answered {status}: {message}" + (f"; {fix}" if fix else "")
+    return status_message(who, status, exc) + (f"; {fix}" if fix else "")
 
 
 def retry_after_s(exc: Any) -> float | None:
-    """The wait a server asked for: `retry-after-ms`, or `retry-after` in seconds or as an HTTP date."""
+    """The wait a server asked for: `retry-after-ms`, or `retry-after` in seconds or as an HTTP date. A
+    header sent twice (a proxy adding its own) reaches here joined by commas: the longest wait is kept."""
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     if not headers:
         return None
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
+    millis = _longest(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    return _longest(headers.get("retry-after"))
+
+
+_HTTP_DATE = re.compile(r"[A-Za-z]{3},[^,]*")  # "Wed, 21 Oct 2015 07:28:00 GMT" up to the next comma
+
+
+def _longest(value: str | None) -> float | None:
+    """The longest wait among a Retry-After header's values (seconds or HTTP dates); None for none."""
+    if not value:
         return None
+    parts = [value] if "," not in value else [*_HTTP_DATE.findall(value), *value.split(",")]
+    waits = [wait for wait in map(_wait_s, parts) if wait is not None]
+    return max(waits) if waits else None
+
+
+def _wait_s(value: str) -> float | None:
+    """Seconds in one Retry-After value (a number, or an HTTP date), never negative; None for neither."""
+    value = value.strip()
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return None if math.isnan(seconds) else max(0.0, seconds)
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
@@ -74,14 +114,19 @@ def retry_after_s(exc: Any) -> float | None:
 
 def _is_timeout(sdk: Any, exc: BaseException) -> bool:
     """A timeout, whether the SDK wrapped it (APITimeoutError) or its HTTP client raised it directly
-    (httpx's ReadTimeout, asyncio's TimeoutError) on the raw request path."""
+    (httpx's ReadTimeout, asyncio's TimeoutError) on the raw request path. A timeout's name over a cause
+    that is no timeout is not one: the SDKs' aiohttp transport calls every broken connection (a server
+    that closed or reset it at once) a ConnectTimeout."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, sdk.APITimeoutError | TimeoutError) or "Timeout" in type(current).__name__:
+        if isinstance(current, TimeoutError):
             return True
-        current = current.__cause__ or current.__context__
+        cause = current.__cause__ or current.__context__
+        if cause is None:
+            return isinstance(current, sdk.APITimeoutError) or "Timeout" in type(current).__name__
+        current = cause
     return False
 
 
@@ -118,17 +163,22 @@ def classify_sdk_error(
         return exc
     if isinstance(exc, sdk.RateLimitError):
         return ProviderError(
-            "rate_limit", str(exc), retry_after=retry_after_s(exc), status=429, rate_limits=_limits(exc)
-        )
+            "rate_limit", status_message(who, 429, exc), retry_after=retry_after_s(exc), status=429,
+            rate_limits=_limits(exc),
+        )  # fmt: skip
     if isinstance(exc, sdk.AuthenticationError):
         return ProviderError("permanent", f"{who} rejected the API key (401); check {key_env}", status=401)
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         if status >= 500 or status in transient_statuses:
-            return ProviderError("transient", str(exc), retry_after=retry_after_s(exc), status=status)
-        return ProviderError("permanent", permanent_message(who, status, exc.message), status=status)
+            return ProviderError(
+                "transient", status_message(who, status, exc), retry_after=retry_after_s(exc), status=status
+            )
+        return ProviderError("permanent", permanent_message(who, status, exc), status=status)
     if isinstance(exc, sdk.APIResponseValidationError):
-        return ProviderError("transient", f"invalid response body: {exc}")
+        return ProviderError(
+            "transient", f"the answer from {where or who} is not what the SDK expects ({exc})"
+        )
     # Refused connections, timeouts, connection resets and bodies that are not JSON: worth another try.
     if connection_refused(exc):
         return ProviderError(
@@ -140,4 +190,54 @@ def classify_sdk_error(
             "transient",
             f"{who} did not answer within {timeout_s:g} s (the provider's timeout_s); raise timeout_s for a slow model",
         )
-    return ProviderError("transient", f"{type(exc).__name__}: {exc}")
+    return ProviderError("transient", network_message(exc, where or who))
+
+
+# A network failure in words, by the class of the error (httpx2's, which the wire path raises too, and
+# aiohttp's, which the SDK's transport lets through): the same failure reads the same on either path.
+_CONNECT = "could not connect to {where}"
+_BROKE = "the connection to {where} broke before the whole answer came"
+_NOT_HTTP = "the answer from {where} was not a whole HTTP/1.1 answer"
+_UNDECODED = "the answer from {where} could not be decoded"
+_NETWORK_WORDS = {
+    "ConnectError": _CONNECT,
+    "ClientConnectorError": _CONNECT,
+    "ClientConnectorDNSError": _CONNECT,
+    "ClientConnectorCertificateError": _CONNECT,
+    "ClientConnectorSSLError": _CONNECT,
+    "ClientSSLError": _CONNECT,
+    "ReadError": _BROKE,
+    "WriteError": _BROKE,
+    "ClientOSError": _BROKE,
+    "ClientPayloadError": _BROKE,
+    "ServerDisconnectedError": _BROKE,
+    "RemoteProtocolError": _NOT_HTTP,
+    "LocalProtocolError": _NOT_HTTP,
+    "ClientResponseError": _NOT_HTTP,  # aiohttp's parser refusing the answer (its "400" is no status)
+    "DecodingError": _UNDECODED,
+    "ContentEncodingError": _UNDECODED,  # aiohttp's, under its payload or response error
+}
+
+
+def network_message(exc: BaseException, where: str) -> str:
+    """What failed, in words, then the error's own detail in brackets (one visible line). The deepest
+    error named is the one said: the SDKs' transports wrap aiohttp's own errors in coarser classes (a
+    server that closed the connection becomes a ConnectError, or a ConnectTimeout)."""
+    seen: set[int] = set()
+    found: tuple[str, BaseException] | None = None
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        words = _NETWORK_WORDS.get(type(current).__name__)
+        if words is not None:
+            found = (words, current)
+        current = current.__cause__ or current.__context__
+    if found is None:
+        return f"the call to {where} failed ({type(exc).__name__}: {_detail(exc)})"
+    return f"{found[0].format(where=where)} ({_detail(found[1])})"
+
+
+def _detail(exc: BaseException) -> str:
+    message = getattr(exc, "message", None)  # aiohttp's response errors: without their made-up status
+    text = message if isinstance(message, str) and message else str(exc)
+    return excerpt(text) or type(exc).__name__

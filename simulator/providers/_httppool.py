@@ -50,8 +50,10 @@ class _Stop(Exception):
 
 
 class NetworkError(Exception):
-    """A call that failed on the network. `kind` names the error class httpx (httpcore) raises for the same
-    failure, `ConnectError`, `ReadError` or `RemoteProtocolError`; the cause is the original."""
+    """A call that failed on the network. `kind` names the SDK's HTTP client's error class for it: a
+    `ConnectError`, a `ReadError` (the connection broke or the server closed it before the answer's end,
+    as aiohttp's transport on the SDK path reads it), a `RemoteProtocolError` (an answer that is not
+    HTTP/1.1) or a `DecodingError`; the cause is the original."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -66,6 +68,11 @@ class _Connection(asyncio.Protocol):
         self.transport: Any = None
         self.idle_since = 0.0
         self._parser = httptools.HttpResponseParser(self)
+        # What aiohttp's parser (the SDK path's, llhttp too) reads in an answer: a folded header line, lines
+        # ending in LF alone, spaces after a chunk's size. Strict llhttp refuses them.
+        self._parser.set_dangerous_leniencies(
+            lenient_headers=True, lenient_optional_cr_before_lf=True, lenient_spaces_after_chunk_size=True
+        )
         self._poller: Any = None  # made once per connection: `still_open` asks it before each reuse
         self._waiter: asyncio.Future[None] | None = None
         self._reading = False  # an exchange is under way: bytes outside one are stray
@@ -131,13 +138,11 @@ class _Connection(asyncio.Protocol):
             if self._lost is not None:
                 self._fail("ReadError", str(self._lost) or type(self._lost).__name__)
             elif not self._any_byte:
-                self._fail("RemoteProtocolError", "Server disconnected without sending a response.")
+                self._fail("ReadError", "the server closed the connection without sending an answer")
             elif self._head_done and self._until_close():
                 self._complete = True
             else:
-                self._fail(
-                    "RemoteProtocolError", "peer closed connection without sending complete message body"
-                )
+                self._fail("ReadError", "the server closed the connection before the answer's end")
         self._wake()
 
     def _until_close(self) -> bool:

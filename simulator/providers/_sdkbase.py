@@ -10,8 +10,10 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from simulator.config.providers import ProviderSettings
+from simulator.providers._answer import malformed
 from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._sdkpost import SdkPost
+from simulator.providers._sse import in_stream_error
 from simulator.providers._wire import WirePost, wire_spec
 from simulator.providers.base import (
     ModelRequest,
@@ -100,6 +102,14 @@ class SdkProvider(Provider):
             where=self._base_url,
             timeout_s=self._timeout_s,
         )
+
+    def _not_an_answer(self, answer: Any, api: str) -> ProviderError:
+        """A 2xx's JSON that is not `api`'s answer: the error it carries in its place (some servers and
+        proxies answer 200 with `{"error": ...}`), classified by its type; else what came, in words."""
+        url = self._base_url.rstrip("/") + self._path
+        if isinstance(answer, dict) and answer.get("error"):
+            return in_stream_error(answer, url, where="in place of an answer (200)")
+        return malformed(url, api, answer)
 
     @staticmethod
     def _response(

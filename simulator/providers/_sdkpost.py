@@ -24,6 +24,7 @@ __all__ = ["SdkPost", "dumps_json", "loads_json"]
 
 import asyncio
 import json
+import re
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -31,6 +32,8 @@ from typing import Any
 
 import orjson
 
+from simulator.jsonbounds import loads_bounded
+from simulator.providers._answer import READ_ENCODINGS, header, unanswered, unasked_encoding, unreadable
 from simulator.providers.base import ProviderError
 
 _EMPTY: Mapping[str, str] = {}
@@ -50,11 +53,13 @@ def dumps_json(payload: Any) -> bytes:
 
 
 def loads_json(body: bytes) -> Any:
-    """The answer's JSON; `json` for what orjson refuses (it is stricter about lone surrogates)."""
+    """The answer's JSON; what orjson refuses (lone surrogates, a byte order mark, nesting past its limit)
+    goes to the one bounded reader, which takes what JSON allows and says in words why it refuses the rest
+    (JSONRefused, a ValueError, which the callers turn into `_answer.unreadable`)."""
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError:
-        return json.loads(body)
+        return loads_bounded(body, "the answer")
 
 
 class SdkPost:
@@ -100,7 +105,13 @@ class SdkPost:
             status, raw_headers, body = await self._direct.post(dumps_json(payload))
             if status >= 400:
                 raise self._status_error(self._direct.response(status, raw_headers, body))
-            return loads_json(body), _rate_limit_headers(raw_headers)
+            if 200 <= status < 300:
+                try:
+                    answer = loads_json(body)
+                except ValueError as exc:
+                    raise unreadable(str(self._url), status, raw_headers, body, str(exc)) from None
+                return answer, _rate_limit_headers(raw_headers)
+            raise unanswered(str(self._url), self._path, status, raw_headers)
         if not self._fast:
             return await self._client.post(self._path, body=payload, cast_to=dict), _EMPTY
         request = self._request(
@@ -113,7 +124,14 @@ class SdkPost:
             await response.aclose()
         if response.status_code >= 400:
             raise self._status_error(response)
-        return loads_json(content), _rate_limit_headers(response.headers.raw)
+        status, raw = response.status_code, response.headers.raw
+        if 200 <= status < 300:
+            try:
+                answer = loads_json(content)
+            except ValueError as exc:
+                raise unreadable(str(self._url), status, raw, content, str(exc)) from None
+            return answer, _rate_limit_headers(raw)
+        raise unanswered(str(self._url), self._path, status, raw)
 
 
 class _DirectAiohttp:
@@ -187,6 +205,9 @@ class _DirectAiohttp:
                 content = b"".join([chunk async for chunk in _capped(response.content.iter_any())])
                 return response.status, response.raw_headers, content
         except Exception as exc:
+            refused = _undecodable(exc, str(self._url))
+            if refused is not None:  # an encoding aiohttp has no decoder for: said as the wire path says it
+                raise refused from exc
             # The transport's own mapping to the HTTP client's errors, entered only when there is an error
             # (a context manager around every call costs more than the rest of this method).
             with self._errors():
@@ -198,8 +219,28 @@ class _DirectAiohttp:
         headers = [
             (k, v) for k, v in raw_headers if k.lower() not in (b"content-encoding", b"content-length")
         ]
+        if header(raw_headers, b"content-encoding").lower() not in READ_ENCODINGS:
+            body = b""  # bytes in an encoding neither path decodes are no text (aiohttp reads none of them)
         module = sys.modules[type(self._template).__module__]  # the HTTP client's models module
         return module.Response(status_code=status, headers=headers, content=body, request=self._template)
+
+
+_AIOHTTP_ENCODING = re.compile(r"content-encoding: ([\w.-]+)(?: \(([\w.-]+)\))?")
+
+
+def _undecodable(exc: BaseException, url: str) -> ProviderError | None:
+    """aiohttp's refusal of an answer in an encoding it cannot decode (brotli or zstd without their
+    packages: `ContentEncodingError`, which names the encoding), as `_answer.unasked_encoding`; None for
+    any other error (a damaged gzip body is a decoding error, as on the wire path)."""
+    current: BaseException | None = exc
+    for _ in range(8):
+        if current is None:
+            return None
+        if type(current).__name__ == "ContentEncodingError":
+            found = _AIOHTTP_ENCODING.search(str(getattr(current, "message", current)))
+            return unasked_encoding(url, (found.group(2) or found.group(1))) if found else None
+        current = current.__cause__ or current.__context__
+    return None
 
 
 async def _capped(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -222,5 +263,7 @@ def _rate_limit_headers(raw: Any) -> Mapping[str, str]:
     found: dict[str, str] = {}
     for name, value in raw:
         if b"ratelimit" in name.lower():
-            found[name.decode("latin-1").lower()] = value.decode("latin-1")
+            key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+            # A header sent twice is joined as the HTTP client's headers join it (the error path reads those).
+            found[key] = f"{found[key]}, {text}" if key in found else text
     return found or _EMPTY

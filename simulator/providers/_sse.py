@@ -141,21 +141,22 @@ def read_json(data: str, who: str, index: int) -> dict[str, Any]:
     return value
 
 
-def in_stream_error(body: dict[str, Any], who: str) -> ProviderError:
-    """An error the server sent inside the stream (`{"error": {"type", "message"}}` in both APIs), classified
-    by its type: a rate limit waits, an overload or a failure on the server's side is retried, anything else
-    (a bad request, a refused key) would come back the same and is not."""
+def in_stream_error(
+    body: dict[str, Any], who: str, where: str = "in the middle of the streamed answer"
+) -> ProviderError:
+    """An error the server sent inside the stream (`{"error": {"type", "message"}}` in both APIs), or `where`
+    else it sent one (in place of a 200's answer), classified by its type or code: a rate limit waits, an
+    overload or a failure on the server's side is retried, anything else (a bad request, a refused key)
+    would come back the same and is not."""
     error = body.get("error")
     error = error if isinstance(error, dict) else {"message": str(error)}
     kind = str(error.get("type") or error.get("code") or "")
     message = str(error.get("message") or "no message")
-    said = f"{who} sent an error in the middle of the streamed answer: {message}" + (
-        f" ({kind})" if kind else ""
-    )
-    if kind in _RATE_LIMIT_TYPES:
+    said = f"{who} sent an error {where}: {message}" + (f" ({kind})" if kind else "")
+    if kind in _RATE_LIMIT_TYPES or kind == "429":
         return ProviderError("rate_limit", said, status=429)
-    if kind in _TRANSIENT_TYPES:
-        return ProviderError("transient", said, status=529 if kind == "overloaded_error" else None)
+    if kind in _TRANSIENT_TYPES or (len(kind) == 3 and kind.isdigit() and kind >= "500"):
+        return ProviderError("transient", said, status=529 if kind in ("overloaded_error", "529") else None)
     return ProviderError(
         "permanent", f"{said}; a retry would get the same answer; check the request and the model"
     )

@@ -32,6 +32,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from simulator.providers._answer import unanswered, unreadable
 from simulator.providers._httppool import HttpPool, NetworkError
 from simulator.providers._sdkpost import (
     _ACCEPT_ENCODING,
@@ -56,6 +57,7 @@ class WireSpec:
 
     sdk: str
     url: str
+    path: str  # the API's own part of `url` (/chat/completions, /v1/messages)
     headers: Mapping[str, str]
     timeout_s: float
 
@@ -146,7 +148,7 @@ def wire_spec(
     else:
         default = "https://api.openai.com/v1"
     url = (base_url or default).rstrip("/") + path
-    return WireSpec(sdk=sdk, url=url, headers=headers, timeout_s=float(timeout_s))
+    return WireSpec(sdk=sdk, url=url, path=path, headers=headers, timeout_s=float(timeout_s))
 
 
 class WirePost:
@@ -175,12 +177,18 @@ class WirePost:
                 import httpx2
 
                 raise getattr(httpx2, exc.kind)(str(exc)) from exc
-        if status >= 400:
-            sdk_post = self._sdk_post()
-            if sdk_post._direct is None:  # pragma: no cover - the SDK always has it when wire_spec answered
-                raise RuntimeError(f"the server answered {status}")
-            raise sdk_post._status_error(sdk_post._direct.response(status, raw_headers, body))
-        return loads_json(body), _rate_limit_headers(raw_headers)
+        if 200 <= status < 300:
+            try:
+                answer = loads_json(body)
+            except ValueError as exc:
+                raise unreadable(self._spec.url, status, raw_headers, body, str(exc)) from None
+            return answer, _rate_limit_headers(raw_headers)
+        if status < 400:  # a redirect, or a status below 200: neither an answer nor an error
+            raise unanswered(self._spec.url, self._spec.path, status, raw_headers)
+        sdk_post = self._sdk_post()
+        if sdk_post._direct is None:  # pragma: no cover - the SDK always has it when wire_spec answered
+            raise RuntimeError(f"the server answered {status}")
+        raise sdk_post._status_error(sdk_post._direct.response(status, raw_headers, body))
 
     async def aclose(self) -> None:
         """Close the connections."""

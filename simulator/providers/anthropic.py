@@ -16,7 +16,6 @@ from simulator.providers.base import (
     ChatMessage,
     ModelRequest,
     ModelResponse,
-    ProviderError,
     ToolCall,
     json_object_in,
 )
@@ -111,9 +110,16 @@ class AnthropicProvider(SdkProvider):
         except Exception as exc:
             raise self._classify(exc) from exc
         latency = watch.elapsed()
-        if not isinstance(message, dict):
-            raise ProviderError("transient", f"the response was not a JSON object: {str(message)[:200]!r}")
-        content = message.get("content") or []
+        try:
+            return self._read(request, message, headers, latency, payload)
+        except (TypeError, AttributeError, LookupError, ValueError) as exc:  # not this API's shape
+            raise self._not_an_answer(message, "a Messages API answer") from exc
+
+    def _read(
+        self, request: ModelRequest, message: Any, headers: Any, latency: float, payload: dict[str, Any]
+    ) -> ModelResponse:
+        """The answer from its JSON; a shape other than the API's raises (TypeError, KeyError, ...)."""
+        content = message["content"]  # a list, empty when the model said nothing; absent is no answer
         text = "".join(block.get("text") or "" for block in content if block.get("type") == "text")
         tool_calls = [
             ToolCall(name=block.get("name", ""), arguments=dict(block.get("input") or {}), id=block.get("id"))

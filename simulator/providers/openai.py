@@ -119,20 +119,28 @@ class OpenAIProvider(SdkProvider):
                 error.kind = "permanent"  # a refusal is an answer, not a hiccup: never retried as is
             raise error from exc
         latency = watch.elapsed()
-        if not isinstance(completion, dict):
-            raise ProviderError("transient", f"the response was not a JSON object: {str(completion)[:200]!r}")
-        choices = completion.get("choices") or []
-        if not choices:
-            raise ProviderError("transient", "the response had no choices")
-        message = choices[0].get("message") or {}
+        try:
+            return self._read(request, completion, headers, latency, payload, mode)
+        except (TypeError, AttributeError, LookupError, ValueError) as exc:  # not this API's shape
+            raise self._not_an_answer(completion, "a Chat Completions answer") from exc
+
+    def _read(
+        self, request: ModelRequest, completion: Any, headers: Any, latency: float, payload: dict[str, Any],
+        mode: SchemaMode | None,
+    ) -> ModelResponse:  # fmt: skip
+        """The answer from its JSON; a shape other than the API's raises (TypeError, KeyError, ...)."""
+        message = completion["choices"][0].get("message") or {}
         text = message.get("content") or ""
         tool_calls = []
         for call in message.get("tool_calls") or []:
             function = call.get("function")
             if not function:
                 continue
+            name, arguments = function.get("name", ""), function.get("arguments")
             tool_calls.append(
-                ToolCall.from_json(function.get("name", ""), function.get("arguments"), call.get("id"))
+                ToolCall(name=name, arguments=arguments, id=call.get("id"))
+                if isinstance(arguments, dict)  # some servers send the arguments as an object, not its text
+                else ToolCall.from_json(name, arguments, call.get("id"))
             )
         usage = completion.get("usage") or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0

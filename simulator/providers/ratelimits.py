@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = ["Allowance", "RateLimits", "parse_duration_s", "parse_reset_s", "rate_limits_from_headers"]
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -54,7 +55,13 @@ def parse_duration_s(text: str) -> float | None:
 
 
 def parse_reset_s(text: str, now: datetime | None = None) -> float | None:
-    """Seconds until a reset given as a duration (OpenAI) or an RFC 3339 time (Anthropic); never negative."""
+    """Seconds until a reset given as a duration (OpenAI) or an RFC 3339 time (Anthropic); never negative.
+    Two of them (a header sent twice, joined by commas): the later reset."""
+    if "," in text:
+        resets = [
+            reset for reset in (parse_reset_s(part, now) for part in text.split(",")) if reset is not None
+        ]
+        return max(resets) if resets else None
     duration = parse_duration_s(text)
     if duration is not None:
         return duration
@@ -68,12 +75,23 @@ def parse_reset_s(text: str, now: datetime | None = None) -> float | None:
 
 
 def _number(value: str | None) -> float | None:
+    """A budget's number; a header sent twice (a proxy adding its own) arrives joined by commas, and the
+    smaller value is the one that binds."""
     if value is None:
         return None
     try:
-        return float(value)
+        return float(value)  # one value: the usual case
     except ValueError:
-        return None
+        pass
+    numbers = []
+    for part in value.split(","):
+        try:
+            number = float(part)
+        except ValueError:
+            continue
+        if not math.isnan(number):
+            numbers.append(number)
+    return min(numbers) if numbers else None
 
 
 def _allowance(

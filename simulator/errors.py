@@ -8,18 +8,24 @@ __all__ = [
     "FolderTaken",
     "Problem",
     "UserError",
+    "choices_of",
     "decode_error_in_words",
+    "did_you_mean",
     "error_loc",
     "in_both",
     "json_in_words",
+    "lookalike",
     "option_forms",
     "pattern_or_message",
     "shown_input",
 ]
 
 import datetime
+import difflib
 import json
 import re
+import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,17 +222,134 @@ def _too_short(error: Any) -> str:
     )
 
 
+# What each kind of pydantic error asks for, in words (pydantic's own, `Input should be a valid dictionary or
+# instance of ScenarioSelection`, names a Python class and says "input"); `{name}` is the error's context.
+_TYPE_WORDS: dict[str, str] = {
+    "string_type": "should be text",
+    "string_unicode": "should be text",
+    "bytes_type": "should be text",
+    "int_type": "should be a whole number",
+    "int_parsing": "should be a whole number",
+    "int_parsing_size": "should be a smaller whole number",
+    "int_from_float": "should be a whole number, not a fraction",
+    "float_type": "should be a number",
+    "float_parsing": "should be a number",
+    "finite_number": "should be a finite number, not infinity or NaN",
+    "bool_type": "should be true or false",
+    "bool_parsing": "should be true or false",
+    "list_type": "should be a list, such as [a, b]",
+    "tuple_type": "should be a list, such as [a, b]",
+    "set_type": "should be a list, such as [a, b]",
+    "frozen_set_type": "should be a list, such as [a, b]",
+    "dict_type": "should be a mapping",
+    "model_type": "should be a mapping",
+    "model_attributes_type": "should be a mapping",
+    "dataclass_type": "should be a mapping",
+    "literal_error": "should be one of {expected}",
+    "enum": "should be one of {expected}",
+    "greater_than": "should be more than {gt}",
+    "greater_than_equal": "should be at least {ge}",
+    "less_than": "should be less than {lt}",
+    "less_than_equal": "should be at most {le}",
+    "multiple_of": "should be a multiple of {multiple_of}",
+    "string_too_long": "should be at most {max_length} characters",
+    "too_long": "should have at most {max_length} items",
+    "none_required": "should be left empty",
+    "missing": "is missing; add it",
+    "extra_forbidden": "is not a field here; remove it or check its spelling",
+    "date_type": "should be a date, like 2026-01-31",
+    "date_parsing": "should be a date, like 2026-01-31",
+    "date_from_datetime_parsing": "should be a date, like 2026-01-31",
+    "datetime_type": "should be a date and time, like 2026-01-31T09:30:00",
+    "datetime_parsing": "should be a date and time, like 2026-01-31T09:30:00",
+    "datetime_from_date_parsing": "should be a date and time, like 2026-01-31T09:30:00",
+    "url_type": "should be a URL, like https://example.org",
+    "url_parsing": "should be a URL, like https://example.org",
+    "url_scheme": "should be a URL starting with {expected_schemes}",
+}
+
+
 def pattern_or_message(error: Any) -> str:
-    """A pydantic error's message in words a user reads: a pattern it failed (`String should match pattern
-    '^[\\w.-]+$'`) as what it asks for (`should be letters, digits ...`), a list or text too short
-    (`should not be empty: give at least one item`), broken JSON without the parser's positions."""
+    """A pydantic error's message in words a user reads, never pydantic's own (`Input should be ...`): a
+    pattern it failed (`String should match pattern '^[\\w.-]+$'`) as what it asks for (`should be letters,
+    digits ...`), a list or text too short (`should not be empty: give at least one item`), a type or a bound
+    as `should be a whole number`, `should be at least 1`, broken JSON without the parser's positions; a
+    validator's own message as it wrote it."""
     kind = error.get("type")
+    ctx = error.get("ctx") or {}
     if kind == "string_pattern_mismatch":
-        words = PATTERN_WORDS.get(str((error.get("ctx") or {}).get("pattern")))
+        words = PATTERN_WORDS.get(str(ctx.get("pattern")))
         if words is not None:
             return f"should be {words}"
     if kind in ("too_short", "string_too_short"):
         return _too_short(error)
     if kind == "json_invalid":
-        return "not valid JSON: " + json_in_words(str((error.get("ctx") or {}).get("error", "")))
-    return str(error["msg"])
+        return "not valid JSON: " + json_in_words(str(ctx.get("error", "")))
+    words = _TYPE_WORDS.get(str(kind))
+    if words is not None:
+        try:
+            return words.format(**ctx)
+        except (KeyError, IndexError, ValueError):
+            pass  # a context pydantic words otherwise: its own message below
+    return str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+
+
+def choices_of(error: Any) -> list[str]:
+    """The values a `literal_error` or `enum` error allows, as text (`'critical', 'major' or 'minor'`)."""
+    if error.get("type") not in ("literal_error", "enum"):
+        return []
+    return re.findall(r"'((?:[^'\\]|\\.)*)'", str((error.get("ctx") or {}).get("expected", "")))
+
+
+# Letters of other scripts drawn like Latin ones: a key or a value typed with one (a Cyrillic `а` in `nаme`,
+# pasted from a document or typed on a Cyrillic keyboard) looks right and matches nothing.
+_LOOKALIKES = str.maketrans(
+    "аеорсухіјѕһԁԛԝӏАВЕКМНОРСТХІЈЅУοαρνικυΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijshdqwlABEKMHOPCTXIJSYoapvikuABEZHIKMNOPTYX",
+)
+
+
+def _skeleton(text: str) -> str:
+    """`text` as it looks: compatibility forms folded (fullwidth `ｐ` is `p`), look-alike letters made Latin,
+    invisible characters (a zero-width space, a soft hyphen) dropped."""
+    folded = unicodedata.normalize("NFKC", text).translate(_LOOKALIKES)
+    return "".join(char for char in folded if unicodedata.category(char) != "Cf")
+
+
+def _odd_characters(text: str) -> str:
+    """The characters of `text` that are not what they look like, each named with its code point."""
+    odd = []
+    for char in dict.fromkeys(text):
+        if char.isascii() and char.isprintable():
+            continue
+        name = unicodedata.name(char, "").title() or "an invisible character"
+        odd.append(
+            f"'{char}' (U+{ord(char):04X}, {name})" if char.isprintable() else f"U+{ord(char):04X} ({name})"
+        )
+    return ", ".join(odd)
+
+
+def lookalike(given: str, allowed: Iterable[str]) -> str | None:
+    """When `given` only looks like one of `allowed` (a Cyrillic or Greek letter, a fullwidth form or an
+    invisible character in it), which characters are not what they look like and what to type; else None."""
+    looks = _skeleton(given)
+    if looks == given or looks not in [str(name) for name in allowed]:
+        return None
+    return f"'{given}' looks like '{looks}' but has {_odd_characters(given)} in it; retype it as '{looks}'"
+
+
+def did_you_mean(given: Any, allowed: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """How to fix a name (a key, a choice, a level) that is none of `allowed`: `did you mean 'major'?`; when
+    it only looks like one of them (a Cyrillic or Greek letter, a fullwidth form or an invisible character
+    in it), which character is not what it looks like. None when nothing is close."""
+    names = [str(name) for name in allowed]
+    text = str(given)
+    same = lookalike(text, names)
+    if same is not None:
+        return same
+    looks = _skeleton(text)
+    lowered = {name.casefold(): name for name in names}
+    if looks.casefold() in lowered:
+        return f"did you mean '{lowered[looks.casefold()]}'?"
+    close = difflib.get_close_matches(looks, names, n=1, cutoff=cutoff)
+    return f"did you mean '{close[0]}'?" if close else None

@@ -24,14 +24,13 @@ __all__ = [
     "empty_list",
 ]
 
-import difflib
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic._internal._model_construction import ModelMetaclass
 from pydantic_core import core_schema
 
-from simulator.errors import UserError, error_loc, pattern_or_message, shown_input
+from simulator.errors import UserError, choices_of, did_you_mean, error_loc, pattern_or_message, shown_input
 from simulator.plural import plural
 
 
@@ -179,12 +178,14 @@ def built_model_error(model: type[BaseModel], exc: ValidationError) -> str:
     kind = first["type"]
     if kind == "extra_forbidden":
         allowed = sorted(info.alias or name for name, info in model.model_fields.items())
-        guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1) if len(loc) == 1 else []
-        message = f"unknown field; did you mean '{guess[0]}'?" if guess else "unknown field; remove it"
+        guess = did_you_mean(loc[-1], allowed) if len(loc) == 1 else None
+        message = f"unknown field; {guess}" if guess else "unknown field; remove it"
     elif kind == "missing":
         message = "missing; give it"
     else:
-        said = pattern_or_message(first).removeprefix("Value error, ")
-        message = f"{said} (got {shown_input(first.get('input'), yaml=False)})"
+        value = first.get("input")
+        message = f"{pattern_or_message(first)} (got {shown_input(value, yaml=False)})"
+        guess = did_you_mean(value, choices_of(first)) if isinstance(value, str) else None
+        message += f"; {guess}" if guess else ""
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"simulator.{model.__name__}: field '{field}': {message}{more}".replace("\n", " ")

@@ -235,9 +235,9 @@ def test_a_mapping_where_a_text_field_goes_is_not_advised_as_a_list_item(
 
 
 SETTINGS = {
-    "concurrency of 10^20": ("concurrency: 100000000000000000000\n", "[concurrency]", "less than or equal to 10000"),
+    "concurrency of 10^20": ("concurrency: 100000000000000000000\n", "[concurrency]", "should be at most 10000"),
     "a connection limit of 10^9": ("providers: {openai: {max_connections: 1000000000}}\n",
-                                   "[providers.openai.max_connections]", "less than or equal to 10000"),
+                                   "[providers.openai.max_connections]", "should be at most 10000"),
     "a first wait past the longest": ("providers: {openai: {backoff_initial_s: 500, backoff_max_s: 1}}\n",
                                       "[providers.openai.backoff_initial_s]", "backoff_initial_s (500 s) is longer than backoff_max_s"),
     "a floor above the limit": ("providers: {anthropic: {min_connections: 40, max_connections: 8}}\n",

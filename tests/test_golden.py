@@ -295,14 +295,14 @@ def test_yaml_problems_name_line_field_and_fix(tmp_path: Path) -> None:
     assert (6, "refrence", "unknown key 'refrence'; did you mean 'reference'?") in got
     assert (2, "reference", "missing required field 'reference'; add it") in got
     assert (8, "user_message", "missing required field 'user_message'; add it") in got
-    assert (15, "kind", "Input should be 'exact' or 'assert' (got 'exakt')") in got
+    assert (15, "kind", "should be one of 'exact' or 'assert' (got 'exakt'); did you mean 'exact'?") in got
     dup = next(p for p in got if p[0] == 18)
     assert dup[1] == "item_id" and dup[2].startswith("duplicate golden item id 'typo' (first defined at ")
     regex = next(p for p in got if p[1] == "must_not_match")
     assert regex[0] == 28 and regex[2].startswith(
         "must_not_match `(\\d{4}` is not a valid regular expression"
     )
-    assert (35, "context.0.role", "Input should be 'user' or 'bot' (got 'agent')") in got
+    assert (35, "context.0.role", "should be one of 'user' or 'bot' (got 'agent')") in got
     assert (36, "context.1.txt", "unknown key 'txt'; did you mean 'text'?") in got
     assert (36, "context.1.text", "missing required field 'text'; add it") in got
     assert (
@@ -319,7 +319,7 @@ def test_yaml_top_level_syntax_and_duplicate_key_problems(tmp_path: Path) -> Non
     assert f"{bad_top}:1 [itmes]: unknown top-level key 'itmes'; did you mean 'items'?" in messages
     assert any("missing 'items:'" in m for m in messages)
     syntax = problems_of(write(tmp_path, "syntax.yaml", "items:\n  - item_id: [unclosed\n    intent: x\n"))
-    assert len(syntax) == 1 and syntax[0].message.startswith("not valid YAML") and syntax[0].line == 3
+    assert len(syntax) == 1 and syntax[0].message.startswith("not valid YAML") and syntax[0].line == 2
     twice = SMALL.replace(
         "    intent: status\n    kind: exact", "    intent: status\n    intent: other\n    kind: exact"
     )
@@ -363,7 +363,7 @@ def test_csv_problems_name_the_row_line(tmp_path: Path) -> None:
     )
     got = {(p.line, p.field, p.message.split(" (")[0]) for p in problems_of(write(tmp_path, "bad.csv", text))}
     assert got == {
-        (5, "kind", "Input should be 'exact' or 'assert'"),
+        (5, "kind", "should be one of 'exact' or 'assert'"),
         (7, "item_id", "duplicate golden item id 'unknown-1'"),
         (
             8,

@@ -192,9 +192,9 @@ async def test_the_judge_is_not_asked_where_a_criterion_cannot_apply() -> None:
     [
         ("applies_when: {stop_reasons: [handover]}", "applies_when.stop_reasons", "unknown key"),
         ("applies_when: {stop_reason: [finished]}", "applies_when.stop_reason.0", "handover"),
-        ("applies_when: {facts_revealed: -1}", "applies_when.facts_revealed", "greater than or equal"),
-        ("applies_when: [handover]", "applies_when", "valid dictionary"),
-        ("points: 12", "points", "less than or equal to 10"),
+        ("applies_when: {facts_revealed: -1}", "applies_when.facts_revealed", "should be at least 0"),
+        ("applies_when: [handover]", "applies_when", "should be a mapping"),
+        ("points: 12", "points", "should be at most 10"),
     ],
 )
 def test_bad_conditions_name_file_line_and_field(tmp_path: Path, body: str, field: str, says: str) -> None:

@@ -104,7 +104,7 @@ def test_accept_with_an_edit_is_recorded_append_only_and_try_applies_the_edit(de
     ("yaml_text", "message"),
     [
         ("id: [unclosed", "not valid YAML"),
-        ("id: x\n", "Field required"),
+        ("id: x\n", "is missing; add it"),
         ("id: &i [*i]\n", "refers to a value that contains it"),
     ],
 )

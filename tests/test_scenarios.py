@@ -57,7 +57,7 @@ def test_missing_field(tmp_path: Path) -> None:
 def test_wrong_type_names_field_and_line(tmp_path: Path) -> None:
     path = write(tmp_path, "a.yaml", "id: a\npersona: p\ngoal: g\nmax_turns: lots\n")
     [problem] = problems_of([path])
-    assert f"{path}:4 [max_turns]" in problem and "integer" in problem
+    assert f"{path}:4 [max_turns]" in problem and "should be a whole number" in problem
 
 
 def test_empty_persona_and_goal(tmp_path: Path) -> None:

@@ -159,7 +159,7 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     (tmp_path / "t.json").write_text('[{"id": "1"}]')
     args = ["--domain", "airline", "--db", str(DB), "--out", str(tmp_path / "o")]
     assert main(["import-tau2", str(tmp_path / "t.json"), *args]) == 2
-    assert "[user_scenario]: task 1: Field required" in capsys.readouterr().err
+    assert "[user_scenario]: task 1: is missing; add it" in capsys.readouterr().err
     assert main(["import-tau2", str(tmp_path / "missing.json"), *args]) == 2
     assert "missing.json: no such file; check the path" in capsys.readouterr().err
     assert main(["import-tau2", str(TASKS), *args[:2], "--out", str(tmp_path / "o")]) == 2

@@ -26,15 +26,15 @@ BOTS = {
     "openai_endpoint": "{type: openai_endpoint, base_url: 'http://127.0.0.1:9/v1', model: m",
 }
 BAD = [
-    ("timeout_s: -1", "bot.timeout_s", "greater than 0"),
-    ("timeout_s: 0", "bot.timeout_s", "greater than 0"),
-    ("timeout_s: 100000", "bot.timeout_s", "less than or equal to 3600"),
-    ("max_reply_bytes: 10", "bot.max_reply_bytes", "greater than or equal to 1024"),
-    ("max_reply_bytes: 10000000000", "bot.max_reply_bytes", "less than or equal to 64000000"),
-    ("max_messages_per_turn: 0", "bot.max_messages_per_turn", "greater than or equal to 1"),
-    ("max_messages_per_conversation: -3", "bot.max_messages_per_conversation", "greater than or equal to 1"),
-    ("max_tool_calls_per_turn: 99999999", "bot.max_tool_calls_per_turn", "less than or equal to 10000"),
-    ("max_messages_per_turn: many", "bot.max_messages_per_turn", "valid integer"),
+    ("timeout_s: -1", "bot.timeout_s", "should be more than 0"),
+    ("timeout_s: 0", "bot.timeout_s", "should be more than 0"),
+    ("timeout_s: 100000", "bot.timeout_s", "should be at most 3600"),
+    ("max_reply_bytes: 10", "bot.max_reply_bytes", "should be at least 1024"),
+    ("max_reply_bytes: 10000000000", "bot.max_reply_bytes", "should be at most 64000000"),
+    ("max_messages_per_turn: 0", "bot.max_messages_per_turn", "should be at least 1"),
+    ("max_messages_per_conversation: -3", "bot.max_messages_per_conversation", "should be at least 1"),
+    ("max_tool_calls_per_turn: 99999999", "bot.max_tool_calls_per_turn", "should be at most 10000"),
+    ("max_messages_per_turn: many", "bot.max_messages_per_turn", "should be a whole number"),
 ]
 
 

@@ -154,7 +154,7 @@ def test_a_criterion_tag_that_is_a_near_miss_fails_with_did_you_mean(
     )
     code, out = _validate(capsys, suite)
     assert code != 0
-    assert f"asks.yaml:1 [applies_to]: applies_to ['{typo}']" in out
+    assert f"asks.yaml:5 [applies_to]: applies_to ['{typo}']" in out  # the field's line
     assert "never applies" in out and f"did you mean '{meant}'?" in out
 
 
@@ -294,7 +294,7 @@ UNQUOTED = {
     "a timestamp in a list": ("facts: [a, 2026-01-01 10:00:00]", "facts", "2026-01-01T10:00:00: YAML reads"),
     "yes": ("persona: yes", "persona", "true: YAML reads yes, no, on, off, true and false as a boolean"),
     "off": ("persona: off", "persona", "false: YAML reads yes, no, on, off"),
-    "empty": ("persona:", "persona", "null, an empty value"),
+    "empty": ("persona:", "persona", "is empty; write its text after the colon"),
     "a list": ("goal: [a, b]", "goal", "(got a list)"),
     "a mapping": ("goal: {a: b, c: d}", "goal", "(got a mapping)"),
 }

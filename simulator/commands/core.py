@@ -384,9 +384,11 @@ def _print_matrix(matrix: Comparison) -> int:
     return 0
 
 
-def _file_kind(path: Path, default: str = "scenario") -> str:
+def _file_kind(path: Path, default: str = "scenario", *, named: bool = False) -> str:
     """Whether a YAML file holds a suite, criteria or scenarios, by its content whatever its name (unreadable
-    files, and files whose keys say nothing, go to the `default` loader, which reports why)."""
+    files, and files whose keys say nothing, go to the `default` loader, which reports why). A file whose
+    content says nothing (empty, only comments, no `bot:` yet) that the user named as `suite*.yaml` is the
+    suite it is meant to be: its problems are a suite's, never "write a scenario"."""
     from simulator.config.kinds import document_kind
     from simulator.config.yamlfile import YAMLProblem, load_yaml
 
@@ -394,7 +396,10 @@ def _file_kind(path: Path, default: str = "scenario") -> str:
         data = load_yaml(path).data
     except YAMLProblem:
         return default
-    return document_kind(data, default)
+    kind = document_kind(data, "")
+    if kind:
+        return kind
+    return "suite" if named and path.name.lower().startswith("suite") else default
 
 
 def _validate_files(path: Path, named: bool = True) -> list[Path]:
@@ -426,7 +431,9 @@ def _suite_problems(suite: Any, known: list[Any], notes: dict[str, list[str]]) -
     writer's notes (a criterion that never applies) are gathered into `notes`."""
     from simulator.api.checks import preflight_problems, suite_language_problems, writer_findings
 
-    found = preflight_problems(suite)
+    # A folder the suite names that is not there, at its line (`new suite` checks its suite before it makes
+    # the folders, so this is not preflight's); `run` refuses it reading the folder (Suite.named_paths).
+    found = suite.missing_paths("scenarios") + suite.missing_paths("judges") + preflight_problems(suite)
     found = found or suite_language_problems(suite)  # needs a vocabulary that loads
     writer = writer_findings(suite)
     found += [p for p in writer.problems if str(p) not in {str(q) for q in known}]
@@ -478,8 +485,10 @@ def _load_each(files: dict[str, list[Path]], problems: list[Any], summary: list[
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from simulator.config.documents import file_identity
     from simulator.config.suite import load_suite
     from simulator.errors import Problem
+    from simulator.readers import missing
 
     problems: list[Problem] = []
     files: dict[str, list[Path]] = {"suite": [], "criterion": [], "scenario": [], "golden": []}
@@ -499,12 +508,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if file.suffix == ".csv":
                 files["golden"].append(file)
                 continue
-            if file.resolve() in seen:
+            if file_identity(file) in seen:
                 continue  # named twice (a folder and a suite pointing into it): check once
-            kind = _file_kind(file, "criterion" if via_suite == "judges" else "scenario")
+            kind = _file_kind(file, "criterion" if via_suite == "judges" else "scenario", named=not via_suite)
             if (via_suite and kind == "suite") or (via_suite == "judges" and kind != "criterion"):
                 continue
-            seen.add(file.resolve())
+            seen.add(file_identity(file))
             files[kind].append(file)
             if kind != "suite":
                 continue
@@ -516,8 +525,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             found = _suite_problems(suite, problems, notes)
             problems += found
             summary += [] if found else [f"suite {file}: ok"]
-            pending += [(suite.resolve(p), "scenarios") for p in suite.scenarios.paths]
-            pending += [(suite.resolve(p), "judges") for p in suite.judges.paths]
+            for field in ("scenarios", "judges"):  # a path that reaches nothing is a problem of preflight's
+                named = [suite.resolve(p) for p in getattr(suite, field).paths]
+                pending += [(path, field) for path in named if not missing(path)]
     _load_each(files, problems, summary)
     if problems:
         raise UserError("validation failed", problems)

@@ -7,12 +7,12 @@ __all__ = [
     "FileDocument",
     "FileDocumentKind",
     "collect_documents",
+    "file_identity",
     "load_documents",
     "text_problems",
     "yaml_files",
 ]
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from pydantic import PrivateAttr
 
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, parse_yaml, validate_model
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, did_you_mean
 from simulator.models import StrictModel
 from simulator.readers import missing
 
@@ -32,11 +32,23 @@ class FileDocument(StrictModel):
     id: str
     _source: str = PrivateAttr(default="")
     _line: int | None = PrivateAttr(default=None)
+    # The line of each of its values in the file, by its path inside the document (copies share it).
+    _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
 
     @property
     def source(self) -> str:
         """`file:line` where this document was defined."""
         return self._source if self._line is None else f"{self._source}:{self._line}"
+
+    def line_of(self, *loc: str | int) -> int | None:
+        """The file's line of a field of this document (or of its nearest ancestor that has one), else the
+        document's own line: a problem found after loading (an expected level the suite does not declare)
+        names the line to fix, not the document's first."""
+        for end in range(len(loc), 0, -1):
+            line = self._lines.get(loc[:end])
+            if line is not None:
+                return line
+        return self._line
 
 
 D = TypeVar("D", bound=FileDocument)
@@ -84,14 +96,15 @@ def yaml_files(
     seen: set[Path] = set()
     once = []
     for file in files:
-        if _identity(file) not in seen:
-            seen.add(_identity(file))
+        if file_identity(file) not in seen:
+            seen.add(file_identity(file))
             once.append(file)
     return once
 
 
-def _identity(path: Path) -> Path:
-    """The file a path reaches, links followed (a link loop keeps its path: it is refused when read)."""
+def file_identity(path: Path) -> Path:
+    """The file a path reaches, links followed (a link loop keeps its path: it is refused when read): two
+    paths to one file are one file, and a path that loops never raises here."""
     try:
         return path.resolve(strict=True)
     except (OSError, RuntimeError):
@@ -116,8 +129,8 @@ def _top_level_problems(source: LocatedYAML, kind: FileDocumentKind) -> list[Pro
     problems = []
     for key in data:
         if str(key) not in allowed:
-            guess = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = f"; did you mean '{guess[0]}'?" if guess else f"; allowed keys: {', '.join(allowed)}"
+            guess = did_you_mean(key, allowed)
+            hint = f"; {guess}" if guess else f"; allowed keys: {', '.join(allowed)}"
             line = source.line_of((str(key),))
             problems.append(Problem(str(source.path), f"unknown top-level key '{key}'{hint}", line, str(key)))
     if problems and kind.list_key not in data:
@@ -127,6 +140,17 @@ def _top_level_problems(source: LocatedYAML, kind: FileDocumentKind) -> list[Pro
 
 
 RawId = tuple[str, str, int | None]  # (id as written, file, line)
+Loc = tuple[str | int, ...]
+
+
+def _lines_by_document(source: LocatedYAML, depth: int) -> dict[Loc, dict[Loc, int]]:
+    """The file's lines grouped by document (the first `depth` parts of a path: `()`, `(3,)` or
+    `("scenarios", 3)`), each keyed by its path inside the document: one pass over the file's lines."""
+    grouped: dict[Loc, dict[Loc, int]] = {}
+    for loc, line in source.lines.items():
+        if len(loc) > depth:
+            grouped.setdefault(loc[:depth], {})[loc[depth:]] = line
+    return grouped
 
 
 def _parse_file(
@@ -144,7 +168,9 @@ def _parse_file(
     if top:
         return [], problems + top, []
     ids: list[RawId] = []
-    for item, base in _items(source, kind):
+    items = _items(source, kind)
+    lines = _lines_by_document(source, len(items[0][1]) if items else 0)
+    for item, base in items:
         if not isinstance(item, dict):
             message = f"a {kind.noun} must be a mapping with {kind.shape}"
             problems.append(Problem(str(source.path), message, line=source.line_of(base)))
@@ -156,6 +182,7 @@ def _parse_file(
         if document is not None:
             document._source = str(source.path)
             document._line = source.line_of(base)
+            document._lines = lines.get(base, {})
             documents.append(document)
     return documents, problems, ids
 

@@ -207,9 +207,7 @@ def suite_scenarios(
         if not bases:
             raise UserError(f"no scenario has any of the tags {tags}; check the tags asked for")
     else:
-        every = load_scenarios(
-            files if files is not None else [suite.resolve(p) for p in suite.scenarios.paths]
-        )
+        every = load_scenarios(files if files is not None else suite.named_paths("scenarios"))
         bases = by_tags(mark_held_out(every, suite), tags) if tags else mark_held_out(every, suite)
     styles = suite_styles(suite)
     check_scenario_styles(bases, styles)
@@ -262,7 +260,7 @@ def check_scenario_styles(scenarios: list[Scenario], styles: StyleCatalogue) -> 
             str(s._source or s.id),
             f"styles {unknown} are not in {styles.source} ({styles.names()}); name a style catalogue "
             "with user.styles in the suite",
-            s._line,
+            s.line_of("styles"),
             "styles",
         )
         for s in scenarios

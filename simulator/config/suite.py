@@ -44,7 +44,7 @@ from simulator.config.providers import PROVIDERS, CacheConfig, MaxTokens, Provid
 from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, parse_yaml, validate_model
-from simulator.errors import FieldProblem, Problem, UserError, option_forms
+from simulator.errors import FieldProblem, Problem, UserError, did_you_mean, lookalike, option_forms
 from simulator.models import BuiltModel, empty_dict, empty_list
 from simulator.models import StrictModel as _Strict
 from simulator.readers import missing
@@ -199,15 +199,15 @@ class OutcomeConfig(_Strict):
         check of the scenario files (engine/preflight.py) and of a run's manifest (record/manifest.py)."""
         if isinstance(value, str) and value in self.levels:
             return None
-        text = str(value)
+        text = str(value).lower() if isinstance(value, bool) else str(value)  # as YAML and JSON write it
         same = [level for level in self.levels if level.lower() == text.strip().lower()]
         close = same or difflib.get_close_matches(text.lower(), self.levels, n=1)
-        hint = (
+        hint = lookalike(text, self.levels) or (
             f"did you mean '{close[0]}'? (levels are written as outcome.levels declares them)"
             if close
             else f"write one of {', '.join(self.levels)}"
         )
-        return f"expected {self.key} '{value}' is not one of outcome.levels {self.levels}; {hint}"
+        return f"expected {self.key} '{text}' is not one of outcome.levels {self.levels}; {hint}"
 
     @property
     def sources(self) -> list[str]:
@@ -434,6 +434,28 @@ class Suite(BuiltModel):
         path = Path(relative)
         return path if path.is_absolute() else self._base_dir / path
 
+    def named_paths(self, field: Literal["scenarios", "judges"]) -> list[Path]:
+        """The files and folders `scenarios.paths` or `judges.paths` names, resolved; one UserError naming the
+        suite's line and field of each that reaches nothing (never a bare path with no field to fix)."""
+        problems = self.missing_paths(field)
+        if problems:
+            raise UserError("invalid suite file", problems)
+        return [self.resolve(written) for written in getattr(self, field).paths]
+
+    def missing_paths(self, field: Literal["scenarios", "judges"]) -> list[Problem]:
+        """A problem for each path of `scenarios.paths` or `judges.paths` that reaches no file or folder."""
+        return [
+            Problem(
+                str(self._file or "suite"),
+                f"'{written}' is not there (looked for {self.resolve(written)}); fix the path (a relative "
+                "path starts at the suite's folder)",
+                self.line_of(field, "paths", index),
+                f"{field}.paths.{index}",
+            )
+            for index, written in enumerate(getattr(self, field).paths)
+            if missing(self.resolve(written))
+        ]
+
     def provider_settings(self, provider: str) -> ProviderSettings:
         return self.providers.get(provider, ProviderSettings())
 
@@ -451,8 +473,7 @@ def _provider_name_problems(source: LocatedYAML) -> list[Problem]:
     for name in providers:
         if name in PROVIDERS:
             continue
-        guess = difflib.get_close_matches(str(name), list(PROVIDERS), n=1)
-        hint = f"did you mean '{guess[0]}'?" if guess else f"use one of: {', '.join(PROVIDERS)}"
+        hint = did_you_mean(name, PROVIDERS) or f"use one of: {', '.join(PROVIDERS)}"
         problems.append(
             Problem(
                 str(source.path),
@@ -615,8 +636,9 @@ def load_suite(path: Path, overrides: dict[str, Any] | None = None, *, text: str
     except YAMLProblem as exc:
         raise UserError("invalid suite file", [exc.problem]) from exc
     if not isinstance(source.data, dict):
+        empty = "the file is empty (or holds only comments); " if source.data is None else ""
         raise UserError(
-            "invalid suite file", [Problem(str(path), "a suite must be a mapping (bot:, user:, ...)")]
+            "invalid suite file", [Problem(str(path), f"{empty}a suite must be a mapping (bot:, user:, ...)")]
         )
     data = {**source.data, **(overrides or {})}
     suite, problems = validate_model(Suite, data, source, given=overrides or {})

@@ -16,7 +16,6 @@ __all__ = [
     "validate_model",
 ]
 
-import difflib
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -26,7 +25,16 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from simulator.errors import Problem, UserError, error_loc, pattern_or_message, shown_input
+from simulator.config.yamlwords import syntax_in_words
+from simulator.errors import (
+    Problem,
+    UserError,
+    choices_of,
+    did_you_mean,
+    error_loc,
+    pattern_or_message,
+    shown_input,
+)
 from simulator.jsonbounds import MAX_INT_DIGITS  # one cap on numbers, JSON and YAML alike
 from simulator.readers import InputRefused, read_text
 
@@ -275,14 +283,12 @@ def read_text_file(path: Path, limit: int = MAX_FILE_BYTES) -> str:
         raise YAMLProblem(exc.problem) from None
 
 
-def _yaml_error(path: Path, exc: yaml.YAMLError) -> YAMLProblem:
-    mark = getattr(exc, "problem_mark", None)
-    line = mark.line + 1 if mark is not None else None
-    reason = getattr(exc, "problem", None) or str(exc)
+def _yaml_error(path: Path, exc: yaml.YAMLError, text: str) -> YAMLProblem:
     if isinstance(exc, _Refused):
-        return YAMLProblem(Problem(str(path), reason, line=line))
-    fix = "" if "; " in reason else "; check indentation and quoting"  # a reason of ours says its own fix
-    return YAMLProblem(Problem(str(path), f"not valid YAML: {reason}{fix}", line=line))
+        mark = exc.problem_mark
+        return YAMLProblem(Problem(str(path), str(exc.problem), line=mark.line + 1 if mark else None))
+    message, line = syntax_in_words(exc, text)
+    return YAMLProblem(Problem(str(path), message, line=line))
 
 
 def load_yaml(path: Path) -> LocatedYAML:
@@ -326,7 +332,7 @@ def parse_yaml(text: str, path: Path) -> LocatedYAML:
         located.data = loader.construct_document(node)
         return located
     except yaml.YAMLError as exc:
-        raise _yaml_error(path, exc) from None
+        raise _yaml_error(path, exc, text) from None
     except RecursionError:
         raise YAMLProblem(
             Problem(str(path), f"nested too deeply to read; keep nesting under {MAX_DEPTH} levels")
@@ -386,11 +392,12 @@ def problems_from_validation(
         full = (*base, *loc)
         kind = item["type"]
         name = _field_name(loc)
+        value = item.get("input")
         if kind == "extra_forbidden":
             allowed = _allowed_fields(_resolve(model, tuple(item["loc"])[:-1])[0])
-            guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+            guess = did_you_mean(loc[-1], allowed)
             if guess:
-                hint = f"; did you mean '{guess[0]}'?"
+                hint = f"; {guess}"
             elif allowed:
                 hint = f"; allowed keys: {', '.join(allowed)}"
             else:
@@ -402,23 +409,40 @@ def problems_from_validation(
             # A validator's own message already says what is wrong and how to fix it.
             message = str(item["msg"]).removeprefix("Value error, ")
         elif kind == "dict_type" and loc:
-            value = item.get("input")  # text is not echoed: a header written as one line may hold a token
+            # text is not echoed: a header written as one line may hold a token
             got = "text" if isinstance(value, str) else shown_input(value, yaml=from_yaml)
+            message = f"{pattern_or_message(item)} (got {got}); {_mapping_fix(str(loc[-1]), value)}"
+        elif kind in ("model_type", "model_attributes_type") and loc:
+            got = "text" if isinstance(value, str) else shown_input(value, yaml=from_yaml)
+            keys = _allowed_fields(_resolve(model, tuple(item["loc"]))[0])
             message = (
-                f"{pattern_or_message(item)} (got {got}); {_mapping_fix(str(loc[-1]), item.get('input'))}"
+                f"{pattern_or_message(item)} (got {got}); write its keys indented under '{loc[-1]}:', one a "
+                f"line ({', '.join(keys)})"
             )
-        elif (
-            kind == "string_type" and loc and isinstance(loc[-1], int) and read_as_mapping(item.get("input"))
-        ):
-            text = read_as_mapping(item.get("input"))
+        elif kind == "string_type" and loc and isinstance(loc[-1], int) and read_as_mapping(value):
+            text = read_as_mapping(value)
             message = (
                 f"'{text}' was read as a key and a value, not as text (YAML reads ': ' that way); "
                 f'put it in quotes: - "{text}"'
             )
+        elif kind == "string_type" and value is None and from_yaml:
+            message = (
+                "is empty; write its text after the colon (put text that begins with '#' in quotes: YAML "
+                "reads a '#' after a space as the start of a comment)"
+            )
+        elif (
+            kind == "string_type"
+            and from_yaml
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+        ):
+            message = f"should be text (got {value!r}: YAML reads it as a number; put it in quotes for text)"
         elif kind in ("too_short", "string_too_short"):
             message = pattern_or_message(item)  # what was given is empty: nothing to show
         else:
-            message = f"{pattern_or_message(item)} (got {shown_input(item.get('input'), yaml=from_yaml)})"
+            message = f"{pattern_or_message(item)} (got {shown_input(value, yaml=from_yaml)})"
+            guess = did_you_mean(value, choices_of(item)) if isinstance(value, str) else None
+            message += f"; {guess}" if guess else ""
         problems.append(Problem(str(source.path), message, line=source.line_of(full), field=name or None))
     return problems
 

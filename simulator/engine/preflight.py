@@ -51,6 +51,7 @@ def _checks(suite: Suite) -> Iterator[tuple[tuple[str | int, ...], Callable[[], 
         yield ("judges", "paths", index), functools.partial(_judges_path, suite, written)
     if suite.scenarios.tags:
         yield ("scenarios", "tags"), functools.partial(_tagged, suite)
+    yield ("user", "styles"), functools.partial(_styles, suite)
     for loc, model in _models(suite):
         yield loc, functools.partial(split_model, model)
     if suite.user.vocabulary:
@@ -86,6 +87,23 @@ def _tagged(suite: Suite) -> None:
     except UserError:
         return
     by_tags(scenarios, suite.scenarios.tags)
+
+
+def _styles(suite: Suite) -> None:
+    """Every persona style a scenario names is in the suite's catalogue (`run` refuses one that is not, so
+    `validate` must too); a scenario file's own problems are reported where it is loaded."""
+    from simulator.config.factors import check_scenario_styles
+    from simulator.config.loading import load_scenarios
+    from simulator.config.styles import suite_styles
+
+    if getattr(suite, "_inline", None) is not None:
+        return  # scenarios given in code are checked when the run plans them
+    try:
+        scenarios = load_scenarios(suite.named_paths("scenarios"))
+    except UserError:
+        return
+    if any(s.styles for s in scenarios):
+        check_scenario_styles(scenarios, suite_styles(suite))
 
 
 def _level_phrases(suite: Suite) -> None:
@@ -150,15 +168,15 @@ def expected_problems(suite: Suite, scenarios: list[Any]) -> list[Problem]:
                     else "no state (it has no decision_tool)"
                 )
                 message = f"expected {key}: the bot never sets it (this {suite.bot.type} bot sets {sets}); fix the key"
-                problems.append(Problem(file, message, scenario._line, f"expected.{key}"))
+                problems.append(Problem(file, message, scenario.line_of("expected", key), f"expected.{key}"))
             elif outcome is not None and key == outcome.key and outcome.not_a_level(value):
                 message = str(outcome.not_a_level(value))
-                problems.append(Problem(file, message, scenario._line, f"expected.{key}"))
+                problems.append(Problem(file, message, scenario.line_of("expected", key), f"expected.{key}"))
             elif isinstance(value, str) and value.strip().lower() in ("true", "false"):
                 message = (
                     f"expected {key} is the text '{value}'; write {value.strip().lower()} without quotes"
                 )
-                problems.append(Problem(file, message, scenario._line, f"expected.{key}"))
+                problems.append(Problem(file, message, scenario.line_of("expected", key), f"expected.{key}"))
     return problems
 
 

@@ -42,7 +42,7 @@ def file_name_problems(scenarios: Iterable[Any]) -> list[Problem]:
             f"{scenario.id}{path.suffix} or set `id: {named}` (reports, `show` and the desk find a "
             "scenario by its id)"
         )
-        problems.append(Problem(file, message, scenario._line, "id"))
+        problems.append(Problem(file, message, scenario.line_of("id"), "id"))
     return problems
 
 
@@ -82,7 +82,9 @@ def _reach(criteria: list[Any], tags: set[str], suite_file: str, found: WriterFi
             f"applies_to {wanted}: no scenario of {suite_file} has these tags, so this criterion never "
             f"applies; did you mean '{guesses[0]}'? Fix the tag, or tag the scenarios it is for"
         )
-        found.problems.append(Problem(_shown(criterion._source), message, criterion._line, "applies_to"))
+        found.problems.append(
+            Problem(_shown(criterion._source), message, criterion.line_of("applies_to"), "applies_to")
+        )
 
 
 def writer_findings(suite: Suite) -> WriterFindings:

@@ -345,7 +345,7 @@ def make_judge_stage(
 ) -> JudgeStage:
     """The stage for a suite: its criteria (judges.paths), its judge model or none, and hygiene warnings."""
     config = suite.judges
-    criteria = load_criteria([suite.resolve(p) for p in config.paths]) if config.paths else []
+    criteria = load_criteria(suite.named_paths("judges")) if config.paths else []
     models = config.judge_models()
     model = models[0] if len(models) == 1 else config.model
     rules: dict[str, AggregateRule] = {str(k): v for k, v in config.aggregate.items()}

@@ -53,10 +53,8 @@ def refused(where: str, exc: ValidationError, what: str) -> UserError:
     pydantic's reason and the fix."""
     first = exc.errors()[0]
     field = ".".join(str(part) for part in first["loc"]) or None
-    # pydantic names the model's class for an object of another type: the file's reader knows no classes.
-    reason = (
-        "Input should be a valid dictionary" if first["type"] == "model_type" else pattern_or_message(first)
-    )
+    # In words, never pydantic's (which names the model's class for an object of another type).
+    reason = pattern_or_message(first)
     return UserError(str(Problem(where, f"{what} ({reason}); {DAMAGED}", field=field)))
 
 

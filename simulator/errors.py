@@ -338,6 +338,24 @@ def lookalike(given: str, allowed: Iterable[str]) -> str | None:
     return f"'{given}' looks like '{looks}' but has {_odd_characters(given)} in it; retype it as '{looks}'"
 
 
+# Other tools' words for ours, where spelling alone guesses wrong (`repeats` is closer in letters to
+# `relations` than to `runs`): used only when the word they point to is one of the names allowed there.
+_OTHER_WORDS = {
+    "repeats": "runs",
+    "repeat": "runs",
+    "repetitions": "runs",
+    "n_runs": "runs",
+    "num_runs": "runs",
+    "trials": "runs",
+    "iterations": "runs",
+    "turns": "max_turns",
+    "turn_limit": "max_turns",
+    "max_turn": "max_turns",
+    "rubric": "criteria",
+    "criterion": "criteria",
+}
+
+
 def did_you_mean(given: Any, allowed: Iterable[str], *, cutoff: float = 0.6) -> str | None:
     """How to fix a name (a key, a choice, a level) that is none of `allowed`: `did you mean 'major'?`; when
     it only looks like one of them (a Cyrillic or Greek letter, a fullwidth form or an invisible character
@@ -351,5 +369,8 @@ def did_you_mean(given: Any, allowed: Iterable[str], *, cutoff: float = 0.6) -> 
     lowered = {name.casefold(): name for name in names}
     if looks.casefold() in lowered:
         return f"did you mean '{lowered[looks.casefold()]}'?"
+    meant = _OTHER_WORDS.get(looks.casefold().replace("-", "_"))
+    if meant is not None:  # another tool's word: ours, or no guess (its letters would guess wrong)
+        return f"did you mean '{lowered[meant]}'?" if meant in lowered else None
     close = difflib.get_close_matches(looks, names, n=1, cutoff=cutoff)
     return f"did you mean '{close[0]}'?" if close else None

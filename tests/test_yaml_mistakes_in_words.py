@@ -312,3 +312,25 @@ def test_validate_of_a_suite_file_that_says_nothing_yet_is_checked_as_a_suite(
     suite = _project(tmp_path, suite=text)
     said = _validate(capsys, suite)
     assert words in said and "scenario" not in said, said
+
+
+@pytest.mark.parametrize(
+    ("which", "change", "words"),
+    [
+        ("suite", ("runs: 1", "repeats: 3"), "did you mean 'runs'?"),
+        ("suite", ("runs: 1", "repetitions: 3"), "did you mean 'runs'?"),
+        ("suite", ("runs: 1", "num-runs: 3"), "did you mean 'runs'?"),
+        ("scenario", ("max_turns: 12", "turns: 12"), "did you mean 'max_turns'?"),
+        ("scenario", ("max_turns: 12", "turn_limit: 12"), "did you mean 'max_turns'?"),
+    ],
+    ids=["repeats", "repetitions", "num-runs", "turns", "turn_limit"],
+)
+def test_another_tools_word_for_a_field_points_to_ours_not_to_the_nearest_spelling(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], which: str, change: tuple[str, str], words: str
+) -> None:
+    """`repeats` is closer in letters to `relations` than to `runs`: a guess by spelling sent a clinician to
+    the wrong field."""
+    texts = {"suite": SUITE, "scenario": SCENARIO}
+    texts[which] = texts[which].replace(*change, 1)
+    said = _validate(capsys, _project(tmp_path, texts["suite"], texts["scenario"]))
+    assert words in said and "relations" not in said, said

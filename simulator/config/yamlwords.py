@@ -100,6 +100,7 @@ def _block_mapping(lines: list[str], exc: Any) -> tuple[str, int | None]:
 def syntax_in_words(exc: yaml.YAMLError, text: str) -> tuple[str, int | None]:
     """What is wrong, with its fix, and the line to fix, for a YAML parser's refusal of `text`; the message
     starts `not valid YAML: `."""
+    # long because it is a table: one branch per kind of refusal, tried in this order (the first that fits)
     problem = str(getattr(exc, "problem", None) or "")
     context = str(getattr(exc, "context", None) or "")
     problem_mark = getattr(exc, "problem_mark", None)

@@ -374,7 +374,7 @@ def read_as_mapping(got: Any) -> str | None:
     return f"{key}:" if value is None else f"{key}: {value}"
 
 
-def problems_from_validation(
+def problems_from_validation(  # long because it is a table: a branch per kind of pydantic error, in words
     error: ValidationError,
     source: LocatedYAML,
     model: type[BaseModel],
@@ -384,7 +384,6 @@ def problems_from_validation(
     """One Problem per pydantic error, with the YAML line, the field path and how to fix it. A value under
     a top-level key in `given` came from Python or the command line, not from YAML: it is shown as Python
     writes it (`True`, not YAML's words for a boolean)."""
-    # long because it is a table: one branch per kind of pydantic error, each said in a clinician's words
     problems: list[Problem] = []
     for item in error.errors():
         # A union's tag (`bot.http.url`) is not a key of the file: the field is `bot.url`.

@@ -163,6 +163,17 @@ def _pool(port: int, keepalive_s: float = 5.0) -> HttpPool:
                    ssl_context=no_tls, capped=_capped)  # fmt: skip
 
 
+async def _post_once(handler: Handler) -> tuple[int, bytes]:
+    """One POST through a fresh pool to a server running `handler`: the status and the decoded body."""
+    async for port in _serve(handler):
+        pool = _pool(port)
+        try:
+            status, _, got = await pool.post(b"{}")
+        finally:
+            pool.close()
+    return status, got
+
+
 async def test_connections_are_kept_alive_and_one_the_server_closed_is_not_reused() -> None:
     connections: list[int] = []
 
@@ -230,12 +241,7 @@ async def test_chunked_and_compressed_answers_are_decoded(coding: str) -> None:
         await writer.drain()
         await reader.read()
 
-    async for port in _serve(answer):
-        pool = _pool(port)
-        try:
-            status, _, got = await pool.post(b"{}")
-        finally:
-            pool.close()
+    status, got = await _post_once(answer)
     assert (status, got) == (200, body)
 
 
@@ -446,10 +452,5 @@ async def test_a_large_answer_arrives_whole_through_the_paused_reads() -> None:
         await writer.drain()
         await reader.read()
 
-    async for port in _serve(answer):
-        pool = _pool(port)
-        try:
-            status, _, got = await pool.post(b"{}")
-        finally:
-            pool.close()
+    status, got = await _post_once(answer)
     assert (status, len(got), got == body) == (200, len(body), True)

@@ -105,13 +105,7 @@ class SdkPost:
             status, raw_headers, body = await self._direct.post(dumps_json(payload))
             if status >= 400:
                 raise self._status_error(self._direct.response(status, raw_headers, body))
-            if 200 <= status < 300:
-                try:
-                    answer = loads_json(body)
-                except ValueError as exc:
-                    raise unreadable(str(self._url), status, raw_headers, body, str(exc)) from None
-                return answer, _rate_limit_headers(raw_headers)
-            raise unanswered(str(self._url), self._path, status, raw_headers)
+            return self._answer(status, raw_headers, body)
         if not self._fast:
             return await self._client.post(self._path, body=payload, cast_to=dict), _EMPTY
         request = self._request(
@@ -124,7 +118,12 @@ class SdkPost:
             await response.aclose()
         if response.status_code >= 400:
             raise self._status_error(response)
-        status, raw = response.status_code, response.headers.raw
+        return self._answer(response.status_code, response.headers.raw, content)
+
+    def _answer(
+        self, status: int, raw: Sequence[tuple[bytes, bytes]], content: bytes
+    ) -> tuple[Any, Mapping[str, str]]:
+        """A status below 400's answer: a 2xx's JSON and rate-limit headers; any other is no answer."""
         if 200 <= status < 300:
             try:
                 answer = loads_json(content)

@@ -254,6 +254,23 @@ def test_a_stopped_run_resumes_from_python_as_from_the_command_line(
     assert result.report.run.status == "complete"  # the Result reads the merged record
 
 
+def _one_shard_fails(monkeypatch: pytest.MonkeyPatch, index: int) -> Any:
+    """`run_suite` as it is, but the worker of shard `index` raises after its shard was written (kept, not
+    merged); the real `run_suite`, to put back."""
+    import simulator.engine.runner as runner
+
+    real = runner.run_suite
+
+    async def fails(suite: Any, scenarios: Any, options: Any) -> Any:
+        result = await real(suite, scenarios, options)
+        if options.shard is not None and options.shard.index == index:
+            raise RuntimeError("the machine fell over")
+        return result
+
+    monkeypatch.setattr(runner, "run_suite", fails)
+    return real
+
+
 def test_a_workers_run_with_a_failed_worker_resumes_with_or_without_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -261,15 +278,7 @@ def test_a_workers_run_with_a_failed_worker_resumes_with_or_without_workers(
 
     suite = write_suite(tmp_path, runs=3, bot=STATELESS_BOT)
     monkeypatch.chdir(tmp_path)
-    real = runner.run_suite
-
-    async def second_fails(suite: Any, scenarios: Any, options: Any) -> Any:
-        result = await real(suite, scenarios, options)
-        if options.shard is not None and options.shard.index == 2:
-            raise RuntimeError("the machine fell over")  # after its shard was written: kept, not merged
-        return result
-
-    monkeypatch.setattr(runner, "run_suite", second_fails)
+    real = _one_shard_fails(monkeypatch, 2)
     out = tmp_path / "many"
     assert main(["run", str(suite), "--out", str(out), "--no-progress", "--workers", "2"]) == 2
     err = capsys.readouterr().err
@@ -292,15 +301,7 @@ def test_a_workers_run_with_a_failed_worker_resumes_from_python(
 
     suite = write_suite(tmp_path, runs=3, bot=STATELESS_BOT)
     monkeypatch.chdir(tmp_path)
-    real = runner.run_suite
-
-    async def first_fails(suite: Any, scenarios: Any, options: Any) -> Any:
-        result = await real(suite, scenarios, options)
-        if options.shard is not None and options.shard.index == 1:
-            raise RuntimeError("the machine fell over")  # after its shard was written: kept, not merged
-        return result
-
-    monkeypatch.setattr(runner, "run_suite", first_fails)
+    real = _one_shard_fails(monkeypatch, 1)
     out = tmp_path / "many"
     assert main(["run", str(suite), "--out", str(out), "--no-progress", "--workers", "2"]) == 2
     err = capsys.readouterr().err

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simulator.collect.decode import decode_export, decode_request
+from simulator.record.secret_keys import without_secret_pairs
 from simulator.traces.otlp_decode import MAX_DEPTH, decode_documents
 from simulator.traces.redact import Redactor, load_redactor
 from tests.traces_helpers import require
@@ -206,15 +207,19 @@ PIECES = ['"', "@", "a", "x.y", " ", "-", "/", "+44 ", "(020) ", "3", "07700 900
           # the credential formats (record/redact.py) and their pieces
           "sk-", "ant-api03-", "AbCdEfGhIjKlMnOpQrStUvWx", "password is ", "passwd=", "hunter-Secret!", "not ",
           "Bearer ", "eyJhbGciOiJ", ".", "-----BEGIN RSA PRIVATE KEY-----", "\n", "-----END RSA PRIVATE KEY-----",
-          "AKIAZQWERTYUIOPASDFG", "xoxb-", "ghp_", "aws_secret_access_key = ", "AIza"]  # fmt: skip
+          "AKIAZQWERTYUIOPASDFG", "xoxb-", "ghp_", "aws_secret_access_key = ", "AIza",
+          # a value under a credential's name (record/secret_keys.py), across quotes
+          '"api_key": ', '\\"pin\\":', "token=", "&", "': ", "clientSecret", "1234", "[PASSWORD]"]  # fmt: skip
 texts = st.lists(st.sampled_from(PIECES), max_size=25).map("".join)
 
 
 def _one_pass(redactor: Redactor, text: str) -> tuple[str, Counter[str]]:
-    """The reference: the built-in patterns over the whole text at once."""
+    """The reference: the built-in patterns over the whole text at once, then the values under a
+    credential's name."""
     reference = Redactor([], [label for label in redactor.labels])
     assert reference.builtin is not None
-    return reference.builtin.sub(reference._replace, text), reference.counts
+    result = reference.builtin.sub(reference._replace, text)
+    return without_secret_pairs(result, lambda label, _: reference.counts.update([label])), reference.counts
 
 
 @FUZZ

@@ -58,6 +58,7 @@ from pydantic import BaseModel
 
 from simulator.config.secrets import MIN_SECRET_CHARS, REDACTED, declared_secrets, record_form
 from simulator.config.suite import Suite
+from simulator.record.secret_keys import NAMED_VALUE, holds_secret_pair, redact_mapping, without_secret_pairs
 from simulator.record.secret_variants import (
     MIN_VARIANT_CHARS,
     Variants,
@@ -104,18 +105,12 @@ CREDENTIAL_FORMATS: dict[str, str] = {
     ),
     "token": rf"(?<![\w-])eyJ{_KEY}{{8,}}\.eyJ{_KEY}{{8,}}\.{_KEY}*",  # a JWT (header.payload.signature)
 }
-# A credential after its name (name pattern, value pattern): the name is kept (`Bearer [TOKEN]`).
-_NOT_A_PASSWORD = (  # what follows "password is" in ordinary talk about passwords
-    "not|incorrect|wrong|invalid|required|expired|too|correct|weak|strong|the|a|an|my|your|its|case|reset"
-    "|changed|set|empty|missing|being|still|now|same|different|saved|stored|hidden|secret|needed|ok|fine"
-)
-_PLACEHOLDER = r"\[(?:redacted|[A-Z][A-Z_]*)\]"  # `[redacted]`, `[PASSWORD]`, `[EMAIL]` (traces/redact.py)
+# A credential after its name (name pattern, value pattern): the name is kept (`Bearer [TOKEN]`). A value
+# under a key that names a credential (`{"password": "x"}`, `api_key=x`) is found by secret_keys.py.
 CREDENTIAL_NAMES: dict[str, tuple[str, str]] = {
     "password": (
         r"(?i:(?<![\w-])(?:password|passwd|passphrase|pwd)(?:\s+(?:is|was)(?:\s*:)?\s+|\s*[:=]\s*))",
-        # Not a placeholder already there (`[PASSWORD]`, `[redacted]`, whatever follows it): redacting
-        # twice changes nothing.
-        rf"(?!{_PLACEHOLDER})(?i:(?!(?:{_NOT_A_PASSWORD})(?![^\s\"\\]))(?:[^\s\"\\]|\\[^\s\"]){{4,128}})",
+        NAMED_VALUE,
     ),
     "token": (r"(?i:(?<![\w-])bearer\s+)", r"[A-Za-z0-9._~+/=-]{16,}"),
     "aws_secret_key": (
@@ -207,11 +202,12 @@ def credential_placeholder(label: str, found: str) -> str:
     return f"{_name(label, found)}[{label.upper()}]"
 
 
-def _may_hold_credential(text: str) -> bool:
-    """False when `text` holds no start of a credential (`_STARTS`), so it holds none."""
+def _may_hold_credential(text: str, folded: str | None = None) -> bool:
+    """False when `text` holds no start of a credential (`_STARTS`), so it holds none (`folded`: the text
+    casefolded, when the caller has it)."""
     if any(search(text) for search in _AS_IS):
         return True
-    folded = text.casefold()
+    folded = text.casefold() if folded is None else folded
     return any(search(folded) for search in _CASEFOLDED)
 
 
@@ -227,8 +223,13 @@ def _credentials_in(text: str) -> Iterator[re.Match[str]]:
 
 
 def _holds_credential(text: str) -> bool:
-    """Whether `text` (plain or JSON) holds a credential of a well-known format."""
-    if not _may_hold_credential(text):  # nor does it with its JSON escapes as spaces: no start holds one
+    """Whether `text` (plain or JSON) holds a credential of a well-known format or a value under a
+    credential's name."""
+    low = text.lower()
+    if holds_secret_pair(text, low):
+        return True
+    # Nor does it with its JSON escapes as spaces when no start holds one (ASCII text casefolds as it lowers).
+    if not _may_hold_credential(text, low if text.isascii() else None):
         return False
     return any(_credentials_in(text)) or ("\\" in text and any(_credentials_in(_JSON_SPACE.sub(" ", text))))
 
@@ -249,12 +250,13 @@ def _count(label: str, value: str) -> None:
 
 
 def _without_credentials(text: str) -> str:
-    """`text` with each credential replaced by its placeholder (`_credential().sub`, only faster)."""
+    """`text` with each credential replaced by its placeholder (`_credential().sub`, only faster), then
+    each value under a credential's name (secret_keys.py: `"password": "[PASSWORD]"`)."""
     pieces, end = [], 0
     for found in _credentials_in(text):
         pieces += [text[end : found.start()], _replace_credential(found)]
         end = found.end()
-    return "".join([*pieces, text[end:]]) if pieces else text
+    return without_secret_pairs("".join([*pieces, text[end:]]) if pieces else text, _count)
 
 
 _OPENED = re.compile(rf"{_PEM_BEGIN}(?!.*{_PEM_END})")
@@ -813,8 +815,8 @@ def redact(value: Any) -> Any:
                     value = value.replace(secret, REDACTED)
             value = _without_variants(value) if _variants else value
         return _without_credentials(value)
-    if isinstance(value, dict):
-        return {redact(k): redact(v) for k, v in value.items()}
+    if isinstance(value, dict):  # a value under a credential's name is replaced whole (secret_keys.py)
+        return redact_mapping(value, redact, _count)
     if isinstance(value, list | tuple):
         if _variants and len(value) >= MIN_VARIANT_CHARS and all(type(v) is int for v in value):
             # A list of byte values (a tool's argument, a state) is the digits the view of its JSON shows.

@@ -5,7 +5,8 @@ Built-in patterns: email, phone, NHS number (ten digits passing the modulus-11 c
 plus names from a list and extra patterns from the redaction file. Patterns catch formats, not meaning:
 a name not on the list, or an identifier in an unusual format, is not caught (docs/traces.md). And always,
 whatever the redaction file or --no-redact say, well-known credential formats (API keys, tokens, private
-keys, a password after "password is"; record/redact.py `CREDENTIAL_FORMATS`): no secret is ever written.
+keys, a password after "password is"; record/redact.py `CREDENTIAL_FORMATS`), and a value under a key that
+names a credential (`{"password": "x"}`, `api_key=x`; record/secret_keys.py): no secret is ever written.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from simulator.errors import UserError
 from simulator.models import StrictModel, empty_dict, empty_list
 from simulator.readers import missing
 from simulator.record.redact import CREDENTIAL_HINT, CREDENTIALS, credential_placeholder
+from simulator.record.secret_keys import redact_mapping, without_secret_pairs
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
 BUILTIN: dict[str, str] = {
@@ -106,11 +108,16 @@ class Redactor:
     def text(self, text: str) -> str:
         if self.pattern is not None:
             text = self.pattern.sub(self._replace, text)
-        if self.builtin is None:
-            return text
-        if '"' not in text:
-            return self._piece(text)
-        return '"'.join([self._piece(p) if p else p for p in text.split('"')])
+        if self.builtin is not None:
+            if '"' not in text:
+                text = self._piece(text)
+            else:
+                text = '"'.join([self._piece(p) if p else p for p in text.split('"')])
+        # A value under a credential's name (`"password": "x"`, record/secret_keys.py), across the quotes.
+        return without_secret_pairs(text, self._count_named)
+
+    def _count_named(self, label: str, _secret: str) -> None:
+        self.counts[label] += 1
 
     def _piece(self, piece: str) -> str:
         """The built-ins applied to a piece holding no quote, remembered with what they counted: a message
@@ -151,8 +158,8 @@ class Redactor:
         """`value` with every string in it (dict keys and values, list items) redacted."""
         if isinstance(value, str):
             return self.text(value)
-        if isinstance(value, dict):
-            return {self.value(k): self.value(v) for k, v in value.items()}
+        if isinstance(value, dict):  # a value under a credential's name replaced whole
+            return redact_mapping(value, self.value, self._count_named)
         if isinstance(value, list | tuple):
             return [self.value(v) for v in value]
         return value

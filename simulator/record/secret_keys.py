@@ -17,14 +17,11 @@ from __future__ import annotations
 
 __all__ = [
     "NAMED_VALUE",
-    "NOT_A_PASSWORD",
     "PLACEHOLDER",
     "Found",
-    "SecretName",
     "holds_secret_pair",
     "redact_mapping",
     "secret_name",
-    "secret_pairs",
     "without_secret_pairs",
 ]
 

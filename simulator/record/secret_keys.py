@@ -69,7 +69,7 @@ _ENDINGS = {
     "secret": ("secret", "secrets", "credential", "credentials"),
     "token": ("token", "authorization", "auth", "cookie", "cookies", "jwt"),
 }
-_PIN_WORDS = ("pin", "otp", "totp", "hotp")  # the whole last word: not `spin`
+_PIN_WORDS = ("pin", "otp", "totp", "hotp", "cvv", "cvc")  # the whole last word: not `spin`
 _PIN_ENDINGS = ("pincode", "passcode")
 _KEY_KINDS = {
     "api": "api_key",
@@ -256,13 +256,15 @@ def secret_pairs(text: str, low: str | None = None) -> Iterator[Found]:
 def holds_secret_pair(text: str, low: str | None = None) -> bool:
     """Whether `text` holds a value under a credential's name (`secret_pairs`, without starting one when
     no name ends before a separator: the common case allocates nothing the garbage collector tracks)."""
+    if ":" not in text and "=" not in text:  # no separator, no name before a value (found at C speed)
+        return False
     low = _lowered(text, low)
     return bool(_name_ends(text, low)) and next(secret_pairs(text, low), None) is not None
 
 
 def without_secret_pairs(text: str, count: Callable[[str, str], None]) -> str:
     """`text` with each value under a credential's name replaced (`count(label, secret)` for each)."""
-    if not holds_secret_pair(text):
+    if (":" not in text and "=" not in text) or not holds_secret_pair(text):  # most texts: one look
         return text
     pieces, end = [], 0
     for found in secret_pairs(text):
@@ -274,7 +276,7 @@ def without_secret_pairs(text: str, count: Callable[[str, str], None]) -> str:
 
 def _name_ends(text: str, low: str) -> Sequence[tuple[int, int]]:
     """Where each name ending as a credential's starts and where the separator after it ends, in order."""
-    if ":" not in text and "=" not in text:  # no separator, no name before a value (found at C speed)
+    if ":" not in text and "=" not in text:
         return ()
     back = low[::-1]
     for sep, names in _NAME_ENDS:

@@ -15,18 +15,7 @@ placeholder or a `${VAR}` template (it names a variable); a number only counts u
 
 from __future__ import annotations
 
-__all__ = [
-    "NAMED_VALUE",
-    "NOT_A_PASSWORD",
-    "PLACEHOLDER",
-    "Found",
-    "SecretName",
-    "holds_secret_pair",
-    "redact_mapping",
-    "secret_name",
-    "secret_pairs",
-    "without_secret_pairs",
-]
+__all__ = ["NAMED_VALUE", "holds_secret_pair", "redact_mapping", "secret_name", "without_secret_pairs"]
 
 import functools
 import json
@@ -35,11 +24,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 # What follows "password is" in ordinary talk about passwords: not a password.
-NOT_A_PASSWORD = (
+_NOT_A_PASSWORD = (
     "not|incorrect|wrong|invalid|required|expired|too|correct|weak|strong|the|a|an|my|your|its|case|reset"
     "|changed|set|empty|missing|being|still|now|same|different|saved|stored|hidden|secret|needed|ok|fine"
 )
-PLACEHOLDER = r"\[(?:redacted|[A-Z][A-Z_]*)\]"  # `[redacted]`, `[PASSWORD]`, `[EMAIL]` (traces/redact.py)
+_PLACEHOLDER = r"\[(?:redacted|[A-Z][A-Z_]*)\]"  # `[redacted]`, `[PASSWORD]`, `[EMAIL]` (traces/redact.py)
 # A value said after a credential's name without quotes (`password: hunter2`, `passwd=x&user=y`): 4 to 128
 # characters up to a space or a quote, and before the next field of a form (`&name=`) or a `,;)]}'` that
 # ends it (`{password: hunter2}`, `hunter2, thanks`); inside, those characters are the value's. Not a
@@ -47,7 +36,7 @@ PLACEHOLDER = r"\[(?:redacted|[A-Z][A-Z_]*)\]"  # `[redacted]`, `[PASSWORD]`, `[
 # backslash is taken with the character it escapes, and never before a quote: replaced inside JSON text,
 # it leaves no half an escape.
 NAMED_VALUE = (
-    rf"(?!{PLACEHOLDER})(?i:(?!(?:{NOT_A_PASSWORD})(?![^\s\"\\,;.!?)}}\]&']))"
+    rf"(?!{_PLACEHOLDER})(?i:(?!(?:{_NOT_A_PASSWORD})(?![^\s\"\\,;.!?)}}\]&']))"
     r"(?:[^\s\"\\&,;)}\]']|&(?![\w.%\[\]-]+=)|[,;)}\]'](?![\s\"\\,;)}\]&']|$)|\\[^\s\"]){4,128})"
 )
 
@@ -108,7 +97,9 @@ def secret_name(key: str) -> SecretName | None:
 
 # A value left as it is: empty, a placeholder (the scheme or a key's prefix before it kept: `Bearer [TOKEN]`,
 # `sk-proj-[redacted]`), or a text naming a `${VAR}` (a template the manifest keeps: config/secrets.py).
-_KEPT = re.compile(rf"\s*|(?:[A-Za-z]+\s+)?(?:[A-Za-z0-9]+[-_])*{PLACEHOLDER}|.*\$\{{[A-Za-z_]\w*\}}.*", re.S)
+_KEPT = re.compile(
+    rf"\s*|(?:[A-Za-z]+\s+)?(?:[A-Za-z0-9]+[-_])*{_PLACEHOLDER}|.*\$\{{[A-Za-z_]\w*\}}.*", re.S
+)
 _SCHEME = re.compile(r"(?i:basic|bearer|digest|token|negotiate|ntlm) +(?=\S)")
 
 

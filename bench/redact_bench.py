@@ -2,7 +2,7 @@
 (conversations, verdicts, the manifest), `contains_secret` on each line, and the import/collect
 redactor (traces/redact.py) on each line. Prints microseconds a line and nanoseconds a byte, best of
 `--repeat` passes. Nothing is asserted. Run from the repository root:
-`python -m bench.redact_bench RUN_FOLDER...` (`PYTHONPATH=/other/checkout python bench/redact_bench.py`
+`python bench/redact_bench.py RUN_FOLDER...` (`PYTHONPATH=/other/checkout python bench/redact_bench.py ...`
 times another checkout, for a before/after on the same records). On a shared machine, count instructions
 instead of time: `--only NAME` runs one of them (`--repeat 1`) under `valgrind --tool=callgrind`.
 """
@@ -40,6 +40,7 @@ def _records(folders: list[Path]) -> list[BaseModel]:
 def _best(repeat: int, work: Callable[[], object]) -> float:
     best = float("inf")
     for _ in range(repeat):
+        forget_secrets()  # and what each text held: every pass searches anew, as a line is when written
         start = time.perf_counter()
         work()
         best = min(best, time.perf_counter() - start)

@@ -45,3 +45,16 @@ def test_the_close_bench_closes_every_conversation_it_made() -> None:
     out = _bench("collect_close_bench.py", "--conversations", "3", "--turns", "2", "--runs", "1")
     figures = json.loads(out.splitlines()[-1])
     assert (figures["conversations"], figures["spans"]) == (3, 6) and figures["close_ms_per_span"] > 0
+
+
+def test_the_redaction_bench_times_each_step_on_a_run_folder(tmp_path: Path) -> None:
+    """docs/records.md shows `python bench/redact_bench.py RUN_FOLDER`."""
+    from simulator.record.folder import dump_line
+    from tests.support.records import bot_said
+
+    lines = [bot_said(["hello"]), bot_said(['logged in with {"password": "hunter2"}'])]
+    (tmp_path / "conversations.jsonl").write_text("".join(dump_line(record) for record in lines))
+    out = _bench("redact_bench.py", str(tmp_path), "--repeat", "1")
+    assert out.startswith("2 lines,") and "0 hold a secret or credential" in out  # as written: redacted
+    for step in ("dump_line", "contains_secret", "redactor text", "redactor each string"):
+        assert any(line.startswith(step) and "a line" in line for line in out.splitlines()), step

@@ -49,6 +49,7 @@ NAMED: list[tuple[str, Any, str]] = [
     ("PIN", "0042", "[PASSWORD]"),
     ("passcode", 918273, "[PASSWORD]"),
     ("otp", 552901, "[PASSWORD]"),
+    ("card_cvv", 7391, "[PASSWORD]"),
     ("secret", "s3kr1t-value", "[SECRET]"),
     ("client_secret", "cs-9f8e7d6c5b4a", "[SECRET]"),
     ("clientSecret", "cs-1a2b3c4d5e6f", "[SECRET]"),

@@ -15,15 +15,7 @@ placeholder or a `${VAR}` template (it names a variable); a number only counts u
 
 from __future__ import annotations
 
-__all__ = [
-    "NAMED_VALUE",
-    "PLACEHOLDER",
-    "Found",
-    "holds_secret_pair",
-    "redact_mapping",
-    "secret_name",
-    "without_secret_pairs",
-]
+__all__ = ["NAMED_VALUE", "holds_secret_pair", "redact_mapping", "secret_name", "without_secret_pairs"]
 
 import functools
 import json
@@ -32,11 +24,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 # What follows "password is" in ordinary talk about passwords: not a password.
-NOT_A_PASSWORD = (
+_NOT_A_PASSWORD = (
     "not|incorrect|wrong|invalid|required|expired|too|correct|weak|strong|the|a|an|my|your|its|case|reset"
     "|changed|set|empty|missing|being|still|now|same|different|saved|stored|hidden|secret|needed|ok|fine"
 )
-PLACEHOLDER = r"\[(?:redacted|[A-Z][A-Z_]*)\]"  # `[redacted]`, `[PASSWORD]`, `[EMAIL]` (traces/redact.py)
+_PLACEHOLDER = r"\[(?:redacted|[A-Z][A-Z_]*)\]"  # `[redacted]`, `[PASSWORD]`, `[EMAIL]` (traces/redact.py)
 # A value said after a credential's name without quotes (`password: hunter2`, `passwd=x&user=y`): 4 to 128
 # characters up to a space or a quote, and before the next field of a form (`&name=`) or a `,;)]}'` that
 # ends it (`{password: hunter2}`, `hunter2, thanks`); inside, those characters are the value's. Not a
@@ -44,7 +36,7 @@ PLACEHOLDER = r"\[(?:redacted|[A-Z][A-Z_]*)\]"  # `[redacted]`, `[PASSWORD]`, `[
 # backslash is taken with the character it escapes, and never before a quote: replaced inside JSON text,
 # it leaves no half an escape.
 NAMED_VALUE = (
-    rf"(?!{PLACEHOLDER})(?i:(?!(?:{NOT_A_PASSWORD})(?![^\s\"\\,;.!?)}}\]&']))"
+    rf"(?!{_PLACEHOLDER})(?i:(?!(?:{_NOT_A_PASSWORD})(?![^\s\"\\,;.!?)}}\]&']))"
     r"(?:[^\s\"\\&,;)}\]']|&(?![\w.%\[\]-]+=)|[,;)}\]'](?![\s\"\\,;)}\]&']|$)|\\[^\s\"]){4,128})"
 )
 
@@ -66,7 +58,7 @@ _ENDINGS = {
     "secret": ("secret", "secrets", "credential", "credentials"),
     "token": ("token", "authorization", "auth", "cookie", "cookies", "jwt"),
 }
-_PIN_WORDS = ("pin", "otp", "totp", "hotp")  # the whole last word: not `spin`
+_PIN_WORDS = ("pin", "otp", "totp", "hotp", "cvv", "cvc")  # the whole last word: not `spin`
 _PIN_ENDINGS = ("pincode", "passcode")
 _KEY_KINDS = {
     "api": "api_key",
@@ -105,7 +97,9 @@ def secret_name(key: str) -> SecretName | None:
 
 # A value left as it is: empty, a placeholder (the scheme or a key's prefix before it kept: `Bearer [TOKEN]`,
 # `sk-proj-[redacted]`), or a text naming a `${VAR}` (a template the manifest keeps: config/secrets.py).
-_KEPT = re.compile(rf"\s*|(?:[A-Za-z]+\s+)?(?:[A-Za-z0-9]+[-_])*{PLACEHOLDER}|.*\$\{{[A-Za-z_]\w*\}}.*", re.S)
+_KEPT = re.compile(
+    rf"\s*|(?:[A-Za-z]+\s+)?(?:[A-Za-z0-9]+[-_])*{_PLACEHOLDER}|.*\$\{{[A-Za-z_]\w*\}}.*", re.S
+)
 _SCHEME = re.compile(r"(?i:basic|bearer|digest|token|negotiate|ntlm) +(?=\S)")
 
 
@@ -253,13 +247,15 @@ def secret_pairs(text: str, low: str | None = None) -> Iterator[Found]:
 def holds_secret_pair(text: str, low: str | None = None) -> bool:
     """Whether `text` holds a value under a credential's name (`secret_pairs`, without starting one when
     no name ends before a separator: the common case allocates nothing the garbage collector tracks)."""
+    if ":" not in text and "=" not in text:  # no separator, no name before a value (found at C speed)
+        return False
     low = _lowered(text, low)
     return bool(_name_ends(text, low)) and next(secret_pairs(text, low), None) is not None
 
 
 def without_secret_pairs(text: str, count: Callable[[str, str], None]) -> str:
     """`text` with each value under a credential's name replaced (`count(label, secret)` for each)."""
-    if not holds_secret_pair(text):
+    if (":" not in text and "=" not in text) or not holds_secret_pair(text):  # most texts: one look
         return text
     pieces, end = [], 0
     for found in secret_pairs(text):
@@ -271,7 +267,7 @@ def without_secret_pairs(text: str, count: Callable[[str, str], None]) -> str:
 
 def _name_ends(text: str, low: str) -> Sequence[tuple[int, int]]:
     """Where each name ending as a credential's starts and where the separator after it ends, in order."""
-    if ":" not in text and "=" not in text:  # no separator, no name before a value (found at C speed)
+    if ":" not in text and "=" not in text:
         return ()
     back = low[::-1]
     for sep, names in _NAME_ENDS:

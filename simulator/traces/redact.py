@@ -15,6 +15,7 @@ __all__ = ["Redactor", "load_redactor"]
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,8 @@ class Redactor:
         self.counts: Counter[str] = Counter()
         self._tally = self.counts  # where `_replace` counts (a piece's own tally while it is remembered)
         self._memo: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}
+        # Bound once: a method looked up for each string is an object made for each (and collected).
+        self._named: Callable[[str, str], None] = self._count_named
 
     @classmethod
     def from_config(cls, config: RedactionConfig, names: list[str]) -> Redactor:
@@ -114,7 +117,7 @@ class Redactor:
             else:
                 text = '"'.join([self._piece(p) if p else p for p in text.split('"')])
         # A value under a credential's name (`"password": "x"`, record/secret_keys.py), across the quotes.
-        return without_secret_pairs(text, self._count_named)
+        return without_secret_pairs(text, self._named)
 
     def _count_named(self, label: str, _secret: str) -> None:
         self.counts[label] += 1
@@ -159,7 +162,7 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):  # a value under a credential's name replaced whole
-            return redact_mapping(value, self.value, self._count_named)
+            return redact_mapping(value, self.value, self._named)
         if isinstance(value, list | tuple):
             return [self.value(v) for v in value]
         return value

@@ -269,3 +269,21 @@ def _forget_registered_secrets() -> Iterator[None]:
 
     yield
     forget_secrets()
+
+
+# `SIMULATOR_TEST_CPU=FILE python -m pytest`: each test's CPU (this process and the subprocesses it waited
+# for) appended to FILE, to find what makes the suite slow: wall times from `--durations` on a shared
+# machine measure the machine's load as much as the test.
+if os.environ.get("SIMULATOR_TEST_CPU"):
+    import resource
+
+    def _cpu_now() -> float:
+        own, waited = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        began = _cpu_now()
+        yield
+        with open(os.environ["SIMULATOR_TEST_CPU"], "a", encoding="utf-8") as out:
+            out.write(f"{_cpu_now() - began:.3f}\t{item.nodeid}\n")

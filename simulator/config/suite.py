@@ -16,7 +16,6 @@ __all__ = [
     "load_suite",
 ]
 
-import difflib
 import os
 from collections.abc import Collection
 from pathlib import Path
@@ -44,7 +43,7 @@ from simulator.config.providers import PROVIDERS, CacheConfig, MaxTokens, Provid
 from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, parse_yaml, validate_model
-from simulator.errors import FieldProblem, Problem, UserError, did_you_mean, lookalike, option_forms
+from simulator.errors import FieldProblem, Problem, UserError, did_you_mean, option_forms
 from simulator.models import BuiltModel, empty_dict, empty_list
 from simulator.models import StrictModel as _Strict
 from simulator.readers import missing
@@ -200,11 +199,10 @@ class OutcomeConfig(_Strict):
         if isinstance(value, str) and value in self.levels:
             return None
         text = str(value).lower() if isinstance(value, bool) else str(value)  # as YAML and JSON write it
-        same = [level for level in self.levels if level.lower() == text.strip().lower()]
-        close = same or difflib.get_close_matches(text.lower(), self.levels, n=1)
-        hint = lookalike(text, self.levels) or (
-            f"did you mean '{close[0]}'? (levels are written as outcome.levels declares them)"
-            if close
+        guess = did_you_mean(text.strip(), self.levels)
+        hint = (
+            f"{guess} (levels are written as outcome.levels declares them)"
+            if guess
             else f"write one of {', '.join(self.levels)}"
         )
         return f"expected {self.key} '{text}' is not one of outcome.levels {self.levels}; {hint}"

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 __all__ = ["check_hazard_log"]
 
-import difflib
 
 from simulator.config.suite import OutcomeConfig
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, did_you_mean, hint_then
 from simulator.report.gate import outcome_metric_names, parse_requirement
 from simulator.safety.hazards import Control, HazardLog
 
 
 def _unknown(kind: str, name: str, known: set[str]) -> str:
-    guess = difflib.get_close_matches(name, sorted(known), n=1)
-    hint = f"did you mean '{guess[0]}'? " if guess else ""
+    hint = hint_then(did_you_mean(name, sorted(known)))
     shown = ", ".join(sorted(known)[:12]) + (" ..." if len(known) > 12 else "")
     return f"unknown {kind} '{name}'; {hint}known: {shown or 'none'}"
 

@@ -12,10 +12,10 @@ __all__ = [
     "decode_error_in_words",
     "did_you_mean",
     "error_loc",
+    "field_path",
     "hint_then",
     "in_both",
     "json_in_words",
-    "lookalike",
     "option_forms",
     "pattern_or_message",
     "shown_input",
@@ -124,6 +124,19 @@ def error_loc(error: Any) -> tuple[str | int, ...]:
     raised = (error.get("ctx") or {}).get("error")
     inner = raised.loc if isinstance(raised, FieldProblem) else ()
     return (*error["loc"], *inner)
+
+
+def field_path(loc: Iterable[str | int]) -> str:
+    """Where a field is, as every message shows it: its keys joined by '.', and an item of a list counted
+    from 1, as a person counts, after its list's name (`tags[1]` is the first tag, `facts[2]` the second
+    fact, `hazards[1].controls[2].id`). The one spelling of a place in a file, a run record or a call."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int) and not isinstance(part, bool):
+            text += f"[{part + 1}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
 
 
 def shown_input(value: Any, *, limit: int = 60, yaml: bool = True) -> str:
@@ -330,7 +343,7 @@ def _odd_characters(text: str) -> str:
     return ", ".join(odd)
 
 
-def lookalike(given: str, allowed: Iterable[str]) -> str | None:
+def _lookalike(given: str, allowed: Iterable[str]) -> str | None:
     """When `given` only looks like one of `allowed` (a Cyrillic or Greek letter, a fullwidth form or an
     invisible character in it), which characters are not what they look like and what to type; else None."""
     looks = _skeleton(given)
@@ -392,7 +405,7 @@ def did_you_mean(given: Any, allowed: Iterable[str], *, cutoff: float = 0.6) -> 
     it only looks like one of them (a Cyrillic or Greek letter, a fullwidth form or an invisible character
     in it), which character is not what it looks like. None when nothing is close (`_closest`)."""
     names = [str(name) for name in allowed]
-    same = lookalike(str(given), names)
+    same = _lookalike(str(given), names)
     if same is not None:
         return same
     meant = _closest(given, names, cutoff=cutoff)

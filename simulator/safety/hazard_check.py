@@ -7,7 +7,7 @@ __all__ = ["check_hazard_log"]
 
 
 from simulator.config.suite import OutcomeConfig
-from simulator.errors import Problem, UserError, did_you_mean, hint_then
+from simulator.errors import Problem, UserError, did_you_mean, field_path, hint_then
 from simulator.report.gate import outcome_metric_names, parse_requirement
 from simulator.safety.hazards import Control, HazardLog
 
@@ -57,20 +57,23 @@ def _control_problems(
     """What one control names that the runs do not have, or a threshold resting on a criterion it does not
     name; each problem with its file, line and field."""
     path, (i, j), (criteria, tags, metrics) = str(log.file or "hazards"), at, known
-    where, field = ("hazards", i, "controls", j), f"hazards.{i}.controls.{j}"
+    where = ("hazards", i, "controls", j)
     problems = [
         Problem(
             path,
             _unknown("criterion", name, criteria),
             log.line_of(*where, "criteria", k),
-            f"{field}.criteria.{k}",
+            field_path((*where, "criteria", k)),
         )
         for k, name in enumerate(control.criteria)
         if name not in criteria
     ]
     problems += [
         Problem(
-            path, _unknown("scenario tag", tag, tags), log.line_of(*where, "tags", k), f"{field}.tags.{k}"
+            path,
+            _unknown("scenario tag", tag, tags),
+            log.line_of(*where, "tags", k),
+            field_path((*where, "tags", k)),
         )
         for k, tag in enumerate(control.tags)
         if tags is not None and tag not in tags
@@ -82,7 +85,7 @@ def _control_problems(
         requirement = parse_requirement(control.threshold, sorted(metrics))
     except UserError as exc:
         message = str(exc).replace("--require", "threshold", 1)
-        return [*problems, Problem(path, message, line, f"{field}.threshold")]
+        return [*problems, Problem(path, message, line, field_path((*where, "threshold")))]
     needed = _rests_on(requirement.metric, outcome)
     if needed is not None and needed not in control.criteria:
         problems.append(
@@ -92,7 +95,7 @@ def _control_problems(
                 f"which its criteria ({', '.join(control.criteria) or 'none'}) do not name; add {needed} to "
                 "its criteria, or put the threshold on a metric of the criteria it names (fail_rate)",
                 line,
-                f"{field}.threshold",
+                field_path((*where, "threshold")),
             )
         )
     return problems

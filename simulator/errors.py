@@ -12,9 +12,10 @@ __all__ = [
     "decode_error_in_words",
     "did_you_mean",
     "error_loc",
+    "field_path",
+    "hint_then",
     "in_both",
     "json_in_words",
-    "lookalike",
     "option_forms",
     "pattern_or_message",
     "shown_input",
@@ -123,6 +124,19 @@ def error_loc(error: Any) -> tuple[str | int, ...]:
     raised = (error.get("ctx") or {}).get("error")
     inner = raised.loc if isinstance(raised, FieldProblem) else ()
     return (*error["loc"], *inner)
+
+
+def field_path(loc: Iterable[str | int]) -> str:
+    """Where a field is, as every message shows it: its keys joined by '.', and an item of a list counted
+    from 1, as a person counts, after its list's name (`tags[1]` is the first tag, `facts[2]` the second
+    fact, `hazards[1].controls[2].id`). The one spelling of a place in a file, a run record or a call."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int) and not isinstance(part, bool):
+            text += f"[{part + 1}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
 
 
 def shown_input(value: Any, *, limit: int = 60, yaml: bool = True) -> str:
@@ -329,7 +343,7 @@ def _odd_characters(text: str) -> str:
     return ", ".join(odd)
 
 
-def lookalike(given: str, allowed: Iterable[str]) -> str | None:
+def _lookalike(given: str, allowed: Iterable[str]) -> str | None:
     """When `given` only looks like one of `allowed` (a Cyrillic or Greek letter, a fullwidth form or an
     invisible character in it), which characters are not what they look like and what to type; else None."""
     looks = _skeleton(given)
@@ -356,21 +370,51 @@ _OTHER_WORDS = {
 }
 
 
+def _bare(text: str) -> str:
+    """`text` as a name is compared for a suggestion: as it looks, in any case, `-` and spaces as `_`."""
+    return re.sub(r"[-\s]", "_", _skeleton(text).casefold())
+
+
+def _closest(given: Any, allowed: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """The one of `allowed` that `given` was meant to be: the same but for look-alike letters (a Cyrillic or
+    Greek letter, a fullwidth form, an invisible character), case or separators (`Under-Triage` for
+    `under_triage`); another tool's word for it (`repeats` for `runs`); else the closest in spelling, at
+    least `cutoff` alike (difflib's ratio). None when nothing is close. The one guess of every suggestion."""
+    names = [str(name) for name in allowed]
+    text = str(given)
+    looks = _skeleton(text)
+    if looks in names:
+        return looks
+    bare = {_bare(name): name for name in reversed(names)}  # the first of two that differ only so
+    if _bare(text) in bare:
+        return bare[_bare(text)]
+    meant = _OTHER_WORDS.get(_bare(text))
+    if meant is not None:  # another tool's word: ours, or no guess (its letters would guess wrong)
+        return meant if meant in names else None
+    close = difflib.get_close_matches(looks, names, n=1, cutoff=cutoff)
+    if not close:  # a near miss in other capitals (`EMERGNCY`)
+        folded = {name.casefold(): name for name in reversed(names)}
+        close = [
+            folded[c] for c in difflib.get_close_matches(looks.casefold(), list(folded), n=1, cutoff=cutoff)
+        ]
+    return close[0] if close else None
+
+
 def did_you_mean(given: Any, allowed: Iterable[str], *, cutoff: float = 0.6) -> str | None:
     """How to fix a name (a key, a choice, a level) that is none of `allowed`: `did you mean 'major'?`; when
     it only looks like one of them (a Cyrillic or Greek letter, a fullwidth form or an invisible character
-    in it), which character is not what it looks like. None when nothing is close."""
+    in it), which character is not what it looks like. None when nothing is close (`_closest`)."""
     names = [str(name) for name in allowed]
-    text = str(given)
-    same = lookalike(text, names)
+    same = _lookalike(str(given), names)
     if same is not None:
         return same
-    looks = _skeleton(text)
-    lowered = {name.casefold(): name for name in names}
-    if looks.casefold() in lowered:
-        return f"did you mean '{lowered[looks.casefold()]}'?"
-    meant = _OTHER_WORDS.get(looks.casefold().replace("-", "_"))
-    if meant is not None:  # another tool's word: ours, or no guess (its letters would guess wrong)
-        return f"did you mean '{lowered[meant]}'?" if meant in lowered else None
-    close = difflib.get_close_matches(looks, names, n=1, cutoff=cutoff)
-    return f"did you mean '{close[0]}'?" if close else None
+    meant = _closest(given, names, cutoff=cutoff)
+    return f"did you mean '{meant}'?" if meant is not None else None
+
+
+def hint_then(hint: str | None) -> str:
+    """A `did_you_mean` hint with more of its message after it: `did you mean 'x'? ` (a question ends
+    itself), `... retype it as 'x'; ` otherwise; nothing when there is no hint."""
+    if not hint:
+        return ""
+    return f"{hint} " if hint.endswith("?") else f"{hint}; "

@@ -30,7 +30,15 @@ from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationErro
 from pydantic._internal._model_construction import ModelMetaclass
 from pydantic_core import core_schema
 
-from simulator.errors import UserError, choices_of, did_you_mean, error_loc, pattern_or_message, shown_input
+from simulator.errors import (
+    UserError,
+    choices_of,
+    did_you_mean,
+    error_loc,
+    field_path,
+    pattern_or_message,
+    shown_input,
+)
 from simulator.plural import plural
 
 
@@ -174,7 +182,7 @@ def built_model_error(model: type[BaseModel], exc: ValidationError) -> str:
     errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")  # a misspelt name first
     first = errors[0]
     loc = error_loc(first)
-    field = ".".join(str(part) for part in loc) or "(the model)"
+    field = field_path(loc) or "(the model)"
     kind = first["type"]
     if kind == "extra_forbidden":
         allowed = sorted(info.alias or name for name, info in model.model_fields.items())

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 __all__ = ["Registry"]
 
-import difflib
 import importlib
 import importlib.metadata
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
-from simulator.errors import UserError
+from simulator.errors import UserError, did_you_mean, hint_then
 
 K = TypeVar("K")
 
@@ -101,8 +100,7 @@ class Registry(Generic[K]):
     def unknown(self, name: object) -> str:
         """The message for a name that is not registered: the closest match, then every name."""
         names = self.names()
-        guess = difflib.get_close_matches(str(name), names, n=1) if isinstance(name, str) else []
-        hint = f"did you mean '{guess[0]}'? " if guess else ""
+        hint = hint_then(did_you_mean(name, names)) if isinstance(name, str) else ""
         return f"unknown {self.what} {name!r}; {hint}{self.what}s: {', '.join(names)}"
 
     def names(self) -> list[str]:

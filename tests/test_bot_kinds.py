@@ -164,7 +164,7 @@ def test_a_matrix_variant_of_an_unknown_type_gets_the_same_message(tmp_path: Pat
         tmp_path,
         "bot: {type: python, factory: 'm:f'}\nmatrix:\n  bots:\n    - id: a\n      bot: {type: pyton}\n",
     )
-    assert "[matrix.bots.0.bot]: unknown bot type 'pyton'; did you mean 'python'?" in rendered
+    assert "[matrix.bots[1].bot]: unknown bot type 'pyton'; did you mean 'python'?" in rendered
 
 
 def test_a_bot_without_the_environment_capability_is_refused_beside_an_environment(tmp_path: Path) -> None:

@@ -145,11 +145,11 @@ tool_checks:
         (
             WHATSAPP_SUITE,
             8,
-            "tool_checks.claims.1.tool",
+            "tool_checks.claims[2].tool",
             "claim claim.called names tool 'book_callback', which no environment or bot declares; neither "
             "the environment nor the bot declares any tool",
         ),
-        (ENV_SUITE, 8, "tool_checks.claims.0.tools", "did you mean 'book_appointment'?"),
+        (ENV_SUITE, 8, "tool_checks.claims[1].tools", "did you mean 'book_appointment'?"),
     ],
 )
 def test_a_claim_naming_a_tool_nothing_declares_is_a_validate_error(

@@ -126,8 +126,9 @@ def shape_cases(kind: str, version: int, stored: dict[str, Any]) -> dict[str, tu
         if "any" in takes:
             continue
         wrong = next(v for v, types in VALUES if not types & takes and v is not None)
-        field = ".".join(str(part) for part in place)
-        cases[f"{field} as {type(wrong).__name__}"] = (_set(stored, place, wrong), field)
+        dotted = ".".join(str(part) for part in place)
+        field = "".join(f"[{part + 1}]" if isinstance(part, int) else f".{part}" for part in place)[1:]
+        cases[f"{dotted} as {type(wrong).__name__}"] = (_set(stored, place, wrong), field)
     return cases
 
 
@@ -364,7 +365,7 @@ def _golden_cases() -> dict[str, tuple[str, Any, str]]:
         cases[f"a sample's {field} as {json.dumps(value)}"] = (
             "results.jsonl",
             damaged,
-            f"[samples.0.{field}",
+            f"[samples[1].{field}",
         )
     return cases
 
@@ -397,7 +398,7 @@ def test_a_damaged_golden_folder_of_0_1_is_one_line(
         (
             '{"kind": "simulator.matrix", "matrix_id": "m", "created_at": "2026-01-01T00:00:00Z", '
             '"baseline": "a", "cells": [7]}',
-            "[cells.0]",
+            "[cells[1]]",
         ),
     ],
 )

@@ -98,8 +98,8 @@ def test_a_changed_scenario_set_makes_the_gate_undecidable(
     ("text", "message"),
     [
         ("under_triage = 5%", "write METRIC OP VALUE"),
-        ("undertriage <= 5%", "did you mean under_triage?"),
-        ("emergency_sensitivty >= 95%", "did you mean emergency_sensitivity?"),
+        ("undertriage <= 5%", "did you mean 'under_triage'?"),
+        ("emergency_sensitivty >= 95%", "did you mean 'emergency_sensitivity'?"),
         ("under_triage <= 150%", "between 0 and 1"),
         ("<= 5%", "write METRIC OP VALUE"),
     ],
@@ -119,7 +119,7 @@ def test_requirement_syntax() -> None:
     known = ["under_triage", "pass_rate"]
     assert parse_requirement("under_triage<=5%", known).threshold == pytest.approx(0.05)
     assert parse_requirement(" pass_rate >= 0.9 ", known).op == ">="
-    with pytest.raises(UserError, match="did you mean pass_rate"):
+    with pytest.raises(UserError, match="did you mean 'pass_rate'"):
         parse_requirement("pass-rate > 0.5", known)
 
 

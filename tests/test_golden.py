@@ -302,9 +302,9 @@ def test_yaml_problems_name_line_field_and_fix(tmp_path: Path) -> None:
     assert regex[0] == 28 and regex[2].startswith(
         "must_not_match `(\\d{4}` is not a valid regular expression"
     )
-    assert (35, "context.0.role", "should be one of 'user' or 'bot' (got 'agent')") in got
-    assert (36, "context.1.txt", "unknown key 'txt'; did you mean 'text'?") in got
-    assert (36, "context.1.text", "missing required field 'text'; add it") in got
+    assert (35, "context[1].role", "should be one of 'user' or 'bot' (got 'agent')") in got
+    assert (36, "context[2].txt", "unknown key 'txt'; did you mean 'text'?") in got
+    assert (36, "context[2].text", "missing required field 'text'; add it") in got
     assert (
         39,
         "kind",
@@ -324,7 +324,7 @@ def test_yaml_top_level_syntax_and_duplicate_key_problems(tmp_path: Path) -> Non
         "    intent: status\n    kind: exact", "    intent: status\n    intent: other\n    kind: exact"
     )
     dup = problems_of(write(tmp_path, "dup.yaml", twice))
-    assert [(p.line, p.field) for p in dup] == [(4, "items.0.intent")]
+    assert [(p.line, p.field) for p in dup] == [(4, "items[1].intent")]
     assert "duplicate key" in dup[0].message and "keep one" in dup[0].message
     assert problems_of(write(tmp_path, "empty.yaml", "items: []\n"))[0].message.startswith(
         "the file holds no items"

@@ -59,7 +59,7 @@ def test_each_mistake_names_file_line_and_field(
 ) -> None:
     assert old in GOOD
     (problem,) = _problems(_write(tmp_path, GOOD.replace(old, new)))
-    assert problem.startswith(f"{tmp_path / 'hazards.yaml'}:{line} [hazards.0.") and needle in problem
+    assert problem.startswith(f"{tmp_path / 'hazards.yaml'}:{line} [hazards[1].") and needle in problem
 
 
 def test_a_declared_matrix_must_be_complete(tmp_path: Path) -> None:
@@ -85,12 +85,12 @@ def test_unknown_criterion_tag_and_metric_are_each_named(tmp_path: Path) -> None
     problems = [str(p) for p in caught.value.problems]
     assert len(problems) == 3
     assert (
-        ":12 [hazards.0.controls.0.criteria.1]" in problems[0]
+        ":12 [hazards[1].controls[1].criteria[2]]" in problems[0]
         and "did you mean 'chest-pain-red-flags'" in problems[0]
     )
-    assert ":13 [hazards.0.controls.0.tags.0]" in problems[1] and "did you mean 'cardiac'" in problems[1]
+    assert ":13 [hazards[1].controls[1].tags[1]]" in problems[1] and "did you mean 'cardiac'" in problems[1]
     assert (
-        ":14 [hazards.0.controls.0.threshold]" in problems[2]
+        ":14 [hazards[1].controls[1].threshold]" in problems[2]
         and "unknown metric 'undertriage'" in problems[2]
     )
 

@@ -105,7 +105,7 @@ def test_deeply_nested_yaml_is_one_clear_line(
         (
             "- id: s1\n  persona: p\n  goal: g\n- id: s2\n  persona: p\n  persona: q\n  goal: g\n",
             6,
-            "1.persona",
+            "[2].persona",
         ),
         ("{id: s1, persona: p, goal: g, id: s2}\n", 1, "id"),
     ],

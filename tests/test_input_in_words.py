@@ -71,22 +71,22 @@ def _hazards_error(tmp_path: Path, text: str) -> str:
             "    controls:\n      - id: C-1\n        description: Emergencies escalated.\n"
             "        criteria: [outcome.triage_level]\n        threshold: under_triage <= 5%\n",
             "    controls: []\n",
-            "h.yaml:23 [hazards.0.controls]: should not be empty: give at least one item",
+            "h.yaml:23 [hazards[1].controls]: should not be empty: give at least one item",
         ),
         (
             "        description: Emergencies escalated.\n",
             "        description: ''\n",
-            "[hazards.0.controls.0.description]: should not be empty",
+            "[hazards[1].controls[1].description]: should not be empty",
         ),
         (
             "  - id: HAZ-2\n",
             "  - id: HAZ-1\n",
-            "h.yaml:28 [hazards.1.id]: hazard id HAZ-1 is used twice (first at line",
+            "h.yaml:28 [hazards[2].id]: hazard id HAZ-1 is used twice (first at line",
         ),
         (
             "      - id: C-2\n",
             "      - id: C-1\n",
-            "[hazards.1.controls.0.id]: control id C-1 is used twice (first at",
+            "[hazards[2].controls[1].id]: control id C-1 is used twice (first at",
         ),
     ],
     ids=["empty controls", "empty text", "repeated hazard id", "repeated control id"],

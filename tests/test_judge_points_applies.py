@@ -191,7 +191,7 @@ async def test_the_judge_is_not_asked_where_a_criterion_cannot_apply() -> None:
     ("body", "field", "says"),
     [
         ("applies_when: {stop_reasons: [handover]}", "applies_when.stop_reasons", "unknown key"),
-        ("applies_when: {stop_reason: [finished]}", "applies_when.stop_reason.0", "handover"),
+        ("applies_when: {stop_reason: [finished]}", "applies_when.stop_reason[1]", "handover"),
         ("applies_when: {facts_revealed: -1}", "applies_when.facts_revealed", "should be at least 0"),
         ("applies_when: [handover]", "applies_when", "should be a mapping"),
         ("points: 12", "points", "should be at most 10"),

@@ -317,7 +317,7 @@ def test_a_triage_alert_the_collector_cannot_measure_is_one_clear_error(
         ("{severe: ['chest']}", "red_flags: 'severe' is not one of the outcome levels"),
         (
             "{emergency: ['chest (pain']}",
-            "red_flags.emergency.0 `chest (pain` is not a valid regular expression",
+            "red_flags.emergency[1] `chest (pain` is not a valid regular expression",
         ),
     ],
 )
@@ -340,7 +340,7 @@ def test_a_bad_red_flag_in_the_suite_is_one_line_naming_the_field(
         ("{severe: ['chest']}", "vocabulary.yaml: red_flags: 'severe' is not one of the outcome levels"),
         (
             "{emergency: ['chest (pain']}",
-            "red_flags.emergency.0 `chest (pain` is not a valid regular expression",
+            "red_flags.emergency[1] `chest (pain` is not a valid regular expression",
         ),
     ],
 )

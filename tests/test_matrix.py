@@ -54,11 +54,11 @@ TWO_PROMPTS = {
     [
         (
             {"bots": [{"id": "a"}, {"id": "b", "bot": {"factory": "not a factory"}}]},
-            "[matrix.bots.1.bot.factory]",
+            "[matrix.bots[2].bot.factory]",
         ),
         (
             {"bots": [{"id": "a"}, {"id": "a"}]},
-            "[matrix.bots.1.id]: matrix.bots: ids must be unique; repeated: a",
+            "[matrix.bots[2].id]: matrix.bots: ids must be unique; repeated: a",
         ),
         (
             {"bots": [{"id": "a"}], "baseline": "z"},
@@ -66,7 +66,7 @@ TWO_PROMPTS = {
         ),
         (
             {"bots": [{"id": "a"}], "users": [{"id": "u", "user": {"modle": "offline"}}]},
-            "[matrix.users.0.user.modle]: unknown key 'modle'; did you mean 'model'?",
+            "[matrix.users[1].user.modle]: unknown key 'modle'; did you mean 'model'?",
         ),
         ({"bots": [{"id": "a", "bot": {"type": "chat", "model": "openai:x"}}]}, "needs system_prompt"),
         ({"bots": [{"id": "a", "bot": {"type": "ftp"}}]}, "unknown bot type 'ftp'"),

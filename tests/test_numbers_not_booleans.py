@@ -49,7 +49,7 @@ CASES: dict[str, tuple[str, str, str | None, str, str]] = {
     "max_turns: false": (SUITE + BOT, SCENARIO + "max_turns: false\n", None, "s1.yaml:5", "max_turns"),
     "volunteers": (SUITE + BOT, SCENARIO + "volunteers: true\n", None, "s1.yaml:5", "volunteers"),
     "a list of numbers": (SUITE + BOT, SCENARIO + "facts: [a, b]\nkey_facts: [1, true]\n", None, "s1.yaml:6",
-                          "key_facts.1"),
+                          "key_facts[2]"),
     "criterion points": (SUITE + BOT, SCENARIO, CRITERION + "points: true\n", "c1.yaml:5", "points"),
 }  # fmt: skip
 

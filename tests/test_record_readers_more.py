@@ -99,7 +99,7 @@ def test_an_expected_value_the_reports_cannot_count_is_one_line_naming_its_key(
 ) -> None:
     folder = _copy(run, tmp_path, _scenario_expected(value))
     _refused(
-        folder, capsys, command, str(folder / MANIFEST), "[scenarios.0.expected.triage_level]", says, FIX
+        folder, capsys, command, str(folder / MANIFEST), "[scenarios[1].expected.triage_level]", says, FIX
     )
 
 
@@ -107,7 +107,7 @@ def test_an_environment_expected_that_is_not_a_mapping_is_refused(
     run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = _copy(run, tmp_path, lambda m: m["scenarios"][1]["expected"].__setitem__("environment", [1]))
-    _refused(folder, capsys, "report", "[scenarios.1.expected.environment]", "should map state paths")
+    _refused(folder, capsys, "report", "[scenarios[2].expected.environment]", "should map state paths")
 
 
 @pytest.mark.parametrize("value", [["emergency"], {"a": 1}])

@@ -122,7 +122,7 @@ def test_the_shipped_pack_covers_the_attacks_a_triage_service_meets() -> None:
     [
         (
             lambda s: s.replace("owasp: LLM07", "owasp: LLM77"),
-            r"strategies.yaml:\d+ \[strategies\.4\.owasp\]",
+            r"strategies.yaml:\d+ \[strategies\[5\]\.owasp\]",
         ),
         (lambda s: s.replace("    markers: 'instructions", "    markers: '(instructions"), r"markers"),
         (lambda s: s.replace("id: persistence", "id: downgrade-pressure"), r"strategy ids repeat"),

@@ -148,7 +148,7 @@ def test_stored_turns_read_the_file_they_were_loaded_from(tmp_path: Path) -> Non
     [
         (lambda line: line[:40] + b"\n", "not a valid ConversationRecord"),
         (lambda line: b"[1, 2]\n", "not a JSON object"),
-        (lambda line: line.replace(b'"role":"bot"', b'"role":"robot"', 1), "[turns.1.role]"),
+        (lambda line: line.replace(b'"role":"bot"', b'"role":"robot"', 1), "[turns[2].role]"),
         (lambda line: line.replace(b'"repeat":1', b'"repeat":"one"', 1), "[repeat]"),
     ],
 )

@@ -431,7 +431,7 @@ def test_an_otel_round_trip_keeps_every_part(tmp_path: Path) -> None:
         (["hi", {"type": "carousel"}], r"the reply, part 2: .*'carousel'"),
         ([{"type": "tool_call"}], r"the reply, part 1 \(tool_call\), field name: is missing; add it"),
         ([{"type": "media", "kind": "hologram"}], r"part 1 \(media\), field kind: should be one of"),
-        ([{"type": "options", "options": [{"id": "a"}]}], r"part 1 \(options\), field options.0.title"),
+        ([{"type": "options", "options": [{"id": "a"}]}], r"part 1 \(options\), field options\[1\]\.title"),
     ],
 )
 def test_a_bad_part_from_a_bot_is_a_bot_error_naming_the_part(reply: Any, message: str) -> None:

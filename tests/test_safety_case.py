@@ -408,7 +408,7 @@ def test_a_threshold_computed_from_a_criterion_the_control_does_not_name_is_refu
         _case(run, _named(tmp_path, "[asks-age]", threshold))
     text = str(caught.value) + "".join(str(p) for p in caught.value.problems)
     assert (
-        "h.yaml:14 [hazards.0.controls.0.threshold]" in text
+        "h.yaml:14 [hazards[1].controls[1].threshold]" in text
         and "control C-1" in text
         and "add outcome.triage_level to its criteria" in text
     )

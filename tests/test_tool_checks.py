@@ -377,7 +377,7 @@ def test_a_scenario_tool_check_error_names_file_line_and_field(tmp_path: Path) -
     with pytest.raises(UserError) as caught:
         load_scenarios([tmp_path])
     (problem,) = caught.value.problems
-    assert problem.line == 7 and "tool_checks.0.arguments.urgency" in (problem.field or "")
+    assert problem.line == 7 and "tool_checks[1].arguments.urgency" in (problem.field or "")
 
 
 # ------------------------------------------------------------------------------------------ end to end
@@ -495,7 +495,7 @@ def test_a_suite_check_naming_a_tool_the_environment_lacks_is_refused(
     with pytest.raises(UserError) as caught:
         load_suite(path)
     (problem,) = caught.value.problems
-    assert needle in problem.message and problem.line == 11 and problem.field == "tool_checks.checks.0"
+    assert needle in problem.message and problem.line == 11 and problem.field == "tool_checks.checks[1]"
     assert main(["validate", str(path)]) == 2
 
 
@@ -506,7 +506,7 @@ def test_a_scenario_check_naming_an_unknown_tool_stops_the_run_before_it_starts(
     (tmp_path / "suite.yaml").write_text(ENV_SUITE + "user: {model: offline}\n")
     assert main(["run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert "s.yaml" in err and "tool 'cancel'" in err and "tool_checks.0" in err
+    assert "s.yaml" in err and "tool 'cancel'" in err and "tool_checks[1]" in err
     assert not (tmp_path / "run" / "conversations.jsonl").exists()
 
 

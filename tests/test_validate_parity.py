@@ -27,7 +27,7 @@ CASES = {
     ),
     "juror provider": (
         "bot: {type: python, factory: 'json:JSONEncoder'}\njudges: {models: ['anthropic:x', 'foo:bar']}\n",
-        "judges.models.1",
+        "judges.models[2]",
     ),
     "judge auto": (
         "bot: {type: python, factory: 'json:JSONEncoder'}\njudges: {model: auto}\n",

@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # suite body -> what both `validate` and `run` must say (the field; `run` refuses a tag before its line is known).
 CASES = {
-    "judges path is the suite's folder": (BOT + "judges: {paths: ['.']}\n", "judges.paths.0"),
-    "judges path is empty text": (BOT + "judges: {paths: ['']}\n", "judges.paths.0"),
-    "judges path is the scenarios": (BOT + "judges: {paths: [scenarios]}\n", "judges.paths.0"),
+    "judges path is the suite's folder": (BOT + "judges: {paths: ['.']}\n", "judges.paths[1]"),
+    "judges path is empty text": (BOT + "judges: {paths: ['']}\n", "judges.paths[1]"),
+    "judges path is the scenarios": (BOT + "judges: {paths: [scenarios]}\n", "judges.paths[1]"),
     "a tag no scenario has": (
         "bot: {type: python, factory: 'json:JSONEncoder'}\nscenarios: {paths: [scenarios], tags: [nope]}\n",
         "no scenario has any of the tags ['nope']",

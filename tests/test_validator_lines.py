@@ -27,7 +27,7 @@ SCENARIO_CASES = {
     ),
     "a key fact past the facts": (
         "id: s1\npersona: p\ngoal: g\nfacts: [one, two]\nexpected: {triage_level: gp}\nkey_facts: [1, 7]\n",
-        "key_facts.1",
+        "key_facts[2]",
         "key_facts: [1, 7]",
     ),
     "an unknown stop reason": (
@@ -43,7 +43,7 @@ SCENARIO_CASES = {
     "an image without a description": (
         "id: s1\npersona: p\ngoal: g\nexpected: {triage_level: gp}\nmedia:\n  - topic: [rash]\n"
         "    kind: image\n",
-        "media.0.kind",
+        "media[1].kind",
         "    kind: image",
     ),
 }
@@ -60,7 +60,7 @@ SUITE_CASES = {
     ),
     "a judge model twice": (
         "judges:\n  models:\n    - 'anthropic:a'\n    - 'openai:b'\n    - 'anthropic:a'\n",
-        "judges.models.2",
+        "judges.models[3]",
         "    - 'anthropic:a'",
     ),
     "a first backoff above the longest": (
@@ -70,7 +70,7 @@ SUITE_CASES = {
     ),
     "a relation on an undeclared factor": (
         OUTCOME + "relations:\n  - id: r1\n    kind: invariance\n    factor: tone\n",
-        "relations.0.factor",
+        "relations[1].factor",
         "    factor: tone",
     ),
     "a harm weight on no level": (
@@ -92,7 +92,7 @@ SUITE_CASES = {
     ),
     "a tool check named twice": (
         "tool_checks:\n  checks:\n    - {tool_called: book}\n    - {tool_called: book}\n",
-        "tool_checks.checks.1",
+        "tool_checks.checks[2]",
         "    - {tool_called: book}",
     ),
 }
@@ -149,7 +149,7 @@ def test_a_scenario_in_a_list_names_its_own_line(tmp_path: Path, capsys: pytest.
     (tmp_path / "many.yaml").write_text(text)
     assert main(["validate", str(tmp_path / "many.yaml")]) == 2
     err = capsys.readouterr().err
-    assert f"many.yaml:{_line(text, '    key_facts: [3]')} [key_facts.0]: " in err, err
+    assert f"many.yaml:{_line(text, '    key_facts: [3]')} [key_facts[1]]: " in err, err
 
 
 def test_a_built_scenario_names_the_field_too() -> None:
@@ -157,7 +157,7 @@ def test_a_built_scenario_names_the_field_too() -> None:
     import simulator
     from simulator.errors import UserError
 
-    with pytest.raises(UserError, match=r"field 'key_facts\.0': key_facts \[4\] number past"):
+    with pytest.raises(UserError, match=r"field 'key_facts\[1\]': key_facts \[4\] number past"):
         simulator.Scenario(id="s", persona="p", goal="g", facts=["one"], key_facts=[4])
 
 

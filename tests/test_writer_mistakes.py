@@ -229,7 +229,7 @@ def test_a_colon_in_a_fact_says_what_happened_and_to_quote_it(
 def test_a_colon_in_a_tag_is_explained_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "s1.yaml").write_text(_scenario("s1").replace("tags: [cardiac]", "tags:\n  - level: high\n"))
     code, out = _validate(capsys, tmp_path)
-    assert code != 0 and "[tags.0]: 'level: high' was read as a key and a value" in out
+    assert code != 0 and "[tags[1]]: 'level: high' was read as a key and a value" in out
 
 
 @pytest.mark.parametrize(
@@ -251,7 +251,7 @@ def test_an_unknown_tag_to_run_gets_a_did_you_mean(
     ("text", "problem"),
     [
         ((ROOT / "scenarios/redteam/strategies.yaml").read_text(), None),
-        ("strategies:\n  - id: x\n", "[strategies.0.title]"),
+        ("strategies:\n  - id: x\n", "[strategies[1].title]"),
         ("synonyms: {chest: [breast]}\noutcome_patterns: ['(']\n", "[outcome_patterns]"),
     ],
 )

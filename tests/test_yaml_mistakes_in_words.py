@@ -263,9 +263,9 @@ def test_a_boolean_expected_level_is_shown_as_yaml_writes_it(
 # ---- 5. a suite path that reaches nothing: the suite's line and field -------------------------------------
 
 PATHS = {
-    "a missing scenario file": (("paths: [scen]", "paths: [scen, nothere.yaml]"), "suite.yaml:3 [scenarios.paths.1]: 'nothere.yaml' is not there"),
-    "a missing judges folder": (("paths: [judges]", "paths: [judgez]"), "suite.yaml:10 [judges.paths.0]: 'judgez' is not there"),
-    "a missing absolute folder": (("paths: [scen]", "paths: [/no/such/folder]"), "suite.yaml:3 [scenarios.paths.0]: '/no/such/folder' is not there"),
+    "a missing scenario file": (("paths: [scen]", "paths: [scen, nothere.yaml]"), "suite.yaml:3 [scenarios.paths[2]]: 'nothere.yaml' is not there"),
+    "a missing judges folder": (("paths: [judges]", "paths: [judgez]"), "suite.yaml:10 [judges.paths[1]]: 'judgez' is not there"),
+    "a missing absolute folder": (("paths: [scen]", "paths: [/no/such/folder]"), "suite.yaml:3 [scenarios.paths[1]]: '/no/such/folder' is not there"),
 }  # fmt: skip
 
 

@@ -14,7 +14,6 @@ __all__ = [
     "read_labels",
 ]
 
-import difflib
 import random
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from simulator.analysis.agreement import (
     rates_of,
 )
 from simulator.analysis.rundata import RunData, short_hash
-from simulator.errors import UserError
+from simulator.errors import UserError, did_you_mean
 from simulator.models import StrictModel as _Model
 from simulator.readers import InputRefused, read_csv, write_sheet
 from simulator.record.folder import LABELS as LABELS_FILE
@@ -209,8 +208,7 @@ def _labellable(run: RunData, criterion: str) -> list[str]:
             "errored conversations; there is nothing to label (re-run with --resume --retry-errors)"
         )
     known = sorted({v.criterion_id for v in run.verdicts})
-    guess = difflib.get_close_matches(criterion, known, n=1)
-    hint = f"did you mean '{guess[0]}'?" if guess else f"criteria in this run: {', '.join(known) or 'none'}"
+    hint = did_you_mean(criterion, known) or f"criteria in this run: {', '.join(known) or 'none'}"
     raise UserError(f"criterion '{criterion}' was not checked in {run.path}; {hint}")
 
 

@@ -14,7 +14,7 @@ from simulator.api.door import BOTS, NAMES, checked, fresh_options, of
 from simulator.api.plan import Plan, prepare, resolve_bot
 from simulator.api.result import Comparison, Result
 from simulator.api.running import _options, in_python_words, run_sync
-from simulator.errors import UserError, pattern_or_message
+from simulator.errors import UserError, field_path, pattern_or_message
 
 if TYPE_CHECKING:
     from simulator.bots import BotFactory
@@ -66,7 +66,7 @@ def _model_names(models: Sequence[str]) -> list[str]:
         try:
             split_model(model)
         except UserError as exc:
-            raise UserError(f"simulator.compare: models[{index}]: {exc}") from None
+            raise UserError(f"simulator.compare: {field_path(('models', index))}: {exc}") from None
     return list(models)
 
 

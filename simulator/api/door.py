@@ -12,7 +12,6 @@ from __future__ import annotations
 
 __all__ = ["BOTS", "FOLDER", "NAMES", "checked", "fresh_options"]
 
-import difflib
 import functools
 import inspect
 import math
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from simulator.errors import PATTERN_WORDS, UserError, shown_input
+from simulator.errors import PATTERN_WORDS, UserError, did_you_mean, shown_input
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -235,8 +234,8 @@ def _binding(exc: TypeError, given: dict[str, Any], signature: inspect.Signature
     known = [n for n, p in signature.parameters.items() if p.kind is not p.VAR_KEYWORD]
     for key in given:
         if key not in signature.parameters:
-            guess = difflib.get_close_matches(key, known, n=1)
-            hint = f"; did you mean '{guess[0]}'?" if guess else f"; it takes {', '.join(known)}"
+            guess = did_you_mean(key, known)
+            hint = f"; {guess}" if guess else f"; it takes {', '.join(known)}"
             return f"unknown argument '{key}'{hint}"
     text = str(exc)
     if "positional" in text:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.errors import UserError, error_loc, option_forms, pattern_or_message
+from simulator.errors import UserError, error_loc, field_path, option_forms, pattern_or_message
 
 if TYPE_CHECKING:
     from simulator.bots import BotFactory
@@ -140,13 +140,13 @@ def inline_scenarios(scenarios: Sequence[Any]) -> list[Scenario]:
                 out.append(Scenario.model_validate(item))
             except ValidationError as exc:
                 first = exc.errors()[0]
-                where = ".".join(map(str, error_loc(first)))
-                raise UserError(f"scenarios[{index}]: {where}: {pattern_or_message(first)}") from None
+                where = field_path(("scenarios", index, *error_loc(first)))
+                raise UserError(f"{where}: {pattern_or_message(first)}") from None
         elif isinstance(item, str | Path):
             out += load_scenarios([Path(item)])
         else:
             raise UserError(
-                f"scenarios[{index}]: a Scenario, a mapping or a file path, not {type(item).__name__}"
+                f"{field_path(('scenarios', index))}: a Scenario, a mapping or a file path, not {type(item).__name__}"
             )
     if not out:
         raise UserError("scenarios=[] holds no scenario; give at least one")

@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.errors import UserError
+from simulator.errors import UserError, did_you_mean, hint_then
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -27,11 +27,7 @@ if TYPE_CHECKING:
 
 def unknown_name(name: Any, known: list[str], what: str) -> str:
     """`name` is none of `known`: a did-you-mean, and the names there are."""
-    import difflib
-
-    lowered = {k.lower(): k for k in known}  # 'CHEST' is 'chest' mistyped too
-    guess = difflib.get_close_matches(str(name).lower(), list(lowered), n=1)
-    hint = f"did you mean {lowered[guess[0]]!r}? " if guess else ""
+    hint = hint_then(did_you_mean(name, known))
     return f"no {what} {name!r} in this run; {hint}the {what}s are: {', '.join(map(repr, known)) or 'none'}"
 
 

@@ -10,7 +10,7 @@ from typing import Any, Protocol, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from simulator.errors import UserError, pattern_or_message
+from simulator.errors import UserError, field_path, pattern_or_message
 from simulator.jsonbounds import JSONRefused, check_data, check_depth
 from simulator.record.parts import Part, PickPart, TextPart, parts_adapter
 from simulator.record.transcript import Usage, repair_text
@@ -121,7 +121,7 @@ def parts_from_json(value: Any, where: str) -> list[Part]:
         if len(loc) > 1:
             where_part += f" ({loc[1]})"
         if len(loc) > 2:
-            where_part += ", field " + ".".join(str(x) for x in loc[2:])
+            where_part += ", field " + field_path(loc[2:])
         raise BotError(
             "invalid_reply",
             f"{where_part}: {pattern_or_message(first)} (a part is text, options, media, tool_call, event or audio; "

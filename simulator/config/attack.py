@@ -19,6 +19,7 @@ from pydantic import Field, field_validator
 
 from simulator.config.assertions import compile_pattern
 from simulator.config.named_files import NamesFile
+from simulator.errors import field_path
 from simulator.models import StrictModel, empty_dict, empty_list
 
 # OWASP Top 10 for LLM Applications (2025): the entry a strategy exercises.
@@ -56,7 +57,7 @@ class SuccessSpec(StrictModel):
     @classmethod
     def _compile(cls, patterns: list[str]) -> list[str]:
         for number, pattern in enumerate(patterns):
-            compile_pattern(pattern, f"success.patterns[{number}]")
+            compile_pattern(pattern, field_path(("success", "patterns", number)))
         return patterns
 
     @cached_property

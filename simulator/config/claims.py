@@ -13,14 +13,13 @@ from __future__ import annotations
 
 __all__ = ["ClaimRule", "default_claims", "folded", "needed_words", "unknown_claim_tools"]
 
-import difflib
 import functools
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from simulator.config.patterns import compile_pattern
-from simulator.errors import FieldProblem
+from simulator.errors import FieldProblem, did_you_mean
 from simulator.models import StrictModel, empty_list
 
 
@@ -169,11 +168,8 @@ def unknown_claim_tools(rule: ClaimRule, known: list[str]) -> str | None:
     None. `known`: the environment's tools and the ones the bot declares."""
     for name in rule.named_tools():
         if name not in known:
-            guess = difflib.get_close_matches(name, known, n=1)
-            hint = (
-                f"did you mean '{guess[0]}'?"
-                if guess
-                else f"the declared tools are: {', '.join(known)}"
+            hint = did_you_mean(name, known) or (
+                f"the declared tools are: {', '.join(known)}"
                 if known
                 else "neither the environment nor the bot declares any tool; back it with tool_matches, or "
                 "add the tool to the suite's environment"

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from simulator.errors import FieldProblem, Problem
+from simulator.errors import FieldProblem, Problem, field_path
 from simulator.importing import import_callable
 from simulator.models import StrictModel as _Strict
 from simulator.models import empty_dict, empty_list
@@ -175,7 +175,7 @@ def check_environment_functions(
                 load_function(tool.function)
             except ValueError as exc:
                 loc = ("environment", section, name, "function")
-                problems.append(Problem(file, str(exc), line_of(loc), ".".join(map(str, loc))))
+                problems.append(Problem(file, str(exc), line_of(loc), field_path(loc)))
     return problems
 
 

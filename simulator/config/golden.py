@@ -11,7 +11,6 @@ from __future__ import annotations
 
 __all__ = ["GOLDEN_DOCUMENTS", "GoldenItem", "golden_scenario", "load_golden", "read_csv"]
 
-import difflib
 from pathlib import Path
 
 from pydantic import ConfigDict, Field, model_validator
@@ -21,7 +20,7 @@ from simulator.config.documents import FileDocument, FileDocumentKind, load_docu
 from simulator.config.scenario import Scenario, ScenarioId
 from simulator.config.script import ContextTurn, ItemKind, Script
 from simulator.config.yamlfile import MAX_FILE_BYTES, LocatedYAML
-from simulator.errors import FieldProblem, Problem, UserError
+from simulator.errors import FieldProblem, Problem, UserError, did_you_mean
 from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.models import empty_list
 from simulator.readers import InputRefused
@@ -86,8 +85,8 @@ def _header_problems(header: list[str], file: str) -> list[Problem]:
         )
     for column in dict.fromkeys(header):
         if column not in _COLUMNS:
-            close = difflib.get_close_matches(column, _COLUMNS, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; columns: {', '.join(_COLUMNS)}"
+            guess = did_you_mean(column, _COLUMNS)
+            hint = f"; {guess}" if guess else f"; columns: {', '.join(_COLUMNS)}"
             problems.append(Problem(file, f"unknown column '{column}'{hint}", 1, column))
     for column in _REQUIRED_COLUMNS:
         if column not in header:

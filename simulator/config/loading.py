@@ -5,13 +5,12 @@ from __future__ import annotations
 
 __all__ = ["by_tags", "load_scenarios"]
 
-import difflib
 from pathlib import Path
 
 from simulator.config.documents import collect_documents
 from simulator.config.golden import GOLDEN_DOCUMENTS, GoldenItem, golden_scenario
 from simulator.config.scenario import SCENARIO_DOCUMENTS, Scenario, scenario_files
-from simulator.errors import UserError, option_forms
+from simulator.errors import UserError, did_you_mean, hint_then, option_forms
 
 
 def load_scenarios(paths: list[Path], tags: list[str] | None = None) -> list[Scenario]:
@@ -31,10 +30,9 @@ def by_tags(scenarios: list[Scenario], tags: list[str]) -> list[Scenario]:
     known = sorted({tag for s in scenarios for tag in s.tags})
     kept = [s for s in scenarios if set(s.tags) & set(tags)]
     if not kept:
-        guesses = [g for tag in tags for g in difflib.get_close_matches(tag, known, n=1)]
-        hint = f"did you mean '{guesses[0]}'? " if guesses else ""
+        guesses = [guess for tag in tags if (guess := did_you_mean(tag, known))]
         raise UserError(
-            f"no scenario has any of the tags {tags}; {hint}check the suite's tag filter and "
+            f"no scenario has any of the tags {tags}; {hint_then(next(iter(guesses), None))}check the suite's tag filter and "
             f"{option_forms('tags')} "
             f"(the scenarios' tags: {', '.join(known) or 'none'})"
         )

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from simulator.config.bot_kinds import BOT_KINDS
 from simulator.config.yamlfile import LocatedYAML, problems_from_validation
-from simulator.errors import FieldProblem, Problem, UserError
+from simulator.errors import FieldProblem, Problem, UserError, field_path
 from simulator.models import StrictModel as _Strict
 from simulator.models import empty_dict, empty_list
 
@@ -161,7 +161,7 @@ def expand_matrix(suite: S, source: LocatedYAML | None = None) -> list[MatrixCel
 def _problem(source: LocatedYAML | None, where: tuple[str | int, ...], message: str) -> Problem:
     file = str(source.path) if source is not None else "suite"
     line = source.line_of(where) if source is not None else None
-    return Problem(file, message, line=line, field=".".join(map(str, where)))
+    return Problem(file, message, line=line, field=field_path(where))
 
 
 def _validate(
@@ -172,6 +172,6 @@ def _validate(
     except ValidationError as exc:
         if source is None:
             return None, [_problem(None, where, str(exc))]
-        prefix = ".".join(map(str, where))
+        prefix = field_path(where)
         found = problems_from_validation(exc, source, model, where)
         return None, [replace(p, field=f"{prefix}.{p.field}" if p.field else prefix) for p in found]

@@ -40,7 +40,8 @@ class NamesFolder:
 
 
 def dotted(loc: SettingLoc) -> str:
-    """A setting's location as the manifest and messages write it: `bot.start.command.1`."""
+    """A setting's location as the manifest keys its file's hash: `bot.start.command.1` (a message shows it
+    with errors.field_path)."""
     return ".".join(map(str, loc))
 
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from simulator.config.patterns import compile_pattern
+from simulator.errors import field_path
 from simulator.jsonbounds import json_kind
 from simulator.models import StrictModel, empty_dict, empty_list
 
@@ -91,7 +92,7 @@ def check_phrases(phrases: dict[str, list[str]], levels: list[str], field: str) 
             continue
         for index, pattern in enumerate(patterns):
             try:
-                compile_pattern(pattern, f"{field}.{level}.{index}")
+                compile_pattern(pattern, field_path((field, level, index)))
             except ValueError as exc:
                 problems.append(str(exc))
     return problems
@@ -112,7 +113,7 @@ class MessagesSource(StrictModel):
     @classmethod
     def _ignore_compiles(cls, patterns: list[str]) -> list[str]:
         for index, pattern in enumerate(patterns):
-            compile_pattern(pattern, f"outcome.messages.ignore.{index}")
+            compile_pattern(pattern, field_path(("outcome", "messages", "ignore", index)))
         return patterns
 
 

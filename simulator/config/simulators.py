@@ -28,6 +28,7 @@ import re
 from typing import Any
 
 from simulator.config.scenario import Scenario
+from simulator.errors import field_path
 
 SIMULATOR_FACTOR = "simulator"
 _LEVEL = re.compile(r"^[^\s#~=]+$")
@@ -40,26 +41,24 @@ def parse_user_models(entries: list[Any]) -> dict[str, str]:
         raise ValueError("user.models is empty: name at least two simulated users, or use user.model")
     out: dict[str, str] = {}
     for position, entry in enumerate(entries):
+        where = field_path(("user", "models", position))
         if isinstance(entry, str):
             name, model = entry.strip(), entry.strip()
         elif isinstance(entry, dict) and len(entry) == 1 and isinstance(next(iter(entry.values())), str):
             name, model = (str(part).strip() for part in next(iter(entry.items())))
         else:
             raise ValueError(
-                f"user.models[{position}]: write a model (`offline`, `anthropic:claude-haiku-4-5`) or "
-                "{name: model}"
+                f"{where}: write a model (`offline`, `anthropic:claude-haiku-4-5`) or {{name: model}}"
             )
         if not name or not model:
-            raise ValueError(f"user.models[{position}] is empty")
+            raise ValueError(f"{where} is empty")
         if not _LEVEL.match(name):
             raise ValueError(
-                f"user.models[{position}]: '{name}' cannot name a simulator (no spaces, '#', '~' or '='); "
+                f"{where}: '{name}' cannot name a simulator (no spaces, '#', '~' or '='); "
                 "write {short-name: model}"
             )
         if model == "auto":
-            raise ValueError(
-                f"user.models[{position}]: 'auto' depends on the keys set; name the model (or `offline`)"
-            )
+            raise ValueError(f"{where}: 'auto' depends on the keys set; name the model (or `offline`)")
         if name in out or model in out.values():
             raise ValueError(f"user.models lists '{name if name in out else model}' twice")
         out[name] = model

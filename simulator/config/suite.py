@@ -16,7 +16,6 @@ __all__ = [
     "load_suite",
 ]
 
-import difflib
 import os
 from collections.abc import Collection
 from pathlib import Path
@@ -44,7 +43,7 @@ from simulator.config.providers import PROVIDERS, CacheConfig, MaxTokens, Provid
 from simulator.config.relations import Relation
 from simulator.config.tool_checks import ToolChecksConfig, unknown_tool
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, parse_yaml, validate_model
-from simulator.errors import FieldProblem, Problem, UserError, did_you_mean, lookalike, option_forms
+from simulator.errors import FieldProblem, Problem, UserError, did_you_mean, field_path, option_forms
 from simulator.models import BuiltModel, empty_dict, empty_list
 from simulator.models import StrictModel as _Strict
 from simulator.readers import missing
@@ -200,11 +199,10 @@ class OutcomeConfig(_Strict):
         if isinstance(value, str) and value in self.levels:
             return None
         text = str(value).lower() if isinstance(value, bool) else str(value)  # as YAML and JSON write it
-        same = [level for level in self.levels if level.lower() == text.strip().lower()]
-        close = same or difflib.get_close_matches(text.lower(), self.levels, n=1)
-        hint = lookalike(text, self.levels) or (
-            f"did you mean '{close[0]}'? (levels are written as outcome.levels declares them)"
-            if close
+        guess = did_you_mean(text.strip(), self.levels)
+        hint = (
+            f"{guess} (levels are written as outcome.levels declares them)"
+            if guess
             else f"write one of {', '.join(self.levels)}"
         )
         return f"expected {self.key} '{text}' is not one of outcome.levels {self.levels}; {hint}"
@@ -286,7 +284,7 @@ class OutcomeConfig(_Strict):
             raise FieldProblem("; ".join(problems), "red_flags")
         for index, pattern in enumerate(self.red_flags_ignore):
             try:
-                compile_pattern(pattern, f"red_flags_ignore.{index}")
+                compile_pattern(pattern, field_path(("red_flags_ignore", index)))
             except ValueError as exc:
                 raise FieldProblem(str(exc), "red_flags_ignore", index) from None
         if self.tool is not None:
@@ -450,7 +448,7 @@ class Suite(BuiltModel):
                 f"'{written}' is not there (looked for {self.resolve(written)}); fix the path (a relative "
                 "path starts at the suite's folder)",
                 self.line_of(field, "paths", index),
-                f"{field}.paths.{index}",
+                field_path((field, "paths", index)),
             )
             for index, written in enumerate(getattr(self, field).paths)
             if missing(self.resolve(written))
@@ -550,9 +548,7 @@ def _tool_name_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
         why = unknown_tool(check, bot, user)
         if why is not None:
             loc = ("tool_checks", "checks", index)
-            problems.append(
-                Problem(str(source.path), why, source.line_of(loc), f"tool_checks.checks.{index}")
-            )
+            problems.append(Problem(str(source.path), why, source.line_of(loc), field_path(loc)))
     return problems
 
 
@@ -569,7 +565,7 @@ def _claim_tool_problems(suite: Suite, source: LocatedYAML) -> list[Problem]:
         why = unknown_claim_tools(rule, known)
         if why is not None:
             loc = ("tool_checks", "claims", index)
-            field = f"tool_checks.claims.{index}." + ("tool" if rule.tool else "tools")
+            field = field_path((*loc, "tool" if rule.tool else "tools"))
             problems.append(Problem(str(source.path), why, source.line_of(loc), field))
     return problems
 
@@ -580,7 +576,7 @@ _OPTIONS = "the run's options"
 def _blamed_on_override(problem: Problem, overrides: dict[str, Any], overridden: str) -> Problem:
     """A problem with a value the run was given (`--runs 20000`, `simulator.run(..., seed=...)`) names
     that option, never the suite file's line (or the Suite object's field) of the value it replaced."""
-    key = (problem.field or "").split(".")[0]
+    key = (problem.field or "").split(".")[0].split("[")[0]
     return _as_option(problem, key, overridden) if key in overrides else problem
 
 
@@ -595,7 +591,7 @@ def blamed_on_option(problem: Problem, suite: Suite) -> Problem:
     `--user-model` user.model) names the option, never the suite file's line of the value it replaced."""
     field = problem.field or ""
     for given, key in suite._given.items():
-        if field == given or field.startswith(given + "."):
+        if field == given or field.startswith((given + ".", given + "[")):
             return _as_option(problem, key, suite.file.name if suite.file else "the Suite object's values")
     return problem
 

@@ -16,7 +16,6 @@ __all__ = [
     "unknown_tool",
 ]
 
-import difflib
 import re
 from typing import Annotated, Any, Literal
 
@@ -32,7 +31,7 @@ from pydantic import (
 
 from simulator.config.assertions import compile_pattern
 from simulator.config.claims import ClaimRule, default_claims
-from simulator.errors import FieldProblem
+from simulator.errors import FieldProblem, did_you_mean
 from simulator.models import StrictModel as _Strict
 from simulator.models import empty_dict, empty_list
 
@@ -247,11 +246,6 @@ def unknown_tool(check: ToolCheck, bot_tools: list[str], user_tools: list[str]) 
     ]
     for name in names:
         if name != "*" and name not in known:
-            guess = difflib.get_close_matches(name, known, n=1)
-            hint = (
-                f"did you mean '{guess[0]}'?"
-                if guess
-                else f"the {check.side} tools are: {', '.join(known) or 'none'}"
-            )
+            hint = did_you_mean(name, known) or f"the {check.side} tools are: {', '.join(known) or 'none'}"
             return f"the check names tool '{name}', which the environment does not have; {hint}"
     return None

@@ -14,7 +14,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from simulator.config.languages import language_code
 from simulator.config.patterns import UserPattern, compile_pattern
 from simulator.config.yamlfile import load_model_file
-from simulator.errors import FieldProblem
+from simulator.errors import FieldProblem, field_path
 from simulator.models import StrictModel, empty_dict, empty_list
 
 
@@ -87,14 +87,14 @@ class Vocabulary(StrictModel):
     ) -> dict[str, list[str]]:
         for level, patterns in levels.items():
             for index, pattern in enumerate(patterns):
-                compile_pattern(pattern, f"{info.field_name}.{level}.{index}")
+                compile_pattern(pattern, field_path((info.field_name or "", level, index)))
         return levels
 
     @field_validator("outcome_ignore", "red_flags_ignore")
     @classmethod
     def _ignore_compiles(cls, patterns: list[str], info: ValidationInfo) -> list[str]:
         for index, pattern in enumerate(patterns):
-            compile_pattern(pattern, f"{info.field_name}.{index}")
+            compile_pattern(pattern, field_path((info.field_name or "", index)))
         return patterns
 
     @cached_property

@@ -32,6 +32,7 @@ from simulator.errors import (
     choices_of,
     did_you_mean,
     error_loc,
+    field_path,
     pattern_or_message,
     shown_input,
 )
@@ -199,14 +200,14 @@ def _walk(node: yaml.Node, path: Path, lines: dict[Path_, int]) -> None:
                 line = key_node.start_mark.line + 1
                 odd = _odd_key(key_node)
                 if odd is not None:
-                    raise YAMLProblem(Problem(str(path), odd, line=line, field=_field_name(loc) or None))
+                    raise YAMLProblem(Problem(str(path), odd, line=line, field=field_path(loc) or None))
                 if key in keys and key != "<<":
                     raise YAMLProblem(
                         Problem(
                             str(path),
                             f"duplicate key '{key}' (first on line {keys[key]}); keep one of them",
                             line=line,
-                            field=_field_name((*loc, key)),
+                            field=field_path((*loc, key)),
                         )
                     )
                 keys[key] = line
@@ -349,21 +350,6 @@ class YAMLProblem(Exception):
         self.problem = problem
 
 
-# Lists whose items people count from 1 (`key_facts: [2]` is the second fact): their items are shown as
-# `facts[1]` in messages, never as the 0-based `facts.0`.
-_COUNTED_FROM_ONE = ("facts",)
-
-
-def _field_name(loc: Path_) -> str:
-    parts: list[str] = []
-    for index, part in enumerate(loc):
-        if isinstance(part, int) and index and loc[index - 1] in _COUNTED_FROM_ONE:
-            parts[-1] += f"[{part + 1}]"
-        else:
-            parts.append(str(part))
-    return ".".join(parts)
-
-
 def read_as_mapping(got: Any) -> str | None:
     """What a line was when YAML read it as a one-key mapping (`- Pain: sharp` is `{Pain: sharp}`), or None."""
     if not isinstance(got, dict) or len(got) != 1:
@@ -391,7 +377,7 @@ def problems_from_validation(  # long because it is a table: a branch per kind o
         from_yaml = not (loc and loc[0] in given)
         full = (*base, *loc)
         kind = item["type"]
-        name = _field_name(loc)
+        name = field_path(loc)
         value = item.get("input")
         if kind == "extra_forbidden":
             allowed = _allowed_fields(_resolve(model, tuple(item["loc"])[:-1])[0])

@@ -17,7 +17,7 @@ from typing import Any
 from simulator.config.bot_kinds import engine_model
 from simulator.config.suite import Suite, blamed_on_option
 from simulator.config.yamlfile import YAMLProblem
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, field_path
 from simulator.judging.code_checks import ENVIRONMENT_KEY, STOP_KEYS
 
 _SPECIAL_USERS = ("auto", "offline", "scripted", "real")
@@ -184,7 +184,7 @@ def _problems(suite: Suite) -> list[Problem]:
     file = str(suite.file or "suite")
     problems: list[Problem] = _expected_problems(suite)
     for loc, check in _checks(suite):
-        field = ".".join(str(part) for part in loc)
+        field = field_path(loc)
         try:
             check()
         except YAMLProblem as exc:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 __all__ = ["file_name_problems", "writer_findings"]
 
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from simulator.config.suite import Suite
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, did_you_mean, hint_then
 
 
 def file_name_problems(scenarios: Iterable[Any]) -> list[Problem]:
@@ -71,16 +70,14 @@ def _reach(criteria: list[Any], tags: set[str], suite_file: str, found: WriterFi
         wanted = list(criterion.applies_to)
         if not wanted or set(wanted) & tags:
             continue
-        guesses = [
-            g for tag in wanted for g in difflib.get_close_matches(tag, sorted(tags), n=1, cutoff=0.75)
-        ]
+        guesses = [guess for tag in wanted if (guess := did_you_mean(tag, sorted(tags), cutoff=0.75))]
         if not guesses:
             where = _shown(criterion._source) + (f":{criterion._line}" if criterion._line else "")
             found.notes.append((f"criterion '{criterion.id}' ({where}, applies_to {wanted})", suite_file))
             continue
         message = (
             f"applies_to {wanted}: no scenario of {suite_file} has these tags, so this criterion never "
-            f"applies; did you mean '{guesses[0]}'? Fix the tag, or tag the scenarios it is for"
+            f"applies; {hint_then(guesses[0])}fix the tag, or tag the scenarios it is for"
         )
         found.problems.append(
             Problem(_shown(criterion._source), message, criterion.line_of("applies_to"), "applies_to")

@@ -22,7 +22,7 @@ from simulator.config.scenario import Scenario
 from simulator.config.suite import Suite
 from simulator.config.tool_checks import ToolCheck, ToolChecksConfig, unknown_tool
 from simulator.config.vocabulary import load_vocabulary
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, field_path
 from simulator.judging.aggregate import combine_verdicts, default_rule
 from simulator.judging.applicability import applicability
 from simulator.judging.code_checks import CODE_CHECKS_VERSION, code_check_ids, code_verdicts
@@ -435,7 +435,11 @@ def _check_tool_names(suite: Suite, scenarios: list[Scenario]) -> None:
                     f"the suite has a check with the id {check.check_id} too; give this one its own `id`"
                 )
             problems += [
-                Problem(scenario.source, f"scenario {scenario.id}: {why}", field=f"tool_checks.{index}")
+                Problem(
+                    scenario.source,
+                    f"scenario {scenario.id}: {why}",
+                    field=field_path(("tool_checks", index)),
+                )
                 for why in whys
                 if why is not None
             ]

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from simulator.errors import Problem, UserError, pattern_or_message
+from simulator.errors import Problem, UserError, field_path, pattern_or_message
 from simulator.models import StrictModel as _Strict
 from simulator.models import empty_dict, empty_list
 
@@ -179,7 +179,7 @@ def load_proposal(path: Path) -> Proposal:
         return Proposal.model_validate(data)
     except ValidationError as exc:
         problems = [
-            Problem(str(path), pattern_or_message(e), field=".".join(map(str, e["loc"])) or None)
+            Problem(str(path), pattern_or_message(e), field=field_path(e["loc"]) or None)
             for e in exc.errors()[:8]
         ]
         raise UserError(

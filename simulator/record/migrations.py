@@ -37,7 +37,7 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 # pydantic reads a TypedDict from typing_extensions only, before Python 3.12 (pydantic itself requires it).
 from typing_extensions import TypedDict
 
-from simulator.errors import Problem, UserError, pattern_or_message
+from simulator.errors import Problem, UserError, field_path, pattern_or_message
 from simulator.record.models import SCHEMA_VERSION
 
 LATEST = SCHEMA_VERSION
@@ -52,7 +52,7 @@ def refused(where: str, exc: ValidationError, what: str) -> UserError:
     """The one line for a record (or a part of one) pydantic refuses: `where`, the first field refused,
     pydantic's reason and the fix."""
     first = exc.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or None
+    field = field_path(first["loc"]) or None
     # In words, never pydantic's (which names the model's class for an object of another type).
     reason = pattern_or_message(first)
     return UserError(str(Problem(where, f"{what} ({reason}); {DAMAGED}", field=field)))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from simulator.config.named_files import dotted, named_files
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, field_path
 from simulator.record.hashing import sha256_file, sha256_text
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def _setting_problems(manifest: Manifest, suite: Suite) -> list[Problem]:
     problems = []
     for loc, _, path in named_files(suite, suite.base_dir):
         digest = recorded.get(dotted(loc))
-        found = _check_one(str(path), digest, f"{dotted(loc)} file", path) if digest else None
+        found = _check_one(str(path), digest, f"{field_path(loc)} file", path) if digest else None
         problems += [found] if found else []
     return problems
 

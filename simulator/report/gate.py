@@ -18,7 +18,6 @@ __all__ = [
     "parse_requirement",
 ]
 
-import difflib
 import re
 from collections.abc import Callable, Iterable
 from typing import Literal
@@ -29,7 +28,7 @@ from simulator.analysis.outcome import outcome_metrics, outcome_source
 from simulator.analysis.rundata import RunData
 from simulator.analysis.tables import criterion_rows, overall_pass_rate
 from simulator.config.suite import OutcomeConfig
-from simulator.errors import UserError
+from simulator.errors import UserError, did_you_mean, hint_then
 from simulator.models import StrictModel as _Model
 from simulator.models import empty_list
 from simulator.plural import plural
@@ -43,7 +42,7 @@ from simulator.stats.rates import RateView, pct
 Status = Literal["met", "not met", "undecidable"]
 EXIT = {"met": 0, "not met": 1, "undecidable": 3}
 _SYNTAX = re.compile(
-    r"^\s*([A-Za-z0-9_.:\-]+(?: success| violations)?)\s*(<=|>=|==|<|>)\s*([+-]?[0-9]*\.?[0-9]+)\s*(%?)\s*$"
+    r"^\s*([^\s<>=]+(?: success| violations)?)\s*(<=|>=|==|<|>)\s*([+-]?[0-9]*\.?[0-9]+)\s*(%?)\s*$"
 )
 # `fail_rate(no-diagnosis)` is another spelling of `fail_rate:no-diagnosis`.
 _CALL = re.compile(r"^\s*([A-Za-z_]+)\(\s*([A-Za-z0-9_.\-]+)\s*\)")
@@ -152,8 +151,7 @@ def parse_requirement(text: str, known: list[str], flag: str = "--require") -> R
         )
     metric, op, number, percent = match.groups()
     if metric not in known:
-        close = difflib.get_close_matches(metric, known, n=1)
-        hint = f"did you mean {close[0]}? " if close else ""
+        hint = hint_then(did_you_mean(metric, known))
         raise UserError(f'{flag} "{text}": unknown metric {metric!r}; {hint}metrics: {", ".join(known)}')
     value = float(number) / (100.0 if percent else 1.0)
     if not 0.0 <= value <= 1.0:

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from simulator.errors import UserError, pattern_or_message
+from simulator.errors import UserError, field_path, pattern_or_message
 from simulator.models import ResultModel
 from simulator.readers import missing, read_json, read_text
 from simulator.safefiles import FileRefused, read_capped, write_atomic
@@ -87,7 +87,7 @@ def read_archived(path: Path) -> SafetyCase:
         return SafetyCase.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "(document)"
+        field = field_path(first["loc"]) or "(document)"
         raise UserError(
             f"{path} [{field}]: not a safety case document ({pattern_or_message(first)}); export it again from the desk"
         ) from None

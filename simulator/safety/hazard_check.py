@@ -5,17 +5,15 @@ from __future__ import annotations
 
 __all__ = ["check_hazard_log"]
 
-import difflib
 
 from simulator.config.suite import OutcomeConfig
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, did_you_mean, field_path, hint_then
 from simulator.report.gate import outcome_metric_names, parse_requirement
 from simulator.safety.hazards import Control, HazardLog
 
 
 def _unknown(kind: str, name: str, known: set[str]) -> str:
-    guess = difflib.get_close_matches(name, sorted(known), n=1)
-    hint = f"did you mean '{guess[0]}'? " if guess else ""
+    hint = hint_then(did_you_mean(name, sorted(known)))
     shown = ", ".join(sorted(known)[:12]) + (" ..." if len(known) > 12 else "")
     return f"unknown {kind} '{name}'; {hint}known: {shown or 'none'}"
 
@@ -59,20 +57,23 @@ def _control_problems(
     """What one control names that the runs do not have, or a threshold resting on a criterion it does not
     name; each problem with its file, line and field."""
     path, (i, j), (criteria, tags, metrics) = str(log.file or "hazards"), at, known
-    where, field = ("hazards", i, "controls", j), f"hazards.{i}.controls.{j}"
+    where = ("hazards", i, "controls", j)
     problems = [
         Problem(
             path,
             _unknown("criterion", name, criteria),
             log.line_of(*where, "criteria", k),
-            f"{field}.criteria.{k}",
+            field_path((*where, "criteria", k)),
         )
         for k, name in enumerate(control.criteria)
         if name not in criteria
     ]
     problems += [
         Problem(
-            path, _unknown("scenario tag", tag, tags), log.line_of(*where, "tags", k), f"{field}.tags.{k}"
+            path,
+            _unknown("scenario tag", tag, tags),
+            log.line_of(*where, "tags", k),
+            field_path((*where, "tags", k)),
         )
         for k, tag in enumerate(control.tags)
         if tags is not None and tag not in tags
@@ -84,7 +85,7 @@ def _control_problems(
         requirement = parse_requirement(control.threshold, sorted(metrics))
     except UserError as exc:
         message = str(exc).replace("--require", "threshold", 1)
-        return [*problems, Problem(path, message, line, f"{field}.threshold")]
+        return [*problems, Problem(path, message, line, field_path((*where, "threshold")))]
     needed = _rests_on(requirement.metric, outcome)
     if needed is not None and needed not in control.criteria:
         problems.append(
@@ -94,7 +95,7 @@ def _control_problems(
                 f"which its criteria ({', '.join(control.criteria) or 'none'}) do not name; add {needed} to "
                 "its criteria, or put the threshold on a metric of the criteria it names (fail_rate)",
                 line,
-                f"{field}.threshold",
+                field_path((*where, "threshold")),
             )
         )
     return problems

@@ -33,7 +33,7 @@ from typing import Literal, get_args
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from simulator.config.yamlfile import LocatedYAML, YAMLProblem, load_yaml, validate_model
-from simulator.errors import Problem, UserError
+from simulator.errors import Problem, UserError, field_path
 from simulator.models import StrictModel as _Strict
 from simulator.models import empty_dict, empty_list
 
@@ -330,7 +330,7 @@ def _matrix_problems(log: HazardLog, path: Path) -> list[Problem]:
                         str(path),
                         f"{name} '{value}' is not on the matrix; use one of: {', '.join(levels)}",
                         log.line_of("hazards", i, name),
-                        f"hazards.{i}.{name}",
+                        field_path(("hazards", i, name)),
                     )
                 )
     return problems
@@ -354,7 +354,7 @@ def _duplicate_ids(
             if (kind, ident) not in first:
                 first[kind, ident] = line
                 continue
-            field = ".".join(str(part) for part in loc)
+            field = field_path(loc)
             message = f"{kind} id {ident} is used twice (first at line {first[kind, ident]}); give each {kind} its own id"
             problems.append(Problem(str(path), message, line=line, field=field))
     return problems

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from simulator.config.yamlfile import MAX_FILE_BYTES, YAMLProblem, parse_yaml
-from simulator.errors import UserError, pattern_or_message
+from simulator.errors import UserError, field_path, pattern_or_message
 from simulator.loop.markdown import proposal_diff
 from simulator.loop.proposal import Proposal, load_proposal
 from simulator.loop.reviews import ProposalReview, append_review, latest_review
@@ -104,8 +104,7 @@ def _edited(text: str, original: str) -> tuple[str | None, list[str]]:
         return text, [f"the edited proposal{line}: {exc.problem.message}"]
     except ValidationError as exc:
         return text, [
-            f"{'.'.join(map(str, e['loc'])) or 'the proposal'}: {pattern_or_message(e)}"
-            for e in exc.errors()[:8]
+            f"{field_path(e['loc']) or 'the proposal'}: {pattern_or_message(e)}" for e in exc.errors()[:8]
         ]
     return text.replace("\r\n", "\n"), []
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from simulator.errors import Problem, UserError, pattern_or_message
+from simulator.errors import Problem, UserError, field_path, pattern_or_message
 from simulator.models import ForeignModel, empty_dict
 from simulator.readers import MAX_TAU2_BYTES, read_json_file
 
@@ -81,8 +81,8 @@ def read_tasks(path: Path) -> list[Task]:
             tasks.append(Task.model_validate(item))
         except ValidationError as exc:
             first = exc.errors()[0]
-            where = ".".join(str(step) for step in first["loc"])
-            task_id = item.get("id", index) if isinstance(item, dict) else index
+            where = field_path(first["loc"])
+            task_id = item.get("id", index + 1) if isinstance(item, dict) else index + 1
             problems.append(Problem(str(path), f"task {task_id}: {pattern_or_message(first)}", None, where))
     if problems:
         raise UserError(f"{path} does not read as tau2-bench tasks", problems)

@@ -126,7 +126,8 @@ def test_resume_options_into_another_suites_folder_are_refused(
             suite, bot=change.get("bot", good), scenarios=change.get("scenarios", SCENARIOS), options=options
         ),
         str(tmp_path / "a"),
-        "another suite",
+        "names a run made from",
+        "a new run (options.resume=False and another out)",
     )
     assert len(RunFolder.open(tmp_path / "a").read_manifest().sessions) == 1
 

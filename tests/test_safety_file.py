@@ -148,7 +148,7 @@ def test_the_bot_kinds_identify_the_release_under_test(tmp_path: Path) -> None:
     assert python is not None and python.version == "2.1"
     source = (ROOT / "examples/triage_bot.py").read_bytes()
     digest = hashlib.sha256(b"triage_bot.py\0" + source + b"\0").hexdigest()
-    assert python.parts["source sha256 of examples/triage_bot.py"] == f"sha256:{digest}"
+    assert python.parts["source sha256 of examples.triage_bot"] == f"sha256:{digest}"
     (tmp_path / "bot.py").write_text("print('v1')\n", encoding="utf-8")
     start = {"command": ["{python}", "bot.py", "--port", "{port}"]}
     http = HttpBotConfig.model_validate({"type": "http", "url": "http://127.0.0.1:1/", "start": start})
@@ -179,7 +179,7 @@ def test_a_run_records_its_bot_and_the_case_shows_it(tmp_path: Path) -> None:
     case = build_safety_case(load_runs([out]), load_hazard_log(ROOT / "examples/triage_hazards.yaml"))
     (trace,) = case.traceability.runs
     assert trace.bot_version and trace.bot_version.startswith("sha256:")
-    assert "source sha256 of examples/triage_bot.py" in trace.bot_identity
+    assert "source sha256 of examples.triage_bot" in trace.bot_identity
     assert trace.bot_version in str({s.id: s for s in safety_case_sections(case)}["system"])
 
 
@@ -244,7 +244,7 @@ CHECKLIST = {
     "intended use": ("system", "intended use"),
     "clinical setting and users": ("system", "parents and carers"),
     "interfaces and exclusions": ("system", "web chat"),
-    "system under test identified": ("system", "source sha256 of examples/triage_bot.py"),
+    "system under test identified": ("system", "source sha256 of examples.triage_bot"),
     "CRM plan reference": ("crm", "CRM-PLAN-DEMO-001"),
     "roles": ("crm", "Clinical Safety Officer"),
     "method: matrix and likelihood rule": ("crm", "not a frequency in the service"),

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from simulator.cli import main
 from simulator.config.bot_identity import started_parts
 from simulator.config.bot_kinds import BOT_KINDS, bot_kind
-from simulator.config.named_files import NamesFile, NamesFolder
+from simulator.config.named_files import NamesFile, NamesFolder, NamesPlace
 from simulator.config.suite import Suite
 from simulator.engine.operational import content_note, measured_differences
 from simulator.record.folder import CONVERSATIONS, MANIFEST, RunFolder
@@ -317,18 +317,18 @@ def test_a_started_bot_s_identity_does_not_depend_on_where_its_file_is(tmp_path:
 _PATH_NAME = re.compile(r"(^|_)(file|files|path|paths|dir|folder|cwd|pack|vocabulary|styles|phrases)$")
 # Fields named like a path that are not compared by a file's content, and why.
 EXEMPT = {
-    "CacheConfig.path": "the cache's content changes as runs write it: where it is, not what",
     "MessagesSource.phrases": "the phrases themselves (level -> patterns), not a file",
 }
 
 
 def undeclared_file_fields(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) -> list[str]:
-    """Text fields (nested models included) named like a path that declare neither NamesFile nor NamesFolder."""
+    """Text fields (nested models included) named like a path that declare none of NamesFile, NamesFolder and
+    NamesPlace."""
     seen = set() if seen is None else seen
     seen.add(model)
     found = []
     for name, info in model.model_fields.items():
-        declared = any(isinstance(m, NamesFile | NamesFolder) for m in info.metadata)
+        declared = any(isinstance(m, NamesFile | NamesFolder | NamesPlace) for m in info.metadata)
         where = f"{model.__name__}.{name}"
         if _PATH_NAME.search(name) and _holds_text(info.annotation) and not declared and where not in EXEMPT:
             found.append(where)
@@ -353,6 +353,7 @@ def test_the_file_guard_catches_an_undeclared_field_and_passes_a_declared_one() 
     class Careful(BaseModel):
         prompt_path: Annotated[str, NamesFile()]
         cwd: Annotated[str | None, NamesFolder()] = None
+        cache_path: Annotated[str, NamesPlace()] = "c.sqlite"
 
     assert undeclared_file_fields(Careful) == []
 

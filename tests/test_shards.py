@@ -175,8 +175,8 @@ def _set(path: str | tuple[str, ...], value: Any) -> Any:
         (_set("package_version", "9.9.9"), "simulator version", "'9.9.9' here"),
         (_set("git_commit", "0" * 40), "simulator commit", "'" + "0" * 40),
         (
-            _set(("bot_identity", "parts", "source sha256 of examples/triage_bot.py"), "sha256:edited"),
-            "bot identity (source sha256 of examples/triage_bot.py)",
+            _set(("bot_identity", "parts", "source sha256 of examples.triage_bot"), "sha256:edited"),
+            "bot identity (source sha256 of examples.triage_bot)",
             "'sha256:edited' here",
         ),
         (_set("prompts.user.hash", "sha256:other"), "user prompt", "'sha256:other' here"),

@@ -8,6 +8,7 @@ __all__ = [
     "adopt_operational",
     "apply_rate_overrides",
     "merge_shards",
+    "refuse_new_cells",
     "resume_local_workers",
     "run_local_workers",
     "workers_staging",
@@ -15,4 +16,4 @@ __all__ = [
 
 from simulator.engine.local_workers import resume_local_workers, run_local_workers, workers_staging
 from simulator.engine.merge import MergeResult, merge_shards
-from simulator.engine.operational import adopt_operational, apply_rate_overrides
+from simulator.engine.operational import adopt_operational, apply_rate_overrides, refuse_new_cells

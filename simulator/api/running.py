@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from simulator.config.scenario import Scenario
     from simulator.config.suite import Suite
     from simulator.engine.runner import RunOptions
+    from simulator.record.manifest import Manifest
     from simulator.users.base import SimulatedUser
 
 T = TypeVar("T")
@@ -120,7 +121,7 @@ async def arun(
     )
     chosen = _options(options, out, progress)
     if chosen.resume:
-        _same_run(plan, chosen.out)
+        chosen.settings_changed.update(_same_run(plan, chosen.out))
     with in_python_words():
         return await execute(plan, chosen)
 
@@ -147,24 +148,58 @@ def _finishable(path: Path) -> bool:
         return False
 
 
-def _same_run(plan: Plan, folder: Path | None) -> None:
-    """`options.resume` finishes the run in `options.out` with this call's suite and scenarios: refused
-    when that run was made from another suite (or other scenarios), whose conversations it would mix in."""
+def _same_run(plan: Plan, folder: Path | None) -> dict[str, list[Any]]:
+    """`options.resume` finishes the run in `options.out` with this call's suite and scenarios, compared as
+    `simulator run SUITE --resume` compares them (engine/operational.py: by meaning, never as written): it
+    may change how calls are made (returned, {path: [old, new]}, for the manifest), and is refused, naming
+    what differs, when the run was made from another suite or other scenarios it would mix in."""
+    from simulator.api.folders import adopt_operational
     from simulator.record.folder import RunFolder
-    from simulator.record.redact import redacted_suite
 
     if folder is None:
         raise UserError("simulator.run: options.resume=True needs options.out, the run folder to finish")
     manifest = RunFolder.open(folder).read_manifest()
-    recorded = manifest.suite.model_dump(mode="json") if manifest.suite is not None else None
-    same_suite = recorded == redacted_suite(plan.suite).model_dump(mode="json")
-    if not same_suite or {s.id for s in manifest.scenarios} != {s.id for s in plan.scenarios}:
-        finish = f"finish it with simulator.resume({str(folder)!r}), or " if _finishable(folder) else ""
-        raise UserError(
-            f"simulator.run: options.resume=True with options.out={str(folder)!r}: that run was made from "
-            f"another suite or scenarios than this suite '{plan.suite.name}'; {finish}start a new run "
-            "(options.resume=False and another out)"
+    fix = "start a new run (options.resume=False and another out)."
+    if _finishable(folder):
+        fix = f"Finish that run as it began with simulator.resume({str(folder)!r}), or {fix}"
+    else:
+        fix = fix[0].upper() + fix[1:]
+    where = f"simulator.run: options.resume=True with options.out={str(folder)!r} names a run made from"
+    if manifest.suite is None:
+        raise UserError(f"{where} no recorded suite, not this suite '{plan.suite.name}'. {fix}")
+    recorded = manifest.rebuild_suite(folder, to_run=False)
+    changed = adopt_operational(
+        recorded,
+        plan.suite,
+        f"{where} another suite",
+        manifest.setting_files,
+        cell=manifest.matrix_cell,
+        fix=fix,
+    )
+    differences = _other_scenarios(manifest, plan.scenarios)
+    if differences:
+        raise UserError(f"{where} other scenarios: {'; '.join(differences)}. {fix}")
+    return changed
+
+
+def _other_scenarios(manifest: Manifest, given: Sequence[Scenario]) -> list[str]:
+    """How `given` differs from the run's recorded scenarios: ids it lacks or adds, content that changed
+    (a scenario compared by what the manifest records of it: its file's content, or its own)."""
+    from simulator.record.recorded import scenario_file_hashes, scenario_hash
+
+    files = scenario_file_hashes(given)
+    mine = {s.id: scenario_hash(s, files) for s in given}
+    recorded = {entry.id: entry.sha256 for entry in manifest.scenarios}
+    changed = sorted(i for i in mine.keys() & recorded.keys() if recorded[i] and recorded[i] != mine[i])
+    return [
+        f"{what}: {', '.join(ids[:5])}{f' and {len(ids) - 5} more' if len(ids) > 5 else ''}"
+        for what, ids in (
+            ("scenarios of that run not given", sorted(recorded.keys() - mine.keys())),
+            ("scenarios that run did not run", sorted(mine.keys() - recorded.keys())),
+            ("scenarios whose content is not the run's (a file or a scenario changed)", changed),
         )
+        if ids
+    ]
 
 
 def run(*suite: Suite | str | Path | None, **choices: Any) -> Result:
@@ -173,11 +208,19 @@ def run(*suite: Suite | str | Path | None, **choices: Any) -> Result:
     return run_sync(arun(*suite, **choices))
 
 
+def _a_suite(value: Any) -> str | None:
+    """The door's rule for `suite=`: None, a suite file path, or a Suite."""
+    from simulator.config.suite import Suite
+
+    return None if value is None or isinstance(value, str | Path | Suite) else "a suite file path or a Suite"
+
+
 @checked(
     "resume",
     folder=lambda value: FOLDER(value) if value is not None else "a run folder path (str or Path)",
     retry_errors=of(bool, "True or False"),
     adjust=lambda value: None if value is None or callable(value) else "a function of the suite",
+    suite=lambda value: _a_suite(value),
 )
 async def aresume(
     folder: str | Path,
@@ -188,13 +231,17 @@ async def aresume(
     progress: bool | None = None,
     options: RunOptions | None = None,
     adjust: Callable[[Suite], dict[str, list[Any]]] | None = None,
+    suite: Suite | str | Path | None = None,
 ) -> Result | Comparison:
     """Finish an interrupted run folder (or matrix folder): only what it lacks runs; `retry_errors` runs
-    errored conversations and judgements again. `adjust` may change the suite's operational settings (rpm,
-    concurrency...; engine/operational.py) and returns what it changed, recorded in the manifest. `bot`: the bot given in code when it started (a run whose
-    bot was a Python object); for a matrix, a mapping of bot variant id to bot. `scenarios`: the scenarios
-    given in code when it started, the same ones (others are refused). A `--workers` run stopped before its
-    shards were merged finishes as `simulator run --resume` finishes it (`_resume_workers`)."""
+    errored conversations and judgements again. `suite` (a suite file or Suite, as `simulator run SUITE
+    --resume`): take its operational settings (rpm, concurrency, timeouts...; engine/operational.py), and
+    refuse any other difference. `adjust` may change the suite's operational settings too (for a matrix,
+    each cell's) and returns what it changed; both are recorded in the manifest. `bot`: the bot given in
+    code when it started (a run whose bot was a Python object); for a matrix, a mapping of bot variant id to
+    bot. `scenarios`: the scenarios given in code when it started, the same ones (others are refused). A
+    `--workers` run stopped before its shards were merged finishes as `simulator run --resume` finishes it
+    (`_resume_workers`)."""
     from simulator.api.folders import workers_staging
     from simulator.api.plan import inline_scenarios
     from simulator.engine.matrix import resume_matrix
@@ -206,28 +253,58 @@ async def aresume(
     chosen = _options(options, path, progress)
     chosen.resume, chosen.retry_errors = True, retry_errors
     if workers_staging(path) is not None:
-        return await _resume_workers(path, chosen, {"bot": bot, "scenarios": scenarios, "adjust": adjust})
+        given_now = {"bot": bot, "scenarios": scenarios, "adjust": adjust, "suite": suite}
+        return await _resume_workers(path, chosen, given_now)
     given = inline_scenarios(scenarios) if scenarios is not None else None
+    changes = _ResumeChanges(suite, adjust)
     if is_matrix(path):
+        from simulator.api.folders import refuse_new_cells
         from simulator.api.plan import cell_bots
+        from simulator.record.index import read_index
 
-        matrix = await resume_matrix(path, chosen, cell_bots(bot, path), given)
+        if changes.suite is not None:
+            refuse_new_cells(changes.suite, [c.id for c in read_index(path).cells], changes.where)
+        matrix = await resume_matrix(path, chosen, cell_bots(bot, path), given, changes)
         return Comparison(path, {c: Result(Path(r.folder), r) for c, r in matrix.results.items()})
     run_folder = RunFolder.open(path)
     run_folder.check_resumable()
     manifest = run_folder.read_manifest()
-    suite = manifest.rebuild_suite(path)
-    if adjust is not None:
-        chosen.settings_changed = adjust(suite)
-    found = resumed_scenarios(manifest, suite, path, given)
+    recorded = manifest.rebuild_suite(path)
+    chosen.settings_changed.update(changes(recorded, manifest))
+    found = resumed_scenarios(manifest, recorded, path, given)
     factory = None
     if bot is not None:
         from simulator.api.plan import resolve_bot
 
-        _, factory = resolve_bot(bot, suite)
+        _, factory = resolve_bot(bot, recorded)
     # The run's own scenarios (variants included), from the files it recorded (checked by hash, never a
     # tree found from today's working directory) or given again in code, whatever the tags were.
-    return await execute(Plan(suite, found, factory), chosen)
+    return await execute(Plan(recorded, found, factory), chosen)
+
+
+class _ResumeChanges:
+    """What a resume changes in a run's (or each matrix cell's) rebuilt suite: the operational settings of
+    the suite given (anything else that differs is refused), then `adjust`'s; {path: [old, new]}."""
+
+    def __init__(self, suite: Suite | str | Path | None, adjust: Callable[[Suite], Any] | None) -> None:
+        from simulator.api.plan import load_suite
+
+        self.adjust = adjust
+        self.suite = load_suite(suite) if isinstance(suite, str | Path) else suite
+        shown = suite if isinstance(suite, str | Path) else self.suite.file if self.suite else None
+        self.where = str(shown) if shown is not None else "simulator.resume: suite="
+
+    def __call__(self, recorded: Suite, manifest: Manifest) -> dict[str, list[Any]]:
+        from simulator.api.folders import adopt_operational
+
+        changed: dict[str, list[Any]] = {}
+        if self.suite is not None:
+            cell = manifest.matrix_cell
+            files = manifest.setting_files
+            changed.update(adopt_operational(recorded, self.suite, self.where, files, cell=cell))
+        if self.adjust is not None:
+            changed.update(self.adjust(recorded))
+        return changed
 
 
 async def _resume_workers(path: Path, options: RunOptions, given: dict[str, Any]) -> Result:

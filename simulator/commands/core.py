@@ -169,6 +169,7 @@ def _run_command(args: argparse.Namespace) -> int:
                 retry_errors=args.retry_errors,
                 options=options,
                 adjust=lambda suite: _resume_changes(args, suite),
+                suite=args.suite,
             )
         )
         if isinstance(outcome, api.Comparison):
@@ -261,11 +262,10 @@ def _run_options(args: argparse.Namespace, backend: bool) -> RunOptions:
 
 
 def _resume_changes(args: argparse.Namespace, suite: Suite) -> dict[str, list[Any]]:
-    """The operational settings a resume changes (from a suite file, --concurrency, --rpm, --tpm), applied
-    to `suite`; anything that would change results is refused."""
-    from simulator.api.folders import adopt_operational, apply_rate_overrides
-    from simulator.config.suite import load_suite
-    from simulator.record.folder import RunFolder
+    """The operational settings a resume changes from --concurrency, --rpm, --tpm (after the suite file's,
+    taken by `simulator.resume(..., suite=)`), applied to `suite` (a run's, or each matrix cell's); anything
+    that would change results is refused."""
+    from simulator.api.folders import apply_rate_overrides
 
     given = [flag for flag, value in _RESULT_FLAGS.items() if getattr(args, value)]
     if given:
@@ -274,9 +274,6 @@ def _resume_changes(args: argparse.Namespace, suite: Suite) -> dict[str, list[An
             "start a new run for that (resume takes --concurrency, --rpm, --tpm or a suite file)"
         )
     changed: dict[str, list[Any]] = {}
-    if args.suite is not None:
-        recorded = RunFolder.open(args.resume).read_manifest().setting_files
-        changed.update(adopt_operational(suite, load_suite(args.suite), str(args.suite), recorded))
     if args.concurrency is not None and args.concurrency != suite.concurrency:
         changed["concurrency"] = [suite.concurrency, args.concurrency]
         suite.concurrency = args.concurrency

@@ -6,11 +6,24 @@ sha256 of a python bot's source (its module file, or its package's .py files), a
 and the files it names, a git describe of the folder it runs from, a chat bot's model and prompt. The
 identity is the declared version when given, else the first identifying value; two runs pool only when
 their whole identities agree (safety/case.py, safety/history.py).
+
+A file is named as the suite names it, never by where this checkout happens to be: a python bot's source
+by its module's name (`source sha256 of examples.triage_bot`, as `factory:` writes it), a started bot's
+files relative to its folder. So one bot reached from two working folders, or two checkouts, is one
+identity, and another module (or other source) is another.
 """
 
 from __future__ import annotations
 
-__all__ = ["UNANSWERED", "BotIdentity", "identify_bot", "module_source_hash", "started_parts", "with_answer"]
+__all__ = [
+    "SOURCE",
+    "UNANSWERED",
+    "BotIdentity",
+    "identify_bot",
+    "module_source_hash",
+    "started_parts",
+    "with_answer",
+]
 
 import contextlib
 import hashlib
@@ -28,6 +41,7 @@ if TYPE_CHECKING:
     from simulator.config.bot_kinds import BotConfig
 
 DECLARED = "declared version"
+SOURCE = "source sha256 of "  # a python bot's source, then its module's name
 UNANSWERED = "did not answer"  # the end of a part's name when the bot's version endpoint failed
 
 
@@ -38,7 +52,13 @@ class BotIdentity(StrictModel):
     parts: dict[str, str]
 
     def same_as(self, other: BotIdentity | None) -> bool:
-        return other is not None and self.parts == other.parts
+        return other is not None and self.compared() == other.compared()
+
+    def compared(self) -> dict[str, str]:
+        """The parts two identities compare: a python bot's source hash under one name, since runs made
+        before it was named by its module named it by its file's path (relative to the working folder, or
+        absolute); the `factory` part still tells two modules apart."""
+        return {(SOURCE if k.startswith(SOURCE) else k): v for k, v in self.parts.items()}
 
 
 def _tree_hash(path: Path) -> str:
@@ -53,8 +73,9 @@ def _tree_hash(path: Path) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def module_source_hash(module: str) -> tuple[str, str] | None:
-    """(what was hashed, its sha256) for a python module (a package: all its .py files), found unimported."""
+def module_source_hash(module: str) -> str | None:
+    """The sha256 of a python module's source (a package: all its .py files), found unimported; the module
+    is named by its name wherever it is found (config/bots: `source sha256 of examples.triage_bot`)."""
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
@@ -62,12 +83,7 @@ def module_source_hash(module: str) -> tuple[str, str] | None:
     if spec is None or not spec.origin or not Path(spec.origin).is_file():
         return None
     origin = Path(spec.origin)
-    path = origin.parent if spec.submodule_search_locations else origin
-    try:
-        shown = str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        shown = str(path)
-    return shown, _tree_hash(path)
+    return _tree_hash(origin.parent if spec.submodule_search_locations else origin)
 
 
 def git_describe(folder: Path) -> str | None:

@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from simulator.config.named_files import NamesPlace
 from simulator.config.secrets import SecretEnv, SecretURL
 from simulator.errors import FieldProblem, UserError
 from simulator.models import StrictModel as _Strict
@@ -87,7 +88,8 @@ def _all_roles() -> list[Role]:
 class CacheConfig(_Strict):
     """Opt-in response cache (SQLite) for the roles listed; a path is relative to the suite file."""
 
-    path: str = ".simulator-cache.sqlite"
+    # Runs write it, so two runs compare where it is (config/named_files.py), never its content.
+    path: Annotated[str, NamesPlace()] = ".simulator-cache.sqlite"
     roles: list[Role] = Field(default_factory=_all_roles, min_length=1)
 
 

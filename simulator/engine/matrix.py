@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = ["resume_matrix", "run_matrix"]
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +25,7 @@ from simulator.engine.session import RunResult
 from simulator.errors import FolderTaken
 from simulator.record.folder import RunFolder, new_run_id
 from simulator.record.index import IndexCell, MatrixIndex, read_index, write_index
+from simulator.record.manifest import Manifest
 from simulator.record.recorded import resumed_scenarios
 
 
@@ -103,15 +104,21 @@ async def run_matrix(
     return await _run(path, index, specs, scenarios, options)
 
 
+# What a resume changes in a cell's rebuilt suite (operational settings only: engine/operational.py), given
+# the cell's manifest; {path: [old, new]} of what it changed.
+Changes = Callable[[Suite, Manifest], dict[str, list[Any]]]
+
+
 async def resume_matrix(
     path: Path,
     options: RunOptions,
     bots: Mapping[str, BotFactory] | None = None,
     in_code: Sequence[Scenario] | None = None,
+    changes: Changes | None = None,
 ) -> MatrixResult:
     """Finish every cell of a matrix run: what each cell's folder lacks, in one session; `bots`: the bots
     given in code when it started, by bot variant id; `in_code`: its scenarios given in code (checked against
-    what each cell recorded: record/recorded.py)."""
+    what each cell recorded: record/recorded.py); `changes`: what the resume changes in each cell's suite."""
     index = read_index(path)
     specs: list[CellSpec] = []
     scenarios: dict[str, Scenario] = {}
@@ -120,7 +127,8 @@ async def resume_matrix(
         manifest = RunFolder.open(folder).read_manifest()
         suite = manifest.rebuild_suite(folder)
         given = (bots or {}).get(cell.bot_variant)
-        specs.append(CellSpec(suite, folder, resume=True, bots=given))
+        changed = {**options.settings_changed, **changes(suite, manifest)} if changes is not None else None
+        specs.append(CellSpec(suite, folder, resume=True, bots=given, settings_changed=changed))
         # The run's own scenarios (persona-factor variants included), from the files each cell recorded or
         # given in code again (checked by hash), whatever --tags chose when it started.
         for scenario in resumed_scenarios(manifest, suite, folder, in_code):

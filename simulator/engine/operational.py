@@ -8,8 +8,15 @@ it would mix two runs' results in one folder. Each change is recorded in the man
 A setting that names a file (config/named_files.py) is compared by the file's content hash, recorded with
 the run, not by how its path is spelled: a suite file from another checkout of the same suite
 (`/tmp/ci/suite/vocab.yaml` for `/home/a/suite/vocab.yaml`) resumes, and the same path to an edited file
-is refused. A setting naming folders of scenarios or criteria is never compared as text: a resume reads its
-own recorded scenario files and judges with its own suite, and `merge` compares plan and judge set hashes.
+is refused. A file runs write (the response cache's `cache.path`) is compared by where it is, relative to the
+suite's folder (`./c.sqlite`, `c.sqlite` and `/home/a/suite/c.sqlite` are one place). A setting naming
+folders of scenarios or criteria is never compared as text: a resume reads its own recorded scenario files
+and judges with its own suite, and `merge` compares plan and judge set hashes. A cell of a matrix is
+compared with the cell of the given suite's matrix of the same id, its variant applied: an override is
+compared by the setting it makes (`0.5` or `0.50`, keys in any order), never as written.
+
+`simulator run SUITE --resume RUN`, `simulator.resume(RUN, suite=SUITE)` and `simulator.run(SUITE,
+options=RunOptions(out=RUN, resume=True))` all compare here (`adopt_operational`).
 """
 
 from __future__ import annotations
@@ -20,12 +27,15 @@ __all__ = [
     "carry_bot_operational",
     "content_note",
     "measured_differences",
+    "refuse_new_cells",
 ]
 
+import os
 from typing import Any
 
 from simulator.config.bot_kinds import BotConfig
-from simulator.config.named_files import SettingLoc, dotted, named_files, named_folders
+from simulator.config.matrix import expand_matrix
+from simulator.config.named_files import PLACE, SettingLoc, dotted, named_files, named_folders, named_places
 from simulator.config.providers import ProviderSettings
 from simulator.config.suite import Suite
 from simulator.errors import UserError
@@ -76,25 +86,40 @@ def _operational(path: str, bot: BotConfig) -> bool:
 class NamedFile:
     """A setting's value that names a file (config/named_files.py), as two runs compare it: by the file's
     content hash when both know one, else (a run made before they were recorded, a path that reaches no file)
-    by its text."""
+    by its text. A file runs write (`place`: the cache) is compared by where it is from each suite's folder
+    (config/named_files.py: `place`), or, both written absolute (a cache outside the checkouts), as written."""
 
-    def __init__(self, text: str, sha256: str | None, recorded: bool) -> None:
-        self.text, self.sha256, self.recorded = text, sha256, recorded
+    def __init__(self, text: str, reached: str | None, recorded: bool, place: bool = False) -> None:
+        self.text, self.reached, self.recorded, self.place = text, reached, recorded, place
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, NamedFile) and self.sha256 and other.sha256:
-            return self.sha256 == other.sha256
-        return self.text == (other.text if isinstance(other, NamedFile) else other)
+        if not isinstance(other, NamedFile):
+            return self.text == other
+        if self.place:  # where it is from each suite's folder; two absolute paths (or unrecorded) as written
+            same_place = bool(self.reached) and self.reached == other.reached
+            as_written = not (self.reached and other.reached) or all(
+                map(os.path.isabs, (self.text, other.text))
+            )
+            return same_place or (as_written and os.path.normpath(self.text) == os.path.normpath(other.text))
+        if self.reached and other.reached:
+            return self.reached == other.reached
+        return self.text == other.text
 
     def __repr__(self) -> str:
-        content = f"content sha256:{short_hash(self.sha256)}" if self.sha256 else "content not recorded"
+        if self.place:
+            where = (self.reached or "")[len(PLACE) :]
+            return f"{self.text!r} ({f'{where} from the suite' if where else 'place not recorded'})"
+        content = f"content sha256:{short_hash(self.reached)}" if self.reached else "content not recorded"
         return f"{self.text!r} ({content})"
 
 
 def content_note(one: Any, other: Any) -> str:
     """Why two values of a setting that names files differ, for the end of the line that names them: the
-    same path with other content, or a run that recorded no content (its paths compared as written)."""
+    same path with other content, another place for a file runs write, or a run that recorded no content
+    (its paths compared as written)."""
     mine, theirs = _named(one), _named(other)
+    if any(v.place for v in mine + theirs):
+        return " (another file: a file the runs write is compared by where it is, relative to the suite's folder)"
     if any(not v.recorded for v in mine + theirs):
         return (
             " (a run made before simulator recorded the content of the files a setting names: its paths are "
@@ -133,11 +158,12 @@ def _dump(suite: Suite, providers: set[str], files: FileHashes) -> dict[str, Any
     data["providers"] = {
         name: suite.providers.get(name, ProviderSettings()).model_dump(mode="json") for name in providers
     }
-    for loc, text, _ in named_files(suite, suite.base_dir):
-        found = _at(data, loc)
-        if found is not None:
-            sha256 = (files or {}).get(dotted(loc))
-            found[0][found[1]] = NamedFile(text, sha256, recorded=files is not None)
+    for places, named in ((False, named_files), (True, named_places)):
+        for loc, text, _ in named(suite, suite.base_dir):
+            found = _at(data, loc)
+            if found is not None:
+                reached = (files or {}).get(dotted(loc))
+                found[0][found[1]] = NamedFile(text, reached, recorded=files is not None, place=places)
     for loc in named_folders(suite):  # what they hold is compared by its own hashes (scenarios, criteria)
         found = _at(data, loc)
         if found is not None:
@@ -145,13 +171,25 @@ def _dump(suite: Suite, providers: set[str], files: FileHashes) -> dict[str, Any
     return _flat(data)
 
 
+_NEW_RUN = "Start a new run for those."
+
+
 def adopt_operational(
-    recorded: Suite, new: Suite, where: str, recorded_files: FileHashes
+    recorded: Suite,
+    new: Suite,
+    where: str,
+    recorded_files: FileHashes,
+    *,
+    cell: str | None = None,
+    fix: str = _NEW_RUN,
 ) -> dict[str, list[Any]]:
     """Take `new`'s operational settings into `recorded` (in place); {path: [old, new]} of what changed.
     `recorded_files`: the run's manifest's `setting_files` (a setting that names a file is compared by content).
+    `cell`: the matrix cell the run is (its manifest's `source.matrix.cell`), compared with that cell of
+    `new`'s matrix. `fix`: the end of the refusal, in the caller's words.
 
     Raises UserError naming every other difference: those would change results."""
+    new = _given_cell(new, cell, where)
     new_files = setting_file_hashes(new)
     new = redacted_suite(new)
     new.user.model = recorded.user.model if new.user.model == "auto" else new.user.model
@@ -168,11 +206,40 @@ def adopt_operational(
         shown = "; ".join(refused[:6]) + (f"; and {len(refused) - 6} more" if len(refused) > 6 else "")
         raise UserError(
             f"{where}: resume can change only how calls are made (rpm, tpm, max_connections, concurrency, "
-            f"timeouts, retry budgets), not what the run measures: {shown}. Start a new run for those."
+            f"timeouts, retry budgets), not what the run measures: {shown}. {fix}"
         )
     for path, (_, after) in changed.items():
         _set(recorded, path, after)
     return changed
+
+
+def _given_cell(new: Suite, cell: str | None, where: str) -> Suite:
+    """The suite `new` gives for the run resumed: itself, or for a cell of a matrix, the cell of `new`'s
+    matrix with the same id (its variant applied: an override is compared by what it sets)."""
+    if new.matrix is None:
+        return new
+    cells = {c.id: c.suite for c in expand_matrix(new)}
+    if cell is None:
+        raise UserError(
+            f"{where}: this suite has a matrix, and the run is one run, not a matrix cell; give the suite "
+            "the run was made from"
+        )
+    if cell not in cells:
+        raise UserError(
+            f"{where}: its matrix has no cell '{cell}' (its cells: {', '.join(cells)}); give the suite the "
+            "matrix was made from"
+        )
+    return cells[cell]
+
+
+def refuse_new_cells(new: Suite, cells: list[str], where: str) -> None:
+    """Refuse a suite whose matrix has cells the resumed matrix (`cells`) has not: they would never run."""
+    extra = [c for c in (new.matrix.cell_ids() if new.matrix is not None else []) if c not in cells]
+    if extra:
+        raise UserError(
+            f"{where}: its matrix has cells the resumed matrix has not ({', '.join(extra)}; it has "
+            f"{', '.join(cells)}); a resume finishes the cells it began with: start a new matrix for those"
+        )
 
 
 def _differences(

@@ -50,7 +50,7 @@ from simulator.record.folder import RunFolder, git_commit, new_run_id, simulator
 from simulator.record.hashing import sha256_file, sha256_text
 from simulator.record.manifest import Manifest, PromptEntry, RoleModels, ScenarioEntry, Session, ShardInfo
 from simulator.record.models import ConversationRecord
-from simulator.record.recorded import code_scenario_hash, setting_file_hashes
+from simulator.record.recorded import scenario_file_hashes, scenario_hash, setting_file_hashes
 from simulator.record.redact import redacted_suite, register_secrets, suite_secrets
 from simulator.record.selection import (
     fidelity_items,
@@ -91,9 +91,8 @@ def new_manifest(
 ) -> Manifest:
     """The manifest written before the first conversation starts."""
     # Absolute paths: resume and judge find these very files from any working directory (record/recorded.py).
-    files = sorted({s._source for s in scenarios if s._source and Path(s._source).is_file()})
-    file_hashes = {f: sha256_file(Path(f)) for f in files}
-    absolute = {f: str(Path(f).resolve()) for f in files}
+    file_hashes = scenario_file_hashes(scenarios)
+    absolute = {f: str(Path(f).resolve()) for f in file_hashes}
     manifest = Manifest(
         kind="golden" if scenarios and all(s.script is not None for s in scenarios) else "simulation",
         run_id=run_id,
@@ -113,7 +112,7 @@ def new_manifest(
                 file=absolute.get(s._source or ""),
                 line=s._line if s._source in file_hashes else None,
                 # In code: its content's hash, which a resume given scenarios again checks them against.
-                sha256=file_hashes[s._source] if s._source in file_hashes else code_scenario_hash(s),
+                sha256=scenario_hash(s, file_hashes),
                 expected=s.expected,
                 tags=s.tags,
                 intent=s.script.intent if s.script else None,
@@ -252,6 +251,8 @@ class CellSpec:
     source: dict[str, Any] = field(default_factory=dict)
     # A bot given in code (simulator.run(..., bot=obj)); None: the adapter the suite's `bot:` names.
     bots: BotFactory | None = None
+    # With resume: this cell's operational settings changed ({path: [old, new]}); None: the options'.
+    settings_changed: dict[str, list[Any]] | None = None
 
 
 def _open_folder(
@@ -267,10 +268,9 @@ def _open_folder(
         folder = RunFolder.resume(spec.out)
         manifest = folder.read_manifest()
         existing = _scan(folder, judges, options.retry_errors, rerun_errors=options.retry_errors, audit=audit)
-        session = Session(
-            command="resume", started_at=datetime.now(UTC), settings_changed=options.settings_changed
-        )
-        if options.settings_changed and manifest.suite is not None:
+        changed = options.settings_changed if spec.settings_changed is None else spec.settings_changed
+        session = Session(command="resume", started_at=datetime.now(UTC), settings_changed=changed)
+        if changed and manifest.suite is not None:
             # The next resume starts from the settings this one used.
             manifest.suite.concurrency = spec.suite.concurrency
             manifest.suite.providers = {k: v.model_copy() for k, v in spec.suite.providers.items()}

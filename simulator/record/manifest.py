@@ -234,7 +234,8 @@ class Manifest(_Record):
     # The suite as run, with literal secrets redacted (`${VAR}` templates kept) and flags applied.
     suite: Suite | None = None
     # The content hash of each file the suite's settings name, by setting ({"user.vocabulary": "sha256:..."}),
-    # as the run read it: runs are compared on these, not on how the paths are spelled. None: a run made
+    # as the run read it, and where a file runs write is ({"cache.path": "place:c.sqlite"}, relative to the
+    # suite's folder): runs are compared on these, not on how the paths are spelled. None: a run made
     # before they were recorded, whose paths are compared as written (config/named_files.py).
     setting_files: dict[str, str] | None = None
     models: RoleModels
@@ -324,16 +325,25 @@ class Manifest(_Record):
         """Whether the run's scenarios can be read again (resume): from files, not given in code."""
         return self.suite_file is not None or any(entry.file for entry in self.scenarios)
 
-    def rebuild_suite(self, folder: Path) -> Suite:
+    @property
+    def matrix_cell(self) -> str | None:
+        """The id of the matrix cell this run is (`source.matrix.cell`); None for a run of its own."""
+        matrix = self.source.get("matrix")
+        cell = matrix.get("cell") if isinstance(matrix, dict) else None
+        return cell if isinstance(cell, str) else None
+
+    def rebuild_suite(self, folder: Path, *, to_run: bool = True) -> Suite:
         """The suite this run was made with, as recorded: the one constructor that resume, re-judge and
-        reports use. The simulated user is the model the run resolved, never today's `auto`."""
+        reports use. The simulated user is the model the run resolved, never today's `auto`. `to_run=False`:
+        only to compare another suite with (a URL whose secret was written literally is then no refusal)."""
         from simulator.errors import UserError
 
         if self.suite is None:
             raise UserError(
                 f"{folder}: this {self.kind} run records no suite; it cannot be resumed or re-run"
             )
-        _refuse_redacted_urls(self.suite, folder)
+        if to_run:
+            _refuse_redacted_urls(self.suite, folder)
         suite = self.suite.model_copy(deep=True)
         if suite.user.models is None:  # several simulated users are named as written, never `auto`
             suite.user.model = self.models.user

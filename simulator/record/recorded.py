@@ -10,7 +10,13 @@ too, so a resume reads them as they were, and two runs are compared on their con
 
 from __future__ import annotations
 
-__all__ = ["code_scenario_hash", "recorded_scenarios", "resumed_scenarios", "setting_file_hashes"]
+__all__ = [
+    "recorded_scenarios",
+    "resumed_scenarios",
+    "scenario_file_hashes",
+    "scenario_hash",
+    "setting_file_hashes",
+]
 
 import contextlib
 import json
@@ -18,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from simulator.config.named_files import dotted, named_files
+from simulator.config.named_files import dotted, named_files, named_places, place
 from simulator.errors import Problem, UserError, field_path
 from simulator.record.hashing import sha256_file, sha256_text
 
@@ -38,13 +44,17 @@ def recorded_path(recorded: str) -> Path:
 
 def setting_file_hashes(suite: Suite) -> dict[str, str]:
     """The content hash of every file the suite's settings name, by setting (`{"user.vocabulary":
-    "sha256:..."}`): what a run records, and what a resume's suite file is compared by. A file that cannot
-    be read has none (its setting is compared as written; reading it is refused where it is read)."""
+    "sha256:..."}`), and the place of a file runs write (`{"cache.path": "place:c.sqlite"}`): what a run
+    records, and what a resume's suite file is compared by. A file that cannot be read has none (its setting
+    is compared as written; reading it is refused where it is read)."""
     hashes = {}
     for loc, _, path in named_files(suite, suite.base_dir):
         with contextlib.suppress(OSError, UserError):
             if path.is_file():
                 hashes[dotted(loc)] = sha256_file(path)
+    for loc, _, path in named_places(suite, suite.base_dir):
+        with contextlib.suppress(OSError, RuntimeError):  # a link loop: compared as written
+            hashes[dotted(loc)] = place(path, suite.base_dir)
     return hashes
 
 
@@ -119,6 +129,18 @@ def code_scenario_hash(scenario: Scenario) -> str:
     """A scenario given in code (no file to hash), by its content: what the manifest records for it, so a
     resume given other scenarios under the same ids is refused."""
     return sha256_text(json.dumps(scenario.model_dump(mode="json"), sort_keys=True, ensure_ascii=False))
+
+
+def scenario_file_hashes(scenarios: Sequence[Scenario]) -> dict[str, str]:
+    """The content hash of each file the scenarios were read from, by its path as read."""
+    files = {s._source for s in scenarios if s._source and Path(s._source).is_file()}
+    return {file: sha256_file(Path(file)) for file in sorted(files)}
+
+
+def scenario_hash(scenario: Scenario, file_hashes: dict[str, str]) -> str:
+    """What a manifest records for a scenario: its file's content hash (`file_hashes`), or for one given in
+    code the hash of its content."""
+    return file_hashes.get(scenario._source or "") or code_scenario_hash(scenario)
 
 
 def resumed_scenarios(

@@ -142,7 +142,7 @@ def bot_versions(runs: list[RunData]) -> dict[str, list[str]]:
     seen: list[tuple[dict[str, str] | None, str]] = []
     for run in runs:
         identity = run.manifest.bot_identity
-        parts = identity.parts if identity is not None else None
+        parts = identity.compared() if identity is not None else None  # as BotIdentity.same_as compares
         shown = identity.version if identity is not None else "not identified"
         same = next((name for p, name in seen if p == parts), None)
         if same is None:

@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from simulator.config.bot_identity import module_source_hash, started_parts
+from simulator.config.bot_identity import SOURCE, module_source_hash, started_parts
 from simulator.config.bot_kinds import (
     EDITABLE_PROMPT,
     ENVIRONMENT,
@@ -106,11 +106,11 @@ class PythonBotConfig(BotConfig):
         yield ("factory",), lambda: load_factory(self.factory)
 
     def identity_parts(self, base_dir: Path) -> dict[str, str]:
+        # Named by the module, never its path: one bot from two working folders or checkouts is one identity.
         # The factory too: two factories of one module (make_bot, make_fixed_bot) are two bots.
-        found = module_source_hash(self.factory.split(":", 1)[0])
-        return ({} if found is None else {f"source sha256 of {found[0]}": found[1]}) | {
-            "factory": self.factory
-        }
+        module = self.factory.split(":", 1)[0]
+        found = module_source_hash(module)
+        return ({} if found is None else {f"{SOURCE}{module}": found}) | {"factory": self.factory}
 
 
 class ReadyCheck(StrictModel):

@@ -126,14 +126,17 @@ def error_loc(error: Any) -> tuple[str | int, ...]:
     return (*error["loc"], *inner)
 
 
-def field_path(loc: Iterable[str | int]) -> str:
+def field_path(loc: Iterable[str | int], *, python: bool = False) -> str:
     """Where a field is, as every message shows it: its keys joined by '.', and an item of a list counted
     from 1, as a person counts, after its list's name (`tags[1]` is the first tag, `facts[2]` the second
-    fact, `hazards[1].controls[2].id`). The one spelling of a place in a file, a run record or a call."""
+    fact, `hazards[1].controls[2].id`). The one spelling of a place in a file, a run record or a call.
+    `python`: a list the caller built in Python code, shown by its Python index (`scenarios[0]` is the
+    first), as the caller's own code names it."""
     text = ""
+    first = 0 if python else 1
     for part in loc:
         if isinstance(part, int) and not isinstance(part, bool):
-            text += f"[{part + 1}]"
+            text += f"[{part + first}]"
         else:
             text += f".{part}" if text else str(part)
     return text

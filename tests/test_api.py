@@ -287,7 +287,7 @@ def test_load_suite_overrides_are_validated(suite_dir: Path) -> None:
 
 
 def test_scenarios_in_code_with_a_mistake_name_the_field(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match=r"scenarios\[1\]\.goal: "):
+    with pytest.raises(UserError, match=r"scenarios\[0\]\.goal: "):
         simulator.run(_suite(), bot=gp_bot, scenarios=[{"id": "x", "persona": "p"}])
     file = tmp_path / "one.yaml"
     file.write_text(textwrap.dedent("id: from-file\npersona: p\ngoal: g\nfacts: [f]\n"))

@@ -265,7 +265,7 @@ def test_a_bot_named_as_a_model_is_refused() -> None:
 def test_compare_models_must_be_model_names(model: str) -> None:
     _refused(
         lambda: simulator.compare(_suite(), models=["openai:gpt-4.1-mini", model], scenarios=SCENARIOS),
-        "models[2]",
+        "models[1]",
         "provider",
     )
 

@@ -66,7 +66,9 @@ def _model_names(models: Sequence[str]) -> list[str]:
         try:
             split_model(model)
         except UserError as exc:
-            raise UserError(f"simulator.compare: {field_path(('models', index))}: {exc}") from None
+            raise UserError(
+                f"simulator.compare: {field_path(('models', index), python=True)}: {exc}"
+            ) from None
     return list(models)
 
 

@@ -140,13 +140,13 @@ def inline_scenarios(scenarios: Sequence[Any]) -> list[Scenario]:
                 out.append(Scenario.model_validate(item))
             except ValidationError as exc:
                 first = exc.errors()[0]
-                where = field_path(("scenarios", index, *error_loc(first)))
+                where = field_path(("scenarios", index, *error_loc(first)), python=True)
                 raise UserError(f"{where}: {pattern_or_message(first)}") from None
         elif isinstance(item, str | Path):
             out += load_scenarios([Path(item)])
         else:
             raise UserError(
-                f"{field_path(('scenarios', index))}: a Scenario, a mapping or a file path, not {type(item).__name__}"
+                f"{field_path(('scenarios', index), python=True)}: a Scenario, a mapping or a file path, not {type(item).__name__}"
             )
     if not out:
         raise UserError("scenarios=[] holds no scenario; give at least one")

@@ -271,6 +271,15 @@ def _forget_registered_secrets() -> Iterator[None]:
     forget_secrets()
 
 
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's own `pytester`, with Hypothesis's plugin left out of the runs it starts: that plugin imports
+    all of Hypothesis at the end of every run (its terminal summary), 1-2 s of CPU a run, which no inner
+    run here uses. (`pytester` clears PYTEST_ADDOPTS when it is made, so this is set after.)"""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+    return pytester
+
+
 # `SIMULATOR_TEST_CPU=FILE python -m pytest`: each test's CPU (this process and the subprocesses it waited
 # for) appended to FILE, to find what makes the suite slow: wall times from `--durations` on a shared
 # machine measure the machine's load as much as the test.

@@ -38,6 +38,7 @@ from simulator.config.suite import Suite, load_suite
 from simulator.errors import UserError
 from simulator.record.redact import redacted_suite, suite_secrets
 from simulator.registry import Registry
+from tests.support.source import modules, source_text, walked
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "simulator"
@@ -264,7 +265,7 @@ def _is_bot_type(node: ast.AST) -> bool:
 def switches_on_bot_type(source: str) -> list[int]:
     """Lines that branch on a bot's type: compare it, match on it, index by it, or test a kind's class."""
     lines = []
-    for node in ast.walk(ast.parse(source)):
+    for node in walked(source):
         if (
             (isinstance(node, ast.Compare) and any(_is_bot_type(n) for n in (node.left, *node.comparators)))
             or (isinstance(node, ast.Match) and _is_bot_type(node.subject))
@@ -310,11 +311,11 @@ def test_the_switch_guard_lets_lookups_and_messages_pass() -> None:
 
 def test_nothing_switches_on_a_bots_type_outside_bots_and_the_registry() -> None:
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in modules():
         relative = path.relative_to(PACKAGE).as_posix()
         if relative.startswith(_KIND_HOMES):
             continue
-        found += [f"simulator/{relative}:{line}" for line in switches_on_bot_type(path.read_text("utf-8"))]
+        found += [f"simulator/{relative}:{line}" for line in switches_on_bot_type(source_text(path))]
     assert not found, f"ask the bot's kind (a capability or a method), do not switch on its type: {found}"
 
 

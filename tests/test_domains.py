@@ -20,6 +20,7 @@ from simulator.record.folder import RunFolder
 from simulator.report.model import build_report
 from simulator.text.content import gives_outcome
 from simulator.users.offline import OfflineUser
+from tests.support.source import modules, parsed, source_text
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "simulator"
@@ -30,7 +31,7 @@ DOMAIN_VALUES = ("high-stakes",)  # a tag value; the option that names it (--hig
 
 def _literals(path: Path) -> list[tuple[int, str]]:
     """String literals of a module that are not docstrings."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(source_text(path))
     docstrings = {
         id(node.body[0].value)
         for node in ast.walk(tree)
@@ -48,7 +49,7 @@ def _literals(path: Path) -> list[tuple[int, str]]:
 
 def test_no_triage_word_steers_the_engine() -> None:
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in modules():
         if path.parts[-2] == "testing" or path.name == "migrations.py":  # fake data; v1's own defaults
             continue
         for line, text in _literals(path):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support.source import modules, source_text, walked
+
 PACKAGE = Path(__file__).resolve().parent.parent / "simulator"
 LIMIT = 65  # "about 60": a screenful
 REASON = "# long because"  # a comment in the function's first lines that says why it is one piece
@@ -12,9 +14,9 @@ REASON = "# long because"  # a comment in the function's first lines that says w
 
 def long_functions(root: Path = PACKAGE) -> list[str]:
     found = []
-    for path in sorted(root.rglob("*.py")):
-        lines = path.read_text(encoding="utf-8").splitlines()
-        for node in ast.walk(ast.parse("\n".join(lines))):
+    for path in modules(root):
+        lines = source_text(path).splitlines()
+        for node in walked("\n".join(lines)):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             length = (node.end_lineno or node.lineno) - node.lineno + 1

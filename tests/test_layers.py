@@ -8,10 +8,13 @@ cannot hide an upward dependency or a circle. docs/development.md draws the same
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+
+from tests.support.source import modules, source_text, walked
 
 PACKAGE = Path(__file__).resolve().parent.parent / "simulator"
 
@@ -147,9 +150,8 @@ def _group(module: str) -> str | None:
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     found: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
+    for node in walked(source_text(path)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             # `from simulator.report import section` names the module `simulator.report.section`.
             for alias in node.names:
@@ -167,12 +169,14 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     return [(line, name) for line, name in found if name.startswith("simulator")]
 
 
-def _all_edges() -> list[tuple[str, int, str]]:
+@functools.cache
+def _all_edges() -> tuple[tuple[str, int, str], ...]:
+    """Every import in the package, read once per test process (about twenty tests read them)."""
     edges = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in modules():
         module = _module_name(path)
         edges.extend((module, line, target) for line, target in _imports(path))
-    return edges
+    return tuple(edges)
 
 
 def find_cycles(edges: Iterable[tuple[str, str]]) -> list[list[str]]:
@@ -227,7 +231,7 @@ def find_cycles(edges: Iterable[tuple[str, str]]) -> list[list[str]]:
 
 def _module_edges() -> list[tuple[str, str]]:
     """Module -> module imports inside the package (a package import points at its __init__)."""
-    known = {_module_name(p) for p in PACKAGE.rglob("*.py")}
+    known = {_module_name(p) for p in modules()}
     out = []
     for module, _, target in _all_edges():
         if target not in known and f"{target}.__init__" in known:
@@ -238,7 +242,7 @@ def _module_edges() -> list[tuple[str, str]]:
 
 
 def test_every_module_has_a_layer() -> None:
-    missing = sorted({_module_name(p) for p in PACKAGE.rglob("*.py") if _group(_module_name(p)) is None})
+    missing = sorted({_module_name(p) for p in modules() if _group(_module_name(p)) is None})
     assert not missing, f"modules outside every group (add them to GROUPS): {missing}"
 
 

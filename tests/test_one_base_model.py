@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.source import modules, parsed, source_text, walked
+
 PACKAGE = Path(__file__).resolve().parent.parent / "simulator"
 HOME = PACKAGE / "models.py"
 # Models that may stand on BaseModel itself, each with the reason (a wire format a provider or a channel
@@ -26,7 +28,7 @@ OWN_EXTRA = {
 def _base_model_classes(source: str) -> list[tuple[int, str]]:
     """(line, class) of each class with pydantic's BaseModel (or RootModel) among its direct bases."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in walked(source):
         if not isinstance(node, ast.ClassDef):
             continue
         for base in node.bases:
@@ -40,7 +42,7 @@ def _base_model_classes(source: str) -> list[tuple[int, str]]:
 def _extra_policies(source: str) -> list[tuple[int, str]]:
     """(line, class) of each `model_config` that sets `extra` itself (the base decides it)."""
     found = []
-    for owner in ast.walk(ast.parse(source)):
+    for owner in walked(source):
         for node in getattr(owner, "body", []) if isinstance(owner, ast.ClassDef) else []:
             if (
                 isinstance(node, ast.Assign)
@@ -53,7 +55,7 @@ def _extra_policies(source: str) -> list[tuple[int, str]]:
 
 
 def _modules() -> list[Path]:
-    return [p for p in sorted(PACKAGE.rglob("*.py")) if p != HOME]
+    return [p for p in modules() if p != HOME]
 
 
 def test_every_model_takes_its_base_from_simulator_models() -> None:
@@ -61,13 +63,13 @@ def test_every_model_takes_its_base_from_simulator_models() -> None:
         f"{path.relative_to(PACKAGE.parent)}:{line}: class {name}(BaseModel): base it on StrictModel, "
         "ResultModel or AnswerModel (simulator/models.py)"
         for path in _modules()
-        for line, name in _base_model_classes(path.read_text(encoding="utf-8"))
+        for line, name in _base_model_classes(source_text(path))
         if f"{path.relative_to(PACKAGE.parent)}:{name}" not in EXCEPTIONS
     ]
     problems += [
         f"{path.relative_to(PACKAGE.parent)}:{line}: {name}'s model_config sets `extra`; the base says it"
         for path in _modules()
-        for line, name in _extra_policies(path.read_text(encoding="utf-8"))
+        for line, name in _extra_policies(source_text(path))
         if f"{path.relative_to(PACKAGE.parent)}:{name}" not in OWN_EXTRA
     ]
     assert not problems, "\n".join(problems)
@@ -94,7 +96,7 @@ def test_each_class_name_means_one_class() -> None:
     """A name read in a traceback, a schema or a review names one class (private helpers included)."""
     where: dict[str, list[str]] = defaultdict(list)
     for path in [*_modules(), HOME]:
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for node in parsed(source_text(path)).body:
             if isinstance(node, ast.ClassDef):
                 where[node.name].append(str(path.relative_to(PACKAGE.parent)))
     twice = {name: files for name, files in where.items() if len(files) > 1}
@@ -108,7 +110,7 @@ def _built_in_factories(source: str) -> list[tuple[int, str]]:
     """(line, factory) of each pydantic `Field(default_factory=list)` (or dict, set...): pydantic asks a
     factory for its signature, which for a built-in type costs 0.14 ms (simulator/models.py: empty_list)."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in walked(source):
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "Field":
             for keyword in node.keywords:
                 factory = getattr(keyword.value, "id", "")
@@ -122,7 +124,7 @@ def test_no_field_has_a_built_in_default_factory() -> None:
     found = [
         f"{path.relative_to(PACKAGE.parent)}:{line}: default_factory={factory}; use a function (simulator.models.empty_list, empty_dict)"
         for path in _modules()
-        for line, factory in _built_in_factories(path.read_text(encoding="utf-8"))
+        for line, factory in _built_in_factories(source_text(path))
     ]
     assert not found, "\n".join(found)
 

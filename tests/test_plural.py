@@ -14,6 +14,7 @@ import pytest
 from simulator.plural import noun, plural
 from simulator.report.model import RunInfo
 from simulator.stats.rates import rate_view
+from tests.support.source import modules, source_text
 
 PACKAGE = Path(__file__).resolve().parent.parent / "simulator"
 UNITS = "vignette|conversation|repeat|scenario|turn|run|verdict|user|call|error|problem|session|variant"
@@ -56,7 +57,7 @@ def test_the_report_header_counts_in_words(vignettes: int, runs: int, said: str)
 def _texts(path: Path) -> list[tuple[int, str]]:
     """The f-strings of a module, with their line."""
     found = []
-    for token in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
+    for token in tokenize.generate_tokens(io.StringIO(source_text(path)).readline):
         prefix = re.match(r"[A-Za-z]*", token.string).group(0).lower()  # type: ignore[union-attr]
         if token.type == tokenize.STRING and "f" in prefix:
             found.append((token.start[0], token.string))
@@ -67,7 +68,7 @@ def test_no_text_puts_a_unit_after_a_count_by_hand() -> None:
     """`f"{n} vignettes"` says "1 vignettes" for one; `plural(n, "vignette")` says it right."""
     by_hand = [
         f"{path.relative_to(PACKAGE.parent)}:{line}: {BY_HAND.search(text).group(0)}"  # type: ignore[union-attr]
-        for path in sorted(PACKAGE.rglob("*.py"))
+        for path in modules()
         for line, text in _texts(path)
         if BY_HAND.search(text)
     ]

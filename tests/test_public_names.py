@@ -7,6 +7,8 @@ import ast
 import re
 from pathlib import Path
 
+from tests.support.source import parsed, source_text
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -34,7 +36,7 @@ def _exported(tree: ast.Module) -> list[str]:
 
 def test_every_exported_name_is_used_elsewhere() -> None:
     users: dict[str, set[Path]] = {}
-    texts = {path: path.read_text(encoding="utf-8") for path in _files()}
+    texts = {path: source_text(path) for path in _files()}
     for path, text in texts.items():
         for word in set(re.findall(r"\b\w+\b", text)):
             users.setdefault(word, set()).add(path)
@@ -42,7 +44,7 @@ def test_every_exported_name_is_used_elsewhere() -> None:
     for path, text in texts.items():
         if path.suffix != ".py" or ROOT / "simulator" not in path.parents or path.name == "__init__.py":
             continue
-        for name in _exported(ast.parse(text)):
+        for name in _exported(parsed(text)):
             if not users.get(name, set()) - {path}:
                 private.append(f"{path.relative_to(ROOT)}: {name}")
     assert not private, "names in __all__ that no other file uses (drop them from __all__):\n" + "\n".join(

@@ -13,6 +13,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.support.source import modules, parsed, source_text
+
 PACKAGE = Path(__file__).resolve().parent.parent / "simulator"
 HOME = "simulator/visible.py"
 
@@ -45,10 +47,10 @@ ALLOWED: dict[tuple[str, str], str] = {
 
 
 def _modules() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in modules():
         name = path.relative_to(PACKAGE.parent).as_posix()
         if name != HOME:
-            yield name, ast.parse(path.read_text(encoding="utf-8"), filename=name)
+            yield name, parsed(source_text(path))
 
 
 def _functions(tree: ast.Module) -> dict[ast.AST, str]:
@@ -148,5 +150,5 @@ def test_the_walk_finds_each_kind_of_raw_write() -> None:
         "uvicorn.run(app)\nuvicorn.Config(app, log_level='warning')\nuvicorn.Config(app, log_config=None)\n"
         "uvicorn.Config(app, log_config=server_log_config(clean=redact))\nuvicorn.run(app, log_config=server_log_config())\n"
     )
-    lines = sorted(getattr(node, "lineno", 0) for node, _ in _raw_writes(ast.parse(source)))
+    lines = sorted(getattr(node, "lineno", 0) for node, _ in _raw_writes(parsed(source)))
     assert lines == [2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 18]

@@ -12,6 +12,7 @@ import pytest
 
 from simulator.cli import main
 from tests.support.projects import BOT, SCENARIO, SCENARIOS, one_scenario_project
+from tests.support.source import modules, parsed, source_text
 
 PACKAGE = Path(__file__).resolve().parents[1] / "simulator"
 OUTCOME = "outcome: {key: triage_level, levels: [self_care, gp, emergency]}\n"
@@ -187,8 +188,8 @@ def test_every_model_validator_of_the_config_says_where() -> None:
     """A model validator of simulator/config (and the methods of its class it calls) raises FieldProblem,
     which carries the field it concerns: a plain ValueError there is placed at the model, line 1 of a file."""
     plain = []
-    for path in sorted((PACKAGE / "config").rglob("*.py")):
-        tree = ast.parse(path.read_text())
+    for path in modules(PACKAGE / "config"):
+        tree = parsed(source_text(path))
         for cls, validator in _model_validators(tree):
             called = {
                 node.attr

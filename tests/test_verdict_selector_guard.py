@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.source import modules, source_text, walked
+
 PACKAGE = Path(__file__).resolve().parent.parent / "simulator"
 HOME = PACKAGE / "record" / "selection.py"
 # Where the fields are declared (Verdict.is_sample itself), not read.
@@ -68,7 +70,7 @@ def _subscript_fields(target: ast.AST) -> set[str]:
 def violations(source: str) -> list[tuple[int, str]]:
     """(line, what) of every piece of the verdict-selection rule spelt in `source`."""
     found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in walked(source):
         if _attr(node, "is_sample"):
             found.append(
                 (
@@ -108,14 +110,14 @@ def violations(source: str) -> list[tuple[int, str]]:
 
 
 def _modules() -> list[Path]:
-    return [p for p in sorted(PACKAGE.rglob("*.py")) if p != HOME and p not in DECLARED]
+    return [p for p in modules() if p != HOME and p not in DECLARED]
 
 
 def test_no_module_but_the_selector_filters_verdicts() -> None:
     problems = [
         f"{path.relative_to(PACKAGE.parent)}:{line}: {what}"
         for path in _modules()
-        for line, what in violations(path.read_text(encoding="utf-8"))
+        for line, what in violations(source_text(path))
     ]
     assert not problems, "verdict selection outside simulator/record/selection.py:\n" + "\n".join(problems)
 

@@ -42,7 +42,13 @@ async def test_the_example_phone_bot_cuts_off_the_hesitant_caller_and_loses_the_
     # read beside it: on these two calls its record and its words agree.
     for call in (steady, hesitant):
         decided = decided_outcome(run, call)
-        assert decided is not None and decided.source == "messages", (call.id, decided)
+        # On failure, show every reading whole (a repr of the decided outcome is cut in the middle), and the
+        # bot's transcribed words the messages source read.
+        assert decided is not None and decided.source == "messages", (
+            call.id,
+            decided and {name: reading.model_dump() for name, reading in decided.readings.items()},
+            [(turn.role, turn.messages) for turn in call.turns],
+        )
         assert decided.value == call.final_state["triage_level"] == decided.readings["state"].value
     steady_said = decided_outcome(run, steady)
     assert steady_said is not None and "nine nine nine" in (steady_said.quote or "").lower()

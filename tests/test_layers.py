@@ -27,6 +27,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         # A count with its noun in the right number: every text that counts uses it.
         "simulator.plural",
         "simulator.diskerrors",
+        # A server's listening sockets, bound first: an address it cannot have is a UserError with the fix.
+        "simulator.listening",
         "simulator.safefiles",
         "simulator.jsonbounds",
         "simulator.readers",

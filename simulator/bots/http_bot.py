@@ -194,7 +194,12 @@ class HttpBotFactory:
     bot process the suite starts for the run (bots/service.py)."""
 
     def __init__(
-        self, config: HttpBotConfig, base_dir: Path | None = None, *, environment: bool = False
+        self,
+        config: HttpBotConfig,
+        base_dir: Path | None = None,
+        *,
+        environment: bool = False,
+        suite: Suite | None = None,
     ) -> None:
         self.config = config
         self._with_environment = environment  # the suite declares one: its server starts with the bot
@@ -202,7 +207,7 @@ class HttpBotFactory:
         self._values = values  # the same {port} for the version URL
         self.url = fill(config.url, values, "bot.url")
         self.process = (
-            BotProcess(config.start, base_dir or Path("."), values, self.url)
+            BotProcess(config.start, base_dir or Path("."), values, self.url, suite=suite)
             if config.start is not None
             else None
         )
@@ -319,7 +324,7 @@ def _all_of(closers: list[Any]) -> Any:
 
 def http_bot_factory(config: HttpBotConfig, suite: Suite, hub: ModelHub) -> HttpBotFactory:
     """The `http` kind's factory (config/bots/__init__.py registers it)."""
-    return HttpBotFactory(config, suite.base_dir, environment=suite.environment is not None)
+    return HttpBotFactory(config, suite.base_dir, environment=suite.environment is not None, suite=suite)
 
 
 def _said(messages: Any, message: Any) -> list[str] | None:

@@ -332,7 +332,12 @@ class OpenAIEndpointFactory:
     """One SDK client (and, with bot.start, the model server the suite starts) for every conversation."""
 
     def __init__(
-        self, config: OpenAIEndpointBotConfig, base_dir: Path, outcome: OutcomeConfig | None = None
+        self,
+        config: OpenAIEndpointBotConfig,
+        base_dir: Path,
+        outcome: OutcomeConfig | None = None,
+        *,
+        suite: Suite | None = None,
     ) -> None:
         self.config = config
         self.outcome = outcome
@@ -354,7 +359,11 @@ class OpenAIEndpointFactory:
             max_retries=0,
             http_client=capped_client(config.max_reply_bytes, config.timeout_s),
         )
-        self.process = BotProcess(config.start, base_dir, values, self.base_url) if config.start else None
+        self.process = (
+            BotProcess(config.start, base_dir, values, self.base_url, url_field="bot.base_url", suite=suite)
+            if config.start
+            else None
+        )
         self._once = StartOnce()
 
     async def start(self, log_dir: Path | None = None) -> None:
@@ -395,4 +404,4 @@ def openai_endpoint_bot_factory(
     config: OpenAIEndpointBotConfig, suite: Suite, hub: ModelHub
 ) -> OpenAIEndpointFactory:
     """The `openai_endpoint` kind's factory (config/bots/openai_endpoint.py registers it)."""
-    return OpenAIEndpointFactory(config, suite.base_dir, suite.outcome)
+    return OpenAIEndpointFactory(config, suite.base_dir, suite.outcome, suite=suite)

@@ -39,16 +39,19 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
 
 from simulator.bots.watchdog import MARK_VARIABLE, WATCHDOG, marked_pids
 from simulator.config.bots import BotStart
-from simulator.errors import UserError
+from simulator.errors import Problem, UserError
 from simulator.eventloop import within
 from simulator.record.redact import LogRedactor, redact
+
+if TYPE_CHECKING:
+    from simulator.config.suite import Suite
 
 PLACEHOLDER_NAMES = ("port", "python", "api_url")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDER_NAMES) + r")\}")
@@ -60,6 +63,7 @@ _COPY_GRACE_S = 2.0
 # waited for the exit (and the last of its output) before the failure is said.
 DEATH_GRACE_S = 0.5
 T = TypeVar("T")
+_LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0", "::"}
 
 
 def free_port() -> int:
@@ -161,8 +165,14 @@ class BotProcess:
         values: dict[str, str],
         default_ready_url: str,
         extra_env: dict[str, str] | None = None,
+        *,
+        url_field: str = "bot.url",
+        suite: Suite | None = None,
     ) -> None:
         self.config = start
+        # Where the port the bot listens on was set, for the error when another program holds it first.
+        self._suite = suite
+        self._url_field = url_field
         self.command = [fill(part, values, "bot.start.command") for part in start.command]
         self.extra_env = dict(extra_env or {})
         known = {**os.environ, **self.extra_env}
@@ -231,6 +241,7 @@ class BotProcess:
 
     async def start(self, log_dir: Path | None) -> None:
         """Start the command and wait until it is ready; a UserError (with the log's tail) if it is not."""
+        await self._refuse_a_taken_port()
         folder = log_dir if log_dir is not None else Path(tempfile.mkdtemp(prefix="simulator-bot-"))
         self.log_path = folder / LOG_NAME
         self._log(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {self.describe()}")
@@ -255,6 +266,45 @@ class BotProcess:
         except UserError:
             await self.stop()  # its children too: nothing of a failed start is left running
             raise
+
+    def _readiness(self) -> tuple[str, str, int]:
+        """The field that sets where the bot is checked for readiness, and that host and port."""
+        if self.ready_url is not None:
+            parts = urlsplit(self.ready_url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            return "bot.start.ready.url", parts.hostname or "127.0.0.1", port
+        assert self.ready_port is not None
+        ready = self.config.ready
+        field = "bot.start.ready.port" if ready is not None and ready.port else self._url_field
+        return field, "127.0.0.1", self.ready_port
+
+    async def _refuse_a_taken_port(self) -> None:
+        """Before the start: if the readiness check already answers on this machine, another program holds
+        the bot's port. The bot would fail to listen there while the check passed, and the run would talk to
+        that other program: a UserError naming the suite's field instead."""
+        field, host, port = self._readiness()
+        if host not in _LOCAL_HOSTS:
+            return  # a check on another machine: whatever answers there is not on this one's ports
+        try:
+            _, writer = await within(asyncio.open_connection(host, port), 1.0)
+        except (OSError, TimeoutError):
+            return
+        writer.close()
+        suite = self._suite
+        where = [part if not part.isdigit() else int(part) for part in field.split(".")]
+        raise UserError(
+            "bot.start: another program already listens on the bot's port",
+            [
+                Problem(
+                    str(suite.file if suite is not None and suite.file is not None else "suite"),
+                    f"{host}:{port} answers before the bot is started, so the bot cannot listen there and the "
+                    "run would talk to that program; stop that program, or choose another port here and in "
+                    "bot.start.command (`{port}` in both: a free port the engine picks)",
+                    suite.line_of(*where) if suite is not None else None,
+                    field,
+                )
+            ],
+        )
 
     def _start_watchdog(self, pgid: int) -> None:
         """The watchdog (watchdog.py) that stops the bot's process group if this process dies unannounced."""

@@ -12,6 +12,7 @@ from typing import Any
 from simulator.collect.limits import MAX_CONNECTIONS, READ_TIMEOUT_S
 from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
+from simulator.listening import address_of, listening_sockets
 from simulator.visible import echo, terminal_log_handler
 
 TOKEN_ENV = "SIMULATOR_COLLECT_TOKEN"
@@ -184,30 +185,38 @@ def cmd_collect(args: argparse.Namespace) -> int:
         raise UserError(
             f"collect needs the serve and otel extras ({exc.name} is missing): pip install 'simulator[serve,otel]'"
         ) from None
-    collector = _started_collector(args)
-    from simulator.serve.config import access_token
-
-    token = access_token(args.host, TOKEN_ENV)
-    app = create_receiver(
-        collector,
-        token=token,
-        allowed_hosts=None if token is None else ["*"],
-        background=_alert_loop(collector, args.alert_every) if args.alert else None,
-    )
-    shown = (
-        ""
-        if token is None
-        else f"  (send Authorization: Bearer {'$' + TOKEN_ENV if os.environ.get(TOKEN_ENV) else token})"
-    )
-    echo(
-        f"collecting OTLP/HTTP on http://{args.host}:{args.port}/v1/traces and /v1/logs into {args.out}{shown}",
-        flush=True,
-    )
+    # Bound before the journal is recovered: a taken port or a foreign host is one line with the fix, and
+    # `--port 0` prints the port the OS picked.
+    sockets = listening_sockets(args.host, args.port)
+    port = address_of(sockets)[1]
+    collector = None
     try:
-        uvicorn.Server(server_config(app, args.host, args.port, read_timeout=args.read_timeout)).run()
+        collector = _started_collector(args)
+        from simulator.serve.config import access_token
+
+        token = access_token(args.host, TOKEN_ENV)
+        app = create_receiver(
+            collector,
+            token=token,
+            allowed_hosts=None if token is None else ["*"],
+            background=_alert_loop(collector, args.alert_every) if args.alert else None,
+        )
+        shown = (
+            ""
+            if token is None
+            else f"  (send Authorization: Bearer {'$' + TOKEN_ENV if os.environ.get(TOKEN_ENV) else token})"
+        )
+        echo(
+            f"collecting OTLP/HTTP on http://{args.host}:{port}/v1/traces and /v1/logs into {args.out}{shown}",
+            flush=True,
+        )
+        server = uvicorn.Server(server_config(app, args.host, port, read_timeout=args.read_timeout))
+        server.run(sockets=sockets)
     finally:
-        if collector.started:  # uvicorn stopped before its lifespan ran (which stops the collector)
-            collector.stop()
+        if collector is not None and collector.started:  # uvicorn stopped before its lifespan ran
+            collector.stop()  # (the lifespan stops the collector)
+        for sock in sockets:  # the server closes those it served on; after a failed start, closed here
+            sock.close()
     return 0
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 __all__ = ["register"]
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
 
 from simulator.commands.outputs import at_least_one
 from simulator.errors import UserError
+from simulator.listening import address_of, listening_sockets
 from simulator.visible import echo, server_log_config, terminal_log_handler
 
 TOKEN_ENV = "SIMULATOR_DESK_TOKEN"
@@ -96,7 +98,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         load_suite(args.suite)  # a broken suite is refused before the desk starts
         config.drafts_dir, config.drafts_suite = args.drafts, args.suite
     config.proposals_dir = args.proposals
-    address = f"http://{args.host}:{args.port}/"
+    # Bound before anything starts: a taken port or a foreign host is one line with the fix, and `--port 0`
+    # prints the port the OS picked.
+    sockets = listening_sockets(args.host, args.port)
+    address = f"http://{args.host}:{address_of(sockets)[1]}/"
     config.token = access_token(args.host, TOKEN_ENV)
     if config.token is not None:
         config.allowed_hosts = ["*"]
@@ -107,11 +112,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logging.getLogger("simulator.serve").addHandler(terminal_log_handler())
     from simulator.record.redact import redact
 
-    uvicorn.run(
-        create_app(config),
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        log_config=server_log_config(clean=redact),  # its lines through visible.py, secrets redacted
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(config),
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            log_config=server_log_config(clean=redact),  # its lines through visible.py, secrets redacted
+        )
     )
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how the desk stops, as under uvicorn.run
+        server.run(sockets=sockets)
     return 0

@@ -34,6 +34,7 @@ from typing import IO, Any
 
 from aiohttp import web
 
+from simulator.listening import listening_sockets
 from simulator.testing.fake_llm_behaviour import (
     Api,
     FakeCall,
@@ -88,6 +89,7 @@ class FakeLLMServer:
         port: int = 0,
         budget: ServerBudget | None = None,
         compress: bool = False,
+        address_fixes: tuple[str, str] = ("FakeLLMServer(port={0})", "FakeLLMServer(host='{0}')"),
     ) -> None:
         self.responder: Responder = responder or default_responder
         self.latency = latency if isinstance(latency, LatencyModel) else LatencyModel.fixed(latency)
@@ -99,6 +101,9 @@ class FakeLLMServer:
         self.compress = compress  # gzip the JSON answers and errors, as the real APIs do when asked
         self.calls: list[FakeCall] = []
         self._host, self._port = host, port
+        # How the user sets the port and the host, as the fix of an address it cannot have (listening.py):
+        # Python's words here, the command line's (`--port {0}`) from fake_server.py.
+        self._address_fixes = address_fixes
         self._fault_rng = random.Random(seed)
         self._latency_rng = random.Random(f"{seed}:latency")
         self._cache = PromptCache()
@@ -123,14 +128,18 @@ class FakeLLMServer:
     # ------------------------------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Bind (port 0 picks a free port) and serve in the running event loop."""
+        """Bind (port 0 picks a free port) and serve in the running event loop; an address it cannot have
+        (a port taken, a host not this machine's) is a UserError naming it and the fix."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
+        port_fix, host_fix = self._address_fixes
+        sockets = listening_sockets(self._host, self._port, port_fix=port_fix, host_fix=host_fix)
         await self._runner.setup()
-        await web.TCPSite(self._runner, self._host, self._port).start()
+        for sock in sockets:
+            await web.SockSite(self._runner, sock).start()
         host, port = self._runner.addresses[0][:2]
         self._url = f"http://{host}:{port}"
         if self.request_log is not None:

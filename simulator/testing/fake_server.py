@@ -10,6 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
+from simulator.errors import UserError
 from simulator.eventloop import run_async
 from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel
 from simulator.testing.fake_llm_budget import ServerBudget
@@ -124,6 +125,7 @@ def _server(args: argparse.Namespace) -> FakeLLMServer:
         host=args.host,
         port=args.port,
         budget=budget,
+        address_fixes=("--port {0}", "--host {0}"),
     )
 
 
@@ -141,7 +143,7 @@ async def _serve(server: FakeLLMServer) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve until Ctrl-C or SIGTERM; exit 0 then, 2 on bad options."""
+    """Serve until Ctrl-C or SIGTERM; exit 0 then, 2 on bad options or an address it cannot listen on."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.error_500 + args.error_429 + args.timeout_share + args.malformed > 1.0:
@@ -152,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--tps must be positive")
     try:
         run_async(_serve(_server(args)))
-    except OSError as exc:  # port taken, address not available
-        echo(f"fake_server: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+    except UserError as exc:  # a port taken, a host not this machine's (listening.py words it)
+        echo(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -109,7 +109,9 @@ class VoiceBotFactory:
 
     wants_scenario = True  # the engine gives `open` the scenario (the caller speaks as its persona)
 
-    def __init__(self, config: VoiceBotConfig, base_dir: Path, *, record_raw: bool = True) -> None:
+    def __init__(
+        self, config: VoiceBotConfig, base_dir: Path, *, record_raw: bool = True, suite: Suite | None = None
+    ) -> None:
         self.config = config
         self.record_raw = record_raw
         values = placeholder_values(config.start is not None)
@@ -118,7 +120,7 @@ class VoiceBotFactory:
         self.phrases = _phrases(config, base_dir)
         self.process: BotProcess | None = None
         if config.start is not None:
-            self.process = BotProcess(config.start, base_dir, values, self.url)
+            self.process = BotProcess(config.start, base_dir, values, self.url, suite=suite)
         self.client = httpx.AsyncClient(timeout=config.timeout_s)
         self.transcriber: Transcriber | None = None
         self.run_folder: Path | None = None
@@ -389,4 +391,4 @@ class VoiceSession:
 
 def voice_bot_factory(config: VoiceBotConfig, suite: Suite, hub: ModelHub) -> VoiceBotFactory:
     """The `voice` kind's factory (simulator/voice/config.py registers it)."""
-    return VoiceBotFactory(config, suite.base_dir, record_raw=suite.record_raw)
+    return VoiceBotFactory(config, suite.base_dir, record_raw=suite.record_raw, suite=suite)

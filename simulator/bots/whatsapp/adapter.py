@@ -148,7 +148,14 @@ class TurnEnds:
 class WhatsAppBotFactory:
     """One Graph API server, one HTTP client and (with bot.start) one bot process for the whole run."""
 
-    def __init__(self, config: WhatsAppBotConfig, base_dir: Path, *, record_raw: bool = True) -> None:
+    def __init__(
+        self,
+        config: WhatsAppBotConfig,
+        base_dir: Path,
+        *,
+        record_raw: bool = True,
+        suite: Suite | None = None,
+    ) -> None:
         self.config = config
         # Without record_raw a turn's raw keeps only how it ended and when each message came, no bodies.
         self.record_raw = record_raw
@@ -178,6 +185,8 @@ class WhatsAppBotFactory:
                     config.access_token_env: self.access_token,
                     config.verify_token_env: self.verify_token,
                 },
+                url_field="bot.webhook_url",
+                suite=suite,
             )
         # Every call to the bot (the handshake, each webhook and status callback, bot.state_url) goes out on
         # aiohttp: a fifth of httpx's CPU a request. Made in the event loop, at start.
@@ -591,4 +600,4 @@ class WhatsAppSession:
 
 def whatsapp_bot_factory(config: WhatsAppBotConfig, suite: Suite, hub: ModelHub) -> WhatsAppBotFactory:
     """The `whatsapp` kind's factory (config/bots/whatsapp.py registers it)."""
-    return WhatsAppBotFactory(config, suite.base_dir, record_raw=suite.record_raw)
+    return WhatsAppBotFactory(config, suite.base_dir, record_raw=suite.record_raw, suite=suite)

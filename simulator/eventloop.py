@@ -60,20 +60,36 @@ class _Boxed:
         return "<result>"
 
 
-async def _boxed(coroutine: Coroutine[Any, Any, T]) -> _Boxed:
-    return _Boxed(await coroutine)
+async def _boxed(coroutine: Coroutine[Any, Any, T], notes: list[str]) -> _Boxed:
+    try:
+        return _Boxed(await coroutine)
+    except asyncio.CancelledError as exc:
+        # What it said on its way out (how to go on), moved to the KeyboardInterrupt `run_async` raises: said
+        # once, at the end of Python's report, where the command line says its stop line.
+        notes.extend(getattr(exc, "__notes__", ()))
+        with contextlib.suppress(AttributeError):
+            del exc.__notes__
+        raise
 
 
 def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run(coroutine)`, on uvloop when it is available."""
+    """`asyncio.run(coroutine)`, on uvloop when it is available. Stopped by Ctrl-C, it raises
+    KeyboardInterrupt as asyncio.run does, carrying the notes the coroutine added to its cancellation on
+    its way out (the API's: what is kept, and the call that finishes the run)."""
     try:
         factory = _loop_factory()
     except BaseException:
         coroutine.close()  # never started: closed, so Python does not warn that it was never awaited
         raise
-    with asyncio.Runner(loop_factory=factory) as runner:
-        value: T = runner.run(_boxed(coroutine)).value
-        return value
+    notes: list[str] = []
+    try:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            value: T = runner.run(_boxed(coroutine, notes)).value
+            return value
+    except KeyboardInterrupt as exc:
+        for note in notes:
+            exc.add_note(note)
+        raise
 
 
 async def within(awaitable: Awaitable[T], seconds: float | None) -> T:

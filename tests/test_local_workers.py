@@ -368,3 +368,107 @@ def test_a_workers_run_whose_worker_never_started_says_how_to_start_again(
     assert main(["run", "--resume", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "never started its shard" in err and f"--workers 2 --out {out}" in err
+
+
+# A script that resumes a run from Python, as a user would, with nothing caught: what Ctrl-C leaves on the
+# terminal is Python's own report of the KeyboardInterrupt.
+RESUME_SCRIPT = """
+import sys
+import simulator
+print("resuming", flush=True)
+simulator.resume(sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("workers", ["2", None])
+def test_ctrl_c_in_a_python_resume_keeps_what_finished_and_says_how_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str | None
+) -> None:
+    """Ctrl-C during `simulator.resume(OUT)` (of a stopped `--workers` run, or of a one-process run) is
+    still a KeyboardInterrupt, and it says what is kept and the call that finishes the run; the workers
+    stop and save, so that call then finishes it into the record of one process."""
+    suite, gate = _gated_suite(tmp_path, monkeypatch)
+    out, staging = tmp_path / "many", tmp_path / ".many.shards"
+    _stop_part_way(suite, out, workers=workers)
+    shards = sorted(staging.glob("shard-*/manifest.json")) if workers else [out / "manifest.json"]
+    sessions = [len(json.loads(m.read_text())["sessions"]) for m in shards]
+    (tmp_path / "resume.py").write_text(RESUME_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    resumer = subprocess.Popen(
+        [sys.executable, str(tmp_path / "resume.py"), str(out)],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    # Stopped once every unfinished part has started again (a new session in its manifest, status running)
+    # and waits at the gate: Ctrl-C at the terminal (SIGINT to the group).
+    def resumed() -> bool:
+        manifests = [json.loads(m.read_text() or "{}") for m in shards]
+        return all(
+            len(m.get("sessions", [])) > before and m.get("status") == "running"
+            for m, before in zip(manifests, sessions, strict=True)
+        )
+
+    while not resumed():
+        assert resumer.poll() is None, resumer.communicate()
+        time.sleep(0.05)
+    os.killpg(resumer.pid, signal.SIGINT)
+    _, err = resumer.communicate(timeout=120)
+    assert resumer.returncode == -signal.SIGINT, err  # Python's own end for an uncaught KeyboardInterrupt
+    assert "KeyboardInterrupt" in err.splitlines(), err  # raised on, as a Python user expects
+    kept = "the workers' shards are kept" if workers else f"what finished is saved in {out}"
+    assert kept in err and f"simulator.resume({str(out)!r})" in err, err
+    assert err.count("interrupted: ") == 1 and err.rstrip().splitlines()[-1].startswith("interrupted: "), err
+    statuses = {json.loads(m.read_text())["status"] for m in shards}
+    assert statuses == {"interrupted"} and not (workers and out.exists())
+    gate.touch()
+    assert simulator.resume(out).folder == out and not staging.exists()
+    assert main(["run", str(suite), "--out", str(tmp_path / "one"), "--no-progress"]) == 0
+    _done_once(out, tmp_path / "one")
+    assert _record(out) == _record(tmp_path / "one")
+
+
+RUN_SCRIPT = """
+import sys
+import simulator
+simulator.run(sys.argv[1], **({"out": sys.argv[2]} if len(sys.argv) > 2 else {}))
+"""
+
+
+@pytest.mark.parametrize("out_given", [True, False])
+def test_ctrl_c_in_a_python_run_names_its_folder_and_the_call_that_finishes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out_given: bool
+) -> None:
+    """`simulator.run` stopped by Ctrl-C is a KeyboardInterrupt that names the folder it saved to (the one
+    given, or the runs/<run-id> it picked) and `simulator.resume` of it, which then finishes the run."""
+    suite, gate = _gated_suite(tmp_path, monkeypatch)
+    (tmp_path / "run.py").write_text(RUN_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    given = [str(tmp_path / "mine")] if out_given else []
+    runner = subprocess.Popen(
+        [sys.executable, str(tmp_path / "run.py"), str(suite), *given],
+        cwd=tmp_path,
+        env=env,
+        start_new_session=True,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    while (
+        _lines(tmp_path.glob("*/*/conversations.jsonl")) + _lines(tmp_path.glob("*/conversations.jsonl")) < 18
+    ):
+        assert runner.poll() is None, runner.communicate()
+        time.sleep(0.05)
+    os.killpg(runner.pid, signal.SIGINT)
+    _, err = runner.communicate(timeout=120)
+    assert runner.returncode == -signal.SIGINT and "KeyboardInterrupt" in err.splitlines(), err
+    [folder] = [m.parent for m in tmp_path.glob("**/manifest.json")]
+    shown = str(folder) if out_given else str(folder.relative_to(tmp_path))  # as the run names it
+    assert err.rstrip().splitlines()[-1] == (
+        f"interrupted: what finished is saved in {shown}; finish it with simulator.resume({shown!r})"
+    ), err
+    assert RunFolder.open(folder).read_manifest().status == "interrupted"
+    gate.touch()
+    assert simulator.resume(shown).report.run.status == "complete"

@@ -11,9 +11,15 @@ __all__ = [
     "refuse_new_cells",
     "resume_local_workers",
     "run_local_workers",
+    "stopped_words",
     "workers_staging",
 ]
 
-from simulator.engine.local_workers import resume_local_workers, run_local_workers, workers_staging
+from simulator.engine.local_workers import (
+    resume_local_workers,
+    run_local_workers,
+    stopped_words,
+    workers_staging,
+)
 from simulator.engine.merge import MergeResult, merge_shards
 from simulator.engine.operational import adopt_operational, apply_rate_overrides, refuse_new_cells

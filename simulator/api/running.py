@@ -122,8 +122,39 @@ async def arun(
     chosen = _options(options, out, progress)
     if chosen.resume:
         chosen.settings_changed.update(_same_run(plan, chosen.out))
-    with in_python_words():
+    if chosen.out is None:  # the folder the engine would pick, chosen here so that a stop can name it
+        from simulator.record.folder import new_run_id
+
+        chosen.out = Path("runs") / new_run_id(plan.suite.name)
+    call = _resume_call(chosen.out, bot=plan.bots is not None, scenarios=scenarios is not None)
+    with (
+        in_python_words(),
+        said_when_stopped(f"what finished is saved in {chosen.out}; finish it with {call}"),
+    ):
         return await execute(plan, chosen)
+
+
+def _resume_call(folder: Path, *, bot: bool = False, scenarios: bool = False) -> str:
+    """The call that finishes the run in `folder`: `simulator.resume('OUT')`, with `bot=` and `scenarios=`
+    when the run was given them in code (they live only in the program that ran it)."""
+    again = (", bot=..." if bot else "") + (", scenarios=[...]" if scenarios else "")
+    return f"simulator.resume({str(folder)!r}{again})"
+
+
+@contextmanager
+def said_when_stopped(words: str) -> Iterator[None]:
+    """A stop (Ctrl-C: the run's cancellation) goes on as it is, with `words` noted on it: what is kept and
+    the call that finishes the run. `run` and `resume` raise KeyboardInterrupt with the note (eventloop.py),
+    so Python's report of it ends with them, as the command line's stop line does."""
+    try:
+        yield
+    except asyncio.CancelledError as exc:
+        _note_stop(exc, words)
+        raise
+
+
+def _note_stop(stop: BaseException, words: str) -> None:
+    stop.add_note(f"interrupted: {words}")
 
 
 @contextmanager
@@ -244,10 +275,6 @@ async def aresume(
     (`_resume_workers`)."""
     from simulator.api.folders import workers_staging
     from simulator.api.plan import inline_scenarios
-    from simulator.engine.matrix import resume_matrix
-    from simulator.record.folder import RunFolder
-    from simulator.record.index import is_matrix
-    from simulator.record.recorded import resumed_scenarios
 
     path = Path(folder)
     chosen = _options(options, path, progress)
@@ -257,6 +284,20 @@ async def aresume(
         return await _resume_workers(path, chosen, given_now)
     given = inline_scenarios(scenarios) if scenarios is not None else None
     changes = _ResumeChanges(suite, adjust)
+    call = _resume_call(path, bot=bot is not None, scenarios=scenarios is not None)
+    with said_when_stopped(f"what finished is saved in {path}; finish it with {call}"):
+        return await _resume_folder(path, chosen, bot, given, changes)
+
+
+async def _resume_folder(
+    path: Path, chosen: RunOptions, bot: Any, given: list[Scenario] | None, changes: _ResumeChanges
+) -> Result | Comparison:
+    """Finish the run (or matrix) folder `path`: only what it lacks runs, with what the resume changes."""
+    from simulator.engine.matrix import resume_matrix
+    from simulator.record.folder import RunFolder
+    from simulator.record.index import is_matrix
+    from simulator.record.recorded import resumed_scenarios
+
     if is_matrix(path):
         from simulator.api.folders import refuse_new_cells
         from simulator.api.plan import cell_bots
@@ -311,7 +352,7 @@ async def _resume_workers(path: Path, options: RunOptions, given: dict[str, Any]
     """Finish a `--workers` run into `path` stopped before its shards were merged, by the command line's own
     code (engine/local_workers.py): each unfinished shard in a worker process, then the merge into `path`.
     The workers rebuild the bot, scenarios and limits each shard recorded, so nothing given may change them."""
-    from simulator.api.folders import resume_local_workers
+    from simulator.api.folders import resume_local_workers, stopped_words
 
     changing = [f"{name}=" for name, value in given.items() if value is not None]
     if options.backend is not None:
@@ -323,7 +364,17 @@ async def _resume_workers(path: Path, options: RunOptions, given: dict[str, Any]
         )
     # In a thread: the workers fork from a thread with no event loop running (each starts its own), and
     # this loop stays free while they run.
-    merged = await asyncio.to_thread(resume_local_workers, path, options)
+    work = asyncio.ensure_future(asyncio.to_thread(resume_local_workers, path, options))
+    try:
+        merged = await asyncio.shield(work)
+    except asyncio.CancelledError as exc:
+        # Ctrl-C reaches the workers too: each saves what it finished, then ends (an exit the thread reports
+        # as failed workers, seen here). Once they all have, the note says what is so.
+        await asyncio.wait({work})
+        merged_anyway = work.exception() is None  # the last worker finished as the stop came
+        said = f"the run finished as it was stopped: merged into {path}"
+        _note_stop(exc, said if merged_anyway else stopped_words(path, _resume_call(path)))
+        raise
     return Result(merged.folder)  # no session of its own: the shards' sessions are merged into the record
 
 

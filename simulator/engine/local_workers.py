@@ -27,6 +27,7 @@ __all__ = [
     "parse_workers",
     "resume_local_workers",
     "run_local_workers",
+    "stopped_words",
     "workers_staging",
 ]
 
@@ -79,6 +80,12 @@ def _finish_words(out: Path) -> str:
     return in_both(f"`simulator run --resume {out}`", f"`simulator.resume({str(out)!r})`")
 
 
+def stopped_words(out: Path, finish: str | None = None) -> str:
+    """What a stopped `--workers` run into `out` keeps, and how to finish it: `finish`, the call in the
+    caller's words (Python's `simulator.resume`), else both the command line's and Python's."""
+    return f"the workers' shards are kept; finish and merge them with {finish or _finish_words(out)}"
+
+
 def auto_workers(planned: int, cores: int | None = None) -> int:
     """`--workers auto` for a run of `planned` conversations: one worker per CONVERSATIONS_PER_WORKER, at
     most one per core; 1 means run in this process (no fork)."""
@@ -105,7 +112,7 @@ def _stop_with_parent(parent_end: int, own_copy: int) -> None:
         with contextlib.suppress(OSError):
             while os.read(parent_end, 512):
                 pass
-        os.kill(os.getpid(), signal.SIGTERM)  # the command line's handler turns it into a Ctrl-C
+        os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C (`_child` makes sure it is one)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
@@ -115,6 +122,10 @@ def _child(suite: Suite, scenarios: list[Scenario], options: RunOptions, pipe: t
     from simulator.engine.runner import run_suite
     from simulator.eventloop import run_async
 
+    # SIGINT as Python's default, so the worker's event loop turns a Ctrl-C into the run's cancellation (which
+    # saves what it finished). Forked from `simulator.resume`'s thread, it would otherwise keep the handler of
+    # the parent's event loop, which in this process cancels nothing: the worker ran on, to its timeouts.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     _stop_with_parent(*pipe)
     code = 0
     try:
@@ -232,10 +243,7 @@ def _run_workers(jobs: list[tuple[Path, Suite, list[Scenario], RunOptions]], out
     except KeyboardInterrupt:
         for _, child in children:  # a Ctrl-C reaches the workers too: each saves what it finished, then ends
             child.join()
-        echo(
-            f"the workers' shards are kept; finish and merge them with {_finish_words(out)}",
-            file=sys.stderr,
-        )
+        echo(stopped_words(out), file=sys.stderr)
         raise
     finally:
         for end in pipe:

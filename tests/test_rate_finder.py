@@ -49,6 +49,19 @@ async def _load(
     return answered
 
 
+async def _through_the_error_path(api: str) -> None:
+    """One call answered with an error, before a measured load: the first error answer imports the SDK
+    (`providers/_sdkbase.py`: the wire path needs the SDK only to raise its exception), on the event loop.
+    anthropic's import costs about 2 s of CPU (openai's about 0.7 s); inside the measured window, on a
+    loaded machine, that is most of the window with nothing sent or answered (the fake server shares the
+    loop), and the provider's bucket refills past its burst, unused: the figures measured the import."""
+    async with FakeLLMServer(faults=FaultConfig(error_500=1.0)) as server:
+        client = _client(server, api, max_attempts=1)  # the error once, not retried
+        with pytest.raises(ProviderError):
+            await client.generate(REQUEST)
+        await client.provider.aclose()
+
+
 # ------------------------------------------------------------------------------------------ finding the rate
 
 
@@ -59,6 +72,9 @@ async def test_a_planted_rate_without_headers_is_found_within_15_percent(
     api: str, rpm: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    # The SDK imported first, as in a run that already met an error: the window measures the finder, not the
+    # import its first 429 would otherwise do in the middle of it (whichever test of the process came first).
+    await _through_the_error_path(api)
     # A token bucket of `rpm` with a burst of 10, no rate-limit headers, "Retry-After: 1": the issue's shape.
     budget = ServerBudget(rpm=rpm, burst_requests=10, send_headers=False, retry_after_s=1.0)
     async with FakeLLMServer(budget=budget, latency=LatencyModel.fixed(0.02)) as server:

@@ -95,6 +95,7 @@ async def test_a_planted_rate_without_headers_is_found_within_15_percent(
 
 async def test_a_token_budget_said_in_the_429s_message_is_paced_in_tokens() -> None:
     # 60 tokens per request (10 of input, 50 of max_tokens): 12,000 a minute is 200 requests a minute.
+    await _through_the_error_path("openai")  # the same class as above: no import inside the measured window
     budget = ServerBudget(tpm=12_000, burst_tokens=300, send_headers=False, retry_after_s=0.5)
     async with FakeLLMServer(budget=budget, latency=LatencyModel.fixed(0.01)) as server:
         client = _client(server, "openai")

@@ -6,7 +6,8 @@ SDK's error classes, classified in `_http`), or something that is neither, which
 - a status that is neither an answer nor an error (a redirect, 304, a status below 200): permanent, since
   the same URL answers the same way; a redirect is not followed (the request carries the API key), its
   target is said so that base_url can be set to it;
-- a 2xx in a content encoding the request did not ask for (brotli, zstd): permanent for the same reason;
+- a 2xx in a content encoding the request did not ask for (brotli, zstd): permanent for the same reason
+  (an error status in one is classified by its status, as any error is: its body is no text, `readable_body`);
 - a 2xx whose body is not JSON (a web page, nothing, text cut short), or JSON that is not the API's shape
   (`malformed`): transient, as on the SDK's path, since a server that cut one answer short may send the
   next one whole; after the retries, the message says what came and what to check.
@@ -17,10 +18,10 @@ Each names the URL, the status, the content type and size, and the start of the 
 from __future__ import annotations
 
 __all__ = [
-    "READ_ENCODINGS",
     "excerpt",
     "header",
     "malformed",
+    "readable_body",
     "status_words",
     "unanswered",
     "unasked_encoding",
@@ -40,7 +41,7 @@ from simulator.providers.base import ProviderError
 from simulator.visible import visible
 
 # The content encodings the request accepts and both paths decode ("" and identity: none).
-READ_ENCODINGS = frozenset({"", "identity", "gzip", "x-gzip", "deflate"})
+_READ_ENCODINGS = frozenset({"", "identity", "gzip", "x-gzip", "deflate"})
 _EXCERPT = 200
 _HTML = re.compile(r"<\s*(?:!doctype|html|head|body|title|h[1-6]|p|div|pre|center)\b", re.IGNORECASE)
 _TAG = re.compile(r"<(?:script|style)\b.*?</(?:script|style)\s*>|<[^>]*>", re.IGNORECASE | re.DOTALL)
@@ -54,6 +55,12 @@ def header(raw: Sequence[tuple[bytes, bytes]], name: bytes) -> str:
         if key.lower() == name:
             return value.decode("latin-1").strip()
     return ""
+
+
+def readable_body(raw: Sequence[tuple[bytes, bytes]], body: bytes) -> bytes:
+    """An error answer's body as text can be read from it: none when it is in an encoding neither path
+    decodes (its bytes are no text), whatever its status says."""
+    return body if header(raw, b"content-encoding").lower() in _READ_ENCODINGS else b""
 
 
 def status_words(status: int) -> str:
@@ -105,7 +112,7 @@ def unasked_encoding(url: str, encoding: str) -> ProviderError | None:
     """An answer in a content `encoding` the request did not ask for (brotli, zstd, a stack of two), whose
     bytes neither path reads; None for one it reads."""
     encoding = encoding.strip().lower()
-    if encoding in READ_ENCODINGS:
+    if encoding in _READ_ENCODINGS:
         return None
     return ProviderError(
         "permanent",

@@ -1,5 +1,6 @@
 """Faults in a provider's answer that passed, or were read differently by the two paths, before: a control
-character in a header's value, an error status whose body is in an encoding the request did not ask for. Each is one classified ProviderError, the same on the wire path (the engine's
+character in a header's value, a token count that is not one, an error status whose body is in an encoding
+the request did not ask for. Each is one classified ProviderError, the same on the wire path (the engine's
 own pool) and the SDK's, said in words (providers/_httppool.py, _answer.py, _http.py); streams included."""
 
 from __future__ import annotations
@@ -10,8 +11,14 @@ from typing import Any
 
 import pytest
 
-from simulator.providers.base import ModelResponse
+from simulator.config.suite import ProviderSettings
+from simulator.providers.anthropic import AnthropicProvider
+from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError
+from simulator.providers.openai import OpenAIProvider
+from simulator.record.transcript import Usage
+from tests.conftest import close_after_test
 from tests.support.raw_answer import answer
+from tests.support.raw_sse import RawSse, anthropic_events, openai_events
 from tests.support.two_paths import APIS, GOOD, both_paths, same_failure
 
 API_NAMES = {"openai": "a Chat Completions answer", "anthropic": "a Messages API answer"}
@@ -64,6 +71,136 @@ async def test_a_control_character_in_a_headers_value_is_no_http_on_both_paths(
 async def test_what_rfc_9110_allows_in_a_headers_value_is_read_on_both_paths(api: str, header: bytes) -> None:
     for response in await both_paths(api, _json(GOOD[api], header)):
         assert isinstance(response, ModelResponse) and response.text == "fine", response
+
+
+# --- a token count that is not one: refused by its field, never added to a run's cost or token budget
+
+FIELDS = {
+    "openai": ("prompt_tokens", "completion_tokens", "prompt_tokens_details.cached_tokens"),
+    "anthropic": ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"),
+}
+NOT_COUNTS = {
+    "negative": (-5, "-5"),
+    "a fraction": (1.5, "1.5"),
+    "text": ("12", 'text ("12")'),
+    "huge": (10**12, "1000000000000"),
+    "a boolean": (True, "a boolean (true)"),
+    "a list": ([3], "a list ([3])"),
+}
+BOUND = "which is not a token count (a whole number from 0 to 100,000,000)"
+
+
+def _usage(field: str, value: Any) -> dict[str, Any]:
+    """A usage object with `value` at the dotted `field`."""
+    if "." in field:
+        outer, inner = field.split(".")
+        return {"prompt_tokens": 10, outer: {inner: value}}
+    return {field: value}
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(("value", "said"), NOT_COUNTS.values(), ids=NOT_COUNTS.keys())
+async def test_a_token_count_that_is_not_one_is_refused_naming_its_field(
+    api: str, value: Any, said: str
+) -> None:
+    for field in FIELDS[api]:
+        body = {**GOOD[api], "usage": _usage(field, value)}
+        error = same_failure(await both_paths(api, _json(body)))
+        assert error.kind == "transient"  # as any JSON that is not the API's answer
+        assert (
+            f"is JSON but not {API_NAMES[api]}: usage.{field} is {said}, {BOUND}; check that base_url"
+            in str(error)
+        )
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    ("usage", "said"),
+    [("many", "usage is text, not an object"), ([1, 2], "usage is a list, not an object")],
+)
+async def test_a_usage_that_is_not_an_object_is_refused_in_words(api: str, usage: Any, said: str) -> None:
+    error = same_failure(await both_paths(api, _json({**GOOD[api], "usage": usage})))
+    assert error.kind == "transient" and f"is JSON but not {API_NAMES[api]}: {said};" in str(error)
+
+
+async def test_cached_tokens_details_that_are_not_an_object_are_refused_in_words() -> None:
+    body = {**GOOD["openai"], "usage": {"prompt_tokens": 3, "prompt_tokens_details": 5}}
+    error = same_failure(await both_paths("openai", _json(body)))
+    assert "usage.prompt_tokens_details is a number, not an object" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("api", "usage", "counted"),
+    [
+        ("openai", None, Usage(calls=1)),
+        ("openai", {}, Usage(calls=1)),
+        ("openai", {"prompt_tokens": None, "completion_tokens": 0}, Usage(calls=1)),
+        ("openai", {"prompt_tokens": 12.0, "completion_tokens": 3}, Usage(input_tokens=12, output_tokens=3, calls=1)),
+        (
+            "openai",
+            {"prompt_tokens": 100_000_000, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 7}},
+            Usage(input_tokens=100_000_000, output_tokens=1, cached_input_tokens=7, calls=1),
+        ),
+        ("anthropic", None, Usage(calls=1)),
+        (
+            "anthropic",
+            {"input_tokens": 4, "output_tokens": 2.0, "cache_read_input_tokens": 3, "cache_creation_input_tokens": None},
+            Usage(input_tokens=7, output_tokens=2, cached_input_tokens=3, calls=1),
+        ),
+    ],
+    ids=["none", "empty", "nulls", "a whole float", "the most", "anthropic none", "anthropic whole float"],
+)  # fmt: skip
+async def test_counts_missing_or_whole_are_read_on_both_paths(api: str, usage: Any, counted: Usage) -> None:
+    body = {key: value for key, value in GOOD[api].items() if key != "usage"}
+    if usage is not None:
+        body["usage"] = usage
+    for response in await both_paths(api, _json(body)):
+        assert isinstance(response, ModelResponse) and response.usage == counted, response
+
+
+ASK = ModelRequest(model="m", messages=[ChatMessage(role="user", content="hi")], stream=True)
+
+
+def _streaming(api: str, server: RawSse) -> Any:
+    if api == "openai":
+        return close_after_test(OpenAIProvider(ProviderSettings(base_url=server.url + "/v1")))
+    return close_after_test(AnthropicProvider(ProviderSettings(base_url=server.url)))
+
+
+# (api, the count's text in the stream, the field as the message names it)
+STREAMED = [
+    ("openai", '"prompt_tokens": 5', "usage.prompt_tokens"),
+    ("openai", '"completion_tokens": 9', "usage.completion_tokens"),
+    ("anthropic", '"input_tokens": 5', "message.usage.input_tokens"),
+    ("anthropic", '"output_tokens": 9', "usage.output_tokens"),
+]
+
+
+@pytest.mark.parametrize(("api", "count", "field"), STREAMED)
+@pytest.mark.parametrize(("value", "said"), NOT_COUNTS.values(), ids=NOT_COUNTS.keys())
+async def test_a_streamed_token_count_that_is_not_one_is_a_stream_fault(
+    api: str, count: str, field: str, value: Any, said: str
+) -> None:
+    events = openai_events() if api == "openai" else anthropic_events()
+    name = count.split(":")[0]
+    bad = [event.replace(count, f"{name}: {json.dumps(value)}") for event in events]
+    assert bad != events
+    async with RawSse(bad) as server:
+        with pytest.raises(ProviderError) as caught:
+            await _streaming(api, server).generate(ASK)
+        assert server.requests == 1  # a fault the same server repeats: not retried
+    error = caught.value
+    assert error.kind == "permanent"
+    assert f"has a bad token count: {field} is {said}, {BOUND}; it is not used" in str(error), str(error)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_stream_without_usage_counts_nothing(api: str) -> None:
+    events = openai_events() if api == "openai" else anthropic_events()
+    events = [e.replace('"usage": {', '"no_usage": {') for e in events]
+    async with RawSse(events) as server:
+        response = await _streaming(api, server).generate(ASK)
+    assert response.usage == Usage(calls=1)
 
 
 # --- an error status whose body is in an encoding not asked for: classified by its status on both paths

@@ -116,14 +116,6 @@ SHAPES = {
         {"choices": [{"message": {"content": 5}}]},
         {"content": [{"type": "text", "text": 5}]},
     ),
-    "usage in words": (
-        {**GOOD["openai"], "usage": {"prompt_tokens": "many"}},
-        {**GOOD["anthropic"], "usage": {"input_tokens": "many"}},
-    ),
-    "usage as a fraction": (
-        {**GOOD["openai"], "usage": {"prompt_tokens": 1.5}},
-        {**GOOD["anthropic"], "usage": {"input_tokens": 1.5}},
-    ),
     "a tool call that is not an object": (
         {"choices": [{"message": {"content": "", "tool_calls": ["x"]}}]},
         {"content": [{"type": "tool_use", "id": "a", "name": "f", "input": [1, 2]}]},

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from simulator.config.providers import ProviderSettings
-from simulator.providers._answer import malformed
+from simulator.providers._answer import BadCount, malformed
 from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._sdkpost import SdkPost
 from simulator.providers._sse import in_stream_error
@@ -106,13 +106,14 @@ class SdkProvider(Provider):
             timeout_s=self._timeout_s,
         )
 
-    def _not_an_answer(self, answer: Any, api: str) -> ProviderError:
-        """A 2xx's JSON that is not `api`'s answer: the error it carries in its place (some servers and
-        proxies answer 200 with `{"error": ...}`), classified by its type; else what came, in words."""
+    def _not_an_answer(self, answer: Any, api: str, exc: Exception) -> ProviderError:
+        """A 2xx's JSON that is not `api`'s answer (`exc`: what reading it raised): the error it carries in
+        its place (some servers and proxies answer 200 with `{"error": ...}`), classified by its type; else
+        what came, in words (a token count that is not one, by its field)."""
         url = self._base_url.rstrip("/") + self._path
         if isinstance(answer, dict) and answer.get("error"):
             return in_stream_error(answer, url, where="in place of an answer (200)")
-        return malformed(url, api, answer)
+        return malformed(url, api, answer, str(exc) if isinstance(exc, BadCount) else None)
 
     @staticmethod
     def _response(

@@ -1,7 +1,9 @@
 """The wire path's own HTTP/1.1 pool (`providers/_httppool.py`) against real local servers: network errors
 classified as on the SDK path, keep-alive reuse, a connection the server closed never reused, idle ones
 closed, chunked and deflate answers, the framing rules llhttp leaves to its caller (a body to the close, an
-informational head, a head too large, stray bytes), and the request's bytes against h11's."""
+informational head, a head too large with informational heads counted, in one read or many, stray bytes), a
+header's characters (strict llhttp; a head it refuses read again leniently and checked), and the request's
+bytes against h11's."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import h11
 import pytest
 
 from simulator.config.suite import ProviderSettings
-from simulator.providers._httppool import HttpPool, NetworkError
+from simulator.providers._httppool import HttpPool, NetworkError, _Connection
 from simulator.providers._sdkpost import _capped
 from simulator.providers._wire import WirePost
 from simulator.providers.anthropic import AnthropicProvider
@@ -389,6 +391,123 @@ async def test_a_malformed_answer_is_a_protocol_error_said_as_it_is(raw: bytes, 
             pool.close()
     assert caught.value.kind in ("RemoteProtocolError", "ReadError")
     assert said in str(caught.value)
+
+
+class _Transport:
+    """What a connection asks of its transport while an answer arrives in one piece."""
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+
+# Informational heads by the thousand before the answer's own (a server or proxy gone wrong): over 64 KiB in
+# all, the head is too large, whether they arrive in one read or several.
+FLOODS = {
+    "bare 100 Continue": b"HTTP/1.1 100 Continue\r\n\r\n" * 2700,
+    "100 without a reason": b"HTTP/1.1 100\r\n\r\n" * 4700,
+    "103 Early Hints with a link": b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n" * 1200,
+    "102, 100 and 103 in turn": (
+        b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\n\r\n" * 900
+    ),
+}
+
+
+@pytest.mark.parametrize("flood", FLOODS.values(), ids=FLOODS.keys())
+def test_informational_heads_over_64_kib_in_one_read_are_a_head_too_large(flood: bytes) -> None:
+    assert len(flood) > 64 * 1024
+    connection = _Connection()
+    connection.connection_made(_Transport())
+    connection.begin()
+    connection.data_received(flood + _answer(b"{}"))  # one read: what one recv() of 256 KiB can carry
+    with pytest.raises(NetworkError) as caught:
+        asyncio.run(connection.head())
+    assert caught.value.kind == "RemoteProtocolError"
+    assert "head is over 64 KiB" in str(caught.value)
+
+
+@pytest.mark.parametrize("pieces", [1, 7, 300])
+def test_informational_heads_under_64_kib_are_read_past_in_one_read_or_many(pieces: int) -> None:
+    flood = b"HTTP/1.1 100 Continue\r\n\r\n" * 2400 + _answer(b'{"a": 1}')  # 60,000 bytes of 1xx heads
+    connection = _Connection()
+    connection.connection_made(_Transport())
+    connection.begin()
+    size = -(-len(flood) // pieces)
+    for start in range(0, len(flood), size):
+        connection.data_received(flood[start : start + size])
+    asyncio.run(connection.head())
+    assert connection.status == 200 and b"".join(connection._pieces) == b'{"a": 1}'
+
+
+def _fed(raw: bytes, pieces: int, connection: _Connection | None = None) -> _Connection:
+    """A connection that was given `raw` as the answer to a request, in `pieces` reads."""
+    if connection is None:
+        connection = _Connection()
+        connection.connection_made(_Transport())
+    connection.begin()
+    size = -(-len(raw) // pieces)
+    for start in range(0, len(raw), size):
+        connection.data_received(raw[start : start + size])
+    return connection
+
+
+@pytest.mark.parametrize("pieces", [1, 3, 60])
+@pytest.mark.parametrize(
+    ("header", "fault"),
+    [
+        (b"X-Fold: first\r\n second", None),
+        (b"X-Fold: first\r\n\tsecond", None),
+        (b"X-Note: a\x00b", "0x00"),
+        (b"X-Note: \x1b[0m", "0x1b"),
+        (b"X-Fold: first\r\n sec\x7fond", "0x7f"),
+    ],
+    ids=["folded", "folded with a tab", "NUL", "escape", "DEL in a folded line"],
+)
+def test_a_head_strict_llhttp_refuses_is_read_again_leniently_in_one_read_or_many(
+    header: bytes, fault: str | None, pieces: int
+) -> None:
+    connection = _fed(b"HTTP/1.1 100 Continue\r\n\r\n" + _answer(b'{"a": 1}', header), pieces)
+    if fault is None:
+        asyncio.run(connection.head())
+        assert connection.status == 200 and b"".join(connection._pieces) == b'{"a": 1}'
+        assert (b"X-Fold", b"first second") in connection.headers or (
+            b"X-Fold",
+            b"first\tsecond",
+        ) in connection.headers
+        return
+    with pytest.raises(NetworkError) as caught:
+        asyncio.run(connection.head())
+    assert str(caught.value) == (
+        f"a header's value holds the control character {fault}, which HTTP does not allow in a header"
+    )
+
+
+def test_a_connection_read_leniently_once_still_refuses_a_nul_in_a_later_answer() -> None:
+    connection = _fed(_answer(b"{}", b"X-Fold: a\r\n b"), 1)
+    asyncio.run(connection.head())
+    assert connection.reusable()
+    connection._pieces.clear()
+    connection.end()
+    _fed(_answer(b"{}", b"X-Note: a\x00b"), 1, connection)
+    with pytest.raises(NetworkError, match="control character 0x00"):
+        asyncio.run(connection.head())
+
+
+@pytest.mark.parametrize("flood", FLOODS.values(), ids=FLOODS.keys())
+async def test_a_server_sending_informational_heads_over_64_kib_is_refused(flood: bytes) -> None:
+    async for port in _serve(await _answer_with(flood + _answer(b"{}"), close=True)):
+        pool = _pool(port)
+        try:
+            with pytest.raises(NetworkError) as caught:
+                await asyncio.wait_for(pool.post(b"{}"), timeout=10)
+        finally:
+            pool.close()
+    assert "head is over 64 KiB" in str(caught.value)
 
 
 @pytest.mark.parametrize(

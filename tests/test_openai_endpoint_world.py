@@ -167,6 +167,28 @@ async def test_a_200_answer_in_html_is_a_bot_error_naming_what_was_wrong(tmp_pat
             "`tool_calls[0].function.arguments` must be a string (JSON text)",
         ),
         ({"choices": [{"message": {"content": "hi"}}], "usage": "x"}, "`usage` must be an object"),
+        (
+            {
+                "choices": [{"message": {"content": "hi"}}],
+                "usage": {"prompt_tokens": -5, "completion_tokens": 1},
+            },
+            "`usage` must hold token counts: usage.prompt_tokens is -5, which is not a token count",
+        ),
+        (
+            {
+                "choices": [{"message": {"content": "hi"}}],
+                "usage": {"prompt_tokens": 2, "completion_tokens": 1.5},
+            },
+            "usage.completion_tokens is 1.5, which is not a token count",
+        ),
+        (
+            {"choices": [{"message": {"content": "hi"}}], "usage": {"prompt_tokens": "12"}},
+            'usage.prompt_tokens is text ("12"), which is not a token count',
+        ),
+        (
+            {"choices": [{"message": {"content": "hi"}}], "usage": {"prompt_tokens": 10**12}},
+            "usage.prompt_tokens is 1000000000000, which is not a token count (a whole number from 0 to 100,000,000)",
+        ),
         ([1, 2], "not a chat completion"),
     ],
 )

@@ -8,73 +8,22 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-import re
 import time
 from typing import Any
 
 import pytest
 
-from simulator.config.suite import ProviderSettings
 from simulator.providers._http import _longest
-from simulator.providers._wire import WirePost
-from simulator.providers.anthropic import AnthropicProvider
-from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError
-from simulator.providers.openai import OpenAIProvider
+from simulator.providers.base import ModelResponse, ProviderError
 from simulator.providers.ratelimits import rate_limits_from_headers
-from tests.conftest import close_after_test
-from tests.support.raw_answer import After, RawAnswer, Writer, answer
-
-APIS = ["openai", "anthropic"]
-GOOD: dict[str, dict[str, Any]] = {
-    "openai": {"choices": [{"message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}]},
-    "anthropic": {
-        "content": [{"type": "text", "text": "fine"}],
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    },
-}
-REQUEST = ModelRequest(model="m", messages=[ChatMessage(role="user", content="hi")])
-# A Python exception's name in a message: the words should say what happened instead.
-_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|Error code:|\(path: ")
+from tests.support.raw_answer import After, Writer, answer
+from tests.support.two_paths import APIS, GOOD, both_paths, same_failure
 
 
 @pytest.fixture(autouse=True)
 def keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     monkeypatch.setenv("OPENAI_API_KEY", "k")
-
-
-def _provider(api: str, url: str, path: str, timeout_s: float = 5.0) -> Any:
-    if api == "openai":
-        provider: Any = OpenAIProvider(ProviderSettings(base_url=f"{url}/v1", timeout_s=timeout_s))
-    else:
-        provider = AnthropicProvider(ProviderSettings(base_url=url, timeout_s=timeout_s))
-    assert isinstance(provider._post, WirePost)
-    if path == "sdk":
-        provider._post = provider._sdk_posting()  # the SDK's own transport, as without the wire path
-    return close_after_test(provider)
-
-
-async def _both(api: str, raw: bytes | Writer, after: After = "keep", timeout_s: float = 5.0) -> list[Any]:
-    """The same call on the wire path, then on the SDK's: its response or its ProviderError."""
-    results: list[Any] = []
-    async with RawAnswer(raw, after) as server:
-        for path in ("wire", "sdk"):
-            provider = _provider(api, server.url, path, timeout_s)
-            try:
-                results.append(await asyncio.wait_for(provider.generate(REQUEST), timeout_s + 30))
-            except ProviderError as exc:
-                results.append(exc)
-        assert server.requests == 2  # one request each: nothing followed, nothing retried here
-    return results
-
-
-def _failed(results: list[Any]) -> ProviderError:
-    """The one failure both paths gave: the same kind, status and words."""
-    wire, sdk = results
-    assert isinstance(wire, ProviderError) and isinstance(sdk, ProviderError), results
-    assert (wire.kind, wire.status, str(wire)) == (sdk.kind, sdk.status, str(sdk))
-    assert not _EXCEPTION.search(str(wire)), str(wire)
-    return wire
 
 
 def _json(value: Any, *headers: bytes) -> bytes:
@@ -101,7 +50,7 @@ async def test_a_status_that_is_neither_an_answer_nor_an_error_is_permanent_and_
 ) -> None:
     path, base = (b"/v1/chat/completions", "/v1") if api == "openai" else (b"/v1/messages", "")
     headers = [b"Location: " + location.replace(b"{path}", path)] if location else []
-    error = _failed(await _both(api, answer(status, *headers)))
+    error = same_failure(await both_paths(api, answer(status, *headers)))
     assert error.kind == "permanent" and error.status == int(status[:3])
     assert f"answered {int(status[:3])}" in str(error)
     assert fix.replace("{base}", base) in str(error)
@@ -126,7 +75,7 @@ async def test_a_status_that_is_neither_an_answer_nor_an_error_is_permanent_and_
     ids=["web page", "empty", "not utf-8", "trailing text", "too deep", "huge number", "NaN", "cut short"],
 )
 async def test_a_2xx_that_is_not_json_says_what_came(api: str, body: bytes, said: str) -> None:
-    error = _failed(await _both(api, answer(b"200 OK", b"Content-Type: text/html", body=body)))
+    error = same_failure(await both_paths(api, answer(b"200 OK", b"Content-Type: text/html", body=body)))
     assert error.kind == "transient"  # as before: a server that cut one answer short may not cut the next
     assert said in str(error) and "check that base_url points at a server that speaks this API" in str(error)
     assert f"(200 OK, text/html, {len(body):,} byte" in str(error)
@@ -146,7 +95,9 @@ async def test_a_2xx_that_is_not_json_says_what_came(api: str, body: bytes, said
 async def test_an_answer_in_an_encoding_not_asked_for_is_permanent_on_both_paths(
     api: str, encoding: bytes, body: bytes
 ) -> None:
-    error = _failed(await _both(api, answer(b"200 OK", b"Content-Encoding: " + encoding, body=body)))
+    error = same_failure(
+        await both_paths(api, answer(b"200 OK", b"Content-Encoding: " + encoding, body=body))
+    )
     assert error.kind == "permanent"
     assert f"is in the {encoding.decode()} content encoding, which the request did not ask for" in str(error)
 
@@ -165,14 +116,6 @@ SHAPES = {
         {"choices": [{"message": {"content": 5}}]},
         {"content": [{"type": "text", "text": 5}]},
     ),
-    "usage in words": (
-        {**GOOD["openai"], "usage": {"prompt_tokens": "many"}},
-        {**GOOD["anthropic"], "usage": {"input_tokens": "many"}},
-    ),
-    "usage as a fraction": (
-        {**GOOD["openai"], "usage": {"prompt_tokens": 1.5}},
-        {**GOOD["anthropic"], "usage": {"input_tokens": 1.5}},
-    ),
     "a tool call that is not an object": (
         {"choices": [{"message": {"content": "", "tool_calls": ["x"]}}]},
         {"content": [{"type": "tool_use", "id": "a", "name": "f", "input": [1, 2]}]},
@@ -184,7 +127,7 @@ SHAPES = {
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 async def test_json_that_is_not_the_apis_answer_is_a_provider_error(api: str, shape: str) -> None:
     value = SHAPES[shape][0 if api == "openai" else 1]
-    error = _failed(await _both(api, _json(value)))
+    error = same_failure(await both_paths(api, _json(value)))
     assert error.kind == "transient"
     kind = "a Chat Completions answer" if api == "openai" else "a Messages API answer"
     assert f"is JSON but not {kind}: {json.dumps(value, separators=(',', ':'))[:40]}" in str(error)
@@ -201,7 +144,7 @@ async def test_json_that_is_not_the_apis_answer_is_a_provider_error(api: str, sh
     ],
 )
 async def test_an_error_sent_with_200_is_classified_by_its_type(api: str, error: Any, kind: str) -> None:
-    failure = _failed(await _both(api, _json({"type": "error", "error": error})))
+    failure = same_failure(await both_paths(api, _json({"type": "error", "error": error})))
     assert failure.kind == kind
     assert "sent an error in place of an answer (200): upstream overloaded" in str(failure)
 
@@ -209,7 +152,7 @@ async def test_an_error_sent_with_200_is_classified_by_its_type(api: str, error:
 async def test_tool_arguments_sent_as_an_object_are_read_as_the_arguments() -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": {"city": "Oslo"}}}
     body = {"choices": [{"message": {"content": None, "tool_calls": [call]}, "finish_reason": "tool_calls"}]}
-    for response in await _both("openai", _json(body)):
+    for response in await both_paths("openai", _json(body)):
         assert isinstance(response, ModelResponse)
         assert [(c.name, c.arguments, c.id) for c in response.tool_calls] == [
             ("lookup", {"city": "Oslo"}, "c1")
@@ -236,7 +179,7 @@ async def test_tool_arguments_sent_as_an_object_are_read_as_the_arguments() -> N
 async def test_an_error_status_says_what_its_body_said(
     api: str, status: bytes, body: bytes, kind: str, said: str
 ) -> None:
-    error = _failed(await _both(api, answer(status, body=body)))
+    error = same_failure(await both_paths(api, answer(status, body=body)))
     assert (error.kind, error.status) == (kind, int(status[:3]))
     assert said in str(error)
 
@@ -275,7 +218,7 @@ async def _nothing(writer: Any) -> None:
 async def test_a_broken_connection_is_said_as_broken_on_both_paths(
     api: str, raw: bytes | Writer, after: After, words: str
 ) -> None:
-    results = await _both(api, raw, after, timeout_s=10)
+    results = await both_paths(api, raw, after, timeout_s=10)
     for error in results:
         assert isinstance(error, ProviderError) and error.kind == "transient"
         assert str(error).startswith(
@@ -294,7 +237,7 @@ async def test_a_body_that_drips_is_cut_at_timeout_s_on_both_paths(api: str) -> 
             await asyncio.sleep(0.05)
 
     started = time.monotonic()
-    for error in await _both(api, drip, timeout_s=0.5):
+    for error in await both_paths(api, drip, timeout_s=0.5):
         assert isinstance(error, ProviderError) and error.kind == "transient"
         assert "did not answer within 0.5 s" in str(error)
     assert time.monotonic() - started < 20  # the drip would take 50 s a path
@@ -318,7 +261,7 @@ async def test_answers_the_sdk_path_reads_are_read_on_the_wire_path(api: str, sh
     else:
         raw = answer(b"200 OK", b"Transfer-Encoding: chunked", length=False)
         raw += b"%x  \r\n%s\r\n0\r\n\r\n" % (len(body), body)
-    for response in await _both(api, raw):
+    for response in await both_paths(api, raw):
         assert isinstance(response, ModelResponse) and response.text == "fine", response
 
 
@@ -339,7 +282,7 @@ async def test_a_retry_after_sent_twice_keeps_the_longer_wait(
     api: str, values: list[bytes], wait: float | None
 ) -> None:
     headers = [b"Retry-After: " + value for value in values]
-    error = _failed(await _both(api, answer(b"429 Too Many Requests", *headers, body=b"{}")))
+    error = same_failure(await both_paths(api, answer(b"429 Too Many Requests", *headers, body=b"{}")))
     assert error.kind == "rate_limit"
     if wait is None:
         assert error.retry_after is not None and error.retry_after > 365 * 86400  # the date, years away
@@ -361,7 +304,7 @@ async def test_rate_limit_headers_sent_twice_keep_the_tighter_budget_on_success_
         _json(GOOD[api], *twice),
         answer(b"429 Too Many Requests", *twice, b"Retry-After: 1", body=b"{}"),
     ):
-        for result in await _both(api, raw):
+        for result in await both_paths(api, raw):
             limits = result.rate_limits
             assert limits is not None and limits.requests is not None, result
             assert (limits.requests.remaining, limits.requests.limit) == (3.0, 50.0)

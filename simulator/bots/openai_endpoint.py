@@ -40,6 +40,7 @@ from simulator.bots.tool_loop import run_tool_turn
 from simulator.config.bots.openai_endpoint import OpenAIEndpointBotConfig
 from simulator.errors import UserError
 from simulator.jsonbounds import JSONRefused, json_kind, loads_bounded
+from simulator.providers._answer import BadCount, usage_counts
 from simulator.providers.base import ChatMessage, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from simulator.providers.openai import wire_message
 from simulator.record.parts import Part, PickPart, TextPart, ToolCallPart
@@ -99,13 +100,18 @@ def _broken_rule(response: Any) -> str | None:
         if broken is not None:
             return f"`tool_calls[{n}].function.arguments` of {name} {broken}"
     usage = response.usage
-    counts = [getattr(usage, key, None) for key in ("prompt_tokens", "completion_tokens")]
-    if usage is not None and (
-        not isinstance(usage, CompletionUsage)
-        or not all(count is None or isinstance(count, int) for count in counts)
-    ):
-        return "`usage` must be an object whose `prompt_tokens` and `completion_tokens` are integers"
+    if usage is None:
+        return None
+    if not isinstance(usage, CompletionUsage):
+        return "`usage` must be an object whose `prompt_tokens` and `completion_tokens` are token counts"
+    try:  # the providers' rule for a count: never a negative, fractional or absurd figure in a run's cost
+        usage_counts({key: getattr(usage, key, None) for key in _COUNTED}, _COUNTED)
+    except BadCount as exc:
+        return f"`usage` must hold token counts: {exc}"
     return None
+
+
+_COUNTED = ("prompt_tokens", "completion_tokens")
 
 
 def _first_message(response: Any) -> Any:

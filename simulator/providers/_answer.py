@@ -6,10 +6,12 @@ SDK's error classes, classified in `_http`), or something that is neither, which
 - a status that is neither an answer nor an error (a redirect, 304, a status below 200): permanent, since
   the same URL answers the same way; a redirect is not followed (the request carries the API key), its
   target is said so that base_url can be set to it;
-- a 2xx in a content encoding the request did not ask for (brotli, zstd): permanent for the same reason;
+- a 2xx in a content encoding the request did not ask for (brotli, zstd): permanent for the same reason
+  (an error status in one is classified by its status, as any error is: its body is no text, `readable_body`);
 - a 2xx whose body is not JSON (a web page, nothing, text cut short), or JSON that is not the API's shape
-  (`malformed`): transient, as on the SDK's path, since a server that cut one answer short may send the
-  next one whole; after the retries, the message says what came and what to check.
+  (`malformed`; a token count that is not one among them, `usage_counts`): transient, as on the SDK's path,
+  since a server that cut one answer short may send the next one whole; after the retries, the message says
+  what came and what to check.
 
 Each names the URL, the status, the content type and size, and the start of the body, visible on one line.
 """
@@ -17,14 +19,16 @@ Each names the URL, the status, the content type and size, and the start of the 
 from __future__ import annotations
 
 __all__ = [
-    "READ_ENCODINGS",
+    "BadCount",
     "excerpt",
     "header",
     "malformed",
+    "readable_body",
     "status_words",
     "unanswered",
     "unasked_encoding",
     "unreadable",
+    "usage_counts",
 ]
 
 import json
@@ -35,13 +39,17 @@ from urllib.parse import urljoin
 
 import orjson
 
+from simulator.jsonbounds import json_kind
 from simulator.plural import noun
 from simulator.providers.base import ProviderError
 from simulator.visible import visible
 
 # The content encodings the request accepts and both paths decode ("" and identity: none).
-READ_ENCODINGS = frozenset({"", "identity", "gzip", "x-gzip", "deflate"})
+_READ_ENCODINGS = frozenset({"", "identity", "gzip", "x-gzip", "deflate"})
 _EXCERPT = 200
+# The most tokens one call can count: more than any model's context holds. A count above it, below 0 or not a
+# whole number is the server's fault, never a figure a run's cost or token budget adds up.
+_MAX_CALL_TOKENS = 100_000_000
 _HTML = re.compile(r"<\s*(?:!doctype|html|head|body|title|h[1-6]|p|div|pre|center)\b", re.IGNORECASE)
 _TAG = re.compile(r"<(?:script|style)\b.*?</(?:script|style)\s*>|<[^>]*>", re.IGNORECASE | re.DOTALL)
 _SPACE = re.compile(r"\s+")
@@ -54,6 +62,12 @@ def header(raw: Sequence[tuple[bytes, bytes]], name: bytes) -> str:
         if key.lower() == name:
             return value.decode("latin-1").strip()
     return ""
+
+
+def readable_body(raw: Sequence[tuple[bytes, bytes]], body: bytes) -> bytes:
+    """An error answer's body as text can be read from it: none when it is in an encoding neither path
+    decodes (its bytes are no text), whatever its status says."""
+    return body if header(raw, b"content-encoding").lower() in _READ_ENCODINGS else b""
 
 
 def status_words(status: int) -> str:
@@ -105,7 +119,7 @@ def unasked_encoding(url: str, encoding: str) -> ProviderError | None:
     """An answer in a content `encoding` the request did not ask for (brotli, zstd, a stack of two), whose
     bytes neither path reads; None for one it reads."""
     encoding = encoding.strip().lower()
-    if encoding in READ_ENCODINGS:
+    if encoding in _READ_ENCODINGS:
         return None
     return ProviderError(
         "permanent",
@@ -130,8 +144,46 @@ def unreadable(
     return ProviderError("transient", f"{what} {problem}; it begins: {excerpt(body)!r}; {_FIX}")
 
 
-def malformed(url: str, api: str, answer: object) -> ProviderError:
-    """A JSON answer that is not of the API's shape (`api`: 'a Chat Completions answer'), shown as JSON."""
+class BadCount(ValueError):
+    """A token count in an answer's usage that is not one; its words name the field and what it held."""
+
+
+def usage_counts(usage: object, fields: tuple[str, ...], where: str = "usage") -> list[int]:
+    """The token counts at `fields` (dotted: `prompt_tokens_details.cached_tokens`) of an answer's `usage`
+    object (`where` names it): 0 for one missing or null (a server that counts nothing), else a whole number
+    from 0 to _MAX_CALL_TOKENS (12.0 is 12); anything else raises BadCount naming the field."""
+    counts = []
+    for field in fields:
+        value, path = usage, where
+        for part in field.split("."):
+            if value is None:
+                break
+            if not isinstance(value, dict):
+                raise BadCount(f"{path} is {json_kind(value)}, not an object")
+            value, path = value.get(part), f"{path}.{part}"
+        counts.append(_count(value, path))
+    return counts
+
+
+def _count(value: object, path: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if 0 <= value <= _MAX_CALL_TOKENS and value == int(value):  # NaN and infinity fail the first
+            return int(value)
+        said = f"{value!r}"[:40]
+    else:
+        said = f"{json_kind(value)} ({excerpt(json.dumps(value, default=str), 40)})"
+    raise BadCount(
+        f"{path} is {said}, which is not a token count (a whole number from 0 to {_MAX_CALL_TOKENS:,})"
+    )
+
+
+def malformed(url: str, api: str, answer: object, why: str | None = None) -> ProviderError:
+    """A JSON answer that is not of the API's shape (`api`: 'a Chat Completions answer'): `why` when it is
+    known (a BadCount's words), else the answer shown as JSON."""
+    if why is not None:
+        return ProviderError("transient", f"the answer from {url} is JSON but not {api}: {why}; {_FIX}")
     try:
         text = orjson.dumps(answer).decode()
     except TypeError:  # text orjson will not write (a lone surrogate): the standard library will

@@ -7,8 +7,9 @@ a fifth of a run's CPU. The answer is now parsed by httptools: llhttp, the C par
 uses for the same work on the server side. What is ours is small: the pool, the request's bytes (its fixed
 headers checked once, by h11's own rules, when the pool is made), a protocol that feeds each arrival to the
 parser, the rules llhttp leaves to its caller (a body that ends where the connection does, the size of a
-head, an answer's informational heads before it), gzip/deflate decoding, and the names of network errors
-(`NetworkError.kind`, httpx's error classes, which the caller maps to the SDK's HTTP client's).
+head, informational heads included, the characters RFC 9110 allows in a header's value), gzip/deflate
+decoding (`decoded`, which the SDK path's direct request shares), and the names of network errors
+(`NetworkError.kind`, named as httpx's error classes are, which `_http.network_message` puts in words).
 
 The pool (per origin, as aiohttp's connector was for this one URL):
 - at most `limit` requests in flight; a new connection is opened only when no idle one is left, so at most
@@ -19,7 +20,7 @@ The pool (per origin, as aiohttp's connector was for this one URL):
 
 from __future__ import annotations
 
-__all__ = ["HttpPool", "NetworkError"]
+__all__ = ["HttpPool", "NetworkError", "decoded", "header_fault"]
 
 import asyncio
 import select
@@ -29,6 +30,7 @@ import time
 import zlib
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -41,6 +43,14 @@ _PIECE = 1 << 20
 _HIGH_WATER = 1 << 20
 # The most an answer's status line and headers may take (h11's limit was 16 KiB; servers allow 8 to 64).
 _MAX_HEAD = 64 * 1024
+# A head's bytes that reach no callback: `HTTP/1.1 200 ` and the line ends of the status line and the head.
+_HEAD_FRAME = len(b"HTTP/1.1 200 \r\n\r\n")
+# What RFC 9110 (5.5) allows in a header's value: the tab, visible ASCII, space and obs-text (0x80-0xff); not
+# the other control characters (NUL among them; lenient llhttp, as aiohttp's, lets them through). A line
+# break never reaches a value: a folded line's comes joined by spaces. Deleting these bytes leaves the
+# others: one C pass over the values (a regular expression's search costs four times more).
+_ALLOWED = bytes([0x09, *range(0x20, 0x7F), *range(0x80, 0x100)])
+_VALUE = itemgetter(1)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -67,12 +77,10 @@ class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: Any = None
         self.idle_since = 0.0
-        self._parser = httptools.HttpResponseParser(self)
-        # What aiohttp's parser (the SDK path's, llhttp too) reads in an answer: a folded header line, lines
-        # ending in LF alone, spaces after a chunk's size. Strict llhttp refuses them.
-        self._parser.set_dangerous_leniencies(
-            lenient_headers=True, lenient_optional_cr_before_lf=True, lenient_spaces_after_chunk_size=True
-        )
+        self._parser = _parser(self, lenient_headers=False)
+        # Whether this connection's parser is lenient about header values (after a head strict llhttp refused:
+        # `_relax`); `header_fault` then checks them in Python.
+        self._lenient = False
         self._poller: Any = None  # made once per connection: `still_open` asks it before each reuse
         self._waiter: asyncio.Future[None] | None = None
         self._reading = False  # an exchange is under way: bytes outside one are stray
@@ -86,11 +94,15 @@ class _Connection(asyncio.Protocol):
         self.headers: list[tuple[bytes, bytes]] = []
         self.keep_alive = False
         self._head_bytes = 0  # as arrived before the head was done (a header never ended is in no callback)
-        self._header_bytes = 0  # as the parser gave them (a head that came whole with its body)
+        # As the parser gave them, the informational heads' too: a head that came whole with its body, or
+        # after a thousand 1xx heads in one read, is counted where `_head_bytes` sees the read whole.
+        self._header_bytes = 0
         self._status_line = False
         self._head_done = False
         self._complete = False
         self._any_byte = False
+        # The reads of a head that spans several (to read it again, `_relax`); the usual head comes in one.
+        self._head_chunks: tuple[bytes, ...] = ()
         self._pieces: deque[bytes] = deque()
         self._unread = 0
         self._paused = False
@@ -109,18 +121,42 @@ class _Connection(asyncio.Protocol):
             self._head_bytes += len(data)
         try:
             self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._fail("RemoteProtocolError", "the server switched protocols, which no request asked for")
-        except httptools.HttpParserError as exc:
-            if self._failed is None and not self._stray:  # not a stop of ours (a callback raising `_Stop`)
-                first = "illegal status line" if not self._status_line else "the answer is not HTTP/1.1"
-                self._fail("RemoteProtocolError", f"{first}: {exc}")
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            self._refused(exc, data)
+        if not self._head_done and not self._lenient and self._failed is None:
+            self._head_chunks += (data,)
         if not self._head_done and self._head_bytes > _MAX_HEAD and self._failed is None:
             self._fail("RemoteProtocolError", f"the answer's head is over {_MAX_HEAD // 1024} KiB")
         if self._unread > _HIGH_WATER and not self._paused:
             self._paused = True
             self.transport.pause_reading()
         self._wake()
+
+    def _refused(self, exc: Exception, data: bytes) -> None:
+        """llhttp stopped on `data`: the server switched protocols, a callback of ours stopped it, strict
+        llhttp refused a head (read again leniently: `_relax`), or the answer is no HTTP/1.1."""
+        if isinstance(exc, httptools.HttpParserUpgrade):
+            self._fail("RemoteProtocolError", "the server switched protocols, which no request asked for")
+        elif self._failed is not None or self._stray:  # a stop of ours (a callback raising `_Stop`)
+            return
+        elif not self._head_done and not self._lenient:
+            self._relax(b"".join((*self._head_chunks, data)))
+        else:
+            first = "illegal status line" if not self._status_line else "the answer is not HTTP/1.1"
+            self._fail("RemoteProtocolError", f"{first}: {exc}")
+
+    def _relax(self, head: bytes) -> None:
+        """Read a head strict llhttp refused again, as aiohttp's lenient llhttp reads it (a folded line, any
+        character in a value), with RFC 9110's rule for a value's characters checked here (`header_fault`).
+        Strict llhttp checks every value in C as it parses, so an answer that is right pays nothing for it."""
+        self._lenient = True
+        self._parser = _parser(self, lenient_headers=True)
+        self._head_chunks = ()
+        self.status, self.headers, self._header_bytes, self._status_line = 0, [], 0, False
+        try:
+            self._parser.feed_data(head)
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            self._refused(exc, head)
 
     def eof_received(self) -> bool:
         self._eof = True
@@ -161,20 +197,32 @@ class _Connection(asyncio.Protocol):
 
     def on_status(self, status: bytes) -> None:
         self._status_line = True
+        self._header_bytes += len(status)  # the reason phrase (the rest of the line: `_HEAD_FRAME`)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_bytes += len(name) + len(value) + 4
         if self._header_bytes > _MAX_HEAD:
-            self._fail("RemoteProtocolError", f"the answer's head is over {_MAX_HEAD // 1024} KiB")
-            raise _Stop
+            self._too_long()
         self.headers.append((name, value.strip(b" \t")))
 
     def on_headers_complete(self) -> None:
+        self._header_bytes += _HEAD_FRAME
+        if self._header_bytes > _MAX_HEAD:  # informational heads by the thousand, in one read or several
+            self._too_long()
         self.status = self._parser.get_status_code()
         if 100 <= self.status < 200:  # a 100 Continue and the like: the answer's head comes after it
             self.headers = []
             return
+        if self._lenient:
+            fault = header_fault(self.headers)
+            if fault is not None:
+                self._fail("RemoteProtocolError", fault)
+                raise _Stop
         self._head_done = True
+
+    def _too_long(self) -> None:
+        self._fail("RemoteProtocolError", f"the answer's head is over {_MAX_HEAD // 1024} KiB")
+        raise _Stop
 
     def on_body(self, body: bytes) -> None:
         self._pieces.append(body)
@@ -251,6 +299,19 @@ class _Connection(asyncio.Protocol):
         if self._poller is None:
             self._poller = _poller(self.transport)
         return not (self._poller and self._poller.poll(0))
+
+
+def _parser(protocol: _Connection, *, lenient_headers: bool) -> httptools.HttpResponseParser:
+    """llhttp for one connection, reading what aiohttp's parser (the SDK path's, llhttp too) reads in an
+    answer: lines ending in LF alone, spaces after a chunk's size, and (`lenient_headers`) a folded header
+    line and any character in a header's value (strict llhttp refuses the characters RFC 9110 does)."""
+    parser = httptools.HttpResponseParser(protocol)
+    parser.set_dangerous_leniencies(
+        lenient_headers=lenient_headers,
+        lenient_optional_cr_before_lf=True,
+        lenient_spaces_after_chunk_size=True,
+    )
+    return parser
 
 
 def _poller(transport: Any) -> Any:
@@ -354,19 +415,9 @@ class HttpPool:
         connection.transport.write(b"%sContent-Length: %d\r\n\r\n%s" % (self._head, len(body), body))
         await connection.head()
         headers = connection.headers
-        inflate = _Inflate(_encoding(headers))
-        content = b"".join([chunk async for chunk in self._capped(self._body(connection, inflate))])
+        content = b"".join([chunk async for chunk in self._capped(decoded(connection.pieces(), headers))])
         connection.end()
         return connection.status, headers, content
-
-    @staticmethod
-    async def _body(connection: _Connection, inflate: _Inflate) -> AsyncIterator[bytes]:
-        async for data in connection.pieces():
-            for piece in inflate.feed(data):
-                yield piece
-        tail = inflate.flush()
-        if tail:
-            yield tail
 
     def _release(self, connection: _Connection) -> None:
         """Keep the connection for the next request if both sides may go on, else close it."""
@@ -412,6 +463,30 @@ def request_head(target: str, headers: list[tuple[str, str]]) -> bytes:
     lines = [b"POST %s HTTP/1.1\r\n" % request.target]
     lines += [b"%s: %s\r\n" % (name, value) for name, value in request.headers.raw_items()]
     return b"".join(lines)
+
+
+def header_fault(raw_headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+    """What makes an answer's headers no HTTP (a control character in a value, NUL among them), in words,
+    or None: one pass over the values joined by a tab, not a loop per header. The pool asks it only of a
+    head strict llhttp refused (`_Connection._relax`); the SDK path, of every answer."""
+    refused = b"\t".join(map(_VALUE, raw_headers)).translate(None, _ALLOWED)
+    if not refused:
+        return None
+    return f"a header's value holds the control character 0x{refused[0]:02x}, which HTTP does not allow in a header"
+
+
+async def decoded(
+    pieces: AsyncIterator[bytes], raw_headers: Sequence[tuple[bytes, bytes]]
+) -> AsyncIterator[bytes]:
+    """An answer's body pieces decoded by its Content-Encoding (gzip, deflate; any other passes as it is,
+    for the caller to refuse: `_answer.unasked_encoding`)."""
+    inflate = _Inflate(_encoding(raw_headers))
+    async for data in pieces:
+        for piece in inflate.feed(data):
+            yield piece
+    tail = inflate.flush()
+    if tail:
+        yield tail
 
 
 def _encoding(raw_headers: Sequence[tuple[bytes, bytes]]) -> str:

@@ -6,11 +6,12 @@ from __future__ import annotations
 __all__ = ["SdkProvider"]
 
 import importlib
+import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from simulator.config.providers import ProviderSettings
-from simulator.providers._answer import malformed
+from simulator.providers._answer import BadCount, malformed
 from simulator.providers._http import aiohttp_client, classify_sdk_error
 from simulator.providers._sdkpost import SdkPost
 from simulator.providers._sse import in_stream_error
@@ -37,8 +38,8 @@ class SdkProvider(Provider):
         self, sdk: str, client_class: str, settings: ProviderSettings, *, api_key: str, key_env: str, base_url: str,
         path: str,
     ) -> None:  # fmt: skip
-        """The raw POST: without the SDK when `_wire` can build its request (the SDK is imported on the first
-        error or stream), else on the SDK client (no SDK retries: retries live in one place)."""
+        """The raw POST: without the SDK when `_wire` can build its request (the SDK is imported for a stream
+        only), else on the SDK client (no SDK retries: retries live in one place)."""
         self._sdk_name, self._client_class, self._settings, self._api_key = (
             sdk,
             client_class,
@@ -56,7 +57,7 @@ class SdkProvider(Provider):
         spec = wire_spec(
             sdk, api_key=api_key, base_url=settings.base_url, path=path, timeout_s=settings.timeout_s
         )
-        self._post: WirePost | SdkPost = WirePost(spec, self._sdk_posting) if spec else self._sdk_posting()
+        self._post: WirePost | SdkPost = WirePost(spec) if spec else self._sdk_posting()
 
     @property
     def _sdk(self) -> Any:
@@ -93,8 +94,10 @@ class SdkProvider(Provider):
     def _classify(self, exc: Exception) -> ProviderError:
         if isinstance(exc, ProviderError):  # already classified (an answer past its byte cap)
             return exc
+        # The SDK as far as it is imported: an error can be of its classes only once it is (the wire path's
+        # errors are the pool's own, classified without it).
         return classify_sdk_error(
-            self._sdk,
+            sys.modules.get(self._sdk_name),
             exc,
             who=self.who,
             key_env=self._key_env,
@@ -103,13 +106,14 @@ class SdkProvider(Provider):
             timeout_s=self._timeout_s,
         )
 
-    def _not_an_answer(self, answer: Any, api: str) -> ProviderError:
-        """A 2xx's JSON that is not `api`'s answer: the error it carries in its place (some servers and
-        proxies answer 200 with `{"error": ...}`), classified by its type; else what came, in words."""
+    def _not_an_answer(self, answer: Any, api: str, exc: Exception) -> ProviderError:
+        """A 2xx's JSON that is not `api`'s answer (`exc`: what reading it raised): the error it carries in
+        its place (some servers and proxies answer 200 with `{"error": ...}`), classified by its type; else
+        what came, in words (a token count that is not one, by its field)."""
         url = self._base_url.rstrip("/") + self._path
         if isinstance(answer, dict) and answer.get("error"):
             return in_stream_error(answer, url, where="in place of an answer (200)")
-        return malformed(url, api, answer)
+        return malformed(url, api, answer, str(exc) if isinstance(exc, BadCount) else None)
 
     @staticmethod
     def _response(

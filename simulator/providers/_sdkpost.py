@@ -13,18 +13,19 @@ Three levels, the fastest the client allows:
   transport's aiohttp session, with the headers, timeout and proxy the transport would have used, and its
   own exception mapping. This skips the HTTP client's request and response models on the success path
   (half of what was left of the per-call CPU); an error answer is wrapped in the client's response type so
-  that the SDK builds its own error from it;
+  that the SDK builds its own error from it. The answer is read as the engine's own pool reads it (`_httppool`):
+  its headers' characters checked, its body decoded by the pool's gzip/deflate decoder (aiohttp's decoding
+  off), so an answer in an encoding not asked for is one thing on both paths, an error status in one too;
 - any other HTTP client given to the SDK: one prepared request through that client's `send`;
 - an SDK version without these lower-level pieces: its public `client.post(...)`.
 """
 
 from __future__ import annotations
 
-__all__ = ["SdkPost", "dumps_json", "loads_json"]
+__all__ = ["SdkPost", "dumps_json", "joined_headers", "loads_json"]
 
 import asyncio
 import json
-import re
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -33,13 +34,15 @@ from typing import Any
 import orjson
 
 from simulator.jsonbounds import loads_bounded
-from simulator.providers._answer import READ_ENCODINGS, header, unanswered, unasked_encoding, unreadable
+from simulator.providers._answer import readable_body, unanswered, unreadable
+from simulator.providers._httppool import NetworkError, decoded, header_fault
 from simulator.providers.base import ProviderError
 
 _EMPTY: Mapping[str, str] = {}
 # The most one answer may hold, decompressed (a long completion is a few hundred kilobytes).
 MAX_ANSWER_BYTES = 64_000_000
-# aiohttp decodes these itself; a brotli or zstd answer would need a package the transport may not have.
+# What both paths ask for and decode (`_httppool.decoded`, the standard library's zlib); brotli or zstd
+# would need a package the machine may not have.
 _ACCEPT_ENCODING = "gzip, deflate"
 
 
@@ -190,7 +193,8 @@ class _DirectAiohttp:
         return transport.client
 
     async def post(self, body: bytes) -> tuple[int, Sequence[tuple[bytes, bytes]], bytes]:
-        """(status, raw headers, body) of one POST; network errors come out as the HTTP client's own."""
+        """(status, raw headers, body) of one POST; network errors come out as the HTTP client's own, and
+        what the engine's pool refuses in an answer as the pool's `NetworkError` (said the same way)."""
         try:
             async with self._session().request(
                 "POST",
@@ -199,14 +203,21 @@ class _DirectAiohttp:
                 headers=self._headers,
                 allow_redirects=False,
                 timeout=self._timeout,
+                auto_decompress=False,  # decoded below, as the pool decodes (aiohttp >= 3.9)
                 **self._proxy,
             ) as response:
-                content = b"".join([chunk async for chunk in _capped(response.content.iter_any())])
-                return response.status, response.raw_headers, content
+                raw = response.raw_headers
+                fault = header_fault(raw)
+                if fault is not None:
+                    raise NetworkError("RemoteProtocolError", fault)
+                content = b"".join([c async for c in _capped(decoded(response.content.iter_any(), raw))])
+                return response.status, raw, content
+        except (NetworkError, ProviderError):
+            raise
         except Exception as exc:
-            refused = _undecodable(exc, str(self._url))
-            if refused is not None:  # an encoding aiohttp has no decoder for: said as the wire path says it
-                raise refused from exc
+            fault = _refused_header(exc)
+            if fault is not None:  # aiohttp's parser refused a NUL itself: said as the pool says it
+                raise NetworkError("RemoteProtocolError", fault) from exc
             # The transport's own mapping to the HTTP client's errors, entered only when there is an error
             # (a context manager around every call costs more than the rest of this method).
             with self._errors():
@@ -218,26 +229,22 @@ class _DirectAiohttp:
         headers = [
             (k, v) for k, v in raw_headers if k.lower() not in (b"content-encoding", b"content-length")
         ]
-        if header(raw_headers, b"content-encoding").lower() not in READ_ENCODINGS:
-            body = b""  # bytes in an encoding neither path decodes are no text (aiohttp reads none of them)
+        body = readable_body(raw_headers, body)
         module = sys.modules[type(self._template).__module__]  # the HTTP client's models module
         return module.Response(status_code=status, headers=headers, content=body, request=self._template)
 
 
-_AIOHTTP_ENCODING = re.compile(r"content-encoding: ([\w.-]+)(?: \(([\w.-]+)\))?")
-
-
-def _undecodable(exc: BaseException, url: str) -> ProviderError | None:
-    """aiohttp's refusal of an answer in an encoding it cannot decode (brotli or zstd without their
-    packages: `ContentEncodingError`, which names the encoding), as `_answer.unasked_encoding`; None for
-    any other error (a damaged gzip body is a decoding error, as on the wire path)."""
+def _refused_header(exc: BaseException) -> str | None:
+    """`header_fault`'s words for aiohttp's own refusal of a header's value (its parser refuses a NUL:
+    `InvalidHeader`, holding the value), or None for any other error."""
     current: BaseException | None = exc
     for _ in range(8):
         if current is None:
             return None
-        if type(current).__name__ == "ContentEncodingError":
-            found = _AIOHTTP_ENCODING.search(str(getattr(current, "message", current)))
-            return unasked_encoding(url, (found.group(2) or found.group(1))) if found else None
+        value = current.args[0] if type(current).__name__ == "InvalidHeader" and current.args else None
+        if isinstance(value, bytes | str):
+            raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
+            return header_fault([(b"", raw)])
         current = current.__cause__ or current.__context__
     return None
 
@@ -259,10 +266,15 @@ async def _capped(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
 def _rate_limit_headers(raw: Any) -> Mapping[str, str]:
     """The rate-limit headers only, names lower-cased: one pass over the raw bytes instead of a lookup
     per header name (each lookup in the HTTP client's header object decodes and scans every header)."""
+    return joined_headers(raw, b"ratelimit") or _EMPTY
+
+
+def joined_headers(raw: Any, only: bytes = b"") -> dict[str, str]:
+    """Raw (name, value) headers whose lower-case name holds `only`, by that name; a header sent twice is
+    joined by commas, as the HTTP client's headers join it (the SDK's errors read those)."""
     found: dict[str, str] = {}
     for name, value in raw:
-        if b"ratelimit" in name.lower():
+        if only in name.lower():
             key, text = name.decode("latin-1").lower(), value.decode("latin-1")
-            # A header sent twice is joined as the HTTP client's headers join it (the error path reads those).
             found[key] = f"{found[key]}, {text}" if key in found else text
-    return found or _EMPTY
+    return found

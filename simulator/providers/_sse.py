@@ -14,12 +14,13 @@ permanent; an error event says its own class (overloaded and server errors trans
 
 from __future__ import annotations
 
-__all__ = ["in_stream_error", "read_json", "sse_events", "stream_fault", "unfinished"]
+__all__ = ["in_stream_error", "read_json", "sse_events", "stream_fault", "stream_tokens", "unfinished"]
 
 import json
 from collections.abc import AsyncIterator
 from typing import Any, NamedTuple
 
+from simulator.providers._answer import BadCount, usage_counts
 from simulator.providers._sdkpost import _capped
 from simulator.providers.base import ProviderError
 
@@ -45,6 +46,14 @@ class SseEvent(NamedTuple):
 def stream_fault(who: str, what: str) -> ProviderError:
     """A stream that came whole over HTTP but is not a whole answer: permanent, with what to check."""
     return ProviderError("permanent", f"the streamed answer from {who} {what}; it is not used; {_FIX}")
+
+
+def stream_tokens(usage: object, fields: tuple[str, ...], who: str, where: str = "usage") -> list[int]:
+    """`_answer.usage_counts` of a streamed answer's usage: a count that is not one is a stream fault."""
+    try:
+        return usage_counts(usage, fields, where)
+    except BadCount as exc:
+        raise stream_fault(who, f"has a bad token count: {exc}") from None
 
 
 def unfinished(who: str, marker: str, *, events: int, chars: int, how: str, cut: bool) -> ProviderError:

@@ -7,12 +7,12 @@ loop; aiohttp alone cost 0.1 s of start-up), with the SDK transport's limits and
 public path sends (the key, the API version, the `x-stainless-*` platform headers; a test compares them with the public path's, header by header). Their version strings are
 read from the SDK's own source files, which is cheap and stays right when the SDK is upgraded.
 
-Everything else still belongs to the SDK, imported the first time it is needed: an error answer goes
-through the SDK's own `SdkPost` pieces (so the error classes and Retry-After are exactly the SDK path's), a
-network error comes out as the SDK's HTTP client's own error class for it (httpx2's `ConnectError`,
-`ReadError`, `RemoteProtocolError`; the deadline as TimeoutError), which the classification reads as on the
-SDK path, and streaming uses the SDK client. When anything in the environment could change what
-the SDK would send (its own variables, proxies) or the base URL is unusual, the provider
+A failed call needs no SDK either: an error status comes out as a `StatusAnswer` and a network error as the
+pool's `NetworkError` (named after httpx2's `ConnectError`, `ReadError`, `RemoteProtocolError`; the deadline
+as TimeoutError), which `_http.classify_sdk_error` reads as it reads the SDK's errors for the same answer (the
+kind, the status, Retry-After and the words are the same; importing the SDK to build its error made the
+first error of a run a second or two late). Streaming uses the SDK client. When anything in the environment
+could change what the SDK would send (its own variables, proxies) or the base URL is unusual, the provider
 takes the SDK path from the start (`wire_spec` answers None).
 """
 
@@ -25,7 +25,7 @@ import os
 import platform
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.util import find_spec
@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from simulator.providers._answer import unanswered, unreadable
-from simulator.providers._httppool import HttpPool, NetworkError
+from simulator.providers._http import StatusAnswer
+from simulator.providers._httppool import HttpPool
 from simulator.providers._sdkpost import (
     _ACCEPT_ENCODING,
-    SdkPost,
     _capped,
     _rate_limit_headers,
     dumps_json,
@@ -152,12 +152,11 @@ def wire_spec(
 
 
 class WirePost:
-    """`await post(payload)` -> (JSON body, rate-limit headers), as `SdkPost`, with the SDK imported only for an
-    error. `sdk_post()` builds the SDK's own `SdkPost` (the SDK client and all) when an error answer needs it."""
+    """`await post(payload)` -> (JSON body, rate-limit headers), as `SdkPost`, without the SDK: a failure
+    raises the pool's `NetworkError`, a `StatusAnswer`, a TimeoutError or a classified ProviderError."""
 
-    def __init__(self, spec: WireSpec, sdk_post: Callable[[], SdkPost]) -> None:
+    def __init__(self, spec: WireSpec) -> None:
         self._spec = spec
-        self._sdk_post = sdk_post
         self._pool = HttpPool(
             spec.url,
             {**spec.headers, "Accept-Encoding": _ACCEPT_ENCODING},
@@ -169,14 +168,7 @@ class WirePost:
 
     async def __call__(self, payload: dict[str, Any]) -> tuple[Any, Mapping[str, str]]:
         async with asyncio.timeout(self._spec.timeout_s):  # the whole call's deadline, as SdkPost's
-            try:
-                status, raw_headers, body = await self._pool.post(dumps_json(payload))
-            except NetworkError as exc:
-                # The SDK's HTTP client's own error class for it (what its transport raises for the same
-                # failure), so that classify_sdk_error reads it as on the SDK path: refused, or transient.
-                import httpx2
-
-                raise getattr(httpx2, exc.kind)(str(exc)) from exc
+            status, raw_headers, body = await self._pool.post(dumps_json(payload))
         if 200 <= status < 300:
             try:
                 answer = loads_json(body)
@@ -185,10 +177,7 @@ class WirePost:
             return answer, _rate_limit_headers(raw_headers)
         if status < 400:  # a redirect, or a status below 200: neither an answer nor an error
             raise unanswered(self._spec.url, self._spec.path, status, raw_headers)
-        sdk_post = self._sdk_post()
-        if sdk_post._direct is None:  # pragma: no cover - the SDK always has it when wire_spec answered
-            raise RuntimeError(f"the server answered {status}")
-        raise sdk_post._status_error(sdk_post._direct.response(status, raw_headers, body))
+        raise StatusAnswer(status, raw_headers, body)
 
     async def aclose(self) -> None:
         """Close the connections."""

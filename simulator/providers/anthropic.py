@@ -9,8 +9,9 @@ from typing import Any
 
 from simulator.config.providers import ProviderSettings
 from simulator.errors import UserError
+from simulator.providers._answer import usage_counts
 from simulator.providers._sdkbase import SdkProvider
-from simulator.providers._sse import in_stream_error, read_json, sse_events, unfinished
+from simulator.providers._sse import in_stream_error, read_json, sse_events, stream_tokens, unfinished
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
     ChatMessage,
@@ -20,6 +21,10 @@ from simulator.providers.base import (
     json_object_in,
 )
 from simulator.record.transcript import Usage
+
+# The token counts of an answer's `usage` (input is the three inputs together; output is the message_delta's
+# in a stream).
+_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
@@ -113,7 +118,7 @@ class AnthropicProvider(SdkProvider):
         try:
             return self._read(request, message, headers, latency, payload)
         except (TypeError, AttributeError, LookupError, ValueError) as exc:  # not this API's shape
-            raise self._not_an_answer(message, "a Messages API answer") from exc
+            raise self._not_an_answer(message, "a Messages API answer", exc) from exc
 
     def _read(
         self, request: ModelRequest, message: Any, headers: Any, latency: float, payload: dict[str, Any]
@@ -126,16 +131,9 @@ class AnthropicProvider(SdkProvider):
             for block in content
             if block.get("type") == "tool_use"
         ]
-        usage = message.get("usage") or {}
-        cached = usage.get("cache_read_input_tokens") or 0
-        created = usage.get("cache_creation_input_tokens") or 0
-        tokens = (
-            (usage.get("input_tokens") or 0) + cached + created,
-            usage.get("output_tokens") or 0,
-            cached,
-        )
+        fresh, output, cached, created = usage_counts(message.get("usage"), _COUNTS)
         return self._response(
-            request, text, tool_calls, tokens, headers,
+            request, text, tool_calls, (fresh + cached + created, output, cached), headers,
             latency_s=latency,
             model=message.get("model") or request.model,
             raw={"request": {**payload, "temperature": request.temperature}, "response": message},
@@ -162,9 +160,8 @@ class AnthropicProvider(SdkProvider):
                             read_json(event.data, self._base_url, joined.events + 1), self._base_url
                         )
                     elif event.event not in (None, "ping"):
-                        joined.add(
-                            event.event, read_json(event.data, self._base_url, joined.events + 1), watch
-                        )
+                        data = read_json(event.data, self._base_url, joined.events + 1)
+                        joined.add(event.event, data, watch, self._base_url)
         except Exception as exc:
             raise self._classify(exc) from exc
         if not joined.stopped:
@@ -192,15 +189,13 @@ class _JoinedMessage:
     def text(self) -> str:
         return "".join(self.parts)
 
-    def add(self, kind: str, data: dict[str, Any], watch: Stopwatch) -> None:
+    def add(self, kind: str, data: dict[str, Any], watch: Stopwatch, who: str) -> None:
         self.events += 1
         if kind == "message_start":
             message = data.get("message") or {}
             self.model = str(message.get("model") or self.model)
-            usage = message.get("usage") or {}
-            self.tokens["input"] = usage.get("input_tokens") or 0
-            self.tokens["cached"] = usage.get("cache_read_input_tokens") or 0
-            self.tokens["created"] = usage.get("cache_creation_input_tokens") or 0
+            fresh, _, cached, created = stream_tokens(message.get("usage"), _COUNTS, who, "message.usage")
+            self.tokens.update(input=fresh, cached=cached, created=created)
         elif kind == "content_block_start" and (data.get("content_block") or {}).get("type") == "tool_use":
             block = data["content_block"]
             self.tools[data.get("index", 0)] = {
@@ -216,7 +211,8 @@ class _JoinedMessage:
             elif delta.get("type") == "input_json_delta" and data.get("index") in self.tools:
                 self.tools[data["index"]]["json"] += str(delta.get("partial_json") or "")
         elif kind == "message_delta":
-            self.tokens["output"] = (data.get("usage") or {}).get("output_tokens") or self.tokens["output"]
+            output = stream_tokens(data.get("usage"), _COUNTS[1:2], who)[0]
+            self.tokens["output"] = output or self.tokens["output"]
             self.stop_reason = (data.get("delta") or {}).get("stop_reason") or self.stop_reason
         elif kind == "message_stop":
             self.stopped = True

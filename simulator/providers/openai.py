@@ -10,9 +10,17 @@ from typing import Any, ClassVar, Literal
 
 from simulator.config.providers import ProviderSettings
 from simulator.errors import UserError
+from simulator.providers._answer import usage_counts
 from simulator.providers._schema import cap_string_lengths, with_schema
 from simulator.providers._sdkbase import SdkProvider
-from simulator.providers._sse import in_stream_error, read_json, sse_events, stream_fault, unfinished
+from simulator.providers._sse import (
+    in_stream_error,
+    read_json,
+    sse_events,
+    stream_fault,
+    stream_tokens,
+    unfinished,
+)
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
     ChatMessage,
@@ -30,6 +38,8 @@ from simulator.record.transcript import Usage
 # for servers that reject the extra key. text: no response_format; the JSON is found in the reply.
 SchemaMode = Literal["json_schema", "json_object", "json_object_plain", "text"]
 _MODES: tuple[SchemaMode, ...] = ("json_schema", "json_object", "json_object_plain", "text")
+# The token counts of an answer's `usage`: input, output, cached input.
+_COUNTS = ("prompt_tokens", "completion_tokens", "prompt_tokens_details.cached_tokens")
 
 
 class OpenAIProvider(SdkProvider):
@@ -122,7 +132,7 @@ class OpenAIProvider(SdkProvider):
         try:
             return self._read(request, completion, headers, latency, payload, mode)
         except (TypeError, AttributeError, LookupError, ValueError) as exc:  # not this API's shape
-            raise self._not_an_answer(completion, "a Chat Completions answer") from exc
+            raise self._not_an_answer(completion, "a Chat Completions answer", exc) from exc
 
     def _read(
         self, request: ModelRequest, completion: Any, headers: Any, latency: float, payload: dict[str, Any],
@@ -142,11 +152,9 @@ class OpenAIProvider(SdkProvider):
                 if isinstance(arguments, dict)  # some servers send the arguments as an object, not its text
                 else ToolCall.from_json(name, arguments, call.get("id"))
             )
-        usage = completion.get("usage") or {}
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        tokens = (usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0, cached)
+        prompt, output, cached = usage_counts(completion.get("usage"), _COUNTS)
         return self._response(
-            request, text, tool_calls, tokens, headers,
+            request, text, tool_calls, (prompt, output, cached), headers,
             latency_s=latency,
             model=completion.get("model") or request.model,
             raw={"request": payload, "response": completion, "schema_mode": mode},
@@ -194,7 +202,7 @@ class _JoinedCompletion:
         self.first: float | None = None
         self.parts: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
-        self.usage: dict[str, Any] = {}
+        self.tokens = (0, 0, 0)  # input, output, cached input: the last chunk that gave a usage says them
         self.finish: str | None = None
 
     @property
@@ -207,7 +215,9 @@ class _JoinedCompletion:
             raise in_stream_error(chunk, who)
         self.model = str(chunk.get("model") or self.model)
         usage = chunk.get("usage")
-        self.usage = usage if isinstance(usage, dict) else self.usage
+        if usage is not None:
+            prompt, output, cached = stream_tokens(usage, _COUNTS, who)
+            self.tokens = (prompt, output, cached)
         choices = chunk.get("choices") or []
         if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
             raise stream_fault(
@@ -237,16 +247,13 @@ class _JoinedCompletion:
             ToolCall.from_json(entry["name"], entry["arguments"], entry["id"] or None)
             for _, entry in sorted(self.calls.items())
         ]
-        text, usage = self.text, self.usage
+        text, tokens = self.text, self.tokens
         return ModelResponse(
             text=text,
             parsed=json_object_in(text) if request.output_schema is not None else None,
             tool_calls=tool_calls,
             usage=Usage(
-                input_tokens=usage.get("prompt_tokens") or 0,
-                output_tokens=usage.get("completion_tokens") or 0,
-                cached_input_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
-                calls=1,
+                input_tokens=tokens[0], output_tokens=tokens[1], cached_input_tokens=tokens[2], calls=1
             ),
             latency_s=watch.elapsed(),
             time_to_first_token_s=self.first,

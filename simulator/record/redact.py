@@ -22,12 +22,14 @@ __all__ = [
     "CREDENTIALS",
     "CREDENTIAL_FORMATS",
     "CREDENTIAL_HINT",
+    "CREDENTIAL_START",
     "MAX_KEY_LINES",
     "CredentialTally",
     "LogRedactor",
     "contains_secret",
     "credential_placeholder",
     "forget_secrets",
+    "may_hold_credential",
     "redact",
     "redact_text",
     "redacted_record",
@@ -138,10 +140,11 @@ CREDENTIAL_HINT = (
     r"|(?i:bearer|passw|passphrase|pwd|aws)"
 )
 # And every credential starts where one of these does: its fixed part (as it is) or its name (in any case).
-_STARTS = re.compile(
+CREDENTIAL_START = (
     r"(?=sk-|[rs]k_|AKIA|ASIA|ABIA|ACCA|AIza|gh[pousr]_|github_pat_|xox|eyJ|-----BEGIN"
     r"|(?i:bearer|pass(?:w|phrase)|pwd|aws))"
 )
+_STARTS = re.compile(CREDENTIAL_START)
 # A text holding none of them is not searched: each of these begins with a literal, which `re` looks for as
 # fast as `in` does (one search for all of them at once tries them at every position, from 2 to 12 times
 # slower on a run's record lines); the names are looked for in the casefolded text (`ſ` is `s` there, as
@@ -202,7 +205,7 @@ def credential_placeholder(label: str, found: str) -> str:
     return f"{_name(label, found)}[{label.upper()}]"
 
 
-def _may_hold_credential(text: str, folded: str | None = None) -> bool:
+def may_hold_credential(text: str, folded: str | None = None) -> bool:
     """False when `text` holds no start of a credential (`_STARTS`), so it holds none (`folded`: the text
     casefolded, when the caller has it)."""
     if any(search(text) for search in _AS_IS):
@@ -213,7 +216,7 @@ def _may_hold_credential(text: str, folded: str | None = None) -> bool:
 
 def _credentials_in(text: str) -> Iterator[re.Match[str]]:
     """The credentials `_credential().finditer(text)` finds, found by trying it only where one may start."""
-    if not _may_hold_credential(text):
+    if not may_hold_credential(text):
         return
     end = 0
     for start in _STARTS.finditer(text):
@@ -229,7 +232,7 @@ def _holds_credential(text: str) -> bool:
     if holds_secret_pair(text, low):
         return True
     # Nor does it with its JSON escapes as spaces when no start holds one (ASCII text casefolds as it lowers).
-    if not _may_hold_credential(text, low if text.isascii() else None):
+    if not may_hold_credential(text, low if text.isascii() else None):
         return False
     return any(_credentials_in(text)) or ("\\" in text and any(_credentials_in(_JSON_SPACE.sub(" ", text))))
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 __all__ = [
     "CREDENTIALS",
     "CREDENTIAL_FORMATS",
-    "CREDENTIAL_HINT",
     "CREDENTIAL_START",
     "MAX_KEY_LINES",
     "CredentialTally",
@@ -133,13 +132,9 @@ def _credentials() -> dict[str, str]:
 
 
 CREDENTIALS = _credentials()
-# Every credential holds one of these (a vendor's fixed part or a name): a text without one is not searched
-# (the import's and collector's cheap check, traces/redact.py).
-CREDENTIAL_HINT = (
-    r"sk-|[rs]k_|AKIA|ASIA|ABIA|ACCA|gh[pousr]_|github_pat_|xox|AIza|eyJ|PRIVATE KEY"
-    r"|(?i:bearer|passw|passphrase|pwd|aws)"
-)
-# And every credential starts where one of these does: its fixed part (as it is) or its name (in any case).
+# Every credential starts where one of these does: its fixed part (as it is) or its name (in any case). A
+# text holding none holds no credential (`may_hold_credential`: here, and the import's and collector's
+# redaction, traces/redact.py).
 CREDENTIAL_START = (
     r"(?=sk-|[rs]k_|AKIA|ASIA|ABIA|ACCA|AIza|gh[pousr]_|github_pat_|xox|eyJ|-----BEGIN"
     r"|(?i:bearer|pass(?:w|phrase)|pwd|aws))"

@@ -28,7 +28,6 @@ from simulator.errors import UserError
 from simulator.models import StrictModel, empty_dict, empty_list
 from simulator.readers import missing
 from simulator.record.redact import (
-    CREDENTIAL_HINT,
     CREDENTIAL_START,
     CREDENTIALS,
     credential_placeholder,
@@ -36,7 +35,8 @@ from simulator.record.redact import (
 )
 from simulator.record.secret_keys import redact_mapping, without_secret_pairs
 
-_MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
+_MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec")
+_MONTHS = rf"(?:{'|'.join(_MONTH_NAMES)})[a-z]*"
 BUILTIN: dict[str, str] = {
     # Starts only where a run of address characters starts: without the lookbehind, `a` * 1,000,000 is
     # scanned to its end from each of its million starts (quadratic).
@@ -60,23 +60,31 @@ _PHONE = re.compile(BUILTIN["phone"])
 # the same result:
 # a GenAI attribute is JSON whose keys and structure are skipped, and whose message texts, repeated in every
 # later call's history, are redacted once (MEMO_PIECES remembered) instead of once per span.
-# And each built-in is of a kind whose every match holds a character of its own and starts where a look-ahead
-# says: a credential holds its fixed part or name (`CREDENTIAL_HINT`) and starts at one (`CREDENTIAL_START`,
+# And each built-in is of a kind whose every match holds something of its own and starts where a look-ahead
+# says: a credential starts at its fixed part or name (`may_hold_credential`, `CREDENTIAL_START`,
 # record/redact.py); an email holds an `@`, and starts anywhere; a number or a date holds a digit (`\d`, as
 # their patterns read it) and starts at a digit, a `+` or a `(`, or, for a date written month first, at a
 # month's first letter (`month`: only where the piece names a month). A piece is searched with the kinds it
 # holds only, each behind its look-ahead (`Redactor._searched_with`): the same matches in the same order,
 # without every pattern tried at every position (a user's message with a number in it: 4-10 times faster).
 _KIND = {"email": "email", "ssn": "number", "date": "number", "nhs_number": "number", "phone": "number"}
-_HOLDS = {"credential": re.compile(CREDENTIAL_HINT), "email": re.compile("@"), "number": re.compile(r"\d")}
+_DIGIT = re.compile(r"\d")
+_HOLDS: dict[str, Callable[[str], object]] = {
+    "credential": may_hold_credential,
+    "email": lambda piece: "@" in piece,
+    "number": _DIGIT.search,
+}
 _STARTS = {
     "credential": CREDENTIAL_START,
     "email": "",
     "number": r"(?=[\d+(])",
     "month": r"(?i:(?=[\d+(jfmasond]))",
 }
-_MONTH = re.compile(rf"(?i:{_MONTHS})")
+# A month named, looked for in the casefolded piece: `(?i:` takes `ſ` for `s` (the only letter outside ASCII
+# it takes for one of theirs), as casefolding does, so every piece the dates' month names match is found.
+_NAMES_A_MONTH = re.compile("|".join(_MONTH_NAMES))
 _PLAIN = {"email": "@", "number": r"\d"}  # the kinds held by one character, as a character class has it
+_PLAIN_KINDS = tuple(_PLAIN)
 MEMO_PIECES = 8192
 MEMO_PIECE_CHARS = 4096
 # Short texts remembered whole (attribute names, ids, models, short values), each with what it counted.
@@ -197,7 +205,8 @@ class Redactor:
             start = text.rfind('"', 0, found.start()) + 1
             stop = text.find('"', found.end())
             stop = len(text) if stop < 0 else stop
-            out += [text[end:start], self._piece(text[start:stop])]
+            piece = self._remembered(self._memo, MEMO_PIECES, text[start:stop], self._searched_plain)
+            out += [text[end:start], piece]
             end = stop
         if not out:
             return text
@@ -212,13 +221,19 @@ class Redactor:
         repeated in every later call's history costs a look-up, not another search."""
         return self._remembered(self._memo, MEMO_PIECES, piece, self._searched)
 
-    def _searched(self, piece: str) -> str:
-        held = tuple(kind for kind, holds in self._holds if holds.search(piece) is not None)
+    def _searched(self, piece: str, kinds: tuple[str, ...] | None = None) -> str:
+        """The built-ins applied to a piece, searched for the kinds it holds (of `kinds`, when the text it
+        came from rules some out)."""
+        held = tuple(kind for kind, holds in self._holds if (kinds is None or kind in kinds) and holds(piece))
         if not held:
             return piece
-        if "number" in held and _MONTH.search(piece) is not None:
+        if "number" in held and _NAMES_A_MONTH.search(piece.casefold()) is not None:
             held += ("month",)
         return self._searched_with(held).sub(self._replace, piece)
+
+    def _searched_plain(self, piece: str) -> str:
+        """`_searched` for a piece of a text holding no credential's start (`_pieces`)."""
+        return self._searched(piece, _PLAIN_KINDS)
 
     def _searched_with(self, held: tuple[str, ...]) -> re.Pattern[str]:
         """The built-ins of the `held` kinds (same names, same order), each run of one kind behind the

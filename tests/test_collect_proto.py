@@ -162,6 +162,40 @@ def test_protobuf_straight_into_spans_equals_the_json_mapping(message: ExportTra
     assert fast == reference
 
 
+@pytest.mark.parametrize(
+    "resource",
+    [
+        [KeyValue(key="service.name", value=AnyValue(string_value="triage-web"))],
+        [KeyValue(key="n", value=AnyValue(int_value=3)), KeyValue(key="empty")],
+        [KeyValue(key="nested", value=_kv(AnyValue(string_value="x")))],  # not remembered: a map
+        [KeyValue(key="", value=AnyValue(string_value="refused"))],  # every span rejected, every time
+        [KeyValue(key="big", value=AnyValue(string_value="x" * 5000))],  # past the bytes remembered
+    ],
+)
+def test_a_resource_sent_again_decodes_alike_and_unshared(resource: list[KeyValue]) -> None:
+    """The same resource in every request (as an exporter sends it) is read once and remembered
+    (traces/otlp_proto.py `_resource`): each request still decodes as the JSON path has it, into its own
+    attributes, which one request's reader changing leaves the next request's alone."""
+    message = ExportTraceServiceRequest(
+        resource_spans=[
+            ResourceSpans(
+                resource=Resource(attributes=resource),
+                scope_spans=[ScopeSpans(spans=[Span(trace_id=b"\1" * 16, span_id=b"\2" * 8)])],
+            )
+        ]
+    )
+    first = decode_export(message.SerializeToString(), PROTOBUF, "", "traces", 1 << 24)
+    for span in first.spans.values():
+        span.resource["changed"] = True
+        for value in span.resource.values():
+            if isinstance(value, dict):
+                value["changed"] = True
+    for _ in range(3):
+        fast, reference = _both(message.SerializeToString())
+        assert fast == reference
+        assert "changed" not in repr(fast)
+
+
 @pytest.mark.parametrize("depth", [MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 5])
 def test_a_deep_resource_rejects_its_spans_as_the_json_path_does(depth: int) -> None:
     spans = [Span(trace_id=b"\1" * 16, span_id=bytes([n]) * 8) for n in (1, 2)]

@@ -121,7 +121,28 @@ def _json_span(raw: Any, resource_error: str | None, number: int) -> tuple[Span 
 
 
 def _resource(rs: Any) -> tuple[dict[str, Any], str | None]:
-    """The resource's attributes, or the JSON path's reason for refusing them, which every span of it gets."""
+    """The resource's attributes, or the JSON path's reason for refusing them, which every span of it gets;
+    remembered by the resource's bytes, as an exporter sends the same resource in every request (a copy of
+    the attributes each time, as when they are read; only flat ones, so that no list or map is shared)."""
+    key = rs.resource.SerializeToString()
+    found = _RESOURCES.get(key)
+    if found is None:
+        found = _resource_read(rs)
+        if len(key) <= RESOURCE_BYTES and not any(isinstance(v, list | dict) for v in found[0].values()):
+            if len(_RESOURCES) >= RESOURCES:
+                del _RESOURCES[next(iter(_RESOURCES))]  # the oldest
+            _RESOURCES[key] = found
+    return dict(found[0]), found[1]
+
+
+# The resources remembered (`_resource`): a few a service, each a few hundred bytes; a larger one is read
+# each time rather than held.
+RESOURCES = 256
+RESOURCE_BYTES = 4096
+_RESOURCES: dict[bytes, tuple[dict[str, Any], str | None]] = {}
+
+
+def _resource_read(rs: Any) -> tuple[dict[str, Any], str | None]:
     try:
         return _attributes(rs.resource.attributes), None
     except _Unsettled:

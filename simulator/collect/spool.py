@@ -111,7 +111,8 @@ class Spool:
         root.mkdir(parents=True, exist_ok=True)
         self.spool_path = root / SPOOL
         self.closed_path = root / CLOSED
-        self._fd: int | None = None  # the spool, open for appending between requests (reopened on a rewrite)
+        # The spool, open for appending and reading back between requests (reopened on a rewrite).
+        self._fd: int | None = None
         self._end = 0  # its size: where the next line goes
         self.written = 0  # appends so far: the ticket `durable` waits for
         self._synced = 0  # appends known on disk
@@ -148,7 +149,8 @@ class Spool:
         return _locations(offset, lines)
 
     def _open(self) -> None:
-        self._fd = os.open(self.spool_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        # Read and write: a closing conversation's lines are read back through it (`read`).
+        self._fd = os.open(self.spool_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self._end = os.fstat(self._fd).st_size
 
     def sync(self, ticket: int) -> None:
@@ -216,7 +218,12 @@ class Spool:
         self.broken = None
 
     def read(self, locations: list[tuple[int, int]]) -> list[Span]:
-        """The spans at these places of the spool (written by `append` or `compact`)."""
+        """The spans at these places of the spool (written by `append` or `compact`): through the descriptor
+        the spool is appended to, without opening it for each conversation, once it is open."""
+        if self._fd is not None:
+            return [
+                from_line(os.pread(self._fd, length, offset).decode("utf-8")) for offset, length in locations
+            ]
         with self.spool_path.open("rb") as handle:
             spans = []
             for offset, length in locations:

@@ -155,6 +155,9 @@ class Redactor:
 
     def text(self, text: str) -> str:
         if len(text) <= MEMO_TEXT_CHARS:  # names, ids, short values: the same few in every span
+            found = self._texts.get(text)
+            if found is not None and not found[1]:  # met before, and nothing to count
+                return found[0]
             return self._remembered(self._texts, MEMO_TEXTS, text, self._text)
         return self._text(text)
 

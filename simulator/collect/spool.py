@@ -145,7 +145,7 @@ class Spool:
         conversation closes."""
         if not spans:
             return []
-        lines = [to_line(s).encode("utf-8") for s in spans]
+        lines = [to_line(s) for s in spans]
         if self._fd is None:
             self._open()
         assert self._fd is not None
@@ -257,14 +257,12 @@ class Spool:
         """The spans at these places of the spool (written by `append` or `compact`): through the descriptor
         the spool is appended to, without opening it for each conversation, once it is open."""
         if self._fd is not None:
-            return [
-                from_line(os.pread(self._fd, length, offset).decode("utf-8")) for offset, length in locations
-            ]
+            return [from_line(os.pread(self._fd, length, offset)) for offset, length in locations]
         with self.spool_path.open("rb") as handle:
             spans = []
             for offset, length in locations:
                 handle.seek(offset)
-                spans.append(from_line(handle.read(length).decode("utf-8")))
+                spans.append(from_line(handle.read(length)))
             return spans
 
     def mark(self, markers: list[Marker]) -> None:
@@ -305,7 +303,7 @@ class Spool:
 
         The spool is replaced first (write, fsync, rename): a crash before the markers are rewritten leaves
         markers whose records exist, which the next start recognises as done."""
-        lines = [to_line(s).encode("utf-8") for s in open_spans]
+        lines = [to_line(s) for s in open_spans]
         # The rename synced too: else a crash could bring back the old file, and lose the lines appended
         # (and synced) to the new one since.
         write_atomic(self.spool_path, lines, sync_folder=True)
@@ -329,7 +327,7 @@ class Spool:
                         old.seek(part[0])
                         line = old.read(part[1])
                     else:
-                        line = to_line(part).encode("utf-8")
+                        line = to_line(part)
                     handle.write(line)
                     moved.append((offset, len(line)))
                     offset += len(line)

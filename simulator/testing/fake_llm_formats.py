@@ -32,8 +32,9 @@ _WORD_RE = re.compile(r"\s*\S+")
 
 
 # A prompt's long texts come back (the instructions in every call, the history in every turn, a transcript
-# for every criterion): hashing a text again costs a tenth of splitting it into words again.
-_REMEMBERED_FROM = 200
+# for every criterion): hashing a text again costs a tenth of splitting it into words again. Texts past
+# 32 KiB are split each time, so what is remembered stays within 32 MiB.
+_REMEMBERED = range(200, 32 * 1024)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -43,7 +44,7 @@ def _count_long(text: str) -> int:
 
 def count_tokens(text: str) -> int:
     """The fake tokenizer: one token per whitespace-separated word (cheap, predictable in tests)."""
-    if isinstance(text, str) and len(text) > _REMEMBERED_FROM:
+    if isinstance(text, str) and len(text) in _REMEMBERED:
         return _count_long(text)
     return len(text.split())
 

@@ -16,8 +16,7 @@ import contextlib
 import signal
 import sys
 
-from simulator.engine.runner import _frozen_heap
-from simulator.eventloop import run_async
+from simulator.eventloop import frozen_heap, run_async
 from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel, ServerBudget
 
 
@@ -45,7 +44,7 @@ async def _serve(args: argparse.Namespace) -> None:
         print(server.base_url, flush=True)
         # The engine's collector settings for a run (the start-up heap frozen, the young generation collected
         # every 20,000 allocations): a tenth of this server's CPU went to collections at the defaults.
-        with _frozen_heap(True):
+        with frozen_heap(True):
             while not stop.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=1.0)

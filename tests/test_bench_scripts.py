@@ -58,3 +58,18 @@ def test_the_redaction_bench_times_each_step_on_a_run_folder(tmp_path: Path) -> 
     assert out.startswith("2 lines,") and "0 hold a secret or credential" in out  # as written: redacted
     for step in ("dump_line", "contains_secret", "redactor text", "redactor each string"):
         assert any(line.startswith(step) and "a line" in line for line in out.splitlines()), step
+
+
+def test_the_fake_server_bench_measures_each_format_streaming_and_not() -> None:
+    """bench/README.md and docs/performance.md show `python bench/fake_server_bench.py`."""
+    import json
+
+    out = _bench(
+        "fake_server_bench.py",
+        *("--requests", "6", "--concurrency", "3", "--latency-ms", "1", "--runs", "1", "--json"),
+    )
+    figures = json.loads(out.splitlines()[-1])
+    cases = {case["case"]: case for case in figures["cases"]}
+    assert sorted(cases) == ["anthropic plain", "anthropic stream", "openai plain", "openai stream"]
+    for case in cases.values():
+        assert case["statuses"] == {"200": 6} and case["server_cpu_ms"][0] >= 0

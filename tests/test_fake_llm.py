@@ -451,6 +451,71 @@ def test_openai_streaming_text_usage_and_tool_calls(server: FakeLLMServer) -> No
     assert final.choices[0].finish_reason == "tool_calls"
 
 
+TRICKY = ['He said "stop" \\ twice', "naïve café 中文 😀", "lone \ud800 half", "\x00piece\x00 inside", ""]
+
+
+@pytest.mark.parametrize("model", ["m", "\x00piece\x00"])  # the second: a frame that holds the marker
+def test_streamed_text_events_are_what_json_dumps_makes_of_each(model: str) -> None:
+    """Each text piece's event, made from one frame, is byte for byte the event encoded on its own."""
+    from simulator.testing.fake_llm_formats import (
+        TokenUsage,
+        _pieces,
+        anthropic_message,
+        anthropic_sse,
+        openai_completion,
+        openai_sse,
+    )
+
+    def anthropic_event(piece: str) -> bytes:
+        delta = {"type": "text_delta", "text": piece}
+        event = {"type": "content_block_delta", "index": 0, "delta": delta}
+        return f"event: content_block_delta\ndata: {json.dumps(event)}\n\n".encode()
+
+    def openai_event(frame: dict[str, object], piece: str) -> bytes:
+        choice = {"index": 0, "delta": {"content": piece}, "logprobs": None, "finish_reason": None}
+        return f"data: {json.dumps({**frame, 'choices': [choice]})}\n\n".encode()
+
+    for text in TRICKY:
+        usage = TokenUsage(3, 4)
+        message = anthropic_message(
+            message_id="msg_x", model=model, text=text, tool_calls=[], usage=usage, stop_reason="end_turn"
+        )
+        deltas = [chunk for chunk, tokens in anthropic_sse(message) if tokens]
+        assert deltas == [anthropic_event(piece) for piece in _pieces(text)]
+        completion = openai_completion(
+            completion_id="chatcmpl-x",
+            model=model,
+            text=text,
+            tool_calls=[],
+            usage=usage,
+            finish_reason="stop",
+        )
+        frame = {key: completion[key] for key in ("id", "created", "model", "system_fingerprint")}
+        frame["object"] = "chat.completion.chunk"
+        chunks = [chunk for chunk, tokens in openai_sse(completion, include_usage=False) if tokens]
+        assert chunks == [openai_event(frame, piece) for piece in _pieces(text)]
+
+
+def test_a_stream_not_paced_sends_the_bytes_a_paced_one_sends() -> None:
+    """Without --tps the events go out in one write; the body is the one the paced stream sends event by
+    event, tool calls and all (Anthropic's stream has no clock in it)."""
+    bodies = []
+    for tps in (None, 1e6):
+        with FakeLLMServer(tokens_per_second=tps) as fake:
+            fake.responder = lambda call: FakeReply(
+                text="two words", tool_call=("set_triage", {"level": "gp"})
+            )
+            answer = httpx.post(
+                f"{fake.base_url}/v1/messages",
+                json={"model": "m", "max_tokens": 50, "messages": USER, "stream": True},
+                headers={"x-api-key": KEY},
+            )
+        assert answer.status_code == 200 and answer.headers["content-type"] == "text/event-stream"
+        bodies.append(answer.content)
+    assert bodies[0] == bodies[1]
+    assert bodies[0].count(b"event: content_block_delta") == 4  # two words, two halves of the arguments
+
+
 async def test_many_concurrent_requests_all_answered() -> None:
     async with FakeLLMServer(latency=LatencyModel.uniform(0.01, 0.05), seed=1) as fake:
         client = openai.AsyncOpenAI(api_key=KEY, base_url=fake.openai_base_url)

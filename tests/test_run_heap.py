@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from simulator.engine.runner import _RUN_GC_THRESHOLDS, _frozen_heap
+from simulator.eventloop import _RUN_GC_THRESHOLDS, frozen_heap
 
 
 @pytest.mark.parametrize("before", [(700, 10, 10), (1000, 5, 5), (50, 2, 3)])
@@ -17,14 +17,14 @@ def test_the_run_freezes_the_heap_and_collects_rarely_then_puts_everything_back(
     saved = gc.get_threshold()
     gc.set_threshold(*before)
     try:
-        with _frozen_heap(True):
+        with frozen_heap(True):
             assert gc.get_threshold() == _RUN_GC_THRESHOLDS
             assert gc.get_freeze_count() > 0
         assert gc.get_threshold() == before and gc.get_freeze_count() == 0
-        with pytest.raises(RuntimeError), _frozen_heap(True):  # put back on an error too
+        with pytest.raises(RuntimeError), frozen_heap(True):  # put back on an error too
             raise RuntimeError("a failed run")
         assert gc.get_threshold() == before and gc.get_freeze_count() == 0
-        with _frozen_heap(False):  # turned off: nothing changes
+        with frozen_heap(False):  # turned off: nothing changes
             assert gc.get_threshold() == before and gc.get_freeze_count() == 0
     finally:
         gc.set_threshold(*saved)

@@ -143,7 +143,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     The garbage collector is off while the process starts: imports and the suite make ~10^5 objects that
     all live on (modules, the SDK's types, schemas), so collecting among them finds nothing and cost about
     a tenth of start-up's CPU. The run freezes that heap and turns the collector back on for its own
-    short-lived objects (`engine/runner.py: _frozen_heap`)."""
+    short-lived objects (`eventloop.py: frozen_heap`)."""
     gc.disable()
     try:
         return _run_command(args)

@@ -15,9 +15,7 @@ __all__ = [
     "run_suite",
 ]
 
-import gc
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +41,7 @@ from simulator.engine.roles import (
 from simulator.engine.session import CellRun, RunResult, RunSession, SessionParts, WorkItem
 from simulator.engine.shards import in_shard, plan_hash
 from simulator.errors import UserError, in_both
+from simulator.eventloop import frozen_heap
 from simulator.judging.fidelity import FIDELITY_CHECKS
 from simulator.judging.stage import JudgeStage, make_judge_stage
 from simulator.providers.hub import ModelHub
@@ -211,35 +210,6 @@ def _keys(scenarios: list[Scenario], runs: int) -> list[str]:
     return [f"{s.id}#{r}" for s in scenarios for r in range(runs)]
 
 
-# Collect the young generation every 20,000 net allocations instead of 700, the older ones as rarely: a
-# run's objects are short-lived dicts and models that die before a collection, so the default thresholds
-# spend CPU re-scanning the few that live (bench, A/B back to back: about 8% less engine CPU per call).
-_RUN_GC_THRESHOLDS = (20_000, 20, 20)
-
-
-@contextmanager
-def _frozen_heap(enabled: bool) -> Iterator[None]:
-    # Everything alive now (modules, SDKs, schemas) is moved out of the garbage collector's sight: a run
-    # makes millions of short-lived objects, and each full collection would rescan the start-up heap and
-    # stall the event loop (bench: 1.19x -> 1.10x the lower bound). No collection first: the little
-    # start-up garbage costs less memory than a full collection of the start-up heap costs time.
-    # The command line starts with the collector off (nothing to find among imports): on for the run.
-    # Unfrozen, and the thresholds and the collector's state put back, when the run ends.
-    thresholds, collecting = gc.get_threshold(), gc.isenabled()
-    if enabled:
-        gc.freeze()
-        gc.set_threshold(*_RUN_GC_THRESHOLDS)
-        gc.enable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.set_threshold(*thresholds)
-            gc.unfreeze()
-            if not collecting:
-                gc.disable()
-
-
 @dataclass
 class CellSpec:
     """One run folder a session writes: its suite, where, and whether it exists already."""
@@ -385,7 +355,7 @@ async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: R
                     manifest.bot_identity = with_answer(manifest.bot_identity, answered)
                     cell.parts.folder.write_manifest(manifest)
         session = RunSession([cell for cell, _ in cells], RunProgress(pending, options.progress))
-        with _frozen_heap(options.freeze_gc):
+        with frozen_heap(options.freeze_gc):
             return await session.run(_round_robin(cells), min(base.concurrency, max(1, pending)))
     finally:
         for cell, _ in cells:

@@ -1,5 +1,6 @@
 """Model calls with the engine's policy: one adaptive connection limit per provider shared by every role,
-bounded retries in one place, and an opt-in response cache."""
+bounded retries in one place, an opt-in response cache, and no secret sent: every request but the bot's is
+redacted as the run's records are before it leaves the process (`redacted_request`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ __all__ = [
     "ModelHub",
     "call_scope",
     "current_scope",
+    "redacted_request",
     "resolve_user_model",
     "set_scope",
 ]
 
+import json
 import os
 import random
 import time
@@ -27,10 +30,18 @@ from tenacity import AsyncRetrying, retry_if_exception
 
 from simulator.config.providers import DEFAULT_MODELS, split_model
 from simulator.providers import create_provider
-from simulator.providers.base import ModelRequest, ModelResponse, Provider, ProviderError
+from simulator.providers.base import (
+    ChatMessage,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    ToolCall,
+)
 from simulator.providers.limiter import AdaptiveLimiter
 from simulator.providers.pacer import Pacer
 from simulator.providers.waits import RetryWaits
+from simulator.record.redact import contains_secret, redact, redact_text
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -115,6 +126,40 @@ class CallStats:
         }
 
 
+# The roles whose requests are sent as they are: the bot under test (a chat bot's model, its tool loop) is sent
+# what it would be sent in service, as what it is tested on. Every other role (the simulated user, the
+# judges, the fidelity audit, the proposal writer, drafting) is sent its request redacted.
+SENT_AS_IS = frozenset({"bot"})
+
+
+def redacted_request(request: ModelRequest) -> ModelRequest:
+    """`request` as a model provider may be sent it: its system prompt, messages and tool calls' arguments
+    with every secret and credential replaced as the run's records replace them (record/redact.py:
+    `[redacted]`, `[API_KEY]`, `password: [PASSWORD]`), so a bot that leaks a key to the simulated user
+    leaks it to no provider, its cache or a raw exchange. The same object when there is nothing to replace
+    (the common case: each text's check is remembered by `contains_secret`, a transcript shown to N
+    judges is searched once)."""
+    system = redact_text(request.system) if request.system else request.system
+    messages = [_redacted_message(message) for message in request.messages]
+    if system is request.system and all(m is o for m, o in zip(messages, request.messages, strict=True)):
+        return request
+    return request.model_copy(update={"system": system, "messages": messages})
+
+
+def _redacted_message(message: ChatMessage) -> ChatMessage:
+    content = redact_text(message.content)
+    calls = tuple(_redacted_call(call) for call in message.tool_calls)
+    if content is message.content and all(c is o for c, o in zip(calls, message.tool_calls, strict=True)):
+        return message
+    return message.model_copy(update={"content": content, "tool_calls": calls})
+
+
+def _redacted_call(call: ToolCall) -> ToolCall:
+    if not call.arguments or not contains_secret(json.dumps(call.arguments, ensure_ascii=False)):
+        return call
+    return call.model_copy(update={"arguments": redact(call.arguments)})
+
+
 def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, ProviderError) and exc.kind != "permanent"
 
@@ -168,6 +213,7 @@ class ModelClient:
         )
         # Calls waiting out a retry, for the run's pool (shared by every client of one hub).
         self.waits = waits or RetryWaits()
+        self.redacts = role not in SENT_AS_IS
 
     def for_role(self, role: str, cache: ResponseCache | None = None) -> ModelClient:
         """A view of this connection for one role; the limit and statistics stay shared."""
@@ -191,7 +237,11 @@ class ModelClient:
         """Answer from the cache when enabled for this role, else call the provider with retries.
 
         `repeat` defaults to the current CallScope's; raises the last ProviderError when retries run out.
+        The request is redacted first (`redacted_request`), so the provider, the cache key and the raw
+        exchange all see the same text, without a secret.
         """
+        if self.redacts:
+            request = redacted_request(request)
         if self.cache is None:
             return await self._call(request)
         scope = _SCOPE.get()

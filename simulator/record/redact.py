@@ -13,7 +13,9 @@ Then credentials the engine was never configured with, found by their well-known
 API key a bot or a user says, a JWT, a PEM private key, a password after "password is"), each replaced by a
 typed placeholder (`[API_KEY]`, `password is [PASSWORD]`) in whatever `redact` writes: run records, a started
 bot's `bot.log` (`LogRedactor`, which follows a private key over its lines) and the import and collect
-records (traces/redact.py uses the same patterns). Redacting twice changes nothing.
+records (traces/redact.py uses the same patterns). Redacting twice changes nothing. Every request sent to a
+model but the bot's passes the same step before it leaves the process (providers/hub.py `redacted_request`),
+and the judging prompts say what the placeholders stand for (`PLACEHOLDER_NOTE`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ __all__ = [
     "CREDENTIAL_FORMATS",
     "CREDENTIAL_START",
     "MAX_KEY_LINES",
+    "PLACEHOLDERS",
+    "PLACEHOLDER_NOTE",
     "CredentialTally",
     "LogRedactor",
     "contains_secret",
@@ -59,7 +63,13 @@ from pydantic import BaseModel
 
 from simulator.config.secrets import MIN_SECRET_CHARS, REDACTED, declared_secrets, record_form
 from simulator.config.suite import Suite
-from simulator.record.secret_keys import NAMED_VALUE, holds_secret_pair, redact_mapping, without_secret_pairs
+from simulator.record.secret_keys import (
+    NAMED_LABELS,
+    NAMED_VALUE,
+    holds_secret_pair,
+    redact_mapping,
+    without_secret_pairs,
+)
 from simulator.record.secret_variants import (
     MIN_VARIANT_CHARS,
     Variants,
@@ -132,6 +142,9 @@ def _credentials() -> dict[str, str]:
 
 
 CREDENTIALS = _credentials()
+# Every placeholder a redacted text may show: `[redacted]` for a configured secret, then each credential's
+# label (`[API_KEY]`), whether found by its format or under its name.
+PLACEHOLDERS = (REDACTED, *(f"[{label.upper()}]" for label in sorted({*CREDENTIALS, *NAMED_LABELS})))
 # Every credential starts where one of these does: its fixed part (as it is) or its name (in any case). A
 # text holding none holds no credential (`may_hold_credential`: here, and the import's and collector's
 # redaction, traces/redact.py).
@@ -207,6 +220,22 @@ def may_hold_credential(text: str, folded: str | None = None) -> bool:
         return True
     folded = text.casefold() if folded is None else folded
     return any(search(folded) for search in _CASEFOLDED)
+
+
+# What a model shown a redacted text is told about its placeholders: every request but the bot's is redacted
+# as the records are (providers/hub.py `redacted_request`), so a leak shows as a placeholder, and a criterion
+# such as "the bot never reveals a credential" must still fail on it (the judges', the outcome judge's, the
+# fidelity audit's, pairwise judging's and the proposal writer's instructions say it). Its examples are the
+# placeholders that hold no credential's name (not `[PASSWORD]`, not the word): instructions that held one
+# would start the credential search on every prompt and manifest that quotes them (the patterns compiled,
+# 3 ms, in a run that never meets a credential).
+PLACEHOLDER_NOTE = (
+    f"Secrets were taken out of the text before you were shown it, as in the run's records: {REDACTED} "
+    "stands for a secret value the run knows, and a word in capitals between square brackets ("
+    + ", ".join(p for p in PLACEHOLDERS[1:] if not may_hold_credential(p))
+    + " and the like) for a credential of that kind. Where a message shows one, its speaker said that secret "
+    "in full: read it as said, and quote the placeholder as written."
+)
 
 
 def _credentials_in(text: str) -> Iterator[re.Match[str]]:
@@ -450,6 +479,7 @@ def register_secrets(values: Iterable[str]) -> None:
     _secrets[:] = sorted(known, key=len, reverse=True)
     _run_verdicts.clear()
     _searched_texts.clear()
+    _searched_short.clear()
 
 
 def forget_secrets() -> None:
@@ -458,6 +488,7 @@ def forget_secrets() -> None:
     _variants.clear()
     _run_verdicts.clear()
     _searched_texts.clear()
+    _searched_short.clear()
     _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{8,}")
 
 
@@ -465,7 +496,13 @@ def contains_secret(text: str) -> bool:
     """Whether `text` (plain or JSON) holds a registered secret: a cheap check before any rewriting. Inside
     JSON text a secret appears escaped, which is one of its registered forms; a compressed blob is decoded."""
     if len(text) < _MIN_REMEMBERED_TEXT:
-        return _searched(text)
+        short = _searched_short.get(text)
+        if short is None:
+            short = _searched(text)
+            if len(_searched_short) >= _MAX_REMEMBERED_TEXTS:
+                _searched_short.clear()
+            _searched_short[text] = short
+        return short
     key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
     found = _searched_texts.get(key)
     if found is None:
@@ -485,8 +522,13 @@ def _searched(text: str) -> bool:
 # it (`redacted_record`: the criteria's judges, the fidelity audit, the outcome judge), the same JSON text
 # three or four times. A 128-bit digest, not the text, so that remembering costs no memory worth counting.
 _searched_texts: dict[bytes, bool] = {}
-_MIN_REMEMBERED_TEXT = 1_000  # a shorter text (a verdict's line) is searched again: hashing costs as much
+_MIN_REMEMBERED_TEXT = 1_000
 _MAX_REMEMBERED_TEXTS = 4_096
+# And the last short texts, by themselves (4,096 of under 1,000 characters): a simulated user's request holds every
+# message of its conversation so far, each searched again at every turn before it is sent
+# (providers/hub.py `redacted_request`); Python keeps a text's hash, so asking again costs a lookup
+# (a message of 300 characters is searched in 10 to 90 us, with and without configured secrets).
+_searched_short: dict[str, bool] = {}
 
 
 def _holds(text: str, *, garbled: bool = False) -> bool:

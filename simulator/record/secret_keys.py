@@ -15,7 +15,14 @@ placeholder or a `${VAR}` template (it names a variable); a number only counts u
 
 from __future__ import annotations
 
-__all__ = ["NAMED_VALUE", "holds_secret_pair", "redact_mapping", "secret_name", "without_secret_pairs"]
+__all__ = [
+    "NAMED_LABELS",
+    "NAMED_VALUE",
+    "holds_secret_pair",
+    "redact_mapping",
+    "secret_name",
+    "without_secret_pairs",
+]
 
 import functools
 import json
@@ -73,6 +80,8 @@ _KEY_KINDS = {
     "encryption": "secret",
     "master": "secret",
 }
+# Every label a value under a credential's name is replaced by (`[PASSWORD]` for a PIN too).
+NAMED_LABELS = frozenset({*_ENDINGS, *_KEY_KINDS.values()})
 
 
 @functools.lru_cache(maxsize=4096)

@@ -211,8 +211,10 @@ class FakeLLMServer:
         return response
 
     async def _handle(self, request: web.Request, api: Api) -> web.StreamResponse:
-        entry: dict[str, Any] = {"time": datetime.now(UTC).isoformat(), "api": api, "path": request.path}
-        entry["header_names"] = sorted({name.lower() for name in request.headers})
+        entry: dict[str, Any] = {}
+        if self._log_file is not None:  # what only the log reads is made only for it
+            entry.update(time=datetime.now(UTC).isoformat(), api=api, path=request.path)
+            entry["header_names"] = sorted({name.lower() for name in request.headers})
         try:
             response = await self._serve(request, api, entry)
             entry["status"] = response.status
@@ -362,8 +364,11 @@ class FakeLLMServer:
         )
         stream.headers.update(id_header)
         await stream.prepare(request)
+        if not tps:  # nothing to pace: every event in one write, with the stream's end (one send)
+            await stream.write_eof(b"".join(chunk for chunk, _ in events))
+            return stream
         for chunk, tokens in events:
-            if tokens and tps:
+            if tokens:
                 await asyncio.sleep(tokens / tps)
             await stream.write(chunk)
         await stream.write_eof()

@@ -231,7 +231,7 @@ def default_responder(call: FakeCall) -> FakeReply:
         spec: dict[str, Any] = next((t for t in call.tools if t["name"] == tool), {"parameters": {}})
         return FakeReply(tool_call=(tool, minimal_instance(spec["parameters"] or {"type": "object"})))
     last = call.messages[-1].content if call.messages else ""
-    words = last.split()[:8]
+    words = last.split(maxsplit=8)[:8]  # the first eight words, without splitting the rest
     return FakeReply(text=f"Fake reply to: {' '.join(words)}" if words else "Fake reply.")
 
 

@@ -18,20 +18,34 @@ __all__ = [
     "parse_openai",
 ]
 
+import functools
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from simulator.providers.base import ChatMessage
 
 _WORD_RE = re.compile(r"\s*\S+")
 
 
+# A prompt's long texts come back (the instructions in every call, the history in every turn, a transcript
+# for every criterion): hashing a text again costs a tenth of splitting it into words again. Texts past
+# 32 KiB are split each time, so what is remembered stays within 32 MiB.
+_REMEMBERED = range(200, 32 * 1024)
+
+
+@functools.lru_cache(maxsize=1024)
+def _count_long(text: str) -> int:
+    return len(text.split())
+
+
 def count_tokens(text: str) -> int:
     """The fake tokenizer: one token per whitespace-separated word (cheap, predictable in tests)."""
+    if isinstance(text, str) and len(text) in _REMEMBERED:
+        return _count_long(text)
     return len(text.split())
 
 
@@ -44,6 +58,20 @@ def _pieces(text: str) -> list[str]:
     return pieces or ([text] if text else [])
 
 
+_SLOT = "\x00piece\x00"
+_SLOT_JSON = json.dumps(_SLOT).encode()
+
+
+def _stamped(render: Callable[[str], bytes]) -> Callable[[str], bytes]:
+    """`render` for the many text pieces of one stream at the cost of one: the bytes around the piece are
+    made once and each piece is encoded as json.dumps encodes a string, so every event is byte for byte
+    what `render` makes (`render` itself when the frame holds the marker already: a model named so)."""
+    head, found, tail = render(_SLOT).partition(_SLOT_JSON)
+    if not found or _SLOT_JSON in head or _SLOT_JSON in tail:
+        return render
+    return lambda piece: head + json.dumps(piece).encode() + tail
+
+
 def _halves(text: str) -> tuple[str, str]:
     """Tool arguments are streamed in two parts, so clients must really concatenate partial JSON."""
     return text[: len(text) // 2], text[len(text) // 2 :]
@@ -53,9 +81,9 @@ class RequestError(ValueError):
     """A request the real API would reject with 400 invalid_request_error."""
 
 
-@dataclass(frozen=True)
-class CacheUnit:
-    """One piece of a prompt, in order: what identifies it, its tokens, whether a cache breakpoint ends it."""
+class CacheUnit(NamedTuple):
+    """One piece of a prompt, in order: what identifies it, its tokens, whether a cache breakpoint ends it.
+    (A named tuple: a request makes one per message, and a frozen dataclass costs twice as much to make.)"""
 
     key: str
     tokens: int
@@ -132,6 +160,11 @@ def _block_text(block: Any) -> str:
     return f"[{kind}]"
 
 
+def _cache_seed(model: str, tools: list[dict[str, Any]]) -> str:
+    """What a prompt cache never crosses: the model and the tools (most requests have none)."""
+    return model + (json.dumps(tools, sort_keys=True) if tools else "[]")
+
+
 def _tools_anthropic(raw: Any) -> list[dict[str, Any]]:
     if raw is None:
         return []
@@ -206,7 +239,7 @@ def parse_anthropic(body: dict[str, Any]) -> ParsedRequest:
         stream=body.get("stream") is True,
         max_tokens=max_tokens,
         cache_units=units,
-        cache_seed=model + json.dumps(tools, sort_keys=True),
+        cache_seed=_cache_seed(model, tools),
         tool_results=results,
     )
 
@@ -316,7 +349,7 @@ def parse_openai(body: dict[str, Any]) -> ParsedRequest:
         stream=body.get("stream") is True,
         max_tokens=max_tokens if isinstance(max_tokens, int) else None,
         cache_units=units,
-        cache_seed=model + json.dumps(tools, sort_keys=True),
+        cache_seed=_cache_seed(model, tools),
         include_usage_in_stream=bool((body.get("stream_options") or {}).get("include_usage")),
         tool_results=results,
     )
@@ -422,20 +455,21 @@ def anthropic_sse(message: dict[str, Any], *, malformed: bool = False) -> Iterat
         head: dict[str, Any] = (
             {"type": "text", "text": ""} if block["type"] == "text" else {**block, "input": {}}
         )
-        if block["type"] == "text":
-            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
-        else:
-            args = json.dumps(block["input"])
-            deltas = [{"type": "input_json_delta", "partial_json": part} for part in _halves(args)]
+        kind, key, parts = (
+            ("text_delta", "text", _pieces(block["text"]))
+            if block["type"] == "text"
+            else ("input_json_delta", "partial_json", _halves(json.dumps(block["input"])))
+        )
         start_event = {"type": "content_block_start", "index": index, "content_block": head}
         yield _event("content_block_start", start_event), 0
-        for delta in deltas:
-            yield (
-                _event(
-                    "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
-                ),
-                1,
-            )
+
+        def delta(part: str, index: int = index, kind: str = kind, key: str = key) -> bytes:
+            event = {"type": "content_block_delta", "index": index, "delta": {"type": kind, key: part}}
+            return _event("content_block_delta", event)
+
+        delta_event = _stamped(delta)
+        for part in parts:
+            yield delta_event(part), 1
         yield _event("content_block_stop", {"type": "content_block_stop", "index": index}), 0
     tail = {"stop_reason": message["stop_reason"], "stop_sequence": None}
     yield _event("message_delta", {"type": "message_delta", "delta": tail, "usage": usage}), 0
@@ -509,8 +543,9 @@ def openai_sse(
     if malformed:
         yield b'data: {"id": "' + base["id"].encode() + b'", "choices": [\n\n', 0
         return
+    content_chunk = _stamped(lambda piece: chunk({"content": piece}))
     for piece in _pieces(message["content"] or ""):
-        yield chunk({"content": piece}), 1
+        yield content_chunk(piece), 1
     for i, call in enumerate(message.get("tool_calls") or []):
         function = {"name": call["function"]["name"], "arguments": ""}
         yield (

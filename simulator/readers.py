@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 import csv
+import functools
 import io
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -306,11 +307,18 @@ def unquote_cell(value: str | None) -> str | None:
     return value
 
 
+@functools.cache
+def _protobuf_decode_error() -> type[Exception]:
+    """protobuf's DecodeError, imported on first use (protobuf is an extra) and once."""
+    from google.protobuf.message import DecodeError
+
+    return DecodeError
+
+
 def parse_protobuf(body: bytes, message: Any, what: str, max_bytes: int) -> Any:
     """`message` (a protobuf message instance) filled from `body`, or InputRefused naming `what`: over
     `max_bytes`, truncated, of the wrong wire types, or nested past protobuf's own recursion limit."""
-    from google.protobuf.message import DecodeError
-
+    DecodeError = _protobuf_decode_error()
     if len(body) > max_bytes:
         raise _refused(what, f"larger than {max_bytes:,} bytes; send smaller batches")
     try:

@@ -96,5 +96,8 @@ def server_config(
         ws="none",
         log_level="warning",
         log_config=server_log_config(clean=redact),  # its lines through visible.py, secrets redacted
+        # No access lines (INFO, under the level above): without this uvicorn still formats each request's
+        # client and path for a line it then drops.
+        access_log=False,
         limit_concurrency=max_connections,
     )

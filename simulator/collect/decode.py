@@ -10,12 +10,15 @@ from __future__ import annotations
 
 __all__ = ["BodyError", "decode_export", "decode_request", "read_limited"]
 
+import functools
 import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 from simulator.jsonbounds import JSONRefused, loads_bounded
+from simulator.readers import InputRefused, parse_protobuf
 from simulator.traces.otlp_decode import MAX_DEPTH, Decoded, ShapeError, decode_documents
+from simulator.traces.otlp_proto import decode_logs_request, decode_traces_request
 
 OTLP_JSON_DEPTH = 4 * MAX_DEPTH + 32
 
@@ -53,18 +56,22 @@ def gunzip(body: bytes, limit: int) -> bytes:
     return out
 
 
-def _parse(body: bytes, kind: str) -> Any:
-    """The protobuf export request message; BodyError 400 when the body is not one."""
-    from simulator.readers import InputRefused, parse_protobuf
-
+@functools.cache
+def _request_type(kind: str) -> Any:
+    """The protobuf export request message type of `kind` (imported once, on the first request: a function's
+    import statement costs a few microseconds at each call)."""
     if kind == "traces":
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-        request: Any = ExportTraceServiceRequest()
-    else:
-        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+        return ExportTraceServiceRequest
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
-        request = ExportLogsServiceRequest()
+    return ExportLogsServiceRequest
+
+
+def _parse(body: bytes, kind: str) -> Any:
+    """The protobuf export request message; BodyError 400 when the body is not one."""
+    request = _request_type(kind)()
     try:  # the one bounded reader's protobuf door (the body's size is bounded by `read_limited` already)
         parse_protobuf(body, request, f"the body (an OTLP {kind} protobuf message)", max_bytes=len(body))
     except InputRefused:
@@ -93,8 +100,6 @@ def decode_export(body: bytes, content_type: str, encoding: str, kind: str, limi
     door; BodyError for a body that is not one, ValueError for a document that is not OTLP."""
     body, media = _unwrapped(body, content_type, encoding, limit)
     if media == PROTOBUF:
-        from simulator.traces.otlp_proto import decode_logs_request, decode_traces_request
-
         request = _parse(body, kind)
         return decode_traces_request(request) if kind == "traces" else decode_logs_request(request)
     try:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 __all__ = ["Roll", "RollingFolders"]
 
+import math
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +25,11 @@ from simulator.record.models import ConversationRecord
 from simulator.record.redact import safe_json
 
 SIGNALS = "signals.jsonl"
+# The current folder's manifest is rewritten, while conversations come, at most this often: it lists every
+# conversation of the folder, so writing it every tick cost ~40 ms a second at 5,000 conversations (its
+# depth and secret checks), and nothing is lost between two writes (the module's docstring). A folder
+# finished, or the collector stopped, writes it at once; an idle collector does not write it at all.
+MANIFEST_EVERY_S = 5.0
 
 
 def collected_folders(out: Path, prefix: str = "live") -> list[Path]:
@@ -46,7 +53,8 @@ class _Current:
         self.manifest = manifest
         self.day = day
         self.taken: set[str] = {e.id for e in manifest.scenarios}
-        self.dirty = False
+        self.dirty = False  # changed since the manifest was last written
+        self.written = -math.inf  # when it was (monotonic)
 
     @property
     def name(self) -> str:
@@ -156,19 +164,25 @@ class RollingFolders:
         stops[record.stop_reason] = stops.get(record.stop_reason, 0) + 1
         current.dirty = True
 
-    def flush(self, source: dict[str, Any] | None = None) -> None:
-        """Finish the folders rolled over; write the current manifest when it changed."""
+    def flush(self, source: dict[str, Any] | None = None, *, now: float | None = None) -> None:
+        """Finish the folders rolled over; write the current manifest when it changed (its records or the
+        `source` figures), at most every `MANIFEST_EVERY_S` seconds (`now`: monotonic, for tests)."""
         for old in self.retired:
             self.finish(old)
         self.retired = []
         current = self.current
-        if current is None or not (current.dirty or source):
+        if current is None:
             return
-        if source:
-            current.manifest.source.update(source)
-        current.manifest.sessions[-1].checkpoint_at = datetime.now(UTC)
-        current.folder.write_manifest(current.manifest)
-        current.dirty = False
+        manifest = current.manifest
+        if source and any(manifest.source.get(key) != value for key, value in source.items()):
+            manifest.source.update(source)
+            current.dirty = True
+        now = time.monotonic() if now is None else now
+        if not current.dirty or now - current.written < MANIFEST_EVERY_S:
+            return
+        manifest.sessions[-1].checkpoint_at = datetime.now(UTC)
+        current.folder.write_manifest(manifest)
+        current.dirty, current.written = False, now
 
     def finish(self, current: _Current, status: str = "complete") -> None:
         """Close a folder: final manifest, writer lock released."""

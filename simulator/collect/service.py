@@ -313,7 +313,7 @@ class Collector:
             self._compact()
         if len(self.recent) > 2 * RECENT_MARKERS:
             self.recent = self.recent[-RECENT_MARKERS:]
-        self.folders.flush(self._progress())
+        self.folders.flush(self._progress(), now=now)
         return len(closing)
 
     def _spans(self, conversation: OpenConversation) -> list[Span]:

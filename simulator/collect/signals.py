@@ -18,6 +18,7 @@ __all__ = ["BOOLEAN_SIGNALS", "SignalConfig", "quality_signals"]
 
 import itertools
 import re
+from collections.abc import Iterator
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -112,11 +113,23 @@ def _rephrased(texts: list[str], threshold: float) -> int:
 
 def _alike(a: str, b: str, threshold: float) -> bool:
     """`SequenceMatcher(None, a, b).ratio() >= threshold`: no matching where the ratio's upper bound by the
-    lengths (difflib's `real_quick_ratio`) is below the threshold already."""
+    lengths (difflib's `real_quick_ratio`) is below the threshold already, and the matching stopped as soon
+    as the blocks found reach the threshold, or those that could still be found cannot (`_blocks`)."""
     total = len(a) + len(b)
     if total and 2.0 * min(len(a), len(b)) / total < threshold:
         return False
-    return _ratio(a, b) >= threshold
+    if len(b) >= AUTOJUNK_FROM:
+        return SequenceMatcher(None, a, b).ratio() >= threshold
+    if not total:
+        return threshold <= 1.0
+    matched = 0
+    for size, more in _blocks(a, b):
+        matched += size
+        if 2.0 * matched / total >= threshold:  # the ratio only grows with the blocks still to find
+            return True
+        if 2.0 * (matched + more) / total < threshold:  # nor can it grow past what is left to match
+            return False
+    return False
 
 
 AUTOJUNK_FROM = 200  # difflib's autojunk: from this length of `b` on, its frequent characters are junk
@@ -126,39 +139,58 @@ def _ratio(a: str, b: str) -> float:
     """`SequenceMatcher(None, a, b).ratio()`, the same number for `b` under AUTOJUNK_FROM characters (where
     no character is junk), each longest match found with `str.find` instead of difflib's loop over every
     character's positions in Python (a third to a half of its time on a user's message); difflib's own
-    for longer `b`. The matching is difflib's: the longest common block, the earliest in `a`, then in `b`
-    (`find_longest_match`), then the same on each side of it; the ratio is 2 x matched / total."""
+    for longer `b`."""
     if len(b) >= AUTOJUNK_FROM:
         return SequenceMatcher(None, a, b).ratio()
-    matched = 0
+    total = len(a) + len(b)
+    return 2.0 * sum(size for size, _ in _blocks(a, b)) / total if total else 1.0
+
+
+def _blocks(a: str, b: str) -> Iterator[tuple[int, int]]:
+    """The sizes of the blocks difflib matches (no junk), each with the most that the ranges still to match
+    could add (the shorter side of each). The matching is difflib's: the longest common block, the earliest
+    in `a`, then in `b` (`find_longest_match`), then the same on each side of it; the ratio is 2 x matched
+    / total."""
     ranges = [(0, len(a), 0, len(b))]
+    left = min(len(a), len(b))
     while ranges:
         alo, ahi, blo, bhi = ranges.pop()
+        left -= min(ahi - alo, bhi - blo)
         i, j, k = _longest_match(a, b, alo, ahi, blo, bhi)
         if k:
-            matched += k
             if alo < i and blo < j:
                 ranges.append((alo, i, blo, j))
+                left += min(i - alo, j - blo)
             if i + k < ahi and j + k < bhi:
                 ranges.append((i + k, ahi, j + k, bhi))
-    total = len(a) + len(b)
-    return 2.0 * matched / total if total else 1.0
+                left += min(ahi - i - k, bhi - j - k)
+        yield k, left
 
 
 def _longest_match(a: str, b: str, alo: int, ahi: int, blo: int, bhi: int) -> tuple[int, int, int]:
     """difflib's `find_longest_match` without junk: (i, j, k), a[i:i+k] == b[j:j+k] the longest such
     block in the ranges, of those the earliest in `a`, then in `b`; (alo, blo, 0) when there is none. Each
-    start in `a` is only tried for a block longer than the best so far."""
+    start in `a` is only tried for a block longer than the best so far, and that block's length found by
+    doubling then halving (a longer block is in `b` only if each shorter one from that start is)."""
     best_i, best_j, best = alo, blo, 0
     window = b[blo:bhi]
     i = alo
     while i + best < ahi:
-        j = window.find(a[i : i + best + 1])
-        if j >= 0:
-            k = best + 1
-            while i + k < ahi and (longer := window.find(a[i : i + k + 1])) >= 0:
-                k, j = k + 1, longer
-            best_i, best_j, best = i, blo + j, k
+        if a[i : i + best + 1] in window:
+            found, most, step = best + 1, ahi - i, 1  # a block of `found` is in it; none passes `most`
+            while found < most:
+                probe = min(found + step, most)
+                if a[i : i + probe] not in window:
+                    most = probe - 1
+                    break
+                found, step = probe, step * 2
+            while found < most:
+                middle = (found + most + 1) // 2
+                if a[i : i + middle] in window:
+                    found = middle
+                else:
+                    most = middle - 1
+            best_i, best_j, best = i, blo + window.find(a[i : i + found]), found
         i += 1
     return best_i, best_j, best
 

@@ -13,6 +13,8 @@ __all__ = ["Ref", "from_line", "redacted", "to_line"]
 import json
 from typing import Any
 
+import orjson
+
 from simulator.traces.otlp_decode import Span, nanos
 from simulator.traces.pseudonym import Pseudonyms
 
@@ -37,8 +39,12 @@ def redacted(span: Span, pseudonyms: Pseudonyms) -> Span:
     )
 
 
-def to_line(span: Span) -> str:
-    """The span as one JSON line (newline included)."""
+def to_line(span: Span) -> bytes:
+    """The span as one JSON line, UTF-8 (newline included). Written by orjson, several times faster than the
+    json module on a span's long message texts, with the same text; the json module's for what orjson does
+    not write (an integer past 64 bits; a lone surrogate, which then fails to encode as before). A float may
+    be written in another form of the same number (`1e16` for `1e+16`); the spans hold no NaN or infinity
+    (the door turns them into text or refuses them)."""
     data: dict[str, Any] = {"t": span.trace_id, "s": span.span_id, "a": span.start, "b": span.end}
     if span.attributes:
         data["at"] = span.attributes
@@ -50,12 +56,20 @@ def to_line(span: Span) -> str:
         data["e"] = span.error
     if span.scope != ("", ""):
         data["sc"] = list(span.scope)
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+    try:
+        return orjson.dumps(data) + b"\n"
+    except TypeError:
+        return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-def from_line(text: str) -> Span:
-    """A span from its JSON line; ValueError when the line is not one (times checked as at the door)."""
-    data = json.loads(text)
+def from_line(text: str | bytes) -> Span:
+    """A span from its JSON line; ValueError when the line is not one (times checked as at the door). Read by
+    orjson, or, for what it does not read (an integer past 64 bits, a lone surrogate's escape, damage), by
+    the json module, which gives the same values or the same error as before."""
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        data = json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
     if not isinstance(data, dict) or "t" not in data or "s" not in data:
         raise ValueError("not a spooled span")
     scope = data.get("sc") or ["", ""]

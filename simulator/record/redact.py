@@ -23,7 +23,7 @@ from __future__ import annotations
 __all__ = [
     "CREDENTIALS",
     "CREDENTIAL_FORMATS",
-    "CREDENTIAL_HINT",
+    "CREDENTIAL_START",
     "MAX_KEY_LINES",
     "PLACEHOLDERS",
     "PLACEHOLDER_NOTE",
@@ -32,6 +32,7 @@ __all__ = [
     "contains_secret",
     "credential_placeholder",
     "forget_secrets",
+    "may_hold_credential",
     "redact",
     "redact_text",
     "redacted_record",
@@ -144,17 +145,14 @@ CREDENTIALS = _credentials()
 # Every placeholder a redacted text may show: `[redacted]` for a configured secret, then each credential's
 # label (`[API_KEY]`), whether found by its format or under its name.
 PLACEHOLDERS = (REDACTED, *(f"[{label.upper()}]" for label in sorted({*CREDENTIALS, *NAMED_LABELS})))
-# Every credential holds one of these (a vendor's fixed part or a name): a text without one is not searched
-# (the import's and collector's cheap check, traces/redact.py).
-CREDENTIAL_HINT = (
-    r"sk-|[rs]k_|AKIA|ASIA|ABIA|ACCA|gh[pousr]_|github_pat_|xox|AIza|eyJ|PRIVATE KEY"
-    r"|(?i:bearer|passw|passphrase|pwd|aws)"
-)
-# And every credential starts where one of these does: its fixed part (as it is) or its name (in any case).
-_STARTS = re.compile(
+# Every credential starts where one of these does: its fixed part (as it is) or its name (in any case). A
+# text holding none holds no credential (`may_hold_credential`: here, and the import's and collector's
+# redaction, traces/redact.py).
+CREDENTIAL_START = (
     r"(?=sk-|[rs]k_|AKIA|ASIA|ABIA|ACCA|AIza|gh[pousr]_|github_pat_|xox|eyJ|-----BEGIN"
     r"|(?i:bearer|pass(?:w|phrase)|pwd|aws))"
 )
+_STARTS = re.compile(CREDENTIAL_START)
 # A text holding none of them is not searched: each of these begins with a literal, which `re` looks for as
 # fast as `in` does (one search for all of them at once tries them at every position, from 2 to 12 times
 # slower on a run's record lines); the names are looked for in the casefolded text (`ſ` is `s` there, as
@@ -215,7 +213,7 @@ def credential_placeholder(label: str, found: str) -> str:
     return f"{_name(label, found)}[{label.upper()}]"
 
 
-def _may_hold_credential(text: str, folded: str | None = None) -> bool:
+def may_hold_credential(text: str, folded: str | None = None) -> bool:
     """False when `text` holds no start of a credential (`_STARTS`), so it holds none (`folded`: the text
     casefolded, when the caller has it)."""
     if any(search(text) for search in _AS_IS):
@@ -234,7 +232,7 @@ def _may_hold_credential(text: str, folded: str | None = None) -> bool:
 PLACEHOLDER_NOTE = (
     f"Secrets were taken out of the text before you were shown it, as in the run's records: {REDACTED} "
     "stands for a secret value the run knows, and a word in capitals between square brackets ("
-    + ", ".join(p for p in PLACEHOLDERS[1:] if not _may_hold_credential(p))
+    + ", ".join(p for p in PLACEHOLDERS[1:] if not may_hold_credential(p))
     + " and the like) for a credential of that kind. Where a message shows one, its speaker said that secret "
     "in full: read it as said, and quote the placeholder as written."
 )
@@ -242,7 +240,7 @@ PLACEHOLDER_NOTE = (
 
 def _credentials_in(text: str) -> Iterator[re.Match[str]]:
     """The credentials `_credential().finditer(text)` finds, found by trying it only where one may start."""
-    if not _may_hold_credential(text):
+    if not may_hold_credential(text):
         return
     end = 0
     for start in _STARTS.finditer(text):
@@ -258,7 +256,7 @@ def _holds_credential(text: str) -> bool:
     if holds_secret_pair(text, low):
         return True
     # Nor does it with its JSON escapes as spaces when no start holds one (ASCII text casefolds as it lowers).
-    if not _may_hold_credential(text, low if text.isascii() else None):
+    if not may_hold_credential(text, low if text.isascii() else None):
         return False
     return any(_credentials_in(text)) or ("\\" in text and any(_credentials_in(_JSON_SPACE.sub(" ", text))))
 

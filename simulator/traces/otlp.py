@@ -15,6 +15,7 @@ __all__ = ["Span", "conversations_from_spans", "expected_level", "own_key", "rea
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -205,10 +206,29 @@ def span_messages(
     return inputs, outputs, system
 
 
-def stitch(keys: list[str], new: list[Message]) -> int:
-    """How many leading messages of `new` are already held (`keys`: the held messages' keys): its longest
-    overlap with the end of what is held (the repeated history), or all of it when it is a prefix."""
-    new_keys = [message_key(m) for m in new]
+class _Keys:
+    """`message_key` of each message, remembered by its parts list while one set of spans is read: the calls
+    of a conversation share the parts of the history each repeats (genai.InputHistory), so each message's
+    key is made once, not once for every later call (the parts are not changed while they are read; this
+    holds each list, so its id is not another's)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, int], tuple[list[Any], str]] = {}
+
+    def __call__(self, message: Message) -> str:
+        found = self._known.get((message.role, id(message.parts)))
+        if found is not None and found[0] is message.parts:
+            return found[1]
+        key = message_key(message)
+        self._known[(message.role, id(message.parts))] = (message.parts, key)
+        return key
+
+
+def stitch(keys: list[str], new: list[Message], key: Callable[[Message], str] = message_key) -> int:
+    """How many leading messages of `new` are already held (`keys`: the held messages' keys, each `key` of
+    its message): its longest overlap with the end of what is held (the repeated history), or all of it when
+    it is a prefix."""
+    new_keys = [key(m) for m in new]
     if len(new_keys) <= len(keys) and keys[: len(new_keys)] == new_keys:
         return len(
             new
@@ -311,6 +331,7 @@ def conversations_from_spans(
     histories: dict[
         str, genai.InputHistory
     ] = {}  # each conversation's last input, parsed (genai.InputHistory)
+    key_of = _Keys()
     for span in sorted(spans, key=lambda s: (s.start, s.end)):
         if is_tool_span(span.attributes):
             tools.setdefault(keys[span.ref], []).append(
@@ -338,7 +359,7 @@ def conversations_from_spans(
             conversation.models.append(model)
         messages = inputs + outputs
         seen = held.setdefault(conversation.key, [])
-        skip = stitch(seen, messages)
+        skip = stitch(seen, messages, key_of)
         for position in range(skip, len(messages)):
             reply = position >= len(inputs)
             messages[position].time = _time(span.end if reply else span.start)
@@ -349,7 +370,7 @@ def conversations_from_spans(
         # successfully is not the end).
         conversation.error = span.error
         conversation.stop_reason = "error" if span.error else None
-        seen += [message_key(m) for m in messages[skip:]]
+        seen += [key_of(m) for m in messages[skip:]]
     for key, found in tools.items():
         if key in conversations:
             conversations[key].tools = found

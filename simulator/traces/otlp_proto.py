@@ -33,6 +33,8 @@ from simulator.traces.otlp_decode import (
 from simulator.traces.otlp_json import request_to_json
 
 ERROR = 2  # Status.STATUS_CODE_ERROR
+# A repeated field is walked as a slice (`items[:]`, a list): protobuf's containers are iterated by index
+# until an IndexError, whose message is formatted at the end of each of a span's half-dozen loops.
 
 
 class _Unsettled(Exception):
@@ -58,14 +60,14 @@ def _value(value: Any, depth: int) -> Any:
             return number
         return "NaN" if math.isnan(number) else ("Infinity" if number > 0 else "-Infinity")
     if which == "array_value":
-        return [_value(v, depth + 1) for v in value.array_value.values]
+        return [_value(v, depth + 1) for v in value.array_value.values[:]]
     if which == "kvlist_value":
         return _attributes(value.kvlist_value.values, depth + 1)
     return base64.b64encode(value.bytes_value).decode("ascii")  # bytes_value, as the JSON mapping writes it
 
 
 def _attributes(items: Any, depth: int = 0) -> dict[str, Any]:
-    out = {kv.key: (_value(kv.value, depth) if kv.HasField("value") else None) for kv in items}
+    out = {kv.key: (_value(kv.value, depth) if kv.HasField("value") else None) for kv in items[:]}
     if "" in out:
         raise _Unsettled
     return out
@@ -89,7 +91,7 @@ def _span(raw: Any, resource: dict[str, Any], scope: tuple[str, str]) -> Span:
         _attributes(raw.attributes),
         resource,
         None,
-        [(e.name, e.time_unix_nano, _attributes(e.attributes)) for e in raw.events],
+        [(e.name, e.time_unix_nano, _attributes(e.attributes)) for e in raw.events[:]],
         scope=scope,
     )
     if raw.status.code == ERROR:
@@ -121,7 +123,28 @@ def _json_span(raw: Any, resource_error: str | None, number: int) -> tuple[Span 
 
 
 def _resource(rs: Any) -> tuple[dict[str, Any], str | None]:
-    """The resource's attributes, or the JSON path's reason for refusing them, which every span of it gets."""
+    """The resource's attributes, or the JSON path's reason for refusing them, which every span of it gets;
+    remembered by the resource's bytes, as an exporter sends the same resource in every request (a copy of
+    the attributes each time, as when they are read; only flat ones, so that no list or map is shared)."""
+    key = rs.resource.SerializeToString()
+    found = _RESOURCES.get(key)
+    if found is None:
+        found = _resource_read(rs)
+        if len(key) <= RESOURCE_BYTES and not any(isinstance(v, list | dict) for v in found[0].values()):
+            if len(_RESOURCES) >= RESOURCES:
+                del _RESOURCES[next(iter(_RESOURCES))]  # the oldest
+            _RESOURCES[key] = found
+    return dict(found[0]), found[1]
+
+
+# The resources remembered (`_resource`): a few a service, each a few hundred bytes; a larger one is read
+# each time rather than held.
+RESOURCES = 256
+RESOURCE_BYTES = 4096
+_RESOURCES: dict[bytes, tuple[dict[str, Any], str | None]] = {}
+
+
+def _resource_read(rs: Any) -> tuple[dict[str, Any], str | None]:
     try:
         return _attributes(rs.resource.attributes), None
     except _Unsettled:
@@ -137,11 +160,11 @@ def _resource(rs: Any) -> tuple[dict[str, Any], str | None]:
 def decode_traces_request(request: Any) -> Decoded:
     """A parsed ExportTraceServiceRequest as `decode_documents` decodes its JSON form."""
     decoded = Decoded()
-    for rs in request.resource_spans:
+    for rs in request.resource_spans[:]:
         resource, resource_error = _resource(rs)
-        for ss in rs.scope_spans:
+        for ss in rs.scope_spans[:]:
             scope = _scope(ss)
-            for raw in ss.spans:
+            for raw in ss.spans[:]:
                 number = decoded.span_records
                 decoded.span_records += 1
                 span: Span | None

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulator.collect.spans import Ref, from_line, to_line
+from simulator.eventloop import within
 from simulator.plural import plural
 from simulator.readers import byte_lines
 from simulator.safefiles import append_durable, replacing, write_atomic
@@ -229,7 +230,7 @@ class Spool:
             return
         self._gathered = asyncio.Event()
         try:
-            await asyncio.wait_for(self._gathered.wait(), wait)
+            await within(self._gathered.wait(), wait)
         except TimeoutError:
             pass
         finally:

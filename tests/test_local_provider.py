@@ -168,3 +168,60 @@ def test_a_missing_model_file_stops_the_run_before_it_starts(tmp_path: Path) -> 
     )
     assert main(["run", str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "run")]) == 2
     assert not (tmp_path / "run").exists()  # no run folder full of errored conversations
+
+
+OPENMP_POLICY = """
+import sys
+from simulator.providers.local import import_llama_cpp, resolve_model_path, without_extra_buffers
+llama_cpp = import_llama_cpp()
+with without_extra_buffers(llama_cpp):
+    model = llama_cpp.Llama(model_path=str(resolve_model_path("smollm2")), n_ctx=256, verbose=False)
+model.create_completion("Hi", max_tokens=2)
+"""
+
+
+@pytest.mark.real_llm
+@pytest.mark.parametrize(
+    ("chosen", "used"),
+    [
+        (None, "GOMP_SPINCOUNT = '0'"),
+        ("ACTIVE", "OMP_WAIT_POLICY = 'ACTIVE'"),
+        ("passive", "GOMP_SPINCOUNT = '0'"),
+    ],
+)
+def test_llama_cpps_threads_sleep_while_they_wait_unless_the_user_chose(
+    chosen: str | None, used: str
+) -> None:
+    """OpenMP's spinning threads took a busy machine's time slices (35 s of CPU against 24 s for a smoke
+    conversation beside one busy process): the runtime llama.cpp loads reports the policy it runs with."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    # libgomp prints the settings it runs with when it starts. Unset, it shows the policy as PASSIVE but spins
+    # 300,000 times before sleeping (GOMP_SPINCOUNT); the passive policy spins 0.
+    env["OMP_DISPLAY_ENV"] = "VERBOSE"
+    if chosen is not None:
+        env["OMP_WAIT_POLICY"] = chosen
+    done = subprocess.run([sys.executable, "-c", OPENMP_POLICY], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert used in done.stderr, done.stderr
+
+
+@pytest.mark.real_llm
+def test_the_server_launcher_sets_the_policy_before_llama_cpp_loads() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["OMP_DISPLAY_ENV"] = "VERBOSE"
+    done = subprocess.run(
+        [sys.executable, "-m", "simulator.providers.llama_server", "--help"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "GOMP_SPINCOUNT = '0'" in done.stderr, done.stderr

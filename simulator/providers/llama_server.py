@@ -6,10 +6,12 @@ reports AMX in a virtual machine that does not grant it, the server's first comp
 
 from __future__ import annotations
 
-import llama_cpp
-from llama_cpp.server.__main__ import main
+from simulator.providers.local import passive_threads, without_extra_buffers
 
-from simulator.providers.local import without_extra_buffers
+passive_threads()  # before llama.cpp's library is loaded, which is when OpenMP reads it
+
+import llama_cpp  # noqa: E402
+from llama_cpp.server.__main__ import main  # noqa: E402
 
 if __name__ == "__main__":
     with without_extra_buffers(llama_cpp):

@@ -17,6 +17,7 @@ try:
     import httpx2 as httpx
 except ImportError:  # pragma: no cover - an SDK release on plain httpx
     import httpx  # type: ignore[no-redef]
+from simulator.tls import shared_ssl_context
 
 
 class AnswerRefused(Exception):
@@ -42,7 +43,7 @@ class _CappedStream(httpx.AsyncByteStream):
 class CappedTransport(httpx.AsyncBaseTransport):
     def __init__(self, max_bytes: int, inner: httpx.AsyncBaseTransport | None = None) -> None:
         self._max_bytes = max_bytes
-        self._inner = inner or httpx.AsyncHTTPTransport()
+        self._inner = inner or httpx.AsyncHTTPTransport(verify=shared_ssl_context(httpx.__name__))
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         request.headers["Accept-Encoding"] = "identity"

@@ -27,6 +27,7 @@ from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.providers._http import connection_refused
 from simulator.record.parts import MediaPart, Part, PickPart, TextPart
 from simulator.record.redact import redact
+from simulator.tls import shared_ssl_context
 
 if TYPE_CHECKING:
     from simulator.config.suite import Suite
@@ -216,6 +217,7 @@ class HttpBotFactory:
             headers=expand_headers(config.headers),
             timeout=config.timeout_s,
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=100),
+            verify=shared_ssl_context(),
         )
         self._env_server: Any = None  # an EnvironmentServer (bots/env_server.py), for suites with one
         self._mcp_server: Any = None  # an EnvironmentMCPServer (bots/env_mcp.py), with environment_mcp

@@ -49,6 +49,7 @@ from simulator.config.bots import BotStart
 from simulator.errors import Problem, UserError
 from simulator.eventloop import within
 from simulator.record.redact import LogRedactor, redact
+from simulator.tls import shared_ssl_context
 
 if TYPE_CHECKING:
     from simulator.config.suite import Suite
@@ -373,7 +374,7 @@ class BotProcess:
     async def _ready(self) -> bool:
         if self.ready_url is not None:
             try:
-                async with httpx.AsyncClient(timeout=1.0) as client:
+                async with httpx.AsyncClient(timeout=1.0, verify=shared_ssl_context()) as client:
                     response = await client.get(self.ready_url)
             except httpx.HTTPError:
                 return False

@@ -24,6 +24,7 @@ from simulator.providers._httppool import NetworkError
 from simulator.providers._sdkpost import joined_headers
 from simulator.providers.base import ProviderError
 from simulator.providers.ratelimits import rate_limits_from_headers
+from simulator.tls import shared_ssl_context
 
 
 def aiohttp_client(sdk: Any, timeout_s: float) -> Any:
@@ -37,7 +38,19 @@ def aiohttp_client(sdk: Any, timeout_s: float) -> Any:
     except ImportError:
         return None
     factory = getattr(sdk, "DefaultAioHttpClient", None)
-    return factory(timeout=timeout_s) if factory is not None else None
+    if factory is None:
+        return None
+    # The SDK's client is its HTTP library's (httpx2, or httpx in older releases): its default context, shared.
+    return factory(timeout=timeout_s, verify=shared_ssl_context(_client_library(factory)))
+
+
+def _client_library(factory: Any) -> str:
+    """The HTTP library a client class is built on: `httpx2` or `httpx`, by its base classes."""
+    for base in getattr(factory, "__mro__", ()):
+        root = base.__module__.split(".")[0]
+        if root in ("httpx2", "httpx"):
+            return root
+    return "httpx"
 
 
 _FIXES = {

@@ -187,6 +187,6 @@ class WirePost:
 def _sdk_ssl_context() -> Any:
     """The certificates the SDK's transport trusts (its HTTP client's `create_ssl_context`: certifi, and
     SSL_CERT_FILE / SSL_CERT_DIR as it reads them)."""
-    from httpx2 import create_ssl_context
+    from simulator.tls import shared_ssl_context
 
-    return create_ssl_context()
+    return shared_ssl_context("httpx2")

@@ -16,6 +16,8 @@ from types import TracebackType
 
 import httpx
 
+from simulator.tls import shared_ssl_context
+
 
 class LlamaServerError(RuntimeError):
     """The server did not come up; the message carries the tail of its log."""
@@ -113,7 +115,10 @@ class LlamaServer:
             if self._process.poll() is not None:
                 return False
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.base_url}/models", timeout=2.0).status_code == 200:
+                if (
+                    httpx.get(f"{self.base_url}/models", timeout=2.0, verify=shared_ssl_context()).status_code
+                    == 200
+                ):
                     return True
             time.sleep(0.2)
         return False

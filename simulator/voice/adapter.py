@@ -32,6 +32,7 @@ from simulator.errors import UserError
 from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.record.parts import AudioPart, Part, PickPart
 from simulator.record.redact import redact
+from simulator.tls import shared_ssl_context
 from simulator.voice.activity import merge
 from simulator.voice.audio_files import AudioFiles, conversation_folder
 from simulator.voice.call import Call, Spoken
@@ -121,7 +122,7 @@ class VoiceBotFactory:
         self.process: BotProcess | None = None
         if config.start is not None:
             self.process = BotProcess(config.start, base_dir, values, self.url, suite=suite)
-        self.client = httpx.AsyncClient(timeout=config.timeout_s)
+        self.client = httpx.AsyncClient(timeout=config.timeout_s, verify=shared_ssl_context())
         self.transcriber: Transcriber | None = None
         self.run_folder: Path | None = None
         self._once = StartOnce()

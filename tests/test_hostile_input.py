@@ -41,6 +41,19 @@ def _bombs() -> dict[str, str]:
         + "expected:\n"
         + "".join(f"  {line}\n" for line in facts.splitlines())
         + "facts: *y5\n",
+        # Aliases as keys: a 400 KB string named once, then the key of 40 one-entry mappings (16 MB of text).
+        "keys": SCENARIO
+        + "expected:\n  s: &s "
+        + "x" * 400_000
+        + "\n  l: ["
+        + ", ".join(f"{{*s : {i}}}" for i in range(40))
+        + "]\n",
+        # And as part of a complex key (`? [*s, *s]`), 20 times.
+        "complex keys": SCENARIO
+        + "expected:\n  s: &s "
+        + "x" * 400_000
+        + "\n  l:\n"
+        + "".join(f"    - ? [*s, *s, {i}]\n      : v\n" for i in range(20)),
     }
 
 

@@ -27,6 +27,16 @@ HOSTILE_TEXT = {
 }
 
 
+@pytest.fixture
+def short_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The limit at 0.05 s for the tests that run into it: what they check (stopped, named, an error verdict)
+    does not depend on its length, and at 1 s the ten of them spent ten seconds of CPU backtracking."""
+    import simulator.config.patterns as patterns
+
+    monkeypatch.setattr(patterns, "MATCH_TIMEOUT_S", 0.05)
+
+
+@pytest.mark.usefixtures("short_limit")
 @pytest.mark.parametrize("pattern", CATASTROPHIC)
 def test_a_catastrophic_pattern_stops_at_the_limit_and_is_named(pattern: str) -> None:
     compiled = compile_pattern(pattern)
@@ -41,6 +51,7 @@ def test_a_catastrophic_pattern_stops_at_the_limit_and_is_named(pattern: str) ->
     assert time.monotonic() - start < MATCH_TIMEOUT_S * 30
 
 
+@pytest.mark.usefixtures("short_limit")
 @pytest.mark.parametrize("pattern", [r"(a+)+$", r"(x+x+)+y"])
 def test_must_not_match_that_times_out_is_an_error_verdict(pattern: str) -> None:
     rec = record(
@@ -72,6 +83,7 @@ def test_ordinary_patterns_keep_their_meaning(pattern: str, text: str, found: bo
     assert (compile_pattern(pattern).search(text) is not None) is found
 
 
+@pytest.mark.usefixtures("short_limit")
 def test_redaction_rules_are_bounded_too() -> None:
     redactor = Redactor([("custom", r"(a+)+$")])
     with pytest.raises(PatternTimeout, match="redaction rules"):
@@ -94,6 +106,7 @@ def test_an_empty_custom_pattern_is_refused(tmp_path: Path) -> None:
         load_redactor(path)
 
 
+@pytest.mark.usefixtures("short_limit")
 @pytest.mark.parametrize("pattern", [r"(a+)+$", r"(x+x+)+y"])
 @pytest.mark.parametrize("where", ["claim says", "argument regex"])
 def test_a_tool_check_pattern_that_times_out_is_an_error_verdict(pattern: str, where: str) -> None:

@@ -18,7 +18,7 @@ from simulator.config.scenario import Scenario
 from simulator.config.vocabulary import Vocabulary
 from simulator.record.models import ConversationRecord
 from simulator.record.parts import Option, PickPart, last_options
-from simulator.text.meaning import Knowledge, Reader, Reading, knowledge, support
+from simulator.text.meaning import Knowledge, Reader, Reading, knowledge, shared_reader, support
 from simulator.text.picking import negative_option, none_applies, option_text, plain, yes_no
 from simulator.text.words import CHAT_WORDS
 
@@ -40,7 +40,7 @@ class _Scene:
 def _reader(vocabulary: Vocabulary | None) -> Reader:
     vocabulary = vocabulary or Vocabulary()
     stop = set(CHAT_WORDS).union(*(p.stop_words for p in vocabulary.languages.values()))
-    return Reader(vocabulary, {w.casefold() for w in stop})
+    return shared_reader(vocabulary, {w.casefold() for w in stop})
 
 
 def _quoted_facts(numbers: list[int], texts: list[str]) -> str:

@@ -18,7 +18,7 @@ option a patient taps (text/picking.py) and audits the taps of any simulated use
 
 from __future__ import annotations
 
-__all__ = ["Knowledge", "Reader", "Reading", "answering", "knowledge", "support"]
+__all__ = ["Knowledge", "Reader", "Reading", "answering", "knowledge", "shared_reader", "support"]
 
 import re
 from collections.abc import Iterable, Sequence
@@ -152,6 +152,32 @@ class Support:
         return bool(self.yes) or self.goal
 
 
+_READINGS_KEPT = 4096  # texts a reader remembers the reading of (then it starts again)
+_READERS_KEPT = 64  # readers `shared_reader` keeps, each for one vocabulary and stop list
+
+
+_READERS: dict[tuple[object, ...], Reader] = {}
+
+
+def shared_reader(vocabulary: Vocabulary, stop: Iterable[str] = CHAT_WORDS) -> Reader:
+    """The Reader of this vocabulary and stop list, made once a process (by their content): building one
+    stems every term of the vocabulary, and the offline user and the fidelity audit made one for every
+    conversation (about a tenth of the test suite's offline-user CPU)."""
+    stops = frozenset(stop)
+    key = (
+        tuple((topic, tuple(terms)) for topic, terms in vocabulary.topics.items()),
+        tuple(vocabulary.qualities),
+        tuple((word, tuple(others)) for word, others in vocabulary.synonyms.items()),
+        stops,
+    )
+    reader = _READERS.get(key)
+    if reader is None:
+        if len(_READERS) >= _READERS_KEPT:
+            _READERS.clear()
+        reader = _READERS[key] = Reader(vocabulary, stops)
+    return reader
+
+
 class Reader:
     """Reads texts into topics with one vocabulary: its `topics` and `qualities`, and its older `synonyms`
     (each canonical word a topic). Words of a language's `stop` list say nothing about a topic."""
@@ -168,9 +194,21 @@ class Reader:
                 if key:
                     self._terms.setdefault(key, topic.casefold())
         self._longest = max((len(k) for k in self._terms), default=1)
+        self._readings: dict[tuple[str, tuple[str, ...] | None], Reading] = {}
 
     def read(self, text: str, declared: Sequence[str] | None = None) -> Reading:
-        """What `text` is about; `declared` topics (a fact's `topic:`) replace the guess ("no X": ruled out)."""
+        """What `text` is about; `declared` topics (a fact's `topic:`) replace the guess ("no X": ruled out).
+        Remembered: a scenario's facts and goal are read again by every conversation of it, and a Reading is
+        immutable."""
+        key = (text, tuple(declared) if declared else None)
+        reading = self._readings.get(key)
+        if reading is None:
+            if len(self._readings) >= _READINGS_KEPT:
+                self._readings.clear()
+            reading = self._readings[key] = self._read(text, declared)
+        return reading
+
+    def _read(self, text: str, declared: Sequence[str] | None) -> Reading:
         if declared:
             return self._declared(text, declared)
         topics: set[str] = set()

@@ -29,7 +29,7 @@ from simulator.record.parts import MediaPart, Option, PickPart, last_options
 from simulator.record.transcript import Turn
 from simulator.text.content import content_words, gives_outcome
 from simulator.text.language import language_of
-from simulator.text.meaning import Reader, answering
+from simulator.text.meaning import answering, shared_reader
 from simulator.text.picking import choose_option
 from simulator.text.styles import StylePlayer
 from simulator.text.voice import Voice
@@ -77,7 +77,7 @@ class OfflineUser:
         self._styles = StylePlayer(scenario.styles, random.Random(f"{seed}:{draws}:{repeat}:style"), styles)
         self._voice = Voice(scenario, self._styles.third_person)
         # What each fact and the goal are about, read once (a fact's declared `topic` replaces the guess).
-        self._reader = Reader(self._vocabulary, self._stop)
+        self._reader = shared_reader(self._vocabulary, self._stop)
         self._facts = [
             self._reader.read(fact, scenario.fact_topics.get(number))
             for number, fact in enumerate(scenario.facts, start=1)

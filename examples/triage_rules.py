@@ -129,18 +129,24 @@ class Rules(_Model):
         return {**data, "questions": shared}
 
 
+def _read_yaml(path: Path) -> Any:
+    """A YAML file, parsed by libyaml where PyYAML has it (ten times faster than its Python parser: this
+    table took 0.14 s of every process that started the bot)."""
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 @cache
 def load_rules(path: Path = RULES_FILE) -> Rules:
     """Read and validate the rule table (cached: it never changes while the bot runs)."""
-    return Rules.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return Rules.model_validate(_read_yaml(path))
 
 
 @cache
 def load_fixed_rules(patch: Path = FIXED_RULES_FILE) -> Rules:
     """The rule table with a patch applied: the patch's `add_questions` appended to the named complaints
     (the fixed variant the matrix demo compares with the original)."""
-    data = yaml.safe_load(RULES_FILE.read_text(encoding="utf-8"))
-    extra = yaml.safe_load(patch.read_text(encoding="utf-8")).get("add_questions", {})
+    data = _read_yaml(RULES_FILE)
+    extra = _read_yaml(patch).get("add_questions", {})
     unknown = set(extra) - {c["name"] for c in data["complaints"]}
     if unknown:
         raise ValueError(f"{patch}: add_questions names unknown complaints: {', '.join(sorted(unknown))}")

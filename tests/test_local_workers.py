@@ -151,6 +151,14 @@ GATED_BOT = STATELESS_BOT.replace(
 assert GATED_BOT != STATELESS_BOT
 
 
+def _at_a_terminal() -> None:
+    """A foreground job's Ctrl-C: SIGINT at its default in the child, whatever the test process inherited (a
+    shell without job control starts a background job, such as a CI script's, with SIGINT ignored, and a
+    Python program keeps an ignored SIGINT ignored: `simulator.run` in a script started with `&` is not
+    stopped by the terminal's Ctrl-C, as any program there)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _lines(files: Any) -> int:
     return sum(len(f.read_text().splitlines()) for f in files if f.exists())
 
@@ -182,6 +190,7 @@ def _stop_part_way(suite: Path, out: Path, stop: str = "ctrl-c", workers: str | 
         [*command, *(["--workers", workers] if workers else [])],
         env=env,
         start_new_session=True,
+        preexec_fn=_at_a_terminal,
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -398,6 +407,7 @@ def test_ctrl_c_in_a_python_resume_keeps_what_finished_and_says_how_to_go_on(
         [sys.executable, str(tmp_path / "resume.py"), str(out)],
         env=env,
         start_new_session=True,
+        preexec_fn=_at_a_terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -453,6 +463,7 @@ def test_ctrl_c_in_a_python_run_names_its_folder_and_the_call_that_finishes_it(
         cwd=tmp_path,
         env=env,
         start_new_session=True,
+        preexec_fn=_at_a_terminal,
         stderr=subprocess.PIPE,
         text=True,
     )

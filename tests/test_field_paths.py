@@ -12,6 +12,7 @@ import pytest
 
 from simulator.cli import main
 from simulator.record.folder import CONVERSATIONS
+from tests.support.hazard_logs import one_control_log
 from tests.synthetic import synthetic_outcome_run
 from tests.test_report_support import record, verdict, write_run
 
@@ -79,22 +80,6 @@ def test_a_bad_item_of_a_suites_scenarios_is_named_by_its_count(
     assert f"suite.yaml:{line} [scenarios.paths[{place}]]: '{missing}' is not there" in said, said
 
 
-HAZARDS = """\
-title: Counted
-matrix: dcb0129
-hazards:
-  - id: HAZ-1
-    title: Missed emergency
-    cause: The bot does not escalate.
-    effect: Delayed care.
-    severity: catastrophic
-    likelihood: medium
-    controls:
-      - id: C-1
-        description: Asked and advised.
-        criteria:
-{criteria}        threshold: fail_rate <= 5%
-"""
 CRITERIA = ["asks-age", "safety-net", "no-diagnosis"]
 
 
@@ -106,7 +91,7 @@ def test_a_bad_item_of_a_criteria_list_is_named_by_its_count(
     run = write_run(tmp_path / "run", records, [verdict(r, c, "pass") for r in records for c in CRITERIA])
     named = [*CRITERIA]
     named[place - 1] += "-typo"
-    text = HAZARDS.format(criteria="".join(f"          - {c}\n" for c in named))
+    text = one_control_log(named)
     log = tmp_path / "hazards.yaml"
     log.write_text(text, encoding="utf-8")
     said = _said(capsys, "safety-case", run, "--hazards", log)

@@ -434,12 +434,7 @@ def test_informational_heads_over_64_kib_in_one_read_are_a_head_too_large(flood:
 @pytest.mark.parametrize("pieces", [1, 7, 300])
 def test_informational_heads_under_64_kib_are_read_past_in_one_read_or_many(pieces: int) -> None:
     flood = b"HTTP/1.1 100 Continue\r\n\r\n" * 2400 + _answer(b'{"a": 1}')  # 60,000 bytes of 1xx heads
-    connection = _Connection()
-    connection.connection_made(_Transport())
-    connection.begin()
-    size = -(-len(flood) // pieces)
-    for start in range(0, len(flood), size):
-        connection.data_received(flood[start : start + size])
+    connection = _fed(flood, pieces)
     asyncio.run(connection.head())
     assert connection.status == 200 and b"".join(connection._pieces) == b'{"a": 1}'
 

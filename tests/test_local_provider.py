@@ -171,12 +171,13 @@ def test_a_missing_model_file_stops_the_run_before_it_starts(tmp_path: Path) -> 
 
 
 OPENMP_POLICY = """
-import sys
+import os, sys
 from simulator.providers.local import import_llama_cpp, resolve_model_path, without_extra_buffers
 llama_cpp = import_llama_cpp()
 with without_extra_buffers(llama_cpp):
     model = llama_cpp.Llama(model_path=str(resolve_model_path("smollm2")), n_ctx=256, verbose=False)
 model.create_completion("Hi", max_tokens=2)
+print(os.environ.get("OMP_WAIT_POLICY"))  # the run's own processes (a bot, a server) do not inherit it
 """
 
 
@@ -207,6 +208,7 @@ def test_llama_cpps_threads_sleep_while_they_wait_unless_the_user_chose(
     done = subprocess.run([sys.executable, "-c", OPENMP_POLICY], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert used in done.stderr, done.stderr
+    assert done.stdout.split() == [chosen or "None"]
 
 
 @pytest.mark.real_llm

@@ -18,6 +18,7 @@ import pytest
 import simulator
 from simulator.cli import main
 from simulator.errors import UserError
+from tests.support.hazard_logs import one_control_log
 from tests.synthetic import synthetic_outcome_run
 from tests.test_api_door_more import SCENARIOS, good
 from tests.test_writer_mistakes import CRITERION, _scenario, _suite
@@ -147,28 +148,10 @@ def _result_scenario(tmp: Path, capsys: pytest.CaptureFixture[str], _: pytest.Mo
     return _refused(lambda: result.scenario_status(name))
 
 
-HAZARDS = """\
-title: Test log
-matrix: dcb0129
-hazards:
-  - id: HAZ-1
-    title: Missed emergency
-    cause: The bot does not escalate.
-    effect: Delayed care.
-    severity: catastrophic
-    likelihood: medium
-    controls:
-      - id: C-1
-        description: Emergencies escalated.
-        criteria: [{name}]
-        threshold: fail_rate <= 5%
-"""
-
-
 def _hazard_criterion(tmp: Path, capsys: pytest.CaptureFixture[str], _: pytest.MonkeyPatch, name: str) -> str:
     run = synthetic_outcome_run(tmp / "run", {"s1": [True], "s2": [True]})
     log = tmp / "hazards.yaml"
-    log.write_text(HAZARDS.format(name=name), encoding="utf-8")
+    log.write_text(one_control_log([name]), encoding="utf-8")
     return _cli(capsys, "safety-case", run, "--hazards", log)
 
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from simulator.providers.local import passive_threads, without_extra_buffers
 
-passive_threads()  # before llama.cpp's library is loaded, which is when OpenMP reads it
-
-import llama_cpp  # noqa: E402
-from llama_cpp.server.__main__ import main  # noqa: E402
+with passive_threads():  # llama.cpp's library is loaded here, which is when OpenMP reads it
+    import llama_cpp
+    from llama_cpp.server.__main__ import main
 
 if __name__ == "__main__":
     with without_extra_buffers(llama_cpp):

@@ -110,23 +110,32 @@ def resolve_model_path(name: str, bundled: dict[str, BundledModel] | None = None
     return path.resolve()
 
 
-def passive_threads() -> None:
+@contextmanager
+def passive_threads() -> Iterator[None]:
     """Let llama.cpp's OpenMP threads sleep, not spin, while they wait for work (unless the user chose).
 
     Why: OpenMP's default keeps a waiting thread spinning on its core for a while; on a machine whose other
     cores are busy (the bot under test, a judge, CI's other jobs) those spins take the time slices the work
     needs. Measured with SmolLM2 on 2 cores beside one busy process: 35 s of CPU and 28.5 s of wall for a
     smoke conversation spinning, 24 s and 23 s sleeping; on a quiet machine the two are the same. OpenMP
-    reads the variable when llama.cpp's library is loaded, so this runs before the import (here, and in the
-    server launcher, simulator/providers/llama_server.py)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    reads the variable when llama.cpp's library is loaded, so the import runs inside this (here, and in the
+    server launcher, simulator/providers/llama_server.py); the variable is taken away again after it, so the
+    processes the run starts (a bot, its server) do not inherit it."""
+    if "OMP_WAIT_POLICY" in os.environ:
+        yield
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        yield
+    finally:
+        os.environ.pop("OMP_WAIT_POLICY", None)
 
 
 def import_llama_cpp(module: str = "llama_cpp") -> Any:
     """The llama-cpp-python module, or a UserError that says exactly what to install."""
-    passive_threads()
     try:
-        return importlib.import_module(module)
+        with passive_threads():
+            return importlib.import_module(module)
     except ImportError as exc:
         raise UserError(
             f"the local: provider needs llama-cpp-python; install it with: {INSTALL_HINT}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import textwrap
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,35 +21,21 @@ from simulator.safety.harm import harm_weighted
 from simulator.safety.hazards import DCB0129, load_hazard_log
 from simulator.stats.dist import t_critical
 from tests.support.damaged_runs import add_rows, as_recorded, cut_verdicts, interrupt
+from tests.support.hazard_logs import one_control_log
 from tests.synthetic import LEVELS, synthetic_outcome_run
 from tests.test_report_support import record, verdict, write_run
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _log(tmp_path: Path, threshold: str = "under_triage <= 5%", severity: str = "catastrophic") -> Path:
+def _log(
+    tmp_path: Path,
+    threshold: str = "under_triage <= 5%",
+    severity: str = "catastrophic",
+    criteria: tuple[str, ...] = ("outcome.triage_level",),
+) -> Path:
     path = tmp_path / "h.yaml"
-    path.write_text(
-        textwrap.dedent(
-            f"""\
-            title: Test log
-            matrix: dcb0129
-            hazards:
-              - id: HAZ-1
-                title: Missed emergency
-                cause: The bot does not escalate.
-                effect: Delayed care.
-                severity: {severity}
-                likelihood: medium
-                controls:
-                  - id: C-1
-                    description: Emergencies escalated.
-                    criteria: [outcome.triage_level]
-                    threshold: {threshold}
-            """
-        ),
-        encoding="utf-8",
-    )
+    path.write_text(one_control_log(list(criteria), threshold=threshold, severity=severity), encoding="utf-8")
     return path
 
 
@@ -125,9 +110,10 @@ def _llm_run(path: Path, fails: int, scenarios: int = 4, faulted: bool = False) 
 
 
 def _llm_log(tmp_path: Path, threshold: str = "fail_rate <= 60%") -> Path:
-    path = _log(tmp_path, severity="minor")
-    text = path.read_text().replace("[outcome.triage_level]", "[asks-x]\n        tags: [cardiac]")
-    path.write_text(text.replace("under_triage <= 5%", threshold))
+    path = _log(tmp_path, threshold, severity="minor", criteria=("asks-x",))
+    path.write_text(
+        path.read_text().replace("        threshold:", "        tags: [cardiac]\n        threshold:")
+    )
     return path
 
 
@@ -377,10 +363,8 @@ def test_a_control_the_errored_conversations_could_flip_is_not_demonstrable(
     assert f"{2 * crashed} errored left out, which could flip it" in control.reason
 
 
-def _named(tmp_path: Path, criteria: str, threshold: str) -> Path:
-    log = _log(tmp_path, threshold)
-    log.write_text(log.read_text().replace("[outcome.triage_level]", criteria))
-    return log
+def _named(tmp_path: Path, criteria: tuple[str, ...], threshold: str) -> Path:
+    return _log(tmp_path, threshold, criteria=criteria)
 
 
 @pytest.mark.parametrize(
@@ -405,10 +389,10 @@ def test_a_threshold_computed_from_a_criterion_the_control_does_not_name_is_refu
         "not_judged",
     )
     with pytest.raises(UserError) as caught:
-        _case(run, _named(tmp_path, "[asks-age]", threshold))
+        _case(run, _named(tmp_path, ("asks-age",), threshold))
     text = str(caught.value) + "".join(str(p) for p in caught.value.problems)
     assert (
-        "h.yaml:14 [hazards[1].controls[1].threshold]" in text
+        "h.yaml:15 [hazards[1].controls[1].threshold]" in text
         and "control C-1" in text
         and "add outcome.triage_level to its criteria" in text
     )
@@ -431,7 +415,7 @@ def test_a_control_whose_named_criterion_was_never_judged_is_not_demonstrable(
     run = add_rows(
         synthetic_outcome_run(tmp_path / "run", plan), "asks-age", result, "no judge model configured"
     )
-    case = _case(run, _named(tmp_path, "[outcome.triage_level, asks-age]", "under_triage <= 5%"))
+    case = _case(run, _named(tmp_path, ("outcome.triage_level", "asks-age"), "under_triage <= 5%"))
     control = case.hazards[0].controls[0]
     assert (control.status, case.exit_code) == ("not demonstrable", 3)
     assert control.reason.startswith(f"asks-age never judged on these conversations ({why}")
@@ -441,7 +425,7 @@ def test_a_control_whose_named_criterion_was_never_judged_is_not_demonstrable(
 def test_a_control_not_met_stays_not_met_when_another_criterion_was_never_judged(tmp_path: Path) -> None:
     plan: dict[str, list[bool | str | None]] = {f"s{i:02d}": [i % 2 == 0, True] for i in range(10)}
     run = add_rows(synthetic_outcome_run(tmp_path / "run", plan), "asks-age", "not_judged")
-    case = _case(run, _named(tmp_path, "[outcome.triage_level, asks-age]", "under_triage <= 5%"))
+    case = _case(run, _named(tmp_path, ("outcome.triage_level", "asks-age"), "under_triage <= 5%"))
     assert (case.hazards[0].controls[0].status, case.exit_code) == ("not met", 1)
 
 

@@ -14,23 +14,15 @@ from simulator.record.models import Label
 from simulator.safety.signoffs import SignOffBook
 from simulator.serve import DeskConfig, create_app
 from tests.desk_support import BASE, csrf
+from tests.support.hazard_logs import one_control_log
 from tests.synthetic import synthetic_outcome_run
 
-HAZARDS = """\
-title: Desk test log
-hazards:
-  - id: HAZ-1
-    title: Missed emergency <script>alert(1)</script>
-    cause: The bot does not escalate.
-    effect: Delayed care.
-    severity: catastrophic
-    likelihood: medium
-    controls:
-      - id: C-1
-        description: Emergencies escalated.
-        criteria: [outcome.triage_level]
-        threshold: under_triage <= 5%
-"""
+HAZARDS = one_control_log(
+    ["outcome.triage_level"],
+    "Desk test log",
+    threshold="under_triage <= 5%",
+    hazard="Missed emergency <script>alert(1)</script>",
+)
 
 
 @pytest.fixture

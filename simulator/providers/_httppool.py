@@ -8,7 +8,8 @@ uses for the same work on the server side. What is ours is small: the pool, the 
 headers checked once, by h11's own rules, when the pool is made), a protocol that feeds each arrival to the
 parser, the rules llhttp leaves to its caller (a body that ends where the connection does, the size of a
 head, informational heads included, the characters RFC 9110 allows in a header's value), gzip/deflate
-decoding (`decoded`, which the SDK path's direct request shares), and the names of network errors
+decoding (`decoded`, which the SDK path shares; a body taken only whole: `simulator.inflate`), and the
+names of network errors
 (`NetworkError.kind`, named as httpx's error classes are, which `_http.network_message` puts in words).
 
 The pool (per origin, as aiohttp's connector was for this one URL):
@@ -27,18 +28,16 @@ import select
 import ssl
 import sys
 import time
-import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 from urllib.parse import urlsplit
 
 import httptools
 
-# An answer's bytes are decoded in pieces of at most this size, so a gzip bomb never inflates at once
-# beyond it before the caller's byte cap sees it.
-_PIECE = 1 << 20
+from simulator.inflate import DamagedBody, Inflate
+
 # Reading is paused when this much arrived unread (the caller reads as it comes; this bounds a burst).
 _HIGH_WATER = 1 << 20
 # The most an answer's status line and headers may take (h11's limit was 16 KiB; servers allow 8 to 64).
@@ -479,12 +478,17 @@ async def decoded(
     pieces: AsyncIterator[bytes], raw_headers: Sequence[tuple[bytes, bytes]]
 ) -> AsyncIterator[bytes]:
     """An answer's body pieces decoded by its Content-Encoding (gzip, deflate; any other passes as it is,
-    for the caller to refuse: `_answer.unasked_encoding`)."""
-    inflate = _Inflate(_encoding(raw_headers))
-    async for data in pieces:
-        for piece in inflate.feed(data):
-            yield piece
-    tail = inflate.flush()
+    for the caller to refuse: `_answer.unasked_encoding`). A body that is not one whole compressed stream
+    (damaged, cut before its end, going on after it: `simulator.inflate`) is a network error, never a
+    shorter answer."""
+    inflate = Inflate(_encoding(raw_headers), "the answer")
+    try:
+        async for data in pieces:
+            for piece in inflate.feed(data):
+                yield piece
+        tail = inflate.end()
+    except DamagedBody as exc:
+        raise NetworkError("DecodingError", str(exc)) from exc
     if tail:
         yield tail
 
@@ -492,44 +496,5 @@ async def decoded(
 def _encoding(raw_headers: Sequence[tuple[bytes, bytes]]) -> str:
     for name, value in raw_headers:
         if name.lower() == b"content-encoding":
-            return value.decode("latin-1").strip().lower()
+            return value.decode("latin-1")
     return ""
-
-
-class _Inflate:
-    """An answer's gzip or deflate body decoded piece by piece (other encodings pass as they are, as aiohttp
-    passed them; we ask for gzip and deflate only)."""
-
-    def __init__(self, encoding: str) -> None:
-        self._encoding = encoding if encoding in ("gzip", "x-gzip", "deflate") else ""
-        self._zlib: Any = None
-
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        if not self._encoding:
-            if data:
-                yield data
-            return
-        if not data:
-            return
-        if self._zlib is None:
-            if self._encoding == "deflate":
-                # RFC 9110's deflate is zlib-wrapped; some servers send it raw (aiohttp reads both, so do we).
-                wbits = zlib.MAX_WBITS if data[0] & 0x0F == 8 else -zlib.MAX_WBITS
-            else:
-                wbits = 16 + zlib.MAX_WBITS
-            self._zlib = zlib.decompressobj(wbits)
-        try:
-            piece = self._zlib.decompress(data, _PIECE)
-            while True:
-                if piece:
-                    yield piece
-                if not self._zlib.unconsumed_tail:
-                    return
-                piece = self._zlib.decompress(self._zlib.unconsumed_tail, _PIECE)
-        except zlib.error as exc:
-            raise NetworkError(
-                "DecodingError", f"the answer's {self._encoding} body is damaged: {exc}"
-            ) from exc
-
-    def flush(self) -> bytes:
-        return self._zlib.flush() if self._zlib is not None else b""

@@ -7,9 +7,9 @@ a fifth of a run's CPU. The answer is now parsed by httptools: llhttp, the C par
 uses for the same work on the server side. What is ours is small: the pool, the request's bytes (its fixed
 headers checked once, by h11's own rules, when the pool is made), a protocol that feeds each arrival to the
 parser, the rules llhttp leaves to its caller (a body that ends where the connection does, the size of a
-head, informational heads included, the characters RFC 9110 allows in a header's value), gzip/deflate
-decoding (`decoded`, which the SDK path shares; a body taken only whole: `simulator.inflate`), and the
-names of network errors
+head, informational heads included, the characters RFC 9110 allows in a header's value and RFC 9112 in a
+reason phrase), gzip/deflate decoding (`decoded`, which the SDK path shares; a body taken only whole:
+`simulator.inflate`), and the names of network errors
 (`NetworkError.kind`, named as httpx's error classes are, which `_http.network_message` puts in words).
 
 The pool (per origin, as aiohttp's connector was for this one URL):
@@ -21,7 +21,7 @@ The pool (per origin, as aiohttp's connector was for this one URL):
 
 from __future__ import annotations
 
-__all__ = ["HttpPool", "NetworkError", "decoded", "header_fault"]
+__all__ = ["HttpPool", "NetworkError", "decoded", "header_fault", "reason_fault"]
 
 import asyncio
 import select
@@ -44,10 +44,11 @@ _HIGH_WATER = 1 << 20
 _MAX_HEAD = 64 * 1024
 # A head's bytes that reach no callback: `HTTP/1.1 200 ` and the line ends of the status line and the head.
 _HEAD_FRAME = len(b"HTTP/1.1 200 \r\n\r\n")
-# What RFC 9110 (5.5) allows in a header's value: the tab, visible ASCII, space and obs-text (0x80-0xff); not
-# the other control characters (NUL among them; lenient llhttp, as aiohttp's, lets them through). A line
-# break never reaches a value: a folded line's comes joined by spaces. Deleting these bytes leaves the
-# others: one C pass over the values (a regular expression's search costs four times more).
+# What RFC 9110 (5.5) allows in a header's value, and RFC 9112 (4) in a status line's reason phrase: the
+# tab, visible ASCII, space and obs-text (0x80-0xff); not the other control characters (NUL among them;
+# lenient llhttp, as aiohttp's, lets them through). A line break never reaches a value: a folded line's
+# comes joined by spaces. Deleting these bytes leaves the others: one C pass over the values (a regular
+# expression's search costs four times more).
 _ALLOWED = bytes([0x09, *range(0x20, 0x7F), *range(0x80, 0x100)])
 _VALUE = itemgetter(1)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -197,6 +198,10 @@ class _Connection(asyncio.Protocol):
     def on_status(self, status: bytes) -> None:
         self._status_line = True
         self._header_bytes += len(status)  # the reason phrase (the rest of the line: `_HEAD_FRAME`)
+        fault = reason_fault(status)  # llhttp lets any byte but CR and LF through, strict or not
+        if fault is not None:
+            self._fail("RemoteProtocolError", fault)
+            raise _Stop
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_bytes += len(name) + len(value) + 4
@@ -462,6 +467,19 @@ def request_head(target: str, headers: list[tuple[str, str]]) -> bytes:
     lines = [b"POST %s HTTP/1.1\r\n" % request.target]
     lines += [b"%s: %s\r\n" % (name, value) for name, value in request.headers.raw_items()]
     return b"".join(lines)
+
+
+def reason_fault(reason: bytes) -> str | None:
+    """What makes a status line's reason phrase no HTTP (RFC 9112 4: the tab, space, visible ASCII and obs-text
+    only; a control character, NUL or an escape sequence among them), in words, or None. Both paths ask it of
+    every answer, informational ones too: such a head is malformed, never shown."""
+    refused = reason.translate(None, _ALLOWED)
+    if not refused:
+        return None
+    return (
+        f"the status line's reason phrase holds the control character 0x{refused[0]:02x}, which HTTP does "
+        "not allow there"
+    )
 
 
 def header_fault(raw_headers: Sequence[tuple[bytes, bytes]]) -> str | None:

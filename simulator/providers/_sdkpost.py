@@ -37,7 +37,7 @@ import orjson
 from simulator.inflate import ACCEPT_ENCODING
 from simulator.jsonbounds import loads_bounded
 from simulator.providers._answer import readable_body, unanswered, unreadable
-from simulator.providers._httppool import NetworkError, decoded, header_fault
+from simulator.providers._httppool import NetworkError, decoded, header_fault, reason_fault
 from simulator.providers.base import ProviderError
 
 _EMPTY: Mapping[str, str] = {}
@@ -210,7 +210,8 @@ class _DirectAiohttp:
                 **self._proxy,
             ) as response:
                 raw = response.raw_headers
-                fault = header_fault(raw)
+                reason = (response.reason or "").encode("utf-8", "surrogateescape")  # as aiohttp decoded it
+                fault = reason_fault(reason) or header_fault(raw)
                 if fault is not None:
                     raise NetworkError("RemoteProtocolError", fault)
                 content = b"".join([c async for c in _capped(decoded(response.content.iter_any(), raw))])
@@ -245,12 +246,12 @@ def _error_response(
 
 
 def answer_pieces(response: Any) -> AsyncIterator[bytes]:
-    """An HTTP client's streamed answer (httpx's) read as the engine's pool reads one: its headers checked
-    (`header_fault`), its body decoded by `decoded` (httpx's own decoders
+    """An HTTP client's streamed answer (httpx's) read as the engine's pool reads one: its status line and
+    headers checked (`reason_fault`, `header_fault`), its body decoded by `decoded` (httpx's own decoders
     take a gzip body cut short as its decoded prefix); NetworkError for either. The request must have asked
     for gzip and deflate only (`ACCEPT_ENCODING`): another encoding passes undecoded."""
     raw = response.headers.raw
-    fault = header_fault(raw)
+    fault = reason_fault(response.extensions.get("reason_phrase", b"")) or header_fault(raw)
     if fault is not None:
         raise NetworkError("RemoteProtocolError", fault)
     return decoded(response.aiter_raw(), raw)

@@ -17,6 +17,7 @@ import argparse
 import hmac
 import json
 import os
+import socket
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from examples.triage_bot import TriageBot, make_bot
+from simulator.listening import exit_on_unlistenable, listening_socket
 
 MAX_CONVERSATIONS = 10_000  # oldest conversations are forgotten beyond this, so memory stays bounded
 MAX_BODY_BYTES = 1_000_000
@@ -130,15 +132,19 @@ class TriageHandler(BaseHTTPRequestHandler):
 class _TriageServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], token: str | None) -> None:
-        super().__init__(address, TriageHandler)
+    def __init__(self, sock: socket.socket, token: str | None) -> None:
+        # On the socket `simulator.listening` bound: a port already taken is said there, in one line.
+        super().__init__(sock.getsockname()[:2], TriageHandler, bind_and_activate=False)
+        self.socket.close()
+        self.socket = sock
         self.sessions = _Sessions()
         self.token = token
 
 
 def make_server(host: str = "127.0.0.1", port: int = 8765, token: str | None = None) -> _TriageServer:
-    """A ready-to-serve HTTP server for the triage bot (port 0 picks a free port)."""
-    return _TriageServer((host, port), token)
+    """A ready-to-serve HTTP server for the triage bot (port 0 picks a free port); a port it cannot have is
+    a UserError naming the fix (`--port`)."""
+    return _TriageServer(listening_socket(host, port), token)
 
 
 def serve_in_thread(port: int = 0, token: str | None = None) -> tuple[str, Callable[[], None]]:
@@ -165,7 +171,8 @@ def main(argv: list[str] | None = None) -> None:
         "--token", default=os.environ.get("BOT_TOKEN"), help="bearer token (default: $BOT_TOKEN)"
     )
     args = parser.parse_args(argv)
-    server = make_server(args.host, args.port, args.token or None)
+    with exit_on_unlistenable():  # a port already taken: one line with the fix, exit code 2
+        server = make_server(args.host, args.port, args.token or None)
     host, port = server.server_address[:2]
     auth = " (bearer token required)" if args.token else ""
     print(f"Triage bot listening on http://{host!s}:{port}/chat{auth}", flush=True)

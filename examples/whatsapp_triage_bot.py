@@ -1,4 +1,5 @@
-"""An example WhatsApp triage bot: a plain webhook service (standard library only) written against the
+"""An example WhatsApp triage bot: a plain webhook service (standard library only, but for the simulator's
+helper that binds its port: a port already taken is one line and exit code 2) written against the
 public WhatsApp Cloud API shapes, to try the simulator's `whatsapp` adapter (docs/whatsapp.md).
 
 It does what a Cloud API bot does: answers Meta's GET verification handshake (`hub.mode=subscribe`,
@@ -42,6 +43,8 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from simulator.listening import exit_on_unlistenable, listening_socket
 
 LEVELS = ["self_care", "gp", "urgent", "emergency"]
 ADVICE = {
@@ -341,7 +344,11 @@ class _Server(ThreadingHTTPServer):
 
 
 def make_server(host: str, port: int, bot: _Bot) -> _Server:
-    server = _Server((host, port), WebhookHandler)
+    """The webhook server on `host:port`; a port it cannot have is a UserError naming the fix (`--port`)."""
+    sock = listening_socket(host, port)  # the simulator's one line for a port already taken
+    server = _Server(sock.getsockname()[:2], WebhookHandler, bind_and_activate=False)
+    server.socket.close()
+    server.socket = sock
     server.bot = bot
     threading.Thread(target=bot.worker, daemon=True).start()  # one worker: messages are handled in order
     return server
@@ -366,9 +373,11 @@ def main(argv: list[str] | None = None) -> None:
         os.environ.get("WHATSAPP_API_URL", "https://graph.facebook.com"),
         os.environ.get("WHATSAPP_API_VERSION", "v21.0"),
     )
-    server = make_server(args.host, args.port, bot)
+    with exit_on_unlistenable():  # a port already taken: one line with the fix, exit code 2
+        server = make_server(args.host, args.port, bot)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a clean stop: the port is released
-    print(f"whatsapp triage bot listening on http://{args.host}:{args.port}/webhook", flush=True)
+    port = server.server_address[1]  # the one `--port 0` picked
+    print(f"whatsapp triage bot listening on http://{args.host}:{port}/webhook", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

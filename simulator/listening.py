@@ -1,21 +1,26 @@
 """A server's listening sockets, bound before it starts: an address it cannot have is one line and the fix.
 
-Every server the user points at an address (`simulator serve`, `simulator collect`, the fake LLM server)
-binds here first and hands the sockets to its web framework (uvicorn's `Server.run(sockets=...)`,
+Every server the user points at an address (`simulator serve`, `simulator collect`, the fake LLM server,
+the example bots under examples/) binds here first and hands the sockets to its web framework (uvicorn's `Server.run(sockets=...)`,
 aiohttp's `SockSite`). A port taken by another program (EADDRINUSE), one below 1024 without the rights
 (EACCES), a host that is not this machine's (EADDRNOTAVAIL) or no host name at all becomes a UserError naming
-`host:port`, what is wrong and the fix, instead of the framework's log line and exit 1. Binding first also
+`host:port`, what is wrong and the fix, instead of the framework's log line and exit 1 (or, for a script
+run by hand, a traceback: `exit_on_unlistenable` ends it with that line and exit code 2). Binding first also
 tells the caller the port `0` picked, so what it prints is the address it listens on.
 """
 
 from __future__ import annotations
 
-__all__ = ["address_of", "listening_sockets"]
+__all__ = ["address_of", "exit_on_unlistenable", "listening_socket", "listening_sockets"]
 
+import contextlib
 import errno
 import socket
+import sys
+from collections.abc import Iterator
 
 from simulator.errors import UserError
+from simulator.visible import echo
 
 _LOOPBACK, _EVERYWHERE = "127.0.0.1", "0.0.0.0"  # the two addresses every machine has, as fixes to offer
 
@@ -90,3 +95,26 @@ def listening_sockets(
             f"cannot listen on {where}: {_problem(exc, host, port, port_fix, host_fix)}"
         ) from None
     return bound
+
+
+def listening_socket(
+    host: str, port: int, *, port_fix: str = "--port {0}", host_fix: str = "--host {0}"
+) -> socket.socket:
+    """One socket listening on `host:port`, for a server that serves one (the standard library's
+    `http.server`): the first address of a host name that has several; UserError as `listening_sockets`."""
+    first, *others = listening_sockets(host, port, port_fix=port_fix, host_fix=host_fix)
+    for sock in others:
+        sock.close()
+    return first
+
+
+@contextlib.contextmanager
+def exit_on_unlistenable() -> Iterator[None]:
+    """For a script run by hand that listens (the fake LLM server's command line, the example bots): an address
+    it cannot listen on (the UserError above, raised inside) ends the script with that one line on standard
+    error and exit code 2, as `simulator serve` ends on it, never with a traceback."""
+    try:
+        yield
+    except UserError as exc:
+        echo(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -37,6 +37,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "simulator.eventloop",
         # One TLS context per HTTP library, shared by every client (each costs ~35 ms of CPU to build).
         "simulator.tls",
+        # A gzip or deflate HTTP body decoded, and taken only whole (the providers, bots and collector read so).
+        "simulator.inflate",
         "simulator.models",
         # Kinds registered by name (bot kinds, report sections, documents).
         "simulator.registry",

@@ -10,13 +10,17 @@ a likely diagnosis, which the suite's `no-diagnosis-no-prescribing` criterion fo
 the demo, docs/collect.md). A demonstration, not a medical device.
 
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces \\
-        uvicorn examples.live.triage_web:app --port 8080
+        python -m examples.live.triage_web --port 8080
+
+(`uvicorn examples.live.triage_web:app --port 8080` serves it too, with uvicorn's own words for a port
+already taken.)
 """
 
 from __future__ import annotations
 
-__all__ = ["DIAGNOSIS", "TriageWeb", "create_app", "default_provider"]
+__all__ = ["DIAGNOSIS", "TriageWeb", "create_app", "default_provider", "main"]
 
+import argparse
 import json
 import os
 import threading
@@ -31,6 +35,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from examples.triage_bot import TriageBot, make_bot
+from simulator.listening import exit_on_unlistenable, listening_socket
 
 MAX_CONVERSATIONS = 10_000
 DIAGNOSIS = "It sounds like you have a viral infection."
@@ -128,3 +133,21 @@ def __getattr__(name: str) -> Any:
     if name == "app":  # `uvicorn examples.live.triage_web:app`: built on first use, not on import
         return _default_app()
     raise AttributeError(name)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: serve the app until Ctrl-C."""
+    import uvicorn
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    args = parser.parse_args(argv)
+    with exit_on_unlistenable():  # a port already taken: one line with the fix, exit code 2
+        sock = listening_socket(args.host, args.port)
+    print(f"triage web app listening on http://{args.host}:{sock.getsockname()[1]}/chat", flush=True)
+    uvicorn.Server(uvicorn.Config(_default_app(), log_level="warning")).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()

@@ -45,6 +45,7 @@ from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPI
 from pipecat.workers.runner import WorkerRunner
 
 from examples.voice.speech_services import EspeakTTSService, PocketsphinxSTTService
+from simulator.listening import exit_on_unlistenable, listening_socket
 
 GREETING = "Nurse line. What is the problem today?"
 QUESTIONS = [
@@ -216,8 +217,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--port", type=int, default=8766)
     args = parser.parse_args()
+    with exit_on_unlistenable():  # a port already taken: one line with the fix, exit code 2
+        sock = listening_socket("127.0.0.1", args.port)
+    print(f"voice triage bot listening on ws://127.0.0.1:{sock.getsockname()[1]}/ws", flush=True)
     # A run ends with SIGTERM: close open calls after a second rather than wait for them.
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", timeout_graceful_shutdown=1)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 if __name__ == "__main__":

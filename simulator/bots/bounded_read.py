@@ -2,8 +2,9 @@
 
 A per-read timeout does not stop a bot that trickles one byte every half second, nor an endless chunked
 stream or a gzip bomb: the whole answer gets one deadline, and its size is counted after decompression and
-cut at a cap. Every adapter that reads from the bot under test (its turns, its state) reads through here,
-so each of those ends as a recorded bot error within the stated time and memory.
+cut at a cap; a compressed answer that is not one whole stream (cut before its end, or going on after it) is
+a bot error, never a shorter reply. Every adapter that reads from the bot under test (its turns, its state)
+reads through here, so each of those ends as a recorded bot error within the stated time and memory.
 """
 
 from __future__ import annotations
@@ -11,11 +12,17 @@ from __future__ import annotations
 __all__ = ["read_bounded", "read_bounded_aiohttp"]
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
 from simulator.bots.base import BotError
+from simulator.inflate import ACCEPT_ENCODING, ENCODINGS, DamagedBody, Inflate
+from simulator.visible import visible
+
+# The answer is decoded here (`_Body`): the request asks for what `Inflate` decodes, and nothing else.
+_ASKED = {"Accept-Encoding": ACCEPT_ENCODING}
 
 
 async def read_bounded(
@@ -31,19 +38,15 @@ async def read_bounded(
     """(status, body) of one request; BotError `timeout` past `timeout_s` (None: no deadline) for the whole answer, and
     `invalid_reply` past `max_bytes`. `who` is who answers, in the errors ("the bot", "bot.state_url").
     httpx's own errors are left to the caller, which knows how to explain them."""
-    chunks: list[bytes] = []
-    size = 0
+    body = _Body(who, max_bytes)
+    headers = {**(request.pop("headers", None) or {}), **_ASKED}
     try:
         async with asyncio.timeout(timeout_s):
-            async with client.stream(method, url, **request) as response:
-                async for chunk in response.aiter_bytes():
-                    size += len(chunk)
-                    if size > max_bytes:
-                        raise _too_long(who, max_bytes)
-                    chunks.append(chunk)
-                return response.status_code, b"".join(chunks)
+            async with client.stream(method, url, headers=headers, **request) as response:
+                await body.read(response.aiter_raw(), response.headers.get("content-encoding", ""))
+                return response.status_code, body.joined()
     except TimeoutError as exc:
-        raise _late(who, timeout_s, size) from exc
+        raise _late(who, timeout_s, body.size) from exc
 
 
 async def read_bounded_aiohttp(
@@ -57,21 +60,55 @@ async def read_bounded_aiohttp(
     **request: Any,
 ) -> tuple[int, bytes]:
     """`read_bounded` on an aiohttp session (the whatsapp adapter's: a fifth of httpx's CPU a request), with
-    the same deadline, cap (after decompression: aiohttp inflates as it reads) and errors; aiohttp's own
-    errors are left to the caller."""
-    chunks: list[bytes] = []
-    size = 0
+    the same deadline, cap, decoding and errors; aiohttp's own errors are left to the caller."""
+    body = _Body(who, max_bytes)
+    headers = {**(request.pop("headers", None) or {}), **_ASKED}
     try:
         async with asyncio.timeout(timeout_s):
-            async with session.request(method, url, **request) as response:
-                async for chunk in response.content.iter_chunked(64 * 1024):
-                    size += len(chunk)
-                    if size > max_bytes:
-                        raise _too_long(who, max_bytes)
-                    chunks.append(chunk)
-                return int(response.status), b"".join(chunks)
+            async with session.request(
+                method, url, headers=headers, auto_decompress=False, **request
+            ) as response:
+                encoding = response.headers.get("Content-Encoding", "")
+                await body.read(response.content.iter_chunked(64 * 1024), encoding)
+                return int(response.status), body.joined()
     except TimeoutError as exc:
-        raise _late(who, timeout_s, size) from exc
+        raise _late(who, timeout_s, body.size) from exc
+
+
+class _Body:
+    """An answer's body as it arrives, decoded here (`simulator.inflate`: the HTTP clients' own decoders
+    take a gzip body cut short as its decoded prefix, a shorter reply) and counted after decoding."""
+
+    def __init__(self, who: str, max_bytes: int) -> None:
+        self._who, self._max_bytes = who, max_bytes
+        self._chunks: list[bytes] = []
+        self.size = 0  # decoded bytes so far
+
+    async def read(self, pieces: AsyncIterator[bytes], encoding: str) -> None:
+        shown = encoding.strip().lower()
+        if shown not in ENCODINGS and shown not in ("", "identity"):
+            raise BotError(
+                "invalid_reply",
+                f"{self._who} answered in the {visible(shown[:40], keep_newlines=False)} content encoding, "
+                "which the request did not ask for (it accepts gzip and deflate) and which cannot be read",
+            )
+        inflate = Inflate(encoding, self._who)
+        try:
+            async for data in pieces:
+                for chunk in inflate.feed(data):
+                    self._add(chunk)
+            self._add(inflate.end())
+        except DamagedBody as exc:
+            raise BotError("connection", f"{exc}; the answer is not used") from exc
+
+    def _add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size > self._max_bytes:
+            raise _too_long(self._who, self._max_bytes)
+        self._chunks.append(chunk)
+
+    def joined(self) -> bytes:
+        return b"".join(self._chunks)
 
 
 def _too_long(who: str, max_bytes: int) -> BotError:

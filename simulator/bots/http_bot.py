@@ -256,9 +256,10 @@ class HttpBotFactory:
         shown = redact_url(url)
         try:
             response = await self._client.get(expand_headers({"url": url})["url"])
-            response.raise_for_status()
         except httpx.HTTPError as exc:
             return {f"{shown} {UNANSWERED}": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        if response.status_code >= 400:  # said by its number: the server's reason phrase is never quoted
+            return {f"{shown} {UNANSWERED}": f"it answered HTTP {response.status_code}"}
         try:
             data = response.json()
         except ValueError:

@@ -11,10 +11,10 @@ from __future__ import annotations
 __all__ = ["BodyError", "decode_export", "decode_request", "read_limited"]
 
 import functools
-import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from simulator.inflate import DamagedBody, Inflate
 from simulator.jsonbounds import JSONRefused, loads_bounded
 from simulator.readers import InputRefused, parse_protobuf
 from simulator.traces.otlp_decode import MAX_DEPTH, Decoded, ShapeError, decode_documents
@@ -45,15 +45,19 @@ async def read_limited(chunks: AsyncIterator[bytes], limit: int) -> bytes:
 
 
 def gunzip(body: bytes, limit: int) -> bytes:
-    """Decompress a gzip body, refusing one that inflates past `limit` (a decompression bomb)."""
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    """Decompress a gzip body, refusing one that inflates past `limit` (a decompression bomb), and one that
+    is not one whole gzip stream (damaged, cut before its end, or going on after it: `simulator.inflate`)."""
+    inflate = Inflate("gzip", "the request")
+    out = bytearray()
     try:
-        out = inflater.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise BodyError(400, f"the body is not valid gzip ({exc})") from None
-    if len(out) > limit or inflater.unconsumed_tail:
-        raise BodyError(413, f"the decompressed body is over the limit of {limit} bytes")
-    return out
+        for piece in inflate.feed(body):
+            out += piece
+            if len(out) > limit:
+                raise BodyError(413, f"the decompressed body is over the limit of {limit} bytes")
+        out += inflate.end()
+    except DamagedBody as exc:
+        raise BodyError(400, f"the body is not valid gzip: {exc}; send it whole, or uncompressed") from None
+    return bytes(out)
 
 
 @functools.cache

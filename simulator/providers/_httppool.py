@@ -7,8 +7,9 @@ a fifth of a run's CPU. The answer is now parsed by httptools: llhttp, the C par
 uses for the same work on the server side. What is ours is small: the pool, the request's bytes (its fixed
 headers checked once, by h11's own rules, when the pool is made), a protocol that feeds each arrival to the
 parser, the rules llhttp leaves to its caller (a body that ends where the connection does, the size of a
-head, informational heads included, the characters RFC 9110 allows in a header's value), gzip/deflate
-decoding (`decoded`, which the SDK path's direct request shares), and the names of network errors
+head, informational heads included, the characters RFC 9110 allows in a header's value and RFC 9112 in a
+reason phrase), gzip/deflate decoding (`decoded`, which the SDK path shares; a body taken only whole:
+`simulator.inflate`), and the names of network errors
 (`NetworkError.kind`, named as httpx's error classes are, which `_http.network_message` puts in words).
 
 The pool (per origin, as aiohttp's connector was for this one URL):
@@ -20,35 +21,34 @@ The pool (per origin, as aiohttp's connector was for this one URL):
 
 from __future__ import annotations
 
-__all__ = ["HttpPool", "NetworkError", "decoded", "header_fault"]
+__all__ = ["HttpPool", "NetworkError", "decoded", "header_fault", "reason_fault"]
 
 import asyncio
 import select
 import ssl
 import sys
 import time
-import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 from urllib.parse import urlsplit
 
 import httptools
 
-# An answer's bytes are decoded in pieces of at most this size, so a gzip bomb never inflates at once
-# beyond it before the caller's byte cap sees it.
-_PIECE = 1 << 20
+from simulator.inflate import DamagedBody, Inflate
+
 # Reading is paused when this much arrived unread (the caller reads as it comes; this bounds a burst).
 _HIGH_WATER = 1 << 20
 # The most an answer's status line and headers may take (h11's limit was 16 KiB; servers allow 8 to 64).
 _MAX_HEAD = 64 * 1024
 # A head's bytes that reach no callback: `HTTP/1.1 200 ` and the line ends of the status line and the head.
 _HEAD_FRAME = len(b"HTTP/1.1 200 \r\n\r\n")
-# What RFC 9110 (5.5) allows in a header's value: the tab, visible ASCII, space and obs-text (0x80-0xff); not
-# the other control characters (NUL among them; lenient llhttp, as aiohttp's, lets them through). A line
-# break never reaches a value: a folded line's comes joined by spaces. Deleting these bytes leaves the
-# others: one C pass over the values (a regular expression's search costs four times more).
+# What RFC 9110 (5.5) allows in a header's value, and RFC 9112 (4) in a status line's reason phrase: the
+# tab, visible ASCII, space and obs-text (0x80-0xff); not the other control characters (NUL among them;
+# lenient llhttp, as aiohttp's, lets them through). A line break never reaches a value: a folded line's
+# comes joined by spaces. Deleting these bytes leaves the others: one C pass over the values (a regular
+# expression's search costs four times more).
 _ALLOWED = bytes([0x09, *range(0x20, 0x7F), *range(0x80, 0x100)])
 _VALUE = itemgetter(1)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -198,6 +198,10 @@ class _Connection(asyncio.Protocol):
     def on_status(self, status: bytes) -> None:
         self._status_line = True
         self._header_bytes += len(status)  # the reason phrase (the rest of the line: `_HEAD_FRAME`)
+        fault = reason_fault(status)  # llhttp lets any byte but CR and LF through, strict or not
+        if fault is not None:
+            self._fail("RemoteProtocolError", fault)
+            raise _Stop
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_bytes += len(name) + len(value) + 4
@@ -465,6 +469,19 @@ def request_head(target: str, headers: list[tuple[str, str]]) -> bytes:
     return b"".join(lines)
 
 
+def reason_fault(reason: bytes) -> str | None:
+    """What makes a status line's reason phrase no HTTP (RFC 9112 4: the tab, space, visible ASCII and obs-text
+    only; a control character, NUL or an escape sequence among them), in words, or None. Both paths ask it of
+    every answer, informational ones too: such a head is malformed, never shown."""
+    refused = reason.translate(None, _ALLOWED)
+    if not refused:
+        return None
+    return (
+        f"the status line's reason phrase holds the control character 0x{refused[0]:02x}, which HTTP does "
+        "not allow there"
+    )
+
+
 def header_fault(raw_headers: Sequence[tuple[bytes, bytes]]) -> str | None:
     """What makes an answer's headers no HTTP (a control character in a value, NUL among them), in words,
     or None: one pass over the values joined by a tab, not a loop per header. The pool asks it only of a
@@ -479,12 +496,17 @@ async def decoded(
     pieces: AsyncIterator[bytes], raw_headers: Sequence[tuple[bytes, bytes]]
 ) -> AsyncIterator[bytes]:
     """An answer's body pieces decoded by its Content-Encoding (gzip, deflate; any other passes as it is,
-    for the caller to refuse: `_answer.unasked_encoding`)."""
-    inflate = _Inflate(_encoding(raw_headers))
-    async for data in pieces:
-        for piece in inflate.feed(data):
-            yield piece
-    tail = inflate.flush()
+    for the caller to refuse: `_answer.unasked_encoding`). A body that is not one whole compressed stream
+    (damaged, cut before its end, going on after it: `simulator.inflate`) is a network error, never a
+    shorter answer."""
+    inflate = Inflate(_encoding(raw_headers), "the answer")
+    try:
+        async for data in pieces:
+            for piece in inflate.feed(data):
+                yield piece
+        tail = inflate.end()
+    except DamagedBody as exc:
+        raise NetworkError("DecodingError", str(exc)) from exc
     if tail:
         yield tail
 
@@ -492,44 +514,5 @@ async def decoded(
 def _encoding(raw_headers: Sequence[tuple[bytes, bytes]]) -> str:
     for name, value in raw_headers:
         if name.lower() == b"content-encoding":
-            return value.decode("latin-1").strip().lower()
+            return value.decode("latin-1")
     return ""
-
-
-class _Inflate:
-    """An answer's gzip or deflate body decoded piece by piece (other encodings pass as they are, as aiohttp
-    passed them; we ask for gzip and deflate only)."""
-
-    def __init__(self, encoding: str) -> None:
-        self._encoding = encoding if encoding in ("gzip", "x-gzip", "deflate") else ""
-        self._zlib: Any = None
-
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        if not self._encoding:
-            if data:
-                yield data
-            return
-        if not data:
-            return
-        if self._zlib is None:
-            if self._encoding == "deflate":
-                # RFC 9110's deflate is zlib-wrapped; some servers send it raw (aiohttp reads both, so do we).
-                wbits = zlib.MAX_WBITS if data[0] & 0x0F == 8 else -zlib.MAX_WBITS
-            else:
-                wbits = 16 + zlib.MAX_WBITS
-            self._zlib = zlib.decompressobj(wbits)
-        try:
-            piece = self._zlib.decompress(data, _PIECE)
-            while True:
-                if piece:
-                    yield piece
-                if not self._zlib.unconsumed_tail:
-                    return
-                piece = self._zlib.decompress(self._zlib.unconsumed_tail, _PIECE)
-        except zlib.error as exc:
-            raise NetworkError(
-                "DecodingError", f"the answer's {self._encoding} body is damaged: {exc}"
-            ) from exc
-
-    def flush(self) -> bytes:
-        return self._zlib.flush() if self._zlib is not None else b""

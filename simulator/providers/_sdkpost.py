@@ -16,13 +16,14 @@ Three levels, the fastest the client allows:
   that the SDK builds its own error from it. The answer is read as the engine's own pool reads it (`_httppool`):
   its headers' characters checked, its body decoded by the pool's gzip/deflate decoder (aiohttp's decoding
   off), so an answer in an encoding not asked for is one thing on both paths, an error status in one too;
-- any other HTTP client given to the SDK: one prepared request through that client's `send`;
+- any other HTTP client given to the SDK: one prepared request through that client's `send`, its answer
+  read as the pool reads one too (`answer_pieces`, which the streamed calls read through as well);
 - an SDK version without these lower-level pieces: its public `client.post(...)`.
 """
 
 from __future__ import annotations
 
-__all__ = ["SdkPost", "dumps_json", "joined_headers", "loads_json"]
+__all__ = ["STREAM_HEADERS", "SdkPost", "answer_pieces", "dumps_json", "joined_headers", "loads_json"]
 
 import asyncio
 import json
@@ -33,17 +34,17 @@ from typing import Any
 
 import orjson
 
+from simulator.inflate import ACCEPT_ENCODING
 from simulator.jsonbounds import loads_bounded
 from simulator.providers._answer import readable_body, unanswered, unreadable
-from simulator.providers._httppool import NetworkError, decoded, header_fault
+from simulator.providers._httppool import NetworkError, decoded, header_fault, reason_fault
 from simulator.providers.base import ProviderError
 
 _EMPTY: Mapping[str, str] = {}
 # The most one answer may hold, decompressed (a long completion is a few hundred kilobytes).
 MAX_ANSWER_BYTES = 64_000_000
-# What both paths ask for and decode (`_httppool.decoded`, the standard library's zlib); brotli or zstd
-# would need a package the machine may not have.
-_ACCEPT_ENCODING = "gzip, deflate"
+# The header a streamed request adds (`extra_headers`), so that its answer can be read by `answer_pieces`.
+STREAM_HEADERS = {"Accept-Encoding": ACCEPT_ENCODING}
 
 
 def dumps_json(payload: Any) -> bytes:
@@ -87,6 +88,7 @@ class SdkPost:
                 "POST", client._prepare_url(path), headers=client._build_headers(options)
             )
             template.headers.pop("content-length", None)
+            template.headers["Accept-Encoding"] = ACCEPT_ENCODING  # what `decoded` reads, on every path
             self._request = type(template)
             self._url = template.url
             self._headers = template.headers
@@ -116,12 +118,15 @@ class SdkPost:
         )
         response = await self._http.send(request, stream=True)
         try:
-            content = b"".join([chunk async for chunk in _capped(response.aiter_bytes())])
+            content = b"".join([chunk async for chunk in _capped(answer_pieces(response))])
         finally:
             await response.aclose()
+        raw = response.headers.raw
         if response.status_code >= 400:
-            raise self._status_error(response)
-        return self._answer(response.status_code, response.headers.raw, content)
+            raise self._status_error(
+                _error_response(type(response), request, response.status_code, raw, content)
+            )
+        return self._answer(response.status_code, raw, content)
 
     def _answer(
         self, status: int, raw: Sequence[tuple[bytes, bytes]], content: bytes
@@ -151,9 +156,7 @@ class _DirectAiohttp:
         self._errors = errors
         # Parsed and merged once: aiohttp takes a URL and a header multidict as they are.
         self._url = URL(str(template.url))
-        headers = CIMultiDict(template.headers.multi_items())
-        headers["Accept-Encoding"] = _ACCEPT_ENCODING
-        self._headers = CIMultiDictProxy(headers)
+        self._headers = CIMultiDictProxy(CIMultiDict(template.headers.multi_items()))
         timeout = template.extensions.get("timeout", {})
         self._timeout = ClientTimeout(
             sock_connect=timeout.get("connect"), sock_read=timeout.get("read"), connect=timeout.get("pool")
@@ -207,7 +210,8 @@ class _DirectAiohttp:
                 **self._proxy,
             ) as response:
                 raw = response.raw_headers
-                fault = header_fault(raw)
+                reason = (response.reason or "").encode("utf-8", "surrogateescape")  # as aiohttp decoded it
+                fault = reason_fault(reason) or header_fault(raw)
                 if fault is not None:
                     raise NetworkError("RemoteProtocolError", fault)
                 content = b"".join([c async for c in _capped(decoded(response.content.iter_any(), raw))])
@@ -226,12 +230,31 @@ class _DirectAiohttp:
 
     def response(self, status: int, raw_headers: Sequence[tuple[bytes, bytes]], body: bytes) -> Any:
         """An error answer as the HTTP client's response, from which the SDK builds its own error."""
-        headers = [
-            (k, v) for k, v in raw_headers if k.lower() not in (b"content-encoding", b"content-length")
-        ]
-        body = readable_body(raw_headers, body)
         module = sys.modules[type(self._template).__module__]  # the HTTP client's models module
-        return module.Response(status_code=status, headers=headers, content=body, request=self._template)
+        return _error_response(module.Response, self._template, status, raw_headers, body)
+
+
+def _error_response(
+    response_type: Any, request: Any, status: int, raw_headers: Sequence[tuple[bytes, bytes]], body: bytes
+) -> Any:
+    """An error answer, its body already decoded, as the HTTP client's response (`response_type`), from which
+    the SDK builds its own error (its body none when it is in an encoding not asked for: `readable_body`)."""
+    headers = [(k, v) for k, v in raw_headers if k.lower() not in (b"content-encoding", b"content-length")]
+    return response_type(
+        status_code=status, headers=headers, content=readable_body(raw_headers, body), request=request
+    )
+
+
+def answer_pieces(response: Any) -> AsyncIterator[bytes]:
+    """An HTTP client's streamed answer (httpx's) read as the engine's pool reads one: its status line and
+    headers checked (`reason_fault`, `header_fault`), its body decoded by `decoded` (httpx's own decoders
+    take a gzip body cut short as its decoded prefix); NetworkError for either. The request must have asked
+    for gzip and deflate only (`ACCEPT_ENCODING`): another encoding passes undecoded."""
+    raw = response.headers.raw
+    fault = reason_fault(response.extensions.get("reason_phrase", b"")) or header_fault(raw)
+    if fault is not None:
+        raise NetworkError("RemoteProtocolError", fault)
+    return decoded(response.aiter_raw(), raw)
 
 
 def _refused_header(exc: BaseException) -> str | None:

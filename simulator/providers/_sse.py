@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from typing import Any, NamedTuple
 
 from simulator.providers._answer import BadCount, usage_counts
+from simulator.providers._httppool import NetworkError
 from simulator.providers._sdkpost import _capped
 from simulator.providers.base import ProviderError
 
@@ -86,7 +87,7 @@ async def sse_events(chunks: AsyncIterator[bytes], who: str) -> AsyncIterator[Ss
                 if any(data):  # no data, or only empty data lines: nothing to read (the anthropic SDK's rule)
                     yield SseEvent(event, "\n".join(data))
                 event, data = None, []
-    except (ProviderError, GeneratorExit):
+    except (ProviderError, NetworkError, GeneratorExit):  # the pool's own words (a body cut short, decoded)
         raise
     except Exception as exc:
         if "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError):

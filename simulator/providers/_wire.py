@@ -32,11 +32,11 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from simulator.inflate import ACCEPT_ENCODING
 from simulator.providers._answer import unanswered, unreadable
 from simulator.providers._http import StatusAnswer
 from simulator.providers._httppool import HttpPool
 from simulator.providers._sdkpost import (
-    _ACCEPT_ENCODING,
     _capped,
     _rate_limit_headers,
     dumps_json,
@@ -159,7 +159,7 @@ class WirePost:
         self._spec = spec
         self._pool = HttpPool(
             spec.url,
-            {**spec.headers, "Accept-Encoding": _ACCEPT_ENCODING},
+            {**spec.headers, "Accept-Encoding": ACCEPT_ENCODING},
             limit=_MAX_CONNECTIONS,
             keepalive_s=_KEEPALIVE_S,
             ssl_context=_sdk_ssl_context,

@@ -11,6 +11,7 @@ from simulator.config.providers import ProviderSettings
 from simulator.errors import UserError
 from simulator.providers._answer import usage_counts
 from simulator.providers._sdkbase import SdkProvider
+from simulator.providers._sdkpost import STREAM_HEADERS, answer_pieces
 from simulator.providers._sse import in_stream_error, read_json, sse_events, stream_tokens, unfinished
 from simulator.providers._timing import Stopwatch
 from simulator.providers.base import (
@@ -150,9 +151,9 @@ class AnthropicProvider(SdkProvider):
         cut = False
         try:
             async with self._client.messages.with_streaming_response.create(
-                **payload, stream=True, extra_body=extra_body
+                **payload, stream=True, extra_body=extra_body, extra_headers=STREAM_HEADERS
             ) as answer:
-                async for event in sse_events(answer.iter_bytes(), self._base_url):
+                async for event in sse_events(answer_pieces(answer.http_response), self._base_url):
                     if not event.whole:
                         cut = True
                     elif event.event == "error":

@@ -13,6 +13,7 @@ from simulator.errors import UserError
 from simulator.providers._answer import usage_counts
 from simulator.providers._schema import cap_string_lengths, with_schema
 from simulator.providers._sdkbase import SdkProvider
+from simulator.providers._sdkpost import STREAM_HEADERS, answer_pieces
 from simulator.providers._sse import (
     in_stream_error,
     read_json,
@@ -171,9 +172,9 @@ class OpenAIProvider(SdkProvider):
         how, cut = "at the end of the HTTP body", False
         try:
             async with self._client.chat.completions.with_streaming_response.create(
-                **payload, stream=True, stream_options={"include_usage": True}
+                **payload, stream=True, stream_options={"include_usage": True}, extra_headers=STREAM_HEADERS
             ) as answer:
-                async for event in sse_events(answer.iter_bytes(), self._base_url):
+                async for event in sse_events(answer_pieces(answer.http_response), self._base_url):
                     if event.data.startswith("[DONE]"):
                         how = "with data: [DONE]"
                         break  # what follows is not read, as the SDK does

@@ -10,8 +10,8 @@ import signal
 import sys
 from pathlib import Path
 
-from simulator.errors import UserError
 from simulator.eventloop import run_async
+from simulator.listening import exit_on_unlistenable
 from simulator.testing.fake_llm import FakeLLMServer, FaultConfig, LatencyModel
 from simulator.testing.fake_llm_budget import ServerBudget
 from simulator.visible import TerminalParser, echo
@@ -152,11 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.tps is not None and args.tps <= 0:
         parser.error("--tps must be positive")
-    try:
+    with exit_on_unlistenable():  # a port taken, a host not this machine's: one line, exit 2
         run_async(_serve(_server(args)))
-    except UserError as exc:  # a port taken, a host not this machine's (listening.py words it)
-        echo(f"error: {exc}", file=sys.stderr)
-        return 2
     return 0
 
 

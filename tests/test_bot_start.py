@@ -17,13 +17,15 @@ from simulator.record.redact import forget_secrets, register_secrets
 ROOT = Path(__file__).resolve().parent.parent
 
 # Listens on the port, says so, and (with IGNORE_TERM) shrugs off SIGTERM.
+# It says what it will do before its port answers: the engine stops it as soon as the port answers, so a line
+# printed after `listen()` could be cut off by that stop on a busy machine (it never got written: nothing lost).
 LISTENER = """
 import os, signal, socket, sys, time
 if os.environ.get("IGNORE_TERM"):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("listening; token is", os.environ.get("SECRET_TOKEN"), flush=True)
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
-print("listening; token is", os.environ.get("SECRET_TOKEN"), flush=True)
 time.sleep(60)
 """
 

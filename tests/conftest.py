@@ -130,12 +130,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     They are also moved to the front: the group is the suite's longest unit of work (minutes of llama.cpp on a
     busy 2-core machine), and xdist hands out units in collection order, so started first it runs beside the
-    rest of the suite instead of after it (from its alphabetical place it was the suite's tail)."""
+    rest of the suite instead of after it (from its alphabetical place it was the suite's tail).
+
+    Then the suite's longest tests (tests/long_tests.txt), longest first: xdist hands out one test at a time
+    as workers free up, so a long test handed out last ends the run alone while the other workers sit idle;
+    handed out first, the short ones fill in around it."""
     for item in items:
         if item.get_closest_marker("real_llm") is not None:
             item.add_marker(pytest.mark.xdist_group("real_llm"))
+    rank = _long_tests()
+    last = len(rank)
     # A stable sort: the rest keep their order.
-    items.sort(key=lambda item: item.get_closest_marker("real_llm") is None)
+    items.sort(key=lambda item: (item.get_closest_marker("real_llm") is None, rank.get(item.nodeid, last)))
+
+
+def _long_tests() -> dict[str, int]:
+    """Each listed test's place in tests/long_tests.txt (longest first)."""
+    lines = (Path(__file__).parent / "long_tests.txt").read_text(encoding="utf-8").splitlines()
+    listed = [line for line in lines if line.strip() and not line.startswith("#")]
+    return {node: place for place, node in enumerate(listed)}
 
 
 @pytest.fixture(scope="session")

@@ -73,3 +73,16 @@ def test_the_fake_server_bench_measures_each_format_streaming_and_not() -> None:
     assert sorted(cases) == ["anthropic plain", "anthropic stream", "openai plain", "openai stream"]
     for case in cases.values():
         assert case["statuses"] == {"200": 6} and case["server_cpu_ms"][0] >= 0
+
+
+def test_the_resample_bench_times_each_bootstrap_and_finds_the_same_interval() -> None:
+    """docs/performance.md shows `python bench/resample_bench.py`."""
+    out = _bench("resample_bench.py", "--sizes", "3,20", "--repeat", "1")
+    rows = [line for line in out.splitlines() if line.endswith(("yes", "NO"))]
+    assert len(rows) == 14 and all(line.endswith("yes") for line in rows)
+    assert {line[:40].strip() for line in rows} == {
+        "paired_bootstrap, 0/1 verdicts",
+        "paired_bootstrap, float costs",
+        "clustered_paired_bootstrap, 3 repeats",
+        "pass^k interval over vignettes",
+    }

@@ -31,6 +31,7 @@ from simulator.plural import plural
 from simulator.record.models import ConversationRecord, Verdict
 from simulator.stats.basic import k_grid, pass_hat_k, percentile, worst_at_k
 from simulator.stats.rates import RateView, rate_view
+from simulator.stats.resample import draws, fsums, sums
 
 ConversationStatus = Literal["pass", "fail", "error", "not_judged"]
 SEVERITY_ORDER = ["critical", "high", "major", "medium", "moderate", "minor", "low"]
@@ -412,7 +413,7 @@ def pass_hat_k_table(run: RunData, iters: int = 2000, seed: int = 0) -> list[Pas
                 scenarios=len(eligible),
                 vignettes=len(by_vignette),
                 all_passed=sum(1 for n, c in eligible.values() if c == n),
-                **_interval(_resamples(rng, list(by_vignette.values()), iters)),
+                **_interval(_resampled_means(rng, list(by_vignette.values()), iters)),
                 worst_at_k=math.fsum(worst.values()) / len(worst) if worst else None,
                 worst_scenarios=len(worst),
                 worst_vignettes=len({vignette_of(sid) for sid in worst}),
@@ -421,12 +422,17 @@ def pass_hat_k_table(run: RunData, iters: int = 2000, seed: int = 0) -> list[Pas
     return rows
 
 
-def _interval(samples: list[list[float]]) -> dict[str, float]:
-    means = sorted(math.fsum(sample) / len(sample) for sample in samples)
+def _interval(means: list[float]) -> dict[str, float]:
+    means = sorted(means)
     return {"low": percentile(means, 2.5), "high": percentile(means, 97.5)}
 
 
-def _resamples(rng: random.Random, groups: list[list[float]], iters: int) -> list[list[float]]:
-    """Bootstrap samples over vignettes: each draws as many vignettes as there are, with all their
-    scenarios' values (with no variants, one value a vignette: the plain bootstrap over scenarios)."""
-    return [[value for group in rng.choices(groups, k=len(groups)) for value in group] for _ in range(iters)]
+def _resampled_means(rng: random.Random, groups: list[list[float]], iters: int) -> list[float]:
+    """The mean of each bootstrap sample over vignettes: each draws as many vignettes as there are, with all
+    their scenarios' values (with no variants, one value a vignette: the plain bootstrap over scenarios).
+    The samples of `rng.choices(groups, k=len(groups))`, drawn in bulk; each mean is fsum / count."""
+    sizes = [len(group) for group in groups]
+    means = []
+    for rows in draws(rng, len(groups), len(groups), iters):
+        means += [total / size for total, size in zip(fsums(groups, rows), sums(sizes, rows), strict=True)]
+    return means

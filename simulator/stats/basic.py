@@ -6,8 +6,9 @@ modules call these and keep only their domain metrics. `dist.py` holds the distr
 clustered statistics need; `interrater.py` the scenario-clustered bootstrap (numpy).
 
 Every function is pure and uses only the standard library (`math`, `random`, `statistics`), so reports
-stay reproducible and the package installs without numpy or scipy. The test suite cross-checks each
-function against scipy and statsmodels.
+stay reproducible; the paired bootstrap draws its `random.Random` resamples in bulk with numpy
+(`resample.py`), the same draws to the bit. The test suite cross-checks each function against scipy and
+statsmodels.
 """
 
 from __future__ import annotations
@@ -352,12 +353,16 @@ def paired_bootstrap(
         raise ValueError("paired_bootstrap needs at least one case")
     if iters < 1:
         raise ValueError(f"iters must be >= 1, got {iters}")
+    # numpy loads only when a bootstrap runs: the rest of this module serves paths that never resample.
+    from simulator.stats.resample import draws, sums
+
     n = len(a)
     diffs = [y - x for x, y in zip(a, b, strict=True)]
-    rng = random.Random(seed)
-    choices = rng.choices
-    # Integer verdicts stay integers here, so the sums are exact; one division per resample at the end.
-    means = sorted(sum(choices(diffs, k=n)) / n for _ in range(iters))
+    # `sorted(sum(rng.choices(diffs, k=n)) / n for _ in range(iters))`, drawn in bulk, to the bit. Integer
+    # verdicts stay integers, so the sums are exact; one division per resample at the end.
+    means = sorted(
+        total / n for rows in draws(random.Random(seed), n, n, iters) for total in sums(diffs, rows)
+    )
     tail = (1.0 - confidence) / 2.0 * 100.0
     return Interval(_sorted_percentile(means, tail), _sorted_percentile(means, 100.0 - tail), confidence)
 

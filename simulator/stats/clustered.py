@@ -171,12 +171,14 @@ def clustered_paired_bootstrap(
     g = len(cells)
     if g < 2:
         return -1.0, 1.0
-    rng = random.Random(seed)
-    picks = range(g)
+    # numpy loads only when a bootstrap runs: the collector's trends use this module's intervals alone.
+    from simulator.stats.resample import draws, sums
+
+    # Each resample is `chosen = rng.choices(range(g), k=g)` and Σ totals / Σ sizes over it, to the bit.
+    totals, sizes = [total for total, _ in cells], [size for _, size in cells]
     means = []
-    for _ in range(iters):
-        chosen = rng.choices(picks, k=g)
-        means.append(sum(cells[i][0] for i in chosen) / sum(cells[i][1] for i in chosen))
+    for rows in draws(random.Random(seed), g, g, iters):
+        means += [total / size for total, size in zip(sums(totals, rows), sums(sizes, rows), strict=True)]
     means.sort()
     tail = (1.0 - confidence) / 2.0
     centre = sum(c for c, _ in cells) / sum(n for _, n in cells)

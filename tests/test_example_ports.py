@@ -11,11 +11,11 @@ import select
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.support.ports import held_port
 
 ROOT = Path(__file__).resolve().parent.parent
 _WHATSAPP = {"WHATSAPP_APP_SECRET": "s", "WHATSAPP_ACCESS_TOKEN": "t", "WHATSAPP_VERIFY_TOKEN": "v"}
@@ -43,22 +43,13 @@ def test_every_example_that_takes_a_port_is_checked_here() -> None:
     assert found == set(EXAMPLES)
 
 
-@contextmanager
-def _held_port() -> Iterator[int]:
-    """A loopback port another program (this test) listens on."""
-    with socket.socket() as held:
-        held.bind(("127.0.0.1", 0))
-        held.listen()
-        yield held.getsockname()[1]
-
-
 def _env(module: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT), **EXAMPLES[module][0]}
 
 
 @pytest.mark.parametrize("module", sorted(EXAMPLES))
 def test_an_examples_port_another_program_holds_is_one_line_and_exit_2(module: str, tmp_path: Path) -> None:
-    with _held_port() as port:
+    with held_port() as port:
         done = subprocess.run(
             [sys.executable, "-m", module, "--port", str(port)],
             cwd=tmp_path,

@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pytest
 from simulator.errors import UserError
 from simulator.record.redact import forget_secrets
 from simulator.testing.fake_llm import FakeLLMServer
+from tests.support.ports import held_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,15 +32,6 @@ COMMANDS: dict[str, list[str]] = {
     "collect": [sys.executable, "-m", "simulator", "collect", "--out", "live"],
     "fake_server": [sys.executable, "-m", "simulator.testing.fake_server"],
 }
-
-
-@contextmanager
-def _held_port() -> Iterator[int]:
-    """A loopback port another program (this test) listens on."""
-    with socket.socket() as held:
-        held.bind(("127.0.0.1", 0))
-        held.listen()
-        yield held.getsockname()[1]
 
 
 def _run(command: str, tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -64,7 +55,7 @@ def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_a_port_another_program_holds_is_one_line_with_the_fix(command: str, tmp_path: Path) -> None:
-    with _held_port() as port:
+    with held_port() as port:
         line = _one_error_line(_run(command, tmp_path, "--port", str(port)))
     assert line == (
         f"error: cannot listen on 127.0.0.1:{port}: port {port} is already in use by another program; "
@@ -151,7 +142,7 @@ def test_each_reason_a_bind_fails_is_said_with_its_own_fix(error: OSError, port:
 
 
 async def test_the_fake_server_from_python_says_the_fix_in_python_words() -> None:
-    with _held_port() as port:
+    with held_port() as port:
         server = FakeLLMServer(port=port)
         with pytest.raises(UserError) as caught:
             await server.start()
@@ -167,7 +158,7 @@ def test_a_port_that_cannot_be_had_leaves_no_socket_open() -> None:
     from simulator.listening import listening_sockets
 
     before = len(os.listdir("/proc/self/fd"))
-    with _held_port() as port:
+    with held_port() as port:
         for _ in range(20):
             with pytest.raises(UserError):
                 listening_sockets("localhost", port)
@@ -228,7 +219,7 @@ async def test_a_started_bots_port_another_program_holds_names_the_suites_field(
     from simulator.providers.hub import ModelHub
 
     _, field = CHANNEL_BOTS[channel]
-    with _held_port() as port:
+    with held_port() as port:
         suite_file, line = _suite(tmp_path, channel, port)
         suite = load_suite(suite_file)
         factory: Any = make_bot_factory(suite, ModelHub({}))
@@ -245,7 +236,7 @@ async def test_a_started_bots_port_another_program_holds_names_the_suites_field(
 
 
 def test_a_run_whose_bot_port_another_program_holds_stops_with_the_field_and_the_fix(tmp_path: Path) -> None:
-    with _held_port() as port:
+    with held_port() as port:
         suite, line = _suite(tmp_path, "http", port, ready=True)
         done = subprocess.run(
             [sys.executable, "-m", "simulator", "run", str(suite), "--out", "run", "--no-progress"],

@@ -332,7 +332,7 @@ def test_real_people_get_no_simulated_user_checks(
     from simulator.providers.hub import ModelHub
 
     suite = load_suite(SUITE)
-    assert make_auditor(suite, ModelHub.create({}, None, SUITE.parent), user_model) is None
+    assert make_auditor(suite, ModelHub(), user_model) is None
     assert cli("judge", imported, "--suite", SUITE) == 0
     names = {v.criterion_id for v in RunFolder.open(imported).verdicts()}
     assert "outcome.triage_level" in names and not any(n.startswith("fidelity.") for n in names)

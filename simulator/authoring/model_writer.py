@@ -15,7 +15,6 @@ from typing import Any
 from simulator.authoring.draft import Writer, vignette_fields
 from simulator.authoring.pathway import Pathway
 from simulator.errors import UserError
-from simulator.providers.base import ProviderError
 from simulator.providers.hub import ModelHub
 from simulator.traces.draft import ask_for_draft
 
@@ -51,12 +50,9 @@ def model_writer(hub: ModelHub, model: str) -> Writer:
             f"Pathway: {pathway.title}\nDisposition: {level}\nOpens with: {pathway.complaint or pathway.title}\n"
             "Red flags (they reveal these only when asked):\n" + "\n".join(f"- {f}" for f in flags)
         )
-        try:
-            answer = await ask_for_draft(
-                hub, model, PROMPT, card, max_tokens=600, temperature=0.7, schema_name="draft_vignette"
-            )
-        except ProviderError as exc:
-            raise UserError(f"drafting with {model} failed: {exc}; nothing was written") from None
+        answer = await ask_for_draft(
+            hub, model, PROMPT, card, max_tokens=600, temperature=0.7, schema_name="draft_vignette"
+        )
         data = _checked(answer, model)
         background = [str(f).strip() for f in data["facts"] if str(f).strip()]
         fields.update(

@@ -62,13 +62,12 @@ def _judge(
     from simulator.config.suite import check_environment, load_suite
     from simulator.providers.hub import ModelHub
     from simulator.record.hashing import sha256_file
-    from simulator.record.redact import redacted_suite, register_secrets, suite_secrets
+    from simulator.record.redact import redacted_suite
 
     suite = load_suite(suite_path)
     check_environment(suite)
-    register_secrets(suite_secrets(suite))
     policy = load_policy(options.policy)
-    hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
+    hub = ModelHub.create(suite)
     stage = make_judge_stage(suite, [], hub.for_role("judge"))
     prices = None
     if policy.budget.dollars is not None:

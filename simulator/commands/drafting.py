@@ -115,7 +115,7 @@ async def _draft(
     from simulator.authoring.model_writer import model_writer
     from simulator.providers.hub import ModelHub
 
-    hub = ModelHub.create(suite.providers, None, Path("."))
+    hub = ModelHub.create(suite, cache=False)
     try:
         write = model_writer(hub, args.model)
         return await draft_vignettes(pathway, existing, key, count, args.level, threshold, write)

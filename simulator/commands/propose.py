@@ -75,7 +75,7 @@ async def _ask(
     from simulator.providers.hub import ModelHub
 
     suite = run.manifest.rebuild_suite(run.path)
-    hub = ModelHub(dict(suite.providers)).for_role("judge")
+    hub = ModelHub.create(suite, cache=False).for_role("judge")
     try:
         client, model = hub.client(spec)
         return [await model_proposal(g, ctx, run, read, client, model, spec) for g in groups]

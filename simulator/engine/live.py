@@ -32,7 +32,7 @@ async def run_live(
     conversation of `scenario` with `user` through the suite's bot adapter, then judge it with the suite's
     judges. Returns when the conversation has ended and its verdicts are written."""
     one = suite.model_copy(update={"runs": 1})
-    hub = ModelHub.create(one.providers, one.cache, one.base_dir)
+    hub = ModelHub.create(one)
     bots: Any = None
     try:
         bots = make_bot_factory(one, hub.for_role("bot"))

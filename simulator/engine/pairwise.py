@@ -63,7 +63,7 @@ async def judge_pairs(
     """Judge every common conversation both ways round in the session pool, at most `concurrency` (or the
     suite's) at once; the results come back in the order of the ids."""
     a, b, common = pairs
-    hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
+    hub = ModelHub.create(suite)
     client, bare = hub.client(model)
     results: dict[str, PairwiseResult] = {}
 

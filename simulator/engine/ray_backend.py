@@ -56,7 +56,7 @@ class Worker:
 
         self.suite = suite
         self.scenarios = {s.id: s for s in scenarios}
-        self.hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
+        self.hub = ModelHub.create(suite)
         self.make_user = user_factory(suite, self.hub.for_role("user"), user_model)
         self.bots = make_bot_factory(suite, self.hub.for_role("bot"))
         self.judges = make_judge_stage(suite, scenarios, self.hub.for_role("judge"), warn=False)

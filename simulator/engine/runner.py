@@ -334,7 +334,7 @@ async def run_cells(specs: list[CellSpec], scenarios: list[Scenario], options: R
         register_secrets(suite_secrets(spec.suite))  # before anything can be written
     if options.backend is not None and len(specs) > 1:
         raise UserError("--backend ray runs one suite at a time: run a matrix locally, or each cell's suite")
-    hub = ModelHub.create(base.providers, base.cache, base.base_dir)
+    hub = ModelHub.create(base)
     cells: list[tuple[CellRun, Iterator[WorkItem]]] = []
     try:
         pending = 0
@@ -417,8 +417,7 @@ async def judge_run(
 ) -> tuple[RunResult, JudgeStage, int]:
     """Judge stored conversations again with the suite's judge set, through the same worker pool as a run;
     return the result, the stage and how many conversations needed judging."""
-    register_secrets(suite_secrets(suite))
-    hub = ModelHub.create(suite.providers, suite.cache, suite.base_dir)
+    hub = ModelHub.create(suite)
     try:
         judges = make_judge_stage(suite, scenarios, hub.for_role("judge"))
         current = judges.judge_set_hash

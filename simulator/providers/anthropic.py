@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = ["AnthropicProvider"]
 
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 from simulator.config.providers import ProviderSettings
 from simulator.errors import UserError
@@ -52,12 +52,13 @@ def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
 
 class AnthropicProvider(SdkProvider):
     name = "anthropic"
+    key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
     who = "Anthropic"
     transient_statuses = (408, 409, 529)
     warm_prompt_cache = True  # explicit cache writes: the first criterion's call writes the prefix
 
     def __init__(self, settings: ProviderSettings) -> None:
-        key_env = settings.api_key_env or "ANTHROPIC_API_KEY"
+        key_env = settings.api_key_env or self.key_env
         api_key = os.environ.get(key_env)
         if not api_key:
             raise UserError(f"set the {key_env} environment variable to use anthropic: models")

@@ -13,7 +13,7 @@ __all__ = [
 ]
 
 from abc import ABC, abstractmethod
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, model_serializer
 
@@ -175,6 +175,9 @@ class Provider(ABC):
     """One LLM provider. Subclasses live one per file in `simulator/providers/` and import their SDK lazily."""
 
     name: str = ""
+    # The environment variable its API key is read from when the settings name none (`api_key_env`): read
+    # and registered as a secret by `create_provider` before the provider is built.
+    key_env: ClassVar[str | None] = None
     # Judge a conversation's first criterion alone, before the others, so that its call writes the shared
     # prefix (instructions + transcript) to the provider's prompt cache and the rest read it. Only where the
     # provider caches on request (Anthropic's `cache_control`); elsewhere all criteria go at once, since

@@ -1,6 +1,9 @@
 """Model calls with the engine's policy: one adaptive connection limit per provider shared by every role,
-bounded retries in one place, an opt-in response cache, and no secret sent: every request but the bot's is
-redacted as the run's records are before it leaves the process (`redacted_request`)."""
+bounded retries in one place, an opt-in response cache, and no secret sent or read back: every request but
+the bot's is redacted as the run's records are before it leaves the process (`redacted_request`), its answer
+before its caller reads it (`redacted_response`), and every provider error's message. The secrets are known
+before any call: a hub made for a suite registers the suite's, a provider registers the key it reads
+(`create_provider`)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ __all__ = [
     "call_scope",
     "current_scope",
     "redacted_request",
+    "redacted_response",
     "resolve_user_model",
     "set_scope",
 ]
@@ -41,12 +45,13 @@ from simulator.providers.base import (
 from simulator.providers.limiter import AdaptiveLimiter
 from simulator.providers.pacer import Pacer
 from simulator.providers.waits import RetryWaits
-from simulator.record.redact import contains_secret, redact, redact_text
+from simulator.record.redact import contains_secret, redact, redact_text, register_secrets, suite_secrets
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
-    from simulator.config.providers import CacheConfig, ProviderSettings
+    from simulator.config.providers import ProviderSettings
+    from simulator.config.suite import Suite
     from simulator.providers.cache import ResponseCache
 
 
@@ -160,6 +165,37 @@ def _redacted_call(call: ToolCall) -> ToolCall:
     return call.model_copy(update={"arguments": redact(call.arguments)})
 
 
+def redacted_response(response: ModelResponse) -> ModelResponse:
+    """`response` as a role whose requests are redacted reads it: its text, parsed answer, tool calls'
+    arguments and raw exchange with every secret and credential replaced as the records replace them, so
+    a provider key (or the suite's token) a model echoes reaches no proposal, draft, verdict or terminal.
+    The same object when there is nothing to replace."""
+    text = redact_text(response.text)
+    parsed = response.parsed
+    if parsed is not None and contains_secret(json.dumps(parsed, ensure_ascii=False)):
+        parsed = redact(parsed)
+    calls = [_redacted_call(call) for call in response.tool_calls]
+    if (
+        text is response.text
+        and parsed is response.parsed
+        and all(c is o for c, o in zip(calls, response.tool_calls, strict=True))
+    ):
+        return response
+    update = {"text": text, "parsed": parsed, "tool_calls": calls, "raw": redact(response.raw)}
+    return response.model_copy(update=update)
+
+
+def _redacted_error(exc: ProviderError) -> ProviderError:
+    """`exc` with its message redacted, its kind, status and waits kept."""
+    return ProviderError(
+        exc.kind,
+        redact_text(str(exc)),
+        retry_after=exc.retry_after,
+        status=exc.status,
+        rate_limits=exc.rate_limits,
+    )
+
+
 def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, ProviderError) and exc.kind != "permanent"
 
@@ -242,6 +278,17 @@ class ModelClient:
         """
         if self.redacts:
             request = redacted_request(request)
+        try:
+            response = await self._cached_or_called(request, repeat)
+        except ProviderError as exc:
+            # A provider's error may quote what it was sent or its key (`Incorrect API key: sk-...`): the
+            # error every role's caller reads, writes or prints is redacted, its chain dropped with the text.
+            if contains_secret(str(exc)):
+                raise _redacted_error(exc) from None
+            raise
+        return redacted_response(response) if self.redacts else response
+
+    async def _cached_or_called(self, request: ModelRequest, repeat: int | None) -> ModelResponse:
         if self.cache is None:
             return await self._call(request)
         scope = _SCOPE.get()
@@ -416,18 +463,20 @@ class ModelHub:
         self.role = "other"
 
     @classmethod
-    def create(
-        cls, providers: dict[str, ProviderSettings], cache: CacheConfig | None, base_dir: Path
-    ) -> ModelHub:
-        """A hub with these provider settings and, when configured, the response cache (a relative path is
-        relative to `base_dir`, the suite file's folder)."""
-        if cache is None:
-            return cls(dict(providers))
+    def create(cls, suite: Suite, *, cache: bool = True) -> ModelHub:
+        """A hub with the suite's provider settings and, when it configures one and `cache` is true, its
+        response cache (a relative path is relative to the suite file's folder). The suite's secrets
+        (`suite_secrets`) are registered first: whatever a model answers, or a provider's error quotes, is
+        written by any command without them."""
+        register_secrets(suite_secrets(suite))
+        config = suite.cache if cache else None
+        if config is None:
+            return cls(dict(suite.providers))
         from simulator.providers.cache import ResponseCache
 
-        path = Path(cache.path)
-        store = ResponseCache(path if path.is_absolute() else base_dir / path)
-        return cls(dict(providers), cache=store, cache_roles=frozenset(cache.roles))
+        path = Path(config.path)
+        store = ResponseCache(path if path.is_absolute() else suite.base_dir / path)
+        return cls(dict(suite.providers), cache=store, cache_roles=frozenset(config.roles))
 
     def for_role(self, role: str) -> ModelHub:
         """A view whose clients make their calls as `role`; providers, limits and cache stay shared."""

@@ -45,12 +45,13 @@ _COUNTS = ("prompt_tokens", "completion_tokens", "prompt_tokens_details.cached_t
 
 class OpenAIProvider(SdkProvider):
     name = "openai"
+    key_env: ClassVar[str] = "OPENAI_API_KEY"
     warm_prompt_cache = False  # caching is automatic (long prefixes only), never written on request
     # What worked per base URL, remembered for the life of the process.
     schema_modes: ClassVar[dict[str, SchemaMode]] = {}
 
     def __init__(self, settings: ProviderSettings) -> None:
-        key_env = settings.api_key_env or "OPENAI_API_KEY"
+        key_env = settings.api_key_env or self.key_env
         api_key = os.environ.get(key_env)
         if not api_key:
             if settings.base_url is None:

@@ -85,6 +85,8 @@ M = TypeVar("M", bound=BaseModel)
 # The secrets of this process and their encoded forms, longest first (a value holding another is replaced
 # whole).
 _secrets: list[str] = []
+# The values registered, as given (`register_secrets` adds only those it has not seen).
+_registered: set[str] = set()
 # And their variants, searched in a normalised view of the text (secret_variants.py).
 _variants = Variants()
 
@@ -468,14 +470,17 @@ def _add_variants(value: str) -> None:
 
 
 def register_secrets(values: Iterable[str]) -> None:
-    """Add secret values for this process: from now on nothing written holds them, in any of their forms."""
+    """Add secret values for this process: from now on nothing written holds them, in any of their forms.
+    A value registered before costs a set look-up (every hub and provider built registers what it reads)."""
+    fresh = {v for v in values if v not in _registered and len(v.strip()) >= MIN_SECRET_CHARS}
+    if not fresh:
+        return
+    _registered.update(fresh)
     known = set(_secrets)
-    for value in values:
-        if len(value.strip()) >= MIN_SECRET_CHARS:
-            known |= secret_forms(value)
-            _add_variants(value)
-            if len(value) < 8:
-                _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{%d,}" % min(len(value), 8))
+    for value in fresh:
+        known |= secret_forms(value)
+        _add_variants(value)
+    _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{%d,}" % min(8, *map(len, _registered)))
     _secrets[:] = sorted(known, key=len, reverse=True)
     _run_verdicts.clear()
     _searched_texts.clear()
@@ -484,6 +489,7 @@ def register_secrets(values: Iterable[str]) -> None:
 
 def forget_secrets() -> None:
     """Forget every registered secret (for a program that runs several suites, and for tests)."""
+    _registered.clear()
     _secrets.clear()
     _variants.clear()
     _run_verdicts.clear()

@@ -18,9 +18,10 @@ from typing import Any
 import yaml
 
 from simulator.config.scenario import as_scenario_id
+from simulator.config.suite import Suite
 from simulator.errors import UserError
 from simulator.jsonbounds import JSONRefused, loads_bounded
-from simulator.providers.base import ChatMessage, ModelRequest
+from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelHub
 from simulator.record.models import ConversationRecord
 from simulator.record.transcript import render_transcript
@@ -105,7 +106,8 @@ async def ask_for_draft(
     schema_name: str,
 ) -> Any:
     """A model's draft under DRAFT_SCHEMA (persona, goal, facts) as structured output: the parsed answer, else
-    its text read as JSON; a one-line error naming the fix when it is not JSON. The caller checks the fields."""
+    its text read as JSON; a one-line error naming the fix when the call fails or the answer is not JSON.
+    The caller checks the fields."""
     client, bare = hub.client(model)
     request = ModelRequest(
         model=bare,
@@ -116,7 +118,10 @@ async def ask_for_draft(
         output_schema=DRAFT_SCHEMA,
         schema_name=schema_name,
     )
-    response = await client.generate(request)
+    try:
+        response = await client.generate(request)
+    except ProviderError as exc:
+        raise UserError(f"drafting with {model} failed: {exc}; nothing was written") from None
     if response.parsed is not None:
         return response.parsed
     try:
@@ -189,14 +194,14 @@ async def draft_from_run(
     record = find_conversation(list(latest_by_id(folder.conversations()).values()), conversation)
     if model is None:
         return record, draft_offline(record), "offline extraction"
+    suite: Suite | None
     if suite_file is not None:
         from simulator.config.suite import load_suite
 
-        providers = load_suite(suite_file).providers
+        suite = load_suite(suite_file)
     else:
-        stored = folder.read_manifest().suite
-        providers = stored.providers if stored is not None else {}
-    hub = ModelHub.create(providers, None, Path("."))
+        suite = folder.read_manifest().suite
+    hub = ModelHub() if suite is None else ModelHub.create(suite, cache=False)
     try:
         return record, await draft_with_model(record, hub, model), f"by {model}"
     finally:

@@ -124,14 +124,15 @@ async def test_response_times_match_the_bots_known_delays_within_20_ms() -> None
 async def test_a_caller_who_barges_in_finds_a_bot_that_talks_over_or_yields(
     yields: bool, talked_over: bool
 ) -> None:
-    replies = [Reply(tone(2.5), 0.15), Reply(tone(0.3), 0.15)]
+    replies = [Reply(tone(4.0), 0.15), Reply(tone(0.3), 0.15)]
     async with ScriptedPhoneBot(replies, end_gap_s=0.2, yields=yields) as bot:
         config = _config(bot.url, caller={"barge_in": 1.0, "barge_in_after_s": 0.6})
-        turns = await _talk(config, ["Hi.", "Wait I need to tell you something first"])
+        turns = await _talk(config, ["Hi.", "Wait I need to tell you something about the pain in my chest"])
     assert turns[1].raw is not None and turns[1].raw["end"] == "barge_in"
-    # The bot that does not yield talks over the caller's long line for the rest of its 2.5 s reply (about
-    # 1.9 s); the one that yields stops once its `clear` is back, a line's delay each way, which a busy
-    # machine lengthens: an overlap of LATE_S tells the two apart without timing the line.
+    # The bot that does not yield talks over the caller's long line (3 s) for the rest of its 4 s reply
+    # (3.4 s, less however late a busy machine makes the caller start); the one that yields stops once
+    # its `clear` is back, a line's delay each way, which a busy machine lengthens: an overlap of LATE_S
+    # tells the two apart with LATE_S to spare on either side.
     found = _events(turns, overlap_s=LATE_S)
     assert bool(found.talk_overs) is talked_over
     assert not found.cut_offs  # the caller cut in, not the bot

@@ -18,6 +18,12 @@ from aiohttp import web
 
 from simulator.bots.whatsapp import WhatsAppBotFactory
 from simulator.config.bots.whatsapp import WhatsAppBotConfig
+from tests.support.waiting import LATE_S, eventually
+
+# bot.quiet_s for the tests' bots: past their gaps between the messages of one turn (up to 0.2 s, the time to
+# send included) by what a busy machine may add to a gap, so a message late on a loaded machine never opens
+# the next turn.
+QUIET_S = 0.2 + LATE_S
 
 
 @dataclass
@@ -200,7 +206,7 @@ async def channel_for(script: Script, tmp_path: Any, **config: Any) -> AsyncIter
     )
     stop = await serve(bot)
     record_raw = bool(config.pop("record_raw", True))
-    settings = {"quiet_s": 0.2, **config}
+    settings = {"quiet_s": QUIET_S, **config}
     factory = WhatsAppBotFactory(
         WhatsAppBotConfig(webhook_url=bot.url, **settings), tmp_path, record_raw=record_raw
     )
@@ -216,8 +222,5 @@ async def channel_for(script: Script, tmp_path: Any, **config: Any) -> AsyncIter
 async def answers(bot: PlantedBot, count: int) -> list[tuple[int, dict[str, Any]]]:
     """The Graph API's answers the bot has received, once there are `count` (the engine may have ended the
     turn before the answer reached the bot)."""
-    for _ in range(200):
-        if len(bot.graph_answers) >= count:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: len(bot.graph_answers) >= count, f"{count} Graph API answers")
     return bot.graph_answers

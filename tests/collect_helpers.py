@@ -12,6 +12,7 @@ from typing import Any
 
 from simulator.collect.receiver import create_receiver
 from simulator.collect.service import CollectOptions, Collector
+from tests.support.waiting import until
 from tests.traces_helpers import require
 
 SECRET_EMAIL = "jane.secret@example.org"
@@ -30,7 +31,7 @@ def receiver(collector: Collector, **kwargs: Any) -> Iterator[str]:
     server = uvicorn.Server(server_config(app, "127.0.0.1", 0, **serving))  # as `collect` serves it
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # a hang, not a busy machine
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the receiver did not start")
@@ -96,9 +97,5 @@ def records(out: Path) -> list[Any]:
     return [r for f in collected_folders(out) for r in RunFolder.open(f).conversations()]
 
 
-def wait_for(predicate: Any, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.05)
+def wait_for(predicate: Any, what: str = "the collector") -> None:
+    until(predicate, what)

@@ -24,6 +24,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +44,7 @@ from simulator.record.models import ConversationRecord, Verdict
 from simulator.record.parts import ToolCallPart
 from simulator.record.transcript import Turn
 from simulator.users.offline import OfflineUser
+from tests.support.waiting import eventually, until
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = Scenario(id="s", persona="A man.", goal="Ask about chest pain.", facts=["Pain."], max_turns=2)
@@ -348,18 +350,21 @@ def test_a_run_with_a_bot_raising_cancelled_error_records_both_conversations(
 @pytest.mark.parametrize("how", ["sync", "async"])
 async def test_a_real_cancellation_of_the_conversation_still_cancels_it(how: str) -> None:
     """A stop signal cancels the conversation's task: that is not the bot's error, it ends the task."""
+    asked = threading.Event()
 
     def slow(text: str) -> str:
-        time.sleep(0.5)
+        asked.set()
+        time.sleep(10)
         return "late"
 
     async def slow_async(text: str) -> str:
+        asked.set()
         await asyncio.sleep(10)
         return "late"
 
     factory = PythonBotFactory("test:slow", _as_bot(slow if how == "sync" else slow_async))
     task = asyncio.create_task(run_conversation(ConversationPlan(SCENARIO, 0), _user, factory))
-    await asyncio.sleep(0.2)
+    await eventually(asked.is_set, "the bot's turn")  # cancelled in the middle of it, on any machine
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -454,9 +459,11 @@ async def test_a_turn_that_ends_late_after_its_cancellation_is_a_plain_timeout()
 
 SHIELDED_MODULE = """
 import asyncio
+import pathlib
 
 class Bot:
     async def send(self, text):
+        pathlib.Path("asked").touch()  # in the run's folder: the test sees the turn is under way
         while True:
             try:
                 await asyncio.sleep(1000)
@@ -499,7 +506,7 @@ def test_a_run_whose_bot_will_not_be_cancelled_finishes_and_exits(tmp_path: Path
 def test_a_stop_signal_stops_a_run_whose_bot_will_not_be_cancelled(tmp_path: Path) -> None:
     proc = _shielded_run(tmp_path, 600, 4)
     try:
-        time.sleep(4)  # the bot's turns are under way
+        until(lambda: (tmp_path / "asked").exists(), "the bot's turns under way")
         assert proc.poll() is None
         proc.send_signal(signal.SIGINT)
         started = time.monotonic()

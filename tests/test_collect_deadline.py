@@ -4,7 +4,8 @@ Before: 600 connections that sent `POST /v1/traces HTTP/1.1\\r\\nHost: 127.0.0.1
 uvicorn's 512 allowed connections, and `GET /status` answered 503 for as long as they stayed open (uvicorn
 times out idle keep-alive connections only). The mechanism: the receiver's protocol (collect/connections.py
 `ReadDeadline`) closes a connection whose request's headers and body are not read within the deadline.
-Here the cap is lowered to 20 and the deadline to 1 s; the sockets are real, the exporter is the SDK's.
+Here the cap is lowered to 20 and the deadline to 1 s (3 s where the stalled connections must still hold the
+cap when the test asks, however busy the machine); the sockets are real, the exporter is the SDK's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import httpx
 import pytest
 
 from tests.collect_helpers import collector, genai_turns, receiver, records, tracer, wait_for
+from tests.support.waiting import LATE_S
 
 CAP = 20
 
@@ -90,10 +92,10 @@ HEARD = {
 def test_stalled_connections_are_closed_and_the_collector_serves_again(tmp_path: Path, name: str) -> None:
     out = tmp_path / "live"
     with (
-        receiver(collector(out), read_timeout=1.0, max_connections=CAP) as url,
+        receiver(collector(out), read_timeout=1.0 + 2 * LATE_S, max_connections=CAP) as url,
         _stalled(url, STALLED[name], CAP + 10) as sockets,
     ):
-        assert _status(url) == 503  # the cap is exhausted, for now
+        assert _status(url) == 503  # the cap is exhausted, for now (for 3 s, past a busy machine's lag)
         # Each stalled connection is closed by the server, told why when its headers were never read.
         for sock in sockets:
             got = _closed_by_the_server(sock)

@@ -17,6 +17,7 @@ import pytest
 from simulator.collect import spool as spool_module
 from simulator.collect.spool import Spool
 from simulator.traces.otlp_decode import Span
+from tests.support.waiting import LATE_S
 
 SYNC_S = 0.02  # the fake disk's sync
 
@@ -74,12 +75,12 @@ def test_exporters_waiting_for_their_answers_share_one_sync(
 
 def test_a_lone_exporter_never_waits_for_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     began = _slow_disk(monkeypatch)
-    monkeypatch.setattr(spool_module, "GATHER_MAX_S", 1.0)  # a pause would show
+    monkeypatch.setattr(spool_module, "GATHER_MAX_S", 2.0)  # a pause would show: every wait past 2 s
     monkeypatch.setattr(spool_module, "GATHER_SHARE", 100.0)
     spool = Spool(tmp_path, fsync=True)
     waited = asyncio.run(_exporters(spool, 1, 10, began))
     spool.close()
-    assert len(began) == 10 and max(waited) < 0.5
+    assert len(began) == 10 and max(waited) < 2.0  # a sync each (20 ms), late only by a busy machine
 
 
 @pytest.mark.parametrize("then", [0, 1, 3])
@@ -99,5 +100,5 @@ def test_exporters_that_stop_cost_one_bounded_pause(
 
     waited = asyncio.run(run())
     spool.close()
-    assert all(seconds < 0.2 + SYNC_S + 0.5 for seconds in waited)
+    assert all(seconds < 0.2 + SYNC_S + LATE_S for seconds in waited)  # the pause, a sync, a busy machine
     assert len(began) >= 3 + (3 if then else 0) - 1

@@ -147,7 +147,7 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing(tmp_path: Path) -> None:
         provider = tracer(url)
         genai_turns(provider, "kid", TURNS + MORE)
         provider.shutdown()
-        wait_for(lambda: httpx.get(f"{url}/status").json()["counts"].get("conversations") == 1, 30)
+        wait_for(lambda: httpx.get(f"{url}/status").json()["counts"].get("conversations") == 1)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(20)
@@ -345,7 +345,7 @@ def test_a_stopped_collector_marks_its_folder_interrupted_and_says_how_to_go_on(
             provider = tracer(url)
             genai_turns(provider, f"kid-{len(turns)}", turns)
             provider.shutdown()
-            wait_for(lambda: httpx.get(f"{url}/status").json()["counts"].get("conversations") == 1, 30)
+            wait_for(lambda: httpx.get(f"{url}/status").json()["counts"].get("conversations") == 1)
             (folder,) = collected_folders(out)
             assert RunFolder.open(folder).read_manifest().status == "running"
         finally:

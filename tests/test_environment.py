@@ -45,7 +45,7 @@ def broken(state):
     raise RuntimeError("the booking system is down")
 
 def slow(state):
-    time.sleep(2)
+    time.sleep(60)  # far past the bound below: only a deadline not kept takes that long
     return "late"
 
 def not_json(state):
@@ -248,7 +248,7 @@ def test_a_failing_call_is_recorded_with_its_error_never_raised(
     part = env.call(name, arguments)
     assert part.error is not None and error in part.error, part.error
     assert part.result is None and env.calls == [part]
-    assert time.perf_counter() - started < 1.5  # a slow tool is cut at its timeout, not waited for
+    assert time.perf_counter() - started < 30  # a slow tool is cut at its timeout (0.3 s), not waited for
     with pytest.raises(ToolError, match=error.split(":")[0]):
         env.result(name, **arguments)
     # Invalid arguments or an unknown tool are the bot's fault (a report finding); a tool that fails is not.

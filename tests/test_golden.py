@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +42,7 @@ from simulator.report.json_report import report_json
 from simulator.report.model import Report, ReportOptions, build_report
 from simulator.report.views import render_comparison
 from simulator.stats.basic import zero_failure_upper_bound
+from tests.support.waiting import until
 
 ROOT = Path(__file__).resolve().parent.parent
 PARCELS = ROOT / "scenarios" / "golden" / "parcels.yaml"
@@ -654,10 +654,9 @@ def test_a_killed_golden_run_resumes_to_one_record_per_item(tmp_path: Path) -> N
     ]
     process = subprocess.Popen([*argv, "--out", str(out), "--no-progress"], cwd=ROOT, env=env)
     try:
-        deadline = time.monotonic() + 60
-        while not (out / CONVERSATIONS).exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)  # the hanging item is in flight, the other one written
+        # The other item written whole (the hanging one is in flight): waited for, not timed.
+        written = out / CONVERSATIONS
+        until(lambda: written.exists() and written.read_text().endswith("\n"), "the first item's record")
     finally:
         process.kill()
         process.wait()

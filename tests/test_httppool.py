@@ -178,6 +178,7 @@ async def _post_once(handler: Handler) -> tuple[int, bytes]:
 
 async def test_connections_are_kept_alive_and_one_the_server_closed_is_not_reused() -> None:
     connections: list[int] = []
+    closed = asyncio.Event()
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connections.append(len(connections))
@@ -186,7 +187,11 @@ async def test_connections_are_kept_alive_and_one_the_server_closed_is_not_reuse
             writer.write(_answer(json.dumps(_ANSWER).encode()))
             await writer.drain()
             if len(connections) == 1 and served == 1:
-                return  # the server's own idle timeout: it closes a kept-alive connection after two answers
+                # The server's own idle timeout: it closes a kept-alive connection after two answers.
+                writer.close()
+                await writer.wait_closed()
+                closed.set()
+                return
 
     async for port in _serve(answer):
         pool = _pool(port)
@@ -195,7 +200,8 @@ async def test_connections_are_kept_alive_and_one_the_server_closed_is_not_reuse
                 status, _, body = await pool.post(b"{}")
                 assert (status, json.loads(body)) == (200, _ANSWER)
             assert len(connections) == 1  # the second call reused the first connection
-            await asyncio.sleep(0.1)  # the server's FIN has arrived: the next call must not meet it
+            # The server's FIN has arrived (waited for, not timed): the next call must not meet it.
+            await closed.wait()
             for _ in range(3):
                 status, _, _ = await pool.post(b"{}")
                 assert status == 200

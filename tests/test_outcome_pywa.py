@@ -15,6 +15,7 @@ from simulator.analysis.outcome import decided_outcome, outcome_metrics
 from simulator.analysis.rundata import load_run
 from simulator.cli import main
 from simulator.record.redact import forget_secrets
+from tests._whatsapp_bots import QUIET_S
 from tests.test_whatsapp_pywa import SECRETS, _config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,7 +62,7 @@ def test_the_pywa_bot_without_state_gets_its_outcome_and_under_triage_from_its_m
                 "bot": {
                     "type": "whatsapp",
                     "webhook_url": "http://127.0.0.1:{port}/webhook",
-                    "quiet_s": 0.3,
+                    "quiet_s": QUIET_S,
                     "start": {**start.model_dump(exclude_none=True), "cwd": str(ROOT)},
                 },
                 "user": {"model": "offline", "vocabulary": str(ROOT / "examples/triage_vocabulary.yaml")},

@@ -19,6 +19,7 @@ from simulator.record.redact import forget_secrets
 from simulator.report.model import ReportOptions, build_report
 from simulator.report.section import Table
 from simulator.report.sections_run import scenarios_section
+from tests._whatsapp_bots import QUIET_S
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "tests/data/pywa_nostate"
@@ -44,7 +45,7 @@ def _suite(tmp_path: Path, runs: int) -> Path:
                 "bot": {
                     "type": "whatsapp",
                     "webhook_url": "http://127.0.0.1:{port}/webhook",
-                    "quiet_s": 0.3,
+                    "quiet_s": QUIET_S,
                     "timeout_s": 15,
                     "start": {
                         "command": ["{python}", "-m", "tests.bots.pywa_nostate_bot", "--port", "{port}"],

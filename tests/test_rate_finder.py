@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelClient, ModelHub
 from simulator.providers.ratefinder import RateFinder, limit_in_message
 from simulator.testing.fake_llm import FakeLLMServer, FakeReply, FaultConfig, LatencyModel, ServerBudget
+from tests.support.waiting import LATE_S
 
 REQUEST = ModelRequest(model="fake", messages=[ChatMessage(role="user", content="hello")], max_tokens=50)
 
@@ -83,9 +85,11 @@ async def test_a_planted_rate_without_headers_is_found_within_15_percent(
         answered = await _load(client, seconds=12.0, workers=80, seen=seen)
         await client.provider.aclose()
     assert seen["rpm_source"] == "found from 429s"
-    # What it delivered while saturated, else (never refused again once found) the pace it settled on.
+    # What it delivered while saturated, else (never refused again once found) the pace it settled on:
+    # within 15% of the planted rate, never below; above it by no more than the bucket's burst in a period,
+    # what the provider saves up while a busy machine stalls the loop it shares with the client.
     found = float(seen.get("observed_rpm", seen["rpm"]))  # type: ignore[arg-type]
-    assert found == pytest.approx(rpm, rel=0.15)
+    assert 0.85 * rpm <= found <= 1.15 * rpm + 60 * budget.burst_requests / RateFinder().period_s
     assert client.pacer.rate * 60 == pytest.approx(rpm, rel=0.25)  # the pace itself saw-tooths around it
     assert client.stats.failed == 0  # every call got through
     late = [t for t in answered if 6.0 <= t < 12.0]  # once found, the provider is kept busy
@@ -216,7 +220,17 @@ async def test_rate_limits_are_retried_past_max_attempts_within_their_time_budge
 
 
 @pytest.mark.parametrize("as_date", [False, True])
-async def test_retry_after_in_seconds_or_as_an_http_date_is_waited_per_request(as_date: bool) -> None:
+async def test_retry_after_in_seconds_or_as_an_http_date_is_waited_per_request(
+    as_date: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chosen: list[float] = []  # the waits the client chose, seen as it chose them
+    choose = ModelClient._wait
+
+    def spy(client: ModelClient, state: Any) -> float:
+        chosen.append(choose(client, state))
+        return chosen[-1]
+
+    monkeypatch.setattr(ModelClient, "_wait", spy)
     faults = FaultConfig(
         fail_first_n=1, fail_first_kind="error_429", retry_after_s=1.0, retry_after_date=as_date
     )
@@ -227,5 +241,8 @@ async def test_retry_after_in_seconds_or_as_an_http_date_is_waited_per_request(a
         elapsed = time.monotonic() - started
         await client.provider.aclose()
     assert len(server.calls) == 2
-    assert elapsed >= 0.9  # not the 10 ms backoff: the server's word (a date has whole seconds)
-    assert elapsed < (3.2 if as_date else 1.5)
+    # The server's word, not the 10 ms backoff (plus up to 10% jitter; a date has whole seconds) ...
+    [wait] = chosen
+    assert 0.9 <= wait <= (2.2 if as_date else 1.1)
+    # ... and waited once: never less, late only by what a busy machine adds.
+    assert 0.9 <= elapsed <= wait + LATE_S

@@ -65,13 +65,15 @@ TEXTS = {
 def test_built_in_patterns_on_a_megabyte_are_linear_and_never_time_out(name: str) -> None:
     redactor = Redactor.from_config(RedactionConfig(), [])
     text = TEXTS[name]
-    start = time.monotonic()
+    # The work done, as this process's CPU time: the wall clock also counts the time other jobs on a busy
+    # machine take, which is not this code's.
+    start = time.process_time()
     redactor.text(text[: len(text) // 4])
-    quarter = time.monotonic() - start
-    start = time.monotonic()
+    quarter = time.process_time() - start
+    start = time.process_time()
     redactor.text(text)  # no PatternTimeout: the built-ins have no time limit to hit
-    whole = time.monotonic() - start
-    assert whole < 20 and whole < 12 * quarter + 0.5, (quarter, whole)  # linear (4x), with slack for load
+    whole = time.process_time() - start
+    assert whole < 20 and whole < 12 * quarter + 0.5, (quarter, whole)  # linear (4x), with slack
 
 
 def test_the_built_ins_still_redact() -> None:

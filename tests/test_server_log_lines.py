@@ -40,9 +40,10 @@ def _send_raw(url: str, data: bytes) -> bytes:
 
 
 def _err(capsys: pytest.CaptureFixture[str], has: str) -> str:
-    """Standard error once it holds `has` (the server logs from its own thread)."""
+    """Standard error once it holds `has` (the server logs from its own thread, as late as a busy machine
+    makes it: the deadline is for a line that never comes)."""
     seen = ""
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while has not in seen and time.monotonic() < deadline:
         seen += capsys.readouterr().err
         time.sleep(0.01)

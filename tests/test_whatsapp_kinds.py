@@ -16,6 +16,7 @@ from simulator.record.folder import RunFolder
 from simulator.record.models import ConversationRecord
 from simulator.record.parts import part_text
 from simulator.record.redact import forget_secrets
+from tests._whatsapp_bots import QUIET_S
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRETS = ("WHATSAPP_APP_SECRET", "WHATSAPP_ACCESS_TOKEN", "WHATSAPP_VERIFY_TOKEN")
@@ -53,7 +54,7 @@ def _run(tmp_path: Path, mode: str, **bot: Any) -> tuple[ConversationRecord, dic
         "bot": {
             "type": "whatsapp",
             "webhook_url": webhook,
-            "quiet_s": 0.5,
+            "quiet_s": QUIET_S,
             "timeout_s": 15,
             "start": start,
             **bot,

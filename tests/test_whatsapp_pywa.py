@@ -22,6 +22,7 @@ from simulator.config.bots.whatsapp import WhatsAppBotConfig
 from simulator.record.folder import RunFolder
 from simulator.record.parts import MediaPart, OptionsPart, PickPart, TextPart
 from simulator.record.redact import forget_secrets
+from tests._whatsapp_bots import QUIET_S
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRETS = ("WHATSAPP_APP_SECRET", "WHATSAPP_ACCESS_TOKEN", "WHATSAPP_VERIFY_TOKEN")
@@ -51,7 +52,7 @@ def _config(**bot_env: str) -> WhatsAppBotConfig:
         ready={"url": "http://127.0.0.1:{port}/health", "timeout_s": 30},  # type: ignore[arg-type]
     )
     return WhatsAppBotConfig(
-        webhook_url="http://127.0.0.1:{port}/webhook", quiet_s=0.3, timeout_s=15, start=start
+        webhook_url="http://127.0.0.1:{port}/webhook", quiet_s=QUIET_S, timeout_s=15, start=start
     )
 
 
@@ -176,7 +177,7 @@ def test_a_suite_runs_the_pywa_bot_end_to_end_with_the_offline_user(tmp_path: Pa
                 "bot": {
                     "type": "whatsapp",
                     "webhook_url": "http://127.0.0.1:{port}/webhook",
-                    "quiet_s": 0.3,
+                    "quiet_s": QUIET_S,
                     "statuses": ["sent", "delivered", "read"],
                     "start": {**start.model_dump(exclude_none=True), "cwd": str(ROOT)},
                 },

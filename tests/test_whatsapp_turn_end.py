@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,10 +27,14 @@ from simulator.bots.whatsapp.adapter import CONFIRMING_TURNS
 from simulator.config.bots import BotStart
 from simulator.config.bots.whatsapp import WhatsAppBotConfig
 from simulator.record.redact import forget_secrets
+from tests._whatsapp_bots import QUIET_S
 from tests.bots.pywa_burst_bot import BURST, THINKING
+from tests.support.waiting import eventually
 from tests.test_whatsapp_pywa import BOT_ENV, ROOT, SECRETS
 
 pytest.importorskip("pywa_async")
+
+PAUSE_S = 2.0  # a bot thinking longer than QUIET_S (a busy machine only makes it longer)
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +55,7 @@ async def _factory(
         env=BOT_ENV,
         ready={"url": "http://127.0.0.1:{port}/health", "timeout_s": 30},  # type: ignore[arg-type]
     )  # fmt: skip
-    fields.setdefault("quiet_s", 0.6)
+    fields.setdefault("quiet_s", QUIET_S)
     if fields.setdefault("turn_end", "auto") == "default":
         del fields["turn_end"]  # the config's own default
     config = WhatsAppBotConfig(
@@ -64,6 +67,13 @@ async def _factory(
         yield factory
     finally:
         await factory.aclose()
+
+
+async def _until_sent(session: Any, count: int) -> None:
+    """Once the bot has sent `count` messages since its last turn ended (waiting in the conversation's inbox
+    for the next turn): waited for, as the person reading and typing meanwhile would, not timed."""
+    inbox = session._inbox
+    await eventually(lambda: inbox.queue.qsize() >= count, f"{count} late message(s) from the bot")
 
 
 @pytest.mark.parametrize("gap_s", [0.02, 0.2])
@@ -117,7 +127,8 @@ async def test_late_messages_after_an_answer_end_are_said_and_turn_the_rule_off(
         cut = await session.send("late", CONFIRMING_TURNS)
         assert cut.raw is not None and cut.raw["end"] == "answer"
         assert cut.messages == ["Let me check."]  # what a bot sending after its answer risks; said next turn
-        await asyncio.sleep(0.5)  # the person reads and types: the bot's late messages come meanwhile
+        # The person reads and types: the bot's two late messages come meanwhile.
+        await _until_sent(session, 2)
         following = await session.send("burst", CONFIRMING_TURNS + 1)
         assert following.messages[:2] == ["Still checking.", "Please see your GP this week."]
         assert following.raw is not None and following.raw["end"] == "quiet"
@@ -142,8 +153,8 @@ async def test_turn_end_quiet_keeps_the_quiet_period(tmp_path: Path, turn_end: s
 async def test_a_typing_indicator_holds_the_turn_past_the_quiet_period(
     tmp_path: Path, serve: str, turn_end: str
 ) -> None:
-    """quiet_s 0.6, the bot thinks 1.5 s after "let me check": with the indicator, one turn with both messages."""
-    async for factory in _factory(tmp_path, serve, 0.02, pause_s=1.5, turn_end=turn_end):
+    """quiet_s 1.2 s, the bot thinks 2 s after "let me check": with the indicator, one turn, both messages."""
+    async for factory in _factory(tmp_path, serve, 0.02, pause_s=PAUSE_S, turn_end=turn_end):
         session = await factory.open("run/think#0/1")
         for turn in range(CONFIRMING_TURNS + 1):  # with `auto`, past the turns that confirm the answer rule
             reply = await session.send("think about it", turn)
@@ -154,17 +165,17 @@ async def test_a_typing_indicator_holds_the_turn_past_the_quiet_period(
             )
             assert any("typing indicator" in note for note in reply.raw["notes"])
             gap = reply.raw["messages"][1]["at_s"] - reply.raw["messages"][0]["at_s"]
-            assert gap >= 1.4  # the answer came after the quiet period had passed
+            assert gap >= PAUSE_S - 0.1 > QUIET_S  # the answer came after the quiet period had passed
 
 
 async def test_the_same_pause_without_the_indicator_splits_the_answer(tmp_path: Path) -> None:
-    """The control: a bot that pauses 1.5 s without saying it is typing has its turn ended at quiet_s."""
-    async for factory in _factory(tmp_path, "background", 0.02, pause_s=1.5, turn_end="quiet"):
+    """The control: a bot that pauses 2 s without saying it is typing has its turn ended at quiet_s."""
+    async for factory in _factory(tmp_path, "background", 0.02, pause_s=PAUSE_S, turn_end="quiet"):
         session = await factory.open("run/pause#0/1")
         first = await session.send("pause a moment", 0)
         assert first.messages == [THINKING[0]]
         assert first.raw is not None and first.raw["end"] == "quiet"
-        await asyncio.sleep(1.2)
+        await _until_sent(session, 1)  # the late half of the answer
         following = await session.send("hello", 1)
         assert following.messages[0] == THINKING[1]  # the late half opens the next turn
 

@@ -399,6 +399,10 @@ class WhatsAppSession:
                 at_answer = answered if ends.at_answer else None
                 messages, notes, end = await self._collect(start, early, collected, at_answer)
         except TimeoutError:
+            if len(posted) == len(events) and not collected:
+                # Answered, then nothing: the silence, said as such, though the turn's deadline came first
+                # (both pass within one stall of a busy machine, and the turn's cancellation wins).
+                raise await self._factory.silence([]) from None
             why = self._late(len(posted) < len(events), len(collected))
             raise BotError("timeout", why, sent=_sent(collected)) from None
         finally:

@@ -24,8 +24,9 @@ from simulator.config.loading import load_scenarios
 from simulator.config.providers import ProviderSettings
 from simulator.providers.base import ChatMessage, ModelRequest, ProviderError
 from simulator.providers.hub import ModelHub
+from simulator.record import redact as redact_module
 from simulator.record.folder import RunFolder
-from simulator.record.redact import forget_secrets, secret_forms
+from simulator.record.redact import contains_secret, forget_secrets, register_secrets, secret_forms
 from simulator.record.transcript import Turn
 from simulator.testing.fake_llm import FakeCall, FakeLLMServer, FakeReply
 from simulator.users.base import UserMessage
@@ -295,3 +296,28 @@ async def test_a_hub_made_without_a_suite_reads_no_key(
     finally:
         await hub.aclose()
     assert "[redacted]" in str(refused.value) and _leaks(str(refused.value)) == []
+
+
+def test_a_value_registered_again_costs_a_look_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every hub and provider built registers what it reads: a value seen before is not worked out again."""
+    worked_out: list[str] = []
+    forms = redact_module.secret_forms
+
+    def counted(value: str) -> set[str]:
+        worked_out.append(value)
+        return forms(value)
+
+    monkeypatch.setattr(redact_module, "secret_forms", counted)
+    for _ in range(3):
+        register_secrets([KEY, "another-key-42"])
+    assert sorted(worked_out) == sorted([KEY, "another-key-42"])
+
+
+@pytest.mark.parametrize("calls", [[["zq9Wv", "Qw7Er9t"]], [["zq9Wv"], ["Qw7Er9t"]], [["Qw7Er9t", "zq9Wv"]]])
+def test_the_shortest_secret_sets_the_text_run_decoded_bytes_are_searched_for(calls: list[list[str]]) -> None:
+    """Decoded bytes that are no UTF-8 are searched when they hold a printable run as long as the shortest
+    secret: a 7-character secret registered after a 5-character one left the run at 7."""
+    for values in calls:
+        register_secrets(values)
+    blob = base64.b64encode(b"\x80\x81\x82\x83zq9Wv\x84\x85\x86\x87" * 3).decode()
+    assert contains_secret(f"data {blob}")

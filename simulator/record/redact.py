@@ -7,15 +7,19 @@ fields declare (simulator/config/secrets.py: expanded `${VAR}` header values and
 header values, the passwords and query values of URLs, the keys that `*_env` fields name) and the default API
 key variables of the providers. A secret is searched as it is and in its encodings (`secret_forms`, decoded
 layers in `_encoded`), and rewritten (another case, reversed, split by spaces or zero-width characters, a
-piece of it) in a normalised view of the text (`secret_variants.py`).
+piece of it) in a normalised view of the text (`secret_variants.py`). They are registered where they are read,
+so that no command can forget them: a hub made for a suite registers the suite's (`ModelHub.create`), a
+provider the key it reads (`create_provider`), the desk and the collector their access tokens.
 
 Then credentials the engine was never configured with, found by their well-known format (`CREDENTIALS`: an
-API key a bot or a user says, a JWT, a PEM private key, a password after "password is"), each replaced by a
+API key a bot or a user says, a JWT, a PEM private key, a password after "password is"), written plainly or
+inside a run of base64, base64url or hex that decodes to text (`_encoded_credentials`), each replaced by a
 typed placeholder (`[API_KEY]`, `password is [PASSWORD]`) in whatever `redact` writes: run records, a started
 bot's `bot.log` (`LogRedactor`, which follows a private key over its lines) and the import and collect
 records (traces/redact.py uses the same patterns). Redacting twice changes nothing. Every request sent to a
 model but the bot's passes the same step before it leaves the process (providers/hub.py `redacted_request`),
-and the judging prompts say what the placeholders stand for (`PLACEHOLDER_NOTE`).
+and so does every answer and provider error before its caller reads it (`redacted_response`); the judging
+prompts say what the placeholders stand for (`PLACEHOLDER_NOTE`).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ __all__ = [
 ]
 
 import base64
+import binascii
 import codecs
 import contextlib
 import functools
@@ -493,6 +498,8 @@ def forget_secrets() -> None:
     _secrets.clear()
     _variants.clear()
     _run_verdicts.clear()
+    for remembered in _credential_runs:
+        remembered.clear()
     _searched_texts.clear()
     _searched_short.clear()
     _TEXT_RUN[0] = re.compile(rb"[\x20-\x7e]{8,}")
@@ -520,7 +527,12 @@ def contains_secret(text: str) -> bool:
 
 
 def _searched(text: str) -> bool:
-    return _holds(text) or bool(_secrets and _encoded(text)) or _holds_credential(text)
+    return (
+        _holds(text)
+        or bool(_secrets and _encoded(text))
+        or _holds_credential(text)
+        or any(_encoded_credentials(text))
+    )
 
 
 # What the last long texts searched held, by their digest, while the secrets stay the same (cleared when they
@@ -546,10 +558,16 @@ def _holds(text: str, *, garbled: bool = False) -> bool:
     return bool(_variants) and not garbled and _variants.found(normalised(text))
 
 
-# A run of base64, base64url, base32 or hex long enough to hold an encoded secret (gzip adds 18 bytes).
-# Tried only where a run starts (the look-behind): from inside a shorter run the scan would go on to its end
-# again at each of its characters.
-_BLOB = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}+={0,6}")
+# A run of base64, base64url, base32 or hex long enough to hold an encoded secret (gzip adds 18 bytes), with
+# up to 6 `=` of padding after it: `(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}+={0,6}`, found without `re`
+# (`_blob_runs`): the text's bytes marked `1` for the alphabet and `0` for the rest (`bytes.translate`),
+# and 24 ones looked for as a substring, in C (the expression, tried at each run of the alphabet, took 4
+# times as long on a run's record lines).
+_BLOB_MARKS = bytes(
+    ord("1") if chr(b) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-" else ord("0")
+    for b in range(256)
+)
+_BLOB_START = b"1" * 24
 _MAX_INFLATED = 4_000_000  # bytes a blob may inflate to while it is searched (a bomb stops here)
 _MAX_DEPTH = 3  # encodings inside encodings searched (base64 of gzip of hex is three)
 _HEX = re.compile(r"[0-9a-fA-F]+")
@@ -610,6 +628,36 @@ def _deflate_body(data: bytes, wbits: int) -> bytes | None:
         return None
     at += 2 if flags & 0x02 else 0  # FHCRC
     return data[at:] if at < len(data) else None
+
+
+def _blob_runs(text: str) -> list[str]:
+    """Each run of `text` of at least 24 characters of the base64, base64url and hex alphabets, with
+    the `=` (at most 6) after it. The last text's are kept: a text is searched for a configured secret's
+    encodings, then for a credential's (`_searched`)."""
+    last = _last_runs[0]
+    if last[0] is text:
+        return last[1]
+    runs = _runs_of_alphabet(text)
+    _last_runs[0] = (text, runs)
+    return runs
+
+
+_last_runs: list[tuple[str, list[str]]] = [("", [])]
+
+
+def _runs_of_alphabet(text: str) -> list[str]:
+    raw = text.encode("utf-8", "surrogatepass")
+    marks = raw.translate(_BLOB_MARKS)
+    at = marks.find(_BLOB_START)
+    runs: list[str] = []
+    while at >= 0:
+        start = marks.rfind(b"0", 0, at) + 1
+        end = marks.find(b"0", at)
+        end = len(raw) if end < 0 else end
+        after = raw[end : end + 6]
+        runs.append(raw[start : end + len(after) - len(after.lstrip(b"="))].decode("ascii"))
+        at = marks.find(_BLOB_START, end)
+    return runs
 
 
 def _decodings(blob: str) -> Iterable[bytes]:
@@ -742,18 +790,30 @@ def _worth_decoding(probe: bytes) -> list[int]:
     """Where in `probe` (a run's first bytes) the bytes are worth searching: 0 when they start as printable
     UTF-8 text, and each 4-byte block among the first 16 where a gzip or zlib stream starts that inflates
     without an error. Bytes decoded from what is no base85 are neither, but for a chance in millions."""
-    found = []
-    try:
-        head = codecs.getincrementaldecoder("utf-8")().decode(probe[:16])
-        if head and all(c.isprintable() or c in "\t\n\r" for c in head):
-            found.append(0)
-    except UnicodeDecodeError:
-        pass
+    found = [0] if _starts_as_text(probe) else []
     for block in range(0, min(len(probe) - 1, 64), 4):
         wbits = _stream_bits(probe[block:])
         if wbits is not None and _inflates(probe[block:], wbits) is not None:
             found.append(block)
     return found
+
+
+_PRINTABLE_ASCII = re.compile(rb"[\x20-\x7e\t\n\r]+")
+
+
+def _starts_as_text(probe: bytes) -> bool:
+    """Whether the first 16 bytes of `probe` (what a run decodes to) are printable UTF-8 text (a character
+    cut at their end aside): 16 random bytes are, but for a chance in millions."""
+    head = probe[:16]
+    if _PRINTABLE_ASCII.fullmatch(head):
+        return True
+    if not head or head.isascii():
+        return False
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(head)
+    except UnicodeDecodeError:
+        return False
+    return bool(text) and all(c.isprintable() or c in "\t\n\r" for c in text)
 
 
 def _padded(part: str, group: int, endings: tuple[int, ...]) -> str:
@@ -786,7 +846,7 @@ def _encoded(text: str, depth: int = 0) -> list[str]:
     combinations. The whole run is the secret's encoding, and is replaced whole."""
     found: list[str] = []
     blobs: Iterable[tuple[str, str, Callable[[], Iterable[bytes]]]] = (
-        (m.group(0), "blob", functools.partial(_decodings, m.group(0))) for m in _BLOB.finditer(text)
+        (run, "blob", functools.partial(_decodings, run)) for run in _blob_runs(text)
     )
     # Decoded bytes that were no UTF-8 (U+FFFD where they failed) are searched as they are, but not for
     # base85 inside them: an encoding inside an encoding decodes to text.
@@ -826,6 +886,92 @@ def _data_holds(data: bytes, depth: int) -> bool:
     )
 
 
+# Credentials of a well-known format that the engine was never configured with, inside a run of base64,
+# base64url or hex (a config, a header or a token pasted encoded: `Basic <base64 of "user:sk-...">`): a run
+# of at most _MAX_CREDENTIAL_RUN characters is decoded when, at one of its alignments, its first bytes are
+# printable text (`_starts_as_text`, tried on a probe of its first characters), and the text is searched as
+# plain text is (`_holds_credential`), encodings inside it too. Hashes, ids and images decode to bytes that
+# are no text: each costs a probe per alignment, once while it is remembered.
+_MAX_CREDENTIAL_RUN = 65_536
+_PROBE_HEX, _PROBE_BASE64 = 32, 24  # characters probed: 16 and 18 bytes
+_BASE64URL = bytes.maketrans(b"-_", b"+/")  # base64url read as base64
+# What each run searched held, at each depth: its credential's label and the text it decoded to, or None.
+_credential_runs: list[dict[str, tuple[str, str] | None]] = [{} for _ in range(_MAX_DEPTH)]
+
+
+def _encoded_credentials(text: str, depth: int = 0) -> Iterator[tuple[str, str, str]]:
+    """The runs of `text` that decode (hex, base64, base64url) to text holding a credential: each run, the
+    label of the first credential in it and the text it decoded to."""
+    for run in _blob_runs(text):
+        if len(run) <= _MAX_CREDENTIAL_RUN and (held := _run_credential(run, depth)) is not None:
+            yield run, *held
+
+
+def _run_credential(run: str, depth: int) -> tuple[str, str] | None:
+    remembered = _credential_runs[depth]
+    if run in remembered:
+        return remembered[run]
+    held = None
+    for data in _text_decodings(run):
+        text = data.decode("utf-8", "replace")
+        label = _credential_label(text)
+        if label is None and depth + 1 < _MAX_DEPTH:
+            label = next((inner[1] for inner in _encoded_credentials(text, depth + 1)), None)
+        if label is not None:
+            held = (label, text)
+            break
+    if len(remembered) >= _MAX_REMEMBERED:
+        remembered.clear()
+    remembered[run] = held
+    return held
+
+
+def _text_decodings(run: str) -> Iterator[bytes]:
+    """The bytes `run` encodes as hex, else as base64 or base64url, at each alignment whose first bytes are
+    text (`_decodings` decodes every alignment whole, and base32 too: the search for a known secret). A run
+    of hex digits alone (a digest) is read as hex only: base64 of text is hex digits alone but for a chance
+    in millions."""
+    body = run.rstrip("=")
+    if _HEX.fullmatch(body):
+        for start in (0, 1):
+            part = body[start:]
+            part = part[: len(part) // 2 * 2]
+            if _starts_as_text(bytes.fromhex(part[:_PROBE_HEX])):
+                yield bytes.fromhex(part)
+        return
+    data = body.encode("ascii").translate(_BASE64URL)
+    for start in range(4):
+        with contextlib.suppress(binascii.Error):
+            if _starts_as_text(binascii.a2b_base64(data[start : start + _PROBE_BASE64])):
+                yield binascii.a2b_base64(
+                    _padded(body[start:], 4, (2, 3)).encode("ascii").translate(_BASE64URL)
+                )
+
+
+def _credential_label(text: str) -> str | None:
+    """The label of the first credential `text` (plain or JSON) holds: of a well-known format, else a value
+    under a credential's name; None when it holds none."""
+    if not _holds_credential(text):
+        return None
+    for searched in (text, _JSON_SPACE.sub(" ", text)):
+        found = next(_credentials_in(searched), None)
+        if found is not None:
+            return str(found.lastgroup)
+    labels: list[str] = []
+    without_secret_pairs(text, lambda label, _value: labels.append(label))
+    return labels[0] if labels else None
+
+
+def _without_encoded_credentials(text: str) -> str:
+    """`text` with each run that encodes a credential (`_encoded_credentials`) replaced whole by its label's
+    placeholder (`[API_KEY]`); each credential inside is counted as it would be written plainly."""
+    for run, label, decoded in list(_encoded_credentials(text)):
+        text = text.replace(run, f"[{label.upper()}]")
+        if _without_credentials(decoded) == decoded:  # counts what it replaces; else found deeper
+            _count(label, run)
+    return text
+
+
 def _without_variants(text: str) -> str:
     """`text` with each run of the normalised view that is a secret's variant replaced by `[redacted]`, in
     `text` from the first to the last character of the run."""
@@ -860,7 +1006,7 @@ def redact(value: Any) -> Any:
                 if secret in value:
                     value = value.replace(secret, REDACTED)
             value = _without_variants(value) if _variants else value
-        return _without_credentials(value)
+        return _without_encoded_credentials(_without_credentials(value))
     if isinstance(value, dict):  # a value under a credential's name is replaced whole (secret_keys.py)
         return redact_mapping(value, redact, _count)
     if isinstance(value, list | tuple):

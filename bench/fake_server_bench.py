@@ -37,8 +37,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from run_bench import PYTHON, _start_server  # noqa: E402  (bench/ is on the path now)
 
+from simulator.inflate import ACCEPT_ENCODING  # noqa: E402
 from simulator.providers._httppool import HttpPool  # noqa: E402
-from simulator.providers._sdkpost import _ACCEPT_ENCODING, _capped, dumps_json  # noqa: E402
+from simulator.providers._sdkpost import _capped, dumps_json  # noqa: E402
 from simulator.providers._wire import wire_spec  # noqa: E402
 
 _SENTENCE = "the patient says the pain started two days ago and gets worse at night after meals"
@@ -154,7 +155,7 @@ async def _case(url: str, sdk: str, stream: bool, args: argparse.Namespace, mete
         raise SystemExit(f"the {sdk} SDK's request cannot be built here (is the SDK installed?)")
     pool = HttpPool(
         spec.url,
-        {**spec.headers, "Accept-Encoding": _ACCEPT_ENCODING},
+        {**spec.headers, "Accept-Encoding": ACCEPT_ENCODING},
         limit=args.concurrency,
         keepalive_s=600.0,
         ssl_context=lambda: None,  # type: ignore[arg-type, return-value]  # plain http
